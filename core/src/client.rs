@@ -1,0 +1,429 @@
+//! The client: connection, options, and the session it hands to locks.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex as AsyncMutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::session::Session;
+
+/// etcd's upper bound for a lease TTL (`MaxLeaseTTL`, 9,000,000,000 s).
+pub const MAX_TTL_SECS: i64 = 9_000_000_000;
+/// Longest accepted lock name, in bytes. A lock request carries the name about
+/// five times (compare, put, ranges), so this stays far below etcd's default
+/// 1.5 MiB request limit.
+pub const MAX_NAME_LEN: usize = 32 * 1024;
+
+/// TLS material, as PEM files.
+#[derive(Clone, Default)]
+pub struct TlsOptions {
+    /// CA bundle that signs the etcd server certificates.
+    pub ca: Option<PathBuf>,
+    /// Client certificate for mutual TLS.
+    pub cert: Option<PathBuf>,
+    /// Client private key for mutual TLS.
+    pub key: Option<PathBuf>,
+    /// Server name to verify instead of the endpoint's host.
+    pub domain: Option<String>,
+}
+
+impl fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsOptions")
+            .field("ca", &self.ca)
+            .field("cert", &self.cert)
+            .field("key", &self.key.as_ref().map(|_| "<path>"))
+            .field("domain", &self.domain)
+            .finish()
+    }
+}
+
+/// How to reach etcd and how to hold locks. Build with [`ClientOptions::new`]
+/// and the `with_*` methods; every binding exposes the same fields.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// etcd endpoints (`http://127.0.0.1:2379`, `https://...`, or `host:port`).
+    pub endpoints: Vec<String>,
+    /// Lease TTL in seconds (default 15). Below etcd's minimum it is raised by
+    /// etcd; see [`Client::ttl`] for the effective value.
+    pub ttl_secs: i64,
+    /// Prefix prepended to every key this client touches.
+    pub namespace: Option<String>,
+    /// Username for etcd auth.
+    pub username: Option<String>,
+    /// Password for etcd auth (never printed).
+    pub password: Option<String>,
+    /// TLS; `None` means plaintext (and `https://` endpoints are then refused).
+    pub tls: Option<TlsOptions>,
+    /// Bound on reaching etcd at connect time (default 5 s).
+    pub connect_timeout: Duration,
+    /// Bound on each request (default 5 s).
+    pub request_timeout: Duration,
+    /// Safety margin subtracted from the lease TTL for local loss detection
+    /// (default: TTL/5, at most 2 s).
+    pub margin: Option<Duration>,
+    /// Watch each held key so an outside delete is reported at once (default true).
+    pub watch_held_keys: bool,
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("endpoints", &self.endpoints)
+            .field("ttl_secs", &self.ttl_secs)
+            .field("namespace", &self.namespace)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("tls", &self.tls)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("margin", &self.margin)
+            .finish()
+    }
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            endpoints: vec!["http://127.0.0.1:2379".into()],
+            ttl_secs: 15,
+            namespace: None,
+            username: None,
+            password: None,
+            tls: None,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(5),
+            margin: None,
+            watch_held_keys: true,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Options for these endpoints, everything else default.
+    pub fn new<S: Into<String>>(endpoints: impl IntoIterator<Item = S>) -> Self {
+        ClientOptions { endpoints: endpoints.into_iter().map(Into::into).collect(), ..Default::default() }
+    }
+    /// Set the lease TTL in seconds.
+    pub fn with_ttl(mut self, secs: i64) -> Self {
+        self.ttl_secs = secs;
+        self
+    }
+    /// Set the key namespace.
+    pub fn with_namespace(mut self, ns: impl Into<String>) -> Self {
+        self.namespace = Some(ns.into());
+        self
+    }
+    /// Set username and password.
+    pub fn with_user(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.username = Some(user.into());
+        self.password = Some(password.into());
+        self
+    }
+    /// Set TLS material.
+    pub fn with_tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+    /// Set the connect timeout.
+    pub fn with_connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// Set the per-request timeout.
+    pub fn with_request_timeout(mut self, d: Duration) -> Self {
+        self.request_timeout = d;
+        self
+    }
+
+    /// Options from `ETCDLOCK_*` environment variables, the defaults every
+    /// binding and the CLI share: `ETCDLOCK_ENDPOINTS` (comma separated),
+    /// `ETCDLOCK_TTL`, `ETCDLOCK_NAMESPACE`, `ETCDLOCK_USERNAME`,
+    /// `ETCDLOCK_PASSWORD`, `ETCDLOCK_CA`, `ETCDLOCK_CERT`, `ETCDLOCK_KEY`.
+    pub fn from_env() -> Result<Self> {
+        let mut o = ClientOptions::default();
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        if let Some(e) = var("ETCDLOCK_ENDPOINTS") {
+            o.endpoints = e.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        }
+        if let Some(t) = var("ETCDLOCK_TTL") {
+            o.ttl_secs = t.parse().map_err(|_| Error::invalid(format!("ETCDLOCK_TTL is not a number: {t:?}")))?;
+        }
+        o.namespace = var("ETCDLOCK_NAMESPACE");
+        o.username = var("ETCDLOCK_USERNAME");
+        o.password = var("ETCDLOCK_PASSWORD");
+        let (ca, cert, key) = (var("ETCDLOCK_CA"), var("ETCDLOCK_CERT"), var("ETCDLOCK_KEY"));
+        if ca.is_some() || cert.is_some() || key.is_some() {
+            o.tls = Some(TlsOptions {
+                ca: ca.map(PathBuf::from),
+                cert: cert.map(PathBuf::from),
+                key: key.map(PathBuf::from),
+                domain: None,
+            });
+        }
+        Ok(o)
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.endpoints.is_empty() {
+            return Err(Error::invalid("no etcd endpoints given"));
+        }
+        for e in &self.endpoints {
+            if e.trim().is_empty() || e.chars().any(char::is_whitespace) {
+                return Err(Error::invalid(format!("bad endpoint {e:?}")));
+            }
+            if e.starts_with("https://") && self.tls.is_none() {
+                return Err(Error::invalid(format!(
+                    "endpoint {e} uses https but no TLS options (CA) were given; refusing to fall back to plaintext"
+                )));
+            }
+        }
+        if self.ttl_secs <= 0 || self.ttl_secs > MAX_TTL_SECS {
+            return Err(Error::invalid(format!(
+                "ttl must be between 1 and {MAX_TTL_SECS} seconds, got {}",
+                self.ttl_secs
+            )));
+        }
+        if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
+            return Err(Error::invalid("timeouts must be positive"));
+        }
+        if self.username.is_some() != self.password.is_some() {
+            return Err(Error::invalid("username and password go together"));
+        }
+        Ok(())
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) etcd: etcd_client::Client,
+    pub(crate) endpoints: String,
+    pub(crate) ns: Vec<u8>,
+    pub(crate) ttl: AtomicI64,
+    requested_ttl: i64,
+    margin: Option<Duration>,
+    pub(crate) request_timeout: Duration,
+    pub(crate) watch_held_keys: bool,
+    session: AsyncMutex<Option<Arc<Session>>>,
+    pub(crate) closed: CancellationToken,
+    pid: u32,
+    pub(crate) handle: tokio::runtime::Handle,
+}
+
+/// A connection to etcd that hands out locks. Cheap to clone (an `Arc`), safe to
+/// share across threads and tasks. All locks of a client share one lease.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client").field("endpoints", &self.inner.endpoints).finish()
+    }
+}
+
+fn read_pem(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
+    let data = std::fs::read(path)
+        .map_err(|e| Error::invalid(format!("cannot read TLS {what} file {}: {e}", path.display())))?;
+    if !data.windows(10).any(|w| w == b"-----BEGIN") {
+        return Err(Error::invalid(format!("TLS {what} file {} is not PEM", path.display())));
+    }
+    Ok(data)
+}
+
+impl Client {
+    /// Connect to etcd and open the session (grant its lease). Fails with
+    /// `Unavailable` when no endpoint answers within the connect timeout,
+    /// `AuthFailed` on bad credentials, `InvalidArgument` on bad options.
+    pub async fn connect(opts: ClientOptions) -> Result<Client> {
+        opts.validate()?;
+        let endpoints = opts.endpoints.join(",");
+        let mut co = etcd_client::ConnectOptions::new()
+            .with_connect_timeout(opts.connect_timeout)
+            .with_keep_alive(Duration::from_secs(5), opts.request_timeout)
+            .with_keep_alive_while_idle(true)
+            .with_auto_token_refresh(true);
+        if let (Some(u), Some(p)) = (&opts.username, &opts.password) {
+            co = co.with_user(u.clone(), p.clone());
+        }
+        let mut urls = opts.endpoints.clone();
+        if let Some(tls) = &opts.tls {
+            let mut t = etcd_client::TlsOptions::new();
+            if let Some(ca) = &tls.ca {
+                t = t.ca_certificate(etcd_client::Certificate::from_pem(read_pem(ca, "CA")?));
+            }
+            match (&tls.cert, &tls.key) {
+                (Some(c), Some(k)) => {
+                    t = t.identity(etcd_client::Identity::from_pem(read_pem(c, "cert")?, read_pem(k, "key")?));
+                }
+                (None, None) => {}
+                _ => return Err(Error::invalid("TLS cert and key go together")),
+            }
+            if let Some(d) = &tls.domain {
+                t = t.domain_name(d.clone());
+            }
+            co = co.with_tls(t);
+            for u in &mut urls {
+                if u.starts_with("http://") {
+                    return Err(Error::invalid(format!("endpoint {u} is plaintext but TLS options were given")));
+                }
+                if !u.contains("://") {
+                    *u = format!("https://{u}");
+                }
+            }
+        } else {
+            for u in &mut urls {
+                if !u.contains("://") {
+                    *u = format!("http://{u}");
+                }
+            }
+        }
+        let connect = async {
+            let etcd = etcd_client::Client::connect(&urls, Some(co)).await?;
+            Ok::<_, etcd_client::Error>(etcd)
+        };
+        let etcd = match tokio::time::timeout(opts.connect_timeout, connect).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(Error::from_etcd(e, &endpoints)),
+            Err(_) => {
+                return Err(Error::new(
+                    ErrorCode::Unavailable,
+                    format!("no etcd endpoint answered within {:?}: {endpoints}", opts.connect_timeout),
+                ))
+            }
+        };
+        let inner = Arc::new(Inner {
+            etcd,
+            endpoints,
+            ns: opts.namespace.clone().unwrap_or_default().into_bytes(),
+            ttl: AtomicI64::new(opts.ttl_secs),
+            requested_ttl: opts.ttl_secs,
+            margin: opts.margin,
+            request_timeout: opts.request_timeout,
+            watch_held_keys: opts.watch_held_keys,
+            session: AsyncMutex::new(None),
+            closed: CancellationToken::new(),
+            pid: crate::runtime::current_pid(),
+            handle: tokio::runtime::Handle::current(),
+        });
+        let client = Client { inner };
+        // Opening the session proves an endpoint answers and reports the effective TTL.
+        match tokio::time::timeout(opts.connect_timeout, client.session()).await {
+            Ok(Ok(_)) => Ok(client),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Error::new(
+                ErrorCode::Unavailable,
+                format!("no etcd endpoint answered within {:?}: {}", opts.connect_timeout, client.inner.endpoints),
+            )),
+        }
+    }
+
+    /// The effective lease TTL in seconds (etcd raises TTLs below its minimum).
+    pub fn ttl(&self) -> i64 {
+        self.inner.ttl.load(Ordering::Relaxed)
+    }
+
+    /// The endpoints, as given.
+    pub fn endpoints(&self) -> &str {
+        &self.inner.endpoints
+    }
+
+    /// The current session's lease id, if a session is open.
+    pub async fn lease_id(&self) -> Option<i64> {
+        self.inner.session.lock().await.as_ref().filter(|s| s.alive()).map(|s| s.lease)
+    }
+
+    pub(crate) fn check_open(&self) -> Result<()> {
+        if self.inner.closed.is_cancelled() {
+            return Err(Error::new(ErrorCode::Closed, "the client was closed"));
+        }
+        if self.inner.pid != crate::runtime::current_pid() {
+            return Err(Error::new(
+                ErrorCode::Closed,
+                "this client was created in the parent process before fork(); create a new client in the child",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The live session, or a fresh one (new lease) if there is none or it was lost.
+    pub(crate) async fn session(&self) -> Result<Arc<Session>> {
+        self.check_open()?;
+        let mut slot = self.inner.session.lock().await;
+        if let Some(s) = slot.as_ref() {
+            if s.alive() {
+                return Ok(s.clone());
+            }
+            // A lost session's lease may still exist (e.g. after a partition): revoke it.
+            let old = s.clone();
+            let etcd = self.inner.etcd.clone();
+            let rt = self.inner.request_timeout;
+            old.stop.cancel();
+            self.inner.handle.spawn(async move {
+                let _ = tokio::time::timeout(rt, etcd.lease_client().revoke(old.lease)).await;
+            });
+        }
+        let sent = Instant::now();
+        let mut lease = self.inner.etcd.lease_client();
+        let resp = tokio::time::timeout(self.inner.request_timeout, lease.grant(self.inner.requested_ttl, None))
+            .await
+            .map_err(|_| {
+                Error::new(ErrorCode::Unavailable, format!("etcd at {}: lease grant timed out", self.inner.endpoints))
+            })?
+            .map_err(|e| Error::from_etcd(e, &self.inner.endpoints))?;
+        let ttl = resp.ttl().max(1);
+        self.inner.ttl.store(ttl, Ordering::Relaxed);
+        let margin = self
+            .inner
+            .margin
+            .unwrap_or_else(|| Duration::from_millis((ttl as u64 * 1000 / 5).min(2000)))
+            .min(Duration::from_millis(ttl as u64 * 1000 / 2));
+        let s = Session::new(resp.id(), ttl, margin, sent);
+        tracing::debug!(lease = format!("{:x}", resp.id()), ttl, "session opened");
+        self.inner.handle.spawn(s.clone().run(self.inner.etcd.clone(), self.inner.request_timeout));
+        *slot = Some(s.clone());
+        Ok(s)
+    }
+
+    /// Close the client: revoke the session's lease (which releases every lock it
+    /// holds at once), report `ClientClosed` to their guards, and refuse further
+    /// calls with `Closed`. Idempotent.
+    pub async fn close(&self) {
+        if self.inner.closed.is_cancelled() {
+            return;
+        }
+        self.inner.closed.cancel();
+        let s = self.inner.session.lock().await.take();
+        if let Some(s) = s {
+            s.mark_lost(LossReason::ClientClosed);
+            let mut lease = self.inner.etcd.lease_client();
+            let _ = tokio::time::timeout(self.inner.request_timeout, lease.revoke(s.lease)).await;
+        }
+    }
+
+    /// Whether [`Client::close`] was called.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.is_cancelled()
+    }
+
+    /// The raw etcd-client handle (for tests, benchmarks and tools; keys are not namespaced).
+    pub fn etcd(&self) -> etcd_client::Client {
+        self.inner.etcd.clone()
+    }
+
+    /// The namespace prefix applied to keys.
+    pub fn namespace(&self) -> &[u8] {
+        &self.inner.ns
+    }
+
+    pub(crate) fn ns_key(&self, key: &[u8]) -> Vec<u8> {
+        let mut k = self.inner.ns.clone();
+        k.extend_from_slice(key);
+        k
+    }
+}

@@ -1,0 +1,140 @@
+//! The one tokio runtime that the language bindings share, and clock helpers.
+//!
+//! Rust users who already run tokio never touch this: the async API runs on the
+//! caller's runtime. The C, Java, Python and Node layers call [`runtime`] and
+//! [`block_on`], so each loaded native library has exactly one runtime, created
+//! on first use (never at load time) and re-created in a forked child, whose
+//! copy of the parent's runtime has no worker threads and would hang forever.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::error::{Error, ErrorCode, Result};
+
+struct Shared {
+    pid: u32,
+    rt: Arc<tokio::runtime::Runtime>,
+}
+
+static RUNTIME: Mutex<Option<Shared>> = Mutex::new(None);
+
+/// The process id, read fresh (it changes across `fork`).
+pub fn current_pid() -> u32 {
+    std::process::id()
+}
+
+/// The shared runtime, created on first use. In a forked child the parent's
+/// runtime is abandoned (its threads do not exist here; dropping it could
+/// block) and a fresh one is built.
+pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
+    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    let pid = current_pid();
+    if let Some(shared) = slot.as_ref() {
+        if shared.pid == pid {
+            return Ok(shared.rt.clone());
+        }
+        // Forked child: leak the parent's runtime on purpose.
+        if let Some(old) = slot.take() {
+            std::mem::forget(old);
+        }
+    }
+    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("etcdlock-rt")
+        .enable_all()
+        .build()
+        .map_err(|e| Error::new(ErrorCode::Internal, format!("cannot start the etcdlock runtime: {e}")))?;
+    let rt = Arc::new(rt);
+    *slot = Some(Shared { pid, rt: rt.clone() });
+    Ok(rt)
+}
+
+/// Run a future to completion on the shared runtime, parking the calling thread.
+///
+/// Refuses (with `InvalidArgument`) to run on a thread that is already inside a
+/// tokio runtime, where blocking would stall or panic.
+pub fn block_on<F, T>(fut: F) -> Result<T>
+where
+    F: Future<Output = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    block_on_interruptible(fut, Duration::from_secs(3600), || Ok(()))
+}
+
+/// Like [`block_on`], but wakes every `tick` to call `check`; when `check`
+/// returns an error the future is dropped (which cancels a lock wait and removes
+/// its waiter key) and that error is returned. Python uses this to answer
+/// Ctrl-C while a thread waits for a lock with the GIL released.
+pub fn block_on_interruptible<F, T>(fut: F, tick: Duration, mut check: impl FnMut() -> Result<()>) -> Result<T>
+where
+    F: Future<Output = Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::new(
+            ErrorCode::InvalidArgument,
+            "a blocking etcdlock call was made from inside an async runtime; use the async API",
+        ));
+    }
+    let rt = runtime()?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let task = rt.spawn(async move {
+        let out = fut.await;
+        let _ = tx.send(out);
+    });
+    loop {
+        match rx.recv_timeout(tick) {
+            Ok(out) => return out,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(e) = check() {
+                    task.abort();
+                    return Err(e);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Error::new(ErrorCode::Internal, "the etcdlock task ended without a result"));
+            }
+        }
+    }
+}
+
+/// Spawn a future on the shared runtime (for callback-style bindings).
+pub fn spawn<F>(fut: F) -> Result<tokio::task::JoinHandle<F::Output>>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    Ok(runtime()?.spawn(fut))
+}
+
+struct MonoBase {
+    instant: Instant,
+    ns: u64,
+}
+
+fn mono_base() -> &'static MonoBase {
+    static BASE: OnceLock<MonoBase> = OnceLock::new();
+    BASE.get_or_init(|| MonoBase { instant: Instant::now(), ns: clock_monotonic_ns() })
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds. It is system-wide on Linux, so
+/// timestamps from different processes compare (the tests rely on this).
+pub fn clock_monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Convert an `Instant` (which std takes from `CLOCK_MONOTONIC` on Linux) to
+/// `CLOCK_MONOTONIC` nanoseconds.
+pub fn instant_to_mono_ns(i: Instant) -> u64 {
+    let base = mono_base();
+    if i >= base.instant {
+        base.ns + (i - base.instant).as_nanos() as u64
+    } else {
+        base.ns.saturating_sub((base.instant - i).as_nanos() as u64)
+    }
+}

@@ -1,0 +1,178 @@
+//! A session is one lease shared by every lock of a client, kept alive by one
+//! background task. It owns the loss rule: the hold ends locally at
+//! (send time of the last acknowledged keep-alive) + TTL - margin, measured on
+//! the monotonic clock, which is before etcd can expire the lease and grant the
+//! lock to someone else (etcd's clock starts after our send). The mutex code
+//! never touches keep-alive; it asks the session whether it is still alive.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::LossReason;
+
+/// The end of a session, with when the hold ended locally.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loss {
+    /// Why.
+    pub reason: LossReason,
+    /// When the local hold ended (monotonic).
+    pub at: Instant,
+}
+
+pub(crate) struct Session {
+    pub(crate) lease: i64,
+    pub(crate) ttl: i64,
+    margin: Duration,
+    /// Local validity deadline; only ever moves forward from acknowledged keep-alives.
+    deadline: Mutex<Instant>,
+    lost: watch::Sender<Option<Loss>>,
+    /// Lock keys in use (held or waiting) on this session, so that concurrent
+    /// acquisitions of one name never share a key (etcd PR 11364).
+    keys: Mutex<HashSet<Vec<u8>>>,
+    suffix: AtomicU64,
+    pub(crate) stop: CancellationToken,
+}
+
+impl Session {
+    pub(crate) fn new(lease: i64, ttl: i64, margin: Duration, granted_at: Instant) -> Arc<Session> {
+        let (lost, _) = watch::channel(None);
+        Arc::new(Session {
+            lease,
+            ttl,
+            margin,
+            deadline: Mutex::new(granted_at + Duration::from_secs(ttl as u64).saturating_sub(margin)),
+            lost,
+            keys: Mutex::new(HashSet::new()),
+            suffix: AtomicU64::new(0),
+            stop: CancellationToken::new(),
+        })
+    }
+
+    /// The local validity deadline.
+    pub(crate) fn deadline(&self) -> Instant {
+        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn extend(&self, sent: Instant, ttl: i64) {
+        let new = sent + Duration::from_secs(ttl.max(0) as u64).saturating_sub(self.margin);
+        let mut d = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
+        if new > *d {
+            *d = new;
+        }
+    }
+
+    /// Alive now: not marked lost and inside the validity window.
+    pub(crate) fn alive(&self) -> bool {
+        self.lost.borrow().is_none() && Instant::now() < self.deadline()
+    }
+
+    pub(crate) fn loss(&self) -> Option<Loss> {
+        *self.lost.borrow()
+    }
+
+    /// Mark the session lost (first reason wins). The hold ended no later than the deadline.
+    pub(crate) fn mark_lost(&self, reason: LossReason) {
+        let at = Instant::now().min(self.deadline());
+        self.lost.send_if_modified(|cur| {
+            if cur.is_none() {
+                *cur = Some(Loss { reason, at });
+                true
+            } else {
+                false
+            }
+        });
+        self.stop.cancel();
+    }
+
+    /// Resolves when the session is lost.
+    pub(crate) async fn wait_lost(&self) -> Loss {
+        let mut rx = self.lost.subscribe();
+        loop {
+            if let Some(l) = *rx.borrow_and_update() {
+                return l;
+            }
+            if rx.changed().await.is_err() {
+                return Loss { reason: LossReason::ClientClosed, at: Instant::now() };
+            }
+        }
+    }
+
+    /// Reserve a unique key under `prefix` for this session.
+    pub(crate) fn reserve_key(&self, prefix: &[u8]) -> Vec<u8> {
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut key = prefix.to_vec();
+        key.extend_from_slice(format!("{:x}", self.lease).as_bytes());
+        if keys.contains(&key) {
+            let n = self.suffix.fetch_add(1, Ordering::Relaxed) + 1;
+            key.extend_from_slice(format!("_{n}").as_bytes());
+        }
+        keys.insert(key.clone());
+        key
+    }
+
+    pub(crate) fn release_key(&self, key: &[u8]) {
+        self.keys.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+
+    /// The keep-alive task: one per session. Sends a keep-alive every TTL/3 and,
+    /// after a failure, retries quickly until the validity window closes.
+    pub(crate) async fn run(self: Arc<Session>, etcd: etcd_client::Client, request_timeout: Duration) {
+        let stop = self.stop.clone();
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = self.watchdog() => {}
+            _ = self.clone().keep_alive(etcd, request_timeout) => {}
+        }
+    }
+
+    async fn watchdog(&self) {
+        loop {
+            let d = self.deadline();
+            tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await;
+            if Instant::now() >= self.deadline() {
+                tracing::warn!(lease = format!("{:x}", self.lease), "no keep-alive acknowledged in time; lock holds on this session end");
+                self.mark_lost(LossReason::ConnectionLost);
+                return;
+            }
+        }
+    }
+
+    async fn keep_alive(self: Arc<Session>, etcd: etcd_client::Client, request_timeout: Duration) {
+        let interval = Duration::from_millis((self.ttl as u64 * 1000 / 3).max(300));
+        let retry = Duration::from_millis((self.ttl as u64 * 1000 / 10).clamp(100, 1000));
+        let mut lease = etcd.lease_client();
+        loop {
+            let opened = tokio::time::timeout(request_timeout, lease.keep_alive(self.lease)).await;
+            let (mut keeper, mut stream) = match opened {
+                Ok(Ok(pair)) => pair,
+                _ => {
+                    tokio::time::sleep(retry).await;
+                    continue;
+                }
+            };
+            loop {
+                let sent = Instant::now();
+                if keeper.keep_alive().await.is_err() {
+                    break;
+                }
+                match tokio::time::timeout(request_timeout, stream.message()).await {
+                    Ok(Ok(Some(resp))) => {
+                        if resp.ttl() <= 0 {
+                            self.mark_lost(LossReason::LeaseExpired);
+                            return;
+                        }
+                        self.extend(sent, resp.ttl());
+                    }
+                    _ => break,
+                }
+                tokio::time::sleep(interval).await;
+            }
+            tokio::time::sleep(retry).await;
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `etcd-harness [--members N] [-- EXTRA_ETCD_FLAGS...]`
+//!
+//! Starts real etcd on 127.0.0.1 (free ports, temp dir), prints one JSON line
+//! `{"endpoints":[...],"pids":[...],"dir":"..."}` to stdout, and stops etcd
+//! when stdin closes (so a test in any language owns its lifetime by holding a
+//! pipe) or on SIGTERM/SIGINT. Commands on stdin, one per line:
+//! `kill I`, `restart I`, `pause I`, `resume I`, `leader` (answers one JSON line).
+use std::io::{BufRead, Write};
+
+use etcdlock_testkit::{Config, Etcd};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut cfg = Config { members: 1, ..Default::default() };
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--members" => cfg.members = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
+            "--" => cfg.extra_args.extend(args.by_ref()),
+            "-h" | "--help" => {
+                println!("usage: etcd-harness [--members N] [-- EXTRA_ETCD_FLAGS...]");
+                return;
+            }
+            other => {
+                eprintln!("etcd-harness: unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+    }
+    unsafe {
+        // Let SIGTERM/SIGINT end the stdin loop by closing our stdin fd, so Drop runs.
+        extern "C" fn on_signal(_: libc::c_int) {
+            unsafe { libc::close(0) };
+        }
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+    }
+    let mut etcd = Etcd::start(cfg);
+    let line = serde_json::json!({
+        "endpoints": etcd.endpoints(),
+        "pids": etcd.members.iter().map(|m| m.pid()).collect::<Vec<_>>(),
+        "dir": etcd.dir().display().to_string(),
+    });
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let mut parts = line.split_whitespace();
+        let cmd = parts.next().unwrap_or("");
+        let idx: usize = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let reply = match cmd {
+            "kill" => { etcd.kill(idx); serde_json::json!({"ok": true}) }
+            "restart" => { etcd.restart(idx); serde_json::json!({"ok": true, "pid": etcd.members[idx].pid()}) }
+            "pause" => { etcd.pause(idx); serde_json::json!({"ok": true}) }
+            "resume" => { etcd.resume(idx); serde_json::json!({"ok": true}) }
+            "leader" => serde_json::json!({"leader": etcd.leader()}),
+            "" => continue,
+            _ => serde_json::json!({"error": format!("unknown command {cmd}")}),
+        };
+        let _ = writeln!(out, "{reply}");
+        let _ = out.flush();
+    }
+}

@@ -1,0 +1,342 @@
+//! Real etcd processes for tests and benchmarks: one node or a cluster, on
+//! 127.0.0.1 with free ports and a temp data dir, health-checked, and always
+//! stopped (on drop, and by the kernel if the test process dies: every member
+//! gets `PR_SET_PDEATHSIG`). No mock of etcd anywhere.
+//!
+//! The binary `etcd-harness` exposes the same to tests in other languages: it
+//! prints one JSON line with the endpoints and stops the cluster when its
+//! stdin closes.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+/// The etcd binary: `$ETCD_BIN`, else `etcd` on `PATH`, else `/usr/bin/etcd`.
+pub fn etcd_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("ETCD_BIN") {
+        return PathBuf::from(p);
+    }
+    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
+        let p = Path::new(dir).join("etcd");
+        if p.is_file() {
+            return p;
+        }
+    }
+    PathBuf::from("/usr/bin/etcd")
+}
+
+/// `etcdctl`, found like [`etcd_bin`] (`$ETCDCTL_BIN`).
+pub fn etcdctl_bin() -> PathBuf {
+    if let Ok(p) = std::env::var("ETCDCTL_BIN") {
+        return PathBuf::from(p);
+    }
+    let e = etcd_bin();
+    let sib = e.with_file_name("etcdctl");
+    if sib.is_file() {
+        return sib;
+    }
+    PathBuf::from("/usr/bin/etcdctl")
+}
+
+/// A free TCP port on 127.0.0.1 (bound, read, released).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port on 127.0.0.1")
+}
+
+fn scratch_root() -> PathBuf {
+    if let Ok(p) = std::env::var("ETCDLOCK_TEST_DIR") {
+        return PathBuf::from(p);
+    }
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        return shm.to_path_buf();
+    }
+    std::env::temp_dir()
+}
+
+static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// One etcd member.
+pub struct Member {
+    /// Member name (`m0`, `m1`, ...).
+    pub name: String,
+    /// Client port on 127.0.0.1.
+    pub client_port: u16,
+    /// Peer port on 127.0.0.1.
+    pub peer_port: u16,
+    data_dir: PathBuf,
+    child: Option<Child>,
+    args: Vec<String>,
+}
+
+impl Member {
+    /// `http://127.0.0.1:<client_port>`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.client_port)
+    }
+    /// The member's data directory.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+    /// The process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+}
+
+/// A running etcd (one node or a cluster). Dropping it stops every member and
+/// deletes the data dirs.
+pub struct Etcd {
+    /// Members in start order.
+    pub members: Vec<Member>,
+    dir: PathBuf,
+}
+
+/// Extra etcd flags for every member, e.g. `--auth-token-ttl=5`.
+#[derive(Default, Clone)]
+pub struct Config {
+    /// Number of members (default 1).
+    pub members: usize,
+    /// Extra command-line flags.
+    pub extra_args: Vec<String>,
+    /// Client URL scheme: "http" (default) or "https" (then pass TLS flags in extra_args).
+    pub scheme: Option<String>,
+}
+
+impl Etcd {
+    /// One node.
+    pub fn single() -> Etcd {
+        Etcd::start(Config { members: 1, ..Default::default() })
+    }
+
+    /// A cluster of `n` members.
+    pub fn cluster(n: usize) -> Etcd {
+        Etcd::start(Config { members: n, ..Default::default() })
+    }
+
+    /// Start with a config; panics (this is test code) if etcd does not come up.
+    pub fn start(cfg: Config) -> Etcd {
+        let mut last = String::new();
+        for _attempt in 0..3 {
+            match Etcd::try_start(&cfg) {
+                Ok(e) => return e,
+                Err(e) => last = e,
+            }
+        }
+        panic!("etcd did not start: {last}");
+    }
+
+    fn try_start(cfg: &Config) -> Result<Etcd, String> {
+        let n = cfg.members.max(1);
+        let scheme = cfg.scheme.clone().unwrap_or_else(|| "http".into());
+        let dir = scratch_root().join(format!(
+            "etcdlock-test-{}-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed),
+            Instant::now().elapsed().as_nanos()
+        ));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+        let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let initial: Vec<String> =
+            ports.iter().enumerate().map(|(i, (_, p))| format!("m{i}=http://127.0.0.1:{p}")).collect();
+        let token = format!("etcdlock-{}", dir.file_name().unwrap().to_string_lossy());
+        let mut members = Vec::new();
+        for (i, (cp, pp)) in ports.iter().enumerate() {
+            let data_dir = dir.join(format!("m{i}"));
+            let mut args = vec![
+                format!("--name=m{i}"),
+                format!("--data-dir={}", data_dir.display()),
+                format!("--listen-client-urls={scheme}://127.0.0.1:{cp}"),
+                format!("--advertise-client-urls={scheme}://127.0.0.1:{cp}"),
+                format!("--listen-peer-urls=http://127.0.0.1:{pp}"),
+                format!("--initial-advertise-peer-urls=http://127.0.0.1:{pp}"),
+                format!("--initial-cluster={}", initial.join(",")),
+                "--initial-cluster-state=new".into(),
+                format!("--initial-cluster-token={token}"),
+                "--logger=zap".into(),
+                "--log-level=error".into(),
+                "--heartbeat-interval=50".into(),
+                "--election-timeout=500".into(),
+            ];
+            args.extend(cfg.extra_args.iter().cloned());
+            let mut m = Member { name: format!("m{i}"), client_port: *cp, peer_port: *pp, data_dir, child: None, args };
+            spawn(&mut m, &dir)?;
+            members.push(m);
+        }
+        let etcd = Etcd { members, dir };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        for i in 0..n {
+            if scheme == "http" {
+                etcd.wait_healthy(i, deadline)?;
+            } else {
+                wait_port(etcd.members[i].client_port, deadline)?;
+            }
+        }
+        Ok(etcd)
+    }
+
+    /// Client endpoints of all members.
+    pub fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.endpoint()).collect()
+    }
+
+    /// Client endpoints joined with commas (for `--endpoints`).
+    pub fn endpoints_csv(&self) -> String {
+        self.endpoints().join(",")
+    }
+
+    /// The data directory root.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn wait_healthy(&self, i: usize, deadline: Instant) -> Result<(), String> {
+        let port = self.members[i].client_port;
+        loop {
+            if http_get(port, "/health").map(|b| b.contains("\"health\":\"true\"")).unwrap_or(false) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!("member m{i} on port {port} not healthy in time"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Wait until member `i` reports healthy (after a restart).
+    pub fn wait_member_healthy(&self, i: usize, timeout: Duration) -> Result<(), String> {
+        self.wait_healthy(i, Instant::now() + timeout)
+    }
+
+    /// SIGKILL member `i`.
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Restart member `i` (after [`Etcd::kill`]) with its data dir, and wait for it.
+    pub fn restart(&mut self, i: usize) {
+        let dir = self.dir.clone();
+        {
+            let m = &mut self.members[i];
+            if m.child.is_none() {
+                // An existing member rejoins with its data; --initial-cluster-state is ignored then.
+                spawn(m, &dir).expect("restart etcd member");
+            }
+        }
+        let port = self.members[i].client_port;
+        wait_port(port, Instant::now() + Duration::from_secs(20)).expect("member port after restart");
+    }
+
+    /// SIGSTOP member `i`.
+    pub fn pause(&self, i: usize) {
+        if let Some(pid) = self.members[i].pid() {
+            unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        }
+    }
+
+    /// SIGCONT member `i`.
+    pub fn resume(&self, i: usize) {
+        if let Some(pid) = self.members[i].pid() {
+            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+        }
+    }
+
+    /// The index of the current leader, asked of the first running member that answers.
+    pub fn leader(&self) -> Option<usize> {
+        for m in self.members.iter().filter(|m| m.child.is_some()) {
+            let Ok(out) = Command::new(etcdctl_bin())
+                .env("ETCDCTL_API", "3")
+                .args(["--endpoints", &self.endpoints_csv(), "endpoint", "status", "-w", "json"])
+                .stderr(Stdio::null())
+                .output()
+            else {
+                continue;
+            };
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else { continue };
+            let arr = v.as_array().cloned().unwrap_or_default();
+            for st in arr {
+                let member_id = st["Status"]["header"]["member_id"].as_u64();
+                let leader = st["Status"]["leader"].as_u64();
+                if member_id.is_some() && member_id == leader {
+                    let ep = st["Endpoint"].as_str().unwrap_or("");
+                    return self.members.iter().position(|mm| mm.endpoint() == ep);
+                }
+            }
+            let _ = m;
+        }
+        None
+    }
+
+    /// Run `etcdctl` against this cluster and return stdout (panics on failure).
+    pub fn etcdctl(&self, args: &[&str]) -> String {
+        let out = Command::new(etcdctl_bin())
+            .env("ETCDCTL_API", "3")
+            .arg(format!("--endpoints={}", self.endpoints_csv()))
+            .args(args)
+            .output()
+            .expect("run etcdctl");
+        assert!(out.status.success(), "etcdctl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        for m in &mut self.members {
+            if let Some(mut c) = m.child.take() {
+                unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{}.log", m.name)))
+        .map_err(|e| e.to_string())?;
+    let mut cmd = Command::new(etcd_bin());
+    cmd.args(&m.args).stdin(Stdio::null()).stdout(log.try_clone().map_err(|e| e.to_string())?).stderr(log);
+    // SAFETY: prctl is async-signal-safe; runs in the child before exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", etcd_bin().display()))?;
+    m.child = Some(child);
+    Ok(())
+}
+
+fn wait_port(port: u16, deadline: Instant) -> Result<(), String> {
+    loop {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("port {port} never opened"));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    Ok(body)
+}
