@@ -192,6 +192,7 @@ impl Error {
                     {
                         ErrorCode::InvalidArgument
                     }
+                    _ if lower.contains("requested lease not found") => ErrorCode::LockLost,
                     tonic::Code::Unauthenticated => ErrorCode::AuthFailed,
                     tonic::Code::PermissionDenied => ErrorCode::PermissionDenied,
                     tonic::Code::InvalidArgument | tonic::Code::OutOfRange => {
@@ -205,7 +206,11 @@ impl Error {
                     | tonic::Code::Unknown => ErrorCode::Unavailable,
                     _ => ErrorCode::Internal,
                 };
-                Error::new(code, format!("etcd at {endpoints}: {}", redact(&msg)))
+                let mut err = Error::new(code, format!("etcd at {endpoints}: {}", redact(&msg)));
+                if code == ErrorCode::LockLost {
+                    err.reason = Some(LossReason::LeaseExpired);
+                }
+                err
             }
             E::InvalidArgs(m) => Error::invalid(redact(&m)),
             E::InvalidUri(u) => Error::invalid(format!("bad endpoint: {u}")),

@@ -29,6 +29,7 @@ struct Shared {
     name: String,
     key: Vec<u8>,
     token: i64,
+    waited_on: Vec<Vec<u8>>,
     state: watch::Sender<GuardState>,
 }
 
@@ -52,9 +53,17 @@ impl fmt::Debug for Guard {
 }
 
 impl Guard {
-    pub(crate) fn new(client: Client, session: Arc<Session>, name: &str, key: Vec<u8>, token: i64, rev: i64) -> Guard {
+    pub(crate) fn new(
+        client: Client,
+        session: Arc<Session>,
+        name: &str,
+        key: Vec<u8>,
+        token: i64,
+        rev: i64,
+        waited_on: Vec<Vec<u8>>,
+    ) -> Guard {
         let (state, _) = watch::channel(GuardState::Held);
-        let shared = Arc::new(Shared { client, session, name: name.to_string(), key, token, state });
+        let shared = Arc::new(Shared { client, session, name: name.to_string(), key, token, waited_on, state });
         let weak = Arc::downgrade(&shared);
         let s = shared.clone();
         let mut state_rx = s.state.subscribe();
@@ -97,6 +106,13 @@ impl Guard {
     /// Our key as bytes.
     pub fn key_bytes(&self) -> &[u8] {
         &self.shared.key
+    }
+
+    /// The keys this acquisition waited on, in order: each is the key created
+    /// just before ours that was still present (empty if uncontended). Handy for
+    /// diagnosing queues; the tests use it to prove there is no herd.
+    pub fn waited_on(&self) -> Vec<String> {
+        self.shared.waited_on.iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect()
     }
 
     /// The session's lease id.

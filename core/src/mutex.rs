@@ -36,6 +36,9 @@ impl LockOptions {
     }
 }
 
+/// etcd's answer to a put on a revoked or expired lease.
+const LEASE_NOT_FOUND: &str = "requested lease not found";
+
 pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
@@ -190,13 +193,31 @@ impl Client {
             _ = cancel.cancelled() => return Err(Error::new(ErrorCode::Cancelled, format!("lock {} cancelled", show(name)))),
         };
         let closed = self.inner.closed.clone();
-        tokio::select! {
-            biased;
-            r = self.acquire_on(name, session.clone(), try_only) => r,
-            _ = sleep_opt(deadline) => Err(timeout_err(name, opts.timeout)),
-            _ = cancel.cancelled() => Err(Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))),
-            l = session.wait_lost() => Err(Error::lost(l.reason, format!("lock {}: the session ended while waiting ({})", show(name), l.reason))),
-            _ = closed.cancelled() => Err(Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))),
+        let mut session = session;
+        let mut attempts = 0;
+        loop {
+            let r = tokio::select! {
+                biased;
+                r = self.acquire_on(name, session.clone(), try_only) => r,
+                _ = sleep_opt(deadline) => Err(timeout_err(name, opts.timeout)),
+                _ = cancel.cancelled() => Err(Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))),
+                l = session.wait_lost() => Err(Error::lost(l.reason, format!("lock {}: the session ended while waiting ({})", show(name), l.reason))),
+                _ = closed.cancelled() => Err(Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))),
+            };
+            // The lease vanished (revoked, or expired while we were cut off) before we
+            // queued: nothing of ours is in the queue, so take a fresh session and retry.
+            match r {
+                Err(e) if e.message().contains(LEASE_NOT_FOUND) && attempts < 3 => {
+                    attempts += 1;
+                    session.mark_lost(LossReason::LeaseExpired);
+                    session = tokio::select! {
+                        s = self.session() => s?,
+                        _ = sleep_opt(deadline) => return Err(timeout_err(name, opts.timeout)),
+                        _ = cancel.cancelled() => return Err(Error::new(ErrorCode::Cancelled, format!("lock {} cancelled", show(name)))),
+                    };
+                }
+                r => return r,
+            }
         }
     }
 
@@ -233,7 +254,7 @@ impl Client {
         let holder_rev = ops.get(1).and_then(first_kv).map(|kv| kv.create_revision());
         if holder_rev == Some(my_rev) {
             waiter.armed = false;
-            return Ok(Guard::new(self.clone(), session, name, key, my_rev, revision(&resp)));
+            return Ok(Guard::new(self.clone(), session, name, key, my_rev, revision(&resp), Vec::new()));
         }
         if try_only {
             waiter.armed = false;
@@ -252,6 +273,7 @@ impl Client {
         // of them (no thundering herd). Each pass is one read that also confirms
         // our own key still exists (etcd issue 11456).
         let mut backoff = Duration::from_millis(25);
+        let mut waited_on: Vec<Vec<u8>> = Vec::new();
         loop {
             let check = Txn::new().and_then([
                 TxnOp::get(key.clone(), None),
@@ -282,9 +304,12 @@ impl Client {
             let read_rev = revision(&resp);
             let Some(pred) = ops.get(1).and_then(first_kv).map(|kv| kv.key().to_vec()) else {
                 waiter.armed = false;
-                return Ok(Guard::new(self.clone(), session, name, key, my_rev, read_rev));
+                return Ok(Guard::new(self.clone(), session, name, key, my_rev, read_rev, waited_on));
             };
             tracing::trace!(lock = name, pred = %String::from_utf8_lossy(&pred), "waiting for predecessor");
+            if waited_on.last() != Some(&pred) {
+                waited_on.push(pred.clone());
+            }
             match self.wait_deleted(&pred, read_rev).await {
                 Ok(()) => backoff = Duration::from_millis(25),
                 Err(e) if e.code() == ErrorCode::Unavailable => {

@@ -1,0 +1,64 @@
+#![allow(dead_code)]
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use etcd_client::GetOptions;
+use etcdlock::{Client, ClientOptions};
+use etcdlock_testkit::Etcd;
+
+static NS: AtomicU64 = AtomicU64::new(0);
+
+/// A namespace unique to this test run and call.
+pub fn unique_ns(tag: &str) -> String {
+    format!("t-{}-{}-{}/", tag, std::process::id(), NS.fetch_add(1, Ordering::Relaxed))
+}
+
+pub fn opts(etcd: &Etcd, ns: &str, ttl: i64) -> ClientOptions {
+    ClientOptions::new(etcd.endpoints()).with_ttl(ttl).with_namespace(ns)
+}
+
+pub async fn client(etcd: &Etcd, ns: &str, ttl: i64) -> Client {
+    Client::connect(opts(etcd, ns, ttl)).await.expect("connect")
+}
+
+/// Keys under `prefix` (raw, un-namespaced), sorted by create revision.
+pub async fn keys(c: &Client, prefix: &str) -> Vec<(String, i64)> {
+    let mut etcd = c.etcd();
+    let r = etcd
+        .get(
+            prefix,
+            Some(GetOptions::new().with_prefix().with_sort(etcd_client::SortTarget::Create, etcd_client::SortOrder::Ascend)),
+        )
+        .await
+        .expect("get prefix");
+    r.kvs().iter().map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.create_revision())).collect()
+}
+
+/// Wait (by watching, not sleeping) until `prefix` holds exactly `n` keys.
+pub async fn await_key_count(c: &Client, prefix: &str, n: usize) {
+    let mut etcd = c.etcd();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = etcd.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.expect("count");
+        if r.count() as usize == n {
+            return;
+        }
+        let rev = r.header().unwrap().revision();
+        let mut w = etcd
+            .watch(prefix, Some(etcd_client::WatchOptions::new().with_prefix().with_start_revision(rev + 1)))
+            .await
+            .expect("watch");
+        // Any event under the prefix: re-count.
+        let ev = tokio::time::timeout_at(deadline, async {
+            loop {
+                match w.message().await {
+                    Ok(Some(m)) if !m.events().is_empty() => return,
+                    Ok(Some(_)) => continue,
+                    _ => return,
+                }
+            }
+        })
+        .await;
+        assert!(ev.is_ok(), "timed out waiting for {n} keys under {prefix}");
+    }
+}
