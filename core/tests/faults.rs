@@ -1,0 +1,258 @@
+//! Holders in child processes (SIGKILL, SIGSTOP), etcd restarts, leader loss,
+//! and interop with `etcdctl lock`. Child holders re-run this test binary with
+//! `ETCDLOCK_CHILD` set, so the child is the same code as the parent.
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+use etcdlock::runtime::{clock_monotonic_ns, instant_to_mono_ns};
+use etcdlock::{Client, ClientOptions, ErrorCode, LossReason};
+use etcdlock_testkit::{etcdctl_bin, Etcd};
+
+/// Child mode: hold a lock and report on stdout. Does nothing in a normal run.
+#[test]
+fn child_holder() {
+    let Ok(spec) = std::env::var("ETCDLOCK_CHILD") else { return };
+    let v: serde_json::Value = serde_json::from_str(&spec).unwrap();
+    let endpoints: Vec<String> = v["endpoints"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect();
+    let ns = v["ns"].as_str().unwrap().to_string();
+    let ttl = v["ttl"].as_i64().unwrap();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async move {
+        let c = Client::connect(ClientOptions::new(endpoints).with_ttl(ttl).with_namespace(ns)).await.unwrap();
+        let g = c.lock("held").await.unwrap();
+        println!("HELD {} {} {}", g.fencing_token(), g.key(), clock_monotonic_ns());
+        let loss = g.wait_lost().await.unwrap();
+        println!("LOST {} {} {}", loss.reason, instant_to_mono_ns(loss.at), clock_monotonic_ns());
+        let put = g.put("fenced", "stale-write").await;
+        println!("PUT {}", put.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string()));
+        // The same compare a guarded op sends, straight to etcd: it must fail there too.
+        let mut raw = c.etcd();
+        let txn = Txn::new()
+            .when([Compare::create_revision(g.key(), CompareOp::Equal, g.fencing_token())])
+            .and_then([TxnOp::put(format!("{}fenced", v["ns"].as_str().unwrap()), "stale-raw", None)]);
+        let r = raw.txn(txn).await.unwrap();
+        println!("RAWTXN {}", r.succeeded());
+    });
+}
+
+fn spawn_holder(etcd: &Etcd, ns: &str, ttl: i64) -> (Child, BufReader<std::process::ChildStdout>) {
+    let spec = serde_json::json!({"endpoints": etcd.endpoints(), "ns": ns, "ttl": ttl}).to_string();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child_holder", "--nocapture", "--test-threads=1", "-q"])
+        .env("ETCDLOCK_CHILD", spec)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let out = BufReader::new(child.stdout.take().unwrap());
+    (child, out)
+}
+
+fn read_line_starting(out: &mut BufReader<std::process::ChildStdout>, tag: &str) -> Vec<String> {
+    loop {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "child ended before printing {tag}");
+        let parts: Vec<String> = line.split_whitespace().map(String::from).collect();
+        if parts.first().map(|p| p.as_str()) == Some(tag) {
+            return parts;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_holder_next_waiter_acquires_within_ttl_plus_1s() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("kill");
+    let ttl = 3;
+    let (mut child, mut out) = spawn_holder(&etcd, &ns, ttl);
+    let held = tokio::task::block_in_place(|| read_line_starting(&mut out, "HELD"));
+    let child_token: i64 = held[1].parse().unwrap();
+    let c = client(&etcd, &ns, ttl).await;
+    let waiter = tokio::spawn({
+        let c = c.clone();
+        async move { c.lock("held").await.map(|g| (g, Instant::now())) }
+    });
+    await_key_count(&c, &format!("{ns}held/"), 2).await;
+    let killed_at = Instant::now();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let (g, at) = waiter.await.unwrap().unwrap();
+    let waited = at - killed_at;
+    println!("next waiter acquired {waited:?} after SIGKILL (TTL {ttl} s)");
+    assert!(waited <= Duration::from_secs(ttl as u64 + 1), "waited {waited:?}");
+    assert!(g.fencing_token() > child_token);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_holder_learns_of_loss_before_the_waiter_acquires_and_its_write_is_rejected() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("stop");
+    let ttl = 2;
+    let (mut child, mut out) = spawn_holder(&etcd, &ns, ttl);
+    let held = tokio::task::block_in_place(|| read_line_starting(&mut out, "HELD"));
+    let child_key = held[2].clone();
+    let c = client(&etcd, &ns, 10).await;
+    let waiter = tokio::spawn({
+        let c = c.clone();
+        async move {
+            let g = c.lock("held").await.unwrap();
+            let at = clock_monotonic_ns();
+            g.put("fenced", format!("written by token {}", g.fencing_token())).await.unwrap();
+            (g, at)
+        }
+    });
+    await_key_count(&c, &format!("{ns}held/"), 2).await;
+    unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
+    let (g, acquired_ns) = waiter.await.unwrap();
+    // The waiter got the lock only because the stopped holder's lease expired.
+    assert!(keys(&c, &format!("{ns}held/")).await.iter().all(|(k, _)| k != &child_key));
+    unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
+    let lost = tokio::task::block_in_place(|| read_line_starting(&mut out, "LOST"));
+    let put = tokio::task::block_in_place(|| read_line_starting(&mut out, "PUT"));
+    let raw = tokio::task::block_in_place(|| read_line_starting(&mut out, "RAWTXN"));
+    child.wait().unwrap();
+    let lost_at: u64 = lost[2].parse().unwrap();
+    println!("holder's hold ended locally {} ms before the waiter acquired ({})", (acquired_ns as i64 - lost_at as i64) / 1_000_000, lost[1]);
+    assert!(lost_at < acquired_ns, "loss at {lost_at} must precede the waiter's acquisition at {acquired_ns}");
+    assert!(lost[1] == "ConnectionLost" || lost[1] == "LeaseExpired" || lost[1] == "KeyDeleted", "{lost:?}");
+    assert_eq!(put[1], "LockLost");
+    assert_eq!(raw[1], "false", "etcd must reject the stale holder's compare");
+    let mut etcd_c = c.etcd();
+    let v = etcd_c.get(format!("{ns}fenced"), None).await.unwrap();
+    assert_eq!(v.kvs()[0].value(), format!("written by token {}", g.fencing_token()).as_bytes());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn single_node_restart_within_ttl_keeps_the_hold() {
+    let mut etcd = Etcd::single();
+    let ns = unique_ns("restart");
+    let c = Client::connect(opts(&etcd, &ns, 10).with_request_timeout(Duration::from_secs(2))).await.unwrap();
+    let g = c.lock("r").await.unwrap();
+    tokio::task::block_in_place(|| {
+        etcd.kill(0);
+        etcd.restart(0);
+        etcd.wait_member_healthy(0, Duration::from_secs(10)).unwrap();
+    });
+    // Guarded write goes through after the restart (retries cover the reconnect).
+    let deadline = Instant::now() + Duration::from_secs(8);
+    loop {
+        match g.put("after-restart", "ok").await {
+            Ok(()) => break,
+            Err(e) if e.code() == ErrorCode::Unavailable && Instant::now() < deadline => continue,
+            Err(e) => panic!("guarded put after restart: {e}"),
+        }
+    }
+    assert!(g.is_held());
+    assert_eq!(g.loss(), None);
+    // Still exclusive: another client cannot take it.
+    let other = client(&etcd, &ns, 10).await;
+    assert_eq!(other.try_lock("r").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    g.unlock().await.unwrap();
+    other.try_lock("r").await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn leader_killed_in_three_node_cluster_lock_operations_resume() {
+    let mut etcd = Etcd::cluster(3);
+    let ns = unique_ns("leader");
+    let c = Client::connect(opts(&etcd, &ns, 10).with_request_timeout(Duration::from_secs(2))).await.unwrap();
+    let g = c.lock("before").await.unwrap();
+    let leader = tokio::task::block_in_place(|| etcd.leader()).expect("a leader");
+    tokio::task::block_in_place(|| etcd.kill(leader));
+    let killed = Instant::now();
+    let mut resumed = None;
+    for i in 0..20 {
+        let name = format!("after-{i}");
+        match c.lock_with(&name, etcdlock::LockOptions::timeout(Duration::from_secs(5))).await {
+            Ok(g2) => {
+                g2.put("k", "v").await.unwrap();
+                g2.unlock().await.unwrap();
+                if resumed.is_none() {
+                    resumed = Some(killed.elapsed());
+                }
+                if i >= 5 {
+                    break;
+                }
+            }
+            Err(e) => assert!(matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout), "{e}"),
+        }
+    }
+    let resumed = resumed.expect("lock operations resumed after the leader was killed");
+    println!("lock operations resumed {resumed:?} after killing the leader");
+    assert!(resumed < Duration::from_secs(10));
+    // The hold taken before the failover survived it.
+    assert!(g.is_held());
+    g.put("still-mine", "yes").await.unwrap();
+}
+
+fn etcdctl_lock(etcd: &Etcd, ns: &str, name: &str) -> Child {
+    Command::new(etcdctl_bin())
+        .env("ETCDCTL_API", "3")
+        .args([format!("--endpoints={}", etcd.endpoints_csv()), "lock".into(), format!("{ns}{name}")])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_lock_and_etcdlock_exclude_each_other_in_both_orders() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("etcdctl");
+    // etcdctl uses the raw name; our client has no namespace here and locks the same full name.
+    let c = Client::connect(ClientOptions::new(etcd.endpoints()).with_ttl(10)).await.unwrap();
+    let name = format!("{ns}shared");
+    let prefix = format!("{name}/");
+
+    // 1. etcdctl holds first.
+    let mut ctl = etcdctl_lock(&etcd, "", &name);
+    let mut ctl_out = BufReader::new(ctl.stdout.take().unwrap());
+    let ctl_key = tokio::task::block_in_place(|| {
+        let mut l = String::new();
+        ctl_out.read_line(&mut l).unwrap();
+        l.trim().to_string()
+    });
+    assert!(ctl_key.starts_with(&prefix), "etcdctl printed {ctl_key:?}");
+    assert_eq!(c.try_lock(&name).await.unwrap_err().code(), ErrorCode::WouldBlock);
+    let waiter = tokio::spawn({
+        let c = c.clone();
+        let name = name.clone();
+        async move { c.lock(&name).await.unwrap() }
+    });
+    await_key_count(&c, &prefix, 2).await;
+    assert!(!waiter.is_finished());
+    unsafe { libc::kill(ctl.id() as i32, libc::SIGINT) };
+    let ctl_exit = tokio::task::block_in_place(|| ctl.wait().unwrap());
+    let g = waiter.await.unwrap();
+    assert!(ctl_exit.success() || ctl_exit.code().is_some() || ctl_exit.signal().is_some());
+    // We were queued behind etcdctl's key (or it was gone by the time we read).
+    assert!(g.waited_on().iter().all(|k| k == &ctl_key), "{:?}", g.waited_on());
+    assert_eq!(keys(&c, &prefix).await, vec![(g.key(), g.fencing_token())]);
+
+    // 2. etcdlock holds first: etcdctl waits until we unlock.
+    let mut ctl = etcdctl_lock(&etcd, "", &name);
+    await_key_count(&c, &prefix, 2).await;
+    let ks = keys(&c, &prefix).await;
+    assert_eq!(ks[0].0, g.key(), "we still hold the lock while etcdctl waits");
+    let mut ctl_out = BufReader::new(ctl.stdout.take().unwrap());
+    let reader = std::thread::spawn(move || {
+        let mut l = String::new();
+        ctl_out.read_line(&mut l).unwrap();
+        (l.trim().to_string(), Instant::now())
+    });
+    let unlocked_at = Instant::now();
+    g.unlock().await.unwrap();
+    let (ctl_key2, ctl_acquired) = tokio::task::block_in_place(|| reader.join().unwrap());
+    assert!(ctl_key2.starts_with(&prefix));
+    assert!(ctl_acquired >= unlocked_at);
+    unsafe { libc::kill(ctl.id() as i32, libc::SIGINT) };
+    tokio::task::block_in_place(|| ctl.wait().unwrap());
+    await_key_count(&c, &prefix, 0).await;
+    let _ = LossReason::KeyDeleted;
+}
