@@ -1,1 +1,433 @@
-// placeholder: replaced by the binding
+//! Native half of the `etcdlock` npm package (napi-rs v3).
+//!
+//! This layer only converts arguments and maps errors; the lock itself lives in
+//! the `etcdlock` core crate. Every asynchronous call returns a Promise created
+//! with `env.create_deferred()` and settled from a task on etcdlock's shared
+//! runtime (`etcdlock::runtime`), never from a runtime of napi's own. A pending
+//! deferred holds a referenced threadsafe function, so a pending `lock()` keeps
+//! the Node process alive; nothing else here holds the event loop.
+//!
+//! Errors reach JavaScript as `Error` objects whose message is
+//! `ETCDLOCK\u{1f}<code>\u{1f}<loss reason or empty>\u{1f}<message>`; the JS
+//! layer (`index.js`) turns that into a `LockError` with `code` and `reason`.
+//! Every entry point runs under `catch_unwind`: a Rust panic becomes an
+//! `Internal` error, never an abort.
+
+#![deny(clippy::all)]
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcdlock::{CancellationToken, ErrorCode, GuardState};
+use futures_util::FutureExt;
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi_derive::napi;
+
+const SEP: char = '\u{1f}';
+
+fn encode(code: ErrorCode, reason: Option<etcdlock::LossReason>, msg: &str) -> napi::Error {
+    let reason = reason.map(|r| r.name()).unwrap_or("");
+    napi::Error::new(Status::GenericFailure, format!("ETCDLOCK{SEP}{}{SEP}{reason}{SEP}{msg}", code.name()))
+}
+
+fn to_js_err(e: &etcdlock::Error) -> napi::Error {
+    encode(e.code(), e.loss_reason(), e.message())
+}
+
+fn invalid(msg: impl AsRef<str>) -> napi::Error {
+    encode(ErrorCode::InvalidArgument, None, msg.as_ref())
+}
+
+fn internal(msg: impl AsRef<str>) -> napi::Error {
+    encode(ErrorCode::Internal, None, msg.as_ref())
+}
+
+/// Run a synchronous entry point, turning a panic into an `Internal` error.
+fn guard_sync<T>(f: impl FnOnce() -> napi::Result<T>) -> napi::Result<T> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(_) => Err(internal("a bug in etcdlock (panic in the native binding)")),
+    }
+}
+
+type Resolver<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
+
+/// Create a Promise and settle it from `fut` running on the shared core runtime.
+fn promise<'env, T, F>(env: &'env Env, fut: F) -> napi::Result<Object<'env>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = napi::Result<T>> + Send + 'static,
+{
+    let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
+    let (deferred, promise) = env.create_deferred::<T, Resolver<T>>()?;
+    rt.spawn(async move {
+        match AssertUnwindSafe(fut).catch_unwind().await {
+            Ok(Ok(v)) => deferred.resolve(Box::new(move |_| Ok(v))),
+            Ok(Err(e)) => deferred.reject(e),
+            Err(_) => deferred.reject(internal("a bug in etcdlock (panic in an async task)")),
+        }
+    });
+    Ok(promise)
+}
+
+fn ms(v: f64, what: &str) -> napi::Result<Duration> {
+    if !v.is_finite() || v < 0.0 || v > 1e13 {
+        return Err(invalid(format!("{what} must be a finite number of milliseconds >= 0, got {v}")));
+    }
+    Ok(Duration::from_micros((v * 1000.0) as u64))
+}
+
+/// Options for `NativeClient.connect` (the JS layer validates types first).
+#[napi(object)]
+pub struct NativeConnectOptions {
+    pub endpoints: Vec<String>,
+    pub ttl: Option<f64>,
+    pub namespace: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub ca: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+    pub domain: Option<String>,
+    pub connect_timeout_ms: Option<f64>,
+    pub request_timeout_ms: Option<f64>,
+}
+
+fn build_options(o: NativeConnectOptions) -> napi::Result<etcdlock::ClientOptions> {
+    let mut opts = etcdlock::ClientOptions::new(o.endpoints);
+    if let Some(t) = o.ttl {
+        if !t.is_finite() || t.fract() != 0.0 || t < 1.0 || t > etcdlock::MAX_TTL_SECS as f64 {
+            return Err(invalid(format!(
+                "ttl must be a whole number of seconds between 1 and {}, got {t}",
+                etcdlock::MAX_TTL_SECS
+            )));
+        }
+        opts.ttl_secs = t as i64;
+    }
+    opts.namespace = o.namespace;
+    opts.username = o.username;
+    opts.password = o.password;
+    if o.ca.is_some() || o.cert.is_some() || o.key.is_some() || o.domain.is_some() {
+        opts.tls = Some(etcdlock::TlsOptions {
+            ca: o.ca.map(PathBuf::from),
+            cert: o.cert.map(PathBuf::from),
+            key: o.key.map(PathBuf::from),
+            domain: o.domain,
+        });
+    }
+    if let Some(v) = o.connect_timeout_ms {
+        opts.connect_timeout = ms(v, "connectTimeout")?;
+    }
+    if let Some(v) = o.request_timeout_ms {
+        opts.request_timeout = ms(v, "requestTimeout")?;
+    }
+    Ok(opts)
+}
+
+/// A cancellation handle an `AbortSignal` drives (core `CancellationToken`).
+#[napi]
+pub struct NativeCancel {
+    token: CancellationToken,
+}
+
+#[napi]
+impl NativeCancel {
+    #[napi(constructor)]
+    pub fn new() -> Self {
+        NativeCancel { token: CancellationToken::new() }
+    }
+
+    #[napi]
+    pub fn cancel(&self) {
+        self.token.cancel();
+    }
+}
+
+impl Default for NativeCancel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A connected core client.
+#[napi]
+pub struct NativeClient {
+    inner: etcdlock::Client,
+}
+
+#[napi]
+impl NativeClient {
+    /// Connect (resolves a `NativeClient`).
+    #[napi(ts_return_type = "Promise<NativeClient>")]
+    pub fn connect<'env>(env: &'env Env, opts: NativeConnectOptions) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let opts = build_options(opts)?;
+            promise(env, async move {
+                let c = etcdlock::Client::connect(opts).await.map_err(|e| to_js_err(&e))?;
+                Ok(NativeClient { inner: c })
+            })
+        })
+    }
+
+    /// Effective lease TTL in seconds.
+    #[napi(getter)]
+    pub fn ttl(&self) -> f64 {
+        self.inner.ttl() as f64
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                c.close().await;
+                Ok(())
+            })
+        })
+    }
+
+    /// Acquire; `timeout_ms` bounds the wait, `cancel` aborts it.
+    #[napi(ts_return_type = "Promise<NativeLock>")]
+    pub fn lock<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        timeout_ms: Option<f64>,
+        cancel: Option<&NativeCancel>,
+    ) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let timeout = timeout_ms.map(|v| ms(v, "timeout")).transpose()?;
+            let opts = etcdlock::LockOptions { timeout, cancel: cancel.map(|c| c.token.clone()) };
+            let c = self.inner.clone();
+            promise(env, async move {
+                let g = c.lock_with(&name, opts).await.map_err(|e| to_js_err(&e))?;
+                Ok(NativeLock::new(g))
+            })
+        })
+    }
+
+    /// Try once; resolves `null` when the lock is held elsewhere.
+    #[napi(ts_return_type = "Promise<NativeLock | null>")]
+    pub fn try_lock<'env>(&self, env: &'env Env, name: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                match c.try_lock(&name).await {
+                    Ok(g) => Ok(Some(NativeLock::new(g))),
+                    Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+                    Err(e) => Err(to_js_err(&e)),
+                }
+            })
+        })
+    }
+
+    /// Benchmark floor: one raw Txn (put `key` with the session lease if absent)
+    /// plus one raw Delete, on the client's etcd connection. Not namespaced.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn raw_txn_delete<'env>(&self, env: &'env Env, key: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                raw_txn_delete(&c, key.into_bytes()).await.map_err(|e| to_js_err(&e))
+            })
+        })
+    }
+
+    /// Keys under a raw (not namespaced) prefix, for tests and tools.
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn raw_keys<'env>(&self, env: &'env Env, prefix: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let mut etcd = self.inner.etcd();
+            promise(env, async move {
+                let opts = etcd_client::GetOptions::new().with_prefix().with_keys_only();
+                let r = etcd.get(prefix, Some(opts)).await.map_err(|e| internal(e.to_string()))?;
+                Ok(r.kvs().iter().map(|kv| String::from_utf8_lossy(kv.key()).into_owned()).collect::<Vec<_>>())
+            })
+        })
+    }
+
+    /// Core-only benchmark: `n` uncontended lock+unlock cycles timed inside
+    /// Rust (no JS in the loop), then `n` raw Txn+Delete floors. Resolves
+    /// `[coreNs..., rawNs...]` (2n latencies in nanoseconds).
+    #[napi(ts_return_type = "Promise<number[]>")]
+    pub fn core_bench<'env>(&self, env: &'env Env, name: String, n: u32) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                let mut out = Vec::with_capacity(2 * n as usize);
+                for _ in 0..n {
+                    let t = Instant::now();
+                    let g = c.lock(&name).await.map_err(|e| to_js_err(&e))?;
+                    g.unlock().await.map_err(|e| to_js_err(&e))?;
+                    out.push(t.elapsed().as_nanos() as f64);
+                }
+                let key = format!("{name}-raw/k").into_bytes();
+                for _ in 0..n {
+                    let t = Instant::now();
+                    raw_txn_delete(&c, key.clone()).await.map_err(|e| to_js_err(&e))?;
+                    out.push(t.elapsed().as_nanos() as f64);
+                }
+                Ok(out)
+            })
+        })
+    }
+}
+
+async fn raw_txn_delete(c: &etcdlock::Client, key: Vec<u8>) -> etcdlock::Result<()> {
+    use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+    let unavailable = |e: etcd_client::Error| etcdlock::Error::new(ErrorCode::Unavailable, e.to_string());
+    let lease = c.lease_id().await.unwrap_or(0);
+    let mut etcd = c.etcd();
+    let txn = Txn::new()
+        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+        .and_then([TxnOp::put(key.clone(), Vec::<u8>::new(), Some(PutOptions::new().with_lease(lease)))]);
+    etcd.txn(txn).await.map_err(unavailable)?;
+    etcd.delete(key, None).await.map_err(unavailable)?;
+    Ok(())
+}
+
+/// A held lock (core `Guard`).
+#[napi]
+pub struct NativeLock {
+    guard: Arc<etcdlock::Guard>,
+}
+
+impl NativeLock {
+    fn new(g: etcdlock::Guard) -> Self {
+        NativeLock { guard: Arc::new(g) }
+    }
+}
+
+fn bytes(b: &Either<String, Buffer>) -> Vec<u8> {
+    match b {
+        Either::A(s) => s.as_bytes().to_vec(),
+        Either::B(b) => b.to_vec(),
+    }
+}
+
+#[napi]
+impl NativeLock {
+    #[napi(getter)]
+    pub fn key(&self) -> String {
+        self.guard.key()
+    }
+
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.guard.name().to_string()
+    }
+
+    /// Lease id as a decimal string (the JS layer makes it a bigint).
+    #[napi(getter)]
+    pub fn lease_id(&self) -> String {
+        self.guard.lease_id().to_string()
+    }
+
+    /// Fencing token as a decimal string (the JS layer makes it a bigint).
+    #[napi(getter)]
+    pub fn fencing_token(&self) -> String {
+        self.guard.fencing_token().to_string()
+    }
+
+    #[napi(getter)]
+    pub fn is_held(&self) -> bool {
+        guard_sync(|| Ok(self.guard.is_held())).unwrap_or(false)
+    }
+
+    /// `"held"`, `"released"` or the loss reason name.
+    #[napi(getter)]
+    pub fn state(&self) -> String {
+        match self.guard.state() {
+            GuardState::Held => "held".into(),
+            GuardState::Released => "released".into(),
+            GuardState::Lost(l) => l.reason.name().into(),
+        }
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn unlock<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let g = self.guard.clone();
+            promise(env, async move { g.unlock().await.map_err(|e| to_js_err(&e)) })
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn put<'env>(
+        &self,
+        env: &'env Env,
+        key: Either<String, Buffer>,
+        value: Either<String, Buffer>,
+    ) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let (k, v) = (bytes(&key), bytes(&value));
+            let g = self.guard.clone();
+            promise(env, async move { g.put(k, v).await.map_err(|e| to_js_err(&e)) })
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<Buffer | null>")]
+    pub fn get<'env>(&self, env: &'env Env, key: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let k = bytes(&key);
+            let g = self.guard.clone();
+            promise(env, async move {
+                let v = g.get(k).await.map_err(|e| to_js_err(&e))?;
+                Ok(v.map(Buffer::from))
+            })
+        })
+    }
+
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn delete<'env>(&self, env: &'env Env, key: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let k = bytes(&key);
+            let g = self.guard.clone();
+            promise(env, async move { g.delete(k).await.map_err(|e| to_js_err(&e)) })
+        })
+    }
+
+    /// Call `cb(reasonOrNull)` once when the hold ends: the loss reason name,
+    /// or `null` when released normally. The callback is held weakly (it does
+    /// not keep the event loop alive) and the watcher does not keep the guard
+    /// alive, so a forgotten lock is still released when collected.
+    #[napi(ts_args_type = "cb: (err: null | Error, reason: string | null) => void")]
+    pub fn on_end(&self, cb: ThreadsafeFunction<Option<String>, (), Option<String>, Status, true, true>) -> napi::Result<()> {
+        guard_sync(|| {
+            let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
+            let mut rx = self.guard.subscribe();
+            rt.spawn(async move {
+                // The core's session watchdog and key watch mark the loss; a
+                // dropped sender means the guard was released and collected.
+                let reason = loop {
+                    let st = *rx.borrow_and_update();
+                    match st {
+                        GuardState::Held => {}
+                        GuardState::Released => break None,
+                        GuardState::Lost(l) => break Some(l.reason.name().to_string()),
+                    }
+                    if rx.changed().await.is_err() {
+                        break None;
+                    }
+                };
+                cb.call(Ok(reason), ThreadsafeFunctionCallMode::NonBlocking);
+            });
+            Ok(())
+        })
+    }
+}
+
+/// The core's error names, in numeric order (index + 1 = C status code).
+#[napi]
+pub fn error_codes() -> Vec<String> {
+    ErrorCode::ALL.iter().map(|c| c.name().to_string()).collect()
+}

@@ -1,0 +1,380 @@
+'use strict';
+/**
+ * etcdlock for Node.js: a fair (FIFO), fenced distributed lock on etcd.
+ *
+ * The lock itself (queueing, keep-alive, loss detection, fencing) lives in the
+ * Rust core; this file only adds JavaScript idioms on top of the native module
+ * (`loader.js` finds the `.node` file): option objects, `AbortSignal`,
+ * `await using`, bigint tokens, and `LockError` with a `code`.
+ *
+ * @example
+ * const { Client } = require('etcdlock');
+ * const client = await Client.connect({ endpoints: ['127.0.0.1:2379'], ttl: 10 });
+ * await client.withLock('stock', async (lock) => {
+ *   const n = Number((await lock.get('stock/count', 'utf8')) ?? 0);
+ *   await lock.put('stock/count', String(n - 1)); // rejected by etcd if we lost the lock
+ * });
+ * await client.close();
+ */
+
+const native = require('./loader.js').load();
+
+// `await using` looks up Symbol.asyncDispose; Node 18 lacks it. Use the same
+// registered symbol TypeScript's downlevel helpers fall back to.
+if (typeof Symbol.asyncDispose !== 'symbol') {
+  Object.defineProperty(Symbol, 'asyncDispose', { value: Symbol.for('Symbol.asyncDispose') });
+}
+
+/** The core's error names, in C status-code order (`ErrorCode.Timeout === 'Timeout'`). */
+const ErrorCode = Object.freeze(Object.fromEntries(native.errorCodes().map((c) => [c, c])));
+/** Why a held lock ended without `unlock()`. */
+const LossReason = Object.freeze({
+  LeaseExpired: 'LeaseExpired',
+  KeyDeleted: 'KeyDeleted',
+  ConnectionLost: 'ConnectionLost',
+  ClientClosed: 'ClientClosed',
+});
+const ERRNO = Object.fromEntries(native.errorCodes().map((c, i) => [c, i + 1]));
+
+/**
+ * Every error etcdlock rejects with. `code` is the core's error name
+ * (`'Timeout'`, `'LockLost'`, ... see `ErrorCode`), `errno` its numeric value,
+ * and for `LockLost` `reason` says why the hold ended (see `LossReason`).
+ */
+class LockError extends Error {
+  constructor(code, message, options = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'LockError';
+    this.code = code;
+    this.errno = ERRNO[code] ?? ERRNO.Internal;
+    if (options.reason) this.reason = options.reason;
+  }
+}
+
+const SEP = '\u001f';
+// napi's own argument-conversion failures (wrong JS type reached the native side).
+const NAPI_TYPE_CODES = new Set([
+  'InvalidArg', 'ObjectExpected', 'StringExpected', 'NameExpected', 'FunctionExpected',
+  'NumberExpected', 'BooleanExpected', 'ArrayExpected', 'BigintExpected', 'DateExpected',
+  'ArrayBufferExpected', 'DetachableArraybufferExpected',
+]);
+
+function fromNative(e) {
+  if (e instanceof LockError) return e;
+  const msg = e && typeof e.message === 'string' ? e.message : String(e);
+  if (msg.startsWith('ETCDLOCK' + SEP)) {
+    const [, code, reason, ...rest] = msg.split(SEP);
+    return new LockError(code, rest.join(SEP), { reason: reason || undefined });
+  }
+  if (e && NAPI_TYPE_CODES.has(e.code)) {
+    return new LockError('InvalidArgument', msg, { cause: e });
+  }
+  return new LockError('Internal', `a bug in etcdlock: ${msg}`, { cause: e });
+}
+
+async function call(fn) {
+  try {
+    return await fn();
+  } catch (e) {
+    throw fromNative(e);
+  }
+}
+
+function invalid(message) {
+  return new LockError('InvalidArgument', message);
+}
+
+function checkName(name) {
+  if (typeof name !== 'string') throw invalid(`lock name must be a string, got ${typeof name}`);
+}
+
+function checkOptions(opts, what) {
+  if (opts === undefined || opts === null) return {};
+  if (typeof opts !== 'object') throw invalid(`${what} must be an object, got ${typeof opts}`);
+  return opts;
+}
+
+function optNumber(v, what) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number') throw invalid(`${what} must be a number, got ${typeof v}`);
+  return v;
+}
+
+function optString(v, what) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string') throw invalid(`${what} must be a string, got ${typeof v}`);
+  return v;
+}
+
+function toBytes(v, what) {
+  if (typeof v === 'string' || Buffer.isBuffer(v)) return v;
+  if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  throw invalid(`${what} must be a string, Buffer or Uint8Array, got ${v === null ? 'null' : typeof v}`);
+}
+
+/**
+ * A held lock. Get one from `client.lock()`, `client.tryLock()` or
+ * `client.withLock()`. Release it with `unlock()` or `await using`.
+ *
+ * Loss is reported three ways: `isHeld` turns false, the `lost` Promise
+ * resolves with the reason, and `signal` (an `AbortSignal`) aborts with a
+ * `LockLost` error, so it can be handed to `fetch()` and friends.
+ */
+class Lock {
+  #n;
+  #lost;
+  #controller;
+
+  /** @internal */
+  constructor(n) {
+    this.#n = n;
+    /** The lock name. */
+    this.name = n.name;
+    /** Our key in etcd (with the namespace), e.g. `orders/694d7a3e4b2c8f05`. */
+    this.key = n.key;
+    /** The session lease id. */
+    this.leaseId = BigInt(n.leaseId);
+    /** Our key's create_revision: strictly increases from one holder to the next. */
+    this.fencingToken = BigInt(n.fencingToken);
+    const controller = new AbortController();
+    this.#controller = controller;
+    const name = this.name;
+    // Captures neither `this` nor the native lock, so a forgotten Lock can be
+    // collected (and is then released in the background by the core).
+    this.#lost = new Promise((resolve) => {
+      n.onEnd((err, reason) => {
+        if (err || !reason) return; // released normally: `lost` never settles
+        resolve(reason);
+        controller.abort(new LockError('LockLost', `lock ${JSON.stringify(name)} was lost (${reason})`, { reason }));
+      });
+    });
+  }
+
+  /**
+   * Resolves with the `LossReason` if the hold ends without `unlock()`
+   * (lease expired, key deleted, connection lost past the safety margin, client
+   * closed). Never rejects; stays pending after a normal unlock. Waiting on it
+   * does not keep the process alive.
+   * @type {Promise<string>}
+   */
+  get lost() {
+    return this.#lost;
+  }
+
+  /** An `AbortSignal` that aborts (reason: a `LockLost` LockError) when the hold is lost. */
+  get signal() {
+    return this.#controller.signal;
+  }
+
+  /** True while held: not unlocked, not lost, and inside the local validity window. */
+  get isHeld() {
+    return this.#n.isHeld;
+  }
+
+  /** `'held'`, `'released'`, or the loss reason. */
+  get state() {
+    return this.#n.state;
+  }
+
+  /**
+   * Release the lock. Idempotent. Rejects with `LockLost` if the hold had been
+   * lost before, so the caller learns the critical section may not have been
+   * protected to its end.
+   * @returns {Promise<void>}
+   */
+  unlock() {
+    return call(() => this.#n.unlock());
+  }
+
+  /** `await using lock = await client.lock(...)` calls `unlock()` at scope exit. */
+  [Symbol.asyncDispose]() {
+    return this.unlock();
+  }
+
+  /**
+   * Put `key` = `value` (namespaced like the lock) only while we hold the lock;
+   * etcd rejects it (`LockLost`) if we do not.
+   */
+  async put(key, value) {
+    const k = toBytes(key, 'key');
+    const v = toBytes(value, 'value');
+    return call(() => this.#n.put(k, v));
+  }
+
+  /**
+   * Get `key` only while we hold the lock: a Buffer, a string if `encoding` is
+   * given, or `null` when absent.
+   */
+  async get(key, encoding) {
+    const k = toBytes(key, 'key');
+    if (encoding !== undefined && !Buffer.isEncoding(encoding)) throw invalid(`unknown encoding ${encoding}`);
+    const v = await call(() => this.#n.get(k));
+    if (v === null || v === undefined) return null;
+    return encoding === undefined ? v : v.toString(encoding);
+  }
+
+  /** Delete `key` only while we hold the lock; resolves true if it existed. */
+  async delete(key) {
+    const k = toBytes(key, 'key');
+    return call(() => this.#n.delete(k));
+  }
+
+  toString() {
+    return `Lock(${this.key}, token ${this.fencingToken}, ${this.state})`;
+  }
+}
+
+/**
+ * A connection to etcd that hands out locks. All locks of a client share one
+ * lease, kept alive in the background. An idle client does not keep the Node
+ * process alive (a pending `lock()` does); call `close()` to revoke the lease
+ * and release every lock at once.
+ */
+class Client {
+  #n;
+
+  /** @internal */
+  constructor(n) {
+    if (!(n instanceof native.NativeClient)) throw invalid('use Client.connect(options)');
+    this.#n = n;
+  }
+
+  /**
+   * Connect to etcd and open the session (grant the lease).
+   * @param {object} options `{ endpoints, ttl, namespace, username, password, tls: { ca, cert, key, domain }, connectTimeout, requestTimeout }`
+   *   (`ttl` in seconds, timeouts in milliseconds, TLS values are PEM file paths).
+   *   Without `endpoints`, `ETCDLOCK_ENDPOINTS` (comma separated) is used.
+   */
+  static async connect(options) {
+    const o = checkOptions(options, 'options');
+    let endpoints = o.endpoints ?? process.env.ETCDLOCK_ENDPOINTS;
+    if (typeof endpoints === 'string') endpoints = endpoints.split(',').map((s) => s.trim()).filter(Boolean);
+    if (!Array.isArray(endpoints) || endpoints.some((e) => typeof e !== 'string')) {
+      throw invalid('endpoints must be an array of strings (or a comma-separated string)');
+    }
+    const tls = checkOptions(o.tls, 'tls');
+    const ttl = o.ttl ?? (process.env.ETCDLOCK_TTL ? Number(process.env.ETCDLOCK_TTL) : undefined);
+    const opts = {
+      endpoints,
+      ttl: optNumber(ttl, 'ttl'),
+      namespace: optString(o.namespace, 'namespace'),
+      username: optString(o.username, 'username'),
+      password: optString(o.password, 'password'),
+      ca: optString(tls.ca, 'tls.ca'),
+      cert: optString(tls.cert, 'tls.cert'),
+      key: optString(tls.key, 'tls.key'),
+      domain: optString(tls.domain, 'tls.domain'),
+      connectTimeoutMs: optNumber(o.connectTimeout, 'connectTimeout'),
+      requestTimeoutMs: optNumber(o.requestTimeout, 'requestTimeout'),
+    };
+    for (const k of Object.keys(opts)) if (opts[k] === undefined) delete opts[k];
+    return new Client(await call(() => native.NativeClient.connect(opts)));
+  }
+
+  /** The effective lease TTL in seconds (etcd raises TTLs below its minimum). */
+  get ttl() {
+    return this.#n.ttl;
+  }
+
+  /** Whether `close()` was called. */
+  get closed() {
+    return this.#n.closed;
+  }
+
+  /**
+   * Acquire `name`, waiting in FIFO order behind earlier waiters.
+   * @param {string} name
+   * @param {{ timeout?: number, signal?: AbortSignal }} [options] `timeout` in ms
+   *   (rejects `Timeout`); aborting `signal` rejects `Cancelled`. Either way our
+   *   waiter key is removed from etcd.
+   * @returns {Promise<Lock>}
+   */
+  async lock(name, options) {
+    checkName(name);
+    const o = checkOptions(options, 'options');
+    const timeout = optNumber(o.timeout, 'timeout');
+    const signal = o.signal;
+    if (signal !== undefined && signal !== null) {
+      if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function' || !('aborted' in signal)) {
+        throw invalid('signal must be an AbortSignal');
+      }
+      if (signal.aborted) {
+        throw new LockError('Cancelled', `waiting for lock ${JSON.stringify(name)} was aborted`, { cause: signal.reason });
+      }
+      const cancel = new native.NativeCancel();
+      const onAbort = () => cancel.cancel();
+      signal.addEventListener('abort', onAbort, { once: true });
+      try {
+        return new Lock(await call(() => this.#n.lock(name, timeout, cancel)));
+      } catch (e) {
+        if (e.code === 'Cancelled' && signal.aborted && e.cause === undefined) {
+          throw new LockError('Cancelled', e.message, { cause: signal.reason });
+        }
+        throw e;
+      } finally {
+        signal.removeEventListener('abort', onAbort);
+      }
+    }
+    return new Lock(await call(() => this.#n.lock(name, timeout)));
+  }
+
+  /**
+   * Acquire `name` only if it is free right now.
+   * @returns {Promise<Lock|null>} `null` when someone else holds it.
+   */
+  async tryLock(name) {
+    checkName(name);
+    const n = await call(() => this.#n.tryLock(name));
+    return n ? new Lock(n) : null;
+  }
+
+  /**
+   * Run `fn(lock)` while holding `name`, and always release afterwards.
+   * Resolves with `fn`'s result. If `fn` succeeded but the lock had been lost
+   * meanwhile, rejects with `LockLost`; if `fn` threw, that error wins.
+   */
+  async withLock(name, fn, options) {
+    if (typeof fn !== 'function') throw invalid('withLock(name, fn): fn must be a function');
+    const lock = await this.lock(name, options);
+    let result;
+    try {
+      result = await fn(lock);
+    } catch (e) {
+      await lock.unlock().catch(() => {});
+      throw e;
+    }
+    await lock.unlock();
+    return result;
+  }
+
+  /**
+   * Revoke the lease (releasing every lock of this client at once; their
+   * `lost` resolves with `ClientClosed`) and refuse further calls with
+   * `Closed`. Idempotent.
+   */
+  close() {
+    return call(() => this.#n.close());
+  }
+
+  /** `await using client = await Client.connect(...)` closes it at scope exit. */
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+
+  /** @internal Raw etcd access for tests and the benchmark (keys not namespaced). */
+  _rawKeys(prefix) {
+    return call(() => this.#n.rawKeys(prefix));
+  }
+
+  /** @internal Benchmark floor: raw Txn (put with lease) + Delete. */
+  _rawTxnDelete(key) {
+    return call(() => this.#n.rawTxnDelete(key));
+  }
+
+  /** @internal Core-only benchmark (see bench.js). */
+  _coreBench(name, n) {
+    return call(() => this.#n.coreBench(name, n));
+  }
+}
+
+module.exports = { Client, Lock, LockError, ErrorCode, LossReason };

@@ -1,0 +1,37 @@
+'use strict';
+// Finds and loads the native half of etcdlock: etcdlock.<platform>-<arch>[-gnu|-musl].node
+// next to this file (written by `npm run build`), or the file named by ETCDLOCK_NATIVE.
+const fs = require('node:fs');
+const path = require('node:path');
+
+function isMusl() {
+  if (process.platform !== 'linux') return false;
+  try {
+    const report = process.report && process.report.getReport();
+    const header = report && (typeof report === 'string' ? JSON.parse(report) : report).header;
+    return !(header && header.glibcVersionRuntime);
+  } catch {
+    return false;
+  }
+}
+
+/** The file name `npm run build` writes and `load()` looks for on this machine. */
+function nativeFileName() {
+  const libc = process.platform === 'linux' ? (isMusl() ? '-musl' : '-gnu') : '';
+  return `etcdlock.${process.platform}-${process.arch}${libc}.node`;
+}
+
+function load() {
+  const file = process.env.ETCDLOCK_NATIVE || path.join(__dirname, nativeFileName());
+  if (!fs.existsSync(file)) {
+    const err = new Error(
+      `etcdlock: native module ${file} not found; build it with \`npm run build\` in ${__dirname} ` +
+        '(needs Rust and protoc)'
+    );
+    err.code = 'Internal';
+    throw err;
+  }
+  return require(file);
+}
+
+module.exports = { load, nativeFileName };

@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+// Build the native module with cargo and copy it next to index.js as
+// etcdlock.<platform>-<arch>[-gnu|-musl].node (the name index.js loads).
+// Honours CARGO_TARGET_DIR; otherwise uses the workspace's target/.
+'use strict';
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const release = process.argv.includes('--release');
+const here = path.resolve(__dirname, '..');
+const workspace = path.resolve(here, '..');
+const args = ['build', '-p', 'etcdlock-node'];
+if (release) args.push('--release');
+const r = spawnSync('cargo', args, { cwd: workspace, stdio: 'inherit' });
+if (r.status !== 0) process.exit(r.status ?? 1);
+
+const targetDir = process.env.CARGO_TARGET_DIR
+  ? path.resolve(workspace, process.env.CARGO_TARGET_DIR)
+  : path.join(workspace, 'target');
+const profile = release ? 'release' : 'debug';
+const libName = { linux: 'libetcdlock_node.so', darwin: 'libetcdlock_node.dylib', win32: 'etcdlock_node.dll' }[process.platform];
+if (!libName) {
+  console.error(`unsupported platform ${process.platform}`);
+  process.exit(1);
+}
+const src = path.join(targetDir, profile, libName);
+const { nativeFileName } = require('../loader.js');
+const dst = path.join(here, nativeFileName());
+// Copy to a temp name and rename, so a running process never sees a half file.
+fs.copyFileSync(src, dst + '.tmp');
+fs.renameSync(dst + '.tmp', dst);
+console.log(`etcdlock: ${path.relative(process.cwd(), src)} -> ${path.relative(process.cwd(), dst)} (${profile})`);
