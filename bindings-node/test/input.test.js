@@ -1,0 +1,125 @@
+'use strict';
+// Bad input never crashes: every mistake is a rejected Promise with a code.
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { Client, LockError } = require('..');
+const { startEtcd, unique } = require('./helpers.js');
+
+let etcd;
+let client;
+
+before(async () => {
+  etcd = await startEtcd();
+  client = await Client.connect({ endpoints: etcd.endpoints, ttl: 5 });
+});
+
+after(async () => {
+  await client.close();
+  await etcd.stop();
+});
+
+async function rejectsWith(promiseOrFn, code) {
+  let p;
+  try {
+    p = typeof promiseOrFn === 'function' ? promiseOrFn() : promiseOrFn;
+  } catch (e) {
+    assert.fail(`threw synchronously instead of rejecting: ${e}`);
+  }
+  assert.ok(p && typeof p.then === 'function', 'did not return a Promise');
+  const err = await p.then(
+    (v) => assert.fail(`resolved with ${v}`),
+    (e) => e
+  );
+  assert.ok(err instanceof LockError, `not a LockError: ${err && err.stack}`);
+  assert.equal(err.code, code, err.message);
+  return err;
+}
+
+describe('connect options', () => {
+  it('wrong types reject InvalidArgument', async () => {
+    await rejectsWith(() => Client.connect(42), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: 5 }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: [1, 2] }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, ttl: '5' }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, namespace: 3 }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, tls: 'yes' }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, tls: { ca: 1 } }), 'InvalidArgument');
+  });
+
+  it('bad TTL values reject InvalidArgument', async () => {
+    for (const ttl of [0, -1, 1.5, NaN, Infinity, 9e9 + 1, 1e300]) {
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, ttl }), 'InvalidArgument');
+    }
+  });
+
+  it('empty or malformed endpoints reject InvalidArgument', async () => {
+    await rejectsWith(() => Client.connect({ endpoints: [] }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: [''] }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: ['http://bad host:1'] }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: ['https://127.0.0.1:1'] }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, username: 'u' }), 'InvalidArgument');
+    await rejectsWith(
+      () => Client.connect({ endpoints: ['127.0.0.1:1'], tls: { ca: '/nonexistent/ca.pem' } }),
+      'InvalidArgument'
+    );
+  });
+
+  it('an unreachable endpoint rejects Unavailable naming it', async () => {
+    const err = await rejectsWith(
+      () => Client.connect({ endpoints: ['127.0.0.1:1'], connectTimeout: 1000 }),
+      'Unavailable'
+    );
+    assert.match(err.message, /127\.0\.0\.1:1/);
+  });
+
+  it('negative timeouts reject InvalidArgument', async () => {
+    await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, connectTimeout: -5 }), 'InvalidArgument');
+    await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, requestTimeout: 0 }), 'InvalidArgument');
+  });
+});
+
+describe('lock arguments', () => {
+  it('non-string names reject InvalidArgument', async () => {
+    for (const name of [undefined, null, 42, {}, ['a'], Symbol('x'), 10n]) {
+      await rejectsWith(() => client.lock(name), 'InvalidArgument');
+      await rejectsWith(() => client.tryLock(name), 'InvalidArgument');
+    }
+  });
+
+  it('empty and oversized names reject InvalidArgument', async () => {
+    await rejectsWith(() => client.lock(''), 'InvalidArgument');
+    await rejectsWith(() => client.tryLock(''), 'InvalidArgument');
+    const huge = 'x'.repeat(32 * 1024 + 1);
+    await rejectsWith(() => client.lock(huge), 'InvalidArgument');
+    await rejectsWith(() => client.tryLock(huge), 'InvalidArgument');
+  });
+
+  it('bad options reject InvalidArgument', async () => {
+    const name = unique('opts');
+    await rejectsWith(() => client.lock(name, 5), 'InvalidArgument');
+    await rejectsWith(() => client.lock(name, { timeout: '1s' }), 'InvalidArgument');
+    await rejectsWith(() => client.lock(name, { timeout: -1 }), 'InvalidArgument');
+    await rejectsWith(() => client.lock(name, { timeout: NaN }), 'InvalidArgument');
+    await rejectsWith(() => client.lock(name, { signal: 'stop' }), 'InvalidArgument');
+    await rejectsWith(() => client.withLock(name, 'not a function'), 'InvalidArgument');
+  });
+
+  it('bad guarded-op arguments reject InvalidArgument, and the lock still works', async () => {
+    const lock = await client.lock(unique('ops'));
+    await rejectsWith(() => lock.put(1, 'v'), 'InvalidArgument');
+    await rejectsWith(() => lock.put('k', null), 'InvalidArgument');
+    await rejectsWith(() => lock.put('k', { a: 1 }), 'InvalidArgument');
+    await rejectsWith(() => lock.get(undefined), 'InvalidArgument');
+    await rejectsWith(() => lock.get('k', 'klingon'), 'InvalidArgument');
+    await rejectsWith(() => lock.delete([]), 'InvalidArgument');
+    // a value over etcd's request limit is refused by etcd, mapped, not fatal
+    await rejectsWith(() => lock.put('big', Buffer.alloc(2 * 1024 * 1024)), 'InvalidArgument');
+    await lock.put('k', 'v');
+    assert.equal(await lock.get('k', 'utf8'), 'v');
+    await lock.unlock();
+  });
+
+  it('the native classes refuse direct misuse with a LockError, not a crash', async () => {
+    assert.throws(() => new Client({}), (e) => e.code === 'InvalidArgument');
+  });
+});
