@@ -1,1 +1,773 @@
-// placeholder: replaced by the binding
+//! `etcdlock._etcdlock`: the native half of the Python binding.
+//!
+//! Thin by design: argument conversion, error mapping and the two ways Python
+//! waits (a thread parked with the GIL released, or an asyncio future). All lock
+//! logic is in the `etcdlock` core crate, and everything runs on the core's one
+//! PID-aware runtime (`etcdlock::runtime`), never on a second one.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcdlock::{Client, ClientOptions, ErrorCode, Guard, GuardState, LockOptions, TlsOptions};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString, PyType};
+
+create_exception!(
+    etcdlock,
+    LockError,
+    PyException,
+    "Base class of every etcdlock error. `.code` is the core error code name, `.message` the message, `.reason` the loss reason (LockLostError) or None."
+);
+create_exception!(etcdlock, InvalidArgumentError, LockError, "Bad argument: empty or oversized name, TTL out of range, bad endpoint, bad TLS file, misuse (code InvalidArgument).");
+create_exception!(etcdlock, TimeoutError, LockError, "The lock was not acquired within the deadline (code Timeout).");
+create_exception!(etcdlock, WouldBlockError, LockError, "try-lock found the lock held (code WouldBlock); `try_lock` returns None instead.");
+create_exception!(etcdlock, LockLostError, LockError, "The hold ended without unlock; `.reason` says why (code LockLost).");
+create_exception!(etcdlock, NotHeldError, LockError, "Operation on a lock this handle does not hold, e.g. after unlock (code NotHeld).");
+create_exception!(etcdlock, CancelledError, LockError, "The wait was cancelled (code Cancelled).");
+create_exception!(etcdlock, UnavailableError, LockError, "etcd unreachable after retries; the message names the endpoints (code Unavailable).");
+create_exception!(etcdlock, AuthFailedError, LockError, "etcd rejected the credentials (code AuthFailed).");
+create_exception!(etcdlock, PermissionDeniedError, LockError, "etcd RBAC denies access to the key range (code PermissionDenied).");
+create_exception!(etcdlock, ClosedError, LockError, "The client was closed, or was created before fork() in a parent process (code Closed).");
+create_exception!(etcdlock, InternalError, LockError, "A bug in etcdlock, reported instead of crashing (code Internal).");
+
+type CoreError = etcdlock::Error;
+
+fn exc_type(py: Python<'_>, code: ErrorCode) -> Bound<'_, PyType> {
+    match code {
+        ErrorCode::InvalidArgument => py.get_type::<InvalidArgumentError>(),
+        ErrorCode::Timeout => py.get_type::<TimeoutError>(),
+        ErrorCode::WouldBlock => py.get_type::<WouldBlockError>(),
+        ErrorCode::LockLost => py.get_type::<LockLostError>(),
+        ErrorCode::NotHeld => py.get_type::<NotHeldError>(),
+        ErrorCode::Cancelled => py.get_type::<CancelledError>(),
+        ErrorCode::Unavailable => py.get_type::<UnavailableError>(),
+        ErrorCode::AuthFailed => py.get_type::<AuthFailedError>(),
+        ErrorCode::PermissionDenied => py.get_type::<PermissionDeniedError>(),
+        ErrorCode::Closed => py.get_type::<ClosedError>(),
+        ErrorCode::Internal => py.get_type::<InternalError>(),
+    }
+}
+
+/// A core error as the matching Python exception, with `.code`, `.message`, `.reason`.
+fn to_pyerr(py: Python<'_>, e: &CoreError) -> PyErr {
+    let err = PyErr::from_type(exc_type(py, e.code()), e.to_string());
+    let v = err.value(py);
+    let _ = v.setattr("code", e.code().name());
+    let _ = v.setattr("message", e.message());
+    let _ = v.setattr("reason", e.loss_reason().map(|r| r.name()));
+    err
+}
+
+fn invalid(msg: impl Into<String>) -> CoreError {
+    CoreError::new(ErrorCode::InvalidArgument, msg)
+}
+
+/// Seconds (float) to a Duration. `None` and +inf mean "no bound".
+fn opt_secs(what: &str, v: Option<f64>) -> Result<Option<Duration>, CoreError> {
+    match v {
+        None => Ok(None),
+        Some(s) if s.is_nan() || s < 0.0 => Err(invalid(format!("{what} must be a non-negative number of seconds, got {s}"))),
+        Some(s) if s > 1e10 => Ok(None),
+        Some(s) => Ok(Some(Duration::from_secs_f64(s))),
+    }
+}
+
+fn pos_secs(what: &str, s: f64) -> Result<Duration, CoreError> {
+    if s.is_nan() || s <= 0.0 || s > 1e10 {
+        return Err(invalid(format!("{what} must be a positive number of seconds (at most 1e10), got {s}")));
+    }
+    Ok(Duration::from_secs_f64(s))
+}
+
+/// `str` or `bytes` as bytes; anything else is a TypeError.
+fn key_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(b.as_bytes().to_vec());
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(s.extract::<String>()?.into_bytes());
+    }
+    Err(PyTypeError::new_err(format!(
+        "{what} must be str or bytes, not {}",
+        obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+    )))
+}
+
+const TICK: Duration = Duration::from_millis(100);
+
+/// Park this thread on a core future with the GIL released, waking every
+/// 100 ms to let Python run its signal handlers. If one raises (Ctrl-C), the
+/// future is dropped — which cancels a lock wait and removes its waiter key —
+/// and that exception is raised here.
+fn wait<T, F>(py: Python<'_>, fut: F) -> PyResult<T>
+where
+    F: Future<Output = etcdlock::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    let mut interrupted: Option<PyErr> = None;
+    let slot = &mut interrupted;
+    let r = py.detach(move || {
+        etcdlock::runtime::block_on_interruptible(fut, TICK, || {
+            match Python::attach(|py| py.check_signals()) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    *slot = Some(e);
+                    Err(CoreError::new(ErrorCode::Cancelled, "interrupted by a signal"))
+                }
+            }
+        })
+    });
+    if let Some(e) = interrupted {
+        return Err(e);
+    }
+    r.map_err(|e| to_pyerr(py, &e))
+}
+
+static BRIDGE: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+
+fn bridge(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
+    BRIDGE.get_or_try_init(py, || {
+        let m = py.import("etcdlock._bridge")?;
+        Ok((m.getattr("resolve")?.unbind(), m.getattr("reject")?.unbind()))
+    })
+}
+
+/// Cancels the core task when its asyncio future is cancelled (dropping a lock
+/// future removes the waiter key; a guard acquired too late is released).
+#[pyclass(module = "etcdlock._etcdlock", frozen)]
+struct _Canceller {
+    abort: tokio::task::AbortHandle,
+}
+
+#[pymethods]
+impl _Canceller {
+    fn __call__(&self, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+        if fut.call_method0("cancelled")?.is_truthy()? {
+            self.abort.abort();
+        }
+        Ok(())
+    }
+}
+
+/// Run a core future on the shared runtime and return an asyncio future of the
+/// running loop that completes with `convert(value)` or the mapped exception.
+fn to_asyncio<T, F, C>(py: Python<'_>, fut: F, convert: C) -> PyResult<Py<PyAny>>
+where
+    F: Future<Output = etcdlock::Result<T>> + Send + 'static,
+    T: Send + 'static,
+    C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    let (resolve, reject) = bridge(py)?;
+    let (resolve, reject) = (resolve.clone_ref(py), reject.clone_ref(py));
+    let ev_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let pyfut = ev_loop.call_method0("create_future")?;
+    let rt = etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e))?;
+    let inner = rt.spawn(fut);
+    let abort = inner.abort_handle();
+    let (loop_ref, fut_ref) = (ev_loop.unbind(), pyfut.clone().unbind());
+    rt.spawn(async move {
+        let res = match inner.await {
+            Ok(r) => r,
+            Err(je) if je.is_cancelled() => return,
+            Err(_) => Err(CoreError::new(ErrorCode::Internal, "the etcdlock task panicked")),
+        };
+        Python::try_attach(move |py| {
+            let (cb, arg) = match res {
+                Ok(v) => match convert(py, v) {
+                    Ok(o) => (resolve, o),
+                    Err(e) => (reject, e.into_value(py).into_any()),
+                },
+                Err(e) => (reject, to_pyerr(py, &e).into_value(py).into_any()),
+            };
+            // Fails only when the loop is closed; nobody is waiting then.
+            let _ = loop_ref.call_method1(py, "call_soon_threadsafe", (cb, fut_ref, arg));
+        });
+    });
+    pyfut.call_method1("add_done_callback", (_Canceller { abort },))?;
+    Ok(pyfut.unbind())
+}
+
+fn none(py: Python<'_>) -> Py<PyAny> {
+    py.None()
+}
+
+/// Options as given from Python, over the `ETCDLOCK_*` environment defaults.
+#[allow(clippy::too_many_arguments)]
+fn build_options(
+    endpoints: Option<Vec<String>>,
+    ttl: Option<&Bound<'_, PyAny>>,
+    namespace: Option<String>,
+    username: Option<String>,
+    password: Option<String>,
+    ca: Option<String>,
+    cert: Option<String>,
+    key: Option<String>,
+    domain: Option<String>,
+    connect_timeout: f64,
+    request_timeout: f64,
+) -> PyResult<Result<ClientOptions, CoreError>> {
+    let ttl = match ttl {
+        None => None,
+        Some(t) if t.is_none() => None,
+        Some(t) => {
+            if t.is_instance_of::<pyo3::types::PyBool>() || !t.is_instance_of::<pyo3::types::PyInt>() {
+                return Err(PyTypeError::new_err(format!(
+                    "ttl must be an int (seconds), not {}",
+                    t.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                )));
+            }
+            // Out of i64 range: let the core reject it with its usual message.
+            Some(t.extract::<i64>().unwrap_or(i64::MAX))
+        }
+    };
+    let build = || -> Result<ClientOptions, CoreError> {
+        let mut o = ClientOptions::from_env()?;
+        if let Some(e) = endpoints {
+            o.endpoints = e;
+        }
+        if let Some(t) = ttl {
+            o.ttl_secs = t;
+        }
+        if namespace.is_some() {
+            o.namespace = namespace;
+        }
+        if username.is_some() || password.is_some() {
+            o.username = username;
+            o.password = password;
+        }
+        if ca.is_some() || cert.is_some() || key.is_some() || domain.is_some() {
+            let mut tls = o.tls.take().unwrap_or_default();
+            if ca.is_some() {
+                tls.ca = ca.map(Into::into);
+            }
+            if cert.is_some() {
+                tls.cert = cert.map(Into::into);
+            }
+            if key.is_some() {
+                tls.key = key.map(Into::into);
+            }
+            if domain.is_some() {
+                tls.domain = domain;
+            }
+            o.tls = Some(TlsOptions { ..tls });
+        }
+        o.connect_timeout = pos_secs("connect_timeout", connect_timeout)?;
+        o.request_timeout = pos_secs("request_timeout", request_timeout)?;
+        Ok(o)
+    };
+    Ok(build())
+}
+
+/// A connection to etcd (the native half of `etcdlock.Client` and
+/// `etcdlock.AsyncClient`). Safe to share across threads.
+#[pyclass(module = "etcdlock._etcdlock", frozen)]
+struct NativeClient {
+    inner: Client,
+    pid: u32,
+}
+
+#[pymethods]
+impl NativeClient {
+    /// Connect (blocking, interruptible by Ctrl-C).
+    #[staticmethod]
+    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=5.0, request_timeout=5.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn connect(
+        py: Python<'_>,
+        endpoints: Option<Vec<String>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        namespace: Option<String>,
+        username: Option<String>,
+        password: Option<String>,
+        ca: Option<String>,
+        cert: Option<String>,
+        key: Option<String>,
+        domain: Option<String>,
+        connect_timeout: f64,
+        request_timeout: f64,
+    ) -> PyResult<NativeClient> {
+        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout)?
+            .map_err(|e| to_pyerr(py, &e))?;
+        let inner = wait(py, async move { Client::connect(opts).await })?;
+        Ok(NativeClient { inner, pid: std::process::id() })
+    }
+
+    /// Connect, as an awaitable of the running asyncio loop.
+    #[staticmethod]
+    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=5.0, request_timeout=5.0))]
+    #[allow(clippy::too_many_arguments)]
+    fn connect_async(
+        py: Python<'_>,
+        endpoints: Option<Vec<String>>,
+        ttl: Option<&Bound<'_, PyAny>>,
+        namespace: Option<String>,
+        username: Option<String>,
+        password: Option<String>,
+        ca: Option<String>,
+        cert: Option<String>,
+        key: Option<String>,
+        domain: Option<String>,
+        connect_timeout: f64,
+        request_timeout: f64,
+    ) -> PyResult<Py<PyAny>> {
+        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout)?
+            .map_err(|e| to_pyerr(py, &e))?;
+        to_asyncio(py, async move { Client::connect(opts).await }, |py, c| {
+            Ok(Py::new(py, NativeClient { inner: c, pid: std::process::id() })?.into_any())
+        })
+    }
+
+    /// Wait for the lock `name`, at most `timeout` seconds if given.
+    #[pyo3(signature = (name, timeout=None))]
+    fn lock(&self, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<NativeGuard> {
+        let timeout = opt_secs("timeout", timeout).map_err(|e| to_pyerr(py, &e))?;
+        let (c, name) = (self.inner.clone(), name.to_string());
+        let g = wait(py, async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await })?;
+        Ok(NativeGuard::new(g))
+    }
+
+    /// Take the lock if free; None if held.
+    fn try_lock(&self, py: Python<'_>, name: &str) -> PyResult<Option<NativeGuard>> {
+        let (c, name) = (self.inner.clone(), name.to_string());
+        let r = wait(py, async move {
+            match c.try_lock(&name).await {
+                Ok(g) => Ok(Some(g)),
+                Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        Ok(r.map(NativeGuard::new))
+    }
+
+    /// `lock` as an awaitable.
+    #[pyo3(signature = (name, timeout=None))]
+    fn lock_async(&self, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        let timeout = opt_secs("timeout", timeout).map_err(|e| to_pyerr(py, &e))?;
+        let (c, name) = (self.inner.clone(), name.to_string());
+        to_asyncio(py, async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await }, |py, g| {
+            Ok(Py::new(py, NativeGuard::new(g))?.into_any())
+        })
+    }
+
+    /// `try_lock` as an awaitable.
+    fn try_lock_async(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        let (c, name) = (self.inner.clone(), name.to_string());
+        to_asyncio(
+            py,
+            async move {
+                match c.try_lock(&name).await {
+                    Ok(g) => Ok(Some(g)),
+                    Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+                    Err(e) => Err(e),
+                }
+            },
+            |py, g| match g {
+                Some(g) => Ok(Py::new(py, NativeGuard::new(g))?.into_any()),
+                None => Ok(none(py)),
+            },
+        )
+    }
+
+    /// Close: revoke the lease (releasing every lock of this client). Idempotent.
+    /// In a forked child it only marks the parent's client unusable here.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.pid != std::process::id() {
+            return Ok(());
+        }
+        let c = self.inner.clone();
+        wait(py, async move {
+            c.close().await;
+            Ok(())
+        })
+    }
+
+    /// `close` as an awaitable.
+    fn close_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let c = self.inner.clone();
+        let same = self.pid == std::process::id();
+        to_asyncio(
+            py,
+            async move {
+                if same {
+                    c.close().await;
+                }
+                Ok(())
+            },
+            |py, ()| Ok(none(py)),
+        )
+    }
+
+    /// The effective lease TTL in seconds.
+    #[getter]
+    fn ttl(&self) -> i64 {
+        self.inner.ttl()
+    }
+
+    /// True after close().
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// The endpoints, comma separated.
+    #[getter]
+    fn endpoints(&self) -> String {
+        self.inner.endpoints().to_string()
+    }
+
+    /// The key namespace (prefix), as str.
+    #[getter]
+    fn namespace(&self) -> String {
+        String::from_utf8_lossy(self.inner.namespace()).into_owned()
+    }
+}
+
+fn state_name(s: GuardState) -> &'static str {
+    match s {
+        GuardState::Held => "held",
+        GuardState::Released => "released",
+        GuardState::Lost(_) => "lost",
+    }
+}
+
+/// A held lock (see `etcdlock.Guard` in the stubs for the user docs).
+#[pyclass(module = "etcdlock", name = "Guard", frozen)]
+struct NativeGuard {
+    g: Arc<Guard>,
+}
+
+impl NativeGuard {
+    fn new(g: Guard) -> NativeGuard {
+        NativeGuard { g: Arc::new(g) }
+    }
+}
+
+#[pymethods]
+impl NativeGuard {
+    /// The lock name.
+    #[getter]
+    fn name(&self) -> String {
+        self.g.name().to_string()
+    }
+
+    /// Our key in etcd (with the namespace), e.g. "orders/694d7a3e4b2c8f05".
+    #[getter]
+    fn key(&self) -> String {
+        self.g.key()
+    }
+
+    /// The session's lease id.
+    #[getter]
+    fn lease_id(&self) -> i64 {
+        self.g.lease_id()
+    }
+
+    /// The fencing token (our key's create_revision); strictly increases from
+    /// one holder of a lock to the next.
+    #[getter]
+    fn fencing_token(&self) -> i64 {
+        self.g.fencing_token()
+    }
+
+    /// True while held: not unlocked, not lost, inside the local validity window.
+    #[getter]
+    fn is_held(&self) -> bool {
+        self.g.is_held()
+    }
+
+    /// "held", "released" or "lost".
+    #[getter]
+    fn state(&self) -> &'static str {
+        state_name(self.g.state())
+    }
+
+    /// Why the hold was lost ("LeaseExpired", "KeyDeleted", "ConnectionLost",
+    /// "ClientClosed"), or None.
+    #[getter]
+    fn loss_reason(&self) -> Option<&'static str> {
+        self.g.loss().map(|l| l.reason.name())
+    }
+
+    /// An Event-like view of the loss: `.is_set()`, `.wait(timeout)`, `.reason`.
+    #[getter]
+    fn lost(&self) -> LostEvent {
+        LostEvent { g: self.g.clone() }
+    }
+
+    /// Release the lock. Idempotent; raises LockLostError if the hold had been
+    /// lost before (the critical section may not have been protected to its end).
+    fn unlock(&self, py: Python<'_>) -> PyResult<()> {
+        let g = self.g.clone();
+        wait(py, async move { g.unlock().await })
+    }
+
+    /// Guarded put: applied by etcd only while we hold the lock.
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (k, v) = (key_bytes(key, "key")?, key_bytes(value, "value")?);
+        let g = self.g.clone();
+        wait(py, async move { g.put(k, v).await })
+    }
+
+    /// Guarded get: the value as bytes, or None if the key does not exist.
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyBytes>>> {
+        let k = key_bytes(key, "key")?;
+        let g = self.g.clone();
+        let v = wait(py, async move { g.get(k).await })?;
+        Ok(v.map(|v| PyBytes::new(py, &v).unbind()))
+    }
+
+    /// Guarded delete: True if the key existed.
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = key_bytes(key, "key")?;
+        let g = self.g.clone();
+        wait(py, async move { g.delete(k).await })
+    }
+
+    /// `unlock` as an awaitable.
+    fn unlock_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let g = self.g.clone();
+        to_asyncio(py, async move { g.unlock().await }, |py, ()| Ok(none(py)))
+    }
+
+    /// `put` as an awaitable.
+    fn put_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (k, v) = (key_bytes(key, "key")?, key_bytes(value, "value")?);
+        let g = self.g.clone();
+        to_asyncio(py, async move { g.put(k, v).await }, |py, ()| Ok(none(py)))
+    }
+
+    /// `get` as an awaitable.
+    fn get_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let k = key_bytes(key, "key")?;
+        let g = self.g.clone();
+        to_asyncio(py, async move { g.get(k).await }, |py, v| {
+            Ok(match v {
+                Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+                None => none(py),
+            })
+        })
+    }
+
+    /// `delete` as an awaitable.
+    fn delete_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let k = key_bytes(key, "key")?;
+        let g = self.g.clone();
+        to_asyncio(py, async move { g.delete(k).await }, |py, d| Ok(pyo3::types::PyBool::new(py, d).to_owned().into_any().unbind()))
+    }
+
+    /// Call `callback(reason)` once if the hold is lost (not on a normal
+    /// release). It runs on a fresh thread (not the caller's, not a runtime
+    /// thread), so it may call blocking etcdlock methods. If the hold is
+    /// already lost, it is called soon after registration.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+        let mut rx = self.g.subscribe();
+        // Poll the state through the guard now, so a loss already past its
+        // deadline is reported even if no task has marked it yet.
+        let _ = self.g.state();
+        let fire = move |reason: &'static str| {
+            std::thread::spawn(move || {
+                Python::try_attach(|py| {
+                    if let Err(e) = callback.call1(py, (reason,)) {
+                        e.write_unraisable(py, None);
+                    }
+                });
+            });
+        };
+        let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
+        rt.spawn(async move {
+            loop {
+                let st = *rx.borrow_and_update();
+                match st {
+                    GuardState::Held => {}
+                    GuardState::Released => return,
+                    GuardState::Lost(l) => {
+                        fire(l.reason.name());
+                        return;
+                    }
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// `with guard:` unlocks at the end of the block. An unlock error
+    /// (LockLostError) is raised only if the block itself raised nothing.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let r = self.unlock(py);
+        match exc_type {
+            Some(t) if !t.is_none() => Ok(false),
+            _ => r.map(|_| false),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<etcdlock.Guard name={:?} key={:?} fencing_token={} state={}>",
+            self.g.name(),
+            self.g.key(),
+            self.g.fencing_token(),
+            state_name(self.g.state())
+        )
+    }
+}
+
+/// Event-like view of a guard's loss, in the shape of `threading.Event`.
+#[pyclass(module = "etcdlock", name = "LostEvent", frozen)]
+struct LostEvent {
+    g: Arc<Guard>,
+}
+
+async fn wait_lost_for(g: Arc<Guard>, timeout: Option<Duration>) -> etcdlock::Result<bool> {
+    let fut = async { g.wait_lost().await.is_some() };
+    Ok(match timeout {
+        Some(t) => tokio::time::timeout(t, fut).await.unwrap_or(false),
+        None => fut.await,
+    })
+}
+
+#[pymethods]
+impl LostEvent {
+    /// True once the hold is lost.
+    fn is_set(&self) -> bool {
+        self.g.loss().is_some()
+    }
+
+    /// The loss reason name, or None.
+    #[getter]
+    fn reason(&self) -> Option<&'static str> {
+        self.g.loss().map(|l| l.reason.name())
+    }
+
+    /// Block until the hold is lost (True) or `timeout` seconds pass (False).
+    /// Returns False at once when the lock was released normally.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let t = opt_secs("timeout", timeout).map_err(|e| to_pyerr(py, &e))?;
+        let g = self.g.clone();
+        wait(py, wait_lost_for(g, t))
+    }
+
+    /// `wait` as an awaitable.
+    #[pyo3(signature = (timeout=None))]
+    fn wait_async(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        let t = opt_secs("timeout", timeout).map_err(|e| to_pyerr(py, &e))?;
+        let g = self.g.clone();
+        to_asyncio(py, wait_lost_for(g, t), |py, b| Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()))
+    }
+
+    fn __repr__(&self) -> String {
+        match self.g.loss() {
+            Some(l) => format!("<etcdlock.LostEvent set reason={}>", l.reason.name()),
+            None => "<etcdlock.LostEvent unset>".to_string(),
+        }
+    }
+}
+
+fn url(e: &str) -> String {
+    if e.contains("://") {
+        e.to_string()
+    } else {
+        format!("http://{e}")
+    }
+}
+
+/// Benchmark floor: `n` rounds of the raw etcd round trips an uncontended
+/// lock + unlock costs (one Txn that puts a key with a lease and reads the
+/// prefix's first key, then one Delete), with a plain etcd client on the same
+/// runtime. Returns the per-round times in nanoseconds.
+#[pyfunction]
+fn _raw_floor(py: Python<'_>, endpoints: Vec<String>, n: usize) -> PyResult<Vec<u64>> {
+    use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+    let urls: Vec<String> = endpoints.iter().map(|e| url(e)).collect();
+    wait(py, async move {
+        let err = |e: etcd_client::Error| CoreError::new(ErrorCode::Unavailable, e.to_string());
+        let mut c = etcd_client::Client::connect(&urls, None).await.map_err(err)?;
+        let lease = c.lease_grant(30, None).await.map_err(err)?.id();
+        let prefix = format!("bench-floor-{}/", std::process::id());
+        let key = format!("{prefix}{lease:x}");
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t0 = Instant::now();
+            let txn = Txn::new()
+                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                .and_then([
+                    TxnOp::put(key.clone(), "", Some(PutOptions::new().with_lease(lease))),
+                    TxnOp::get(
+                        prefix.clone(),
+                        Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)),
+                    ),
+                ]);
+            c.txn(txn).await.map_err(err)?;
+            c.delete(key.clone(), None).await.map_err(err)?;
+            out.push(t0.elapsed().as_nanos() as u64);
+        }
+        let _ = c.lease_revoke(lease).await;
+        Ok(out)
+    })
+}
+
+/// Benchmark reference: `n` uncontended lock + unlock rounds of the Rust core
+/// itself (no Python in the loop), in nanoseconds.
+#[pyfunction]
+fn _core_bench(py: Python<'_>, endpoints: Vec<String>, n: usize) -> PyResult<Vec<u64>> {
+    wait(py, async move {
+        let c = Client::connect(ClientOptions::new(endpoints)).await?;
+        let name = format!("bench-core-{}", std::process::id());
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t0 = Instant::now();
+            let g = c.lock(&name).await?;
+            g.unlock().await?;
+            out.push(t0.elapsed().as_nanos() as u64);
+        }
+        c.close().await;
+        Ok(out)
+    })
+}
+
+/// The native module.
+#[pymodule]
+fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("LockError", py.get_type::<LockError>())?;
+    py.get_type::<LockError>().setattr("code", py.None())?;
+    py.get_type::<LockError>().setattr("message", "")?;
+    py.get_type::<LockError>().setattr("reason", py.None())?;
+    let mut names = Vec::new();
+    for code in ErrorCode::ALL {
+        let ty = exc_type(py, code);
+        ty.setattr("code", code.name())?;
+        let cls_name: String = ty.getattr("__name__")?.extract()?;
+        m.add(cls_name.as_str(), ty)?;
+        names.push((code.name(), code as i32, cls_name));
+    }
+    m.add("ERROR_CODES", names)?;
+    m.add("LOSS_REASONS", vec!["LeaseExpired", "KeyDeleted", "ConnectionLost", "ClientClosed"])?;
+    m.add("MAX_NAME_LEN", etcdlock::MAX_NAME_LEN)?;
+    m.add("MAX_TTL_SECS", etcdlock::MAX_TTL_SECS)?;
+    m.add_class::<NativeClient>()?;
+    m.add_class::<NativeGuard>()?;
+    m.add_class::<LostEvent>()?;
+    m.add_class::<_Canceller>()?;
+    m.add_function(wrap_pyfunction!(_raw_floor, m)?)?;
+    m.add_function(wrap_pyfunction!(_core_bench, m)?)?;
+    Ok(())
+}

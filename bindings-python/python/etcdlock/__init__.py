@@ -1,0 +1,580 @@
+"""etcdlock: a correct, fast distributed lock on etcd, for Python.
+
+The same lock as every other etcdlock language (and as etcd's own
+``concurrency.Mutex`` / ``etcdctl lock``), in the shapes Python programmers
+know from :class:`threading.Lock` and :class:`asyncio.Lock`::
+
+    import etcdlock
+
+    with etcdlock.Client(endpoints=["127.0.0.1:2379"], ttl=15) as client:
+        with client.lock("orders", timeout=5) as guard:   # raises instead of running unlocked
+            stock = int(guard.get("stock") or b"0")
+            guard.put("stock", str(stock - 1))           # rejected by etcd if we lost the lock
+            print("fencing token", guard.fencing_token)
+
+asyncio::
+
+    async with etcdlock.AsyncClient(endpoints=["127.0.0.1:2379"]) as client:
+        async with client.lock("orders", timeout=5) as guard:
+            await guard.put("stock", "299")
+
+Every error is an :class:`LockError`; there is one subclass per core error
+code (``.code`` is the code's name, ``.reason`` the loss reason of a
+:class:`LockLostError`). Blocking calls release the GIL and answer Ctrl-C
+within about 100 ms (a lock wait interrupted that way removes its waiter key).
+A client may be shared by threads. A client created before ``fork()`` raises
+:class:`ClosedError` in the child; create a new one there.
+
+Options not given fall back to the ``ETCDLOCK_*`` environment variables
+(``ETCDLOCK_ENDPOINTS``, ``ETCDLOCK_TTL``, ``ETCDLOCK_NAMESPACE``,
+``ETCDLOCK_USERNAME``, ``ETCDLOCK_PASSWORD``, ``ETCDLOCK_CA``,
+``ETCDLOCK_CERT``, ``ETCDLOCK_KEY``), then to the defaults (127.0.0.1:2379,
+TTL 15 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import os
+import threading
+import weakref
+from types import TracebackType
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type, Union
+
+from ._etcdlock import (
+    ERROR_CODES,
+    LOSS_REASONS,
+    MAX_NAME_LEN,
+    MAX_TTL_SECS,
+    AuthFailedError,
+    CancelledError,
+    ClosedError,
+    Guard,
+    InternalError,
+    InvalidArgumentError,
+    LockError,
+    LockLostError,
+    LostEvent,
+    NativeClient,
+    NotHeldError,
+    PermissionDeniedError,
+    TimeoutError,
+    UnavailableError,
+    WouldBlockError,
+)
+
+__all__ = [
+    "Client",
+    "Lock",
+    "Guard",
+    "LostEvent",
+    "AsyncClient",
+    "AsyncLock",
+    "AsyncGuard",
+    "LockError",
+    "InvalidArgumentError",
+    "TimeoutError",
+    "WouldBlockError",
+    "LockLostError",
+    "NotHeldError",
+    "CancelledError",
+    "UnavailableError",
+    "AuthFailedError",
+    "PermissionDeniedError",
+    "ClosedError",
+    "InternalError",
+    "ERROR_CODES",
+    "LOSS_REASONS",
+    "MAX_NAME_LEN",
+    "MAX_TTL_SECS",
+]
+
+Endpoints = Union[str, Sequence[str], None]
+
+#: Exception class for each core error code name.
+ERRORS: Dict[str, Type[LockError]] = {
+    code: globals()[cls] for code, _num, cls in ERROR_CODES
+}
+
+
+def _endpoints(endpoints: Endpoints) -> Optional[List[str]]:
+    if endpoints is None:
+        return None
+    if isinstance(endpoints, str):
+        return [e.strip() for e in endpoints.split(",") if e.strip()]
+    if isinstance(endpoints, (bytes, bytearray)):
+        raise TypeError("endpoints must be a str or a sequence of str, not bytes")
+    out = list(endpoints)
+    for e in out:
+        if not isinstance(e, str):
+            raise TypeError(f"each endpoint must be a str, not {type(e).__name__}")
+    return out
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"lock name must be a str, not {type(name).__name__}")
+    return name
+
+
+def _check_timeout(timeout: object) -> Optional[float]:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
+    return float(timeout)
+
+
+_live_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    # Revoke leases of clients left open, so their locks and waiter keys go at
+    # once instead of after the TTL.
+    for c in list(_live_clients):
+        try:
+            c.close()
+        except BaseException:  # pragma: no cover - best effort at exit
+            pass
+
+
+class Client:
+    """A connection to etcd that hands out locks; one lease kept alive in the
+    background for all of them. Connecting happens in the constructor (raises
+    :class:`UnavailableError` when no endpoint answers within
+    ``connect_timeout``). Usable as a context manager (closes on exit).
+
+    Args:
+        endpoints: ``["127.0.0.1:2379", ...]`` or ``"host:port,host:port"``;
+            ``http://`` / ``https://`` URLs also work. Default: ``$ETCDLOCK_ENDPOINTS``
+            or ``127.0.0.1:2379``.
+        ttl: lease TTL in whole seconds (1 .. 9e9). Default ``$ETCDLOCK_TTL`` or 15.
+        namespace: prefix prepended to every key this client touches.
+        username, password: etcd auth (given together).
+        ca, cert, key: PEM file paths for TLS / mutual TLS.
+        domain: TLS server name to verify instead of the endpoint host.
+        connect_timeout, request_timeout: seconds (default 5.0 each).
+    """
+
+    def __init__(
+        self,
+        endpoints: Endpoints = None,
+        ttl: Optional[int] = None,
+        namespace: Optional[str] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        ca: Optional[str] = None,
+        cert: Optional[str] = None,
+        key: Optional[str] = None,
+        domain: Optional[str] = None,
+        connect_timeout: float = 5.0,
+        request_timeout: float = 5.0,
+    ) -> None:
+        self._native = NativeClient.connect(
+            _endpoints(endpoints),
+            ttl,
+            namespace,
+            username,
+            password,
+            _path(ca),
+            _path(cert),
+            _path(key),
+            domain,
+            connect_timeout,
+            request_timeout,
+        )
+        self._pid = os.getpid()
+        _live_clients.add(self)
+
+    def lock(self, name: str, timeout: Optional[float] = None) -> "Lock":
+        """A :class:`Lock` handle for ``name``; nothing is sent to etcd until
+        it is acquired. ``timeout`` (seconds, None = forever) applies to
+        ``with`` and to ``acquire()`` without an explicit timeout."""
+        return Lock(self, _check_name(name), _check_timeout(timeout))
+
+    def try_lock(self, name: str) -> Optional[Guard]:
+        """Take the lock ``name`` if it is free (no waiting): a held
+        :class:`Guard`, or None when someone else holds or waits for it."""
+        return self._native.try_lock(_check_name(name))
+
+    def acquire(self, name: str, timeout: Optional[float] = None) -> Guard:
+        """Wait for the lock ``name`` and return the held :class:`Guard`.
+        Raises :class:`TimeoutError` after ``timeout`` seconds."""
+        return self._native.lock(_check_name(name), _check_timeout(timeout))
+
+    def close(self) -> None:
+        """Close the client: revoke its lease, which releases every lock it
+        holds (their guards report ``ClientClosed``). Idempotent."""
+        if self._pid == os.getpid():
+            self._native.close()
+        _live_clients.discard(self)
+
+    @property
+    def ttl(self) -> int:
+        """The effective lease TTL in seconds (etcd may raise a small one)."""
+        return self._native.ttl
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._native.closed
+
+    @property
+    def endpoints(self) -> str:
+        """The endpoints, comma separated."""
+        return self._native.endpoints
+
+    @property
+    def namespace(self) -> str:
+        """The key namespace ("" when none)."""
+        return self._native.namespace
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.Client endpoints={self.endpoints!r} ttl={self.ttl} closed={self.closed}>"
+
+
+def _path(p: Optional[Any]) -> Optional[str]:
+    return None if p is None else os.fspath(p)
+
+
+class Lock:
+    """A lock handle shaped like :class:`threading.Lock`: ``acquire`` /
+    ``release`` / ``locked`` and ``with``. ``with lock as guard:`` raises
+    (:class:`TimeoutError`, :class:`UnavailableError`, ...) instead of running
+    the block without the lock, and yields the held :class:`Guard`.
+
+    Threads may share one handle: each acquisition is a separate waiter in
+    etcd, so they exclude each other (like a ``threading.Lock``, a thread
+    that acquires twice without releasing waits forever)."""
+
+    def __init__(self, client: Client, name: str, timeout: Optional[float]) -> None:
+        self._client = client
+        self.name = name
+        self.timeout = timeout
+        self._guard: Optional[Guard] = None
+        self._slot = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Acquire like :meth:`threading.Lock.acquire`: True when acquired,
+        False if not free (``blocking=False``) or not acquired within
+        ``timeout`` seconds. ``timeout=-1`` uses the handle's default
+        timeout. Other failures raise."""
+        if not blocking:
+            if timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            g = self._client._native.try_lock(self.name)
+        else:
+            t = _check_timeout(timeout)
+            if t == -1:
+                t = self.timeout
+            elif t is not None and t < 0:
+                raise ValueError("timeout value must be a non-negative number or -1")
+            if t == 0:
+                g = self._client._native.try_lock(self.name)
+            else:
+                try:
+                    g = self._client._native.lock(self.name, t)
+                except TimeoutError:
+                    return False
+        if g is None:
+            return False
+        with self._slot:
+            self._guard = g
+        return True
+
+    def release(self) -> None:
+        """Release the lock. Raises :class:`NotHeldError` if this handle does
+        not hold it, :class:`LockLostError` if the hold had been lost."""
+        with self._slot:
+            g, self._guard = self._guard, None
+        if g is None:
+            raise NotHeldError(f"lock {self.name!r} is not held by this handle")
+        g.unlock()
+
+    def locked(self) -> bool:
+        """True while this handle holds the lock."""
+        g = self._guard
+        return g is not None and g.is_held
+
+    @property
+    def guard(self) -> Optional[Guard]:
+        """The held :class:`Guard`, or None."""
+        return self._guard
+
+    def __enter__(self) -> Guard:
+        g = self._client._native.lock(self.name, self.timeout)
+        with self._slot:
+            self._guard = g
+        return g
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            self.release()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.Lock name={self.name!r} locked={self.locked()}>"
+
+
+class AsyncGuard:
+    """A held lock, asyncio flavour: the same properties as :class:`Guard`,
+    with awaitable ``put`` / ``get`` / ``delete`` / ``unlock`` /
+    ``wait_lost``, and ``async with guard:`` (unlocks at the end)."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.sync = guard
+        """The underlying blocking :class:`Guard`."""
+
+    @property
+    def name(self) -> str:
+        return self.sync.name
+
+    @property
+    def key(self) -> str:
+        return self.sync.key
+
+    @property
+    def lease_id(self) -> int:
+        return self.sync.lease_id
+
+    @property
+    def fencing_token(self) -> int:
+        return self.sync.fencing_token
+
+    @property
+    def is_held(self) -> bool:
+        return self.sync.is_held
+
+    @property
+    def state(self) -> str:
+        return self.sync.state
+
+    @property
+    def loss_reason(self) -> Optional[str]:
+        return self.sync.loss_reason
+
+    @property
+    def lost(self) -> LostEvent:
+        """Event-like loss view (``is_set()``; ``await lost.wait_async(timeout)``)."""
+        return self.sync.lost
+
+    def on_lost(self, callback: Callable[[str], Any]) -> None:
+        """See :meth:`Guard.on_lost` (the callback runs on its own thread)."""
+        self.sync.on_lost(callback)
+
+    async def wait_lost(self, timeout: Optional[float] = None) -> bool:
+        """True once the hold is lost; False after ``timeout`` or on normal release."""
+        return await self.sync.lost.wait_async(_check_timeout(timeout))
+
+    async def put(self, key: Union[str, bytes], value: Union[str, bytes]) -> None:
+        """Guarded put (see :meth:`Guard.put`)."""
+        await self.sync.put_async(key, value)
+
+    async def get(self, key: Union[str, bytes]) -> Optional[bytes]:
+        """Guarded get (see :meth:`Guard.get`)."""
+        return await self.sync.get_async(key)
+
+    async def delete(self, key: Union[str, bytes]) -> bool:
+        """Guarded delete (see :meth:`Guard.delete`)."""
+        return await self.sync.delete_async(key)
+
+    async def unlock(self) -> None:
+        """Release (see :meth:`Guard.unlock`)."""
+        await self.sync.unlock_async()
+
+    async def __aenter__(self) -> "AsyncGuard":
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            await self.unlock()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return repr(self.sync).replace("etcdlock.Guard", "etcdlock.AsyncGuard")
+
+
+class AsyncClient:
+    """The asyncio client: the same options as :class:`Client`. Connects on
+    ``await client.connect()`` (returns the client) or ``async with``; other
+    methods connect on first use. Everything runs on etcdlock's shared native
+    runtime; the event loop is never blocked."""
+
+    def __init__(
+        self,
+        endpoints: Endpoints = None,
+        ttl: Optional[int] = None,
+        namespace: Optional[str] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        ca: Optional[str] = None,
+        cert: Optional[str] = None,
+        key: Optional[str] = None,
+        domain: Optional[str] = None,
+        connect_timeout: float = 5.0,
+        request_timeout: float = 5.0,
+    ) -> None:
+        self._args = (
+            _endpoints(endpoints),
+            ttl,
+            namespace,
+            username,
+            password,
+            _path(ca),
+            _path(cert),
+            _path(key),
+            domain,
+            connect_timeout,
+            request_timeout,
+        )
+        self._native: Optional[NativeClient] = None
+        self._connecting: Optional[asyncio.Lock] = None
+        self._closed = False
+
+    async def connect(self) -> "AsyncClient":
+        """Connect (idempotent). Raises :class:`UnavailableError`, ..."""
+        await self._client()
+        return self
+
+    async def _client(self) -> NativeClient:
+        if self._native is not None:
+            return self._native
+        if self._closed:
+            raise ClosedError("the client was closed")
+        if self._connecting is None:
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            if self._native is None:
+                self._native = await NativeClient.connect_async(*self._args)
+            return self._native
+
+    def lock(self, name: str, timeout: Optional[float] = None) -> "AsyncLock":
+        """An :class:`AsyncLock` handle for ``name`` (``async with`` it)."""
+        return AsyncLock(self, _check_name(name), _check_timeout(timeout))
+
+    async def acquire(self, name: str, timeout: Optional[float] = None) -> AsyncGuard:
+        """Wait for the lock and return the held :class:`AsyncGuard`. Raises
+        :class:`TimeoutError` after ``timeout`` seconds. Cancelling the task
+        removes the waiter key."""
+        c = await self._client()
+        return AsyncGuard(await c.lock_async(_check_name(name), _check_timeout(timeout)))
+
+    async def try_lock(self, name: str) -> Optional[AsyncGuard]:
+        """Take the lock if free: an :class:`AsyncGuard`, or None."""
+        c = await self._client()
+        g = await c.try_lock_async(_check_name(name))
+        return None if g is None else AsyncGuard(g)
+
+    async def close(self) -> None:
+        """Close (revokes the lease, releasing every lock). Idempotent."""
+        self._closed = True
+        if self._native is not None:
+            await self._native.close_async()
+
+    @property
+    def ttl(self) -> Optional[int]:
+        """The effective TTL once connected, else None."""
+        return None if self._native is None else self._native.ttl
+
+    async def __aenter__(self) -> "AsyncClient":
+        return await self.connect()
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+
+class AsyncLock:
+    """A lock handle shaped like :class:`asyncio.Lock`: ``await acquire()``,
+    ``await release()`` (a coroutine here: it talks to etcd), ``locked()``,
+    and ``async with lock as guard:`` which raises instead of running the
+    block without the lock."""
+
+    def __init__(self, client: AsyncClient, name: str, timeout: Optional[float]) -> None:
+        self._client = client
+        self.name = name
+        self.timeout = timeout
+        self._guard: Optional[AsyncGuard] = None
+
+    async def acquire(self, timeout: float = -1) -> bool:
+        """True when acquired, False if not within ``timeout`` seconds
+        (``-1``: the handle's default; ``0``: only if free now)."""
+        t = _check_timeout(timeout)
+        if t == -1:
+            t = self.timeout
+        elif t is not None and t < 0:
+            raise ValueError("timeout value must be a non-negative number or -1")
+        if t == 0:
+            g = await self._client.try_lock(self.name)
+            if g is None:
+                return False
+        else:
+            try:
+                g = await self._client.acquire(self.name, t)
+            except TimeoutError:
+                return False
+        self._guard = g
+        return True
+
+    async def release(self) -> None:
+        """Release; :class:`NotHeldError` if not held by this handle."""
+        g, self._guard = self._guard, None
+        if g is None:
+            raise NotHeldError(f"lock {self.name!r} is not held by this handle")
+        await g.unlock()
+
+    def locked(self) -> bool:
+        """True while this handle holds the lock."""
+        return self._guard is not None and self._guard.is_held
+
+    @property
+    def guard(self) -> Optional[AsyncGuard]:
+        """The held :class:`AsyncGuard`, or None."""
+        return self._guard
+
+    async def __aenter__(self) -> AsyncGuard:
+        self._guard = await self._client.acquire(self.name, self.timeout)
+        return self._guard
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            await self.release()
+        except LockError:
+            if exc_type is None:
+                raise

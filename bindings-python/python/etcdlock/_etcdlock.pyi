@@ -1,0 +1,165 @@
+"""Type stubs of the native module etcdlock._etcdlock (pyo3)."""
+
+from typing import Any, Awaitable, Callable, List, Optional, Tuple, Union, final
+
+ERROR_CODES: List[Tuple[str, int, str]]
+LOSS_REASONS: List[str]
+MAX_NAME_LEN: int
+MAX_TTL_SECS: int
+
+class LockError(Exception):
+    """Base class of every etcdlock error."""
+
+    code: Optional[str]
+    """The core error code name, e.g. "LockLost" (None only on LockError itself)."""
+    message: str
+    """The message without the code prefix."""
+    reason: Optional[str]
+    """For LockLostError: "LeaseExpired", "KeyDeleted", "ConnectionLost" or "ClientClosed"."""
+
+class InvalidArgumentError(LockError):
+    code: str
+
+class TimeoutError(LockError):
+    code: str
+
+class WouldBlockError(LockError):
+    code: str
+
+class LockLostError(LockError):
+    code: str
+
+class NotHeldError(LockError):
+    code: str
+
+class CancelledError(LockError):
+    code: str
+
+class UnavailableError(LockError):
+    code: str
+
+class AuthFailedError(LockError):
+    code: str
+
+class PermissionDeniedError(LockError):
+    code: str
+
+class ClosedError(LockError):
+    code: str
+
+class InternalError(LockError):
+    code: str
+
+_Bytes = Union[str, bytes]
+
+@final
+class LostEvent:
+    """Event-like view of a guard's loss (shaped like threading.Event)."""
+
+    @property
+    def reason(self) -> Optional[str]:
+        """The loss reason name, or None."""
+    def is_set(self) -> bool:
+        """True once the hold is lost."""
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Block (GIL released, Ctrl-C answered) until the hold is lost (True)
+        or `timeout` seconds pass (False). False at once after a normal release."""
+    def wait_async(self, timeout: Optional[float] = None) -> Awaitable[bool]:
+        """`wait` as an awaitable of the running asyncio loop."""
+
+
+@final
+class Guard:
+    """A held lock. `with guard:` unlocks at the end of the block.
+
+    Dropping a guard that is still held releases the lock in the background,
+    but call `unlock()` (or use `with`) to learn whether the hold lasted."""
+
+    @property
+    def name(self) -> str:
+        """The lock name."""
+    @property
+    def key(self) -> str:
+        """Our key in etcd (with the namespace), e.g. "orders/694d7a3e4b2c8f05"."""
+    @property
+    def lease_id(self) -> int:
+        """The session's lease id."""
+    @property
+    def fencing_token(self) -> int:
+        """Our key's create_revision: strictly increases from one holder to the next."""
+    @property
+    def is_held(self) -> bool:
+        """True while held: not unlocked, not lost, inside the local validity window."""
+    @property
+    def state(self) -> str:
+        """"held", "released" or "lost"."""
+    @property
+    def loss_reason(self) -> Optional[str]:
+        """Why the hold was lost, or None."""
+    @property
+    def lost(self) -> LostEvent:
+        """An Event-like view of the loss."""
+    def on_lost(self, callback: Callable[[str], Any]) -> None:
+        """Call `callback(reason)` once if the hold is lost (on a fresh thread)."""
+    def unlock(self) -> None:
+        """Release. Idempotent; LockLostError if the hold had been lost before."""
+    def put(self, key: _Bytes, value: _Bytes) -> None:
+        """Guarded put: etcd applies it only while we hold the lock (else LockLostError)."""
+    def get(self, key: _Bytes) -> Optional[bytes]:
+        """Guarded get: the value, or None if the key does not exist."""
+    def delete(self, key: _Bytes) -> bool:
+        """Guarded delete: True if the key existed."""
+    def unlock_async(self) -> Awaitable[None]: ...
+    def put_async(self, key: _Bytes, value: _Bytes) -> Awaitable[None]: ...
+    def get_async(self, key: _Bytes) -> Awaitable[Optional[bytes]]: ...
+    def delete_async(self, key: _Bytes) -> Awaitable[bool]: ...
+    def __enter__(self) -> "Guard": ...
+    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
+
+@final
+class NativeClient:
+    @staticmethod
+    def connect(
+        endpoints: Optional[List[str]] = None,
+        ttl: Optional[int] = None,
+        namespace: Optional[str] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        ca: Optional[str] = None,
+        cert: Optional[str] = None,
+        key: Optional[str] = None,
+        domain: Optional[str] = None,
+        connect_timeout: float = 5.0,
+        request_timeout: float = 5.0,
+    ) -> "NativeClient": ...
+    @staticmethod
+    def connect_async(
+        endpoints: Optional[List[str]] = None,
+        ttl: Optional[int] = None,
+        namespace: Optional[str] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        ca: Optional[str] = None,
+        cert: Optional[str] = None,
+        key: Optional[str] = None,
+        domain: Optional[str] = None,
+        connect_timeout: float = 5.0,
+        request_timeout: float = 5.0,
+    ) -> Awaitable["NativeClient"]: ...
+    def lock(self, name: str, timeout: Optional[float] = None) -> Guard: ...
+    def try_lock(self, name: str) -> Optional[Guard]: ...
+    def lock_async(self, name: str, timeout: Optional[float] = None) -> Awaitable[Guard]: ...
+    def try_lock_async(self, name: str) -> Awaitable[Optional[Guard]]: ...
+    def close(self) -> None: ...
+    def close_async(self) -> Awaitable[None]: ...
+    @property
+    def ttl(self) -> int: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def endpoints(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+
+def _raw_floor(endpoints: List[str], n: int) -> List[int]: ...
+def _core_bench(endpoints: List[str], n: int) -> List[int]: ...
