@@ -1,1 +1,1060 @@
-// placeholder: replaced by the binding
+//! The C ABI of etcdlock: `libetcdlock.so` / `libetcdlock.a` and `include/etcdlock.h`
+//! (generated from this file by cbindgen; the `///` comments below are the header's
+//! documentation).
+//!
+//! This layer only converts arguments, maps errors to status codes and manages
+//! handles; every lock semantic lives in the core crate.
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::time::Duration;
+
+use etcdlock_core::runtime::{block_on, current_pid};
+use etcdlock_core::{
+    CancellationToken, Client, ClientOptions, Error, ErrorCode, GuardState, LockOptions, LossReason,
+    TlsOptions, MAX_NAME_LEN,
+};
+
+// ---------------------------------------------------------------------------
+// Constants
+// ---------------------------------------------------------------------------
+
+/// Major version of the library this header came with.
+pub const ETCDLOCK_VERSION_MAJOR: i32 = 0;
+/// Minor version of the library this header came with.
+pub const ETCDLOCK_VERSION_MINOR: i32 = 1;
+/// Patch version of the library this header came with.
+pub const ETCDLOCK_VERSION_PATCH: i32 = 0;
+/// MAJOR*10000 + MINOR*100 + PATCH of this header; compare with etcdlock_version_number().
+pub const ETCDLOCK_VERSION_NUMBER: i32 =
+    ETCDLOCK_VERSION_MAJOR * 10000 + ETCDLOCK_VERSION_MINOR * 100 + ETCDLOCK_VERSION_PATCH;
+
+/// Status: success.
+pub const ETCDLOCK_OK: i32 = 0;
+/// Status: NULL pointer, empty/oversized/non-UTF-8 name, out-of-range number, bad
+/// endpoint or TLS file, or a blocking call made from a callback.
+pub const ETCDLOCK_INVALID_ARGUMENT: i32 = 1;
+/// Status: the lock was not acquired within timeout_ms.
+pub const ETCDLOCK_TIMEOUT: i32 = 2;
+/// Status: etcdlock_try_lock found the lock held (or waited for) by someone else.
+pub const ETCDLOCK_WOULD_BLOCK: i32 = 3;
+/// Status: the hold ended without unlock (see etcdlock_guard_loss_reason), or the
+/// waiter's session died.
+pub const ETCDLOCK_LOCK_LOST: i32 = 4;
+/// Status: guarded operation on a guard that was already unlocked.
+pub const ETCDLOCK_NOT_HELD: i32 = 5;
+/// Status: the wait was cancelled with etcdlock_cancel.
+pub const ETCDLOCK_CANCELLED: i32 = 6;
+/// Status: etcd unreachable after retries (the message names the endpoints).
+pub const ETCDLOCK_UNAVAILABLE: i32 = 7;
+/// Status: etcd rejected the credentials.
+pub const ETCDLOCK_AUTH_FAILED: i32 = 8;
+/// Status: etcd RBAC denies access to the key range.
+pub const ETCDLOCK_PERMISSION_DENIED: i32 = 9;
+/// Status: the client was closed (or the handle belongs to the parent of a forked process).
+pub const ETCDLOCK_CLOSED: i32 = 10;
+/// Status: a bug in etcdlock (never a crash).
+pub const ETCDLOCK_INTERNAL: i32 = 11;
+
+/// Loss callback reason: the hold ended normally (etcdlock_unlock or etcdlock_guard_free).
+pub const ETCDLOCK_LOSS_NONE: i32 = 0;
+/// Loss reason: etcd reported the session's lease gone (expired or revoked).
+pub const ETCDLOCK_LOSS_LEASE_EXPIRED: i32 = 1;
+/// Loss reason: our lock key was deleted by someone else.
+pub const ETCDLOCK_LOSS_KEY_DELETED: i32 = 2;
+/// Loss reason: no keep-alive was acknowledged in time (local validity window ran out).
+pub const ETCDLOCK_LOSS_CONNECTION_LOST: i32 = 3;
+/// Loss reason: the client was freed/closed while the lock was held.
+pub const ETCDLOCK_LOSS_CLIENT_CLOSED: i32 = 4;
+
+/// Pass as timeout_ms to wait as long as it takes (any negative value does).
+pub const ETCDLOCK_WAIT_FOREVER: i64 = -1;
+/// Largest accepted timeout in milliseconds (10 years); larger values are INVALID_ARGUMENT.
+pub const ETCDLOCK_MAX_TIMEOUT_MS: i64 = 315_360_000_000;
+/// Longest accepted lock name in bytes (without the terminating NUL).
+pub const ETCDLOCK_MAX_NAME_LEN: usize = 32 * 1024;
+/// Largest accepted guarded key or value, in bytes (etcd's own request limit is lower,
+/// 1.5 MiB by default; etcd's refusal is reported as INVALID_ARGUMENT too).
+pub const ETCDLOCK_MAX_BUFFER_LEN: usize = 64 * 1024 * 1024;
+
+// The C status codes are the core's ErrorCode values, one-to-one.
+const _: () = {
+    assert!(ETCDLOCK_INVALID_ARGUMENT == ErrorCode::InvalidArgument as i32);
+    assert!(ETCDLOCK_TIMEOUT == ErrorCode::Timeout as i32);
+    assert!(ETCDLOCK_WOULD_BLOCK == ErrorCode::WouldBlock as i32);
+    assert!(ETCDLOCK_LOCK_LOST == ErrorCode::LockLost as i32);
+    assert!(ETCDLOCK_NOT_HELD == ErrorCode::NotHeld as i32);
+    assert!(ETCDLOCK_CANCELLED == ErrorCode::Cancelled as i32);
+    assert!(ETCDLOCK_UNAVAILABLE == ErrorCode::Unavailable as i32);
+    assert!(ETCDLOCK_AUTH_FAILED == ErrorCode::AuthFailed as i32);
+    assert!(ETCDLOCK_PERMISSION_DENIED == ErrorCode::PermissionDenied as i32);
+    assert!(ETCDLOCK_CLOSED == ErrorCode::Closed as i32);
+    assert!(ETCDLOCK_INTERNAL == ErrorCode::Internal as i32);
+    assert!(ETCDLOCK_LOSS_LEASE_EXPIRED == LossReason::LeaseExpired as i32);
+    assert!(ETCDLOCK_LOSS_KEY_DELETED == LossReason::KeyDeleted as i32);
+    assert!(ETCDLOCK_LOSS_CONNECTION_LOST == LossReason::ConnectionLost as i32);
+    assert!(ETCDLOCK_LOSS_CLIENT_CLOSED == LossReason::ClientClosed as i32);
+    assert!(ETCDLOCK_MAX_NAME_LEN == MAX_NAME_LEN);
+};
+
+// ---------------------------------------------------------------------------
+// Types
+// ---------------------------------------------------------------------------
+
+/// Connection options. Always fill with etcdlock_options_init(&o, sizeof o) first,
+/// then set the fields you need; the library reads only the first struct_size
+/// bytes, so programs built against an older header keep working with a newer
+/// library (fields they do not know take their defaults).
+///
+/// Strings are borrowed for the duration of etcdlock_client_connect only; NULL
+/// means "not set". They must be NUL-terminated UTF-8.
+#[repr(C)]
+pub struct etcdlock_options {
+    /// sizeof(etcdlock_options) as seen by the caller; set by etcdlock_options_init.
+    pub struct_size: u32,
+    /// Set to 0 to disable watching each held key (an outside delete of the key
+    /// is then noticed only by a guarded operation). Default 1.
+    pub watch_held_keys: i32,
+    /// Comma-separated etcd endpoints: "http://127.0.0.1:2379,127.0.0.1:22379".
+    /// Required.
+    pub endpoints: *const c_char,
+    /// Lease TTL in seconds, 1 .. 9000000000. Default 15. A lock is lost at most
+    /// about this long after its holder stops (crash, pause, partition).
+    pub ttl_secs: i64,
+    /// Prefix prepended to every key this client touches (locks and guarded
+    /// keys). Default none.
+    pub namespace_prefix: *const c_char,
+    /// etcd user name; requires password.
+    pub username: *const c_char,
+    /// etcd password; never copied into any message.
+    pub password: *const c_char,
+    /// PEM CA bundle for https endpoints. Setting any tls_* field enables TLS.
+    pub tls_ca: *const c_char,
+    /// PEM client certificate for mutual TLS (with tls_key).
+    pub tls_cert: *const c_char,
+    /// PEM client private key for mutual TLS (with tls_cert).
+    pub tls_key: *const c_char,
+    /// Server name to verify instead of the endpoint's host.
+    pub tls_domain: *const c_char,
+    /// Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0. Default 5000.
+    pub connect_timeout_ms: i64,
+    /// Bound on each etcd request, milliseconds, > 0. Default 5000.
+    pub request_timeout_ms: i64,
+    /// Safety margin subtracted from the TTL for local loss detection,
+    /// milliseconds; negative = default (TTL/5, at most 2000).
+    pub margin_ms: i64,
+}
+
+/// A connection to etcd (one lease shared by all its locks). Thread-safe.
+pub struct etcdlock_client {
+    client: Client,
+    pid: u32,
+}
+
+/// A held lock. Thread-safe; freeing it releases the lock if still held.
+pub struct etcdlock_guard {
+    guard: Arc<etcdlock_core::Guard>,
+    key: CString,
+    pid: u32,
+}
+
+/// Cancels one etcdlock_lock_async wait.
+pub struct etcdlock_cancel_handle {
+    token: CancellationToken,
+}
+
+/// Completion callback of etcdlock_lock_async. status is ETCDLOCK_OK and guard a
+/// new guard owned by the callee (free it with etcdlock_guard_free, from any
+/// thread), or status is an error code and guard is NULL; during the callback
+/// etcdlock_last_error_message() returns the error's message.
+pub type etcdlock_lock_cb =
+    Option<unsafe extern "C" fn(status: c_int, guard: *mut etcdlock_guard, user_data: *mut c_void)>;
+
+/// Loss callback of etcdlock_guard_on_loss: reason is one of ETCDLOCK_LOSS_*
+/// (ETCDLOCK_LOSS_NONE when the guard was released normally).
+pub type etcdlock_loss_cb = Option<unsafe extern "C" fn(reason: c_int, user_data: *mut c_void)>;
+
+// ---------------------------------------------------------------------------
+// Error plumbing
+// ---------------------------------------------------------------------------
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = c);
+}
+
+fn invalid(msg: impl Into<String>) -> Error {
+    Error::new(ErrorCode::InvalidArgument, msg)
+}
+
+fn report(e: &Error) -> c_int {
+    set_last_error(e.message());
+    e.code() as c_int
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic".into()
+    }
+}
+
+/// Run one entry point: map errors to status codes and never let a panic unwind into C.
+fn ffi(f: impl FnOnce() -> Result<(), Error>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => ETCDLOCK_OK,
+        Ok(Err(e)) => report(&e),
+        Err(p) => {
+            set_last_error(&format!("internal error in etcdlock (please report): {}", panic_message(&*p)));
+            ETCDLOCK_INTERNAL
+        }
+    }
+}
+
+/// Like [`ffi`] for functions that return nothing (the *_free family).
+fn ffi_void(f: impl FnOnce()) {
+    let _ = catch_unwind(AssertUnwindSafe(f));
+}
+
+fn on_runtime_thread() -> bool {
+    tokio::runtime::Handle::try_current().is_ok()
+}
+
+unsafe fn out_arg<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Error> {
+    p.as_mut().ok_or_else(|| invalid(format!("{what} is NULL")))
+}
+
+unsafe fn str_arg(p: *const c_char, what: &str) -> Result<Option<String>, Error> {
+    if p.is_null() {
+        return Ok(None);
+    }
+    CStr::from_ptr(p)
+        .to_str()
+        .map(|s| Some(s.to_string()))
+        .map_err(|_| invalid(format!("{what} is not valid UTF-8")))
+}
+
+unsafe fn name_arg(p: *const c_char) -> Result<String, Error> {
+    let name = str_arg(p, "lock name")?.ok_or_else(|| invalid("lock name is NULL"))?;
+    if name.is_empty() {
+        return Err(invalid("lock name is empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(invalid(format!("lock name is {} bytes; the limit is {MAX_NAME_LEN}", name.len())));
+    }
+    Ok(name)
+}
+
+fn timeout_arg(ms: i64) -> Result<Option<Duration>, Error> {
+    if ms < 0 {
+        Ok(None)
+    } else if ms > ETCDLOCK_MAX_TIMEOUT_MS {
+        Err(invalid(format!("timeout_ms {ms} is larger than {ETCDLOCK_MAX_TIMEOUT_MS}")))
+    } else {
+        Ok(Some(Duration::from_millis(ms as u64)))
+    }
+}
+
+fn positive_ms(ms: i64, what: &str) -> Result<Duration, Error> {
+    if ms <= 0 || ms > ETCDLOCK_MAX_TIMEOUT_MS {
+        return Err(invalid(format!("{what} must be between 1 and {ETCDLOCK_MAX_TIMEOUT_MS} ms, got {ms}")));
+    }
+    Ok(Duration::from_millis(ms as u64))
+}
+
+unsafe fn bytes_arg<'a>(p: *const u8, len: usize, what: &str, allow_empty: bool) -> Result<&'a [u8], Error> {
+    if len > ETCDLOCK_MAX_BUFFER_LEN {
+        return Err(invalid(format!("{what} is {len} bytes; the limit is {ETCDLOCK_MAX_BUFFER_LEN}")));
+    }
+    if len == 0 && !allow_empty {
+        return Err(invalid(format!("{what} is empty")));
+    }
+    if p.is_null() {
+        if len == 0 {
+            return Ok(&[]);
+        }
+        return Err(invalid(format!("{what} is NULL")));
+    }
+    Ok(std::slice::from_raw_parts(p, len))
+}
+
+unsafe fn client_arg<'a>(c: *const etcdlock_client) -> Result<&'a etcdlock_client, Error> {
+    let c = c.as_ref().ok_or_else(|| invalid("client is NULL"))?;
+    if c.pid != current_pid() {
+        return Err(Error::new(
+            ErrorCode::Closed,
+            "this client was created in the parent process before fork(); create a new client in the child",
+        ));
+    }
+    Ok(c)
+}
+
+unsafe fn guard_arg<'a>(g: *const etcdlock_guard) -> Result<&'a etcdlock_guard, Error> {
+    let g = g.as_ref().ok_or_else(|| invalid("guard is NULL"))?;
+    if g.pid != current_pid() {
+        return Err(Error::new(
+            ErrorCode::Closed,
+            "this guard was created in the parent process before fork(); it cannot be used in the child",
+        ));
+    }
+    Ok(g)
+}
+
+fn new_guard(g: etcdlock_core::Guard) -> *mut etcdlock_guard {
+    let key = CString::new(g.key().replace('\0', "\\0")).unwrap_or_default();
+    Box::into_raw(Box::new(etcdlock_guard { guard: Arc::new(g), key, pid: current_pid() }))
+}
+
+/// A raw pointer handed back to C on a runtime thread.
+struct UserData(*mut c_void);
+// SAFETY: the pointer is only passed back to the caller's callback, which by the
+// documented contract may run on another thread.
+unsafe impl Send for UserData {}
+
+// ---------------------------------------------------------------------------
+// Version, errors
+// ---------------------------------------------------------------------------
+
+/// The library version as a static string, e.g. "0.1.0".
+///
+/// Example: printf("etcdlock %s\n", etcdlock_version());
+#[no_mangle]
+pub extern "C" fn etcdlock_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The library version as MAJOR*10000 + MINOR*100 + PATCH. Compare with the
+/// header's ETCDLOCK_VERSION_NUMBER to detect a header/library mismatch.
+///
+/// Example: if (etcdlock_version_number() / 10000 != ETCDLOCK_VERSION_MAJOR) abort();
+#[no_mangle]
+pub extern "C" fn etcdlock_version_number() -> c_int {
+    let mut parts = env!("CARGO_PKG_VERSION").split('.').map(|p| p.parse::<i32>().unwrap_or(0));
+    let (a, b, c) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    a * 10000 + b * 100 + c
+}
+
+/// The message of the last failed etcdlock call on the calling thread ("" if
+/// none). Never NULL. The pointer stays valid until the next failing etcdlock
+/// call on this thread; copy it to keep it. Inside an etcdlock_lock_async
+/// callback it describes that callback's status. Messages name the lock and the
+/// endpoints but never passwords, tokens or key material.
+///
+/// Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
+#[no_mangle]
+pub extern "C" fn etcdlock_last_error_message() -> *const c_char {
+    catch_unwind(|| LAST_ERROR.try_with(|l| l.borrow().as_ptr()).unwrap_or(c"".as_ptr())).unwrap_or(c"".as_ptr())
+}
+
+/// The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
+/// "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
+/// "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
+/// These are the names every etcdlock binding uses. Static string, never NULL.
+///
+/// Example: puts(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK)); // WouldBlock
+#[no_mangle]
+pub extern "C" fn etcdlock_status_name(status: c_int) -> *const c_char {
+    let s: &'static CStr = match ErrorCode::from_i32(status) {
+        None if status == 0 => c"OK",
+        None => c"Unknown",
+        Some(ErrorCode::InvalidArgument) => c"InvalidArgument",
+        Some(ErrorCode::Timeout) => c"Timeout",
+        Some(ErrorCode::WouldBlock) => c"WouldBlock",
+        Some(ErrorCode::LockLost) => c"LockLost",
+        Some(ErrorCode::NotHeld) => c"NotHeld",
+        Some(ErrorCode::Cancelled) => c"Cancelled",
+        Some(ErrorCode::Unavailable) => c"Unavailable",
+        Some(ErrorCode::AuthFailed) => c"AuthFailed",
+        Some(ErrorCode::PermissionDenied) => c"PermissionDenied",
+        Some(ErrorCode::Closed) => c"Closed",
+        Some(ErrorCode::Internal) => c"Internal",
+    };
+    s.as_ptr()
+}
+
+/// The name of a loss reason: "Released" (ETCDLOCK_LOSS_NONE), "LeaseExpired",
+/// "KeyDeleted", "ConnectionLost", "ClientClosed"; "Unknown" otherwise. Static, never NULL.
+///
+/// Example: printf("lost: %s\n", etcdlock_loss_reason_name(reason));
+#[no_mangle]
+pub extern "C" fn etcdlock_loss_reason_name(reason: c_int) -> *const c_char {
+    let s: &'static CStr = match LossReason::from_i32(reason) {
+        None if reason == 0 => c"Released",
+        None => c"Unknown",
+        Some(LossReason::LeaseExpired) => c"LeaseExpired",
+        Some(LossReason::KeyDeleted) => c"KeyDeleted",
+        Some(LossReason::ConnectionLost) => c"ConnectionLost",
+        Some(LossReason::ClientClosed) => c"ClientClosed",
+    };
+    s.as_ptr()
+}
+
+// ---------------------------------------------------------------------------
+// Client
+// ---------------------------------------------------------------------------
+
+fn default_options() -> etcdlock_options {
+    etcdlock_options {
+        struct_size: std::mem::size_of::<etcdlock_options>() as u32,
+        watch_held_keys: 1,
+        endpoints: std::ptr::null(),
+        ttl_secs: 15,
+        namespace_prefix: std::ptr::null(),
+        username: std::ptr::null(),
+        password: std::ptr::null(),
+        tls_ca: std::ptr::null(),
+        tls_cert: std::ptr::null(),
+        tls_key: std::ptr::null(),
+        tls_domain: std::ptr::null(),
+        connect_timeout_ms: 5000,
+        request_timeout_ms: 5000,
+        margin_ms: -1,
+    }
+}
+
+/// Size of the first published etcdlock_options; anything smaller is not an etcdlock_options.
+const OPTIONS_V1_SIZE: usize = std::mem::size_of::<etcdlock_options>();
+
+/// Fill *options with the defaults (no endpoints, TTL 15 s, 5 s timeouts,
+/// default margin, watch_held_keys = 1) and set options->struct_size.
+/// struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
+/// that many bytes are written.
+///
+/// Safety: options points to at least struct_size writable bytes.
+/// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
+/// version ever had.
+///
+/// Example:
+///     etcdlock_options o;
+///     etcdlock_options_init(&o, sizeof o);
+///     o.endpoints = "http://127.0.0.1:2379";
+///     o.ttl_secs = 10;
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_options_init(options: *mut etcdlock_options, struct_size: usize) -> c_int {
+    ffi(|| {
+        if options.is_null() {
+            return Err(invalid("options is NULL"));
+        }
+        if struct_size < OPTIONS_V1_SIZE {
+            return Err(invalid(format!("struct_size {struct_size} is smaller than any etcdlock_options")));
+        }
+        let mut d = default_options();
+        let n = struct_size.min(std::mem::size_of::<etcdlock_options>());
+        d.struct_size = n as u32;
+        std::ptr::copy_nonoverlapping((&d as *const etcdlock_options).cast::<u8>(), options.cast::<u8>(), n);
+        Ok(())
+    })
+}
+
+unsafe fn convert_options(o: *const etcdlock_options) -> Result<ClientOptions, Error> {
+    if o.is_null() {
+        return Err(invalid("options is NULL"));
+    }
+    let size = std::ptr::read_unaligned(o.cast::<u32>()) as usize;
+    if size < OPTIONS_V1_SIZE {
+        return Err(invalid(format!(
+            "options->struct_size is {size}; call etcdlock_options_init(&o, sizeof o) first"
+        )));
+    }
+    if size > std::mem::size_of::<etcdlock_options>() {
+        return Err(invalid(format!(
+            "options->struct_size is {size}, from a newer etcdlock.h than this library ({}); link a newer libetcdlock",
+            std::mem::size_of::<etcdlock_options>()
+        )));
+    }
+    let o = &*o;
+    let endpoints = str_arg(o.endpoints, "options->endpoints")?.ok_or_else(|| invalid("options->endpoints is NULL"))?;
+    let endpoints: Vec<String> =
+        endpoints.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+    if endpoints.is_empty() {
+        return Err(invalid("options->endpoints names no endpoint"));
+    }
+    let mut opts = ClientOptions::new(endpoints).with_ttl(o.ttl_secs);
+    opts.namespace = str_arg(o.namespace_prefix, "options->namespace_prefix")?.filter(|s| !s.is_empty());
+    opts.username = str_arg(o.username, "options->username")?;
+    opts.password = str_arg(o.password, "options->password")?;
+    let ca = str_arg(o.tls_ca, "options->tls_ca")?;
+    let cert = str_arg(o.tls_cert, "options->tls_cert")?;
+    let key = str_arg(o.tls_key, "options->tls_key")?;
+    let domain = str_arg(o.tls_domain, "options->tls_domain")?;
+    if ca.is_some() || cert.is_some() || key.is_some() || domain.is_some() {
+        opts.tls = Some(TlsOptions {
+            ca: ca.map(Into::into),
+            cert: cert.map(Into::into),
+            key: key.map(Into::into),
+            domain,
+        });
+    }
+    opts.connect_timeout = positive_ms(o.connect_timeout_ms, "options->connect_timeout_ms")?;
+    opts.request_timeout = positive_ms(o.request_timeout_ms, "options->request_timeout_ms")?;
+    if o.margin_ms >= 0 {
+        if o.margin_ms > ETCDLOCK_MAX_TIMEOUT_MS {
+            return Err(invalid(format!("options->margin_ms {} is out of range", o.margin_ms)));
+        }
+        opts.margin = Some(Duration::from_millis(o.margin_ms as u64));
+    }
+    opts.watch_held_keys = match o.watch_held_keys {
+        0 => false,
+        1 => true,
+        v => return Err(invalid(format!("options->watch_held_keys must be 0 or 1, got {v}"))),
+    };
+    Ok(opts)
+}
+
+/// Connect to etcd and open the client's session (grant its lease). Blocks up
+/// to options->connect_timeout_ms. On success *client is a new handle to free
+/// with etcdlock_client_free; on failure *client is NULL.
+///
+/// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad endpoint, TTL outside
+/// 1..9000000000, bad TLS file, ...), ETCDLOCK_UNAVAILABLE (no endpoint
+/// answered), ETCDLOCK_AUTH_FAILED.
+///
+/// Safety: options points to an etcdlock_options initialised with
+/// etcdlock_options_init whose strings are valid for the duration of the call;
+/// client is a writable etcdlock_client*.
+///
+/// Example:
+///     etcdlock_client *c = NULL;
+///     int rc = etcdlock_client_connect(&o, &c);
+///     if (rc) fprintf(stderr, "connect: %s\n", etcdlock_last_error_message());
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_client_connect(
+    options: *const etcdlock_options,
+    client: *mut *mut etcdlock_client,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(client, "client (out)")?;
+        *out = std::ptr::null_mut();
+        let opts = convert_options(options)?;
+        let c = block_on(async move { Client::connect(opts).await })?;
+        *out = Box::into_raw(Box::new(etcdlock_client { client: c, pid: current_pid() }));
+        Ok(())
+    })
+}
+
+/// The effective lease TTL in seconds (etcd raises TTLs below its minimum).
+///
+/// Safety: client is a live handle; ttl_secs is writable.
+///
+/// Example: int64_t ttl; etcdlock_client_ttl(c, &ttl);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_client_ttl(client: *const etcdlock_client, ttl_secs: *mut i64) -> c_int {
+    ffi(|| {
+        let out = out_arg(ttl_secs, "ttl_secs (out)")?;
+        *out = client_arg(client)?.client.ttl();
+        Ok(())
+    })
+}
+
+/// Close and free a client: revokes its lease, which releases every lock it
+/// holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED and pending
+/// etcdlock_lock_async waits complete with ETCDLOCK_CLOSED. Guards stay valid
+/// objects and must still be freed. Blocks for at most one request timeout,
+/// except on a runtime thread (inside a callback), where the close runs in the
+/// background. NULL is a no-op. A client inherited across fork() is released
+/// without touching etcd (the parent still owns the lease).
+///
+/// Safety: client is NULL or a handle from etcdlock_client_connect not yet
+/// freed, and no other thread uses it any more.
+///
+/// Example: etcdlock_client_free(c); c = NULL;
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_client_free(client: *mut etcdlock_client) {
+    if client.is_null() {
+        return;
+    }
+    ffi_void(|| {
+        let c = Box::from_raw(client);
+        if c.pid != current_pid() {
+            // The parent's runtime threads do not exist in a forked child; touching
+            // the connection could hang. The memory is left to the process.
+            std::mem::forget(c);
+            return;
+        }
+        let client = c.client.clone();
+        drop(c);
+        if on_runtime_thread() {
+            let _ = etcdlock_core::runtime::spawn(async move { client.close().await });
+        } else {
+            let _ = block_on(async move {
+                client.close().await;
+                Ok(())
+            });
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Locking
+// ---------------------------------------------------------------------------
+
+/// Wait for the lock `name` and hold it. Waiters are served in arrival order.
+/// timeout_ms: maximum wait in milliseconds; negative (ETCDLOCK_WAIT_FOREVER)
+/// waits as long as it takes. Acquiring costs at least one etcd round trip, so
+/// 0 or a few milliseconds may time out even on a free lock: use
+/// etcdlock_try_lock to take a lock only if it is free.
+/// On success *guard is a new guard (free with etcdlock_guard_free); otherwise
+/// *guard is NULL.
+///
+/// Returns ETCDLOCK_TIMEOUT, ETCDLOCK_LOCK_LOST (our session died while
+/// waiting), ETCDLOCK_CLOSED, ETCDLOCK_UNAVAILABLE, ETCDLOCK_INVALID_ARGUMENT
+/// (NULL, name empty/longer than ETCDLOCK_MAX_NAME_LEN/not UTF-8, timeout_ms >
+/// ETCDLOCK_MAX_TIMEOUT_MS, or called from a callback).
+///
+/// Safety: client is a live handle; name is a NUL-terminated string; guard is writable.
+///
+/// Example:
+///     etcdlock_guard *g = NULL;
+///     int rc = etcdlock_lock(c, "orders", 5000, &g);
+///     if (rc == ETCDLOCK_TIMEOUT) puts("busy");
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_lock(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    timeout_ms: i64,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let timeout = timeout_arg(timeout_ms)?;
+        let g = block_on(async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
+/// Take the lock `name` if it is free right now. If someone holds it or waits
+/// for it, returns ETCDLOCK_WOULD_BLOCK (a status, not an error to parse) and
+/// leaves no key behind. Otherwise as etcdlock_lock.
+///
+/// Safety: as etcdlock_lock.
+///
+/// Example:
+///     int rc = etcdlock_try_lock(c, "cron", &g);
+///     if (rc == ETCDLOCK_WOULD_BLOCK) return 0; // another node runs it
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_try_lock(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let g = block_on(async move { c.try_lock(&name).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
+/// Start waiting for the lock `name` without blocking the caller.
+///
+/// If this returns ETCDLOCK_OK, `callback(status, guard, user_data)` is called
+/// exactly once, on one of the library's runtime threads (never on the calling
+/// thread, never concurrently with itself for this request): with ETCDLOCK_OK
+/// and a new guard that the callback owns, or with ETCDLOCK_TIMEOUT,
+/// ETCDLOCK_CANCELLED, ETCDLOCK_CLOSED, ... and guard NULL. If this returns an
+/// error (NULL client/callback, bad name or timeout), the callback is never
+/// called. The callback must not block for long; blocking etcdlock calls
+/// (etcdlock_lock, etcdlock_unlock, guarded operations) made inside it return
+/// ETCDLOCK_INVALID_ARGUMENT, so hand the guard to another thread for those.
+///
+/// If cancel is not NULL, *cancel receives a handle: etcdlock_cancel() makes a
+/// wait still pending complete with ETCDLOCK_CANCELLED; free the handle with
+/// etcdlock_cancel_free (freeing does not cancel).
+///
+/// Safety: client is a live handle; name is NUL-terminated; user_data must stay
+/// valid until the callback has run; cancel is NULL or writable.
+///
+/// Example:
+///     static void done(int st, etcdlock_guard *g, void *ud) {
+///         if (st == ETCDLOCK_OK) hand_over(g, ud); else fprintf(stderr, "%s\n", etcdlock_last_error_message());
+///     }
+///     etcdlock_cancel_handle *h = NULL;
+///     etcdlock_lock_async(c, "orders", ETCDLOCK_WAIT_FOREVER, done, ctx, &h);
+///     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_lock_async(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    timeout_ms: i64,
+    callback: etcdlock_lock_cb,
+    user_data: *mut c_void,
+    cancel: *mut *mut etcdlock_cancel_handle,
+) -> c_int {
+    ffi(|| {
+        if let Some(out) = cancel.as_mut() {
+            *out = std::ptr::null_mut();
+        }
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let timeout = timeout_arg(timeout_ms)?;
+        let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
+        let token = CancellationToken::new();
+        let ud = UserData(user_data);
+        let opts = LockOptions { timeout, cancel: Some(token.clone()) };
+        etcdlock_core::runtime::spawn(async move {
+            let ud = ud;
+            let r = c.lock_with(&name, opts).await;
+            let (status, g) = match catch_unwind(AssertUnwindSafe(|| match r {
+                Ok(g) => (ETCDLOCK_OK, new_guard(g)),
+                Err(e) => (report(&e), std::ptr::null_mut()),
+            })) {
+                Ok(v) => v,
+                Err(p) => {
+                    set_last_error(&format!("internal error in etcdlock (please report): {}", panic_message(&*p)));
+                    (ETCDLOCK_INTERNAL, std::ptr::null_mut())
+                }
+            };
+            cb(status, g, ud.0);
+        })?;
+        if let Some(out) = cancel.as_mut() {
+            *out = Box::into_raw(Box::new(etcdlock_cancel_handle { token }));
+        }
+        Ok(())
+    })
+}
+
+/// Cancel the etcdlock_lock_async wait behind this handle: if the callback has
+/// not run yet, it runs (once) with ETCDLOCK_CANCELLED and the waiter's key is
+/// removed from etcd. Idempotent; a no-op after the callback ran. Never blocks;
+/// callable from any thread, including callbacks.
+///
+/// Safety: cancel is a live handle from etcdlock_lock_async.
+///
+/// Example: etcdlock_cancel(h);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_cancel(cancel: *const etcdlock_cancel_handle) -> c_int {
+    ffi(|| {
+        let h = cancel.as_ref().ok_or_else(|| invalid("cancel handle is NULL"))?;
+        h.token.cancel();
+        Ok(())
+    })
+}
+
+/// Free a cancel handle. Does not cancel: the callback still runs exactly once.
+/// NULL is a no-op.
+///
+/// Safety: cancel is NULL or a handle not yet freed.
+///
+/// Example: etcdlock_cancel_free(h);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_cancel_free(cancel: *mut etcdlock_cancel_handle) {
+    if cancel.is_null() {
+        return;
+    }
+    ffi_void(|| drop(Box::from_raw(cancel)));
+}
+
+// ---------------------------------------------------------------------------
+// Guard
+// ---------------------------------------------------------------------------
+
+/// Our lock key in etcd (namespace + name + "/" + lease id in hex...). *key
+/// points into the guard and stays valid until etcdlock_guard_free.
+///
+/// Safety: guard is a live handle; key is writable.
+///
+/// Example: const char *k; etcdlock_guard_key(g, &k); printf("%s\n", k);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_key(guard: *const etcdlock_guard, key: *mut *const c_char) -> c_int {
+    ffi(|| {
+        let out = out_arg(key, "key (out)")?;
+        *out = guard_arg(guard)?.key.as_ptr();
+        Ok(())
+    })
+}
+
+/// The lease id of the session that holds the lock.
+///
+/// Safety: guard is a live handle; lease_id is writable.
+///
+/// Example: int64_t lease; etcdlock_guard_lease_id(g, &lease);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_lease_id(guard: *const etcdlock_guard, lease_id: *mut i64) -> c_int {
+    ffi(|| {
+        let out = out_arg(lease_id, "lease_id (out)")?;
+        *out = guard_arg(guard)?.guard.lease_id();
+        Ok(())
+    })
+}
+
+/// The fencing token: our key's create_revision. It strictly increases from one
+/// holder of a lock to the next; hand it to resources that can reject writes
+/// from a stale holder.
+///
+/// Safety: guard is a live handle; token is writable.
+///
+/// Example: int64_t t; etcdlock_guard_fencing_token(g, &t); printf("token %lld\n", (long long)t);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_fencing_token(guard: *const etcdlock_guard, token: *mut i64) -> c_int {
+    ffi(|| {
+        let out = out_arg(token, "token (out)")?;
+        *out = guard_arg(guard)?.guard.fencing_token();
+        Ok(())
+    })
+}
+
+/// *held = 1 while the lock is held (not unlocked, not lost, and inside the
+/// local validity window, checked against the monotonic clock now), else 0.
+///
+/// Safety: guard is a live handle; held is writable.
+///
+/// Example: int held; etcdlock_guard_is_held(g, &held); if (!held) abort_work();
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_is_held(guard: *const etcdlock_guard, held: *mut c_int) -> c_int {
+    ffi(|| {
+        let out = out_arg(held, "held (out)")?;
+        *out = guard_arg(guard)?.guard.is_held() as c_int;
+        Ok(())
+    })
+}
+
+/// *reason = the ETCDLOCK_LOSS_* reason if the hold was lost, else
+/// ETCDLOCK_LOSS_NONE (held, or released normally).
+///
+/// Safety: guard is a live handle; reason is writable.
+///
+/// Example: int r; etcdlock_guard_loss_reason(g, &r); puts(etcdlock_loss_reason_name(r));
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_loss_reason(guard: *const etcdlock_guard, reason: *mut c_int) -> c_int {
+    ffi(|| {
+        let out = out_arg(reason, "reason (out)")?;
+        *out = guard_arg(guard)?.guard.loss().map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
+        Ok(())
+    })
+}
+
+/// Register a callback for the end of the hold. `callback(reason, user_data)`
+/// runs exactly once, on a runtime thread, when the hold ends: with an
+/// ETCDLOCK_LOSS_* reason if the lock was lost (lease expired, key deleted,
+/// connection lost past the safety margin, client closed), or with
+/// ETCDLOCK_LOSS_NONE when it was released by etcdlock_unlock /
+/// etcdlock_guard_free. It never runs if the process exits while the lock is
+/// still held. If the hold already ended, it runs at once (on a runtime
+/// thread). Several callbacks may be registered; each runs once. Loss is
+/// reported locally before etcd can grant the lock to anyone else (as long as
+/// the process is running): stop touching the protected resource.
+///
+/// Safety: guard is a live handle; user_data must stay valid until the callback ran.
+///
+/// Example:
+///     static void lost(int reason, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
+///     etcdlock_guard_on_loss(g, lost, &stop_flag);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_on_loss(
+    guard: *const etcdlock_guard,
+    callback: etcdlock_loss_cb,
+    user_data: *mut c_void,
+) -> c_int {
+    ffi(|| {
+        let g = guard_arg(guard)?.guard.clone();
+        let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
+        let ud = UserData(user_data);
+        etcdlock_core::runtime::spawn(async move {
+            let ud = ud;
+            let reason = g.wait_lost().await.map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
+            drop(g);
+            cb(reason, ud.0);
+        })?;
+        Ok(())
+    })
+}
+
+/// Release the lock (delete our key). Idempotent: after a successful unlock,
+/// further calls return ETCDLOCK_OK. Returns ETCDLOCK_LOCK_LOST (on every call)
+/// if the hold had been lost before, so the caller learns its critical section
+/// may not have been protected to the end. If etcd is unreachable the delete is retried in the background and
+/// ETCDLOCK_OK is returned. Any thread may unlock (not only the locking one).
+/// The guard must still be freed.
+///
+/// Safety: guard is a live handle.
+///
+/// Example: if (etcdlock_unlock(g) == ETCDLOCK_LOCK_LOST) log_warning("lost before unlock");
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_unlock(guard: *const etcdlock_guard) -> c_int {
+    ffi(|| {
+        let g = guard_arg(guard)?.guard.clone();
+        block_on(async move { g.unlock().await })
+    })
+}
+
+/// Free a guard, releasing the lock first if it is still held (blocking for
+/// that, except on a runtime thread where the release runs in the background).
+/// NULL is a no-op.
+///
+/// Safety: guard is NULL or a live handle, and no other thread uses it any more.
+///
+/// Example: etcdlock_guard_free(g); g = NULL;
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_free(guard: *mut etcdlock_guard) {
+    if guard.is_null() {
+        return;
+    }
+    ffi_void(|| {
+        let h = Box::from_raw(guard);
+        if h.pid != current_pid() {
+            std::mem::forget(h);
+            return;
+        }
+        if h.guard.state() != GuardState::Held {
+            return;
+        }
+        let g = h.guard.clone();
+        drop(h);
+        if on_runtime_thread() {
+            let _ = etcdlock_core::runtime::spawn(async move {
+                let _ = g.unlock().await;
+            });
+        } else {
+            let _ = block_on(async move { g.unlock().await });
+        }
+    })
+}
+
+/// Guarded put: set `key` (namespaced like the lock) to `value` only while we
+/// hold the lock. etcd applies it in a transaction that compares our lock key's
+/// create_revision, so a stale holder's write is rejected by etcd itself.
+/// value may be NULL when value_len is 0.
+///
+/// Returns ETCDLOCK_LOCK_LOST (lost; also when etcd rejected the write),
+/// ETCDLOCK_NOT_HELD (after unlock), ETCDLOCK_INVALID_ARGUMENT (NULL or empty
+/// key, NULL value with value_len > 0, lengths > ETCDLOCK_MAX_BUFFER_LEN).
+///
+/// Safety: guard is live; key points to key_len bytes, value to value_len bytes.
+///
+/// Example: etcdlock_guard_put(g, (const uint8_t *)"stock", 5, (const uint8_t *)"299", 3);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_put(
+    guard: *const etcdlock_guard,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+) -> c_int {
+    ffi(|| {
+        let g = guard_arg(guard)?.guard.clone();
+        let k = bytes_arg(key, key_len, "key", false)?.to_vec();
+        let v = bytes_arg(value, value_len, "value", true)?.to_vec();
+        block_on(async move { g.put(k, v).await })
+    })
+}
+
+/// Guarded get: read `key` only while we hold the lock. If the key exists,
+/// *value is a new buffer of *value_len bytes (not NUL-terminated; non-NULL even
+/// for an empty value) that the caller frees with etcdlock_buffer_free; if it
+/// does not exist, *value is NULL and *value_len 0. Errors as etcdlock_guard_put.
+///
+/// Safety: guard is live; key points to key_len bytes; value and value_len are writable.
+///
+/// Example:
+///     uint8_t *v = NULL; size_t n = 0;
+///     if (etcdlock_guard_get(g, (const uint8_t *)"stock", 5, &v, &n) == ETCDLOCK_OK && v) {
+///         printf("%.*s\n", (int)n, (const char *)v);
+///         etcdlock_buffer_free(v);
+///     }
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_get(
+    guard: *const etcdlock_guard,
+    key: *const u8,
+    key_len: usize,
+    value: *mut *mut u8,
+    value_len: *mut usize,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(value, "value (out)")?;
+        *out = std::ptr::null_mut();
+        let out_len = out_arg(value_len, "value_len (out)")?;
+        *out_len = 0;
+        let g = guard_arg(guard)?.guard.clone();
+        let k = bytes_arg(key, key_len, "key", false)?.to_vec();
+        if let Some(v) = block_on(async move { g.get(k).await })? {
+            let buf = libc::malloc(v.len().max(1)).cast::<u8>();
+            if buf.is_null() {
+                return Err(Error::new(ErrorCode::Internal, "out of memory"));
+            }
+            std::ptr::copy_nonoverlapping(v.as_ptr(), buf, v.len());
+            *out = buf;
+            *out_len = v.len();
+        }
+        Ok(())
+    })
+}
+
+/// Guarded delete: delete `key` only while we hold the lock. If deleted is not
+/// NULL, *deleted = 1 if the key existed, else 0. Errors as etcdlock_guard_put.
+///
+/// Safety: guard is live; key points to key_len bytes; deleted is NULL or writable.
+///
+/// Example: int existed; etcdlock_guard_delete(g, (const uint8_t *)"stock", 5, &existed);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_delete(
+    guard: *const etcdlock_guard,
+    key: *const u8,
+    key_len: usize,
+    deleted: *mut c_int,
+) -> c_int {
+    ffi(|| {
+        if let Some(d) = deleted.as_mut() {
+            *d = 0;
+        }
+        let g = guard_arg(guard)?.guard.clone();
+        let k = bytes_arg(key, key_len, "key", false)?.to_vec();
+        let existed = block_on(async move { g.delete(k).await })?;
+        if let Some(d) = deleted.as_mut() {
+            *d = existed as c_int;
+        }
+        Ok(())
+    })
+}
+
+/// Free a buffer returned by etcdlock_guard_get. NULL is a no-op.
+///
+/// Safety: buffer is NULL or a buffer from etcdlock_guard_get not yet freed.
+///
+/// Example: etcdlock_buffer_free(v);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_buffer_free(buffer: *mut u8) {
+    if !buffer.is_null() {
+        libc::free(buffer.cast());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_names_mirror_the_core() {
+        for code in ErrorCode::ALL {
+            let n = unsafe { CStr::from_ptr(etcdlock_status_name(code as c_int)) };
+            assert_eq!(n.to_str().unwrap(), code.name());
+        }
+        for r in 1..=4 {
+            let reason = LossReason::from_i32(r).unwrap();
+            let n = unsafe { CStr::from_ptr(etcdlock_loss_reason_name(r)) };
+            assert_eq!(n.to_str().unwrap(), reason.name());
+        }
+    }
+
+    #[test]
+    fn version_matches_header_constants() {
+        assert_eq!(etcdlock_version_number(), ETCDLOCK_VERSION_NUMBER);
+    }
+}

@@ -1,0 +1,1000 @@
+/* The C test suite of libetcdlock, against a real etcd started by etcd-harness.
+ * Plain C11 + pthreads. Last line of output: "N passed, N failed".
+ *
+ * Environment:
+ *   ETCDLOCK_HARNESS      path of etcd-harness (default target/debug/etcd-harness)
+ *   ETCDLOCK_TEST_THREADS threads of the contention test (default 8)
+ *   ETCDLOCK_TEST_ITERS   acquisitions per thread (default 500)
+ *
+ * Run as `test_etcdlock --holder ENDPOINT NAME` it is the child process of the
+ * SIGSTOP test: it holds NAME with a 2 s TTL and reports on stdout. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "etcdlock.h"
+#include "harness.h"
+
+static etcd_harness H;
+static char EXE[4096];
+static int g_failed_checks;
+static int n_passed, n_failed;
+
+#define CHECK(cond, ...)                                                                   \
+    do {                                                                                   \
+        if (!(cond)) {                                                                     \
+            g_failed_checks++;                                                             \
+            fprintf(stderr, "  FAIL %s:%d: %s -- ", __FILE__, __LINE__, #cond);            \
+            fprintf(stderr, __VA_ARGS__);                                                  \
+            fprintf(stderr, " [last error: %s]\n", etcdlock_last_error_message());         \
+        }                                                                                  \
+    } while (0)
+
+#define CHECK_RC(expr, want)                                                               \
+    do {                                                                                   \
+        int rc_ = (expr);                                                                  \
+        CHECK(rc_ == (want), "%s returned %s (%d), want %s", #expr, etcdlock_status_name(rc_), rc_, \
+              etcdlock_status_name(want));                                                 \
+    } while (0)
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void unique(char *buf, size_t n, const char *what) {
+    static atomic_int seq;
+    snprintf(buf, n, "ctest-%d-%s-%d", (int)getpid(), what, atomic_fetch_add(&seq, 1));
+}
+
+static etcdlock_client *connect_ttl(int64_t ttl) {
+    etcdlock_options o;
+    etcdlock_client *c = NULL;
+    if (etcdlock_options_init(&o, sizeof o) != ETCDLOCK_OK) return NULL;
+    o.endpoints = H.endpoint;
+    o.ttl_secs = ttl;
+    int rc = etcdlock_client_connect(&o, &c);
+    if (rc != ETCDLOCK_OK) {
+        fprintf(stderr, "  connect failed: %s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
+        return NULL;
+    }
+    return c;
+}
+static etcdlock_client *connect_default(void) { return connect_ttl(10); }
+
+/* A one-shot event (mutex + condvar) with a timeout, to await callbacks. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int fired;     /* how many times the callback ran */
+    int status;
+    etcdlock_guard *guard;
+    pthread_t thread;
+    char message[512];
+} event;
+
+static void event_init(event *e) {
+    memset(e, 0, sizeof *e);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    e->status = -1;
+}
+static void event_destroy(event *e) {
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+}
+/* Wait until the event fired, at most ms. Returns 1 if it fired. */
+static int event_wait(event *e, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&e->mu);
+    while (!e->fired) {
+        if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT) break;
+    }
+    int f = e->fired;
+    pthread_mutex_unlock(&e->mu);
+    return f;
+}
+
+static void on_locked(int status, etcdlock_guard *g, void *ud) {
+    event *e = ud;
+    pthread_mutex_lock(&e->mu);
+    e->fired++;
+    e->status = status;
+    e->guard = g;
+    e->thread = pthread_self();
+    snprintf(e->message, sizeof e->message, "%s", etcdlock_last_error_message());
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void on_loss(int reason, void *ud) {
+    event *e = ud;
+    pthread_mutex_lock(&e->mu);
+    e->fired++;
+    e->status = reason;
+    e->thread = pthread_self();
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void test_version_and_names(void) {
+    CHECK(etcdlock_version() != NULL && strcmp(etcdlock_version(), "0.1.0") == 0, "version %s", etcdlock_version());
+    CHECK(etcdlock_version_number() == ETCDLOCK_VERSION_NUMBER, "version number %d", etcdlock_version_number());
+    CHECK(strcmp(etcdlock_status_name(ETCDLOCK_OK), "OK") == 0, "OK name");
+    CHECK(strcmp(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK), "WouldBlock") == 0, "WouldBlock name");
+    CHECK(strcmp(etcdlock_status_name(ETCDLOCK_INTERNAL), "Internal") == 0, "Internal name");
+    CHECK(strcmp(etcdlock_status_name(12), "Unknown") == 0, "unknown name");
+    CHECK(strcmp(etcdlock_status_name(-1), "Unknown") == 0, "negative name");
+    CHECK(strcmp(etcdlock_loss_reason_name(ETCDLOCK_LOSS_NONE), "Released") == 0, "Released");
+    CHECK(strcmp(etcdlock_loss_reason_name(ETCDLOCK_LOSS_KEY_DELETED), "KeyDeleted") == 0, "KeyDeleted");
+    CHECK(strcmp(etcdlock_loss_reason_name(99), "Unknown") == 0, "unknown reason");
+    CHECK(etcdlock_last_error_message() != NULL, "message never NULL");
+}
+
+static void test_lock_unlock(void) {
+    etcdlock_client *c = connect_default();
+    CHECK(c != NULL, "connect");
+    if (!c) return;
+    char name[128];
+    unique(name, sizeof name, "lock");
+    int64_t ttl = 0;
+    CHECK_RC(etcdlock_client_ttl(c, &ttl), ETCDLOCK_OK);
+    CHECK(ttl == 10, "ttl %lld", (long long)ttl);
+
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_lock(c, name, 5000, &g), ETCDLOCK_OK);
+    CHECK(g != NULL, "guard");
+    if (!g) { etcdlock_client_free(c); return; }
+    const char *key = NULL;
+    int64_t lease = 0, token = 0, token2 = 0;
+    int held = 0, reason = -1;
+    CHECK_RC(etcdlock_guard_key(g, &key), ETCDLOCK_OK);
+    CHECK(key && strncmp(key, name, strlen(name)) == 0 && key[strlen(name)] == '/', "key %s", key ? key : "(null)");
+    CHECK_RC(etcdlock_guard_lease_id(g, &lease), ETCDLOCK_OK);
+    CHECK(lease != 0, "lease %lld", (long long)lease);
+    CHECK_RC(etcdlock_guard_fencing_token(g, &token), ETCDLOCK_OK);
+    CHECK(token > 0, "token %lld", (long long)token);
+    CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
+    CHECK(held == 1, "held %d", held);
+    CHECK_RC(etcdlock_guard_loss_reason(g, &reason), ETCDLOCK_OK);
+    CHECK(reason == ETCDLOCK_LOSS_NONE, "reason %d", reason);
+
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
+    CHECK(held == 0, "held after unlock %d", held);
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK); /* idempotent */
+    CHECK_RC(etcdlock_guard_put(g, (const uint8_t *)"k", 1, (const uint8_t *)"v", 1), ETCDLOCK_NOT_HELD);
+    etcdlock_guard_free(g);
+
+    /* The lock is free again at once, and the next holder's token is larger. */
+    etcdlock_guard *g2 = NULL;
+    CHECK_RC(etcdlock_try_lock(c, name, &g2), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_fencing_token(g2, &token2), ETCDLOCK_OK);
+    CHECK(token2 > token, "token %lld then %lld", (long long)token, (long long)token2);
+    etcdlock_guard_free(g2); /* releases: the next try_lock succeeds */
+    g2 = NULL;
+    CHECK_RC(etcdlock_try_lock(c, name, &g2), ETCDLOCK_OK);
+    etcdlock_guard_free(g2);
+    etcdlock_client_free(c);
+}
+
+static void test_try_lock(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128];
+    unique(name, sizeof name, "try");
+    etcdlock_guard *ga = NULL, *gb = (etcdlock_guard *)0x1;
+    CHECK_RC(etcdlock_try_lock(a, name, &ga), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_try_lock(b, name, &gb), ETCDLOCK_WOULD_BLOCK);
+    CHECK(gb == NULL, "guard NULL on WOULD_BLOCK");
+    CHECK(strlen(etcdlock_last_error_message()) > 0, "message set");
+    /* Same client, second acquisition: also excluded. */
+    etcdlock_guard *ga2 = NULL;
+    CHECK_RC(etcdlock_try_lock(a, name, &ga2), ETCDLOCK_WOULD_BLOCK);
+    CHECK_RC(etcdlock_unlock(ga), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_try_lock(b, name, &gb), ETCDLOCK_OK);
+    etcdlock_guard_free(gb);
+    etcdlock_guard_free(ga);
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
+static void test_timeout(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128];
+    unique(name, sizeof name, "timeout");
+    etcdlock_guard *ga = NULL, *gb = (etcdlock_guard *)0x1;
+    CHECK_RC(etcdlock_lock(a, name, 5000, &ga), ETCDLOCK_OK);
+    double t0 = now_ms();
+    CHECK_RC(etcdlock_lock(b, name, 300, &gb), ETCDLOCK_TIMEOUT);
+    double dt = now_ms() - t0;
+    CHECK(dt >= 290 && dt < 3000, "timed out after %.0f ms", dt);
+    CHECK(gb == NULL, "guard NULL on timeout");
+    CHECK_RC(etcdlock_lock(b, name, 0, &gb), ETCDLOCK_TIMEOUT);
+    /* The timed-out waiters left no key: after A unlocks, B's try_lock succeeds. */
+    CHECK_RC(etcdlock_unlock(ga), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_try_lock(b, name, &gb), ETCDLOCK_OK);
+    etcdlock_guard_free(gb);
+    etcdlock_guard_free(ga);
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
+typedef struct {
+    etcdlock_client *c;
+    const char *name;
+    int rc;
+    etcdlock_guard *g;
+} waiter_arg;
+
+static void *waiter_main(void *p) {
+    waiter_arg *w = p;
+    w->rc = etcdlock_lock(w->c, w->name, ETCDLOCK_WAIT_FOREVER, &w->g);
+    return NULL;
+}
+
+static void *unlock_main(void *p) {
+    return (void *)(intptr_t)etcdlock_unlock((etcdlock_guard *)p);
+}
+
+static void test_wait_forever_handoff_and_cross_thread_unlock(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128];
+    unique(name, sizeof name, "handoff");
+    etcdlock_guard *ga = NULL;
+    CHECK_RC(etcdlock_lock(a, name, -1, &ga), ETCDLOCK_OK);
+    waiter_arg w = {b, name, -1, NULL};
+    pthread_t t;
+    pthread_create(&t, NULL, waiter_main, &w);
+    /* Wait until B queues behind A: then A's own second try_lock sees a waiter too. */
+    usleep(200 * 1000);
+    /* Unlock from another thread than the one that locked. */
+    pthread_t u;
+    void *urc = NULL;
+    pthread_create(&u, NULL, unlock_main, ga);
+    pthread_join(u, &urc);
+    CHECK((intptr_t)urc == ETCDLOCK_OK, "unlock from another thread: %d", (int)(intptr_t)urc);
+    pthread_join(t, NULL);
+    CHECK(w.rc == ETCDLOCK_OK, "waiter got %s", etcdlock_status_name(w.rc));
+    int64_t ta = 0, tb = 0;
+    etcdlock_guard_fencing_token(ga, &ta);
+    if (w.g) etcdlock_guard_fencing_token(w.g, &tb);
+    CHECK(tb > ta, "tokens %lld -> %lld", (long long)ta, (long long)tb);
+    etcdlock_guard_free(w.g);
+    etcdlock_guard_free(ga);
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
+static void test_guarded_ops(void) {
+    etcdlock_client *c = connect_default();
+    CHECK(c != NULL, "connect");
+    if (!c) return;
+    char name[128], key[160];
+    unique(name, sizeof name, "guarded");
+    snprintf(key, sizeof key, "%s-data", name);
+    size_t kl = strlen(key);
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_lock(c, name, 5000, &g), ETCDLOCK_OK);
+    if (!g) { etcdlock_client_free(c); return; }
+    uint8_t *v = (uint8_t *)0x1;
+    size_t n = 99;
+    CHECK_RC(etcdlock_guard_get(g, (const uint8_t *)key, kl, &v, &n), ETCDLOCK_OK);
+    CHECK(v == NULL && n == 0, "missing key: %p %zu", (void *)v, n);
+    const uint8_t bin[5] = {'a', 0, 'b', 0xff, 'c'};
+    CHECK_RC(etcdlock_guard_put(g, (const uint8_t *)key, kl, bin, sizeof bin), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_get(g, (const uint8_t *)key, kl, &v, &n), ETCDLOCK_OK);
+    CHECK(v != NULL && n == 5 && memcmp(v, bin, 5) == 0, "binary value round trip (%zu bytes)", n);
+    etcdlock_buffer_free(v);
+    CHECK_RC(etcdlock_guard_put(g, (const uint8_t *)key, kl, NULL, 0), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_get(g, (const uint8_t *)key, kl, &v, &n), ETCDLOCK_OK);
+    CHECK(v != NULL && n == 0, "empty value is present: %p %zu", (void *)v, n);
+    etcdlock_buffer_free(v);
+    int deleted = -1;
+    CHECK_RC(etcdlock_guard_delete(g, (const uint8_t *)key, kl, &deleted), ETCDLOCK_OK);
+    CHECK(deleted == 1, "deleted %d", deleted);
+    CHECK_RC(etcdlock_guard_delete(g, (const uint8_t *)key, kl, &deleted), ETCDLOCK_OK);
+    CHECK(deleted == 0, "deleted again %d", deleted);
+    CHECK_RC(etcdlock_guard_delete(g, (const uint8_t *)key, kl, NULL), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_get(g, (const uint8_t *)key, kl, &v, &n), ETCDLOCK_NOT_HELD);
+    CHECK_RC(etcdlock_guard_delete(g, (const uint8_t *)key, kl, NULL), ETCDLOCK_NOT_HELD);
+    etcdlock_guard_free(g);
+    etcdlock_client_free(c);
+}
+
+static void test_async_lock(void) {
+    etcdlock_client *c = connect_default();
+    CHECK(c != NULL, "connect");
+    if (!c) return;
+    char name[128];
+    unique(name, sizeof name, "async");
+    event e;
+    event_init(&e);
+    etcdlock_cancel_handle *h = NULL;
+    CHECK_RC(etcdlock_lock_async(c, name, 5000, on_locked, &e, &h), ETCDLOCK_OK);
+    CHECK(h != NULL, "cancel handle");
+    CHECK(event_wait(&e, 10000), "callback ran");
+    CHECK(e.status == ETCDLOCK_OK && e.guard != NULL, "status %s", etcdlock_status_name(e.status));
+    CHECK(!pthread_equal(e.thread, pthread_self()), "callback on a runtime thread");
+    CHECK_RC(etcdlock_cancel(h), ETCDLOCK_OK); /* after completion: no-op */
+    usleep(50 * 1000);
+    CHECK(e.fired == 1, "fired %d times", e.fired);
+    int held = 0;
+    if (e.guard) {
+        CHECK_RC(etcdlock_guard_is_held(e.guard, &held), ETCDLOCK_OK);
+        CHECK(held == 1, "held");
+    }
+    etcdlock_cancel_free(h);
+    etcdlock_guard_free(e.guard);
+    /* Without a cancel handle. */
+    event e2;
+    event_init(&e2);
+    CHECK_RC(etcdlock_lock_async(c, name, -1, on_locked, &e2, NULL), ETCDLOCK_OK);
+    CHECK(event_wait(&e2, 10000) && e2.status == ETCDLOCK_OK, "second async lock");
+    etcdlock_guard_free(e2.guard);
+    event_destroy(&e2);
+    event_destroy(&e);
+    etcdlock_client_free(c);
+}
+
+static void test_async_timeout_and_cancel(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128];
+    unique(name, sizeof name, "asynccancel");
+    etcdlock_guard *ga = NULL;
+    CHECK_RC(etcdlock_lock(a, name, 5000, &ga), ETCDLOCK_OK);
+
+    event t;
+    event_init(&t);
+    CHECK_RC(etcdlock_lock_async(b, name, 200, on_locked, &t, NULL), ETCDLOCK_OK);
+    CHECK(event_wait(&t, 10000), "timeout callback ran");
+    CHECK(t.status == ETCDLOCK_TIMEOUT && t.guard == NULL, "status %s", etcdlock_status_name(t.status));
+    CHECK(strlen(t.message) > 0 && strstr(t.message, name) != NULL, "message in callback: %s", t.message);
+
+    event e;
+    event_init(&e);
+    etcdlock_cancel_handle *h = NULL;
+    CHECK_RC(etcdlock_lock_async(b, name, ETCDLOCK_WAIT_FOREVER, on_locked, &e, &h), ETCDLOCK_OK);
+    CHECK(!event_wait(&e, 300), "still waiting while held");
+    CHECK_RC(etcdlock_cancel(h), ETCDLOCK_OK);
+    CHECK(event_wait(&e, 10000), "cancel callback ran");
+    CHECK(e.status == ETCDLOCK_CANCELLED && e.guard == NULL, "status %s", etcdlock_status_name(e.status));
+    CHECK_RC(etcdlock_cancel(h), ETCDLOCK_OK);
+    etcdlock_cancel_free(h);
+    /* The cancelled waiter removed its key: once A unlocks, try_lock succeeds. */
+    CHECK_RC(etcdlock_unlock(ga), ETCDLOCK_OK);
+    etcdlock_guard *gb = NULL;
+    CHECK_RC(etcdlock_try_lock(b, name, &gb), ETCDLOCK_OK);
+    etcdlock_guard_free(gb);
+    usleep(50 * 1000);
+    CHECK(e.fired == 1 && t.fired == 1, "each callback exactly once (%d, %d)", e.fired, t.fired);
+
+    /* Freeing the client completes a pending wait (once) with CLOSED or LOCK_LOST. */
+    etcdlock_guard *ga2 = NULL;
+    CHECK_RC(etcdlock_lock(a, name, 5000, &ga2), ETCDLOCK_OK);
+    event f;
+    event_init(&f);
+    CHECK_RC(etcdlock_lock_async(b, name, -1, on_locked, &f, NULL), ETCDLOCK_OK);
+    CHECK(!event_wait(&f, 200), "waiting");
+    etcdlock_client_free(b);
+    CHECK(event_wait(&f, 10000), "callback after client free");
+    CHECK((f.status == ETCDLOCK_CLOSED || f.status == ETCDLOCK_LOCK_LOST) && f.guard == NULL, "status %s",
+          etcdlock_status_name(f.status));
+    etcdlock_guard_free(ga2);
+    etcdlock_guard_free(ga);
+    etcdlock_client_free(a);
+    event_destroy(&t);
+    event_destroy(&e);
+    event_destroy(&f);
+}
+
+/* A blocking call inside a callback is refused (it would stall the runtime). */
+static void blocking_in_callback(int status, etcdlock_guard *g, void *ud) {
+    event *e = ud;
+    int rc = g ? etcdlock_unlock(g) : -1;
+    etcdlock_guard_free(g); /* fine on a runtime thread: releases in the background */
+    pthread_mutex_lock(&e->mu);
+    e->fired++;
+    e->status = status == ETCDLOCK_OK ? rc : -2;
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+static void test_blocking_call_in_callback(void) {
+    etcdlock_client *c = connect_default();
+    CHECK(c != NULL, "connect");
+    if (!c) return;
+    char name[128];
+    unique(name, sizeof name, "cbblock");
+    event e;
+    event_init(&e);
+    CHECK_RC(etcdlock_lock_async(c, name, 5000, blocking_in_callback, &e, NULL), ETCDLOCK_OK);
+    CHECK(event_wait(&e, 10000), "callback ran");
+    CHECK(e.status == ETCDLOCK_INVALID_ARGUMENT, "unlock in callback returned %s", etcdlock_status_name(e.status));
+    /* The guard freed inside the callback released the lock in the background. */
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_lock(c, name, 5000, &g), ETCDLOCK_OK);
+    etcdlock_guard_free(g);
+    event_destroy(&e);
+    etcdlock_client_free(c);
+}
+
+static void test_loss_callbacks(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128], other[128];
+    unique(name, sizeof name, "loss");
+    unique(other, sizeof other, "loss-other");
+
+    /* Normal release: the callback runs once with LOSS_NONE. */
+    etcdlock_guard *g = NULL;
+    event rel;
+    event_init(&rel);
+    CHECK_RC(etcdlock_lock(a, name, 5000, &g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_on_loss(g, on_loss, &rel), ETCDLOCK_OK);
+    CHECK(!event_wait(&rel, 100), "not yet");
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    CHECK(event_wait(&rel, 5000) && rel.status == ETCDLOCK_LOSS_NONE, "released: %d", rel.status);
+    /* Registered after the end: runs at once. */
+    event late;
+    event_init(&late);
+    CHECK_RC(etcdlock_guard_on_loss(g, on_loss, &late), ETCDLOCK_OK);
+    CHECK(event_wait(&late, 5000) && late.status == ETCDLOCK_LOSS_NONE, "late: %d", late.status);
+    etcdlock_guard_free(g);
+
+    /* Key deleted by someone else (B's guarded delete of A's key): KEY_DELETED. */
+    event del;
+    event_init(&del);
+    etcdlock_guard *gb = NULL;
+    const char *akey = NULL;
+    CHECK_RC(etcdlock_lock(a, name, 5000, &g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_on_loss(g, on_loss, &del), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_key(g, &akey), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_lock(b, other, 5000, &gb), ETCDLOCK_OK);
+    int existed = 0;
+    CHECK_RC(etcdlock_guard_delete(gb, (const uint8_t *)akey, strlen(akey), &existed), ETCDLOCK_OK);
+    CHECK(existed == 1, "A's key existed");
+    CHECK(event_wait(&del, 10000), "loss callback ran");
+    CHECK(del.status == ETCDLOCK_LOSS_KEY_DELETED, "reason %s", etcdlock_loss_reason_name(del.status));
+    CHECK(!pthread_equal(del.thread, pthread_self()), "on a runtime thread");
+    int held = 1, reason = 0;
+    CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
+    CHECK(held == 0, "not held after loss");
+    CHECK_RC(etcdlock_guard_loss_reason(g, &reason), ETCDLOCK_OK);
+    CHECK(reason == ETCDLOCK_LOSS_KEY_DELETED, "reason %d", reason);
+    CHECK_RC(etcdlock_guard_put(g, (const uint8_t *)"x", 1, (const uint8_t *)"y", 1), ETCDLOCK_LOCK_LOST);
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_LOCK_LOST);
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_LOCK_LOST); /* stays lost: every unlock says so */
+    etcdlock_guard_free(g);
+    etcdlock_guard_free(gb);
+
+    /* Client freed while held: CLIENT_CLOSED, and the lock is free for others. */
+    event closed;
+    event_init(&closed);
+    CHECK_RC(etcdlock_lock(a, name, 5000, &g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_on_loss(g, on_loss, &closed), ETCDLOCK_OK);
+    etcdlock_client_free(a);
+    CHECK(event_wait(&closed, 10000) && closed.status == ETCDLOCK_LOSS_CLIENT_CLOSED, "closed: %d",
+          closed.status);
+    CHECK_RC(etcdlock_guard_put(g, (const uint8_t *)"x", 1, (const uint8_t *)"y", 1), ETCDLOCK_LOCK_LOST);
+    gb = NULL;
+    CHECK_RC(etcdlock_try_lock(b, name, &gb), ETCDLOCK_OK);
+    etcdlock_guard_free(gb);
+    etcdlock_guard_free(g);
+    usleep(50 * 1000);
+    CHECK(rel.fired == 1 && late.fired == 1 && del.fired == 1 && closed.fired == 1, "each once: %d %d %d %d",
+          rel.fired, late.fired, del.fired, closed.fired);
+    etcdlock_client_free(b);
+    event_destroy(&rel);
+    event_destroy(&late);
+    event_destroy(&del);
+    event_destroy(&closed);
+}
+
+/* ---- the holder process of the SIGSTOP test ---- */
+
+static int holder_main(const char *endpoint, const char *name) {
+    etcdlock_options o;
+    etcdlock_client *c = NULL;
+    etcdlock_guard *g = NULL;
+    etcdlock_options_init(&o, sizeof o);
+    o.endpoints = endpoint;
+    o.ttl_secs = 2;
+    if (etcdlock_client_connect(&o, &c) || etcdlock_lock(c, name, 10000, &g)) {
+        printf("ERROR %s\n", etcdlock_last_error_message());
+        return 1;
+    }
+    event loss;
+    event_init(&loss);
+    etcdlock_guard_on_loss(g, on_loss, &loss);
+    int64_t token = 0;
+    etcdlock_guard_fencing_token(g, &token);
+    printf("HELD %lld\n", (long long)token);
+    fflush(stdout);
+    if (!event_wait(&loss, 120000)) {
+        printf("NOLOSS\n");
+        return 1;
+    }
+    printf("LOST %d\n", loss.status);
+    fflush(stdout);
+    int rc = etcdlock_guard_put(g, (const uint8_t *)"stop-test-data", 14, (const uint8_t *)"stale", 5);
+    printf("PUT %d\n", rc);
+    fflush(stdout);
+    etcdlock_guard_free(g);
+    etcdlock_client_free(c);
+    event_destroy(&loss);
+    return 0;
+}
+
+static int read_line_timeout(FILE *f, char *buf, size_t n, int ms) {
+    struct pollfd p = {fileno(f), POLLIN, 0};
+    if (poll(&p, 1, ms) <= 0) return 0;
+    return fgets(buf, (int)n, f) != NULL;
+}
+
+static void test_loss_after_sigstop(void) {
+    char name[128];
+    unique(name, sizeof name, "sigstop");
+    int out[2];
+    if (pipe(out)) { CHECK(0, "pipe"); return; }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(out[1], 1);
+        close(out[0]);
+        close(out[1]);
+        execl(EXE, EXE, "--holder", H.endpoint, name, (char *)NULL);
+        _exit(127);
+    }
+    close(out[1]);
+    FILE *f = fdopen(out[0], "r");
+    setvbuf(f, NULL, _IONBF, 0);
+    char line[512] = "";
+    long long child_token = 0;
+    CHECK(read_line_timeout(f, line, sizeof line, 20000) && sscanf(line, "HELD %lld", &child_token) == 1,
+          "child holds: %s", line);
+    etcdlock_client *c = connect_default();
+    CHECK(c != NULL, "connect");
+    etcdlock_guard *g = NULL;
+    if (c && child_token) {
+        CHECK_RC(etcdlock_try_lock(c, name, &g), ETCDLOCK_WOULD_BLOCK);
+        kill(pid, SIGSTOP);
+        /* The event we await: etcd expires the stopped child's 2 s lease and hands us the lock. */
+        double t0 = now_ms();
+        CHECK_RC(etcdlock_lock(c, name, 20000, &g), ETCDLOCK_OK);
+        double waited = now_ms() - t0;
+        CHECK(waited > 1000, "the lease outlived the stop for %.0f ms", waited);
+        int64_t token = 0;
+        if (g) etcdlock_guard_fencing_token(g, &token);
+        CHECK(token > child_token, "tokens %lld -> %lld", child_token, (long long)token);
+        /* Our data, written under our hold. */
+        CHECK_RC(etcdlock_guard_put(g, (const uint8_t *)"stop-test-data", 14, (const uint8_t *)"fresh", 5),
+                 ETCDLOCK_OK);
+        kill(pid, SIGCONT);
+        int reason = -1, put = -1;
+        CHECK(read_line_timeout(f, line, sizeof line, 20000) && sscanf(line, "LOST %d", &reason) == 1,
+              "child reports loss: %s", line);
+        CHECK(reason == ETCDLOCK_LOSS_LEASE_EXPIRED || reason == ETCDLOCK_LOSS_CONNECTION_LOST ||
+                  reason == ETCDLOCK_LOSS_KEY_DELETED,
+              "reason %s", etcdlock_loss_reason_name(reason));
+        CHECK(read_line_timeout(f, line, sizeof line, 20000) && sscanf(line, "PUT %d", &put) == 1, "put: %s", line);
+        CHECK(put == ETCDLOCK_LOCK_LOST, "stale guarded put returned %s", etcdlock_status_name(put));
+        /* And etcd kept our value, not the stale one. */
+        uint8_t *v = NULL;
+        size_t n = 0;
+        CHECK_RC(etcdlock_guard_get(g, (const uint8_t *)"stop-test-data", 14, &v, &n), ETCDLOCK_OK);
+        CHECK(v && n == 5 && memcmp(v, "fresh", 5) == 0, "value kept");
+        etcdlock_buffer_free(v);
+    } else {
+        kill(pid, SIGKILL);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child exit status %d", status);
+    fclose(f);
+    etcdlock_guard_free(g);
+    etcdlock_client_free(c);
+}
+
+/* ---- contention: N threads x M acquisitions, a non-atomic counter ---- */
+
+static int plain_counter; /* deliberately not atomic: only the lock protects it */
+
+typedef struct {
+    etcdlock_client *c;
+    const char *name;
+    int iters;
+    int errors;
+    int64_t last_token;
+    int token_regressions;
+} worker_arg;
+
+static void *worker_main(void *p) {
+    worker_arg *w = p;
+    for (int i = 0; i < w->iters; i++) {
+        etcdlock_guard *g = NULL;
+        int rc = etcdlock_lock(w->c, w->name, 60000, &g);
+        if (rc != ETCDLOCK_OK) {
+            w->errors++;
+            fprintf(stderr, "  lock: %s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
+            continue;
+        }
+        int64_t t = 0;
+        etcdlock_guard_fencing_token(g, &t);
+        if (t <= w->last_token) w->token_regressions++;
+        w->last_token = t;
+        int v = plain_counter; /* read-yield-write: loses updates without mutual exclusion */
+        sched_yield();
+        plain_counter = v + 1;
+        if (etcdlock_unlock(g) != ETCDLOCK_OK) w->errors++;
+        etcdlock_guard_free(g);
+    }
+    return NULL;
+}
+
+static int env_int(const char *k, int def) {
+    const char *v = getenv(k);
+    return (v && *v) ? atoi(v) : def;
+}
+
+static void test_contention_plain_counter(void) {
+    int threads = env_int("ETCDLOCK_TEST_THREADS", 8), iters = env_int("ETCDLOCK_TEST_ITERS", 500);
+    if (threads > 64) threads = 64;
+    etcdlock_client *c = connect_default(); /* one client shared by every thread */
+    CHECK(c != NULL, "connect");
+    if (!c) return;
+    char name[128];
+    unique(name, sizeof name, "contention");
+    plain_counter = 0;
+    pthread_t t[64];
+    worker_arg w[64];
+    double t0 = now_ms();
+    for (int i = 0; i < threads; i++) {
+        w[i] = (worker_arg){c, name, iters, 0, 0, 0};
+        pthread_create(&t[i], NULL, worker_main, &w[i]);
+    }
+    int errors = 0, regressions = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(t[i], NULL);
+        errors += w[i].errors;
+        regressions += w[i].token_regressions;
+    }
+    double dt = now_ms() - t0;
+    fprintf(stderr, "  contention: %d threads x %d in %.0f ms (%.0f acquisitions/s)\n", threads, iters, dt,
+            threads * iters / (dt / 1000.0));
+    CHECK(errors == 0, "%d errors", errors);
+    CHECK(regressions == 0, "%d fencing token regressions", regressions);
+    CHECK(plain_counter == threads * iters, "counter %d, want %d", plain_counter, threads * iters);
+    etcdlock_client_free(c);
+}
+
+/* An etcd counter read and written with guarded get/put, one client per thread. */
+typedef struct {
+    const char *name;
+    int iters;
+    int errors;
+} etcd_worker_arg;
+
+static void *etcd_worker_main(void *p) {
+    etcd_worker_arg *w = p;
+    etcdlock_client *c = connect_default();
+    if (!c) { w->errors = w->iters; return NULL; }
+    char key[200];
+    snprintf(key, sizeof key, "%s-counter", w->name);
+    for (int i = 0; i < w->iters; i++) {
+        etcdlock_guard *g = NULL;
+        if (etcdlock_lock(c, w->name, 60000, &g) != ETCDLOCK_OK) { w->errors++; continue; }
+        uint8_t *v = NULL;
+        size_t n = 0;
+        long cur = 0;
+        char buf[32];
+        if (etcdlock_guard_get(g, (const uint8_t *)key, strlen(key), &v, &n) != ETCDLOCK_OK) w->errors++;
+        if (v) {
+            snprintf(buf, sizeof buf, "%.*s", (int)n, (const char *)v);
+            cur = atol(buf);
+        }
+        etcdlock_buffer_free(v);
+        snprintf(buf, sizeof buf, "%ld", cur + 1);
+        if (etcdlock_guard_put(g, (const uint8_t *)key, strlen(key), (const uint8_t *)buf, strlen(buf)) !=
+            ETCDLOCK_OK)
+            w->errors++;
+        etcdlock_guard_free(g); /* releases */
+    }
+    etcdlock_client_free(c);
+    return NULL;
+}
+
+static void test_contention_etcd_counter(void) {
+    int threads = 4, iters = env_int("ETCDLOCK_TEST_ITERS", 500) / 10;
+    if (iters < 5) iters = 5;
+    char name[128];
+    unique(name, sizeof name, "etcdcounter");
+    pthread_t t[4];
+    etcd_worker_arg w[4];
+    for (int i = 0; i < threads; i++) {
+        w[i] = (etcd_worker_arg){name, iters, 0};
+        pthread_create(&t[i], NULL, etcd_worker_main, &w[i]);
+    }
+    int errors = 0;
+    for (int i = 0; i < threads; i++) {
+        pthread_join(t[i], NULL);
+        errors += w[i].errors;
+    }
+    CHECK(errors == 0, "%d errors", errors);
+    etcdlock_client *c = connect_default();
+    etcdlock_guard *g = NULL;
+    char key[200];
+    snprintf(key, sizeof key, "%s-counter", name);
+    CHECK_RC(etcdlock_lock(c, name, 5000, &g), ETCDLOCK_OK);
+    uint8_t *v = NULL;
+    size_t n = 0;
+    CHECK_RC(etcdlock_guard_get(g, (const uint8_t *)key, strlen(key), &v, &n), ETCDLOCK_OK);
+    char buf[32] = "";
+    if (v) snprintf(buf, sizeof buf, "%.*s", (int)n, (const char *)v);
+    CHECK(atol(buf) == threads * iters, "etcd counter %s, want %d", buf, threads * iters);
+    etcdlock_buffer_free(v);
+    etcdlock_guard_free(g);
+    etcdlock_client_free(c);
+}
+
+/* ---- every bad input ---- */
+
+static int cb_never_calls;
+static void never_cb(int s, etcdlock_guard *g, void *u) { (void)s; (void)g; (void)u; cb_never_calls++; }
+
+#define BAD(expr) CHECK_RC(expr, ETCDLOCK_INVALID_ARGUMENT)
+
+static int connect_rc(etcdlock_options *o) {
+    etcdlock_client *c = (etcdlock_client *)0x1;
+    int rc = etcdlock_client_connect(o, &c);
+    if (c == (etcdlock_client *)0x1) return -100; /* out-param not reset */
+    if (c) etcdlock_client_free(c);
+    return rc;
+}
+
+static void test_bad_input(void) {
+    etcdlock_options o;
+    /* options */
+    BAD(etcdlock_options_init(NULL, sizeof o));
+    BAD(etcdlock_options_init(&o, 4));
+    BAD(etcdlock_options_init(&o, 0));
+    CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
+    CHECK(o.struct_size == sizeof o && o.ttl_secs == 15 && o.watch_held_keys == 1 && o.endpoints == NULL,
+          "defaults");
+    etcdlock_client *c = (etcdlock_client *)0x1;
+    BAD(etcdlock_client_connect(NULL, &c));
+    CHECK(c == NULL, "out reset on error");
+    o.endpoints = H.endpoint;
+    BAD(etcdlock_client_connect(&o, NULL));
+#define WITH(field, value, want)                                     \
+    do {                                                             \
+        etcdlock_options_init(&o, sizeof o);                         \
+        o.endpoints = H.endpoint;                                    \
+        o.connect_timeout_ms = 1500;                                 \
+        o.field = value;                                             \
+        int rc__ = connect_rc(&o);                                   \
+        CHECK(rc__ == (want), "options." #field " = " #value ": %s (%d)", etcdlock_status_name(rc__), rc__); \
+    } while (0)
+    WITH(struct_size, 0, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(struct_size, 8, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(struct_size, sizeof o + 8, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(endpoints, NULL, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(endpoints, "", ETCDLOCK_INVALID_ARGUMENT);
+    WITH(endpoints, " , ", ETCDLOCK_INVALID_ARGUMENT);
+    WITH(endpoints, "\xff\xfe", ETCDLOCK_INVALID_ARGUMENT);
+    WITH(endpoints, "https://127.0.0.1:2379", ETCDLOCK_INVALID_ARGUMENT);
+    WITH(endpoints, "http://127.0.0.1:1", ETCDLOCK_UNAVAILABLE);
+    WITH(ttl_secs, 0, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(ttl_secs, -5, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(ttl_secs, 9000000001LL, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(ttl_secs, INT64_MAX, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(connect_timeout_ms, 0, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(request_timeout_ms, -1, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(request_timeout_ms, INT64_MAX, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(margin_ms, INT64_MAX, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(watch_held_keys, 2, ETCDLOCK_INVALID_ARGUMENT);
+    WITH(namespace_prefix, "\xc3\x28", ETCDLOCK_INVALID_ARGUMENT);
+    WITH(username, "root", ETCDLOCK_INVALID_ARGUMENT); /* without password */
+    WITH(tls_ca, "/nonexistent/ca.pem", ETCDLOCK_INVALID_ARGUMENT);
+    /* A password never shows up in a message. */
+    etcdlock_options_init(&o, sizeof o);
+    o.endpoints = H.endpoint;
+    o.username = "root";
+    o.password = "s3cr3t-pa55word";
+    int rc = connect_rc(&o);
+    CHECK(rc != ETCDLOCK_OK, "auth against an etcd without auth: %s", etcdlock_status_name(rc));
+    CHECK(strstr(etcdlock_last_error_message(), "s3cr3t-pa55word") == NULL, "password in message");
+    /* NULL out-params and handles */
+    int64_t i64;
+    int i32;
+    const char *s;
+    BAD(etcdlock_client_ttl(NULL, &i64));
+    etcdlock_client *good = connect_default();
+    CHECK(good != NULL, "connect");
+    if (!good) return;
+    BAD(etcdlock_client_ttl(good, NULL));
+    etcdlock_guard *g = (etcdlock_guard *)0x1;
+    BAD(etcdlock_lock(NULL, "x", 0, &g));
+    CHECK(g == NULL, "guard out reset");
+    BAD(etcdlock_lock(good, "x", 0, NULL));
+    BAD(etcdlock_lock(good, NULL, 0, &g));
+    BAD(etcdlock_lock(good, "", 0, &g));
+    BAD(etcdlock_lock(good, "\xff\xfe\xfd", 0, &g));
+    BAD(etcdlock_lock(good, "ok\xc3", 0, &g));
+    BAD(etcdlock_lock(good, "x", ETCDLOCK_MAX_TIMEOUT_MS + 1, &g));
+    BAD(etcdlock_lock(good, "x", INT64_MAX, &g));
+    char *big = malloc(ETCDLOCK_MAX_NAME_LEN + 2);
+    memset(big, 'n', ETCDLOCK_MAX_NAME_LEN + 1);
+    big[ETCDLOCK_MAX_NAME_LEN + 1] = '\0';
+    BAD(etcdlock_lock(good, big, 1000, &g));
+    BAD(etcdlock_try_lock(good, big, &g));
+    BAD(etcdlock_try_lock(NULL, "x", &g));
+    BAD(etcdlock_try_lock(good, NULL, &g));
+    BAD(etcdlock_try_lock(good, "", &g));
+    BAD(etcdlock_try_lock(good, "\x80", &g));
+    BAD(etcdlock_try_lock(good, "x", NULL));
+    etcdlock_cancel_handle *h = (etcdlock_cancel_handle *)0x1;
+    BAD(etcdlock_lock_async(NULL, "x", 0, never_cb, NULL, &h));
+    CHECK(h == NULL, "cancel out reset");
+    BAD(etcdlock_lock_async(good, NULL, 0, never_cb, NULL, &h));
+    BAD(etcdlock_lock_async(good, "", 0, never_cb, NULL, &h));
+    BAD(etcdlock_lock_async(good, big, 0, never_cb, NULL, &h));
+    BAD(etcdlock_lock_async(good, "\xff", 0, never_cb, NULL, &h));
+    BAD(etcdlock_lock_async(good, "x", ETCDLOCK_MAX_TIMEOUT_MS + 1, never_cb, NULL, &h));
+    BAD(etcdlock_lock_async(good, "x", 0, NULL, NULL, &h));
+    CHECK(h == NULL, "no handle on error");
+    BAD(etcdlock_cancel(NULL));
+    free(big);
+    /* guard functions */
+    BAD(etcdlock_guard_key(NULL, &s));
+    BAD(etcdlock_guard_lease_id(NULL, &i64));
+    BAD(etcdlock_guard_fencing_token(NULL, &i64));
+    BAD(etcdlock_guard_is_held(NULL, &i32));
+    BAD(etcdlock_guard_loss_reason(NULL, &i32));
+    BAD(etcdlock_guard_on_loss(NULL, on_loss, NULL));
+    BAD(etcdlock_unlock(NULL));
+    BAD(etcdlock_guard_put(NULL, (const uint8_t *)"k", 1, (const uint8_t *)"v", 1));
+    uint8_t *v = (uint8_t *)0x1;
+    size_t n = 7;
+    BAD(etcdlock_guard_get(NULL, (const uint8_t *)"k", 1, &v, &n));
+    CHECK(v == NULL && n == 0, "get outs reset");
+    BAD(etcdlock_guard_delete(NULL, (const uint8_t *)"k", 1, NULL));
+    char name[128];
+    unique(name, sizeof name, "bad");
+    CHECK_RC(etcdlock_lock(good, name, 5000, &g), ETCDLOCK_OK);
+    if (g) {
+        BAD(etcdlock_guard_key(g, NULL));
+        BAD(etcdlock_guard_lease_id(g, NULL));
+        BAD(etcdlock_guard_fencing_token(g, NULL));
+        BAD(etcdlock_guard_is_held(g, NULL));
+        BAD(etcdlock_guard_loss_reason(g, NULL));
+        BAD(etcdlock_guard_on_loss(g, NULL, NULL));
+        BAD(etcdlock_guard_put(g, NULL, 1, (const uint8_t *)"v", 1));
+        BAD(etcdlock_guard_put(g, (const uint8_t *)"k", 0, (const uint8_t *)"v", 1));
+        BAD(etcdlock_guard_put(g, NULL, 0, NULL, 0));
+        BAD(etcdlock_guard_put(g, (const uint8_t *)"k", 1, NULL, 5));
+        BAD(etcdlock_guard_put(g, (const uint8_t *)"k", (size_t)ETCDLOCK_MAX_BUFFER_LEN + 1, (const uint8_t *)"v", 1));
+        BAD(etcdlock_guard_put(g, (const uint8_t *)"k", 1, (const uint8_t *)"v", SIZE_MAX));
+        BAD(etcdlock_guard_get(g, NULL, 1, &v, &n));
+        BAD(etcdlock_guard_get(g, (const uint8_t *)"k", 0, &v, &n));
+        BAD(etcdlock_guard_get(g, (const uint8_t *)"k", 1, NULL, &n));
+        BAD(etcdlock_guard_get(g, (const uint8_t *)"k", 1, &v, NULL));
+        BAD(etcdlock_guard_get(g, (const uint8_t *)"k", SIZE_MAX, &v, &n));
+        BAD(etcdlock_guard_delete(g, NULL, 1, NULL));
+        BAD(etcdlock_guard_delete(g, (const uint8_t *)"k", 0, NULL));
+        /* etcd's own request size limit (1.5 MiB) is reported as INVALID_ARGUMENT too. */
+        size_t huge = 3 * 1024 * 1024;
+        uint8_t *hv = calloc(1, huge);
+        BAD(etcdlock_guard_put(g, (const uint8_t *)"k", 1, hv, huge));
+        free(hv);
+        int held = 0;
+        CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
+        CHECK(held == 1, "still held after bad calls");
+    }
+    etcdlock_guard_free(g);
+    /* Every *_free accepts NULL. */
+    etcdlock_client_free(NULL);
+    etcdlock_guard_free(NULL);
+    etcdlock_cancel_free(NULL);
+    etcdlock_buffer_free(NULL);
+    /* Every error sets a message. */
+    BAD(etcdlock_lock(good, "", 0, &g));
+    CHECK(strstr(etcdlock_last_error_message(), "empty") != NULL, "message: %s", etcdlock_last_error_message());
+    usleep(50 * 1000);
+    CHECK(cb_never_calls == 0, "callback ran after a refused lock_async");
+    etcdlock_client_free(good);
+}
+
+/* The last error message is per thread. */
+static void *other_thread_message(void *p) {
+    (void)p;
+    return (void *)(intptr_t)(strlen(etcdlock_last_error_message()) == 0);
+}
+static void test_error_message_per_thread(void) {
+    etcdlock_guard *g = NULL;
+    BAD(etcdlock_lock(NULL, "x", 0, &g));
+    CHECK(strstr(etcdlock_last_error_message(), "client is NULL") != NULL, "message %s",
+          etcdlock_last_error_message());
+    pthread_t t;
+    void *empty = NULL;
+    pthread_create(&t, NULL, other_thread_message, NULL);
+    pthread_join(t, &empty);
+    CHECK((intptr_t)empty == 1, "a fresh thread has an empty message");
+}
+
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *name;
+    void (*fn)(void);
+} test_case;
+
+static const test_case TESTS[] = {
+    {"version_and_names", test_version_and_names},
+    {"lock_unlock", test_lock_unlock},
+    {"try_lock", test_try_lock},
+    {"timeout", test_timeout},
+    {"wait_forever_handoff_and_cross_thread_unlock", test_wait_forever_handoff_and_cross_thread_unlock},
+    {"guarded_ops", test_guarded_ops},
+    {"async_lock", test_async_lock},
+    {"async_timeout_and_cancel", test_async_timeout_and_cancel},
+    {"blocking_call_in_callback", test_blocking_call_in_callback},
+    {"loss_callbacks", test_loss_callbacks},
+    {"loss_after_sigstop", test_loss_after_sigstop},
+    {"contention_plain_counter", test_contention_plain_counter},
+    {"contention_etcd_counter", test_contention_etcd_counter},
+    {"bad_input", test_bad_input},
+    {"error_message_per_thread", test_error_message_per_thread},
+};
+
+int main(int argc, char **argv) {
+    if (argc == 4 && strcmp(argv[1], "--holder") == 0) return holder_main(argv[2], argv[3]);
+    if (!realpath(argv[0], EXE)) snprintf(EXE, sizeof EXE, "%s", argv[0]);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (harness_start(&H) != 0) {
+        printf("cannot start etcd\n0 passed, 1 failed\n");
+        return 1;
+    }
+    printf("etcd at %s, libetcdlock %s\n", H.endpoint, etcdlock_version());
+    for (size_t i = 0; i < sizeof TESTS / sizeof TESTS[0]; i++) {
+        if (argc > 1 && !strstr(TESTS[i].name, argv[1])) continue;
+        g_failed_checks = 0;
+        double t0 = now_ms();
+        TESTS[i].fn();
+        double dt = now_ms() - t0;
+        if (g_failed_checks == 0) {
+            n_passed++;
+            printf("ok   %s (%.0f ms)\n", TESTS[i].name, dt);
+        } else {
+            n_failed++;
+            printf("FAIL %s (%d checks failed, %.0f ms)\n", TESTS[i].name, g_failed_checks, dt);
+        }
+    }
+    harness_stop(&H);
+    printf("%d passed, %d failed\n", n_passed, n_failed);
+    return n_failed ? 1 : 0;
+}
