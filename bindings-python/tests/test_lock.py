@@ -1,0 +1,320 @@
+"""The core behaviour suite, blocking API, against real etcd."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from typing import List
+
+import pytest
+
+import etcdlock
+from conftest import etcdctl, etcdctl_keys, wait_until, worker
+
+
+def test_uncontended_lock_unlock(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    with client.lock(name, timeout=5) as g:
+        assert isinstance(g, etcdlock.Guard)
+        assert g.is_held and g.state == "held"
+        assert g.name == name
+        assert g.key.startswith(name + "/")
+        assert g.lease_id > 0 and g.fencing_token > 0
+        assert not g.lost.is_set() and g.loss_reason is None
+        assert etcdctl_keys(endpoints, name + "/") == [g.key]
+    assert not g.is_held and g.state == "released"
+    assert etcdctl_keys(endpoints, name + "/") == []
+
+
+def test_excludes_etcdctl_lock(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    # etcdctl lock uses the same key layout: while we hold, it queues behind us.
+    g = client.acquire(name)
+    p = subprocess.Popen(
+        ["etcdctl", "--endpoints", ",".join(endpoints), "lock", name, "echo", "etcdctl-got-it"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "ETCDCTL_API": "3"},
+    )
+    try:
+        wait_until(lambda: len(etcdctl_keys(endpoints, name + "/")) == 2, what="etcdctl queued")
+        assert p.poll() is None
+        g.unlock()
+        out, _ = p.communicate(timeout=20)
+        assert "etcdctl-got-it" in out and p.returncode == 0
+    finally:
+        if p.poll() is None:
+            p.kill()
+
+
+def test_threading_lock_shape(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    lock = client.lock(name)
+    assert not lock.locked()
+    assert lock.acquire() is True
+    assert lock.locked() and lock.guard is not None and lock.guard.is_held
+    other = client.lock(name)
+    assert other.acquire(blocking=False) is False
+    assert other.acquire(timeout=0) is False
+    t0 = time.monotonic()
+    assert other.acquire(timeout=0.3) is False
+    assert time.monotonic() - t0 >= 0.29
+    with pytest.raises(ValueError):
+        other.acquire(blocking=False, timeout=1)
+    with pytest.raises(ValueError):
+        other.acquire(timeout=-5)
+    lock.release()
+    assert not lock.locked()
+    with pytest.raises(etcdlock.NotHeldError):
+        lock.release()
+    assert other.acquire(blocking=False) is True
+    other.release()
+    assert etcdctl_keys(endpoints, name + "/") == []
+
+
+def test_try_lock(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    g = client.try_lock(name)
+    assert g is not None and g.is_held
+    with etcdlock.Client(endpoints=endpoints) as c2:
+        assert c2.try_lock(name) is None
+        # try_lock leaves no key behind when it fails
+        assert etcdctl_keys(endpoints, name + "/") == [g.key]
+        g.unlock()
+        g2 = c2.try_lock(name)
+        assert g2 is not None
+        g2.unlock()
+    g.unlock()  # idempotent
+
+
+def test_timeout_raises_and_leaves_no_key(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    holder = client.acquire(name)
+    with etcdlock.Client(endpoints=endpoints) as c2:
+        t0 = time.monotonic()
+        with pytest.raises(etcdlock.TimeoutError) as ei:
+            with c2.lock(name, timeout=0.4):
+                pytest.fail("the body must not run without the lock")
+        elapsed = time.monotonic() - t0
+        assert 0.39 <= elapsed < 3
+        assert ei.value.code == "Timeout"
+        assert isinstance(ei.value, etcdlock.LockError)
+        wait_until(lambda: etcdctl_keys(endpoints, name + "/") == [holder.key], what="waiter key removed")
+    holder.unlock()
+    assert etcdctl_keys(endpoints, name + "/") == []
+
+
+def test_fifo_order(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    holder = client.acquire(name)
+    order: List[int] = []
+    errors: List[BaseException] = []
+    n = 5
+
+    def waiter(i: int) -> None:
+        try:
+            with client.lock(name, timeout=30):
+                order.append(i)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = []
+    for i in range(n):
+        t = threading.Thread(target=waiter, args=(i,))
+        t.start()
+        threads.append(t)
+        # the next waiter starts only once this one's key is queued in etcd
+        wait_until(lambda: len(etcdctl_keys(endpoints, name + "/")) == i + 2, what=f"waiter {i} queued")
+    holder.unlock()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    assert order == list(range(n))
+    assert etcdctl_keys(endpoints, name + "/") == []
+
+
+def test_fencing_tokens_increase(endpoints: List[str], name: str) -> None:
+    with etcdlock.Client(endpoints=endpoints) as a, etcdlock.Client(endpoints=endpoints) as b:
+        tokens = []
+        for i in range(6):
+            c = a if i % 2 == 0 else b
+            with c.lock(name, timeout=5) as g:
+                tokens.append(g.fencing_token)
+        assert tokens == sorted(tokens) and len(set(tokens)) == len(tokens)
+
+
+def test_guarded_ops(client: etcdlock.Client, name: str) -> None:
+    with client.lock(name) as g:
+        assert g.get(name + "-k") is None
+        g.put(name + "-k", "v1")
+        assert g.get(name + "-k") == b"v1"
+        g.put(name.encode() + b"-k", b"\x00\xffbin")
+        assert g.get(name + "-k") == b"\x00\xffbin"
+        assert g.delete(name + "-k") is True
+        assert g.delete(name + "-k") is False
+        with pytest.raises(TypeError):
+            g.put(1, "x")  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            g.put("k", 1.5)  # type: ignore[arg-type]
+    with pytest.raises(etcdlock.NotHeldError) as ei:
+        g.put(name + "-k", "after")
+    assert ei.value.code == "NotHeld"
+
+
+def test_namespace(endpoints: List[str], name: str) -> None:
+    with etcdlock.Client(endpoints=endpoints, namespace="ns1/") as c:
+        assert c.namespace == "ns1/"
+        with c.lock(name) as g:
+            assert g.key.startswith("ns1/" + name + "/")
+            g.put("data", "x")
+            assert etcdctl_keys(endpoints, "ns1/" + name + "/") == [g.key]
+        assert etcdctl(endpoints, "get", "ns1/data", "--print-value-only").strip() == "x"
+
+
+def test_loss_by_key_deletion(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    g = client.acquire(name)
+    seen: List[str] = []
+    fired = threading.Event()
+    g.on_lost(lambda reason: (seen.append(reason), fired.set()))
+    assert g.lost.wait(0.05) is False
+    etcdctl(endpoints, "del", g.key)
+    assert g.lost.wait(10) is True
+    assert g.lost.is_set() and g.lost.reason == "KeyDeleted"
+    assert g.loss_reason == "KeyDeleted" and not g.is_held and g.state == "lost"
+    assert fired.wait(10) and seen == ["KeyDeleted"]
+    with pytest.raises(etcdlock.LockLostError) as ei:
+        g.put(name + "-x", "y")
+    assert ei.value.reason == "KeyDeleted" and ei.value.code == "LockLost"
+    with pytest.raises(etcdlock.LockLostError):
+        g.unlock()
+
+
+def test_lost_wait_returns_false_after_release(client: etcdlock.Client, name: str) -> None:
+    g = client.acquire(name)
+    ev = g.lost
+    threading.Timer(0.2, g.unlock).start()
+    assert ev.wait(10) is False
+    assert not ev.is_set()
+
+
+def test_close_releases_and_reports(endpoints: List[str], name: str) -> None:
+    c = etcdlock.Client(endpoints=endpoints)
+    g = c.acquire(name)
+    c.close()
+    assert c.closed
+    assert g.lost.wait(5) and g.loss_reason == "ClientClosed"
+    assert etcdctl_keys(endpoints, name + "/") == []
+    with pytest.raises(etcdlock.ClosedError):
+        c.acquire(name)
+    c.close()  # idempotent
+
+
+def test_threads_share_one_client_mutual_exclusion(client: etcdlock.Client, name: str) -> None:
+    inside = 0
+    max_inside = 0
+    count = 0
+    guard = threading.Lock()
+
+    def run() -> None:
+        nonlocal inside, max_inside, count
+        for _ in range(5):
+            with client.lock(name, timeout=30) as g:
+                with guard:
+                    inside += 1
+                    max_inside = max(max_inside, inside)
+                v = int(g.get(name + "-n") or b"0")
+                g.put(name + "-n", str(v + 1))
+                with guard:
+                    inside -= 1
+                    count += 1
+
+    ts = [threading.Thread(target=run) for _ in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(60)
+    assert count == 20 and max_inside == 1
+    with client.lock(name) as g:
+        assert g.get(name + "-n") == b"20"
+
+
+def test_mutual_exclusion_4_processes_x_4_threads(endpoints: List[str], name: str) -> None:
+    iters, threads, procs = 5, 4, 4
+    ps = [worker("counter", ",".join(endpoints), name, str(iters), str(threads)) for _ in range(procs)]
+    holds = []
+    for p in ps:
+        out, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+        r = json.loads(out.strip().splitlines()[-1])
+        assert r["errors"] == []
+        holds.extend(r["holds"])
+    total = iters * threads * procs
+    assert len(holds) == total
+    with etcdlock.Client(endpoints=endpoints) as c, c.lock(name) as g:
+        assert g.get(name + "-counter") == str(total).encode()
+    # every read saw the previous write, tokens grow with the counter, and the
+    # holds (CLOCK_MONOTONIC is system-wide) never overlap
+    holds.sort(key=lambda h: h[3])
+    assert [h[3] for h in holds] == list(range(total))
+    tokens = [h[2] for h in holds]
+    assert tokens == sorted(tokens) and len(set(tokens)) == total
+    for a, b in zip(holds, holds[1:]):
+        assert a[1] <= b[0], "two holders overlapped"
+
+
+def test_loss_detected_when_holder_process_is_stopped(endpoints: List[str], name: str) -> None:
+    p = worker("hold", ",".join(endpoints), name, "2")
+    try:
+        assert p.stdout is not None and p.stdin is not None
+        first = json.loads(p.stdout.readline())
+        assert first["held"]
+        os.kill(p.pid, signal.SIGSTOP)
+        t0 = time.monotonic()
+        with etcdlock.Client(endpoints=endpoints) as c:
+            # the stopped holder's lease expires; etcd hands the lock over
+            g = c.acquire(name, timeout=20)
+            waited = time.monotonic() - t0
+            assert g.fencing_token > first["token"]
+            os.kill(p.pid, signal.SIGCONT)
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            res = json.loads(p.stdout.readline())
+            assert res["held"] is False and res["lost"] is True
+            assert res["loss_reason"] in ("ConnectionLost", "LeaseExpired", "KeyDeleted")
+            assert res["put"] == "LockLostError" and res["put_code"] == "LockLost"
+            assert res["put_reason"] in ("ConnectionLost", "LeaseExpired", "KeyDeleted")
+            assert res["callback"] is True and len(res["callback_reasons"]) == 1
+            # the stale write never reached etcd
+            assert g.get(name + "-data") == b"from-child"
+            g.unlock()
+        assert waited < 15
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGCONT)
+            p.kill()
+
+
+def test_keyboard_interrupt_during_blocked_lock(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    holder = client.acquire(name)
+    p = worker("wait", ",".join(endpoints), name)
+    try:
+        assert p.stdout is not None and p.stdin is not None
+        assert json.loads(p.stdout.readline()) == {"ready": True}
+        wait_until(lambda: len(etcdctl_keys(endpoints, name + "/")) == 2, what="child waiter queued")
+        t0 = time.monotonic_ns()
+        os.kill(p.pid, signal.SIGINT)
+        r = json.loads(p.stdout.readline())
+        latency_ms = (r["interrupted"] - t0) / 1e6
+        assert latency_ms < 500, f"KeyboardInterrupt took {latency_ms:.0f} ms"
+        # the waiter key goes although the child (and its client) is still alive
+        wait_until(lambda: etcdctl_keys(endpoints, name + "/") == [holder.key], what="waiter key removed")
+        assert p.poll() is None
+        p.stdin.close()
+        p.wait(timeout=30)
+        assert p.returncode != 0
+        assert p.stderr is not None and "KeyboardInterrupt" in p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+    holder.unlock()
+    print(f"KeyboardInterrupt latency: {latency_ms:.1f} ms")
