@@ -1,0 +1,194 @@
+"""The behaviour suite again, through the asyncio API."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import List
+
+import pytest
+
+import etcdlock
+from conftest import etcdctl, etcdctl_keys
+
+
+def run(coro):  # type: ignore[no-untyped-def]
+    return asyncio.run(asyncio.wait_for(coro, 60))
+
+
+async def wait_keys(endpoints: List[str], prefix: str, n: int, timeout: float = 10) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while len(await asyncio.to_thread(etcdctl_keys, endpoints, prefix)) != n:
+        assert loop.time() < deadline, f"timed out waiting for {n} keys under {prefix}"
+        await asyncio.sleep(0.02)
+
+
+def test_async_uncontended(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+            assert c.ttl == 15
+            async with c.lock(name, timeout=5) as g:
+                assert isinstance(g, etcdlock.AsyncGuard)
+                assert g.is_held and g.key.startswith(name + "/") and g.fencing_token > 0 and g.lease_id > 0
+                assert etcdctl_keys(endpoints, name + "/") == [g.key]
+            assert not g.is_held and g.state == "released"
+            assert etcdctl_keys(endpoints, name + "/") == []
+
+    run(main())
+
+
+def test_async_lock_shape_and_try(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+            lock = c.lock(name)
+            assert await lock.acquire() is True and lock.locked()
+            other = c.lock(name)
+            assert await other.acquire(timeout=0) is False
+            assert await other.acquire(timeout=0.2) is False
+            assert await c.try_lock(name) is None
+            await lock.release()
+            with pytest.raises(etcdlock.NotHeldError):
+                await lock.release()
+            g = await c.try_lock(name)
+            assert g is not None and g.is_held
+            await g.unlock()
+            await g.unlock()
+
+    run(main())
+
+
+def test_async_timeout_leaves_no_key(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as a, etcdlock.AsyncClient(endpoints=endpoints) as b:
+            holder = await a.acquire(name)
+            with pytest.raises(etcdlock.TimeoutError):
+                async with b.lock(name, timeout=0.3):
+                    pytest.fail("body ran without the lock")
+            await wait_keys(endpoints, name + "/", 1)
+            assert etcdctl_keys(endpoints, name + "/") == [holder.key]
+            await holder.unlock()
+
+    run(main())
+
+
+def test_async_cancel_removes_waiter_key(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+            holder = await c.acquire(name)
+            task = asyncio.ensure_future(c.acquire(name))
+            await wait_keys(endpoints, name + "/", 2)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await wait_keys(endpoints, name + "/", 1)
+            await holder.unlock()
+            # the lock is free again, nobody left in the queue
+            g = await c.try_lock(name)
+            assert g is not None
+            await g.unlock()
+
+    run(main())
+
+
+def test_async_fifo_and_fencing(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+            holder = await c.acquire(name)
+            order: List[int] = []
+            tokens: List[int] = [holder.fencing_token]
+
+            async def waiter(i: int) -> None:
+                async with c.lock(name, timeout=30) as g:
+                    order.append(i)
+                    tokens.append(g.fencing_token)
+
+            tasks = []
+            for i in range(5):
+                tasks.append(asyncio.ensure_future(waiter(i)))
+                await wait_keys(endpoints, name + "/", i + 2)
+            await holder.unlock()
+            await asyncio.gather(*tasks)
+            assert order == list(range(5))
+            assert tokens == sorted(tokens) and len(set(tokens)) == 6
+
+    run(main())
+
+
+def test_async_mutual_exclusion_counter(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as c1, etcdlock.AsyncClient(endpoints=endpoints) as c2:
+            async def worker(c: etcdlock.AsyncClient) -> None:
+                for _ in range(5):
+                    async with c.lock(name, timeout=30) as g:
+                        v = int(await g.get(name + "-n") or b"0")
+                        await asyncio.sleep(0)
+                        await g.put(name + "-n", str(v + 1))
+
+            await asyncio.gather(*(worker(c) for c in (c1, c2, c1, c2)))
+            async with c1.lock(name) as g:
+                assert await g.get(name + "-n") == b"20"
+                assert await g.delete(name + "-n") is True
+                assert await g.delete(name + "-n") is False
+
+    run(main())
+
+
+def test_async_loss(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+            g = await c.acquire(name)
+            fired = threading.Event()
+            g.on_lost(lambda r: fired.set())
+            assert await g.wait_lost(0.05) is False
+            await asyncio.to_thread(etcdctl, endpoints, "del", g.key)
+            assert await g.wait_lost(10) is True
+            assert g.loss_reason == "KeyDeleted" and g.lost.is_set()
+            with pytest.raises(etcdlock.LockLostError) as ei:
+                await g.put(name + "-x", "y")
+            assert ei.value.reason == "KeyDeleted"
+            with pytest.raises(etcdlock.LockLostError):
+                await g.unlock()
+            assert await asyncio.to_thread(fired.wait, 10)
+
+    run(main())
+
+
+def test_async_errors(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        with pytest.raises(etcdlock.UnavailableError):
+            await etcdlock.AsyncClient(endpoints=["127.0.0.1:1"], connect_timeout=0.5).connect()
+        with pytest.raises(etcdlock.InvalidArgumentError):
+            await etcdlock.AsyncClient(endpoints=endpoints, ttl=0).connect()
+        c = etcdlock.AsyncClient(endpoints=endpoints)
+        with pytest.raises(etcdlock.InvalidArgumentError):
+            await c.acquire("")
+        with pytest.raises(TypeError):
+            await c.acquire(3)  # type: ignore[arg-type]
+        await c.close()
+        with pytest.raises(etcdlock.ClosedError):
+            await c.acquire(name)
+
+    run(main())
+
+
+def test_async_does_not_block_the_loop(endpoints: List[str], name: str) -> None:
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+            holder = await c.acquire(name)
+            ticks = 0
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0.01)
+
+            t = asyncio.ensure_future(ticker())
+            with pytest.raises(etcdlock.TimeoutError):
+                await c.acquire(name, timeout=0.5)
+            t.cancel()
+            assert ticks >= 20
+            await holder.unlock()
+
+    run(main())
