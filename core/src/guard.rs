@@ -71,6 +71,7 @@ impl Guard {
         let watch_key = s.client.inner.watch_held_keys;
         let etcd = s.client.inner.etcd.clone();
         let key = s.key.clone();
+        let key_watch_delay = Duration::from_millis((s.session.ttl as u64 * 100).min(250));
         drop(s);
         // The monitor: the guard ends when the session is lost or our key is deleted.
         shared.client.inner.handle.spawn(async move {
@@ -84,7 +85,13 @@ impl Guard {
             let reason = tokio::select! {
                 _ = released => return,
                 l = session.wait_lost() => l,
-                _ = watch_deleted(etcd, key, token, rev), if watch_key => Loss { reason: LossReason::KeyDeleted, at: Instant::now() },
+                _ = async {
+                    // Most holds are short; start the key watch only for holds that
+                    // outlive a short delay. It starts at the acquisition revision, so
+                    // a delete during the delay is still seen.
+                    tokio::time::sleep(key_watch_delay).await;
+                    watch_deleted(etcd, key, token, rev).await
+                }, if watch_key => Loss { reason: LossReason::KeyDeleted, at: Instant::now() },
             };
             if let Some(sh) = weak.upgrade() {
                 sh.mark_lost(reason);

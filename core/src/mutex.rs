@@ -234,7 +234,7 @@ impl Client {
         );
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), "", Some(PutOptions::new().with_lease(session.lease))), owner.clone()])
+            .and_then([TxnOp::put(key.clone(), owner_info(), Some(PutOptions::new().with_lease(session.lease))), owner.clone()])
             .or_else([TxnOp::get(key.clone(), None), owner]);
         let resp = retry(self, |mut c| {
             let t = txn.clone();
@@ -373,6 +373,27 @@ impl Client {
             }
         }
     }
+}
+
+/// The value stored in our lock key: who we are and since when (wall clock, for
+/// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
+/// values, so this stays wire-compatible.
+fn owner_info() -> String {
+    use std::sync::OnceLock;
+    static HOST: OnceLock<String> = OnceLock::new();
+    let host = HOST.get_or_init(|| {
+        let mut buf = [0u8; 256];
+        // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+        let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
+        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+        let h = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
+        h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect()
+    });
+    let since_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    format!("{{\"host\":\"{host}\",\"pid\":{},\"since_ms\":{since_ms}}}", std::process::id())
 }
 
 fn has_delete(r: &etcd_client::WatchResponse) -> bool {

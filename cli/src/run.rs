@@ -1,0 +1,154 @@
+//! `etcdlock run NAME -- CMD...`
+use std::time::Duration;
+
+use clap::Args;
+use etcdlock::{CancellationToken, Client, ClientOptions, LockOptions};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::{exit, exit_code_for};
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Lock name
+    pub name: String,
+    /// Give up waiting after this many seconds (exit 75)
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Do not wait: exit 75 at once if the lock is held
+    #[arg(long = "try")]
+    pub try_only: bool,
+    /// Signal sent to the command when the lock is lost (TERM, INT, HUP, KILL, ...)
+    #[arg(long, default_value = "TERM")]
+    pub signal: String,
+    /// Seconds between that signal and SIGKILL
+    #[arg(long, default_value_t = 10.0)]
+    pub grace: f64,
+    /// Print the fencing token and key to stderr when acquired
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// The command and its arguments
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+fn signal_number(name: &str) -> Option<i32> {
+    let n = name.trim_start_matches("SIG").to_ascii_uppercase();
+    Some(match n.as_str() {
+        "TERM" => libc::SIGTERM,
+        "INT" => libc::SIGINT,
+        "HUP" => libc::SIGHUP,
+        "KILL" => libc::SIGKILL,
+        "QUIT" => libc::SIGQUIT,
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        other => other.parse().ok()?,
+    })
+}
+
+pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
+    let Some(sig) = signal_number(&a.signal) else {
+        eprintln!("etcdlock: unknown signal {:?}", a.signal);
+        return exit::USAGE;
+    };
+    let (mut sigint, mut sigterm) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(i), Ok(t)) => (i, t),
+        _ => {
+            eprintln!("etcdlock: cannot install signal handlers");
+            return exit::ERROR;
+        }
+    };
+    let client = match Client::connect(opts).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("etcdlock: {e}");
+            return exit_code_for(&e);
+        }
+    };
+    let cancel = CancellationToken::new();
+    let lock_opts = LockOptions { timeout: a.timeout.map(|t| Duration::from_secs_f64(t.max(0.0))), cancel: Some(cancel.clone()) };
+    let acquire = async {
+        if a.try_only {
+            client.try_lock(&a.name).await
+        } else {
+            client.lock_with(&a.name, lock_opts).await
+        }
+    };
+    let guard = tokio::select! {
+        r = acquire => match r {
+            Ok(g) => g,
+            Err(e) => {
+                eprintln!("etcdlock: {e}");
+                client.close().await;
+                return exit_code_for(&e);
+            }
+        },
+        _ = sigint.recv() => { return interrupted(&client, &cancel, &a.name).await }
+        _ = sigterm.recv() => { return interrupted(&client, &cancel, &a.name).await }
+    };
+    if a.verbose {
+        eprintln!("etcdlock: holding {} (key {}, fencing token {})", a.name, guard.key(), guard.fencing_token());
+    }
+    let mut cmd = tokio::process::Command::new(&a.command[0]);
+    cmd.args(&a.command[1..])
+        .env("ETCDLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
+        .env("ETCDLOCK_KEY", guard.key())
+        .env("ETCDLOCK_LEASE_ID", format!("{:x}", guard.lease_id()))
+        .env("ETCDLOCK_LOCK_NAME", &a.name);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("etcdlock: cannot run {:?}: {e}", a.command[0]);
+            let _ = guard.unlock().await;
+            client.close().await;
+            return if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+        }
+    };
+    let pid = child.id().map(|p| p as i32);
+    let forward = |s: i32| {
+        if let Some(p) = pid {
+            unsafe { libc::kill(p, s) };
+        }
+    };
+    let code = loop {
+        tokio::select! {
+            st = child.wait() => {
+                let st = st.map(status_code).unwrap_or(exit::ERROR);
+                let _ = guard.unlock().await;
+                break st;
+            }
+            loss = guard.wait_lost() => {
+                let Some(loss) = loss else { continue };
+                eprintln!(
+                    "etcdlock: lock {:?} was lost ({}) while the command ran; sending signal {} (SIGKILL after {}s)",
+                    a.name, loss.reason, a.signal, a.grace
+                );
+                forward(sig);
+                tokio::select! {
+                    _ = child.wait() => {}
+                    _ = tokio::time::sleep(Duration::from_secs_f64(a.grace.max(0.0))) => {
+                        forward(libc::SIGKILL);
+                        let _ = child.wait().await;
+                    }
+                }
+                break exit::LOST;
+            }
+            _ = sigint.recv() => forward(libc::SIGINT),
+            _ = sigterm.recv() => forward(libc::SIGTERM),
+        }
+    };
+    client.close().await;
+    code
+}
+
+async fn interrupted(client: &Client, cancel: &CancellationToken, name: &str) -> i32 {
+    cancel.cancel();
+    // Closing revokes the lease: the waiter key goes with it, at once.
+    client.close().await;
+    eprintln!("etcdlock: interrupted while waiting for {name:?}; waiter key removed");
+    exit::INTERRUPTED
+}
+
+fn status_code(st: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian/Ubuntu machine lacks to build and test etcdlock:
+# etcd (server + etcdctl), protoc with the well-known protos (etcd-client needs
+# them), pkg-config and valgrind for the C layer. Idempotent; quiet when all is there.
+set -euo pipefail
+
+need=()
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+[ -f /usr/include/google/protobuf/timestamp.proto ] || need+=(libprotobuf-dev)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}" >&2
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+  if [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
+  else
+    echo "setup: Rust (cargo) is required: install it with rustup or 'apt-get install cargo'" >&2
+    exit 1
+  fi
+fi
