@@ -1,0 +1,139 @@
+"""Bad input gets typed errors, never a crash; the exception tree mirrors the core codes."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, Dict, List
+
+import pytest
+
+import etcdlock
+
+CORE_CODES = [
+    "InvalidArgument", "Timeout", "WouldBlock", "LockLost", "NotHeld", "Cancelled",
+    "Unavailable", "AuthFailed", "PermissionDenied", "Closed", "Internal",
+]
+
+
+def test_exception_tree_mirrors_core_codes() -> None:
+    assert [c for c, _n, _cls in etcdlock.ERROR_CODES] == CORE_CODES
+    assert [n for _c, n, _cls in etcdlock.ERROR_CODES] == list(range(1, 12))
+    assert len({cls for _c, _n, cls in etcdlock.ERROR_CODES}) == 11
+    for code, _num, cls_name in etcdlock.ERROR_CODES:
+        cls = getattr(etcdlock, cls_name)
+        assert cls is etcdlock.ERRORS[code]
+        assert issubclass(cls, etcdlock.LockError) and cls is not etcdlock.LockError
+        assert cls.code == code
+        assert cls.__module__ == "etcdlock"
+        try:
+            raise cls("boom")
+        except etcdlock.LockError as e:
+            assert e.code == code
+    assert issubclass(etcdlock.LockError, Exception)
+    assert etcdlock.LOSS_REASONS == ["LeaseExpired", "KeyDeleted", "ConnectionLost", "ClientClosed"]
+
+
+@pytest.mark.parametrize(
+    "kw,exc",
+    [
+        ({"ttl": 0}, etcdlock.InvalidArgumentError),
+        ({"ttl": -1}, etcdlock.InvalidArgumentError),
+        ({"ttl": 9_000_000_001}, etcdlock.InvalidArgumentError),
+        ({"ttl": 10**40}, etcdlock.InvalidArgumentError),
+        ({"ttl": "15"}, TypeError),
+        ({"ttl": 1.5}, TypeError),
+        ({"ttl": True}, TypeError),
+        ({"endpoints": []}, etcdlock.InvalidArgumentError),
+        ({"endpoints": [""]}, etcdlock.InvalidArgumentError),
+        ({"endpoints": ["bad host:2379"]}, etcdlock.InvalidArgumentError),
+        ({"endpoints": [1]}, TypeError),
+        ({"endpoints": b"127.0.0.1:2379"}, TypeError),
+        ({"endpoints": ["https://127.0.0.1:2379"]}, etcdlock.InvalidArgumentError),
+        ({"username": "u"}, etcdlock.InvalidArgumentError),
+        ({"connect_timeout": 0}, etcdlock.InvalidArgumentError),
+        ({"connect_timeout": -1}, etcdlock.InvalidArgumentError),
+        ({"request_timeout": math.nan}, etcdlock.InvalidArgumentError),
+        ({"connect_timeout": "5"}, TypeError),
+        ({"ca": "/nonexistent/ca.pem"}, etcdlock.InvalidArgumentError),
+        ({"namespace": 5}, TypeError),
+    ],
+)
+def test_bad_client_options(endpoints: List[str], kw: Dict[str, Any], exc: type) -> None:
+    args: Dict[str, Any] = {"endpoints": endpoints, "connect_timeout": 2.0, **kw}
+    with pytest.raises(exc) as ei:
+        etcdlock.Client(**args)
+    if isinstance(ei.value, etcdlock.LockError):
+        assert ei.value.code == "InvalidArgument"
+        assert str(ei.value).startswith("InvalidArgument: ")
+
+
+def test_unreachable_endpoint_is_unavailable_quickly() -> None:
+    t0 = time.monotonic()
+    with pytest.raises(etcdlock.UnavailableError) as ei:
+        etcdlock.Client(endpoints=["127.0.0.1:1"], connect_timeout=0.5)
+    assert time.monotonic() - t0 < 3
+    assert "127.0.0.1:1" in str(ei.value) and ei.value.code == "Unavailable"
+    with pytest.raises(etcdlock.LockError):
+        etcdlock.Client(endpoints="127.0.0.1:1", connect_timeout=0.5)
+
+
+def test_bad_lock_arguments(client: etcdlock.Client, name: str) -> None:
+    with pytest.raises(etcdlock.InvalidArgumentError, match="empty"):
+        client.acquire("")
+    with pytest.raises(etcdlock.InvalidArgumentError, match="limit"):
+        client.acquire("x" * (etcdlock.MAX_NAME_LEN + 1))
+    with pytest.raises(etcdlock.InvalidArgumentError):
+        with client.lock(""):
+            pytest.fail("body must not run")
+    with pytest.raises(etcdlock.InvalidArgumentError):
+        client.try_lock("x" * etcdlock.MAX_NAME_LEN + "y")
+    with pytest.raises(etcdlock.InvalidArgumentError):
+        client.lock("").acquire()
+    for bad in (None, 5, b"bytes", ["x"]):
+        with pytest.raises(TypeError):
+            client.lock(bad)  # type: ignore[arg-type]
+        with pytest.raises(TypeError):
+            client.try_lock(bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        client.lock(name, timeout="1")  # type: ignore[arg-type]
+    with pytest.raises(etcdlock.InvalidArgumentError):
+        client.acquire(name, timeout=-1)
+    with pytest.raises(etcdlock.InvalidArgumentError):
+        client.acquire(name, timeout=math.nan)
+    # a huge timeout means "no bound", not an overflow
+    g = client.acquire(name, timeout=1e300)
+    g.unlock()
+    # the client is still fine after all that
+    with client.lock(name, timeout=5) as g:
+        assert g.is_held
+
+
+def test_max_len_name_works(client: etcdlock.Client) -> None:
+    long = "n" * etcdlock.MAX_NAME_LEN
+    g = client.try_lock(long)
+    assert g is not None and g.is_held
+    g.unlock()
+
+
+def test_guarded_ops_bad_values(client: etcdlock.Client, name: str) -> None:
+    with client.lock(name) as g:
+        for bad in (None, 1, 1.0, ["k"], bytearray(b"k")):
+            with pytest.raises(TypeError):
+                g.put(bad, "v")  # type: ignore[arg-type]
+            with pytest.raises(TypeError):
+                g.get(bad)  # type: ignore[arg-type]
+            with pytest.raises(TypeError):
+                g.delete(bad)  # type: ignore[arg-type]
+        with pytest.raises(etcdlock.InvalidArgumentError):
+            g.lost.wait(-1)
+
+
+def test_unpicklable_handles(client: etcdlock.Client, name: str) -> None:
+    import pickle
+
+    with pytest.raises(Exception):
+        pickle.dumps(client)
+    with client.lock(name) as g:
+        with pytest.raises(Exception):
+            pickle.dumps(g)

@@ -1,0 +1,64 @@
+"""Type-checked usage of the public API (mypy --strict must accept it)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import List, Optional
+
+import etcdlock
+
+
+def sync_usage(endpoints: List[str]) -> int:
+    with etcdlock.Client(endpoints=endpoints, ttl=10, namespace="app/", connect_timeout=1.0) as client:
+        lock: etcdlock.Lock = client.lock("stock", timeout=5)
+        with lock as guard:
+            token: int = guard.fencing_token
+            key: str = guard.key
+            lease: int = guard.lease_id
+            held: bool = guard.is_held
+            raw: Optional[bytes] = guard.get("count")
+            guard.put("count", str(int(raw or b"0") + 1))
+            guard.put(b"bin", b"\x00")
+            existed: bool = guard.delete("tmp")
+            ev: etcdlock.LostEvent = guard.lost
+            was_lost: bool = ev.wait(0.0) or ev.is_set()
+            reason: Optional[str] = guard.loss_reason or ev.reason
+            guard.on_lost(lambda r: print("lost:", r))
+            del key, lease, held, existed, was_lost, reason
+        ok: bool = lock.acquire(blocking=False)
+        if ok:
+            lock.release()
+        maybe: Optional[etcdlock.Guard] = client.try_lock("stock")
+        if maybe is not None:
+            maybe.unlock()
+        try:
+            client.acquire("stock", timeout=0.1).unlock()
+        except etcdlock.TimeoutError as e:
+            code: Optional[str] = e.code
+            print(code, e.message)
+        except etcdlock.LockLostError as e:
+            why: Optional[str] = e.reason
+            print(why)
+        except etcdlock.LockError:
+            pass
+        return token
+
+
+async def async_usage(endpoints: List[str]) -> Optional[bytes]:
+    async with etcdlock.AsyncClient(endpoints=endpoints) as client:
+        async with client.lock("stock", timeout=5) as guard:
+            await guard.put("count", "1")
+            value: Optional[bytes] = await guard.get("count")
+            lost: bool = await guard.wait_lost(0.01)
+            del lost
+        g: Optional[etcdlock.AsyncGuard] = await client.try_lock("stock")
+        if g is not None:
+            await g.unlock()
+        lk = client.lock("stock")
+        if await lk.acquire(timeout=1.0):
+            await lk.release()
+        return value
+
+
+if __name__ == "__main__":
+    print(sync_usage(["127.0.0.1:2379"]), asyncio.run(async_usage(["127.0.0.1:2379"])))
