@@ -1,1 +1,801 @@
-// placeholder: replaced by the binding
+//! JNI glue for the etcdlock Java API (`io.etcdlock.NativeBridge`).
+//!
+//! Everything with logic lives in the core crate; this file converts arguments,
+//! turns core errors into one Java exception class per [`ErrorCode`], and hands
+//! native objects to Java as `long` handles (`Arc::into_raw`), which the Java
+//! side frees exactly once.
+//!
+//! Rules kept at every entry point:
+//! - each `extern "system"` function runs its body inside
+//!   [`EnvUnowned::with_env`] (which wraps it in `catch_unwind`) and resolves the
+//!   outcome with [`ThrowEtcdLock`], so a Rust error or panic becomes a Java
+//!   exception (`InternalException` for panics), never an abort;
+//! - blocking calls park the calling Java thread on the core's one shared
+//!   runtime; an interruptible wait polls `Thread.isInterrupted()` and cancels
+//!   the wait through a [`CancellationToken`] (the core then removes the waiter key);
+//! - async completions and loss notifications run on runtime threads, attached
+//!   to the JVM only for the duration of the callback (so they never keep the
+//!   JVM from exiting), and call static methods of a class cached at `init`
+//!   (so they work under any class loader).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use jni::errors::ErrorPolicy;
+use jni::objects::{JByteArray, JClass, JObject, JString, JThrowable, JValue};
+use jni::refs::Global;
+use jni::sys::{jboolean, jint, jlong};
+use jni::vm::JavaVM;
+use jni::{jni_sig, jni_str, Env, EnvUnowned};
+
+use etcdlock::{Client, ClientOptions, CancellationToken, Error, ErrorCode, Guard, LockOptions, TlsOptions};
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/// An error on the way back to Java: a core error, or a JNI failure (which
+/// usually means a Java exception is already pending).
+#[derive(Debug)]
+enum NErr {
+    Lock(Error),
+    Jni(jni::errors::Error),
+}
+
+impl std::fmt::Display for NErr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NErr::Lock(e) => write!(f, "{e}"),
+            NErr::Jni(e) => write!(f, "JNI: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for NErr {}
+
+impl From<jni::errors::Error> for NErr {
+    fn from(e: jni::errors::Error) -> Self {
+        NErr::Jni(e)
+    }
+}
+
+impl From<Error> for NErr {
+    fn from(e: Error) -> Self {
+        NErr::Lock(e)
+    }
+}
+
+type NResult<T> = std::result::Result<T, NErr>;
+
+fn invalid(msg: impl Into<String>) -> NErr {
+    NErr::Lock(Error::new(ErrorCode::InvalidArgument, msg))
+}
+
+/// The class whose static methods build exceptions and complete futures.
+struct Bridge {
+    vm: JavaVM,
+    class: Global<JClass<'static>>,
+}
+
+static BRIDGE: OnceLock<Bridge> = OnceLock::new();
+
+/// Build the Java exception for (code, reason, message) via
+/// `NativeBridge.error(int, int, String)` and throw it.
+fn throw_code(env: &mut Env<'_>, code: i32, reason: i32, msg: &str) -> jni::errors::Result<()> {
+    let Some(bridge) = BRIDGE.get() else {
+        // init() never ran: only possible if someone calls the natives directly.
+        return env.throw_new(jni_str!("java/lang/IllegalStateException"), jni::strings::JNIString::new(msg));
+    };
+    let jmsg = JString::from_str(env, msg)?;
+    let obj = env
+        .call_static_method(
+            &bridge.class,
+            jni_str!("error"),
+            jni_sig!("(IILjava/lang/String;)Lio/etcdlock/EtcdLockException;"),
+            &[JValue::Int(code), JValue::Int(reason), JValue::Object(&jmsg)],
+        )?
+        .l()?;
+    let t = env.cast_local::<JThrowable>(obj)?;
+    env.throw(t)
+}
+
+/// The error policy of every native method: core errors become the matching
+/// `EtcdLockException` subclass; JNI failures and panics become
+/// `InternalException` (unless a Java exception is already pending).
+struct ThrowEtcdLock;
+
+impl<T: Default> ErrorPolicy<T, NErr> for ThrowEtcdLock {
+    type Captures<'unowned_env_local: 'native_method, 'native_method> = ();
+
+    fn on_error<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut (),
+        err: NErr,
+    ) -> jni::errors::Result<T> {
+        if env.exception_check() {
+            return Ok(T::default());
+        }
+        let _ = match err {
+            NErr::Lock(e) => {
+                let reason = e.loss_reason().map(|r| r as i32).unwrap_or(0);
+                throw_code(env, e.code() as i32, reason, &e.to_string())
+            }
+            NErr::Jni(e) => throw_code(env, ErrorCode::Internal as i32, 0, &format!("Internal: JNI error: {e}")),
+        };
+        Ok(T::default())
+    }
+
+    fn on_panic<'unowned_env_local: 'native_method, 'native_method>(
+        env: &mut Env<'unowned_env_local>,
+        _cap: &mut (),
+        payload: Box<dyn std::any::Any + Send + 'static>,
+    ) -> jni::errors::Result<T> {
+        let msg = if let Some(s) = payload.downcast_ref::<&'static str>() {
+            (*s).to_string()
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.clone()
+        } else {
+            "non-string panic payload".to_string()
+        };
+        // Never drop a payload whose Drop might panic again.
+        std::mem::forget(payload);
+        if env.exception_check() {
+            env.exception_clear();
+        }
+        let _ = throw_code(env, ErrorCode::Internal as i32, 0, &format!("Internal: panic in etcdlock native code: {msg}"));
+        Ok(T::default())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Handles
+
+fn into_handle<T>(v: Arc<T>) -> jlong {
+    Arc::into_raw(v) as jlong
+}
+
+/// Borrow the object behind a handle (a new strong reference).
+///
+/// # Safety
+/// `h` must be a live handle of type `T` made by [`into_handle`]; the Java side
+/// guarantees it (handles are private, freed once, and pinned while in use).
+unsafe fn borrow<T>(h: jlong, what: &str) -> NResult<Arc<T>> {
+    if h == 0 {
+        return Err(NErr::Lock(Error::new(ErrorCode::Closed, format!("the {what} was closed"))));
+    }
+    let p = h as *const T;
+    Arc::increment_strong_count(p);
+    Ok(Arc::from_raw(p))
+}
+
+/// # Safety
+/// As [`borrow`]; called exactly once per handle.
+unsafe fn free<T>(h: jlong) -> Option<Arc<T>> {
+    if h == 0 {
+        None
+    } else {
+        Some(Arc::from_raw(h as *const T))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Argument conversion
+
+fn opt_string(env: &Env<'_>, s: &JString<'_>) -> NResult<Option<String>> {
+    if s.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(s.try_to_string(env)?))
+}
+
+fn req_string(env: &Env<'_>, s: &JString<'_>, what: &str) -> NResult<String> {
+    opt_string(env, s)?.ok_or_else(|| invalid(format!("{what} must not be null")))
+}
+
+fn req_bytes(env: &Env<'_>, a: &JByteArray<'_>, what: &str) -> NResult<Vec<u8>> {
+    if a.is_null() {
+        return Err(invalid(format!("{what} must not be null")));
+    }
+    Ok(env.convert_byte_array(a)?)
+}
+
+fn millis(ms: jlong) -> Option<Duration> {
+    if ms < 0 {
+        None
+    } else {
+        Some(Duration::from_millis(ms as u64))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Blocking on the shared runtime
+
+/// Run `fut` on the shared runtime and park this Java thread until it ends.
+/// With `cancel`, the thread wakes every 20 ms to check `Thread.isInterrupted()`
+/// and cancels the token once it is (the future then ends with `Cancelled`).
+fn block<T, F>(env: &mut Env<'_>, fut: F, cancel: Option<CancellationToken>) -> NResult<T>
+where
+    F: Future<Output = etcdlock::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(invalid(
+            "a blocking etcdlock call was made on an etcdlock runtime thread (inside a CompletableFuture \
+             callback or loss listener); use the *Async variant or a *Async continuation with an executor",
+        ));
+    }
+    let rt = etcdlock::runtime::runtime()?;
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let task = rt.spawn(async move {
+        let out = fut.await;
+        let _ = tx.send(out);
+    });
+    let tick = if cancel.is_some() { Duration::from_millis(20) } else { Duration::from_secs(3600) };
+    let mut thread: Option<JObject<'_>> = None;
+    loop {
+        match rx.recv_timeout(tick) {
+            Ok(out) => return Ok(out?),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                let Some(token) = &cancel else { continue };
+                if token.is_cancelled() {
+                    continue;
+                }
+                if thread.is_none() {
+                    let t = env
+                        .call_static_method(
+                            jni_str!("java/lang/Thread"),
+                            jni_str!("currentThread"),
+                            jni_sig!("()Ljava/lang/Thread;"),
+                            &[],
+                        )?
+                        .l()?;
+                    thread = Some(t);
+                }
+                let t = thread.as_ref().expect("set above");
+                let interrupted = env.call_method(t, jni_str!("isInterrupted"), jni_sig!("()Z"), &[])?.z()?;
+                if interrupted {
+                    token.cancel();
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                task.abort();
+                return Err(NErr::Lock(Error::new(ErrorCode::Internal, "the etcdlock task ended without a result")));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Callbacks into Java from runtime threads
+
+/// Call `NativeBridge.complete(long id, long handle, long value, int code, int reason, String msg)`
+/// on a runtime thread. Returns false if the JVM could not be reached (the
+/// caller then cleans up whatever it meant to hand over).
+fn complete(id: jlong, handle: jlong, value: jlong, err: Option<&Error>) -> bool {
+    let Some(bridge) = BRIDGE.get() else { return false };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        bridge.vm.attach_current_thread_with_config(
+            || jni::vm::AttachConfig::new().scoped(true).thread_name(jni_str!("etcdlock-rt")),
+            Some(16),
+            |env| -> jni::errors::Result<()> {
+            let (code, reason, msg) = match err {
+                Some(e) => (e.code() as i32, e.loss_reason().map(|r| r as i32).unwrap_or(0), Some(e.to_string())),
+                None => (0, 0, None),
+            };
+            let jmsg = match msg {
+                Some(m) => JObject::from(JString::from_str(env, m)?),
+                None => JObject::null(),
+            };
+            env.call_static_method(
+                &bridge.class,
+                jni_str!("complete"),
+                jni_sig!("(JJJIILjava/lang/String;)V"),
+                &[
+                    JValue::Long(id),
+                    JValue::Long(handle),
+                    JValue::Long(value),
+                    JValue::Int(code),
+                    JValue::Int(reason),
+                    JValue::Object(&jmsg),
+                ],
+            )?;
+            Ok(())
+        })
+    }));
+    matches!(r, Ok(Ok(())))
+}
+
+/// Cancellation tokens of in-flight `acquireAsync` calls, by Java future id.
+fn async_tokens() -> &'static Mutex<HashMap<jlong, CancellationToken>> {
+    static T: OnceLock<Mutex<HashMap<jlong, CancellationToken>>> = OnceLock::new();
+    T.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+// ---------------------------------------------------------------------------
+// Native methods of io.etcdlock.NativeBridge
+
+/// `static native void init()`: cache the VM and the bridge class.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_init<'local>(mut unowned: EnvUnowned<'local>, class: JClass<'local>) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            if BRIDGE.get().is_none() {
+                let vm = env.get_java_vm()?;
+                let global = env.new_global_ref(&class)?;
+                let _ = BRIDGE.set(Bridge { vm, class: global });
+            }
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native String version()`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_version<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) -> JString<'local> {
+    unowned
+        .with_env(|env| -> NResult<JString<'local>> { Ok(JString::from_str(env, env!("CARGO_PKG_VERSION"))?) })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void panicForTest()`: proves a Rust panic becomes an exception.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_panicForTest<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            panic!("deliberate panic for the test suite");
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long connect(String endpoints, long ttlSecs, String namespace, String user,
+/// String password, String ca, String cert, String key, String domain, long connectTimeoutMs,
+/// long requestTimeoutMs)`. Endpoints are joined by `\n`.
+#[unsafe(no_mangle)]
+#[allow(clippy::too_many_arguments)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    endpoints: JString<'local>,
+    ttl_secs: jlong,
+    namespace: JString<'local>,
+    user: JString<'local>,
+    password: JString<'local>,
+    ca: JString<'local>,
+    cert: JString<'local>,
+    key: JString<'local>,
+    domain: JString<'local>,
+    connect_timeout_ms: jlong,
+    request_timeout_ms: jlong,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let eps = req_string(env, &endpoints, "endpoints")?;
+            let mut opts = ClientOptions::new(eps.split('\n').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+                .with_ttl(ttl_secs);
+            opts.namespace = opt_string(env, &namespace)?;
+            opts.username = opt_string(env, &user)?;
+            opts.password = opt_string(env, &password)?;
+            let (ca, cert, key, domain) =
+                (opt_string(env, &ca)?, opt_string(env, &cert)?, opt_string(env, &key)?, opt_string(env, &domain)?);
+            if ca.is_some() || cert.is_some() || key.is_some() {
+                opts.tls = Some(TlsOptions {
+                    ca: ca.map(PathBuf::from),
+                    cert: cert.map(PathBuf::from),
+                    key: key.map(PathBuf::from),
+                    domain,
+                });
+            }
+            if let Some(d) = millis(connect_timeout_ms) {
+                opts.connect_timeout = d;
+            }
+            if let Some(d) = millis(request_timeout_ms) {
+                opts.request_timeout = d;
+            }
+            let client = block(env, async move { Client::connect(opts).await }, None)?;
+            Ok(into_handle(Arc::new(client)))
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long ttl(long client)`: the effective TTL in seconds.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_ttl<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) -> jlong {
+    unowned
+        .with_env(|_env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            Ok(c.ttl())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void close(long client)`: revoke the lease, end every hold and wait.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_close<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            block(
+                env,
+                async move {
+                    c.close().await;
+                    Ok(())
+                },
+                None,
+            )
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void freeClient(long client)`: drop the Java side's reference.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_freeClient<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            if let Some(c) = unsafe { free::<Client>(client) } {
+                if !c.is_closed() {
+                    // Closing needs the runtime; do it there so a free never blocks.
+                    if let Ok(rt) = etcdlock::runtime::runtime() {
+                        rt.spawn(async move { c.close().await });
+                    }
+                }
+            }
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long lock(long client, String name, long timeoutMs, boolean interruptible)`:
+/// wait for the lock; `timeoutMs < 0` waits without bound. Returns a guard handle.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    timeout_ms: jlong,
+    interruptible: jboolean,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "lock name")?;
+            let token = if interruptible { Some(CancellationToken::new()) } else { None };
+            let opts = LockOptions { timeout: millis(timeout_ms), cancel: token.clone() };
+            let g = block(env, async move { c.lock_with(&name, opts).await }, token)?;
+            Ok(into_handle(Arc::new(g)))
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long tryLock(long client, String name)`: the guard, or 0 if held elsewhere.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_tryLock<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "lock name")?;
+            match block(env, async move { c.try_lock(&name).await }, None) {
+                Ok(g) => Ok(into_handle(Arc::new(g))),
+                Err(NErr::Lock(e)) if e.code() == ErrorCode::WouldBlock => Ok(0),
+                Err(e) => Err(e),
+            }
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void lockAsync(long client, String name, long timeoutMs, long id)`: start
+/// acquiring on the runtime; `NativeBridge.complete(id, guardHandle, 0, code, reason, msg)`
+/// reports the outcome from a runtime thread.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    timeout_ms: jlong,
+    id: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "lock name")?;
+            let token = CancellationToken::new();
+            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token.clone());
+            let opts = LockOptions { timeout: millis(timeout_ms), cancel: Some(token) };
+            let rt = etcdlock::runtime::runtime()?;
+            rt.spawn(async move {
+                let r = c.lock_with(&name, opts).await;
+                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                match r {
+                    Ok(g) => {
+                        let g = Arc::new(g);
+                        let h = into_handle(g.clone());
+                        if !complete(id, h, 0, None) {
+                            // Nobody took the handle: take it back; dropping releases the lock.
+                            drop(unsafe { free::<Guard>(h) });
+                            let _ = g.unlock().await;
+                        }
+                    }
+                    Err(e) => {
+                        complete(id, 0, 0, Some(&e));
+                    }
+                }
+            });
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void cancelAsync(long id)`: cancel an in-flight `lockAsync`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_cancelAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    id: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            if let Some(t) = async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+                t.cancel();
+            }
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native String guardKey(long guard)`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_guardKey<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+) -> JString<'local> {
+    unowned
+        .with_env(|env| -> NResult<JString<'local>> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            Ok(JString::from_str(env, g.key())?)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long guardInfo(long guard, int what)`: 0 = lease id, 1 = fencing token,
+/// 2 = is held (0/1), 3 = loss reason code (0 = not lost).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_guardInfo<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    what: jint,
+) -> jlong {
+    unowned
+        .with_env(|_env| -> NResult<jlong> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            Ok(match what {
+                0 => g.lease_id(),
+                1 => g.fencing_token(),
+                2 => g.is_held() as jlong,
+                3 => g.loss().map(|l| l.reason as jlong).unwrap_or(0),
+                _ => return Err(invalid(format!("unknown guard field {what}"))),
+            })
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void unlock(long guard)`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_unlock<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Closing a guard inside a CompletableFuture callback or loss listener (a
+                // runtime thread) must not block that thread: release in the background.
+                etcdlock::runtime::spawn(async move {
+                    let _ = g.unlock().await;
+                })?;
+                return Ok(());
+            }
+            block(env, async move { g.unlock().await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void put(long guard, byte[] key, byte[] value)`: guarded put.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_put<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    key: JByteArray<'local>,
+    value: JByteArray<'local>,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let k = req_bytes(env, &key, "key")?;
+            let v = req_bytes(env, &value, "value")?;
+            block(env, async move { g.put(k, v).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native byte[] get(long guard, byte[] key)`: guarded get, null if absent.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_get<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    key: JByteArray<'local>,
+) -> JByteArray<'local> {
+    unowned
+        .with_env(|env| -> NResult<JByteArray<'local>> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let k = req_bytes(env, &key, "key")?;
+            match block(env, async move { g.get(k).await }, None)? {
+                Some(v) => Ok(env.byte_array_from_slice(&v)?),
+                None => Ok(JByteArray::default()),
+            }
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native boolean delete(long guard, byte[] key)`: guarded delete.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_delete<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    key: JByteArray<'local>,
+) -> jboolean {
+    unowned
+        .with_env(|env| -> NResult<jboolean> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let k = req_bytes(env, &key, "key")?;
+            block(env, async move { g.delete(k).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void watchLoss(long guard, long id)`: when the hold ends,
+/// `NativeBridge.complete(id, 0, reason, 0, 0, null)` runs on a runtime thread
+/// (`reason` 0 = released normally).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_watchLoss<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    id: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let rt = etcdlock::runtime::runtime()?;
+            rt.spawn(async move {
+                let loss = g.wait_lost().await;
+                drop(g);
+                complete(id, 0, loss.map(|l| l.reason as jlong).unwrap_or(0), None);
+            });
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void freeGuard(long guard)`: drop the Java side's reference;
+/// a guard still held is released in the background.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_freeGuard<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            if let Some(g) = unsafe { free::<Guard>(guard) } {
+                if g.is_held() {
+                    // Loss watchers may keep other references alive; release explicitly.
+                    let rt = etcdlock::runtime::runtime()?;
+                    rt.spawn(async move {
+                        let _ = g.unlock().await;
+                    });
+                }
+            }
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long rawRoundTrip(long client, String key)`: one raw etcd
+/// Txn (put with the session lease) + Delete, bypassing the lock protocol; the
+/// benchmark's floor. Returns the lease id used.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_rawRoundTrip<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    key: JString<'local>,
+    lease: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let key = req_string(env, &key, "key")?;
+            block(
+                env,
+                async move {
+                    use etcd_client_shim::*;
+                    raw_round_trip(c.etcd(), key, lease).await
+                },
+                None,
+            )
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+mod etcd_client_shim {
+    use etcdlock::{Error, ErrorCode};
+
+    fn e(err: impl std::fmt::Display) -> Error {
+        Error::new(ErrorCode::Unavailable, err.to_string())
+    }
+
+    pub(crate) async fn raw_round_trip(mut etcd: etcd_client::Client, key: String, lease: i64) -> etcdlock::Result<()> {
+        use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+        let opts = if lease != 0 { Some(PutOptions::new().with_lease(lease)) } else { None };
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key.clone(), "", opts)]);
+        etcd.txn(txn).await.map_err(e)?;
+        etcd.delete(key, None).await.map_err(e)?;
+        Ok(())
+    }
+
+    /// Grant a lease for the raw floor (so the put carries a lease like a lock key does).
+    pub(crate) async fn grant(mut etcd: etcd_client::Client, ttl: i64) -> etcdlock::Result<i64> {
+        Ok(etcd.lease_grant(ttl, None).await.map_err(e)?.id())
+    }
+}
+
+/// `static native long rawGrant(long client, long ttl)`: a lease for [`rawRoundTrip`].
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_rawGrant<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    ttl: jlong,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            block(env, async move { etcd_client_shim::grant(c.etcd(), ttl).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}

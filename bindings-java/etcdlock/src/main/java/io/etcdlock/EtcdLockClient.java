@@ -1,0 +1,427 @@
+package io.etcdlock;
+
+import java.lang.ref.Cleaner;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A connection to etcd that hands out distributed locks. Thread-safe; create one
+ * per application and share it. All locks of a client share one etcd lease, kept
+ * alive in the background by the native core.
+ *
+ * <pre>{@code
+ * try (EtcdLockClient client = EtcdLockClient.builder()
+ *         .endpoints("http://127.0.0.1:2379")
+ *         .ttl(Duration.ofSeconds(10))
+ *         .build();
+ *      LockGuard guard = client.acquire("stock", Duration.ofSeconds(5))) {
+ *     long stock = Long.parseLong(guard.get("stock/count"));
+ *     guard.put("stock/count", Long.toString(stock - 1)); // etcd rejects it if we lost the lock
+ * }
+ * }</pre>
+ *
+ * Lock names are prefixes in etcd's own lock layout (as Go's {@code concurrency.Mutex},
+ * {@code etcdctl lock} and jetcd's Lock client use), so all of them exclude each other.
+ */
+public final class EtcdLockClient implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(EtcdLockClient.class);
+    static final Cleaner CLEANER = Cleaner.create();
+
+    private final NativeHandle handle;
+    private final Cleaner.Cleanable cleanable;
+    private final String endpoints;
+
+    private EtcdLockClient(long ptr, String endpoints) {
+        this.handle = new NativeHandle(ptr, NativeBridge::freeClient,
+                () -> new ClosedException("the etcdlock client was closed"));
+        this.cleanable = CLEANER.register(this, handle::close);
+        this.endpoints = endpoints;
+    }
+
+    /** A builder; {@link Builder#build()} connects. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /**
+     * A builder preset from the {@code ETCDLOCK_*} environment variables shared by every
+     * etcdlock binding: {@code ETCDLOCK_ENDPOINTS} (comma separated), {@code ETCDLOCK_TTL},
+     * {@code ETCDLOCK_NAMESPACE}, {@code ETCDLOCK_USERNAME}, {@code ETCDLOCK_PASSWORD},
+     * {@code ETCDLOCK_CA}, {@code ETCDLOCK_CERT}, {@code ETCDLOCK_KEY}.
+     */
+    public static Builder builderFromEnv() {
+        Builder b = new Builder();
+        String eps = System.getenv("ETCDLOCK_ENDPOINTS");
+        if (eps != null && !eps.isEmpty()) {
+            b.endpoints(eps.split(","));
+        }
+        String ttl = System.getenv("ETCDLOCK_TTL");
+        if (ttl != null && !ttl.isEmpty()) {
+            try {
+                b.ttl(Duration.ofSeconds(Long.parseLong(ttl.trim())));
+            } catch (NumberFormatException e) {
+                throw new InvalidArgumentException("ETCDLOCK_TTL is not a number: " + ttl);
+            }
+        }
+        b.namespace = System.getenv("ETCDLOCK_NAMESPACE");
+        b.user = System.getenv("ETCDLOCK_USERNAME");
+        b.password = System.getenv("ETCDLOCK_PASSWORD");
+        b.ca = System.getenv("ETCDLOCK_CA");
+        b.cert = System.getenv("ETCDLOCK_CERT");
+        b.key = System.getenv("ETCDLOCK_KEY");
+        return b;
+    }
+
+    /**
+     * A {@link java.util.concurrent.locks.Lock} on {@code name}, reentrant per thread.
+     * Each call returns a new lock object; reentrancy is tracked per object, so share the
+     * object between the code paths that should re-enter it.
+     */
+    public EtcdLock newLock(String name) {
+        checkName(name);
+        return new EtcdLock(this, name);
+    }
+
+    /** Wait as long as it takes for the lock {@code name}. */
+    public LockGuard acquire(String name) {
+        return lockNative(name, -1, false);
+    }
+
+    /**
+     * Wait at most {@code timeout} for the lock {@code name}.
+     *
+     * @throws LockTimeoutException if it was not acquired in time (no waiter key is left behind)
+     */
+    public LockGuard acquire(String name, Duration timeout) {
+        return lockNative(name, toMillis(timeout), false);
+    }
+
+    /**
+     * Like {@link #acquire(String, Duration)} ({@code timeout} may be null: no bound), but
+     * {@link Thread#interrupt()} cancels the wait, removes the waiter key and throws
+     * {@link InterruptedException}.
+     */
+    public LockGuard acquireInterruptibly(String name, Duration timeout) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException("interrupted before acquiring lock " + name);
+        }
+        try {
+            return lockNative(name, timeout == null ? -1 : toMillis(timeout), true);
+        } catch (CancelledException e) {
+            Thread.interrupted();
+            InterruptedException ie = new InterruptedException("interrupted while waiting for lock " + name);
+            ie.initCause(e);
+            throw ie;
+        }
+    }
+
+    /** Take the lock if it is free right now; empty if someone holds or waits for it. */
+    public Optional<LockGuard> tryAcquire(String name) {
+        checkName(name);
+        long c = handle.pin();
+        try {
+            long g = NativeBridge.tryLock(c, name);
+            return g == 0 ? Optional.empty() : Optional.of(new LockGuard(name, g));
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** {@link #acquireAsync(String, Duration)} without a timeout. */
+    public CompletableFuture<LockGuard> acquireAsync(String name) {
+        return acquireAsync(name, null);
+    }
+
+    /**
+     * Acquire without blocking the caller. The future completes on an etcdlock runtime
+     * thread: keep continuations short and non-blocking, or use the {@code *Async}
+     * continuation methods with your own executor (a blocking etcdlock call made on a
+     * runtime thread is refused with {@link InvalidArgumentException}). Cancelling the
+     * future cancels the wait and removes the waiter key; a guard that arrives after
+     * cancellation is released.
+     *
+     * @param timeout null for no bound; else fails with {@link LockTimeoutException}
+     */
+    public CompletableFuture<LockGuard> acquireAsync(String name, Duration timeout) {
+        checkName(name);
+        long ms = timeout == null ? -1 : toMillis(timeout);
+        AsyncAcquire f = new AsyncAcquire(name);
+        long c;
+        try {
+            c = handle.pin();
+        } catch (RuntimeException e) {
+            NativeBridge.forget(f.id);
+            f.completeExceptionally(e);
+            return f;
+        }
+        try {
+            NativeBridge.lockAsync(c, name, ms, f.id);
+        } catch (RuntimeException e) {
+            NativeBridge.forget(f.id);
+            f.completeExceptionally(e);
+        } finally {
+            handle.unpin();
+        }
+        return f;
+    }
+
+    /** The effective lease TTL in seconds (etcd may raise a requested TTL below its minimum). */
+    public long ttlSeconds() {
+        long c = handle.pin();
+        try {
+            return NativeBridge.ttl(c);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** The endpoints this client was built with. */
+    public String endpoints() {
+        return endpoints;
+    }
+
+    /** Whether {@link #close()} was called. */
+    public boolean isClosed() {
+        return handle.isClosed();
+    }
+
+    /**
+     * Close the client: revoke its lease (which releases every lock it holds at once),
+     * report {@link LossReason#CLIENT_CLOSED} to held guards, fail waiting calls with
+     * {@link ClosedException}. Idempotent.
+     */
+    @Override
+    public void close() {
+        if (handle.isClosed()) {
+            return;
+        }
+        long c;
+        try {
+            c = handle.pin();
+        } catch (ClosedException e) {
+            return;
+        }
+        try {
+            NativeBridge.close(c);
+        } finally {
+            handle.unpin();
+            cleanable.clean();
+        }
+        LOG.debug("etcdlock client for {} closed", endpoints);
+    }
+
+    /** Benchmark floor: one raw Txn (put with {@code lease}) + Delete of {@code key}, no lock protocol. */
+    public void rawRoundTrip(String key, long lease) {
+        checkName(key);
+        long c = handle.pin();
+        try {
+            NativeBridge.rawRoundTrip(c, key, lease);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** Benchmark helper: grant a lease of {@code ttlSeconds} through the raw etcd client. */
+    public long rawGrantLease(long ttlSeconds) {
+        long c = handle.pin();
+        try {
+            return NativeBridge.rawGrant(c, ttlSeconds);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    LockGuard lockNative(String name, long timeoutMs, boolean interruptible) {
+        checkName(name);
+        long c = handle.pin();
+        try {
+            long g = NativeBridge.lock(c, name, timeoutMs, interruptible);
+            return new LockGuard(name, g);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    static void checkName(String name) {
+        if (name == null) {
+            throw new InvalidArgumentException("lock name must not be null");
+        }
+        if (name.isEmpty()) {
+            throw new InvalidArgumentException("lock name is empty");
+        }
+    }
+
+    static long toMillis(Duration d) {
+        if (d == null) {
+            throw new InvalidArgumentException("timeout must not be null");
+        }
+        if (d.isNegative()) {
+            throw new InvalidArgumentException("timeout must not be negative: " + d);
+        }
+        try {
+            return d.toMillis();
+        } catch (ArithmeticException e) {
+            return Long.MAX_VALUE / 2;
+        }
+    }
+
+    private final class AsyncAcquire extends CompletableFuture<LockGuard> {
+        final long id;
+
+        AsyncAcquire(String name) {
+            this.id = NativeBridge.register((g, value, error) -> {
+                if (error != null) {
+                    completeExceptionally(error);
+                } else if (isDone() || !complete(new LockGuard(name, g))) {
+                    // Cancelled meanwhile: nobody will use this guard; release it.
+                    NativeBridge.freeGuard(g);
+                }
+            });
+        }
+
+        @Override
+        public boolean cancel(boolean mayInterruptIfRunning) {
+            boolean r = super.cancel(mayInterruptIfRunning);
+            if (r) {
+                NativeBridge.cancelAsync(id);
+            }
+            return r;
+        }
+    }
+
+    /**
+     * Options for {@link EtcdLockClient}. Defaults: endpoint {@code http://127.0.0.1:2379},
+     * TTL 15 s, no namespace, no auth, plaintext.
+     */
+    public static final class Builder {
+        private final List<String> endpoints = new ArrayList<>();
+        private long ttlSecs = 15;
+        private String namespace;
+        private String user;
+        private String password;
+        private String ca;
+        private String cert;
+        private String key;
+        private String domain;
+        private long connectTimeoutMs = -1;
+        private long requestTimeoutMs = -1;
+
+        Builder() {}
+
+        /** etcd endpoints ({@code http://host:port}, {@code https://...} with TLS, or {@code host:port}). */
+        public Builder endpoints(String... endpoints) {
+            if (endpoints == null) {
+                throw new InvalidArgumentException("endpoints must not be null");
+            }
+            return endpoints(Arrays.asList(endpoints));
+        }
+
+        /** etcd endpoints. */
+        public Builder endpoints(List<String> endpoints) {
+            if (endpoints == null) {
+                throw new InvalidArgumentException("endpoints must not be null");
+            }
+            this.endpoints.clear();
+            for (String e : endpoints) {
+                if (e == null || e.trim().isEmpty() || e.contains("\n")) {
+                    throw new InvalidArgumentException("bad endpoint: " + (e == null ? "null" : '"' + e + '"'));
+                }
+                this.endpoints.add(e.trim());
+            }
+            return this;
+        }
+
+        /**
+         * Lease TTL (whole seconds, rounded up; between 1 s and 9,000,000,000 s). A holder that
+         * dies releases its locks after at most this long.
+         */
+        public Builder ttl(Duration ttl) {
+            if (ttl == null) {
+                throw new InvalidArgumentException("ttl must not be null");
+            }
+            if (ttl.isNegative() || ttl.isZero()) {
+                throw new InvalidArgumentException("ttl must be positive, got " + ttl);
+            }
+            long s = ttl.getSeconds() + (ttl.getNano() > 0 ? 1 : 0);
+            this.ttlSecs = s;
+            return this;
+        }
+
+        /** Prefix prepended to every key this client touches (lock keys and guarded keys). */
+        public Builder namespace(String namespace) {
+            this.namespace = namespace;
+            return this;
+        }
+
+        /** etcd username and password. */
+        public Builder user(String user, String password) {
+            if (user == null || password == null) {
+                throw new InvalidArgumentException("user and password must not be null");
+            }
+            this.user = user;
+            this.password = password;
+            return this;
+        }
+
+        /** TLS with a CA bundle and, for mutual TLS, a client certificate and key (PEM files; cert/key may be null). */
+        public Builder tls(Path ca, Path cert, Path key) {
+            if (ca == null && cert == null && key == null) {
+                throw new InvalidArgumentException("tls needs at least a CA file");
+            }
+            this.ca = ca == null ? null : ca.toString();
+            this.cert = cert == null ? null : cert.toString();
+            this.key = key == null ? null : key.toString();
+            return this;
+        }
+
+        /** Server name to verify instead of the endpoint host (TLS only). */
+        public Builder tlsDomain(String domain) {
+            this.domain = domain;
+            return this;
+        }
+
+        /** Bound on reaching etcd at connect time (default 5 s). */
+        public Builder connectTimeout(Duration d) {
+            this.connectTimeoutMs = positiveMillis(d, "connectTimeout");
+            return this;
+        }
+
+        /** Bound on each etcd request (default 5 s). */
+        public Builder requestTimeout(Duration d) {
+            this.requestTimeoutMs = positiveMillis(d, "requestTimeout");
+            return this;
+        }
+
+        private static long positiveMillis(Duration d, String what) {
+            if (d == null || d.isNegative() || d.isZero()) {
+                throw new InvalidArgumentException(what + " must be positive, got " + d);
+            }
+            return Math.max(1, toMillis(d));
+        }
+
+        /**
+         * Connect and open the session (grant the lease).
+         *
+         * @throws UnavailableException if no endpoint answers within the connect timeout
+         * @throws AuthFailedException on bad credentials
+         * @throws InvalidArgumentException on bad options
+         */
+        public EtcdLockClient build() {
+            NativeBridge.ensureLoaded();
+            List<String> eps = endpoints.isEmpty() ? List.of("http://127.0.0.1:2379") : endpoints;
+            String joined = String.join("\n", eps);
+            long ptr = NativeBridge.connect(joined, ttlSecs, namespace, user, password, ca, cert, key, domain,
+                    connectTimeoutMs, requestTimeoutMs);
+            LOG.debug("etcdlock client connected to {}", eps);
+            return new EtcdLockClient(ptr, String.join(",", eps));
+        }
+    }
+}

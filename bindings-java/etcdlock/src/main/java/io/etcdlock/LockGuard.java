@@ -1,0 +1,254 @@
+package io.etcdlock;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.function.Consumer;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A held distributed lock. Close it (try-with-resources) to release. While held it
+ * offers the {@linkplain #fencingToken() fencing token}, loss notification, and
+ * guarded etcd operations that etcd itself rejects once the hold is gone:
+ *
+ * <pre>{@code
+ * try (LockGuard guard = client.acquire("stock", Duration.ofSeconds(5))) {
+ *     guard.onLost(reason -> log.warn("lost the stock lock: {}", reason));
+ *     String stock = guard.get("stock/count");
+ *     guard.put("stock/count", Integer.toString(Integer.parseInt(stock) - 1));
+ * }
+ * }</pre>
+ *
+ * Thread-safe. A guard that is never closed is released when it is garbage collected
+ * (a safety net, not a substitute for closing).
+ */
+public final class LockGuard implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(LockGuard.class);
+
+    private final String name;
+    private final NativeHandle handle;
+    private final java.lang.ref.Cleaner.Cleanable cleanable;
+    private final String key;
+    private final long leaseId;
+    private final long fencingToken;
+    private final List<Consumer<LossReason>> listeners = new ArrayList<>();
+    private boolean watching;
+    private volatile boolean lostFired;
+    private volatile boolean unlocked;
+
+    LockGuard(String name, long ptr) {
+        this.name = name;
+        this.handle = new NativeHandle(ptr, NativeBridge::freeGuard,
+                () -> new NotHeldException("lock \"" + name + "\" was released by this guard"));
+        this.cleanable = EtcdLockClient.CLEANER.register(this, handle::close);
+        this.key = NativeBridge.guardKey(ptr);
+        this.leaseId = NativeBridge.guardInfo(ptr, 0);
+        this.fencingToken = NativeBridge.guardInfo(ptr, 1);
+    }
+
+    /** The lock name. */
+    public String name() {
+        return name;
+    }
+
+    /** Our key in etcd (with the namespace), e.g. {@code orders/694d7a3e4b2c8f05}. */
+    public String key() {
+        return key;
+    }
+
+    /** The lease that keeps our key alive (shared by all locks of the client). */
+    public long leaseId() {
+        return leaseId;
+    }
+
+    /**
+     * The fencing token: our key's create revision. It strictly increases from one holder
+     * of a lock to the next; pass it to resources that can reject writes from a stale holder.
+     */
+    public long fencingToken() {
+        return fencingToken;
+    }
+
+    /**
+     * True while the lock is held: not released, not reported lost, and inside the local
+     * validity window (last acknowledged keep-alive + TTL - margin).
+     */
+    public boolean isHeld() {
+        if (unlocked) {
+            return false;
+        }
+        long p;
+        try {
+            p = handle.pin();
+        } catch (EtcdLockException e) {
+            return false;
+        }
+        try {
+            return NativeBridge.guardInfo(p, 2) != 0;
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** Why the hold was lost, if it was. */
+    public Optional<LossReason> lossReason() {
+        long p;
+        try {
+            p = handle.pin();
+        } catch (EtcdLockException e) {
+            return Optional.empty();
+        }
+        try {
+            return Optional.ofNullable(LossReason.of((int) NativeBridge.guardInfo(p, 3)));
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /**
+     * Call {@code listener} once if the hold is lost (not when it is released by
+     * {@link #close()}). It runs on an etcdlock runtime thread; keep it short and do not
+     * make blocking etcdlock calls in it. If the hold is already lost it runs at once on
+     * the calling thread.
+     */
+    public LockGuard onLost(Consumer<LossReason> listener) {
+        if (listener == null) {
+            throw new InvalidArgumentException("listener must not be null");
+        }
+        Optional<LossReason> already = lossReason();
+        if (already.isPresent()) {
+            listener.accept(already.get());
+            return this;
+        }
+        boolean start;
+        synchronized (listeners) {
+            listeners.add(listener);
+            start = !watching;
+            watching = true;
+        }
+        if (start) {
+            long id = NativeBridge.register((h, reason, err) -> fireLost(LossReason.of((int) reason)));
+            long p = handle.pin();
+            try {
+                NativeBridge.watchLoss(p, id);
+            } catch (RuntimeException e) {
+                NativeBridge.forget(id);
+                throw e;
+            } finally {
+                handle.unpin();
+            }
+        }
+        return this;
+    }
+
+    private void fireLost(LossReason reason) {
+        if (reason == null || lostFired) {
+            return; // released normally
+        }
+        lostFired = true;
+        List<Consumer<LossReason>> copy;
+        synchronized (listeners) {
+            copy = new ArrayList<>(listeners);
+        }
+        for (Consumer<LossReason> l : copy) {
+            try {
+                l.accept(reason);
+            } catch (Throwable t) {
+                LOG.warn("etcdlock: a loss listener of lock {} threw", name, t);
+            }
+        }
+    }
+
+    /** Guarded put: applied by etcd only while we hold the lock (key namespaced like the lock). */
+    public void put(byte[] key, byte[] value) {
+        long p = handle.pin();
+        try {
+            NativeBridge.put(p, key, value);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** Guarded put of UTF-8 strings. */
+    public void put(String key, String value) {
+        put(utf8(key, "key"), utf8(value, "value"));
+    }
+
+    /** Guarded get: the value, or null if the key does not exist. */
+    public byte[] get(byte[] key) {
+        long p = handle.pin();
+        try {
+            return NativeBridge.get(p, key);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** Guarded get of a UTF-8 string value, or null. */
+    public String get(String key) {
+        byte[] v = get(utf8(key, "key"));
+        return v == null ? null : new String(v, StandardCharsets.UTF_8);
+    }
+
+    /** Guarded delete; true if the key existed. */
+    public boolean delete(byte[] key) {
+        long p = handle.pin();
+        try {
+            return NativeBridge.delete(p, key);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** Guarded delete of a UTF-8 key. */
+    public boolean delete(String key) {
+        return delete(utf8(key, "key"));
+    }
+
+    /**
+     * Release the lock (delete our key). Idempotent.
+     *
+     * @throws LockLostException if the hold had been lost before, so the caller learns its
+     *     critical section may not have been protected to the end
+     */
+    @Override
+    public void close() {
+        if (unlocked) {
+            return;
+        }
+        long p;
+        try {
+            p = handle.pin();
+        } catch (EtcdLockException e) {
+            return;
+        }
+        try {
+            unlocked = true;
+            NativeBridge.unlock(p);
+        } finally {
+            handle.unpin();
+            handle.close();
+            cleanable.clean();
+        }
+    }
+
+    /** Same as {@link #close()}. */
+    public void unlock() {
+        close();
+    }
+
+    @Override
+    public String toString() {
+        return "LockGuard{name=" + name + ", key=" + key + ", fencingToken=" + fencingToken + "}";
+    }
+
+    private static byte[] utf8(String s, String what) {
+        if (s == null) {
+            throw new InvalidArgumentException(what + " must not be null");
+        }
+        return s.getBytes(StandardCharsets.UTF_8);
+    }
+}

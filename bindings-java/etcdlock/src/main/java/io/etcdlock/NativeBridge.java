@@ -1,0 +1,106 @@
+package io.etcdlock;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** The JNI surface (private to the package). Handles are {@code long}s owned by {@link NativeHandle}. */
+final class NativeBridge {
+    private static final Logger LOG = LoggerFactory.getLogger(NativeBridge.class);
+    private static final Map<Long, Completion> PENDING = new ConcurrentHashMap<>();
+    private static final AtomicLong NEXT_ID = new AtomicLong();
+
+    static {
+        NativeLibrary.load();
+        init();
+    }
+
+    private NativeBridge() {}
+
+    /** Forces class initialisation (library load) early, so load errors surface at build(). */
+    static void ensureLoaded() {}
+
+    /** What a native async operation reports back. */
+    interface Completion {
+        void done(long handle, long value, EtcdLockException error);
+    }
+
+    static long register(Completion c) {
+        long id = NEXT_ID.incrementAndGet();
+        PENDING.put(id, c);
+        return id;
+    }
+
+    static void forget(long id) {
+        PENDING.remove(id);
+    }
+
+    // ---- called from native code -------------------------------------------------------
+
+    static EtcdLockException error(int code, int reason, String message) {
+        return EtcdLockException.of(ErrorCode.of(code), LossReason.of(reason), message);
+    }
+
+    static void complete(long id, long handle, long value, int code, int reason, String message) {
+        Completion c = PENDING.remove(id);
+        if (c == null) {
+            if (handle != 0) {
+                freeGuard(handle);
+            }
+            return;
+        }
+        try {
+            c.done(handle, value, code == 0 ? null : error(code, reason, message));
+        } catch (Throwable t) {
+            LOG.warn("etcdlock: a completion callback threw", t);
+        }
+    }
+
+    // ---- natives -------------------------------------------------------------------------
+
+    private static native void init();
+
+    static native String version();
+
+    static native void panicForTest();
+
+    static native long connect(String endpoints, long ttlSecs, String namespace, String user, String password,
+            String ca, String cert, String key, String domain, long connectTimeoutMs, long requestTimeoutMs);
+
+    static native long ttl(long client);
+
+    static native void close(long client);
+
+    static native void freeClient(long client);
+
+    static native long lock(long client, String name, long timeoutMs, boolean interruptible);
+
+    static native long tryLock(long client, String name);
+
+    static native void lockAsync(long client, String name, long timeoutMs, long id);
+
+    static native void cancelAsync(long id);
+
+    static native String guardKey(long guard);
+
+    static native long guardInfo(long guard, int what);
+
+    static native void unlock(long guard);
+
+    static native void put(long guard, byte[] key, byte[] value);
+
+    static native byte[] get(long guard, byte[] key);
+
+    static native boolean delete(long guard, byte[] key);
+
+    static native void watchLoss(long guard, long id);
+
+    static native void freeGuard(long guard);
+
+    static native long rawGrant(long client, long ttl);
+
+    static native void rawRoundTrip(long client, String key, long lease);
+}

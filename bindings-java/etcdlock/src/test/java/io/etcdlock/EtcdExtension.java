@@ -1,0 +1,103 @@
+package io.etcdlock;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * Starts one real etcd for the whole test run with the testkit's {@code etcd-harness}
+ * (path from the system property {@code etcdlock.harness} or env {@code ETCDLOCK_HARNESS}),
+ * reads its JSON line, and stops it at the end by closing the harness's stdin. A missing
+ * harness fails the tests (it never skips them).
+ */
+public final class EtcdExtension implements BeforeAllCallback {
+    private static Etcd etcd;
+
+    @Override
+    public void beforeAll(ExtensionContext context) throws Exception {
+        synchronized (EtcdExtension.class) {
+            if (etcd == null) {
+                Etcd e = Etcd.start();
+                context.getRoot().getStore(ExtensionContext.Namespace.GLOBAL).put("etcdlock-etcd",
+                        (ExtensionContext.Store.CloseableResource) () -> {
+                            synchronized (EtcdExtension.class) {
+                                e.close();
+                                etcd = null;
+                            }
+                        });
+                etcd = e;
+            }
+        }
+    }
+
+    /** The running etcd's endpoints. */
+    public static synchronized List<String> endpoints() {
+        if (etcd == null) {
+            throw new IllegalStateException("EtcdExtension not active");
+        }
+        return etcd.endpoints;
+    }
+
+    /** One harness process and the etcd it runs. */
+    public static final class Etcd implements AutoCloseable {
+        public final List<String> endpoints;
+        private final Process process;
+        private final OutputStream stdin;
+
+        private Etcd(Process process, List<String> endpoints) {
+            this.process = process;
+            this.stdin = process.getOutputStream();
+            this.endpoints = endpoints;
+        }
+
+        public static Etcd start(String... args) throws IOException {
+            String harness = System.getProperty("etcdlock.harness");
+            if (harness == null || harness.isEmpty()) {
+                harness = System.getenv("ETCDLOCK_HARNESS");
+            }
+            if (harness == null || !new File(harness).canExecute()) {
+                throw new IllegalStateException("etcd-harness not found at " + harness
+                        + " (build it: cargo build -p etcdlock-testkit; or set -Detcdlock.harness)");
+            }
+            List<String> cmd = new ArrayList<>();
+            cmd.add(harness);
+            cmd.addAll(List.of(args));
+            Process p = new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+            String line = out.readLine();
+            if (line == null) {
+                throw new IllegalStateException("etcd-harness exited without printing its endpoints");
+            }
+            Matcher m = Pattern.compile("\"endpoints\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(line);
+            if (!m.find()) {
+                throw new IllegalStateException("unexpected etcd-harness output: " + line);
+            }
+            List<String> eps = new ArrayList<>();
+            Matcher q = Pattern.compile("\"([^\"]+)\"").matcher(m.group(1));
+            while (q.find()) {
+                eps.add(q.group(1));
+            }
+            return new Etcd(p, eps);
+        }
+
+        @Override
+        public void close() {
+            try {
+                stdin.close();
+                process.waitFor();
+            } catch (IOException | InterruptedException e) {
+                process.destroy();
+            }
+        }
+    }
+}
