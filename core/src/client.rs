@@ -214,6 +214,22 @@ pub(crate) struct Inner {
     pub(crate) handle: tokio::runtime::Handle,
 }
 
+impl Drop for Inner {
+    /// The last handle (client or guard) is gone: stop the keep-alive and revoke
+    /// the lease, so a forgotten `close()` never leaks a lease kept alive forever.
+    fn drop(&mut self) {
+        self.closed.cancel();
+        if let Some(s) = self.session.get_mut().take() {
+            s.mark_lost(LossReason::ClientClosed);
+            let mut lease = self.etcd.lease_client();
+            let rt = self.request_timeout;
+            let _ = self.handle.spawn(async move {
+                let _ = tokio::time::timeout(rt, lease.revoke(s.lease)).await;
+            });
+        }
+    }
+}
+
 /// A connection to etcd that hands out locks. Cheap to clone (an `Arc`), safe to
 /// share across threads and tasks. All locks of a client share one lease.
 #[derive(Clone)]

@@ -324,3 +324,28 @@ async fn bad_input_gets_typed_errors() {
     assert!(!err.to_string().contains("s3cret"), "{err}");
     assert!(!format!("{:?}", opts(&etcd, &ns, 10).with_user("u", "s3cret-Passw0rd")).contains("s3cret"));
 }
+
+#[tokio::test]
+async fn dropping_the_last_handle_revokes_the_lease() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("drop");
+    let observer = client(&etcd, &ns, 10).await;
+    let c = client(&etcd, &ns, 10).await;
+    let g = c.lock("d").await.unwrap();
+    let lease = g.lease_id();
+    drop(c);
+    // The guard still holds a handle: the lease lives on.
+    assert!(g.is_held());
+    drop(g);
+    let mut raw = observer.etcd();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let ttl = raw.lease_time_to_live(lease, None).await.unwrap().ttl();
+        if ttl == -1 {
+            break; // revoked
+        }
+        assert!(Instant::now() < deadline, "lease still alive (ttl {ttl})");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(keys(&observer, &format!("{ns}d/")).await.is_empty());
+}

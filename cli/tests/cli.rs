@@ -1,0 +1,201 @@
+//! The `etcdlock` command against real etcd.
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use etcd_client::GetOptions;
+use etcdlock::{Client, ClientOptions};
+use etcdlock_testkit::{etcdctl_bin, Etcd};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_etcdlock"));
+    c.env_remove("ETCDLOCK_ENDPOINTS").env_remove("ETCDLOCK_NAMESPACE");
+    c
+}
+
+fn count(etcd: &Etcd, prefix: &str) -> usize {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let mut c = etcd_client::Client::connect(etcd.endpoints(), None).await.unwrap();
+        c.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.unwrap().count() as usize
+    })
+}
+
+/// Poll (20 ms) until `prefix` has `n` keys: these tests drive separate processes.
+fn await_count(etcd: &Etcd, prefix: &str, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while count(etcd, prefix) != n {
+        assert!(Instant::now() < deadline, "never saw {n} keys under {prefix}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn run_passes_exit_status_and_environment_through() {
+    let etcd = Etcd::single();
+    let out = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-env", "--", "sh", "-c"])
+        .arg("echo \"$ETCDLOCK_FENCING_TOKEN $ETCDLOCK_KEY $ETCDLOCK_LEASE_ID\"; exit 7")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = String::from_utf8_lossy(&out.stdout);
+    let parts: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(parts.len(), 3, "{line}");
+    assert!(parts[0].parse::<i64>().unwrap() > 0);
+    assert_eq!(parts[1], format!("cli-env/{}", parts[2]));
+    assert_eq!(count(&etcd, "cli-env/"), 0, "released after the command exited");
+    // A command that cannot be found: 127, lock released.
+    let st = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-env", "--", "/nonexistent/cmd"]).status().unwrap();
+    assert_eq!(st.code(), Some(127));
+    // Unreachable etcd: 69.
+    let port = etcdlock_testkit::free_port();
+    let st = bin()
+        .args(["--endpoints", &format!("127.0.0.1:{port}"), "--connect-timeout", "1", "run", "x", "--", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(69));
+}
+
+#[test]
+fn run_times_out_and_try_reports_held() {
+    let etcd = Etcd::single();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()))).unwrap();
+    let g = rt.block_on(c.lock("cli-busy")).unwrap();
+    let st = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-busy", "--try", "--", "true"]).stderr(Stdio::null()).status().unwrap();
+    assert_eq!(st.code(), Some(75));
+    let st = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-busy", "--timeout", "0.3", "--", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(75));
+    await_count(&etcd, "cli-busy/", 1);
+    rt.block_on(g.unlock()).unwrap();
+}
+
+#[test]
+fn lost_lock_terminates_the_command() {
+    let etcd = Etcd::single();
+    let mut child = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-lost", "--grace", "5", "--", "sh", "-c"])
+        .arg("trap 'echo got-term; exit 143' TERM; echo started; while true; do sleep 0.05; done")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "started");
+    // Revoke the holder's lease from outside.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let revoked_at = Instant::now();
+    rt.block_on(async {
+        let mut c = etcd_client::Client::connect(etcd.endpoints(), None).await.unwrap();
+        let r = c.get("cli-lost/", Some(GetOptions::new().with_prefix())).await.unwrap();
+        c.lease_revoke(r.kvs()[0].lease()).await.unwrap();
+    });
+    let st = child.wait().unwrap();
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut out, &mut rest).unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(st.code(), Some(70), "stderr: {err}");
+    assert!(rest.contains("got-term"), "the command got SIGTERM: {rest:?}");
+    assert!(err.contains("lost"), "{err}");
+    assert!(revoked_at.elapsed() < Duration::from_secs(5));
+}
+
+#[test]
+fn ctrl_c_while_waiting_removes_the_waiter_key() {
+    let etcd = Etcd::single();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()))).unwrap();
+    let g = rt.block_on(c.lock("cli-int")).unwrap();
+    let child = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-int", "--", "true"]).stderr(Stdio::null()).spawn().unwrap();
+    await_count(&etcd, "cli-int/", 2);
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let st = child.wait_with_output().unwrap().status;
+    assert_eq!(st.code(), Some(130));
+    assert_eq!(count(&etcd, "cli-int/"), 1, "only the holder's key is left");
+    rt.block_on(g.unlock()).unwrap();
+}
+
+#[test]
+fn status_shows_an_etcdctl_holder_and_two_etcdlock_waiters_in_order() {
+    let etcd = Etcd::single();
+    let mut ctl = Command::new(etcdctl_bin())
+        .env("ETCDCTL_API", "3")
+        .args([&format!("--endpoints={}", etcd.endpoints_csv()), "lock", "cli-status"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut l = String::new();
+    BufReader::new(ctl.stdout.take().unwrap()).read_line(&mut l).unwrap();
+    let ctl_key = l.trim().to_string();
+    let w1 = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-status", "--", "true"]).spawn().unwrap();
+    await_count(&etcd, "cli-status/", 2);
+    let w2 = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-status", "--", "true"]).spawn().unwrap();
+    await_count(&etcd, "cli-status/", 3);
+    let out = bin().args(["--endpoints", &etcd.endpoints_csv(), "status", "cli-status", "--json"]).output().unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["holder"]["key"], ctl_key.as_str());
+    assert_eq!(v["holder"]["owner"], "etcdctl/Go Mutex");
+    let waiters = v["waiters"].as_array().unwrap();
+    assert_eq!(waiters.len(), 2);
+    assert!(waiters[0]["owner"].as_str().unwrap().contains(&format!(":{}", w1.id())), "{v}");
+    assert!(waiters[1]["owner"].as_str().unwrap().contains(&format!(":{}", w2.id())), "{v}");
+    assert!(waiters[0]["create_revision"].as_i64() < waiters[1]["create_revision"].as_i64());
+    assert!(waiters[0]["ttl_remaining_s"].as_i64().unwrap() > 0);
+    assert!(waiters[0]["for_ms"].as_u64().is_some());
+    // The table form names the same keys.
+    let table = bin().args(["--endpoints", &etcd.endpoints_csv(), "status", "cli-status"]).output().unwrap();
+    let table = String::from_utf8_lossy(&table.stdout);
+    assert!(table.contains("held, 2 waiting") && table.contains(&ctl_key), "{table}");
+    unsafe { libc::kill(ctl.id() as i32, libc::SIGINT) };
+    ctl.wait().unwrap();
+    for mut w in [w1, w2] {
+        assert!(w.wait().unwrap().success());
+    }
+    await_count(&etcd, "cli-status/", 0);
+}
+
+#[test]
+fn etcdlock_run_and_etcdctl_lock_exclude_each_other() {
+    let etcd = Etcd::single();
+    let dir = etcd.dir().join("counter");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("n");
+    std::fs::write(&file, "0").unwrap();
+    // A non-atomic increment that is only correct under mutual exclusion; the
+    // overlap marker catches two holders at once even if the count came out right.
+    let script = format!(
+        "[ -e {d}/inside ] && echo overlap >> {d}/violations; touch {d}/inside; n=$(cat {f}); sleep 0.02; echo $((n+1)) > {f}; rm {d}/inside",
+        d = dir.display(),
+        f = file.display()
+    );
+    let mut kids = Vec::new();
+    for i in 0..12 {
+        let cmd = if i % 2 == 0 {
+            let mut c = bin();
+            c.args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-mix", "--", "sh", "-c", &script]);
+            c
+        } else {
+            let mut c = Command::new(etcdctl_bin());
+            c.env("ETCDCTL_API", "3").args([&format!("--endpoints={}", etcd.endpoints_csv()), "lock", "cli-mix", "--", "sh", "-c", &script]);
+            c
+        };
+        let mut cmd = cmd;
+        kids.push(cmd.stdout(Stdio::null()).spawn().unwrap());
+    }
+    for mut k in kids {
+        assert!(k.wait().unwrap().success());
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), "12");
+    assert!(!dir.join("violations").exists(), "two holders overlapped");
+}
