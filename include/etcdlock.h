@@ -433,12 +433,12 @@ int etcdlock_guard_on_loss(const struct etcdlock_guard *guard,
                            etcdlock_loss_cb callback,
                            void *user_data);
 
-// Release the lock (delete our key). Idempotent: a second call returns
-// ETCDLOCK_OK. Returns ETCDLOCK_LOCK_LOST if the hold had been lost before,
-// so the caller learns its critical section may not have been protected to
-// the end. If etcd is unreachable the delete is retried in the background and
-// ETCDLOCK_OK is returned. Any thread may unlock (not only the locking one).
-// The guard must still be freed.
+// Release the lock (delete our key). Idempotent: after a successful unlock,
+// further calls return ETCDLOCK_OK. Returns ETCDLOCK_LOCK_LOST (on every call)
+// if the hold had been lost before, so the caller learns its critical section
+// may not have been protected to the end. If etcd is unreachable the delete
+// is retried in the background and ETCDLOCK_OK is returned. Any thread may
+// unlock (not only the locking one). The guard must still be freed.
 //
 // Safety: guard is a live handle.
 //

@@ -880,9 +880,9 @@ pub unsafe extern "C" fn etcdlock_guard_on_loss(
 /// Release the lock (delete our key). Idempotent: after a successful unlock,
 /// further calls return ETCDLOCK_OK. Returns ETCDLOCK_LOCK_LOST (on every call)
 /// if the hold had been lost before, so the caller learns its critical section
-/// may not have been protected to the end. If etcd is unreachable the delete is retried in the background and
-/// ETCDLOCK_OK is returned. Any thread may unlock (not only the locking one).
-/// The guard must still be freed.
+/// may not have been protected to the end. If etcd is unreachable the delete
+/// is retried in the background and ETCDLOCK_OK is returned. Any thread may
+/// unlock (not only the locking one). The guard must still be freed.
 ///
 /// Safety: guard is a live handle.
 ///
