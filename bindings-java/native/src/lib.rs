@@ -227,6 +227,11 @@ where
         ));
     }
     let rt = etcdlock::runtime::runtime()?;
+    if cancel.is_none() {
+        // Poll the future on this (Java) thread: the runtime's workers drive the I/O and
+        // wake us, one thread hand-off fewer per call than spawn + channel.
+        return Ok(rt.block_on(fut)?);
+    }
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     let task = rt.spawn(async move {
         let out = fut.await;
