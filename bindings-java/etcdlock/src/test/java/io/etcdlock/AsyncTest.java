@@ -46,9 +46,11 @@ class AsyncTest {
         assertFalse(f.isDone(), "pending while held elsewhere");
         long first = held.fencingToken();
         held.close();
+        // Wait on the dependent, not on f: a thread blocked in f.get() may itself run f's
+        // dependents (CompletableFuture "helping"), which would hide the completing thread.
+        assertTrue(token.get(10, TimeUnit.SECONDS) > first);
         LockGuard g = f.get(10, TimeUnit.SECONDS);
         assertTrue(g.isHeld());
-        assertTrue(token.get(10, TimeUnit.SECONDS) > first);
         assertTrue(thread.get().startsWith("etcdlock-rt"), thread.get());
         g.close();
         assertEquals(0, keysUnder(name));
@@ -96,6 +98,7 @@ class AsyncTest {
         // Closing a guard in a callback is fine (released in the background); a blocking
         // acquire there is refused with a clear error instead of stalling the runtime.
         String name = uniqueName("asyncblocking");
+        LockGuard held = b.acquire(name); // so the callback surely runs on the runtime thread
         CompletableFuture<LockGuard> nested = a.acquireAsync(name)
                 .thenApply(g -> {
                     try {
@@ -104,6 +107,8 @@ class AsyncTest {
                         g.close();
                     }
                 });
+        awaitKeys(name, 2, Duration.ofSeconds(5));
+        held.close();
         ExecutionException e = assertThrows(ExecutionException.class, () -> nested.get(10, TimeUnit.SECONDS));
         assertTrue(e.getCause() instanceof InvalidArgumentException, String.valueOf(e.getCause()));
         awaitKeys(name, 0, Duration.ofSeconds(5));
