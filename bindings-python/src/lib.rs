@@ -111,13 +111,11 @@ where
     let mut interrupted: Option<PyErr> = None;
     let slot = &mut interrupted;
     let r = py.detach(move || {
-        etcdlock::runtime::block_on_interruptible(fut, TICK, || {
-            match Python::attach(|py| py.check_signals()) {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    *slot = Some(e);
-                    Err(CoreError::new(ErrorCode::Cancelled, "interrupted by a signal"))
-                }
+        block_here_interruptible(fut, TICK, || match Python::attach(|py| py.check_signals()) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                *slot = Some(e);
+                Err(CoreError::new(ErrorCode::Cancelled, "interrupted by a signal"))
             }
         })
     });
@@ -125,6 +123,38 @@ where
         return Err(e);
     }
     r.map_err(|e| to_pyerr(py, &e))
+}
+
+/// `etcdlock::runtime::block_on_interruptible`, but the calling thread polls
+/// the future itself (`Handle::block_on` on the shared runtime, whose workers
+/// still drive I/O and timers): no hand-off to a worker and back per call,
+/// which is most of a blocking call's overhead on a busy machine.
+fn block_here_interruptible<F, T>(fut: F, tick: Duration, mut check: impl FnMut() -> etcdlock::Result<()>) -> etcdlock::Result<T>
+where
+    F: Future<Output = etcdlock::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(CoreError::new(
+            ErrorCode::InvalidArgument,
+            "a blocking etcdlock call was made from inside an async runtime; use the async API",
+        ));
+    }
+    let rt = etcdlock::runtime::runtime()?;
+    let mut fut = Box::pin(fut);
+    loop {
+        let step = rt.block_on(async {
+            tokio::select! {
+                biased;
+                r = &mut fut => Some(r),
+                _ = tokio::time::sleep(tick) => None,
+            }
+        });
+        match step {
+            Some(r) => return r,
+            None => check()?,
+        }
+    }
 }
 
 static BRIDGE: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
