@@ -143,13 +143,16 @@ where
     let rt = etcdlock::runtime::runtime()?;
     let mut fut = Box::pin(fut);
     loop {
-        let step = rt.block_on(async {
-            tokio::select! {
-                biased;
-                r = &mut fut => Some(r),
-                _ = tokio::time::sleep(tick) => None,
-            }
-        });
+        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            rt.block_on(async {
+                tokio::select! {
+                    biased;
+                    r = &mut fut => Some(r),
+                    _ = tokio::time::sleep(tick) => None,
+                }
+            })
+        }))
+        .map_err(|_| CoreError::new(ErrorCode::Internal, "an etcdlock call panicked (a bug); the process is fine"))?;
         match step {
             Some(r) => return r,
             None => check()?,
