@@ -137,3 +137,29 @@ def test_unpicklable_handles(client: etcdlock.Client, name: str) -> None:
     with client.lock(name) as g:
         with pytest.raises(Exception):
             pickle.dumps(g)
+
+
+def test_etcd_going_away_gives_typed_errors_not_hangs() -> None:
+    import json
+    import subprocess
+
+    from conftest import harness_path
+
+    h = subprocess.Popen([harness_path()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert h.stdout is not None and h.stdin is not None
+    eps = json.loads(h.stdout.readline())["endpoints"]
+    c = etcdlock.Client(endpoints=eps, ttl=5, request_timeout=0.5, connect_timeout=0.5)
+    g = c.acquire("going-away")
+    h.stdin.close()
+    h.wait(30)
+    # the holder learns it lost the lock (no keep-alive acknowledged in time)
+    assert g.lost.wait(15) is True
+    assert g.loss_reason in ("ConnectionLost", "LeaseExpired")
+    t0 = time.monotonic()
+    with pytest.raises((etcdlock.UnavailableError, etcdlock.TimeoutError)):
+        with c.lock("going-away-2", timeout=5):
+            pytest.fail("body must not run without the lock")
+    assert time.monotonic() - t0 < 8
+    with pytest.raises(etcdlock.LockLostError):
+        g.put("k", "v")
+    c.close()
