@@ -105,12 +105,23 @@ gcc -std=c11 -Wall -Wextra -Werror "$root/examples/c/lock_token.c" -o "$work/loc
 # shellcheck disable=SC2046
 gcc -std=c11 -Wall -Wextra -Werror "$root/examples/c/lock_token.c" -o "$work/lock_token_static" \
     $(pkg-config --cflags etcdlock) "$prefix/lib/libetcdlock.a" $(pkg-config --libs-only-l --static etcdlock | sed 's/-letcdlock//')
+# The header's "Minimal use" snippet, compiled as written (endpoint swapped in at run time).
+{
+    echo '#include <stdio.h>'
+    echo '#include <etcdlock.h>'
+    echo 'int main(void) {'
+    sed -n '/^ \* Minimal use/,/^ \* Build:/p' "$root/include/etcdlock.h" | sed -n 's/^ \*     //p' |
+        sed 's|"http://127.0.0.1:2379"|getenv("ETCDLOCK_ENDPOINTS")|'
+    echo 'return 0; }'
+} >"$work/header_snippet.c"
+gcc -std=c11 -Wall -Wextra -Werror -include stdlib.h "$work/header_snippet.c" -o "$work/header_snippet" \
+    $(pkg-config --cflags --libs etcdlock) -Wl,-rpath,"$prefix/lib"
 example_ok=1
 coproc HARN { "$ETCDLOCK_HARNESS"; }
 harn_in="${HARN[1]}"
 read -r line <&"${HARN[0]}"
 ep="$(sed -E 's/.*"endpoints":\["([^"]+)".*/\1/' <<<"$line")"
-for bin in lock_token lock_token_static; do
+for bin in lock_token lock_token_static header_snippet; do
     out="$(ETCDLOCK_ENDPOINTS="$ep" "$work/$bin" example-lock)" || example_ok=0
     echo "$bin: $out"
     [[ "$out" =~ fencing\ token\ [0-9]+ ]] || example_ok=0
@@ -118,7 +129,7 @@ done
 eval "exec ${harn_in}>&-" # closing its stdin stops etcd
 wait "$HARN_PID" 2>/dev/null || true
 if ((example_ok)); then
-    echo "ok   examples/c/lock_token (shared and static)"
+    echo "ok   examples/c/lock_token (shared and static) and the header's snippet"
     total_pass=$((total_pass + 1))
 else
     echo "FAIL examples/c/lock_token"

@@ -3,7 +3,7 @@
  *
  * Conventions (as in sqlite and libcurl):
  *  - Handles are opaque pointers (etcdlock_client, etcdlock_guard,
- *    etcdlock_cancel). What a function returns through an out-parameter is
+ *    etcdlock_cancel_handle). What a function returns through an out-parameter is
  *    owned by the caller and freed with the matching *_free function. Every
  *    *_free accepts NULL.
  *  - Every function that can fail returns an int status: ETCDLOCK_OK (0) or one
@@ -21,10 +21,11 @@
  *  - Blocking calls park the calling thread. Callbacks run on one of the
  *    library's runtime threads ("etcdlock-rt"); blocking calls made from inside
  *    a callback return ETCDLOCK_INVALID_ARGUMENT (the *_free functions and
- *    etcdlock_cancel never block and are fine there). Callbacks must return
- *    quickly, must not longjmp out, and C++ callbacks must not throw.
+ *    etcdlock_cancel are fine there: they do not block on runtime threads).
+ *    Callbacks must return quickly, must not longjmp out, and C++ callbacks
+ *    must not throw.
  *
- * Minimal use:
+ * Minimal use (ffi-c/test.sh compiles and runs this snippet):
  *
  *     etcdlock_options o;
  *     etcdlock_options_init(&o, sizeof o);
@@ -34,7 +35,7 @@
  *     if (etcdlock_client_connect(&o, &c) != ETCDLOCK_OK) { fprintf(stderr, "%s\n", etcdlock_last_error_message()); return 1; }
  *     if (etcdlock_lock(c, "nightly-job", 5000, &g) == ETCDLOCK_OK) {
  *         int64_t token; etcdlock_guard_fencing_token(g, &token);
- *         ... critical section, pass token to fenced resources ...
+ *         printf("fencing token %lld\n", (long long)token); // pass it to fenced resources
  *         etcdlock_unlock(g);
  *     }
  *     etcdlock_guard_free(g);
