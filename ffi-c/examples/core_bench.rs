@@ -3,8 +3,9 @@
 //!   makes (Txn put-with-lease-if-absent + range the prefix, then Delete), with
 //!   a plain etcd-client (same shape as `etcdlock bench`);
 //! - `rust_core_async`: core `lock` + `unlock` awaited inside the runtime;
-//! - `rust_core_blocking`: the same through `block_on` per call, the path the C
-//!   ABI takes (a C call = one `block_on`).
+//! - `rust_core_blocking`: the same through `etcdlock::runtime::block_on` per call;
+//! - `rust_rt_block_on`: the same through `Runtime::block_on` on the calling
+//!   thread per call, the path the C ABI takes (a C call = one block_on).
 //! Prints one JSON line per measure.
 //!
 //! `cargo run --release -p etcdlock-ffi --example core_bench -- ENDPOINT [ITERATIONS]`
@@ -89,6 +90,21 @@ fn main() {
         }
     }
     report("rust_core_blocking", v);
+
+    // The same with Runtime::block_on on the calling thread (what the C ABI does).
+    let rt = etcdlock_core::runtime::runtime().expect("runtime");
+    let name = format!("bench-rust-rt-block-on-{pid}");
+    let mut v = Vec::with_capacity(iterations);
+    for i in 0..iterations + warm {
+        let t = Instant::now();
+        let g = rt.block_on(client.lock(&name)).expect("lock");
+        rt.block_on(g.unlock()).expect("unlock");
+        drop(g);
+        if i >= warm {
+            v.push(t.elapsed());
+        }
+    }
+    report("rust_rt_block_on", v);
     let _ = block_on(async move {
         client.close().await;
         Ok(())
