@@ -1,1 +1,544 @@
-//! placeholder: the fault suite
+//! # etcdlock-faults
+//!
+//! The fault-injection suite of etcdlock: a TCP fault [`proxy`], a history
+//! [`checker`], a lock [`Workload`], holder child processes that SIGSTOP and
+//! kill -9 can target, and the [`scenarios`] that the tests and the soak
+//! example run against real etcd (never a mock).
+//!
+//! Child processes re-run the current executable with [`CHILD_ENV`] set; the
+//! test binary and the soak example call [`child_main_if_requested`] first.
+
+pub mod checker;
+pub mod proxy;
+pub mod scenarios;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use etcd_client::GetOptions;
+use etcdlock::runtime::{clock_monotonic_ns, instant_to_mono_ns};
+use etcdlock::{CancellationToken, Client, ClientOptions, ErrorCode, LockOptions};
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
+use tokio::process::{ChildStdout, Command};
+
+pub use checker::{Checker, Hold, LossInfo, Report};
+pub use proxy::{Mode, Proxy};
+
+/// Environment variable that turns a re-executed binary into a child holder.
+pub const CHILD_ENV: &str = "ETCDLOCK_FAULTS_CHILD";
+
+/// A small xorshift PRNG (no dependency; deterministic per seed).
+#[derive(Debug, Clone)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// Seeded generator (a zero seed is replaced).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n.max(1)
+    }
+    /// Uniform duration in `lo..=hi`.
+    pub fn between(&mut self, lo: Duration, hi: Duration) -> Duration {
+        let span = hi.saturating_sub(lo).as_millis() as u64;
+        lo + Duration::from_millis(self.below(span + 1))
+    }
+}
+
+/// A per-run seed (`ETCDLOCK_FAULTS_SEED`, else time and pid); printed by the scenarios.
+pub fn seed() -> u64 {
+    static SEED: OnceLock<u64> = OnceLock::new();
+    *SEED.get_or_init(|| {
+        std::env::var("ETCDLOCK_FAULTS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| clock_monotonic_ns() ^ ((std::process::id() as u64) << 32))
+    })
+}
+
+static NS: AtomicU64 = AtomicU64::new(0);
+
+/// A key namespace unique to this process and call.
+pub fn unique_ns(tag: &str) -> String {
+    format!("faults-{tag}-{}-{}/", std::process::id(), NS.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Milliseconds between two CLOCK_MONOTONIC ns readings (signed).
+pub fn ms_between(from_ns: u64, to_ns: u64) -> i64 {
+    (to_ns as i64 - from_ns as i64) / 1_000_000
+}
+
+/// Client options used throughout the suite.
+pub fn opts(endpoints: &[String], ns: &str, ttl: i64, request_timeout: Duration) -> ClientOptions {
+    ClientOptions::new(endpoints.iter().cloned())
+        .with_ttl(ttl)
+        .with_namespace(ns)
+        .with_request_timeout(request_timeout)
+        .with_connect_timeout(request_timeout.max(Duration::from_secs(2)))
+}
+
+/// The current store revision.
+pub async fn current_revision(etcd: &mut etcd_client::Client) -> i64 {
+    let r = etcd.get("\0", None).await.expect("read revision");
+    r.header().map(|h| h.revision()).unwrap_or(0)
+}
+
+/// Keys under `prefix` (raw) as (key, create_revision, lease), sorted by create revision.
+pub async fn keys_under(etcd: &mut etcd_client::Client, prefix: &str) -> Result<Vec<(String, i64, i64)>, String> {
+    let r = etcd
+        .get(
+            prefix,
+            Some(GetOptions::new().with_prefix().with_sort(etcd_client::SortTarget::Create, etcd_client::SortOrder::Ascend)),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(r.kvs().iter().map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.create_revision(), kv.lease())).collect())
+}
+
+/// Poll (every 10 ms) until `prefix` holds exactly `n` keys, or `timeout`.
+/// Returns the elapsed time, or `None` on timeout.
+pub async fn await_key_count(etcd: &mut etcd_client::Client, prefix: &str, n: usize, timeout: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    loop {
+        if let Ok(k) = keys_under(etcd, prefix).await {
+            if k.len() == n {
+                return Some(start.elapsed());
+            }
+        }
+        if start.elapsed() > timeout {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// A plain etcd-client connection (not through a proxy) for observing.
+pub async fn raw(endpoints: &[String]) -> etcd_client::Client {
+    etcd_client::Client::connect(endpoints, None).await.expect("raw etcd client")
+}
+
+/// Shared counters of a workload.
+#[derive(Default, Debug)]
+pub struct Counters {
+    /// Successful acquisitions.
+    pub acquisitions: AtomicU64,
+    /// Holds that ended in a loss.
+    pub losses: AtomicU64,
+    /// CLOCK_MONOTONIC ns of the latest acquisition.
+    pub last_acquired_ns: AtomicU64,
+    /// Errors by code name.
+    pub errors: Mutex<BTreeMap<String, u64>>,
+}
+
+impl Counters {
+    fn err(&self, code: ErrorCode) {
+        *self.errors.lock().unwrap_or_else(|p| p.into_inner()).entry(code.name().to_string()).or_default() += 1;
+    }
+    /// `Timeout=3 Unavailable=1` or `none`.
+    pub fn errors_summary(&self) -> String {
+        let e = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        if e.is_empty() {
+            return "no errors".into();
+        }
+        e.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// A lock workload: `clients` clients (one `Client`, i.e. one lease, each)
+/// acquiring random locks among `locks`, writing the lock's resource key with
+/// a guarded put carrying the fencing token, holding for `hold`, unlocking.
+/// Every hold goes to the checker.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    /// Endpoints (etcd members or proxies).
+    pub endpoints: Vec<String>,
+    /// Key namespace.
+    pub ns: String,
+    /// Number of clients.
+    pub clients: usize,
+    /// Number of lock names (`L0`..).
+    pub locks: usize,
+    /// Lease TTL.
+    pub ttl: i64,
+    /// Time inside the critical section after the guarded write.
+    pub hold: Duration,
+    /// Per-acquisition timeout.
+    pub lock_timeout: Duration,
+    /// Per-request timeout.
+    pub request_timeout: Duration,
+    /// Client id prefix in the history.
+    pub client_prefix: String,
+    /// Stop after this many acquisitions in total (0: only on `stop`).
+    pub max_acquisitions: u64,
+    /// Never re-lock the lock a client just released (default true; see tests/core_bugs.rs).
+    pub avoid_immediate_relock: bool,
+}
+
+impl Workload {
+    /// Defaults: 8 clients, 4 locks, TTL 2 s, no hold time.
+    pub fn new(endpoints: Vec<String>, ns: &str) -> Workload {
+        Workload {
+            endpoints,
+            ns: ns.to_string(),
+            clients: 8,
+            locks: 4,
+            ttl: 2,
+            hold: Duration::ZERO,
+            lock_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(2),
+            client_prefix: format!("p{}-c", std::process::id()),
+            max_acquisitions: 0,
+            avoid_immediate_relock: std::env::var("ETCDLOCK_FAULTS_RELOCK").is_err(),
+        }
+    }
+
+    /// Run until `stop` is cancelled (or `max_acquisitions` is reached, which cancels `stop`).
+    /// Every client is closed before this returns.
+    pub async fn run(&self, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
+        let mut tasks = Vec::new();
+        for i in 0..self.clients {
+            let w = self.clone();
+            let (checker, counters, stop) = (checker.clone(), counters.clone(), stop.clone());
+            tasks.push(tokio::spawn(async move { w.client_loop(i, checker, counters, stop).await }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+    }
+
+    async fn client_loop(&self, idx: usize, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
+        let id = format!("{}{idx}", self.client_prefix);
+        let mut rng = Rng::new(seed() ^ (idx as u64 + 1) * 7919 ^ std::process::id() as u64);
+        let o = opts(&self.endpoints, &self.ns, self.ttl, self.request_timeout);
+        let client = loop {
+            if stop.is_cancelled() {
+                return;
+            }
+            match Client::connect(o.clone()).await {
+                Ok(c) => break c,
+                Err(e) => {
+                    counters.err(e.code());
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        let mut last: Option<u64> = None;
+        while !stop.is_cancelled() {
+            // Never the lock this client just released: an immediate re-lock of the
+            // same name on the same session re-creates the same key, which trips
+            // the core bug shown by tests/core_bugs.rs (a waiter that misses the
+            // delete waits for the re-created key until it times out).
+            let mut pick = rng.below(self.locks as u64);
+            if self.avoid_immediate_relock && self.locks > 1 && Some(pick) == last {
+                pick = (pick + 1 + rng.below(self.locks as u64 - 1)) % self.locks as u64;
+            }
+            last = Some(pick);
+            let lock = format!("L{pick}");
+            let r = tokio::select! {
+                r = client.lock_with(&lock, LockOptions::timeout(self.lock_timeout)) => r,
+                _ = stop.cancelled() => break,
+            };
+            let g = match r {
+                Ok(g) => g,
+                Err(e) => {
+                    counters.err(e.code());
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    continue;
+                }
+            };
+            let acquired = clock_monotonic_ns();
+            counters.last_acquired_ns.fetch_max(acquired, Ordering::Relaxed);
+            let n = counters.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
+            if let Err(e) = g.put(checker::resource_key(&lock), g.fencing_token().to_string()).await {
+                counters.err(e.code());
+            }
+            if !self.hold.is_zero() {
+                tokio::time::sleep(self.hold).await;
+            }
+            let end_call = clock_monotonic_ns();
+            let before = g.loss();
+            let unl = g.unlock().await;
+            let loss = before.or_else(|| if unl.is_err() { g.loss() } else { None });
+            if let Err(e) = &unl {
+                counters.err(e.code());
+            }
+            let loss = loss.map(|l| LossInfo {
+                reason: l.reason.name().to_string(),
+                at_ns: instant_to_mono_ns(l.at),
+                reported_ns: clock_monotonic_ns(),
+            });
+            if loss.is_some() {
+                counters.losses.fetch_add(1, Ordering::Relaxed);
+            }
+            let ended = loss.as_ref().map(|l| l.at_ns.min(end_call)).unwrap_or(end_call);
+            checker.record(Hold { lock, token: g.fencing_token(), acquired_ns: acquired, ended_ns: ended, client: id.clone(), loss });
+            if self.max_acquisitions > 0 && n >= self.max_acquisitions {
+                stop.cancel();
+            }
+        }
+        client.close().await;
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Child processes
+
+static CHILD_ARGS: Mutex<Option<Vec<String>>> = Mutex::new(None);
+
+/// Arguments that make the current executable run only the child entry point.
+/// The default suits a libtest binary with a `child_holder` test; the soak
+/// example sets `[]`.
+pub fn set_child_args(args: &[&str]) {
+    *CHILD_ARGS.lock().unwrap_or_else(|p| p.into_inner()) = Some(args.iter().map(|s| s.to_string()).collect());
+}
+
+fn child_args() -> Vec<String> {
+    CHILD_ARGS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone()
+        .unwrap_or_else(|| ["--exact", "child_holder", "--nocapture", "--test-threads=1", "-q"].iter().map(|s| s.to_string()).collect())
+}
+
+/// A child holder process with its stdout as lines.
+pub struct ChildProc {
+    child: tokio::process::Child,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Lines read but not yet asked for (other tags).
+    pub seen: Vec<String>,
+}
+
+impl ChildProc {
+    /// Spawn the current executable in child mode with `spec` (JSON) and extra env.
+    pub fn spawn(spec: serde_json::Value, env: &[(&str, String)]) -> ChildProc {
+        let mut cmd = Command::new(std::env::current_exe().expect("current exe"));
+        cmd.args(child_args())
+            .env(CHILD_ENV, spec.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // SAFETY: prctl is async-signal-safe; runs in the child before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().expect("spawn child holder");
+        let out = child.stdout.take().expect("child stdout");
+        ChildProc { child, lines: BufReader::new(out).lines(), seen: Vec::new() }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id().map(|p| p as i32).unwrap_or(0)
+    }
+
+    /// Send a signal.
+    pub fn signal(&self, sig: i32) {
+        let pid = self.pid();
+        if pid > 0 {
+            // SAFETY: plain kill(2) on our own child.
+            unsafe { libc::kill(pid, sig) };
+        }
+    }
+
+    /// SIGKILL and reap.
+    pub async fn kill9(&mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait().await;
+    }
+
+    /// Wait for the process to exit.
+    pub async fn wait(&mut self) {
+        let _ = self.child.wait().await;
+    }
+
+    /// The next line starting with `tag`, split on whitespace (the tag first).
+    /// Other lines are kept in `seen`. Err on timeout or end of output.
+    pub async fn expect(&mut self, tag: &str, timeout: Duration) -> Result<Vec<String>, String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let line = tokio::time::timeout_at(deadline, self.lines.next_line())
+                .await
+                .map_err(|_| format!("child: no {tag} line within {timeout:?}"))?
+                .map_err(|e| format!("child stdout: {e}"))?
+                .ok_or_else(|| format!("child ended before printing {tag}"))?;
+            let parts: Vec<String> = line.split_whitespace().map(String::from).collect();
+            if parts.first().map(|p| p.as_str()) == Some(tag) {
+                return Ok(parts);
+            }
+            self.seen.push(line);
+        }
+    }
+
+    /// Every remaining line until the process closes stdout.
+    pub async fn rest(&mut self, timeout: Duration) -> Vec<String> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut out = std::mem::take(&mut self.seen);
+        while let Ok(Ok(Some(l))) = tokio::time::timeout_at(deadline, self.lines.next_line()).await {
+            out.push(l);
+        }
+        out
+    }
+}
+
+/// If this process was started as a child (env [`CHILD_ENV`]), run the child
+/// role to completion and return true.
+pub fn child_main_if_requested() -> bool {
+    let Ok(spec) = std::env::var(CHILD_ENV) else { return false };
+    let v: serde_json::Value = serde_json::from_str(&spec).expect("child spec");
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    rt.block_on(child_main(v));
+    true
+}
+
+fn say(line: String) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+async fn child_main(v: serde_json::Value) {
+    let endpoints: Vec<String> =
+        v["endpoints"].as_array().expect("endpoints").iter().map(|e| e.as_str().unwrap_or_default().to_string()).collect();
+    let ns = v["ns"].as_str().unwrap_or_default().to_string();
+    let ttl = v["ttl"].as_i64().unwrap_or(2);
+    match v["mode"].as_str().unwrap_or("holder") {
+        "holder" => {
+            let lock = v["lock"].as_str().unwrap_or("L").to_string();
+            let rounds = v["rounds"].as_u64().unwrap_or(1);
+            let id = format!("child{}", std::process::id());
+            let c = Client::connect(opts(&endpoints, &ns, ttl, Duration::from_secs(2))).await.expect("child connect");
+            for _ in 0..rounds {
+                let g = c.lock(&lock).await.expect("child lock");
+                let acq = clock_monotonic_ns();
+                say(format!("HELD {} {} {}", g.fencing_token(), acq, g.key()));
+                let put = g.put(checker::resource_key(&lock), g.fencing_token().to_string()).await;
+                say(format!("PUT {}", put.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string())));
+                let Some(loss) = g.wait_lost().await else { continue };
+                let rep = clock_monotonic_ns();
+                let at = instant_to_mono_ns(loss.at);
+                say(format!("LOST {} {} {}", loss.reason, at, rep));
+                // The stale holder tries to write anyway: the guarded put must fail.
+                let stale = g.put(checker::resource_key(&lock), g.fencing_token().to_string()).await;
+                say(format!("STALE {}", stale.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string())));
+                // And the same compare sent straight to etcd must fail there too.
+                let mut raw = c.etcd();
+                let txn = etcd_client::Txn::new()
+                    .when([etcd_client::Compare::create_revision(g.key(), etcd_client::CompareOp::Equal, g.fencing_token())])
+                    .and_then([etcd_client::TxnOp::put(format!("{ns}{}", checker::resource_key(&lock)), g.fencing_token().to_string(), None)]);
+                let raw_ok = loop {
+                    match raw.txn(txn.clone()).await {
+                        Ok(r) => break r.succeeded(),
+                        Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                    }
+                };
+                say(format!("RAWTXN {raw_ok}"));
+                let h = Hold {
+                    lock: lock.clone(),
+                    token: g.fencing_token(),
+                    acquired_ns: acq,
+                    ended_ns: at,
+                    client: id.clone(),
+                    loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: at, reported_ns: rep }),
+                };
+                say(format!("HOLD {}", h.to_json()));
+            }
+            c.close().await;
+            say("DONE".into());
+        }
+        "workload" => {
+            let secs = v["secs"].as_f64().unwrap_or(5.0);
+            let mut w = Workload::new(endpoints.clone(), &ns);
+            w.clients = v["clients"].as_u64().unwrap_or(2) as usize;
+            w.locks = v["locks"].as_u64().unwrap_or(2) as usize;
+            w.ttl = ttl;
+            w.hold = Duration::from_millis(v["hold_ms"].as_u64().unwrap_or(10));
+            w.client_prefix = format!("child{}-c", std::process::id());
+            let checker = Arc::new(Checker::new());
+            let counters = Arc::new(Counters::default());
+            let stop = CancellationToken::new();
+            // One long hold across the whole run, checked every 50 ms.
+            let long = {
+                let (endpoints, ns, stop) = (endpoints.clone(), ns.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let c = Client::connect(opts(&endpoints, &ns, ttl, Duration::from_secs(2))).await.expect("connect");
+                    let g = c.lock("long").await.expect("long lock");
+                    let mut checks = 0u64;
+                    let mut lost = String::from("none");
+                    while !stop.is_cancelled() {
+                        checks += 1;
+                        if !g.is_held() {
+                            lost = g.loss().map(|l| l.reason.name().to_string()).unwrap_or_else(|| "not-held".into());
+                            break;
+                        }
+                        if checks % 20 == 0 {
+                            if let Err(e) = g.put("long-res", checks.to_string()).await {
+                                lost = format!("put-{}", e.code());
+                                break;
+                            }
+                        }
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    let _ = g.unlock().await;
+                    c.close().await;
+                    (checks, lost)
+                })
+            };
+            let wall = {
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    while !stop.is_cancelled() {
+                        let wall_ms = std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .map(|d| d.as_millis() as i64)
+                            .unwrap_or(0);
+                        say(format!("WALL {wall_ms} {}", clock_monotonic_ns()));
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                })
+            };
+            let timer = {
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs_f64(secs)).await;
+                    stop.cancel();
+                })
+            };
+            w.run(checker.clone(), counters.clone(), stop.clone()).await;
+            let _ = timer.await;
+            let _ = wall.await;
+            let (checks, lost) = long.await.unwrap_or((0, "panicked".into()));
+            for h in checker.holds() {
+                say(format!("HOLD {}", h.to_json()));
+            }
+            say(format!("LONG {checks} {lost}"));
+            say(format!(
+                "DONE {} {} {}",
+                counters.acquisitions.load(Ordering::Relaxed),
+                counters.losses.load(Ordering::Relaxed),
+                counters.errors_summary().replace(' ', ",")
+            ));
+        }
+        other => panic!("unknown child mode {other}"),
+    }
+}

@@ -1,0 +1,1148 @@
+//! The fault scenarios. Each starts its own etcd (one node or three members),
+//! injects one kind of fault repeatedly, feeds every hold to the [`Checker`],
+//! and returns an [`Outcome`] whose [`Outcome::line`] is the pass figure.
+//!
+//! All scenarios use a 2 s lease TTL. They must run on a multi-threaded tokio
+//! runtime (the etcd harness is driven with `block_in_place`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcdlock::runtime::{clock_monotonic_ns, instant_to_mono_ns};
+use etcdlock::{CancellationToken, Client, ErrorCode, LockOptions};
+use etcdlock_testkit::Etcd;
+use serde_json::json;
+
+use crate::checker::{resource_history, resource_key, Report};
+use crate::{
+    await_key_count, current_revision, keys_under, ms_between, opts, raw, seed, unique_ns, Checker, ChildProc, Counters,
+    Hold, LossInfo, Proxy, Rng, Workload,
+};
+
+/// The lease TTL of every scenario, in seconds.
+pub const TTL: i64 = 2;
+const TTL_NS: u64 = TTL as u64 * 1_000_000_000;
+
+/// How long and how often: the CI short profile or a soak profile.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// Rounds of each repeated fault.
+    pub rounds: u32,
+    /// Seconds of faulted workload (scenarios 4, 5, 8, 11).
+    pub fault_secs: u64,
+    /// Acquisitions the baseline aims for.
+    pub baseline_acquisitions: u64,
+    /// Upper bound on the baseline's run time.
+    pub baseline_max_secs: u64,
+}
+
+impl Profile {
+    /// The CI profile: the whole suite in well under 10 minutes.
+    pub fn short() -> Profile {
+        Profile { rounds: 3, fault_secs: 12, baseline_acquisitions: 9000, baseline_max_secs: 90 }
+    }
+    /// A soak round: longer runs, more repetitions.
+    pub fn soak() -> Profile {
+        Profile { rounds: 6, fault_secs: 40, baseline_acquisitions: 20000, baseline_max_secs: 120 }
+    }
+}
+
+/// The result of one scenario.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Scenario number (1-11).
+    pub id: u32,
+    /// Short name.
+    pub name: &'static str,
+    /// The pass figure.
+    pub figure: String,
+    /// Lock acquisitions made.
+    pub acquisitions: u64,
+    /// Faults injected.
+    pub faults: u64,
+    /// Checker violations.
+    pub violations: u64,
+    /// Failed expectations (empty: passed).
+    pub failures: Vec<String>,
+}
+
+impl Outcome {
+    fn new(id: u32, name: &'static str) -> Outcome {
+        Outcome { id, name, figure: String::new(), acquisitions: 0, faults: 0, violations: 0, failures: Vec::new() }
+    }
+    fn fail(&mut self, msg: impl Into<String>) {
+        self.failures.push(msg.into());
+    }
+    fn expect(&mut self, cond: bool, msg: impl FnOnce() -> String) {
+        if !cond {
+            self.fail(msg());
+        }
+    }
+    /// Whether every expectation held.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+    /// The figure line printed by the tests and the soak.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "scenario {} {}: {} [acquisitions={} faults={} violations={}]",
+            self.id, self.name, self.figure, self.acquisitions, self.faults, self.violations
+        );
+        if !self.failures.is_empty() {
+            s.push_str(&format!(" FAILED: {}", self.failures.join("; ")));
+        }
+        s
+    }
+}
+
+/// Run scenario `id` (1-11).
+pub async fn run(id: u32, p: &Profile) -> Outcome {
+    match id {
+        1 => baseline(p).await,
+        2 => holder_sigstop(p).await,
+        3 => holder_kill9(p).await,
+        4 => member_sigstop(p).await,
+        5 => member_kill_restart(p).await,
+        6 => leader_change_after_holder_death(p).await,
+        7 => client_blackholed(p).await,
+        8 => proxy_delay_and_drop(p).await,
+        9 => waiters_under_compaction(p).await,
+        10 => acquire_response_dropped(p).await,
+        11 => wall_clock_jumps(p).await,
+        _ => {
+            let mut o = Outcome::new(id, "unknown");
+            o.fail(format!("no scenario {id}"));
+            o
+        }
+    }
+}
+
+/// Check the history and fold the result into the outcome.
+async fn finish(o: &mut Outcome, checker: &Checker, rawc: &mut etcd_client::Client, ns: &str, from: Option<i64>) -> Report {
+    let hist = match from {
+        Some(f) => match resource_history(rawc, ns, f).await {
+            Ok(h) => h,
+            Err(e) => {
+                o.fail(format!("resource history: {e}"));
+                BTreeMap::new()
+            }
+        },
+        None => BTreeMap::new(),
+    };
+    let r = checker.check(&hist);
+    o.violations = r.violations() as u64;
+    if r.violations() > 0 {
+        o.fail(format!("checker: {}; {:?}", r.summary(), r.details));
+    }
+    r
+}
+
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+async fn sleep_until_mono(ns: u64) {
+    let now = clock_monotonic_ns();
+    if ns > now {
+        tokio::time::sleep(Duration::from_nanos(ns - now)).await;
+    }
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Run a workload in the background; returns its stop token and join handle.
+fn start_workload(
+    w: Workload,
+    checker: Arc<Checker>,
+    counters: Arc<Counters>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let stop = CancellationToken::new();
+    let s = stop.clone();
+    let h = tokio::spawn(async move { w.run(checker, counters, s).await });
+    (stop, h)
+}
+
+/// A waiter in this process that takes the lock, writes the resource with its token and returns.
+fn spawn_waiter(c: Client, lock: &str) -> tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>> {
+    let lock = lock.to_string();
+    tokio::spawn(async move {
+        let g = c.lock(&lock).await?;
+        let at = clock_monotonic_ns();
+        g.put(resource_key(&lock), g.fencing_token().to_string()).await?;
+        Ok((g, at))
+    })
+}
+
+/// Release a parent-side hold and record it.
+async fn release(checker: &Checker, g: etcdlock::Guard, acquired_ns: u64, client: &str) -> Result<(), String> {
+    let end = clock_monotonic_ns();
+    let loss = g.loss();
+    let r = g.unlock().await;
+    checker.record(Hold {
+        lock: g.name().to_string(),
+        token: g.fencing_token(),
+        acquired_ns,
+        ended_ns: loss.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end),
+        client: client.to_string(),
+        loss: loss.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: instant_to_mono_ns(l.at), reported_ns: end }),
+    });
+    r.map_err(|e| format!("unlock by {client}: {e}"))
+}
+
+/// 1. No fault: 8 clients, 4 locks.
+pub async fn baseline(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(1, "baseline");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("base");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Arc::new(Checker::new());
+    let counters = Arc::new(Counters::default());
+    let mut w = Workload::new(eps.clone(), &ns);
+    w.max_acquisitions = p.baseline_acquisitions;
+    let start = Instant::now();
+    let (stop, h) = start_workload(w, checker.clone(), counters.clone());
+    let cap = tokio::time::sleep(Duration::from_secs(p.baseline_max_secs));
+    tokio::pin!(cap);
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        _ = &mut cap => stop.cancel(),
+    }
+    let _ = h.await;
+    let took = start.elapsed().as_secs_f64();
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
+    let acq = o.acquisitions;
+    o.expect(acq >= 1000, || format!("only {acq} acquisitions"));
+    o.expect(r.losses == 0, || format!("{} losses without any fault", r.losses));
+    o.figure = format!(
+        "8 clients, 4 locks: {} acquisitions in {took:.1} s ({:.0}/s), {}; errors: {}",
+        o.acquisitions,
+        o.acquisitions as f64 / took,
+        r.summary(),
+        counters.errors_summary()
+    );
+    o
+}
+
+fn holder_spec(eps: &[String], ns: &str, rounds: u32) -> serde_json::Value {
+    json!({"mode": "holder", "endpoints": eps, "ns": ns, "ttl": TTL, "lock": "L", "rounds": rounds})
+}
+
+fn parse_hold(parts: &[String]) -> Option<Hold> {
+    Hold::from_json(&parts[1..].join(" "))
+}
+
+/// 2. Holder process SIGSTOPped for 2×TTL, repeatedly.
+pub async fn holder_sigstop(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(2, "holder-sigstop");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("stop");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let rounds = p.rounds;
+    let mut child = ChildProc::spawn(holder_spec(&eps, &ns, rounds), &[]);
+    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
+    let prefix = format!("{ns}L/");
+    let (mut max_wait, mut reported, mut stale_ok, mut raw_ok, mut min_gap) = (0u64, 0u32, 0u32, 0u32, i64::MAX);
+    let mut done = 0;
+    for round in 0..rounds {
+        let held = match child.expect("HELD", Duration::from_secs(20)).await {
+            Ok(h) => h,
+            Err(e) => {
+                o.fail(format!("round {round}: {e}"));
+                break;
+            }
+        };
+        let child_token: i64 = held[1].parse().unwrap_or(0);
+        o.acquisitions += 1;
+        if let Err(e) = child.expect("PUT", Duration::from_secs(10)).await {
+            o.fail(e);
+            break;
+        }
+        let waiter = spawn_waiter(wc.clone(), "L");
+        if await_key_count(&mut rawc, &prefix, 2, Duration::from_secs(10)).await.is_none() {
+            o.fail(format!("round {round}: waiter never queued"));
+            break;
+        }
+        let stop_ns = clock_monotonic_ns();
+        child.signal(libc::SIGSTOP);
+        o.faults += 1;
+        let (g, at) = match tokio::time::timeout(Duration::from_secs(TTL as u64 + 10), waiter).await {
+            Ok(Ok(Ok(x))) => x,
+            other => {
+                child.signal(libc::SIGCONT);
+                o.fail(format!("round {round}: waiter did not acquire: {other:?}"));
+                break;
+            }
+        };
+        o.acquisitions += 1;
+        let waited = at.saturating_sub(stop_ns);
+        max_wait = max_wait.max(waited);
+        o.expect(waited <= TTL_NS + 1_000_000_000, || format!("round {round}: waiter acquired {:.2} s after SIGSTOP", secs(waited)));
+        o.expect(g.fencing_token() > child_token, || format!("round {round}: token {} not above {child_token}", g.fencing_token()));
+        // Keep the holder stopped for 2×TTL in total, then let it run into its stale state.
+        sleep_until_mono(stop_ns + 2 * TTL_NS).await;
+        child.signal(libc::SIGCONT);
+        let lost = child.expect("LOST", Duration::from_secs(10)).await;
+        let stale = child.expect("STALE", Duration::from_secs(10)).await;
+        let rawtx = child.expect("RAWTXN", Duration::from_secs(20)).await;
+        let hold = child.expect("HOLD", Duration::from_secs(10)).await;
+        match (lost, stale, rawtx, hold) {
+            (Ok(lost), Ok(stale), Ok(rawtx), Ok(hold)) => {
+                reported += 1;
+                let lost_at: u64 = lost[2].parse().unwrap_or(u64::MAX);
+                min_gap = min_gap.min(ms_between(lost_at, at));
+                if stale[1] == "ok" {
+                    stale_ok += 1;
+                }
+                if rawtx[1] == "true" {
+                    raw_ok += 1;
+                }
+                match parse_hold(&hold) {
+                    Some(h) => checker.record(h),
+                    None => o.fail(format!("bad HOLD line {hold:?}")),
+                }
+            }
+            other => o.fail(format!("round {round}: resumed holder did not report: {other:?}")),
+        }
+        if let Err(e) = release(&checker, g, at, "parent-waiter").await {
+            o.fail(e);
+        }
+        done += 1;
+    }
+    if o.passed() {
+        if let Err(e) = child.expect("DONE", Duration::from_secs(20)).await {
+            o.fail(e);
+        }
+    }
+    child.kill9().await;
+    wc.close().await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.expect(done == rounds, || format!("{done}/{rounds} rounds completed"));
+    o.expect(stale_ok + raw_ok == 0, || format!("{stale_ok} guarded and {raw_ok} raw stale writes accepted"));
+    o.expect(reported == rounds, || format!("{reported}/{rounds} losses reported"));
+    o.figure = format!(
+        "{done} rounds, {} stale writes accepted (guarded put {stale_ok}, raw compare {raw_ok}), max waiter acquire {:.2} s after SIGSTOP (TTL {TTL} s, bound {} s), {reported}/{rounds} losses reported, each hold ended >= {} ms before the waiter acquired; {}",
+        stale_ok + raw_ok,
+        secs(max_wait),
+        TTL + 1,
+        if min_gap == i64::MAX { 0 } else { min_gap },
+        r.summary()
+    );
+    o
+}
+
+/// 3. Holder process kill -9, repeatedly.
+pub async fn holder_kill9(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(3, "holder-kill9");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("kill");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
+    let prefix = format!("{ns}L/");
+    let mut max_wait = 0u64;
+    let mut done = 0;
+    for round in 0..p.rounds {
+        let mut child = ChildProc::spawn(holder_spec(&eps, &ns, 1), &[]);
+        let held = match child.expect("HELD", Duration::from_secs(20)).await {
+            Ok(h) => h,
+            Err(e) => {
+                o.fail(format!("round {round}: {e}"));
+                break;
+            }
+        };
+        let (child_token, child_acq): (i64, u64) = (held[1].parse().unwrap_or(0), held[2].parse().unwrap_or(0));
+        o.acquisitions += 1;
+        let _ = child.expect("PUT", Duration::from_secs(10)).await;
+        let waiter = spawn_waiter(wc.clone(), "L");
+        if await_key_count(&mut rawc, &prefix, 2, Duration::from_secs(10)).await.is_none() {
+            o.fail(format!("round {round}: waiter never queued"));
+            break;
+        }
+        let kill_ns = clock_monotonic_ns();
+        child.kill9().await;
+        o.faults += 1;
+        checker.record(Hold {
+            lock: "L".into(),
+            token: child_token,
+            acquired_ns: child_acq,
+            ended_ns: kill_ns,
+            client: format!("child-round{round}"),
+            loss: None,
+        });
+        let (g, at) = match tokio::time::timeout(Duration::from_secs(TTL as u64 + 10), waiter).await {
+            Ok(Ok(Ok(x))) => x,
+            other => {
+                o.fail(format!("round {round}: waiter did not acquire: {other:?}"));
+                break;
+            }
+        };
+        o.acquisitions += 1;
+        let waited = at.saturating_sub(kill_ns);
+        max_wait = max_wait.max(waited);
+        o.expect(waited <= TTL_NS + 1_000_000_000, || format!("round {round}: waiter acquired {:.2} s after kill -9", secs(waited)));
+        o.expect(g.fencing_token() > child_token, || format!("round {round}: token not above the dead holder's"));
+        if let Err(e) = release(&checker, g, at, "parent-waiter").await {
+            o.fail(e);
+        }
+        done += 1;
+    }
+    wc.close().await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.expect(done == p.rounds, || format!("{done}/{} rounds completed", p.rounds));
+    o.figure = format!(
+        "{done} rounds, max next-waiter acquire {:.2} s after kill -9 (TTL {TTL} s, bound {} s); {}",
+        secs(max_wait),
+        TTL + 1,
+        r.summary()
+    );
+    o
+}
+
+fn cluster_workload(endpoints: Vec<String>, ns: &str) -> Workload {
+    let mut w = Workload::new(endpoints, ns);
+    w.hold = Duration::from_millis(5);
+    w.lock_timeout = Duration::from_secs(4);
+    w.request_timeout = Duration::from_secs(1);
+    w
+}
+
+/// 4. Member SIGSTOP for 1-5 s, repeatedly, in a 3-member cluster.
+pub async fn member_sigstop(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(4, "member-sigstop");
+    let etcd = Etcd::cluster(3);
+    let eps = etcd.endpoints();
+    let ns = unique_ns("mstop");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Arc::new(Checker::new());
+    let counters = Arc::new(Counters::default());
+    let (stop, h) = start_workload(cluster_workload(eps.clone(), &ns), checker.clone(), counters.clone());
+    let mut rng = Rng::new(seed() ^ 4);
+    let (mut leaders, mut stopped) = (0, Duration::ZERO);
+    let started = Instant::now();
+    let mut k = 0u32;
+    while started.elapsed() < Duration::from_secs(p.fault_secs) || k < 3 {
+        tokio::time::sleep(rng.between(Duration::from_millis(500), Duration::from_millis(1500))).await;
+        let leader = blocking(|| etcd.leader());
+        let victim = if k % 2 == 0 { leader.unwrap_or(0) } else { rng.below(3) as usize };
+        if Some(victim) == leader {
+            leaders += 1;
+        }
+        let d = rng.between(Duration::from_secs(1), Duration::from_secs(5));
+        etcd.pause(victim);
+        o.faults += 1;
+        tokio::time::sleep(d).await;
+        etcd.resume(victim);
+        stopped += d;
+        k += 1;
+    }
+    let healed_ns = clock_monotonic_ns();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.cancel();
+    let _ = h.await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
+    let last = counters.last_acquired_ns.load(Ordering::Relaxed);
+    o.expect(last > healed_ns, || "no acquisition after the last member resumed".into());
+    o.figure = format!(
+        "{} member pauses of 1-5 s ({leaders} of the leader, {:.1} s stopped in total), {} acquisitions; {}; errors: {}",
+        o.faults,
+        stopped.as_secs_f64(),
+        o.acquisitions,
+        r.summary(),
+        counters.errors_summary()
+    );
+    o
+}
+
+/// Wait until no lock key (a key with a lease) is left under `ns` and etcd has no lease.
+async fn await_clean(rawc: &mut etcd_client::Client, ns: &str, timeout: Duration) -> (usize, usize) {
+    let start = Instant::now();
+    loop {
+        let keys = keys_under(rawc, ns).await.map(|k| k.iter().filter(|(_, _, lease)| *lease != 0).count()).unwrap_or(usize::MAX);
+        let leases = match rawc.leases().await {
+            Ok(l) => l.leases().len(),
+            Err(_) => usize::MAX,
+        };
+        if (keys == 0 && leases == 0) || start.elapsed() > timeout {
+            return (keys, leases);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// 5. Member kill -9 and restart (the leader included), repeatedly.
+pub async fn member_kill_restart(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(5, "member-kill-restart");
+    let mut etcd = Etcd::cluster(3);
+    let eps = etcd.endpoints();
+    let ns = unique_ns("mkill");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Arc::new(Checker::new());
+    let counters = Arc::new(Counters::default());
+    let (stop, h) = start_workload(cluster_workload(eps.clone(), &ns), checker.clone(), counters.clone());
+    let probe = Client::connect(opts(&eps, &ns, TTL, Duration::from_secs(1))).await.expect("probe connect");
+    let mut rng = Rng::new(seed() ^ 5);
+    let (mut leaders, mut max_resume, mut probes) = (0, Duration::ZERO, 0u64);
+    let started = Instant::now();
+    let mut k = 0u32;
+    while started.elapsed() < Duration::from_secs(p.fault_secs) || k < 3 {
+        let gap = if p.fault_secs > 20 { (5, 10) } else { (1, 3) };
+        tokio::time::sleep(rng.between(Duration::from_secs(gap.0), Duration::from_secs(gap.1))).await;
+        let leader = blocking(|| etcd.leader());
+        let victim = if k % 2 == 0 { leader.unwrap_or(0) } else { rng.below(3) as usize };
+        if Some(victim) == leader {
+            leaders += 1;
+        }
+        blocking(|| etcd.kill(victim));
+        let killed = Instant::now();
+        o.faults += 1;
+        // Operations resume: a fresh lock on a new name goes through.
+        let mut resumed = None;
+        let mut i = 0;
+        while killed.elapsed() < Duration::from_secs(15) {
+            i += 1;
+            if let Ok(g) = probe.lock_with(&format!("probe-{k}-{i}"), LockOptions::timeout(Duration::from_secs(2))).await {
+                let _ = g.unlock().await;
+                probes += 1;
+                resumed = Some(killed.elapsed());
+                break;
+            }
+        }
+        match resumed {
+            Some(d) => {
+                max_resume = max_resume.max(d);
+                o.expect(d <= Duration::from_secs(5), || format!("kill {k}: operations resumed after {d:?}"));
+            }
+            None => o.fail(format!("kill {k}: operations did not resume within 15 s")),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let healthy = blocking(|| {
+            etcd.restart(victim);
+            etcd.wait_member_healthy(victim, Duration::from_secs(20))
+        });
+        if let Err(e) = healthy {
+            o.fail(format!("restart of m{victim}: {e}"));
+        }
+        k += 1;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.cancel();
+    let _ = h.await;
+    probe.close().await;
+    let (keys, leases) = await_clean(&mut rawc, &ns, Duration::from_secs(15)).await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.acquisitions = counters.acquisitions.load(Ordering::Relaxed) + probes;
+    o.expect(keys == 0 && leases == 0, || format!("{keys} lock keys and {leases} leases left"));
+    o.figure = format!(
+        "{} member kill -9 + restart ({leaders} of the leader), operations resumed within {:.2} s at most (bound 5 s), {} acquisitions, {keys} lock keys and {leases} leases left; {}; errors: {}",
+        o.faults,
+        max_resume.as_secs_f64(),
+        o.acquisitions,
+        r.summary(),
+        counters.errors_summary()
+    );
+    o
+}
+
+/// 6. The leader is killed right after a holder dies (etcd resets lease TTLs on a leader change).
+pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(6, "leader-change-after-holder-death");
+    let mut etcd = Etcd::cluster(3);
+    let eps = etcd.endpoints();
+    let ns = unique_ns("lead");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let wc = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(1))).await.expect("waiter connect");
+    let prefix = format!("{ns}L/");
+    let mut max_wait = 0u64;
+    let mut done = 0;
+    let rounds = p.rounds.min(3).max(2);
+    for round in 0..rounds {
+        let mut child = ChildProc::spawn(holder_spec(&eps, &ns, 1), &[]);
+        let held = match child.expect("HELD", Duration::from_secs(20)).await {
+            Ok(h) => h,
+            Err(e) => {
+                o.fail(format!("round {round}: {e}"));
+                break;
+            }
+        };
+        let (child_token, child_acq): (i64, u64) = (held[1].parse().unwrap_or(0), held[2].parse().unwrap_or(0));
+        o.acquisitions += 1;
+        let _ = child.expect("PUT", Duration::from_secs(10)).await;
+        let waiter = spawn_waiter(wc.clone(), "L");
+        if await_key_count(&mut rawc, &prefix, 2, Duration::from_secs(10)).await.is_none() {
+            o.fail(format!("round {round}: waiter never queued"));
+            break;
+        }
+        let Some(leader) = blocking(|| etcd.leader()) else {
+            o.fail("no leader".to_string());
+            break;
+        };
+        let kill_ns = clock_monotonic_ns();
+        child.kill9().await;
+        blocking(|| etcd.kill(leader));
+        o.faults += 2;
+        checker.record(Hold {
+            lock: "L".into(),
+            token: child_token,
+            acquired_ns: child_acq,
+            ended_ns: kill_ns,
+            client: format!("child-round{round}"),
+            loss: None,
+        });
+        let res = tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), waiter).await;
+        let (g, at) = match res {
+            Ok(Ok(Ok(x))) => x,
+            other => {
+                o.fail(format!("round {round}: waiter did not acquire: {other:?}"));
+                break;
+            }
+        };
+        o.acquisitions += 1;
+        let waited = at.saturating_sub(kill_ns);
+        max_wait = max_wait.max(waited);
+        let bound = 2 * TTL_NS + 2_000_000_000;
+        o.expect(waited <= bound, || format!("round {round}: waiter acquired {:.2} s after the holder died", secs(waited)));
+        o.expect(g.fencing_token() > child_token, || format!("round {round}: token not above the dead holder's"));
+        if let Err(e) = release(&checker, g, at, "parent-waiter").await {
+            o.fail(e);
+        }
+        let healthy = blocking(|| {
+            etcd.restart(leader);
+            etcd.wait_member_healthy(leader, Duration::from_secs(20))
+        });
+        if let Err(e) = healthy {
+            o.fail(format!("restart of m{leader}: {e}"));
+        }
+        done += 1;
+    }
+    wc.close().await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.expect(done == rounds, || format!("{done}/{rounds} rounds completed"));
+    o.figure = format!(
+        "{done} rounds of holder kill -9 + leader kill -9, max waiter acquire {:.2} s after the holder died (bound 2xTTL+2 = {} s); {}",
+        secs(max_wait),
+        2 * TTL + 2,
+        r.summary()
+    );
+    o
+}
+
+/// 7. A holder cut off by the proxy (blackhole) for 2×TTL.
+pub async fn client_blackholed(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(7, "client-blackholed");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("bh");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let proxy = Proxy::start(&eps[0]).await.expect("proxy");
+    let margin = Duration::from_millis(400);
+    let prefix = format!("{ns}L/");
+    let (mut max_since_ack, mut min_gap, mut reacquired, mut stale) = (0i64, i64::MAX, 0u32, 0u32);
+    let rounds = p.rounds.min(3).max(2);
+    let mut done = 0;
+    for round in 0..rounds {
+        let mut ao = opts(&[proxy.endpoint()], &ns, TTL, Duration::from_secs(1));
+        ao.margin = Some(margin);
+        let a = Client::connect(ao).await.expect("A connect");
+        let b = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("B connect");
+        let ga = Arc::new(a.lock("L").await.expect("A lock"));
+        let a_acq = clock_monotonic_ns();
+        o.acquisitions += 1;
+        ga.put(resource_key("L"), ga.fencing_token().to_string()).await.expect("A put");
+        // Track the validity deadline: (last acknowledged keep-alive send time) + TTL - margin.
+        let last_valid = Arc::new(AtomicU64::new(0));
+        let poller = {
+            let (ga, last_valid) = (ga.clone(), last_valid.clone());
+            tokio::spawn(async move {
+                while ga.is_held() {
+                    last_valid.store(instant_to_mono_ns(ga.valid_until()), Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+        };
+        let waiter = spawn_waiter(b.clone(), "L");
+        if await_key_count(&mut rawc, &prefix, 2, Duration::from_secs(10)).await.is_none() {
+            o.fail(format!("round {round}: B never queued"));
+            break;
+        }
+        let bh_ns = clock_monotonic_ns();
+        proxy.blackhole();
+        o.faults += 1;
+        let loss = match tokio::time::timeout(Duration::from_secs(TTL as u64 + 3), ga.wait_lost()).await {
+            Ok(Some(l)) => l,
+            other => {
+                proxy.pass();
+                o.fail(format!("round {round}: A never reported the loss: {other:?}"));
+                break;
+            }
+        };
+        let rep_ns = clock_monotonic_ns();
+        let _ = poller.await;
+        let last_ack_send = last_valid.load(Ordering::Relaxed) - (TTL_NS - margin.as_nanos() as u64);
+        let since_ack = ms_between(last_ack_send, rep_ns);
+        max_since_ack = max_since_ack.max(since_ack);
+        o.expect(since_ack <= TTL * 1000, || format!("round {round}: loss reported {since_ack} ms after the last acknowledged keep-alive"));
+        let (gb, b_at) = match tokio::time::timeout(Duration::from_secs(TTL as u64 + 10), waiter).await {
+            Ok(Ok(Ok(x))) => x,
+            other => {
+                proxy.pass();
+                o.fail(format!("round {round}: B did not acquire: {other:?}"));
+                break;
+            }
+        };
+        o.acquisitions += 1;
+        let loss_at = instant_to_mono_ns(loss.at);
+        min_gap = min_gap.min(ms_between(loss_at, b_at));
+        checker.record(Hold {
+            lock: "L".into(),
+            token: ga.fencing_token(),
+            acquired_ns: a_acq,
+            ended_ns: loss_at,
+            client: format!("A{round}"),
+            loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
+        });
+        sleep_until_mono(bh_ns + 2 * TTL_NS).await;
+        proxy.pass();
+        // After healing, A's stale writes are refused: locally, and by etcd's compare.
+        if ga.put(resource_key("L"), ga.fencing_token().to_string()).await.map_err(|e| e.code()) != Err(ErrorCode::LockLost) {
+            stale += 1;
+        }
+        let txn = etcd_client::Txn::new()
+            .when([etcd_client::Compare::create_revision(ga.key(), etcd_client::CompareOp::Equal, ga.fencing_token())])
+            .and_then([etcd_client::TxnOp::put(format!("{ns}{}", resource_key("L")), ga.fencing_token().to_string(), None)]);
+        let mut araw = a.etcd();
+        let heal = Instant::now();
+        loop {
+            match araw.txn(txn.clone()).await {
+                Ok(r) => {
+                    if r.succeeded() {
+                        stale += 1;
+                    }
+                    break;
+                }
+                Err(_) if heal.elapsed() < Duration::from_secs(10) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(e) => {
+                    o.fail(format!("round {round}: etcd unreachable through the healed proxy: {e}"));
+                    break;
+                }
+            }
+        }
+        // A re-acquires once B releases, with a higher token.
+        let a2 = tokio::spawn({
+            let a = a.clone();
+            async move {
+                let g = a.lock_with("L", LockOptions::timeout(Duration::from_secs(20))).await?;
+                let at = clock_monotonic_ns();
+                g.put(resource_key("L"), g.fencing_token().to_string()).await?;
+                Ok::<_, etcdlock::Error>((g, at))
+            }
+        });
+        let _ = await_key_count(&mut rawc, &prefix, 2, Duration::from_secs(10)).await;
+        let b_token = gb.fencing_token();
+        if let Err(e) = release(&checker, gb, b_at, &format!("B{round}")).await {
+            o.fail(e);
+        }
+        match a2.await {
+            Ok(Ok((g2, at2))) => {
+                o.acquisitions += 1;
+                if g2.fencing_token() > b_token && g2.fencing_token() > ga.fencing_token() {
+                    reacquired += 1;
+                }
+                if let Err(e) = release(&checker, g2, at2, &format!("A{round}-again")).await {
+                    o.fail(e);
+                }
+            }
+            other => o.fail(format!("round {round}: A did not re-acquire after healing: {other:?}")),
+        }
+        a.close().await;
+        b.close().await;
+        done += 1;
+    }
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.expect(done == rounds && reacquired == rounds, || format!("{reacquired}/{rounds} re-acquired with a higher token"));
+    o.expect(stale == 0, || format!("{stale} stale writes accepted after healing"));
+    o.figure = format!(
+        "{done} rounds of 2xTTL blackhole: loss reported <= {max_since_ack} ms after the last acknowledged keep-alive (bound TTL = {} ms), hold ended >= {} ms before the other client acquired, {reacquired}/{rounds} re-acquired with a higher token after healing, {stale} stale writes accepted; {}",
+        TTL * 1000,
+        if min_gap == i64::MAX { 0 } else { min_gap },
+        r.summary()
+    );
+    o
+}
+
+/// 8. Proxy bursts of 75±50 ms delay and 50% connection drop, 1 s each.
+pub async fn proxy_delay_and_drop(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(8, "proxy-delay-drop");
+    let etcd = Etcd::cluster(3);
+    let eps = etcd.endpoints();
+    let ns = unique_ns("delay");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let mut proxies = Vec::new();
+    for e in &eps {
+        proxies.push(Proxy::start(e).await.expect("proxy"));
+    }
+    let checker = Arc::new(Checker::new());
+    let counters = Arc::new(Counters::default());
+    let mut w = cluster_workload(proxies.iter().map(|p| p.endpoint()).collect(), &ns);
+    w.request_timeout = Duration::from_secs(2);
+    w.lock_timeout = Duration::from_secs(5);
+    let (stop, h) = start_workload(w, checker.clone(), counters.clone());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (mut bursts, mut resets, mut in_bursts) = (0u64, 0u64, 0u64);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(p.fault_secs) {
+        let before = counters.acquisitions.load(Ordering::Relaxed);
+        for px in &proxies {
+            px.delay(Duration::from_millis(75), Duration::from_millis(50));
+            px.drop_new_connections(0.5);
+            resets += px.reset_fraction(0.5) as u64;
+        }
+        bursts += 1;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        for px in &proxies {
+            px.pass();
+            px.drop_new_connections(0.0);
+        }
+        in_bursts += counters.acquisitions.load(Ordering::Relaxed) - before;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let healed_ns = clock_monotonic_ns();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    stop.cancel();
+    let _ = h.await;
+    let refused: u64 = proxies.iter().map(|p| p.stats().refused).sum();
+    let delayed: u64 = proxies.iter().map(|p| p.stats().delayed_chunks).sum();
+    o.faults = bursts * proxies.len() as u64 + resets + refused;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
+    o.expect(counters.last_acquired_ns.load(Ordering::Relaxed) > healed_ns, || "no acquisition after the last burst".into());
+    o.expect(delayed > 0 && refused > 0, || format!("the proxies delayed {delayed} chunks and refused {refused} connections"));
+    o.figure = format!(
+        "{bursts} bursts of 1 s on 3 proxies (delay 75±50 ms: {delayed} chunks delayed; 50% of new connections refused: {refused}; {resets} live connections reset), {} acquisitions ({in_bursts} during bursts); {}; errors: {}",
+        o.acquisitions,
+        r.summary(),
+        counters.errors_summary()
+    );
+    o
+}
+
+/// 9. 20 waiters while etcd compacts every 200 ms.
+pub async fn waiters_under_compaction(_p: &Profile) -> Outcome {
+    let mut o = Outcome::new(9, "waiters-under-compaction");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("compact");
+    let mut rawc = raw(&eps).await;
+    let checker = Arc::new(Checker::new());
+    let prefix = format!("{ns}Q/");
+    let n = 20usize;
+    let holder = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(2))).await.expect("holder connect");
+    let gh = holder.lock("Q").await.expect("holder lock");
+    let h_acq = clock_monotonic_ns();
+    let stop = CancellationToken::new();
+    let compactions = Arc::new(AtomicU64::new(0));
+    let compactor = {
+        let (stop, compactions, eps) = (stop.clone(), compactions.clone(), eps.clone());
+        tokio::spawn(async move {
+            let mut c = raw(&eps).await;
+            while !stop.is_cancelled() {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                let rev = current_revision(&mut c).await;
+                if c.compact(rev, None).await.is_ok() {
+                    compactions.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+    let order = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    let mut queue_revs = Vec::new();
+    for i in 0..n {
+        let c = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(2))).await.expect("waiter connect");
+        let (order, checker) = (order.clone(), checker.clone());
+        tasks.push(tokio::spawn(async move {
+            let r = c.lock_with("Q", LockOptions::timeout(Duration::from_secs(60))).await;
+            let out = match r {
+                Ok(g) => {
+                    let at = clock_monotonic_ns();
+                    let seq = order.fetch_add(1, Ordering::SeqCst);
+                    let _ = g.put(resource_key("Q"), g.fencing_token().to_string()).await;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    let tok = g.fencing_token();
+                    let _ = release(&checker, g, at, &format!("w{i}")).await;
+                    Ok((seq, tok))
+                }
+                Err(e) => Err(e),
+            };
+            c.close().await;
+            out
+        }));
+        if await_key_count(&mut rawc, &prefix, i + 2, Duration::from_secs(10)).await.is_none() {
+            o.fail(format!("waiter {i} never queued"));
+        }
+        let keys = keys_under(&mut rawc, &prefix).await.unwrap_or_default();
+        queue_revs.push(keys.last().map(|k| k.1).unwrap_or(0));
+    }
+    // Let a few compactions pass while all 20 wait.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let released = Instant::now();
+    if let Err(e) = release(&checker, gh, h_acq, "holder").await {
+        o.fail(e);
+    }
+    let mut grants: Vec<(u64, usize, i64)> = Vec::new();
+    let mut stuck = 0;
+    for (i, t) in tasks.into_iter().enumerate() {
+        match tokio::time::timeout(Duration::from_secs(60), t).await {
+            Ok(Ok(Ok((seq, tok)))) => grants.push((seq, i, tok)),
+            other => {
+                stuck += 1;
+                o.fail(format!("waiter {i}: {other:?}"));
+            }
+        }
+    }
+    let took = released.elapsed();
+    stop.cancel();
+    let _ = compactor.await;
+    holder.close().await;
+    grants.sort();
+    let in_order = grants.iter().enumerate().all(|(k, (_, i, tok))| *i == k && queue_revs.get(*i) == Some(tok));
+    o.acquisitions = grants.len() as u64 + 1;
+    o.faults = compactions.load(Ordering::Relaxed);
+    let r = finish(&mut o, &checker, &mut rawc, &ns, None).await;
+    o.expect(stuck == 0 && grants.len() == n, || format!("{stuck} stuck waiters"));
+    o.expect(in_order, || format!("grant order {grants:?} differs from create_revision order {queue_revs:?}"));
+    let comps = o.faults;
+    o.expect(comps >= 5, || format!("only {comps} compactions"));
+    o.figure = format!(
+        "{n} waiters, {} compactions (every 200 ms), {}/{n} granted in {:.1} s, {stuck} stuck, grant order = create_revision order: {}; {}",
+        o.faults,
+        grants.len(),
+        took.as_secs_f64(),
+        if in_order { "yes" } else { "NO" },
+        r.summary()
+    );
+    o
+}
+
+/// 10. The response to an acquisition is dropped (etcd applied the request).
+pub async fn acquire_response_dropped(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(10, "acquire-response-dropped");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("drop");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let proxy = Proxy::start(&eps[0]).await.expect("proxy");
+    let holder = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("holder");
+    let gh = holder.lock("L").await.expect("holder lock");
+    let h_acq = clock_monotonic_ns();
+    o.acquisitions += 1;
+    let w = Client::connect(opts(&[proxy.endpoint()], &ns, TTL, Duration::from_secs(1))).await.expect("W connect");
+    let (mut max_gone, mut free_ok) = (0i64, 0u32);
+    let rounds = p.rounds;
+    for round in 0..rounds {
+        // a. A waiter's acquisition: the request is applied, the response lost; the call then fails.
+        let Some(lease) = w.lease_id().await else {
+            o.fail(format!("round {round}: W has no session"));
+            break;
+        };
+        let key = format!("{ns}L/{lease:x}");
+        proxy.drop_response_to(key.as_bytes());
+        o.faults += 1;
+        let r = w.lock_with("L", LockOptions::timeout(Duration::from_millis(1500))).await;
+        let failed_ns = clock_monotonic_ns();
+        o.expect(r.is_err(), || format!("round {round}: W acquired a held lock"));
+        o.expect(!proxy.drop_pending(), || format!("round {round}: the response drop never fired"));
+        let start = Instant::now();
+        let mut gone = None;
+        while start.elapsed() < Duration::from_secs(TTL as u64 + 5) {
+            let ks = keys_under(&mut rawc, &format!("{ns}L/")).await.unwrap_or_default();
+            if !ks.iter().any(|(k, _, _)| k.starts_with(&key)) {
+                gone = Some(ms_between(failed_ns, clock_monotonic_ns()));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        match gone {
+            Some(ms) => {
+                max_gone = max_gone.max(ms);
+                o.expect(ms <= TTL * 1000 + 1000, || format!("round {round}: waiter key gone only after {ms} ms"));
+            }
+            None => o.fail(format!("round {round}: waiter key {key} still there {} s after the failed acquire", TTL + 5)),
+        }
+        // The session is alive, so without the cleanup the key would have stayed forever.
+        o.expect(w.lease_id().await == Some(lease), || format!("round {round}: W's session changed"));
+
+        // b. An uncontended acquisition whose response is lost: the retry finds our key and we hold the lock.
+        let name = format!("F{round}");
+        let Some(lease) = w.lease_id().await else { break };
+        proxy.drop_response_to(format!("{ns}{name}/{lease:x}").as_bytes());
+        o.faults += 1;
+        match w.lock_with(&name, LockOptions::timeout(Duration::from_secs(8))).await {
+            Ok(g) => {
+                let at = clock_monotonic_ns();
+                o.acquisitions += 1;
+                let ks = keys_under(&mut rawc, &format!("{ns}{name}/")).await.unwrap_or_default();
+                if ks.len() == 1 && ks[0].0 == g.key() && ks[0].1 == g.fencing_token() && !proxy.drop_pending() {
+                    free_ok += 1;
+                } else {
+                    o.fail(format!("round {round}: keys {ks:?} for guard {} token {}", g.key(), g.fencing_token()));
+                }
+                if let Err(e) = release(&checker, g, at, "W").await {
+                    o.fail(e);
+                }
+                let left = await_key_count(&mut rawc, &format!("{ns}{name}/"), 0, Duration::from_secs(5)).await;
+                o.expect(left.is_some(), || format!("round {round}: key left after unlock"));
+            }
+            Err(e) => o.fail(format!("round {round}: uncontended acquire after a lost response: {e}")),
+        }
+    }
+    if let Err(e) = release(&checker, gh, h_acq, "holder").await {
+        o.fail(e);
+    }
+    w.close().await;
+    holder.close().await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.expect(free_ok == rounds, || format!("{free_ok}/{rounds} uncontended acquisitions recovered"));
+    o.figure = format!(
+        "{rounds} dropped responses to a waiter's acquire: its key gone <= {max_gone} ms after the failed call (bound TTL+1 s = {} ms); {free_ok}/{rounds} dropped responses to an uncontended acquire recovered by the retry with the right token and no extra key; {}",
+        TTL * 1000 + 1000,
+        r.summary()
+    );
+    o
+}
+
+/// The libfaketime preload library, if installed.
+pub fn libfaketime() -> Option<String> {
+    for p in [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+        "/usr/local/lib/faketime/libfaketime.so.1",
+    ] {
+        if std::path::Path::new(p).is_file() {
+            return Some(p.to_string());
+        }
+    }
+    None
+}
+
+/// 11. The wall clock of a holder process jumps by ±262 s (libfaketime), repeatedly.
+pub async fn wall_clock_jumps(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(11, "wall-clock-jumps");
+    let Some(lib) = libfaketime() else {
+        o.fail("libfaketime is not installed (apt-get install faketime)".to_string());
+        o.figure = "not run".into();
+        return o;
+    };
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("clock");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Arc::new(Checker::new());
+    let counters = Arc::new(Counters::default());
+    let file = etcd.dir().join("faketime.rc");
+    std::fs::write(&file, "+0\n").expect("write faketime file");
+    let secs_run = p.fault_secs.max(8);
+    let mut child = ChildProc::spawn(
+        json!({"mode": "workload", "endpoints": eps, "ns": ns, "ttl": TTL, "secs": secs_run, "clients": 2, "locks": 2, "hold_ms": 10}),
+        &[
+            ("LD_PRELOAD", lib.clone()),
+            ("FAKETIME_TIMESTAMP_FILE", file.display().to_string()),
+            ("FAKETIME_NO_CACHE", "1".into()),
+            ("FAKETIME_DONT_FAKE_MONOTONIC", "1".into()),
+            ("DONT_FAKE_MONOTONIC", "1".into()),
+        ],
+    );
+    let mut w = Workload::new(eps.clone(), &ns);
+    w.clients = 2;
+    w.locks = 2;
+    w.hold = Duration::from_millis(10);
+    w.client_prefix = "parent-c".into();
+    let (stop, h) = start_workload(w, checker.clone(), counters.clone());
+    let started = Instant::now();
+    let mut jumps = 0u64;
+    let offsets = ["+262", "-262", "+0"];
+    let mut k = 0;
+    while started.elapsed() < Duration::from_secs(secs_run) {
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let prev = offsets[k % 3];
+        k += 1;
+        let next = offsets[k % 3];
+        let _ = std::fs::write(&file, format!("{next}\n"));
+        let _ = prev;
+        jumps += 1;
+    }
+    stop.cancel();
+    let _ = h.await;
+    o.faults = jumps;
+    let lines = child.rest(Duration::from_secs(30)).await;
+    child.wait().await;
+    let (mut child_acq, mut child_losses, mut long) = (0u64, 0u64, None);
+    let (mut off_min, mut off_max) = (i64::MAX, i64::MIN);
+    let mut done = false;
+    for l in &lines {
+        let parts: Vec<String> = l.split_whitespace().map(String::from).collect();
+        match parts.first().map(|s| s.as_str()) {
+            Some("HOLD") => match parse_hold(&parts) {
+                Some(h) => {
+                    if h.loss.is_some() {
+                        child_losses += 1;
+                    }
+                    checker.record(h)
+                }
+                None => o.fail(format!("bad HOLD line {l}")),
+            },
+            Some("WALL") if parts.len() == 3 => {
+                let wall: i64 = parts[1].parse().unwrap_or(0);
+                let mono: i64 = parts[2].parse::<i64>().unwrap_or(0) / 1_000_000;
+                off_min = off_min.min(wall - mono);
+                off_max = off_max.max(wall - mono);
+            }
+            Some("LONG") if parts.len() == 3 => long = Some((parts[1].clone(), parts[2].clone())),
+            Some("DONE") if parts.len() >= 2 => {
+                done = true;
+                child_acq = parts[1].parse().unwrap_or(0);
+            }
+            _ => {}
+        }
+    }
+    let span_s = if off_max >= off_min { (off_max - off_min) as f64 / 1000.0 } else { 0.0 };
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    let parent_losses = counters.losses.load(Ordering::Relaxed);
+    o.acquisitions = counters.acquisitions.load(Ordering::Relaxed) + child_acq + 1;
+    let long_ok = matches!(&long, Some((_, l)) if l == "none");
+    let false_losses = child_losses + parent_losses + u64::from(!long_ok);
+    o.expect(done, || "the child did not finish".into());
+    o.expect(span_s >= 500.0, || format!("the child's wall clock moved by only {span_s:.0} s: libfaketime not effective"));
+    o.expect(false_losses == 0, || format!("{false_losses} false losses (child {child_losses}, parent {parent_losses}, long hold {long:?})"));
+    o.expect(child_acq > 0, || "the child acquired nothing".into());
+    o.figure = format!(
+        "{jumps} wall-clock jumps (+262 s / -262 s / 0) in a holder process under libfaketime (observed wall-clock span {span_s:.0} s), {} acquisitions across 2 processes ({child_acq} by the jumping one), one hold kept across all jumps ({} checks), {false_losses} false losses; {}",
+        o.acquisitions,
+        long.as_ref().map(|l| l.0.as_str()).unwrap_or("?"),
+        r.summary()
+    );
+    o
+}

@@ -1,0 +1,63 @@
+//! The fault scenarios against real etcd. Each test prints its pass figure
+//! (`scenario N name: ...`). Child holder processes re-run this binary with
+//! `ETCDLOCK_FAULTS_CHILD` set; `child_holder` is their entry point.
+
+use etcdlock_faults::scenarios::{self, Profile};
+
+/// Child mode entry (does nothing in a normal run).
+#[test]
+fn child_holder() {
+    etcdlock_faults::child_main_if_requested();
+}
+
+fn run(id: u32) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+    let o = rt.block_on(scenarios::run(id, &Profile::short()));
+    println!("{}", o.line());
+    assert!(o.passed(), "{}", o.line());
+}
+
+#[test]
+fn scenario_01_baseline() {
+    run(1)
+}
+#[test]
+fn scenario_02_holder_sigstop() {
+    run(2)
+}
+#[test]
+fn scenario_03_holder_kill9() {
+    run(3)
+}
+#[test]
+fn scenario_04_member_sigstop() {
+    run(4)
+}
+#[test]
+fn scenario_05_member_kill_restart() {
+    run(5)
+}
+#[test]
+fn scenario_06_leader_change_after_holder_death() {
+    run(6)
+}
+#[test]
+fn scenario_07_client_blackholed() {
+    run(7)
+}
+#[test]
+fn scenario_08_proxy_delay_and_drop() {
+    run(8)
+}
+#[test]
+fn scenario_09_waiters_under_compaction() {
+    run(9)
+}
+#[test]
+fn scenario_10_acquire_response_dropped() {
+    run(10)
+}
+#[test]
+fn scenario_11_wall_clock_jumps() {
+    run(11)
+}
