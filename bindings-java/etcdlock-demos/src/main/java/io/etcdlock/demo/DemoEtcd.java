@@ -1,0 +1,63 @@
+package io.etcdlock.demo;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The etcd a demo talks to: {@code ETCDLOCK_ENDPOINTS} if set, else a throw-away etcd on
+ * 127.0.0.1 started with the testkit's {@code etcd-harness} ({@code ETCDLOCK_HARNESS}, or
+ * {@code ../target/debug/etcd-harness}), stopped when the demo ends.
+ */
+public final class DemoEtcd implements AutoCloseable {
+    private final Process harness;
+    private final List<String> endpoints;
+
+    private DemoEtcd(Process harness, List<String> endpoints) {
+        this.harness = harness;
+        this.endpoints = endpoints;
+    }
+
+    public static DemoEtcd start() throws Exception {
+        String env = System.getenv("ETCDLOCK_ENDPOINTS");
+        if (env != null && !env.isEmpty()) {
+            return new DemoEtcd(null, List.of(env.split(",")));
+        }
+        String path = System.getProperty("etcdlock.harness", System.getenv("ETCDLOCK_HARNESS"));
+        if (path == null || path.isEmpty()) {
+            path = "../target/debug/etcd-harness";
+        }
+        if (!new File(path).canExecute()) {
+            throw new IllegalStateException("set ETCDLOCK_ENDPOINTS, or build the harness: cargo build -p etcdlock-testkit");
+        }
+        Process p = new ProcessBuilder(path).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        String line = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)).readLine();
+        Matcher m = Pattern.compile("\"endpoints\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(line == null ? "" : line);
+        if (!m.find()) {
+            throw new IllegalStateException("etcd-harness said: " + line);
+        }
+        List<String> eps = new ArrayList<>();
+        Matcher q = Pattern.compile("\"([^\"]+)\"").matcher(m.group(1));
+        while (q.find()) {
+            eps.add(q.group(1));
+        }
+        return new DemoEtcd(p, eps);
+    }
+
+    public List<String> endpoints() {
+        return endpoints;
+    }
+
+    @Override
+    public void close() throws Exception {
+        if (harness != null) {
+            harness.getOutputStream().close();
+            harness.waitFor();
+        }
+    }
+}
