@@ -141,6 +141,11 @@ public final class EtcdLock implements Lock {
         throw new UnsupportedOperationException("etcdlock locks do not support conditions");
     }
 
+    /** Whether some thread of this process holds the lock through this object. */
+    public synchronized boolean isLocked() {
+        return owner != null;
+    }
+
     /** Whether the calling thread holds this lock. */
     public synchronized boolean isHeldByCurrentThread() {
         return owner == Thread.currentThread();

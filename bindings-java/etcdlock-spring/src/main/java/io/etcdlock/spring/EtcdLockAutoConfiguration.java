@@ -1,0 +1,70 @@
+package io.etcdlock.spring;
+
+import java.nio.file.Path;
+
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.integration.support.locks.LockRegistry;
+
+import io.etcdlock.EtcdLockClient;
+
+/**
+ * Spring Boot auto-configuration: an {@link EtcdLockClient} bean built from
+ * {@link EtcdLockProperties} ({@code etcdlock.*}), closed with the context, and, when
+ * Spring Integration is present, an {@link EtcdLockRegistry} as the {@link LockRegistry}.
+ * Either bean can be replaced by declaring your own. {@code etcdlock.enabled=false} turns
+ * it all off.
+ */
+@AutoConfiguration
+@ConditionalOnClass(EtcdLockClient.class)
+@ConditionalOnProperty(prefix = "etcdlock", name = "enabled", matchIfMissing = true)
+@EnableConfigurationProperties(EtcdLockProperties.class)
+public class EtcdLockAutoConfiguration {
+
+    /** The client; connects at startup (fails the context with a typed exception if it cannot). */
+    @Bean(destroyMethod = "close")
+    @ConditionalOnMissingBean
+    public EtcdLockClient etcdLockClient(EtcdLockProperties p) {
+        EtcdLockClient.Builder b = EtcdLockClient.builder().endpoints(p.getEndpoints()).ttl(p.getTtl());
+        if (p.getNamespace() != null && !p.getNamespace().isEmpty()) {
+            b.namespace(p.getNamespace());
+        }
+        if (p.getUsername() != null) {
+            b.user(p.getUsername(), p.getPassword() == null ? "" : p.getPassword());
+        }
+        EtcdLockProperties.Tls tls = p.getTls();
+        if (tls.getCa() != null || tls.getCert() != null || tls.getKey() != null) {
+            b.tls(path(tls.getCa()), path(tls.getCert()), path(tls.getKey()));
+            if (tls.getDomain() != null) {
+                b.tlsDomain(tls.getDomain());
+            }
+        }
+        if (p.getConnectTimeout() != null) {
+            b.connectTimeout(p.getConnectTimeout());
+        }
+        if (p.getRequestTimeout() != null) {
+            b.requestTimeout(p.getRequestTimeout());
+        }
+        return b.build();
+    }
+
+    private static Path path(String s) {
+        return s == null || s.isEmpty() ? null : Path.of(s);
+    }
+
+    /** The Spring Integration registry, when Spring Integration is on the classpath. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(LockRegistry.class)
+    static class RegistryConfiguration {
+        @Bean
+        @ConditionalOnMissingBean(LockRegistry.class)
+        EtcdLockRegistry etcdLockRegistry(EtcdLockClient client, EtcdLockProperties p) {
+            return new EtcdLockRegistry(client, p.getRegistryKey());
+        }
+    }
+}

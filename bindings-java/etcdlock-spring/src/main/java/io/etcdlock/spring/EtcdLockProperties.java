@@ -1,0 +1,87 @@
+package io.etcdlock.spring;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * {@code etcdlock.*} properties:
+ *
+ * <pre>
+ * etcdlock.endpoints=http://10.0.0.1:2379,http://10.0.0.2:2379
+ * etcdlock.ttl=15s
+ * etcdlock.namespace=myapp/
+ * etcdlock.username=app
+ * etcdlock.password=secret
+ * etcdlock.tls.ca=/etc/etcd/ca.pem
+ * etcdlock.tls.cert=/etc/etcd/client.pem
+ * etcdlock.tls.key=/etc/etcd/client-key.pem
+ * etcdlock.registry-key=spring-integration
+ * </pre>
+ */
+@ConfigurationProperties(prefix = "etcdlock")
+public class EtcdLockProperties {
+    /** Whether to create the etcdlock beans. */
+    private boolean enabled = true;
+    /** etcd endpoints. */
+    private List<String> endpoints = new ArrayList<>(List.of("http://127.0.0.1:2379"));
+    /** Lease TTL: a crashed holder's locks are freed after at most this long. */
+    private Duration ttl = Duration.ofSeconds(15);
+    /** Prefix prepended to every key. */
+    private String namespace;
+    /** etcd username (with password). */
+    private String username;
+    /** etcd password. */
+    private String password;
+    /** Bound on connecting at startup. */
+    private Duration connectTimeout;
+    /** Bound on each etcd request. */
+    private Duration requestTimeout;
+    /** Prefix of the LockRegistry's lock names. */
+    private String registryKey = EtcdLockRegistry.DEFAULT_REGISTRY_KEY;
+    /** TLS material (PEM files). */
+    private final Tls tls = new Tls();
+
+    /** TLS settings. */
+    public static class Tls {
+        /** CA bundle. */
+        private String ca;
+        /** Client certificate (mutual TLS). */
+        private String cert;
+        /** Client key (mutual TLS). */
+        private String key;
+        /** Server name to verify instead of the endpoint host. */
+        private String domain;
+
+        public String getCa() { return ca; }
+        public void setCa(String ca) { this.ca = ca; }
+        public String getCert() { return cert; }
+        public void setCert(String cert) { this.cert = cert; }
+        public String getKey() { return key; }
+        public void setKey(String key) { this.key = key; }
+        public String getDomain() { return domain; }
+        public void setDomain(String domain) { this.domain = domain; }
+    }
+
+    public boolean isEnabled() { return enabled; }
+    public void setEnabled(boolean enabled) { this.enabled = enabled; }
+    public List<String> getEndpoints() { return endpoints; }
+    public void setEndpoints(List<String> endpoints) { this.endpoints = endpoints; }
+    public Duration getTtl() { return ttl; }
+    public void setTtl(Duration ttl) { this.ttl = ttl; }
+    public String getNamespace() { return namespace; }
+    public void setNamespace(String namespace) { this.namespace = namespace; }
+    public String getUsername() { return username; }
+    public void setUsername(String username) { this.username = username; }
+    public String getPassword() { return password; }
+    public void setPassword(String password) { this.password = password; }
+    public Duration getConnectTimeout() { return connectTimeout; }
+    public void setConnectTimeout(Duration connectTimeout) { this.connectTimeout = connectTimeout; }
+    public Duration getRequestTimeout() { return requestTimeout; }
+    public void setRequestTimeout(Duration requestTimeout) { this.requestTimeout = requestTimeout; }
+    public String getRegistryKey() { return registryKey; }
+    public void setRegistryKey(String registryKey) { this.registryKey = registryKey; }
+    public Tls getTls() { return tls; }
+}

@@ -1,0 +1,143 @@
+package io.etcdlock.spring;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.Lock;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.integration.support.locks.LockRegistry;
+
+import io.etcdlock.EtcdExtension;
+import io.etcdlock.EtcdLock;
+import io.etcdlock.EtcdLockClient;
+import io.etcdlock.InvalidArgumentException;
+import io.etcdlock.TestSupport;
+import io.etcdlock.UnavailableException;
+
+/** The auto-configuration and the Spring Integration registry, in real Spring contexts on real etcd. */
+@ExtendWith(EtcdExtension.class)
+class EtcdLockSpringTest {
+
+    ApplicationContextRunner runner() {
+        return new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(EtcdLockAutoConfiguration.class))
+                .withPropertyValues("etcdlock.endpoints=" + String.join(",", EtcdExtension.endpoints()),
+                        "etcdlock.ttl=5s");
+    }
+
+    @Test
+    void autoConfigurationBindsPropertiesAndCreatesTheBeans() {
+        runner().withPropertyValues("etcdlock.ttl=7s", "etcdlock.namespace=ns-a/", "etcdlock.registry-key=reg")
+                .run(ctx -> {
+                    assertNull(ctx.getStartupFailure());
+                    EtcdLockClient client = ctx.getBean(EtcdLockClient.class);
+                    assertEquals(7, client.ttlSeconds());
+                    LockRegistry registry = ctx.getBean(LockRegistry.class);
+                    assertTrue(registry instanceof EtcdLockRegistry);
+                    assertEquals("reg", ((EtcdLockRegistry) registry).getRegistryKey());
+                    Lock lock = registry.obtain("k1");
+                    assertSame(lock, registry.obtain("k1"), "one lock object per key");
+                    lock.lock();
+                    try {
+                        String key = ((EtcdLock) lock).guard().key();
+                        assertTrue(key.startsWith("ns-a/reg/k1/"), key);
+                        assertEquals(1, TestSupport.keysUnder("ns-a/reg/k1"));
+                    } finally {
+                        lock.unlock();
+                    }
+                    assertEquals(0, TestSupport.keysUnder("ns-a/reg/k1"));
+                });
+    }
+
+    @Test
+    void twoContextsExcludeEachOther() {
+        String key = "shared-" + System.nanoTime();
+        runner().run(ctx1 -> runner().run(ctx2 -> {
+            Lock l1 = ctx1.getBean(LockRegistry.class).obtain(key);
+            Lock l2 = ctx2.getBean(LockRegistry.class).obtain(key);
+            assertTrue(l1.tryLock(5, TimeUnit.SECONDS));
+            AtomicReference<Boolean> other = new AtomicReference<>();
+            Thread t = new Thread(() -> other.set(l2.tryLock()));
+            t.start();
+            t.join();
+            assertEquals(Boolean.FALSE, other.get());
+            l1.unlock();
+            Thread t2 = new Thread(() -> {
+                try {
+                    other.set(l2.tryLock(5, TimeUnit.SECONDS));
+                    l2.unlock();
+                } catch (InterruptedException e) {
+                    other.set(null);
+                }
+            });
+            t2.start();
+            t2.join();
+            assertEquals(Boolean.TRUE, other.get());
+        }));
+    }
+
+    @Test
+    void renewAndExpire() {
+        runner().run(ctx -> {
+            EtcdLockRegistry registry = ctx.getBean(EtcdLockRegistry.class);
+            String key = "renew-" + System.nanoTime();
+            assertThrows(IllegalStateException.class, () -> registry.renewLock(key));
+            Lock lock = registry.obtain(key);
+            lock.lock();
+            registry.renewLock(key);
+            registry.expireUnusedOlderThan(-1);
+            assertEquals(1, registry.size(), "a held lock is never expired");
+            lock.unlock();
+            assertThrows(IllegalStateException.class, () -> registry.renewLock(key));
+            registry.expireUnusedOlderThan(-1);
+            assertEquals(0, registry.size());
+            assertThrows(IllegalArgumentException.class, () -> registry.obtain(42));
+            assertThrows(IllegalArgumentException.class, () -> registry.obtain(""));
+        });
+    }
+
+    @Test
+    void disabledCreatesNothing() {
+        runner().withPropertyValues("etcdlock.enabled=false").run(ctx -> {
+            assertTrue(ctx.getBeansOfType(EtcdLockClient.class).isEmpty());
+            assertTrue(ctx.getBeansOfType(LockRegistry.class).isEmpty());
+        });
+    }
+
+    @Test
+    void badPropertiesFailTheContextWithTypedExceptions() {
+        runner().withPropertyValues("etcdlock.ttl=0s").run(ctx -> {
+            assertNotNull(ctx.getStartupFailure());
+            assertTrue(hasCause(ctx.getStartupFailure(), InvalidArgumentException.class), String.valueOf(ctx.getStartupFailure()));
+        });
+        runner().withPropertyValues("etcdlock.endpoints=http://127.0.0.1:1", "etcdlock.connect-timeout=500ms").run(ctx -> {
+            assertNotNull(ctx.getStartupFailure());
+            assertTrue(hasCause(ctx.getStartupFailure(), UnavailableException.class), String.valueOf(ctx.getStartupFailure()));
+        });
+    }
+
+    @Test
+    void userBeansWin() {
+        runner().withBean("myClient", EtcdLockClient.class,
+                () -> EtcdLockClient.builder().endpoints(EtcdExtension.endpoints()).ttl(Duration.ofSeconds(9)).build())
+                .run(ctx -> {
+                    assertEquals(9, ctx.getBean(EtcdLockClient.class).ttlSeconds());
+                    assertEquals(1, ctx.getBeansOfType(EtcdLockClient.class).size());
+                });
+    }
+
+    static boolean hasCause(Throwable t, Class<? extends Throwable> type) {
+        for (Throwable c = t; c != null; c = c.getCause()) {
+            if (type.isInstance(c)) {
+                return true;
+            }
+        }
+        return false;
+    }
+}
