@@ -1,0 +1,139 @@
+// Type definitions for etcdlock (Node.js binding of the etcdlock Rust core).
+/// <reference types="node" />
+
+/** The core's error names; `LockError.code` is one of these. */
+export type ErrorCodeName =
+  | 'InvalidArgument'
+  | 'Timeout'
+  | 'WouldBlock'
+  | 'LockLost'
+  | 'NotHeld'
+  | 'Cancelled'
+  | 'Unavailable'
+  | 'AuthFailed'
+  | 'PermissionDenied'
+  | 'Closed'
+  | 'Internal';
+
+/** Why a held lock ended without `unlock()`. */
+export type LossReasonName = 'LeaseExpired' | 'KeyDeleted' | 'ConnectionLost' | 'ClientClosed';
+
+/** `ErrorCode.Timeout === 'Timeout'`, etc. */
+export declare const ErrorCode: { readonly [K in ErrorCodeName]: K };
+/** `LossReason.KeyDeleted === 'KeyDeleted'`, etc. */
+export declare const LossReason: { readonly [K in LossReasonName]: K };
+
+/**
+ * Every error etcdlock rejects with.
+ *
+ * | code | when |
+ * |---|---|
+ * | InvalidArgument | wrong type, empty or oversized name, TTL out of range, bad endpoint or TLS file |
+ * | Timeout | not acquired within `timeout` |
+ * | WouldBlock | (not surfaced: `tryLock` resolves `null` instead) |
+ * | LockLost | the hold ended; `reason` says why |
+ * | NotHeld | guarded operation after `unlock()` |
+ * | Cancelled | the `signal` aborted the wait (`cause` is the signal's reason) |
+ * | Unavailable | etcd unreachable after retries (message names the endpoints) |
+ * | AuthFailed / PermissionDenied | credentials rejected / RBAC denies the prefix |
+ * | Closed | the client was closed |
+ * | Internal | a bug in etcdlock (never a crash) |
+ */
+export declare class LockError extends Error {
+  readonly name: 'LockError';
+  /** The core's error name. */
+  readonly code: ErrorCodeName;
+  /** The core's numeric code (C status value, 1..11). */
+  readonly errno: number;
+  /** For `LockLost`: why the hold ended. */
+  readonly reason?: LossReasonName;
+  constructor(code: ErrorCodeName, message: string, options?: { reason?: LossReasonName; cause?: unknown });
+}
+
+export interface TlsOptions {
+  /** PEM file with the CA that signs the etcd server certificates. */
+  ca?: string;
+  /** PEM file with the client certificate (mutual TLS). */
+  cert?: string;
+  /** PEM file with the client private key (mutual TLS). */
+  key?: string;
+  /** Server name to verify instead of the endpoint's host. */
+  domain?: string;
+}
+
+export interface ConnectOptions {
+  /** `['127.0.0.1:2379']`, `['http://...']`, `['https://...']` (needs `tls`), or a comma-separated string. Default: `ETCDLOCK_ENDPOINTS`. */
+  endpoints?: string[] | string;
+  /** Lease TTL in whole seconds (1..9e9, default 15; `ETCDLOCK_TTL`). etcd may raise it; see `client.ttl`. */
+  ttl?: number;
+  /** Prefix prepended to every key this client touches (lock keys and guarded keys). */
+  namespace?: string;
+  username?: string;
+  password?: string;
+  tls?: TlsOptions;
+  /** Bound on reaching etcd at connect time, in ms (default 5000). */
+  connectTimeout?: number;
+  /** Bound on each request, in ms (default 5000). */
+  requestTimeout?: number;
+}
+
+export interface LockOptions {
+  /** Give up with `Timeout` after this many milliseconds (default: wait as long as it takes). */
+  timeout?: number;
+  /** Aborting it rejects the wait with `Cancelled` and removes our waiter key. */
+  signal?: AbortSignal;
+}
+
+/** A held lock. Release with `unlock()` or `await using`. */
+export declare class Lock implements AsyncDisposable {
+  private constructor();
+  /** The lock name. */
+  readonly name: string;
+  /** Our key in etcd (with the namespace), e.g. `orders/694d7a3e4b2c8f05`. */
+  readonly key: string;
+  /** The session lease id. */
+  readonly leaseId: bigint;
+  /** Our key's create_revision; strictly increases from one holder to the next. */
+  readonly fencingToken: bigint;
+  /** Resolves with the reason if the hold ends without `unlock()`; never rejects; pending after a normal unlock. Does not keep the process alive. */
+  readonly lost: Promise<LossReasonName>;
+  /** Aborts (reason: a `LockLost` `LockError`) when the hold is lost. */
+  readonly signal: AbortSignal;
+  /** True while held: not unlocked, not lost, inside the local validity window. */
+  readonly isHeld: boolean;
+  /** `'held'`, `'released'` or the loss reason. */
+  readonly state: 'held' | 'released' | LossReasonName;
+  /** Release. Idempotent. Rejects `LockLost` if the hold had been lost before. */
+  unlock(): Promise<void>;
+  /** Same as `unlock()`; used by `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+  /** Put `key` = `value` only while held (etcd rejects it otherwise: `LockLost`). Keys are namespaced like the lock. */
+  put(key: string | Uint8Array, value: string | Uint8Array): Promise<void>;
+  /** Get `key` only while held: a Buffer, or `null` when absent. */
+  get(key: string | Uint8Array): Promise<Buffer | null>;
+  /** Get `key` only while held, decoded as a string, or `null` when absent. */
+  get(key: string | Uint8Array, encoding: BufferEncoding): Promise<string | null>;
+  /** Delete `key` only while held; resolves true if it existed. */
+  delete(key: string | Uint8Array): Promise<boolean>;
+}
+
+/** A connection to etcd that hands out locks (all sharing one lease). */
+export declare class Client implements AsyncDisposable {
+  private constructor();
+  /** Connect and open the session. Rejects `InvalidArgument`, `Unavailable`, `AuthFailed`. */
+  static connect(options?: ConnectOptions): Promise<Client>;
+  /** The effective lease TTL in seconds. */
+  readonly ttl: number;
+  /** Whether `close()` was called. */
+  readonly closed: boolean;
+  /** Acquire `name`, waiting in FIFO order. */
+  lock(name: string, options?: LockOptions): Promise<Lock>;
+  /** Acquire `name` only if free now; `null` when held elsewhere. */
+  tryLock(name: string): Promise<Lock | null>;
+  /** Run `fn` while holding `name`; always releases. */
+  withLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /** Revoke the lease (releases every lock: their `lost` resolves `ClientClosed`). Idempotent. */
+  close(): Promise<void>;
+  /** Same as `close()`; used by `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}

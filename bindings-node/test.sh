@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Entry point for CI and developers: install the JS dev dependencies, build the
+# native module and the etcd test harness, run the whole `node --test` suite
+# against real etcd processes. Honours CARGO_TARGET_DIR (default: workspace target/).
+set -euo pipefail
+cd "$(dirname "$0")"
+HERE=$PWD
+WORKSPACE=$(cd .. && pwd)
+
+command -v node >/dev/null || { echo "test.sh: node is required (>= 18)" >&2; exit 1; }
+echo "test.sh: node $(node --version), npm $(npm --version)"
+
+# devDependencies (typescript, @types/node) for the tsc check.
+if [ -f package-lock.json ]; then npm ci --no-audit --no-fund --loglevel=error; else npm install --no-audit --no-fund --loglevel=error; fi
+
+# Native module (debug build: the tests do not need speed) and the etcd harness.
+npm run --silent build
+(cd "$WORKSPACE" && cargo build -q -p etcdlock-testkit)
+TARGET=${CARGO_TARGET_DIR:-$WORKSPACE/target}
+case "$TARGET" in /*) ;; *) TARGET=$WORKSPACE/$TARGET ;; esac
+export ETCD_HARNESS=$TARGET/debug/etcd-harness
+[ -x "$ETCD_HARNESS" ] || { echo "test.sh: $ETCD_HARNESS missing" >&2; exit 1; }
+
+# One file at a time: each starts its own etcd; the process tests spawn 4 workers.
+node --test --test-concurrency=1 --test-reporter=spec test/*.test.js

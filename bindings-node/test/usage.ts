@@ -1,0 +1,62 @@
+// Type-checked by `tsc --noEmit` (test/types.test.js), then compiled and run
+// against real etcd so that `await using` is exercised even on Node 20.
+import { Client, Lock, LockError, ErrorCode, LossReason, type ErrorCodeName, type LossReasonName } from 'etcdlock';
+
+export async function demo(endpoints: string[]): Promise<string[]> {
+  const events: string[] = [];
+  await using client = await Client.connect({ endpoints, ttl: 5, namespace: 'usage/', tls: undefined });
+  const name = `usage-${process.pid}`;
+  {
+    await using lock = await client.lock(name, { timeout: 5_000, signal: AbortSignal.timeout(10_000) });
+    const token: bigint = lock.fencingToken;
+    const lease: bigint = lock.leaseId;
+    const key: string = lock.key;
+    const held: boolean = lock.isHeld;
+    const lost: Promise<LossReasonName> = lock.lost;
+    void lost;
+    await lock.put('greeting', 'hello');
+    await lock.put(Buffer.from('bin'), new Uint8Array([1, 2, 3]));
+    const s: string | null = await lock.get('greeting', 'utf8');
+    const b: Buffer | null = await lock.get('bin');
+    const existed: boolean = await lock.delete('bin');
+    events.push(`held ${held} ${key.length > 0} ${token > 0n} ${lease > 0n} ${s} ${b?.length} ${existed}`);
+    // a second client sees it held
+    const other = await Client.connect({ endpoints, namespace: 'usage/' });
+    const none: Lock | null = await other.tryLock(name);
+    events.push(`tryLock while held: ${none}`);
+    await other.close();
+  } // <- lock released here by `await using`
+  const again = await client.tryLock(name);
+  events.push(`after scope: ${again !== null}`);
+  await again?.unlock();
+
+  const n: number = await client.withLock(name, async (l: Lock) => (l.isHeld ? 1 : 0));
+  events.push(`withLock ${n}`);
+
+  try {
+    await client.lock('', {});
+  } catch (e) {
+    if (e instanceof LockError) {
+      const code: ErrorCodeName = e.code;
+      events.push(`error ${code} ${code === ErrorCode.InvalidArgument} ${e.errno}`);
+    }
+  }
+  const reason: LossReasonName = LossReason.KeyDeleted;
+  void reason;
+  return events;
+}
+
+// Mistakes the types must catch (tsc fails if any of these stops being an error).
+export async function mistakes(client: Client, lock: Lock): Promise<void> {
+  // @ts-expect-error the fencing token is a bigint, not a number
+  const t: number = lock.fencingToken;
+  // @ts-expect-error timeout is a number of milliseconds
+  await client.lock('x', { timeout: '5s' });
+  // @ts-expect-error tryLock may resolve null
+  const l: Lock = await client.tryLock('x');
+  // @ts-expect-error no such error code
+  const c: ErrorCodeName = 'Oops';
+  // @ts-expect-error values are strings or bytes
+  await lock.put('k', 42);
+  void t; void l; void c;
+}
