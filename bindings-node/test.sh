@@ -22,4 +22,13 @@ export ETCD_HARNESS=$TARGET/debug/etcd-harness
 [ -x "$ETCD_HARNESS" ] || { echo "test.sh: $ETCD_HARNESS missing" >&2; exit 1; }
 
 # One file at a time: each starts its own etcd; the process tests spawn 4 workers.
-node --test --test-concurrency=1 --test-reporter=spec test/*.test.js
+LOG=$(mktemp)
+trap 'rm -f "$LOG"' EXIT
+set +e
+node --test --test-concurrency=1 --test-reporter=spec test/*.test.js 2>&1 | tee "$LOG"
+rc=${PIPESTATUS[0]}
+set -e
+pass=$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$LOG" | tail -1)
+fail=$(sed -n 's/^ℹ fail \([0-9]*\)$/\1/p' "$LOG" | tail -1)
+echo "node --test: ${pass:-0} passed, ${fail:-0} failed"
+exit "$rc"
