@@ -86,13 +86,10 @@ run_suite static "$work/test_static"
 # valgrind: a smaller run (each test once, 2x20 contention). Definite, indirect
 # and possible leaks and every invalid access fail it; see valgrind.supp for the
 # suppressions and why each is justified.
-# The two contention tests are left out of this run: under valgrind's
-# slowness it hits a core bug (lost wake-up when a predecessor's key name is
-# re-created; reported to the core owner) and stalls until its 60 s timeout.
 vg=(valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect,possible
     --errors-for-leak-kinds=definite,indirect,possible --num-callers=40
     --suppressions="$here/tests/c/valgrind.supp")
-ETCDLOCK_TEST_THREADS=2 ETCDLOCK_TEST_ITERS=20 ETCDLOCK_TEST_SKIP=contention_plain_counter,contention_etcd_counter \
+ETCDLOCK_TEST_THREADS=2 ETCDLOCK_TEST_ITERS=20 \
     run_suite valgrind "${vg[@]}" "$work/test_shared"
 
 echo "== install to a prefix, build examples/c with pkg-config, run it"
