@@ -112,6 +112,16 @@ function toBytes(v, what) {
   throw invalid(`${what} must be a string, Buffer or Uint8Array, got ${v === null ? 'null' : typeof v}`);
 }
 
+// Built outside any scope that sees the Lock or the native lock: the native
+// side holds this callback until the hold ends, and it must not keep them alive.
+function onEnd(resolve, controller, name) {
+  return (err, reason) => {
+    if (err || !reason) return; // released normally: `lost` never settles
+    resolve(reason);
+    controller.abort(new LockError('LockLost', `lock ${JSON.stringify(name)} was lost (${reason})`, { reason }));
+  };
+}
+
 /**
  * A held lock. Get one from `client.lock()`, `client.tryLock()` or
  * `client.withLock()`. Release it with `unlock()` or `await using`.
@@ -136,18 +146,18 @@ class Lock {
     this.leaseId = BigInt(n.leaseId);
     /** Our key's create_revision: strictly increases from one holder to the next. */
     this.fencingToken = BigInt(n.fencingToken);
-    const controller = new AbortController();
-    this.#controller = controller;
-    const name = this.name;
-    // Captures neither `this` nor the native lock, so a forgotten Lock can be
-    // collected (and is then released in the background by the core).
-    this.#lost = new Promise((resolve) => {
-      n.onEnd((err, reason) => {
-        if (err || !reason) return; // released normally: `lost` never settles
-        resolve(reason);
-        controller.abort(new LockError('LockLost', `lock ${JSON.stringify(name)} was lost (${reason})`, { reason }));
-      });
-    });
+  }
+
+  // The loss watcher is registered on first use of `lost` or `signal`, so a
+  // lock that never asks costs nothing extra. It captures neither `this` nor
+  // the native lock, so a forgotten Lock can still be collected (and is then
+  // released in the background by the core).
+  #watch() {
+    if (this.#lost) return;
+    let resolve;
+    this.#lost = new Promise((r) => (resolve = r));
+    this.#controller = new AbortController();
+    this.#n.onEnd(onEnd(resolve, this.#controller, this.name));
   }
 
   /**
@@ -158,11 +168,13 @@ class Lock {
    * @type {Promise<string>}
    */
   get lost() {
+    this.#watch();
     return this.#lost;
   }
 
   /** An `AbortSignal` that aborts (reason: a `LockLost` LockError) when the hold is lost. */
   get signal() {
+    this.#watch();
     return this.#controller.signal;
   }
 

@@ -110,6 +110,12 @@ describe('processes and threads', () => {
     assert.equal(r.stdout.trim(), 'closed');
   });
 
+  it('a Lock dropped without unlock() is released when garbage-collected', async () => {
+    const r = await runNode(['--expose-gc', path.join(FIX, 'forgotten.js'), etcd.endpoints.join(','), unique('forgotten')], { timeout: 30000 });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout.trim(), 'released');
+  });
+
   it('works inside worker_threads, concurrently with the main thread', async () => {
     const name = unique('workers');
     const counter = unique('wcounter');

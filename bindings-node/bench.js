@@ -1,0 +1,83 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * Uncontended lock+unlock latency from Node, against the raw etcd floor
+ * measured in the same run on the same connection:
+ *
+ *   floor (JS)   = one Promise into the native module doing a raw Txn
+ *                  (put with lease if absent) + a raw Delete: the two round
+ *                  trips an uncontended lock+unlock cannot avoid.
+ *   node         = `await client.lock(name)` + `await lock.unlock()`.
+ *   core / floor (Rust) = the same two loops timed inside Rust (no JS), so
+ *                  node/core is the binding's own overhead.
+ *
+ * Starts its own etcd (testkit harness) unless ETCDLOCK_ENDPOINTS is set.
+ *
+ *   npm run build:release && node bench.js [--iterations 2000]
+ */
+const { Client } = require('.');
+
+function pct(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+function stats(ns) {
+  const s = [...ns].sort((a, b) => a - b);
+  return { p50: pct(s, 50) / 1e3, p99: pct(s, 99) / 1e3 }; // microseconds
+}
+
+async function main() {
+  const i = process.argv.indexOf('--iterations');
+  const N = i > 0 ? Number(process.argv[i + 1]) : 2000;
+  let etcd = null;
+  let endpoints = process.env.ETCDLOCK_ENDPOINTS && process.env.ETCDLOCK_ENDPOINTS.split(',');
+  if (!endpoints) {
+    etcd = await require('./test/helpers.js').startEtcd();
+    endpoints = etcd.endpoints;
+  }
+  const client = await Client.connect({ endpoints, ttl: 30 });
+  const name = `bench-${process.pid}`;
+  const rawKey = `bench-raw-${process.pid}/k`;
+  const hr = () => process.hrtime.bigint();
+
+  for (let k = 0; k < 200; k++) {
+    await (await client.lock(name)).unlock();
+    await client._rawTxnDelete(rawKey);
+  }
+  // Interleave the two loops so drift in etcd (fsync, compaction) hits both alike.
+  const node = [];
+  const floor = [];
+  for (let k = 0; k < N; k++) {
+    let t = hr();
+    const lock = await client.lock(name);
+    await lock.unlock();
+    node.push(Number(hr() - t));
+    t = hr();
+    await client._rawTxnDelete(rawKey);
+    floor.push(Number(hr() - t));
+  }
+  const both = await client._coreBench(`${name}-core`, N);
+  const core = both.slice(0, N);
+  const rustFloor = both.slice(N);
+  await client.close();
+  if (etcd) await etcd.stop();
+
+  const r = { node: stats(node), floorJs: stats(floor), core: stats(core), floorRust: stats(rustFloor) };
+  const f = (x) => x.toFixed(0).padStart(7);
+  console.log(`uncontended lock+unlock, ${N} iterations (microseconds)`);
+  console.log(`                          p50     p99`);
+  console.log(`node lock+unlock      ${f(r.node.p50)} ${f(r.node.p99)}`);
+  console.log(`raw Txn+Delete (JS)   ${f(r.floorJs.p50)} ${f(r.floorJs.p99)}`);
+  console.log(`core lock+unlock      ${f(r.core.p50)} ${f(r.core.p99)}   (timed in Rust)`);
+  console.log(`raw Txn+Delete (Rust) ${f(r.floorRust.p50)} ${f(r.floorRust.p99)}   (timed in Rust)`);
+  const ratio = (a, b) => (a / b).toFixed(2);
+  console.log(`node / floor (JS)   p50 ${ratio(r.node.p50, r.floorJs.p50)}x  p99 ${ratio(r.node.p99, r.floorJs.p99)}x`);
+  console.log(`node / floor (Rust) p50 ${ratio(r.node.p50, r.floorRust.p50)}x`);
+  console.log(`node / core         p50 ${ratio(r.node.p50, r.core.p50)}x  p99 ${ratio(r.node.p99, r.core.p99)}x`);
+  console.log(JSON.stringify({ iterations: N, ...r }));
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
