@@ -2,6 +2,7 @@
 //! and queue, and benchmark. See `etcdlock --help`.
 
 mod bench;
+mod flash;
 mod run;
 mod status;
 
@@ -130,6 +131,9 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// The Rust worker of the cross-language flash-sale demo (configured by FLASH_* variables).
+    #[command(hide = true)]
+    FlashWorker,
 }
 
 pub fn exit_code_for(e: &etcdlock::Error) -> i32 {
@@ -160,6 +164,7 @@ fn main() {
         match cli.cmd {
             Cmd::Run(a) => run::run(cli.conn.options(), a).await,
             Cmd::Status(a) => status::status(cli.conn.options(), a).await,
+            Cmd::FlashWorker => flash::worker().await,
             Cmd::Bench { iterations, contenders, duration, distinct, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| cli.conn.endpoints.clone()),

@@ -257,6 +257,9 @@ impl Client {
     /// `Unavailable` when no endpoint answers within the connect timeout,
     /// `AuthFailed` on bad credentials, `InvalidArgument` on bad options.
     pub async fn connect(opts: ClientOptions) -> Result<Client> {
+        let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+            Error::invalid("Client::connect must run inside a tokio runtime (or use etcdlock::blocking)")
+        })?;
         opts.validate()?;
         let endpoints = opts.endpoints.join(",");
         let mut co = etcd_client::ConnectOptions::new()
@@ -325,7 +328,7 @@ impl Client {
             session: AsyncMutex::new(None),
             closed: CancellationToken::new(),
             pid: crate::runtime::current_pid(),
-            handle: tokio::runtime::Handle::current(),
+            handle,
         });
         let client = Client { inner };
         // Opening the session proves an endpoint answers and reports the effective TTL.

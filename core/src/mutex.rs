@@ -302,7 +302,7 @@ impl Client {
                 });
             }
             let read_rev = revision(&resp);
-            let Some(pred) = ops.get(1).and_then(first_kv).map(|kv| kv.key().to_vec()) else {
+            let Some((pred, pred_rev)) = ops.get(1).and_then(first_kv).map(|kv| (kv.key().to_vec(), kv.create_revision())) else {
                 waiter.armed = false;
                 return Ok(Guard::new(self.clone(), session, name, key, my_rev, read_rev, waited_on));
             };
@@ -310,7 +310,7 @@ impl Client {
             if waited_on.last() != Some(&pred) {
                 waited_on.push(pred.clone());
             }
-            match self.wait_deleted(&pred, read_rev).await {
+            match self.wait_deleted(&pred, pred_rev, read_rev).await {
                 Ok(()) => backoff = Duration::from_millis(25),
                 Err(e) if e.code() == ErrorCode::Unavailable => {
                     tokio::time::sleep(backoff).await;
@@ -321,14 +321,18 @@ impl Client {
         }
     }
 
-    /// Resolve once `key` (which existed at `read_rev`) is deleted.
+    /// Resolve once `key`, as created at `create_rev` (it existed at `read_rev`),
+    /// is deleted. Key names repeat (a client that unlocks and locks again puts
+    /// the same lease-hex key), so "still there" means "same create_revision":
+    /// a waiter that mistook its predecessor's new incarnation for the old one
+    /// would wait behind a key that waits behind it.
     ///
     /// A watch whose start revision is at or below the store's current revision
     /// is "unsynced" in etcd and is served by a 100 ms catch-up loop; that tick
     /// caps Go's Mutex at ~80 handoffs/s. So the watch starts at the current
     /// revision (synced, events pushed at once), and if the store moved between
     /// our read and the watch's creation, one get closes the gap.
-    pub(crate) async fn wait_deleted(&self, key: &[u8], read_rev: i64) -> Result<()> {
+    pub(crate) async fn wait_deleted(&self, key: &[u8], create_rev: i64, read_rev: i64) -> Result<()> {
         let ep = &self.inner.endpoints;
         let rt = self.inner.request_timeout;
         let mut wc = self.inner.etcd.watch_client();
@@ -350,11 +354,11 @@ impl Client {
         let created_rev = created.header().map(|h| h.revision()).unwrap_or(i64::MAX);
         if created_rev != read_rev {
             let mut kv = self.inner.etcd.kv_client();
-            let r = tokio::time::timeout(rt, kv.get(key.to_vec(), Some(GetOptions::new().with_count_only())))
+            let r = tokio::time::timeout(rt, kv.get(key.to_vec(), Some(GetOptions::new().with_keys_only())))
                 .await
                 .map_err(|_| Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: no answer within {rt:?}")))?
                 .map_err(|e| Error::from_etcd(e, ep))?;
-            if r.count() == 0 {
+            if r.kvs().first().map(|kv| kv.create_revision()) != Some(create_rev) {
                 return Ok(());
             }
         }

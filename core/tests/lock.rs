@@ -349,3 +349,29 @@ async fn dropping_the_last_handle_revokes_the_lease() {
     }
     assert!(keys(&observer, &format!("{ns}d/")).await.is_empty());
 }
+
+/// Regression: a client that unlocks and locks again re-creates the same
+/// lease-hex key. A waiter closing the watch gap must not mistake that new
+/// incarnation for its predecessor (it would wait behind a key that waits
+/// behind it: a deadlock the flash-sale demo found).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reused_key_names_never_deadlock_two_alternating_clients() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("reuse");
+    let mut tasks = Vec::new();
+    for _ in 0..2 {
+        let c = client(&etcd, &ns, 10).await;
+        tasks.push(tokio::spawn(async move {
+            for i in 0..300 {
+                let g = c
+                    .lock_with("r", LockOptions::timeout(Duration::from_secs(10)))
+                    .await
+                    .unwrap_or_else(|e| panic!("iteration {i}: {e}"));
+                g.unlock().await.unwrap();
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+}
