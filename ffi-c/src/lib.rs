@@ -581,8 +581,10 @@ pub unsafe extern "C" fn etcdlock_client_ttl(client: *const etcdlock_client, ttl
 /// etcdlock_lock_async waits complete with ETCDLOCK_CLOSED. Guards stay valid
 /// objects and must still be freed. Blocks for at most one request timeout,
 /// except on a runtime thread (inside a callback), where the close runs in the
-/// background. NULL is a no-op. A client inherited across fork() is released
-/// without touching etcd (the parent still owns the lease).
+/// background. NULL is a no-op. In a child created by fork() without exec, a
+/// client inherited from the parent is not closed (the parent still owns the
+/// lease and its connection) and its memory is deliberately left to the child
+/// process; the same holds for inherited guards in etcdlock_guard_free.
 ///
 /// Safety: client is NULL or a handle from etcdlock_client_connect not yet
 /// freed, and no other thread uses it any more.

@@ -587,6 +587,55 @@ static void test_guard_shared_by_threads(void) {
     etcdlock_client_free(c);
 }
 
+/* A forked child (no exec) must not use the parent's handles: they return
+ * CLOSED and free without touching etcd, and a new client works in the child. */
+static void test_fork_child(void) {
+    etcdlock_client *c = connect_default();
+    CHECK(c != NULL, "connect");
+    if (!c) return;
+    char name[128];
+    unique(name, sizeof name, "fork");
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_lock(c, name, 5000, &g), ETCDLOCK_OK);
+    fflush(NULL);
+    int res[2];
+    if (pipe(res)) { CHECK(0, "pipe"); return; }
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(30); /* a hang fails the test instead of blocking the suite */
+        int code = 0, held = -1;
+        etcdlock_guard *g2 = NULL;
+        if (etcdlock_lock(c, "fork-other", 1000, &g2) != ETCDLOCK_CLOSED) code |= 1;
+        if (etcdlock_guard_is_held(g, &held) != ETCDLOCK_CLOSED) code |= 2;
+        if (etcdlock_unlock(g) != ETCDLOCK_CLOSED) code |= 4;
+        etcdlock_guard_free(g);
+        etcdlock_client_free(c);
+        etcdlock_client *mine = connect_default();
+        if (!mine) code |= 8;
+        if (mine && etcdlock_try_lock(mine, name, &g2) != ETCDLOCK_WOULD_BLOCK) code |= 16; /* parent holds it */
+        etcdlock_client_free(mine);
+        /* Report through the pipe, then end without exit-time processing: the
+         * parent's handles are deliberately leaked in the child (freeing them
+         * could hang), and valgrind's leak check at exit would count them. */
+        unsigned char b = (unsigned char)code;
+        if (write(res[1], &b, 1) != 1) _exit(1);
+        kill(getpid(), SIGKILL);
+    }
+    close(res[1]);
+    unsigned char code = 0xff;
+    CHECK(read(res[0], &code, 1) == 1, "child reported");
+    close(res[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    CHECK(code == 0, "child: failed checks (bits) %d", code);
+    int held = 0;
+    CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
+    CHECK(held == 1, "the parent still holds the lock after the child freed its copies");
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    etcdlock_guard_free(g);
+    etcdlock_client_free(c);
+}
+
 /* ---- the holder process of the SIGSTOP test ---- */
 
 static int holder_main(const char *endpoint, const char *name) {
@@ -1065,6 +1114,7 @@ static const test_case TESTS[] = {
     {"guard_shared_by_threads", test_guard_shared_by_threads},
     {"loss_callbacks", test_loss_callbacks},
     {"loss_after_sigstop", test_loss_after_sigstop},
+    {"fork_child", test_fork_child},
     {"contention_plain_counter", test_contention_plain_counter},
     {"contention_etcd_counter", test_contention_etcd_counter},
     {"bad_input", test_bad_input},
