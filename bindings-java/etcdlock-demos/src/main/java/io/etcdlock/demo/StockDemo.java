@@ -73,8 +73,19 @@ public final class StockDemo {
         System.exit(0);
     }
 
-    /** One run: reset the stock, start two servers, fire the requests, read the result. */
+    /** Starts one stock service instance that prints {@code LISTENING <port>} on stdout. */
+    public interface Launcher {
+        Process start(String endpoints, boolean useLock) throws Exception;
+    }
+
+    /** One run against two {@link StockServer} JVMs. */
     public static Result run(List<String> endpoints, int stock, int requests, boolean useLock) throws Exception {
+        return run(endpoints, stock, requests, useLock, StockDemo::startServer);
+    }
+
+    /** One run: reset the stock, start two servers, fire the requests, read the result. */
+    public static Result run(List<String> endpoints, int stock, int requests, boolean useLock, Launcher launcher)
+            throws Exception {
         String eps = String.join(",", endpoints);
         try (EtcdLockClient admin = EtcdLockClient.builder().endpoints(endpoints).build()) {
             try (LockGuard g = admin.acquire(StockServer.LOCK, Duration.ofSeconds(10))) {
@@ -84,11 +95,14 @@ public final class StockDemo {
             List<Integer> ports = new ArrayList<>();
             try {
                 for (int i = 0; i < 2; i++) {
-                    Process p = startServer(eps, useLock);
+                    Process p = launcher.start(eps, useLock);
                     servers.add(p);
                     BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
                     String line = r.readLine();
-                    if (line == null || !line.startsWith("LISTENING ")) {
+                    while (line != null && !line.startsWith("LISTENING ")) {
+                        line = r.readLine(); // skip start-up logging
+                    }
+                    if (line == null) {
                         throw new IllegalStateException("stock server did not start: " + line);
                     }
                     ports.add(Integer.parseInt(line.substring(10).trim()));
@@ -143,7 +157,8 @@ public final class StockDemo {
         }
     }
 
-    static Process startServer(String eps, boolean useLock) throws Exception {
+    /** Start a {@link StockServer} JVM. */
+    public static Process startServer(String eps, boolean useLock) throws Exception {
         String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
         List<String> cmd = new ArrayList<>(List.of(java, "-cp", System.getProperty("java.class.path"),
                 StockServer.class.getName(), eps, "0"));

@@ -28,8 +28,8 @@ import io.etcdlock.LockGuard;
  * <p>Args: endpoints(comma) port [--no-lock]. Prints {@code LISTENING <port>}.
  */
 public final class StockServer {
-    static final String LOCK = "stock-demo/lock";
-    static final String STOCK_KEY = "stock-demo/stock";
+    public static final String LOCK = "stock-demo/lock";
+    public static final String STOCK_KEY = "stock-demo/stock";
 
     public static void main(String[] args) throws Exception {
         EtcdLockClient client = EtcdLockClient.builder().endpoints(Arrays.asList(args[0].split(",")))
@@ -75,7 +75,8 @@ public final class StockServer {
         }
     }
 
-    static String sellOne(LockGuard guard) {
+    /** Sell one item if the stock (read and written through the guard) is above zero. */
+    public static String sellOne(LockGuard guard) {
         int stock = Integer.parseInt(guard.get(STOCK_KEY));
         if (stock > 0) {
             pause(); // the seed's "business logic" between the read and the write
