@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# etcdlock vs etcd's own Go concurrency.Mutex, against ONE private etcd in one run.
+# Usage: bench/compare.sh [--duration SECONDS] [--iterations N]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=15; ITER=1000
+while [ $# -gt 0 ]; do case "$1" in
+  --duration) DURATION=$2; shift 2;; --iterations) ITER=$2; shift 2;;
+  *) echo "usage: $0 [--duration S] [--iterations N]" >&2; exit 2;; esac; done
+cargo build --quiet --release -p etcdlock-cli -p etcdlock-testkit
+(cd bench/go-mutex && GOFLAGS=-mod=mod go build -o ../../target/release/go-mutex .)
+coproc HARNESS { exec target/release/etcd-harness; }
+read -r line <&"${HARNESS[0]}"
+EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoints"]))' "$line")
+trap 'eval "exec ${HARNESS[1]}>&-"; wait' EXIT
+echo "private etcd at $EP" >&2
+OURS=$(target/release/etcdlock --endpoints "$EP" bench --use-endpoints --json --iterations "$ITER" --duration "$DURATION" --distinct 1000)
+GO=$(target/release/go-mutex -endpoints "$EP" -iterations "$ITER" -duration "${DURATION}s")
+python3 - "$OURS" "$GO" <<'PY'
+import json, sys
+rows = {}
+for blob in sys.argv[1:]:
+    for l in blob.splitlines():
+        if l.startswith("{"):
+            r = json.loads(l); rows[r["metric"]] = r
+f, e = rows["floor_txn_delete"], rows["floor_delete_to_event"]
+u, c = rows["uncontended_lock_unlock"], rows["contended"]
+gu, gc = rows["go_mutex_uncontended_lock_unlock"], rows["go_mutex_contended"]
+print("| measure | etcdlock | Go concurrency.Mutex | floor |")
+print("|---|---|---|---|")
+print(f"| uncontended lock+unlock p50 | {u['p50_ms']:.3f} ms ({u['p50_ms']/f['p50_ms']:.2f}x) | {gu['p50_ms']:.3f} ms ({gu['p50_ms']/f['p50_ms']:.2f}x) | Txn+Delete {f['p50_ms']:.3f} ms |")
+print(f"| uncontended lock+unlock p99 | {u['p99_ms']:.3f} ms | {gu['p99_ms']:.3f} ms | {f['p99_ms']:.3f} ms |")
+print(f"| {c['contenders']} contenders: handoff p50 | {c['handoff_p50_ms']:.3f} ms ({c['handoff_p50_ms']/e['p50_ms']:.1f}x) | {gc['handoff_p50_ms']:.3f} ms ({gc['handoff_p50_ms']/e['p50_ms']:.1f}x) | Delete->event {e['p50_ms']:.3f} ms |")
+print(f"| {c['contenders']} contenders: handoff p99 | {c['handoff_p99_ms']:.3f} ms | {gc['handoff_p99_ms']:.3f} ms | {e['p99_ms']:.3f} ms |")
+print(f"| {c['contenders']} contenders: acquisitions/s | {c['acquisitions_per_s']:.0f} | {gc['acquisitions_per_s']:.0f} | |")
+print(f"| {c['contenders']} contenders: wait p50 / p99 | {c['wait_p50_ms']:.1f} / {c['wait_p99_ms']:.1f} ms | {gc['wait_p50_ms']:.1f} / {gc['wait_p99_ms']:.1f} ms | |")
+d = rows["distinct_locks_one_session"]
+print(f"| {d['locks']} distinct locks on one session | acquire all {d['acquire_all_ms']:.0f} ms, release all {d['release_all_ms']:.0f} ms, {d['leases']} lease | | |")
+PY
