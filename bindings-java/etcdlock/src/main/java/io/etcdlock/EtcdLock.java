@@ -109,6 +109,9 @@ public final class EtcdLock implements Lock {
             return true;
         }
         long ms = Math.max(0, unit.toMillis(time));
+        if (ms == 0) {
+            return tryLock(); // "does not wait at all", but still takes a free lock
+        }
         try {
             took(client.acquireInterruptibly(name, java.time.Duration.ofMillis(ms)));
             return true;

@@ -101,7 +101,11 @@ public final class EtcdLockClient implements AutoCloseable {
      * @throws LockTimeoutException if it was not acquired in time (no waiter key is left behind)
      */
     public LockGuard acquire(String name, Duration timeout) {
-        return lockNative(name, toMillis(timeout), false);
+        long ms = toMillis(timeout);
+        if (ms == 0) {
+            return tryAcquire(name).orElseThrow(() -> new LockTimeoutException("lock \"" + name + "\" is held (zero timeout)"));
+        }
+        return lockNative(name, ms, false);
     }
 
     /**

@@ -109,6 +109,18 @@ class ReentrancyTest {
     }
 
     @Test
+    void zeroTimeoutTakesAFreeLockWithoutWaiting() throws Exception {
+        String name = uniqueName("zero");
+        EtcdLock lock = a.newLock(name);
+        assertTrue(lock.tryLock(0, TimeUnit.SECONDS));
+        assertFalse(b.newLock(name).tryLock(0, TimeUnit.SECONDS));
+        assertThrows(LockTimeoutException.class, () -> b.acquire(name, Duration.ZERO));
+        lock.unlock();
+        b.acquire(name, Duration.ZERO).close();
+        assertEquals(0, keysUnder(name));
+    }
+
+    @Test
     void newConditionIsUnsupported() {
         assertThrows(UnsupportedOperationException.class, () -> a.newLock(uniqueName("cond")).newCondition());
     }
