@@ -804,3 +804,31 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_rawGrant<'local>(
         })
         .resolve::<ThrowEtcdLock>()
 }
+
+/// `static native long coreLockUnlock(long client, String name)`: one uncontended
+/// lock + unlock done entirely inside the core (one JNI call); the benchmark's
+/// measure of what the Java layer adds. Returns the fencing token.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_coreLockUnlock<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "lock name")?;
+            block(
+                env,
+                async move {
+                    let g = c.lock(&name).await?;
+                    let t = g.fencing_token();
+                    g.unlock().await?;
+                    Ok(t)
+                },
+                None,
+            )
+        })
+        .resolve::<ThrowEtcdLock>()
+}

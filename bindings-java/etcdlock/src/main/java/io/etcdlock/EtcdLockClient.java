@@ -233,6 +233,17 @@ public final class EtcdLockClient implements AutoCloseable {
         }
     }
 
+    /** Benchmark: one uncontended lock + unlock done entirely in the native core; returns the token. */
+    public long coreLockUnlock(String name) {
+        checkName(name);
+        long c = handle.pin();
+        try {
+            return NativeBridge.coreLockUnlock(c, name);
+        } finally {
+            handle.unpin();
+        }
+    }
+
     /** Benchmark helper: grant a lease of {@code ttlSeconds} through the raw etcd client. */
     public long rawGrantLease(long ttlSeconds) {
         long c = handle.pin();

@@ -103,4 +103,6 @@ final class NativeBridge {
     static native long rawGrant(long client, long ttl);
 
     static native void rawRoundTrip(long client, String key, long lease);
+
+    static native long coreLockUnlock(long client, String name);
 }

@@ -41,34 +41,49 @@ public final class LockBenchmark {
             EtcdLock lock = client.newLock("bench/lock-interface");
             ByteSequence jkey = bs("bench/jetcd-raw/k");
 
-            System.out.printf("etcdlock Java benchmark: %d iterations after %d warm-up, etcd %s%n", n, warm, etcd.endpoints);
-            double[] raw = measure("raw floor: native etcd-client Txn(put+lease)+Delete", n, warm,
-                    i -> client.rawRoundTrip("bench/raw/k", lease));
-            double[] jraw = measure("raw floor: jetcd Txn(put+lease)+Delete", n, warm, i -> {
-                jetcd.getKVClient().txn()
-                        .If(new Cmp(jkey, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
-                        .Then(Op.put(jkey, bs(""), PutOption.newBuilder().withLeaseId(jlease).build()))
-                        .commit().get(5, TimeUnit.SECONDS);
-                jetcd.getKVClient().delete(jkey).get(5, TimeUnit.SECONDS);
-            });
-            double[] guard = measure("etcdlock acquire()+close() (LockGuard)", n, warm, i -> {
-                try (LockGuard g = client.acquire("bench/guard")) {
-                    if (g.fencingToken() <= 0) {
-                        throw new AssertionError();
+            System.out.printf("etcdlock Java benchmark: %d rounds after %d warm-up; each round runs every case once "
+                    + "(interleaved, so load drift hits all cases alike); etcd %s%n", n, warm, etcd.endpoints);
+            String[] names = {
+                "raw floor: native etcd-client Txn(put+lease)+Delete",
+                "raw floor: jetcd Txn(put+lease)+Delete",
+                "core lock+unlock inside one JNI call (no Java layer)",
+                "etcdlock acquire()+close() (LockGuard)",
+                "etcdlock Lock.lock()+unlock()",
+                "jetcd Lock client lock()+unlock()",
+            };
+            Op1[] ops = {
+                i -> client.rawRoundTrip("bench/raw/k", lease),
+                i -> {
+                    jetcd.getKVClient().txn()
+                            .If(new Cmp(jkey, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
+                            .Then(Op.put(jkey, bs(""), PutOption.newBuilder().withLeaseId(jlease).build()))
+                            .commit().get(5, TimeUnit.SECONDS);
+                    jetcd.getKVClient().delete(jkey).get(5, TimeUnit.SECONDS);
+                },
+                i -> client.coreLockUnlock("bench/core"),
+                i -> {
+                    try (LockGuard g = client.acquire("bench/guard")) {
+                        if (g.fencingToken() <= 0) {
+                            throw new AssertionError();
+                        }
                     }
-                }
-            });
-            double[] lk = measure("etcdlock Lock.lock()+unlock()", n, warm, i -> {
-                lock.lock();
-                lock.unlock();
-            });
-            double[] jl = measure("jetcd Lock client lock()+unlock()", n, warm, i -> {
-                ByteSequence key = jetcd.getLockClient().lock(bs("bench/jetcd-lock"), jlease).get(5, TimeUnit.SECONDS).getKey();
-                jetcd.getLockClient().unlock(key).get(5, TimeUnit.SECONDS);
-            });
+                },
+                i -> {
+                    lock.lock();
+                    lock.unlock();
+                },
+                i -> {
+                    ByteSequence key = jetcd.getLockClient().lock(bs("bench/jetcd-lock"), jlease).get(5, TimeUnit.SECONDS).getKey();
+                    jetcd.getLockClient().unlock(key).get(5, TimeUnit.SECONDS);
+                },
+            };
+            double[][] r = measureAll(names, ops, n, warm);
+            double[] raw = r[0], jraw = r[1], core = r[2], guard = r[3], lk = r[4], jl = r[5];
             System.out.println();
             System.out.printf("p50 ratio etcdlock guard / raw floor (native)  = %.2fx%n", guard[0] / raw[0]);
             System.out.printf("p50 ratio etcdlock Lock  / raw floor (native)  = %.2fx%n", lk[0] / raw[0]);
+            System.out.printf("p50 ratio core (Rust)    / raw floor (native)  = %.2fx%n", core[0] / raw[0]);
+            System.out.printf("p50 ratio etcdlock Lock  / core (Rust)         = %.2fx  (what the Java layer adds)%n", lk[0] / core[0]);
             System.out.printf("p50 ratio etcdlock guard / raw floor (jetcd)   = %.2fx%n", guard[0] / jraw[0]);
             System.out.printf("p50 ratio jetcd Lock     / raw floor (native)  = %.2fx%n", jl[0] / raw[0]);
             System.out.printf("p50 ratio jetcd Lock     / etcdlock guard      = %.2fx%n", jl[0] / guard[0]);
@@ -81,20 +96,28 @@ public final class LockBenchmark {
         return ByteSequence.from(s, StandardCharsets.UTF_8);
     }
 
-    static double[] measure(String what, int n, int warm, Op1 op) throws Exception {
+    static double[][] measureAll(String[] names, Op1[] ops, int n, int warm) throws Exception {
         for (int i = 0; i < warm; i++) {
-            op.run(i);
+            for (Op1 op : ops) {
+                op.run(i);
+            }
         }
-        long[] t = new long[n];
+        long[][] t = new long[ops.length][n];
         for (int i = 0; i < n; i++) {
-            long t0 = System.nanoTime();
-            op.run(i);
-            t[i] = System.nanoTime() - t0;
+            for (int k = 0; k < ops.length; k++) {
+                long t0 = System.nanoTime();
+                ops[k].run(i);
+                t[k][i] = System.nanoTime() - t0;
+            }
         }
-        Arrays.sort(t);
-        double p50 = t[n / 2] / 1e3;
-        double p99 = t[Math.min(n - 1, (int) (n * 0.99))] / 1e3;
-        System.out.printf("  %-55s p50 %8.1f us   p99 %8.1f us%n", what, p50, p99);
-        return new double[] {p50, p99};
+        double[][] out = new double[ops.length][];
+        for (int k = 0; k < ops.length; k++) {
+            Arrays.sort(t[k]);
+            double p50 = t[k][n / 2] / 1e3;
+            double p99 = t[k][Math.min(n - 1, (int) (n * 0.99))] / 1e3;
+            System.out.printf("  %-55s p50 %8.1f us   p99 %8.1f us%n", names[k], p50, p99);
+            out[k] = new double[] {p50, p99};
+        }
+        return out;
     }
 }
