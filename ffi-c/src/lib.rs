@@ -335,6 +335,14 @@ fn new_guard(g: etcdlock_core::Guard) -> *mut etcdlock_guard {
     Box::into_raw(Box::new(etcdlock_guard { guard: Arc::new(g), key, pid: current_pid() }))
 }
 
+// Handles are shared between C threads: the compiler checks that they may be.
+const _: fn() = || {
+    fn thread_safe<T: Send + Sync>() {}
+    thread_safe::<etcdlock_client>();
+    thread_safe::<etcdlock_guard>();
+    thread_safe::<etcdlock_cancel_handle>();
+};
+
 /// A raw pointer handed back to C on a runtime thread.
 struct UserData(*mut c_void);
 // SAFETY: the pointer is only passed back to the caller's callback, which by the
