@@ -214,6 +214,8 @@ def test_threads_share_one_client_mutual_exclusion(client: etcdlock.Client, name
     count = 0
     guard = threading.Lock()
 
+    # each thread re-acquires at once after releasing, while the others of the
+    # same client (same lease) wait: the key name is re-created behind them
     def run() -> None:
         nonlocal inside, max_inside, count
         for _ in range(5):
@@ -318,3 +320,32 @@ def test_keyboard_interrupt_during_blocked_lock(client: etcdlock.Client, endpoin
             p.kill()
     holder.unlock()
     print(f"KeyboardInterrupt latency: {latency_ms:.1f} ms")
+
+
+def test_guard_is_a_context_manager(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    g = client.try_lock(name)
+    assert g is not None
+    with g as same:
+        assert same is g and g.is_held
+    assert g.state == "released"
+    assert etcdctl_keys(endpoints, name + "/") == []
+    # an exception in the block propagates; the lock is released anyway
+    with pytest.raises(ZeroDivisionError):
+        with client.lock(name) as g2:
+            1 / 0
+    assert g2.state == "released"
+    assert etcdctl_keys(endpoints, name + "/") == []
+
+
+def test_on_lost_after_the_fact_and_not_on_release(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    g = client.acquire(name)
+    etcdctl(endpoints, "del", g.key)
+    assert g.lost.wait(10)
+    fired = threading.Event()
+    g.on_lost(lambda r: fired.set())  # registered after the loss: still called
+    assert fired.wait(10)
+    g2 = client.acquire(name)
+    never = threading.Event()
+    g2.on_lost(lambda r: never.set())
+    g2.unlock()
+    assert not g2.lost.wait(0.3) and not never.is_set()
