@@ -332,7 +332,12 @@ impl Shared {
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if *self.shared.state.borrow() != GuardState::Held || self.shared.client.is_closed() {
+        let st = *self.shared.state.borrow();
+        if let GuardState::Lost(_) = st {
+            // Our key is gone (or dies with the lost session); free the name for reuse.
+            self.shared.session.release_key(&self.shared.key);
+        }
+        if st != GuardState::Held || self.shared.client.is_closed() {
             return;
         }
         self.shared.state.send_replace(GuardState::Released);
