@@ -198,11 +198,15 @@ extern "C" {
 
 // The library version as a static string, e.g. "0.1.0".
 //
+// Safety: none required; callable from any thread at any time.
+//
 // Example: printf("etcdlock %s\n", etcdlock_version());
 const char *etcdlock_version(void);
 
 // The library version as MAJOR*10000 + MINOR*100 + PATCH. Compare with the
 // header's ETCDLOCK_VERSION_NUMBER to detect a header/library mismatch.
+//
+// Safety: none required; callable from any thread at any time.
 //
 // Example: if (etcdlock_version_number() / 10000 != ETCDLOCK_VERSION_MAJOR) abort();
 int etcdlock_version_number(void);
@@ -213,6 +217,8 @@ int etcdlock_version_number(void);
 // callback it describes that callback's status. Messages name the lock and the
 // endpoints but never passwords, tokens or key material.
 //
+// Safety: do not free or write through the returned pointer.
+//
 // Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
 const char *etcdlock_last_error_message(void);
 
@@ -221,11 +227,15 @@ const char *etcdlock_last_error_message(void);
 // "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
 // These are the names every etcdlock binding uses. Static string, never NULL.
 //
+// Safety: none required; any int is accepted.
+//
 // Example: puts(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK)); // WouldBlock
 const char *etcdlock_status_name(int status);
 
 // The name of a loss reason: "Released" (ETCDLOCK_LOSS_NONE), "LeaseExpired",
 // "KeyDeleted", "ConnectionLost", "ClientClosed"; "Unknown" otherwise. Static, never NULL.
+//
+// Safety: none required; any int is accepted.
 //
 // Example: printf("lost: %s\n", etcdlock_loss_reason_name(reason));
 const char *etcdlock_loss_reason_name(int reason);

@@ -355,6 +355,8 @@ unsafe impl Send for UserData {}
 
 /// The library version as a static string, e.g. "0.1.0".
 ///
+/// Safety: none required; callable from any thread at any time.
+///
 /// Example: printf("etcdlock %s\n", etcdlock_version());
 #[no_mangle]
 pub extern "C" fn etcdlock_version() -> *const c_char {
@@ -363,6 +365,8 @@ pub extern "C" fn etcdlock_version() -> *const c_char {
 
 /// The library version as MAJOR*10000 + MINOR*100 + PATCH. Compare with the
 /// header's ETCDLOCK_VERSION_NUMBER to detect a header/library mismatch.
+///
+/// Safety: none required; callable from any thread at any time.
 ///
 /// Example: if (etcdlock_version_number() / 10000 != ETCDLOCK_VERSION_MAJOR) abort();
 #[no_mangle]
@@ -378,6 +382,8 @@ pub extern "C" fn etcdlock_version_number() -> c_int {
 /// callback it describes that callback's status. Messages name the lock and the
 /// endpoints but never passwords, tokens or key material.
 ///
+/// Safety: do not free or write through the returned pointer.
+///
 /// Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
 #[no_mangle]
 pub extern "C" fn etcdlock_last_error_message() -> *const c_char {
@@ -388,6 +394,8 @@ pub extern "C" fn etcdlock_last_error_message() -> *const c_char {
 /// "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
 /// "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
 /// These are the names every etcdlock binding uses. Static string, never NULL.
+///
+/// Safety: none required; any int is accepted.
 ///
 /// Example: puts(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK)); // WouldBlock
 #[no_mangle]
@@ -412,6 +420,8 @@ pub extern "C" fn etcdlock_status_name(status: c_int) -> *const c_char {
 
 /// The name of a loss reason: "Released" (ETCDLOCK_LOSS_NONE), "LeaseExpired",
 /// "KeyDeleted", "ConnectionLost", "ClientClosed"; "Unknown" otherwise. Static, never NULL.
+///
+/// Safety: none required; any int is accepted.
 ///
 /// Example: printf("lost: %s\n", etcdlock_loss_reason_name(reason));
 #[no_mangle]
