@@ -15,7 +15,7 @@
  *
  *   npm run build:release && node bench.js [--iterations 2000]
  */
-const { Client } = require('.');
+const { Client, _runtimeRoundTrip } = require('.');
 
 function pct(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -44,9 +44,14 @@ async function main() {
     await (await client.lock(name)).unlock();
     await client._rawTxnDelete(rawKey);
   }
-  // Interleave the two loops so drift in etcd (fsync, compaction) hits both alike.
+  // Same loop with the held-key watch off (core option watch_held_keys).
+  const lean = await Client.connect({ endpoints, ttl: 30, watchHeldKeys: false });
+  for (let k = 0; k < 200; k++) await (await lean.lock(`${name}-lean`)).unlock();
+  // Interleave the loops so drift in etcd and in the machine's load hits all alike.
   const node = [];
   const floor = [];
+  const nodeLean = [];
+  const hop = [];
   for (let k = 0; k < N; k++) {
     let t = hr();
     const lock = await client.lock(name);
@@ -55,23 +60,41 @@ async function main() {
     t = hr();
     await client._rawTxnDelete(rawKey);
     floor.push(Number(hr() - t));
+    t = hr();
+    const l2 = await lean.lock(`${name}-lean`);
+    await l2.unlock();
+    nodeLean.push(Number(hr() - t));
+    t = hr();
+    await _runtimeRoundTrip();
+    hop.push(Number(hr() - t));
   }
+  await lean.close();
   const both = await client._coreBench(`${name}-core`, N);
   const core = both.slice(0, N);
   const rustFloor = both.slice(N);
   await client.close();
   if (etcd) await etcd.stop();
 
-  const r = { node: stats(node), floorJs: stats(floor), core: stats(core), floorRust: stats(rustFloor) };
+  const r = {
+    node: stats(node),
+    floorJs: stats(floor),
+    core: stats(core),
+    floorRust: stats(rustFloor),
+    nodeNoWatch: stats(nodeLean),
+    hop: stats(hop),
+  };
   const f = (x) => x.toFixed(0).padStart(7);
   console.log(`uncontended lock+unlock, ${N} iterations (microseconds)`);
   console.log(`                          p50     p99`);
   console.log(`node lock+unlock      ${f(r.node.p50)} ${f(r.node.p99)}`);
   console.log(`raw Txn+Delete (JS)   ${f(r.floorJs.p50)} ${f(r.floorJs.p99)}`);
+  console.log(`node, watchHeldKeys=false ${f(r.nodeNoWatch.p50).trimStart()} ${f(r.nodeNoWatch.p99)}`);
+  console.log(`JS->runtime->JS hop   ${f(r.hop.p50)} ${f(r.hop.p99)}   (no etcd work)`);
   console.log(`core lock+unlock      ${f(r.core.p50)} ${f(r.core.p99)}   (timed in Rust)`);
   console.log(`raw Txn+Delete (Rust) ${f(r.floorRust.p50)} ${f(r.floorRust.p99)}   (timed in Rust)`);
   const ratio = (a, b) => (a / b).toFixed(2);
   console.log(`node / floor (JS)   p50 ${ratio(r.node.p50, r.floorJs.p50)}x  p99 ${ratio(r.node.p99, r.floorJs.p99)}x`);
+  console.log(`node(watchHeldKeys=false) / floor (JS) p50 ${ratio(r.nodeNoWatch.p50, r.floorJs.p50)}x`);
   console.log(`node / floor (Rust) p50 ${ratio(r.node.p50, r.floorRust.p50)}x`);
   console.log(`node / core         p50 ${ratio(r.node.p50, r.core.p50)}x  p99 ${ratio(r.node.p99, r.core.p99)}x`);
   console.log(JSON.stringify({ iterations: N, ...r }));

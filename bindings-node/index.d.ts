@@ -75,6 +75,10 @@ export interface ConnectOptions {
   connectTimeout?: number;
   /** Bound on each request, in ms (default 5000). */
   requestTimeout?: number;
+  /** Safety margin in ms subtracted from the TTL for local loss detection (default: TTL/5, at most 2000). */
+  margin?: number;
+  /** Watch each held key so an outside delete is reported at once (default true). */
+  watchHeldKeys?: boolean;
 }
 
 export interface LockOptions {

@@ -106,6 +106,12 @@ function optString(v, what) {
   return v;
 }
 
+function optBoolean(v, what) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw invalid(`${what} must be a boolean, got ${typeof v}`);
+  return v;
+}
+
 function toBytes(v, what) {
   if (typeof v === 'string' || Buffer.isBuffer(v)) return v;
   if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
@@ -253,8 +259,9 @@ class Client {
 
   /**
    * Connect to etcd and open the session (grant the lease).
-   * @param {object} options `{ endpoints, ttl, namespace, username, password, tls: { ca, cert, key, domain }, connectTimeout, requestTimeout }`
-   *   (`ttl` in seconds, timeouts in milliseconds, TLS values are PEM file paths).
+   * @param {object} options `{ endpoints, ttl, namespace, username, password, tls: { ca, cert, key, domain },
+   *   connectTimeout, requestTimeout, margin, watchHeldKeys }` (`ttl` in seconds, timeouts and `margin`
+   *   in milliseconds, TLS values are PEM file paths; see index.d.ts).
    *   Without `endpoints`, `ETCDLOCK_ENDPOINTS` (comma separated) is used.
    */
   static async connect(options) {
@@ -278,6 +285,8 @@ class Client {
       domain: optString(tls.domain, 'tls.domain'),
       connectTimeoutMs: optNumber(o.connectTimeout, 'connectTimeout'),
       requestTimeoutMs: optNumber(o.requestTimeout, 'requestTimeout'),
+      marginMs: optNumber(o.margin, 'margin'),
+      watchHeldKeys: optBoolean(o.watchHeldKeys, 'watchHeldKeys'),
     };
     for (const k of Object.keys(opts)) if (opts[k] === undefined) delete opts[k];
     return new Client(await call(() => native.NativeClient.connect(opts)));
@@ -389,4 +398,9 @@ class Client {
   }
 }
 
-module.exports = { Client, Lock, LockError, ErrorCode, LossReason };
+/** @internal One JS -> core runtime -> JS Promise hop with no etcd work (bench.js). */
+function _runtimeRoundTrip() {
+  return call(() => native.runtimeRoundTrip());
+}
+
+module.exports = { _runtimeRoundTrip, Client, Lock, LockError, ErrorCode, LossReason };

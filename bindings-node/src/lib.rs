@@ -95,6 +95,8 @@ pub struct NativeConnectOptions {
     pub domain: Option<String>,
     pub connect_timeout_ms: Option<f64>,
     pub request_timeout_ms: Option<f64>,
+    pub margin_ms: Option<f64>,
+    pub watch_held_keys: Option<bool>,
 }
 
 fn build_options(o: NativeConnectOptions) -> napi::Result<etcdlock::ClientOptions> {
@@ -124,6 +126,12 @@ fn build_options(o: NativeConnectOptions) -> napi::Result<etcdlock::ClientOption
     }
     if let Some(v) = o.request_timeout_ms {
         opts.request_timeout = ms(v, "requestTimeout")?;
+    }
+    if let Some(v) = o.margin_ms {
+        opts.margin = Some(ms(v, "margin")?);
+    }
+    if let Some(w) = o.watch_held_keys {
+        opts.watch_held_keys = w;
     }
     Ok(opts)
 }
@@ -424,6 +432,13 @@ impl NativeLock {
             Ok(())
         })
     }
+}
+
+/// A Promise settled from the shared runtime with no etcd work: the cost of one
+/// JS -> runtime -> JS hop (the benchmark reports it).
+#[napi(ts_return_type = "Promise<void>")]
+pub fn runtime_round_trip(env: &Env) -> napi::Result<Object<'_>> {
+    guard_sync(|| promise(env, async { Ok(()) }))
 }
 
 /// The core's error names, in numeric order (index + 1 = C status code).
