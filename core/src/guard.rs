@@ -271,6 +271,10 @@ impl Guard {
         .await
         .map_err(|e| e.context(format!("lock {}", show(&sh.name))))?;
         if !resp.succeeded() {
+            if *sh.state.borrow() == GuardState::Released {
+                // Raced our own unlock: the key is gone because we released it.
+                return Err(Error::new(ErrorCode::NotHeld, format!("lock {} was released by this handle", show(&sh.name))));
+            }
             sh.mark_lost(Loss { reason: LossReason::KeyDeleted, at: Instant::now() });
             return Err(Error::lost(
                 LossReason::KeyDeleted,

