@@ -192,3 +192,35 @@ def test_async_does_not_block_the_loop(endpoints: List[str], name: str) -> None:
             await holder.unlock()
 
     run(main())
+
+
+def test_one_native_runtime_for_sync_and_async(endpoints: List[str], name: str) -> None:
+    import os
+
+    def thread_names() -> List[str]:
+        names = []
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                with open(f"/proc/self/task/{tid}/comm") as f:
+                    names.append(f.read().strip())
+            except OSError:
+                pass
+        return names
+
+    with etcdlock.Client(endpoints=endpoints) as c, c.lock(name):
+        pass
+    before = sorted(n for n in thread_names() if n.startswith(("etcdlock", "tokio")))
+
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints=endpoints) as ac:
+            async with ac.lock(name):
+                pass
+
+    run(main())
+    after = sorted(n for n in thread_names() if n.startswith(("etcdlock", "tokio")))
+    # asyncio ran on the runtime the blocking API already started: no new runtime threads
+    # (only worker and blocking-pool threads of the one "etcdlock-rt" runtime;
+    # a second runtime would bring "tokio-runtime-worker" threads)
+    assert before and set(before) == {"etcdlock-rt"}
+    assert set(after) == {"etcdlock-rt"}
+    assert len(after) <= len(before) + 2
