@@ -130,12 +130,10 @@ describe('processes and threads', () => {
         })
     );
     for (let i = 0; i < ITERS; i++) {
-      const c = await Client.connect({ endpoints: etcd.endpoints, ttl: 5 });
-      await c.withLock(name, async (l) => {
+      await client.withLock(name, async (l) => {
         const v = Number((await l.get(counter, 'utf8')) ?? '0');
         await l.put(counter, String(v + 1));
-      });
-      await c.close();
+      }, { timeout: 30000 });
     }
     const results = await Promise.all(workers);
     for (const r of results) {

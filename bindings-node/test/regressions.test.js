@@ -1,6 +1,5 @@
 'use strict';
-// Reproducers for known core bugs, marked `todo` (reported, not failing the
-// suite) until the core fix lands; then drop the `todo` flag.
+// Regression tests for core bugs first seen from Node.
 const { it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Client } = require('..');
@@ -15,8 +14,10 @@ after(async () => {
 });
 
 it(
-  'tight relock loops on two clients never strand a waiter (key re-created between read and watch)',
-  { todo: 'core mutex.rs wait_deleted: the gap check counts the key instead of comparing its create_revision' },
+  // A predecessor's key name deleted and re-created (its owner relocked at once
+  // on the same session) between a waiter's read and its watch used to strand
+  // both (fixed in core efd7208).
+  'tight relock loops on three clients never strand a waiter (key re-created between read and watch)',
   async () => {
     const name = unique('relock');
     const clients = await Promise.all([0, 1, 2].map(() => Client.connect({ endpoints: etcd.endpoints, ttl: 5 })));
