@@ -262,17 +262,19 @@ class Client {
    * @param {object} options `{ endpoints, ttl, namespace, username, password, tls: { ca, cert, key, domain },
    *   connectTimeout, requestTimeout, margin, watchHeldKeys }` (`ttl` in seconds, timeouts and `margin`
    *   in milliseconds, TLS values are PEM file paths; see index.d.ts).
-   *   Without `endpoints`, `ETCDLOCK_ENDPOINTS` (comma separated) is used.
+   *   Without `endpoints`, the core's `ETCDLOCK_*` environment defaults apply (ETCDLOCK_ENDPOINTS,
+   *   ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_CA/CERT/KEY);
+   *   fields given here override them.
    */
   static async connect(options) {
     const o = checkOptions(options, 'options');
-    let endpoints = o.endpoints ?? process.env.ETCDLOCK_ENDPOINTS;
+    let endpoints = o.endpoints;
     if (typeof endpoints === 'string') endpoints = endpoints.split(',').map((s) => s.trim()).filter(Boolean);
-    if (!Array.isArray(endpoints) || endpoints.some((e) => typeof e !== 'string')) {
+    if (endpoints !== undefined && endpoints !== null && (!Array.isArray(endpoints) || endpoints.some((e) => typeof e !== 'string'))) {
       throw invalid('endpoints must be an array of strings (or a comma-separated string)');
     }
     const tls = checkOptions(o.tls, 'tls');
-    const ttl = o.ttl ?? (process.env.ETCDLOCK_TTL ? Number(process.env.ETCDLOCK_TTL) : undefined);
+    const ttl = o.ttl;
     const opts = {
       endpoints,
       ttl: optNumber(ttl, 'ttl'),

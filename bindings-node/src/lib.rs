@@ -84,7 +84,8 @@ fn ms(v: f64, what: &str) -> napi::Result<Duration> {
 /// Options for `NativeClient.connect` (the JS layer validates types first).
 #[napi(object)]
 pub struct NativeConnectOptions {
-    pub endpoints: Vec<String>,
+    /// `None`: start from `ClientOptions::from_env()` (the `ETCDLOCK_*` variables).
+    pub endpoints: Option<Vec<String>>,
     pub ttl: Option<f64>,
     pub namespace: Option<String>,
     pub username: Option<String>,
@@ -100,7 +101,10 @@ pub struct NativeConnectOptions {
 }
 
 fn build_options(o: NativeConnectOptions) -> napi::Result<etcdlock::ClientOptions> {
-    let mut opts = etcdlock::ClientOptions::new(o.endpoints);
+    let mut opts = match o.endpoints {
+        Some(e) => etcdlock::ClientOptions::new(e),
+        None => etcdlock::ClientOptions::from_env().map_err(|e| to_js_err(&e))?,
+    };
     if let Some(t) = o.ttl {
         if !t.is_finite() || t.fract() != 0.0 || t < 1.0 || t > etcdlock::MAX_TTL_SECS as f64 {
             return Err(invalid(format!(
@@ -110,9 +114,13 @@ fn build_options(o: NativeConnectOptions) -> napi::Result<etcdlock::ClientOption
         }
         opts.ttl_secs = t as i64;
     }
-    opts.namespace = o.namespace;
-    opts.username = o.username;
-    opts.password = o.password;
+    if o.namespace.is_some() {
+        opts.namespace = o.namespace;
+    }
+    if o.username.is_some() || o.password.is_some() {
+        opts.username = o.username;
+        opts.password = o.password;
+    }
     if o.ca.is_some() || o.cert.is_some() || o.key.is_some() || o.domain.is_some() {
         opts.tls = Some(etcdlock::TlsOptions {
             ca: o.ca.map(PathBuf::from),

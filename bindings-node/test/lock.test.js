@@ -3,7 +3,7 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Client, LockError, ErrorCode } = require('..');
-const { startEtcd, unique, until, etcdctlKeys } = require('./helpers.js');
+const { ROOT, startEtcd, unique, until, etcdctlKeys, runNode } = require('./helpers.js');
 
 let etcd;
 let clients = [];
@@ -224,6 +224,33 @@ describe('lock', () => {
     assert.equal((await c.lock(name).catch((e) => e)).code, 'Closed');
     assert.equal((await c.tryLock(name).catch((e) => e)).code, 'Closed');
     await c.close(); // idempotent
+  });
+
+  it('Client.connect() without endpoints takes the ETCDLOCK_* environment defaults', async () => {
+    const ns = unique('envns') + '/';
+    const script = `
+      const { Client } = require(${JSON.stringify(ROOT)});
+      (async () => {
+        const out = [];
+        for (const opts of [undefined, { namespace: 'override/' }]) {
+          const c = await Client.connect(opts);
+          const l = await c.lock('x');
+          out.push({ key: l.key, ttl: c.ttl });
+          await l.unlock();
+          await c.close();
+        }
+        console.log(JSON.stringify(out));
+      })().catch((e) => console.log(JSON.stringify({ code: e.code })));`;
+    const env = { ETCDLOCK_ENDPOINTS: etcd.endpoints.join(','), ETCDLOCK_NAMESPACE: ns, ETCDLOCK_TTL: '6' };
+    const r = await runNode(['-e', script], { env });
+    assert.equal(r.code, 0, r.stderr);
+    const [fromEnv, overridden] = JSON.parse(r.stdout);
+    assert.ok(fromEnv.key.startsWith(ns + 'x/'), fromEnv.key);
+    assert.equal(fromEnv.ttl, 6);
+    assert.ok(overridden.key.startsWith('override/x/'), overridden.key);
+    assert.equal(overridden.ttl, 6);
+    const r2 = await runNode(['-e', script], { env: { ...env, ETCDLOCK_TTL: 'soon' } });
+    assert.deepEqual(JSON.parse(r2.stdout), { code: 'InvalidArgument' });
   });
 
   it('ttl reports the effective lease TTL', async () => {
