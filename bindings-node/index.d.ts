@@ -87,7 +87,7 @@ export interface ConnectOptions {
 }
 
 export interface LockOptions {
-  /** Give up with `Timeout` after this many milliseconds (default: wait as long as it takes). */
+  /** Give up with `Timeout` after this many milliseconds (default or `Infinity`: wait as long as it takes). */
   timeout?: number;
   /** Aborting it rejects the wait with `Cancelled` and removes our waiter key. */
   signal?: AbortSignal;

@@ -308,14 +308,15 @@ class Client {
    * Acquire `name`, waiting in FIFO order behind earlier waiters.
    * @param {string} name
    * @param {{ timeout?: number, signal?: AbortSignal }} [options] `timeout` in ms
-   *   (rejects `Timeout`); aborting `signal` rejects `Cancelled`. Either way our
-   *   waiter key is removed from etcd.
+   *   (rejects `Timeout`; `Infinity` or absent: no limit); aborting `signal`
+   *   rejects `Cancelled`. Either way our waiter key is removed from etcd.
    * @returns {Promise<Lock>}
    */
   async lock(name, options) {
     checkName(name);
     const o = checkOptions(options, 'options');
-    const timeout = optNumber(o.timeout, 'timeout');
+    let timeout = optNumber(o.timeout, 'timeout');
+    if (timeout === Infinity) timeout = undefined; // wait as long as it takes
     const signal = o.signal;
     if (signal !== undefined && signal !== null) {
       if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function' || !('aborted' in signal)) {

@@ -253,6 +253,22 @@ describe('lock', () => {
     assert.deepEqual(JSON.parse(r2.stdout), { code: 'InvalidArgument' });
   });
 
+  it('close() while a lock() waits rejects it and leaves no waiter key', async () => {
+    const holder = await connect();
+    const waiter = await Client.connect({ endpoints: etcd.endpoints, ttl: 5 });
+    const name = unique('closewait');
+    const held = await holder.lock(name);
+    const pending = waiter.lock(name, { timeout: Infinity }).catch((e) => e);
+    await until(async () => (await holder._rawKeys(`${name}/`)).length === 2, { what: 'waiter key' });
+    await waiter.close();
+    const err = await pending;
+    // The core reports a waiter whose session was closed as LockLost(ClientClosed).
+    assert.ok(err.code === 'Closed' || (err.code === 'LockLost' && err.reason === 'ClientClosed'), `${err.code} ${err.reason}`);
+    await until(async () => (await etcdctlKeys(etcd.endpoints, `${name}/`)).length === 1, { what: 'waiter key removal' });
+    assert.deepEqual(await etcdctlKeys(etcd.endpoints, `${name}/`), [held.key]);
+    await held.unlock();
+  });
+
   it('ttl reports the effective lease TTL', async () => {
     const c = await connect({ ttl: 7 });
     assert.equal(c.ttl, 7);
