@@ -66,7 +66,7 @@ export interface ConnectOptions {
    * `['127.0.0.1:2379']`, `['http://...']`, `['https://...']` (needs `tls`), or a comma-separated string.
    * When omitted, every option defaults from the `ETCDLOCK_*` environment variables (ETCDLOCK_ENDPOINTS,
    * ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_CA/CERT/KEY), and the fields
-   * given here override them.
+   * given here override them. With neither: `http://127.0.0.1:2379`.
    */
   endpoints?: string[] | string;
   /** Lease TTL in whole seconds (1..9e9, default 15). etcd may raise it; see `client.ttl`. */

@@ -15,7 +15,7 @@
  * The first worker to take the lock creates the stock. Prints one JSON line:
  * `{"worker":...,"sold":N,"soldOut":N,"stockLeft":N,"lucky":N}`.
  */
-const { Client } = require('..');
+const { Client } = require('etcdlock');
 
 function arg(name, dflt) {
   const i = process.argv.indexOf(`--${name}`);
