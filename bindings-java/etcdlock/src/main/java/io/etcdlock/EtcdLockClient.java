@@ -344,6 +344,9 @@ public final class EtcdLockClient implements AutoCloseable {
             if (endpoints == null) {
                 throw new InvalidArgumentException("endpoints must not be null");
             }
+            if (endpoints.isEmpty()) {
+                throw new InvalidArgumentException("no etcd endpoints given");
+            }
             this.endpoints.clear();
             for (String e : endpoints) {
                 if (e == null || e.trim().isEmpty() || e.contains("\n")) {

@@ -44,6 +44,8 @@ class BadInputTest {
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints((List<String>) null));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints("a", null));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints(" "));
+        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints());
+        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints("bad endpoint").build());
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().ttl(null));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().user(null, "p"));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().tls(null, null, null));
