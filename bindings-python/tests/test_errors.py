@@ -163,3 +163,26 @@ def test_etcd_going_away_gives_typed_errors_not_hangs() -> None:
     with pytest.raises(etcdlock.LockLostError):
         g.put("k", "v")
     c.close()
+
+
+def test_options_from_environment(endpoints: List[str], name: str) -> None:
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import etcdlock\n"
+        "try:\n"
+        "    c = etcdlock.Client()\n"
+        "except etcdlock.LockError as e:\n"
+        "    print(type(e).__name__); raise SystemExit(0)\n"
+        f"with c, c.lock({name!r}) as g:\n"
+        "    print(c.ttl, c.namespace, g.key.split('/')[0])\n"
+    )
+    env = {**os.environ, "ETCDLOCK_ENDPOINTS": ",".join(endpoints), "ETCDLOCK_TTL": "7", "ETCDLOCK_NAMESPACE": "envns"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["7", "envns", "envns" + name]
+    env["ETCDLOCK_TTL"] = "soon"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "InvalidArgumentError", out.stderr
