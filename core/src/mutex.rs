@@ -201,7 +201,11 @@ impl Client {
                 r = self.acquire_on(name, session.clone(), try_only) => r,
                 _ = sleep_opt(deadline) => Err(timeout_err(name, opts.timeout)),
                 _ = cancel.cancelled() => Err(Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))),
-                l = session.wait_lost() => Err(Error::lost(l.reason, format!("lock {}: the session ended while waiting ({})", show(name), l.reason))),
+                l = session.wait_lost() => Err(if l.reason == LossReason::ClientClosed {
+                    Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))
+                } else {
+                    Error::lost(l.reason, format!("lock {}: the session ended while waiting ({})", show(name), l.reason))
+                }),
                 _ = closed.cancelled() => Err(Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))),
             };
             // The lease vanished (revoked, or expired while we were cut off) before we

@@ -375,3 +375,20 @@ async fn reused_key_names_never_deadlock_two_alternating_clients() {
         t.await.unwrap();
     }
 }
+
+#[tokio::test]
+async fn closing_the_client_fails_its_waiters_with_closed() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("closewait");
+    let holder = client(&etcd, &ns, 10).await;
+    let _g = holder.lock("w").await.unwrap();
+    let c = client(&etcd, &ns, 10).await;
+    let waiter = tokio::spawn({
+        let c = c.clone();
+        async move { c.lock("w").await }
+    });
+    await_key_count(&holder, &format!("{ns}w/"), 2).await;
+    c.close().await;
+    assert_eq!(waiter.await.unwrap().unwrap_err().code(), ErrorCode::Closed);
+    await_key_count(&holder, &format!("{ns}w/"), 1).await;
+}
