@@ -111,7 +111,9 @@ where
     let mut interrupted: Option<PyErr> = None;
     let slot = &mut interrupted;
     let r = py.detach(move || {
-        block_here_interruptible(fut, TICK, || match Python::attach(|py| py.check_signals()) {
+        // While the interpreter is finalizing (a daemon thread at exit) there is
+        // no Python to ask; keep waiting and let the process end.
+        block_here_interruptible(fut, TICK, || match Python::try_attach(|py| py.check_signals()).unwrap_or(Ok(())) {
             Ok(()) => Ok(()),
             Err(e) => {
                 *slot = Some(e);
