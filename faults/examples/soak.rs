@@ -4,7 +4,8 @@
 //! cargo run -p etcdlock-faults --release --example soak -- --soak 10m
 //! ```
 //! DURATION is `90s`, `10m`, `2h` or plain seconds. `--scenarios 1,4,8` picks
-//! scenarios (default: all 11). Exits non-zero if any round failed.
+//! scenarios (default: all; 12 and 13 are scenarios 2 and 3 with a Python
+//! holder process). Exits non-zero if any round failed.
 
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,7 @@ fn main() {
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut soak = Duration::from_secs(600);
-    let mut ids: Vec<u32> = (1..=11).collect();
+    let mut ids: Vec<u32> = scenarios::ALL.to_vec();
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {

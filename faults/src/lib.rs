@@ -346,6 +346,30 @@ impl ChildProc {
         ChildProc { child, lines: BufReader::new(out).lines(), seen: Vec::new() }
     }
 
+    /// Spawn `program args..` as a holder (e.g. the Python holder) with `spec` in [`CHILD_ENV`].
+    pub fn spawn_program(program: &str, args: &[String], spec: serde_json::Value, env: &[(&str, String)]) -> ChildProc {
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .env(CHILD_ENV, spec.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .kill_on_drop(true);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        // SAFETY: prctl is async-signal-safe; runs in the child before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {program}: {e}"));
+        let out = child.stdout.take().expect("child stdout");
+        ChildProc { child, lines: BufReader::new(out).lines(), seen: Vec::new() }
+    }
+
     /// The process id.
     pub fn pid(&self) -> i32 {
         self.child.id().map(|p| p as i32).unwrap_or(0)
@@ -540,5 +564,52 @@ async fn child_main(v: serde_json::Value) {
             ));
         }
         other => panic!("unknown child mode {other}"),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Holders in other languages
+
+/// The language of a holder process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HolderLang {
+    /// This executable re-run in child mode.
+    Rust,
+    /// `holders/python_holder.py` on the Python binding.
+    Python,
+}
+
+/// A Python interpreter that can `import etcdlock`, and the PYTHONPATH it needs:
+/// `$ETCDLOCK_FAULTS_PYTHON` / `$ETCDLOCK_FAULTS_PYTHONPATH` (set by test.sh),
+/// else the Python binding's venv (`bindings-python/.venv`).
+pub fn python_with_etcdlock() -> Result<(String, Option<String>), String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let candidates: Vec<(String, Option<String>)> = match std::env::var("ETCDLOCK_FAULTS_PYTHON") {
+        Ok(py) => vec![(py, std::env::var("ETCDLOCK_FAULTS_PYTHONPATH").ok())],
+        Err(_) => vec![(root.join("bindings-python/.venv/bin/python").display().to_string(), None)],
+    };
+    for (py, path) in candidates {
+        let mut cmd = std::process::Command::new(&py);
+        cmd.args(["-c", "import etcdlock"]);
+        if let Some(p) = &path {
+            cmd.env("PYTHONPATH", p);
+        }
+        if cmd.output().map(|o| o.status.success()).unwrap_or(false) {
+            return Ok((py, path));
+        }
+    }
+    Err("no Python with the etcdlock binding (run faults/test.sh, or set ETCDLOCK_FAULTS_PYTHON / ETCDLOCK_FAULTS_PYTHONPATH)".into())
+}
+
+/// Spawn a holder in `lang` with the `holder` spec.
+pub fn spawn_holder(lang: HolderLang, spec: serde_json::Value) -> Result<ChildProc, String> {
+    match lang {
+        HolderLang::Rust => Ok(ChildProc::spawn(spec, &[])),
+        HolderLang::Python => {
+            let (py, path) = python_with_etcdlock()?;
+            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/python_holder.py");
+            let env: Vec<(&str, String)> = path.map(|p| vec![("PYTHONPATH", p)]).unwrap_or_default();
+            Ok(ChildProc::spawn_program(&py, &[script.display().to_string()], spec, &env))
+        }
     }
 }

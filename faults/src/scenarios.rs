@@ -17,8 +17,8 @@ use serde_json::json;
 
 use crate::checker::{resource_history, resource_key, Report};
 use crate::{
-    await_key_count, current_revision, keys_under, ms_between, opts, raw, seed, unique_ns, Checker, ChildProc, Counters,
-    Hold, LossInfo, Proxy, Rng, Workload,
+    await_key_count, current_revision, keys_under, ms_between, opts, raw, seed, spawn_holder, unique_ns, Checker, ChildProc,
+    Counters, Hold, HolderLang, LossInfo, Proxy, Rng, Workload,
 };
 
 /// The lease TTL of every scenario, in seconds.
@@ -97,12 +97,18 @@ impl Outcome {
     }
 }
 
-/// Run scenario `id` (1-11).
+/// Every scenario id: 1-11, and 12 / 13 = scenarios 2 / 3 with a Python holder.
+pub const ALL: [u32; 13] = [1, 2, 12, 3, 13, 4, 5, 6, 7, 8, 9, 10, 11];
+
+/// Run scenario `id` (1-11; 12 and 13 are scenarios 2 and 3 with a holder
+/// process written in Python, on the Python binding).
 pub async fn run(id: u32, p: &Profile) -> Outcome {
     match id {
         1 => baseline(p).await,
-        2 => holder_sigstop(p).await,
-        3 => holder_kill9(p).await,
+        2 => holder_sigstop(p, HolderLang::Rust).await,
+        3 => holder_kill9(p, HolderLang::Rust).await,
+        12 => holder_sigstop(p, HolderLang::Python).await,
+        13 => holder_kill9(p, HolderLang::Python).await,
         4 => member_sigstop(p).await,
         5 => member_kill_restart(p).await,
         6 => leader_change_after_holder_death(p).await,
@@ -238,9 +244,9 @@ fn parse_hold(parts: &[String]) -> Option<Hold> {
     Hold::from_json(&parts[1..].join(" "))
 }
 
-/// 2. Holder process SIGSTOPped for 2×TTL, repeatedly.
-pub async fn holder_sigstop(p: &Profile) -> Outcome {
-    let mut o = Outcome::new(2, "holder-sigstop");
+/// 2. Holder process SIGSTOPped for 2×TTL, repeatedly (holder in Rust or Python).
+pub async fn holder_sigstop(p: &Profile, lang: HolderLang) -> Outcome {
+    let mut o = Outcome::new(2, if lang == HolderLang::Rust { "holder-sigstop" } else { "holder-sigstop-python" });
     let etcd = Etcd::single();
     let eps = etcd.endpoints();
     let ns = unique_ns("stop");
@@ -248,7 +254,14 @@ pub async fn holder_sigstop(p: &Profile) -> Outcome {
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
     let rounds = p.rounds;
-    let mut child = ChildProc::spawn(holder_spec(&eps, &ns, rounds), &[]);
+    let mut child = match spawn_holder(lang, holder_spec(&eps, &ns, rounds)) {
+        Ok(c) => c,
+        Err(e) => {
+            o.fail(e);
+            o.figure = "not run".into();
+            return o;
+        }
+    };
     let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
     let prefix = format!("{ns}L/");
     let (mut max_wait, mut reported, mut stale_ok, mut raw_ok, mut min_gap) = (0u64, 0u32, 0u32, 0u32, i64::MAX);
@@ -262,6 +275,8 @@ pub async fn holder_sigstop(p: &Profile) -> Outcome {
             }
         };
         let child_token: i64 = held[1].parse().unwrap_or(0);
+        let child_acq: u64 = held[2].parse().unwrap_or(0);
+        let child_key = held.get(3).cloned().unwrap_or_default();
         o.acquisitions += 1;
         if let Err(e) = child.expect("PUT", Duration::from_secs(10)).await {
             o.fail(e);
@@ -293,8 +308,17 @@ pub async fn holder_sigstop(p: &Profile) -> Outcome {
         child.signal(libc::SIGCONT);
         let lost = child.expect("LOST", Duration::from_secs(10)).await;
         let stale = child.expect("STALE", Duration::from_secs(10)).await;
-        let rawtx = child.expect("RAWTXN", Duration::from_secs(20)).await;
-        let hold = child.expect("HOLD", Duration::from_secs(10)).await;
+        // Rust holders send the raw compare themselves and print their hold; for
+        // others the parent sends the same compare with the holder's key and token.
+        let (rawtx, hold) = if lang == HolderLang::Rust {
+            (child.expect("RAWTXN", Duration::from_secs(20)).await, child.expect("HOLD", Duration::from_secs(10)).await)
+        } else {
+            let txn = etcd_client::Txn::new()
+                .when([etcd_client::Compare::create_revision(child_key.clone(), etcd_client::CompareOp::Equal, child_token)])
+                .and_then([etcd_client::TxnOp::put(format!("{ns}{}", resource_key("L")), child_token.to_string(), None)]);
+            let r = rawc.txn(txn).await.map(|r| vec!["RAWTXN".to_string(), r.succeeded().to_string()]).map_err(|e| e.to_string());
+            (r, Ok(Vec::new()))
+        };
         match (lost, stale, rawtx, hold) {
             (Ok(lost), Ok(stale), Ok(rawtx), Ok(hold)) => {
                 reported += 1;
@@ -306,9 +330,23 @@ pub async fn holder_sigstop(p: &Profile) -> Outcome {
                 if rawtx[1] == "true" {
                     raw_ok += 1;
                 }
-                match parse_hold(&hold) {
-                    Some(h) => checker.record(h),
-                    None => o.fail(format!("bad HOLD line {hold:?}")),
+                if lang == HolderLang::Rust {
+                    match parse_hold(&hold) {
+                        Some(h) => checker.record(h),
+                        None => o.fail(format!("bad HOLD line {hold:?}")),
+                    }
+                } else {
+                    // Python: the hold ends at the last moment is_held() said True.
+                    let rep: u64 = lost.get(3).and_then(|s| s.parse().ok()).unwrap_or(lost_at);
+                    checker.record(Hold {
+                        lock: "L".into(),
+                        token: child_token,
+                        acquired_ns: child_acq,
+                        ended_ns: lost_at,
+                        client: format!("python-child-round{round}"),
+                        loss: Some(LossInfo { reason: lost[1].clone(), at_ns: lost_at, reported_ns: rep }),
+                    });
+                    o.expect(rep > stop_ns + TTL_NS, || format!("round {round}: python holder saw the loss before it was resumed?"));
                 }
             }
             other => o.fail(format!("round {round}: resumed holder did not report: {other:?}")),
@@ -340,9 +378,9 @@ pub async fn holder_sigstop(p: &Profile) -> Outcome {
     o
 }
 
-/// 3. Holder process kill -9, repeatedly.
-pub async fn holder_kill9(p: &Profile) -> Outcome {
-    let mut o = Outcome::new(3, "holder-kill9");
+/// 3. Holder process kill -9, repeatedly (holder in Rust or Python).
+pub async fn holder_kill9(p: &Profile, lang: HolderLang) -> Outcome {
+    let mut o = Outcome::new(3, if lang == HolderLang::Rust { "holder-kill9" } else { "holder-kill9-python" });
     let etcd = Etcd::single();
     let eps = etcd.endpoints();
     let ns = unique_ns("kill");
@@ -354,7 +392,13 @@ pub async fn holder_kill9(p: &Profile) -> Outcome {
     let mut max_wait = 0u64;
     let mut done = 0;
     for round in 0..p.rounds {
-        let mut child = ChildProc::spawn(holder_spec(&eps, &ns, 1), &[]);
+        let mut child = match spawn_holder(lang, holder_spec(&eps, &ns, 1)) {
+            Ok(c) => c,
+            Err(e) => {
+                o.fail(e);
+                break;
+            }
+        };
         let held = match child.expect("HELD", Duration::from_secs(20)).await {
             Ok(h) => h,
             Err(e) => {

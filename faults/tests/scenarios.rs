@@ -26,8 +26,16 @@ fn scenario_02_holder_sigstop() {
     run(2)
 }
 #[test]
+fn scenario_02_holder_sigstop_python() {
+    run(12)
+}
+#[test]
 fn scenario_03_holder_kill9() {
     run(3)
+}
+#[test]
+fn scenario_03_holder_kill9_python() {
+    run(13)
 }
 #[test]
 fn scenario_04_member_sigstop() {
