@@ -23,8 +23,8 @@ import org.slf4j.LoggerFactory;
  *         .ttl(Duration.ofSeconds(10))
  *         .build();
  *      LockGuard guard = client.acquire("stock", Duration.ofSeconds(5))) {
- *     long stock = Long.parseLong(guard.get("stock/count"));
- *     guard.put("stock/count", Long.toString(stock - 1)); // etcd rejects it if we lost the lock
+ *     long stock = Long.parseLong(guard.get("inventory/stock"));
+ *     guard.put("inventory/stock", Long.toString(stock - 1)); // etcd rejects it if we lost the lock
  * }
  * }</pre>
  *

@@ -17,8 +17,8 @@ import org.slf4j.LoggerFactory;
  * <pre>{@code
  * try (LockGuard guard = client.acquire("stock", Duration.ofSeconds(5))) {
  *     guard.onLost(reason -> log.warn("lost the stock lock: {}", reason));
- *     String stock = guard.get("stock/count");
- *     guard.put("stock/count", Integer.toString(Integer.parseInt(stock) - 1));
+ *     String stock = guard.get("inventory/stock");
+ *     guard.put("inventory/stock", Integer.toString(Integer.parseInt(stock) - 1));
  * }
  * }</pre>
  *
@@ -162,7 +162,11 @@ public final class LockGuard implements AutoCloseable {
         }
     }
 
-    /** Guarded put: applied by etcd only while we hold the lock (key namespaced like the lock). */
+    /**
+     * Guarded put: applied by etcd only while we hold the lock (key namespaced like the lock).
+     * Keep data keys outside the lock's own prefix {@code <name>/}: a key there would queue
+     * as a contender and block the next acquisition.
+     */
     public void put(byte[] key, byte[] value) {
         long p = handle.pin();
         try {
