@@ -123,6 +123,30 @@ class EtcdLockSpringTest {
     }
 
     @Test
+    void credentialAndTlsPropertiesReachTheClient() {
+        runner().withPropertyValues("etcdlock.username=app", "etcdlock.password=pw",
+                "etcdlock.tls.ca=/nonexistent/etcdlock-ca.pem", "etcdlock.tls.domain=etcd.local",
+                "etcdlock.connect-timeout=2s", "etcdlock.request-timeout=3s")
+                .withBean("myClient", EtcdLockClient.class,
+                        () -> EtcdLockClient.builder().endpoints(EtcdExtension.endpoints()).build())
+                .run(ctx -> {
+                    EtcdLockProperties p = ctx.getBean(EtcdLockProperties.class);
+                    assertEquals("app", p.getUsername());
+                    assertEquals("pw", p.getPassword());
+                    assertEquals("/nonexistent/etcdlock-ca.pem", p.getTls().getCa());
+                    assertEquals("etcd.local", p.getTls().getDomain());
+                    assertEquals(Duration.ofSeconds(2), p.getConnectTimeout());
+                    assertEquals(Duration.ofSeconds(3), p.getRequestTimeout());
+                });
+        runner().withPropertyValues("etcdlock.tls.ca=/nonexistent/etcdlock-ca.pem").run(ctx -> {
+            // The CA file is handed to the core, which refuses the missing file (plaintext
+            // endpoints with TLS options are refused too): a typed InvalidArgumentException.
+            assertNotNull(ctx.getStartupFailure());
+            assertTrue(hasCause(ctx.getStartupFailure(), InvalidArgumentException.class), String.valueOf(ctx.getStartupFailure()));
+        });
+    }
+
+    @Test
     void userBeansWin() {
         runner().withBean("myClient", EtcdLockClient.class,
                 () -> EtcdLockClient.builder().endpoints(EtcdExtension.endpoints()).ttl(Duration.ofSeconds(9)).build())
