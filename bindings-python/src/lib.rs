@@ -299,7 +299,7 @@ fn build_options(
 
 /// A connection to etcd (the native half of `etcdlock.Client` and
 /// `etcdlock.AsyncClient`). Safe to share across threads.
-#[pyclass(module = "etcdlock._etcdlock", frozen)]
+#[pyclass(module = "etcdlock._etcdlock", frozen, weakref)]
 struct NativeClient {
     inner: Client,
     pid: u32,
@@ -358,16 +358,17 @@ impl NativeClient {
 
     /// Wait for the lock `name`, at most `timeout` seconds if given.
     #[pyo3(signature = (name, timeout=None))]
-    fn lock(&self, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<NativeGuard> {
+    fn lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<NativeGuard> {
+        let this = slf.get();
         let timeout = opt_secs("timeout", timeout).map_err(|e| to_pyerr(py, &e))?;
-        let (c, name) = (self.inner.clone(), name.to_string());
+        let (c, name) = (this.inner.clone(), name.to_string());
         let g = wait(py, async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await })?;
-        Ok(NativeGuard::new(g))
+        Ok(NativeGuard::new(g, slf.clone().unbind()))
     }
 
     /// Take the lock if free; None if held.
-    fn try_lock(&self, py: Python<'_>, name: &str) -> PyResult<Option<NativeGuard>> {
-        let (c, name) = (self.inner.clone(), name.to_string());
+    fn try_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &str) -> PyResult<Option<NativeGuard>> {
+        let (c, name) = (slf.get().inner.clone(), name.to_string());
         let r = wait(py, async move {
             match c.try_lock(&name).await {
                 Ok(g) => Ok(Some(g)),
@@ -375,22 +376,24 @@ impl NativeClient {
                 Err(e) => Err(e),
             }
         })?;
-        Ok(r.map(NativeGuard::new))
+        Ok(r.map(|g| NativeGuard::new(g, slf.clone().unbind())))
     }
 
     /// `lock` as an awaitable.
     #[pyo3(signature = (name, timeout=None))]
-    fn lock_async(&self, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+    fn lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let timeout = opt_secs("timeout", timeout).map_err(|e| to_pyerr(py, &e))?;
-        let (c, name) = (self.inner.clone(), name.to_string());
+        let (c, name) = (slf.get().inner.clone(), name.to_string());
+        let me = slf.clone().unbind();
         to_asyncio(py, async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await }, |py, g| {
-            Ok(Py::new(py, NativeGuard::new(g))?.into_any())
+            Ok(Py::new(py, NativeGuard::new(g, me))?.into_any())
         })
     }
 
     /// `try_lock` as an awaitable.
-    fn try_lock_async(&self, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        let (c, name) = (self.inner.clone(), name.to_string());
+    fn try_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
+        let (c, name) = (slf.get().inner.clone(), name.to_string());
+        let me = slf.clone().unbind();
         to_asyncio(
             py,
             async move {
@@ -401,7 +404,7 @@ impl NativeClient {
                 }
             },
             |py, g| match g {
-                Some(g) => Ok(Py::new(py, NativeGuard::new(g))?.into_any()),
+                Some(g) => Ok(Py::new(py, NativeGuard::new(g, me))?.into_any()),
                 None => Ok(none(py)),
             },
         )
@@ -473,11 +476,15 @@ fn state_name(s: GuardState) -> &'static str {
 #[pyclass(module = "etcdlock", name = "Guard", frozen)]
 struct NativeGuard {
     g: Arc<Guard>,
+    /// The client object it came from, kept alive (and reachable for the
+    /// exit hook that closes clients) as long as the guard is.
+    #[allow(dead_code)]
+    client: Py<NativeClient>,
 }
 
 impl NativeGuard {
-    fn new(g: Guard) -> NativeGuard {
-        NativeGuard { g: Arc::new(g) }
+    fn new(g: Guard, client: Py<NativeClient>) -> NativeGuard {
+        NativeGuard { g: Arc::new(g), client }
     }
 }
 

@@ -349,3 +349,36 @@ def test_on_lost_after_the_fact_and_not_on_release(client: etcdlock.Client, endp
     g2.on_lost(lambda r: never.set())
     g2.unlock()
     assert not g2.lost.wait(0.3) and not never.is_set()
+
+
+def test_exit_with_daemon_threads_blocked_in_lock(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    import sys
+
+    holder = client.acquire(name)
+    code = (
+        "import etcdlock, threading, time\n"
+        f"c = etcdlock.Client(endpoints={endpoints!r})\n"
+        "def w():\n"
+        "    try:\n"
+        f"        c.acquire({name!r})\n"
+        "    except etcdlock.LockError:\n"
+        "        pass\n"
+        "for _ in range(3):\n"
+        "    threading.Thread(target=w, daemon=True).start()\n"
+        "mine = etcdlock.Client(endpoints=" + repr(endpoints) + ").acquire(" + repr(name + "-own") + ")\n"
+        "threading.Thread(target=mine.lost.wait, daemon=True).start()\n"
+        "print('exiting', flush=True)\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        assert p.stdout.readline().strip() == "exiting"
+        p.wait(timeout=30)
+        assert p.returncode == 0, p.stderr.read() if p.stderr else ""
+    finally:
+        if p.poll() is None:
+            p.kill()
+    # the exiting process closed its clients: its waiter keys are gone
+    wait_until(lambda: etcdctl_keys(endpoints, name + "/") == [holder.key], what="waiters of the exited process removed")
+    assert etcdctl_keys(endpoints, name + "-own/") == []
+    holder.unlock()

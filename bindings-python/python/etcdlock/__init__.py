@@ -126,13 +126,15 @@ def _check_timeout(timeout: object) -> Optional[float]:
     return float(timeout)
 
 
-_live_clients: "weakref.WeakSet[Client]" = weakref.WeakSet()
+# Native clients still alive (directly, or through a guard that holds one).
+_live_clients: "weakref.WeakSet[NativeClient]" = weakref.WeakSet()
 
 
 @atexit.register
 def _close_at_exit() -> None:
-    # Revoke leases of clients left open, so their locks and waiter keys go at
-    # once instead of after the TTL.
+    # Revoke the leases of clients left open, so their locks and waiter keys go
+    # at once instead of after the TTL. (A client inherited across fork() is
+    # left alone: its close is a no-op in the child.)
     for c in list(_live_clients):
         try:
             c.close()
@@ -186,7 +188,7 @@ class Client:
             request_timeout,
         )
         self._pid = os.getpid()
-        _live_clients.add(self)
+        _live_clients.add(self._native)
 
     def lock(self, name: str, timeout: Optional[float] = None) -> "Lock":
         """A :class:`Lock` handle for ``name``; nothing is sent to etcd until
@@ -209,7 +211,7 @@ class Client:
         holds (their guards report ``ClientClosed``). Idempotent."""
         if self._pid == os.getpid():
             self._native.close()
-        _live_clients.discard(self)
+        _live_clients.discard(self._native)
 
     @property
     def ttl(self) -> int:
@@ -473,6 +475,7 @@ class AsyncClient:
         async with self._connecting:
             if self._native is None:
                 self._native = await NativeClient.connect_async(*self._args)
+                _live_clients.add(self._native)
             return self._native
 
     def lock(self, name: str, timeout: Optional[float] = None) -> "AsyncLock":
@@ -497,6 +500,7 @@ class AsyncClient:
         self._closed = True
         if self._native is not None:
             await self._native.close_async()
+            _live_clients.discard(self._native)
 
     @property
     def ttl(self) -> Optional[int]:
