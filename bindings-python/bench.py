@@ -69,7 +69,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (reduces drift)")
     args = ap.parse_args()
 
-    harness: Optional[subprocess.Popen] = None
+    harness: "Optional[subprocess.Popen[str]]" = None
     if args.endpoints:
         endpoints = args.endpoints.split(",")
     else:

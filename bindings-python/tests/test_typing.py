@@ -23,6 +23,18 @@ def test_usage_type_checks() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_package_example_and_bench_type_check() -> None:
+    root = HERE.parent
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null",
+         str(root / "python" / "etcdlock"), str(root / "examples" / "flash_sale.py"), str(root / "bench.py")],
+        capture_output=True,
+        text=True,
+        cwd=str(root),
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_misuse_is_rejected() -> None:
     r = mypy(HERE / "typing_bad.py")
     assert r.returncode == 1, r.stdout + r.stderr
