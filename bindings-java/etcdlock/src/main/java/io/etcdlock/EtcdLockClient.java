@@ -133,7 +133,7 @@ public final class EtcdLockClient implements AutoCloseable {
         long c = handle.pin();
         try {
             long g = NativeBridge.tryLock(c, name);
-            return g == 0 ? Optional.empty() : Optional.of(new LockGuard(name, g));
+            return g == 0 ? Optional.empty() : Optional.of(new LockGuard(this, name, g));
         } finally {
             handle.unpin();
         }
@@ -259,7 +259,7 @@ public final class EtcdLockClient implements AutoCloseable {
         long c = handle.pin();
         try {
             long g = NativeBridge.lock(c, name, timeoutMs, interruptible);
-            return new LockGuard(name, g);
+            return new LockGuard(this, name, g);
         } finally {
             handle.unpin();
         }
@@ -295,7 +295,7 @@ public final class EtcdLockClient implements AutoCloseable {
             this.id = NativeBridge.register((g, value, error) -> {
                 if (error != null) {
                     completeExceptionally(error);
-                } else if (isDone() || !complete(new LockGuard(name, g))) {
+                } else if (isDone() || !complete(new LockGuard(EtcdLockClient.this, name, g))) {
                     // Cancelled meanwhile: nobody will use this guard; release it.
                     NativeBridge.freeGuard(g);
                 }

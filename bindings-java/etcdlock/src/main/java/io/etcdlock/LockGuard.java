@@ -29,6 +29,8 @@ public final class LockGuard implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(LockGuard.class);
 
     private final String name;
+    @SuppressWarnings("unused") // keeps the client (and its lease) reachable while the guard is
+    private final EtcdLockClient client;
     private final NativeHandle handle;
     private final java.lang.ref.Cleaner.Cleanable cleanable;
     private final String key;
@@ -39,7 +41,8 @@ public final class LockGuard implements AutoCloseable {
     private volatile boolean lostFired;
     private volatile boolean unlocked;
 
-    LockGuard(String name, long ptr) {
+    LockGuard(EtcdLockClient client, String name, long ptr) {
+        this.client = client;
         this.name = name;
         this.handle = new NativeHandle(ptr, NativeBridge::freeGuard,
                 () -> new NotHeldException("lock \"" + name + "\" was released by this guard"));

@@ -88,6 +88,19 @@ class ReadmeExampleTest {
         }
     }
 
+    @Test
+    void aGuardKeepsItsClientAlive() throws Exception {
+        String name = TestSupport.uniqueName("orphan");
+        LockGuard g = TestSupport.client().acquire(name); // the client object is never stored
+        for (int i = 0; i < 5; i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        assertTrue(g.isHeld(), "the unreachable-looking client was not cleaned up under a live guard");
+        g.close();
+        assertEquals(0, TestSupport.keysUnder(name));
+    }
+
     private static void forget(EtcdLockClient client, String name) throws Exception {
         LockGuard g = client.acquire(name);
         assertEquals(1, TestSupport.keysUnder(name));
