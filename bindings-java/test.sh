@@ -7,9 +7,13 @@ HERE=$(pwd)
 ROOT=$(cd .. && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
+export PATH="$HOME/.cargo/bin:$PATH"
 if ! command -v mvn >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
   echo "installing JDK 17 and Maven" >&2
-  apt-get update -qq && apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jdk-headless maven >/dev/null
 fi
 
 # The tests' etcd comes from the harness binary (debug build of the testkit).
