@@ -382,3 +382,32 @@ def test_exit_with_daemon_threads_blocked_in_lock(client: etcdlock.Client, endpo
     wait_until(lambda: etcdctl_keys(endpoints, name + "/") == [holder.key], what="waiters of the exited process removed")
     assert etcdctl_keys(endpoints, name + "-own/") == []
     holder.unlock()
+
+
+def test_on_lost_callback_errors_are_reported_not_fatal(client: etcdlock.Client, endpoints: List[str], name: str) -> None:
+    import sys
+
+    seen = threading.Event()
+    caught: List[BaseException] = []
+    old = sys.unraisablehook
+
+    def hook(u: "sys.UnraisableHookArgs") -> None:
+        if u.exc_value is not None:
+            caught.append(u.exc_value)
+        seen.set()
+
+    def bad_callback(reason: str) -> None:
+        raise ValueError("callback failed: " + reason)
+
+    sys.unraisablehook = hook
+    try:
+        g = client.acquire(name)
+        g.on_lost(bad_callback)
+        etcdctl(endpoints, "del", g.key)
+        assert seen.wait(10)
+        assert isinstance(caught[0], ValueError) and "KeyDeleted" in str(caught[0])
+    finally:
+        sys.unraisablehook = old
+    # the client is unaffected
+    with client.lock(name, timeout=5) as g2:
+        assert g2.is_held
