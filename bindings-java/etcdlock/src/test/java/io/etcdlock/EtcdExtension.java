@@ -53,11 +53,24 @@ public final class EtcdExtension implements BeforeAllCallback {
         public final List<String> endpoints;
         private final Process process;
         private final OutputStream stdin;
+        private final BufferedReader stdout;
 
-        private Etcd(Process process, List<String> endpoints) {
+        private Etcd(Process process, BufferedReader stdout, List<String> endpoints) {
             this.process = process;
             this.stdin = process.getOutputStream();
+            this.stdout = stdout;
             this.endpoints = endpoints;
+        }
+
+        /** Send a harness command ({@code pause 0}, {@code resume 0}, {@code kill 0}, ...); returns its JSON reply. */
+        public synchronized String command(String cmd) throws IOException {
+            stdin.write((cmd + "\n").getBytes(StandardCharsets.UTF_8));
+            stdin.flush();
+            String reply = stdout.readLine();
+            if (reply == null || reply.contains("\"error\"")) {
+                throw new IOException("etcd-harness " + cmd + ": " + reply);
+            }
+            return reply;
         }
 
         public static Etcd start(String... args) throws IOException {
@@ -87,7 +100,7 @@ public final class EtcdExtension implements BeforeAllCallback {
             while (q.find()) {
                 eps.add(q.group(1));
             }
-            return new Etcd(p, eps);
+            return new Etcd(p, out, eps);
         }
 
         @Override
