@@ -3,6 +3,7 @@ package io.etcdlock;
 import static io.etcdlock.TestSupport.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -132,6 +133,22 @@ class BadInputTest {
                 .distinct().count());
         assertEquals(LossReason.LEASE_EXPIRED,
                 ((LockLostException) EtcdLockException.of(ErrorCode.LOCK_LOST, LossReason.LEASE_EXPIRED, "m")).reason());
+    }
+
+    @Test
+    void builderFromTheEtcdlockEnvironment() throws Exception {
+        String java = System.getProperty("java.home") + "/bin/java";
+        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        ProcessBuilder pb = new ProcessBuilder(java, "-cp", cp, EnvProbe.class.getName(), "envlock").redirectErrorStream(true);
+        pb.environment().put("ETCDLOCK_ENDPOINTS", String.join(",", EtcdExtension.endpoints()));
+        pb.environment().put("ETCDLOCK_TTL", "7");
+        pb.environment().put("ETCDLOCK_NAMESPACE", "envns/");
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("TTL 7"), out);
+        assertTrue(out.contains("KEY envns/envlock/"), out);
     }
 
     @Test
