@@ -223,7 +223,7 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /** Benchmark floor: one raw Txn (put with {@code lease}) + Delete of {@code key}, no lock protocol. */
-    public void rawRoundTrip(String key, long lease) {
+    void rawRoundTrip(String key, long lease) {
         checkName(key);
         long c = handle.pin();
         try {
@@ -234,7 +234,7 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /** Benchmark: one uncontended lock + unlock done entirely in the native core; returns the token. */
-    public long coreLockUnlock(String name) {
+    long coreLockUnlock(String name) {
         checkName(name);
         long c = handle.pin();
         try {
@@ -245,7 +245,7 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /** Benchmark helper: grant a lease of {@code ttlSeconds} through the raw etcd client. */
-    public long rawGrantLease(long ttlSeconds) {
+    long rawGrantLease(long ttlSeconds) {
         long c = handle.pin();
         try {
             return NativeBridge.rawGrant(c, ttlSeconds);
