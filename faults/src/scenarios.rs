@@ -616,6 +616,16 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
     let mut max_wait = 0u64;
     let mut done = 0;
     let rounds = p.rounds.min(3).max(2);
+    // A second holder, cut off by a proxy at the moment of the leader kill: the new
+    // leader resets every lease's TTL on the server, but the client must not extend
+    // its own validity from that; its loss must fire TTL after its last acknowledged
+    // keep-alive as always, and the other client may only acquire after it.
+    let mut proxies = Vec::new();
+    for e in &eps {
+        proxies.push(Proxy::start(e).await.expect("proxy"));
+    }
+    let margin = Duration::from_millis(400);
+    let (mut max_since_ack, mut min_own_gap) = (0i64, i64::MAX);
     for round in 0..rounds {
         let mut child = ChildProc::spawn(holder_spec(&eps, &ns, 1), &[]);
         let held = match child.expect("HELD", Duration::from_secs(20)).await {
@@ -637,10 +647,38 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
             o.fail("no leader".to_string());
             break;
         };
+        // The cut-off holder A talks to a follower through a proxy.
+        let px = &proxies[(leader + 1) % 3];
+        let mut ao = opts(&[px.endpoint()], &ns, TTL, Duration::from_secs(1));
+        ao.margin = Some(margin);
+        let a = Client::connect(ao).await.expect("A connect");
+        let ga = Arc::new(a.lock("own").await.expect("A lock"));
+        let a_acq = clock_monotonic_ns();
+        o.acquisitions += 1;
+        let last_valid = Arc::new(AtomicU64::new(0));
+        let poller = {
+            let (ga, last_valid) = (ga.clone(), last_valid.clone());
+            tokio::spawn(async move {
+                while ga.is_held() {
+                    last_valid.store(instant_to_mono_ns(ga.valid_until()), Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            })
+        };
+        let own_waiter = spawn_waiter(wc.clone(), "own");
+        if await_key_count(&mut rawc, &format!("{ns}own/"), 2, Duration::from_secs(10)).await.is_none() {
+            o.fail(format!("round {round}: waiter on own never queued"));
+            break;
+        }
         let kill_ns = clock_monotonic_ns();
         child.kill9().await;
+        px.blackhole();
+        let a_lost = {
+            let ga = ga.clone();
+            tokio::spawn(async move { ga.wait_lost().await.map(|l| (l, clock_monotonic_ns())) })
+        };
         blocking(|| etcd.kill(leader));
-        o.faults += 2;
+        o.faults += 3;
         checker.record(Hold {
             lock: "L".into(),
             token: child_token,
@@ -666,6 +704,37 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
         if let Err(e) = release(&checker, g, at, "parent-waiter").await {
             o.fail(e);
         }
+        match tokio::time::timeout(Duration::from_secs(TTL as u64 + 5), a_lost).await {
+            Ok(Ok(Some((loss, rep_ns)))) => {
+                let _ = poller.await;
+                let last_ack_send = last_valid.load(Ordering::Relaxed) - (TTL_NS - margin.as_nanos() as u64);
+                let since_ack = ms_between(last_ack_send, rep_ns);
+                max_since_ack = max_since_ack.max(since_ack);
+                o.expect(since_ack <= TTL * 1000, || format!("round {round}: cut-off holder reported its loss {since_ack} ms after its last ack"));
+                let loss_at = instant_to_mono_ns(loss.at);
+                checker.record(Hold {
+                    lock: "own".into(),
+                    token: ga.fencing_token(),
+                    acquired_ns: a_acq,
+                    ended_ns: loss_at,
+                    client: format!("A{round}"),
+                    loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
+                });
+                match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), own_waiter).await {
+                    Ok(Ok(Ok((gb, b_at)))) => {
+                        o.acquisitions += 1;
+                        min_own_gap = min_own_gap.min(ms_between(loss_at, b_at));
+                        if let Err(e) = release(&checker, gb, b_at, "parent-own-waiter").await {
+                            o.fail(e);
+                        }
+                    }
+                    other => o.fail(format!("round {round}: waiter on own did not acquire: {other:?}")),
+                }
+            }
+            other => o.fail(format!("round {round}: the cut-off holder never reported its loss: {other:?}")),
+        }
+        px.pass();
+        a.close().await;
         let healthy = blocking(|| {
             etcd.restart(leader);
             etcd.wait_member_healthy(leader, Duration::from_secs(20))
@@ -679,9 +748,11 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.expect(done == rounds, || format!("{done}/{rounds} rounds completed"));
     o.figure = format!(
-        "{done} rounds of holder kill -9 + leader kill -9, max waiter acquire {:.2} s after the holder died (bound 2xTTL+2 = {} s); {}",
+        "{done} rounds of holder kill -9 + leader kill -9, max waiter acquire {:.2} s after the holder died (bound 2xTTL+2 = {} s); a holder cut off at the leader kill reported its loss <= {max_since_ack} ms after its last acknowledged keep-alive (bound TTL = {} ms, no extension from the new leader's lease reset), its waiter acquired >= {} ms after that loss; {}",
         secs(max_wait),
         2 * TTL + 2,
+        TTL * 1000,
+        if min_own_gap == i64::MAX { 0 } else { min_own_gap },
         r.summary()
     );
     o
