@@ -38,7 +38,7 @@ public final class LockGuard implements AutoCloseable {
     private final long fencingToken;
     private final List<Consumer<LossReason>> listeners = new ArrayList<>();
     private boolean watching;
-    private volatile boolean lostFired;
+    private LossReason firedReason; // guarded by listeners
     private volatile boolean unlocked;
 
     LockGuard(EtcdLockClient client, String name, long ptr) {
@@ -121,16 +121,21 @@ public final class LockGuard implements AutoCloseable {
         if (listener == null) {
             throw new InvalidArgumentException("listener must not be null");
         }
-        Optional<LossReason> already = lossReason();
-        if (already.isPresent()) {
-            listener.accept(already.get());
-            return this;
-        }
-        boolean start;
+        LossReason already = lossReason().orElse(null);
+        boolean start = false;
         synchronized (listeners) {
-            listeners.add(listener);
-            start = !watching;
-            watching = true;
+            if (already == null) {
+                already = firedReason;
+            }
+            if (already == null) {
+                listeners.add(listener);
+                start = !watching;
+                watching = true;
+            }
+        }
+        if (already != null) {
+            listener.accept(already);
+            return this;
         }
         if (start) {
             long id = NativeBridge.register((h, reason, err) -> fireLost(LossReason.of((int) reason)));
@@ -148,13 +153,17 @@ public final class LockGuard implements AutoCloseable {
     }
 
     private void fireLost(LossReason reason) {
-        if (reason == null || lostFired) {
+        if (reason == null) {
             return; // released normally
         }
-        lostFired = true;
         List<Consumer<LossReason>> copy;
         synchronized (listeners) {
+            if (firedReason != null) {
+                return;
+            }
+            firedReason = reason;
             copy = new ArrayList<>(listeners);
+            listeners.clear();
         }
         for (Consumer<LossReason> l : copy) {
             try {
