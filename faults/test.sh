@@ -38,8 +38,10 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 start=$(date +%s)
 # Two tests at a time: the scenarios are mostly waiting on timeouts and faults.
-cargo test -p etcdlock-faults --release -- --nocapture --test-threads=2 2>&1 | tee "$log" | grep -E '^(scenario [0-9]+|security:|test result|test .* FAILED|failures:|    [a-z_0-9]+$|thread .* panicked)' || true
+set +e
+cargo test -p etcdlock-faults --release -- --nocapture --test-threads=2 2>&1 | tee "$log" | grep -E '^(scenario [0-9]+|security:|test result|test .* FAILED|failures:|    [a-z_0-9]+$|thread .* panicked|error)'
 status=${PIPESTATUS[0]}
+set -e
 end=$(date +%s)
 
 acq=$(grep -oE '^scenario .*\[acquisitions=[0-9]+' "$log" | grep -oE '[0-9]+$' | awk '{s+=$1} END {print s+0}')
