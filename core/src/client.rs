@@ -420,6 +420,10 @@ impl Client {
         let s = self.inner.session.lock().await.take();
         if let Some(s) = s {
             s.mark_lost(LossReason::ClientClosed);
+            if self.inner.pid != crate::runtime::current_pid() {
+                // A forked child: the connection belongs to the parent; the lease is the parent's business.
+                return;
+            }
             let mut lease = self.inner.etcd.lease_client();
             let _ = tokio::time::timeout(self.inner.request_timeout, lease.revoke(s.lease)).await;
         }

@@ -258,6 +258,24 @@ impl Guard {
         }
     }
 
+    /// A data key under the lock's own prefix would join the lock's queue (etcd's
+    /// layout counts every key under `name/`) and block the next acquisition.
+    fn data_key(&self, key: &[u8]) -> Result<Vec<u8>> {
+        let k = self.shared.client.ns_key(key);
+        let lock_prefix_len = self.shared.key.iter().rposition(|b| *b == b'/').map(|i| i + 1).unwrap_or(0);
+        if key.is_empty() {
+            return Err(Error::invalid("guarded operation on an empty key"));
+        }
+        if k.starts_with(&self.shared.key[..lock_prefix_len]) {
+            return Err(Error::invalid(format!(
+                "key {:?} is under the lock's own prefix {:?}; keep data beside the lock, not inside it",
+                String::from_utf8_lossy(key).chars().take(64).collect::<String>(),
+                String::from_utf8_lossy(&self.shared.key[..lock_prefix_len]),
+            )));
+        }
+        Ok(k)
+    }
+
     async fn guarded(&self, op: TxnOp) -> Result<TxnOpResponse> {
         self.check_held()?;
         let sh = &self.shared;
@@ -290,13 +308,13 @@ impl Guard {
     /// Put `key` = `value` (namespaced like the lock) only while we hold the
     /// lock: etcd applies it in a Txn that compares our key's create_revision.
     pub async fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let k = self.shared.client.ns_key(key.as_ref());
+        let k = self.data_key(key.as_ref())?;
         self.guarded(TxnOp::put(k, value.as_ref().to_vec(), None)).await.map(|_| ())
     }
 
     /// Get `key` only while we hold the lock.
     pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        let k = self.shared.client.ns_key(key.as_ref());
+        let k = self.data_key(key.as_ref())?;
         match self.guarded(TxnOp::get(k, None)).await? {
             TxnOpResponse::Get(g) => Ok(g.kvs().first().map(|kv| kv.value().to_vec())),
             _ => Err(Error::new(ErrorCode::Internal, "unexpected response to a guarded get")),
@@ -305,7 +323,7 @@ impl Guard {
 
     /// Delete `key` only while we hold the lock; true if it existed.
     pub async fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        let k = self.shared.client.ns_key(key.as_ref());
+        let k = self.data_key(key.as_ref())?;
         match self.guarded(TxnOp::delete(k, None::<DeleteOptions>)).await? {
             TxnOpResponse::Delete(d) => Ok(d.deleted() > 0),
             _ => Err(Error::new(ErrorCode::Internal, "unexpected response to a guarded delete")),

@@ -18,8 +18,8 @@
 //! let client = Client::connect(ClientOptions::new(["http://127.0.0.1:2379"]).with_ttl(10)).await?;
 //! let guard = client.lock_with("stock", LockOptions::timeout(Duration::from_secs(5))).await?;
 //! println!("holding {} with fencing token {}", guard.key(), guard.fencing_token());
-//! let stock: i64 = guard.get("stock/count").await?.map(|v| String::from_utf8_lossy(&v).parse().unwrap_or(0)).unwrap_or(0);
-//! guard.put("stock/count", (stock - 1).to_string()).await?; // rejected by etcd if we lost the lock
+//! let stock: i64 = guard.get("stock-count").await?.map(|v| String::from_utf8_lossy(&v).parse().unwrap_or(0)).unwrap_or(0);
+//! guard.put("stock-count", (stock - 1).to_string()).await?; // rejected by etcd if we lost the lock
 //! guard.unlock().await?;
 //! client.close().await;
 //! # Ok(()) }

@@ -392,3 +392,21 @@ async fn closing_the_client_fails_its_waiters_with_closed() {
     assert_eq!(waiter.await.unwrap().unwrap_err().code(), ErrorCode::Closed);
     await_key_count(&holder, &format!("{ns}w/"), 1).await;
 }
+
+#[tokio::test]
+async fn guarded_keys_under_the_locks_own_prefix_are_refused() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("prefix");
+    let c = client(&etcd, &ns, 10).await;
+    let g = c.lock("stock").await.unwrap();
+    // "stock/count" would sit in the lock's queue and block the next acquisition forever.
+    for e in [g.put("stock/count", "1").await.unwrap_err(), g.get("stock/x").await.unwrap_err(), g.delete("stock/").await.unwrap_err()] {
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+    }
+    assert_eq!(g.put("", "1").await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    g.put("stock-count", "1").await.unwrap();
+    g.put("stock", "1").await.unwrap(); // the bare name is outside the prefix
+    g.unlock().await.unwrap();
+    let g2 = tokio::time::timeout(Duration::from_secs(2), c.lock("stock")).await.unwrap().unwrap();
+    assert!(g2.is_held());
+}

@@ -1,4 +1,8 @@
-//! `etcd-harness [--members N] [-- EXTRA_ETCD_FLAGS...]`
+//! `etcd-harness [--members N] [--scheme https] [-- EXTRA_ETCD_FLAGS...]`
+//!
+//! With `--scheme https`, pass etcd's TLS flags after `--` (`--cert-file`,
+//! `--key-file`, `--trusted-ca-file`, `--client-cert-auth`); readiness is then
+//! the client port accepting connections.
 //!
 //! Starts real etcd on 127.0.0.1 (free ports, temp dir), prints one JSON line
 //! `{"endpoints":[...],"pids":[...],"dir":"..."}` to stdout, and stops etcd
@@ -15,9 +19,10 @@ fn main() {
     while let Some(a) = args.next() {
         match a.as_str() {
             "--members" => cfg.members = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
+            "--scheme" => cfg.scheme = args.next(),
             "--" => cfg.extra_args.extend(args.by_ref()),
             "-h" | "--help" => {
-                println!("usage: etcd-harness [--members N] [-- EXTRA_ETCD_FLAGS...]");
+                println!("usage: etcd-harness [--members N] [--scheme http|https] [-- EXTRA_ETCD_FLAGS...]");
                 return;
             }
             other => {
