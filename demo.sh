@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
 export PATH="$HOME/.cargo/bin:$PATH"
-if [ -x scripts/flash_sale.sh ] && [ "${1:-}" != "--seeds" ]; then
+if [ "${1:-}" != "--seeds" ]; then
   exec scripts/flash_sale.sh "$@"
 fi
 cargo run --quiet --release -p etcdlock --example seed_demo

@@ -1,19 +1,48 @@
 #!/usr/bin/env bash
-# Runs every test suite against real etcd processes the harness starts on
-# 127.0.0.1 (free ports, temp dirs) and stops. No mocks of etcd anywhere.
-set -euo pipefail
+# Runs every test suite against real etcd processes the harnesses start on
+# 127.0.0.1 (free ports, temp dirs) and stop. No mocks of etcd anywhere.
+# Installs what a fresh machine lacks first (scripts/setup.sh), then:
+#   Rust core + CLI + harness, C ABI, Python, Node, Java, the fault suite,
+#   and the cross-language flash sale in its short mode.
+# Every suite runs even if an earlier one failed; the exit status is 1 if any failed.
+# ETCDLOCK_SUITES=core,c,... runs a subset.
+set -uo pipefail
 cd "$(dirname "$0")"
-bash scripts/setup.sh
+ROOT=$PWD
+bash scripts/setup.sh || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
-step() { printf '\n==== %s ====\n' "$*"; }
+SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,flash}
+passed=(); failed=()
+suite() {
+  local key=$1 name=$2; shift 2
+  case ",$SUITES," in *",$key,"*) ;; *) return 0 ;; esac
+  printf '\n==== %s ====\n' "$name"
+  local start=$SECONDS
+  if "$@"; then
+    passed+=("$name ($((SECONDS - start)) s)")
+  else
+    failed+=("$name ($((SECONDS - start)) s)")
+    printf '==== FAILED: %s\n' "$name"
+  fi
+}
 
-step "Rust core, CLI and harness (cargo test)"
-cargo build --quiet -p etcdlock-testkit -p etcdlock-cli
-cargo test --quiet -p etcdlock -p etcdlock-testkit -p etcdlock-cli
-
-step "seed demo (route 1 and route 2)"
-cargo run --quiet -p etcdlock --example seed_demo >/dev/null
+suite core "Rust core, CLI and harness (cargo test)" \
+  cargo test --quiet -p etcdlock -p etcdlock-testkit -p etcdlock-cli
+suite core "Rust seed demo (route 1, route 2)" \
+  cargo run --quiet -p etcdlock --example seed_demo
+suite c "C ABI (ffi-c/test.sh)" bash ffi-c/test.sh
+suite python "Python (bindings-python/test.sh)" bash bindings-python/test.sh
+suite node "Node (bindings-node/test.sh)" bash bindings-node/test.sh
+suite java "Java (bindings-java/test.sh)" bash bindings-java/test.sh
+suite faults "Faults and security (faults/test.sh)" bash faults/test.sh
+suite flash "Cross-language flash sale, short mode" \
+  scripts/flash_sale.sh --debug --short --require rust,cli,c,python,node,java
 
 echo
-echo "all suites passed"
+echo "==== summary"
+for s in "${passed[@]}"; do echo "  ok    $s"; done
+for s in "${failed[@]}"; do echo "  FAIL  $s"; done
+echo "suites: ${#passed[@]} passed, ${#failed[@]} failed"
+[ ${#failed[@]} -eq 0 ]

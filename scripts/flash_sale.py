@@ -18,14 +18,14 @@ import threading
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REL = os.path.join(ROOT, "target", "release")
+REL = os.environ.get("FLASH_BIN_DIR", os.path.join(ROOT, "target", "release"))
 
 
 def workers_available():
     """language -> (argv, processes, why-not or None)."""
     py = os.environ.get("FLASH_PYTHON", sys.executable)
     java_cp = os.environ.get("FLASH_JAVA_CP", "")
-    c_bin = os.path.join(ROOT, "target", "flash", "flash_worker_c")
+    c_bin = os.environ.get("FLASH_C_WORKER", os.path.join(ROOT, "target", "flash", "flash_worker_c"))
     node_worker = os.path.join(ROOT, "bindings-node", "examples", "flash-worker.js")
     py_worker = os.path.join(ROOT, "bindings-python", "examples", "flash_worker.py")
     table = {
@@ -200,7 +200,7 @@ def main():
     ap.add_argument("--short", action="store_true", help="CI mode: stock 40, 70 attempts")
     ap.add_argument("--langs", default="", help="comma-separated subset (default: every language available)")
     ap.add_argument("--require", default="", help="comma-separated languages that must be available")
-    ap.add_argument("--png", default=os.path.join(ROOT, "flash_sale.png"))
+    ap.add_argument("--png", default=os.path.join(ROOT, "target", "flash_sale.png"))
     ap.add_argument("--no-control", action="store_true")
     a = ap.parse_args()
     if a.short:
