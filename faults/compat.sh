@@ -44,7 +44,7 @@ for v in $versions; do
   ver="$("$bin" --version | head -1)"
   for s in $suites; do
     case "$s" in
-      core) cmd=(cargo test -p etcdlock --release) ;;
+      core) cmd=(cargo test -p etcdlock --release --no-fail-fast) ;;
       faults) cmd=(cargo test -p etcdlock-faults --release --test scenarios -- --test-threads=2) ;;
       *) echo "unknown suite $s" >&2; exit 2 ;;
     esac
@@ -52,7 +52,7 @@ for v in $versions; do
     if ETCD_BIN="$bin" ETCDCTL_BIN="$ctl" "${cmd[@]}" >"$log" 2>&1; then r=pass; else r=FAIL; status=1; fi
     passed=$(grep -oE 'test result: [a-zA-Z]+\. [0-9]+ passed; [0-9]+ failed' "$log" | awk '{p+=$4; f+=$6} END {print p" passed, "f" failed"}')
     results+=("$ver | $s | $r ($passed)")
-    grep -E '^scenario [0-9]+ .*(FAILED|violations=[1-9])' "$log" || true
+    grep -E '^scenario [0-9]+ .*(FAILED|violations=[1-9])|^test .* FAILED$' "$log" || true
     rm -f "$log"
   done
 done
