@@ -34,7 +34,7 @@ def workers_available():
         "c": ([c_bin], 2, None if os.path.exists(c_bin) else "C worker not built"),
         "python": ([py, py_worker], 2, None),
         "node": (["node", node_worker], 2, None if os.path.exists(node_worker) else "no Node worker"),
-        "java": (["java", "-cp", java_cp, "dev.etcdlock.demo.FlashWorker"], 1,
+        "java": (["java", "-cp", java_cp, "io.etcdlock.demo.FlashWorker"], 1,
                  None if java_cp else "Java demo jar not built (FLASH_JAVA_CP unset)"),
     }
     if not os.path.exists(py_worker):

@@ -28,6 +28,7 @@ gcc -O2 -Wall -Wextra -I"$ROOT/include" "$ROOT/examples/c/flash_worker.c" -o "$O
 
 say "Python worker (venv $OUT/venv)"
 [ -x "$OUT/venv/bin/python" ] || python3 -m venv "$OUT/venv"
+export PATH="$OUT/venv/bin:$PATH"  # maturin, for the PEP 517 build
 "$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" matplotlib
 py_profile=release; [ "$PROFILE" = debug ] && py_profile=dev
 MATURIN_PEP517_ARGS="--profile $py_profile" "$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check \
