@@ -314,7 +314,7 @@ impl Client {
             if waited_on.last() != Some(&pred) {
                 waited_on.push(pred.clone());
             }
-            match self.wait_deleted(&pred, pred_rev, read_rev).await {
+            match self.wait_deleted(&pred, pred_rev, read_rev, &key).await {
                 Ok(()) => backoff = Duration::from_millis(25),
                 Err(e) if e.code() == ErrorCode::Unavailable => {
                     tokio::time::sleep(backoff).await;
@@ -336,7 +336,11 @@ impl Client {
     /// caps Go's Mutex at ~80 handoffs/s. So the watch starts at the current
     /// revision (synced, events pushed at once), and if the store moved between
     /// our read and the watch's creation, one get closes the gap.
-    pub(crate) async fn wait_deleted(&self, key: &[u8], create_rev: i64, read_rev: i64) -> Result<()> {
+    ///
+    /// The same watch stream also watches our own key (`mine`): if it is deleted
+    /// (lease revoked, an operator, session expiry) the waiter fails at once with
+    /// `LockLost` instead of waiting for its predecessor to leave (etcd issue 19597).
+    pub(crate) async fn wait_deleted(&self, key: &[u8], create_rev: i64, read_rev: i64, mine: &[u8]) -> Result<()> {
         let ep = &self.inner.endpoints;
         let rt = self.inner.request_timeout;
         let mut wc = self.inner.etcd.watch_client();
@@ -346,14 +350,31 @@ impl Client {
             Ok(Err(e)) => return Err(Error::from_etcd(e, ep)),
             Err(_) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch not created within {rt:?}"))),
         };
+        let own = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
+        stream.watch(mine.to_vec(), Some(own)).await.map_err(|e| Error::from_etcd(e, ep))?;
+        let classify = |r: &etcd_client::WatchResponse| -> Option<Result<()>> {
+            for e in r.events() {
+                if e.event_type() != EventType::Delete {
+                    continue;
+                }
+                match e.kv().map(|kv| kv.key()) {
+                    Some(k) if k == mine => {
+                        return Some(Err(Error::lost(LossReason::KeyDeleted, "our waiter key was deleted while waiting")))
+                    }
+                    Some(k) if k == key => return Some(Ok(())),
+                    _ => {}
+                }
+            }
+            None
+        };
         let created = match tokio::time::timeout(rt, stream.message()).await {
             Ok(Ok(Some(r))) => r,
             Ok(Ok(None)) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch stream closed"))),
             Ok(Err(e)) => return Err(Error::from_etcd(e, ep)),
             Err(_) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch not created within {rt:?}"))),
         };
-        if has_delete(&created) {
-            return Ok(());
+        if let Some(r) = classify(&created) {
+            return r;
         }
         let created_rev = created.header().map(|h| h.revision()).unwrap_or(i64::MAX);
         if created_rev != read_rev {
@@ -369,8 +390,8 @@ impl Client {
         loop {
             match stream.message().await {
                 Ok(Some(r)) => {
-                    if has_delete(&r) {
-                        return Ok(());
+                    if let Some(out) = classify(&r) {
+                        return out;
                     }
                     if r.canceled() {
                         return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch cancelled: {}", r.cancel_reason())));
@@ -404,9 +425,6 @@ fn owner_info() -> String {
     format!("{{\"host\":\"{host}\",\"pid\":{},\"since_ms\":{since_ms}}}", std::process::id())
 }
 
-fn has_delete(r: &etcd_client::WatchResponse) -> bool {
-    r.events().iter().any(|e| e.event_type() == EventType::Delete)
-}
 
 async fn sleep_opt(deadline: Option<tokio::time::Instant>) {
     match deadline {

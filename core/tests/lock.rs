@@ -410,3 +410,27 @@ async fn guarded_keys_under_the_locks_own_prefix_are_refused() {
     let g2 = tokio::time::timeout(Duration::from_secs(2), c.lock("stock")).await.unwrap().unwrap();
     assert!(g2.is_held());
 }
+
+/// A waiter whose key goes (its lease revoked from outside) fails at once with
+/// LockLost, not when its predecessor finally leaves (etcd issue 19597).
+#[tokio::test]
+async fn a_waiter_whose_key_is_revoked_fails_at_once() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("waiterlost");
+    let holder = client(&etcd, &ns, 30).await;
+    let g = holder.lock("w").await.unwrap();
+    let c = client(&etcd, &ns, 30).await;
+    let waiter = tokio::spawn({
+        let c = c.clone();
+        async move { c.lock("w").await }
+    });
+    await_key_count(&holder, &format!("{ns}w/"), 2).await;
+    let lease = c.lease_id().await.unwrap();
+    let started = Instant::now();
+    holder.etcd().lease_revoke(lease).await.unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap_err();
+    assert_eq!(err.code(), ErrorCode::LockLost, "{err}");
+    // Well before the next keep-alive (TTL/3 = 10 s) could have noticed.
+    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(g.is_held());
+}
