@@ -10,6 +10,7 @@ cd "$root"
 # Scenario 11 needs libfaketime (Debian package faketime); a missing dependency is a failure, not a skip.
 if ! ls /usr/lib/*/faketime/libfaketime.so.1 /usr/lib/faketime/libfaketime.so.1 >/dev/null 2>&1; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -q >/dev/null || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q faketime >/dev/null
   else
     echo "libfaketime is missing: apt-get install faketime" >&2
