@@ -1,6 +1,5 @@
-//! Core bugs found by the fault suite, each as a test that fails against the
-//! current core. They are `#[ignore]`d so the suite stays green; run them with
-//! `cargo test -p etcdlock-faults --release --test core_bugs -- --ignored --nocapture`.
+//! Regression tests for core bugs the fault suite found (each failed against
+//! the core of its day and now guards the fix).
 
 use std::time::{Duration, Instant};
 
@@ -15,8 +14,8 @@ use etcdlock_testkit::Etcd;
 /// gap with a count of the key name only, finds the new key, and waits for its
 /// delete, while the new key's owner waits for the waiter: both block until a
 /// timeout. The proxy widens the window (150 ms per chunk for the waiter).
+/// Fixed in core: the gap check compares create_revision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "core bug: wait_deleted mistakes a re-created predecessor key (same name, newer create_revision) for the old one; waiter and re-locker deadlock until timeout"]
 async fn waiter_is_not_stuck_when_the_holder_relocks_the_same_name_at_once() {
     let etcd = Etcd::single();
     let eps = etcd.endpoints();
