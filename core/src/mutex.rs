@@ -377,28 +377,45 @@ impl Client {
             return r;
         }
         let created_rev = created.header().map(|h| h.revision()).unwrap_or(i64::MAX);
-        if created_rev != read_rev {
+        let pred_gone = || async {
             let mut kv = self.inner.etcd.kv_client();
             let r = tokio::time::timeout(rt, kv.get(key.to_vec(), Some(GetOptions::new().with_keys_only())))
                 .await
                 .map_err(|_| Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: no answer within {rt:?}")))?
                 .map_err(|e| Error::from_etcd(e, ep))?;
-            if r.kvs().first().map(|kv| kv.create_revision()) != Some(create_rev) {
-                return Ok(());
-            }
+            Ok::<bool, Error>(r.kvs().first().map(|kv| kv.create_revision()) != Some(create_rev))
+        };
+        if created_rev != read_rev && pred_gone().await? {
+            return Ok(());
         }
+        // etcd turns start revision 0 into "current + 1" *before* it registers the
+        // watch; a write landing in between makes the watch unsynced, and then its
+        // first events wait for the 100 ms catch-up loop (seen as a ~1% tail of
+        // 70-100 ms handoffs). After that loop's first pass the watch is synced, so
+        // a few reads spread over the first ~100 ms close that window.
+        let mut polls = [5u64, 10, 20, 40, 40].into_iter();
+        let mut next_poll = polls.next().map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
         loop {
-            match stream.message().await {
-                Ok(Some(r)) => {
-                    if let Some(out) = classify(&r) {
-                        return out;
+            tokio::select! {
+                msg = stream.message() => match msg {
+                    Ok(Some(r)) => {
+                        if let Some(out) = classify(&r) {
+                            return out;
+                        }
+                        if r.canceled() {
+                            return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch cancelled: {}", r.cancel_reason())));
+                        }
                     }
-                    if r.canceled() {
-                        return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch cancelled: {}", r.cancel_reason())));
+                    Ok(None) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch stream closed"))),
+                    Err(e) => return Err(Error::from_etcd(e, ep)),
+                },
+                _ = sleep_opt(next_poll) => {
+                    if pred_gone().await? {
+                        tracing::trace!("predecessor gone before its event arrived (unsynced watch)");
+                        return Ok(());
                     }
+                    next_poll = polls.next().map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
                 }
-                Ok(None) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch stream closed"))),
-                Err(e) => return Err(Error::from_etcd(e, ep)),
             }
         }
     }
