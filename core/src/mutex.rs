@@ -377,14 +377,26 @@ impl Client {
             return r;
         }
         let created_rev = created.header().map(|h| h.revision()).unwrap_or(i64::MAX);
+        // One read of both keys: is the predecessor (as created) gone, is ours still there?
         let pred_gone = || async {
+            let txn = Txn::new().and_then([
+                TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
+                TxnOp::get(mine.to_vec(), Some(GetOptions::new().with_keys_only())),
+            ]);
             let mut kv = self.inner.etcd.kv_client();
-            let r = tokio::time::timeout(rt, kv.get(key.to_vec(), Some(GetOptions::new().with_keys_only())))
+            let r = tokio::time::timeout(rt, kv.txn(txn))
                 .await
                 .map_err(|_| Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: no answer within {rt:?}")))?
                 .map_err(|e| Error::from_etcd(e, ep))?;
-            Ok::<bool, Error>(r.kvs().first().map(|kv| kv.create_revision()) != Some(create_rev))
+            let ops = r.op_responses();
+            if ops.get(1).and_then(first_kv).is_none() {
+                return Err(Error::lost(LossReason::KeyDeleted, "our waiter key was deleted while waiting"));
+            }
+            Ok::<bool, Error>(ops.first().and_then(first_kv).map(|kv| kv.create_revision()) != Some(create_rev))
         };
+        // The store moved between our read and the watch's creation: the
+        // predecessor may already be gone. (Our own key vanishing in that window
+        // is caught by the first poll below.)
         if created_rev != read_rev && pred_gone().await? {
             return Ok(());
         }
