@@ -12,6 +12,7 @@
  * SIGSTOP test: it holds NAME with a 2 s TTL and reports on stdout. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -1094,6 +1095,88 @@ static void test_error_message_per_thread(void) {
 
 /* ------------------------------------------------------------------------ */
 
+/* Run etcdctl (ETCDCTL_API=3) against endpoint with the given args; 1 on exit 0. */
+static int run_etcdctl(const char *endpoint, const char *const *args) {
+    const char *argv[16];
+    int n = 0;
+    argv[n++] = "etcdctl";
+    argv[n++] = "--endpoints";
+    argv[n++] = endpoint;
+    for (int i = 0; args[i] && n < 15; i++) argv[n++] = args[i];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    if (pid < 0) return 0;
+    if (pid == 0) {
+        setenv("ETCDCTL_API", "3", 1);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0) dup2(devnull, 1);
+        execvp("etcdctl", (char *const *)argv);
+        _exit(127);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid) return 0;
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+/* RBAC on an etcd of its own (auth enabled with etcdctl, so it cannot leak into
+ * the other tests): a user granted only the prefix /app/locks/ locks inside it,
+ * gets ETCDLOCK_PERMISSION_DENIED outside it, and a wrong password is
+ * ETCDLOCK_AUTH_FAILED. */
+static void test_auth_rbac(void) {
+    etcd_harness A;
+    if (harness_start(&A) != 0) {
+        CHECK(0, "cannot start a second etcd");
+        harness_stop(&A);
+        return;
+    }
+    static const char *const setup[][8] = {
+        {"user", "add", "root:rootpw", NULL},
+        {"user", "grant-role", "root", "root", NULL},
+        {"role", "add", "r", NULL},
+        {"role", "grant-permission", "r", "--prefix=true", "readwrite", "/app/locks/", NULL},
+        {"user", "add", "u:upw", NULL},
+        {"user", "grant-role", "u", "r", NULL},
+        {"auth", "enable", NULL},
+    };
+    int ok = 1;
+    for (size_t i = 0; ok && i < sizeof setup / sizeof setup[0]; i++) {
+        ok = run_etcdctl(A.endpoint, setup[i]);
+        CHECK(ok, "etcdctl %s %s failed", setup[i][0], setup[i][1]);
+    }
+    if (!ok) { harness_stop(&A); return; }
+
+    etcdlock_options o;
+    CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
+    o.endpoints = A.endpoint;
+    o.ttl_secs = 5;
+    o.username = "u";
+    o.password = "upw";
+    etcdlock_client *c = NULL;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    if (c) {
+        etcdlock_guard *g = NULL;
+        CHECK_RC(etcdlock_lock(c, "/app/locks/job", 5000, &g), ETCDLOCK_OK);
+        int held = 0;
+        if (g) {
+            CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
+            CHECK(held == 1, "held %d", held);
+        }
+        etcdlock_guard_free(g);
+        etcdlock_guard *bad = NULL;
+        CHECK_RC(etcdlock_lock(c, "/other/job", 5000, &bad), ETCDLOCK_PERMISSION_DENIED);
+        CHECK(bad == NULL, "guard NULL on PERMISSION_DENIED");
+        etcdlock_guard_free(bad);
+        etcdlock_client_free(c);
+    }
+
+    o.password = "wrong";
+    etcdlock_client *w = NULL;
+    CHECK_RC(etcdlock_client_connect(&o, &w), ETCDLOCK_AUTH_FAILED);
+    CHECK(w == NULL, "client NULL on AUTH_FAILED");
+    etcdlock_client_free(w);
+    harness_stop(&A);
+}
+
 typedef struct {
     const char *name;
     void (*fn)(void);
@@ -1117,6 +1200,7 @@ static const test_case TESTS[] = {
     {"contention_etcd_counter", test_contention_etcd_counter},
     {"bad_input", test_bad_input},
     {"error_message_per_thread", test_error_message_per_thread},
+    {"auth_rbac", test_auth_rbac},
 };
 
 int main(int argc, char **argv) {
