@@ -208,6 +208,15 @@ impl Client {
                 }),
                 _ = closed.cancelled() => Err(Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))),
             };
+            // Closing revokes the lease, which deletes our waiter key: whichever of
+            // the watch event and the close signal wins, the caller sees Closed.
+            let r = match r {
+                Err(e) if self.inner.closed.is_cancelled() && e.code() != ErrorCode::Closed => Err(Error::new(
+                    ErrorCode::Closed,
+                    format!("lock {}: the client was closed while waiting", show(name)),
+                )),
+                r => r,
+            };
             // The lease vanished (revoked, or expired while we were cut off) before we
             // queued: nothing of ours is in the queue, so take a fresh session and retry.
             match r {
