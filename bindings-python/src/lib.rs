@@ -113,53 +113,21 @@ where
     let r = py.detach(move || {
         // While the interpreter is finalizing (a daemon thread at exit) there is
         // no Python to ask; keep waiting and let the process end.
-        block_here_interruptible(fut, TICK, || match Python::try_attach(|py| py.check_signals()).unwrap_or(Ok(())) {
+        // The core polls the future on this thread (no hand-off to a worker).
+        let check = || match Python::try_attach(|py| py.check_signals()).unwrap_or(Ok(())) {
             Ok(()) => Ok(()),
             Err(e) => {
                 *slot = Some(e);
                 Err(CoreError::new(ErrorCode::Cancelled, "interrupted by a signal"))
             }
-        })
+        };
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| etcdlock::runtime::block_on_interruptible(fut, TICK, check)))
+            .unwrap_or_else(|_| Err(CoreError::new(ErrorCode::Internal, "an etcdlock call panicked (a bug); the process is fine")))
     });
     if let Some(e) = interrupted {
         return Err(e);
     }
     r.map_err(|e| to_pyerr(py, &e))
-}
-
-/// `etcdlock::runtime::block_on_interruptible`, but the calling thread polls
-/// the future itself (`Handle::block_on` on the shared runtime, whose workers
-/// still drive I/O and timers): no hand-off to a worker and back per call,
-/// which is most of a blocking call's overhead on a busy machine.
-fn block_here_interruptible<F, T>(fut: F, tick: Duration, mut check: impl FnMut() -> etcdlock::Result<()>) -> etcdlock::Result<T>
-where
-    F: Future<Output = etcdlock::Result<T>> + Send + 'static,
-    T: Send + 'static,
-{
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(CoreError::new(
-            ErrorCode::InvalidArgument,
-            "a blocking etcdlock call was made from inside an async runtime; use the async API",
-        ));
-    }
-    let rt = etcdlock::runtime::runtime()?;
-    let mut fut = Box::pin(fut);
-    loop {
-        let step = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            rt.block_on(async {
-                tokio::select! {
-                    biased;
-                    r = &mut fut => Some(r),
-                    _ = tokio::time::sleep(tick) => None,
-                }
-            })
-        }))
-        .map_err(|_| CoreError::new(ErrorCode::Internal, "an etcdlock call panicked (a bug); the process is fine"))?;
-        match step {
-            Some(r) => return r,
-            None => check()?,
-        }
-    }
 }
 
 static BRIDGE: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();

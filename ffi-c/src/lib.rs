@@ -231,12 +231,10 @@ fn on_runtime_thread() -> bool {
     tokio::runtime::Handle::try_current().is_ok()
 }
 
-/// Run a blocking call on the shared runtime (the core's one runtime per
-/// library), polling the future on the calling thread with
-/// `Runtime::block_on`: that saves the spawn and the reply hand-off of
-/// `etcdlock::runtime::block_on` (two thread wake-ups per call, measurable
-/// against a ~0.3 ms etcd round trip; see ffi-c/bench.sh). Refused on a
-/// runtime thread (inside a callback), where blocking would stall the runtime.
+/// Run a blocking call on the shared runtime (`etcdlock::runtime::block_on`,
+/// which polls the future on the calling thread). Refused with a C-specific
+/// message on a runtime thread (inside a callback), where blocking would stall
+/// the runtime.
 fn block_on<F, T>(fut: F) -> Result<T, Error>
 where
     F: std::future::Future<Output = Result<T, Error>>,
@@ -247,7 +245,7 @@ where
              hand the work to another thread",
         ));
     }
-    etcdlock_core::runtime::runtime()?.block_on(fut)
+    Ok(etcdlock_core::runtime::block_on(fut)?)
 }
 
 unsafe fn out_arg<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Error> {

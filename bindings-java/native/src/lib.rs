@@ -226,50 +226,43 @@ where
              callback or loss listener); use the *Async variant or a *Async continuation with an executor",
         ));
     }
-    let rt = etcdlock::runtime::runtime()?;
-    if cancel.is_none() {
-        // Poll the future on this (Java) thread: the runtime's workers drive the I/O and
-        // wake us, one thread hand-off fewer per call than spawn + channel.
-        return Ok(rt.block_on(fut)?);
-    }
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let task = rt.spawn(async move {
-        let out = fut.await;
-        let _ = tx.send(out);
-    });
-    let tick = if cancel.is_some() { Duration::from_millis(20) } else { Duration::from_secs(3600) };
+    // The core polls the future on this (Java) thread; with a token, it wakes
+    // every 20 ms so we can turn Thread.interrupt() into a cancellation (the
+    // future then ends with Cancelled and its waiter key is removed).
+    let Some(token) = cancel else {
+        return Ok(etcdlock::runtime::block_on(fut)?);
+    };
     let mut thread: Option<JObject<'_>> = None;
-    loop {
-        match rx.recv_timeout(tick) {
-            Ok(out) => return Ok(out?),
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let Some(token) = &cancel else { continue };
-                if token.is_cancelled() {
-                    continue;
-                }
-                if thread.is_none() {
-                    let t = env
-                        .call_static_method(
-                            jni_str!("java/lang/Thread"),
-                            jni_str!("currentThread"),
-                            jni_sig!("()Ljava/lang/Thread;"),
-                            &[],
-                        )?
-                        .l()?;
-                    thread = Some(t);
-                }
-                let t = thread.as_ref().expect("set above");
-                let interrupted = env.call_method(t, jni_str!("isInterrupted"), jni_sig!("()Z"), &[])?.z()?;
-                if interrupted {
-                    token.cancel();
-                }
+    let mut jni_err: Option<jni::errors::Error> = None;
+    let mut check = || -> etcdlock::Result<()> {
+        if token.is_cancelled() || jni_err.is_some() {
+            return Ok(());
+        }
+        let interrupted = (|| -> jni::errors::Result<bool> {
+            if thread.is_none() {
+                let t = env
+                    .call_static_method(jni_str!("java/lang/Thread"), jni_str!("currentThread"), jni_sig!("()Ljava/lang/Thread;"), &[])?
+                    .l()?;
+                thread = Some(t);
             }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                task.abort();
-                return Err(NErr::Lock(Error::new(ErrorCode::Internal, "the etcdlock task ended without a result")));
+            let t = thread.as_ref().expect("set above");
+            env.call_method(t, jni_str!("isInterrupted"), jni_sig!("()Z"), &[])?.z()
+        })();
+        match interrupted {
+            Ok(true) => token.cancel(),
+            Ok(false) => {}
+            Err(e) => {
+                jni_err = Some(e);
+                token.cancel();
             }
         }
+        Ok(())
+    };
+    let out = etcdlock::runtime::block_on_interruptible(fut, Duration::from_millis(20), &mut check);
+    if let Some(e) = jni_err {
+        return Err(e.into());
     }
+    Ok(out?)
 }
 
 // ---------------------------------------------------------------------------
