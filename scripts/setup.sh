@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build and test etcdlock:
 # etcd (server + etcdctl), protoc with the well-known protos (etcd-client needs
-# them), pkg-config and valgrind for the C layer. Idempotent; quiet when all is there.
+# them), pkg-config and valgrind for the C layer, openssl and libfaketime for the
+# fault suite. Idempotent; quiet when all is there.
 set -euo pipefail
 
 need=()
@@ -12,6 +13,8 @@ command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)   # TLS tests make their own CA
+ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need+=(faketime)  # clock-jump scenario
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
