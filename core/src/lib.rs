@@ -30,13 +30,16 @@ pub mod blocking;
 mod client;
 mod error;
 mod guard;
+mod keys;
 mod mutex;
 pub mod runtime;
 mod session;
+mod transport;
+mod watch;
 
 pub use client::{Client, ClientOptions, TlsOptions, MAX_NAME_LEN, MAX_TTL_SECS};
 pub use error::{Error, ErrorCode, LossReason, Result};
-pub use guard::{Guard, GuardState};
+pub use guard::{Guard, GuardState, LossSignal};
 pub use mutex::LockOptions;
 pub use session::Loss;
 pub use tokio_util::sync::CancellationToken;
