@@ -325,7 +325,7 @@ impl Client {
         let client = Client { inner };
         // Opening the session proves a member answers and reports the effective TTL.
         client.session_by(Some(deadline)).await.map_err(|e| {
-            if e.code() == ErrorCode::Unavailable {
+            if matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) {
                 Error::new(
                     ErrorCode::Unavailable,
                     format!("no etcd endpoint answered within {:?}: {} ({})", opts.connect_timeout, client.inner.endpoints, e.message()),
@@ -448,6 +448,11 @@ impl Client {
     /// keys, plus one per re-creation after a stream failure.
     pub fn watch_streams_opened(&self) -> u64 {
         self.inner.hub.streams_opened()
+    }
+
+    /// The endpoint requests go to now (it changes on failover).
+    pub fn member_in_use(&self) -> String {
+        self.inner.transport.member_in_use().to_string()
     }
 
     /// Watches registered on the client's stream right now (each waiter has

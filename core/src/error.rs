@@ -182,7 +182,9 @@ impl Error {
                     _ if lower.contains("authentication failed")
                         || lower.contains("invalid auth token")
                         || lower.contains("user name is empty")
-                        || lower.contains("user name not found") =>
+                        || lower.contains("user name not found")
+                        // Credentials given to an etcd that has auth off.
+                        || lower.contains("authentication is not enabled") =>
                     {
                         ErrorCode::AuthFailed
                     }

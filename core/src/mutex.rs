@@ -228,11 +228,16 @@ impl Client {
         let cancel = opts.cancel.unwrap_or_default();
         let mut attempts = 0;
         loop {
+            // The lease grant is bounded by the deadline itself: if no member
+            // answers in time the caller learns `Unavailable`, not `Timeout`.
             let session = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(cancelled(name)),
-                _ = sleep_opt(deadline) => return Err(timeout_err(name, opts.timeout)),
-                s = self.session_by(deadline) => s.map_err(|e| e.context(format!("lock {}", show(name))))?,
+                s = self.session_by(deadline) => s.map_err(|e| if e.code() == ErrorCode::Timeout {
+                    timeout_err(name, opts.timeout)
+                } else {
+                    e.context(format!("lock {}", show(name)))
+                })?,
             };
             let r = self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel).await;
             // Closing revokes the lease, which deletes our waiter key: whichever of
@@ -301,7 +306,13 @@ impl Client {
                 .and_then([put, holder_op.clone()])
                 .or_else([holder_op]),
         };
-        let resp = self.run_detached(&mut pending, txn, name, deadline, timeout, cancel).await.map_err(ctx)?;
+        let resp = self.run_detached(&mut pending, txn, name, deadline, cancel).await.map_err(|e| {
+            if e.code() == ErrorCode::Timeout {
+                timeout_err(name, timeout)
+            } else {
+                ctx(e)
+            }
+        })?;
         let ops = resp.op_responses();
 
         if mode != Mode::Wait {
@@ -489,7 +500,6 @@ impl Client {
         txn: Txn,
         name: &str,
         deadline: Option<Instant>,
-        timeout: Option<Duration>,
         cancel: &CancellationToken,
     ) -> Result<TxnResponse> {
         let t = self.inner.transport.clone();
@@ -508,28 +518,32 @@ impl Client {
             (r, uncertain)
         });
         pending.txn = Some(h);
+        // The deadline bounds the request itself (the transport retries until
+        // then and answers `Unavailable` if no member answered); a cancel stops
+        // only our wait for it.
         let out = {
             let Some(h) = pending.txn.as_mut() else { unreachable!() };
             tokio::select! {
                 biased;
                 r = h => Some(r),
                 _ = cancel.cancelled() => None,
-                _ = sleep_opt(deadline) => None,
             }
         };
-        match out {
+        let r = match out {
             Some(joined) => {
                 pending.txn = None;
                 let (r, uncertain) = joined.unwrap_or_else(|e| (Err(Error::new(ErrorCode::Internal, format!("acquire task failed: {e}"))), true));
                 pending.uncertain |= uncertain;
                 r
             }
-            None => {
-                let cancelled_now = cancel.is_cancelled();
-                pending_abandon(pending, self.inner.request_timeout).await;
-                Err(if cancelled_now { cancelled(name) } else { timeout_err(name, timeout) })
-            }
+            None => Err(cancelled(name)),
+        };
+        if r.is_err() {
+            // Whatever happened, no key of ours may stay behind: delete it (after
+            // the Txn's outcome is known) before answering.
+            pending_abandon(pending, self.inner.request_timeout).await;
         }
+        r
     }
 
     /// Try/once found only keys of nested names under the prefix: queue once
@@ -543,7 +557,7 @@ impl Client {
             .and_then([TxnOp::put(key.clone(), owner_info(), Some(PutOptions::new().with_lease(session.lease)))])
             .or_else([TxnOp::get(key.clone(), None)]);
         let never = CancellationToken::new();
-        let resp = self.run_detached(&mut pending, txn, name, None, timeout, &never).await?;
+        let resp = self.run_detached(&mut pending, txn, name, None, &never).await?;
         let my_rev = if resp.succeeded() {
             revision(&resp)
         } else {

@@ -225,6 +225,11 @@ impl Transport {
         }
     }
 
+    /// The URL of the member requests go to now.
+    pub(crate) fn member_in_use(&self) -> &str {
+        &self.members[self.current.load(Ordering::Relaxed) % self.members.len()].url
+    }
+
     /// The client of the member in use (for tools and tests; no failover).
     pub(crate) fn any_client(&self) -> Option<etcd_client::Client> {
         let i = self.current.load(Ordering::Relaxed) % self.members.len();
@@ -299,12 +304,17 @@ impl Transport {
         let _permit = match tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.acquire()).await {
             Ok(Ok(p)) => Some(p),
             Ok(Err(_)) => None,
+            Err(_) if deadline.is_some() => {
+                return Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client"))
+            }
             Err(_) => return Err(self.unavailable("too many requests queued in this client")),
         };
         let mut backoff = Duration::from_millis(20);
+        let mut member_failed = false;
         loop {
             let i = self.pick();
             let now = Instant::now();
+            let cut_by_caller = deadline.is_some() && give_up < now + rt;
             let attempt_end = (now + rt).min(give_up.max(now + Duration::from_millis(1)));
             let err = match tokio::time::timeout_at(tokio::time::Instant::from_std(attempt_end), async {
                 let c = self.member_client(i).await?;
@@ -323,11 +333,19 @@ impl Transport {
                         Kind::Final => return Err(err),
                         Kind::MemberDown => {
                             *uncertain = true;
+                            member_failed = true;
                             self.fail(i);
                         }
                         Kind::Overloaded => {}
                     }
                     err
+                }
+                Err(_) if cut_by_caller && !member_failed => {
+                    // The caller's deadline ended a request to a member that has
+                    // not failed: etcd is slow, not gone. That is the caller's
+                    // Timeout, and no reason to bench the member.
+                    *uncertain = true;
+                    return Err(Error::new(ErrorCode::Timeout, format!("etcd at {}: no answer before the deadline", self.endpoints)));
                 }
                 Err(_) => {
                     *uncertain = true;
