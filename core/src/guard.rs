@@ -9,8 +9,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::keys::{delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
-use crate::mutex::show;
+use crate::keys::{delete_until_gone, loss_now, show, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
 use crate::session::{Loss, OnLoss, Session};
 
 /// Where a guard stands.

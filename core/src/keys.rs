@@ -179,5 +179,46 @@ pub(crate) fn loss_now(session: &Session, reason: LossReason) -> Loss {
 
 /// `LockLost` for a waiter or holder whose key went for `reason`.
 pub(crate) fn lost_err(name: &str, reason: LossReason, what: &str) -> Error {
-    Error::lost(reason, format!("lock {}: {what} ({reason})", crate::mutex::show(name)))
+    Error::lost(reason, format!("lock {}: {what} ({reason})", show(name)))
+}
+
+/// A lock name as shown in messages: quoted, shortened if huge.
+pub(crate) fn show(name: &str) -> String {
+    if name.len() <= 64 {
+        format!("{name:?}")
+    } else {
+        let mut end = 64;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{:?}...", &name[..end])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_direct_children_are_contenders() {
+        assert!(is_direct_child(b"jobs/", b"jobs/694d7a3e"));
+        assert!(is_direct_child(b"jobs/", b"jobs/694d7a3e_2"));
+        assert!(!is_direct_child(b"jobs/", b"jobs/x/694d7a3e"));
+        assert!(!is_direct_child(b"jobs/", b"jobs/"));
+        assert!(!is_direct_child(b"jobs/", b"jobsx/1"));
+    }
+
+    #[test]
+    fn prefix_end_is_etcds() {
+        assert_eq!(prefix_end(b"a/"), b"a0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+
+    #[test]
+    fn huge_names_are_shortened_on_a_char_boundary() {
+        let name = "é".repeat(100);
+        let s = show(&name);
+        assert!(s.ends_with("...") && s.len() < 80, "{s}");
+    }
 }

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use crate::client::{Client, MAX_NAME_LEN};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
+pub(crate) use crate::keys::show;
 use crate::keys::{delete_until_gone, is_direct_child, lost_err, prefix_end, why_deleted, OwnEvent, OwnKeyWatch};
 use crate::session::Session;
 use crate::watch::WatchEvent;
@@ -53,19 +54,6 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-/// Shown in messages: the name, shortened if huge.
-pub(crate) fn show(name: &str) -> String {
-    if name.len() <= 64 {
-        format!("{name:?}")
-    } else {
-        let mut end = 64;
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{:?}...", &name[..end])
-    }
 }
 
 fn revision(r: &TxnResponse) -> i64 {

@@ -39,6 +39,9 @@ pub(crate) struct Transport {
     /// The endpoints as given, for messages.
     pub(crate) endpoints: String,
     pub(crate) request_timeout: Duration,
+    /// Bumped whenever a member is benched, so streams on it (the watch hub)
+    /// move at once instead of waiting for HTTP/2 keep-alive to notice.
+    benched_tx: tokio::sync::watch::Sender<u64>,
 }
 
 /// How an etcd error should be handled.
@@ -142,7 +145,22 @@ impl Transport {
             options,
             endpoints,
             request_timeout,
+            benched_tx: tokio::sync::watch::channel(0).0,
         }
+    }
+
+    /// Changes whenever a member is benched.
+    pub(crate) fn benched_events(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.benched_tx.subscribe()
+    }
+
+    pub(crate) fn members_len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether member `i` is benched now.
+    pub(crate) fn is_benched(&self, i: usize) -> bool {
+        self.benched(i, Instant::now()).is_some()
     }
 
     fn unavailable(&self, why: impl std::fmt::Display) -> Error {
@@ -195,6 +213,7 @@ impl Transport {
         let n = m.failures.fetch_add(1, Ordering::Relaxed).min(6);
         let bench = jitter(Duration::from_millis(100) * (1 << n)).min(Duration::from_secs(5));
         *m.down_until.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + bench);
+        self.benched_tx.send_modify(|n| *n += 1);
         if self.members.len() > 1 {
             let _ = self.current.compare_exchange(i, (i + 1) % self.members.len(), Ordering::Relaxed, Ordering::Relaxed);
             tracing::debug!(member = %m.url, "member failed; trying the next one");
@@ -359,6 +378,42 @@ impl Transport {
             }
             tokio::time::sleep(wait).await;
             backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_checked_before_anything_is_dialled() {
+        for ok in ["http://127.0.0.1:2379", "https://etcd.example:2379", "127.0.0.1:2379", "http://[::1]:2379", "http://h:1/"] {
+            assert!(check_endpoint(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", " ", "ftp://127.0.0.1:2379", "http://127.0.0.1:99999", "http://127.0.0.1:0", "127.0.0.1", "http://:2379", "http://h:2379/v3", "http://u@h:2379", "[::1"] {
+            let e = check_endpoint(bad).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad}");
+        }
+    }
+
+    #[test]
+    fn errors_are_classified_for_retry() {
+        let st = |code, msg: &str| etcd_client::Error::GRpcStatus(tonic::Status::new(code, msg.to_string()));
+        assert_eq!(classify(&st(tonic::Code::ResourceExhausted, "etcdserver: too many requests")), Kind::Overloaded);
+        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: leader changed")), Kind::Overloaded);
+        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: no leader")), Kind::Overloaded);
+        assert_eq!(classify(&st(tonic::Code::Unavailable, "connection refused")), Kind::MemberDown);
+        assert_eq!(classify(&st(tonic::Code::Unknown, "h2 protocol error")), Kind::MemberDown);
+        assert_eq!(classify(&st(tonic::Code::PermissionDenied, "etcdserver: permission denied")), Kind::Final);
+        assert_eq!(classify(&st(tonic::Code::NotFound, "etcdserver: requested lease not found")), Kind::Final);
+    }
+
+    #[test]
+    fn jitter_stays_within_half_to_whole() {
+        for _ in 0..100 {
+            let j = jitter(Duration::from_millis(100));
+            assert!(j >= Duration::from_millis(50) && j <= Duration::from_millis(100), "{j:?}");
         }
     }
 }

@@ -131,6 +131,7 @@ impl Task {
     async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>, closed: CancellationToken) {
         let mut reopen_at: Option<tokio::time::Instant> = None;
         let mut backoff = Duration::from_millis(20);
+        let mut benched = self.transport.benched_events();
         loop {
             if self.stream.is_none() && !self.entries.is_empty() && reopen_at.is_none() {
                 match self.open().await {
@@ -149,6 +150,18 @@ impl Task {
                     continue;
                 }
                 _ = closed.cancelled() => break,
+                r = benched.changed() => {
+                    if r.is_err() { break; }
+                    // A request or the keep-alive found our stream's member failing:
+                    // move the stream now rather than when HTTP/2 keep-alive notices.
+                    if let Some(s) = &self.stream {
+                        if self.transport.is_benched(s.member) && self.transport.members_len() > 1 {
+                            tracing::debug!("the watch stream's member was benched; moving the stream");
+                            self.drop_stream();
+                        }
+                    }
+                    continue;
+                }
             };
             match cmd {
                 Cmd::Add { id, key, start_rev, sink } => {
