@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::client::Client;
-use crate::error::{Error, LossReason, Result};
+use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::session::{Loss, OnLoss, Session};
 use crate::watch::{Sink, WatchEvent};
 
@@ -70,6 +70,12 @@ pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &
                 // the latest; after that nothing of ours can land.
                 tokio::time::sleep(t.request_timeout + Duration::from_millis(100)).await;
                 continue;
+            }
+            // Denied or refused for good (RBAC, auth): retrying cannot help, and
+            // nothing of ours was written where we may not write.
+            Err(e) if !matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) => {
+                tracing::debug!(error = %e, "deleting lock key refused; giving up");
+                return;
             }
             Err(e) => tracing::debug!(error = %e, "deleting lock key; retrying"),
         }
