@@ -299,6 +299,13 @@ impl Guard {
             .ok_or_else(|| Error::new(ErrorCode::Internal, "guarded operation returned no result"))
     }
 
+    /// Replace the value of our own lock key (an election's proclamation),
+    /// only while we hold it; the key keeps its lease and create_revision.
+    pub(crate) async fn put_own(&self, value: &[u8]) -> Result<()> {
+        let opts = etcd_client::PutOptions::new().with_lease(self.shared.session.lease);
+        self.guarded(TxnOp::put(self.shared.key.clone(), value.to_vec(), Some(opts))).await.map(|_| ())
+    }
+
     /// Put `key` = `value` (namespaced like the lock) only while we hold the
     /// lock: etcd applies it in a Txn that compares our key's create_revision.
     pub async fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {

@@ -28,6 +28,7 @@
 
 pub mod blocking;
 mod client;
+mod election;
 mod error;
 mod guard;
 mod keys;
@@ -38,6 +39,7 @@ mod transport;
 mod watch;
 
 pub use client::{Client, ClientOptions, TlsOptions, MAX_NAME_LEN, MAX_TTL_SECS};
+pub use election::{Leader, Leadership, Observer};
 pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};
 pub use mutex::LockOptions;

@@ -93,7 +93,7 @@ struct Queue {
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Mode {
+pub(crate) enum Mode {
     /// Queue and wait (until the deadline, if any).
     Wait,
     /// `try_lock`: take it if free, else `WouldBlock`; writes nothing when held.
@@ -196,17 +196,19 @@ impl Client {
     /// `Timeout`, and nothing is written to etcd when it is held.
     pub async fn lock_with(&self, name: &str, opts: LockOptions) -> Result<Guard> {
         let mode = if opts.timeout == Some(Duration::ZERO) { Mode::Once } else { Mode::Wait };
-        self.acquire(name, opts, mode).await
+        self.acquire(name, opts, mode, None).await
     }
 
     /// Take the lock if it is free; `WouldBlock` if someone holds it or waits for
     /// it. Writes nothing to etcd in that case (one Txn that compares the
     /// prefix), so followers that poll cost etcd a read, not a put and a delete.
     pub async fn try_lock(&self, name: &str) -> Result<Guard> {
-        self.acquire(name, LockOptions::default(), Mode::Try).await
+        self.acquire(name, LockOptions::default(), Mode::Try, None).await
     }
 
-    async fn acquire(&self, name: &str, opts: LockOptions, mode: Mode) -> Result<Guard> {
+    /// Acquire `name`; `value` is what our key carries (the election's
+    /// proclamation; by default who we are, for `etcdlock status`).
+    pub(crate) async fn acquire(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>) -> Result<Guard> {
         validate_name(name)?;
         self.check_open()?;
         let deadline = match mode {
@@ -227,7 +229,7 @@ impl Client {
                     e.context(format!("lock {}", show(name)))
                 })?,
             };
-            let r = self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel).await;
+            let r = self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel, value).await;
             // Closing revokes the lease, which deletes our waiter key: whichever of
             // the watch event and the close signal wins, the caller sees Closed.
             let r = match r {
@@ -246,7 +248,7 @@ impl Client {
         }
     }
 
-    fn prefix(&self, name: &str) -> Vec<u8> {
+    pub(crate) fn prefix(&self, name: &str) -> Vec<u8> {
         let mut prefix = self.ns_key(name.as_bytes());
         prefix.push(b'/');
         prefix
@@ -260,8 +262,10 @@ impl Client {
         deadline: Option<Instant>,
         timeout: Option<Duration>,
         cancel: &CancellationToken,
+        value: Option<&[u8]>,
     ) -> Result<Guard> {
         let prefix = self.prefix(name);
+        let value = value.map(<[u8]>::to_vec).unwrap_or_else(|| owner_info().into_bytes());
         let key = session.reserve_key(&prefix);
         let mut pending = Pending {
             client: self.clone(),
@@ -275,7 +279,7 @@ impl Client {
         let ctx = |e: Error| e.context(format!("lock {}", show(name)));
         let keys_only = || GetOptions::new().with_prefix().with_keys_only();
         let holder_op = TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)));
-        let put = TxnOp::put(key.clone(), owner_info(), Some(PutOptions::new().with_lease(session.lease)));
+        let put = TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)));
         let txn = match mode {
             // Queue: put our key if absent; in the same Txn read the holder (first
             // created) and the two newest keys (ours and the one just before it),
@@ -312,7 +316,7 @@ impl Client {
                     }
                     // Only keys of nested names (`name/x/...`) are there: they are
                     // not contenders, so queue once and see.
-                    _ => return Box::pin(self.try_past_nested(name, session, mode, timeout, pending)).await,
+                    _ => return Box::pin(self.try_past_nested(name, session, mode, timeout, pending, value)).await,
                 }
             }
             let token = revision(&resp);
@@ -537,12 +541,20 @@ impl Client {
     /// Try/once found only keys of nested names under the prefix: queue once
     /// (those keys are no contenders) and keep the lock only if that made us
     /// the holder among the direct children.
-    async fn try_past_nested(&self, name: &str, session: &Arc<Session>, mode: Mode, timeout: Option<Duration>, mut pending: Pending) -> Result<Guard> {
+    async fn try_past_nested(
+        &self,
+        name: &str,
+        session: &Arc<Session>,
+        mode: Mode,
+        timeout: Option<Duration>,
+        mut pending: Pending,
+        value: Vec<u8>,
+    ) -> Result<Guard> {
         let prefix = self.prefix(name);
         let key = pending.key.clone();
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), owner_info(), Some(PutOptions::new().with_lease(session.lease)))])
+            .and_then([TxnOp::put(key.clone(), value, Some(PutOptions::new().with_lease(session.lease)))])
             .or_else([TxnOp::get(key.clone(), None)]);
         let never = CancellationToken::new();
         let resp = self.run_detached(&mut pending, txn, name, None, &never).await?;
