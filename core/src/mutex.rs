@@ -56,11 +56,11 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-fn revision(r: &TxnResponse) -> i64 {
+pub(crate) fn revision(r: &TxnResponse) -> i64 {
     r.header().map(|h| h.revision()).unwrap_or(0)
 }
 
-fn kvs(r: Option<&TxnOpResponse>) -> &[KeyValue] {
+pub(crate) fn kvs(r: Option<&TxnOpResponse>) -> &[KeyValue] {
     match r {
         Some(TxnOpResponse::Get(g)) => g.kvs(),
         _ => &[],
@@ -107,17 +107,30 @@ pub(crate) enum Mode {
 /// the acquire Txn's outcome is known, so a Txn still in flight can never
 /// land after the delete and leave a ghost that blocks the queue for as long
 /// as this client lives (jetcd issue 291; seen in Node with `timeout: 0`).
-struct Pending {
+pub(crate) struct Pending {
     client: Client,
     session: Arc<Session>,
-    key: Vec<u8>,
+    pub(crate) key: Vec<u8>,
     txn: Option<JoinHandle<(Result<TxnResponse>, bool)>>,
     uncertain: bool,
-    watches: Vec<i64>,
+    pub(crate) watches: Vec<i64>,
     armed: bool,
 }
 
 impl Pending {
+    /// A key reserved on `session`, not written yet.
+    pub(crate) fn new(client: &Client, session: &Arc<Session>, key: Vec<u8>) -> Pending {
+        Pending { client: client.clone(), session: session.clone(), key, txn: None, uncertain: false, watches: Vec::new(), armed: true }
+    }
+
+    /// Closing revoked the lease and our key with it: only stop the watches.
+    pub(crate) fn closed(mut self) {
+        self.armed = false;
+        for w in self.watches.drain(..) {
+            self.client.inner.hub.cancel(w);
+        }
+    }
+
     fn cleanup(&mut self) -> impl Future<Output = ()> + Send + 'static {
         self.armed = false;
         let client = self.client.clone();
@@ -143,14 +156,14 @@ impl Pending {
 
     /// Give up: delete our key and wait for that at most `bound` (the rest
     /// goes on in the background if etcd is unreachable).
-    async fn abandon(mut self, bound: Duration) {
+    pub(crate) async fn abandon(mut self, bound: Duration) {
         let fut = self.cleanup();
         let h = self.client.inner.handle.spawn(fut);
         let _ = tokio::time::timeout(bound, h).await;
     }
 
     /// Nothing of ours was written (a try that found the lock taken).
-    fn forget(mut self) {
+    pub(crate) fn forget(mut self) {
         self.armed = false;
         self.session.release_key(&self.key);
     }
@@ -209,6 +222,11 @@ impl Client {
     /// Acquire `name`; `value` is what our key carries (the election's
     /// proclamation; by default who we are, for `etcdlock status`).
     pub(crate) async fn acquire(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>) -> Result<Guard> {
+        self.acquire_n(name, opts, mode, value, 1).await
+    }
+
+    /// [`Client::acquire`] of one of `permits` permits (1: the mutex).
+    pub(crate) async fn acquire_n(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>, permits: u32) -> Result<Guard> {
         validate_name(name)?;
         self.check_open()?;
         let deadline = match mode {
@@ -229,7 +247,11 @@ impl Client {
                     e.context(format!("lock {}", show(name)))
                 })?,
             };
-            let r = self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel, value).await;
+            let r = if permits == 1 {
+                self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel, value).await
+            } else {
+                self.permit_on(name, &session, mode, deadline, opts.timeout, &cancel, permits).await
+            };
             // Closing revokes the lease, which deletes our waiter key: whichever of
             // the watch event and the close signal wins, the caller sees Closed.
             let r = match r {
@@ -267,15 +289,7 @@ impl Client {
         let prefix = self.prefix(name);
         let value = value.map(<[u8]>::to_vec).unwrap_or_else(|| owner_info().into_bytes());
         let key = session.reserve_key(&prefix);
-        let mut pending = Pending {
-            client: self.clone(),
-            session: session.clone(),
-            key: key.clone(),
-            txn: None,
-            uncertain: false,
-            watches: Vec::new(),
-            armed: true,
-        };
+        let mut pending = Pending::new(self, session, key.clone());
         let ctx = |e: Error| e.context(format!("lock {}", show(name)));
         let keys_only = || GetOptions::new().with_prefix().with_keys_only();
         let holder_op = TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)));
@@ -486,7 +500,7 @@ impl Client {
     /// Run the acquire Txn on the runtime, detached from the caller: a cancel or
     /// timeout stops the caller's wait, never the request, and the cleanup
     /// learns the Txn's outcome before it deletes the key.
-    async fn run_detached(
+    pub(crate) async fn run_detached(
         &self,
         pending: &mut Pending,
         txn: Txn,
@@ -615,7 +629,7 @@ impl Client {
         Ok(Queue { mine, pred: direct.last().cloned(), holder: direct.first().cloned(), rev })
     }
 
-    fn held(
+    pub(crate) fn held(
         &self,
         name: &str,
         session: &Arc<Session>,
@@ -650,18 +664,18 @@ async fn pending_abandon(pending: &mut Pending, bound: Duration) {
     let _ = tokio::time::timeout(bound, h).await;
 }
 
-fn cancelled(name: &str) -> Error {
+pub(crate) fn cancelled(name: &str) -> Error {
     Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))
 }
 
-fn closed_err(name: &str) -> Error {
+pub(crate) fn closed_err(name: &str) -> Error {
     Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))
 }
 
 /// The value stored in our lock key: who we are and since when (wall clock, for
 /// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
 /// values, so this stays wire-compatible.
-fn owner_info() -> String {
+pub(crate) fn owner_info() -> String {
     use std::sync::OnceLock;
     static HOST: OnceLock<String> = OnceLock::new();
     let host = HOST.get_or_init(|| {
@@ -687,6 +701,6 @@ pub(crate) async fn sleep_opt(deadline: Option<Instant>) {
     }
 }
 
-fn timeout_err(name: &str, t: Option<Duration>) -> Error {
+pub(crate) fn timeout_err(name: &str, t: Option<Duration>) -> Error {
     Error::new(ErrorCode::Timeout, format!("lock {} not acquired within {:?}", show(name), t.unwrap_or_default()))
 }
