@@ -34,6 +34,7 @@ mod guard;
 mod keys;
 mod mutex;
 pub mod runtime;
+mod rwlock;
 mod semaphore;
 mod session;
 mod transport;

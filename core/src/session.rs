@@ -142,12 +142,18 @@ impl Session {
 
     /// Reserve a unique key under `prefix` for this session.
     pub(crate) fn reserve_key(&self, prefix: &[u8]) -> Vec<u8> {
+        self.reserve_key_marked(prefix, "")
+    }
+
+    /// [`Session::reserve_key`] with `mark` appended (a reader's `-r`).
+    pub(crate) fn reserve_key_marked(&self, prefix: &[u8], mark: &str) -> Vec<u8> {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         let mut key = prefix.to_vec();
-        key.extend_from_slice(format!("{:x}", self.lease).as_bytes());
+        key.extend_from_slice(format!("{:x}{mark}", self.lease).as_bytes());
         if keys.contains(&key) {
             let n = self.suffix.fetch_add(1, Ordering::Relaxed) + 1;
-            key.extend_from_slice(format!("_{n}").as_bytes());
+            key.truncate(prefix.len());
+            key.extend_from_slice(format!("{:x}_{n}{mark}", self.lease).as_bytes());
         }
         keys.insert(key.clone());
         key
