@@ -69,7 +69,7 @@ pub(crate) fn kvs(r: Option<&TxnOpResponse>) -> &[KeyValue] {
 
 /// A key under the lock's prefix: its name and create_revision.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct Contender {
+pub(crate) struct Contender {
     key: Vec<u8>,
     rev: i64,
 }
@@ -81,11 +81,11 @@ impl Contender {
 }
 
 /// The queue as one read saw it, from our key's point of view.
-struct Queue {
+pub(crate) struct Queue {
     /// Our key still exists.
     mine: bool,
     /// The newest direct child created before ours: the key we wait for.
-    pred: Option<Contender>,
+    pub(crate) pred: Option<Contender>,
     /// The oldest direct child: the holder (ours if `pred` is none).
     holder: Option<Contender>,
     /// The store revision of the read.
@@ -115,12 +115,23 @@ pub(crate) struct Pending {
     uncertain: bool,
     pub(crate) watches: Vec<i64>,
     armed: bool,
+    /// More keys written by the same Txn (a multi-lock), cleaned up with ours.
+    pub(crate) extra: Vec<Vec<u8>>,
 }
 
 impl Pending {
     /// A key reserved on `session`, not written yet.
     pub(crate) fn new(client: &Client, session: &Arc<Session>, key: Vec<u8>) -> Pending {
-        Pending { client: client.clone(), session: session.clone(), key, txn: None, uncertain: false, watches: Vec::new(), armed: true }
+        Pending {
+            client: client.clone(),
+            session: session.clone(),
+            key,
+            txn: None,
+            uncertain: false,
+            watches: Vec::new(),
+            armed: true,
+            extra: Vec::new(),
+        }
     }
 
     /// Closing revoked the lease and our key with it: only stop the watches.
@@ -139,6 +150,8 @@ impl Pending {
         let txn = self.txn.take();
         let mut uncertain = self.uncertain;
         let watches = std::mem::take(&mut self.watches);
+        let mut keys = std::mem::take(&mut self.extra);
+        keys.push(key);
         async move {
             for w in watches {
                 client.inner.hub.cancel(w);
@@ -149,13 +162,29 @@ impl Pending {
                     Err(_) => uncertain = true,
                 }
             }
-            delete_until_gone(&client, &session, &key, uncertain).await;
-            session.release_key(&key);
+            for key in keys {
+                delete_until_gone(&client, &session, &key, uncertain).await;
+                session.release_key(&key);
+            }
         }
     }
 
     /// Give up: delete our key and wait for that at most `bound` (the rest
     /// goes on in the background if etcd is unreachable).
+    /// Whether an attempt's outcome was never learnt.
+    pub(crate) fn uncertain(&self) -> bool {
+        self.uncertain
+    }
+
+    pub(crate) fn mark_uncertain(&mut self) {
+        self.uncertain = true;
+    }
+
+    /// Hand the keys to the caller: nothing to clean up here any more.
+    pub(crate) fn disarm(mut self) {
+        self.armed = false;
+    }
+
     pub(crate) async fn abandon(mut self, bound: Duration) {
         let fut = self.cleanup();
         let h = self.client.inner.handle.spawn(fut);
@@ -337,7 +366,7 @@ impl Client {
             return Ok(self.held(name, session, pending, token, Vec::new(), None));
         }
 
-        let (my_rev, mut queue) = if resp.succeeded() {
+        let (my_rev, queue) = if resp.succeeded() {
             let my_rev = revision(&resp);
             let holder = kvs(ops.get(1)).first().map(Contender::of);
             let pred = kvs(ops.get(2)).get(1).map(Contender::of);
@@ -359,7 +388,25 @@ impl Client {
         if queue.pred.is_none() {
             return Ok(self.held(name, session, pending, my_rev, Vec::new(), None));
         }
+        self.wait_turn(name, session, pending, my_rev, queue, deadline, timeout, cancel).await
+    }
 
+    /// Queued with `my_rev`: wait until no key older than ours remains.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn wait_turn(
+        &self,
+        name: &str,
+        session: &Arc<Session>,
+        mut pending: Pending,
+        my_rev: i64,
+        mut queue: Queue,
+        deadline: Option<Instant>,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<Guard> {
+        let prefix = self.prefix(name);
+        let key = pending.key.clone();
+        let ctx = |e: Error| e.context(format!("lock {}", show(name)));
         // Wait for every key created before ours to go, watching only the newest
         // of them (no thundering herd), and our own key (a waiter whose key or
         // session dies fails at once: etcd issue 19597). Both watches ride the
@@ -595,7 +642,7 @@ impl Client {
     /// Read the queue around our key in one Txn: our key, the newest older key
     /// (predecessor) and the oldest key (holder). Keys of nested names are
     /// skipped by a full scan in the rare case that they show up.
-    async fn read_queue(&self, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
+    pub(crate) async fn read_queue(&self, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
         let older = || GetOptions::new().with_prefix().with_keys_only().with_max_create_revision(my_rev - 1);
         let txn = Txn::new().and_then([
             TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
