@@ -38,6 +38,7 @@ pub mod runtime;
 mod rwlock;
 mod semaphore;
 mod session;
+mod status;
 mod transport;
 mod watch;
 
@@ -49,4 +50,5 @@ pub use multi::{MultiGuard, MAX_MULTI};
 pub use mutex::LockOptions;
 pub use semaphore::MAX_PERMITS;
 pub use session::Loss;
+pub use status::{Contender, ContenderKind, Status};
 pub use tokio_util::sync::CancellationToken;
