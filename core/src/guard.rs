@@ -379,6 +379,30 @@ impl OnLoss for Shared {
 }
 
 impl OwnKeyListener for Shared {
+    /// The watch on our key started after the store moved past our
+    /// acquisition: read the key once, so a delete in between is not missed.
+    fn key_watch_created(&self, rev: i64) {
+        if rev <= self.token || *self.state.borrow() != GuardState::Held {
+            return;
+        }
+        let weak = self.weak_self();
+        let client = self.client.clone();
+        let (key, token) = (self.key.clone(), self.token);
+        let _ = self.client.inner.handle.spawn(async move {
+            let r = client
+                .call(None, |mut c| {
+                    let k = key.clone();
+                    async move { c.get(k, Some(etcd_client::GetOptions::new().with_keys_only())).await }
+                })
+                .await;
+            if let (Ok(resp), Some(sh)) = (r, weak.upgrade()) {
+                if !resp.kvs().first().is_some_and(|kv| kv.create_revision() == token) {
+                    sh.key_deleted();
+                }
+            }
+        });
+    }
+
     /// Our key was deleted: learn whether the lease went with it (revoked or
     /// expired: `LeaseExpired`) or only the key (`KeyDeleted`).
     fn key_deleted(&self) {
@@ -416,7 +440,7 @@ impl OwnKeyListener for Shared {
                 Ok(resp) if resp.kvs().first().is_some_and(|kv| kv.create_revision() == token) => {
                     let rev = resp.header().map(|h| h.revision()).unwrap_or(token);
                     let (w, rx) = OwnKeyWatch::new();
-                    let id = client.inner.hub.watch(key, rev + 1, w.sink());
+                    let id = client.inner.hub.watch_from(key, rev + 1, w.sink());
                     *sh.watch_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
                     let as_key: Weak<dyn OwnKeyListener> = Arc::downgrade(&sh) as Weak<dyn OwnKeyListener>;
                     w.hand_over(as_key, rx);

@@ -116,6 +116,8 @@ pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReaso
 /// An event about our own key, for the waiter that owns it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum OwnEvent {
+    /// The watch is registered; deletes after this revision are reported.
+    Created(i64),
     Deleted,
     Reset,
 }
@@ -130,8 +132,17 @@ pub(crate) struct OwnKeyWatch {
 
 /// The guard side of [`OwnKeyWatch`].
 pub(crate) trait OwnKeyListener: OnLoss {
+    fn key_watch_created(&self, rev: i64);
     fn key_deleted(&self);
     fn key_watch_reset(&self);
+}
+
+fn deliver(g: &dyn OwnKeyListener, ev: OwnEvent) {
+    match ev {
+        OwnEvent::Created(rev) => g.key_watch_created(rev),
+        OwnEvent::Deleted => g.key_deleted(),
+        OwnEvent::Reset => g.key_watch_reset(),
+    }
 }
 
 impl OwnKeyWatch {
@@ -144,7 +155,7 @@ impl OwnKeyWatch {
         let me = self.clone();
         Arc::new(move |ev| {
             let ev = match ev {
-                WatchEvent::Created { .. } => return,
+                WatchEvent::Created { rev } => OwnEvent::Created(rev),
                 WatchEvent::Deleted { .. } => OwnEvent::Deleted,
                 WatchEvent::Reset => OwnEvent::Reset,
             };
@@ -154,10 +165,7 @@ impl OwnKeyWatch {
             }
             let g = me.guard.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(Weak::upgrade);
             if let Some(g) = g {
-                match ev {
-                    OwnEvent::Deleted => g.key_deleted(),
-                    OwnEvent::Reset => g.key_watch_reset(),
-                }
+                deliver(&*g, ev);
             }
         })
     }
@@ -169,10 +177,7 @@ impl OwnKeyWatch {
         self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(g) = guard.upgrade() {
             while let Ok(ev) = pending.try_recv() {
-                match ev {
-                    OwnEvent::Deleted => g.key_deleted(),
-                    OwnEvent::Reset => g.key_watch_reset(),
-                }
+                deliver(&*g, ev);
             }
         }
     }

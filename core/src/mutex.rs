@@ -86,7 +86,8 @@ pub(crate) struct Queue {
     mine: bool,
     /// The newest direct child created before ours: the key we wait for.
     pub(crate) pred: Option<Contender>,
-    /// The oldest direct child: the holder (ours if `pred` is none).
+    /// The holder, when the read tells it cheaply: `pred` when it is the only
+    /// older key (then its delete hands the lock to us without another read).
     holder: Option<Contender>,
     /// The store revision of the read.
     rev: i64,
@@ -321,25 +322,24 @@ impl Client {
         let mut pending = Pending::new(self, session, key.clone());
         let ctx = |e: Error| e.context(format!("lock {}", show(name)));
         let keys_only = || GetOptions::new().with_prefix().with_keys_only();
-        let holder_op = TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)));
         let put = TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)));
         let txn = match mode {
-            // Queue: put our key if absent; in the same Txn read the holder (first
-            // created) and the two newest keys (ours and the one just before it),
-            // so a contender knows whom to watch without a second round trip.
+            // Queue: put our key if absent and, in the same Txn, read the three
+            // newest keys: ours, the one just before it (whom we wait for), and the
+            // one before that (if there is none, our predecessor holds the lock, and
+            // its delete makes us the holder with no further read). etcd reads the
+            // whole prefix for any sorted range, so this is the only one.
             Mode::Wait => Txn::new()
                 .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                .and_then([
-                    put,
-                    holder_op.clone(),
-                    TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(2))),
-                ])
-                .or_else([TxnOp::get(key.clone(), None), holder_op]),
-            // Try: put only if nobody holds or waits (no key under the prefix).
+                .and_then([put, TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(3)))])
+                .or_else([TxnOp::get(key.clone(), None)]),
+            // Try: put only if nobody holds or waits (no key under the prefix);
+            // else read any one key (no sort: cheap) to tell a contender from a
+            // key of a nested name.
             Mode::Try | Mode::Once => Txn::new()
                 .when([Compare::create_revision(prefix.clone(), CompareOp::Equal, 0).with_range(prefix_end(&prefix))])
-                .and_then([put, holder_op.clone()])
-                .or_else([holder_op]),
+                .and_then([put])
+                .or_else([TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1)))]),
         };
         let resp = self.run_detached(&mut pending, txn, name, deadline, cancel).await.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
@@ -368,13 +368,12 @@ impl Client {
 
         let (my_rev, queue) = if resp.succeeded() {
             let my_rev = revision(&resp);
-            let holder = kvs(ops.get(1)).first().map(Contender::of);
-            let pred = kvs(ops.get(2)).get(1).map(Contender::of);
-            let nested = holder.as_ref().is_some_and(|c| !is_direct_child(&prefix, &c.key))
-                || pred.as_ref().is_some_and(|c| !is_direct_child(&prefix, &c.key));
-            if nested {
+            let newest = kvs(ops.get(1));
+            if newest.iter().skip(1).any(|kv| !is_direct_child(&prefix, kv.key())) {
                 (my_rev, self.read_queue(&prefix, &key, my_rev).await.map_err(ctx)?)
             } else {
+                let pred = newest.get(1).map(Contender::of);
+                let holder = if newest.len() == 2 { pred.clone() } else { None };
                 (my_rev, Queue { mine: true, pred, holder, rev: my_rev })
             }
         } else {
@@ -414,7 +413,7 @@ impl Client {
         // is missed whatever the timing.
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
-        let mut own_id = hub.watch(key.clone(), my_rev + 1, own.sink());
+        let mut own_id = hub.watch(key.clone(), own.sink());
         pending.watches.push(own_id);
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
         let mut gen = 0u64;
@@ -437,7 +436,7 @@ impl Client {
             gen += 1;
             let g = gen;
             let tx = ev_tx.clone();
-            let pred_id = hub.watch(pred.key.clone(), queue.rev + 1, Arc::new(move |ev| {
+            let pred_id = hub.watch(pred.key.clone(), Arc::new(move |ev| {
                 let _ = tx.send((g, ev));
             }));
             pending.watches.push(pred_id);
@@ -472,6 +471,7 @@ impl Client {
                         });
                     }
                     ev = own_rx.recv() => match ev {
+                        Some(OwnEvent::Created(_)) => {}
                         Some(OwnEvent::Deleted) => {
                             let reason = why_deleted(self, session).await;
                             return Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
@@ -486,7 +486,16 @@ impl Client {
                         if g != gen { continue; }
                         match ev {
                             WatchEvent::Created { rev } => {
-                                if pred_is_holder && rev > queue.rev {
+                                // The watch starts after `rev`: if the store moved since our
+                                // read, one read closes the gap (both keys).
+                                if rev > queue.rev {
+                                    match self.read_queue(&prefix, &key, my_rev).await {
+                                        Ok(q) if q.pred.as_ref() != Some(&pred) || !q.mine => break Woken::Read(q),
+                                        Ok(_) => {}
+                                        Err(_) => break Woken::Reread,
+                                    }
+                                }
+                                if pred_is_holder {
                                     next_poll = polls.next().map(|ms| Instant::now() + Duration::from_millis(ms));
                                 }
                             }
@@ -538,7 +547,7 @@ impl Client {
                 },
             };
             if !pending.watches.contains(&own_id) && queue.mine {
-                own_id = hub.watch(key.clone(), queue.rev + 1, own.sink());
+                own_id = hub.watch(key.clone(), own.sink());
                 pending.watches.push(own_id);
             }
         }
@@ -639,15 +648,15 @@ impl Client {
         }
     }
 
-    /// Read the queue around our key in one Txn: our key, the newest older key
-    /// (predecessor) and the oldest key (holder). Keys of nested names are
-    /// skipped by a full scan in the rare case that they show up.
+    /// Read the queue around our key in one Txn: our key, and the two newest
+    /// keys older than ours (the predecessor, and whether it is the only one,
+    /// i.e. the holder). Keys of nested names are skipped by a full scan in the
+    /// rare case that they show up.
     pub(crate) async fn read_queue(&self, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
         let older = || GetOptions::new().with_prefix().with_keys_only().with_max_create_revision(my_rev - 1);
         let txn = Txn::new().and_then([
             TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-            TxnOp::get(prefix.to_vec(), Some(older().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(1))),
-            TxnOp::get(prefix.to_vec(), Some(older().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1))),
+            TxnOp::get(prefix.to_vec(), Some(older().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(2))),
         ]);
         let resp = self
             .call(None, |mut c| {
@@ -657,12 +666,11 @@ impl Client {
             .await?;
         let ops = resp.op_responses();
         let mine = kvs(ops.first()).first().is_some_and(|kv| kv.create_revision() == my_rev);
-        let pred = kvs(ops.get(1)).first().map(Contender::of);
-        let holder = kvs(ops.get(2)).first().map(Contender::of);
+        let newest = kvs(ops.get(1));
         let rev = revision(&resp);
-        let nested = pred.as_ref().is_some_and(|c| !is_direct_child(prefix, &c.key))
-            || holder.as_ref().is_some_and(|c| !is_direct_child(prefix, &c.key));
-        if !nested {
+        if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
+            let pred = newest.first().map(Contender::of);
+            let holder = if newest.len() == 1 { pred.clone() } else { None };
             return Ok(Queue { mine, pred, holder, rev });
         }
         let p = prefix.to_vec();
@@ -696,7 +704,7 @@ impl Client {
             Some(o) => Some(o),
             None if self.inner.watch_held_keys => {
                 let (w, rx) = OwnKeyWatch::new();
-                let id = self.inner.hub.watch(key.clone(), token + 1, w.sink());
+                let id = self.inner.hub.watch(key.clone(), w.sink());
                 Some((id, w, rx))
             }
             None => None,

@@ -68,7 +68,7 @@ impl Client {
         };
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
-        let own_id = hub.watch(key.clone(), my_rev + 1, own.sink());
+        let own_id = hub.watch(key.clone(), own.sink());
         pending.watches.push(own_id);
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
         let closed = self.inner.closed.clone();
@@ -99,7 +99,7 @@ impl Client {
             }
             gen += 1;
             let (tx, g) = (ev_tx.clone(), gen);
-            let id = hub.watch(writer, rev + 1, Arc::new(move |ev| {
+            let id = hub.watch(writer, Arc::new(move |ev| {
                 let _ = tx.send((g, ev));
             }));
             pending.watches.push(id);
@@ -123,15 +123,27 @@ impl Client {
                     } else {
                         lost_err(name, l.reason, "the session ended while waiting")
                     }),
-                    ev = own_rx.recv() => if let Some(OwnEvent::Deleted) = ev {
-                        let reason = why_deleted(self, &session).await;
-                        break Err(lost_err(name, reason, "our reader key was deleted while waiting"));
-                    } else {
-                        break Ok(());
+                    ev = own_rx.recv() => match ev {
+                        Some(OwnEvent::Created(_)) => {}
+                        Some(OwnEvent::Deleted) => {
+                            let reason = why_deleted(self, &session).await;
+                            break Err(lost_err(name, reason, "our reader key was deleted while waiting"));
+                        }
+                        _ => break Ok(()),
                     },
                     Some((g, ev)) = ev_rx.recv() => {
-                        if g == gen && !matches!(ev, WatchEvent::Created { .. }) {
-                            break Ok(());
+                        if g != gen { continue; }
+                        match ev {
+                            // The watch started after our read: check (one read) that the
+                            // writer we watch is still the newest older one.
+                            WatchEvent::Created { rev: c } if c > rev => {
+                                match self.newest_writer(&prefix, Some((&key, my_rev))).await {
+                                    Ok(Some((w, _))) if Some(&w) == waited_on.last() => {}
+                                    _ => break Ok(()),
+                                }
+                            }
+                            WatchEvent::Created { .. } => {}
+                            WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(()),
                         }
                     }
                 }

@@ -149,7 +149,7 @@ impl Client {
         };
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
-        let mut own_id = hub.watch(key.clone(), my_rev + 1, own.sink());
+        let mut own_id = hub.watch(key.clone(), own.sink());
         pending.watches.push(own_id);
         let mut own_reset = false;
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
@@ -179,7 +179,7 @@ impl Client {
             if own_reset {
                 // etcd dropped the watch on our key (compaction): watch again from this read.
                 pending.watches.retain(|w| *w != own_id);
-                own_id = hub.watch(key.clone(), older.rev + 1, own.sink());
+                own_id = hub.watch(key.clone(), own.sink());
                 pending.watches.push(own_id);
                 own_reset = false;
             }
@@ -204,7 +204,7 @@ impl Client {
             let mut ids = Vec::with_capacity(older.keys.len());
             for (k, _) in &older.keys {
                 let (tx, g) = (ev_tx.clone(), gen);
-                ids.push(hub.watch(k.clone(), older.rev + 1, Arc::new(move |ev| {
+                ids.push(hub.watch(k.clone(), Arc::new(move |ev| {
                     let _ = tx.send((g, ev));
                 })));
             }
@@ -229,16 +229,30 @@ impl Client {
                     } else {
                         lost_err(name, l.reason, "the session ended while waiting")
                     }),
-                    ev = own_rx.recv() => if let Some(OwnEvent::Deleted) = ev {
-                        let reason = why_deleted(self, session).await;
-                        break Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
-                    } else {
-                        own_reset = true;
-                        break Ok(());
+                    ev = own_rx.recv() => match ev {
+                        Some(OwnEvent::Created(_)) => {}
+                        Some(OwnEvent::Deleted) => {
+                            let reason = why_deleted(self, session).await;
+                            break Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
+                        }
+                        _ => {
+                            own_reset = true;
+                            break Ok(());
+                        }
                     },
                     Some((g, ev)) = ev_rx.recv() => {
-                        if g == gen && !matches!(ev, WatchEvent::Created { .. }) {
-                            break Ok(());
+                        if g != gen { continue; }
+                        match ev {
+                            // The watch started after our read: check the keys are still
+                            // the ones we watch (one read), and keep the watches if so.
+                            WatchEvent::Created { rev } if rev > older.rev => {
+                                match self.read_older(&prefix, &key, my_rev, permits).await {
+                                    Ok(now) if now.mine && now.keys.iter().map(|k| &k.0).eq(older.keys.iter().map(|k| &k.0)) => {}
+                                    _ => break Ok(()),
+                                }
+                            }
+                            WatchEvent::Created { .. } => {}
+                            WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(()),
                         }
                     }
                 }

@@ -4,9 +4,10 @@
 //! and 2,000 waiters in one process failed with `Unavailable`.
 //!
 //! Watches are created with client-chosen ids (etcd >= 3.4), so creates can be
-//! pipelined without matching `created` responses in order. Every watch starts
-//! at an explicit revision and remembers the revision after the last event it
-//! saw; when the stream breaks (member killed, failover) it is re-created on a
+//! pipelined without matching `created` responses in order. A watch starts
+//! "now" (synced in etcd) and its owner closes the gap since its last read
+//! with one read when `Created` reports a newer revision; the hub remembers the
+//! revision after the last event each watch saw, so when the stream breaks (member killed, failover) it is re-created on a
 //! healthy member and each watch resumes from there: no missed delete, no
 //! duplicate. A watch whose start revision was compacted (or that etcd cancels)
 //! reports [`WatchEvent::Reset`] and its owner re-reads the state.
@@ -49,7 +50,9 @@ enum Cmd {
 
 struct Entry {
     key: Vec<u8>,
-    /// Where a re-created watch starts: after the last event seen.
+    /// Where a re-created watch starts: after the last event seen (0 until
+    /// etcd said where a watch "from now" started; re-created from now then,
+    /// and its owner closes the gap on the new `Created`).
     next_rev: i64,
     sink: Sink,
 }
@@ -80,12 +83,21 @@ impl WatchHub {
         WatchHub { tx, next_id: AtomicI64::new(1), streams_opened, active }
     }
 
-    /// Watch `key` for deletes from revision `start_rev` (> 0) on. Returns the
-    /// watch id for [`WatchHub::cancel`].
-    pub(crate) fn watch(&self, key: Vec<u8>, start_rev: i64, sink: Sink) -> i64 {
-        debug_assert!(start_rev > 0, "watches start at an explicit revision so they can resume");
+    /// Watch `key` for deletes from now on. The sink's first event is
+    /// `Created { rev }`: deletes after `rev` are reported, so an owner whose
+    /// last read was older than `rev` reads once more to close the gap. Such a
+    /// watch is registered *synced* in etcd; one that starts at a past revision
+    /// is served by etcd's 100 ms catch-up loop, whose passes hold the store's
+    /// lock, and thousands of them in a burst slowed every write (2,000
+    /// waiters took 11 s to queue). Returns the id for [`WatchHub::cancel`].
+    pub(crate) fn watch(&self, key: Vec<u8>, sink: Sink) -> i64 {
+        self.watch_from(key, 0, sink)
+    }
+
+    /// Watch `key` for deletes from revision `start_rev` on (0: from now).
+    pub(crate) fn watch_from(&self, key: Vec<u8>, start_rev: i64, sink: Sink) -> i64 {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let _ = self.tx.send(Cmd::Add { id, key, start_rev: start_rev.max(1), sink });
+        let _ = self.tx.send(Cmd::Add { id, key, start_rev: start_rev.max(0), sink });
         id
     }
 
@@ -270,6 +282,9 @@ impl Task {
         let Some(entry) = self.entries.get_mut(&id) else { return };
         let header_rev = resp.header().map(|h| h.revision()).unwrap_or(0);
         if resp.created() && !resp.canceled() {
+            if entry.next_rev == 0 {
+                entry.next_rev = header_rev + 1;
+            }
             (entry.sink)(WatchEvent::Created { rev: header_rev });
         }
         for ev in resp.events() {

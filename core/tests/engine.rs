@@ -134,7 +134,9 @@ async fn run_waiters(c: &Client, name: &str, n: usize, mid_wait: impl FnOnce()) 
         }));
     }
     // Every waiter is queued (n keys besides the holder's) before the holder lets go.
+    let t0 = Instant::now();
     common::await_key_count(c, &format!("{}{name}/", String::from_utf8_lossy(c.namespace())), n + 1).await;
+    println!("{n} waiters queued in {:?}", t0.elapsed());
     mid_wait();
     holder.unlock().await.unwrap();
     for t in tasks {
