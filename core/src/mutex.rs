@@ -409,8 +409,9 @@ impl Client {
         // Wait for every key created before ours to go, watching only the newest
         // of them (no thundering herd), and our own key (a waiter whose key or
         // session dies fails at once: etcd issue 19597). Both watches ride the
-        // client's one watch stream and start at explicit revisions, so no delete
-        // is missed whatever the timing.
+        // client's one watch stream and start "now"; when etcd reports that
+        // "now" is past our last read, one read of both keys closes the gap, so
+        // no delete is missed whatever the timing.
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
         let mut own_id = hub.watch(key.clone(), own.sink());
@@ -441,10 +442,11 @@ impl Client {
             }));
             pending.watches.push(pred_id);
             let pred_is_holder = queue.holder.as_ref() == Some(&pred);
-            // etcd serves a watch whose start revision is already behind the store
-            // from a 100 ms catch-up loop (what caps Go's Mutex at ~80 handoffs/s).
-            // When that happened to the watch on the holder, a few reads in its
-            // first ~100 ms close the window.
+            // etcd turns "now" into a revision before it registers the watch; a
+            // write in between leaves the watch unsynced, served by a 100 ms
+            // catch-up loop (what caps Go's Mutex at ~80 handoffs/s). For the
+            // watch on the holder, a few reads in its first ~115 ms close that
+            // window; deeper waiters have time for the loop to catch up.
             let mut polls = [5u64, 10, 20, 40, 40].into_iter();
             let mut next_poll: Option<Instant> = None;
             let woken = loop {
