@@ -404,7 +404,11 @@ pub async fn run(args: BenchArgs) -> i32 {
     let endpoints = match args.endpoints.clone() {
         Some(e) => e,
         None => {
-            let e = tokio::task::spawn_blocking(etcdlock_testkit::Etcd::single).await.unwrap();
+            // Not spawn_blocking: the harness starts etcd with PR_SET_PDEATHSIG,
+            // which fires when the *thread* that spawned it exits, and an idle
+            // blocking-pool thread exits after 10 s: etcd died mid-run. This
+            // thread (the runtime's block_on thread, main) lives as long as we do.
+            let e = tokio::task::block_in_place(etcdlock_testkit::Etcd::single);
             let eps = e.endpoints();
             _etcd = e;
             eps
