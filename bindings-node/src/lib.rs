@@ -246,8 +246,10 @@ impl NativeClient {
         })
     }
 
-    /// Benchmark floor: one raw Txn (put `key` with the session lease if absent)
-    /// plus one raw Delete, on the client's etcd connection. Not namespaced.
+    /// Benchmark floor (`etcdlock::bench_floor::txn_delete_round`): one raw Txn
+    /// (put `key` with the session lease if absent + read the owner, the first
+    /// key under `key`'s prefix) plus one raw Delete, on the client's etcd
+    /// connection. Not namespaced.
     #[napi(ts_return_type = "Promise<void>")]
     pub fn raw_txn_delete<'env>(&self, env: &'env Env, key: String) -> napi::Result<Object<'env>> {
         guard_sync(|| {
@@ -280,12 +282,8 @@ impl NativeClient {
             let c = self.inner.clone();
             promise(env, async move {
                 let mut out = Vec::with_capacity(2 * n as usize);
-                for _ in 0..n {
-                    let t = Instant::now();
-                    let g = c.lock(&name).await.map_err(|e| to_js_err(&e))?;
-                    g.unlock().await.map_err(|e| to_js_err(&e))?;
-                    out.push(t.elapsed().as_nanos() as f64);
-                }
+                let core = etcdlock::bench_floor::lock_unlock(&c, &name, n as usize).await.map_err(|e| to_js_err(&e))?;
+                out.extend(core.iter().map(|d| d.as_nanos() as f64));
                 let key = format!("{name}-raw/k").into_bytes();
                 for _ in 0..n {
                     let t = Instant::now();
@@ -299,16 +297,8 @@ impl NativeClient {
 }
 
 async fn raw_txn_delete(c: &etcdlock::Client, key: Vec<u8>) -> etcdlock::Result<()> {
-    use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
-    let unavailable = |e: etcd_client::Error| etcdlock::Error::new(ErrorCode::Unavailable, e.to_string());
     let lease = c.lease_id().await.unwrap_or(0);
-    let mut etcd = c.etcd();
-    let txn = Txn::new()
-        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-        .and_then([TxnOp::put(key.clone(), Vec::<u8>::new(), Some(PutOptions::new().with_lease(lease)))]);
-    etcd.txn(txn).await.map_err(unavailable)?;
-    etcd.delete(key, None).await.map_err(unavailable)?;
-    Ok(())
+    etcdlock::bench_floor::txn_delete_round(&mut c.etcd(), key, lease).await.map(|_| ())
 }
 
 /// A held lock (core `Guard`).

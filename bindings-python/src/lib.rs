@@ -7,7 +7,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use etcdlock::{Client, ClientOptions, ErrorCode, Guard, GuardState, LockOptions, TlsOptions};
 use pyo3::create_exception;
@@ -699,57 +699,29 @@ fn url(e: &str) -> String {
     }
 }
 
-/// Benchmark floor: `n` rounds of the raw etcd round trips an uncontended
-/// lock + unlock costs (one Txn that puts a key with a lease and reads the
-/// prefix's first key, then one Delete), with a plain etcd client on the same
-/// runtime. Returns the per-round times in nanoseconds.
+/// Benchmark floor (`etcdlock::bench_floor::txn_delete`): `n` rounds of the
+/// raw etcd round trips an uncontended lock + unlock costs (one Txn that puts
+/// a key with a lease and reads the prefix's first key, then one Delete), with
+/// a plain etcd client on the same runtime. Returns the per-round times in nanoseconds.
 #[pyfunction]
 fn _raw_floor(py: Python<'_>, endpoints: Vec<String>, n: usize) -> PyResult<Vec<u64>> {
-    use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
     let urls: Vec<String> = endpoints.iter().map(|e| url(e)).collect();
     wait(py, async move {
-        let err = |e: etcd_client::Error| CoreError::new(ErrorCode::Unavailable, e.to_string());
-        let mut c = etcd_client::Client::connect(&urls, None).await.map_err(err)?;
-        let lease = c.lease_grant(30, None).await.map_err(err)?.id();
-        let prefix = format!("bench-floor-{}/", std::process::id());
-        let key = format!("{prefix}{lease:x}");
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let t0 = Instant::now();
-            let txn = Txn::new()
-                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                .and_then([
-                    TxnOp::put(key.clone(), "", Some(PutOptions::new().with_lease(lease))),
-                    TxnOp::get(
-                        prefix.clone(),
-                        Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)),
-                    ),
-                ]);
-            c.txn(txn).await.map_err(err)?;
-            c.delete(key.clone(), None).await.map_err(err)?;
-            out.push(t0.elapsed().as_nanos() as u64);
-        }
-        let _ = c.lease_revoke(lease).await;
-        Ok(out)
+        let v = etcdlock::bench_floor::txn_delete(&urls, n).await?;
+        Ok(v.iter().map(|d| d.as_nanos() as u64).collect())
     })
 }
 
-/// Benchmark reference: `n` uncontended lock + unlock rounds of the Rust core
-/// itself (no Python in the loop), in nanoseconds.
+/// Benchmark reference (`etcdlock::bench_floor::lock_unlock`): `n` uncontended
+/// lock + unlock rounds of the Rust core itself (no Python in the loop), in nanoseconds.
 #[pyfunction]
 fn _core_bench(py: Python<'_>, endpoints: Vec<String>, n: usize) -> PyResult<Vec<u64>> {
     wait(py, async move {
         let c = Client::connect(ClientOptions::new(endpoints)).await?;
         let name = format!("bench-core-{}", std::process::id());
-        let mut out = Vec::with_capacity(n);
-        for _ in 0..n {
-            let t0 = Instant::now();
-            let g = c.lock(&name).await?;
-            g.unlock().await?;
-            out.push(t0.elapsed().as_nanos() as u64);
-        }
+        let out = etcdlock::bench_floor::lock_unlock(&c, &name, n).await;
         c.close().await;
-        Ok(out)
+        Ok(out?.iter().map(|d| d.as_nanos() as u64).collect())
     })
 }
 

@@ -138,6 +138,12 @@ enum Cmd {
         /// Distinct locks held at once on one session
         #[arg(long, default_value_t = 1000)]
         distinct: usize,
+        /// Measure only N waiters on one lock, one client (errors, FIFO order, RSS per waiter, drain rate)
+        #[arg(long, value_name = "N")]
+        waiters: Option<usize>,
+        /// Measure only N distinct locks held at once on one session (errors, RSS per lock, leases in etcd)
+        #[arg(long, value_name = "N")]
+        held: Option<usize>,
         /// Use --endpoints instead of starting a private etcd
         #[arg(long)]
         use_endpoints: bool,
@@ -181,13 +187,15 @@ fn main() {
             Cmd::Elect(a) => elect::elect(cli.conn.options(), a).await,
             Cmd::Leader(a) => elect::leader(cli.conn.options(), a).await,
             Cmd::FlashWorker => flash::worker().await,
-            Cmd::Bench { iterations, contenders, duration, distinct, use_endpoints, json } => {
+            Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| cli.conn.endpoints.clone()),
                     iterations: iterations.max(10),
                     contenders: contenders.max(1),
                     duration: Duration::from_secs_f64(duration.max(0.1)),
                     distinct,
+                    waiters,
+                    held,
                     json_only: json,
                 })
                 .await

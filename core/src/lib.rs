@@ -26,6 +26,8 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(feature = "bench")]
+pub mod bench_floor;
 pub mod blocking;
 mod client;
 mod election;

@@ -731,9 +731,10 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeGuard<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
-/// `static native long rawRoundTrip(long client, String key)`: one raw etcd
-/// Txn (put with the session lease) + Delete, bypassing the lock protocol; the
-/// benchmark's floor. Returns the lease id used.
+/// `static native void rawRoundTrip(long client, String key, long lease)`: one
+/// round of `etcdlock::bench_floor::txn_delete_round` (raw Txn: put with
+/// `lease` if absent + read the owner under `key`'s prefix; then Delete),
+/// bypassing the lock protocol; the benchmark's floor.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_rawRoundTrip<'local>(
     mut unowned: EnvUnowned<'local>,
@@ -766,14 +767,7 @@ mod etcd_client_shim {
     }
 
     pub(crate) async fn raw_round_trip(mut etcd: etcd_client::Client, key: String, lease: i64) -> etcdlock::Result<()> {
-        use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
-        let opts = if lease != 0 { Some(PutOptions::new().with_lease(lease)) } else { None };
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), "", opts)]);
-        etcd.txn(txn).await.map_err(e)?;
-        etcd.delete(key, None).await.map_err(e)?;
-        Ok(())
+        etcdlock::bench_floor::txn_delete_round(&mut etcd, key, lease).await.map(|_| ())
     }
 
     /// Grant a lease for the raw floor (so the put carries a lease like a lock key does).

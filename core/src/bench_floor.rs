@@ -1,0 +1,134 @@
+//! Benchmark floors: what etcd itself costs for the requests a lock must make,
+//! measured with a raw etcd client and no etcdlock logic. Every benchmark
+//! (the CLI's `etcdlock bench` and the C, Python, Node and Java benches)
+//! reports its figures as ratios to these, so there is one definition here.
+//! Only built with the cargo feature `bench`; not part of the stable API.
+//!
+//! - [`txn_delete_round`]: the least an uncontended lock + unlock can cost,
+//!   two round trips: one Txn that puts the lock key with a lease if absent
+//!   *and reads the owner* (the first-created key under the lock's prefix, as
+//!   etcd's Go Mutex and etcdlock's acquire do in the same Txn), then one Delete.
+//! - [`delete_to_event`]: a Delete sent on one connection until its event
+//!   arrives on a synced watch of another connection, the least a handoff
+//!   from one holder to the next can cost.
+
+use std::time::{Duration, Instant};
+
+use etcd_client::{
+    Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, WatchOptions,
+};
+
+use crate::{Error, ErrorCode, Result};
+
+fn unavailable(e: etcd_client::Error) -> Error {
+    Error::new(ErrorCode::Unavailable, e.to_string())
+}
+
+/// The lock prefix a floor key belongs to: everything up to and including its
+/// last `/` (`name/` for a key `name/<lease>`); a key without `/` is its own prefix.
+fn prefix_of(key: &[u8]) -> &[u8] {
+    match key.iter().rposition(|b| *b == b'/') {
+        Some(i) => &key[..=i],
+        None => key,
+    }
+}
+
+/// One round of the Txn+Delete floor on `etcd`: a Txn that puts `key` with
+/// `lease` (0: no lease) if absent and reads the first-created key of its
+/// prefix (see [`prefix_of`]: everything up to the last `/`), then a Delete
+/// of `key`. Returns the time both took.
+pub async fn txn_delete_round(etcd: &mut etcd_client::Client, key: impl AsRef<[u8]>, lease: i64) -> Result<Duration> {
+    let key = key.as_ref().to_vec();
+    let prefix = prefix_of(&key).to_vec();
+    let put = if lease != 0 { Some(PutOptions::new().with_lease(lease)) } else { None };
+    let t = Instant::now();
+    let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)]).and_then([
+        TxnOp::put(key.clone(), Vec::<u8>::new(), put),
+        TxnOp::get(
+            prefix,
+            Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)),
+        ),
+    ]);
+    etcd.txn(txn).await.map_err(unavailable)?;
+    etcd.delete(key, None).await.map_err(unavailable)?;
+    Ok(t.elapsed())
+}
+
+/// `n` rounds of [`txn_delete_round`] on a connection of its own to
+/// `endpoints`, with a lease of its own and the key `bench-floor-<pid>/<lease>`
+/// (a lock key's shape), after `n / 10` warm-up rounds. The lease is revoked at the end.
+pub async fn txn_delete<S: AsRef<str>>(endpoints: &[S], n: usize) -> Result<Vec<Duration>> {
+    let mut etcd = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
+    let lease = etcd.lease_grant(30, None).await.map_err(unavailable)?.id();
+    let key = format!("bench-floor-{}/{lease:x}", std::process::id());
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n + n / 10 {
+        let d = txn_delete_round(&mut etcd, &key, lease).await?;
+        if i >= n / 10 {
+            out.push(d);
+        }
+    }
+    let _ = etcd.lease_revoke(lease).await;
+    Ok(out)
+}
+
+/// `n` times (after `n / 10` warm-up rounds): put a key, then time a Delete
+/// sent on one connection until its DELETE event arrives on a synced watch
+/// opened on a second connection to `endpoints`.
+pub async fn delete_to_event<S: AsRef<str>>(endpoints: &[S], n: usize) -> Result<Vec<Duration>> {
+    let mut writer = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
+    let mut watcher = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
+    let key = format!("bench-event-{}", std::process::id());
+    let mut stream = watcher.watch(key.clone(), Some(WatchOptions::new())).await.map_err(unavailable)?;
+    let closed = || Error::new(ErrorCode::Unavailable, "the floor's watch stream ended");
+    stream.message().await.map_err(unavailable)?.ok_or_else(closed)?; // created
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n + n / 10 {
+        writer.put(key.clone(), "x", None).await.map_err(unavailable)?;
+        loop {
+            let m = stream.message().await.map_err(unavailable)?.ok_or_else(closed)?;
+            if !m.events().is_empty() {
+                break;
+            }
+        }
+        let t = Instant::now();
+        writer.delete(key.clone(), None).await.map_err(unavailable)?;
+        loop {
+            let m = stream.message().await.map_err(unavailable)?.ok_or_else(closed)?;
+            if m.events().iter().any(|e| e.event_type() == EventType::Delete) {
+                break;
+            }
+        }
+        if i >= n / 10 {
+            out.push(t.elapsed());
+        }
+    }
+    Ok(out)
+}
+
+/// `n` uncontended lock + unlock rounds of the core itself on `client` (no
+/// binding in the loop), each timed: the reference a binding's own figure is
+/// compared with to see what the binding adds.
+pub async fn lock_unlock(client: &crate::Client, name: &str, n: usize) -> Result<Vec<Duration>> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        let g = client.lock(name).await?;
+        g.unlock().await?;
+        out.push(t.elapsed());
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_of;
+
+    #[test]
+    fn prefix_is_up_to_the_last_slash() {
+        assert_eq!(prefix_of(b"name/1a2b"), b"name/");
+        assert_eq!(prefix_of(b"a/b/k"), b"a/b/");
+        assert_eq!(prefix_of(b"plain"), b"plain");
+        assert_eq!(prefix_of(b"dir/"), b"dir/");
+    }
+}
