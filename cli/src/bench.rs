@@ -116,6 +116,15 @@ pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, durati
     }
 }
 
+/// Resident set size after handing the allocator's free pages back to the
+/// OS (`malloc_trim(0)`): what the process really keeps, without glibc's cache
+/// of a burst's freed memory. Both this and the raw RSS are reported.
+pub fn live_rss_bytes() -> u64 {
+    // SAFETY: malloc_trim only releases free heap memory; it takes no pointers of ours.
+    unsafe { libc::malloc_trim(0) };
+    rss_bytes()
+}
+
 /// Resident set size of this process in bytes (`VmRSS` of /proc/self/status), 0 if unknown.
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -180,6 +189,8 @@ pub struct Waiters {
     /// its arrival order in etcd) is not above the previous grant's.
     pub fifo_violations: usize,
     pub rss_per_waiter: f64,
+    /// The same before `malloc_trim` (includes the allocator's cache).
+    pub rss_raw_per_waiter: f64,
     pub drain_time: Duration,
     pub drain_per_s: f64,
     pub stuck: usize,
@@ -198,7 +209,7 @@ pub async fn waiters(endpoints: &[String], ns: &str, n: usize) -> Result<Waiters
     let grants: Arc<Mutex<Vec<(i64, Instant)>>> = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let errors = Arc::new(Mutex::new(Errors::default()));
     let failed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let rss0 = rss_bytes();
+    let rss0 = live_rss_bytes();
     let t0 = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..n {
@@ -235,7 +246,8 @@ pub async fn waiters(endpoints: &[String], ns: &str, n: usize) -> Result<Waiters
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let queue_time = t0.elapsed();
-    let rss1 = rss_bytes();
+    let rss1_raw = rss_bytes();
+    let rss1 = live_rss_bytes();
     let released = Instant::now();
     if let Err(e) = hg.unlock().await {
         errors.lock().unwrap().add("holder unlock", &e);
@@ -267,6 +279,7 @@ pub async fn waiters(endpoints: &[String], ns: &str, n: usize) -> Result<Waiters
         granted: grants.len(),
         fifo_violations,
         rss_per_waiter: rss1.saturating_sub(rss0) as f64 / n.max(1) as f64,
+        rss_raw_per_waiter: rss1_raw.saturating_sub(rss0) as f64 / n.max(1) as f64,
         drain_per_s: grants.len() as f64 / drain_time.as_secs_f64().max(1e-9),
         drain_time,
         stuck,
@@ -283,6 +296,8 @@ pub struct Held {
     pub acquire_all: Duration,
     pub release_all: Duration,
     pub rss_per_lock: f64,
+    /// The same before `malloc_trim` (includes the allocator's cache).
+    pub rss_raw_per_lock: f64,
     /// Keys of these locks found in etcd while all were held, and the distinct leases they carry.
     pub keys_in_etcd: usize,
     pub leases_in_etcd: usize,
@@ -296,7 +311,7 @@ pub async fn held(endpoints: &[String], ns: &str, n: usize) -> Result<Held, Stri
         .map_err(|e| format!("connect: {e}"))?;
     let mut raw = etcd_client::Client::connect(endpoints, None).await.map_err(|e| format!("raw connect: {e}"))?;
     let mut errors = Errors::default();
-    let rss0 = rss_bytes();
+    let rss0 = live_rss_bytes();
     let t = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for i in 0..n {
@@ -312,7 +327,8 @@ pub async fn held(endpoints: &[String], ns: &str, n: usize) -> Result<Held, Stri
         }
     }
     let acquire_all = t.elapsed();
-    let rss1 = rss_bytes();
+    let rss1_raw = rss_bytes();
+    let rss1 = live_rss_bytes();
     let held = guards.iter().filter(|g| g.is_held()).count();
     let guard_leases = guards.iter().map(|g| g.lease_id()).collect::<std::collections::HashSet<_>>().len();
     let (keys_in_etcd, leases_in_etcd) =
@@ -336,6 +352,7 @@ pub async fn held(endpoints: &[String], ns: &str, n: usize) -> Result<Held, Stri
         acquire_all,
         release_all,
         rss_per_lock: rss1.saturating_sub(rss0) as f64 / n.max(1) as f64,
+        rss_raw_per_lock: rss1_raw.saturating_sub(rss0) as f64 / n.max(1) as f64,
         keys_in_etcd,
         leases_in_etcd,
         guard_leases,
@@ -348,7 +365,7 @@ const RSS_TARGET_BYTES: f64 = 4096.0;
 fn waiters_row(w: &Waiters) -> serde_json::Value {
     json!({"metric":"waiters_one_lock","waiters":w.n,"queued":w.queued,"queue_ms":ms(w.queue_time),
            "errors":w.errors.total(),"error_kinds":w.errors.json(),"granted":w.granted,"stuck":w.stuck,
-           "fifo_violations":w.fifo_violations,"rss_bytes_per_waiter":w.rss_per_waiter,
+           "fifo_violations":w.fifo_violations,"rss_bytes_per_waiter":w.rss_per_waiter,"rss_raw_bytes_per_waiter":w.rss_raw_per_waiter,
            "drain_ms":ms(w.drain_time),"drain_acquisitions_per_s":w.drain_per_s,"keys_left":w.keys_left,
            "target":{"errors":0,"rss_bytes_per_waiter":RSS_TARGET_BYTES},
            "meets_target": w.errors.total() == 0 && w.stuck == 0 && w.granted == w.n && w.fifo_violations == 0 && w.rss_per_waiter <= RSS_TARGET_BYTES})
@@ -356,7 +373,7 @@ fn waiters_row(w: &Waiters) -> serde_json::Value {
 
 fn held_row(h: &Held) -> serde_json::Value {
     json!({"metric":"held_locks_one_session","locks":h.n,"held":h.held,"errors":h.errors.total(),"error_kinds":h.errors.json(),
-           "acquire_all_ms":ms(h.acquire_all),"release_all_ms":ms(h.release_all),"rss_bytes_per_lock":h.rss_per_lock,
+           "acquire_all_ms":ms(h.acquire_all),"release_all_ms":ms(h.release_all),"rss_bytes_per_lock":h.rss_per_lock,"rss_raw_bytes_per_lock":h.rss_raw_per_lock,
            "keys_in_etcd":h.keys_in_etcd,"leases_in_etcd":h.leases_in_etcd,"guard_leases":h.guard_leases,
            "target":{"errors":0,"rss_bytes_per_lock":RSS_TARGET_BYTES},
            "meets_target": h.errors.total() == 0 && h.held == h.n && h.rss_per_lock <= RSS_TARGET_BYTES})
@@ -364,7 +381,7 @@ fn held_row(h: &Held) -> serde_json::Value {
 
 fn print_waiters(w: &Waiters) {
     println!(
-        "| {} waiters on one lock, one client | queued {} in {:.0} ms | {} granted, {} errors, {} stuck, {} FIFO violations | {:.1} KB RSS per waiter (target <= 4 KB); drain {:.0} acquisitions/s ({:.0} ms); {} keys left |",
+        "| {} waiters on one lock, one client | queued {} in {:.0} ms | {} granted, {} errors, {} stuck, {} FIFO violations | {:.1} KB live RSS per waiter (target <= 4 KB; {:.1} KB before malloc_trim); drain {:.0} acquisitions/s ({:.0} ms); {} keys left |",
         w.n,
         w.queued,
         ms(w.queue_time),
@@ -373,6 +390,7 @@ fn print_waiters(w: &Waiters) {
         w.stuck,
         w.fifo_violations,
         w.rss_per_waiter / 1024.0,
+        w.rss_raw_per_waiter / 1024.0,
         w.drain_per_s,
         ms(w.drain_time),
         w.keys_left
@@ -384,13 +402,14 @@ fn print_waiters(w: &Waiters) {
 
 fn print_held(h: &Held) {
     println!(
-        "| {} distinct locks held on one session | acquire all {:.0} ms, release all {:.0} ms | {} held, {} errors | {:.1} KB RSS per lock (target <= 4 KB); {} keys / {} lease(s) in etcd |",
+        "| {} distinct locks held on one session | acquire all {:.0} ms, release all {:.0} ms | {} held, {} errors | {:.1} KB live RSS per lock (target <= 4 KB; {:.1} KB before malloc_trim); {} keys / {} lease(s) in etcd |",
         h.n,
         ms(h.acquire_all),
         ms(h.release_all),
         h.held,
         h.errors.total(),
         h.rss_per_lock / 1024.0,
+        h.rss_raw_per_lock / 1024.0,
         h.keys_in_etcd,
         h.leases_in_etcd
     );

@@ -156,7 +156,7 @@ fn status_shows_an_etcdctl_holder_and_two_etcdlock_waiters_in_order() {
     // The table form names the same keys.
     let table = bin().args(["--endpoints", &etcd.endpoints_csv(), "status", "cli-status"]).output().unwrap();
     let table = String::from_utf8_lossy(&table.stdout);
-    assert!(table.contains("held, 2 waiting") && table.contains(&ctl_key), "{table}");
+    assert!(table.contains("1 holding, 2 waiting") && table.contains(&ctl_key), "{table}");
     unsafe { libc::kill(ctl.id() as i32, libc::SIGINT) };
     ctl.wait().unwrap();
     for mut w in [w1, w2] {

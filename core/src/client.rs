@@ -369,6 +369,17 @@ impl Client {
     /// lost; the lease grant is retried until `deadline`.
     pub(crate) async fn session_by(&self, deadline: Option<Instant>) -> Result<Arc<Session>> {
         self.check_open()?;
+        {
+            let slot = self.inner.session.lock().await;
+            if let Some(s) = slot.as_ref().filter(|s| s.alive()) {
+                return Ok(s.clone());
+            }
+        }
+        // Boxed: a lock call's future stays small unless it has to grant a lease.
+        Box::pin(self.open_session(deadline)).await
+    }
+
+    async fn open_session(&self, deadline: Option<Instant>) -> Result<Arc<Session>> {
         let mut slot = self.inner.session.lock().await;
         if let Some(s) = slot.as_ref() {
             if s.alive() {

@@ -23,7 +23,9 @@ impl Client {
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         self.check_open()?;
-        self.inner.transport.call(deadline, &mut false, op).await
+        // Boxed: a request's future is large (tonic), and the futures that wait
+        // on it (a waiter, thousands of them) should not carry it inline.
+        Box::pin(self.inner.transport.call(deadline, &mut false, op)).await
     }
 }
 
@@ -99,11 +101,10 @@ pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReaso
     }
     let lease = session.lease;
     let deadline = Instant::now() + client.inner.request_timeout.min(Duration::from_secs(1));
-    let r = client
-        .inner
-        .transport
-        .call(Some(deadline), &mut false, |mut c| async move { c.lease_time_to_live(lease, None).await })
-        .await;
+    let r = Box::pin(client.inner.transport.call(Some(deadline), &mut false, |mut c| async move {
+        c.lease_time_to_live(lease, None).await
+    }))
+    .await;
     match r {
         Ok(ttl) if ttl.ttl() <= 0 => {
             session.mark_lost(LossReason::LeaseExpired);

@@ -278,9 +278,9 @@ impl Client {
                 })?,
             };
             let r = if permits == 1 {
-                self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel, value).await
+                Box::pin(self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel, value)).await
             } else {
-                self.permit_on(name, &session, mode, deadline, opts.timeout, &cancel, permits).await
+                Box::pin(self.permit_on(name, &session, mode, deadline, opts.timeout, &cancel, permits)).await
             };
             // Closing revokes the lease, which deletes our waiter key: whichever of
             // the watch event and the close signal wins, the caller sees Closed.
@@ -387,7 +387,8 @@ impl Client {
         if queue.pred.is_none() {
             return Ok(self.held(name, session, pending, my_rev, Vec::new(), None));
         }
-        self.wait_turn(name, session, pending, my_rev, queue, deadline, timeout, cancel).await
+        // Boxed: only contended acquisitions pay for the wait's state.
+        Box::pin(self.wait_turn(name, session, pending, my_rev, queue, deadline, timeout, cancel)).await
     }
 
     /// Queued with `my_rev`: wait until no key older than ours remains.
@@ -568,13 +569,21 @@ impl Client {
     ) -> Result<TxnResponse> {
         let t = self.inner.transport.clone();
         let closed = self.inner.closed.clone();
+        // Wait for a request slot first (nothing written yet, so a cancel here
+        // needs no cleanup), then run the request detached.
+        let give_up = deadline.unwrap_or_else(|| Instant::now() + t.request_timeout * 2);
+        let slot = tokio::select! {
+            biased;
+            s = t.slot(give_up, deadline.is_some()) => s?,
+            _ = cancel.cancelled() => return Err(cancelled(name)),
+        };
         let h = self.inner.handle.spawn(async move {
             let mut uncertain = false;
             if closed.is_cancelled() {
                 return (Err(Error::new(ErrorCode::Closed, "the client was closed")), false);
             }
             let r = t
-                .call(deadline, &mut uncertain, |mut c| {
+                .call_in_slot(slot, give_up, deadline, &mut uncertain, |mut c| {
                     let txn = txn.clone();
                     async move { c.txn(txn).await }
                 })

@@ -34,7 +34,7 @@ struct Member {
 pub(crate) struct Transport {
     members: Vec<Member>,
     current: AtomicUsize,
-    inflight: Semaphore,
+    inflight: Arc<Semaphore>,
     options: etcd_client::ConnectOptions,
     /// The endpoints as given, for messages.
     pub(crate) endpoints: String,
@@ -141,7 +141,7 @@ impl Transport {
                 .map(|url| Member { url, client: Mutex::new(None), down_until: Mutex::new(None), failures: AtomicU32::new(0) })
                 .collect(),
             current: AtomicUsize::new(0),
-            inflight: Semaphore::new(MAX_IN_FLIGHT),
+            inflight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             options,
             endpoints,
             request_timeout,
@@ -313,21 +313,44 @@ impl Transport {
     /// `uncertain` is set when an attempt may have reached etcd without us
     /// learning its outcome (timed out or cut off after sending): a write in
     /// it may still land, which cleanup code must allow for.
-    pub(crate) async fn call<T, F, Fut>(&self, deadline: Option<Instant>, uncertain: &mut bool, mut op: F) -> Result<T>
+    pub(crate) async fn call<T, F, Fut>(&self, deadline: Option<Instant>, uncertain: &mut bool, op: F) -> Result<T>
+    where
+        F: FnMut(etcd_client::Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let give_up = deadline.unwrap_or_else(|| Instant::now() + self.request_timeout * 2);
+        let permit = self.slot(give_up, deadline.is_some()).await?;
+        self.call_in_slot(permit, give_up, deadline, uncertain, op).await
+    }
+
+    /// A slot among the client's in-flight requests, waited for until `give_up`.
+    /// Taking it before building a request's (large) future keeps a burst of
+    /// 10,000 queued acquisitions small in memory.
+    pub(crate) async fn slot(&self, give_up: Instant, caller_deadline: bool) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        match tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.clone().acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(_)) => Err(Error::new(ErrorCode::Closed, "the client's request slots are closed")),
+            Err(_) if caller_deadline => {
+                Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client"))
+            }
+            Err(_) => Err(self.unavailable("too many requests queued in this client")),
+        }
+    }
+
+    /// [`Transport::call`] in a slot already taken.
+    pub(crate) async fn call_in_slot<T, F, Fut>(
+        &self,
+        _slot: tokio::sync::OwnedSemaphorePermit,
+        give_up: Instant,
+        deadline: Option<Instant>,
+        uncertain: &mut bool,
+        mut op: F,
+    ) -> Result<T>
     where
         F: FnMut(etcd_client::Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         let rt = self.request_timeout;
-        let give_up = deadline.unwrap_or_else(|| Instant::now() + rt * 2);
-        let _permit = match tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.acquire()).await {
-            Ok(Ok(p)) => Some(p),
-            Ok(Err(_)) => None,
-            Err(_) if deadline.is_some() => {
-                return Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client"))
-            }
-            Err(_) => return Err(self.unavailable("too many requests queued in this client")),
-        };
         let mut backoff = Duration::from_millis(20);
         let mut member_failed = false;
         loop {
