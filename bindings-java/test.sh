@@ -39,4 +39,32 @@ if [ "$status" -ne 0 ]; then
   echo "mvn verify failed (exit $status); full log: $log" >&2
   tail -50 "$log" >&2
 fi
+
+# Virtual threads need a JDK >= 21 (the library itself targets Java 11): run the
+# check on the newest JDK beside the default one (these machines ship Temurin 25).
+# A missing JDK fails the suite; it is not skipped.
+JDK21=""
+for d in /usr/lib/jvm/*; do
+  [ -x "$d/bin/java" ] || continue
+  v=$("$d/bin/java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+  if [ -n "$v" ] && [ "$v" -ge 21 ]; then JDK21=$d; fi
+done
+if [ -z "$JDK21" ]; then
+  echo "installing a JDK >= 21 for the virtual-thread check" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-21-jdk-headless >/dev/null 2>&1 || true
+  for d in /usr/lib/jvm/*21*; do [ -x "$d/bin/java" ] && JDK21=$d; done
+fi
+if [ -z "$JDK21" ]; then
+  echo "vthreads: 0 passed, 1 failed (no JDK >= 21 found or installable)"
+  exit 1
+fi
+cp=$(ls "$HERE"/etcdlock/target/etcdlock-*-SNAPSHOT.jar | grep -v -- -tests | grep -v -- -sources | grep -v -- -javadoc | head -1)
+slf4j=$(find "$HOME/.m2/repository/org/slf4j/slf4j-api" -name 'slf4j-api-*.jar' | sort | tail -1)
+set +e
+"$JDK21/bin/java" -Djdk.virtualThreadScheduler.parallelism=2 -Djdk.virtualThreadScheduler.maxPoolSize=2 \
+  --enable-native-access=ALL-UNNAMED -cp "$cp:$slf4j" "$HERE/etcdlock/src/test/jdk21/VirtualThreadsCheck.java"
+vstatus=$?
+set -e
+[ "$status" -eq 0 ] && status=$vstatus
 exit "$status"

@@ -24,6 +24,13 @@ import java.util.concurrent.locks.Lock;
  *       cancels the wait and removes the waiter key from etcd.</li>
  *   <li>{@link #unlock()} by a thread that does not hold it throws {@link IllegalMonitorStateException};
  *       if the hold was lost meanwhile the final unlock throws {@link LockLostException}.</li>
+ *   <li>A hold that was lost (lease expired, key deleted, connection lost) is never re-entered:
+ *       the owner's reentrant {@link #tryLock()} / {@link #tryLock(long, TimeUnit)} returns
+ *       {@code false} and {@link #lock()} / {@link #lockInterruptibly()} throw
+ *       {@link LockLostException}; the stale hold ends there (hold count 0), so the next call
+ *       acquires afresh. Spring Integration's {@code LockRegistryLeaderInitiator} heartbeats
+ *       with exactly that reentrant {@code tryLock}, so a leader that lost its lock steps down.</li>
+ *   <li>Waits happen in Java, not in native code: virtual threads unmount while they wait.</li>
  *   <li>{@link #newCondition()} is not supported.</li>
  * </ul>
  *
@@ -46,15 +53,41 @@ public final class EtcdLock implements Lock {
         return name;
     }
 
-    private synchronized boolean reenter() {
-        if (owner == Thread.currentThread()) {
-            if (holds == Integer.MAX_VALUE) {
-                throw new Error("maximum lock count exceeded");
+    private enum Reentry { NOT_OWNER, REENTERED, LOST }
+
+    /** The owner's re-entry: counts up only while the hold is alive. */
+    private Reentry reenter() {
+        LockGuard stale;
+        synchronized (this) {
+            if (owner != Thread.currentThread()) {
+                return Reentry.NOT_OWNER;
             }
-            holds++;
-            return true;
+            if (guard.isHeld()) {
+                if (holds == Integer.MAX_VALUE) {
+                    throw new Error("maximum lock count exceeded");
+                }
+                holds++;
+                return Reentry.REENTERED;
+            }
+            // Lost: end the stale hold, so the next call acquires afresh.
+            stale = guard;
+            guard = null;
+            owner = null;
+            holds = 0;
         }
-        return false;
+        try {
+            stale.close();
+        } catch (EtcdLockException ignored) {
+            // Known lost: close answers at once with LockLost; nothing else to release.
+        }
+        lostReason = stale.lossReason().orElse(LossReason.CONNECTION_LOST);
+        return Reentry.LOST;
+    }
+
+    private volatile LossReason lostReason = LossReason.CONNECTION_LOST;
+
+    private LockLostException lost() {
+        return new LockLostException(lostReason, "lock \"" + name + "\": this thread's hold was lost; it ended now");
     }
 
     private synchronized void took(LockGuard g) {
@@ -66,8 +99,13 @@ public final class EtcdLock implements Lock {
     /** Wait (uninterruptibly, as {@link Lock#lock()} requires) until the lock is held. */
     @Override
     public void lock() {
-        if (reenter()) {
-            return;
+        switch (reenter()) {
+            case REENTERED:
+                return;
+            case LOST:
+                throw lost();
+            default:
+                break;
         }
         took(client.lockNative(name, -1, false));
     }
@@ -77,8 +115,13 @@ public final class EtcdLock implements Lock {
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before locking " + name);
         }
-        if (reenter()) {
-            return;
+        switch (reenter()) {
+            case REENTERED:
+                return;
+            case LOST:
+                throw lost();
+            default:
+                break;
         }
         took(client.acquireInterruptibly(name, null));
     }
@@ -86,8 +129,13 @@ public final class EtcdLock implements Lock {
     /** Take the lock if it is free right now (one etcd round trip). */
     @Override
     public boolean tryLock() {
-        if (reenter()) {
-            return true;
+        switch (reenter()) {
+            case REENTERED:
+                return true;
+            case LOST:
+                return false;
+            default:
+                break;
         }
         LockGuard g = client.tryAcquire(name).orElse(null);
         if (g == null) {
@@ -105,8 +153,13 @@ public final class EtcdLock implements Lock {
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before locking " + name);
         }
-        if (reenter()) {
-            return true;
+        switch (reenter()) {
+            case REENTERED:
+                return true;
+            case LOST:
+                return false;
+            default:
+                break;
         }
         long ms = Math.max(0, unit.toMillis(time));
         if (ms == 0) {
@@ -144,19 +197,19 @@ public final class EtcdLock implements Lock {
         throw new UnsupportedOperationException("etcdlock locks do not support conditions");
     }
 
-    /** Whether some thread of this process holds the lock through this object. */
+    /** Whether some thread of this process holds the lock through this object (and the hold is alive). */
     public synchronized boolean isLocked() {
-        return owner != null;
+        return owner != null && guard.isHeld();
     }
 
-    /** Whether the calling thread holds this lock. */
+    /** Whether the calling thread holds this lock (false once the hold was lost). */
     public synchronized boolean isHeldByCurrentThread() {
-        return owner == Thread.currentThread();
+        return owner == Thread.currentThread() && guard.isHeld();
     }
 
-    /** The calling thread's hold count (0 if it does not hold the lock). */
+    /** The calling thread's hold count (0 if it does not hold the lock, or the hold was lost). */
     public synchronized int getHoldCount() {
-        return owner == Thread.currentThread() ? holds : 0;
+        return owner == Thread.currentThread() && guard.isHeld() ? holds : 0;
     }
 
     /**

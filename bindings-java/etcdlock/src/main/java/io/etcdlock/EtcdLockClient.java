@@ -8,6 +8,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -127,15 +128,15 @@ public final class EtcdLockClient implements AutoCloseable {
         }
     }
 
-    /** Take the lock if it is free right now; empty if someone holds or waits for it. */
+    /**
+     * Take the lock if it is free right now; empty if someone holds or waits for it (one
+     * etcd round trip that writes nothing when the lock is taken).
+     */
     public Optional<LockGuard> tryAcquire(String name) {
-        checkName(name);
-        long c = handle.pin();
         try {
-            long g = NativeBridge.tryLock(c, name);
-            return g == 0 ? Optional.empty() : Optional.of(new LockGuard(this, name, g));
-        } finally {
-            handle.unpin();
+            return Optional.of(lockNative(name, 0, false));
+        } catch (LockTimeoutException e) {
+            return Optional.empty();
         }
     }
 
@@ -155,8 +156,11 @@ public final class EtcdLockClient implements AutoCloseable {
      * @param timeout null for no bound; else fails with {@link LockTimeoutException}
      */
     public CompletableFuture<LockGuard> acquireAsync(String name, Duration timeout) {
+        return startAcquire(name, timeout == null ? -1 : toMillis(timeout));
+    }
+
+    private AsyncAcquire startAcquire(String name, long ms) {
         checkName(name);
-        long ms = timeout == null ? -1 : toMillis(timeout);
         AsyncAcquire f = new AsyncAcquire(name);
         long c;
         try {
@@ -254,14 +258,43 @@ public final class EtcdLockClient implements AutoCloseable {
         }
     }
 
+    /**
+     * Acquire, waiting in Java and never inside native code: the native side runs the
+     * acquisition on the etcdlock runtime and completes a future; the caller parks on it. A
+     * virtual thread therefore unmounts while it waits instead of pinning its carrier (with
+     * every carrier pinned by waiters, the holder could never be scheduled to unlock).
+     * Interrupting an interruptible wait cancels the native acquisition and waits for it to
+     * settle (its waiter key removed) before throwing {@link CancelledException}; an
+     * uninterruptible wait keeps waiting and re-asserts the interrupt afterwards.
+     */
     LockGuard lockNative(String name, long timeoutMs, boolean interruptible) {
-        checkName(name);
-        long c = handle.pin();
+        AsyncAcquire f = startAcquire(name, timeoutMs);
+        boolean interrupted = false;
         try {
-            long g = NativeBridge.lock(c, name, timeoutMs, interruptible);
-            return new LockGuard(this, name, g);
+            while (true) {
+                try {
+                    return f.get();
+                } catch (InterruptedException e) {
+                    if (interruptible) {
+                        f.cancelAndSettle();
+                        throw new CancelledException("interrupted while waiting for lock \"" + name + "\"");
+                    }
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    Throwable cause = e.getCause();
+                    if (cause instanceof RuntimeException) {
+                        throw (RuntimeException) cause;
+                    }
+                    if (cause instanceof Error) {
+                        throw (Error) cause;
+                    }
+                    throw new InternalException("lock \"" + name + "\": " + cause);
+                }
+            }
         } finally {
-            handle.unpin();
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
     }
 
@@ -290,16 +323,54 @@ public final class EtcdLockClient implements AutoCloseable {
 
     private final class AsyncAcquire extends CompletableFuture<LockGuard> {
         final long id;
+        /** Completes when the native side has finished (acquired, failed or cancelled). */
+        final CompletableFuture<Void> settled = new CompletableFuture<>();
 
         AsyncAcquire(String name) {
             this.id = NativeBridge.register((g, value, error) -> {
-                if (error != null) {
-                    completeExceptionally(error);
-                } else if (isDone() || !complete(new LockGuard(EtcdLockClient.this, name, g))) {
-                    // Cancelled meanwhile: nobody will use this guard; release it.
-                    NativeBridge.freeGuard(g);
+                try {
+                    if (error != null) {
+                        completeExceptionally(error);
+                    } else if (isDone() || !complete(new LockGuard(EtcdLockClient.this, name, g))) {
+                        // Cancelled meanwhile: nobody will use this guard; release it.
+                        NativeBridge.freeGuard(g);
+                    }
+                } finally {
+                    settled.complete(null);
                 }
             });
+        }
+
+        /**
+         * Cancel and wait (uninterruptibly; bounded by the request timeout on the native
+         * side) until the waiter key is gone. A guard that won the race is released.
+         */
+        void cancelAndSettle() {
+            cancel(true);
+            boolean interrupted = Thread.interrupted();
+            try {
+                while (true) {
+                    try {
+                        settled.get();
+                        break;
+                    } catch (InterruptedException e) {
+                        interrupted = true;
+                    } catch (ExecutionException e) {
+                        break;
+                    }
+                }
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            if (isDone() && !isCancelled() && !isCompletedExceptionally()) {
+                try {
+                    join().close();
+                } catch (RuntimeException ignored) {
+                    // lost meanwhile: nothing left to release
+                }
+            }
         }
 
         @Override

@@ -133,4 +133,42 @@ class ReentrancyTest {
         assertFalse(Thread.interrupted(), "flag cleared as InterruptedException requires");
         assertFalse(lock.isHeldByCurrentThread());
     }
+
+    /**
+     * A lost hold is never re-entered (wave-1 bug: Spring's leader initiator, whose heartbeat
+     * is a reentrant tryLock, kept leading after its lock was lost). The key is deleted from
+     * outside; the owner's re-entries then fail and end the stale hold, and the next call
+     * acquires afresh.
+     */
+    @Test
+    void aLostHoldIsNeverReentered() throws Exception {
+        String name = uniqueName("lost-reentry");
+        EtcdLock lock = a.newLock(name);
+        lock.lock();
+        assertTrue(lock.tryLock(), "alive: re-entry counts up");
+        assertEquals(2, lock.getHoldCount());
+        LockGuard g = lock.guard();
+        raw().getKVClient().delete(bs(g.key())).get(5, TimeUnit.SECONDS);
+        await("loss reported", Duration.ofSeconds(5), () -> !g.isHeld());
+        assertFalse(lock.isHeldByCurrentThread(), "false once lost");
+        assertEquals(0, lock.getHoldCount());
+        assertFalse(lock.tryLock(), "re-entering a lost hold fails");
+        assertEquals(0, lock.getHoldCount(), "the stale hold ended");
+        assertThrows(IllegalMonitorStateException.class, lock::unlock, "nothing left to unlock");
+        // The next call acquires afresh, with a new fencing token.
+        assertTrue(lock.tryLock(1, TimeUnit.SECONDS));
+        assertTrue(lock.guard().fencingToken() > g.fencingToken());
+        assertEquals(1, lock.getHoldCount());
+        // lock() on a lost hold throws LockLostException, then works again.
+        LockGuard g2 = lock.guard();
+        raw().getKVClient().delete(bs(g2.key())).get(5, TimeUnit.SECONDS);
+        await("loss reported", Duration.ofSeconds(5), () -> !g2.isHeld());
+        LockLostException e = assertThrows(LockLostException.class, lock::lock);
+        assertEquals(LossReason.KEY_DELETED, e.reason());
+        assertEquals(0, lock.getHoldCount());
+        lock.lock();
+        assertTrue(lock.isHeldByCurrentThread());
+        lock.unlock();
+        assertEquals(0, keysUnder(name));
+    }
 }
