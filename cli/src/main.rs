@@ -7,11 +7,10 @@ mod run;
 mod elect;
 mod status;
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use etcdlock::{ClientOptions, ErrorCode, TlsOptions};
+use etcdlock::{ClientOptions, ErrorCode};
 
 /// Exit codes (besides the command's own status, which `run` passes through).
 pub mod exit {
@@ -45,8 +44,11 @@ Examples:
   etcdlock bench
 
 Environment (the same names every etcdlock binding reads):
-  ETCDLOCK_ENDPOINTS  ETCDLOCK_TTL  ETCDLOCK_NAMESPACE  ETCDLOCK_USERNAME
-  ETCDLOCK_PASSWORD  ETCDLOCK_CA  ETCDLOCK_CERT  ETCDLOCK_KEY
+  ETCDLOCK_ENDPOINTS  ETCDLOCK_TTL  ETCDLOCK_NAMESPACE  ETCDLOCK_USERNAME  ETCDLOCK_PASSWORD
+  ETCDLOCK_TLS_CA  ETCDLOCK_TLS_CERT  ETCDLOCK_TLS_KEY  ETCDLOCK_TLS_DOMAIN
+  ETCDLOCK_CONNECT_TIMEOUT  ETCDLOCK_REQUEST_TIMEOUT  ETCDLOCK_MARGIN  ETCDLOCK_WATCH_HELD_KEYS
+  Flags override variables key by key. `run` exports ETCDLOCK_FENCING_TOKEN, ETCDLOCK_KEY
+  (the lock key), ETCDLOCK_LEASE_ID and ETCDLOCK_LOCK_NAME to its command.
 
 Exit codes:
   run passes the command's exit status through (128+N if killed by signal N).
@@ -62,48 +64,66 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// Connection options. Each falls back to its `ETCDLOCK_*` variable, and all of
+/// them go through core's one parser (`ClientOptions::from_env_and_pairs`): the
+/// same keys, duration syntax and precedence as every binding.
 #[derive(Args, Clone)]
 struct Conn {
-    /// etcd endpoints, comma separated
-    #[arg(long, global = true, env = "ETCDLOCK_ENDPOINTS", value_delimiter = ',', default_value = "http://127.0.0.1:2379")]
-    endpoints: Vec<String>,
-    /// Lease TTL in seconds
-    #[arg(long, global = true, env = "ETCDLOCK_TTL", default_value_t = 15)]
-    ttl: i64,
-    /// Key namespace prefix
-    #[arg(long, global = true, env = "ETCDLOCK_NAMESPACE")]
+    /// etcd endpoints, comma separated [env: ETCDLOCK_ENDPOINTS] [default: http://127.0.0.1:2379]
+    #[arg(long, global = true)]
+    endpoints: Option<String>,
+    /// Lease TTL in seconds [env: ETCDLOCK_TTL] [default: 15]
+    #[arg(long, global = true)]
+    ttl: Option<String>,
+    /// Key namespace prefix [env: ETCDLOCK_NAMESPACE]
+    #[arg(long, global = true)]
     namespace: Option<String>,
-    /// etcd username
-    #[arg(long, global = true, env = "ETCDLOCK_USERNAME")]
+    /// etcd username [env: ETCDLOCK_USERNAME]
+    #[arg(long, global = true)]
     user: Option<String>,
-    /// etcd password (prefer the environment variable)
-    #[arg(long, global = true, env = "ETCDLOCK_PASSWORD", hide_env_values = true)]
+    /// etcd password (prefer the environment variable) [env: ETCDLOCK_PASSWORD]
+    #[arg(long, global = true)]
     password: Option<String>,
-    /// CA bundle (PEM)
-    #[arg(long, global = true, env = "ETCDLOCK_CA")]
-    ca: Option<PathBuf>,
-    /// Client certificate (PEM)
-    #[arg(long, global = true, env = "ETCDLOCK_CERT")]
-    cert: Option<PathBuf>,
-    /// Client key (PEM)
-    #[arg(long, global = true, env = "ETCDLOCK_KEY")]
-    key: Option<PathBuf>,
-    /// Connect timeout in seconds
-    #[arg(long, global = true, default_value_t = 5.0)]
-    connect_timeout: f64,
+    /// CA bundle (PEM) [env: ETCDLOCK_TLS_CA]
+    #[arg(long = "tls-ca", alias = "ca", global = true)]
+    tls_ca: Option<String>,
+    /// Client certificate (PEM) [env: ETCDLOCK_TLS_CERT]
+    #[arg(long = "tls-cert", alias = "cert", global = true)]
+    tls_cert: Option<String>,
+    /// Client key (PEM) [env: ETCDLOCK_TLS_KEY; ETCDLOCK_KEY is the lock key `run` exports]
+    #[arg(long = "tls-key", alias = "key", global = true)]
+    tls_key: Option<String>,
+    /// Server name to verify instead of the endpoint's host [env: ETCDLOCK_TLS_DOMAIN]
+    #[arg(long = "tls-domain", global = true)]
+    tls_domain: Option<String>,
+    /// Connect timeout: 5s, 250ms, or seconds [env: ETCDLOCK_CONNECT_TIMEOUT] [default: 5s]
+    #[arg(long, global = true)]
+    connect_timeout: Option<String>,
+    /// Per-request timeout [env: ETCDLOCK_REQUEST_TIMEOUT] [default: 5s]
+    #[arg(long, global = true)]
+    request_timeout: Option<String>,
+    /// Safety margin subtracted from the TTL for local loss detection [env: ETCDLOCK_MARGIN]
+    #[arg(long, global = true)]
+    margin: Option<String>,
 }
 
 impl Conn {
-    fn options(&self) -> ClientOptions {
-        let mut o = ClientOptions::new(self.endpoints.clone()).with_ttl(self.ttl);
-        o.namespace = self.namespace.clone();
-        o.username = self.user.clone();
-        o.password = self.password.clone();
-        if self.ca.is_some() || self.cert.is_some() || self.key.is_some() {
-            o.tls = Some(TlsOptions { ca: self.ca.clone(), cert: self.cert.clone(), key: self.key.clone(), domain: None });
-        }
-        o.connect_timeout = Duration::from_secs_f64(self.connect_timeout.max(0.001));
-        o
+    fn options(&self) -> Result<ClientOptions, etcdlock::Error> {
+        let pairs = [
+            ("endpoints", &self.endpoints),
+            ("ttl", &self.ttl),
+            ("namespace", &self.namespace),
+            ("username", &self.user),
+            ("password", &self.password),
+            ("tls_ca", &self.tls_ca),
+            ("tls_cert", &self.tls_cert),
+            ("tls_key", &self.tls_key),
+            ("tls_domain", &self.tls_domain),
+            ("connect_timeout", &self.connect_timeout),
+            ("request_timeout", &self.request_timeout),
+            ("margin", &self.margin),
+        ];
+        ClientOptions::from_env_and_pairs(pairs.iter().filter_map(|(k, v)| v.as_ref().map(|v| (*k, v.as_str()))))
     }
 }
 
@@ -180,16 +200,23 @@ fn main() {
             std::process::exit(exit::ERROR);
         }
     };
+    let opts = match cli.conn.options() {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("etcdlock: {e}");
+            std::process::exit(exit::USAGE);
+        }
+    };
     let code = rt.block_on(async move {
         match cli.cmd {
-            Cmd::Run(a) => run::run(cli.conn.options(), a).await,
-            Cmd::Status(a) => status::status(cli.conn.options(), a).await,
-            Cmd::Elect(a) => elect::elect(cli.conn.options(), a).await,
-            Cmd::Leader(a) => elect::leader(cli.conn.options(), a).await,
+            Cmd::Run(a) => run::run(opts.clone(), a).await,
+            Cmd::Status(a) => status::status(opts.clone(), a).await,
+            Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
+            Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
-                    endpoints: use_endpoints.then(|| cli.conn.endpoints.clone()),
+                    endpoints: use_endpoints.then(|| opts.endpoints.clone()),
                     iterations: iterations.max(10),
                     contenders: contenders.max(1),
                     duration: Duration::from_secs_f64(duration.max(0.1)),

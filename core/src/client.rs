@@ -143,32 +143,17 @@ impl ClientOptions {
         self
     }
 
-    /// Options from `ETCDLOCK_*` environment variables, the defaults every
-    /// binding and the CLI share: `ETCDLOCK_ENDPOINTS` (comma separated),
-    /// `ETCDLOCK_TTL`, `ETCDLOCK_NAMESPACE`, `ETCDLOCK_USERNAME`,
-    /// `ETCDLOCK_PASSWORD`, `ETCDLOCK_CA`, `ETCDLOCK_CERT`, `ETCDLOCK_KEY`.
+    /// Options from the `ETCDLOCK_*` environment variables, through the one
+    /// parser ([`ClientOptions::from_pairs`]): `ETCDLOCK_ENDPOINTS` (comma
+    /// separated), `ETCDLOCK_TTL`, `ETCDLOCK_NAMESPACE`, `ETCDLOCK_USERNAME`,
+    /// `ETCDLOCK_PASSWORD`, `ETCDLOCK_TLS_CA`, `ETCDLOCK_TLS_CERT`,
+    /// `ETCDLOCK_TLS_KEY`, `ETCDLOCK_TLS_DOMAIN`, `ETCDLOCK_CONNECT_TIMEOUT`,
+    /// `ETCDLOCK_REQUEST_TIMEOUT`, `ETCDLOCK_MARGIN`, `ETCDLOCK_WATCH_HELD_KEYS`.
+    /// `ETCDLOCK_CA` and `ETCDLOCK_CERT` are still read, with a deprecation
+    /// warning; `ETCDLOCK_KEY` is not (`etcdlock run` exports the lock key under
+    /// that name).
     pub fn from_env() -> Result<Self> {
-        let mut o = ClientOptions::default();
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        if let Some(e) = var("ETCDLOCK_ENDPOINTS") {
-            o.endpoints = e.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-        }
-        if let Some(t) = var("ETCDLOCK_TTL") {
-            o.ttl_secs = t.parse().map_err(|_| Error::invalid(format!("ETCDLOCK_TTL is not a number: {t:?}")))?;
-        }
-        o.namespace = var("ETCDLOCK_NAMESPACE");
-        o.username = var("ETCDLOCK_USERNAME");
-        o.password = var("ETCDLOCK_PASSWORD");
-        let (ca, cert, key) = (var("ETCDLOCK_CA"), var("ETCDLOCK_CERT"), var("ETCDLOCK_KEY"));
-        if ca.is_some() || cert.is_some() || key.is_some() {
-            o.tls = Some(TlsOptions {
-                ca: ca.map(PathBuf::from),
-                cert: cert.map(PathBuf::from),
-                key: key.map(PathBuf::from),
-                domain: None,
-            });
-        }
-        Ok(o)
+        ClientOptions::from_env_and_pairs(Vec::<(String, String)>::new())
     }
 
     fn validate(&self) -> Result<()> {

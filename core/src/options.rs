@@ -1,0 +1,237 @@
+//! The one parser of client options (OpenDAL's `Operator::via_iter` shape):
+//! every binding and the CLI hands core string pairs, and the environment
+//! (`ETCDLOCK_*`) goes through the same parser. Wave 1 had six option
+//! builders that drifted apart (a malformed `ETCDLOCK_TTL` broke Python's
+//! `Client(ttl=10)`, setting only the TLS domain turned TLS on in three
+//! languages out of four, and `ETCDLOCK_KEY` meant both a TLS key and the lock
+//! key `etcdlock run` exports).
+//!
+//! Keys: `endpoints` (comma separated), `ttl`, `namespace`, `username`,
+//! `password`, `tls_ca`, `tls_cert`, `tls_key`, `tls_domain`,
+//! `connect_timeout`, `request_timeout`, `margin`, `watch_held_keys`.
+//! Durations: `250ms`, `5s`, `2m`, `1h`, or a plain number of seconds
+//! (fractions allowed). TTL: whole seconds, same syntax. Booleans:
+//! `true/false/1/0/yes/no/on/off`. An empty value means "not set".
+//!
+//! How explicit options and the environment combine (the same in every
+//! language): the environment gives the defaults, explicit options override
+//! them key by key; an environment variable that does not parse is an error
+//! only when its key is not given explicitly.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::client::{ClientOptions, TlsOptions};
+use crate::error::{Error, Result};
+
+/// Every key [`ClientOptions::from_pairs`] accepts.
+pub const OPTION_KEYS: [&str; 13] = [
+    "endpoints",
+    "ttl",
+    "namespace",
+    "username",
+    "password",
+    "tls_ca",
+    "tls_cert",
+    "tls_key",
+    "tls_domain",
+    "connect_timeout",
+    "request_timeout",
+    "margin",
+    "watch_held_keys",
+];
+
+/// The environment variable of each key (`ETCDLOCK_` + upper case).
+pub fn env_var(key: &str) -> String {
+    format!("ETCDLOCK_{}", key.to_ascii_uppercase())
+}
+
+/// Variables read for one more release with a deprecation warning. Not
+/// `ETCDLOCK_KEY`: `etcdlock run` exports the lock key under that name.
+const DEPRECATED: [(&str, &str); 2] = [("ETCDLOCK_CA", "tls_ca"), ("ETCDLOCK_CERT", "tls_cert")];
+
+/// Parse a duration: `250ms`, `5s`, `2m`, `1h`, or a number of seconds.
+pub fn parse_duration(what: &str, v: &str) -> Result<Duration> {
+    let v = v.trim();
+    let (num, unit) = match v.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => (&v[..i], &v[i..]),
+        None => (v, "s"),
+    };
+    let n: f64 = num.trim().parse().map_err(|_| Error::invalid(format!("{what}: {v:?} is not a duration (e.g. 250ms, 5s, 2m)")))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(Error::invalid(format!("{what}: unknown unit {unit:?} in {v:?} (ms, s, m, h)"))),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(Error::invalid(format!("{what}: {v:?} must be a finite, non-negative duration")));
+    }
+    Duration::try_from_secs_f64(secs).map_err(|_| Error::invalid(format!("{what}: {v:?} is too large")))
+}
+
+fn parse_bool(what: &str, v: &str) -> Result<bool> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" => Ok(false),
+        _ => Err(Error::invalid(format!("{what}: {v:?} is not a boolean"))),
+    }
+}
+
+impl ClientOptions {
+    /// Options from string pairs (see the module docs for keys and syntax),
+    /// starting from the defaults. Unknown keys are `InvalidArgument`, so a
+    /// typo never silently falls back to a default.
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: impl IntoIterator<Item = (K, V)>) -> Result<ClientOptions> {
+        let mut o = ClientOptions::default();
+        o.apply_pairs(pairs)?;
+        Ok(o)
+    }
+
+    /// Apply string pairs over these options (later pairs win).
+    pub fn apply_pairs<K: AsRef<str>, V: AsRef<str>>(&mut self, pairs: impl IntoIterator<Item = (K, V)>) -> Result<()> {
+        for (k, v) in pairs {
+            let (k, v) = (k.as_ref(), v.as_ref());
+            if v.is_empty() {
+                continue;
+            }
+            self.apply_one(k, v)?;
+        }
+        Ok(())
+    }
+
+    fn tls_mut(&mut self) -> &mut TlsOptions {
+        self.tls.get_or_insert_with(TlsOptions::default)
+    }
+
+    fn apply_one(&mut self, k: &str, v: &str) -> Result<()> {
+        match k {
+            "endpoints" => {
+                self.endpoints = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+            }
+            "ttl" => {
+                let d = parse_duration("ttl", v)?;
+                if d.subsec_nanos() != 0 || d.is_zero() {
+                    return Err(Error::invalid(format!("ttl: {v:?} must be a whole, positive number of seconds")));
+                }
+                self.ttl_secs = i64::try_from(d.as_secs()).map_err(|_| Error::invalid(format!("ttl: {v:?} is too large")))?;
+            }
+            "namespace" => self.namespace = Some(v.to_string()),
+            "username" => self.username = Some(v.to_string()),
+            "password" => self.password = Some(v.to_string()),
+            "tls_ca" => self.tls_mut().ca = Some(PathBuf::from(v)),
+            "tls_cert" => self.tls_mut().cert = Some(PathBuf::from(v)),
+            "tls_key" => self.tls_mut().key = Some(PathBuf::from(v)),
+            // Any TLS option turns TLS on, the domain too (it names the server to verify).
+            "tls_domain" => self.tls_mut().domain = Some(v.to_string()),
+            "connect_timeout" => self.connect_timeout = parse_duration("connect_timeout", v)?,
+            "request_timeout" => self.request_timeout = parse_duration("request_timeout", v)?,
+            "margin" => self.margin = Some(parse_duration("margin", v)?),
+            "watch_held_keys" => self.watch_held_keys = parse_bool("watch_held_keys", v)?,
+            other => {
+                return Err(Error::invalid(format!("unknown option {other:?}; the options are {}", OPTION_KEYS.join(", "))))
+            }
+        }
+        Ok(())
+    }
+
+    /// The `ETCDLOCK_*` variables as pairs (deprecated names mapped, with a warning).
+    pub fn env_pairs() -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (var, key) in DEPRECATED {
+            if let Ok(v) = std::env::var(var) {
+                if !v.is_empty() {
+                    tracing::warn!("{var} is deprecated; use {}", env_var(key));
+                    out.push((key.to_string(), v));
+                }
+            }
+        }
+        for key in OPTION_KEYS {
+            if let Ok(v) = std::env::var(env_var(key)) {
+                out.push((key.to_string(), v));
+            }
+        }
+        out
+    }
+
+    /// Options from the environment, overridden key by key by `explicit`
+    /// pairs: the one rule every language follows. A malformed variable is
+    /// ignored when its key is given explicitly.
+    pub fn from_env_and_pairs<K: AsRef<str>, V: AsRef<str>>(explicit: impl IntoIterator<Item = (K, V)>) -> Result<ClientOptions> {
+        let explicit: Vec<(String, String)> = explicit.into_iter().map(|(k, v)| (k.as_ref().to_string(), v.as_ref().to_string())).collect();
+        let given = |k: &str| explicit.iter().any(|(e, v)| e == k && !v.is_empty());
+        let mut o = ClientOptions::default();
+        for (k, v) in ClientOptions::env_pairs() {
+            if given(&k) {
+                continue;
+            }
+            o.apply_pairs([(k.as_str(), v.as_str())]).map_err(|e| e.context(format!("environment variable {}", env_var(&k))))?;
+        }
+        o.apply_pairs(explicit)?;
+        Ok(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    #[test]
+    fn one_duration_syntax() {
+        assert_eq!(parse_duration("t", "250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("t", "5s").unwrap(), Duration::from_secs(5));
+        assert_eq!(parse_duration("t", "1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("t", "2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("t", "1h").unwrap(), Duration::from_secs(3600));
+        for bad in ["", "x", "-1", "5d", "NaN", "inf", "1e400"] {
+            assert_eq!(parse_duration("t", bad).unwrap_err().code(), ErrorCode::InvalidArgument, "{bad}");
+        }
+    }
+
+    #[test]
+    fn every_key_parses_and_unknown_keys_are_refused() {
+        let o = ClientOptions::from_pairs([
+            ("endpoints", "http://a:2379, http://b:2379"),
+            ("ttl", "10"),
+            ("namespace", "ns/"),
+            ("username", "u"),
+            ("password", "p"),
+            ("tls_ca", "/ca.pem"),
+            ("tls_domain", "etcd.local"),
+            ("connect_timeout", "2s"),
+            ("request_timeout", "750ms"),
+            ("margin", "1s"),
+            ("watch_held_keys", "false"),
+        ])
+        .unwrap();
+        assert_eq!(o.endpoints, vec!["http://a:2379", "http://b:2379"]);
+        assert_eq!((o.ttl_secs, o.namespace.as_deref(), o.username.as_deref()), (10, Some("ns/"), Some("u")));
+        let tls = o.tls.as_ref().unwrap();
+        assert_eq!((tls.ca.as_deref(), tls.domain.as_deref()), (Some(std::path::Path::new("/ca.pem")), Some("etcd.local")));
+        assert_eq!((o.connect_timeout, o.request_timeout, o.margin), (Duration::from_secs(2), Duration::from_millis(750), Some(Duration::from_secs(1))));
+        assert!(!o.watch_held_keys);
+        assert_eq!(ClientOptions::from_pairs([("tls_kye", "x")]).unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert_eq!(ClientOptions::from_pairs([("ttl", "1.5")]).unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert_eq!(ClientOptions::from_pairs([("watch_held_keys", "maybe")]).unwrap_err().code(), ErrorCode::InvalidArgument);
+        // Empty values mean "not set".
+        assert_eq!(ClientOptions::from_pairs([("ttl", "")]).unwrap().ttl_secs, 15);
+    }
+
+    #[test]
+    fn explicit_options_override_the_environment_key_by_key() {
+        // Only this test touches these variables.
+        std::env::set_var("ETCDLOCK_TTL", "not-a-number");
+        std::env::set_var("ETCDLOCK_NAMESPACE", "from-env/");
+        std::env::set_var("ETCDLOCK_KEY", "app/lock/694d"); // `etcdlock run`'s lock key: never a TLS key
+        let o = ClientOptions::from_env_and_pairs([("ttl", "7")]).unwrap();
+        assert_eq!((o.ttl_secs, o.namespace.as_deref()), (7, Some("from-env/")));
+        assert!(o.tls.is_none(), "ETCDLOCK_KEY is not read as a TLS key");
+        let e = ClientOptions::from_env_and_pairs(Vec::<(String, String)>::new()).unwrap_err();
+        assert!(e.message().contains("ETCDLOCK_TTL"), "{e}");
+        std::env::remove_var("ETCDLOCK_TTL");
+        std::env::remove_var("ETCDLOCK_NAMESPACE");
+        std::env::remove_var("ETCDLOCK_KEY");
+    }
+}
