@@ -263,7 +263,7 @@ class Client {
    *   connectTimeout, requestTimeout, margin, watchHeldKeys }` (`ttl` in seconds, timeouts and `margin`
    *   in milliseconds, TLS values are PEM file paths; see index.d.ts).
    *   Without `endpoints`, the core's `ETCDLOCK_*` environment defaults apply (ETCDLOCK_ENDPOINTS,
-   *   ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_CA/CERT/KEY);
+   *   ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_TLS_CA/_TLS_CERT/_TLS_KEY/_TLS_DOMAIN);
    *   fields given here override them.
    */
   static async connect(options) {

@@ -228,7 +228,25 @@ fn build_options(
         }
     };
     let build = || -> Result<ClientOptions, CoreError> {
-        let mut o = ClientOptions::from_env()?;
+        // The environment gives defaults for the keys not given here (one rule,
+        // in core): a malformed ETCDLOCK_TTL no longer breaks Client(ttl=10).
+        let mut given: Vec<&str> = vec!["connect_timeout", "request_timeout"];
+        for (k, is) in [
+            ("endpoints", endpoints.is_some()),
+            ("ttl", ttl.is_some()),
+            ("namespace", namespace.is_some()),
+            ("username", username.is_some()),
+            ("password", password.is_some()),
+            ("tls_ca", ca.is_some()),
+            ("tls_cert", cert.is_some()),
+            ("tls_key", key.is_some()),
+            ("tls_domain", domain.is_some()),
+        ] {
+            if is {
+                given.push(k);
+            }
+        }
+        let mut o = ClientOptions::from_env_except(&given)?;
         if let Some(e) = endpoints {
             o.endpoints = e;
         }

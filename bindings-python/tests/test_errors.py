@@ -186,3 +186,22 @@ def test_options_from_environment(endpoints: List[str], name: str) -> None:
     env["ETCDLOCK_TTL"] = "soon"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "InvalidArgumentError", out.stderr
+
+
+def test_explicit_options_win_over_a_malformed_environment(endpoints: List[str], name: str) -> None:
+    """Core's one rule: a variable is ignored when its option is given explicitly (wave 1: a
+    malformed ETCDLOCK_TTL broke Client(ttl=10)); ETCDLOCK_KEY, which `etcdlock run` exports as
+    the lock key, is never read as a TLS key."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import etcdlock\n"
+        f"with etcdlock.Client(ttl=10) as c, c.lock({name!r}) as g:\n"
+        "    print(c.ttl, g.key.split('/')[0])\n"
+    )
+    env = {**os.environ, "ETCDLOCK_ENDPOINTS": ",".join(endpoints), "ETCDLOCK_TTL": "soon", "ETCDLOCK_KEY": "other/694d7a3e"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["10", name]

@@ -155,6 +155,20 @@ impl ClientOptions {
         out
     }
 
+    /// Options from the environment, leaving out the keys a binding was
+    /// given explicitly (it sets those itself, typed): a malformed variable for
+    /// such a key is then ignored, as [`ClientOptions::from_env_and_pairs`] does.
+    pub fn from_env_except(given: &[&str]) -> Result<ClientOptions> {
+        let mut o = ClientOptions::default();
+        for (k, v) in ClientOptions::env_pairs() {
+            if given.contains(&k.as_str()) {
+                continue;
+            }
+            o.apply_pairs([(k.as_str(), v.as_str())]).map_err(|e| e.context(format!("environment variable {}", env_var(&k))))?;
+        }
+        Ok(o)
+    }
+
     /// Options from the environment, overridden key by key by `explicit`
     /// pairs: the one rule every language follows. A malformed variable is
     /// ignored when its key is given explicitly.

@@ -75,12 +75,12 @@ public final class EtcdLock implements Lock {
             owner = null;
             holds = 0;
         }
+        lostReason = stale.lossReason().orElse(LossReason.CONNECTION_LOST);
         try {
             stale.close();
         } catch (EtcdLockException ignored) {
             // Known lost: close answers at once with LockLost; nothing else to release.
         }
-        lostReason = stale.lossReason().orElse(LossReason.CONNECTION_LOST);
         return Reentry.LOST;
     }
 

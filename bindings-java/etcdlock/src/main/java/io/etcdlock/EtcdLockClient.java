@@ -56,7 +56,9 @@ public final class EtcdLockClient implements AutoCloseable {
      * A builder preset from the {@code ETCDLOCK_*} environment variables shared by every
      * etcdlock binding: {@code ETCDLOCK_ENDPOINTS} (comma separated), {@code ETCDLOCK_TTL},
      * {@code ETCDLOCK_NAMESPACE}, {@code ETCDLOCK_USERNAME}, {@code ETCDLOCK_PASSWORD},
-     * {@code ETCDLOCK_CA}, {@code ETCDLOCK_CERT}, {@code ETCDLOCK_KEY}.
+     * {@code ETCDLOCK_TLS_CA}, {@code ETCDLOCK_TLS_CERT}, {@code ETCDLOCK_TLS_KEY},
+     * {@code ETCDLOCK_TLS_DOMAIN} ({@code ETCDLOCK_CA} / {@code ETCDLOCK_CERT} still read for one
+     * release; {@code ETCDLOCK_KEY} is the lock key {@code etcdlock run} exports, not a TLS key).
      */
     public static Builder builderFromEnv() {
         Builder b = new Builder();
@@ -75,10 +77,23 @@ public final class EtcdLockClient implements AutoCloseable {
         b.namespace = System.getenv("ETCDLOCK_NAMESPACE");
         b.user = System.getenv("ETCDLOCK_USERNAME");
         b.password = System.getenv("ETCDLOCK_PASSWORD");
-        b.ca = System.getenv("ETCDLOCK_CA");
-        b.cert = System.getenv("ETCDLOCK_CERT");
-        b.key = System.getenv("ETCDLOCK_KEY");
+        // The TLS names every binding reads (core's parser): ETCDLOCK_KEY is the lock key
+        // `etcdlock run` exports to its command, never a TLS key.
+        b.ca = firstEnv("ETCDLOCK_TLS_CA", "ETCDLOCK_CA");
+        b.cert = firstEnv("ETCDLOCK_TLS_CERT", "ETCDLOCK_CERT");
+        b.key = firstEnv("ETCDLOCK_TLS_KEY");
+        b.domain = firstEnv("ETCDLOCK_TLS_DOMAIN");
         return b;
+    }
+
+    private static String firstEnv(String... names) {
+        for (String n : names) {
+            String v = System.getenv(n);
+            if (v != null && !v.isEmpty()) {
+                return v;
+            }
+        }
+        return null;
     }
 
     /**
@@ -268,6 +283,7 @@ public final class EtcdLockClient implements AutoCloseable {
      * uninterruptible wait keeps waiting and re-asserts the interrupt afterwards.
      */
     LockGuard lockNative(String name, long timeoutMs, boolean interruptible) {
+        checkNotOnRuntimeThread("lock \"" + name + "\"");
         AsyncAcquire f = startAcquire(name, timeoutMs);
         boolean interrupted = false;
         try {
@@ -295,6 +311,17 @@ public final class EtcdLockClient implements AutoCloseable {
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
+        }
+    }
+
+    /**
+     * Blocking calls are refused on the etcdlock runtime's own threads (where async
+     * callbacks run): waiting there could stall the very runtime that must complete the wait.
+     */
+    static void checkNotOnRuntimeThread(String what) {
+        if (Thread.currentThread().getName().startsWith("etcdlock-rt")) {
+            throw new InvalidArgumentException(what + ": a blocking etcdlock call was made on an etcdlock runtime thread"
+                    + " (inside an async callback); use the *Async methods or continue on your own executor");
         }
     }
 

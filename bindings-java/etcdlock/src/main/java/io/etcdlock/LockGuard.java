@@ -180,6 +180,7 @@ public final class LockGuard implements AutoCloseable {
      * as a contender and block the next acquisition.
      */
     public void put(byte[] key, byte[] value) {
+        EtcdLockClient.checkNotOnRuntimeThread("guarded put on lock \"" + name + "\"");
         long p = handle.pin();
         try {
             NativeBridge.put(p, key, value);
@@ -195,6 +196,7 @@ public final class LockGuard implements AutoCloseable {
 
     /** Guarded get: the value, or null if the key does not exist. */
     public byte[] get(byte[] key) {
+        EtcdLockClient.checkNotOnRuntimeThread("guarded get on lock \"" + name + "\"");
         long p = handle.pin();
         try {
             return NativeBridge.get(p, key);
@@ -211,6 +213,7 @@ public final class LockGuard implements AutoCloseable {
 
     /** Guarded delete; true if the key existed. */
     public boolean delete(byte[] key) {
+        EtcdLockClient.checkNotOnRuntimeThread("guarded delete on lock \"" + name + "\"");
         long p = handle.pin();
         try {
             return NativeBridge.delete(p, key);

@@ -114,4 +114,21 @@ class AsyncTest {
         awaitKeys(name, 0, Duration.ofSeconds(5));
         assertEquals(0, keysUnder(name + "-inner"));
     }
+
+    /** Guarded operations inside an async callback are refused too, consistently (issue 12). */
+    @Test
+    void guardedOpsInsideACallbackAreRefused() throws Exception {
+        String name = uniqueName("asyncguarded");
+        CompletableFuture<String> nested = a.acquireAsync(name).thenApply(g -> {
+            try {
+                g.put("data-" + name, "v");
+                return "accepted";
+            } finally {
+                g.close();
+            }
+        });
+        ExecutionException e = assertThrows(ExecutionException.class, () -> nested.get(10, TimeUnit.SECONDS));
+        assertTrue(e.getCause() instanceof InvalidArgumentException, String.valueOf(e.getCause()));
+        awaitKeys(name, 0, Duration.ofSeconds(5));
+    }
 }
