@@ -9,6 +9,7 @@
 //! test binary and the soak example call [`child_main_if_requested`] first.
 
 pub mod checker;
+pub mod failpoint;
 pub mod proxy;
 pub mod scenarios;
 
