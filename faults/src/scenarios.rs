@@ -565,7 +565,7 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
     let prefix = format!("{ns}L/");
     let mut max_wait = 0u64;
     let mut done = 0;
-    let rounds = p.rounds.min(3).max(2);
+    let rounds = p.rounds.clamp(2, 3);
     // A second holder, cut off by a proxy at the moment of the leader kill: the new
     // leader resets every lease's TTL on the server, but the client must not extend
     // its own validity from that; its loss must fire TTL after its last acknowledged
@@ -721,7 +721,7 @@ pub async fn client_blackholed(p: &Profile) -> Outcome {
     let margin = Duration::from_millis(400);
     let prefix = format!("{ns}L/");
     let (mut max_since_ack, mut min_gap, mut reacquired, mut stale) = (0i64, i64::MAX, 0u32, 0u32);
-    let rounds = p.rounds.min(3).max(2);
+    let rounds = p.rounds.clamp(2, 3);
     let mut done = 0;
     for round in 0..rounds {
         let mut ao = opts(&[proxy.endpoint()], &ns, TTL, Duration::from_secs(1));
