@@ -4,6 +4,7 @@
 mod bench;
 mod flash;
 mod run;
+mod elect;
 mod status;
 
 use std::path::PathBuf;
@@ -28,6 +29,8 @@ pub mod exit {
     pub const NOPERM: i32 = 77;
     /// Interrupted (Ctrl-C) while waiting; the waiter key was removed.
     pub const INTERRUPTED: i32 = 130;
+    /// `leader`: the election has no leader.
+    pub const NO_LEADER: i32 = 3;
 }
 
 const AFTER_HELP: &str = "\
@@ -35,6 +38,10 @@ Examples:
   etcdlock run nightly-report -- ./report.sh --full
   etcdlock --endpoints http://10.0.0.5:2379 run stock --timeout 5 -- python deduct.py
   etcdlock status stock --json
+  etcdlock run transcode --permits 3 -- ./transcode.sh      # at most 3 at once
+  etcdlock run report --read -- ./read-only-report.sh       # shared with other readers
+  etcdlock elect scheduler \"$HOSTNAME\" -- ./scheduler     # run while leader
+  etcdlock leader scheduler --watch
   etcdlock bench
 
 Environment (the same names every etcdlock binding reads):
@@ -43,7 +50,7 @@ Environment (the same names every etcdlock binding reads):
 
 Exit codes:
   run passes the command's exit status through (128+N if killed by signal N).
-  1 error  2 usage  69 etcd unavailable  70 lock lost while the command ran
+  1 error  2 usage  3 no leader (leader)  69 etcd unavailable  70 lock lost while the command ran
   75 timed out waiting (or --try found it held)  77 auth/permission  130 interrupted";
 
 #[derive(Parser)]
@@ -108,8 +115,15 @@ enum Cmd {
     /// in its environment. If the lock is lost while it runs, it is sent
     /// --signal, then SIGKILL after --grace seconds, and etcdlock exits 70.
     Run(run::RunArgs),
-    /// Show a lock's holder and waiting queue (etcdlock, etcdctl lock and Go Mutex keys alike).
+    /// Show a lock's holders and waiting queue, for every kind (mutex, semaphore,
+    /// read-write lock, election; etcdlock, etcdctl and Go keys alike).
     Status(status::StatusArgs),
+    /// Campaign for leadership, run a command while leader, stop it on loss
+    /// (as `run` does). `etcdctl elect NAME` takes part in the same election.
+    Elect(elect::ElectArgs),
+    /// Print the leader of an election (value, key, revision), or "-" and exit 3
+    /// when there is none; --watch follows it.
+    Leader(elect::LeaderArgs),
     /// Benchmark against floors measured in the same run (starts its own etcd unless --use-endpoints).
     Bench {
         /// Iterations for the latency measurements
@@ -170,6 +184,8 @@ fn main() {
         match cli.cmd {
             Cmd::Run(a) => run::run(cli.conn.options(), a).await,
             Cmd::Status(a) => status::status(cli.conn.options(), a).await,
+            Cmd::Elect(a) => elect::elect(cli.conn.options(), a).await,
+            Cmd::Leader(a) => elect::leader(cli.conn.options(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {

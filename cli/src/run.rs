@@ -26,12 +26,18 @@ pub struct RunArgs {
     /// Print the fencing token and key to stderr when acquired
     #[arg(long, short)]
     pub verbose: bool,
+    /// Take one of N permits of a semaphore instead of the lock (at most N commands run at once)
+    #[arg(long, value_name = "N", conflicts_with = "read")]
+    pub permits: Option<u32>,
+    /// Take the read side of a read-write lock (shared with other readers; `run` without it is the write side)
+    #[arg(long)]
+    pub read: bool,
     /// The command and its arguments
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
 }
 
-fn signal_number(name: &str) -> Option<i32> {
+pub fn signal_number(name: &str) -> Option<i32> {
     let n = name.trim_start_matches("SIG").to_ascii_uppercase();
     Some(match n.as_str() {
         "TERM" => libc::SIGTERM,
@@ -67,10 +73,12 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
     let cancel = CancellationToken::new();
     let lock_opts = LockOptions { timeout: a.timeout.map(|t| Duration::from_secs_f64(t.max(0.0))), cancel: Some(cancel.clone()) };
     let acquire = async {
-        if a.try_only {
-            client.try_lock(&a.name).await
-        } else {
-            client.lock_with(&a.name, lock_opts).await
+        let lock_opts = if a.try_only { LockOptions { timeout: Some(Duration::ZERO), ..lock_opts } } else { lock_opts };
+        match (a.permits, a.read) {
+            (Some(n), _) => client.acquire_permit(&a.name, n, lock_opts).await,
+            (None, true) => client.read_lock(&a.name, lock_opts).await,
+            (None, false) if a.try_only => client.try_lock(&a.name).await,
+            (None, false) => client.lock_with(&a.name, lock_opts).await,
         }
     };
     let guard = tokio::select! {
@@ -85,19 +93,37 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         _ = sigint.recv() => { return interrupted(&client, &cancel, &a.name).await }
         _ = sigterm.recv() => { return interrupted(&client, &cancel, &a.name).await }
     };
-    if a.verbose {
-        eprintln!("etcdlock: holding {} (key {}, fencing token {})", a.name, guard.key(), guard.fencing_token());
+    run_while_held(client, guard, &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut sigint, &mut sigterm).await
+}
+
+/// Run `command` while `guard` holds; stop it on loss (signal, then SIGKILL
+/// after `grace`), release when it exits. Shared by `run` and `elect`.
+#[allow(clippy::too_many_arguments)]
+pub async fn run_while_held(
+    client: Client,
+    guard: etcdlock::Guard,
+    name: &str,
+    command: &[String],
+    sig: i32,
+    sig_name: &str,
+    grace: f64,
+    verbose: bool,
+    sigint: &mut tokio::signal::unix::Signal,
+    sigterm: &mut tokio::signal::unix::Signal,
+) -> i32 {
+    if verbose {
+        eprintln!("etcdlock: holding {} (key {}, fencing token {})", name, guard.key(), guard.fencing_token());
     }
-    let mut cmd = tokio::process::Command::new(&a.command[0]);
-    cmd.args(&a.command[1..])
+    let mut cmd = tokio::process::Command::new(&command[0]);
+    cmd.args(&command[1..])
         .env("ETCDLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
         .env("ETCDLOCK_KEY", guard.key())
         .env("ETCDLOCK_LEASE_ID", format!("{:x}", guard.lease_id()))
-        .env("ETCDLOCK_LOCK_NAME", &a.name);
+        .env("ETCDLOCK_LOCK_NAME", name);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("etcdlock: cannot run {:?}: {e}", a.command[0]);
+            eprintln!("etcdlock: cannot run {:?}: {e}", command[0]);
             let _ = guard.unlock().await;
             client.close().await;
             return if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
@@ -120,12 +146,12 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
                 let Some(loss) = loss else { continue };
                 eprintln!(
                     "etcdlock: lock {:?} was lost ({}) while the command ran; sending signal {} (SIGKILL after {}s)",
-                    a.name, loss.reason, a.signal, a.grace
+                    name, loss.reason, sig_name, grace
                 );
                 forward(sig);
                 tokio::select! {
                     _ = child.wait() => {}
-                    _ = tokio::time::sleep(Duration::from_secs_f64(a.grace.max(0.0))) => {
+                    _ = tokio::time::sleep(Duration::from_secs_f64(grace.max(0.0))) => {
                         forward(libc::SIGKILL);
                         let _ = child.wait().await;
                     }
@@ -140,7 +166,7 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
     code
 }
 
-async fn interrupted(client: &Client, cancel: &CancellationToken, name: &str) -> i32 {
+pub async fn interrupted(client: &Client, cancel: &CancellationToken, name: &str) -> i32 {
     cancel.cancel();
     // Closing revokes the lease: the waiter key goes with it, at once.
     client.close().await;

@@ -1,12 +1,9 @@
-//! `etcdlock status NAME`: the holder and the queue, in create_revision order.
-use std::time::{SystemTime, UNIX_EPOCH};
-
+//! `etcdlock status NAME`: holders and the queue of any lock kind, in create_revision order.
 use clap::Args;
-use etcd_client::{GetOptions, SortOrder, SortTarget};
-use etcdlock::{Client, ClientOptions};
+use etcdlock::{Client, ClientOptions, ContenderKind, Status};
 use serde_json::{json, Value};
 
-use crate::{exit, exit_code_for};
+use crate::exit_code_for;
 
 #[derive(Args)]
 pub struct StatusArgs {
@@ -25,13 +22,13 @@ pub async fn status(opts: ClientOptions, a: StatusArgs) -> i32 {
             return exit_code_for(&e);
         }
     };
-    let r = collect(&client, &a.name).await;
+    let r = client.status(&a.name).await;
     client.close().await;
     let v = match r {
-        Ok(v) => v,
+        Ok(st) => to_json(&st),
         Err(e) => {
             eprintln!("etcdlock: {e}");
-            return exit::ERROR;
+            return exit_code_for(&e);
         }
     };
     if a.json {
@@ -43,7 +40,8 @@ pub async fn status(opts: ClientOptions, a: StatusArgs) -> i32 {
         println!("lock {:?}: free", a.name);
         return 0;
     }
-    println!("lock {:?}: held, {} waiting", a.name, entries.len() - 1);
+    let holders = v["holders"].as_array().map(Vec::len).unwrap_or(0);
+    println!("lock {:?}: {} holding, {} waiting", a.name, holders, entries.len() - holders);
     println!("{:<10} {:<44} {:<18} {:>8} {:>10} {:>12}  OWNER", "ROLE", "KEY", "LEASE", "TTL", "CREATE_REV", "FOR");
     for e in &entries {
         let for_s = e["for_ms"].as_u64().map(|ms| format!("{:.1}s", ms as f64 / 1000.0)).unwrap_or_else(|| "?".into());
@@ -61,45 +59,35 @@ pub async fn status(opts: ClientOptions, a: StatusArgs) -> i32 {
     0
 }
 
-async fn collect(client: &Client, name: &str) -> Result<Value, etcd_client::Error> {
-    let mut etcd = client.etcd();
-    let mut prefix = client.namespace().to_vec();
-    prefix.extend_from_slice(name.as_bytes());
-    prefix.push(b'/');
-    let r = etcd
-        .get(prefix.clone(), Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend)))
-        .await?;
-    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-    let mut queue = Vec::new();
-    for (i, kv) in r.kvs().iter().enumerate() {
-        let ttl = if kv.lease() != 0 {
-            etcd.lease_time_to_live(kv.lease(), None).await.ok().map(|t| t.ttl())
-        } else {
-            None
+fn to_json(st: &Status) -> Value {
+    let entry = |c: &etcdlock::Contender, role: String| {
+        let kind = match c.kind {
+            ContenderKind::Exclusive => json!("exclusive"),
+            ContenderKind::Reader => json!("reader"),
+            ContenderKind::Permit(n) => json!(format!("permit of {n}")),
         };
-        // etcdlock keys carry {"host","pid","since_ms"}; etcdctl and Go Mutex keys are empty.
-        let info: Option<Value> = serde_json::from_slice(kv.value()).ok();
-        let since = info.as_ref().and_then(|v| v["since_ms"].as_u64());
-        let owner = info
-            .as_ref()
-            .map(|v| format!("etcdlock {}:{}", v["host"].as_str().unwrap_or("?"), v["pid"]))
-            .unwrap_or_else(|| "etcdctl/Go Mutex".into());
-        queue.push(json!({
-            "role": if i == 0 { "holder".to_string() } else { format!("waiter {i}") },
-            "key": String::from_utf8_lossy(kv.key()),
-            "lease_id": format!("{:x}", kv.lease()),
-            "ttl_remaining_s": ttl,
-            "create_revision": kv.create_revision(),
-            "for_ms": since.map(|s| now_ms.saturating_sub(s)),
-            "owner": owner,
-        }));
-    }
-    Ok(json!({
-        "name": name,
-        "prefix": String::from_utf8_lossy(&prefix),
-        "revision": r.header().map(|h| h.revision()),
-        "holder": queue.first().cloned(),
-        "waiters": queue.iter().skip(1).cloned().collect::<Vec<_>>(),
+        json!({
+            "role": role,
+            "kind": kind,
+            "key": c.key,
+            "lease_id": format!("{:x}", c.lease_id),
+            "ttl_remaining_s": c.ttl_remaining,
+            "create_revision": c.create_revision,
+            "for_ms": c.age_ms,
+            // etcdlock keys carry {"host","pid","since_ms"}; etcdctl and Go Mutex keys do not.
+            "owner": c.owner.as_ref().map(|o| format!("etcdlock {o}")).unwrap_or_else(|| "etcdctl/Go Mutex".into()),
+            "value": String::from_utf8_lossy(&c.value),
+        })
+    };
+    let holders: Vec<Value> = st.holders.iter().map(|c| entry(c, "holder".into())).collect();
+    let waiters: Vec<Value> = st.waiters.iter().enumerate().map(|(i, c)| entry(c, format!("waiter {}", i + 1))).collect();
+    let queue: Vec<Value> = holders.iter().chain(waiters.iter()).cloned().collect();
+    json!({
+        "name": st.name,
+        "revision": st.revision,
+        "holder": holders.first().cloned(),
+        "holders": holders,
+        "waiters": waiters,
         "queue": queue,
-    }))
+    })
 }

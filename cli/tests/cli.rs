@@ -199,3 +199,69 @@ fn etcdlock_run_and_etcdctl_lock_exclude_each_other() {
     assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), "12");
     assert!(!dir.join("violations").exists(), "two holders overlapped");
 }
+
+#[test]
+fn permits_read_side_elect_leader_and_status_of_every_kind() {
+    let etcd = Etcd::single();
+    let ep = etcd.endpoints_csv();
+    // Two of two permits held by commands that wait for a file; a third waits.
+    let dir = tempdir();
+    let gate = dir.join("go");
+    let hold = |name: &str, extra: &[&str]| {
+        let mut c = bin();
+        c.args(["--endpoints", &ep, "run", name]).args(extra).args(["--", "sh", "-c"]);
+        c.arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()));
+        c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+    };
+    let mut p1 = hold("pool", &["--permits", "2"]);
+    let mut p2 = hold("pool", &["--permits", "2"]);
+    await_count(&etcd, "pool/", 2);
+    let st = bin().args(["--endpoints", &ep, "run", "pool", "--permits", "2", "--try", "--", "true"]).stderr(Stdio::null()).status().unwrap();
+    assert_eq!(st.code(), Some(75), "a third permit is not free");
+    let out = bin().args(["--endpoints", &ep, "status", "pool", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["holders"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["holders"][0]["kind"], "permit of 2");
+
+    // Readers share; status shows both as holders.
+    let mut r1 = hold("doc", &["--read"]);
+    let mut r2 = hold("doc", &["--read"]);
+    await_count(&etcd, "doc/", 2);
+    let out = bin().args(["--endpoints", &ep, "status", "doc", "--json"]).output().unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["holders"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["holders"][1]["kind"], "reader");
+    let st = bin().args(["--endpoints", &ep, "run", "doc", "--try", "--", "true"]).stderr(Stdio::null()).status().unwrap();
+    assert_eq!(st.code(), Some(75), "a writer is excluded by readers");
+
+    // No leader yet: "-" and exit 3. Then elect runs its command while leader.
+    let out = bin().args(["--endpoints", &ep, "leader", "sched"]).output().unwrap();
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).trim().to_string()), (Some(3), "-".to_string()));
+    let mut leader = bin();
+    leader.args(["--endpoints", &ep, "elect", "sched", "node-1", "--", "sh", "-c"]);
+    leader.arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()));
+    let mut leader = leader.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    await_count(&etcd, "sched/", 1);
+    let out = bin().args(["--endpoints", &ep, "leader", "sched"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("node-1\tsched/"), "{}", String::from_utf8_lossy(&out.stdout));
+    // `etcdctl elect -l` is not needed here: core's tests cover etcdctl interop.
+    let mut watch = bin().args(["--endpoints", &ep, "leader", "sched", "--watch"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert!(lines.next().unwrap().unwrap().starts_with("node-1\t"));
+
+    std::fs::write(&gate, b"").unwrap();
+    for c in [&mut p1, &mut p2, &mut r1, &mut r2, &mut leader] {
+        assert!(c.wait().unwrap().success());
+    }
+    assert_eq!(lines.next().unwrap().unwrap(), "-", "the watcher sees the leader go");
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    assert!(watch.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn tempdir() -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("etcdlock-cli-{}-{}", std::process::id(), etcdlock_testkit::free_port()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}

@@ -11,6 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::session::Session;
+use crate::transport::Transport;
+use crate::watch::WatchHub;
 
 /// etcd's upper bound for a lease TTL (`MaxLeaseTTL`, 9,000,000,000 s).
 pub const MAX_TTL_SECS: i64 = 9_000_000_000;
@@ -174,9 +176,7 @@ impl ClientOptions {
             return Err(Error::invalid("no etcd endpoints given"));
         }
         for e in &self.endpoints {
-            if e.trim().is_empty() || e.chars().any(char::is_whitespace) {
-                return Err(Error::invalid(format!("bad endpoint {e:?}")));
-            }
+            crate::transport::check_endpoint(e)?;
             if e.starts_with("https://") && self.tls.is_none() {
                 return Err(Error::invalid(format!(
                     "endpoint {e} uses https but no TLS options (CA) were given; refusing to fall back to plaintext"
@@ -200,7 +200,8 @@ impl ClientOptions {
 }
 
 pub(crate) struct Inner {
-    pub(crate) etcd: etcd_client::Client,
+    pub(crate) transport: Arc<Transport>,
+    pub(crate) hub: WatchHub,
     pub(crate) endpoints: String,
     pub(crate) ns: Vec<u8>,
     pub(crate) ttl: AtomicI64,
@@ -221,10 +222,9 @@ impl Drop for Inner {
         self.closed.cancel();
         if let Some(s) = self.session.get_mut().take() {
             s.mark_lost(LossReason::ClientClosed);
-            let mut lease = self.etcd.lease_client();
-            let rt = self.request_timeout;
+            let t = self.transport.clone();
             let _ = self.handle.spawn(async move {
-                let _ = tokio::time::timeout(rt, lease.revoke(s.lease)).await;
+                let _ = t.call(None, &mut false, move |mut c| { let id = s.lease; async move { c.lease_revoke(id).await } }).await;
             });
         }
     }
@@ -302,22 +302,14 @@ impl Client {
                 }
             }
         }
-        let connect = async {
-            let etcd = etcd_client::Client::connect(&urls, Some(co)).await?;
-            Ok::<_, etcd_client::Error>(etcd)
-        };
-        let etcd = match tokio::time::timeout(opts.connect_timeout, connect).await {
-            Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(Error::from_etcd(e, &endpoints)),
-            Err(_) => {
-                return Err(Error::new(
-                    ErrorCode::Unavailable,
-                    format!("no etcd endpoint answered within {:?}: {endpoints}", opts.connect_timeout),
-                ))
-            }
-        };
+        let deadline = Instant::now() + opts.connect_timeout;
+        let transport = Arc::new(Transport::new(urls, endpoints.clone(), co, opts.request_timeout));
+        transport.connect(deadline).await?;
+        let closed = CancellationToken::new();
+        let hub = WatchHub::start(transport.clone(), &handle, closed.clone());
         let inner = Arc::new(Inner {
-            etcd,
+            transport,
+            hub,
             endpoints,
             ns: opts.namespace.clone().unwrap_or_default().into_bytes(),
             ttl: AtomicI64::new(opts.ttl_secs),
@@ -326,20 +318,23 @@ impl Client {
             request_timeout: opts.request_timeout,
             watch_held_keys: opts.watch_held_keys,
             session: AsyncMutex::new(None),
-            closed: CancellationToken::new(),
+            closed,
             pid: crate::runtime::current_pid(),
             handle,
         });
         let client = Client { inner };
-        // Opening the session proves an endpoint answers and reports the effective TTL.
-        match tokio::time::timeout(opts.connect_timeout, client.session()).await {
-            Ok(Ok(_)) => Ok(client),
-            Ok(Err(e)) => Err(e),
-            Err(_) => Err(Error::new(
-                ErrorCode::Unavailable,
-                format!("no etcd endpoint answered within {:?}: {}", opts.connect_timeout, client.inner.endpoints),
-            )),
-        }
+        // Opening the session proves a member answers and reports the effective TTL.
+        client.session_by(Some(deadline)).await.map_err(|e| {
+            if matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) {
+                Error::new(
+                    ErrorCode::Unavailable,
+                    format!("no etcd endpoint answered within {:?}: {} ({})", opts.connect_timeout, client.inner.endpoints, e.message()),
+                )
+            } else {
+                e
+            }
+        })?;
+        Ok(client)
     }
 
     /// The effective lease TTL in seconds (etcd raises TTLs below its minimum).
@@ -370,8 +365,9 @@ impl Client {
         Ok(())
     }
 
-    /// The live session, or a fresh one (new lease) if there is none or it was lost.
-    pub(crate) async fn session(&self) -> Result<Arc<Session>> {
+    /// The live session, or a fresh one (new lease) if there is none or it was
+    /// lost; the lease grant is retried until `deadline`.
+    pub(crate) async fn session_by(&self, deadline: Option<Instant>) -> Result<Arc<Session>> {
         self.check_open()?;
         let mut slot = self.inner.session.lock().await;
         if let Some(s) = slot.as_ref() {
@@ -380,21 +376,22 @@ impl Client {
             }
             // A lost session's lease may still exist (e.g. after a partition): revoke it.
             let old = s.clone();
-            let etcd = self.inner.etcd.clone();
-            let rt = self.inner.request_timeout;
+            let t = self.inner.transport.clone();
             old.stop.cancel();
             self.inner.handle.spawn(async move {
-                let _ = tokio::time::timeout(rt, etcd.lease_client().revoke(old.lease)).await;
+                let _ = t.call(None, &mut false, move |mut c| { let id = old.lease; async move { c.lease_revoke(id).await } }).await;
             });
         }
-        let sent = Instant::now();
-        let mut lease = self.inner.etcd.lease_client();
-        let resp = tokio::time::timeout(self.inner.request_timeout, lease.grant(self.inner.requested_ttl, None))
-            .await
-            .map_err(|_| {
-                Error::new(ErrorCode::Unavailable, format!("etcd at {}: lease grant timed out", self.inner.endpoints))
-            })?
-            .map_err(|e| Error::from_etcd(e, &self.inner.endpoints))?;
+        let mut sent = Instant::now();
+        let ttl = self.inner.requested_ttl;
+        let resp = self
+            .inner
+            .transport
+            .call(deadline, &mut false, |mut c| {
+                sent = Instant::now();
+                async move { c.lease_grant(ttl, None).await }
+            })
+            .await?;
         let ttl = resp.ttl().max(1);
         self.inner.ttl.store(ttl, Ordering::Relaxed);
         let margin = self
@@ -404,7 +401,7 @@ impl Client {
             .min(Duration::from_millis(ttl as u64 * 1000 / 2));
         let s = Session::new(resp.id(), ttl, margin, sent);
         tracing::debug!(lease = format!("{:x}", resp.id()), ttl, "session opened");
-        self.inner.handle.spawn(s.clone().run(self.inner.etcd.clone(), self.inner.request_timeout));
+        self.inner.handle.spawn(s.clone().run(self.inner.transport.clone()));
         *slot = Some(s.clone());
         Ok(s)
     }
@@ -424,8 +421,15 @@ impl Client {
                 // A forked child: the connection belongs to the parent; the lease is the parent's business.
                 return;
             }
-            let mut lease = self.inner.etcd.lease_client();
-            let _ = tokio::time::timeout(self.inner.request_timeout, lease.revoke(s.lease)).await;
+            if !s.alive() && s.deadline() < Instant::now() {
+                // Known lost: etcd is unreachable or the lease is gone; don't make the caller wait.
+                let t = self.inner.transport.clone();
+                self.inner.handle.spawn(async move {
+                    let _ = t.call(None, &mut false, move |mut c| { let id = s.lease; async move { c.lease_revoke(id).await } }).await;
+                });
+                return;
+            }
+            let _ = self.inner.transport.call(None, &mut false, move |mut c| { let id = s.lease; async move { c.lease_revoke(id).await } }).await;
         }
     }
 
@@ -434,9 +438,27 @@ impl Client {
         self.inner.closed.is_cancelled()
     }
 
-    /// The raw etcd-client handle (for tests, benchmarks and tools; keys are not namespaced).
+    /// The raw etcd-client handle of the member in use (for tests, benchmarks
+    /// and tools; keys are not namespaced; no failover).
     pub fn etcd(&self) -> etcd_client::Client {
-        self.inner.etcd.clone()
+        self.inner.transport.any_client().expect("a connected client has a member client")
+    }
+
+    /// Watch streams this client has opened: one for all its waits and held
+    /// keys, plus one per re-creation after a stream failure.
+    pub fn watch_streams_opened(&self) -> u64 {
+        self.inner.hub.streams_opened()
+    }
+
+    /// The endpoint requests go to now (it changes on failover).
+    pub fn member_in_use(&self) -> String {
+        self.inner.transport.member_in_use().to_string()
+    }
+
+    /// Watches registered on the client's stream right now (each waiter has
+    /// two: its predecessor and its own key; each held lock one).
+    pub fn active_watches(&self) -> i64 {
+        self.inner.hub.active()
     }
 
     /// The namespace prefix applied to keys.

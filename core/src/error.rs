@@ -93,6 +93,10 @@ pub enum LossReason {
 }
 
 impl LossReason {
+    /// Every reason, in numeric order (for bindings that generate their mirrors).
+    pub const ALL: [LossReason; 4] =
+        [LossReason::LeaseExpired, LossReason::KeyDeleted, LossReason::ConnectionLost, LossReason::ClientClosed];
+
     /// The name every language uses for this reason.
     pub fn name(self) -> &'static str {
         match self {
@@ -105,14 +109,7 @@ impl LossReason {
 
     /// The reason for a C value, if any.
     pub fn from_i32(v: i32) -> Option<LossReason> {
-        [
-            LossReason::LeaseExpired,
-            LossReason::KeyDeleted,
-            LossReason::ConnectionLost,
-            LossReason::ClientClosed,
-        ]
-        .into_iter()
-        .find(|r| *r as i32 == v)
+        LossReason::ALL.into_iter().find(|r| *r as i32 == v)
     }
 }
 
@@ -182,7 +179,9 @@ impl Error {
                     _ if lower.contains("authentication failed")
                         || lower.contains("invalid auth token")
                         || lower.contains("user name is empty")
-                        || lower.contains("user name not found") =>
+                        || lower.contains("user name not found")
+                        // Credentials given to an etcd that has auth off.
+                        || lower.contains("authentication is not enabled") =>
                     {
                         ErrorCode::AuthFailed
                     }
@@ -260,3 +259,44 @@ fn redact(msg: &str) -> String {
     out
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_reasons_round_trip_through_their_numbers_and_names() {
+        for c in ErrorCode::ALL {
+            assert_eq!(ErrorCode::from_i32(c as i32), Some(c));
+        }
+        for r in LossReason::ALL {
+            assert_eq!(LossReason::from_i32(r as i32), Some(r));
+            assert!(!r.name().is_empty());
+        }
+        assert_eq!(ErrorCode::from_i32(0), None);
+    }
+
+    #[test]
+    fn redaction_hides_token_shaped_words_only() {
+        assert_eq!(redact("bad token abcdefghij.klmnopqrstu here"), "bad token <redacted> here");
+        assert_eq!(redact("etcdserver: too many requests"), "etcdserver: too many requests");
+    }
+
+    #[test]
+    fn grpc_statuses_map_to_codes() {
+        let st = |code, msg: &str| etcd_client::Error::GRpcStatus(tonic::Status::new(code, msg.to_string()));
+        let cases = [
+            (st(tonic::Code::InvalidArgument, "etcdserver: authentication failed, invalid user ID or password"), ErrorCode::AuthFailed),
+            (st(tonic::Code::FailedPrecondition, "etcdserver: authentication is not enabled"), ErrorCode::AuthFailed),
+            (st(tonic::Code::PermissionDenied, "etcdserver: permission denied"), ErrorCode::PermissionDenied),
+            (st(tonic::Code::NotFound, "etcdserver: requested lease not found"), ErrorCode::LockLost),
+            (st(tonic::Code::Unavailable, "etcdserver: leader changed"), ErrorCode::Unavailable),
+            (st(tonic::Code::InvalidArgument, "etcdserver: request is too large"), ErrorCode::InvalidArgument),
+        ];
+        for (e, want) in cases {
+            let got = Error::from_etcd(e, "http://127.0.0.1:1");
+            assert_eq!(got.code(), want, "{got}");
+            assert!(got.message().contains("127.0.0.1:1") || want == ErrorCode::InvalidArgument, "{got}");
+        }
+    }
+}

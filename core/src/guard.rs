@@ -1,16 +1,16 @@
 //! A held lock.
 
 use std::fmt;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Instant;
 
-use etcd_client::{Compare, CompareOp, DeleteOptions, EventType, TxnOp, TxnOpResponse, WatchFilterType, WatchOptions};
-use tokio::sync::watch;
+use etcd_client::{Compare, CompareOp, DeleteOptions, TxnOp, TxnOpResponse};
+use tokio::sync::{mpsc, watch};
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::mutex::{delete_key_until_gone, retry, show};
-use crate::session::{Loss, Session};
+use crate::keys::{delete_until_gone, loss_now, show, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
+use crate::session::{Loss, OnLoss, Session};
 
 /// Where a guard stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +31,11 @@ struct Shared {
     token: i64,
     waited_on: Vec<Vec<u8>>,
     state: watch::Sender<GuardState>,
+    /// The watch on our key (one id on the client's stream), while held.
+    watch_id: Mutex<Option<i64>>,
+    /// Our entry in the session's loss listeners.
+    listener: Mutex<Option<u64>>,
+    me: Weak<Shared>,
 }
 
 /// A held lock: its key, lease, fencing token, loss notification, guarded
@@ -59,44 +64,35 @@ impl Guard {
         name: &str,
         key: Vec<u8>,
         token: i64,
-        rev: i64,
         waited_on: Vec<Vec<u8>>,
+        own: Option<(i64, Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>)>,
     ) -> Guard {
         let (state, _) = watch::channel(GuardState::Held);
-        let shared = Arc::new(Shared { client, session, name: name.to_string(), key, token, waited_on, state });
-        let weak = Arc::downgrade(&shared);
-        let s = shared.clone();
-        let mut state_rx = s.state.subscribe();
-        let session = s.session.clone();
-        let watch_key = s.client.inner.watch_held_keys;
-        let etcd = s.client.inner.etcd.clone();
-        let key = s.key.clone();
-        let key_watch_delay = Duration::from_millis((s.session.ttl as u64 * 100).min(250));
-        drop(s);
-        // The monitor: the guard ends when the session is lost or our key is deleted.
-        shared.client.inner.handle.spawn(async move {
-            let released = async {
-                while *state_rx.borrow_and_update() == GuardState::Held {
-                    if state_rx.changed().await.is_err() {
-                        return;
-                    }
-                }
-            };
-            let reason = tokio::select! {
-                _ = released => return,
-                l = session.wait_lost() => l,
-                _ = async {
-                    // Most holds are short; start the key watch only for holds that
-                    // outlive a short delay. It starts at the acquisition revision, so
-                    // a delete during the delay is still seen.
-                    tokio::time::sleep(key_watch_delay).await;
-                    watch_deleted(etcd, key, token, rev).await
-                }, if watch_key => Loss { reason: LossReason::KeyDeleted, at: Instant::now() },
-            };
-            if let Some(sh) = weak.upgrade() {
-                sh.mark_lost(reason);
-            }
+        let shared = Arc::new_cyclic(|me| Shared {
+            me: me.clone(),
+            client,
+            session,
+            name: name.to_string(),
+            key,
+            token,
+            waited_on,
+            state,
+            watch_id: Mutex::new(None),
+            listener: Mutex::new(None),
         });
+        // No task per guard: the session tells us when it is lost, the client's
+        // watch stream when our key goes.
+        let as_loss: Weak<dyn OnLoss> = Arc::downgrade(&shared) as Weak<dyn OnLoss>;
+        let id = shared.session.listen(as_loss);
+        *shared.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
+        if let Some((watch_id, w, pending)) = own {
+            *shared.watch_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(watch_id);
+            let as_key: Weak<dyn OwnKeyListener> = Arc::downgrade(&shared) as Weak<dyn OwnKeyListener>;
+            w.hand_over(as_key, pending);
+        }
+        if *shared.state.borrow() != GuardState::Held {
+            shared.detach();
+        }
         Guard { shared }
     }
 
@@ -170,24 +166,19 @@ impl Guard {
     /// Resolves when the hold ends: `Some(loss)` if it was lost, `None` if it
     /// was released by `unlock`.
     pub async fn wait_lost(&self) -> Option<Loss> {
-        let mut rx = self.shared.state.subscribe();
-        let session = self.shared.session.clone();
-        loop {
-            match *rx.borrow_and_update() {
-                GuardState::Held => {}
-                GuardState::Released => return None,
-                GuardState::Lost(l) => return Some(l),
-            }
-            tokio::select! {
-                r = rx.changed() => if r.is_err() { return None },
-                l = session.wait_lost() => { self.shared.mark_lost(l); }
-            }
-        }
+        self.lost_signal().wait().await
     }
 
     /// A receiver that sees every state change (for bindings that push events).
     pub fn subscribe(&self) -> watch::Receiver<GuardState> {
         self.shared.state.subscribe()
+    }
+
+    /// The end of this hold as an owned value that does not keep the guard
+    /// (or its lock) alive, like Go's `Session.Done()`: hand it to a task or
+    /// another thread and await [`LossSignal::wait`].
+    pub fn lost_signal(&self) -> LossSignal {
+        LossSignal { rx: self.shared.state.subscribe(), session: self.shared.session.clone() }
     }
 
     fn check_held(&self) -> Result<()> {
@@ -223,29 +214,30 @@ impl Guard {
                 false
             }
         });
+        self.shared.detach();
         let sh = self.shared.clone();
         let del = async move {
             let client = sh.client.clone();
             let key = sh.key.clone();
-            let r = retry(&client, |mut c| {
-                let k = key.clone();
-                async move { c.delete(k, None).await }
-            })
-            .await;
+            let r = client
+                .call(None, |mut c| {
+                    let k = key.clone();
+                    async move { c.delete(k, None).await }
+                })
+                .await;
             match r {
                 Ok(_) => sh.session.release_key(&sh.key),
                 Err(e) => {
                     tracing::warn!(lock = %sh.name, error = %e, "unlock could not reach etcd; retrying in the background");
-                    let sh2 = sh.clone();
-                    let _ = client.inner.handle.spawn(async move {
-                        delete_key_until_gone(&sh2.client, &sh2.session, &sh2.key).await;
-                        sh2.session.release_key(&sh2.key);
-                    });
+                    sh.release_in_background();
                 }
             }
         };
         if self.shared.client.is_closed() {
             // Closing revoked the lease; the key is gone with it.
+        } else if let GuardState::Lost(_) = was {
+            // Known lost: don't make the caller wait on an etcd that may be gone.
+            self.shared.release_in_background();
         } else {
             del.await;
         }
@@ -282,12 +274,14 @@ impl Guard {
         let txn = etcd_client::Txn::new()
             .when([Compare::create_revision(sh.key.clone(), CompareOp::Equal, sh.token)])
             .and_then([op]);
-        let resp = retry(&sh.client, |mut c| {
-            let t = txn.clone();
-            async move { c.txn(t).await }
-        })
-        .await
-        .map_err(|e| e.context(format!("lock {}", show(&sh.name))))?;
+        let resp = sh
+            .client
+            .call(None, |mut c| {
+                let t = txn.clone();
+                async move { c.txn(t).await }
+            })
+            .await
+            .map_err(|e| e.context(format!("lock {}", show(&sh.name))))?;
         if !resp.succeeded() {
             if *sh.state.borrow() == GuardState::Released {
                 // Raced our own unlock: the key is gone because we released it.
@@ -303,6 +297,13 @@ impl Guard {
             .into_iter()
             .next()
             .ok_or_else(|| Error::new(ErrorCode::Internal, "guarded operation returned no result"))
+    }
+
+    /// Replace the value of our own lock key (an election's proclamation),
+    /// only while we hold it; the key keeps its lease and create_revision.
+    pub(crate) async fn put_own(&self, value: &[u8]) -> Result<()> {
+        let opts = etcd_client::PutOptions::new().with_lease(self.shared.session.lease);
+        self.guarded(TxnOp::put(self.shared.key.clone(), value.to_vec(), Some(opts))).await.map(|_| ())
     }
 
     /// Put `key` = `value` (namespaced like the lock) only while we hold the
@@ -348,7 +349,112 @@ impl Shared {
         });
         if changed {
             tracing::warn!(lock = %self.name, reason = %loss.reason, "lock lost");
+            self.detach();
         }
+    }
+
+    /// Stop watching our key and listening to the session: the hold is over.
+    fn detach(&self) {
+        if let Some(id) = self.watch_id.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            self.client.inner.hub.cancel(id);
+        }
+        if let Some(id) = self.listener.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            self.session.unlisten(id);
+        }
+    }
+
+    fn release_in_background(self: &Arc<Self>) {
+        let sh = self.clone();
+        let _ = self.client.inner.handle.spawn(async move {
+            delete_until_gone(&sh.client, &sh.session, &sh.key, false).await;
+            sh.session.release_key(&sh.key);
+        });
+    }
+}
+
+impl OnLoss for Shared {
+    fn on_loss(&self, loss: Loss) {
+        self.mark_lost(loss);
+    }
+}
+
+impl OwnKeyListener for Shared {
+    /// The watch on our key started after the store moved past our
+    /// acquisition: read the key once, so a delete in between is not missed.
+    fn key_watch_created(&self, rev: i64) {
+        if rev <= self.token || *self.state.borrow() != GuardState::Held {
+            return;
+        }
+        let weak = self.weak_self();
+        let client = self.client.clone();
+        let (key, token) = (self.key.clone(), self.token);
+        let _ = self.client.inner.handle.spawn(async move {
+            let r = client
+                .call(None, |mut c| {
+                    let k = key.clone();
+                    async move { c.get(k, Some(etcd_client::GetOptions::new().with_keys_only())).await }
+                })
+                .await;
+            if let (Ok(resp), Some(sh)) = (r, weak.upgrade()) {
+                if !resp.kvs().first().is_some_and(|kv| kv.create_revision() == token) {
+                    sh.key_deleted();
+                }
+            }
+        });
+    }
+
+    /// Our key was deleted: learn whether the lease went with it (revoked or
+    /// expired: `LeaseExpired`) or only the key (`KeyDeleted`).
+    fn key_deleted(&self) {
+        if *self.state.borrow() != GuardState::Held {
+            return;
+        }
+        let (client, session) = (self.client.clone(), self.session.clone());
+        let weak = self.weak_self();
+        let _ = self.client.inner.handle.spawn(async move {
+            let reason = why_deleted(&client, &session).await;
+            if let Some(sh) = weak.upgrade() {
+                sh.mark_lost(loss_now(&sh.session, reason));
+            }
+        });
+    }
+
+    /// The watch on our key was cancelled by etcd (compaction): read the key
+    /// and watch again from that read if it is still ours.
+    fn key_watch_reset(&self) {
+        if *self.state.borrow() != GuardState::Held {
+            return;
+        }
+        let weak = self.weak_self();
+        let client = self.client.clone();
+        let (key, token) = (self.key.clone(), self.token);
+        let _ = self.client.inner.handle.spawn(async move {
+            let r = client
+                .call(None, |mut c| {
+                    let k = key.clone();
+                    async move { c.get(k, None).await }
+                })
+                .await;
+            let Some(sh) = weak.upgrade() else { return };
+            match r {
+                Ok(resp) if resp.kvs().first().is_some_and(|kv| kv.create_revision() == token) => {
+                    let rev = resp.header().map(|h| h.revision()).unwrap_or(token);
+                    let (w, rx) = OwnKeyWatch::new();
+                    let id = client.inner.hub.watch_from(key, rev + 1, w.sink());
+                    *sh.watch_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
+                    let as_key: Weak<dyn OwnKeyListener> = Arc::downgrade(&sh) as Weak<dyn OwnKeyListener>;
+                    w.hand_over(as_key, rx);
+                }
+                Ok(_) => sh.key_deleted(),
+                Err(_) => {} // the session's watchdog covers an unreachable etcd
+            }
+        });
+    }
+}
+
+impl Shared {
+    fn weak_self(&self) -> Weak<Shared> {
+        self.me.clone()
     }
 }
 
@@ -363,44 +469,51 @@ impl Drop for Guard {
             return;
         }
         self.shared.state.send_replace(GuardState::Released);
-        let sh = self.shared.clone();
-        let _ = self.shared.client.inner.handle.spawn(async move {
-            delete_key_until_gone(&sh.client, &sh.session, &sh.key).await;
-            sh.session.release_key(&sh.key);
-        });
+        self.shared.detach();
+        self.shared.release_in_background();
     }
 }
 
-/// Resolve when our key (create_revision `token`) is deleted after revision
-/// `rev`. If the watch breaks, one read settles whether the key is still ours
-/// and the watch resumes right after that read; pends forever while etcd is
-/// unreachable (the session's watchdog covers that case).
-async fn watch_deleted(etcd: etcd_client::Client, key: Vec<u8>, token: i64, rev: i64) {
-    let mut backoff = Duration::from_millis(100);
-    let mut from = rev + 1;
-    loop {
-        let mut wc = etcd.watch_client();
-        let opts = WatchOptions::new().with_start_revision(from).with_filters([WatchFilterType::NoPut]);
-        if let Ok(mut stream) = wc.watch(key.clone(), Some(opts)).await {
-            while let Ok(Some(r)) = stream.message().await {
-                if r.events().iter().any(|e| e.event_type() == EventType::Delete) {
-                    return;
-                }
-                if r.canceled() || r.compact_revision() > 0 {
-                    break;
-                }
+/// The end of a hold, owned: see [`Guard::lost_signal`].
+#[derive(Clone)]
+pub struct LossSignal {
+    rx: watch::Receiver<GuardState>,
+    session: Arc<Session>,
+}
+
+impl fmt::Debug for LossSignal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LossSignal").field("state", &*self.rx.borrow()).finish()
+    }
+}
+
+impl LossSignal {
+    /// Resolves when the hold ends: `Some(loss)` if it was lost, `None` if it
+    /// was released (or the guard is gone).
+    pub async fn wait(&mut self) -> Option<Loss> {
+        loop {
+            match *self.rx.borrow_and_update() {
+                GuardState::Held => {}
+                GuardState::Released => return None,
+                GuardState::Lost(l) => return Some(l),
+            }
+            tokio::select! {
+                r = self.rx.changed() => if r.is_err() { return None },
+                // The session's watchdog marks the guard too; this covers a guard
+                // dropped while its session dies.
+                l = self.session.wait_lost() => return Some(l),
             }
         }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(2));
-        let mut kv = etcd.kv_client();
-        if let Ok(resp) = kv.get(key.clone(), None).await {
-            match resp.kvs().first() {
-                Some(kv) if kv.create_revision() == token => {
-                    from = resp.header().map(|h| h.revision() + 1).unwrap_or(from);
-                }
-                _ => return,
-            }
+    }
+
+    /// The state now, without waiting.
+    pub fn state(&self) -> GuardState {
+        let st = *self.rx.borrow();
+        match st {
+            GuardState::Held if !self.session.alive() => GuardState::Lost(
+                self.session.loss().unwrap_or(Loss { reason: LossReason::ConnectionLost, at: self.session.deadline() }),
+            ),
+            st => st,
         }
     }
 }

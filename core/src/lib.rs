@@ -30,15 +30,27 @@
 pub mod bench_floor;
 pub mod blocking;
 mod client;
+mod election;
 mod error;
 mod guard;
+mod keys;
+mod multi;
 mod mutex;
 pub mod runtime;
+mod rwlock;
+mod semaphore;
 mod session;
+mod status;
+mod transport;
+mod watch;
 
 pub use client::{Client, ClientOptions, TlsOptions, MAX_NAME_LEN, MAX_TTL_SECS};
+pub use election::{Leader, Leadership, Observer};
 pub use error::{Error, ErrorCode, LossReason, Result};
-pub use guard::{Guard, GuardState};
+pub use guard::{Guard, GuardState, LossSignal};
+pub use multi::{MultiGuard, MAX_MULTI};
 pub use mutex::LockOptions;
+pub use semaphore::MAX_PERMITS;
 pub use session::Loss;
+pub use status::{Contender, ContenderKind, Status};
 pub use tokio_util::sync::CancellationToken;

@@ -9,15 +9,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::{
-    Compare, CompareOp, EventType, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-    TxnOpResponse, TxnResponse, WatchFilterType, WatchOptions,
+    Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Client, MAX_NAME_LEN};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
+pub(crate) use crate::keys::show;
+use crate::keys::{delete_until_gone, is_direct_child, lost_err, prefix_end, why_deleted, OwnEvent, OwnKeyWatch};
 use crate::session::Session;
+use crate::watch::WatchEvent;
 
 /// Options for one lock acquisition.
 #[derive(Debug, Clone, Default)]
@@ -52,105 +56,165 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
-/// Shown in messages: the name, shortened if huge.
-pub(crate) fn show(name: &str) -> String {
-    if name.len() <= 64 {
-        format!("{name:?}")
-    } else {
-        let mut end = 64;
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{:?}...", &name[..end])
-    }
-}
-
-/// Run `op` with the request timeout, retrying transient unavailability with
-/// bounded backoff (etcd-client fails over to the next endpoint on retry).
-pub(crate) async fn retry<T, F, Fut>(client: &Client, mut op: F) -> Result<T>
-where
-    F: FnMut(etcd_client::Client) -> Fut,
-    Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
-{
-    let rt = client.inner.request_timeout;
-    let give_up = Instant::now() + rt * 2;
-    let mut backoff = Duration::from_millis(25);
-    loop {
-        client.check_open()?;
-        let err = match tokio::time::timeout(rt, op(client.inner.etcd.clone())).await {
-            Ok(Ok(v)) => return Ok(v),
-            Ok(Err(e)) => Error::from_etcd(e, &client.inner.endpoints),
-            Err(_) => Error::new(
-                ErrorCode::Unavailable,
-                format!("etcd at {}: no answer within {rt:?}", client.inner.endpoints),
-            ),
-        };
-        if err.code() != ErrorCode::Unavailable || Instant::now() + backoff >= give_up {
-            return Err(err);
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
-    }
-}
-
-fn first_kv(r: &TxnOpResponse) -> Option<&KeyValue> {
-    match r {
-        TxnOpResponse::Get(g) => g.kvs().first(),
-        _ => None,
-    }
-}
-
-fn revision(r: &TxnResponse) -> i64 {
+pub(crate) fn revision(r: &TxnResponse) -> i64 {
     r.header().map(|h| h.revision()).unwrap_or(0)
 }
 
-/// A waiter's key. If the acquisition is abandoned (timeout, cancel, error, or
-/// the future dropped) the key is deleted by a task with its own deadline and
-/// retries, so a late waiter never blocks the queue (jetcd issue 291).
-struct Waiter {
-    client: Client,
-    session: Arc<Session>,
-    key: Vec<u8>,
-    armed: bool,
+pub(crate) fn kvs(r: Option<&TxnOpResponse>) -> &[KeyValue] {
+    match r {
+        Some(TxnOpResponse::Get(g)) => g.kvs(),
+        _ => &[],
+    }
 }
 
-impl Drop for Waiter {
-    fn drop(&mut self) {
-        if !self.armed {
-            return;
+/// A key under the lock's prefix: its name and create_revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Contender {
+    key: Vec<u8>,
+    rev: i64,
+}
+
+impl Contender {
+    fn of(kv: &KeyValue) -> Contender {
+        Contender { key: kv.key().to_vec(), rev: kv.create_revision() }
+    }
+}
+
+/// The queue as one read saw it, from our key's point of view.
+pub(crate) struct Queue {
+    /// Our key still exists.
+    mine: bool,
+    /// The newest direct child created before ours: the key we wait for.
+    pub(crate) pred: Option<Contender>,
+    /// The holder, when the read tells it cheaply: `pred` when it is the only
+    /// older key (then its delete hands the lock to us without another read).
+    holder: Option<Contender>,
+    /// The store revision of the read.
+    rev: i64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Mode {
+    /// Queue and wait (until the deadline, if any).
+    Wait,
+    /// `try_lock`: take it if free, else `WouldBlock`; writes nothing when held.
+    Try,
+    /// Timeout zero: one try, no wait; `Timeout` when held; writes nothing when held.
+    Once,
+}
+
+/// Our key while it is not a held lock yet. If the acquisition is abandoned
+/// (timeout, cancel, error, or the future dropped) the key is deleted *after*
+/// the acquire Txn's outcome is known, so a Txn still in flight can never
+/// land after the delete and leave a ghost that blocks the queue for as long
+/// as this client lives (jetcd issue 291; seen in Node with `timeout: 0`).
+pub(crate) struct Pending {
+    client: Client,
+    session: Arc<Session>,
+    pub(crate) key: Vec<u8>,
+    txn: Option<JoinHandle<(Result<TxnResponse>, bool)>>,
+    uncertain: bool,
+    pub(crate) watches: Vec<i64>,
+    armed: bool,
+    /// More keys written by the same Txn (a multi-lock), cleaned up with ours.
+    pub(crate) extra: Vec<Vec<u8>>,
+}
+
+impl Pending {
+    /// A key reserved on `session`, not written yet.
+    pub(crate) fn new(client: &Client, session: &Arc<Session>, key: Vec<u8>) -> Pending {
+        Pending {
+            client: client.clone(),
+            session: session.clone(),
+            key,
+            txn: None,
+            uncertain: false,
+            watches: Vec::new(),
+            armed: true,
+            extra: Vec::new(),
         }
+    }
+
+    /// Closing revoked the lease and our key with it: only stop the watches.
+    pub(crate) fn closed(mut self) {
+        self.armed = false;
+        for w in self.watches.drain(..) {
+            self.client.inner.hub.cancel(w);
+        }
+    }
+
+    fn cleanup(&mut self) -> impl Future<Output = ()> + Send + 'static {
+        self.armed = false;
         let client = self.client.clone();
         let session = self.session.clone();
         let key = std::mem::take(&mut self.key);
-        let _ = client.inner.handle.clone().spawn(async move {
-            delete_key_until_gone(&client, &session, &key).await;
-            session.release_key(&key);
-        });
+        let txn = self.txn.take();
+        let mut uncertain = self.uncertain;
+        let watches = std::mem::take(&mut self.watches);
+        let mut keys = std::mem::take(&mut self.extra);
+        keys.push(key);
+        async move {
+            for w in watches {
+                client.inner.hub.cancel(w);
+            }
+            if let Some(h) = txn {
+                match h.await {
+                    Ok((_, u)) => uncertain |= u,
+                    Err(_) => uncertain = true,
+                }
+            }
+            for key in keys {
+                delete_until_gone(&client, &session, &key, uncertain).await;
+                session.release_key(&key);
+            }
+        }
+    }
+
+    /// Give up: delete our key and wait for that at most `bound` (the rest
+    /// goes on in the background if etcd is unreachable).
+    /// Whether an attempt's outcome was never learnt.
+    pub(crate) fn uncertain(&self) -> bool {
+        self.uncertain
+    }
+
+    pub(crate) fn mark_uncertain(&mut self) {
+        self.uncertain = true;
+    }
+
+    /// Hand the keys to the caller: nothing to clean up here any more.
+    pub(crate) fn disarm(mut self) {
+        self.armed = false;
+    }
+
+    pub(crate) async fn abandon(mut self, bound: Duration) {
+        let fut = self.cleanup();
+        let h = self.client.inner.handle.spawn(fut);
+        let _ = tokio::time::timeout(bound, h).await;
+    }
+
+    /// Nothing of ours was written (a try that found the lock taken).
+    pub(crate) fn forget(mut self) {
+        self.armed = false;
+        self.session.release_key(&self.key);
     }
 }
 
-/// Delete one of our keys, retrying until it is gone or our lease (and with it
-/// the key) is gone anyway.
-pub(crate) async fn delete_key_until_gone(client: &Client, session: &Session, key: &[u8]) {
-    let rt = client.inner.request_timeout;
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        let mut kv = client.inner.etcd.kv_client();
-        match tokio::time::timeout(rt, kv.delete(key.to_vec(), None)).await {
-            Ok(Ok(_)) => return,
-            Ok(Err(e)) => tracing::debug!(error = %Error::from_etcd(e, &client.inner.endpoints), "deleting lock key; retrying"),
-            Err(_) => tracing::debug!("deleting lock key timed out; retrying"),
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.armed {
+            let fut = self.cleanup();
+            let _ = self.client.inner.handle.clone().spawn(fut);
         }
-        if session.loss().is_some() && Instant::now() > session.deadline() + Duration::from_secs(session.ttl as u64) {
-            // The lease has certainly expired on the server; the key went with it.
-            return;
-        }
-        if client.is_closed() {
-            return;
-        }
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
     }
+}
+
+enum Woken {
+    /// The predecessor was the holder and is gone: the lock is ours.
+    Acquired,
+    /// Something else changed: read the queue again.
+    Reread,
+    /// A poll already read the new queue.
+    Read(Queue),
 }
 
 impl Client {
@@ -170,282 +234,505 @@ impl Client {
         self.lock_with(name, LockOptions::default()).await
     }
 
-    /// [`Client::lock`] with a timeout and/or a cancellation token.
+    /// [`Client::lock`] with a timeout and/or a cancellation token. A timeout
+    /// of zero means one try and no wait: the lock is taken if it is free, else
+    /// `Timeout`, and nothing is written to etcd when it is held.
     pub async fn lock_with(&self, name: &str, opts: LockOptions) -> Result<Guard> {
-        self.acquire(name, opts, false).await
+        let mode = if opts.timeout == Some(Duration::ZERO) { Mode::Once } else { Mode::Wait };
+        self.acquire(name, opts, mode, None).await
     }
 
     /// Take the lock if it is free; `WouldBlock` if someone holds it or waits for
-    /// it. Leaves no key behind when it fails.
+    /// it. Writes nothing to etcd in that case (one Txn that compares the
+    /// prefix), so followers that poll cost etcd a read, not a put and a delete.
     pub async fn try_lock(&self, name: &str) -> Result<Guard> {
-        self.acquire(name, LockOptions::default(), true).await
+        self.acquire(name, LockOptions::default(), Mode::Try, None).await
     }
 
-    async fn acquire(&self, name: &str, opts: LockOptions, try_only: bool) -> Result<Guard> {
+    /// Acquire `name`; `value` is what our key carries (the election's
+    /// proclamation; by default who we are, for `etcdlock status`).
+    pub(crate) async fn acquire(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>) -> Result<Guard> {
+        self.acquire_n(name, opts, mode, value, 1).await
+    }
+
+    /// [`Client::acquire`] of one of `permits` permits (1: the mutex).
+    pub(crate) async fn acquire_n(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>, permits: u32) -> Result<Guard> {
         validate_name(name)?;
         self.check_open()?;
-        let started = Instant::now();
-        let deadline = opts.timeout.map(|t| tokio::time::Instant::from_std(started + t));
-        let cancel = opts.cancel.unwrap_or_default();
-        let session = tokio::select! {
-            s = self.session() => s?,
-            _ = sleep_opt(deadline) => return Err(timeout_err(name, opts.timeout)),
-            _ = cancel.cancelled() => return Err(Error::new(ErrorCode::Cancelled, format!("lock {} cancelled", show(name)))),
+        let deadline = match mode {
+            Mode::Wait => opts.timeout.map(|t| Instant::now() + t),
+            _ => None,
         };
-        let closed = self.inner.closed.clone();
-        let mut session = session;
+        let cancel = opts.cancel.unwrap_or_default();
         let mut attempts = 0;
         loop {
-            let r = tokio::select! {
+            // The lease grant is bounded by the deadline itself: if no member
+            // answers in time the caller learns `Unavailable`, not `Timeout`.
+            let session = tokio::select! {
                 biased;
-                r = self.acquire_on(name, session.clone(), try_only) => r,
-                _ = sleep_opt(deadline) => Err(timeout_err(name, opts.timeout)),
-                _ = cancel.cancelled() => Err(Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))),
-                l = session.wait_lost() => Err(if l.reason == LossReason::ClientClosed {
-                    Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))
+                _ = cancel.cancelled() => return Err(cancelled(name)),
+                s = self.session_by(deadline) => s.map_err(|e| if e.code() == ErrorCode::Timeout {
+                    timeout_err(name, opts.timeout)
                 } else {
-                    Error::lost(l.reason, format!("lock {}: the session ended while waiting ({})", show(name), l.reason))
-                }),
-                _ = closed.cancelled() => Err(Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))),
+                    e.context(format!("lock {}", show(name)))
+                })?,
+            };
+            let r = if permits == 1 {
+                self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel, value).await
+            } else {
+                self.permit_on(name, &session, mode, deadline, opts.timeout, &cancel, permits).await
             };
             // Closing revokes the lease, which deletes our waiter key: whichever of
             // the watch event and the close signal wins, the caller sees Closed.
             let r = match r {
-                Err(e) if self.inner.closed.is_cancelled() && e.code() != ErrorCode::Closed => Err(Error::new(
-                    ErrorCode::Closed,
-                    format!("lock {}: the client was closed while waiting", show(name)),
-                )),
+                Err(e) if self.inner.closed.is_cancelled() && e.code() != ErrorCode::Closed => Err(closed_err(name)),
                 r => r,
             };
-            // The lease vanished (revoked, or expired while we were cut off) before we
-            // queued: nothing of ours is in the queue, so take a fresh session and retry.
             match r {
+                // The lease vanished (revoked, or expired while we were cut off) before
+                // we queued: nothing of ours is in the queue; take a fresh session.
                 Err(e) if e.message().contains(LEASE_NOT_FOUND) && attempts < 3 => {
                     attempts += 1;
                     session.mark_lost(LossReason::LeaseExpired);
-                    session = tokio::select! {
-                        s = self.session() => s?,
-                        _ = sleep_opt(deadline) => return Err(timeout_err(name, opts.timeout)),
-                        _ = cancel.cancelled() => return Err(Error::new(ErrorCode::Cancelled, format!("lock {} cancelled", show(name)))),
-                    };
                 }
                 r => return r,
             }
         }
     }
 
-    async fn acquire_on(&self, name: &str, session: Arc<Session>, try_only: bool) -> Result<Guard> {
+    pub(crate) fn prefix(&self, name: &str) -> Vec<u8> {
         let mut prefix = self.ns_key(name.as_bytes());
         prefix.push(b'/');
-        let key = session.reserve_key(&prefix);
-        let mut waiter = Waiter { client: self.clone(), session: session.clone(), key: key.clone(), armed: true };
+        prefix
+    }
 
-        // One round trip when uncontended: create our key and read the holder.
-        let owner = TxnOp::get(
-            prefix.clone(),
-            Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)),
-        );
+    async fn acquire_on(
+        &self,
+        name: &str,
+        session: &Arc<Session>,
+        mode: Mode,
+        deadline: Option<Instant>,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+        value: Option<&[u8]>,
+    ) -> Result<Guard> {
+        let prefix = self.prefix(name);
+        let value = value.map(<[u8]>::to_vec).unwrap_or_else(|| owner_info().into_bytes());
+        let key = session.reserve_key(&prefix);
+        let mut pending = Pending::new(self, session, key.clone());
+        let ctx = |e: Error| e.context(format!("lock {}", show(name)));
+        let keys_only = || GetOptions::new().with_prefix().with_keys_only();
+        let put = TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)));
+        let txn = match mode {
+            // Queue: put our key if absent and, in the same Txn, read the three
+            // newest keys: ours, the one just before it (whom we wait for), and the
+            // one before that (if there is none, our predecessor holds the lock, and
+            // its delete makes us the holder with no further read). etcd reads the
+            // whole prefix for any sorted range, so this is the only one.
+            Mode::Wait => Txn::new()
+                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                .and_then([put, TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(3)))])
+                .or_else([TxnOp::get(key.clone(), None)]),
+            // Try: put only if nobody holds or waits (no key under the prefix);
+            // else read any one key (no sort: cheap) to tell a contender from a
+            // key of a nested name.
+            Mode::Try | Mode::Once => Txn::new()
+                .when([Compare::create_revision(prefix.clone(), CompareOp::Equal, 0).with_range(prefix_end(&prefix))])
+                .and_then([put])
+                .or_else([TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1)))]),
+        };
+        let resp = self.run_detached(&mut pending, txn, name, deadline, cancel).await.map_err(|e| {
+            if e.code() == ErrorCode::Timeout {
+                timeout_err(name, timeout)
+            } else {
+                ctx(e)
+            }
+        })?;
+        let ops = resp.op_responses();
+
+        if mode != Mode::Wait {
+            if !resp.succeeded() {
+                match kvs(ops.first()).first() {
+                    Some(kv) if is_direct_child(&prefix, kv.key()) => {
+                        pending.forget();
+                        return Err(self.busy(name, mode, timeout));
+                    }
+                    // Only keys of nested names (`name/x/...`) are there: they are
+                    // not contenders, so queue once and see.
+                    _ => return Box::pin(self.try_past_nested(name, session, mode, timeout, pending, value)).await,
+                }
+            }
+            let token = revision(&resp);
+            return Ok(self.held(name, session, pending, token, Vec::new(), None));
+        }
+
+        let (my_rev, queue) = if resp.succeeded() {
+            let my_rev = revision(&resp);
+            let newest = kvs(ops.get(1));
+            if newest.iter().skip(1).any(|kv| !is_direct_child(&prefix, kv.key())) {
+                (my_rev, self.read_queue(&prefix, &key, my_rev).await.map_err(ctx)?)
+            } else {
+                let pred = newest.get(1).map(Contender::of);
+                let holder = if newest.len() == 2 { pred.clone() } else { None };
+                (my_rev, Queue { mine: true, pred, holder, rev: my_rev })
+            }
+        } else {
+            // Our key was already there: an earlier attempt of this very Txn landed
+            // although we never saw its answer.
+            match kvs(ops.first()).first().map(|kv| kv.create_revision()) {
+                Some(rev) => (rev, self.read_queue(&prefix, &key, rev).await.map_err(ctx)?),
+                None => return Err(Error::lost(LossReason::LeaseExpired, format!("{LEASE_NOT_FOUND}: our key vanished while queueing"))),
+            }
+        };
+        if queue.pred.is_none() {
+            return Ok(self.held(name, session, pending, my_rev, Vec::new(), None));
+        }
+        self.wait_turn(name, session, pending, my_rev, queue, deadline, timeout, cancel).await
+    }
+
+    /// Queued with `my_rev`: wait until no key older than ours remains.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn wait_turn(
+        &self,
+        name: &str,
+        session: &Arc<Session>,
+        mut pending: Pending,
+        my_rev: i64,
+        mut queue: Queue,
+        deadline: Option<Instant>,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<Guard> {
+        let prefix = self.prefix(name);
+        let key = pending.key.clone();
+        let ctx = |e: Error| e.context(format!("lock {}", show(name)));
+        // Wait for every key created before ours to go, watching only the newest
+        // of them (no thundering herd), and our own key (a waiter whose key or
+        // session dies fails at once: etcd issue 19597). Both watches ride the
+        // client's one watch stream and start "now"; when etcd reports that
+        // "now" is past our last read, one read of both keys closes the gap, so
+        // no delete is missed whatever the timing.
+        let hub = &self.inner.hub;
+        let (own, mut own_rx) = OwnKeyWatch::new();
+        let mut own_id = hub.watch(key.clone(), own.sink());
+        pending.watches.push(own_id);
+        let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
+        let mut gen = 0u64;
+        let mut waited_on: Vec<Vec<u8>> = Vec::new();
+        let closed = self.inner.closed.clone();
+        let mut backoff = Duration::from_millis(25);
+        loop {
+            if !queue.mine {
+                let reason = why_deleted(self, session).await;
+                return Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
+            }
+            let Some(pred) = queue.pred.clone() else {
+                pending.watches.retain(|w| *w != own_id);
+                return Ok(self.held(name, session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
+            };
+            if waited_on.last() != Some(&pred.key) {
+                waited_on.push(pred.key.clone());
+            }
+            tracing::trace!(lock = name, pred = %String::from_utf8_lossy(&pred.key), "waiting for predecessor");
+            gen += 1;
+            let g = gen;
+            let tx = ev_tx.clone();
+            let pred_id = hub.watch(pred.key.clone(), Arc::new(move |ev| {
+                let _ = tx.send((g, ev));
+            }));
+            pending.watches.push(pred_id);
+            let pred_is_holder = queue.holder.as_ref() == Some(&pred);
+            // etcd turns "now" into a revision before it registers the watch; a
+            // write in between leaves the watch unsynced, served by a 100 ms
+            // catch-up loop (what caps Go's Mutex at ~80 handoffs/s). For the
+            // watch on the holder, a few reads in its first ~115 ms close that
+            // window; deeper waiters have time for the loop to catch up.
+            let mut polls = [5u64, 10, 20, 40, 40].into_iter();
+            let mut next_poll: Option<Instant> = None;
+            let woken = loop {
+                tokio::select! {
+                    biased;
+                    _ = closed.cancelled() => {
+                        pending.armed = false; // closing revokes the lease and the key with it
+                        for w in pending.watches.drain(..) { hub.cancel(w); }
+                        return Err(closed_err(name));
+                    }
+                    _ = cancel.cancelled() => {
+                        pending.abandon(self.inner.request_timeout).await;
+                        return Err(cancelled(name));
+                    }
+                    _ = sleep_opt(deadline) => {
+                        pending.abandon(self.inner.request_timeout).await;
+                        return Err(timeout_err(name, timeout));
+                    }
+                    l = session.wait_lost() => {
+                        return Err(if l.reason == LossReason::ClientClosed {
+                            closed_err(name)
+                        } else {
+                            lost_err(name, l.reason, "the session ended while waiting")
+                        });
+                    }
+                    ev = own_rx.recv() => match ev {
+                        Some(OwnEvent::Created(_)) => {}
+                        Some(OwnEvent::Deleted) => {
+                            let reason = why_deleted(self, session).await;
+                            return Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
+                        }
+                        Some(OwnEvent::Reset) | None => {
+                            // Re-watch our key from the next read on.
+                            pending.watches.retain(|w| *w != own_id);
+                            break Woken::Reread;
+                        }
+                    },
+                    Some((g, ev)) = ev_rx.recv() => {
+                        if g != gen { continue; }
+                        match ev {
+                            WatchEvent::Created { rev } => {
+                                // The watch starts after `rev`: if the store moved since our
+                                // read, one read closes the gap (both keys).
+                                if rev > queue.rev {
+                                    match self.read_queue(&prefix, &key, my_rev).await {
+                                        Ok(q) if q.pred.as_ref() != Some(&pred) || !q.mine => break Woken::Read(q),
+                                        Ok(_) => {}
+                                        Err(_) => break Woken::Reread,
+                                    }
+                                }
+                                if pred_is_holder {
+                                    next_poll = polls.next().map(|ms| Instant::now() + Duration::from_millis(ms));
+                                }
+                            }
+                            // The holder left and it was the only key older than ours:
+                            // the lock is ours with no further read, as long as our
+                            // session is alive (a delete of our key would have been seen).
+                            WatchEvent::Deleted { .. } if pred_is_holder && session.alive() => break Woken::Acquired,
+                            WatchEvent::Deleted { .. } | WatchEvent::Reset => break Woken::Reread,
+                        }
+                    }
+                    _ = sleep_opt(next_poll) => {
+                        match self.read_queue(&prefix, &key, my_rev).await {
+                            Ok(q) if q.pred.as_ref() != Some(&pred) || !q.mine => break Woken::Read(q),
+                            _ => next_poll = polls.next().map(|ms| Instant::now() + Duration::from_millis(ms)),
+                        }
+                    }
+                }
+            };
+            hub.cancel(pred_id);
+            pending.watches.retain(|w| *w != pred_id);
+            queue = match woken {
+                Woken::Acquired => {
+                    pending.watches.retain(|w| *w != own_id);
+                    return Ok(self.held(name, session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
+                }
+                Woken::Read(q) => q,
+                Woken::Reread => loop {
+                    match self.read_queue(&prefix, &key, my_rev).await {
+                        Ok(q) => {
+                            backoff = Duration::from_millis(25);
+                            break q;
+                        }
+                        Err(e) if e.code() == ErrorCode::Unavailable && session.alive() => {
+                            tokio::select! {
+                                _ = tokio::time::sleep(backoff) => {}
+                                _ = sleep_opt(deadline) => {
+                                    pending.abandon(self.inner.request_timeout).await;
+                                    return Err(timeout_err(name, timeout));
+                                }
+                                _ = cancel.cancelled() => {
+                                    pending.abandon(self.inner.request_timeout).await;
+                                    return Err(cancelled(name));
+                                }
+                            }
+                            backoff = (backoff * 2).min(Duration::from_secs(1));
+                        }
+                        Err(e) => return Err(ctx(e)),
+                    }
+                },
+            };
+            if !pending.watches.contains(&own_id) && queue.mine {
+                own_id = hub.watch(key.clone(), own.sink());
+                pending.watches.push(own_id);
+            }
+        }
+    }
+
+    /// Run the acquire Txn on the runtime, detached from the caller: a cancel or
+    /// timeout stops the caller's wait, never the request, and the cleanup
+    /// learns the Txn's outcome before it deletes the key.
+    pub(crate) async fn run_detached(
+        &self,
+        pending: &mut Pending,
+        txn: Txn,
+        name: &str,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<TxnResponse> {
+        let t = self.inner.transport.clone();
+        let closed = self.inner.closed.clone();
+        let h = self.inner.handle.spawn(async move {
+            let mut uncertain = false;
+            if closed.is_cancelled() {
+                return (Err(Error::new(ErrorCode::Closed, "the client was closed")), false);
+            }
+            let r = t
+                .call(deadline, &mut uncertain, |mut c| {
+                    let txn = txn.clone();
+                    async move { c.txn(txn).await }
+                })
+                .await;
+            (r, uncertain)
+        });
+        pending.txn = Some(h);
+        // The deadline bounds the request itself (the transport retries until
+        // then and answers `Unavailable` if no member answered); a cancel stops
+        // only our wait for it.
+        let out = {
+            let Some(h) = pending.txn.as_mut() else { unreachable!() };
+            tokio::select! {
+                biased;
+                r = h => Some(r),
+                _ = cancel.cancelled() => None,
+            }
+        };
+        let r = match out {
+            Some(joined) => {
+                pending.txn = None;
+                let (r, uncertain) = joined.unwrap_or_else(|e| (Err(Error::new(ErrorCode::Internal, format!("acquire task failed: {e}"))), true));
+                pending.uncertain |= uncertain;
+                r
+            }
+            None => Err(cancelled(name)),
+        };
+        if r.is_err() {
+            // Whatever happened, no key of ours may stay behind: delete it (after
+            // the Txn's outcome is known) before answering.
+            pending_abandon(pending, self.inner.request_timeout).await;
+        }
+        r
+    }
+
+    /// Try/once found only keys of nested names under the prefix: queue once
+    /// (those keys are no contenders) and keep the lock only if that made us
+    /// the holder among the direct children.
+    async fn try_past_nested(
+        &self,
+        name: &str,
+        session: &Arc<Session>,
+        mode: Mode,
+        timeout: Option<Duration>,
+        mut pending: Pending,
+        value: Vec<u8>,
+    ) -> Result<Guard> {
+        let prefix = self.prefix(name);
+        let key = pending.key.clone();
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), owner_info(), Some(PutOptions::new().with_lease(session.lease))), owner.clone()])
-            .or_else([TxnOp::get(key.clone(), None), owner]);
-        let resp = retry(self, |mut c| {
-            let t = txn.clone();
-            async move { c.txn(t).await }
-        })
-        .await
-        .map_err(|e| e.context(format!("lock {}", show(name))))?;
-        let ops = resp.op_responses();
+            .and_then([TxnOp::put(key.clone(), value, Some(PutOptions::new().with_lease(session.lease)))])
+            .or_else([TxnOp::get(key.clone(), None)]);
+        let never = CancellationToken::new();
+        let resp = self.run_detached(&mut pending, txn, name, None, &never).await?;
         let my_rev = if resp.succeeded() {
             revision(&resp)
         } else {
-            ops.first().and_then(first_kv).map(|kv| kv.create_revision()).unwrap_or(0)
+            kvs(resp.op_responses().first()).first().map(|kv| kv.create_revision()).unwrap_or(0)
         };
-        if my_rev == 0 {
-            return Err(Error::lost(LossReason::KeyDeleted, format!("lock {}: our key vanished while acquiring", show(name))));
+        let q = self.read_queue(&prefix, &key, my_rev).await?;
+        if q.mine && q.pred.is_none() {
+            return Ok(self.held(name, session, pending, my_rev, Vec::new(), None));
         }
-        let holder_rev = ops.get(1).and_then(first_kv).map(|kv| kv.create_revision());
-        if holder_rev == Some(my_rev) {
-            waiter.armed = false;
-            return Ok(Guard::new(self.clone(), session, name, key, my_rev, revision(&resp), Vec::new()));
-        }
-        if try_only {
-            waiter.armed = false;
-            let c = self.clone();
-            let k = key.clone();
-            let _ = retry(&c, |mut etcd| {
-                let k = k.clone();
-                async move { etcd.delete(k, None).await }
-            })
-            .await;
-            session.release_key(&key);
-            return Err(Error::new(ErrorCode::WouldBlock, format!("lock {} is held", show(name))));
-        }
+        pending.abandon(self.inner.request_timeout).await;
+        Err(self.busy(name, mode, timeout))
+    }
 
-        // Wait for every key created before ours to go, watching only the newest
-        // of them (no thundering herd). Each pass is one read that also confirms
-        // our own key still exists (etcd issue 11456).
-        let mut backoff = Duration::from_millis(25);
-        let mut waited_on: Vec<Vec<u8>> = Vec::new();
-        loop {
-            let check = Txn::new().and_then([
-                TxnOp::get(key.clone(), None),
-                TxnOp::get(
-                    prefix.clone(),
-                    Some(
-                        GetOptions::new()
-                            .with_prefix()
-                            .with_sort(SortTarget::Create, SortOrder::Descend)
-                            .with_max_create_revision(my_rev - 1)
-                            .with_limit(1),
-                    ),
-                ),
-            ]);
-            let resp = retry(self, |mut c| {
-                let t = check.clone();
+    fn busy(&self, name: &str, mode: Mode, timeout: Option<Duration>) -> Error {
+        match mode {
+            Mode::Once => timeout_err(name, timeout),
+            _ => Error::new(ErrorCode::WouldBlock, format!("lock {} is held", show(name))),
+        }
+    }
+
+    /// Read the queue around our key in one Txn: our key, and the two newest
+    /// keys older than ours (the predecessor, and whether it is the only one,
+    /// i.e. the holder). Keys of nested names are skipped by a full scan in the
+    /// rare case that they show up.
+    pub(crate) async fn read_queue(&self, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
+        let older = || GetOptions::new().with_prefix().with_keys_only().with_max_create_revision(my_rev - 1);
+        let txn = Txn::new().and_then([
+            TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
+            TxnOp::get(prefix.to_vec(), Some(older().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(2))),
+        ]);
+        let resp = self
+            .call(None, |mut c| {
+                let t = txn.clone();
                 async move { c.txn(t).await }
             })
-            .await
-            .map_err(|e| e.context(format!("lock {}", show(name))))?;
-            let ops = resp.op_responses();
-            if ops.first().and_then(first_kv).is_none() {
-                return Err(match session.loss() {
-                    Some(l) => Error::lost(l.reason, format!("lock {}: the session ended while waiting", show(name))),
-                    None => Error::lost(LossReason::KeyDeleted, format!("lock {}: our waiter key was deleted", show(name))),
-                });
-            }
-            let read_rev = revision(&resp);
-            let Some((pred, pred_rev)) = ops.get(1).and_then(first_kv).map(|kv| (kv.key().to_vec(), kv.create_revision())) else {
-                waiter.armed = false;
-                return Ok(Guard::new(self.clone(), session, name, key, my_rev, read_rev, waited_on));
-            };
-            tracing::trace!(lock = name, pred = %String::from_utf8_lossy(&pred), "waiting for predecessor");
-            if waited_on.last() != Some(&pred) {
-                waited_on.push(pred.clone());
-            }
-            match self.wait_deleted(&pred, pred_rev, read_rev, &key).await {
-                Ok(()) => backoff = Duration::from_millis(25),
-                Err(e) if e.code() == ErrorCode::Unavailable => {
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(1));
-                }
-                Err(e) => return Err(e.context(format!("lock {}", show(name)))),
-            }
+            .await?;
+        let ops = resp.op_responses();
+        let mine = kvs(ops.first()).first().is_some_and(|kv| kv.create_revision() == my_rev);
+        let newest = kvs(ops.get(1));
+        let rev = revision(&resp);
+        if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
+            let pred = newest.first().map(Contender::of);
+            let holder = if newest.len() == 1 { pred.clone() } else { None };
+            return Ok(Queue { mine, pred, holder, rev });
         }
+        let p = prefix.to_vec();
+        let all = self
+            .call(None, |mut c| {
+                let p = p.clone();
+                async move { c.get(p, Some(older().with_sort(SortTarget::Create, SortOrder::Ascend))).await }
+            })
+            .await?;
+        let direct: Vec<Contender> = all.kvs().iter().filter(|kv| is_direct_child(prefix, kv.key())).map(Contender::of).collect();
+        Ok(Queue { mine, pred: direct.last().cloned(), holder: direct.first().cloned(), rev })
     }
 
-    /// Resolve once `key`, as created at `create_rev` (it existed at `read_rev`),
-    /// is deleted. Key names repeat (a client that unlocks and locks again puts
-    /// the same lease-hex key), so "still there" means "same create_revision":
-    /// a waiter that mistook its predecessor's new incarnation for the old one
-    /// would wait behind a key that waits behind it.
-    ///
-    /// A watch whose start revision is at or below the store's current revision
-    /// is "unsynced" in etcd and is served by a 100 ms catch-up loop; that tick
-    /// caps Go's Mutex at ~80 handoffs/s. So the watch starts at the current
-    /// revision (synced, events pushed at once), and if the store moved between
-    /// our read and the watch's creation, one get closes the gap.
-    ///
-    /// The same watch stream also watches our own key (`mine`): if it is deleted
-    /// (lease revoked, an operator, session expiry) the waiter fails at once with
-    /// `LockLost` instead of waiting for its predecessor to leave (etcd issue 19597).
-    pub(crate) async fn wait_deleted(&self, key: &[u8], create_rev: i64, read_rev: i64, mine: &[u8]) -> Result<()> {
-        let ep = &self.inner.endpoints;
-        let rt = self.inner.request_timeout;
-        let mut wc = self.inner.etcd.watch_client();
-        let opts = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
-        let mut stream = match tokio::time::timeout(rt, wc.watch(key.to_vec(), Some(opts))).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(Error::from_etcd(e, ep)),
-            Err(_) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch not created within {rt:?}"))),
-        };
-        let own = WatchOptions::new().with_filters([WatchFilterType::NoPut]);
-        stream.watch(mine.to_vec(), Some(own)).await.map_err(|e| Error::from_etcd(e, ep))?;
-        let classify = |r: &etcd_client::WatchResponse| -> Option<Result<()>> {
-            for e in r.events() {
-                if e.event_type() != EventType::Delete {
-                    continue;
-                }
-                match e.kv().map(|kv| kv.key()) {
-                    Some(k) if k == mine => {
-                        return Some(Err(Error::lost(LossReason::KeyDeleted, "our waiter key was deleted while waiting")))
-                    }
-                    Some(k) if k == key => return Some(Ok(())),
-                    _ => {}
-                }
-            }
-            None
-        };
-        let created = match tokio::time::timeout(rt, stream.message()).await {
-            Ok(Ok(Some(r))) => r,
-            Ok(Ok(None)) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch stream closed"))),
-            Ok(Err(e)) => return Err(Error::from_etcd(e, ep)),
-            Err(_) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch not created within {rt:?}"))),
-        };
-        if let Some(r) = classify(&created) {
-            return r;
+    pub(crate) fn held(
+        &self,
+        name: &str,
+        session: &Arc<Session>,
+        mut pending: Pending,
+        token: i64,
+        waited_on: Vec<Vec<u8>>,
+        own: Option<(i64, Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>)>,
+    ) -> Guard {
+        pending.armed = false;
+        for w in pending.watches.drain(..) {
+            self.inner.hub.cancel(w);
         }
-        let created_rev = created.header().map(|h| h.revision()).unwrap_or(i64::MAX);
-        // One read of both keys: is the predecessor (as created) gone, is ours still there?
-        let pred_gone = || async {
-            let txn = Txn::new().and_then([
-                TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-                TxnOp::get(mine.to_vec(), Some(GetOptions::new().with_keys_only())),
-            ]);
-            let mut kv = self.inner.etcd.kv_client();
-            let r = tokio::time::timeout(rt, kv.txn(txn))
-                .await
-                .map_err(|_| Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: no answer within {rt:?}")))?
-                .map_err(|e| Error::from_etcd(e, ep))?;
-            let ops = r.op_responses();
-            if ops.get(1).and_then(first_kv).is_none() {
-                return Err(Error::lost(LossReason::KeyDeleted, "our waiter key was deleted while waiting"));
+        let key = std::mem::take(&mut pending.key);
+        // Watch our key from its creation on, so a delete right after the
+        // acquisition is reported at once (unless the user opted out).
+        let own = match own {
+            Some(o) => Some(o),
+            None if self.inner.watch_held_keys => {
+                let (w, rx) = OwnKeyWatch::new();
+                let id = self.inner.hub.watch(key.clone(), w.sink());
+                Some((id, w, rx))
             }
-            Ok::<bool, Error>(ops.first().and_then(first_kv).map(|kv| kv.create_revision()) != Some(create_rev))
+            None => None,
         };
-        // The store moved between our read and the watch's creation: the
-        // predecessor may already be gone. (Our own key vanishing in that window
-        // is caught by the first poll below.)
-        if created_rev != read_rev && pred_gone().await? {
-            return Ok(());
-        }
-        // etcd turns start revision 0 into "current + 1" *before* it registers the
-        // watch; a write landing in between makes the watch unsynced, and then its
-        // first events wait for the 100 ms catch-up loop (seen as a ~1% tail of
-        // 70-100 ms handoffs). After that loop's first pass the watch is synced, so
-        // a few reads spread over the first ~100 ms close that window.
-        let mut polls = [5u64, 10, 20, 40, 40].into_iter();
-        let mut next_poll = polls.next().map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
-        loop {
-            tokio::select! {
-                msg = stream.message() => match msg {
-                    Ok(Some(r)) => {
-                        if let Some(out) = classify(&r) {
-                            return out;
-                        }
-                        if r.canceled() {
-                            return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch cancelled: {}", r.cancel_reason())));
-                        }
-                    }
-                    Ok(None) => return Err(Error::new(ErrorCode::Unavailable, format!("etcd at {ep}: watch stream closed"))),
-                    Err(e) => return Err(Error::from_etcd(e, ep)),
-                },
-                _ = sleep_opt(next_poll) => {
-                    if pred_gone().await? {
-                        tracing::trace!("predecessor gone before its event arrived (unsynced watch)");
-                        return Ok(());
-                    }
-                    next_poll = polls.next().map(|ms| tokio::time::Instant::now() + Duration::from_millis(ms));
-                }
-            }
-        }
+        Guard::new(self.clone(), session.clone(), name, key, token, waited_on, own)
     }
+}
+
+async fn pending_abandon(pending: &mut Pending, bound: Duration) {
+    let fut = pending.cleanup();
+    let h = pending.client.inner.handle.spawn(fut);
+    let _ = tokio::time::timeout(bound, h).await;
+}
+
+pub(crate) fn cancelled(name: &str) -> Error {
+    Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))
+}
+
+pub(crate) fn closed_err(name: &str) -> Error {
+    Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))
 }
 
 /// The value stored in our lock key: who we are and since when (wall clock, for
 /// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
 /// values, so this stays wire-compatible.
-fn owner_info() -> String {
+pub(crate) fn owner_info() -> String {
     use std::sync::OnceLock;
     static HOST: OnceLock<String> = OnceLock::new();
     let host = HOST.get_or_init(|| {
@@ -464,13 +751,13 @@ fn owner_info() -> String {
 }
 
 
-async fn sleep_opt(deadline: Option<tokio::time::Instant>) {
+pub(crate) async fn sleep_opt(deadline: Option<Instant>) {
     match deadline {
-        Some(d) => tokio::time::sleep_until(d).await,
+        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
         None => std::future::pending().await,
     }
 }
 
-fn timeout_err(name: &str, t: Option<Duration>) -> Error {
+pub(crate) fn timeout_err(name: &str, t: Option<Duration>) -> Error {
     Error::new(ErrorCode::Timeout, format!("lock {} not acquired within {:?}", show(name), t.unwrap_or_default()))
 }

@@ -5,15 +5,21 @@
 //! lock to someone else (etcd's clock starts after our send). The mutex code
 //! never touches keep-alive; it asks the session whether it is still alive.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::LossReason;
+use crate::transport::Transport;
+
+/// Told once when the session is lost (a held lock's guard).
+pub(crate) trait OnLoss: Send + Sync {
+    fn on_loss(&self, loss: Loss);
+}
 
 /// The end of a session, with when the hold ended locally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +41,10 @@ pub(crate) struct Session {
     /// acquisitions of one name never share a key (etcd PR 11364).
     keys: Mutex<HashSet<Vec<u8>>>,
     suffix: AtomicU64,
+    /// Guards to tell when the session is lost: a map entry per held lock,
+    /// instead of a task per guard.
+    listeners: Mutex<HashMap<u64, Weak<dyn OnLoss>>>,
+    next_listener: AtomicU64,
     pub(crate) stop: CancellationToken,
 }
 
@@ -49,6 +59,8 @@ impl Session {
             lost,
             keys: Mutex::new(HashSet::new()),
             suffix: AtomicU64::new(0),
+            listeners: Mutex::new(HashMap::new()),
+            next_listener: AtomicU64::new(1),
             stop: CancellationToken::new(),
         })
     }
@@ -75,7 +87,8 @@ impl Session {
         *self.lost.borrow()
     }
 
-    /// Mark the session lost (first reason wins). The hold ended no later than the deadline.
+    /// Mark the session lost (first reason wins) and tell every listener. The
+    /// hold ended no later than the deadline.
     pub(crate) fn mark_lost(&self, reason: LossReason) {
         let at = Instant::now().min(self.deadline());
         self.lost.send_if_modified(|cur| {
@@ -87,6 +100,31 @@ impl Session {
             }
         });
         self.stop.cancel();
+        let loss = self.loss().unwrap_or(Loss { reason, at });
+        let listeners: Vec<_> = self.listeners.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+        for (_, l) in listeners {
+            if let Some(l) = l.upgrade() {
+                l.on_loss(loss);
+            }
+        }
+    }
+
+    /// Tell `l` when the session is lost (at once if it already is). Returns an
+    /// id for [`Session::unlisten`].
+    pub(crate) fn listen(&self, l: Weak<dyn OnLoss>) -> u64 {
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        self.listeners.lock().unwrap_or_else(|p| p.into_inner()).insert(id, l.clone());
+        if let Some(loss) = self.loss() {
+            self.listeners.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            if let Some(l) = l.upgrade() {
+                l.on_loss(loss);
+            }
+        }
+        id
+    }
+
+    pub(crate) fn unlisten(&self, id: u64) {
+        self.listeners.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
     }
 
     /// Resolves when the session is lost.
@@ -104,12 +142,18 @@ impl Session {
 
     /// Reserve a unique key under `prefix` for this session.
     pub(crate) fn reserve_key(&self, prefix: &[u8]) -> Vec<u8> {
+        self.reserve_key_marked(prefix, "")
+    }
+
+    /// [`Session::reserve_key`] with `mark` appended (a reader's `-r`).
+    pub(crate) fn reserve_key_marked(&self, prefix: &[u8], mark: &str) -> Vec<u8> {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         let mut key = prefix.to_vec();
-        key.extend_from_slice(format!("{:x}", self.lease).as_bytes());
+        key.extend_from_slice(format!("{:x}{mark}", self.lease).as_bytes());
         if keys.contains(&key) {
             let n = self.suffix.fetch_add(1, Ordering::Relaxed) + 1;
-            key.extend_from_slice(format!("_{n}").as_bytes());
+            key.truncate(prefix.len());
+            key.extend_from_slice(format!("{:x}_{n}{mark}", self.lease).as_bytes());
         }
         keys.insert(key.clone());
         key
@@ -121,12 +165,12 @@ impl Session {
 
     /// The keep-alive task: one per session. Sends a keep-alive every TTL/3 and,
     /// after a failure, retries quickly until the validity window closes.
-    pub(crate) async fn run(self: Arc<Session>, etcd: etcd_client::Client, request_timeout: Duration) {
+    pub(crate) async fn run(self: Arc<Session>, transport: Arc<Transport>) {
         let stop = self.stop.clone();
         tokio::select! {
             _ = stop.cancelled() => {}
             _ = self.watchdog() => {}
-            _ = self.clone().keep_alive(etcd, request_timeout) => {}
+            _ = self.clone().keep_alive(transport) => {}
         }
     }
 
@@ -142,15 +186,23 @@ impl Session {
         }
     }
 
-    async fn keep_alive(self: Arc<Session>, etcd: etcd_client::Client, request_timeout: Duration) {
+    /// Keep-alives go to a healthy member; a member that fails is benched and
+    /// the stream re-opened on the next one.
+    async fn keep_alive(self: Arc<Session>, transport: Arc<Transport>) {
         let interval = Duration::from_millis((self.ttl as u64 * 1000 / 3).max(300));
         let retry = Duration::from_millis((self.ttl as u64 * 1000 / 10).clamp(100, 1000));
-        let mut lease = etcd.lease_client();
+        let request_timeout = transport.request_timeout;
         loop {
+            let Ok((member, client)) = transport.stream_client().await else {
+                tokio::time::sleep(retry).await;
+                continue;
+            };
+            let mut lease = client.lease_client();
             let opened = tokio::time::timeout(request_timeout, lease.keep_alive(self.lease)).await;
             let (mut keeper, mut stream) = match opened {
                 Ok(Ok(pair)) => pair,
                 _ => {
+                    transport.fail(member);
                     tokio::time::sleep(retry).await;
                     continue;
                 }
@@ -168,7 +220,10 @@ impl Session {
                         }
                         self.extend(sent, resp.ttl());
                     }
-                    _ => break,
+                    _ => {
+                        transport.fail(member);
+                        break;
+                    }
                 }
                 tokio::time::sleep(interval).await;
             }

@@ -332,7 +332,8 @@ fn wait_port(port: u16, deadline: Instant) -> Result<(), String> {
     }
 }
 
-fn http_get(port: u16, path: &str) -> std::io::Result<String> {
+/// A plain HTTP/1.0 GET on 127.0.0.1 (health, metrics).
+pub fn http_get(port: u16, path: &str) -> std::io::Result<String> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;

@@ -34,31 +34,26 @@ pub async fn keys(c: &Client, prefix: &str) -> Vec<(String, i64)> {
     r.kvs().iter().map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.create_revision())).collect()
 }
 
-/// Wait (by watching, not sleeping) until `prefix` holds exactly `n` keys.
+/// Wait (by watching, not sleeping) until `prefix` holds exactly `n` keys:
+/// one watch on the prefix, a re-count after each batch of events.
 pub async fn await_key_count(c: &Client, prefix: &str, n: usize) {
     let mut etcd = c.etcd();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let r = etcd.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.expect("count");
+    if r.count() as usize == n {
+        return;
+    }
+    let rev = r.header().unwrap().revision();
+    let mut w = etcd
+        .watch(prefix, Some(etcd_client::WatchOptions::new().with_prefix().with_start_revision(rev + 1)))
+        .await
+        .expect("watch");
     loop {
+        let ev = tokio::time::timeout_at(deadline, w.message()).await;
+        assert!(ev.is_ok(), "timed out waiting for {n} keys under {prefix}");
         let r = etcd.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.expect("count");
         if r.count() as usize == n {
             return;
         }
-        let rev = r.header().unwrap().revision();
-        let mut w = etcd
-            .watch(prefix, Some(etcd_client::WatchOptions::new().with_prefix().with_start_revision(rev + 1)))
-            .await
-            .expect("watch");
-        // Any event under the prefix: re-count.
-        let ev = tokio::time::timeout_at(deadline, async {
-            loop {
-                match w.message().await {
-                    Ok(Some(m)) if !m.events().is_empty() => return,
-                    Ok(Some(_)) => continue,
-                    _ => return,
-                }
-            }
-        })
-        .await;
-        assert!(ev.is_ok(), "timed out waiting for {n} keys under {prefix}");
     }
 }

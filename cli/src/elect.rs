@@ -1,0 +1,133 @@
+//! `etcdlock elect NAME VALUE -- CMD...` and `etcdlock leader NAME [--watch]`:
+//! leader election on the lock's keys, compatible with `etcdctl elect`.
+use std::time::Duration;
+
+use clap::Args;
+use etcdlock::{CancellationToken, Client, ClientOptions, Leader, LockOptions};
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::run::{interrupted, run_while_held, signal_number};
+use crate::{exit, exit_code_for};
+
+#[derive(Args)]
+pub struct ElectArgs {
+    /// Election name (`etcdctl elect NAME` takes part in the same election)
+    pub name: String,
+    /// The value to proclaim while leader
+    pub value: String,
+    /// Give up campaigning after this many seconds (exit 75)
+    #[arg(long)]
+    pub timeout: Option<f64>,
+    /// Signal sent to the command when leadership is lost
+    #[arg(long, default_value = "TERM")]
+    pub signal: String,
+    /// Seconds between that signal and SIGKILL
+    #[arg(long, default_value_t = 10.0)]
+    pub grace: f64,
+    /// Print the fencing token and key to stderr when elected
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// The command to run while leader
+    #[arg(last = true, required = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Args)]
+pub struct LeaderArgs {
+    /// Election name
+    pub name: String,
+    /// Keep printing the leader as it changes ("-" when there is none) until interrupted
+    #[arg(long)]
+    pub watch: bool,
+}
+
+pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
+    let Some(sig) = signal_number(&a.signal) else {
+        eprintln!("etcdlock: unknown signal {:?}", a.signal);
+        return exit::USAGE;
+    };
+    let (mut sigint, mut sigterm) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(i), Ok(t)) => (i, t),
+        _ => return exit::ERROR,
+    };
+    let client = match Client::connect(opts).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("etcdlock: {e}");
+            return exit_code_for(&e);
+        }
+    };
+    let cancel = CancellationToken::new();
+    let lo = LockOptions { timeout: a.timeout.map(|t| Duration::from_secs_f64(t.max(0.0))), cancel: Some(cancel.clone()) };
+    let leadership = tokio::select! {
+        r = client.campaign(&a.name, &a.value, lo) => match r {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("etcdlock: {e}");
+                client.close().await;
+                return exit_code_for(&e);
+            }
+        },
+        _ = sigint.recv() => return interrupted(&client, &cancel, &a.name).await,
+        _ = sigterm.recv() => return interrupted(&client, &cancel, &a.name).await,
+    };
+    run_while_held(client, leadership.into_guard(), &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut sigint, &mut sigterm).await
+}
+
+fn line(l: &Option<Leader>) -> String {
+    match l {
+        Some(l) => format!("{}\t{}\t{}", String::from_utf8_lossy(&l.value), String::from_utf8_lossy(&l.key), l.revision),
+        None => "-".into(),
+    }
+}
+
+pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
+    let client = match Client::connect(opts).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("etcdlock: {e}");
+            return exit_code_for(&e);
+        }
+    };
+    if !a.watch {
+        let r = client.leader(&a.name).await;
+        client.close().await;
+        return match r {
+            Ok(l) => {
+                println!("{}", line(&l));
+                if l.is_some() { 0 } else { exit::NO_LEADER }
+            }
+            Err(e) => {
+                eprintln!("etcdlock: {e}");
+                exit_code_for(&e)
+            }
+        };
+    }
+    let mut obs = match client.observe(&a.name) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("etcdlock: {e}");
+            return exit_code_for(&e);
+        }
+    };
+    let mut sigint = match signal(SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(_) => return exit::ERROR,
+    };
+    loop {
+        tokio::select! {
+            r = obs.next() => match r {
+                Ok(l) => println!("{}", line(&l)),
+                Err(e) => {
+                    eprintln!("etcdlock: {e}");
+                    client.close().await;
+                    return exit_code_for(&e);
+                }
+            },
+            _ = sigint.recv() => {
+                client.close().await;
+                return 0;
+            }
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Leader election on the mutex's keys, wire-compatible with etcd's Go
+//! `concurrency.Election` and `etcdctl elect`: candidate keys `name/<lease hex>`
+//! queue by create_revision exactly as mutex contenders do, the first is the
+//! leader, and its value is the proclamation. A [`Leadership`] is a [`Guard`]
+//! (fencing token, loss signal, guarded operations) plus `proclaim` and
+//! `resign`; [`Client::observe`] also reports "no leader", which Go's
+//! `Observe` never does (etcd #18163).
+
+use std::ops::Deref;
+use std::time::Duration;
+
+use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
+
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, Result};
+use crate::guard::Guard;
+use crate::keys::{is_direct_child, show};
+use crate::mutex::{validate_name, LockOptions, Mode};
+
+/// Leadership won by [`Client::campaign`]: everything a [`Guard`] has (deref),
+/// plus [`Leadership::proclaim`] and [`Leadership::resign`].
+#[derive(Debug)]
+pub struct Leadership {
+    guard: Guard,
+}
+
+impl Deref for Leadership {
+    type Target = Guard;
+    fn deref(&self) -> &Guard {
+        &self.guard
+    }
+}
+
+impl Leadership {
+    /// Announce a new value as leader. Guarded by our key's create_revision,
+    /// so a leader that lost its leadership is refused by etcd (`LockLost`).
+    pub async fn proclaim(&self, value: impl AsRef<[u8]>) -> Result<()> {
+        self.guard.put_own(value.as_ref()).await
+    }
+
+    /// Give up leadership (delete our key); the next candidate leads. Same
+    /// semantics as [`Guard::unlock`].
+    pub async fn resign(&self) -> Result<()> {
+        self.guard.unlock().await
+    }
+
+    /// The guard behind this leadership.
+    pub fn into_guard(self) -> Guard {
+        self.guard
+    }
+}
+
+/// The current leader of an election, as read from etcd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// The leader's key (with the namespace), e.g. `jobs/694d7a3e4b2c8f05`.
+    pub key: Vec<u8>,
+    /// Its proclamation.
+    pub value: Vec<u8>,
+    /// Its key's create_revision: the leadership's fencing token.
+    pub revision: i64,
+    /// Its lease.
+    pub lease_id: i64,
+}
+
+impl Client {
+    /// Campaign for leadership of `name` with `value`, waiting (FIFO, as
+    /// [`Client::lock_with`]) until elected. Timeout zero: one try.
+    pub async fn campaign(&self, name: &str, value: impl AsRef<[u8]>, opts: LockOptions) -> Result<Leadership> {
+        let mode = if opts.timeout == Some(Duration::ZERO) { Mode::Once } else { Mode::Wait };
+        let guard = self.acquire(name, opts, mode, Some(value.as_ref())).await?;
+        Ok(Leadership { guard })
+    }
+
+    /// The current leader of `name`, or `None` if nobody leads.
+    pub async fn leader(&self, name: &str) -> Result<Option<Leader>> {
+        Ok(self.read_leader(name).await?.0)
+    }
+
+    /// The leader and the revision of the read.
+    async fn read_leader(&self, name: &str) -> Result<(Option<Leader>, i64)> {
+        validate_name(name)?;
+        let prefix = self.prefix(name);
+        let p = prefix.clone();
+        let first = self
+            .call(None, |mut c| {
+                let p = p.clone();
+                async move { c.get(p, Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1))).await }
+            })
+            .await?;
+        let rev = first.header().map(|h| h.revision()).unwrap_or(0);
+        let of = |kv: &etcd_client::KeyValue| Leader {
+            key: kv.key().to_vec(),
+            value: kv.value().to_vec(),
+            revision: kv.create_revision(),
+            lease_id: kv.lease(),
+        };
+        match first.kvs().first() {
+            None => Ok((None, rev)),
+            Some(kv) if is_direct_child(&prefix, kv.key()) => Ok((Some(of(kv)), rev)),
+            Some(_) => {
+                // Keys of a nested name come first: scan for the first direct child.
+                let p = prefix.clone();
+                let all = self
+                    .call(None, |mut c| {
+                        let p = p.clone();
+                        async move { c.get(p, Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend))).await }
+                    })
+                    .await?;
+                let rev = all.header().map(|h| h.revision()).unwrap_or(rev);
+                Ok((all.kvs().iter().find(|kv| is_direct_child(&prefix, kv.key())).map(of), rev))
+            }
+        }
+    }
+
+    /// Follow the leadership of `name`: each [`Observer::next`] returns the
+    /// leader (or `None`: no leader) as it changes, starting with the current
+    /// state. A new proclamation by the same leader is a change.
+    pub fn observe(&self, name: &str) -> Result<Observer> {
+        validate_name(name)?;
+        self.check_open()?;
+        Ok(Observer { client: self.clone(), name: name.to_string(), last: None, stream: None })
+    }
+}
+
+/// Leadership changes of one election; see [`Client::observe`].
+pub struct Observer {
+    client: Client,
+    name: String,
+    last: Option<Option<Leader>>,
+    stream: Option<etcd_client::WatchStream>,
+}
+
+impl std::fmt::Debug for Observer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Observer").field("name", &self.name).field("last", &self.last).finish()
+    }
+}
+
+impl Observer {
+    /// The next leadership state that differs from the last one returned
+    /// (the first call returns the current state at once).
+    pub async fn next(&mut self) -> Result<Option<Leader>> {
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            self.client.check_open()?;
+            if self.stream.is_none() {
+                // Read, then watch everything after the read: no change is missed.
+                let (now, rev) = match self.client.read_leader(&self.name).await {
+                    Ok(r) => r,
+                    Err(e) if e.code() == ErrorCode::Unavailable => {
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(Duration::from_secs(1));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let prefix = self.client.prefix(&self.name);
+                let opened = match self.client.inner.transport.stream_client().await {
+                    Ok((_, c)) => c.watch_client().watch(prefix, Some(WatchOptions::new().with_prefix().with_start_revision(rev + 1))).await.ok(),
+                    Err(_) => None,
+                };
+                self.stream = opened;
+                if self.stream.is_none() {
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_secs(1));
+                }
+                if self.last.as_ref() != Some(&now) {
+                    self.last = Some(now.clone());
+                    return Ok(now);
+                }
+                continue;
+            }
+            let closed = self.client.inner.closed.clone();
+            let Some(stream) = self.stream.as_mut() else { continue };
+            let msg = tokio::select! {
+                m = stream.message() => m,
+                _ = closed.cancelled() => return Err(Error::new(ErrorCode::Closed, format!("observe {}: the client was closed", show(&self.name)))),
+            };
+            match msg {
+                Ok(Some(r)) if r.events().iter().any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete)) => {
+                    let (now, _) = match self.client.read_leader(&self.name).await {
+                        Ok(r) => r,
+                        Err(e) if e.code() == ErrorCode::Unavailable => {
+                            self.stream = None;
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    };
+                    if self.last.as_ref() != Some(&now) {
+                        self.last = Some(now.clone());
+                        return Ok(now);
+                    }
+                }
+                Ok(Some(r)) if r.canceled() || r.compact_revision() > 0 => self.stream = None,
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => self.stream = None,
+            }
+        }
+    }
+}

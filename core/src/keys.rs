@@ -1,0 +1,235 @@
+//! Shared helpers on lock keys, below both the mutex (waiting) and the guard
+//! (holding), like etcd's `key.go` serves `mutex.go` and `election.go`:
+//! requests with the client's deadline rules, delete-until-gone, the watch on
+//! our own key that passes from waiter to guard, and why a key went away.
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::session::{Loss, OnLoss, Session};
+use crate::watch::{Sink, WatchEvent};
+
+impl Client {
+    /// One request through the transport (failover, backpressure, retries
+    /// until `deadline`), refused once the client is closed.
+    pub(crate) async fn call<T, F, Fut>(&self, deadline: Option<Instant>, op: F) -> Result<T>
+    where
+        F: FnMut(etcd_client::Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.check_open()?;
+        self.inner.transport.call(deadline, &mut false, op).await
+    }
+}
+
+/// The first component after `prefix` is the whole rest of the key: a direct
+/// child of the lock, not a key of a nested name (`jobs/x/...` under `jobs/`).
+pub(crate) fn is_direct_child(prefix: &[u8], key: &[u8]) -> bool {
+    key.len() > prefix.len() && key.starts_with(prefix) && !key[prefix.len()..].contains(&b'/')
+}
+
+/// The end of the key range that `prefix` starts (etcd's `GetPrefixRangeEnd`).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// Delete one of our keys, retrying until it is gone or our lease (and with it
+/// the key) is gone anyway. `uncertain`: a write of ours to this key may still
+/// be in flight (an attempt whose outcome we never learnt), so delete once more
+/// after it can no longer land.
+pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &[u8], uncertain: bool) {
+    let t = &client.inner.transport;
+    let mut backoff = Duration::from_millis(50);
+    let mut rounds = if uncertain { 2 } else { 1 };
+    loop {
+        let k = key.to_vec();
+        match t.call(None, &mut false, |mut c| {
+            let k = k.clone();
+            async move { c.delete(k, None).await }
+        })
+        .await
+        {
+            Ok(_) => {
+                rounds -= 1;
+                if rounds == 0 {
+                    return;
+                }
+                // A late attempt is cut off by gRPC after the request timeout at
+                // the latest; after that nothing of ours can land.
+                tokio::time::sleep(t.request_timeout + Duration::from_millis(100)).await;
+                continue;
+            }
+            // Denied or refused for good (RBAC, auth): retrying cannot help, and
+            // nothing of ours was written where we may not write.
+            Err(e) if !matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) => {
+                tracing::debug!(error = %e, "deleting lock key refused; giving up");
+                return;
+            }
+            Err(e) => tracing::debug!(error = %e, "deleting lock key; retrying"),
+        }
+        if session.loss().is_some() && Instant::now() > session.deadline() + Duration::from_secs(session.ttl as u64) {
+            return; // the lease has certainly expired on the server; the key went with it
+        }
+        if client.inner.closed.is_cancelled() {
+            return; // closing revoked the lease
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// Why our key went away: if etcd no longer knows our lease it was revoked or
+/// expired (the keys of a lease go with it), and the whole session is lost;
+/// otherwise someone deleted the key itself.
+pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReason {
+    if let Some(l) = session.loss() {
+        return l.reason;
+    }
+    let lease = session.lease;
+    let deadline = Instant::now() + client.inner.request_timeout.min(Duration::from_secs(1));
+    let r = client
+        .inner
+        .transport
+        .call(Some(deadline), &mut false, |mut c| async move { c.lease_time_to_live(lease, None).await })
+        .await;
+    match r {
+        Ok(ttl) if ttl.ttl() <= 0 => {
+            session.mark_lost(LossReason::LeaseExpired);
+            LossReason::LeaseExpired
+        }
+        _ => LossReason::KeyDeleted,
+    }
+}
+
+/// An event about our own key, for the waiter that owns it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum OwnEvent {
+    /// The watch is registered; deletes after this revision are reported.
+    Created(i64),
+    Deleted,
+    Reset,
+}
+
+/// The watch on our own key. It is created when the key is (from its
+/// create_revision on, so no delete is ever missed) and passes from the waiter
+/// to the guard on acquisition: one watch id for the key's whole life.
+pub(crate) struct OwnKeyWatch {
+    waiter: Mutex<Option<mpsc::UnboundedSender<OwnEvent>>>,
+    guard: Mutex<Option<Weak<dyn OwnKeyListener>>>,
+}
+
+/// The guard side of [`OwnKeyWatch`].
+pub(crate) trait OwnKeyListener: OnLoss {
+    fn key_watch_created(&self, rev: i64);
+    fn key_deleted(&self);
+    fn key_watch_reset(&self);
+}
+
+fn deliver(g: &dyn OwnKeyListener, ev: OwnEvent) {
+    match ev {
+        OwnEvent::Created(rev) => g.key_watch_created(rev),
+        OwnEvent::Deleted => g.key_deleted(),
+        OwnEvent::Reset => g.key_watch_reset(),
+    }
+}
+
+impl OwnKeyWatch {
+    pub(crate) fn new() -> (Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Arc::new(OwnKeyWatch { waiter: Mutex::new(Some(tx)), guard: Mutex::new(None) }), rx)
+    }
+
+    pub(crate) fn sink(self: &Arc<Self>) -> Sink {
+        let me = self.clone();
+        Arc::new(move |ev| {
+            let ev = match ev {
+                WatchEvent::Created { rev } => OwnEvent::Created(rev),
+                WatchEvent::Deleted { .. } => OwnEvent::Deleted,
+                WatchEvent::Reset => OwnEvent::Reset,
+            };
+            if let Some(w) = me.waiter.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                let _ = w.send(ev);
+                return;
+            }
+            let g = me.guard.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(Weak::upgrade);
+            if let Some(g) = g {
+                deliver(&*g, ev);
+            }
+        })
+    }
+
+    /// Hand the watch to the guard; events the waiter had not consumed yet are
+    /// replayed to it.
+    pub(crate) fn hand_over(&self, guard: Weak<dyn OwnKeyListener>, mut pending: mpsc::UnboundedReceiver<OwnEvent>) {
+        *self.guard.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard.clone());
+        self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(g) = guard.upgrade() {
+            while let Ok(ev) = pending.try_recv() {
+                deliver(&*g, ev);
+            }
+        }
+    }
+}
+
+/// A loss, now (or at the session's deadline if that came first).
+pub(crate) fn loss_now(session: &Session, reason: LossReason) -> Loss {
+    Loss { reason, at: Instant::now().min(session.deadline()) }
+}
+
+/// `LockLost` for a waiter or holder whose key went for `reason`.
+pub(crate) fn lost_err(name: &str, reason: LossReason, what: &str) -> Error {
+    Error::lost(reason, format!("lock {}: {what} ({reason})", show(name)))
+}
+
+/// A lock name as shown in messages: quoted, shortened if huge.
+pub(crate) fn show(name: &str) -> String {
+    if name.len() <= 64 {
+        format!("{name:?}")
+    } else {
+        let mut end = 64;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{:?}...", &name[..end])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_direct_children_are_contenders() {
+        assert!(is_direct_child(b"jobs/", b"jobs/694d7a3e"));
+        assert!(is_direct_child(b"jobs/", b"jobs/694d7a3e_2"));
+        assert!(!is_direct_child(b"jobs/", b"jobs/x/694d7a3e"));
+        assert!(!is_direct_child(b"jobs/", b"jobs/"));
+        assert!(!is_direct_child(b"jobs/", b"jobsx/1"));
+    }
+
+    #[test]
+    fn prefix_end_is_etcds() {
+        assert_eq!(prefix_end(b"a/"), b"a0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+
+    #[test]
+    fn huge_names_are_shortened_on_a_char_boundary() {
+        let name = "é".repeat(100);
+        let s = show(&name);
+        assert!(s.ends_with("...") && s.len() < 80, "{s}");
+    }
+}

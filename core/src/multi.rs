@@ -1,0 +1,168 @@
+//! Several locks at once, without deadlock and without release-and-retry:
+//! every waiter key is created in one Txn, so all of them share one revision,
+//! and every client queues in the same order on every lock (Redisson's
+//! MultiLock retries; ordering by one revision makes that unnecessary). Each
+//! name then waits exactly as the mutex does. Timeout or cancel removes every
+//! key; the loss of any one lock is the loss of the whole hold.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, Result};
+use crate::guard::Guard;
+use crate::mutex::{cancelled, owner_info, revision, timeout_err, validate_name, LockOptions, Pending};
+use crate::session::Loss;
+
+/// The most names one multi-lock may take: etcd's default `--max-txn-ops`.
+pub const MAX_MULTI: usize = 128;
+
+/// Locks held together; see [`Client::lock_many`].
+#[derive(Debug)]
+pub struct MultiGuard {
+    guards: Vec<Guard>,
+}
+
+impl MultiGuard {
+    /// The guard of each lock, in the order the names were given.
+    pub fn guards(&self) -> &[Guard] {
+        &self.guards
+    }
+
+    /// True while every lock is held.
+    pub fn is_held(&self) -> bool {
+        self.guards.iter().all(Guard::is_held)
+    }
+
+    /// Resolves when the hold ends: the name and loss of the first lock
+    /// lost, or `None` once unlocked.
+    pub async fn wait_lost(&self) -> Option<(String, Loss)> {
+        let mut set = tokio::task::JoinSet::new();
+        for g in &self.guards {
+            let (name, mut signal) = (g.name().to_string(), g.lost_signal());
+            set.spawn(async move { signal.wait().await.map(|l| (name, l)) });
+        }
+        while let Some(r) = set.join_next().await {
+            if let Ok(Some(lost)) = r {
+                return Some(lost);
+            }
+        }
+        None
+    }
+
+    /// Release every lock; the first error is returned after all were tried.
+    pub async fn unlock(&self) -> Result<()> {
+        let mut first = None;
+        for g in &self.guards {
+            if let Err(e) = g.unlock().await {
+                first.get_or_insert(e);
+            }
+        }
+        first.map_or(Ok(()), Err)
+    }
+}
+
+impl Client {
+    /// Lock every name in `names` together (FIFO on each, no deadlock with
+    /// other multi-locks or single locks); timeout zero is one try. At most
+    /// [`MAX_MULTI`] distinct names.
+    pub async fn lock_many(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
+        if names.is_empty() || names.len() > MAX_MULTI {
+            return Err(Error::invalid(format!("lock_many takes 1 to {MAX_MULTI} names, got {}", names.len())));
+        }
+        let mut seen = HashSet::new();
+        for n in names {
+            validate_name(n)?;
+            if !seen.insert(*n) {
+                return Err(Error::invalid(format!("lock_many: {n:?} is listed twice")));
+            }
+        }
+        self.check_open()?;
+        let once = opts.timeout == Some(Duration::ZERO);
+        let deadline = opts.timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
+        // A child token: a failed wait cancels its siblings, never the caller's token.
+        let cancel = opts.cancel.as_ref().map(|c| c.child_token()).unwrap_or_default();
+        let label = names.join(",");
+        let session = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(cancelled(&label)),
+            s = self.session_by(deadline) => s?,
+        };
+        let keys: Vec<Vec<u8>> = names.iter().map(|n| session.reserve_key(&self.prefix(n))).collect();
+        let mut pending = Pending::new(self, &session, keys[0].clone());
+        pending.extra = keys[1..].to_vec();
+        let value = owner_info();
+        let txn = Txn::new()
+            .when(keys.iter().map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0)).collect::<Vec<_>>())
+            .and_then(keys.iter().map(|k| TxnOp::put(k.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)))).collect::<Vec<_>>());
+        let resp = self.run_detached(&mut pending, txn, &label, deadline, &cancel).await.map_err(|e| {
+            if e.code() == ErrorCode::Timeout {
+                timeout_err(&label, opts.timeout)
+            } else {
+                e
+            }
+        })?;
+        if !resp.succeeded() {
+            pending.abandon(self.inner.request_timeout).await;
+            return Err(Error::new(ErrorCode::Internal, "lock_many: a fresh key already existed"));
+        }
+        let my_rev = revision(&resp);
+        let uncertain = pending.uncertain();
+        pending.disarm();
+        // One Pending per key from here on: each name waits on its own.
+        let mut set = tokio::task::JoinSet::new();
+        for (i, (name, key)) in names.iter().zip(keys).enumerate() {
+            let (c, s, name, cancel) = (self.clone(), session.clone(), name.to_string(), cancel.clone());
+            let timeout = if once { Some(Duration::ZERO) } else { opts.timeout };
+            set.spawn(async move {
+                let mut p = Pending::new(&c, &s, key.clone());
+                if uncertain {
+                    p.mark_uncertain();
+                }
+                let prefix = c.prefix(&name);
+                let queue = match c.read_queue(&prefix, &key, my_rev).await {
+                    Ok(q) => q,
+                    Err(e) => {
+                        p.abandon(c.inner.request_timeout).await;
+                        return (i, Err(e));
+                    }
+                };
+                if queue.pred.is_none() {
+                    return (i, Ok(c.held(&name, &s, p, my_rev, Vec::new(), None)));
+                }
+                if once {
+                    p.abandon(c.inner.request_timeout).await;
+                    return (i, Err(timeout_err(&name, timeout)));
+                }
+                (i, c.wait_turn(&name, &s, p, my_rev, queue, deadline, timeout, &cancel).await)
+            });
+        }
+        let mut guards: Vec<Option<Guard>> = (0..names.len()).map(|_| None).collect();
+        let mut failure: Option<Error> = None;
+        while let Some(joined) = set.join_next().await {
+            match joined {
+                Ok((i, Ok(g))) => guards[i] = Some(g),
+                Ok((_, Err(e))) => {
+                    if failure.is_none() {
+                        failure = Some(e);
+                        // Stop the other waits (dropping a wait removes its key).
+                        cancel.cancel();
+                    }
+                }
+                Err(e) => {
+                    failure.get_or_insert(Error::new(ErrorCode::Internal, format!("lock_many: a wait failed: {e}")));
+                    cancel.cancel();
+                }
+            }
+        }
+        if let Some(e) = failure {
+            for g in guards.into_iter().flatten() {
+                let _ = g.unlock().await;
+            }
+            return Err(if once && e.code() == ErrorCode::Timeout { timeout_err(&label, opts.timeout) } else { e });
+        }
+        Ok(MultiGuard { guards: guards.into_iter().flatten().collect() })
+    }
+}

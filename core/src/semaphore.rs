@@ -1,0 +1,267 @@
+//! A counting semaphore on the mutex's keys: `permits` holders at once, FIFO.
+//! Contenders put `name/<lease hex>` keys exactly as the mutex does; a
+//! contender holds a permit when fewer than `permits` direct children older
+//! than its key exist. Each waiter watches only the `permits` keys just older
+//! than its own, so a release wakes at most `permits` waiters, never the queue
+//! (with one permit this is the mutex). Each key's value records the permit
+//! count; a contender that finds an older key with another count fails with
+//! `InvalidArgument` rather than joining a queue run by other rules.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::guard::Guard;
+use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnEvent, OwnKeyWatch};
+use crate::mutex::{cancelled, closed_err, kvs, owner_info, revision, sleep_opt, timeout_err, LockOptions, Mode, Pending};
+use crate::session::Session;
+use crate::watch::WatchEvent;
+
+/// The most permits one semaphore may have (each waiter watches that many keys).
+pub const MAX_PERMITS: u32 = 1024;
+
+/// The permit count a key records: `"permits":N` in our value; keys of the
+/// mutex, Go's Mutex and etcdctl record none, which means one.
+fn permits_of(kv: &KeyValue) -> u32 {
+    let v = kv.value();
+    let tag = b"\"permits\":";
+    v.windows(tag.len())
+        .position(|w| w == tag)
+        .and_then(|i| {
+            let digits: Vec<u8> = v[i + tag.len()..].iter().copied().take_while(u8::is_ascii_digit).collect();
+            std::str::from_utf8(&digits).ok()?.parse().ok()
+        })
+        .unwrap_or(1)
+}
+
+struct Older {
+    mine: bool,
+    /// Direct children created before ours, newest first, at most `permits`.
+    keys: Vec<(Vec<u8>, u32)>,
+    rev: i64,
+}
+
+impl Client {
+    /// Take one of `permits` permits of the semaphore `name`, waiting (FIFO)
+    /// as [`Client::lock_with`] does; timeout zero is one try. A permit is a
+    /// [`Guard`]: fencing token, loss signal, guarded operations, `unlock`.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: etcdlock::Client) -> etcdlock::Result<()> {
+    /// let permit = client.acquire_permit("transcoders", 3, etcdlock::LockOptions::default()).await?;
+    /// // at most 3 holders run this at once, cluster-wide
+    /// permit.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire_permit(&self, name: &str, permits: u32, opts: LockOptions) -> Result<Guard> {
+        if permits == 0 || permits > MAX_PERMITS {
+            return Err(Error::invalid(format!("permits must be between 1 and {MAX_PERMITS}, got {permits}")));
+        }
+        let mode = if opts.timeout == Some(Duration::ZERO) { Mode::Once } else { Mode::Wait };
+        self.acquire_n(name, opts, mode, None, permits).await
+    }
+
+    /// The older keys around ours, newest first, at most `permits` of them.
+    async fn read_older(&self, prefix: &[u8], key: &[u8], my_rev: i64, permits: u32) -> Result<Older> {
+        let older = GetOptions::new().with_prefix().with_max_create_revision(my_rev - 1).with_sort(SortTarget::Create, SortOrder::Descend);
+        let txn = Txn::new().and_then([
+            TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
+            TxnOp::get(prefix.to_vec(), Some(older.clone().with_limit(permits as i64))),
+        ]);
+        let resp = self
+            .call(None, |mut c| {
+                let t = txn.clone();
+                async move { c.txn(t).await }
+            })
+            .await?;
+        let ops = resp.op_responses();
+        let mine = kvs(ops.first()).first().is_some_and(|kv| kv.create_revision() == my_rev);
+        let mut window: Vec<KeyValue> = kvs(ops.get(1)).to_vec();
+        if window.iter().any(|kv| !is_direct_child(prefix, kv.key())) {
+            // Keys of a nested name are in the window: scan them out.
+            let p = prefix.to_vec();
+            let all = self
+                .call(None, |mut c| {
+                    let (p, o) = (p.clone(), older.clone());
+                    async move { c.get(p, Some(o)).await }
+                })
+                .await?;
+            window = all.kvs().iter().filter(|kv| is_direct_child(prefix, kv.key())).take(permits as usize).cloned().collect();
+        }
+        Ok(Older { mine, keys: window.iter().map(|kv| (kv.key().to_vec(), permits_of(kv))).collect(), rev: revision(&resp) })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn permit_on(
+        &self,
+        name: &str,
+        session: &Arc<Session>,
+        mode: Mode,
+        deadline: Option<Instant>,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+        permits: u32,
+    ) -> Result<Guard> {
+        let prefix = self.prefix(name);
+        let ctx = |e: Error| e.context(format!("semaphore {}", show(name)));
+        if mode != Mode::Wait {
+            // One try writes nothing when every permit is taken.
+            let p = prefix.clone();
+            let r = self
+                .call(None, |mut c| {
+                    let p = p.clone();
+                    async move { c.get(p, Some(GetOptions::new().with_prefix().with_keys_only().with_limit(permits as i64))).await }
+                })
+                .await
+                .map_err(ctx)?;
+            if r.kvs().len() as u32 >= permits && r.kvs().iter().all(|kv| is_direct_child(&prefix, kv.key())) {
+                return Err(timeout_err(name, timeout));
+            }
+        }
+        let key = session.reserve_key(&prefix);
+        let mut pending = Pending::new(self, session, key.clone());
+        let mut value = owner_info();
+        value.pop();
+        value.push_str(&format!(",\"permits\":{permits}}}"));
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(key.clone(), value, Some(PutOptions::new().with_lease(session.lease)))])
+            .or_else([TxnOp::get(key.clone(), None)]);
+        let resp = self.run_detached(&mut pending, txn, name, deadline, cancel).await.map_err(|e| {
+            if e.code() == ErrorCode::Timeout {
+                timeout_err(name, timeout)
+            } else {
+                ctx(e)
+            }
+        })?;
+        let my_rev = if resp.succeeded() {
+            revision(&resp)
+        } else {
+            match kvs(resp.op_responses().first()).first() {
+                Some(kv) => kv.create_revision(),
+                None => return Err(Error::lost(LossReason::LeaseExpired, "requested lease not found: our key vanished while queueing")),
+            }
+        };
+        let hub = &self.inner.hub;
+        let (own, mut own_rx) = OwnKeyWatch::new();
+        let mut own_id = hub.watch(key.clone(), own.sink());
+        pending.watches.push(own_id);
+        let mut own_reset = false;
+        let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
+        let closed = self.inner.closed.clone();
+        let mut gen = 0u64;
+        loop {
+            let older = match self.read_older(&prefix, &key, my_rev, permits).await {
+                Ok(o) => o,
+                Err(e) if e.code() == ErrorCode::Unavailable && session.alive() && mode == Mode::Wait => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
+                        _ = sleep_opt(deadline) => {
+                            pending.abandon(self.inner.request_timeout).await;
+                            return Err(timeout_err(name, timeout));
+                        }
+                    }
+                }
+                Err(e) => {
+                    pending.abandon(self.inner.request_timeout).await;
+                    return Err(ctx(e));
+                }
+            };
+            if !older.mine {
+                let reason = why_deleted(self, session).await;
+                return Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
+            }
+            if own_reset {
+                // etcd dropped the watch on our key (compaction): watch again from this read.
+                pending.watches.retain(|w| *w != own_id);
+                own_id = hub.watch(key.clone(), own.sink());
+                pending.watches.push(own_id);
+                own_reset = false;
+            }
+            if let Some((k, n)) = older.keys.iter().find(|(_, n)| *n != permits) {
+                pending.abandon(self.inner.request_timeout).await;
+                return Err(Error::invalid(format!(
+                    "semaphore {}: {} was taken with {n} permit(s), not {permits}",
+                    show(name),
+                    String::from_utf8_lossy(k)
+                )));
+            }
+            if (older.keys.len() as u32) < permits {
+                pending.watches.retain(|w| *w != own_id);
+                return Ok(self.held(name, session, pending, my_rev, Vec::new(), Some((own_id, own, own_rx))));
+            }
+            if mode != Mode::Wait {
+                pending.abandon(self.inner.request_timeout).await;
+                return Err(timeout_err(name, timeout));
+            }
+            // Watch the `permits` keys just older than ours: any of them leaving may free a permit for us.
+            gen += 1;
+            let mut ids = Vec::with_capacity(older.keys.len());
+            for (k, _) in &older.keys {
+                let (tx, g) = (ev_tx.clone(), gen);
+                ids.push(hub.watch(k.clone(), Arc::new(move |ev| {
+                    let _ = tx.send((g, ev));
+                })));
+            }
+            pending.watches.extend(ids.iter().copied());
+            let outcome: Result<()> = loop {
+                tokio::select! {
+                    biased;
+                    _ = closed.cancelled() => {
+                        pending.closed();
+                        return Err(closed_err(name));
+                    }
+                    _ = cancel.cancelled() => {
+                        pending.abandon(self.inner.request_timeout).await;
+                        return Err(cancelled(name));
+                    }
+                    _ = sleep_opt(deadline) => {
+                        pending.abandon(self.inner.request_timeout).await;
+                        return Err(timeout_err(name, timeout));
+                    }
+                    l = session.wait_lost() => break Err(if l.reason == LossReason::ClientClosed {
+                        closed_err(name)
+                    } else {
+                        lost_err(name, l.reason, "the session ended while waiting")
+                    }),
+                    ev = own_rx.recv() => match ev {
+                        Some(OwnEvent::Created(_)) => {}
+                        Some(OwnEvent::Deleted) => {
+                            let reason = why_deleted(self, session).await;
+                            break Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
+                        }
+                        _ => {
+                            own_reset = true;
+                            break Ok(());
+                        }
+                    },
+                    Some((g, ev)) = ev_rx.recv() => {
+                        if g != gen { continue; }
+                        match ev {
+                            // The watch started after our read: check the keys are still
+                            // the ones we watch (one read), and keep the watches if so.
+                            WatchEvent::Created { rev } if rev > older.rev => {
+                                match self.read_older(&prefix, &key, my_rev, permits).await {
+                                    Ok(now) if now.mine && now.keys.iter().map(|k| &k.0).eq(older.keys.iter().map(|k| &k.0)) => {}
+                                    _ => break Ok(()),
+                                }
+                            }
+                            WatchEvent::Created { .. } => {}
+                            WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(()),
+                        }
+                    }
+                }
+            };
+            for id in ids {
+                hub.cancel(id);
+                pending.watches.retain(|w| *w != id);
+            }
+            outcome?;
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! Requests to etcd: which member answers, how many requests are in flight, and
+//! what is worth retrying. Everything above (sessions, the watch hub, the lock
+//! recipes) goes through here, so failover and backpressure live in one place.
+//!
+//! Why not etcd-client's balanced channel alone: tower's balancer happily routes
+//! to a member that accepts TCP and never answers, and a refused connection
+//! fails the request instead of trying the next member (wave-1 users saw 4 of 10
+//! connects fail with one dead endpoint listed). So each member gets its own
+//! channel, connect probes every member at once and keeps the first that
+//! answers, and a member that fails is benched with backoff while requests go to
+//! the next one.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Semaphore;
+
+use crate::error::{Error, ErrorCode, Result};
+
+/// Requests one client keeps in flight at most; further ones queue in the
+/// client, so a burst of 10,000 acquisitions never meets `too many requests`.
+pub(crate) const MAX_IN_FLIGHT: usize = 256;
+
+struct Member {
+    url: String,
+    client: Mutex<Option<etcd_client::Client>>,
+    /// Benched until this instant after a failure.
+    down_until: Mutex<Option<Instant>>,
+    failures: AtomicU32,
+}
+
+pub(crate) struct Transport {
+    members: Vec<Member>,
+    current: AtomicUsize,
+    inflight: Semaphore,
+    options: etcd_client::ConnectOptions,
+    /// The endpoints as given, for messages.
+    pub(crate) endpoints: String,
+    pub(crate) request_timeout: Duration,
+    /// Bumped whenever a member is benched, so streams on it (the watch hub)
+    /// move at once instead of waiting for HTTP/2 keep-alive to notice.
+    benched_tx: tokio::sync::watch::Sender<u64>,
+}
+
+/// How an etcd error should be handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// The member is down, silent or not an etcd: try another member.
+    MemberDown,
+    /// etcd is busy or between leaders: back off and try again.
+    Overloaded,
+    /// Retrying cannot help.
+    Final,
+}
+
+/// Classify an etcd-client error.
+pub(crate) fn classify(e: &etcd_client::Error) -> Kind {
+    use etcd_client::Error as E;
+    match e {
+        E::GRpcStatus(st) => {
+            let m = st.message().to_ascii_lowercase();
+            if m.contains("too many requests")
+                || m.contains("leader changed")
+                || m.contains("no leader")
+                || m.contains("request timed out")
+                || m.contains("timed out waiting for read index")
+                || m.contains("not capable")
+                || st.code() == tonic::Code::ResourceExhausted && m.contains("too many")
+            {
+                return Kind::Overloaded;
+            }
+            match st.code() {
+                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => Kind::MemberDown,
+                // A peer that speaks HTTP/2 but not etcd's gRPC (a plain web server) answers this way.
+                tonic::Code::Unknown | tonic::Code::Internal | tonic::Code::Unimplemented
+                    if !m.starts_with("etcdserver:") =>
+                {
+                    Kind::MemberDown
+                }
+                _ => Kind::Final,
+            }
+        }
+        E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => Kind::MemberDown,
+        _ => Kind::Final,
+    }
+}
+
+/// Split and check one endpoint: `http://host:port`, `https://host:port` or
+/// `host:port`. Anything else is the caller's mistake, not etcd's absence.
+pub(crate) fn check_endpoint(e: &str) -> Result<()> {
+    let bad = |why: &str| Error::invalid(format!("bad endpoint {e:?}: {why}"));
+    if e.trim().is_empty() || e.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(bad("empty or contains whitespace"));
+    }
+    let rest = match e.split_once("://") {
+        Some(("http" | "https", rest)) => rest,
+        Some((scheme, _)) => return Err(bad(&format!("scheme {scheme:?} is not http or https"))),
+        None => e,
+    };
+    let hostport = rest.strip_suffix('/').unwrap_or(rest);
+    if hostport.contains('/') || hostport.contains('?') || hostport.contains('@') {
+        return Err(bad("expected host:port with no path, query or user info"));
+    }
+    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, p)) => (h, p.strip_prefix(':')),
+            None => return Err(bad("unclosed [")),
+        }
+    } else {
+        match hostport.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (hostport, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    match port {
+        None => Err(bad("no port (etcd's client port is usually 2379)")),
+        Some(p) => match p.parse::<u16>() {
+            Ok(n) if n > 0 => Ok(()),
+            _ => Err(bad(&format!("port {p:?} is not a number between 1 and 65535"))),
+        },
+    }
+}
+
+fn jitter(d: Duration) -> Duration {
+    // Cheap jitter (no RNG dependency): the low bits of the clock.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let frac = (nanos % 1000) as u32; // 0..1000
+    d / 2 + d * frac / 2000
+}
+
+impl Transport {
+    pub(crate) fn new(urls: Vec<String>, endpoints: String, options: etcd_client::ConnectOptions, request_timeout: Duration) -> Transport {
+        Transport {
+            members: urls
+                .into_iter()
+                .map(|url| Member { url, client: Mutex::new(None), down_until: Mutex::new(None), failures: AtomicU32::new(0) })
+                .collect(),
+            current: AtomicUsize::new(0),
+            inflight: Semaphore::new(MAX_IN_FLIGHT),
+            options,
+            endpoints,
+            request_timeout,
+            benched_tx: tokio::sync::watch::channel(0).0,
+        }
+    }
+
+    /// Changes whenever a member is benched.
+    pub(crate) fn benched_events(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.benched_tx.subscribe()
+    }
+
+    pub(crate) fn members_len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether member `i` is benched now.
+    pub(crate) fn is_benched(&self, i: usize) -> bool {
+        self.benched(i, Instant::now()).is_some()
+    }
+
+    fn unavailable(&self, why: impl std::fmt::Display) -> Error {
+        Error::new(ErrorCode::Unavailable, format!("etcd at {}: {why}", self.endpoints))
+    }
+
+    /// The member's client, made on first use. Making it talks to the member
+    /// only when credentials are set (etcd-client authenticates at once).
+    async fn member_client(&self, i: usize) -> std::result::Result<etcd_client::Client, etcd_client::Error> {
+        let m = &self.members[i];
+        if let Some(c) = m.client.lock().unwrap_or_else(|p| p.into_inner()).clone() {
+            return Ok(c);
+        }
+        let c = etcd_client::Client::connect([m.url.as_str()], Some(self.options.clone())).await?;
+        *m.client.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
+        Ok(c)
+    }
+
+    fn benched(&self, i: usize, now: Instant) -> Option<Instant> {
+        let d = *self.members[i].down_until.lock().unwrap_or_else(|p| p.into_inner());
+        d.filter(|t| *t > now)
+    }
+
+    /// The member to use now: the current one unless benched, else the next
+    /// that is not, else the one whose bench ends first.
+    fn pick(&self) -> usize {
+        let n = self.members.len();
+        let now = Instant::now();
+        let cur = self.current.load(Ordering::Relaxed) % n;
+        let mut best = (cur, Instant::now() + Duration::from_secs(3600));
+        for k in 0..n {
+            let i = (cur + k) % n;
+            match self.benched(i, now) {
+                None => {
+                    if i != cur {
+                        self.current.store(i, Ordering::Relaxed);
+                    }
+                    return i;
+                }
+                Some(t) if t < best.1 => best = (i, t),
+                Some(_) => {}
+            }
+        }
+        best.0
+    }
+
+    /// Bench a member that failed; requests move to the next one.
+    pub(crate) fn fail(&self, i: usize) {
+        let m = &self.members[i];
+        let n = m.failures.fetch_add(1, Ordering::Relaxed).min(6);
+        let bench = jitter(Duration::from_millis(100) * (1 << n)).min(Duration::from_secs(5));
+        *m.down_until.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + bench);
+        self.benched_tx.send_modify(|n| *n += 1);
+        if self.members.len() > 1 {
+            let _ = self.current.compare_exchange(i, (i + 1) % self.members.len(), Ordering::Relaxed, Ordering::Relaxed);
+            tracing::debug!(member = %m.url, "member failed; trying the next one");
+        }
+    }
+
+    fn ok(&self, i: usize) {
+        let m = &self.members[i];
+        if m.failures.swap(0, Ordering::Relaxed) != 0 {
+            *m.down_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        }
+    }
+
+    /// A client for a stream (watch, keep-alive) on a member believed healthy,
+    /// and that member's index for [`Transport::fail`].
+    pub(crate) async fn stream_client(&self) -> Result<(usize, etcd_client::Client)> {
+        let i = self.pick();
+        match tokio::time::timeout(self.request_timeout, self.member_client(i)).await {
+            Ok(Ok(c)) => Ok((i, c)),
+            Ok(Err(e)) => {
+                self.fail(i);
+                Err(Error::from_etcd(e, &self.endpoints))
+            }
+            Err(_) => {
+                self.fail(i);
+                Err(self.unavailable("no answer while connecting"))
+            }
+        }
+    }
+
+    /// The URL of the member requests go to now.
+    pub(crate) fn member_in_use(&self) -> &str {
+        &self.members[self.current.load(Ordering::Relaxed) % self.members.len()].url
+    }
+
+    /// The client of the member in use (for tools and tests; no failover).
+    pub(crate) fn any_client(&self) -> Option<etcd_client::Client> {
+        let i = self.current.load(Ordering::Relaxed) % self.members.len();
+        let c = self.members[i].client.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        c.or_else(|| self.members.iter().find_map(|m| m.client.lock().unwrap_or_else(|p| p.into_inner()).clone()))
+    }
+
+    /// Probe every member at once and make the first that answers current.
+    /// Fails with `Unavailable` (naming the endpoints and the last cause) when
+    /// none answers before `deadline`, or at once with a final error such as
+    /// `AuthFailed`.
+    pub(crate) async fn connect(self: &Arc<Self>, deadline: Instant) -> Result<()> {
+        let mut probes = tokio::task::JoinSet::new();
+        for i in 0..self.members.len() {
+            let t = self.clone();
+            probes.spawn(async move {
+                let r = async {
+                    let mut c = t.member_client(i).await?;
+                    c.status().await.map(|_| ())
+                }
+                .await;
+                (i, r)
+            });
+        }
+        let mut last: Option<Error> = None;
+        let until = tokio::time::Instant::from_std(deadline);
+        loop {
+            match tokio::time::timeout_at(until, probes.join_next()).await {
+                Ok(Some(Ok((i, Ok(()))))) => {
+                    self.ok(i);
+                    self.current.store(i, Ordering::Relaxed);
+                    // The slower probes may still finish and warm their member's channel.
+                    probes.detach_all();
+                    return Ok(());
+                }
+                Ok(Some(Ok((i, Err(e))))) => {
+                    let kind = classify(&e);
+                    let err = Error::from_etcd(e, &self.members[i].url);
+                    if kind == Kind::Final && err.code() != ErrorCode::Unavailable {
+                        return Err(err);
+                    }
+                    self.fail(i);
+                    last = Some(err);
+                }
+                Ok(Some(Err(join))) => last = Some(Error::new(ErrorCode::Internal, format!("connect probe failed: {join}"))),
+                Ok(None) => break,
+                Err(_) => break,
+            }
+        }
+        let cause = last.map(|e| format!("; last error: {}", e.message())).unwrap_or_default();
+        Err(Error::new(
+            ErrorCode::Unavailable,
+            format!("no etcd endpoint answered within the connect timeout: {}{cause}", self.endpoints),
+        ))
+    }
+
+    /// Run one request: bounded in flight, on a healthy member, each attempt
+    /// bounded by the request timeout, retried with jittered backoff on
+    /// another member (member down) or the same one (overloaded) until
+    /// `deadline` (default: twice the request timeout from now).
+    ///
+    /// `uncertain` is set when an attempt may have reached etcd without us
+    /// learning its outcome (timed out or cut off after sending): a write in
+    /// it may still land, which cleanup code must allow for.
+    pub(crate) async fn call<T, F, Fut>(&self, deadline: Option<Instant>, uncertain: &mut bool, mut op: F) -> Result<T>
+    where
+        F: FnMut(etcd_client::Client) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let rt = self.request_timeout;
+        let give_up = deadline.unwrap_or_else(|| Instant::now() + rt * 2);
+        let _permit = match tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.acquire()).await {
+            Ok(Ok(p)) => Some(p),
+            Ok(Err(_)) => None,
+            Err(_) if deadline.is_some() => {
+                return Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client"))
+            }
+            Err(_) => return Err(self.unavailable("too many requests queued in this client")),
+        };
+        let mut backoff = Duration::from_millis(20);
+        let mut member_failed = false;
+        loop {
+            let i = self.pick();
+            let now = Instant::now();
+            let cut_by_caller = deadline.is_some() && give_up < now + rt;
+            let attempt_end = (now + rt).min(give_up.max(now + Duration::from_millis(1)));
+            let err = match tokio::time::timeout_at(tokio::time::Instant::from_std(attempt_end), async {
+                let c = self.member_client(i).await?;
+                op(c).await
+            })
+            .await
+            {
+                Ok(Ok(v)) => {
+                    self.ok(i);
+                    return Ok(v);
+                }
+                Ok(Err(e)) => {
+                    let kind = classify(&e);
+                    let err = Error::from_etcd(e, &self.endpoints);
+                    match kind {
+                        Kind::Final => return Err(err),
+                        Kind::MemberDown => {
+                            *uncertain = true;
+                            member_failed = true;
+                            self.fail(i);
+                        }
+                        Kind::Overloaded => {}
+                    }
+                    err
+                }
+                Err(_) if cut_by_caller && !member_failed => {
+                    // The caller's deadline ended a request to a member that has
+                    // not failed: etcd is slow, not gone. That is the caller's
+                    // Timeout, and no reason to bench the member.
+                    *uncertain = true;
+                    return Err(Error::new(ErrorCode::Timeout, format!("etcd at {}: no answer before the deadline", self.endpoints)));
+                }
+                Err(_) => {
+                    *uncertain = true;
+                    self.fail(i);
+                    self.unavailable(format_args!("no answer within {:?}", attempt_end - now))
+                }
+            };
+            let wait = jitter(backoff);
+            if Instant::now() + wait >= give_up {
+                return Err(err);
+            }
+            tokio::time::sleep(wait).await;
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_checked_before_anything_is_dialled() {
+        for ok in ["http://127.0.0.1:2379", "https://etcd.example:2379", "127.0.0.1:2379", "http://[::1]:2379", "http://h:1/"] {
+            assert!(check_endpoint(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", " ", "ftp://127.0.0.1:2379", "http://127.0.0.1:99999", "http://127.0.0.1:0", "127.0.0.1", "http://:2379", "http://h:2379/v3", "http://u@h:2379", "[::1"] {
+            let e = check_endpoint(bad).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad}");
+        }
+    }
+
+    #[test]
+    fn errors_are_classified_for_retry() {
+        let st = |code, msg: &str| etcd_client::Error::GRpcStatus(tonic::Status::new(code, msg.to_string()));
+        assert_eq!(classify(&st(tonic::Code::ResourceExhausted, "etcdserver: too many requests")), Kind::Overloaded);
+        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: leader changed")), Kind::Overloaded);
+        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: no leader")), Kind::Overloaded);
+        assert_eq!(classify(&st(tonic::Code::Unavailable, "connection refused")), Kind::MemberDown);
+        assert_eq!(classify(&st(tonic::Code::Unknown, "h2 protocol error")), Kind::MemberDown);
+        assert_eq!(classify(&st(tonic::Code::PermissionDenied, "etcdserver: permission denied")), Kind::Final);
+        assert_eq!(classify(&st(tonic::Code::NotFound, "etcdserver: requested lease not found")), Kind::Final);
+    }
+
+    #[test]
+    fn jitter_stays_within_half_to_whole() {
+        for _ in 0..100 {
+            let j = jitter(Duration::from_millis(100));
+            assert!(j >= Duration::from_millis(50) && j <= Duration::from_millis(100), "{j:?}");
+        }
+    }
+}

@@ -1,0 +1,406 @@
+//! The engine on real clusters (issue 11): connect through any healthy member,
+//! one watch stream per client, thousands of waiters, nothing left behind by a
+//! cancel racing the acquire, errors that say what happened, nested names.
+//! Every test runs against real etcd processes the testkit starts.
+
+mod common;
+
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{client, keys, opts, unique_ns};
+use etcdlock::{CancellationToken, Client, ClientOptions, ErrorCode, LockOptions, LossReason};
+use etcdlock_testkit::{free_port, http_get, Etcd};
+
+/// A member that accepts connections and never answers (a hung process, a
+/// black-holed port): the listener's backlog completes the TCP handshake.
+fn silent_member() -> (TcpListener, String) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let ep = format!("http://{}", l.local_addr().unwrap());
+    (l, ep)
+}
+
+fn dead_member() -> String {
+    format!("http://127.0.0.1:{}", free_port())
+}
+
+async fn revision(c: &Client) -> i64 {
+    c.etcd().get("x", None).await.unwrap().header().unwrap().revision()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_succeeds_through_any_healthy_member_in_any_order() {
+    let etcd = Etcd::single();
+    let live = etcd.endpoints()[0].clone();
+    let (_silent, silent) = silent_member();
+    let dead = dead_member();
+    let connect_timeout = Duration::from_secs(2);
+    let orders: Vec<(&str, Vec<String>)> = vec![
+        ("dead first", vec![dead.clone(), live.clone()]),
+        ("dead last", vec![live.clone(), dead.clone()]),
+        ("silent first", vec![silent.clone(), live.clone()]),
+        ("silent last", vec![live.clone(), silent.clone()]),
+        ("silent and dead first", vec![silent.clone(), dead.clone(), live.clone()]),
+    ];
+    for (what, eps) in orders {
+        let mut ok = 0;
+        let mut slowest = Duration::ZERO;
+        for i in 0..20 {
+            let started = Instant::now();
+            let o = ClientOptions::new(eps.clone()).with_ttl(5).with_connect_timeout(connect_timeout).with_namespace(unique_ns("conn"));
+            let c = Client::connect(o).await.unwrap_or_else(|e| panic!("{what}, try {i}: {e}"));
+            slowest = slowest.max(started.elapsed());
+            // A lock operation works too (the lease grant and the Txn go to the live member).
+            let g = c.lock_with("l", LockOptions::timeout(Duration::from_secs(5))).await.unwrap();
+            g.put("v", "1").await.unwrap();
+            g.unlock().await.unwrap();
+            c.close().await;
+            ok += 1;
+        }
+        assert_eq!(ok, 20, "{what}");
+        assert!(slowest <= connect_timeout, "{what}: a connect took {slowest:?} > {connect_timeout:?}");
+        println!("connect {what}: 20/20, slowest {slowest:?}");
+    }
+    // With no member answering: Unavailable, naming every endpoint, within the connect timeout.
+    let started = Instant::now();
+    let o = ClientOptions::new([silent.clone(), dead.clone()]).with_connect_timeout(Duration::from_secs(1));
+    let e = Client::connect(o).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
+    assert!(e.message().contains(&silent) && e.message().contains(&dead), "{e}");
+    assert!(started.elapsed() < Duration::from_millis(1500), "took {:?}", started.elapsed());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_member_cluster_with_one_member_killed_serves_every_operation() {
+    let mut etcd = Etcd::cluster(3);
+    etcd.kill(0);
+    // The member died a while ago: the other two have a leader.
+    let until = Instant::now() + Duration::from_secs(20);
+    while etcd.leader().is_none() {
+        assert!(Instant::now() < until, "no leader after killing one of three members");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ns = unique_ns("kill1");
+    // The dead member is listed first.
+    let a = Client::connect(opts(&etcd, &ns, 5)).await.unwrap();
+    let b = Client::connect(opts(&etcd, &ns, 5).with_connect_timeout(Duration::from_secs(2))).await.unwrap();
+    let g = a.lock("l").await.unwrap();
+    assert_eq!(b.try_lock("l").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    assert_eq!(b.lock_with("l", LockOptions::timeout(Duration::ZERO)).await.unwrap_err().code(), ErrorCode::Timeout);
+    g.put("data", "a").await.unwrap();
+    let waiter = tokio::spawn({
+        let b = b.clone();
+        async move { b.lock_with("l", LockOptions::timeout(Duration::from_secs(10))).await }
+    });
+    common::await_key_count(&a, &format!("{ns}l/"), 2).await;
+    g.unlock().await.unwrap();
+    let g2 = waiter.await.unwrap().unwrap();
+    assert_eq!(g2.get("data").await.unwrap().as_deref(), Some(&b"a"[..]));
+    assert!(g2.fencing_token() > g.fencing_token());
+    g2.unlock().await.unwrap();
+}
+
+/// The etcd gauge of open watch streams on this member.
+fn watch_streams(etcd: &Etcd) -> u64 {
+    let body = http_get(etcd.members[0].client_port, "/metrics").unwrap();
+    body.lines()
+        .find(|l| l.starts_with("etcd_debugging_mvcc_watch_stream_total "))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .expect("watch stream gauge in /metrics")
+}
+
+async fn run_waiters(c: &Client, name: &str, n: usize, mid_wait: impl FnOnce()) -> Vec<i64> {
+    let holder = c.lock(name).await.unwrap();
+    let order = Arc::new(std::sync::Mutex::new(Vec::with_capacity(n)));
+    let errors = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (c, order, errors, name) = (c.clone(), order.clone(), errors.clone(), name.to_string());
+        tasks.push(tokio::spawn(async move {
+            match c.lock_with(&name, LockOptions::timeout(Duration::from_secs(120))).await {
+                Ok(g) => {
+                    order.lock().unwrap().push(g.fencing_token());
+                    g.unlock().await.unwrap();
+                }
+                Err(e) => {
+                    eprintln!("waiter failed: {e}");
+                    errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    // Every waiter is queued (n keys besides the holder's) before the holder lets go.
+    let t0 = Instant::now();
+    common::await_key_count(c, &format!("{}{name}/", String::from_utf8_lossy(c.namespace())), n + 1).await;
+    println!("{n} waiters queued in {:?}", t0.elapsed());
+    mid_wait();
+    holder.unlock().await.unwrap();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    assert_eq!(errors.load(Ordering::Relaxed), 0);
+    let order = order.lock().unwrap().clone();
+    order
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_thousand_waiters_on_one_client_are_served_in_fifo_order_on_one_watch_stream() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("w2k");
+    let c = client(&etcd, &ns, 15).await;
+    let started = Instant::now();
+    let order = run_waiters(&c, "hot", 2000, || {}).await;
+    assert_eq!(order.len(), 2000);
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "grants out of create_revision order");
+    assert_eq!(c.watch_streams_opened(), 1, "one watch stream for every waiter");
+    assert_eq!(watch_streams(&etcd), 1, "etcd sees one watch stream");
+    println!("2000 waiters: all granted in order in {:?}, 1 watch stream", started.elapsed());
+    assert!(keys(&c, &format!("{ns}hot/")).await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_survive_killing_the_member_their_watch_stream_is_on() {
+    let etcd = Arc::new(std::sync::Mutex::new(Etcd::cluster(3)));
+    let ns = unique_ns("wkill");
+    let eps = etcd.lock().unwrap().endpoints();
+    let c = Client::connect(ClientOptions::new(eps.clone()).with_ttl(10).with_namespace(&ns)).await.unwrap();
+    let in_use = c.member_in_use();
+    let idx = eps.iter().position(|e| *e == in_use).unwrap();
+    let e2 = etcd.clone();
+    let order = run_waiters(&c, "l", 300, move || e2.lock().unwrap().kill(idx)).await;
+    assert_eq!(order.len(), 300);
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "grants out of order after failover");
+    assert_ne!(c.member_in_use(), in_use);
+    assert!(c.watch_streams_opened() >= 2, "the stream was re-created");
+    println!("300 waiters, member {in_use} killed mid-wait: all granted in order; streams opened {}", c.watch_streams_opened());
+}
+
+#[tokio::test]
+async fn timeout_then_try_lock_at_once_succeeds_fifty_of_fifty() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("tto");
+    let a = client(&etcd, &ns, 10).await;
+    let b = client(&etcd, &ns, 10).await;
+    let c = client(&etcd, &ns, 10).await;
+    let mut ok = 0;
+    for _ in 0..50 {
+        let g = a.lock("l").await.unwrap();
+        let e = b.lock_with("l", LockOptions::timeout(Duration::from_millis(30))).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Timeout);
+        g.unlock().await.unwrap();
+        // The timed-out waiter's key is gone before lock_with returned.
+        let gb = b.try_lock("l").await.expect("same client's try_lock right after its timeout");
+        gb.unlock().await.unwrap();
+        let gc = c.try_lock("l").await.expect("another client's try_lock");
+        gc.unlock().await.unwrap();
+        ok += 1;
+    }
+    assert_eq!(ok, 50);
+}
+
+#[tokio::test]
+async fn try_lock_and_timeout_zero_write_nothing_when_held() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("nowrite");
+    let a = client(&etcd, &ns, 10).await;
+    let b = client(&etcd, &ns, 10).await;
+    // Timeout zero on a free lock takes it.
+    let g = b.lock_with("l", LockOptions::timeout(Duration::ZERO)).await.unwrap();
+    g.unlock().await.unwrap();
+    let g = a.lock("l").await.unwrap();
+    let before = revision(&a).await;
+    for _ in 0..20 {
+        assert_eq!(b.try_lock("l").await.unwrap_err().code(), ErrorCode::WouldBlock);
+        assert_eq!(b.lock_with("l", LockOptions::timeout(Duration::ZERO)).await.unwrap_err().code(), ErrorCode::Timeout);
+    }
+    assert_eq!(revision(&a).await, before, "a try on a held lock must not write");
+    g.unlock().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thousands_of_instant_cancels_on_a_held_lock_leave_only_the_holders_key() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("ghost");
+    let holder = client(&etcd, &ns, 15).await;
+    let g = holder.lock("l").await.unwrap();
+    let others: Vec<Client> = futures_clients(&etcd, &ns, 4).await;
+    let mut tasks = Vec::new();
+    for i in 0..2000usize {
+        let c = others[i % others.len()].clone();
+        tasks.push(tokio::spawn(async move {
+            match i % 4 {
+                // A token cancelled a moment after the call starts.
+                0 => {
+                    let t = CancellationToken::new();
+                    let t2 = t.clone();
+                    tokio::spawn(async move {
+                        tokio::task::yield_now().await;
+                        t2.cancel()
+                    });
+                    let e = c.lock_with("l", LockOptions { timeout: None, cancel: Some(t) }).await.unwrap_err();
+                    assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
+                }
+                // A 1 ms deadline: usually expires with the acquire Txn in flight.
+                1 => {
+                    let e = c.lock_with("l", LockOptions::timeout(Duration::from_millis(1))).await.unwrap_err();
+                    assert!(matches!(e.code(), ErrorCode::Timeout), "{e}");
+                }
+                // The future dropped mid-flight.
+                2 => {
+                    let _ = tokio::time::timeout(Duration::from_micros(300), c.lock("l")).await;
+                }
+                _ => {
+                    let e = c.lock_with("l", LockOptions::timeout(Duration::ZERO)).await.unwrap_err();
+                    assert_eq!(e.code(), ErrorCode::Timeout);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    // Dropped futures clean up in the background: wait (by watching) for the
+    // prefix to hold only the holder's key, then check it stays that way.
+    common::await_key_count(&holder, &format!("{ns}l/"), 1).await;
+    let left = keys(&holder, &format!("{ns}l/")).await;
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0].0, g.key());
+    g.unlock().await.unwrap();
+    // Nothing of theirs can still land and block the next client.
+    let fresh = client(&etcd, &ns, 5).await;
+    fresh.try_lock("l").await.expect("the queue is empty");
+}
+
+async fn futures_clients(etcd: &Etcd, ns: &str, n: usize) -> Vec<Client> {
+    let mut v = Vec::new();
+    for _ in 0..n {
+        v.push(client(etcd, ns, 15).await);
+    }
+    v
+}
+
+#[tokio::test]
+async fn nested_names_are_independent_locks_and_etcdctl_still_excludes() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("nest");
+    let a = client(&etcd, &ns, 10).await;
+    let b = client(&etcd, &ns, 10).await;
+    // jobs/x held, then jobs: independent.
+    let gx = a.lock("jobs/x").await.unwrap();
+    let gj = b.try_lock("jobs").await.expect("jobs is free while jobs/x is held");
+    assert_eq!(b.lock_with("jobs/x", LockOptions::timeout(Duration::ZERO)).await.unwrap_err().code(), ErrorCode::Timeout);
+    assert_eq!(a.try_lock("jobs").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    gj.unlock().await.unwrap();
+    // jobs held first, then jobs/x: independent too; a blocking lock of jobs waits only for jobs.
+    let gj = a.lock("jobs").await.unwrap();
+    gx.unlock().await.unwrap();
+    let gx2 = b.lock_with("jobs/x", LockOptions::timeout(Duration::from_secs(5))).await.unwrap();
+    let waiter = tokio::spawn({
+        let b = b.clone();
+        async move { b.lock_with("jobs", LockOptions::timeout(Duration::from_secs(10))).await }
+    });
+    common::await_key_count(&a, &format!("{ns}jobs/"), 3).await; // jobs holder, jobs waiter, jobs/x holder
+    gj.unlock().await.unwrap();
+    let gj2 = waiter.await.unwrap().expect("jobs waiter is not blocked by jobs/x");
+    gj2.unlock().await.unwrap();
+    gx2.unlock().await.unwrap();
+
+    // An `etcdctl lock jobs` holder (a direct child key) still excludes etcdlock.
+    let plain = Etcd::single();
+    let c = client(&plain, "", 10).await;
+    let mut child = std::process::Command::new(etcdlock_testkit::etcdctl_bin())
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", &plain.endpoints_csv(), "lock", "jobs", "sleep", "30"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::await_key_count(&c, "jobs/", 1).await;
+    assert_eq!(c.try_lock("jobs").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    // ... and an etcdctl holder of jobs/x does not block jobs.
+    let _ = child.kill();
+    let _ = child.wait();
+    common::await_key_count(&c, "jobs/", 0).await;
+}
+
+#[tokio::test]
+async fn errors_say_what_happened() {
+    let etcd = Etcd::single();
+    let live = etcd.endpoints()[0].clone();
+    // Bad scheme and port are the caller's mistake.
+    for bad in ["ftp://127.0.0.1:2379", "http://127.0.0.1:99999", "http://127.0.0.1:0", "127.0.0.1", "http://127.0.0.1:2379/v3/path"] {
+        let e = Client::connect(ClientOptions::new([bad])).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad}: {e}");
+    }
+    // Credentials against an etcd without auth.
+    let e = Client::connect(ClientOptions::new([live.clone()]).with_user("root", "pw")).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::AuthFailed, "{e}");
+    // A plain HTTP server that is not etcd.
+    let http = TcpListener::bind("127.0.0.1:0").unwrap();
+    let http_ep = format!("http://{}", http.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for s in http.incoming().take(8) {
+            let Ok(mut s) = s else { continue };
+            let mut buf = [0u8; 1024];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    });
+    let e = Client::connect(ClientOptions::new([http_ep]).with_connect_timeout(Duration::from_secs(1))).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_etcd_is_unavailable_for_calls_that_never_queued_and_a_lost_hold_unlocks_at_once() {
+    let mut etcd = Etcd::single();
+    let ns = unique_ns("down");
+    let c = Client::connect(opts(&etcd, &ns, 3).with_request_timeout(Duration::from_millis(500))).await.unwrap();
+    let g = c.lock("held").await.unwrap();
+    etcd.kill(0);
+    let e = c.try_lock("other").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
+    let e = c.lock_with("other", LockOptions::timeout(Duration::from_secs(1))).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
+    // The hold ends locally (TTL - margin after the last keep-alive) ...
+    let loss = tokio::time::timeout(Duration::from_secs(5), g.wait_lost()).await.unwrap().unwrap();
+    assert_eq!(loss.reason, LossReason::ConnectionLost);
+    // ... and its release answers at once, with no network wait.
+    let started = Instant::now();
+    let e = g.unlock().await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::LockLost);
+    assert!(started.elapsed() < Duration::from_millis(100), "unlock of a lost hold took {:?}", started.elapsed());
+    let started = Instant::now();
+    c.close().await;
+    assert!(started.elapsed() < Duration::from_millis(100), "close with a lost session took {:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn loss_reasons_match_what_happened() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("why");
+    let c = client(&etcd, &ns, 10).await;
+    let mut raw = c.etcd();
+    // Our key deleted right after acquisition: reported at once, as KeyDeleted.
+    let g = c.lock("l").await.unwrap();
+    raw.delete(g.key(), None).await.unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(1), g.wait_lost()).await.expect("loss within one event delivery").unwrap();
+    assert_eq!(loss.reason, LossReason::KeyDeleted);
+    // The lease revoked from outside: LeaseExpired, and the next lock opens a fresh lease at once.
+    let g = c.lock("l").await.unwrap();
+    let lease = g.lease_id();
+    // The owned signal goes to another task; the guard stays here.
+    let mut signal = g.lost_signal();
+    let watcher = tokio::spawn(async move { tokio::time::timeout(Duration::from_secs(1), signal.wait()).await });
+    raw.lease_revoke(lease).await.unwrap();
+    let loss = watcher.await.unwrap().expect("loss within one event delivery").unwrap();
+    assert_eq!(loss.reason, LossReason::LeaseExpired);
+    assert_eq!(g.loss().map(|l| l.reason), Some(LossReason::LeaseExpired));
+    let g = c.lock("l").await.unwrap();
+    assert_ne!(g.lease_id(), lease);
+    g.unlock().await.unwrap();
+}

@@ -1,0 +1,109 @@
+//! Multi-lock: all waiter keys in one Txn (issue 13, core part).
+
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{client, unique_ns};
+use etcdlock::{CancellationToken, ErrorCode, LockOptions};
+use etcdlock_testkit::Etcd;
+
+const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_clients_on_overlapping_sets_never_stall_and_counters_are_exact() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("multi");
+    let mut clients = Vec::new();
+    for _ in 0..8 {
+        clients.push(client(&etcd, &ns, 10).await);
+    }
+    let expected: Arc<Vec<AtomicU64>> = Arc::new((0..NAMES.len()).map(|_| AtomicU64::new(0)).collect());
+    let until = Instant::now() + Duration::from_secs(4);
+    let mut tasks = Vec::new();
+    for (t, c) in clients.iter().enumerate() {
+        let (c, expected) = (c.clone(), expected.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut seed = 0x9e3779b97f4a7c15u64 ^ (t as u64 + 1);
+            let mut rounds = 0u64;
+            while Instant::now() < until {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let k = 2 + (seed % 2) as usize; // pairs and triples
+                let mut picked: Vec<usize> = Vec::new();
+                let mut s = seed;
+                while picked.len() < k {
+                    let i = (s % NAMES.len() as u64) as usize;
+                    if !picked.contains(&i) {
+                        picked.push(i);
+                    }
+                    s = s / 5 + 7919 * (picked.len() as u64 + 1);
+                }
+                let names: Vec<&str> = picked.iter().map(|i| NAMES[*i]).collect();
+                // A stall would hit this timeout and fail the test.
+                let m = c.lock_many(&names, LockOptions::timeout(Duration::from_secs(20))).await.unwrap();
+                assert!(m.is_held());
+                for (g, i) in m.guards().iter().zip(&picked) {
+                    let key = format!("count-{}", NAMES[*i]);
+                    let n: u64 = g.get(&key).await.unwrap().map(|v| String::from_utf8_lossy(&v).parse().unwrap()).unwrap_or(0);
+                    g.put(&key, (n + 1).to_string()).await.unwrap();
+                    expected[*i].fetch_add(1, Ordering::Relaxed);
+                }
+                m.unlock().await.unwrap();
+                rounds += 1;
+            }
+            rounds
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    let mut raw = clients[0].etcd();
+    for (i, n) in NAMES.iter().enumerate() {
+        let v = raw.get(format!("{ns}count-{n}"), None).await.unwrap();
+        let got: u64 = v.kvs().first().map(|kv| String::from_utf8_lossy(kv.value()).parse().unwrap()).unwrap_or(0);
+        assert_eq!(got, expected[i].load(Ordering::Relaxed), "counter {n}");
+    }
+    assert!(total > 8, "only {total} multi-lock rounds in 4 s");
+    println!("{total} multi-lock rounds, counters exact");
+}
+
+#[tokio::test]
+async fn one_try_and_cancel_leave_no_key_and_bad_input_is_refused() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("multi2");
+    let a = client(&etcd, &ns, 10).await;
+    let b = client(&etcd, &ns, 10).await;
+    let g = a.lock("b").await.unwrap();
+    let e = b.lock_many(&["a", "b", "c"], LockOptions::timeout(Duration::ZERO)).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Timeout, "{e}");
+    let e = b.lock_many(&["a", "b"], LockOptions::timeout(Duration::from_millis(200))).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Timeout, "{e}");
+    let t = CancellationToken::new();
+    let waiting = tokio::spawn({
+        let (b, t) = (b.clone(), t.clone());
+        async move { b.lock_many(&["c", "b"], LockOptions { timeout: None, cancel: Some(t) }).await }
+    });
+    common::await_key_count(&a, &format!("{ns}b/"), 2).await;
+    t.cancel();
+    assert_eq!(waiting.await.unwrap().unwrap_err().code(), ErrorCode::Cancelled);
+    for n in ["a", "c"] {
+        assert!(common::keys(&a, &format!("{ns}{n}/")).await.is_empty(), "{n} left a key");
+    }
+    assert_eq!(common::keys(&a, &format!("{ns}b/")).await.len(), 1);
+    g.unlock().await.unwrap();
+    let m = b.lock_many(&["a", "b", "c"], LockOptions::timeout(Duration::ZERO)).await.unwrap();
+    let tokens: Vec<i64> = m.guards().iter().map(|g| g.fencing_token()).collect();
+    assert!(tokens.windows(2).all(|w| w[0] == w[1]), "one Txn, one revision: {tokens:?}");
+    m.unlock().await.unwrap();
+    for bad in [vec![], vec!["x", "x"], vec![""]] {
+        assert_eq!(b.lock_many(&bad, LockOptions::default()).await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    }
+    let many: Vec<String> = (0..etcdlock::MAX_MULTI + 1).map(|i| format!("n{i}")).collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    assert_eq!(b.lock_many(&many, LockOptions::default()).await.unwrap_err().code(), ErrorCode::InvalidArgument);
+}
