@@ -28,11 +28,11 @@ u, c = rows["uncontended_lock_unlock"], rows["contended"]
 gu, gc = rows["go_mutex_uncontended_lock_unlock"], rows["go_mutex_contended"]
 print("| measure | etcdlock | Go concurrency.Mutex | floor |")
 print("|---|---|---|---|")
-print(f"| uncontended lock+unlock p50 | {u['p50_ms']:.3f} ms ({u['p50_ms']/f['p50_ms']:.2f}x) | {gu['p50_ms']:.3f} ms ({gu['p50_ms']/f['p50_ms']:.2f}x) | Txn+Delete {f['p50_ms']:.3f} ms |")
+print(f"| uncontended lock+unlock p50 | {u['p50_ms']:.3f} ms ({u['p50_ms']/f['p50_ms']:.2f}x; target <= 1.05x) | {gu['p50_ms']:.3f} ms ({gu['p50_ms']/f['p50_ms']:.2f}x) | Txn+Delete {f['p50_ms']:.3f} ms |")
 print(f"| uncontended lock+unlock p99 | {u['p99_ms']:.3f} ms | {gu['p99_ms']:.3f} ms | {f['p99_ms']:.3f} ms |")
-print(f"| {c['contenders']} contenders: handoff p50 | {c['handoff_p50_ms']:.3f} ms ({c['handoff_p50_ms']/e['p50_ms']:.1f}x) | {gc['handoff_p50_ms']:.3f} ms ({gc['handoff_p50_ms']/e['p50_ms']:.1f}x) | Delete->event {e['p50_ms']:.3f} ms |")
+print(f"| {c['contenders']} contenders: handoff p50 | {c['handoff_p50_ms']:.3f} ms ({c['handoff_p50_ms']/e['p50_ms']:.1f}x; target <= 1.5x) | {gc['handoff_p50_ms']:.3f} ms ({gc['handoff_p50_ms']/e['p50_ms']:.1f}x) | Delete->event {e['p50_ms']:.3f} ms |")
 print(f"| {c['contenders']} contenders: handoff p99 | {c['handoff_p99_ms']:.3f} ms | {gc['handoff_p99_ms']:.3f} ms | {e['p99_ms']:.3f} ms |")
-print(f"| {c['contenders']} contenders: acquisitions/s | {c['acquisitions_per_s']:.0f} | {gc['acquisitions_per_s']:.0f} | |")
+print(f"| {c['contenders']} contenders: acquisitions/s | {c['acquisitions_per_s']:.0f} ({c['acquisitions_per_s']/gc['acquisitions_per_s']:.1f}x Go; target >= 10x) | {gc['acquisitions_per_s']:.0f} | |")
 print(f"| {c['contenders']} contenders: wait p50 / p99 | {c['wait_p50_ms']:.1f} / {c['wait_p99_ms']:.1f} ms | {gc['wait_p50_ms']:.1f} / {gc['wait_p99_ms']:.1f} ms | |")
 d = rows["distinct_locks_one_session"]
 print(f"| {d['locks']} distinct locks on one session | acquire all {d['acquire_all_ms']:.0f} ms, release all {d['release_all_ms']:.0f} ms, {d['leases']} lease | | |")

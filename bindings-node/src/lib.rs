@@ -75,7 +75,7 @@ where
 }
 
 fn ms(v: f64, what: &str) -> napi::Result<Duration> {
-    if !v.is_finite() || v < 0.0 || v > 1e13 {
+    if !v.is_finite() || !(0.0..=1e13).contains(&v) {
         return Err(invalid(format!("{what} must be a finite number of milliseconds >= 0, got {v}")));
     }
     Ok(Duration::from_micros((v * 1000.0) as u64))

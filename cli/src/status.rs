@@ -42,7 +42,7 @@ pub async fn status(opts: ClientOptions, a: StatusArgs) -> i32 {
     }
     let holders = v["holders"].as_array().map(Vec::len).unwrap_or(0);
     println!("lock {:?}: {} holding, {} waiting", a.name, holders, entries.len() - holders);
-    println!("{:<10} {:<44} {:<18} {:>8} {:>10} {:>12}  {}", "ROLE", "KEY", "LEASE", "TTL", "CREATE_REV", "FOR", "OWNER");
+    println!("{:<10} {:<44} {:<18} {:>8} {:>10} {:>12}  OWNER", "ROLE", "KEY", "LEASE", "TTL", "CREATE_REV", "FOR");
     for e in &entries {
         let for_s = e["for_ms"].as_u64().map(|ms| format!("{:.1}s", ms as f64 / 1000.0)).unwrap_or_else(|| "?".into());
         println!(

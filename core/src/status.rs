@@ -64,7 +64,7 @@ fn field<'a>(v: &'a str, name: &str) -> Option<&'a str> {
     let tag = format!("\"{name}\":");
     let at = v.find(&tag)? + tag.len();
     let rest = v[at..].trim_start_matches('"');
-    let end = rest.find(|c: char| c == '"' || c == ',' || c == '}').unwrap_or(rest.len());
+    let end = rest.find(['"', ',', '}']).unwrap_or(rest.len());
     Some(&rest[..end])
 }
 
@@ -94,9 +94,9 @@ impl Client {
         let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
         let mut ttls: HashMap<i64, Option<i64>> = HashMap::new();
         let mut st = Status { name: name.to_string(), revision: r.header().map(|h| h.revision()).unwrap_or(0), holders: Vec::new(), waiters: Vec::new() };
-        let mut older = 0u32;
         let mut writer_seen = false;
-        for kv in r.kvs().iter().filter(|kv| is_direct_child(&prefix, kv.key())) {
+        // `older`: contenders created before this one.
+        for (older, kv) in (0u32..).zip(r.kvs().iter().filter(|kv| is_direct_child(&prefix, kv.key()))) {
             let kind = kind_of(kv);
             let holds = match kind {
                 ContenderKind::Reader => !writer_seen,
@@ -106,7 +106,6 @@ impl Client {
             if kind != ContenderKind::Reader {
                 writer_seen = true;
             }
-            older += 1;
             let lease = kv.lease();
             let ttl = if lease == 0 {
                 None

@@ -46,7 +46,7 @@ async fn readers_overlap_writers_exclude_everyone() {
 async fn readers_and_writers_mixed_never_overlap_wrongly() {
     let etcd = Etcd::single();
     let ns = unique_ns("rwmix");
-    let clients = vec![client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await];
+    let clients = [client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await];
     // state: number of readers inside, or -1 while a writer is inside.
     let state = Arc::new(AtomicI64::new(0));
     let max_readers = Arc::new(AtomicUsize::new(0));

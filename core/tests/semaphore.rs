@@ -14,7 +14,7 @@ use etcdlock_testkit::Etcd;
 async fn three_permits_twelve_contenders_never_more_than_three_holders() {
     let etcd = Etcd::single();
     let ns = unique_ns("sem");
-    let clients = vec![client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await];
+    let clients = [client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await];
     let now = Arc::new(AtomicUsize::new(0));
     let peak = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicUsize::new(0));

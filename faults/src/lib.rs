@@ -9,6 +9,7 @@
 //! test binary and the soak example call [`child_main_if_requested`] first.
 
 pub mod checker;
+pub mod failpoint;
 pub mod proxy;
 pub mod scenarios;
 
@@ -222,7 +223,7 @@ impl Workload {
 
     async fn client_loop(&self, idx: usize, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
         let id = format!("{}{idx}", self.client_prefix);
-        let mut rng = Rng::new(seed() ^ (idx as u64 + 1) * 7919 ^ std::process::id() as u64);
+        let mut rng = Rng::new(seed() ^ ((idx as u64 + 1) * 7919) ^ std::process::id() as u64);
         let o = opts(&self.endpoints, &self.ns, self.ttl, self.request_timeout);
         let client = loop {
             if stop.is_cancelled() {

@@ -16,6 +16,7 @@ use etcdlock_testkit::Etcd;
 use serde_json::json;
 
 use crate::checker::{resource_history, resource_key, Report};
+use crate::failpoint::{run_rounds, ClockJump, MemberKill, MemberPause, ProxyBurst};
 use crate::{
     await_key_count, current_revision, keys_under, ms_between, opts, raw, seed, spawn_holder, unique_ns, Checker, ChildProc,
     Counters, Hold, HolderLang, LossInfo, Proxy, Rng, Workload,
@@ -473,25 +474,10 @@ pub async fn member_sigstop(p: &Profile) -> Outcome {
     let checker = Arc::new(Checker::new());
     let counters = Arc::new(Counters::default());
     let (stop, h) = start_workload(cluster_workload(eps.clone(), &ns), checker.clone(), counters.clone());
-    let mut rng = Rng::new(seed() ^ 4);
-    let (mut leaders, mut stopped) = (0, Duration::ZERO);
-    let started = Instant::now();
-    let mut k = 0u32;
-    while started.elapsed() < Duration::from_secs(p.fault_secs) || k < 3 {
-        tokio::time::sleep(rng.between(Duration::from_millis(500), Duration::from_millis(1500))).await;
-        let leader = blocking(|| etcd.leader());
-        let victim = if k % 2 == 0 { leader.unwrap_or(0) } else { rng.below(3) as usize };
-        if Some(victim) == leader {
-            leaders += 1;
-        }
-        let d = rng.between(Duration::from_secs(1), Duration::from_secs(5));
-        etcd.pause(victim);
-        o.faults += 1;
-        tokio::time::sleep(d).await;
-        etcd.resume(victim);
-        stopped += d;
-        k += 1;
-    }
+    let mut fp = MemberPause::new(&etcd, Rng::new(seed() ^ 4));
+    let rounds = run_rounds(&mut fp, Duration::from_secs(p.fault_secs), 3).await;
+    o.faults = rounds.faults;
+    o.failures.extend(rounds.failures);
     let healed_ns = clock_monotonic_ns();
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.cancel();
@@ -501,9 +487,10 @@ pub async fn member_sigstop(p: &Profile) -> Outcome {
     let last = counters.last_acquired_ns.load(Ordering::Relaxed);
     o.expect(last > healed_ns, || "no acquisition after the last member resumed".into());
     o.figure = format!(
-        "{} member pauses of 1-5 s ({leaders} of the leader, {:.1} s stopped in total), {} acquisitions; {}; errors: {}",
+        "{} member pauses of 1-5 s ({} of the leader, {:.1} s stopped in total), {} acquisitions; {}; errors: {}",
         o.faults,
-        stopped.as_secs_f64(),
+        fp.leaders,
+        fp.stopped.as_secs_f64(),
         o.acquisitions,
         r.summary(),
         counters.errors_summary()
@@ -539,50 +526,13 @@ pub async fn member_kill_restart(p: &Profile) -> Outcome {
     let counters = Arc::new(Counters::default());
     let (stop, h) = start_workload(cluster_workload(eps.clone(), &ns), checker.clone(), counters.clone());
     let probe = Client::connect(opts(&eps, &ns, TTL, Duration::from_secs(1))).await.expect("probe connect");
-    let mut rng = Rng::new(seed() ^ 5);
-    let (mut leaders, mut max_resume, mut probes) = (0, Duration::ZERO, 0u64);
-    let started = Instant::now();
-    let mut k = 0u32;
-    while started.elapsed() < Duration::from_secs(p.fault_secs) || k < 3 {
-        let gap = if p.fault_secs > 20 { (5, 10) } else { (1, 3) };
-        tokio::time::sleep(rng.between(Duration::from_secs(gap.0), Duration::from_secs(gap.1))).await;
-        let leader = blocking(|| etcd.leader());
-        let victim = if k % 2 == 0 { leader.unwrap_or(0) } else { rng.below(3) as usize };
-        if Some(victim) == leader {
-            leaders += 1;
-        }
-        blocking(|| etcd.kill(victim));
-        let killed = Instant::now();
-        o.faults += 1;
-        // Operations resume: a fresh lock on a new name goes through.
-        let mut resumed = None;
-        let mut i = 0;
-        while killed.elapsed() < Duration::from_secs(15) {
-            i += 1;
-            if let Ok(g) = probe.lock_with(&format!("probe-{k}-{i}"), LockOptions::timeout(Duration::from_secs(2))).await {
-                let _ = g.unlock().await;
-                probes += 1;
-                resumed = Some(killed.elapsed());
-                break;
-            }
-        }
-        match resumed {
-            Some(d) => {
-                max_resume = max_resume.max(d);
-                o.expect(d <= Duration::from_secs(5), || format!("kill {k}: operations resumed after {d:?}"));
-            }
-            None => o.fail(format!("kill {k}: operations did not resume within 15 s")),
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let healthy = blocking(|| {
-            etcd.restart(victim);
-            etcd.wait_member_healthy(victim, Duration::from_secs(20))
-        });
-        if let Err(e) = healthy {
-            o.fail(format!("restart of m{victim}: {e}"));
-        }
-        k += 1;
-    }
+    let gap = if p.fault_secs > 20 { (5, 10) } else { (1, 3) };
+    let mut fp = MemberKill::new(&mut etcd, Rng::new(seed() ^ 5), &probe, gap);
+    let rounds = run_rounds(&mut fp, Duration::from_secs(p.fault_secs), 3).await;
+    o.faults = rounds.faults;
+    o.failures.append(&mut fp.failures);
+    o.failures.extend(rounds.failures);
+    let (leaders, max_resume, probes) = (fp.leaders, fp.max_resume, fp.probes);
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.cancel();
     let _ = h.await;
@@ -615,7 +565,7 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
     let prefix = format!("{ns}L/");
     let mut max_wait = 0u64;
     let mut done = 0;
-    let rounds = p.rounds.min(3).max(2);
+    let rounds = p.rounds.clamp(2, 3);
     // A second holder, cut off by a proxy at the moment of the leader kill: the new
     // leader resets every lease's TTL on the server, but the client must not extend
     // its own validity from that; its loss must fire TTL after its last acknowledged
@@ -771,7 +721,7 @@ pub async fn client_blackholed(p: &Profile) -> Outcome {
     let margin = Duration::from_millis(400);
     let prefix = format!("{ns}L/");
     let (mut max_since_ack, mut min_gap, mut reacquired, mut stale) = (0i64, i64::MAX, 0u32, 0u32);
-    let rounds = p.rounds.min(3).max(2);
+    let rounds = p.rounds.clamp(2, 3);
     let mut done = 0;
     for round in 0..rounds {
         let mut ao = opts(&[proxy.endpoint()], &ns, TTL, Duration::from_secs(1));
@@ -922,31 +872,17 @@ pub async fn proxy_delay_and_drop(p: &Profile) -> Outcome {
     w.lock_timeout = Duration::from_secs(5);
     let (stop, h) = start_workload(w, checker.clone(), counters.clone());
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let (mut bursts, mut resets, mut in_bursts) = (0u64, 0u64, 0u64);
-    let started = Instant::now();
-    while started.elapsed() < Duration::from_secs(p.fault_secs) {
-        let before = counters.acquisitions.load(Ordering::Relaxed);
-        for px in &proxies {
-            px.delay(Duration::from_millis(75), Duration::from_millis(50));
-            px.drop_new_connections(0.5);
-            resets += px.reset_fraction(0.5) as u64;
-        }
-        bursts += 1;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-        for px in &proxies {
-            px.pass();
-            px.drop_new_connections(0.0);
-        }
-        in_bursts += counters.acquisitions.load(Ordering::Relaxed) - before;
-        tokio::time::sleep(Duration::from_secs(1)).await;
-    }
+    let mut fp = ProxyBurst::new(&proxies, &counters);
+    let rounds = run_rounds(&mut fp, Duration::from_secs(p.fault_secs), 0).await;
+    o.failures.extend(rounds.failures);
+    let (bursts, resets, in_bursts) = (rounds.rounds, fp.resets, fp.in_bursts);
     let healed_ns = clock_monotonic_ns();
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.cancel();
     let _ = h.await;
     let refused: u64 = proxies.iter().map(|p| p.stats().refused).sum();
     let delayed: u64 = proxies.iter().map(|p| p.stats().delayed_chunks).sum();
-    o.faults = bursts * proxies.len() as u64 + resets + refused;
+    o.faults = rounds.faults + refused; // bursts x proxies + resets, + refused connections
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
     o.expect(counters.last_acquired_ns.load(Ordering::Relaxed) > healed_ns, || "no acquisition after the last burst".into());
@@ -1196,19 +1132,9 @@ pub async fn wall_clock_jumps(p: &Profile) -> Outcome {
     w.hold = Duration::from_millis(10);
     w.client_prefix = "parent-c".into();
     let (stop, h) = start_workload(w, checker.clone(), counters.clone());
-    let started = Instant::now();
-    let mut jumps = 0u64;
-    let offsets = ["+262", "-262", "+0"];
-    let mut k = 0;
-    while started.elapsed() < Duration::from_secs(secs_run) {
-        tokio::time::sleep(Duration::from_millis(1200)).await;
-        let prev = offsets[k % 3];
-        k += 1;
-        let next = offsets[k % 3];
-        let _ = std::fs::write(&file, format!("{next}\n"));
-        let _ = prev;
-        jumps += 1;
-    }
+    let rounds = run_rounds(&mut ClockJump::new(file.clone()), Duration::from_secs(secs_run), 0).await;
+    o.failures.extend(rounds.failures);
+    let jumps = rounds.faults;
     stop.cancel();
     let _ = h.await;
     o.faults = jumps;

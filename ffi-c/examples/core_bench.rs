@@ -1,17 +1,17 @@
 //! The Rust side of ffi-c/bench.sh: on the etcd given as argument, measure
 //! - `raw_txn_delete`: the floor, the two requests an uncontended lock+unlock
 //!   makes (Txn put-with-lease-if-absent + range the prefix, then Delete), with
-//!   a plain etcd-client (same shape as `etcdlock bench`);
+//!   a plain etcd-client (`etcdlock::bench_floor::txn_delete`, as every bench);
 //! - `rust_core_async`: core `lock` + `unlock` awaited inside the runtime;
 //! - `rust_core_blocking`: the same through `etcdlock::runtime::block_on` per call;
 //! - `rust_rt_block_on`: the same through `Runtime::block_on` on the calling
 //!   thread per call, the path the C ABI takes (a C call = one block_on).
+//!
 //! Prints one JSON line per measure.
 //!
 //! `cargo run --release -p etcdlock-ffi --example core_bench -- ENDPOINT [ITERATIONS]`
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 use etcdlock_core::runtime::block_on;
 use etcdlock_core::{Client, ClientOptions};
 
@@ -29,31 +29,7 @@ fn main() {
     let pid = std::process::id();
 
     let ep = endpoint.clone();
-    let raw = block_on(async move {
-        let mut raw = etcd_client::Client::connect([ep], None).await.expect("connect");
-        let lease = raw.lease_grant(30, None).await.expect("lease").id();
-        let prefix = format!("bench-floor-{pid}/");
-        let key = format!("{prefix}{lease:x}");
-        let mut v = Vec::with_capacity(iterations);
-        for i in 0..iterations + warm {
-            let t = Instant::now();
-            let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)]).and_then([
-                TxnOp::put(key.clone(), "", Some(PutOptions::new().with_lease(lease))),
-                TxnOp::get(
-                    prefix.clone(),
-                    Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)),
-                ),
-            ]);
-            raw.txn(txn).await.expect("txn");
-            raw.delete(key.clone(), None).await.expect("delete");
-            if i >= warm {
-                v.push(t.elapsed());
-            }
-        }
-        let _ = raw.lease_revoke(lease).await;
-        Ok(v)
-    })
-    .expect("raw");
+    let raw = block_on(async move { etcdlock_core::bench_floor::txn_delete(&[ep], iterations).await }).expect("raw");
     report("raw_txn_delete", raw);
 
     let ep = endpoint.clone();

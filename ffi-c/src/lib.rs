@@ -245,7 +245,7 @@ where
              hand the work to another thread",
         ));
     }
-    Ok(etcdlock_core::runtime::block_on(fut)?)
+    etcdlock_core::runtime::block_on(fut)
 }
 
 unsafe fn out_arg<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Error> {
