@@ -30,6 +30,8 @@ suite() {
 
 suite core "Rust core, CLI and harness (cargo test)" \
   cargo test --quiet -p etcdlock -p etcdlock-testkit -p etcdlock-cli
+suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
+  cargo clippy --quiet --workspace --all-targets -- -D warnings
 suite core "Rust seed demo (route 1, route 2)" \
   cargo run --quiet -p etcdlock --example seed_demo
 suite c "C ABI (ffi-c/test.sh)" bash ffi-c/test.sh

@@ -208,7 +208,7 @@ impl Drop for Inner {
         if let Some(s) = self.session.get_mut().take() {
             s.mark_lost(LossReason::ClientClosed);
             let t = self.transport.clone();
-            let _ = self.handle.spawn(async move {
+            self.handle.spawn(async move {
                 let _ = t.call(None, &mut false, move |mut c| { let id = s.lease; async move { c.lease_revoke(id).await } }).await;
             });
         }

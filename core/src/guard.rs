@@ -365,7 +365,7 @@ impl Shared {
 
     fn release_in_background(self: &Arc<Self>) {
         let sh = self.clone();
-        let _ = self.client.inner.handle.spawn(async move {
+        self.client.inner.handle.spawn(async move {
             delete_until_gone(&sh.client, &sh.session, &sh.key, false).await;
             sh.session.release_key(&sh.key);
         });
@@ -388,7 +388,7 @@ impl OwnKeyListener for Shared {
         let weak = self.weak_self();
         let client = self.client.clone();
         let (key, token) = (self.key.clone(), self.token);
-        let _ = self.client.inner.handle.spawn(async move {
+        self.client.inner.handle.spawn(async move {
             let r = client
                 .call(None, |mut c| {
                     let k = key.clone();
@@ -411,7 +411,7 @@ impl OwnKeyListener for Shared {
         }
         let (client, session) = (self.client.clone(), self.session.clone());
         let weak = self.weak_self();
-        let _ = self.client.inner.handle.spawn(async move {
+        self.client.inner.handle.spawn(async move {
             let reason = why_deleted(&client, &session).await;
             if let Some(sh) = weak.upgrade() {
                 sh.mark_lost(loss_now(&sh.session, reason));
@@ -428,7 +428,7 @@ impl OwnKeyListener for Shared {
         let weak = self.weak_self();
         let client = self.client.clone();
         let (key, token) = (self.key.clone(), self.token);
-        let _ = self.client.inner.handle.spawn(async move {
+        self.client.inner.handle.spawn(async move {
             let r = client
                 .call(None, |mut c| {
                     let k = key.clone();

@@ -203,7 +203,7 @@ impl Drop for Pending {
     fn drop(&mut self) {
         if self.armed {
             let fut = self.cleanup();
-            let _ = self.client.inner.handle.clone().spawn(fut);
+            self.client.inner.handle.clone().spawn(fut);
         }
     }
 }
@@ -306,6 +306,7 @@ impl Client {
         prefix
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn acquire_on(
         &self,
         name: &str,

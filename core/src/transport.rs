@@ -129,7 +129,7 @@ pub(crate) fn check_endpoint(e: &str) -> Result<()> {
 fn jitter(d: Duration) -> Duration {
     // Cheap jitter (no RNG dependency): the low bits of the clock.
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let frac = (nanos % 1000) as u32; // 0..1000
+    let frac = nanos % 1000; // 0..1000
     d / 2 + d * frac / 2000
 }
 
