@@ -17,8 +17,8 @@ version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\([^"]*\)".*/\1/p'
 cargo build -q -p etcdlock-testkit
 work=$(mktemp -d)
 coproc ETCD { "$CARGO_TARGET_DIR/debug/etcd-harness"; }
-exec {etcd_in}>&"${ETCD[1]}"
-trap 'exec {etcd_in}>&-; wait "$ETCD_PID" 2>/dev/null; rm -rf "$work"' EXIT
+etcd_w=${ETCD[1]} etcd_pid=$ETCD_PID
+trap 'eval "exec $etcd_w>&-"; wait "$etcd_pid" 2>/dev/null; rm -rf "$work"' EXIT
 read -r info <&"${ETCD[0]}"
 EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoints"]))' "$info")
 LIMIT_KB=$((8 * 1024))

@@ -31,8 +31,9 @@ cargo build -q -p etcdlock-testkit || exit 1
 HARNESS=$CARGO_TARGET_DIR/debug/etcd-harness
 work=$(mktemp -d)
 coproc ETCD { "$HARNESS"; }
-exec {etcd_in}>&"${ETCD[1]}"
-cleanup() { exec {etcd_in}>&-; wait "$ETCD_PID" 2>/dev/null; rm -rf "$work"; }
+etcd_w=${ETCD[1]} etcd_pid=$ETCD_PID
+# Closing the harness's stdin (the coproc's write end) stops etcd.
+cleanup() { eval "exec $etcd_w>&-"; wait "$etcd_pid" 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
 read -r info <&"${ETCD[0]}" || { echo "cleanroom: the etcd harness printed nothing" >&2; exit 1; }
 EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoints"]))' "$info")
@@ -80,7 +81,7 @@ for f in "$work/c/etcdlock-$version/lib/libetcdlock.so.$version" "$work/cli/etcd
   fi
 done
 if out=$(auditwheel show "$DIST"/etcdlock-*.whl 2>&1) && grep -q 'manylinux_2_17_x86_64' <<<"$out"; then
-  ok "auditwheel show: $(grep -o 'consistent with the following platform tag: "[^"]*"' <<<"$out" | head -n 1)"
+  ok "auditwheel show: $(tr '\n' ' ' <<<"$out" | grep -o 'consistent with the following platform tag: *"[^"]*"' | head -n 1)"
 else
   bad "auditwheel show: $out"
 fi
@@ -147,6 +148,7 @@ cat >"$app/pom.xml" <<POM
   <properties><maven.compiler.release>11</maven.compiler.release><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
   <repositories><repository><id>etcdlock</id><url>file://$DIST/maven</url></repository></repositories>
   <dependencies><dependency><groupId>io.etcdlock</groupId><artifactId>etcdlock</artifactId><version>$version</version></dependency></dependencies>
+  <build><plugins><plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-compiler-plugin</artifactId><version>3.11.0</version></plugin></plugins></build>
 </project>
 POM
 cat >"$app/src/main/java/demo/Main.java" <<'JAVA'
