@@ -74,7 +74,7 @@ step "etcdlock $version -> $OUT"
 
 # --- one build of every native part, for glibc 2.17
 step "cargo zigbuild --profile dist --target $TRIPLE.$GLIBC (C, Python, Node, Java, CLI)"
-cargo zigbuild --quiet --profile dist --target "$TRIPLE.$GLIBC" \
+ETCDLOCK_SONAME=1 cargo zigbuild --quiet --profile dist --target "$TRIPLE.$GLIBC" \
   -p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni -p etcdlock-cli
 BIN=$CARGO_TARGET_DIR/$TRIPLE/dist
 require() { [ -s "$1" ] || die "refusing to pack $2: its native part $1 is missing"; }
