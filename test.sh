@@ -3,7 +3,9 @@
 # 127.0.0.1 (free ports, temp dirs) and stop. No mocks of etcd anywhere.
 # Installs what a fresh machine lacks first (scripts/setup.sh), then:
 #   Rust core + CLI + harness, C ABI, Python, Node, Java, the fault suite,
-#   and the cross-language flash sale in its short mode.
+#   the cross-language flash sale in its short mode, and the release artifacts
+#   (scripts/dist.sh) installed in a clean room with no Rust, protoc or C
+#   compiler (scripts/cleanroom.sh).
 # Every suite runs even if an earlier one failed; the exit status is 1 if any failed.
 # ETCDLOCK_SUITES=core,c,... runs a subset.
 set -uo pipefail
@@ -13,7 +15,7 @@ bash scripts/setup.sh || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
-SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,flash}
+SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,flash,dist}
 passed=(); failed=()
 suite() {
   local key=$1 name=$2; shift 2
@@ -41,6 +43,8 @@ suite java "Java (bindings-java/test.sh)" bash bindings-java/test.sh
 suite faults "Faults and security (faults/test.sh)" bash faults/test.sh
 suite flash "Cross-language flash sale, short mode" \
   scripts/flash_sale.sh --debug --short --require rust,cli,c,python,node,java
+suite dist "Installable artifacts (scripts/dist.sh) and their clean-room install (scripts/cleanroom.sh)" \
+  bash -c 'bash scripts/dist.sh && bash scripts/cleanroom.sh'
 
 echo
 echo "==== summary"

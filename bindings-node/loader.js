@@ -24,9 +24,12 @@ function nativeFileName() {
 function load() {
   const file = process.env.ETCDLOCK_NATIVE || path.join(__dirname, nativeFileName());
   if (!fs.existsSync(file)) {
+    // A published package carries etcdlock.linux-x64-gnu.node; a source checkout
+    // has none until `npm run build`.
     const err = new Error(
-      `etcdlock: native module ${file} not found; build it with \`npm run build\` in ${__dirname} ` +
-        '(needs Rust and protoc)'
+      `etcdlock: no native module for ${process.platform}-${process.arch} (${file} not found). ` +
+        'The published package ships linux-x64-gnu (glibc >= 2.17); from a source checkout run ' +
+        `\`npm run build\` in ${__dirname} (needs Rust and protoc)`
     );
     err.code = 'Internal';
     throw err;

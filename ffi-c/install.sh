@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install libetcdlock: include/etcdlock.h, lib/libetcdlock.{so,a} and
+# Install libetcdlock: include/etcdlock.h, lib/libetcdlock.so.V (+ .so.MAJOR,
+# .so symlinks), lib/libetcdlock.a (debuginfo stripped) and
 # lib/pkgconfig/etcdlock.pc under a prefix.
 #
 #   ffi-c/install.sh [--prefix DIR] [--debug] [--no-build]
@@ -44,8 +45,16 @@ version="$(sed -nE 's/^version = "([^"]+)".*/\1/p' "$root/Cargo.toml" | head -n 
 dest="${DESTDIR:-}$prefix"
 install -d "$dest/include" "$dest/lib/pkgconfig"
 install -m 0644 "$root/include/etcdlock.h" "$dest/include/etcdlock.h"
-install -m 0755 "$libdir/libetcdlock.so" "$dest/lib/libetcdlock.so"
+major="${version%%.*}"
+# The library's SONAME is libetcdlock.so.<major> (ffi-c/build.rs): install the
+# file under its full version with the usual symlinks, without debuginfo.
+install -m 0755 "$libdir/libetcdlock.so" "$dest/lib/libetcdlock.so.$version"
+ln -sfn "libetcdlock.so.$version" "$dest/lib/libetcdlock.so.$major"
+ln -sfn "libetcdlock.so.$major" "$dest/lib/libetcdlock.so"
 install -m 0644 "$libdir/libetcdlock.a" "$dest/lib/libetcdlock.a"
+if command -v strip >/dev/null 2>&1; then
+    strip --strip-debug "$dest/lib/libetcdlock.so.$version" "$dest/lib/libetcdlock.a"
+fi
 sed -e "s|@PREFIX@|$prefix|g" -e "s|@VERSION@|$version|g" "$here/etcdlock.pc.in" >"$dest/lib/pkgconfig/etcdlock.pc"
 echo "installed etcdlock $version ($profile) under $dest"
 echo "build with: cc app.c \$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --cflags --libs etcdlock)"

@@ -211,6 +211,19 @@ const char *etcdlock_version(void);
 // Example: if (etcdlock_version_number() / 10000 != ETCDLOCK_VERSION_MAJOR) abort();
 int etcdlock_version_number(void);
 
+// Optional: stops the library's background threads (the shared runtime's
+// workers), waiting at most 5 s for them, so a leak checker such as valgrind
+// reports none of them at exit. A program that just exits need not call it.
+// Free every client first: a client still open stops working (its lease
+// keep-alive ran on those threads). Any later etcdlock call starts the
+// runtime again.
+//
+// Safety: do not call it from an etcdlock callback (it runs on a runtime
+// thread); that is refused with ETCDLOCK_INVALID_ARGUMENT.
+//
+// Example: etcdlock_client_free(c); etcdlock_shutdown(); return 0;
+int etcdlock_shutdown(void);
+
 // The message of the last failed etcdlock call on the calling thread ("" if
 // none). Never NULL. The pointer stays valid until the next failing etcdlock
 // call on this thread; copy it to keep it. Inside an etcdlock_lock_async

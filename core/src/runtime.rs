@@ -39,7 +39,16 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
             std::mem::forget(old);
         }
     }
-    let workers = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2).clamp(2, 8);
+    // Two workers: the runtime only multiplexes network I/O and timers (one
+    // keep-alive task per client, a watch per waiter), never CPU work, and
+    // each worker costs a thread stack plus allocator arenas in every process
+    // that loads a binding (issue 15: footprint <= 8 MB per language).
+    // ETCDLOCK_WORKER_THREADS overrides it (1..=64).
+    let workers = std::env::var("ETCDLOCK_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n))
+        .unwrap_or(2);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(workers)
         .thread_name("etcdlock-rt")
@@ -49,6 +58,31 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     let rt = Arc::new(rt);
     *slot = Some(Shared { pid, rt: rt.clone() });
     Ok(rt)
+}
+
+/// Stop the shared runtime's worker threads, waiting at most `timeout` for
+/// them, so leak checkers (valgrind, ASan) see none at exit. Optional: a
+/// process that exits without it loses nothing. Clients still open stop
+/// working (their keep-alive ran on these threads), so close them first; a
+/// later call into the library starts a fresh runtime. Returns `false` (and
+/// does nothing) when called from inside a tokio runtime, where a runtime
+/// cannot be shut down; when another handle to the runtime is still alive its
+/// threads stop once that last handle is dropped.
+pub fn shutdown(timeout: Duration) -> bool {
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return false;
+    }
+    let taken = RUNTIME.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match taken {
+        Some(shared) if shared.pid == current_pid() => match Arc::try_unwrap(shared.rt) {
+            Ok(rt) => rt.shutdown_timeout(timeout),
+            Err(rt) => drop(rt),
+        },
+        // Forked child: the parent's runtime has no threads here.
+        Some(shared) => std::mem::forget(shared),
+        None => {}
+    }
+    true
 }
 
 /// Run a future to completion on the shared runtime, parking the calling thread.

@@ -1,0 +1,262 @@
+#!/usr/bin/env bash
+# Clean-room install test of what scripts/dist.sh put in dist/ (it does not
+# rebuild them): for each artifact a fresh venv / npm project / Maven project /
+# CMake project, on a PATH with no cargo, rustc or protoc (and for Python, Node
+# and Java no C compiler either), installs ONLY from dist/ and runs
+# lock -> guarded put -> guarded get -> unlock -> try-lock against a real etcd
+# started by the testkit harness; etcdctl then reads the value back. Also: no
+# shipped binary needs a GLIBC_ symbol above 2.17, and `auditwheel show`
+# accepts the wheel as manylinux2014.
+#   scripts/cleanroom.sh [--dist DIR]      (env: CARGO_TARGET_DIR for the harness)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+DIST=$ROOT/dist
+[ "${1:-}" = --dist ] && DIST=$(realpath "$2")
+export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\([^"]*\)".*/\1/p' Cargo.toml)
+major=${version%%.*}
+fail=0; passed=0
+ok() { echo "  ok   $*"; passed=$((passed + 1)); }
+bad() { echo "  FAIL $*"; fail=$((fail + 1)); }
+for f in "etcdlock-$version-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl" "etcdlock-$version.tar.gz" \
+  "etcdlock-$version.tgz" "etcdlock-c-$version-x86_64-linux-gnu.tar.gz" "etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" \
+  "maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar"; do
+  [ -s "$DIST/$f" ] || { echo "cleanroom: $DIST/$f missing; run scripts/dist.sh first" >&2; exit 1; }
+done
+
+# The harness is a test tool, built (debug) outside the clean room.
+cargo build -q -p etcdlock-testkit || exit 1
+HARNESS=$CARGO_TARGET_DIR/debug/etcd-harness
+work=$(mktemp -d)
+coproc ETCD { "$HARNESS"; }
+etcd_w=${ETCD[1]} etcd_pid=$ETCD_PID
+# Closing the harness's stdin (the coproc's write end) stops etcd.
+cleanup() { eval "exec $etcd_w>&-"; wait "$etcd_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+read -r info <&"${ETCD[0]}" || { echo "cleanroom: the etcd harness printed nothing" >&2; exit 1; }
+EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoints"]))' "$info")
+echo "etcd at $EP"
+
+# The clean PATH: every tool of /usr/bin, /bin and /usr/local/bin except
+# compilers, cargo, rustc, protoc; python3 is the real interpreter (not a shim).
+clean=$work/cleanbin; cc_bin=$work/ccbin
+mkdir -p "$clean" "$cc_bin"
+for d in /usr/local/bin /usr/bin /bin; do
+  for t in "$d"/*; do
+    n=$(basename "$t")
+    case "$n" in
+      cargo*|rustc*|rustup|rustdoc|protoc*|zig|cc|c++|c89*|c99*|gcc*|g++*|cpp*|clang*|tcc|*-gcc*|*-g++*|*-cc|ld|ld.*|*-ld|*-ld.*|as|*-as) continue ;;
+    esac
+    [ -e "$clean/$n" ] || ln -s "$t" "$clean/$n"
+  done
+done
+realpy=$(python3 -c 'import sys; print(sys.executable)')
+ln -sf "$realpy" "$clean/python3"
+for t in cc gcc ld as cmake; do p=$(command -v "$t") && ln -s "$p" "$cc_bin/$t"; done
+NOCC=$clean
+WITHCC=$cc_bin:$clean
+for t in cargo rustc protoc cc gcc; do
+  PATH=$NOCC command -v "$t" >/dev/null && { echo "cleanroom: $t is still on the clean PATH" >&2; exit 1; }
+done
+etcdget() { etcdctl --endpoints="$EP" get "$1" --print-value-only; }
+
+echo "== shipped binaries: newest GLIBC_ symbol (want <= 2.17)"
+mkdir -p "$work/c" "$work/cli" "$work/whl" "$work/npm"
+tar -C "$work/c" -xzf "$DIST/etcdlock-c-$version-x86_64-linux-gnu.tar.gz"
+tar -C "$work/cli" -xzf "$DIST/etcdlock-cli-$version-x86_64-linux-gnu.tar.gz"
+(cd "$work/whl" && unzip -q "$DIST"/etcdlock-*.whl)
+tar -C "$work/npm" -xzf "$DIST/etcdlock-$version.tgz"
+unzip -q -o "$DIST/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" 'native/*' -d "$work/jar"
+for f in "$work/c/etcdlock-$version/lib/libetcdlock.so.$version" "$work/cli/etcdlock-cli-$version/bin/etcdlock" \
+  "$work/whl/etcdlock/_etcdlock.abi3.so" "$work/npm/package/etcdlock.linux-x64-gnu.node" \
+  "$work/jar/native/linux-x86_64/libetcdlock_jni.so"; do
+  max=$(objdump -T "$f" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
+  debug=$(objdump -h "$f" | grep -c '\.debug_')
+  if [ "$(printf '%s\n2.17\n' "$max" | sort -V | tail -n 1)" = 2.17 ] && [ "$debug" -eq 0 ]; then
+    ok "$(basename "$f"): GLIBC_$max, no debuginfo, $(du -k "$f" | cut -f1) kB"
+  else
+    bad "$(basename "$f"): GLIBC_$max, $debug debug sections"
+  fi
+done
+if out=$(auditwheel show "$DIST"/etcdlock-*.whl 2>&1) && grep -q 'manylinux_2_17_x86_64' <<<"$out"; then
+  ok "auditwheel show: $(tr '\n' ' ' <<<"$out" | grep -o 'consistent with the following platform tag: *"[^"]*"' | head -n 1)"
+else
+  bad "auditwheel show: $out"
+fi
+
+echo "== Python: fresh venv, pip install --no-index from dist/ (no cargo, rustc, protoc, cc)"
+if PATH=$NOCC python3 -m venv "$work/venv" &&
+  PATH=$NOCC "$work/venv/bin/python" -m pip install -q --no-index --find-links "$DIST" --only-binary :all: etcdlock &&
+  out=$(PATH=$NOCC "$work/venv/bin/python" - "$EP" <<'PY'
+import sys, etcdlock
+with etcdlock.Client(endpoints=sys.argv[1].split(","), ttl=10) as client:
+    guard = client.acquire("cleanroom-python", timeout=10)
+    token = guard.fencing_token
+    guard.put("cleanroom/python", str(token))
+    assert guard.get("cleanroom/python") == str(token).encode()
+    guard.unlock()
+    again = client.try_lock("cleanroom-python")
+    assert again is not None, "unlock did not release"
+    again.unlock()
+print("ok", token)
+PY
+  ) && [ "$(etcdget cleanroom/python)" = "${out#ok }" ]; then
+  ok "python: $out ($(basename "$(ls "$work"/venv/lib/python3*/site-packages/etcdlock/_etcdlock*.so)"))"
+else
+  bad "python"
+fi
+
+echo "== Node: fresh npm project, npm install of the tarball, offline (no cargo, rustc, protoc, cc)"
+mkdir -p "$work/nodeapp"
+cat >"$work/nodeapp/main.js" <<'JS'
+const { Client } = require('etcdlock');
+(async () => {
+  const client = await Client.connect({ endpoints: process.argv[2].split(','), ttl: 10 });
+  const lock = await client.lock('cleanroom-node', { timeout: 10000 });
+  const token = String(lock.fencingToken);
+  await lock.put('cleanroom/node', token);
+  if ((await lock.get('cleanroom/node', 'utf8')) !== token) throw new Error('guarded get mismatch');
+  await lock.unlock();
+  const again = await client.tryLock('cleanroom-node');
+  if (!again) throw new Error('unlock did not release');
+  await again.unlock();
+  await client.close();
+  console.log('ok', token);
+})().catch((e) => { console.error(e); process.exit(1); });
+JS
+if (cd "$work/nodeapp" && PATH=$NOCC npm init -y >/dev/null &&
+    PATH=$NOCC npm install --offline --no-audit --no-fund --ignore-scripts=false -s "$DIST/etcdlock-$version.tgz") &&
+  out=$(cd "$work/nodeapp" && PATH=$NOCC node main.js "$EP") && [ "$(etcdget cleanroom/node)" = "${out#ok }" ]; then
+  ok "node: $out"
+else
+  bad "node"
+fi
+
+echo "== Java: fresh Maven project, repository = dist/maven (no cargo, rustc, protoc, cc)"
+# A fresh local repository (plugins hard-linked from ~/.m2, io/etcdlock left out)
+# so etcdlock can only come from dist/maven.
+m2=$work/m2
+if [ -d "$HOME/.m2/repository" ]; then cp -al "$HOME/.m2/repository" "$m2" 2>/dev/null || cp -a "$HOME/.m2/repository" "$m2"; fi
+mkdir -p "$m2"; rm -rf "$m2/io/etcdlock"
+app=$work/javaapp; mkdir -p "$app/src/main/java/demo"
+cat >"$app/pom.xml" <<POM
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>demo</groupId><artifactId>cleanroom</artifactId><version>1</version>
+  <properties><maven.compiler.release>11</maven.compiler.release><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
+  <repositories><repository><id>etcdlock</id><url>file://$DIST/maven</url></repository></repositories>
+  <dependencies><dependency><groupId>io.etcdlock</groupId><artifactId>etcdlock</artifactId><version>$version</version></dependency></dependencies>
+  <build><plugins><plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-compiler-plugin</artifactId><version>3.11.0</version></plugin></plugins></build>
+</project>
+POM
+cat >"$app/src/main/java/demo/Main.java" <<'JAVA'
+package demo;
+import io.etcdlock.EtcdLockClient;
+import io.etcdlock.LockGuard;
+import java.time.Duration;
+public class Main {
+  public static void main(String[] args) {
+    long token;
+    try (EtcdLockClient client = EtcdLockClient.builder().endpoints(args[0].split(",")).ttl(Duration.ofSeconds(10)).build()) {
+      LockGuard guard = client.acquire("cleanroom-java", Duration.ofSeconds(10));
+      token = guard.fencingToken();
+      guard.put("cleanroom/java", Long.toString(token));
+      if (!Long.toString(token).equals(guard.get("cleanroom/java"))) throw new IllegalStateException("guarded get mismatch");
+      guard.unlock();
+      LockGuard again = client.tryAcquire("cleanroom-java").orElseThrow(() -> new IllegalStateException("unlock did not release"));
+      again.unlock();
+    }
+    System.out.println("ok " + token);
+  }
+}
+JAVA
+if (cd "$app" && PATH=$NOCC mvn -B -q -Dmaven.repo.local="$m2" package dependency:build-classpath -Dmdep.outputFile=cp.txt >"$work/mvn.log" 2>&1) &&
+  grep -q "$m2/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" "$app/cp.txt" &&
+  out=$(cd "$app" && PATH=$NOCC java -cp "target/classes:$(cat cp.txt)" demo.Main "$EP") && [ "$(etcdget cleanroom/java)" = "${out#ok }" ]; then
+  ok "java: $out"
+else
+  bad "java"; tail -30 "$work/mvn.log"
+fi
+
+echo "== C: CMake find_package(etcdlock) and pkg-config from the unpacked tarball (no cargo, rustc, protoc)"
+prefix=$work/c/etcdlock-$version
+capp=$work/capp; mkdir -p "$capp"
+cp examples/c/lock_token.c "$capp/"
+cat >"$capp/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.13)
+project(cleanroom C)
+find_package(etcdlock 0.1 REQUIRED)
+add_executable(lock_token lock_token.c)
+target_link_libraries(lock_token PRIVATE etcdlock::etcdlock)
+add_executable(lock_token_static lock_token.c)
+target_link_libraries(lock_token_static PRIVATE etcdlock::etcdlock_static)
+CM
+if [ "$(readlink "$prefix/lib/libetcdlock.so")" = "libetcdlock.so.$major" ] &&
+  [ "$(readlink "$prefix/lib/libetcdlock.so.$major")" = "libetcdlock.so.$version" ]; then
+  ok "c: symlinks libetcdlock.so -> .so.$major -> .so.$version"
+else
+  bad "c: symlinks"
+fi
+run_c() { # name binary [want NEEDED libetcdlock]
+  local out
+  if out=$(ETCDLOCK_ENDPOINTS=$EP "$2" "cleanroom-c-$1") && grep -q "fencing token" <<<"$out"; then
+    local needed; needed=$(objdump -p "$2" | awk '/NEEDED/ && /etcdlock/ {print $2}')
+    if [ "$needed" = "${3:-}" ]; then ok "c/$1: ${out} (NEEDED ${needed:-no libetcdlock})"; else bad "c/$1: NEEDED '$needed', want '${3:-}'"; fi
+  else
+    bad "c/$1: $out"
+  fi
+}
+if (cd "$capp" && PATH=$WITHCC cmake -S . -B build -DCMAKE_PREFIX_PATH="$prefix" >"$work/cmake.log" 2>&1 &&
+    PATH=$WITHCC cmake --build build >>"$work/cmake.log" 2>&1); then
+  run_c cmake-shared "$capp/build/lock_token" "libetcdlock.so.$major"
+  run_c cmake-static "$capp/build/lock_token_static" ""
+else
+  bad "c: cmake"; tail -20 "$work/cmake.log"
+fi
+# The README's link lines, as written.
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
+if (cd "$capp" && PATH=$WITHCC cc lock_token.c $(pkg-config --cflags --libs etcdlock) -o pc_shared); then
+  run_c pkg-config "$capp/pc_shared" "libetcdlock.so.$major"
+else bad "c: pkg-config shared link"; fi
+if (cd "$capp" && PATH=$WITHCC cc lock_token.c $(pkg-config --static --cflags --libs etcdlock-static) -o pc_static); then
+  run_c pkg-config-static "$capp/pc_static" ""
+else bad "c: pkg-config static link"; fi
+unset PKG_CONFIG_PATH
+if command -v valgrind >/dev/null; then
+  cat >"$capp/shutdown.c" <<'C'
+#include <stdio.h>
+#include <stdlib.h>
+#include <etcdlock.h>
+int main(void) {
+    etcdlock_options o; etcdlock_options_init(&o, sizeof o);
+    o.endpoints = getenv("ETCDLOCK_ENDPOINTS"); o.ttl_secs = 10;
+    etcdlock_client *c = NULL; etcdlock_guard *g = NULL;
+    if (etcdlock_client_connect(&o, &c) || etcdlock_lock(c, "cleanroom-valgrind", 10000, &g)) return 1;
+    if (etcdlock_unlock(g)) return 1;
+    etcdlock_guard_free(g); etcdlock_client_free(c);
+    return etcdlock_shutdown() ? 1 : 0;
+}
+C
+  if (cd "$capp" && PATH=$WITHCC cc shutdown.c -I"$prefix/include" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" -letcdlock -o shutdown) &&
+    ETCDLOCK_ENDPOINTS=$EP valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite,possible \
+      --suppressions="$prefix/share/etcdlock/etcdlock.supp" "$capp/shutdown" >"$work/valgrind.log" 2>&1; then
+    ok "c: valgrind with etcdlock_shutdown() and etcdlock.supp: no definite or possible leaks"
+  else
+    bad "c: valgrind"; tail -40 "$work/valgrind.log"
+  fi
+else
+  bad "c: valgrind is not installed (scripts/setup.sh installs it)"
+fi
+
+echo "== CLI: the tarball's binary (no cargo, rustc, protoc, cc)"
+if out=$(PATH=$NOCC ETCDLOCK_ENDPOINTS=$EP "$work/cli/etcdlock-cli-$version/bin/etcdlock" run cleanroom-cli --timeout 10 -- \
+    sh -c 'echo "ok $ETCDLOCK_FENCING_TOKEN"') && [ "${out#ok }" -gt 0 ] 2>/dev/null; then
+  ok "cli: etcdlock run printed '$out'"
+else
+  bad "cli: '$out'"
+fi
+
+echo "cleanroom: $passed passed, $fail failed"
+[ "$fail" -eq 0 ]

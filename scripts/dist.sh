@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Builds every installable artifact into dist/, for x86_64 Linux with glibc
+# 2.17 or newer, stripped, from one version (the workspace's):
+#
+#   etcdlock-V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl, etcdlock-V.tar.gz (sdist)
+#   etcdlock-V.tgz                      npm package with the prebuilt linux-x64-gnu module
+#   maven/io/etcdlock/...               etcdlock, etcdlock-spring (+ -sources, -javadoc, poms)
+#   etcdlock-c-V-x86_64-linux-gnu.tar.gz  lib/libetcdlock.so.V (+ .so.MAJOR, .so), .a, header,
+#                                       pkg-config, CMake package, valgrind suppressions
+#   etcdlock-cli-V-x86_64-linux-gnu.tar.gz  bin/etcdlock
+#
+# Every native part comes from ONE `cargo zigbuild --profile dist` (one feature
+# resolution, each dependency compiled once, zig links against glibc 2.17
+# stubs). It refuses to pack a package whose native part is missing, fails if
+# pyproject.toml / package.json / a pom names another version, and checks that
+# no shipped binary needs a GLIBC_ symbol above 2.17.
+#   scripts/dist.sh [--out DIR]      (env: CARGO_TARGET_DIR)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=$ROOT/dist
+while (($#)); do
+  case "$1" in
+    --out) OUT=$(realpath -m "$2"); shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    *) echo "dist.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+export PATH="$HOME/.cargo/bin:$PATH"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+TRIPLE=x86_64-unknown-linux-gnu
+GLIBC=2.17
+started=$SECONDS
+die() { echo "dist.sh: $*" >&2; exit 1; }
+step() { printf '[dist %4ss] %s\n' "$((SECONDS - started))" "$*"; }
+
+# --- tools (PyPI: zig itself, cargo-zigbuild, auditwheel, maturin for the sdist)
+missing=()
+python3 -c 'import ziglang' 2>/dev/null || missing+=(ziglang)
+command -v cargo-zigbuild >/dev/null || missing+=(cargo-zigbuild)
+command -v auditwheel >/dev/null || missing+=(auditwheel)
+command -v maturin >/dev/null || missing+=("maturin>=1.16,<2")
+if ((${#missing[@]})); then
+  step "installing ${missing[*]} (pip)"
+  python3 -m pip install -q "${missing[@]}"
+fi
+
+# --- one version
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\([^"]*\)".*/\1/p' Cargo.toml)
+[ -n "$version" ] || die "no version in Cargo.toml [workspace.package]"
+major=${version%%.*}
+bad=0
+pyver=$(sed -n 's/^version = "\([^"]*\)".*/\1/p' bindings-python/pyproject.toml)
+if [ -n "$pyver" ] && [ "$pyver" != "$version" ]; then
+  echo "dist.sh: bindings-python/pyproject.toml has version $pyver, the workspace $version" >&2; bad=1
+fi
+nodever=$(node -p 'require("./bindings-node/package.json").version')
+[ "$nodever" = "$version" ] || { echo "dist.sh: bindings-node/package.json has version $nodever, the workspace $version" >&2; bad=1; }
+for pom in bindings-java/pom.xml bindings-java/*/pom.xml; do
+  # The project's own version, or its parent's when it inherits it.
+  v=$(python3 - "$pom" <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = {"m": "http://maven.apache.org/POM/4.0.0"}
+r = ET.parse(sys.argv[1]).getroot()
+v = r.find("m:version", ns)
+if v is None: v = r.find("m:parent/m:version", ns)
+print(v.text if v is not None else "")
+PY
+)
+  case "$v" in "$version"|"$version-SNAPSHOT") ;; *) echo "dist.sh: $pom has version $v, the workspace $version" >&2; bad=1 ;; esac
+done
+((bad == 0)) || die "versions disagree; fix them before packing"
+step "etcdlock $version -> $OUT"
+
+# --- one build of every native part, for glibc 2.17
+step "cargo zigbuild --profile dist --target $TRIPLE.$GLIBC (C, Python, Node, Java, CLI)"
+ETCDLOCK_SONAME=1 cargo zigbuild --quiet --profile dist --target "$TRIPLE.$GLIBC" \
+  -p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni -p etcdlock-cli
+BIN=$CARGO_TARGET_DIR/$TRIPLE/dist
+require() { [ -s "$1" ] || die "refusing to pack $2: its native part $1 is missing"; }
+
+# No shipped binary may need a glibc symbol version above 2.17.
+glibc_check() {
+  local f max
+  for f in "$@"; do
+    max=$(objdump -T "$f" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
+    if [ -n "$max" ] && [ "$(printf '%s\n%s\n' "$max" "$GLIBC" | sort -V | tail -n 1)" != "$GLIBC" ]; then
+      die "$f needs GLIBC_$max (> $GLIBC)"
+    fi
+    echo "  $(basename "$f"): newest GLIBC_ symbol ${max:-none} ($(du -k "$f" | cut -f1) kB)"
+  done
+}
+
+rm -rf "$OUT"; mkdir -p "$OUT"
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+
+# --- C
+require "$BIN/libetcdlock.so" "the C library"; require "$BIN/libetcdlock.a" "the C library"
+soname=$(objdump -p "$BIN/libetcdlock.so" | awk '/SONAME/ {print $2}')
+[ "$soname" = "libetcdlock.so.$major" ] || die "libetcdlock.so has SONAME '$soname', want libetcdlock.so.$major"
+c=$work/etcdlock-$version
+install -d "$c/include" "$c/lib/pkgconfig" "$c/lib/cmake/etcdlock" "$c/share/etcdlock"
+install -m 0644 include/etcdlock.h "$c/include/"
+install -m 0755 "$BIN/libetcdlock.so" "$c/lib/libetcdlock.so.$version"
+ln -s "libetcdlock.so.$version" "$c/lib/libetcdlock.so.$major"
+ln -s "libetcdlock.so.$major" "$c/lib/libetcdlock.so"
+install -m 0644 "$BIN/libetcdlock.a" "$c/lib/libetcdlock.a"
+strip --strip-debug "$c/lib/libetcdlock.a" # std's objects carry debuginfo even when ours do not
+subst() { sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" "$1" >"$2"; }
+subst ffi-c/dist/etcdlock.pc.in "$c/lib/pkgconfig/etcdlock.pc"
+subst ffi-c/dist/etcdlock-static.pc.in "$c/lib/pkgconfig/etcdlock-static.pc"
+subst ffi-c/dist/etcdlockConfig.cmake "$c/lib/cmake/etcdlock/etcdlockConfig.cmake"
+subst ffi-c/dist/etcdlockConfigVersion.cmake "$c/lib/cmake/etcdlock/etcdlockConfigVersion.cmake"
+install -m 0644 ffi-c/dist/etcdlock.supp "$c/share/etcdlock/etcdlock.supp"
+install -m 0644 ffi-c/README.md "$c/share/etcdlock/README.md"
+glibc_check "$c/lib/libetcdlock.so.$version"
+tar -C "$work" -czf "$OUT/etcdlock-c-$version-x86_64-linux-gnu.tar.gz" "etcdlock-$version"
+
+# --- CLI
+require "$BIN/etcdlock" "the CLI"
+glibc_check "$BIN/etcdlock"
+cli=$work/etcdlock-cli-$version
+install -d "$cli/bin"; install -m 0755 "$BIN/etcdlock" "$cli/bin/etcdlock"
+tar -C "$work" -czf "$OUT/etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" "etcdlock-cli-$version"
+
+# --- Python: abi3 wheel from the module built above, and the sdist
+require "$BIN/lib_etcdlock.so" "the Python wheel"
+glibc_check "$BIN/lib_etcdlock.so"
+python3 scripts/pack_wheel.py "$BIN/lib_etcdlock.so" "$version" "$OUT" >/dev/null
+auditwheel show "$OUT"/etcdlock-*.whl | tr '\n' ' ' | grep -q 'manylinux_2_17_x86_64' ||
+  die "auditwheel does not accept the wheel as manylinux2014: $(auditwheel show "$OUT"/etcdlock-*.whl)"
+(cd bindings-python && maturin sdist --out "$OUT" >/dev/null 2>&1) || die "maturin sdist failed"
+
+# --- Node: the package with the prebuilt module next to index.js
+require "$BIN/libetcdlock_node.so" "the npm package"
+glibc_check "$BIN/libetcdlock_node.so"
+n=$work/node
+mkdir -p "$n"
+cp -r bindings-node/{package.json,README.md,index.js,index.d.ts,loader.js,examples,scripts} "$n/"
+install -m 0755 "$BIN/libetcdlock_node.so" "$n/etcdlock.linux-x64-gnu.node"
+(cd "$n" && npm pack --silent --pack-destination "$OUT" >/dev/null) || die "npm pack failed"
+
+# --- Java: deploy the published modules to the file repository dist/maven
+require "$BIN/libetcdlock_jni.so" "the Maven jar"
+glibc_check "$BIN/libetcdlock_jni.so"
+j=$work/java
+mkdir -p "$j" "$work/native/release"
+tar -C bindings-java --exclude=./target --exclude='./*/target' -cf - . | tar -C "$j" -xf -
+install -m 0755 "$BIN/libetcdlock_jni.so" "$work/native/release/libetcdlock_jni.so"
+# The checkout's poms say $version-SNAPSHOT between releases; the artifacts are $version.
+find "$j" -name pom.xml -exec sed -i "s|<version>$version-SNAPSHOT</version>|<version>$version</version>|" {} +
+(cd "$j" && mvn -B -q -Pdist deploy -pl etcdlock,etcdlock-spring -am -DskipTests \
+  -Dcargo.skip=true -Dcargo.target.dir="$work/native" -Detcdlock.dist.url="file://$OUT/maven") ||
+  die "mvn deploy to $OUT/maven failed"
+jar=$OUT/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar
+unzip -l "$jar" | grep -q 'native/linux-x86_64/libetcdlock_jni.so' || die "$jar carries no native library"
+
+step "done"
+(cd "$OUT" && find . -type f \( -name '*.whl' -o -name '*.tar.gz' -o -name '*.tgz' -o -name '*.jar' -o -name '*.pom' \) \
+  -printf '%8k kB  %p\n' | sort -k3)

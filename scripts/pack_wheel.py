@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Pack the abi3 wheel from a native module dist.sh already built.
+
+    pack_wheel.py NATIVE_SO VERSION OUT_DIR
+
+maturin would compile the crate again on its own (a second, differently
+feature-resolved build of tonic, prost, tokio...); dist.sh builds every native
+part in one cargo invocation and this packs the Python one. The layout is what
+`maturin build` makes from bindings-python/pyproject.toml: the pure-Python
+package from python/etcdlock/ plus etcdlock/_etcdlock.abi3.so, tagged
+cp39-abi3-manylinux_2_17_x86_64 (= manylinux2014; auditwheel checks it).
+"""
+import base64, hashlib, os, re, sys, zipfile
+
+here = os.path.dirname(os.path.abspath(__file__))
+pkg_root = os.path.join(here, "..", "bindings-python")
+so, version, out = sys.argv[1:4]
+tag = "cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64"
+name = f"etcdlock-{version}"
+
+try:
+    import tomllib
+except ImportError:  # Python < 3.11
+    tomllib = None
+pyproject = open(os.path.join(pkg_root, "pyproject.toml"), "rb").read()
+project = tomllib.loads(pyproject.decode())["project"] if tomllib else {}
+readme = open(os.path.join(pkg_root, "README.md"), encoding="utf-8").read()
+
+meta = ["Metadata-Version: 2.1", "Name: etcdlock", f"Version: {version}"]
+for c in project.get("classifiers", []):
+    meta.append(f"Classifier: {c}")
+if "description" in project:
+    meta.append(f"Summary: {project['description']}")
+meta.append(f"Requires-Python: {project.get('requires-python', '>=3.9')}")
+meta.append(f"License: {project.get('license', {}).get('text', 'Apache-2.0')}")
+meta.append("Description-Content-Type: text/markdown; charset=UTF-8; variant=GFM")
+metadata = "\n".join(meta) + "\n\n" + readme
+wheel = f"Wheel-Version: 1.0\nGenerator: etcdlock scripts/pack_wheel.py\nRoot-Is-Purelib: false\n"
+for t in tag.split("-", 2)[2].split("."):
+    wheel += f"Tag: cp39-abi3-{t}\n"
+
+files = []
+src = os.path.join(pkg_root, "python", "etcdlock")
+for f in sorted(os.listdir(src)):
+    if f.endswith((".py", ".pyi")) or f == "py.typed":
+        files.append((f"etcdlock/{f}", open(os.path.join(src, f), "rb").read()))
+files.append(("etcdlock/_etcdlock.abi3.so", open(so, "rb").read()))
+di = f"{name}.dist-info"
+files.append((f"{di}/METADATA", metadata.encode()))
+files.append((f"{di}/WHEEL", wheel.encode()))
+
+def digest(b):
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode()
+
+record = "".join(f"{p},{digest(b)},{len(b)}\n" for p, b in files) + f"{di}/RECORD,,\n"
+files.append((f"{di}/RECORD", record.encode()))
+path = os.path.join(out, f"{name}-{tag}.whl")
+with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+    for p, b in files:
+        info = zipfile.ZipInfo(p, date_time=(2020, 1, 1, 0, 0, 0))
+        info.external_attr = (0o755 if p.endswith(".so") else 0o644) << 16
+        info.compress_type = zipfile.ZIP_DEFLATED
+        z.writestr(info, b)
+print(path)
