@@ -213,8 +213,6 @@ enum Woken {
     Acquired,
     /// Something else changed: read the queue again.
     Reread,
-    /// A poll already read the new queue.
-    Read(Queue),
 }
 
 impl Client {
@@ -492,12 +490,8 @@ impl Client {
                             WatchEvent::Created { rev } => {
                                 // The watch starts after `rev`: if the store moved since our
                                 // read, one read closes the gap (both keys).
-                                if rev > queue.rev {
-                                    match self.read_queue(&prefix, &key, my_rev).await {
-                                        Ok(q) if q.pred.as_ref() != Some(&pred) || !q.mine => break Woken::Read(q),
-                                        Ok(_) => {}
-                                        Err(_) => break Woken::Reread,
-                                    }
+                                if rev > queue.rev && !matches!(self.still_there(&pred, &key, my_rev).await, Ok(true)) {
+                                    break Woken::Reread;
                                 }
                                 if pred_is_holder {
                                     next_poll = polls.next().map(|ms| Instant::now() + Duration::from_millis(ms));
@@ -511,8 +505,8 @@ impl Client {
                         }
                     }
                     _ = sleep_opt(next_poll) => {
-                        match self.read_queue(&prefix, &key, my_rev).await {
-                            Ok(q) if q.pred.as_ref() != Some(&pred) || !q.mine => break Woken::Read(q),
+                        match self.still_there(&pred, &key, my_rev).await {
+                            Ok(false) => break Woken::Reread,
                             _ => next_poll = polls.next().map(|ms| Instant::now() + Duration::from_millis(ms)),
                         }
                     }
@@ -525,7 +519,6 @@ impl Client {
                     pending.watches.retain(|w| *w != own_id);
                     return Ok(self.held(name, session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
                 }
-                Woken::Read(q) => q,
                 Woken::Reread => loop {
                     match self.read_queue(&prefix, &key, my_rev).await {
                         Ok(q) => {
@@ -572,12 +565,12 @@ impl Client {
         let closed = self.inner.closed.clone();
         // Wait for a request slot first (nothing written yet, so a cancel here
         // needs no cleanup), then run the request detached.
-        let give_up = deadline.unwrap_or_else(|| Instant::now() + t.request_timeout * 2);
         let slot = tokio::select! {
             biased;
-            s = t.slot(give_up, deadline.is_some()) => s?,
+            s = t.slot(deadline) => s?,
             _ = cancel.cancelled() => return Err(cancelled(name)),
         };
+        let give_up = deadline.unwrap_or_else(|| Instant::now() + t.request_timeout * 2);
         let h = self.inner.handle.spawn(async move {
             let mut uncertain = false;
             if closed.is_cancelled() {
@@ -658,6 +651,25 @@ impl Client {
             Mode::Once => timeout_err(name, timeout),
             _ => Error::new(ErrorCode::WouldBlock, format!("lock {} is held", show(name))),
         }
+    }
+
+    /// Whether the predecessor (as created) and our key both still exist: two
+    /// point reads in one Txn, O(1) however long the queue (the full queue
+    /// read is a sorted range, and etcd reads the whole prefix for those).
+    async fn still_there(&self, pred: &Contender, key: &[u8], my_rev: i64) -> Result<bool> {
+        let txn = Txn::new().and_then([
+            TxnOp::get(pred.key.clone(), Some(GetOptions::new().with_keys_only())),
+            TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
+        ]);
+        let resp = self
+            .call(None, |mut c| {
+                let t = txn.clone();
+                async move { c.txn(t).await }
+            })
+            .await?;
+        let ops = resp.op_responses();
+        let rev_of = |i: usize| kvs(ops.get(i)).first().map(|kv| kv.create_revision());
+        Ok(rev_of(0) == Some(pred.rev) && rev_of(1) == Some(my_rev))
     }
 
     /// Read the queue around our key in one Txn: our key, and the two newest

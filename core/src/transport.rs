@@ -318,22 +318,26 @@ impl Transport {
         F: FnMut(etcd_client::Client) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
+        let permit = self.slot(deadline).await?;
         let give_up = deadline.unwrap_or_else(|| Instant::now() + self.request_timeout * 2);
-        let permit = self.slot(give_up, deadline.is_some()).await?;
         self.call_in_slot(permit, give_up, deadline, uncertain, op).await
     }
 
-    /// A slot among the client's in-flight requests, waited for until `give_up`.
-    /// Taking it before building a request's (large) future keeps a burst of
-    /// 10,000 queued acquisitions small in memory.
-    pub(crate) async fn slot(&self, give_up: Instant, caller_deadline: bool) -> Result<tokio::sync::OwnedSemaphorePermit> {
+    /// A slot among the client's in-flight requests. Taking it before building
+    /// a request's (large) future keeps a burst of 10,000 queued acquisitions
+    /// small in memory. With a caller's deadline the wait ends there
+    /// (`Timeout`); without one it lasts as long as the queue ahead (every
+    /// request in flight is bounded by its own retry budget), and the request's
+    /// own budget starts once it has its slot: time spent queued in this client
+    /// is not etcd being slow.
+    pub(crate) async fn slot(&self, deadline: Option<Instant>) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        let Some(give_up) = deadline else {
+            return self.inflight.clone().acquire_owned().await.map_err(|_| Error::new(ErrorCode::Closed, "the client's request slots are closed"));
+        };
         match tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.clone().acquire_owned()).await {
             Ok(Ok(p)) => Ok(p),
             Ok(Err(_)) => Err(Error::new(ErrorCode::Closed, "the client's request slots are closed")),
-            Err(_) if caller_deadline => {
-                Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client"))
-            }
-            Err(_) => Err(self.unavailable("too many requests queued in this client")),
+            Err(_) => Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client")),
         }
     }
 
