@@ -119,6 +119,7 @@ class AsyncTest {
     @Test
     void guardedOpsInsideACallbackAreRefused() throws Exception {
         String name = uniqueName("asyncguarded");
+        LockGuard held = b.acquire(name); // so the callback surely runs on the runtime thread
         CompletableFuture<String> nested = a.acquireAsync(name).thenApply(g -> {
             try {
                 g.put("data-" + name, "v");
@@ -127,6 +128,8 @@ class AsyncTest {
                 g.close();
             }
         });
+        awaitKeys(name, 2, Duration.ofSeconds(5));
+        held.close();
         ExecutionException e = assertThrows(ExecutionException.class, () -> nested.get(10, TimeUnit.SECONDS));
         assertTrue(e.getCause() instanceof InvalidArgumentException, String.valueOf(e.getCause()));
         awaitKeys(name, 0, Duration.ofSeconds(5));
