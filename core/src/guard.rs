@@ -35,6 +35,10 @@ struct Shared {
     watch_id: Mutex<Option<i64>>,
     /// Our entry in the session's loss listeners.
     listener: Mutex<Option<u64>>,
+    /// A background delete of our key is pending: the key name must stay
+    /// reserved until it is done, or a new acquisition on this session could
+    /// reuse the name and have its fresh key deleted by it.
+    releasing: std::sync::atomic::AtomicBool,
     me: Weak<Shared>,
 }
 
@@ -79,6 +83,7 @@ impl Guard {
             state,
             watch_id: Mutex::new(None),
             listener: Mutex::new(None),
+            releasing: std::sync::atomic::AtomicBool::new(false),
         });
         // No task per guard: the session tells us when it is lost, the client's
         // watch stream when our key goes.
@@ -364,6 +369,7 @@ impl Shared {
     }
 
     fn release_in_background(self: &Arc<Self>) {
+        self.releasing.store(true, std::sync::atomic::Ordering::SeqCst);
         let sh = self.clone();
         self.client.inner.handle.spawn(async move {
             delete_until_gone(&sh.client, &sh.session, &sh.key, false).await;
@@ -462,8 +468,12 @@ impl Drop for Guard {
     fn drop(&mut self) {
         let st = *self.shared.state.borrow();
         if let GuardState::Lost(_) = st {
-            // Our key is gone (or dies with the lost session); free the name for reuse.
-            self.shared.session.release_key(&self.shared.key);
+            // Our key is gone (or dies with the lost session); free the name for
+            // reuse, unless a background delete of it is still pending (it frees the
+            // name when done).
+            if !self.shared.releasing.load(std::sync::atomic::Ordering::SeqCst) {
+                self.shared.session.release_key(&self.shared.key);
+            }
         }
         if st != GuardState::Held || self.shared.client.is_closed() {
             return;

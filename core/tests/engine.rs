@@ -406,3 +406,25 @@ async fn loss_reasons_match_what_happened() {
     assert_ne!(g.lease_id(), lease);
     g.unlock().await.unwrap();
 }
+
+/// Regression: unlocking a lost hold deletes its key in the background; dropping
+/// that guard freed the key name at once, so the next lock on the session reused
+/// the name and the pending delete removed the fresh key (found by Java's
+/// lost-hold re-entry test).
+#[tokio::test]
+async fn a_new_hold_after_a_lost_one_keeps_its_key() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("reuse");
+    let c = client(&etcd, &ns, 10).await;
+    for _ in 0..20 {
+        let g = c.lock("l").await.unwrap();
+        c.etcd().delete(g.key(), None).await.unwrap();
+        tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.unwrap().unwrap();
+        assert_eq!(g.unlock().await.unwrap_err().code(), ErrorCode::LockLost);
+        drop(g);
+        let g2 = c.lock("l").await.unwrap();
+        g2.put("x", "1").await.expect("the fresh hold keeps its key");
+        assert!(g2.is_held());
+        g2.unlock().await.unwrap();
+    }
+}

@@ -156,7 +156,7 @@ class ReentrancyTest {
         assertEquals(0, lock.getHoldCount(), "the stale hold ended");
         assertThrows(IllegalMonitorStateException.class, lock::unlock, "nothing left to unlock");
         // The next call acquires afresh, with a new fencing token.
-        assertTrue(lock.tryLock(1, TimeUnit.SECONDS));
+        assertTrue(lock.tryLock(10, TimeUnit.SECONDS));
         assertTrue(lock.guard().fencingToken() > g.fencingToken());
         assertEquals(1, lock.getHoldCount());
         // lock() on a lost hold throws LockLostException, then works again.
