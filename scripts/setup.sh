@@ -22,6 +22,7 @@ if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+  $SUDO apt-get clean   # the .deb cache is dead weight on a small CI disk
 fi
 
 if ! command -v cargo >/dev/null 2>&1; then
