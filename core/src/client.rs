@@ -174,6 +174,13 @@ impl ClientOptions {
                 self.ttl_secs
             )));
         }
+        if let Some(m) = self.margin {
+            // A margin of the whole TTL or more would make every hold expire
+            // locally before it starts: refuse it rather than clamp in silence.
+            if m >= Duration::from_secs(self.ttl_secs as u64) {
+                return Err(Error::invalid(format!("margin ({m:?}) must be less than the ttl ({} s)", self.ttl_secs)));
+            }
+        }
         if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
             return Err(Error::invalid("timeouts must be positive"));
         }
@@ -196,6 +203,7 @@ pub(crate) struct Inner {
     pub(crate) watch_held_keys: bool,
     session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
+    pub(crate) windows: crate::window::Windows,
     pid: u32,
     pub(crate) handle: tokio::runtime::Handle,
 }
@@ -304,6 +312,7 @@ impl Client {
             watch_held_keys: opts.watch_held_keys,
             session: AsyncMutex::new(None),
             closed,
+            windows: Default::default(),
             pid: crate::runtime::current_pid(),
             handle,
         });

@@ -44,6 +44,7 @@ mod session;
 mod status;
 mod transport;
 mod watch;
+mod window;
 
 pub use client::{Client, ClientOptions, TlsOptions, MAX_NAME_LEN, MAX_TTL_SECS};
 pub use election::{Leader, Leadership, Observer};

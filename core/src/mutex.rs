@@ -262,6 +262,12 @@ impl Client {
             _ => None,
         };
         let cancel = opts.cancel.unwrap_or_default();
+        // Waiters of this client on this lock queue in etcd a few at a time
+        // (window.rs); the place is left when this call returns.
+        let _place = match mode {
+            Mode::Wait => Some(self.enter_window(name, deadline, opts.timeout, &cancel).await?),
+            _ => None,
+        };
         let mut attempts = 0;
         loop {
             // The lease grant is bounded by the deadline itself: if no member
@@ -296,6 +302,22 @@ impl Client {
                 r => return r,
             }
         }
+    }
+
+    /// A place in this client's local queue for `name` (see window.rs).
+    pub(crate) async fn enter_window(
+        &self,
+        name: &str,
+        deadline: Option<Instant>,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<crate::window::Place> {
+        use crate::window::NoPlace;
+        self.inner.windows.enter(&self.prefix(name), deadline, cancel, &self.inner.closed).await.map_err(|n| match n {
+            NoPlace::Deadline => timeout_err(name, timeout),
+            NoPlace::Cancelled => cancelled(name),
+            NoPlace::Closed => closed_err(name),
+        })
     }
 
     pub(crate) fn prefix(&self, name: &str) -> Vec<u8> {

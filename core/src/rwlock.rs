@@ -43,6 +43,7 @@ impl Client {
         if once && self.newest_writer(&prefix, None).await.map_err(ctx)?.is_some() {
             return Err(timeout_err(name, timeout));
         }
+        let _place = if once { None } else { Some(self.enter_window(name, deadline, timeout, &cancel).await?) };
         let session = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(cancelled(name)),

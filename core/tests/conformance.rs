@@ -1,0 +1,270 @@
+//! The conformance table (conformance/cases.json), run by the Rust core
+//! against real etcd. Every language's suite runs the same table; see
+//! conformance/README.md for the steps and how outcomes map to each idiom.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use etcd_client::GetOptions;
+use etcdlock::{Client, ClientOptions, Guard, GuardState, LockOptions};
+use etcdlock_testkit::Etcd;
+use serde_json::Value;
+
+const LANG: &str = "rust";
+
+/// A step's input string: a JSON string, `{"repeat": s, "count": n}`, or an
+/// input Rust cannot express (`utf16` lone surrogates, `bytes` that are not
+/// UTF-8): `None` (the table lists such cases only for languages that can).
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Object(o) if o.contains_key("repeat") => {
+            Some(o["repeat"].as_str()?.repeat(o["count"].as_u64()? as usize))
+        }
+        _ => None,
+    }
+}
+
+fn outcome<T>(r: &etcdlock::Result<T>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("{:?}", e.code()),
+    }
+}
+
+/// Options for a `connect` step, through the one parser every binding uses.
+fn connect_opts(
+    etcd: &Etcd,
+    ns: &str,
+    o: &serde_json::Map<String, Value>,
+) -> etcdlock::Result<ClientOptions> {
+    let num = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        v => v.to_string(),
+    };
+    let mut pairs: Vec<(String, String)> = vec![
+        ("endpoints".into(), etcd.endpoints().join(",")),
+        ("namespace".into(), ns.into()),
+        ("ttl".into(), "10".into()),
+    ];
+    for (k, v) in o {
+        match k.as_str() {
+            "endpoints" => {
+                let list: Vec<String> = v
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|e| e.as_str().unwrap().to_string())
+                    .collect();
+                if list.is_empty() {
+                    // An empty list: no endpoints at all (from_pairs skips empty values).
+                    let mut opts = ClientOptions::from_pairs(
+                        pairs.iter().filter(|(k, _)| k != "endpoints").cloned(),
+                    )?;
+                    opts.endpoints.clear();
+                    return Ok(opts);
+                }
+                pairs.push(("endpoints".into(), list.join(",")));
+            }
+            "ttl" => pairs.push(("ttl".into(), num(v))),
+            "namespace" => pairs.push(("namespace".into(), text(v).expect("namespace"))),
+            "margin_ms" => pairs.push(("margin".into(), format!("{}ms", num(v)))),
+            "connect_timeout_ms" => pairs.push(("connect_timeout".into(), format!("{}ms", num(v)))),
+            other => panic!("unknown connect option {other}"),
+        }
+    }
+    ClientOptions::from_pairs(pairs)
+}
+
+fn timeout(v: Option<&Value>) -> Option<Duration> {
+    match v {
+        None => None,
+        Some(Value::String(s)) if s == "inf" => None,
+        Some(v) => Some(Duration::from_millis(
+            v.as_u64().expect("a timeout Rust can express"),
+        )),
+    }
+}
+
+fn state(g: &Guard) -> &'static str {
+    match g.state() {
+        GuardState::Held => "held",
+        GuardState::Released => "released",
+        GuardState::Lost(_) => "lost",
+    }
+}
+
+async fn run_case(etcd: &Etcd, case: &Value) {
+    let id = case["id"].as_str().unwrap();
+    let ns = common::unique_ns(&format!("conf-{id}"));
+    let mut clients: HashMap<String, Client> = HashMap::new();
+    let mut guards: HashMap<String, Guard> = HashMap::new();
+    for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
+        let op = step["op"].as_str().unwrap();
+        let who = step
+            .get("client")
+            .and_then(Value::as_str)
+            .unwrap_or("a")
+            .to_string();
+        let expect = step.get("expect").cloned().unwrap_or(Value::Null);
+        let want = |got: &str| {
+            let w = match &expect {
+                Value::String(s) => s.clone(),
+                v => v.to_string(),
+            };
+            assert_eq!(
+                got, w,
+                "case {id} step {i} ({op}): got {got}, the table says {w}"
+            );
+        };
+        if op != "connect" && !clients.contains_key(&who) {
+            let c = Client::connect(connect_opts(etcd, &ns, &Default::default()).unwrap())
+                .await
+                .expect("connect");
+            clients.insert(who.clone(), c);
+        }
+        match op {
+            "connect" => {
+                let o = step["options"].as_object().unwrap();
+                let r = match connect_opts(etcd, &ns, o) {
+                    Ok(opts) => Client::connect(opts).await,
+                    Err(e) => Err(e),
+                };
+                want(&outcome(&r));
+                if let Ok(c) = r {
+                    clients.insert(who, c);
+                }
+            }
+            "lock" | "try_lock" => {
+                let c = &clients[&who];
+                let name = text(&step["name"]).expect("a name Rust can express");
+                let r = if op == "lock" {
+                    c.lock_with(
+                        &name,
+                        LockOptions {
+                            timeout: timeout(step.get("timeout_ms")),
+                            cancel: None,
+                        },
+                    )
+                    .await
+                } else {
+                    c.try_lock(&name).await
+                };
+                let got = match &r {
+                    Err(e) if op == "try_lock" && e.code() == etcdlock::ErrorCode::WouldBlock => {
+                        "would_block".into()
+                    }
+                    r => outcome(r),
+                };
+                want(&got);
+                if let (Ok(g), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
+                    guards.insert(var.into(), g);
+                }
+            }
+            "unlock" => want(&outcome(
+                &guards[step["guard"].as_str().unwrap()].unlock().await,
+            )),
+            "put" | "get" | "delete" => {
+                let g = &guards[step["guard"].as_str().unwrap()];
+                let key = text(&step["key"]).expect("key");
+                let got = match op {
+                    "put" => outcome(&g.put(&key, text(&step["value"]).expect("value")).await),
+                    "delete" => outcome(&g.delete(&key).await),
+                    _ => match g.get(&key).await {
+                        Ok(Some(v)) => String::from_utf8(v).unwrap(),
+                        Ok(None) => "null".into(),
+                        r => outcome(&r),
+                    },
+                };
+                want(&got);
+            }
+            "close" => {
+                clients[&who].close().await;
+                want("ok");
+            }
+            "state" => want(state(&guards[step["guard"].as_str().unwrap()])),
+            "keys" => {
+                let c = &clients[&who];
+                let prefix = format!("{ns}{}/", text(&step["name"]).unwrap());
+                let n = c
+                    .etcd()
+                    .get(
+                        prefix,
+                        Some(GetOptions::new().with_prefix().with_count_only()),
+                    )
+                    .await
+                    .unwrap()
+                    .count();
+                want(&n.to_string());
+            }
+            "delete_outside" => {
+                let mut raw = clients.values().next().unwrap().etcd();
+                let prefix = format!("{ns}{}/", text(&step["name"]).unwrap());
+                raw.delete(
+                    prefix,
+                    Some(etcd_client::DeleteOptions::new().with_prefix()),
+                )
+                .await
+                .unwrap();
+            }
+            "await_lost" => {
+                let g = &guards[step["guard"].as_str().unwrap()];
+                let within = Duration::from_millis(step["within_ms"].as_u64().unwrap());
+                let start = Instant::now();
+                let loss = tokio::time::timeout(within, g.wait_lost()).await;
+                let loss = loss.unwrap_or_else(|_| {
+                    panic!("case {id} step {i}: no loss reported within {within:?}")
+                });
+                let reason = loss
+                    .map(|l| format!("{:?}", l.reason))
+                    .unwrap_or_else(|| "released".into());
+                assert!(start.elapsed() <= within);
+                want(&reason);
+            }
+            "token_order" => {
+                let (a, b) = (
+                    &guards[step["first"].as_str().unwrap()],
+                    &guards[step["second"].as_str().unwrap()],
+                );
+                want(if a.fencing_token() < b.fencing_token() {
+                    "ok"
+                } else {
+                    "tokens not increasing"
+                });
+            }
+            other => panic!("case {id}: unknown op {other}"),
+        }
+    }
+    for c in clients.values() {
+        c.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_table() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/cases.json");
+    let table: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let etcd = Etcd::single();
+    let mut ran = 0;
+    let cases = table["cases"].as_array().unwrap();
+    for case in cases {
+        let langs = case.get("langs").and_then(Value::as_array);
+        if langs.is_some_and(|l| !l.iter().any(|x| x == LANG)) {
+            continue;
+        }
+        run_case(&etcd, case).await;
+        ran += 1;
+    }
+    let expected = cases
+        .iter()
+        .filter(|c| {
+            c.get("langs")
+                .and_then(Value::as_array)
+                .is_none_or(|l| l.iter().any(|x| x == LANG))
+        })
+        .count();
+    assert_eq!(ran, expected);
+    println!("conformance: {ran} of {} cases ran for {LANG}", cases.len());
+}
