@@ -52,6 +52,7 @@ pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};
 pub use multi::{MultiGuard, MAX_MULTI};
 pub use mutex::LockOptions;
+pub use window::WINDOW as QUEUED_PER_CLIENT;
 pub use options::{env_var, parse_duration, OPTION_KEYS};
 pub use semaphore::MAX_PERMITS;
 pub use session::Loss;

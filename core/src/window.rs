@@ -26,10 +26,11 @@ use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-/// Waiting keys per client and lock name in etcd at a time. Two, so the next
+/// Waiting keys per client and lock name in etcd's queue at a time (exported
+/// as `etcdlock::QUEUED_PER_CLIENT`). Two, so the next
 /// local waiter is queued (and watching its predecessor) while the one ahead
 /// takes over: a handoff inside one client costs no extra round trip.
-pub(crate) const WINDOW: usize = 2;
+pub const WINDOW: usize = 2;
 
 /// Per-client map of lock prefix -> its window. Entries exist only while some
 /// waiter uses them.

@@ -118,9 +118,12 @@ async fn run_waiters(c: &Client, name: &str, n: usize, mid_wait: impl FnOnce()) 
     let order = Arc::new(std::sync::Mutex::new(Vec::with_capacity(n)));
     let errors = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::with_capacity(n);
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel::<()>();
     for _ in 0..n {
         let (c, order, errors, name) = (c.clone(), order.clone(), errors.clone(), name.to_string());
+        let started_tx = started_tx.clone();
         tasks.push(tokio::spawn(async move {
+            let _ = started_tx.send(());
             match c.lock_with(&name, LockOptions::timeout(Duration::from_secs(120))).await {
                 Ok(g) => {
                     order.lock().unwrap().push(g.fencing_token());
@@ -133,9 +136,16 @@ async fn run_waiters(c: &Client, name: &str, n: usize, mid_wait: impl FnOnce()) 
             }
         }));
     }
-    // Every waiter is queued (n keys besides the holder's) before the holder lets go.
+    // Every waiter is waiting before the holder lets go: its call started, and
+    // etcd's queue holds as many keys of this client as it queues at a time
+    // (the others wait in the client, FIFO); exactly that many, however many wait.
     let t0 = Instant::now();
-    common::await_key_count(c, &format!("{}{name}/", String::from_utf8_lossy(c.namespace())), n + 1).await;
+    for _ in 0..n {
+        started.recv().await.unwrap();
+    }
+    let prefix = format!("{}{name}/", String::from_utf8_lossy(c.namespace()));
+    common::await_key_count(c, &prefix, n.min(etcdlock::QUEUED_PER_CLIENT) + 1).await;
+    assert_eq!(keys(c, &prefix).await.len(), n.min(etcdlock::QUEUED_PER_CLIENT) + 1);
     println!("{n} waiters queued in {:?}", t0.elapsed());
     mid_wait();
     holder.unlock().await.unwrap();
