@@ -89,6 +89,10 @@ pub(crate) struct Queue {
     /// The holder, when the read tells it cheaply: `pred` when it is the only
     /// older key (then its delete hands the lock to us without another read).
     holder: Option<Contender>,
+    /// The key just before `pred`, when the read saw it: watched too, so that
+    /// when it goes (and `pred` takes the lock) we re-read while `pred` holds,
+    /// and `pred`'s own delete then hands the lock over with no read.
+    ahead: Option<Contender>,
     /// The store revision of the read.
     rev: i64,
 }
@@ -213,6 +217,9 @@ enum Woken {
     Acquired,
     /// Something else changed: read the queue again.
     Reread,
+    /// The key ahead of the predecessor went: read the queue again, keeping
+    /// the predecessor's watch.
+    Ahead,
 }
 
 impl Client {
@@ -395,7 +402,8 @@ impl Client {
             } else {
                 let pred = newest.get(1).map(Contender::of);
                 let holder = if newest.len() == 2 { pred.clone() } else { None };
-                (my_rev, Queue { mine: true, pred, holder, rev: my_rev })
+                let ahead = newest.get(2).map(Contender::of);
+                (my_rev, Queue { mine: true, pred, holder, ahead, rev: my_rev })
             }
         } else {
             // Our key was already there: an earlier attempt of this very Txn landed
@@ -439,7 +447,19 @@ impl Client {
         let mut own_id = hub.watch(key.clone(), own.sink());
         pending.watches.push(own_id);
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
-        let mut gen = 0u64;
+        // Every watch this wait starts gets a tag; events of watches no longer
+        // current are dropped.
+        let mut tags = 0u64;
+        let watch = |key: &[u8], tags: &mut u64| {
+            *tags += 1;
+            let (tag, tx) = (*tags, ev_tx.clone());
+            (tag, hub.watch(key.to_vec(), Arc::new(move |ev| {
+                let _ = tx.send((tag, ev));
+            })))
+        };
+        // The predecessor's watch lives as long as the predecessor: a re-read
+        // that finds the same predecessor keeps it (no new watch, no gap).
+        let mut pred_w: Option<(Contender, u64, i64)> = None;
         let mut waited_on: Vec<Vec<u8>> = Vec::new();
         let closed = self.inner.closed.clone();
         let mut backoff = Duration::from_millis(25);
@@ -456,17 +476,34 @@ impl Client {
                 waited_on.push(pred.key.clone());
             }
             tracing::trace!(lock = name, pred = %String::from_utf8_lossy(&pred.key), "waiting for predecessor");
-            gen += 1;
-            let g = gen;
-            let tx = ev_tx.clone();
-            let pred_id = hub.watch(pred.key.clone(), Arc::new(move |ev| {
-                let _ = tx.send((g, ev));
-            }));
-            pending.watches.push(pred_id);
             let pred_is_holder = queue.holder.as_ref() == Some(&pred);
+            let fresh = !matches!(&pred_w, Some((p, _, _)) if *p == pred);
+            if fresh {
+                if let Some((_, _, id)) = pred_w.take() {
+                    hub.cancel(id);
+                    pending.watches.retain(|w| *w != id);
+                }
+                let (tag, id) = watch(&pred.key, &mut tags);
+                pending.watches.push(id);
+                pred_w = Some((pred.clone(), tag, id));
+            }
+            let (pred_tag, pred_id) = pred_w.as_ref().map(|(_, t, id)| (*t, *id)).unwrap_or_default();
+            // Look ahead: watch the key before the predecessor too. Its delete
+            // (the predecessor takes the lock) is answered by a re-read while the
+            // predecessor holds, off the handoff's path. A missed event there
+            // only costs that read later; the predecessor's watch decides.
+            let ahead = match (&queue.ahead, pred_is_holder) {
+                (Some(a), false) => {
+                    let (tag, id) = watch(&a.key, &mut tags);
+                    pending.watches.push(id);
+                    Some((tag, id))
+                }
+                _ => None,
+            };
+            let ahead_tag = ahead.map(|(t, _)| t).unwrap_or(0);
             // etcd turns "now" into a revision before it registers the watch; a
             // write in between leaves the watch unsynced, served by a 100 ms
-            // catch-up loop (what caps Go's Mutex at ~80 handoffs/s). For the
+            // catch-up loop (what caps Go's Mutex at ~80 handoffs/s). For a new
             // watch on the holder, a few reads in its first ~115 ms close that
             // window; deeper waiters have time for the loop to catch up.
             let mut polls = [5u64, 10, 20, 40, 40].into_iter();
@@ -506,8 +543,16 @@ impl Client {
                             break Woken::Reread;
                         }
                     },
-                    Some((g, ev)) = ev_rx.recv() => {
-                        if g != gen { continue; }
+                    Some((tag, ev)) = ev_rx.recv() => {
+                        if tag == ahead_tag && tag != 0 {
+                            // The key ahead of our predecessor went: re-read (the
+                            // predecessor's watch stays).
+                            if matches!(ev, WatchEvent::Deleted { .. }) {
+                                break Woken::Ahead;
+                            }
+                            continue;
+                        }
+                        if tag != pred_tag { continue; }
                         match ev {
                             WatchEvent::Created { rev } => {
                                 // The watch starts after `rev`: if the store moved since our
@@ -515,7 +560,7 @@ impl Client {
                                 if rev > queue.rev && !matches!(self.still_there(&pred, &key, my_rev).await, Ok(true)) {
                                     break Woken::Reread;
                                 }
-                                if pred_is_holder {
+                                if pred_is_holder && fresh {
                                     next_poll = polls.next().map(|ms| Instant::now() + Duration::from_millis(ms));
                                 }
                             }
@@ -534,14 +579,22 @@ impl Client {
                     }
                 }
             };
-            hub.cancel(pred_id);
-            pending.watches.retain(|w| *w != pred_id);
+            if let Some((_, id)) = ahead {
+                hub.cancel(id);
+                pending.watches.retain(|w| *w != id);
+            }
+            if !matches!(woken, Woken::Ahead) {
+                // The predecessor changed (or we hold): its watch is done.
+                hub.cancel(pred_id);
+                pending.watches.retain(|w| *w != pred_id);
+                pred_w = None;
+            }
             queue = match woken {
                 Woken::Acquired => {
                     pending.watches.retain(|w| *w != own_id);
                     return Ok(self.held(name, session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
                 }
-                Woken::Reread => loop {
+                Woken::Reread | Woken::Ahead => loop {
                     match self.read_queue(&prefix, &key, my_rev).await {
                         Ok(q) => {
                             backoff = Duration::from_millis(25);
@@ -717,7 +770,8 @@ impl Client {
         if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
             let pred = newest.first().map(Contender::of);
             let holder = if newest.len() == 1 { pred.clone() } else { None };
-            return Ok(Queue { mine, pred, holder, rev });
+            let ahead = newest.get(1).map(Contender::of);
+            return Ok(Queue { mine, pred, holder, ahead, rev });
         }
         let p = prefix.to_vec();
         let all = self
@@ -727,7 +781,8 @@ impl Client {
             })
             .await?;
         let direct: Vec<Contender> = all.kvs().iter().filter(|kv| is_direct_child(prefix, kv.key())).map(Contender::of).collect();
-        Ok(Queue { mine, pred: direct.last().cloned(), holder: direct.first().cloned(), rev })
+        let ahead = direct.len().checked_sub(2).map(|i| direct[i].clone());
+        Ok(Queue { mine, pred: direct.last().cloned(), holder: direct.first().cloned(), ahead, rev })
     }
 
     pub(crate) fn held(

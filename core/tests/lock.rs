@@ -434,3 +434,35 @@ async fn a_waiter_whose_key_is_revoked_fails_at_once() {
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
     assert!(g.is_held());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_leaving_between_the_holder_and_us_never_hands_us_the_lock_early() {
+    // C waits behind B (its predecessor) and watches A (the key ahead of B,
+    // here the holder). B gives up: C must then wait for A, not take the lock.
+    let etcd = Etcd::single();
+    let ns = unique_ns("ahead");
+    let prefix = format!("{ns}q/");
+    let (a, b, c) = (client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await);
+    let ga = a.lock("q").await.unwrap();
+    let cancel_b = CancellationToken::new();
+    let opts_b = LockOptions { timeout: None, cancel: Some(cancel_b.clone()) };
+    let tb = tokio::spawn(async move { b.lock_with("q", opts_b).await.map(|g| g.fencing_token()) });
+    await_key_count(&a, &prefix, 2).await;
+    let tc = tokio::spawn(async move { c.lock("q").await });
+    await_key_count(&a, &prefix, 3).await;
+    cancel_b.cancel();
+    assert_eq!(tb.await.unwrap().unwrap_err().code(), ErrorCode::Cancelled);
+    await_key_count(&a, &prefix, 2).await;
+    // Round trips through the holder while C has every chance to misread B's delete.
+    for i in 0..5 {
+        ga.put("probe", i.to_string()).await.unwrap();
+        assert!(!tc.is_finished(), "C took the lock while A held it");
+    }
+    assert!(ga.is_held());
+    let token_a = ga.fencing_token();
+    ga.unlock().await.unwrap();
+    let gc = tc.await.unwrap().unwrap();
+    assert!(gc.fencing_token() > token_a);
+    assert_eq!(keys(&a, &prefix).await.len(), 1);
+    gc.unlock().await.unwrap();
+}
