@@ -224,8 +224,10 @@ enum Woken {
 
 impl Client {
     /// Wait for the lock `name` and hold it. Waiters are served in the order they
-    /// arrived (create_revision). Dropping the future cancels the wait and removes
-    /// the waiter's key.
+    /// arrived: by create_revision in etcd, and in call order among this
+    /// client's waiters, who queue in the client and keep at most
+    /// [`crate::QUEUED_PER_CLIENT`] keys in etcd's queue at a time. Dropping the
+    /// future cancels the wait and removes the waiter's key.
     ///
     /// ```no_run
     /// # async fn demo() -> etcdlock::Result<()> {
