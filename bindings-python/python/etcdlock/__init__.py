@@ -285,6 +285,8 @@ class Lock:
                 t = self.timeout
             elif t is not None and t < 0:
                 raise ValueError("timeout value must be a non-negative number or -1")
+            elif t is not None and t > threading.TIMEOUT_MAX:
+                raise OverflowError("timeout value is too large")
             if t == 0:
                 g = self._client._native.try_lock(self.name)
             else:
@@ -336,7 +338,9 @@ class Lock:
                 raise
 
     def __repr__(self) -> str:
-        return f"<etcdlock.Lock name={self.name!r} locked={self.locked()}>"
+        # threading.Lock's shape: "<unlocked _thread.lock object at 0x...>".
+        state = "locked" if self.locked() else "unlocked"
+        return f"<{state} etcdlock.Lock object name={self.name!r} at {id(self):#x}>"
 
 
 class AsyncGuard:
