@@ -98,8 +98,13 @@ def test_async_fifo_and_fencing(endpoints: List[str], name: str) -> None:
             order: List[int] = []
             tokens: List[int] = [holder.fencing_token]
 
+            # One client per waiter: a client's own waiters take turns in the
+            # client (at most 2 keys in etcd's queue), so arrival order in etcd
+            # is set across clients.
+            clients = [await etcdlock.AsyncClient(endpoints=endpoints).connect() for _ in range(5)]
+
             async def waiter(i: int) -> None:
-                async with c.lock(name, timeout=30) as g:
+                async with clients[i].lock(name, timeout=30) as g:
                     order.append(i)
                     tokens.append(g.fencing_token)
 
@@ -109,6 +114,8 @@ def test_async_fifo_and_fencing(endpoints: List[str], name: str) -> None:
                 await wait_keys(endpoints, name + "/", i + 2)
             await holder.unlock()
             await asyncio.gather(*tasks)
+            for other in clients:
+                await other.close()
             assert order == list(range(5))
             assert tokens == sorted(tokens) and len(set(tokens)) == 6
 

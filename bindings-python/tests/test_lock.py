@@ -110,9 +110,14 @@ def test_fifo_order(client: etcdlock.Client, endpoints: List[str], name: str) ->
     errors: List[BaseException] = []
     n = 5
 
+    # One client per waiter: a client's own waiters take turns in the client
+    # and keep at most 2 keys in etcd's queue, so arrival in etcd is visible
+    # (and ordered) only across clients.
+    clients = [etcdlock.Client(endpoints=endpoints) for _ in range(n)]
+
     def waiter(i: int) -> None:
         try:
-            with client.lock(name, timeout=30):
+            with clients[i].lock(name, timeout=30):
                 order.append(i)
         except BaseException as e:
             errors.append(e)
@@ -127,6 +132,8 @@ def test_fifo_order(client: etcdlock.Client, endpoints: List[str], name: str) ->
     holder.unlock()
     for t in threads:
         t.join(30)
+    for c in clients:
+        c.close()
     assert errors == []
     assert order == list(range(n))
     assert etcdctl_keys(endpoints, name + "/") == []
