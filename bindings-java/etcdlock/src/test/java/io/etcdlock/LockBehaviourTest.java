@@ -110,10 +110,17 @@ class LockBehaviourTest {
         List<Integer> order = Collections.synchronizedList(new ArrayList<>());
         List<Thread> threads = new ArrayList<>();
         LockGuard first = a.acquire(name);
+        // One client per waiter: a client's own waiters take turns in the
+        // client (at most 2 keys in etcd's queue), so arrival order in etcd is
+        // set across clients.
+        List<EtcdLockClient> clients = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            clients.add(client());
+        }
         for (int i = 0; i < n; i++) {
             final int id = i;
             Thread t = new Thread(() -> {
-                try (LockGuard g = (id % 2 == 0 ? a : b).acquire(name, Duration.ofSeconds(30))) {
+                try (LockGuard g = clients.get(id).acquire(name, Duration.ofSeconds(30))) {
                     order.add(id);
                 }
             });
@@ -125,6 +132,7 @@ class LockBehaviourTest {
         for (Thread t : threads) {
             t.join(30_000);
         }
+        clients.forEach(EtcdLockClient::close);
         assertEquals(List.of(0, 1, 2, 3, 4), order);
         assertEquals(0, keysUnder(name));
     }
