@@ -23,10 +23,8 @@ create_exception!(
     "Base class of every etcdlock error. `.code` is the core error code name, `.message` the message, `.reason` the loss reason (LockLostError) or None."
 );
 create_exception!(etcdlock, InvalidArgumentError, LockError, "Bad argument: empty or oversized name, TTL out of range, bad endpoint, bad TLS file, misuse (code InvalidArgument).");
-create_exception!(etcdlock, TimeoutError, LockError, "The lock was not acquired within the deadline (code Timeout).");
 create_exception!(etcdlock, WouldBlockError, LockError, "try-lock found the lock held (code WouldBlock); `try_lock` returns None instead.");
 create_exception!(etcdlock, LockLostError, LockError, "The hold ended without unlock; `.reason` says why (code LockLost).");
-create_exception!(etcdlock, NotHeldError, LockError, "Operation on a lock this handle does not hold, e.g. after unlock (code NotHeld).");
 create_exception!(etcdlock, CancelledError, LockError, "The wait was cancelled (code Cancelled).");
 create_exception!(etcdlock, UnavailableError, LockError, "etcd unreachable after retries; the message names the endpoints (code Unavailable).");
 create_exception!(etcdlock, AuthFailedError, LockError, "etcd rejected the credentials (code AuthFailed).");
@@ -34,15 +32,65 @@ create_exception!(etcdlock, PermissionDeniedError, LockError, "etcd RBAC denies 
 create_exception!(etcdlock, ClosedError, LockError, "The client was closed, or was created before fork() in a parent process (code Closed).");
 create_exception!(etcdlock, InternalError, LockError, "A bug in etcdlock, reported instead of crashing (code Internal).");
 
+/// `etcdlock.TimeoutError` and `etcdlock.NotHeldError` also subclass the
+/// builtin they are named after or mean (`TimeoutError`, `RuntimeError`), so
+/// `except TimeoutError:` catches a lock timeout as it does a socket one and
+/// the name shadows no builtin it does not extend. Built once with `type()`
+/// (two bases; `create_exception!` takes one).
+static TIMEOUT_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static NOT_HELD_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+fn two_base_exception<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyType>>,
+    name: &str,
+    builtin: &str,
+    doc: &str,
+) -> Bound<'py, PyType> {
+    cell.get_or_init(py, || {
+        let make = || -> PyResult<Py<PyType>> {
+            let builtins = py.import("builtins")?;
+            let bases = (py.get_type::<LockError>(), builtins.getattr(builtin)?);
+            let dict = pyo3::types::PyDict::new(py);
+            dict.set_item("__module__", "etcdlock")?;
+            dict.set_item("__doc__", doc)?;
+            Ok(builtins.getattr("type")?.call1((name, bases, dict))?.cast_into::<PyType>()?.unbind())
+        };
+        make().expect("creating an etcdlock exception class")
+    })
+    .bind(py)
+    .clone()
+}
+
+fn timeout_error(py: Python<'_>) -> Bound<'_, PyType> {
+    two_base_exception(
+        py,
+        &TIMEOUT_ERROR,
+        "TimeoutError",
+        "TimeoutError",
+        "The lock was not acquired within the deadline (code Timeout). Also a builtin TimeoutError.",
+    )
+}
+
+fn not_held_error(py: Python<'_>) -> Bound<'_, PyType> {
+    two_base_exception(
+        py,
+        &NOT_HELD_ERROR,
+        "NotHeldError",
+        "RuntimeError",
+        "Operation on a lock this handle does not hold, e.g. after unlock (code NotHeld). Also a RuntimeError, like releasing an unlocked threading.Lock.",
+    )
+}
+
 type CoreError = etcdlock::Error;
 
 fn exc_type(py: Python<'_>, code: ErrorCode) -> Bound<'_, PyType> {
     match code {
         ErrorCode::InvalidArgument => py.get_type::<InvalidArgumentError>(),
-        ErrorCode::Timeout => py.get_type::<TimeoutError>(),
+        ErrorCode::Timeout => timeout_error(py),
         ErrorCode::WouldBlock => py.get_type::<WouldBlockError>(),
         ErrorCode::LockLost => py.get_type::<LockLostError>(),
-        ErrorCode::NotHeld => py.get_type::<NotHeldError>(),
+        ErrorCode::NotHeld => not_held_error(py),
         ErrorCode::Cancelled => py.get_type::<CancelledError>(),
         ErrorCode::Unavailable => py.get_type::<UnavailableError>(),
         ErrorCode::AuthFailed => py.get_type::<AuthFailedError>(),
@@ -83,13 +131,40 @@ fn pos_secs(what: &str, s: f64) -> Result<Duration, CoreError> {
     Ok(Duration::from_secs_f64(s))
 }
 
+/// A `str` as UTF-8. A str UTF-8 cannot encode (a lone surrogate, e.g. from
+/// `surrogateescape` or a JS/Java-style UTF-16 string) is InvalidArgumentError,
+/// never a bare UnicodeEncodeError and never a lossy conversion (which would
+/// silently lock or write another name).
+fn utf8(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
+    let py = s.py();
+    s.extract::<String>().map_err(|cause| {
+        let e = to_pyerr(py, &invalid(format!("{what} is not valid Unicode text (it contains a lone surrogate): {cause}")));
+        e.set_cause(py, Some(cause));
+        e
+    })
+}
+
+fn opt_utf8(s: Option<Bound<'_, PyString>>, what: &str) -> PyResult<Option<String>> {
+    s.map(|s| utf8(&s, what)).transpose()
+}
+
+/// The connect arguments that are text, checked by [`utf8`].
+fn text_args(
+    endpoints: Option<Vec<Bound<'_, PyString>>>,
+    strs: [(Option<Bound<'_, PyString>>, &str); 7],
+) -> PyResult<(Option<Vec<String>>, Vec<Option<String>>)> {
+    let endpoints = endpoints.map(|v| v.iter().map(|e| utf8(e, "endpoint")).collect::<PyResult<Vec<_>>>()).transpose()?;
+    let strs = strs.into_iter().map(|(s, what)| opt_utf8(s, what)).collect::<PyResult<Vec<_>>>()?;
+    Ok((endpoints, strs))
+}
+
 /// `str` or `bytes` as bytes; anything else is a TypeError.
 fn key_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     if let Ok(b) = obj.cast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());
     }
     if let Ok(s) = obj.cast::<PyString>() {
-        return Ok(s.extract::<String>()?.into_bytes());
+        return Ok(utf8(s, what)?.into_bytes());
     }
     Err(PyTypeError::new_err(format!(
         "{what} must be str or bytes, not {}",
@@ -201,18 +276,33 @@ fn none(py: Python<'_>) -> Py<PyAny> {
 /// Options as given from Python, over the `ETCDLOCK_*` environment defaults.
 #[allow(clippy::too_many_arguments)]
 fn build_options(
-    endpoints: Option<Vec<String>>,
+    endpoints: Option<Vec<Bound<'_, PyString>>>,
     ttl: Option<&Bound<'_, PyAny>>,
-    namespace: Option<String>,
-    username: Option<String>,
-    password: Option<String>,
-    ca: Option<String>,
-    cert: Option<String>,
-    key: Option<String>,
-    domain: Option<String>,
+    namespace: Option<Bound<'_, PyString>>,
+    username: Option<Bound<'_, PyString>>,
+    password: Option<Bound<'_, PyString>>,
+    ca: Option<Bound<'_, PyString>>,
+    cert: Option<Bound<'_, PyString>>,
+    key: Option<Bound<'_, PyString>>,
+    domain: Option<Bound<'_, PyString>>,
     connect_timeout: f64,
     request_timeout: f64,
+    margin: Option<f64>,
 ) -> PyResult<Result<ClientOptions, CoreError>> {
+    let (endpoints, strs) = text_args(
+        endpoints,
+        [
+            (namespace, "namespace"),
+            (username, "username"),
+            (password, "password"),
+            (ca, "ca"),
+            (cert, "cert"),
+            (key, "key"),
+            (domain, "domain"),
+        ],
+    )?;
+    let [namespace, username, password, ca, cert, key, domain]: [Option<String>; 7] =
+        strs.try_into().expect("seven text arguments");
     let ttl = match ttl {
         None => None,
         Some(t) if t.is_none() => None,
@@ -241,6 +331,7 @@ fn build_options(
             ("tls_cert", cert.is_some()),
             ("tls_key", key.is_some()),
             ("tls_domain", domain.is_some()),
+            ("margin", margin.is_some()),
         ] {
             if is {
                 given.push(k);
@@ -278,6 +369,16 @@ fn build_options(
         }
         o.connect_timeout = pos_secs("connect_timeout", connect_timeout)?;
         o.request_timeout = pos_secs("request_timeout", request_timeout)?;
+        if let Some(m) = margin {
+            // Not clamped: core refuses a margin not below the TTL.
+            if m.is_nan() || m < 0.0 {
+                return Err(invalid(format!("margin must be a non-negative number of seconds, got {m}")));
+            }
+            o.margin = Some(
+                Duration::try_from_secs_f64(m)
+                    .map_err(|_| invalid(format!("margin ({m} s) must be less than the ttl ({} s)", o.ttl_secs)))?,
+            );
+        }
         Ok(o)
     };
     Ok(build())
@@ -295,23 +396,24 @@ struct NativeClient {
 impl NativeClient {
     /// Connect (blocking, interruptible by Ctrl-C).
     #[staticmethod]
-    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=5.0, request_timeout=5.0))]
+    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=5.0, request_timeout=5.0, margin=None))]
     #[allow(clippy::too_many_arguments)]
     fn connect(
         py: Python<'_>,
-        endpoints: Option<Vec<String>>,
+        endpoints: Option<Vec<Bound<'_, PyString>>>,
         ttl: Option<&Bound<'_, PyAny>>,
-        namespace: Option<String>,
-        username: Option<String>,
-        password: Option<String>,
-        ca: Option<String>,
-        cert: Option<String>,
-        key: Option<String>,
-        domain: Option<String>,
+        namespace: Option<Bound<'_, PyString>>,
+        username: Option<Bound<'_, PyString>>,
+        password: Option<Bound<'_, PyString>>,
+        ca: Option<Bound<'_, PyString>>,
+        cert: Option<Bound<'_, PyString>>,
+        key: Option<Bound<'_, PyString>>,
+        domain: Option<Bound<'_, PyString>>,
         connect_timeout: f64,
         request_timeout: f64,
+        margin: Option<f64>,
     ) -> PyResult<NativeClient> {
-        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout)?
+        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout, margin)?
             .map_err(|e| to_pyerr(py, &e))?;
         let inner = wait(py, async move { Client::connect(opts).await })?;
         Ok(NativeClient { inner, pid: std::process::id() })
@@ -319,23 +421,24 @@ impl NativeClient {
 
     /// Connect, as an awaitable of the running asyncio loop.
     #[staticmethod]
-    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=5.0, request_timeout=5.0))]
+    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=5.0, request_timeout=5.0, margin=None))]
     #[allow(clippy::too_many_arguments)]
     fn connect_async(
         py: Python<'_>,
-        endpoints: Option<Vec<String>>,
+        endpoints: Option<Vec<Bound<'_, PyString>>>,
         ttl: Option<&Bound<'_, PyAny>>,
-        namespace: Option<String>,
-        username: Option<String>,
-        password: Option<String>,
-        ca: Option<String>,
-        cert: Option<String>,
-        key: Option<String>,
-        domain: Option<String>,
+        namespace: Option<Bound<'_, PyString>>,
+        username: Option<Bound<'_, PyString>>,
+        password: Option<Bound<'_, PyString>>,
+        ca: Option<Bound<'_, PyString>>,
+        cert: Option<Bound<'_, PyString>>,
+        key: Option<Bound<'_, PyString>>,
+        domain: Option<Bound<'_, PyString>>,
         connect_timeout: f64,
         request_timeout: f64,
+        margin: Option<f64>,
     ) -> PyResult<Py<PyAny>> {
-        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout)?
+        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout, margin)?
             .map_err(|e| to_pyerr(py, &e))?;
         to_asyncio(py, async move { Client::connect(opts).await }, |py, c| {
             Ok(Py::new(py, NativeClient { inner: c, pid: std::process::id() })?.into_any())
@@ -344,17 +447,18 @@ impl NativeClient {
 
     /// Wait for the lock `name`, at most `timeout` seconds if given.
     #[pyo3(signature = (name, timeout=None))]
-    fn lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<NativeGuard> {
+    fn lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>) -> PyResult<NativeGuard> {
         let this = slf.get();
+        let name = utf8(name, "lock name")?;
         let timeout = opt_secs("timeout", timeout).map_err(|e| to_pyerr(py, &e))?;
-        let (c, name) = (this.inner.clone(), name.to_string());
+        let c = this.inner.clone();
         let g = wait(py, async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await })?;
         Ok(NativeGuard::new(g, slf.clone().unbind()))
     }
 
     /// Take the lock if free; None if held.
-    fn try_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &str) -> PyResult<Option<NativeGuard>> {
-        let (c, name) = (slf.get().inner.clone(), name.to_string());
+    fn try_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<Option<NativeGuard>> {
+        let (c, name) = (slf.get().inner.clone(), utf8(name, "lock name")?);
         let r = wait(py, async move {
             match c.try_lock(&name).await {
                 Ok(g) => Ok(Some(g)),
@@ -367,9 +471,10 @@ impl NativeClient {
 
     /// `lock` as an awaitable.
     #[pyo3(signature = (name, timeout=None))]
-    fn lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &str, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+    fn lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        let name = utf8(name, "lock name")?;
         let timeout = opt_secs("timeout", timeout).map_err(|e| to_pyerr(py, &e))?;
-        let (c, name) = (slf.get().inner.clone(), name.to_string());
+        let c = slf.get().inner.clone();
         let me = slf.clone().unbind();
         to_asyncio(py, async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await }, |py, g| {
             Ok(Py::new(py, NativeGuard::new(g, me))?.into_any())
@@ -377,8 +482,8 @@ impl NativeClient {
     }
 
     /// `try_lock` as an awaitable.
-    fn try_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &str) -> PyResult<Py<PyAny>> {
-        let (c, name) = (slf.get().inner.clone(), name.to_string());
+    fn try_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<Py<PyAny>> {
+        let (c, name) = (slf.get().inner.clone(), utf8(name, "lock name")?);
         let me = slf.clone().unbind();
         to_asyncio(
             py,
@@ -592,6 +697,18 @@ impl NativeGuard {
     /// thread), so it may call blocking etcdlock methods. If the hold is
     /// already lost, it is called soon after registration.
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+        // Refuse a non-callable now, not as an unraisable error on a thread
+        // at the moment the hold is lost (or never, if it is not).
+        Python::attach(|py| -> PyResult<()> {
+            let cb = callback.bind(py);
+            if !cb.is_callable() {
+                return Err(PyTypeError::new_err(format!(
+                    "on_lost() needs a callable, not {}",
+                    cb.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                )));
+            }
+            Ok(())
+        })?;
         let mut rx = self.g.subscribe();
         // Poll the state through the guard now, so a loss already past its
         // deadline is reported even if no task has marked it yet.
@@ -638,11 +755,12 @@ impl NativeGuard {
         exc_type: Option<&Bound<'_, PyAny>>,
         _exc: Option<&Bound<'_, PyAny>>,
         _tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<bool> {
+    ) -> PyResult<()> {
+        // Returns None (never suppresses the block's exception).
         let r = self.unlock(py);
         match exc_type {
-            Some(t) if !t.is_none() => Ok(false),
-            _ => r.map(|_| false),
+            Some(t) if !t.is_none() => Ok(()),
+            _ => r,
         }
     }
 

@@ -19,6 +19,19 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 WORKER = str(HERE / "worker.py")
 
+#: Filled by test_conformance.py: the language, how many cases the table has,
+#: the ids listed for Python and the ids that ran to their end.
+CONFORMANCE: dict = {}
+
+
+def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untyped-def]
+    if CONFORMANCE.get("active"):  # the table's tests were selected
+        ran, lang = CONFORMANCE["ran"], CONFORMANCE["lang"]
+        terminalreporter.write_line(f"conformance: {len(ran)} of {CONFORMANCE['total']} cases ran for {lang}")
+        missing = [i for i in CONFORMANCE["listed"] if i not in ran]
+        if missing:
+            terminalreporter.write_line(f"conformance: listed for {lang} and not run: {', '.join(missing)}")
+
 
 def harness_path() -> str:
     p = os.environ.get("ETCD_HARNESS")

@@ -97,25 +97,26 @@ def test_async_fifo_and_fencing(endpoints: List[str], name: str) -> None:
             holder = await c.acquire(name)
             order: List[int] = []
             tokens: List[int] = [holder.fencing_token]
-
-            # One client per waiter: a client's own waiters take turns in the
-            # client (at most 2 keys in etcd's queue), so arrival order in etcd
-            # is set across clients.
-            clients = [await etcdlock.AsyncClient(endpoints=endpoints).connect() for _ in range(5)]
+            # One client per waiter: waiters of one client queue locally with
+            # at most 2 keys in etcd at a time (core's window), so only
+            # waiters of different clients each show a key queued in etcd.
+            waiters = [await etcdlock.AsyncClient(endpoints=endpoints).connect() for _ in range(5)]
 
             async def waiter(i: int) -> None:
-                async with clients[i].lock(name, timeout=30) as g:
+                async with waiters[i].lock(name, timeout=30) as g:
                     order.append(i)
                     tokens.append(g.fencing_token)
 
             tasks = []
-            for i in range(5):
-                tasks.append(asyncio.ensure_future(waiter(i)))
-                await wait_keys(endpoints, name + "/", i + 2)
-            await holder.unlock()
-            await asyncio.gather(*tasks)
-            for other in clients:
-                await other.close()
+            try:
+                for i in range(5):
+                    tasks.append(asyncio.ensure_future(waiter(i)))
+                    await wait_keys(endpoints, name + "/", i + 2)
+                await holder.unlock()
+                await asyncio.gather(*tasks)
+            finally:
+                for w in waiters:
+                    await w.close()
             assert order == list(range(5))
             assert tokens == sorted(tokens) and len(set(tokens)) == 6
 

@@ -109,31 +109,32 @@ def test_fifo_order(client: etcdlock.Client, endpoints: List[str], name: str) ->
     order: List[int] = []
     errors: List[BaseException] = []
     n = 5
-
-    # One client per waiter: a client's own waiters take turns in the client
-    # and keep at most 2 keys in etcd's queue, so arrival in etcd is visible
-    # (and ordered) only across clients.
-    clients = [etcdlock.Client(endpoints=endpoints) for _ in range(n)]
+    # One client per waiter: waiters of one client queue locally and keep at
+    # most 2 keys in etcd at a time (core's window), so only waiters of
+    # different clients each show a key queued in etcd.
+    waiters = [etcdlock.Client(endpoints=endpoints) for _ in range(n)]
 
     def waiter(i: int) -> None:
         try:
-            with clients[i].lock(name, timeout=30):
+            with waiters[i].lock(name, timeout=30):
                 order.append(i)
         except BaseException as e:
             errors.append(e)
 
     threads = []
-    for i in range(n):
-        t = threading.Thread(target=waiter, args=(i,))
-        t.start()
-        threads.append(t)
-        # the next waiter starts only once this one's key is queued in etcd
-        wait_until(lambda: len(etcdctl_keys(endpoints, name + "/")) == i + 2, what=f"waiter {i} queued")
-    holder.unlock()
-    for t in threads:
-        t.join(30)
-    for c in clients:
-        c.close()
+    try:
+        for i in range(n):
+            t = threading.Thread(target=waiter, args=(i,))
+            t.start()
+            threads.append(t)
+            # the next waiter starts only once this one's key is queued in etcd
+            wait_until(lambda: len(etcdctl_keys(endpoints, name + "/")) == i + 2, what=f"waiter {i} queued")
+        holder.unlock()
+        for t in threads:
+            t.join(30)
+    finally:
+        for c in waiters:
+            c.close()
     assert errors == []
     assert order == list(range(n))
     assert etcdctl_keys(endpoints, name + "/") == []

@@ -35,6 +35,11 @@ def test_package_example_and_bench_type_check() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_return_inside_with_guard_is_not_a_missing_return() -> None:
+    r = mypy(HERE / "typing_with_return.py")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_misuse_is_rejected() -> None:
     r = mypy(HERE / "typing_bad.py")
     assert r.returncode == 1, r.stdout + r.stderr

@@ -159,6 +159,12 @@ class Client:
         ca, cert, key: PEM file paths for TLS / mutual TLS.
         domain: TLS server name to verify instead of the endpoint host.
         connect_timeout, request_timeout: seconds (default 5.0 each).
+        margin: seconds taken off the TTL for local loss detection (default:
+            TTL/5, at most 2 s; ``$ETCDLOCK_MARGIN``). A margin not below the
+            TTL is :class:`InvalidArgumentError`.
+
+    Text arguments (names, keys, values, namespace, ...) that UTF-8 cannot
+    encode (a lone surrogate) raise :class:`InvalidArgumentError`.
     """
 
     def __init__(
@@ -174,6 +180,7 @@ class Client:
         domain: Optional[str] = None,
         connect_timeout: float = 5.0,
         request_timeout: float = 5.0,
+        margin: Optional[float] = None,
     ) -> None:
         self._native = NativeClient.connect(
             _endpoints(endpoints),
@@ -187,6 +194,7 @@ class Client:
             domain,
             connect_timeout,
             request_timeout,
+            margin,
         )
         self._pid = os.getpid()
         _live_clients.add(self._native)
@@ -447,6 +455,7 @@ class AsyncClient:
         domain: Optional[str] = None,
         connect_timeout: float = 5.0,
         request_timeout: float = 5.0,
+        margin: Optional[float] = None,
     ) -> None:
         self._args = (
             _endpoints(endpoints),
@@ -460,6 +469,7 @@ class AsyncClient:
             domain,
             connect_timeout,
             request_timeout,
+            margin,
         )
         self._native: Optional[NativeClient] = None
         self._connecting: Optional[asyncio.Lock] = None

@@ -1,5 +1,6 @@
 """Type stubs of the native module etcdlock._etcdlock (pyo3)."""
 
+import builtins
 from typing import Any, Awaitable, Callable, List, Optional, Tuple, Union, final
 
 ERROR_CODES: List[Tuple[str, int, str]]
@@ -20,7 +21,9 @@ class LockError(Exception):
 class InvalidArgumentError(LockError):
     code: str
 
-class TimeoutError(LockError):
+class TimeoutError(LockError, builtins.TimeoutError):
+    """Also the builtin TimeoutError: `except TimeoutError:` catches it."""
+
     code: str
 
 class WouldBlockError(LockError):
@@ -29,7 +32,9 @@ class WouldBlockError(LockError):
 class LockLostError(LockError):
     code: str
 
-class NotHeldError(LockError):
+class NotHeldError(LockError, builtins.RuntimeError):
+    """Also a RuntimeError (like releasing an unlocked threading.Lock)."""
+
     code: str
 
 class CancelledError(LockError):
@@ -100,7 +105,8 @@ class Guard:
     def lost(self) -> LostEvent:
         """An Event-like view of the loss."""
     def on_lost(self, callback: Callable[[str], Any]) -> None:
-        """Call `callback(reason)` once if the hold is lost (on a fresh thread)."""
+        """Call `callback(reason)` once if the hold is lost (on a fresh thread).
+        TypeError at once if `callback` is not callable."""
     def unlock(self) -> None:
         """Release. Idempotent; LockLostError if the hold had been lost before."""
     def put(self, key: _Bytes, value: _Bytes) -> None:
@@ -114,7 +120,7 @@ class Guard:
     def get_async(self, key: _Bytes) -> Awaitable[Optional[bytes]]: ...
     def delete_async(self, key: _Bytes) -> Awaitable[bool]: ...
     def __enter__(self) -> "Guard": ...
-    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> bool: ...
+    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> None: ...
 
 @final
 class NativeClient:
@@ -131,6 +137,7 @@ class NativeClient:
         domain: Optional[str] = None,
         connect_timeout: float = 5.0,
         request_timeout: float = 5.0,
+        margin: Optional[float] = None,
     ) -> "NativeClient": ...
     @staticmethod
     def connect_async(
@@ -145,6 +152,7 @@ class NativeClient:
         domain: Optional[str] = None,
         connect_timeout: float = 5.0,
         request_timeout: float = 5.0,
+        margin: Optional[float] = None,
     ) -> Awaitable["NativeClient"]: ...
     def lock(self, name: str, timeout: Optional[float] = None) -> Guard: ...
     def try_lock(self, name: str) -> Optional[Guard]: ...

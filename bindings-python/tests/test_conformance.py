@@ -1,0 +1,213 @@
+"""The conformance table (conformance/cases.json), run by Python against the
+suite's real etcd. Every language's suite runs the same table; see
+conformance/README.md for the steps and how outcomes map to each idiom.
+
+One pytest test per case listed for Python (or listing no languages), each in
+a fresh namespace; a last test fails if any of them did not run to its end,
+and the session prints ``conformance: N of M cases ran for python``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import pytest
+
+import etcdlock
+from conftest import CONFORMANCE, ROOT
+
+LANG = "python"
+TABLE_PATH = ROOT / "conformance" / "cases.json"
+TABLE: Dict[str, Any] = json.loads(TABLE_PATH.read_text(encoding="utf-8"))
+CASES: List[Dict[str, Any]] = TABLE["cases"]
+
+
+def listed(case: Dict[str, Any]) -> bool:
+    return LANG in case.get("langs", TABLE["languages"])
+
+
+MINE = [c for c in CASES if listed(c)]
+CONFORMANCE.update(lang=LANG, total=len(CASES), listed=[c["id"] for c in MINE], ran=[])
+
+
+def text(v: Any) -> str:
+    """A step's input string: a JSON string, {"repeat", "count"}, or UTF-16
+    code units ({"utf16": [...]}, lone surrogates kept as such in the str)."""
+    if isinstance(v, str):
+        return v
+    if "repeat" in v:
+        return str(v["repeat"]) * int(v["count"])
+    if "utf16" in v:
+        units = v["utf16"]
+        # Pairs decode to one code point; a lone surrogate stays a lone one.
+        return b"".join(u.to_bytes(2, "little") for u in units).decode("utf-16-le", "surrogatepass")
+    raise AssertionError(f"an input Python cannot express: {v!r}")
+
+
+def number(v: Any) -> float:
+    if v == "NaN":
+        return math.nan
+    if v == "inf":
+        return math.inf
+    return v  # type: ignore[no-any-return]
+
+
+def seconds(ms: Any) -> float:
+    """A `*_ms` duration as Python's seconds (float)."""
+    v = number(ms)
+    return v if not math.isfinite(v) else v / 1000
+
+
+def outcome(fn: Callable[[], Any]) -> Tuple[Any, Any]:
+    """("ok", value) or the token of the raised error: the code name of an
+    etcdlock error, else the exception's class name (e.g. "TypeError")."""
+    try:
+        return "ok", fn()
+    except etcdlock.LockError as e:
+        return e.code, None
+    except Exception as e:  # noqa: BLE001 - reported as a token, compared with the table
+        return type(e).__name__, None
+
+
+def etcdctl(endpoints: List[str], *args: str) -> str:
+    return subprocess.run(
+        ["etcdctl", "--endpoints", ",".join(endpoints), *args],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "ETCDCTL_API": "3"},
+    ).stdout
+
+
+class Run:
+    def __init__(self, case: Dict[str, Any], endpoints: List[str]) -> None:
+        self.id: str = case["id"]
+        self.endpoints = endpoints
+        self.ns = f"conf-py-{self.id}-{uuid.uuid4().hex[:8]}/"
+        self.clients: Dict[str, etcdlock.Client] = {}
+        self.guards: Dict[str, etcdlock.Guard] = {}
+
+    def connect(self, options: Dict[str, Any]) -> etcdlock.Client:
+        kw: Dict[str, Any] = {"endpoints": list(self.endpoints), "namespace": self.ns, "ttl": 10}
+        for k, v in options.items():
+            if k == "endpoints":
+                kw["endpoints"] = list(v)
+            elif k == "ttl":
+                kw["ttl"] = number(v)
+            elif k == "namespace":
+                kw["namespace"] = text(v)
+            elif k == "margin_ms":
+                kw["margin"] = seconds(v)
+            elif k == "connect_timeout_ms":
+                kw["connect_timeout"] = seconds(v)
+            else:
+                raise AssertionError(f"case {self.id}: unknown connect option {k}")
+        return etcdlock.Client(**kw)
+
+    def prefix(self, step: Dict[str, Any]) -> str:
+        return f"{self.ns}{text(step['name'])}/"
+
+    def step(self, i: int, step: Dict[str, Any]) -> None:
+        op = step["op"]
+        who = step.get("client", "a")
+        want = step["expect_python"] if "expect_python" in step else step.get("expect")
+        if op != "connect" and who not in self.clients:
+            self.clients[who] = self.connect({})
+
+        def check(got: Any) -> None:
+            assert got == want, f"case {self.id} step {i} ({op}): got {got!r}, the table says {want!r}"
+
+        if op == "connect":
+            got, c = outcome(lambda: self.connect(step["options"]))
+            if c is not None:
+                self.clients[who] = c
+            check(got)
+        elif op in ("lock", "try_lock"):
+            c = self.clients[who]
+            name = text(step["name"])
+            if op == "lock":
+                t: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
+                got, g = outcome(lambda: c.acquire(name, timeout=t))
+            else:
+                got, g = outcome(lambda: c.try_lock(name))
+                if got == "ok" and g is None:
+                    got = "would_block"
+            if g is not None and "as" in step:
+                self.guards[step["as"]] = g
+            check(got)
+        elif op == "unlock":
+            check(outcome(self.guards[step["guard"]].unlock)[0])
+        elif op in ("put", "get", "delete"):
+            g = self.guards[step["guard"]]
+            key = text(step["key"])
+            if op == "put":
+                value = text(step["value"])
+                got, _ = outcome(lambda: g.put(key, value))
+            elif op == "delete":
+                got, _ = outcome(lambda: g.delete(key))
+            else:
+                got, v = outcome(lambda: g.get(key))
+                if got == "ok":
+                    got = None if v is None else v.decode("utf-8")
+            check(got)
+        elif op == "close":
+            check(outcome(self.clients[who].close)[0])
+        elif op == "state":
+            check(self.guards[step["guard"]].state)
+        elif op == "keys":
+            # etcd's own count of the range (etcdctl 3.4 has no --count-only;
+            # the JSON response carries `count`, left out when it is 0).
+            out = etcdctl(self.endpoints, "get", "--prefix", "--keys-only", "-w", "json", self.prefix(step))
+            check(int(json.loads(out).get("count", 0)))
+        elif op == "delete_outside":
+            etcdctl(self.endpoints, "del", "--prefix", self.prefix(step))
+        elif op == "await_lost":
+            g = self.guards[step["guard"]]
+            within = step["within_ms"] / 1000
+            start = time.monotonic()
+            # The guard's LostEvent: an event wait, not a polling sleep.
+            lost = g.lost.wait(within)
+            elapsed = time.monotonic() - start
+            assert lost, f"case {self.id} step {i}: no loss reported within {within}s (state {g.state})"
+            assert elapsed <= within + 0.5, f"case {self.id} step {i}: loss reported after {elapsed:.3f}s"
+            check(g.loss_reason)
+        elif op == "token_order":
+            a, b = self.guards[step["first"]], self.guards[step["second"]]
+            check("ok" if a.fencing_token < b.fencing_token else "tokens not increasing")
+        else:
+            raise AssertionError(f"case {self.id}: unknown op {op}")
+
+    def close(self) -> None:
+        for c in self.clients.values():
+            try:
+                c.close()
+            except etcdlock.LockError:
+                pass
+
+
+@pytest.mark.parametrize("case", MINE, ids=[c["id"] for c in MINE])
+def test_case(case: Dict[str, Any], endpoints: List[str]) -> None:
+    CONFORMANCE["active"] = True
+    run = Run(case, endpoints)
+    try:
+        for i, step in enumerate(case["steps"]):
+            run.step(i, step)
+    finally:
+        run.close()
+    CONFORMANCE["ran"].append(case["id"])
+
+
+def test_every_listed_case_ran() -> None:
+    """Runs after the cases (pytest keeps definition order): a case listed for
+    Python that did not run to its end fails the suite here too."""
+    CONFORMANCE["active"] = True
+    ran = CONFORMANCE["ran"]
+    missing = [i for i in CONFORMANCE["listed"] if i not in ran]
+    line = f"conformance: {len(ran)} of {len(CASES)} cases ran for {LANG}"
+    assert not missing, f"{line}; listed for {LANG} and not run: {missing}"
