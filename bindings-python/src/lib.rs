@@ -148,11 +148,11 @@ fn opt_utf8(s: Option<Bound<'_, PyString>>, what: &str) -> PyResult<Option<Strin
     s.map(|s| utf8(&s, what)).transpose()
 }
 
+/// Endpoints (if given) and the other text arguments, in order.
+type TextArgs = (Option<Vec<String>>, Vec<Option<String>>);
+
 /// The connect arguments that are text, checked by [`utf8`].
-fn text_args(
-    endpoints: Option<Vec<Bound<'_, PyString>>>,
-    strs: [(Option<Bound<'_, PyString>>, &str); 7],
-) -> PyResult<(Option<Vec<String>>, Vec<Option<String>>)> {
+fn text_args(endpoints: Option<Vec<Bound<'_, PyString>>>, strs: [(Option<Bound<'_, PyString>>, &str); 7]) -> PyResult<TextArgs> {
     let endpoints = endpoints.map(|v| v.iter().map(|e| utf8(e, "endpoint")).collect::<PyResult<Vec<_>>>()).transpose()?;
     let strs = strs.into_iter().map(|(s, what)| opt_utf8(s, what)).collect::<PyResult<Vec<_>>>()?;
     Ok((endpoints, strs))
