@@ -119,6 +119,37 @@ describe('lock arguments', () => {
     await lock.unlock();
   });
 
+  it('a lone UTF-16 surrogate in any string argument rejects InvalidArgument; paired ones are fine', async () => {
+    const lone = ['\ud800', 'job\udc00', '\udc00\ud800'];
+    for (const s of lone) {
+      await rejectsWith(() => client.lock(s), 'InvalidArgument');
+      await rejectsWith(() => client.tryLock(s), 'InvalidArgument');
+      await rejectsWith(() => client.withLock(s, () => {}), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, namespace: s }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: [`127.0.0.1:${s}`] }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: `127.0.0.1:1,${s}` }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, username: s, password: 'p' }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, username: 'u', password: s }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, tls: { ca: s } }), 'InvalidArgument');
+    }
+    const lock = await client.lock(unique('surrogates'));
+    for (const s of lone) {
+      await rejectsWith(() => lock.put(s, 'v'), 'InvalidArgument');
+      await rejectsWith(() => lock.put('k', s), 'InvalidArgument');
+      await rejectsWith(() => lock.get(s), 'InvalidArgument');
+      await rejectsWith(() => lock.delete(s), 'InvalidArgument');
+    }
+    // nothing was written under the U+FFFD spelling
+    assert.equal(await lock.get('k'), null);
+    // a surrogate pair is one well-formed code point
+    await lock.put('emoji-\ud83d\ude00', 'v-\ud83d\ude00');
+    assert.equal(await lock.get('emoji-\ud83d\ude00', 'utf8'), 'v-\ud83d\ude00');
+    await lock.unlock();
+    const named = await client.lock(`${unique('pair')}-\ud83d\ude00`);
+    assert.ok(named.name.endsWith('\ud83d\ude00'));
+    await named.unlock();
+  });
+
   it('the native classes refuse direct misuse with a LockError, not a crash', async () => {
     assert.throws(() => new Client({}), (e) => e.code === 'InvalidArgument');
   });
