@@ -89,9 +89,9 @@ function etcdctl(args) {
   });
 }
 
-/** etcd's own count of the keys under `prefix`. */
+/** etcd's own count of the keys under `prefix` (the Range response's `count`; this etcdctl has no --count-only). */
 async function countKeys(prefix) {
-  const out = JSON.parse(await etcdctl(['get', '--prefix', '--count-only', '-w', 'json', prefix]));
+  const out = JSON.parse(await etcdctl(['get', '--prefix', '--keys-only', '-w', 'json', prefix]));
   return out.count ?? 0; // protobuf JSON leaves out a zero count
 }
 
