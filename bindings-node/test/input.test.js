@@ -72,6 +72,14 @@ describe('connect options', () => {
     assert.match(err.message, /127\.0\.0\.1:1/);
   });
 
+  it('a margin not below the TTL rejects InvalidArgument (refused, not clamped to fit); one below it connects', async () => {
+    for (const margin of [5000, 5001, 60000, -1, NaN, Infinity]) {
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, ttl: 5, margin }), 'InvalidArgument');
+    }
+    const c = await Client.connect({ endpoints: etcd.endpoints, ttl: 5, margin: 4999 });
+    await c.close();
+  });
+
   it('negative timeouts reject InvalidArgument', async () => {
     await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, connectTimeout: -5 }), 'InvalidArgument');
     await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, requestTimeout: 0 }), 'InvalidArgument');
@@ -133,14 +141,16 @@ describe('lock arguments', () => {
       await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, tls: { ca: s } }), 'InvalidArgument');
     }
     const lock = await client.lock(unique('surrogates'));
+    const k = unique('k');
     for (const s of lone) {
-      await rejectsWith(() => lock.put(s, 'v'), 'InvalidArgument');
-      await rejectsWith(() => lock.put('k', s), 'InvalidArgument');
+      await rejectsWith(() => lock.put(k + s, 'v'), 'InvalidArgument');
+      await rejectsWith(() => lock.put(k, s), 'InvalidArgument');
       await rejectsWith(() => lock.get(s), 'InvalidArgument');
       await rejectsWith(() => lock.delete(s), 'InvalidArgument');
+      // nothing was written under the U+FFFD spelling
+      assert.equal(await lock.get(k + s.replace(/\p{Surrogate}/gu, '\ufffd')), null);
     }
-    // nothing was written under the U+FFFD spelling
-    assert.equal(await lock.get('k'), null);
+    assert.equal(await lock.get(k), null);
     // a surrogate pair is one well-formed code point
     await lock.put('emoji-\ud83d\ude00', 'v-\ud83d\ude00');
     assert.equal(await lock.get('emoji-\ud83d\ude00', 'utf8'), 'v-\ud83d\ude00');
