@@ -80,14 +80,18 @@ export interface ConnectOptions {
   connectTimeout?: number;
   /** Bound on each request, in ms (default 5000). */
   requestTimeout?: number;
-  /** Safety margin in ms subtracted from the TTL for local loss detection (default: TTL/5, at most 2000). */
+  /** Safety margin in ms subtracted from the TTL for local loss detection (default: TTL/5, at most 2000). Must be below the TTL (else `InvalidArgument`). */
   margin?: number;
   /** Watch each held key so an outside delete is reported at once (default true). */
   watchHeldKeys?: boolean;
 }
 
 export interface LockOptions {
-  /** Give up with `Timeout` after this many milliseconds (default or `Infinity`: wait as long as it takes). */
+  /**
+   * Give up with `Timeout` after this many milliseconds (default or `Infinity`: wait as long as it takes).
+   * `0` is one try: takes a free lock, rejects `Timeout` at once (writing nothing) when it is held.
+   * Negative or `NaN`: `InvalidArgument`.
+   */
   timeout?: number;
   /** Aborting it rejects the wait with `Cancelled` and removes our waiter key. */
   signal?: AbortSignal;

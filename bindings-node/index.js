@@ -84,8 +84,24 @@ function invalid(message) {
   return new LockError('InvalidArgument', message);
 }
 
+// A JS string may hold a lone UTF-16 surrogate, which no UTF-8 string (hence
+// no etcd key or value) can represent; napi's conversion would silently turn
+// it into U+FFFD and lock or write a different name. Refuse it instead.
+const isWellFormed =
+  typeof String.prototype.isWellFormed === 'function'
+    ? (s) => s.isWellFormed()
+    : (s) => !/\p{Surrogate}/u.test(s); // node 18: in a /u regex only lone surrogates match
+
+function checkText(s, what) {
+  if (!isWellFormed(s)) {
+    throw invalid(`${what} contains a lone UTF-16 surrogate, which is not valid Unicode: ${JSON.stringify(s)}`);
+  }
+  return s;
+}
+
 function checkName(name) {
   if (typeof name !== 'string') throw invalid(`lock name must be a string, got ${typeof name}`);
+  checkText(name, 'lock name');
 }
 
 function checkOptions(opts, what) {
@@ -103,7 +119,7 @@ function optNumber(v, what) {
 function optString(v, what) {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string') throw invalid(`${what} must be a string, got ${typeof v}`);
-  return v;
+  return checkText(v, what);
 }
 
 function optBoolean(v, what) {
@@ -113,7 +129,8 @@ function optBoolean(v, what) {
 }
 
 function toBytes(v, what) {
-  if (typeof v === 'string' || Buffer.isBuffer(v)) return v;
+  if (typeof v === 'string') return checkText(v, what);
+  if (Buffer.isBuffer(v)) return v;
   if (v instanceof Uint8Array) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
   throw invalid(`${what} must be a string, Buffer or Uint8Array, got ${v === null ? 'null' : typeof v}`);
 }
@@ -273,6 +290,7 @@ class Client {
     if (endpoints !== undefined && endpoints !== null && (!Array.isArray(endpoints) || endpoints.some((e) => typeof e !== 'string'))) {
       throw invalid('endpoints must be an array of strings (or a comma-separated string)');
     }
+    if (Array.isArray(endpoints)) for (const e of endpoints) checkText(e, 'endpoint');
     const tls = checkOptions(o.tls, 'tls');
     const ttl = o.ttl;
     const opts = {

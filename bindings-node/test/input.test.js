@@ -72,6 +72,14 @@ describe('connect options', () => {
     assert.match(err.message, /127\.0\.0\.1:1/);
   });
 
+  it('a margin not below the TTL rejects InvalidArgument (refused, not clamped to fit); one below it connects', async () => {
+    for (const margin of [5000, 5001, 60000, -1, NaN, Infinity]) {
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, ttl: 5, margin }), 'InvalidArgument');
+    }
+    const c = await Client.connect({ endpoints: etcd.endpoints, ttl: 5, margin: 4999 });
+    await c.close();
+  });
+
   it('negative timeouts reject InvalidArgument', async () => {
     await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, connectTimeout: -5 }), 'InvalidArgument');
     await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, requestTimeout: 0 }), 'InvalidArgument');
@@ -117,6 +125,39 @@ describe('lock arguments', () => {
     await lock.put('k', 'v');
     assert.equal(await lock.get('k', 'utf8'), 'v');
     await lock.unlock();
+  });
+
+  it('a lone UTF-16 surrogate in any string argument rejects InvalidArgument; paired ones are fine', async () => {
+    const lone = ['\ud800', 'job\udc00', '\udc00\ud800'];
+    for (const s of lone) {
+      await rejectsWith(() => client.lock(s), 'InvalidArgument');
+      await rejectsWith(() => client.tryLock(s), 'InvalidArgument');
+      await rejectsWith(() => client.withLock(s, () => {}), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, namespace: s }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: [`127.0.0.1:${s}`] }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: `127.0.0.1:1,${s}` }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, username: s, password: 'p' }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, username: 'u', password: s }), 'InvalidArgument');
+      await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, tls: { ca: s } }), 'InvalidArgument');
+    }
+    const lock = await client.lock(unique('surrogates'));
+    const k = unique('k');
+    for (const s of lone) {
+      await rejectsWith(() => lock.put(k + s, 'v'), 'InvalidArgument');
+      await rejectsWith(() => lock.put(k, s), 'InvalidArgument');
+      await rejectsWith(() => lock.get(s), 'InvalidArgument');
+      await rejectsWith(() => lock.delete(s), 'InvalidArgument');
+      // nothing was written under the U+FFFD spelling
+      assert.equal(await lock.get(k + s.replace(/\p{Surrogate}/gu, '\ufffd')), null);
+    }
+    assert.equal(await lock.get(k), null);
+    // a surrogate pair is one well-formed code point
+    await lock.put('emoji-\ud83d\ude00', 'v-\ud83d\ude00');
+    assert.equal(await lock.get('emoji-\ud83d\ude00', 'utf8'), 'v-\ud83d\ude00');
+    await lock.unlock();
+    const named = await client.lock(`${unique('pair')}-\ud83d\ude00`);
+    assert.ok(named.name.endsWith('\ud83d\ude00'));
+    await named.unlock();
   });
 
   it('the native classes refuse direct misuse with a LockError, not a crash', async () => {

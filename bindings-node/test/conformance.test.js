@@ -1,0 +1,240 @@
+'use strict';
+// The conformance table (conformance/cases.json, read at test time), run by
+// the Node binding against a real etcd from the harness. Every language's
+// suite runs the same table; conformance/README.md defines the steps and how
+// each outcome maps to Node's idiom (an `Error` whose string `code` is the
+// error name; `tryLock` resolving `null` is `would_block`).
+const { describe, it, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const fs = require('node:fs');
+const path = require('node:path');
+const { execFile } = require('node:child_process');
+const { Client, ErrorCode, LossReason } = require('..');
+const { ROOT, startEtcd, unique } = require('./helpers.js');
+
+const LANG = 'node';
+const TABLE = path.join(ROOT, '..', 'conformance', 'cases.json');
+const table = JSON.parse(fs.readFileSync(TABLE, 'utf8'));
+const forUs = (c) => !Array.isArray(c.langs) || c.langs.includes(LANG);
+const cases = table.cases.filter(forUs);
+const ran = new Set();
+
+let etcd;
+
+before(async () => {
+  etcd = await startEtcd();
+});
+
+after(async () => {
+  await etcd.stop();
+});
+
+/** A step's input string: a JSON string, `{repeat, count}`, or `{utf16: [...]}` (lone surrogates kept). */
+function text(v, what) {
+  if (typeof v === 'string') return v;
+  if (v && typeof v === 'object') {
+    if (typeof v.repeat === 'string') return v.repeat.repeat(v.count);
+    if (Array.isArray(v.utf16)) {
+      let s = '';
+      for (const u of v.utf16) s += String.fromCharCode(u);
+      return s;
+    }
+  }
+  throw new Error(`${what}: an input Node cannot express: ${JSON.stringify(v)}`);
+}
+
+/** A duration or TTL: a JSON number, or "NaN" / "inf" / "-inf" as the float values. */
+function num(v) {
+  if (typeof v === 'number') return v;
+  if (v === 'NaN') return NaN;
+  if (v === 'inf') return Infinity;
+  if (v === '-inf') return -Infinity;
+  throw new Error(`not a number in the table: ${JSON.stringify(v)}`);
+}
+
+/** The token an error maps to; an error without a string `code` fails the case. */
+function codeOf(e, where) {
+  assert.ok(e instanceof Error, `${where}: rejected with a non-Error: ${String(e)}`);
+  assert.equal(typeof e.code, 'string', `${where}: rejected with an Error without a string code: ${e.stack}`);
+  assert.ok(e.code in ErrorCode, `${where}: rejected with code ${e.code}, not an etcdlock error code: ${e.message}`);
+  return e.code;
+}
+
+/** Await an API call that must return a Promise: `{ ok, value }` or `{ ok: false, token }`. */
+async function settle(fn, where) {
+  let p;
+  try {
+    p = fn();
+  } catch (e) {
+    assert.fail(`${where}: threw synchronously instead of rejecting: ${e && e.stack}`);
+  }
+  assert.ok(p && typeof p.then === 'function', `${where}: did not return a Promise`);
+  try {
+    return { ok: true, value: await p };
+  } catch (e) {
+    return { ok: false, token: codeOf(e, where) };
+  }
+}
+
+const tokenOf = (r) => (r.ok ? 'ok' : r.token);
+
+function etcdctl(args) {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'etcdctl',
+      ['--endpoints', etcd.endpoints.join(','), ...args],
+      { env: { ...process.env, ETCDCTL_API: '3' } },
+      (err, stdout, stderr) => (err ? reject(new Error(`etcdctl ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout))
+    );
+  });
+}
+
+/** etcd's own count of the keys under `prefix` (the Range response's `count`; this etcdctl has no --count-only). */
+async function countKeys(prefix) {
+  const out = JSON.parse(await etcdctl(['get', '--prefix', '--keys-only', '-w', 'json', prefix]));
+  return out.count ?? 0; // protobuf JSON leaves out a zero count
+}
+
+/** Resolve with the loss reason, or fail once `ms` pass: awaits the `lost` Promise, no polling. */
+function awaitLost(lock, ms, where) {
+  let timer;
+  const deadline = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${where}: no loss reported within ${ms} ms`)), ms);
+  });
+  return Promise.race([lock.lost, deadline]).finally(() => clearTimeout(timer));
+}
+
+async function runCase(c) {
+  const ns = `${unique(`conf-${c.id}`)}/`;
+  const base = { endpoints: etcd.endpoints, ttl: 10, namespace: ns };
+  const clients = new Map();
+  const guards = new Map();
+  const client = async (who) => {
+    if (!clients.has(who)) clients.set(who, await Client.connect(base));
+    return clients.get(who);
+  };
+  const guard = (v) => {
+    assert.ok(guards.has(v), `no guard ${v} (an earlier step did not keep it)`);
+    return guards.get(v);
+  };
+  try {
+    for (const [i, step] of c.steps.entries()) {
+      const { op } = step;
+      const who = step.client ?? 'a';
+      const where = `case ${c.id} step ${i} (${op})`;
+      const expect = Object.prototype.hasOwnProperty.call(step, `expect_${LANG}`) ? step[`expect_${LANG}`] : step.expect;
+      const want = (got) => assert.deepEqual(got, expect, `${where}: got ${JSON.stringify(got)}, the table says ${JSON.stringify(expect)}`);
+      switch (op) {
+        case 'connect': {
+          const o = { ...base };
+          for (const [k, v] of Object.entries(step.options)) {
+            if (k === 'endpoints') o.endpoints = v.map((e) => text(e, 'endpoint'));
+            else if (k === 'ttl') o.ttl = num(v);
+            else if (k === 'namespace') o.namespace = text(v, 'namespace');
+            else if (k === 'margin_ms') o.margin = num(v);
+            else if (k === 'connect_timeout_ms') o.connectTimeout = num(v);
+            else assert.fail(`${where}: unknown connect option ${k}`);
+          }
+          const r = await settle(() => Client.connect(o), where);
+          if (r.ok) {
+            if (clients.has(who)) await clients.get(who).close();
+            clients.set(who, r.value);
+          }
+          want(tokenOf(r));
+          break;
+        }
+        case 'lock': {
+          const cl = await client(who);
+          const name = text(step.name, 'name');
+          const r = await settle(
+            () => ('timeout_ms' in step ? cl.lock(name, { timeout: num(step.timeout_ms) }) : cl.lock(name)),
+            where
+          );
+          if (r.ok && step.as) guards.set(step.as, r.value);
+          else if (r.ok) await r.value.unlock();
+          want(tokenOf(r));
+          break;
+        }
+        case 'try_lock': {
+          const cl = await client(who);
+          const r = await settle(() => cl.tryLock(text(step.name, 'name')), where);
+          if (r.ok && r.value !== null && step.as) guards.set(step.as, r.value);
+          else if (r.ok && r.value !== null) await r.value.unlock();
+          want(r.ok ? (r.value === null ? 'would_block' : 'ok') : r.token);
+          break;
+        }
+        case 'unlock':
+          want(tokenOf(await settle(() => guard(step.guard).unlock(), where)));
+          break;
+        case 'put': {
+          const g = guard(step.guard);
+          want(tokenOf(await settle(() => g.put(text(step.key, 'key'), text(step.value, 'value')), where)));
+          break;
+        }
+        case 'delete': {
+          const g = guard(step.guard);
+          want(tokenOf(await settle(() => g.delete(text(step.key, 'key')), where)));
+          break;
+        }
+        case 'get': {
+          const g = guard(step.guard);
+          const r = await settle(() => g.get(text(step.key, 'key'), 'utf8'), where);
+          want(r.ok ? r.value : r.token);
+          break;
+        }
+        case 'close': {
+          const cl = await client(who);
+          want(tokenOf(await settle(() => cl.close(), where)));
+          break;
+        }
+        case 'state': {
+          const s = guard(step.guard).state;
+          if (s !== 'held' && s !== 'released') {
+            assert.ok(s in LossReason, `${where}: state ${s} is neither held, released nor a loss reason`);
+          }
+          want(s === 'held' || s === 'released' ? s : 'lost');
+          break;
+        }
+        case 'keys':
+          want(await countKeys(`${ns}${text(step.name, 'name')}/`));
+          break;
+        case 'delete_outside':
+          await etcdctl(['del', '--prefix', `${ns}${text(step.name, 'name')}/`]);
+          break;
+        case 'await_lost': {
+          const start = Date.now();
+          const reason = await awaitLost(guard(step.guard), step.within_ms, where);
+          assert.ok(Date.now() - start <= step.within_ms + 50, `${where}: loss reported after ${Date.now() - start} ms`);
+          want(reason);
+          break;
+        }
+        case 'token_order': {
+          const a = guard(step.first).fencingToken;
+          const b = guard(step.second).fencingToken;
+          want(a < b ? 'ok' : `tokens not increasing (${a} then ${b})`);
+          break;
+        }
+        default:
+          assert.fail(`case ${c.id}: unknown op ${op}`);
+      }
+    }
+  } finally {
+    for (const cl of clients.values()) await cl.close();
+  }
+}
+
+describe('conformance table', () => {
+  for (const c of cases) {
+    it(c.id, { timeout: 60000 }, async () => {
+      await runCase(c);
+      ran.add(c.id);
+    });
+  }
+
+  it('every case listed for node ran', () => {
+    console.log(`conformance: ${ran.size} of ${table.cases.length} cases ran for ${LANG}`);
+    const missing = cases.map((c) => c.id).filter((id) => !ran.has(id));
+    assert.deepEqual(missing, [], `cases listed for ${LANG} that did not run to the end: ${missing.join(', ')}`);
+    assert.ok(cases.length > 0, 'no case is listed for node');
+  });
+});
