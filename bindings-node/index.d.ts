@@ -80,7 +80,7 @@ export interface ConnectOptions {
   connectTimeout?: number;
   /** Bound on each request, in ms (default 5000). */
   requestTimeout?: number;
-  /** Safety margin in ms subtracted from the TTL for local loss detection (default: TTL/5, at most 2000). Must be below the TTL (else `InvalidArgument`). */
+  /** Safety margin in ms subtracted from the TTL for local loss detection (default: TTL/5, at most 2000). At most half the TTL (else `InvalidArgument`). */
   margin?: number;
   /** Watch each held key so an outside delete is reported at once (default true). */
   watchHeldKeys?: boolean;

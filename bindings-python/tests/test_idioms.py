@@ -99,7 +99,7 @@ def test_lone_surrogates_are_invalid_argument_not_unicode_errors(endpoints: List
 
 
 def test_margin_is_checked_against_the_ttl(endpoints: List[str]) -> None:
-    for margin in (5, 60, float("inf"), float("nan"), -1):
+    for margin in (2.6, 5, 60, float("inf"), float("nan"), -1):
         with pytest.raises(etcdlock.InvalidArgumentError):
             etcdlock.Client(endpoints=endpoints, ttl=5, margin=margin)
     with etcdlock.Client(endpoints=endpoints, ttl=5, margin=0.5) as c:

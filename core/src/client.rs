@@ -175,10 +175,14 @@ impl ClientOptions {
             )));
         }
         if let Some(m) = self.margin {
-            // A margin of the whole TTL or more would make every hold expire
-            // locally before it starts: refuse it rather than clamp in silence.
-            if m >= Duration::from_secs(self.ttl_secs as u64) {
-                return Err(Error::invalid(format!("margin ({m:?}) must be less than the ttl ({} s)", self.ttl_secs)));
+            // Above half the TTL, a hold would end locally before the next
+            // keep-alive (every TTL/3) could renew it: refuse it rather than
+            // clamp it in silence.
+            if m.as_millis() * 2 > u128::from(self.ttl_secs as u64) * 1000 {
+                return Err(Error::invalid(format!(
+                    "margin ({m:?}) must be at most half the ttl ({} s)",
+                    self.ttl_secs
+                )));
             }
         }
         if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
@@ -403,6 +407,8 @@ impl Client {
             .inner
             .margin
             .unwrap_or_else(|| Duration::from_millis((ttl as u64 * 1000 / 5).min(2000)))
+            // Checked at connect against the requested TTL; etcd may grant a
+            // longer one (its minimum), never a shorter one.
             .min(Duration::from_millis(ttl as u64 * 1000 / 2));
         let s = Session::new(resp.id(), ttl, margin, sent);
         tracing::debug!(lease = format!("{:x}", resp.id()), ttl, "session opened");

@@ -160,8 +160,8 @@ class Client:
         domain: TLS server name to verify instead of the endpoint host.
         connect_timeout, request_timeout: seconds (default 5.0 each).
         margin: seconds taken off the TTL for local loss detection (default:
-            TTL/5, at most 2 s; ``$ETCDLOCK_MARGIN``). A margin not below the
-            TTL is :class:`InvalidArgumentError`.
+            TTL/5, at most 2 s; ``$ETCDLOCK_MARGIN``). A margin above half
+            the TTL is :class:`InvalidArgumentError`.
 
     Text arguments (names, keys, values, namespace, ...) that UTF-8 cannot
     encode (a lone surrogate) raise :class:`InvalidArgumentError`.
