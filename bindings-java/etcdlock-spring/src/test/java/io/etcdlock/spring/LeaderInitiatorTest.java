@@ -55,7 +55,6 @@ class LeaderInitiatorTest {
             });
             reader.setDaemon(true);
             reader.start();
-            expect("STARTED", 60_000);
         }
 
         /** Wait for the next event, which must be {@code what}; returns its nanoTime. */
@@ -102,8 +101,12 @@ class LeaderInitiatorTest {
     void killedOrFrozenLeaderIsReplacedAndTheOldOneStandsDown() throws Exception {
         String role = "role-" + System.nanoTime();
         try (Node a = new Node("A", role); Node b = new Node("B", role); Node c = new Node("C", role)) {
-            // A started first among equals? Not guaranteed: find who leads.
+            // The three JVMs start at once; each says STARTED before it campaigns.
             List<Node> nodes = new ArrayList<>(List.of(a, b, c));
+            for (Node n : nodes) {
+                n.expect("STARTED", 60_000);
+            }
+            // Whoever campaigned first leads: find it.
             Node leader = null;
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
             while (leader == null && System.nanoTime() < deadline) {
@@ -152,8 +155,8 @@ class LeaderInitiatorTest {
             long granted = follower.expect("GRANTED", TimeUnit.SECONDS.toMillis(TTL_S + 10));
             assertTrue(granted - stopped > TimeUnit.SECONDS.toNanos(TTL_S) / 2,
                     "the follower led before the frozen leader's lease could expire");
-            next.signal("CONT");
             long resumed = System.nanoTime();
+            next.signal("CONT");
             long revoked = next.expect("REVOKED", 3 * HEARTBEAT_MS + 1500);
             double standDown = (revoked - resumed) / 1e9;
             // From here on exactly one leader: neither node changes its mind.
