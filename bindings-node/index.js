@@ -279,9 +279,10 @@ class Client {
    * @param {object} options `{ endpoints, ttl, namespace, username, password, tls: { ca, cert, key, domain },
    *   connectTimeout, requestTimeout, margin, watchHeldKeys }` (`ttl` in seconds, timeouts and `margin`
    *   in milliseconds, TLS values are PEM file paths; see index.d.ts).
-   *   Without `endpoints`, the core's `ETCDLOCK_*` environment defaults apply (ETCDLOCK_ENDPOINTS,
-   *   ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_TLS_CA/_TLS_CERT/_TLS_KEY/_TLS_DOMAIN);
-   *   fields given here override them.
+   *   Every option not given here comes from its `ETCDLOCK_*` variable if set (ETCDLOCK_ENDPOINTS,
+   *   ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_TLS_CA/_TLS_CERT/_TLS_KEY/_TLS_DOMAIN,
+   *   ETCDLOCK_CONNECT_TIMEOUT, ETCDLOCK_REQUEST_TIMEOUT, ETCDLOCK_MARGIN, ETCDLOCK_WATCH_HELD_KEYS): the same rule
+   *   as every other language, in the core. An option given here wins, and a malformed variable for it is ignored.
    */
   static async connect(options) {
     const o = checkOptions(options, 'options');

@@ -84,7 +84,8 @@ fn ms(v: f64, what: &str) -> napi::Result<Duration> {
 /// Options for `NativeClient.connect` (the JS layer validates types first).
 #[napi(object)]
 pub struct NativeConnectOptions {
-    /// `None`: start from `ClientOptions::from_env()` (the `ETCDLOCK_*` variables).
+    /// `None`: from `ETCDLOCK_ENDPOINTS`, else the default. Every option not
+    /// given here comes from its `ETCDLOCK_*` variable, if set (core's one rule).
     pub endpoints: Option<Vec<String>>,
     pub ttl: Option<f64>,
     pub namespace: Option<String>,
@@ -101,10 +102,31 @@ pub struct NativeConnectOptions {
 }
 
 fn build_options(o: NativeConnectOptions) -> napi::Result<etcdlock::ClientOptions> {
-    let mut opts = match o.endpoints {
-        Some(e) => etcdlock::ClientOptions::new(e),
-        None => etcdlock::ClientOptions::from_env().map_err(|e| to_js_err(&e))?,
-    };
+    // The environment gives defaults for the options not given here, the same
+    // rule in every language (core's `from_env_except`): a malformed variable
+    // for an option given explicitly is ignored.
+    let given: Vec<&str> = [
+        ("endpoints", o.endpoints.is_some()),
+        ("ttl", o.ttl.is_some()),
+        ("namespace", o.namespace.is_some()),
+        ("username", o.username.is_some()),
+        ("password", o.password.is_some()),
+        ("tls_ca", o.ca.is_some()),
+        ("tls_cert", o.cert.is_some()),
+        ("tls_key", o.key.is_some()),
+        ("tls_domain", o.domain.is_some()),
+        ("connect_timeout", o.connect_timeout_ms.is_some()),
+        ("request_timeout", o.request_timeout_ms.is_some()),
+        ("margin", o.margin_ms.is_some()),
+        ("watch_held_keys", o.watch_held_keys.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(k, given)| given.then_some(k))
+    .collect();
+    let mut opts = etcdlock::ClientOptions::from_env_except(&given).map_err(|e| to_js_err(&e))?;
+    if let Some(e) = o.endpoints {
+        opts.endpoints = e;
+    }
     if let Some(t) = o.ttl {
         if !t.is_finite() || t.fract() != 0.0 || t < 1.0 || t > etcdlock::MAX_TTL_SECS as f64 {
             return Err(invalid(format!(
@@ -122,12 +144,21 @@ fn build_options(o: NativeConnectOptions) -> napi::Result<etcdlock::ClientOption
         opts.password = o.password;
     }
     if o.ca.is_some() || o.cert.is_some() || o.key.is_some() || o.domain.is_some() {
-        opts.tls = Some(etcdlock::TlsOptions {
-            ca: o.ca.map(PathBuf::from),
-            cert: o.cert.map(PathBuf::from),
-            key: o.key.map(PathBuf::from),
-            domain: o.domain,
-        });
+        // Given TLS options override their variables one by one.
+        let mut tls = opts.tls.take().unwrap_or_default();
+        if let Some(v) = o.ca {
+            tls.ca = Some(PathBuf::from(v));
+        }
+        if let Some(v) = o.cert {
+            tls.cert = Some(PathBuf::from(v));
+        }
+        if let Some(v) = o.key {
+            tls.key = Some(PathBuf::from(v));
+        }
+        if o.domain.is_some() {
+            tls.domain = o.domain;
+        }
+        opts.tls = Some(tls);
     }
     if let Some(v) = o.connect_timeout_ms {
         opts.connect_timeout = ms(v, "connectTimeout")?;

@@ -3,7 +3,7 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Client, LockError } = require('..');
-const { startEtcd, unique } = require('./helpers.js');
+const { startEtcd, unique, runNode } = require('./helpers.js');
 
 let etcd;
 let client;
@@ -162,5 +162,25 @@ describe('lock arguments', () => {
 
   it('the native classes refuse direct misuse with a LockError, not a crash', async () => {
     assert.throws(() => new Client({}), (e) => e.code === 'InvalidArgument');
+  });
+});
+
+describe('options and the environment (one rule, in core)', () => {
+  it('variables fill the options not given, explicit options win, a malformed variable for a given option is ignored', async () => {
+    const script = `
+      const { Client } = require(${JSON.stringify(require.resolve('..'))});
+      (async () => {
+        const c = await Client.connect({ endpoints: ${JSON.stringify(etcd.endpoints)}, ttl: 7 });
+        const l = await c.lock('env-rule');
+        console.log(JSON.stringify({ ttl: c.ttl, key: l.key }));
+        await l.unlock();
+        await c.close();
+      })().catch((e) => { console.log(JSON.stringify({ error: e.code || String(e) })); });`;
+    const env = { ETCDLOCK_TTL: 'not-a-ttl', ETCDLOCK_NAMESPACE: 'from-env/', ETCDLOCK_ENDPOINTS: '127.0.0.1:1' };
+    const r = await runNode(['-e', script], { env });
+    const out = JSON.parse(r.stdout.trim().split('\n').pop());
+    assert.equal(out.error, undefined, r.stderr);
+    assert.equal(out.ttl, 7);
+    assert.ok(out.key.startsWith('from-env/env-rule/'), out.key);
   });
 });
