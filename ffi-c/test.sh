@@ -125,6 +125,12 @@ for bin in lock_token lock_token_static header_snippet; do
     echo "$bin: $out"
     [[ "$out" =~ fencing\ token\ [0-9]+ ]] || example_ok=0
 done
+# The conformance table (conformance/cases.json), as real C calls: generated
+# into the work dir, compiled, run on its own and under valgrind.
+python3 "$here/tests/gen_conformance.py" "$root/conformance/cases.json" "$work/conformance.c"
+gcc "${cflags[@]}" "$work/conformance.c" -o "$work/conformance" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread
+run_suite conformance "$work/conformance" "$ep"
+run_suite conformance-valgrind "${vg[@]}" "$work/conformance" "$ep"
 eval "exec ${harn_in}>&-" # closing its stdin stops etcd
 wait "$HARN_PID" 2>/dev/null || true
 if ((example_ok)); then

@@ -108,7 +108,7 @@ async fn run_case(etcd: &Etcd, case: &Value) {
             .and_then(Value::as_str)
             .unwrap_or("a")
             .to_string();
-        let expect = step.get("expect").cloned().unwrap_or(Value::Null);
+        let expect = step.get("expect_rust").or_else(|| step.get("expect")).cloned().unwrap_or(Value::Null);
         let want = |got: &str| {
             let w = match &expect {
                 Value::String(s) => s.clone(),

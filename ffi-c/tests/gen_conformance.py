@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+"""Turn conformance/cases.json into a C program of real etcdlock C API calls.
+
+Usage: gen_conformance.py CASES_JSON OUT_C
+
+The program takes the etcd endpoints as argv[1], runs every case listed for
+"c" (each in its own namespace), prints one line per failed step and
+"conformance: N of M cases ran for c", then "P passed, F failed" (the line
+ffi-c/test.sh counts). ffi-c/test.sh runs it at test time; nothing generated
+is committed.
+"""
+
+import json
+import sys
+
+LANG = "c"
+
+
+def c_bytes(b: bytes) -> str:
+    """A C string literal for bytes (NUL-terminated by the compiler)."""
+    out = []
+    for x in b:
+        if 32 <= x < 127 and chr(x) not in '"\\?':
+            out.append(chr(x))
+        else:
+            out.append("\\%03o" % x)
+    return '"' + "".join(out) + '"'
+
+
+def text(v, what: str) -> str:
+    """A C expression of type `const char *` for an input string."""
+    if isinstance(v, str):
+        return c_bytes(v.encode())
+    if isinstance(v, dict) and "repeat" in v:
+        return f'repeat({c_bytes(v["repeat"].encode())}, {int(v["count"])})'
+    if isinstance(v, dict) and "bytes" in v:
+        return c_bytes(bytes(v["bytes"]))
+    raise SystemExit(f"{what}: C cannot express {v!r}")
+
+
+def expect_of(step):
+    return step.get("expect_" + LANG, step.get("expect"))
+
+
+def gen_case(idx: int, case) -> str:
+    cid = case["id"]
+    lines = [f"static void case_{idx}(void) {{", f'    const char *id = {c_bytes(cid.encode())};',
+             "    etcdlock_client *cl[2] = {NULL, NULL};", "    char ns[128];",
+             f'    snprintf(ns, sizeof ns, "conf-c-%d-{idx}/", (int)getpid());']
+    guards = []
+    for st in case["steps"]:
+        for k in ("as",):
+            if k in st and st[k] not in guards:
+                guards.append(st[k])
+    for g in guards:
+        lines.append(f"    etcdlock_guard *g_{g} = NULL;")
+    lines.append("    int rc; (void)rc;")
+    for i, st in enumerate(case["steps"]):
+        op = st["op"]
+        who = 1 if st.get("client") == "b" else 0
+        exp = expect_of(st)
+        lines.append(f"    /* step {i}: {op} */")
+        if op != "connect":
+            lines.append(f"    if (!cl[{who}] && !client_open(&cl[{who}], ns, NULL)) {{ fail(id, {i}, \"connect\", \"default client\"); goto done; }}")
+        if op == "connect":
+            o = st["options"]
+            lines.append("    {")
+            lines.append("        etcdlock_options o; etcdlock_options_init(&o, sizeof o);")
+            lines.append("        o.endpoints = ENDPOINTS; o.namespace_prefix = ns; o.ttl_secs = 10;")
+            for k, v in o.items():
+                if k == "endpoints":
+                    lines.append(f"        o.endpoints = {c_bytes(','.join(v).encode())};")
+                elif k == "ttl":
+                    lines.append(f"        o.ttl_secs = INT64_C({int(v)});")
+                elif k == "namespace":
+                    lines.append(f"        o.namespace_prefix = {text(v, 'namespace')};")
+                elif k == "margin_ms":
+                    lines.append(f"        o.margin_ms = INT64_C({int(v)});")
+                elif k == "connect_timeout_ms":
+                    lines.append(f"        o.connect_timeout_ms = INT64_C({int(v)});")
+                else:
+                    raise SystemExit(f"{cid}: unknown connect option {k}")
+            lines.append(f"        if (cl[{who}]) {{ etcdlock_client_free(cl[{who}]); cl[{who}] = NULL; }}")
+            lines.append(f"        rc = etcdlock_client_connect(&o, &cl[{who}]);")
+            lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            lines.append("    }")
+        elif op in ("lock", "try_lock"):
+            name = text(st["name"], "name")
+            var = st.get("as")
+            target = f"&g_{var}" if var else "&tmp"
+            lines.append("    {")
+            lines.append("        etcdlock_guard *tmp = NULL; (void)tmp;")
+            if op == "lock":
+                t = st.get("timeout_ms")
+                t = "ETCDLOCK_WAIT_FOREVER" if t is None else f"INT64_C({int(t)})"
+                lines.append(f"        rc = etcdlock_lock(cl[{who}], {name}, {t}, {target});")
+                lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            else:
+                lines.append(f"        rc = etcdlock_try_lock(cl[{who}], {name}, {target});")
+                lines.append(f"        check_rc(id, {i}, rc == ETCDLOCK_WOULD_BLOCK ? -1 : rc, {c_bytes(exp.encode())});")
+            lines.append("        etcdlock_guard_free(tmp);")
+            lines.append("    }")
+        elif op == "unlock":
+            lines.append(f"    check_rc(id, {i}, etcdlock_unlock(g_{st['guard']}), {c_bytes(exp.encode())});")
+        elif op in ("put", "get", "delete"):
+            g = f"g_{st['guard']}"
+            key = text(st["key"], "key")
+            lines.append("    {")
+            lines.append(f"        const char *k = {key};")
+            if op == "put":
+                val = text(st["value"], "value")
+                lines.append(f"        const char *v = {val};")
+                lines.append(f"        rc = etcdlock_guard_put({g}, (const uint8_t *)k, strlen(k), (const uint8_t *)v, strlen(v));")
+                lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            elif op == "delete":
+                lines.append(f"        rc = etcdlock_guard_delete({g}, (const uint8_t *)k, strlen(k), NULL);")
+                lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            else:
+                lines.append("        uint8_t *v = NULL; size_t n = 0;")
+                lines.append(f"        rc = etcdlock_guard_get({g}, (const uint8_t *)k, strlen(k), &v, &n);")
+                want = "NULL" if exp is None else c_bytes(exp.encode())
+                lines.append(f"        check_get(id, {i}, rc, v, n, {want});")
+                lines.append("        etcdlock_buffer_free(v);")
+            lines.append("    }")
+        elif op == "close":
+            lines.append(f"    etcdlock_client_free(cl[{who}]); cl[{who}] = NULL;")
+        elif op == "state":
+            lines.append(f"    check_str(id, {i}, guard_state(g_{st['guard']}), {c_bytes(exp.encode())});")
+        elif op == "keys":
+            lines.append(f"    check_int(id, {i}, count_keys(ns, {text(st['name'], 'name')}), {int(exp)});")
+        elif op == "delete_outside":
+            lines.append(f"    delete_outside(ns, {text(st['name'], 'name')});")
+        elif op == "await_lost":
+            lines.append(f"    check_str(id, {i}, await_lost(g_{st['guard']}, {int(st['within_ms'])}), {c_bytes(exp.encode())});")
+        elif op == "token_order":
+            lines.append("    {")
+            lines.append("        int64_t t1 = 0, t2 = 0;")
+            lines.append(f"        etcdlock_guard_fencing_token(g_{st['first']}, &t1); etcdlock_guard_fencing_token(g_{st['second']}, &t2);")
+            lines.append(f"        check_str(id, {i}, t1 < t2 ? \"ok\" : \"tokens not increasing\", {c_bytes(exp.encode())});")
+            lines.append("    }")
+        else:
+            raise SystemExit(f"{cid}: unknown op {op}")
+    lines.append("    goto done; /* every case has the label in use */")
+    lines.append("done:")
+    for g in guards:
+        lines.append(f"    etcdlock_guard_free(g_{g});")
+    lines.append("    etcdlock_client_free(cl[0]); etcdlock_client_free(cl[1]);")
+    lines.append("    free_repeats();")
+    lines.append("    ran++;")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+PRELUDE = r'''/* Generated by ffi-c/tests/gen_conformance.py from conformance/cases.json. Do not edit. */
+#define _POSIX_C_SOURCE 200809L
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "etcdlock.h"
+
+static const char *ENDPOINTS;
+static int ran, failed_steps, failed_cases_mark;
+static char *repeats[8];
+static int nrepeats;
+
+static const char *repeat(const char *s, int count) {
+    size_t n = strlen(s), total = n * (size_t)count;
+    char *p = malloc(total + 1);
+    for (int i = 0; i < count; i++) memcpy(p + (size_t)i * n, s, n);
+    p[total] = 0;
+    repeats[nrepeats++] = p;
+    return p;
+}
+
+static void free_repeats(void) {
+    while (nrepeats) free(repeats[--nrepeats]);
+}
+
+static void fail(const char *id, int step, const char *got, const char *want) {
+    printf("FAIL %s step %d: got %s, the table says %s\n", id, step, got, want);
+    failed_steps++;
+    failed_cases_mark = 1;
+}
+
+static void check_str(const char *id, int step, const char *got, const char *want) {
+    if (strcmp(got, want) != 0) fail(id, step, got, want);
+}
+
+/* rc -1 stands for try_lock's "would_block" status. */
+static void check_rc(const char *id, int step, int rc, const char *want) {
+    const char *got = rc == -1 ? "would_block" : rc == ETCDLOCK_OK ? "ok" : etcdlock_status_name(rc);
+    check_str(id, step, got, want);
+}
+
+static void check_int(const char *id, int step, long got, long want) {
+    if (got != want) {
+        char g[32], w[32];
+        snprintf(g, sizeof g, "%ld", got);
+        snprintf(w, sizeof w, "%ld", want);
+        fail(id, step, g, w);
+    }
+}
+
+static void check_get(const char *id, int step, int rc, const uint8_t *v, size_t n, const char *want) {
+    if (rc != ETCDLOCK_OK) { check_rc(id, step, rc, want ? want : "null"); return; }
+    if (!want) { if (v) fail(id, step, "a value", "null"); return; }
+    if (!v || n != strlen(want) || memcmp(v, want, n) != 0) fail(id, step, v ? "another value" : "null", want);
+}
+
+static int client_open(etcdlock_client **c, const char *ns, const char *unused) {
+    (void)unused;
+    etcdlock_options o;
+    etcdlock_options_init(&o, sizeof o);
+    o.endpoints = ENDPOINTS;
+    o.namespace_prefix = ns;
+    o.ttl_secs = 10;
+    o.connect_timeout_ms = 30000; /* valgrind makes the first connect slow */
+    if (etcdlock_client_connect(&o, c) == ETCDLOCK_OK) return 1;
+    printf("connect: %s\n", etcdlock_last_error_message());
+    return 0;
+}
+
+static const char *guard_state(const etcdlock_guard *g) {
+    int held = 0, reason = 0;
+    etcdlock_guard_is_held(g, &held);
+    if (held) return "held";
+    etcdlock_guard_loss_reason(g, &reason);
+    return reason == ETCDLOCK_LOSS_NONE ? "released" : "lost";
+}
+
+static int etcdctl(const char *args, char *out, size_t cap) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "ETCDCTL_API=3 etcdctl --endpoints=%s %s", ENDPOINTS, args);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    return pclose(p);
+}
+
+static long count_keys(const char *ns, const char *name) {
+    char args[512], out[65536];
+    snprintf(args, sizeof args, "get --prefix --keys-only '%s%s/'", ns, name);
+    if (etcdctl(args, out, sizeof out) != 0) return -1;
+    long n = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"))
+        if (*line) n++;
+    return n;
+}
+
+static void delete_outside(const char *ns, const char *name) {
+    char args[512], out[4096];
+    snprintf(args, sizeof args, "del --prefix '%s%s/'", ns, name);
+    etcdctl(args, out, sizeof out);
+}
+
+struct loss_wait {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, reason;
+};
+
+static void on_loss(int reason, void *user) {
+    struct loss_wait *w = user;
+    pthread_mutex_lock(&w->mu);
+    w->done = 1;
+    w->reason = reason;
+    pthread_cond_signal(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+/* Wait for the guard's loss callback (an event, not a poll) for at most ms. */
+static const char *await_lost(const etcdlock_guard *g, int ms) {
+    static struct loss_wait w;
+    pthread_mutex_init(&w.mu, NULL);
+    pthread_cond_init(&w.cv, NULL);
+    w.done = 0;
+    if (etcdlock_guard_on_loss(g, on_loss, &w) != ETCDLOCK_OK) return "on_loss failed";
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000;
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&w.mu);
+    while (!w.done)
+        if (pthread_cond_timedwait(&w.cv, &w.mu, &until) != 0) break;
+    int done = w.done, reason = w.reason;
+    pthread_mutex_unlock(&w.mu);
+    if (!done) return "no loss reported in time";
+    return etcdlock_loss_reason_name(reason);
+}
+'''
+
+
+def main() -> None:
+    cases_path, out_path = sys.argv[1], sys.argv[2]
+    table = json.load(open(cases_path, encoding="utf-8"))
+    mine = [c for c in table["cases"] if LANG in c.get("langs", table["languages"])]
+    parts = [PRELUDE]
+    for i, case in enumerate(mine):
+        parts.append(gen_case(i, case))
+    calls = "\n".join(f"    failed_cases_mark = 0; case_{i}(); failed_cases += failed_cases_mark;" for i in range(len(mine)))
+    parts.append(f'''
+int main(int argc, char **argv) {{
+    if (argc < 2) {{ fprintf(stderr, "usage: %s ENDPOINTS\\n", argv[0]); return 2; }}
+    ENDPOINTS = argv[1];
+    int failed_cases = 0;
+{calls}
+    printf("conformance: %d of {len(table["cases"])} cases ran for c\\n", ran);
+    int missing = {len(mine)} - ran;
+    if (missing) printf("FAIL %d cases listed for c did not run\\n", missing);
+    etcdlock_shutdown();
+    printf("%d passed, %d failed\\n", ran - failed_cases, failed_cases + missing);
+    return failed_cases + missing ? 1 : 0;
+}}
+''')
+    with open(out_path, "w", encoding="utf-8") as f:
+        f.write("\n".join(parts))
+
+
+if __name__ == "__main__":
+    main()
