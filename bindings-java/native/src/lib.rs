@@ -355,7 +355,8 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_panicForTest<'local>(
 
 /// `static native long connect(String endpoints, long ttlSecs, String namespace, String user,
 /// String password, String ca, String cert, String key, String domain, long connectTimeoutMs,
-/// long requestTimeoutMs)`. Endpoints are joined by `\n`.
+/// long requestTimeoutMs, long marginMs)`. Endpoints are joined by `\n`; a negative timeout or
+/// margin keeps the core's default (the core rejects a margin not below the TTL).
 #[unsafe(no_mangle)]
 #[allow(clippy::too_many_arguments)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
@@ -372,6 +373,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
     domain: JString<'local>,
     connect_timeout_ms: jlong,
     request_timeout_ms: jlong,
+    margin_ms: jlong,
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
@@ -396,6 +398,9 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
             }
             if let Some(d) = millis(request_timeout_ms) {
                 opts.request_timeout = d;
+            }
+            if let Some(d) = millis(margin_ms) {
+                opts.margin = Some(d);
             }
             let client = block(env, async move { Client::connect(opts).await }, None)?;
             Ok(into_handle(Arc::new(client)))

@@ -332,6 +332,35 @@ public final class EtcdLockClient implements AutoCloseable {
         if (name.isEmpty()) {
             throw new InvalidArgumentException("lock name is empty");
         }
+        checkText(name, "lock name");
+    }
+
+    /**
+     * Refuse a string that is not valid Unicode (a lone UTF-16 surrogate): it has no UTF-8
+     * form, so encoding it would be lossy ({@code String.getBytes} writes {@code ?}) and
+     * JNI's modified UTF-8 would smuggle it to the core as a CESU-8 fragment. Checked here,
+     * before any native call, so every binding gives the same {@link InvalidArgumentException}.
+     */
+    static String checkText(String s, String what) {
+        if (s == null) {
+            return null;
+        }
+        for (int i = 0; i < s.length(); i++) {
+            char c = s.charAt(i);
+            if (Character.isHighSurrogate(c)) {
+                if (i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+                    i++;
+                    continue;
+                }
+                throw new InvalidArgumentException(what + " contains a lone UTF-16 surrogate at index " + i
+                        + " (not valid Unicode; it has no UTF-8 form)");
+            }
+            if (Character.isLowSurrogate(c)) {
+                throw new InvalidArgumentException(what + " contains a lone UTF-16 surrogate at index " + i
+                        + " (not valid Unicode; it has no UTF-8 form)");
+            }
+        }
+        return s;
     }
 
     static long toMillis(Duration d) {
@@ -426,6 +455,7 @@ public final class EtcdLockClient implements AutoCloseable {
         private String domain;
         private long connectTimeoutMs = -1;
         private long requestTimeoutMs = -1;
+        private long marginMs = -1;
 
         Builder() {}
 
@@ -450,6 +480,7 @@ public final class EtcdLockClient implements AutoCloseable {
                 if (e == null || e.trim().isEmpty() || e.contains("\n")) {
                     throw new InvalidArgumentException("bad endpoint: " + (e == null ? "null" : '"' + e + '"'));
                 }
+                checkText(e, "endpoint");
                 this.endpoints.add(e.trim());
             }
             return this;
@@ -473,7 +504,7 @@ public final class EtcdLockClient implements AutoCloseable {
 
         /** Prefix prepended to every key this client touches (lock keys and guarded keys). */
         public Builder namespace(String namespace) {
-            this.namespace = namespace;
+            this.namespace = checkText(namespace, "namespace");
             return this;
         }
 
@@ -482,8 +513,8 @@ public final class EtcdLockClient implements AutoCloseable {
             if (user == null || password == null) {
                 throw new InvalidArgumentException("user and password must not be null");
             }
-            this.user = user;
-            this.password = password;
+            this.user = checkText(user, "user");
+            this.password = checkText(password, "password");
             return this;
         }
 
@@ -500,7 +531,7 @@ public final class EtcdLockClient implements AutoCloseable {
 
         /** Server name to verify instead of the endpoint host (TLS only). */
         public Builder tlsDomain(String domain) {
-            this.domain = domain;
+            this.domain = checkText(domain, "tlsDomain");
             return this;
         }
 
@@ -513,6 +544,19 @@ public final class EtcdLockClient implements AutoCloseable {
         /** Bound on each etcd request (default 5 s). */
         public Builder requestTimeout(Duration d) {
             this.requestTimeoutMs = positiveMillis(d, "requestTimeout");
+            return this;
+        }
+
+        /**
+         * Safety margin subtracted from the TTL for local loss detection (default: TTL/5, at
+         * most 2 s). It must be below the TTL: {@link #build()} rejects a larger one with
+         * {@link InvalidArgumentException} (never clamped).
+         */
+        public Builder margin(Duration margin) {
+            if (margin == null || margin.isNegative()) {
+                throw new InvalidArgumentException("margin must not be null or negative, got " + margin);
+            }
+            this.marginMs = toMillis(margin);
             return this;
         }
 
@@ -535,7 +579,7 @@ public final class EtcdLockClient implements AutoCloseable {
             List<String> eps = endpoints.isEmpty() ? List.of("http://127.0.0.1:2379") : endpoints;
             String joined = String.join("\n", eps);
             long ptr = NativeBridge.connect(joined, ttlSecs, namespace, user, password, ca, cert, key, domain,
-                    connectTimeoutMs, requestTimeoutMs);
+                    connectTimeoutMs, requestTimeoutMs, marginMs);
             LOG.debug("etcdlock client connected to {}", eps);
             return new EtcdLockClient(ptr, String.join(",", eps));
         }

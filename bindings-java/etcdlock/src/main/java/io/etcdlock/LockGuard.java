@@ -40,6 +40,9 @@ public final class LockGuard implements AutoCloseable {
     private boolean watching;
     private LossReason firedReason; // guarded by listeners
     private volatile boolean unlocked;
+    /** The LockLost the first close() reported; every later close() reports it again. */
+    private volatile LockLostException lostAtClose;
+    private final Object closing = new Object();
 
     LockGuard(EtcdLockClient client, String name, long ptr) {
         this.client = client;
@@ -102,7 +105,8 @@ public final class LockGuard implements AutoCloseable {
         try {
             p = handle.pin();
         } catch (EtcdLockException e) {
-            return Optional.empty();
+            LockLostException l = lostAtClose; // closed after the loss: still lost
+            return l == null ? Optional.empty() : Optional.ofNullable(l.reason());
         }
         try {
             return Optional.ofNullable(LossReason.of((int) NativeBridge.guardInfo(p, 3)));
@@ -228,29 +232,40 @@ public final class LockGuard implements AutoCloseable {
     }
 
     /**
-     * Release the lock (delete our key). Idempotent.
+     * Release the lock (delete our key). Idempotent: closing a released guard again does
+     * nothing.
      *
      * @throws LockLostException if the hold had been lost before, so the caller learns its
-     *     critical section may not have been protected to the end
+     *     critical section may not have been protected to the end; every later close of a
+     *     lost hold throws it again (a lost hold never turns into a clean release)
      */
     @Override
     public void close() {
-        if (unlocked) {
-            return;
-        }
-        long p;
-        try {
-            p = handle.pin();
-        } catch (EtcdLockException e) {
-            return;
-        }
-        try {
-            unlocked = true;
-            NativeBridge.unlock(p);
-        } finally {
-            handle.unpin();
-            handle.close();
-            cleanable.clean();
+        synchronized (closing) {
+            if (unlocked) {
+                LockLostException l = lostAtClose;
+                if (l != null) {
+                    throw new LockLostException(l.reason(), l.getMessage());
+                }
+                return;
+            }
+            long p;
+            try {
+                p = handle.pin();
+            } catch (EtcdLockException e) {
+                return;
+            }
+            try {
+                unlocked = true;
+                NativeBridge.unlock(p);
+            } catch (LockLostException e) {
+                lostAtClose = e;
+                throw e;
+            } finally {
+                handle.unpin();
+                handle.close();
+                cleanable.clean();
+            }
         }
     }
 
@@ -268,6 +283,7 @@ public final class LockGuard implements AutoCloseable {
         if (s == null) {
             throw new InvalidArgumentException(what + " must not be null");
         }
-        return s.getBytes(StandardCharsets.UTF_8);
+        // A lone surrogate has no UTF-8 form: getBytes would silently write '?'.
+        return EtcdLockClient.checkText(s, what).getBytes(StandardCharsets.UTF_8);
     }
 }

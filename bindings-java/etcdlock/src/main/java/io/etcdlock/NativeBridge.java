@@ -68,7 +68,7 @@ final class NativeBridge {
     static native void panicForTest();
 
     static native long connect(String endpoints, long ttlSecs, String namespace, String user, String password,
-            String ca, String cert, String key, String domain, long connectTimeoutMs, long requestTimeoutMs);
+            String ca, String cert, String key, String domain, long connectTimeoutMs, long requestTimeoutMs, long marginMs);
 
     static native long ttl(long client);
 

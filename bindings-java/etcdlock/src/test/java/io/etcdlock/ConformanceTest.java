@@ -1,0 +1,372 @@
+package io.etcdlock;
+
+import static io.etcdlock.TestSupport.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.io.File;
+import java.time.Duration;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import io.etcd.jetcd.options.DeleteOption;
+import io.etcd.jetcd.options.GetOption;
+
+/**
+ * The conformance table ({@code conformance/cases.json}, read from the repository at test
+ * time) run by the Java binding against the harness's real etcd. Every language's suite runs
+ * the same table; {@code conformance/README.md} has the steps and how each outcome maps to
+ * Java's idiom (an {@link EtcdLockException} subclass by its {@link ErrorCode},
+ * {@code Optional.empty()} for {@code would_block}, ...). A case listed for Java that does not
+ * run, or runs and disagrees with the table, fails this test.
+ */
+@ExtendWith(EtcdExtension.class)
+class ConformanceTest {
+    static final String LANG = "java";
+
+    /** {@code conformance/cases.json}, found from the module directory upwards (never a copy). */
+    static File casesFile() {
+        String explicit = System.getProperty("etcdlock.conformance");
+        if (explicit != null && !explicit.isEmpty()) {
+            return new File(explicit);
+        }
+        File dir = new File(System.getProperty("user.dir")).getAbsoluteFile();
+        for (; dir != null; dir = dir.getParentFile()) {
+            File f = new File(dir, "conformance/cases.json");
+            if (f.isFile()) {
+                return f;
+            }
+        }
+        throw new IllegalStateException("conformance/cases.json not found above " + System.getProperty("user.dir"));
+    }
+
+    static boolean listedFor(JsonNode c) {
+        JsonNode langs = c.get("langs");
+        if (langs == null) {
+            return true;
+        }
+        for (JsonNode l : langs) {
+            if (LANG.equals(l.asText())) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    @Test
+    void conformanceTable() throws Exception {
+        File file = casesFile();
+        JsonNode table = new ObjectMapper().readTree(file);
+        JsonNode cases = table.get("cases");
+        int expected = 0;
+        int ran = 0;
+        List<String> failures = new ArrayList<>();
+        for (JsonNode c : cases) {
+            if (!listedFor(c)) {
+                continue;
+            }
+            expected++;
+            String id = c.get("id").asText();
+            try {
+                new CaseRun(c).run();
+                System.out.println("conformance: " + id + " ok");
+            } catch (Throwable t) {
+                failures.add(id + ": " + t);
+                System.out.println("conformance: " + id + " FAILED: " + t);
+            }
+            ran++;
+        }
+        System.out.println("conformance: " + ran + " of " + cases.size() + " cases ran for " + LANG);
+        assertEquals(expected, ran, "every case listed for " + LANG + " must run");
+        assertTrue(failures.isEmpty(), failures.size() + " case(s) disagree with " + file + ":\n  "
+                + String.join("\n  ", failures));
+    }
+
+    /** A step's input that Java cannot express (the table should not list the case for Java). */
+    static final class NotExpressible extends RuntimeException {
+        NotExpressible(String what) {
+            super(what + " is not expressible in Java");
+        }
+    }
+
+    /** A string input: a JSON string, {@code {"repeat", "count"}} or {@code {"utf16": [...]}}. */
+    static String text(JsonNode v) {
+        if (v == null || v.isNull()) {
+            throw new IllegalArgumentException("missing string input");
+        }
+        if (v.isTextual()) {
+            return v.asText();
+        }
+        if (v.has("repeat")) {
+            return v.get("repeat").asText().repeat(v.get("count").asInt());
+        }
+        if (v.has("utf16")) {
+            JsonNode units = v.get("utf16");
+            char[] cs = new char[units.size()];
+            for (int i = 0; i < cs.length; i++) {
+                cs[i] = (char) units.get(i).asInt();
+            }
+            return new String(cs);
+        }
+        throw new NotExpressible("string input " + v);
+    }
+
+    /** An error code or loss reason as the table spells it: INVALID_ARGUMENT -> InvalidArgument. */
+    static String camel(String enumName) {
+        StringBuilder sb = new StringBuilder();
+        for (String part : enumName.split("_")) {
+            sb.append(part.charAt(0)).append(part.substring(1).toLowerCase());
+        }
+        return sb.toString();
+    }
+
+    static String outcome(Runnable call) {
+        try {
+            call.run();
+            return "ok";
+        } catch (EtcdLockException e) {
+            return camel(e.code().name());
+        }
+    }
+
+    /** One case in its own namespace, with its own clients. */
+    static final class CaseRun {
+        final JsonNode c;
+        final String id;
+        final String ns;
+        final Map<String, EtcdLockClient> clients = new LinkedHashMap<>();
+        final Map<String, LockGuard> guards = new HashMap<>();
+        final Map<String, EtcdLock> locks = new HashMap<>();
+
+        CaseRun(JsonNode c) {
+            this.c = c;
+            this.id = c.get("id").asText();
+            this.ns = "conf-java/" + id + "/" + UUID.randomUUID().toString().substring(0, 8) + "/";
+        }
+
+        EtcdLockClient.Builder defaults() {
+            return EtcdLockClient.builder().endpoints(EtcdExtension.endpoints()).namespace(ns)
+                    .ttl(Duration.ofSeconds(10));
+        }
+
+        EtcdLockClient.Builder connectOptions(JsonNode o) {
+            EtcdLockClient.Builder b = defaults();
+            for (var it = o.fields(); it.hasNext();) {
+                var e = it.next();
+                JsonNode v = e.getValue();
+                switch (e.getKey()) {
+                    case "endpoints": {
+                        List<String> eps = new ArrayList<>();
+                        v.forEach(x -> eps.add(x.asText()));
+                        b.endpoints(eps);
+                        break;
+                    }
+                    case "ttl":
+                        if (!v.isIntegralNumber()) {
+                            throw new NotExpressible("ttl " + v + " (Builder.ttl takes a Duration)");
+                        }
+                        b.ttl(Duration.ofSeconds(v.asLong()));
+                        break;
+                    case "namespace":
+                        b.namespace(text(v));
+                        break;
+                    case "margin_ms":
+                        b.margin(Duration.ofMillis(v.asLong()));
+                        break;
+                    case "connect_timeout_ms":
+                        b.connectTimeout(Duration.ofMillis(v.asLong()));
+                        break;
+                    default:
+                        throw new IllegalArgumentException("unknown connect option " + e.getKey());
+                }
+            }
+            return b;
+        }
+
+        LockGuard guard(JsonNode step, String field) {
+            String var = step.get(field).asText();
+            LockGuard g = guards.get(var);
+            if (g == null) {
+                throw new AssertionError("case " + id + ": no guard " + var);
+            }
+            return g;
+        }
+
+        /** The lock's keys: {@code <namespace><name>/} (a raw jetcd read or delete). */
+        String prefix(JsonNode step) {
+            return ns + text(step.get("name")) + "/";
+        }
+
+        void run() throws Exception {
+            JsonNode steps = c.get("steps");
+            try {
+                for (int i = 0; i < steps.size(); i++) {
+                    step(i, steps.get(i));
+                }
+            } finally {
+                for (EtcdLockClient cl : clients.values()) {
+                    try {
+                        cl.close();
+                    } catch (RuntimeException ignored) {
+                        // already closed or failing: the case result stands
+                    }
+                }
+            }
+        }
+
+        void step(int i, JsonNode step) throws Exception {
+            String op = step.get("op").asText();
+            String who = step.has("client") ? step.get("client").asText() : "a";
+            JsonNode expect = step.has("expect_java") ? step.get("expect_java") : step.get("expect");
+            String want = expect == null || expect.isNull() ? "null" : expect.isTextual() ? expect.asText() : expect.toString();
+            String where = "case " + id + " step " + i + " (" + op + ")";
+            if (!op.equals("connect") && !clients.containsKey(who)) {
+                clients.put(who, defaults().build());
+            }
+            EtcdLockClient cl = clients.get(who);
+            String got;
+            switch (op) {
+                case "connect": {
+                    EtcdLockClient[] made = new EtcdLockClient[1];
+                    got = outcome(() -> made[0] = connectOptions(step.get("options")).build());
+                    if (made[0] != null) {
+                        EtcdLockClient old = clients.put(who, made[0]);
+                        if (old != null) {
+                            old.close();
+                        }
+                    }
+                    break;
+                }
+                case "lock": {
+                    String name = text(step.get("name"));
+                    JsonNode t = step.get("timeout_ms");
+                    LockGuard[] g = new LockGuard[1];
+                    if (t == null) {
+                        got = outcome(() -> g[0] = cl.acquire(name));
+                    } else if (t.isTextual() && t.asText().equals("inf")) {
+                        // Java's "forever" Duration (Long.MAX_VALUE seconds).
+                        got = outcome(() -> g[0] = cl.acquire(name, ChronoUnit.FOREVER.getDuration()));
+                    } else if (t.isIntegralNumber()) {
+                        got = outcome(() -> g[0] = cl.acquire(name, Duration.ofMillis(t.asLong())));
+                    } else {
+                        throw new NotExpressible("timeout " + t + " (acquire takes a Duration)");
+                    }
+                    keep(step, g[0]);
+                    break;
+                }
+                case "try_lock": {
+                    String name = text(step.get("name"));
+                    @SuppressWarnings("unchecked")
+                    Optional<LockGuard>[] g = new Optional[1];
+                    got = outcome(() -> g[0] = cl.tryAcquire(name));
+                    if (got.equals("ok")) {
+                        if (g[0].isPresent()) {
+                            keep(step, g[0].get());
+                        } else {
+                            got = "would_block";
+                        }
+                    }
+                    break;
+                }
+                case "relock": {
+                    // Through a reentrant java.util.concurrent.locks.Lock object, kept as `lock`.
+                    EtcdLock l = locks.computeIfAbsent(step.get("lock").asText(),
+                            k -> cl.newLock(text(step.get("name"))));
+                    got = outcome(l::lock);
+                    if (got.equals("ok")) {
+                        keep(step, l.guard());
+                    }
+                    break;
+                }
+                case "unlock":
+                    if (step.has("lock")) {
+                        got = outcome(locks.get(step.get("lock").asText())::unlock);
+                    } else {
+                        got = outcome(guard(step, "guard")::unlock);
+                    }
+                    break;
+                case "put": {
+                    LockGuard g = guard(step, "guard");
+                    String key = text(step.get("key"));
+                    String value = text(step.get("value"));
+                    got = outcome(() -> g.put(key, value));
+                    break;
+                }
+                case "get": {
+                    LockGuard g = guard(step, "guard");
+                    String key = text(step.get("key"));
+                    String[] v = new String[1];
+                    got = outcome(() -> v[0] = g.get(key));
+                    if (got.equals("ok")) {
+                        got = v[0] == null ? "null" : v[0];
+                    }
+                    break;
+                }
+                case "delete": {
+                    LockGuard g = guard(step, "guard");
+                    String key = text(step.get("key"));
+                    got = outcome(() -> g.delete(key));
+                    break;
+                }
+                case "close":
+                    got = outcome(cl::close);
+                    break;
+                case "state": {
+                    LockGuard g = guard(step, "guard");
+                    got = g.isHeld() ? "held" : g.lossReason().isPresent() ? "lost" : "released";
+                    break;
+                }
+                case "keys":
+                    got = Long.toString(raw().getKVClient()
+                            .get(bs(prefix(step)), GetOption.newBuilder().isPrefix(true).withCountOnly(true).build())
+                            .get(10, TimeUnit.SECONDS).getCount());
+                    break;
+                case "delete_outside":
+                    raw().getKVClient().delete(bs(prefix(step)), DeleteOption.newBuilder().isPrefix(true).build())
+                            .get(10, TimeUnit.SECONDS);
+                    return;
+                case "await_lost": {
+                    LockGuard g = guard(step, "guard");
+                    long within = step.get("within_ms").asLong();
+                    CompletableFuture<LossReason> lost = new CompletableFuture<>();
+                    g.onLost(lost::complete); // an event from the core, never a polling sleep
+                    try {
+                        got = camel(lost.get(within, TimeUnit.MILLISECONDS).name());
+                    } catch (TimeoutException e) {
+                        throw new AssertionError(where + ": no loss reported within " + within + " ms");
+                    }
+                    break;
+                }
+                case "token_order": {
+                    long a = guard(step, "first").fencingToken();
+                    long b = guard(step, "second").fencingToken();
+                    got = a < b ? "ok" : "tokens not increasing (" + a + ", " + b + ")";
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException(where + ": unknown op");
+            }
+            assertEquals(want, got, where + ": got " + got + ", the table says " + want);
+        }
+
+        void keep(JsonNode step, LockGuard g) {
+            if (g != null && step.has("as")) {
+                guards.put(step.get("as").asText(), g);
+            }
+        }
+    }
+}
