@@ -1,6 +1,7 @@
 package io.etcdlock.shedlock;
 
 import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Objects;
@@ -97,6 +98,10 @@ public final class EtcdLockProvider implements ExtensibleLockProvider {
         return prefix + "/state/" + name;
     }
 
+    private byte[] keyBytes(String name) {
+        return recordKey(name).getBytes(StandardCharsets.UTF_8);
+    }
+
     /** The etcdlock lock name under which the record of {@code name} changes. */
     public String mutexName(String name) {
         return prefix + "/lock/" + name;
@@ -112,20 +117,20 @@ public final class EtcdLockProvider implements ExtensibleLockProvider {
         }
         return underMutex(mutex.get(), guard -> {
             Instant now = ClockProvider.now();
-            LockRecord current = LockRecord.parse(guard.get(recordKey(name)));
+            LockRecord current = LockRecord.parse(guard.get(keyBytes(name)));
             if (current != null && current.lockUntil.isAfter(now)) {
                 return Optional.<SimpleLock>empty();
             }
             String id = UUID.randomUUID().toString();
-            guard.put(recordKey(name), new LockRecord(config.getLockAtMostUntil(), now, lockedBy, id).format());
+            guard.put(keyBytes(name), new LockRecord(config.getLockAtMostUntil(), now, lockedBy, id).format());
             return Optional.<SimpleLock>of(new EtcdSimpleLock(config, id));
         });
     }
 
-    private void unlock(LockConfiguration config, String id) {
+    private void unlockRecord(LockConfiguration config, String id) {
         String name = config.getName();
         underMutex(client.acquire(mutexName(name), changeTimeout), guard -> {
-            LockRecord current = LockRecord.parse(guard.get(recordKey(name)));
+            LockRecord current = LockRecord.parse(guard.get(keyBytes(name)));
             if (current == null || !current.id.equals(id)) {
                 LOG.debug("shedlock {}: unlock of a hold that is no longer ours (expired); record left alone", name);
                 return null;
@@ -136,24 +141,24 @@ public final class EtcdLockProvider implements ExtensibleLockProvider {
                 until = current.lockUntil; // never extend a hold while unlocking
             }
             if (until.isAfter(now)) {
-                guard.put(recordKey(name), new LockRecord(until, current.lockedAt, current.lockedBy, id).format());
+                guard.put(keyBytes(name), new LockRecord(until, current.lockedAt, current.lockedBy, id).format());
             } else {
-                guard.delete(recordKey(name));
+                guard.delete(keyBytes(name));
             }
             return null;
         });
     }
 
-    private Optional<SimpleLock> extend(LockConfiguration newConfig, String id) {
+    private Optional<SimpleLock> extendRecord(LockConfiguration newConfig, String id) {
         String name = newConfig.getName();
         return underMutex(client.acquire(mutexName(name), changeTimeout), guard -> {
-            LockRecord current = LockRecord.parse(guard.get(recordKey(name)));
+            LockRecord current = LockRecord.parse(guard.get(keyBytes(name)));
             Instant now = ClockProvider.now();
             if (current == null || !current.id.equals(id) || !current.lockUntil.isAfter(now)) {
                 return Optional.<SimpleLock>empty();
             }
             String newId = UUID.randomUUID().toString();
-            guard.put(recordKey(name),
+            guard.put(keyBytes(name),
                     new LockRecord(newConfig.getLockAtMostUntil(), current.lockedAt, lockedBy, newId).format());
             return Optional.<SimpleLock>of(new EtcdSimpleLock(newConfig, newId));
         });
@@ -199,12 +204,12 @@ public final class EtcdLockProvider implements ExtensibleLockProvider {
 
         @Override
         protected void doUnlock() {
-            unlock(lockConfiguration, id);
+            unlockRecord(lockConfiguration, id);
         }
 
         @Override
         protected Optional<SimpleLock> doExtend(LockConfiguration newConfiguration) {
-            return extend(newConfiguration, id);
+            return extendRecord(newConfiguration, id);
         }
     }
 }
