@@ -33,6 +33,8 @@ if [ ! -f "$SHEDLOCK_JAR" ]; then
   echo "shedlock-test-support $SHEDLOCK_VER is not in ~/.m2 (not on Maven Central): run etcdlock-shedlock/install-test-support.sh SHEDLOCK_CHECKOUT; etcdlock-shedlock will fail" >&2
 fi
 
+# Count only this run: with -fae a module skipped after a failure would leave old reports.
+rm -rf ./*/target/surefire-reports
 log=$(mktemp)
 set +e
 mvn -B -fae -Detcdlock.harness="$ETCDLOCK_HARNESS" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS" 
