@@ -1,0 +1,90 @@
+package io.etcdlock.shedlock;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.etcdlock.EtcdExtension;
+import io.etcdlock.EtcdLockClient;
+import io.etcdlock.TestSupport;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.UUID;
+import net.javacrumbs.shedlock.core.ClockProvider;
+import net.javacrumbs.shedlock.core.LockConfiguration;
+import net.javacrumbs.shedlock.core.SimpleLock;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/** Two instances (two clients, two providers) on one job: expiry, stale unlock, stale extend. */
+@ExtendWith(EtcdExtension.class)
+class TwoInstancesTest {
+    private static LockConfiguration config(String name, Duration atMost, Duration atLeast) {
+        return new LockConfiguration(ClockProvider.now(), name, atMost, atLeast);
+    }
+
+    private static LockRecord record(String name) throws Exception {
+        String raw = TestSupport.rawGet("shedlock/state/" + name);
+        return raw == null ? null : LockRecord.parse(raw.getBytes(StandardCharsets.UTF_8));
+    }
+
+    @Test
+    void aHolderThatNeverUnlocksLosesTheJobAfterLockAtMostForAndItsLateUnlockAndExtendTouchNothing() throws Exception {
+        String name = "job-" + UUID.randomUUID();
+        try (EtcdLockClient a = TestSupport.client(); EtcdLockClient b = TestSupport.client()) {
+            EtcdLockProvider pa = new EtcdLockProvider(a);
+            EtcdLockProvider pb = new EtcdLockProvider(b);
+
+            Optional<SimpleLock> first = pa.lock(config(name, Duration.ofMillis(800), Duration.ZERO));
+            assertThat(first).isNotEmpty();
+            assertThat(pb.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isEmpty();
+
+            Thread.sleep(1000); // a's lockAtMostFor is over; a's client (and lease) is still alive
+            Optional<SimpleLock> second = pb.lock(config(name, Duration.ofMinutes(5), Duration.ZERO));
+            assertThat(second).isNotEmpty();
+            LockRecord bRecord = record(name);
+
+            // a's late extend and unlock leave b's record as it is
+            SimpleLock aLock = first.get();
+            assertThat(aLock.extend(Duration.ofMinutes(5), Duration.ZERO)).isEmpty();
+            assertThat(record(name).id()).isEqualTo(bRecord.id());
+            Optional<SimpleLock> aAgain = pa.lock(config(name, Duration.ofMillis(800), Duration.ZERO));
+            assertThat(aAgain).isEmpty();
+
+            second.get().unlock();
+            assertThat(record(name)).isNull();
+            assertThat(pa.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isNotEmpty();
+        }
+    }
+
+    @Test
+    void unlockBeforeLockAtLeastForKeepsTheJobTakenUntilThenAndNoLonger() throws Exception {
+        String name = "job-" + UUID.randomUUID();
+        try (EtcdLockClient a = TestSupport.client(); EtcdLockClient b = TestSupport.client()) {
+            EtcdLockProvider pa = new EtcdLockProvider(a);
+            EtcdLockProvider pb = new EtcdLockProvider(b);
+            LockConfiguration cfg = config(name, Duration.ofMinutes(5), Duration.ofMillis(1500));
+            SimpleLock lock = pa.lock(cfg).orElseThrow();
+            lock.unlock();
+            LockRecord r = record(name);
+            assertThat(r.lockUntil()).isEqualTo(cfg.getLockAtLeastUntil());
+            assertThat(pb.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isEmpty();
+            Thread.sleep(Duration.between(ClockProvider.now(), cfg.getLockAtLeastUntil()).toMillis() + 100);
+            assertThat(pb.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isNotEmpty();
+        }
+    }
+
+    @Test
+    void extendMovesLockUntilAndTheOldHandleIsInvalid() throws Exception {
+        String name = "job-" + UUID.randomUUID();
+        try (EtcdLockClient a = TestSupport.client()) {
+            EtcdLockProvider pa = new EtcdLockProvider(a);
+            SimpleLock lock = pa.lock(config(name, Duration.ofSeconds(1), Duration.ZERO)).orElseThrow();
+            SimpleLock extended = lock.extend(Duration.ofMinutes(5), Duration.ZERO).orElseThrow();
+            assertThat(record(name).lockUntil()).isAfter(ClockProvider.now().plusSeconds(250));
+            Thread.sleep(1200);
+            assertThat(pa.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isEmpty();
+            extended.unlock();
+            assertThat(record(name)).isNull();
+        }
+    }
+}
