@@ -20,19 +20,6 @@ fi
 (cd "$ROOT" && cargo build -q -p etcdlock-testkit)
 export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
 
-# etcdlock-shedlock runs ShedLock's own provider suite, shedlock-test-support, which ShedLock
-# does not publish to Maven Central: it must be in ~/.m2 (etcdlock-shedlock/install-test-support.sh
-# installs it from a ShedLock source checkout, e.g. SHEDLOCK_SRC=/path/to/ShedLock). Without it
-# that module (built last) fails; the other modules still run.
-SHEDLOCK_VER=$(sed -n 's:.*<shedlock.version>\(.*\)</shedlock.version>.*:\1:p' pom.xml | head -1)
-SHEDLOCK_JAR="$HOME/.m2/repository/net/javacrumbs/shedlock/shedlock-test-support/$SHEDLOCK_VER/shedlock-test-support-$SHEDLOCK_VER.jar"
-if [ ! -f "$SHEDLOCK_JAR" ] && [ -n "${SHEDLOCK_SRC:-}" ]; then
-  etcdlock-shedlock/install-test-support.sh "$SHEDLOCK_SRC"
-fi
-if [ ! -f "$SHEDLOCK_JAR" ]; then
-  echo "shedlock-test-support $SHEDLOCK_VER is not in ~/.m2 (not on Maven Central): run etcdlock-shedlock/install-test-support.sh SHEDLOCK_CHECKOUT; etcdlock-shedlock will fail" >&2
-fi
-
 # Count only this run: with -fae a module skipped after a failure would leave old reports.
 rm -rf ./*/target/surefire-reports
 log=$(mktemp)
