@@ -22,7 +22,7 @@ export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
 
 log=$(mktemp)
 set +e
-mvn -B -Detcdlock.harness="$ETCDLOCK_HARNESS" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS" 
+mvn -B -Detcdlock.harness="$ETCDLOCK_HARNESS" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of " 
 status=${PIPESTATUS[0]}
 set -e
 
