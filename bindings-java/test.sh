@@ -24,7 +24,7 @@ export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
 rm -rf ./*/target/surefire-reports
 log=$(mktemp)
 set +e
-mvn -B -fae -Detcdlock.harness="$ETCDLOCK_HARNESS" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS" 
+mvn -B -fae -Detcdlock.harness="$ETCDLOCK_HARNESS" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of " 
 status=${PIPESTATUS[0]}
 set -e
 
