@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import time
@@ -70,6 +71,9 @@ def hold(endpoints: str, name: str, ttl: int) -> None:
 
 def wait(endpoints: str, name: str) -> None:
     """Block in lock() on the main thread until SIGINT arrives."""
+    # A process started in the background by a non-interactive shell inherits
+    # SIGINT ignored, and Python then leaves it ignored: restore Ctrl-C.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     client = etcdlock.Client(endpoints=endpoints)
     out({"ready": True})
     try:
