@@ -59,7 +59,9 @@ public final class LeaderNode {
                 // run until the parent closes our stdin
             }
             initiator.stop();
+            initiator.destroy(); // its executor's thread is not a daemon
         }
+        System.exit(0);
     }
 
     private static synchronized void say(String what) {
