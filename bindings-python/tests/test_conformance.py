@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
 import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -20,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 
 import etcdlock
-from conftest import CONFORMANCE, ROOT
+from conftest import CONFORMANCE, ROOT, etcdctl
 
 LANG = "python"
 TABLE_PATH = ROOT / "conformance" / "cases.json"
@@ -73,16 +71,6 @@ def outcome(fn: Callable[[], Any]) -> Tuple[Any, Any]:
         return e.code, None
     except Exception as e:  # noqa: BLE001 - reported as a token, compared with the table
         return type(e).__name__, None
-
-
-def etcdctl(endpoints: List[str], *args: str) -> str:
-    return subprocess.run(
-        ["etcdctl", "--endpoints", ",".join(endpoints), *args],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={**os.environ, "ETCDCTL_API": "3"},
-    ).stdout
 
 
 class Run:
