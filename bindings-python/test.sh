@@ -12,6 +12,15 @@ echo "== etcd harness"
 (cd "$ROOT" && cargo build -q -p etcdlock-testkit)
 export ETCD_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
 
+# CPython's own lock tests (tests/test_cpython_locks.py) come from the
+# interpreter's `test` package; Debian ships it separately.
+if ! "$PY" -c "import test.lock_tests" >/dev/null 2>&1; then
+    v=$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+    echo "== installing libpython$v-testsuite (CPython's test package)"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "libpython$v-testsuite" >/dev/null || true
+fi
+
 echo "== venv $VENV"
 export PATH="$VENV/bin:$PATH"
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
