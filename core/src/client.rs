@@ -466,10 +466,17 @@ impl Client {
         self.inner.transport.member_in_use().to_string()
     }
 
-    /// Watches registered on the client's stream right now (each waiter has
-    /// two: its predecessor and its own key; each held lock one).
+    /// Watch subscriptions right now (each waiter has two or three: its own
+    /// key, its predecessor and the key ahead of it; each held lock one).
     pub fn active_watches(&self) -> i64 {
         self.inner.hub.active()
+    }
+
+    /// Watches this client keeps registered in etcd: one per watched key,
+    /// shared by every wait and hold on that key, and kept for a while after
+    /// the last of them ends so the next acquisition reuses it.
+    pub fn etcd_watches(&self) -> i64 {
+        self.inner.hub.etcd_watches()
     }
 
     /// The namespace prefix applied to keys.

@@ -446,7 +446,7 @@ impl OwnKeyListener for Shared {
                 Ok(resp) if resp.kvs().first().is_some_and(|kv| kv.create_revision() == token) => {
                     let rev = resp.header().map(|h| h.revision()).unwrap_or(token);
                     let (w, rx) = OwnKeyWatch::new();
-                    let id = client.inner.hub.watch_from(key, rev + 1, w.sink());
+                    let id = client.inner.hub.watch(key, rev, w.sink());
                     *sh.watch_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
                     let as_key: Weak<dyn OwnKeyListener> = Arc::downgrade(&sh) as Weak<dyn OwnKeyListener>;
                     w.hand_over(as_key, rx);

@@ -446,16 +446,16 @@ impl Client {
         // no delete is missed whatever the timing.
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
-        let mut own_id = hub.watch(key.clone(), own.sink());
+        let mut own_id = hub.watch(key.clone(), my_rev, own.sink());
         pending.watches.push(own_id);
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
         // Every watch this wait starts gets a tag; events of watches no longer
         // current are dropped.
         let mut tags = 0u64;
-        let watch = |key: &[u8], tags: &mut u64| {
+        let watch = |key: &[u8], after: i64, tags: &mut u64| {
             *tags += 1;
             let (tag, tx) = (*tags, ev_tx.clone());
-            (tag, hub.watch(key.to_vec(), Arc::new(move |ev| {
+            (tag, hub.watch(key.to_vec(), after, Arc::new(move |ev| {
                 let _ = tx.send((tag, ev));
             })))
         };
@@ -485,7 +485,7 @@ impl Client {
                     hub.cancel(id);
                     pending.watches.retain(|w| *w != id);
                 }
-                let (tag, id) = watch(&pred.key, &mut tags);
+                let (tag, id) = watch(&pred.key, queue.rev, &mut tags);
                 pending.watches.push(id);
                 pred_w = Some((pred.clone(), tag, id));
             }
@@ -496,7 +496,7 @@ impl Client {
             // only costs that read later; the predecessor's watch decides.
             let ahead = match (&queue.ahead, pred_is_holder) {
                 (Some(a), false) => {
-                    let (tag, id) = watch(&a.key, &mut tags);
+                    let (tag, id) = watch(&a.key, queue.rev, &mut tags);
                     pending.watches.push(id);
                     Some((tag, id))
                 }
@@ -621,7 +621,7 @@ impl Client {
                 },
             };
             if !pending.watches.contains(&own_id) && queue.mine {
-                own_id = hub.watch(key.clone(), own.sink());
+                own_id = hub.watch(key.clone(), queue.rev, own.sink());
                 pending.watches.push(own_id);
             }
         }
@@ -807,7 +807,7 @@ impl Client {
             Some(o) => Some(o),
             None if self.inner.watch_held_keys => {
                 let (w, rx) = OwnKeyWatch::new();
-                let id = self.inner.hub.watch(key.clone(), w.sink());
+                let id = self.inner.hub.watch(key.clone(), token, w.sink());
                 Some((id, w, rx))
             }
             None => None,

@@ -69,7 +69,7 @@ impl Client {
         };
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
-        let own_id = hub.watch(key.clone(), own.sink());
+        let own_id = hub.watch(key.clone(), my_rev, own.sink());
         pending.watches.push(own_id);
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
         let closed = self.inner.closed.clone();
@@ -100,7 +100,7 @@ impl Client {
             }
             gen += 1;
             let (tx, g) = (ev_tx.clone(), gen);
-            let id = hub.watch(writer, Arc::new(move |ev| {
+            let id = hub.watch(writer, rev, Arc::new(move |ev| {
                 let _ = tx.send((g, ev));
             }));
             pending.watches.push(id);

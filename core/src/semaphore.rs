@@ -149,7 +149,7 @@ impl Client {
         };
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
-        let mut own_id = hub.watch(key.clone(), own.sink());
+        let mut own_id = hub.watch(key.clone(), my_rev, own.sink());
         pending.watches.push(own_id);
         let mut own_reset = false;
         let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
@@ -179,7 +179,7 @@ impl Client {
             if own_reset {
                 // etcd dropped the watch on our key (compaction): watch again from this read.
                 pending.watches.retain(|w| *w != own_id);
-                own_id = hub.watch(key.clone(), own.sink());
+                own_id = hub.watch(key.clone(), older.rev, own.sink());
                 pending.watches.push(own_id);
                 own_reset = false;
             }
@@ -204,7 +204,7 @@ impl Client {
             let mut ids = Vec::with_capacity(older.keys.len());
             for (k, _) in &older.keys {
                 let (tx, g) = (ev_tx.clone(), gen);
-                ids.push(hub.watch(k.clone(), Arc::new(move |ev| {
+                ids.push(hub.watch(k.clone(), older.rev, Arc::new(move |ev| {
                     let _ = tx.send((g, ev));
                 })));
             }

@@ -13,11 +13,21 @@
 //! reports [`WatchEvent::Reset`] and its owner re-reads the state.
 //!
 //! Only deletes are watched (`NoPut`): a lock cares about keys going away.
+//!
+//! One etcd watch per *key*, shared by every owner interested in that key and
+//! kept for a while after the last owner leaves ([`LINGER`]): a client that
+//! locks the same name again (its key is the same, `name/<lease hex>`) or waits
+//! behind the same peers again reuses a watch etcd already keeps *synced*. A
+//! new watch costs etcd a create and a cancel, and one created while a write
+//! is in flight is left unsynced, served by a 100 ms catch-up loop: under
+//! contention that made one handoff in twenty wait for the loop. Each owner
+//! subscribes with the revision of its last read; the hub replays the key's
+//! last delete if it came after that read, so sharing never hides a delete.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use etcd_client::{EventType, WatchFilterType, WatchOptions, WatchResponse};
 use tokio::sync::mpsc;
@@ -28,7 +38,8 @@ use crate::transport::Transport;
 /// What a watch reports to its owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum WatchEvent {
-    /// etcd created the watch; `rev` was the store's revision then.
+    /// Every delete after `rev` is reported from now on: an owner whose last
+    /// read was older reads once more to close the gap.
     Created { rev: i64 },
     /// The key was deleted at `rev`.
     Deleted { rev: i64 },
@@ -41,20 +52,34 @@ pub(crate) enum WatchEvent {
 /// non-blocking (send on a channel, mark a state).
 pub(crate) type Sink = Arc<dyn Fn(WatchEvent) + Send + Sync>;
 
+/// How long an etcd watch outlives its last owner, for the next acquisition
+/// (or wait) on the same key to reuse.
+pub(crate) const LINGER: Duration = Duration::from_secs(10);
+/// At most this many watches linger with no owner; the oldest go first.
+pub(crate) const MAX_IDLE: usize = 1024;
+
 enum Cmd {
-    Add { id: i64, key: Vec<u8>, start_rev: i64, sink: Sink },
+    Add { sub: i64, key: Vec<u8>, after: i64, sink: Sink },
     Cancel(i64),
     Resp { gen: u64, resp: WatchResponse },
     Ended { gen: u64, member: usize, why: String },
 }
 
+/// One etcd watch (one key) and the owners subscribed to it.
 struct Entry {
-    key: Vec<u8>,
+    /// The etcd watch id.
+    wid: i64,
+    /// The revision etcd created the watch at: every delete after it is seen.
+    created: Option<i64>,
+    /// The newest delete of the key the watch saw (0: none).
+    last_del: i64,
     /// Where a re-created watch starts: after the last event seen (0 until
-    /// etcd said where a watch "from now" started; re-created from now then,
-    /// and its owner closes the gap on the new `Created`).
+    /// etcd said where a watch "from now" started).
     next_rev: i64,
-    sink: Sink,
+    /// Owners: subscription id -> (revision of the owner's last read, sink).
+    subs: HashMap<i64, (i64, Sink)>,
+    /// When the last owner left (the watch lingers for reuse).
+    idle_since: Option<Instant>,
 }
 
 /// The client's watch multiplexer. Cheap handle; the stream lives in one task.
@@ -63,6 +88,7 @@ pub(crate) struct WatchHub {
     next_id: AtomicI64,
     streams_opened: Arc<AtomicU64>,
     active: Arc<AtomicI64>,
+    etcd_watches: Arc<AtomicI64>,
 }
 
 impl WatchHub {
@@ -70,38 +96,44 @@ impl WatchHub {
         let (tx, rx) = mpsc::unbounded_channel();
         let streams_opened = Arc::new(AtomicU64::new(0));
         let active = Arc::new(AtomicI64::new(0));
+        let etcd_watches = Arc::new(AtomicI64::new(0));
         let task = Task {
             transport,
             tx: tx.downgrade(),
             entries: HashMap::new(),
+            by_wid: HashMap::new(),
+            sub_key: HashMap::new(),
+            idle: VecDeque::new(),
+            idle_count: 0,
+            next_wid: 1,
             stream: None,
             gen: 0,
             streams_opened: streams_opened.clone(),
             active: active.clone(),
+            etcd_watches: etcd_watches.clone(),
         };
         handle.spawn(task.run(rx, closed));
-        WatchHub { tx, next_id: AtomicI64::new(1), streams_opened, active }
+        WatchHub { tx, next_id: AtomicI64::new(1), streams_opened, active, etcd_watches }
     }
 
-    /// Watch `key` for deletes from now on. The sink's first event is
-    /// `Created { rev }`: deletes after `rev` are reported, so an owner whose
-    /// last read was older than `rev` reads once more to close the gap. Such a
-    /// watch is registered *synced* in etcd; one that starts at a past revision
-    /// is served by etcd's 100 ms catch-up loop, whose passes hold the store's
-    /// lock, and thousands of them in a burst slowed every write (2,000
-    /// waiters took 11 s to queue). Returns the id for [`WatchHub::cancel`].
-    pub(crate) fn watch(&self, key: Vec<u8>, sink: Sink) -> i64 {
-        self.watch_from(key, 0, sink)
+    /// Watch `key` for deletes after revision `after` (the owner's last read
+    /// of it). The sink's first event is `Created { rev }`: every delete after
+    /// `rev` is reported, so an owner whose read was older than `rev` reads
+    /// once more to close the gap (`rev == after` when the key's watch already
+    /// existed: no read). A delete after `after` that the shared watch already
+    /// saw is replayed at once. A new watch starts "now" and is registered
+    /// *synced* in etcd; one that starts at a past revision is served by
+    /// etcd's 100 ms catch-up loop, whose passes hold the store's lock, and
+    /// thousands of them in a burst slowed every write (2,000 waiters took
+    /// 11 s to queue). Returns the id for [`WatchHub::cancel`].
+    pub(crate) fn watch(&self, key: Vec<u8>, after: i64, sink: Sink) -> i64 {
+        let sub = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let _ = self.tx.send(Cmd::Add { sub, key, after: after.max(0), sink });
+        sub
     }
 
-    /// Watch `key` for deletes from revision `start_rev` on (0: from now).
-    pub(crate) fn watch_from(&self, key: Vec<u8>, start_rev: i64, sink: Sink) -> i64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let _ = self.tx.send(Cmd::Add { id, key, start_rev: start_rev.max(0), sink });
-        id
-    }
-
-    /// Stop a watch (idempotent; its sink is not called after the hub sees this).
+    /// Stop a subscription (idempotent; its sink is not called after the hub
+    /// sees this). The key's etcd watch lingers for reuse ([`LINGER`]).
     pub(crate) fn cancel(&self, id: i64) {
         let _ = self.tx.send(Cmd::Cancel(id));
     }
@@ -112,9 +144,14 @@ impl WatchHub {
         self.streams_opened.load(Ordering::Relaxed)
     }
 
-    /// Watches registered right now.
+    /// Subscriptions right now (each waiter has two or three, each held lock one).
     pub(crate) fn active(&self) -> i64 {
         self.active.load(Ordering::Relaxed)
+    }
+
+    /// Watches registered in etcd right now (one per key, lingering ones included).
+    pub(crate) fn etcd_watches(&self) -> i64 {
+        self.etcd_watches.load(Ordering::Relaxed)
     }
 }
 
@@ -128,11 +165,21 @@ struct Stream {
 struct Task {
     transport: Arc<Transport>,
     tx: mpsc::WeakUnboundedSender<Cmd>,
-    entries: HashMap<i64, Entry>,
+    /// key -> its watch.
+    entries: HashMap<Vec<u8>, Entry>,
+    /// etcd watch id -> key.
+    by_wid: HashMap<i64, Vec<u8>>,
+    /// subscription id -> key.
+    sub_key: HashMap<i64, Vec<u8>>,
+    /// Keys whose watch went idle, oldest first (stale items are skipped).
+    idle: VecDeque<(Instant, Vec<u8>)>,
+    idle_count: usize,
+    next_wid: i64,
     stream: Option<Stream>,
     gen: u64,
     streams_opened: Arc<AtomicU64>,
     active: Arc<AtomicI64>,
+    etcd_watches: Arc<AtomicI64>,
 }
 
 fn create_opts(id: i64, start_rev: i64) -> WatchOptions {
@@ -155,10 +202,15 @@ impl Task {
                     }
                 }
             }
+            let sweep_at = self.idle.front().map(|(t, _)| tokio::time::Instant::from_std(*t + LINGER));
             let cmd = tokio::select! {
                 c = rx.recv() => match c { Some(c) => c, None => break },
                 _ = async { tokio::time::sleep_until(reopen_at.unwrap_or_else(tokio::time::Instant::now)).await }, if reopen_at.is_some() => {
                     reopen_at = None;
+                    continue;
+                }
+                _ = async { tokio::time::sleep_until(sweep_at.unwrap_or_else(tokio::time::Instant::now)).await }, if sweep_at.is_some() => {
+                    self.sweep().await;
                     continue;
                 }
                 _ = closed.cancelled() => break,
@@ -176,23 +228,21 @@ impl Task {
                 }
             };
             match cmd {
-                Cmd::Add { id, key, start_rev, sink } => {
-                    if let Some(s) = self.stream.as_mut() {
-                        if !send(&mut s.sender, &self.transport, s.member, key.clone(), create_opts(id, start_rev)).await {
-                            self.drop_stream();
-                        }
-                    }
-                    self.entries.insert(id, Entry { key, next_rev: start_rev, sink });
-                    self.active.store(self.entries.len() as i64, Ordering::Relaxed);
-                }
-                Cmd::Cancel(id) => {
-                    if self.entries.remove(&id).is_some() {
-                        self.active.store(self.entries.len() as i64, Ordering::Relaxed);
-                        if let Some(s) = self.stream.as_mut() {
-                            let rt = self.transport.request_timeout;
-                            if !matches!(tokio::time::timeout(rt, s.sender.cancel(id)).await, Ok(Ok(()))) {
-                                self.drop_stream();
+                Cmd::Add { sub, key, after, sink } => self.add(sub, key, after, sink).await,
+                Cmd::Cancel(sub) => {
+                    if let Some(key) = self.sub_key.remove(&sub) {
+                        if let Some(e) = self.entries.get_mut(&key) {
+                            e.subs.remove(&sub);
+                            if e.subs.is_empty() && e.idle_since.is_none() {
+                                let now = Instant::now();
+                                e.idle_since = Some(now);
+                                self.idle.push_back((now, key));
+                                self.idle_count += 1;
                             }
+                        }
+                        self.active.store(self.sub_key.len() as i64, Ordering::Relaxed);
+                        if self.idle_count > MAX_IDLE {
+                            self.sweep().await;
                         }
                     }
                 }
@@ -214,6 +264,66 @@ impl Task {
         self.drop_stream();
     }
 
+    async fn add(&mut self, sub: i64, key: Vec<u8>, after: i64, sink: Sink) {
+        if !self.entries.contains_key(&key) {
+            let wid = self.next_wid;
+            self.next_wid += 1;
+            if let Some(s) = self.stream.as_mut() {
+                if !send(&mut s.sender, &self.transport, s.member, key.clone(), create_opts(wid, 0)).await {
+                    self.drop_stream();
+                }
+            }
+            self.by_wid.insert(wid, key.clone());
+            self.entries.insert(
+                key.clone(),
+                Entry { wid, created: None, last_del: 0, next_rev: 0, subs: HashMap::new(), idle_since: None },
+            );
+            self.etcd_watches.store(self.entries.len() as i64, Ordering::Relaxed);
+        }
+        let Some(e) = self.entries.get_mut(&key) else { return };
+        if e.idle_since.take().is_some() {
+            self.idle_count -= 1;
+        }
+        if let Some(c) = e.created {
+            // The watch already runs: deletes after `c` are all seen, and the
+            // newest of them is replayed if it came after the owner's read.
+            sink(WatchEvent::Created { rev: c.max(after) });
+            if e.last_del > after {
+                sink(WatchEvent::Deleted { rev: e.last_del });
+            }
+        }
+        e.subs.insert(sub, (after, sink));
+        self.sub_key.insert(sub, key);
+        self.active.store(self.sub_key.len() as i64, Ordering::Relaxed);
+    }
+
+    /// Cancel the watches that lingered past [`LINGER`] with no owner, and the
+    /// oldest idle ones beyond [`MAX_IDLE`].
+    async fn sweep(&mut self) {
+        let now = Instant::now();
+        while let Some((since, key)) = self.idle.front().cloned() {
+            let current = self.entries.get(&key).is_some_and(|e| e.idle_since == Some(since) && e.subs.is_empty());
+            if !current {
+                self.idle.pop_front();
+                continue;
+            }
+            if since + LINGER > now && self.idle_count <= MAX_IDLE {
+                break;
+            }
+            self.idle.pop_front();
+            self.idle_count -= 1;
+            let Some(e) = self.entries.remove(&key) else { continue };
+            self.by_wid.remove(&e.wid);
+            self.etcd_watches.store(self.entries.len() as i64, Ordering::Relaxed);
+            if let Some(s) = self.stream.as_mut() {
+                let rt = self.transport.request_timeout;
+                if !matches!(tokio::time::timeout(rt, s.sender.cancel(e.wid)).await, Ok(Ok(()))) {
+                    self.drop_stream();
+                }
+            }
+        }
+    }
+
     fn drop_stream(&mut self) {
         if let Some(s) = self.stream.take() {
             s.reader.abort();
@@ -224,12 +334,11 @@ impl Task {
     async fn open(&mut self) -> Result<(), String> {
         let rt = self.transport.request_timeout;
         let (member, client) = self.transport.stream_client().await.map_err(|e| e.to_string())?;
-        let mut ids: Vec<i64> = self.entries.keys().copied().collect();
-        ids.sort_unstable();
-        let first = ids[0];
-        let e = &self.entries[&first];
+        let mut all: Vec<(i64, Vec<u8>, i64)> = self.entries.iter().map(|(k, e)| (e.wid, k.clone(), e.next_rev)).collect();
+        all.sort_unstable_by_key(|(wid, _, _)| *wid);
+        let (first, key, rev) = all[0].clone();
         let mut wc = client.watch_client();
-        let stream = match tokio::time::timeout(rt, wc.watch(e.key.clone(), Some(create_opts(first, e.next_rev)))).await {
+        let stream = match tokio::time::timeout(rt, wc.watch(key, Some(create_opts(first, rev)))).await {
             Ok(Ok(s)) => s,
             Ok(Err(err)) => {
                 self.transport.fail(member);
@@ -264,10 +373,8 @@ impl Task {
                 let _ = tx.send(Cmd::Ended { gen, member, why });
             }
         });
-        for id in ids.into_iter().skip(1) {
-            let Some(e) = self.entries.get(&id) else { continue };
-            let (key, rev) = (e.key.clone(), e.next_rev);
-            if !send(&mut sender, &self.transport, member, key, create_opts(id, rev)).await {
+        for (wid, key, rev) in all.into_iter().skip(1) {
+            if !send(&mut sender, &self.transport, member, key, create_opts(wid, rev)).await {
                 reader.abort();
                 self.transport.fail(member);
                 return Err("watch stream stalled while re-creating watches".into());
@@ -278,27 +385,50 @@ impl Task {
     }
 
     fn route(&mut self, resp: WatchResponse) {
-        let id = resp.watch_id();
-        let Some(entry) = self.entries.get_mut(&id) else { return };
+        let wid = resp.watch_id();
+        let Some(key) = self.by_wid.get(&wid) else { return };
+        let Some(entry) = self.entries.get_mut(key) else { return };
         let header_rev = resp.header().map(|h| h.revision()).unwrap_or(0);
-        if resp.created() && !resp.canceled() {
+        if resp.created() && !resp.canceled() && entry.created.is_none() {
+            // First creation (a re-created watch resumes from `next_rev`: no gap,
+            // nothing to tell its owners).
             if entry.next_rev == 0 {
                 entry.next_rev = header_rev + 1;
             }
-            (entry.sink)(WatchEvent::Created { rev: header_rev });
+            entry.created = Some(header_rev);
+            for (after, sink) in entry.subs.values() {
+                sink(WatchEvent::Created { rev: header_rev.max(*after) });
+            }
         }
         for ev in resp.events() {
             let Some(kv) = ev.kv() else { continue };
             entry.next_rev = entry.next_rev.max(kv.mod_revision() + 1);
-            if ev.event_type() == EventType::Delete && kv.key() == entry.key.as_slice() {
-                (entry.sink)(WatchEvent::Deleted { rev: kv.mod_revision() });
+            if ev.event_type() == EventType::Delete && kv.key() == key.as_slice() {
+                let rev = kv.mod_revision();
+                entry.last_del = entry.last_del.max(rev);
+                for (after, sink) in entry.subs.values() {
+                    if rev > *after {
+                        sink(WatchEvent::Deleted { rev });
+                    }
+                }
             }
         }
         if resp.canceled() || resp.compact_revision() > 0 {
-            tracing::debug!(id, reason = resp.cancel_reason(), compact = resp.compact_revision(), "watch cancelled by etcd");
-            if let Some(e) = self.entries.remove(&id) {
-                self.active.store(self.entries.len() as i64, Ordering::Relaxed);
-                (e.sink)(WatchEvent::Reset);
+            tracing::debug!(wid, reason = resp.cancel_reason(), compact = resp.compact_revision(), "watch cancelled by etcd");
+            let key = key.clone();
+            self.by_wid.remove(&wid);
+            if let Some(e) = self.entries.remove(&key) {
+                if e.idle_since.is_some() {
+                    self.idle_count -= 1;
+                }
+                for sub in e.subs.keys() {
+                    self.sub_key.remove(sub);
+                }
+                self.active.store(self.sub_key.len() as i64, Ordering::Relaxed);
+                self.etcd_watches.store(self.entries.len() as i64, Ordering::Relaxed);
+                for (_, sink) in e.subs.into_values() {
+                    sink(WatchEvent::Reset);
+                }
             }
         }
     }
