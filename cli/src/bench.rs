@@ -7,7 +7,8 @@
 //! - `delete_to_event`: a Delete sent on one connection until the event
 //!   arrives on a synced watch of another connection: the cost of a handoff.
 //!
-//! Then: uncontended lock+unlock, N contenders on one lock (handoff latency =
+//! Then: uncontended lock+unlock (measured in blocks alternating with the
+//! Txn+Delete floor, so both see the same load), N contenders on one lock (handoff latency =
 //! next holder's acquisition - previous holder's unlock call), and many
 //! distinct locks held at once on one session.
 //!
@@ -51,19 +52,6 @@ pub fn stats(mut v: Vec<Duration>) -> Stats {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-pub async fn uncontended(c: &Client, iterations: usize) -> Stats {
-    let mut v = Vec::with_capacity(iterations);
-    for i in 0..iterations + iterations / 10 {
-        let t = Instant::now();
-        let g = c.lock("bench-uncontended").await.expect("lock");
-        g.unlock().await.expect("unlock");
-        if i >= iterations / 10 {
-            v.push(t.elapsed());
-        }
-    }
-    stats(v)
 }
 
 pub struct Contended {
@@ -463,22 +451,22 @@ pub async fn run(args: BenchArgs) -> i32 {
     if args.waiters.is_some() || args.held.is_some() {
         return scale(&args, &endpoints, &ns).await;
     }
-    say(format!("etcd at {} - measuring floors...", endpoints.join(",")));
+    say(format!("etcd at {} - measuring floors and uncontended lock+unlock (interleaved)...", endpoints.join(",")));
+    let client = Client::connect(ClientOptions::new(endpoints.clone()).with_namespace(&ns)).await.expect("connect");
     let floors = async {
-        let floor = etcdlock::bench_floor::txn_delete(&endpoints, args.iterations).await?;
+        // The Txn+Delete floor and our lock+unlock in alternating blocks: both
+        // see the same machine load.
+        let (floor, unc) = etcdlock::bench_floor::interleaved(&endpoints, &client, "bench-uncontended", args.iterations).await?;
         let event = etcdlock::bench_floor::delete_to_event(&endpoints, args.iterations).await?;
-        Ok::<_, etcdlock::Error>((stats(floor), stats(event)))
+        Ok::<_, etcdlock::Error>((stats(floor), stats(unc), stats(event)))
     };
-    let (floor, event) = match floors.await {
+    let (floor, unc, event) = match floors.await {
         Ok(f) => f,
         Err(e) => {
             eprintln!("etcdlock bench: measuring the floors: {e}");
             return 1;
         }
     };
-    let client = Client::connect(ClientOptions::new(endpoints.clone()).with_namespace(&ns)).await.expect("connect");
-    say("uncontended lock+unlock...".into());
-    let unc = uncontended(&client, args.iterations).await;
     say(format!("{} contenders on one lock for {:?}...", args.contenders, args.duration));
     let con = contended(&endpoints, &ns, args.contenders, args.duration).await;
     say(format!("{} distinct locks held at once on one session...", args.distinct));

@@ -120,6 +120,36 @@ pub async fn lock_unlock(client: &crate::Client, name: &str, n: usize) -> Result
     Ok(out)
 }
 
+/// The Txn+Delete floor and the core's uncontended lock + unlock on `client`,
+/// measured in alternating blocks of 50 rounds (after warm-up rounds of
+/// both), so both see the same machine: on a shared 2-core machine the floor
+/// drifted 20 % between two back-to-back runs of 2,000 rounds. Returns
+/// (floor, ours), `n` samples each.
+pub async fn interleaved<S: AsRef<str>>(
+    endpoints: &[S],
+    client: &crate::Client,
+    name: &str,
+    n: usize,
+) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    let mut etcd = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
+    let lease = etcd.lease_grant(30, None).await.map_err(unavailable)?.id();
+    let key = format!("bench-floor-{}/{lease:x}", std::process::id());
+    let (mut floor, mut ours) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for _ in 0..n / 10 {
+        txn_delete_round(&mut etcd, &key, lease).await?;
+        lock_unlock(client, name, 1).await?;
+    }
+    while floor.len() < n {
+        let block = 50.min(n - floor.len());
+        for _ in 0..block {
+            floor.push(txn_delete_round(&mut etcd, &key, lease).await?);
+        }
+        ours.extend(lock_unlock(client, name, block).await?);
+    }
+    let _ = etcd.lease_revoke(lease).await;
+    Ok((floor, ours))
+}
+
 #[cfg(test)]
 mod tests {
     use super::prefix_of;

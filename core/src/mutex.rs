@@ -12,7 +12,6 @@ use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, TxnResponse,
 };
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Client, MAX_NAME_LEN};
@@ -39,6 +38,9 @@ impl LockOptions {
         LockOptions { timeout: Some(timeout), cancel: None }
     }
 }
+
+/// An acquire request in flight: (outcome, whether an attempt's outcome was never learnt).
+type InFlight = std::pin::Pin<Box<dyn Future<Output = (Result<TxnResponse>, bool)> + Send>>;
 
 /// etcd's answer to a put on a revoked or expired lease.
 const LEASE_NOT_FOUND: &str = "requested lease not found";
@@ -116,7 +118,9 @@ pub(crate) struct Pending {
     client: Client,
     session: Arc<Session>,
     pub(crate) key: Vec<u8>,
-    txn: Option<JoinHandle<(Result<TxnResponse>, bool)>>,
+    /// The acquire Txn while in flight: polled by the caller, and carried on by
+    /// the cleanup when the caller gives up, so the cleanup learns its outcome.
+    txn: Option<InFlight>,
     uncertain: bool,
     pub(crate) watches: Vec<i64>,
     armed: bool,
@@ -162,10 +166,8 @@ impl Pending {
                 client.inner.hub.cancel(w);
             }
             if let Some(h) = txn {
-                match h.await {
-                    Ok((_, u)) => uncertain |= u,
-                    Err(_) => uncertain = true,
-                }
+                let (_, u) = h.await;
+                uncertain |= u;
             }
             for key in keys {
                 delete_until_gone(&client, &session, &key, uncertain).await;
@@ -648,7 +650,9 @@ impl Client {
             _ = cancel.cancelled() => return Err(cancelled(name)),
         };
         let give_up = deadline.unwrap_or_else(|| Instant::now() + t.request_timeout * 2);
-        let h = self.inner.handle.spawn(async move {
+        // Polled here, not spawned (a task per acquisition cost two thread
+        // wake-ups); if the caller gives up, the cleanup carries it on.
+        let h: InFlight = Box::pin(async move {
             let mut uncertain = false;
             if closed.is_cancelled() {
                 return (Err(Error::new(ErrorCode::Closed, "the client was closed")), false);
@@ -676,7 +680,7 @@ impl Client {
         let r = match out {
             Some(joined) => {
                 pending.txn = None;
-                let (r, uncertain) = joined.unwrap_or_else(|e| (Err(Error::new(ErrorCode::Internal, format!("acquire task failed: {e}"))), true));
+                let (r, uncertain) = joined;
                 pending.uncertain |= uncertain;
                 r
             }
