@@ -26,7 +26,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcd_client::{EventType, WatchFilterType, WatchOptions, WatchResponse};
@@ -59,9 +59,10 @@ pub(crate) const LINGER: Duration = Duration::from_secs(10);
 pub(crate) const MAX_IDLE: usize = 1024;
 
 enum Cmd {
-    Add { sub: i64, key: Vec<u8>, after: i64, sink: Sink },
-    Cancel(i64),
-    Resp { gen: u64, resp: WatchResponse },
+    /// Send the create request of a new entry's watch.
+    Create(i64),
+    /// Cancel idle watches now (too many idle).
+    Sweep,
     Ended { gen: u64, member: usize, why: String },
 }
 
@@ -76,16 +77,44 @@ struct Entry {
     /// Where a re-created watch starts: after the last event seen (0 until
     /// etcd said where a watch "from now" started).
     next_rev: i64,
+    /// The stream generation its create request was sent on (0: none yet).
+    sent_gen: u64,
     /// Owners: subscription id -> (revision of the owner's last read, sink).
     subs: HashMap<i64, (i64, Sink)>,
     /// When the last owner left (the watch lingers for reuse).
     idle_since: Option<Instant>,
 }
 
+/// What owners, the stream's reader and the hub's task share. Owners
+/// subscribe and leave under the lock without waking any task (an etcd watch
+/// that already runs needs no request), and the reader hands each event to
+/// its owners directly: one task hop less on every handoff.
+struct State {
+    /// key -> its watch.
+    entries: HashMap<Vec<u8>, Entry>,
+    /// etcd watch id -> key.
+    by_wid: HashMap<i64, Vec<u8>>,
+    /// subscription id -> key.
+    sub_key: HashMap<i64, Vec<u8>>,
+    /// Keys whose watch went idle, oldest first (stale items are skipped).
+    idle: VecDeque<(Instant, Vec<u8>)>,
+    idle_count: usize,
+    next_wid: i64,
+    next_sub: i64,
+    /// The generation of the stream whose events are current (0: none).
+    gen: u64,
+}
+
+impl State {
+    fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+        m.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
 /// The client's watch multiplexer. Cheap handle; the stream lives in one task.
 pub(crate) struct WatchHub {
     tx: mpsc::UnboundedSender<Cmd>,
-    next_id: AtomicI64,
+    state: Arc<Mutex<State>>,
     streams_opened: Arc<AtomicU64>,
     active: Arc<AtomicI64>,
     etcd_watches: Arc<AtomicI64>,
@@ -97,15 +126,20 @@ impl WatchHub {
         let streams_opened = Arc::new(AtomicU64::new(0));
         let active = Arc::new(AtomicI64::new(0));
         let etcd_watches = Arc::new(AtomicI64::new(0));
-        let task = Task {
-            transport,
-            tx: tx.downgrade(),
+        let state = Arc::new(Mutex::new(State {
             entries: HashMap::new(),
             by_wid: HashMap::new(),
             sub_key: HashMap::new(),
             idle: VecDeque::new(),
             idle_count: 0,
             next_wid: 1,
+            next_sub: 1,
+            gen: 0,
+        }));
+        let task = Task {
+            transport,
+            tx: tx.downgrade(),
+            state: state.clone(),
             stream: None,
             gen: 0,
             streams_opened: streams_opened.clone(),
@@ -113,29 +147,74 @@ impl WatchHub {
             etcd_watches: etcd_watches.clone(),
         };
         handle.spawn(task.run(rx, closed));
-        WatchHub { tx, next_id: AtomicI64::new(1), streams_opened, active, etcd_watches }
+        WatchHub { tx, state, streams_opened, active, etcd_watches }
     }
 
     /// Watch `key` for deletes after revision `after` (the owner's last read
     /// of it). The sink's first event is `Created { rev }`: every delete after
     /// `rev` is reported, so an owner whose read was older than `rev` reads
     /// once more to close the gap (`rev == after` when the key's watch already
-    /// existed: no read). A delete after `after` that the shared watch already
+    /// ran: no read). A delete after `after` that the shared watch already
     /// saw is replayed at once. A new watch starts "now" and is registered
     /// *synced* in etcd; one that starts at a past revision is served by
     /// etcd's 100 ms catch-up loop, whose passes hold the store's lock, and
     /// thousands of them in a burst slowed every write (2,000 waiters took
-    /// 11 s to queue). Returns the id for [`WatchHub::cancel`].
+    /// 11 s to queue). The sink may be called before this returns, on the
+    /// caller's thread. Returns the id for [`WatchHub::cancel`].
     pub(crate) fn watch(&self, key: Vec<u8>, after: i64, sink: Sink) -> i64 {
-        let sub = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let _ = self.tx.send(Cmd::Add { sub, key, after: after.max(0), sink });
+        let after = after.max(0);
+        let mut st = State::lock(&self.state);
+        let sub = st.next_sub;
+        st.next_sub += 1;
+        if !st.entries.contains_key(&key) {
+            let wid = st.next_wid;
+            st.next_wid += 1;
+            st.by_wid.insert(wid, key.clone());
+            st.entries.insert(
+                key.clone(),
+                Entry { wid, created: None, last_del: 0, next_rev: 0, sent_gen: 0, subs: HashMap::new(), idle_since: None },
+            );
+            self.etcd_watches.store(st.entries.len() as i64, Ordering::Relaxed);
+            let _ = self.tx.send(Cmd::Create(wid));
+        }
+        let st = &mut *st;
+        let Some(e) = st.entries.get_mut(&key) else { unreachable!() };
+        if e.idle_since.take().is_some() {
+            st.idle_count -= 1;
+        }
+        if let Some(c) = e.created {
+            // The watch already runs: deletes after `c` are all seen, and the
+            // newest of them is replayed if it came after the owner's read.
+            sink(WatchEvent::Created { rev: c.max(after) });
+            if e.last_del > after {
+                sink(WatchEvent::Deleted { rev: e.last_del });
+            }
+        }
+        e.subs.insert(sub, (after, sink));
+        st.sub_key.insert(sub, key);
+        self.active.store(st.sub_key.len() as i64, Ordering::Relaxed);
         sub
     }
 
-    /// Stop a subscription (idempotent; its sink is not called after the hub
-    /// sees this). The key's etcd watch lingers for reuse ([`LINGER`]).
+    /// Stop a subscription (idempotent; its sink is not called after this
+    /// returns). The key's etcd watch lingers for reuse ([`LINGER`]).
     pub(crate) fn cancel(&self, id: i64) {
-        let _ = self.tx.send(Cmd::Cancel(id));
+        let mut st = State::lock(&self.state);
+        let st = &mut *st;
+        let Some(key) = st.sub_key.remove(&id) else { return };
+        if let Some(e) = st.entries.get_mut(&key) {
+            e.subs.remove(&id);
+            if e.subs.is_empty() && e.idle_since.is_none() {
+                let now = Instant::now();
+                e.idle_since = Some(now);
+                st.idle.push_back((now, key));
+                st.idle_count += 1;
+                if st.idle_count == MAX_IDLE + 1 {
+                    let _ = self.tx.send(Cmd::Sweep);
+                }
+            }
+        }
+        self.active.store(st.sub_key.len() as i64, Ordering::Relaxed);
     }
 
     /// Watch streams this client has opened so far (one, unless the stream had
@@ -165,16 +244,7 @@ struct Stream {
 struct Task {
     transport: Arc<Transport>,
     tx: mpsc::WeakUnboundedSender<Cmd>,
-    /// key -> its watch.
-    entries: HashMap<Vec<u8>, Entry>,
-    /// etcd watch id -> key.
-    by_wid: HashMap<i64, Vec<u8>>,
-    /// subscription id -> key.
-    sub_key: HashMap<i64, Vec<u8>>,
-    /// Keys whose watch went idle, oldest first (stale items are skipped).
-    idle: VecDeque<(Instant, Vec<u8>)>,
-    idle_count: usize,
-    next_wid: i64,
+    state: Arc<Mutex<State>>,
     stream: Option<Stream>,
     gen: u64,
     streams_opened: Arc<AtomicU64>,
@@ -191,8 +261,11 @@ impl Task {
         let mut reopen_at: Option<tokio::time::Instant> = None;
         let mut backoff = Duration::from_millis(20);
         let mut benched = self.transport.benched_events();
+        // Idle watches are swept at this pace (each lingers LINGER to 1.5 x LINGER).
+        let mut sweep = tokio::time::interval(LINGER / 2);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            if self.stream.is_none() && !self.entries.is_empty() && reopen_at.is_none() {
+            if self.stream.is_none() && reopen_at.is_none() && !State::lock(&self.state).entries.is_empty() {
                 match self.open().await {
                     Ok(()) => backoff = Duration::from_millis(20),
                     Err(why) => {
@@ -202,17 +275,13 @@ impl Task {
                     }
                 }
             }
-            let sweep_at = self.idle.front().map(|(t, _)| tokio::time::Instant::from_std(*t + LINGER));
             let cmd = tokio::select! {
                 c = rx.recv() => match c { Some(c) => c, None => break },
                 _ = async { tokio::time::sleep_until(reopen_at.unwrap_or_else(tokio::time::Instant::now)).await }, if reopen_at.is_some() => {
                     reopen_at = None;
                     continue;
                 }
-                _ = async { tokio::time::sleep_until(sweep_at.unwrap_or_else(tokio::time::Instant::now)).await }, if sweep_at.is_some() => {
-                    self.sweep().await;
-                    continue;
-                }
+                _ = sweep.tick() => Cmd::Sweep,
                 _ = closed.cancelled() => break,
                 r = benched.changed() => {
                     if r.is_err() { break; }
@@ -228,29 +297,26 @@ impl Task {
                 }
             };
             match cmd {
-                Cmd::Add { sub, key, after, sink } => self.add(sub, key, after, sink).await,
-                Cmd::Cancel(sub) => {
-                    if let Some(key) = self.sub_key.remove(&sub) {
-                        if let Some(e) = self.entries.get_mut(&key) {
-                            e.subs.remove(&sub);
-                            if e.subs.is_empty() && e.idle_since.is_none() {
-                                let now = Instant::now();
-                                e.idle_since = Some(now);
-                                self.idle.push_back((now, key));
-                                self.idle_count += 1;
+                Cmd::Create(wid) => {
+                    let Some(s) = self.stream.as_mut() else { continue };
+                    let req = {
+                        let mut st = State::lock(&self.state);
+                        let st = &mut *st;
+                        match st.by_wid.get(&wid).and_then(|k| st.entries.get_mut(k)) {
+                            Some(e) if e.sent_gen != s.gen => {
+                                e.sent_gen = s.gen;
+                                Some((st.by_wid[&wid].clone(), e.next_rev))
                             }
+                            _ => None,
                         }
-                        self.active.store(self.sub_key.len() as i64, Ordering::Relaxed);
-                        if self.idle_count > MAX_IDLE {
-                            self.sweep().await;
+                    };
+                    if let Some((key, rev)) = req {
+                        if !send(&mut s.sender, &self.transport, s.member, key, create_opts(wid, rev)).await {
+                            self.drop_stream();
                         }
                     }
                 }
-                Cmd::Resp { gen, resp } => {
-                    if self.stream.as_ref().map(|s| s.gen) == Some(gen) {
-                        self.route(resp);
-                    }
-                }
+                Cmd::Sweep => self.sweep().await,
                 Cmd::Ended { gen, member, why } => {
                     if self.stream.as_ref().map(|s| s.gen) == Some(gen) {
                         tracing::debug!(%why, "watch stream ended; re-creating it and resuming every watch");
@@ -264,62 +330,39 @@ impl Task {
         self.drop_stream();
     }
 
-    async fn add(&mut self, sub: i64, key: Vec<u8>, after: i64, sink: Sink) {
-        if !self.entries.contains_key(&key) {
-            let wid = self.next_wid;
-            self.next_wid += 1;
-            if let Some(s) = self.stream.as_mut() {
-                if !send(&mut s.sender, &self.transport, s.member, key.clone(), create_opts(wid, 0)).await {
-                    self.drop_stream();
-                }
-            }
-            self.by_wid.insert(wid, key.clone());
-            self.entries.insert(
-                key.clone(),
-                Entry { wid, created: None, last_del: 0, next_rev: 0, subs: HashMap::new(), idle_since: None },
-            );
-            self.etcd_watches.store(self.entries.len() as i64, Ordering::Relaxed);
-        }
-        let Some(e) = self.entries.get_mut(&key) else { return };
-        if e.idle_since.take().is_some() {
-            self.idle_count -= 1;
-        }
-        if let Some(c) = e.created {
-            // The watch already runs: deletes after `c` are all seen, and the
-            // newest of them is replayed if it came after the owner's read.
-            sink(WatchEvent::Created { rev: c.max(after) });
-            if e.last_del > after {
-                sink(WatchEvent::Deleted { rev: e.last_del });
-            }
-        }
-        e.subs.insert(sub, (after, sink));
-        self.sub_key.insert(sub, key);
-        self.active.store(self.sub_key.len() as i64, Ordering::Relaxed);
-    }
-
     /// Cancel the watches that lingered past [`LINGER`] with no owner, and the
     /// oldest idle ones beyond [`MAX_IDLE`].
     async fn sweep(&mut self) {
         let now = Instant::now();
-        while let Some((since, key)) = self.idle.front().cloned() {
-            let current = self.entries.get(&key).is_some_and(|e| e.idle_since == Some(since) && e.subs.is_empty());
-            if !current {
-                self.idle.pop_front();
-                continue;
-            }
-            if since + LINGER > now && self.idle_count <= MAX_IDLE {
-                break;
-            }
-            self.idle.pop_front();
-            self.idle_count -= 1;
-            let Some(e) = self.entries.remove(&key) else { continue };
-            self.by_wid.remove(&e.wid);
-            self.etcd_watches.store(self.entries.len() as i64, Ordering::Relaxed);
-            if let Some(s) = self.stream.as_mut() {
-                let rt = self.transport.request_timeout;
-                if !matches!(tokio::time::timeout(rt, s.sender.cancel(e.wid)).await, Ok(Ok(()))) {
-                    self.drop_stream();
+        let mut gone = Vec::new();
+        {
+            let mut st = State::lock(&self.state);
+            let st = &mut *st;
+            while let Some((since, key)) = st.idle.front().cloned() {
+                let current = st.entries.get(&key).is_some_and(|e| e.idle_since == Some(since) && e.subs.is_empty());
+                if !current {
+                    st.idle.pop_front();
+                    continue;
                 }
+                if since + LINGER > now && st.idle_count <= MAX_IDLE {
+                    break;
+                }
+                st.idle.pop_front();
+                st.idle_count -= 1;
+                if let Some(e) = st.entries.remove(&key) {
+                    st.by_wid.remove(&e.wid);
+                    if e.sent_gen != 0 {
+                        gone.push(e.wid);
+                    }
+                }
+            }
+            self.etcd_watches.store(st.entries.len() as i64, Ordering::Relaxed);
+        }
+        let rt = self.transport.request_timeout;
+        for wid in gone {
+            let Some(s) = self.stream.as_mut() else { break };
+            if !matches!(tokio::time::timeout(rt, s.sender.cancel(wid)).await, Ok(Ok(()))) {
+                self.drop_stream();
             }
         }
     }
@@ -327,6 +370,7 @@ impl Task {
     fn drop_stream(&mut self) {
         if let Some(s) = self.stream.take() {
             s.reader.abort();
+            State::lock(&self.state).gen = 0;
         }
     }
 
@@ -334,7 +378,20 @@ impl Task {
     async fn open(&mut self) -> Result<(), String> {
         let rt = self.transport.request_timeout;
         let (member, client) = self.transport.stream_client().await.map_err(|e| e.to_string())?;
-        let mut all: Vec<(i64, Vec<u8>, i64)> = self.entries.iter().map(|(k, e)| (e.wid, k.clone(), e.next_rev)).collect();
+        let gen = self.gen + 1;
+        let mut all: Vec<(i64, Vec<u8>, i64)> = {
+            let mut st = State::lock(&self.state);
+            st.entries
+                .iter_mut()
+                .map(|(k, e)| {
+                    e.sent_gen = gen;
+                    (e.wid, k.clone(), e.next_rev)
+                })
+                .collect()
+        };
+        if all.is_empty() {
+            return Ok(());
+        }
         all.sort_unstable_by_key(|(wid, _, _)| *wid);
         let (first, key, rev) = all[0].clone();
         let mut wc = client.watch_client();
@@ -349,22 +406,23 @@ impl Task {
                 return Err("watch stream not opened within the request timeout".into());
             }
         };
-        self.gen += 1;
+        self.gen = gen;
         self.streams_opened.fetch_add(1, Ordering::Relaxed);
-        let gen = self.gen;
+        State::lock(&self.state).gen = gen;
         let (mut sender, mut responses) = stream.split();
         let tx = self.tx.clone();
+        let state = self.state.clone();
+        let (active, etcd_watches) = (self.active.clone(), self.etcd_watches.clone());
         let reader = tokio::spawn(async move {
             let why = loop {
                 match responses.message().await {
-                    Ok(Some(resp)) => match tx.upgrade() {
-                        Some(tx) => {
-                            if tx.send(Cmd::Resp { gen, resp }).is_err() {
-                                return;
-                            }
+                    Ok(Some(resp)) => {
+                        let mut st = State::lock(&state);
+                        if st.gen != gen {
+                            return;
                         }
-                        None => return,
-                    },
+                        route(&mut st, resp, &active, &etcd_watches);
+                    }
                     Ok(None) => break "closed by etcd".to_string(),
                     Err(e) => break e.to_string(),
                 }
@@ -376,6 +434,7 @@ impl Task {
         for (wid, key, rev) in all.into_iter().skip(1) {
             if !send(&mut sender, &self.transport, member, key, create_opts(wid, rev)).await {
                 reader.abort();
+                State::lock(&self.state).gen = 0;
                 self.transport.fail(member);
                 return Err("watch stream stalled while re-creating watches".into());
             }
@@ -383,52 +442,53 @@ impl Task {
         self.stream = Some(Stream { gen, member, sender, reader });
         Ok(())
     }
+}
 
-    fn route(&mut self, resp: WatchResponse) {
-        let wid = resp.watch_id();
-        let Some(key) = self.by_wid.get(&wid) else { return };
-        let Some(entry) = self.entries.get_mut(key) else { return };
-        let header_rev = resp.header().map(|h| h.revision()).unwrap_or(0);
-        if resp.created() && !resp.canceled() && entry.created.is_none() {
-            // First creation (a re-created watch resumes from `next_rev`: no gap,
-            // nothing to tell its owners).
-            if entry.next_rev == 0 {
-                entry.next_rev = header_rev + 1;
-            }
-            entry.created = Some(header_rev);
+/// Hand one response of the stream to the owners of its watch.
+fn route(st: &mut State, resp: WatchResponse, active: &AtomicI64, etcd_watches: &AtomicI64) {
+    let wid = resp.watch_id();
+    let Some(key) = st.by_wid.get(&wid) else { return };
+    let Some(entry) = st.entries.get_mut(key) else { return };
+    let header_rev = resp.header().map(|h| h.revision()).unwrap_or(0);
+    if resp.created() && !resp.canceled() && entry.created.is_none() {
+        // First creation (a re-created watch resumes from `next_rev`: no gap,
+        // nothing to tell its owners).
+        if entry.next_rev == 0 {
+            entry.next_rev = header_rev + 1;
+        }
+        entry.created = Some(header_rev);
+        for (after, sink) in entry.subs.values() {
+            sink(WatchEvent::Created { rev: header_rev.max(*after) });
+        }
+    }
+    for ev in resp.events() {
+        let Some(kv) = ev.kv() else { continue };
+        entry.next_rev = entry.next_rev.max(kv.mod_revision() + 1);
+        if ev.event_type() == EventType::Delete && kv.key() == key.as_slice() {
+            let rev = kv.mod_revision();
+            entry.last_del = entry.last_del.max(rev);
             for (after, sink) in entry.subs.values() {
-                sink(WatchEvent::Created { rev: header_rev.max(*after) });
-            }
-        }
-        for ev in resp.events() {
-            let Some(kv) = ev.kv() else { continue };
-            entry.next_rev = entry.next_rev.max(kv.mod_revision() + 1);
-            if ev.event_type() == EventType::Delete && kv.key() == key.as_slice() {
-                let rev = kv.mod_revision();
-                entry.last_del = entry.last_del.max(rev);
-                for (after, sink) in entry.subs.values() {
-                    if rev > *after {
-                        sink(WatchEvent::Deleted { rev });
-                    }
+                if rev > *after {
+                    sink(WatchEvent::Deleted { rev });
                 }
             }
         }
-        if resp.canceled() || resp.compact_revision() > 0 {
-            tracing::debug!(wid, reason = resp.cancel_reason(), compact = resp.compact_revision(), "watch cancelled by etcd");
-            let key = key.clone();
-            self.by_wid.remove(&wid);
-            if let Some(e) = self.entries.remove(&key) {
-                if e.idle_since.is_some() {
-                    self.idle_count -= 1;
-                }
-                for sub in e.subs.keys() {
-                    self.sub_key.remove(sub);
-                }
-                self.active.store(self.sub_key.len() as i64, Ordering::Relaxed);
-                self.etcd_watches.store(self.entries.len() as i64, Ordering::Relaxed);
-                for (_, sink) in e.subs.into_values() {
-                    sink(WatchEvent::Reset);
-                }
+    }
+    if resp.canceled() || resp.compact_revision() > 0 {
+        tracing::debug!(wid, reason = resp.cancel_reason(), compact = resp.compact_revision(), "watch cancelled by etcd");
+        let key = key.clone();
+        st.by_wid.remove(&wid);
+        if let Some(e) = st.entries.remove(&key) {
+            if e.idle_since.is_some() {
+                st.idle_count -= 1;
+            }
+            for sub in e.subs.keys() {
+                st.sub_key.remove(sub);
+            }
+            active.store(st.sub_key.len() as i64, Ordering::Relaxed);
+            etcd_watches.store(st.entries.len() as i64, Ordering::Relaxed);
+            for (_, sink) in e.subs.into_values() {
+                sink(WatchEvent::Reset);
             }
         }
     }
