@@ -40,7 +40,6 @@ pub(crate) struct Session {
     /// Lock keys in use (held or waiting) on this session, so that concurrent
     /// acquisitions of one name never share a key (etcd PR 11364).
     keys: Mutex<HashSet<Vec<u8>>>,
-    suffix: AtomicU64,
     /// Guards to tell when the session is lost: a map entry per held lock,
     /// instead of a task per guard.
     listeners: Mutex<HashMap<u64, Weak<dyn OnLoss>>>,
@@ -58,7 +57,6 @@ impl Session {
             deadline: Mutex::new(granted_at + Duration::from_secs(ttl as u64).saturating_sub(margin)),
             lost,
             keys: Mutex::new(HashSet::new()),
-            suffix: AtomicU64::new(0),
             listeners: Mutex::new(HashMap::new()),
             next_listener: AtomicU64::new(1),
             stop: CancellationToken::new(),
@@ -150,8 +148,11 @@ impl Session {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         let mut key = prefix.to_vec();
         key.extend_from_slice(format!("{:x}{mark}", self.lease).as_bytes());
-        if keys.contains(&key) {
-            let n = self.suffix.fetch_add(1, Ordering::Relaxed) + 1;
+        // Further keys on one prefix take the smallest free suffix, so a
+        // client's keys repeat and the watches on them are reused (watch.rs).
+        let mut n = 0u64;
+        while keys.contains(&key) {
+            n += 1;
             key.truncate(prefix.len());
             key.extend_from_slice(format!("{:x}_{n}{mark}", self.lease).as_bytes());
         }

@@ -438,3 +438,103 @@ async fn a_new_hold_after_a_lost_one_keeps_its_key() {
         g2.unlock().await.unwrap();
     }
 }
+
+/// etcd's count of watchers on this member (`etcd_debugging_mvcc_watcher_total`).
+fn etcd_watchers(etcd: &Etcd) -> u64 {
+    let body = http_get(etcd.members[0].client_port, "/metrics").unwrap();
+    body.lines()
+        .find(|l| l.starts_with("etcd_debugging_mvcc_watcher_total "))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|v| v as u64)
+        .expect("watcher gauge in /metrics")
+}
+
+/// One etcd watch per key, reused: 200 lock/unlock rounds on one name keep one
+/// watch in etcd (the held key's, `name/<lease>` every time), and a delete of
+/// an earlier hold's key never reaches a later hold, while an outside delete
+/// of the current hold's key is reported at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_keys_watch_is_reused_across_holds_and_never_reports_an_earlier_holds_delete() {
+    let etcd = Etcd::single();
+    let c = client(&etcd, &unique_ns("reuse"), 10).await;
+    let before = etcd_watchers(&etcd);
+    for _ in 0..200 {
+        let g = c.lock("l").await.unwrap();
+        assert_eq!(c.etcd_watches(), 1, "one etcd watch for the held key, reused");
+        g.unlock().await.unwrap();
+    }
+    // The same in etcd's own count: this client added one watcher in all.
+    assert_eq!(etcd_watchers(&etcd) - before, 1);
+    assert_eq!(c.active_watches(), 0);
+    assert_eq!(c.watch_streams_opened(), 1);
+    // The watch saw 200 deletes of this key; a new hold must not take any of
+    // them as its own loss. A guarded write is a round trip through etcd,
+    // after which a replayed stale delete would have arrived.
+    let g = c.lock("l").await.unwrap();
+    g.put("probe", "1").await.unwrap();
+    assert!(g.is_held(), "an earlier hold's delete was reported to a new hold: {:?}", g.loss());
+    // An outside delete of this hold's key is reported on the reused watch.
+    c.etcd().delete(g.key(), None).await.unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("loss reported at once").unwrap();
+    assert_eq!(loss.reason, LossReason::KeyDeleted);
+    assert!(g.unlock().await.is_err());
+    // The next hold on the same key starts clean.
+    let g = c.lock("l").await.unwrap();
+    g.put("probe", "2").await.unwrap();
+    assert!(g.is_held());
+    g.unlock().await.unwrap();
+    c.close().await;
+}
+
+/// A waiter that subscribes to a predecessor whose watch already runs (another
+/// waiter of this client watched it) and whose delete that watch already saw
+/// is told at once: sharing a watch never hides a delete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_behind_the_same_peer_share_its_watch_and_every_one_is_served() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("share");
+    let holder = client(&etcd, &ns, 10).await;
+    let waiters = client(&etcd, &ns, 10).await;
+    for round in 0..20 {
+        let g = holder.lock("l").await.unwrap();
+        // Two waiters of one client: the first watches the holder's key, the
+        // second the first's key and (look-ahead) the holder's key: one watch.
+        let a = { let w = waiters.clone(); tokio::spawn(async move { let g = w.lock("l").await.unwrap(); let t = g.fencing_token(); g.unlock().await.unwrap(); t }) };
+        let b = { let w = waiters.clone(); tokio::spawn(async move { let g = w.lock("l").await.unwrap(); let t = g.fencing_token(); g.unlock().await.unwrap(); t }) };
+        let prefix = format!("{ns}l/");
+        common::await_key_count(&holder, &prefix, 3).await;
+        g.unlock().await.unwrap();
+        let (ta, tb) = (a.await.unwrap(), b.await.unwrap());
+        assert!(ta != tb && ta > g.fencing_token() && tb > g.fencing_token(), "round {round}");
+    }
+    // The holder's key, and the waiters' two keys, each watched once however many rounds.
+    assert!(waiters.etcd_watches() <= 3, "{} etcd watches", waiters.etcd_watches());
+    assert_eq!(waiters.active_watches(), 0);
+    holder.close().await;
+    waiters.close().await;
+}
+
+/// Watches that linger for reuse are bounded: after 1,100 distinct locks are
+/// released, at most 1,024 stay registered in etcd.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lingering_watches_are_bounded() {
+    let etcd = Etcd::single();
+    let c = client(&etcd, &unique_ns("idle"), 30).await;
+    let mut held = Vec::new();
+    for i in 0..1100 {
+        held.push(c.lock(&format!("l{i}")).await.unwrap());
+    }
+    assert_eq!(c.etcd_watches(), 1100);
+    for g in held {
+        g.unlock().await.unwrap();
+    }
+    let t0 = Instant::now();
+    while c.etcd_watches() > 1024 {
+        assert!(t0.elapsed() < Duration::from_secs(10), "{} watches still registered", c.etcd_watches());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(c.etcd_watches(), 1024);
+    assert_eq!(c.active_watches(), 0);
+    c.close().await;
+}
