@@ -441,21 +441,11 @@ impl NativeLock {
     pub fn on_end(&self, cb: ThreadsafeFunction<Option<String>, (), Option<String>, Status, true, true>) -> napi::Result<()> {
         guard_sync(|| {
             let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
-            let mut rx = self.guard.subscribe();
+            // Core's owned loss signal: `None` when released (or the guard was
+            // collected), the loss otherwise; it does not keep the guard alive.
+            let mut signal = self.guard.lost_signal();
             rt.spawn(async move {
-                // The core's session watchdog and key watch mark the loss; a
-                // dropped sender means the guard was released and collected.
-                let reason = loop {
-                    let st = *rx.borrow_and_update();
-                    match st {
-                        GuardState::Held => {}
-                        GuardState::Released => break None,
-                        GuardState::Lost(l) => break Some(l.reason.name().to_string()),
-                    }
-                    if rx.changed().await.is_err() {
-                        break None;
-                    }
-                };
+                let reason = signal.wait().await.map(|l| l.reason.name().to_string());
                 cb.call(Ok(reason), ThreadsafeFunctionCallMode::NonBlocking);
             });
             Ok(())

@@ -709,10 +709,9 @@ impl NativeGuard {
             }
             Ok(())
         })?;
-        let mut rx = self.g.subscribe();
-        // Poll the state through the guard now, so a loss already past its
-        // deadline is reported even if no task has marked it yet.
-        let _ = self.g.state();
+        // Core's owned loss signal: it does not keep the guard alive, and it
+        // sees a loss already past its deadline that no task has marked yet.
+        let mut signal = self.g.lost_signal();
         let fire = move |reason: &'static str| {
             std::thread::spawn(move || {
                 Python::try_attach(|py| {
@@ -724,19 +723,8 @@ impl NativeGuard {
         };
         let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
         rt.spawn(async move {
-            loop {
-                let st = *rx.borrow_and_update();
-                match st {
-                    GuardState::Held => {}
-                    GuardState::Released => return,
-                    GuardState::Lost(l) => {
-                        fire(l.reason.name());
-                        return;
-                    }
-                }
-                if rx.changed().await.is_err() {
-                    return;
-                }
+            if let Some(l) = signal.wait().await {
+                fire(l.reason.name());
             }
         });
         Ok(())

@@ -700,11 +700,11 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchLoss<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            // Core's owned loss signal: the watcher does not keep the guard alive.
+            let mut signal = unsafe { borrow::<Guard>(guard, "guard")? }.lost_signal();
             let rt = etcdlock::runtime::runtime()?;
             rt.spawn(async move {
-                let loss = g.wait_lost().await;
-                drop(g);
+                let loss = signal.wait().await;
                 complete(id, 0, loss.map(|l| l.reason as jlong).unwrap_or(0), None);
             });
             Ok(())
