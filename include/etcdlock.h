@@ -123,6 +123,10 @@
 // Largest accepted timeout in milliseconds (10 years); larger values are INVALID_ARGUMENT.
 #define ETCDLOCK_MAX_TIMEOUT_MS 315360000000
 
+// An etcdlock_options number left "not set" (etcdlock_options_init's
+// value): the ETCDLOCK_* environment variable or the default applies.
+#define ETCDLOCK_UNSET INT64_MIN
+
 // Longest accepted lock name in bytes (without the terminating NUL).
 #define ETCDLOCK_MAX_NAME_LEN (32 * 1024)
 
@@ -146,16 +150,24 @@ typedef struct etcdlock_guard etcdlock_guard;
 //
 // Strings are borrowed for the duration of etcdlock_client_connect only; NULL
 // means "not set". They must be NUL-terminated UTF-8.
+//
+// A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for watch_held_keys, as
+// etcdlock_options_init leaves them) takes its ETCDLOCK_* environment
+// variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA, ...) if set,
+// else the default: the rule every etcdlock language follows. A field you
+// set wins over the environment, and a malformed variable for it is ignored.
 typedef struct etcdlock_options {
   // sizeof(etcdlock_options) as seen by the caller; set by etcdlock_options_init.
   uint32_t struct_size;
   // Set to 0 to disable watching each held key (an outside delete of the key
-  // is then noticed only by a guarded operation). Default 1.
+  // is then noticed only by a guarded operation), 1 to watch. -1 = not set
+  // (ETCDLOCK_WATCH_HELD_KEYS, default 1).
   int32_t watch_held_keys;
   // Comma-separated etcd endpoints: "http://127.0.0.1:2379,127.0.0.1:22379".
-  // Required.
+  // NULL = not set (ETCDLOCK_ENDPOINTS, default http://127.0.0.1:2379).
   const char *endpoints;
-  // Lease TTL in seconds, 1 .. 9000000000. Default 15. A lock is lost at most
+  // Lease TTL in seconds, 1 .. 9000000000; ETCDLOCK_UNSET = not set
+  // (ETCDLOCK_TTL, default 15). A lock is lost at most
   // about this long after its holder stops (crash, pause, partition).
   int64_t ttl_secs;
   // Prefix prepended to every key this client touches (locks and guarded
@@ -173,12 +185,15 @@ typedef struct etcdlock_options {
   const char *tls_key;
   // Server name to verify instead of the endpoint's host.
   const char *tls_domain;
-  // Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0. Default 5000.
+  // Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0;
+  // ETCDLOCK_UNSET = not set (ETCDLOCK_CONNECT_TIMEOUT, default 5000).
   int64_t connect_timeout_ms;
-  // Bound on each etcd request, milliseconds, > 0. Default 5000.
+  // Bound on each etcd request, milliseconds, > 0; ETCDLOCK_UNSET = not set
+  // (ETCDLOCK_REQUEST_TIMEOUT, default 5000).
   int64_t request_timeout_ms;
   // Safety margin subtracted from the TTL for local loss detection,
-  // milliseconds; negative = default (TTL/5, at most 2000).
+  // milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,
+  // default TTL/5, at most 2000).
   int64_t margin_ms;
 } etcdlock_options;
 
@@ -253,8 +268,10 @@ const char *etcdlock_status_name(int status);
 // Example: printf("lost: %s\n", etcdlock_loss_reason_name(reason));
 const char *etcdlock_loss_reason_name(int reason);
 
-// Fill *options with the defaults (no endpoints, TTL 15 s, 5 s timeouts,
-// default margin, watch_held_keys = 1) and set options->struct_size.
+// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
+// numbers, margin_ms and watch_held_keys -1) and set options->struct_size.
+// At connect, a field still not set takes its ETCDLOCK_* environment
+// variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
 // struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
 // that many bytes are written.
 //

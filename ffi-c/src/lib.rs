@@ -75,6 +75,9 @@ pub const ETCDLOCK_LOSS_CLIENT_CLOSED: i32 = 4;
 pub const ETCDLOCK_WAIT_FOREVER: i64 = -1;
 /// Largest accepted timeout in milliseconds (10 years); larger values are INVALID_ARGUMENT.
 pub const ETCDLOCK_MAX_TIMEOUT_MS: i64 = 315_360_000_000;
+/// An etcdlock_options number left "not set" (etcdlock_options_init's
+/// value): the ETCDLOCK_* environment variable or the default applies.
+pub const ETCDLOCK_UNSET: i64 = i64::MIN;
 /// Longest accepted lock name in bytes (without the terminating NUL).
 pub const ETCDLOCK_MAX_NAME_LEN: usize = 32 * 1024;
 /// Largest accepted guarded key or value, in bytes (etcd's own request limit is lower,
@@ -112,17 +115,25 @@ const _: () = {
 ///
 /// Strings are borrowed for the duration of etcdlock_client_connect only; NULL
 /// means "not set". They must be NUL-terminated UTF-8.
+///
+/// A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for watch_held_keys, as
+/// etcdlock_options_init leaves them) takes its ETCDLOCK_* environment
+/// variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA, ...) if set,
+/// else the default: the rule every etcdlock language follows. A field you
+/// set wins over the environment, and a malformed variable for it is ignored.
 #[repr(C)]
 pub struct etcdlock_options {
     /// sizeof(etcdlock_options) as seen by the caller; set by etcdlock_options_init.
     pub struct_size: u32,
     /// Set to 0 to disable watching each held key (an outside delete of the key
-    /// is then noticed only by a guarded operation). Default 1.
+    /// is then noticed only by a guarded operation), 1 to watch. -1 = not set
+    /// (ETCDLOCK_WATCH_HELD_KEYS, default 1).
     pub watch_held_keys: i32,
     /// Comma-separated etcd endpoints: "http://127.0.0.1:2379,127.0.0.1:22379".
-    /// Required.
+    /// NULL = not set (ETCDLOCK_ENDPOINTS, default http://127.0.0.1:2379).
     pub endpoints: *const c_char,
-    /// Lease TTL in seconds, 1 .. 9000000000. Default 15. A lock is lost at most
+    /// Lease TTL in seconds, 1 .. 9000000000; ETCDLOCK_UNSET = not set
+    /// (ETCDLOCK_TTL, default 15). A lock is lost at most
     /// about this long after its holder stops (crash, pause, partition).
     pub ttl_secs: i64,
     /// Prefix prepended to every key this client touches (locks and guarded
@@ -140,12 +151,15 @@ pub struct etcdlock_options {
     pub tls_key: *const c_char,
     /// Server name to verify instead of the endpoint's host.
     pub tls_domain: *const c_char,
-    /// Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0. Default 5000.
+    /// Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0;
+    /// ETCDLOCK_UNSET = not set (ETCDLOCK_CONNECT_TIMEOUT, default 5000).
     pub connect_timeout_ms: i64,
-    /// Bound on each etcd request, milliseconds, > 0. Default 5000.
+    /// Bound on each etcd request, milliseconds, > 0; ETCDLOCK_UNSET = not set
+    /// (ETCDLOCK_REQUEST_TIMEOUT, default 5000).
     pub request_timeout_ms: i64,
     /// Safety margin subtracted from the TTL for local loss detection,
-    /// milliseconds; negative = default (TTL/5, at most 2000).
+    /// milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,
+    /// default TTL/5, at most 2000).
     pub margin_ms: i64,
 }
 
@@ -464,9 +478,9 @@ pub extern "C" fn etcdlock_loss_reason_name(reason: c_int) -> *const c_char {
 fn default_options() -> etcdlock_options {
     etcdlock_options {
         struct_size: std::mem::size_of::<etcdlock_options>() as u32,
-        watch_held_keys: 1,
+        watch_held_keys: -1,
         endpoints: std::ptr::null(),
-        ttl_secs: 15,
+        ttl_secs: ETCDLOCK_UNSET,
         namespace_prefix: std::ptr::null(),
         username: std::ptr::null(),
         password: std::ptr::null(),
@@ -474,8 +488,8 @@ fn default_options() -> etcdlock_options {
         tls_cert: std::ptr::null(),
         tls_key: std::ptr::null(),
         tls_domain: std::ptr::null(),
-        connect_timeout_ms: 5000,
-        request_timeout_ms: 5000,
+        connect_timeout_ms: ETCDLOCK_UNSET,
+        request_timeout_ms: ETCDLOCK_UNSET,
         margin_ms: -1,
     }
 }
@@ -483,8 +497,10 @@ fn default_options() -> etcdlock_options {
 /// Size of the first published etcdlock_options; anything smaller is not an etcdlock_options.
 const OPTIONS_V1_SIZE: usize = std::mem::size_of::<etcdlock_options>();
 
-/// Fill *options with the defaults (no endpoints, TTL 15 s, 5 s timeouts,
-/// default margin, watch_held_keys = 1) and set options->struct_size.
+/// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
+/// numbers, margin_ms and watch_held_keys -1) and set options->struct_size.
+/// At connect, a field still not set takes its ETCDLOCK_* environment
+/// variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
 /// struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
 /// that many bytes are written.
 ///
@@ -531,41 +547,85 @@ unsafe fn convert_options(o: *const etcdlock_options) -> Result<ClientOptions, E
         )));
     }
     let o = &*o;
-    let endpoints = str_arg(o.endpoints, "options->endpoints")?.ok_or_else(|| invalid("options->endpoints is NULL"))?;
-    let endpoints: Vec<String> =
-        endpoints.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-    if endpoints.is_empty() {
-        return Err(invalid("options->endpoints names no endpoint"));
-    }
-    let mut opts = ClientOptions::new(endpoints).with_ttl(o.ttl_secs);
-    opts.namespace = str_arg(o.namespace_prefix, "options->namespace_prefix")?.filter(|s| !s.is_empty());
-    opts.username = str_arg(o.username, "options->username")?;
-    opts.password = str_arg(o.password, "options->password")?;
+    let endpoints = str_arg(o.endpoints, "options->endpoints")?;
+    let namespace = str_arg(o.namespace_prefix, "options->namespace_prefix")?;
+    let username = str_arg(o.username, "options->username")?;
+    let password = str_arg(o.password, "options->password")?;
     let ca = str_arg(o.tls_ca, "options->tls_ca")?;
     let cert = str_arg(o.tls_cert, "options->tls_cert")?;
     let key = str_arg(o.tls_key, "options->tls_key")?;
     let domain = str_arg(o.tls_domain, "options->tls_domain")?;
-    if ca.is_some() || cert.is_some() || key.is_some() || domain.is_some() {
-        opts.tls = Some(TlsOptions {
-            ca: ca.map(Into::into),
-            cert: cert.map(Into::into),
-            key: key.map(Into::into),
-            domain,
-        });
+    // Core's one rule: the environment fills what the caller left unset.
+    let mut given: Vec<&str> = Vec::new();
+    for (k, set) in [
+        ("endpoints", endpoints.is_some()),
+        ("ttl", o.ttl_secs != ETCDLOCK_UNSET),
+        ("namespace", namespace.is_some()),
+        ("username", username.is_some()),
+        ("password", password.is_some()),
+        ("tls_ca", ca.is_some()),
+        ("tls_cert", cert.is_some()),
+        ("tls_key", key.is_some()),
+        ("tls_domain", domain.is_some()),
+        ("connect_timeout", o.connect_timeout_ms != ETCDLOCK_UNSET),
+        ("request_timeout", o.request_timeout_ms != ETCDLOCK_UNSET),
+        ("margin", o.margin_ms >= 0),
+        ("watch_held_keys", o.watch_held_keys != -1),
+    ] {
+        if set {
+            given.push(k);
+        }
     }
-    opts.connect_timeout = positive_ms(o.connect_timeout_ms, "options->connect_timeout_ms")?;
-    opts.request_timeout = positive_ms(o.request_timeout_ms, "options->request_timeout_ms")?;
+    let mut opts = ClientOptions::from_env_except(&given)?;
+    if let Some(e) = endpoints {
+        opts.endpoints = e.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+        if opts.endpoints.is_empty() {
+            return Err(invalid("options->endpoints names no endpoint"));
+        }
+    }
+    if o.ttl_secs != ETCDLOCK_UNSET {
+        opts.ttl_secs = o.ttl_secs;
+    }
+    if namespace.is_some() {
+        opts.namespace = namespace.filter(|s| !s.is_empty());
+    }
+    if username.is_some() || password.is_some() {
+        opts.username = username;
+        opts.password = password;
+    }
+    if ca.is_some() || cert.is_some() || key.is_some() || domain.is_some() {
+        let tls = opts.tls.get_or_insert_with(TlsOptions::default);
+        if ca.is_some() {
+            tls.ca = ca.map(Into::into);
+        }
+        if cert.is_some() {
+            tls.cert = cert.map(Into::into);
+        }
+        if key.is_some() {
+            tls.key = key.map(Into::into);
+        }
+        if domain.is_some() {
+            tls.domain = domain;
+        }
+    }
+    if o.connect_timeout_ms != ETCDLOCK_UNSET {
+        opts.connect_timeout = positive_ms(o.connect_timeout_ms, "options->connect_timeout_ms")?;
+    }
+    if o.request_timeout_ms != ETCDLOCK_UNSET {
+        opts.request_timeout = positive_ms(o.request_timeout_ms, "options->request_timeout_ms")?;
+    }
     if o.margin_ms >= 0 {
         if o.margin_ms > ETCDLOCK_MAX_TIMEOUT_MS {
             return Err(invalid(format!("options->margin_ms {} is out of range", o.margin_ms)));
         }
         opts.margin = Some(Duration::from_millis(o.margin_ms as u64));
     }
-    opts.watch_held_keys = match o.watch_held_keys {
-        0 => false,
-        1 => true,
-        v => return Err(invalid(format!("options->watch_held_keys must be 0 or 1, got {v}"))),
-    };
+    match o.watch_held_keys {
+        -1 => {}
+        0 => opts.watch_held_keys = false,
+        1 => opts.watch_held_keys = true,
+        v => return Err(invalid(format!("options->watch_held_keys must be 0, 1 or -1 (not set), got {v}"))),
+    }
     Ok(opts)
 }
 
@@ -923,13 +983,14 @@ pub unsafe extern "C" fn etcdlock_guard_on_loss(
     user_data: *mut c_void,
 ) -> c_int {
     ffi(|| {
-        let g = guard_arg(guard)?.guard.clone();
+        // Core's owned loss signal: the watcher does not keep the guard alive
+        // (freeing it still releases the lock, and the callback then gets NONE).
+        let mut signal = guard_arg(guard)?.guard.lost_signal();
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
         let ud = UserData(user_data);
         etcdlock_core::runtime::spawn(async move {
             let ud = ud;
-            let reason = g.wait_lost().await.map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
-            drop(g);
+            let reason = signal.wait().await.map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
             cb(reason, ud.0);
         })?;
         Ok(())

@@ -930,8 +930,9 @@ static void test_bad_input(void) {
     BAD(etcdlock_options_init(&o, 4));
     BAD(etcdlock_options_init(&o, 0));
     CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
-    CHECK(o.struct_size == sizeof o && o.ttl_secs == 15 && o.watch_held_keys == 1 && o.endpoints == NULL,
-          "defaults");
+    CHECK(o.struct_size == sizeof o && o.ttl_secs == ETCDLOCK_UNSET && o.connect_timeout_ms == ETCDLOCK_UNSET &&
+              o.watch_held_keys == -1 && o.margin_ms == -1 && o.endpoints == NULL,
+          "every field not set");
     etcdlock_client *c = (etcdlock_client *)0x1;
     BAD(etcdlock_client_connect(NULL, &c));
     CHECK(c == NULL, "out reset on error");
@@ -1081,6 +1082,40 @@ static void *other_thread_message(void *p) {
     (void)p;
     return (void *)(intptr_t)(strlen(etcdlock_last_error_message()) == 0);
 }
+/* Fields left unset come from ETCDLOCK_* (core's one rule, as in every
+ * language); a field the program sets wins, and a malformed variable for it is
+ * ignored. */
+static void test_options_from_env(void) {
+    etcdlock_options o;
+    etcdlock_client *c = NULL;
+    int64_t ttl = 0;
+    setenv("ETCDLOCK_ENDPOINTS", H.endpoint, 1);
+    setenv("ETCDLOCK_TTL", "7", 1);
+    CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    if (c) {
+        CHECK_RC(etcdlock_client_ttl(c, &ttl), ETCDLOCK_OK);
+        CHECK(ttl == 7, "TTL from ETCDLOCK_TTL: %lld", (long long)ttl);
+        etcdlock_client_free(c);
+        c = NULL;
+    }
+    setenv("ETCDLOCK_TTL", "garbage", 1);
+    o.ttl_secs = 10;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    if (c) {
+        CHECK_RC(etcdlock_client_ttl(c, &ttl), ETCDLOCK_OK);
+        CHECK(ttl == 10, "explicit TTL over a malformed ETCDLOCK_TTL: %lld", (long long)ttl);
+        etcdlock_client_free(c);
+        c = NULL;
+    }
+    o.ttl_secs = ETCDLOCK_UNSET;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK(c == NULL && strstr(etcdlock_last_error_message(), "ETCDLOCK_TTL") != NULL,
+          "a malformed variable for an unset field names it: %s", etcdlock_last_error_message());
+    unsetenv("ETCDLOCK_TTL");
+    unsetenv("ETCDLOCK_ENDPOINTS");
+}
+
 static void test_error_message_per_thread(void) {
     etcdlock_guard *g = NULL;
     BAD(etcdlock_lock(NULL, "x", 0, &g));
@@ -1199,6 +1234,7 @@ static const test_case TESTS[] = {
     {"contention_plain_counter", test_contention_plain_counter},
     {"contention_etcd_counter", test_contention_etcd_counter},
     {"bad_input", test_bad_input},
+    {"options_from_env", test_options_from_env},
     {"error_message_per_thread", test_error_message_per_thread},
     {"auth_rbac", test_auth_rbac},
 };
