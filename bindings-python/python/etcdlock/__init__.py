@@ -582,6 +582,11 @@ class AsyncLock:
         """The held :class:`AsyncGuard`, or None."""
         return self._guard
 
+    def __repr__(self) -> str:
+        # asyncio.Lock's shape: "<asyncio.locks.Lock object at 0x... [unlocked]>".
+        state = "locked" if self.locked() else "unlocked"
+        return f"<etcdlock.AsyncLock name={self.name!r} object at {id(self):#x} [{state}]>"
+
     async def __aenter__(self) -> AsyncGuard:
         self._guard = await self._client.acquire(self.name, self.timeout)
         return self._guard
