@@ -374,24 +374,66 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
     connect_timeout_ms: jlong,
     request_timeout_ms: jlong,
     margin_ms: jlong,
+    watch_held_keys: jint,
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let eps = req_string(env, &endpoints, "endpoints")?;
-            let mut opts = ClientOptions::new(eps.split('\n').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
-                .with_ttl(ttl_secs);
-            opts.namespace = opt_string(env, &namespace)?;
-            opts.username = opt_string(env, &user)?;
-            opts.password = opt_string(env, &password)?;
+            // Not set: null strings, 0 TTL, negative durations, -1 watchHeldKeys.
+            // Core's one rule: the ETCDLOCK_* environment fills what is not set.
+            let eps = opt_string(env, &endpoints)?;
+            let namespace = opt_string(env, &namespace)?;
+            let (user, password) = (opt_string(env, &user)?, opt_string(env, &password)?);
             let (ca, cert, key, domain) =
                 (opt_string(env, &ca)?, opt_string(env, &cert)?, opt_string(env, &key)?, opt_string(env, &domain)?);
-            if ca.is_some() || cert.is_some() || key.is_some() {
-                opts.tls = Some(TlsOptions {
-                    ca: ca.map(PathBuf::from),
-                    cert: cert.map(PathBuf::from),
-                    key: key.map(PathBuf::from),
-                    domain,
-                });
+            let mut given: Vec<&str> = Vec::new();
+            for (k, set) in [
+                ("endpoints", eps.is_some()),
+                ("ttl", ttl_secs != 0),
+                ("namespace", namespace.is_some()),
+                ("username", user.is_some()),
+                ("password", password.is_some()),
+                ("tls_ca", ca.is_some()),
+                ("tls_cert", cert.is_some()),
+                ("tls_key", key.is_some()),
+                ("tls_domain", domain.is_some()),
+                ("connect_timeout", connect_timeout_ms >= 0),
+                ("request_timeout", request_timeout_ms >= 0),
+                ("margin", margin_ms >= 0),
+                ("watch_held_keys", watch_held_keys >= 0),
+            ] {
+                if set {
+                    given.push(k);
+                }
+            }
+            let mut opts = ClientOptions::from_env_except(&given)?;
+            if let Some(e) = eps {
+                opts.endpoints = e.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+            }
+            if ttl_secs != 0 {
+                opts.ttl_secs = ttl_secs;
+            }
+            if namespace.is_some() {
+                opts.namespace = namespace;
+            }
+            if user.is_some() || password.is_some() {
+                opts.username = user;
+                opts.password = password;
+            }
+            if ca.is_some() || cert.is_some() || key.is_some() || domain.is_some() {
+                // Any TLS option turns TLS on, the domain too (as in every language).
+                let tls = opts.tls.get_or_insert_with(TlsOptions::default);
+                if ca.is_some() {
+                    tls.ca = ca.map(PathBuf::from);
+                }
+                if cert.is_some() {
+                    tls.cert = cert.map(PathBuf::from);
+                }
+                if key.is_some() {
+                    tls.key = key.map(PathBuf::from);
+                }
+                if domain.is_some() {
+                    tls.domain = domain;
+                }
             }
             if let Some(d) = millis(connect_timeout_ms) {
                 opts.connect_timeout = d;
@@ -402,8 +444,26 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
             if let Some(d) = millis(margin_ms) {
                 opts.margin = Some(d);
             }
+            if watch_held_keys >= 0 {
+                opts.watch_held_keys = watch_held_keys != 0;
+            }
             let client = block(env, async move { Client::connect(opts).await }, None)?;
             Ok(into_handle(Arc::new(client)))
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native String endpoints(long client)`: the endpoints in use, as configured.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_endpoints<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) -> JString<'local> {
+    unowned
+        .with_env(|env| -> NResult<JString<'local>> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            Ok(env.new_string(c.endpoints())?)
         })
         .resolve::<ThrowEtcdLock>()
 }

@@ -53,47 +53,14 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /**
-     * A builder preset from the {@code ETCDLOCK_*} environment variables shared by every
-     * etcdlock binding: {@code ETCDLOCK_ENDPOINTS} (comma separated), {@code ETCDLOCK_TTL},
-     * {@code ETCDLOCK_NAMESPACE}, {@code ETCDLOCK_USERNAME}, {@code ETCDLOCK_PASSWORD},
-     * {@code ETCDLOCK_TLS_CA}, {@code ETCDLOCK_TLS_CERT}, {@code ETCDLOCK_TLS_KEY},
-     * {@code ETCDLOCK_TLS_DOMAIN} ({@code ETCDLOCK_CA} / {@code ETCDLOCK_CERT} still read for one
-     * release; {@code ETCDLOCK_KEY} is the lock key {@code etcdlock run} exports, not a TLS key).
+     * Same as {@link #builder()}: every builder takes what it is not given from the
+     * {@code ETCDLOCK_*} environment (core's one rule, the same in every language).
+     *
+     * @deprecated use {@link #builder()}
      */
+    @Deprecated
     public static Builder builderFromEnv() {
-        Builder b = new Builder();
-        String eps = System.getenv("ETCDLOCK_ENDPOINTS");
-        if (eps != null && !eps.isEmpty()) {
-            b.endpoints(eps.split(","));
-        }
-        String ttl = System.getenv("ETCDLOCK_TTL");
-        if (ttl != null && !ttl.isEmpty()) {
-            try {
-                b.ttl(Duration.ofSeconds(Long.parseLong(ttl.trim())));
-            } catch (NumberFormatException e) {
-                throw new InvalidArgumentException("ETCDLOCK_TTL is not a number: " + ttl);
-            }
-        }
-        b.namespace = System.getenv("ETCDLOCK_NAMESPACE");
-        b.user = System.getenv("ETCDLOCK_USERNAME");
-        b.password = System.getenv("ETCDLOCK_PASSWORD");
-        // The TLS names every binding reads (core's parser): ETCDLOCK_KEY is the lock key
-        // `etcdlock run` exports to its command, never a TLS key.
-        b.ca = firstEnv("ETCDLOCK_TLS_CA", "ETCDLOCK_CA");
-        b.cert = firstEnv("ETCDLOCK_TLS_CERT", "ETCDLOCK_CERT");
-        b.key = firstEnv("ETCDLOCK_TLS_KEY");
-        b.domain = firstEnv("ETCDLOCK_TLS_DOMAIN");
-        return b;
-    }
-
-    private static String firstEnv(String... names) {
-        for (String n : names) {
-            String v = System.getenv(n);
-            if (v != null && !v.isEmpty()) {
-                return v;
-            }
-        }
-        return null;
+        return new Builder();
     }
 
     /**
@@ -440,12 +407,19 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /**
-     * Options for {@link EtcdLockClient}. Defaults: endpoint {@code http://127.0.0.1:2379},
-     * TTL 15 s, no namespace, no auth, plaintext.
+     * Options for {@link EtcdLockClient}. An option not set here comes from its
+     * {@code ETCDLOCK_*} environment variable ({@code ETCDLOCK_ENDPOINTS}, {@code ETCDLOCK_TTL},
+     * {@code ETCDLOCK_NAMESPACE}, {@code ETCDLOCK_USERNAME}, {@code ETCDLOCK_PASSWORD},
+     * {@code ETCDLOCK_TLS_CA}, {@code ETCDLOCK_TLS_CERT}, {@code ETCDLOCK_TLS_KEY},
+     * {@code ETCDLOCK_TLS_DOMAIN}, {@code ETCDLOCK_CONNECT_TIMEOUT},
+     * {@code ETCDLOCK_REQUEST_TIMEOUT}, {@code ETCDLOCK_MARGIN}, {@code ETCDLOCK_WATCH_HELD_KEYS}),
+     * else the default: endpoint {@code http://127.0.0.1:2379}, TTL 15 s, no namespace, no
+     * auth, plaintext. An option set here wins, and a malformed variable for it is ignored:
+     * the rule core applies for every language.
      */
     public static final class Builder {
         private final List<String> endpoints = new ArrayList<>();
-        private long ttlSecs = 15;
+        private long ttlSecs = 0; // 0: not set
         private String namespace;
         private String user;
         private String password;
@@ -456,6 +430,7 @@ public final class EtcdLockClient implements AutoCloseable {
         private long connectTimeoutMs = -1;
         private long requestTimeoutMs = -1;
         private long marginMs = -1;
+        private int watchHeldKeys = -1; // -1: not set
 
         Builder() {}
 
@@ -477,7 +452,7 @@ public final class EtcdLockClient implements AutoCloseable {
             }
             this.endpoints.clear();
             for (String e : endpoints) {
-                if (e == null || e.trim().isEmpty() || e.contains("\n")) {
+                if (e == null || e.trim().isEmpty() || e.contains(",")) {
                     throw new InvalidArgumentException("bad endpoint: " + (e == null ? "null" : '"' + e + '"'));
                 }
                 checkText(e, "endpoint");
@@ -560,6 +535,15 @@ public final class EtcdLockClient implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Watch each held key so an outside delete is reported at once (default true); with
+         * false such a delete is noticed only by a guarded operation.
+         */
+        public Builder watchHeldKeys(boolean watch) {
+            this.watchHeldKeys = watch ? 1 : 0;
+            return this;
+        }
+
         private static long positiveMillis(Duration d, String what) {
             if (d == null || d.isNegative() || d.isZero()) {
                 throw new InvalidArgumentException(what + " must be positive, got " + d);
@@ -576,12 +560,12 @@ public final class EtcdLockClient implements AutoCloseable {
          */
         public EtcdLockClient build() {
             NativeBridge.ensureLoaded();
-            List<String> eps = endpoints.isEmpty() ? List.of("http://127.0.0.1:2379") : endpoints;
-            String joined = String.join("\n", eps);
+            String joined = endpoints.isEmpty() ? null : String.join(",", endpoints);
             long ptr = NativeBridge.connect(joined, ttlSecs, namespace, user, password, ca, cert, key, domain,
-                    connectTimeoutMs, requestTimeoutMs, marginMs);
+                    connectTimeoutMs, requestTimeoutMs, marginMs, watchHeldKeys);
+            String eps = NativeBridge.endpoints(ptr);
             LOG.debug("etcdlock client connected to {}", eps);
-            return new EtcdLockClient(ptr, String.join(",", eps));
+            return new EtcdLockClient(ptr, eps);
         }
     }
 }

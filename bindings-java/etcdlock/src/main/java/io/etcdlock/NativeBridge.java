@@ -68,7 +68,10 @@ final class NativeBridge {
     static native void panicForTest();
 
     static native long connect(String endpoints, long ttlSecs, String namespace, String user, String password,
-            String ca, String cert, String key, String domain, long connectTimeoutMs, long requestTimeoutMs, long marginMs);
+            String ca, String cert, String key, String domain, long connectTimeoutMs, long requestTimeoutMs, long marginMs,
+            int watchHeldKeys);
+
+    static native String endpoints(long client);
 
     static native long ttl(long client);
 

@@ -149,6 +149,24 @@ class BadInputTest {
         assertEquals(0, p.exitValue(), out);
         assertTrue(out.contains("TTL 7"), out);
         assertTrue(out.contains("KEY envns/envlock/"), out);
+        assertTrue(out.contains("ENDPOINTS " + String.join(",", EtcdExtension.endpoints())), out);
+    }
+
+    /** Core's one rule: an option set on the builder wins, and a malformed variable for it is ignored. */
+    @Test
+    void anExplicitOptionWinsOverAMalformedVariable() throws Exception {
+        String java = System.getProperty("java.home") + "/bin/java";
+        String cp = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        ProcessBuilder pb = new ProcessBuilder(java, "-cp", cp, EnvProbe.class.getName(), "envlock2", "9").redirectErrorStream(true);
+        pb.environment().put("ETCDLOCK_ENDPOINTS", String.join(",", EtcdExtension.endpoints()));
+        pb.environment().put("ETCDLOCK_TTL", "garbage");
+        // `etcdlock run` exports the lock key as ETCDLOCK_KEY: never read as a TLS key.
+        pb.environment().put("ETCDLOCK_KEY", "jobs/abc");
+        Process p = pb.start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, p.exitValue(), out);
+        assertTrue(out.contains("TTL 9"), out);
     }
 
     @Test
