@@ -285,9 +285,10 @@ fn build_options(
     cert: Option<Bound<'_, PyString>>,
     key: Option<Bound<'_, PyString>>,
     domain: Option<Bound<'_, PyString>>,
-    connect_timeout: f64,
-    request_timeout: f64,
+    connect_timeout: Option<f64>,
+    request_timeout: Option<f64>,
     margin: Option<f64>,
+    watch_held_keys: Option<bool>,
 ) -> PyResult<Result<ClientOptions, CoreError>> {
     let (endpoints, strs) = text_args(
         endpoints,
@@ -320,8 +321,11 @@ fn build_options(
     let build = || -> Result<ClientOptions, CoreError> {
         // The environment gives defaults for the keys not given here (one rule,
         // in core): a malformed ETCDLOCK_TTL no longer breaks Client(ttl=10).
-        let mut given: Vec<&str> = vec!["connect_timeout", "request_timeout"];
+        let mut given: Vec<&str> = Vec::new();
         for (k, is) in [
+            ("connect_timeout", connect_timeout.is_some()),
+            ("request_timeout", request_timeout.is_some()),
+            ("watch_held_keys", watch_held_keys.is_some()),
             ("endpoints", endpoints.is_some()),
             ("ttl", ttl.is_some()),
             ("namespace", namespace.is_some()),
@@ -367,8 +371,15 @@ fn build_options(
             }
             o.tls = Some(TlsOptions { ..tls });
         }
-        o.connect_timeout = pos_secs("connect_timeout", connect_timeout)?;
-        o.request_timeout = pos_secs("request_timeout", request_timeout)?;
+        if let Some(t) = connect_timeout {
+            o.connect_timeout = pos_secs("connect_timeout", t)?;
+        }
+        if let Some(t) = request_timeout {
+            o.request_timeout = pos_secs("request_timeout", t)?;
+        }
+        if let Some(w) = watch_held_keys {
+            o.watch_held_keys = w;
+        }
         if let Some(m) = margin {
             // Not clamped: core refuses a margin not below the TTL.
             if m.is_nan() || m < 0.0 {
@@ -396,7 +407,7 @@ struct NativeClient {
 impl NativeClient {
     /// Connect (blocking, interruptible by Ctrl-C).
     #[staticmethod]
-    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=5.0, request_timeout=5.0, margin=None))]
+    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=None, request_timeout=None, margin=None, watch_held_keys=None))]
     #[allow(clippy::too_many_arguments)]
     fn connect(
         py: Python<'_>,
@@ -409,11 +420,12 @@ impl NativeClient {
         cert: Option<Bound<'_, PyString>>,
         key: Option<Bound<'_, PyString>>,
         domain: Option<Bound<'_, PyString>>,
-        connect_timeout: f64,
-        request_timeout: f64,
+        connect_timeout: Option<f64>,
+        request_timeout: Option<f64>,
         margin: Option<f64>,
+        watch_held_keys: Option<bool>,
     ) -> PyResult<NativeClient> {
-        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout, margin)?
+        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout, margin, watch_held_keys)?
             .map_err(|e| to_pyerr(py, &e))?;
         let inner = wait(py, async move { Client::connect(opts).await })?;
         Ok(NativeClient { inner, pid: std::process::id() })
@@ -421,7 +433,7 @@ impl NativeClient {
 
     /// Connect, as an awaitable of the running asyncio loop.
     #[staticmethod]
-    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=5.0, request_timeout=5.0, margin=None))]
+    #[pyo3(signature = (endpoints=None, ttl=None, namespace=None, username=None, password=None, ca=None, cert=None, key=None, domain=None, connect_timeout=None, request_timeout=None, margin=None, watch_held_keys=None))]
     #[allow(clippy::too_many_arguments)]
     fn connect_async(
         py: Python<'_>,
@@ -434,11 +446,12 @@ impl NativeClient {
         cert: Option<Bound<'_, PyString>>,
         key: Option<Bound<'_, PyString>>,
         domain: Option<Bound<'_, PyString>>,
-        connect_timeout: f64,
-        request_timeout: f64,
+        connect_timeout: Option<f64>,
+        request_timeout: Option<f64>,
         margin: Option<f64>,
+        watch_held_keys: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout, margin)?
+        let opts = build_options(endpoints, ttl, namespace, username, password, ca, cert, key, domain, connect_timeout, request_timeout, margin, watch_held_keys)?
             .map_err(|e| to_pyerr(py, &e))?;
         to_asyncio(py, async move { Client::connect(opts).await }, |py, c| {
             Ok(Py::new(py, NativeClient { inner: c, pid: std::process::id() })?.into_any())

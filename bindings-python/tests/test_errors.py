@@ -205,3 +205,33 @@ def test_explicit_options_win_over_a_malformed_environment(endpoints: List[str],
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["10", name]
+
+
+def test_every_option_is_accepted_and_timeouts_come_from_the_environment(endpoints: List[str], name: str) -> None:
+    """Every core option key has its keyword (the same list in every language), and the
+    timeouts and watch_held_keys follow the one rule too: left out, they come from
+    ETCDLOCK_*; given, a malformed variable for them is ignored."""
+    import os
+    import subprocess
+    import sys
+
+    kw = {
+        "endpoints": endpoints, "ttl": 10, "namespace": "n/", "connect_timeout": 2.0, "request_timeout": 2.0,
+        "margin": 1.0, "watch_held_keys": False,
+    }
+    with etcdlock.Client(**kw) as c, c.lock(name) as g:  # type: ignore[arg-type]
+        assert g.is_held
+    code = (
+        "import etcdlock\n"
+        "try:\n"
+        "    c = etcdlock.Client()\n"
+        "except etcdlock.LockError as e:\n"
+        "    print(type(e).__name__, 'ETCDLOCK_REQUEST_TIMEOUT' in str(e)); raise SystemExit(0)\n"
+        "c.close(); print('ok')\n"
+    )
+    explicit = code.replace("etcdlock.Client()", "etcdlock.Client(request_timeout=1.0, watch_held_keys=True)")
+    env = {**os.environ, "ETCDLOCK_ENDPOINTS": ",".join(endpoints), "ETCDLOCK_REQUEST_TIMEOUT": "soon"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["InvalidArgumentError", "True"], out.stderr
+    out = subprocess.run([sys.executable, "-c", explicit], env=env, capture_output=True, text=True, timeout=60)
+    assert out.stdout.strip() == "ok", out.stderr

@@ -158,10 +158,17 @@ class Client:
         username, password: etcd auth (given together).
         ca, cert, key: PEM file paths for TLS / mutual TLS.
         domain: TLS server name to verify instead of the endpoint host.
-        connect_timeout, request_timeout: seconds (default 5.0 each).
+        connect_timeout, request_timeout: seconds (default
+            ``$ETCDLOCK_CONNECT_TIMEOUT`` / ``$ETCDLOCK_REQUEST_TIMEOUT`` or 5.0 each).
         margin: seconds taken off the TTL for local loss detection (default:
             TTL/5, at most 2 s; ``$ETCDLOCK_MARGIN``). A margin above half
             the TTL is :class:`InvalidArgumentError`.
+        watch_held_keys: watch each held key so an outside delete is reported
+            at once (default ``$ETCDLOCK_WATCH_HELD_KEYS`` or True).
+
+    Every argument left out (None) comes from its ``ETCDLOCK_*`` variable,
+    else the default; a given one wins, and a malformed variable for it is
+    ignored (the rule every etcdlock language follows).
 
     Text arguments (names, keys, values, namespace, ...) that UTF-8 cannot
     encode (a lone surrogate) raise :class:`InvalidArgumentError`.
@@ -178,9 +185,10 @@ class Client:
         cert: Optional[str] = None,
         key: Optional[str] = None,
         domain: Optional[str] = None,
-        connect_timeout: float = 5.0,
-        request_timeout: float = 5.0,
+        connect_timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
         margin: Optional[float] = None,
+        watch_held_keys: Optional[bool] = None,
     ) -> None:
         self._native = NativeClient.connect(
             _endpoints(endpoints),
@@ -195,6 +203,7 @@ class Client:
             connect_timeout,
             request_timeout,
             margin,
+            watch_held_keys,
         )
         self._pid = os.getpid()
         _live_clients.add(self._native)
@@ -453,9 +462,10 @@ class AsyncClient:
         cert: Optional[str] = None,
         key: Optional[str] = None,
         domain: Optional[str] = None,
-        connect_timeout: float = 5.0,
-        request_timeout: float = 5.0,
+        connect_timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
         margin: Optional[float] = None,
+        watch_held_keys: Optional[bool] = None,
     ) -> None:
         self._args = (
             _endpoints(endpoints),
@@ -470,6 +480,7 @@ class AsyncClient:
             connect_timeout,
             request_timeout,
             margin,
+            watch_held_keys,
         )
         self._native: Optional[NativeClient] = None
         self._connecting: Optional[asyncio.Lock] = None

@@ -135,9 +135,10 @@ class NativeClient:
         cert: Optional[str] = None,
         key: Optional[str] = None,
         domain: Optional[str] = None,
-        connect_timeout: float = 5.0,
-        request_timeout: float = 5.0,
+        connect_timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
         margin: Optional[float] = None,
+        watch_held_keys: Optional[bool] = None,
     ) -> "NativeClient": ...
     @staticmethod
     def connect_async(
@@ -150,9 +151,10 @@ class NativeClient:
         cert: Optional[str] = None,
         key: Optional[str] = None,
         domain: Optional[str] = None,
-        connect_timeout: float = 5.0,
-        request_timeout: float = 5.0,
+        connect_timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
         margin: Optional[float] = None,
+        watch_held_keys: Optional[bool] = None,
     ) -> Awaitable["NativeClient"]: ...
     def lock(self, name: str, timeout: Optional[float] = None) -> Guard: ...
     def try_lock(self, name: str) -> Optional[Guard]: ...
