@@ -105,6 +105,9 @@ struct Conn {
     /// Safety margin subtracted from the TTL for local loss detection [env: ETCDLOCK_MARGIN]
     #[arg(long, global = true)]
     margin: Option<String>,
+    /// Watch each held key so an outside delete is noticed at once: true/false [env: ETCDLOCK_WATCH_HELD_KEYS] [default: true]
+    #[arg(long, global = true)]
+    watch_held_keys: Option<String>,
 }
 
 impl Conn {
@@ -122,6 +125,7 @@ impl Conn {
             ("connect_timeout", &self.connect_timeout),
             ("request_timeout", &self.request_timeout),
             ("margin", &self.margin),
+            ("watch_held_keys", &self.watch_held_keys),
         ];
         ClientOptions::from_env_and_pairs(pairs.iter().filter_map(|(k, v)| v.as_ref().map(|v| (*k, v.as_str()))))
     }

@@ -58,6 +58,34 @@ fn run_passes_exit_status_and_environment_through() {
     assert_eq!(st.code(), Some(69));
 }
 
+/// Every core option has a flag, and flags follow the one rule: a given flag
+/// wins, and a malformed variable for it is ignored.
+#[test]
+fn every_option_has_a_flag_and_a_given_flag_beats_a_malformed_variable() {
+    let etcd = Etcd::single();
+    let help = String::from_utf8(bin().arg("--help").output().unwrap().stdout).unwrap();
+    for key in etcdlock::OPTION_KEYS {
+        let env = format!("ETCDLOCK_{}", key.to_uppercase());
+        assert!(help.contains(&env), "--help names no flag for {key} ({env}):\n{help}");
+    }
+    let out = bin()
+        .env("ETCDLOCK_WATCH_HELD_KEYS", "perhaps")
+        .env("ETCDLOCK_REQUEST_TIMEOUT", "soon")
+        .args(["--endpoints", &etcd.endpoints_csv(), "--ttl", "5", "--namespace", "flags/", "--connect-timeout", "2s"])
+        .args(["--request-timeout", "2s", "--margin", "1s", "--watch-held-keys", "false", "run", "all", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    // Not given: the malformed variable is an error that names it.
+    let out = bin()
+        .env("ETCDLOCK_WATCH_HELD_KEYS", "perhaps")
+        .args(["--endpoints", &etcd.endpoints_csv(), "run", "all", "--", "true"])
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ETCDLOCK_WATCH_HELD_KEYS"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 #[test]
 fn run_times_out_and_try_reports_held() {
     let etcd = Etcd::single();
