@@ -208,6 +208,7 @@ pub(crate) struct Inner {
     session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
     pub(crate) windows: crate::window::Windows,
+    pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pid: u32,
     pub(crate) handle: tokio::runtime::Handle,
 }
@@ -317,6 +318,7 @@ impl Client {
             session: AsyncMutex::new(None),
             closed,
             windows: Default::default(),
+            metrics: Arc::new(crate::metrics::Recorder::new()),
             pid: crate::runtime::current_pid(),
             handle,
         });
@@ -412,7 +414,7 @@ impl Client {
             .min(Duration::from_millis(ttl as u64 * 1000 / 2));
         let s = Session::new(resp.id(), ttl, margin, sent);
         tracing::debug!(lease = format!("{:x}", resp.id()), ttl, "session opened");
-        self.inner.handle.spawn(s.clone().run(self.inner.transport.clone()));
+        self.inner.handle.spawn(s.clone().run(self.inner.transport.clone(), self.inner.metrics.clone()));
         *slot = Some(s.clone());
         Ok(s)
     }
@@ -477,6 +479,14 @@ impl Client {
     /// the last of them ends so the next acquisition reuses it.
     pub fn etcd_watches(&self) -> i64 {
         self.inner.hub.etcd_watches()
+    }
+
+    /// What this client has done so far: acquisitions by outcome and their
+    /// wait time, waiters and holds now, hold time, losses by reason, and the
+    /// keep-alive's last round trip (see [`crate::Metrics`]). A few atomic
+    /// loads: cheap enough to poll.
+    pub fn metrics(&self) -> crate::Metrics {
+        self.inner.metrics.snapshot()
     }
 
     /// The namespace prefix applied to keys.

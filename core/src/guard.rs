@@ -39,6 +39,8 @@ struct Shared {
     /// reserved until it is done, or a new acquisition on this session could
     /// reuse the name and have its fresh key deleted by it.
     releasing: std::sync::atomic::AtomicBool,
+    /// When the hold began (for the client's hold-time metrics).
+    started: std::time::Instant,
     me: Weak<Shared>,
 }
 
@@ -84,7 +86,9 @@ impl Guard {
             watch_id: Mutex::new(None),
             listener: Mutex::new(None),
             releasing: std::sync::atomic::AtomicBool::new(false),
+            started: std::time::Instant::now(),
         });
+        shared.client.inner.metrics.hold_started(shared.started);
         // No task per guard: the session tells us when it is lost, the client's
         // watch stream when our key goes.
         let as_loss: Weak<dyn OnLoss> = Arc::downgrade(&shared) as Weak<dyn OnLoss>;
@@ -211,7 +215,7 @@ impl Guard {
             GuardState::Lost(_) | GuardState::Held => {}
         }
         let was = self.state();
-        self.shared.state.send_if_modified(|s| {
+        let released = self.shared.state.send_if_modified(|s| {
             if *s == GuardState::Held {
                 *s = GuardState::Released;
                 true
@@ -219,6 +223,9 @@ impl Guard {
                 false
             }
         });
+        if released {
+            self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
+        }
         self.shared.detach();
         let sh = self.shared.clone();
         let del = async move {
@@ -354,6 +361,7 @@ impl Shared {
         });
         if changed {
             tracing::warn!(lock = %self.name, reason = %loss.reason, "lock lost");
+            self.client.inner.metrics.hold_ended(self.started, Some(loss.reason));
             self.detach();
         }
     }
@@ -478,7 +486,9 @@ impl Drop for Guard {
         if st != GuardState::Held || self.shared.client.is_closed() {
             return;
         }
-        self.shared.state.send_replace(GuardState::Released);
+        if self.shared.state.send_replace(GuardState::Released) == GuardState::Held {
+            self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
+        }
         self.shared.detach();
         self.shared.release_in_background();
     }

@@ -69,6 +69,13 @@ impl Client {
     /// other multi-locks or single locks); timeout zero is one try. At most
     /// [`MAX_MULTI`] distinct names.
     pub async fn lock_many(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
+        let m = self.inner.metrics.acquiring();
+        let r = Box::pin(self.lock_many_counted(names, opts)).await;
+        m.finish(&r);
+        r
+    }
+
+    async fn lock_many_counted(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
         if names.is_empty() || names.len() > MAX_MULTI {
             return Err(Error::invalid(format!("lock_many takes 1 to {MAX_MULTI} names, got {}", names.len())));
         }

@@ -266,6 +266,13 @@ impl Client {
 
     /// [`Client::acquire`] of one of `permits` permits (1: the mutex).
     pub(crate) async fn acquire_n(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>, permits: u32) -> Result<Guard> {
+        let m = self.inner.metrics.acquiring();
+        let r = Box::pin(self.acquire_n_counted(name, opts, mode, value, permits)).await;
+        m.finish(&r);
+        r
+    }
+
+    async fn acquire_n_counted(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>, permits: u32) -> Result<Guard> {
         validate_name(name)?;
         self.check_open()?;
         let deadline = match mode {

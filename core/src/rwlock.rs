@@ -32,6 +32,13 @@ impl Client {
     /// write side). Waits (FIFO) as [`Client::lock_with`]; timeout zero is one
     /// try that writes nothing while a writer holds or waits.
     pub async fn read_lock(&self, name: &str, opts: LockOptions) -> Result<Guard> {
+        let m = self.inner.metrics.acquiring();
+        let r = Box::pin(self.read_lock_counted(name, opts)).await;
+        m.finish(&r);
+        r
+    }
+
+    async fn read_lock_counted(&self, name: &str, opts: LockOptions) -> Result<Guard> {
         validate_name(name)?;
         self.check_open()?;
         let once = opts.timeout == Some(Duration::ZERO);

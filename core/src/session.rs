@@ -166,12 +166,12 @@ impl Session {
 
     /// The keep-alive task: one per session. Sends a keep-alive every TTL/3 and,
     /// after a failure, retries quickly until the validity window closes.
-    pub(crate) async fn run(self: Arc<Session>, transport: Arc<Transport>) {
+    pub(crate) async fn run(self: Arc<Session>, transport: Arc<Transport>, metrics: Arc<crate::metrics::Recorder>) {
         let stop = self.stop.clone();
         tokio::select! {
             _ = stop.cancelled() => {}
             _ = self.watchdog() => {}
-            _ = self.clone().keep_alive(transport) => {}
+            _ = self.clone().keep_alive(transport, metrics) => {}
         }
     }
 
@@ -189,7 +189,7 @@ impl Session {
 
     /// Keep-alives go to a healthy member; a member that fails is benched and
     /// the stream re-opened on the next one.
-    async fn keep_alive(self: Arc<Session>, transport: Arc<Transport>) {
+    async fn keep_alive(self: Arc<Session>, transport: Arc<Transport>, metrics: Arc<crate::metrics::Recorder>) {
         let interval = Duration::from_millis((self.ttl as u64 * 1000 / 3).max(300));
         let retry = Duration::from_millis((self.ttl as u64 * 1000 / 10).clamp(100, 1000));
         let request_timeout = transport.request_timeout;
@@ -220,6 +220,7 @@ impl Session {
                             return;
                         }
                         self.extend(sent, resp.ttl());
+                        metrics.keepalive(sent.elapsed());
                     }
                     _ => {
                         transport.fail(member);
