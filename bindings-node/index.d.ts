@@ -135,6 +135,8 @@ export declare class Client implements AsyncDisposable {
   private constructor();
   /** Connect and open the session. Rejects `InvalidArgument`, `Unavailable`, `AuthFailed`. */
   static connect(options?: ConnectOptions): Promise<Client>;
+  /** What this client has done so far (no etcd request); the same figures in every language. */
+  metrics(): Metrics;
   /** The effective lease TTL in seconds. */
   readonly ttl: number;
   /** Whether `close()` was called. */
@@ -149,4 +151,21 @@ export declare class Client implements AsyncDisposable {
   close(): Promise<void>;
   /** Same as `close()`; used by `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** A snapshot of a client's metrics (`client.metrics()`); durations in ms. */
+export interface Metrics {
+  acquisitions: Record<'acquired' | 'timeout' | 'would_block' | 'cancelled' | 'error', { count: number; waitMs: number }>;
+  /** Acquisition calls in progress. */
+  waiting: number;
+  /** Locks held now, and how long they have been held, summed. */
+  held: number;
+  heldMs: number;
+  /** Holds that ended (released or lost), and their total time. */
+  holdsEnded: number;
+  holdMs: number;
+  lost: Record<'LeaseExpired' | 'KeyDeleted' | 'ConnectionLost' | 'ClientClosed', number>;
+  keepalives: number;
+  /** The last keep-alive round trip, or null before the first. */
+  keepaliveRttMs: number | null;
 }

@@ -324,6 +324,19 @@ class Client {
   }
 
   /**
+   * What this client has done so far, from the native core (the same figures in every
+   * language); no etcd request. `acquisitions` by outcome (`acquired`, `timeout`,
+   * `would_block`, `cancelled`, `error`: each `{ count, waitMs }`), `waiting` and `held` now,
+   * `heldMs` (current holds, summed), `holdsEnded` and `holdMs`, `lost` by reason
+   * (`LeaseExpired`, `KeyDeleted`, `ConnectionLost`, `ClientClosed`), `keepalives` and
+   * `keepaliveRttMs` (null before the first).
+   * @returns {import('./index').Metrics}
+   */
+  metrics() {
+    return JSON.parse(this.#n.metricsJson());
+  }
+
+  /**
    * Acquire `name`, waiting in FIFO order behind earlier waiters.
    * @param {string} name
    * @param {{ timeout?: number, signal?: AbortSignal }} [options] `timeout` in ms

@@ -117,6 +117,21 @@
 // Loss reason: the client was freed/closed while the lock was held.
 #define ETCDLOCK_LOSS_CLIENT_CLOSED 4
 
+// Index of etcdlock_metrics.acquisitions / wait_ns: the lock was taken.
+#define ETCDLOCK_RESULT_ACQUIRED 0
+
+// Index: not taken within the timeout (or held, for a zero timeout).
+#define ETCDLOCK_RESULT_TIMEOUT 1
+
+// Index: a try found the lock held.
+#define ETCDLOCK_RESULT_WOULD_BLOCK 2
+
+// Index: cancelled while waiting.
+#define ETCDLOCK_RESULT_CANCELLED 3
+
+// Index: any other error.
+#define ETCDLOCK_RESULT_ERROR 4
+
 // Pass as timeout_ms to wait as long as it takes (any negative value does).
 #define ETCDLOCK_WAIT_FOREVER -1
 
@@ -196,6 +211,37 @@ typedef struct etcdlock_options {
   // default TTL/5, at most 2000).
   int64_t margin_ms;
 } etcdlock_options;
+
+// What a client has done so far (etcdlock_client_metrics): the core's metrics,
+// the same figures as in every etcdlock language. Counters only grow;
+// waiting and held are "now". Durations in nanoseconds.
+typedef struct etcdlock_metrics {
+  // sizeof(etcdlock_metrics) as the caller compiled it; set by etcdlock_client_metrics.
+  uint32_t struct_size;
+  // Reserved, 0.
+  uint32_t reserved;
+  // Acquisition calls by outcome, indexed by ETCDLOCK_RESULT_*.
+  uint64_t acquisitions[5];
+  // The time those calls took, summed, indexed by ETCDLOCK_RESULT_*.
+  uint64_t wait_ns[5];
+  // Acquisition calls in progress.
+  int64_t waiting;
+  // Locks held now.
+  int64_t held;
+  // How long the locks held now have been held, summed.
+  uint64_t held_ns;
+  // Holds that ended (released or lost).
+  uint64_t holds_ended;
+  // How long the ended holds lasted, summed.
+  uint64_t hold_ns;
+  // Holds lost, indexed by ETCDLOCK_LOSS_* - 1 (lease expired, key deleted,
+  // connection lost, client closed).
+  uint64_t lost[4];
+  // Keep-alive round trips acknowledged.
+  uint64_t keepalives;
+  // The last keep-alive round trip, -1 before the first.
+  int64_t keepalive_rtt_ns;
+} etcdlock_metrics;
 
 // Completion callback of etcdlock_lock_async. status is ETCDLOCK_OK and guard a
 // new guard owned by the callee (free it with etcdlock_guard_free, from any
@@ -311,6 +357,22 @@ int etcdlock_client_connect(const struct etcdlock_options *options,
 //
 // Example: int64_t ttl; etcdlock_client_ttl(c, &ttl);
 int etcdlock_client_ttl(const struct etcdlock_client *client, int64_t *ttl_secs);
+
+// Fill *metrics with what client has done so far (no etcd request; a few
+// atomic loads). struct_size must be sizeof(etcdlock_metrics) as the caller
+// compiled it; only that many bytes are written, so a program built against
+// an older header keeps working.
+//
+// Safety: client is a live handle; metrics points to struct_size writable bytes.
+//
+// Example:
+//     etcdlock_metrics m;
+//     etcdlock_client_metrics(c, &m, sizeof m);
+//     printf("held %lld, lost to deletes %llu\n", (long long)m.held,
+//            (unsigned long long)m.lost[ETCDLOCK_LOSS_KEY_DELETED - 1]);
+int etcdlock_client_metrics(const struct etcdlock_client *client,
+                            struct etcdlock_metrics *metrics,
+                            size_t struct_size);
 
 // Close and free a client: revokes its lease, which releases every lock it
 // holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED and pending

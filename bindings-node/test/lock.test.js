@@ -273,4 +273,27 @@ describe('lock', () => {
     const c = await connect({ ttl: 7 });
     assert.equal(c.ttl, 7);
   });
+
+  it('metrics() counts acquisitions, holds and losses (the core source, as in every language)', async () => {
+    const c = await connect();
+    const other = await connect();
+    const name = unique('metrics');
+    let m = c.metrics();
+    assert.deepEqual(Object.keys(m.acquisitions).sort(), ['acquired', 'cancelled', 'error', 'timeout', 'would_block']);
+    assert.deepEqual(Object.keys(m.lost).sort(), ['ClientClosed', 'ConnectionLost', 'KeyDeleted', 'LeaseExpired']);
+    assert.deepEqual([m.held, m.waiting, m.holdsEnded], [0, 0, 0]);
+    const lock = await c.lock(name);
+    assert.equal(c.metrics().held, 1);
+    assert.equal(await other.tryLock(name), null);
+    await lock.unlock();
+    m = c.metrics();
+    assert.deepEqual([m.held, m.holdsEnded, m.acquisitions.acquired.count], [0, 1, 1]);
+    assert.equal(other.metrics().acquisitions.would_block.count, 1);
+    const again = await c.lock(name);
+    const { execFileSync } = require('node:child_process');
+    execFileSync('etcdctl', ['--endpoints', etcd.endpoints.join(','), 'del', again.key], { env: { ...process.env, ETCDCTL_API: '3' } });
+    assert.equal(await again.lost, 'KeyDeleted');
+    m = c.metrics();
+    assert.deepEqual([m.lost.KeyDeleted, m.held, m.holdsEnded], [1, 0, 2]);
+  });
 });

@@ -14,7 +14,7 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBytes, PyString, PyType};
+use pyo3::types::{PyBytes, PyDict, PyString, PyType};
 
 create_exception!(
     etcdlock,
@@ -565,6 +565,33 @@ impl NativeClient {
     #[getter]
     fn namespace(&self) -> String {
         String::from_utf8_lossy(self.inner.namespace()).into_owned()
+    }
+
+    /// Core's metrics snapshot as a dict (see `etcdlock.Client.metrics`).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.inner.metrics();
+        let acq = PyDict::new(py);
+        for a in m.acquisitions {
+            let d = PyDict::new(py);
+            d.set_item("count", a.count)?;
+            d.set_item("wait_seconds", a.wait_total.as_secs_f64())?;
+            acq.set_item(a.result.name(), d)?;
+        }
+        let lost = PyDict::new(py);
+        for (r, n) in m.lost {
+            lost.set_item(r.name(), n)?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("acquisitions", acq)?;
+        out.set_item("waiting", m.waiting)?;
+        out.set_item("held", m.held)?;
+        out.set_item("held_seconds", m.held_duration.as_secs_f64())?;
+        out.set_item("holds_ended", m.holds_ended)?;
+        out.set_item("hold_seconds", m.hold_total.as_secs_f64())?;
+        out.set_item("lost", lost)?;
+        out.set_item("keepalives", m.keepalives)?;
+        out.set_item("keepalive_rtt", m.keepalive_rtt.map(|d| d.as_secs_f64()))?;
+        Ok(out)
     }
 }
 

@@ -419,3 +419,27 @@ def test_on_lost_callback_errors_are_reported_not_fatal(client: etcdlock.Client,
     # the client is unaffected
     with client.lock(name, timeout=5) as g2:
         assert g2.is_held
+
+
+
+def test_metrics_count_acquisitions_holds_and_losses(endpoints: List[str], name: str) -> None:
+    """The core's metrics source, as a dict: the same figures as in every language."""
+    from conftest import etcdctl
+
+    with etcdlock.Client(endpoints=endpoints, ttl=5) as c, etcdlock.Client(endpoints=endpoints, ttl=5) as other:
+        m = c.metrics()
+        assert set(m["acquisitions"]) == {"acquired", "timeout", "would_block", "cancelled", "error"}
+        assert set(m["lost"]) == {"LeaseExpired", "KeyDeleted", "ConnectionLost", "ClientClosed"}
+        assert (m["held"], m["waiting"], m["holds_ended"]) == (0, 0, 0)
+        with c.lock(name):
+            assert c.metrics()["held"] == 1
+            assert other.try_lock(name) is None
+        m = c.metrics()
+        assert (m["held"], m["holds_ended"], m["acquisitions"]["acquired"]["count"]) == (0, 1, 1)
+        assert other.metrics()["acquisitions"]["would_block"]["count"] == 1
+        h = c.try_lock(name)
+        assert h is not None
+        etcdctl(endpoints, "del", h.key)
+        assert h.lost.wait(5)
+        m = c.metrics()
+        assert (m["lost"]["KeyDeleted"], m["held"], m["holds_ended"]) == (1, 0, 2)

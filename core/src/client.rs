@@ -481,6 +481,24 @@ impl Client {
         self.inner.hub.etcd_watches()
     }
 
+    /// Check that etcd answers and the client's session is alive (a lost one is
+    /// reopened, as the next lock call would): one count-only read, bounded by
+    /// the request timeout. Returns its round trip. `Unavailable` when no
+    /// member answers, `Closed` after [`Client::close`]. For health checks.
+    pub async fn ping(&self) -> Result<Duration> {
+        self.check_open()?;
+        let t = Instant::now();
+        let deadline = t + self.inner.request_timeout;
+        self.session_by(Some(deadline)).await?;
+        let key = self.ns_key(b"etcdlock-ping");
+        self.call(Some(deadline), |mut c| {
+            let k = key.clone();
+            async move { c.get(k, Some(etcd_client::GetOptions::new().with_count_only())).await }
+        })
+        .await?;
+        Ok(t.elapsed())
+    }
+
     /// What this client has done so far: acquisitions by outcome and their
     /// wait time, waiters and holds now, hold time, losses by reason, and the
     /// keep-alive's last round trip (see [`crate::Metrics`]). A few atomic

@@ -67,6 +67,8 @@ async fn acquisitions_holds_losses_and_keepalives_are_counted() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(c.metrics().keepalive_rtt.unwrap() < Duration::from_secs(2));
+    assert!(c.ping().await.unwrap() < Duration::from_secs(5));
     c.close().await;
+    assert_eq!(c.ping().await.unwrap_err().code(), ErrorCode::Closed);
     other.close().await;
 }

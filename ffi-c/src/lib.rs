@@ -70,6 +70,16 @@ pub const ETCDLOCK_LOSS_KEY_DELETED: i32 = 2;
 pub const ETCDLOCK_LOSS_CONNECTION_LOST: i32 = 3;
 /// Loss reason: the client was freed/closed while the lock was held.
 pub const ETCDLOCK_LOSS_CLIENT_CLOSED: i32 = 4;
+/// Index of etcdlock_metrics.acquisitions / wait_ns: the lock was taken.
+pub const ETCDLOCK_RESULT_ACQUIRED: i32 = 0;
+/// Index: not taken within the timeout (or held, for a zero timeout).
+pub const ETCDLOCK_RESULT_TIMEOUT: i32 = 1;
+/// Index: a try found the lock held.
+pub const ETCDLOCK_RESULT_WOULD_BLOCK: i32 = 2;
+/// Index: cancelled while waiting.
+pub const ETCDLOCK_RESULT_CANCELLED: i32 = 3;
+/// Index: any other error.
+pub const ETCDLOCK_RESULT_ERROR: i32 = 4;
 
 /// Pass as timeout_ms to wait as long as it takes (any negative value does).
 pub const ETCDLOCK_WAIT_FOREVER: i64 = -1;
@@ -161,6 +171,38 @@ pub struct etcdlock_options {
     /// milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,
     /// default TTL/5, at most 2000).
     pub margin_ms: i64,
+}
+
+/// What a client has done so far (etcdlock_client_metrics): the core's metrics,
+/// the same figures as in every etcdlock language. Counters only grow;
+/// waiting and held are "now". Durations in nanoseconds.
+#[repr(C)]
+pub struct etcdlock_metrics {
+    /// sizeof(etcdlock_metrics) as the caller compiled it; set by etcdlock_client_metrics.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// Acquisition calls by outcome, indexed by ETCDLOCK_RESULT_*.
+    pub acquisitions: [u64; 5],
+    /// The time those calls took, summed, indexed by ETCDLOCK_RESULT_*.
+    pub wait_ns: [u64; 5],
+    /// Acquisition calls in progress.
+    pub waiting: i64,
+    /// Locks held now.
+    pub held: i64,
+    /// How long the locks held now have been held, summed.
+    pub held_ns: u64,
+    /// Holds that ended (released or lost).
+    pub holds_ended: u64,
+    /// How long the ended holds lasted, summed.
+    pub hold_ns: u64,
+    /// Holds lost, indexed by ETCDLOCK_LOSS_* - 1 (lease expired, key deleted,
+    /// connection lost, client closed).
+    pub lost: [u64; 4],
+    /// Keep-alive round trips acknowledged.
+    pub keepalives: u64,
+    /// The last keep-alive round trip, -1 before the first.
+    pub keepalive_rtt_ns: i64,
 }
 
 /// A connection to etcd (one lease shared by all its locks). Thread-safe.
@@ -670,6 +712,53 @@ pub unsafe extern "C" fn etcdlock_client_ttl(client: *const etcdlock_client, ttl
     ffi(|| {
         let out = out_arg(ttl_secs, "ttl_secs (out)")?;
         *out = client_arg(client)?.client.ttl();
+        Ok(())
+    })
+}
+
+/// Fill *metrics with what client has done so far (no etcd request; a few
+/// atomic loads). struct_size must be sizeof(etcdlock_metrics) as the caller
+/// compiled it; only that many bytes are written, so a program built against
+/// an older header keeps working.
+///
+/// Safety: client is a live handle; metrics points to struct_size writable bytes.
+///
+/// Example:
+///     etcdlock_metrics m;
+///     etcdlock_client_metrics(c, &m, sizeof m);
+///     printf("held %lld, lost to deletes %llu\n", (long long)m.held,
+///            (unsigned long long)m.lost[ETCDLOCK_LOSS_KEY_DELETED - 1]);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_client_metrics(
+    client: *const etcdlock_client,
+    metrics: *mut etcdlock_metrics,
+    struct_size: usize,
+) -> c_int {
+    ffi(|| {
+        if metrics.is_null() {
+            return Err(invalid("metrics is NULL"));
+        }
+        if struct_size < 8 {
+            return Err(invalid(format!("struct_size {struct_size} is smaller than any etcdlock_metrics")));
+        }
+        let m = client_arg(client)?.client.metrics();
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let full = etcdlock_metrics {
+            struct_size: std::mem::size_of::<etcdlock_metrics>().min(struct_size) as u32,
+            reserved: 0,
+            acquisitions: m.acquisitions.map(|a| a.count),
+            wait_ns: m.acquisitions.map(|a| ns(a.wait_total)),
+            waiting: m.waiting,
+            held: m.held,
+            held_ns: ns(m.held_duration),
+            holds_ended: m.holds_ended,
+            hold_ns: ns(m.hold_total),
+            lost: m.lost.map(|(_, n)| n),
+            keepalives: m.keepalives,
+            keepalive_rtt_ns: m.keepalive_rtt.map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)).unwrap_or(-1),
+        };
+        let n = struct_size.min(std::mem::size_of::<etcdlock_metrics>());
+        std::ptr::copy_nonoverlapping((&full as *const etcdlock_metrics).cast::<u8>(), metrics.cast::<u8>(), n);
         Ok(())
     })
 }

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use jni::errors::ErrorPolicy;
-use jni::objects::{JByteArray, JClass, JObject, JString, JThrowable, JValue};
+use jni::objects::{JByteArray, JClass, JLongArray, JObject, JString, JThrowable, JValue};
 use jni::refs::Global;
 use jni::sys::{jboolean, jint, jlong};
 use jni::vm::JavaVM;
@@ -449,6 +449,51 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
             }
             let client = block(env, async move { Client::connect(opts).await }, None)?;
             Ok(into_handle(Arc::new(client)))
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long[] metrics(long client)`: core's metrics snapshot, flat:
+/// per acquisition result (acquired, timeout, would_block, cancelled, error)
+/// its count, then per result its total wait in ns; then waiting, held, the
+/// current holds' duration (ns), holds ended, their total time (ns); losses per
+/// reason (LossReason::ALL order); keep-alives, last round trip (ns, -1 none).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_metrics<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) -> JLongArray<'local> {
+    unowned
+        .with_env(|env| -> NResult<JLongArray<'local>> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let m = c.metrics();
+            let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+            let mut v: Vec<jlong> = Vec::with_capacity(22);
+            v.extend(m.acquisitions.iter().map(|a| a.count as jlong));
+            v.extend(m.acquisitions.iter().map(|a| ns(a.wait_total)));
+            v.extend([m.waiting, m.held, ns(m.held_duration), m.holds_ended as jlong, ns(m.hold_total)]);
+            v.extend(m.lost.iter().map(|(_, n)| *n as jlong));
+            v.extend([m.keepalives as jlong, m.keepalive_rtt.map(ns).unwrap_or(-1)]);
+            let arr = env.new_long_array(v.len())?;
+            arr.set_region(env, 0, &v)?;
+            Ok(arr)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long ping(long client)`: core's health check; its round trip in ns.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_ping<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let d = block(env, async move { c.ping().await }, None)?;
+            Ok(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
         })
         .resolve::<ThrowEtcdLock>()
 }

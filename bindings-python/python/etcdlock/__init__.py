@@ -236,6 +236,17 @@ class Client:
         """The effective lease TTL in seconds (etcd may raise a small one)."""
         return self._native.ttl
 
+    def metrics(self) -> Dict[str, Any]:
+        """What this client has done so far, from the native core (the same
+        figures in every language): ``acquisitions`` by outcome (``acquired``,
+        ``timeout``, ``would_block``, ``cancelled``, ``error``: each
+        ``{"count", "wait_seconds"}``), ``waiting`` and ``held`` now,
+        ``held_seconds`` (current holds, summed), ``holds_ended`` and
+        ``hold_seconds``, ``lost`` by reason (``LeaseExpired``, ``KeyDeleted``,
+        ``ConnectionLost``, ``ClientClosed``), ``keepalives`` and
+        ``keepalive_rtt`` (seconds, None before the first). No etcd request."""
+        return self._native.metrics()
+
     @property
     def closed(self) -> bool:
         """True after :meth:`close`."""
@@ -532,6 +543,10 @@ class AsyncClient:
     def ttl(self) -> Optional[int]:
         """The effective TTL once connected, else None."""
         return None if self._native is None else self._native.ttl
+
+    def metrics(self) -> Optional[Dict[str, Any]]:
+        """:meth:`Client.metrics`, once connected (else None)."""
+        return None if self._native is None else self._native.metrics()
 
     async def __aenter__(self) -> "AsyncClient":
         return await self.connect()

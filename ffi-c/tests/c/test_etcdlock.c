@@ -1082,6 +1082,44 @@ static void *other_thread_message(void *p) {
     (void)p;
     return (void *)(intptr_t)(strlen(etcdlock_last_error_message()) == 0);
 }
+/* The core's metrics source through the C ABI: acquisitions by outcome, holds,
+ * a smaller struct_size written only that far, bad arguments refused. */
+static void test_metrics(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    if (!a || !b) { CHECK(0, "connect"); etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[96];
+    unique(name, sizeof name, "metrics");
+    etcdlock_metrics m;
+    memset(&m, 0xff, sizeof m);
+    CHECK_RC(etcdlock_client_metrics(a, &m, sizeof m), ETCDLOCK_OK);
+    CHECK(m.struct_size == sizeof m && m.held == 0 && m.waiting == 0 && m.holds_ended == 0 &&
+              m.acquisitions[ETCDLOCK_RESULT_ACQUIRED] == 0, "fresh client");
+    etcdlock_guard *g = NULL, *g2 = NULL;
+    CHECK_RC(etcdlock_lock(a, name, 5000, &g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_client_metrics(a, &m, sizeof m), ETCDLOCK_OK);
+    CHECK(m.held == 1 && m.acquisitions[ETCDLOCK_RESULT_ACQUIRED] == 1, "held %lld", (long long)m.held);
+    CHECK_RC(etcdlock_try_lock(b, name, &g2), ETCDLOCK_WOULD_BLOCK);
+    CHECK_RC(etcdlock_lock(b, name, 0, &g2), ETCDLOCK_TIMEOUT);
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    etcdlock_guard_free(g);
+    CHECK_RC(etcdlock_client_metrics(a, &m, sizeof m), ETCDLOCK_OK);
+    CHECK(m.held == 0 && m.holds_ended == 1 && m.lost[ETCDLOCK_LOSS_KEY_DELETED - 1] == 0, "after unlock");
+    CHECK_RC(etcdlock_client_metrics(b, &m, sizeof m), ETCDLOCK_OK);
+    CHECK(m.acquisitions[ETCDLOCK_RESULT_WOULD_BLOCK] == 1 && m.acquisitions[ETCDLOCK_RESULT_TIMEOUT] == 1,
+          "would_block %llu timeout %llu", (unsigned long long)m.acquisitions[ETCDLOCK_RESULT_WOULD_BLOCK],
+          (unsigned long long)m.acquisitions[ETCDLOCK_RESULT_TIMEOUT]);
+    /* An older, smaller struct: written only that far. */
+    unsigned char small[16];
+    memset(small, 0xab, sizeof small);
+    CHECK_RC(etcdlock_client_metrics(a, (etcdlock_metrics *)(void *)small, 12), ETCDLOCK_OK);
+    CHECK(small[12] == 0xab && small[15] == 0xab, "bytes past struct_size untouched");
+    CHECK_RC(etcdlock_client_metrics(a, NULL, sizeof m), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_client_metrics(a, &m, 4), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_client_metrics(NULL, &m, sizeof m), ETCDLOCK_INVALID_ARGUMENT);
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
 /* Fields left unset come from ETCDLOCK_* (core's one rule, as in every
  * language); a field the program sets wins, and a malformed variable for it is
  * ignored. */
@@ -1235,6 +1273,7 @@ static const test_case TESTS[] = {
     {"contention_etcd_counter", test_contention_etcd_counter},
     {"bad_input", test_bad_input},
     {"options_from_env", test_options_from_env},
+    {"metrics", test_metrics},
     {"error_message_per_thread", test_error_message_per_thread},
     {"auth_rbac", test_auth_rbac},
 };

@@ -163,6 +163,39 @@ public final class EtcdLockClient implements AutoCloseable {
         return f;
     }
 
+    /**
+     * What this client has done so far (acquisitions by result and their wait, waiters and holds
+     * now, hold time, losses by reason, keep-alive round trip): a snapshot of the native core's
+     * counters, the same figures as in every other language.
+     *
+     * @throws ClosedException after {@link #close()}
+     */
+    public Metrics metrics() {
+        long c = handle.pin();
+        try {
+            return new Metrics(NativeBridge.metrics(c));
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /**
+     * Check that etcd answers and this client's session is alive (a lost session is reopened,
+     * as the next lock call would): one read, bounded by the request timeout. For health checks.
+     *
+     * @return the read's round trip
+     * @throws UnavailableException if no member answers
+     * @throws ClosedException after {@link #close()}
+     */
+    public Duration ping() {
+        long c = handle.pin();
+        try {
+            return Duration.ofNanos(NativeBridge.ping(c));
+        } finally {
+            handle.unpin();
+        }
+    }
+
     /** The effective lease TTL in seconds (etcd may raise a requested TTL below its minimum). */
     public long ttlSeconds() {
         long c = handle.pin();

@@ -73,6 +73,10 @@ final class NativeBridge {
 
     static native String endpoints(long client);
 
+    static native long[] metrics(long client);
+
+    static native long ping(long client);
+
     static native long ttl(long client);
 
     static native void close(long client);

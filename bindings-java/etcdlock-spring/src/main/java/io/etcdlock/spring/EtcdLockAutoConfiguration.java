@@ -16,7 +16,9 @@ import io.etcdlock.EtcdLockClient;
 /**
  * Spring Boot auto-configuration: an {@link EtcdLockClient} bean built from
  * {@link EtcdLockProperties} ({@code etcdlock.*}), closed with the context, and, when
- * Spring Integration is present, an {@link EtcdLockRegistry} as the {@link LockRegistry}.
+ * Spring Integration is present, an {@link EtcdLockRegistry} as the {@link LockRegistry};
+ * with Micrometer, {@link EtcdLockMeterBinder} meters; with Actuator, the {@code etcdlock}
+ * health indicator ({@link EtcdLockHealthIndicator}).
  * Either bean can be replaced by declaring your own. {@code etcdlock.enabled=false} turns
  * it all off.
  */
@@ -55,6 +57,28 @@ public class EtcdLockAutoConfiguration {
 
     private static Path path(String s) {
         return s == null || s.isEmpty() ? null : Path.of(s);
+    }
+
+    /** Micrometer meters over the core's metrics, when Micrometer is on the classpath. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "io.micrometer.core.instrument.binder.MeterBinder")
+    static class MetricsConfiguration {
+        @Bean
+        @ConditionalOnMissingBean
+        EtcdLockMeterBinder etcdLockMeterBinder(EtcdLockClient client) {
+            return new EtcdLockMeterBinder(client);
+        }
+    }
+
+    /** The Actuator health indicator {@code etcdlock}, when Actuator is on the classpath. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.actuate.health.AbstractHealthIndicator")
+    static class HealthConfiguration {
+        @Bean
+        @ConditionalOnMissingBean(name = "etcdlockHealthIndicator")
+        EtcdLockHealthIndicator etcdlockHealthIndicator(EtcdLockClient client) {
+            return new EtcdLockHealthIndicator(client);
+        }
     }
 
     /** The Spring Integration registry, when Spring Integration is on the classpath. */

@@ -14,6 +14,10 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.integration.support.locks.LockRegistry;
 
 import io.etcdlock.EtcdExtension;
+import io.etcdlock.LockGuard;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import org.springframework.boot.actuate.health.Health;
+import org.springframework.boot.actuate.health.Status;
 import io.etcdlock.EtcdLock;
 import io.etcdlock.EtcdLockClient;
 import io.etcdlock.InvalidArgumentException;
@@ -53,6 +57,47 @@ class EtcdLockSpringTest {
                     }
                     assertEquals(0, TestSupport.keysUnder("ns-a/reg/k1"));
                 });
+    }
+
+    /** Micrometer meters and the Actuator health indicator, bound by the auto-configuration, read the core. */
+    @Test
+    void metersAndTheHealthIndicatorReadTheNativeCore() {
+        runner().run(ctx -> {
+            assertNull(ctx.getStartupFailure());
+            EtcdLockClient client = ctx.getBean(EtcdLockClient.class);
+            SimpleMeterRegistry reg = new SimpleMeterRegistry();
+            ctx.getBean(EtcdLockMeterBinder.class).bindTo(reg);
+            EtcdLockHealthIndicator health = ctx.getBean("etcdlockHealthIndicator", EtcdLockHealthIndicator.class);
+            Health up = health.health();
+            assertEquals(Status.UP, up.getStatus(), up.toString());
+            assertTrue(up.getDetails().containsKey("roundTripMillis"), up.toString());
+
+            String name = "metered-" + System.nanoTime();
+            try (LockGuard g = client.acquire(name)) {
+                assertEquals(1.0, reg.get("etcdlock.held").gauge().value());
+                assertFalse(client.tryAcquire(name).isPresent());
+            }
+            assertEquals(0.0, reg.get("etcdlock.held").gauge().value());
+            assertEquals(0.0, reg.get("etcdlock.waiting").gauge().value());
+            assertEquals(1.0, reg.get("etcdlock.acquire").tag("result", "acquired").functionTimer().count());
+            assertEquals(1.0, reg.get("etcdlock.acquire").tag("result", "would_block").functionTimer().count());
+            assertEquals(1.0, reg.get("etcdlock.hold").functionTimer().count());
+
+            // A hold lost to an outside delete, by reason.
+            LockGuard g = client.acquire(name);
+            TestSupport.raw().getKVClient().delete(io.etcd.jetcd.ByteSequence.from(g.key(), java.nio.charset.StandardCharsets.UTF_8))
+                    .get(10, TimeUnit.SECONDS);
+            TestSupport.await("the loss", Duration.ofSeconds(5), () -> !g.isHeld());
+            assertEquals(1.0, reg.get("etcdlock.lost").tag("reason", "key_deleted").functionCounter().count());
+            assertEquals(0.0, reg.get("etcdlock.lost").tag("reason", "lease_expired").functionCounter().count());
+            assertThrows(io.etcdlock.LockLostException.class, g::close);
+
+            client.close();
+            Health down = health.health();
+            assertEquals(Status.DOWN, down.getStatus(), down.toString());
+            assertEquals("CLOSED", down.getDetails().get("error"), down.toString());
+            assertTrue(Double.isNaN(reg.get("etcdlock.held").gauge().value()));
+        });
     }
 
     @Test

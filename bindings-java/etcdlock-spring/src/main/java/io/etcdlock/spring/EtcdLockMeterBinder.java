@@ -1,0 +1,93 @@
+package io.etcdlock.spring;
+
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+import java.util.function.ToDoubleFunction;
+
+import io.etcdlock.ClosedException;
+import io.etcdlock.EtcdLockClient;
+import io.etcdlock.LossReason;
+import io.etcdlock.Metrics;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.FunctionTimer;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.binder.MeterBinder;
+
+/**
+ * Micrometer meters over the native core's metrics source ({@link EtcdLockClient#metrics()}),
+ * read on every scrape:
+ *
+ * <ul>
+ *   <li>{@code etcdlock.acquire} (function timer, tag {@code result} = acquired, timeout,
+ *       would_block, cancelled, error): acquisition calls and the time their callers waited;
+ *   <li>{@code etcdlock.waiting} (gauge): acquisition calls in progress;
+ *   <li>{@code etcdlock.held} (gauge): locks held now, and {@code etcdlock.held.duration}
+ *       (gauge, seconds): how long they have been held, summed. Micrometer has no
+ *       function-backed long task timer, so these two gauges carry what one would;
+ *   <li>{@code etcdlock.hold} (function timer): holds that ended and their total time;
+ *   <li>{@code etcdlock.lost} (function counter, tag {@code reason} = lease_expired,
+ *       key_deleted, connection_lost, client_closed);
+ *   <li>{@code etcdlock.keepalive.rtt} (gauge, seconds): the last keep-alive round trip.
+ * </ul>
+ *
+ * Lock names are never tags: the core counts per client, so the meters stay low-cardinality.
+ */
+public class EtcdLockMeterBinder implements MeterBinder {
+    private final EtcdLockClient client;
+
+    public EtcdLockMeterBinder(EtcdLockClient client) {
+        this.client = client;
+    }
+
+    /** The snapshot now, or null once the client is closed (the meters then read NaN / stay). */
+    private static Metrics snap(EtcdLockClient c) {
+        try {
+            return c.metrics();
+        } catch (ClosedException e) {
+            return null;
+        }
+    }
+
+    private static ToDoubleFunction<EtcdLockClient> of(ToDoubleFunction<Metrics> f) {
+        return c -> {
+            Metrics m = snap(c);
+            return m == null ? Double.NaN : f.applyAsDouble(m);
+        };
+    }
+
+    private static double seconds(java.time.Duration d) {
+        return d.toNanos() / 1e9;
+    }
+
+    @Override
+    public void bindTo(MeterRegistry registry) {
+        for (Metrics.Result r : Metrics.Result.values()) {
+            FunctionTimer.builder("etcdlock.acquire", client,
+                            c -> { Metrics m = snap(c); return m == null ? 0 : m.count(r); },
+                            c -> { Metrics m = snap(c); return m == null ? 0 : m.waitTotal(r).toNanos(); },
+                            TimeUnit.NANOSECONDS)
+                    .tag("result", r.tag())
+                    .description("Lock acquisition calls by outcome, and the time their callers waited")
+                    .register(registry);
+        }
+        Gauge.builder("etcdlock.waiting", client, of(Metrics::waiting))
+                .description("Lock acquisition calls in progress").register(registry);
+        Gauge.builder("etcdlock.held", client, of(Metrics::held))
+                .description("Locks held now").register(registry);
+        Gauge.builder("etcdlock.held.duration", client, of(m -> seconds(m.heldDuration())))
+                .baseUnit("seconds").description("How long the locks held now have been held, summed").register(registry);
+        FunctionTimer.builder("etcdlock.hold", client,
+                        c -> { Metrics m = snap(c); return m == null ? 0 : m.holdsEnded(); },
+                        c -> { Metrics m = snap(c); return m == null ? 0 : m.holdTotal().toNanos(); },
+                        TimeUnit.NANOSECONDS)
+                .description("Holds that ended (released or lost), and their total time").register(registry);
+        for (LossReason reason : LossReason.values()) {
+            FunctionCounter.builder("etcdlock.lost", client, of(m -> m.lost(reason)))
+                    .tag("reason", reason.name().toLowerCase(Locale.ROOT))
+                    .description("Holds lost, by reason").register(registry);
+        }
+        Gauge.builder("etcdlock.keepalive.rtt", client, of(m -> m.keepaliveRoundTrip() == null ? Double.NaN : seconds(m.keepaliveRoundTrip())))
+                .baseUnit("seconds").description("The last keep-alive's round trip").register(registry);
+    }
+}
