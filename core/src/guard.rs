@@ -215,17 +215,15 @@ impl Guard {
             GuardState::Lost(_) | GuardState::Held => {}
         }
         let was = self.state();
-        let released = self.shared.state.send_if_modified(|s| {
+        self.shared.state.send_if_modified(|s| {
             if *s == GuardState::Held {
+                self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
                 *s = GuardState::Released;
                 true
             } else {
                 false
             }
         });
-        if released {
-            self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
-        }
         self.shared.detach();
         let sh = self.shared.clone();
         let del = async move {
@@ -353,6 +351,8 @@ impl Shared {
     fn mark_lost(&self, loss: Loss) {
         let changed = self.state.send_if_modified(|s| {
             if *s == GuardState::Held {
+                // Counted before anyone waiting for the loss is woken.
+                self.client.inner.metrics.hold_ended(self.started, Some(loss.reason));
                 *s = GuardState::Lost(loss);
                 true
             } else {
@@ -361,7 +361,6 @@ impl Shared {
         });
         if changed {
             tracing::warn!(lock = %self.name, reason = %loss.reason, "lock lost");
-            self.client.inner.metrics.hold_ended(self.started, Some(loss.reason));
             self.detach();
         }
     }
@@ -486,9 +485,14 @@ impl Drop for Guard {
         if st != GuardState::Held || self.shared.client.is_closed() {
             return;
         }
-        if self.shared.state.send_replace(GuardState::Released) == GuardState::Held {
-            self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
-        }
+        let sh = &self.shared;
+        sh.state.send_if_modified(|s| {
+            if *s == GuardState::Held {
+                sh.client.inner.metrics.hold_ended(sh.started, None);
+            }
+            *s = GuardState::Released;
+            true
+        });
         self.shared.detach();
         self.shared.release_in_background();
     }
