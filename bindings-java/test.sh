@@ -20,11 +20,26 @@ fi
 (cd "$ROOT" && cargo build -q -p etcdlock-testkit)
 export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
 
+# Virtual threads need a JDK >= 21 (the library itself targets Java 11): run the
+# check on the newest JDK beside the default one (these machines ship Temurin 25).
+# A missing JDK fails the suite; it is not skipped.
+JDK21=""
+for d in /usr/lib/jvm/*; do
+  [ -x "$d/bin/java" ] || continue
+  v=$("$d/bin/java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+  if [ -n "$v" ] && [ "$v" -ge 21 ]; then JDK21=$d; fi
+done
+if [ -z "$JDK21" ]; then
+  echo "installing a JDK >= 21 for the virtual-thread check" >&2
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-21-jdk-headless >/dev/null 2>&1 || true
+  for d in /usr/lib/jvm/*21*; do [ -x "$d/bin/java" ] && JDK21=$d; done
+fi
 # Count only this run: with -fae a module skipped after a failure would leave old reports.
 rm -rf ./*/target/surefire-reports
 log=$(mktemp)
 set +e
-mvn -B -fae -Detcdlock.harness="$ETCDLOCK_HARNESS" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of " 
+mvn -B -fae -Detcdlock.harness="$ETCDLOCK_HARNESS" -Detcdlock.jdk21="$JDK21" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of " 
 status=${PIPESTATUS[0]}
 set -e
 
@@ -52,21 +67,6 @@ if [ "$status" -ne 0 ]; then
   tail -50 "$log" >&2
 fi
 
-# Virtual threads need a JDK >= 21 (the library itself targets Java 11): run the
-# check on the newest JDK beside the default one (these machines ship Temurin 25).
-# A missing JDK fails the suite; it is not skipped.
-JDK21=""
-for d in /usr/lib/jvm/*; do
-  [ -x "$d/bin/java" ] || continue
-  v=$("$d/bin/java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
-  if [ -n "$v" ] && [ "$v" -ge 21 ]; then JDK21=$d; fi
-done
-if [ -z "$JDK21" ]; then
-  echo "installing a JDK >= 21 for the virtual-thread check" >&2
-  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-  $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-21-jdk-headless >/dev/null 2>&1 || true
-  for d in /usr/lib/jvm/*21*; do [ -x "$d/bin/java" ] && JDK21=$d; done
-fi
 if [ -z "$JDK21" ]; then
   echo "vthreads: 0 passed, 1 failed (no JDK >= 21 found or installable)"
   exit 1

@@ -3,7 +3,11 @@ package io.etcdlock;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
@@ -17,7 +21,10 @@ import io.etcd.jetcd.options.PutOption;
  * Uncontended lock+unlock latency of etcdlock from Java, against floors measured in the
  * same run on the same etcd: the raw etcd round trip (Txn put-with-lease + Delete) through
  * the native etcd client, the same through jetcd, and jetcd's own Lock client.
- * Run: {@code bindings-java/bench.sh [iterations]}.
+ * Then the contended case: 8 platform threads, 8 and 1,000 virtual threads (JDK 21+) taking
+ * turns on one {@link EtcdLock}, in acquisitions/s against the serial raw floor rate.
+ *
+ * <p>Run: {@code bindings-java/bench.sh [iterations]}.
  */
 public final class LockBenchmark {
     interface Op1 {
@@ -27,6 +34,10 @@ public final class LockBenchmark {
     public static void main(String[] args) throws Exception {
         int n = args.length > 0 ? Integer.parseInt(args[0]) : 1000;
         int warm = Math.max(50, n / 5);
+        if (args.length > 1 && args[1].equals("contended")) {
+            contendedOnly(n, warm);
+            return;
+        }
         try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.start();
              EtcdLockClient client = EtcdLockClient.builder().endpoints(etcd.endpoints).ttl(Duration.ofSeconds(30)).build();
              Client jetcd = Client.builder().endpoints(etcd.endpoints.toArray(new String[0])).build()) {
@@ -88,8 +99,89 @@ public final class LockBenchmark {
             System.out.printf("p50 ratio jetcd Lock     / raw floor (native)  = %.2fx%n", jl[0] / raw[0]);
             System.out.printf("p50 ratio jetcd Lock     / etcdlock guard      = %.2fx%n", jl[0] / guard[0]);
             jetcd.getLeaseClient().revoke(jlease).get(5, TimeUnit.SECONDS);
+
+            contendedCases(client, raw[0]);
         }
         System.exit(0);
+    }
+
+    /**
+     * Only the raw native floor and the contended cases: for a JDK 21+ run (virtual threads),
+     * where jetcd's gRPC stack does not work (bench.sh runs the full benchmark on the default
+     * JDK and this on the newest one).
+     */
+    static void contendedOnly(int n, int warm) throws Exception {
+        try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.start();
+             EtcdLockClient client = EtcdLockClient.builder().endpoints(etcd.endpoints).ttl(Duration.ofSeconds(30)).build()) {
+            long lease = client.rawGrantLease(30);
+            System.out.printf("etcdlock Java contended benchmark on JDK %s: raw floor over %d rounds; etcd %s%n",
+                    System.getProperty("java.version"), n, etcd.endpoints);
+            double[][] r = measureAll(new String[] {"raw floor: native etcd-client Txn(put+lease)+Delete"},
+                    new Op1[] {i -> client.rawRoundTrip("bench/raw/k", lease)}, n, warm);
+            contendedCases(client, r[0][0]);
+        }
+        System.exit(0);
+    }
+
+    /** Threads taking turns on one Lock, platform and virtual (JDK 21+), against the floor rate. */
+    static void contendedCases(EtcdLockClient client, double rawP50Micros) throws Exception {
+        double floorRate = 1e6 / rawP50Micros;
+        int secs = Integer.getInteger("etcdlock.bench.contendedSeconds", 5);
+        System.out.printf("%ncontended: threads on one Lock doing lock()+unlock() for %d s; floor = one caller's serial raw"
+                + " Txn+Delete rate, %.0f/s (1 / raw p50 above)%n", secs, floorRate);
+        ThreadFactory virtual = virtualThreadFactory();
+        Object[][] cases = {
+            {"8 platform threads", 8, Executors.defaultThreadFactory()},
+            {"8 virtual threads", 8, virtual},
+            {"1000 virtual threads", 1000, virtual},
+        };
+        for (Object[] c : cases) {
+            if (c[2] == null) {
+                System.out.printf("  %-22s not run: virtual threads need JDK 21+ (this is %s)%n", c[0], System.getProperty("java.version"));
+                continue;
+            }
+            double rate = contended(client, "bench/contended/" + c[1] + c[0].hashCode(), (Integer) c[1], (ThreadFactory) c[2], secs);
+            System.out.printf("  %-22s %8.0f acquisitions/s = %.2fx the floor rate%n", c[0], rate, rate / floorRate);
+        }
+    }
+
+    /** Virtual threads through reflection (this module compiles for Java 11); null before JDK 21. */
+    static ThreadFactory virtualThreadFactory() {
+        try {
+            Object builder = Thread.class.getMethod("ofVirtual").invoke(null);
+            return (ThreadFactory) Class.forName("java.lang.Thread$Builder").getMethod("factory").invoke(builder);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
+    /** {@code threads} threads made by {@code tf} doing lock()+unlock() on one lock for {@code secs} s: acquisitions/s. */
+    static double contended(EtcdLockClient client, String name, int threads, ThreadFactory tf, int secs) throws Exception {
+        EtcdLock lock = client.newLock(name);
+        AtomicLong count = new AtomicLong();
+        CountDownLatch done = new CountDownLatch(threads);
+        long start = System.nanoTime();
+        long end = start + TimeUnit.SECONDS.toNanos(secs);
+        for (int i = 0; i < threads; i++) {
+            tf.newThread(() -> {
+                try {
+                    while (System.nanoTime() < end) {
+                        lock.lock();
+                        try {
+                            count.incrementAndGet();
+                        } finally {
+                            lock.unlock();
+                        }
+                    }
+                } finally {
+                    done.countDown();
+                }
+            }).start();
+        }
+        if (!done.await(secs + 60L, TimeUnit.SECONDS)) {
+            throw new AssertionError("contended run stalled");
+        }
+        return count.get() / ((System.nanoTime() - start) / 1e9);
     }
 
     static ByteSequence bs(String s) {

@@ -34,10 +34,26 @@ public final class SpringStockDemo {
 
     /** Start one {@link StockApplication} JVM on a free loopback port. */
     public static Process startApp(String endpoints, boolean useLock) throws Exception {
-        String java = System.getProperty("java.home") + File.separator + "bin" + File.separator + "java";
-        List<String> cmd = new ArrayList<>(List.of(java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
-                "-cp", System.getProperty("java.class.path"), StockApplication.class.getName(),
+        return startApp(endpoints, useLock, System.getProperty("java.home"), false);
+    }
+
+    /**
+     * Start one {@link StockApplication} JVM with the JDK at {@code javaHome}; with
+     * {@code virtualThreads} (JDK 21+) Tomcat serves every request on a virtual thread
+     * ({@code spring.threads.virtual.enabled=true}) scheduled on 2 carriers, and a request
+     * that finds itself on a platform thread fails.
+     */
+    public static Process startApp(String endpoints, boolean useLock, String javaHome, boolean virtualThreads) throws Exception {
+        String java = javaHome + File.separator + "bin" + File.separator + "java";
+        List<String> cmd = new ArrayList<>(List.of(java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"));
+        if (virtualThreads) {
+            cmd.addAll(List.of("-Djdk.virtualThreadScheduler.parallelism=2", "--enable-native-access=ALL-UNNAMED"));
+        }
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), StockApplication.class.getName(),
                 "--etcdlock.endpoints=" + endpoints, "--server.port=0", "--stock.lock=" + useLock));
+        if (virtualThreads) {
+            cmd.addAll(List.of("--spring.threads.virtual.enabled=true", "--stock.require-virtual-threads=true"));
+        }
         return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 }

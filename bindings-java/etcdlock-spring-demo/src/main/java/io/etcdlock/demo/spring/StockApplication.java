@@ -56,15 +56,23 @@ public class StockApplication {
         private final LockRegistry registry;
         private final EtcdLockClient client;
         private final boolean useLock;
+        private final boolean requireVirtual;
 
-        public StockController(LockRegistry registry, EtcdLockClient client, @Value("${stock.lock:true}") boolean useLock) {
+        public StockController(LockRegistry registry, EtcdLockClient client, @Value("${stock.lock:true}") boolean useLock,
+                @Value("${stock.require-virtual-threads:false}") boolean requireVirtual) {
             this.registry = registry;
             this.client = client;
             this.useLock = useLock;
+            this.requireVirtual = requireVirtual;
         }
 
         @GetMapping("/stock/reduce")
         public String reduceStock() {
+            // The virtual-thread test runs the app with spring.threads.virtual.enabled=true and
+            // this check on: a request served by a platform thread is an error it counts.
+            if (requireVirtual && !Thread.currentThread().toString().startsWith("VirtualThread")) {
+                throw new IllegalStateException("not on a virtual thread: " + Thread.currentThread());
+            }
             if (!useLock) {
                 // Lock switched off: every request locks a name of its own (no exclusion).
                 try (LockGuard own = client.acquire("stock-demo/nolock/" + UUID.randomUUID())) {

@@ -33,6 +33,25 @@ class SpringStockDemoTest {
         assertEquals(0, r.oversold(), r.toString());
     }
 
+    /**
+     * The same on virtual threads (Boot 3, {@code spring.threads.virtual.enabled=true}, 2
+     * carrier threads): every request is served on a virtual thread and waits for the lock
+     * without pinning its carrier. Needs a JDK 21+ home in {@code -Detcdlock.jdk21}
+     * ({@code bindings-java/test.sh} passes the newest installed JDK); without one it fails.
+     */
+    @Test
+    void onVirtualThreadsTwoInstancesSellExactlyTheStock() throws Exception {
+        String jdk = System.getProperty("etcdlock.jdk21", "");
+        assertFalse(jdk.isEmpty(), "no JDK 21+ given: run with -Detcdlock.jdk21=<JDK home> (bindings-java/test.sh does)");
+        StockDemo.Result r = StockDemo.run(etcd.endpoints(), 300, 500, true,
+                (eps, useLock) -> SpringStockDemo.startApp(eps, useLock, jdk, true));
+        System.out.println("Spring Boot on virtual threads with the lock: " + r);
+        assertEquals(0, r.errors, r.toString());
+        assertEquals(300, r.sold, r.toString());
+        assertEquals(0, r.finalStock, r.toString());
+        assertEquals(0, r.oversold(), r.toString());
+    }
+
     @Test
     void withTheLockSwitchedOffTheyOversell() throws Exception {
         StockDemo.Result r = StockDemo.run(etcd.endpoints(), 300, 500, false, SpringStockDemo::startApp);
