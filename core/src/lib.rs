@@ -45,6 +45,7 @@ mod session;
 mod status;
 mod transport;
 mod watch;
+mod wait;
 mod window;
 
 pub use client::{Client, ClientOptions, TlsOptions, MAX_NAME_LEN, MAX_TTL_SECS};

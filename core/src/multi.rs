@@ -13,7 +13,8 @@ use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::mutex::{cancelled, owner_info, revision, timeout_err, validate_name, LockOptions, Pending};
+use crate::mutex::{owner_info, revision, validate_name, LockOptions};
+use crate::wait::{cancelled, timeout_err, Pending};
 use crate::session::Loss;
 
 /// The most names one multi-lock may take: etcd's default `--max-txn-ops`.

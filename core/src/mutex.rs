@@ -4,7 +4,6 @@
 //! the lowest create_revision holds the lock; everyone else waits for the key
 //! created just before its own to be deleted.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,8 +17,9 @@ use crate::client::{Client, MAX_NAME_LEN};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 pub(crate) use crate::keys::show;
-use crate::keys::{delete_until_gone, is_direct_child, lost_err, prefix_end, why_deleted, OwnEvent, OwnKeyWatch};
+use crate::keys::{is_direct_child, lost_err, prefix_end, why_deleted, OwnEvent, OwnKeyWatch};
 use crate::session::Session;
+use crate::wait::{cancelled, closed_err, sleep_opt, timeout_err, Pending, WaitEnds};
 use crate::watch::WatchEvent;
 
 /// Options for one lock acquisition.
@@ -38,9 +38,6 @@ impl LockOptions {
         LockOptions { timeout: Some(timeout), cancel: None }
     }
 }
-
-/// An acquire request in flight: (outcome, whether an attempt's outcome was never learnt).
-type InFlight = std::pin::Pin<Box<dyn Future<Output = (Result<TxnResponse>, bool)> + Send>>;
 
 /// etcd's answer to a put on a revoked or expired lease.
 const LEASE_NOT_FOUND: &str = "requested lease not found";
@@ -107,111 +104,6 @@ pub(crate) enum Mode {
     Try,
     /// Timeout zero: one try, no wait; `Timeout` when held; writes nothing when held.
     Once,
-}
-
-/// Our key while it is not a held lock yet. If the acquisition is abandoned
-/// (timeout, cancel, error, or the future dropped) the key is deleted *after*
-/// the acquire Txn's outcome is known, so a Txn still in flight can never
-/// land after the delete and leave a ghost that blocks the queue for as long
-/// as this client lives (jetcd issue 291; seen in Node with `timeout: 0`).
-pub(crate) struct Pending {
-    client: Client,
-    session: Arc<Session>,
-    pub(crate) key: Vec<u8>,
-    /// The acquire Txn while in flight: polled by the caller, and carried on by
-    /// the cleanup when the caller gives up, so the cleanup learns its outcome.
-    txn: Option<InFlight>,
-    uncertain: bool,
-    pub(crate) watches: Vec<i64>,
-    armed: bool,
-    /// More keys written by the same Txn (a multi-lock), cleaned up with ours.
-    pub(crate) extra: Vec<Vec<u8>>,
-}
-
-impl Pending {
-    /// A key reserved on `session`, not written yet.
-    pub(crate) fn new(client: &Client, session: &Arc<Session>, key: Vec<u8>) -> Pending {
-        Pending {
-            client: client.clone(),
-            session: session.clone(),
-            key,
-            txn: None,
-            uncertain: false,
-            watches: Vec::new(),
-            armed: true,
-            extra: Vec::new(),
-        }
-    }
-
-    /// Closing revoked the lease and our key with it: only stop the watches.
-    pub(crate) fn closed(mut self) {
-        self.armed = false;
-        for w in self.watches.drain(..) {
-            self.client.inner.hub.cancel(w);
-        }
-    }
-
-    fn cleanup(&mut self) -> impl Future<Output = ()> + Send + 'static {
-        self.armed = false;
-        let client = self.client.clone();
-        let session = self.session.clone();
-        let key = std::mem::take(&mut self.key);
-        let txn = self.txn.take();
-        let mut uncertain = self.uncertain;
-        let watches = std::mem::take(&mut self.watches);
-        let mut keys = std::mem::take(&mut self.extra);
-        keys.push(key);
-        async move {
-            for w in watches {
-                client.inner.hub.cancel(w);
-            }
-            if let Some(h) = txn {
-                let (_, u) = h.await;
-                uncertain |= u;
-            }
-            for key in keys {
-                delete_until_gone(&client, &session, &key, uncertain).await;
-                session.release_key(&key);
-            }
-        }
-    }
-
-    /// Give up: delete our key and wait for that at most `bound` (the rest
-    /// goes on in the background if etcd is unreachable).
-    /// Whether an attempt's outcome was never learnt.
-    pub(crate) fn uncertain(&self) -> bool {
-        self.uncertain
-    }
-
-    pub(crate) fn mark_uncertain(&mut self) {
-        self.uncertain = true;
-    }
-
-    /// Hand the keys to the caller: nothing to clean up here any more.
-    pub(crate) fn disarm(mut self) {
-        self.armed = false;
-    }
-
-    pub(crate) async fn abandon(mut self, bound: Duration) {
-        let fut = self.cleanup();
-        let h = self.client.inner.handle.spawn(fut);
-        let _ = tokio::time::timeout(bound, h).await;
-    }
-
-    /// Nothing of ours was written (a try that found the lock taken).
-    pub(crate) fn forget(mut self) {
-        self.armed = false;
-        self.session.release_key(&self.key);
-    }
-}
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        if self.armed {
-            let fut = self.cleanup();
-            self.client.inner.handle.clone().spawn(fut);
-        }
-    }
 }
 
 enum Woken {
@@ -473,6 +365,7 @@ impl Client {
         let mut pred_w: Option<(Contender, u64, i64)> = None;
         let mut waited_on: Vec<Vec<u8>> = Vec::new();
         let closed = self.inner.closed.clone();
+        let ends = WaitEnds { closed: &closed, cancel, deadline, session };
         let mut backoff = Duration::from_millis(25);
         loop {
             if !queue.mine {
@@ -522,37 +415,13 @@ impl Client {
             let woken = loop {
                 tokio::select! {
                     biased;
-                    _ = closed.cancelled() => {
-                        pending.armed = false; // closing revokes the lease and the key with it
-                        for w in pending.watches.drain(..) { hub.cancel(w); }
-                        return Err(closed_err(name));
-                    }
-                    _ = cancel.cancelled() => {
-                        pending.abandon(self.inner.request_timeout).await;
-                        return Err(cancelled(name));
-                    }
-                    _ = sleep_opt(deadline) => {
-                        pending.abandon(self.inner.request_timeout).await;
-                        return Err(timeout_err(name, timeout));
-                    }
-                    l = session.wait_lost() => {
-                        return Err(if l.reason == LossReason::ClientClosed {
-                            closed_err(name)
-                        } else {
-                            lost_err(name, l.reason, "the session ended while waiting")
-                        });
-                    }
-                    ev = own_rx.recv() => match ev {
-                        Some(OwnEvent::Created(_)) => {}
-                        Some(OwnEvent::Deleted) => {
-                            let reason = why_deleted(self, session).await;
-                            return Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
-                        }
-                        Some(OwnEvent::Reset) | None => {
+                    i = ends.next(&mut own_rx) => match i {
+                        Ok(_) => {
                             // Re-watch our key from the next read on.
                             pending.watches.retain(|w| *w != own_id);
                             break Woken::Reread;
                         }
+                        Err(i) => return Err(self.end_wait(i, name, session, pending, timeout, "waiter").await),
                     },
                     Some((tag, ev)) = ev_rx.recv() => {
                         if tag == ahead_tag && tag != 0 {
@@ -634,71 +503,6 @@ impl Client {
                 pending.watches.push(own_id);
             }
         }
-    }
-
-    /// Run the acquire Txn on the runtime, detached from the caller: a cancel or
-    /// timeout stops the caller's wait, never the request, and the cleanup
-    /// learns the Txn's outcome before it deletes the key.
-    pub(crate) async fn run_detached(
-        &self,
-        pending: &mut Pending,
-        txn: Txn,
-        name: &str,
-        deadline: Option<Instant>,
-        cancel: &CancellationToken,
-    ) -> Result<TxnResponse> {
-        let t = self.inner.transport.clone();
-        let closed = self.inner.closed.clone();
-        // Wait for a request slot first (nothing written yet, so a cancel here
-        // needs no cleanup), then run the request detached.
-        let slot = tokio::select! {
-            biased;
-            s = t.slot(deadline) => s?,
-            _ = cancel.cancelled() => return Err(cancelled(name)),
-        };
-        let give_up = deadline.unwrap_or_else(|| Instant::now() + t.request_timeout * 2);
-        // Polled here, not spawned (a task per acquisition cost two thread
-        // wake-ups); if the caller gives up, the cleanup carries it on.
-        let h: InFlight = Box::pin(async move {
-            let mut uncertain = false;
-            if closed.is_cancelled() {
-                return (Err(Error::new(ErrorCode::Closed, "the client was closed")), false);
-            }
-            let r = t
-                .call_in_slot(slot, give_up, deadline, &mut uncertain, |mut c| {
-                    let txn = txn.clone();
-                    async move { c.txn(txn).await }
-                })
-                .await;
-            (r, uncertain)
-        });
-        pending.txn = Some(h);
-        // The deadline bounds the request itself (the transport retries until
-        // then and answers `Unavailable` if no member answered); a cancel stops
-        // only our wait for it.
-        let out = {
-            let Some(h) = pending.txn.as_mut() else { unreachable!() };
-            tokio::select! {
-                biased;
-                r = h => Some(r),
-                _ = cancel.cancelled() => None,
-            }
-        };
-        let r = match out {
-            Some(joined) => {
-                pending.txn = None;
-                let (r, uncertain) = joined;
-                pending.uncertain |= uncertain;
-                r
-            }
-            None => Err(cancelled(name)),
-        };
-        if r.is_err() {
-            // Whatever happened, no key of ours may stay behind: delete it (after
-            // the Txn's outcome is known) before answering.
-            pending_abandon(pending, self.inner.request_timeout).await;
-        }
-        r
     }
 
     /// Try/once found only keys of nested names under the prefix: queue once
@@ -827,20 +631,6 @@ impl Client {
     }
 }
 
-async fn pending_abandon(pending: &mut Pending, bound: Duration) {
-    let fut = pending.cleanup();
-    let h = pending.client.inner.handle.spawn(fut);
-    let _ = tokio::time::timeout(bound, h).await;
-}
-
-pub(crate) fn cancelled(name: &str) -> Error {
-    Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))
-}
-
-pub(crate) fn closed_err(name: &str) -> Error {
-    Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))
-}
-
 /// The value stored in our lock key: who we are and since when (wall clock, for
 /// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
 /// values, so this stays wire-compatible.
@@ -862,14 +652,3 @@ pub(crate) fn owner_info() -> String {
     format!("{{\"host\":\"{host}\",\"pid\":{},\"since_ms\":{since_ms}}}", std::process::id())
 }
 
-
-pub(crate) async fn sleep_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
-        None => std::future::pending().await,
-    }
-}
-
-pub(crate) fn timeout_err(name: &str, t: Option<Duration>) -> Error {
-    Error::new(ErrorCode::Timeout, format!("lock {} not acquired within {:?}", show(name), t.unwrap_or_default()))
-}

@@ -6,18 +6,16 @@
 //! readers overlap, and a writer queued behind readers gets in before any
 //! reader that came after it (FIFO: a stream of readers cannot starve a writer).
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
-use tokio::sync::mpsc;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnEvent, OwnKeyWatch};
-use crate::mutex::{cancelled, closed_err, kvs, owner_info, revision, sleep_opt, timeout_err, validate_name, LockOptions, Pending};
-use crate::watch::WatchEvent;
+use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnKeyWatch};
+use crate::mutex::{kvs, owner_info, revision, validate_name, LockOptions};
+use crate::wait::{cancelled, timeout_err, Pending, WaitEnds, Woke};
 
 /// The mark at the end of a reader's key.
 const READER: &str = "-r";
@@ -76,11 +74,10 @@ impl Client {
         };
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
-        let own_id = hub.watch(key.clone(), my_rev, own.sink());
+        let mut own_id = hub.watch(key.clone(), my_rev, own.sink());
         pending.watches.push(own_id);
-        let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
+        let mut own_reset = false;
         let closed = self.inner.closed.clone();
-        let mut gen = 0u64;
         let mut waited_on = Vec::new();
         loop {
             let (writer, rev) = match self.newest_writer(&prefix, Some((&key, my_rev))).await {
@@ -102,63 +99,30 @@ impl Client {
                 pending.abandon(self.inner.request_timeout).await;
                 return Err(timeout_err(name, timeout));
             }
+            if own_reset {
+                // etcd dropped the watch on our key: watch it again from this read.
+                pending.watches.retain(|w| *w != own_id);
+                own_id = hub.watch(key.clone(), rev, own.sink());
+                pending.watches.push(own_id);
+                own_reset = false;
+            }
             if waited_on.last() != Some(&writer) {
                 waited_on.push(writer.clone());
             }
-            gen += 1;
-            let (tx, g) = (ev_tx.clone(), gen);
-            let id = hub.watch(writer, rev, Arc::new(move |ev| {
-                let _ = tx.send((g, ev));
-            }));
-            pending.watches.push(id);
-            let outcome: Result<()> = loop {
-                tokio::select! {
-                    biased;
-                    _ = closed.cancelled() => {
-                        pending.closed();
-                        return Err(closed_err(name));
-                    }
-                    _ = cancel.cancelled() => {
-                        pending.abandon(self.inner.request_timeout).await;
-                        return Err(cancelled(name));
-                    }
-                    _ = sleep_opt(deadline) => {
-                        pending.abandon(self.inner.request_timeout).await;
-                        return Err(timeout_err(name, timeout));
-                    }
-                    l = session.wait_lost() => break Err(if l.reason == LossReason::ClientClosed {
-                        closed_err(name)
-                    } else {
-                        lost_err(name, l.reason, "the session ended while waiting")
-                    }),
-                    ev = own_rx.recv() => match ev {
-                        Some(OwnEvent::Created(_)) => {}
-                        Some(OwnEvent::Deleted) => {
-                            let reason = why_deleted(self, &session).await;
-                            break Err(lost_err(name, reason, "our reader key was deleted while waiting"));
-                        }
-                        _ => break Ok(()),
-                    },
-                    Some((g, ev)) = ev_rx.recv() => {
-                        if g != gen { continue; }
-                        match ev {
-                            // The watch started after our read: check (one read) that the
-                            // writer we watch is still the newest older one.
-                            WatchEvent::Created { rev: c } if c > rev => {
-                                match self.newest_writer(&prefix, Some((&key, my_rev))).await {
-                                    Ok(Some((w, _))) if Some(&w) == waited_on.last() => {}
-                                    _ => break Ok(()),
-                                }
-                            }
-                            WatchEvent::Created { .. } => {}
-                            WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(()),
-                        }
-                    }
-                }
-            };
-            hub.cancel(id);
-            pending.watches.retain(|w| *w != id);
-            outcome?;
+            let ends = WaitEnds { closed: &closed, cancel: &cancel, deadline, session: &session };
+            let woke = self
+                .wait_any_deleted(&mut pending, std::slice::from_ref(&writer), rev, &ends, &mut own_rx, || {
+                    // The watch started after our read: is the writer we watch still
+                    // the newest older one? (one read)
+                    let (prefix, key, writer) = (&prefix, &key, &writer);
+                    async move { matches!(self.newest_writer(prefix, Some((key, my_rev))).await, Ok(Some((w, _))) if w == *writer) }
+                })
+                .await;
+            match woke {
+                Ok(Woke::OwnReset) => own_reset = true,
+                Ok(Woke::Changed) => {}
+                Err(i) => return Err(self.end_wait(i, name, &session, pending, timeout, "reader").await),
+            }
         }
     }
 

@@ -11,16 +11,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnEvent, OwnKeyWatch};
-use crate::mutex::{cancelled, closed_err, kvs, owner_info, revision, sleep_opt, timeout_err, LockOptions, Mode, Pending};
+use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnKeyWatch};
+use crate::mutex::{kvs, owner_info, revision, LockOptions, Mode};
+use crate::wait::{sleep_opt, timeout_err, Pending, WaitEnds, Woke};
 use crate::session::Session;
-use crate::watch::WatchEvent;
 
 /// The most permits one semaphore may have (each waiter watches that many keys).
 pub const MAX_PERMITS: u32 = 1024;
@@ -152,9 +151,7 @@ impl Client {
         let mut own_id = hub.watch(key.clone(), my_rev, own.sink());
         pending.watches.push(own_id);
         let mut own_reset = false;
-        let (ev_tx, mut ev_rx) = mpsc::unbounded_channel::<(u64, WatchEvent)>();
         let closed = self.inner.closed.clone();
-        let mut gen = 0u64;
         loop {
             let older = match self.read_older(&prefix, &key, my_rev, permits).await {
                 Ok(o) => o,
@@ -199,69 +196,26 @@ impl Client {
                 pending.abandon(self.inner.request_timeout).await;
                 return Err(timeout_err(name, timeout));
             }
-            // Watch the `permits` keys just older than ours: any of them leaving may free a permit for us.
-            gen += 1;
-            let mut ids = Vec::with_capacity(older.keys.len());
-            for (k, _) in &older.keys {
-                let (tx, g) = (ev_tx.clone(), gen);
-                ids.push(hub.watch(k.clone(), older.rev, Arc::new(move |ev| {
-                    let _ = tx.send((g, ev));
-                })));
+            // Wait for any of the `permits` keys just older than ours to leave: that
+            // may free a permit for us.
+            let ends = WaitEnds { closed: &closed, cancel, deadline, session };
+            let keys: Vec<Vec<u8>> = older.keys.iter().map(|(k, _)| k.clone()).collect();
+            let woke = self
+                .wait_any_deleted(&mut pending, &keys, older.rev, &ends, &mut own_rx, || {
+                    // The watches started after our read: are these still the keys
+                    // to watch? (one read)
+                    let (prefix, key, keys) = (&prefix, &key, &keys);
+                    async move {
+                        matches!(self.read_older(prefix, key, my_rev, permits).await,
+                            Ok(now) if now.mine && now.keys.iter().map(|k| &k.0).eq(keys.iter()))
+                    }
+                })
+                .await;
+            match woke {
+                Ok(Woke::OwnReset) => own_reset = true,
+                Ok(Woke::Changed) => {}
+                Err(i) => return Err(self.end_wait(i, name, session, pending, timeout, "waiter").await),
             }
-            pending.watches.extend(ids.iter().copied());
-            let outcome: Result<()> = loop {
-                tokio::select! {
-                    biased;
-                    _ = closed.cancelled() => {
-                        pending.closed();
-                        return Err(closed_err(name));
-                    }
-                    _ = cancel.cancelled() => {
-                        pending.abandon(self.inner.request_timeout).await;
-                        return Err(cancelled(name));
-                    }
-                    _ = sleep_opt(deadline) => {
-                        pending.abandon(self.inner.request_timeout).await;
-                        return Err(timeout_err(name, timeout));
-                    }
-                    l = session.wait_lost() => break Err(if l.reason == LossReason::ClientClosed {
-                        closed_err(name)
-                    } else {
-                        lost_err(name, l.reason, "the session ended while waiting")
-                    }),
-                    ev = own_rx.recv() => match ev {
-                        Some(OwnEvent::Created(_)) => {}
-                        Some(OwnEvent::Deleted) => {
-                            let reason = why_deleted(self, session).await;
-                            break Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
-                        }
-                        _ => {
-                            own_reset = true;
-                            break Ok(());
-                        }
-                    },
-                    Some((g, ev)) = ev_rx.recv() => {
-                        if g != gen { continue; }
-                        match ev {
-                            // The watch started after our read: check the keys are still
-                            // the ones we watch (one read), and keep the watches if so.
-                            WatchEvent::Created { rev } if rev > older.rev => {
-                                match self.read_older(&prefix, &key, my_rev, permits).await {
-                                    Ok(now) if now.mine && now.keys.iter().map(|k| &k.0).eq(older.keys.iter().map(|k| &k.0)) => {}
-                                    _ => break Ok(()),
-                                }
-                            }
-                            WatchEvent::Created { .. } => {}
-                            WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(()),
-                        }
-                    }
-                }
-            };
-            for id in ids {
-                hub.cancel(id);
-                pending.watches.retain(|w| *w != id);
-            }
-            outcome?;
         }
     }
 }

@@ -1,0 +1,370 @@
+//! Waiting for a key of ours to become a hold: the pieces every acquisition
+//! shares (the mutex, the read-write lock, the semaphore, the multi-lock).
+//! Below all of them, above the client, the session and the watch hub:
+//!
+//! - [`Pending`]: our key while it is not a held lock yet, deleted (after the
+//!   acquire Txn's outcome is known) when the acquisition is abandoned;
+//! - [`Client::run_detached`]: the acquire Txn, carried on by the cleanup if the
+//!   caller gives up;
+//! - [`WaitEnds`] and [`Client::end_wait`]: what ends a wait besides the keys it
+//!   watches (close, cancel, deadline, the session's end, our own key's delete),
+//!   and the error each one is;
+//! - [`Client::wait_any_deleted`]: the one wait-for-delete of the read-write
+//!   lock and the semaphore (the mutex's own wait adds look-ahead and early
+//!   reads on top of [`WaitEnds`]).
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::{Txn, TxnResponse};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::keys::{delete_until_gone, lost_err, show, why_deleted, OwnEvent};
+use crate::session::{Loss, Session};
+use crate::watch::WatchEvent;
+
+/// An acquire request in flight: (outcome, whether an attempt's outcome was never learnt).
+type InFlight = std::pin::Pin<Box<dyn Future<Output = (Result<TxnResponse>, bool)> + Send>>;
+
+/// Our key while it is not a held lock yet. If the acquisition is abandoned
+/// (timeout, cancel, error, or the future dropped) the key is deleted *after*
+/// the acquire Txn's outcome is known, so a Txn still in flight can never
+/// land after the delete and leave a ghost that blocks the queue for as long
+/// as this client lives (jetcd issue 291; seen in Node with `timeout: 0`).
+pub(crate) struct Pending {
+    client: Client,
+    session: Arc<Session>,
+    pub(crate) key: Vec<u8>,
+    /// The acquire Txn while in flight: polled by the caller, and carried on by
+    /// the cleanup when the caller gives up, so the cleanup learns its outcome.
+    txn: Option<InFlight>,
+    uncertain: bool,
+    pub(crate) watches: Vec<i64>,
+    pub(crate) armed: bool,
+    /// More keys written by the same Txn (a multi-lock), cleaned up with ours.
+    pub(crate) extra: Vec<Vec<u8>>,
+}
+
+impl Pending {
+    /// A key reserved on `session`, not written yet.
+    pub(crate) fn new(client: &Client, session: &Arc<Session>, key: Vec<u8>) -> Pending {
+        Pending {
+            client: client.clone(),
+            session: session.clone(),
+            key,
+            txn: None,
+            uncertain: false,
+            watches: Vec::new(),
+            armed: true,
+            extra: Vec::new(),
+        }
+    }
+
+    /// Closing revoked the lease and our key with it: only stop the watches.
+    pub(crate) fn closed(mut self) {
+        self.armed = false;
+        for w in self.watches.drain(..) {
+            self.client.inner.hub.cancel(w);
+        }
+    }
+
+    fn cleanup(&mut self) -> impl Future<Output = ()> + Send + 'static {
+        self.armed = false;
+        let client = self.client.clone();
+        let session = self.session.clone();
+        let key = std::mem::take(&mut self.key);
+        let txn = self.txn.take();
+        let mut uncertain = self.uncertain;
+        let watches = std::mem::take(&mut self.watches);
+        let mut keys = std::mem::take(&mut self.extra);
+        keys.push(key);
+        async move {
+            for w in watches {
+                client.inner.hub.cancel(w);
+            }
+            if let Some(h) = txn {
+                let (_, u) = h.await;
+                uncertain |= u;
+            }
+            for key in keys {
+                delete_until_gone(&client, &session, &key, uncertain).await;
+                session.release_key(&key);
+            }
+        }
+    }
+
+    /// Give up: delete our key and wait for that at most `bound` (the rest
+    /// goes on in the background if etcd is unreachable).
+    /// Whether an attempt's outcome was never learnt.
+    pub(crate) fn uncertain(&self) -> bool {
+        self.uncertain
+    }
+
+    pub(crate) fn mark_uncertain(&mut self) {
+        self.uncertain = true;
+    }
+
+    /// Hand the keys to the caller: nothing to clean up here any more.
+    pub(crate) fn disarm(mut self) {
+        self.armed = false;
+    }
+
+    pub(crate) async fn abandon(mut self, bound: Duration) {
+        let fut = self.cleanup();
+        let h = self.client.inner.handle.spawn(fut);
+        let _ = tokio::time::timeout(bound, h).await;
+    }
+
+    /// Nothing of ours was written (a try that found the lock taken).
+    pub(crate) fn forget(mut self) {
+        self.armed = false;
+        self.session.release_key(&self.key);
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.armed {
+            let fut = self.cleanup();
+            self.client.inner.handle.clone().spawn(fut);
+        }
+    }
+}
+
+impl Client {
+    /// Run the acquire Txn on the runtime, detached from the caller: a cancel or
+    /// timeout stops the caller's wait, never the request, and the cleanup
+    /// learns the Txn's outcome before it deletes the key.
+    pub(crate) async fn run_detached(
+        &self,
+        pending: &mut Pending,
+        txn: Txn,
+        name: &str,
+        deadline: Option<Instant>,
+        cancel: &CancellationToken,
+    ) -> Result<TxnResponse> {
+        let t = self.inner.transport.clone();
+        let closed = self.inner.closed.clone();
+        // Wait for a request slot first (nothing written yet, so a cancel here
+        // needs no cleanup), then run the request detached.
+        let slot = tokio::select! {
+            biased;
+            s = t.slot(deadline) => s?,
+            _ = cancel.cancelled() => return Err(cancelled(name)),
+        };
+        let give_up = deadline.unwrap_or_else(|| Instant::now() + t.request_timeout * 2);
+        // Polled here, not spawned (a task per acquisition cost two thread
+        // wake-ups); if the caller gives up, the cleanup carries it on.
+        let h: InFlight = Box::pin(async move {
+            let mut uncertain = false;
+            if closed.is_cancelled() {
+                return (Err(Error::new(ErrorCode::Closed, "the client was closed")), false);
+            }
+            let r = t
+                .call_in_slot(slot, give_up, deadline, &mut uncertain, |mut c| {
+                    let txn = txn.clone();
+                    async move { c.txn(txn).await }
+                })
+                .await;
+            (r, uncertain)
+        });
+        pending.txn = Some(h);
+        // The deadline bounds the request itself (the transport retries until
+        // then and answers `Unavailable` if no member answered); a cancel stops
+        // only our wait for it.
+        let out = {
+            let Some(h) = pending.txn.as_mut() else { unreachable!() };
+            tokio::select! {
+                biased;
+                r = h => Some(r),
+                _ = cancel.cancelled() => None,
+            }
+        };
+        let r = match out {
+            Some(joined) => {
+                pending.txn = None;
+                let (r, uncertain) = joined;
+                pending.uncertain |= uncertain;
+                r
+            }
+            None => Err(cancelled(name)),
+        };
+        if r.is_err() {
+            // Whatever happened, no key of ours may stay behind: delete it (after
+            // the Txn's outcome is known) before answering.
+            pending_abandon(pending, self.inner.request_timeout).await;
+        }
+        r
+    }
+}
+
+async fn pending_abandon(pending: &mut Pending, bound: Duration) {
+    let fut = pending.cleanup();
+    let h = pending.client.inner.handle.spawn(fut);
+    let _ = tokio::time::timeout(bound, h).await;
+}
+
+pub(crate) fn cancelled(name: &str) -> Error {
+    Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))
+}
+
+pub(crate) fn closed_err(name: &str) -> Error {
+    Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))
+}
+
+pub(crate) async fn sleep_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+        None => std::future::pending().await,
+    }
+}
+
+pub(crate) fn timeout_err(name: &str, t: Option<Duration>) -> Error {
+    Error::new(ErrorCode::Timeout, format!("lock {} not acquired within {:?}", show(name), t.unwrap_or_default()))
+}
+
+
+/// What ends a wait, other than the keys it watches.
+#[derive(Debug)]
+pub(crate) enum Interrupt {
+    /// The client was closed (its lease revoked, our key with it).
+    Closed,
+    /// The caller's cancellation token fired.
+    Cancelled,
+    /// The deadline passed.
+    Deadline,
+    /// The session ended (lease expired, connection lost, client closed).
+    SessionLost(Loss),
+    /// Our own key was deleted while we waited.
+    OwnDeleted,
+}
+
+/// What a wait learnt: a reason to read the queue again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Woke {
+    /// A watched key went (or its watch was reset, or it is no longer the key
+    /// to watch).
+    Changed,
+    /// etcd dropped the watch on our own key (compaction, stream reset): read
+    /// again, and watch it again from that read.
+    OwnReset,
+}
+
+/// What ends a wait besides the keys it watches, in the order every wait
+/// checks them: close, cancel, deadline, the session, our own key.
+pub(crate) struct WaitEnds<'a> {
+    pub(crate) closed: &'a CancellationToken,
+    pub(crate) cancel: &'a CancellationToken,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) session: &'a Session,
+}
+
+impl WaitEnds<'_> {
+    /// The next of them to happen, or `Ok(Woke::OwnReset)` when the watch on
+    /// our own key was reset (its `Created` events are skipped). Cancel-safe:
+    /// a `select!` may drop it and call it again.
+    pub(crate) async fn next(&self, own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>) -> std::result::Result<Woke, Interrupt> {
+        loop {
+            tokio::select! {
+                biased;
+                _ = self.closed.cancelled() => return Err(Interrupt::Closed),
+                _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
+                _ = sleep_opt(self.deadline) => return Err(Interrupt::Deadline),
+                l = self.session.wait_lost() => return Err(Interrupt::SessionLost(l)),
+                ev = own_rx.recv() => match ev {
+                    Some(OwnEvent::Created(_)) => {}
+                    Some(OwnEvent::Deleted) => return Err(Interrupt::OwnDeleted),
+                    Some(OwnEvent::Reset) | None => return Ok(Woke::OwnReset),
+                },
+            }
+        }
+    }
+}
+
+impl Client {
+    /// The error an [`Interrupt`] is for the acquisition of `name`, after the
+    /// cleanup it needs (`what`: which of our keys, for a deleted own key).
+    pub(crate) async fn end_wait(&self, i: Interrupt, name: &str, session: &Session, pending: Pending, timeout: Option<Duration>, what: &str) -> Error {
+        match i {
+            Interrupt::Closed => {
+                pending.closed();
+                closed_err(name)
+            }
+            Interrupt::Cancelled => {
+                pending.abandon(self.inner.request_timeout).await;
+                cancelled(name)
+            }
+            Interrupt::Deadline => {
+                pending.abandon(self.inner.request_timeout).await;
+                timeout_err(name, timeout)
+            }
+            // The session's end takes our key with it (or will): the pending
+            // key's drop cleans up what is left.
+            Interrupt::SessionLost(l) if l.reason == LossReason::ClientClosed => closed_err(name),
+            Interrupt::SessionLost(l) => lost_err(name, l.reason, "the session ended while waiting"),
+            Interrupt::OwnDeleted => {
+                let reason = why_deleted(self, session).await;
+                lost_err(name, reason, &format!("our {what} key was deleted while waiting"))
+            }
+        }
+    }
+
+    /// The one wait-for-delete: watch `keys` from revision `after` (the
+    /// revision of the read that found them) on the client's watch stream and
+    /// return when any of them is deleted, or its watch is reset, or a watch
+    /// starts past `after` and `unchanged` (one read) says the keys to watch
+    /// are no longer these. A delete between the read and the watch's start is
+    /// never missed: the watch starts at `after + 1`, or `unchanged` closes the
+    /// gap. The watches end with the call.
+    pub(crate) async fn wait_any_deleted<F, Fut>(
+        &self,
+        pending: &mut Pending,
+        keys: &[Vec<u8>],
+        after: i64,
+        ends: &WaitEnds<'_>,
+        own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
+        mut unchanged: F,
+    ) -> std::result::Result<Woke, Interrupt>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = bool>,
+    {
+        let hub = &self.inner.hub;
+        let (tx, mut rx) = mpsc::unbounded_channel::<WatchEvent>();
+        let ids: Vec<i64> = keys
+            .iter()
+            .map(|k| {
+                let tx = tx.clone();
+                hub.watch(k.clone(), after, Arc::new(move |ev| {
+                    let _ = tx.send(ev);
+                }))
+            })
+            .collect();
+        drop(tx);
+        pending.watches.extend(ids.iter().copied());
+        let out = loop {
+            tokio::select! {
+                biased;
+                i = ends.next(own_rx) => break i,
+                Some(ev) = rx.recv() => match ev {
+                    WatchEvent::Created { rev } if rev > after => {
+                        if !unchanged().await {
+                            break Ok(Woke::Changed);
+                        }
+                    }
+                    WatchEvent::Created { .. } => {}
+                    WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(Woke::Changed),
+                },
+            }
+        };
+        for id in ids {
+            hub.cancel(id);
+            pending.watches.retain(|w| *w != id);
+        }
+        out
+    }
+}
