@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use etcdlock::{Client, LockOptions};
+use etcdlock::{CancellationToken, Client, LockOptions};
 use etcdlock_testkit::Etcd;
 
 use crate::{Counters, Proxy, Rng};
@@ -76,6 +76,59 @@ pub async fn run_rounds<F: Failpoint>(fp: &mut F, secs: Duration, min_rounds: u3
         r.rounds += 1;
     }
     r
+}
+
+/// [`run_rounds`] until `stop` is cancelled (checked before each round and
+/// during the gap), for a fault that runs beside a scenario's own steps
+/// (`tokio::join!` them; fault objects need not be `Send`).
+pub async fn run_until<F: Failpoint>(fp: &mut F, stop: &CancellationToken) -> Rounds {
+    let mut r = Rounds::default();
+    while !stop.is_cancelled() {
+        let k = r.rounds;
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = tokio::time::sleep(fp.gap(k)) => {}
+        }
+        let i = fp.inject(k).await;
+        r.faults += i.faults;
+        tokio::time::sleep(i.hold).await;
+        if let Err(e) = fp.heal(k).await {
+            r.failures.push(format!("{} {k}: {e}", fp.name()));
+        }
+        tokio::time::sleep(i.settle).await;
+        r.rounds += 1;
+    }
+    r
+}
+
+/// Compact etcd's history up to the current revision every `every`: watches
+/// that start at a compacted revision must re-read, not miss a delete.
+pub struct Compaction {
+    etcd: etcd_client::Client,
+    every: Duration,
+}
+
+impl Compaction {
+    /// Compactions through `etcd`, one every `every`.
+    pub fn new(etcd: etcd_client::Client, every: Duration) -> Self {
+        Compaction { etcd, every }
+    }
+}
+
+impl Failpoint for Compaction {
+    fn name(&self) -> &'static str {
+        "compaction"
+    }
+    fn gap(&mut self, _k: u32) -> Duration {
+        self.every
+    }
+    async fn inject(&mut self, _k: u32) -> Injected {
+        let rev = crate::current_revision(&mut self.etcd).await;
+        Injected::new(self.etcd.compact(rev, None).await.is_ok() as u64, Duration::ZERO)
+    }
+    async fn heal(&mut self, _k: u32) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 fn blocking<T>(f: impl FnOnce() -> T) -> T {

@@ -16,7 +16,7 @@ use etcdlock_testkit::Etcd;
 use serde_json::json;
 
 use crate::checker::{resource_history, resource_key, Report};
-use crate::failpoint::{run_rounds, ClockJump, Failpoint, Injected, MemberKill, MemberPause, ProxyBurst};
+use crate::failpoint::{run_rounds, run_until, ClockJump, Compaction, Failpoint, Injected, MemberKill, MemberPause, ProxyBurst};
 use crate::{
     await_key_count, current_revision, keys_under, ms_between, opts, raw, seed, spawn_holder, unique_ns, Checker, ChildProc,
     Counters, Hold, HolderLang, LossInfo, Proxy, Rng, Workload,
@@ -148,13 +148,6 @@ async fn finish(o: &mut Outcome, checker: &Checker, rawc: &mut etcd_client::Clie
 
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
     tokio::task::block_in_place(f)
-}
-
-async fn sleep_until_mono(ns: u64) {
-    let now = clock_monotonic_ns();
-    if ns > now {
-        tokio::time::sleep(Duration::from_nanos(ns - now)).await;
-    }
 }
 
 fn secs(ns: u64) -> f64 {
@@ -836,30 +829,49 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
     o
 }
 
-/// 7. A holder cut off by the proxy (blackhole) for 2×TTL.
-pub async fn client_blackholed(p: &Profile) -> Outcome {
-    let mut o = Outcome::new(7, "client-blackholed");
-    let etcd = Etcd::single();
-    let eps = etcd.endpoints();
-    let ns = unique_ns("bh");
-    let mut rawc = raw(&eps).await;
-    let from = current_revision(&mut rawc).await;
-    let checker = Checker::new();
-    let proxy = Proxy::start(&eps[0]).await.expect("proxy");
-    let margin = Duration::from_millis(400);
-    let prefix = format!("{ns}L/");
-    let (mut max_since_ack, mut min_gap, mut reacquired, mut stale) = (0i64, i64::MAX, 0u32, 0u32);
-    let rounds = p.rounds.clamp(2, 3);
-    let mut done = 0;
-    for round in 0..rounds {
-        let mut ao = opts(&[proxy.endpoint()], &ns, TTL, Duration::from_secs(1));
-        ao.margin = Some(margin);
-        let a = Client::connect(ao).await.expect("A connect");
-        let b = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("B connect");
-        let ga = Arc::new(a.lock("L").await.expect("A lock"));
+/// One round of [`ClientBlackhole`]: holder A behind the proxy, waiter B direct.
+struct BlackholeRound {
+    a: Client,
+    b: Client,
+    ga: Arc<etcdlock::Guard>,
+    a_acq: u64,
+    last_valid: Arc<AtomicU64>,
+    poller: tokio::task::JoinHandle<()>,
+    lost: tokio::task::JoinHandle<Option<(etcdlock::Loss, u64)>>,
+    waiter: tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>,
+}
+
+/// Cut holder A off from etcd (its proxy drops everything) for 2×TTL while B
+/// waits: A must report its loss within TTL of its last acknowledged keep-alive
+/// and before B acquires; after healing, A's stale writes are refused (locally
+/// and by etcd's compare) and A re-acquires with a higher token. New clients
+/// each round.
+struct ClientBlackhole<'a> {
+    eps: &'a [String],
+    proxy: &'a Proxy,
+    ns: &'a str,
+    rawc: &'a mut etcd_client::Client,
+    checker: &'a Checker,
+    margin: Duration,
+    round: Result<BlackholeRound, String>,
+    acquisitions: u64,
+    done: u32,
+    max_since_ack: i64,
+    min_gap: i64,
+    reacquired: u32,
+    stale: u32,
+}
+
+impl ClientBlackhole<'_> {
+    async fn start_round(&mut self) -> Result<BlackholeRound, String> {
+        let mut ao = opts(&[self.proxy.endpoint()], self.ns, TTL, Duration::from_secs(1));
+        ao.margin = Some(self.margin);
+        let a = Client::connect(ao).await.map_err(|e| format!("A connect: {e}"))?;
+        let b = Client::connect(opts(self.eps, self.ns, 10, Duration::from_secs(2))).await.map_err(|e| format!("B connect: {e}"))?;
+        let ga = Arc::new(a.lock("L").await.map_err(|e| format!("A lock: {e}"))?);
         let a_acq = clock_monotonic_ns();
-        o.acquisitions += 1;
-        ga.put(resource_key("L"), ga.fencing_token().to_string()).await.expect("A put");
+        self.acquisitions += 1;
+        ga.put(resource_key("L"), ga.fencing_token().to_string()).await.map_err(|e| format!("A put: {e}"))?;
         // Track the validity deadline: (last acknowledged keep-alive send time) + TTL - margin.
         let last_valid = Arc::new(AtomicU64::new(0));
         let poller = {
@@ -872,75 +884,97 @@ pub async fn client_blackholed(p: &Profile) -> Outcome {
             })
         };
         let waiter = spawn_waiter(b.clone(), "L");
-        if await_key_count(&mut rawc, &prefix, 2, Duration::from_secs(10)).await.is_none() {
-            o.fail(format!("round {round}: B never queued"));
-            break;
+        if await_key_count(self.rawc, &format!("{}L/", self.ns), 2, Duration::from_secs(10)).await.is_none() {
+            return Err("B never queued".into());
         }
-        let bh_ns = clock_monotonic_ns();
-        proxy.blackhole();
-        o.faults += 1;
-        let loss = match tokio::time::timeout(Duration::from_secs(TTL as u64 + 3), ga.wait_lost()).await {
-            Ok(Some(l)) => l,
-            other => {
-                proxy.pass();
-                o.fail(format!("round {round}: A never reported the loss: {other:?}"));
-                break;
+        let lost = {
+            let ga = ga.clone();
+            tokio::spawn(async move { ga.wait_lost().await.map(|l| (l, clock_monotonic_ns())) })
+        };
+        Ok(BlackholeRound { a, b, ga, a_acq, last_valid, poller, lost, waiter })
+    }
+}
+
+impl Failpoint for ClientBlackhole<'_> {
+    fn name(&self) -> &'static str {
+        "client blackhole"
+    }
+    async fn inject(&mut self, _k: u32) -> Injected {
+        self.round = self.start_round().await;
+        if self.round.is_err() {
+            return Injected::new(0, Duration::ZERO);
+        }
+        self.proxy.blackhole();
+        Injected::new(1, Duration::from_nanos(2 * TTL_NS))
+    }
+    async fn heal(&mut self, k: u32) -> Result<(), String> {
+        let r = std::mem::replace(&mut self.round, Err("no round".into()));
+        let r = match r {
+            Ok(r) => r,
+            Err(e) => {
+                self.proxy.pass();
+                return Err(e);
             }
         };
-        let rep_ns = clock_monotonic_ns();
-        let _ = poller.await;
-        let last_ack_send = last_valid.load(Ordering::Relaxed) - (TTL_NS - margin.as_nanos() as u64);
+        let mut errs = Vec::new();
+        // While still cut off: A reported its loss, B took the lock after it.
+        let lost = tokio::time::timeout(Duration::from_secs(1), r.lost).await;
+        let took = tokio::time::timeout(Duration::from_secs(TTL as u64 + 10), r.waiter).await;
+        self.proxy.pass();
+        let (loss, rep_ns) = match lost {
+            Ok(Ok(Some(x))) => x,
+            other => return Err(format!("A never reported the loss: {other:?}")),
+        };
+        let _ = r.poller.await;
+        let last_ack_send = r.last_valid.load(Ordering::Relaxed) - (TTL_NS - self.margin.as_nanos() as u64);
         let since_ack = ms_between(last_ack_send, rep_ns);
-        max_since_ack = max_since_ack.max(since_ack);
-        o.expect(since_ack <= TTL * 1000, || format!("round {round}: loss reported {since_ack} ms after the last acknowledged keep-alive"));
-        let (gb, b_at) = match tokio::time::timeout(Duration::from_secs(TTL as u64 + 10), waiter).await {
+        self.max_since_ack = self.max_since_ack.max(since_ack);
+        if since_ack > TTL * 1000 {
+            errs.push(format!("loss reported {since_ack} ms after the last acknowledged keep-alive"));
+        }
+        let (gb, b_at) = match took {
             Ok(Ok(Ok(x))) => x,
-            other => {
-                proxy.pass();
-                o.fail(format!("round {round}: B did not acquire: {other:?}"));
-                break;
-            }
+            other => return Err(format!("B did not acquire: {other:?}")),
         };
-        o.acquisitions += 1;
+        self.acquisitions += 1;
         let loss_at = instant_to_mono_ns(loss.at);
-        min_gap = min_gap.min(ms_between(loss_at, b_at));
-        checker.record(Hold {
+        self.min_gap = self.min_gap.min(ms_between(loss_at, b_at));
+        let ga = r.ga;
+        self.checker.record(Hold {
             lock: "L".into(),
             token: ga.fencing_token(),
-            acquired_ns: a_acq,
+            acquired_ns: r.a_acq,
             ended_ns: loss_at,
-            client: format!("A{round}"),
+            client: format!("A{k}"),
             loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
         });
-        sleep_until_mono(bh_ns + 2 * TTL_NS).await;
-        proxy.pass();
         // After healing, A's stale writes are refused: locally, and by etcd's compare.
         if ga.put(resource_key("L"), ga.fencing_token().to_string()).await.map_err(|e| e.code()) != Err(ErrorCode::LockLost) {
-            stale += 1;
+            self.stale += 1;
         }
         let txn = etcd_client::Txn::new()
             .when([etcd_client::Compare::create_revision(ga.key(), etcd_client::CompareOp::Equal, ga.fencing_token())])
-            .and_then([etcd_client::TxnOp::put(format!("{ns}{}", resource_key("L")), ga.fencing_token().to_string(), None)]);
-        let mut araw = a.etcd();
+            .and_then([etcd_client::TxnOp::put(format!("{}{}", self.ns, resource_key("L")), ga.fencing_token().to_string(), None)]);
+        let mut araw = r.a.etcd();
         let heal = Instant::now();
         loop {
             match araw.txn(txn.clone()).await {
-                Ok(r) => {
-                    if r.succeeded() {
-                        stale += 1;
+                Ok(resp) => {
+                    if resp.succeeded() {
+                        self.stale += 1;
                     }
                     break;
                 }
                 Err(_) if heal.elapsed() < Duration::from_secs(10) => tokio::time::sleep(Duration::from_millis(100)).await,
                 Err(e) => {
-                    o.fail(format!("round {round}: etcd unreachable through the healed proxy: {e}"));
+                    errs.push(format!("etcd unreachable through the healed proxy: {e}"));
                     break;
                 }
             }
         }
         // A re-acquires once B releases, with a higher token.
         let a2 = tokio::spawn({
-            let a = a.clone();
+            let a = r.a.clone();
             async move {
                 let g = a.lock_with("L", LockOptions::timeout(Duration::from_secs(20))).await?;
                 let at = clock_monotonic_ns();
@@ -948,27 +982,63 @@ pub async fn client_blackholed(p: &Profile) -> Outcome {
                 Ok::<_, etcdlock::Error>((g, at))
             }
         });
-        let _ = await_key_count(&mut rawc, &prefix, 2, Duration::from_secs(10)).await;
+        let _ = await_key_count(self.rawc, &format!("{}L/", self.ns), 2, Duration::from_secs(10)).await;
         let b_token = gb.fencing_token();
-        if let Err(e) = release(&checker, gb, b_at, &format!("B{round}")).await {
-            o.fail(e);
+        if let Err(e) = release(self.checker, gb, b_at, &format!("B{k}")).await {
+            errs.push(e);
         }
         match a2.await {
             Ok(Ok((g2, at2))) => {
-                o.acquisitions += 1;
+                self.acquisitions += 1;
                 if g2.fencing_token() > b_token && g2.fencing_token() > ga.fencing_token() {
-                    reacquired += 1;
+                    self.reacquired += 1;
                 }
-                if let Err(e) = release(&checker, g2, at2, &format!("A{round}-again")).await {
-                    o.fail(e);
+                if let Err(e) = release(self.checker, g2, at2, &format!("A{k}-again")).await {
+                    errs.push(e);
                 }
             }
-            other => o.fail(format!("round {round}: A did not re-acquire after healing: {other:?}")),
+            other => errs.push(format!("A did not re-acquire after healing: {other:?}")),
         }
-        a.close().await;
-        b.close().await;
-        done += 1;
+        r.a.close().await;
+        r.b.close().await;
+        self.done += 1;
+        errs_to_result(errs)
     }
+}
+
+/// 7. A holder cut off by the proxy (blackhole) for 2×TTL.
+pub async fn client_blackholed(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(7, "client-blackholed");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("bh");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let proxy = Proxy::start(&eps[0]).await.expect("proxy");
+    let rounds = p.rounds.clamp(2, 3);
+    let mut fp = ClientBlackhole {
+        eps: &eps,
+        proxy: &proxy,
+        ns: &ns,
+        rawc: &mut rawc,
+        checker: &checker,
+        margin: Duration::from_millis(400),
+        round: Err("no round".into()),
+        acquisitions: 0,
+        done: 0,
+        max_since_ack: 0,
+        min_gap: i64::MAX,
+        reacquired: 0,
+        stale: 0,
+    };
+    let rr = run_rounds(&mut fp, Duration::ZERO, rounds).await;
+    o.faults += rr.faults;
+    o.acquisitions += fp.acquisitions;
+    for f in rr.failures {
+        o.fail(f);
+    }
+    let ClientBlackhole { done, max_since_ack, min_gap, reacquired, stale, .. } = fp;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.expect(done == rounds && reacquired == rounds, || format!("{reacquired}/{rounds} re-acquired with a higher token"));
     o.expect(stale == 0, || format!("{stale} stale writes accepted after healing"));
@@ -1038,74 +1108,69 @@ pub async fn waiters_under_compaction(_p: &Profile) -> Outcome {
     let gh = holder.lock("Q").await.expect("holder lock");
     let h_acq = clock_monotonic_ns();
     let stop = CancellationToken::new();
-    let compactions = Arc::new(AtomicU64::new(0));
-    let compactor = {
-        let (stop, compactions, eps) = (stop.clone(), compactions.clone(), eps.clone());
-        tokio::spawn(async move {
-            let mut c = raw(&eps).await;
-            while !stop.is_cancelled() {
-                tokio::time::sleep(Duration::from_millis(200)).await;
-                let rev = current_revision(&mut c).await;
-                if c.compact(rev, None).await.is_ok() {
-                    compactions.fetch_add(1, Ordering::Relaxed);
+    let mut compaction = Compaction::new(raw(&eps).await, Duration::from_millis(200));
+    // The waiters queue, wait while compactions pass, and are granted one by
+    // one; compactions run beside all of it until the last grant.
+    let steps = async {
+        let order = Arc::new(AtomicU64::new(0));
+        let mut tasks = Vec::new();
+        let mut queue_revs = Vec::new();
+        for i in 0..n {
+            let c = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(2))).await.expect("waiter connect");
+            let (order, checker) = (order.clone(), checker.clone());
+            tasks.push(tokio::spawn(async move {
+                let r = c.lock_with("Q", LockOptions::timeout(Duration::from_secs(60))).await;
+                let out = match r {
+                    Ok(g) => {
+                        let at = clock_monotonic_ns();
+                        let seq = order.fetch_add(1, Ordering::SeqCst);
+                        let _ = g.put(resource_key("Q"), g.fencing_token().to_string()).await;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        let tok = g.fencing_token();
+                        let _ = release(&checker, g, at, &format!("w{i}")).await;
+                        Ok((seq, tok))
+                    }
+                    Err(e) => Err(e),
+                };
+                c.close().await;
+                out
+            }));
+            if await_key_count(&mut rawc, &prefix, i + 2, Duration::from_secs(10)).await.is_none() {
+                o.fail(format!("waiter {i} never queued"));
+            }
+            let keys = keys_under(&mut rawc, &prefix).await.unwrap_or_default();
+            queue_revs.push(keys.last().map(|k| k.1).unwrap_or(0));
+        }
+        // Let a few compactions pass while all 20 wait.
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        let released = Instant::now();
+        if let Err(e) = release(&checker, gh, h_acq, "holder").await {
+            o.fail(e);
+        }
+        let mut grants: Vec<(u64, usize, i64)> = Vec::new();
+        let mut stuck = 0;
+        for (i, t) in tasks.into_iter().enumerate() {
+            match tokio::time::timeout(Duration::from_secs(60), t).await {
+                Ok(Ok(Ok((seq, tok)))) => grants.push((seq, i, tok)),
+                other => {
+                    stuck += 1;
+                    o.fail(format!("waiter {i}: {other:?}"));
                 }
             }
-        })
+        }
+        let took = released.elapsed();
+        stop.cancel();
+        (grants, stuck, took, queue_revs)
     };
-    let order = Arc::new(AtomicU64::new(0));
-    let mut tasks = Vec::new();
-    let mut queue_revs = Vec::new();
-    for i in 0..n {
-        let c = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(2))).await.expect("waiter connect");
-        let (order, checker) = (order.clone(), checker.clone());
-        tasks.push(tokio::spawn(async move {
-            let r = c.lock_with("Q", LockOptions::timeout(Duration::from_secs(60))).await;
-            let out = match r {
-                Ok(g) => {
-                    let at = clock_monotonic_ns();
-                    let seq = order.fetch_add(1, Ordering::SeqCst);
-                    let _ = g.put(resource_key("Q"), g.fencing_token().to_string()).await;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    let tok = g.fencing_token();
-                    let _ = release(&checker, g, at, &format!("w{i}")).await;
-                    Ok((seq, tok))
-                }
-                Err(e) => Err(e),
-            };
-            c.close().await;
-            out
-        }));
-        if await_key_count(&mut rawc, &prefix, i + 2, Duration::from_secs(10)).await.is_none() {
-            o.fail(format!("waiter {i} never queued"));
-        }
-        let keys = keys_under(&mut rawc, &prefix).await.unwrap_or_default();
-        queue_revs.push(keys.last().map(|k| k.1).unwrap_or(0));
+    let (compactions, (mut grants, stuck, took, queue_revs)) = tokio::join!(run_until(&mut compaction, &stop), steps);
+    for f in compactions.failures {
+        o.fail(f);
     }
-    // Let a few compactions pass while all 20 wait.
-    tokio::time::sleep(Duration::from_millis(700)).await;
-    let released = Instant::now();
-    if let Err(e) = release(&checker, gh, h_acq, "holder").await {
-        o.fail(e);
-    }
-    let mut grants: Vec<(u64, usize, i64)> = Vec::new();
-    let mut stuck = 0;
-    for (i, t) in tasks.into_iter().enumerate() {
-        match tokio::time::timeout(Duration::from_secs(60), t).await {
-            Ok(Ok(Ok((seq, tok)))) => grants.push((seq, i, tok)),
-            other => {
-                stuck += 1;
-                o.fail(format!("waiter {i}: {other:?}"));
-            }
-        }
-    }
-    let took = released.elapsed();
-    stop.cancel();
-    let _ = compactor.await;
     holder.close().await;
     grants.sort();
     let in_order = grants.iter().enumerate().all(|(k, (_, i, tok))| *i == k && queue_revs.get(*i) == Some(tok));
     o.acquisitions = grants.len() as u64 + 1;
-    o.faults = compactions.load(Ordering::Relaxed);
+    o.faults = compactions.faults;
     let r = finish(&mut o, &checker, &mut rawc, &ns, None).await;
     o.expect(stuck == 0 && grants.len() == n, || format!("{stuck} stuck waiters"));
     o.expect(in_order, || format!("grant order {grants:?} differs from create_revision order {queue_revs:?}"));
