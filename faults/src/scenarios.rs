@@ -673,59 +673,76 @@ pub async fn member_kill_restart(p: &Profile) -> Outcome {
     o
 }
 
-/// 6. The leader is killed right after a holder dies (etcd resets lease TTLs on a leader change).
-pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
-    let mut o = Outcome::new(6, "leader-change-after-holder-death");
-    let mut etcd = Etcd::cluster(3);
-    let eps = etcd.endpoints();
-    let ns = unique_ns("lead");
-    let mut rawc = raw(&eps).await;
-    let from = current_revision(&mut rawc).await;
-    let checker = Checker::new();
-    let wc = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(1))).await.expect("waiter connect");
-    let prefix = format!("{ns}L/");
-    let mut max_wait = 0u64;
-    let mut done = 0;
-    let rounds = p.rounds.clamp(2, 3);
-    // A second holder, cut off by a proxy at the moment of the leader kill: the new
-    // leader resets every lease's TTL on the server, but the client must not extend
-    // its own validity from that; its loss must fire TTL after its last acknowledged
-    // keep-alive as always, and the other client may only acquire after it.
-    let mut proxies = Vec::new();
-    for e in &eps {
-        proxies.push(Proxy::start(e).await.expect("proxy"));
+/// One round of [`LeaderKill`].
+struct LeaderRound {
+    holder: HolderRound,
+    leader: usize,
+    px: usize,
+    a: Client,
+    ga: Arc<etcdlock::Guard>,
+    a_acq: u64,
+    last_valid: Arc<AtomicU64>,
+    poller: tokio::task::JoinHandle<()>,
+    a_lost: tokio::task::JoinHandle<Option<(etcdlock::Loss, u64)>>,
+    own_waiter: tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>,
+}
+
+/// kill -9 of a holder process and, right after, of the etcd leader (which
+/// resets every lease's TTL on the new leader), while a second holder A is cut
+/// off by its proxy at that moment. The waiter behind the dead holder acquires
+/// within 2×TTL + 2 s with a higher token; A must not extend its validity from
+/// the new leader's reset: its loss fires within TTL of its last acknowledged
+/// keep-alive, and A's waiter acquires only after that. Heal: the proxy passes
+/// again and the old leader restarts.
+struct LeaderKill<'a> {
+    etcd: &'a mut Etcd,
+    proxies: &'a [Proxy],
+    eps: &'a [String],
+    ns: &'a str,
+    wc: &'a Client,
+    rawc: &'a mut etcd_client::Client,
+    checker: &'a Checker,
+    margin: Duration,
+    round: Result<LeaderRound, String>,
+    acquisitions: u64,
+    done: u32,
+    max_wait: u64,
+    max_since_ack: i64,
+    min_own_gap: i64,
+}
+
+impl LeaderKill<'_> {
+    async fn start_round(&mut self, child: &mut ChildProc) -> Result<(HolderRound, usize, usize, Client, Arc<etcdlock::Guard>, u64), String> {
+        let (waiter, token, acquired_ns, key) = queue_behind(child, self.wc, self.rawc, self.ns).await?;
+        self.acquisitions += 1;
+        let holder = HolderRound { waiter, token, acquired_ns, key, at_ns: 0 };
+        let leader = blocking(|| self.etcd.leader()).ok_or("no leader")?;
+        // The cut-off holder A talks to a follower through a proxy.
+        let px = (leader + 1) % 3;
+        let mut ao = opts(&[self.proxies[px].endpoint()], self.ns, TTL, Duration::from_secs(1));
+        ao.margin = Some(self.margin);
+        let a = Client::connect(ao).await.map_err(|e| format!("A connect: {e}"))?;
+        let ga = Arc::new(a.lock("own").await.map_err(|e| format!("A lock: {e}"))?);
+        let a_acq = clock_monotonic_ns();
+        self.acquisitions += 1;
+        Ok((holder, leader, px, a, ga, a_acq))
     }
-    let margin = Duration::from_millis(400);
-    let (mut max_since_ack, mut min_own_gap) = (0i64, i64::MAX);
-    for round in 0..rounds {
-        let mut child = ChildProc::spawn(holder_spec(&eps, &ns, 1), &[]);
-        let held = match child.expect("HELD", Duration::from_secs(20)).await {
-            Ok(h) => h,
+}
+
+impl Failpoint for LeaderKill<'_> {
+    fn name(&self) -> &'static str {
+        "holder and leader kill"
+    }
+    async fn inject(&mut self, k: u32) -> Injected {
+        let mut child = ChildProc::spawn(holder_spec(self.eps, self.ns, 1), &[]);
+        let (mut holder, leader, px, a, ga, a_acq) = match self.start_round(&mut child).await {
+            Ok(x) => x,
             Err(e) => {
-                o.fail(format!("round {round}: {e}"));
-                break;
+                child.kill9().await;
+                self.round = Err(e);
+                return Injected::new(0, Duration::ZERO);
             }
         };
-        let (child_token, child_acq): (i64, u64) = (held[1].parse().unwrap_or(0), held[2].parse().unwrap_or(0));
-        o.acquisitions += 1;
-        let _ = child.expect("PUT", Duration::from_secs(10)).await;
-        let waiter = spawn_waiter(wc.clone(), "L");
-        if await_key_count(&mut rawc, &prefix, 2, Duration::from_secs(10)).await.is_none() {
-            o.fail(format!("round {round}: waiter never queued"));
-            break;
-        }
-        let Some(leader) = blocking(|| etcd.leader()) else {
-            o.fail("no leader".to_string());
-            break;
-        };
-        // The cut-off holder A talks to a follower through a proxy.
-        let px = &proxies[(leader + 1) % 3];
-        let mut ao = opts(&[px.endpoint()], &ns, TTL, Duration::from_secs(1));
-        ao.margin = Some(margin);
-        let a = Client::connect(ao).await.expect("A connect");
-        let ga = Arc::new(a.lock("own").await.expect("A lock"));
-        let a_acq = clock_monotonic_ns();
-        o.acquisitions += 1;
         let last_valid = Arc::new(AtomicU64::new(0));
         let poller = {
             let (ga, last_valid) = (ga.clone(), last_valid.clone());
@@ -736,85 +753,142 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
                 }
             })
         };
-        let own_waiter = spawn_waiter(wc.clone(), "own");
-        if await_key_count(&mut rawc, &format!("{ns}own/"), 2, Duration::from_secs(10)).await.is_none() {
-            o.fail(format!("round {round}: waiter on own never queued"));
-            break;
+        let own_waiter = spawn_waiter(self.wc.clone(), "own");
+        if await_key_count(self.rawc, &format!("{}own/", self.ns), 2, Duration::from_secs(10)).await.is_none() {
+            child.kill9().await;
+            self.round = Err("waiter on own never queued".into());
+            return Injected::new(0, Duration::ZERO);
         }
-        let kill_ns = clock_monotonic_ns();
+        holder.at_ns = clock_monotonic_ns();
         child.kill9().await;
-        px.blackhole();
+        self.proxies[px].blackhole();
         let a_lost = {
             let ga = ga.clone();
             tokio::spawn(async move { ga.wait_lost().await.map(|l| (l, clock_monotonic_ns())) })
         };
-        blocking(|| etcd.kill(leader));
-        o.faults += 3;
-        checker.record(Hold {
+        blocking(|| self.etcd.kill(leader));
+        self.checker.record(Hold {
             lock: "L".into(),
-            token: child_token,
-            acquired_ns: child_acq,
-            ended_ns: kill_ns,
-            client: format!("child-round{round}"),
+            token: holder.token,
+            acquired_ns: holder.acquired_ns,
+            ended_ns: holder.at_ns,
+            client: format!("child-round{k}"),
             loss: None,
         });
-        let res = tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), waiter).await;
-        let (g, at) = match res {
-            Ok(Ok(Ok(x))) => x,
-            other => {
-                o.fail(format!("round {round}: waiter did not acquire: {other:?}"));
-                break;
-            }
-        };
-        o.acquisitions += 1;
-        let waited = at.saturating_sub(kill_ns);
-        max_wait = max_wait.max(waited);
-        let bound = 2 * TTL_NS + 2_000_000_000;
-        o.expect(waited <= bound, || format!("round {round}: waiter acquired {:.2} s after the holder died", secs(waited)));
-        o.expect(g.fencing_token() > child_token, || format!("round {round}: token not above the dead holder's"));
-        if let Err(e) = release(&checker, g, at, "parent-waiter").await {
-            o.fail(e);
-        }
-        match tokio::time::timeout(Duration::from_secs(TTL as u64 + 5), a_lost).await {
-            Ok(Ok(Some((loss, rep_ns)))) => {
-                let _ = poller.await;
-                let last_ack_send = last_valid.load(Ordering::Relaxed) - (TTL_NS - margin.as_nanos() as u64);
-                let since_ack = ms_between(last_ack_send, rep_ns);
-                max_since_ack = max_since_ack.max(since_ack);
-                o.expect(since_ack <= TTL * 1000, || format!("round {round}: cut-off holder reported its loss {since_ack} ms after its last ack"));
-                let loss_at = instant_to_mono_ns(loss.at);
-                checker.record(Hold {
-                    lock: "own".into(),
-                    token: ga.fencing_token(),
-                    acquired_ns: a_acq,
-                    ended_ns: loss_at,
-                    client: format!("A{round}"),
-                    loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
-                });
-                match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), own_waiter).await {
-                    Ok(Ok(Ok((gb, b_at)))) => {
-                        o.acquisitions += 1;
-                        min_own_gap = min_own_gap.min(ms_between(loss_at, b_at));
-                        if let Err(e) = release(&checker, gb, b_at, "parent-own-waiter").await {
-                            o.fail(e);
-                        }
-                    }
-                    other => o.fail(format!("round {round}: waiter on own did not acquire: {other:?}")),
+        self.round = Ok(LeaderRound { holder, leader, px, a, ga, a_acq, last_valid, poller, a_lost, own_waiter });
+        Injected::new(3, Duration::ZERO)
+    }
+    async fn heal(&mut self, k: u32) -> Result<(), String> {
+        let r = std::mem::replace(&mut self.round, Err("no round".into()))?;
+        let mut errs = Vec::new();
+        let kill_ns = r.holder.at_ns;
+        // The waiter behind the dead holder: within 2×TTL + 2 s (the new leader
+        // restarts the dead holder's lease TTL once).
+        match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), r.holder.waiter).await {
+            Ok(Ok(Ok((g, at)))) => {
+                self.acquisitions += 1;
+                let waited = at.saturating_sub(kill_ns);
+                self.max_wait = self.max_wait.max(waited);
+                if waited > 2 * TTL_NS + 2_000_000_000 {
+                    errs.push(format!("waiter acquired {:.2} s after the holder died", secs(waited)));
+                }
+                if g.fencing_token() <= r.holder.token {
+                    errs.push("token not above the dead holder's".into());
+                }
+                if let Err(e) = release(self.checker, g, at, "parent-waiter").await {
+                    errs.push(e);
                 }
             }
-            other => o.fail(format!("round {round}: the cut-off holder never reported its loss: {other:?}")),
+            other => errs.push(format!("waiter did not acquire: {other:?}")),
         }
-        px.pass();
-        a.close().await;
+        match tokio::time::timeout(Duration::from_secs(TTL as u64 + 5), r.a_lost).await {
+            Ok(Ok(Some((loss, rep_ns)))) => {
+                let _ = r.poller.await;
+                let last_ack_send = r.last_valid.load(Ordering::Relaxed) - (TTL_NS - self.margin.as_nanos() as u64);
+                let since_ack = ms_between(last_ack_send, rep_ns);
+                self.max_since_ack = self.max_since_ack.max(since_ack);
+                if since_ack > TTL * 1000 {
+                    errs.push(format!("cut-off holder reported its loss {since_ack} ms after its last ack"));
+                }
+                let loss_at = instant_to_mono_ns(loss.at);
+                self.checker.record(Hold {
+                    lock: "own".into(),
+                    token: r.ga.fencing_token(),
+                    acquired_ns: r.a_acq,
+                    ended_ns: loss_at,
+                    client: format!("A{k}"),
+                    loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
+                });
+                match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), r.own_waiter).await {
+                    Ok(Ok(Ok((gb, b_at)))) => {
+                        self.acquisitions += 1;
+                        self.min_own_gap = self.min_own_gap.min(ms_between(loss_at, b_at));
+                        if let Err(e) = release(self.checker, gb, b_at, "parent-own-waiter").await {
+                            errs.push(e);
+                        }
+                    }
+                    other => errs.push(format!("waiter on own did not acquire: {other:?}")),
+                }
+            }
+            other => errs.push(format!("the cut-off holder never reported its loss: {other:?}")),
+        }
+        self.proxies[r.px].pass();
+        r.a.close().await;
+        let leader = r.leader;
         let healthy = blocking(|| {
-            etcd.restart(leader);
-            etcd.wait_member_healthy(leader, Duration::from_secs(20))
+            self.etcd.restart(leader);
+            self.etcd.wait_member_healthy(leader, Duration::from_secs(20))
         });
         if let Err(e) = healthy {
-            o.fail(format!("restart of m{leader}: {e}"));
+            errs.push(format!("restart of m{leader}: {e}"));
         }
-        done += 1;
+        self.done += 1;
+        errs_to_result(errs)
     }
+}
+
+/// 6. The leader is killed right after a holder dies (etcd resets lease TTLs on a leader change).
+pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(6, "leader-change-after-holder-death");
+    let mut etcd = Etcd::cluster(3);
+    let eps = etcd.endpoints();
+    let ns = unique_ns("lead");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let wc = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(1))).await.expect("waiter connect");
+    let rounds = p.rounds.clamp(2, 3);
+    // A second holder, cut off by a proxy at the moment of the leader kill: the new
+    // leader resets every lease's TTL on the server, but the client must not extend
+    // its own validity from that; its loss must fire TTL after its last acknowledged
+    // keep-alive as always, and the other client may only acquire after it.
+    let mut proxies = Vec::new();
+    for e in &eps {
+        proxies.push(Proxy::start(e).await.expect("proxy"));
+    }
+    let mut fp = LeaderKill {
+        etcd: &mut etcd,
+        proxies: &proxies,
+        eps: &eps,
+        ns: &ns,
+        wc: &wc,
+        rawc: &mut rawc,
+        checker: &checker,
+        margin: Duration::from_millis(400),
+        round: Err("no round".into()),
+        acquisitions: 0,
+        done: 0,
+        max_wait: 0,
+        max_since_ack: 0,
+        min_own_gap: i64::MAX,
+    };
+    let rr = run_rounds(&mut fp, Duration::ZERO, rounds).await;
+    o.faults += rr.faults;
+    o.acquisitions += fp.acquisitions;
+    for f in rr.failures {
+        o.fail(f);
+    }
+    let LeaderKill { done, max_wait, max_since_ack, min_own_gap, .. } = fp;
     wc.close().await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.expect(done == rounds, || format!("{done}/{rounds} rounds completed"));
@@ -1187,6 +1261,101 @@ pub async fn waiters_under_compaction(_p: &Profile) -> Outcome {
     o
 }
 
+/// The proxy drops etcd's response to one acquire Txn (etcd applied it). Even
+/// rounds: a waiter's acquisition on a held lock — the call fails, and its key
+/// must be gone within TTL + 1 s although its session lives on. Odd rounds: an
+/// uncontended acquisition — the retry must find our key and hold the lock
+/// with the right token and no extra key. `inject` arms the drop, `heal` makes
+/// the acquisition and checks the client repaired what the lost response left.
+struct ResponseDrop<'a> {
+    w: &'a Client,
+    proxy: &'a Proxy,
+    ns: &'a str,
+    rawc: &'a mut etcd_client::Client,
+    checker: &'a Checker,
+    armed: Result<(i64, String), String>,
+    acquisitions: u64,
+    max_gone: i64,
+    free_ok: u32,
+}
+
+impl Failpoint for ResponseDrop<'_> {
+    fn name(&self) -> &'static str {
+        "acquire response drop"
+    }
+    async fn inject(&mut self, k: u32) -> Injected {
+        let Some(lease) = self.w.lease_id().await else {
+            self.armed = Err("W has no session".into());
+            return Injected::new(0, Duration::ZERO);
+        };
+        let key = if k % 2 == 0 { format!("{}L/{lease:x}", self.ns) } else { format!("{}F{}/{lease:x}", self.ns, k / 2) };
+        self.proxy.drop_response_to(key.as_bytes());
+        self.armed = Ok((lease, key));
+        Injected::new(1, Duration::ZERO)
+    }
+    async fn heal(&mut self, k: u32) -> Result<(), String> {
+        let (lease, key) = std::mem::replace(&mut self.armed, Err("not armed".into()))?;
+        let mut errs = Vec::new();
+        if k % 2 == 0 {
+            // a. A waiter's acquisition: the request is applied, the response lost; the call then fails.
+            let r = self.w.lock_with("L", LockOptions::timeout(Duration::from_millis(1500))).await;
+            let failed_ns = clock_monotonic_ns();
+            if r.is_ok() {
+                errs.push("W acquired a held lock".into());
+            }
+            if self.proxy.drop_pending() {
+                errs.push("the response drop never fired".into());
+            }
+            let start = Instant::now();
+            let mut gone = None;
+            while start.elapsed() < Duration::from_secs(TTL as u64 + 5) {
+                let ks = keys_under(self.rawc, &format!("{}L/", self.ns)).await.unwrap_or_default();
+                if !ks.iter().any(|(k, _, _)| k.starts_with(&key)) {
+                    gone = Some(ms_between(failed_ns, clock_monotonic_ns()));
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            match gone {
+                Some(ms) => {
+                    self.max_gone = self.max_gone.max(ms);
+                    if ms > TTL * 1000 + 1000 {
+                        errs.push(format!("waiter key gone only after {ms} ms"));
+                    }
+                }
+                None => errs.push(format!("waiter key {key} still there {} s after the failed acquire", TTL + 5)),
+            }
+            // The session is alive, so without the cleanup the key would have stayed forever.
+            if self.w.lease_id().await != Some(lease) {
+                errs.push("W's session changed".into());
+            }
+        } else {
+            // b. An uncontended acquisition whose response is lost: the retry finds our key and we hold the lock.
+            let name = format!("F{}", k / 2);
+            match self.w.lock_with(&name, LockOptions::timeout(Duration::from_secs(8))).await {
+                Ok(g) => {
+                    let at = clock_monotonic_ns();
+                    self.acquisitions += 1;
+                    let ks = keys_under(self.rawc, &format!("{}{name}/", self.ns)).await.unwrap_or_default();
+                    if ks.len() == 1 && ks[0].0 == g.key() && ks[0].1 == g.fencing_token() && !self.proxy.drop_pending() {
+                        self.free_ok += 1;
+                    } else {
+                        errs.push(format!("keys {ks:?} for guard {} token {}", g.key(), g.fencing_token()));
+                    }
+                    if let Err(e) = release(self.checker, g, at, "W").await {
+                        errs.push(e);
+                    }
+                    if await_key_count(self.rawc, &format!("{}{name}/", self.ns), 0, Duration::from_secs(5)).await.is_none() {
+                        errs.push("key left after unlock".into());
+                    }
+                }
+                Err(e) => errs.push(format!("uncontended acquire after a lost response: {e}")),
+            }
+        }
+        errs_to_result(errs)
+    }
+}
+
 /// 10. The response to an acquisition is dropped (etcd applied the request).
 pub async fn acquire_response_dropped(p: &Profile) -> Outcome {
     let mut o = Outcome::new(10, "acquire-response-dropped");
@@ -1202,65 +1371,25 @@ pub async fn acquire_response_dropped(p: &Profile) -> Outcome {
     let h_acq = clock_monotonic_ns();
     o.acquisitions += 1;
     let w = Client::connect(opts(&[proxy.endpoint()], &ns, TTL, Duration::from_secs(1))).await.expect("W connect");
-    let (mut max_gone, mut free_ok) = (0i64, 0u32);
     let rounds = p.rounds;
-    for round in 0..rounds {
-        // a. A waiter's acquisition: the request is applied, the response lost; the call then fails.
-        let Some(lease) = w.lease_id().await else {
-            o.fail(format!("round {round}: W has no session"));
-            break;
-        };
-        let key = format!("{ns}L/{lease:x}");
-        proxy.drop_response_to(key.as_bytes());
-        o.faults += 1;
-        let r = w.lock_with("L", LockOptions::timeout(Duration::from_millis(1500))).await;
-        let failed_ns = clock_monotonic_ns();
-        o.expect(r.is_err(), || format!("round {round}: W acquired a held lock"));
-        o.expect(!proxy.drop_pending(), || format!("round {round}: the response drop never fired"));
-        let start = Instant::now();
-        let mut gone = None;
-        while start.elapsed() < Duration::from_secs(TTL as u64 + 5) {
-            let ks = keys_under(&mut rawc, &format!("{ns}L/")).await.unwrap_or_default();
-            if !ks.iter().any(|(k, _, _)| k.starts_with(&key)) {
-                gone = Some(ms_between(failed_ns, clock_monotonic_ns()));
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        match gone {
-            Some(ms) => {
-                max_gone = max_gone.max(ms);
-                o.expect(ms <= TTL * 1000 + 1000, || format!("round {round}: waiter key gone only after {ms} ms"));
-            }
-            None => o.fail(format!("round {round}: waiter key {key} still there {} s after the failed acquire", TTL + 5)),
-        }
-        // The session is alive, so without the cleanup the key would have stayed forever.
-        o.expect(w.lease_id().await == Some(lease), || format!("round {round}: W's session changed"));
-
-        // b. An uncontended acquisition whose response is lost: the retry finds our key and we hold the lock.
-        let name = format!("F{round}");
-        let Some(lease) = w.lease_id().await else { break };
-        proxy.drop_response_to(format!("{ns}{name}/{lease:x}").as_bytes());
-        o.faults += 1;
-        match w.lock_with(&name, LockOptions::timeout(Duration::from_secs(8))).await {
-            Ok(g) => {
-                let at = clock_monotonic_ns();
-                o.acquisitions += 1;
-                let ks = keys_under(&mut rawc, &format!("{ns}{name}/")).await.unwrap_or_default();
-                if ks.len() == 1 && ks[0].0 == g.key() && ks[0].1 == g.fencing_token() && !proxy.drop_pending() {
-                    free_ok += 1;
-                } else {
-                    o.fail(format!("round {round}: keys {ks:?} for guard {} token {}", g.key(), g.fencing_token()));
-                }
-                if let Err(e) = release(&checker, g, at, "W").await {
-                    o.fail(e);
-                }
-                let left = await_key_count(&mut rawc, &format!("{ns}{name}/"), 0, Duration::from_secs(5)).await;
-                o.expect(left.is_some(), || format!("round {round}: key left after unlock"));
-            }
-            Err(e) => o.fail(format!("round {round}: uncontended acquire after a lost response: {e}")),
-        }
+    let mut fp = ResponseDrop {
+        w: &w,
+        proxy: &proxy,
+        ns: &ns,
+        rawc: &mut rawc,
+        checker: &checker,
+        armed: Err("not armed".into()),
+        acquisitions: 0,
+        max_gone: 0,
+        free_ok: 0,
+    };
+    let rr = run_rounds(&mut fp, Duration::ZERO, 2 * rounds).await;
+    o.faults += rr.faults;
+    o.acquisitions += fp.acquisitions;
+    for f in rr.failures {
+        o.fail(f);
     }
+    let ResponseDrop { max_gone, free_ok, .. } = fp;
     if let Err(e) = release(&checker, gh, h_acq, "holder").await {
         o.fail(e);
     }
