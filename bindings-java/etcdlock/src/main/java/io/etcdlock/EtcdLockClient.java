@@ -73,6 +73,44 @@ public final class EtcdLockClient implements AutoCloseable {
         return new EtcdLock(this, name);
     }
 
+    /** Told of every acquisition a client finishes. */
+    @FunctionalInterface
+    public interface AcquisitionListener {
+        /**
+         * The acquisition of {@code name} ended with {@code result} after the caller waited
+         * {@code waited}. Runs on the etcdlock runtime thread that finished it: keep it short and
+         * non-blocking (recording a Micrometer timer is fine); an exception it throws is ignored.
+         */
+        void onAcquisition(String name, Metrics.Result result, Duration waited);
+    }
+
+    private volatile AcquisitionListener acquisitionListener;
+
+    /**
+     * Install the listener told of each acquisition of this client, by lock name (null removes
+     * it; one per client). The core's per-client counters ({@link #metrics()}) need none: this
+     * is for what they leave out on purpose, per-name figures (the Spring module's
+     * {@code etcdlock.metrics.lock-name-tag}). Results are classified as {@link #metrics()}
+     * counts them: a zero timeout or {@link #tryAcquire} that finds the lock held is
+     * {@code TIMEOUT}.
+     */
+    public void setAcquisitionListener(AcquisitionListener listener) {
+        this.acquisitionListener = listener;
+    }
+
+    static Metrics.Result resultOf(Throwable error) {
+        if (error == null) {
+            return Metrics.Result.ACQUIRED;
+        } else if (error instanceof LockTimeoutException) {
+            return Metrics.Result.TIMEOUT;
+        } else if (error instanceof WouldBlockException) {
+            return Metrics.Result.WOULD_BLOCK;
+        } else if (error instanceof CancelledException) {
+            return Metrics.Result.CANCELLED;
+        }
+        return Metrics.Result.ERROR;
+    }
+
     /** Wait as long as it takes for the lock {@code name}. */
     public LockGuard acquire(String name) {
         return lockNative(name, -1, false);
@@ -383,7 +421,19 @@ public final class EtcdLockClient implements AutoCloseable {
         final CompletableFuture<Void> settled = new CompletableFuture<>();
 
         AsyncAcquire(String name) {
+            long start = System.nanoTime();
             this.id = NativeBridge.register((g, value, error) -> {
+                // Tell the listener first, so the acquisition is recorded by the time the caller
+                // sees its outcome.
+                AcquisitionListener l = acquisitionListener;
+                if (l != null) {
+                    try {
+                        l.onAcquisition(name, error == null && isDone() ? Metrics.Result.CANCELLED : resultOf(error),
+                                Duration.ofNanos(System.nanoTime() - start));
+                    } catch (RuntimeException ignored) {
+                        // a listener's failure is not the acquisition's
+                    }
+                }
                 try {
                     if (error != null) {
                         completeExceptionally(error);

@@ -65,8 +65,8 @@ public class EtcdLockAutoConfiguration {
     static class MetricsConfiguration {
         @Bean
         @ConditionalOnMissingBean
-        EtcdLockMeterBinder etcdLockMeterBinder(EtcdLockClient client) {
-            return new EtcdLockMeterBinder(client);
+        EtcdLockMeterBinder etcdLockMeterBinder(EtcdLockClient client, EtcdLockProperties p) {
+            return new EtcdLockMeterBinder(client, p.getMetrics().isLockNameTag());
         }
     }
 

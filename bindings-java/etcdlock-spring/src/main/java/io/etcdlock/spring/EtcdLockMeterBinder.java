@@ -12,6 +12,7 @@ import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.FunctionTimer;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 
 /**
@@ -31,13 +32,24 @@ import io.micrometer.core.instrument.binder.MeterBinder;
  *   <li>{@code etcdlock.keepalive.rtt} (gauge, seconds): the last keep-alive round trip.
  * </ul>
  *
- * Lock names are never tags: the core counts per client, so the meters stay low-cardinality.
+ * Lock names are not tags by default: the core counts per client, so the meters stay
+ * low-cardinality. With {@code lockNameTag} ({@code etcdlock.metrics.lock-name-tag=true})
+ * {@code etcdlock.acquire} is instead a timer per lock name and result (tags {@code lock} and
+ * {@code result}), recorded by an {@link EtcdLockClient.AcquisitionListener} as each
+ * acquisition ends: one time series per lock name, so only for a bounded set of names.
  */
 public class EtcdLockMeterBinder implements MeterBinder {
     private final EtcdLockClient client;
+    private final boolean lockNameTag;
 
     public EtcdLockMeterBinder(EtcdLockClient client) {
+        this(client, false);
+    }
+
+    /** With {@code lockNameTag}, {@code etcdlock.acquire} carries the lock name as the tag {@code lock}. */
+    public EtcdLockMeterBinder(EtcdLockClient client, boolean lockNameTag) {
         this.client = client;
+        this.lockNameTag = lockNameTag;
     }
 
     /** The snapshot now, or null once the client is closed (the meters then read NaN / stay). */
@@ -62,7 +74,15 @@ public class EtcdLockMeterBinder implements MeterBinder {
 
     @Override
     public void bindTo(MeterRegistry registry) {
-        for (Metrics.Result r : Metrics.Result.values()) {
+        if (lockNameTag) {
+            client.setAcquisitionListener((name, result, waited) -> Timer.builder("etcdlock.acquire")
+                    .tag("result", result.tag())
+                    .tag("lock", name)
+                    .description("Lock acquisition calls by lock and outcome, and the time their callers waited")
+                    .register(registry)
+                    .record(waited));
+        }
+        for (Metrics.Result r : lockNameTag ? new Metrics.Result[0] : Metrics.Result.values()) {
             FunctionTimer.builder("etcdlock.acquire", client,
                             c -> { Metrics m = snap(c); return m == null ? 0 : m.count(r); },
                             c -> { Metrics m = snap(c); return m == null ? 0 : m.waitTotal(r).toNanos(); },

@@ -19,6 +19,7 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * etcdlock.tls.cert=/etc/etcd/client.pem
  * etcdlock.tls.key=/etc/etcd/client-key.pem
  * etcdlock.registry-key=spring-integration
+ * etcdlock.metrics.lock-name-tag=false
  * </pre>
  */
 @ConfigurationProperties(prefix = "etcdlock")
@@ -43,6 +44,20 @@ public class EtcdLockProperties {
     private String registryKey = EtcdLockRegistry.DEFAULT_REGISTRY_KEY;
     /** TLS material (PEM files). */
     private final Tls tls = new Tls();
+    /** Micrometer meters. */
+    private final Metrics metrics = new Metrics();
+
+    /** Micrometer settings. */
+    public static class Metrics {
+        /**
+         * Tag etcdlock.acquire with the lock name (tag "lock"): one time series per lock name,
+         * so only for a bounded set of names.
+         */
+        private boolean lockNameTag;
+
+        public boolean isLockNameTag() { return lockNameTag; }
+        public void setLockNameTag(boolean lockNameTag) { this.lockNameTag = lockNameTag; }
+    }
 
     /** TLS settings. */
     public static class Tls {
@@ -84,4 +99,5 @@ public class EtcdLockProperties {
     public String getRegistryKey() { return registryKey; }
     public void setRegistryKey(String registryKey) { this.registryKey = registryKey; }
     public Tls getTls() { return tls; }
+    public Metrics getMetrics() { return metrics; }
 }

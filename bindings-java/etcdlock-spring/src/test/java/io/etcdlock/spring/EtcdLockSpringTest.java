@@ -103,6 +103,41 @@ class EtcdLockSpringTest {
     }
 
     @Test
+    void lockNamesAreTagsOnlyWhenAskedFor() {
+        runner().withPropertyValues("etcdlock.metrics.lock-name-tag=true").run(ctx -> {
+            assertNull(ctx.getStartupFailure());
+            EtcdLockClient client = ctx.getBean(EtcdLockClient.class);
+            SimpleMeterRegistry reg = new SimpleMeterRegistry();
+            ctx.getBean(EtcdLockMeterBinder.class).bindTo(reg);
+            String a = "tagged-a-" + System.nanoTime();
+            String b = "tagged-b-" + System.nanoTime();
+            client.acquire(a).close();
+            client.acquire(a, Duration.ofSeconds(5)).close();
+            try (LockGuard held = client.acquire(b)) {
+                assertFalse(client.tryAcquire(b).isPresent());
+                assertThrows(io.etcdlock.LockTimeoutException.class, () -> client.acquire(b, Duration.ofMillis(50)));
+            }
+            // Recorded before each call returned.
+            assertEquals(5, reg.find("etcdlock.acquire").timers().stream().mapToLong(t -> t.count()).sum());
+            assertEquals(2, reg.get("etcdlock.acquire").tag("lock", b).tag("result", "timeout").timer().count());
+            assertEquals(2, reg.get("etcdlock.acquire").tag("lock", a).tag("result", "acquired").timer().count());
+            assertEquals(1, reg.get("etcdlock.acquire").tag("lock", b).tag("result", "acquired").timer().count());
+            assertTrue(reg.get("etcdlock.acquire").tag("lock", b).tag("result", "timeout").timer()
+                    .totalTime(TimeUnit.MILLISECONDS) >= 50);
+            // Every etcdlock.acquire meter carries the lock tag (no untagged aggregate beside them).
+            assertTrue(reg.find("etcdlock.acquire").meters().stream().allMatch(m -> m.getId().getTag("lock") != null));
+        });
+        // Default: no lock tag anywhere.
+        runner().run(ctx -> {
+            SimpleMeterRegistry reg = new SimpleMeterRegistry();
+            ctx.getBean(EtcdLockMeterBinder.class).bindTo(reg);
+            ctx.getBean(EtcdLockClient.class).acquire("untagged-" + System.nanoTime()).close();
+            assertTrue(reg.find("etcdlock.acquire").meters().stream().noneMatch(m -> m.getId().getTag("lock") != null));
+            assertEquals(1.0, reg.get("etcdlock.acquire").tag("result", "acquired").functionTimer().count());
+        });
+    }
+
+    @Test
     void twoContextsExcludeEachOther() {
         String key = "shared-" + System.nanoTime();
         runner().run(ctx1 -> runner().run(ctx2 -> {
