@@ -64,7 +64,7 @@ JS
 rows+=("node $node_out")
 
 jar=$DIST/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar
-slf4j=$(find "$HOME/.m2/repository/org/slf4j/slf4j-api" -name 'slf4j-api-1.7*.jar' | sort | tail -n 1)
+slf4j=$(find "$HOME/.m2/repository/org/slf4j/slf4j-api" -name 'slf4j-api-*.jar' | sort | tail -n 1)
 mkdir -p "$work/java"
 cat >"$work/java/Footprint.java" <<'JAVA'
 import io.etcdlock.EtcdLockClient;

@@ -104,3 +104,14 @@ def test_margin_is_checked_against_the_ttl(endpoints: List[str]) -> None:
             etcdlock.Client(endpoints=endpoints, ttl=5, margin=margin)
     with etcdlock.Client(endpoints=endpoints, ttl=5, margin=0.5) as c:
         assert c.ttl >= 5
+
+
+def test_importing_etcdlock_does_not_import_asyncio() -> None:
+    # asyncio (with ssl) adds ~8 MB RSS to a process; a worker using the blocking API
+    # should not pay for it (issue 15's footprint). The async API imports it when used.
+    import subprocess
+    import sys
+
+    code = "import sys, etcdlock; print(sorted(m for m in ('asyncio', 'ssl') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out

@@ -35,13 +35,15 @@ TTL 15 s).
 
 from __future__ import annotations
 
-import asyncio
 import atexit
 import os
 import threading
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Sequence, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type, Union
+
+if TYPE_CHECKING:  # asyncio is imported where the async API runs: it adds ~8 MB RSS (ssl)
+    import asyncio
 
 from ._etcdlock import (
     ERROR_CODES,
@@ -508,6 +510,8 @@ class AsyncClient:
         if self._closed:
             raise ClosedError("the client was closed")
         if self._connecting is None:
+            import asyncio  # already loaded: we run on its loop
+
             self._connecting = asyncio.Lock()
         async with self._connecting:
             if self._native is None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 def resolve(fut: "asyncio.Future[Any]", value: Any) -> None:
