@@ -22,7 +22,9 @@ ok() { echo "  ok   $*"; passed=$((passed + 1)); }
 bad() { echo "  FAIL $*"; fail=$((fail + 1)); }
 for f in "etcdlock-$version-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl" "etcdlock-$version.tar.gz" \
   "etcdlock-$version.tgz" "etcdlock-c-$version-x86_64-linux-gnu.tar.gz" "etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" \
-  "maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar"; do
+  "maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" \
+  "maven/io/etcdlock/etcdlock-spring/$version/etcdlock-spring-$version.jar" \
+  "maven/io/etcdlock/etcdlock-shedlock/$version/etcdlock-shedlock-$version.jar"; do
   [ -s "$DIST/$f" ] || { echo "cleanroom: $DIST/$f missing; run scripts/dist.sh first" >&2; exit 1; }
 done
 

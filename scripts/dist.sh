@@ -4,7 +4,7 @@
 #
 #   etcdlock-V-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl, etcdlock-V.tar.gz (sdist)
 #   etcdlock-V.tgz                      npm package with the prebuilt linux-x64-gnu module
-#   maven/io/etcdlock/...               etcdlock, etcdlock-spring (+ -sources, -javadoc, poms)
+#   maven/io/etcdlock/...               etcdlock, etcdlock-spring, etcdlock-shedlock (+ -sources, -javadoc, poms)
 #   etcdlock-c-V-x86_64-linux-gnu.tar.gz  lib/libetcdlock.so.V (+ .so.MAJOR, .so), .a, header,
 #                                       pkg-config, CMake package, valgrind suppressions
 #   etcdlock-cli-V-x86_64-linux-gnu.tar.gz  bin/etcdlock
@@ -149,7 +149,7 @@ tar -C bindings-java --exclude=./target --exclude='./*/target' -cf - . | tar -C 
 install -m 0755 "$BIN/libetcdlock_jni.so" "$work/native/release/libetcdlock_jni.so"
 # The checkout's poms say $version-SNAPSHOT between releases; the artifacts are $version.
 find "$j" -name pom.xml -exec sed -i "s|<version>$version-SNAPSHOT</version>|<version>$version</version>|" {} +
-(cd "$j" && mvn -B -q -Pdist deploy -pl etcdlock,etcdlock-spring -am -DskipTests \
+(cd "$j" && mvn -B -q -Pdist deploy -pl etcdlock,etcdlock-spring,etcdlock-shedlock -am -DskipTests \
   -Dcargo.skip=true -Dcargo.target.dir="$work/native" -Detcdlock.dist.url="file://$OUT/maven") ||
   die "mvn deploy to $OUT/maven failed"
 jar=$OUT/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar

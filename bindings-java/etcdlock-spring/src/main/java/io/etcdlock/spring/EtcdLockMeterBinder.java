@@ -1,5 +1,6 @@
 package io.etcdlock.spring;
 
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.function.ToDoubleFunction;
@@ -11,7 +12,10 @@ import io.etcdlock.Metrics;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.FunctionTimer;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Measurement;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Statistic;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.core.instrument.binder.MeterBinder;
 
@@ -23,9 +27,11 @@ import io.micrometer.core.instrument.binder.MeterBinder;
  *   <li>{@code etcdlock.acquire} (function timer, tag {@code result} = acquired, timeout,
  *       would_block, cancelled, error): acquisition calls and the time their callers waited;
  *   <li>{@code etcdlock.waiting} (gauge): acquisition calls in progress;
- *   <li>{@code etcdlock.held} (gauge): locks held now, and {@code etcdlock.held.duration}
- *       (gauge, seconds): how long they have been held, summed. Micrometer has no
- *       function-backed long task timer, so these two gauges carry what one would;
+ *   <li>{@code etcdlock.held} (long task timer): locks held now (statistic
+ *       {@code active_tasks}) and how long they have been held, summed ({@code duration},
+ *       seconds). Micrometer's {@code LongTaskTimer} is fed by start/stop calls; this one is a
+ *       meter of type {@code LONG_TASK_TIMER} whose two statistics read the core's counters, so
+ *       registries export it as they export a long task timer;
  *   <li>{@code etcdlock.hold} (function timer): holds that ended and their total time;
  *   <li>{@code etcdlock.lost} (function counter, tag {@code reason} = lease_expired,
  *       key_deleted, connection_lost, client_closed);
@@ -93,10 +99,12 @@ public class EtcdLockMeterBinder implements MeterBinder {
         }
         Gauge.builder("etcdlock.waiting", client, of(Metrics::waiting))
                 .description("Lock acquisition calls in progress").register(registry);
-        Gauge.builder("etcdlock.held", client, of(Metrics::held))
-                .description("Locks held now").register(registry);
-        Gauge.builder("etcdlock.held.duration", client, of(m -> seconds(m.heldDuration())))
-                .baseUnit("seconds").description("How long the locks held now have been held, summed").register(registry);
+        ToDoubleFunction<EtcdLockClient> held = of(Metrics::held);
+        ToDoubleFunction<EtcdLockClient> heldFor = of(m -> seconds(m.heldDuration()));
+        Meter.builder("etcdlock.held", Meter.Type.LONG_TASK_TIMER, List.of(
+                        new Measurement(() -> held.applyAsDouble(client), Statistic.ACTIVE_TASKS),
+                        new Measurement(() -> heldFor.applyAsDouble(client), Statistic.DURATION)))
+                .baseUnit("seconds").description("Locks held now, and how long they have been held, summed").register(registry);
         FunctionTimer.builder("etcdlock.hold", client,
                         c -> { Metrics m = snap(c); return m == null ? 0 : m.holdsEnded(); },
                         c -> { Metrics m = snap(c); return m == null ? 0 : m.holdTotal().toNanos(); },

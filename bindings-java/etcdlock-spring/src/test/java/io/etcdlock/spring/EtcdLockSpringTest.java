@@ -15,6 +15,9 @@ import org.springframework.integration.support.locks.LockRegistry;
 
 import io.etcdlock.EtcdExtension;
 import io.etcdlock.LockGuard;
+import io.micrometer.core.instrument.Measurement;
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.Statistic;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import org.springframework.boot.actuate.health.Health;
 import org.springframework.boot.actuate.health.Status;
@@ -74,10 +77,12 @@ class EtcdLockSpringTest {
 
             String name = "metered-" + System.nanoTime();
             try (LockGuard g = client.acquire(name)) {
-                assertEquals(1.0, reg.get("etcdlock.held").gauge().value());
+                assertEquals(1.0, held(reg, Statistic.ACTIVE_TASKS));
+                assertTrue(held(reg, Statistic.DURATION) >= 0.0);
                 assertFalse(client.tryAcquire(name).isPresent());
             }
-            assertEquals(0.0, reg.get("etcdlock.held").gauge().value());
+            assertEquals(0.0, held(reg, Statistic.ACTIVE_TASKS));
+            assertEquals(Meter.Type.LONG_TASK_TIMER, reg.get("etcdlock.held").meter().getId().getType());
             assertEquals(0.0, reg.get("etcdlock.waiting").gauge().value());
             assertEquals(1.0, reg.get("etcdlock.acquire").tag("result", "acquired").functionTimer().count());
             // Java's tryAcquire is a zero-timeout acquisition: core counts it as a timeout.
@@ -98,8 +103,18 @@ class EtcdLockSpringTest {
             Health down = health.health();
             assertEquals(Status.DOWN, down.getStatus(), down.toString());
             assertEquals("CLOSED", down.getDetails().get("error"), down.toString());
-            assertTrue(Double.isNaN(reg.get("etcdlock.held").gauge().value()));
+            assertTrue(Double.isNaN(held(reg, Statistic.ACTIVE_TASKS)));
         });
+    }
+
+    /** A statistic of the etcdlock.held long task timer. */
+    static double held(SimpleMeterRegistry reg, Statistic st) {
+        for (Measurement m : reg.get("etcdlock.held").meter().measure()) {
+            if (m.getStatistic() == st) {
+                return m.getValue();
+            }
+        }
+        throw new AssertionError("etcdlock.held has no " + st);
     }
 
     @Test
