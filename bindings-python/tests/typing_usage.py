@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 import etcdlock
 
@@ -58,6 +58,49 @@ async def async_usage(endpoints: List[str]) -> Optional[bytes]:
         if await lk.acquire(timeout=1.0):
             await lk.release()
         return value
+
+
+def recipes_usage(endpoints: List[str]) -> List[str]:
+    with etcdlock.Client(endpoints=endpoints) as client:
+        with client.acquire_permit("transcoders", 3, timeout=5) as permit:
+            permit.put("job", "1")
+        sem: etcdlock.Semaphore = client.semaphore("transcoders", 3)
+        with sem as p:
+            t: int = p.fencing_token
+            del t
+        with client.acquire_read("config") as r:
+            cfg: Optional[bytes] = r.get("config")
+            del cfg
+        with client.acquire_many(["a", "b"], timeout=5) as m:
+            names: List[str] = m.names
+            lost: Optional[Tuple[str, str]] = m.wait_lost(0.01)
+            del lost
+        lead: etcdlock.Leadership = client.campaign("leader", "node-1", timeout=5)
+        lead.proclaim(b"node-1 v2")
+        current: Optional[etcdlock.Leader] = client.leader("leader")
+        if current is not None:
+            v: bytes = current.value
+            del v
+        for change in client.observe("leader"):
+            print(change)
+            break
+        st: etcdlock.Status = client.status("transcoders")
+        holders: List[etcdlock.Contender] = st.holders
+        del holders
+        lead.resign()
+        return names
+
+
+async def async_recipes_usage(endpoints: List[str]) -> Optional[etcdlock.Leader]:
+    async with etcdlock.AsyncClient(endpoints=endpoints) as client:
+        async with await client.campaign("leader", "node-1") as lead:
+            await lead.proclaim("v2")
+        async with await client.acquire_many(["a", "b"]) as m:
+            ok: bool = m.is_held
+            del ok
+        async for change in await client.observe("leader"):
+            return change
+        return await client.leader("leader")
 
 
 if __name__ == "__main__":

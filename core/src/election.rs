@@ -35,7 +35,7 @@ impl Leadership {
     /// Announce a new value as leader. Guarded by our key's create_revision,
     /// so a leader that lost its leadership is refused by etcd (`LockLost`).
     pub async fn proclaim(&self, value: impl AsRef<[u8]>) -> Result<()> {
-        self.guard.put_own(value.as_ref()).await
+        self.guard.set_value(value).await
     }
 
     /// Give up leadership (delete our key); the next candidate leads. Same

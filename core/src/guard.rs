@@ -309,11 +309,15 @@ impl Guard {
             .ok_or_else(|| Error::new(ErrorCode::Internal, "guarded operation returned no result"))
     }
 
-    /// Replace the value of our own lock key (an election's proclamation),
-    /// only while we hold it; the key keeps its lease and create_revision.
-    pub(crate) async fn put_own(&self, value: &[u8]) -> Result<()> {
+    /// Replace the value of our own key, only while we hold it (guarded by
+    /// its create_revision, so a stale holder is refused with `LockLost`);
+    /// the key keeps its lease and create_revision. This is an election's
+    /// proclamation ([`crate::Leadership::proclaim`]; bindings that hand a
+    /// leadership out as a guard call it); on a mutex key it replaces the
+    /// owner info `etcdlock status` shows.
+    pub async fn set_value(&self, value: impl AsRef<[u8]>) -> Result<()> {
         let opts = etcd_client::PutOptions::new().with_lease(self.shared.session.lease);
-        self.guarded(TxnOp::put(self.shared.key.clone(), value.to_vec(), Some(opts))).await.map(|_| ())
+        self.guarded(TxnOp::put(self.shared.key.clone(), value.as_ref().to_vec(), Some(opts))).await.map(|_| ())
     }
 
     /// Put `key` = `value` (namespaced like the lock) only while we hold the

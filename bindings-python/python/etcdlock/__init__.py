@@ -39,8 +39,9 @@ import atexit
 import os
 import threading
 import weakref
+from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Type, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 if TYPE_CHECKING:  # asyncio is imported where the async API runs: it adds ~8 MB RSS (ssl)
     import asyncio
@@ -55,11 +56,16 @@ from ._etcdlock import (
     ClosedError,
     Guard,
     InternalError,
+    Leadership,
+    MAX_MULTI,
+    MAX_PERMITS,
+    MultiGuard,
     InvalidArgumentError,
     LockError,
     LockLostError,
     LostEvent,
     NativeClient,
+    NativeObserver,
     NotHeldError,
     PermissionDeniedError,
     TimeoutError,
@@ -72,9 +78,19 @@ __all__ = [
     "Lock",
     "Guard",
     "LostEvent",
+    "Semaphore",
+    "Leadership",
+    "MultiGuard",
+    "Leader",
+    "Observer",
+    "Status",
+    "Contender",
     "AsyncClient",
     "AsyncLock",
     "AsyncGuard",
+    "AsyncLeadership",
+    "AsyncMultiGuard",
+    "AsyncObserver",
     "LockError",
     "InvalidArgumentError",
     "TimeoutError",
@@ -91,6 +107,8 @@ __all__ = [
     "LOSS_REASONS",
     "MAX_NAME_LEN",
     "MAX_TTL_SECS",
+    "MAX_PERMITS",
+    "MAX_MULTI",
 ]
 
 Endpoints = Union[str, Sequence[str], None]
@@ -121,6 +139,18 @@ def _check_name(name: object) -> str:
     return name
 
 
+def _check_names(names: object) -> List[str]:
+    if isinstance(names, (str, bytes, bytearray)) or not isinstance(names, Sequence):
+        raise TypeError(f"names must be a sequence of str, not {type(names).__name__}")
+    return [_check_name(n) for n in names]
+
+
+def _check_permits(permits: object) -> int:
+    if isinstance(permits, bool) or not isinstance(permits, int):
+        raise TypeError(f"permits must be an int, not {type(permits).__name__}")
+    return permits
+
+
 def _check_timeout(timeout: object) -> Optional[float]:
     if timeout is None:
         return None
@@ -143,6 +173,115 @@ def _close_at_exit() -> None:
             c.close()
         except BaseException:  # pragma: no cover - best effort at exit
             pass
+
+
+@dataclass(frozen=True)
+class Leader:
+    """The leader of an election, as read from etcd."""
+
+    key: str
+    """The leader's key (with the namespace), e.g. ``"jobs/694d7a3e4b2c8f05"``."""
+    value: bytes
+    """Its proclamation."""
+    revision: int
+    """Its key's create_revision: the leadership's fencing token."""
+    lease_id: int
+    """Its lease."""
+
+
+def _leader(t: Optional[Tuple[str, bytes, int, int]]) -> Optional[Leader]:
+    return None if t is None else Leader(*t)
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One key in the queue of a name (see :meth:`Client.status`)."""
+
+    key: str
+    kind: str
+    """``"exclusive"`` (mutex, election, writer), ``"reader"`` or ``"permit"``."""
+    permits: Optional[int]
+    """The semaphore's permit count, for ``"permit"``."""
+    holds: bool
+    """Holds now (by its kind's rule), or waits."""
+    lease_id: int
+    ttl_remaining: Optional[int]
+    """Seconds left on its lease, if etcd reports it."""
+    fencing_token: int
+    """The key's create_revision."""
+    owner: Optional[str]
+    """``host:pid`` for etcdlock keys; None for etcdctl and Go keys."""
+    age: Optional[float]
+    """Seconds since the key was created (etcdlock keys)."""
+    value: bytes
+    """The key's value (an election's proclamation, etcdlock's owner info)."""
+
+
+@dataclass(frozen=True)
+class Status:
+    """Holders and waiters of one name, as one read saw them."""
+
+    name: str
+    revision: int
+    """The store revision of the read."""
+    holders: List[Contender]
+    """Who holds, oldest first."""
+    waiters: List[Contender]
+    """Who waits, in the order they will be served."""
+
+
+def _status(d: Dict[str, Any]) -> Status:
+    return Status(
+        name=d["name"],
+        revision=d["revision"],
+        holders=[Contender(**c) for c in d["holders"]],
+        waiters=[Contender(**c) for c in d["waiters"]],
+    )
+
+
+class Observer:
+    """Leadership changes of one election: an iterator of :class:`Leader`
+    (or None while nobody leads), starting with the current state. Each step
+    blocks (GIL released, Ctrl-C answered); ``next(timeout)`` bounds one step.
+    Ends with :class:`ClosedError` when the client is closed."""
+
+    def __init__(self, native: NativeObserver, name: str) -> None:
+        self._native = native
+        self.name = name
+
+    def __iter__(self) -> "Observer":
+        return self
+
+    def __next__(self) -> Optional[Leader]:
+        return _leader(self._native.next(None))
+
+    def next(self, timeout: Optional[float] = None) -> Optional[Leader]:
+        """The next leadership state; :class:`TimeoutError` after ``timeout`` seconds."""
+        return _leader(self._native.next(_check_timeout(timeout)))
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.Observer name={self.name!r}>"
+
+
+class AsyncObserver:
+    """:class:`Observer` as an async iterator (``async for leader in ...``)."""
+
+    def __init__(self, native: NativeObserver, name: str) -> None:
+        self._native = native
+        self.name = name
+
+    def __aiter__(self) -> "AsyncObserver":
+        return self
+
+    async def __anext__(self) -> Optional[Leader]:
+        return _leader(await self._native.next_async(None))
+
+    async def next(self, timeout: Optional[float] = None) -> Optional[Leader]:
+        """The next leadership state; :class:`TimeoutError` after ``timeout`` seconds."""
+        return _leader(await self._native.next_async(_check_timeout(timeout)))
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.AsyncObserver name={self.name!r}>"
 
 
 class Client:
@@ -225,6 +364,57 @@ class Client:
         """Wait for the lock ``name`` and return the held :class:`Guard`.
         Raises :class:`TimeoutError` after ``timeout`` seconds."""
         return self._native.lock(_check_name(name), _check_timeout(timeout))
+
+    def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> "Semaphore":
+        """A :class:`Semaphore` handle: at most ``permits`` holders of
+        ``name`` at once, cluster-wide. Nothing is sent until acquired."""
+        return Semaphore(self, _check_name(name), _check_permits(permits), _check_timeout(timeout))
+
+    def acquire_permit(self, name: str, permits: int, timeout: Optional[float] = None) -> Guard:
+        """Wait (FIFO) for one of ``permits`` permits of the semaphore
+        ``name``: a held :class:`Guard` (fencing token, loss signal, guarded
+        ops; ``with`` releases). Every contender must agree on ``permits``
+        (else :class:`InvalidArgumentError`). ``timeout=0`` is one try."""
+        return self._native.acquire_permit(_check_name(name), _check_permits(permits), _check_timeout(timeout))
+
+    def acquire_read(self, name: str, timeout: Optional[float] = None) -> Guard:
+        """Wait for the read side of the read-write lock ``name``: shared
+        with other readers, excluded by writers. The write side is the plain
+        lock (:meth:`acquire` / :meth:`lock`), so ``etcdctl lock`` and Go's
+        Mutex on ``name`` exclude readers too. FIFO: a reader that comes after
+        a waiting writer waits for it."""
+        return self._native.read_lock(_check_name(name), _check_timeout(timeout))
+
+    def acquire_many(self, names: Sequence[str], timeout: Optional[float] = None) -> MultiGuard:
+        """Lock every name in ``names`` together: one :class:`MultiGuard`.
+        The waiter keys are created in one etcd transaction, so all clients
+        queue in the same order on every name: no deadlock, no retry loop. At
+        most :data:`MAX_MULTI` names; timeout or Ctrl-C removes every key, and
+        losing any one lock loses the whole hold."""
+        return self._native.lock_many(_check_names(names), _check_timeout(timeout))
+
+    def campaign(self, name: str, value: Union[str, bytes], timeout: Optional[float] = None) -> Leadership:
+        """Wait to be elected leader of ``name`` (FIFO among candidates),
+        announcing ``value``: a :class:`Leadership` (a :class:`Guard` with
+        ``proclaim`` and ``resign``; ``with`` resigns). Same keys as Go's
+        ``concurrency.Election`` and ``etcdctl elect``."""
+        return self._native.campaign(_check_name(name), value, _check_timeout(timeout))
+
+    def leader(self, name: str) -> Optional[Leader]:
+        """The current :class:`Leader` of the election ``name``, or None."""
+        return _leader(self._native.leader(_check_name(name)))
+
+    def observe(self, name: str) -> Observer:
+        """Follow the election ``name``: an iterator of :class:`Leader` (or
+        None when nobody leads) that yields the current state first, then
+        each change (a new proclamation is a change)."""
+        return Observer(self._native.observe(_check_name(name)), name)
+
+    def status(self, name: str) -> Status:
+        """Holders and waiters of ``name`` for any kind (mutex, semaphore,
+        read-write lock, election; etcdctl and Go keys too): the data
+        ``etcdlock status`` shows."""
+        return _status(self._native.status(_check_name(name)))
 
     def close(self) -> None:
         """Close the client: revoke its lease, which releases every lock it
@@ -373,6 +563,89 @@ class Lock:
         return f"<{state} etcdlock.Lock object name={self.name!r} at {id(self):#x}>"
 
 
+class Semaphore:
+    """A cluster-wide semaphore handle shaped like
+    :class:`threading.BoundedSemaphore`: ``acquire(blocking, timeout)`` /
+    ``release()`` and ``with sem as permit:`` (yields the held :class:`Guard`).
+    Each acquisition is one permit in etcd; threads may share the handle.
+    ``release()`` without a permit held through this handle raises
+    :class:`NotHeldError` (a ``RuntimeError``; BoundedSemaphore raises
+    ``ValueError``)."""
+
+    def __init__(self, client: Client, name: str, permits: int, timeout: Optional[float]) -> None:
+        self._client = client
+        self.name = name
+        self.permits = permits
+        self.timeout = timeout
+        self._held: List[Guard] = []
+        self._mu = threading.Lock()
+        self._local = threading.local()
+
+    def _take(self, timeout: Optional[float]) -> Optional[Guard]:
+        try:
+            g = self._client.acquire_permit(self.name, self.permits, timeout)
+        except TimeoutError:
+            return None
+        with self._mu:
+            self._held.append(g)
+        return g
+
+    def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """Take a permit: True when taken, False if none came within
+        ``timeout`` seconds (None: the handle's default; ``blocking=False``:
+        only if one is free now)."""
+        if not blocking:
+            if timeout is not None:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            t: Optional[float] = 0.0
+        else:
+            t = self.timeout if timeout is None else _check_timeout(timeout)
+        return self._take(t) is not None
+
+    def release(self) -> None:
+        """Give back the oldest permit held through this handle."""
+        with self._mu:
+            if not self._held:
+                raise NotHeldError(f"semaphore {self.name!r}: no permit is held through this handle")
+            g = self._held.pop(0)
+        g.unlock()
+
+    @property
+    def held(self) -> int:
+        """Permits held through this handle now."""
+        with self._mu:
+            return len(self._held)
+
+    def __enter__(self) -> Guard:
+        g = self._take(self.timeout)
+        if g is None:
+            raise TimeoutError(f"semaphore {self.name!r}: no permit within {self.timeout} s")
+        self._local.__dict__.setdefault("stack", []).append(g)
+        return g
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        g = self._local.stack.pop()
+        with self._mu:
+            if g in self._held:
+                self._held.remove(g)
+        try:
+            g.unlock()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.Semaphore name={self.name!r} permits={self.permits} held={self.held}>"
+
+
+_AG = TypeVar("_AG", bound="AsyncGuard")
+
+
 class AsyncGuard:
     """A held lock, asyncio flavour: the same properties as :class:`Guard`,
     with awaitable ``put`` / ``get`` / ``delete`` / ``unlock`` /
@@ -439,7 +712,7 @@ class AsyncGuard:
         """Release (see :meth:`Guard.unlock`)."""
         await self.sync.unlock_async()
 
-    async def __aenter__(self) -> "AsyncGuard":
+    async def __aenter__(self: _AG) -> _AG:
         return self
 
     async def __aexit__(
@@ -456,6 +729,81 @@ class AsyncGuard:
 
     def __repr__(self) -> str:
         return repr(self.sync).replace("etcdlock.Guard", "etcdlock.AsyncGuard")
+
+
+class AsyncLeadership(AsyncGuard):
+    """:class:`Leadership`, asyncio flavour: an :class:`AsyncGuard` with
+    awaitable ``proclaim`` and ``resign`` (``async with`` resigns)."""
+
+    sync: Leadership
+
+    def __init__(self, leadership: Leadership) -> None:
+        super().__init__(leadership)
+
+    async def proclaim(self, value: Union[str, bytes]) -> None:
+        """Announce a new value; :class:`LockLostError` if we no longer lead."""
+        await self.sync.proclaim_async(value)
+
+    async def resign(self) -> None:
+        """Give up leadership (same as ``unlock``)."""
+        await self.sync.resign_async()
+
+    def __repr__(self) -> str:
+        return repr(self.sync).replace("etcdlock.Leadership", "etcdlock.AsyncLeadership")
+
+
+class AsyncMultiGuard:
+    """:class:`MultiGuard`, asyncio flavour (``async with`` unlocks every lock)."""
+
+    def __init__(self, multi: MultiGuard) -> None:
+        self.sync = multi
+        """The underlying :class:`MultiGuard`."""
+
+    @property
+    def names(self) -> List[str]:
+        return self.sync.names
+
+    @property
+    def keys(self) -> List[str]:
+        return self.sync.keys
+
+    @property
+    def fencing_tokens(self) -> List[int]:
+        return self.sync.fencing_tokens
+
+    @property
+    def is_held(self) -> bool:
+        return self.sync.is_held
+
+    @property
+    def loss(self) -> Optional[Tuple[str, str]]:
+        return self.sync.loss
+
+    async def wait_lost(self, timeout: Optional[float] = None) -> Optional[Tuple[str, str]]:
+        """(name, reason) of the first lock lost; None on release or after ``timeout``."""
+        return await self.sync.wait_lost_async(_check_timeout(timeout))
+
+    async def unlock(self) -> None:
+        """Release every lock."""
+        await self.sync.unlock_async()
+
+    async def __aenter__(self) -> "AsyncMultiGuard":
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            await self.unlock()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return repr(self.sync).replace("etcdlock.MultiGuard", "etcdlock.AsyncMultiGuard")
 
 
 class AsyncClient:
@@ -535,6 +883,42 @@ class AsyncClient:
         c = await self._client()
         g = await c.try_lock_async(_check_name(name))
         return None if g is None else AsyncGuard(g)
+
+    async def acquire_permit(self, name: str, permits: int, timeout: Optional[float] = None) -> AsyncGuard:
+        """:meth:`Client.acquire_permit`, awaitable (cancelling removes the waiter key)."""
+        c = await self._client()
+        return AsyncGuard(await c.acquire_permit_async(_check_name(name), _check_permits(permits), _check_timeout(timeout)))
+
+    async def acquire_read(self, name: str, timeout: Optional[float] = None) -> AsyncGuard:
+        """:meth:`Client.acquire_read`, awaitable."""
+        c = await self._client()
+        return AsyncGuard(await c.read_lock_async(_check_name(name), _check_timeout(timeout)))
+
+    async def acquire_many(self, names: Sequence[str], timeout: Optional[float] = None) -> AsyncMultiGuard:
+        """:meth:`Client.acquire_many`, awaitable."""
+        c = await self._client()
+        return AsyncMultiGuard(await c.lock_many_async(_check_names(names), _check_timeout(timeout)))
+
+    async def campaign(self, name: str, value: Union[str, bytes], timeout: Optional[float] = None) -> AsyncLeadership:
+        """:meth:`Client.campaign`, awaitable."""
+        c = await self._client()
+        return AsyncLeadership(await c.campaign_async(_check_name(name), value, _check_timeout(timeout)))
+
+    async def leader(self, name: str) -> Optional[Leader]:
+        """:meth:`Client.leader`, awaitable."""
+        c = await self._client()
+        return _leader(await c.leader_async(_check_name(name)))
+
+    async def observe(self, name: str) -> AsyncObserver:
+        """:meth:`Client.observe` as an async iterator:
+        ``async for leader in await client.observe("jobs"):``."""
+        c = await self._client()
+        return AsyncObserver(c.observe(_check_name(name)), name)
+
+    async def status(self, name: str) -> Status:
+        """:meth:`Client.status`, awaitable."""
+        c = await self._client()
+        return _status(await c.status_async(_check_name(name)))
 
     async def close(self) -> None:
         """Close (revokes the lease, releasing every lock). Idempotent."""

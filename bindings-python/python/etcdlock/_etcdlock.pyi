@@ -1,12 +1,16 @@
 """Type stubs of the native module etcdlock._etcdlock (pyo3)."""
 
 import builtins
-from typing import Any, Awaitable, Callable, List, Optional, Tuple, Union, final
+from typing import Any, Awaitable, Callable, List, Optional, Tuple, TypeVar, Union, final
 
 ERROR_CODES: List[Tuple[str, int, str]]
 LOSS_REASONS: List[str]
 MAX_NAME_LEN: int
 MAX_TTL_SECS: int
+MAX_PERMITS: int
+"""The most permits one semaphore may have."""
+MAX_MULTI: int
+"""The most names one `acquire_many` may lock (etcd's default --max-txn-ops)."""
 
 class LockError(Exception):
     """Base class of every etcdlock error."""
@@ -56,6 +60,7 @@ class InternalError(LockError):
     code: str
 
 _Bytes = Union[str, bytes]
+_G = TypeVar("_G", bound="Guard")
 
 @final
 class LostEvent:
@@ -73,7 +78,6 @@ class LostEvent:
         """`wait` as an awaitable of the running asyncio loop."""
 
 
-@final
 class Guard:
     """A held lock. `with guard:` unlocks at the end of the block.
 
@@ -119,8 +123,56 @@ class Guard:
     def put_async(self, key: _Bytes, value: _Bytes) -> Awaitable[None]: ...
     def get_async(self, key: _Bytes) -> Awaitable[Optional[bytes]]: ...
     def delete_async(self, key: _Bytes) -> Awaitable[bool]: ...
-    def __enter__(self) -> "Guard": ...
+    def __enter__(self: _G) -> _G: ...
     def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> None: ...
+
+@final
+class Leadership(Guard):
+    """Leadership won by `campaign`: a Guard (fencing token, loss signal,
+    guarded operations; `with` resigns) plus `proclaim` and `resign`."""
+
+    def proclaim(self, value: _Bytes) -> None:
+        """Announce a new value as leader (guarded: LockLostError if we no longer lead)."""
+    def resign(self) -> None:
+        """Give up leadership; the next candidate leads. Same as `unlock`."""
+    def proclaim_async(self, value: _Bytes) -> Awaitable[None]: ...
+    def resign_async(self) -> Awaitable[None]: ...
+
+@final
+class MultiGuard:
+    """Several locks held together (`acquire_many`); `with` unlocks them all.
+    Losing any one lock is losing the whole hold."""
+
+    @property
+    def names(self) -> List[str]:
+        """The lock names, in the order given."""
+    @property
+    def keys(self) -> List[str]:
+        """Our key on each lock."""
+    @property
+    def fencing_tokens(self) -> List[int]:
+        """The fencing token on each lock (equal: one Txn created every key)."""
+    @property
+    def is_held(self) -> bool:
+        """True while every lock is held."""
+    @property
+    def loss(self) -> Optional[Tuple[str, str]]:
+        """(name, reason) of the first lock lost, or None."""
+    def wait_lost(self, timeout: Optional[float] = None) -> Optional[Tuple[str, str]]:
+        """Block until a lock is lost: its (name, reason); None on release or timeout."""
+    def wait_lost_async(self, timeout: Optional[float] = None) -> Awaitable[Optional[Tuple[str, str]]]: ...
+    def unlock(self) -> None:
+        """Release every lock (each is tried; the first error is raised)."""
+    def unlock_async(self) -> Awaitable[None]: ...
+    def __enter__(self) -> "MultiGuard": ...
+    def __exit__(self, exc_type: Any = None, exc: Any = None, tb: Any = None) -> None: ...
+
+_LeaderTuple = Tuple[str, bytes, int, int]
+
+@final
+class NativeObserver:
+    def next(self, timeout: Optional[float] = None) -> Optional[_LeaderTuple]: ...
+    def next_async(self, timeout: Optional[float] = None) -> Awaitable[Optional[_LeaderTuple]]: ...
 
 @final
 class NativeClient:
@@ -171,6 +223,19 @@ class NativeClient:
     @property
     def namespace(self) -> str: ...
     def metrics(self) -> "dict[str, Any]": ...
+    def acquire_permit(self, name: str, permits: int, timeout: Optional[float] = None) -> Guard: ...
+    def acquire_permit_async(self, name: str, permits: int, timeout: Optional[float] = None) -> Awaitable[Guard]: ...
+    def read_lock(self, name: str, timeout: Optional[float] = None) -> Guard: ...
+    def read_lock_async(self, name: str, timeout: Optional[float] = None) -> Awaitable[Guard]: ...
+    def lock_many(self, names: List[str], timeout: Optional[float] = None) -> MultiGuard: ...
+    def lock_many_async(self, names: List[str], timeout: Optional[float] = None) -> Awaitable[MultiGuard]: ...
+    def campaign(self, name: str, value: _Bytes, timeout: Optional[float] = None) -> Leadership: ...
+    def campaign_async(self, name: str, value: _Bytes, timeout: Optional[float] = None) -> Awaitable[Leadership]: ...
+    def leader(self, name: str) -> Optional[_LeaderTuple]: ...
+    def leader_async(self, name: str) -> Awaitable[Optional[_LeaderTuple]]: ...
+    def observe(self, name: str) -> NativeObserver: ...
+    def status(self, name: str) -> "dict[str, Any]": ...
+    def status_async(self, name: str) -> Awaitable["dict[str, Any]"]: ...
 
 def _raw_floor(endpoints: List[str], n: int) -> List[int]: ...
 def _core_bench(endpoints: List[str], n: int) -> List[int]: ...
