@@ -99,7 +99,7 @@ export interface LockOptions {
 
 /** A held lock. Release with `unlock()` or `await using`. */
 export declare class Lock implements AsyncDisposable {
-  private constructor();
+  protected constructor();
   /** The lock name. */
   readonly name: string;
   /** Our key in etcd (with the namespace), e.g. `orders/694d7a3e4b2c8f05`. */
@@ -130,6 +130,79 @@ export declare class Lock implements AsyncDisposable {
   delete(key: string | Uint8Array): Promise<boolean>;
 }
 
+/** The most permits one semaphore may have. */
+export declare const MAX_PERMITS: number;
+/** The most names one `lockMany` takes (etcd's default `--max-txn-ops`). */
+export declare const MAX_MULTI: number;
+
+/** Leadership won by `client.campaign()`: a `Lock` plus `proclaim` and `resign` (`await using` resigns). */
+export declare class Leadership extends Lock {
+  private constructor();
+  /** Announce a new value as leader; rejects `LockLost` if we no longer lead. */
+  proclaim(value: string | Uint8Array): Promise<void>;
+  /** Give up leadership (the next candidate leads); same as `unlock()`. */
+  resign(): Promise<void>;
+}
+
+/** Several locks held together (`client.lockMany()`); losing any one loses the hold. */
+export declare class MultiLock implements AsyncDisposable {
+  private constructor();
+  /** The lock names, in the order given. */
+  readonly names: string[];
+  /** Our key on each lock. */
+  readonly keys: string[];
+  /** The fencing token on each lock (equal: one transaction created every key). */
+  readonly fencingTokens: bigint[];
+  /** Resolves with the first lock lost and why; pending after `unlock()`. */
+  readonly lost: Promise<{ name: string; reason: LossReasonName }>;
+  /** Aborts (reason: a `LockLost` `LockError`) when any lock is lost. */
+  readonly signal: AbortSignal;
+  /** True while every lock is held. */
+  readonly isHeld: boolean;
+  /** Release every lock. */
+  unlock(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/** The leader of an election. */
+export interface Leader {
+  /** The leader's key (with the namespace). */
+  key: string;
+  /** Its proclamation. */
+  value: Buffer;
+  /** Its key's create_revision: the leadership's fencing token. */
+  revision: bigint;
+  leaseId: bigint;
+}
+
+/** One key in the queue of a name (`client.status()`). */
+export interface Contender {
+  key: string;
+  kind: 'exclusive' | 'reader' | 'permit';
+  /** The semaphore's permit count, for `'permit'`. */
+  permits: number | null;
+  /** Holds now (by its kind's rule), or waits. */
+  holds: boolean;
+  leaseId: bigint;
+  /** Seconds left on its lease, if etcd reports it. */
+  ttlRemaining: number | null;
+  fencingToken: bigint;
+  /** `host:pid` for etcdlock keys; null for etcdctl and Go keys. */
+  owner: string | null;
+  ageMs: number | null;
+  value: Buffer;
+}
+
+/** Holders and waiters of one name, as one read saw them. */
+export interface LockStatus {
+  name: string;
+  revision: bigint;
+  /** Oldest first. */
+  holders: Contender[];
+  /** In the order they will be served. */
+  waiters: Contender[];
+}
+
 /** A connection to etcd that hands out locks (all sharing one lease). */
 export declare class Client implements AsyncDisposable {
   private constructor();
@@ -147,6 +220,20 @@ export declare class Client implements AsyncDisposable {
   tryLock(name: string): Promise<Lock | null>;
   /** Run `fn` while holding `name`; always releases. */
   withLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /** One of `permits` permits of the semaphore `name` (FIFO; every contender must agree on `permits`). */
+  acquirePermit(name: string, permits: number, options?: LockOptions): Promise<Lock>;
+  /** The read side of the read-write lock `name`; `lock(name)` is the write side. */
+  readLock(name: string, options?: LockOptions): Promise<Lock>;
+  /** Every name at once (one transaction: no deadlock); at most `MAX_MULTI` names. */
+  lockMany(names: string[], options?: LockOptions): Promise<MultiLock>;
+  /** Wait to be elected leader of `name`, announcing `value` (etcdctl elect / Go Election compatible). */
+  campaign(name: string, value: string | Uint8Array, options?: LockOptions): Promise<Leadership>;
+  /** The current leader of `name`, or null. */
+  leader(name: string): Promise<Leader | null>;
+  /** Leadership changes of `name` (null: no leader), the current state first; ends when `signal` aborts. */
+  observe(name: string, options?: { signal?: AbortSignal }): AsyncGenerator<Leader | null, void, undefined>;
+  /** Holders and waiters of `name`, whatever kind of lock it is. */
+  status(name: string): Promise<LockStatus>;
   /** Revoke the lease (releases every lock: their `lost` resolves `ClientClosed`). Idempotent. */
   close(): Promise<void>;
   /** Same as `close()`; used by `await using`. */

@@ -35,6 +35,10 @@ const LossReason = Object.freeze({
   ClientClosed: 'ClientClosed',
 });
 const ERRNO = Object.fromEntries(native.errorCodes().map((c, i) => [c, i + 1]));
+/** The most permits one semaphore may have, and the most names one `lockMany` takes. */
+const [MAX_PERMITS, MAX_MULTI] = native.recipeLimits();
+// Lock -> its native handle, for subclasses (Leadership) that need it.
+const NATIVE = new WeakMap();
 
 /**
  * Every error etcdlock rejects with. `code` is the core's error name
@@ -161,6 +165,7 @@ class Lock {
   /** @internal */
   constructor(n) {
     this.#n = n;
+    NATIVE.set(this, n);
     /** The lock name. */
     this.name = n.name;
     /** Our key in etcd (with the namespace), e.g. `orders/694d7a3e4b2c8f05`. */
@@ -260,6 +265,171 @@ class Lock {
 }
 
 /**
+ * Leadership won by `client.campaign()`: everything a `Lock` has (key,
+ * fencing token, `lost`, `signal`, guarded `put`/`get`/`delete`, `await using`
+ * resigns) plus `proclaim()` and `resign()`.
+ */
+class Leadership extends Lock {
+  /** Announce a new value as leader; rejects `LockLost` if we no longer lead. */
+  async proclaim(value) {
+    const v = toBytes(value, 'value');
+    return call(() => NATIVE.get(this).setValue(v));
+  }
+
+  /** Give up leadership (the next candidate leads); same as `unlock()`. */
+  resign() {
+    return this.unlock();
+  }
+
+  toString() {
+    return super.toString().replace(/^Lock/, 'Leadership');
+  }
+}
+
+function onMultiEnd(resolve, controller) {
+  return (err, lost) => {
+    if (err || !lost) return;
+    const [name, reason] = lost;
+    resolve({ name, reason });
+    controller.abort(new LockError('LockLost', `lock ${JSON.stringify(name)} was lost (${reason})`, { reason }));
+  };
+}
+
+/**
+ * Several locks held together, from `client.lockMany()`. Losing any one of
+ * them is losing the hold: `lost` resolves with `{ name, reason }` of the
+ * first, and `signal` aborts. `unlock()` (or `await using`) releases all.
+ */
+class MultiLock {
+  #n;
+  #lost;
+  #controller;
+
+  /** @internal */
+  constructor(n) {
+    this.#n = n;
+    /** The lock names, in the order given. */
+    this.names = n.names;
+    /** Our key on each lock. */
+    this.keys = n.keys;
+    /** The fencing token on each lock (equal: one etcd transaction created every key). */
+    this.fencingTokens = n.fencingTokens.map((t) => BigInt(t));
+  }
+
+  #watch() {
+    if (this.#lost) return;
+    let resolve;
+    this.#lost = new Promise((r) => (resolve = r));
+    this.#controller = new AbortController();
+    this.#n.onEnd(onMultiEnd(resolve, this.#controller));
+  }
+
+  /** Resolves `{ name, reason }` when a lock is lost; stays pending after `unlock()`. */
+  get lost() {
+    this.#watch();
+    return this.#lost;
+  }
+
+  /** Aborts (reason: a `LockLost` LockError) when any lock is lost. */
+  get signal() {
+    this.#watch();
+    return this.#controller.signal;
+  }
+
+  /** True while every lock is held. */
+  get isHeld() {
+    return this.#n.isHeld;
+  }
+
+  /** Release every lock (each is tried; rejects with the first error). */
+  unlock() {
+    return call(() => this.#n.unlock());
+  }
+
+  [Symbol.asyncDispose]() {
+    return this.unlock();
+  }
+
+  toString() {
+    return `MultiLock(${this.names.join(', ')}, ${this.isHeld ? 'held' : 'not held'})`;
+  }
+}
+
+function leaderOf(l) {
+  return l ? { key: l.key, value: l.value, revision: BigInt(l.revision), leaseId: BigInt(l.leaseId) } : null;
+}
+
+function contenderOf(c) {
+  return {
+    key: c.key,
+    kind: c.kind,
+    permits: c.permits ?? null,
+    holds: c.holds,
+    leaseId: BigInt(c.leaseId),
+    ttlRemaining: c.ttlRemaining ?? null,
+    fencingToken: BigInt(c.fencingToken),
+    owner: c.owner ?? null,
+    ageMs: c.ageMs ?? null,
+    value: c.value,
+  };
+}
+
+function checkSignal(signal) {
+  if (signal === undefined || signal === null) return undefined;
+  if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function' || !('aborted' in signal)) {
+    throw invalid('signal must be an AbortSignal');
+  }
+  return signal;
+}
+
+// Run `start(timeout, cancel)` (a native acquisition) with the `{ timeout,
+// signal }` options every acquisition takes: `Infinity` waits forever, an
+// aborted signal rejects `Cancelled` (cause: the signal's reason) and removes
+// our waiter keys.
+async function acquire(what, options, start) {
+  const o = checkOptions(options, 'options');
+  let timeout = optNumber(o.timeout, 'timeout');
+  if (timeout === Infinity) timeout = undefined; // wait as long as it takes
+  const signal = checkSignal(o.signal);
+  if (!signal) return call(() => start(timeout, undefined));
+  if (signal.aborted) {
+    throw new LockError('Cancelled', `waiting for ${what} was aborted`, { cause: signal.reason });
+  }
+  const cancel = new native.NativeCancel();
+  const onAbort = () => cancel.cancel();
+  signal.addEventListener('abort', onAbort, { once: true });
+  try {
+    return await call(() => start(timeout, cancel));
+  } catch (e) {
+    if (e.code === 'Cancelled' && signal.aborted && e.cause === undefined) {
+      throw new LockError('Cancelled', e.message, { cause: signal.reason });
+    }
+    throw e;
+  } finally {
+    signal.removeEventListener('abort', onAbort);
+  }
+}
+
+async function* follow(obs, signal) {
+  for (;;) {
+    if (signal?.aborted) return;
+    const cancel = new native.NativeCancel();
+    const onAbort = () => cancel.cancel();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let l;
+    try {
+      l = await call(() => obs.next(cancel));
+    } catch (e) {
+      if (e.code === 'Cancelled' && signal?.aborted) return;
+      throw e;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    yield leaderOf(l);
+  }
+}
+
+/**
  * A connection to etcd that hands out locks. All locks of a client share one
  * lease, kept alive in the background. An idle client does not keep the Node
  * process alive (a pending `lock()` does); call `close()` to revoke the lease
@@ -346,32 +516,7 @@ class Client {
    */
   async lock(name, options) {
     checkName(name);
-    const o = checkOptions(options, 'options');
-    let timeout = optNumber(o.timeout, 'timeout');
-    if (timeout === Infinity) timeout = undefined; // wait as long as it takes
-    const signal = o.signal;
-    if (signal !== undefined && signal !== null) {
-      if (typeof signal !== 'object' || typeof signal.addEventListener !== 'function' || !('aborted' in signal)) {
-        throw invalid('signal must be an AbortSignal');
-      }
-      if (signal.aborted) {
-        throw new LockError('Cancelled', `waiting for lock ${JSON.stringify(name)} was aborted`, { cause: signal.reason });
-      }
-      const cancel = new native.NativeCancel();
-      const onAbort = () => cancel.cancel();
-      signal.addEventListener('abort', onAbort, { once: true });
-      try {
-        return new Lock(await call(() => this.#n.lock(name, timeout, cancel)));
-      } catch (e) {
-        if (e.code === 'Cancelled' && signal.aborted && e.cause === undefined) {
-          throw new LockError('Cancelled', e.message, { cause: signal.reason });
-        }
-        throw e;
-      } finally {
-        signal.removeEventListener('abort', onAbort);
-      }
-    }
-    return new Lock(await call(() => this.#n.lock(name, timeout)));
+    return new Lock(await acquire(`lock ${JSON.stringify(name)}`, options, (t, c) => this.#n.lock(name, t, c)));
   }
 
   /**
@@ -401,6 +546,94 @@ class Client {
     }
     await lock.unlock();
     return result;
+  }
+
+  /**
+   * Take one of `permits` permits of the semaphore `name` (at most `permits`
+   * holders at once, cluster-wide; FIFO). Every contender must agree on
+   * `permits` (else `InvalidArgument`). Options as `lock()`.
+   * @returns {Promise<Lock>} the permit: a Lock (token, `lost`, guarded ops, `await using`).
+   */
+  async acquirePermit(name, permits, options) {
+    checkName(name);
+    if (typeof permits !== 'number') throw invalid(`permits must be a number, got ${typeof permits}`);
+    return new Lock(await acquire(`semaphore ${JSON.stringify(name)}`, options, (t, c) => this.#n.acquirePermit(name, permits, t, c)));
+  }
+
+  /**
+   * Take the read side of the read-write lock `name`: shared with readers,
+   * excluded by writers. The write side is `lock(name)` (so `etcdctl lock`
+   * and Go's Mutex exclude readers too). FIFO: a reader behind a waiting
+   * writer waits for it. Options as `lock()`.
+   * @returns {Promise<Lock>}
+   */
+  async readLock(name, options) {
+    checkName(name);
+    return new Lock(await acquire(`read lock ${JSON.stringify(name)}`, options, (t, c) => this.#n.readLock(name, t, c)));
+  }
+
+  /**
+   * Lock every name in `names` together (up to `MAX_MULTI`). The waiter keys
+   * are created in one etcd transaction, so every client queues in the same
+   * order on every name: no deadlock, no retry loop. Timeout or abort removes
+   * every key. Options as `lock()`.
+   * @returns {Promise<MultiLock>}
+   */
+  async lockMany(names, options) {
+    if (!Array.isArray(names)) throw invalid(`names must be an array of strings, got ${typeof names}`);
+    for (const n of names) checkName(n);
+    return new MultiLock(await acquire(`locks ${JSON.stringify(names)}`, options, (t, c) => this.#n.lockMany(names, t, c)));
+  }
+
+  /**
+   * Campaign for leadership of `name` announcing `value`, waiting (FIFO
+   * among candidates) until elected. Same keys as Go's `concurrency.Election`
+   * and `etcdctl elect`. Options as `lock()`.
+   * @returns {Promise<Leadership>}
+   */
+  async campaign(name, value, options) {
+    checkName(name);
+    const v = toBytes(value, 'value');
+    return new Leadership(await acquire(`election ${JSON.stringify(name)}`, options, (t, c) => this.#n.campaign(name, v, t, c)));
+  }
+
+  /**
+   * The current leader of the election `name`: `{ key, value (Buffer),
+   * revision (bigint: the leadership's fencing token), leaseId }`, or `null`.
+   */
+  async leader(name) {
+    checkName(name);
+    return leaderOf(await call(() => this.#n.leader(name)));
+  }
+
+  /**
+   * Follow the election `name`: an async iterable of leaders (as `leader()`
+   * returns them; `null` while nobody leads), the current state first, then
+   * each change. Ends when `options.signal` aborts (or on `break`).
+   * @returns {AsyncGenerator<object|null>}
+   */
+  observe(name, options) {
+    checkName(name);
+    const signal = checkSignal(checkOptions(options, 'options').signal);
+    let obs;
+    try {
+      obs = this.#n.observe(name);
+    } catch (e) {
+      throw fromNative(e);
+    }
+    return follow(obs, signal);
+  }
+
+  /**
+   * Holders and waiters of `name` for any kind (mutex, semaphore, read-write
+   * lock, election; etcdctl and Go keys too): `{ name, revision, holders,
+   * waiters }`, each contender `{ key, kind ('exclusive'|'reader'|'permit'),
+   * permits, holds, leaseId, ttlRemaining, fencingToken, owner, ageMs, value }`.
+   */
+  async status(name) {
+    checkName(name);
+    const st = await call(() => this.#n.status(name));
+    return { name: st.name, revision: BigInt(st.revision), holders: st.holders.map(contenderOf), waiters: st.waiters.map(contenderOf) };
   }
 
   /**
@@ -438,4 +671,4 @@ function _runtimeRoundTrip() {
   return call(() => native.runtimeRoundTrip());
 }
 
-module.exports = { _runtimeRoundTrip, Client, Lock, LockError, ErrorCode, LossReason };
+module.exports = { _runtimeRoundTrip, Client, Lock, Leadership, MultiLock, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI };

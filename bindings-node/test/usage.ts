@@ -1,6 +1,6 @@
 // Type-checked by `tsc --noEmit` (test/types.test.js), then compiled and run
 // against real etcd so that `await using` is exercised even on Node 20.
-import { Client, Lock, LockError, ErrorCode, LossReason, type ErrorCodeName, type LossReasonName } from 'etcdlock';
+import { Client, Lock, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus } from 'etcdlock';
 
 export async function demo(endpoints: string[]): Promise<string[]> {
   const events: string[] = [];
@@ -46,6 +46,36 @@ export async function demo(endpoints: string[]): Promise<string[]> {
   return events;
 }
 
+export async function recipes(client: Client): Promise<string[]> {
+  const out: string[] = [];
+  {
+    await using permit: Lock = await client.acquirePermit('transcoders', 3, { timeout: 5000 });
+    await permit.put('job', '1');
+  }
+  {
+    await using reader = await client.readLock('config');
+    out.push(String(reader.fencingToken > 0n));
+  }
+  {
+    await using many: MultiLock = await client.lockMany(['a', 'b'], { timeout: 5000 });
+    const tokens: bigint[] = many.fencingTokens;
+    out.push(String(tokens.length));
+  }
+  const lead: Leadership = await client.campaign('leader', 'node-1');
+  await lead.proclaim(Buffer.from('node-1 v2'));
+  const now: Leader | null = await client.leader('leader');
+  if (now) out.push(now.value.toString('utf8'), String(now.revision === lead.fencingToken));
+  const ac = new AbortController();
+  for await (const change of client.observe('leader', { signal: ac.signal })) {
+    out.push(change ? change.key : 'none');
+    ac.abort();
+  }
+  const st: LockStatus = await client.status('transcoders');
+  out.push(`${st.holders.length} ${st.waiters.length} ${MAX_PERMITS}`);
+  await lead.resign();
+  return out;
+}
+
 // Mistakes the types must catch (tsc fails if any of these stops being an error).
 export async function mistakes(client: Client, lock: Lock): Promise<void> {
   // @ts-expect-error the fencing token is a bigint, not a number
@@ -58,5 +88,9 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   const c: ErrorCodeName = 'Oops';
   // @ts-expect-error values are strings or bytes
   await lock.put('k', 42);
+  // @ts-expect-error permits is a number
+  await client.acquirePermit('x', '3');
+  // @ts-expect-error lockMany takes an array of names
+  await client.lockMany('a');
   void t; void l; void c;
 }
