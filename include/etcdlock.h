@@ -132,6 +132,21 @@
 // Index: any other error.
 #define ETCDLOCK_RESULT_ERROR 4
 
+// etcdlock_contender.kind: a mutex or election key, or a read-write lock's writer.
+#define ETCDLOCK_KIND_EXCLUSIVE 0
+
+// etcdlock_contender.kind: a read-write lock's reader.
+#define ETCDLOCK_KIND_READER 1
+
+// etcdlock_contender.kind: a semaphore permit (see etcdlock_contender.permits).
+#define ETCDLOCK_KIND_PERMIT 2
+
+// Most permits one semaphore may have.
+#define ETCDLOCK_MAX_PERMITS 1024
+
+// Most names one etcdlock_lock_many takes (etcd's default --max-txn-ops).
+#define ETCDLOCK_MAX_MULTI 128
+
 // Pass as timeout_ms to wait as long as it takes (any negative value does).
 #define ETCDLOCK_WAIT_FOREVER -1
 
@@ -149,7 +164,7 @@
 // 1.5 MiB by default; etcd's refusal is reported as INVALID_ARGUMENT too).
 #define ETCDLOCK_MAX_BUFFER_LEN ((64 * 1024) * 1024)
 
-// Cancels one etcdlock_lock_async wait.
+// Cancels one etcdlock_lock_async wait or etcdlock_observe.
 typedef struct etcdlock_cancel_handle etcdlock_cancel_handle;
 
 // A connection to etcd (one lease shared by all its locks). Thread-safe.
@@ -157,6 +172,14 @@ typedef struct etcdlock_client etcdlock_client;
 
 // A held lock. Thread-safe; freeing it releases the lock if still held.
 typedef struct etcdlock_guard etcdlock_guard;
+
+// Several locks held together (etcdlock_lock_many). Thread-safe; freeing it
+// releases every lock still held.
+typedef struct etcdlock_multi etcdlock_multi;
+
+// The holders and waiters of one name (etcdlock_status): contenders in
+// queue order, holders first. Free with etcdlock_queue_free.
+typedef struct etcdlock_queue etcdlock_queue;
 
 // Connection options. Always fill with etcdlock_options_init(&o, sizeof o) first,
 // then set the fields you need; the library reads only the first struct_size
@@ -252,6 +275,46 @@ typedef void (*etcdlock_lock_cb)(int status, struct etcdlock_guard *guard, void 
 // Loss callback of etcdlock_guard_on_loss: reason is one of ETCDLOCK_LOSS_*
 // (ETCDLOCK_LOSS_NONE when the guard was released normally).
 typedef void (*etcdlock_loss_cb)(int reason, void *user_data);
+
+// Leadership changes (etcdlock_observe): called with ETCDLOCK_OK for each
+// state, the current one first. key is NULL when nobody leads; otherwise key
+// (NUL-terminated), value (value_len bytes) and revision (the leader key's
+// create_revision, its fencing token) describe the leader and are valid only
+// during the call. Called once with another status (ETCDLOCK_CANCELLED after
+// etcdlock_cancel, ETCDLOCK_CLOSED, ...) as the last call.
+typedef void (*etcdlock_observe_cb)(int status,
+                                    const char *key,
+                                    const uint8_t *value,
+                                    size_t value_len,
+                                    int64_t revision,
+                                    void *user_data);
+
+// One key in the queue of a name, as etcdlock_status read it. Strings and
+// bytes point into the etcdlock_queue and live until etcdlock_queue_free.
+typedef struct etcdlock_contender {
+  // The key (with the namespace).
+  const char *key;
+  // ETCDLOCK_KIND_EXCLUSIVE, ETCDLOCK_KIND_READER or ETCDLOCK_KIND_PERMIT.
+  int kind;
+  // The semaphore's permit count for ETCDLOCK_KIND_PERMIT, else 1.
+  uint32_t permits;
+  // 1 if it holds now (by its kind's rule), 0 if it waits.
+  int holds;
+  // Its lease.
+  int64_t lease_id;
+  // Seconds left on its lease, -1 if etcd did not say.
+  int64_t ttl_remaining;
+  // The key's create_revision (a holder's fencing token).
+  int64_t fencing_token;
+  // "host:pid" for etcdlock keys, NULL for etcdctl and Go keys.
+  const char *owner;
+  // Milliseconds since the key was created (etcdlock keys), -1 if unknown.
+  int64_t age_ms;
+  // The key's value (an election's proclamation), value_len bytes.
+  const uint8_t *value;
+  // Length of value.
+  size_t value_len;
+} etcdlock_contender;
 
 #ifdef __cplusplus
 extern "C" {
@@ -607,7 +670,216 @@ int etcdlock_guard_delete(const struct etcdlock_guard *guard,
                           size_t key_len,
                           int *deleted);
 
-// Free a buffer returned by etcdlock_guard_get. NULL is a no-op.
+// Take one of `permits` permits of the semaphore `name`: at most `permits`
+// holders at once, served in arrival order. The permit is a guard like any
+// other (fencing token, loss callback, guarded operations, etcdlock_unlock,
+// etcdlock_guard_free). Every contender must use the same `permits`: one
+// that finds an older key with another count gets ETCDLOCK_INVALID_ARGUMENT.
+// timeout_ms as etcdlock_lock; 0 is one try (ETCDLOCK_TIMEOUT if no permit is
+// free, leaving no key).
+//
+// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for permits 0 or
+// above ETCDLOCK_MAX_PERMITS.
+//
+// Safety: as etcdlock_lock.
+//
+// Example: etcdlock_acquire_permit(c, "transcoders", 3, ETCDLOCK_WAIT_FOREVER, &g);
+int etcdlock_acquire_permit(const struct etcdlock_client *client,
+                            const char *name,
+                            uint32_t permits,
+                            int64_t timeout_ms,
+                            struct etcdlock_guard **guard);
+
+// Take the read side of the read-write lock `name`: shared with other
+// readers, excluded by writers. The write side is etcdlock_lock on the same
+// name (so `etcdctl lock` and Go's Mutex exclude readers too). Served in
+// arrival order: a reader behind a waiting writer waits for it. Returns and
+// timeout_ms as etcdlock_lock (0: one try that writes nothing while a writer
+// holds or waits).
+//
+// Safety: as etcdlock_lock.
+//
+// Example: etcdlock_read_lock(c, "config", 5000, &g);
+int etcdlock_read_lock(const struct etcdlock_client *client,
+                       const char *name,
+                       int64_t timeout_ms,
+                       struct etcdlock_guard **guard);
+
+// Lock `count` names together. All waiter keys are created in one etcd
+// transaction, so every client queues in the same order on every name: no
+// deadlock, no release-and-retry. A timeout removes every key; the loss of
+// any one lock is the loss of the hold (etcdlock_multi_is_held turns 0).
+// On success *multi is a new handle (free with etcdlock_multi_free).
+//
+// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for count 0 or
+// above ETCDLOCK_MAX_MULTI, a bad or repeated name.
+//
+// Safety: client is live; names points to count NUL-terminated strings; multi is writable.
+//
+// Example:
+//     const char *names[] = {"account-1", "account-2"};
+//     etcdlock_multi *m = NULL;
+//     if (etcdlock_lock_many(c, names, 2, 5000, &m) == ETCDLOCK_OK) { transfer(); etcdlock_multi_free(m); }
+int etcdlock_lock_many(const struct etcdlock_client *client,
+                       const char *const *names,
+                       size_t count,
+                       int64_t timeout_ms,
+                       struct etcdlock_multi **multi);
+
+// Our key on the index-th name (in the order given to etcdlock_lock_many);
+// *key stays valid until etcdlock_multi_free. ETCDLOCK_INVALID_ARGUMENT if
+// index is out of range.
+//
+// Safety: multi is a live handle; key is writable.
+//
+// Example: const char *k; etcdlock_multi_key(m, 0, &k);
+int etcdlock_multi_key(const struct etcdlock_multi *multi, size_t index, const char **key);
+
+// The fencing token of the hold (one transaction created every key, so it
+// is the same on every name).
+//
+// Safety: multi is a live handle; token is writable.
+//
+// Example: int64_t t; etcdlock_multi_fencing_token(m, &t);
+int etcdlock_multi_fencing_token(const struct etcdlock_multi *multi, int64_t *token);
+
+// *held = 1 while every lock is held, else 0.
+//
+// Safety: multi is a live handle; held is writable.
+//
+// Example: int held; etcdlock_multi_is_held(m, &held);
+int etcdlock_multi_is_held(const struct etcdlock_multi *multi, int *held);
+
+// Release every lock. Each is tried; the first error is returned
+// (ETCDLOCK_LOCK_LOST if one had been lost). Idempotent. The handle must
+// still be freed.
+//
+// Safety: multi is a live handle.
+//
+// Example: etcdlock_multi_unlock(m);
+int etcdlock_multi_unlock(const struct etcdlock_multi *multi);
+
+// Free a multi-lock handle, releasing every lock still held (blocking for
+// that, except on a runtime thread). NULL is a no-op.
+//
+// Safety: multi is NULL or a live handle no other thread uses any more.
+//
+// Example: etcdlock_multi_free(m);
+void etcdlock_multi_free(struct etcdlock_multi *multi);
+
+// Campaign for leadership of the election `name`, announcing `value`
+// (value_len bytes; NULL when 0): wait (in arrival order among candidates)
+// until elected. The keys are those of Go's concurrency.Election and
+// `etcdctl elect`, so they take part in the same election. On success *guard
+// is the leadership: a guard (fencing token, loss callback, guarded
+// operations); etcdlock_proclaim changes the value, etcdlock_unlock resigns.
+// Returns as etcdlock_lock.
+//
+// Safety: as etcdlock_lock; value points to value_len bytes.
+//
+// Example: etcdlock_campaign(c, "scheduler", (const uint8_t *)"node-1", 6, ETCDLOCK_WAIT_FOREVER, &g);
+int etcdlock_campaign(const struct etcdlock_client *client,
+                      const char *name,
+                      const uint8_t *value,
+                      size_t value_len,
+                      int64_t timeout_ms,
+                      struct etcdlock_guard **guard);
+
+// Announce a new value as leader (value_len bytes; NULL when 0): replaces the
+// value of our own key, guarded by its create_revision, so a deposed leader
+// gets ETCDLOCK_LOCK_LOST from etcd. On a mutex guard it replaces the owner
+// info etcdlock status shows.
+//
+// Safety: guard is live; value points to value_len bytes.
+//
+// Example: etcdlock_proclaim(g, (const uint8_t *)"node-1 v2", 9);
+int etcdlock_proclaim(const struct etcdlock_guard *guard, const uint8_t *value, size_t value_len);
+
+// The current leader of the election `name`. If somebody leads: *key is a
+// new NUL-terminated string (the leader's key), *value a new buffer of
+// *value_len bytes (its proclamation), both freed with etcdlock_buffer_free,
+// and *revision its key's create_revision (the leadership's fencing token).
+// If nobody leads: ETCDLOCK_OK with *key and *value NULL, *value_len and
+// *revision 0. value, value_len and revision may be NULL if not wanted.
+//
+// Safety: client is live; name is NUL-terminated; key is writable; the others NULL or writable.
+//
+// Example:
+//     char *k = NULL; uint8_t *v = NULL; size_t n = 0;
+//     if (etcdlock_leader(c, "scheduler", &k, &v, &n, NULL) == ETCDLOCK_OK && k) printf("%s: %.*s\n", k, (int)n, (char *)v);
+//     etcdlock_buffer_free((uint8_t *)k); etcdlock_buffer_free(v);
+int etcdlock_leader(const struct etcdlock_client *client,
+                    const char *name,
+                    char **key,
+                    uint8_t **value,
+                    size_t *value_len,
+                    int64_t *revision);
+
+// Follow the election `name`: `callback` runs on a runtime thread with the
+// current state first, then each change (a new proclamation is a change;
+// "no leader" is reported as key NULL), until etcdlock_cancel on the handle
+// stored in *cancel (then a last call with ETCDLOCK_CANCELLED) or an error
+// (a last call with that status). Calls are never concurrent for one
+// observer; the callback must not block (see etcdlock_lock_async).
+//
+// Safety: client is live; name NUL-terminated; user_data valid until the
+// last call; cancel is writable (required: it is the only way to stop).
+//
+// Example:
+//     static void on_leader(int st, const char *k, const uint8_t *v, size_t n, int64_t rev, void *ud) {
+//         if (st == ETCDLOCK_OK) printf("leader: %s\n", k ? k : "(none)");
+//     }
+//     etcdlock_cancel_handle *h; etcdlock_observe(c, "scheduler", on_leader, NULL, &h);
+//     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+int etcdlock_observe(const struct etcdlock_client *client,
+                     const char *name,
+                     etcdlock_observe_cb callback,
+                     void *user_data,
+                     struct etcdlock_cancel_handle **cancel);
+
+// Read the queue of `name` for any kind of lock (mutex, semaphore,
+// read-write lock, election; etcdctl and Go keys too): *queue is a new handle
+// (free with etcdlock_queue_free) holding every contender in queue order,
+// holders first. This is what `etcdlock status` shows.
+//
+// Safety: client is live; name is NUL-terminated; queue is writable.
+//
+// Example:
+//     etcdlock_queue *q = NULL;
+//     etcdlock_status(c, "orders", &q);
+//     for (size_t i = 0; i < etcdlock_queue_len(q); i++) {
+//         const etcdlock_contender *x = etcdlock_queue_at(q, i);
+//         printf("%s %s\n", x->holds ? "holds" : "waits", x->key);
+//     }
+//     etcdlock_queue_free(q);
+int etcdlock_status(const struct etcdlock_client *client,
+                    const char *name,
+                    struct etcdlock_queue **queue);
+
+// Number of contenders in the queue (0 for NULL).
+//
+// Safety: queue is NULL or a live handle.
+//
+// Example: size_t n = etcdlock_queue_len(q);
+size_t etcdlock_queue_len(const struct etcdlock_queue *queue);
+
+// The index-th contender (queue order, holders first), or NULL when index is
+// out of range. Valid until etcdlock_queue_free.
+//
+// Safety: queue is NULL or a live handle.
+//
+// Example: const etcdlock_contender *x = etcdlock_queue_at(q, 0);
+const struct etcdlock_contender *etcdlock_queue_at(const struct etcdlock_queue *queue,
+                                                   size_t index);
+
+// Free a queue from etcdlock_status. NULL is a no-op.
+//
+// Safety: queue is NULL or a live handle not yet freed.
+//
+// Example: etcdlock_queue_free(q);
+void etcdlock_queue_free(struct etcdlock_queue *queue);
+
+// Free a buffer returned by etcdlock_guard_get or etcdlock_leader. NULL is a no-op.
 //
 // Safety: buffer is NULL or a buffer from etcdlock_guard_get not yet freed.
 //

@@ -81,6 +81,17 @@ pub const ETCDLOCK_RESULT_CANCELLED: i32 = 3;
 /// Index: any other error.
 pub const ETCDLOCK_RESULT_ERROR: i32 = 4;
 
+/// etcdlock_contender.kind: a mutex or election key, or a read-write lock's writer.
+pub const ETCDLOCK_KIND_EXCLUSIVE: i32 = 0;
+/// etcdlock_contender.kind: a read-write lock's reader.
+pub const ETCDLOCK_KIND_READER: i32 = 1;
+/// etcdlock_contender.kind: a semaphore permit (see etcdlock_contender.permits).
+pub const ETCDLOCK_KIND_PERMIT: i32 = 2;
+/// Most permits one semaphore may have.
+pub const ETCDLOCK_MAX_PERMITS: u32 = 1024;
+/// Most names one etcdlock_lock_many takes (etcd's default --max-txn-ops).
+pub const ETCDLOCK_MAX_MULTI: usize = 128;
+
 /// Pass as timeout_ms to wait as long as it takes (any negative value does).
 pub const ETCDLOCK_WAIT_FOREVER: i64 = -1;
 /// Largest accepted timeout in milliseconds (10 years); larger values are INVALID_ARGUMENT.
@@ -112,6 +123,8 @@ const _: () = {
     assert!(ETCDLOCK_LOSS_CONNECTION_LOST == LossReason::ConnectionLost as i32);
     assert!(ETCDLOCK_LOSS_CLIENT_CLOSED == LossReason::ClientClosed as i32);
     assert!(ETCDLOCK_MAX_NAME_LEN == MAX_NAME_LEN);
+    assert!(ETCDLOCK_MAX_PERMITS == etcdlock_core::MAX_PERMITS);
+    assert!(ETCDLOCK_MAX_MULTI == etcdlock_core::MAX_MULTI);
 };
 
 // ---------------------------------------------------------------------------
@@ -218,7 +231,68 @@ pub struct etcdlock_guard {
     pid: u32,
 }
 
-/// Cancels one etcdlock_lock_async wait.
+/// Several locks held together (etcdlock_lock_many). Thread-safe; freeing it
+/// releases every lock still held.
+pub struct etcdlock_multi {
+    multi: Arc<etcdlock_core::MultiGuard>,
+    keys: Vec<CString>,
+    pid: u32,
+}
+
+/// One key in the queue of a name, as etcdlock_status read it. Strings and
+/// bytes point into the etcdlock_queue and live until etcdlock_queue_free.
+#[repr(C)]
+pub struct etcdlock_contender {
+    /// The key (with the namespace).
+    pub key: *const c_char,
+    /// ETCDLOCK_KIND_EXCLUSIVE, ETCDLOCK_KIND_READER or ETCDLOCK_KIND_PERMIT.
+    pub kind: c_int,
+    /// The semaphore's permit count for ETCDLOCK_KIND_PERMIT, else 1.
+    pub permits: u32,
+    /// 1 if it holds now (by its kind's rule), 0 if it waits.
+    pub holds: c_int,
+    /// Its lease.
+    pub lease_id: i64,
+    /// Seconds left on its lease, -1 if etcd did not say.
+    pub ttl_remaining: i64,
+    /// The key's create_revision (a holder's fencing token).
+    pub fencing_token: i64,
+    /// "host:pid" for etcdlock keys, NULL for etcdctl and Go keys.
+    pub owner: *const c_char,
+    /// Milliseconds since the key was created (etcdlock keys), -1 if unknown.
+    pub age_ms: i64,
+    /// The key's value (an election's proclamation), value_len bytes.
+    pub value: *const u8,
+    /// Length of value.
+    pub value_len: usize,
+}
+
+/// The holders and waiters of one name (etcdlock_status): contenders in
+/// queue order, holders first. Free with etcdlock_queue_free.
+pub struct etcdlock_queue {
+    items: Vec<etcdlock_contender>,
+    _strings: Vec<CString>,
+    _values: Vec<Vec<u8>>,
+}
+
+/// Leadership changes (etcdlock_observe): called with ETCDLOCK_OK for each
+/// state, the current one first. key is NULL when nobody leads; otherwise key
+/// (NUL-terminated), value (value_len bytes) and revision (the leader key's
+/// create_revision, its fencing token) describe the leader and are valid only
+/// during the call. Called once with another status (ETCDLOCK_CANCELLED after
+/// etcdlock_cancel, ETCDLOCK_CLOSED, ...) as the last call.
+pub type etcdlock_observe_cb = Option<
+    unsafe extern "C" fn(
+        status: c_int,
+        key: *const c_char,
+        value: *const u8,
+        value_len: usize,
+        revision: i64,
+        user_data: *mut c_void,
+    ),
+>;
+
+/// Cancels one etcdlock_lock_async wait or etcdlock_observe.
 pub struct etcdlock_cancel_handle {
     token: CancellationToken,
 }
@@ -1233,7 +1307,499 @@ pub unsafe extern "C" fn etcdlock_guard_delete(
     })
 }
 
-/// Free a buffer returned by etcdlock_guard_get. NULL is a no-op.
+// ---------------------------------------------------------------------------
+// Recipes: semaphore, read-write lock, multi-lock, election, queue view
+// ---------------------------------------------------------------------------
+
+/// Take one of `permits` permits of the semaphore `name`: at most `permits`
+/// holders at once, served in arrival order. The permit is a guard like any
+/// other (fencing token, loss callback, guarded operations, etcdlock_unlock,
+/// etcdlock_guard_free). Every contender must use the same `permits`: one
+/// that finds an older key with another count gets ETCDLOCK_INVALID_ARGUMENT.
+/// timeout_ms as etcdlock_lock; 0 is one try (ETCDLOCK_TIMEOUT if no permit is
+/// free, leaving no key).
+///
+/// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for permits 0 or
+/// above ETCDLOCK_MAX_PERMITS.
+///
+/// Safety: as etcdlock_lock.
+///
+/// Example: etcdlock_acquire_permit(c, "transcoders", 3, ETCDLOCK_WAIT_FOREVER, &g);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_acquire_permit(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    permits: u32,
+    timeout_ms: i64,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let timeout = timeout_arg(timeout_ms)?;
+        let g = block_on(async move { c.acquire_permit(&name, permits, LockOptions { timeout, cancel: None }).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
+/// Take the read side of the read-write lock `name`: shared with other
+/// readers, excluded by writers. The write side is etcdlock_lock on the same
+/// name (so `etcdctl lock` and Go's Mutex exclude readers too). Served in
+/// arrival order: a reader behind a waiting writer waits for it. Returns and
+/// timeout_ms as etcdlock_lock (0: one try that writes nothing while a writer
+/// holds or waits).
+///
+/// Safety: as etcdlock_lock.
+///
+/// Example: etcdlock_read_lock(c, "config", 5000, &g);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_read_lock(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    timeout_ms: i64,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let timeout = timeout_arg(timeout_ms)?;
+        let g = block_on(async move { c.read_lock(&name, LockOptions { timeout, cancel: None }).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
+/// Lock `count` names together. All waiter keys are created in one etcd
+/// transaction, so every client queues in the same order on every name: no
+/// deadlock, no release-and-retry. A timeout removes every key; the loss of
+/// any one lock is the loss of the hold (etcdlock_multi_is_held turns 0).
+/// On success *multi is a new handle (free with etcdlock_multi_free).
+///
+/// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for count 0 or
+/// above ETCDLOCK_MAX_MULTI, a bad or repeated name.
+///
+/// Safety: client is live; names points to count NUL-terminated strings; multi is writable.
+///
+/// Example:
+///     const char *names[] = {"account-1", "account-2"};
+///     etcdlock_multi *m = NULL;
+///     if (etcdlock_lock_many(c, names, 2, 5000, &m) == ETCDLOCK_OK) { transfer(); etcdlock_multi_free(m); }
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_lock_many(
+    client: *const etcdlock_client,
+    names: *const *const c_char,
+    count: usize,
+    timeout_ms: i64,
+    multi: *mut *mut etcdlock_multi,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(multi, "multi (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        if names.is_null() {
+            return Err(invalid("names is NULL"));
+        }
+        if count == 0 || count > ETCDLOCK_MAX_MULTI {
+            return Err(invalid(format!("lock_many takes 1 to {ETCDLOCK_MAX_MULTI} names, got {count}")));
+        }
+        let names: Vec<String> = std::slice::from_raw_parts(names, count).iter().map(|&p| name_arg(p)).collect::<Result<_, _>>()?;
+        let timeout = timeout_arg(timeout_ms)?;
+        let m = block_on(async move {
+            let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+            c.lock_many(&refs, LockOptions { timeout, cancel: None }).await
+        })?;
+        let keys = m.guards().iter().map(|g| CString::new(g.key()).unwrap_or_default()).collect();
+        *out = Box::into_raw(Box::new(etcdlock_multi { multi: Arc::new(m), keys, pid: current_pid() }));
+        Ok(())
+    })
+}
+
+unsafe fn multi_arg<'a>(m: *const etcdlock_multi) -> Result<&'a etcdlock_multi, Error> {
+    let m = m.as_ref().ok_or_else(|| invalid("multi is NULL"))?;
+    if m.pid != current_pid() {
+        return Err(Error::new(ErrorCode::Closed, "this multi-lock belongs to the parent process (fork)"));
+    }
+    Ok(m)
+}
+
+/// Our key on the index-th name (in the order given to etcdlock_lock_many);
+/// *key stays valid until etcdlock_multi_free. ETCDLOCK_INVALID_ARGUMENT if
+/// index is out of range.
+///
+/// Safety: multi is a live handle; key is writable.
+///
+/// Example: const char *k; etcdlock_multi_key(m, 0, &k);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_multi_key(multi: *const etcdlock_multi, index: usize, key: *mut *const c_char) -> c_int {
+    ffi(|| {
+        let out = out_arg(key, "key (out)")?;
+        let m = multi_arg(multi)?;
+        *out = m.keys.get(index).ok_or_else(|| invalid(format!("index {index} out of range (0..{})", m.keys.len())))?.as_ptr();
+        Ok(())
+    })
+}
+
+/// The fencing token of the hold (one transaction created every key, so it
+/// is the same on every name).
+///
+/// Safety: multi is a live handle; token is writable.
+///
+/// Example: int64_t t; etcdlock_multi_fencing_token(m, &t);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_multi_fencing_token(multi: *const etcdlock_multi, token: *mut i64) -> c_int {
+    ffi(|| {
+        let out = out_arg(token, "token (out)")?;
+        *out = multi_arg(multi)?.multi.guards().first().map(|g| g.fencing_token()).unwrap_or(0);
+        Ok(())
+    })
+}
+
+/// *held = 1 while every lock is held, else 0.
+///
+/// Safety: multi is a live handle; held is writable.
+///
+/// Example: int held; etcdlock_multi_is_held(m, &held);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_multi_is_held(multi: *const etcdlock_multi, held: *mut c_int) -> c_int {
+    ffi(|| {
+        let out = out_arg(held, "held (out)")?;
+        *out = multi_arg(multi)?.multi.is_held() as c_int;
+        Ok(())
+    })
+}
+
+/// Release every lock. Each is tried; the first error is returned
+/// (ETCDLOCK_LOCK_LOST if one had been lost). Idempotent. The handle must
+/// still be freed.
+///
+/// Safety: multi is a live handle.
+///
+/// Example: etcdlock_multi_unlock(m);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_multi_unlock(multi: *const etcdlock_multi) -> c_int {
+    ffi(|| {
+        let m = multi_arg(multi)?.multi.clone();
+        block_on(async move { m.unlock().await })
+    })
+}
+
+/// Free a multi-lock handle, releasing every lock still held (blocking for
+/// that, except on a runtime thread). NULL is a no-op.
+///
+/// Safety: multi is NULL or a live handle no other thread uses any more.
+///
+/// Example: etcdlock_multi_free(m);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_multi_free(multi: *mut etcdlock_multi) {
+    if multi.is_null() {
+        return;
+    }
+    ffi_void(|| {
+        let h = Box::from_raw(multi);
+        if h.pid != current_pid() {
+            std::mem::forget(h);
+            return;
+        }
+        let m = h.multi.clone();
+        drop(h);
+        if m.guards().iter().all(|g| g.state() != GuardState::Held) {
+            return;
+        }
+        if on_runtime_thread() {
+            let _ = etcdlock_core::runtime::spawn(async move {
+                let _ = m.unlock().await;
+            });
+        } else {
+            let _ = block_on(async move { m.unlock().await });
+        }
+    })
+}
+
+/// Campaign for leadership of the election `name`, announcing `value`
+/// (value_len bytes; NULL when 0): wait (in arrival order among candidates)
+/// until elected. The keys are those of Go's concurrency.Election and
+/// `etcdctl elect`, so they take part in the same election. On success *guard
+/// is the leadership: a guard (fencing token, loss callback, guarded
+/// operations); etcdlock_proclaim changes the value, etcdlock_unlock resigns.
+/// Returns as etcdlock_lock.
+///
+/// Safety: as etcdlock_lock; value points to value_len bytes.
+///
+/// Example: etcdlock_campaign(c, "scheduler", (const uint8_t *)"node-1", 6, ETCDLOCK_WAIT_FOREVER, &g);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_campaign(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    value: *const u8,
+    value_len: usize,
+    timeout_ms: i64,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let v = bytes_arg(value, value_len, "value", true)?.to_vec();
+        let timeout = timeout_arg(timeout_ms)?;
+        let l = block_on(async move { c.campaign(&name, v, LockOptions { timeout, cancel: None }).await })?;
+        *out = new_guard(l.into_guard());
+        Ok(())
+    })
+}
+
+/// Announce a new value as leader (value_len bytes; NULL when 0): replaces the
+/// value of our own key, guarded by its create_revision, so a deposed leader
+/// gets ETCDLOCK_LOCK_LOST from etcd. On a mutex guard it replaces the owner
+/// info etcdlock status shows.
+///
+/// Safety: guard is live; value points to value_len bytes.
+///
+/// Example: etcdlock_proclaim(g, (const uint8_t *)"node-1 v2", 9);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_proclaim(guard: *const etcdlock_guard, value: *const u8, value_len: usize) -> c_int {
+    ffi(|| {
+        let g = guard_arg(guard)?.guard.clone();
+        let v = bytes_arg(value, value_len, "value", true)?.to_vec();
+        block_on(async move { g.set_value(v).await })
+    })
+}
+
+fn malloc_copy(b: &[u8], nul: bool) -> Result<*mut u8, Error> {
+    let n = b.len() + nul as usize;
+    let buf = unsafe { libc::malloc(n.max(1)) }.cast::<u8>();
+    if buf.is_null() {
+        return Err(Error::new(ErrorCode::Internal, "out of memory"));
+    }
+    unsafe {
+        std::ptr::copy_nonoverlapping(b.as_ptr(), buf, b.len());
+        if nul {
+            *buf.add(b.len()) = 0;
+        }
+    }
+    Ok(buf)
+}
+
+/// The current leader of the election `name`. If somebody leads: *key is a
+/// new NUL-terminated string (the leader's key), *value a new buffer of
+/// *value_len bytes (its proclamation), both freed with etcdlock_buffer_free,
+/// and *revision its key's create_revision (the leadership's fencing token).
+/// If nobody leads: ETCDLOCK_OK with *key and *value NULL, *value_len and
+/// *revision 0. value, value_len and revision may be NULL if not wanted.
+///
+/// Safety: client is live; name is NUL-terminated; key is writable; the others NULL or writable.
+///
+/// Example:
+///     char *k = NULL; uint8_t *v = NULL; size_t n = 0;
+///     if (etcdlock_leader(c, "scheduler", &k, &v, &n, NULL) == ETCDLOCK_OK && k) printf("%s: %.*s\n", k, (int)n, (char *)v);
+///     etcdlock_buffer_free((uint8_t *)k); etcdlock_buffer_free(v);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_leader(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    key: *mut *mut c_char,
+    value: *mut *mut u8,
+    value_len: *mut usize,
+    revision: *mut i64,
+) -> c_int {
+    ffi(|| {
+        let k_out = out_arg(key, "key (out)")?;
+        *k_out = std::ptr::null_mut();
+        if let Some(v) = value.as_mut() {
+            *v = std::ptr::null_mut();
+        }
+        if let Some(n) = value_len.as_mut() {
+            *n = 0;
+        }
+        if let Some(r) = revision.as_mut() {
+            *r = 0;
+        }
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let Some(l) = block_on(async move { c.leader(&name).await })? else { return Ok(()) };
+        let kb = malloc_copy(&l.key, true)?;
+        if let Some(v) = value.as_mut() {
+            match malloc_copy(&l.value, false) {
+                Ok(b) => *v = b,
+                Err(e) => {
+                    libc::free(kb.cast());
+                    return Err(e);
+                }
+            }
+        }
+        *k_out = kb.cast();
+        if let Some(n) = value_len.as_mut() {
+            *n = l.value.len();
+        }
+        if let Some(r) = revision.as_mut() {
+            *r = l.revision;
+        }
+        Ok(())
+    })
+}
+
+/// Follow the election `name`: `callback` runs on a runtime thread with the
+/// current state first, then each change (a new proclamation is a change;
+/// "no leader" is reported as key NULL), until etcdlock_cancel on the handle
+/// stored in *cancel (then a last call with ETCDLOCK_CANCELLED) or an error
+/// (a last call with that status). Calls are never concurrent for one
+/// observer; the callback must not block (see etcdlock_lock_async).
+///
+/// Safety: client is live; name NUL-terminated; user_data valid until the
+/// last call; cancel is writable (required: it is the only way to stop).
+///
+/// Example:
+///     static void on_leader(int st, const char *k, const uint8_t *v, size_t n, int64_t rev, void *ud) {
+///         if (st == ETCDLOCK_OK) printf("leader: %s\n", k ? k : "(none)");
+///     }
+///     etcdlock_cancel_handle *h; etcdlock_observe(c, "scheduler", on_leader, NULL, &h);
+///     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_observe(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    callback: etcdlock_observe_cb,
+    user_data: *mut c_void,
+    cancel: *mut *mut etcdlock_cancel_handle,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(cancel, "cancel (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
+        let mut obs = c.observe(&name)?;
+        let token = CancellationToken::new();
+        let t = token.clone();
+        let ud = UserData(user_data);
+        etcdlock_core::runtime::spawn(async move {
+            let ud = ud;
+            loop {
+                let next = tokio::select! {
+                    biased;
+                    _ = t.cancelled() => Err(Error::new(ErrorCode::Cancelled, "observe: cancelled")),
+                    r = obs.next() => r,
+                };
+                let done = catch_unwind(AssertUnwindSafe(|| match next {
+                    Ok(Some(l)) => {
+                        let key = CString::new(l.key).unwrap_or_default();
+                        cb(ETCDLOCK_OK, key.as_ptr(), l.value.as_ptr(), l.value.len(), l.revision, ud.0);
+                        false
+                    }
+                    Ok(None) => {
+                        cb(ETCDLOCK_OK, std::ptr::null(), std::ptr::null(), 0, 0, ud.0);
+                        false
+                    }
+                    Err(e) => {
+                        cb(report(&e), std::ptr::null(), std::ptr::null(), 0, 0, ud.0);
+                        true
+                    }
+                }))
+                .unwrap_or(true);
+                if done {
+                    break;
+                }
+            }
+        })?;
+        *out = Box::into_raw(Box::new(etcdlock_cancel_handle { token }));
+        Ok(())
+    })
+}
+
+/// Read the queue of `name` for any kind of lock (mutex, semaphore,
+/// read-write lock, election; etcdctl and Go keys too): *queue is a new handle
+/// (free with etcdlock_queue_free) holding every contender in queue order,
+/// holders first. This is what `etcdlock status` shows.
+///
+/// Safety: client is live; name is NUL-terminated; queue is writable.
+///
+/// Example:
+///     etcdlock_queue *q = NULL;
+///     etcdlock_status(c, "orders", &q);
+///     for (size_t i = 0; i < etcdlock_queue_len(q); i++) {
+///         const etcdlock_contender *x = etcdlock_queue_at(q, i);
+///         printf("%s %s\n", x->holds ? "holds" : "waits", x->key);
+///     }
+///     etcdlock_queue_free(q);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_status(client: *const etcdlock_client, name: *const c_char, queue: *mut *mut etcdlock_queue) -> c_int {
+    ffi(|| {
+        let out = out_arg(queue, "queue (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let st = block_on(async move { c.status(&name).await })?;
+        let mut q = etcdlock_queue { items: Vec::new(), _strings: Vec::new(), _values: Vec::new() };
+        for x in st.holders.into_iter().chain(st.waiters) {
+            let key = CString::new(x.key).unwrap_or_default();
+            let owner = x.owner.map(|o| CString::new(o).unwrap_or_default());
+            let (kind, permits) = match x.kind {
+                etcdlock_core::ContenderKind::Exclusive => (ETCDLOCK_KIND_EXCLUSIVE, 1),
+                etcdlock_core::ContenderKind::Reader => (ETCDLOCK_KIND_READER, 1),
+                etcdlock_core::ContenderKind::Permit(n) => (ETCDLOCK_KIND_PERMIT, n),
+            };
+            q.items.push(etcdlock_contender {
+                key: key.as_ptr(),
+                kind,
+                permits,
+                holds: x.holds as c_int,
+                lease_id: x.lease_id,
+                ttl_remaining: x.ttl_remaining.unwrap_or(-1),
+                fencing_token: x.create_revision,
+                owner: owner.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
+                age_ms: x.age_ms.map_or(-1, |a| a as i64),
+                value: x.value.as_ptr(),
+                value_len: x.value.len(),
+            });
+            // The heap buffers do not move when their owners move into the vectors.
+            q._strings.push(key);
+            q._strings.extend(owner);
+            q._values.push(x.value);
+        }
+        *out = Box::into_raw(Box::new(q));
+        Ok(())
+    })
+}
+
+/// Number of contenders in the queue (0 for NULL).
+///
+/// Safety: queue is NULL or a live handle.
+///
+/// Example: size_t n = etcdlock_queue_len(q);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_queue_len(queue: *const etcdlock_queue) -> usize {
+    queue.as_ref().map_or(0, |q| q.items.len())
+}
+
+/// The index-th contender (queue order, holders first), or NULL when index is
+/// out of range. Valid until etcdlock_queue_free.
+///
+/// Safety: queue is NULL or a live handle.
+///
+/// Example: const etcdlock_contender *x = etcdlock_queue_at(q, 0);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_queue_at(queue: *const etcdlock_queue, index: usize) -> *const etcdlock_contender {
+    queue.as_ref().and_then(|q| q.items.get(index)).map_or(std::ptr::null(), |x| x as *const _)
+}
+
+/// Free a queue from etcdlock_status. NULL is a no-op.
+///
+/// Safety: queue is NULL or a live handle not yet freed.
+///
+/// Example: etcdlock_queue_free(q);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_queue_free(queue: *mut etcdlock_queue) {
+    if !queue.is_null() {
+        ffi_void(|| drop(Box::from_raw(queue)));
+    }
+}
+
+/// Free a buffer returned by etcdlock_guard_get or etcdlock_leader. NULL is a no-op.
 ///
 /// Safety: buffer is NULL or a buffer from etcdlock_guard_get not yet freed.
 ///

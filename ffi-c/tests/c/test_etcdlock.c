@@ -1255,6 +1255,309 @@ typedef struct {
     void (*fn)(void);
 } test_case;
 
+/* ------------------------------------------------------------------------ */
+/* Recipes: semaphore, read-write lock, multi-lock, election, queue view.   */
+
+/* Number of contenders under name (etcdlock_status), or -1 on error. */
+static int queue_len(etcdlock_client *c, const char *name) {
+    etcdlock_queue *q = NULL;
+    if (etcdlock_status(c, name, &q) != ETCDLOCK_OK) return -1;
+    int n = (int)etcdlock_queue_len(q);
+    etcdlock_queue_free(q);
+    return n;
+}
+
+/* Poll the queue (a state in etcd we cannot subscribe to) until it has n keys. */
+static int await_queue_len(etcdlock_client *c, const char *name, int n) {
+    double end = now_ms() + 10000;
+    while (now_ms() < end) {
+        if (queue_len(c, name) == n) return 1;
+        usleep(20000);
+    }
+    return 0;
+}
+
+typedef struct {
+    etcdlock_client *c;
+    const char *name;
+    int kind; /* 0 lock, 1 permit(3), 2 read */
+    int rc;
+    etcdlock_guard *g;
+} recipe_waiter;
+
+static void *recipe_waiter_thread(void *p) {
+    recipe_waiter *w = p;
+    if (w->kind == 1) w->rc = etcdlock_acquire_permit(w->c, w->name, 3, 20000, &w->g);
+    else if (w->kind == 2) w->rc = etcdlock_read_lock(w->c, w->name, 20000, &w->g);
+    else w->rc = etcdlock_lock(w->c, w->name, 20000, &w->g);
+    return NULL;
+}
+
+static void test_semaphore(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128];
+    unique(name, sizeof name, "sem");
+    etcdlock_guard *g[3] = {NULL, NULL, NULL}, *extra = (etcdlock_guard *)0x1;
+    CHECK_RC(etcdlock_acquire_permit(a, name, 3, 5000, &g[0]), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_acquire_permit(b, name, 3, 5000, &g[1]), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_acquire_permit(a, name, 3, 5000, &g[2]), ETCDLOCK_OK);
+    /* A fourth: one try fails and leaves no key. */
+    CHECK_RC(etcdlock_acquire_permit(b, name, 3, 0, &extra), ETCDLOCK_TIMEOUT);
+    CHECK(extra == NULL, "guard NULL on TIMEOUT");
+    etcdlock_queue *q = NULL;
+    CHECK_RC(etcdlock_status(a, name, &q), ETCDLOCK_OK);
+    CHECK(etcdlock_queue_len(q) == 3, "queue %zu", etcdlock_queue_len(q));
+    for (size_t i = 0; i < etcdlock_queue_len(q); i++) {
+        const etcdlock_contender *x = etcdlock_queue_at(q, i);
+        CHECK(x->kind == ETCDLOCK_KIND_PERMIT && x->permits == 3 && x->holds == 1, "contender %zu kind %d permits %u holds %d", i,
+              x->kind, x->permits, x->holds);
+        CHECK(x->owner && strstr(x->owner, ":") && x->ttl_remaining > 0 && x->fencing_token > 0, "contender %zu fields", i);
+    }
+    CHECK(etcdlock_queue_at(q, 3) == NULL, "out of range is NULL");
+    etcdlock_queue_free(q);
+    /* Mismatched count and bad counts. */
+    CHECK_RC(etcdlock_acquire_permit(b, name, 2, 5000, &extra), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_acquire_permit(b, name, 0, 5000, &extra), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_acquire_permit(b, name, ETCDLOCK_MAX_PERMITS + 1, 5000, &extra), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK(queue_len(a, name) == 3, "still 3 keys");
+    /* A waiter is served by a release. */
+    recipe_waiter w = {b, name, 1, -1, NULL};
+    pthread_t t;
+    pthread_create(&t, NULL, recipe_waiter_thread, &w);
+    CHECK(await_queue_len(a, name, 4), "the fourth contender's key");
+    CHECK_RC(etcdlock_unlock(g[0]), ETCDLOCK_OK);
+    pthread_join(t, NULL);
+    CHECK(w.rc == ETCDLOCK_OK && w.g, "waiter %s", etcdlock_status_name(w.rc));
+    etcdlock_guard_free(w.g);
+    for (int i = 0; i < 3; i++) etcdlock_guard_free(g[i]);
+    CHECK(queue_len(a, name) == 0, "no key left");
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
+static void test_rwlock(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128];
+    unique(name, sizeof name, "rw");
+    etcdlock_guard *r1 = NULL, *r2 = NULL, *x = NULL;
+    CHECK_RC(etcdlock_read_lock(a, name, 5000, &r1), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_read_lock(b, name, 5000, &r2), ETCDLOCK_OK); /* readers overlap */
+    const char *key = NULL;
+    CHECK_RC(etcdlock_guard_key(r1, &key), ETCDLOCK_OK);
+    CHECK(key && strlen(key) > 2 && strcmp(key + strlen(key) - 2, "-r") == 0, "reader key %s", key ? key : "(null)");
+    CHECK_RC(etcdlock_try_lock(b, name, &x), ETCDLOCK_WOULD_BLOCK);
+    recipe_waiter w = {b, name, 0, -1, NULL};
+    pthread_t t;
+    pthread_create(&t, NULL, recipe_waiter_thread, &w);
+    CHECK(await_queue_len(a, name, 3), "the writer's key");
+    /* A reader behind a waiting writer waits: one try fails and writes nothing. */
+    CHECK_RC(etcdlock_read_lock(a, name, 0, &x), ETCDLOCK_TIMEOUT);
+    CHECK(queue_len(a, name) == 3, "3 keys");
+    CHECK_RC(etcdlock_unlock(r1), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_unlock(r2), ETCDLOCK_OK);
+    pthread_join(t, NULL);
+    CHECK(w.rc == ETCDLOCK_OK, "writer %s", etcdlock_status_name(w.rc));
+    etcdlock_queue *q = NULL;
+    CHECK_RC(etcdlock_status(a, name, &q), ETCDLOCK_OK);
+    CHECK(etcdlock_queue_len(q) == 1 && etcdlock_queue_at(q, 0)->kind == ETCDLOCK_KIND_EXCLUSIVE && etcdlock_queue_at(q, 0)->holds,
+          "the writer holds");
+    etcdlock_queue_free(q);
+    etcdlock_guard_free(w.g);
+    etcdlock_guard_free(r1);
+    etcdlock_guard_free(r2);
+    CHECK(queue_len(a, name) == 0, "no key left");
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
+typedef struct {
+    etcdlock_client *c;
+    const char *names[2];
+    atomic_int *inside, *bad, *done;
+} multi_arg;
+
+static void *multi_thread(void *p) {
+    multi_arg *m = p;
+    for (int i = 0; i < 15; i++) {
+        etcdlock_multi *h = NULL;
+        if (etcdlock_lock_many(m->c, m->names, 2, 30000, &h) != ETCDLOCK_OK) { atomic_fetch_add(m->bad, 1); continue; }
+        if (atomic_fetch_add(m->inside, 1) != 0) atomic_fetch_add(m->bad, 1);
+        sched_yield();
+        atomic_fetch_sub(m->inside, 1);
+        atomic_fetch_add(m->done, 1);
+        etcdlock_multi_free(h);
+    }
+    return NULL;
+}
+
+static void test_lock_many(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char n0[128], n1[128], n2[128], z[128];
+    unique(n0, sizeof n0, "multi");
+    unique(n1, sizeof n1, "multi");
+    unique(n2, sizeof n2, "multi");
+    unique(z, sizeof z, "multi-z");
+    const char *names[] = {n0, n1, n2};
+    etcdlock_multi *m = NULL, *m2 = (etcdlock_multi *)0x1;
+    CHECK_RC(etcdlock_lock_many(a, names, 3, 5000, &m), ETCDLOCK_OK);
+    if (!m) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    int held = -1;
+    int64_t token = 0;
+    CHECK_RC(etcdlock_multi_is_held(m, &held), ETCDLOCK_OK);
+    CHECK(held == 1, "held %d", held);
+    CHECK_RC(etcdlock_multi_fencing_token(m, &token), ETCDLOCK_OK);
+    CHECK(token > 0, "token %lld", (long long)token);
+    for (size_t i = 0; i < 3; i++) {
+        const char *k = NULL;
+        CHECK_RC(etcdlock_multi_key(m, i, &k), ETCDLOCK_OK);
+        CHECK(k && strncmp(k, names[i], strlen(names[i])) == 0, "key %zu %s", i, k ? k : "(null)");
+        etcdlock_guard *x = NULL;
+        CHECK_RC(etcdlock_try_lock(b, names[i], &x), ETCDLOCK_WOULD_BLOCK);
+    }
+    const char *k = NULL;
+    CHECK_RC(etcdlock_multi_key(m, 3, &k), ETCDLOCK_INVALID_ARGUMENT);
+    /* A one-try on an overlapping set fails and leaves no key on either name. */
+    const char *overlap[] = {z, n1};
+    CHECK_RC(etcdlock_lock_many(b, overlap, 2, 0, &m2), ETCDLOCK_TIMEOUT);
+    CHECK(m2 == NULL, "multi NULL on TIMEOUT");
+    CHECK(queue_len(a, z) == 0 && queue_len(a, n1) == 1, "no key left by the try");
+    CHECK_RC(etcdlock_multi_unlock(m), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_multi_is_held(m, &held), ETCDLOCK_OK);
+    CHECK(held == 0, "held after unlock %d", held);
+    CHECK_RC(etcdlock_multi_unlock(m), ETCDLOCK_OK); /* idempotent */
+    etcdlock_multi_free(m);
+    for (size_t i = 0; i < 3; i++) CHECK(queue_len(a, names[i]) == 0, "no key on %s", names[i]);
+    /* Bad input. */
+    const char *dup[] = {n0, n0};
+    const char *withnull[] = {n0, NULL};
+    CHECK_RC(etcdlock_lock_many(a, names, 0, 1000, &m2), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lock_many(a, NULL, 2, 1000, &m2), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lock_many(a, dup, 2, 1000, &m2), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lock_many(a, withnull, 2, 1000, &m2), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lock_many(a, names, ETCDLOCK_MAX_MULTI + 1, 1000, &m2), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_is_held(NULL, &held), ETCDLOCK_INVALID_ARGUMENT);
+    etcdlock_multi_free(NULL);
+    /* Opposite orders on two clients never deadlock; exclusion holds. */
+    atomic_int inside = 0, bad = 0, done = 0;
+    multi_arg args[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        args[i] = (multi_arg){i % 2 ? b : a, {i % 2 ? n1 : n0, i % 2 ? n0 : n1}, &inside, &bad, &done};
+        pthread_create(&t[i], NULL, multi_thread, &args[i]);
+    }
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    CHECK(atomic_load(&done) == 60 && atomic_load(&bad) == 0, "done %d bad %d", atomic_load(&done), atomic_load(&bad));
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int n;
+    int status[16];
+    int leader[16];
+    char value[16][64];
+    int64_t revision[16];
+} observations;
+
+static void on_leader(int status, const char *key, const uint8_t *value, size_t len, int64_t revision, void *ud) {
+    observations *o = ud;
+    pthread_mutex_lock(&o->mu);
+    if (o->n < 16) {
+        o->status[o->n] = status;
+        o->leader[o->n] = key != NULL;
+        snprintf(o->value[o->n], sizeof o->value[0], "%.*s", (int)(len < 63 ? len : 63), value ? (const char *)value : "");
+        o->revision[o->n] = revision;
+        o->n++;
+    }
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
+}
+
+static int await_observations(observations *o, int n) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 10;
+    pthread_mutex_lock(&o->mu);
+    while (o->n < n) {
+        if (pthread_cond_timedwait(&o->cv, &o->mu, &ts) == ETIMEDOUT) break;
+    }
+    int ok = o->n >= n;
+    pthread_mutex_unlock(&o->mu);
+    return ok;
+}
+
+static void test_election(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128];
+    unique(name, sizeof name, "elect");
+    char *lk = (char *)0x1;
+    uint8_t *lv = NULL;
+    size_t ln = 7;
+    int64_t rev = 7;
+    CHECK_RC(etcdlock_leader(a, name, &lk, &lv, &ln, &rev), ETCDLOCK_OK);
+    CHECK(lk == NULL && lv == NULL && ln == 0 && rev == 0, "no leader");
+    observations o;
+    memset(&o, 0, sizeof o);
+    pthread_mutex_init(&o.mu, NULL);
+    pthread_cond_init(&o.cv, NULL);
+    etcdlock_cancel_handle *h = NULL;
+    CHECK_RC(etcdlock_observe(b, name, on_leader, &o, &h), ETCDLOCK_OK);
+    CHECK(await_observations(&o, 1) && o.status[0] == ETCDLOCK_OK && !o.leader[0], "first: no leader");
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_campaign(a, name, (const uint8_t *)"node-a", 6, 5000, &g), ETCDLOCK_OK);
+    int64_t token = 0;
+    etcdlock_guard_fencing_token(g, &token);
+    CHECK(await_observations(&o, 2) && o.leader[1] && strcmp(o.value[1], "node-a") == 0 && o.revision[1] == token, "second: node-a");
+    CHECK_RC(etcdlock_leader(b, name, &lk, &lv, &ln, &rev), ETCDLOCK_OK);
+    const char *key = NULL;
+    etcdlock_guard_key(g, &key);
+    CHECK(lk && key && strcmp(lk, key) == 0 && ln == 6 && memcmp(lv, "node-a", 6) == 0 && rev == token, "leader() agrees");
+    etcdlock_buffer_free((uint8_t *)lk);
+    etcdlock_buffer_free(lv);
+    CHECK_RC(etcdlock_leader(b, name, &lk, NULL, NULL, NULL), ETCDLOCK_OK); /* value not wanted */
+    etcdlock_buffer_free((uint8_t *)lk);
+    CHECK_RC(etcdlock_proclaim(g, (const uint8_t *)"node-a v2", 9), ETCDLOCK_OK);
+    CHECK(await_observations(&o, 3) && strcmp(o.value[2], "node-a v2") == 0, "third: the proclamation");
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK); /* resign */
+    CHECK(await_observations(&o, 4) && o.status[3] == ETCDLOCK_OK && !o.leader[3], "fourth: no leader");
+    CHECK_RC(etcdlock_proclaim(g, (const uint8_t *)"x", 1), ETCDLOCK_NOT_HELD);
+    etcdlock_guard_free(g);
+    CHECK_RC(etcdlock_cancel(h), ETCDLOCK_OK);
+    CHECK(await_observations(&o, 5) && o.status[4] == ETCDLOCK_CANCELLED, "last call: CANCELLED");
+    etcdlock_cancel_free(h);
+
+    /* A deposed leader cannot proclaim: etcd refuses it. */
+    g = NULL;
+    CHECK_RC(etcdlock_campaign(a, name, NULL, 0, 5000, &g), ETCDLOCK_OK);
+    key = NULL;
+    etcdlock_guard_key(g, &key);
+    event lost;
+    event_init(&lost);
+    CHECK_RC(etcdlock_guard_on_loss(g, on_loss, &lost), ETCDLOCK_OK);
+    const char *del[] = {"del", key, NULL};
+    CHECK(run_etcdctl(H.endpoint, del), "etcdctl del");
+    CHECK(event_wait(&lost, 10000) && lost.status == ETCDLOCK_LOSS_KEY_DELETED, "loss reported");
+    CHECK_RC(etcdlock_proclaim(g, (const uint8_t *)"v2", 2), ETCDLOCK_LOCK_LOST);
+    etcdlock_guard_free(g);
+    event_destroy(&lost);
+    CHECK_RC(etcdlock_observe(b, name, NULL, NULL, &h), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_observe(b, "", on_leader, &o, &h), ETCDLOCK_INVALID_ARGUMENT);
+    pthread_mutex_destroy(&o.mu);
+    pthread_cond_destroy(&o.cv);
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
 static const test_case TESTS[] = {
     {"version_and_names", test_version_and_names},
     {"lock_unlock", test_lock_unlock},
@@ -1276,6 +1579,10 @@ static const test_case TESTS[] = {
     {"metrics", test_metrics},
     {"error_message_per_thread", test_error_message_per_thread},
     {"auth_rbac", test_auth_rbac},
+    {"semaphore", test_semaphore},
+    {"rwlock", test_rwlock},
+    {"lock_many", test_lock_many},
+    {"election", test_election},
 };
 
 int main(int argc, char **argv) {
