@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.function.LongConsumer;
+import java.util.function.LongFunction;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -179,9 +181,20 @@ public final class EtcdLockClient implements AutoCloseable {
         return startAcquire(name, timeout == null ? -1 : toMillis(timeout));
     }
 
-    private AsyncAcquire startAcquire(String name, long ms) {
+    private AsyncAcquire<LockGuard> startAcquire(String name, long ms) {
         checkName(name);
-        AsyncAcquire f = new AsyncAcquire(name);
+        return startAcquire(name, g -> new LockGuard(this, name, g), NativeBridge::freeGuard,
+                (c, id) -> NativeBridge.lockAsync(c, name, ms, id));
+    }
+
+    /** Starts one native acquisition; {@code wrap} turns its handle into the Java object. */
+    interface NativeStart {
+        void run(long client, long id);
+    }
+
+    <T extends AutoCloseable> AsyncAcquire<T> startAcquire(String label, LongFunction<T> wrap, LongConsumer free,
+            NativeStart start) {
+        AsyncAcquire<T> f = new AsyncAcquire<>(label, wrap, free);
         long c;
         try {
             c = handle.pin();
@@ -191,7 +204,7 @@ public final class EtcdLockClient implements AutoCloseable {
             return f;
         }
         try {
-            NativeBridge.lockAsync(c, name, ms, f.id);
+            start.run(c, f.id);
         } catch (RuntimeException e) {
             NativeBridge.forget(f.id);
             f.completeExceptionally(e);
@@ -199,6 +212,225 @@ public final class EtcdLockClient implements AutoCloseable {
             handle.unpin();
         }
         return f;
+    }
+
+    // ---- recipes: semaphore, read-write lock, multi-lock, election, queue view ----
+
+    private static final int PERMIT = 1;
+    private static final int READ = 2;
+    private static final int CAMPAIGN = 3;
+    private static final int MANY = 4;
+
+    private AsyncAcquire<LockGuard> startRecipe(int kind, String name, byte[] arg, int permits, long ms) {
+        checkName(name);
+        return startAcquire(name, g -> new LockGuard(this, name, g), NativeBridge::freeGuard,
+                (c, id) -> NativeBridge.recipeAsync(c, kind, name, arg, permits, ms, id));
+    }
+
+    private LockGuard awaitRecipe(int kind, String name, byte[] arg, int permits, long ms, String what) {
+        checkNotOnRuntimeThread(what);
+        return await(startRecipe(kind, name, arg, permits, ms), what, false);
+    }
+
+    /** A permit, waiting in Java; interruptible waits throw {@link CancelledException} (key removed). */
+    LockGuard permitNative(String name, int permits, long ms, boolean interruptible) {
+        String what = "semaphore \"" + name + "\"";
+        checkNotOnRuntimeThread(what);
+        return await(startRecipe(PERMIT, name, null, permits, ms), what, interruptible);
+    }
+
+    /** A read hold, waiting in Java; interruptible as {@link #permitNative}. */
+    LockGuard readNative(String name, long ms, boolean interruptible) {
+        String what = "read lock \"" + name + "\"";
+        checkNotOnRuntimeThread(what);
+        return await(startRecipe(READ, name, null, 0, ms), what, interruptible);
+    }
+
+    private static long msOrForever(Duration timeout) {
+        return timeout == null ? -1 : toMillis(timeout);
+    }
+
+    /**
+     * Wait (in arrival order) for one of {@code permits} permits of the semaphore {@code name}:
+     * at most {@code permits} holders at once, cluster-wide. The permit is a {@link LockGuard}
+     * (fencing token, loss listener, guarded operations; close to release). Every contender
+     * must use the same {@code permits}; one that finds an older key with another count gets
+     * {@link InvalidArgumentException}.
+     *
+     * @param timeout null waits as long as it takes; zero is one try
+     * @throws LockTimeoutException if no permit came in time (no key is left behind)
+     */
+    public LockGuard acquirePermit(String name, int permits, Duration timeout) {
+        return awaitRecipe(PERMIT, name, null, permits, msOrForever(timeout), "semaphore \"" + name + "\"");
+    }
+
+    /** A permit if one is free right now (one etcd round trip that writes nothing otherwise). */
+    public Optional<LockGuard> tryAcquirePermit(String name, int permits) {
+        try {
+            return Optional.of(acquirePermit(name, permits, Duration.ZERO));
+        } catch (LockTimeoutException e) {
+            return Optional.empty();
+        }
+    }
+
+    /** {@link #acquirePermit(String, int, Duration)} without blocking (see {@link #acquireAsync(String, Duration)}). */
+    public CompletableFuture<LockGuard> acquirePermitAsync(String name, int permits, Duration timeout) {
+        return startRecipe(PERMIT, name, null, permits, msOrForever(timeout));
+    }
+
+    /**
+     * Wait for the read side of the read-write lock {@code name}: shared with other readers,
+     * excluded by writers. The write side is the plain lock ({@link #acquire(String)}), so
+     * {@code etcdctl lock} and Go's Mutex on {@code name} exclude readers too. In arrival order:
+     * a reader behind a waiting writer waits for it (a stream of readers cannot starve a writer).
+     *
+     * @param timeout null waits as long as it takes; zero is one try that writes nothing
+     */
+    public LockGuard acquireRead(String name, Duration timeout) {
+        return awaitRecipe(READ, name, null, 0, msOrForever(timeout), "read lock \"" + name + "\"");
+    }
+
+    /** {@link #acquireRead(String, Duration)} without blocking. */
+    public CompletableFuture<LockGuard> acquireReadAsync(String name, Duration timeout) {
+        return startRecipe(READ, name, null, 0, msOrForever(timeout));
+    }
+
+    /**
+     * Lock every name in {@code names} together (at most 128). The waiter keys are created in
+     * one etcd transaction, so every client queues in the same order on every name: no
+     * deadlock, no release-and-retry loop (as Redisson's MultiLock needs). A timeout or
+     * interrupt removes every key; losing any one lock loses the hold.
+     *
+     * @param timeout null waits as long as it takes; zero is one try
+     */
+    public MultiLockGuard acquireAll(List<String> names, Duration timeout) {
+        String what = "locks " + names;
+        checkNotOnRuntimeThread(what);
+        return await(startAll(names, msOrForever(timeout)), what, false);
+    }
+
+    /** {@link #acquireAll(List, Duration)} without blocking. */
+    public CompletableFuture<MultiLockGuard> acquireAllAsync(List<String> names, Duration timeout) {
+        return startAll(names, msOrForever(timeout));
+    }
+
+    private AsyncAcquire<MultiLockGuard> startAll(List<String> names, long ms) {
+        if (names == null) {
+            throw new InvalidArgumentException("names must not be null");
+        }
+        List<String> copy = new ArrayList<>(names);
+        byte[] enc = RecipeCodec.names(copy);
+        return startAcquire(String.join(",", copy), m -> new MultiLockGuard(this, copy, m), NativeBridge::freeMulti,
+                (c, id) -> NativeBridge.recipeAsync(c, MANY, null, enc, 0, ms, id));
+    }
+
+    /**
+     * Campaign for leadership of the election {@code name}, announcing {@code value}: wait (in
+     * arrival order among candidates) until elected. The keys are those of Go's
+     * {@code concurrency.Election} and {@code etcdctl elect}, which take part in the same election.
+     */
+    public Leadership campaign(String name, String value) {
+        return campaign(name, utf8(value), null);
+    }
+
+    /**
+     * {@link #campaign(String, String)} with a byte value and a bound.
+     *
+     * @param timeout null waits as long as it takes; zero is one try
+     * @throws LockTimeoutException if not elected in time (our candidate key is removed)
+     */
+    public Leadership campaign(String name, byte[] value, Duration timeout) {
+        if (value == null) {
+            throw new InvalidArgumentException("value must not be null");
+        }
+        return new Leadership(awaitRecipe(CAMPAIGN, name, value, 0, msOrForever(timeout), "election \"" + name + "\""));
+    }
+
+    /** {@link #campaign(String, byte[], Duration)} without blocking; cancelling withdraws the candidacy. */
+    public CompletableFuture<Leadership> campaignAsync(String name, byte[] value, Duration timeout) {
+        if (value == null) {
+            throw new InvalidArgumentException("value must not be null");
+        }
+        return startRecipe(CAMPAIGN, name, value, 0, msOrForever(timeout)).thenApply(Leadership::new);
+    }
+
+    private static byte[] utf8(String s) {
+        if (s == null) {
+            throw new InvalidArgumentException("value must not be null");
+        }
+        return checkText(s, "value").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** The current leader of the election {@code name}, or empty when nobody leads. */
+    public Optional<Leader> leader(String name) {
+        checkName(name);
+        checkNotOnRuntimeThread("leader \"" + name + "\"");
+        long c = handle.pin();
+        try {
+            byte[] b = NativeBridge.leader(c, name);
+            return b == null ? Optional.empty() : Optional.of(new RecipeCodec(b).leader());
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /**
+     * Follow the election {@code name}: {@code listener} gets the current leader first, then
+     * each change (a new proclamation is a change), and {@link Optional#empty()} whenever
+     * nobody leads. It runs on an etcdlock runtime thread, one call at a time: keep it short
+     * and do not make blocking etcdlock calls in it. Close the returned observation to stop.
+     */
+    public LeaderObservation observe(String name, java.util.function.Consumer<Optional<Leader>> listener) {
+        checkName(name);
+        if (listener == null) {
+            throw new InvalidArgumentException("listener must not be null");
+        }
+        long id = NativeBridge.nextId();
+        LeaderObservation o = new LeaderObservation(name, id);
+        NativeBridge.registerObserver(id, new NativeBridge.Observer(listener, o));
+        long c;
+        try {
+            c = handle.pin();
+        } catch (RuntimeException e) {
+            NativeBridge.forgetObserver(id);
+            throw e;
+        }
+        try {
+            NativeBridge.observe(c, name, id);
+        } catch (RuntimeException e) {
+            NativeBridge.forgetObserver(id);
+            throw e;
+        } finally {
+            handle.unpin();
+        }
+        return o;
+    }
+
+    /**
+     * The holders and waiters of {@code name} for any kind of lock (mutex, semaphore,
+     * read-write lock, election; etcdctl and Go keys too): what {@code etcdlock status} shows.
+     */
+    public LockStatus status(String name) {
+        checkName(name);
+        checkNotOnRuntimeThread("status \"" + name + "\"");
+        long c = handle.pin();
+        try {
+            return new LockStatus(name, NativeBridge.status(c, name));
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** A {@link java.util.concurrent.Semaphore}-shaped handle on the semaphore {@code name}. */
+    public EtcdSemaphore newSemaphore(String name, int permits) {
+        checkName(name);
+        return new EtcdSemaphore(this, name, permits);
+    }
+
+    /** A {@link java.util.concurrent.locks.ReadWriteLock} on {@code name}. */
+    public EtcdReadWriteLock newReadWriteLock(String name) {
+        checkName(name);
+        return new EtcdReadWriteLock(this, name);
     }
 
     /**
@@ -322,7 +554,10 @@ public final class EtcdLockClient implements AutoCloseable {
      */
     LockGuard lockNative(String name, long timeoutMs, boolean interruptible) {
         checkNotOnRuntimeThread("lock \"" + name + "\"");
-        AsyncAcquire f = startAcquire(name, timeoutMs);
+        return await(startAcquire(name, timeoutMs), "lock \"" + name + "\"", interruptible);
+    }
+
+    <T extends AutoCloseable> T await(AsyncAcquire<T> f, String what, boolean interruptible) {
         boolean interrupted = false;
         try {
             while (true) {
@@ -331,7 +566,7 @@ public final class EtcdLockClient implements AutoCloseable {
                 } catch (InterruptedException e) {
                     if (interruptible) {
                         f.cancelAndSettle();
-                        throw new CancelledException("interrupted while waiting for lock \"" + name + "\"");
+                        throw new CancelledException("interrupted while waiting for " + what);
                     }
                     interrupted = true;
                 } catch (ExecutionException e) {
@@ -342,7 +577,7 @@ public final class EtcdLockClient implements AutoCloseable {
                     if (cause instanceof Error) {
                         throw (Error) cause;
                     }
-                    throw new InternalException("lock \"" + name + "\": " + cause);
+                    throw new InternalException(what + ": " + cause);
                 }
             }
         } finally {
@@ -415,12 +650,12 @@ public final class EtcdLockClient implements AutoCloseable {
         }
     }
 
-    private final class AsyncAcquire extends CompletableFuture<LockGuard> {
+    final class AsyncAcquire<T extends AutoCloseable> extends CompletableFuture<T> {
         final long id;
         /** Completes when the native side has finished (acquired, failed or cancelled). */
         final CompletableFuture<Void> settled = new CompletableFuture<>();
 
-        AsyncAcquire(String name) {
+        AsyncAcquire(String name, LongFunction<T> wrap, LongConsumer free) {
             long start = System.nanoTime();
             this.id = NativeBridge.register((g, value, error) -> {
                 // Tell the listener first, so the acquisition is recorded by the time the caller
@@ -437,9 +672,9 @@ public final class EtcdLockClient implements AutoCloseable {
                 try {
                     if (error != null) {
                         completeExceptionally(error);
-                    } else if (isDone() || !complete(new LockGuard(EtcdLockClient.this, name, g))) {
-                        // Cancelled meanwhile: nobody will use this guard; release it.
-                        NativeBridge.freeGuard(g);
+                    } else if (isDone() || !complete(wrap.apply(g))) {
+                        // Cancelled meanwhile: nobody will use this hold; release it.
+                        free.accept(g);
                     }
                 } finally {
                     settled.complete(null);
@@ -449,7 +684,7 @@ public final class EtcdLockClient implements AutoCloseable {
 
         /**
          * Cancel and wait (uninterruptibly; bounded by the request timeout on the native
-         * side) until the waiter key is gone. A guard that won the race is released.
+         * side) until the waiter key is gone. A hold that won the race is released.
          */
         void cancelAndSettle() {
             cancel(true);
@@ -473,7 +708,7 @@ public final class EtcdLockClient implements AutoCloseable {
             if (isDone() && !isCancelled() && !isCompletedExceptionally()) {
                 try {
                     join().close();
-                } catch (RuntimeException ignored) {
+                } catch (Exception ignored) {
                     // lost meanwhile: nothing left to release
                 }
             }

@@ -193,6 +193,20 @@ public final class LockGuard implements AutoCloseable {
         }
     }
 
+    /** Replace our own key's value while held (an election's proclamation). */
+    void setValue(byte[] value) {
+        if (value == null) {
+            throw new InvalidArgumentException("value must not be null");
+        }
+        EtcdLockClient.checkNotOnRuntimeThread("proclaim on \"" + name + "\"");
+        long p = handle.pin();
+        try {
+            NativeBridge.proclaim(p, value);
+        } finally {
+            handle.unpin();
+        }
+    }
+
     /** Guarded put of UTF-8 strings. */
     public void put(String key, String value) {
         put(utf8(key, "key"), utf8(value, "value"));

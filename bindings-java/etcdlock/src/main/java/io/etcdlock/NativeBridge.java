@@ -1,7 +1,9 @@
 package io.etcdlock;
 
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.slf4j.Logger;
@@ -59,6 +61,48 @@ final class NativeBridge {
         }
     }
 
+    /** A running leadership observation: its listener and its handle. */
+    static final class Observer {
+        final Consumer<Optional<Leader>> listener;
+        final LeaderObservation observation;
+
+        Observer(Consumer<Optional<Leader>> listener, LeaderObservation observation) {
+            this.listener = listener;
+            this.observation = observation;
+        }
+    }
+
+    private static final Map<Long, Observer> OBSERVERS = new ConcurrentHashMap<>();
+
+    static long nextId() {
+        return NEXT_ID.incrementAndGet();
+    }
+
+    static void registerObserver(long id, Observer o) {
+        OBSERVERS.put(id, o);
+    }
+
+    static void forgetObserver(long id) {
+        OBSERVERS.remove(id);
+    }
+
+    static void observed(long id, int code, byte[] leader, String message) {
+        Observer o = OBSERVERS.get(id);
+        if (o == null) {
+            return;
+        }
+        if (code != 0) {
+            OBSERVERS.remove(id);
+            o.observation.end(error(code, 0, message));
+            return;
+        }
+        try {
+            o.listener.accept(leader == null ? Optional.empty() : Optional.of(new RecipeCodec(leader).leader()));
+        } catch (Throwable t) {
+            LOG.warn("etcdlock: a leadership listener threw", t);
+        }
+    }
+
     // ---- natives -------------------------------------------------------------------------
 
     private static native void init();
@@ -106,6 +150,24 @@ final class NativeBridge {
     static native void watchLoss(long guard, long id);
 
     static native void freeGuard(long guard);
+
+    static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits, long timeoutMs, long id);
+
+    static native void proclaim(long guard, byte[] value);
+
+    static native byte[] leader(long client, String name);
+
+    static native byte[] status(long client, String name);
+
+    static native void observe(long client, String name, long id);
+
+    static native byte[] multiKeys(long multi);
+
+    static native long multiInfo(long multi, int what);
+
+    static native void multiUnlock(long multi);
+
+    static native void freeMulti(long multi);
 
     static native long rawGrant(long client, long ttl);
 

@@ -1,0 +1,137 @@
+package io.etcdlock;
+
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A distributed counting semaphore shaped like {@link java.util.concurrent.Semaphore}: at most
+ * {@link #permits()} holders of {@link #name()} at once across every process, served in arrival
+ * order (FIFO, like a fair {@code Semaphore}). Obtain it from
+ * {@link EtcdLockClient#newSemaphore(String, int)}:
+ *
+ * <pre>{@code
+ * EtcdSemaphore transcoders = client.newSemaphore("transcoders", 3);
+ * transcoders.acquire();
+ * try {
+ *     transcode(file); // at most 3 at once, cluster-wide
+ * } finally {
+ *     transcoders.release();
+ * }
+ * }</pre>
+ *
+ * Where it differs from {@code Semaphore}: each acquisition is one permit held in etcd, so
+ * {@link #release()} gives back a permit this object holds (the oldest) and throws
+ * {@link NotHeldException} when it holds none, instead of creating a permit; permits are
+ * acquired one at a time. For a permit's fencing token and guarded operations, use
+ * {@link EtcdLockClient#acquirePermit(String, int, java.time.Duration)}, which returns the
+ * permit as a {@link LockGuard}. Waits happen in Java: virtual threads unmount while they wait.
+ */
+public final class EtcdSemaphore {
+    private final EtcdLockClient client;
+    private final String name;
+    private final int permits;
+    private final ConcurrentLinkedDeque<LockGuard> held = new ConcurrentLinkedDeque<>();
+
+    EtcdSemaphore(EtcdLockClient client, String name, int permits) {
+        if (permits < 1) {
+            throw new InvalidArgumentException("permits must be at least 1, got " + permits);
+        }
+        this.client = client;
+        this.name = name;
+        this.permits = permits;
+    }
+
+    /** The semaphore name. */
+    public String name() {
+        return name;
+    }
+
+    /** The number of permits (holders at once). */
+    public int permits() {
+        return permits;
+    }
+
+    /** Wait for a permit; {@link Thread#interrupt()} cancels the wait (our key is removed). */
+    public void acquire() throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException("interrupted before acquiring a permit of " + name);
+        }
+        try {
+            held.add(client.permitNative(name, permits, -1, true));
+        } catch (CancelledException e) {
+            Thread.interrupted();
+            InterruptedException ie = new InterruptedException("interrupted while waiting for a permit of " + name);
+            ie.initCause(e);
+            throw ie;
+        }
+    }
+
+    /** Wait for a permit, ignoring interrupts (re-asserted afterwards). */
+    public void acquireUninterruptibly() {
+        held.add(client.permitNative(name, permits, -1, false));
+    }
+
+    /** Take a permit if one is free right now. */
+    public boolean tryAcquire() {
+        try {
+            held.add(client.permitNative(name, permits, 0, false));
+            return true;
+        } catch (LockTimeoutException e) {
+            return false;
+        }
+    }
+
+    /** Wait at most {@code timeout} for a permit; false if none came. */
+    public boolean tryAcquire(long timeout, TimeUnit unit) throws InterruptedException {
+        if (unit == null) {
+            throw new InvalidArgumentException("unit must not be null");
+        }
+        if (Thread.interrupted()) {
+            throw new InterruptedException("interrupted before acquiring a permit of " + name);
+        }
+        long ms = Math.max(0, unit.toMillis(timeout));
+        if (ms == 0) {
+            return tryAcquire();
+        }
+        try {
+            held.add(client.permitNative(name, permits, ms, true));
+            return true;
+        } catch (LockTimeoutException e) {
+            return false;
+        } catch (CancelledException e) {
+            Thread.interrupted();
+            InterruptedException ie = new InterruptedException("interrupted while waiting for a permit of " + name);
+            ie.initCause(e);
+            throw ie;
+        }
+    }
+
+    /**
+     * Give back the oldest permit held through this object (any thread may release).
+     *
+     * @throws NotHeldException if this object holds no permit
+     * @throws LockLostException if that permit had been lost meanwhile (it is given back anyway)
+     */
+    public void release() {
+        LockGuard g = held.pollFirst();
+        if (g == null) {
+            throw new NotHeldException("semaphore \"" + name + "\": no permit is held through this object");
+        }
+        g.close();
+    }
+
+    /** Permits held through this object now. */
+    public int heldPermits() {
+        return held.size();
+    }
+
+    /** Permits free now, cluster-wide (one etcd read): {@link #permits()} minus the holders. */
+    public int availablePermits() {
+        return Math.max(0, permits - client.status(name).holders().size());
+    }
+
+    @Override
+    public String toString() {
+        return "EtcdSemaphore{name=" + name + ", permits=" + permits + ", held here=" + held.size() + "}";
+    }
+}

@@ -1,0 +1,64 @@
+package io.etcdlock;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Objects;
+
+/** The leader of an election, as read from etcd ({@link EtcdLockClient#leader(String)}). */
+public final class Leader {
+    private final String key;
+    private final byte[] value;
+    private final long revision;
+    private final long leaseId;
+
+    Leader(String key, byte[] value, long revision, long leaseId) {
+        this.key = key;
+        this.value = value == null ? new byte[0] : value;
+        this.revision = revision;
+        this.leaseId = leaseId;
+    }
+
+    /** The leader's key (with the namespace), e.g. {@code scheduler/694d7a3e4b2c8f05}. */
+    public String key() {
+        return key;
+    }
+
+    /** Its proclamation (a copy). */
+    public byte[] value() {
+        return value.clone();
+    }
+
+    /** Its proclamation as UTF-8 text. */
+    public String valueAsString() {
+        return new String(value, StandardCharsets.UTF_8);
+    }
+
+    /** Its key's create revision: the leadership's fencing token. */
+    public long revision() {
+        return revision;
+    }
+
+    /** Its lease. */
+    public long leaseId() {
+        return leaseId;
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        if (!(o instanceof Leader)) {
+            return false;
+        }
+        Leader l = (Leader) o;
+        return key.equals(l.key) && Arrays.equals(value, l.value) && revision == l.revision && leaseId == l.leaseId;
+    }
+
+    @Override
+    public int hashCode() {
+        return Objects.hash(key, Arrays.hashCode(value), revision, leaseId);
+    }
+
+    @Override
+    public String toString() {
+        return "Leader{key=" + key + ", value=" + valueAsString() + ", revision=" + revision + "}";
+    }
+}
