@@ -43,6 +43,12 @@ function text(v, what) {
   throw new Error(`${what}: an input Node cannot express: ${JSON.stringify(v)}`);
 }
 
+/** A `names` input: a list of string inputs, or `{prefix, count}`. */
+function names(v) {
+  if (Array.isArray(v)) return v.map((x) => text(x, 'name'));
+  return Array.from({ length: v.count }, (_, i) => `${v.prefix}${i}`);
+}
+
 /** A duration or TTL: a JSON number, or "NaN" / "inf" / "-inf" as the float values. */
 function num(v) {
   if (typeof v === 'number') return v;
@@ -166,6 +172,35 @@ async function runCase(c) {
         case 'unlock':
           want(tokenOf(await settle(() => guard(step.guard).unlock(), where)));
           break;
+        case 'acquire_permit':
+        case 'read_lock':
+        case 'campaign':
+        case 'lock_many': {
+          const cl = await client(who);
+          const opts = 'timeout_ms' in step ? { timeout: num(step.timeout_ms) } : undefined;
+          const start = {
+            acquire_permit: () => cl.acquirePermit(text(step.name, 'name'), step.permits, opts),
+            read_lock: () => cl.readLock(text(step.name, 'name'), opts),
+            campaign: () => cl.campaign(text(step.name, 'name'), text(step.value, 'value'), opts),
+            lock_many: () => cl.lockMany(names(step.names), opts),
+          }[op];
+          const r = await settle(start, where);
+          if (r.ok && step.as) guards.set(step.as, r.value);
+          else if (r.ok) await r.value.unlock();
+          want(tokenOf(r));
+          break;
+        }
+        case 'proclaim': {
+          const g = guard(step.guard);
+          want(tokenOf(await settle(() => g.proclaim(text(step.value, 'value')), where)));
+          break;
+        }
+        case 'leader': {
+          const cl = await client(who);
+          const r = await settle(() => cl.leader(text(step.name, 'name')), where);
+          want(r.ok ? (r.value === null ? null : r.value.value.toString('utf8')) : r.token);
+          break;
+        }
         case 'put': {
           const g = guard(step.guard);
           want(tokenOf(await settle(() => g.put(text(step.key, 'key'), text(step.value, 'value')), where)));

@@ -48,6 +48,13 @@ def text(v: Any) -> str:
     raise AssertionError(f"an input Python cannot express: {v!r}")
 
 
+def names(v: Any) -> List[str]:
+    """A `names` input: a list of string inputs, or {"prefix", "count"}."""
+    if isinstance(v, list):
+        return [text(x) for x in v]
+    return [f"{v['prefix']}{i}" for i in range(int(v["count"]))]
+
+
 def number(v: Any) -> float:
     if v == "NaN":
         return math.nan
@@ -79,7 +86,7 @@ class Run:
         self.endpoints = endpoints
         self.ns = f"conf-py-{self.id}-{uuid.uuid4().hex[:8]}/"
         self.clients: Dict[str, etcdlock.Client] = {}
-        self.guards: Dict[str, etcdlock.Guard] = {}
+        self.guards: Dict[str, Any] = {}
 
     def connect(self, options: Dict[str, Any]) -> etcdlock.Client:
         kw: Dict[str, Any] = {"endpoints": list(self.endpoints), "namespace": self.ns, "ttl": 10}
@@ -128,6 +135,28 @@ class Run:
                     got = "would_block"
             if g is not None and "as" in step:
                 self.guards[step["as"]] = g
+            check(got)
+        elif op in ("acquire_permit", "read_lock", "campaign", "lock_many"):
+            c = self.clients[who]
+            t2: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
+            if op == "acquire_permit":
+                got, g = outcome(lambda: c.acquire_permit(text(step["name"]), step["permits"], timeout=t2))
+            elif op == "read_lock":
+                got, g = outcome(lambda: c.acquire_read(text(step["name"]), timeout=t2))
+            elif op == "campaign":
+                got, g = outcome(lambda: c.campaign(text(step["name"]), text(step["value"]), timeout=t2))
+            else:
+                got, g = outcome(lambda: c.acquire_many(names(step["names"]), timeout=t2))
+            if g is not None and "as" in step:
+                self.guards[step["as"]] = g
+            check(got)
+        elif op == "proclaim":
+            g = self.guards[step["guard"]]
+            check(outcome(lambda: g.proclaim(text(step["value"])))[0])
+        elif op == "leader":
+            got, leader = outcome(lambda: self.clients[who].leader(text(step["name"])))
+            if got == "ok":
+                got = None if leader is None else leader.value.decode("utf-8")
             check(got)
         elif op == "unlock":
             check(outcome(self.guards[step["guard"]].unlock)[0])

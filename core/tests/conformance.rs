@@ -27,6 +27,18 @@ fn text(v: &Value) -> Option<String> {
     }
 }
 
+/// A `names` input: a list of string inputs, or `{"prefix": p, "count": n}` (p0 .. p(n-1)).
+fn names(v: &Value) -> Option<Vec<String>> {
+    match v {
+        Value::Array(a) => a.iter().map(text).collect(),
+        Value::Object(o) => {
+            let p = o["prefix"].as_str()?;
+            Some((0..o["count"].as_u64()?).map(|i| format!("{p}{i}")).collect())
+        }
+        _ => None,
+    }
+}
+
 fn outcome<T>(r: &etcdlock::Result<T>) -> String {
     match r {
         Ok(_) => "ok".into(),
@@ -101,6 +113,7 @@ async fn run_case(etcd: &Etcd, case: &Value) {
     let ns = common::unique_ns(&format!("conf-{id}"));
     let mut clients: HashMap<String, Client> = HashMap::new();
     let mut guards: HashMap<String, Guard> = HashMap::new();
+    let mut multis: HashMap<String, etcdlock::MultiGuard> = HashMap::new();
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let op = step["op"].as_str().unwrap();
         let who = step
@@ -163,9 +176,51 @@ async fn run_case(etcd: &Etcd, case: &Value) {
                     guards.insert(var.into(), g);
                 }
             }
-            "unlock" => want(&outcome(
-                &guards[step["guard"].as_str().unwrap()].unlock().await,
-            )),
+            "unlock" => {
+                let var = step["guard"].as_str().unwrap();
+                match multis.get(var) {
+                    Some(m) => want(&outcome(&m.unlock().await)),
+                    None => want(&outcome(&guards[var].unlock().await)),
+                }
+            }
+            "acquire_permit" | "read_lock" | "campaign" => {
+                let c = &clients[&who];
+                let name = text(&step["name"]).expect("a name Rust can express");
+                let opts = LockOptions { timeout: timeout(step.get("timeout_ms")), cancel: None };
+                let r = match op {
+                    "acquire_permit" => c.acquire_permit(&name, step["permits"].as_u64().unwrap() as u32, opts).await,
+                    "read_lock" => c.read_lock(&name, opts).await,
+                    _ => c.campaign(&name, text(&step["value"]).expect("value"), opts).await.map(|l| l.into_guard()),
+                };
+                want(&outcome(&r));
+                if let (Ok(g), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
+                    guards.insert(var.into(), g);
+                }
+            }
+            "lock_many" => {
+                let c = &clients[&who];
+                let list = names(&step["names"]).expect("names Rust can express");
+                let refs: Vec<&str> = list.iter().map(String::as_str).collect();
+                let opts = LockOptions { timeout: timeout(step.get("timeout_ms")), cancel: None };
+                let r = c.lock_many(&refs, opts).await;
+                want(&outcome(&r));
+                if let (Ok(m), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
+                    multis.insert(var.into(), m);
+                }
+            }
+            "proclaim" => {
+                let g = &guards[step["guard"].as_str().unwrap()];
+                want(&outcome(&g.set_value(text(&step["value"]).expect("value")).await));
+            }
+            "leader" => {
+                let c = &clients[&who];
+                let got = match c.leader(&text(&step["name"]).unwrap()).await {
+                    Ok(Some(l)) => String::from_utf8(l.value).unwrap(),
+                    Ok(None) => "null".into(),
+                    r => outcome(&r),
+                };
+                want(&got);
+            }
             "put" | "get" | "delete" => {
                 let g = &guards[step["guard"].as_str().unwrap()];
                 let key = text(&step["key"]).expect("key");

@@ -47,13 +47,16 @@ def gen_case(idx: int, case) -> str:
     lines = [f"static void case_{idx}(void) {{", f'    const char *id = {c_bytes(cid.encode())};',
              "    etcdlock_client *cl[2] = {NULL, NULL};", "    char ns[128];",
              f'    snprintf(ns, sizeof ns, "conf-c-%d-{idx}/", (int)getpid());']
-    guards = []
+    guards, multis = [], []
     for st in case["steps"]:
-        for k in ("as",):
-            if k in st and st[k] not in guards:
-                guards.append(st[k])
+        if "as" in st:
+            bucket = multis if st["op"] == "lock_many" else guards
+            if st["as"] not in bucket:
+                bucket.append(st["as"])
     for g in guards:
         lines.append(f"    etcdlock_guard *g_{g} = NULL;")
+    for m in multis:
+        lines.append(f"    etcdlock_multi *m_{m} = NULL;")
     lines.append("    int rc; (void)rc;")
     for i, st in enumerate(case["steps"]):
         op = st["op"]
@@ -100,8 +103,56 @@ def gen_case(idx: int, case) -> str:
                 lines.append(f"        check_rc(id, {i}, rc == ETCDLOCK_WOULD_BLOCK ? -1 : rc, {c_bytes(exp.encode())});")
             lines.append("        etcdlock_guard_free(tmp);")
             lines.append("    }")
+        elif op == "unlock" and st["guard"] in multis:
+            lines.append(f"    check_rc(id, {i}, etcdlock_multi_unlock(m_{st['guard']}), {c_bytes(exp.encode())});")
         elif op == "unlock":
             lines.append(f"    check_rc(id, {i}, etcdlock_unlock(g_{st['guard']}), {c_bytes(exp.encode())});")
+        elif op in ("acquire_permit", "read_lock", "campaign", "lock_many"):
+            var = st.get("as")
+            t = st.get("timeout_ms")
+            t = "ETCDLOCK_WAIT_FOREVER" if t is None else f"INT64_C({int(t)})"
+            lines.append("    {")
+            if op == "lock_many":
+                target = f"&m_{var}" if var else "&tmpm"
+                lines.append("        etcdlock_multi *tmpm = NULL; (void)tmpm;")
+                ns_ = st["names"]
+                if isinstance(ns_, list):
+                    items = ", ".join(text(x, "name") for x in ns_) or "NULL"
+                    lines.append(f"        const char *names[] = {{{items}}};")
+                    count = len(ns_)
+                else:
+                    lines.append(f"        const char **names = seq_names({c_bytes(ns_['prefix'].encode())}, {int(ns_['count'])});")
+                    count = int(ns_["count"])
+                lines.append(f"        rc = etcdlock_lock_many(cl[{who}], names, {count}, {t}, {target});")
+                lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+                lines.append("        etcdlock_multi_free(tmpm);")
+            else:
+                target = f"&g_{var}" if var else "&tmp"
+                name = text(st["name"], "name")
+                lines.append("        etcdlock_guard *tmp = NULL; (void)tmp;")
+                if op == "acquire_permit":
+                    lines.append(f"        rc = etcdlock_acquire_permit(cl[{who}], {name}, {int(st['permits'])}u, {t}, {target});")
+                elif op == "read_lock":
+                    lines.append(f"        rc = etcdlock_read_lock(cl[{who}], {name}, {t}, {target});")
+                else:
+                    lines.append(f"        const char *v = {text(st['value'], 'value')};")
+                    lines.append(f"        rc = etcdlock_campaign(cl[{who}], {name}, (const uint8_t *)v, strlen(v), {t}, {target});")
+                lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+                lines.append("        etcdlock_guard_free(tmp);")
+            lines.append("    }")
+        elif op == "proclaim":
+            lines.append("    {")
+            lines.append(f"        const char *v = {text(st['value'], 'value')};")
+            lines.append(f"        check_rc(id, {i}, etcdlock_proclaim(g_{st['guard']}, (const uint8_t *)v, strlen(v)), {c_bytes(exp.encode())});")
+            lines.append("    }")
+        elif op == "leader":
+            lines.append("    {")
+            lines.append("        char *k = NULL; uint8_t *v = NULL; size_t n = 0;")
+            lines.append(f"        rc = etcdlock_leader(cl[{who}], {text(st['name'], 'name')}, &k, &v, &n, NULL);")
+            want = "NULL" if exp is None else c_bytes(exp.encode())
+            lines.append(f"        check_get(id, {i}, rc, k ? v : NULL, n, {want});")
+            lines.append("        etcdlock_buffer_free((uint8_t *)k); etcdlock_buffer_free(v);")
+            lines.append("    }")
         elif op in ("put", "get", "delete"):
             g = f"g_{st['guard']}"
             key = text(st["key"], "key")
@@ -144,6 +195,8 @@ def gen_case(idx: int, case) -> str:
     lines.append("done:")
     for g in guards:
         lines.append(f"    etcdlock_guard_free(g_{g});")
+    for m in multis:
+        lines.append(f"    etcdlock_multi_free(m_{m});")
     lines.append("    etcdlock_client_free(cl[0]); etcdlock_client_free(cl[1]);")
     lines.append("    free_repeats();")
     lines.append("    ran++;")
@@ -176,8 +229,29 @@ static const char *repeat(const char *s, int count) {
     return p;
 }
 
+static char **seqs[4];
+static int nseqs, seq_len[4];
+
+/* prefix0 .. prefix(count-1), freed with the repeats at the end of the case. */
+static const char **seq_names(const char *prefix, int count) {
+    char **v = malloc(sizeof *v * (size_t)count);
+    for (int i = 0; i < count; i++) {
+        size_t n = strlen(prefix) + 16;
+        v[i] = malloc(n);
+        snprintf(v[i], n, "%s%d", prefix, i);
+    }
+    seq_len[nseqs] = count;
+    seqs[nseqs++] = v;
+    return (const char **)v;
+}
+
 static void free_repeats(void) {
     while (nrepeats) free(repeats[--nrepeats]);
+    while (nseqs) {
+        nseqs--;
+        for (int i = 0; i < seq_len[nseqs]; i++) free(seqs[nseqs][i]);
+        free(seqs[nseqs]);
+    }
 }
 
 static void fail(const char *id, int step, const char *got, const char *want) {

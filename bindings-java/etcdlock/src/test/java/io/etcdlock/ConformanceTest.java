@@ -151,6 +151,8 @@ class ConformanceTest {
         final Map<String, EtcdLockClient> clients = new LinkedHashMap<>();
         final Map<String, LockGuard> guards = new HashMap<>();
         final Map<String, EtcdLock> locks = new HashMap<>();
+        final Map<String, MultiLockGuard> multis = new HashMap<>();
+        final Map<String, Leadership> leaderships = new HashMap<>();
 
         CaseRun(JsonNode c) {
             this.c = c;
@@ -292,8 +294,69 @@ class ConformanceTest {
                     }
                     break;
                 }
+                case "acquire_permit":
+                case "read_lock":
+                case "campaign": {
+                    String name = text(step.get("name"));
+                    Duration t = timeout(step);
+                    LockGuard[] g = new LockGuard[1];
+                    Leadership[] l = new Leadership[1];
+                    if (op.equals("acquire_permit")) {
+                        int permits = step.get("permits").asInt();
+                        got = outcome(() -> g[0] = cl.acquirePermit(name, permits, t));
+                    } else if (op.equals("read_lock")) {
+                        got = outcome(() -> g[0] = cl.acquireRead(name, t));
+                    } else {
+                        byte[] value = text(step.get("value")).getBytes(java.nio.charset.StandardCharsets.UTF_8);
+                        got = outcome(() -> l[0] = cl.campaign(name, value, t));
+                        if (l[0] != null) {
+                            g[0] = l[0].guard();
+                            if (step.has("as")) {
+                                leaderships.put(step.get("as").asText(), l[0]);
+                            }
+                        }
+                    }
+                    keep(step, g[0]);
+                    break;
+                }
+                case "lock_many": {
+                    JsonNode n = step.get("names");
+                    List<String> names = new ArrayList<>();
+                    if (n.isArray()) {
+                        n.forEach(x -> names.add(text(x)));
+                    } else {
+                        for (int k = 0; k < n.get("count").asInt(); k++) {
+                            names.add(n.get("prefix").asText() + k);
+                        }
+                    }
+                    Duration t = timeout(step);
+                    MultiLockGuard[] m = new MultiLockGuard[1];
+                    got = outcome(() -> m[0] = cl.acquireAll(names, t));
+                    if (m[0] != null && step.has("as")) {
+                        multis.put(step.get("as").asText(), m[0]);
+                    }
+                    break;
+                }
+                case "proclaim": {
+                    Leadership l = leaderships.get(step.get("guard").asText());
+                    String value = text(step.get("value"));
+                    got = outcome(() -> l.proclaim(value));
+                    break;
+                }
+                case "leader": {
+                    String name = text(step.get("name"));
+                    @SuppressWarnings("unchecked")
+                    Optional<Leader>[] l = new Optional[1];
+                    got = outcome(() -> l[0] = cl.leader(name));
+                    if (got.equals("ok")) {
+                        got = l[0].map(Leader::valueAsString).orElse("null");
+                    }
+                    break;
+                }
                 case "unlock":
-                    if (step.has("lock")) {
+                    if (multis.containsKey(step.path("guard").asText())) {
+                        got = outcome(multis.get(step.get("guard").asText())::close);
+                    } else if (step.has("lock")) {
                         got = outcome(locks.get(step.get("lock").asText())::unlock);
                     } else {
                         got = outcome(guard(step, "guard")::unlock);
@@ -361,6 +424,18 @@ class ConformanceTest {
                     throw new IllegalArgumentException(where + ": unknown op");
             }
             assertEquals(want, got, where + ": got " + got + ", the table says " + want);
+        }
+
+        /** A step's timeout: null (absent: wait as long as it takes) or milliseconds. */
+        Duration timeout(JsonNode step) {
+            JsonNode t = step.get("timeout_ms");
+            if (t == null) {
+                return null;
+            }
+            if (!t.isIntegralNumber()) {
+                throw new NotExpressible("timeout " + t);
+            }
+            return Duration.ofMillis(t.asLong());
         }
 
         void keep(JsonNode step, LockGuard g) {
