@@ -49,12 +49,12 @@ acq=$(grep -oE '^scenario .*\[acquisitions=[0-9]+' "$log" | grep -oE '[0-9]+$' |
 faults=$(grep -oE ' faults=[0-9]+' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
 viol=$(grep -oE ' violations=[0-9]+\]' "$log" | grep -oE '[0-9]+' | awk '{s+=$1} END {print s+0}')
 scen=$(grep -cE '^scenario [0-9]+ ' "$log" || true)
-echo "faults suite: $scen/13 scenario runs (11 scenarios, 2 and 3 also with a Python holder), $acq acquisitions, $faults faults injected, $viol violations, $((end - start)) s"
+echo "faults suite: $scen/15 scenario runs (13 scenarios, 2 and 3 also with a Python holder; 14 and 15 are the recipes), $acq acquisitions, $faults faults injected, $viol violations, $((end - start)) s"
 if [ "$status" -ne 0 ]; then
   echo "faults suite FAILED (cargo test exit $status)" >&2
   exit "$status"
 fi
-if [ "$scen" -ne 13 ] || [ "$viol" -ne 0 ] || [ "$acq" -lt 10000 ]; then
-  echo "faults suite FAILED: need 13 scenario runs, 0 violations, >= 10000 acquisitions" >&2
+if [ "$scen" -ne 15 ] || [ "$viol" -ne 0 ] || [ "$acq" -lt 10000 ]; then
+  echo "faults suite FAILED: need 15 scenario runs, 0 violations, >= 10000 acquisitions" >&2
   exit 1
 fi

@@ -32,6 +32,11 @@ impl MultiGuard {
         &self.guards
     }
 
+    /// The guards, to hold and release each lock on its own from now on.
+    pub fn into_guards(self) -> Vec<Guard> {
+        self.guards
+    }
+
     /// True while every lock is held.
     pub fn is_held(&self) -> bool {
         self.guards.iter().all(Guard::is_held)

@@ -167,8 +167,12 @@ impl Checker {
 pub fn check_holds(holds: &[Hold], resource: &BTreeMap<String, Vec<i64>>) -> Report {
     let mut r = Report { holds: holds.len(), ..Default::default() };
     let mut by_lock: HashMap<&str, Vec<&Hold>> = HashMap::new();
+    let mut shared: HashMap<&str, Vec<&Hold>> = HashMap::new();
     for h in holds {
-        by_lock.entry(h.lock.as_str()).or_default().push(h);
+        match h.lock.split_once('#') {
+            Some((base, _)) => shared.entry(base).or_default().push(h),
+            None => by_lock.entry(h.lock.as_str()).or_default().push(h),
+        }
         if h.loss.is_some() {
             r.losses += 1;
         }
@@ -211,6 +215,9 @@ pub fn check_holds(holds: &[Hold], resource: &BTreeMap<String, Vec<i64>>) -> Rep
             }
         }
     }
+    for (base, hs) in shared {
+        check_shared(&mut r, base, &hs);
+    }
     for (lock, tokens) in resource {
         r.resource_writes += tokens.len();
         let mut max = i64::MIN;
@@ -223,6 +230,43 @@ pub fn check_holds(holds: &[Hold], resource: &BTreeMap<String, Vec<i64>>) -> Rep
         }
     }
     r
+}
+
+/// Holds of the recipes that share a name, recorded as `NAME#pN` (a permit of
+/// an N-permit semaphore), `NAME#r` (a read-write lock's reader) or `NAME#w`
+/// (its writer): at no moment more than N permits, and a writer never beside
+/// another holder. Each breach counts as an overlap.
+fn check_shared(r: &mut Report, base: &str, hs: &[&Hold]) {
+    // (time, start?, kind) with ends before starts at the same instant.
+    let mut ev: Vec<(u64, bool, &str, &Hold)> = Vec::new();
+    for h in hs {
+        let kind = h.lock.split_once('#').map(|(_, k)| k).unwrap_or("");
+        ev.push((h.acquired_ns, true, kind, h));
+        ev.push((h.ended_ns.max(h.acquired_ns), false, kind, h));
+    }
+    ev.sort_by_key(|(t, start, _, _)| (*t, *start));
+    let (mut readers, mut writers, mut permits) = (0i64, 0i64, 0i64);
+    for (_, start, kind, h) in ev {
+        let d = if start { 1 } else { -1 };
+        match kind {
+            "r" => readers += d,
+            "w" => writers += d,
+            k if k.starts_with('p') => permits += d,
+            _ => {}
+        }
+        if !start {
+            continue;
+        }
+        let cap: i64 = kind.strip_prefix('p').and_then(|n| n.parse().ok()).unwrap_or(i64::MAX);
+        let bad = writers > 1 || (writers > 0 && readers > 0) || permits > cap;
+        if bad {
+            r.overlaps += 1;
+            r.note(format!(
+                "{base}: {} ({}, token {}) acquired with {readers} readers, {writers} writers, {permits} permits holding",
+                h.client, h.lock, h.token
+            ));
+        }
+    }
 }
 
 /// The resource key that the workload writes for lock `lock` (namespaced by the client).
@@ -316,6 +360,24 @@ mod tests {
         res.insert("a".to_string(), vec![1, 3, 3, 2, 4]);
         let r = check_holds(&[], &res);
         assert_eq!((r.stale_writes_accepted, r.resource_writes), (1, 5));
+    }
+
+    #[test]
+    fn shared_holds_are_checked_by_their_kind() {
+        // Two permits of a 2-permit semaphore at once: fine; a third: a breach.
+        let ok = [h("s#p2", 1, 0, 10, false), h("s#p2", 2, 1, 10, false), h("s#p2", 3, 10, 20, false)];
+        assert_eq!(check_holds(&ok, &BTreeMap::new()).violations(), 0);
+        let bad = [h("s#p2", 1, 0, 10, false), h("s#p2", 2, 1, 10, false), h("s#p2", 3, 5, 20, false)];
+        assert_eq!(check_holds(&bad, &BTreeMap::new()).overlaps, 1);
+        // Readers overlap; a writer beside a reader or a writer is a breach.
+        let ok = [h("r#r", 1, 0, 10, false), h("r#r", 2, 1, 10, false), h("r#w", 3, 10, 20, false)];
+        assert_eq!(check_holds(&ok, &BTreeMap::new()).violations(), 0);
+        let bad = [h("r#r", 1, 0, 10, false), h("r#w", 3, 5, 20, false)];
+        assert_eq!(check_holds(&bad, &BTreeMap::new()).overlaps, 1);
+        let bad = [h("r#w", 1, 0, 10, false), h("r#r", 3, 5, 20, false)];
+        assert_eq!(check_holds(&bad, &BTreeMap::new()).overlaps, 1);
+        let bad = [h("r#w", 1, 0, 10, false), h("r#w", 3, 5, 20, false)];
+        assert_eq!(check_holds(&bad, &BTreeMap::new()).overlaps, 1);
     }
 
     #[test]

@@ -436,6 +436,26 @@ pub fn child_main_if_requested() -> bool {
     true
 }
 
+/// Take `lock` the way `kind` says: "mutex", "permit" (a 1-permit semaphore),
+/// "read" (a read-write lock's reader), "writer" (its writer: the mutex),
+/// "campaign" (an election), "many" (`lock` and `lock`2 in one multi-lock).
+/// Returns the guard on `lock` and any other guards of the same hold.
+pub async fn acquire_kind(c: &Client, lock: &str, kind: &str) -> etcdlock::Result<(etcdlock::Guard, Vec<etcdlock::Guard>)> {
+    let o = LockOptions::default();
+    match kind {
+        "permit" => Ok((c.acquire_permit(lock, 1, o).await?, Vec::new())),
+        "read" => Ok((c.read_lock(lock, o).await?, Vec::new())),
+        "campaign" => Ok((c.campaign(lock, format!("pid {}", std::process::id()), o).await?.into_guard(), Vec::new())),
+        "many" => {
+            let second = format!("{lock}2");
+            let mut gs = c.lock_many(&[lock, second.as_str()], o).await?.into_guards();
+            let rest = gs.split_off(1);
+            Ok((gs.pop().expect("one guard"), rest))
+        }
+        _ => Ok((c.lock(lock).await?, Vec::new())),
+    }
+}
+
 fn say(line: String) {
     use std::io::Write;
     let mut out = std::io::stdout().lock();
@@ -454,8 +474,10 @@ async fn child_main(v: serde_json::Value) {
             let rounds = v["rounds"].as_u64().unwrap_or(1);
             let id = format!("child{}", std::process::id());
             let c = Client::connect(opts(&endpoints, &ns, ttl, Duration::from_secs(2))).await.expect("child connect");
+            // The recipe the hold is taken with (the guard is always the one on `lock`).
+            let kind = v["kind"].as_str().unwrap_or("mutex").to_string();
             for _ in 0..rounds {
-                let g = c.lock(&lock).await.expect("child lock");
+                let (g, _others) = acquire_kind(&c, &lock, &kind).await.expect("child lock");
                 let acq = clock_monotonic_ns();
                 say(format!("HELD {} {} {}", g.fencing_token(), acq, g.key()));
                 let put = g.put(checker::resource_key(&lock), g.fencing_token().to_string()).await;

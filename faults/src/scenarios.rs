@@ -98,8 +98,10 @@ impl Outcome {
     }
 }
 
-/// Every scenario id: 1-11, and 12 / 13 = scenarios 2 / 3 with a Python holder.
-pub const ALL: [u32; 13] = [1, 2, 12, 3, 13, 4, 5, 6, 7, 8, 9, 10, 11];
+/// Every scenario id: 1-11, 12 / 13 = scenarios 2 / 3 with a Python holder,
+/// 14 / 15 = the recipes (semaphore, read-write lock, election, multi-lock)
+/// under a paused holder and under member kills.
+pub const ALL: [u32; 15] = [1, 2, 12, 3, 13, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15];
 
 /// Run scenario `id` (1-11; 12 and 13 are scenarios 2 and 3 with a holder
 /// process written in Python, on the Python binding).
@@ -118,6 +120,8 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
         9 => waiters_under_compaction(p).await,
         10 => acquire_response_dropped(p).await,
         11 => wall_clock_jumps(p).await,
+        14 => recipes_holder_sigstop(p).await,
+        15 => recipes_member_kill(p).await,
         _ => {
             let mut o = Outcome::new(id, "unknown");
             o.fail(format!("no scenario {id}"));
@@ -166,11 +170,12 @@ fn start_workload(
     (stop, h)
 }
 
-/// A waiter in this process that takes the lock, writes the resource with its token and returns.
-fn spawn_waiter(c: Client, lock: &str) -> tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>> {
-    let lock = lock.to_string();
+/// A waiter in this process that takes the lock (as `kind` says, see
+/// [`crate::acquire_kind`]), writes the resource with its token and returns.
+fn spawn_waiter(c: Client, lock: &str, kind: &str) -> tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>> {
+    let (lock, kind) = (lock.to_string(), kind.to_string());
     tokio::spawn(async move {
-        let g = c.lock(&lock).await?;
+        let (g, _others) = crate::acquire_kind(&c, &lock, &kind).await?;
         let at = clock_monotonic_ns();
         g.put(resource_key(&lock), g.fencing_token().to_string()).await?;
         Ok((g, at))
@@ -234,6 +239,15 @@ fn holder_spec(eps: &[String], ns: &str, rounds: u32) -> serde_json::Value {
     json!({"mode": "holder", "endpoints": eps, "ns": ns, "ttl": TTL, "lock": "L", "rounds": rounds})
 }
 
+/// The waiter's kind behind a holder of `kind`: a writer behind a reader, else the same kind.
+fn waiter_kind(kind: &str) -> &str {
+    if kind == "read" {
+        "writer"
+    } else {
+        kind
+    }
+}
+
 fn parse_hold(parts: &[String]) -> Option<Hold> {
     Hold::from_json(&parts[1..].join(" "))
 }
@@ -254,13 +268,14 @@ async fn queue_behind(
     wc: &Client,
     rawc: &mut etcd_client::Client,
     ns: &str,
+    kind: &str,
 ) -> Result<(tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>, i64, u64, String), String> {
     let held = child.expect("HELD", Duration::from_secs(20)).await?;
     let token: i64 = held[1].parse().unwrap_or(0);
     let acquired_ns: u64 = held[2].parse().unwrap_or(0);
     let key = held.get(3).cloned().unwrap_or_default();
     child.expect("PUT", Duration::from_secs(10)).await?;
-    let waiter = spawn_waiter(wc.clone(), "L");
+    let waiter = spawn_waiter(wc.clone(), "L", waiter_kind(kind));
     if await_key_count(rawc, &format!("{ns}L/"), 2, Duration::from_secs(10)).await.is_none() {
         waiter.abort();
         return Err("waiter never queued".into());
@@ -304,6 +319,7 @@ fn errs_to_result(errs: Vec<String>) -> Result<(), String> {
 /// serves every round.
 struct HolderPause<'a> {
     lang: HolderLang,
+    kind: &'static str,
     child: ChildProc,
     wc: &'a Client,
     rawc: &'a mut etcd_client::Client,
@@ -324,7 +340,7 @@ impl Failpoint for HolderPause<'_> {
         "holder SIGSTOP"
     }
     async fn inject(&mut self, _k: u32) -> Injected {
-        match queue_behind(&mut self.child, self.wc, self.rawc, self.ns).await {
+        match queue_behind(&mut self.child, self.wc, self.rawc, self.ns, self.kind).await {
             Ok((waiter, token, acquired_ns, key)) => {
                 self.acquisitions += 1;
                 let at_ns = clock_monotonic_ns();
@@ -433,7 +449,7 @@ impl Failpoint for HolderKill<'_> {
                 return Injected::new(0, Duration::ZERO);
             }
         };
-        match queue_behind(&mut child, self.wc, self.rawc, self.ns).await {
+        match queue_behind(&mut child, self.wc, self.rawc, self.ns, "mutex").await {
             Ok((waiter, token, acquired_ns, key)) => {
                 self.acquisitions += 1;
                 let at_ns = clock_monotonic_ns();
@@ -492,6 +508,7 @@ pub async fn holder_sigstop(p: &Profile, lang: HolderLang) -> Outcome {
     let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
     let mut fp = HolderPause {
         lang,
+        kind: "mutex",
         child,
         wc: &wc,
         rawc: &mut rawc,
@@ -713,7 +730,7 @@ struct LeaderKill<'a> {
 
 impl LeaderKill<'_> {
     async fn start_round(&mut self, child: &mut ChildProc) -> Result<(HolderRound, usize, usize, Client, Arc<etcdlock::Guard>, u64), String> {
-        let (waiter, token, acquired_ns, key) = queue_behind(child, self.wc, self.rawc, self.ns).await?;
+        let (waiter, token, acquired_ns, key) = queue_behind(child, self.wc, self.rawc, self.ns, "mutex").await?;
         self.acquisitions += 1;
         let holder = HolderRound { waiter, token, acquired_ns, key, at_ns: 0 };
         let leader = blocking(|| self.etcd.leader()).ok_or("no leader")?;
@@ -753,7 +770,7 @@ impl Failpoint for LeaderKill<'_> {
                 }
             })
         };
-        let own_waiter = spawn_waiter(self.wc.clone(), "own");
+        let own_waiter = spawn_waiter(self.wc.clone(), "own", "mutex");
         if await_key_count(self.rawc, &format!("{}own/", self.ns), 2, Duration::from_secs(10)).await.is_none() {
             child.kill9().await;
             self.round = Err("waiter on own never queued".into());
@@ -957,7 +974,7 @@ impl ClientBlackhole<'_> {
                 }
             })
         };
-        let waiter = spawn_waiter(b.clone(), "L");
+        let waiter = spawn_waiter(b.clone(), "L", "mutex");
         if await_key_count(self.rawc, &format!("{}L/", self.ns), 2, Duration::from_secs(10)).await.is_none() {
             return Err("B never queued".into());
         }
@@ -1506,6 +1523,216 @@ pub async fn wall_clock_jumps(p: &Profile) -> Outcome {
         o.acquisitions,
         long.as_ref().map(|l| l.0.as_str()).unwrap_or("?"),
         r.summary()
+    );
+    o
+}
+
+
+/// 14. A holder process SIGSTOPped for 2×TTL while it holds through each
+/// recipe in turn: a 1-permit semaphore, a read lock (a writer waits behind
+/// it), an election and a multi-lock. As in scenario 2: the waiter takes over
+/// within TTL + 1 s with a higher token, and the resumed holder reports its
+/// loss and has its stale writes refused.
+pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
+    let mut o = Outcome::new(14, "recipes-holder-sigstop");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("rstop");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
+    let (mut stale, mut reported, mut done) = (0u32, 0u32, 0u32);
+    let mut waits = Vec::new();
+    const KINDS: [&str; 4] = ["permit", "read", "campaign", "many"];
+    for kind in KINDS {
+        let mut spec = holder_spec(&eps, &ns, 1);
+        spec["kind"] = json!(kind);
+        let child = match spawn_holder(HolderLang::Rust, spec) {
+            Ok(c) => c,
+            Err(e) => {
+                o.fail(format!("{kind}: {e}"));
+                continue;
+            }
+        };
+        let mut fp = HolderPause {
+            lang: HolderLang::Rust,
+            kind,
+            child,
+            wc: &wc,
+            rawc: &mut rawc,
+            checker: &checker,
+            ns: &ns,
+            round: Err("no round".into()),
+            acquisitions: 0,
+            done: 0,
+            max_wait: 0,
+            reported: 0,
+            stale_ok: 0,
+            raw_ok: 0,
+            min_gap: i64::MAX,
+        };
+        let r = run_rounds(&mut fp, Duration::ZERO, 1).await;
+        o.faults += r.faults;
+        o.acquisitions += fp.acquisitions;
+        for f in r.failures {
+            o.fail(format!("{kind}: {f}"));
+        }
+        if let Err(e) = fp.child.expect("DONE", Duration::from_secs(20)).await {
+            o.fail(format!("{kind}: {e}"));
+        }
+        fp.child.kill9().await;
+        stale += fp.stale_ok + fp.raw_ok;
+        reported += fp.reported;
+        done += fp.done;
+        waits.push(format!("{kind} {:.2} s", secs(fp.max_wait)));
+    }
+    wc.close().await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    let n = KINDS.len() as u32;
+    o.expect(done == n, || format!("{done}/{n} rounds completed"));
+    o.expect(reported == n, || format!("{reported}/{n} losses reported"));
+    o.expect(stale == 0, || format!("{stale} stale writes accepted"));
+    o.figure = format!(
+        "{done} rounds (semaphore, read lock behind which a writer waits, election, multi-lock), waiter took over after SIGSTOP in {} (TTL {TTL} s, bound {} s), {reported}/{n} losses reported, {stale} stale writes accepted; {}",
+        waits.join(", "),
+        TTL + 1,
+        r.summary()
+    );
+    o
+}
+
+/// One client of the recipe workload: a 2-permit semaphore `S`, the
+/// read-write lock `R` (readers and writers), the election `E`, and pairs of
+/// `M0..M2` through multi-locks, picked at random; every hold is recorded
+/// (`S#p2`, `R#r`, `R#w` for the shared checks; `E`, `Mi` as exclusive locks
+/// with a guarded resource write).
+async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
+    let id = format!("recipes-c{idx}");
+    let mut rng = Rng::new(seed() ^ ((idx as u64 + 1) * 104_729));
+    let o = opts(&eps, &ns, TTL, Duration::from_secs(1));
+    let client = loop {
+        if stop.is_cancelled() {
+            return;
+        }
+        match Client::connect(o.clone()).await {
+            Ok(c) => break c,
+            Err(e) => {
+                counters.err(e.code());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    };
+    while !stop.is_cancelled() {
+        let lo = LockOptions::timeout(Duration::from_secs(4));
+        let pick = rng.below(5);
+        let r: etcdlock::Result<Vec<(String, etcdlock::Guard)>> = tokio::select! {
+            r = async {
+                match pick {
+                    0 => client.acquire_permit("S", 2, lo).await.map(|g| vec![("S#p2".to_string(), g)]),
+                    1 => client.read_lock("R", lo).await.map(|g| vec![("R#r".to_string(), g)]),
+                    2 => client.lock_with("R", lo).await.map(|g| vec![("R#w".to_string(), g)]),
+                    3 => client.campaign("E", id.as_str(), lo).await.map(|l| vec![("E".to_string(), l.into_guard())]),
+                    _ => {
+                        let a = rng.below(3);
+                        let b = (a + 1 + rng.below(2)) % 3;
+                        let (x, y) = (format!("M{a}"), format!("M{b}"));
+                        client.lock_many(&[x.as_str(), y.as_str()], lo).await.map(|m| {
+                            m.into_guards().into_iter().map(|g| (g.name().to_string(), g)).collect()
+                        })
+                    }
+                }
+            } => r,
+            _ = stop.cancelled() => break,
+        };
+        let gs = match r {
+            Ok(gs) => gs,
+            Err(e) => {
+                counters.err(e.code());
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let acquired = clock_monotonic_ns();
+        counters.last_acquired_ns.fetch_max(acquired, Ordering::Relaxed);
+        counters.acquisitions.fetch_add(1, Ordering::Relaxed);
+        for (label, g) in &gs {
+            if !label.contains('#') {
+                if let Err(e) = g.put(resource_key(label), g.fencing_token().to_string()).await {
+                    counters.err(e.code());
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let end_call = clock_monotonic_ns();
+        for (label, g) in gs {
+            let before = g.loss();
+            let unl = g.unlock().await;
+            let loss = before.or_else(|| if unl.is_err() { g.loss() } else { None });
+            if let Err(e) = &unl {
+                counters.err(e.code());
+            }
+            let loss = loss.map(|l| LossInfo { reason: l.reason.name().to_string(), at_ns: instant_to_mono_ns(l.at), reported_ns: clock_monotonic_ns() });
+            if loss.is_some() {
+                counters.losses.fetch_add(1, Ordering::Relaxed);
+            }
+            let ended = loss.as_ref().map(|l| l.at_ns.min(end_call)).unwrap_or(end_call);
+            checker.record(Hold { lock: label, token: g.fencing_token(), acquired_ns: acquired, ended_ns: ended, client: id.clone(), loss });
+        }
+    }
+    client.close().await;
+}
+
+/// 15. The recipes under member kill -9 and restart (the leader included) in
+/// a 3-member cluster: 6 clients take permits of a 2-permit semaphore, read and
+/// write locks, leadership and multi-locks; never more than 2 permits, never a
+/// writer beside anyone, one leader at a time, exclusion on every multi-locked
+/// name, no stale guarded write accepted, nothing left behind.
+pub async fn recipes_member_kill(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(15, "recipes-member-kill");
+    let mut etcd = Etcd::cluster(3);
+    let eps = etcd.endpoints();
+    let ns = unique_ns("rkill");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Arc::new(Checker::new());
+    let counters = Arc::new(Counters::default());
+    let stop = CancellationToken::new();
+    let mut tasks = Vec::new();
+    for i in 0..6 {
+        tasks.push(tokio::spawn(recipe_client(i, eps.clone(), ns.clone(), checker.clone(), counters.clone(), stop.clone())));
+    }
+    let probe = Client::connect(opts(&eps, &ns, TTL, Duration::from_secs(1))).await.expect("probe connect");
+    let mut fp = MemberKill::new(&mut etcd, Rng::new(seed() ^ 15), &probe, (1, 3));
+    let rounds = run_rounds(&mut fp, Duration::from_secs(p.fault_secs), 3).await;
+    o.faults = rounds.faults;
+    o.failures.append(&mut fp.failures);
+    o.failures.extend(rounds.failures);
+    let healed_ns = clock_monotonic_ns();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.cancel();
+    for t in tasks {
+        let _ = t.await;
+    }
+    probe.close().await;
+    let (keys, leases) = await_clean(&mut rawc, &ns, Duration::from_secs(15)).await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
+    let last = counters.last_acquired_ns.load(Ordering::Relaxed);
+    o.expect(last > healed_ns, || "no recipe acquisition after the last member restarted".into());
+    o.expect(keys == 0 && leases == 0, || format!("{keys} lock keys and {leases} leases left"));
+    let by_kind = |prefix: &str| checker.holds().iter().filter(|h| h.lock.starts_with(prefix)).count();
+    o.figure = format!(
+        "{} member kill -9 + restart, {} recipe acquisitions (permits {}, reads {}, writes {}, leaderships {}, multi-locked names {}), {keys} lock keys and {leases} leases left; {}; errors: {}",
+        o.faults,
+        o.acquisitions,
+        by_kind("S#"),
+        by_kind("R#r"),
+        by_kind("R#w"),
+        by_kind("E"),
+        by_kind("M"),
+        r.summary(),
+        counters.errors_summary()
     );
     o
 }

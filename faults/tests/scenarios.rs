@@ -69,3 +69,11 @@ fn scenario_10_acquire_response_dropped() {
 fn scenario_11_wall_clock_jumps() {
     run(11)
 }
+#[test]
+fn scenario_14_recipes_holder_sigstop() {
+    run(14)
+}
+#[test]
+fn scenario_15_recipes_member_kill() {
+    run(15)
+}
