@@ -1528,7 +1528,7 @@ pub async fn wall_clock_jumps(p: &Profile) -> Outcome {
 }
 
 
-/// 14. A holder process SIGSTOPped for 2×TTL while it holds through each
+/// Scenario 14: a holder process SIGSTOPped for 2×TTL while it holds through each
 /// recipe in turn: a 1-permit semaphore, a read lock (a writer waits behind
 /// it), an election and a multi-lock. As in scenario 2: the waiter takes over
 /// within TTL + 1 s with a higher token, and the resumed holder reports its
@@ -1683,7 +1683,7 @@ async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, checker: Arc<Ch
     client.close().await;
 }
 
-/// 15. The recipes under member kill -9 and restart (the leader included) in
+/// Scenario 15: the recipes under member kill -9 and restart (the leader included) in
 /// a 3-member cluster: 6 clients take permits of a 2-permit semaphore, read and
 /// write locks, leadership and multi-locks; never more than 2 permits, never a
 /// writer beside anyone, one leader at a time, exclusion on every multi-locked
