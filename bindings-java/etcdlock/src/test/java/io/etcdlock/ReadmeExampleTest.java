@@ -69,6 +69,90 @@ class ReadmeExampleTest {
         assertEquals("299", TestSupport.rawGet(ns + "inventory/stock"));
     }
 
+    // The README's recipes block, with its placeholders (transcode, storage, log, ...) as stubs.
+    private final List<String> events = java.util.Collections.synchronizedList(new ArrayList<>());
+
+    private void transcode() {
+        events.add("transcode");
+    }
+
+    private void readConfig() {
+        events.add("readConfig");
+    }
+
+    private void transfer(long token) {
+        events.add("transfer " + (token > 0));
+    }
+
+    private void stopScheduling() {
+        events.add("stopScheduling");
+    }
+
+    private final class Storage {
+        void write(Object data, long token) {
+            events.add("write " + (token > 0));
+        }
+    }
+
+    private final class Log {
+        void info(String fmt, Object... args) {
+            events.add("log " + fmt);
+        }
+    }
+
+    @Test
+    @SuppressWarnings("unused")
+    void readmeRecipes() throws Exception {
+        Storage storage = new Storage();
+        Log log = new Log();
+        Object data = "data";
+        java.nio.charset.Charset UTF_8 = java.nio.charset.StandardCharsets.UTF_8;
+        String ns = "readme-recipes-" + System.nanoTime() + "/";
+        try (EtcdLockClient client = EtcdLockClient.builder().endpoints(EtcdExtension.endpoints())
+                .ttl(Duration.ofSeconds(10)).namespace(ns).build()) {
+            // ---- as in the README ----
+            // Semaphore: at most 3 holders at once, cluster-wide (java.util.concurrent.Semaphore's shape).
+            EtcdSemaphore transcoders = client.newSemaphore("transcoders", 3);
+            transcoders.acquire();                            // interruptible; tryAcquire(timeout, unit) too
+            try { transcode(); } finally { transcoders.release(); }
+            try (LockGuard permit = client.acquirePermit("transcoders", 3, Duration.ofSeconds(10))) {
+                storage.write(data, permit.fencingToken());   // a permit is a LockGuard
+            }
+
+            // Read-write lock: a java.util.concurrent.locks.ReadWriteLock. Readers share; the write side
+            // is the mutex itself, so etcdctl lock, Go's Mutex and client.acquire() exclude readers too.
+            java.util.concurrent.locks.ReadWriteLock config = client.newReadWriteLock("config");
+            config.readLock().lock();
+            try { readConfig(); } finally { config.readLock().unlock(); }
+
+            // Several locks at once: one etcd transaction, no deadlock whatever the order.
+            try (MultiLockGuard both = client.acquireAll(List.of("account-1", "account-2"), Duration.ofSeconds(5))) {
+                transfer(both.fencingToken());
+            }
+
+            // Leader election (the keys of Go's concurrency.Election and etcdctl elect).
+            try (LeaderObservation watch = client.observe("scheduler", leader ->     // Optional.empty(): no leader
+                    log.info("leader now {}", leader.map(Leader::valueAsString).orElse("(none)")))) {
+                try (Leadership leadership = client.campaign("scheduler", "node-1")) { // closing resigns
+                    leadership.onLost(reason -> stopScheduling());
+                    leadership.proclaim("node-1, epoch 2");
+                    client.leader("scheduler").ifPresent(l -> log.info("{} since revision {}", l.valueAsString(), l.revision()));
+                }
+            }
+            java.util.concurrent.CompletableFuture<Leadership> later = client.campaignAsync("scheduler", "node-1".getBytes(UTF_8), null);
+
+            // Who holds, who waits, for any kind of lock (what `etcdlock status` shows).
+            LockStatus st = client.status("transcoders");
+            st.holders().forEach(c -> log.info("{} {} {}", c.kind(), c.key(), c.owner().orElse("etcdctl/Go")));
+            // ---- end of the README block ----
+            later.get(10, TimeUnit.SECONDS).close();
+            assertEquals(0, st.holders().size());
+        }
+        assertTrue(events.containsAll(List.of("transcode", "write true", "readConfig", "transfer true",
+                "log {} since revision {}")), events.toString());
+        assertFalse(events.contains("stopScheduling"), events.toString());
+    }
+
     @Test
     void aForgottenGuardIsReleasedByTheCleaner() throws Exception {
         String name = TestSupport.uniqueName("forgotten");
