@@ -22,7 +22,7 @@ async fn three_permits_twelve_contenders_never_more_than_three_holders() {
     for t in 0..12 {
         let (c, now, peak, done) = (clients[t % 3].clone(), now.clone(), peak.clone(), done.clone());
         tasks.push(tokio::spawn(async move {
-            for _ in 0..10 {
+            for _ in 0..50 {
                 let p = c.acquire_permit("pool", 3, LockOptions::timeout(Duration::from_secs(30))).await.unwrap();
                 let n = now.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(n, Ordering::SeqCst);
@@ -39,7 +39,7 @@ async fn three_permits_twelve_contenders_never_more_than_three_holders() {
     for t in tasks {
         t.await.unwrap();
     }
-    assert_eq!(done.load(Ordering::SeqCst), 120);
+    assert_eq!(done.load(Ordering::SeqCst), 600);
     assert_eq!(peak.load(Ordering::SeqCst), 3, "three permits were used at once");
     assert!(common::keys(&clients[0], &format!("{ns}pool/")).await.is_empty());
 }

@@ -426,6 +426,7 @@ impl Failpoint for HolderPause<'_> {
 /// each round.
 struct HolderKill<'a> {
     lang: HolderLang,
+    kind: &'static str,
     eps: &'a [String],
     wc: &'a Client,
     rawc: &'a mut etcd_client::Client,
@@ -442,14 +443,16 @@ impl Failpoint for HolderKill<'_> {
         "holder kill -9"
     }
     async fn inject(&mut self, k: u32) -> Injected {
-        let mut child = match spawn_holder(self.lang, holder_spec(self.eps, self.ns, 1)) {
+        let mut spec = holder_spec(self.eps, self.ns, 1);
+        spec["kind"] = json!(self.kind);
+        let mut child = match spawn_holder(self.lang, spec) {
             Ok(c) => c,
             Err(e) => {
                 self.round = Err(e);
                 return Injected::new(0, Duration::ZERO);
             }
         };
-        match queue_behind(&mut child, self.wc, self.rawc, self.ns, "mutex").await {
+        match queue_behind(&mut child, self.wc, self.rawc, self.ns, self.kind).await {
             Ok((waiter, token, acquired_ns, key)) => {
                 self.acquisitions += 1;
                 let at_ns = clock_monotonic_ns();
@@ -564,6 +567,7 @@ pub async fn holder_kill9(p: &Profile, lang: HolderLang) -> Outcome {
     let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
     let mut fp = HolderKill {
         lang,
+        kind: "mutex",
         eps: &eps,
         wc: &wc,
         rawc: &mut rawc,
@@ -1528,7 +1532,7 @@ pub async fn wall_clock_jumps(p: &Profile) -> Outcome {
 }
 
 
-/// Scenario 14: a holder process SIGSTOPped for 2×TTL while it holds through each
+/// Scenario 14: a holder process SIGSTOPped for 2×TTL (then one killed with SIGKILL) while it holds through each
 /// recipe in turn: a 1-permit semaphore, a read lock (a writer waits behind
 /// it), an election and a multi-lock. As in scenario 2: the waiter takes over
 /// within TTL + 1 s with a higher token, and the resumed holder reports its
@@ -1542,8 +1546,8 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
     let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
-    let (mut stale, mut reported, mut done) = (0u32, 0u32, 0u32);
-    let mut waits = Vec::new();
+    let (mut stale, mut reported, mut done, mut killed) = (0u32, 0u32, 0u32, 0u32);
+    let (mut waits, mut kill_waits) = (Vec::new(), Vec::new());
     const KINDS: [&str; 4] = ["permit", "read", "campaign", "many"];
     for kind in KINDS {
         let mut spec = holder_spec(&eps, &ns, 1);
@@ -1586,6 +1590,29 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
         reported += fp.reported;
         done += fp.done;
         waits.push(format!("{kind} {:.2} s", secs(fp.max_wait)));
+        // The same hold, its process killed with SIGKILL: the permit (read
+        // lock, leadership, locks) is freed by its lease within TTL + 1 s.
+        let mut fk = HolderKill {
+            lang: HolderLang::Rust,
+            kind,
+            eps: &eps,
+            wc: &wc,
+            rawc: &mut rawc,
+            checker: &checker,
+            ns: &ns,
+            round: Err("no round".into()),
+            acquisitions: 0,
+            done: 0,
+            max_wait: 0,
+        };
+        let r = run_rounds(&mut fk, Duration::ZERO, 1).await;
+        o.faults += r.faults;
+        o.acquisitions += fk.acquisitions;
+        for f in r.failures {
+            o.fail(format!("{kind} kill -9: {f}"));
+        }
+        killed += fk.done;
+        kill_waits.push(format!("{kind} {:.2} s", secs(fk.max_wait)));
     }
     wc.close().await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
@@ -1593,10 +1620,12 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
     o.expect(done == n, || format!("{done}/{n} rounds completed"));
     o.expect(reported == n, || format!("{reported}/{n} losses reported"));
     o.expect(stale == 0, || format!("{stale} stale writes accepted"));
+    o.expect(killed == n, || format!("{killed}/{n} kill -9 rounds completed"));
     o.figure = format!(
-        "{done} rounds (semaphore, read lock behind which a writer waits, election, multi-lock), waiter took over after SIGSTOP in {} (TTL {TTL} s, bound {} s), {reported}/{n} losses reported, {stale} stale writes accepted; {}",
+        "{done} SIGSTOP rounds (semaphore, read lock behind which a writer waits, election, multi-lock), waiter took over after SIGSTOP in {} (TTL {TTL} s, bound {} s), {reported}/{n} losses reported, {stale} stale writes accepted; {killed} kill -9 rounds, waiter took over in {}; {}",
         waits.join(", "),
         TTL + 1,
+        kill_waits.join(", "),
         r.summary()
     );
     o
