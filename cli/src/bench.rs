@@ -34,6 +34,8 @@ pub struct BenchArgs {
     /// Run only the scale measurements: N waiters on one lock / N held locks.
     pub waiters: Option<usize>,
     pub held: Option<usize>,
+    /// Run only the recipes' measurements (`bench_recipes`).
+    pub recipes: bool,
     pub json_only: bool,
 }
 
@@ -450,6 +452,9 @@ pub async fn run(args: BenchArgs) -> i32 {
     };
     if args.waiters.is_some() || args.held.is_some() {
         return scale(&args, &endpoints, &ns).await;
+    }
+    if args.recipes {
+        return crate::bench_recipes::run(&endpoints, &ns, args.iterations, args.duration, args.json_only).await;
     }
     say(format!("etcd at {} - measuring floors and uncontended lock+unlock (interleaved)...", endpoints.join(",")));
     let client = Client::connect(ClientOptions::new(endpoints.clone()).with_namespace(&ns)).await.expect("connect");

@@ -2,6 +2,7 @@
 //! and queue, and benchmark. See `etcdlock --help`.
 
 mod bench;
+mod bench_recipes;
 mod flash;
 mod run;
 mod elect;
@@ -168,6 +169,10 @@ enum Cmd {
         /// Measure only N distinct locks held at once on one session (errors, RSS per lock, leases in etcd)
         #[arg(long, value_name = "N")]
         held: Option<usize>,
+        /// Measure the recipes instead: election failover (resign, kill -9), a 3-permit
+        /// semaphore, a read-write lock with 7 readers and 1 writer, multi-lock pairs
+        #[arg(long)]
+        recipes: bool,
         /// Use --endpoints instead of starting a private etcd
         #[arg(long)]
         use_endpoints: bool,
@@ -218,7 +223,7 @@ fn main() {
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
-            Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, use_endpoints, json } => {
+            Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, recipes, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),
                     iterations: iterations.max(10),
@@ -227,6 +232,7 @@ fn main() {
                     distinct,
                     waiters,
                     held,
+                    recipes,
                     json_only: json,
                 })
                 .await
