@@ -6,14 +6,15 @@
 //! key; the loss of any one lock is the loss of the whole hold.
 
 use std::collections::HashSet;
+use std::future::Future;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, PutOptions, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::mutex::{owner_info, revision, validate_name, LockOptions};
+use crate::mutex::{kvs, owner_info, revision, validate_name, LockOptions, Queue};
 use crate::wait::{cancelled, timeout_err, Pending};
 use crate::session::Loss;
 
@@ -58,15 +59,29 @@ impl MultiGuard {
         None
     }
 
-    /// Release every lock; the first error is returned after all were tried.
+    /// Release every lock, all at once (one round trip, not one per name);
+    /// the first error in name order is returned after all were tried.
     pub async fn unlock(&self) -> Result<()> {
-        let mut first = None;
-        for g in &self.guards {
-            if let Err(e) = g.unlock().await {
-                first.get_or_insert(e);
+        let mut futs: Vec<_> = self.guards.iter().map(|g| Box::pin(g.unlock())).collect();
+        let mut results: Vec<Option<Result<()>>> = futs.iter().map(|_| None).collect();
+        std::future::poll_fn(|cx| {
+            let mut pending = false;
+            for (f, r) in futs.iter_mut().zip(results.iter_mut()) {
+                if r.is_none() {
+                    match f.as_mut().poll(cx) {
+                        std::task::Poll::Ready(v) => *r = Some(v),
+                        std::task::Poll::Pending => pending = true,
+                    }
+                }
             }
-        }
-        first.map_or(Ok(()), Err)
+            if pending {
+                std::task::Poll::Pending
+            } else {
+                std::task::Poll::Ready(())
+            }
+        })
+        .await;
+        results.into_iter().flatten().find_map(Result::err).map_or(Ok(()), Err)
     }
 }
 
@@ -107,9 +122,17 @@ impl Client {
         let mut pending = Pending::new(self, &session, keys[0].clone());
         pending.extra = keys[1..].to_vec();
         let value = owner_info();
-        let txn = Txn::new()
-            .when(keys.iter().map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0)).collect::<Vec<_>>())
-            .and_then(keys.iter().map(|k| TxnOp::put(k.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)))).collect::<Vec<_>>());
+        // With the puts, read each prefix's three newest keys (as the mutex's
+        // own Txn does), so a name whose queue the read tells needs no second
+        // round trip; only while the Txn stays within etcd's default
+        // --max-txn-ops (two ops per name).
+        let with_reads = 2 * keys.len() <= MAX_MULTI;
+        let newest = || GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(3);
+        let mut ops: Vec<TxnOp> = keys.iter().map(|k| TxnOp::put(k.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)))).collect();
+        if with_reads {
+            ops.extend(names.iter().map(|n| TxnOp::get(self.prefix(n), Some(newest()))));
+        }
+        let txn = Txn::new().when(keys.iter().map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0)).collect::<Vec<_>>()).and_then(ops);
         let resp = self.run_detached(&mut pending, txn, &label, deadline, &cancel).await.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
                 timeout_err(&label, opts.timeout)
@@ -122,11 +145,17 @@ impl Client {
             return Err(Error::new(ErrorCode::Internal, "lock_many: a fresh key already existed"));
         }
         let my_rev = revision(&resp);
+        let known: Vec<Option<Queue>> = names
+            .iter()
+            .zip(&keys)
+            .enumerate()
+            .map(|(i, (n, k))| if with_reads { Queue::from_newest(&self.prefix(n), k, my_rev, kvs(resp.op_responses().get(keys.len() + i))) } else { None })
+            .collect();
         let uncertain = pending.uncertain();
         pending.disarm();
         // One Pending per key from here on: each name waits on its own.
         let mut set = tokio::task::JoinSet::new();
-        for (i, (name, key)) in names.iter().zip(keys).enumerate() {
+        for (i, ((name, key), known)) in names.iter().zip(keys).zip(known).enumerate() {
             let (c, s, name, cancel) = (self.clone(), session.clone(), name.to_string(), cancel.clone());
             let timeout = if once { Some(Duration::ZERO) } else { opts.timeout };
             set.spawn(async move {
@@ -135,12 +164,15 @@ impl Client {
                     p.mark_uncertain();
                 }
                 let prefix = c.prefix(&name);
-                let queue = match c.read_queue(&prefix, &key, my_rev).await {
-                    Ok(q) => q,
-                    Err(e) => {
-                        p.abandon(c.inner.request_timeout).await;
-                        return (i, Err(e));
-                    }
+                let queue = match known {
+                    Some(q) => q,
+                    None => match c.read_queue(&prefix, &key, my_rev).await {
+                        Ok(q) => q,
+                        Err(e) => {
+                            p.abandon(c.inner.request_timeout).await;
+                            return (i, Err(e));
+                        }
+                    },
                 };
                 if queue.pred.is_none() {
                     return (i, Ok(c.held(&name, &s, p, my_rev, Vec::new(), None)));

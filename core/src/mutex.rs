@@ -96,6 +96,22 @@ pub(crate) struct Queue {
     rev: i64,
 }
 
+impl Queue {
+    /// The queue from a read of the three newest keys of `prefix` made in the
+    /// Txn that created our `key` (revision `my_rev`), as the mutex's own
+    /// acquisition reads it; `None` when that read cannot tell (our key is
+    /// not the newest, or a nested name's key is among them): read it then.
+    pub(crate) fn from_newest(prefix: &[u8], key: &[u8], my_rev: i64, newest: &[KeyValue]) -> Option<Queue> {
+        if newest.first().map(|kv| kv.key()) != Some(key) || !newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
+            return None;
+        }
+        let pred = newest.get(1).map(Contender::of);
+        let holder = if newest.len() == 2 { pred.clone() } else { None };
+        let ahead = newest.get(2).map(Contender::of);
+        Some(Queue { mine: true, pred, holder, ahead, rev: my_rev })
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Mode {
     /// Queue and wait (until the deadline, if any).

@@ -107,3 +107,43 @@ async fn one_try_and_cancel_leave_no_key_and_bad_input_is_refused() {
     let many: Vec<&str> = many.iter().map(String::as_str).collect();
     assert_eq!(b.lock_many(&many, LockOptions::default()).await.unwrap_err().code(), ErrorCode::InvalidArgument);
 }
+
+/// The Txn that creates the keys also reads each queue (up to 64 names; two
+/// ops per name within etcd's --max-txn-ops): a name whose read shows an older
+/// key waits for it, a nested name (`a` and `a/b` in one multi-lock, their
+/// keys of one revision under one prefix) falls back to a separate read, and
+/// 64, 65 and 128 names all lock and release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_queue_read_in_the_txn_is_right_for_held_nested_and_many_names() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("multi3");
+    let a = client(&etcd, &ns, 10).await;
+    let b = client(&etcd, &ns, 10).await;
+    // Held elsewhere: the in-Txn read sees the holder and waits for it.
+    let g = a.lock("y").await.unwrap();
+    let waiting = tokio::spawn({
+        let b = b.clone();
+        async move { b.lock_many(&["x", "y"], LockOptions::timeout(Duration::from_secs(10))).await }
+    });
+    common::await_key_count(&a, &format!("{ns}y/"), 2).await;
+    assert!(!waiting.is_finished());
+    g.unlock().await.unwrap();
+    let m = waiting.await.unwrap().unwrap();
+    assert!(m.is_held());
+    m.unlock().await.unwrap();
+    // A name and its nested name in one multi-lock.
+    let m = b.lock_many(&["a", "a/b"], LockOptions::timeout(Duration::from_secs(5))).await.unwrap();
+    assert!(m.is_held());
+    assert_eq!(a.try_lock("a").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    assert_eq!(a.try_lock("a/b").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    m.unlock().await.unwrap();
+    for n in [64usize, 65, 128] {
+        let names: Vec<String> = (0..n).map(|i| format!("many{n}-{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let m = b.lock_many(&names, LockOptions::timeout(Duration::from_secs(10))).await.unwrap();
+        assert_eq!(m.guards().len(), n);
+        assert_eq!(a.try_lock(names[n - 1]).await.unwrap_err().code(), ErrorCode::WouldBlock);
+        m.unlock().await.unwrap();
+        assert!(common::keys(&a, &format!("{ns}many{n}-0/")).await.is_empty());
+    }
+}
