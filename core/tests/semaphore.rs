@@ -20,17 +20,23 @@ async fn three_permits_twelve_contenders_never_more_than_three_holders() {
     let done = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for t in 0..12 {
-        let (c, now, peak, done) = (clients[t % 3].clone(), now.clone(), peak.clone(), done.clone());
+        let (c, now, peak, done, ns) = (clients[t % 3].clone(), now.clone(), peak.clone(), done.clone(), ns.clone());
         tasks.push(tokio::spawn(async move {
             for _ in 0..50 {
                 let p = c.acquire_permit("pool", 3, LockOptions::timeout(Duration::from_secs(30))).await.unwrap();
                 let n = now.fetch_add(1, Ordering::SeqCst) + 1;
                 peak.fetch_max(n, Ordering::SeqCst);
                 assert!(n <= 3, "{n} holders of 3 permits");
-                // Guarded ops work on a permit.
-                p.put(format!("ledger-{t}"), "x").await.unwrap();
+                // The ledger in etcd: each holder enters itself with a guarded
+                // put (refused unless its permit is still its own), then counts
+                // the entries etcd has; leaving deletes the entry before unlock.
+                let entry = format!("ledger/{}", p.fencing_token());
+                p.put(&entry, "in").await.unwrap();
+                let in_etcd = c.etcd().get(format!("{ns}ledger/"), Some(etcd_client::GetOptions::new().with_prefix().with_count_only())).await.unwrap().count();
+                assert!((1..=3).contains(&in_etcd), "{in_etcd} holders in etcd's ledger");
                 tokio::task::yield_now().await;
                 now.fetch_sub(1, Ordering::SeqCst);
+                assert!(p.delete(&entry).await.unwrap());
                 p.unlock().await.unwrap();
                 done.fetch_add(1, Ordering::SeqCst);
             }
