@@ -4,7 +4,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Locale;
 
 import org.slf4j.Logger;
@@ -52,14 +51,45 @@ public final class NativeLibrary {
                 throw new UnsatisfiedLinkError("etcdlock: no native library for " + platform()
                         + " in the jar (" + resource + "); set -D" + PATH_PROPERTY + "=/path/to/libetcdlock_jni.so");
             }
-            Path tmp = Files.createTempFile("etcdlock_jni", ".so");
-            tmp.toFile().deleteOnExit();
-            Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
+            Path tmp = extract(in);
             System.load(tmp.toAbsolutePath().toString());
             loadedFrom = resource;
             LOG.debug("etcdlock native library extracted from {} to {}", resource, tmp);
         } catch (IOException e) {
             throw new UnsatisfiedLinkError("etcdlock: cannot extract " + resource + ": " + e);
+        }
+    }
+
+    /**
+     * Copy the bundled library to a new file in {@code java.io.tmpdir}, created exclusively
+     * ({@code O_EXCL}: never an existing file or a planted symlink) and owner-only. Not
+     * {@code Files.createTempFile}: its random name comes from {@code SecureRandom}, whose
+     * provider classes and seeding cost the process about 1 MB of native memory for nothing a
+     * PID-and-clock name with an exclusive create does not already give.
+     */
+    private static Path extract(InputStream in) throws IOException {
+        Path dir = Path.of(System.getProperty("java.io.tmpdir"));
+        long pid = ProcessHandle.current().pid();
+        for (int attempt = 0; ; attempt++) {
+            Path tmp = dir.resolve("etcdlock_jni-" + pid + "-" + Long.toHexString(System.nanoTime()) + ".so");
+            java.io.OutputStream out;
+            try {
+                out = Files.newOutputStream(tmp, java.nio.file.StandardOpenOption.CREATE_NEW, java.nio.file.StandardOpenOption.WRITE);
+            } catch (java.nio.file.FileAlreadyExistsException e) {
+                if (attempt > 100) {
+                    throw e;
+                }
+                continue;
+            }
+            tmp.toFile().deleteOnExit();
+            try (out) {
+                tmp.toFile().setReadable(false, false);
+                tmp.toFile().setReadable(true, true);
+                tmp.toFile().setWritable(false, false);
+                tmp.toFile().setWritable(true, true);
+                in.transferTo(out);
+            }
+            return tmp;
         }
     }
 
