@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fault and security suite of etcdlock (short CI profile): checker unit tests,
-# the 11 fault scenarios and the security suite, all against real etcd.
+# the 13 fault scenarios (14 and 15: the recipes) and the security suite, all against real etcd.
 # Prints every scenario's figure line and the totals; exits non-zero on any failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
