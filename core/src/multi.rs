@@ -145,11 +145,12 @@ impl Client {
             return Err(Error::new(ErrorCode::Internal, "lock_many: a fresh key already existed"));
         }
         let my_rev = revision(&resp);
+        let ops = if with_reads { resp.op_responses() } else { Vec::new() };
         let known: Vec<Option<Queue>> = names
             .iter()
             .zip(&keys)
             .enumerate()
-            .map(|(i, (n, k))| if with_reads { Queue::from_newest(&self.prefix(n), k, my_rev, kvs(resp.op_responses().get(keys.len() + i))) } else { None })
+            .map(|(i, (n, k))| if with_reads { Queue::from_newest(&self.prefix(n), k, my_rev, kvs(ops.get(keys.len() + i))) } else { None })
             .collect();
         let uncertain = pending.uncertain();
         pending.disarm();
