@@ -224,18 +224,8 @@ impl Workload {
     async fn client_loop(&self, idx: usize, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
         let id = format!("{}{idx}", self.client_prefix);
         let mut rng = Rng::new(seed() ^ ((idx as u64 + 1) * 7919) ^ std::process::id() as u64);
-        let o = opts(&self.endpoints, &self.ns, self.ttl, self.request_timeout);
-        let client = loop {
-            if stop.is_cancelled() {
-                return;
-            }
-            match Client::connect(o.clone()).await {
-                Ok(c) => break c,
-                Err(e) => {
-                    counters.err(e.code());
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
+        let Some(client) = connect_until(opts(&self.endpoints, &self.ns, self.ttl, self.request_timeout), &counters, &stop).await else {
+            return;
         };
         let mut last: Option<u64> = None;
         while !stop.is_cancelled() {
@@ -270,29 +260,56 @@ impl Workload {
             if !self.hold.is_zero() {
                 tokio::time::sleep(self.hold).await;
             }
-            let end_call = clock_monotonic_ns();
-            let before = g.loss();
-            let unl = g.unlock().await;
-            let loss = before.or_else(|| if unl.is_err() { g.loss() } else { None });
-            if let Err(e) = &unl {
-                counters.err(e.code());
-            }
-            let loss = loss.map(|l| LossInfo {
-                reason: l.reason.name().to_string(),
-                at_ns: instant_to_mono_ns(l.at),
-                reported_ns: clock_monotonic_ns(),
-            });
-            if loss.is_some() {
-                counters.losses.fetch_add(1, Ordering::Relaxed);
-            }
-            let ended = loss.as_ref().map(|l| l.at_ns.min(end_call)).unwrap_or(end_call);
-            checker.record(Hold { lock, token: g.fencing_token(), acquired_ns: acquired, ended_ns: ended, client: id.clone(), loss });
+            release_and_record(&checker, &counters, lock, &g, acquired, clock_monotonic_ns(), &id).await;
             if self.max_acquisitions > 0 && n >= self.max_acquisitions {
                 stop.cancel();
             }
         }
         client.close().await;
     }
+}
+
+/// Connect with `o`, retrying every 100 ms (each failure counted) until it
+/// works; `None` once `stop` is cancelled.
+pub async fn connect_until(o: etcdlock::ClientOptions, counters: &Counters, stop: &CancellationToken) -> Option<Client> {
+    loop {
+        if stop.is_cancelled() {
+            return None;
+        }
+        match Client::connect(o.clone()).await {
+            Ok(c) => return Some(c),
+            Err(e) => {
+                counters.err(e.code());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// Unlock `g` (the unlock call made at `end_call`) and record its hold under
+/// `lock`: ended at the unlock call, or at the loss if it was lost before or
+/// the unlock says so; losses and unlock errors are counted.
+pub async fn release_and_record(
+    checker: &Checker,
+    counters: &Counters,
+    lock: String,
+    g: &etcdlock::Guard,
+    acquired: u64,
+    end_call: u64,
+    client: &str,
+) {
+    let before = g.loss();
+    let unl = g.unlock().await;
+    let loss = before.or_else(|| if unl.is_err() { g.loss() } else { None });
+    if let Err(e) = &unl {
+        counters.err(e.code());
+    }
+    let loss = loss.map(|l| LossInfo { reason: l.reason.name().to_string(), at_ns: instant_to_mono_ns(l.at), reported_ns: clock_monotonic_ns() });
+    if loss.is_some() {
+        counters.losses.fetch_add(1, Ordering::Relaxed);
+    }
+    let ended = loss.as_ref().map(|l| l.at_ns.min(end_call)).unwrap_or(end_call);
+    checker.record(Hold { lock, token: g.fencing_token(), acquired_ns: acquired, ended_ns: ended, client: client.to_string(), loss });
 }
 
 // ---------------------------------------------------------------------------

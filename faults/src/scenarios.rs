@@ -335,6 +335,28 @@ struct HolderPause<'a> {
     min_gap: i64,
 }
 
+impl<'a> HolderPause<'a> {
+    fn new(lang: HolderLang, kind: &'static str, child: ChildProc, wc: &'a Client, rawc: &'a mut etcd_client::Client, checker: &'a Checker, ns: &'a str) -> Self {
+        HolderPause {
+            lang,
+            kind,
+            child,
+            wc,
+            rawc,
+            checker,
+            ns,
+            round: Err("no round".into()),
+            acquisitions: 0,
+            done: 0,
+            max_wait: 0,
+            reported: 0,
+            stale_ok: 0,
+            raw_ok: 0,
+            min_gap: i64::MAX,
+        }
+    }
+}
+
 impl Failpoint for HolderPause<'_> {
     fn name(&self) -> &'static str {
         "holder SIGSTOP"
@@ -438,6 +460,12 @@ struct HolderKill<'a> {
     max_wait: u64,
 }
 
+impl<'a> HolderKill<'a> {
+    fn new(lang: HolderLang, kind: &'static str, eps: &'a [String], wc: &'a Client, rawc: &'a mut etcd_client::Client, checker: &'a Checker, ns: &'a str) -> Self {
+        HolderKill { lang, kind, eps, wc, rawc, checker, ns, round: Err("no round".into()), acquisitions: 0, done: 0, max_wait: 0 }
+    }
+}
+
 impl Failpoint for HolderKill<'_> {
     fn name(&self) -> &'static str {
         "holder kill -9"
@@ -509,23 +537,7 @@ pub async fn holder_sigstop(p: &Profile, lang: HolderLang) -> Outcome {
         }
     };
     let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
-    let mut fp = HolderPause {
-        lang,
-        kind: "mutex",
-        child,
-        wc: &wc,
-        rawc: &mut rawc,
-        checker: &checker,
-        ns: &ns,
-        round: Err("no round".into()),
-        acquisitions: 0,
-        done: 0,
-        max_wait: 0,
-        reported: 0,
-        stale_ok: 0,
-        raw_ok: 0,
-        min_gap: i64::MAX,
-    };
+    let mut fp = HolderPause::new(lang, "mutex", child, &wc, &mut rawc, &checker, &ns);
     let r = run_rounds(&mut fp, Duration::ZERO, rounds).await;
     o.faults += r.faults;
     o.acquisitions += fp.acquisitions;
@@ -565,19 +577,7 @@ pub async fn holder_kill9(p: &Profile, lang: HolderLang) -> Outcome {
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
     let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
-    let mut fp = HolderKill {
-        lang,
-        kind: "mutex",
-        eps: &eps,
-        wc: &wc,
-        rawc: &mut rawc,
-        checker: &checker,
-        ns: &ns,
-        round: Err("no round".into()),
-        acquisitions: 0,
-        done: 0,
-        max_wait: 0,
-    };
+    let mut fp = HolderKill::new(lang, "mutex", &eps, &wc, &mut rawc, &checker, &ns);
     let r = run_rounds(&mut fp, Duration::ZERO, p.rounds).await;
     o.faults += r.faults;
     o.acquisitions += fp.acquisitions;
@@ -1559,23 +1559,7 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
                 continue;
             }
         };
-        let mut fp = HolderPause {
-            lang: HolderLang::Rust,
-            kind,
-            child,
-            wc: &wc,
-            rawc: &mut rawc,
-            checker: &checker,
-            ns: &ns,
-            round: Err("no round".into()),
-            acquisitions: 0,
-            done: 0,
-            max_wait: 0,
-            reported: 0,
-            stale_ok: 0,
-            raw_ok: 0,
-            min_gap: i64::MAX,
-        };
+        let mut fp = HolderPause::new(HolderLang::Rust, kind, child, &wc, &mut rawc, &checker, &ns);
         let r = run_rounds(&mut fp, Duration::ZERO, 1).await;
         o.faults += r.faults;
         o.acquisitions += fp.acquisitions;
@@ -1592,19 +1576,7 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
         waits.push(format!("{kind} {:.2} s", secs(fp.max_wait)));
         // The same hold, its process killed with SIGKILL: the permit (read
         // lock, leadership, locks) is freed by its lease within TTL + 1 s.
-        let mut fk = HolderKill {
-            lang: HolderLang::Rust,
-            kind,
-            eps: &eps,
-            wc: &wc,
-            rawc: &mut rawc,
-            checker: &checker,
-            ns: &ns,
-            round: Err("no round".into()),
-            acquisitions: 0,
-            done: 0,
-            max_wait: 0,
-        };
+        let mut fk = HolderKill::new(HolderLang::Rust, kind, &eps, &wc, &mut rawc, &checker, &ns);
         let r = run_rounds(&mut fk, Duration::ZERO, 1).await;
         o.faults += r.faults;
         o.acquisitions += fk.acquisitions;
@@ -1639,18 +1611,8 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
 async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
     let id = format!("recipes-c{idx}");
     let mut rng = Rng::new(seed() ^ ((idx as u64 + 1) * 104_729));
-    let o = opts(&eps, &ns, TTL, Duration::from_secs(1));
-    let client = loop {
-        if stop.is_cancelled() {
-            return;
-        }
-        match Client::connect(o.clone()).await {
-            Ok(c) => break c,
-            Err(e) => {
-                counters.err(e.code());
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
+    let Some(client) = crate::connect_until(opts(&eps, &ns, TTL, Duration::from_secs(1)), &counters, &stop).await else {
+        return;
     };
     while !stop.is_cancelled() {
         let lo = LockOptions::timeout(Duration::from_secs(4));
@@ -1695,18 +1657,7 @@ async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, checker: Arc<Ch
         tokio::time::sleep(Duration::from_millis(5)).await;
         let end_call = clock_monotonic_ns();
         for (label, g) in gs {
-            let before = g.loss();
-            let unl = g.unlock().await;
-            let loss = before.or_else(|| if unl.is_err() { g.loss() } else { None });
-            if let Err(e) = &unl {
-                counters.err(e.code());
-            }
-            let loss = loss.map(|l| LossInfo { reason: l.reason.name().to_string(), at_ns: instant_to_mono_ns(l.at), reported_ns: clock_monotonic_ns() });
-            if loss.is_some() {
-                counters.losses.fetch_add(1, Ordering::Relaxed);
-            }
-            let ended = loss.as_ref().map(|l| l.at_ns.min(end_call)).unwrap_or(end_call);
-            checker.record(Hold { lock: label, token: g.fencing_token(), acquired_ns: acquired, ended_ns: ended, client: id.clone(), loss });
+            crate::release_and_record(&checker, &counters, label, &g, acquired, end_call, &id).await;
         }
     }
     client.close().await;
