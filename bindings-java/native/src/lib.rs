@@ -268,41 +268,42 @@ where
 // ---------------------------------------------------------------------------
 // Callbacks into Java from runtime threads
 
-/// Call `NativeBridge.complete(long id, long handle, long value, int code, int reason, String msg)`
-/// on a runtime thread. Returns false if the JVM could not be reached (the
-/// caller then cleans up whatever it meant to hand over).
-fn complete(id: jlong, handle: jlong, value: jlong, err: Option<&Error>) -> bool {
+/// Run `f` with a JNI env on this runtime thread, attached to the JVM only for
+/// the call (as a daemon-like scoped attachment named `etcdlock-rt`), and the
+/// cached bridge class. False if the JVM could not be reached or `f` failed.
+fn with_bridge(f: impl FnOnce(&mut Env<'_>, &Bridge) -> jni::errors::Result<()>) -> bool {
     let Some(bridge) = BRIDGE.get() else { return false };
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         bridge.vm.attach_current_thread_with_config(
             || jni::vm::AttachConfig::new().scoped(true).thread_name(jni_str!("etcdlock-rt")),
             Some(16),
-            |env| -> jni::errors::Result<()> {
-            let (code, reason, msg) = match err {
-                Some(e) => (e.code() as i32, e.loss_reason().map(|r| r as i32).unwrap_or(0), Some(e.to_string())),
-                None => (0, 0, None),
-            };
-            let jmsg = match msg {
-                Some(m) => JObject::from(JString::from_str(env, m)?),
-                None => JObject::null(),
-            };
-            env.call_static_method(
-                &bridge.class,
-                jni_str!("complete"),
-                jni_sig!("(JJJIILjava/lang/String;)V"),
-                &[
-                    JValue::Long(id),
-                    JValue::Long(handle),
-                    JValue::Long(value),
-                    JValue::Int(code),
-                    JValue::Int(reason),
-                    JValue::Object(&jmsg),
-                ],
-            )?;
-            Ok(())
-        })
+            |env| f(env, bridge),
+        )
     }));
     matches!(r, Ok(Ok(())))
+}
+
+/// Call `NativeBridge.complete(long id, long handle, long value, int code, int reason, String msg)`
+/// on a runtime thread. Returns false if the JVM could not be reached (the
+/// caller then cleans up whatever it meant to hand over).
+fn complete(id: jlong, handle: jlong, value: jlong, err: Option<&Error>) -> bool {
+    with_bridge(|env, bridge| {
+        let (code, reason, msg) = match err {
+            Some(e) => (e.code() as i32, e.loss_reason().map(|r| r as i32).unwrap_or(0), Some(e.to_string())),
+            None => (0, 0, None),
+        };
+        let jmsg = match msg {
+            Some(m) => JObject::from(JString::from_str(env, m)?),
+            None => JObject::null(),
+        };
+        env.call_static_method(
+            &bridge.class,
+            jni_str!("complete"),
+            jni_sig!("(JJJIILjava/lang/String;)V"),
+            &[JValue::Long(id), JValue::Long(handle), JValue::Long(value), JValue::Int(code), JValue::Int(reason), JValue::Object(&jmsg)],
+        )?;
+        Ok(())
+    })
 }
 
 /// Cancellation tokens of in-flight `acquireAsync` calls, by Java future id.
@@ -859,35 +860,27 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_status<'local>(
 
 /// Call `NativeBridge.observed(long id, int code, byte[] leader, String msg)` on a runtime thread.
 fn observed(id: jlong, leader: Option<&etcdlock::Leader>, err: Option<&Error>) -> bool {
-    let Some(bridge) = BRIDGE.get() else { return false };
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        bridge.vm.attach_current_thread_with_config(
-            || jni::vm::AttachConfig::new().scoped(true).thread_name(jni_str!("etcdlock-rt")),
-            Some(16),
-            |env| -> jni::errors::Result<()> {
-                let bytes = match leader {
-                    Some(l) => {
-                        let mut e = Enc(Vec::new());
-                        encode_leader(&mut e, l);
-                        JObject::from(env.byte_array_from_slice(&e.0)?)
-                    }
-                    None => JObject::null(),
-                };
-                let (code, msg) = match err {
-                    Some(e) => (e.code() as i32, JObject::from(JString::from_str(env, e.to_string())?)),
-                    None => (0, JObject::null()),
-                };
-                env.call_static_method(
-                    &bridge.class,
-                    jni_str!("observed"),
-                    jni_sig!("(JI[BLjava/lang/String;)V"),
-                    &[JValue::Long(id), JValue::Int(code), JValue::Object(&bytes), JValue::Object(&msg)],
-                )?;
-                Ok(())
-            },
-        )
-    }));
-    matches!(r, Ok(Ok(())))
+    with_bridge(|env, bridge| {
+        let bytes = match leader {
+            Some(l) => {
+                let mut e = Enc(Vec::new());
+                encode_leader(&mut e, l);
+                JObject::from(env.byte_array_from_slice(&e.0)?)
+            }
+            None => JObject::null(),
+        };
+        let (code, msg) = match err {
+            Some(e) => (e.code() as i32, JObject::from(JString::from_str(env, e.to_string())?)),
+            None => (0, JObject::null()),
+        };
+        env.call_static_method(
+            &bridge.class,
+            jni_str!("observed"),
+            jni_sig!("(JI[BLjava/lang/String;)V"),
+            &[JValue::Long(id), JValue::Int(code), JValue::Object(&bytes), JValue::Object(&msg)],
+        )?;
+        Ok(())
+    })
 }
 
 /// `static native void observe(long client, String name, long id)`: report each

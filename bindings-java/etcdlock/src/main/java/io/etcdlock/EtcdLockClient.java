@@ -143,10 +143,7 @@ public final class EtcdLockClient implements AutoCloseable {
         try {
             return lockNative(name, timeout == null ? -1 : toMillis(timeout), true);
         } catch (CancelledException e) {
-            Thread.interrupted();
-            InterruptedException ie = new InterruptedException("interrupted while waiting for lock " + name);
-            ie.initCause(e);
-            throw ie;
+            throw EtcdLockClient.interrupted("interrupted while waiting for lock " + name, e);
         }
     }
 
@@ -585,6 +582,17 @@ public final class EtcdLockClient implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+    }
+
+    /**
+     * The {@link InterruptedException} a cancelled interruptible wait throws: the interrupt
+     * status is cleared (as the JDK's blocking methods do) and {@code e} is the cause.
+     */
+    static InterruptedException interrupted(String message, CancelledException e) {
+        Thread.interrupted();
+        InterruptedException ie = new InterruptedException(message);
+        ie.initCause(e);
+        return ie;
     }
 
     /**

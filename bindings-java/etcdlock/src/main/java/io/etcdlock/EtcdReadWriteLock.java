@@ -129,10 +129,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
             try {
                 holds.put(Thread.currentThread(), new Hold(client.readNative(name, -1, true)));
             } catch (CancelledException e) {
-                Thread.interrupted();
-                InterruptedException ie = new InterruptedException("interrupted while waiting for read lock " + name);
-                ie.initCause(e);
-                throw ie;
+                throw EtcdLockClient.interrupted("interrupted while waiting for read lock " + name, e);
             }
         }
 
@@ -178,10 +175,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
             } catch (LockTimeoutException e) {
                 return false;
             } catch (CancelledException e) {
-                Thread.interrupted();
-                InterruptedException ie = new InterruptedException("interrupted while waiting for read lock " + name);
-                ie.initCause(e);
-                throw ie;
+                throw EtcdLockClient.interrupted("interrupted while waiting for read lock " + name, e);
             }
         }
 

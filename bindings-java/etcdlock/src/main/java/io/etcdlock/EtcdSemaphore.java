@@ -59,10 +59,7 @@ public final class EtcdSemaphore {
         try {
             held.add(client.permitNative(name, permits, -1, true));
         } catch (CancelledException e) {
-            Thread.interrupted();
-            InterruptedException ie = new InterruptedException("interrupted while waiting for a permit of " + name);
-            ie.initCause(e);
-            throw ie;
+            throw EtcdLockClient.interrupted("interrupted while waiting for a permit of " + name, e);
         }
     }
 
@@ -99,10 +96,7 @@ public final class EtcdSemaphore {
         } catch (LockTimeoutException e) {
             return false;
         } catch (CancelledException e) {
-            Thread.interrupted();
-            InterruptedException ie = new InterruptedException("interrupted while waiting for a permit of " + name);
-            ie.initCause(e);
-            throw ie;
+            throw EtcdLockClient.interrupted("interrupted while waiting for a permit of " + name, e);
         }
     }
 
