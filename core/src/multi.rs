@@ -14,7 +14,7 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::mutex::{kvs, owner_info, revision, validate_name, LockOptions, Queue};
+use crate::mutex::{kvs, more, owner_info, revision, validate_name, LockOptions, Queue};
 use crate::wait::{cancelled, timeout_err, Pending};
 use crate::session::Loss;
 
@@ -150,7 +150,7 @@ impl Client {
             .iter()
             .zip(&keys)
             .enumerate()
-            .map(|(i, (n, k))| if with_reads { Queue::from_newest(&self.prefix(n), k, my_rev, kvs(ops.get(keys.len() + i))) } else { None })
+            .map(|(i, (n, k))| if with_reads { Queue::from_newest(&self.prefix(n), k, my_rev, kvs(ops.get(keys.len() + i)), !more(ops.get(keys.len() + i))) } else { None })
             .collect();
         let uncertain = pending.uncertain();
         pending.disarm();

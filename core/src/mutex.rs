@@ -20,7 +20,7 @@ pub(crate) use crate::keys::show;
 use crate::keys::{is_direct_child, lost_err, prefix_end, why_deleted, OwnEvent, OwnKeyWatch};
 use crate::session::Session;
 use crate::wait::{cancelled, closed_err, sleep_opt, timeout_err, Pending, WaitEnds};
-use crate::watch::WatchEvent;
+use crate::watch::{WatchEvent, WatchHub};
 
 /// Options for one lock acquisition.
 #[derive(Debug, Clone, Default)]
@@ -79,6 +79,12 @@ impl Contender {
     }
 }
 
+/// How many keys older than ours a queue read returns at most. When that is
+/// all of them, the waiter knows the whole queue ahead of it and follows it by
+/// delete events alone: no read at any handoff (with 8 contenders, one read per
+/// handoff used to land right on the handoff's path).
+pub(crate) const OLDER_READ: i64 = 16;
+
 /// The queue as one read saw it, from our key's point of view.
 pub(crate) struct Queue {
     /// Our key still exists.
@@ -89,26 +95,88 @@ pub(crate) struct Queue {
     /// older key (then its delete hands the lock to us without another read).
     holder: Option<Contender>,
     /// The key just before `pred`, when the read saw it: watched too, so that
-    /// when it goes (and `pred` takes the lock) we re-read while `pred` holds,
+    /// when it goes (and `pred` takes the lock) we learn that `pred` holds,
     /// and `pred`'s own delete then hands the lock over with no read.
     ahead: Option<Contender>,
-    /// The store revision of the read.
+    /// Every older key beyond `ahead`, newest first, when the read saw all the
+    /// older keys (`None`: it saw only the newest of them). Keys only leave
+    /// this set (a new key is always newer than ours), so deletes seen after
+    /// the read step the queue forward with no read ([`Queue::ahead_gone`],
+    /// [`Queue::pred_gone`]).
+    rest: Option<std::collections::VecDeque<Contender>>,
+    /// The store revision of the read; every watch of the wait reports the
+    /// deletes after it.
     rev: i64,
 }
 
 impl Queue {
-    /// The queue from a read of the three newest keys of `prefix` made in the
-    /// Txn that created our `key` (revision `my_rev`), as the mutex's own
-    /// acquisition reads it; `None` when that read cannot tell (our key is
-    /// not the newest, or a nested name's key is among them): read it then.
-    pub(crate) fn from_newest(prefix: &[u8], key: &[u8], my_rev: i64, newest: &[KeyValue]) -> Option<Queue> {
+    /// The queue from the keys older than ours, newest first (direct children
+    /// only); `all`: they are all the older keys (the read was not cut by its limit).
+    fn of_older(mine: bool, older: &[Contender], all: bool, rev: i64) -> Queue {
+        let pred = older.first().cloned();
+        let holder = if all && older.len() == 1 { pred.clone() } else { None };
+        let ahead = older.get(1).cloned();
+        let rest = all.then(|| older.iter().skip(2).cloned().collect());
+        Queue { mine, pred, holder, ahead, rest, rev }
+    }
+
+    /// The queue from a read of the newest keys of `prefix` made in the Txn
+    /// that created our `key` (revision `my_rev`), as the mutex's own
+    /// acquisition reads it; `all`: the read returned every key under the
+    /// prefix. `None` when that read cannot tell (our key is not the newest,
+    /// or a nested name's key is among them): read it then.
+    pub(crate) fn from_newest(prefix: &[u8], key: &[u8], my_rev: i64, newest: &[KeyValue], all: bool) -> Option<Queue> {
         if newest.first().map(|kv| kv.key()) != Some(key) || !newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
             return None;
         }
-        let pred = newest.get(1).map(Contender::of);
-        let holder = if newest.len() == 2 { pred.clone() } else { None };
-        let ahead = newest.get(2).map(Contender::of);
-        Some(Queue { mine: true, pred, holder, ahead, rev: my_rev })
+        let older: Vec<Contender> = newest.iter().skip(1).map(Contender::of).collect();
+        Some(Queue::of_older(true, &older, all, my_rev))
+    }
+
+    /// `ahead` was deleted after the read. With the whole queue known, step
+    /// to the next older key, skipping those this client's watches saw deleted
+    /// since the read (a key older than the holder is gone: when `ahead` held
+    /// the lock, every one of them); when none is left, `pred` holds. `false`
+    /// when only a read can tell (a key no watch of ours covers).
+    fn ahead_gone(&mut self, hub: &WatchHub) -> bool {
+        let Some(rest) = self.rest.as_mut() else { return false };
+        loop {
+            let Some(next) = rest.front() else {
+                self.ahead = None;
+                self.holder = self.pred.clone();
+                return true;
+            };
+            match hub.deleted_after(&next.key, self.rev) {
+                Some(true) => {
+                    rest.pop_front();
+                }
+                Some(false) => {
+                    self.ahead = rest.pop_front();
+                    self.holder = None;
+                    return true;
+                }
+                None => return false,
+            }
+        }
+    }
+
+    /// `pred` was deleted after the read while `ahead` (known present) was
+    /// older: `ahead` is our predecessor now, and the key ahead of it is found
+    /// as in [`Queue::ahead_gone`]; `false` when only a read can tell.
+    fn pred_gone(&mut self, hub: &WatchHub) -> bool {
+        if self.rest.is_none() || self.ahead.is_none() {
+            return false;
+        }
+        self.pred = self.ahead.take();
+        self.ahead_gone(hub)
+    }
+}
+
+/// Whether a Txn's range read was cut by its limit (more keys match).
+pub(crate) fn more(r: Option<&TxnOpResponse>) -> bool {
+    match r {
+        Some(TxnOpResponse::Get(g)) => g.more(),
+        _ => false,
     }
 }
 
@@ -125,6 +193,9 @@ pub(crate) enum Mode {
 enum Woken {
     /// The predecessor was the holder and is gone: the lock is ours.
     Acquired,
+    /// The predecessor left while a key older than it remained: with the
+    /// whole queue known, the next older key is our predecessor (else read).
+    PredGone,
     /// Something else changed: read the queue again.
     Reread,
     /// The key ahead of the predecessor went: read the queue again, keeping
@@ -271,14 +342,15 @@ impl Client {
         let keys_only = || GetOptions::new().with_prefix().with_keys_only();
         let put = TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)));
         let txn = match mode {
-            // Queue: put our key if absent and, in the same Txn, read the three
-            // newest keys: ours, the one just before it (whom we wait for), and the
-            // one before that (if there is none, our predecessor holds the lock, and
-            // its delete makes us the holder with no further read). etcd reads the
-            // whole prefix for any sorted range, so this is the only one.
+            // Queue: put our key if absent and, in the same Txn, read the newest
+            // keys: ours, the one just before it (whom we wait for), and up to
+            // OLDER_READ - 1 before that (if there is none, our predecessor holds
+            // the lock, and its delete makes us the holder with no further read;
+            // if the read saw every key, the wait needs no read at all). etcd
+            // reads the whole prefix for any sorted range, so this is the only one.
             Mode::Wait => Txn::new()
                 .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                .and_then([put, TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(3)))])
+                .and_then([put, TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ + 1)))])
                 .or_else([TxnOp::get(key.clone(), None)]),
             // Try: put only if nobody holds or waits (no key under the prefix);
             // else read any one key (no sort: cheap) to tell a contender from a
@@ -315,14 +387,9 @@ impl Client {
 
         let (my_rev, queue) = if resp.succeeded() {
             let my_rev = revision(&resp);
-            let newest = kvs(ops.get(1));
-            if newest.iter().skip(1).any(|kv| !is_direct_child(&prefix, kv.key())) {
-                (my_rev, self.read_queue(&prefix, &key, my_rev).await.map_err(ctx)?)
-            } else {
-                let pred = newest.get(1).map(Contender::of);
-                let holder = if newest.len() == 2 { pred.clone() } else { None };
-                let ahead = newest.get(2).map(Contender::of);
-                (my_rev, Queue { mine: true, pred, holder, ahead, rev: my_rev })
+            match Queue::from_newest(&prefix, &key, my_rev, kvs(ops.get(1)), !more(ops.get(1))) {
+                Some(q) => (my_rev, q),
+                None => (my_rev, self.read_queue(&prefix, &key, my_rev).await.map_err(ctx)?),
             }
         } else {
             // Our key was already there: an earlier attempt of this very Txn landed
@@ -421,6 +488,9 @@ impl Client {
                 _ => None,
             };
             let ahead_tag = ahead.map(|(t, _)| t).unwrap_or(0);
+            // Whether the key ahead is known to exist at the read or later (its
+            // watch reported no gap, or a point read found it).
+            let mut ahead_sure = false;
             // etcd turns "now" into a revision before it registers the watch; a
             // write in between leaves the watch unsynced, served by a 100 ms
             // catch-up loop (what caps Go's Mutex at ~80 handoffs/s). For a new
@@ -441,10 +511,26 @@ impl Client {
                     },
                     Some((tag, ev)) = ev_rx.recv() => {
                         if tag == ahead_tag && tag != 0 {
-                            // The key ahead of our predecessor went: re-read (the
+                            // The key ahead of our predecessor went (the
                             // predecessor's watch stays).
-                            if matches!(ev, WatchEvent::Deleted { .. }) {
-                                break Woken::Ahead;
+                            match ev {
+                                WatchEvent::Deleted { .. } => break Woken::Ahead,
+                                // The watch starts after our read: with the whole
+                                // queue known we step by its deletes, so look once
+                                // whether it is still there (a point read). Without,
+                                // a missed delete only costs a read later.
+                                WatchEvent::Created { rev } if rev > queue.rev && queue.rest.is_some() => {
+                                    let gone = match &queue.ahead {
+                                        Some(a) => !matches!(self.still_there(a, &key, my_rev).await, Ok(true)),
+                                        None => false,
+                                    };
+                                    if gone {
+                                        break Woken::Ahead;
+                                    }
+                                    ahead_sure = true;
+                                }
+                                WatchEvent::Created { .. } => ahead_sure = true,
+                                _ => {}
                             }
                             continue;
                         }
@@ -464,6 +550,9 @@ impl Client {
                             // the lock is ours with no further read, as long as our
                             // session is alive (a delete of our key would have been seen).
                             WatchEvent::Deleted { .. } if pred_is_holder && session.alive() => break Woken::Acquired,
+                            // Stepping needs the key ahead to be known present
+                            // (its watch confirmed); else one read tells.
+                            WatchEvent::Deleted { .. } if !pred_is_holder && queue.rest.is_some() && ahead_sure => break Woken::PredGone,
                             WatchEvent::Deleted { .. } | WatchEvent::Reset => break Woken::Reread,
                         }
                     }
@@ -485,12 +574,20 @@ impl Client {
                 pending.watches.retain(|w| *w != pred_id);
                 pred_w = None;
             }
-            queue = match woken {
-                Woken::Acquired => {
-                    pending.watches.retain(|w| *w != own_id);
-                    return Ok(self.held(name, session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
-                }
-                Woken::Reread | Woken::Ahead => loop {
+            if let Woken::Acquired = woken {
+                pending.watches.retain(|w| *w != own_id);
+                return Ok(self.held(name, session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
+            }
+            // With the whole queue known, a delete steps it forward; the new
+            // watches start at the same read's revision, so the hub replays a
+            // delete they would otherwise have missed (or reports the gap).
+            let stepped = match woken {
+                Woken::Ahead => queue.ahead_gone(hub),
+                Woken::PredGone => queue.pred_gone(hub),
+                _ => false,
+            };
+            if !stepped {
+                queue = loop {
                     match self.read_queue(&prefix, &key, my_rev).await {
                         Ok(q) => {
                             backoff = Duration::from_millis(25);
@@ -512,8 +609,8 @@ impl Client {
                         }
                         Err(e) => return Err(ctx(e)),
                     }
-                },
-            };
+                };
+            }
             if !pending.watches.contains(&own_id) && queue.mine {
                 own_id = hub.watch(key.clone(), queue.rev, own.sink());
                 pending.watches.push(own_id);
@@ -580,15 +677,15 @@ impl Client {
         Ok(rev_of(0) == Some(pred.rev) && rev_of(1) == Some(my_rev))
     }
 
-    /// Read the queue around our key in one Txn: our key, and the two newest
-    /// keys older than ours (the predecessor, and whether it is the only one,
-    /// i.e. the holder). Keys of nested names are skipped by a full scan in the
+    /// Read the queue around our key in one Txn: our key, and the newest
+    /// [`OLDER_READ`] keys older than ours (the predecessor, whether it is the
+    /// only one, i.e. the holder, and, when that is all of them, the whole queue). Keys of nested names are skipped by a full scan in the
     /// rare case that they show up.
     pub(crate) async fn read_queue(&self, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
         let older = || GetOptions::new().with_prefix().with_keys_only().with_max_create_revision(my_rev - 1);
         let txn = Txn::new().and_then([
             TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-            TxnOp::get(prefix.to_vec(), Some(older().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(2))),
+            TxnOp::get(prefix.to_vec(), Some(older().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ))),
         ]);
         let resp = self
             .call(None, |mut c| {
@@ -601,10 +698,8 @@ impl Client {
         let newest = kvs(ops.get(1));
         let rev = revision(&resp);
         if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
-            let pred = newest.first().map(Contender::of);
-            let holder = if newest.len() == 1 { pred.clone() } else { None };
-            let ahead = newest.get(1).map(Contender::of);
-            return Ok(Queue { mine, pred, holder, ahead, rev });
+            let older: Vec<Contender> = newest.iter().map(Contender::of).collect();
+            return Ok(Queue::of_older(mine, &older, !more(ops.get(1)), rev));
         }
         let p = prefix.to_vec();
         let all = self
@@ -613,9 +708,8 @@ impl Client {
                 async move { c.get(p, Some(older().with_sort(SortTarget::Create, SortOrder::Ascend))).await }
             })
             .await?;
-        let direct: Vec<Contender> = all.kvs().iter().filter(|kv| is_direct_child(prefix, kv.key())).map(Contender::of).collect();
-        let ahead = direct.len().checked_sub(2).map(|i| direct[i].clone());
-        Ok(Queue { mine, pred: direct.last().cloned(), holder: direct.first().cloned(), ahead, rev })
+        let older: Vec<Contender> = all.kvs().iter().rev().filter(|kv| is_direct_child(prefix, kv.key())).map(Contender::of).collect();
+        Ok(Queue::of_older(mine, &older, true, rev))
     }
 
     pub(crate) fn held(

@@ -217,6 +217,22 @@ impl WatchHub {
         self.active.store(st.sub_key.len() as i64, Ordering::Relaxed);
     }
 
+    /// Whether this client's watch on `key` saw it deleted after revision
+    /// `rev`: `Some(true)` if so, `Some(false)` if the watch covers every
+    /// revision after `rev` and saw no delete (yet), `None` if no watch of
+    /// this client covers them. No request, no subscription.
+    pub(crate) fn deleted_after(&self, key: &[u8], rev: i64) -> Option<bool> {
+        let st = State::lock(&self.state);
+        let e = st.entries.get(key)?;
+        if e.last_del > rev {
+            return Some(true);
+        }
+        match e.created {
+            Some(c) if c <= rev => Some(false),
+            _ => None,
+        }
+    }
+
     /// Watch streams this client has opened so far (one, unless the stream had
     /// to be re-created after a failure).
     pub(crate) fn streams_opened(&self) -> u64 {

@@ -538,3 +538,58 @@ async fn lingering_watches_are_bounded() {
     assert_eq!(c.active_watches(), 0);
     c.close().await;
 }
+
+/// Txn and Range requests etcd answered so far (all clients).
+fn reads_and_txns(etcd: &Etcd) -> u64 {
+    let body = http_get(etcd.members[0].client_port, "/metrics").unwrap();
+    body.lines()
+        .filter(|l| l.starts_with("grpc_server_handled_total{") && (l.contains("grpc_method=\"Txn\"") || l.contains("grpc_method=\"Range\"")))
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// A waiter whose read saw the whole queue follows it by delete events alone:
+/// when the waiter ahead of its predecessor gives up, and when the holder ahead
+/// of it releases, it steps forward with no request, and is granted by its
+/// predecessor's delete. The queue is [h (client A), b1, b2 (client B), a1
+/// (client A)]; A watches h (its own held key), so a1 knows when h goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("steps");
+    let prefix = format!("{ns}q/");
+    let (a, b) = (client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await);
+    let h = a.lock("q").await.unwrap();
+    let b1 = tokio::spawn({
+        let b = b.clone();
+        async move { b.lock("q").await }
+    });
+    common::await_key_count(&a, &prefix, 2).await;
+    let b2 = tokio::spawn({
+        let b = b.clone();
+        async move { b.lock_with("q", LockOptions::timeout(Duration::from_secs(2))).await }
+    });
+    common::await_key_count(&a, &prefix, 3).await;
+    let a1 = tokio::spawn({
+        let a = a.clone();
+        async move { a.lock("q").await }
+    });
+    common::await_key_count(&a, &prefix, 4).await;
+    // A new watch on the holder polls a few times in its first ~115 ms (etcd's
+    // unsynced-watch window); let those end before counting.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = reads_and_txns(&etcd);
+    // b2 gives up: a1's predecessor is gone, b1 is its predecessor now.
+    assert_eq!(b2.await.unwrap().unwrap_err().code(), ErrorCode::Timeout);
+    // h releases: b1 holds (a1 learns it from h's delete), then hands over to a1.
+    h.unlock().await.unwrap();
+    let g1 = b1.await.unwrap().unwrap();
+    g1.unlock().await.unwrap();
+    let g2 = a1.await.unwrap().unwrap();
+    let requests = reads_and_txns(&etcd) - before;
+    assert!(g2.fencing_token() > g1.fencing_token());
+    assert_eq!(g2.waited_on().len(), 2, "a1 waited on b2, then b1: {:?}", g2.waited_on());
+    assert_eq!(requests, 0, "the waits made {requests} Txn/Range requests after queueing");
+    g2.unlock().await.unwrap();
+    assert!(keys(&a, &prefix).await.is_empty());
+}
