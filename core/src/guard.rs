@@ -11,6 +11,7 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::keys::{delete_until_gone, loss_now, show, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
 use crate::session::{Loss, OnLoss, Session};
+use crate::watch::Later;
 
 /// Where a guard stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +65,7 @@ impl fmt::Debug for Guard {
 }
 
 impl Guard {
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         client: Client,
         session: Arc<Session>,
@@ -72,6 +74,7 @@ impl Guard {
         token: i64,
         waited_on: Vec<Vec<u8>>,
         own: Option<(i64, Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>)>,
+        watch_later: bool,
     ) -> Guard {
         let (state, _) = watch::channel(GuardState::Held);
         let shared = Arc::new_cyclic(|me| Shared {
@@ -98,6 +101,10 @@ impl Guard {
             *shared.watch_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(watch_id);
             let as_key: Weak<dyn OwnKeyListener> = Arc::downgrade(&shared) as Weak<dyn OwnKeyListener>;
             w.hand_over(as_key, pending);
+        }
+        if watch_later {
+            let as_later: Weak<dyn Later> = Arc::downgrade(&shared) as Weak<dyn Later>;
+            shared.client.inner.hub.later(as_later);
         }
         if *shared.state.borrow() != GuardState::Held {
             shared.detach();
@@ -456,11 +463,9 @@ impl OwnKeyListener for Shared {
             match r {
                 Ok(resp) if resp.kvs().first().is_some_and(|kv| kv.create_revision() == token) => {
                     let rev = resp.header().map(|h| h.revision()).unwrap_or(token);
-                    let (w, rx) = OwnKeyWatch::new();
-                    let id = client.inner.hub.watch(key, rev, w.sink());
-                    *sh.watch_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
-                    let as_key: Weak<dyn OwnKeyListener> = Arc::downgrade(&sh) as Weak<dyn OwnKeyListener>;
-                    w.hand_over(as_key, rx);
+                    // The old watch is gone (etcd cancelled it).
+                    sh.watch_id.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    sh.watch_own_key(rev);
                 }
                 Ok(_) => sh.key_deleted(),
                 Err(_) => {} // the session's watchdog covers an unreachable etcd
@@ -472,6 +477,32 @@ impl OwnKeyListener for Shared {
 impl Shared {
     fn weak_self(&self) -> Weak<Shared> {
         self.me.clone()
+    }
+
+    /// Watch our key for deletes after `rev` (a read or the acquisition
+    /// saw it ours then), while the hold lasts.
+    fn watch_own_key(&self, rev: i64) {
+        let mut slot = self.watch_id.lock().unwrap_or_else(|p| p.into_inner());
+        // Checked under the slot's lock: a release that ends the hold now
+        // (`detach`) takes the id after us and cancels it.
+        if slot.is_some() || *self.state.borrow() != GuardState::Held {
+            return;
+        }
+        let (w, rx) = OwnKeyWatch::new();
+        let id = self.client.inner.hub.watch(self.key.clone(), rev, w.sink());
+        *slot = Some(id);
+        drop(slot);
+        let as_key: Weak<dyn OwnKeyListener> = self.weak_self();
+        w.hand_over(as_key, rx);
+    }
+}
+
+impl Later for Shared {
+    /// Held past [`crate::watch::HELD_WATCH_DELAY`]: watch our key from the
+    /// acquisition on (the watch starts "now"; when that is past our token,
+    /// [`OwnKeyListener::key_watch_created`] reads the key once).
+    fn start(&self) {
+        self.watch_own_key(self.token);
     }
 }
 

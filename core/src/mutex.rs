@@ -726,18 +726,11 @@ impl Client {
             self.inner.hub.cancel(w);
         }
         let key = std::mem::take(&mut pending.key);
-        // Watch our key from its creation on, so a delete right after the
-        // acquisition is reported at once (unless the user opted out).
-        let own = match own {
-            Some(o) => Some(o),
-            None if self.inner.watch_held_keys => {
-                let (w, rx) = OwnKeyWatch::new();
-                let id = self.inner.hub.watch(key.clone(), token, w.sink());
-                Some((id, w, rx))
-            }
-            None => None,
-        };
-        Guard::new(self.clone(), session.clone(), name, key, token, waited_on, own)
+        // A waiter's watch on its own key carries on; a lock taken with no
+        // wait gets its watch once it has been held a little while (unless
+        // the user opted out): see watch::HELD_WATCH_DELAY.
+        let later = own.is_none() && self.inner.watch_held_keys;
+        Guard::new(self.clone(), session.clone(), name, key, token, waited_on, own, later)
     }
 }
 

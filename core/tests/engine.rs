@@ -450,40 +450,77 @@ fn etcd_watchers(etcd: &Etcd) -> u64 {
         .expect("watcher gauge in /metrics")
 }
 
-/// One etcd watch per key, reused: 200 lock/unlock rounds on one name keep one
-/// watch in etcd (the held key's, `name/<lease>` every time), and a delete of
-/// an earlier hold's key never reaches a later hold, while an outside delete
-/// of the current hold's key is reported at once.
+/// Wait (at most 10 s) until `f` holds.
+async fn until(what: &str, f: impl Fn() -> bool) {
+    let t0 = Instant::now();
+    while !f() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "still not: {what}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A hold that ends within `HELD_WATCH_DELAY` (50 ms) costs no etcd watch; a
+/// longer one gets one, reused across holds (the held key is `name/<lease>`
+/// every time); a delete of an earlier hold's key never reaches a later hold,
+/// while an outside delete of the current hold's key is reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_keys_watch_is_reused_across_holds_and_never_reports_an_earlier_holds_delete() {
+async fn a_held_keys_watch_starts_after_a_short_delay_is_reused_and_never_reports_an_earlier_holds_delete() {
     let etcd = Etcd::single();
     let c = client(&etcd, &unique_ns("reuse"), 10).await;
     let before = etcd_watchers(&etcd);
+    let mut longest = Duration::ZERO;
     for _ in 0..200 {
+        let t = Instant::now();
         let g = c.lock("l").await.unwrap();
-        assert_eq!(c.etcd_watches(), 1, "one etcd watch for the held key, reused");
         g.unlock().await.unwrap();
+        longest = longest.max(t.elapsed());
     }
-    // The same in etcd's own count: this client added one watcher in all.
-    assert_eq!(etcd_watchers(&etcd) - before, 1);
-    assert_eq!(c.active_watches(), 0);
-    assert_eq!(c.watch_streams_opened(), 1);
-    // The watch saw 200 deletes of this key; a new hold must not take any of
-    // them as its own loss. A guarded write is a round trip through etcd,
-    // after which a replayed stale delete would have arrived.
+    if longest < Duration::from_millis(50) {
+        // (A loaded machine may stretch one hold past the delay; then one watch is allowed.)
+        assert_eq!(c.etcd_watches(), 0, "short holds made no watch");
+        assert_eq!(etcd_watchers(&etcd) - before, 0, "and etcd counts none");
+    }
+    // A hold that lasts gets its watch: one, in etcd's count too.
     let g = c.lock("l").await.unwrap();
+    until("the held key's watch started", || c.active_watches() == 1).await;
+    assert_eq!(c.etcd_watches(), 1);
+    assert_eq!(etcd_watchers(&etcd) - before, 1);
+    assert_eq!(c.watch_streams_opened(), 1);
     g.put("probe", "1").await.unwrap();
-    assert!(g.is_held(), "an earlier hold's delete was reported to a new hold: {:?}", g.loss());
-    // An outside delete of this hold's key is reported on the reused watch.
+    assert!(g.is_held(), "{:?}", g.loss());
+    // An outside delete of this hold's key is reported.
     c.etcd().delete(g.key(), None).await.unwrap();
     let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("loss reported at once").unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     assert!(g.unlock().await.is_err());
-    // The next hold on the same key starts clean.
+    // The next holds on the same key reuse the watch, which saw that delete:
+    // none of them takes it as its own loss. A guarded write is a round trip
+    // through etcd, after which a replayed stale delete would have arrived.
+    for i in 0..3 {
+        let g = c.lock("l").await.unwrap();
+        until("the reused watch subscribed", || c.active_watches() == 1).await;
+        // At most two keys: the lost hold's key name stays reserved until its
+        // background release is done, so a hold right after it may use `_1`.
+        assert!(c.etcd_watches() <= 2, "{} etcd watches for the held keys (key {})", c.etcd_watches(), g.key());
+        g.put("probe", format!("{i}")).await.unwrap();
+        assert!(g.is_held(), "an earlier hold's delete was reported to a new hold: {:?}", g.loss());
+        g.unlock().await.unwrap();
+    }
+    assert!(etcd_watchers(&etcd) - before <= 2);
+    assert_eq!(c.active_watches(), 0);
+    c.close().await;
+}
+
+/// A key deleted within the hold's first 50 ms, before its watch starts, is
+/// still reported: the watch starts "now" and the guard reads the key once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_before_the_held_keys_watch_starts_is_still_reported() {
+    let etcd = Etcd::single();
+    let c = client(&etcd, &unique_ns("early"), 10).await;
     let g = c.lock("l").await.unwrap();
-    g.put("probe", "2").await.unwrap();
-    assert!(g.is_held());
-    g.unlock().await.unwrap();
+    c.etcd().delete(g.key(), None).await.unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("loss reported").unwrap();
+    assert_eq!(loss.reason, LossReason::KeyDeleted);
     c.close().await;
 }
 
@@ -525,7 +562,7 @@ async fn lingering_watches_are_bounded() {
     for i in 0..1100 {
         held.push(c.lock(&format!("l{i}")).await.unwrap());
     }
-    assert_eq!(c.etcd_watches(), 1100);
+    until("1,100 held keys watched", || c.etcd_watches() == 1100).await;
     for g in held {
         g.unlock().await.unwrap();
     }
