@@ -520,14 +520,15 @@ impl Client {
                                 // whether it is still there (a point read). Without,
                                 // a missed delete only costs a read later.
                                 WatchEvent::Created { rev } if rev > queue.rev && queue.rest.is_some() => {
-                                    let gone = match &queue.ahead {
-                                        Some(a) => !matches!(self.still_there(a, &key, my_rev).await, Ok(true)),
-                                        None => false,
-                                    };
-                                    if gone {
-                                        break Woken::Ahead;
+                                    let Some(a) = &queue.ahead else { continue };
+                                    match self.presence(a, &key, my_rev).await {
+                                        Ok((true, true)) => ahead_sure = true,
+                                        // Gone, and ours is there: step past it.
+                                        Ok((false, true)) => break Woken::Ahead,
+                                        // Our key went, or no answer: never step on a
+                                        // guess; a read tells.
+                                        _ => break Woken::Reread,
                                     }
-                                    ahead_sure = true;
                                 }
                                 WatchEvent::Created { .. } => ahead_sure = true,
                                 _ => {}
@@ -662,8 +663,14 @@ impl Client {
     /// point reads in one Txn, O(1) however long the queue (the full queue
     /// read is a sorted range, and etcd reads the whole prefix for those).
     async fn still_there(&self, pred: &Contender, key: &[u8], my_rev: i64) -> Result<bool> {
+        self.presence(pred, key, my_rev).await.map(|(theirs, ours)| theirs && ours)
+    }
+
+    /// Whether `other` (as created) and our key still exist, each: the two
+    /// point reads of [`Client::still_there`].
+    async fn presence(&self, other: &Contender, key: &[u8], my_rev: i64) -> Result<(bool, bool)> {
         let txn = Txn::new().and_then([
-            TxnOp::get(pred.key.clone(), Some(GetOptions::new().with_keys_only())),
+            TxnOp::get(other.key.clone(), Some(GetOptions::new().with_keys_only())),
             TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
         ]);
         let resp = self
@@ -674,7 +681,7 @@ impl Client {
             .await?;
         let ops = resp.op_responses();
         let rev_of = |i: usize| kvs(ops.get(i)).first().map(|kv| kv.create_revision());
-        Ok(rev_of(0) == Some(pred.rev) && rev_of(1) == Some(my_rev))
+        Ok((rev_of(0) == Some(other.rev), rev_of(1) == Some(my_rev)))
     }
 
     /// Read the queue around our key in one Txn: our key, and the newest
