@@ -31,6 +31,8 @@ print("|---|---|---|---|")
 print(f"| uncontended lock+unlock p50 | {u['p50_ms']:.3f} ms ({u['p50_ms']/f['p50_ms']:.2f}x; target <= 1.05x) | {gu['p50_ms']:.3f} ms ({gu['p50_ms']/f['p50_ms']:.2f}x) | Txn+Delete {f['p50_ms']:.3f} ms |")
 print(f"| uncontended lock+unlock p99 | {u['p99_ms']:.3f} ms | {gu['p99_ms']:.3f} ms | {f['p99_ms']:.3f} ms |")
 print(f"| {c['contenders']} contenders: handoff p50 | {c['handoff_p50_ms']:.3f} ms ({c['handoff_p50_ms']/e['p50_ms']:.1f}x; target <= 1.5x) | {gc['handoff_p50_ms']:.3f} ms ({gc['handoff_p50_ms']/e['p50_ms']:.1f}x) | Delete->event {e['p50_ms']:.3f} ms |")
+if c.get("loaded_event_floor_p50_ms"):
+    print(f"| {c['contenders']} contenders: handoff p50 vs the floor measured beside them | {c['handoff_ratio_to_loaded_event_floor']:.2f}x | | Delete->event under the same load {c['loaded_event_floor_p50_ms']:.3f} ms |")
 print(f"| {c['contenders']} contenders: handoff p99 | {c['handoff_p99_ms']:.3f} ms | {gc['handoff_p99_ms']:.3f} ms | {e['p99_ms']:.3f} ms |")
 print(f"| {c['contenders']} contenders: acquisitions/s | {c['acquisitions_per_s']:.0f} ({c['acquisitions_per_s']/gc['acquisitions_per_s']:.1f}x Go; target >= 10x) | {gc['acquisitions_per_s']:.0f} | |")
 print(f"| {c['contenders']} contenders: wait p50 / p99 | {c['wait_p50_ms']:.1f} / {c['wait_p99_ms']:.1f} ms | {gc['wait_p50_ms']:.1f} / {gc['wait_p99_ms']:.1f} ms | |")

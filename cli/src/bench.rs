@@ -61,9 +61,19 @@ pub struct Contended {
     pub per_sec: f64,
     pub wait: Stats,
     pub handoff: Stats,
+    /// The Delete->event floor measured during the run, beside the
+    /// contenders (a probe round every [`PROBE_PACE`]): the handoff's floor
+    /// under the same load. `None` unless asked for.
+    pub loaded_event: Option<Stats>,
 }
 
-pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, duration: Duration) -> Contended {
+/// How often the loaded-floor probe makes a round (a put and a delete): at
+/// 8 contenders about 6 % of etcd's writes.
+pub const PROBE_PACE: Duration = Duration::from_millis(10);
+
+/// `contenders` clients take turns on one lock for `duration`; with `probe`,
+/// the Delete->event floor is measured beside them on connections of its own.
+pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, duration: Duration, probe: bool) -> Contended {
     let mut clients = Vec::new();
     for _ in 0..contenders {
         clients.push(Client::connect(ClientOptions::new(endpoints.to_vec()).with_namespace(ns)).await.expect("connect"));
@@ -74,6 +84,10 @@ pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, durati
     let handoffs = Arc::new(Mutex::new(Vec::new()));
     let start = Instant::now();
     let end = start + duration;
+    let probe = probe.then(|| {
+        let eps = endpoints.to_vec();
+        tokio::spawn(async move { etcdlock::bench_floor::delete_to_event_until(&eps, end, PROBE_PACE).await })
+    });
     let mut tasks = Vec::new();
     for c in clients {
         let (last_unlock, waits, handoffs) = (last_unlock.clone(), waits.clone(), handoffs.clone());
@@ -96,6 +110,21 @@ pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, durati
         t.await.unwrap();
     }
     let elapsed = start.elapsed();
+    let loaded_event = match probe {
+        Some(p) => match p.await {
+            Ok(Ok(v)) if !v.is_empty() => Some(stats(v)),
+            Ok(Ok(_)) => None,
+            Ok(Err(e)) => {
+                eprintln!("etcdlock bench: the loaded-floor probe failed: {e}");
+                None
+            }
+            Err(e) => {
+                eprintln!("etcdlock bench: the loaded-floor probe failed: {e}");
+                None
+            }
+        },
+        None => None,
+    };
     let waits = std::mem::take(&mut *waits.lock().unwrap());
     let handoffs = std::mem::take(&mut *handoffs.lock().unwrap());
     Contended {
@@ -103,6 +132,7 @@ pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, durati
         per_sec: waits.len() as f64 / elapsed.as_secs_f64(),
         wait: stats(waits),
         handoff: stats(handoffs),
+        loaded_event,
     }
 }
 
@@ -473,7 +503,7 @@ pub async fn run(args: BenchArgs) -> i32 {
         }
     };
     say(format!("{} contenders on one lock for {:?}...", args.contenders, args.duration));
-    let con = contended(&endpoints, &ns, args.contenders, args.duration).await;
+    let con = contended(&endpoints, &ns, args.contenders, args.duration, true).await;
     say(format!("{} distinct locks held at once on one session...", args.distinct));
     client.close().await;
     let dist = match held(&endpoints, &ns, args.distinct).await {
@@ -486,6 +516,8 @@ pub async fn run(args: BenchArgs) -> i32 {
 
     let r_unc = ms(unc.p50) / ms(floor.p50);
     let r_con = ms(con.handoff.p50) / ms(event.p50);
+    // The same handoff against the floor measured beside the contenders.
+    let loaded = con.loaded_event.map(|l| (ms(l.p50), ms(l.p99), l.n, ms(con.handoff.p50) / ms(l.p50)));
     let rows = vec![
         json!({"metric":"floor_txn_delete","p50_ms":ms(floor.p50),"p99_ms":ms(floor.p99),"n":floor.n}),
         json!({"metric":"floor_delete_to_event","p50_ms":ms(event.p50),"p99_ms":ms(event.p99),"n":event.n}),
@@ -494,7 +526,9 @@ pub async fn run(args: BenchArgs) -> i32 {
                "acquisitions":con.acquisitions,"acquisitions_per_s":con.per_sec,
                "wait_p50_ms":ms(con.wait.p50),"wait_p99_ms":ms(con.wait.p99),
                "handoff_p50_ms":ms(con.handoff.p50),"handoff_p99_ms":ms(con.handoff.p99),
-               "handoff_ratio_to_event_floor":r_con,"target_ratio":1.5}),
+               "handoff_ratio_to_event_floor":r_con,"target_ratio":1.5,
+               "loaded_event_floor_p50_ms":loaded.map(|l| l.0),"loaded_event_floor_p99_ms":loaded.map(|l| l.1),
+               "loaded_event_floor_n":loaded.map(|l| l.2),"handoff_ratio_to_loaded_event_floor":loaded.map(|l| l.3)}),
         json!({"metric":"distinct_locks_one_session","locks":dist.n,"held":dist.held,"errors":dist.errors.total(),
                "acquire_all_ms":ms(dist.acquire_all),"release_all_ms":ms(dist.release_all),"leases":dist.leases_in_etcd,
                "rss_bytes_per_lock":dist.rss_per_lock}),
@@ -509,6 +543,12 @@ pub async fn run(args: BenchArgs) -> i32 {
             "| {} contenders, handoff (unlock -> next holder) | {:.3} ms | {:.3} ms | {:.2}x Delete->event (target <= 1.5x) |",
             args.contenders, ms(con.handoff.p50), ms(con.handoff.p99), r_con
         );
+        if let Some((p50, p99, n, r)) = loaded {
+            println!(
+                "| floor: Delete -> watch event, measured beside the {} contenders ({n} rounds) | {p50:.3} ms | {p99:.3} ms | handoff = {r:.2}x this floor |",
+                args.contenders
+            );
+        }
         println!(
             "| {} contenders, wait per acquisition | {:.3} ms | {:.3} ms | {:.0} acquisitions/s ({} in {:.0} s) |",
             args.contenders, ms(con.wait.p50), ms(con.wait.p99), con.per_sec, con.acquisitions, args.duration.as_secs_f64()

@@ -191,7 +191,7 @@ pub async fn run(endpoints: &[String], ns: &str, iterations: usize, duration: Du
     };
 
     say("mutex and 3-permit semaphore, 8 contenders each...");
-    let mutex = contended(endpoints, ns, 8, duration).await;
+    let mutex = contended(endpoints, ns, 8, duration, false).await;
     let sem = run_for(endpoints, ns, 8, duration, |c: Client, _| async move {
         let g = c.acquire_permit("bench-sem", 3, LockOptions::default()).await.expect("permit");
         g.unlock().await.expect("unlock");

@@ -76,14 +76,40 @@ pub async fn txn_delete<S: AsRef<str>>(endpoints: &[S], n: usize) -> Result<Vec<
 /// sent on one connection until its DELETE event arrives on a synced watch
 /// opened on a second connection to `endpoints`.
 pub async fn delete_to_event<S: AsRef<str>>(endpoints: &[S], n: usize) -> Result<Vec<Duration>> {
+    delete_to_event_rounds(endpoints, n + n / 10, n / 10, None, Duration::ZERO).await
+}
+
+/// [`delete_to_event`] while something else loads the machine: a round every
+/// `pace` (plus the round itself) until `until`, after 10 warm-up rounds. A
+/// benchmark runs it beside its contenders to measure the handoff's floor
+/// under the same load; the pace keeps the probe's own writes a small share.
+pub async fn delete_to_event_until<S: AsRef<str>>(endpoints: &[S], until: Instant, pace: Duration) -> Result<Vec<Duration>> {
+    delete_to_event_rounds(endpoints, usize::MAX, 10, Some(until), pace).await
+}
+
+async fn delete_to_event_rounds<S: AsRef<str>>(
+    endpoints: &[S],
+    rounds: usize,
+    warm_up: usize,
+    until: Option<Instant>,
+    pace: Duration,
+) -> Result<Vec<Duration>> {
     let mut writer = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
     let mut watcher = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
-    let key = format!("bench-event-{}", std::process::id());
+    static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let probe = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let key = format!("bench-event-{}-{probe}", std::process::id());
     let mut stream = watcher.watch(key.clone(), Some(WatchOptions::new())).await.map_err(unavailable)?;
     let closed = || Error::new(ErrorCode::Unavailable, "the floor's watch stream ended");
     stream.message().await.map_err(unavailable)?.ok_or_else(closed)?; // created
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n + n / 10 {
+    let mut out = Vec::new();
+    for i in 0..rounds {
+        if until.is_some_and(|u| Instant::now() >= u) {
+            break;
+        }
+        if !pace.is_zero() {
+            tokio::time::sleep(pace).await;
+        }
         writer.put(key.clone(), "x", None).await.map_err(unavailable)?;
         loop {
             let m = stream.message().await.map_err(unavailable)?.ok_or_else(closed)?;
@@ -99,7 +125,7 @@ pub async fn delete_to_event<S: AsRef<str>>(endpoints: &[S], n: usize) -> Result
                 break;
             }
         }
-        if i >= n / 10 {
+        if i >= warm_up {
             out.push(t.elapsed());
         }
     }
@@ -162,3 +188,4 @@ mod tests {
         assert_eq!(prefix_of(b"dir/"), b"dir/");
     }
 }
+
