@@ -71,8 +71,8 @@ pub struct ClientOptions {
     pub margin: Option<Duration>,
     /// Watch each held key so an outside delete is reported (default true):
     /// at once for a lock that was waited for (its wait's watch carries on),
-    /// within 50 ms plus one read for a lock taken with no wait (its watch
-    /// starts once it has been held 50 ms, so short holds cost no watch).
+    /// within 60 ms plus one read for a lock taken with no wait (its watch
+    /// starts once it has been held 50 to 60 ms, so short holds cost no watch).
     /// The session's lease is watched either way.
     pub watch_held_keys: bool,
 }
