@@ -293,3 +293,37 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// `etcdlock bench` (short) prints every row, with the handoff measured against
+/// both Delete->event floors (idle, and beside the contenders), and leaves no
+/// key behind.
+#[test]
+fn bench_reports_every_row_and_leaves_nothing_behind() {
+    let etcd = Etcd::single();
+    let out = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "bench", "--use-endpoints", "--json"])
+        .args(["--iterations", "40", "--duration", "2", "--distinct", "5", "--contenders", "3"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    let rows: std::collections::HashMap<String, serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+        .map(|r| (r["metric"].as_str().unwrap().to_string(), r))
+        .collect();
+    for m in ["floor_txn_delete", "floor_delete_to_event", "uncontended_lock_unlock", "contended", "distinct_locks_one_session"] {
+        assert!(rows.contains_key(m), "no {m} row in {rows:?}");
+    }
+    assert_eq!(rows["uncontended_lock_unlock"]["n"], 40);
+    assert_eq!(rows["floor_txn_delete"]["n"], 40);
+    let c = &rows["contended"];
+    assert!(c["acquisitions"].as_u64().unwrap() > 3, "{c}");
+    // The probe beside the contenders made rounds every 10 ms for 2 s (10 are warm-up).
+    assert!(c["loaded_event_floor_n"].as_u64().unwrap() >= 20, "{c}");
+    assert!(c["handoff_ratio_to_loaded_event_floor"].as_f64().unwrap() > 0.0, "{c}");
+    let d = &rows["distinct_locks_one_session"];
+    assert_eq!((d["held"].as_u64(), d["errors"].as_u64(), d["leases"].as_u64()), (Some(5), Some(0), Some(1)), "{d}");
+    assert_eq!(count(&etcd, "etcdlock-bench-"), 0, "the bench left keys behind");
+    assert_eq!(count(&etcd, "bench-"), 0, "the floors left keys behind");
+}
