@@ -188,4 +188,3 @@ mod tests {
         assert_eq!(prefix_of(b"dir/"), b"dir/");
     }
 }
-

@@ -59,18 +59,18 @@ pub(crate) const LINGER: Duration = Duration::from_secs(10);
 pub(crate) const MAX_IDLE: usize = 1024;
 
 /// How long a lock acquired with no wait is held before its key gets a
-/// watch ([`WatchHub::later`]; at most [`HELD_WATCH_BATCH`] more). Most holds end sooner, and a hold that ends
-/// costs its watch nothing: no create, and no lingering watch that reports
-/// the client's own next release back to it (about 3 % of an uncontended
-/// lock + unlock). A delete of the key in this time is still reported: the
-/// watch starts "now" and its owner reads the key once to close the gap.
+/// watch ([`WatchHub::later`]; at most [`HELD_WATCH_BATCH`] more). Most
+/// holds end sooner, and a hold that ends costs its watch nothing: no
+/// create, and no lingering watch that reports the client's own next
+/// release back to it (about 3 % of an uncontended lock + unlock). A
+/// delete of the key in this time is still reported: the watch starts "now"
+/// and its owner reads the key once to close the gap.
 pub(crate) const HELD_WATCH_DELAY: Duration = Duration::from_millis(50);
 
 /// The deferred watches start in batches: the hub's task wakes this long
 /// after the oldest is due and starts every one due by then, so a watch
-/// starts 50 to 60 ms into its hold. Woken for each hold instead, the task
-/// cost a thread wake-up per uncontended lock (about one lock in 1.3 ms
-/// each had its own due time).
+/// starts 50 to 60 ms into its hold. Woken at each hold's own due time
+/// instead, the task cost a thread wake-up per uncontended lock.
 pub(crate) const HELD_WATCH_BATCH: Duration = Duration::from_millis(10);
 
 /// Something that wants a watch a little later ([`WatchHub::later`]).
@@ -251,9 +251,10 @@ impl WatchHub {
         self.active.store(st.sub_key.len() as i64, Ordering::Relaxed);
     }
 
-    /// Call `who.start()` on the hub's task after [`HELD_WATCH_DELAY`], if it
-    /// is still alive then. Costs a list entry: the hub's task is woken only
-    /// when the list was empty (one timer serves the whole list).
+    /// Call `who.start()` on the hub's task after [`HELD_WATCH_DELAY`] (plus
+    /// up to [`HELD_WATCH_BATCH`]), if it is still alive then. Costs a list
+    /// entry: the hub's task is woken only when the list was empty (one
+    /// timer serves the whole list).
     pub(crate) fn later(&self, who: std::sync::Weak<dyn Later>) {
         let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
         d.list.push_back((Instant::now() + HELD_WATCH_DELAY, who));
