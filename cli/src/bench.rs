@@ -111,13 +111,9 @@ pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, durati
     }
     let elapsed = start.elapsed();
     let loaded_event = match probe {
-        Some(p) => match p.await {
-            Ok(Ok(v)) if !v.is_empty() => Some(stats(v)),
-            Ok(Ok(_)) => None,
-            Ok(Err(e)) => {
-                eprintln!("etcdlock bench: the loaded-floor probe failed: {e}");
-                None
-            }
+        Some(p) => match p.await.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string())) {
+            Ok(v) if !v.is_empty() => Some(stats(v)),
+            Ok(_) => None,
             Err(e) => {
                 eprintln!("etcdlock bench: the loaded-floor probe failed: {e}");
                 None
