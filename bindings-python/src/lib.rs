@@ -5,9 +5,11 @@
 //! logic is in the `etcdlock` core crate, and everything runs on the core's one
 //! PID-aware runtime (`etcdlock::runtime`), never on a second one.
 
+use std::cell::Cell;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use etcdlock::{Client, ClientOptions, ErrorCode, Guard, GuardState, LockOptions, TlsOptions};
 use pyo3::create_exception;
@@ -172,6 +174,79 @@ fn key_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>> {
     )))
 }
 
+// ===== The exit gate =====
+//
+// Threads Python does not know (the runtime's workers settling asyncio
+// futures, the threads that run `on_lost` callbacks) call into Python, and a
+// blocking wait returns to Python, only through this gate. At exit,
+// `_close_gate` (atexit, after `_close_at_exit`) closes it and waits until
+// no such call is in progress. Without it, a worker settling a future of an
+// `asyncio.run` that had just returned was still inside
+// `call_soon_threadsafe` (which releases the GIL to write the loop's
+// self-pipe) when the interpreter began to finalize; CPython 3.11 to 3.13 end
+// a thread that takes the GIL back then with pthread_exit, which unwinds
+// through Rust frames: 1 asyncio program in 10 died at exit with SIGSEGV or
+// SIGABRT ("PyGILState_Release: thread state must be current").
+
+/// Set once by `_close_gate`: Python is about to finalize.
+static GATE_CLOSED: AtomicBool = AtomicBool::new(false);
+/// Passes taken and not yet returned (calls into Python in progress).
+static IN_PYTHON: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// The thread that closed the gate (the one that finalizes): it keeps
+    /// passing, as finalizers may still call us on it.
+    static CLOSER: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A call into Python in progress; returned on drop.
+struct Pass;
+
+impl Drop for Pass {
+    fn drop(&mut self) {
+        IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// A pass, or `None` once the gate is closed. (Counted before the flag is
+/// read, and the closer sets the flag before it reads the count: either the
+/// closer waits for this pass, or this call sees the gate closed.)
+fn pass_gate() -> Option<Pass> {
+    IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+    let pass = Pass;
+    if GATE_CLOSED.load(Ordering::SeqCst) && !CLOSER.with(Cell::get) {
+        return None;
+    }
+    Some(pass)
+}
+
+/// `Python::try_attach` through the gate, for threads Python does not know:
+/// `None` (and `f` not run) once Python is finalizing.
+fn attach_gated<R>(f: impl for<'py> FnOnce(Python<'py>) -> R) -> Option<R> {
+    let _pass = pass_gate()?;
+    Python::try_attach(f)
+}
+
+/// Close the gate and wait (at most 10 s, with the GIL released) for the
+/// calls into Python already past it. Registered with atexit by the package.
+#[pyfunction]
+fn _close_gate(py: Python<'_>) {
+    CLOSER.with(|c| c.set(true));
+    GATE_CLOSED.store(true, Ordering::SeqCst);
+    py.detach(|| {
+        let until = Instant::now() + Duration::from_secs(10);
+        while IN_PYTHON.load(Ordering::SeqCst) != 0 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    });
+}
+
+/// In a forked child: no other thread exists, so none is inside the gate.
+#[pyfunction]
+fn _gate_after_fork() {
+    IN_PYTHON.store(0, Ordering::SeqCst);
+}
+
 const TICK: Duration = Duration::from_millis(100);
 
 /// Park this thread on a core future with the GIL released, waking every
@@ -185,19 +260,28 @@ where
 {
     let mut interrupted: Option<PyErr> = None;
     let slot = &mut interrupted;
-    let r = py.detach(move || {
+    let (r, _pass) = py.detach(move || {
         // While the interpreter is finalizing (a daemon thread at exit) there is
         // no Python to ask; keep waiting and let the process end.
         // The core polls the future on this thread (no hand-off to a worker).
-        let check = || match Python::try_attach(|py| py.check_signals()).unwrap_or(Ok(())) {
+        let check = || match attach_gated(|py| py.check_signals()).unwrap_or(Ok(())) {
             Ok(()) => Ok(()),
             Err(e) => {
                 *slot = Some(e);
                 Err(CoreError::new(ErrorCode::Cancelled, "interrupted by a signal"))
             }
         };
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| etcdlock::runtime::block_on_interruptible(fut, TICK, check)))
-            .unwrap_or_else(|_| Err(CoreError::new(ErrorCode::Internal, "an etcdlock call panicked (a bug); the process is fine")))
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| etcdlock::runtime::block_on_interruptible(fut, TICK, check)))
+            .unwrap_or_else(|_| Err(CoreError::new(ErrorCode::Internal, "an etcdlock call panicked (a bug); the process is fine")));
+        // Back into Python only through the gate (held until re-attached). A
+        // daemon thread that finds Python finalizing stays here until the
+        // process ends, as CPython 3.14 itself parks such threads.
+        match pass_gate() {
+            Some(pass) => (r, pass),
+            None => loop {
+                std::thread::park();
+            },
+        }
     });
     if let Some(e) = interrupted {
         return Err(e);
@@ -253,7 +337,7 @@ where
             Err(je) if je.is_cancelled() => return,
             Err(_) => Err(CoreError::new(ErrorCode::Internal, "the etcdlock task panicked")),
         };
-        Python::try_attach(move |py| {
+        attach_gated(move |py| {
             let (cb, arg) = match res {
                 Ok(v) => match convert(py, v) {
                     Ok(o) => (resolve, o),
@@ -1071,7 +1155,7 @@ impl NativeGuard {
         let mut signal = self.g.lost_signal();
         let fire = move |reason: &'static str| {
             std::thread::spawn(move || {
-                Python::try_attach(|py| {
+                attach_gated(|py| {
                     if let Err(e) = callback.call1(py, (reason,)) {
                         e.write_unraisable(py, None);
                     }
@@ -1235,6 +1319,8 @@ fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_PERMITS", etcdlock::MAX_PERMITS)?;
     m.add("MAX_MULTI", etcdlock::MAX_MULTI)?;
     m.add_class::<_Canceller>()?;
+    m.add_function(wrap_pyfunction!(_close_gate, m)?)?;
+    m.add_function(wrap_pyfunction!(_gate_after_fork, m)?)?;
     m.add_function(wrap_pyfunction!(_raw_floor, m)?)?;
     m.add_function(wrap_pyfunction!(_core_bench, m)?)?;
     Ok(())

@@ -72,6 +72,7 @@ from ._etcdlock import (
     UnavailableError,
     WouldBlockError,
 )
+from . import _etcdlock as _native_module
 
 __all__ = [
     "Client",
@@ -158,6 +159,14 @@ def _check_timeout(timeout: object) -> Optional[float]:
         raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
     return float(timeout)
 
+
+# Runtime threads call into Python (settling asyncio futures, running on_lost
+# callbacks) only through a gate the native module keeps. At exit it is closed
+# after _close_at_exit below (atexit runs handlers last-registered first), and
+# closing waits for calls already in progress: a thread that takes the GIL
+# once the interpreter is finalizing is killed mid-call by CPython.
+atexit.register(_native_module._close_gate)
+os.register_at_fork(after_in_child=_native_module._gate_after_fork)
 
 # Native clients still alive (directly, or through a guard that holds one).
 _live_clients: "weakref.WeakSet[NativeClient]" = weakref.WeakSet()
