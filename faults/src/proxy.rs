@@ -180,6 +180,21 @@ impl Proxy {
         self.reset_fraction(1.0)
     }
 
+    /// Reset every live connection and wait until each is closed, so nothing
+    /// it held back (in [`Mode::Blackhole`]) can still be forwarded when the
+    /// mode changes; returns how many. Connections accepted meanwhile live on.
+    pub async fn reset_all_and_wait(&self) -> usize {
+        let ids: Vec<u64> = self.st.conns.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
+        let n = self.reset_all();
+        while {
+            let conns = self.st.conns.lock().unwrap_or_else(|p| p.into_inner());
+            ids.iter().any(|id| conns.contains_key(id))
+        } {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        n
+    }
+
     /// Reset each live connection with probability `fraction`; returns how many were reset.
     pub fn reset_fraction(&self, fraction: f64) -> usize {
         let ppm = (fraction.clamp(0.0, 1.0) * 1_000_000.0) as u32;
