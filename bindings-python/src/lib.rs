@@ -197,13 +197,19 @@ thread_local! {
     /// The thread that closed the gate (the one that finalizes): it keeps
     /// passing, as finalizers may still call us on it.
     static CLOSER: Cell<bool> = const { Cell::new(false) };
+    /// Passes this thread holds. A thread already inside (an `on_lost`
+    /// callback making a blocking call) keeps passing: the closer waits for
+    /// its outer pass anyway.
+    static HELD: Cell<usize> = const { Cell::new(0) };
 }
 
-/// A call into Python in progress; returned on drop.
+/// A call into Python in progress; returned on drop (on the thread that
+/// took it).
 struct Pass;
 
 impl Drop for Pass {
     fn drop(&mut self) {
+        HELD.with(|h| h.set(h.get() - 1));
         IN_PYTHON.fetch_sub(1, Ordering::SeqCst);
     }
 }
@@ -213,8 +219,12 @@ impl Drop for Pass {
 /// closer waits for this pass, or this call sees the gate closed.)
 fn pass_gate() -> Option<Pass> {
     IN_PYTHON.fetch_add(1, Ordering::SeqCst);
+    let nested = HELD.with(|h| {
+        h.set(h.get() + 1);
+        h.get() > 1
+    });
     let pass = Pass;
-    if GATE_CLOSED.load(Ordering::SeqCst) && !CLOSER.with(Cell::get) {
+    if GATE_CLOSED.load(Ordering::SeqCst) && !nested && !CLOSER.with(Cell::get) {
         return None;
     }
     Some(pass)
@@ -241,10 +251,11 @@ fn _close_gate(py: Python<'_>) {
     });
 }
 
-/// In a forked child: no other thread exists, so none is inside the gate.
+/// In a forked child only the thread that forked exists: the passes in
+/// progress are its own.
 #[pyfunction]
 fn _gate_after_fork() {
-    IN_PYTHON.store(0, Ordering::SeqCst);
+    IN_PYTHON.store(HELD.with(Cell::get), Ordering::SeqCst);
 }
 
 const TICK: Duration = Duration::from_millis(100);
@@ -1136,7 +1147,9 @@ impl NativeGuard {
     /// Call `callback(reason)` once if the hold is lost (not on a normal
     /// release). It runs on a fresh thread (not the caller's, not a runtime
     /// thread), so it may call blocking etcdlock methods. If the hold is
-    /// already lost, it is called soon after registration.
+    /// already lost, it is called soon after registration. At interpreter
+    /// exit a callback still running delays the exit until it returns (at
+    /// most 10 s); one not yet started then is skipped.
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
         // Refuse a non-callable now, not as an unraisable error on a thread
         // at the moment the hold is lost (or never, if it is not).

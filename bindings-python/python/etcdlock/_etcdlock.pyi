@@ -110,7 +110,9 @@ class Guard:
         """An Event-like view of the loss."""
     def on_lost(self, callback: Callable[[str], Any]) -> None:
         """Call `callback(reason)` once if the hold is lost (on a fresh thread).
-        TypeError at once if `callback` is not callable."""
+        TypeError at once if `callback` is not callable. At interpreter exit a
+        callback still running delays the exit until it returns (at most 10 s);
+        one not yet started then is skipped."""
     def unlock(self) -> None:
         """Release. Idempotent; LockLostError if the hold had been lost before."""
     def put(self, key: _Bytes, value: _Bytes) -> None:
