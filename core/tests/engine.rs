@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use common::{client, keys, opts, unique_ns};
 use etcdlock::{CancellationToken, Client, ClientOptions, ErrorCode, LockOptions, LossReason};
-use etcdlock_testkit::{free_port, http_get, Etcd};
+use etcdlock_testkit::{free_port, Etcd};
 
 /// A member that accepts connections and never answers (a hung process, a
 /// black-holed port): the listener's backlog completes the TCP handshake.
@@ -104,13 +104,7 @@ async fn a_three_member_cluster_with_one_member_killed_serves_every_operation() 
 
 /// The etcd gauge of open watch streams on this member.
 fn watch_streams(etcd: &Etcd) -> u64 {
-    let body = http_get(etcd.members[0].client_port, "/metrics").unwrap();
-    body.lines()
-        .find(|l| l.starts_with("etcd_debugging_mvcc_watch_stream_total "))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|v| v as u64)
-        .expect("watch stream gauge in /metrics")
+    etcd.metric(0, "etcd_debugging_mvcc_watch_stream_total", &[]) as u64
 }
 
 async fn run_waiters(c: &Client, name: &str, n: usize, mid_wait: impl FnOnce()) -> Vec<i64> {
@@ -441,13 +435,7 @@ async fn a_new_hold_after_a_lost_one_keeps_its_key() {
 
 /// etcd's count of watchers on this member (`etcd_debugging_mvcc_watcher_total`).
 fn etcd_watchers(etcd: &Etcd) -> u64 {
-    let body = http_get(etcd.members[0].client_port, "/metrics").unwrap();
-    body.lines()
-        .find(|l| l.starts_with("etcd_debugging_mvcc_watcher_total "))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|v| v as u64)
-        .expect("watcher gauge in /metrics")
+    etcd.metric(0, "etcd_debugging_mvcc_watcher_total", &[]) as u64
 }
 
 /// Wait (at most 10 s) until `f` holds.
@@ -575,11 +563,8 @@ async fn lingering_watches_are_bounded() {
 
 /// Txn and Range requests etcd answered so far (all clients).
 fn reads_and_txns(etcd: &Etcd) -> u64 {
-    let body = http_get(etcd.members[0].client_port, "/metrics").unwrap();
-    body.lines()
-        .filter(|l| l.starts_with("grpc_server_handled_total{") && (l.contains("grpc_method=\"Txn\"") || l.contains("grpc_method=\"Range\"")))
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
-        .sum::<f64>() as u64
+    let handled = |method: &str| etcd.metric(0, "grpc_server_handled_total", &[&format!("grpc_method=\"{method}\"")]);
+    (handled("Txn") + handled("Range")) as u64
 }
 
 /// A waiter whose read saw the whole queue follows it by delete events alone:
@@ -625,5 +610,8 @@ async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
     assert_eq!(g2.waited_on().len(), 2, "a1 waited on b2, then b1: {:?}", g2.waited_on());
     assert_eq!(requests, 0, "the waits made {requests} Txn/Range requests after queueing");
     g2.unlock().await.unwrap();
+    // The counter itself counts: the read below moves it.
+    let counted = reads_and_txns(&etcd);
     assert!(keys(&a, &prefix).await.is_empty());
+    assert!(reads_and_txns(&etcd) > counted, "etcd's Txn/Range counter did not count a read");
 }

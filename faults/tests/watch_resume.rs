@@ -8,17 +8,11 @@ use std::time::{Duration, Instant};
 
 use etcdlock::{Client, LockOptions, LossReason};
 use etcdlock_faults::{await_key_count, opts, raw, unique_ns, Proxy};
-use etcdlock_testkit::{http_get, Etcd};
+use etcdlock_testkit::Etcd;
 
 /// etcd's count of watchers (`etcd_debugging_mvcc_watcher_total`).
 fn etcd_watchers(etcd: &Etcd) -> i64 {
-    let body = http_get(etcd.members[0].client_port, "/metrics").expect("etcd /metrics");
-    body.lines()
-        .find(|l| l.starts_with("etcd_debugging_mvcc_watcher_total "))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse::<f64>().ok())
-        .map(|v| v as i64)
-        .expect("watcher gauge in /metrics")
+    etcd.metric(0, "etcd_debugging_mvcc_watcher_total", &[]) as i64
 }
 
 /// Wait (at most 10 s) until `f` holds.

@@ -274,6 +274,28 @@ impl Etcd {
         None
     }
 
+    /// The sum of the Prometheus series `name` on member `i`'s `/metrics`,
+    /// over every series of that name whose labels contain all of `labels`
+    /// (e.g. `grpc_method="Txn"`). Panics if etcd exports no series of that
+    /// name at all, so a renamed metric fails the test instead of reading 0.
+    pub fn metric(&self, i: usize, name: &str, labels: &[&str]) -> f64 {
+        let body = http_get(self.members[i].client_port, "/metrics").expect("etcd /metrics");
+        let mut seen = false;
+        let mut sum = 0.0;
+        for line in body.lines() {
+            let Some((series, value)) = line.rsplit_once(' ') else { continue };
+            if series != name && !series.strip_prefix(name).is_some_and(|rest| rest.starts_with('{')) {
+                continue;
+            }
+            seen = true;
+            if labels.iter().all(|l| series.contains(l)) {
+                sum += value.trim().parse::<f64>().unwrap_or(0.0);
+            }
+        }
+        assert!(seen, "{name} is not in etcd's /metrics");
+        sum
+    }
+
     /// Run `etcdctl` against this cluster and return stdout (panics on failure).
     pub fn etcdctl(&self, args: &[&str]) -> String {
         let out = Command::new(etcdctl_bin())
