@@ -226,7 +226,7 @@ impl Drop for Inner {
             s.mark_lost(LossReason::ClientClosed);
             let t = self.transport.clone();
             self.handle.spawn(async move {
-                let _ = t.call(None, &mut false, move |mut c| { let id = s.lease; async move { c.lease_revoke(id).await } }).await;
+                let _ = t.call_lease(None, &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
             });
         }
     }
@@ -394,7 +394,7 @@ impl Client {
             let t = self.inner.transport.clone();
             old.stop.cancel();
             self.inner.handle.spawn(async move {
-                let _ = t.call(None, &mut false, move |mut c| { let id = old.lease; async move { c.lease_revoke(id).await } }).await;
+                let _ = t.call_lease(None, &mut false, move |mut c| { let id = old.lease; async move { c.revoke(id).await } }).await;
             });
         }
         let mut sent = Instant::now();
@@ -402,9 +402,9 @@ impl Client {
         let resp = self
             .inner
             .transport
-            .call(deadline, &mut false, |mut c| {
+            .call_lease(deadline, &mut false, |mut c| {
                 sent = Instant::now();
-                async move { c.lease_grant(ttl, None).await }
+                async move { c.grant(ttl, None).await }
             })
             .await?;
         let ttl = resp.ttl().max(1);
@@ -442,11 +442,11 @@ impl Client {
                 // Known lost: etcd is unreachable or the lease is gone; don't make the caller wait.
                 let t = self.inner.transport.clone();
                 self.inner.handle.spawn(async move {
-                    let _ = t.call(None, &mut false, move |mut c| { let id = s.lease; async move { c.lease_revoke(id).await } }).await;
+                    let _ = t.call_lease(None, &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
                 });
                 return;
             }
-            let _ = self.inner.transport.call(None, &mut false, move |mut c| { let id = s.lease; async move { c.lease_revoke(id).await } }).await;
+            let _ = self.inner.transport.call_lease(None, &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
         }
     }
 

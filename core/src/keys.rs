@@ -19,13 +19,23 @@ impl Client {
     /// until `deadline`), refused once the client is closed.
     pub(crate) async fn call<T, F, Fut>(&self, deadline: Option<Instant>, op: F) -> Result<T>
     where
-        F: FnMut(etcd_client::Client) -> Fut,
+        F: FnMut(etcd_client::KvClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         self.check_open()?;
         // Boxed: a request's future is large (tonic), and the futures that wait
         // on it (a waiter, thousands of them) should not carry it inline.
         Box::pin(self.inner.transport.call(deadline, &mut false, op)).await
+    }
+
+    /// [`Client::call`] for a lease request.
+    pub(crate) async fn call_lease<T, F, Fut>(&self, deadline: Option<Instant>, op: F) -> Result<T>
+    where
+        F: FnMut(etcd_client::LeaseClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.check_open()?;
+        Box::pin(self.inner.transport.call_lease(deadline, &mut false, op)).await
     }
 }
 
@@ -101,8 +111,8 @@ pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReaso
     }
     let lease = session.lease;
     let deadline = Instant::now() + client.inner.request_timeout.min(Duration::from_secs(1));
-    let r = Box::pin(client.inner.transport.call(Some(deadline), &mut false, |mut c| async move {
-        c.lease_time_to_live(lease, None).await
+    let r = Box::pin(client.inner.transport.call_lease(Some(deadline), &mut false, |mut c| async move {
+        c.time_to_live(lease, None).await
     }))
     .await;
     match r {

@@ -745,20 +745,30 @@ impl Client {
 /// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
 /// values, so this stays wire-compatible.
 pub(crate) fn owner_info() -> String {
-    use std::sync::OnceLock;
-    static HOST: OnceLock<String> = OnceLock::new();
-    let host = HOST.get_or_init(|| {
-        let mut buf = [0u8; 256];
-        // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-        let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
-        let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-        let h = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
-        h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect()
-    });
+    use std::sync::Mutex;
+    // `{"host":"<host>","pid":<pid>,"since_ms":` for the pid it was made in.
+    static HEAD: Mutex<Option<(u32, String)>> = Mutex::new(None);
+    let pid = crate::runtime::current_pid();
     let since_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0);
-    format!("{{\"host\":\"{host}\",\"pid\":{},\"since_ms\":{since_ms}}}", std::process::id())
+    let mut head = HEAD.lock().unwrap_or_else(|p| p.into_inner());
+    let head = match head.as_ref() {
+        Some((p, h)) if *p == pid => h,
+        _ => {
+            let mut buf = [0u8; 256];
+            // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+            let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
+            let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+            let h = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
+            let host: String = h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect();
+            &head.insert((pid, format!("{{\"host\":\"{host}\",\"pid\":{pid},\"since_ms\":"))).1
+        }
+    };
+    let mut out = String::with_capacity(head.len() + 16);
+    out.push_str(head);
+    let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{since_ms}}}"));
+    out
 }
 

@@ -19,9 +19,38 @@ struct Shared {
 
 static RUNTIME: Mutex<Option<Shared>> = Mutex::new(None);
 
-/// The process id, read fresh (it changes across `fork`).
+/// This process's id; 0 until first read, and again in a forked child.
+static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+#[cfg(unix)]
+extern "C" fn forked_child() {
+    PID.store(0, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The process id (it changes across `fork`). Every lock call checks it, so
+/// it is cached rather than asked of the kernel each time (a `getpid` system
+/// call cost about 1 us on a VM): a `fork` handler clears the cache in the
+/// child. A child made by a raw `clone` system call, which runs no fork
+/// handlers, is not supported (nor is it by most C libraries' own caches).
 pub fn current_pid() -> u32 {
-    std::process::id()
+    use std::sync::atomic::Ordering::Relaxed;
+    let cached = PID.load(Relaxed);
+    if cached != 0 {
+        return cached;
+    }
+    #[cfg(unix)]
+    {
+        static HANDLER: std::sync::Once = std::sync::Once::new();
+        // SAFETY: registers a handler that only stores to an atomic, which is
+        // async-signal-safe as a forked child's handlers must be.
+        HANDLER.call_once(|| unsafe {
+            libc::pthread_atfork(None, None, Some(forked_child));
+        });
+    }
+    // Read after the handler is in place: a fork from here on clears what we store.
+    let pid = std::process::id();
+    PID.store(pid, Relaxed);
+    pid
 }
 
 /// The shared runtime, created on first use. In a forked child the parent's
@@ -194,6 +223,26 @@ pub fn instant_to_mono_ns(i: Instant) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cached_pid_is_the_childs_after_fork() {
+        let parent = current_pid();
+        assert_eq!(parent, std::process::id());
+        assert_eq!(current_pid(), parent, "cached");
+        // SAFETY: the child only reads atomics, makes system calls and exits.
+        let child = unsafe { libc::fork() };
+        assert!(child >= 0, "fork failed");
+        if child == 0 {
+            let ok = current_pid() == std::process::id() && current_pid() != parent;
+            // SAFETY: leaves the child at once, running nothing of the test harness.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child we just made.
+        assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child saw its parent's pid: status {status}");
+        assert_eq!(current_pid(), parent);
+    }
 
     #[test]
     fn interruptible_block_on_runs_runtime_futures_and_checks_every_tick() {

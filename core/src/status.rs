@@ -113,7 +113,7 @@ impl Client {
                 *t
             } else {
                 let t = self
-                    .call(None, |mut c| async move { c.lease_time_to_live(lease, None).await })
+                    .call_lease(None, |mut c| async move { c.time_to_live(lease, None).await })
                     .await
                     .ok()
                     .map(|t| t.ttl());

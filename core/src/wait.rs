@@ -165,7 +165,7 @@ impl Client {
                 return (Err(Error::new(ErrorCode::Closed, "the client was closed")), false);
             }
             let r = t
-                .call_in_slot(slot, give_up, deadline, &mut uncertain, |mut c| {
+                .call_in_slot(slot, give_up, deadline, &mut uncertain, etcd_client::Client::kv_client, |mut c| {
                     let txn = txn.clone();
                     async move { c.txn(txn).await }
                 })
