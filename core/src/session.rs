@@ -146,15 +146,17 @@ impl Session {
     /// [`Session::reserve_key`] with `mark` appended (a reader's `-r`).
     pub(crate) fn reserve_key_marked(&self, prefix: &[u8], mark: &str) -> Vec<u8> {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        let mut key = prefix.to_vec();
-        key.extend_from_slice(format!("{:x}{mark}", self.lease).as_bytes());
+        use std::io::Write as _;
+        let mut key = Vec::with_capacity(prefix.len() + 24);
+        key.extend_from_slice(prefix);
+        let _ = write!(key, "{:x}{mark}", self.lease);
         // Further keys on one prefix take the smallest free suffix, so a
         // client's keys repeat and the watches on them are reused (watch.rs).
         let mut n = 0u64;
         while keys.contains(&key) {
             n += 1;
             key.truncate(prefix.len());
-            key.extend_from_slice(format!("{:x}_{n}{mark}", self.lease).as_bytes());
+            let _ = write!(key, "{:x}_{n}{mark}", self.lease);
         }
         keys.insert(key.clone());
         key
