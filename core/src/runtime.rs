@@ -31,7 +31,7 @@ extern "C" fn forked_child() {
 /// it is cached rather than asked of the kernel each time (a `getpid` system
 /// call cost about 1 us on a VM): a `fork` handler clears the cache in the
 /// child. A child made by a raw `clone` system call, which runs no fork
-/// handlers, is not supported (nor is it by most C libraries' own caches).
+/// handlers, is not supported.
 pub fn current_pid() -> u32 {
     use std::sync::atomic::Ordering::Relaxed;
     let cached = PID.load(Relaxed);
