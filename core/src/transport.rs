@@ -332,9 +332,7 @@ impl Transport {
         F: FnMut(etcd_client::KvClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let permit = self.slot(deadline).await?;
-        let give_up = deadline.unwrap_or_else(|| Instant::now() + self.request_timeout * 2);
-        self.call_in_slot(permit, give_up, deadline, uncertain, etcd_client::Client::kv_client, op).await
+        self.call_via(deadline, uncertain, etcd_client::Client::kv_client, op).await
     }
 
     /// [`Transport::call`] for a lease request (`op` gets the lease client).
@@ -343,9 +341,25 @@ impl Transport {
         F: FnMut(etcd_client::LeaseClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
+        self.call_via(deadline, uncertain, etcd_client::Client::lease_client, op).await
+    }
+
+    /// A slot, then [`Transport::call_in_slot`] with `op` getting what `pick`
+    /// takes from the member's client.
+    async fn call_via<C, T, F, Fut>(
+        &self,
+        deadline: Option<Instant>,
+        uncertain: &mut bool,
+        pick: fn(&etcd_client::Client) -> C,
+        op: F,
+    ) -> Result<T>
+    where
+        F: FnMut(C) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
         let permit = self.slot(deadline).await?;
         let give_up = deadline.unwrap_or_else(|| Instant::now() + self.request_timeout * 2);
-        self.call_in_slot(permit, give_up, deadline, uncertain, etcd_client::Client::lease_client, op).await
+        self.call_in_slot(permit, give_up, deadline, uncertain, pick, op).await
     }
 
     /// A slot among the client's in-flight requests. Taking it before building
