@@ -241,6 +241,17 @@ impl Etcd {
         }
     }
 
+    /// SIGSTOP member `i` now and SIGCONT it after `d` (from a thread), while
+    /// the caller goes on: a hang of known length.
+    pub fn pause_for(&self, i: usize, d: Duration) {
+        let Some(pid) = self.members[i].pid() else { return };
+        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        std::thread::spawn(move || {
+            std::thread::sleep(d);
+            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+        });
+    }
+
     /// SIGCONT member `i`.
     pub fn resume(&self, i: usize) {
         if let Some(pid) = self.members[i].pid() {

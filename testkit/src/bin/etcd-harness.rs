@@ -8,7 +8,8 @@
 //! `{"endpoints":[...],"pids":[...],"dir":"..."}` to stdout, and stops etcd
 //! when stdin closes (so a test in any language owns its lifetime by holding a
 //! pipe) or on SIGTERM/SIGINT. Commands on stdin, one per line:
-//! `kill I`, `restart I`, `pause I`, `resume I`, `leader` (answers one JSON line).
+//! `kill I`, `restart I`, `pause I [MS]` (with MS: resumed by the harness
+//! after MS milliseconds), `resume I`, `leader` (answers one JSON line).
 use std::io::{BufRead, Write};
 
 use etcdlock_testkit::{Config, Etcd};
@@ -54,10 +55,17 @@ fn main() {
         let mut parts = line.split_whitespace();
         let cmd = parts.next().unwrap_or("");
         let idx: usize = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let ms: Option<u64> = parts.next().and_then(|v| v.parse().ok());
         let reply = match cmd {
             "kill" => { etcd.kill(idx); serde_json::json!({"ok": true}) }
             "restart" => { etcd.restart(idx); serde_json::json!({"ok": true, "pid": etcd.members[idx].pid()}) }
-            "pause" => { etcd.pause(idx); serde_json::json!({"ok": true}) }
+            "pause" => {
+                match ms {
+                    Some(ms) => etcd.pause_for(idx, std::time::Duration::from_millis(ms)),
+                    None => etcd.pause(idx),
+                }
+                serde_json::json!({"ok": true})
+            }
             "resume" => { etcd.resume(idx); serde_json::json!({"ok": true}) }
             "leader" => serde_json::json!({"leader": etcd.leader()}),
             "" => continue,
