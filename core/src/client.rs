@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::session::Session;
-use crate::transport::Transport;
+use crate::transport::{Bound, Transport};
 use crate::watch::WatchHub;
 
 /// etcd's upper bound for a lease TTL (`MaxLeaseTTL`, 9,000,000,000 s).
@@ -62,9 +62,16 @@ pub struct ClientOptions {
     pub password: Option<String>,
     /// TLS; `None` means plaintext (and `https://` endpoints are then refused).
     pub tls: Option<TlsOptions>,
-    /// Bound on reaching etcd at connect time (default 5 s).
+    /// Bound on connecting: reaching a member (DNS, TCP, TLS, auth) and
+    /// granting the session's lease (default 5 s); `Unavailable` after it.
     pub connect_timeout: Duration,
-    /// Bound on each request (default 5 s).
+    /// Bound on every call that does not wait for a lock (try_lock, unlock,
+    /// guarded operations, status, ping), retries and failover included:
+    /// `Unavailable` when no member answered within it (default 2 s). Calls
+    /// that wait for a lock are bounded by their own timeout instead. A
+    /// member silent for half of it (at most 1 s) is left for another one, so
+    /// an etcd leader election (1-2 s) does not fail a call and a hung member
+    /// does not stall one for long.
     pub request_timeout: Duration,
     /// Safety margin subtracted from the lease TTL for local loss detection
     /// (default: TTL/5, at most 2 s).
@@ -103,7 +110,7 @@ impl Default for ClientOptions {
             password: None,
             tls: None,
             connect_timeout: Duration::from_secs(5),
-            request_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(2),
             margin: None,
             watch_held_keys: true,
         }
@@ -207,11 +214,11 @@ pub(crate) struct Inner {
     pub(crate) ttl: AtomicI64,
     requested_ttl: i64,
     margin: Option<Duration>,
-    pub(crate) request_timeout: Duration,
     pub(crate) watch_held_keys: bool,
     session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
     pub(crate) windows: crate::window::Windows,
+    pub(crate) cleanups: crate::wait::Cleanups,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pid: u32,
     pub(crate) handle: tokio::runtime::Handle,
@@ -226,7 +233,7 @@ impl Drop for Inner {
             s.mark_lost(LossReason::ClientClosed);
             let t = self.transport.clone();
             self.handle.spawn(async move {
-                let _ = t.call_lease(None, &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+                let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
             });
         }
     }
@@ -317,18 +324,18 @@ impl Client {
             ttl: AtomicI64::new(opts.ttl_secs),
             requested_ttl: opts.ttl_secs,
             margin: opts.margin,
-            request_timeout: opts.request_timeout,
             watch_held_keys: opts.watch_held_keys,
             session: AsyncMutex::new(None),
             closed,
             windows: Default::default(),
+            cleanups: Default::default(),
             metrics: Arc::new(crate::metrics::Recorder::new()),
             pid: crate::runtime::current_pid(),
             handle,
         });
         let client = Client { inner };
         // Opening the session proves a member answers and reports the effective TTL.
-        client.session_by(Some(deadline)).await.map_err(|e| {
+        client.session_by(Bound::Request(deadline)).await.map_err(|e| {
             if matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) {
                 Error::new(
                     ErrorCode::Unavailable,
@@ -370,8 +377,8 @@ impl Client {
     }
 
     /// The live session, or a fresh one (new lease) if there is none or it was
-    /// lost; the lease grant is retried until `deadline`.
-    pub(crate) async fn session_by(&self, deadline: Option<Instant>) -> Result<Arc<Session>> {
+    /// lost; the lease grant is retried within the call's `bound`.
+    pub(crate) async fn session_by(&self, bound: Bound) -> Result<Arc<Session>> {
         self.check_open()?;
         {
             let slot = self.inner.session.lock().await;
@@ -380,21 +387,25 @@ impl Client {
             }
         }
         // Boxed: a lock call's future stays small unless it has to grant a lease.
-        Box::pin(self.open_session(deadline)).await
+        Box::pin(self.open_session(bound)).await
     }
 
-    async fn open_session(&self, deadline: Option<Instant>) -> Result<Arc<Session>> {
+    async fn open_session(&self, bound: Bound) -> Result<Arc<Session>> {
         let mut slot = self.inner.session.lock().await;
         if let Some(s) = slot.as_ref() {
             if s.alive() {
                 return Ok(s.clone());
             }
-            // A lost session's lease may still exist (e.g. after a partition): revoke it.
+            // A lost session's lease may still exist (e.g. after a partition):
+            // revoke it, once the session has named its loss (it may be asking
+            // etcd why right now).
             let old = s.clone();
             let t = self.inner.transport.clone();
-            old.stop.cancel();
             self.inner.handle.spawn(async move {
-                let _ = t.call_lease(None, &mut false, move |mut c| { let id = old.lease; async move { c.revoke(id).await } }).await;
+                if tokio::time::timeout(t.request_timeout + Duration::from_millis(100), old.wait_lost()).await.is_err() {
+                    old.mark_lost(LossReason::ConnectionLost);
+                }
+                let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = old.lease; async move { c.revoke(id).await } }).await;
             });
         }
         let mut sent = Instant::now();
@@ -402,7 +413,7 @@ impl Client {
         let resp = self
             .inner
             .transport
-            .call_lease(deadline, &mut false, |mut c| {
+            .call_lease(bound, &mut false, |mut c| {
                 sent = Instant::now();
                 async move { c.grant(ttl, None).await }
             })
@@ -442,11 +453,11 @@ impl Client {
                 // Known lost: etcd is unreachable or the lease is gone; don't make the caller wait.
                 let t = self.inner.transport.clone();
                 self.inner.handle.spawn(async move {
-                    let _ = t.call_lease(None, &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+                    let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
                 });
                 return;
             }
-            let _ = self.inner.transport.call_lease(None, &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+            let _ = self.inner.transport.call_lease(self.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
         }
     }
 
@@ -492,10 +503,10 @@ impl Client {
     pub async fn ping(&self) -> Result<Duration> {
         self.check_open()?;
         let t = Instant::now();
-        let deadline = t + self.inner.request_timeout;
-        self.session_by(Some(deadline)).await?;
+        let bound = self.request_bound();
+        self.session_by(bound).await?;
         let key = self.ns_key(b"etcdlock-ping");
-        self.call(Some(deadline), |mut c| {
+        self.call(Some(bound), |mut c| {
             let k = key.clone();
             async move { c.get(k, Some(etcd_client::GetOptions::new().with_count_only())).await }
         })

@@ -80,10 +80,11 @@ impl Client {
     /// The leader and the revision of the read.
     async fn read_leader(&self, name: &str) -> Result<(Option<Leader>, i64)> {
         validate_name(name)?;
+        let bound = Some(self.request_bound());
         let prefix = self.prefix(name);
         let p = prefix.clone();
         let first = self
-            .call(None, |mut c| {
+            .call(bound, |mut c| {
                 let p = p.clone();
                 async move { c.get(p, Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1))).await }
             })
@@ -102,7 +103,7 @@ impl Client {
                 // Keys of a nested name come first: scan for the first direct child.
                 let p = prefix.clone();
                 let all = self
-                    .call(None, |mut c| {
+                    .call(bound, |mut c| {
                         let p = p.clone();
                         async move { c.get(p, Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend))).await }
                     })

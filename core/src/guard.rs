@@ -157,10 +157,16 @@ impl Guard {
     pub fn state(&self) -> GuardState {
         let st = *self.shared.state.borrow();
         if st == GuardState::Held && !self.shared.session.alive() {
-            // The watchdog has not run yet; report what it will.
-            let reason = self.shared.session.loss().map(|l| l.reason).unwrap_or(LossReason::ConnectionLost);
-            self.shared.mark_lost(Loss { reason, at: Instant::now().min(self.shared.session.deadline()) });
-            return *self.shared.state.borrow();
+            return match self.shared.session.loss() {
+                Some(loss) => {
+                    self.shared.mark_lost(loss);
+                    *self.shared.state.borrow()
+                }
+                // Past the local deadline, and the session is still asking etcd
+                // why (LeaseExpired or ConnectionLost): lost now, with the
+                // reason given so far; the loss event carries etcd's answer.
+                None => GuardState::Lost(Loss { reason: LossReason::ConnectionLost, at: self.shared.session.deadline() }),
+            };
         }
         st
     }

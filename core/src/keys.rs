@@ -12,30 +12,40 @@ use tokio::sync::mpsc;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::session::{Loss, OnLoss, Session};
+use crate::transport::Bound;
 use crate::watch::{Sink, WatchEvent};
 
 impl Client {
     /// One request through the transport (failover, backpressure, retries
-    /// until `deadline`), refused once the client is closed.
-    pub(crate) async fn call<T, F, Fut>(&self, deadline: Option<Instant>, op: F) -> Result<T>
+    /// within `bound`; `None`: the request timeout from now), refused once
+    /// the client is closed.
+    pub(crate) async fn call<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
     where
         F: FnMut(etcd_client::KvClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         self.check_open()?;
+        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
         // Boxed: a request's future is large (tonic), and the futures that wait
         // on it (a waiter, thousands of them) should not carry it inline.
-        Box::pin(self.inner.transport.call(deadline, &mut false, op)).await
+        Box::pin(self.inner.transport.call(bound, &mut false, op)).await
     }
 
     /// [`Client::call`] for a lease request.
-    pub(crate) async fn call_lease<T, F, Fut>(&self, deadline: Option<Instant>, op: F) -> Result<T>
+    pub(crate) async fn call_lease<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
     where
         F: FnMut(etcd_client::LeaseClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         self.check_open()?;
-        Box::pin(self.inner.transport.call_lease(deadline, &mut false, op)).await
+        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
+        Box::pin(self.inner.transport.call_lease(bound, &mut false, op)).await
+    }
+
+    /// The bound of a public call that starts now and does not wait for a
+    /// lock: the client's request timeout.
+    pub(crate) fn request_bound(&self) -> Bound {
+        self.inner.transport.request_bound()
     }
 }
 
@@ -67,7 +77,7 @@ pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &
     let mut rounds = if uncertain { 2 } else { 1 };
     loop {
         let k = key.to_vec();
-        match t.call(None, &mut false, |mut c| {
+        match t.call(t.request_bound(), &mut false, |mut c| {
             let k = k.clone();
             async move { c.delete(k, None).await }
         })
@@ -110,8 +120,7 @@ pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReaso
         return l.reason;
     }
     let lease = session.lease;
-    let deadline = Instant::now() + client.inner.request_timeout.min(Duration::from_secs(1));
-    let r = Box::pin(client.inner.transport.call_lease(Some(deadline), &mut false, |mut c| async move {
+    let r = Box::pin(client.inner.transport.call_lease(client.request_bound(), &mut false, |mut c| async move {
         c.time_to_live(lease, None).await
     }))
     .await;

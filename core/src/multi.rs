@@ -15,7 +15,8 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::mutex::{kvs, more, owner_info, revision, validate_name, LockOptions, Queue};
-use crate::wait::{cancelled, timeout_err, Pending};
+use crate::transport::Bound;
+use crate::wait::{cancelled, timeout_because, timeout_err, Pending};
 use crate::session::Loss;
 
 /// The most names one multi-lock may take: etcd's default `--max-txn-ops`.
@@ -110,13 +111,14 @@ impl Client {
         self.check_open()?;
         let once = opts.timeout == Some(Duration::ZERO);
         let deadline = opts.timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
+        let bound = if once { self.request_bound() } else { Bound::Wait(deadline) };
         // A child token: a failed wait cancels its siblings, never the caller's token.
         let cancel = opts.cancel.as_ref().map(|c| c.child_token()).unwrap_or_default();
         let label = names.join(",");
         let session = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(cancelled(&label)),
-            s = self.session_by(deadline) => s?,
+            s = self.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(&label, opts.timeout, &e) } else { e })?,
         };
         let keys: Vec<Vec<u8>> = names.iter().map(|n| session.reserve_key(&self.prefix(n))).collect();
         let mut pending = Pending::new(self, &session, keys[0].clone());
@@ -133,15 +135,15 @@ impl Client {
             ops.extend(names.iter().map(|n| TxnOp::get(self.prefix(n), Some(newest()))));
         }
         let txn = Txn::new().when(keys.iter().map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0)).collect::<Vec<_>>()).and_then(ops);
-        let resp = self.run_detached(&mut pending, txn, &label, deadline, &cancel).await.map_err(|e| {
+        let resp = self.run_detached(&mut pending, txn, &label, bound, &cancel).await.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
-                timeout_err(&label, opts.timeout)
+                timeout_because(&label, opts.timeout, &e)
             } else {
                 e
             }
         })?;
         if !resp.succeeded() {
-            pending.abandon(self.inner.request_timeout).await;
+            pending.abandon().await;
             return Err(Error::new(ErrorCode::Internal, "lock_many: a fresh key already existed"));
         }
         let my_rev = revision(&resp);
@@ -170,7 +172,7 @@ impl Client {
                     None => match c.read_queue(&prefix, &key, my_rev).await {
                         Ok(q) => q,
                         Err(e) => {
-                            p.abandon(c.inner.request_timeout).await;
+                            p.abandon().await;
                             return (i, Err(e));
                         }
                     },
@@ -179,7 +181,7 @@ impl Client {
                     return (i, Ok(c.held(&name, &s, p, my_rev, Vec::new(), None)));
                 }
                 if once {
-                    p.abandon(c.inner.request_timeout).await;
+                    p.abandon().await;
                     return (i, Err(timeout_err(&name, timeout)));
                 }
                 (i, c.wait_turn(&name, &s, p, my_rev, queue, deadline, timeout, &cancel).await)

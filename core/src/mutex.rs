@@ -19,7 +19,8 @@ use crate::guard::Guard;
 pub(crate) use crate::keys::show;
 use crate::keys::{is_direct_child, lost_err, prefix_end, why_deleted, OwnEvent, OwnKeyWatch};
 use crate::session::Session;
-use crate::wait::{cancelled, closed_err, sleep_opt, timeout_err, Pending, WaitEnds};
+use crate::transport::Bound;
+use crate::wait::{cancelled, closed_err, sleep_opt, timeout_because, timeout_err, Pending, WaitEnds};
 use crate::watch::{WatchEvent, WatchHub};
 
 /// Options for one lock acquisition.
@@ -258,6 +259,17 @@ impl Client {
             Mode::Wait => opts.timeout.map(|t| Instant::now() + t),
             _ => None,
         };
+        // The call's one bound: its own timeout when it waits, else the
+        // request timeout (a try is one round trip plus failover).
+        let bound = match mode {
+            Mode::Wait => Bound::Wait(deadline),
+            _ => self.request_bound(),
+        };
+        if mode != Mode::Wait {
+            // A key of ours this client is still deleting (an abandoned
+            // acquisition) must not make the try fail on its own ghost.
+            self.inner.cleanups.settled(&self.prefix(name), bound.end()).await;
+        }
         let cancel = opts.cancel.unwrap_or_default();
         // Waiters of this client on this lock queue in etcd a few at a time
         // (window.rs); the place is left when this call returns.
@@ -267,21 +279,21 @@ impl Client {
         };
         let mut attempts = 0;
         loop {
-            // The lease grant is bounded by the deadline itself: if no member
-            // answers in time the caller learns `Unavailable`, not `Timeout`.
+            // The lease grant runs under the call's bound: a wait's timeout
+            // (`Timeout`), or a try's request timeout (`Unavailable`).
             let session = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return Err(cancelled(name)),
-                s = self.session_by(deadline) => s.map_err(|e| if e.code() == ErrorCode::Timeout {
-                    timeout_err(name, opts.timeout)
+                s = self.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout {
+                    timeout_because(name, opts.timeout, &e)
                 } else {
                     e.context(format!("lock {}", show(name)))
                 })?,
             };
             let r = if permits == 1 {
-                Box::pin(self.acquire_on(name, &session, mode, deadline, opts.timeout, &cancel, value)).await
+                Box::pin(self.acquire_on(name, &session, mode, bound, opts.timeout, &cancel, value)).await
             } else {
-                Box::pin(self.permit_on(name, &session, mode, deadline, opts.timeout, &cancel, permits)).await
+                Box::pin(self.permit_on(name, &session, mode, bound, opts.timeout, &cancel, permits)).await
             };
             // Closing revokes the lease, which deletes our waiter key: whichever of
             // the watch event and the close signal wins, the caller sees Closed.
@@ -329,11 +341,15 @@ impl Client {
         name: &str,
         session: &Arc<Session>,
         mode: Mode,
-        deadline: Option<Instant>,
+        bound: Bound,
         timeout: Option<Duration>,
         cancel: &CancellationToken,
         value: Option<&[u8]>,
     ) -> Result<Guard> {
+        let deadline = match bound {
+            Bound::Wait(d) => d,
+            Bound::Request(_) => None,
+        };
         let prefix = self.prefix(name);
         let value = value.map(<[u8]>::to_vec).unwrap_or_else(|| owner_info().into_bytes());
         let key = session.reserve_key(&prefix);
@@ -360,9 +376,9 @@ impl Client {
                 .and_then([put])
                 .or_else([TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1)))]),
         };
-        let resp = self.run_detached(&mut pending, txn, name, deadline, cancel).await.map_err(|e| {
+        let resp = self.run_detached(&mut pending, txn, name, bound, cancel).await.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
-                timeout_err(name, timeout)
+                timeout_because(name, timeout, &e)
             } else {
                 ctx(e)
             }
@@ -598,11 +614,11 @@ impl Client {
                             tokio::select! {
                                 _ = tokio::time::sleep(backoff) => {}
                                 _ = sleep_opt(deadline) => {
-                                    pending.abandon(self.inner.request_timeout).await;
+                                    pending.abandon().await;
                                     return Err(timeout_err(name, timeout));
                                 }
                                 _ = cancel.cancelled() => {
-                                    pending.abandon(self.inner.request_timeout).await;
+                                    pending.abandon().await;
                                     return Err(cancelled(name));
                                 }
                             }
@@ -638,7 +654,7 @@ impl Client {
             .and_then([TxnOp::put(key.clone(), value, Some(PutOptions::new().with_lease(session.lease)))])
             .or_else([TxnOp::get(key.clone(), None)]);
         let never = CancellationToken::new();
-        let resp = self.run_detached(&mut pending, txn, name, None, &never).await?;
+        let resp = self.run_detached(&mut pending, txn, name, self.request_bound(), &never).await?;
         let my_rev = if resp.succeeded() {
             revision(&resp)
         } else {
@@ -648,7 +664,7 @@ impl Client {
         if q.mine && q.pred.is_none() {
             return Ok(self.held(name, session, pending, my_rev, Vec::new(), None));
         }
-        pending.abandon(self.inner.request_timeout).await;
+        pending.abandon().await;
         Err(self.busy(name, mode, timeout))
     }
 

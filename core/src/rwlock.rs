@@ -15,7 +15,8 @@ use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnKeyWatch};
 use crate::mutex::{kvs, owner_info, revision, validate_name, LockOptions};
-use crate::wait::{cancelled, timeout_err, Pending, WaitEnds, Woke};
+use crate::transport::Bound;
+use crate::wait::{cancelled, timeout_because, timeout_err, Pending, WaitEnds, Woke};
 
 /// The mark at the end of a reader's key.
 const READER: &str = "-r";
@@ -41,6 +42,7 @@ impl Client {
         self.check_open()?;
         let once = opts.timeout == Some(Duration::ZERO);
         let deadline = if once { None } else { opts.timeout.map(|t| std::time::Instant::now() + t) };
+        let bound = if once { self.request_bound() } else { Bound::Wait(deadline) };
         let timeout = opts.timeout;
         let cancel = opts.cancel.unwrap_or_default();
         let prefix = self.prefix(name);
@@ -52,7 +54,7 @@ impl Client {
         let session = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(cancelled(name)),
-            s = self.session_by(deadline) => s.map_err(ctx)?,
+            s = self.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(name, timeout, &e) } else { ctx(e) })?,
         };
         let key = session.reserve_key_marked(&prefix, READER);
         let mut pending = Pending::new(self, &session, key.clone());
@@ -60,9 +62,9 @@ impl Client {
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key.clone(), owner_info(), Some(PutOptions::new().with_lease(session.lease)))])
             .or_else([TxnOp::get(key.clone(), None)]);
-        let resp = self.run_detached(&mut pending, txn, name, deadline, &cancel).await.map_err(|e| {
+        let resp = self.run_detached(&mut pending, txn, name, bound, &cancel).await.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
-                timeout_err(name, timeout)
+                timeout_because(name, timeout, &e)
             } else {
                 ctx(e)
             }
@@ -91,12 +93,12 @@ impl Client {
                     return Err(lost_err(name, reason, "our reader key was deleted while waiting"));
                 }
                 Err(e) => {
-                    pending.abandon(self.inner.request_timeout).await;
+                    pending.abandon().await;
                     return Err(ctx(e));
                 }
             };
             if once {
-                pending.abandon(self.inner.request_timeout).await;
+                pending.abandon().await;
                 return Err(timeout_err(name, timeout));
             }
             if own_reset {

@@ -8,7 +8,7 @@
 //! `InvalidArgument` rather than joining a queue run by other rules.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
@@ -18,7 +18,8 @@ use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnKeyWatch};
 use crate::mutex::{kvs, owner_info, revision, LockOptions, Mode};
-use crate::wait::{sleep_opt, timeout_err, Pending, WaitEnds, Woke};
+use crate::transport::Bound;
+use crate::wait::{sleep_opt, timeout_because, timeout_err, Pending, WaitEnds, Woke};
 use crate::session::Session;
 
 /// The most permits one semaphore may have (each waiter watches that many keys).
@@ -101,18 +102,22 @@ impl Client {
         name: &str,
         session: &Arc<Session>,
         mode: Mode,
-        deadline: Option<Instant>,
+        bound: Bound,
         timeout: Option<Duration>,
         cancel: &CancellationToken,
         permits: u32,
     ) -> Result<Guard> {
+        let deadline = match bound {
+            Bound::Wait(d) => d,
+            Bound::Request(_) => None,
+        };
         let prefix = self.prefix(name);
         let ctx = |e: Error| e.context(format!("semaphore {}", show(name)));
         if mode != Mode::Wait {
             // One try writes nothing when every permit is taken.
             let p = prefix.clone();
             let r = self
-                .call(None, |mut c| {
+                .call(Some(bound), |mut c| {
                     let p = p.clone();
                     async move { c.get(p, Some(GetOptions::new().with_prefix().with_keys_only().with_limit(permits as i64))).await }
                 })
@@ -131,9 +136,9 @@ impl Client {
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key.clone(), value, Some(PutOptions::new().with_lease(session.lease)))])
             .or_else([TxnOp::get(key.clone(), None)]);
-        let resp = self.run_detached(&mut pending, txn, name, deadline, cancel).await.map_err(|e| {
+        let resp = self.run_detached(&mut pending, txn, name, bound, cancel).await.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
-                timeout_err(name, timeout)
+                timeout_because(name, timeout, &e)
             } else {
                 ctx(e)
             }
@@ -159,13 +164,13 @@ impl Client {
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
                         _ = sleep_opt(deadline) => {
-                            pending.abandon(self.inner.request_timeout).await;
+                            pending.abandon().await;
                             return Err(timeout_err(name, timeout));
                         }
                     }
                 }
                 Err(e) => {
-                    pending.abandon(self.inner.request_timeout).await;
+                    pending.abandon().await;
                     return Err(ctx(e));
                 }
             };
@@ -181,7 +186,7 @@ impl Client {
                 own_reset = false;
             }
             if let Some((k, n)) = older.keys.iter().find(|(_, n)| *n != permits) {
-                pending.abandon(self.inner.request_timeout).await;
+                pending.abandon().await;
                 return Err(Error::invalid(format!(
                     "semaphore {}: {} was taken with {n} permit(s), not {permits}",
                     show(name),
@@ -193,7 +198,7 @@ impl Client {
                 return Ok(self.held(name, session, pending, my_rev, Vec::new(), Some((own_id, own, own_rx))));
             }
             if mode != Mode::Wait {
-                pending.abandon(self.inner.request_timeout).await;
+                pending.abandon().await;
                 return Err(timeout_err(name, timeout));
             }
             // Wait for any of the `permits` keys just older than ours to leave: that

@@ -68,10 +68,14 @@ impl Session {
         *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// A keep-alive sent at `sent` was acknowledged with `ttl`. A hold whose
+    /// deadline has passed stays ended: an acknowledgement that arrives late
+    /// (etcd was slow, or a new leader renewed the lease) does not revive it,
+    /// since someone may have acted on `is_held()` turning false.
     fn extend(&self, sent: Instant, ttl: i64) {
         let new = sent + Duration::from_secs(ttl.max(0) as u64).saturating_sub(self.margin);
         let mut d = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
-        if new > *d {
+        if new > *d && Instant::now() < *d {
             *d = new;
         }
     }
@@ -166,47 +170,85 @@ impl Session {
         self.keys.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
     }
 
-    /// The keep-alive task: one per session. Sends a keep-alive every TTL/3 and,
-    /// after a failure, retries quickly until the validity window closes.
+    /// The keep-alive task: one per session. Sends a keep-alive every
+    /// [`Session::interval`] and, after a failure, retries at once on another
+    /// member until the validity window closes.
     pub(crate) async fn run(self: Arc<Session>, transport: Arc<Transport>, metrics: Arc<crate::metrics::Recorder>) {
         let stop = self.stop.clone();
         tokio::select! {
             _ = stop.cancelled() => {}
-            _ = self.watchdog() => {}
-            _ = self.clone().keep_alive(transport, metrics) => {}
+            _ = self.watchdog(&transport) => {}
+            _ = self.clone().keep_alive(transport.clone(), metrics) => {}
         }
     }
 
-    async fn watchdog(&self) {
+    /// Time between keep-alives: a third of the TTL, and at most a quarter of
+    /// what the margin leaves of it, so that after a fault a session has at
+    /// least three intervals (TTL - margin - interval) to get a keep-alive
+    /// through: at TTL 5 s, 3 s, more than etcd's election plus the ~1 s it
+    /// takes to leave a silent member.
+    pub(crate) fn interval(&self) -> Duration {
+        let ttl = Duration::from_secs(self.ttl.max(1) as u64);
+        (ttl / 3).min(ttl.saturating_sub(self.margin) / 4).max(Duration::from_millis(250))
+    }
+
+    async fn watchdog(&self, transport: &Transport) {
         loop {
             let d = self.deadline();
             tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await;
             if Instant::now() >= self.deadline() {
-                tracing::warn!(lease = format!("{:x}", self.lease), "no keep-alive acknowledged in time; lock holds on this session end");
-                self.mark_lost(LossReason::ConnectionLost);
+                // The hold has ended locally (`alive()` is false from the
+                // deadline on, with no network call); the reason comes from etcd
+                // if it answers within the request timeout.
+                let reason = self.why_lost(transport).await;
+                tracing::warn!(lease = format!("{:x}", self.lease), %reason, "no keep-alive acknowledged in time; lock holds on this session end");
+                self.mark_lost(reason);
                 return;
             }
         }
     }
 
-    /// Keep-alives go to a healthy member; a member that fails is benched and
-    /// the stream re-opened on the next one.
+    /// Ask etcd what became of the lease: gone (expired or revoked) is
+    /// `LeaseExpired`; no answer is `ConnectionLost`; alive (a leader change
+    /// renewed it, or the acknowledgement came too late) is `ConnectionLost`
+    /// too: the hold ended at the local deadline all the same, since only
+    /// then is it safe for everyone (see [`Session::extend`]).
+    async fn why_lost(&self, transport: &Transport) -> LossReason {
+        let lease = self.lease;
+        let r = transport.call_lease(transport.request_bound(), &mut false, |mut c| async move { c.time_to_live(lease, None).await }).await;
+        match r {
+            Ok(t) if t.ttl() <= 0 => LossReason::LeaseExpired,
+            Ok(t) => {
+                tracing::info!(lease = format!("{:x}", lease), ttl = t.ttl(), "etcd says the lease is alive; the hold ended at its local deadline all the same");
+                LossReason::ConnectionLost
+            }
+            Err(e) if e.message().contains("lease not found") => LossReason::LeaseExpired,
+            Err(_) => LossReason::ConnectionLost,
+        }
+    }
+
+    /// Keep-alives go to a healthy member; a member that fails or stays silent
+    /// for [`Transport::silence`] is benched and the stream re-opened on the
+    /// next one (a stuck renewal blocks etcd's keep-alive stream, so the
+    /// stream is never reused after a silence).
     async fn keep_alive(self: Arc<Session>, transport: Arc<Transport>, metrics: Arc<crate::metrics::Recorder>) {
-        let interval = Duration::from_millis((self.ttl as u64 * 1000 / 3).max(300));
-        let retry = Duration::from_millis((self.ttl as u64 * 1000 / 10).clamp(100, 1000));
-        let request_timeout = transport.request_timeout;
+        let interval = self.interval();
+        let silence = transport.silence();
+        let mut retry = Duration::from_millis(20);
         loop {
             let Ok((member, client)) = transport.stream_client().await else {
                 tokio::time::sleep(retry).await;
+                retry = (retry * 2).min(Duration::from_millis(250));
                 continue;
             };
             let mut lease = client.lease_client();
-            let opened = tokio::time::timeout(request_timeout, lease.keep_alive(self.lease)).await;
+            let opened = tokio::time::timeout(silence, lease.keep_alive(self.lease)).await;
             let (mut keeper, mut stream) = match opened {
                 Ok(Ok(pair)) => pair,
                 _ => {
                     transport.fail(member);
                     tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(Duration::from_millis(250));
                     continue;
                 }
             };
@@ -215,7 +257,7 @@ impl Session {
                 if keeper.keep_alive().await.is_err() {
                     break;
                 }
-                match tokio::time::timeout(request_timeout, stream.message()).await {
+                match tokio::time::timeout(silence, stream.message()).await {
                     Ok(Ok(Some(resp))) => {
                         if resp.ttl() <= 0 {
                             self.mark_lost(LossReason::LeaseExpired);
@@ -223,6 +265,7 @@ impl Session {
                         }
                         self.extend(sent, resp.ttl());
                         metrics.keepalive(sent.elapsed());
+                        retry = Duration::from_millis(20);
                     }
                     _ => {
                         transport.fail(member);
@@ -232,6 +275,7 @@ impl Session {
                 tokio::time::sleep(interval).await;
             }
             tokio::time::sleep(retry).await;
+            retry = (retry * 2).min(Duration::from_millis(250));
         }
     }
 }

@@ -83,10 +83,12 @@ impl Client {
     /// The holders and waiters of `name`, whatever kind of lock it is.
     pub async fn status(&self, name: &str) -> Result<Status> {
         validate_name(name)?;
+        // One bound for every request of the call: the request timeout.
+        let bound = Some(self.request_bound());
         let prefix = self.prefix(name);
         let p = prefix.clone();
         let r = self
-            .call(None, |mut c| {
+            .call(bound, |mut c| {
                 let p = p.clone();
                 async move { c.get(p, Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend))).await }
             })
@@ -113,7 +115,7 @@ impl Client {
                 *t
             } else {
                 let t = self
-                    .call_lease(None, |mut c| async move { c.time_to_live(lease, None).await })
+                    .call_lease(bound, |mut c| async move { c.time_to_live(lease, None).await })
                     .await
                     .ok()
                     .map(|t| t.ttl());

@@ -315,10 +315,42 @@ impl Transport {
         ))
     }
 
-    /// Run one request: bounded in flight, on a healthy member, each attempt
-    /// bounded by the request timeout, retried with jittered backoff on
-    /// another member (member down) or the same one (overloaded) until
-    /// `deadline` (default: twice the request timeout from now).
+    /// How long a member may stay silent on one attempt before the request
+    /// moves to another member (and the member is benched): half the request
+    /// timeout, between 250 ms and 1 s. HTTP/2 pings cannot find a hung
+    /// member this fast: etcd answers pings more often than every 5 s
+    /// (`--grpc-keepalive-min-time`) with GOAWAY `too_many_pings`.
+    pub(crate) fn silence(&self) -> Duration {
+        (self.request_timeout / 2).clamp(Duration::from_millis(250), Duration::from_secs(1))
+    }
+
+    /// The bound of a call that starts now and is not a lock wait.
+    pub(crate) fn request_bound(&self) -> Bound {
+        Bound::Request(Instant::now() + self.request_timeout)
+    }
+
+    /// Whether a member other than `i` is not benched now.
+    fn has_alternative(&self, i: usize) -> bool {
+        let now = Instant::now();
+        (0..self.members.len()).any(|k| k != i && self.benched(k, now).is_none())
+    }
+
+    /// The error of a call whose bound ran out; `last` says what etcd did.
+    pub(crate) fn expired(&self, bound: Bound, last: Option<&Error>) -> Error {
+        let cause = last.map(|e| format!("; last: {}", e.message())).unwrap_or_default();
+        match bound {
+            Bound::Wait(_) => Error::new(ErrorCode::Timeout, format!("etcd at {} did not answer before the deadline{cause}", self.endpoints)),
+            Bound::Request(_) => {
+                self.unavailable(format_args!("no answer within the request timeout ({:?}){cause}", self.request_timeout))
+            }
+        }
+    }
+
+    /// Run one request: bounded in flight, on a healthy member, retried
+    /// until `bound` ends (see [`Bound`]): on another member at once when a
+    /// member fails or stays silent for [`Transport::silence`], on the same
+    /// one after a short jittered backoff (20 to 250 ms) when etcd is busy or
+    /// between leaders. It returns by the bound's end.
     ///
     /// `uncertain` is set when an attempt may have reached etcd without us
     /// learning its outcome (timed out or cut off after sending): a write in
@@ -327,28 +359,28 @@ impl Transport {
     /// `op` gets the member's KV client: every hot request (Txn, Range,
     /// DeleteRange) is a KV one. [`Transport::call_lease`] is the same for
     /// lease requests.
-    pub(crate) async fn call<T, F, Fut>(&self, deadline: Option<Instant>, uncertain: &mut bool, op: F) -> Result<T>
+    pub(crate) async fn call<T, F, Fut>(&self, bound: Bound, uncertain: &mut bool, op: F) -> Result<T>
     where
         F: FnMut(etcd_client::KvClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        self.call_via(deadline, uncertain, etcd_client::Client::kv_client, op).await
+        self.call_via(bound, uncertain, etcd_client::Client::kv_client, op).await
     }
 
     /// [`Transport::call`] for a lease request (`op` gets the lease client).
-    pub(crate) async fn call_lease<T, F, Fut>(&self, deadline: Option<Instant>, uncertain: &mut bool, op: F) -> Result<T>
+    pub(crate) async fn call_lease<T, F, Fut>(&self, bound: Bound, uncertain: &mut bool, op: F) -> Result<T>
     where
         F: FnMut(etcd_client::LeaseClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        self.call_via(deadline, uncertain, etcd_client::Client::lease_client, op).await
+        self.call_via(bound, uncertain, etcd_client::Client::lease_client, op).await
     }
 
     /// A slot, then [`Transport::call_in_slot`] with `op` getting what `pick`
     /// takes from the member's client.
     async fn call_via<C, T, F, Fut>(
         &self,
-        deadline: Option<Instant>,
+        bound: Bound,
         uncertain: &mut bool,
         pick: fn(&etcd_client::Client) -> C,
         op: F,
@@ -357,37 +389,45 @@ impl Transport {
         F: FnMut(C) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let permit = self.slot(deadline).await?;
-        let give_up = deadline.unwrap_or_else(|| Instant::now() + self.request_timeout * 2);
-        self.call_in_slot(permit, give_up, deadline, uncertain, pick, op).await
+        let (permit, bound) = self.slot(bound).await?;
+        self.call_in_slot(permit, bound, uncertain, pick, op).await
     }
 
     /// A slot among the client's in-flight requests. Taking it before building
     /// a request's (large) future keeps a burst of 10,000 queued acquisitions
-    /// small in memory. With a caller's deadline the wait ends there
-    /// (`Timeout`); without one it lasts as long as the queue ahead (every
-    /// request in flight is bounded by its own retry budget), and the request's
-    /// own budget starts once it has its slot: time spent queued in this client
-    /// is not etcd being slow.
-    pub(crate) async fn slot(&self, deadline: Option<Instant>) -> Result<tokio::sync::OwnedSemaphorePermit> {
-        let Some(give_up) = deadline else {
-            return self.inflight.clone().acquire_owned().await.map_err(|_| Error::new(ErrorCode::Closed, "the client's request slots are closed"));
-        };
-        match tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.clone().acquire_owned()).await {
-            Ok(Ok(p)) => Ok(p),
-            Ok(Err(_)) => Err(Error::new(ErrorCode::Closed, "the client's request slots are closed")),
-            Err(_) => Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client")),
+    /// small in memory. A lock wait's slot counts against its deadline
+    /// (`Timeout`); any other call's request timeout starts once it has its
+    /// slot (the returned bound is moved by the time queued): time spent
+    /// behind this client's own requests, each bounded by its own request
+    /// timeout, is not etcd being slow.
+    pub(crate) async fn slot(&self, bound: Bound) -> Result<(tokio::sync::OwnedSemaphorePermit, Bound)> {
+        let closed = || Error::new(ErrorCode::Closed, "the client's request slots are closed");
+        if let Ok(p) = self.inflight.clone().try_acquire_owned() {
+            return Ok((p, bound));
+        }
+        match bound {
+            Bound::Wait(None) => Ok((self.inflight.clone().acquire_owned().await.map_err(|_| closed())?, bound)),
+            Bound::Wait(Some(give_up)) => {
+                match tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.clone().acquire_owned()).await {
+                    Ok(Ok(p)) => Ok((p, bound)),
+                    Ok(Err(_)) => Err(closed()),
+                    Err(_) => Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client")),
+                }
+            }
+            Bound::Request(end) => {
+                let queued = Instant::now();
+                let p = self.inflight.clone().acquire_owned().await.map_err(|_| closed())?;
+                Ok((p, Bound::Request(end + queued.elapsed())))
+            }
         }
     }
 
     /// [`Transport::call`] in a slot already taken; `op` gets what `pick`
     /// takes from the member's client.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn call_in_slot<C, T, F, Fut>(
         &self,
         _slot: tokio::sync::OwnedSemaphorePermit,
-        give_up: Instant,
-        deadline: Option<Instant>,
+        bound: Bound,
         uncertain: &mut bool,
         pick: fn(&etcd_client::Client) -> C,
         mut op: F,
@@ -396,15 +436,27 @@ impl Transport {
         F: FnMut(C) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let rt = self.request_timeout;
+        let end = bound.end();
+        let silence = self.silence();
         let mut backoff = Duration::from_millis(20);
-        let mut member_failed = false;
+        let mut last: Option<Error> = None;
         loop {
             let i = self.pick();
             let now = Instant::now();
-            let cut_by_caller = deadline.is_some() && give_up < now + rt;
-            let attempt_end = (now + rt).min(give_up.max(now + Duration::from_millis(1)));
-            let err = match tokio::time::timeout_at(tokio::time::Instant::from_std(attempt_end), async {
+            if end.is_some_and(|e| now >= e) {
+                return Err(self.expired(bound, last.as_ref()));
+            }
+            // A silent member is left for another after `silence`; with no
+            // other member to try, the attempt may take the request timeout.
+            let mut attempt = if self.has_alternative(i) { silence } else { self.request_timeout.max(silence) };
+            let mut cut_by_bound = false;
+            if let Some(e) = end {
+                if e - now <= attempt {
+                    attempt = e - now;
+                    cut_by_bound = true;
+                }
+            }
+            match tokio::time::timeout(attempt, async {
                 let c = self.member(i, pick).await?;
                 op(c).await
             })
@@ -417,36 +469,69 @@ impl Transport {
                 Ok(Err(e)) => {
                     let kind = classify(&e);
                     let err = Error::from_etcd(e, &self.endpoints);
-                    match kind {
-                        Kind::Final => return Err(err),
-                        Kind::MemberDown => {
-                            *uncertain = true;
-                            member_failed = true;
-                            self.fail(i);
-                        }
-                        Kind::Overloaded => {}
+                    if kind == Kind::Final {
+                        return Err(err);
                     }
-                    err
-                }
-                Err(_) if cut_by_caller && !member_failed => {
-                    // The caller's deadline ended a request to a member that has
-                    // not failed: etcd is slow, not gone. That is the caller's
-                    // Timeout, and no reason to bench the member.
-                    *uncertain = true;
-                    return Err(Error::new(ErrorCode::Timeout, format!("etcd at {}: no answer before the deadline", self.endpoints)));
+                    last = Some(err);
+                    if kind == Kind::MemberDown {
+                        *uncertain = true;
+                        self.fail(i);
+                        // Another member may answer at once.
+                        if self.has_alternative(i) {
+                            continue;
+                        }
+                    }
                 }
                 Err(_) => {
                     *uncertain = true;
+                    let err = self.unavailable(format_args!("{} did not answer within {:?}", self.members[i].url, attempt));
+                    if cut_by_bound {
+                        // The bound ended a request to a member that may only be
+                        // slow: no reason to bench it.
+                        return Err(self.expired(bound, Some(&err)));
+                    }
                     self.fail(i);
-                    self.unavailable(format_args!("no answer within {:?}", attempt_end - now))
+                    last = Some(err);
+                    if self.has_alternative(i) {
+                        continue;
+                    }
                 }
-            };
-            let wait = jitter(backoff);
-            if Instant::now() + wait >= give_up {
-                return Err(err);
             }
-            tokio::time::sleep(wait).await;
-            backoff = (backoff * 2).min(Duration::from_secs(1));
+            let wait = jitter(backoff);
+            match end {
+                Some(e) if Instant::now() + wait >= e => {
+                    // Sleep out the rest of the bound: a member may come back
+                    // in it, and a lock wait's caller asked for exactly that long.
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(e)).await;
+                }
+                _ => tokio::time::sleep(wait).await,
+            }
+            backoff = (backoff * 2).min(Duration::from_millis(250));
+        }
+    }
+}
+
+/// The one time bound of a public call, carried into every request it makes
+/// (Go's `context.Context` deadline): each retry, backoff and failover runs
+/// under what is left of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// A call that waits for a lock (lock, acquire, campaign, the recipes):
+    /// until the caller's deadline, `None` for as long as it takes (also for
+    /// etcd to come back). Running out is the caller's `Timeout`.
+    Wait(Option<Instant>),
+    /// Any other call (try_lock, unlock, guarded operations, status, ping):
+    /// until this instant, the client's request timeout after the call
+    /// began. Running out means no member answered: `Unavailable`.
+    Request(Instant),
+}
+
+impl Bound {
+    /// When the bound ends (`None`: never).
+    pub(crate) fn end(self) -> Option<Instant> {
+        match self {
+            Bound::Wait(d) => d,
+            Bound::Request(e) => Some(e),
         }
     }
 }

@@ -25,7 +25,85 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::keys::{delete_until_gone, lost_err, show, why_deleted, OwnEvent};
 use crate::session::{Loss, Session};
+use crate::transport::Bound;
 use crate::watch::WatchEvent;
+
+/// How long a call that gives up (timeout, cancel, error) waits for its key's
+/// delete before it returns; the delete goes on in the background after that.
+/// A healthy etcd deletes in a few ms; a hung one must not stretch the call
+/// past its bound. This client's own `try_lock` on the same name waits for
+/// the delete instead ([`Cleanups`]), so it never meets its own ghost.
+pub(crate) const CLEANUP_GRACE: Duration = Duration::from_millis(50);
+
+/// The keys this client is still deleting after an abandoned acquisition,
+/// counted per lock prefix, so that a `try_lock` (or timeout-zero lock) on the
+/// same lock waits for them instead of finding its own ghost (jetcd issue 291).
+#[derive(Default)]
+pub(crate) struct Cleanups {
+    pending: std::sync::Mutex<std::collections::HashMap<Vec<u8>, usize>>,
+    done: tokio::sync::Notify,
+}
+
+impl Cleanups {
+    fn begin(&self, prefix: &[u8]) {
+        *self.pending.lock().unwrap_or_else(|p| p.into_inner()).entry(prefix.to_vec()).or_default() += 1;
+    }
+
+    fn end(&self, prefix: &[u8]) {
+        let mut m = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(prefix) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(prefix);
+            }
+        }
+        drop(m);
+        self.done.notify_waiters();
+    }
+
+    /// Returns once no key under `prefix` is being deleted by this client,
+    /// or at `until`.
+    pub(crate) async fn settled(&self, prefix: &[u8], until: Option<Instant>) {
+        loop {
+            let notified = self.done.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if !self.pending.lock().unwrap_or_else(|p| p.into_inner()).contains_key(prefix) {
+                return;
+            }
+            match until {
+                Some(u) => {
+                    if tokio::time::timeout_at(tokio::time::Instant::from_std(u), notified).await.is_err() {
+                        return;
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    }
+}
+
+/// One key's entry in [`Cleanups`], ended when the delete is done (or the
+/// task that runs it is dropped).
+struct CleanupTicket {
+    client: Client,
+    prefix: Vec<u8>,
+}
+
+impl CleanupTicket {
+    fn new(client: &Client, key: &[u8]) -> CleanupTicket {
+        let end = key.iter().rposition(|b| *b == b'/').map(|i| i + 1).unwrap_or(0);
+        let prefix = key[..end].to_vec();
+        client.inner.cleanups.begin(&prefix);
+        CleanupTicket { client: client.clone(), prefix }
+    }
+}
+
+impl Drop for CleanupTicket {
+    fn drop(&mut self) {
+        self.client.inner.cleanups.end(&self.prefix);
+    }
+}
 
 /// An acquire request in flight: (outcome, whether an attempt's outcome was never learnt).
 type InFlight = std::pin::Pin<Box<dyn Future<Output = (Result<TxnResponse>, bool)> + Send>>;
@@ -82,7 +160,9 @@ impl Pending {
         let watches = std::mem::take(&mut self.watches);
         let mut keys = std::mem::take(&mut self.extra);
         keys.push(key);
+        let tickets: Vec<CleanupTicket> = keys.iter().map(|k| CleanupTicket::new(&client, k)).collect();
         async move {
+            let _tickets = tickets;
             for w in watches {
                 client.inner.hub.cancel(w);
             }
@@ -97,8 +177,6 @@ impl Pending {
         }
     }
 
-    /// Give up: delete our key and wait for that at most `bound` (the rest
-    /// goes on in the background if etcd is unreachable).
     /// Whether an attempt's outcome was never learnt.
     pub(crate) fn uncertain(&self) -> bool {
         self.uncertain
@@ -113,10 +191,12 @@ impl Pending {
         self.armed = false;
     }
 
-    pub(crate) async fn abandon(mut self, bound: Duration) {
+    /// Give up: delete our key, waiting for that at most [`CLEANUP_GRACE`]
+    /// (the rest goes on in the background if etcd is slow or unreachable).
+    pub(crate) async fn abandon(mut self) {
         let fut = self.cleanup();
         let h = self.client.inner.handle.spawn(fut);
-        let _ = tokio::time::timeout(bound, h).await;
+        let _ = tokio::time::timeout(CLEANUP_GRACE, h).await;
     }
 
     /// Nothing of ours was written (a try that found the lock taken).
@@ -144,19 +224,18 @@ impl Client {
         pending: &mut Pending,
         txn: Txn,
         name: &str,
-        deadline: Option<Instant>,
+        bound: Bound,
         cancel: &CancellationToken,
     ) -> Result<TxnResponse> {
         let t = self.inner.transport.clone();
         let closed = self.inner.closed.clone();
         // Wait for a request slot first (nothing written yet, so a cancel here
         // needs no cleanup), then run the request detached.
-        let slot = tokio::select! {
+        let (slot, bound) = tokio::select! {
             biased;
-            s = t.slot(deadline) => s?,
+            s = t.slot(bound) => s?,
             _ = cancel.cancelled() => return Err(cancelled(name)),
         };
-        let give_up = deadline.unwrap_or_else(|| Instant::now() + t.request_timeout * 2);
         // Polled here, not spawned (a task per acquisition cost two thread
         // wake-ups); if the caller gives up, the cleanup carries it on.
         let h: InFlight = Box::pin(async move {
@@ -165,7 +244,7 @@ impl Client {
                 return (Err(Error::new(ErrorCode::Closed, "the client was closed")), false);
             }
             let r = t
-                .call_in_slot(slot, give_up, deadline, &mut uncertain, etcd_client::Client::kv_client, |mut c| {
+                .call_in_slot(slot, bound, &mut uncertain, etcd_client::Client::kv_client, |mut c| {
                     let txn = txn.clone();
                     async move { c.txn(txn).await }
                 })
@@ -173,9 +252,8 @@ impl Client {
             (r, uncertain)
         });
         pending.txn = Some(h);
-        // The deadline bounds the request itself (the transport retries until
-        // then and answers `Unavailable` if no member answered); a cancel stops
-        // only our wait for it.
+        // The bound limits the request itself (the transport retries until
+        // then); a cancel stops only our wait for it.
         let out = {
             let Some(h) = pending.txn.as_mut() else { unreachable!() };
             tokio::select! {
@@ -196,16 +274,16 @@ impl Client {
         if r.is_err() {
             // Whatever happened, no key of ours may stay behind: delete it (after
             // the Txn's outcome is known) before answering.
-            pending_abandon(pending, self.inner.request_timeout).await;
+            pending_abandon(pending).await;
         }
         r
     }
 }
 
-async fn pending_abandon(pending: &mut Pending, bound: Duration) {
+async fn pending_abandon(pending: &mut Pending) {
     let fut = pending.cleanup();
     let h = pending.client.inner.handle.spawn(fut);
-    let _ = tokio::time::timeout(bound, h).await;
+    let _ = tokio::time::timeout(CLEANUP_GRACE, h).await;
 }
 
 pub(crate) fn cancelled(name: &str) -> Error {
@@ -225,6 +303,15 @@ pub(crate) async fn sleep_opt(deadline: Option<Instant>) {
 
 pub(crate) fn timeout_err(name: &str, t: Option<Duration>) -> Error {
     Error::new(ErrorCode::Timeout, format!("lock {} not acquired within {:?}", show(name), t.unwrap_or_default()))
+}
+
+/// [`timeout_err`] for a call whose time ran out in a request: says what etcd
+/// did (`cause`, the transport's `Timeout`).
+pub(crate) fn timeout_because(name: &str, t: Option<Duration>, cause: &Error) -> Error {
+    Error::new(
+        ErrorCode::Timeout,
+        format!("lock {} not acquired within {:?}: {}", show(name), t.unwrap_or_default(), cause.message()),
+    )
 }
 
 
@@ -295,11 +382,11 @@ impl Client {
                 closed_err(name)
             }
             Interrupt::Cancelled => {
-                pending.abandon(self.inner.request_timeout).await;
+                pending.abandon().await;
                 cancelled(name)
             }
             Interrupt::Deadline => {
-                pending.abandon(self.inner.request_timeout).await;
+                pending.abandon().await;
                 timeout_err(name, timeout)
             }
             // The session's end takes our key with it (or will): the pending

@@ -84,6 +84,7 @@ fn connect_opts(
             "namespace" => pairs.push(("namespace".into(), text(v).expect("namespace"))),
             "margin_ms" => pairs.push(("margin".into(), format!("{}ms", num(v)))),
             "connect_timeout_ms" => pairs.push(("connect_timeout".into(), format!("{}ms", num(v)))),
+            "request_timeout_ms" => pairs.push(("request_timeout".into(), format!("{}ms", num(v)))),
             other => panic!("unknown connect option {other}"),
         }
     }
@@ -108,8 +109,10 @@ fn state(g: &Guard) -> &'static str {
     }
 }
 
-async fn run_case(etcd: &Etcd, case: &Value) {
+async fn run_case(shared: &Etcd, case: &Value) {
     let id = case["id"].as_str().unwrap();
+    // A case that hangs or kills etcd gets an etcd of its own.
+    let mut private = (case.get("etcd").and_then(Value::as_str) == Some("private")).then(Etcd::single);
     let ns = common::unique_ns(&format!("conf-{id}"));
     let mut clients: HashMap<String, Client> = HashMap::new();
     let mut guards: HashMap<String, Guard> = HashMap::new();
@@ -132,6 +135,19 @@ async fn run_case(etcd: &Etcd, case: &Value) {
                 "case {id} step {i} ({op}): got {got}, the table says {w}"
             );
         };
+        if op == "etcd" {
+            let e = private.as_mut().unwrap_or_else(|| panic!("case {id}: the etcd op needs \"etcd\": \"private\""));
+            match (step["action"].as_str().unwrap(), step.get("for_ms").and_then(Value::as_u64)) {
+                ("pause", Some(ms)) => e.pause_for(0, Duration::from_millis(ms)),
+                ("pause", None) => e.pause(0),
+                ("resume", _) => e.resume(0),
+                ("kill", _) => e.kill(0),
+                (other, _) => panic!("case {id}: unknown etcd action {other}"),
+            }
+            continue;
+        }
+        let etcd = private.as_ref().unwrap_or(shared);
+        let started = Instant::now();
         if op != "connect" && !clients.contains_key(&who) {
             let c = Client::connect(connect_opts(etcd, &ns, &Default::default()).unwrap())
                 .await
@@ -289,7 +305,18 @@ async fn run_case(etcd: &Etcd, case: &Value) {
                     "tokens not increasing"
                 });
             }
+            "status" => {
+                let c = &clients[&who];
+                want(&outcome(&c.status(&text(&step["name"]).unwrap()).await));
+            }
             other => panic!("case {id}: unknown op {other}"),
+        }
+        let took = started.elapsed();
+        if let Some(ms) = step.get("within_ms").and_then(Value::as_u64) {
+            assert!(took <= Duration::from_millis(ms), "case {id} step {i} ({op}): took {took:?}, the table allows {ms} ms");
+        }
+        if let Some(ms) = step.get("at_least_ms").and_then(Value::as_u64) {
+            assert!(took >= Duration::from_millis(ms), "case {id} step {i} ({op}): took {took:?}, the table wants at least {ms} ms");
         }
     }
     for c in clients.values() {

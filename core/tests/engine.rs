@@ -362,16 +362,25 @@ async fn errors_say_what_happened() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unreachable_etcd_is_unavailable_for_calls_that_never_queued_and_a_lost_hold_unlocks_at_once() {
+async fn unreachable_etcd_fails_each_call_by_its_own_bound_and_a_lost_hold_unlocks_at_once() {
     let mut etcd = Etcd::single();
     let ns = unique_ns("down");
     let c = Client::connect(opts(&etcd, &ns, 3).with_request_timeout(Duration::from_millis(500))).await.unwrap();
     let g = c.lock("held").await.unwrap();
     etcd.kill(0);
+    // A call that does not wait: Unavailable by the request timeout.
+    let started = Instant::now();
     let e = c.try_lock("other").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
+    assert!(e.message().contains("request timeout (500ms)"), "{e}");
+    assert!(started.elapsed() < Duration::from_millis(500 + 300), "try_lock took {:?}", started.elapsed());
+    // A call that waits retries until its own timeout: Timeout, saying what etcd did.
+    let started = Instant::now();
     let e = c.lock_with("other", LockOptions::timeout(Duration::from_secs(1))).await.unwrap_err();
-    assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
+    assert_eq!(e.code(), ErrorCode::Timeout, "{e}");
+    assert!(e.message().contains("within 1s") && e.message().contains("etcd at"), "{e}");
+    let took = started.elapsed();
+    assert!(took >= Duration::from_millis(950) && took < Duration::from_millis(1000 + 300), "lock with a 1 s timeout took {took:?}");
     // The hold ends locally (TTL - margin after the last keep-alive) ...
     let loss = tokio::time::timeout(Duration::from_secs(5), g.wait_lost()).await.unwrap().unwrap();
     assert_eq!(loss.reason, LossReason::ConnectionLost);
