@@ -69,7 +69,7 @@ pub struct ClientOptions {
     /// guarded operations, status, ping), retries and failover included:
     /// `Unavailable` when no member answered within it (default 2 s). Calls
     /// that wait for a lock are bounded by their own timeout instead. A
-    /// member silent for half of it (at most 1 s) is left for another one, so
+    /// member silent for a quarter of it (at most 500 ms) is left for another, so
     /// an etcd leader election (1-2 s) does not fail a call and a hung member
     /// does not stall one for long.
     pub request_timeout: Duration,

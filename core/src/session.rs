@@ -267,8 +267,14 @@ impl Session {
                         metrics.keepalive(sent.elapsed());
                         retry = Duration::from_millis(20);
                     }
-                    _ => {
+                    Ok(Ok(None)) | Ok(Err(_)) => {
                         transport.fail(member);
+                        break;
+                    }
+                    Err(_) => {
+                        // Silent: steer the next stream to a member that answers.
+                        transport.fail(member);
+                        transport.steer(None).await;
                         break;
                     }
                 }

@@ -316,17 +316,73 @@ impl Transport {
     }
 
     /// How long a member may stay silent on one attempt before the request
-    /// moves to another member (and the member is benched): half the request
-    /// timeout, between 250 ms and 1 s. HTTP/2 pings cannot find a hung
-    /// member this fast: etcd answers pings more often than every 5 s
-    /// (`--grpc-keepalive-min-time`) with GOAWAY `too_many_pings`.
+    /// moves to another member (and the member is benched): a quarter of the
+    /// request timeout, between 250 and 500 ms. Two silent members in a row
+    /// (a follower stuck forwarding to a hung leader, then that leader) still
+    /// leave a call time to reach the third within its bound. HTTP/2 pings
+    /// cannot find a hung member this fast: etcd answers pings more often than
+    /// every 5 s (`--grpc-keepalive-min-time`) with GOAWAY `too_many_pings`.
     pub(crate) fn silence(&self) -> Duration {
-        (self.request_timeout / 2).clamp(Duration::from_millis(250), Duration::from_secs(1))
+        (self.request_timeout / 4).clamp(Duration::from_millis(250), Duration::from_millis(500))
     }
 
     /// The bound of a call that starts now and is not a lock wait.
     pub(crate) fn request_bound(&self) -> Bound {
         Bound::Request(Instant::now() + self.request_timeout)
+    }
+
+    /// After a member failed or stayed silent: ask every member for its
+    /// status (a local answer, no Raft round) and make the leader current. A hung member never answers, and a follower that is merely
+    /// stuck forwarding to a hung leader names the new one once etcd has
+    /// elected it; a request sent mid-election is dropped by Raft and never
+    /// answered, so while no member that answers says it leads this asks
+    /// again every 20 ms, for up to twice the member silence. The next attempt
+    /// then goes where it can succeed instead of round-robin onto a hung
+    /// member or into the election. Bounded by `end` too.
+    pub(crate) async fn steer(&self, end: Option<Instant>) {
+        let n = self.members.len();
+        if n < 2 {
+            return;
+        }
+        let mut until = Instant::now() + self.silence() * 2;
+        if let Some(e) = end {
+            until = until.min(e);
+        }
+        loop {
+            let wait = Duration::from_millis(100).min(until.saturating_duration_since(Instant::now()));
+            // `bad` too: a follower stuck forwarding to a hung leader answers
+            // its status, and may be the new leader by now.
+            let mut probes: futures_util::stream::FuturesUnordered<_> = (0..n)
+                .map(|k| async move {
+                    let r = tokio::time::timeout(wait, async {
+                        let mut c = self.member(k, etcd_client::Client::maintenance_client).await.ok()?;
+                        c.status().await.ok()
+                    })
+                    .await;
+                    (k, r.ok().flatten())
+                })
+                .collect();
+            let mut answered = None;
+            while let Some((k, st)) = futures_util::StreamExt::next(&mut probes).await {
+                let Some(st) = st else { continue };
+                // A member that names itself leader is it (a hung one never answers).
+                if st.leader() != 0 && Some(st.leader()) == st.header().map(|h| h.member_id()) {
+                    self.ok(k);
+                    self.current.store(k, Ordering::Relaxed);
+                    return;
+                }
+                answered.get_or_insert(k);
+            }
+            if Instant::now() + Duration::from_millis(20) >= until {
+                // No leader in time: any member that answered.
+                if let Some(k) = answered {
+                    self.ok(k);
+                    self.current.store(k, Ordering::Relaxed);
+                }
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Whether a member other than `i` is not benched now.
@@ -476,6 +532,7 @@ impl Transport {
                     if kind == Kind::MemberDown {
                         *uncertain = true;
                         self.fail(i);
+                        self.steer(end).await;
                         // Another member may answer at once.
                         if self.has_alternative(i) {
                             continue;
@@ -491,6 +548,7 @@ impl Transport {
                         return Err(self.expired(bound, Some(&err)));
                     }
                     self.fail(i);
+                    self.steer(end).await;
                     last = Some(err);
                     if self.has_alternative(i) {
                         continue;

@@ -1,0 +1,180 @@
+//! Time under etcd trouble, in a 3-member cluster: holds and waits ride
+//! through a leader kill and a leader hang (SIGSTOP) while their leases live
+//! (a new leader extends every lease: etcd #9395), and lock/unlock cycles
+//! resume soon after etcd has its new leader. Each test measures etcd's own
+//! election beside the client (a raw status probe of every member), so the
+//! bound is on what the client adds.
+mod common;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::*;
+use etcdlock::{Client, LockOptions};
+use etcdlock_testkit::Etcd;
+
+/// The member id of the leader as member `i` sees it (0: none, or no answer).
+async fn leader_seen_by(ep: &str) -> u64 {
+    let Ok(Ok(mut c)) = tokio::time::timeout(Duration::from_millis(200), etcd_client::Client::connect([ep], None)).await else {
+        return 0;
+    };
+    match tokio::time::timeout(Duration::from_millis(200), c.status()).await {
+        Ok(Ok(s)) => s.leader(),
+        _ => 0,
+    }
+}
+
+/// The leader's index and member id.
+async fn leader(etcd: &Etcd) -> (usize, u64) {
+    for _ in 0..100 {
+        for (i, ep) in etcd.endpoints().iter().enumerate() {
+            let Ok(mut c) = etcd_client::Client::connect([ep.as_str()], None).await else { continue };
+            if let Ok(s) = c.status().await {
+                if s.leader() != 0 && s.leader() == s.header().map(|h| h.member_id()).unwrap_or(0) {
+                    return (i, s.leader());
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("no leader");
+}
+
+/// When a member other than `old_idx` first reports a leader other than `old_id`.
+async fn new_leader_at(etcd: &Etcd, old_idx: usize, old_id: u64) -> Instant {
+    let eps: Vec<String> = etcd.endpoints().into_iter().enumerate().filter(|(i, _)| *i != old_idx).map(|(_, e)| e).collect();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        for ep in &eps {
+            let l = leader_seen_by(ep).await;
+            if l != 0 && l != old_id {
+                return Instant::now();
+            }
+        }
+        assert!(Instant::now() < deadline, "etcd elected no new leader in 20 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Lock/unlock cycles on `c` until stopped; the time of every completed cycle
+/// (in µs since `t0`) goes to `done`.
+fn cycles(c: Client, t0: Instant, done: Arc<AtomicU64>, stop: etcdlock::CancellationToken) -> tokio::task::JoinHandle<u64> {
+    tokio::spawn(async move {
+        let mut n = 0u64;
+        while !stop.is_cancelled() {
+            if let Ok(g) = c.lock_with("cycle", LockOptions::timeout(Duration::from_secs(10))).await {
+                if g.unlock().await.is_ok() {
+                    n += 1;
+                    done.store(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+                }
+            }
+        }
+        n
+    })
+}
+
+enum Fault {
+    Kill,
+    Hang(Duration),
+}
+
+/// A holder and a queued waiter (TTL `ttl`), and a client cycling, across
+/// `fault` on the leader: the hold and the wait survive, and the cycles
+/// resume within `resume_bound` of etcd's new leader.
+async fn ride_through(ttl: i64, fault: Fault, resume_bound: Duration) {
+    let mut etcd = Etcd::cluster(3);
+    let ns = unique_ns("ride");
+    // Default options but the TTL: what users run.
+    let holder = client(&etcd, &ns, ttl).await;
+    let waiter = client(&etcd, &ns, ttl).await;
+    let cycler = client(&etcd, &ns, ttl).await;
+    let g = holder.lock("held").await.unwrap();
+    let w = tokio::spawn({
+        let waiter = waiter.clone();
+        async move { waiter.lock("held").await }
+    });
+    await_key_count(&holder, &format!("{ns}held/"), 2).await;
+    let t0 = Instant::now();
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = etcdlock::CancellationToken::new();
+    let cyc = cycles(cycler.clone(), t0, done.clone(), stop.clone());
+    // Let a few cycles run first.
+    while done.load(Ordering::Relaxed) == 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (li, lid) = leader(&etcd).await;
+    let fault_at = Instant::now();
+    let heal: Option<Duration> = match fault {
+        Fault::Kill => {
+            tokio::task::block_in_place(|| etcd.kill(li));
+            None
+        }
+        Fault::Hang(d) => {
+            etcd.pause(li);
+            Some(d)
+        }
+    };
+    let elected = new_leader_at(&etcd, li, lid).await;
+    // The first cycle that completes after etcd has its new leader.
+    let resumed = loop {
+        let at = t0 + Duration::from_micros(done.load(Ordering::Relaxed));
+        if at > elected {
+            break at;
+        }
+        assert!(elected.elapsed() < Duration::from_secs(15), "no lock/unlock cycle completed in 15 s after the new leader");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    };
+    let election = elected - fault_at;
+    let resume = resumed - elected;
+    println!(
+        "ttl {ttl} s, {}: etcd elected a new leader {:?} after the fault; lock/unlock resumed {:?} after that",
+        match fault {
+            Fault::Kill => "leader killed".to_string(),
+            Fault::Hang(d) => format!("leader hung {d:?}"),
+        },
+        election,
+        resume
+    );
+    if let Some(d) = heal {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(fault_at + d)).await;
+        etcd.resume(li);
+    }
+    // Past the point where a session that had stopped renewing at the fault
+    // would have ended locally (TTL - margin after its last acknowledgement).
+    tokio::time::sleep_until(tokio::time::Instant::from_std(fault_at + Duration::from_secs(ttl as u64 + 1))).await;
+    assert!(g.is_held(), "the hold was lost: {:?}", g.loss());
+    assert!(!w.is_finished(), "the queued waiter ended: {:?}", w.await.unwrap().map(|g| g.fencing_token()));
+    g.put("still-mine", "yes").await.expect("a guarded write after the fault");
+    g.unlock().await.unwrap();
+    let wg = tokio::time::timeout(Duration::from_secs(5), w).await.expect("the waiter acquires after the unlock").unwrap().unwrap();
+    assert!(wg.fencing_token() > g.fencing_token());
+    wg.unlock().await.unwrap();
+    stop.cancel();
+    let n = cyc.await.unwrap();
+    assert!(n > 0);
+    for c in [&holder, &waiter, &cycler] {
+        let m = c.metrics();
+        assert_eq!(m.lost.iter().map(|(_, n)| n).sum::<u64>(), 0, "losses: {:?}", m.lost);
+    }
+    assert!(resume <= resume_bound, "lock/unlock resumed {resume:?} after the new leader (bound {resume_bound:?})");
+}
+
+// The target is 0.6 s after the new leader (measured: 2-112 ms); the test
+// allows 1 s for a loaded 2-core CI machine.
+const RESUME_BOUND: Duration = Duration::from_millis(1000);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl5_hold_and_wait_survive_a_leader_kill() {
+    ride_through(5, Fault::Kill, RESUME_BOUND).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl5_hold_and_wait_survive_a_3s_leader_hang() {
+    ride_through(5, Fault::Hang(Duration::from_secs(3)), RESUME_BOUND).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ttl10_hold_and_wait_survive_a_5s_leader_hang() {
+    ride_through(10, Fault::Hang(Duration::from_secs(5)), RESUME_BOUND).await;
+}
