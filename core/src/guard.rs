@@ -196,6 +196,22 @@ impl Guard {
         self.shared.state.subscribe()
     }
 
+    /// Whether the session's keep-alive renewal is failing now: `Failing`
+    /// once no keep-alive has been acknowledged for an interval past when one
+    /// was due, with the instant the hold ends unless one gets through; `Ok`
+    /// again when one does (Redisson users ask for this, #4698). A hold that
+    /// is failing is still held: this is the time to pause guarded work, not
+    /// to assume the lock is gone. [`Guard::renewal_changes`] sees each change.
+    pub fn renewal(&self) -> crate::Renewal {
+        self.shared.session.renewal()
+    }
+
+    /// Every change of [`Guard::renewal`] (Failing, then Ok on recovery), as a
+    /// receiver that does not keep the guard alive; it ends with the session.
+    pub fn renewal_changes(&self) -> watch::Receiver<crate::Renewal> {
+        self.shared.session.renewal_changes()
+    }
+
     /// The end of this hold as an owned value that does not keep the guard
     /// (or its lock) alive, like Go's `Session.Done()`: hand it to a task or
     /// another thread and await [`LossSignal::wait`].

@@ -58,6 +58,6 @@ pub use mutex::LockOptions;
 pub use window::WINDOW as QUEUED_PER_CLIENT;
 pub use options::{env_var, parse_duration, OPTION_KEYS};
 pub use semaphore::MAX_PERMITS;
-pub use session::Loss;
+pub use session::{Loss, Renewal};
 pub use status::{Contender, ContenderKind, Status};
 pub use tokio_util::sync::CancellationToken;

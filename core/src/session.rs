@@ -21,6 +21,20 @@ pub(crate) trait OnLoss: Send + Sync {
     fn on_loss(&self, loss: Loss);
 }
 
+/// Whether the session's renewal is failing: see [`crate::Guard::renewal`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    /// Keep-alives are acknowledged on time.
+    Ok,
+    /// No keep-alive has been acknowledged for one interval past when one
+    /// was due: the hold is still valid until `valid_until` (monotonic), and
+    /// ends then unless a keep-alive gets through. Guarded work can pause.
+    Failing {
+        /// When the hold ends locally unless renewed.
+        valid_until: Instant,
+    },
+}
+
 /// The end of a session, with when the hold ended locally.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loss {
@@ -37,6 +51,9 @@ pub(crate) struct Session {
     /// Local validity deadline; only ever moves forward from acknowledged keep-alives.
     deadline: Mutex<Instant>,
     lost: watch::Sender<Option<Loss>>,
+    /// Send time of the last acknowledged keep-alive (or of the grant).
+    last_ack: Mutex<Instant>,
+    renewal: watch::Sender<Renewal>,
     /// Lock keys in use (held or waiting) on this session, so that concurrent
     /// acquisitions of one name never share a key (etcd PR 11364).
     keys: Mutex<HashSet<Vec<u8>>>,
@@ -56,6 +73,8 @@ impl Session {
             margin,
             deadline: Mutex::new(granted_at + Duration::from_secs(ttl as u64).saturating_sub(margin)),
             lost,
+            last_ack: Mutex::new(granted_at),
+            renewal: watch::channel(Renewal::Ok).0,
             keys: Mutex::new(HashSet::new()),
             listeners: Mutex::new(HashMap::new()),
             next_listener: AtomicU64::new(1),
@@ -77,7 +96,20 @@ impl Session {
         let mut d = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
         if new > *d && Instant::now() < *d {
             *d = new;
+            *self.last_ack.lock().unwrap_or_else(|p| p.into_inner()) = sent;
+            drop(d);
+            self.renewal.send_if_modified(|r| std::mem::replace(r, Renewal::Ok) != Renewal::Ok);
         }
+    }
+
+    /// Whether renewal is failing now.
+    pub(crate) fn renewal(&self) -> Renewal {
+        *self.renewal.borrow()
+    }
+
+    /// Every change of [`Session::renewal`].
+    pub(crate) fn renewal_changes(&self) -> watch::Receiver<Renewal> {
+        self.renewal.subscribe()
     }
 
     /// Alive now: not marked lost and inside the validity window.
@@ -193,10 +225,37 @@ impl Session {
     }
 
     async fn watchdog(&self, transport: &Transport) {
+        // Renewal is failing once a whole interval (plus the member silence a
+        // keep-alive is given to answer) has passed since the last
+        // acknowledged keep-alive was sent with no new acknowledgement.
+        let overdue = self.interval() + transport.silence();
+        let mut changes = self.renewal.subscribe();
         loop {
             let d = self.deadline();
-            tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await;
-            if Instant::now() >= self.deadline() {
+            let risk_at = *self.last_ack.lock().unwrap_or_else(|p| p.into_inner()) + overdue;
+            let failing = *changes.borrow_and_update() != Renewal::Ok;
+            let wake = if failing || risk_at >= d { d } else { risk_at };
+            tokio::select! {
+                _ = tokio::time::sleep_until(tokio::time::Instant::from_std(wake)) => {}
+                // Recovered: the next risk is measured from the new acknowledgement.
+                _ = changes.changed() => continue,
+            }
+            let now = Instant::now();
+            if now < self.deadline() {
+                let last = *self.last_ack.lock().unwrap_or_else(|p| p.into_inner());
+                if now >= last + overdue {
+                    let valid_until = self.deadline();
+                    if self.renewal.send_if_modified(|r| {
+                        let was_ok = *r == Renewal::Ok;
+                        *r = Renewal::Failing { valid_until };
+                        was_ok
+                    }) {
+                        tracing::warn!(lease = format!("{:x}", self.lease), left_ms = (valid_until - now).as_millis() as u64, "keep-alive renewal failing");
+                    }
+                }
+                continue;
+            }
+            if now >= self.deadline() {
                 // The hold has ended locally (`alive()` is false from the
                 // deadline on, with no network call); the reason comes from etcd
                 // if it answers within the request timeout.

@@ -178,3 +178,28 @@ async fn ttl5_hold_and_wait_survive_a_3s_leader_hang() {
 async fn ttl10_hold_and_wait_survive_a_5s_leader_hang() {
     ride_through(10, Fault::Hang(Duration::from_secs(5)), RESUME_BOUND).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn renewal_failing_is_signalled_before_the_loss_and_recovery_after() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("risk");
+    let c = client(&etcd, &ns, 5).await;
+    let g = c.lock("held").await.unwrap();
+    let mut changes = g.renewal_changes();
+    assert_eq!(g.renewal(), etcdlock::Renewal::Ok);
+    // Hung for 2.5 s: at TTL 5 s (margin 1 s, keep-alive every 1 s) renewal is
+    // failing 1.5 s after the last acknowledgement, and the hold lasts 4 s.
+    let paused = Instant::now();
+    etcd.pause_for(0, Duration::from_millis(2500));
+    tokio::time::timeout(Duration::from_millis(2500), changes.changed()).await.expect("Failing while etcd is hung").unwrap();
+    let etcdlock::Renewal::Failing { valid_until } = *changes.borrow_and_update() else { panic!("expected Failing") };
+    let at = paused.elapsed();
+    println!("renewal failing {at:?} after etcd hung; {:?} of validity left", valid_until - Instant::now());
+    assert!(at <= Duration::from_millis(2000), "Failing only {at:?} after the hang");
+    assert!(valid_until > Instant::now() && g.is_held());
+    tokio::time::timeout(Duration::from_secs(3), changes.changed()).await.expect("Ok once etcd answers").unwrap();
+    assert_eq!(*changes.borrow_and_update(), etcdlock::Renewal::Ok);
+    println!("renewal recovered {:?} after etcd hung (resumed at 2.5 s)", paused.elapsed());
+    assert!(g.is_held(), "{:?}", g.loss());
+    g.unlock().await.unwrap();
+}
