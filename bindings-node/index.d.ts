@@ -78,7 +78,7 @@ export interface ConnectOptions {
   tls?: TlsOptions;
   /** Bound on reaching etcd at connect time, in ms (default 5000). */
   connectTimeout?: number;
-  /** Bound on each request, in ms (default 5000). */
+  /** Bound in ms on every call that does not wait for a lock (tryLock, unlock, guarded operations, status), retries and failover included: `Unavailable` after it (default 2000). Lock calls are bounded by their own timeout. */
   requestTimeout?: number;
   /** Safety margin in ms subtracted from the TTL for local loss detection (default: TTL/5, at most 2000). At most half the TTL (else `InvalidArgument`). */
   margin?: number;

@@ -226,8 +226,11 @@ typedef struct etcdlock_options {
   // Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0;
   // ETCDLOCK_UNSET = not set (ETCDLOCK_CONNECT_TIMEOUT, default 5000).
   int64_t connect_timeout_ms;
-  // Bound on each etcd request, milliseconds, > 0; ETCDLOCK_UNSET = not set
-  // (ETCDLOCK_REQUEST_TIMEOUT, default 5000).
+  // Bound on every call that does not wait for a lock (try_lock, unlock,
+  // guarded operations, status), retries and failover included,
+  // milliseconds, > 0: ETCDLOCK_E_UNAVAILABLE after it. ETCDLOCK_UNSET =
+  // not set (ETCDLOCK_REQUEST_TIMEOUT, default 2000). Lock calls are
+  // bounded by their own timeout.
   int64_t request_timeout_ms;
   // Safety margin subtracted from the TTL for local loss detection,
   // milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,

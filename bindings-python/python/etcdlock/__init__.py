@@ -308,8 +308,13 @@ class Client:
         username, password: etcd auth (given together).
         ca, cert, key: PEM file paths for TLS / mutual TLS.
         domain: TLS server name to verify instead of the endpoint host.
-        connect_timeout, request_timeout: seconds (default
-            ``$ETCDLOCK_CONNECT_TIMEOUT`` / ``$ETCDLOCK_REQUEST_TIMEOUT`` or 5.0 each).
+        connect_timeout: seconds to connect, lease grant included (default
+            ``$ETCDLOCK_CONNECT_TIMEOUT`` or 5.0).
+        request_timeout: seconds that bound every call that does not wait for
+            a lock (``try_lock``, release, guarded operations, ``status``),
+            retries and failover included: :class:`UnavailableError` after
+            it (default ``$ETCDLOCK_REQUEST_TIMEOUT`` or 2.0). Calls that wait
+            are bounded by their own ``timeout``.
         margin: seconds taken off the TTL for local loss detection (default:
             TTL/5, at most 2 s; ``$ETCDLOCK_MARGIN``). A margin above half
             the TTL is :class:`InvalidArgumentError`.

@@ -842,7 +842,7 @@ public final class EtcdLockClient implements AutoCloseable {
             return this;
         }
 
-        /** Bound on each etcd request (default 5 s). */
+        /** Bound on every call that does not wait for a lock (tryLock, unlock, guarded operations, status, ping), retries and failover included: {@code UnavailableException} after it (default 2 s). Lock calls are bounded by their own timeout. */
         public Builder requestTimeout(Duration d) {
             this.requestTimeoutMs = positiveMillis(d, "requestTimeout");
             return this;

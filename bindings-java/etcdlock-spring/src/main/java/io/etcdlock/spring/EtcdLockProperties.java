@@ -38,7 +38,7 @@ public class EtcdLockProperties {
     private String password;
     /** Bound on connecting at startup. */
     private Duration connectTimeout;
-    /** Bound on each etcd request. */
+    /** Bound on every call that does not wait for a lock (tryLock, unlock, guarded operations, status), retries and failover included (default 2 s). */
     private Duration requestTimeout;
     /** Prefix of the LockRegistry's lock names. */
     private String registryKey = EtcdLockRegistry.DEFAULT_REGISTRY_KEY;
