@@ -393,7 +393,9 @@ static int harness_start(struct harness *h) {
     char *line = NULL;
     size_t cap = 0;
     int ok = 0;
-    if (getline(&line, &cap, h->out) > 0) {
+    ssize_t got = getline(&line, &cap, h->out);
+    if (got > 0 && line[got - 1] == '\n') line[--got] = 0;
+    if (got > 0) {
         const char *p = strstr(line, "\"endpoints\":[");
         size_t n = 0;
         if (p) {
@@ -411,7 +413,7 @@ static int harness_start(struct harness *h) {
         h->endpoints[n] = 0;
         ok = n > 0;
     }
-    if (!ok) printf("etcd-harness printed no endpoints: %s\n", line ? line : "(nothing)");
+    if (!ok) printf("etcd-harness printed no endpoints: %s\n", got > 0 ? line : "(nothing)");
     free(line);
     return ok;
 }
