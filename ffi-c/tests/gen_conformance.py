@@ -8,6 +8,11 @@ The program takes the etcd endpoints as argv[1], runs every case listed for
 "conformance: N of M cases ran for c", then "P passed, F failed" (the line
 ffi-c/test.sh counts). ffi-c/test.sh runs it at test time; nothing generated
 is committed.
+
+A case with "etcd": "private" runs against its own etcd: the program starts
+$ETCDLOCK_HARNESS for it (pipes on its stdin and stdout, for the `etcd` op's
+commands) and stops and reaps it after the case. A step's within_ms and
+at_least_ms bound the library call alone, timed on CLOCK_MONOTONIC.
 """
 
 import json
@@ -42,11 +47,20 @@ def expect_of(step):
     return step.get("expect_" + LANG, step.get("expect"))
 
 
+def bounds(st):
+    """The step's time bounds as C arguments (at least, within; -1 = none)."""
+    return int(st.get("at_least_ms", -1)), int(st.get("within_ms", -1))
+
+
 def gen_case(idx: int, case) -> str:
     cid = case["id"]
+    private = case.get("etcd") == "private"
     lines = [f"static void case_{idx}(void) {{", f'    const char *id = {c_bytes(cid.encode())};',
              "    etcdlock_client *cl[2] = {NULL, NULL};", "    char ns[128];",
-             f'    snprintf(ns, sizeof ns, "conf-c-%d-{idx}/", (int)getpid());']
+             f'    snprintf(ns, sizeof ns, "conf-c-%d-{idx}/", (int)getpid());',
+             "    struct harness h = {0, NULL, NULL, \"\"}; (void)h;",
+             "    const char *shared_endpoints = ENDPOINTS; (void)shared_endpoints;",
+             "    int64_t t0 = 0, took = 0; (void)t0; (void)took;", "    int failed_before = 0; (void)failed_before;"]
     guards, multis = [], []
     for st in case["steps"]:
         if "as" in st:
@@ -58,13 +72,21 @@ def gen_case(idx: int, case) -> str:
     for m in multis:
         lines.append(f"    etcdlock_multi *m_{m} = NULL;")
     lines.append("    int rc; (void)rc;")
+    if private:
+        # Its own etcd (after the declarations, which `goto done` must not skip):
+        # clients a and b, and etcdctl, use its endpoints for this case only.
+        lines.append('    if (!harness_start(&h)) { fail(id, 0, "no private etcd-harness", "one started"); goto done; }')
+        lines.append("    ENDPOINTS = h.endpoints;")
     for i, st in enumerate(case["steps"]):
         op = st["op"]
         who = 1 if st.get("client") == "b" else 0
         exp = expect_of(st)
         lines.append(f"    /* step {i}: {op} */")
-        if op != "connect":
+        if op not in ("connect", "etcd"):
             lines.append(f"    if (!cl[{who}] && !client_open(&cl[{who}], ns, NULL)) {{ fail(id, {i}, \"connect\", \"default client\"); goto done; }}")
+        # await_lost's within_ms is its own wait bound (its argument), not a bound on a call.
+        timed = op != "await_lost" and ("within_ms" in st or "at_least_ms" in st)
+        start = len(lines)
         if op == "connect":
             o = st["options"]
             lines.append("    {")
@@ -81,6 +103,8 @@ def gen_case(idx: int, case) -> str:
                     lines.append(f"        o.margin_ms = INT64_C({int(v)});")
                 elif k == "connect_timeout_ms":
                     lines.append(f"        o.connect_timeout_ms = INT64_C({int(v)});")
+                elif k == "request_timeout_ms":
+                    lines.append(f"        o.request_timeout_ms = INT64_C({int(v)});")
                 else:
                     raise SystemExit(f"{cid}: unknown connect option {k}")
             lines.append(f"        if (cl[{who}]) {{ etcdlock_client_free(cl[{who}]); cl[{who}] = NULL; }}")
@@ -183,6 +207,23 @@ def gen_case(idx: int, case) -> str:
             lines.append(f"    delete_outside(ns, {text(st['name'], 'name')});")
         elif op == "await_lost":
             lines.append(f"    check_str(id, {i}, await_lost(g_{st['guard']}, {int(st['within_ms'])}), {c_bytes(exp.encode())});")
+        elif op == "status":
+            lines.append("    {")
+            lines.append("        etcdlock_queue *q = NULL;")
+            lines.append(f"        rc = etcdlock_status(cl[{who}], {text(st['name'], 'name')}, &q);")
+            lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            lines.append("        etcdlock_queue_free(q);")
+            lines.append("    }")
+        elif op == "etcd":
+            if not private:
+                raise SystemExit(f"{cid}: op etcd needs \"etcd\": \"private\"")
+            action = st["action"]
+            if action not in ("pause", "resume", "kill"):
+                raise SystemExit(f"{cid}: unknown etcd action {action}")
+            if "for_ms" in st and action != "pause":
+                raise SystemExit(f"{cid}: for_ms goes with pause only")
+            cmd = f"{action} 0" + (f" {int(st['for_ms'])}" if "for_ms" in st else "")
+            lines.append(f"    harness_cmd(&h, id, {i}, {c_bytes(cmd.encode())});")
         elif op == "token_order":
             lines.append("    {")
             lines.append("        int64_t t1 = 0, t2 = 0;")
@@ -191,6 +232,18 @@ def gen_case(idx: int, case) -> str:
             lines.append("    }")
         else:
             raise SystemExit(f"{cid}: unknown op {op}")
+        if timed:
+            # Time the library call alone: the line that calls it (the one assigning
+            # rc, or the check around it) is bracketed by the monotonic clock.
+            call = next((k for k in range(start, len(lines))
+                         if lines[k].lstrip().startswith(("rc = ", "check_rc(id", "harness_cmd("))), None)
+            if call is None:
+                raise SystemExit(f"{cid} step {i}: time bounds on op {op} are not supported")
+            pad = lines[call][:len(lines[call]) - len(lines[call].lstrip())]
+            lines.insert(call, pad + "failed_before = failed_steps; t0 = mono_ms();")
+            lines.insert(call + 2, pad + "took = mono_ms() - t0;")
+            lo, hi = bounds(st)
+            lines.append(f"    check_time(id, {i}, took, {lo}, {hi}, failed_steps > failed_before);")
     lines.append("    goto done; /* every case has the label in use */")
     lines.append("done:")
     for g in guards:
@@ -198,6 +251,9 @@ def gen_case(idx: int, case) -> str:
     for m in multis:
         lines.append(f"    etcdlock_multi_free(m_{m});")
     lines.append("    etcdlock_client_free(cl[0]); etcdlock_client_free(cl[1]);")
+    if private:
+        lines.append("    ENDPOINTS = shared_endpoints;")
+        lines.append("    harness_stop(&h);")
     lines.append("    free_repeats();")
     lines.append("    ran++;")
     lines.append("}")
@@ -206,15 +262,23 @@ def gen_case(idx: int, case) -> str:
 
 PRELUDE = r'''/* Generated by ffi-c/tests/gen_conformance.py from conformance/cases.json. Do not edit. */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include "etcdlock.h"
 
+extern char **environ;
+
+/* The shared etcd's endpoints (argv[1]), or a private one's during its case. */
 static const char *ENDPOINTS;
 static int ran, failed_steps, failed_cases_mark;
 static char *repeats[8];
@@ -258,6 +322,127 @@ static void fail(const char *id, int step, const char *got, const char *want) {
     printf("FAIL %s step %d: got %s, the table says %s\n", id, step, got, want);
     failed_steps++;
     failed_cases_mark = 1;
+}
+
+static int64_t mono_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* A step's time bounds (within_ms, at_least_ms; -1 = none) against the call's
+ * measured ms. A step whose outcome already failed gets its time printed too. */
+static void check_time(const char *id, int step, int64_t took, int64_t at_least, int64_t within, int outcome_failed) {
+    if ((within < 0 || took <= within) && (at_least < 0 || took >= at_least)) {
+        if (outcome_failed) printf("     %s step %d took %" PRId64 " ms (in its bounds)\n", id, step, took);
+        return;
+    }
+    if (within >= 0 && took > within) {
+        printf("FAIL %s step %d: took %" PRId64 " ms, the table says within %" PRId64 " ms\n", id, step, took, within);
+        failed_steps++;
+        failed_cases_mark = 1;
+    }
+    if (at_least >= 0 && took < at_least) {
+        printf("FAIL %s step %d: took %" PRId64 " ms, the table says at least %" PRId64 " ms\n", id, step, took, at_least);
+        failed_steps++;
+        failed_cases_mark = 1;
+    }
+}
+
+/* A case's private etcd ("etcd": "private"): an etcd-harness child with its
+ * stdin and stdout on pipes. Closing its stdin stops etcd and the harness. */
+struct harness {
+    pid_t pid;
+    FILE *in, *out;
+    char endpoints[1024]; /* comma-separated, as etcdlock_options.endpoints takes them */
+};
+
+/* Start $ETCDLOCK_HARNESS and read its first line, {"endpoints":["..."],...}. */
+static int harness_start(struct harness *h) {
+    const char *bin = getenv("ETCDLOCK_HARNESS");
+    if (!bin || !*bin) {
+        printf("ETCDLOCK_HARNESS is not set: no etcd-harness for a private etcd\n");
+        return 0;
+    }
+    int in[2], out[2];
+    if (pipe(in) != 0) return 0;
+    if (pipe(out) != 0) { close(in[0]); close(in[1]); return 0; }
+    /* Close-on-exec everywhere: the harness gets its ends as fds 0 and 1 (dup2
+     * clears the flag), and no other child (etcdctl) inherits a pipe, which
+     * would keep the harness's stdin open after harness_stop. */
+    fcntl(in[0], F_SETFD, FD_CLOEXEC); fcntl(in[1], F_SETFD, FD_CLOEXEC);
+    fcntl(out[0], F_SETFD, FD_CLOEXEC); fcntl(out[1], F_SETFD, FD_CLOEXEC);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    char *argv[] = {(char *)bin, NULL};
+    int err = posix_spawn(&h->pid, bin, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    close(out[1]);
+    if (err != 0) {
+        printf("cannot run %s: %s\n", bin, strerror(err));
+        close(in[1]);
+        close(out[0]);
+        h->pid = 0;
+        return 0;
+    }
+    h->in = fdopen(in[1], "w");
+    h->out = fdopen(out[0], "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int ok = 0;
+    ssize_t got = getline(&line, &cap, h->out);
+    if (got > 0 && line[got - 1] == '\n') line[--got] = 0;
+    if (got > 0) {
+        const char *p = strstr(line, "\"endpoints\":[");
+        size_t n = 0;
+        if (p) {
+            p += strlen("\"endpoints\":[");
+            while (*p == '"') {
+                const char *end = strchr(p + 1, '"');
+                if (!end || n + (size_t)(end - p) + 1 > sizeof h->endpoints) break;
+                if (n) h->endpoints[n++] = ',';
+                memcpy(h->endpoints + n, p + 1, (size_t)(end - p - 1));
+                n += (size_t)(end - p - 1);
+                p = end + 1;
+                if (*p == ',') p++;
+            }
+        }
+        h->endpoints[n] = 0;
+        ok = n > 0;
+    }
+    if (!ok) printf("etcd-harness printed no endpoints: %s\n", got > 0 ? line : "(nothing)");
+    free(line);
+    return ok;
+}
+
+/* One command line to the harness and its one-line answer, {"ok":true}. */
+static void harness_cmd(struct harness *h, const char *id, int step, const char *cmd) {
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n = -1;
+    if (h->in && fprintf(h->in, "%s\n", cmd) > 0 && fflush(h->in) == 0) n = getline(&line, &cap, h->out);
+    if (n > 0 && line[n - 1] == '\n') line[n - 1] = 0;
+    if (n <= 0 || !strstr(line, "\"ok\":true")) {
+        char got[256];
+        snprintf(got, sizeof got, "etcd-harness answered \"%s\" to \"%s\"", n > 0 ? line : "nothing", cmd);
+        fail(id, step, got, "{\"ok\":true}");
+    }
+    free(line);
+}
+
+/* Close the harness's stdin (it stops etcd and exits), reap it, close its stdout. */
+static void harness_stop(struct harness *h) {
+    if (h->in) fclose(h->in);
+    if (h->pid > 0) {
+        int st;
+        while (waitpid(h->pid, &st, 0) < 0 && errno == EINTR) {}
+    }
+    if (h->out) fclose(h->out);
+    h->in = h->out = NULL;
+    h->pid = 0;
 }
 
 static void check_str(const char *id, int step, const char *got, const char *want) {
@@ -382,6 +567,8 @@ def main() -> None:
 int main(int argc, char **argv) {{
     if (argc < 2) {{ fprintf(stderr, "usage: %s ENDPOINTS\\n", argv[0]); return 2; }}
     ENDPOINTS = argv[1];
+    /* A write to a private harness that died fails that step; it must not kill the run. */
+    signal(SIGPIPE, SIG_IGN);
     int failed_cases = 0;
 {calls}
     printf("conformance: %d of {len(table["cases"])} cases ran for c\\n", ran);

@@ -23,6 +23,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
+import io.etcd.jetcd.Client;
 import io.etcd.jetcd.options.DeleteOption;
 import io.etcd.jetcd.options.GetOption;
 
@@ -153,6 +154,14 @@ class ConformanceTest {
         final Map<String, EtcdLock> locks = new HashMap<>();
         final Map<String, MultiLockGuard> multis = new HashMap<>();
         final Map<String, Leadership> leaderships = new HashMap<>();
+        /** The case's own etcd ({@code "etcd": "private"}), else null: the shared one. */
+        EtcdExtension.Etcd privateEtcd;
+        /** A raw jetcd client on the private etcd, made on first use. */
+        Client privateRaw;
+        /** How long the step's library call took (see {@link #outcome}); -1 before it ran. */
+        long tookNanos = -1;
+        /** Steps that missed a time bound; the case goes on and fails at its end. */
+        final List<String> late = new ArrayList<>();
 
         CaseRun(JsonNode c) {
             this.c = c;
@@ -160,8 +169,33 @@ class ConformanceTest {
             this.ns = "conf-java/" + id + "/" + UUID.randomUUID().toString().substring(0, 8) + "/";
         }
 
+        List<String> endpoints() {
+            return privateEtcd != null ? privateEtcd.endpoints : EtcdExtension.endpoints();
+        }
+
+        /** Raw etcd access (keys, delete_outside) on the etcd the case's clients use. */
+        Client raw() {
+            if (privateEtcd == null) {
+                return TestSupport.raw();
+            }
+            if (privateRaw == null) {
+                privateRaw = Client.builder().endpoints(privateEtcd.endpoints.toArray(new String[0])).build();
+            }
+            return privateRaw;
+        }
+
+        /** The library call of a step, timed on the monotonic clock for its within_ms / at_least_ms. */
+        String outcome(Runnable call) {
+            long t0 = System.nanoTime();
+            try {
+                return ConformanceTest.outcome(call);
+            } finally {
+                tookNanos = System.nanoTime() - t0;
+            }
+        }
+
         EtcdLockClient.Builder defaults() {
-            return EtcdLockClient.builder().endpoints(EtcdExtension.endpoints()).namespace(ns)
+            return EtcdLockClient.builder().endpoints(endpoints()).namespace(ns)
                     .ttl(Duration.ofSeconds(10));
         }
 
@@ -192,6 +226,9 @@ class ConformanceTest {
                     case "connect_timeout_ms":
                         b.connectTimeout(Duration.ofMillis(v.asLong()));
                         break;
+                    case "request_timeout_ms":
+                        b.requestTimeout(Duration.ofMillis(v.asLong()));
+                        break;
                     default:
                         throw new IllegalArgumentException("unknown connect option " + e.getKey());
                 }
@@ -215,10 +252,18 @@ class ConformanceTest {
 
         void run() throws Exception {
             JsonNode steps = c.get("steps");
+            if (c.path("etcd").asText().equals("private")) {
+                privateEtcd = EtcdExtension.Etcd.start();
+            }
             try {
                 for (int i = 0; i < steps.size(); i++) {
                     step(i, steps.get(i));
                 }
+            } catch (AssertionError e) {
+                if (late.isEmpty()) {
+                    throw e;
+                }
+                throw new AssertionError(String.join("; ", late) + "; " + e.getMessage(), e);
             } finally {
                 for (EtcdLockClient cl : clients.values()) {
                     try {
@@ -227,7 +272,47 @@ class ConformanceTest {
                         // already closed or failing: the case result stands
                     }
                 }
+                if (privateRaw != null) {
+                    privateRaw.close();
+                }
+                if (privateEtcd != null) {
+                    privateEtcd.close(); // closes the harness's stdin: it stops etcd and exits
+                }
             }
+            if (!late.isEmpty()) {
+                throw new AssertionError(String.join("; ", late));
+            }
+        }
+
+        /**
+         * The step's time bounds against its call's measured time: a miss is recorded in
+         * {@link #late}, or returned when the outcome already failed (one message for both).
+         */
+        String checkTime(String where, JsonNode step, String op, boolean outcomeFailed) {
+            if (op.equals("await_lost") || !(step.has("within_ms") || step.has("at_least_ms"))) {
+                return ""; // await_lost's within_ms is its own wait bound, checked by the step
+            }
+            if (tookNanos < 0) {
+                throw new IllegalArgumentException(where + ": time bounds on this op are not supported");
+            }
+            long took = TimeUnit.NANOSECONDS.toMillis(tookNanos);
+            List<String> missed = new ArrayList<>();
+            if (step.has("within_ms") && took > step.get("within_ms").asLong()) {
+                missed.add("within " + step.get("within_ms").asLong() + " ms");
+            }
+            if (step.has("at_least_ms") && took < step.get("at_least_ms").asLong()) {
+                missed.add("at least " + step.get("at_least_ms").asLong() + " ms");
+            }
+            if (missed.isEmpty()) {
+                return outcomeFailed ? " (took " + took + " ms, in its bounds)" : "";
+            }
+            String msg = where + ": took " + took + " ms, the table says " + String.join(" and ", missed);
+            if (outcomeFailed) {
+                return " (" + msg + ")";
+            }
+            late.add(msg);
+            System.out.println("conformance: " + msg);
+            return "";
         }
 
         void step(int i, JsonNode step) throws Exception {
@@ -236,6 +321,12 @@ class ConformanceTest {
             JsonNode expect = step.has("expect_java") ? step.get("expect_java") : step.get("expect");
             String want = expect == null || expect.isNull() ? "null" : expect.isTextual() ? expect.asText() : expect.toString();
             String where = "case " + id + " step " + i + " (" + op + ")";
+            tookNanos = -1;
+            if (op.equals("etcd")) {
+                etcdAction(where, step);
+                checkTime(where, step, op, false);
+                return;
+            }
             if (!op.equals("connect") && !clients.containsKey(who)) {
                 clients.put(who, defaults().build());
             }
@@ -414,6 +505,11 @@ class ConformanceTest {
                     }
                     break;
                 }
+                case "status": {
+                    String name = text(step.get("name"));
+                    got = outcome(() -> cl.status(name)); // only the outcome is compared
+                    break;
+                }
                 case "token_order": {
                     long a = guard(step, "first").fencingToken();
                     long b = guard(step, "second").fencingToken();
@@ -423,7 +519,29 @@ class ConformanceTest {
                 default:
                     throw new IllegalArgumentException(where + ": unknown op");
             }
-            assertEquals(want, got, where + ": got " + got + ", the table says " + want);
+            String time = checkTime(where, step, op, !want.equals(got));
+            assertEquals(want, got, where + ": got " + got + ", the table says " + want + time);
+        }
+
+        /** Op {@code etcd}: pause, resume or kill the case's private etcd through its harness. */
+        void etcdAction(String where, JsonNode step) throws Exception {
+            if (privateEtcd == null) {
+                throw new IllegalArgumentException(where + ": needs \"etcd\": \"private\" on the case");
+            }
+            String action = step.get("action").asText();
+            if (!List.of("pause", "resume", "kill").contains(action)) {
+                throw new IllegalArgumentException(where + ": unknown action " + action);
+            }
+            if (step.has("for_ms") && !action.equals("pause")) {
+                throw new IllegalArgumentException(where + ": for_ms goes with pause only");
+            }
+            String cmd = action + " 0" + (step.has("for_ms") ? " " + step.get("for_ms").asLong() : "");
+            long t0 = System.nanoTime();
+            String reply = privateEtcd.command(cmd);
+            tookNanos = System.nanoTime() - t0;
+            if (!reply.replace(" ", "").contains("\"ok\":true")) {
+                throw new AssertionError(where + ": etcd-harness answered " + reply + " to " + cmd);
+            }
         }
 
         /** A step's timeout: null (absent: wait as long as it takes) or milliseconds. */

@@ -108,6 +108,7 @@ public final class EtcdExtension implements BeforeAllCallback {
             try {
                 stdin.close();
                 process.waitFor();
+                stdout.close(); // a case's private harness is one of many in the run: free its pipe now
             } catch (IOException | InterruptedException e) {
                 process.destroy();
             }
