@@ -258,7 +258,7 @@ impl Session {
             if now >= self.deadline() {
                 // The hold has ended locally (`alive()` is false from the
                 // deadline on, with no network call); the reason comes from etcd
-                // if it answers within the request timeout.
+                // if it answers within half the margin.
                 let reason = self.why_lost(transport).await;
                 tracing::warn!(lease = format!("{:x}", self.lease), %reason, "no keep-alive acknowledged in time; lock holds on this session end");
                 self.mark_lost(reason);
@@ -272,9 +272,16 @@ impl Session {
     /// renewed it, or the acknowledgement came too late) is `ConnectionLost`
     /// too: the hold ended at the local deadline all the same, since only
     /// then is it safe for everyone (see [`Session::extend`]).
+    ///
+    /// The question gets half the margin (at most the request timeout): the
+    /// margin is what separates the local deadline from the earliest instant
+    /// etcd can expire the lease and grant the lock to someone else, and the
+    /// loss event must reach the holder before that, reason or not.
     async fn why_lost(&self, transport: &Transport) -> LossReason {
         let lease = self.lease;
-        let r = transport.call_lease(transport.request_bound(), &mut false, |mut c| async move { c.time_to_live(lease, None).await }).await;
+        let ask = (self.margin / 2).min(transport.request_timeout);
+        let bound = crate::transport::Bound::Request(Instant::now() + ask);
+        let r = transport.call_lease(bound, &mut false, |mut c| async move { c.time_to_live(lease, None).await }).await;
         match r {
             Ok(t) if t.ttl() <= 0 => LossReason::LeaseExpired,
             Ok(t) => {
