@@ -125,10 +125,16 @@ async fn ride_through(ttl: i64, fault: Fault, resume_bound: Duration) {
         assert!(elected.elapsed() < Duration::from_secs(15), "no lock/unlock cycle completed in 15 s after the new leader");
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
+    // Status answers within its bound (the request timeout, 2 s by default)
+    // right after the leader change.
+    let asked = Instant::now();
+    let st = waiter.status("held").await;
+    let took = asked.elapsed();
+    assert!(st.is_ok() && took <= Duration::from_millis(2300), "status right after the new leader: {:?} in {took:?}", st.err());
     let election = elected - fault_at;
     let resume = resumed - elected;
     println!(
-        "ttl {ttl} s, {}: etcd elected a new leader {:?} after the fault; lock/unlock resumed {:?} after that",
+        "ttl {ttl} s, {}: etcd elected a new leader {:?} after the fault; lock/unlock resumed {:?} after that; status took {took:?}",
         match fault {
             Fault::Kill => "leader killed".to_string(),
             Fault::Hang(d) => format!("leader hung {d:?}"),
