@@ -9,8 +9,10 @@ and the session prints ``conformance: N of M cases ran for python``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
+import subprocess
 import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -18,7 +20,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 import pytest
 
 import etcdlock
-from conftest import CONFORMANCE, ROOT, etcdctl
+from conftest import CONFORMANCE, ROOT, etcdctl, harness_path
 
 LANG = "python"
 TABLE_PATH = ROOT / "conformance" / "cases.json"
@@ -80,10 +82,48 @@ def outcome(fn: Callable[[], Any]) -> Tuple[Any, Any]:
         return type(e).__name__, None
 
 
+class PrivateEtcd:
+    """The etcd of a case marked `"etcd": "private"`: its own etcd-harness,
+    so pausing or killing it touches no other case."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([harness_path()], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None and self.proc.stdin is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.kill()
+            raise AssertionError("the private etcd harness printed nothing")
+        self.endpoints: List[str] = list(json.loads(line)["endpoints"])
+
+    def act(self, step: Dict[str, Any]) -> None:
+        """`pause 0 [for_ms]`, `resume 0` or `kill 0`, and the harness's answer."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        cmd = f"{step['action']} 0" + (f" {step['for_ms']}" if "for_ms" in step else "")
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        reply = json.loads(self.proc.stdout.readline())
+        assert reply.get("ok"), f"etcd-harness answered {reply!r} to {cmd!r}"
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def check_time(case_id: str, i: int, step: Dict[str, Any], took: float) -> None:
+    """The step's `within_ms` / `at_least_ms` bounds on the call's own time."""
+    ms = took * 1000
+    if "within_ms" in step:
+        assert ms <= step["within_ms"], f"case {case_id} step {i} ({step['op']}): took {ms:.0f} ms, the table allows {step['within_ms']} ms"
+    if "at_least_ms" in step:
+        assert ms >= step["at_least_ms"], f"case {case_id} step {i} ({step['op']}): took {ms:.0f} ms, the table wants at least {step['at_least_ms']} ms"
+
+
 class Run:
     def __init__(self, case: Dict[str, Any], endpoints: List[str]) -> None:
         self.id: str = case["id"]
-        self.endpoints = endpoints
+        self.private = PrivateEtcd() if case.get("etcd") == "private" else None
+        self.endpoints = self.private.endpoints if self.private else endpoints
         self.ns = f"conf-py-{self.id}-{uuid.uuid4().hex[:8]}/"
         self.clients: Dict[str, etcdlock.Client] = {}
         self.guards: Dict[str, Any] = {}
@@ -101,6 +141,8 @@ class Run:
                 kw["margin"] = seconds(v)
             elif k == "connect_timeout_ms":
                 kw["connect_timeout"] = seconds(v)
+            elif k == "request_timeout_ms":
+                kw["request_timeout"] = seconds(v)
             else:
                 raise AssertionError(f"case {self.id}: unknown connect option {k}")
         return etcdlock.Client(**kw)
@@ -109,6 +151,15 @@ class Run:
         return f"{self.ns}{text(step['name'])}/"
 
     def step(self, i: int, step: Dict[str, Any]) -> None:
+        if step["op"] == "etcd":
+            assert self.private, f"case {self.id}: the etcd op needs \"etcd\": \"private\""
+            self.private.act(step)
+            return
+        start = time.monotonic()
+        self.call(i, step)
+        check_time(self.id, i, step, time.monotonic() - start)
+
+    def call(self, i: int, step: Dict[str, Any]) -> None:
         op = step["op"]
         who = step.get("client", "a")
         want = step["expect_python"] if "expect_python" in step else step.get("expect")
@@ -194,6 +245,8 @@ class Run:
             assert lost, f"case {self.id} step {i}: no loss reported within {within}s (state {g.state})"
             assert elapsed <= within + 0.5, f"case {self.id} step {i}: loss reported after {elapsed:.3f}s"
             check(g.loss_reason)
+        elif op == "status":
+            check(outcome(lambda: self.clients[who].status(text(step["name"])))[0])
         elif op == "token_order":
             a, b = self.guards[step["first"]], self.guards[step["second"]]
             check("ok" if a.fencing_token < b.fencing_token else "tokens not increasing")
@@ -206,6 +259,8 @@ class Run:
                 c.close()
             except etcdlock.LockError:
                 pass
+        if self.private:
+            self.private.stop()
 
 
 @pytest.mark.parametrize("case", MINE, ids=[c["id"] for c in MINE])
@@ -218,6 +273,91 @@ def test_case(case: Dict[str, Any], endpoints: List[str]) -> None:
     finally:
         run.close()
     CONFORMANCE["ran"].append(case["id"])
+
+
+DEADLINE = [c for c in MINE if c["id"].startswith("deadline-")]
+
+
+class AsyncRun:
+    """The deadline cases through `AsyncClient`: the same bounds hold for a
+    coroutine as for a blocking call (the steps these cases use only)."""
+
+    def __init__(self, case: Dict[str, Any]) -> None:
+        self.id: str = case["id"]
+        self.private = PrivateEtcd()
+        self.ns = f"conf-pyasync-{self.id}-{uuid.uuid4().hex[:8]}/"
+        self.clients: Dict[str, etcdlock.AsyncClient] = {}
+        self.guards: Dict[str, Any] = {}
+
+    async def outcome(self, coro: Any) -> Tuple[Any, Any]:
+        try:
+            return "ok", await coro
+        except etcdlock.LockError as e:
+            return e.code, None
+
+    def client(self, options: Dict[str, Any]) -> etcdlock.AsyncClient:
+        kw: Dict[str, Any] = {"endpoints": self.private.endpoints, "namespace": self.ns, "ttl": 10}
+        for k, v in options.items():
+            key = {"connect_timeout_ms": "connect_timeout", "request_timeout_ms": "request_timeout"}[k]
+            kw[key] = seconds(v)
+        return etcdlock.AsyncClient(**kw)
+
+    async def step(self, i: int, step: Dict[str, Any]) -> None:
+        op = step["op"]
+        if op == "etcd":
+            await asyncio.to_thread(self.private.act, step)
+            return
+        who = step.get("client", "a")
+        want = step["expect_python"] if "expect_python" in step else step.get("expect")
+        if op != "connect" and who not in self.clients:
+            self.clients[who] = await self.client({}).connect()
+        start = time.monotonic()
+        if op == "connect":
+            got, c = await self.outcome(self.client(step["options"]).connect())
+            if c is not None:
+                self.clients[who] = c
+        elif op == "lock":
+            t: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
+            got, g = await self.outcome(self.clients[who].acquire(text(step["name"]), timeout=t))
+            if g is not None and "as" in step:
+                self.guards[step["as"]] = g
+        elif op == "try_lock":
+            got, g = await self.outcome(self.clients[who].try_lock(text(step["name"])))
+            if got == "ok" and g is None:
+                got = "would_block"
+        elif op == "unlock":
+            got, _ = await self.outcome(self.guards[step["guard"]].unlock())
+        elif op == "status":
+            got, _ = await self.outcome(self.clients[who].status(text(step["name"])))
+        else:
+            raise AssertionError(f"case {self.id}: op {op} has no asyncio runner")
+        assert got == want, f"case {self.id} step {i} ({op}, asyncio): got {got!r}, the table says {want!r}"
+        check_time(self.id, i, step, time.monotonic() - start)
+
+    async def close(self) -> None:
+        for c in self.clients.values():
+            try:
+                await c.close()
+            except etcdlock.LockError:
+                pass
+        self.private.stop()
+
+
+@pytest.mark.parametrize("case", DEADLINE, ids=[c["id"] for c in DEADLINE])
+def test_deadline_case_asyncio(case: Dict[str, Any]) -> None:
+    async def main() -> None:
+        run = AsyncRun(case)
+        try:
+            for i, step in enumerate(case["steps"]):
+                await run.step(i, step)
+        finally:
+            await run.close()
+
+    asyncio.run(main())
+
+
+def test_the_deadline_section_is_there() -> None:
+    assert len(DEADLINE) >= 3, [c["id"] for c in DEADLINE]
 
 
 def test_every_listed_case_ran() -> None:
