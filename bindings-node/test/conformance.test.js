@@ -110,9 +110,25 @@ function awaitLost(lock, ms, where) {
   return Promise.race([lock.lost, deadline]).finally(() => clearTimeout(timer));
 }
 
+/** The step's `within_ms` / `at_least_ms` bounds on the call's own time. */
+function checkTime(step, ms, where) {
+  if ('within_ms' in step) assert.ok(ms <= step.within_ms, `${where}: took ${ms.toFixed(0)} ms, the table allows ${step.within_ms} ms`);
+  if ('at_least_ms' in step) assert.ok(ms >= step.at_least_ms, `${where}: took ${ms.toFixed(0)} ms, the table wants at least ${step.at_least_ms} ms`);
+}
+
 async function runCase(c) {
+  // A case that hangs or kills etcd gets an etcd of its own.
+  const priv = c.etcd === 'private' ? await startEtcd() : null;
+  try {
+    await runSteps(c, priv);
+  } finally {
+    if (priv) await priv.stop();
+  }
+}
+
+async function runSteps(c, priv) {
   const ns = `${unique(`conf-${c.id}`)}/`;
-  const base = { endpoints: etcd.endpoints, ttl: 10, namespace: ns };
+  const base = { endpoints: (priv ?? etcd).endpoints, ttl: 10, namespace: ns };
   const clients = new Map();
   const guards = new Map();
   const client = async (who) => {
@@ -130,6 +146,14 @@ async function runCase(c) {
       const where = `case ${c.id} step ${i} (${op})`;
       const expect = Object.prototype.hasOwnProperty.call(step, `expect_${LANG}`) ? step[`expect_${LANG}`] : step.expect;
       const want = (got) => assert.deepEqual(got, expect, `${where}: got ${JSON.stringify(got)}, the table says ${JSON.stringify(expect)}`);
+      if (op === 'etcd') {
+        assert.ok(priv, `${where}: the etcd op needs "etcd": "private"`);
+        const cmd = `${step.action} 0${'for_ms' in step ? ` ${step.for_ms}` : ''}`;
+        const reply = await priv.command(cmd);
+        assert.ok(reply.ok, `${where}: etcd-harness answered ${JSON.stringify(reply)} to ${cmd}`);
+        continue;
+      }
+      const t0 = performance.now();
       switch (op) {
         case 'connect': {
           const o = { ...base };
@@ -139,6 +163,7 @@ async function runCase(c) {
             else if (k === 'namespace') o.namespace = text(v, 'namespace');
             else if (k === 'margin_ms') o.margin = num(v);
             else if (k === 'connect_timeout_ms') o.connectTimeout = num(v);
+            else if (k === 'request_timeout_ms') o.requestTimeout = num(v);
             else assert.fail(`${where}: unknown connect option ${k}`);
           }
           const r = await settle(() => Client.connect(o), where);
@@ -249,9 +274,15 @@ async function runCase(c) {
           want(a < b ? 'ok' : `tokens not increasing (${a} then ${b})`);
           break;
         }
+        case 'status': {
+          const cl = await client(who);
+          want(tokenOf(await settle(() => cl.status(text(step.name, 'name')), where)));
+          break;
+        }
         default:
           assert.fail(`case ${c.id}: unknown op ${op}`);
       }
+      checkTime(step, performance.now() - t0, where);
     }
   } finally {
     for (const cl of clients.values()) await cl.close();

@@ -30,6 +30,12 @@ function startEtcd(args = []) {
           child.stdin.end();
         });
       info.child = child;
+      // Commands on the harness's stdin (`pause 0`, `kill 0`, ...): one JSON line answers each.
+      info.command = (cmd) =>
+        new Promise((res) => {
+          rl.once('line', (l) => res(JSON.parse(l)));
+          child.stdin.write(`${cmd}\n`);
+        });
       resolve(info);
     });
     child.once('exit', (code) => reject(new Error(`etcd-harness exited early with ${code}`)));

@@ -289,9 +289,10 @@ def test_loss_detected_when_holder_process_is_stopped(endpoints: List[str], name
             p.stdin.flush()
             res = json.loads(p.stdout.readline())
             assert res["held"] is False and res["lost"] is True
-            assert res["loss_reason"] in ("ConnectionLost", "LeaseExpired", "KeyDeleted")
+            # paused past its TTL, the holder asks etcd why: the lease is gone there
+            assert res["loss_reason"] == "LeaseExpired"
             assert res["put"] == "LockLostError" and res["put_code"] == "LockLost"
-            assert res["put_reason"] in ("ConnectionLost", "LeaseExpired", "KeyDeleted")
+            assert res["put_reason"] == "LeaseExpired"
             assert res["callback"] is True and len(res["callback_reasons"]) == 1
             # the stale write never reached etcd
             assert g.get(name + "-data") == b"from-child"

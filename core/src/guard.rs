@@ -219,6 +219,17 @@ impl Guard {
         LossSignal { rx: self.shared.state.subscribe(), session: self.shared.session.clone() }
     }
 
+    /// Past the local deadline, while the session asks etcd why (at most
+    /// half the margin): wait for its answer, so that an operation refused
+    /// for the loss gives etcd's reason, and the loss event has fired by the
+    /// time the caller sees the refusal.
+    async fn settle_loss(&self) {
+        let s = &self.shared.session;
+        if *self.shared.state.borrow() == GuardState::Held && !s.alive() && s.loss().is_none() {
+            let _ = tokio::time::timeout(s.reason_wait(), s.wait_lost()).await;
+        }
+    }
+
     fn check_held(&self) -> Result<()> {
         match self.state() {
             GuardState::Held => Ok(()),
@@ -243,6 +254,7 @@ impl Guard {
             GuardState::Released => return Ok(()),
             GuardState::Lost(_) | GuardState::Held => {}
         }
+        self.settle_loss().await;
         let was = self.state();
         self.shared.state.send_if_modified(|s| {
             if *s == GuardState::Held {
@@ -308,6 +320,7 @@ impl Guard {
     }
 
     async fn guarded(&self, op: TxnOp) -> Result<TxnOpResponse> {
+        self.settle_loss().await;
         self.check_held()?;
         let sh = &self.shared;
         let txn = etcd_client::Txn::new()

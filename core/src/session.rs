@@ -102,6 +102,12 @@ impl Session {
         }
     }
 
+    /// How long the loss's reason can take once the deadline has passed
+    /// (see [`Session::why_lost`]), with room for the watchdog to wake.
+    pub(crate) fn reason_wait(&self) -> Duration {
+        self.margin / 2 + Duration::from_millis(100)
+    }
+
     /// Whether renewal is failing now.
     pub(crate) fn renewal(&self) -> Renewal {
         *self.renewal.borrow()
