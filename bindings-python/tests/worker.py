@@ -56,7 +56,7 @@ def hold(endpoints: str, name: str, ttl: int) -> None:
     g.put(name + "-data", "from-child")
     out({"token": g.fencing_token, "key": g.key, "held": g.is_held})
     sys.stdin.readline()
-    res = {"held": g.is_held, "lost": g.lost.is_set(), "loss_reason": g.loss_reason}
+    res = {"held": g.is_held, "lost": g.lost.is_set()}
     try:
         g.put(name + "-data", "stale-write")
         res["put"] = "ok"
@@ -66,6 +66,9 @@ def hold(endpoints: str, name: str, ttl: int) -> None:
         res["put_reason"] = e.reason
     res["callback"] = fired.wait(10)
     res["callback_reasons"] = reasons
+    # Read after the event: until etcd has said why (half the margin at most)
+    # the reason reads ConnectionLost.
+    res["loss_reason"] = g.loss_reason
     out(res)
 
 
