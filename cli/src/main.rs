@@ -100,7 +100,7 @@ struct Conn {
     /// Connect timeout: 5s, 250ms, or seconds [env: ETCDLOCK_CONNECT_TIMEOUT] [default: 5s]
     #[arg(long, global = true)]
     connect_timeout: Option<String>,
-    /// Per-request timeout [env: ETCDLOCK_REQUEST_TIMEOUT] [default: 5s]
+    /// Bound on every call that does not wait for the lock (try, release, status), retries and failover included [env: ETCDLOCK_REQUEST_TIMEOUT] [default: 2s]
     #[arg(long, global = true)]
     request_timeout: Option<String>,
     /// Safety margin subtracted from the TTL for local loss detection [env: ETCDLOCK_MARGIN]

@@ -63,6 +63,13 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
             return exit::ERROR;
         }
     };
+    // --timeout bounds the whole wait, connecting included.
+    let started = std::time::Instant::now();
+    let timeout = a.timeout.map(|t| Duration::from_secs_f64(t.max(0.0)));
+    let mut opts = opts;
+    if let Some(t) = timeout {
+        opts.connect_timeout = opts.connect_timeout.min(t.max(Duration::from_millis(1)));
+    }
     let client = match Client::connect(opts).await {
         Ok(c) => c,
         Err(e) => {
@@ -71,7 +78,7 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         }
     };
     let cancel = CancellationToken::new();
-    let lock_opts = LockOptions { timeout: a.timeout.map(|t| Duration::from_secs_f64(t.max(0.0))), cancel: Some(cancel.clone()) };
+    let lock_opts = LockOptions { timeout: timeout.map(|t| t.saturating_sub(started.elapsed())), cancel: Some(cancel.clone()) };
     let acquire = async {
         let lock_opts = if a.try_only { LockOptions { timeout: Some(Duration::ZERO), ..lock_opts } } else { lock_opts };
         match (a.permits, a.read) {
