@@ -80,6 +80,12 @@ export interface ConnectOptions {
   connectTimeout?: number;
   /** Bound in ms on every call that does not wait for a lock (tryLock, unlock, guarded operations, status), retries and failover included: `Unavailable` after it (default 2000). Lock calls are bounded by their own timeout. */
   requestTimeout?: number;
+  /**
+   * Close this client when SIGTERM, SIGINT or SIGHUP arrives, so its locks are free at once
+   * instead of after the TTL (Node's default action for those signals runs no JavaScript);
+   * then end the process by that signal unless another listener for it exists. Default false.
+   */
+  releaseOnExit?: boolean;
   /** Safety margin in ms subtracted from the TTL for local loss detection (default: TTL/5, at most 2000). At most half the TTL (else `InvalidArgument`). */
   margin?: number;
   /** Watch each held key so an outside delete is reported at once (default true). */

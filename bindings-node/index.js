@@ -435,6 +435,39 @@ async function* follow(obs, signal) {
  * process alive (a pending `lock()` does); call `close()` to revoke the lease
  * and release every lock at once.
  */
+// Clients opened with `releaseOnExit`: closed (their leases revoked, so their
+// locks are free at once, not after the TTL) when SIGTERM, SIGINT or SIGHUP
+// arrives. Node's default action for those signals ends the process with no
+// JavaScript run (no `exit`/`beforeExit` handlers), so a lock would otherwise
+// stay held until its TTL ran out.
+const releasing = new Set();
+const EXIT_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+let exitHandlersInstalled = false;
+
+function releaseOnSignals(client) {
+  releasing.add(client);
+  if (exitHandlersInstalled) return;
+  exitHandlersInstalled = true;
+  for (const sig of EXIT_SIGNALS) {
+    const onSignal = () => {
+      const clients = [...releasing];
+      releasing.clear();
+      // Bounded: each close is bounded by its client's request timeout; do
+      // not let a hung etcd keep a stopping process alive past 2 s.
+      const closed = Promise.allSettled(clients.map((c) => c.close()));
+      const bound = new Promise((r) => setTimeout(r, 2000).unref());
+      Promise.race([closed, bound]).then(() => {
+        // Someone else also listens: stopping is theirs to do. Else end the
+        // process by the same signal, as the default action would have.
+        if (process.listenerCount(sig) > 1) return;
+        for (const s of EXIT_SIGNALS) process.removeAllListeners(s);
+        process.kill(process.pid, sig);
+      });
+    };
+    process.on(sig, onSignal);
+  }
+}
+
 class Client {
   #n;
 
@@ -447,8 +480,10 @@ class Client {
   /**
    * Connect to etcd and open the session (grant the lease).
    * @param {object} options `{ endpoints, ttl, namespace, username, password, tls: { ca, cert, key, domain },
-   *   connectTimeout, requestTimeout, margin, watchHeldKeys }` (`ttl` in seconds, timeouts and `margin`
-   *   in milliseconds, TLS values are PEM file paths; see index.d.ts).
+   *   connectTimeout, requestTimeout, margin, watchHeldKeys, releaseOnExit }` (`ttl` in seconds, timeouts and `margin`
+   *   in milliseconds, TLS values are PEM file paths; see index.d.ts). `releaseOnExit: true` closes the
+   *   client when SIGTERM, SIGINT or SIGHUP arrives (its locks are free at once instead of after the TTL),
+   *   then ends the process by that signal unless another listener handles it.
    *   Every option not given here comes from its `ETCDLOCK_*` variable if set (ETCDLOCK_ENDPOINTS,
    *   ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_TLS_CA/_TLS_CERT/_TLS_KEY/_TLS_DOMAIN,
    *   ETCDLOCK_CONNECT_TIMEOUT, ETCDLOCK_REQUEST_TIMEOUT, ETCDLOCK_MARGIN, ETCDLOCK_WATCH_HELD_KEYS): the same rule
@@ -480,7 +515,10 @@ class Client {
       watchHeldKeys: optBoolean(o.watchHeldKeys, 'watchHeldKeys'),
     };
     for (const k of Object.keys(opts)) if (opts[k] === undefined) delete opts[k];
-    return new Client(await call(() => native.NativeClient.connect(opts)));
+    const releaseOnExit = optBoolean(o.releaseOnExit, 'releaseOnExit');
+    const client = new Client(await call(() => native.NativeClient.connect(opts)));
+    if (releaseOnExit) releaseOnSignals(client);
+    return client;
   }
 
   /** The effective lease TTL in seconds (etcd raises TTLs below its minimum). */
@@ -642,6 +680,7 @@ class Client {
    * `Closed`. Idempotent.
    */
   close() {
+    releasing.delete(this);
     return call(() => this.#n.close());
   }
 

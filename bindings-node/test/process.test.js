@@ -82,6 +82,35 @@ describe('processes and threads', () => {
     }
   });
 
+  for (const [sig, release] of [['SIGTERM', true], ['SIGINT', true], ['SIGTERM', false]]) {
+    it(`${sig} with releaseOnExit ${release}: the lock is ${release ? 'free within 1 s' : 'held until the TTL'}`, async () => {
+      const name = unique('exit');
+      const child = spawn(process.execPath, [path.join(FIX, 'exit-holder.js'), etcd.endpoints.join(','), name, String(release)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      const exited = new Promise((r) => child.once('exit', (code, signal) => r({ code, signal })));
+      try {
+        const lines = readline.createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+        assert.equal(JSON.parse((await lines.next()).value).held, true);
+        child.kill(sig);
+        const t0 = Date.now();
+        if (release) {
+          const mine = await client.lock(name, { timeout: 1000 });
+          assert.ok(Date.now() - t0 <= 1000, `free after ${Date.now() - t0} ms`);
+          await mine.unlock();
+          // The process still ends by the signal, as its default action would.
+          assert.deepEqual(await exited, { code: null, signal: sig });
+        } else {
+          // Node's default action runs no JavaScript: the lease lives on until its TTL.
+          assert.deepEqual(await exited, { code: null, signal: sig });
+          await assert.rejects(client.lock(name, { timeout: 1000 }), (e) => e.code === 'Timeout');
+        }
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      }
+    });
+  }
+
   it('a pending lock() keeps the process alive until it is granted', async () => {
     const name = unique('pending');
     const held = await client.lock(name);
