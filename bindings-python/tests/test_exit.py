@@ -76,3 +76,48 @@ def test_programs_exit_cleanly_every_time(name: str, endpoints: List[str]) -> No
         runs = list(pool.map(lambda i: run_once(PROGRAMS[name], f"exit-{name}-{os.getpid()}-{i}/", endpoints), range(RUNS)))
     bad = [(p.returncode, p.stderr[-300:]) for p in runs if p.returncode != 0 or p.stdout.split() != ["bye"]]
     assert not bad, f"{len(bad)} of {RUNS} runs of {name} did not exit cleanly; first: {bad[0]}"
+
+
+HOLDER = """
+import sys, time, etcdlock
+if sys.argv[2] == "release":
+    etcdlock.release_on_sigterm()
+client = etcdlock.Client(ttl=10)
+g = client.acquire(sys.argv[1])
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("release", [True, False])
+def test_sigterm_with_release_on_sigterm_frees_the_lock_at_once(release: bool, endpoints: List[str], name: str) -> None:
+    """With ``release_on_sigterm()`` a SIGTERMed holder's lock is free within
+    1 s (the process exits 143 after its atexit handler revoked the lease);
+    without it SIGTERM kills Python before atexit and the lock stays held until
+    the TTL."""
+    import etcdlock
+    import signal
+    import time
+
+    env = {**os.environ, "ETCDLOCK_ENDPOINTS": ",".join(endpoints)}
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, name, "release" if release else "default"],
+        env=env, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert p.stdout is not None and p.stdout.readline().strip() == "held"
+        p.send_signal(signal.SIGTERM)
+        with etcdlock.Client(endpoints=endpoints) as c:
+            t0 = time.monotonic()
+            if release:
+                g = c.acquire(name, timeout=1)
+                assert time.monotonic() - t0 <= 1.0
+                g.unlock()
+                assert p.wait(10) == 143
+            else:
+                assert p.wait(10) == -signal.SIGTERM
+                with pytest.raises(etcdlock.TimeoutError):
+                    c.acquire(name, timeout=1)
+    finally:
+        if p.poll() is None:
+            p.kill()

@@ -110,6 +110,7 @@ __all__ = [
     "MAX_TTL_SECS",
     "MAX_PERMITS",
     "MAX_MULTI",
+    "release_on_sigterm",
 ]
 
 Endpoints = Union[str, Sequence[str], None]
@@ -182,6 +183,28 @@ def _close_at_exit() -> None:
             c.close()
         except BaseException:  # pragma: no cover - best effort at exit
             pass
+
+
+def release_on_sigterm() -> None:
+    """Let SIGTERM stop the process the way Ctrl-C does, so its locks are free
+    at once instead of after the TTL.
+
+    SIGTERM is how systemd, Kubernetes and docker stop a service, and its
+    default action ends Python with no ``finally``, ``with`` exit or atexit
+    handler run: every lease stays alive until its TTL runs out. After this
+    call SIGTERM raises ``SystemExit(143)`` in the main thread (interrupting a
+    blocked ``lock()`` as Ctrl-C does), so ``with`` blocks release their locks
+    and, at exit, every client still open is closed (its lease revoked).
+
+    Call it from the main thread. It replaces any SIGTERM handler; a program
+    with its own should close its clients there instead.
+    """
+    import signal
+
+    def _stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _stop)
 
 
 @dataclass(frozen=True)
