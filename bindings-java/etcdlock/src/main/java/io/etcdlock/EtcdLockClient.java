@@ -478,6 +478,15 @@ public final class EtcdLockClient implements AutoCloseable {
         return endpoints;
     }
 
+    /** The shutdown hook of {@link Builder#releaseOnExit(boolean)}, while registered. */
+    private volatile Thread exitHook;
+
+    private void closeOnExit() {
+        Thread hook = new Thread(this::close, "etcdlock-release-on-exit");
+        exitHook = hook;
+        Runtime.getRuntime().addShutdownHook(hook);
+    }
+
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
         return handle.isClosed();
@@ -490,6 +499,15 @@ public final class EtcdLockClient implements AutoCloseable {
      */
     @Override
     public void close() {
+        Thread hook = exitHook;
+        if (hook != null && hook != Thread.currentThread()) {
+            exitHook = null;
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs (or ran) anyway; close is idempotent
+            }
+        }
         if (handle.isClosed()) {
             return;
         }
@@ -757,6 +775,7 @@ public final class EtcdLockClient implements AutoCloseable {
         private long requestTimeoutMs = -1;
         private long marginMs = -1;
         private int watchHeldKeys = -1; // -1: not set
+        private boolean releaseOnExit;
 
         Builder() {}
 
@@ -870,6 +889,17 @@ public final class EtcdLockClient implements AutoCloseable {
             return this;
         }
 
+        /**
+         * Close the client from a JVM shutdown hook (SIGTERM, SIGINT, SIGHUP, {@code System.exit}),
+         * so its locks are free at once instead of after the TTL; {@link #close()} removes the hook.
+         * Default false. Spring's starter closes its client when the context closes, which a
+         * graceful shutdown does after draining; this is for plain Java programs.
+         */
+        public Builder releaseOnExit(boolean release) {
+            this.releaseOnExit = release;
+            return this;
+        }
+
         private static long positiveMillis(Duration d, String what) {
             if (d == null || d.isNegative() || d.isZero()) {
                 throw new InvalidArgumentException(what + " must be positive, got " + d);
@@ -891,7 +921,11 @@ public final class EtcdLockClient implements AutoCloseable {
                     connectTimeoutMs, requestTimeoutMs, marginMs, watchHeldKeys);
             String eps = NativeBridge.endpoints(ptr);
             LOG.debug("etcdlock client connected to {}", eps);
-            return new EtcdLockClient(ptr, eps);
+            EtcdLockClient client = new EtcdLockClient(ptr, eps);
+            if (releaseOnExit) {
+                client.closeOnExit();
+            }
+            return client;
         }
     }
 }

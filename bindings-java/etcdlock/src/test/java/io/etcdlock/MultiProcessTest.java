@@ -104,6 +104,29 @@ class MultiProcessTest {
         }
     }
 
+    @Test
+    void sigtermWithReleaseOnExitFreesTheLockWithinOneSecond() throws Exception {
+        String name = uniqueName("sigterm");
+        String eps = String.join(",", EtcdExtension.endpoints());
+        Process child = childJvm(HolderWorker.class, eps, name, "10", "release-on-exit");
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8));
+                EtcdLockClient c = client()) {
+            String held = r.readLine();
+            assertNotNull(held, "child reported its hold");
+            assertTrue(held.startsWith("HELD "), held);
+            signal("TERM", child.pid());
+            long t0 = System.nanoTime();
+            try (LockGuard g = c.acquire(name, Duration.ofSeconds(1))) {
+                double s = (System.nanoTime() - t0) / 1e9;
+                assertTrue(s <= 1.0, "free after " + s + " s");
+            }
+            assertTrue(child.waitFor(30, TimeUnit.SECONDS), "child JVM ended");
+            assertEquals(143, child.exitValue());
+        } finally {
+            child.destroyForcibly();
+        }
+    }
+
     static void signal(String sig, long pid) throws Exception {
         Process k = new ProcessBuilder("kill", "-" + sig, Long.toString(pid)).inheritIO().start();
         assertEquals(0, k.waitFor());
