@@ -253,6 +253,20 @@ else
 fi
 
 echo "== CLI: the tarball's binary (no cargo, rustc, protoc, cc)"
+cli_tree=$work/cli/etcdlock-cli-$version
+missing=""
+for f in README.md LICENSE share/man/man1/etcdlock.1 share/bash-completion/completions/etcdlock \
+  share/zsh/site-functions/_etcdlock share/fish/vendor_completions.d/etcdlock.fish \
+  share/doc/etcdlock/examples/etcdlock-job.service share/doc/etcdlock/examples/etcdlock-job.timer; do
+  [ -s "$cli_tree/$f" ] || missing="$missing $f"
+done
+if [ -z "$missing" ] && grep -q '^\.TH etcdlock 1' "$cli_tree/share/man/man1/etcdlock.1" &&
+  bash -n "$cli_tree/share/bash-completion/completions/etcdlock" &&
+  grep -q 'completions' "$cli_tree/share/bash-completion/completions/etcdlock"; then
+  ok "cli tarball: README, LICENSE, etcdlock(1), bash/zsh/fish completions, systemd unit and timer"
+else
+  bad "cli tarball: missing or broken:${missing:- man page or bash completion}"
+fi
 if out=$(PATH=$NOCC ETCDLOCK_ENDPOINTS=$EP "$work/cli/etcdlock-cli-$version/bin/etcdlock" run cleanroom-cli --timeout 10 -- \
     sh -c 'echo "ok $ETCDLOCK_FENCING_TOKEN"') && [ "${out#ok }" -gt 0 ] 2>/dev/null; then
   ok "cli: etcdlock run printed '$out'"

@@ -7,7 +7,8 @@
 #   maven/io/etcdlock/...               etcdlock, etcdlock-spring, etcdlock-shedlock (+ -sources, -javadoc, poms)
 #   etcdlock-c-V-x86_64-linux-gnu.tar.gz  lib/libetcdlock.so.V (+ .so.MAJOR, .so), .a, header,
 #                                       pkg-config, CMake package, valgrind suppressions
-#   etcdlock-cli-V-x86_64-linux-gnu.tar.gz  bin/etcdlock
+#   etcdlock-cli-V-x86_64-linux-gnu.tar.gz  bin/etcdlock, README.md, LICENSE, man page,
+#                                       bash/zsh/fish completions, a systemd unit + timer example
 #
 # Every native part comes from ONE `cargo zigbuild --profile dist` (one feature
 # resolution, each dependency compiled once, zig links against glibc 2.17
@@ -121,6 +122,17 @@ require "$BIN/etcdlock" "the CLI"
 glibc_check "$BIN/etcdlock"
 cli=$work/etcdlock-cli-$version
 install -d "$cli/bin"; install -m 0755 "$BIN/etcdlock" "$cli/bin/etcdlock"
+# What an operator installs beside the binary, generated from the binary
+# itself (the same clap definition as --help): the man page and completions.
+install -m 0644 cli/README.md "$cli/README.md"
+install -m 0644 LICENSE "$cli/LICENSE"
+install -d "$cli/share/man/man1" "$cli/share/bash-completion/completions" "$cli/share/zsh/site-functions" \
+  "$cli/share/fish/vendor_completions.d" "$cli/share/doc/etcdlock/examples"
+"$BIN/etcdlock" man > "$cli/share/man/man1/etcdlock.1"
+"$BIN/etcdlock" completions bash > "$cli/share/bash-completion/completions/etcdlock"
+"$BIN/etcdlock" completions zsh > "$cli/share/zsh/site-functions/_etcdlock"
+"$BIN/etcdlock" completions fish > "$cli/share/fish/vendor_completions.d/etcdlock.fish"
+install -m 0644 cli/dist/etcdlock-job.service cli/dist/etcdlock-job.timer "$cli/share/doc/etcdlock/examples/"
 tar -C "$work" -czf "$OUT/etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" "etcdlock-cli-$version"
 
 # --- Python: abi3 wheel from the module built above, and the sdist

@@ -10,7 +10,7 @@ mod status;
 
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use etcdlock::{ClientOptions, ErrorCode};
 
 /// Exit codes (besides the command's own status, which `run` passes through).
@@ -180,6 +180,15 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print a shell completion script: bash, zsh, fish, elvish or powershell
+    /// (e.g. `etcdlock completions bash > /etc/bash_completion.d/etcdlock`).
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+    /// Print the etcdlock(1) man page (roff), as the release tarball installs it.
+    #[command(hide = true)]
+    Man,
     /// The Rust worker of the cross-language flash-sale demo (configured by FLASH_* variables).
     #[command(hide = true)]
     FlashWorker,
@@ -202,6 +211,26 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    // Generated from the same clap definition as --help; they need no etcd
+    // and no options, so they answer before either is looked at.
+    match cli.cmd {
+        Cmd::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "etcdlock", &mut std::io::stdout());
+            std::process::exit(0);
+        }
+        Cmd::Man => {
+            let code = match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => 0,
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 0,
+                Err(e) => {
+                    eprintln!("etcdlock: {e}");
+                    exit::ERROR
+                }
+            };
+            std::process::exit(code);
+        }
+        _ => {}
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -223,6 +252,7 @@ fn main() {
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
+            Cmd::Completions { .. } | Cmd::Man => 0, // answered before the runtime started
             Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, recipes, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),

@@ -327,3 +327,20 @@ fn bench_reports_every_row_and_leaves_nothing_behind() {
     assert_eq!(count(&etcd, "etcdlock-bench-"), 0, "the bench left keys behind");
     assert_eq!(count(&etcd, "bench-"), 0, "the floors left keys behind");
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_binary() {
+    for (shell, marker) in [("bash", "_etcdlock()"), ("zsh", "#compdef etcdlock"), ("fish", "complete -c etcdlock")] {
+        let out = bin().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(text.contains(marker) && text.contains("run") && text.contains("status"), "{shell}: {text}");
+    }
+    let out = bin().arg("man").output().unwrap();
+    assert!(out.status.success());
+    let man = String::from_utf8(out.stdout).unwrap();
+    assert!(man.contains(".TH etcdlock 1") && man.contains("completions"), "{man}");
+    // A shell clap does not know is a usage error, exit 2, one line.
+    let out = bin().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
