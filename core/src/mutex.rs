@@ -788,3 +788,56 @@ pub(crate) fn owner_info() -> String {
     out
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(key: &str, rev: i64) -> Contender {
+        Contender { key: key.as_bytes().to_vec(), rev }
+    }
+
+    #[test]
+    fn no_older_key_means_we_hold() {
+        let q = Queue::of_older(true, &[], true, 10);
+        assert!(q.mine && q.pred.is_none() && q.holder.is_none() && q.ahead.is_none());
+    }
+
+    #[test]
+    fn the_only_older_key_is_the_holder_whose_delete_hands_over() {
+        let q = Queue::of_older(true, &[c("l/a", 5)], true, 10);
+        assert_eq!(q.pred, Some(c("l/a", 5)));
+        assert_eq!(q.holder, q.pred);
+        assert!(q.ahead.is_none());
+        assert_eq!(q.rest.map(|r| r.len()), Some(0));
+    }
+
+    #[test]
+    fn a_longer_queue_is_followed_newest_first() {
+        // Newest first, as the read returns them: we wait for l/c, watch l/b ahead of it.
+        let older = [c("l/c", 7), c("l/b", 6), c("l/a", 5)];
+        let q = Queue::of_older(true, &older, true, 10);
+        assert_eq!(q.pred, Some(c("l/c", 7)));
+        assert_eq!(q.ahead, Some(c("l/b", 6)));
+        assert!(q.holder.is_none(), "the holder is not our predecessor");
+        assert_eq!(q.rest.unwrap().into_iter().collect::<Vec<_>>(), vec![c("l/a", 5)]);
+        assert_eq!(q.rev, 10);
+    }
+
+    #[test]
+    fn a_read_cut_by_its_limit_never_names_the_holder() {
+        // One key seen, but more exist: it may not be the holder, and the
+        // rest of the queue is unknown (a delete then costs a read).
+        let q = Queue::of_older(true, &[c("l/p", 9)], false, 10);
+        assert_eq!(q.pred, Some(c("l/p", 9)));
+        assert!(q.holder.is_none() && q.rest.is_none());
+    }
+
+    #[test]
+    fn names_are_checked_before_any_request() {
+        assert_eq!(validate_name("").unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert_eq!(validate_name(&"n".repeat(MAX_NAME_LEN + 1)).unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert!(validate_name(&"n".repeat(MAX_NAME_LEN)).is_ok());
+        assert!(validate_name("jobs/x\n").is_ok(), "control characters are the caller's business, shown escaped");
+    }
+}

@@ -42,6 +42,23 @@ pub fn etcdctl_bin() -> PathBuf {
     PathBuf::from("/usr/bin/etcdctl")
 }
 
+/// Wait (up to 1 s) until every thread of `pid` is stopped: /proc/PID/task/*/stat
+/// shows state `T`.
+fn await_stopped(pid: u32) {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let stopped = || -> bool {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+        tasks.flatten().all(|t| {
+            std::fs::read_to_string(t.path().join("stat"))
+                .map(|st| st.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('T')).unwrap_or(true))
+                .unwrap_or(true)
+        })
+    };
+    while !stopped() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// A free TCP port on 127.0.0.1 (bound, read, released).
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port on 127.0.0.1")
@@ -234,10 +251,14 @@ impl Etcd {
         wait_port(port, Instant::now() + Duration::from_secs(20)).expect("member port after restart");
     }
 
-    /// SIGSTOP member `i`.
+    /// SIGSTOP member `i`, and return once the kernel reports it stopped: a
+    /// thread of etcd already running when the signal is sent can still
+    /// answer a request, so a test that sends one right after `kill` would
+    /// race the stop.
     pub fn pause(&self, i: usize) {
         if let Some(pid) = self.members[i].pid() {
             unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+            await_stopped(pid);
         }
     }
 
@@ -246,6 +267,7 @@ impl Etcd {
     pub fn pause_for(&self, i: usize, d: Duration) {
         let Some(pid) = self.members[i].pid() else { return };
         unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        await_stopped(pid);
         std::thread::spawn(move || {
             std::thread::sleep(d);
             unsafe { libc::kill(pid as i32, libc::SIGCONT) };
