@@ -6,7 +6,7 @@ use clap::Args;
 use etcdlock::{CancellationToken, Client, ClientOptions, Leader, LockOptions};
 use tokio::signal::unix::{signal, SignalKind};
 
-use crate::run::{interrupted, run_while_held, signal_number};
+use crate::run::{interrupted, run_while_held, signal_number, Stops};
 use crate::{exit, exit_code_for};
 
 #[derive(Args)]
@@ -46,9 +46,9 @@ pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
         eprintln!("etcdlock: unknown signal {:?}", a.signal);
         return exit::USAGE;
     };
-    let (mut sigint, mut sigterm) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-        (Ok(i), Ok(t)) => (i, t),
-        _ => return exit::ERROR,
+    let Some(mut stops) = Stops::install() else {
+        eprintln!("etcdlock: cannot install signal handlers");
+        return exit::ERROR;
     };
     let client = match Client::connect(opts).await {
         Ok(c) => c,
@@ -68,10 +68,9 @@ pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
                 return exit_code_for(&e);
             }
         },
-        _ = sigint.recv() => return interrupted(&client, &cancel, &a.name).await,
-        _ = sigterm.recv() => return interrupted(&client, &cancel, &a.name).await,
+        _ = stops.recv() => return interrupted(&client, &cancel, &a.name).await,
     };
-    run_while_held(client, leadership.into_guard(), &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut sigint, &mut sigterm).await
+    run_while_held(client, leadership.into_guard(), &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut stops).await
 }
 
 fn line(l: &Option<Leader>) -> String {

@@ -6,6 +6,7 @@ mod bench_recipes;
 mod flash;
 mod run;
 mod elect;
+mod tree;
 mod status;
 
 use std::time::Duration;
@@ -137,8 +138,13 @@ enum Cmd {
     /// Wait for the lock, run a command while holding it, release when it exits.
     ///
     /// The command gets ETCDLOCK_FENCING_TOKEN, ETCDLOCK_KEY and ETCDLOCK_LEASE_ID
-    /// in its environment. If the lock is lost while it runs, it is sent
-    /// --signal, then SIGKILL after --grace seconds, and etcdlock exits 70.
+    /// in its environment, and runs in its own process group, which etcdlock
+    /// owns: SIGTERM, SIGINT, SIGHUP and SIGQUIT go to the whole group; if the
+    /// lock is lost the group gets --signal; what is left of the group when the
+    /// command exits gets SIGTERM; in each case SIGKILL follows --grace seconds
+    /// later, and the lock is released only once no process of the group is
+    /// left. If etcdlock itself dies (even kill -9), a supervisor kills the
+    /// group at once. A lost lock exits 70.
     Run(run::RunArgs),
     /// Show a lock's holders and waiting queue, for every kind (mutex, semaphore,
     /// read-write lock, election; etcdlock, etcdctl and Go keys alike).
@@ -189,6 +195,13 @@ enum Cmd {
     /// Print the etcdlock(1) man page (roff), as the release tarball installs it.
     #[command(hide = true)]
     Man,
+    /// The supervisor `run` and `elect` start beside a command: SIGKILLs the
+    /// command's process group PGID if etcdlock dies (stdin: etcdlock's pipe).
+    #[command(hide = true)]
+    Supervise {
+        /// The command's process group
+        pgid: i32,
+    },
     /// The Rust worker of the cross-language flash-sale demo (configured by FLASH_* variables).
     #[command(hide = true)]
     FlashWorker,
@@ -218,6 +231,7 @@ fn main() {
             clap_complete::generate(shell, &mut Cli::command(), "etcdlock", &mut std::io::stdout());
             std::process::exit(0);
         }
+        Cmd::Supervise { pgid } => std::process::exit(tree::supervisor_main(pgid)),
         Cmd::Man => {
             let code = match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
                 Ok(()) => 0,
@@ -252,7 +266,7 @@ fn main() {
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
-            Cmd::Completions { .. } | Cmd::Man => 0, // answered before the runtime started
+            Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise { .. } => 0, // answered before the runtime started
             Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, recipes, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),

@@ -1,5 +1,5 @@
 //! `etcdlock run NAME -- CMD...`
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use etcdlock::{CancellationToken, Client, ClientOptions, LockOptions};
@@ -56,12 +56,9 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         eprintln!("etcdlock: unknown signal {:?}", a.signal);
         return exit::USAGE;
     };
-    let (mut sigint, mut sigterm) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-        (Ok(i), Ok(t)) => (i, t),
-        _ => {
-            eprintln!("etcdlock: cannot install signal handlers");
-            return exit::ERROR;
-        }
+    let Some(mut stops) = Stops::install() else {
+        eprintln!("etcdlock: cannot install signal handlers");
+        return exit::ERROR;
     };
     // --timeout bounds the whole wait, connecting included.
     let started = std::time::Instant::now();
@@ -97,14 +94,48 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
                 return exit_code_for(&e);
             }
         },
-        _ = sigint.recv() => { return interrupted(&client, &cancel, &a.name).await }
-        _ = sigterm.recv() => { return interrupted(&client, &cancel, &a.name).await }
+        _ = stops.recv() => { return interrupted(&client, &cancel, &a.name).await }
     };
-    run_while_held(client, guard, &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut sigint, &mut sigterm).await
+    run_while_held(client, guard, &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut stops).await
 }
 
-/// Run `command` while `guard` holds; stop it on loss (signal, then SIGKILL
-/// after `grace`), release when it exits. Shared by `run` and `elect`.
+/// The signals that stop etcdlock: SIGINT, SIGTERM, SIGHUP (an ssh hang-up)
+/// and SIGQUIT. While waiting they end the wait; while the command runs they
+/// go to its whole process group.
+pub struct Stops {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+}
+
+impl Stops {
+    pub fn install() -> Option<Stops> {
+        Some(Stops {
+            int: signal(SignalKind::interrupt()).ok()?,
+            term: signal(SignalKind::terminate()).ok()?,
+            hup: signal(SignalKind::hangup()).ok()?,
+            quit: signal(SignalKind::quit()).ok()?,
+        })
+    }
+
+    /// The next stop signal's number.
+    pub async fn recv(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.int.recv() => libc::SIGINT,
+            _ = self.term.recv() => libc::SIGTERM,
+            _ = self.hup.recv() => libc::SIGHUP,
+            _ = self.quit.recv() => libc::SIGQUIT,
+        }
+    }
+}
+
+/// Run `command` while `guard` holds, as the owner of its whole process
+/// group (tree.rs): stop signals go to the group; after a loss the group gets
+/// `sig`, and after the command exits what is left of it gets SIGTERM; in
+/// both cases and after a stop signal, SIGKILL follows `grace` later; the
+/// lock is released only once no process of the group is left. Shared by
+/// `run` and `elect`.
 #[allow(clippy::too_many_arguments)]
 pub async fn run_while_held(
     client: Client,
@@ -115,18 +146,20 @@ pub async fn run_while_held(
     sig_name: &str,
     grace: f64,
     verbose: bool,
-    sigint: &mut tokio::signal::unix::Signal,
-    sigterm: &mut tokio::signal::unix::Signal,
+    stops: &mut Stops,
 ) -> i32 {
     if verbose {
         eprintln!("etcdlock: holding {} (key {}, fencing token {})", name, guard.key(), guard.fencing_token());
     }
+    // None: never SIGKILL (an infinite grace).
+    let grace = Duration::try_from_secs_f64(grace.max(0.0)).ok();
     let mut cmd = tokio::process::Command::new(&command[0]);
     cmd.args(&command[1..])
         .env("ETCDLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
         .env("ETCDLOCK_KEY", guard.key())
         .env("ETCDLOCK_LEASE_ID", format!("{:x}", guard.lease_id()))
         .env("ETCDLOCK_LOCK_NAME", name);
+    let terminal = crate::tree::prepare(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -136,41 +169,60 @@ pub async fn run_while_held(
             return if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
         }
     };
-    let pid = child.id().map(|p| p as i32);
-    let forward = |s: i32| {
-        if let Some(p) = pid {
-            unsafe { libc::kill(p, s) };
-        }
+    let Some(pid) = child.id().map(|p| p as i32) else {
+        let _ = guard.unlock().await;
+        client.close().await;
+        return exit::ERROR;
+    };
+    let tree = crate::tree::Tree::started(pid, terminal);
+    // After a stop signal: when the group gets SIGKILL.
+    let mut kill_at: Option<Instant> = None;
+    let left = |kill_at: Option<Instant>| match kill_at {
+        Some(t) => Some(t.saturating_duration_since(Instant::now())),
+        None => grace,
     };
     let code = loop {
         tokio::select! {
             st = child.wait() => {
                 let st = st.map(status_code).unwrap_or(exit::ERROR);
-                let _ = guard.unlock().await;
+                // Nothing the command started runs on without the lock.
+                tree.end(Some(libc::SIGTERM), left(kill_at)).await;
                 break st;
             }
             loss = guard.wait_lost() => {
                 let Some(loss) = loss else { continue };
                 eprintln!(
-                    "etcdlock: lock {:?} was lost ({}) while the command ran; sending signal {} (SIGKILL after {}s)",
+                    "etcdlock: lock {:?} was lost ({}) while the command ran; sending signal {} to its process group (SIGKILL after {:?})",
                     name, loss.reason, sig_name, grace
                 );
-                forward(sig);
-                tokio::select! {
-                    _ = child.wait() => {}
-                    _ = tokio::time::sleep(Duration::from_secs_f64(grace.max(0.0))) => {
-                        forward(libc::SIGKILL);
-                        let _ = child.wait().await;
-                    }
-                }
+                tree.end(Some(sig), left(kill_at)).await;
+                let _ = child.wait().await;
                 break exit::LOST;
             }
-            _ = sigint.recv() => forward(libc::SIGINT),
-            _ = sigterm.recv() => forward(libc::SIGTERM),
+            n = stops.recv() => {
+                tree.signal(n);
+                if kill_at.is_none() {
+                    kill_at = grace.map(|g| Instant::now() + g);
+                }
+            }
+            _ = sleep_until_opt(kill_at) => {
+                tree.signal(libc::SIGKILL);
+                kill_at = None;
+            }
         }
     };
+    // The group is gone: only now may someone else take the lock.
+    let _ = guard.unlock().await;
+    tree.finish();
     client.close().await;
     code
+}
+
+async fn sleep_until_opt(t: Option<Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(tokio::time::Instant::from_std(t)).await,
+        None => std::future::pending().await,
+    }
 }
 
 pub async fn interrupted(client: &Client, cancel: &CancellationToken, name: &str) -> i32 {

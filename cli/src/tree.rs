@@ -1,0 +1,182 @@
+//! The command's whole process tree, owned the way systemd's
+//! `KillMode=control-group` and `timeout(1) --kill-after` own theirs: the
+//! command runs in its own process group; signals etcdlock receives go to the
+//! group; what is left of the group after the command exits, after a loss, or
+//! after a stop signal gets SIGTERM (or `--signal`) and, after `--grace`,
+//! SIGKILL; the lock is released only once no process of the group is left.
+//! etcdlock is the group's subreaper (tini does the same), so grandchildren
+//! whose parent exits are reaped here and never linger as zombies.
+//!
+//! kill -9 of etcdlock: a small supervisor process (etcdlock itself, hidden
+//! subcommand `supervise`) holds the read end of a pipe whose write end only
+//! etcdlock has; when etcdlock dies the pipe closes and the supervisor
+//! SIGKILLs the group. PR_SET_PDEATHSIG alone would reach only the direct
+//! child (it is cleared on fork and fires when the parent *thread* exits).
+
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The job: its process group (= the command's pid), the supervisor's pipe
+/// and whether the terminal's foreground was handed to it.
+pub struct Tree {
+    pub pgid: i32,
+    supervisor: Option<(std::process::Child, OwnedFd)>,
+    terminal: bool,
+}
+
+/// Whether stdin is a terminal whose foreground group is ours.
+fn own_terminal() -> bool {
+    unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
+}
+
+/// Prepare `cmd` to start its own process group (and, on a terminal we own,
+/// to take the terminal's foreground, so an interactive command does not
+/// stop on SIGTTIN). Returns whether the terminal is handed over.
+pub fn prepare(cmd: &mut tokio::process::Command) -> bool {
+    let terminal = own_terminal();
+    // SAFETY: only async-signal-safe calls (setpgid, sigaction, tcsetpgrp)
+    // run in the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::setpgid(0, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if terminal {
+                set_foreground(libc::getpid());
+            }
+            Ok(())
+        });
+    }
+    terminal
+}
+
+impl Tree {
+    /// After `cmd` started as `pid`: give it the terminal too (both sides do
+    /// it, as shells do, so neither order races), become the subreaper, and
+    /// start the supervisor.
+    pub fn started(pid: i32, terminal: bool) -> Tree {
+        unsafe {
+            // Both parent and child set the group, as shells do.
+            libc::setpgid(pid, pid);
+            if terminal {
+                set_foreground(pid);
+            }
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+        Tree { pgid: pid, supervisor: supervise(pid), terminal }
+    }
+
+    /// Send `sig` to every process of the group.
+    pub fn signal(&self, sig: i32) {
+        unsafe { libc::kill(-self.pgid, sig) };
+    }
+
+    /// Whether any process of the group is left (reaping the zombies of
+    /// those reparented to us on the way).
+    pub fn alive(&self) -> bool {
+        loop {
+            let mut st = 0;
+            let r = unsafe { libc::waitpid(-self.pgid, &mut st, libc::WNOHANG) };
+            if r <= 0 {
+                break;
+            }
+        }
+        unsafe { libc::kill(-self.pgid, 0) == 0 || *libc::__errno_location() != libc::ESRCH }
+    }
+
+    /// Wait until no process of the group is left: `first` (None: none) now,
+    /// SIGKILL `grace` later (None: never).
+    pub async fn end(&self, first: Option<i32>, grace: Option<Duration>) {
+        if !self.alive() {
+            return;
+        }
+        if let Some(sig) = first {
+            self.signal(sig);
+            // A stopped process cannot act on SIGTERM until continued.
+            self.signal(libc::SIGCONT);
+        }
+        let kill_at = grace.map(|g| Instant::now() + g);
+        let mut killed = false;
+        while self.alive() {
+            if !killed && kill_at.is_some_and(|t| Instant::now() >= t) {
+                self.signal(libc::SIGKILL);
+                killed = true;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The group is gone: take the terminal back and let the supervisor go.
+    pub fn finish(mut self) {
+        if self.terminal {
+            unsafe { set_foreground(libc::getpgrp()) };
+        }
+        if let Some((mut child, fd)) = self.supervisor.take() {
+            // One byte: the job ended here; the supervisor exits without a kill.
+            let _ = unsafe { libc::write(fd.as_raw_fd(), b"x".as_ptr() as *const libc::c_void, 1) };
+            drop(fd);
+            let _ = child.wait();
+        }
+    }
+}
+
+/// tcsetpgrp with SIGTTOU ignored around it (a background group must), and
+/// the old disposition restored (an ignored signal would stay ignored across
+/// exec). Async-signal-safe: sigaction and tcsetpgrp only.
+unsafe fn set_foreground(pgid: i32) {
+    let mut old: libc::sigaction = std::mem::zeroed();
+    let mut ign: libc::sigaction = std::mem::zeroed();
+    ign.sa_sigaction = libc::SIG_IGN;
+    libc::sigaction(libc::SIGTTOU, &ign, &mut old);
+    libc::tcsetpgrp(0, pgid);
+    libc::sigaction(libc::SIGTTOU, &old, std::ptr::null_mut());
+}
+
+/// Start `etcdlock supervise PGID` with the read end of a pipe as its stdin.
+/// The write end is close-on-exec and stays in etcdlock alone, so it closes
+/// when etcdlock dies, however it dies.
+fn supervise(pgid: i32) -> Option<(std::process::Child, OwnedFd)> {
+    let mut fds = [0; 2];
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        eprintln!("etcdlock: cannot start the supervisor (pipe): {}", std::io::Error::last_os_error());
+        return None;
+    }
+    let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let exe = std::env::current_exe().ok()?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["supervise", &pgid.to_string()]).stdin(Stdio::from(read)).stdout(Stdio::null());
+    // Its own group: a signal to etcdlock's group (the terminal's Ctrl-C, a
+    // `kill -- -PGID`) must not end the supervisor before it can act.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    match cmd.spawn() {
+        Ok(child) => Some((child, write)),
+        Err(e) => {
+            eprintln!("etcdlock: cannot start the supervisor: {e}");
+            None
+        }
+    }
+}
+
+/// `etcdlock supervise PGID`: wait for etcdlock's pipe; a byte means the job
+/// ended normally; end of file without one means etcdlock died: SIGKILL the
+/// job's group.
+pub fn supervisor_main(pgid: i32) -> i32 {
+    unsafe {
+        for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(s, libc::SIG_IGN);
+        }
+    }
+    let mut b = [0u8; 1];
+    let n = loop {
+        match std::io::stdin().read(&mut b) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            r => break r,
+        }
+    };
+    if !matches!(n, Ok(1)) && pgid > 1 {
+        unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    }
+    0
+}
