@@ -1,6 +1,5 @@
 //! `etcdlock elect NAME VALUE -- CMD...` and `etcdlock leader NAME [--watch]`:
 //! leader election on the lock's keys, compatible with `etcdctl elect`.
-use std::time::Duration;
 
 use clap::Args;
 use etcdlock::{CancellationToken, Client, ClientOptions, Leader, LockOptions};
@@ -15,15 +14,15 @@ pub struct ElectArgs {
     pub name: String,
     /// The value to proclaim while leader
     pub value: String,
-    /// Give up campaigning after this many seconds (exit 75)
-    #[arg(long)]
-    pub timeout: Option<f64>,
+    /// Give up campaigning after this long (exit 75): 500ms, 5s, 2m, plain seconds, or inf
+    #[arg(long, value_parser = crate::parse_limit)]
+    pub timeout: Option<crate::Limit>,
     /// Signal sent to the command when leadership is lost
     #[arg(long, default_value = "TERM")]
     pub signal: String,
-    /// Seconds between that signal and SIGKILL
-    #[arg(long, default_value_t = 10.0)]
-    pub grace: f64,
+    /// Time between a stop signal (or the loss signal) to the command's process group and SIGKILL: 10s, 500ms, or never
+    #[arg(long, default_value = "10s", value_parser = crate::parse_limit)]
+    pub grace: crate::Limit,
     /// Print the fencing token and key to stderr when elected
     #[arg(long, short)]
     pub verbose: bool,
@@ -58,7 +57,7 @@ pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
         }
     };
     let cancel = CancellationToken::new();
-    let lo = LockOptions { timeout: a.timeout.map(|t| Duration::from_secs_f64(t.max(0.0))), cancel: Some(cancel.clone()) };
+    let lo = LockOptions { timeout: a.timeout.and_then(crate::Limit::duration), cancel: Some(cancel.clone()) };
     let leadership = tokio::select! {
         r = client.campaign(&a.name, &a.value, lo) => match r {
             Ok(l) => l,

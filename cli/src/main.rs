@@ -114,6 +114,9 @@ struct Conn {
 
 impl Conn {
     fn options(&self) -> Result<ClientOptions, etcdlock::Error> {
+        if self.endpoints.as_deref().is_some_and(|e| e.split(',').all(|p| p.trim().is_empty())) {
+            return Err(etcdlock::Error::new(ErrorCode::InvalidArgument, "--endpoints is empty; give at least one endpoint (e.g. http://127.0.0.1:2379)"));
+        }
         let pairs = [
             ("endpoints", &self.endpoints),
             ("ttl", &self.ttl),
@@ -163,9 +166,9 @@ enum Cmd {
         /// Contenders on one lock
         #[arg(long, default_value_t = 8)]
         contenders: usize,
-        /// Seconds of contention
-        #[arg(long, default_value_t = 15.0)]
-        duration: f64,
+        /// How long the contention runs (e.g. 15s; finite)
+        #[arg(long, default_value = "15s", value_parser = parse_finite)]
+        duration: Duration,
         /// Distinct locks held at once on one session
         #[arg(long, default_value_t = 1000)]
         distinct: usize,
@@ -207,6 +210,40 @@ enum Cmd {
     FlashWorker,
 }
 
+/// A duration flag, in core's one syntax (`250ms`, `5s`, `2m`, `1h`, plain
+/// seconds), or `inf` / `never` where "no limit" makes sense. NaN, negative,
+/// overflowing and unitless-garbage values are usage errors (exit 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    /// No limit.
+    Never,
+    /// This long.
+    After(Duration),
+}
+
+impl Limit {
+    /// `None` for [`Limit::Never`].
+    pub fn duration(self) -> Option<Duration> {
+        match self {
+            Limit::Never => None,
+            Limit::After(d) => Some(d),
+        }
+    }
+}
+
+/// Parse a [`Limit`]: core's duration syntax, or `inf` / `never`.
+pub fn parse_limit(v: &str) -> Result<Limit, String> {
+    match v.trim() {
+        "inf" | "never" => Ok(Limit::Never),
+        d => parse_finite(d).map(Limit::After),
+    }
+}
+
+/// Parse a duration that must be finite (core's syntax).
+pub fn parse_finite(v: &str) -> Result<Duration, String> {
+    etcdlock::parse_duration("value", v).map_err(|e| e.message().trim_start_matches("value: ").to_string())
+}
+
 pub fn exit_code_for(e: &etcdlock::Error) -> i32 {
     match e.code() {
         ErrorCode::Timeout | ErrorCode::WouldBlock => exit::TIMEOUT,
@@ -223,7 +260,18 @@ fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("ETCDLOCK_LOG").unwrap_or_else(|_| "off".into()))
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => e.exit(),
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e) => {
+            // One line, as every other etcdlock usage error: the first of clap's.
+            let text = e.render().to_string();
+            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
+            eprintln!("etcdlock: {}", first.trim_start_matches("error: "));
+            std::process::exit(exit::USAGE);
+        }
+    };
     // Generated from the same clap definition as --help; they need no etcd
     // and no options, so they answer before either is looked at.
     match cli.cmd {
@@ -272,7 +320,7 @@ fn main() {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),
                     iterations: iterations.max(10),
                     contenders: contenders.max(1),
-                    duration: Duration::from_secs_f64(duration.max(0.1)),
+                    duration: duration.max(Duration::from_millis(100)),
                     distinct,
                     waiters,
                     held,

@@ -11,18 +11,18 @@ use crate::{exit, exit_code_for};
 pub struct RunArgs {
     /// Lock name
     pub name: String,
-    /// Give up waiting after this many seconds (exit 75)
-    #[arg(long)]
-    pub timeout: Option<f64>,
+    /// Give up waiting after this long (exit 75): 500ms, 5s, 2m, plain seconds, or inf; the wait includes connecting
+    #[arg(long, value_parser = crate::parse_limit)]
+    pub timeout: Option<crate::Limit>,
     /// Do not wait: exit 75 at once if the lock is held
     #[arg(long = "try")]
     pub try_only: bool,
     /// Signal sent to the command when the lock is lost (TERM, INT, HUP, KILL, ...)
     #[arg(long, default_value = "TERM")]
     pub signal: String,
-    /// Seconds between that signal and SIGKILL
-    #[arg(long, default_value_t = 10.0)]
-    pub grace: f64,
+    /// Time between a stop signal (or the loss signal) to the command's process group and SIGKILL: 10s, 500ms, or never
+    #[arg(long, default_value = "10s", value_parser = crate::parse_limit)]
+    pub grace: crate::Limit,
     /// Print the fencing token and key to stderr when acquired
     #[arg(long, short)]
     pub verbose: bool,
@@ -62,7 +62,7 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
     };
     // --timeout bounds the whole wait, connecting included.
     let started = std::time::Instant::now();
-    let timeout = a.timeout.map(|t| Duration::from_secs_f64(t.max(0.0)));
+    let timeout = a.timeout.and_then(crate::Limit::duration);
     let mut opts = opts;
     if let Some(t) = timeout {
         opts.connect_timeout = opts.connect_timeout.min(t.max(Duration::from_millis(1)));
@@ -144,15 +144,15 @@ pub async fn run_while_held(
     command: &[String],
     sig: i32,
     sig_name: &str,
-    grace: f64,
+    grace: crate::Limit,
     verbose: bool,
     stops: &mut Stops,
 ) -> i32 {
     if verbose {
         eprintln!("etcdlock: holding {} (key {}, fencing token {})", name, guard.key(), guard.fencing_token());
     }
-    // None: never SIGKILL (an infinite grace).
-    let grace = Duration::try_from_secs_f64(grace.max(0.0)).ok();
+    // None: never SIGKILL.
+    let grace = grace.duration();
     let mut cmd = tokio::process::Command::new(&command[0]);
     cmd.args(&command[1..])
         .env("ETCDLOCK_FENCING_TOKEN", guard.fencing_token().to_string())

@@ -344,3 +344,52 @@ fn completions_and_the_man_page_come_from_the_binary() {
     let out = bin().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Every bad argument is a usage error: exit 2, one line on stderr, no panic.
+#[test]
+fn bad_arguments_exit_2_with_one_line() {
+    let cases: &[&[&str]] = &[
+        &["run", "x", "--timeout", "nan", "--", "true"],
+        &["run", "x", "--timeout", "-1", "--", "true"],
+        &["run", "x", "--timeout", "1e20", "--", "true"],
+        &["run", "x", "--timeout", "5x", "--", "true"],
+        &["run", "x", "--timeout", "", "--", "true"],
+        &["run", "x", "--grace", "nan", "--", "true"],
+        &["run", "x", "--grace", "-2", "--", "true"],
+        &["run", "x", "--signal", "NOPE", "--", "true"],
+        &["run", "x"],
+        &["elect", "e", "v", "--timeout", "inf2", "--", "true"],
+        &["elect", "e", "v", "--grace", "1e400", "--", "true"],
+        &["bench", "--duration", "inf"],
+        &["bench", "--duration", "nan"],
+        &["--endpoints", "", "run", "x", "--", "true"],
+        &["--endpoints", " , ", "status", "x"],
+        &["--ttl", "1.5", "run", "x", "--", "true"],
+        &["--request-timeout", "inf", "status", "x"],
+        &["--connect-timeout", "-5", "status", "x"],
+        &["no-such-command"],
+        &["completions"],
+    ];
+    for args in cases {
+        let out = bin().args(*args).env("ETCDLOCK_ENDPOINTS", "127.0.0.1:1").output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: exit {:?}, stderr {err}", out.status.code());
+        assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err:?}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// Durations take core's syntax everywhere, and inf/never where no limit makes sense.
+#[test]
+fn durations_take_one_syntax_and_inf_where_it_makes_sense() {
+    let etcd = Etcd::single();
+    for args in [
+        &["run", "d", "--timeout", "5s", "--grace", "500ms", "--", "true"][..],
+        &["run", "d", "--timeout", "inf", "--grace", "never", "--", "true"],
+        &["run", "d", "--timeout", "2.5", "--", "true"],
+        &["elect", "d-e", "v", "--timeout", "1m", "--", "true"],
+    ] {
+        let out = bin().args(["--endpoints", &etcd.endpoints_csv()]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
