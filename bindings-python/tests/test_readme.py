@@ -39,10 +39,13 @@ class Block(NamedTuple):
 def fenced_blocks(path: Path) -> List[Block]:
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: List[Block] = []
+    prose = ""  # the last line of text outside the code blocks
     i = 0
     while i < len(lines):
         m = FENCE.match(lines[i])
         if not m:
+            if lines[i].strip() and not lines[i].strip().startswith("<!--"):
+                prose = lines[i].strip()
             i += 1
             continue
         start = i
@@ -53,9 +56,7 @@ def fenced_blocks(path: Path) -> List[Block]:
         before = lines[start - 1].strip() if start > 0 else ""
         fragment = before.startswith("<!-- fragment") and before.endswith("-->")
         code = "\n".join(lines[start + 1 : j]) + "\n"
-        prose = [l.strip() for l in lines[:start] if l.strip() and not l.strip().startswith("<!--")]
-        after = prose[-1] if prose else ""
-        blocks.append(Block(len(blocks) + 1, start + 1, m.group(1), fragment, code, after))
+        blocks.append(Block(len(blocks) + 1, start + 1, m.group(1), fragment, code, prose))
         i = j + 1
     return blocks
 
