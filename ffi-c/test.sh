@@ -2,7 +2,8 @@
 # Build libetcdlock (.so and .a), check include/etcdlock.h for drift, and run the
 # C test suite against real etcd: linked against the .so, against the .a, and a
 # smaller run under valgrind. Also builds and runs examples/c through an
-# installed prefix and pkg-config. Last line: "N passed, N failed" (the sum of
+# installed prefix and pkg-config, and compiles the README's C blocks (runs the
+# complete programs among them). Last line: "N passed, N failed" (the sum of
 # the runs).
 set -euo pipefail
 
@@ -38,6 +39,33 @@ if ! git diff --exit-code -- include/ || [ -n "$(git status --porcelain -- inclu
     echo "0 passed, 1 failed"
     exit 1
 fi
+
+# The README's ```c blocks: a fragment (<!-- fragment --> before its fence) is
+# compiled inside a function; a complete program is also linked here and run
+# against etcd below. One line per block names it and says what happened.
+echo "== ffi-c/README.md C blocks"
+readme_pass=0
+readme_fail=0
+readme_programs=()
+readme_list="$(python3 "$here/tests/readme_blocks.py" "$here/README.md" "$work/readme")"
+while read -r file kind desc; do
+    [ -n "$file" ] || continue
+    if [ "$kind" = fragment ]; then
+        if gcc -std=c11 -Wall -Wextra -Werror -pedantic -I"$root/include" -c "$file" -o "${file%.c}.o"; then
+            echo "ok   $desc (fragment: compiled)"
+            readme_pass=$((readme_pass + 1))
+        else
+            echo "FAIL $desc (fragment: does not compile)"
+            readme_fail=$((readme_fail + 1))
+        fi
+    elif gcc -std=c11 -Wall -Wextra -Werror -pedantic -I"$root/include" "$file" -o "${file%.c}" \
+        -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread; then
+        readme_programs+=("${file%.c}|$desc")
+    else
+        echo "FAIL $desc (program: does not compile)"
+        readme_fail=$((readme_fail + 1))
+    fi
+done <<<"$readme_list"
 
 echo "== cargo test -p etcdlock-ffi"
 cargo test -q -p etcdlock-ffi 2>&1 | tail -n 3
@@ -125,6 +153,17 @@ for bin in lock_token lock_token_static header_snippet; do
     echo "$bin: $out"
     [[ "$out" =~ fencing\ token\ [0-9]+ ]] || example_ok=0
 done
+for prog in ${readme_programs[@]+"${readme_programs[@]}"}; do
+    bin="${prog%%|*}"
+    desc="${prog#*|}"
+    if out="$(ETCDLOCK_ENDPOINTS="$ep" timeout 60 "$bin" 2>&1)"; then
+        echo "ok   $desc (program: ran, exit 0)"
+        readme_pass=$((readme_pass + 1))
+    else
+        echo "FAIL $desc (program: exit $?): $out"
+        readme_fail=$((readme_fail + 1))
+    fi
+done
 # The conformance table (conformance/cases.json), as real C calls: generated
 # into the work dir, compiled, run on its own and under valgrind.
 python3 "$here/tests/gen_conformance.py" "$root/conformance/cases.json" "$work/conformance.c"
@@ -141,6 +180,9 @@ else
     total_fail=$((total_fail + 1))
 fi
 
-echo "== summary (shared + static + valgrind runs + example)"
+total_pass=$((total_pass + readme_pass))
+total_fail=$((total_fail + readme_fail))
+
+echo "== summary (shared + static + valgrind runs + example + README blocks)"
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))

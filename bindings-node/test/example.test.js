@@ -39,19 +39,4 @@ it('examples/flash-sale.js: two workers never oversell', async () => {
   }
 });
 
-it("README's recipes block runs as written", async () => {
-  const fs = require('node:fs');
-  const os = require('node:os');
-  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-  const section = readme.split('### Recipes')[1].split('\n### ')[0];
-  const code = /```js\n([\s\S]*?)```/.exec(section)[1];
-  // Run it from the package directory so require('etcdlock') resolves to this checkout.
-  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'etcdlock-readme-')), 'recipes.js');
-  fs.writeFileSync(file, code.replace("require('etcdlock')", `require(${JSON.stringify(ROOT)})`));
-  const r = await runNode([file], { env: { ETCDLOCK_ENDPOINTS: etcd.endpoints.join(',') } });
-  assert.equal(r.code, 0, r.stderr);
-  const lines = r.stdout.trim().split('\n');
-  assert.equal(lines[0], 'writer free? false');
-  assert.equal(lines[1], 'node-1, epoch 2');
-  assert.match(lines[lines.length - 1], /^0 0$/);
-});
+// The README's code blocks (the recipes block included) run in test/readme.test.js.
