@@ -8,11 +8,12 @@
  * `await using`, bigint tokens, and `LockError` with a `code`.
  *
  * @example
- * const { Client } = require('etcdlock');
+ * // An ES module (top-level await); keep data keys outside the lock's prefix.
+ * import { Client } from 'etcdlock';
  * const client = await Client.connect({ endpoints: ['127.0.0.1:2379'], ttl: 10 });
  * await client.withLock('stock', async (lock) => {
- *   const n = Number((await lock.get('stock/count', 'utf8')) ?? 0);
- *   await lock.put('stock/count', String(n - 1)); // rejected by etcd if we lost the lock
+ *   const n = Number((await lock.get('stock-count', 'utf8')) ?? 0);
+ *   await lock.put('stock-count', String(n - 1)); // rejected by etcd if we lost the lock
  * });
  * await client.close();
  */
