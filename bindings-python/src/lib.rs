@@ -1184,6 +1184,73 @@ impl NativeGuard {
         Ok(())
     }
 
+    /// Seconds of validity left while the keep-alive renewal is failing (no
+    /// acknowledgement for an interval past when one was due), else None. A
+    /// failing hold is still held: pause guarded work, do not assume it lost.
+    #[getter]
+    fn renewal_failing(&self) -> Option<f64> {
+        match self.g.renewal() {
+            etcdlock::Renewal::Failing { valid_until } if self.g.is_held() => {
+                Some(valid_until.saturating_duration_since(Instant::now()).as_secs_f64())
+            }
+            _ => None,
+        }
+    }
+
+    /// Call `callback(failing, seconds_left)` at each change of the renewal:
+    /// `(True, s)` when it starts failing with `s` seconds of validity left,
+    /// `(False, None)` when a keep-alive gets through again; until the hold
+    /// ends (released or lost). Calls run in order, each on a fresh thread
+    /// (as `on_lost`'s), so they may call blocking etcdlock methods.
+    fn on_renewal(&self, callback: Py<PyAny>) -> PyResult<()> {
+        Python::attach(|py| -> PyResult<()> {
+            let cb = callback.bind(py);
+            if !cb.is_callable() {
+                return Err(PyTypeError::new_err(format!(
+                    "on_renewal() needs a callable, not {}",
+                    cb.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                )));
+            }
+            Ok(())
+        })?;
+        let callback = Arc::new(callback);
+        let mut changes = self.g.renewal_changes();
+        let mut ended = self.g.lost_signal();
+        let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
+        rt.spawn(async move {
+            // Each call waits for the one before it: callbacks see changes in order.
+            let mut prev: Option<std::thread::JoinHandle<()>> = None;
+            loop {
+                tokio::select! {
+                    _ = ended.wait() => break,
+                    r = changes.changed() => {
+                        if r.is_err() {
+                            break;
+                        }
+                        let arg = match *changes.borrow_and_update() {
+                            etcdlock::Renewal::Ok => (false, None),
+                            etcdlock::Renewal::Failing { valid_until } => {
+                                (true, Some(valid_until.saturating_duration_since(Instant::now()).as_secs_f64()))
+                            }
+                        };
+                        let (cb, before) = (callback.clone(), prev.take());
+                        prev = Some(std::thread::spawn(move || {
+                            if let Some(b) = before {
+                                let _ = b.join();
+                            }
+                            attach_gated(|py| {
+                                if let Err(e) = cb.call1(py, arg) {
+                                    e.write_unraisable(py, None);
+                                }
+                            });
+                        }));
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
     /// `with guard:` unlocks at the end of the block. An unlock error
     /// (LockLostError) is raised only if the block itself raised nothing.
     fn __enter__(slf: Py<Self>) -> Py<Self> {

@@ -729,6 +729,15 @@ class AsyncGuard:
         """See :meth:`Guard.on_lost` (the callback runs on its own thread)."""
         self.sync.on_lost(callback)
 
+    @property
+    def renewal_failing(self) -> Optional[float]:
+        """See :attr:`Guard.renewal_failing`."""
+        return self.sync.renewal_failing
+
+    def on_renewal(self, callback: Callable[[bool, Optional[float]], Any]) -> None:
+        """See :meth:`Guard.on_renewal` (the callback runs on its own thread)."""
+        self.sync.on_renewal(callback)
+
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
         """True once the hold is lost; False after ``timeout`` or on normal release."""
         return await self.sync.lost.wait_async(_check_timeout(timeout))

@@ -113,6 +113,14 @@ class Guard:
         TypeError at once if `callback` is not callable. At interpreter exit a
         callback still running delays the exit until it returns (at most 10 s);
         one not yet started then is skipped."""
+    @property
+    def renewal_failing(self) -> Optional[float]:
+        """Seconds of validity left while the keep-alive renewal is failing, else None."""
+    def on_renewal(self, callback: Callable[[bool, Optional[float]], Any]) -> None:
+        """Call `callback(failing, seconds_left)` at each change of the renewal
+        ((True, s) when it starts failing, (False, None) when it recovers), in
+        order, each on a fresh thread, until the hold ends. TypeError at once
+        if `callback` is not callable."""
     def unlock(self) -> None:
         """Release. Idempotent; LockLostError if the hold had been lost before."""
     def put(self, key: _Bytes, value: _Bytes) -> None:
