@@ -103,6 +103,13 @@ export interface LockOptions {
   signal?: AbortSignal;
 }
 
+/** The keep-alive renewal of a held lock: see `Lock.renewal`. */
+export interface Renewal {
+  failing: boolean;
+  /** Present while failing: the ms until the hold ends unless a keep-alive gets through. */
+  validForMs?: number;
+}
+
 /** A held lock. Release with `unlock()` or `await using`. */
 export declare class Lock implements AsyncDisposable {
   protected constructor();
@@ -122,6 +129,13 @@ export declare class Lock implements AsyncDisposable {
   readonly isHeld: boolean;
   /** `'held'`, `'released'` or the loss reason. */
   readonly state: 'held' | 'released' | LossReasonName;
+  /**
+   * Whether the keep-alive renewal is failing now (no acknowledgement for an interval past when
+   * one was due), with the ms of validity the hold still has. A failing hold is still held.
+   */
+  readonly renewal: Renewal;
+  /** Call `listener` at each change of `renewal` until the hold ends; keeps neither the process nor the lock alive. */
+  onRenewal(listener: (renewal: Renewal) => void): void;
   /** Release. Idempotent. Rejects `LockLost` if the hold had been lost before. */
   unlock(): Promise<void>;
   /** Same as `unlock()`; used by `await using`. */

@@ -212,6 +212,31 @@ class Lock {
     return this.#n.isHeld;
   }
 
+  /**
+   * Whether the keep-alive renewal is failing now: `{ failing: false }`, or
+   * `{ failing: true, validForMs }` once no keep-alive has been acknowledged
+   * for an interval past when one was due, with the ms the hold still has. A
+   * failing hold is still held: pause guarded work, do not assume it lost.
+   * @type {{ failing: boolean, validForMs?: number }}
+   */
+  get renewal() {
+    const ms = this.#n.renewalValidForMs;
+    return ms === null || ms === undefined ? { failing: false } : { failing: true, validForMs: ms };
+  }
+
+  /**
+   * Call `listener({ failing, validForMs })` at each change of `renewal` until
+   * the hold ends. Like `lost`, it keeps neither the process nor the lock alive.
+   * @param {(renewal: { failing: boolean, validForMs?: number }) => void} listener
+   */
+  onRenewal(listener) {
+    if (typeof listener !== 'function') throw invalid('onRenewal() needs a function');
+    this.#n.onRenewal((err, ms) => {
+      if (err) return;
+      listener(ms === null || ms === undefined ? { failing: false } : { failing: true, validForMs: ms });
+    });
+  }
+
   /** `'held'`, `'released'`, or the loss reason. */
   get state() {
     return this.#n.state;

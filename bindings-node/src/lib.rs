@@ -758,6 +758,51 @@ impl NativeLock {
             Ok(())
         })
     }
+
+    /// Milliseconds of validity left while the keep-alive renewal is failing
+    /// (no acknowledgement for an interval past when one was due), else null.
+    #[napi(getter)]
+    pub fn renewal_valid_for_ms(&self) -> Option<f64> {
+        match self.guard.renewal() {
+            etcdlock::Renewal::Failing { valid_until } if self.guard.is_held() => {
+                Some(valid_until.saturating_duration_since(std::time::Instant::now()).as_secs_f64() * 1000.0)
+            }
+            _ => None,
+        }
+    }
+
+    /// Call `cb(validForMsOrNull)` at each change of the renewal (the ms of
+    /// validity left when it starts failing, `null` when it recovers) until the
+    /// hold ends. Held weakly, like `onEnd`: it keeps neither the event loop
+    /// nor the guard alive.
+    #[napi(ts_args_type = "cb: (err: null | Error, validForMs: number | null) => void")]
+    pub fn on_renewal(&self, cb: ThreadsafeFunction<Option<f64>, (), Option<f64>, Status, true, true>) -> napi::Result<()> {
+        guard_sync(|| {
+            let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
+            let mut changes = self.guard.renewal_changes();
+            let mut ended = self.guard.lost_signal();
+            rt.spawn(async move {
+                loop {
+                    tokio::select! {
+                        _ = ended.wait() => break,
+                        r = changes.changed() => {
+                            if r.is_err() {
+                                break;
+                            }
+                            let v = match *changes.borrow_and_update() {
+                                etcdlock::Renewal::Ok => None,
+                                etcdlock::Renewal::Failing { valid_until } => {
+                                    Some(valid_until.saturating_duration_since(std::time::Instant::now()).as_secs_f64() * 1000.0)
+                                }
+                            };
+                            cb.call(Ok(v), ThreadsafeFunctionCallMode::NonBlocking);
+                        }
+                    }
+                }
+            });
+            Ok(())
+        })
+    }
 }
 
 /// A Promise settled from the shared runtime with no etcd work: the cost of one
