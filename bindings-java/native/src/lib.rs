@@ -1050,7 +1050,8 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_guardKey<'local>(
 }
 
 /// `static native long guardInfo(long guard, int what)`: 0 = lease id, 1 = fencing token,
-/// 2 = is held (0/1), 3 = loss reason code (0 = not lost).
+/// 2 = is held (0/1), 3 = loss reason code (0 = not lost), 4 = ms of validity left while
+/// the keep-alive renewal is failing (-1 = not failing).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_guardInfo<'local>(
     mut unowned: EnvUnowned<'local>,
@@ -1066,6 +1067,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_guardInfo<'local>(
                 1 => g.fencing_token(),
                 2 => g.is_held() as jlong,
                 3 => g.loss().map(|l| l.reason as jlong).unwrap_or(0),
+                4 => renewal_ms(&g),
                 _ => return Err(invalid(format!("unknown guard field {what}"))),
             })
         })
@@ -1169,6 +1171,61 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchLoss<'local>(
             rt.spawn(async move {
                 let loss = signal.wait().await;
                 complete(id, 0, loss.map(|l| l.reason as jlong).unwrap_or(0), None);
+            });
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// Ms of validity left while `g`'s renewal is failing and it is held, else -1.
+fn renewal_ms(g: &Guard) -> jlong {
+    match g.renewal() {
+        etcdlock::Renewal::Failing { valid_until } if g.is_held() => {
+            valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as jlong
+        }
+        _ => -1,
+    }
+}
+
+/// `static native void watchRenewal(long guard, long id, boolean failing)`: once the
+/// renewal's state differs from `failing`, `NativeBridge.complete(id, 0, ms, 0, 0, null)`
+/// runs on a runtime thread with `ms` as `guardInfo(guard, 4)` gives it (-1: renewed
+/// again); -2 when the hold ends first. Java re-arms it with the state it saw, so no
+/// change is missed between two watches.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_watchRenewal<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    id: jlong,
+    failing: jboolean,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let mut changes = g.renewal_changes();
+            let mut ended = g.lost_signal();
+            let was_failing = failing;
+            let rt = etcdlock::runtime::runtime()?;
+            rt.spawn(async move {
+                loop {
+                    let now = *changes.borrow_and_update();
+                    if matches!(now, etcdlock::Renewal::Failing { .. }) != was_failing {
+                        let ms = match now {
+                            etcdlock::Renewal::Failing { valid_until } => {
+                                valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as jlong
+                            }
+                            etcdlock::Renewal::Ok => -1,
+                        };
+                        complete(id, 0, ms, None);
+                        return;
+                    }
+                    tokio::select! {
+                        _ = ended.wait() => break,
+                        r = changes.changed() => if r.is_err() { break },
+                    }
+                }
+                complete(id, 0, -2, None);
             });
             Ok(())
         })

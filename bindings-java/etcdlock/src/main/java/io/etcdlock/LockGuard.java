@@ -156,6 +156,68 @@ public final class LockGuard implements AutoCloseable {
         return this;
     }
 
+    /** Whether the keep-alive renewal is failing now: see {@link Renewal}. */
+    public Renewal renewal() {
+        long p;
+        try {
+            p = handle.pin();
+        } catch (EtcdLockException e) {
+            return Renewal.OK;
+        }
+        try {
+            return Renewal.ofMillis(NativeBridge.guardInfo(p, 4));
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /**
+     * Call {@code listener} at each change of {@link #renewal()} (failing, then renewed)
+     * until the hold ends. It runs on an etcdlock runtime thread, one call at a time, in
+     * order; keep it short and make no blocking etcdlock calls in it.
+     */
+    public LockGuard onRenewal(Consumer<Renewal> listener) {
+        if (listener == null) {
+            throw new InvalidArgumentException("listener must not be null");
+        }
+        watchRenewal(listener, false);
+        return this;
+    }
+
+    private void watchRenewal(Consumer<Renewal> listener, boolean failing) {
+        long id = NativeBridge.register((h, ms, err) -> {
+            if (err != null || ms == -2) {
+                return; // the hold ended
+            }
+            Renewal r = Renewal.ofMillis(ms);
+            try {
+                listener.accept(r);
+            } catch (Throwable t) {
+                LOG.warn("etcdlock: a renewal listener of lock {} threw", name, t);
+            }
+            try {
+                watchRenewal(listener, r.isFailing());
+            } catch (EtcdLockException ended) {
+                // the guard was closed meanwhile
+            }
+        });
+        long p;
+        try {
+            p = handle.pin();
+        } catch (EtcdLockException e) {
+            NativeBridge.forget(id);
+            return;
+        }
+        try {
+            NativeBridge.watchRenewal(p, id, failing);
+        } catch (RuntimeException e) {
+            NativeBridge.forget(id);
+            throw e;
+        } finally {
+            handle.unpin();
+        }
+    }
+
     private void fireLost(LossReason reason) {
         if (reason == null) {
             return; // released normally

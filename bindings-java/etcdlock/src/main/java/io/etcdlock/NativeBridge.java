@@ -149,6 +149,8 @@ final class NativeBridge {
 
     static native void watchLoss(long guard, long id);
 
+    static native void watchRenewal(long guard, long id, boolean failing);
+
     static native void freeGuard(long guard);
 
     static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits, long timeoutMs, long id);

@@ -50,4 +50,30 @@ class ConnectionLossTest {
             }
         }
     }
+
+    @Test
+    void renewalFailingIsSignalledThenRecoveredAndTheHoldSurvives() throws Exception {
+        try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.start();
+             EtcdLockClient c = EtcdLockClient.builder().endpoints(etcd.endpoints).ttl(Duration.ofSeconds(5)).build()) {
+            LockGuard g = c.acquire("renewal", Duration.ofSeconds(5));
+            assertFalse(g.renewal().isFailing());
+            java.util.concurrent.BlockingQueue<Renewal> events = new java.util.concurrent.LinkedBlockingQueue<>();
+            g.onRenewal(events::add);
+            long t0 = System.nanoTime();
+            // Hung 2.5 s at TTL 5 s: failing 1.5 s after the last acknowledgement, the hold lasts 4 s.
+            etcd.command("pause 0 2500");
+            Renewal failing = events.poll(2500, TimeUnit.MILLISECONDS);
+            assertNotNull(failing, "no failing event while etcd hung");
+            assertTrue(failing.isFailing() && failing.validFor().get().toMillis() > 0, failing.toString());
+            assertTrue(g.renewal().isFailing());
+            assertTrue(g.isHeld());
+            Renewal ok = events.poll(3, TimeUnit.SECONDS);
+            assertNotNull(ok, "no recovery event after etcd resumed");
+            assertFalse(ok.isFailing(), ok.toString());
+            assertFalse(g.renewal().isFailing());
+            assertTrue(g.isHeld());
+            System.out.println("renewal failing then recovered in " + (System.nanoTime() - t0) / 1_000_000 + " ms: " + failing);
+            g.close();
+        }
+    }
 }
