@@ -164,6 +164,9 @@
 // 1.5 MiB by default; etcd's refusal is reported as INVALID_ARGUMENT too).
 #define ETCDLOCK_MAX_BUFFER_LEN ((64 * 1024) * 1024)
 
+// The last call of an etcdlock_renewal_cb: the hold ended.
+#define ETCDLOCK_RENEWAL_ENDED -2
+
 // Cancels one etcdlock_lock_async wait or etcdlock_observe.
 typedef struct etcdlock_cancel_handle etcdlock_cancel_handle;
 
@@ -278,6 +281,12 @@ typedef void (*etcdlock_lock_cb)(int status, struct etcdlock_guard *guard, void 
 // Loss callback of etcdlock_guard_on_loss: reason is one of ETCDLOCK_LOSS_*
 // (ETCDLOCK_LOSS_NONE when the guard was released normally).
 typedef void (*etcdlock_loss_cb)(int reason, void *user_data);
+
+// Renewal callback of etcdlock_guard_on_renewal: valid_for_ms >= 0 when the
+// keep-alive renewal starts failing (the ms the hold still has), -1 when it
+// is renewed again, ETCDLOCK_RENEWAL_ENDED (-2) once, last, when the hold
+// ended (released or lost): user_data may be freed after that call.
+typedef void (*etcdlock_renewal_cb)(int64_t valid_for_ms, void *user_data);
 
 // Leadership changes (etcdlock_observe): called with ETCDLOCK_OK for each
 // state, the current one first. key is NULL when nobody leads; otherwise key
@@ -603,6 +612,33 @@ int etcdlock_guard_loss_reason(const struct etcdlock_guard *guard, int *reason);
 int etcdlock_guard_on_loss(const struct etcdlock_guard *guard,
                            etcdlock_loss_cb callback,
                            void *user_data);
+
+// Whether the hold's keep-alive renewal is failing now: sets *valid_for_ms to
+// the milliseconds the hold still has (no keep-alive acknowledged for an
+// interval past when one was due), or to -1 when renewals are acknowledged
+// (or the hold ended). A failing hold is still held: pause work on the
+// protected resource, do not assume the lock is gone.
+//
+// Safety: guard is a live handle; valid_for_ms is writable.
+//
+// Example: int64_t left; etcdlock_guard_renewal(g, &left); if (left >= 0) pause_writes(left);
+int etcdlock_guard_renewal(const struct etcdlock_guard *guard, int64_t *valid_for_ms);
+
+// Register a callback for changes of the keep-alive renewal. `callback(ms,
+// user_data)` runs on a runtime thread, one call at a time, in order: with
+// the milliseconds the hold still has when renewal starts failing, -1 when it
+// is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2) when the
+// hold ends (released or lost), after which it is never called again.
+//
+// Safety: guard is a live handle; user_data must stay valid until the
+// ETCDLOCK_RENEWAL_ENDED call.
+//
+// Example:
+//     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
+//     etcdlock_guard_on_renewal(g, renewal, &paused);
+int etcdlock_guard_on_renewal(const struct etcdlock_guard *guard,
+                              etcdlock_renewal_cb callback,
+                              void *user_data);
 
 // Release the lock (delete our key). Idempotent: after a successful unlock,
 // further calls return ETCDLOCK_OK. Returns ETCDLOCK_LOCK_LOST (on every call)

@@ -311,6 +311,15 @@ pub type etcdlock_lock_cb =
 /// (ETCDLOCK_LOSS_NONE when the guard was released normally).
 pub type etcdlock_loss_cb = Option<unsafe extern "C" fn(reason: c_int, user_data: *mut c_void)>;
 
+/// Renewal callback of etcdlock_guard_on_renewal: valid_for_ms >= 0 when the
+/// keep-alive renewal starts failing (the ms the hold still has), -1 when it
+/// is renewed again, ETCDLOCK_RENEWAL_ENDED (-2) once, last, when the hold
+/// ended (released or lost): user_data may be freed after that call.
+pub type etcdlock_renewal_cb = Option<unsafe extern "C" fn(valid_for_ms: i64, user_data: *mut c_void)>;
+
+/// The last call of an etcdlock_renewal_cb: the hold ended.
+pub const ETCDLOCK_RENEWAL_ENDED: i64 = -2;
+
 // ---------------------------------------------------------------------------
 // Error plumbing
 // ---------------------------------------------------------------------------
@@ -1158,6 +1167,79 @@ pub unsafe extern "C" fn etcdlock_guard_on_loss(
             let ud = ud;
             let reason = signal.wait().await.map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
             cb(reason, ud.0);
+        })?;
+        Ok(())
+    })
+}
+
+/// Whether the hold's keep-alive renewal is failing now: sets *valid_for_ms to
+/// the milliseconds the hold still has (no keep-alive acknowledged for an
+/// interval past when one was due), or to -1 when renewals are acknowledged
+/// (or the hold ended). A failing hold is still held: pause work on the
+/// protected resource, do not assume the lock is gone.
+///
+/// Safety: guard is a live handle; valid_for_ms is writable.
+///
+/// Example: int64_t left; etcdlock_guard_renewal(g, &left); if (left >= 0) pause_writes(left);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_renewal(guard: *const etcdlock_guard, valid_for_ms: *mut i64) -> c_int {
+    ffi(|| {
+        let out = out_arg(valid_for_ms, "valid_for_ms (out)")?;
+        let g = &guard_arg(guard)?.guard;
+        *out = match g.renewal() {
+            etcdlock_core::Renewal::Failing { valid_until } if g.is_held() => {
+                valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as i64
+            }
+            _ => -1,
+        };
+        Ok(())
+    })
+}
+
+/// Register a callback for changes of the keep-alive renewal. `callback(ms,
+/// user_data)` runs on a runtime thread, one call at a time, in order: with
+/// the milliseconds the hold still has when renewal starts failing, -1 when it
+/// is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2) when the
+/// hold ends (released or lost), after which it is never called again.
+///
+/// Safety: guard is a live handle; user_data must stay valid until the
+/// ETCDLOCK_RENEWAL_ENDED call.
+///
+/// Example:
+///     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
+///     etcdlock_guard_on_renewal(g, renewal, &paused);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_on_renewal(
+    guard: *const etcdlock_guard,
+    callback: etcdlock_renewal_cb,
+    user_data: *mut c_void,
+) -> c_int {
+    ffi(|| {
+        let g = &guard_arg(guard)?.guard;
+        let mut changes = g.renewal_changes();
+        let mut ended = g.lost_signal();
+        let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
+        let ud = UserData(user_data);
+        etcdlock_core::runtime::spawn(async move {
+            let ud = ud;
+            loop {
+                tokio::select! {
+                    _ = ended.wait() => break,
+                    r = changes.changed() => {
+                        if r.is_err() {
+                            break;
+                        }
+                        let ms = match *changes.borrow_and_update() {
+                            etcdlock_core::Renewal::Failing { valid_until } => {
+                                valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as i64
+                            }
+                            etcdlock_core::Renewal::Ok => -1,
+                        };
+                        cb(ms, ud.0);
+                    }
+                }
+            }
+            cb(ETCDLOCK_RENEWAL_ENDED, ud.0);
         })?;
         Ok(())
     })

@@ -1557,6 +1557,81 @@ static void test_election(void) {
     etcdlock_client_free(b);
 }
 
+/* ---- the renewal-failing signal: etcd hung 2.5 s under a TTL 5 s holder ---- */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int64_t ms[8];
+    int n;
+    int ended;
+} renewal_log;
+
+static void on_renewal(int64_t ms, void *user) {
+    renewal_log *r = user;
+    pthread_mutex_lock(&r->mu);
+    if (ms == ETCDLOCK_RENEWAL_ENDED) r->ended = 1;
+    else if (r->n < 8) r->ms[r->n++] = ms;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* Wait until `n` events (or the end, with n < 0) arrived, at most `ms`. */
+static int renewal_await(renewal_log *r, int n, int ms) {
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&r->mu);
+    int rc = 0;
+    while (rc == 0 && (n < 0 ? !r->ended : r->n < n)) rc = pthread_cond_timedwait(&r->cv, &r->mu, &dl);
+    int ok = n < 0 ? r->ended : r->n >= n;
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
+static void test_renewal(void) {
+    etcd_harness A;
+    if (harness_start(&A) != 0) {
+        CHECK(0, "cannot start a second etcd");
+        harness_stop(&A);
+        return;
+    }
+    etcdlock_options o;
+    etcdlock_client *c = NULL;
+    etcdlock_guard *g = NULL;
+    etcdlock_options_init(&o, sizeof o);
+    o.endpoints = A.endpoint;
+    o.ttl_secs = 5;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    if (c) CHECK_RC(etcdlock_lock(c, "renewal", 5000, &g), ETCDLOCK_OK);
+    if (!g) { etcdlock_client_free(c); harness_stop(&A); return; }
+    int64_t left = 0;
+    CHECK_RC(etcdlock_guard_renewal(g, &left), ETCDLOCK_OK);
+    CHECK(left == -1, "renewal before the hang: %lld", (long long)left);
+    static renewal_log r = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, 0, 0};
+    CHECK_RC(etcdlock_guard_on_renewal(g, NULL, &r), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_guard_on_renewal(g, on_renewal, &r), ETCDLOCK_OK);
+    char line[256];
+    CHECK(write(A.to_harness, "pause 0 2500\n", 13) == 13, "harness command");
+    CHECK(fgets(line, sizeof line, A.from_harness) && strstr(line, "\"ok\":true"), "harness answer: %s", line);
+    /* TTL 5 s: failing 1.5 s after the last acknowledgement; the hold lasts 4 s. */
+    CHECK(renewal_await(&r, 1, 2500), "no failing event while etcd hung");
+    CHECK(r.ms[0] > 0 && r.ms[0] < 4500, "failing with %lld ms left", (long long)r.ms[0]);
+    CHECK_RC(etcdlock_guard_renewal(g, &left), ETCDLOCK_OK);
+    CHECK(left >= 0, "renewal while hung: %lld", (long long)left);
+    CHECK(renewal_await(&r, 2, 3000), "no renewed event after etcd resumed");
+    CHECK(r.ms[1] == -1, "second event %lld", (long long)r.ms[1]);
+    int held = 0;
+    CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
+    CHECK(held == 1, "the hold survived the hang");
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    CHECK(renewal_await(&r, -1, 5000), "no ENDED call after the unlock");
+    etcdlock_guard_free(g);
+    etcdlock_client_free(c);
+    harness_stop(&A);
+}
+
 static const test_case TESTS[] = {
     {"version_and_names", test_version_and_names},
     {"lock_unlock", test_lock_unlock},
@@ -1582,6 +1657,7 @@ static const test_case TESTS[] = {
     {"rwlock", test_rwlock},
     {"lock_many", test_lock_many},
     {"election", test_election},
+    {"renewal", test_renewal},
 };
 
 int main(int argc, char **argv) {
