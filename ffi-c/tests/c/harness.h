@@ -26,8 +26,12 @@ static const char *harness_path(void) {
     return (p && *p) ? p : "target/debug/etcd-harness";
 }
 
-static int harness_start(etcd_harness *h) {
+/* Start a cluster of `members` (1: a single etcd); h->endpoint gets every
+ * member's endpoint, comma separated. */
+static int harness_start_members(etcd_harness *h, int members) {
     int in[2], out[2];
+    char n[16];
+    snprintf(n, sizeof n, "%d", members);
     memset(h, 0, sizeof *h);
     if (pipe(in) || pipe(out)) return -1;
     h->pid = fork();
@@ -36,7 +40,7 @@ static int harness_start(etcd_harness *h) {
         dup2(in[0], 0);
         dup2(out[1], 1);
         close(in[0]); close(in[1]); close(out[0]); close(out[1]);
-        execl(harness_path(), "etcd-harness", (char *)NULL);
+        execl(harness_path(), "etcd-harness", "--members", n, (char *)NULL);
         fprintf(stderr, "cannot exec %s\n", harness_path());
         _exit(127);
     }
@@ -49,15 +53,36 @@ static int harness_start(etcd_harness *h) {
         fprintf(stderr, "etcd-harness printed nothing (path %s)\n", harness_path());
         return -1;
     }
-    /* {"endpoints":["http://127.0.0.1:PORT"],...}: take the first endpoint. */
-    const char *e = strstr(line, "\"endpoints\":[\"");
+    /* {"endpoints":["http://127.0.0.1:PORT",...],...}: every endpoint, comma separated. */
+    const char *e = strstr(line, "\"endpoints\":[");
     if (!e) return -1;
-    e += strlen("\"endpoints\":[\"");
-    const char *end = strchr(e, '"');
-    if (!end || (size_t)(end - e) >= sizeof h->endpoint) return -1;
-    memcpy(h->endpoint, e, (size_t)(end - e));
-    h->endpoint[end - e] = '\0';
-    return 0;
+    e += strlen("\"endpoints\":[");
+    const char *close_br = strchr(e, ']');
+    if (!close_br) return -1;
+    size_t used = 0;
+    while (e < close_br) {
+        const char *q = strchr(e, '"');
+        if (!q || q >= close_br) break;
+        const char *end = strchr(q + 1, '"');
+        if (!end) return -1;
+        size_t len = (size_t)(end - q - 1);
+        if (used + len + 2 >= sizeof h->endpoint) return -1;
+        if (used) h->endpoint[used++] = ',';
+        memcpy(h->endpoint + used, q + 1, len);
+        used += len;
+        e = end + 1;
+    }
+    h->endpoint[used] = '\0';
+    return used ? 0 : -1;
+}
+
+static int harness_start(etcd_harness *h) { return harness_start_members(h, 1); }
+
+/* Send one command line to the harness; its one-line answer goes to reply. */
+static int harness_command(etcd_harness *h, const char *cmd, char *reply, size_t n) {
+    size_t len = strlen(cmd);
+    if (write(h->to_harness, cmd, len) != (ssize_t)len || write(h->to_harness, "\n", 1) != 1) return -1;
+    return fgets(reply, (int)n, h->from_harness) ? 0 : -1;
 }
 
 static void harness_stop(etcd_harness *h) {

@@ -1632,6 +1632,94 @@ static void test_renewal(void) {
     harness_stop(&A);
 }
 
+/* ---- a hold and a waiter ride through a leader kill / 3 s leader hang ---- */
+typedef struct {
+    etcdlock_client *c;
+    atomic_int stop;
+    _Atomic double last_done;
+} cycler_arg;
+
+static void *cycle_thread(void *p) {
+    cycler_arg *a = p;
+    while (!atomic_load(&a->stop)) {
+        etcdlock_guard *g = NULL;
+        if (etcdlock_lock(a->c, "cycle", 10000, &g) == ETCDLOCK_OK) {
+            if (etcdlock_unlock(g) == ETCDLOCK_OK) atomic_store(&a->last_done, now_ms());
+            etcdlock_guard_free(g);
+        }
+    }
+    return NULL;
+}
+
+static void leader_fault(const char *fault) {
+    etcd_harness A;
+    if (harness_start_members(&A, 3) != 0) {
+        CHECK(0, "cannot start a 3-member etcd");
+        harness_stop(&A);
+        return;
+    }
+    etcdlock_client *cl[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < 3; i++) {
+        etcdlock_options o;
+        etcdlock_options_init(&o, sizeof o);
+        o.endpoints = A.endpoint;
+        o.ttl_secs = 5;
+        CHECK_RC(etcdlock_client_connect(&o, &cl[i]), ETCDLOCK_OK);
+    }
+    etcdlock_guard *g = NULL;
+    if (cl[0] && cl[1] && cl[2]) CHECK_RC(etcdlock_lock(cl[0], "held", 5000, &g), ETCDLOCK_OK);
+    if (!g) goto out;
+    event w;
+    event_init(&w);
+    CHECK_RC(etcdlock_lock_async(cl[1], "held", -1, on_locked, &w, NULL), ETCDLOCK_OK);
+    usleep(300 * 1000); /* the waiter queues behind the holder */
+    cycler_arg a = {cl[2], 0, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, cycle_thread, &a);
+    while (atomic_load(&a.last_done) == 0) usleep(5000);
+    char reply[256], cmd[64];
+    int leader = -1;
+    CHECK(harness_command(&A, "leader", reply, sizeof reply) == 0 && sscanf(strstr(reply, ":") + 1, "%d", &leader) == 1,
+          "leader: %s", reply);
+    double fault_at = now_ms();
+    if (strcmp(fault, "kill") == 0) snprintf(cmd, sizeof cmd, "kill %d", leader);
+    else snprintf(cmd, sizeof cmd, "pause %d 3000", leader);
+    CHECK(harness_command(&A, cmd, reply, sizeof reply) == 0, "%s", cmd);
+    while (atomic_load(&a.last_done) <= fault_at + 50 && now_ms() - fault_at < 5000) usleep(5000);
+    double resumed = atomic_load(&a.last_done) - fault_at;
+    CHECK(resumed > 50 && resumed < 5000, "cycles did not resume within 5 s (%.0f ms)", resumed);
+    /* Past where a session that stopped renewing at the fault would have ended locally. */
+    double rest = fault_at + 6000 - now_ms();
+    if (rest > 0) usleep((useconds_t)(rest * 1000));
+    int held = 0;
+    CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
+    CHECK(held == 1, "the hold survived the leader %s", fault);
+    CHECK(w.fired == 0, "the queued waiter ended (%s)", etcdlock_status_name(w.status));
+    CHECK_RC(etcdlock_guard_put(g, (const uint8_t *)"still-mine", 10, (const uint8_t *)"yes", 3), ETCDLOCK_OK);
+    int64_t tok = 0, tok2 = 0;
+    etcdlock_guard_fencing_token(g, &tok);
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    CHECK(event_wait(&w, 5000) && w.status == ETCDLOCK_OK, "the waiter acquired after the unlock");
+    if (w.guard) {
+        etcdlock_guard_fencing_token(w.guard, &tok2);
+        CHECK(tok2 > tok, "tokens %lld -> %lld", (long long)tok, (long long)tok2);
+        etcdlock_guard_free(w.guard);
+    }
+    atomic_store(&a.stop, 1);
+    pthread_join(t, NULL);
+    printf("  leader %s: lock/unlock resumed %.0f ms after the fault; hold and waiter survived\n", fault, resumed);
+    event_destroy(&w);
+out:
+    etcdlock_guard_free(g);
+    for (int i = 0; i < 3; i++) etcdlock_client_free(cl[i]);
+    harness_stop(&A);
+}
+
+static void test_leader_faults(void) {
+    leader_fault("kill");
+    leader_fault("hang3s");
+}
+
 static const test_case TESTS[] = {
     {"version_and_names", test_version_and_names},
     {"lock_unlock", test_lock_unlock},
@@ -1658,6 +1746,7 @@ static const test_case TESTS[] = {
     {"lock_many", test_lock_many},
     {"election", test_election},
     {"renewal", test_renewal},
+    {"leader_faults", test_leader_faults},
 };
 
 int main(int argc, char **argv) {
