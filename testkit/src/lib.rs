@@ -307,6 +307,34 @@ impl Etcd {
         None
     }
 
+    /// Wait until a member other than `old` says it leads (asking the other
+    /// members only: a hung `old` would stall the question), at most `within`.
+    /// The index of the new leader, or None. Each round is one `etcdctl
+    /// endpoint status`, about 20-40 ms: the resolution of the measurement.
+    pub fn await_new_leader(&self, old: usize, within: Duration) -> Option<usize> {
+        let others: Vec<String> =
+            self.members.iter().enumerate().filter(|(i, m)| *i != old && m.child.is_some()).map(|(_, m)| m.endpoint()).collect();
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            let out = Command::new(etcdctl_bin())
+                .env("ETCDCTL_API", "3")
+                .args(["--endpoints", &others.join(","), "--command-timeout=300ms", "endpoint", "status", "-w", "json"])
+                .stderr(Stdio::null())
+                .output();
+            if let Ok(v) = out.map(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_default()) {
+                for st in v.as_array().cloned().unwrap_or_default() {
+                    let member_id = st["Status"]["header"]["member_id"].as_u64();
+                    if member_id.is_some() && member_id == st["Status"]["leader"].as_u64() {
+                        let ep = st["Endpoint"].as_str().unwrap_or("");
+                        return self.members.iter().position(|m| m.endpoint() == ep);
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
     /// The sum of the Prometheus series `name` on member `i`'s `/metrics`,
     /// over every series of that name whose labels contain all of `labels`
     /// (e.g. `grpc_method="Txn"`). Panics if etcd exports no series of that

@@ -9,7 +9,9 @@
 //! when stdin closes (so a test in any language owns its lifetime by holding a
 //! pipe) or on SIGTERM/SIGINT. Commands on stdin, one per line:
 //! `kill I`, `restart I`, `pause I [MS]` (with MS: resumed by the harness
-//! after MS milliseconds), `resume I`, `leader` (answers one JSON line).
+//! after MS milliseconds), `resume I`, `leader`, `elected I` (after a fault on
+//! leader I: waits for another member to lead; answers its index and the ms
+//! that took), each answered by one JSON line.
 use std::io::{BufRead, Write};
 
 use etcdlock_testkit::{Config, Etcd};
@@ -68,6 +70,15 @@ fn main() {
             }
             "resume" => { etcd.resume(idx); serde_json::json!({"ok": true}) }
             "leader" => serde_json::json!({"leader": etcd.leader()}),
+            // After a fault on the leader `idx`: when another member leads, and
+            // how long after this command that was seen.
+            "elected" => {
+                let t = std::time::Instant::now();
+                match etcd.await_new_leader(idx, std::time::Duration::from_secs(20)) {
+                    Some(l) => serde_json::json!({"leader": l, "ms": t.elapsed().as_millis() as u64}),
+                    None => serde_json::json!({"error": "no new leader within 20 s"}),
+                }
+            }
             "" => continue,
             _ => serde_json::json!({"error": format!("unknown command {cmd}")}),
         };
