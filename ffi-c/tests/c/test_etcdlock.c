@@ -1657,7 +1657,7 @@ static void *cycle_thread(void *p) {
     return NULL;
 }
 
-static void leader_fault(const char *fault) {
+static void leader_fault(const char *fault, int ttl) {
     etcd_harness A;
     if (harness_start_members(&A, 3) != 0) {
         CHECK(0, "cannot start a 3-member etcd");
@@ -1669,7 +1669,7 @@ static void leader_fault(const char *fault) {
         etcdlock_options o;
         etcdlock_options_init(&o, sizeof o);
         o.endpoints = A.endpoint;
-        o.ttl_secs = 5;
+        o.ttl_secs = ttl;
         CHECK_RC(etcdlock_client_connect(&o, &cl[i]), ETCDLOCK_OK);
     }
     etcdlock_guard *g = NULL;
@@ -1690,7 +1690,7 @@ static void leader_fault(const char *fault) {
     double fault_at = now_ms();
     atomic_store(&a.fault_at, fault_at);
     if (strcmp(fault, "kill") == 0) snprintf(cmd, sizeof cmd, "kill %d", leader);
-    else snprintf(cmd, sizeof cmd, "pause %d 3000", leader);
+    else snprintf(cmd, sizeof cmd, "pause %d %d", leader, (fault[4] - '0') * 1000);
     CHECK(harness_command(&A, cmd, reply, sizeof reply) == 0, "%s", cmd);
     /* etcd's own election, seen by asking the other members (~30 ms resolution). */
     snprintf(cmd, sizeof cmd, "elected %d", leader);
@@ -1712,7 +1712,7 @@ static void leader_fault(const char *fault) {
     /* The target is 600 ms after the new leader; 1 s here for a loaded CI machine. */
     CHECK(resumed - election <= 1000, "resumed %.0f ms after the fault, %.0f ms after the election", resumed, resumed - election);
     /* Past where a session that stopped renewing at the fault would have ended locally. */
-    double rest = fault_at + 6000 - now_ms();
+    double rest = fault_at + (ttl + 1) * 1000.0 - now_ms();
     if (rest > 0) usleep((useconds_t)(rest * 1000));
     int held = 0;
     CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
@@ -1730,8 +1730,8 @@ static void leader_fault(const char *fault) {
     }
     atomic_store(&a.stop, 1);
     pthread_join(t, NULL);
-    printf("  leader %s: etcd elected a new leader %.0f ms after the fault; lock/unlock resumed %.0f ms after that; hold and waiter survived\n",
-           fault, election, resumed - election);
+    printf("  ttl %d s, leader %s: etcd elected a new leader %.0f ms after the fault; lock/unlock resumed %.0f ms after that; hold and waiter survived\n",
+           ttl, fault, election, resumed - election);
     event_destroy(&w);
 out:
     etcdlock_guard_free(g);
@@ -1740,8 +1740,9 @@ out:
 }
 
 static void test_leader_faults(void) {
-    leader_fault("kill");
-    leader_fault("hang3s");
+    leader_fault("kill", 5);
+    leader_fault("hang3s", 5);
+    leader_fault("hang5s", 10);
 }
 
 static const test_case TESTS[] = {
