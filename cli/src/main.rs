@@ -260,6 +260,14 @@ fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("ETCDLOCK_LOG").unwrap_or_else(|_| "off".into()))
         .with_writer(std::io::stderr)
         .init();
+    // No panic reaches a user as a backtrace: one line, exit 1.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info.payload().downcast_ref::<&str>().map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        eprintln!("etcdlock: internal error: {msg} ({})", info.location().map(|l| l.to_string()).unwrap_or_default());
+        std::process::exit(exit::ERROR);
+    }));
     let cli = match Cli::try_parse() {
         Ok(c) => c,
         Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => e.exit(),

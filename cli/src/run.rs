@@ -202,7 +202,7 @@ pub async fn run_while_held(
             n = stops.recv() => {
                 tree.signal(n);
                 if kill_at.is_none() {
-                    kill_at = grace.map(|g| Instant::now() + g);
+                    kill_at = grace.and_then(|g| Instant::now().checked_add(g));
                 }
             }
             _ = sleep_until_opt(kill_at) => {

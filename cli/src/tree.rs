@@ -97,12 +97,21 @@ impl Tree {
             // A stopped process cannot act on SIGTERM until continued.
             self.signal(libc::SIGCONT);
         }
-        let kill_at = grace.map(|g| Instant::now() + g);
-        let mut killed = false;
+        let kill_at = grace.and_then(|g| Instant::now().checked_add(g));
+        let mut killed: Option<Instant> = None;
         while self.alive() {
-            if !killed && kill_at.is_some_and(|t| Instant::now() >= t) {
-                self.signal(libc::SIGKILL);
-                killed = true;
+            match killed {
+                None if kill_at.is_some_and(|t| Instant::now() >= t) => {
+                    self.signal(libc::SIGKILL);
+                    killed = Some(Instant::now());
+                }
+                // SIGKILL cannot end a process in uninterruptible sleep (a hung
+                // NFS read): say so rather than hold the lock forever.
+                Some(at) if at.elapsed() > Duration::from_secs(10) => {
+                    eprintln!("etcdlock: processes of group {} outlived SIGKILL by 10 s (uninterruptible?); releasing anyway", self.pgid);
+                    return;
+                }
+                _ => {}
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

@@ -16,6 +16,8 @@ use crate::watch::WatchHub;
 
 /// etcd's upper bound for a lease TTL (`MaxLeaseTTL`, 9,000,000,000 s).
 pub const MAX_TTL_SECS: i64 = 9_000_000_000;
+/// Longest accepted connect or request timeout (a day).
+pub const MAX_CLIENT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// Longest accepted lock name, in bytes. A lock request carries the name about
 /// five times (compare, put, ranges), so this stays far below etcd's default
 /// 1.5 MiB request limit.
@@ -167,7 +169,7 @@ impl ClientOptions {
         ClientOptions::from_env_and_pairs(Vec::<(String, String)>::new())
     }
 
-    fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         if self.endpoints.is_empty() {
             return Err(Error::invalid("no etcd endpoints given"));
         }
@@ -198,6 +200,13 @@ impl ClientOptions {
         }
         if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
             return Err(Error::invalid("timeouts must be positive"));
+        }
+        // One ceiling: a bound is added to the current instant, and a day is
+        // already no bound at all for one request.
+        for (what, d) in [("connect_timeout", self.connect_timeout), ("request_timeout", self.request_timeout)] {
+            if d > MAX_CLIENT_TIMEOUT {
+                return Err(Error::invalid(format!("{what} ({d:?}) must be at most {MAX_CLIENT_TIMEOUT:?}")));
+            }
         }
         if self.username.is_some() != self.password.is_some() {
             return Err(Error::invalid("username and password go together"));

@@ -48,7 +48,7 @@ mod watch;
 mod wait;
 mod window;
 
-pub use client::{Client, ClientOptions, TlsOptions, MAX_NAME_LEN, MAX_TTL_SECS};
+pub use client::{Client, ClientOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_NAME_LEN, MAX_TTL_SECS};
 pub use election::{Leader, Leadership, Observer};
 pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};

@@ -110,7 +110,7 @@ impl Client {
         }
         self.check_open()?;
         let once = opts.timeout == Some(Duration::ZERO);
-        let deadline = opts.timeout.filter(|t| !t.is_zero()).map(|t| Instant::now() + t);
+        let deadline = opts.timeout.filter(|t| !t.is_zero()).and_then(|t| Instant::now().checked_add(t));
         let bound = if once { self.request_bound() } else { Bound::Wait(deadline) };
         // A child token: a failed wait cancels its siblings, never the caller's token.
         let cancel = opts.cancel.as_ref().map(|c| c.child_token()).unwrap_or_default();

@@ -256,7 +256,8 @@ impl Client {
         validate_name(name)?;
         self.check_open()?;
         let deadline = match mode {
-            Mode::Wait => opts.timeout.map(|t| Instant::now() + t),
+            // A timeout too far to be an instant is no limit at all.
+            Mode::Wait => opts.timeout.and_then(|t| Instant::now().checked_add(t)),
             _ => None,
         };
         // The call's one bound: its own timeout when it waits, else the

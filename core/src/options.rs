@@ -234,6 +234,15 @@ mod tests {
     }
 
     #[test]
+    fn huge_timeouts_are_refused_not_a_panic() {
+        let o = ClientOptions::from_pairs([("request_timeout", "100000000000")]).unwrap();
+        assert_eq!(o.validate().unwrap_err().code(), ErrorCode::InvalidArgument);
+        let o = ClientOptions::from_pairs([("connect_timeout", "25h")]).unwrap();
+        assert_eq!(o.validate().unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert!(ClientOptions::from_pairs([("request_timeout", "24h")]).unwrap().validate().is_ok());
+    }
+
+    #[test]
     fn explicit_options_override_the_environment_key_by_key() {
         // Only this test touches these variables.
         std::env::set_var("ETCDLOCK_TTL", "not-a-number");

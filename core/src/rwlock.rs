@@ -41,7 +41,7 @@ impl Client {
         validate_name(name)?;
         self.check_open()?;
         let once = opts.timeout == Some(Duration::ZERO);
-        let deadline = if once { None } else { opts.timeout.map(|t| std::time::Instant::now() + t) };
+        let deadline = if once { None } else { opts.timeout.and_then(|t| std::time::Instant::now().checked_add(t)) };
         let bound = if once { self.request_bound() } else { Bound::Wait(deadline) };
         let timeout = opts.timeout;
         let cancel = opts.cancel.unwrap_or_default();
