@@ -84,6 +84,11 @@ pub struct ClientOptions {
     /// starts once it has been held 50 to 60 ms, so short holds cost no watch).
     /// The session's lease is watched either way.
     pub watch_held_keys: bool,
+    /// Time between the session's keep-alives (default: a third of the TTL,
+    /// at most a quarter of TTL - margin, at least 250 ms). Must be at least
+    /// 50 ms and leave room for a second try before the hold ends: at most
+    /// half of TTL - margin.
+    pub keepalive_interval: Option<Duration>,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -98,6 +103,8 @@ impl fmt::Debug for ClientOptions {
             .field("connect_timeout", &self.connect_timeout)
             .field("request_timeout", &self.request_timeout)
             .field("margin", &self.margin)
+            .field("watch_held_keys", &self.watch_held_keys)
+            .field("keepalive_interval", &self.keepalive_interval)
             .finish()
     }
 }
@@ -115,6 +122,7 @@ impl Default for ClientOptions {
             request_timeout: Duration::from_secs(2),
             margin: None,
             watch_held_keys: true,
+            keepalive_interval: None,
         }
     }
 }
@@ -198,6 +206,16 @@ impl ClientOptions {
                 )));
             }
         }
+        if let Some(k) = self.keepalive_interval {
+            let ttl = Duration::from_secs(self.ttl_secs as u64);
+            let room = ttl.saturating_sub(self.margin.unwrap_or_else(|| default_margin(self.ttl_secs)));
+            if k < Duration::from_millis(50) || k > room / 2 {
+                return Err(Error::invalid(format!(
+                    "keepalive_interval ({k:?}) must be between 50ms and half of ttl - margin ({:?})",
+                    room / 2
+                )));
+            }
+        }
         if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
             return Err(Error::invalid("timeouts must be positive"));
         }
@@ -223,6 +241,7 @@ pub(crate) struct Inner {
     pub(crate) ttl: AtomicI64,
     requested_ttl: i64,
     margin: Option<Duration>,
+    keepalive: Option<Duration>,
     pub(crate) watch_held_keys: bool,
     session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
@@ -333,6 +352,7 @@ impl Client {
             ttl: AtomicI64::new(opts.ttl_secs),
             requested_ttl: opts.ttl_secs,
             margin: opts.margin,
+            keepalive: opts.keepalive_interval,
             watch_held_keys: opts.watch_held_keys,
             session: AsyncMutex::new(None),
             closed,
@@ -432,11 +452,11 @@ impl Client {
         let margin = self
             .inner
             .margin
-            .unwrap_or_else(|| Duration::from_millis((ttl as u64 * 1000 / 5).min(2000)))
+            .unwrap_or_else(|| default_margin(ttl))
             // Checked at connect against the requested TTL; etcd may grant a
             // longer one (its minimum), never a shorter one.
             .min(Duration::from_millis(ttl as u64 * 1000 / 2));
-        let s = Session::new(resp.id(), ttl, margin, sent);
+        let s = Session::new(resp.id(), ttl, margin, sent, self.inner.keepalive);
         tracing::debug!(lease = format!("{:x}", resp.id()), ttl, "session opened");
         self.inner.handle.spawn(s.clone().run(self.inner.transport.clone(), self.inner.metrics.clone()));
         *slot = Some(s.clone());
@@ -541,4 +561,9 @@ impl Client {
         k.extend_from_slice(key);
         k
     }
+}
+
+/// The margin when none is given: a fifth of the TTL, at most 2 s.
+pub(crate) fn default_margin(ttl_secs: i64) -> Duration {
+    Duration::from_millis((ttl_secs.max(0) as u64 * 1000 / 5).min(2000))
 }

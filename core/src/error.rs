@@ -139,6 +139,19 @@ impl Error {
         Error { code, message: message.into(), reason: None }
     }
 
+    /// An error with a loss reason (bindings rebuilding a core error).
+    pub fn with_reason(code: ErrorCode, reason: Option<LossReason>, message: impl Into<String>) -> Error {
+        Error { code, message: message.into(), reason }
+    }
+
+    /// Whether the same call may succeed if made again: the lock was busy or
+    /// etcd did not answer in time (`Timeout`, `WouldBlock`, `Unavailable`).
+    /// Everything else needs a change first (arguments, credentials, a new
+    /// acquisition after a loss).
+    pub fn retryable(&self) -> bool {
+        matches!(self.code, ErrorCode::Timeout | ErrorCode::WouldBlock | ErrorCode::Unavailable)
+    }
+
     pub(crate) fn lost(reason: LossReason, message: impl Into<String>) -> Error {
         Error { code: ErrorCode::LockLost, message: message.into(), reason: Some(reason) }
     }

@@ -24,6 +24,17 @@ pub enum GuardState {
     Lost(Loss),
 }
 
+impl GuardState {
+    /// The name every language shows: `"held"`, `"released"` or `"lost"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GuardState::Held => "held",
+            GuardState::Released => "released",
+            GuardState::Lost(_) => "lost",
+        }
+    }
+}
+
 struct Shared {
     client: Client,
     session: Arc<Session>,

@@ -29,6 +29,7 @@
 #[cfg(feature = "bench")]
 pub mod bench_floor;
 pub mod blocking;
+pub mod bridge;
 mod client;
 mod election;
 mod error;

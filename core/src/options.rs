@@ -1,16 +1,15 @@
 //! The one parser of client options (OpenDAL's `Operator::via_iter` shape):
 //! every binding and the CLI hands core string pairs, and the environment
-//! (`ETCDLOCK_*`) goes through the same parser. Wave 1 had six option
-//! builders that drifted apart (a malformed `ETCDLOCK_TTL` broke Python's
-//! `Client(ttl=10)`, setting only the TLS domain turned TLS on in three
-//! languages out of four, and `ETCDLOCK_KEY` meant both a TLS key and the lock
-//! key `etcdlock run` exports).
+//! (`ETCDLOCK_*`) goes through the same parser, so a key means the same and
+//! is refused with the same message in every language. `ETCDLOCK_KEY` is not
+//! an option: `etcdlock run` exports the lock key under that name.
 //!
 //! Keys: `endpoints` (comma separated), `ttl`, `namespace`, `username`,
 //! `password`, `tls_ca`, `tls_cert`, `tls_key`, `tls_domain`,
-//! `connect_timeout`, `request_timeout`, `margin`, `watch_held_keys`.
-//! Durations: `250ms`, `5s`, `2m`, `1h`, or a plain number of seconds
-//! (fractions allowed). TTL: whole seconds, same syntax. Booleans:
+//! `connect_timeout`, `request_timeout`, `margin`, `watch_held_keys`,
+//! `keepalive_interval`.
+//! Durations: `250ms`, `5s`, `2m`, `1h` (also `us`, `ns`), or a plain number
+//! of seconds (fractions and exponents allowed). TTL: whole seconds, same syntax. Booleans:
 //! `true/false/1/0/yes/no/on/off`. An empty value means "not set".
 //!
 //! How explicit options and the environment combine (the same in every
@@ -25,7 +24,7 @@ use crate::client::{ClientOptions, TlsOptions};
 use crate::error::{Error, Result};
 
 /// Every key [`ClientOptions::from_pairs`] accepts.
-pub const OPTION_KEYS: [&str; 13] = [
+pub const OPTION_KEYS: [&str; 14] = [
     "endpoints",
     "ttl",
     "namespace",
@@ -39,6 +38,7 @@ pub const OPTION_KEYS: [&str; 13] = [
     "request_timeout",
     "margin",
     "watch_held_keys",
+    "keepalive_interval",
 ];
 
 /// The environment variable of each key (`ETCDLOCK_` + upper case).
@@ -50,26 +50,28 @@ pub fn env_var(key: &str) -> String {
 /// `ETCDLOCK_KEY`: `etcdlock run` exports the lock key under that name.
 const DEPRECATED: [(&str, &str); 2] = [("ETCDLOCK_CA", "tls_ca"), ("ETCDLOCK_CERT", "tls_cert")];
 
-/// Parse a duration: `250ms`, `5s`, `2m`, `1h`, or a number of seconds.
+/// Parse a duration: `250ms`, `5s`, `2m`, `1h` (also `us`, `ns`), or a plain
+/// number of seconds. The number may have a fraction or an exponent
+/// (`1.5s`, `1e-3`). NaN, infinities and negatives are refused.
 pub fn parse_duration(what: &str, v: &str) -> Result<Duration> {
     let v = v.trim();
-    let (num, unit) = match v.find(|c: char| c.is_ascii_alphabetic()) {
-        Some(i) => (&v[..i], &v[i..]),
-        None => (v, "s"),
-    };
-    let n: f64 = num.trim().parse().map_err(|_| Error::invalid(format!("{what}: {v:?} is not a duration (e.g. 250ms, 5s, 2m)")))?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(Error::invalid(format!("{what}: unknown unit {unit:?} in {v:?} (ms, s, m, h)"))),
-    };
+    let (num, scale) = UNITS
+        .iter()
+        .find_map(|(unit, scale)| v.strip_suffix(unit).map(|n| (n, *scale)))
+        .filter(|(n, _)| !n.is_empty())
+        .unwrap_or((v, 1.0));
+    let n: f64 = num.trim().parse().map_err(|_| {
+        Error::invalid(format!("{what}: {v:?} is not a duration (e.g. 250ms, 5s, 2m; units ns, us, ms, s, m, h)"))
+    })?;
+    let secs = n * scale;
     if !secs.is_finite() || secs < 0.0 {
         return Err(Error::invalid(format!("{what}: {v:?} must be a finite, non-negative duration")));
     }
     Duration::try_from_secs_f64(secs).map_err(|_| Error::invalid(format!("{what}: {v:?} is too large")))
 }
+
+/// Duration units, longest suffix first so `ms` is not read as `s`.
+const UNITS: [(&str, f64); 6] = [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
 
 fn parse_bool(what: &str, v: &str) -> Result<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
@@ -129,6 +131,7 @@ impl ClientOptions {
             "request_timeout" => self.request_timeout = parse_duration("request_timeout", v)?,
             "margin" => self.margin = Some(parse_duration("margin", v)?),
             "watch_held_keys" => self.watch_held_keys = parse_bool("watch_held_keys", v)?,
+            "keepalive_interval" => self.keepalive_interval = Some(parse_duration("keepalive_interval", v)?),
             other => {
                 return Err(Error::invalid(format!("unknown option {other:?}; the options are {}", OPTION_KEYS.join(", "))))
             }
@@ -199,7 +202,11 @@ mod tests {
         assert_eq!(parse_duration("t", "1.5").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("t", "2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_duration("t", "1h").unwrap(), Duration::from_secs(3600));
-        for bad in ["", "x", "-1", "5d", "NaN", "inf", "1e400"] {
+        assert_eq!(parse_duration("t", "1e-3").unwrap(), Duration::from_millis(1));
+        assert_eq!(parse_duration("t", "2.5e3ms").unwrap(), Duration::from_millis(2500));
+        assert_eq!(parse_duration("t", "1500us").unwrap(), Duration::from_micros(1500));
+        assert_eq!(parse_duration("t", "7ns").unwrap(), Duration::from_nanos(7));
+        for bad in ["", "x", "-1", "5d", "NaN", "inf", "infms", "NaNs", "-2ms", "1e400", "ms", "s", "5 sec"] {
             assert_eq!(parse_duration("t", bad).unwrap_err().code(), ErrorCode::InvalidArgument, "{bad}");
         }
     }

@@ -48,6 +48,8 @@ pub(crate) struct Session {
     pub(crate) lease: i64,
     pub(crate) ttl: i64,
     margin: Duration,
+    /// The configured keep-alive interval, if any (else derived from the TTL).
+    keepalive: Option<Duration>,
     /// Local validity deadline; only ever moves forward from acknowledged keep-alives.
     deadline: Mutex<Instant>,
     lost: watch::Sender<Option<Loss>>,
@@ -65,12 +67,13 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    pub(crate) fn new(lease: i64, ttl: i64, margin: Duration, granted_at: Instant) -> Arc<Session> {
+    pub(crate) fn new(lease: i64, ttl: i64, margin: Duration, granted_at: Instant, keepalive: Option<Duration>) -> Arc<Session> {
         let (lost, _) = watch::channel(None);
         Arc::new(Session {
             lease,
             ttl,
             margin,
+            keepalive,
             deadline: Mutex::new(granted_at + Duration::from_secs(ttl as u64).saturating_sub(margin)),
             lost,
             last_ack: Mutex::new(granted_at),
@@ -226,6 +229,9 @@ impl Session {
     /// through: at TTL 5 s, 3 s, more than etcd's election plus the ~1 s it
     /// takes to leave a silent member.
     pub(crate) fn interval(&self) -> Duration {
+        if let Some(k) = self.keepalive {
+            return k;
+        }
         let ttl = Duration::from_secs(self.ttl.max(1) as u64);
         (ttl / 3).min(ttl.saturating_sub(self.margin) / 4).max(Duration::from_millis(250))
     }

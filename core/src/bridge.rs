@@ -1,0 +1,382 @@
+//! What every language binding needs from core, written once: options from
+//! string pairs, one rule for call timeouts, one wire form of an error, a
+//! handle table for languages that hold native objects by number, the
+//! interruptible blocking wait of synchronous bindings and the completion
+//! adapter of asynchronous ones. A binding keeps only argument conversion and
+//! its language's idiom (exception classes, Promises, `errno`-style codes).
+//!
+//! ```
+//! use etcdlock::bridge::{self, Unit};
+//! // A binding turns its typed arguments into pairs; core parses and checks them.
+//! let pairs = [("ttl", "10".to_string()), ("connect_timeout", bridge::duration_value(2500.0, Unit::Millis))];
+//! let opts = bridge::client_options(pairs).unwrap();
+//! assert_eq!(opts.ttl_secs, 10);
+//! assert_eq!(bridge::timeout("timeout", f64::INFINITY, Unit::Seconds).unwrap(), None);
+//! ```
+
+use std::any::Any;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::FutureExt;
+
+use crate::{ClientOptions, Error, ErrorCode, LossReason, Result};
+
+pub use crate::runtime::block_on_interruptible;
+
+/// The unit a language gives durations in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// Python, the CLI and the environment.
+    Seconds,
+    /// Node and C.
+    Millis,
+    /// Java's `Duration`.
+    Nanos,
+}
+
+impl Unit {
+    fn suffix(self) -> &'static str {
+        match self {
+            Unit::Seconds => "s",
+            Unit::Millis => "ms",
+            Unit::Nanos => "ns",
+        }
+    }
+
+    fn secs(self, v: f64) -> f64 {
+        match self {
+            Unit::Seconds => v,
+            Unit::Millis => v / 1e3,
+            Unit::Nanos => v / 1e9,
+        }
+    }
+}
+
+/// A number of `unit`s as an option value ([`crate::parse_duration`]
+/// syntax). NaN, infinities and negatives pass through as text, so the option
+/// parser refuses them with its one message per key.
+pub fn duration_value(v: f64, unit: Unit) -> String {
+    format!("{v}{}", unit.suffix())
+}
+
+/// Client options from a binding: the `ETCDLOCK_*` environment gives the
+/// defaults, `pairs` (keys of [`crate::OPTION_KEYS`], in order, later wins)
+/// override it key by key, and the result is checked as `connect` checks it.
+/// An empty value means "not given". Every binding calls this and nothing
+/// else to build options.
+pub fn client_options<K: AsRef<str>, V: AsRef<str>>(
+    pairs: impl IntoIterator<Item = (K, V)>,
+) -> Result<ClientOptions> {
+    let o = ClientOptions::from_env_and_pairs(pairs)?;
+    o.validate()?;
+    Ok(o)
+}
+
+/// The one rule for the timeout of a call that waits (lock, wait for loss,
+/// observe): `None` (no limit) for +infinity or a value too large to be an
+/// instant; `InvalidArgument` for NaN and negatives; else the duration.
+pub fn timeout(what: &str, v: f64, unit: Unit) -> Result<Option<Duration>> {
+    if v.is_nan() || v < 0.0 {
+        return Err(Error::invalid(format!(
+            "{what} must be a non-negative number ({}), got {v}",
+            unit.suffix()
+        )));
+    }
+    let secs = unit.secs(v);
+    // A century is no limit in practice and keeps `now + timeout` an instant.
+    if secs > MAX_WAIT.as_secs_f64() {
+        return Ok(None);
+    }
+    Ok(Some(Duration::from_secs_f64(secs)))
+}
+
+/// A timeout beyond this is "no limit" ([`timeout`]).
+pub const MAX_WAIT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// [`timeout`] for an optional value (`None` is no limit).
+pub fn opt_timeout(what: &str, v: Option<f64>, unit: Unit) -> Result<Option<Duration>> {
+    v.map_or(Ok(None), |v| timeout(what, v, unit))
+}
+
+/// An error as every binding hands it to its language: code, loss reason,
+/// message and whether retrying the same call may succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireError {
+    /// The code (its `name()` is the language-visible name).
+    pub code: ErrorCode,
+    /// Why a hold ended, for `LockLost`.
+    pub reason: Option<LossReason>,
+    /// The message, without the code.
+    pub message: String,
+    /// See [`Error::retryable`].
+    pub retryable: bool,
+}
+
+const SEP: char = '\u{1f}';
+
+impl WireError {
+    /// One string for bindings whose error carries only a message (napi):
+    /// `ETCDLOCK<US>code<US>reason<US>message`, US being U+001F.
+    pub fn encode(&self) -> String {
+        let reason = self.reason.map(LossReason::name).unwrap_or("");
+        format!(
+            "ETCDLOCK{SEP}{}{SEP}{reason}{SEP}{}",
+            self.code.name(),
+            self.message
+        )
+    }
+
+    /// The inverse of [`WireError::encode`]; `None` for any other string.
+    pub fn decode(s: &str) -> Option<WireError> {
+        let mut parts = s
+            .strip_prefix("ETCDLOCK")?
+            .strip_prefix(SEP)?
+            .splitn(3, SEP);
+        let code = parts.next()?;
+        let code = ErrorCode::ALL.into_iter().find(|c| c.name() == code)?;
+        let reason = match parts.next()? {
+            "" => None,
+            r => Some(LossReason::ALL.into_iter().find(|x| x.name() == r)?),
+        };
+        let e = Error::with_reason(code, reason, parts.next()?);
+        Some(WireError::from(&e))
+    }
+}
+
+impl From<&Error> for WireError {
+    fn from(e: &Error) -> WireError {
+        WireError {
+            code: e.code(),
+            reason: e.loss_reason(),
+            message: e.message().to_string(),
+            retryable: e.retryable(),
+        }
+    }
+}
+
+/// A panic's payload as an `Internal` error (never an abort across an FFI
+/// boundary).
+pub fn panic_error(payload: Box<dyn Any + Send>) -> Error {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    Error::new(
+        ErrorCode::Internal,
+        format!("a bug in etcdlock (panic: {what}); the process is fine"),
+    )
+}
+
+/// Run `f`, turning a panic into an `Internal` error.
+pub fn catch<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_error(p)))
+}
+
+/// Run `fut` on the shared runtime and hand its result (a panic as
+/// `Internal`) to `done` on a runtime thread. Aborting the returned handle
+/// drops the future, which cancels a lock wait and removes its waiter key,
+/// and `done` is then never called.
+pub fn spawn_complete<T, F, D>(fut: F, done: D) -> Result<tokio::task::AbortHandle>
+where
+    T: Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+    D: FnOnce(Result<T>) + Send + 'static,
+{
+    let rt = crate::runtime::runtime()?;
+    let task = rt.spawn(async move {
+        let r = AssertUnwindSafe(fut)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|p| Err(panic_error(p)));
+        // A panicking callback ends this task only.
+        let _ = catch_unwind(AssertUnwindSafe(move || done(r)));
+    });
+    Ok(task.abort_handle())
+}
+
+/// Native objects held by number (Java's `long` handles): a stale, foreign or
+/// twice-released number is a typed error, never a dangling pointer. Numbers
+/// are never reused.
+pub struct Handles<T> {
+    map: Mutex<BTreeMap<u64, Arc<T>>>,
+    next: std::sync::atomic::AtomicU64,
+    what: &'static str,
+}
+
+impl<T> Handles<T> {
+    /// An empty table; `what` names the objects in messages ("client").
+    pub const fn new(what: &'static str) -> Handles<T> {
+        Handles {
+            map: Mutex::new(BTreeMap::new()),
+            next: std::sync::atomic::AtomicU64::new(1),
+            what,
+        }
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<T>>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keep `v`; its number is never 0.
+    pub fn insert(&self, v: T) -> u64 {
+        let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.map().insert(id, Arc::new(v));
+        id
+    }
+
+    /// The object of `id`; `Closed` once released, `InvalidArgument` for a
+    /// number this table never gave.
+    pub fn get(&self, id: u64) -> Result<Arc<T>> {
+        if let Some(v) = self.map().get(&id) {
+            return Ok(v.clone());
+        }
+        if id != 0 && id < self.next.load(std::sync::atomic::Ordering::Relaxed) {
+            Err(Error::new(
+                ErrorCode::Closed,
+                format!("this {} was closed", self.what),
+            ))
+        } else {
+            Err(Error::invalid(format!("not a {} handle: {id}", self.what)))
+        }
+    }
+
+    /// Release `id`, returning its object the first time only.
+    pub fn remove(&self, id: u64) -> Option<Arc<T>> {
+        self.map().remove(&id)
+    }
+
+    /// How many objects are held.
+    pub fn len(&self) -> usize {
+        self.map().len()
+    }
+
+    /// Whether none is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_come_from_pairs_in_every_unit() {
+        let o = client_options([
+            ("endpoints", "127.0.0.1:1,127.0.0.1:2".to_string()),
+            ("request_timeout", duration_value(750.0, Unit::Millis)),
+            ("connect_timeout", duration_value(2.5, Unit::Seconds)),
+            ("margin", duration_value(1e9, Unit::Nanos)),
+            ("keepalive_interval", duration_value(0.5, Unit::Seconds)),
+        ])
+        .unwrap();
+        assert_eq!(o.endpoints.len(), 2);
+        assert_eq!(
+            (o.request_timeout, o.connect_timeout),
+            (Duration::from_millis(750), Duration::from_millis(2500))
+        );
+        assert_eq!(
+            (o.margin, o.keepalive_interval),
+            (
+                Some(Duration::from_secs(1)),
+                Some(Duration::from_millis(500))
+            )
+        );
+        for bad in [f64::NAN, f64::INFINITY, -1.0] {
+            let e = client_options([("request_timeout", duration_value(bad, Unit::Millis))])
+                .unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument);
+            assert!(e.message().starts_with("request_timeout: "), "{e}");
+        }
+        // Checked as connect checks: above the ceiling, or a keep-alive too slow to renew in time.
+        assert!(client_options([("request_timeout", "25h")]).is_err());
+        let e = client_options([("ttl", "5"), ("keepalive_interval", "3s")]).unwrap_err();
+        assert!(e.message().contains("keepalive_interval"), "{e}");
+        assert!(client_options([("ttl", "5"), ("keepalive_interval", "10ms")]).is_err());
+    }
+
+    #[test]
+    fn one_timeout_rule() {
+        assert_eq!(
+            timeout("t", 1500.0, Unit::Millis).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(
+            timeout("t", 0.0, Unit::Seconds).unwrap(),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(timeout("t", f64::INFINITY, Unit::Seconds).unwrap(), None);
+        assert_eq!(timeout("t", 1e300, Unit::Nanos).unwrap(), None);
+        assert_eq!(opt_timeout("t", None, Unit::Seconds).unwrap(), None);
+        for bad in [f64::NAN, -0.5, f64::NEG_INFINITY] {
+            assert_eq!(
+                timeout("t", bad, Unit::Seconds).unwrap_err().code(),
+                ErrorCode::InvalidArgument
+            );
+        }
+    }
+
+    #[test]
+    fn wire_errors_round_trip() {
+        for code in ErrorCode::ALL {
+            for reason in [None, Some(LossReason::KeyDeleted)] {
+                let e = Error::with_reason(code, reason, "m\u{1f}with a separator");
+                let w = WireError::from(&e);
+                assert_eq!(WireError::decode(&w.encode()), Some(w.clone()));
+                assert_eq!(
+                    w.retryable,
+                    matches!(
+                        code,
+                        ErrorCode::Timeout | ErrorCode::WouldBlock | ErrorCode::Unavailable
+                    )
+                );
+            }
+        }
+        assert_eq!(WireError::decode("plain message"), None);
+        assert_eq!(WireError::decode("ETCDLOCK\u{1f}Nope\u{1f}\u{1f}m"), None);
+    }
+
+    #[test]
+    fn panics_become_internal_errors() {
+        let e = catch::<()>(|| panic!("boom {}", 1)).unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Internal);
+        assert!(e.message().contains("boom 1"), "{e}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        spawn_complete(async { panic!("in a task") }, move |r: Result<()>| {
+            tx.send(r).unwrap()
+        })
+        .unwrap();
+        let r = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+        assert_eq!(r.unwrap_err().code(), ErrorCode::Internal);
+    }
+
+    #[test]
+    fn aborted_completions_never_call_back() {
+        let (tx, rx) = std::sync::mpsc::channel::<Result<()>>();
+        let h = spawn_complete(std::future::pending(), move |r| tx.send(r).unwrap()).unwrap();
+        h.abort();
+        assert!(
+            rx.recv_timeout(Duration::from_secs(5)).is_err(),
+            "the sender is dropped, never called"
+        );
+    }
+
+    #[test]
+    fn handles_refuse_stale_and_foreign_numbers() {
+        let t: Handles<String> = Handles::new("client");
+        let a = t.insert("a".into());
+        assert_ne!(a, 0);
+        assert_eq!(*t.get(a).unwrap(), "a");
+        assert!(t.remove(a).is_some());
+        assert!(t.remove(a).is_none(), "a second release finds nothing");
+        assert_eq!(t.get(a).unwrap_err().code(), ErrorCode::Closed);
+        assert_eq!(t.get(0).unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert_eq!(t.get(999).unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert!(t.is_empty());
+    }
+}
