@@ -63,6 +63,40 @@ pub fn duration_value(v: f64, unit: Unit) -> String {
     format!("{v}{}", unit.suffix())
 }
 
+/// What a client option's value is, so a binding converts its typed value
+/// to the option string without a list of its own: adding an option to core
+/// needs, per language, only its typed declaration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OptionKind {
+    /// Endpoints: a list, joined with commas.
+    List,
+    /// Whole seconds (`ttl`).
+    WholeSeconds,
+    /// A duration in the language's [`Unit`] ([`duration_value`]).
+    Duration,
+    /// `true` or `false`.
+    Bool,
+    /// Text (a file path, a name, a password).
+    Text,
+}
+
+/// Every client option with its kind, in [`crate::OPTION_KEYS`] order.
+pub fn options() -> impl Iterator<Item = (&'static str, OptionKind)> {
+    crate::OPTION_KEYS.into_iter().map(|k| (k, option_kind(k).expect("every key has a kind")))
+}
+
+/// The kind of option `key`, `None` for an unknown key.
+pub fn option_kind(key: &str) -> Option<OptionKind> {
+    Some(match key {
+        "endpoints" => OptionKind::List,
+        "ttl" => OptionKind::WholeSeconds,
+        "connect_timeout" | "request_timeout" | "margin" | "keepalive_interval" => OptionKind::Duration,
+        "watch_held_keys" => OptionKind::Bool,
+        "namespace" | "username" | "password" | "tls_ca" | "tls_cert" | "tls_key" | "tls_domain" => OptionKind::Text,
+        _ => return None,
+    })
+}
+
 /// Client options from a binding: the `ETCDLOCK_*` environment gives the
 /// defaults, `pairs` (keys of [`crate::OPTION_KEYS`], in order, later wins)
 /// override it key by key, and the result is checked as `connect` checks it.
@@ -298,6 +332,13 @@ mod tests {
         let e = client_options([("ttl", "5"), ("keepalive_interval", "3s")]).unwrap_err();
         assert!(e.message().contains("keepalive_interval"), "{e}");
         assert!(client_options([("ttl", "5"), ("keepalive_interval", "10ms")]).is_err());
+    }
+
+    #[test]
+    fn every_option_has_a_kind() {
+        assert_eq!(options().count(), crate::OPTION_KEYS.len());
+        assert_eq!(option_kind("keepalive_interval"), Some(OptionKind::Duration));
+        assert_eq!(option_kind("nope"), None);
     }
 
     #[test]
