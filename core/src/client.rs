@@ -18,10 +18,6 @@ use crate::watch::WatchHub;
 pub const MAX_TTL_SECS: i64 = 9_000_000_000;
 /// Longest accepted connect or request timeout (a day).
 pub const MAX_CLIENT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
-/// Longest accepted lock name, in bytes. A lock request carries the name about
-/// five times (compare, put, ranges), so this stays far below etcd's default
-/// 1.5 MiB request limit.
-pub const MAX_NAME_LEN: usize = 32 * 1024;
 
 /// TLS material, as PEM files.
 #[derive(Clone, Default)]
@@ -246,7 +242,7 @@ pub(crate) struct Inner {
     session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
     pub(crate) windows: crate::window::Windows,
-    pub(crate) cleanups: crate::wait::Cleanups,
+    pub(crate) cleanups: crate::cleanups::Cleanups,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pid: u32,
     pub(crate) handle: tokio::runtime::Handle,

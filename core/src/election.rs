@@ -14,8 +14,7 @@ use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::keys::{is_direct_child, show};
-use crate::mutex::{validate_name, LockOptions, Mode};
+use crate::names::{LockOptions, Mode, is_direct_child, show, validate_name};
 
 /// Leadership won by [`Client::campaign`]: everything a [`Guard`] has (deref),
 /// plus [`Leadership::proclaim`] and [`Leadership::resign`].

@@ -9,9 +9,10 @@ use tokio::sync::{mpsc, watch};
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::keys::{delete_until_gone, loss_now, show, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
+use crate::keys::{delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
 use crate::session::{Loss, OnLoss, Session};
 use crate::watch::Later;
+use crate::names::show;
 
 /// Where a guard stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::client::Client;
-use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::error::{ErrorCode, LossReason, Result};
 use crate::session::{Loss, OnLoss, Session};
 use crate::transport::Bound;
 use crate::watch::{Sink, WatchEvent};
@@ -47,24 +47,6 @@ impl Client {
     pub(crate) fn request_bound(&self) -> Bound {
         self.inner.transport.request_bound()
     }
-}
-
-/// The first component after `prefix` is the whole rest of the key: a direct
-/// child of the lock, not a key of a nested name (`jobs/x/...` under `jobs/`).
-pub(crate) fn is_direct_child(prefix: &[u8], key: &[u8]) -> bool {
-    key.len() > prefix.len() && key.starts_with(prefix) && !key[prefix.len()..].contains(&b'/')
-}
-
-/// The end of the key range that `prefix` starts (etcd's `GetPrefixRangeEnd`).
-pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
 }
 
 /// Delete one of our keys, retrying until it is gone or our lease (and with it
@@ -206,50 +188,4 @@ impl OwnKeyWatch {
 /// A loss, now (or at the session's deadline if that came first).
 pub(crate) fn loss_now(session: &Session, reason: LossReason) -> Loss {
     Loss { reason, at: Instant::now().min(session.deadline()) }
-}
-
-/// `LockLost` for a waiter or holder whose key went for `reason`.
-pub(crate) fn lost_err(name: &str, reason: LossReason, what: &str) -> Error {
-    Error::lost(reason, format!("lock {}: {what} ({reason})", show(name)))
-}
-
-/// A lock name as shown in messages: quoted, shortened if huge.
-pub(crate) fn show(name: &str) -> String {
-    if name.len() <= 64 {
-        format!("{name:?}")
-    } else {
-        let mut end = 64;
-        while !name.is_char_boundary(end) {
-            end -= 1;
-        }
-        format!("{:?}...", &name[..end])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_direct_children_are_contenders() {
-        assert!(is_direct_child(b"jobs/", b"jobs/694d7a3e"));
-        assert!(is_direct_child(b"jobs/", b"jobs/694d7a3e_2"));
-        assert!(!is_direct_child(b"jobs/", b"jobs/x/694d7a3e"));
-        assert!(!is_direct_child(b"jobs/", b"jobs/"));
-        assert!(!is_direct_child(b"jobs/", b"jobsx/1"));
-    }
-
-    #[test]
-    fn prefix_end_is_etcds() {
-        assert_eq!(prefix_end(b"a/"), b"a0".to_vec());
-        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
-        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
-    }
-
-    #[test]
-    fn huge_names_are_shortened_on_a_char_boundary() {
-        let name = "é".repeat(100);
-        let s = show(&name);
-        assert!(s.ends_with("...") && s.len() < 80, "{s}");
-    }
 }

@@ -14,10 +14,11 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::mutex::{kvs, more, owner_info, revision, validate_name, LockOptions, Queue};
 use crate::transport::Bound;
 use crate::wait::{cancelled, timeout_because, timeout_err, Pending};
 use crate::session::Loss;
+use crate::names::{LockOptions, owner_info, validate_name};
+use crate::queue::{Queue, kvs, more, revision};
 
 /// The most names one multi-lock may take: etcd's default `--max-txn-ops`.
 pub const MAX_MULTI: usize = 128;

@@ -7,189 +7,24 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{
-    Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse, TxnResponse,
-};
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Client, MAX_NAME_LEN};
+use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-pub(crate) use crate::keys::show;
-use crate::keys::{is_direct_child, lost_err, prefix_end, why_deleted, OwnEvent, OwnKeyWatch};
+use crate::keys::{why_deleted, OwnEvent, OwnKeyWatch};
+use crate::names::{is_direct_child, lost_err, owner_info, prefix_end, show, validate_name, LockOptions, Mode};
+use crate::queue::{kvs, more, revision, Contender, Queue, OLDER_READ};
+use crate::runtime::sleep_opt;
 use crate::session::Session;
 use crate::transport::Bound;
-use crate::wait::{cancelled, closed_err, sleep_opt, timeout_because, timeout_err, Pending, WaitEnds};
-use crate::watch::{WatchEvent, WatchHub};
-
-/// Options for one lock acquisition.
-#[derive(Debug, Clone, Default)]
-pub struct LockOptions {
-    /// Give up with `Timeout` after this long (`None`: wait as long as it takes).
-    pub timeout: Option<Duration>,
-    /// Give up with `Cancelled` when this token is cancelled. (Dropping the
-    /// future also cancels; the token is for callers that need the error.)
-    pub cancel: Option<CancellationToken>,
-}
-
-impl LockOptions {
-    /// Wait at most `timeout`.
-    pub fn timeout(timeout: Duration) -> Self {
-        LockOptions { timeout: Some(timeout), cancel: None }
-    }
-}
+use crate::wait::{cancelled, closed_err, timeout_because, timeout_err, Pending, WaitEnds};
+use crate::watch::WatchEvent;
 
 /// etcd's answer to a put on a revoked or expired lease.
 const LEASE_NOT_FOUND: &str = "requested lease not found";
-
-pub(crate) fn validate_name(name: &str) -> Result<()> {
-    if name.is_empty() {
-        return Err(Error::invalid("lock name is empty"));
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(Error::invalid(format!(
-            "lock name is {} bytes; the limit is {MAX_NAME_LEN}",
-            name.len()
-        )));
-    }
-    Ok(())
-}
-
-pub(crate) fn revision(r: &TxnResponse) -> i64 {
-    r.header().map(|h| h.revision()).unwrap_or(0)
-}
-
-pub(crate) fn kvs(r: Option<&TxnOpResponse>) -> &[KeyValue] {
-    match r {
-        Some(TxnOpResponse::Get(g)) => g.kvs(),
-        _ => &[],
-    }
-}
-
-/// A key under the lock's prefix: its name and create_revision.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Contender {
-    key: Vec<u8>,
-    rev: i64,
-}
-
-impl Contender {
-    fn of(kv: &KeyValue) -> Contender {
-        Contender { key: kv.key().to_vec(), rev: kv.create_revision() }
-    }
-}
-
-/// How many keys older than ours a queue read returns at most. When that is
-/// all of them, the waiter knows the whole queue ahead of it and follows it by
-/// delete events alone: no read at any handoff (with 8 contenders, one read per
-/// handoff used to land right on the handoff's path).
-pub(crate) const OLDER_READ: i64 = 16;
-
-/// The queue as one read saw it, from our key's point of view.
-pub(crate) struct Queue {
-    /// Our key still exists.
-    mine: bool,
-    /// The newest direct child created before ours: the key we wait for.
-    pub(crate) pred: Option<Contender>,
-    /// The holder, when the read tells it cheaply: `pred` when it is the only
-    /// older key (then its delete hands the lock to us without another read).
-    holder: Option<Contender>,
-    /// The key just before `pred`, when the read saw it: watched too, so that
-    /// when it goes (and `pred` takes the lock) we learn that `pred` holds,
-    /// and `pred`'s own delete then hands the lock over with no read.
-    ahead: Option<Contender>,
-    /// Every older key beyond `ahead`, newest first, when the read saw all the
-    /// older keys (`None`: it saw only the newest of them). Keys only leave
-    /// this set (a new key is always newer than ours), so deletes seen after
-    /// the read step the queue forward with no read ([`Queue::ahead_gone`],
-    /// [`Queue::pred_gone`]).
-    rest: Option<std::collections::VecDeque<Contender>>,
-    /// The store revision of the read; every watch of the wait reports the
-    /// deletes after it.
-    rev: i64,
-}
-
-impl Queue {
-    /// The queue from the keys older than ours, newest first (direct children
-    /// only); `all`: they are all the older keys (the read was not cut by its limit).
-    fn of_older(mine: bool, older: &[Contender], all: bool, rev: i64) -> Queue {
-        let pred = older.first().cloned();
-        let holder = if all && older.len() == 1 { pred.clone() } else { None };
-        let ahead = older.get(1).cloned();
-        let rest = all.then(|| older.iter().skip(2).cloned().collect());
-        Queue { mine, pred, holder, ahead, rest, rev }
-    }
-
-    /// The queue from a read of the newest keys of `prefix` made in the Txn
-    /// that created our `key` (revision `my_rev`), as the mutex's own
-    /// acquisition reads it; `all`: the read returned every key under the
-    /// prefix. `None` when that read cannot tell (our key is not the newest,
-    /// or a nested name's key is among them): read it then.
-    pub(crate) fn from_newest(prefix: &[u8], key: &[u8], my_rev: i64, newest: &[KeyValue], all: bool) -> Option<Queue> {
-        if newest.first().map(|kv| kv.key()) != Some(key) || !newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
-            return None;
-        }
-        let older: Vec<Contender> = newest.iter().skip(1).map(Contender::of).collect();
-        Some(Queue::of_older(true, &older, all, my_rev))
-    }
-
-    /// `ahead` was deleted after the read. With the whole queue known, step
-    /// to the next older key, skipping those this client's watches saw deleted
-    /// since the read (a key older than the holder is gone: when `ahead` held
-    /// the lock, every one of them); when none is left, `pred` holds. `false`
-    /// when only a read can tell (a key no watch of ours covers).
-    fn ahead_gone(&mut self, hub: &WatchHub) -> bool {
-        let Some(rest) = self.rest.as_mut() else { return false };
-        loop {
-            let Some(next) = rest.front() else {
-                self.ahead = None;
-                self.holder = self.pred.clone();
-                return true;
-            };
-            match hub.deleted_after(&next.key, self.rev) {
-                Some(true) => {
-                    rest.pop_front();
-                }
-                Some(false) => {
-                    self.ahead = rest.pop_front();
-                    self.holder = None;
-                    return true;
-                }
-                None => return false,
-            }
-        }
-    }
-
-    /// `pred` was deleted after the read while `ahead` (known present) was
-    /// older: `ahead` is our predecessor now, and the key ahead of it is found
-    /// as in [`Queue::ahead_gone`]; `false` when only a read can tell.
-    fn pred_gone(&mut self, hub: &WatchHub) -> bool {
-        if self.rest.is_none() || self.ahead.is_none() {
-            return false;
-        }
-        self.pred = self.ahead.take();
-        self.ahead_gone(hub)
-    }
-}
-
-/// Whether a Txn's range read was cut by its limit (more keys match).
-pub(crate) fn more(r: Option<&TxnOpResponse>) -> bool {
-    match r {
-        Some(TxnOpResponse::Get(g)) => g.more(),
-        _ => false,
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Mode {
-    /// Queue and wait (until the deadline, if any).
-    Wait,
-    /// `try_lock`: take it if free, else `WouldBlock`; writes nothing when held.
-    Try,
-    /// Timeout zero: one try, no wait; `Timeout` when held; writes nothing when held.
-    Once,
-}
 
 enum Woken {
     /// The predecessor was the holder and is gone: the lock is ours.
@@ -600,8 +435,8 @@ impl Client {
             // watches start at the same read's revision, so the hub replays a
             // delete they would otherwise have missed (or reports the gap).
             let stepped = match woken {
-                Woken::Ahead => queue.ahead_gone(hub),
-                Woken::PredGone => queue.pred_gone(hub),
+                Woken::Ahead => queue.ahead_gone(&|k, r| hub.deleted_after(k, r)),
+                Woken::PredGone => queue.pred_gone(&|k, r| hub.deleted_after(k, r)),
                 _ => false,
             };
             if !stepped {
@@ -755,90 +590,5 @@ impl Client {
         // the user opted out): see watch::HELD_WATCH_DELAY.
         let later = own.is_none() && self.inner.watch_held_keys;
         Guard::new(self.clone(), session.clone(), name, key, token, waited_on, own, later)
-    }
-}
-
-/// The value stored in our lock key: who we are and since when (wall clock, for
-/// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
-/// values, so this stays wire-compatible.
-pub(crate) fn owner_info() -> String {
-    use std::sync::Mutex;
-    // `{"host":"<host>","pid":<pid>,"since_ms":` for the pid it was made in.
-    static HEAD: Mutex<Option<(u32, String)>> = Mutex::new(None);
-    let pid = crate::runtime::current_pid();
-    let since_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis())
-        .unwrap_or(0);
-    let mut head = HEAD.lock().unwrap_or_else(|p| p.into_inner());
-    let head = match head.as_ref() {
-        Some((p, h)) if *p == pid => h,
-        _ => {
-            let mut buf = [0u8; 256];
-            // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-            let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
-            let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-            let h = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
-            let host: String = h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect();
-            &head.insert((pid, format!("{{\"host\":\"{host}\",\"pid\":{pid},\"since_ms\":"))).1
-        }
-    };
-    let mut out = String::with_capacity(head.len() + 16);
-    out.push_str(head);
-    let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{since_ms}}}"));
-    out
-}
-
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn c(key: &str, rev: i64) -> Contender {
-        Contender { key: key.as_bytes().to_vec(), rev }
-    }
-
-    #[test]
-    fn no_older_key_means_we_hold() {
-        let q = Queue::of_older(true, &[], true, 10);
-        assert!(q.mine && q.pred.is_none() && q.holder.is_none() && q.ahead.is_none());
-    }
-
-    #[test]
-    fn the_only_older_key_is_the_holder_whose_delete_hands_over() {
-        let q = Queue::of_older(true, &[c("l/a", 5)], true, 10);
-        assert_eq!(q.pred, Some(c("l/a", 5)));
-        assert_eq!(q.holder, q.pred);
-        assert!(q.ahead.is_none());
-        assert_eq!(q.rest.map(|r| r.len()), Some(0));
-    }
-
-    #[test]
-    fn a_longer_queue_is_followed_newest_first() {
-        // Newest first, as the read returns them: we wait for l/c, watch l/b ahead of it.
-        let older = [c("l/c", 7), c("l/b", 6), c("l/a", 5)];
-        let q = Queue::of_older(true, &older, true, 10);
-        assert_eq!(q.pred, Some(c("l/c", 7)));
-        assert_eq!(q.ahead, Some(c("l/b", 6)));
-        assert!(q.holder.is_none(), "the holder is not our predecessor");
-        assert_eq!(q.rest.unwrap().into_iter().collect::<Vec<_>>(), vec![c("l/a", 5)]);
-        assert_eq!(q.rev, 10);
-    }
-
-    #[test]
-    fn a_read_cut_by_its_limit_never_names_the_holder() {
-        // One key seen, but more exist: it may not be the holder, and the
-        // rest of the queue is unknown (a delete then costs a read).
-        let q = Queue::of_older(true, &[c("l/p", 9)], false, 10);
-        assert_eq!(q.pred, Some(c("l/p", 9)));
-        assert!(q.holder.is_none() && q.rest.is_none());
-    }
-
-    #[test]
-    fn names_are_checked_before_any_request() {
-        assert_eq!(validate_name("").unwrap_err().code(), ErrorCode::InvalidArgument);
-        assert_eq!(validate_name(&"n".repeat(MAX_NAME_LEN + 1)).unwrap_err().code(), ErrorCode::InvalidArgument);
-        assert!(validate_name(&"n".repeat(MAX_NAME_LEN)).is_ok());
-        assert!(validate_name("jobs/x\n").is_ok(), "control characters are the caller's business, shown escaped");
     }
 }

@@ -71,7 +71,7 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     // Two workers: the runtime only multiplexes network I/O and timers (one
     // keep-alive task per client, a watch per waiter), never CPU work, and
     // each worker costs a thread stack plus allocator arenas in every process
-    // that loads a binding (issue 15: footprint <= 8 MB per language).
+    // that loads a binding (the footprint target is 8 MB per language).
     // ETCDLOCK_WORKER_THREADS overrides it (1..=64).
     let workers = std::env::var("ETCDLOCK_WORKER_THREADS")
         .ok()
@@ -217,6 +217,14 @@ pub fn instant_to_mono_ns(i: Instant) -> u64 {
         base.ns + (i - base.instant).as_nanos() as u64
     } else {
         base.ns.saturating_sub((base.instant - i).as_nanos() as u64)
+    }
+}
+
+/// Sleep until `deadline`; forever when there is none.
+pub(crate) async fn sleep_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
+        None => std::future::pending().await,
     }
 }
 

@@ -13,10 +13,11 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnKeyWatch};
-use crate::mutex::{kvs, owner_info, revision, validate_name, LockOptions};
+use crate::keys::{why_deleted, OwnKeyWatch};
 use crate::transport::Bound;
-use crate::wait::{cancelled, timeout_because, timeout_err, Pending, WaitEnds, Woke};
+use crate::wait::{cancelled, timeout_because, timeout_err, Pending, WaitEnds, Woken};
+use crate::names::{LockOptions, is_direct_child, lost_err, owner_info, show, validate_name};
+use crate::queue::{kvs, revision};
 
 /// The mark at the end of a reader's key.
 const READER: &str = "-r";
@@ -121,8 +122,8 @@ impl Client {
                 })
                 .await;
             match woke {
-                Ok(Woke::OwnReset) => own_reset = true,
-                Ok(Woke::Changed) => {}
+                Ok(Woken::OwnReset) => own_reset = true,
+                Ok(Woken::Changed) => {}
                 Err(i) => return Err(self.end_wait(i, name, &session, pending, timeout, "reader").await),
             }
         }

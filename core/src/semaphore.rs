@@ -16,11 +16,13 @@ use tokio_util::sync::CancellationToken;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-use crate::keys::{is_direct_child, lost_err, show, why_deleted, OwnKeyWatch};
-use crate::mutex::{kvs, owner_info, revision, LockOptions, Mode};
+use crate::keys::{why_deleted, OwnKeyWatch};
 use crate::transport::Bound;
-use crate::wait::{sleep_opt, timeout_because, timeout_err, Pending, WaitEnds, Woke};
+use crate::wait::{timeout_because, timeout_err, Pending, WaitEnds, Woken};
 use crate::session::Session;
+use crate::names::{LockOptions, Mode, is_direct_child, lost_err, owner_info, show};
+use crate::queue::{kvs, revision};
+use crate::runtime::sleep_opt;
 
 /// The most permits one semaphore may have (each waiter watches that many keys).
 pub const MAX_PERMITS: u32 = 1024;
@@ -217,8 +219,8 @@ impl Client {
                 })
                 .await;
             match woke {
-                Ok(Woke::OwnReset) => own_reset = true,
-                Ok(Woke::Changed) => {}
+                Ok(Woken::OwnReset) => own_reset = true,
+                Ok(Woken::Changed) => {}
                 Err(i) => return Err(self.end_wait(i, name, session, pending, timeout, "waiter").await),
             }
         }

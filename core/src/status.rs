@@ -10,8 +10,7 @@ use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget};
 
 use crate::client::Client;
 use crate::error::Result;
-use crate::keys::is_direct_child;
-use crate::mutex::validate_name;
+use crate::names::{is_direct_child, validate_name};
 
 /// What a contender is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,8 +4,8 @@
 //!
 //! Why not etcd-client's balanced channel alone: tower's balancer happily routes
 //! to a member that accepts TCP and never answers, and a refused connection
-//! fails the request instead of trying the next member (wave-1 users saw 4 of 10
-//! connects fail with one dead endpoint listed). So each member gets its own
+//! fails the request instead of trying the next member (with one dead endpoint
+//! listed, 4 connects in 10 fail that way). So each member gets its own
 //! channel, connect probes every member at once and keeps the first that
 //! answers, and a member that fails is benched with backoff while requests go to
 //! the next one.

@@ -22,66 +22,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
+use crate::cleanups::CLEANUP_GRACE;
+use crate::runtime::sleep_opt;
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::keys::{delete_until_gone, lost_err, show, why_deleted, OwnEvent};
+use crate::keys::{delete_until_gone, why_deleted, OwnEvent};
 use crate::session::{Loss, Session};
 use crate::transport::Bound;
 use crate::watch::WatchEvent;
-
-/// How long a call that gives up (timeout, cancel, error) waits for its key's
-/// delete before it returns; the delete goes on in the background after that.
-/// A healthy etcd deletes in a few ms; a hung one must not stretch the call
-/// past its bound. This client's own `try_lock` on the same name waits for
-/// the delete instead ([`Cleanups`]), so it never meets its own ghost.
-pub(crate) const CLEANUP_GRACE: Duration = Duration::from_millis(50);
-
-/// The keys this client is still deleting after an abandoned acquisition,
-/// counted per lock prefix, so that a `try_lock` (or timeout-zero lock) on the
-/// same lock waits for them instead of finding its own ghost (jetcd issue 291).
-#[derive(Default)]
-pub(crate) struct Cleanups {
-    pending: std::sync::Mutex<std::collections::HashMap<Vec<u8>, usize>>,
-    done: tokio::sync::Notify,
-}
-
-impl Cleanups {
-    fn begin(&self, prefix: &[u8]) {
-        *self.pending.lock().unwrap_or_else(|p| p.into_inner()).entry(prefix.to_vec()).or_default() += 1;
-    }
-
-    fn end(&self, prefix: &[u8]) {
-        let mut m = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(n) = m.get_mut(prefix) {
-            *n -= 1;
-            if *n == 0 {
-                m.remove(prefix);
-            }
-        }
-        drop(m);
-        self.done.notify_waiters();
-    }
-
-    /// Returns once no key under `prefix` is being deleted by this client,
-    /// or at `until`.
-    pub(crate) async fn settled(&self, prefix: &[u8], until: Option<Instant>) {
-        loop {
-            let notified = self.done.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if !self.pending.lock().unwrap_or_else(|p| p.into_inner()).contains_key(prefix) {
-                return;
-            }
-            match until {
-                Some(u) => {
-                    if tokio::time::timeout_at(tokio::time::Instant::from_std(u), notified).await.is_err() {
-                        return;
-                    }
-                }
-                None => notified.await,
-            }
-        }
-    }
-}
+use crate::names::{lost_err, show};
 
 /// One key's entry in [`Cleanups`], ended when the delete is done (or the
 /// task that runs it is dropped).
@@ -294,13 +242,6 @@ pub(crate) fn closed_err(name: &str) -> Error {
     Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))
 }
 
-pub(crate) async fn sleep_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(d) => tokio::time::sleep_until(tokio::time::Instant::from_std(d)).await,
-        None => std::future::pending().await,
-    }
-}
-
 pub(crate) fn timeout_err(name: &str, t: Option<Duration>) -> Error {
     Error::new(ErrorCode::Timeout, format!("lock {} not acquired within {:?}", show(name), t.unwrap_or_default()))
 }
@@ -332,7 +273,7 @@ pub(crate) enum Interrupt {
 
 /// What a wait learnt: a reason to read the queue again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Woke {
+pub(crate) enum Woken {
     /// A watched key went (or its watch was reset, or it is no longer the key
     /// to watch).
     Changed,
@@ -351,10 +292,10 @@ pub(crate) struct WaitEnds<'a> {
 }
 
 impl WaitEnds<'_> {
-    /// The next of them to happen, or `Ok(Woke::OwnReset)` when the watch on
+    /// The next of them to happen, or `Ok(Woken::OwnReset)` when the watch on
     /// our own key was reset (its `Created` events are skipped). Cancel-safe:
     /// a `select!` may drop it and call it again.
-    pub(crate) async fn next(&self, own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>) -> std::result::Result<Woke, Interrupt> {
+    pub(crate) async fn next(&self, own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>) -> std::result::Result<Woken, Interrupt> {
         loop {
             tokio::select! {
                 biased;
@@ -365,7 +306,7 @@ impl WaitEnds<'_> {
                 ev = own_rx.recv() => match ev {
                     Some(OwnEvent::Created(_)) => {}
                     Some(OwnEvent::Deleted) => return Err(Interrupt::OwnDeleted),
-                    Some(OwnEvent::Reset) | None => return Ok(Woke::OwnReset),
+                    Some(OwnEvent::Reset) | None => return Ok(Woken::OwnReset),
                 },
             }
         }
@@ -415,7 +356,7 @@ impl Client {
         ends: &WaitEnds<'_>,
         own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
         mut unchanged: F,
-    ) -> std::result::Result<Woke, Interrupt>
+    ) -> std::result::Result<Woken, Interrupt>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = bool>,
@@ -440,11 +381,11 @@ impl Client {
                 Some(ev) = rx.recv() => match ev {
                     WatchEvent::Created { rev } if rev > after => {
                         if !unchanged().await {
-                            break Ok(Woke::Changed);
+                            break Ok(Woken::Changed);
                         }
                     }
                     WatchEvent::Created { .. } => {}
-                    WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(Woke::Changed),
+                    WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(Woken::Changed),
                 },
             }
         };

@@ -1,7 +1,7 @@
 //! One etcd watch stream per client, shared by every wait and every held key
 //! (as Go's clientv3 multiplexes its watchers): a watch costs a map entry and a
-//! watch id, not a gRPC stream and a task. Wave 1 opened a stream per waiter,
-//! and 2,000 waiters in one process failed with `Unavailable`.
+//! watch id, not a gRPC stream and a task. (A stream per waiter makes 2,000
+//! waiters in one process fail with `Unavailable`.)
 //!
 //! Watches are created with client-chosen ids (etcd >= 3.4), so creates can be
 //! pipelined without matching `created` responses in order. A watch starts

@@ -85,7 +85,7 @@ impl Windows {
             biased;
             _ = cancel.cancelled() => Err(NoPlace::Cancelled),
             _ = closed.cancelled() => Err(NoPlace::Closed),
-            _ = crate::wait::sleep_opt(deadline) => Err(NoPlace::Deadline),
+            _ = crate::runtime::sleep_opt(deadline) => Err(NoPlace::Deadline),
             p = sem.acquire_owned() => {
                 // The semaphore is never closed.
                 place.permit = p.ok();

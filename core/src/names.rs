@@ -1,0 +1,160 @@
+//! Lock names and keys: what a name may be, how it is shown in messages, the
+//! key ranges a lock owns, and what one acquisition asks for. Every
+//! primitive (mutex, election, semaphore, read-write lock, multi-lock) and the
+//! status reader share these; they depend on nothing but the error type.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, LossReason, Result};
+
+/// Longest accepted lock name, in bytes. A lock request carries the name about
+/// five times (compare, put, ranges), so this stays far below etcd's default
+/// 1.5 MiB request limit.
+pub const MAX_NAME_LEN: usize = 32 * 1024;
+
+/// Options for one lock acquisition.
+#[derive(Debug, Clone, Default)]
+pub struct LockOptions {
+    /// Give up with `Timeout` after this long (`None`: wait as long as it takes).
+    pub timeout: Option<Duration>,
+    /// Give up with `Cancelled` when this token is cancelled. (Dropping the
+    /// future also cancels; the token is for callers that need the error.)
+    pub cancel: Option<CancellationToken>,
+}
+
+impl LockOptions {
+    /// Wait at most `timeout`.
+    pub fn timeout(timeout: Duration) -> Self {
+        LockOptions { timeout: Some(timeout), cancel: None }
+    }
+}
+
+pub(crate) fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid("lock name is empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::invalid(format!(
+            "lock name is {} bytes; the limit is {MAX_NAME_LEN}",
+            name.len()
+        )));
+    }
+    Ok(())
+}
+
+
+/// The first component after `prefix` is the whole rest of the key: a direct
+/// child of the lock, not a key of a nested name (`jobs/x/...` under `jobs/`).
+pub(crate) fn is_direct_child(prefix: &[u8], key: &[u8]) -> bool {
+    key.len() > prefix.len() && key.starts_with(prefix) && !key[prefix.len()..].contains(&b'/')
+}
+
+/// The end of the key range that `prefix` starts (etcd's `GetPrefixRangeEnd`).
+pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// A lock name as shown in messages: quoted, shortened if huge.
+pub(crate) fn show(name: &str) -> String {
+    if name.len() <= 64 {
+        format!("{name:?}")
+    } else {
+        let mut end = 64;
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        format!("{:?}...", &name[..end])
+    }
+}
+
+/// `LockLost` for a waiter or holder whose key went for `reason`.
+pub(crate) fn lost_err(name: &str, reason: LossReason, what: &str) -> Error {
+    Error::lost(reason, format!("lock {}: {what} ({reason})", show(name)))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Mode {
+    /// Queue and wait (until the deadline, if any).
+    Wait,
+    /// `try_lock`: take it if free, else `WouldBlock`; writes nothing when held.
+    Try,
+    /// Timeout zero: one try, no wait; `Timeout` when held; writes nothing when held.
+    Once,
+}
+
+/// The value stored in our lock key: who we are and since when (wall clock, for
+/// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
+/// values, so this stays wire-compatible.
+pub(crate) fn owner_info() -> String {
+    use std::sync::Mutex;
+    // `{"host":"<host>","pid":<pid>,"since_ms":` for the pid it was made in.
+    static HEAD: Mutex<Option<(u32, String)>> = Mutex::new(None);
+    let pid = crate::runtime::current_pid();
+    let since_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let mut head = HEAD.lock().unwrap_or_else(|p| p.into_inner());
+    let head = match head.as_ref() {
+        Some((p, h)) if *p == pid => h,
+        _ => {
+            let mut buf = [0u8; 256];
+            // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+            let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
+            let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+            let h = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
+            let host: String = h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect();
+            &head.insert((pid, format!("{{\"host\":\"{host}\",\"pid\":{pid},\"since_ms\":"))).1
+        }
+    };
+    let mut out = String::with_capacity(head.len() + 16);
+    out.push_str(head);
+    let _ = std::fmt::Write::write_fmt(&mut out, format_args!("{since_ms}}}"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorCode;
+
+    #[test]
+    fn only_direct_children_are_contenders() {
+        assert!(is_direct_child(b"jobs/", b"jobs/694d7a3e"));
+        assert!(is_direct_child(b"jobs/", b"jobs/694d7a3e_2"));
+        assert!(!is_direct_child(b"jobs/", b"jobs/x/694d7a3e"));
+        assert!(!is_direct_child(b"jobs/", b"jobs/"));
+        assert!(!is_direct_child(b"jobs/", b"jobsx/1"));
+    }
+
+    #[test]
+    fn prefix_end_is_etcds() {
+        assert_eq!(prefix_end(b"a/"), b"a0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff\xff"), vec![0]);
+    }
+
+    #[test]
+    fn huge_names_are_shortened_on_a_char_boundary() {
+        let name = "é".repeat(100);
+        let s = show(&name);
+        assert!(s.ends_with("...") && s.len() < 80, "{s}");
+    }
+
+    #[test]
+    fn names_are_checked_before_any_request() {
+        assert_eq!(validate_name("").unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert_eq!(validate_name(&"n".repeat(MAX_NAME_LEN + 1)).unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert!(validate_name(&"n".repeat(MAX_NAME_LEN)).is_ok());
+        assert!(validate_name("jobs/x\n").is_ok(), "control characters are the caller's business, shown escaped");
+    }
+}
