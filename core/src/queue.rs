@@ -85,11 +85,16 @@ impl Queue {
     /// prefix. `None` when that read cannot tell (our key is not the newest,
     /// or a nested name's key is among them): read it then.
     pub(crate) fn from_newest(prefix: &[u8], key: &[u8], my_rev: i64, newest: &[KeyValue], all: bool) -> Option<Queue> {
-        if newest.first().map(|kv| kv.key()) != Some(key) || !newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
+        let newest: Vec<Contender> = newest.iter().map(Contender::of).collect();
+        Queue::from_newest_contenders(prefix, key, my_rev, &newest, all)
+    }
+
+    /// [`Queue::from_newest`] on the read's keys and create revisions.
+    fn from_newest_contenders(prefix: &[u8], key: &[u8], my_rev: i64, newest: &[Contender], all: bool) -> Option<Queue> {
+        if newest.first().map(|c| c.key.as_slice()) != Some(key) || !newest.iter().all(|c| is_direct_child(prefix, &c.key)) {
             return None;
         }
-        let older: Vec<Contender> = newest.iter().skip(1).map(Contender::of).collect();
-        Some(Queue::of_older(true, &older, all, my_rev))
+        Some(Queue::of_older(true, &newest[1..], all, my_rev))
     }
 
     /// `ahead` was deleted after the read. With the whole queue known, step
@@ -173,5 +178,68 @@ mod tests {
         let q = Queue::of_older(true, &[c("l/p", 9)], false, 10);
         assert_eq!(q.pred, Some(c("l/p", 9)));
         assert!(q.holder.is_none() && q.rest.is_none());
+    }
+
+    #[test]
+    fn a_delete_no_watch_covers_needs_a_read() {
+        let mut q = Queue::of_older(true, &[c("l/c", 7), c("l/b", 6), c("l/a", 5)], true, 10);
+        assert!(!q.ahead_gone(&|_, _| None), "unknown: read again");
+        let mut q2 = Queue::of_older(true, &[c("l/c", 7)], false, 10);
+        assert!(!q2.pred_gone(&|_, _| Some(true)), "the rest of the queue was never read");
+    }
+
+    proptest::proptest! {
+        /// Deletes seen by watches step the queue exactly as a fresh read of
+        /// the remaining keys would build it, whatever the order of deletes.
+        #[test]
+        fn deletes_step_the_queue_like_a_fresh_read(n in 1usize..24, order in proptest::collection::vec(0usize..64, 0..48)) {
+            // Older keys, newest first, as the acquisition's read returns them.
+            let older: Vec<Contender> = (0..n).rev().map(|i| c(&format!("l/{i:02}"), 100 + i as i64)).collect();
+            let mut present = vec![true; n]; // by index into `older`
+            let mut q = Queue::of_older(true, &older, true, 1000);
+            for pick in order {
+                let live: Vec<usize> = (0..n).filter(|i| present[*i]).collect();
+                if live.is_empty() { break; }
+                let victim = live[pick % live.len()];
+                present[victim] = false;
+                let gone = |k: &[u8], _rev: i64| Some(older.iter().position(|x| x.key == k).map(|i| !present[i]).unwrap_or(true));
+                let is = |o: &Option<Contender>| o.as_ref().map(|x| x.key == older[victim].key).unwrap_or(false);
+                if is(&q.ahead) {
+                    proptest::prop_assert!(q.ahead_gone(&gone));
+                } else if is(&q.pred) {
+                    if q.ahead.is_none() {
+                        // The holder left: we hold. Nothing to step.
+                        proptest::prop_assert_eq!(q.holder.as_ref(), q.pred.as_ref());
+                        break;
+                    }
+                    proptest::prop_assert!(q.pred_gone(&gone));
+                } else {
+                    continue; // a key further ahead: seen when the queue reaches it
+                }
+                let rest: Vec<Contender> = (0..n).filter(|i| present[*i]).map(|i| older[i].clone()).collect();
+                let fresh = Queue::of_older(true, &rest, true, 1000);
+                proptest::prop_assert_eq!(&q.pred, &fresh.pred);
+                proptest::prop_assert_eq!(&q.ahead, &fresh.ahead);
+                proptest::prop_assert_eq!(&q.holder, &fresh.holder);
+            }
+        }
+
+        /// The acquisition's own read tells the queue only when our key is the
+        /// newest and every key is a direct child; a key re-created after ours
+        /// (newer) or a nested name's key means read again.
+        #[test]
+        fn the_acquisition_read_is_trusted_only_when_ours_is_newest(n in 0usize..10, newer in proptest::bool::ANY, nested in proptest::bool::ANY) {
+            let mut newest = Vec::new();
+            if newer { newest.push(c("l/again", 501)); }
+            newest.push(c("l/mine", 500));
+            for i in (0..n).rev() { newest.push(c(&format!("l/{i}"), 100 + i as i64)); }
+            if nested { newest.push(c("l/x/1", 50)); }
+            let q = Queue::from_newest_contenders(b"l/", b"l/mine", 500, &newest, true);
+            proptest::prop_assert_eq!(q.is_some(), !newer && !nested);
+            if let Some(q) = q {
+                proptest::prop_assert_eq!(q.pred.map(|p| p.rev), n.checked_sub(1).map(|i| 100 + i as i64));
+                proptest::prop_assert_eq!(q.holder.is_some(), n == 1);
+            }
+        }
     }
 }

@@ -19,6 +19,9 @@ use tokio::sync::Semaphore;
 
 use crate::error::{Error, ErrorCode, Result};
 
+mod policy;
+pub(crate) use policy::{check_endpoint, classify, jitter, Bound, Kind};
+
 /// Requests one client keeps in flight at most; further ones queue in the
 /// client, so a burst of 10,000 acquisitions never meets `too many requests`.
 pub(crate) const MAX_IN_FLIGHT: usize = 256;
@@ -42,95 +45,6 @@ pub(crate) struct Transport {
     /// Bumped whenever a member is benched, so streams on it (the watch hub)
     /// move at once instead of waiting for HTTP/2 keep-alive to notice.
     benched_tx: tokio::sync::watch::Sender<u64>,
-}
-
-/// How an etcd error should be handled.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// The member is down, silent or not an etcd: try another member.
-    MemberDown,
-    /// etcd is busy or between leaders: back off and try again.
-    Overloaded,
-    /// Retrying cannot help.
-    Final,
-}
-
-/// Classify an etcd-client error.
-pub(crate) fn classify(e: &etcd_client::Error) -> Kind {
-    use etcd_client::Error as E;
-    match e {
-        E::GRpcStatus(st) => {
-            let m = st.message().to_ascii_lowercase();
-            if m.contains("too many requests")
-                || m.contains("leader changed")
-                || m.contains("no leader")
-                || m.contains("request timed out")
-                || m.contains("timed out waiting for read index")
-                || m.contains("not capable")
-                || st.code() == tonic::Code::ResourceExhausted && m.contains("too many")
-            {
-                return Kind::Overloaded;
-            }
-            match st.code() {
-                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => Kind::MemberDown,
-                // A peer that speaks HTTP/2 but not etcd's gRPC (a plain web server) answers this way.
-                tonic::Code::Unknown | tonic::Code::Internal | tonic::Code::Unimplemented
-                    if !m.starts_with("etcdserver:") =>
-                {
-                    Kind::MemberDown
-                }
-                _ => Kind::Final,
-            }
-        }
-        E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => Kind::MemberDown,
-        _ => Kind::Final,
-    }
-}
-
-/// Split and check one endpoint: `http://host:port`, `https://host:port` or
-/// `host:port`. Anything else is the caller's mistake, not etcd's absence.
-pub(crate) fn check_endpoint(e: &str) -> Result<()> {
-    let bad = |why: &str| Error::invalid(format!("bad endpoint {e:?}: {why}"));
-    if e.trim().is_empty() || e.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(bad("empty or contains whitespace"));
-    }
-    let rest = match e.split_once("://") {
-        Some(("http" | "https", rest)) => rest,
-        Some((scheme, _)) => return Err(bad(&format!("scheme {scheme:?} is not http or https"))),
-        None => e,
-    };
-    let hostport = rest.strip_suffix('/').unwrap_or(rest);
-    if hostport.contains('/') || hostport.contains('?') || hostport.contains('@') {
-        return Err(bad("expected host:port with no path, query or user info"));
-    }
-    let (host, port) = if let Some(v6) = hostport.strip_prefix('[') {
-        match v6.split_once(']') {
-            Some((h, p)) => (h, p.strip_prefix(':')),
-            None => return Err(bad("unclosed [")),
-        }
-    } else {
-        match hostport.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (hostport, None),
-        }
-    };
-    if host.is_empty() {
-        return Err(bad("no host"));
-    }
-    match port {
-        None => Err(bad("no port (etcd's client port is usually 2379)")),
-        Some(p) => match p.parse::<u16>() {
-            Ok(n) if n > 0 => Ok(()),
-            _ => Err(bad(&format!("port {p:?} is not a number between 1 and 65535"))),
-        },
-    }
-}
-
-fn jitter(d: Duration) -> Duration {
-    // Cheap jitter (no RNG dependency): the low bits of the clock.
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    let frac = nanos % 1000; // 0..1000
-    d / 2 + d * frac / 2000
 }
 
 impl Transport {
@@ -565,67 +479,6 @@ impl Transport {
                 _ => tokio::time::sleep(wait).await,
             }
             backoff = (backoff * 2).min(Duration::from_millis(250));
-        }
-    }
-}
-
-/// The one time bound of a public call, carried into every request it makes
-/// (Go's `context.Context` deadline): each retry, backoff and failover runs
-/// under what is left of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Bound {
-    /// A call that waits for a lock (lock, acquire, campaign, the recipes):
-    /// until the caller's deadline, `None` for as long as it takes (also for
-    /// etcd to come back). Running out is the caller's `Timeout`.
-    Wait(Option<Instant>),
-    /// Any other call (try_lock, unlock, guarded operations, status, ping):
-    /// until this instant, the client's request timeout after the call
-    /// began. Running out means no member answered: `Unavailable`.
-    Request(Instant),
-}
-
-impl Bound {
-    /// When the bound ends (`None`: never).
-    pub(crate) fn end(self) -> Option<Instant> {
-        match self {
-            Bound::Wait(d) => d,
-            Bound::Request(e) => Some(e),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn endpoints_are_checked_before_anything_is_dialled() {
-        for ok in ["http://127.0.0.1:2379", "https://etcd.example:2379", "127.0.0.1:2379", "http://[::1]:2379", "http://h:1/"] {
-            assert!(check_endpoint(ok).is_ok(), "{ok}");
-        }
-        for bad in ["", " ", "ftp://127.0.0.1:2379", "http://127.0.0.1:99999", "http://127.0.0.1:0", "127.0.0.1", "http://:2379", "http://h:2379/v3", "http://u@h:2379", "[::1"] {
-            let e = check_endpoint(bad).unwrap_err();
-            assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad}");
-        }
-    }
-
-    #[test]
-    fn errors_are_classified_for_retry() {
-        let st = |code, msg: &str| etcd_client::Error::GRpcStatus(tonic::Status::new(code, msg.to_string()));
-        assert_eq!(classify(&st(tonic::Code::ResourceExhausted, "etcdserver: too many requests")), Kind::Overloaded);
-        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: leader changed")), Kind::Overloaded);
-        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: no leader")), Kind::Overloaded);
-        assert_eq!(classify(&st(tonic::Code::Unavailable, "connection refused")), Kind::MemberDown);
-        assert_eq!(classify(&st(tonic::Code::Unknown, "h2 protocol error")), Kind::MemberDown);
-        assert_eq!(classify(&st(tonic::Code::PermissionDenied, "etcdserver: permission denied")), Kind::Final);
-        assert_eq!(classify(&st(tonic::Code::NotFound, "etcdserver: requested lease not found")), Kind::Final);
-    }
-
-    #[test]
-    fn jitter_stays_within_half_to_whole() {
-        for _ in 0..100 {
-            let j = jitter(Duration::from_millis(100));
-            assert!(j >= Duration::from_millis(50) && j <= Duration::from_millis(100), "{j:?}");
         }
     }
 }
