@@ -1,14 +1,18 @@
-//! A held lock.
+//! A held lock: its state, its release, and the signals of its end.
+
+mod guarded;
+mod state;
+
+use state::{end_hold, observed};
 
 use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use etcd_client::{Compare, CompareOp, DeleteOptions, TxnOp, TxnOpResponse};
 use tokio::sync::{mpsc, watch};
 
 use crate::client::Client;
-use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::error::{Error, ErrorCode, Result};
 use crate::keys::{delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
 use crate::session::{Loss, OnLoss, Session};
 use crate::watch::Later;
@@ -167,20 +171,17 @@ impl Guard {
 
     /// The current state.
     pub fn state(&self) -> GuardState {
-        let st = *self.shared.state.borrow();
-        if st == GuardState::Held && !self.shared.session.alive() {
-            return match self.shared.session.loss() {
-                Some(loss) => {
-                    self.shared.mark_lost(loss);
-                    *self.shared.state.borrow()
-                }
-                // Past the local deadline, and the session is still asking etcd
-                // why (LeaseExpired or ConnectionLost): lost now, with the
-                // reason given so far; the loss event carries etcd's answer.
-                None => GuardState::Lost(Loss { reason: LossReason::ConnectionLost, at: self.shared.session.deadline() }),
-            };
+        let (sh, s) = (&self.shared, &self.shared.session);
+        let stored = *sh.state.borrow();
+        let session_loss = if s.alive() { None } else { s.loss() };
+        match observed(stored, s.alive(), session_loss, s.deadline()) {
+            // The session settled the loss before this guard heard of it: record it.
+            GuardState::Lost(loss) if stored == GuardState::Held && session_loss.is_some() => {
+                sh.mark_lost(loss);
+                *sh.state.borrow()
+            }
+            st => st,
         }
-        st
     }
 
     /// How the hold ended, if it was lost.
@@ -269,13 +270,11 @@ impl Guard {
         self.settle_loss().await;
         let was = self.state();
         self.shared.state.send_if_modified(|s| {
-            if *s == GuardState::Held {
+            let ended = end_hold(s, GuardState::Released);
+            if ended {
                 self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
-                *s = GuardState::Released;
-                true
-            } else {
-                false
             }
+            ended
         });
         self.shared.detach();
         let sh = self.shared.clone();
@@ -313,92 +312,6 @@ impl Guard {
         }
     }
 
-    /// A data key under the lock's own prefix would join the lock's queue (etcd's
-    /// layout counts every key under `name/`) and block the next acquisition.
-    fn data_key(&self, key: &[u8]) -> Result<Vec<u8>> {
-        let k = self.shared.client.ns_key(key);
-        let lock_prefix_len = self.shared.key.iter().rposition(|b| *b == b'/').map(|i| i + 1).unwrap_or(0);
-        if key.is_empty() {
-            return Err(Error::invalid("guarded operation on an empty key"));
-        }
-        if k.starts_with(&self.shared.key[..lock_prefix_len]) {
-            return Err(Error::invalid(format!(
-                "key {:?} is under the lock's own prefix {:?}; keep data beside the lock, not inside it",
-                String::from_utf8_lossy(key).chars().take(64).collect::<String>(),
-                String::from_utf8_lossy(&self.shared.key[..lock_prefix_len]),
-            )));
-        }
-        Ok(k)
-    }
-
-    async fn guarded(&self, op: TxnOp) -> Result<TxnOpResponse> {
-        self.settle_loss().await;
-        self.check_held()?;
-        let sh = &self.shared;
-        let txn = etcd_client::Txn::new()
-            .when([Compare::create_revision(sh.key.clone(), CompareOp::Equal, sh.token)])
-            .and_then([op]);
-        let resp = sh
-            .client
-            .call(None, |mut c| {
-                let t = txn.clone();
-                async move { c.txn(t).await }
-            })
-            .await
-            .map_err(|e| e.context(format!("lock {}", show(&sh.name))))?;
-        if !resp.succeeded() {
-            if *sh.state.borrow() == GuardState::Released {
-                // Raced our own unlock: the key is gone because we released it.
-                return Err(Error::new(ErrorCode::NotHeld, format!("lock {} was released by this handle", show(&sh.name))));
-            }
-            sh.mark_lost(Loss { reason: LossReason::KeyDeleted, at: Instant::now() });
-            return Err(Error::lost(
-                LossReason::KeyDeleted,
-                format!("lock {}: etcd rejected the guarded operation; the lock is no longer held", show(&sh.name)),
-            ));
-        }
-        resp.op_responses()
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::new(ErrorCode::Internal, "guarded operation returned no result"))
-    }
-
-    /// Replace the value of our own key, only while we hold it (guarded by
-    /// its create_revision, so a stale holder is refused with `LockLost`);
-    /// the key keeps its lease and create_revision. This is an election's
-    /// proclamation ([`crate::Leadership::proclaim`]; bindings that hand a
-    /// leadership out as a guard call it); on a mutex key it replaces the
-    /// owner info `etcdlock status` shows.
-    pub async fn set_value(&self, value: impl AsRef<[u8]>) -> Result<()> {
-        let opts = etcd_client::PutOptions::new().with_lease(self.shared.session.lease);
-        self.guarded(TxnOp::put(self.shared.key.clone(), value.as_ref().to_vec(), Some(opts))).await.map(|_| ())
-    }
-
-    /// Put `key` = `value` (namespaced like the lock) only while we hold the
-    /// lock: etcd applies it in a Txn that compares our key's create_revision.
-    pub async fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let k = self.data_key(key.as_ref())?;
-        self.guarded(TxnOp::put(k, value.as_ref().to_vec(), None)).await.map(|_| ())
-    }
-
-    /// Get `key` only while we hold the lock.
-    pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        let k = self.data_key(key.as_ref())?;
-        match self.guarded(TxnOp::get(k, None)).await? {
-            TxnOpResponse::Get(g) => Ok(g.kvs().first().map(|kv| kv.value().to_vec())),
-            _ => Err(Error::new(ErrorCode::Internal, "unexpected response to a guarded get")),
-        }
-    }
-
-    /// Delete `key` only while we hold the lock; true if it existed.
-    pub async fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        let k = self.data_key(key.as_ref())?;
-        match self.guarded(TxnOp::delete(k, None::<DeleteOptions>)).await? {
-            TxnOpResponse::Delete(d) => Ok(d.deleted() > 0),
-            _ => Err(Error::new(ErrorCode::Internal, "unexpected response to a guarded delete")),
-        }
-    }
-
     /// The client this guard came from.
     pub fn client(&self) -> &Client {
         &self.shared.client
@@ -408,14 +321,13 @@ impl Guard {
 impl Shared {
     fn mark_lost(&self, loss: Loss) {
         let changed = self.state.send_if_modified(|s| {
-            if *s == GuardState::Held {
-                // Counted before anyone waiting for the loss is woken.
+            let ended = end_hold(s, GuardState::Lost(loss));
+            if ended {
+                // Counted before anyone waiting for the loss is woken (the
+                // watch channel wakes them after this closure returns).
                 self.client.inner.metrics.hold_ended(self.started, Some(loss.reason));
-                *s = GuardState::Lost(loss);
-                true
-            } else {
-                false
             }
+            ended
         });
         if changed {
             tracing::warn!(lock = %self.name, reason = %loss.reason, "lock lost");
@@ -569,11 +481,11 @@ impl Drop for Guard {
         }
         let sh = &self.shared;
         sh.state.send_if_modified(|s| {
-            if *s == GuardState::Held {
+            let ended = end_hold(s, GuardState::Released);
+            if ended {
                 sh.client.inner.metrics.hold_ended(sh.started, None);
             }
-            *s = GuardState::Released;
-            true
+            ended
         });
         self.shared.detach();
         self.shared.release_in_background();
@@ -614,12 +526,7 @@ impl LossSignal {
 
     /// The state now, without waiting.
     pub fn state(&self) -> GuardState {
-        let st = *self.rx.borrow();
-        match st {
-            GuardState::Held if !self.session.alive() => GuardState::Lost(
-                self.session.loss().unwrap_or(Loss { reason: LossReason::ConnectionLost, at: self.session.deadline() }),
-            ),
-            st => st,
-        }
+        let s = &self.session;
+        observed(*self.rx.borrow(), s.alive(), s.loss(), s.deadline())
     }
 }
