@@ -16,7 +16,7 @@ use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnEvent, OwnKeyWatch};
 use crate::names::{is_direct_child, lost_err, owner_info, prefix_end, show, validate_name, LockOptions, Mode};
-use crate::queue::{kvs, more, revision, Contender, Queue, OLDER_READ};
+use crate::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
 use crate::transport::Bound;
@@ -25,19 +25,6 @@ use crate::watch::WatchEvent;
 
 /// etcd's answer to a put on a revoked or expired lease.
 const LEASE_NOT_FOUND: &str = "requested lease not found";
-
-enum Woken {
-    /// The predecessor was the holder and is gone: the lock is ours.
-    Acquired,
-    /// The predecessor left while a key older than it remained: with the
-    /// whole queue known, the next older key is our predecessor (else read).
-    PredGone,
-    /// Something else changed: read the queue again.
-    Reread,
-    /// The key ahead of the predecessor went: read the queue again, keeping
-    /// the predecessor's watch.
-    Ahead,
-}
 
 impl Client {
     /// Wait for the lock `name` and hold it. Waiters are served in the order they
@@ -399,14 +386,8 @@ impl Client {
                                     next_poll = polls.next().map(|ms| Instant::now() + Duration::from_millis(ms));
                                 }
                             }
-                            // The holder left and it was the only key older than ours:
-                            // the lock is ours with no further read, as long as our
-                            // session is alive (a delete of our key would have been seen).
-                            WatchEvent::Deleted { .. } if pred_is_holder && session.alive() => break Woken::Acquired,
-                            // Stepping needs the key ahead to be known present
-                            // (its watch confirmed); else one read tells.
-                            WatchEvent::Deleted { .. } if !pred_is_holder && queue.rest.is_some() && ahead_sure => break Woken::PredGone,
-                            WatchEvent::Deleted { .. } | WatchEvent::Reset => break Woken::Reread,
+                            WatchEvent::Deleted { .. } => break queue.pred_deleted(&pred, session.alive(), ahead_sure),
+                            WatchEvent::Reset => break Woken::Reread,
                         }
                     }
                     _ = sleep_opt(next_poll) => {

@@ -17,6 +17,21 @@ pub(crate) fn kvs(r: Option<&TxnOpResponse>) -> &[KeyValue] {
     }
 }
 
+/// Why a waiter stopped waiting for its predecessor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Woken {
+    /// The predecessor was the holder and is gone: the lock is ours.
+    Acquired,
+    /// The predecessor left while a key older than it remained: with the
+    /// whole queue known, the next older key is our predecessor (else read).
+    PredGone,
+    /// Something else changed: read the queue again.
+    Reread,
+    /// The key ahead of the predecessor went: read the queue again, keeping
+    /// the predecessor's watch.
+    Ahead,
+}
+
 /// Whether a Txn's range read was cut by its limit (more keys match).
 pub(crate) fn more(r: Option<&TxnOpResponse>) -> bool {
     match r {
@@ -95,6 +110,23 @@ impl Queue {
             return None;
         }
         Some(Queue::of_older(true, &newest[1..], all, my_rev))
+    }
+
+    /// The wait's decision when its predecessor `pred`'s key is deleted.
+    /// The lock is ours with no further read only when `pred` was the
+    /// holder (the only older key) and our session is alive (a delete of our
+    /// own key would have been seen). Stepping to the next older key needs
+    /// the whole queue known and the key ahead known present (`ahead_sure`:
+    /// its watch confirmed it). Anything else is one read.
+    pub(crate) fn pred_deleted(&self, pred: &Contender, session_alive: bool, ahead_sure: bool) -> Woken {
+        let pred_is_holder = self.holder.as_ref() == Some(pred);
+        if pred_is_holder && session_alive {
+            Woken::Acquired
+        } else if !pred_is_holder && self.rest.is_some() && ahead_sure {
+            Woken::PredGone
+        } else {
+            Woken::Reread
+        }
     }
 
     /// `ahead` was deleted after the read. With the whole queue known, step
@@ -241,5 +273,21 @@ mod tests {
                 proptest::prop_assert_eq!(q.holder.is_some(), n == 1);
             }
         }
+    }
+
+    #[test]
+    fn a_predecessors_delete_grants_only_a_live_session_behind_the_holder() {
+        let holder = Queue::of_older(true, &[c("l/a", 5)], true, 10);
+        let pred = c("l/a", 5);
+        assert_eq!(holder.pred_deleted(&pred, true, false), Woken::Acquired);
+        assert_eq!(holder.pred_deleted(&pred, false, true), Woken::Reread, "a dead session never takes the lock");
+        let deep = Queue::of_older(true, &[c("l/c", 7), c("l/b", 6), c("l/a", 5)], true, 10);
+        let pred = c("l/c", 7);
+        assert_eq!(deep.pred_deleted(&pred, true, true), Woken::PredGone);
+        assert_eq!(deep.pred_deleted(&pred, true, false), Woken::Reread, "the key ahead is not known present");
+        let cut = Queue::of_older(true, &[c("l/c", 7), c("l/b", 6)], false, 10);
+        assert_eq!(cut.pred_deleted(&pred, true, true), Woken::Reread, "the queue beyond is unknown");
+        let unsure = Queue::of_older(true, &[c("l/p", 9)], false, 10);
+        assert_eq!(unsure.pred_deleted(&c("l/p", 9), true, true), Woken::Reread, "a cut read never names the holder");
     }
 }
