@@ -3,6 +3,7 @@
 
 mod bench;
 mod bench_recipes;
+mod bench_scale;
 mod flash;
 mod run;
 mod elect;

@@ -1,0 +1,262 @@
+//! The fault scenarios. Each starts its own etcd (one node or three members),
+//! injects one kind of fault repeatedly, feeds every hold to the [`Checker`],
+//! and returns an [`Outcome`] whose [`Outcome::line`] is the pass figure.
+//!
+//! All scenarios use a 2 s lease TTL. They must run on a multi-threaded tokio
+//! runtime (the etcd harness is driven with `block_in_place`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcdlock::runtime::{clock_monotonic_ns, instant_to_mono_ns};
+use etcdlock::{CancellationToken, Client, ErrorCode, LockOptions};
+use etcdlock_testkit::Etcd;
+use serde_json::json;
+
+use crate::checker::{resource_history, resource_key, Report};
+use crate::failpoint::{run_rounds, run_until, ClockJump, Compaction, Failpoint, Injected, MemberKill, MemberPause, ProxyBurst};
+use crate::{
+    await_key_count, current_revision, keys_under, ms_between, opts, raw, seed, spawn_holder, unique_ns, Checker, ChildProc,
+    Counters, Hold, HolderLang, LossInfo, Proxy, Rng, Workload,
+};
+
+mod holders;
+mod members;
+mod network;
+mod compaction;
+mod clock;
+mod recipes;
+
+#[allow(unused_imports)]
+use clock::*;
+#[allow(unused_imports)]
+use compaction::*;
+#[allow(unused_imports)]
+use holders::*;
+#[allow(unused_imports)]
+use members::*;
+#[allow(unused_imports)]
+use network::*;
+#[allow(unused_imports)]
+use recipes::*;
+pub use holders::{holder_sigstop, holder_kill9};
+pub use members::{member_sigstop, member_kill_restart, leader_change_after_holder_death};
+pub use network::{client_blackholed, proxy_delay_and_drop, acquire_response_dropped};
+pub use compaction::{waiters_under_compaction};
+pub use clock::{libfaketime, wall_clock_jumps};
+pub use recipes::{recipes_holder_sigstop, recipes_member_kill};
+
+/// The lease TTL of every scenario, in seconds.
+pub const TTL: i64 = 2;
+const TTL_NS: u64 = TTL as u64 * 1_000_000_000;
+
+/// How long and how often: the CI short profile or a soak profile.
+#[derive(Debug, Clone)]
+pub struct Profile {
+    /// Rounds of each repeated fault.
+    pub rounds: u32,
+    /// Seconds of faulted workload (scenarios 4, 5, 8, 11).
+    pub fault_secs: u64,
+    /// Acquisitions the baseline aims for.
+    pub baseline_acquisitions: u64,
+    /// Upper bound on the baseline's run time.
+    pub baseline_max_secs: u64,
+}
+
+impl Profile {
+    /// The CI profile: the whole suite in well under 10 minutes.
+    pub fn short() -> Profile {
+        Profile { rounds: 3, fault_secs: 12, baseline_acquisitions: 9000, baseline_max_secs: 90 }
+    }
+    /// A soak round: longer runs, more repetitions.
+    pub fn soak() -> Profile {
+        Profile { rounds: 6, fault_secs: 40, baseline_acquisitions: 20000, baseline_max_secs: 120 }
+    }
+}
+
+/// The result of one scenario.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Scenario number (1-11).
+    pub id: u32,
+    /// Short name.
+    pub name: &'static str,
+    /// The pass figure.
+    pub figure: String,
+    /// Lock acquisitions made.
+    pub acquisitions: u64,
+    /// Faults injected.
+    pub faults: u64,
+    /// Checker violations.
+    pub violations: u64,
+    /// Failed expectations (empty: passed).
+    pub failures: Vec<String>,
+}
+
+impl Outcome {
+    fn new(id: u32, name: &'static str) -> Outcome {
+        Outcome { id, name, figure: String::new(), acquisitions: 0, faults: 0, violations: 0, failures: Vec::new() }
+    }
+    fn fail(&mut self, msg: impl Into<String>) {
+        self.failures.push(msg.into());
+    }
+    fn expect(&mut self, cond: bool, msg: impl FnOnce() -> String) {
+        if !cond {
+            self.fail(msg());
+        }
+    }
+    /// Whether every expectation held.
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+    /// The figure line printed by the tests and the soak.
+    pub fn line(&self) -> String {
+        let mut s = format!(
+            "scenario {} {}: {} [acquisitions={} faults={} violations={}]",
+            self.id, self.name, self.figure, self.acquisitions, self.faults, self.violations
+        );
+        if !self.failures.is_empty() {
+            s.push_str(&format!(" FAILED: {}", self.failures.join("; ")));
+        }
+        s
+    }
+}
+
+/// Every scenario id: 1-11, 12 / 13 = scenarios 2 / 3 with a Python holder,
+/// 14 / 15 = the recipes (semaphore, read-write lock, election, multi-lock)
+/// under a paused holder and under member kills.
+pub const ALL: [u32; 15] = [1, 2, 12, 3, 13, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15];
+
+/// Run scenario `id` (1-11; 12 and 13 are scenarios 2 and 3 with a holder
+/// process written in Python, on the Python binding).
+pub async fn run(id: u32, p: &Profile) -> Outcome {
+    match id {
+        1 => baseline(p).await,
+        2 => holder_sigstop(p, HolderLang::Rust).await,
+        3 => holder_kill9(p, HolderLang::Rust).await,
+        12 => holder_sigstop(p, HolderLang::Python).await,
+        13 => holder_kill9(p, HolderLang::Python).await,
+        4 => member_sigstop(p).await,
+        5 => member_kill_restart(p).await,
+        6 => leader_change_after_holder_death(p).await,
+        7 => client_blackholed(p).await,
+        8 => proxy_delay_and_drop(p).await,
+        9 => waiters_under_compaction(p).await,
+        10 => acquire_response_dropped(p).await,
+        11 => wall_clock_jumps(p).await,
+        14 => recipes_holder_sigstop(p).await,
+        15 => recipes_member_kill(p).await,
+        _ => {
+            let mut o = Outcome::new(id, "unknown");
+            o.fail(format!("no scenario {id}"));
+            o
+        }
+    }
+}
+
+/// Check the history and fold the result into the outcome.
+async fn finish(o: &mut Outcome, checker: &Checker, rawc: &mut etcd_client::Client, ns: &str, from: Option<i64>) -> Report {
+    let hist = match from {
+        Some(f) => match resource_history(rawc, ns, f).await {
+            Ok(h) => h,
+            Err(e) => {
+                o.fail(format!("resource history: {e}"));
+                BTreeMap::new()
+            }
+        },
+        None => BTreeMap::new(),
+    };
+    let r = checker.check(&hist);
+    o.violations = r.violations() as u64;
+    if r.violations() > 0 {
+        o.fail(format!("checker: {}; {:?}", r.summary(), r.details));
+    }
+    r
+}
+
+fn blocking<T>(f: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(f)
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Run a workload in the background; returns its stop token and join handle.
+fn start_workload(
+    w: Workload,
+    checker: Arc<Checker>,
+    counters: Arc<Counters>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let stop = CancellationToken::new();
+    let s = stop.clone();
+    let h = tokio::spawn(async move { w.run(checker, counters, s).await });
+    (stop, h)
+}
+
+/// A waiter in this process that takes the lock (as `kind` says, see
+/// [`crate::acquire_kind`]), writes the resource with its token and returns.
+fn spawn_waiter(c: Client, lock: &str, kind: &str) -> tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>> {
+    let (lock, kind) = (lock.to_string(), kind.to_string());
+    tokio::spawn(async move {
+        let (g, _others) = crate::acquire_kind(&c, &lock, &kind).await?;
+        let at = clock_monotonic_ns();
+        g.put(resource_key(&lock), g.fencing_token().to_string()).await?;
+        Ok((g, at))
+    })
+}
+
+/// Release a parent-side hold and record it.
+async fn release(checker: &Checker, g: etcdlock::Guard, acquired_ns: u64, client: &str) -> Result<(), String> {
+    let end = clock_monotonic_ns();
+    let loss = g.loss();
+    let r = g.unlock().await;
+    checker.record(Hold {
+        lock: g.name().to_string(),
+        token: g.fencing_token(),
+        acquired_ns,
+        ended_ns: loss.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end),
+        client: client.to_string(),
+        loss: loss.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: instant_to_mono_ns(l.at), reported_ns: end }),
+    });
+    r.map_err(|e| format!("unlock by {client}: {e}"))
+}
+
+/// 1. No fault: 8 clients, 4 locks.
+pub async fn baseline(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(1, "baseline");
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints();
+    let ns = unique_ns("base");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Arc::new(Checker::new());
+    let counters = Arc::new(Counters::default());
+    let mut w = Workload::new(eps.clone(), &ns);
+    w.max_acquisitions = p.baseline_acquisitions;
+    let start = Instant::now();
+    let (stop, h) = start_workload(w, checker.clone(), counters.clone());
+    let cap = tokio::time::sleep(Duration::from_secs(p.baseline_max_secs));
+    tokio::pin!(cap);
+    tokio::select! {
+        _ = stop.cancelled() => {}
+        _ = &mut cap => stop.cancel(),
+    }
+    let _ = h.await;
+    let took = start.elapsed().as_secs_f64();
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
+    let acq = o.acquisitions;
+    o.expect(acq >= 1000, || format!("only {acq} acquisitions"));
+    o.expect(r.losses == 0, || format!("{} losses without any fault", r.losses));
+    o.figure = format!(
+        "8 clients, 4 locks: {} acquisitions in {took:.1} s ({:.0}/s), {}; errors: {}",
+        o.acquisitions,
+        o.acquisitions as f64 / took,
+        r.summary(),
+        counters.errors_summary()
+    );
+    o
+}
