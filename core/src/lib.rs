@@ -52,7 +52,8 @@ mod watch;
 mod wait;
 mod window;
 
-pub use client::{Client, ClientOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_TTL_SECS};
+pub use client::Client;
+pub use options::{ClientOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_TTL_SECS};
 pub use names::{LockOptions, MAX_NAME_LEN};
 pub use election::{Leader, Leadership, Observer};
 pub use error::{Error, ErrorCode, LossReason, Result};

@@ -17,11 +17,231 @@
 //! them key by key; an environment variable that does not parse is an error
 //! only when its key is not given explicitly.
 
+use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::client::{ClientOptions, TlsOptions};
 use crate::error::{Error, Result};
+
+/// etcd's upper bound for a lease TTL (`MaxLeaseTTL`, 9,000,000,000 s).
+pub const MAX_TTL_SECS: i64 = 9_000_000_000;
+/// Longest accepted connect or request timeout (a day).
+pub const MAX_CLIENT_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// TLS material, as PEM files.
+#[derive(Clone, Default)]
+pub struct TlsOptions {
+    /// CA bundle that signs the etcd server certificates.
+    pub ca: Option<PathBuf>,
+    /// Client certificate for mutual TLS.
+    pub cert: Option<PathBuf>,
+    /// Client private key for mutual TLS.
+    pub key: Option<PathBuf>,
+    /// Server name to verify instead of the endpoint's host.
+    pub domain: Option<String>,
+}
+
+impl fmt::Debug for TlsOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsOptions")
+            .field("ca", &self.ca)
+            .field("cert", &self.cert)
+            .field("key", &self.key.as_ref().map(|_| "<path>"))
+            .field("domain", &self.domain)
+            .finish()
+    }
+}
+
+/// How to reach etcd and how to hold locks. Build with [`ClientOptions::new`]
+/// and the `with_*` methods; every binding exposes the same fields.
+#[derive(Clone)]
+pub struct ClientOptions {
+    /// etcd endpoints (`http://127.0.0.1:2379`, `https://...`, or `host:port`).
+    pub endpoints: Vec<String>,
+    /// Lease TTL in seconds (default 15). Below etcd's minimum it is raised by
+    /// etcd; see [`Client::ttl`] for the effective value.
+    pub ttl_secs: i64,
+    /// Prefix prepended to every key this client touches.
+    pub namespace: Option<String>,
+    /// Username for etcd auth.
+    pub username: Option<String>,
+    /// Password for etcd auth (never printed).
+    pub password: Option<String>,
+    /// TLS; `None` means plaintext (and `https://` endpoints are then refused).
+    pub tls: Option<TlsOptions>,
+    /// Bound on connecting: reaching a member (DNS, TCP, TLS, auth) and
+    /// granting the session's lease (default 5 s); `Unavailable` after it.
+    pub connect_timeout: Duration,
+    /// Bound on every call that does not wait for a lock (try_lock, unlock,
+    /// guarded operations, status, ping), retries and failover included:
+    /// `Unavailable` when no member answered within it (default 2 s). Calls
+    /// that wait for a lock are bounded by their own timeout instead. A
+    /// member silent for a quarter of it (at most 500 ms) is left for another, so
+    /// an etcd leader election (1-2 s) does not fail a call and a hung member
+    /// does not stall one for long.
+    pub request_timeout: Duration,
+    /// Safety margin subtracted from the lease TTL for local loss detection
+    /// (default: TTL/5, at most 2 s).
+    pub margin: Option<Duration>,
+    /// Watch each held key so an outside delete is reported (default true):
+    /// at once for a lock that was waited for (its wait's watch carries on),
+    /// within 60 ms plus one read for a lock taken with no wait (its watch
+    /// starts once it has been held 50 to 60 ms, so short holds cost no watch).
+    /// The session's lease is watched either way.
+    pub watch_held_keys: bool,
+    /// Time between the session's keep-alives (default: a third of the TTL,
+    /// at most a quarter of TTL - margin, at least 250 ms). Must be at least
+    /// 50 ms and leave room for a second try before the hold ends: at most
+    /// half of TTL - margin.
+    pub keepalive_interval: Option<Duration>,
+}
+
+impl fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("endpoints", &self.endpoints)
+            .field("ttl_secs", &self.ttl_secs)
+            .field("namespace", &self.namespace)
+            .field("username", &self.username)
+            .field("password", &self.password.as_ref().map(|_| "<redacted>"))
+            .field("tls", &self.tls)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("request_timeout", &self.request_timeout)
+            .field("margin", &self.margin)
+            .field("watch_held_keys", &self.watch_held_keys)
+            .field("keepalive_interval", &self.keepalive_interval)
+            .finish()
+    }
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            endpoints: vec!["http://127.0.0.1:2379".into()],
+            ttl_secs: 15,
+            namespace: None,
+            username: None,
+            password: None,
+            tls: None,
+            connect_timeout: Duration::from_secs(5),
+            request_timeout: Duration::from_secs(2),
+            margin: None,
+            watch_held_keys: true,
+            keepalive_interval: None,
+        }
+    }
+}
+
+impl ClientOptions {
+    /// Options for these endpoints, everything else default.
+    pub fn new<S: Into<String>>(endpoints: impl IntoIterator<Item = S>) -> Self {
+        ClientOptions { endpoints: endpoints.into_iter().map(Into::into).collect(), ..Default::default() }
+    }
+    /// Set the lease TTL in seconds.
+    pub fn with_ttl(mut self, secs: i64) -> Self {
+        self.ttl_secs = secs;
+        self
+    }
+    /// Set the key namespace.
+    pub fn with_namespace(mut self, ns: impl Into<String>) -> Self {
+        self.namespace = Some(ns.into());
+        self
+    }
+    /// Set username and password.
+    pub fn with_user(mut self, user: impl Into<String>, password: impl Into<String>) -> Self {
+        self.username = Some(user.into());
+        self.password = Some(password.into());
+        self
+    }
+    /// Set TLS material.
+    pub fn with_tls(mut self, tls: TlsOptions) -> Self {
+        self.tls = Some(tls);
+        self
+    }
+    /// Set the connect timeout.
+    pub fn with_connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// Set the per-request timeout.
+    pub fn with_request_timeout(mut self, d: Duration) -> Self {
+        self.request_timeout = d;
+        self
+    }
+
+    /// Options from the `ETCDLOCK_*` environment variables, through the one
+    /// parser ([`ClientOptions::from_pairs`]): `ETCDLOCK_ENDPOINTS` (comma
+    /// separated), `ETCDLOCK_TTL`, `ETCDLOCK_NAMESPACE`, `ETCDLOCK_USERNAME`,
+    /// `ETCDLOCK_PASSWORD`, `ETCDLOCK_TLS_CA`, `ETCDLOCK_TLS_CERT`,
+    /// `ETCDLOCK_TLS_KEY`, `ETCDLOCK_TLS_DOMAIN`, `ETCDLOCK_CONNECT_TIMEOUT`,
+    /// `ETCDLOCK_REQUEST_TIMEOUT`, `ETCDLOCK_MARGIN`, `ETCDLOCK_WATCH_HELD_KEYS`.
+    /// `ETCDLOCK_CA` and `ETCDLOCK_CERT` are still read, with a deprecation
+    /// warning; `ETCDLOCK_KEY` is not (`etcdlock run` exports the lock key under
+    /// that name).
+    pub fn from_env() -> Result<Self> {
+        ClientOptions::from_env_and_pairs(Vec::<(String, String)>::new())
+    }
+
+    pub(crate) fn validate(&self) -> Result<()> {
+        if self.endpoints.is_empty() {
+            return Err(Error::invalid("no etcd endpoints given"));
+        }
+        for e in &self.endpoints {
+            crate::transport::check_endpoint(e)?;
+            if e.starts_with("https://") && self.tls.is_none() {
+                return Err(Error::invalid(format!(
+                    "endpoint {e} uses https but no TLS options (CA) were given; refusing to fall back to plaintext"
+                )));
+            }
+        }
+        if self.ttl_secs <= 0 || self.ttl_secs > MAX_TTL_SECS {
+            return Err(Error::invalid(format!(
+                "ttl must be between 1 and {MAX_TTL_SECS} seconds, got {}",
+                self.ttl_secs
+            )));
+        }
+        if let Some(m) = self.margin {
+            // Above half the TTL, a hold would end locally before the next
+            // keep-alive (every TTL/3) could renew it: refuse it rather than
+            // clamp it in silence.
+            if m.as_millis() * 2 > u128::from(self.ttl_secs as u64) * 1000 {
+                return Err(Error::invalid(format!(
+                    "margin ({m:?}) must be at most half the ttl ({} s)",
+                    self.ttl_secs
+                )));
+            }
+        }
+        if let Some(k) = self.keepalive_interval {
+            let ttl = Duration::from_secs(self.ttl_secs as u64);
+            let room = ttl.saturating_sub(self.margin.unwrap_or_else(|| default_margin(self.ttl_secs)));
+            if k < Duration::from_millis(50) || k > room / 2 {
+                return Err(Error::invalid(format!(
+                    "keepalive_interval ({k:?}) must be between 50ms and half of ttl - margin ({:?})",
+                    room / 2
+                )));
+            }
+        }
+        if self.connect_timeout.is_zero() || self.request_timeout.is_zero() {
+            return Err(Error::invalid("timeouts must be positive"));
+        }
+        // One ceiling: a bound is added to the current instant, and a day is
+        // already no bound at all for one request.
+        for (what, d) in [("connect_timeout", self.connect_timeout), ("request_timeout", self.request_timeout)] {
+            if d > MAX_CLIENT_TIMEOUT {
+                return Err(Error::invalid(format!("{what} ({d:?}) must be at most {MAX_CLIENT_TIMEOUT:?}")));
+            }
+        }
+        if self.username.is_some() != self.password.is_some() {
+            return Err(Error::invalid("username and password go together"));
+        }
+        Ok(())
+    }
+}
+
+/// The margin when none is given: a fifth of the TTL, at most 2 s.
+pub(crate) fn default_margin(ttl_secs: i64) -> Duration {
+    Duration::from_millis((ttl_secs.max(0) as u64 * 1000 / 5).min(2000))
+}
 
 /// Every key [`ClientOptions::from_pairs`] accepts.
 pub const OPTION_KEYS: [&str; 14] = [
