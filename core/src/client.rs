@@ -25,11 +25,12 @@ pub(crate) struct Inner {
     margin: Option<Duration>,
     keepalive: Option<Duration>,
     pub(crate) watch_held_keys: bool,
-    session: AsyncMutex<Option<Arc<Session>>>,
+    pub(crate) session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
     pub(crate) windows: crate::window::Windows,
     pub(crate) cleanups: crate::cleanups::Cleanups,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
+    pub(crate) meta: crate::meta::Book,
     pid: u32,
     pub(crate) handle: tokio::runtime::Handle,
 }
@@ -140,6 +141,7 @@ impl Client {
             closed,
             windows: Default::default(),
             cleanups: Default::default(),
+            meta: Default::default(),
             metrics: Arc::new(crate::metrics::Recorder::new()),
             pid: crate::runtime::current_pid(),
             handle,
@@ -342,5 +344,28 @@ impl Client {
         let mut k = self.inner.ns.clone();
         k.extend_from_slice(key);
         k
+    }
+}
+
+/// An acquisition in progress, as the meta records count it (ended on drop).
+pub(crate) struct MetaWait<'a> {
+    inner: &'a Arc<Inner>,
+    name: &'a str,
+}
+
+impl Drop for MetaWait<'_> {
+    fn drop(&mut self) {
+        self.inner.meta.wait_ended(self.name);
+    }
+}
+
+impl Client {
+    /// Count an acquisition of `name` as `kind` in the meta records until the
+    /// returned mark is dropped (starting their flush task if it is idle).
+    pub(crate) fn meta_wait<'a>(&'a self, name: &'a str, kind: crate::meta::LockKind) -> MetaWait<'a> {
+        if self.inner.meta.wait_started(name, kind) {
+            self.inner.handle.spawn(crate::meta::flush_loop(Arc::downgrade(&self.inner)));
+        }
+        MetaWait { inner: &self.inner, name }
     }
 }

@@ -15,6 +15,7 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnEvent, OwnKeyWatch};
+use crate::meta::LockKind;
 use crate::names::{is_direct_child, lost_err, owner_info, prefix_end, show, validate_name, LockOptions, Mode};
 use crate::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
 use crate::runtime::sleep_opt;
@@ -63,12 +64,22 @@ impl Client {
     /// Acquire `name`; `value` is what our key carries (the election's
     /// proclamation; by default who we are, for `etcdlock status`).
     pub(crate) async fn acquire(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>) -> Result<Guard> {
-        self.acquire_n(name, opts, mode, value, 1).await
+        let kind = if value.is_some() { LockKind::Election } else { LockKind::Mutex };
+        self.acquire_n(name, opts, mode, value, 1, kind).await
     }
 
     /// [`Client::acquire`] of one of `permits` permits (1: the mutex).
-    pub(crate) async fn acquire_n(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>, permits: u32) -> Result<Guard> {
+    pub(crate) async fn acquire_n(
+        &self,
+        name: &str,
+        opts: LockOptions,
+        mode: Mode,
+        value: Option<&[u8]>,
+        permits: u32,
+        kind: LockKind,
+    ) -> Result<Guard> {
         let m = self.inner.metrics.acquiring();
+        let _meta = self.meta_wait(name, kind);
         let r = Box::pin(self.acquire_n_counted(name, opts, mode, value, permits)).await;
         m.finish(&r);
         r

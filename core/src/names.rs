@@ -35,6 +35,9 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
     }
+    if name.starts_with(crate::meta::META_PREFIX) {
+        return Err(Error::invalid(format!("lock names under {:?} are reserved for etcdlock's records", crate::meta::META_PREFIX)));
+    }
     if name.len() > MAX_NAME_LEN {
         return Err(Error::invalid(format!(
             "lock name is {} bytes; the limit is {MAX_NAME_LEN}",
@@ -91,6 +94,17 @@ pub(crate) enum Mode {
     Once,
 }
 
+/// This machine's host name, reduced to `[A-Za-z0-9.-]` (at most 64), so
+/// it needs no escaping in JSON or a table.
+pub(crate) fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let h = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
+    h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect()
+}
+
 /// The value stored in our lock key: who we are and since when (wall clock, for
 /// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
 /// values, so this stays wire-compatible.
@@ -107,12 +121,7 @@ pub(crate) fn owner_info() -> String {
     let head = match head.as_ref() {
         Some((p, h)) if *p == pid => h,
         _ => {
-            let mut buf = [0u8; 256];
-            // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-            let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
-            let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-            let h = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
-            let host: String = h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect();
+            let host = hostname();
             &head.insert((pid, format!("{{\"host\":\"{host}\",\"pid\":{pid},\"since_ms\":"))).1
         }
     };
@@ -156,5 +165,7 @@ mod tests {
         assert_eq!(validate_name(&"n".repeat(MAX_NAME_LEN + 1)).unwrap_err().code(), ErrorCode::InvalidArgument);
         assert!(validate_name(&"n".repeat(MAX_NAME_LEN)).is_ok());
         assert!(validate_name("jobs/x\n").is_ok(), "control characters are the caller's business, shown escaped");
+        assert_eq!(validate_name("__etcdlock/meta/x").unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert!(validate_name("__etcdlock").is_ok());
     }
 }

@@ -33,6 +33,7 @@ impl Client {
     /// try that writes nothing while a writer holds or waits.
     pub async fn read_lock(&self, name: &str, opts: LockOptions) -> Result<Guard> {
         let m = self.inner.metrics.acquiring();
+        let _meta = self.meta_wait(name, crate::meta::LockKind::RwLock);
         let r = Box::pin(self.read_lock_counted(name, opts)).await;
         m.finish(&r);
         r

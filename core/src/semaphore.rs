@@ -65,7 +65,7 @@ impl Client {
             return Err(Error::invalid(format!("permits must be between 1 and {MAX_PERMITS}, got {permits}")));
         }
         let mode = if opts.timeout == Some(Duration::ZERO) { Mode::Once } else { Mode::Wait };
-        self.acquire_n(name, opts, mode, None, permits).await
+        self.acquire_n(name, opts, mode, None, permits, crate::meta::LockKind::Semaphore).await
     }
 
     /// The older keys around ours, newest first, at most `permits` of them.

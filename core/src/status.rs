@@ -1,14 +1,16 @@
 //! The queue view of any lock kind on a name (mutex, semaphore, read-write
 //! lock, election), as `etcdlock status` shows it: who holds, who waits, in
 //! create_revision order. Keys of `etcdctl lock`, `etcdctl elect` and Go's
-//! Mutex/Election are shown too (they carry no owner info).
+//! Mutex/Election are shown too (they carry no owner info). `list` gives the
+//! same view of every name under a prefix.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget};
 
 use crate::client::Client;
+use crate::meta::{self, LockKind, META_PREFIX};
 use crate::error::Result;
 use crate::names::{is_direct_child, validate_name};
 
@@ -44,6 +46,20 @@ pub struct Contender {
     pub age_ms: Option<u64>,
     /// The key's value (an election's proclamation; etcdlock's owner info).
     pub value: Vec<u8>,
+    /// The holder's host, for etcdlock keys.
+    pub host: Option<String>,
+    /// The holder's process id, for etcdlock keys.
+    pub pid: Option<u32>,
+    /// The language the holder uses etcdlock from (`"rust"`, `"python"`,
+    /// ...), once its meta record is written (keys older than ~100 ms).
+    pub language: Option<String>,
+    /// Acquisitions of this name in progress in the contender's client (its
+    /// local queue: a client keeps at most two keys per name in etcd), from
+    /// its meta record.
+    pub local_waiters: Option<u32>,
+    /// A key without etcdlock's owner info or meta record: `etcdctl lock`,
+    /// `etcdctl elect`, Go's Mutex or Election, or another program.
+    pub foreign: bool,
 }
 
 /// Holders and waiters of one name, as one read saw them.
@@ -57,6 +73,11 @@ pub struct Status {
     pub holders: Vec<Contender>,
     /// Who waits, in the order they will be served.
     pub waiters: Vec<Contender>,
+    /// What the name is used as, from the contenders' meta records or their
+    /// keys (a reader key means a read-write lock, a permit count a
+    /// semaphore); `None` when neither tells (no contender, or only foreign
+    /// keys).
+    pub kind: Option<LockKind>,
 }
 
 fn field<'a>(v: &'a str, name: &str) -> Option<&'a str> {
@@ -78,72 +99,177 @@ fn kind_of(kv: &KeyValue) -> ContenderKind {
     }
 }
 
+/// A contender's meta record (see `meta.rs`).
+#[derive(Debug, Clone, Default)]
+struct MetaRecord {
+    kind: Option<LockKind>,
+    host: Option<String>,
+    pid: Option<u32>,
+    language: Option<String>,
+    waiting: Option<u32>,
+}
+
+fn meta_record(v: &[u8]) -> MetaRecord {
+    let v = String::from_utf8_lossy(v);
+    MetaRecord {
+        kind: field(&v, "kind").and_then(LockKind::from_name),
+        host: field(&v, "host").map(str::to_string),
+        pid: field(&v, "pid").and_then(|p| p.parse().ok()),
+        language: field(&v, "language").map(str::to_string),
+        waiting: field(&v, "waiting").and_then(|p| p.parse().ok()),
+    }
+}
+
+/// What one read saw of the names it covers: (name, lease) -> meta record,
+/// and lease -> seconds left.
+struct Seen {
+    metas: HashMap<(String, i64), MetaRecord>,
+    ttls: HashMap<i64, Option<i64>>,
+    now_ms: u64,
+}
+
+/// The status of `name` from its direct children `kvs`, oldest first.
+fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
+    let mut st = Status { name: name.to_string(), revision, holders: Vec::new(), waiters: Vec::new(), kind: None };
+    let mut writer_seen = false;
+    let mut inferred = None;
+    // `older`: contenders created before this one.
+    for (older, kv) in (0u32..).zip(kvs.iter()) {
+        let kind = kind_of(kv);
+        let holds = match kind {
+            ContenderKind::Reader => !writer_seen,
+            ContenderKind::Exclusive => older == 0,
+            ContenderKind::Permit(n) => older < n,
+        };
+        match kind {
+            ContenderKind::Reader => inferred = Some(LockKind::RwLock),
+            ContenderKind::Permit(_) => inferred = inferred.or(Some(LockKind::Semaphore)),
+            ContenderKind::Exclusive => writer_seen = true,
+        }
+        let lease = kv.lease();
+        let v = String::from_utf8_lossy(kv.value()).into_owned();
+        let m = seen.metas.get(&(name.to_string(), lease)).cloned().unwrap_or_default();
+        if st.kind.is_none() {
+            st.kind = m.kind;
+        }
+        let host = field(&v, "host").map(str::to_string).or(m.host);
+        let pid = field(&v, "pid").and_then(|p| p.parse().ok()).or(m.pid);
+        let age_ms = field(&v, "since_ms").and_then(|s| s.parse::<u64>().ok()).map(|s| seen.now_ms.saturating_sub(s));
+        let c = Contender {
+            key: String::from_utf8_lossy(kv.key()).into_owned(),
+            kind,
+            holds,
+            lease_id: lease,
+            ttl_remaining: seen.ttls.get(&lease).copied().flatten(),
+            create_revision: kv.create_revision(),
+            owner: match (&host, pid) {
+                (Some(h), Some(p)) => Some(format!("{h}:{p}")),
+                _ => None,
+            },
+            age_ms,
+            value: kv.value().to_vec(),
+            foreign: host.is_none() && m.language.is_none(),
+            host,
+            pid,
+            language: m.language,
+            local_waiters: m.waiting,
+        };
+        if holds {
+            st.holders.push(c);
+        } else {
+            st.waiters.push(c);
+        }
+    }
+    st.kind = st.kind.or(inferred);
+    st
+}
+
 impl Client {
     /// The holders and waiters of `name`, whatever kind of lock it is.
     pub async fn status(&self, name: &str) -> Result<Status> {
         validate_name(name)?;
-        // One bound for every request of the call: the request timeout.
-        let bound = Some(self.request_bound());
         let prefix = self.prefix(name);
-        let p = prefix.clone();
+        let (revision, kvs) = self.read_sorted(prefix.clone(), None).await?;
+        let kvs: Vec<&KeyValue> = kvs.iter().filter(|kv| is_direct_child(&prefix, kv.key())).collect();
+        let mut meta_prefix = format!("{META_PREFIX}{name}/").into_bytes();
+        meta_prefix.splice(0..0, self.inner.ns.iter().copied());
+        let seen = self.seen(&kvs, &meta_prefix, revision, |n| n == name).await?;
+        Ok(build(name, revision, &kvs, &seen))
+    }
+
+    /// Every lock, election, semaphore and read-write lock whose name starts
+    /// with `prefix` (empty: all of this client's namespace), sorted by name,
+    /// each as [`Client::status`] shows it, from one read of etcd. Keys with
+    /// no lease (data written with guarded operations) are not locks and are
+    /// left out.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<Status>> {
+        let mut from = self.inner.ns.clone();
+        from.extend_from_slice(prefix.as_bytes());
+        let (revision, kvs) = self.read_sorted(from, None).await?;
+        let ns = self.inner.ns.len();
+        let mut names: BTreeMap<String, Vec<&KeyValue>> = BTreeMap::new();
+        for kv in kvs.iter().filter(|kv| kv.lease() != 0) {
+            let k = &kv.key()[ns..];
+            if k.starts_with(META_PREFIX.as_bytes()) {
+                continue;
+            }
+            let Some(cut) = k.iter().rposition(|b| *b == b'/') else { continue };
+            let name = String::from_utf8_lossy(&k[..cut]).into_owned();
+            if name.is_empty() || !name.starts_with(prefix) {
+                continue;
+            }
+            names.entry(name).or_default().push(kv);
+        }
+        let all: Vec<&KeyValue> = names.values().flatten().copied().collect();
+        let mut meta_prefix = self.inner.ns.clone();
+        meta_prefix.extend_from_slice(format!("{META_PREFIX}{prefix}").as_bytes());
+        let seen = self.seen(&all, &meta_prefix, revision, |n| names.contains_key(n)).await?;
+        Ok(names.iter().map(|(name, kvs)| build(name, revision, kvs, &seen)).collect())
+    }
+
+    /// Every key under `from`, oldest first, and the read's revision (at
+    /// `revision` if given), within the request timeout.
+    async fn read_sorted(&self, from: Vec<u8>, revision: Option<i64>) -> Result<(i64, Vec<KeyValue>)> {
+        let bound = Some(self.request_bound());
         let r = self
             .call(bound, |mut c| {
-                let p = p.clone();
-                async move { c.get(p, Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend))).await }
+                let from = from.clone();
+                let mut o = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend);
+                if let Some(rev) = revision {
+                    o = o.with_revision(rev);
+                }
+                async move { c.get(from, Some(o)).await }
             })
             .await?;
-        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-        let mut ttls: HashMap<i64, Option<i64>> = HashMap::new();
-        let mut st = Status { name: name.to_string(), revision: r.header().map(|h| h.revision()).unwrap_or(0), holders: Vec::new(), waiters: Vec::new() };
-        let mut writer_seen = false;
-        // `older`: contenders created before this one.
-        for (older, kv) in (0u32..).zip(r.kvs().iter().filter(|kv| is_direct_child(&prefix, kv.key()))) {
-            let kind = kind_of(kv);
-            let holds = match kind {
-                ContenderKind::Reader => !writer_seen,
-                ContenderKind::Exclusive => older == 0,
-                ContenderKind::Permit(n) => older < n,
-            };
-            if kind != ContenderKind::Reader {
-                writer_seen = true;
-            }
-            let lease = kv.lease();
-            let ttl = if lease == 0 {
-                None
-            } else if let Some(t) = ttls.get(&lease) {
-                *t
-            } else {
-                let t = self
-                    .call_lease(bound, |mut c| async move { c.time_to_live(lease, None).await })
-                    .await
-                    .ok()
-                    .map(|t| t.ttl());
-                ttls.insert(lease, t);
-                t
-            };
-            let v = String::from_utf8_lossy(kv.value()).into_owned();
-            let owner = match (field(&v, "host"), field(&v, "pid")) {
-                (Some(h), Some(p)) => Some(format!("{h}:{p}")),
-                _ => None,
-            };
-            let age_ms = field(&v, "since_ms").and_then(|s| s.parse::<u64>().ok()).map(|s| now_ms.saturating_sub(s));
-            let c = Contender {
-                key: String::from_utf8_lossy(kv.key()).into_owned(),
-                kind,
-                holds,
-                lease_id: lease,
-                ttl_remaining: ttl,
-                create_revision: kv.create_revision(),
-                owner,
-                age_ms,
-                value: kv.value().to_vec(),
-            };
-            if holds {
-                st.holders.push(c);
-            } else {
-                st.waiters.push(c);
+        let rev = r.header().map(|h| h.revision()).unwrap_or(0);
+        let mut r = r;
+        Ok((rev, r.take_kvs()))
+    }
+
+    /// The meta records under `meta_prefix` (at the same revision as the
+    /// keys) of the names `wanted` accepts, and the TTL left on each lease of `kvs`.
+    async fn seen(&self, kvs: &[&KeyValue], meta_prefix: &[u8], revision: i64, wanted: impl Fn(&str) -> bool) -> Result<Seen> {
+        let bound = Some(self.request_bound());
+        let (_, records) = self.read_sorted(meta_prefix.to_vec(), Some(revision)).await?;
+        let ns = self.inner.ns.len();
+        let mut metas = HashMap::new();
+        for kv in &records {
+            if let Some((name, lease)) = meta::parse_key(&kv.key()[ns..]) {
+                if wanted(&name) {
+                    metas.insert((name, lease), meta_record(kv.value()));
+                }
             }
         }
-        Ok(st)
+        let mut ttls: HashMap<i64, Option<i64>> = HashMap::new();
+        for kv in kvs {
+            let lease = kv.lease();
+            if lease == 0 || ttls.contains_key(&lease) {
+                continue;
+            }
+            let t = self.call_lease(bound, |mut c| async move { c.time_to_live(lease, None).await }).await.ok().map(|t| t.ttl());
+            ttls.insert(lease, t);
+        }
+        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        Ok(Seen { metas, ttls, now_ms })
     }
 }

@@ -108,6 +108,7 @@ impl Guard {
             started: std::time::Instant::now(),
         });
         shared.client.inner.metrics.hold_started(shared.started);
+        shared.client.inner.meta.hold_started(&shared.name);
         // No task per guard: the session tells us when it is lost, the client's
         // watch stream when our key goes.
         let as_loss: Weak<dyn OnLoss> = Arc::downgrade(&shared) as Weak<dyn OnLoss>;
@@ -273,6 +274,7 @@ impl Guard {
             let ended = end_hold(s, GuardState::Released);
             if ended {
                 self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
+                self.shared.client.inner.meta.hold_ended(&self.shared.name);
             }
             ended
         });
@@ -326,6 +328,7 @@ impl Shared {
                 // Counted before anyone waiting for the loss is woken (the
                 // watch channel wakes them after this closure returns).
                 self.client.inner.metrics.hold_ended(self.started, Some(loss.reason));
+                self.client.inner.meta.hold_ended(&self.name);
             }
             ended
         });
@@ -484,6 +487,7 @@ impl Drop for Guard {
             let ended = end_hold(s, GuardState::Released);
             if ended {
                 sh.client.inner.metrics.hold_ended(sh.started, None);
+                sh.client.inner.meta.hold_ended(&sh.name);
             }
             ended
         });

@@ -1,0 +1,369 @@
+//! Who holds and waits for what, as everyone can read it: one meta record
+//! per session and lock name, so `list` and `status` tell a lock's kind, the
+//! holder's host, pid and language, and how many waiters a client queues
+//! locally (a client keeps at most two keys per lock in etcd, whatever the
+//! number of its waiters).
+//!
+//! The record lives beside the locks, never under a lock's prefix, so etcdctl,
+//! Go's Mutex and Election see exactly the keys they always did:
+//! `<namespace>__etcdlock/meta/<name>/<lease hex>`, attached to the session's
+//! lease (it vanishes with the session). It is written off the lock path by a
+//! task that wakes every [`TICK`] and writes only names that have been in use
+//! for a whole tick: a short hold costs etcd nothing, a long one a put when it
+//! starts to matter and a delete when it ends. Lock names that start with
+//! `__etcdlock/` are reserved for it.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, Weak};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use etcd_client::{PutOptions, Txn, TxnOp};
+
+use crate::client::Inner;
+
+/// Where meta records live, under the client's namespace.
+pub const META_PREFIX: &str = "__etcdlock/meta/";
+
+/// How often the records are brought up to date.
+pub(crate) const TICK: Duration = Duration::from_millis(100);
+
+/// Most operations in one Txn (etcd's default `--max-txn-ops` is 128).
+const TXN_OPS: usize = 128;
+
+/// The kind of lock a name is used as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// `lock` / `try_lock` / `lock_many` (also a read-write lock's writer).
+    Mutex,
+    /// `campaign`.
+    Election,
+    /// `acquire_permit`.
+    Semaphore,
+    /// `read_lock` (the name is a read-write lock).
+    RwLock,
+}
+
+impl LockKind {
+    /// `"mutex"`, `"election"`, `"semaphore"` or `"rwlock"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LockKind::Mutex => "mutex",
+            LockKind::Election => "election",
+            LockKind::Semaphore => "semaphore",
+            LockKind::RwLock => "rwlock",
+        }
+    }
+
+    /// The kind named `s`.
+    pub fn from_name(s: &str) -> Option<LockKind> {
+        [LockKind::Mutex, LockKind::Election, LockKind::Semaphore, LockKind::RwLock].into_iter().find(|k| k.name() == s)
+    }
+}
+
+/// The language a process uses etcdlock from, for the meta records
+/// (`"rust"` unless a binding says otherwise at load).
+pub fn set_language(lang: &'static str) {
+    *LANGUAGE.lock().unwrap_or_else(|p| p.into_inner()) = lang;
+}
+
+static LANGUAGE: Mutex<&'static str> = Mutex::new("rust");
+
+fn language() -> &'static str {
+    *LANGUAGE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Entry {
+    kind: LockKind,
+    waiting: u32,
+    holding: u32,
+    /// When the name came into use (monotonic, and wall clock for readers).
+    since: Instant,
+    since_ms: u64,
+    /// The lease the record was last written under (0: not written).
+    written: i64,
+    /// What was written, to skip a put that changes nothing.
+    written_counts: (u32, u32),
+}
+
+/// One client's names in use, and what etcd has of them.
+#[derive(Default)]
+pub(crate) struct Book {
+    map: Mutex<HashMap<String, Entry>>,
+    running: AtomicBool,
+}
+
+/// What a flush writes: records to put (name, JSON) and to delete (name).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct Due {
+    pub(crate) puts: Vec<(String, String)>,
+    pub(crate) deletes: Vec<String>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+impl Book {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// An acquisition of `name` as `kind` starts. True when the book was
+    /// idle until now (the caller starts the flush task).
+    pub(crate) fn wait_started(&self, name: &str, kind: LockKind) -> bool {
+        let mut m = self.map();
+        match m.get_mut(name) {
+            Some(e) => {
+                e.waiting += 1;
+                e.kind = kind;
+            }
+            None => {
+                m.insert(
+                    name.to_string(),
+                    Entry { kind, waiting: 1, holding: 0, since: Instant::now(), since_ms: now_ms(), written: 0, written_counts: (0, 0) },
+                );
+            }
+        }
+        !self.running.swap(true, Ordering::AcqRel)
+    }
+
+    /// An acquisition of `name` ended (a guard made by it counted its hold).
+    pub(crate) fn wait_ended(&self, name: &str) {
+        if let Some(e) = self.map().get_mut(name) {
+            e.waiting = e.waiting.saturating_sub(1);
+        }
+    }
+
+    /// A hold of `name` starts.
+    pub(crate) fn hold_started(&self, name: &str) {
+        let mut m = self.map();
+        match m.get_mut(name) {
+            Some(e) => e.holding += 1,
+            None => {
+                m.insert(
+                    name.to_string(),
+                    Entry {
+                        kind: LockKind::Mutex,
+                        waiting: 0,
+                        holding: 1,
+                        since: Instant::now(),
+                        since_ms: now_ms(),
+                        written: 0,
+                        written_counts: (0, 0),
+                    },
+                );
+            }
+        }
+    }
+
+    /// A hold of `name` ended.
+    pub(crate) fn hold_ended(&self, name: &str) {
+        if let Some(e) = self.map().get_mut(name) {
+            e.holding = e.holding.saturating_sub(1);
+        }
+    }
+
+    /// What to write now under `lease` (0: no session, nothing to write):
+    /// names in use for a whole [`TICK`] whose record is missing, stale or
+    /// under another lease; deletes for written names no longer in use.
+    /// Names that came and went within a tick are forgotten unwritten.
+    pub(crate) fn due(&self, lease: i64, now: Instant, host: &str, pid: u32) -> Due {
+        let mut due = Due::default();
+        let mut m = self.map();
+        m.retain(|name, e| {
+            let in_use = e.waiting + e.holding > 0;
+            if !in_use {
+                if e.written != 0 && e.written == lease {
+                    due.deletes.push(name.clone());
+                }
+                return false;
+            }
+            let ripe = now.saturating_duration_since(e.since) >= TICK;
+            if lease != 0 && ripe && (e.written != lease || e.written_counts != (e.waiting, e.holding)) {
+                due.puts.push((name.clone(), record(e, host, pid)));
+                e.written = lease;
+                e.written_counts = (e.waiting, e.holding);
+            }
+            true
+        });
+        due
+    }
+
+    /// Whether no name is in use (the flush task then stops).
+    pub(crate) fn is_idle(&self) -> bool {
+        let idle = self.map().is_empty();
+        if idle {
+            self.running.store(false, Ordering::Release);
+        }
+        idle
+    }
+}
+
+fn record(e: &Entry, host: &str, pid: u32) -> String {
+    serde_json_lite(&[
+        ("kind", Json::Str(e.kind.name())),
+        ("host", Json::Str(host)),
+        ("pid", Json::Num(pid as u64)),
+        ("language", Json::Str(language())),
+        ("since_ms", Json::Num(e.since_ms)),
+        ("waiting", Json::Num(e.waiting as u64)),
+        ("holding", Json::Num(e.holding as u64)),
+    ])
+}
+
+enum Json<'a> {
+    Str(&'a str),
+    Num(u64),
+}
+
+/// A flat JSON object (core has no JSON dependency; keys and values here
+/// are known, strings are escaped).
+fn serde_json_lite(fields: &[(&str, Json<'_>)]) -> String {
+    let mut out = String::from("{");
+    for (i, (k, v)) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!("\"{k}\":"));
+        match v {
+            Json::Num(n) => out.push_str(&n.to_string()),
+            Json::Str(s) => {
+                out.push('"');
+                for c in s.chars() {
+                    match c {
+                        '"' => out.push_str("\\\""),
+                        '\\' => out.push_str("\\\\"),
+                        c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+                        c => out.push(c),
+                    }
+                }
+                out.push('"');
+            }
+        }
+    }
+    out.push('}');
+    out
+}
+
+/// The meta key of `name` under `lease`, with the client's namespace `ns`.
+pub(crate) fn key(ns: &[u8], name: &str, lease: i64) -> Vec<u8> {
+    let mut k = ns.to_vec();
+    k.extend_from_slice(META_PREFIX.as_bytes());
+    k.extend_from_slice(name.as_bytes());
+    k.extend_from_slice(format!("/{lease:x}").as_bytes());
+    k
+}
+
+/// The (name, lease) of a meta key with the namespace already removed.
+pub(crate) fn parse_key(k: &[u8]) -> Option<(String, i64)> {
+    let rest = k.strip_prefix(META_PREFIX.as_bytes())?;
+    let cut = rest.iter().rposition(|b| *b == b'/')?;
+    let lease = i64::from_str_radix(std::str::from_utf8(&rest[cut + 1..]).ok()?, 16).ok()?;
+    Some((String::from_utf8_lossy(&rest[..cut]).into_owned(), lease))
+}
+
+/// Keep the records of `inner`'s client up to date until it has no name in
+/// use or is closed.
+pub(crate) async fn flush_loop(inner: Weak<Inner>) {
+    let (host, pid) = (crate::names::hostname(), crate::runtime::current_pid());
+    loop {
+        tokio::time::sleep(TICK).await;
+        let Some(inner) = inner.upgrade() else { return };
+        if inner.closed.is_cancelled() {
+            return;
+        }
+        // The session's lease, without waiting for a session being opened.
+        let lease = match inner.session.try_lock() {
+            Ok(s) => s.as_ref().filter(|s| s.alive()).map(|s| s.lease).unwrap_or(0),
+            Err(_) => continue,
+        };
+        let due = inner.meta.due(lease, Instant::now(), &host, pid);
+        let mut ops: Vec<TxnOp> = Vec::new();
+        for (name, rec) in due.puts {
+            ops.push(TxnOp::put(key(&inner.ns, &name, lease), rec, Some(PutOptions::new().with_lease(lease))));
+        }
+        for name in due.deletes {
+            ops.push(TxnOp::delete(key(&inner.ns, &name, lease), None));
+        }
+        for chunk in ops.chunks(TXN_OPS) {
+            let txn = Txn::new().and_then(chunk.to_vec());
+            let t = &inner.transport;
+            if let Err(e) = t.call(t.request_bound(), &mut false, |mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await
+            {
+                tracing::debug!(error = %e, "meta records not written; the next tick retries");
+            }
+        }
+        if inner.meta.is_idle() {
+            return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_uses_are_never_written_and_long_ones_once() {
+        let b = Book::default();
+        assert!(b.wait_started("a", LockKind::Mutex), "the first use starts the flush task");
+        assert!(!b.wait_started("b", LockKind::Election));
+        let t0 = Instant::now();
+        b.hold_started("a");
+        b.wait_ended("a");
+        b.hold_ended("a");
+        // "a" came and went within the tick: forgotten unwritten.
+        let d = b.due(7, t0 + TICK, "h", 1);
+        assert_eq!(d.deletes, Vec::<String>::new());
+        assert_eq!(d.puts.len(), 1, "{d:?}");
+        assert_eq!(d.puts[0].0, "b");
+        assert!(d.puts[0].1.contains("\"kind\":\"election\"") && d.puts[0].1.contains("\"waiting\":1"), "{}", d.puts[0].1);
+        // Unchanged: nothing to write.
+        assert_eq!(b.due(7, t0 + TICK * 2, "h", 1), Due::default());
+        // A second waiter changes the record; a new session rewrites it.
+        b.wait_started("b", LockKind::Election);
+        assert_eq!(b.due(7, t0 + TICK * 3, "h", 1).puts.len(), 1);
+        assert_eq!(b.due(8, t0 + TICK * 4, "h", 1).puts.len(), 1);
+        // Done with it: one delete, then nothing.
+        b.wait_ended("b");
+        b.wait_ended("b");
+        assert_eq!(b.due(8, t0 + TICK * 5, "h", 1).deletes, vec!["b".to_string()]);
+        assert!(b.is_idle());
+        assert!(b.wait_started("c", LockKind::Mutex), "idle again: the next use restarts the task");
+    }
+
+    #[test]
+    fn without_a_session_nothing_is_written() {
+        let b = Book::default();
+        b.wait_started("a", LockKind::Semaphore);
+        assert_eq!(b.due(0, Instant::now() + TICK, "h", 1), Due::default());
+    }
+
+    #[test]
+    fn keys_round_trip_and_never_fall_under_a_lock_prefix() {
+        let k = key(b"ns/", "jobs/nightly\n", 0x694d);
+        assert_eq!(k, b"ns/__etcdlock/meta/jobs/nightly\n/694d".to_vec());
+        assert_eq!(parse_key(&k[3..]), Some(("jobs/nightly\n".to_string(), 0x694d)));
+        assert_eq!(parse_key(b"jobs/694d"), None);
+    }
+
+    #[test]
+    fn records_are_json_with_escaped_strings() {
+        let e = Entry {
+            kind: LockKind::RwLock,
+            waiting: 2,
+            holding: 1,
+            since: Instant::now(),
+            since_ms: 5,
+            written: 0,
+            written_counts: (0, 0),
+        };
+        let r = record(&e, "h\"x", 9);
+        assert!(r.starts_with("{\"kind\":\"rwlock\",\"host\":\"h\\\"x\",\"pid\":9,"), "{r}");
+    }
+}
