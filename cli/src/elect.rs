@@ -10,7 +10,8 @@ use crate::{exit, exit_code_for};
 
 #[derive(Args)]
 pub struct ElectArgs {
-    /// Election name (`etcdctl elect NAME` takes part in the same election)
+    /// Election name (`etcdctl elect NAME` takes part in the same election) (escapes such as \n and \xHH are decoded)
+    #[arg(value_parser = crate::parse_name)]
     pub name: String,
     /// The value to proclaim while leader
     pub value: String,
@@ -33,7 +34,8 @@ pub struct ElectArgs {
 
 #[derive(Args)]
 pub struct LeaderArgs {
-    /// Election name
+    /// Election name (escapes such as \n and \xHH are decoded)
+    #[arg(value_parser = crate::parse_name)]
     pub name: String,
     /// Keep printing the leader as it changes ("-" when there is none) until interrupted
     #[arg(long)]

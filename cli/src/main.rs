@@ -40,6 +40,8 @@ Examples:
   etcdlock run nightly-report -- ./report.sh --full
   etcdlock --endpoints http://10.0.0.5:2379 run stock --timeout 5 -- python deduct.py
   etcdlock status stock --json
+  etcdlock list jobs/                                       # every lock under jobs/
+  etcdlock watch --json                                     # every change, as JSON lines
   etcdlock run transcode --permits 3 -- ./transcode.sh      # at most 3 at once
   etcdlock run report --read -- ./read-only-report.sh       # shared with other readers
   etcdlock elect scheduler \"$HOSTNAME\" -- ./scheduler     # run while leader
@@ -111,6 +113,9 @@ struct Conn {
     /// Watch each held key so an outside delete is noticed at once: true/false [env: ETCDLOCK_WATCH_HELD_KEYS] [default: true]
     #[arg(long, global = true)]
     watch_held_keys: Option<String>,
+    /// Time between the session's keep-alives [env: ETCDLOCK_KEEPALIVE_INTERVAL] [default: TTL/3, at most (TTL - margin)/4]
+    #[arg(long, global = true)]
+    keepalive_interval: Option<String>,
 }
 
 impl Conn {
@@ -132,6 +137,7 @@ impl Conn {
             ("request_timeout", &self.request_timeout),
             ("margin", &self.margin),
             ("watch_held_keys", &self.watch_held_keys),
+            ("keepalive_interval", &self.keepalive_interval),
         ];
         ClientOptions::from_env_and_pairs(pairs.iter().filter_map(|(k, v)| v.as_ref().map(|v| (*k, v.as_str()))))
     }
@@ -153,6 +159,13 @@ enum Cmd {
     /// Show a lock's holders and waiting queue, for every kind (mutex, semaphore,
     /// read-write lock, election; etcdlock, etcdctl and Go keys alike).
     Status(status::StatusArgs),
+    /// List every lock, election, semaphore and read-write lock under a prefix:
+    /// kind, holder (host, pid, language, fencing token, for how long) and how
+    /// many wait, including the waiters each client queues locally.
+    List(status::ListArgs),
+    /// Follow `list` live: a table redrawn on every change, or with --json one
+    /// JSON document per change. Runs until interrupted.
+    Watch(status::ListArgs),
     /// Campaign for leadership, run a command while leader, stop it on loss
     /// (as `run` does). `etcdctl elect NAME` takes part in the same election.
     Elect(elect::ElectArgs),
@@ -240,6 +253,63 @@ pub fn parse_limit(v: &str) -> Result<Limit, String> {
     }
 }
 
+/// Decode a name given on the command line: `\n`, `\t`, `\r`, `\0`,
+/// `\xHH`, `\u{H..}` and `\\` become the characters they name (the
+/// escapes `status`, `list` and `watch` print), so every name can be typed.
+/// A backslash before anything else is kept as is.
+pub fn parse_name(v: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(v.len());
+    let mut it = v.chars().peekable();
+    while let Some(c) = it.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match it.peek().copied() {
+            Some('n') => {
+                it.next();
+                out.push('\n');
+            }
+            Some('t') => {
+                it.next();
+                out.push('\t');
+            }
+            Some('r') => {
+                it.next();
+                out.push('\r');
+            }
+            Some('0') => {
+                it.next();
+                out.push('\0');
+            }
+            Some('\\') => {
+                it.next();
+                out.push('\\');
+            }
+            Some('x') => {
+                it.next();
+                let h: String = (0..2).filter_map(|_| it.next()).collect();
+                let b = u8::from_str_radix(&h, 16).ok().filter(|b| *b < 0x80).ok_or_else(|| format!("bad escape \\x{h} (\\x00 to \\x7f)"))?;
+                out.push(b as char);
+            }
+            Some('u') => {
+                it.next();
+                if it.next() != Some('{') {
+                    return Err("bad escape: \\u needs {HEX}".into());
+                }
+                let h: String = it.by_ref().take_while(|c| *c != '}').collect();
+                let ch = u32::from_str_radix(&h, 16).ok().and_then(char::from_u32).ok_or_else(|| format!("bad escape \\u{{{h}}}"))?;
+                out.push(ch);
+            }
+            _ => out.push('\\'),
+        }
+    }
+    if out.is_empty() {
+        return Err("a name cannot be empty".into());
+    }
+    Ok(out)
+}
+
 /// Parse a duration that must be finite (core's syntax).
 pub fn parse_finite(v: &str) -> Result<Duration, String> {
     etcdlock::parse_duration("value", v).map_err(|e| e.message().trim_start_matches("value: ").to_string())
@@ -320,6 +390,8 @@ fn main() {
         match cli.cmd {
             Cmd::Run(a) => run::run(opts.clone(), a).await,
             Cmd::Status(a) => status::status(opts.clone(), a).await,
+            Cmd::List(a) => status::list(opts.clone(), a).await,
+            Cmd::Watch(a) => status::watch(opts.clone(), a).await,
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,

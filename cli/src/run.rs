@@ -9,7 +9,8 @@ use crate::{exit, exit_code_for};
 
 #[derive(Args)]
 pub struct RunArgs {
-    /// Lock name
+    /// Lock name (escapes such as \n and \xHH are decoded)
+    #[arg(value_parser = crate::parse_name)]
     pub name: String,
     /// Give up waiting after this long (exit 75): 500ms, 5s, 2m, plain seconds, or inf; the wait includes connecting
     #[arg(long, value_parser = crate::parse_limit)]

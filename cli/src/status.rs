@@ -1,93 +1,257 @@
-//! `etcdlock status NAME`: holders and the queue of any lock kind, in create_revision order.
+//! `etcdlock status NAME`, `etcdlock list [PREFIX]` and `etcdlock watch
+//! [PREFIX]`: holders and queues of every lock kind, in create_revision order,
+//! as a table or JSON. Names are shown escaped (`\n`, `\x1b`, ...) so a name
+//! with control characters cannot break a table or a terminal.
+use std::time::Duration;
+
 use clap::Args;
-use etcdlock::{Client, ClientOptions, ContenderKind, Status};
+use etcd_client::{EventType, WatchOptions};
+use etcdlock::{Client, ClientOptions, Contender, ContenderKind, Status};
 use serde_json::{json, Value};
 
 use crate::exit_code_for;
 
 #[derive(Args)]
 pub struct StatusArgs {
-    /// Lock name
+    /// Lock name (escapes such as \n, \t, \xHH, \u{HHHH} and \\ are decoded)
+    #[arg(value_parser = crate::parse_name)]
     pub name: String,
     /// Print JSON instead of a table
     #[arg(long)]
     pub json: bool,
 }
 
-pub async fn status(opts: ClientOptions, a: StatusArgs) -> i32 {
-    let client = match Client::connect(opts).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("etcdlock: {e}");
-            return exit_code_for(&e);
+#[derive(Args)]
+pub struct ListArgs {
+    /// Show the locks whose names start with this (default: all)
+    #[arg(default_value = "", value_parser = crate::parse_name)]
+    pub prefix: String,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// A name or key as shown in a table: control characters and backslashes
+/// escaped as Rust writes them, everything else as is.
+pub fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
         }
+    }
+    out
+}
+
+async fn connect(opts: ClientOptions) -> Result<Client, i32> {
+    Client::connect(opts).await.map_err(|e| {
+        eprintln!("etcdlock: {e}");
+        exit_code_for(&e)
+    })
+}
+
+pub async fn status(opts: ClientOptions, a: StatusArgs) -> i32 {
+    let client = match connect(opts).await {
+        Ok(c) => c,
+        Err(code) => return code,
     };
     let r = client.status(&a.name).await;
     client.close().await;
-    let v = match r {
-        Ok(st) => to_json(&st),
+    match r {
+        Ok(st) if a.json => println!("{}", status_json(&st)),
+        Ok(st) => print_status(&st),
         Err(e) => {
             eprintln!("etcdlock: {e}");
             return exit_code_for(&e);
         }
-    };
-    if a.json {
-        println!("{v}");
-        return 0;
-    }
-    let entries = v["queue"].as_array().cloned().unwrap_or_default();
-    if entries.is_empty() {
-        println!("lock {:?}: free", a.name);
-        return 0;
-    }
-    let holders = v["holders"].as_array().map(Vec::len).unwrap_or(0);
-    println!("lock {:?}: {} holding, {} waiting", a.name, holders, entries.len() - holders);
-    println!("{:<10} {:<44} {:<18} {:>8} {:>10} {:>12}  OWNER", "ROLE", "KEY", "LEASE", "TTL", "CREATE_REV", "FOR");
-    for e in &entries {
-        let for_s = e["for_ms"].as_u64().map(|ms| format!("{:.1}s", ms as f64 / 1000.0)).unwrap_or_else(|| "?".into());
-        println!(
-            "{:<10} {:<44} {:<18} {:>8} {:>10} {:>12}  {}",
-            e["role"].as_str().unwrap_or(""),
-            e["key"].as_str().unwrap_or(""),
-            e["lease_id"].as_str().unwrap_or(""),
-            e["ttl_remaining_s"].as_i64().map(|t| format!("{t}s")).unwrap_or_else(|| "-".into()),
-            e["create_revision"],
-            for_s,
-            e["owner"].as_str().unwrap_or("-"),
-        );
     }
     0
 }
 
-fn to_json(st: &Status) -> Value {
-    let entry = |c: &etcdlock::Contender, role: String| {
-        let kind = match c.kind {
-            ContenderKind::Exclusive => json!("exclusive"),
-            ContenderKind::Reader => json!("reader"),
-            ContenderKind::Permit(n) => json!(format!("permit of {n}")),
-        };
-        json!({
-            "role": role,
-            "kind": kind,
-            "key": c.key,
-            "lease_id": format!("{:x}", c.lease_id),
-            "ttl_remaining_s": c.ttl_remaining,
-            "create_revision": c.create_revision,
-            "for_ms": c.age_ms,
-            // etcdlock keys carry {"host","pid","since_ms"}; etcdctl and Go Mutex keys do not.
-            "owner": c.owner.as_ref().map(|o| format!("etcdlock {o}")).unwrap_or_else(|| "etcdctl/Go Mutex".into()),
-            "value": String::from_utf8_lossy(&c.value),
-        })
+pub async fn list(opts: ClientOptions, a: ListArgs) -> i32 {
+    let client = match connect(opts).await {
+        Ok(c) => c,
+        Err(code) => return code,
     };
-    let holders: Vec<Value> = st.holders.iter().map(|c| entry(c, "holder".into())).collect();
-    let waiters: Vec<Value> = st.waiters.iter().enumerate().map(|(i, c)| entry(c, format!("waiter {}", i + 1))).collect();
-    let queue: Vec<Value> = holders.iter().chain(waiters.iter()).cloned().collect();
+    let r = client.list(&a.prefix).await;
+    client.close().await;
+    match r {
+        Ok(l) if a.json => println!("{}", list_json(&a.prefix, &l)),
+        Ok(l) => print_list(&a.prefix, &l),
+        Err(e) => {
+            eprintln!("etcdlock: {e}");
+            return exit_code_for(&e);
+        }
+    }
+    0
+}
+
+/// Follow the locks under a prefix: a new view after every change of their
+/// keys or meta records (coalesced over 50 ms), as a redrawn table or one JSON
+/// document per line. Runs until interrupted.
+pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
+    let client = match connect(opts).await {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let ns = client.namespace().to_vec();
+    let mut etcd = client.etcd();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    for sub in [a.prefix.clone(), format!("{}{}", etcdlock::META_PREFIX, a.prefix)] {
+        let mut from = ns.clone();
+        from.extend_from_slice(sub.as_bytes());
+        let mut s = match etcd.watch(from, Some(WatchOptions::new().with_prefix())).await {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("etcdlock: cannot watch: {e}");
+                return crate::exit::UNAVAILABLE;
+            }
+        };
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(r)) = s.message().await {
+                if r.events().iter().any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete)) {
+                    let _ = tx.send(());
+                }
+            }
+        });
+    }
+    drop(tx);
+    let tty = unsafe { libc::isatty(1) } == 1;
+    loop {
+        match client.list(&a.prefix).await {
+            Ok(l) if a.json => println!("{}", list_json(&a.prefix, &l)),
+            Ok(l) => {
+                if tty {
+                    print!("\x1b[H\x1b[2J");
+                }
+                print_list(&a.prefix, &l);
+            }
+            Err(e) => eprintln!("etcdlock: {e}"),
+        }
+        // The next change (a table also refreshes each second for the TTLs).
+        let wait = if a.json { Duration::MAX } else { Duration::from_secs(1) };
+        if let Ok(None) = tokio::time::timeout(wait, rx.recv()).await {
+            eprintln!("etcdlock: the watch ended");
+            return crate::exit::UNAVAILABLE;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        while rx.try_recv().is_ok() {}
+    }
+}
+
+fn contender_json(c: &Contender, position: usize) -> Value {
+    let (contender, permits) = match c.kind {
+        ContenderKind::Exclusive => ("exclusive", None),
+        ContenderKind::Reader => ("reader", None),
+        ContenderKind::Permit(n) => ("permit", Some(n)),
+    };
+    json!({
+        "position": position,
+        "key": c.key,
+        "contender": contender,
+        "permits": permits,
+        "lease_id": format!("{:x}", c.lease_id),
+        "ttl_remaining_s": c.ttl_remaining,
+        "fencing_token": c.create_revision,
+        "age_ms": c.age_ms,
+        "host": c.host,
+        "pid": c.pid,
+        "language": c.language,
+        "local_waiters": c.local_waiters,
+        "foreign": c.foreign,
+        "value": String::from_utf8_lossy(&c.value),
+    })
+}
+
+/// One name as JSON: holders first (position 0), then waiters by position
+/// in the queue (1 is next).
+pub fn status_json(st: &Status) -> Value {
+    let holders: Vec<Value> = st.holders.iter().map(|c| contender_json(c, 0)).collect();
+    let waiters: Vec<Value> = st.waiters.iter().enumerate().map(|(i, c)| contender_json(c, i + 1)).collect();
     json!({
         "name": st.name,
+        "kind": st.kind.map(|k| k.name()),
         "revision": st.revision,
         "holder": holders.first().cloned(),
         "holders": holders,
         "waiters": waiters,
-        "queue": queue,
     })
+}
+
+fn list_json(prefix: &str, l: &[Status]) -> Value {
+    json!({
+        "prefix": prefix,
+        "revision": l.first().map(|s| s.revision),
+        "locks": l.iter().map(status_json).collect::<Vec<_>>(),
+    })
+}
+
+fn who(c: &Contender) -> String {
+    if c.foreign {
+        return "foreign (etcdctl, Go)".into();
+    }
+    let mut s = format!("{} pid {}", c.host.as_deref().unwrap_or("?"), c.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()));
+    if let Some(l) = &c.language {
+        s.push(' ');
+        s.push_str(l);
+    }
+    s
+}
+
+fn secs(ms: Option<u64>) -> String {
+    ms.map(|ms| format!("{:.1}s", ms as f64 / 1000.0)).unwrap_or_else(|| "-".into())
+}
+
+fn print_status(st: &Status) {
+    let kind = st.kind.map(|k| k.name()).unwrap_or("lock");
+    if st.holders.is_empty() && st.waiters.is_empty() {
+        println!("{kind} \"{}\": free", escape(&st.name));
+        return;
+    }
+    println!("{kind} \"{}\": {} holding, {} waiting", escape(&st.name), st.holders.len(), st.waiters.len());
+    println!("{:<8} {:<44} {:<18} {:>6} {:>10} {:>8} {:>6}  OWNER", "ROLE", "KEY", "LEASE", "TTL", "TOKEN", "FOR", "LOCAL");
+    let rows = st.holders.iter().map(|c| ("holder".to_string(), c)).chain(st.waiters.iter().enumerate().map(|(i, c)| (format!("#{}", i + 1), c)));
+    for (role, c) in rows {
+        println!(
+            "{:<8} {:<44} {:<18} {:>6} {:>10} {:>8} {:>6}  {}",
+            role,
+            escape(&c.key),
+            format!("{:x}", c.lease_id),
+            c.ttl_remaining.map(|t| format!("{t}s")).unwrap_or_else(|| "-".into()),
+            c.create_revision,
+            secs(c.age_ms),
+            c.local_waiters.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+            who(c),
+        );
+    }
+}
+
+fn print_list(prefix: &str, l: &[Status]) {
+    if l.is_empty() {
+        println!("no locks under \"{}\"", escape(prefix));
+        return;
+    }
+    println!("{:<32} {:<9} {:>7} {:>7} {:>10} {:>8}  HOLDER", "NAME", "KIND", "HOLDING", "WAITING", "TOKEN", "FOR");
+    for st in l {
+        // Waiting: keys in etcd, plus what the clients queue locally beyond them.
+        // (a client's record counts all its acquisitions of the name, once per lease).
+        let by_lease: std::collections::HashMap<i64, u32> =
+            st.holders.iter().chain(st.waiters.iter()).map(|c| (c.lease_id, c.local_waiters.unwrap_or(0))).collect();
+        let local: u32 = by_lease.values().sum();
+        let waiting = st.waiters.len().max(local as usize);
+        let h = st.holders.first();
+        println!(
+            "{:<32} {:<9} {:>7} {:>7} {:>10} {:>8}  {}",
+            escape(&st.name),
+            st.kind.map(|k| k.name()).unwrap_or("-"),
+            st.holders.len(),
+            waiting,
+            h.map(|c| c.create_revision.to_string()).unwrap_or_else(|| "-".into()),
+            secs(h.and_then(|c| c.age_ms)),
+            h.map(who).unwrap_or_else(|| "-".into()),
+        );
+    }
 }

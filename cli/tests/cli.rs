@@ -173,14 +173,17 @@ fn status_shows_an_etcdctl_holder_and_two_etcdlock_waiters_in_order() {
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["holder"]["key"], ctl_key.as_str());
-    assert_eq!(v["holder"]["owner"], "etcdctl/Go Mutex");
+    assert_eq!(v["holder"]["foreign"], true);
+    assert_eq!(v["holder"]["host"], serde_json::Value::Null);
     let waiters = v["waiters"].as_array().unwrap();
     assert_eq!(waiters.len(), 2);
-    assert!(waiters[0]["owner"].as_str().unwrap().contains(&format!(":{}", w1.id())), "{v}");
-    assert!(waiters[1]["owner"].as_str().unwrap().contains(&format!(":{}", w2.id())), "{v}");
-    assert!(waiters[0]["create_revision"].as_i64() < waiters[1]["create_revision"].as_i64());
+    assert_eq!(waiters[0]["pid"], w1.id(), "{v}");
+    assert_eq!(waiters[1]["pid"], w2.id(), "{v}");
+    assert_eq!((waiters[0]["position"].as_u64(), waiters[1]["position"].as_u64()), (Some(1), Some(2)));
+    assert!(waiters[0]["host"].is_string() && waiters[0]["foreign"] == false);
+    assert!(waiters[0]["fencing_token"].as_i64() < waiters[1]["fencing_token"].as_i64());
     assert!(waiters[0]["ttl_remaining_s"].as_i64().unwrap() > 0);
-    assert!(waiters[0]["for_ms"].as_u64().is_some());
+    assert!(waiters[0]["age_ms"].as_u64().is_some());
     // The table form names the same keys.
     let table = bin().args(["--endpoints", &etcd.endpoints_csv(), "status", "cli-status"]).output().unwrap();
     let table = String::from_utf8_lossy(&table.stdout);
@@ -249,7 +252,8 @@ fn permits_read_side_elect_leader_and_status_of_every_kind() {
     let out = bin().args(["--endpoints", &ep, "status", "pool", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["holders"].as_array().unwrap().len(), 2, "{v}");
-    assert_eq!(v["holders"][0]["kind"], "permit of 2");
+    assert_eq!((v["holders"][0]["contender"].as_str(), v["holders"][0]["permits"].as_u64()), (Some("permit"), Some(2)));
+    assert_eq!(v["kind"], "semaphore");
 
     // Readers share; status shows both as holders.
     let mut r1 = hold("doc", &["--read"]);
@@ -258,7 +262,8 @@ fn permits_read_side_elect_leader_and_status_of_every_kind() {
     let out = bin().args(["--endpoints", &ep, "status", "doc", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["holders"].as_array().unwrap().len(), 2, "{v}");
-    assert_eq!(v["holders"][1]["kind"], "reader");
+    assert_eq!(v["holders"][1]["contender"], "reader");
+    assert_eq!(v["kind"], "rwlock");
     let st = bin().args(["--endpoints", &ep, "run", "doc", "--try", "--", "true"]).stderr(Stdio::null()).status().unwrap();
     assert_eq!(st.code(), Some(75), "a writer is excluded by readers");
 
@@ -368,6 +373,10 @@ fn bad_arguments_exit_2_with_one_line() {
         &["--request-timeout", "inf", "status", "x"],
         &["--connect-timeout", "-5", "status", "x"],
         &["no-such-command"],
+        &["status", ""],
+        &["status", "bad\\x"],
+        &["status", "bad\\u{d800}"],
+        &["run", "bad\\u{zz}", "--", "true"],
         &["completions"],
     ];
     for args in cases {
@@ -392,4 +401,120 @@ fn durations_take_one_syntax_and_inf_where_it_makes_sense() {
         let out = bin().args(["--endpoints", &etcd.endpoints_csv()]).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
+}
+
+/// `list` and `watch` show every kind under a prefix, with etcdctl holders as
+/// foreign and the local queue of a client with 1,000 waiters.
+#[test]
+fn list_and_watch_show_every_kind_and_the_local_queues() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    // This process: a held mutex and 1,000 waiters behind it in a second client.
+    let (a, b) = rt.block_on(async {
+        let o = ClientOptions::new(etcd.endpoints());
+        (Client::connect(o.clone()).await.unwrap(), Client::connect(o).await.unwrap())
+    });
+    let held = rt.block_on(a.lock("fleet/orders")).unwrap();
+    let waiters: Vec<_> = (0..1000)
+        .map(|_| {
+            let b = b.clone();
+            rt.spawn(async move { b.lock("fleet/orders").await?.unlock().await })
+        })
+        .collect();
+    // Other processes: a CLI waiter on it, a leader, a semaphore holder, a
+    // reader with a writer queued, an etcdctl holder, and a name with a newline.
+    let sleeper = |args: &[&str]| bin().args(["--endpoints", &eps]).args(args).stdout(Stdio::null()).spawn().unwrap();
+    let mut procs = vec![
+        sleeper(&["run", "fleet/orders", "--", "true"]),
+        sleeper(&["elect", "fleet/leader", "node-a", "--", "sleep", "30"]),
+        sleeper(&["run", "fleet/sem", "--permits", "3", "--", "sleep", "30"]),
+        sleeper(&["run", "fleet/rw", "--read", "--", "sleep", "30"]),
+        sleeper(&["run", "fleet/odd\\nname", "--", "sleep", "30"]),
+    ];
+    await_count(&etcd, "fleet/rw/", 1);
+    procs.push(sleeper(&["run", "fleet/rw", "--", "true"]));
+    let mut ctl = Command::new(etcdctl_bin())
+        .env("ETCDCTL_API", "3")
+        .args([&format!("--endpoints={eps}"), "lock", "fleet/ctl"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    BufReader::new(ctl.stdout.take().unwrap()).read_line(&mut String::new()).unwrap();
+    await_count(&etcd, "fleet/rw/", 2);
+    await_count(&etcd, "fleet/orders/", 4); // holder, two local waiters of b, the CLI waiter
+    // Until every meta record is written (each within ~200 ms of its use).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let v = loop {
+        let out = bin().args(["--endpoints", &eps, "list", "fleet/", "--json"]).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let locks = v["locks"].as_array().unwrap();
+        let known = locks.iter().filter(|l| !l["kind"].is_null()).count();
+        let local = locks.iter().flat_map(|l| l["waiters"].as_array().unwrap()).any(|w| w["local_waiters"] == 1000);
+        if (known == 5 && local) || Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let lock = |n: &str| v["locks"].as_array().unwrap().iter().find(|l| l["name"] == n).cloned().unwrap_or_else(|| panic!("{n} in {v}"));
+    let names: Vec<&str> = v["locks"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["fleet/ctl", "fleet/leader", "fleet/odd\nname", "fleet/orders", "fleet/rw", "fleet/sem"]);
+    let orders = lock("fleet/orders");
+    assert_eq!(orders["kind"], "mutex");
+    assert_eq!(orders["holder"]["pid"], std::process::id());
+    assert_eq!(orders["holder"]["fencing_token"], held.fencing_token());
+    assert_eq!(orders["waiters"].as_array().unwrap().len(), 3);
+    assert!(orders["waiters"].as_array().unwrap().iter().filter(|w| w["local_waiters"] == 1000).count() == 2, "{orders}");
+    assert_eq!(lock("fleet/leader")["kind"], "election");
+    assert_eq!(lock("fleet/leader")["holder"]["value"], "node-a");
+    assert_eq!(lock("fleet/sem")["kind"], "semaphore");
+    assert_eq!(lock("fleet/sem")["holder"]["permits"], 3);
+    assert_eq!(lock("fleet/rw")["kind"], "rwlock");
+    assert_eq!(lock("fleet/rw")["holder"]["contender"], "reader");
+    assert_eq!(lock("fleet/rw")["waiters"][0]["contender"], "exclusive");
+    assert_eq!(lock("fleet/ctl")["holder"]["foreign"], true);
+    assert!(lock("fleet/ctl")["kind"].is_null());
+    // The table shows the odd name escaped, on one line, and the local queue.
+    let out = bin().args(["--endpoints", &eps, "list", "fleet/"]).output().unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(table.lines().count(), 7, "{table}");
+    assert!(table.contains("fleet/odd\\nname"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("fleet/orders") && l.contains("1001")), "{table}");
+    // The escaped name is accepted back.
+    let out = bin().args(["--endpoints", &eps, "status", "fleet/odd\\nname", "--json"]).output().unwrap();
+    let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(st["holders"].as_array().unwrap().len(), 1, "{st}");
+    // watch --json: a document now, and another when the leader resigns.
+    let mut w = bin().args(["--endpoints", &eps, "watch", "fleet/leader", "--json"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = BufReader::new(w.stdout.take().unwrap()).lines();
+    let first: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["locks"][0]["holder"]["value"], "node-a");
+    unsafe { libc::kill(procs[1].id() as i32, libc::SIGTERM) };
+    let gone = loop {
+        let v: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+        if v["locks"].as_array().unwrap().is_empty() {
+            break v;
+        }
+    };
+    assert_eq!(gone["prefix"], "fleet/leader");
+    w.kill().unwrap();
+    w.wait().unwrap();
+    // Clean up.
+    unsafe { libc::kill(ctl.id() as i32, libc::SIGINT) };
+    ctl.wait().unwrap();
+    rt.block_on(held.unlock()).unwrap();
+    for t in waiters {
+        rt.block_on(t).unwrap().unwrap();
+    }
+    for mut p in procs {
+        unsafe { libc::kill(p.id() as i32, libc::SIGTERM) };
+        p.wait().unwrap();
+    }
+    rt.block_on(async {
+        a.close().await;
+        b.close().await;
+    });
+    await_count(&etcd, "fleet/", 0);
 }
