@@ -27,6 +27,9 @@ pub struct ElectArgs {
     /// Print the fencing token and key to stderr when elected
     #[arg(long, short)]
     pub verbose: bool,
+    /// Serve Prometheus metrics of this election at http://ADDR/metrics (e.g. 127.0.0.1:9464) while running
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     /// The command to run while leader
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -44,27 +47,34 @@ pub struct LeaderArgs {
 
 pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
     let Some(sig) = signal_number(&a.signal) else {
-        eprintln!("etcdlock: unknown signal {:?}", a.signal);
+        crate::observe::say("error", &format!("unknown signal {:?}", a.signal), serde_json::json!({}));
         return exit::USAGE;
     };
     let Some(mut stops) = Stops::install() else {
-        eprintln!("etcdlock: cannot install signal handlers");
+        crate::observe::say("error", "cannot install signal handlers", serde_json::json!({}));
         return exit::ERROR;
     };
     let client = match Client::connect(opts).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("etcdlock: {e}");
+            crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
             return exit_code_for(&e);
         }
     };
+    if let Some(addr) = &a.metrics_listen {
+        if let Err(e) = crate::observe::serve_metrics(addr, client.clone(), a.name.clone()).await {
+            crate::observe::say("error", &format!("cannot serve metrics on {addr}: {e}"), serde_json::json!({"event": "metrics_failed"}));
+            client.close().await;
+            return exit::USAGE;
+        }
+    }
     let cancel = CancellationToken::new();
     let lo = LockOptions { timeout: a.timeout.and_then(crate::Limit::duration), cancel: Some(cancel.clone()) };
     let leadership = tokio::select! {
         r = client.campaign(&a.name, &a.value, lo) => match r {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("etcdlock: {e}");
+                crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
                 client.close().await;
                 return exit_code_for(&e);
             }
@@ -85,7 +95,7 @@ pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
     let client = match Client::connect(opts).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("etcdlock: {e}");
+            crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
             return exit_code_for(&e);
         }
     };
@@ -98,7 +108,7 @@ pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
                 if l.is_some() { 0 } else { exit::NO_LEADER }
             }
             Err(e) => {
-                eprintln!("etcdlock: {e}");
+                crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
                 exit_code_for(&e)
             }
         };
@@ -106,7 +116,7 @@ pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
     let mut obs = match client.observe(&a.name) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("etcdlock: {e}");
+            crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
             return exit_code_for(&e);
         }
     };
@@ -119,7 +129,7 @@ pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
             r = obs.next() => match r {
                 Ok(l) => println!("{}", line(&l)),
                 Err(e) => {
-                    eprintln!("etcdlock: {e}");
+                    crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
                     client.close().await;
                     return exit_code_for(&e);
                 }

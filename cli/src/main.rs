@@ -5,6 +5,7 @@ mod bench;
 mod bench_recipes;
 mod bench_scale;
 mod flash;
+mod observe;
 mod run;
 mod elect;
 mod tree;
@@ -65,6 +66,9 @@ Exit codes:
 struct Cli {
     #[command(flatten)]
     conn: Conn,
+    /// How etcdlock's own messages are written to stderr: text, or json (one object per line, for log shippers)
+    #[arg(long, global = true, value_enum, default_value = "text")]
+    log_format: observe::LogFormat,
     #[command(subcommand)]
     cmd: Cmd,
 }
@@ -327,10 +331,16 @@ pub fn exit_code_for(e: &etcdlock::Error) -> i32 {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("ETCDLOCK_LOG").unwrap_or_else(|_| "off".into()))
-        .with_writer(std::io::stderr)
-        .init();
+    // ETCDLOCK_LOG=debug shows core's own events (as JSON lines when --log-format json).
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ETCDLOCK_LOG").unwrap_or_else(|_| "off".into());
+    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let args: Vec<String> = std::env::args().collect();
+    let json_logs = args.iter().any(|a| a == "--log-format=json") || args.windows(2).any(|w| w[0] == "--log-format" && w[1] == "json");
+    if json_logs {
+        fmt.json().init();
+    } else {
+        fmt.init();
+    }
     // No panic reaches a user as a backtrace: one line, exit 1.
     std::panic::set_hook(Box::new(|info| {
         let msg = info.payload().downcast_ref::<&str>().map(|s| s.to_string())
@@ -372,6 +382,7 @@ fn main() {
         }
         _ => {}
     }
+    observe::set_format(cli.log_format);
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {

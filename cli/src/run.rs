@@ -33,6 +33,9 @@ pub struct RunArgs {
     /// Take the read side of a read-write lock (shared with other readers; `run` without it is the write side)
     #[arg(long)]
     pub read: bool,
+    /// Serve Prometheus metrics of this lock at http://ADDR/metrics (e.g. 127.0.0.1:9464) while running
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
     /// The command and its arguments
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -54,11 +57,11 @@ pub fn signal_number(name: &str) -> Option<i32> {
 
 pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
     let Some(sig) = signal_number(&a.signal) else {
-        eprintln!("etcdlock: unknown signal {:?}", a.signal);
+        crate::observe::say("error", &format!("unknown signal {:?}", a.signal), serde_json::json!({}));
         return exit::USAGE;
     };
     let Some(mut stops) = Stops::install() else {
-        eprintln!("etcdlock: cannot install signal handlers");
+        crate::observe::say("error", "cannot install signal handlers", serde_json::json!({}));
         return exit::ERROR;
     };
     // --timeout bounds the whole wait, connecting included.
@@ -71,10 +74,17 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
     let client = match Client::connect(opts).await {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("etcdlock: {e}");
+            crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
             return exit_code_for(&e);
         }
     };
+    if let Some(addr) = &a.metrics_listen {
+        if let Err(e) = crate::observe::serve_metrics(addr, client.clone(), a.name.clone()).await {
+            crate::observe::say("error", &format!("cannot serve metrics on {addr}: {e}"), serde_json::json!({"event": "metrics_failed"}));
+            client.close().await;
+            return exit::USAGE;
+        }
+    }
     let cancel = CancellationToken::new();
     let lock_opts = LockOptions { timeout: timeout.map(|t| t.saturating_sub(started.elapsed())), cancel: Some(cancel.clone()) };
     let acquire = async {
@@ -90,7 +100,7 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         r = acquire => match r {
             Ok(g) => g,
             Err(e) => {
-                eprintln!("etcdlock: {e}");
+                crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
                 client.close().await;
                 return exit_code_for(&e);
             }
@@ -149,8 +159,10 @@ pub async fn run_while_held(
     verbose: bool,
     stops: &mut Stops,
 ) -> i32 {
-    if verbose {
-        eprintln!("etcdlock: holding {} (key {}, fencing token {})", name, guard.key(), guard.fencing_token());
+    let fields = serde_json::json!({"event": "acquired", "lock": name, "key": guard.key(), "fencing_token": guard.fencing_token()});
+    if verbose || crate::observe::json() {
+        let msg = format!("holding {} (key {}, fencing token {})", crate::status::escape(name), guard.key(), guard.fencing_token());
+        crate::observe::say("info", &msg, fields);
     }
     // None: never SIGKILL.
     let grace = grace.duration();
@@ -164,7 +176,7 @@ pub async fn run_while_held(
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("etcdlock: cannot run {:?}: {e}", command[0]);
+            crate::observe::say("error", &format!("cannot run {:?}: {e}", command[0]), serde_json::json!({"event": "spawn_failed", "lock": name}));
             let _ = guard.unlock().await;
             client.close().await;
             return if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
@@ -192,10 +204,11 @@ pub async fn run_while_held(
             }
             loss = guard.wait_lost() => {
                 let Some(loss) = loss else { continue };
-                eprintln!(
-                    "etcdlock: lock {:?} was lost ({}) while the command ran; sending signal {} to its process group (SIGKILL after {:?})",
+                let msg = format!(
+                    "lock {:?} was lost ({}) while the command ran; sending signal {} to its process group (SIGKILL after {:?})",
                     name, loss.reason, sig_name, grace
                 );
+                crate::observe::say("warn", &msg, serde_json::json!({"event": "lost", "lock": name, "reason": loss.reason.name(), "signal": sig_name}));
                 tree.end(Some(sig), left(kill_at)).await;
                 let _ = child.wait().await;
                 break exit::LOST;
@@ -214,6 +227,9 @@ pub async fn run_while_held(
     };
     // The group is gone: only now may someone else take the lock.
     let _ = guard.unlock().await;
+    if crate::observe::json() {
+        crate::observe::say("info", &format!("released {}", crate::status::escape(name)), serde_json::json!({"event": "released", "lock": name, "exit": code}));
+    }
     tree.finish();
     client.close().await;
     code
@@ -230,7 +246,7 @@ pub async fn interrupted(client: &Client, cancel: &CancellationToken, name: &str
     cancel.cancel();
     // Closing revokes the lease: the waiter key goes with it, at once.
     client.close().await;
-    eprintln!("etcdlock: interrupted while waiting for {name:?}; waiter key removed");
+    crate::observe::say("warn", &format!("interrupted while waiting for {name:?}; waiter key removed"), serde_json::json!({"event": "interrupted", "lock": name}));
     exit::INTERRUPTED
 }
 

@@ -518,3 +518,60 @@ fn list_and_watch_show_every_kind_and_the_local_queues() {
     });
     await_count(&etcd, "fleet/", 0);
 }
+
+/// `--metrics-listen` serves Prometheus text a real parser reads, and
+/// `--log-format json` writes one JSON object per line.
+#[test]
+fn run_serves_metrics_and_logs_json() {
+    let etcd = Etcd::single();
+    let dir = tempdir();
+    let gate = dir.join("go");
+    let port = etcdlock_testkit::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut run = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "--log-format", "json", "run", "metered", "--metrics-listen", &addr, "--", "sh", "-c"])
+        .arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(run.stderr.take().unwrap()).lines();
+    let acquired: serde_json::Value = serde_json::from_str(&stderr.next().unwrap().unwrap()).unwrap();
+    assert_eq!((acquired["event"].as_str(), acquired["lock"].as_str(), acquired["level"].as_str()), (Some("acquired"), Some("metered"), Some("info")));
+    assert!(acquired["fencing_token"].as_i64().unwrap() > 0 && acquired["ts_ms"].as_u64().is_some());
+    let scrape = |path: &str| {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    };
+    let reply = scrape("/metrics");
+    assert!(reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.contains("text/plain; version=0.0.4"), "{reply}");
+    let body = reply.split("\r\n\r\n").nth(1).unwrap();
+    let parsed = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).expect("valid exposition text");
+    let value = |name: &str, label: Option<(&str, &str)>| {
+        parsed
+            .samples
+            .iter()
+            .find(|s| s.metric == name && s.labels.get("lock") == Some("metered") && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+            .map(|s| s.value.clone())
+            .unwrap_or_else(|| panic!("{name} {label:?} in {body}"))
+    };
+    assert_eq!(value("etcdlock_held", None), prometheus_parse::Value::Gauge(1.0));
+    assert_eq!(value("etcdlock_waiting", None), prometheus_parse::Value::Gauge(0.0));
+    assert_eq!(value("etcdlock_lost_total", Some(("reason", "KeyDeleted"))), prometheus_parse::Value::Counter(0.0));
+    match value("etcdlock_acquire_seconds", Some(("result", "acquired"))) {
+        prometheus_parse::Value::Histogram(h) => assert_eq!(h.last().map(|b| b.count), Some(1.0), "{h:?}"),
+        v => panic!("not a histogram: {v:?}"),
+    }
+    for m in etcdlock::METRICS {
+        assert!(parsed.docs.contains_key(m.prometheus), "{} documented", m.prometheus);
+    }
+    assert!(scrape("/").starts_with("HTTP/1.1 404"));
+    std::fs::write(&gate, b"").unwrap();
+    assert!(run.wait().unwrap().success());
+    let released: serde_json::Value = serde_json::from_str(&stderr.next().unwrap().unwrap()).unwrap();
+    assert_eq!((released["event"].as_str(), released["exit"].as_i64()), (Some("released"), Some(0)));
+    let _ = std::fs::remove_dir_all(&dir);
+}

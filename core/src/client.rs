@@ -332,7 +332,9 @@ impl Client {
     /// keep-alive's last round trip (see [`crate::Metrics`]). A few atomic
     /// loads: cheap enough to poll.
     pub fn metrics(&self) -> crate::Metrics {
-        self.inner.metrics.snapshot()
+        let mut m = self.inner.metrics.snapshot();
+        m.member_failures = self.inner.transport.member_failures.load(Ordering::Relaxed);
+        m
     }
 
     /// The namespace prefix applied to keys.

@@ -60,7 +60,7 @@ pub use election::{Leader, Leadership, Observer};
 pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};
 pub use meta::{set_language, LockKind, META_PREFIX};
-pub use metrics::{AcquireResult, Acquisitions, Metrics};
+pub use metrics::{AcquireResult, Acquisitions, MetricInfo, Metrics, METRICS};
 pub use multi::{MultiGuard, MAX_MULTI};
 pub use window::WINDOW as QUEUED_PER_CLIENT;
 pub use options::{env_var, parse_duration, OPTION_KEYS};

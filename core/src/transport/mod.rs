@@ -36,6 +36,8 @@ struct Member {
 
 pub(crate) struct Transport {
     members: Vec<Member>,
+    /// Requests that failed on a member (each benched it), for the metrics.
+    pub(crate) member_failures: std::sync::atomic::AtomicU64,
     current: AtomicUsize,
     inflight: Arc<Semaphore>,
     options: etcd_client::ConnectOptions,
@@ -50,6 +52,7 @@ pub(crate) struct Transport {
 impl Transport {
     pub(crate) fn new(urls: Vec<String>, endpoints: String, options: etcd_client::ConnectOptions, request_timeout: Duration) -> Transport {
         Transport {
+            member_failures: std::sync::atomic::AtomicU64::new(0),
             members: urls
                 .into_iter()
                 .map(|url| Member { url, client: Mutex::new(None), down_until: Mutex::new(None), failures: AtomicU32::new(0) })
@@ -134,6 +137,7 @@ impl Transport {
     /// Bench a member that failed; requests move to the next one.
     pub(crate) fn fail(&self, i: usize) {
         let m = &self.members[i];
+        self.member_failures.fetch_add(1, Ordering::Relaxed);
         let n = m.failures.fetch_add(1, Ordering::Relaxed).min(6);
         let bench = jitter(Duration::from_millis(100) * (1 << n)).min(Duration::from_secs(5));
         *m.down_until.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + bench);

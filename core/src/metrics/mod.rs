@@ -9,6 +9,10 @@ use std::time::{Duration, Instant};
 
 use crate::error::{ErrorCode, LossReason, Result};
 
+mod exposition;
+
+pub use exposition::{MetricInfo, METRICS, WAIT_BUCKETS};
+
 /// How an acquisition call ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AcquireResult {
@@ -85,6 +89,12 @@ pub struct Metrics {
     pub keepalives: u64,
     /// The last acknowledged keep-alive's round trip (None before the first).
     pub keepalive_rtt: Option<Duration>,
+    /// Acquisition calls per result (as [`Metrics::acquisitions`]) whose wait
+    /// was at most each of [`WAIT_BUCKETS`] (not cumulative: a call counts in
+    /// the first bucket it fits; the last entry is beyond every bucket).
+    pub wait_histogram: [[u64; WAIT_BUCKETS.len() + 1]; 5],
+    /// Requests that failed on an etcd member (it was then avoided for a while).
+    pub member_failures: u64,
 }
 
 impl Metrics {
@@ -113,6 +123,7 @@ pub(crate) struct Recorder {
     lost: [AtomicU64; 4],
     keepalives: AtomicU64,
     keepalive_rtt_nanos: AtomicU64,
+    wait_histogram: [[AtomicU64; WAIT_BUCKETS.len() + 1]; 5],
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -133,6 +144,7 @@ impl Recorder {
             lost: Default::default(),
             keepalives: AtomicU64::new(0),
             keepalive_rtt_nanos: AtomicU64::new(0),
+            wait_histogram: Default::default(),
         }
     }
 
@@ -189,6 +201,8 @@ impl Recorder {
             lost: std::array::from_fn(|i| (LossReason::ALL[i], self.lost[i].load(Ordering::Relaxed))),
             keepalives,
             keepalive_rtt: (keepalives > 0).then(|| Duration::from_nanos(rtt)),
+            wait_histogram: std::array::from_fn(|r| std::array::from_fn(|b| self.wait_histogram[r][b].load(Ordering::Relaxed))),
+            member_failures: 0,
         }
     }
 }
@@ -212,7 +226,10 @@ impl Acquiring<'_> {
         let i = AcquireResult::ALL.iter().position(|x| *x == result).unwrap_or(4);
         self.rec.waiting.fetch_sub(1, Ordering::Relaxed);
         self.rec.count[i].fetch_add(1, Ordering::Relaxed);
-        self.rec.wait_nanos[i].fetch_add(nanos(self.started.elapsed()), Ordering::Relaxed);
+        let waited = self.started.elapsed();
+        self.rec.wait_nanos[i].fetch_add(nanos(waited), Ordering::Relaxed);
+        let b = WAIT_BUCKETS.iter().position(|le| waited.as_secs_f64() <= *le).unwrap_or(WAIT_BUCKETS.len());
+        self.rec.wait_histogram[i][b].fetch_add(1, Ordering::Relaxed);
     }
 }
 
