@@ -32,7 +32,7 @@ pub mod exit {
     pub const NOPERM: i32 = 77;
     /// Interrupted (Ctrl-C) while waiting; the waiter key was removed.
     pub const INTERRUPTED: i32 = 130;
-    /// `leader`: the election has no leader.
+    /// `leader`: the election has no leader; `release`: no hold with that token.
     pub const NO_LEADER: i32 = 3;
 }
 
@@ -170,6 +170,10 @@ enum Cmd {
     /// Follow `list` live: a table redrawn on every change, or with --json one
     /// JSON document per change. Runs until interrupted.
     Watch(status::ListArgs),
+    /// Free a lock whose holder is wedged: delete the hold with that fencing
+    /// token (default: the current holder's); the holder learns it lost the
+    /// lock. Exit 3 when there is no such hold.
+    Release(status::ReleaseArgs),
     /// Campaign for leadership, run a command while leader, stop it on loss
     /// (as `run` does). `etcdctl elect NAME` takes part in the same election.
     Elect(elect::ElectArgs),
@@ -403,6 +407,7 @@ fn main() {
             Cmd::Status(a) => status::status(opts.clone(), a).await,
             Cmd::List(a) => status::list(opts.clone(), a).await,
             Cmd::Watch(a) => status::watch(opts.clone(), a).await,
+            Cmd::Release(a) => status::release(opts.clone(), a).await,
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,

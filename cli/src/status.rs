@@ -31,6 +31,51 @@ pub struct ListArgs {
     pub json: bool,
 }
 
+#[derive(Args)]
+pub struct ReleaseArgs {
+    /// Lock name (escapes such as \n and \xHH are decoded)
+    #[arg(value_parser = crate::parse_name)]
+    pub name: String,
+    /// The fencing token of the hold to release (`status` shows it); without
+    /// it, the current holder's
+    #[arg(long)]
+    pub token: Option<i64>,
+}
+
+/// Free a lock whose holder is wedged: delete the holder's key if it still
+/// has the token. Exit 0 when released, 3 when no key has that token (or
+/// nobody holds).
+pub async fn release(opts: ClientOptions, a: ReleaseArgs) -> i32 {
+    let client = match connect(opts).await {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let token = match a.token {
+        Some(t) => Ok(Some(t)),
+        None => client.status(&a.name).await.map(|st| st.holders.first().map(|h| h.create_revision)),
+    };
+    let r = match token {
+        Ok(Some(t)) => client.release(&a.name, t).await.map(|done| done.then_some(t)),
+        Ok(None) => Ok(None),
+        Err(e) => Err(e),
+    };
+    client.close().await;
+    match r {
+        Ok(Some(t)) => {
+            println!("released \"{}\" (fencing token {t})", escape(&a.name));
+            0
+        }
+        Ok(None) => {
+            eprintln!("etcdlock: nothing to release: no hold of \"{}\" with that token", escape(&a.name));
+            crate::exit::NO_LEADER
+        }
+        Err(e) => {
+            eprintln!("etcdlock: {e}");
+            exit_code_for(&e)
+        }
+    }
+}
+
 /// A name or key as shown in a table: control characters and backslashes
 /// escaped as Rust writes them, everything else as is.
 pub fn escape(s: &str) -> String {

@@ -575,3 +575,25 @@ fn run_serves_metrics_and_logs_json() {
     assert_eq!((released["event"].as_str(), released["exit"].as_i64()), (Some("released"), Some(0)));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `release` frees a wedged holder by its fencing token; the holder's
+/// command is told (exit 70) and the next waiter runs.
+#[test]
+fn release_frees_a_wedged_holder_by_token() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let mut wedged = bin().args(["--endpoints", &eps, "run", "wedge", "--grace", "1s", "--", "sleep", "60"]).stderr(Stdio::null()).spawn().unwrap();
+    await_count(&etcd, "wedge/", 1);
+    let out = bin().args(["--endpoints", &eps, "status", "wedge", "--json"]).output().unwrap();
+    let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let token = st["holder"]["fencing_token"].as_i64().unwrap();
+    let out = bin().args(["--endpoints", &eps, "release", "wedge", "--token", &(token + 1).to_string()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "no hold has that token");
+    let out = bin().args(["--endpoints", &eps, "release", "wedge", "--token", &token.to_string()]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("fencing token {token}")));
+    assert_eq!(wedged.wait().unwrap().code(), Some(70), "the holder learns it lost the lock");
+    await_count(&etcd, "wedge/", 0);
+    let out = bin().args(["--endpoints", &eps, "release", "wedge"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "nobody holds");
+}

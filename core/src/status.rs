@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget};
+use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
 
 use crate::client::Client;
 use crate::meta::{self, LockKind, META_PREFIX};
@@ -195,6 +195,34 @@ impl Client {
         meta_prefix.splice(0..0, self.inner.ns.iter().copied());
         let seen = self.seen(&kvs, &meta_prefix, revision, |n| n == name).await?;
         Ok(build(name, revision, &kvs, &seen))
+    }
+
+    /// Release the hold of `name` whose fencing token is `token`, whoever
+    /// holds it (an operator freeing a lock whose holder is wedged): its key
+    /// is deleted only if its create_revision is still `token`, in one Txn, so
+    /// a later holder (a key name can repeat, a token never does) is never
+    /// touched. True if that key was deleted; false if no key of `name` has
+    /// that token (released already, or never). The former holder learns of
+    /// the loss with reason `KeyDeleted` (at once with `watch_held_keys`, the
+    /// default; else at its next guarded operation).
+    pub async fn release(&self, name: &str, token: i64) -> Result<bool> {
+        validate_name(name)?;
+        let prefix = self.prefix(name);
+        let (_, kvs) = self.read_sorted(prefix.clone(), None).await?;
+        let Some(kv) = kvs.iter().find(|kv| kv.create_revision() == token && is_direct_child(&prefix, kv.key())) else {
+            return Ok(false);
+        };
+        let key = kv.key().to_vec();
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, token)])
+            .and_then([TxnOp::delete(key, None)]);
+        let r = self
+            .call(Some(self.request_bound()), |mut c| {
+                let t = txn.clone();
+                async move { c.txn(t).await }
+            })
+            .await?;
+        Ok(r.succeeded())
     }
 
     /// Every lock, election, semaphore and read-write lock whose name starts

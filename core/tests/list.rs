@@ -133,3 +133,33 @@ async fn short_holds_write_no_meta_record() {
     assert_eq!(now - start, 40, "no meta writes for holds shorter than a tick");
     a.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_by_token_frees_a_wedged_holder_who_learns_it() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("release");
+    let holder = client(&etcd, &ns, 15).await;
+    let admin = client(&etcd, &ns, 15).await;
+    let g = holder.lock("wedged").await.unwrap();
+    let token = g.fencing_token();
+    assert!(!admin.release("wedged", token + 1).await.unwrap(), "a token nobody has");
+    let waiter = {
+        let admin = admin.clone();
+        tokio::spawn(async move { admin.lock("wedged").await })
+    };
+    common::await_key_count(&admin, &format!("{ns}wedged/"), 2).await;
+    let t = Instant::now();
+    assert!(admin.release("wedged", token).await.unwrap());
+    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("told within 2 s").expect("lost, not released");
+    assert_eq!(loss.reason, etcdlock::LossReason::KeyDeleted);
+    let next = waiter.await.unwrap().unwrap();
+    assert!(next.fencing_token() > token);
+    assert!(t.elapsed() < Duration::from_secs(2));
+    assert!(!admin.release("wedged", token).await.unwrap(), "released already");
+    assert_eq!(g.unlock().await.unwrap_err().code(), etcdlock::ErrorCode::LockLost);
+    // The new holder is untouched by a stale release.
+    assert!(next.is_held());
+    next.unlock().await.unwrap();
+    holder.close().await;
+    admin.close().await;
+}
