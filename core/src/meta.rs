@@ -125,13 +125,19 @@ impl Book {
                 );
             }
         }
-        !self.running.swap(true, Ordering::AcqRel)
+        // Under the map's lock, as `is_idle` clears it: a use never meets a
+        // task that is about to stop without seeing it.
+        let start = !self.running.swap(true, Ordering::AcqRel);
+        drop(m);
+        start
     }
 
     /// An acquisition of `name` ended (a guard made by it counted its hold).
     pub(crate) fn wait_ended(&self, name: &str) {
-        if let Some(e) = self.map().get_mut(name) {
+        let mut m = self.map();
+        if let Some(e) = m.get_mut(name) {
             e.waiting = e.waiting.saturating_sub(1);
+            forget_if_unused(&mut m, name);
         }
     }
 
@@ -159,8 +165,10 @@ impl Book {
 
     /// A hold of `name` ended.
     pub(crate) fn hold_ended(&self, name: &str) {
-        if let Some(e) = self.map().get_mut(name) {
+        let mut m = self.map();
+        if let Some(e) = m.get_mut(name) {
             e.holding = e.holding.saturating_sub(1);
+            forget_if_unused(&mut m, name);
         }
     }
 
@@ -192,11 +200,22 @@ impl Book {
 
     /// Whether no name is in use (the flush task then stops).
     pub(crate) fn is_idle(&self) -> bool {
-        let idle = self.map().is_empty();
+        let m = self.map();
+        let idle = m.is_empty();
         if idle {
             self.running.store(false, Ordering::Release);
         }
+        drop(m);
         idle
+    }
+}
+
+/// A name no longer in use and never written is forgotten at once, so its
+/// next use starts a new tick (a try that fails leaves no trace). A written
+/// one stays until the flush deletes its record.
+fn forget_if_unused(m: &mut HashMap<String, Entry>, name: &str) {
+    if m.get(name).is_some_and(|e| e.waiting + e.holding == 0 && e.written == 0) {
+        m.remove(name);
     }
 }
 

@@ -57,3 +57,28 @@ pub async fn await_key_count(c: &Client, prefix: &str, n: usize) {
         }
     }
 }
+
+/// How many writes landed under `prefix` (raw) after revision `since`:
+/// etcd's history replayed by a watch, ended by a sentinel key put under the
+/// prefix (then removed), so no sleep decides when to stop looking. Writes
+/// elsewhere (the meta records beside the locks) do not count.
+pub async fn writes_under(c: &Client, prefix: &str, since: i64) -> usize {
+    let mut etcd = c.etcd();
+    let sentinel = format!("{prefix}~end");
+    etcd.put(sentinel.as_str(), "", None).await.expect("sentinel");
+    let mut w = etcd
+        .watch(prefix, Some(etcd_client::WatchOptions::new().with_prefix().with_start_revision(since + 1)))
+        .await
+        .expect("watch");
+    let mut n = 0;
+    'outer: while let Some(r) = w.message().await.expect("watch message") {
+        for ev in r.events() {
+            if ev.kv().map(|kv| kv.key()) == Some(sentinel.as_bytes()) {
+                break 'outer;
+            }
+            n += 1;
+        }
+    }
+    etcd.delete(sentinel.as_str(), None).await.expect("sentinel delete");
+    n
+}
