@@ -225,6 +225,35 @@ else bad "c: pkg-config shared link"; fi
 if (cd "$capp" && PATH=$WITHCC cc lock_token.c $(pkg-config --static --cflags --libs etcdlock-static) -o pc_static); then
   run_c pkg-config-static "$capp/pc_static" ""
 else bad "c: pkg-config static link"; fi
+# Without --static too (the package's Libs carry what std needs).
+if (cd "$capp" && PATH=$WITHCC cc lock_token.c $(pkg-config --cflags --libs etcdlock-static) -o pc_static2); then
+  run_c pkg-config-static-plain "$capp/pc_static2" ""
+else bad "c: pkg-config --libs etcdlock-static (no --static) link"; fi
+# The examples the package ships build as its README says: make (pkg-config) and CMake.
+ex=$work/examples; cp -r "$prefix/share/doc/etcdlock/examples" "$ex"
+if (PATH=$WITHCC make -s -C "$ex" >"$work/make.log" 2>&1); then
+  run_c examples-make "$ex/lock_token" "libetcdlock.so.$major"
+  run_c examples-make-static "$ex/lock_token_static" ""
+else bad "c: the shipped examples' Makefile"; tail -20 "$work/make.log"; fi
+if (cd "$ex" && PATH=$WITHCC cmake -S . -B build -DCMAKE_PREFIX_PATH="$prefix" >"$work/cmake2.log" 2>&1 &&
+    PATH=$WITHCC cmake --build build >>"$work/cmake2.log" 2>&1); then
+  run_c examples-cmake "$ex/build/lock_token" "libetcdlock.so.$major"
+else bad "c: the shipped examples' CMakeLists.txt"; tail -20 "$work/cmake2.log"; fi
+# The static archive exports etcdlock_* only; man pages and debug info are there.
+globals() { readelf -sW "$1" 2>/dev/null | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" {print $8}' | sort -u; }
+n_foreign=$(globals "$prefix/lib/libetcdlock.a" | grep -vc '^etcdlock_' || true)
+n_ours=$(globals "$prefix/lib/libetcdlock.a" | grep -c '^etcdlock_' || true)
+if [ "$n_foreign" -eq 0 ] && [ "$n_ours" -gt 30 ]; then ok "c: libetcdlock.a exports $n_ours symbols, all etcdlock_*"; else bad "c: libetcdlock.a exports $n_foreign foreign symbols"; fi
+if grep -q '^\.SS etcdlock_client_connect$' "$prefix/share/man/man3/etcdlock.3" &&
+  [ -f "$prefix/share/man/man3/etcdlock_lock.3" ]; then ok "c: man 3 etcdlock (and etcdlock_lock.3, ...)"; else bad "c: man pages"; fi
+id=$(readelf -n "$prefix/lib/libetcdlock.so.$version" | awk '/Build ID/ {print $3}')
+dbg=$prefix/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+if [ -n "$id" ] && [ -s "$dbg" ] && readelf -S "$dbg" | grep -q debug_line; then
+  ok "c: debug info apart, by build id ($(du -k "$dbg" | cut -f1) kB)"
+else bad "c: no debug info for build id '$id'"; fi
+if [ -f "$prefix/README.md" ] && ! grep -qi 'needs rust' "$prefix/README.md" && [ -f "$prefix/LICENSE" ]; then
+  ok "c: the package's own README and LICENSE"
+else bad "c: README/LICENSE"; fi
 unset PKG_CONFIG_PATH
 if command -v valgrind >/dev/null; then
   cat >"$capp/shutdown.c" <<'C'

@@ -75,10 +75,28 @@ step "etcdlock $version -> $OUT"
 
 # --- one build of every native part, for glibc 2.17
 step "cargo zigbuild --profile dist --target $TRIPLE.$GLIBC (C, Python, Node, Java, CLI)"
-ETCDLOCK_SONAME=1 cargo zigbuild --quiet --profile dist --target "$TRIPLE.$GLIBC" \
+# Line tables and a build id in every binary: the C library's debug information
+# ships apart (lib/debug/.build-id/), everything is stripped before packing.
+ETCDLOCK_SONAME=1 RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--build-id=sha1" \
+  cargo zigbuild --quiet --profile dist --target "$TRIPLE.$GLIBC" \
   -p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni -p etcdlock-cli
 BIN=$CARGO_TARGET_DIR/$TRIPLE/dist
+for f in etcdlock lib_etcdlock.so libetcdlock_node.so libetcdlock_jni.so; do
+  [ -f "$BIN/$f" ] && strip --strip-all "$BIN/$f"
+done
 require() { [ -s "$1" ] || die "refusing to pack $2: its native part $1 is missing"; }
+
+# Move a binary's debug information to DIR/.build-id/xx/rest.debug (where gdb
+# looks, keyed by the build id) and strip the binary.
+split_debug() { # binary dir
+  local id
+  id=$(readelf -n "$1" | awk '/Build ID/ {print $3}')
+  [ -n "$id" ] || die "$1 has no build id"
+  install -d "$2/.build-id/${id:0:2}"
+  objcopy --only-keep-debug --compress-debug-sections "$1" "$2/.build-id/${id:0:2}/${id:2}.debug"
+  strip --strip-all "$1"
+  echo "  $(basename "$1"): build id $id, debug info $(du -k "$2/.build-id/${id:0:2}/${id:2}.debug" | cut -f1) kB apart"
+}
 
 # No shipped binary may need a glibc symbol version above 2.17.
 glibc_check() {
@@ -100,20 +118,38 @@ require "$BIN/libetcdlock.so" "the C library"; require "$BIN/libetcdlock.a" "the
 soname=$(objdump -p "$BIN/libetcdlock.so" | awk '/SONAME/ {print $2}')
 [ "$soname" = "libetcdlock.so.$major" ] || die "libetcdlock.so has SONAME '$soname', want libetcdlock.so.$major"
 c=$work/etcdlock-$version
-install -d "$c/include" "$c/lib/pkgconfig" "$c/lib/cmake/etcdlock" "$c/share/etcdlock"
+install -d "$c/include" "$c/lib/pkgconfig" "$c/lib/cmake/etcdlock" "$c/share/etcdlock" "$c/share/man/man3" \
+  "$c/share/doc/etcdlock/examples"
 install -m 0644 include/etcdlock.h "$c/include/"
 install -m 0755 "$BIN/libetcdlock.so" "$c/lib/libetcdlock.so.$version"
+split_debug "$c/lib/libetcdlock.so.$version" "$c/lib/debug"
 ln -s "libetcdlock.so.$version" "$c/lib/libetcdlock.so.$major"
 ln -s "libetcdlock.so.$major" "$c/lib/libetcdlock.so"
-install -m 0644 "$BIN/libetcdlock.a" "$c/lib/libetcdlock.a"
-strip --strip-debug "$c/lib/libetcdlock.a" # std's objects carry debuginfo even when ours do not
+# The archive exports etcdlock_* only: its objects become one (ld -r) in which
+# every other global symbol (Rust's std, ring, compiler builtins) is made
+# local, so a program that links another Rust static library does not clash.
+# (readelf, not nm or ar: binutils' nm and ar load LLVM's gold plugin, which
+# aborts on that object; ffi-c/dist/mkar.py writes the archive.)
+globals() { readelf -sW "$1" 2>/dev/null | awk '($5 == "GLOBAL" || $5 == "WEAK") && $7 != "UND" {print $8}' | sort -u; }
+readelf --dyn-syms -W "$c/lib/libetcdlock.so.$version" | awk '$7 != "UND" && $8 ~ /^etcdlock_/ {print $8}' | sort -u >"$work/exports"
+[ "$(wc -l <"$work/exports")" -gt 30 ] || die "the shared library exports too few etcdlock_ symbols"
+ld -r --whole-archive "$BIN/libetcdlock.a" -o "$work/etcdlock.o"
+objcopy --keep-global-symbols="$work/exports" --strip-debug "$work/etcdlock.o"
+python3 ffi-c/dist/mkar.py "$c/lib/libetcdlock.a" "$work/etcdlock.o" $(cat "$work/exports")
+foreign=$(globals "$c/lib/libetcdlock.a" | grep -vc '^etcdlock_' || true)
+[ "$foreign" -eq 0 ] || die "libetcdlock.a still exports $foreign symbols that are not etcdlock_*"
+echo "  libetcdlock.a: $(globals "$c/lib/libetcdlock.a" | wc -l) global symbols, all etcdlock_* (the build's archive had $(globals "$BIN/libetcdlock.a" | wc -l))"
 subst() { sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" "$1" >"$2"; }
 subst ffi-c/dist/etcdlock.pc.in "$c/lib/pkgconfig/etcdlock.pc"
 subst ffi-c/dist/etcdlock-static.pc.in "$c/lib/pkgconfig/etcdlock-static.pc"
 subst ffi-c/dist/etcdlockConfig.cmake "$c/lib/cmake/etcdlock/etcdlockConfig.cmake"
 subst ffi-c/dist/etcdlockConfigVersion.cmake "$c/lib/cmake/etcdlock/etcdlockConfigVersion.cmake"
 install -m 0644 ffi-c/dist/etcdlock.supp "$c/share/etcdlock/etcdlock.supp"
-install -m 0644 ffi-c/README.md "$c/share/etcdlock/README.md"
+subst ffi-c/dist/README.md "$c/README.md"
+install -m 0644 "$c/README.md" "$c/share/doc/etcdlock/README.md"
+install -m 0644 LICENSE "$c/LICENSE"
+install -m 0644 examples/c/lock_token.c ffi-c/dist/examples/Makefile ffi-c/dist/examples/CMakeLists.txt "$c/share/doc/etcdlock/examples/"
+python3 ffi-c/dist/man3.py include/etcdlock.h "$version" "$c/share/man/man3" | sed 's/^/  /'
 glibc_check "$c/lib/libetcdlock.so.$version"
 tar -C "$work" -czf "$OUT/etcdlock-c-$version-x86_64-linux-gnu.tar.gz" "etcdlock-$version"
 
