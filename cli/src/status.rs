@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use clap::Args;
 use etcd_client::{EventType, WatchOptions};
-use etcdlock::{Client, ClientOptions, Contender, ContenderKind, Status};
-use serde_json::{json, Value};
+use etcdlock::{Client, ClientOptions, Contender, Status};
 
 use crate::exit_code_for;
 
@@ -105,7 +104,7 @@ pub async fn status(opts: ClientOptions, a: StatusArgs) -> i32 {
     let r = client.status(&a.name).await;
     client.close().await;
     match r {
-        Ok(st) if a.json => println!("{}", status_json(&st)),
+        Ok(st) if a.json => println!("{}", etcdlock::bridge::status_json(&st)),
         Ok(st) => print_status(&st),
         Err(e) => {
             eprintln!("etcdlock: {e}");
@@ -123,7 +122,7 @@ pub async fn list(opts: ClientOptions, a: ListArgs) -> i32 {
     let r = client.list(&a.prefix).await;
     client.close().await;
     match r {
-        Ok(l) if a.json => println!("{}", list_json(&a.prefix, &l)),
+        Ok(l) if a.json => println!("{}", etcdlock::bridge::list_json(&a.prefix, &l)),
         Ok(l) => print_list(&a.prefix, &l),
         Err(e) => {
             eprintln!("etcdlock: {e}");
@@ -167,7 +166,7 @@ pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
     let tty = unsafe { libc::isatty(1) } == 1;
     loop {
         match client.list(&a.prefix).await {
-            Ok(l) if a.json => println!("{}", list_json(&a.prefix, &l)),
+            Ok(l) if a.json => println!("{}", etcdlock::bridge::list_json(&a.prefix, &l)),
             Ok(l) => {
                 if tty {
                     print!("\x1b[H\x1b[2J");
@@ -185,53 +184,6 @@ pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
         tokio::time::sleep(Duration::from_millis(50)).await;
         while rx.try_recv().is_ok() {}
     }
-}
-
-fn contender_json(c: &Contender, position: usize) -> Value {
-    let (contender, permits) = match c.kind {
-        ContenderKind::Exclusive => ("exclusive", None),
-        ContenderKind::Reader => ("reader", None),
-        ContenderKind::Permit(n) => ("permit", Some(n)),
-    };
-    json!({
-        "position": position,
-        "key": c.key,
-        "contender": contender,
-        "permits": permits,
-        "lease_id": format!("{:x}", c.lease_id),
-        "ttl_remaining_s": c.ttl_remaining,
-        "fencing_token": c.create_revision,
-        "age_ms": c.age_ms,
-        "host": c.host,
-        "pid": c.pid,
-        "language": c.language,
-        "local_waiters": c.local_waiters,
-        "foreign": c.foreign,
-        "value": String::from_utf8_lossy(&c.value),
-    })
-}
-
-/// One name as JSON: holders first (position 0), then waiters by position
-/// in the queue (1 is next).
-pub fn status_json(st: &Status) -> Value {
-    let holders: Vec<Value> = st.holders.iter().map(|c| contender_json(c, 0)).collect();
-    let waiters: Vec<Value> = st.waiters.iter().enumerate().map(|(i, c)| contender_json(c, i + 1)).collect();
-    json!({
-        "name": st.name,
-        "kind": st.kind.map(|k| k.name()),
-        "revision": st.revision,
-        "holder": holders.first().cloned(),
-        "holders": holders,
-        "waiters": waiters,
-    })
-}
-
-fn list_json(prefix: &str, l: &[Status]) -> Value {
-    json!({
-        "prefix": prefix,
-        "revision": l.first().map(|s| s.revision),
-        "locks": l.iter().map(status_json).collect::<Vec<_>>(),
-    })
 }
 
 fn who(c: &Contender) -> String {

@@ -23,7 +23,9 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 
-use crate::{ClientOptions, Error, ErrorCode, LossReason, Result};
+use serde_json::{json, Value};
+
+use crate::{ClientOptions, Contender, ContenderKind, Error, ErrorCode, LossReason, Result, Status};
 
 pub use crate::runtime::block_on_interruptible;
 
@@ -294,6 +296,58 @@ impl<T> Handles<T> {
         self.len() == 0
     }
 }
+
+/// One contender as JSON (see [`status_json`]).
+fn contender_json(c: &Contender, position: usize) -> Value {
+    let (contender, permits) = match c.kind {
+        ContenderKind::Exclusive => ("exclusive", None),
+        ContenderKind::Reader => ("reader", None),
+        ContenderKind::Permit(n) => ("permit", Some(n)),
+    };
+    json!({
+        "position": position,
+        "key": c.key,
+        "contender": contender,
+        "permits": permits,
+        "lease_id": format!("{:x}", c.lease_id),
+        "ttl_remaining_s": c.ttl_remaining,
+        "fencing_token": c.create_revision,
+        "age_ms": c.age_ms,
+        "host": c.host,
+        "pid": c.pid,
+        "language": c.language,
+        "local_waiters": c.local_waiters,
+        "foreign": c.foreign,
+        "value": String::from_utf8_lossy(&c.value),
+    })
+}
+
+/// A name's holders and waiters as JSON, the one shape every language and
+/// the CLI show (`etcdlock status --json`): holders first (position 0), then
+/// waiters by their position in the queue (1 is next); host and pid apart;
+/// `foreign` for keys of etcdctl, Go or other programs.
+pub fn status_json(st: &Status) -> Value {
+    let holders: Vec<Value> = st.holders.iter().map(|c| contender_json(c, 0)).collect();
+    let waiters: Vec<Value> = st.waiters.iter().enumerate().map(|(i, c)| contender_json(c, i + 1)).collect();
+    json!({
+        "name": st.name,
+        "kind": st.kind.map(|k| k.name()),
+        "revision": st.revision,
+        "holder": holders.first().cloned(),
+        "holders": holders,
+        "waiters": waiters,
+    })
+}
+
+/// Every name of a [`crate::Client::list`] as JSON (`etcdlock list --json`).
+pub fn list_json(prefix: &str, l: &[Status]) -> Value {
+    json!({
+        "prefix": prefix,
+        "revision": l.first().map(|s| s.revision),
+        "locks": l.iter().map(status_json).collect::<Vec<_>>(),
+    })
+}
+
 
 #[cfg(test)]
 mod tests {
