@@ -788,6 +788,34 @@ impl NativeClient {
         let (c, name) = (self.inner.clone(), utf8(name, "lock name")?);
         to_asyncio(py, async move { c.status(&name).await }, |py, st| Ok(status_dict(py, &st)?.into_any().unbind()))
     }
+
+    /// Every lock under `prefix` (core's `list`), as status dicts.
+    fn list<'py>(&self, py: Python<'py>, prefix: &Bound<'_, PyString>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let (c, prefix) = (self.inner.clone(), utf8(prefix, "prefix")?);
+        let l = wait(py, async move { c.list(&prefix).await })?;
+        l.iter().map(|st| status_dict(py, st)).collect()
+    }
+
+    /// `list` as an awaitable.
+    fn list_async(&self, py: Python<'_>, prefix: &Bound<'_, PyString>) -> PyResult<Py<PyAny>> {
+        let (c, prefix) = (self.inner.clone(), utf8(prefix, "prefix")?);
+        to_asyncio(py, async move { c.list(&prefix).await }, |py, l| {
+            let out: Vec<Bound<'_, PyDict>> = l.iter().map(|st| status_dict(py, st)).collect::<PyResult<_>>()?;
+            Ok(pyo3::types::PyList::new(py, out)?.into_any().unbind())
+        })
+    }
+
+    /// Release the hold of `name` with fencing token `token`, whoever holds it (core's `release`).
+    fn release(&self, py: Python<'_>, name: &Bound<'_, PyString>, token: i64) -> PyResult<bool> {
+        let (c, name) = (self.inner.clone(), utf8(name, "lock name")?);
+        wait(py, async move { c.release(&name, token).await })
+    }
+
+    /// `release` as an awaitable.
+    fn release_async(&self, py: Python<'_>, name: &Bound<'_, PyString>, token: i64) -> PyResult<Py<PyAny>> {
+        let (c, name) = (self.inner.clone(), utf8(name, "lock name")?);
+        to_asyncio(py, async move { c.release(&name, token).await }, |py, b| Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()))
+    }
 }
 
 fn lock_opts(py: Python<'_>, timeout: Option<f64>) -> PyResult<LockOptions> {
@@ -828,10 +856,16 @@ fn status_dict<'py>(py: Python<'py>, st: &etcdlock::Status) -> PyResult<Bound<'p
         d.set_item("owner", c.owner.as_deref())?;
         d.set_item("age", c.age_ms.map(|ms| ms as f64 / 1000.0))?;
         d.set_item("value", PyBytes::new(py, &c.value))?;
+        d.set_item("host", c.host.as_deref())?;
+        d.set_item("pid", c.pid)?;
+        d.set_item("language", c.language.as_deref())?;
+        d.set_item("local_waiters", c.local_waiters)?;
+        d.set_item("foreign", c.foreign)?;
         Ok(d)
     };
     let out = PyDict::new(py);
     out.set_item("name", &st.name)?;
+    out.set_item("kind", st.kind.map(|k| k.name()))?;
     out.set_item("revision", st.revision)?;
     out.set_item("holders", st.holders.iter().map(one).collect::<PyResult<Vec<_>>>()?)?;
     out.set_item("waiters", st.waiters.iter().map(one).collect::<PyResult<Vec<_>>>()?)?;
@@ -1374,6 +1408,7 @@ fn _core_bench(py: Python<'_>, endpoints: Vec<String>, n: usize) -> PyResult<Vec
 #[pymodule]
 fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    etcdlock::set_language("python");
     m.add("LockError", py.get_type::<LockError>())?;
     py.get_type::<LockError>().setattr("code", py.None())?;
     py.get_type::<LockError>().setattr("message", "")?;

@@ -247,6 +247,18 @@ class Contender:
     """Seconds since the key was created (etcdlock keys)."""
     value: bytes
     """The key's value (an election's proclamation, etcdlock's owner info)."""
+    host: Optional[str]
+    """The holder's host (etcdlock keys)."""
+    pid: Optional[int]
+    """The holder's process id (etcdlock keys)."""
+    language: Optional[str]
+    """The language its client uses etcdlock from (``"python"``, ``"rust"``,
+    ...), once its meta record is written (keys older than ~100 ms)."""
+    local_waiters: Optional[int]
+    """Acquisitions of this name in progress in its client: the client's
+    local queue (it keeps at most two keys per name in etcd)."""
+    foreign: bool
+    """A key without etcdlock's owner info: etcdctl, Go's Mutex or Election."""
 
 
 @dataclass(frozen=True)
@@ -260,11 +272,15 @@ class Status:
     """Who holds, oldest first."""
     waiters: List[Contender]
     """Who waits, in the order they will be served."""
+    kind: Optional[str] = None
+    """``"mutex"``, ``"election"``, ``"semaphore"`` or ``"rwlock"``, from
+    the contenders' records or keys; None when they do not tell."""
 
 
 def _status(d: Dict[str, Any]) -> Status:
     return Status(
         name=d["name"],
+        kind=d["kind"],
         revision=d["revision"],
         holders=[Contender(**c) for c in d["holders"]],
         waiters=[Contender(**c) for c in d["waiters"]],
@@ -452,6 +468,22 @@ class Client:
         read-write lock, election; etcdctl and Go keys too): the data
         ``etcdlock status`` shows."""
         return _status(self._native.status(_check_name(name)))
+
+    def list(self, prefix: str = "") -> List[Status]:
+        """Every lock, election, semaphore and read-write lock whose name
+        starts with ``prefix`` (all of this client's namespace by default),
+        sorted by name, from one read: what ``etcdlock list`` shows."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        return [_status(d) for d in self._native.list(prefix)]
+
+    def release(self, name: str, token: int) -> bool:
+        """Free a lock whose holder is wedged: delete the hold of ``name``
+        whose fencing token is ``token`` (``status`` shows it), whoever holds
+        it; a later holder is never touched. True if it was released, False
+        if no hold has that token. The former holder's guard reports the loss
+        with reason ``KeyDeleted``."""
+        return self._native.release(_check_name(name), token)
 
     def close(self) -> None:
         """Close the client: revoke its lease, which releases every lock it
@@ -965,6 +997,18 @@ class AsyncClient:
         """:meth:`Client.status`, awaitable."""
         c = await self._client()
         return _status(await c.status_async(_check_name(name)))
+
+    async def list(self, prefix: str = "") -> List[Status]:
+        """:meth:`Client.list`, awaitable."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        c = await self._client()
+        return [_status(d) for d in await c.list_async(prefix)]
+
+    async def release(self, name: str, token: int) -> bool:
+        """:meth:`Client.release`, awaitable."""
+        c = await self._client()
+        return await c.release_async(_check_name(name), token)
 
     async def close(self) -> None:
         """Close (revokes the lease, releasing every lock). Idempotent."""
