@@ -211,11 +211,22 @@ export interface Contender {
   owner: string | null;
   ageMs: number | null;
   value: Buffer;
+  /** The holder's host and process id (etcdlock keys). */
+  host: string | null;
+  pid: number | null;
+  /** The language its client uses etcdlock from ('node', 'python', ...), once its meta record is written (~100 ms). */
+  language: string | null;
+  /** Acquisitions of this name in progress in its client: its local queue (it keeps at most two keys per name in etcd). */
+  localWaiters: number | null;
+  /** A key without etcdlock's owner info: etcdctl, Go's Mutex or Election. */
+  foreign: boolean;
 }
 
 /** Holders and waiters of one name, as one read saw them. */
 export interface LockStatus {
   name: string;
+  /** What the name is used as, from the contenders' records or keys; null when they do not tell. */
+  kind: 'mutex' | 'election' | 'semaphore' | 'rwlock' | null;
   revision: bigint;
   /** Oldest first. */
   holders: Contender[];
@@ -254,6 +265,10 @@ export declare class Client implements AsyncDisposable {
   observe(name: string, options?: { signal?: AbortSignal }): AsyncGenerator<Leader | null, void, undefined>;
   /** Holders and waiters of `name`, whatever kind of lock it is. */
   status(name: string): Promise<LockStatus>;
+  /** Every lock under `prefix` (default: all), sorted by name, from one read. */
+  list(prefix?: string): Promise<LockStatus[]>;
+  /** Free a wedged holder: delete the hold of `name` with fencing token `token`; false if none has it. */
+  release(name: string, token: bigint | number): Promise<boolean>;
   /** Revoke the lease (releases every lock: their `lost` resolves `ClientClosed`). Idempotent. */
   close(): Promise<void>;
   /** Same as `close()`; used by `await using`. */

@@ -397,6 +397,21 @@ function contenderOf(c) {
     owner: c.owner ?? null,
     ageMs: c.ageMs ?? null,
     value: c.value,
+    host: c.host ?? null,
+    pid: c.pid ?? null,
+    language: c.language ?? null,
+    localWaiters: c.localWaiters ?? null,
+    foreign: c.foreign,
+  };
+}
+
+function statusOf(st) {
+  return {
+    name: st.name,
+    kind: st.kind ?? null,
+    revision: BigInt(st.revision),
+    holders: st.holders.map(contenderOf),
+    waiters: st.waiters.map(contenderOf),
   };
 }
 
@@ -697,7 +712,31 @@ class Client {
   async status(name) {
     checkName(name);
     const st = await call(() => this.#n.status(name));
-    return { name: st.name, revision: BigInt(st.revision), holders: st.holders.map(contenderOf), waiters: st.waiters.map(contenderOf) };
+    return statusOf(st);
+  }
+
+  /**
+   * Every lock, election, semaphore and read-write lock whose name starts
+   * with `prefix` (default: all of this client's namespace), sorted by name,
+   * from one read: what `etcdlock list` shows.
+   */
+  async list(prefix = '') {
+    if (typeof prefix !== 'string') throw new TypeError(`prefix must be a string, not ${typeof prefix}`);
+    return (await call(() => this.#n.list(prefix))).map(statusOf);
+  }
+
+  /**
+   * Free a lock whose holder is wedged: delete the hold of `name` whose
+   * fencing token is `token`, whoever holds it. Resolves true if released,
+   * false if no hold has that token; the former holder's `lost` resolves
+   * with `KeyDeleted`.
+   */
+  async release(name, token) {
+    checkName(name);
+    if (typeof token !== 'bigint' && !Number.isSafeInteger(token)) {
+      throw new TypeError(`token must be a bigint or a safe integer, not ${typeof token}`);
+    }
+    return call(() => this.#n.release(name, String(token)));
   }
 
   /**

@@ -213,6 +213,7 @@ impl NativeClient {
     pub fn connect<'env>(env: &'env Env, opts: NativeConnectOptions) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let opts = build_options(opts)?;
+            etcdlock::set_language("node");
             promise(env, async move {
                 let c = etcdlock::Client::connect(opts).await.map_err(|e| to_js_err(&e))?;
                 Ok(NativeClient { inner: c })
@@ -392,12 +393,19 @@ pub struct NativeContender {
     pub owner: Option<String>,
     pub age_ms: Option<f64>,
     pub value: Buffer,
+    pub host: Option<String>,
+    pub pid: Option<u32>,
+    pub language: Option<String>,
+    pub local_waiters: Option<u32>,
+    pub foreign: bool,
 }
 
 /// Holders and waiters of one name (core `Status`).
 #[napi(object)]
 pub struct NativeStatus {
     pub name: String,
+    /// "mutex", "election", "semaphore", "rwlock", or none.
+    pub kind: Option<String>,
     pub revision: String,
     pub holders: Vec<NativeContender>,
     pub waiters: Vec<NativeContender>,
@@ -420,6 +428,21 @@ fn contender_info(c: etcdlock::Contender) -> NativeContender {
         owner: c.owner,
         age_ms: c.age_ms.map(|a| a as f64),
         value: Buffer::from(c.value),
+        host: c.host,
+        pid: c.pid,
+        language: c.language,
+        local_waiters: c.local_waiters,
+        foreign: c.foreign,
+    }
+}
+
+fn status_info(st: etcdlock::Status) -> NativeStatus {
+    NativeStatus {
+        name: st.name,
+        kind: st.kind.map(|k| k.name().to_string()),
+        revision: st.revision.to_string(),
+        holders: st.holders.into_iter().map(contender_info).collect(),
+        waiters: st.waiters.into_iter().map(contender_info).collect(),
     }
 }
 
@@ -520,13 +543,30 @@ impl NativeClient {
             let c = self.inner.clone();
             promise(env, async move {
                 let st = c.status(&name).await.map_err(|e| to_js_err(&e))?;
-                Ok(NativeStatus {
-                    name: st.name,
-                    revision: st.revision.to_string(),
-                    holders: st.holders.into_iter().map(contender_info).collect(),
-                    waiters: st.waiters.into_iter().map(contender_info).collect(),
-                })
+                Ok(status_info(st))
             })
+        })
+    }
+
+    /// Every lock under `prefix` (core `list`).
+    #[napi(ts_return_type = "Promise<NativeStatus[]>")]
+    pub fn list<'env>(&self, env: &'env Env, prefix: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                let l = c.list(&prefix).await.map_err(|e| to_js_err(&e))?;
+                Ok(l.into_iter().map(status_info).collect::<Vec<_>>())
+            })
+        })
+    }
+
+    /// Release the hold of `name` with fencing token `token` (core `release`).
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn release<'env>(&self, env: &'env Env, name: String, token: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let token: i64 = token.parse().map_err(|_| invalid(format!("token must be a fencing token, got {token:?}")))?;
+            let c = self.inner.clone();
+            promise(env, async move { c.release(&name, token).await.map_err(|e| to_js_err(&e)) })
         })
     }
 }
