@@ -418,6 +418,45 @@ public final class EtcdLockClient implements AutoCloseable {
         }
     }
 
+    /**
+     * Every lock, election, semaphore and read-write lock whose name starts with {@code prefix}
+     * (empty: all of this client's namespace), sorted by name, from one read: what {@code
+     * etcdlock list} shows.
+     */
+    public java.util.List<LockStatus> list(String prefix) {
+        java.util.Objects.requireNonNull(prefix, "prefix");
+        checkNotOnRuntimeThread("list \"" + prefix + "\"");
+        long c = handle.pin();
+        try {
+            RecipeCodec r = new RecipeCodec(NativeBridge.list(c, prefix));
+            int n = r.i32();
+            java.util.List<LockStatus> out = new java.util.ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                out.add(new LockStatus(r.string(), r));
+            }
+            return java.util.Collections.unmodifiableList(out);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /**
+     * Free a lock whose holder is wedged: delete the hold of {@code name} whose fencing token is
+     * {@code token} ({@link #status} shows it), whoever holds it; a later holder is never touched.
+     * Returns true if it was released, false if no hold has that token. The former holder's guard
+     * reports the loss with reason {@code KEY_DELETED}.
+     */
+    public boolean release(String name, long token) {
+        checkName(name);
+        checkNotOnRuntimeThread("release \"" + name + "\"");
+        long c = handle.pin();
+        try {
+            return NativeBridge.release(c, name, token);
+        } finally {
+            handle.unpin();
+        }
+    }
+
     /** A {@link java.util.concurrent.Semaphore}-shaped handle on the semaphore {@code name}. */
     public EtcdSemaphore newSemaphore(String name, int permits) {
         checkName(name);

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import java.util.OptionalInt;
 import java.util.OptionalLong;
 
 /**
@@ -12,6 +13,14 @@ import java.util.OptionalLong;
  * ({@link EtcdLockClient#status(String)}): what {@code etcdlock status} shows.
  */
 public final class LockStatus {
+    /** What a name is used as. */
+    public enum LockKind {
+        MUTEX,
+        ELECTION,
+        SEMAPHORE,
+        RWLOCK
+    }
+
     /** What a contender is. */
     public enum Kind {
         /** A mutex or election key, or a read-write lock's writer. */
@@ -34,6 +43,11 @@ public final class LockStatus {
         private final String owner;
         private final long ageMillis;
         private final byte[] value;
+        private final String host;
+        private final int pid;
+        private final String language;
+        private final int localWaiters;
+        private final boolean foreign;
 
         Contender(RecipeCodec r) {
             key = r.string();
@@ -47,6 +61,36 @@ public final class LockStatus {
             ageMillis = r.i64();
             byte[] v = r.bytes();
             value = v == null ? new byte[0] : v;
+            host = r.string();
+            pid = r.i32();
+            language = r.string();
+            localWaiters = r.i32();
+            foreign = r.i32() != 0;
+        }
+
+        /** The holder's host (etcdlock keys). */
+        public Optional<String> host() {
+            return Optional.ofNullable(host);
+        }
+
+        /** The holder's process id (etcdlock keys). */
+        public OptionalInt pid() {
+            return pid < 0 ? OptionalInt.empty() : OptionalInt.of(pid);
+        }
+
+        /** The language its client uses etcdlock from ("java", "python", ...), once its meta record is written (~100 ms). */
+        public Optional<String> language() {
+            return Optional.ofNullable(language);
+        }
+
+        /** Acquisitions of this name in progress in its client: its local queue (it keeps at most two keys per name in etcd). */
+        public OptionalInt localWaiters() {
+            return localWaiters < 0 ? OptionalInt.empty() : OptionalInt.of(localWaiters);
+        }
+
+        /** A key without etcdlock's owner info: etcdctl, Go's Mutex or Election. */
+        public boolean foreign() {
+            return foreign;
         }
 
         /** The key (with the namespace). */
@@ -104,14 +148,20 @@ public final class LockStatus {
     }
 
     private final String name;
+    private final LockKind lockKind;
     private final long revision;
     private final List<Contender> holders;
     private final List<Contender> waiters;
 
     LockStatus(String name, byte[] encoded) {
-        RecipeCodec r = new RecipeCodec(encoded);
+        this(name, new RecipeCodec(encoded));
+    }
+
+    LockStatus(String name, RecipeCodec r) {
         this.name = name;
         this.revision = r.i64();
+        int k = r.i32();
+        this.lockKind = k < 0 ? null : LockKind.values()[k];
         int n = r.i32();
         List<Contender> h = new ArrayList<>();
         List<Contender> w = new ArrayList<>();
@@ -125,6 +175,14 @@ public final class LockStatus {
 
     public String name() {
         return name;
+    }
+
+    /**
+     * What the name is used as, from the contenders' meta records or their keys (a reader key
+     * means a read-write lock, a permit count a semaphore); empty when they do not tell.
+     */
+    public Optional<LockKind> lockKind() {
+        return Optional.ofNullable(lockKind);
     }
 
     /** The store revision of the read. */
@@ -144,6 +202,6 @@ public final class LockStatus {
 
     @Override
     public String toString() {
-        return "LockStatus{name=" + name + ", holders=" + holders + ", waiters=" + waiters + "}";
+        return "LockStatus{name=" + name + ", kind=" + lockKind + ", holders=" + holders + ", waiters=" + waiters + "}";
     }
 }

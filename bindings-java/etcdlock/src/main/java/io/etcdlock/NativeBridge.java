@@ -161,6 +161,10 @@ final class NativeBridge {
 
     static native byte[] status(long client, String name);
 
+    static native byte[] list(long client, String prefix);
+
+    static native boolean release(long client, String name, long token);
+
     static native void observe(long client, String name, long id);
 
     static native byte[] multiKeys(long multi);
