@@ -141,6 +141,21 @@
 // etcdlock_contender.kind: a semaphore permit (see etcdlock_contender.permits).
 #define ETCDLOCK_KIND_PERMIT 2
 
+// etcdlock_queue_kind: neither the contenders' records nor their keys tell.
+#define ETCDLOCK_LOCK_UNKNOWN -1
+
+// etcdlock_queue_kind: a mutex (etcdlock_lock and friends).
+#define ETCDLOCK_LOCK_MUTEX 0
+
+// etcdlock_queue_kind: an election (etcdlock_campaign).
+#define ETCDLOCK_LOCK_ELECTION 1
+
+// etcdlock_queue_kind: a semaphore (etcdlock_acquire_permit).
+#define ETCDLOCK_LOCK_SEMAPHORE 2
+
+// etcdlock_queue_kind: a read-write lock (etcdlock_read_lock).
+#define ETCDLOCK_LOCK_RWLOCK 3
+
 // Most permits one semaphore may have.
 #define ETCDLOCK_MAX_PERMITS 1024
 
@@ -175,6 +190,9 @@ typedef struct etcdlock_client etcdlock_client;
 
 // A held lock. Thread-safe; freeing it releases the lock if still held.
 typedef struct etcdlock_guard etcdlock_guard;
+
+// Every lock under a prefix (etcdlock_list), sorted by name. Free with etcdlock_locks_free.
+typedef struct etcdlock_locks etcdlock_locks;
 
 // Several locks held together (etcdlock_lock_many). Thread-safe; freeing it
 // releases every lock still held.
@@ -326,6 +344,18 @@ typedef struct etcdlock_contender {
   const uint8_t *value;
   // Length of value.
   size_t value_len;
+  // The holder's host (etcdlock keys), NULL if unknown.
+  const char *host;
+  // The holder's process id (etcdlock keys), -1 if unknown.
+  int64_t pid;
+  // The language its client uses etcdlock from ("c", "python", ...), once
+  // its meta record is written (keys older than ~100 ms); NULL if unknown.
+  const char *language;
+  // Acquisitions of this name in progress in its client: its local queue
+  // (a client keeps at most two keys per name in etcd); -1 if unknown.
+  int64_t local_waiters;
+  // 1 for a key without etcdlock's owner info: etcdctl, Go's Mutex or Election.
+  int foreign;
 } etcdlock_contender;
 
 #ifdef __cplusplus
@@ -894,6 +924,76 @@ int etcdlock_observe(const struct etcdlock_client *client,
 int etcdlock_status(const struct etcdlock_client *client,
                     const char *name,
                     struct etcdlock_queue **queue);
+
+// What the queue's name is used as: ETCDLOCK_LOCK_MUTEX, _ELECTION,
+// _SEMAPHORE or _RWLOCK, from the contenders' meta records or keys;
+// ETCDLOCK_LOCK_UNKNOWN when they do not tell (or queue is NULL).
+//
+// Safety: queue is NULL or a live handle.
+//
+// Example: if (etcdlock_queue_kind(q) == ETCDLOCK_LOCK_ELECTION) puts("an election");
+int etcdlock_queue_kind(const struct etcdlock_queue *queue);
+
+// The lock name of the queue (NUL-terminated, valid until the queue or its
+// list is freed), or NULL for NULL.
+//
+// Safety: queue is NULL or a live handle.
+//
+// Example: printf("%s\n", etcdlock_queue_name(q));
+const char *etcdlock_queue_name(const struct etcdlock_queue *queue);
+
+// Every lock, election, semaphore and read-write lock whose name starts
+// with prefix ("" for all of the client's namespace), sorted by name, from
+// one read: what `etcdlock list` shows. *locks is a new handle (free with
+// etcdlock_locks_free); etcdlock_locks_at gives each name's queue.
+//
+// Safety: client is live; prefix is NUL-terminated; list is writable.
+//
+// Example:
+//     etcdlock_locks *l = NULL;
+//     etcdlock_list(c, "jobs/", &l);
+//     for (size_t i = 0; i < etcdlock_locks_len(l); i++)
+//         printf("%s: %zu\n", etcdlock_queue_name(etcdlock_locks_at(l, i)), etcdlock_queue_len(etcdlock_locks_at(l, i)));
+//     etcdlock_locks_free(l);
+int etcdlock_list(const struct etcdlock_client *client,
+                  const char *prefix,
+                  struct etcdlock_locks **list);
+
+// Number of names in the list (0 for NULL).
+//
+// Safety: list is NULL or a live handle.
+//
+// Example: size_t n = etcdlock_locks_len(l);
+size_t etcdlock_locks_len(const struct etcdlock_locks *list);
+
+// The index-th name's queue (by name), or NULL when index is out of range.
+// Valid until etcdlock_locks_free; do not pass it to etcdlock_queue_free.
+//
+// Safety: list is NULL or a live handle.
+//
+// Example: const etcdlock_queue *q = etcdlock_locks_at(l, 0);
+const struct etcdlock_queue *etcdlock_locks_at(const struct etcdlock_locks *list, size_t index);
+
+// Free a list from etcdlock_list (and every queue in it). NULL is a no-op.
+//
+// Safety: list is NULL or a live handle not yet freed.
+//
+// Example: etcdlock_locks_free(l);
+void etcdlock_locks_free(struct etcdlock_locks *list);
+
+// Free a lock whose holder is wedged: delete the hold of name whose
+// fencing token is token, whoever holds it (a later holder is never
+// touched). *released is 1 if it was released, 0 if no hold has that token.
+// The former holder's loss callback and etcdlock_guard_loss_reason report
+// ETCDLOCK_LOSS_KEY_DELETED.
+//
+// Safety: client is live; name is NUL-terminated; released is writable.
+//
+// Example: int done; etcdlock_release(c, "nightly-job", token, &done);
+int etcdlock_release(const struct etcdlock_client *client,
+                     const char *name,
+                     int64_t token,
+                     int *released);
 
 // Number of contenders in the queue (0 for NULL).
 //

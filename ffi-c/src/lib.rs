@@ -87,6 +87,16 @@ pub const ETCDLOCK_KIND_EXCLUSIVE: i32 = 0;
 pub const ETCDLOCK_KIND_READER: i32 = 1;
 /// etcdlock_contender.kind: a semaphore permit (see etcdlock_contender.permits).
 pub const ETCDLOCK_KIND_PERMIT: i32 = 2;
+/// etcdlock_queue_kind: neither the contenders' records nor their keys tell.
+pub const ETCDLOCK_LOCK_UNKNOWN: i32 = -1;
+/// etcdlock_queue_kind: a mutex (etcdlock_lock and friends).
+pub const ETCDLOCK_LOCK_MUTEX: i32 = 0;
+/// etcdlock_queue_kind: an election (etcdlock_campaign).
+pub const ETCDLOCK_LOCK_ELECTION: i32 = 1;
+/// etcdlock_queue_kind: a semaphore (etcdlock_acquire_permit).
+pub const ETCDLOCK_LOCK_SEMAPHORE: i32 = 2;
+/// etcdlock_queue_kind: a read-write lock (etcdlock_read_lock).
+pub const ETCDLOCK_LOCK_RWLOCK: i32 = 3;
 /// Most permits one semaphore may have.
 pub const ETCDLOCK_MAX_PERMITS: u32 = 1024;
 /// Most names one etcdlock_lock_many takes (etcd's default --max-txn-ops).
@@ -268,14 +278,82 @@ pub struct etcdlock_contender {
     pub value: *const u8,
     /// Length of value.
     pub value_len: usize,
+    /// The holder's host (etcdlock keys), NULL if unknown.
+    pub host: *const c_char,
+    /// The holder's process id (etcdlock keys), -1 if unknown.
+    pub pid: i64,
+    /// The language its client uses etcdlock from ("c", "python", ...), once
+    /// its meta record is written (keys older than ~100 ms); NULL if unknown.
+    pub language: *const c_char,
+    /// Acquisitions of this name in progress in its client: its local queue
+    /// (a client keeps at most two keys per name in etcd); -1 if unknown.
+    pub local_waiters: i64,
+    /// 1 for a key without etcdlock's owner info: etcdctl, Go's Mutex or Election.
+    pub foreign: c_int,
 }
 
 /// The holders and waiters of one name (etcdlock_status): contenders in
 /// queue order, holders first. Free with etcdlock_queue_free.
 pub struct etcdlock_queue {
     items: Vec<etcdlock_contender>,
+    name: CString,
+    kind: c_int,
     _strings: Vec<CString>,
     _values: Vec<Vec<u8>>,
+}
+
+/// Every lock under a prefix (etcdlock_list), sorted by name. Free with etcdlock_locks_free.
+pub struct etcdlock_locks {
+    queues: Vec<etcdlock_queue>,
+}
+
+/// The queue of a core status (its strings and bytes owned by the queue).
+fn queue_of(st: etcdlock_core::Status) -> etcdlock_queue {
+    let kind = match st.kind {
+        None => ETCDLOCK_LOCK_UNKNOWN,
+        Some(etcdlock_core::LockKind::Mutex) => ETCDLOCK_LOCK_MUTEX,
+        Some(etcdlock_core::LockKind::Election) => ETCDLOCK_LOCK_ELECTION,
+        Some(etcdlock_core::LockKind::Semaphore) => ETCDLOCK_LOCK_SEMAPHORE,
+        Some(etcdlock_core::LockKind::RwLock) => ETCDLOCK_LOCK_RWLOCK,
+    };
+    let name = CString::new(st.name).unwrap_or_default();
+    let mut q = etcdlock_queue { items: Vec::new(), name, kind, _strings: Vec::new(), _values: Vec::new() };
+    let cstr = |s: Option<String>| s.map(|o| CString::new(o).unwrap_or_default());
+    let ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
+    for x in st.holders.into_iter().chain(st.waiters) {
+        let key = CString::new(x.key).unwrap_or_default();
+        let (owner, host, language) = (cstr(x.owner), cstr(x.host), cstr(x.language));
+        let (kind, permits) = match x.kind {
+            etcdlock_core::ContenderKind::Exclusive => (ETCDLOCK_KIND_EXCLUSIVE, 1),
+            etcdlock_core::ContenderKind::Reader => (ETCDLOCK_KIND_READER, 1),
+            etcdlock_core::ContenderKind::Permit(n) => (ETCDLOCK_KIND_PERMIT, n),
+        };
+        q.items.push(etcdlock_contender {
+            key: key.as_ptr(),
+            kind,
+            permits,
+            holds: x.holds as c_int,
+            lease_id: x.lease_id,
+            ttl_remaining: x.ttl_remaining.unwrap_or(-1),
+            fencing_token: x.create_revision,
+            owner: ptr(&owner),
+            age_ms: x.age_ms.map_or(-1, |a| a as i64),
+            value: x.value.as_ptr(),
+            value_len: x.value.len(),
+            host: ptr(&host),
+            pid: x.pid.map_or(-1, i64::from),
+            language: ptr(&language),
+            local_waiters: x.local_waiters.map_or(-1, i64::from),
+            foreign: x.foreign as c_int,
+        });
+        // The heap buffers do not move when their owners move into the vectors.
+        q._strings.push(key);
+        q._strings.extend(owner);
+        q._strings.extend(host);
+        q._strings.extend(language);
+        q._values.push(x.value);
+    }
+    q
 }
 
 /// Leadership changes (etcdlock_observe): called with ETCDLOCK_OK for each
@@ -782,6 +860,7 @@ pub unsafe extern "C" fn etcdlock_client_connect(
         let out = out_arg(client, "client (out)")?;
         *out = std::ptr::null_mut();
         let opts = convert_options(options)?;
+        etcdlock_core::set_language("c");
         let c = block_on(async move { Client::connect(opts).await })?;
         *out = Box::into_raw(Box::new(etcdlock_client { client: c, pid: current_pid() }));
         Ok(())
@@ -1819,34 +1898,114 @@ pub unsafe extern "C" fn etcdlock_status(client: *const etcdlock_client, name: *
         let c = client_arg(client)?.client.clone();
         let name = name_arg(name)?;
         let st = block_on(async move { c.status(&name).await })?;
-        let mut q = etcdlock_queue { items: Vec::new(), _strings: Vec::new(), _values: Vec::new() };
-        for x in st.holders.into_iter().chain(st.waiters) {
-            let key = CString::new(x.key).unwrap_or_default();
-            let owner = x.owner.map(|o| CString::new(o).unwrap_or_default());
-            let (kind, permits) = match x.kind {
-                etcdlock_core::ContenderKind::Exclusive => (ETCDLOCK_KIND_EXCLUSIVE, 1),
-                etcdlock_core::ContenderKind::Reader => (ETCDLOCK_KIND_READER, 1),
-                etcdlock_core::ContenderKind::Permit(n) => (ETCDLOCK_KIND_PERMIT, n),
-            };
-            q.items.push(etcdlock_contender {
-                key: key.as_ptr(),
-                kind,
-                permits,
-                holds: x.holds as c_int,
-                lease_id: x.lease_id,
-                ttl_remaining: x.ttl_remaining.unwrap_or(-1),
-                fencing_token: x.create_revision,
-                owner: owner.as_ref().map_or(std::ptr::null(), |o| o.as_ptr()),
-                age_ms: x.age_ms.map_or(-1, |a| a as i64),
-                value: x.value.as_ptr(),
-                value_len: x.value.len(),
-            });
-            // The heap buffers do not move when their owners move into the vectors.
-            q._strings.push(key);
-            q._strings.extend(owner);
-            q._values.push(x.value);
+        *out = Box::into_raw(Box::new(queue_of(st)));
+        Ok(())
+    })
+}
+
+/// What the queue's name is used as: ETCDLOCK_LOCK_MUTEX, _ELECTION,
+/// _SEMAPHORE or _RWLOCK, from the contenders' meta records or keys;
+/// ETCDLOCK_LOCK_UNKNOWN when they do not tell (or queue is NULL).
+///
+/// Safety: queue is NULL or a live handle.
+///
+/// Example: if (etcdlock_queue_kind(q) == ETCDLOCK_LOCK_ELECTION) puts("an election");
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_queue_kind(queue: *const etcdlock_queue) -> c_int {
+    queue.as_ref().map_or(ETCDLOCK_LOCK_UNKNOWN, |q| q.kind)
+}
+
+/// The lock name of the queue (NUL-terminated, valid until the queue or its
+/// list is freed), or NULL for NULL.
+///
+/// Safety: queue is NULL or a live handle.
+///
+/// Example: printf("%s\n", etcdlock_queue_name(q));
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_queue_name(queue: *const etcdlock_queue) -> *const c_char {
+    queue.as_ref().map_or(std::ptr::null(), |q| q.name.as_ptr())
+}
+
+/// Every lock, election, semaphore and read-write lock whose name starts
+/// with prefix ("" for all of the client's namespace), sorted by name, from
+/// one read: what `etcdlock list` shows. *locks is a new handle (free with
+/// etcdlock_locks_free); etcdlock_locks_at gives each name's queue.
+///
+/// Safety: client is live; prefix is NUL-terminated; list is writable.
+///
+/// Example:
+///     etcdlock_locks *l = NULL;
+///     etcdlock_list(c, "jobs/", &l);
+///     for (size_t i = 0; i < etcdlock_locks_len(l); i++)
+///         printf("%s: %zu\n", etcdlock_queue_name(etcdlock_locks_at(l, i)), etcdlock_queue_len(etcdlock_locks_at(l, i)));
+///     etcdlock_locks_free(l);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_list(client: *const etcdlock_client, prefix: *const c_char, list: *mut *mut etcdlock_locks) -> c_int {
+    ffi(|| {
+        let out = out_arg(list, "list (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        if prefix.is_null() {
+            return Err(invalid("prefix is NULL"));
         }
-        *out = Box::into_raw(Box::new(q));
+        let prefix = CStr::from_ptr(prefix).to_str().map_err(|_| invalid("prefix is not UTF-8"))?.to_string();
+        let l = block_on(async move { c.list(&prefix).await })?;
+        *out = Box::into_raw(Box::new(etcdlock_locks { queues: l.into_iter().map(queue_of).collect() }));
+        Ok(())
+    })
+}
+
+/// Number of names in the list (0 for NULL).
+///
+/// Safety: list is NULL or a live handle.
+///
+/// Example: size_t n = etcdlock_locks_len(l);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_locks_len(list: *const etcdlock_locks) -> usize {
+    list.as_ref().map_or(0, |l| l.queues.len())
+}
+
+/// The index-th name's queue (by name), or NULL when index is out of range.
+/// Valid until etcdlock_locks_free; do not pass it to etcdlock_queue_free.
+///
+/// Safety: list is NULL or a live handle.
+///
+/// Example: const etcdlock_queue *q = etcdlock_locks_at(l, 0);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_locks_at(list: *const etcdlock_locks, index: usize) -> *const etcdlock_queue {
+    list.as_ref().and_then(|l| l.queues.get(index)).map_or(std::ptr::null(), |q| q as *const _)
+}
+
+/// Free a list from etcdlock_list (and every queue in it). NULL is a no-op.
+///
+/// Safety: list is NULL or a live handle not yet freed.
+///
+/// Example: etcdlock_locks_free(l);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_locks_free(list: *mut etcdlock_locks) {
+    if !list.is_null() {
+        ffi_void(|| drop(Box::from_raw(list)));
+    }
+}
+
+/// Free a lock whose holder is wedged: delete the hold of name whose
+/// fencing token is token, whoever holds it (a later holder is never
+/// touched). *released is 1 if it was released, 0 if no hold has that token.
+/// The former holder's loss callback and etcdlock_guard_loss_reason report
+/// ETCDLOCK_LOSS_KEY_DELETED.
+///
+/// Safety: client is live; name is NUL-terminated; released is writable.
+///
+/// Example: int done; etcdlock_release(c, "nightly-job", token, &done);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_release(client: *const etcdlock_client, name: *const c_char, token: i64, released: *mut c_int) -> c_int {
+    ffi(|| {
+        let out = out_arg(released, "released (out)")?;
+        *out = 0;
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let done = block_on(async move { c.release(&name, token).await })?;
+        *out = done as c_int;
         Ok(())
     })
 }

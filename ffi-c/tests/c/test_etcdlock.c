@@ -1745,6 +1745,80 @@ static void test_leader_faults(void) {
     leader_fault("hang5s", 10);
 }
 
+/* etcdlock_list: every kind under a prefix with its kind and the holder's
+ * language; etcdlock_release: a wedged holder freed by its fencing token. */
+static int g_list_loss = -1;
+static void on_list_loss(int reason, void *ud) {
+    (void)ud;
+    __atomic_store_n(&g_list_loss, reason, __ATOMIC_SEQ_CST);
+}
+
+static void test_list_and_release(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char base[96], mutex[128], sem[128], rw[128];
+    unique(base, sizeof base, "fleet");
+    snprintf(mutex, sizeof mutex, "%s/mutex", base);
+    snprintf(sem, sizeof sem, "%s/sem", base);
+    snprintf(rw, sizeof rw, "%s/rw", base);
+    char prefix[128];
+    snprintf(prefix, sizeof prefix, "%s/", base);
+    etcdlock_guard *m = NULL, *p = NULL, *r = NULL;
+    CHECK_RC(etcdlock_lock(a, mutex, 5000, &m), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_acquire_permit(a, sem, 3, 5000, &p), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_read_lock(a, rw, 5000, &r), ETCDLOCK_OK);
+    /* The meta records come within ~200 ms: poll until every kind is known. */
+    etcdlock_locks *l = NULL;
+    double until = now_ms() + 10000;
+    for (;;) {
+        etcdlock_locks_free(l);
+        l = NULL;
+        CHECK_RC(etcdlock_list(a, prefix, &l), ETCDLOCK_OK);
+        size_t known = 0;
+        for (size_t i = 0; i < etcdlock_locks_len(l); i++) known += etcdlock_queue_kind(etcdlock_locks_at(l, i)) != ETCDLOCK_LOCK_UNKNOWN;
+        if ((etcdlock_locks_len(l) == 3 && known == 3) || now_ms() > until) break;
+        usleep(20 * 1000);
+    }
+    CHECK(etcdlock_locks_len(l) == 3, "3 names, got %zu", etcdlock_locks_len(l));
+    if (etcdlock_locks_len(l) == 3) {
+        const etcdlock_queue *q0 = etcdlock_locks_at(l, 0), *q1 = etcdlock_locks_at(l, 1), *q2 = etcdlock_locks_at(l, 2);
+        CHECK(strcmp(etcdlock_queue_name(q0), mutex) == 0 && etcdlock_queue_kind(q0) == ETCDLOCK_LOCK_MUTEX, "mutex first");
+        CHECK(strcmp(etcdlock_queue_name(q1), rw) == 0 && etcdlock_queue_kind(q1) == ETCDLOCK_LOCK_RWLOCK, "then rw");
+        CHECK(strcmp(etcdlock_queue_name(q2), sem) == 0 && etcdlock_queue_kind(q2) == ETCDLOCK_LOCK_SEMAPHORE, "then sem");
+        const etcdlock_contender *h = etcdlock_queue_at(q0, 0);
+        int64_t token = 0;
+        etcdlock_guard_fencing_token(m, &token);
+        CHECK(h && h->fencing_token == token && h->pid == (int64_t)getpid() && !h->foreign, "the mutex holder");
+        CHECK(h && h->language && strcmp(h->language, "c") == 0, "language %s", h && h->language ? h->language : "(null)");
+    }
+    CHECK(etcdlock_locks_at(l, 3) == NULL, "out of range");
+    etcdlock_locks_free(l);
+    CHECK_RC(etcdlock_list(a, NULL, &l), ETCDLOCK_INVALID_ARGUMENT);
+    /* Release by token: the holder is told KeyDeleted; a wrong or spent token releases nothing. */
+    int64_t token = 0;
+    etcdlock_guard_fencing_token(m, &token);
+    CHECK_RC(etcdlock_guard_on_loss(m, on_list_loss, NULL), ETCDLOCK_OK);
+    int done = -1;
+    CHECK_RC(etcdlock_release(b, mutex, token + 1, &done), ETCDLOCK_OK);
+    CHECK(done == 0, "a token nobody has");
+    CHECK_RC(etcdlock_release(b, mutex, token, &done), ETCDLOCK_OK);
+    CHECK(done == 1, "released");
+    until = now_ms() + 5000;
+    while (__atomic_load_n(&g_list_loss, __ATOMIC_SEQ_CST) < 0 && now_ms() < until) usleep(10 * 1000);
+    CHECK(g_list_loss == ETCDLOCK_LOSS_KEY_DELETED, "holder told KeyDeleted, got %d", g_list_loss);
+    CHECK_RC(etcdlock_release(b, mutex, token, &done), ETCDLOCK_OK);
+    CHECK(done == 0, "released already");
+    etcdlock_guard_free(m);
+    CHECK_RC(etcdlock_unlock(p), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_unlock(r), ETCDLOCK_OK);
+    etcdlock_guard_free(p);
+    etcdlock_guard_free(r);
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
+
 static const test_case TESTS[] = {
     {"version_and_names", test_version_and_names},
     {"lock_unlock", test_lock_unlock},
@@ -1772,6 +1846,7 @@ static const test_case TESTS[] = {
     {"election", test_election},
     {"renewal", test_renewal},
     {"leader_faults", test_leader_faults},
+    {"list_and_release", test_list_and_release},
 };
 
 int main(int argc, char **argv) {
