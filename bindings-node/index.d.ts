@@ -241,6 +241,8 @@ export declare class Client implements AsyncDisposable {
   static connect(options?: ConnectOptions): Promise<Client>;
   /** What this client has done so far (no etcd request); the same figures in every language. */
   metrics(): Metrics;
+  /** The same metrics in Prometheus' text format (core's metric names), with `labels` on every series. */
+  prometheus(labels?: Record<string, string>): string;
   /** The effective lease TTL in seconds. */
   readonly ttl: number;
   /** Whether `close()` was called. */

@@ -586,6 +586,19 @@ class Client {
   }
 
   /**
+   * The same metrics in Prometheus' text exposition format (0.0.4), named by
+   * core's one list (`etcdlock_acquire_seconds`, `etcdlock_held`,
+   * `etcdlock_lost_total`, ...), with `labels` on every series: serve it
+   * from your `/metrics` route, or append it to prom-client's
+   * `register.metrics()`.
+   * @param {Record<string, string>} [labels]
+   * @returns {string}
+   */
+  prometheus(labels = {}) {
+    return this.#n.prometheus(Object.entries(labels).map(([k, v]) => [String(k), String(v)]));
+  }
+
+  /**
    * Acquire `name`, waiting in FIFO order behind earlier waiters.
    * @param {string} name
    * @param {{ timeout?: number, signal?: AbortSignal }} [options] `timeout` in ms

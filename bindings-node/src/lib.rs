@@ -232,6 +232,14 @@ impl NativeClient {
         self.inner.is_closed()
     }
 
+    /// Core's metrics in Prometheus' text format, `labels` ([name, value]
+    /// pairs) on every series.
+    #[napi]
+    pub fn prometheus(&self, labels: Vec<Vec<String>>) -> String {
+        let l: Vec<(&str, &str)> = labels.iter().filter(|p| p.len() == 2).map(|p| (p[0].as_str(), p[1].as_str())).collect();
+        self.inner.metrics().to_prometheus(&l)
+    }
+
     /// Core's metrics snapshot as JSON (index.js parses it): every field is a
     /// number (durations in ms) or null.
     #[napi]

@@ -77,3 +77,16 @@ describe('list and release', () => {
     await assert.rejects(admin.release(name, 'x'), TypeError);
   });
 });
+
+describe('prometheus', () => {
+  it('exposes core metric names in the text format, with labels', async () => {
+    const c = await connect();
+    const l = await c.lock(unique('prom'));
+    const text = c.prometheus({ service: 'orders' });
+    assert.match(text, /^# TYPE etcdlock_acquire_seconds histogram$/m);
+    assert.match(text, /^etcdlock_held\{service="orders"\} 1$/m);
+    assert.match(text, /^etcdlock_acquire_seconds_count\{service="orders",result="acquired"\} 1$/m);
+    await l.unlock();
+    assert.match(c.prometheus(), /^etcdlock_held 0$/m);
+  });
+});

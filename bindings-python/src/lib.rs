@@ -663,6 +663,14 @@ impl NativeClient {
     }
 
     /// Core's metrics snapshot as a dict (see `etcdlock.Client.metrics`).
+    /// The metrics in Prometheus' text format, with core's one list of names
+    /// and `labels` on every series.
+    #[pyo3(signature = (labels=Vec::new()))]
+    fn prometheus(&self, labels: Vec<(String, String)>) -> String {
+        let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.inner.metrics().to_prometheus(&l)
+    }
+
     fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let m = self.inner.metrics();
         let acq = PyDict::new(py);

@@ -86,3 +86,14 @@ def test_list_and_release_awaitable(endpoints: List[str], name: str) -> None:
             assert await c.list(name) == []
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_prometheus_text_uses_core_metric_names(endpoints: List[str], name: str) -> None:
+    with etcdlock.Client(endpoints=endpoints) as c:
+        g = c.acquire(name)
+        text = c.prometheus(service="orders")
+        assert "# TYPE etcdlock_acquire_seconds histogram\n" in text
+        assert 'etcdlock_held{service="orders"} 1\n' in text
+        assert 'etcdlock_acquire_seconds_count{service="orders",result="acquired"} 1\n' in text
+        g.unlock()
+        assert "etcdlock_held 0\n" in c.prometheus()

@@ -497,6 +497,15 @@ class Client:
         """The effective lease TTL in seconds (etcd may raise a small one)."""
         return self._native.ttl
 
+    def prometheus(self, **labels: str) -> str:
+        """The same metrics in Prometheus' text exposition format (version
+        0.0.4), named by core's one list (``etcdlock_acquire_seconds``,
+        ``etcdlock_held``, ``etcdlock_lost_total``, ...: the names Java's
+        Micrometer binder and ``etcdlock run --metrics-listen`` use), with
+        ``labels`` on every series. Serve it from your own ``/metrics``
+        handler, or hand it to a ``prometheus_client`` custom collector."""
+        return self._native.prometheus(sorted(labels.items()))
+
     def metrics(self) -> Dict[str, Any]:
         """What this client has done so far, from the native core (the same
         figures in every language): ``acquisitions`` by outcome (``acquired``,
