@@ -82,7 +82,8 @@ ETCDLOCK_SONAME=1 RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--build-id=sha1" \
   -p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni -p etcdlock-cli
 BIN=$CARGO_TARGET_DIR/$TRIPLE/dist
 for f in etcdlock lib_etcdlock.so libetcdlock_node.so libetcdlock_jni.so; do
-  [ -f "$BIN/$f" ] && strip --strip-all "$BIN/$f"
+  # (.debug_gdb_scripts: rustc's pointer to gdb pretty-printers, in executables built with debug info)
+  [ -f "$BIN/$f" ] && strip --strip-all -R .debug_gdb_scripts "$BIN/$f"
 done
 require() { [ -s "$1" ] || die "refusing to pack $2: its native part $1 is missing"; }
 
@@ -94,7 +95,7 @@ split_debug() { # binary dir
   [ -n "$id" ] || die "$1 has no build id"
   install -d "$2/.build-id/${id:0:2}"
   objcopy --only-keep-debug --compress-debug-sections "$1" "$2/.build-id/${id:0:2}/${id:2}.debug"
-  strip --strip-all "$1"
+  strip --strip-all -R .debug_gdb_scripts "$1"
   echo "  $(basename "$1"): build id $id, debug info $(du -k "$2/.build-id/${id:0:2}/${id:2}.debug" | cut -f1) kB apart"
 }
 
