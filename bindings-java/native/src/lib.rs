@@ -913,7 +913,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_release<'local>(
         .with_env(|env| -> NResult<jboolean> {
             let c = unsafe { borrow::<Client>(client, "client")? };
             let name = req_string(env, &name, "lock name")?;
-            Ok(block(env, async move { c.release(&name, token).await }, None)?)
+            block(env, async move { c.release(&name, token).await }, None)
         })
         .resolve::<ThrowEtcdLock>()
 }
