@@ -93,11 +93,40 @@ pub struct Outcome {
     pub violations: u64,
     /// Failed expectations (empty: passed).
     pub failures: Vec<String>,
+    /// Languages of the processes that held locks.
+    pub languages: Vec<&'static str>,
+    /// Holds checked by our own checker.
+    pub holds: u64,
+    /// Holds that ended in a loss.
+    pub losses: u64,
+    /// Porcupine's verdict on the scenario's history.
+    pub porcupine: crate::history::Verdict,
+    /// Longest time from a lost hold's local end to the moment its holder's
+    /// code saw the loss, ms (None: no loss).
+    pub max_loss_detect_ms: Option<i64>,
+    /// Smallest gap between a lost hold's local end and the next
+    /// acquisition of that lock, ms: how much of the safety margin was left
+    /// at the tightest moment (None: no lost hold was followed by another).
+    pub min_loss_gap_ms: Option<i64>,
 }
 
 impl Outcome {
     fn new(id: u32, name: &'static str) -> Outcome {
-        Outcome { id, name, figure: String::new(), acquisitions: 0, faults: 0, violations: 0, failures: Vec::new() }
+        Outcome {
+            id,
+            name,
+            figure: String::new(),
+            acquisitions: 0,
+            faults: 0,
+            violations: 0,
+            failures: Vec::new(),
+            languages: vec!["Rust"],
+            holds: 0,
+            losses: 0,
+            porcupine: Default::default(),
+            max_loss_detect_ms: None,
+            min_loss_gap_ms: None,
+        }
     }
     fn fail(&mut self, msg: impl Into<String>) {
         self.failures.push(msg.into());
@@ -114,8 +143,8 @@ impl Outcome {
     /// The figure line printed by the tests and the soak.
     pub fn line(&self) -> String {
         let mut s = format!(
-            "scenario {} {}: {} [acquisitions={} faults={} violations={}]",
-            self.id, self.name, self.figure, self.acquisitions, self.faults, self.violations
+            "scenario {} {}: {} [acquisitions={} faults={} violations={} porcupine={} ops={}]",
+            self.id, self.name, self.figure, self.acquisitions, self.faults, self.violations, self.porcupine.result, self.porcupine.ops
         );
         if !self.failures.is_empty() {
             s.push_str(&format!(" FAILED: {}", self.failures.join("; ")));
@@ -132,7 +161,7 @@ pub const ALL: [u32; 15] = [1, 2, 12, 3, 13, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15];
 /// Run scenario `id` (1-11; 12 and 13 are scenarios 2 and 3 with a holder
 /// process written in Python, on the Python binding).
 pub async fn run(id: u32, p: &Profile) -> Outcome {
-    match id {
+    let mut o = match id {
         1 => baseline(p).await,
         2 => holder_sigstop(p, HolderLang::Rust).await,
         3 => holder_kill9(p, HolderLang::Rust).await,
@@ -153,7 +182,11 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
             o.fail(format!("no scenario {id}"));
             o
         }
+    };
+    if id == 12 || id == 13 {
+        o.languages = vec!["Rust", "Python"];
     }
+    o
 }
 
 /// Check the history and fold the result into the outcome.
@@ -173,7 +206,38 @@ async fn finish(o: &mut Outcome, checker: &Checker, rawc: &mut etcd_client::Clie
     if r.violations() > 0 {
         o.fail(format!("checker: {}; {:?}", r.summary(), r.details));
     }
+    // The outside checker, on the same holds with their timed operations.
+    let holds = checker.holds();
+    (o.holds, o.losses) = (r.holds as u64, r.losses as u64);
+    (o.max_loss_detect_ms, o.min_loss_gap_ms) = loss_figures(&holds);
+    let name = format!("{:02}-{}", o.id, o.name);
+    o.porcupine = blocking(|| crate::history::check(&holds, &name));
+    if !o.porcupine.ok() {
+        o.violations += 1;
+        let html = o.porcupine.html.as_ref().map(|p| format!(", visualization {}", p.display())).unwrap_or_default();
+        o.fail(format!("porcupine: {} on {}{html}", o.porcupine.result, o.porcupine.history.display()));
+    }
     r
+}
+
+/// (longest loss detection, smallest gap after a lost hold), ms.
+fn loss_figures(holds: &[Hold]) -> (Option<i64>, Option<i64>) {
+    let detect = holds.iter().filter_map(|h| h.loss.as_ref()).map(|l| ms_between(l.at_ns, l.reported_ns).max(0)).max();
+    let mut by_lock: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
+    for h in holds.iter().filter(|h| !h.lock.contains('#')) {
+        by_lock.entry(h.lock.as_str()).or_default().push(h);
+    }
+    let mut gap: Option<i64> = None;
+    for hs in by_lock.values_mut() {
+        hs.sort_by_key(|h| h.acquired_ns);
+        for w in hs.windows(2) {
+            if w[0].loss.is_some() {
+                let g = ms_between(w[0].ended_ns, w[1].acquired_ns);
+                gap = Some(gap.map_or(g, |x| x.min(g)));
+            }
+        }
+    }
+    (detect, gap)
 }
 
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
@@ -220,6 +284,7 @@ async fn release(checker: &Checker, g: etcdlock::Guard, acquired_ns: u64, client
         ended_ns: loss.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end),
         client: client.to_string(),
         loss: loss.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: instant_to_mono_ns(l.at), reported_ns: end }),
+        ..Default::default()
     });
     r.map_err(|e| format!("unlock by {client}: {e}"))
 }
