@@ -20,10 +20,10 @@
 //! for the holder; `held` only for the holder; `release` frees the lock if
 //! the token still holds it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::json;
 
@@ -115,9 +115,14 @@ pub fn porcupine_bin() -> Result<PathBuf, String> {
 /// second run of the same name in this process gets `-2`, ...) and check it
 /// with porcupine; a violation leaves `<name>.html` beside it.
 pub fn check(holds: &[Hold], name: &str) -> Verdict {
-    static RUN: AtomicU64 = AtomicU64::new(0);
+    static RUNS: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
     let dir = target_dir().join("faults-history");
-    let n = RUN.fetch_add(1, Ordering::Relaxed);
+    let n = {
+        let mut runs = RUNS.lock().unwrap_or_else(|p| p.into_inner());
+        let n = runs.entry(name.to_string()).or_insert(0);
+        *n += 1;
+        *n - 1
+    };
     let stem = if n == 0 { name.to_string() } else { format!("{name}-{}", n + 1) };
     let history = dir.join(format!("{stem}.jsonl"));
     let mut v = Verdict { history: history.clone(), ..Default::default() };
