@@ -32,9 +32,10 @@ use crate::checker::Hold;
 /// Where the suite writes its histories, reports and the porcupine binary:
 /// `$CARGO_TARGET_DIR` or the workspace's `target/`.
 pub fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
+    let t = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    t.canonicalize().unwrap_or(t)
 }
 
 /// The history records (one JSON object per operation) of `holds`.

@@ -13,6 +13,7 @@ mod child;
 pub mod failpoint;
 pub mod history;
 pub mod proxy;
+pub mod report;
 pub mod scenarios;
 
 use std::collections::BTreeMap;

@@ -99,6 +99,8 @@ pub struct Outcome {
     pub holds: u64,
     /// Holds that ended in a loss.
     pub losses: u64,
+    /// Violations found by our own checker.
+    pub ours_violations: u64,
     /// Porcupine's verdict on the scenario's history.
     pub porcupine: crate::history::Verdict,
     /// Longest time from a lost hold's local end to the moment its holder's
@@ -123,6 +125,7 @@ impl Outcome {
             languages: vec!["Rust"],
             holds: 0,
             losses: 0,
+            ours_violations: 0,
             porcupine: Default::default(),
             max_loss_detect_ms: None,
             min_loss_gap_ms: None,
@@ -140,6 +143,36 @@ impl Outcome {
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
     }
+    /// The outcome as one JSON object (for `summary.json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "languages": self.languages,
+            "acquisitions": self.acquisitions,
+            "holds": self.holds,
+            "losses": self.losses,
+            "faults": self.faults,
+            "violations": self.violations,
+            "checkers": {
+                "ours": {"violations": self.ours_violations},
+                "porcupine": {
+                    "result": self.porcupine.result,
+                    "ops": self.porcupine.ops,
+                    "locks": self.porcupine.locks,
+                    "ms": self.porcupine.ms,
+                    "history": self.porcupine.history.display().to_string(),
+                    "html": self.porcupine.html.as_ref().map(|p| p.display().to_string()),
+                },
+            },
+            "max_loss_detect_ms": self.max_loss_detect_ms,
+            "min_loss_gap_ms": self.min_loss_gap_ms,
+            "passed": self.passed(),
+            "figure": self.figure,
+            "failures": self.failures,
+        })
+    }
+
     /// The figure line printed by the tests and the soak.
     pub fn line(&self) -> String {
         let mut s = format!(
@@ -203,6 +236,7 @@ async fn finish(o: &mut Outcome, checker: &Checker, rawc: &mut etcd_client::Clie
     };
     let r = checker.check(&hist);
     o.violations = r.violations() as u64;
+    o.ours_violations = o.violations;
     if r.violations() > 0 {
         o.fail(format!("checker: {}; {:?}", r.summary(), r.details));
     }
