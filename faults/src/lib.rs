@@ -12,6 +12,7 @@ pub mod checker;
 mod child;
 pub mod failpoint;
 pub mod history;
+pub mod partition;
 pub mod proxy;
 pub mod report;
 pub mod scenarios;

@@ -28,6 +28,7 @@ mod network;
 mod compaction;
 mod clock;
 mod recipes;
+mod partitions;
 
 #[allow(unused_imports)]
 use clock::*;
@@ -47,6 +48,10 @@ pub use network::{client_blackholed, proxy_delay_and_drop, acquire_response_drop
 pub use compaction::{waiters_under_compaction};
 pub use clock::{libfaketime, wall_clock_jumps};
 pub use recipes::{recipes_holder_sigstop, recipes_member_kill};
+pub use partitions::{holder_member_partitioned, isolated_follower, minority_leader, one_way_loss};
+
+/// The partitions between members (16-19): nftables on `lo`, members on 127.0.0.2-4.
+pub const PARTITIONS: [u32; 4] = [16, 17, 18, 19];
 
 /// The lease TTL of every scenario, in seconds.
 pub const TTL: i64 = 2;
@@ -210,6 +215,10 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
         11 => wall_clock_jumps(p).await,
         14 => recipes_holder_sigstop(p).await,
         15 => recipes_member_kill(p).await,
+        16 => minority_leader(p).await,
+        17 => isolated_follower(p).await,
+        18 => one_way_loss(p).await,
+        19 => holder_member_partitioned(p).await,
         _ => {
             let mut o = Outcome::new(id, "unknown");
             o.fail(format!("no scenario {id}"));
