@@ -1,18 +1,21 @@
 //! Partitions between etcd members, by netfilter on `lo`.
 //!
 //! Each member listens on its own loopback address (testkit's
-//! [`Config::hosts`](etcdlock_testkit::Config): 127.0.0.2, .3, .4), but the
-//! kernel gives every outgoing loopback connection the source 127.0.0.1, so
-//! addresses alone cannot tell which member sent a packet. Each member's
-//! process is therefore put in its own cgroup v2, and one nftables table per
+//! `Config::hosts`: 127.0.0.2, .3, .4), but the kernel gives every outgoing
+//! loopback connection the source 127.0.0.1, so addresses alone cannot tell
+//! which member sent a packet. Each member's process therefore starts in its
+//! own cgroup v2 (testkit's `Config::cgroups`: a socket belongs to the cgroup
+//! its process was in when it was created), and one nftables table per
 //! cluster (`inet etcdlock_faults_<pid>_<n>`) does two things in the output
 //! hook:
-//! - chain `mark`: a connection is marked with the member that opened it
+//! - chain `marker`: a connection is marked with the member that opened it
 //!   (`socket cgroupv2` of the sending process, on its first packet in the
 //!   original direction seen after the table exists);
-//! - chain `cut`: "i -> j cut" drops what i sends to j: packets of
-//!   connections i opened to j's address (original direction), and i's
-//!   replies on connections j opened to i (reply direction).
+//! - chain `cuts`: "i -> j cut" drops what i sends to j: packets of
+//!   connections i opened to j's peer address and port (original
+//!   direction), and i's replies on connections j opened to i's (reply
+//!   direction). Marks and ports are unique to the cluster, so clusters of
+//!   tests running at once do not cut each other.
 //!
 //! Clients (this test process) are in no member's cgroup, so their
 //! connections to any member are never cut. The [`Partitions`] guard deletes
@@ -25,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use etcdlock_testkit::Etcd;
+use etcdlock_testkit::{Config, Etcd};
 
 const CGROUP2: &str = "/sys/fs/cgroup/unified";
 const PREFIX: &str = "etcdlock_faults_";
@@ -102,51 +105,59 @@ fn release_cgroup(root: &Path, cg: &Path) {
 pub struct Partitions {
     table: String,
     hosts: Vec<String>,
+    peer_ports: Vec<u16>,
+    marks: Vec<u32>,
     root: PathBuf,
     cgroups: Vec<PathBuf>,
     cut: BTreeSet<(usize, usize)>,
 }
 
 impl Partitions {
-    /// Take over `etcd`'s members (started with [`member_hosts`]): one cgroup
-    /// each, and the table with its marking rules. Nothing is cut yet.
-    pub fn new(etcd: &Etcd) -> Result<Partitions, String> {
+    /// Before an `n`-member cluster starts: its loopback addresses, a cgroup
+    /// per member, and the table with its marking rules (marks unique to this
+    /// table). Start the cluster with [`Partitions::config`], then [`Partitions::attach`] it.
+    pub fn prepare(n: usize) -> Result<Partitions, String> {
         static SEQ: AtomicU64 = AtomicU64::new(0);
         flush_leftovers();
         let (root, rel) = cgroup_root()?;
-        let n = SEQ.fetch_add(1, Ordering::Relaxed);
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
-        let table = format!("{PREFIX}{pid}_{n}");
+        let table = format!("{PREFIX}{pid}_{seq}");
+        let base = ((pid & 0xffff) << 12) | ((seq as u32 & 0xff) << 4);
         let mut p = Partitions {
             table: table.clone(),
-            hosts: etcd.members.iter().map(|m| m.host.clone()).collect(),
+            hosts: member_hosts(n),
+            peer_ports: Vec::new(),
+            marks: (0..n as u32).map(|i| base + i + 1).collect(),
             root: root.clone(),
             cgroups: Vec::new(),
             cut: BTreeSet::new(),
         };
         let mut script = format!(
-            "table inet {table} {{\n chain mark {{ type filter hook output priority -10; policy accept; }}\n chain cut {{ type filter hook output priority 0; policy accept; }}\n}}\n"
+            "table inet {table} {{\n chain marker {{ type filter hook output priority -10; policy accept; }}\n chain cuts {{ type filter hook output priority 0; policy accept; }}\n}}\n"
         );
-        for (i, m) in etcd.members.iter().enumerate() {
-            let name = format!("{CG_PREFIX}{pid}-{n}-m{i}");
+        for i in 0..n {
+            let name = format!("{CG_PREFIX}{pid}-{seq}-m{i}");
             let cg = root.join(&name);
             std::fs::create_dir_all(&cg).map_err(|e| format!("{}: {e}", cg.display()))?;
-            p.cgroups.push(cg.clone());
-            let mpid = m.pid().ok_or_else(|| format!("member {i} is not running"))?;
-            std::fs::write(cg.join("cgroup.procs"), mpid.to_string()).map_err(|e| format!("{}: {e}", cg.display()))?;
+            p.cgroups.push(cg);
             script.push_str(&format!(
-                "add rule inet {table} mark ct direction original ct mark 0 socket cgroupv2 level 1 \"{rel}{name}\" ct mark set {}\n",
-                i + 1
+                "add rule inet {table} marker ct direction original ct mark 0 socket cgroupv2 level 1 \"{rel}{name}\" counter ct mark set {}\n",
+                p.marks[i]
             ));
         }
         nft(&script)?;
         Ok(p)
     }
 
-    /// Put a restarted member's process back in its cgroup.
-    pub fn rejoin(&self, etcd: &Etcd, i: usize) -> Result<(), String> {
-        let pid = etcd.members[i].pid().ok_or("member not running")?;
-        std::fs::write(self.cgroups[i].join("cgroup.procs"), pid.to_string()).map_err(|e| e.to_string())
+    /// The testkit config of the cluster: its members, addresses and cgroups.
+    pub fn config(&self) -> Config {
+        Config { members: self.hosts.len(), hosts: self.hosts.clone(), cgroups: self.cgroups.clone(), ..Default::default() }
+    }
+
+    /// The cluster started with [`Partitions::config`].
+    pub fn attach(&mut self, etcd: &Etcd) {
+        self.peer_ports = etcd.members.iter().map(|m| m.peer_port).collect();
     }
 
     /// Drop everything member `from` sends to member `to` (one direction).
@@ -155,13 +166,12 @@ impl Partitions {
             return Ok(());
         }
         let t = &self.table;
+        let (hf, ht) = (&self.hosts[from], &self.hosts[to]);
+        let (pf, pt) = (self.peer_ports[from], self.peer_ports[to]);
+        let (mf, mt) = (self.marks[from], self.marks[to]);
         nft(&format!(
-            "add rule inet {t} cut ct mark {} ct original ip daddr {} ct direction original drop comment \"cut {from}->{to}\"\n\
-             add rule inet {t} cut ct mark {} ct original ip daddr {} ct direction reply drop comment \"cut {from}->{to}\"\n",
-            from + 1,
-            self.hosts[to],
-            to + 1,
-            self.hosts[from],
+            "add rule inet {t} cuts ct mark {mf} meta l4proto tcp ct original ip daddr {ht} ct original proto-dst {pt} ct direction original counter drop comment \"cut {from}->{to}\"\n\
+             add rule inet {t} cuts ct mark {mt} meta l4proto tcp ct original ip daddr {hf} ct original proto-dst {pf} ct direction reply counter drop comment \"cut {from}->{to}\"\n"
         ))
     }
 
@@ -177,7 +187,16 @@ impl Partitions {
     /// Remove every cut.
     pub fn heal(&mut self) -> Result<(), String> {
         self.cut.clear();
-        nft(&format!("flush chain inet {} cut\n", self.table))
+        nft(&format!("flush chain inet {} cuts\n", self.table))
+    }
+
+    /// The table as `nft list table` prints it (rules with their counters).
+    pub fn listing(&self) -> String {
+        Command::new("nft")
+            .args(["list", "table", "inet", &self.table])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
     }
 
     /// The cuts in force, as (from, to).

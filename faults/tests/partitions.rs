@@ -28,3 +28,30 @@ fn scenario_18_one_way_member_loss() {
 fn scenario_19_holder_member_partitioned() {
     run(19)
 }
+
+/// Debug aid: cut the leader off and print what each member says.
+#[test]
+#[ignore]
+fn debug_cut() {
+    use etcdlock_faults::partition::Partitions;
+    use etcdlock_testkit::Etcd;
+    let mut parts = Partitions::prepare(3).unwrap();
+    let etcd = Etcd::start(parts.config());
+    parts.attach(&etcd);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let leader = etcd.leader().unwrap();
+    println!("leader {leader}");
+    parts.isolate(leader).unwrap();
+    for _ in 0..10 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        for (i, m) in etcd.members.iter().enumerate() {
+            let out = std::process::Command::new(etcdlock_testkit::etcdctl_bin())
+                .env("ETCDCTL_API", "3")
+                .args(["--endpoints", &m.endpoint(), "endpoint", "status", "-w", "json", "--command-timeout=500ms"])
+                .output()
+                .unwrap();
+            println!("m{i}: {}", String::from_utf8_lossy(&out.stdout).chars().take(300).collect::<String>());
+        }
+    }
+    println!("{}", parts.listing());
+}

@@ -140,6 +140,7 @@ async fn tls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
         members: 1,
         scheme: Some("https".into()),
         hosts: Vec::new(),
+        cgroups: Vec::new(),
         extra_args: vec![
             format!("--cert-file={}", pki.server_cert.display()),
             format!("--key-file={}", pki.server_key.display()),
@@ -196,6 +197,7 @@ async fn mtls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
         members: 1,
         scheme: Some("https".into()),
         hosts: Vec::new(),
+        cgroups: Vec::new(),
         extra_args: vec![
             format!("--cert-file={}", pki.server_cert.display()),
             format!("--key-file={}", pki.server_key.display()),

@@ -88,6 +88,8 @@ pub struct Member {
     /// The loopback address the member listens on (127.0.0.1 unless
     /// [`Config::hosts`] gave it its own).
     pub host: String,
+    /// The cgroup v2 directory the member's process starts in (see [`Config::cgroups`]).
+    pub cgroup: Option<PathBuf>,
     data_dir: PathBuf,
     child: Option<Child>,
     args: Vec<String>,
@@ -129,6 +131,11 @@ pub struct Config {
     /// and peer URLs, so that traffic between members can be told apart;
     /// empty (the default): every member on 127.0.0.1.
     pub hosts: Vec<String>,
+    /// A cgroup v2 directory per member, which the member's process joins
+    /// before it execs etcd (so every socket it opens belongs to that cgroup,
+    /// and netfilter can tell members' traffic apart); empty (the default):
+    /// members stay in the caller's cgroup.
+    pub cgroups: Vec<PathBuf>,
 }
 
 impl Etcd {
@@ -189,7 +196,7 @@ impl Etcd {
                 "--election-timeout=500".into(),
             ];
             args.extend(cfg.extra_args.iter().cloned());
-            let mut m = Member { name: format!("m{i}"), client_port: *cp, peer_port: *pp, host: h, data_dir, child: None, args };
+            let mut m = Member { name: format!("m{i}"), client_port: *cp, peer_port: *pp, host: h, cgroup: cfg.cgroups.get(i).cloned(), data_dir, child: None, args };
             spawn(&mut m, &dir)?;
             members.push(m);
         }
@@ -406,6 +413,22 @@ fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });
+    }
+    if let Some(cg) = &m.cgroup {
+        let procs = std::ffi::CString::new(cg.join("cgroup.procs").into_os_string().into_encoded_bytes())
+            .map_err(|e| e.to_string())?;
+        // SAFETY: open/write/close are async-signal-safe; the path was built before the fork.
+        // Writing "0" moves the writing process (the child, before exec) into the cgroup.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(fd);
+                Ok(())
+            });
+        }
     }
     let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", etcd_bin().display()))?;
     m.child = Some(child);

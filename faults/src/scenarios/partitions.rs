@@ -4,8 +4,7 @@
 //! Members on 127.0.0.2-4, cut by nftables (see [`crate::partition`]).
 
 use super::*;
-use crate::partition::{member_hosts, Partitions};
-use etcdlock_testkit::Config;
+use crate::partition::Partitions;
 
 struct Cluster {
     _etcd: Etcd,
@@ -14,8 +13,10 @@ struct Cluster {
 }
 
 fn start_cluster() -> Result<Cluster, String> {
-    let etcd = blocking(|| Etcd::start(Config { members: 3, hosts: member_hosts(3), ..Default::default() }));
-    let parts = Partitions::new(&etcd)?;
+    let mut parts = Partitions::prepare(3)?;
+    let cfg = parts.config();
+    let etcd = blocking(|| Etcd::start(cfg));
+    parts.attach(&etcd);
     let eps = etcd.endpoints();
     Ok(Cluster { _etcd: etcd, parts, eps })
 }
