@@ -59,6 +59,19 @@ async fn await_leader(eps: &[String], among: &[usize], timeout: Duration) -> Opt
     }
 }
 
+/// After the last heal: wait until all members agree on a leader and a read
+/// through `rawc` succeeds (a heal may end in one more election), so the
+/// resource history can be read.
+async fn settle(o: &mut Outcome, eps: &[String], rawc: &mut etcd_client::Client) {
+    if await_leader(eps, &[0, 1, 2], Duration::from_secs(10)).await.is_none() {
+        o.fail("no leader agreed by all members within 10 s of the last heal");
+    }
+    let start = Instant::now();
+    while rawc.get("\0", None).await.is_err() && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Poll until `counters` saw an acquisition after `since_ns`; ms waited.
 async fn await_progress(counters: &Counters, since_ns: u64, timeout: Duration) -> Option<i64> {
     let start = Instant::now();
@@ -168,6 +181,7 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
     for (_, h) in runs {
         let _ = h.await;
     }
+    settle(&mut o, &eps, &mut rawc).await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     let counts = std::iter::once(&all).chain(pinned.iter());
     o.acquisitions = counts.map(|c| c.acquisitions.load(Ordering::Relaxed)).sum();
@@ -303,6 +317,7 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
         hc.close().await;
         wc.close().await;
     }
+    settle(&mut o, &eps, &mut rawc).await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     let (mind, maxd) = (gaps.iter().copied().min().unwrap_or(-1), detect.iter().copied().max().unwrap_or(-1));
     o.expect(gaps.iter().all(|g| *g > 0), || format!("a waiter acquired before the cut-off holder's loss: gaps {gaps:?} ms"));
