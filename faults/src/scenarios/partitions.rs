@@ -218,9 +218,9 @@ pub async fn one_way_loss(p: &Profile) -> Outcome {
     member_partition(p, 18, "one-way-member-loss", Cut::OneWay).await
 }
 
-/// 19. A holder whose member is cut off while it holds: the holder's client
-/// talks only to that member; a waiter talks only to a member of the
-/// majority. The holder must see its loss before the waiter acquires.
+/// Scenario 19: a holder whose member is cut off while it holds. The
+/// holder's client talks only to that member; a waiter talks only to a member
+/// of the majority. The holder must see its loss before the waiter acquires.
 pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
     let mut o = Outcome::new(19, "holder-member-partitioned");
     let mut cl = match start_cluster() {
