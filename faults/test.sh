@@ -61,7 +61,7 @@ trap 'rm -f "$log"' EXIT
 start=$(date +%s)
 # Two tests at a time: the scenarios are mostly waiting on timeouts and faults.
 set +e
-cargo test -p etcdlock-faults --release -- --nocapture --test-threads=2 2>&1 | tee "$log" | grep -E '^(scenario [0-9]+|security:|test result|test .* FAILED|failures:|    [a-z_0-9]+$|thread .* panicked|error)'
+cargo test -p etcdlock-faults --release --no-fail-fast -- --nocapture --test-threads=2 2>&1 | tee "$log" | grep -E '^(scenario [0-9]+|security:|test result|test .* FAILED|failures:|    [a-z_0-9]+$|thread .* panicked|error)'
 status=${PIPESTATUS[0]}
 set -e
 end=$(date +%s)

@@ -235,7 +235,7 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
     let mut rawc = raw(&eps).await;
     let from = current_revision(&mut rawc).await;
     let checker = Arc::new(Checker::new());
-    let (mut detect, mut gaps, mut waits) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut detect, mut gaps, mut waits, mut waiter_retries) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..p.rounds {
         let Some(leader) = await_leader(&eps, &[0, 1, 2], Duration::from_secs(10)).await else {
             o.fail(format!("round {round}: no leader"));
@@ -263,8 +263,8 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
         let call = clock_monotonic_ns();
         let w = g.put(resource_key("P"), g.fencing_token().to_string()).await;
         let mut ops = vec![crate::GuardedOp { write: true, call_ns: call, ret_ns: Some(clock_monotonic_ns()), value: g.fencing_token(), result: crate::OpResult::of(&w) }];
-        let waiter = spawn_waiter(wc.clone(), "P", "mutex");
-        let winv = clock_monotonic_ns();
+        let mut waiter = spawn_waiter(wc.clone(), "P", "mutex");
+        let mut winv = clock_monotonic_ns();
         if let Err(e) = cl.parts.isolate(x) {
             o.fail(e);
             break;
@@ -273,7 +273,23 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
         let cut_ns = clock_monotonic_ns();
         let loss = tokio::time::timeout(Duration::from_secs(3 * TTL as u64), g.wait_lost()).await;
         let rep = clock_monotonic_ns();
-        let won = tokio::time::timeout(Duration::from_secs(3 * TTL as u64), waiter).await;
+        // The waiter's own session may end while the majority elects a leader
+        // (its keep-alives go through that election too): it then fails with
+        // LockLost at once, as it must, and waits again.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(4 * TTL as u64);
+        let won = loop {
+            match tokio::time::timeout_at(deadline, &mut waiter).await {
+                Ok(Ok(Ok(x))) => break Ok(x),
+                Ok(Ok(Err(e))) if tokio::time::Instant::now() < deadline => {
+                    waiter_retries.push(e.code().name());
+                    waiter = spawn_waiter(wc.clone(), "P", "mutex");
+                    winv = clock_monotonic_ns();
+                }
+                Ok(Ok(Err(e))) => break Err(e.to_string()),
+                Ok(Err(e)) => break Err(e.to_string()),
+                Err(_) => break Err("no grant within 4xTTL".to_string()),
+            }
+        };
         let (loss_at, lost) = match loss {
             Ok(Some(l)) => (instant_to_mono_ns(l.at), Some(l)),
             _ => (rep, None),
@@ -298,7 +314,7 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
             ops,
         });
         match won {
-            Ok(Ok(Ok((gw, at)))) => {
+            Ok((gw, at)) => {
                 o.acquisitions += 1;
                 waits.push(ms_between(cut_ns, at));
                 gaps.push(ms_between(loss_at, at));
@@ -309,8 +325,7 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
                 h.ended_ns = l.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end);
                 checker.record(h);
             }
-            Ok(Ok(Err(e))) => o.fail(format!("round {round}: the majority-side waiter failed: {e}")),
-            _ => o.fail(format!("round {round}: the majority-side waiter did not acquire within 3xTTL")),
+            Err(e) => o.fail(format!("round {round}: the majority-side waiter did not acquire: {e}")),
         }
         let _ = cl.parts.heal();
         let _ = g.unlock().await;
@@ -322,7 +337,7 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
     let (mind, maxd) = (gaps.iter().copied().min().unwrap_or(-1), detect.iter().copied().max().unwrap_or(-1));
     o.expect(gaps.iter().all(|g| *g > 0), || format!("a waiter acquired before the cut-off holder's loss: gaps {gaps:?} ms"));
     o.figure = format!(
-        "{} rounds (holder's member: leader, follower, ...): the holder saw its loss <= {maxd} ms after the cut; the majority-side waiter acquired {:?} ms after the cut, >= {mind} ms after the holder's hold ended; stale writes refused; {}",
+        "{} rounds (holder's member: leader, follower, ...): the holder saw its loss <= {maxd} ms after the cut; the majority-side waiter acquired {:?} ms after the cut, >= {mind} ms after the holder's hold ended (waits that ended early and were retried: {waiter_retries:?}); stale writes refused; {}",
         o.faults,
         waits,
         r.summary()
