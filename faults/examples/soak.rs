@@ -28,7 +28,7 @@ fn main() {
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut soak = Duration::from_secs(600);
-    let mut ids: Vec<u32> = scenarios::ALL.to_vec();
+    let mut ids: Vec<u32> = scenarios::ALL.iter().chain(scenarios::PARTITIONS.iter()).copied().collect();
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
@@ -53,6 +53,7 @@ fn main() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("runtime");
     let profile = Profile::soak();
     let start = Instant::now();
+    let mut outcomes = Vec::new();
     let (mut rounds, mut acquisitions, mut faults, mut violations, mut failed) = (0u64, 0u64, 0u64, 0u64, 0u64);
     println!("soak: {soak:?}, scenarios {ids:?}, seed {}", etcdlock_faults::seed());
     'outer: loop {
@@ -69,12 +70,15 @@ fn main() {
             if !o.passed() {
                 failed += 1;
             }
+            outcomes.push(o.to_json());
         }
     }
     println!(
         "soak totals: {:.0} s, {rounds} scenario runs, {acquisitions} acquisitions, {faults} faults injected, {violations} violations, {failed} failed runs",
         start.elapsed().as_secs_f64()
     );
+    println!("{}", etcdlock_faults::report::write("soak", &outcomes, start.elapsed().as_secs_f64()));
+    println!("report: {}", etcdlock_faults::report::report_dir().display());
     if failed > 0 || violations > 0 {
         std::process::exit(1);
     }

@@ -29,8 +29,62 @@ pub struct LossInfo {
     pub reported_ns: u64,
 }
 
-/// One hold: the interval in which a client believed it held the lock.
+/// How a guarded operation ended, as the history records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpResult {
+    /// etcd applied it.
+    Ok,
+    /// etcd refused it (the compare of the holder's key failed).
+    Refused,
+    /// Not known: an error before or after etcd may have applied it.
+    Unknown,
+}
+
+impl OpResult {
+    /// `ok` / `refused` / `unknown`.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpResult::Ok => "ok",
+            OpResult::Refused => "refused",
+            OpResult::Unknown => "unknown",
+        }
+    }
+    fn parse(s: &str) -> OpResult {
+        match s {
+            "ok" => OpResult::Ok,
+            "refused" => OpResult::Refused,
+            _ => OpResult::Unknown,
+        }
+    }
+    /// The result of a guarded operation: refused only when etcd itself
+    /// rejected the compare, unknown for every other error.
+    pub fn of<T>(r: &etcdlock::Result<T>) -> OpResult {
+        match r {
+            Ok(_) => OpResult::Ok,
+            Err(e) if e.code() == etcdlock::ErrorCode::LockLost && e.to_string().contains("etcd rejected") => OpResult::Refused,
+            Err(_) => OpResult::Unknown,
+        }
+    }
+}
+
+/// A guarded read or write of the lock's resource key inside a hold, for
+/// the porcupine history: times on CLOCK_MONOTONIC, the value is a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GuardedOp {
+    /// A write (guarded put) or a read (guarded get).
+    pub write: bool,
+    /// Invocation.
+    pub call_ns: u64,
+    /// Response (`None`: none came; open-ended).
+    pub ret_ns: Option<u64>,
+    /// The value written, or read (0: the key was absent).
+    pub value: i64,
+    /// What etcd did.
+    pub result: OpResult,
+}
+
+/// One hold: the interval in which a client believed it held the lock.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Hold {
     /// Lock name.
     pub lock: String,
@@ -44,6 +98,10 @@ pub struct Hold {
     pub client: String,
     /// Set if the hold was lost rather than released.
     pub loss: Option<LossInfo>,
+    /// When the acquisition was invoked, CLOCK_MONOTONIC ns (0: not recorded).
+    pub invoked_ns: u64,
+    /// Guarded reads and writes of the resource key during the hold (if recorded).
+    pub ops: Vec<GuardedOp>,
 }
 
 impl Hold {
@@ -53,6 +111,8 @@ impl Hold {
             "lock": self.lock, "token": self.token, "acq": self.acquired_ns, "end": self.ended_ns,
             "client": self.client,
             "loss": self.loss.as_ref().map(|l| serde_json::json!({"reason": l.reason, "at": l.at_ns, "rep": l.reported_ns})),
+            "inv": self.invoked_ns,
+            "ops": self.ops.iter().map(|o| serde_json::json!([o.write, o.call_ns, o.ret_ns, o.value, o.result.name()])).collect::<Vec<_>>(),
         })
         .to_string()
     }
@@ -71,6 +131,23 @@ impl Hold {
                 at_ns: l["at"].as_u64().unwrap_or(0),
                 reported_ns: l["rep"].as_u64().unwrap_or(0),
             }),
+            invoked_ns: v["inv"].as_u64().unwrap_or(0),
+            ops: v["ops"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|o| {
+                            Some(GuardedOp {
+                                write: o[0].as_bool()?,
+                                call_ns: o[1].as_u64()?,
+                                ret_ns: o[2].as_u64(),
+                                value: o[3].as_i64()?,
+                                result: OpResult::parse(o[4].as_str()?),
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
         })
     }
 }
@@ -338,6 +415,7 @@ mod tests {
             ended_ns: e,
             client: format!("c{token}"),
             loss: lost.then(|| LossInfo { reason: "ConnectionLost".into(), at_ns: e, reported_ns: e }),
+            ..Default::default()
         }
     }
 

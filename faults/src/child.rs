@@ -214,6 +214,7 @@ async fn child_main(v: serde_json::Value) {
                     ended_ns: at,
                     client: id.clone(),
                     loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: at, reported_ns: rep }),
+                    ..Default::default()
                 };
                 say(format!("HOLD {}", h.to_json()));
             }

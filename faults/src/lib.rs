@@ -11,7 +11,10 @@
 pub mod checker;
 mod child;
 pub mod failpoint;
+pub mod history;
+pub mod partition;
 pub mod proxy;
+pub mod report;
 pub mod scenarios;
 
 use std::collections::BTreeMap;
@@ -25,7 +28,7 @@ use etcdlock::{CancellationToken, Client, ClientOptions, ErrorCode, LockOptions}
 use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::process::{ChildStdout, Command};
 
-pub use checker::{Checker, Hold, LossInfo, Report};
+pub use checker::{Checker, GuardedOp, Hold, LossInfo, OpResult, Report};
 pub use child::*;
 pub use proxy::{Mode, Proxy};
 
@@ -189,6 +192,10 @@ pub struct Workload {
     /// Never re-lock the lock a client just released (default false; it worked
     /// around a core bug fixed since, see tests/core_bugs.rs; ETCDLOCK_FAULTS_NO_RELOCK=1 sets it).
     pub avoid_immediate_relock: bool,
+    /// A deliberately broken build, for the tests that prove the checkers
+    /// catch it: the resource write skips the fencing compare (a plain put)
+    /// and is recorded as accepted. Never set outside those tests.
+    pub unfenced_writes: bool,
 }
 
 impl Workload {
@@ -206,6 +213,7 @@ impl Workload {
             client_prefix: format!("p{}-c", std::process::id()),
             max_acquisitions: 0,
             avoid_immediate_relock: std::env::var("ETCDLOCK_FAULTS_NO_RELOCK").is_ok(),
+            unfenced_writes: false,
         }
     }
 
@@ -241,6 +249,7 @@ impl Workload {
             }
             last = Some(pick);
             let lock = format!("L{pick}");
+            let invoked = clock_monotonic_ns();
             let r = tokio::select! {
                 r = client.lock_with(&lock, LockOptions::timeout(self.lock_timeout)) => r,
                 _ = stop.cancelled() => break,
@@ -256,13 +265,38 @@ impl Workload {
             let acquired = clock_monotonic_ns();
             counters.last_acquired_ns.fetch_max(acquired, Ordering::Relaxed);
             let n = counters.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
-            if let Err(e) = g.put(checker::resource_key(&lock), g.fencing_token().to_string()).await {
+            // A guarded read, then a guarded write of the resource with the token
+            // (both timed for the porcupine history).
+            let mut ops = Vec::with_capacity(2);
+            let call = clock_monotonic_ns();
+            let read = g.get(checker::resource_key(&lock)).await;
+            let ret = clock_monotonic_ns();
+            // A failed read whose outcome is unknown says nothing; it is not recorded.
+            let result = OpResult::of(&read);
+            match &read {
+                Ok(v) => {
+                    let value = v.as_ref().and_then(|b| std::str::from_utf8(b).ok()?.parse().ok()).unwrap_or(0);
+                    ops.push(GuardedOp { write: false, call_ns: call, ret_ns: Some(ret), value, result });
+                }
+                Err(e) => {
+                    counters.err(e.code());
+                    if result == OpResult::Refused {
+                        ops.push(GuardedOp { write: false, call_ns: call, ret_ns: Some(ret), value: 0, result });
+                    }
+                }
+            }
+            let call = clock_monotonic_ns();
+            let wr = resource_write(&client, &g, &self.ns, &lock, self.unfenced_writes).await;
+            let result = OpResult::of(&wr);
+            let ret = (result != OpResult::Unknown).then(clock_monotonic_ns);
+            ops.push(GuardedOp { write: true, call_ns: call, ret_ns: ret, value: g.fencing_token(), result });
+            if let Err(e) = wr {
                 counters.err(e.code());
             }
             if !self.hold.is_zero() {
                 tokio::time::sleep(self.hold).await;
             }
-            release_and_record(&checker, &counters, lock, &g, acquired, clock_monotonic_ns(), &id).await;
+            release_and_record_ops(&checker, &counters, lock, &g, (invoked, acquired), clock_monotonic_ns(), &id, ops).await;
             if self.max_acquisitions > 0 && n >= self.max_acquisitions {
                 stop.cancel();
             }
@@ -288,6 +322,19 @@ pub async fn connect_until(o: etcdlock::ClientOptions, counters: &Counters, stop
     }
 }
 
+/// Write the lock's resource key with the fencing token: a guarded put, or,
+/// in the deliberately broken build (`unfenced`), a plain put with no compare.
+pub async fn resource_write(client: &Client, g: &etcdlock::Guard, ns: &str, lock: &str, unfenced: bool) -> etcdlock::Result<()> {
+    if !unfenced {
+        return g.put(checker::resource_key(lock), g.fencing_token().to_string()).await;
+    }
+    let mut raw = client.etcd();
+    raw.put(format!("{ns}{}", checker::resource_key(lock)), g.fencing_token().to_string(), None)
+        .await
+        .map(|_| ())
+        .map_err(|e| etcdlock::Error::new(ErrorCode::Unavailable, e.to_string()))
+}
+
 /// Unlock `g` (the unlock call made at `end_call`) and record its hold under
 /// `lock`: ended at the unlock call, or at the loss if it was lost before or
 /// the unlock says so; losses and unlock errors are counted.
@@ -300,6 +347,22 @@ pub async fn release_and_record(
     end_call: u64,
     client: &str,
 ) {
+    release_and_record_ops(checker, counters, lock, g, (0, acquired), end_call, client, Vec::new()).await
+}
+
+/// [`release_and_record`] with the acquisition's invocation time and the
+/// hold's guarded operations, for the porcupine history.
+#[allow(clippy::too_many_arguments)]
+pub async fn release_and_record_ops(
+    checker: &Checker,
+    counters: &Counters,
+    lock: String,
+    g: &etcdlock::Guard,
+    (invoked, acquired): (u64, u64),
+    end_call: u64,
+    client: &str,
+    ops: Vec<GuardedOp>,
+) {
     let before = g.loss();
     let unl = g.unlock().await;
     let loss = before.or_else(|| if unl.is_err() { g.loss() } else { None });
@@ -311,6 +374,15 @@ pub async fn release_and_record(
         counters.losses.fetch_add(1, Ordering::Relaxed);
     }
     let ended = loss.as_ref().map(|l| l.at_ns.min(end_call)).unwrap_or(end_call);
-    checker.record(Hold { lock, token: g.fencing_token(), acquired_ns: acquired, ended_ns: ended, client: client.to_string(), loss });
+    checker.record(Hold {
+        lock,
+        token: g.fencing_token(),
+        acquired_ns: acquired,
+        ended_ns: ended,
+        client: client.to_string(),
+        loss,
+        invoked_ns: invoked,
+        ops,
+    });
 }
 

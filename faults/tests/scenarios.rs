@@ -14,7 +14,20 @@ fn run(id: u32) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
     let o = rt.block_on(scenarios::run(id, &Profile::short()));
     println!("{}", o.line());
+    etcdlock_faults::report::save_outcome(&o);
     assert!(o.passed(), "{}", o.line());
+}
+
+/// Run by faults/test.sh after the scenarios: `summary.json` and `SUMMARY.md`
+/// from the outcomes they saved; prints the table.
+#[test]
+#[ignore]
+fn write_summary() {
+    let outcomes = etcdlock_faults::report::saved_outcomes();
+    let wall = std::env::var("ETCDLOCK_FAULTS_WALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    let md = etcdlock_faults::report::write("short", &outcomes, wall);
+    println!("{md}");
+    println!("report: {}", etcdlock_faults::report::report_dir().display());
 }
 
 #[test]

@@ -139,6 +139,8 @@ async fn tls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
     let etcd = Etcd::start(Config {
         members: 1,
         scheme: Some("https".into()),
+        hosts: Vec::new(),
+        cgroups: Vec::new(),
         extra_args: vec![
             format!("--cert-file={}", pki.server_cert.display()),
             format!("--key-file={}", pki.server_key.display()),
@@ -194,6 +196,8 @@ async fn mtls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
     let etcd = Etcd::start(Config {
         members: 1,
         scheme: Some("https".into()),
+        hosts: Vec::new(),
+        cgroups: Vec::new(),
         extra_args: vec![
             format!("--cert-file={}", pki.server_cert.display()),
             format!("--key-file={}", pki.server_key.display()),
@@ -244,7 +248,7 @@ fn secret(tag: &str) -> String {
 
 /// An etcd with auth enabled: root, and user `app` confined to `/app/locks/`.
 fn auth_etcd(root_pw: &str, app_pw: &str) -> Etcd {
-    let etcd = Etcd::start(Config { members: 1, extra_args: vec!["--auth-token-ttl=5".into()], scheme: None });
+    let etcd = Etcd::start(Config { members: 1, extra_args: vec!["--auth-token-ttl=5".into()], scheme: None, ..Default::default() });
     etcd.etcdctl(&["user", "add", "root", &format!("--new-user-password={root_pw}")]);
     etcd.etcdctl(&["role", "add", "root"]);
     etcd.etcdctl(&["user", "grant-role", "root", "root"]);

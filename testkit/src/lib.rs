@@ -81,19 +81,24 @@ static SEQ: AtomicU64 = AtomicU64::new(0);
 pub struct Member {
     /// Member name (`m0`, `m1`, ...).
     pub name: String,
-    /// Client port on 127.0.0.1.
+    /// Client port (on `host`).
     pub client_port: u16,
-    /// Peer port on 127.0.0.1.
+    /// Peer port (on `host`).
     pub peer_port: u16,
+    /// The loopback address the member listens on (127.0.0.1 unless
+    /// [`Config::hosts`] gave it its own).
+    pub host: String,
+    /// The cgroup v2 directory the member's process starts in (see [`Config::cgroups`]).
+    pub cgroup: Option<PathBuf>,
     data_dir: PathBuf,
     child: Option<Child>,
     args: Vec<String>,
 }
 
 impl Member {
-    /// `http://127.0.0.1:<client_port>`.
+    /// `http://<host>:<client_port>`.
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.client_port)
+        format!("http://{}:{}", self.host, self.client_port)
     }
     /// The member's data directory.
     pub fn data_dir(&self) -> &Path {
@@ -122,6 +127,15 @@ pub struct Config {
     pub extra_args: Vec<String>,
     /// Client URL scheme: "http" (default) or "https" (then pass TLS flags in extra_args).
     pub scheme: Option<String>,
+    /// A loopback address per member (e.g. 127.0.0.2, .3, .4) for its client
+    /// and peer URLs, so that traffic between members can be told apart;
+    /// empty (the default): every member on 127.0.0.1.
+    pub hosts: Vec<String>,
+    /// A cgroup v2 directory per member, which the member's process joins
+    /// before it execs etcd (so every socket it opens belongs to that cgroup,
+    /// and netfilter can tell members' traffic apart); empty (the default):
+    /// members stay in the caller's cgroup.
+    pub cgroups: Vec<PathBuf>,
 }
 
 impl Etcd {
@@ -158,19 +172,21 @@ impl Etcd {
         ));
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
         let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
+        let host = |i: usize| cfg.hosts.get(i).cloned().unwrap_or_else(|| "127.0.0.1".into());
         let initial: Vec<String> =
-            ports.iter().enumerate().map(|(i, (_, p))| format!("m{i}=http://127.0.0.1:{p}")).collect();
+            ports.iter().enumerate().map(|(i, (_, p))| format!("m{i}=http://{}:{p}", host(i))).collect();
         let token = format!("etcdlock-{}", dir.file_name().unwrap().to_string_lossy());
         let mut members = Vec::new();
         for (i, (cp, pp)) in ports.iter().enumerate() {
             let data_dir = dir.join(format!("m{i}"));
+            let h = host(i);
             let mut args = vec![
                 format!("--name=m{i}"),
                 format!("--data-dir={}", data_dir.display()),
-                format!("--listen-client-urls={scheme}://127.0.0.1:{cp}"),
-                format!("--advertise-client-urls={scheme}://127.0.0.1:{cp}"),
-                format!("--listen-peer-urls=http://127.0.0.1:{pp}"),
-                format!("--initial-advertise-peer-urls=http://127.0.0.1:{pp}"),
+                format!("--listen-client-urls={scheme}://{h}:{cp}"),
+                format!("--advertise-client-urls={scheme}://{h}:{cp}"),
+                format!("--listen-peer-urls=http://{h}:{pp}"),
+                format!("--initial-advertise-peer-urls=http://{h}:{pp}"),
                 format!("--initial-cluster={}", initial.join(",")),
                 "--initial-cluster-state=new".into(),
                 format!("--initial-cluster-token={token}"),
@@ -180,7 +196,7 @@ impl Etcd {
                 "--election-timeout=500".into(),
             ];
             args.extend(cfg.extra_args.iter().cloned());
-            let mut m = Member { name: format!("m{i}"), client_port: *cp, peer_port: *pp, data_dir, child: None, args };
+            let mut m = Member { name: format!("m{i}"), client_port: *cp, peer_port: *pp, host: h, cgroup: cfg.cgroups.get(i).cloned(), data_dir, child: None, args };
             spawn(&mut m, &dir)?;
             members.push(m);
         }
@@ -190,7 +206,7 @@ impl Etcd {
             if scheme == "http" {
                 etcd.wait_healthy(i, deadline)?;
             } else {
-                wait_port(etcd.members[i].client_port, deadline)?;
+                wait_port(&etcd.members[i].host, etcd.members[i].client_port, deadline)?;
             }
         }
         Ok(etcd)
@@ -214,7 +230,7 @@ impl Etcd {
     fn wait_healthy(&self, i: usize, deadline: Instant) -> Result<(), String> {
         let port = self.members[i].client_port;
         loop {
-            if http_get(port, "/health").map(|b| b.contains("\"health\":\"true\"")).unwrap_or(false) {
+            if http_get_at(&self.members[i].host, port, "/health").map(|b| b.contains("\"health\":\"true\"")).unwrap_or(false) {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -248,7 +264,7 @@ impl Etcd {
             }
         }
         let port = self.members[i].client_port;
-        wait_port(port, Instant::now() + Duration::from_secs(20)).expect("member port after restart");
+        wait_port(&self.members[i].host, port, Instant::now() + Duration::from_secs(20)).expect("member port after restart");
     }
 
     /// SIGSTOP member `i`, and return once the kernel reports it stopped: a
@@ -340,7 +356,7 @@ impl Etcd {
     /// (e.g. `grpc_method="Txn"`). Panics if etcd exports no series of that
     /// name at all, so a renamed metric fails the test instead of reading 0.
     pub fn metric(&self, i: usize, name: &str, labels: &[&str]) -> f64 {
-        let body = http_get(self.members[i].client_port, "/metrics").expect("etcd /metrics");
+        let body = http_get_at(&self.members[i].host, self.members[i].client_port, "/metrics").expect("etcd /metrics");
         let mut seen = false;
         let mut sum = 0.0;
         for line in body.lines() {
@@ -398,14 +414,30 @@ fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
             Ok(())
         });
     }
+    if let Some(cg) = &m.cgroup {
+        let procs = std::ffi::CString::new(cg.join("cgroup.procs").into_os_string().into_encoded_bytes())
+            .map_err(|e| e.to_string())?;
+        // SAFETY: open/write/close are async-signal-safe; the path was built before the fork.
+        // Writing "0" moves the writing process (the child, before exec) into the cgroup.
+        unsafe {
+            cmd.pre_exec(move || {
+                let fd = libc::open(procs.as_ptr(), libc::O_WRONLY);
+                if fd < 0 || libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                libc::close(fd);
+                Ok(())
+            });
+        }
+    }
     let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", etcd_bin().display()))?;
     m.child = Some(child);
     Ok(())
 }
 
-fn wait_port(port: u16, deadline: Instant) -> Result<(), String> {
+fn wait_port(host: &str, port: u16, deadline: Instant) -> Result<(), String> {
     loop {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+        if TcpStream::connect((host, port)).is_ok() {
             return Ok(());
         }
         if Instant::now() > deadline {
@@ -417,9 +449,14 @@ fn wait_port(port: u16, deadline: Instant) -> Result<(), String> {
 
 /// A plain HTTP/1.0 GET on 127.0.0.1 (health, metrics).
 pub fn http_get(port: u16, path: &str) -> std::io::Result<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port))?;
+    http_get_at("127.0.0.1", port, path)
+}
+
+/// A plain HTTP/1.0 GET on a loopback address `host`.
+pub fn http_get_at(host: &str, port: u16, path: &str) -> std::io::Result<String> {
+    let mut s = TcpStream::connect((host, port))?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {host}\r\n\r\n")?;
     let mut body = String::new();
     s.read_to_string(&mut body)?;
     Ok(body)

@@ -196,6 +196,7 @@ impl Failpoint for HolderPause<'_> {
                         ended_ns: lost_at,
                         client: format!("python-child-round{k}"),
                         loss: Some(LossInfo { reason: lost[1].clone(), at_ns: lost_at, reported_ns: rep }),
+                        ..Default::default()
                     });
                     if rep <= stop_ns + TTL_NS {
                         errs.push("python holder saw the loss before it was resumed?".into());
@@ -261,6 +262,7 @@ impl Failpoint for HolderKill<'_> {
                     ended_ns: at_ns,
                     client: format!("child-round{k}"),
                     loss: None,
+                    ..Default::default()
                 });
                 self.round = Ok(HolderRound { waiter, token, acquired_ns, key, at_ns });
                 Injected::new(1, Duration::ZERO)

@@ -201,6 +201,7 @@ impl Failpoint for LeaderKill<'_> {
             ended_ns: holder.at_ns,
             client: format!("child-round{k}"),
             loss: None,
+            ..Default::default()
         });
         self.round = Ok(LeaderRound { holder, leader, px, a, ga, a_acq, last_valid, poller, a_lost, own_waiter });
         Injected::new(3, Duration::ZERO)
@@ -245,6 +246,7 @@ impl Failpoint for LeaderKill<'_> {
                     ended_ns: loss_at,
                     client: format!("A{k}"),
                     loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
+                    ..Default::default()
                 });
                 match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), r.own_waiter).await {
                     Ok(Ok(Ok((gb, b_at)))) => {

@@ -28,6 +28,7 @@ mod network;
 mod compaction;
 mod clock;
 mod recipes;
+mod partitions;
 
 #[allow(unused_imports)]
 use clock::*;
@@ -47,6 +48,10 @@ pub use network::{client_blackholed, proxy_delay_and_drop, acquire_response_drop
 pub use compaction::{waiters_under_compaction};
 pub use clock::{libfaketime, wall_clock_jumps};
 pub use recipes::{recipes_holder_sigstop, recipes_member_kill};
+pub use partitions::{holder_member_partitioned, isolated_follower, minority_leader, one_way_loss};
+
+/// The partitions between members (16-19): nftables on `lo`, members on 127.0.0.2-4.
+pub const PARTITIONS: [u32; 4] = [16, 17, 18, 19];
 
 /// The lease TTL of every scenario, in seconds.
 pub const TTL: i64 = 2;
@@ -93,11 +98,43 @@ pub struct Outcome {
     pub violations: u64,
     /// Failed expectations (empty: passed).
     pub failures: Vec<String>,
+    /// Languages of the processes that held locks.
+    pub languages: Vec<&'static str>,
+    /// Holds checked by our own checker.
+    pub holds: u64,
+    /// Holds that ended in a loss.
+    pub losses: u64,
+    /// Violations found by our own checker.
+    pub ours_violations: u64,
+    /// Porcupine's verdict on the scenario's history.
+    pub porcupine: crate::history::Verdict,
+    /// Longest time from a lost hold's local end to the moment its holder's
+    /// code saw the loss, ms (None: no loss).
+    pub max_loss_detect_ms: Option<i64>,
+    /// Smallest gap between a lost hold's local end and the next
+    /// acquisition of that lock, ms: how much of the safety margin was left
+    /// at the tightest moment (None: no lost hold was followed by another).
+    pub min_loss_gap_ms: Option<i64>,
 }
 
 impl Outcome {
     fn new(id: u32, name: &'static str) -> Outcome {
-        Outcome { id, name, figure: String::new(), acquisitions: 0, faults: 0, violations: 0, failures: Vec::new() }
+        Outcome {
+            id,
+            name,
+            figure: String::new(),
+            acquisitions: 0,
+            faults: 0,
+            violations: 0,
+            failures: Vec::new(),
+            languages: vec!["Rust"],
+            holds: 0,
+            losses: 0,
+            ours_violations: 0,
+            porcupine: Default::default(),
+            max_loss_detect_ms: None,
+            min_loss_gap_ms: None,
+        }
     }
     fn fail(&mut self, msg: impl Into<String>) {
         self.failures.push(msg.into());
@@ -111,11 +148,41 @@ impl Outcome {
     pub fn passed(&self) -> bool {
         self.failures.is_empty()
     }
+    /// The outcome as one JSON object (for `summary.json`).
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "languages": self.languages,
+            "acquisitions": self.acquisitions,
+            "holds": self.holds,
+            "losses": self.losses,
+            "faults": self.faults,
+            "violations": self.violations,
+            "checkers": {
+                "ours": {"violations": self.ours_violations},
+                "porcupine": {
+                    "result": self.porcupine.result,
+                    "ops": self.porcupine.ops,
+                    "locks": self.porcupine.locks,
+                    "ms": self.porcupine.ms,
+                    "history": self.porcupine.history.display().to_string(),
+                    "html": self.porcupine.html.as_ref().map(|p| p.display().to_string()),
+                },
+            },
+            "max_loss_detect_ms": self.max_loss_detect_ms,
+            "min_loss_gap_ms": self.min_loss_gap_ms,
+            "passed": self.passed(),
+            "figure": self.figure,
+            "failures": self.failures,
+        })
+    }
+
     /// The figure line printed by the tests and the soak.
     pub fn line(&self) -> String {
         let mut s = format!(
-            "scenario {} {}: {} [acquisitions={} faults={} violations={}]",
-            self.id, self.name, self.figure, self.acquisitions, self.faults, self.violations
+            "scenario {} {}: {} [acquisitions={} faults={} violations={} porcupine={} ops={}]",
+            self.id, self.name, self.figure, self.acquisitions, self.faults, self.violations, self.porcupine.result, self.porcupine.ops
         );
         if !self.failures.is_empty() {
             s.push_str(&format!(" FAILED: {}", self.failures.join("; ")));
@@ -132,7 +199,7 @@ pub const ALL: [u32; 15] = [1, 2, 12, 3, 13, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15];
 /// Run scenario `id` (1-11; 12 and 13 are scenarios 2 and 3 with a holder
 /// process written in Python, on the Python binding).
 pub async fn run(id: u32, p: &Profile) -> Outcome {
-    match id {
+    let mut o = match id {
         1 => baseline(p).await,
         2 => holder_sigstop(p, HolderLang::Rust).await,
         3 => holder_kill9(p, HolderLang::Rust).await,
@@ -148,12 +215,20 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
         11 => wall_clock_jumps(p).await,
         14 => recipes_holder_sigstop(p).await,
         15 => recipes_member_kill(p).await,
+        16 => minority_leader(p).await,
+        17 => isolated_follower(p).await,
+        18 => one_way_loss(p).await,
+        19 => holder_member_partitioned(p).await,
         _ => {
             let mut o = Outcome::new(id, "unknown");
             o.fail(format!("no scenario {id}"));
             o
         }
+    };
+    if id == 12 || id == 13 {
+        o.languages = vec!["Rust", "Python"];
     }
+    o
 }
 
 /// Check the history and fold the result into the outcome.
@@ -170,10 +245,42 @@ async fn finish(o: &mut Outcome, checker: &Checker, rawc: &mut etcd_client::Clie
     };
     let r = checker.check(&hist);
     o.violations = r.violations() as u64;
+    o.ours_violations = o.violations;
     if r.violations() > 0 {
         o.fail(format!("checker: {}; {:?}", r.summary(), r.details));
     }
+    // The outside checker, on the same holds with their timed operations.
+    let holds = checker.holds();
+    (o.holds, o.losses) = (r.holds as u64, r.losses as u64);
+    (o.max_loss_detect_ms, o.min_loss_gap_ms) = loss_figures(&holds);
+    let name = format!("{:02}-{}", o.id, o.name);
+    o.porcupine = blocking(|| crate::history::check(&holds, &name));
+    if !o.porcupine.ok() {
+        o.violations += 1;
+        let html = o.porcupine.html.as_ref().map(|p| format!(", visualization {}", p.display())).unwrap_or_default();
+        o.fail(format!("porcupine: {} on {}{html}", o.porcupine.result, o.porcupine.history.display()));
+    }
     r
+}
+
+/// (longest loss detection, smallest gap after a lost hold), ms.
+fn loss_figures(holds: &[Hold]) -> (Option<i64>, Option<i64>) {
+    let detect = holds.iter().filter_map(|h| h.loss.as_ref()).map(|l| ms_between(l.at_ns, l.reported_ns).max(0)).max();
+    let mut by_lock: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
+    for h in holds.iter().filter(|h| !h.lock.contains('#')) {
+        by_lock.entry(h.lock.as_str()).or_default().push(h);
+    }
+    let mut gap: Option<i64> = None;
+    for hs in by_lock.values_mut() {
+        hs.sort_by_key(|h| h.acquired_ns);
+        for w in hs.windows(2) {
+            if w[0].loss.is_some() {
+                let g = ms_between(w[0].ended_ns, w[1].acquired_ns);
+                gap = Some(gap.map_or(g, |x| x.min(g)));
+            }
+        }
+    }
+    (detect, gap)
 }
 
 fn blocking<T>(f: impl FnOnce() -> T) -> T {
@@ -220,6 +327,7 @@ async fn release(checker: &Checker, g: etcdlock::Guard, acquired_ns: u64, client
         ended_ns: loss.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end),
         client: client.to_string(),
         loss: loss.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: instant_to_mono_ns(l.at), reported_ns: end }),
+        ..Default::default()
     });
     r.map_err(|e| format!("unlock by {client}: {e}"))
 }

@@ -122,6 +122,7 @@ impl Failpoint for ClientBlackhole<'_> {
             ended_ns: loss_at,
             client: format!("A{k}"),
             loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
+            ..Default::default()
         });
         // After healing, A's stale writes are refused: locally, and by etcd's compare.
         if ga.put(resource_key("L"), ga.fencing_token().to_string()).await.map_err(|e| e.code()) != Err(ErrorCode::LockLost) {

@@ -1,0 +1,347 @@
+//! Partitions between etcd members (not between a client and a member):
+//! a minority leader, an isolated follower rejoining, one-way loss between
+//! two members, and a holder whose member is cut off while it holds.
+//! Members on 127.0.0.2-4, cut by nftables (see [`crate::partition`]).
+
+use super::*;
+use crate::partition::Partitions;
+
+struct Cluster {
+    _etcd: Etcd,
+    parts: Partitions,
+    eps: Vec<String>,
+}
+
+fn start_cluster() -> Result<Cluster, String> {
+    let mut parts = Partitions::prepare(3)?;
+    let cfg = parts.config();
+    let etcd = blocking(|| Etcd::start(cfg));
+    parts.attach(&etcd);
+    let eps = etcd.endpoints();
+    Ok(Cluster { _etcd: etcd, parts, eps })
+}
+
+/// (member id, the leader it knows) of member `ep`, asked directly.
+async fn status(ep: &str) -> Option<(u64, u64)> {
+    let mut c = tokio::time::timeout(
+        Duration::from_millis(500),
+        etcd_client::Client::connect([ep], Some(etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(400)))),
+    )
+    .await
+    .ok()?
+    .ok()?;
+    let s = tokio::time::timeout(Duration::from_millis(500), c.status()).await.ok()?.ok()?;
+    Some((s.header()?.member_id(), s.leader()))
+}
+
+/// The member that `among` agree is the leader (every one of them names the
+/// same member, itself one of them), polled until `timeout`.
+async fn await_leader(eps: &[String], among: &[usize], timeout: Duration) -> Option<usize> {
+    let start = Instant::now();
+    loop {
+        let mut ids = Vec::new();
+        let mut leaders = Vec::new();
+        for &i in among {
+            if let Some((id, l)) = status(&eps[i]).await {
+                ids.push((i, id));
+                leaders.push(l);
+            }
+        }
+        if leaders.len() == among.len() && leaders.iter().all(|l| *l == leaders[0] && *l != 0) {
+            if let Some((i, _)) = ids.iter().find(|(_, id)| *id == leaders[0]) {
+                return Some(*i);
+            }
+        }
+        if start.elapsed() > timeout {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// After the last heal: wait until all members agree on a leader and a read
+/// through `rawc` succeeds (a heal may end in one more election), so the
+/// resource history can be read.
+async fn settle(o: &mut Outcome, eps: &[String], rawc: &mut etcd_client::Client) {
+    if await_leader(eps, &[0, 1, 2], Duration::from_secs(10)).await.is_none() {
+        o.fail("no leader agreed by all members within 10 s of the last heal");
+    }
+    let start = Instant::now();
+    while rawc.get("\0", None).await.is_err() && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Poll until `counters` saw an acquisition after `since_ns`; ms waited.
+async fn await_progress(counters: &Counters, since_ns: u64, timeout: Duration) -> Option<i64> {
+    let start = Instant::now();
+    loop {
+        let last = counters.last_acquired_ns.load(Ordering::Relaxed);
+        if last > since_ns {
+            return Some(ms_between(since_ns, last));
+        }
+        if start.elapsed() > timeout {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The kinds of member partition of scenarios 16-18.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cut {
+    /// The leader cut from both peers; clients still talk to it.
+    MinorityLeader,
+    /// A follower cut from both peers, then healed.
+    IsolatedFollower,
+    /// Only what the leader sends to one follower is lost.
+    OneWay,
+}
+
+/// 16-18: a workload on every member (clients of each member pinned to it,
+/// plus clients with every endpoint), `rounds` partitions of 2xTTL.
+async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -> Outcome {
+    let mut o = Outcome::new(id, name);
+    let mut cl = match start_cluster() {
+        Ok(c) => c,
+        Err(e) => {
+            o.fail(format!("partition mechanism: {e}"));
+            return o;
+        }
+    };
+    let eps = cl.eps.clone();
+    let ns = unique_ns(&format!("part{id}"));
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Arc::new(Checker::new());
+    let all = Arc::new(Counters::default());
+    let pinned: Vec<Arc<Counters>> = (0..3).map(|_| Arc::new(Counters::default())).collect();
+    let mut runs = Vec::new();
+    let mut w = members::cluster_workload(eps.clone(), &ns);
+    (w.clients, w.locks) = (3, 2);
+    w.client_prefix = format!("p{}-all-c", std::process::id());
+    runs.push(start_workload(w, checker.clone(), all.clone()));
+    for (i, c) in pinned.iter().enumerate() {
+        let mut w = members::cluster_workload(vec![eps[i].clone()], &ns);
+        (w.clients, w.locks) = (2, 2);
+        w.client_prefix = format!("p{}-m{i}-c", std::process::id());
+        runs.push(start_workload(w, checker.clone(), c.clone()));
+    }
+    let (mut elections, mut rejoins, mut resumed) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..p.rounds {
+        let Some(leader) = await_leader(&eps, &[0, 1, 2], Duration::from_secs(10)).await else {
+            o.fail(format!("round {round}: no leader before the cut"));
+            break;
+        };
+        let follower = (leader + 1 + (round as usize % 2)) % 3;
+        let target = if kind == Cut::IsolatedFollower { follower } else { leader };
+        let r = match kind {
+            Cut::OneWay => cl.parts.cut(leader, follower),
+            _ => cl.parts.isolate(target),
+        };
+        if let Err(e) = r {
+            o.fail(e);
+            break;
+        }
+        o.faults += 1;
+        let cut_ns = clock_monotonic_ns();
+        if kind == Cut::MinorityLeader {
+            let majority: Vec<usize> = (0..3).filter(|i| *i != leader).collect();
+            match await_leader(&eps, &majority, Duration::from_secs(2 * TTL as u64)).await {
+                Some(_) => elections.push(ms_between(cut_ns, clock_monotonic_ns())),
+                None => o.fail(format!("round {round}: the majority elected no leader within 2xTTL")),
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(2 * TTL as u64)).await;
+        // Progress on the majority side while the cut is in force: through a
+        // member of the majority, or (one-way loss, where the election may move
+        // the leadership either way) through the clients that can fail over.
+        let majority = if kind == Cut::OneWay { &all } else { &pinned[(target + 1) % 3] };
+        if await_progress(majority, cut_ns, Duration::from_secs(5)).await.is_none() {
+            o.fail(format!("round {round}: no acquisition on the majority side during the cut"));
+        }
+        let heal_ns = clock_monotonic_ns();
+        if let Err(e) = cl.parts.heal() {
+            o.fail(e);
+            break;
+        }
+        // The cut-off member's own clients acquire again once it has rejoined.
+        match await_progress(&pinned[target], heal_ns, Duration::from_secs(10)).await {
+            Some(ms) => rejoins.push(ms),
+            None => o.fail(format!("round {round}: member {target}'s clients acquired nothing within 10 s of the heal")),
+        }
+        match await_progress(&all, heal_ns, Duration::from_secs(10)).await {
+            Some(ms) => resumed.push(ms),
+            None => o.fail(format!("round {round}: no acquisition within 10 s of the heal")),
+        }
+    }
+    for (stop, _) in &runs {
+        stop.cancel();
+    }
+    for (_, h) in runs {
+        let _ = h.await;
+    }
+    settle(&mut o, &eps, &mut rawc).await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    let counts = std::iter::once(&all).chain(pinned.iter());
+    o.acquisitions = counts.map(|c| c.acquisitions.load(Ordering::Relaxed)).sum();
+    let max = |v: &[i64]| v.iter().copied().max().unwrap_or(-1);
+    let what = match kind {
+        Cut::MinorityLeader => format!("leader cut from both peers {} times, new leader on the majority side <= {} ms", o.faults, max(&elections)),
+        Cut::IsolatedFollower => format!("a follower cut from both peers {} times", o.faults),
+        Cut::OneWay => format!("leader -> follower traffic dropped (one way) {} times", o.faults),
+    };
+    o.figure = format!(
+        "{what}, 2xTTL each; the cut-off member's clients acquired again <= {} ms after the heal, any client <= {} ms; {} acquisitions; {}; errors: {}",
+        max(&rejoins),
+        max(&resumed),
+        o.acquisitions,
+        r.summary(),
+        pinned.iter().chain(std::iter::once(&all)).map(|c| c.errors_summary()).collect::<Vec<_>>().join(" | ")
+    );
+    drop(cl);
+    o
+}
+
+/// 16. Minority leader.
+pub async fn minority_leader(p: &Profile) -> Outcome {
+    member_partition(p, 16, "minority-leader", Cut::MinorityLeader).await
+}
+
+/// 17. An isolated follower rejoining.
+pub async fn isolated_follower(p: &Profile) -> Outcome {
+    member_partition(p, 17, "isolated-follower-rejoins", Cut::IsolatedFollower).await
+}
+
+/// 18. One-way loss between the leader and a follower.
+pub async fn one_way_loss(p: &Profile) -> Outcome {
+    member_partition(p, 18, "one-way-member-loss", Cut::OneWay).await
+}
+
+/// Scenario 19: a holder whose member is cut off while it holds. The
+/// holder's client talks only to that member; a waiter talks only to a member
+/// of the majority. The holder must see its loss before the waiter acquires.
+pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(19, "holder-member-partitioned");
+    let mut cl = match start_cluster() {
+        Ok(c) => c,
+        Err(e) => {
+            o.fail(format!("partition mechanism: {e}"));
+            return o;
+        }
+    };
+    let eps = cl.eps.clone();
+    let ns = unique_ns("part19");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Arc::new(Checker::new());
+    let (mut detect, mut gaps, mut waits, mut waiter_retries) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..p.rounds {
+        let Some(leader) = await_leader(&eps, &[0, 1, 2], Duration::from_secs(10)).await else {
+            o.fail(format!("round {round}: no leader"));
+            break;
+        };
+        // Rounds alternate: the holder's member is the leader, then a follower.
+        let x = if round % 2 == 0 { leader } else { (leader + 1) % 3 };
+        let y = (0..3).find(|i| *i != x).unwrap_or(0);
+        let o_x = opts(&[eps[x].clone()], &ns, TTL, Duration::from_secs(1));
+        let o_y = opts(&[eps[y].clone()], &ns, TTL, Duration::from_secs(1));
+        let (Ok(hc), Ok(wc)) = (Client::connect(o_x).await, Client::connect(o_y).await) else {
+            o.fail(format!("round {round}: connect"));
+            break;
+        };
+        let inv = clock_monotonic_ns();
+        let g = match hc.lock("P").await {
+            Ok(g) => g,
+            Err(e) => {
+                o.fail(format!("round {round}: holder lock: {e}"));
+                break;
+            }
+        };
+        let acq = clock_monotonic_ns();
+        o.acquisitions += 1;
+        let call = clock_monotonic_ns();
+        let w = g.put(resource_key("P"), g.fencing_token().to_string()).await;
+        let mut ops = vec![crate::GuardedOp { write: true, call_ns: call, ret_ns: Some(clock_monotonic_ns()), value: g.fencing_token(), result: crate::OpResult::of(&w) }];
+        let mut waiter = spawn_waiter(wc.clone(), "P", "mutex");
+        let mut winv = clock_monotonic_ns();
+        if let Err(e) = cl.parts.isolate(x) {
+            o.fail(e);
+            break;
+        }
+        o.faults += 1;
+        let cut_ns = clock_monotonic_ns();
+        let loss = tokio::time::timeout(Duration::from_secs(3 * TTL as u64), g.wait_lost()).await;
+        let rep = clock_monotonic_ns();
+        // The waiter's own session may end while the majority elects a leader
+        // (its keep-alives go through that election too): it then fails with
+        // LockLost at once, as it must, and waits again.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(4 * TTL as u64);
+        let won = loop {
+            match tokio::time::timeout_at(deadline, &mut waiter).await {
+                Ok(Ok(Ok(x))) => break Ok(x),
+                Ok(Ok(Err(e))) if tokio::time::Instant::now() < deadline => {
+                    waiter_retries.push(e.code().name());
+                    waiter = spawn_waiter(wc.clone(), "P", "mutex");
+                    winv = clock_monotonic_ns();
+                }
+                Ok(Ok(Err(e))) => break Err(e.to_string()),
+                Ok(Err(e)) => break Err(e.to_string()),
+                Err(_) => break Err("no grant within 4xTTL".to_string()),
+            }
+        };
+        let (loss_at, lost) = match loss {
+            Ok(Some(l)) => (instant_to_mono_ns(l.at), Some(l)),
+            _ => (rep, None),
+        };
+        match &lost {
+            Some(_) => detect.push(ms_between(cut_ns, rep)),
+            None => o.fail(format!("round {round}: the cut-off holder saw no loss within 3xTTL")),
+        }
+        // The stale holder's guarded write after the waiter took over: refused.
+        let call = clock_monotonic_ns();
+        let stale = g.put(resource_key("P"), g.fencing_token().to_string()).await;
+        o.expect(stale.is_err(), || format!("round {round}: the cut-off holder's write was accepted"));
+        ops.push(crate::GuardedOp { write: true, call_ns: call, ret_ns: Some(clock_monotonic_ns()), value: g.fencing_token(), result: crate::OpResult::of(&stale) });
+        checker.record(Hold {
+            lock: "P".into(),
+            token: g.fencing_token(),
+            acquired_ns: acq,
+            ended_ns: loss_at,
+            client: format!("holder-m{x}-r{round}"),
+            loss: lost.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: loss_at, reported_ns: rep }),
+            invoked_ns: inv,
+            ops,
+        });
+        match won {
+            Ok((gw, at)) => {
+                o.acquisitions += 1;
+                waits.push(ms_between(cut_ns, at));
+                gaps.push(ms_between(loss_at, at));
+                let mut h = Hold { lock: "P".into(), token: gw.fencing_token(), acquired_ns: at, client: format!("waiter-m{y}-r{round}"), invoked_ns: winv, ..Default::default() };
+                let end = clock_monotonic_ns();
+                let l = gw.loss();
+                let _ = gw.unlock().await;
+                h.ended_ns = l.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end);
+                checker.record(h);
+            }
+            Err(e) => o.fail(format!("round {round}: the majority-side waiter did not acquire: {e}")),
+        }
+        let _ = cl.parts.heal();
+        let _ = g.unlock().await;
+        hc.close().await;
+        wc.close().await;
+    }
+    settle(&mut o, &eps, &mut rawc).await;
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    let (mind, maxd) = (gaps.iter().copied().min().unwrap_or(-1), detect.iter().copied().max().unwrap_or(-1));
+    o.expect(gaps.iter().all(|g| *g > 0), || format!("a waiter acquired before the cut-off holder's loss: gaps {gaps:?} ms"));
+    o.figure = format!(
+        "{} rounds (holder's member: leader, follower, ...): the holder saw its loss <= {maxd} ms after the cut; the majority-side waiter acquired {:?} ms after the cut, >= {mind} ms after the holder's hold ended (waits that ended early and were retried: {waiter_retries:?}); stale writes refused; {}",
+        o.faults,
+        waits,
+        r.summary()
+    );
+    drop(cl);
+    o
+}
