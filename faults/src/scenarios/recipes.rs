@@ -88,6 +88,7 @@ pub(super) async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, chec
     while !stop.is_cancelled() {
         let lo = LockOptions::timeout(Duration::from_secs(4));
         let pick = rng.below(5);
+        let invoked = clock_monotonic_ns();
         let r: etcdlock::Result<Vec<(String, etcdlock::Guard)>> = tokio::select! {
             r = async {
                 match pick {
@@ -118,17 +119,25 @@ pub(super) async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, chec
         let acquired = clock_monotonic_ns();
         counters.last_acquired_ns.fetch_max(acquired, Ordering::Relaxed);
         counters.acquisitions.fetch_add(1, Ordering::Relaxed);
+        let mut ops = Vec::with_capacity(gs.len());
         for (label, g) in &gs {
+            let mut op = Vec::new();
             if !label.contains('#') {
-                if let Err(e) = g.put(resource_key(label), g.fencing_token().to_string()).await {
+                let call = clock_monotonic_ns();
+                let w = g.put(resource_key(label), g.fencing_token().to_string()).await;
+                let result = crate::OpResult::of(&w);
+                let ret_ns = (result != crate::OpResult::Unknown).then(clock_monotonic_ns);
+                op.push(crate::GuardedOp { write: true, call_ns: call, ret_ns, value: g.fencing_token(), result });
+                if let Err(e) = w {
                     counters.err(e.code());
                 }
             }
+            ops.push(op);
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
         let end_call = clock_monotonic_ns();
-        for (label, g) in gs {
-            crate::release_and_record(&checker, &counters, label, &g, acquired, end_call, &id).await;
+        for ((label, g), op) in gs.into_iter().zip(ops) {
+            crate::release_and_record_ops(&checker, &counters, label, &g, (invoked, acquired), end_call, &id, op).await;
         }
     }
     client.close().await;
