@@ -198,6 +198,16 @@ impl Book {
         due
     }
 
+    /// The puts of `names` did not reach etcd: write them again next tick.
+    pub(crate) fn unwritten(&self, names: &[String]) {
+        let mut m = self.map();
+        for n in names {
+            if let Some(e) = m.get_mut(n) {
+                e.written = 0;
+            }
+        }
+    }
+
     /// Whether no name is in use (the flush task then stops).
     pub(crate) fn is_idle(&self) -> bool {
         let m = self.map();
@@ -298,15 +308,17 @@ pub(crate) async fn flush_loop(inner: Weak<Inner>) {
             Err(_) => continue,
         };
         let due = inner.meta.due(lease, Instant::now(), &host, pid);
-        let mut ops: Vec<TxnOp> = Vec::new();
+        // (put name or None for a delete, op)
+        let mut ops: Vec<(Option<String>, TxnOp)> = Vec::new();
         for (name, rec) in due.puts {
-            ops.push(TxnOp::put(key(&inner.ns, &name, lease), rec, Some(PutOptions::new().with_lease(lease))));
+            let op = TxnOp::put(key(&inner.ns, &name, lease), rec, Some(PutOptions::new().with_lease(lease)));
+            ops.push((Some(name), op));
         }
         for name in due.deletes {
-            ops.push(TxnOp::delete(key(&inner.ns, &name, lease), None));
+            ops.push((None, TxnOp::delete(key(&inner.ns, &name, lease), None)));
         }
         for chunk in ops.chunks(TXN_OPS) {
-            let txn = Txn::new().and_then(chunk.to_vec());
+            let txn = Txn::new().and_then(chunk.iter().map(|(_, op)| op.clone()).collect::<Vec<_>>());
             let t = &inner.transport;
             if let Err(e) = t.call(t.request_bound(), &mut false, |mut c| {
                 let txn = txn.clone();
@@ -314,7 +326,11 @@ pub(crate) async fn flush_loop(inner: Weak<Inner>) {
             })
             .await
             {
-                tracing::debug!(error = %e, "meta records not written; the next tick retries");
+                // The puts go again next tick; a delete that failed leaves a
+                // record that ends with the session's lease (list shows
+                // records only beside lock keys that exist).
+                tracing::debug!(error = %e, "meta records not written; the next tick retries the puts");
+                inner.meta.unwritten(&chunk.iter().filter_map(|(n, _)| n.clone()).collect::<Vec<_>>());
             }
         }
         if inner.meta.is_idle() {
@@ -354,6 +370,17 @@ mod tests {
         assert_eq!(b.due(8, t0 + TICK * 5, "h", 1).deletes, vec!["b".to_string()]);
         assert!(b.is_idle());
         assert!(b.wait_started("c", LockKind::Mutex), "idle again: the next use restarts the task");
+    }
+
+    #[test]
+    fn a_put_that_failed_is_due_again() {
+        let b = Book::default();
+        b.wait_started("a", LockKind::Mutex);
+        let t0 = Instant::now();
+        assert_eq!(b.due(7, t0 + TICK, "h", 1).puts.len(), 1);
+        assert_eq!(b.due(7, t0 + TICK * 2, "h", 1), Due::default());
+        b.unwritten(&["a".to_string()]);
+        assert_eq!(b.due(7, t0 + TICK * 3, "h", 1).puts.len(), 1, "written again after a failure");
     }
 
     #[test]
