@@ -99,6 +99,43 @@ pub fn option_kind(key: &str) -> Option<OptionKind> {
     })
 }
 
+/// The core key of an option as a language spells it: the key itself
+/// (`request_timeout`), its camelCase (`requestTimeout`, Node and Java), and
+/// the short TLS names Python and the CLI use (`ca`, `cert`, `key`,
+/// `domain`). `None` for anything else.
+pub fn option_key(name: &str) -> Option<&'static str> {
+    let short = match name {
+        "ca" => Some("tls_ca"),
+        "cert" => Some("tls_cert"),
+        "key" => Some("tls_key"),
+        "domain" => Some("tls_domain"),
+        _ => None,
+    };
+    short.or_else(|| crate::OPTION_KEYS.into_iter().find(|k| *k == name || camel(k) == name))
+}
+
+/// `snake_case` as `camelCase`.
+fn camel(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    let mut up = false;
+    for c in key.chars() {
+        match c {
+            '_' => up = true,
+            c if up => {
+                out.push(c.to_ascii_uppercase());
+                up = false;
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The message for an option name no key answers to.
+pub fn unknown_option(name: &str) -> Error {
+    Error::invalid(format!("unknown option {name:?}; the options are {}", crate::OPTION_KEYS.join(", ")))
+}
+
 /// Client options from a binding: the `ETCDLOCK_*` environment gives the
 /// defaults, `pairs` (keys of [`crate::OPTION_KEYS`], in order, later wins)
 /// override it key by key, and the result is checked as `connect` checks it.
@@ -352,6 +389,22 @@ pub fn list_json(prefix: &str, l: &[Status]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_spelling_of_a_key_finds_it() {
+        for k in crate::OPTION_KEYS {
+            assert_eq!(option_key(k), Some(k));
+            assert_eq!(option_key(&camel(k)), Some(k));
+        }
+        assert_eq!(option_key("keepaliveInterval"), Some("keepalive_interval"));
+        assert_eq!(option_key("tlsCa"), Some("tls_ca"));
+        assert_eq!(option_key("ca"), Some("tls_ca"));
+        assert_eq!(option_key("domain"), Some("tls_domain"));
+        for bad in ["", "Ttl", "request-timeout", "ttl_", "tls"] {
+            assert_eq!(option_key(bad), None, "{bad}");
+        }
+        assert!(unknown_option("tll").message().contains("\"tll\""));
+    }
 
     #[test]
     fn options_come_from_pairs_in_every_unit() {
