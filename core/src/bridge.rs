@@ -25,7 +25,7 @@ use futures_util::FutureExt;
 
 use serde_json::{json, Value};
 
-use crate::{ClientOptions, Contender, ContenderKind, Error, ErrorCode, LossReason, Result, Status};
+use crate::{ClientOptions, Contender, ContenderKind, Error, ErrorCode, LockOptions, LossReason, Result, Status};
 
 pub use crate::runtime::block_on_interruptible;
 
@@ -131,6 +131,22 @@ fn camel(key: &str) -> String {
     out
 }
 
+/// A list option's value (endpoints) from a language's list: the items
+/// joined with commas. An empty list, an empty item or an item with a comma
+/// is `InvalidArgument` (an empty value would mean "not given").
+pub fn list_value<S: AsRef<str>>(key: &str, items: &[S]) -> Result<String> {
+    if items.is_empty() {
+        return Err(Error::invalid(format!("{key}: the list is empty")));
+    }
+    for i in items {
+        let i = i.as_ref();
+        if i.trim().is_empty() || i.contains(',') {
+            return Err(Error::invalid(format!("{key}: bad item {i:?}")));
+        }
+    }
+    Ok(items.iter().map(|i| i.as_ref().trim()).collect::<Vec<_>>().join(","))
+}
+
 /// The message for an option name no key answers to.
 pub fn unknown_option(name: &str) -> Error {
     Error::invalid(format!("unknown option {name:?}; the options are {}", crate::OPTION_KEYS.join(", ")))
@@ -173,6 +189,13 @@ pub const MAX_WAIT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 /// [`timeout`] for an optional value (`None` is no limit).
 pub fn opt_timeout(what: &str, v: Option<f64>, unit: Unit) -> Result<Option<Duration>> {
     v.map_or(Ok(None), |v| timeout(what, v, unit))
+}
+
+/// Options of one acquisition from a language's timeout (`None`: no limit),
+/// by the rule of [`timeout`]. Bindings build `LockOptions` only here, so an
+/// option added to it reaches every language from core.
+pub fn lock_options(v: Option<f64>, unit: Unit) -> Result<LockOptions> {
+    Ok(LockOptions { timeout: opt_timeout("timeout", v, unit)?, ..LockOptions::default() })
 }
 
 /// An error as every binding hands it to its language: code, loss reason,
@@ -404,6 +427,10 @@ mod tests {
             assert_eq!(option_key(bad), None, "{bad}");
         }
         assert!(unknown_option("tll").message().contains("\"tll\""));
+        assert_eq!(list_value("endpoints", &["a:1", " b:2 "]).unwrap(), "a:1,b:2");
+        for bad in [&[][..], &[""][..], &["a:1,b:2"][..], &["a:1", " "][..]] {
+            assert_eq!(list_value("endpoints", bad).unwrap_err().code(), ErrorCode::InvalidArgument);
+        }
     }
 
     #[test]
