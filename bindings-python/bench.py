@@ -11,6 +11,10 @@ Starts its own etcd (the testkit harness), then measures in one run:
 
 Prints p50/p99 in microseconds and the ratios to the floor and to the core.
 Usage: python bench.py [-n 2000] [--endpoints host:port]  (no --endpoints: start etcd)
+
+The floor and core loops live in the native module only when it is built with
+the `bench` feature (the published wheel has none):
+    MATURIN_PEP517_ARGS="--features bench" pip install ./bindings-python
 """
 
 from __future__ import annotations
@@ -26,6 +30,12 @@ from typing import Dict, List, Optional
 
 import etcdlock
 from etcdlock import _etcdlock
+
+if not hasattr(_etcdlock, "_raw_floor"):
+    raise SystemExit(
+        "bench.py: this etcdlock was built without the bench feature; install it with\n"
+        '    MATURIN_PEP517_ARGS="--features bench" pip install ./bindings-python'
+    )
 
 ROOT = Path(__file__).resolve().parent.parent
 

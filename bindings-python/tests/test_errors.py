@@ -57,6 +57,10 @@ def test_exception_tree_mirrors_core_codes() -> None:
         ({"connect_timeout": "5"}, TypeError),
         ({"ca": "/nonexistent/ca.pem"}, etcdlock.InvalidArgumentError),
         ({"namespace": 5}, TypeError),
+        ({"keepalive_interval": 0.001}, etcdlock.InvalidArgumentError),
+        ({"keepalive_interval": 100.0}, etcdlock.InvalidArgumentError),
+        ({"keepalive_interval": "1s"}, TypeError),
+        ({"watch_held_keys": 1}, TypeError),
     ],
 )
 def test_bad_client_options(endpoints: List[str], kw: Dict[str, Any], exc: type) -> None:
@@ -235,3 +239,23 @@ def test_every_option_is_accepted_and_timeouts_come_from_the_environment(endpoin
     assert out.stdout.split() == ["InvalidArgumentError", "True"], out.stderr
     out = subprocess.run([sys.executable, "-c", explicit], env=env, capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_keepalive_interval_is_an_option_core_checks(endpoints: List[str]) -> None:
+    """The option added only in core and declared here: a value core takes
+    works, and a bad one carries core's message."""
+    with etcdlock.Client(endpoints, ttl=5, keepalive_interval=0.25) as c:
+        with c.lock("ka-opt") as g:
+            assert g.is_held
+    with pytest.raises(etcdlock.InvalidArgumentError, match="keepalive_interval"):
+        etcdlock.Client(endpoints, ttl=5, keepalive_interval=3.0)
+
+
+def test_errors_say_whether_a_retry_may_succeed(endpoints: List[str]) -> None:
+    with pytest.raises(etcdlock.InvalidArgumentError) as bad:
+        etcdlock.Client(endpoints, ttl=0)
+    assert bad.value.retryable is False
+    with pytest.raises(etcdlock.UnavailableError) as down:
+        etcdlock.Client(["127.0.0.1:1"], connect_timeout=0.3)
+    assert down.value.retryable is True
+    assert etcdlock.LockError("x").retryable is False

@@ -21,6 +21,9 @@ class LockError(Exception):
     """The message without the code prefix."""
     reason: Optional[str]
     """For LockLostError: "LeaseExpired", "KeyDeleted", "ConnectionLost" or "ClientClosed"."""
+    retryable: bool
+    """Whether the same call may succeed if tried again (core's rule: e.g.
+    Unavailable and Timeout are, InvalidArgument and Closed are not)."""
 
 class InvalidArgumentError(LockError):
     code: str
@@ -187,37 +190,9 @@ class NativeObserver:
 @final
 class NativeClient:
     @staticmethod
-    def connect(
-        endpoints: Optional[List[str]] = None,
-        ttl: Optional[int] = None,
-        namespace: Optional[str] = None,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        ca: Optional[str] = None,
-        cert: Optional[str] = None,
-        key: Optional[str] = None,
-        domain: Optional[str] = None,
-        connect_timeout: Optional[float] = None,
-        request_timeout: Optional[float] = None,
-        margin: Optional[float] = None,
-        watch_held_keys: Optional[bool] = None,
-    ) -> "NativeClient": ...
+    def connect(**options: Any) -> "NativeClient": ...
     @staticmethod
-    def connect_async(
-        endpoints: Optional[List[str]] = None,
-        ttl: Optional[int] = None,
-        namespace: Optional[str] = None,
-        username: Optional[str] = None,
-        password: Optional[str] = None,
-        ca: Optional[str] = None,
-        cert: Optional[str] = None,
-        key: Optional[str] = None,
-        domain: Optional[str] = None,
-        connect_timeout: Optional[float] = None,
-        request_timeout: Optional[float] = None,
-        margin: Optional[float] = None,
-        watch_held_keys: Optional[bool] = None,
-    ) -> Awaitable["NativeClient"]: ...
+    def connect_async(**options: Any) -> Awaitable["NativeClient"]: ...
     def lock(self, name: str, timeout: Optional[float] = None) -> Guard: ...
     def try_lock(self, name: str) -> Optional[Guard]: ...
     def lock_async(self, name: str, timeout: Optional[float] = None) -> Awaitable[Guard]: ...
@@ -252,6 +227,7 @@ class NativeClient:
     def release(self, name: str, token: int) -> bool: ...
     def release_async(self, name: str, token: int) -> Awaitable[bool]: ...
 
+# Only in a build with the `bench` feature (bench.py builds one).
 def _raw_floor(endpoints: List[str], n: int) -> List[int]: ...
 def _core_bench(endpoints: List[str], n: int) -> List[int]: ...
 def _close_gate() -> None: ...

@@ -1,0 +1,442 @@
+"""The asyncio API: :class:`AsyncClient`, :class:`AsyncLock`, :class:`AsyncGuard` and the rest."""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union
+
+if TYPE_CHECKING:  # asyncio is imported where the async API runs: it adds ~8 MB RSS (ssl)
+    import asyncio
+
+from ._etcdlock import (
+    ClosedError,
+    Guard,
+    Leadership,
+    MultiGuard,
+    LockError,
+    LostEvent,
+    NativeClient,
+    NativeObserver,
+    NotHeldError,
+    TimeoutError,
+)
+
+from ._common import (
+    Endpoints,
+    Leader,
+    Status,
+    _check_name,
+    _check_names,
+    _check_permits,
+    _check_timeout,
+    _leader,
+    _live_clients,
+    _options,
+    _status,
+)
+
+
+class AsyncObserver:
+    """:class:`Observer` as an async iterator (``async for leader in ...``)."""
+
+    def __init__(self, native: NativeObserver, name: str) -> None:
+        self._native = native
+        self.name = name
+
+    def __aiter__(self) -> "AsyncObserver":
+        return self
+
+    async def __anext__(self) -> Optional[Leader]:
+        return _leader(await self._native.next_async(None))
+
+    async def next(self, timeout: Optional[float] = None) -> Optional[Leader]:
+        """The next leadership state; :class:`TimeoutError` after ``timeout`` seconds."""
+        return _leader(await self._native.next_async(_check_timeout(timeout)))
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.AsyncObserver name={self.name!r}>"
+
+
+
+_AG = TypeVar("_AG", bound="AsyncGuard")
+
+
+class AsyncGuard:
+    """A held lock, asyncio flavour: the same properties as :class:`Guard`,
+    with awaitable ``put`` / ``get`` / ``delete`` / ``unlock`` /
+    ``wait_lost``, and ``async with guard:`` (unlocks at the end)."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.sync = guard
+        """The underlying blocking :class:`Guard`."""
+
+    @property
+    def name(self) -> str:
+        return self.sync.name
+
+    @property
+    def key(self) -> str:
+        return self.sync.key
+
+    @property
+    def lease_id(self) -> int:
+        return self.sync.lease_id
+
+    @property
+    def fencing_token(self) -> int:
+        return self.sync.fencing_token
+
+    @property
+    def is_held(self) -> bool:
+        return self.sync.is_held
+
+    @property
+    def state(self) -> str:
+        return self.sync.state
+
+    @property
+    def loss_reason(self) -> Optional[str]:
+        return self.sync.loss_reason
+
+    @property
+    def lost(self) -> LostEvent:
+        """Event-like loss view (``is_set()``; ``await lost.wait_async(timeout)``)."""
+        return self.sync.lost
+
+    def on_lost(self, callback: Callable[[str], Any]) -> None:
+        """See :meth:`Guard.on_lost` (the callback runs on its own thread)."""
+        self.sync.on_lost(callback)
+
+    @property
+    def renewal_failing(self) -> Optional[float]:
+        """See :attr:`Guard.renewal_failing`."""
+        return self.sync.renewal_failing
+
+    def on_renewal(self, callback: Callable[[bool, Optional[float]], Any]) -> None:
+        """See :meth:`Guard.on_renewal` (the callback runs on its own thread)."""
+        self.sync.on_renewal(callback)
+
+    async def wait_lost(self, timeout: Optional[float] = None) -> bool:
+        """True once the hold is lost; False after ``timeout`` or on normal release."""
+        return await self.sync.lost.wait_async(_check_timeout(timeout))
+
+    async def put(self, key: Union[str, bytes], value: Union[str, bytes]) -> None:
+        """Guarded put (see :meth:`Guard.put`)."""
+        await self.sync.put_async(key, value)
+
+    async def get(self, key: Union[str, bytes]) -> Optional[bytes]:
+        """Guarded get (see :meth:`Guard.get`)."""
+        return await self.sync.get_async(key)
+
+    async def delete(self, key: Union[str, bytes]) -> bool:
+        """Guarded delete (see :meth:`Guard.delete`)."""
+        return await self.sync.delete_async(key)
+
+    async def unlock(self) -> None:
+        """Release (see :meth:`Guard.unlock`)."""
+        await self.sync.unlock_async()
+
+    async def __aenter__(self: _AG) -> _AG:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            await self.unlock()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return repr(self.sync).replace("etcdlock.Guard", "etcdlock.AsyncGuard")
+
+
+class AsyncLeadership(AsyncGuard):
+    """:class:`Leadership`, asyncio flavour: an :class:`AsyncGuard` with
+    awaitable ``proclaim`` and ``resign`` (``async with`` resigns)."""
+
+    sync: Leadership
+
+    def __init__(self, leadership: Leadership) -> None:
+        super().__init__(leadership)
+
+    async def proclaim(self, value: Union[str, bytes]) -> None:
+        """Announce a new value; :class:`LockLostError` if we no longer lead."""
+        await self.sync.proclaim_async(value)
+
+    async def resign(self) -> None:
+        """Give up leadership (same as ``unlock``)."""
+        await self.sync.resign_async()
+
+    def __repr__(self) -> str:
+        return repr(self.sync).replace("etcdlock.Leadership", "etcdlock.AsyncLeadership")
+
+
+class AsyncMultiGuard:
+    """:class:`MultiGuard`, asyncio flavour (``async with`` unlocks every lock)."""
+
+    def __init__(self, multi: MultiGuard) -> None:
+        self.sync = multi
+        """The underlying :class:`MultiGuard`."""
+
+    @property
+    def names(self) -> List[str]:
+        return self.sync.names
+
+    @property
+    def keys(self) -> List[str]:
+        return self.sync.keys
+
+    @property
+    def fencing_tokens(self) -> List[int]:
+        return self.sync.fencing_tokens
+
+    @property
+    def is_held(self) -> bool:
+        return self.sync.is_held
+
+    @property
+    def loss(self) -> Optional[Tuple[str, str]]:
+        return self.sync.loss
+
+    async def wait_lost(self, timeout: Optional[float] = None) -> Optional[Tuple[str, str]]:
+        """(name, reason) of the first lock lost; None on release or after ``timeout``."""
+        return await self.sync.wait_lost_async(_check_timeout(timeout))
+
+    async def unlock(self) -> None:
+        """Release every lock."""
+        await self.sync.unlock_async()
+
+    async def __aenter__(self) -> "AsyncMultiGuard":
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            await self.unlock()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return repr(self.sync).replace("etcdlock.MultiGuard", "etcdlock.AsyncMultiGuard")
+
+
+class AsyncClient:
+    """The asyncio client: the same options as :class:`Client`. Connects on
+    ``await client.connect()`` (returns the client) or ``async with``; other
+    methods connect on first use. Everything runs on etcdlock's shared native
+    runtime; the event loop is never blocked."""
+
+    def __init__(
+        self,
+        endpoints: Endpoints = None,
+        ttl: Optional[int] = None,
+        namespace: Optional[str] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        ca: Optional[str] = None,
+        cert: Optional[str] = None,
+        key: Optional[str] = None,
+        domain: Optional[str] = None,
+        connect_timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
+        margin: Optional[float] = None,
+        watch_held_keys: Optional[bool] = None,
+        keepalive_interval: Optional[float] = None,
+    ) -> None:
+        self._options = _options(locals())
+        self._native: Optional[NativeClient] = None
+        self._connecting: Optional[asyncio.Lock] = None
+        self._closed = False
+
+    async def connect(self) -> "AsyncClient":
+        """Connect (idempotent). Raises :class:`UnavailableError`, ..."""
+        await self._client()
+        return self
+
+    async def _client(self) -> NativeClient:
+        if self._native is not None:
+            return self._native
+        if self._closed:
+            raise ClosedError("the client was closed")
+        if self._connecting is None:
+            import asyncio  # already loaded: we run on its loop
+
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            if self._native is None:
+                self._native = await NativeClient.connect_async(**self._options)
+                _live_clients.add(self._native)
+            return self._native
+
+    def lock(self, name: str, timeout: Optional[float] = None) -> "AsyncLock":
+        """An :class:`AsyncLock` handle for ``name`` (``async with`` it)."""
+        return AsyncLock(self, _check_name(name), _check_timeout(timeout))
+
+    async def acquire(self, name: str, timeout: Optional[float] = None) -> AsyncGuard:
+        """Wait for the lock and return the held :class:`AsyncGuard`. Raises
+        :class:`TimeoutError` after ``timeout`` seconds. Cancelling the task
+        removes the waiter key."""
+        c = await self._client()
+        return AsyncGuard(await c.lock_async(_check_name(name), _check_timeout(timeout)))
+
+    async def try_lock(self, name: str) -> Optional[AsyncGuard]:
+        """Take the lock if free: an :class:`AsyncGuard`, or None."""
+        c = await self._client()
+        g = await c.try_lock_async(_check_name(name))
+        return None if g is None else AsyncGuard(g)
+
+    async def acquire_permit(self, name: str, permits: int, timeout: Optional[float] = None) -> AsyncGuard:
+        """:meth:`Client.acquire_permit`, awaitable (cancelling removes the waiter key)."""
+        c = await self._client()
+        return AsyncGuard(await c.acquire_permit_async(_check_name(name), _check_permits(permits), _check_timeout(timeout)))
+
+    async def acquire_read(self, name: str, timeout: Optional[float] = None) -> AsyncGuard:
+        """:meth:`Client.acquire_read`, awaitable."""
+        c = await self._client()
+        return AsyncGuard(await c.read_lock_async(_check_name(name), _check_timeout(timeout)))
+
+    async def acquire_many(self, names: Sequence[str], timeout: Optional[float] = None) -> AsyncMultiGuard:
+        """:meth:`Client.acquire_many`, awaitable."""
+        c = await self._client()
+        return AsyncMultiGuard(await c.lock_many_async(_check_names(names), _check_timeout(timeout)))
+
+    async def campaign(self, name: str, value: Union[str, bytes], timeout: Optional[float] = None) -> AsyncLeadership:
+        """:meth:`Client.campaign`, awaitable."""
+        c = await self._client()
+        return AsyncLeadership(await c.campaign_async(_check_name(name), value, _check_timeout(timeout)))
+
+    async def leader(self, name: str) -> Optional[Leader]:
+        """:meth:`Client.leader`, awaitable."""
+        c = await self._client()
+        return _leader(await c.leader_async(_check_name(name)))
+
+    async def observe(self, name: str) -> AsyncObserver:
+        """:meth:`Client.observe` as an async iterator:
+        ``async for leader in await client.observe("jobs"):``."""
+        c = await self._client()
+        return AsyncObserver(c.observe(_check_name(name)), name)
+
+    async def status(self, name: str) -> Status:
+        """:meth:`Client.status`, awaitable."""
+        c = await self._client()
+        return _status(await c.status_async(_check_name(name)))
+
+    async def list(self, prefix: str = "") -> List[Status]:
+        """:meth:`Client.list`, awaitable."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        c = await self._client()
+        return [_status(d) for d in await c.list_async(prefix)]
+
+    async def release(self, name: str, token: int) -> bool:
+        """:meth:`Client.release`, awaitable."""
+        c = await self._client()
+        return await c.release_async(_check_name(name), token)
+
+    async def close(self) -> None:
+        """Close (revokes the lease, releasing every lock). Idempotent."""
+        self._closed = True
+        if self._native is not None:
+            await self._native.close_async()
+            _live_clients.discard(self._native)
+
+    @property
+    def ttl(self) -> Optional[int]:
+        """The effective TTL once connected, else None."""
+        return None if self._native is None else self._native.ttl
+
+    def metrics(self) -> Optional[Dict[str, Any]]:
+        """:meth:`Client.metrics`, once connected (else None)."""
+        return None if self._native is None else self._native.metrics()
+
+    async def __aenter__(self) -> "AsyncClient":
+        return await self.connect()
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+
+class AsyncLock:
+    """A lock handle shaped like :class:`asyncio.Lock`: ``await acquire()``,
+    ``await release()`` (a coroutine here: it talks to etcd), ``locked()``,
+    and ``async with lock as guard:`` which raises instead of running the
+    block without the lock."""
+
+    def __init__(self, client: AsyncClient, name: str, timeout: Optional[float]) -> None:
+        self._client = client
+        self.name = name
+        self.timeout = timeout
+        self._guard: Optional[AsyncGuard] = None
+
+    async def acquire(self, timeout: float = -1) -> bool:
+        """True when acquired, False if not within ``timeout`` seconds
+        (``-1``: the handle's default; ``0``: only if free now)."""
+        t = _check_timeout(timeout)
+        if t == -1:
+            t = self.timeout
+        elif t is not None and t < 0:
+            raise ValueError("timeout value must be a non-negative number or -1")
+        if t == 0:
+            g = await self._client.try_lock(self.name)
+            if g is None:
+                return False
+        else:
+            try:
+                g = await self._client.acquire(self.name, t)
+            except TimeoutError:
+                return False
+        self._guard = g
+        return True
+
+    async def release(self) -> None:
+        """Release; :class:`NotHeldError` if not held by this handle."""
+        g, self._guard = self._guard, None
+        if g is None:
+            raise NotHeldError(f"lock {self.name!r} is not held by this handle")
+        await g.unlock()
+
+    def locked(self) -> bool:
+        """True while this handle holds the lock."""
+        return self._guard is not None and self._guard.is_held
+
+    @property
+    def guard(self) -> Optional[AsyncGuard]:
+        """The held :class:`AsyncGuard`, or None."""
+        return self._guard
+
+    def __repr__(self) -> str:
+        # asyncio.Lock's shape: "<asyncio.locks.Lock object at 0x... [unlocked]>".
+        state = "locked" if self.locked() else "unlocked"
+        return f"<etcdlock.AsyncLock name={self.name!r} object at {id(self):#x} [{state}]>"
+
+    async def __aenter__(self) -> AsyncGuard:
+        self._guard = await self._client.acquire(self.name, self.timeout)
+        return self._guard
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            await self.release()
+        except LockError:
+            if exc_type is None:
+                raise
+

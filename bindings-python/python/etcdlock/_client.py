@@ -1,0 +1,435 @@
+"""The blocking API: :class:`Client`, :class:`Lock`, :class:`Semaphore`, :class:`Observer`."""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import TracebackType
+from typing import Any, Dict, List, Optional, Sequence, Type, Union
+
+from ._etcdlock import (
+    Guard,
+    Leadership,
+    MultiGuard,
+    LockError,
+    NativeClient,
+    NativeObserver,
+    NotHeldError,
+    TimeoutError,
+)
+
+from ._common import (
+    Endpoints,
+    Leader,
+    Status,
+    _check_name,
+    _check_names,
+    _check_permits,
+    _check_timeout,
+    _leader,
+    _live_clients,
+    _options,
+    _status,
+)
+
+
+class Observer:
+    """Leadership changes of one election: an iterator of :class:`Leader`
+    (or None while nobody leads), starting with the current state. Each step
+    blocks (GIL released, Ctrl-C answered); ``next(timeout)`` bounds one step.
+    Ends with :class:`ClosedError` when the client is closed."""
+
+    def __init__(self, native: NativeObserver, name: str) -> None:
+        self._native = native
+        self.name = name
+
+    def __iter__(self) -> "Observer":
+        return self
+
+    def __next__(self) -> Optional[Leader]:
+        return _leader(self._native.next(None))
+
+    def next(self, timeout: Optional[float] = None) -> Optional[Leader]:
+        """The next leadership state; :class:`TimeoutError` after ``timeout`` seconds."""
+        return _leader(self._native.next(_check_timeout(timeout)))
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.Observer name={self.name!r}>"
+
+
+
+class Client:
+    """A connection to etcd that hands out locks; one lease kept alive in the
+    background for all of them. Connecting happens in the constructor (raises
+    :class:`UnavailableError` when no endpoint answers within
+    ``connect_timeout``). Usable as a context manager (closes on exit).
+
+    Args:
+        endpoints: ``["127.0.0.1:2379", ...]`` or ``"host:port,host:port"``;
+            ``http://`` / ``https://`` URLs also work. Default: ``$ETCDLOCK_ENDPOINTS``
+            or ``127.0.0.1:2379``.
+        ttl: lease TTL in whole seconds (1 .. 9e9). Default ``$ETCDLOCK_TTL`` or 15.
+        namespace: prefix prepended to every key this client touches.
+        username, password: etcd auth (given together).
+        ca, cert, key: PEM file paths for TLS / mutual TLS.
+        domain: TLS server name to verify instead of the endpoint host.
+        connect_timeout: seconds to connect, lease grant included (default
+            ``$ETCDLOCK_CONNECT_TIMEOUT`` or 5.0).
+        request_timeout: seconds that bound every call that does not wait for
+            a lock (``try_lock``, release, guarded operations, ``status``),
+            retries and failover included: :class:`UnavailableError` after
+            it (default ``$ETCDLOCK_REQUEST_TIMEOUT`` or 2.0). Calls that wait
+            are bounded by their own ``timeout``.
+        margin: seconds taken off the TTL for local loss detection (default:
+            TTL/5, at most 2 s; ``$ETCDLOCK_MARGIN``). A margin above half
+            the TTL is :class:`InvalidArgumentError`.
+        watch_held_keys: watch each held key so an outside delete is reported
+            at once (default ``$ETCDLOCK_WATCH_HELD_KEYS`` or True).
+        keepalive_interval: seconds between lease keep-alives (default TTL/3;
+            ``$ETCDLOCK_KEEPALIVE_INTERVAL``); at least 0.05 and at most half
+            of TTL minus margin, else :class:`InvalidArgumentError`.
+
+    Every argument left out (None) comes from its ``ETCDLOCK_*`` variable,
+    else the default; a given one wins, and a malformed variable for it is
+    ignored (the rule every etcdlock language follows).
+
+    Text arguments (names, keys, values, namespace, ...) that UTF-8 cannot
+    encode (a lone surrogate) raise :class:`InvalidArgumentError`.
+    """
+
+    def __init__(
+        self,
+        endpoints: Endpoints = None,
+        ttl: Optional[int] = None,
+        namespace: Optional[str] = None,
+        username: Optional[str] = None,
+        password: Optional[str] = None,
+        ca: Optional[str] = None,
+        cert: Optional[str] = None,
+        key: Optional[str] = None,
+        domain: Optional[str] = None,
+        connect_timeout: Optional[float] = None,
+        request_timeout: Optional[float] = None,
+        margin: Optional[float] = None,
+        watch_held_keys: Optional[bool] = None,
+        keepalive_interval: Optional[float] = None,
+    ) -> None:
+        self._native = NativeClient.connect(**_options(locals()))
+        self._pid = os.getpid()
+        _live_clients.add(self._native)
+
+    def lock(self, name: str, timeout: Optional[float] = None) -> "Lock":
+        """A :class:`Lock` handle for ``name``; nothing is sent to etcd until
+        it is acquired. ``timeout`` (seconds, None = forever) applies to
+        ``with`` and to ``acquire()`` without an explicit timeout."""
+        return Lock(self, _check_name(name), _check_timeout(timeout))
+
+    def try_lock(self, name: str) -> Optional[Guard]:
+        """Take the lock ``name`` if it is free (no waiting): a held
+        :class:`Guard`, or None when someone else holds or waits for it."""
+        return self._native.try_lock(_check_name(name))
+
+    def acquire(self, name: str, timeout: Optional[float] = None) -> Guard:
+        """Wait for the lock ``name`` and return the held :class:`Guard`.
+        Raises :class:`TimeoutError` after ``timeout`` seconds."""
+        return self._native.lock(_check_name(name), _check_timeout(timeout))
+
+    def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> "Semaphore":
+        """A :class:`Semaphore` handle: at most ``permits`` holders of
+        ``name`` at once, cluster-wide. Nothing is sent until acquired."""
+        return Semaphore(self, _check_name(name), _check_permits(permits), _check_timeout(timeout))
+
+    def acquire_permit(self, name: str, permits: int, timeout: Optional[float] = None) -> Guard:
+        """Wait (FIFO) for one of ``permits`` permits of the semaphore
+        ``name``: a held :class:`Guard` (fencing token, loss signal, guarded
+        ops; ``with`` releases). Every contender must agree on ``permits``
+        (else :class:`InvalidArgumentError`). ``timeout=0`` is one try."""
+        return self._native.acquire_permit(_check_name(name), _check_permits(permits), _check_timeout(timeout))
+
+    def acquire_read(self, name: str, timeout: Optional[float] = None) -> Guard:
+        """Wait for the read side of the read-write lock ``name``: shared
+        with other readers, excluded by writers. The write side is the plain
+        lock (:meth:`acquire` / :meth:`lock`), so ``etcdctl lock`` and Go's
+        Mutex on ``name`` exclude readers too. FIFO: a reader that comes after
+        a waiting writer waits for it."""
+        return self._native.read_lock(_check_name(name), _check_timeout(timeout))
+
+    def acquire_many(self, names: Sequence[str], timeout: Optional[float] = None) -> MultiGuard:
+        """Lock every name in ``names`` together: one :class:`MultiGuard`.
+        The waiter keys are created in one etcd transaction, so all clients
+        queue in the same order on every name: no deadlock, no retry loop. At
+        most :data:`MAX_MULTI` names; timeout or Ctrl-C removes every key, and
+        losing any one lock loses the whole hold."""
+        return self._native.lock_many(_check_names(names), _check_timeout(timeout))
+
+    def campaign(self, name: str, value: Union[str, bytes], timeout: Optional[float] = None) -> Leadership:
+        """Wait to be elected leader of ``name`` (FIFO among candidates),
+        announcing ``value``: a :class:`Leadership` (a :class:`Guard` with
+        ``proclaim`` and ``resign``; ``with`` resigns). Same keys as Go's
+        ``concurrency.Election`` and ``etcdctl elect``."""
+        return self._native.campaign(_check_name(name), value, _check_timeout(timeout))
+
+    def leader(self, name: str) -> Optional[Leader]:
+        """The current :class:`Leader` of the election ``name``, or None."""
+        return _leader(self._native.leader(_check_name(name)))
+
+    def observe(self, name: str) -> Observer:
+        """Follow the election ``name``: an iterator of :class:`Leader` (or
+        None when nobody leads) that yields the current state first, then
+        each change (a new proclamation is a change)."""
+        return Observer(self._native.observe(_check_name(name)), name)
+
+    def status(self, name: str) -> Status:
+        """Holders and waiters of ``name`` for any kind (mutex, semaphore,
+        read-write lock, election; etcdctl and Go keys too): the data
+        ``etcdlock status`` shows."""
+        return _status(self._native.status(_check_name(name)))
+
+    def list(self, prefix: str = "") -> List[Status]:
+        """Every lock, election, semaphore and read-write lock whose name
+        starts with ``prefix`` (all of this client's namespace by default),
+        sorted by name, from one read: what ``etcdlock list`` shows."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        return [_status(d) for d in self._native.list(prefix)]
+
+    def release(self, name: str, token: int) -> bool:
+        """Free a lock whose holder is wedged: delete the hold of ``name``
+        whose fencing token is ``token`` (``status`` shows it), whoever holds
+        it; a later holder is never touched. True if it was released, False
+        if no hold has that token. The former holder's guard reports the loss
+        with reason ``KeyDeleted``."""
+        return self._native.release(_check_name(name), token)
+
+    def close(self) -> None:
+        """Close the client: revoke its lease, which releases every lock it
+        holds (their guards report ``ClientClosed``). Idempotent."""
+        if self._pid == os.getpid():
+            self._native.close()
+        _live_clients.discard(self._native)
+
+    @property
+    def ttl(self) -> int:
+        """The effective lease TTL in seconds (etcd may raise a small one)."""
+        return self._native.ttl
+
+    def prometheus(self, **labels: str) -> str:
+        """The same metrics in Prometheus' text exposition format (version
+        0.0.4), named by core's one list (``etcdlock_acquire_seconds``,
+        ``etcdlock_held``, ``etcdlock_lost_total``, ...: the names Java's
+        Micrometer binder and ``etcdlock run --metrics-listen`` use), with
+        ``labels`` on every series. Serve it from your own ``/metrics``
+        handler, or hand it to a ``prometheus_client`` custom collector."""
+        return self._native.prometheus(sorted(labels.items()))
+
+    def metrics(self) -> Dict[str, Any]:
+        """What this client has done so far, from the native core (the same
+        figures in every language): ``acquisitions`` by outcome (``acquired``,
+        ``timeout``, ``would_block``, ``cancelled``, ``error``: each
+        ``{"count", "wait_seconds"}``), ``waiting`` and ``held`` now,
+        ``held_seconds`` (current holds, summed), ``holds_ended`` and
+        ``hold_seconds``, ``lost`` by reason (``LeaseExpired``, ``KeyDeleted``,
+        ``ConnectionLost``, ``ClientClosed``), ``keepalives`` and
+        ``keepalive_rtt`` (seconds, None before the first). No etcd request."""
+        return self._native.metrics()
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._native.closed
+
+    @property
+    def endpoints(self) -> str:
+        """The endpoints, comma separated."""
+        return self._native.endpoints
+
+    @property
+    def namespace(self) -> str:
+        """The key namespace ("" when none)."""
+        return self._native.namespace
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.Client endpoints={self.endpoints!r} ttl={self.ttl} closed={self.closed}>"
+
+
+class Lock:
+    """A lock handle shaped like :class:`threading.Lock`: ``acquire`` /
+    ``release`` / ``locked`` and ``with``. ``with lock as guard:`` raises
+    (:class:`TimeoutError`, :class:`UnavailableError`, ...) instead of running
+    the block without the lock, and yields the held :class:`Guard`.
+
+    Threads may share one handle: each acquisition is a separate waiter in
+    etcd, so they exclude each other (like a ``threading.Lock``, a thread
+    that acquires twice without releasing waits forever)."""
+
+    def __init__(self, client: Client, name: str, timeout: Optional[float]) -> None:
+        self._client = client
+        self.name = name
+        self.timeout = timeout
+        self._guard: Optional[Guard] = None
+        self._slot = threading.Lock()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Acquire like :meth:`threading.Lock.acquire`: True when acquired,
+        False if not free (``blocking=False``) or not acquired within
+        ``timeout`` seconds. ``timeout=-1`` uses the handle's default
+        timeout. Other failures raise."""
+        if not blocking:
+            if timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            g = self._client._native.try_lock(self.name)
+        else:
+            t = _check_timeout(timeout)
+            if t == -1:
+                t = self.timeout
+            elif t is not None and t < 0:
+                raise ValueError("timeout value must be a non-negative number or -1")
+            elif t is not None and t > threading.TIMEOUT_MAX:
+                raise OverflowError("timeout value is too large")
+            if t == 0:
+                g = self._client._native.try_lock(self.name)
+            else:
+                try:
+                    g = self._client._native.lock(self.name, t)
+                except TimeoutError:
+                    return False
+        if g is None:
+            return False
+        with self._slot:
+            self._guard = g
+        return True
+
+    def release(self) -> None:
+        """Release the lock. Raises :class:`NotHeldError` if this handle does
+        not hold it, :class:`LockLostError` if the hold had been lost."""
+        with self._slot:
+            g, self._guard = self._guard, None
+        if g is None:
+            raise NotHeldError(f"lock {self.name!r} is not held by this handle")
+        g.unlock()
+
+    def locked(self) -> bool:
+        """True while this handle holds the lock."""
+        g = self._guard
+        return g is not None and g.is_held
+
+    @property
+    def guard(self) -> Optional[Guard]:
+        """The held :class:`Guard`, or None."""
+        return self._guard
+
+    def __enter__(self) -> Guard:
+        g = self._client._native.lock(self.name, self.timeout)
+        with self._slot:
+            self._guard = g
+        return g
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        try:
+            self.release()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        # threading.Lock's shape: "<unlocked _thread.lock object at 0x...>".
+        state = "locked" if self.locked() else "unlocked"
+        return f"<{state} etcdlock.Lock object name={self.name!r} at {id(self):#x}>"
+
+
+class Semaphore:
+    """A cluster-wide semaphore handle shaped like
+    :class:`threading.BoundedSemaphore`: ``acquire(blocking, timeout)`` /
+    ``release()`` and ``with sem as permit:`` (yields the held :class:`Guard`).
+    Each acquisition is one permit in etcd; threads may share the handle.
+    ``release()`` without a permit held through this handle raises
+    :class:`NotHeldError` (a ``RuntimeError``; BoundedSemaphore raises
+    ``ValueError``)."""
+
+    def __init__(self, client: Client, name: str, permits: int, timeout: Optional[float]) -> None:
+        self._client = client
+        self.name = name
+        self.permits = permits
+        self.timeout = timeout
+        self._held: List[Guard] = []
+        self._mu = threading.Lock()
+        self._local = threading.local()
+
+    def _take(self, timeout: Optional[float]) -> Optional[Guard]:
+        try:
+            g = self._client.acquire_permit(self.name, self.permits, timeout)
+        except TimeoutError:
+            return None
+        with self._mu:
+            self._held.append(g)
+        return g
+
+    def acquire(self, blocking: bool = True, timeout: Optional[float] = None) -> bool:
+        """Take a permit: True when taken, False if none came within
+        ``timeout`` seconds (None: the handle's default; ``blocking=False``:
+        only if one is free now)."""
+        if not blocking:
+            if timeout is not None:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            t: Optional[float] = 0.0
+        else:
+            t = self.timeout if timeout is None else _check_timeout(timeout)
+        return self._take(t) is not None
+
+    def release(self) -> None:
+        """Give back the oldest permit held through this handle."""
+        with self._mu:
+            if not self._held:
+                raise NotHeldError(f"semaphore {self.name!r}: no permit is held through this handle")
+            g = self._held.pop(0)
+        g.unlock()
+
+    @property
+    def held(self) -> int:
+        """Permits held through this handle now."""
+        with self._mu:
+            return len(self._held)
+
+    def __enter__(self) -> Guard:
+        g = self._take(self.timeout)
+        if g is None:
+            raise TimeoutError(f"semaphore {self.name!r}: no permit within {self.timeout} s")
+        self._local.__dict__.setdefault("stack", []).append(g)
+        return g
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        g = self._local.stack.pop()
+        with self._mu:
+            if g in self._held:
+                self._held.remove(g)
+        try:
+            g.unlock()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.Semaphore name={self.name!r} permits={self.permits} held={self.held}>"
+
+

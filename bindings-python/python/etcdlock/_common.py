@@ -1,0 +1,194 @@
+"""Argument checks, the exit hooks and the status records shared by the
+blocking and the asyncio API."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import weakref
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from ._etcdlock import (
+    NativeClient,
+)
+from . import _etcdlock as _native_module
+
+Endpoints = Union[str, Sequence[str], None]
+
+
+def _endpoints(endpoints: Endpoints) -> Optional[List[str]]:
+    if endpoints is None:
+        return None
+    if isinstance(endpoints, str):
+        return [e.strip() for e in endpoints.split(",") if e.strip()]
+    if isinstance(endpoints, (bytes, bytearray)):
+        raise TypeError("endpoints must be a str or a sequence of str, not bytes")
+    out = list(endpoints)
+    for e in out:
+        if not isinstance(e, str):
+            raise TypeError(f"each endpoint must be a str, not {type(e).__name__}")
+    return out
+
+
+def _options(args: Dict[str, Any]) -> Dict[str, Any]:
+    """A client constructor's arguments (its ``locals()``) as the native
+    layer's options: endpoints as a list, a path-like value as str, None left
+    out. Core finds each option by name and checks its value."""
+    out = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in args.items() if k != "self" and v is not None}
+    if "endpoints" in out:
+        out["endpoints"] = _endpoints(out["endpoints"])
+    return out
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise TypeError(f"lock name must be a str, not {type(name).__name__}")
+    return name
+
+
+def _check_names(names: object) -> List[str]:
+    if isinstance(names, (str, bytes, bytearray)) or not isinstance(names, Sequence):
+        raise TypeError(f"names must be a sequence of str, not {type(names).__name__}")
+    return [_check_name(n) for n in names]
+
+
+def _check_permits(permits: object) -> int:
+    if isinstance(permits, bool) or not isinstance(permits, int):
+        raise TypeError(f"permits must be an int, not {type(permits).__name__}")
+    return permits
+
+
+def _check_timeout(timeout: object) -> Optional[float]:
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
+    return float(timeout)
+
+
+# Runtime threads call into Python (settling asyncio futures, running on_lost
+# callbacks) only through a gate the native module keeps. At exit it is closed
+# after _close_at_exit below (atexit runs handlers last-registered first), and
+# closing waits for calls already in progress: a thread that takes the GIL
+# once the interpreter is finalizing is killed mid-call by CPython.
+atexit.register(_native_module._close_gate)
+os.register_at_fork(after_in_child=_native_module._gate_after_fork)
+
+# Native clients still alive (directly, or through a guard that holds one).
+_live_clients: "weakref.WeakSet[NativeClient]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    # Revoke the leases of clients left open, so their locks and waiter keys go
+    # at once instead of after the TTL. (A client inherited across fork() is
+    # left alone: its close is a no-op in the child.)
+    for c in list(_live_clients):
+        try:
+            c.close()
+        except BaseException:  # pragma: no cover - best effort at exit
+            pass
+
+
+def release_on_sigterm() -> None:
+    """Let SIGTERM stop the process the way Ctrl-C does, so its locks are free
+    at once instead of after the TTL.
+
+    SIGTERM is how systemd, Kubernetes and docker stop a service, and its
+    default action ends Python with no ``finally``, ``with`` exit or atexit
+    handler run: every lease stays alive until its TTL runs out. After this
+    call SIGTERM raises ``SystemExit(143)`` in the main thread (interrupting a
+    blocked ``lock()`` as Ctrl-C does), so ``with`` blocks release their locks
+    and, at exit, every client still open is closed (its lease revoked).
+
+    Call it from the main thread. It replaces any SIGTERM handler; a program
+    with its own should close its clients there instead.
+    """
+    import signal
+
+    def _stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _stop)
+
+
+@dataclass(frozen=True)
+class Leader:
+    """The leader of an election, as read from etcd."""
+
+    key: str
+    """The leader's key (with the namespace), e.g. ``"jobs/694d7a3e4b2c8f05"``."""
+    value: bytes
+    """Its proclamation."""
+    revision: int
+    """Its key's create_revision: the leadership's fencing token."""
+    lease_id: int
+    """Its lease."""
+
+
+def _leader(t: Optional[Tuple[str, bytes, int, int]]) -> Optional[Leader]:
+    return None if t is None else Leader(*t)
+
+
+@dataclass(frozen=True)
+class Contender:
+    """One key in the queue of a name (see :meth:`Client.status`)."""
+
+    key: str
+    kind: str
+    """``"exclusive"`` (mutex, election, writer), ``"reader"`` or ``"permit"``."""
+    permits: Optional[int]
+    """The semaphore's permit count, for ``"permit"``."""
+    holds: bool
+    """Holds now (by its kind's rule), or waits."""
+    lease_id: int
+    ttl_remaining: Optional[int]
+    """Seconds left on its lease, if etcd reports it."""
+    fencing_token: int
+    """The key's create_revision."""
+    owner: Optional[str]
+    """``host:pid`` for etcdlock keys; None for etcdctl and Go keys."""
+    age: Optional[float]
+    """Seconds since the key was created (etcdlock keys)."""
+    value: bytes
+    """The key's value (an election's proclamation, etcdlock's owner info)."""
+    host: Optional[str]
+    """The holder's host (etcdlock keys)."""
+    pid: Optional[int]
+    """The holder's process id (etcdlock keys)."""
+    language: Optional[str]
+    """The language its client uses etcdlock from (``"python"``, ``"rust"``,
+    ...), once its meta record is written (keys older than ~100 ms)."""
+    local_waiters: Optional[int]
+    """Acquisitions of this name in progress in its client: the client's
+    local queue (it keeps at most two keys per name in etcd)."""
+    foreign: bool
+    """A key without etcdlock's owner info: etcdctl, Go's Mutex or Election."""
+
+
+@dataclass(frozen=True)
+class Status:
+    """Holders and waiters of one name, as one read saw them."""
+
+    name: str
+    revision: int
+    """The store revision of the read."""
+    holders: List[Contender]
+    """Who holds, oldest first."""
+    waiters: List[Contender]
+    """Who waits, in the order they will be served."""
+    kind: Optional[str] = None
+    """``"mutex"``, ``"election"``, ``"semaphore"`` or ``"rwlock"``, from
+    the contenders' records or keys; None when they do not tell."""
+
+
+def _status(d: Dict[str, Any]) -> Status:
+    return Status(
+        name=d["name"],
+        kind=d["kind"],
+        revision=d["revision"],
+        holders=[Contender(**c) for c in d["holders"]],
+        waiters=[Contender(**c) for c in d["waiters"]],
+    )
+

@@ -1,0 +1,185 @@
+//! `NativeClient`: connect, lock, try-lock, close, metrics, status (the
+//! recipes are in recipes.rs).
+
+use etcdlock::{Client, ErrorCode};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use crate::args::*;
+use crate::guard::NativeGuard;
+use crate::wait::*;
+
+/// A connection to etcd (the native half of `etcdlock.Client` and
+/// `etcdlock.AsyncClient`). Safe to share across threads.
+#[pyclass(module = "etcdlock._etcdlock", frozen, weakref)]
+pub(crate) struct NativeClient {
+    pub(crate) inner: Client,
+    pid: u32,
+}
+
+#[pymethods]
+impl NativeClient {
+    /// Connect (blocking, interruptible by Ctrl-C) with `Client(...)`'s
+    /// keyword arguments (see `args::client_options`).
+    #[staticmethod]
+    #[pyo3(signature = (**options))]
+    fn connect(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<NativeClient> {
+        let opts = client_options(py, options)?;
+        let inner = wait(py, async move { Client::connect(opts).await })?;
+        Ok(NativeClient { inner, pid: std::process::id() })
+    }
+
+    /// Connect, as an awaitable of the running asyncio loop.
+    #[staticmethod]
+    #[pyo3(signature = (**options))]
+    fn connect_async(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        let opts = client_options(py, options)?;
+        to_asyncio(py, async move { Client::connect(opts).await }, |py, c| {
+            Ok(Py::new(py, NativeClient { inner: c, pid: std::process::id() })?.into_any())
+        })
+    }
+
+    /// Wait for the lock `name`, at most `timeout` seconds if given.
+    #[pyo3(signature = (name, timeout=None))]
+    fn lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>) -> PyResult<NativeGuard> {
+        let this = slf.get();
+        let name = utf8(name, "lock name")?;
+        let opts = lock_opts(py, timeout)?;
+        let c = this.inner.clone();
+        let g = wait(py, async move { c.lock_with(&name, opts).await })?;
+        Ok(NativeGuard::new(g, slf.clone().unbind()))
+    }
+
+    /// Take the lock if free; None if held.
+    fn try_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<Option<NativeGuard>> {
+        let (c, name) = (slf.get().inner.clone(), utf8(name, "lock name")?);
+        let r = wait(py, async move {
+            match c.try_lock(&name).await {
+                Ok(g) => Ok(Some(g)),
+                Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+                Err(e) => Err(e),
+            }
+        })?;
+        Ok(r.map(|g| NativeGuard::new(g, slf.clone().unbind())))
+    }
+
+    /// `lock` as an awaitable.
+    #[pyo3(signature = (name, timeout=None))]
+    fn lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        let name = utf8(name, "lock name")?;
+        let opts = lock_opts(py, timeout)?;
+        let c = slf.get().inner.clone();
+        let me = slf.clone().unbind();
+        to_asyncio(py, async move { c.lock_with(&name, opts).await }, |py, g| {
+            Ok(Py::new(py, NativeGuard::new(g, me))?.into_any())
+        })
+    }
+
+    /// `try_lock` as an awaitable.
+    fn try_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<Py<PyAny>> {
+        let (c, name) = (slf.get().inner.clone(), utf8(name, "lock name")?);
+        let me = slf.clone().unbind();
+        to_asyncio(
+            py,
+            async move {
+                match c.try_lock(&name).await {
+                    Ok(g) => Ok(Some(g)),
+                    Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+                    Err(e) => Err(e),
+                }
+            },
+            |py, g| match g {
+                Some(g) => Ok(Py::new(py, NativeGuard::new(g, me))?.into_any()),
+                None => Ok(none(py)),
+            },
+        )
+    }
+
+    /// Close: revoke the lease (releasing every lock of this client). Idempotent.
+    /// In a forked child it only marks the parent's client unusable here.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.pid != std::process::id() {
+            return Ok(());
+        }
+        let c = self.inner.clone();
+        wait(py, async move {
+            c.close().await;
+            Ok(())
+        })
+    }
+
+    /// `close` as an awaitable.
+    fn close_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let c = self.inner.clone();
+        let same = self.pid == std::process::id();
+        to_asyncio(
+            py,
+            async move {
+                if same {
+                    c.close().await;
+                }
+                Ok(())
+            },
+            |py, ()| Ok(none(py)),
+        )
+    }
+
+    /// The effective lease TTL in seconds.
+    #[getter]
+    fn ttl(&self) -> i64 {
+        self.inner.ttl()
+    }
+
+    /// True after close().
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// The endpoints, comma separated.
+    #[getter]
+    fn endpoints(&self) -> String {
+        self.inner.endpoints().to_string()
+    }
+
+    /// The key namespace (prefix), as str.
+    #[getter]
+    fn namespace(&self) -> String {
+        String::from_utf8_lossy(self.inner.namespace()).into_owned()
+    }
+
+    /// Core's metrics snapshot as a dict (see `etcdlock.Client.metrics`).
+    /// The metrics in Prometheus' text format, with core's one list of names
+    /// and `labels` on every series.
+    #[pyo3(signature = (labels=Vec::new()))]
+    fn prometheus(&self, labels: Vec<(String, String)>) -> String {
+        let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        self.inner.metrics().to_prometheus(&l)
+    }
+
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let m = self.inner.metrics();
+        let acq = PyDict::new(py);
+        for a in m.acquisitions {
+            let d = PyDict::new(py);
+            d.set_item("count", a.count)?;
+            d.set_item("wait_seconds", a.wait_total.as_secs_f64())?;
+            acq.set_item(a.result.name(), d)?;
+        }
+        let lost = PyDict::new(py);
+        for (r, n) in m.lost {
+            lost.set_item(r.name(), n)?;
+        }
+        let out = PyDict::new(py);
+        out.set_item("acquisitions", acq)?;
+        out.set_item("waiting", m.waiting)?;
+        out.set_item("held", m.held)?;
+        out.set_item("held_seconds", m.held_duration.as_secs_f64())?;
+        out.set_item("holds_ended", m.holds_ended)?;
+        out.set_item("hold_seconds", m.hold_total.as_secs_f64())?;
+        out.set_item("lost", lost)?;
+        out.set_item("keepalives", m.keepalives)?;
+        out.set_item("keepalive_rtt", m.keepalive_rtt.map(|d| d.as_secs_f64()))?;
+        Ok(out)
+    }
+}

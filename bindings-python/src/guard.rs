@@ -1,0 +1,335 @@
+//! `NativeGuard` (etcdlock.Guard) and its loss event.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcdlock::Guard;
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::args::*;
+use crate::errors::*;
+use crate::wait::*;
+use crate::client::NativeClient;
+
+/// A held lock (see `etcdlock.Guard` in the stubs for the user docs).
+#[pyclass(module = "etcdlock", name = "Guard", frozen, subclass)]
+pub(crate) struct NativeGuard {
+    pub(crate) g: Arc<Guard>,
+    /// The client object it came from, kept alive (and reachable for the
+    /// exit hook that closes clients) as long as the guard is.
+    #[allow(dead_code)]
+    pub(crate) client: Py<NativeClient>,
+}
+
+impl NativeGuard {
+    pub(crate) fn new(g: Guard, client: Py<NativeClient>) -> NativeGuard {
+        NativeGuard { g: Arc::new(g), client }
+    }
+}
+
+#[pymethods]
+impl NativeGuard {
+    /// The lock name.
+    #[getter]
+    fn name(&self) -> String {
+        self.g.name().to_string()
+    }
+
+    /// Our key in etcd (with the namespace), e.g. "orders/694d7a3e4b2c8f05".
+    #[getter]
+    fn key(&self) -> String {
+        self.g.key()
+    }
+
+    /// The session's lease id.
+    #[getter]
+    fn lease_id(&self) -> i64 {
+        self.g.lease_id()
+    }
+
+    /// The fencing token (our key's create_revision); strictly increases from
+    /// one holder of a lock to the next.
+    #[getter]
+    fn fencing_token(&self) -> i64 {
+        self.g.fencing_token()
+    }
+
+    /// True while held: not unlocked, not lost, inside the local validity window.
+    #[getter]
+    fn is_held(&self) -> bool {
+        self.g.is_held()
+    }
+
+    /// "held", "released" or "lost".
+    #[getter]
+    fn state(&self) -> &'static str {
+        self.g.state().name()
+    }
+
+    /// Why the hold was lost ("LeaseExpired", "KeyDeleted", "ConnectionLost",
+    /// "ClientClosed"), or None.
+    #[getter]
+    fn loss_reason(&self) -> Option<&'static str> {
+        self.g.loss().map(|l| l.reason.name())
+    }
+
+    /// An Event-like view of the loss: `.is_set()`, `.wait(timeout)`, `.reason`.
+    #[getter]
+    fn lost(&self) -> LostEvent {
+        LostEvent { g: self.g.clone() }
+    }
+
+    /// Release the lock. Idempotent; raises LockLostError if the hold had been
+    /// lost before (the critical section may not have been protected to its end).
+    pub(crate) fn unlock(&self, py: Python<'_>) -> PyResult<()> {
+        let g = self.g.clone();
+        wait(py, async move { g.unlock().await })
+    }
+
+    /// Guarded put: applied by etcd only while we hold the lock.
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (k, v) = (key_bytes(key, "key")?, key_bytes(value, "value")?);
+        let g = self.g.clone();
+        wait(py, async move { g.put(k, v).await })
+    }
+
+    /// Guarded get: the value as bytes, or None if the key does not exist.
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyBytes>>> {
+        let k = key_bytes(key, "key")?;
+        let g = self.g.clone();
+        let v = wait(py, async move { g.get(k).await })?;
+        Ok(v.map(|v| PyBytes::new(py, &v).unbind()))
+    }
+
+    /// Guarded delete: True if the key existed.
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let k = key_bytes(key, "key")?;
+        let g = self.g.clone();
+        wait(py, async move { g.delete(k).await })
+    }
+
+    /// `unlock` as an awaitable.
+    pub(crate) fn unlock_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let g = self.g.clone();
+        to_asyncio(py, async move { g.unlock().await }, |py, ()| Ok(none(py)))
+    }
+
+    /// `put` as an awaitable.
+    fn put_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (k, v) = (key_bytes(key, "key")?, key_bytes(value, "value")?);
+        let g = self.g.clone();
+        to_asyncio(py, async move { g.put(k, v).await }, |py, ()| Ok(none(py)))
+    }
+
+    /// `get` as an awaitable.
+    fn get_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let k = key_bytes(key, "key")?;
+        let g = self.g.clone();
+        to_asyncio(py, async move { g.get(k).await }, |py, v| {
+            Ok(match v {
+                Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+                None => none(py),
+            })
+        })
+    }
+
+    /// `delete` as an awaitable.
+    fn delete_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let k = key_bytes(key, "key")?;
+        let g = self.g.clone();
+        to_asyncio(py, async move { g.delete(k).await }, |py, d| Ok(pyo3::types::PyBool::new(py, d).to_owned().into_any().unbind()))
+    }
+
+    /// Call `callback(reason)` once if the hold is lost (not on a normal
+    /// release). It runs on a fresh thread (not the caller's, not a runtime
+    /// thread), so it may call blocking etcdlock methods. If the hold is
+    /// already lost, it is called soon after registration. At interpreter
+    /// exit a callback still running delays the exit until it returns (at
+    /// most 10 s); one not yet started then is skipped.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+        // Refuse a non-callable now, not as an unraisable error on a thread
+        // at the moment the hold is lost (or never, if it is not).
+        Python::attach(|py| -> PyResult<()> {
+            let cb = callback.bind(py);
+            if !cb.is_callable() {
+                return Err(PyTypeError::new_err(format!(
+                    "on_lost() needs a callable, not {}",
+                    cb.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                )));
+            }
+            Ok(())
+        })?;
+        // Core's owned loss signal: it does not keep the guard alive, and it
+        // sees a loss already past its deadline that no task has marked yet.
+        let mut signal = self.g.lost_signal();
+        let fire = move |reason: &'static str| {
+            std::thread::spawn(move || {
+                attach_gated(|py| {
+                    if let Err(e) = callback.call1(py, (reason,)) {
+                        e.write_unraisable(py, None);
+                    }
+                });
+            });
+        };
+        let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
+        rt.spawn(async move {
+            if let Some(l) = signal.wait().await {
+                fire(l.reason.name());
+            }
+        });
+        Ok(())
+    }
+
+    /// Seconds of validity left while the keep-alive renewal is failing (no
+    /// acknowledgement for an interval past when one was due), else None. A
+    /// failing hold is still held: pause guarded work, do not assume it lost.
+    #[getter]
+    fn renewal_failing(&self) -> Option<f64> {
+        match self.g.renewal() {
+            etcdlock::Renewal::Failing { valid_until } if self.g.is_held() => {
+                Some(valid_until.saturating_duration_since(Instant::now()).as_secs_f64())
+            }
+            _ => None,
+        }
+    }
+
+    /// Call `callback(failing, seconds_left)` at each change of the renewal:
+    /// `(True, s)` when it starts failing with `s` seconds of validity left,
+    /// `(False, None)` when a keep-alive gets through again; until the hold
+    /// ends (released or lost). Calls run in order, each on a fresh thread
+    /// (as `on_lost`'s), so they may call blocking etcdlock methods.
+    fn on_renewal(&self, callback: Py<PyAny>) -> PyResult<()> {
+        Python::attach(|py| -> PyResult<()> {
+            let cb = callback.bind(py);
+            if !cb.is_callable() {
+                return Err(PyTypeError::new_err(format!(
+                    "on_renewal() needs a callable, not {}",
+                    cb.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                )));
+            }
+            Ok(())
+        })?;
+        let callback = Arc::new(callback);
+        let mut changes = self.g.renewal_changes();
+        let mut ended = self.g.lost_signal();
+        let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
+        rt.spawn(async move {
+            // Each call waits for the one before it: callbacks see changes in order.
+            let mut prev: Option<std::thread::JoinHandle<()>> = None;
+            loop {
+                tokio::select! {
+                    _ = ended.wait() => break,
+                    r = changes.changed() => {
+                        if r.is_err() {
+                            break;
+                        }
+                        let arg = match *changes.borrow_and_update() {
+                            etcdlock::Renewal::Ok => (false, None),
+                            etcdlock::Renewal::Failing { valid_until } => {
+                                (true, Some(valid_until.saturating_duration_since(Instant::now()).as_secs_f64()))
+                            }
+                        };
+                        let (cb, before) = (callback.clone(), prev.take());
+                        prev = Some(std::thread::spawn(move || {
+                            if let Some(b) = before {
+                                let _ = b.join();
+                            }
+                            attach_gated(|py| {
+                                if let Err(e) = cb.call1(py, arg) {
+                                    e.write_unraisable(py, None);
+                                }
+                            });
+                        }));
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
+    /// `with guard:` unlocks at the end of the block. An unlock error
+    /// (LockLostError) is raised only if the block itself raised nothing.
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    #[pyo3(signature = (exc_type=None, _exc=None, _tb=None))]
+    fn __exit__(
+        &self,
+        py: Python<'_>,
+        exc_type: Option<&Bound<'_, PyAny>>,
+        _exc: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        // Returns None (never suppresses the block's exception).
+        let r = self.unlock(py);
+        match exc_type {
+            Some(t) if !t.is_none() => Ok(()),
+            _ => r,
+        }
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        format!(
+            "<etcdlock.Guard name={:?} key={:?} fencing_token={} state={}>",
+            self.g.name(),
+            self.g.key(),
+            self.g.fencing_token(),
+            self.g.state().name()
+        )
+    }
+}
+
+/// Event-like view of a guard's loss, in the shape of `threading.Event`.
+#[pyclass(module = "etcdlock", name = "LostEvent", frozen)]
+pub(crate) struct LostEvent {
+    pub(crate) g: Arc<Guard>,
+}
+
+pub(crate) async fn wait_lost_for(g: Arc<Guard>, timeout: Option<Duration>) -> etcdlock::Result<bool> {
+    let fut = async { g.wait_lost().await.is_some() };
+    Ok(match timeout {
+        Some(t) => tokio::time::timeout(t, fut).await.unwrap_or(false),
+        None => fut.await,
+    })
+}
+
+#[pymethods]
+impl LostEvent {
+    /// True once the hold is lost.
+    fn is_set(&self) -> bool {
+        self.g.loss().is_some()
+    }
+
+    /// The loss reason name, or None.
+    #[getter]
+    fn reason(&self) -> Option<&'static str> {
+        self.g.loss().map(|l| l.reason.name())
+    }
+
+    /// Block until the hold is lost (True) or `timeout` seconds pass (False).
+    /// Returns False at once when the lock was released normally.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let t = timeout_arg(py, timeout)?;
+        let g = self.g.clone();
+        wait(py, wait_lost_for(g, t))
+    }
+
+    /// `wait` as an awaitable.
+    #[pyo3(signature = (timeout=None))]
+    fn wait_async(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+        let t = timeout_arg(py, timeout)?;
+        let g = self.g.clone();
+        to_asyncio(py, wait_lost_for(g, t), |py, b| Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()))
+    }
+
+    pub(crate) fn __repr__(&self) -> String {
+        match self.g.loss() {
+            Some(l) => format!("<etcdlock.LostEvent set reason={}>", l.reason.name()),
+            None => "<etcdlock.LostEvent unset>".to_string(),
+        }
+    }
+}
