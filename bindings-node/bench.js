@@ -13,9 +13,15 @@
  *
  * Starts its own etcd (testkit harness) unless ETCDLOCK_ENDPOINTS is set.
  *
- *   npm run build:release && node bench.js [--iterations 2000]
+ *   npm run bench   (node scripts/build.js --release --bench && node bench.js [--iterations 2000])
  */
-const { Client, _runtimeRoundTrip } = require('.');
+const { Client } = require('.');
+const native = require('./lib/native.js');
+
+if (typeof native.runtimeRoundTrip !== 'function') {
+  console.error('bench.js: this build has no benchmark entry points; run `npm run bench` (builds with --bench)');
+  process.exit(2);
+}
 
 function pct(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -42,7 +48,7 @@ async function main() {
 
   for (let k = 0; k < 200; k++) {
     await (await client.lock(name)).unlock();
-    await client._rawTxnDelete(rawKey);
+    await client._native().rawTxnDelete(rawKey);
   }
   // Same loop with the held-key watch off (core option watch_held_keys).
   const lean = await Client.connect({ endpoints, ttl: 30, watchHeldKeys: false });
@@ -58,18 +64,18 @@ async function main() {
     await lock.unlock();
     node.push(Number(hr() - t));
     t = hr();
-    await client._rawTxnDelete(rawKey);
+    await client._native().rawTxnDelete(rawKey);
     floor.push(Number(hr() - t));
     t = hr();
     const l2 = await lean.lock(`${name}-lean`);
     await l2.unlock();
     nodeLean.push(Number(hr() - t));
     t = hr();
-    await _runtimeRoundTrip();
+    await native.runtimeRoundTrip();
     hop.push(Number(hr() - t));
   }
   await lean.close();
-  const both = await client._coreBench(`${name}-core`, N);
+  const both = await client._native().coreBench(`${name}-core`, N);
   const core = both.slice(0, N);
   const rustFloor = both.slice(N);
   await client.close();

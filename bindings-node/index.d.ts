@@ -47,7 +47,9 @@ export declare class LockError extends Error {
   readonly errno: number;
   /** For `LockLost`: why the hold ended. */
   readonly reason?: LossReasonName;
-  constructor(code: ErrorCodeName, message: string, options?: { reason?: LossReasonName; cause?: unknown });
+  /** Whether the same call may succeed if tried again (core's rule: Timeout, WouldBlock, Unavailable). */
+  readonly retryable: boolean;
+  constructor(code: ErrorCodeName, message: string, options?: { reason?: LossReasonName; retryable?: boolean; cause?: unknown });
 }
 
 export interface TlsOptions {
@@ -90,6 +92,8 @@ export interface ConnectOptions {
   margin?: number;
   /** Watch each held key so an outside delete is reported at once (default true). */
   watchHeldKeys?: boolean;
+  /** Milliseconds between lease keep-alives (default TTL/3): at least 50, at most half of TTL minus margin (else `InvalidArgument`). */
+  keepaliveInterval?: number;
 }
 
 export interface LockOptions {

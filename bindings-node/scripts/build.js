@@ -8,10 +8,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const release = process.argv.includes('--release');
+// --bench adds the benchmark entry points (bench.js); the package never has them.
+const bench = process.argv.includes('--bench');
 const here = path.resolve(__dirname, '..');
 const workspace = path.resolve(here, '..');
 const args = ['build', '-p', 'etcdlock-node'];
 if (release) args.push('--release');
+if (bench) args.push('--features', 'bench');
 const r = spawnSync('cargo', args, { cwd: workspace, stdio: 'inherit' });
 if (r.status !== 0) process.exit(r.status ?? 1);
 

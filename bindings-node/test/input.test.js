@@ -80,6 +80,30 @@ describe('connect options', () => {
     await c.close();
   });
 
+  it('keepaliveInterval, declared only in index.d.ts, reaches core: a good value connects, a bad one carries core\'s message', async () => {
+    const c = await Client.connect({ endpoints: etcd.endpoints, ttl: 5, keepaliveInterval: 250 });
+    const lock = await c.lock(unique('ka'));
+    assert.equal(lock.isHeld, true);
+    await lock.unlock();
+    await c.close();
+    for (const keepaliveInterval of [1, 3000, -1, NaN, '1s']) {
+      const err = await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, ttl: 5, keepaliveInterval }), 'InvalidArgument');
+      assert.match(err.message, /keepalive/i);
+    }
+  });
+
+  it('an unknown option is refused by name, not ignored', async () => {
+    const err = await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, tll: 5 }), 'InvalidArgument');
+    assert.match(err.message, /unknown option "tll"/);
+  });
+
+  it('errors say whether a retry may succeed', async () => {
+    const bad = await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, ttl: 0 }), 'InvalidArgument');
+    assert.equal(bad.retryable, false);
+    const down = await rejectsWith(() => Client.connect({ endpoints: ['127.0.0.1:1'], connectTimeout: 300 }), 'Unavailable');
+    assert.equal(down.retryable, true);
+  });
+
   it('negative timeouts reject InvalidArgument', async () => {
     await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, connectTimeout: -5 }), 'InvalidArgument');
     await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, requestTimeout: 0 }), 'InvalidArgument');

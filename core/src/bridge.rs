@@ -216,30 +216,29 @@ const SEP: char = '\u{1f}';
 
 impl WireError {
     /// One string for bindings whose error carries only a message (napi):
-    /// `ETCDLOCK<US>code<US>reason<US>message`, US being U+001F.
+    /// `ETCDLOCK<US>code<US>reason<US>retryable<US>message`, US being U+001F,
+    /// retryable `1` or `0`.
     pub fn encode(&self) -> String {
         let reason = self.reason.map(LossReason::name).unwrap_or("");
-        format!(
-            "ETCDLOCK{SEP}{}{SEP}{reason}{SEP}{}",
-            self.code.name(),
-            self.message
-        )
+        let retry = u8::from(self.retryable);
+        format!("ETCDLOCK{SEP}{}{SEP}{reason}{SEP}{retry}{SEP}{}", self.code.name(), self.message)
     }
 
     /// The inverse of [`WireError::encode`]; `None` for any other string.
     pub fn decode(s: &str) -> Option<WireError> {
-        let mut parts = s
-            .strip_prefix("ETCDLOCK")?
-            .strip_prefix(SEP)?
-            .splitn(3, SEP);
+        let mut parts = s.strip_prefix("ETCDLOCK")?.strip_prefix(SEP)?.splitn(4, SEP);
         let code = parts.next()?;
         let code = ErrorCode::ALL.into_iter().find(|c| c.name() == code)?;
         let reason = match parts.next()? {
             "" => None,
             r => Some(LossReason::ALL.into_iter().find(|x| x.name() == r)?),
         };
-        let e = Error::with_reason(code, reason, parts.next()?);
-        Some(WireError::from(&e))
+        let retryable = match parts.next()? {
+            "1" => true,
+            "0" => false,
+            _ => return None,
+        };
+        Some(WireError { code, reason, retryable, message: parts.next()?.to_string() })
     }
 }
 
@@ -513,7 +512,8 @@ mod tests {
             }
         }
         assert_eq!(WireError::decode("plain message"), None);
-        assert_eq!(WireError::decode("ETCDLOCK\u{1f}Nope\u{1f}\u{1f}m"), None);
+        assert_eq!(WireError::decode("ETCDLOCK\u{1f}Nope\u{1f}\u{1f}0\u{1f}m"), None);
+        assert_eq!(WireError::decode("ETCDLOCK\u{1f}Timeout\u{1f}\u{1f}m"), None);
     }
 
     #[test]

@@ -1,0 +1,296 @@
+'use strict';
+// Client: connect, lock and the recipes, status and metrics.
+const native = require('./native.js');
+const { LockError, call, fromNative, invalid } = require('./errors.js');
+const { checkText, checkName, checkOptions, nativeOptions, optNumber, optString, optBoolean, toBytes, checkSignal, acquire } = require('./args.js');
+const { Lock, Leadership, MultiLock } = require('./guard.js');
+const { leaderOf, statusOf, follow } = require('./status.js');
+
+
+/**
+ * A connection to etcd that hands out locks. All locks of a client share one
+ * lease, kept alive in the background. An idle client does not keep the Node
+ * process alive (a pending `lock()` does); call `close()` to revoke the lease
+ * and release every lock at once.
+ */
+// Clients opened with `releaseOnExit`: closed (their leases revoked, so their
+// locks are free at once, not after the TTL) when SIGTERM, SIGINT or SIGHUP
+// arrives. Node's default action for those signals ends the process with no
+// JavaScript run (no `exit`/`beforeExit` handlers), so a lock would otherwise
+// stay held until its TTL ran out.
+const releasing = new Set();
+const EXIT_SIGNALS = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+let exitHandlersInstalled = false;
+
+function releaseOnSignals(client) {
+  releasing.add(client);
+  if (exitHandlersInstalled) return;
+  exitHandlersInstalled = true;
+  for (const sig of EXIT_SIGNALS) {
+    const onSignal = () => {
+      const clients = [...releasing];
+      releasing.clear();
+      // Bounded: each close is bounded by its client's request timeout; do
+      // not let a hung etcd keep a stopping process alive past 2 s.
+      const closed = Promise.allSettled(clients.map((c) => c.close()));
+      const bound = new Promise((r) => setTimeout(r, 2000).unref());
+      Promise.race([closed, bound]).then(() => {
+        // Someone else also listens: stopping is theirs to do. Else end the
+        // process by the same signal, as the default action would have.
+        if (process.listenerCount(sig) > 1) return;
+        for (const s of EXIT_SIGNALS) process.removeAllListeners(s);
+        process.kill(process.pid, sig);
+      });
+    };
+    process.on(sig, onSignal);
+  }
+}
+
+class Client {
+  #n;
+
+  /** @internal */
+  constructor(n) {
+    if (!(n instanceof native.NativeClient)) throw invalid('use Client.connect(options)');
+    this.#n = n;
+  }
+
+  /**
+   * Connect to etcd and open the session (grant the lease).
+   * @param {object} options `{ endpoints, ttl, namespace, username, password, tls: { ca, cert, key, domain },
+   *   connectTimeout, requestTimeout, margin, watchHeldKeys, releaseOnExit }` (`ttl` in seconds, timeouts and `margin`
+   *   in milliseconds, TLS values are PEM file paths; see index.d.ts). `releaseOnExit: true` closes the
+   *   client when SIGTERM, SIGINT or SIGHUP arrives (its locks are free at once instead of after the TTL),
+   *   then ends the process by that signal unless another listener handles it.
+   *   Every option not given here comes from its `ETCDLOCK_*` variable if set (ETCDLOCK_ENDPOINTS,
+   *   ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_TLS_CA/_TLS_CERT/_TLS_KEY/_TLS_DOMAIN,
+   *   ETCDLOCK_CONNECT_TIMEOUT, ETCDLOCK_REQUEST_TIMEOUT, ETCDLOCK_MARGIN, ETCDLOCK_WATCH_HELD_KEYS): the same rule
+   *   as every other language, in the core. An option given here wins, and a malformed variable for it is ignored.
+   */
+  static async connect(options) {
+    const o = checkOptions(options, 'options');
+    const releaseOnExit = optBoolean(o.releaseOnExit, 'releaseOnExit');
+    const client = new Client(await call(() => native.NativeClient.connect(nativeOptions(o))));
+    if (releaseOnExit) releaseOnSignals(client);
+    return client;
+  }
+
+  /** The effective lease TTL in seconds (etcd raises TTLs below its minimum). */
+  get ttl() {
+    return this.#n.ttl;
+  }
+
+  /** Whether `close()` was called. */
+  get closed() {
+    return this.#n.closed;
+  }
+
+  /**
+   * What this client has done so far, from the native core (the same figures in every
+   * language); no etcd request. `acquisitions` by outcome (`acquired`, `timeout`,
+   * `would_block`, `cancelled`, `error`: each `{ count, waitMs }`), `waiting` and `held` now,
+   * `heldMs` (current holds, summed), `holdsEnded` and `holdMs`, `lost` by reason
+   * (`LeaseExpired`, `KeyDeleted`, `ConnectionLost`, `ClientClosed`), `keepalives` and
+   * `keepaliveRttMs` (null before the first).
+   * @returns {import('../index').Metrics}
+   */
+  metrics() {
+    return JSON.parse(this.#n.metricsJson());
+  }
+
+  /**
+   * The same metrics in Prometheus' text exposition format (0.0.4), named by
+   * core's one list (`etcdlock_acquire_seconds`, `etcdlock_held`,
+   * `etcdlock_lost_total`, ...), with `labels` on every series: serve it
+   * from your `/metrics` route, or append it to prom-client's
+   * `register.metrics()`.
+   * @param {Record<string, string>} [labels]
+   * @returns {string}
+   */
+  prometheus(labels = {}) {
+    return this.#n.prometheus(Object.entries(labels).map(([k, v]) => [String(k), String(v)]));
+  }
+
+  /**
+   * Acquire `name`, waiting in FIFO order behind earlier waiters.
+   * @param {string} name
+   * @param {{ timeout?: number, signal?: AbortSignal }} [options] `timeout` in ms
+   *   (rejects `Timeout`; `Infinity` or absent: no limit); aborting `signal`
+   *   rejects `Cancelled`. Either way our waiter key is removed from etcd.
+   * @returns {Promise<Lock>}
+   */
+  async lock(name, options) {
+    checkName(name);
+    return new Lock(await acquire(`lock ${JSON.stringify(name)}`, options, (t, c) => this.#n.lock(name, t, c)));
+  }
+
+  /**
+   * Acquire `name` only if it is free right now.
+   * @returns {Promise<Lock|null>} `null` when someone else holds it.
+   */
+  async tryLock(name) {
+    checkName(name);
+    const n = await call(() => this.#n.tryLock(name));
+    return n ? new Lock(n) : null;
+  }
+
+  /**
+   * Run `fn(lock)` while holding `name`, and always release afterwards.
+   * Resolves with `fn`'s result. If `fn` succeeded but the lock had been lost
+   * meanwhile, rejects with `LockLost`; if `fn` threw, that error wins.
+   */
+  async withLock(name, fn, options) {
+    if (typeof fn !== 'function') throw invalid('withLock(name, fn): fn must be a function');
+    const lock = await this.lock(name, options);
+    let result;
+    try {
+      result = await fn(lock);
+    } catch (e) {
+      await lock.unlock().catch(() => {});
+      throw e;
+    }
+    await lock.unlock();
+    return result;
+  }
+
+  /**
+   * Take one of `permits` permits of the semaphore `name` (at most `permits`
+   * holders at once, cluster-wide; FIFO). Every contender must agree on
+   * `permits` (else `InvalidArgument`). Options as `lock()`.
+   * @returns {Promise<Lock>} the permit: a Lock (token, `lost`, guarded ops, `await using`).
+   */
+  async acquirePermit(name, permits, options) {
+    checkName(name);
+    if (typeof permits !== 'number') throw invalid(`permits must be a number, got ${typeof permits}`);
+    return new Lock(await acquire(`semaphore ${JSON.stringify(name)}`, options, (t, c) => this.#n.acquirePermit(name, permits, t, c)));
+  }
+
+  /**
+   * Take the read side of the read-write lock `name`: shared with readers,
+   * excluded by writers. The write side is `lock(name)` (so `etcdctl lock`
+   * and Go's Mutex exclude readers too). FIFO: a reader behind a waiting
+   * writer waits for it. Options as `lock()`.
+   * @returns {Promise<Lock>}
+   */
+  async readLock(name, options) {
+    checkName(name);
+    return new Lock(await acquire(`read lock ${JSON.stringify(name)}`, options, (t, c) => this.#n.readLock(name, t, c)));
+  }
+
+  /**
+   * Lock every name in `names` together (up to `MAX_MULTI`). The waiter keys
+   * are created in one etcd transaction, so every client queues in the same
+   * order on every name: no deadlock, no retry loop. Timeout or abort removes
+   * every key. Options as `lock()`.
+   * @returns {Promise<MultiLock>}
+   */
+  async lockMany(names, options) {
+    if (!Array.isArray(names)) throw invalid(`names must be an array of strings, got ${typeof names}`);
+    for (const n of names) checkName(n);
+    return new MultiLock(await acquire(`locks ${JSON.stringify(names)}`, options, (t, c) => this.#n.lockMany(names, t, c)));
+  }
+
+  /**
+   * Campaign for leadership of `name` announcing `value`, waiting (FIFO
+   * among candidates) until elected. Same keys as Go's `concurrency.Election`
+   * and `etcdctl elect`. Options as `lock()`.
+   * @returns {Promise<Leadership>}
+   */
+  async campaign(name, value, options) {
+    checkName(name);
+    const v = toBytes(value, 'value');
+    return new Leadership(await acquire(`election ${JSON.stringify(name)}`, options, (t, c) => this.#n.campaign(name, v, t, c)));
+  }
+
+  /**
+   * The current leader of the election `name`: `{ key, value (Buffer),
+   * revision (bigint: the leadership's fencing token), leaseId }`, or `null`.
+   */
+  async leader(name) {
+    checkName(name);
+    return leaderOf(await call(() => this.#n.leader(name)));
+  }
+
+  /**
+   * Follow the election `name`: an async iterable of leaders (as `leader()`
+   * returns them; `null` while nobody leads), the current state first, then
+   * each change. Ends when `options.signal` aborts (or on `break`).
+   * @returns {AsyncGenerator<object|null>}
+   */
+  observe(name, options) {
+    checkName(name);
+    const signal = checkSignal(checkOptions(options, 'options').signal);
+    let obs;
+    try {
+      obs = this.#n.observe(name);
+    } catch (e) {
+      throw fromNative(e);
+    }
+    return follow(obs, signal);
+  }
+
+  /**
+   * Holders and waiters of `name` for any kind (mutex, semaphore, read-write
+   * lock, election; etcdctl and Go keys too): `{ name, revision, holders,
+   * waiters }`, each contender `{ key, kind ('exclusive'|'reader'|'permit'),
+   * permits, holds, leaseId, ttlRemaining, fencingToken, owner, ageMs, value }`.
+   */
+  async status(name) {
+    checkName(name);
+    const st = await call(() => this.#n.status(name));
+    return statusOf(st);
+  }
+
+  /**
+   * Every lock, election, semaphore and read-write lock whose name starts
+   * with `prefix` (default: all of this client's namespace), sorted by name,
+   * from one read: what `etcdlock list` shows.
+   */
+  async list(prefix = '') {
+    if (typeof prefix !== 'string') throw new TypeError(`prefix must be a string, not ${typeof prefix}`);
+    return (await call(() => this.#n.list(prefix))).map(statusOf);
+  }
+
+  /**
+   * Free a lock whose holder is wedged: delete the hold of `name` whose
+   * fencing token is `token`, whoever holds it. Resolves true if released,
+   * false if no hold has that token; the former holder's `lost` resolves
+   * with `KeyDeleted`.
+   */
+  async release(name, token) {
+    checkName(name);
+    if (typeof token !== 'bigint' && !Number.isSafeInteger(token)) {
+      throw new TypeError(`token must be a bigint or a safe integer, not ${typeof token}`);
+    }
+    return call(() => this.#n.release(name, String(token)));
+  }
+
+  /**
+   * Revoke the lease (releasing every lock of this client at once; their
+   * `lost` resolves with `ClientClosed`) and refuse further calls with
+   * `Closed`. Idempotent.
+   */
+  close() {
+    releasing.delete(this);
+    return call(() => this.#n.close());
+  }
+
+  /** `await using client = await Client.connect(...)` closes it at scope exit. */
+  [Symbol.asyncDispose]() {
+    return this.close();
+  }
+
+  /** @internal The native client (bench.js, in a build with the bench feature). */
+  _native() {
+    return this.#n;
+  }
+
+  /** @internal Raw etcd access for tests and the benchmark (keys not namespaced). */
+  _rawKeys(prefix) {
+    return call(() => this.#n.rawKeys(prefix));
+  }
+
+  /** @internal Benchmark floor: raw Txn (put with lease) + Delete. */
+}
+
+module.exports = { Client };

@@ -1,0 +1,146 @@
+//! `NativeClient`: connect, lock, try-lock, close, metrics (the recipes are
+//! in recipes.rs).
+
+
+use etcdlock::ErrorCode;
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+
+use crate::errors::*;
+use crate::wait::*;
+use crate::guard::NativeLock;
+use crate::options::{client_options, NativeOption};
+
+/// A connected core client.
+#[napi]
+pub struct NativeClient {
+    pub(crate) inner: etcdlock::Client,
+}
+
+#[napi]
+impl NativeClient {
+    /// Connect (resolves a `NativeClient`).
+    #[napi(ts_return_type = "Promise<NativeClient>")]
+    pub fn connect<'env>(env: &'env Env, options: Vec<NativeOption>) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let opts = client_options(options)?;
+            etcdlock::set_language("node");
+            promise(env, async move {
+                let c = etcdlock::Client::connect(opts).await.map_err(|e| to_js_err(&e))?;
+                Ok(NativeClient { inner: c })
+            })
+        })
+    }
+
+    /// Effective lease TTL in seconds.
+    #[napi(getter)]
+    pub fn ttl(&self) -> f64 {
+        self.inner.ttl() as f64
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.inner.is_closed()
+    }
+
+    /// Core's metrics in Prometheus' text format, `labels` ([name, value]
+    /// pairs) on every series.
+    #[napi]
+    pub fn prometheus(&self, labels: Vec<Vec<String>>) -> String {
+        let l: Vec<(&str, &str)> = labels.iter().filter(|p| p.len() == 2).map(|p| (p[0].as_str(), p[1].as_str())).collect();
+        self.inner.metrics().to_prometheus(&l)
+    }
+
+    /// Core's metrics snapshot as JSON (index.js parses it): every field is a
+    /// number (durations in ms) or null.
+    #[napi]
+    pub fn metrics_json(&self) -> String {
+        let m = self.inner.metrics();
+        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
+        let acq: Vec<String> = m
+            .acquisitions
+            .iter()
+            .map(|a| format!("\"{}\":{{\"count\":{},\"waitMs\":{}}}", a.result.name(), a.count, ms(a.wait_total)))
+            .collect();
+        let lost: Vec<String> = m.lost.iter().map(|(r, n)| format!("\"{}\":{n}", r.name())).collect();
+        let rtt = m.keepalive_rtt.map(|d| ms(d).to_string()).unwrap_or_else(|| "null".into());
+        format!(
+            "{{\"acquisitions\":{{{}}},\"waiting\":{},\"held\":{},\"heldMs\":{},\"holdsEnded\":{},\"holdMs\":{},\"lost\":{{{}}},\"keepalives\":{},\"keepaliveRttMs\":{rtt}}}",
+            acq.join(","),
+            m.waiting,
+            m.held,
+            ms(m.held_duration),
+            m.holds_ended,
+            ms(m.hold_total),
+            lost.join(","),
+            m.keepalives
+        )
+    }
+
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                c.close().await;
+                Ok(())
+            })
+        })
+    }
+
+    /// Acquire; `timeout_ms` bounds the wait, `cancel` aborts it.
+    #[napi(ts_return_type = "Promise<NativeLock>")]
+    pub fn lock<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        timeout_ms: Option<f64>,
+        cancel: Option<&NativeCancel>,
+    ) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let opts = lock_opts(timeout_ms, cancel)?;
+            let c = self.inner.clone();
+            promise(env, async move {
+                let g = c.lock_with(&name, opts).await.map_err(|e| to_js_err(&e))?;
+                Ok(NativeLock::new(g))
+            })
+        })
+    }
+
+    /// Try once; resolves `null` when the lock is held elsewhere.
+    #[napi(ts_return_type = "Promise<NativeLock | null>")]
+    pub fn try_lock<'env>(&self, env: &'env Env, name: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                match c.try_lock(&name).await {
+                    Ok(g) => Ok(Some(NativeLock::new(g))),
+                    Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+                    Err(e) => Err(to_js_err(&e)),
+                }
+            })
+        })
+    }
+
+    /// Keys under a raw (not namespaced) prefix, for tests and tools.
+    #[napi(ts_return_type = "Promise<string[]>")]
+    pub fn raw_keys<'env>(&self, env: &'env Env, prefix: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let mut etcd = self.inner.etcd();
+            promise(env, async move {
+                let opts = etcd_client::GetOptions::new().with_prefix().with_keys_only();
+                let r = etcd.get(prefix, Some(opts)).await.map_err(|e| internal(e.to_string()))?;
+                Ok(r.kvs().iter().map(|kv| String::from_utf8_lossy(kv.key()).into_owned()).collect::<Vec<_>>())
+            })
+        })
+    }
+
+}
+
+/// The wait options every acquisition takes: a timeout in ms by core's one
+/// rule, and the cancel handle.
+pub(crate) fn lock_opts(timeout_ms: Option<f64>, cancel: Option<&NativeCancel>) -> napi::Result<etcdlock::LockOptions> {
+    let mut o = js(etcdlock::bridge::lock_options(timeout_ms, etcdlock::bridge::Unit::Millis))?;
+    o.cancel = cancel.map(|c| c.token.clone());
+    Ok(o)
+}
