@@ -77,9 +77,14 @@ step "etcdlock $version -> $OUT"
 step "cargo zigbuild --profile dist --target $TRIPLE.$GLIBC (C, Python, Node, Java, CLI)"
 # Line tables and a build id in every binary: the C library's debug information
 # ships apart (lib/debug/.build-id/), everything is stripped before packing.
-ETCDLOCK_SONAME=1 RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--build-id=sha1" \
-  cargo zigbuild --quiet --profile dist --target "$TRIPLE.$GLIBC" \
-  -p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni -p etcdlock-cli
+# The CLI builds apart: its `etcdlock bench` turns on core's bench feature, and
+# one cargo build unifies features, which would put the benchmark code into the
+# libraries' core too.
+for pkgs in "-p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni" "-p etcdlock-cli"; do
+  # shellcheck disable=SC2086
+  ETCDLOCK_SONAME=1 RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--build-id=sha1" \
+    cargo zigbuild --quiet --profile dist --target "$TRIPLE.$GLIBC" $pkgs
+done
 BIN=$CARGO_TARGET_DIR/$TRIPLE/dist
 for f in etcdlock lib_etcdlock.so libetcdlock_node.so libetcdlock_jni.so; do
   # (.debug_gdb_scripts: rustc's pointer to gdb pretty-printers, in executables built with debug info)
@@ -109,6 +114,18 @@ glibc_check() {
     fi
     echo "  $(basename "$f"): newest GLIBC_ symbol ${max:-none} ($(du -k "$f" | cut -f1) kB)"
   done
+}
+
+# No published library carries a benchmark entry point: they exist only in
+# builds with a binding's `bench` feature (bench.py, bench.js, bench.sh).
+BENCH_NAMES='bench_floor|_raw_floor|_core_bench|rawTxnDelete|coreBench|runtimeRoundTrip|rawGrantLease|rawRoundTrip|core_bench'
+no_bench() {
+  local f n
+  for f in "$@"; do
+    n=$(strings -a "$f" | grep -cE "$BENCH_NAMES" || true)
+    [ "$n" -eq 0 ] || die "$f carries benchmark code: $(strings -a "$f" | grep -E "$BENCH_NAMES" | head -3 | tr '\n' ' ')"
+  done
+  echo "  no benchmark entry points in: $(for f in "$@"; do basename "$f"; done | tr '\n' ' ')"
 }
 
 rm -rf "$OUT"; mkdir -p "$OUT"
@@ -152,6 +169,7 @@ install -m 0644 LICENSE "$c/LICENSE"
 install -m 0644 examples/c/lock_token.c ffi-c/dist/examples/Makefile ffi-c/dist/examples/CMakeLists.txt "$c/share/doc/etcdlock/examples/"
 python3 ffi-c/dist/man3.py include/etcdlock.h "$version" "$c/share/man/man3" | sed 's/^/  /'
 glibc_check "$c/lib/libetcdlock.so.$version"
+no_bench "$c/lib/libetcdlock.so.$version" "$c/lib/libetcdlock.a"
 tar -C "$work" -czf "$OUT/etcdlock-c-$version-x86_64-linux-gnu.tar.gz" "etcdlock-$version"
 
 # --- CLI
@@ -175,6 +193,7 @@ tar -C "$work" -czf "$OUT/etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" "etcdlo
 # --- Python: abi3 wheel from the module built above, and the sdist
 require "$BIN/lib_etcdlock.so" "the Python wheel"
 glibc_check "$BIN/lib_etcdlock.so"
+no_bench "$BIN/lib_etcdlock.so"
 python3 scripts/pack_wheel.py "$BIN/lib_etcdlock.so" "$version" "$OUT" >/dev/null
 auditwheel show "$OUT"/etcdlock-*.whl | tr '\n' ' ' | grep -q 'manylinux_2_17_x86_64' ||
   die "auditwheel does not accept the wheel as manylinux2014: $(auditwheel show "$OUT"/etcdlock-*.whl)"
@@ -183,6 +202,7 @@ auditwheel show "$OUT"/etcdlock-*.whl | tr '\n' ' ' | grep -q 'manylinux_2_17_x8
 # --- Node: the package with the prebuilt module next to index.js
 require "$BIN/libetcdlock_node.so" "the npm package"
 glibc_check "$BIN/libetcdlock_node.so"
+no_bench "$BIN/libetcdlock_node.so"
 n=$work/node
 mkdir -p "$n"
 cp -r bindings-node/{package.json,README.md,index.js,index.d.ts,loader.js,lib,examples,scripts} "$n/"
@@ -192,6 +212,7 @@ install -m 0755 "$BIN/libetcdlock_node.so" "$n/etcdlock.linux-x64-gnu.node"
 # --- Java: deploy the published modules to the file repository dist/maven
 require "$BIN/libetcdlock_jni.so" "the Maven jar"
 glibc_check "$BIN/libetcdlock_jni.so"
+no_bench "$BIN/libetcdlock_jni.so"
 j=$work/java
 mkdir -p "$j" "$work/native/release"
 tar -C bindings-java --exclude=./target --exclude='./*/target' -cf - . | tar -C "$j" -xf -
