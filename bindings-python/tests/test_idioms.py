@@ -108,7 +108,7 @@ def test_margin_is_checked_against_the_ttl(endpoints: List[str]) -> None:
 
 def test_importing_etcdlock_does_not_import_asyncio() -> None:
     # asyncio (with ssl) adds ~8 MB RSS to a process; a worker using the blocking API
-    # should not pay for it (issue 15's footprint). The async API imports it when used.
+    # should not pay for it. The async API imports it when used.
     import subprocess
     import sys
 

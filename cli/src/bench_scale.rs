@@ -277,7 +277,7 @@ pub async fn held(endpoints: &[String], ns: &str, n: usize) -> Result<Held, Stri
 /// Lock calls in flight at once while `--held N` takes its locks.
 pub const HELD_BATCH: usize = 1000;
 
-/// Issue 11's per-waiter and per-held-lock memory target.
+/// The memory each waiter and each held lock may cost (RSS growth per lock).
 const RSS_TARGET_BYTES: f64 = 4096.0;
 
 pub(crate) fn waiters_row(w: &Waiters) -> serde_json::Value {
