@@ -124,6 +124,19 @@ impl NativeClient {
         )
     }
 
+    /// One read from etcd through the session, bounded by request_timeout:
+    /// the round trip in seconds.
+    fn ping(&self, py: Python<'_>) -> PyResult<f64> {
+        let c = self.inner.clone();
+        Ok(wait(py, async move { c.ping().await })?.as_secs_f64())
+    }
+
+    /// `ping` as an awaitable.
+    fn ping_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let c = self.inner.clone();
+        to_asyncio(py, async move { c.ping().await }, |py, d| Ok(d.as_secs_f64().into_pyobject(py)?.into_any().unbind()))
+    }
+
     /// The effective lease TTL in seconds.
     #[getter]
     fn ttl(&self) -> i64 {

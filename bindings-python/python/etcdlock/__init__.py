@@ -80,6 +80,7 @@ __all__ = [
     "AsyncLeadership",
     "AsyncMultiGuard",
     "AsyncObserver",
+    "AsyncSemaphore",
     "LockError",
     "InvalidArgumentError",
     "TimeoutError",
@@ -116,9 +117,10 @@ from ._asyncio import (  # noqa: E402
     AsyncLock,
     AsyncMultiGuard,
     AsyncObserver,
+    AsyncSemaphore,
 )
 
 # The classes are documented and shown as etcdlock.X, wherever defined.
-for _cls in (Contender, Leader, Status, Client, Lock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver):
+for _cls in (Contender, Leader, Status, Client, Lock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
     _cls.__module__ = __name__
 del _cls

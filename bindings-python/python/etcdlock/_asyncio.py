@@ -350,6 +350,11 @@ class AsyncClient:
             await self._native.close_async()
             _live_clients.discard(self._native)
 
+    async def ping(self) -> float:
+        """:meth:`Client.ping`, awaitable (connects first if needed)."""
+        c = await self._client()
+        return await c.ping_async()
+
     @property
     def ttl(self) -> Optional[int]:
         """The effective TTL once connected, else None."""
@@ -358,6 +363,30 @@ class AsyncClient:
     def metrics(self) -> Optional[Dict[str, Any]]:
         """:meth:`Client.metrics`, once connected (else None)."""
         return None if self._native is None else self._native.metrics()
+
+    def prometheus(self, **labels: str) -> str:
+        """:meth:`Client.prometheus`; empty before the client connects."""
+        return "" if self._native is None else self._native.prometheus(sorted(labels.items()))
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed or (self._native is not None and self._native.closed)
+
+    @property
+    def endpoints(self) -> Optional[str]:
+        """The endpoints, comma separated, once connected (else None)."""
+        return None if self._native is None else self._native.endpoints
+
+    @property
+    def namespace(self) -> Optional[str]:
+        """The key namespace ("" when none) once connected, else None."""
+        return None if self._native is None else self._native.namespace
+
+    def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> "AsyncSemaphore":
+        """An :class:`AsyncSemaphore` handle for ``name`` with ``permits``
+        permits (``async with`` it); nothing is sent to etcd until acquired."""
+        return AsyncSemaphore(self, _check_name(name), _check_permits(permits), _check_timeout(timeout))
 
     async def __aenter__(self) -> "AsyncClient":
         return await self.connect()
@@ -440,3 +469,86 @@ class AsyncLock:
             if exc_type is None:
                 raise
 
+
+
+class AsyncSemaphore:
+    """A cluster-wide semaphore handle shaped like
+    :class:`asyncio.BoundedSemaphore`: ``await acquire()``, ``await
+    release()`` (a coroutine here: it talks to etcd), ``locked()``, and
+    ``async with sem as permit:`` (yields the held :class:`AsyncGuard`).
+    Each acquisition is one permit in etcd; tasks may share the handle.
+    ``release()`` without a permit held through this handle raises
+    :class:`NotHeldError`."""
+
+    def __init__(self, client: AsyncClient, name: str, permits: int, timeout: Optional[float]) -> None:
+        self._client = client
+        self.name = name
+        self.permits = permits
+        self.timeout = timeout
+        self._held: List[AsyncGuard] = []
+        # Permits taken by `async with`, per task (blocks nest per task).
+        self._entered: Dict[Any, List[AsyncGuard]] = {}
+
+    async def _take(self, timeout: Optional[float]) -> Optional[AsyncGuard]:
+        try:
+            g = await self._client.acquire_permit(self.name, self.permits, timeout)
+        except TimeoutError:
+            return None
+        self._held.append(g)
+        return g
+
+    async def acquire(self, timeout: Optional[float] = None) -> bool:
+        """Take a permit: True when taken, False if none came within
+        ``timeout`` seconds (None: the handle's default; 0: only if one is
+        free now)."""
+        t = self.timeout if timeout is None else _check_timeout(timeout)
+        return await self._take(t) is not None
+
+    async def release(self) -> None:
+        """Give back the oldest permit held through this handle."""
+        if not self._held:
+            raise NotHeldError(f"semaphore {self.name!r}: no permit is held through this handle")
+        await self._held.pop(0).unlock()
+
+    def locked(self) -> bool:
+        """True while every permit is held through this handle (asyncio's
+        meaning: an acquire would wait, as far as this handle knows)."""
+        return len(self._held) >= self.permits
+
+    @property
+    def held(self) -> int:
+        """Permits held through this handle now."""
+        return len(self._held)
+
+    async def __aenter__(self) -> AsyncGuard:
+        import asyncio  # already loaded: we run on its loop
+
+        g = await self._take(self.timeout)
+        if g is None:
+            raise TimeoutError(f"semaphore {self.name!r}: no permit within {self.timeout} s")
+        self._entered.setdefault(asyncio.current_task(), []).append(g)
+        return g
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        import asyncio
+
+        task = asyncio.current_task()
+        stack = self._entered[task]
+        g = stack.pop()
+        if not stack:
+            del self._entered[task]
+        if g in self._held:
+            self._held.remove(g)
+        try:
+            await g.unlock()
+        except LockError:
+            if exc_type is None:
+                raise
+
+    def __repr__(self) -> str:
+        return f"<etcdlock.AsyncSemaphore name={self.name!r} permits={self.permits} held={self.held}>"

@@ -201,6 +201,12 @@ class Client:
         with reason ``KeyDeleted``."""
         return self._native.release(_check_name(name), token)
 
+    def ping(self) -> float:
+        """Check etcd answers through this client's session: one read,
+        bounded by ``request_timeout`` (:class:`UnavailableError` after it).
+        Returns the round trip in seconds. For health checks."""
+        return self._native.ping()
+
     def close(self) -> None:
         """Close the client: revoke its lease, which releases every lock it
         holds (their guards report ``ClientClosed``). Idempotent."""
