@@ -255,8 +255,18 @@ export declare class Client implements AsyncDisposable {
   lock(name: string, options?: LockOptions): Promise<Lock>;
   /** Acquire `name` only if free now; `null` when held elsewhere. */
   tryLock(name: string): Promise<Lock | null>;
-  /** Run `fn` while holding `name`; always releases. */
+  /** Run `fn` while holding `name`; always releases (a lost hold after `fn` succeeded rejects `LockLost`). */
   withLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /** `withLock` for one of `permits` permits of the semaphore `name`. */
+  withPermit<T>(name: string, permits: number, fn: (permit: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /** `withLock` for the read side of the read-write lock `name`. */
+  withReadLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /** `withLock` for every name at once (`lockMany`). */
+  withLocks<T>(names: string[], fn: (locks: MultiLock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /** `withLock` for leadership of `name` (`campaign`); resigns afterwards. */
+  withLeadership<T>(name: string, value: string | Uint8Array, fn: (leadership: Leadership) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /** One read through the session, bounded by `requestTimeout`: the round trip in ms. For health checks. */
+  ping(): Promise<number>;
   /** One of `permits` permits of the semaphore `name` (FIFO; every contender must agree on `permits`). */
   acquirePermit(name: string, permits: number, options?: LockOptions): Promise<Lock>;
   /** The read side of the read-write lock `name`; `lock(name)` is the write side. */

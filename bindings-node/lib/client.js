@@ -140,17 +140,42 @@ class Client {
    * meanwhile, rejects with `LockLost`; if `fn` threw, that error wins.
    */
   async withLock(name, fn, options) {
-    if (typeof fn !== 'function') throw invalid('withLock(name, fn): fn must be a function');
-    const lock = await this.lock(name, options);
-    let result;
-    try {
-      result = await fn(lock);
-    } catch (e) {
-      await lock.unlock().catch(() => {});
-      throw e;
-    }
-    await lock.unlock();
-    return result;
+    checkFn(fn, 'withLock(name, fn)');
+    return holding(await this.lock(name, options), fn);
+  }
+
+  /** `withLock` for one of `permits` permits of the semaphore `name`. */
+  async withPermit(name, permits, fn, options) {
+    checkFn(fn, 'withPermit(name, permits, fn)');
+    return holding(await this.acquirePermit(name, permits, options), fn);
+  }
+
+  /** `withLock` for the read side of the read-write lock `name`. */
+  async withReadLock(name, fn, options) {
+    checkFn(fn, 'withReadLock(name, fn)');
+    return holding(await this.readLock(name, options), fn);
+  }
+
+  /** `withLock` for every name of `names` at once (`lockMany`). */
+  async withLocks(names, fn, options) {
+    checkFn(fn, 'withLocks(names, fn)');
+    return holding(await this.lockMany(names, options), fn);
+  }
+
+  /** `withLock` for leadership of `name` announcing `value` (`campaign`); resigns afterwards. */
+  async withLeadership(name, value, fn, options) {
+    checkFn(fn, 'withLeadership(name, value, fn)');
+    return holding(await this.campaign(name, value, options), fn);
+  }
+
+  /**
+   * Check etcd answers through this client's session: one read, bounded by
+   * `requestTimeout` (`Unavailable` after it). Resolves the round trip in ms.
+   * For health checks.
+   * @returns {Promise<number>}
+   */
+  async ping() {
+    return call(() => this.#n.ping());
   }
 
   /**
@@ -291,6 +316,25 @@ class Client {
   }
 
   /** @internal Benchmark floor: raw Txn (put with lease) + Delete. */
+}
+
+function checkFn(fn, what) {
+  if (typeof fn !== 'function') throw invalid(`${what}: fn must be a function, got ${typeof fn}`);
+}
+
+// Run `fn(lock)` and release `lock` afterwards, whatever happens: `fn`'s
+// error wins over a failed release; after a success a lost hold rejects
+// `LockLost` (the section may not have been protected to its end).
+async function holding(lock, fn) {
+  let result;
+  try {
+    result = await fn(lock);
+  } catch (e) {
+    await lock.unlock().catch(() => {});
+    throw e;
+  }
+  await lock.unlock();
+  return result;
 }
 
 module.exports = { Client };

@@ -32,6 +32,7 @@ class Lock {
 
   /** @internal */
   constructor(n) {
+    if (!(n instanceof native.NativeLock)) throw invalid('locks come from client.lock(name) and the other acquisitions, not from new Lock()');
     this.#n = n;
     NATIVE.set(this, n);
     /** The lock name. */
@@ -200,6 +201,7 @@ class MultiLock {
 
   /** @internal */
   constructor(n) {
+    if (!(n instanceof native.NativeMulti)) throw invalid('multi-locks come from client.lockMany(names), not from new MultiLock()');
     this.#n = n;
     /** The lock names, in the order given. */
     this.names = n.names;

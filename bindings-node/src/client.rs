@@ -32,6 +32,15 @@ impl NativeClient {
         })
     }
 
+    /// One read through the session (core `ping`): resolves the round trip in ms.
+    #[napi(ts_return_type = "Promise<number>")]
+    pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move { Ok(js(c.ping().await)?.as_secs_f64() * 1000.0) })
+        })
+    }
+
     /// Effective lease TTL in seconds.
     #[napi(getter)]
     pub fn ttl(&self) -> f64 {
