@@ -11,6 +11,7 @@ mod bench;
 mod client;
 mod errors;
 mod guard;
+mod logs;
 mod recipes;
 mod wait;
 
@@ -51,6 +52,8 @@ fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_MULTI", etcdlock::MAX_MULTI)?;
     m.add_class::<wait::_Canceller>()?;
     m.add_function(wrap_pyfunction!(wait::_close_gate, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::_forward_logs, m)?)?;
+    m.add_function(wrap_pyfunction!(logs::_set_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(wait::_gate_after_fork, m)?)?;
     #[cfg(feature = "bench")]
     {

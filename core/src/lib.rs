@@ -41,6 +41,7 @@ mod mutex;
 mod names;
 mod options;
 mod queue;
+pub mod logs;
 pub mod runtime;
 mod meta;
 pub mod metrics;

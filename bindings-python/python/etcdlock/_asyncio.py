@@ -32,6 +32,7 @@ from ._common import (
     _leader,
     _live_clients,
     _options,
+    _sync_log_level,
     _status,
 )
 
@@ -253,6 +254,7 @@ class AsyncClient:
         watch_held_keys: Optional[bool] = None,
         keepalive_interval: Optional[float] = None,
     ) -> None:
+        _sync_log_level()
         self._options = _options(locals())
         self._native: Optional[NativeClient] = None
         self._connecting: Optional[asyncio.Lock] = None

@@ -29,6 +29,7 @@ from ._common import (
     _leader,
     _live_clients,
     _options,
+    _sync_log_level,
     _status,
 )
 
@@ -114,6 +115,7 @@ class Client:
         watch_held_keys: Optional[bool] = None,
         keepalive_interval: Optional[float] = None,
     ) -> None:
+        _sync_log_level()
         self._native = NativeClient.connect(**_options(locals()))
         self._pid = os.getpid()
         _live_clients.add(self._native)

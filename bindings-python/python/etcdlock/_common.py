@@ -4,6 +4,7 @@ blocking and the asyncio API."""
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import weakref
 from dataclasses import dataclass
@@ -74,6 +75,33 @@ def _check_timeout(timeout: object) -> Optional[float]:
 # once the interpreter is finalizing is killed mid-call by CPython.
 atexit.register(_native_module._close_gate)
 os.register_at_fork(after_in_child=_native_module._gate_after_fork)
+
+#: The library's logger. Core's records arrive here: ``DEBUG`` for each hold
+#: acquired and released, ``INFO`` when an etcd member fails over or the watch
+#: stream is re-created, ``WARNING`` when keep-alives start failing (a hold at
+#: risk), when a hold is lost and when an unlock could not reach etcd. Each
+#: record carries ``record.etcdlock``: its fields (``lock``, ``reason``,
+#: ``fencing_token``, ...). Nothing is printed unless the application
+#: configures logging (a NullHandler stops Python's last-resort output).
+logger = logging.getLogger("etcdlock")
+logger.addHandler(logging.NullHandler())
+
+
+def _log_record(levelno: int, target: str, message: str, fields: List[Tuple[str, str]]) -> None:
+    if logger.isEnabledFor(levelno):
+        text = message + "".join(f" {k}={v}" for k, v in fields)
+        logger.log(levelno, "%s", text, extra={"etcdlock": dict(fields), "etcdlock_target": target})
+
+
+def _sync_log_level() -> None:
+    """Tell core which records the logger wants now (called as each client
+    is created: configure logging before creating clients)."""
+    _native_module._set_log_level(logger.getEffectiveLevel() if logger.isEnabledFor(logging.CRITICAL) else 100)
+
+
+_native_module._forward_logs(_log_record)
+_sync_log_level()
+
 
 # Native clients still alive (directly, or through a guard that holds one).
 _live_clients: "weakref.WeakSet[NativeClient]" = weakref.WeakSet()

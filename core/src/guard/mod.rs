@@ -92,6 +92,7 @@ impl Guard {
         own: Option<(i64, Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>)>,
         watch_later: bool,
     ) -> Guard {
+        tracing::debug!(lock = name, fencing_token = token, "acquired");
         let (state, _) = watch::channel(GuardState::Held);
         let shared = Arc::new_cyclic(|me| Shared {
             me: me.clone(),
@@ -290,7 +291,10 @@ impl Guard {
                 })
                 .await;
             match r {
-                Ok(_) => sh.session.release_key(&sh.key),
+                Ok(_) => {
+                    tracing::debug!(lock = %sh.name, "released");
+                    sh.session.release_key(&sh.key)
+                }
                 Err(e) => {
                     tracing::warn!(lock = %sh.name, error = %e, "unlock could not reach etcd; retrying in the background");
                     sh.release_in_background();

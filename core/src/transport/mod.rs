@@ -144,7 +144,7 @@ impl Transport {
         self.benched_tx.send_modify(|n| *n += 1);
         if self.members.len() > 1 {
             let _ = self.current.compare_exchange(i, (i + 1) % self.members.len(), Ordering::Relaxed, Ordering::Relaxed);
-            tracing::debug!(member = %m.url, "member failed; trying the next one");
+            tracing::info!(member = %m.url, "etcd member failed; trying the next one");
         }
     }
 

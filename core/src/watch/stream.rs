@@ -131,7 +131,7 @@ impl Task {
                 Cmd::Later => later_at = self.run_deferred(),
                 Cmd::Ended { gen, member, why } => {
                     if self.stream.as_ref().map(|s| s.gen) == Some(gen) {
-                        tracing::debug!(%why, "watch stream ended; re-creating it and resuming every watch");
+                        tracing::info!(%why, "watch stream ended; re-creating it and resuming every watch");
                         self.transport.fail(member);
                         self.drop_stream();
                         reopen_at = Some(tokio::time::Instant::now() + Duration::from_millis(10));
