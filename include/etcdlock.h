@@ -208,13 +208,16 @@ typedef struct etcdlock_queue etcdlock_queue;
 // library (fields they do not know take their defaults).
 //
 // Strings are borrowed for the duration of etcdlock_client_connect only; NULL
-// means "not set". They must be NUL-terminated UTF-8.
+// means "not set". They must be NUL-terminated UTF-8. An empty string is "not
+// set" too, except endpoints, where it names no endpoint (refused).
 //
-// A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for watch_held_keys, as
-// etcdlock_options_init leaves them) takes its ETCDLOCK_* environment
-// variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA, ...) if set,
-// else the default: the rule every etcdlock language follows. A field you
-// set wins over the environment, and a malformed variable for it is ignored.
+// A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for margin_ms and
+// watch_held_keys, as etcdlock_options_init leaves them) takes its ETCDLOCK_*
+// environment variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA,
+// ...) if set, else the default: the rule every etcdlock language follows. A
+// field you set wins over the environment, and a malformed variable for it is
+// ignored. The values are checked by the core, with the same messages as in
+// every etcdlock language (ETCDLOCK_INVALID_ARGUMENT at connect).
 typedef struct etcdlock_options {
   // sizeof(etcdlock_options) as seen by the caller; set by etcdlock_options_init.
   uint32_t struct_size;
@@ -257,6 +260,10 @@ typedef struct etcdlock_options {
   // milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,
   // default TTL/5, at most 2000).
   int64_t margin_ms;
+  // Interval between lease keep-alives, milliseconds, > 0 (at least 50, at
+  // most half of TTL - margin); ETCDLOCK_UNSET = not set
+  // (ETCDLOCK_KEEPALIVE_INTERVAL, default TTL/3, at most (TTL - margin)/4).
+  int64_t keepalive_interval_ms;
 } etcdlock_options;
 
 // What a client has done so far (etcdlock_client_metrics): the core's metrics,

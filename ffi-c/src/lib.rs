@@ -13,10 +13,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
+use etcdlock_core::bridge::{self, Unit};
 use etcdlock_core::runtime::current_pid;
 use etcdlock_core::{
-    CancellationToken, Client, ClientOptions, Error, ErrorCode, GuardState, LockOptions, LossReason,
-    TlsOptions, MAX_NAME_LEN,
+    CancellationToken, Client, ClientOptions, Error, ErrorCode, GuardState, LockOptions, LossReason, MAX_NAME_LEN,
 };
 
 // ---------------------------------------------------------------------------
@@ -147,13 +147,16 @@ const _: () = {
 /// library (fields they do not know take their defaults).
 ///
 /// Strings are borrowed for the duration of etcdlock_client_connect only; NULL
-/// means "not set". They must be NUL-terminated UTF-8.
+/// means "not set". They must be NUL-terminated UTF-8. An empty string is "not
+/// set" too, except endpoints, where it names no endpoint (refused).
 ///
-/// A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for watch_held_keys, as
-/// etcdlock_options_init leaves them) takes its ETCDLOCK_* environment
-/// variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA, ...) if set,
-/// else the default: the rule every etcdlock language follows. A field you
-/// set wins over the environment, and a malformed variable for it is ignored.
+/// A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for margin_ms and
+/// watch_held_keys, as etcdlock_options_init leaves them) takes its ETCDLOCK_*
+/// environment variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA,
+/// ...) if set, else the default: the rule every etcdlock language follows. A
+/// field you set wins over the environment, and a malformed variable for it is
+/// ignored. The values are checked by the core, with the same messages as in
+/// every etcdlock language (ETCDLOCK_INVALID_ARGUMENT at connect).
 #[repr(C)]
 pub struct etcdlock_options {
     /// sizeof(etcdlock_options) as seen by the caller; set by etcdlock_options_init.
@@ -197,6 +200,10 @@ pub struct etcdlock_options {
     /// milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,
     /// default TTL/5, at most 2000).
     pub margin_ms: i64,
+    /// Interval between lease keep-alives, milliseconds, > 0 (at least 50, at
+    /// most half of TTL - margin); ETCDLOCK_UNSET = not set
+    /// (ETCDLOCK_KEEPALIVE_INTERVAL, default TTL/3, at most (TTL - margin)/4).
+    pub keepalive_interval_ms: i64,
 }
 
 /// What a client has done so far (etcdlock_client_metrics): the core's metrics,
@@ -503,13 +510,6 @@ fn timeout_arg(ms: i64) -> Result<Option<Duration>, Error> {
     }
 }
 
-fn positive_ms(ms: i64, what: &str) -> Result<Duration, Error> {
-    if ms <= 0 || ms > ETCDLOCK_MAX_TIMEOUT_MS {
-        return Err(invalid(format!("{what} must be between 1 and {ETCDLOCK_MAX_TIMEOUT_MS} ms, got {ms}")));
-    }
-    Ok(Duration::from_millis(ms as u64))
-}
-
 unsafe fn bytes_arg<'a>(p: *const u8, len: usize, what: &str, allow_empty: bool) -> Result<&'a [u8], Error> {
     if len > ETCDLOCK_MAX_BUFFER_LEN {
         return Err(invalid(format!("{what} is {len} bytes; the limit is {ETCDLOCK_MAX_BUFFER_LEN}")));
@@ -697,11 +697,13 @@ fn default_options() -> etcdlock_options {
         connect_timeout_ms: ETCDLOCK_UNSET,
         request_timeout_ms: ETCDLOCK_UNSET,
         margin_ms: -1,
+        keepalive_interval_ms: ETCDLOCK_UNSET,
     }
 }
 
-/// Size of the first published etcdlock_options; anything smaller is not an etcdlock_options.
-const OPTIONS_V1_SIZE: usize = std::mem::size_of::<etcdlock_options>();
+/// Size of the first published etcdlock_options (up to margin_ms); anything
+/// smaller is not an etcdlock_options.
+const OPTIONS_V1_SIZE: usize = std::mem::offset_of!(etcdlock_options, keepalive_interval_ms);
 
 /// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
 /// numbers, margin_ms and watch_held_keys -1) and set options->struct_size.
@@ -736,7 +738,9 @@ pub unsafe extern "C" fn etcdlock_options_init(options: *mut etcdlock_options, s
     })
 }
 
-unsafe fn convert_options(o: *const etcdlock_options) -> Result<ClientOptions, Error> {
+/// The caller's options, fields past its struct_size "not set" (a program
+/// built against an older header does not know them).
+unsafe fn read_options(o: *const etcdlock_options) -> Result<etcdlock_options, Error> {
     if o.is_null() {
         return Err(invalid("options is NULL"));
     }
@@ -752,87 +756,51 @@ unsafe fn convert_options(o: *const etcdlock_options) -> Result<ClientOptions, E
             std::mem::size_of::<etcdlock_options>()
         )));
     }
-    let o = &*o;
-    let endpoints = str_arg(o.endpoints, "options->endpoints")?;
-    let namespace = str_arg(o.namespace_prefix, "options->namespace_prefix")?;
-    let username = str_arg(o.username, "options->username")?;
-    let password = str_arg(o.password, "options->password")?;
-    let ca = str_arg(o.tls_ca, "options->tls_ca")?;
-    let cert = str_arg(o.tls_cert, "options->tls_cert")?;
-    let key = str_arg(o.tls_key, "options->tls_key")?;
-    let domain = str_arg(o.tls_domain, "options->tls_domain")?;
-    // Core's one rule: the environment fills what the caller left unset.
-    let mut given: Vec<&str> = Vec::new();
-    for (k, set) in [
-        ("endpoints", endpoints.is_some()),
-        ("ttl", o.ttl_secs != ETCDLOCK_UNSET),
-        ("namespace", namespace.is_some()),
-        ("username", username.is_some()),
-        ("password", password.is_some()),
-        ("tls_ca", ca.is_some()),
-        ("tls_cert", cert.is_some()),
-        ("tls_key", key.is_some()),
-        ("tls_domain", domain.is_some()),
-        ("connect_timeout", o.connect_timeout_ms != ETCDLOCK_UNSET),
-        ("request_timeout", o.request_timeout_ms != ETCDLOCK_UNSET),
-        ("margin", o.margin_ms >= 0),
-        ("watch_held_keys", o.watch_held_keys != -1),
-    ] {
-        if set {
-            given.push(k);
-        }
-    }
-    let mut opts = ClientOptions::from_env_except(&given)?;
-    if let Some(e) = endpoints {
-        opts.endpoints = e.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
-        if opts.endpoints.is_empty() {
-            return Err(invalid("options->endpoints names no endpoint"));
-        }
-    }
-    if o.ttl_secs != ETCDLOCK_UNSET {
-        opts.ttl_secs = o.ttl_secs;
-    }
-    if namespace.is_some() {
-        opts.namespace = namespace.filter(|s| !s.is_empty());
-    }
-    if username.is_some() || password.is_some() {
-        opts.username = username;
-        opts.password = password;
-    }
-    if ca.is_some() || cert.is_some() || key.is_some() || domain.is_some() {
-        let tls = opts.tls.get_or_insert_with(TlsOptions::default);
-        if ca.is_some() {
-            tls.ca = ca.map(Into::into);
-        }
-        if cert.is_some() {
-            tls.cert = cert.map(Into::into);
-        }
-        if key.is_some() {
-            tls.key = key.map(Into::into);
-        }
-        if domain.is_some() {
-            tls.domain = domain;
-        }
-    }
-    if o.connect_timeout_ms != ETCDLOCK_UNSET {
-        opts.connect_timeout = positive_ms(o.connect_timeout_ms, "options->connect_timeout_ms")?;
-    }
-    if o.request_timeout_ms != ETCDLOCK_UNSET {
-        opts.request_timeout = positive_ms(o.request_timeout_ms, "options->request_timeout_ms")?;
-    }
-    if o.margin_ms >= 0 {
-        if o.margin_ms > ETCDLOCK_MAX_TIMEOUT_MS {
-            return Err(invalid(format!("options->margin_ms {} is out of range", o.margin_ms)));
-        }
-        opts.margin = Some(Duration::from_millis(o.margin_ms as u64));
-    }
-    match o.watch_held_keys {
-        -1 => {}
-        0 => opts.watch_held_keys = false,
-        1 => opts.watch_held_keys = true,
-        v => return Err(invalid(format!("options->watch_held_keys must be 0, 1 or -1 (not set), got {v}"))),
-    }
-    Ok(opts)
+    let mut d = default_options();
+    std::ptr::copy_nonoverlapping(o.cast::<u8>(), (&mut d as *mut etcdlock_options).cast::<u8>(), size);
+    Ok(d)
+}
+
+/// The options as core's option pairs, one line per field: its core key and
+/// its value as text, or None when the field is not set. Core parses and
+/// checks the values; this only converts C's types (and refuses text that is
+/// not UTF-8).
+unsafe fn option_pairs(o: &etcdlock_options) -> Result<Vec<(&'static str, String)>, Error> {
+    let text = |p: *const c_char, what: &str| str_arg(p, what);
+    let ms = |v: i64| (v != ETCDLOCK_UNSET).then(|| bridge::duration_value(v as f64, Unit::Millis));
+    // For core an empty value is "not given"; an empty endpoints string is an
+    // empty list, which core refuses.
+    let list = |v: Option<String>| v.map(|v| if v.is_empty() { ",".to_string() } else { v });
+    // 0 and 1 are C's booleans; any other number goes as is, for core to refuse.
+    let flag = |v: i32| match v {
+        -1 => None,
+        0 => Some("false".to_string()),
+        1 => Some("true".to_string()),
+        v => Some(v.to_string()),
+    };
+    let fields: [(&'static str, Option<String>); 14] = [
+        ("endpoints", list(text(o.endpoints, "options->endpoints")?)),
+        ("ttl", (o.ttl_secs != ETCDLOCK_UNSET).then(|| o.ttl_secs.to_string())),
+        ("namespace", text(o.namespace_prefix, "options->namespace_prefix")?),
+        ("username", text(o.username, "options->username")?),
+        ("password", text(o.password, "options->password")?),
+        ("tls_ca", text(o.tls_ca, "options->tls_ca")?),
+        ("tls_cert", text(o.tls_cert, "options->tls_cert")?),
+        ("tls_key", text(o.tls_key, "options->tls_key")?),
+        ("tls_domain", text(o.tls_domain, "options->tls_domain")?),
+        ("connect_timeout", ms(o.connect_timeout_ms)),
+        ("request_timeout", ms(o.request_timeout_ms)),
+        ("margin", (o.margin_ms >= 0).then(|| bridge::duration_value(o.margin_ms as f64, Unit::Millis))),
+        ("watch_held_keys", flag(o.watch_held_keys)),
+        ("keepalive_interval", ms(o.keepalive_interval_ms)),
+    ];
+    Ok(fields.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect())
+}
+
+/// Client options from the caller's struct and the ETCDLOCK_* environment (core's one rule).
+unsafe fn convert_options(o: *const etcdlock_options) -> Result<ClientOptions, Error> {
+    let o = read_options(o)?;
+    bridge::client_options(option_pairs(&o)?)
 }
 
 /// Connect to etcd and open the client's session (grant its lease). Blocks up

@@ -1153,6 +1153,42 @@ static void test_options_from_env(void) {
     unsetenv("ETCDLOCK_ENDPOINTS");
 }
 
+/* keepalive_interval_ms: a client connects with it set and renews at that
+ * interval; 0 and negatives are refused with core's message; a caller whose
+ * struct_size ends before the field (an older header) leaves it not set. */
+static void test_keepalive_interval(void) {
+    etcdlock_options o;
+    etcdlock_client *c = NULL;
+    CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
+    CHECK(o.keepalive_interval_ms == ETCDLOCK_UNSET, "init leaves it not set");
+    o.endpoints = H.endpoint;
+    o.ttl_secs = 10;
+    o.keepalive_interval_ms = 400;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    if (c) {
+        usleep(1500 * 1000);
+        etcdlock_metrics m;
+        CHECK_RC(etcdlock_client_metrics(c, &m, sizeof m), ETCDLOCK_OK);
+        /* The default at TTL 10 s (2 s) would have renewed at most once by now. */
+        CHECK(m.keepalives >= 3, "keep-alives every 400 ms: %llu in 1.5 s", (unsigned long long)m.keepalives);
+        etcdlock_client_free(c);
+    }
+    static const int64_t bad[] = {0, -1, -400};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        etcdlock_options_init(&o, sizeof o);
+        o.endpoints = H.endpoint;
+        o.keepalive_interval_ms = bad[i];
+        CHECK_RC(connect_rc(&o), ETCDLOCK_INVALID_ARGUMENT);
+        CHECK(strstr(etcdlock_last_error_message(), "keepalive_interval") != NULL, "%lld: core's message: %s",
+              (long long)bad[i], etcdlock_last_error_message());
+    }
+    etcdlock_options_init(&o, sizeof o);
+    o.endpoints = H.endpoint;
+    o.keepalive_interval_ms = 0;
+    o.struct_size = (uint32_t)offsetof(etcdlock_options, keepalive_interval_ms);
+    CHECK_RC(connect_rc(&o), ETCDLOCK_OK);
+}
+
 static void test_error_message_per_thread(void) {
     etcdlock_guard *g = NULL;
     BAD(etcdlock_lock(NULL, "x", 0, &g));
@@ -1837,6 +1873,7 @@ static const test_case TESTS[] = {
     {"contention_etcd_counter", test_contention_etcd_counter},
     {"bad_input", test_bad_input},
     {"options_from_env", test_options_from_env},
+    {"keepalive_interval", test_keepalive_interval},
     {"metrics", test_metrics},
     {"error_message_per_thread", test_error_message_per_thread},
     {"auth_rbac", test_auth_rbac},
