@@ -408,6 +408,23 @@ int etcdlock_shutdown(void);
 // Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
 const char *etcdlock_last_error_message(void);
 
+// The status of the last failed etcdlock call on the calling thread
+// (ETCDLOCK_OK if none): the code etcdlock_last_error_message() goes with.
+//
+// Safety: none required.
+//
+// Example: if (etcdlock_last_error_status() == ETCDLOCK_UNAVAILABLE) retry_later();
+int etcdlock_last_error_status(void);
+
+// Why the hold ended, for a last failed call on the calling thread that
+// returned ETCDLOCK_LOCK_LOST (an ETCDLOCK_LOSS_* reason); ETCDLOCK_LOSS_NONE
+// for any other status or when core did not say.
+//
+// Safety: none required.
+//
+// Example: if (rc == ETCDLOCK_LOCK_LOST) puts(etcdlock_loss_reason_name(etcdlock_last_error_loss_reason()));
+int etcdlock_last_error_loss_reason(void);
+
 // The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
 // "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
 // "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.

@@ -9,7 +9,6 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -409,49 +408,48 @@ pub const ETCDLOCK_RENEWAL_ENDED: i64 = -2;
 // Error plumbing
 // ---------------------------------------------------------------------------
 
-thread_local! {
-    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+/// The last failed call's error on this thread, as C reads it.
+struct LastError {
+    status: c_int,
+    reason: c_int,
+    message: CString,
 }
 
-fn set_last_error(msg: &str) {
-    let c = CString::new(msg.replace('\0', "\\0")).unwrap_or_default();
-    let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = c);
+thread_local! {
+    static LAST_ERROR: RefCell<LastError> =
+        RefCell::new(LastError { status: ETCDLOCK_OK, reason: ETCDLOCK_LOSS_NONE, message: CString::default() });
 }
 
 fn invalid(msg: impl Into<String>) -> Error {
     Error::new(ErrorCode::InvalidArgument, msg)
 }
 
-fn report(e: &Error) -> c_int {
-    set_last_error(e.message());
-    e.code() as c_int
+/// The one way an error reaches C: its wire form (code, loss reason, message)
+/// becomes the calling thread's last error, and its code the status returned.
+fn fail(e: &Error) -> c_int {
+    let w = bridge::WireError::from(e);
+    let status = w.code as c_int;
+    let reason = w.reason.map_or(ETCDLOCK_LOSS_NONE, |r| r as c_int);
+    let message = CString::new(w.message.replace('\0', "\\0")).unwrap_or_default();
+    let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = LastError { status, reason, message });
+    status
 }
 
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic".into()
-    }
-}
-
-/// Run one entry point: map errors to status codes and never let a panic unwind into C.
+/// Run one entry point: its error, or a panic as core's Internal error, goes
+/// through [`fail`]; no panic unwinds into C.
 fn ffi(f: impl FnOnce() -> Result<(), Error>) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(())) => ETCDLOCK_OK,
-        Ok(Err(e)) => report(&e),
-        Err(p) => {
-            set_last_error(&format!("internal error in etcdlock (please report): {}", panic_message(&*p)));
-            ETCDLOCK_INTERNAL
-        }
+    match bridge::catch(f) {
+        Ok(()) => ETCDLOCK_OK,
+        Err(e) => fail(&e),
     }
 }
 
 /// Like [`ffi`] for functions that return nothing (the *_free family).
 fn ffi_void(f: impl FnOnce()) {
-    let _ = catch_unwind(AssertUnwindSafe(f));
+    let _ = bridge::catch(|| {
+        f();
+        Ok(())
+    });
 }
 
 fn on_runtime_thread() -> bool {
@@ -627,7 +625,30 @@ pub extern "C" fn etcdlock_shutdown() -> c_int {
 /// Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
 #[no_mangle]
 pub extern "C" fn etcdlock_last_error_message() -> *const c_char {
-    catch_unwind(|| LAST_ERROR.try_with(|l| l.borrow().as_ptr()).unwrap_or(c"".as_ptr())).unwrap_or(c"".as_ptr())
+    LAST_ERROR.try_with(|l| l.borrow().message.as_ptr()).unwrap_or(c"".as_ptr())
+}
+
+/// The status of the last failed etcdlock call on the calling thread
+/// (ETCDLOCK_OK if none): the code etcdlock_last_error_message() goes with.
+///
+/// Safety: none required.
+///
+/// Example: if (etcdlock_last_error_status() == ETCDLOCK_UNAVAILABLE) retry_later();
+#[no_mangle]
+pub extern "C" fn etcdlock_last_error_status() -> c_int {
+    LAST_ERROR.try_with(|l| l.borrow().status).unwrap_or(ETCDLOCK_OK)
+}
+
+/// Why the hold ended, for a last failed call on the calling thread that
+/// returned ETCDLOCK_LOCK_LOST (an ETCDLOCK_LOSS_* reason); ETCDLOCK_LOSS_NONE
+/// for any other status or when core did not say.
+///
+/// Safety: none required.
+///
+/// Example: if (rc == ETCDLOCK_LOCK_LOST) puts(etcdlock_loss_reason_name(etcdlock_last_error_loss_reason()));
+#[no_mangle]
+pub extern "C" fn etcdlock_last_error_loss_reason() -> c_int {
+    LAST_ERROR.try_with(|l| l.borrow().reason).unwrap_or(ETCDLOCK_LOSS_NONE)
 }
 
 /// The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
@@ -1050,21 +1071,15 @@ pub unsafe extern "C" fn etcdlock_lock_async(
         let token = CancellationToken::new();
         let ud = UserData(user_data);
         let opts = LockOptions { timeout, cancel: Some(token.clone()) };
-        etcdlock_core::runtime::spawn(async move {
+        let done = move |r: Result<etcdlock_core::Guard, Error>| {
             let ud = ud;
-            let r = c.lock_with(&name, opts).await;
-            let (status, g) = match catch_unwind(AssertUnwindSafe(|| match r {
+            let (status, g) = match r {
                 Ok(g) => (ETCDLOCK_OK, new_guard(g)),
-                Err(e) => (report(&e), std::ptr::null_mut()),
-            })) {
-                Ok(v) => v,
-                Err(p) => {
-                    set_last_error(&format!("internal error in etcdlock (please report): {}", panic_message(&*p)));
-                    (ETCDLOCK_INTERNAL, std::ptr::null_mut())
-                }
+                Err(e) => (fail(&e), std::ptr::null_mut()),
             };
             cb(status, g, ud.0);
-        })?;
+        };
+        bridge::spawn_complete(async move { c.lock_with(&name, opts).await }, done)?;
         if let Some(out) = cancel.as_mut() {
             *out = Box::into_raw(Box::new(etcdlock_cancel_handle { token }));
         }
@@ -1817,21 +1832,24 @@ pub unsafe extern "C" fn etcdlock_observe(
                     _ = t.cancelled() => Err(Error::new(ErrorCode::Cancelled, "observe: cancelled")),
                     r = obs.next() => r,
                 };
-                let done = catch_unwind(AssertUnwindSafe(|| match next {
-                    Ok(Some(l)) => {
-                        let key = CString::new(l.key).unwrap_or_default();
-                        cb(ETCDLOCK_OK, key.as_ptr(), l.value.as_ptr(), l.value.len(), l.revision, ud.0);
-                        false
-                    }
-                    Ok(None) => {
-                        cb(ETCDLOCK_OK, std::ptr::null(), std::ptr::null(), 0, 0, ud.0);
-                        false
-                    }
-                    Err(e) => {
-                        cb(report(&e), std::ptr::null(), std::ptr::null(), 0, 0, ud.0);
-                        true
-                    }
-                }))
+                // A panic ends the observer (no further call).
+                let done = bridge::catch(|| {
+                    Ok(match next {
+                        Ok(Some(l)) => {
+                            let key = CString::new(l.key).unwrap_or_default();
+                            cb(ETCDLOCK_OK, key.as_ptr(), l.value.as_ptr(), l.value.len(), l.revision, ud.0);
+                            false
+                        }
+                        Ok(None) => {
+                            cb(ETCDLOCK_OK, std::ptr::null(), std::ptr::null(), 0, 0, ud.0);
+                            false
+                        }
+                        Err(e) => {
+                            cb(fail(&e), std::ptr::null(), std::ptr::null(), 0, 0, ud.0);
+                            true
+                        }
+                    })
+                })
                 .unwrap_or(true);
                 if done {
                     break;

@@ -1079,7 +1079,7 @@ static void test_bad_input(void) {
 /* The last error message is per thread. */
 static void *other_thread_message(void *p) {
     (void)p;
-    return (void *)(intptr_t)(strlen(etcdlock_last_error_message()) == 0);
+    return (void *)(intptr_t)(strlen(etcdlock_last_error_message()) == 0 && etcdlock_last_error_status() == ETCDLOCK_OK);
 }
 /* The core's metrics source through the C ABI: acquisitions by outcome, holds,
  * a smaller struct_size written only that far, bad arguments refused. */
@@ -1194,6 +1194,8 @@ static void test_error_message_per_thread(void) {
     BAD(etcdlock_lock(NULL, "x", 0, &g));
     CHECK(strstr(etcdlock_last_error_message(), "client is NULL") != NULL, "message %s",
           etcdlock_last_error_message());
+    CHECK(etcdlock_last_error_status() == ETCDLOCK_INVALID_ARGUMENT, "status %d", etcdlock_last_error_status());
+    CHECK(etcdlock_last_error_loss_reason() == ETCDLOCK_LOSS_NONE, "no loss reason");
     pthread_t t;
     void *empty = NULL;
     pthread_create(&t, NULL, other_thread_message, NULL);
@@ -1843,6 +1845,11 @@ static void test_list_and_release(void) {
     until = now_ms() + 5000;
     while (__atomic_load_n(&g_list_loss, __ATOMIC_SEQ_CST) < 0 && now_ms() < until) usleep(10 * 1000);
     CHECK(g_list_loss == ETCDLOCK_LOSS_KEY_DELETED, "holder told KeyDeleted, got %d", g_list_loss);
+    /* The failed call's last error carries the loss reason. */
+    CHECK_RC(etcdlock_unlock(m), ETCDLOCK_LOCK_LOST);
+    CHECK(etcdlock_last_error_status() == ETCDLOCK_LOCK_LOST &&
+              etcdlock_last_error_loss_reason() == ETCDLOCK_LOSS_KEY_DELETED,
+          "last error %d, reason %d", etcdlock_last_error_status(), etcdlock_last_error_loss_reason());
     CHECK_RC(etcdlock_release(b, mutex, token, &done), ETCDLOCK_OK);
     CHECK(done == 0, "released already");
     etcdlock_guard_free(m);
