@@ -18,7 +18,9 @@ iterations="${1:-2000}"
 rounds="${2:-3}"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
 rel="$CARGO_TARGET_DIR/release"
-cargo build -q --release -p etcdlock-ffi --lib --example core_bench
+cargo build -q --release -p etcdlock-ffi
+# Apart: built together, core's bench feature would reach libetcdlock too.
+cargo build -q --release -p etcdlock-ffi-bench
 cargo build -q --release -p etcdlock-testkit
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
@@ -31,7 +33,7 @@ read -r line <&"${HARN[0]}"
 ep="$(sed -E 's/.*"endpoints":\["([^"]+)".*/\1/' <<<"$line")"
 echo "etcd at $ep; $iterations iterations x $rounds rounds" >&2
 for ((r = 1; r <= rounds; r++)); do
-    "$rel/examples/core_bench" "$ep" "$iterations" | tee -a "$work/results.jsonl" >&2
+    "$rel/core_bench" "$ep" "$iterations" | tee -a "$work/results.jsonl" >&2
     "$work/bench_c" "$ep" "$iterations" | tee -a "$work/results.jsonl" >&2
 done
 eval "exec ${harn_in}>&-"

@@ -1,4 +1,4 @@
-//! Regenerates ../include/etcdlock.h from src/lib.rs with cbindgen on every build.
+//! Regenerates ../include/etcdlock.h from src/ (lib.rs and its modules) with cbindgen on every build.
 //! The header is committed; ffi-c/test.sh fails when it differs from a fresh one.
 use std::path::PathBuf;
 

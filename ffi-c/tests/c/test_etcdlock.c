@@ -1079,7 +1079,7 @@ static void test_bad_input(void) {
 /* The last error message is per thread. */
 static void *other_thread_message(void *p) {
     (void)p;
-    return (void *)(intptr_t)(strlen(etcdlock_last_error_message()) == 0);
+    return (void *)(intptr_t)(strlen(etcdlock_last_error_message()) == 0 && etcdlock_last_error_status() == ETCDLOCK_OK);
 }
 /* The core's metrics source through the C ABI: acquisitions by outcome, holds,
  * a smaller struct_size written only that far, bad arguments refused. */
@@ -1153,11 +1153,49 @@ static void test_options_from_env(void) {
     unsetenv("ETCDLOCK_ENDPOINTS");
 }
 
+/* keepalive_interval_ms: a client connects with it set and renews at that
+ * interval; 0 and negatives are refused with core's message; a caller whose
+ * struct_size ends before the field (an older header) leaves it not set. */
+static void test_keepalive_interval(void) {
+    etcdlock_options o;
+    etcdlock_client *c = NULL;
+    CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
+    CHECK(o.keepalive_interval_ms == ETCDLOCK_UNSET, "init leaves it not set");
+    o.endpoints = H.endpoint;
+    o.ttl_secs = 10;
+    o.keepalive_interval_ms = 400;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    if (c) {
+        usleep(1500 * 1000);
+        etcdlock_metrics m;
+        CHECK_RC(etcdlock_client_metrics(c, &m, sizeof m), ETCDLOCK_OK);
+        /* The default at TTL 10 s (2 s) would have renewed at most once by now. */
+        CHECK(m.keepalives >= 3, "keep-alives every 400 ms: %llu in 1.5 s", (unsigned long long)m.keepalives);
+        etcdlock_client_free(c);
+    }
+    static const int64_t bad[] = {0, -1, -400};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        etcdlock_options_init(&o, sizeof o);
+        o.endpoints = H.endpoint;
+        o.keepalive_interval_ms = bad[i];
+        CHECK_RC(connect_rc(&o), ETCDLOCK_INVALID_ARGUMENT);
+        CHECK(strstr(etcdlock_last_error_message(), "keepalive_interval") != NULL, "%lld: core's message: %s",
+              (long long)bad[i], etcdlock_last_error_message());
+    }
+    etcdlock_options_init(&o, sizeof o);
+    o.endpoints = H.endpoint;
+    o.keepalive_interval_ms = 0;
+    o.struct_size = (uint32_t)offsetof(etcdlock_options, keepalive_interval_ms);
+    CHECK_RC(connect_rc(&o), ETCDLOCK_OK);
+}
+
 static void test_error_message_per_thread(void) {
     etcdlock_guard *g = NULL;
     BAD(etcdlock_lock(NULL, "x", 0, &g));
     CHECK(strstr(etcdlock_last_error_message(), "client is NULL") != NULL, "message %s",
           etcdlock_last_error_message());
+    CHECK(etcdlock_last_error_status() == ETCDLOCK_INVALID_ARGUMENT, "status %d", etcdlock_last_error_status());
+    CHECK(etcdlock_last_error_loss_reason() == ETCDLOCK_LOSS_NONE, "no loss reason");
     pthread_t t;
     void *empty = NULL;
     pthread_create(&t, NULL, other_thread_message, NULL);
@@ -1807,6 +1845,11 @@ static void test_list_and_release(void) {
     until = now_ms() + 5000;
     while (__atomic_load_n(&g_list_loss, __ATOMIC_SEQ_CST) < 0 && now_ms() < until) usleep(10 * 1000);
     CHECK(g_list_loss == ETCDLOCK_LOSS_KEY_DELETED, "holder told KeyDeleted, got %d", g_list_loss);
+    /* The failed call's last error carries the loss reason. */
+    CHECK_RC(etcdlock_unlock(m), ETCDLOCK_LOCK_LOST);
+    CHECK(etcdlock_last_error_status() == ETCDLOCK_LOCK_LOST &&
+              etcdlock_last_error_loss_reason() == ETCDLOCK_LOSS_KEY_DELETED,
+          "last error %d, reason %d", etcdlock_last_error_status(), etcdlock_last_error_loss_reason());
     CHECK_RC(etcdlock_release(b, mutex, token, &done), ETCDLOCK_OK);
     CHECK(done == 0, "released already");
     etcdlock_guard_free(m);
@@ -1837,6 +1880,7 @@ static const test_case TESTS[] = {
     {"contention_etcd_counter", test_contention_etcd_counter},
     {"bad_input", test_bad_input},
     {"options_from_env", test_options_from_env},
+    {"keepalive_interval", test_keepalive_interval},
     {"metrics", test_metrics},
     {"error_message_per_thread", test_error_message_per_thread},
     {"auth_rbac", test_auth_rbac},

@@ -9,11 +9,11 @@
 //!
 //! Prints one JSON line per measure.
 //!
-//! `cargo run --release -p etcdlock-ffi --example core_bench -- ENDPOINT [ITERATIONS]`
+//! `cargo run --release -p etcdlock-ffi-bench -- ENDPOINT [ITERATIONS]`
 use std::time::{Duration, Instant};
 
-use etcdlock_core::runtime::block_on;
-use etcdlock_core::{Client, ClientOptions};
+use etcdlock::runtime::block_on;
+use etcdlock::{Client, ClientOptions};
 
 fn report(metric: &str, mut v: Vec<Duration>) {
     v.sort();
@@ -29,7 +29,7 @@ fn main() {
     let pid = std::process::id();
 
     let ep = endpoint.clone();
-    let raw = block_on(async move { etcdlock_core::bench_floor::txn_delete(&[ep], iterations).await }).expect("raw");
+    let raw = block_on(async move { etcdlock::bench_floor::txn_delete(&[ep], iterations).await }).expect("raw");
     report("raw_txn_delete", raw);
 
     let ep = endpoint.clone();
@@ -68,7 +68,7 @@ fn main() {
     report("rust_core_blocking", v);
 
     // The same with Runtime::block_on on the calling thread (what the C ABI does).
-    let rt = etcdlock_core::runtime::runtime().expect("runtime");
+    let rt = etcdlock::runtime::runtime().expect("runtime");
     let name = format!("bench-rust-rt-block-on-{pid}");
     let mut v = Vec::with_capacity(iterations);
     for i in 0..iterations + warm {

@@ -1,0 +1,191 @@
+//! The client handle: connect, TTL, metrics, free.
+
+use std::ffi::c_int;
+use std::time::Duration;
+
+use etcdlock_core::runtime::current_pid;
+use etcdlock_core::{Client, Error, ErrorCode};
+
+use crate::*;
+
+/// What a client has done so far (etcdlock_client_metrics): the core's metrics,
+/// the same figures as in every etcdlock language. Counters only grow;
+/// waiting and held are "now". Durations in nanoseconds.
+#[repr(C)]
+pub struct etcdlock_metrics {
+    /// sizeof(etcdlock_metrics) as the caller compiled it; set by etcdlock_client_metrics.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// Acquisition calls by outcome, indexed by ETCDLOCK_RESULT_*.
+    pub acquisitions: [u64; 5],
+    /// The time those calls took, summed, indexed by ETCDLOCK_RESULT_*.
+    pub wait_ns: [u64; 5],
+    /// Acquisition calls in progress.
+    pub waiting: i64,
+    /// Locks held now.
+    pub held: i64,
+    /// How long the locks held now have been held, summed.
+    pub held_ns: u64,
+    /// Holds that ended (released or lost).
+    pub holds_ended: u64,
+    /// How long the ended holds lasted, summed.
+    pub hold_ns: u64,
+    /// Holds lost, indexed by ETCDLOCK_LOSS_* - 1 (lease expired, key deleted,
+    /// connection lost, client closed).
+    pub lost: [u64; 4],
+    /// Keep-alive round trips acknowledged.
+    pub keepalives: u64,
+    /// The last keep-alive round trip, -1 before the first.
+    pub keepalive_rtt_ns: i64,
+}
+
+/// A connection to etcd (one lease shared by all its locks). Thread-safe.
+pub struct etcdlock_client {
+    pub(crate) client: Client,
+    pub(crate) pid: u32,
+}
+
+pub(crate) unsafe fn client_arg<'a>(c: *const etcdlock_client) -> Result<&'a etcdlock_client, Error> {
+    let c = c.as_ref().ok_or_else(|| invalid("client is NULL"))?;
+    if c.pid != current_pid() {
+        return Err(Error::new(
+            ErrorCode::Closed,
+            "this client was created in the parent process before fork(); create a new client in the child",
+        ));
+    }
+    Ok(c)
+}
+
+/// Connect to etcd and open the client's session (grant its lease). Blocks up
+/// to options->connect_timeout_ms. On success *client is a new handle to free
+/// with etcdlock_client_free; on failure *client is NULL.
+///
+/// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad endpoint, TTL outside
+/// 1..9000000000, bad TLS file, ...), ETCDLOCK_UNAVAILABLE (no endpoint
+/// answered), ETCDLOCK_AUTH_FAILED.
+///
+/// Safety: options points to an etcdlock_options initialised with
+/// etcdlock_options_init whose strings are valid for the duration of the call;
+/// client is a writable etcdlock_client*.
+///
+/// Example:
+///     etcdlock_client *c = NULL;
+///     int rc = etcdlock_client_connect(&o, &c);
+///     if (rc) fprintf(stderr, "connect: %s\n", etcdlock_last_error_message());
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_client_connect(
+    options: *const etcdlock_options,
+    client: *mut *mut etcdlock_client,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(client, "client (out)")?;
+        *out = std::ptr::null_mut();
+        let opts = convert_options(options)?;
+        etcdlock_core::set_language("c");
+        let c = block_on(async move { Client::connect(opts).await })?;
+        *out = Box::into_raw(Box::new(etcdlock_client { client: c, pid: current_pid() }));
+        Ok(())
+    })
+}
+
+/// The effective lease TTL in seconds (etcd raises TTLs below its minimum).
+///
+/// Safety: client is a live handle; ttl_secs is writable.
+///
+/// Example: int64_t ttl; etcdlock_client_ttl(c, &ttl);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_client_ttl(client: *const etcdlock_client, ttl_secs: *mut i64) -> c_int {
+    ffi(|| {
+        let out = out_arg(ttl_secs, "ttl_secs (out)")?;
+        *out = client_arg(client)?.client.ttl();
+        Ok(())
+    })
+}
+
+/// Fill *metrics with what client has done so far (no etcd request; a few
+/// atomic loads). struct_size must be sizeof(etcdlock_metrics) as the caller
+/// compiled it; only that many bytes are written, so a program built against
+/// an older header keeps working.
+///
+/// Safety: client is a live handle; metrics points to struct_size writable bytes.
+///
+/// Example:
+///     etcdlock_metrics m;
+///     etcdlock_client_metrics(c, &m, sizeof m);
+///     printf("held %lld, lost to deletes %llu\n", (long long)m.held,
+///            (unsigned long long)m.lost[ETCDLOCK_LOSS_KEY_DELETED - 1]);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_client_metrics(
+    client: *const etcdlock_client,
+    metrics: *mut etcdlock_metrics,
+    struct_size: usize,
+) -> c_int {
+    ffi(|| {
+        if metrics.is_null() {
+            return Err(invalid("metrics is NULL"));
+        }
+        if struct_size < 8 {
+            return Err(invalid(format!("struct_size {struct_size} is smaller than any etcdlock_metrics")));
+        }
+        let m = client_arg(client)?.client.metrics();
+        let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let full = etcdlock_metrics {
+            struct_size: std::mem::size_of::<etcdlock_metrics>().min(struct_size) as u32,
+            reserved: 0,
+            acquisitions: m.acquisitions.map(|a| a.count),
+            wait_ns: m.acquisitions.map(|a| ns(a.wait_total)),
+            waiting: m.waiting,
+            held: m.held,
+            held_ns: ns(m.held_duration),
+            holds_ended: m.holds_ended,
+            hold_ns: ns(m.hold_total),
+            lost: m.lost.map(|(_, n)| n),
+            keepalives: m.keepalives,
+            keepalive_rtt_ns: m.keepalive_rtt.map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)).unwrap_or(-1),
+        };
+        let n = struct_size.min(std::mem::size_of::<etcdlock_metrics>());
+        std::ptr::copy_nonoverlapping((&full as *const etcdlock_metrics).cast::<u8>(), metrics.cast::<u8>(), n);
+        Ok(())
+    })
+}
+
+/// Close and free a client: revokes its lease, which releases every lock it
+/// holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED and pending
+/// etcdlock_lock_async waits complete with ETCDLOCK_CLOSED. Guards stay valid
+/// objects and must still be freed. Blocks for at most one request timeout,
+/// except on a runtime thread (inside a callback), where the close runs in the
+/// background. NULL is a no-op. In a child created by fork() without exec, a
+/// client inherited from the parent is not closed (the parent still owns the
+/// lease and its connection) and its memory is deliberately left to the child
+/// process; the same holds for inherited guards in etcdlock_guard_free.
+///
+/// Safety: client is NULL or a handle from etcdlock_client_connect not yet
+/// freed, and no other thread uses it any more.
+///
+/// Example: etcdlock_client_free(c); c = NULL;
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_client_free(client: *mut etcdlock_client) {
+    if client.is_null() {
+        return;
+    }
+    ffi_void(|| {
+        let c = Box::from_raw(client);
+        if c.pid != current_pid() {
+            // The parent's runtime threads do not exist in a forked child; touching
+            // the connection could hang. The memory is left to the process.
+            std::mem::forget(c);
+            return;
+        }
+        let client = c.client.clone();
+        drop(c);
+        if on_runtime_thread() {
+            let _ = etcdlock_core::runtime::spawn(async move { client.close().await });
+        } else {
+            let _ = block_on(async move {
+                client.close().await;
+                Ok(())
+            });
+        }
+    })
+}

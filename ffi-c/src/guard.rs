@@ -1,0 +1,331 @@
+//! The guard handle: blocking lock and try-lock, what a guard tells, unlock,
+//! free, and guarded operations.
+
+use std::ffi::{c_char, c_int, CString};
+use std::sync::Arc;
+
+use etcdlock_core::runtime::current_pid;
+use etcdlock_core::{Error, ErrorCode, GuardState, LockOptions};
+
+use crate::*;
+
+/// A held lock. Thread-safe; freeing it releases the lock if still held.
+pub struct etcdlock_guard {
+    pub(crate) guard: Arc<etcdlock_core::Guard>,
+    pub(crate) key: CString,
+    pub(crate) pid: u32,
+}
+
+pub(crate) unsafe fn guard_arg<'a>(g: *const etcdlock_guard) -> Result<&'a etcdlock_guard, Error> {
+    let g = g.as_ref().ok_or_else(|| invalid("guard is NULL"))?;
+    if g.pid != current_pid() {
+        return Err(Error::new(
+            ErrorCode::Closed,
+            "this guard was created in the parent process before fork(); it cannot be used in the child",
+        ));
+    }
+    Ok(g)
+}
+
+pub(crate) fn new_guard(g: etcdlock_core::Guard) -> *mut etcdlock_guard {
+    let key = CString::new(g.key().replace('\0', "\\0")).unwrap_or_default();
+    Box::into_raw(Box::new(etcdlock_guard { guard: Arc::new(g), key, pid: current_pid() }))
+}
+
+/// Wait for the lock `name` and hold it. Waiters are served in arrival order.
+/// timeout_ms: maximum wait in milliseconds; negative (ETCDLOCK_WAIT_FOREVER)
+/// waits as long as it takes. Acquiring costs at least one etcd round trip, so
+/// 0 or a few milliseconds may time out even on a free lock: use
+/// etcdlock_try_lock to take a lock only if it is free.
+/// On success *guard is a new guard (free with etcdlock_guard_free); otherwise
+/// *guard is NULL.
+///
+/// Returns ETCDLOCK_TIMEOUT, ETCDLOCK_LOCK_LOST (our session died while
+/// waiting), ETCDLOCK_CLOSED, ETCDLOCK_UNAVAILABLE, ETCDLOCK_INVALID_ARGUMENT
+/// (NULL, name empty/longer than ETCDLOCK_MAX_NAME_LEN/not UTF-8, timeout_ms >
+/// ETCDLOCK_MAX_TIMEOUT_MS, or called from a callback).
+///
+/// Safety: client is a live handle; name is a NUL-terminated string; guard is writable.
+///
+/// Example:
+///     etcdlock_guard *g = NULL;
+///     int rc = etcdlock_lock(c, "orders", 5000, &g);
+///     if (rc == ETCDLOCK_TIMEOUT) puts("busy");
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_lock(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    timeout_ms: i64,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let timeout = timeout_arg(timeout_ms)?;
+        let g = block_on(async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
+/// Take the lock `name` if it is free right now. If someone holds it or waits
+/// for it, returns ETCDLOCK_WOULD_BLOCK (a status, not an error to parse) and
+/// leaves no key behind. Otherwise as etcdlock_lock.
+///
+/// Safety: as etcdlock_lock.
+///
+/// Example:
+///     int rc = etcdlock_try_lock(c, "cron", &g);
+///     if (rc == ETCDLOCK_WOULD_BLOCK) return 0; // another node runs it
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_try_lock(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let g = block_on(async move { c.try_lock(&name).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
+/// Our lock key in etcd (namespace + name + "/" + lease id in hex...). *key
+/// points into the guard and stays valid until etcdlock_guard_free.
+///
+/// Safety: guard is a live handle; key is writable.
+///
+/// Example: const char *k; etcdlock_guard_key(g, &k); printf("%s\n", k);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_key(guard: *const etcdlock_guard, key: *mut *const c_char) -> c_int {
+    ffi(|| {
+        let out = out_arg(key, "key (out)")?;
+        *out = guard_arg(guard)?.key.as_ptr();
+        Ok(())
+    })
+}
+
+/// The lease id of the session that holds the lock.
+///
+/// Safety: guard is a live handle; lease_id is writable.
+///
+/// Example: int64_t lease; etcdlock_guard_lease_id(g, &lease);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_lease_id(guard: *const etcdlock_guard, lease_id: *mut i64) -> c_int {
+    ffi(|| {
+        let out = out_arg(lease_id, "lease_id (out)")?;
+        *out = guard_arg(guard)?.guard.lease_id();
+        Ok(())
+    })
+}
+
+/// The fencing token: our key's create_revision. It strictly increases from one
+/// holder of a lock to the next; hand it to resources that can reject writes
+/// from a stale holder.
+///
+/// Safety: guard is a live handle; token is writable.
+///
+/// Example: int64_t t; etcdlock_guard_fencing_token(g, &t); printf("token %lld\n", (long long)t);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_fencing_token(guard: *const etcdlock_guard, token: *mut i64) -> c_int {
+    ffi(|| {
+        let out = out_arg(token, "token (out)")?;
+        *out = guard_arg(guard)?.guard.fencing_token();
+        Ok(())
+    })
+}
+
+/// *held = 1 while the lock is held (not unlocked, not lost, and inside the
+/// local validity window, checked against the monotonic clock now), else 0.
+///
+/// Safety: guard is a live handle; held is writable.
+///
+/// Example: int held; etcdlock_guard_is_held(g, &held); if (!held) abort_work();
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_is_held(guard: *const etcdlock_guard, held: *mut c_int) -> c_int {
+    ffi(|| {
+        let out = out_arg(held, "held (out)")?;
+        *out = guard_arg(guard)?.guard.is_held() as c_int;
+        Ok(())
+    })
+}
+
+/// *reason = the ETCDLOCK_LOSS_* reason if the hold was lost, else
+/// ETCDLOCK_LOSS_NONE (held, or released normally).
+///
+/// Safety: guard is a live handle; reason is writable.
+///
+/// Example: int r; etcdlock_guard_loss_reason(g, &r); puts(etcdlock_loss_reason_name(r));
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_loss_reason(guard: *const etcdlock_guard, reason: *mut c_int) -> c_int {
+    ffi(|| {
+        let out = out_arg(reason, "reason (out)")?;
+        *out = guard_arg(guard)?.guard.loss().map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
+        Ok(())
+    })
+}
+
+/// Release the lock (delete our key). Idempotent: after a successful unlock,
+/// further calls return ETCDLOCK_OK. Returns ETCDLOCK_LOCK_LOST (on every call)
+/// if the hold had been lost before, so the caller learns its critical section
+/// may not have been protected to the end. If etcd is unreachable the delete
+/// is retried in the background and ETCDLOCK_OK is returned. Any thread may
+/// unlock (not only the locking one). The guard must still be freed.
+///
+/// Safety: guard is a live handle.
+///
+/// Example: if (etcdlock_unlock(g) == ETCDLOCK_LOCK_LOST) log_warning("lost before unlock");
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_unlock(guard: *const etcdlock_guard) -> c_int {
+    ffi(|| {
+        let g = guard_arg(guard)?.guard.clone();
+        block_on(async move { g.unlock().await })
+    })
+}
+
+/// Free a guard, releasing the lock first if it is still held (blocking for
+/// that, except on a runtime thread where the release runs in the background).
+/// NULL is a no-op.
+///
+/// Safety: guard is NULL or a live handle, and no other thread uses it any more.
+///
+/// Example: etcdlock_guard_free(g); g = NULL;
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_free(guard: *mut etcdlock_guard) {
+    if guard.is_null() {
+        return;
+    }
+    ffi_void(|| {
+        let h = Box::from_raw(guard);
+        if h.pid != current_pid() {
+            std::mem::forget(h);
+            return;
+        }
+        if h.guard.state() != GuardState::Held {
+            return;
+        }
+        let g = h.guard.clone();
+        drop(h);
+        if on_runtime_thread() {
+            let _ = etcdlock_core::runtime::spawn(async move {
+                let _ = g.unlock().await;
+            });
+        } else {
+            let _ = block_on(async move { g.unlock().await });
+        }
+    })
+}
+
+/// Guarded put: set `key` (namespaced like the lock) to `value` only while we
+/// hold the lock. etcd applies it in a transaction that compares our lock key's
+/// create_revision, so a stale holder's write is rejected by etcd itself.
+/// value may be NULL when value_len is 0.
+///
+/// Returns ETCDLOCK_LOCK_LOST (lost; also when etcd rejected the write),
+/// ETCDLOCK_NOT_HELD (after unlock), ETCDLOCK_INVALID_ARGUMENT (NULL or empty
+/// key, NULL value with value_len > 0, lengths > ETCDLOCK_MAX_BUFFER_LEN).
+///
+/// Safety: guard is live; key points to key_len bytes, value to value_len bytes.
+///
+/// Example: etcdlock_guard_put(g, (const uint8_t *)"stock", 5, (const uint8_t *)"299", 3);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_put(
+    guard: *const etcdlock_guard,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+) -> c_int {
+    ffi(|| {
+        let g = guard_arg(guard)?.guard.clone();
+        let k = bytes_arg(key, key_len, "key", false)?.to_vec();
+        let v = bytes_arg(value, value_len, "value", true)?.to_vec();
+        block_on(async move { g.put(k, v).await })
+    })
+}
+
+/// Guarded get: read `key` only while we hold the lock. If the key exists,
+/// *value is a new buffer of *value_len bytes (not NUL-terminated; non-NULL even
+/// for an empty value) that the caller frees with etcdlock_buffer_free; if it
+/// does not exist, *value is NULL and *value_len 0. Errors as etcdlock_guard_put.
+///
+/// Safety: guard is live; key points to key_len bytes; value and value_len are writable.
+///
+/// Example:
+///     uint8_t *v = NULL; size_t n = 0;
+///     if (etcdlock_guard_get(g, (const uint8_t *)"stock", 5, &v, &n) == ETCDLOCK_OK && v) {
+///         printf("%.*s\n", (int)n, (const char *)v);
+///         etcdlock_buffer_free(v);
+///     }
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_get(
+    guard: *const etcdlock_guard,
+    key: *const u8,
+    key_len: usize,
+    value: *mut *mut u8,
+    value_len: *mut usize,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(value, "value (out)")?;
+        *out = std::ptr::null_mut();
+        let out_len = out_arg(value_len, "value_len (out)")?;
+        *out_len = 0;
+        let g = guard_arg(guard)?.guard.clone();
+        let k = bytes_arg(key, key_len, "key", false)?.to_vec();
+        if let Some(v) = block_on(async move { g.get(k).await })? {
+            let buf = libc::malloc(v.len().max(1)).cast::<u8>();
+            if buf.is_null() {
+                return Err(Error::new(ErrorCode::Internal, "out of memory"));
+            }
+            std::ptr::copy_nonoverlapping(v.as_ptr(), buf, v.len());
+            *out = buf;
+            *out_len = v.len();
+        }
+        Ok(())
+    })
+}
+
+/// Guarded delete: delete `key` only while we hold the lock. If deleted is not
+/// NULL, *deleted = 1 if the key existed, else 0. Errors as etcdlock_guard_put.
+///
+/// Safety: guard is live; key points to key_len bytes; deleted is NULL or writable.
+///
+/// Example: int existed; etcdlock_guard_delete(g, (const uint8_t *)"stock", 5, &existed);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_guard_delete(
+    guard: *const etcdlock_guard,
+    key: *const u8,
+    key_len: usize,
+    deleted: *mut c_int,
+) -> c_int {
+    ffi(|| {
+        if let Some(d) = deleted.as_mut() {
+            *d = 0;
+        }
+        let g = guard_arg(guard)?.guard.clone();
+        let k = bytes_arg(key, key_len, "key", false)?.to_vec();
+        let existed = block_on(async move { g.delete(k).await })?;
+        if let Some(d) = deleted.as_mut() {
+            *d = existed as c_int;
+        }
+        Ok(())
+    })
+}
+
+/// Free a buffer returned by etcdlock_guard_get or etcdlock_leader. NULL is a no-op.
+///
+/// Safety: buffer is NULL or a buffer from etcdlock_guard_get not yet freed.
+///
+/// Example: etcdlock_buffer_free(v);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_buffer_free(buffer: *mut u8) {
+    if !buffer.is_null() {
+        libc::free(buffer.cast());
+    }
+}

@@ -1,0 +1,196 @@
+//! etcdlock_options: the C struct, its versioning by struct_size, and its
+//! conversion to core's option pairs (core parses and checks them).
+
+use std::ffi::{c_char, c_int};
+
+use etcdlock_core::bridge::{self, Unit};
+use etcdlock_core::{ClientOptions, Error};
+
+use crate::*;
+
+/// Connection options. Always fill with etcdlock_options_init(&o, sizeof o) first,
+/// then set the fields you need; the library reads only the first struct_size
+/// bytes, so programs built against an older header keep working with a newer
+/// library (fields they do not know take their defaults).
+///
+/// Strings are borrowed for the duration of etcdlock_client_connect only; NULL
+/// means "not set". They must be NUL-terminated UTF-8. An empty string is "not
+/// set" too, except endpoints, where it names no endpoint (refused).
+///
+/// A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for margin_ms and
+/// watch_held_keys, as etcdlock_options_init leaves them) takes its ETCDLOCK_*
+/// environment variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA,
+/// ...) if set, else the default: the rule every etcdlock language follows. A
+/// field you set wins over the environment, and a malformed variable for it is
+/// ignored. The values are checked by the core, with the same messages as in
+/// every etcdlock language (ETCDLOCK_INVALID_ARGUMENT at connect).
+#[repr(C)]
+pub struct etcdlock_options {
+    /// sizeof(etcdlock_options) as seen by the caller; set by etcdlock_options_init.
+    pub struct_size: u32,
+    /// Set to 0 to disable watching each held key (an outside delete of the key
+    /// is then noticed only by a guarded operation), 1 to watch. -1 = not set
+    /// (ETCDLOCK_WATCH_HELD_KEYS, default 1).
+    pub watch_held_keys: i32,
+    /// Comma-separated etcd endpoints: "http://127.0.0.1:2379,127.0.0.1:22379".
+    /// NULL = not set (ETCDLOCK_ENDPOINTS, default http://127.0.0.1:2379).
+    pub endpoints: *const c_char,
+    /// Lease TTL in seconds, 1 .. 9000000000; ETCDLOCK_UNSET = not set
+    /// (ETCDLOCK_TTL, default 15). A lock is lost at most
+    /// about this long after its holder stops (crash, pause, partition).
+    pub ttl_secs: i64,
+    /// Prefix prepended to every key this client touches (locks and guarded
+    /// keys). Default none.
+    pub namespace_prefix: *const c_char,
+    /// etcd user name; requires password.
+    pub username: *const c_char,
+    /// etcd password; never copied into any message.
+    pub password: *const c_char,
+    /// PEM CA bundle for https endpoints. Setting any tls_* field enables TLS.
+    pub tls_ca: *const c_char,
+    /// PEM client certificate for mutual TLS (with tls_key).
+    pub tls_cert: *const c_char,
+    /// PEM client private key for mutual TLS (with tls_cert).
+    pub tls_key: *const c_char,
+    /// Server name to verify instead of the endpoint's host.
+    pub tls_domain: *const c_char,
+    /// Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0;
+    /// ETCDLOCK_UNSET = not set (ETCDLOCK_CONNECT_TIMEOUT, default 5000).
+    pub connect_timeout_ms: i64,
+    /// Bound on every call that does not wait for a lock (try_lock, unlock,
+    /// guarded operations, status), retries and failover included,
+    /// milliseconds, > 0: ETCDLOCK_E_UNAVAILABLE after it. ETCDLOCK_UNSET =
+    /// not set (ETCDLOCK_REQUEST_TIMEOUT, default 2000). Lock calls are
+    /// bounded by their own timeout.
+    pub request_timeout_ms: i64,
+    /// Safety margin subtracted from the TTL for local loss detection,
+    /// milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,
+    /// default TTL/5, at most 2000).
+    pub margin_ms: i64,
+    /// Interval between lease keep-alives, milliseconds, > 0 (at least 50, at
+    /// most half of TTL - margin); ETCDLOCK_UNSET = not set
+    /// (ETCDLOCK_KEEPALIVE_INTERVAL, default TTL/3, at most (TTL - margin)/4).
+    pub keepalive_interval_ms: i64,
+}
+
+fn default_options() -> etcdlock_options {
+    etcdlock_options {
+        struct_size: std::mem::size_of::<etcdlock_options>() as u32,
+        watch_held_keys: -1,
+        endpoints: std::ptr::null(),
+        ttl_secs: ETCDLOCK_UNSET,
+        namespace_prefix: std::ptr::null(),
+        username: std::ptr::null(),
+        password: std::ptr::null(),
+        tls_ca: std::ptr::null(),
+        tls_cert: std::ptr::null(),
+        tls_key: std::ptr::null(),
+        tls_domain: std::ptr::null(),
+        connect_timeout_ms: ETCDLOCK_UNSET,
+        request_timeout_ms: ETCDLOCK_UNSET,
+        margin_ms: -1,
+        keepalive_interval_ms: ETCDLOCK_UNSET,
+    }
+}
+
+/// Size of the first published etcdlock_options (up to margin_ms); anything
+/// smaller is not an etcdlock_options.
+const OPTIONS_V1_SIZE: usize = std::mem::offset_of!(etcdlock_options, keepalive_interval_ms);
+
+/// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
+/// numbers, margin_ms and watch_held_keys -1) and set options->struct_size.
+/// At connect, a field still not set takes its ETCDLOCK_* environment
+/// variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
+/// struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
+/// that many bytes are written.
+///
+/// Safety: options points to at least struct_size writable bytes.
+/// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
+/// version ever had.
+///
+/// Example:
+///     etcdlock_options o;
+///     etcdlock_options_init(&o, sizeof o);
+///     o.endpoints = "http://127.0.0.1:2379";
+///     o.ttl_secs = 10;
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_options_init(options: *mut etcdlock_options, struct_size: usize) -> c_int {
+    ffi(|| {
+        if options.is_null() {
+            return Err(invalid("options is NULL"));
+        }
+        if struct_size < OPTIONS_V1_SIZE {
+            return Err(invalid(format!("struct_size {struct_size} is smaller than any etcdlock_options")));
+        }
+        let mut d = default_options();
+        let n = struct_size.min(std::mem::size_of::<etcdlock_options>());
+        d.struct_size = n as u32;
+        std::ptr::copy_nonoverlapping((&d as *const etcdlock_options).cast::<u8>(), options.cast::<u8>(), n);
+        Ok(())
+    })
+}
+
+/// The caller's options, fields past its struct_size "not set" (a program
+/// built against an older header does not know them).
+unsafe fn read_options(o: *const etcdlock_options) -> Result<etcdlock_options, Error> {
+    if o.is_null() {
+        return Err(invalid("options is NULL"));
+    }
+    let size = std::ptr::read_unaligned(o.cast::<u32>()) as usize;
+    if size < OPTIONS_V1_SIZE {
+        return Err(invalid(format!(
+            "options->struct_size is {size}; call etcdlock_options_init(&o, sizeof o) first"
+        )));
+    }
+    if size > std::mem::size_of::<etcdlock_options>() {
+        return Err(invalid(format!(
+            "options->struct_size is {size}, from a newer etcdlock.h than this library ({}); link a newer libetcdlock",
+            std::mem::size_of::<etcdlock_options>()
+        )));
+    }
+    let mut d = default_options();
+    std::ptr::copy_nonoverlapping(o.cast::<u8>(), (&mut d as *mut etcdlock_options).cast::<u8>(), size);
+    Ok(d)
+}
+
+/// The options as core's option pairs, one line per field: its core key and
+/// its value as text, or None when the field is not set. Core parses and
+/// checks the values; this only converts C's types (and refuses text that is
+/// not UTF-8).
+unsafe fn option_pairs(o: &etcdlock_options) -> Result<Vec<(&'static str, String)>, Error> {
+    let text = |p: *const c_char, what: &str| str_arg(p, what);
+    let ms = |v: i64| (v != ETCDLOCK_UNSET).then(|| bridge::duration_value(v as f64, Unit::Millis));
+    // For core an empty value is "not given"; an empty endpoints string is an
+    // empty list, which core refuses.
+    let list = |v: Option<String>| v.map(|v| if v.is_empty() { ",".to_string() } else { v });
+    // 0 and 1 are C's booleans; any other number goes as is, for core to refuse.
+    let flag = |v: i32| match v {
+        -1 => None,
+        0 => Some("false".to_string()),
+        1 => Some("true".to_string()),
+        v => Some(v.to_string()),
+    };
+    let fields: [(&'static str, Option<String>); 14] = [
+        ("endpoints", list(text(o.endpoints, "options->endpoints")?)),
+        ("ttl", (o.ttl_secs != ETCDLOCK_UNSET).then(|| o.ttl_secs.to_string())),
+        ("namespace", text(o.namespace_prefix, "options->namespace_prefix")?),
+        ("username", text(o.username, "options->username")?),
+        ("password", text(o.password, "options->password")?),
+        ("tls_ca", text(o.tls_ca, "options->tls_ca")?),
+        ("tls_cert", text(o.tls_cert, "options->tls_cert")?),
+        ("tls_key", text(o.tls_key, "options->tls_key")?),
+        ("tls_domain", text(o.tls_domain, "options->tls_domain")?),
+        ("connect_timeout", ms(o.connect_timeout_ms)),
+        ("request_timeout", ms(o.request_timeout_ms)),
+        ("margin", (o.margin_ms >= 0).then(|| bridge::duration_value(o.margin_ms as f64, Unit::Millis))),
+        ("watch_held_keys", flag(o.watch_held_keys)),
+        ("keepalive_interval", ms(o.keepalive_interval_ms)),
+    ];
+    Ok(fields.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect())
+}
+
+/// Client options from the caller's struct and the ETCDLOCK_* environment (core's one rule).
+pub(crate) unsafe fn convert_options(o: *const etcdlock_options) -> Result<ClientOptions, Error> {
+    let o = read_options(o)?;
+    bridge::client_options(option_pairs(&o)?)
+}
