@@ -8,7 +8,8 @@ ROOT=$(cd .. && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 (cd "$ROOT" && cargo build -q -p etcdlock-testkit)
 export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
-mvn -q -B -DskipTests install
+# The benchmark entry points are in a native library built with the bench feature only.
+mvn -q -B -DskipTests -Dcargo.features=bench install
 # The newest JDK installed (21+ runs the virtual-thread cases too).
 JAVA=java; JOPTS=""
 for d in /usr/lib/jvm/*; do

@@ -107,7 +107,7 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        took(client.lockNative(name, -1, false));
+        took(client.acq.lockNative(name, -1, false));
     }
 
     @Override

@@ -5,12 +5,19 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.function.LongConsumer;
 import java.util.function.LongFunction;
+
+import static io.etcdlock.Args.checkName;
+import static io.etcdlock.Args.checkNotOnRuntimeThread;
+import static io.etcdlock.Args.checkText;
+import static io.etcdlock.Args.toMillis;
 
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -86,7 +93,8 @@ public final class EtcdLockClient implements AutoCloseable {
         void onAcquisition(String name, Metrics.Result result, Duration waited);
     }
 
-    private volatile AcquisitionListener acquisitionListener;
+    volatile AcquisitionListener acquisitionListener;
+    final Acquirer acq = new Acquirer(this);
 
     /**
      * Install the listener told of each acquisition of this client, by lock name (null removes
@@ -100,22 +108,9 @@ public final class EtcdLockClient implements AutoCloseable {
         this.acquisitionListener = listener;
     }
 
-    static Metrics.Result resultOf(Throwable error) {
-        if (error == null) {
-            return Metrics.Result.ACQUIRED;
-        } else if (error instanceof LockTimeoutException) {
-            return Metrics.Result.TIMEOUT;
-        } else if (error instanceof WouldBlockException) {
-            return Metrics.Result.WOULD_BLOCK;
-        } else if (error instanceof CancelledException) {
-            return Metrics.Result.CANCELLED;
-        }
-        return Metrics.Result.ERROR;
-    }
-
     /** Wait as long as it takes for the lock {@code name}. */
     public LockGuard acquire(String name) {
-        return lockNative(name, -1, false);
+        return acq.lockNative(name, -1, false);
     }
 
     /**
@@ -126,9 +121,10 @@ public final class EtcdLockClient implements AutoCloseable {
     public LockGuard acquire(String name, Duration timeout) {
         long ms = toMillis(timeout);
         if (ms == 0) {
-            return tryAcquire(name).orElseThrow(() -> new LockTimeoutException("lock \"" + name + "\" is held (zero timeout)"));
+            return tryAcquire(name).orElseThrow(
+                    () -> EtcdLockException.of(ErrorCode.TIMEOUT, null, "lock \"" + name + "\" is held (zero timeout)", true));
         }
-        return lockNative(name, ms, false);
+        return acq.lockNative(name, ms, false);
     }
 
     /**
@@ -141,9 +137,9 @@ public final class EtcdLockClient implements AutoCloseable {
             throw new InterruptedException("interrupted before acquiring lock " + name);
         }
         try {
-            return lockNative(name, timeout == null ? -1 : toMillis(timeout), true);
+            return acq.lockNative(name, timeout == null ? -1 : toMillis(timeout), true);
         } catch (CancelledException e) {
-            throw EtcdLockClient.interrupted("interrupted while waiting for lock " + name, e);
+            throw Args.interrupted("interrupted while waiting for lock " + name, e);
         }
     }
 
@@ -153,7 +149,7 @@ public final class EtcdLockClient implements AutoCloseable {
      */
     public Optional<LockGuard> tryAcquire(String name) {
         try {
-            return Optional.of(lockNative(name, 0, false));
+            return Optional.of(acq.lockNative(name, 0, false));
         } catch (LockTimeoutException e) {
             return Optional.empty();
         }
@@ -175,77 +171,10 @@ public final class EtcdLockClient implements AutoCloseable {
      * @param timeout null for no bound; else fails with {@link LockTimeoutException}
      */
     public CompletableFuture<LockGuard> acquireAsync(String name, Duration timeout) {
-        return startAcquire(name, timeout == null ? -1 : toMillis(timeout));
-    }
-
-    private AsyncAcquire<LockGuard> startAcquire(String name, long ms) {
-        checkName(name);
-        return startAcquire(name, g -> new LockGuard(this, name, g), NativeBridge::freeGuard,
-                (c, id) -> NativeBridge.lockAsync(c, name, ms, id));
-    }
-
-    /** Starts one native acquisition; {@code wrap} turns its handle into the Java object. */
-    interface NativeStart {
-        void run(long client, long id);
-    }
-
-    <T extends AutoCloseable> AsyncAcquire<T> startAcquire(String label, LongFunction<T> wrap, LongConsumer free,
-            NativeStart start) {
-        AsyncAcquire<T> f = new AsyncAcquire<>(label, wrap, free);
-        long c;
-        try {
-            c = handle.pin();
-        } catch (RuntimeException e) {
-            NativeBridge.forget(f.id);
-            f.completeExceptionally(e);
-            return f;
-        }
-        try {
-            start.run(c, f.id);
-        } catch (RuntimeException e) {
-            NativeBridge.forget(f.id);
-            f.completeExceptionally(e);
-        } finally {
-            handle.unpin();
-        }
-        return f;
+        return acq.startLock(name, timeout == null ? -1 : toMillis(timeout));
     }
 
     // ---- recipes: semaphore, read-write lock, multi-lock, election, queue view ----
-
-    private static final int PERMIT = 1;
-    private static final int READ = 2;
-    private static final int CAMPAIGN = 3;
-    private static final int MANY = 4;
-
-    private AsyncAcquire<LockGuard> startRecipe(int kind, String name, byte[] arg, int permits, long ms) {
-        checkName(name);
-        return startAcquire(name, g -> new LockGuard(this, name, g), NativeBridge::freeGuard,
-                (c, id) -> NativeBridge.recipeAsync(c, kind, name, arg, permits, ms, id));
-    }
-
-    private LockGuard awaitRecipe(int kind, String name, byte[] arg, int permits, long ms, String what) {
-        checkNotOnRuntimeThread(what);
-        return await(startRecipe(kind, name, arg, permits, ms), what, false);
-    }
-
-    /** A permit, waiting in Java; interruptible waits throw {@link CancelledException} (key removed). */
-    LockGuard permitNative(String name, int permits, long ms, boolean interruptible) {
-        String what = "semaphore \"" + name + "\"";
-        checkNotOnRuntimeThread(what);
-        return await(startRecipe(PERMIT, name, null, permits, ms), what, interruptible);
-    }
-
-    /** A read hold, waiting in Java; interruptible as {@link #permitNative}. */
-    LockGuard readNative(String name, long ms, boolean interruptible) {
-        String what = "read lock \"" + name + "\"";
-        checkNotOnRuntimeThread(what);
-        return await(startRecipe(READ, name, null, 0, ms), what, interruptible);
-    }
-
-    private static long msOrForever(Duration timeout) {
-        return timeout == null ? -1 : toMillis(timeout);
-    }
 
     /**
      * Wait (in arrival order) for one of {@code permits} permits of the semaphore {@code name}:
@@ -258,7 +187,7 @@ public final class EtcdLockClient implements AutoCloseable {
      * @throws LockTimeoutException if no permit came in time (no key is left behind)
      */
     public LockGuard acquirePermit(String name, int permits, Duration timeout) {
-        return awaitRecipe(PERMIT, name, null, permits, msOrForever(timeout), "semaphore \"" + name + "\"");
+        return acq.awaitRecipe(Acquirer.PERMIT, name, null, permits, Acquirer.msOrForever(timeout), "semaphore \"" + name + "\"");
     }
 
     /** A permit if one is free right now (one etcd round trip that writes nothing otherwise). */
@@ -272,7 +201,7 @@ public final class EtcdLockClient implements AutoCloseable {
 
     /** {@link #acquirePermit(String, int, Duration)} without blocking (see {@link #acquireAsync(String, Duration)}). */
     public CompletableFuture<LockGuard> acquirePermitAsync(String name, int permits, Duration timeout) {
-        return startRecipe(PERMIT, name, null, permits, msOrForever(timeout));
+        return acq.startRecipe(Acquirer.PERMIT, name, null, permits, Acquirer.msOrForever(timeout));
     }
 
     /**
@@ -284,12 +213,12 @@ public final class EtcdLockClient implements AutoCloseable {
      * @param timeout null waits as long as it takes; zero is one try that writes nothing
      */
     public LockGuard acquireRead(String name, Duration timeout) {
-        return awaitRecipe(READ, name, null, 0, msOrForever(timeout), "read lock \"" + name + "\"");
+        return acq.awaitRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout), "read lock \"" + name + "\"");
     }
 
     /** {@link #acquireRead(String, Duration)} without blocking. */
     public CompletableFuture<LockGuard> acquireReadAsync(String name, Duration timeout) {
-        return startRecipe(READ, name, null, 0, msOrForever(timeout));
+        return acq.startRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout));
     }
 
     /**
@@ -303,22 +232,12 @@ public final class EtcdLockClient implements AutoCloseable {
     public MultiLockGuard acquireAll(List<String> names, Duration timeout) {
         String what = "locks " + names;
         checkNotOnRuntimeThread(what);
-        return await(startAll(names, msOrForever(timeout)), what, false);
+        return AsyncAcquire.await(acq.startAll(names, Acquirer.msOrForever(timeout)), what, false);
     }
 
     /** {@link #acquireAll(List, Duration)} without blocking. */
     public CompletableFuture<MultiLockGuard> acquireAllAsync(List<String> names, Duration timeout) {
-        return startAll(names, msOrForever(timeout));
-    }
-
-    private AsyncAcquire<MultiLockGuard> startAll(List<String> names, long ms) {
-        if (names == null) {
-            throw new InvalidArgumentException("names must not be null");
-        }
-        List<String> copy = new ArrayList<>(names);
-        byte[] enc = RecipeCodec.names(copy);
-        return startAcquire(String.join(",", copy), m -> new MultiLockGuard(this, copy, m), NativeBridge::freeMulti,
-                (c, id) -> NativeBridge.recipeAsync(c, MANY, null, enc, 0, ms, id));
+        return acq.startAll(names, Acquirer.msOrForever(timeout));
     }
 
     /**
@@ -327,7 +246,7 @@ public final class EtcdLockClient implements AutoCloseable {
      * {@code concurrency.Election} and {@code etcdctl elect}, which take part in the same election.
      */
     public Leadership campaign(String name, String value) {
-        return campaign(name, utf8(value), null);
+        return campaign(name, Args.utf8(value), null);
     }
 
     /**
@@ -340,7 +259,7 @@ public final class EtcdLockClient implements AutoCloseable {
         if (value == null) {
             throw new InvalidArgumentException("value must not be null");
         }
-        return new Leadership(awaitRecipe(CAMPAIGN, name, value, 0, msOrForever(timeout), "election \"" + name + "\""));
+        return new Leadership(acq.awaitRecipe(Acquirer.CAMPAIGN, name, value, 0, Acquirer.msOrForever(timeout), "election \"" + name + "\""));
     }
 
     /** {@link #campaign(String, byte[], Duration)} without blocking; cancelling withdraws the candidacy. */
@@ -348,27 +267,15 @@ public final class EtcdLockClient implements AutoCloseable {
         if (value == null) {
             throw new InvalidArgumentException("value must not be null");
         }
-        return startRecipe(CAMPAIGN, name, value, 0, msOrForever(timeout)).thenApply(Leadership::new);
-    }
-
-    private static byte[] utf8(String s) {
-        if (s == null) {
-            throw new InvalidArgumentException("value must not be null");
-        }
-        return checkText(s, "value").getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        return acq.startRecipe(Acquirer.CAMPAIGN, name, value, 0, Acquirer.msOrForever(timeout)).thenApply(Leadership::new);
     }
 
     /** The current leader of the election {@code name}, or empty when nobody leads. */
     public Optional<Leader> leader(String name) {
         checkName(name);
         checkNotOnRuntimeThread("leader \"" + name + "\"");
-        long c = handle.pin();
-        try {
-            byte[] b = NativeBridge.leader(c, name);
-            return b == null ? Optional.empty() : Optional.of(new RecipeCodec(b).leader());
-        } finally {
-            handle.unpin();
-        }
+        byte[] b = withClient(c -> NativeBridge.leader(c, name));
+        return b == null ? Optional.empty() : Optional.of(new RecipeCodec(b).leader());
     }
 
     /**
@@ -382,25 +289,7 @@ public final class EtcdLockClient implements AutoCloseable {
         if (listener == null) {
             throw new InvalidArgumentException("listener must not be null");
         }
-        long id = NativeBridge.nextId();
-        LeaderObservation o = new LeaderObservation(name, id);
-        NativeBridge.registerObserver(id, new NativeBridge.Observer(listener, o));
-        long c;
-        try {
-            c = handle.pin();
-        } catch (RuntimeException e) {
-            NativeBridge.forgetObserver(id);
-            throw e;
-        }
-        try {
-            NativeBridge.observe(c, name, id);
-        } catch (RuntimeException e) {
-            NativeBridge.forgetObserver(id);
-            throw e;
-        } finally {
-            handle.unpin();
-        }
-        return o;
+        return LeaderObservation.start(handle, name, listener);
     }
 
     /**
@@ -410,12 +299,7 @@ public final class EtcdLockClient implements AutoCloseable {
     public LockStatus status(String name) {
         checkName(name);
         checkNotOnRuntimeThread("status \"" + name + "\"");
-        long c = handle.pin();
-        try {
-            return new LockStatus(name, NativeBridge.status(c, name));
-        } finally {
-            handle.unpin();
-        }
+        return withClient(c -> new LockStatus(name, NativeBridge.status(c, name)));
     }
 
     /**
@@ -426,18 +310,7 @@ public final class EtcdLockClient implements AutoCloseable {
     public java.util.List<LockStatus> list(String prefix) {
         java.util.Objects.requireNonNull(prefix, "prefix");
         checkNotOnRuntimeThread("list \"" + prefix + "\"");
-        long c = handle.pin();
-        try {
-            RecipeCodec r = new RecipeCodec(NativeBridge.list(c, prefix));
-            int n = r.i32();
-            java.util.List<LockStatus> out = new java.util.ArrayList<>(n);
-            for (int i = 0; i < n; i++) {
-                out.add(new LockStatus(r.string(), r));
-            }
-            return java.util.Collections.unmodifiableList(out);
-        } finally {
-            handle.unpin();
-        }
+        return withClient(c -> LockStatus.listOf(NativeBridge.list(c, prefix)));
     }
 
     /**
@@ -449,12 +322,7 @@ public final class EtcdLockClient implements AutoCloseable {
     public boolean release(String name, long token) {
         checkName(name);
         checkNotOnRuntimeThread("release \"" + name + "\"");
-        long c = handle.pin();
-        try {
-            return NativeBridge.release(c, name, token);
-        } finally {
-            handle.unpin();
-        }
+        return withClient(c -> NativeBridge.release(c, name, token));
     }
 
     /** A {@link java.util.concurrent.Semaphore}-shaped handle on the semaphore {@code name}. */
@@ -477,12 +345,7 @@ public final class EtcdLockClient implements AutoCloseable {
      * @throws ClosedException after {@link #close()}
      */
     public Metrics metrics() {
-        long c = handle.pin();
-        try {
-            return new Metrics(NativeBridge.metrics(c));
-        } finally {
-            handle.unpin();
-        }
+        return withClient(c -> new Metrics(NativeBridge.metrics(c)));
     }
 
     /**
@@ -494,22 +357,12 @@ public final class EtcdLockClient implements AutoCloseable {
      * @throws ClosedException after {@link #close()}
      */
     public Duration ping() {
-        long c = handle.pin();
-        try {
-            return Duration.ofNanos(NativeBridge.ping(c));
-        } finally {
-            handle.unpin();
-        }
+        return withClient(c -> Duration.ofNanos(NativeBridge.ping(c)));
     }
 
     /** The effective lease TTL in seconds (etcd may raise a requested TTL below its minimum). */
     public long ttlSeconds() {
-        long c = handle.pin();
-        try {
-            return NativeBridge.ttl(c);
-        } finally {
-            handle.unpin();
-        }
+        return withClient(c -> NativeBridge.ttl(c));
     }
 
     /** The endpoints this client was built with. */
@@ -565,228 +418,19 @@ public final class EtcdLockClient implements AutoCloseable {
         LOG.debug("etcdlock client for {} closed", endpoints);
     }
 
-    /** Benchmark floor: one raw Txn (put with {@code lease}) + Delete of {@code key}, no lock protocol. */
-    void rawRoundTrip(String key, long lease) {
-        checkName(key);
+    /** Run {@code f} with the native client pinned (never freed meanwhile). */
+    private <T> T withClient(LongFunction<T> f) {
         long c = handle.pin();
         try {
-            NativeBridge.rawRoundTrip(c, key, lease);
+            return f.apply(c);
         } finally {
             handle.unpin();
         }
     }
 
-    /** Benchmark: one uncontended lock + unlock done entirely in the native core; returns the token. */
-    long coreLockUnlock(String name) {
-        checkName(name);
-        long c = handle.pin();
-        try {
-            return NativeBridge.coreLockUnlock(c, name);
-        } finally {
-            handle.unpin();
-        }
-    }
-
-    /** Benchmark helper: grant a lease of {@code ttlSeconds} through the raw etcd client. */
-    long rawGrantLease(long ttlSeconds) {
-        long c = handle.pin();
-        try {
-            return NativeBridge.rawGrant(c, ttlSeconds);
-        } finally {
-            handle.unpin();
-        }
-    }
-
-    /**
-     * Acquire, waiting in Java and never inside native code: the native side runs the
-     * acquisition on the etcdlock runtime and completes a future; the caller parks on it. A
-     * virtual thread therefore unmounts while it waits instead of pinning its carrier (with
-     * every carrier pinned by waiters, the holder could never be scheduled to unlock).
-     * Interrupting an interruptible wait cancels the native acquisition and waits for it to
-     * settle (its waiter key removed) before throwing {@link CancelledException}; an
-     * uninterruptible wait keeps waiting and re-asserts the interrupt afterwards.
-     */
-    LockGuard lockNative(String name, long timeoutMs, boolean interruptible) {
-        checkNotOnRuntimeThread("lock \"" + name + "\"");
-        return await(startAcquire(name, timeoutMs), "lock \"" + name + "\"", interruptible);
-    }
-
-    <T extends AutoCloseable> T await(AsyncAcquire<T> f, String what, boolean interruptible) {
-        boolean interrupted = false;
-        try {
-            while (true) {
-                try {
-                    return f.get();
-                } catch (InterruptedException e) {
-                    if (interruptible) {
-                        f.cancelAndSettle();
-                        throw new CancelledException("interrupted while waiting for " + what);
-                    }
-                    interrupted = true;
-                } catch (ExecutionException e) {
-                    Throwable cause = e.getCause();
-                    if (cause instanceof RuntimeException) {
-                        throw (RuntimeException) cause;
-                    }
-                    if (cause instanceof Error) {
-                        throw (Error) cause;
-                    }
-                    throw new InternalException(what + ": " + cause);
-                }
-            }
-        } finally {
-            if (interrupted) {
-                Thread.currentThread().interrupt();
-            }
-        }
-    }
-
-    /**
-     * The {@link InterruptedException} a cancelled interruptible wait throws: the interrupt
-     * status is cleared (as the JDK's blocking methods do) and {@code e} is the cause.
-     */
-    static InterruptedException interrupted(String message, CancelledException e) {
-        Thread.interrupted();
-        InterruptedException ie = new InterruptedException(message);
-        ie.initCause(e);
-        return ie;
-    }
-
-    /**
-     * Blocking calls are refused on the etcdlock runtime's own threads (where async
-     * callbacks run): waiting there could stall the very runtime that must complete the wait.
-     */
-    static void checkNotOnRuntimeThread(String what) {
-        if (Thread.currentThread().getName().startsWith("etcdlock-rt")) {
-            throw new InvalidArgumentException(what + ": a blocking etcdlock call was made on an etcdlock runtime thread"
-                    + " (inside an async callback); use the *Async methods or continue on your own executor");
-        }
-    }
-
-    static void checkName(String name) {
-        if (name == null) {
-            throw new InvalidArgumentException("lock name must not be null");
-        }
-        if (name.isEmpty()) {
-            throw new InvalidArgumentException("lock name is empty");
-        }
-        checkText(name, "lock name");
-    }
-
-    /**
-     * Refuse a string that is not valid Unicode (a lone UTF-16 surrogate): it has no UTF-8
-     * form, so encoding it would be lossy ({@code String.getBytes} writes {@code ?}) and
-     * JNI's modified UTF-8 would smuggle it to the core as a CESU-8 fragment. Checked here,
-     * before any native call, so every binding gives the same {@link InvalidArgumentException}.
-     */
-    static String checkText(String s, String what) {
-        if (s == null) {
-            return null;
-        }
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            if (Character.isHighSurrogate(c)) {
-                if (i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
-                    i++;
-                    continue;
-                }
-                throw new InvalidArgumentException(what + " contains a lone UTF-16 surrogate at index " + i
-                        + " (not valid Unicode; it has no UTF-8 form)");
-            }
-            if (Character.isLowSurrogate(c)) {
-                throw new InvalidArgumentException(what + " contains a lone UTF-16 surrogate at index " + i
-                        + " (not valid Unicode; it has no UTF-8 form)");
-            }
-        }
-        return s;
-    }
-
-    static long toMillis(Duration d) {
-        if (d == null) {
-            throw new InvalidArgumentException("timeout must not be null");
-        }
-        if (d.isNegative()) {
-            throw new InvalidArgumentException("timeout must not be negative: " + d);
-        }
-        try {
-            return d.toMillis();
-        } catch (ArithmeticException e) {
-            return Long.MAX_VALUE / 2;
-        }
-    }
-
-    final class AsyncAcquire<T extends AutoCloseable> extends CompletableFuture<T> {
-        final long id;
-        /** Completes when the native side has finished (acquired, failed or cancelled). */
-        final CompletableFuture<Void> settled = new CompletableFuture<>();
-
-        AsyncAcquire(String name, LongFunction<T> wrap, LongConsumer free) {
-            long start = System.nanoTime();
-            this.id = NativeBridge.register((g, value, error) -> {
-                // Tell the listener first, so the acquisition is recorded by the time the caller
-                // sees its outcome.
-                AcquisitionListener l = acquisitionListener;
-                if (l != null) {
-                    try {
-                        l.onAcquisition(name, error == null && isDone() ? Metrics.Result.CANCELLED : resultOf(error),
-                                Duration.ofNanos(System.nanoTime() - start));
-                    } catch (RuntimeException ignored) {
-                        // a listener's failure is not the acquisition's
-                    }
-                }
-                try {
-                    if (error != null) {
-                        completeExceptionally(error);
-                    } else if (isDone() || !complete(wrap.apply(g))) {
-                        // Cancelled meanwhile: nobody will use this hold; release it.
-                        free.accept(g);
-                    }
-                } finally {
-                    settled.complete(null);
-                }
-            });
-        }
-
-        /**
-         * Cancel and wait (uninterruptibly; bounded by the request timeout on the native
-         * side) until the waiter key is gone. A hold that won the race is released.
-         */
-        void cancelAndSettle() {
-            cancel(true);
-            boolean interrupted = Thread.interrupted();
-            try {
-                while (true) {
-                    try {
-                        settled.get();
-                        break;
-                    } catch (InterruptedException e) {
-                        interrupted = true;
-                    } catch (ExecutionException e) {
-                        break;
-                    }
-                }
-            } finally {
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-            if (isDone() && !isCancelled() && !isCompletedExceptionally()) {
-                try {
-                    join().close();
-                } catch (Exception ignored) {
-                    // lost meanwhile: nothing left to release
-                }
-            }
-        }
-
-        @Override
-        public boolean cancel(boolean mayInterruptIfRunning) {
-            boolean r = super.cancel(mayInterruptIfRunning);
-            if (r) {
-                NativeBridge.cancelAsync(id);
-            }
-            return r;
-        }
+    /** The native client handle (pin/unpin around a native call); LockBenchmark uses it. */
+    NativeHandle handle() {
+        return handle;
     }
 
     /**
@@ -795,28 +439,24 @@ public final class EtcdLockClient implements AutoCloseable {
      * {@code ETCDLOCK_NAMESPACE}, {@code ETCDLOCK_USERNAME}, {@code ETCDLOCK_PASSWORD},
      * {@code ETCDLOCK_TLS_CA}, {@code ETCDLOCK_TLS_CERT}, {@code ETCDLOCK_TLS_KEY},
      * {@code ETCDLOCK_TLS_DOMAIN}, {@code ETCDLOCK_CONNECT_TIMEOUT},
-     * {@code ETCDLOCK_REQUEST_TIMEOUT}, {@code ETCDLOCK_MARGIN}, {@code ETCDLOCK_WATCH_HELD_KEYS}),
-     * else the default: endpoint {@code http://127.0.0.1:2379}, TTL 15 s, no namespace, no
-     * auth, plaintext. An option set here wins, and a malformed variable for it is ignored:
-     * the rule core applies for every language.
+     * {@code ETCDLOCK_REQUEST_TIMEOUT}, {@code ETCDLOCK_MARGIN}, {@code ETCDLOCK_WATCH_HELD_KEYS},
+     * {@code ETCDLOCK_KEEPALIVE_INTERVAL}), else the default: endpoint
+     * {@code http://127.0.0.1:2379}, TTL 15 s, no namespace, no auth, plaintext. An option set
+     * here wins, and a malformed variable for it is ignored: the rule core applies for every
+     * language. The core checks every value ({@link InvalidArgumentException} from
+     * {@link #build()} names the option); a setter only turns its Java value into the option.
      */
     public static final class Builder {
-        private final List<String> endpoints = new ArrayList<>();
-        private long ttlSecs = 0; // 0: not set
-        private String namespace;
-        private String user;
-        private String password;
-        private String ca;
-        private String cert;
-        private String key;
-        private String domain;
-        private long connectTimeoutMs = -1;
-        private long requestTimeoutMs = -1;
-        private long marginMs = -1;
-        private int watchHeldKeys = -1; // -1: not set
+        /** Core option keys and their values in core's syntax, in the order set. */
+        private final Map<String, String> options = new LinkedHashMap<>();
         private boolean releaseOnExit;
 
         Builder() {}
+
+        private Builder option(String key, String value) {
+            options.put(key, value);
+            return this;
+        }
 
         /** etcd endpoints ({@code http://host:port}, {@code https://...} with TLS, or {@code host:port}). */
         public Builder endpoints(String... endpoints) {
@@ -828,21 +468,14 @@ public final class EtcdLockClient implements AutoCloseable {
 
         /** etcd endpoints. */
         public Builder endpoints(List<String> endpoints) {
-            if (endpoints == null) {
+            if (endpoints == null || endpoints.contains(null)) {
                 throw new InvalidArgumentException("endpoints must not be null");
             }
-            if (endpoints.isEmpty()) {
-                throw new InvalidArgumentException("no etcd endpoints given");
-            }
-            this.endpoints.clear();
             for (String e : endpoints) {
-                if (e == null || e.trim().isEmpty() || e.contains(",")) {
-                    throw new InvalidArgumentException("bad endpoint: " + (e == null ? "null" : '"' + e + '"'));
-                }
                 checkText(e, "endpoint");
-                this.endpoints.add(e.trim());
             }
-            return this;
+            // "," for an empty list: core refuses it ("no etcd endpoints given").
+            return option("endpoints", endpoints.isEmpty() ? "," : String.join(",", endpoints));
         }
 
         /**
@@ -853,18 +486,13 @@ public final class EtcdLockClient implements AutoCloseable {
             if (ttl == null) {
                 throw new InvalidArgumentException("ttl must not be null");
             }
-            if (ttl.isNegative() || ttl.isZero()) {
-                throw new InvalidArgumentException("ttl must be positive, got " + ttl);
-            }
             long s = ttl.getSeconds() + (ttl.getNano() > 0 ? 1 : 0);
-            this.ttlSecs = s;
-            return this;
+            return option("ttl", Long.toString(s));
         }
 
         /** Prefix prepended to every key this client touches (lock keys and guarded keys). */
         public Builder namespace(String namespace) {
-            this.namespace = checkText(namespace, "namespace");
-            return this;
+            return option("namespace", checkText(namespace, "namespace"));
         }
 
         /** etcd username and password. */
@@ -872,9 +500,8 @@ public final class EtcdLockClient implements AutoCloseable {
             if (user == null || password == null) {
                 throw new InvalidArgumentException("user and password must not be null");
             }
-            this.user = checkText(user, "user");
-            this.password = checkText(password, "password");
-            return this;
+            option("username", checkText(user, "user"));
+            return option("password", checkText(password, "password"));
         }
 
         /** TLS with a CA bundle and, for mutual TLS, a client certificate and key (PEM files; cert/key may be null). */
@@ -882,41 +509,45 @@ public final class EtcdLockClient implements AutoCloseable {
             if (ca == null && cert == null && key == null) {
                 throw new InvalidArgumentException("tls needs at least a CA file");
             }
-            this.ca = ca == null ? null : ca.toString();
-            this.cert = cert == null ? null : cert.toString();
-            this.key = key == null ? null : key.toString();
-            return this;
+            if (ca != null) {
+                option("tls_ca", ca.toString());
+            }
+            if (cert != null) {
+                option("tls_cert", cert.toString());
+            }
+            return key == null ? this : option("tls_key", key.toString());
         }
 
         /** Server name to verify instead of the endpoint host (TLS only). */
         public Builder tlsDomain(String domain) {
-            this.domain = checkText(domain, "tlsDomain");
-            return this;
+            return option("tls_domain", checkText(domain, "tlsDomain"));
         }
 
         /** Bound on reaching etcd at connect time (default 5 s). */
         public Builder connectTimeout(Duration d) {
-            this.connectTimeoutMs = positiveMillis(d, "connectTimeout");
-            return this;
+            return option("connect_timeout", Args.duration(d, "connectTimeout"));
         }
 
         /** Bound on every call that does not wait for a lock (tryLock, unlock, guarded operations, status, ping), retries and failover included: {@code UnavailableException} after it (default 2 s). Lock calls are bounded by their own timeout. */
         public Builder requestTimeout(Duration d) {
-            this.requestTimeoutMs = positiveMillis(d, "requestTimeout");
-            return this;
+            return option("request_timeout", Args.duration(d, "requestTimeout"));
         }
 
         /**
          * Safety margin subtracted from the TTL for local loss detection (default: TTL/5, at
-         * most 2 s). It must be below the TTL: {@link #build()} rejects a larger one with
+         * most 2 s). At most half the TTL: {@link #build()} rejects a larger one with
          * {@link InvalidArgumentException} (never clamped).
          */
         public Builder margin(Duration margin) {
-            if (margin == null || margin.isNegative()) {
-                throw new InvalidArgumentException("margin must not be null or negative, got " + margin);
-            }
-            this.marginMs = toMillis(margin);
-            return this;
+            return option("margin", Args.duration(margin, "margin"));
+        }
+
+        /**
+         * Time between lease keep-alives (default TTL/3): at least 50 ms and at most half of
+         * TTL minus margin, else {@link #build()} throws {@link InvalidArgumentException}.
+         */
+        public Builder keepaliveInterval(Duration interval) {
+            return option("keepalive_interval", Args.duration(interval, "keepaliveInterval"));
         }
 
         /**
@@ -924,8 +555,7 @@ public final class EtcdLockClient implements AutoCloseable {
          * false such a delete is noticed only by a guarded operation.
          */
         public Builder watchHeldKeys(boolean watch) {
-            this.watchHeldKeys = watch ? 1 : 0;
-            return this;
+            return option("watch_held_keys", Boolean.toString(watch));
         }
 
         /**
@@ -939,13 +569,6 @@ public final class EtcdLockClient implements AutoCloseable {
             return this;
         }
 
-        private static long positiveMillis(Duration d, String what) {
-            if (d == null || d.isNegative() || d.isZero()) {
-                throw new InvalidArgumentException(what + " must be positive, got " + d);
-            }
-            return Math.max(1, toMillis(d));
-        }
-
         /**
          * Connect and open the session (grant the lease).
          *
@@ -955,9 +578,13 @@ public final class EtcdLockClient implements AutoCloseable {
          */
         public EtcdLockClient build() {
             NativeBridge.ensureLoaded();
-            String joined = endpoints.isEmpty() ? null : String.join(",", endpoints);
-            long ptr = NativeBridge.connect(joined, ttlSecs, namespace, user, password, ca, cert, key, domain,
-                    connectTimeoutMs, requestTimeoutMs, marginMs, watchHeldKeys);
+            String[] pairs = new String[options.size() * 2];
+            int i = 0;
+            for (Map.Entry<String, String> e : options.entrySet()) {
+                pairs[i++] = e.getKey();
+                pairs[i++] = e.getValue();
+            }
+            long ptr = NativeBridge.connect(pairs);
             String eps = NativeBridge.endpoints(ptr);
             LOG.debug("etcdlock client connected to {}", eps);
             EtcdLockClient client = new EtcdLockClient(ptr, eps);

@@ -15,6 +15,7 @@ package io.etcdlock;
 public class EtcdLockException extends RuntimeException {
     private static final long serialVersionUID = 1L;
     private final ErrorCode code;
+    private boolean retryable;
 
     /** An exception with this code and message. */
     public EtcdLockException(ErrorCode code, String message) {
@@ -25,6 +26,22 @@ public class EtcdLockException extends RuntimeException {
     /** The stable error code. */
     public ErrorCode code() {
         return code;
+    }
+
+    /**
+     * Whether the same call may succeed if tried again, as the core decides it for every
+     * language ({@code TIMEOUT}, {@code WOULD_BLOCK} and {@code UNAVAILABLE} are; bad
+     * arguments, a lost hold or a closed client are not).
+     */
+    public boolean isRetryable() {
+        return retryable;
+    }
+
+    /** The subclass instance for a code, with the core's retry verdict (used by the native layer). */
+    static EtcdLockException of(ErrorCode code, LossReason reason, String message, boolean retryable) {
+        EtcdLockException e = of(code, reason, message);
+        e.retryable = retryable;
+        return e;
     }
 
     /** The subclass instance for a code (used by the native layer). */

@@ -110,7 +110,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
                 throw lost();
             }
             if (!r) {
-                holds.put(Thread.currentThread(), new Hold(client.readNative(name, -1, false)));
+                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, -1, false)));
             }
         }
 
@@ -127,9 +127,9 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
                 return;
             }
             try {
-                holds.put(Thread.currentThread(), new Hold(client.readNative(name, -1, true)));
+                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, -1, true)));
             } catch (CancelledException e) {
-                throw EtcdLockClient.interrupted("interrupted while waiting for read lock " + name, e);
+                throw Args.interrupted("interrupted while waiting for read lock " + name, e);
             }
         }
 
@@ -143,7 +143,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
                 return true;
             }
             try {
-                holds.put(Thread.currentThread(), new Hold(client.readNative(name, 0, false)));
+                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, 0, false)));
                 return true;
             } catch (LockTimeoutException e) {
                 return false;
@@ -170,12 +170,12 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
                 return true;
             }
             try {
-                holds.put(Thread.currentThread(), new Hold(client.readNative(name, ms, true)));
+                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, ms, true)));
                 return true;
             } catch (LockTimeoutException e) {
                 return false;
             } catch (CancelledException e) {
-                throw EtcdLockClient.interrupted("interrupted while waiting for read lock " + name, e);
+                throw Args.interrupted("interrupted while waiting for read lock " + name, e);
             }
         }
 

@@ -57,21 +57,21 @@ public final class EtcdSemaphore {
             throw new InterruptedException("interrupted before acquiring a permit of " + name);
         }
         try {
-            held.add(client.permitNative(name, permits, -1, true));
+            held.add(client.acq.permitNative(name, permits, -1, true));
         } catch (CancelledException e) {
-            throw EtcdLockClient.interrupted("interrupted while waiting for a permit of " + name, e);
+            throw Args.interrupted("interrupted while waiting for a permit of " + name, e);
         }
     }
 
     /** Wait for a permit, ignoring interrupts (re-asserted afterwards). */
     public void acquireUninterruptibly() {
-        held.add(client.permitNative(name, permits, -1, false));
+        held.add(client.acq.permitNative(name, permits, -1, false));
     }
 
     /** Take a permit if one is free right now. */
     public boolean tryAcquire() {
         try {
-            held.add(client.permitNative(name, permits, 0, false));
+            held.add(client.acq.permitNative(name, permits, 0, false));
             return true;
         } catch (LockTimeoutException e) {
             return false;
@@ -91,12 +91,12 @@ public final class EtcdSemaphore {
             return tryAcquire();
         }
         try {
-            held.add(client.permitNative(name, permits, ms, true));
+            held.add(client.acq.permitNative(name, permits, ms, true));
             return true;
         } catch (LockTimeoutException e) {
             return false;
         } catch (CancelledException e) {
-            throw EtcdLockClient.interrupted("interrupted while waiting for a permit of " + name, e);
+            throw Args.interrupted("interrupted while waiting for a permit of " + name, e);
         }
     }
 

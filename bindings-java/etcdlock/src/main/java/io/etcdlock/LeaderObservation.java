@@ -19,6 +19,29 @@ public final class LeaderObservation implements AutoCloseable {
         this.id = id;
     }
 
+    /** Start observing {@code name} on the native client behind {@code handle}. */
+    static LeaderObservation start(NativeHandle handle, String name, Consumer<Optional<Leader>> listener) {
+        long id = NativeBridge.nextId();
+        LeaderObservation o = new LeaderObservation(name, id);
+        NativeBridge.registerObserver(id, new NativeBridge.Observer(listener, o));
+        long c;
+        try {
+            c = handle.pin();
+        } catch (RuntimeException e) {
+            NativeBridge.forgetObserver(id);
+            throw e;
+        }
+        try {
+            NativeBridge.observe(c, name, id);
+        } catch (RuntimeException e) {
+            NativeBridge.forgetObserver(id);
+            throw e;
+        } finally {
+            handle.unpin();
+        }
+        return o;
+    }
+
     long id() {
         return id;
     }

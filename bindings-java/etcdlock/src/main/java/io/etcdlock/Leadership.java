@@ -76,7 +76,7 @@ public final class Leadership implements AutoCloseable {
         if (value == null) {
             throw new InvalidArgumentException("value must not be null");
         }
-        proclaim(EtcdLockClient.checkText(value, "value").getBytes(StandardCharsets.UTF_8));
+        proclaim(Args.checkText(value, "value").getBytes(StandardCharsets.UTF_8));
     }
 
     /** Give up leadership (the next candidate leads); same as {@link #close()}. */

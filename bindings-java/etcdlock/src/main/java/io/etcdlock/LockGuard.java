@@ -246,7 +246,7 @@ public final class LockGuard implements AutoCloseable {
      * as a contender and block the next acquisition.
      */
     public void put(byte[] key, byte[] value) {
-        EtcdLockClient.checkNotOnRuntimeThread("guarded put on lock \"" + name + "\"");
+        Args.checkNotOnRuntimeThread("guarded put on lock \"" + name + "\"");
         long p = handle.pin();
         try {
             NativeBridge.put(p, key, value);
@@ -260,7 +260,7 @@ public final class LockGuard implements AutoCloseable {
         if (value == null) {
             throw new InvalidArgumentException("value must not be null");
         }
-        EtcdLockClient.checkNotOnRuntimeThread("proclaim on \"" + name + "\"");
+        Args.checkNotOnRuntimeThread("proclaim on \"" + name + "\"");
         long p = handle.pin();
         try {
             NativeBridge.proclaim(p, value);
@@ -276,7 +276,7 @@ public final class LockGuard implements AutoCloseable {
 
     /** Guarded get: the value, or null if the key does not exist. */
     public byte[] get(byte[] key) {
-        EtcdLockClient.checkNotOnRuntimeThread("guarded get on lock \"" + name + "\"");
+        Args.checkNotOnRuntimeThread("guarded get on lock \"" + name + "\"");
         long p = handle.pin();
         try {
             return NativeBridge.get(p, key);
@@ -293,7 +293,7 @@ public final class LockGuard implements AutoCloseable {
 
     /** Guarded delete; true if the key existed. */
     public boolean delete(byte[] key) {
-        EtcdLockClient.checkNotOnRuntimeThread("guarded delete on lock \"" + name + "\"");
+        Args.checkNotOnRuntimeThread("guarded delete on lock \"" + name + "\"");
         long p = handle.pin();
         try {
             return NativeBridge.delete(p, key);
@@ -360,6 +360,6 @@ public final class LockGuard implements AutoCloseable {
             throw new InvalidArgumentException(what + " must not be null");
         }
         // A lone surrogate has no UTF-8 form: getBytes would silently write '?'.
-        return EtcdLockClient.checkText(s, what).getBytes(StandardCharsets.UTF_8);
+        return Args.checkText(s, what).getBytes(StandardCharsets.UTF_8);
     }
 }

@@ -204,4 +204,15 @@ public final class LockStatus {
     public String toString() {
         return "LockStatus{name=" + name + ", kind=" + lockKind + ", holders=" + holders + ", waiters=" + waiters + "}";
     }
+
+    /** The statuses {@code NativeBridge.list} encodes: a count, then each name and status. */
+    static java.util.List<LockStatus> listOf(byte[] encoded) {
+        RecipeCodec r = new RecipeCodec(encoded);
+        int n = r.i32();
+        java.util.List<LockStatus> out = new java.util.ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            out.add(new LockStatus(r.string(), r));
+        }
+        return java.util.Collections.unmodifiableList(out);
+    }
 }

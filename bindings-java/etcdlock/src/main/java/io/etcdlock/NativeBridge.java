@@ -42,11 +42,12 @@ final class NativeBridge {
 
     // ---- called from native code -------------------------------------------------------
 
-    static EtcdLockException error(int code, int reason, String message) {
-        return EtcdLockException.of(ErrorCode.of(code), LossReason.of(reason), message);
+    /** Every core error reaches Java here: its wire form (code, loss reason, retryable, message). */
+    static EtcdLockException error(int code, int reason, boolean retryable, String message) {
+        return EtcdLockException.of(ErrorCode.of(code), LossReason.of(reason), message, retryable);
     }
 
-    static void complete(long id, long handle, long value, int code, int reason, String message) {
+    static void complete(long id, long handle, long value, int code, int reason, boolean retryable, String message) {
         Completion c = PENDING.remove(id);
         if (c == null) {
             if (handle != 0) {
@@ -55,7 +56,7 @@ final class NativeBridge {
             return;
         }
         try {
-            c.done(handle, value, code == 0 ? null : error(code, reason, message));
+            c.done(handle, value, code == 0 ? null : error(code, reason, retryable, message));
         } catch (Throwable t) {
             LOG.warn("etcdlock: a completion callback threw", t);
         }
@@ -86,14 +87,14 @@ final class NativeBridge {
         OBSERVERS.remove(id);
     }
 
-    static void observed(long id, int code, byte[] leader, String message) {
+    static void observed(long id, int code, int reason, boolean retryable, byte[] leader, String message) {
         Observer o = OBSERVERS.get(id);
         if (o == null) {
             return;
         }
         if (code != 0) {
             OBSERVERS.remove(id);
-            o.observation.end(error(code, 0, message));
+            o.observation.end(error(code, reason, retryable, message));
             return;
         }
         try {
@@ -111,9 +112,8 @@ final class NativeBridge {
 
     static native void panicForTest();
 
-    static native long connect(String endpoints, long ttlSecs, String namespace, String user, String password,
-            String ca, String cert, String key, String domain, long connectTimeoutMs, long requestTimeoutMs, long marginMs,
-            int watchHeldKeys);
+    /** Connect with core option keys and values, alternating; core parses and checks them. */
+    static native long connect(String[] options);
 
     static native String endpoints(long client);
 
@@ -174,6 +174,9 @@ final class NativeBridge {
     static native void multiUnlock(long multi);
 
     static native void freeMulti(long multi);
+
+    // Benchmark entry points: only in a native library built with the `bench`
+    // feature (bench.sh); the published jar's library has none of them.
 
     static native long rawGrant(long client, long ttl);
 

@@ -61,7 +61,7 @@ final class RecipeCodec {
         List<byte[]> enc = new ArrayList<>(names.size());
         int size = 4;
         for (String n : names) {
-            EtcdLockClient.checkName(n);
+            Args.checkName(n);
             byte[] v = n.getBytes(StandardCharsets.UTF_8);
             enc.add(v);
             size += 4 + v.length;

@@ -44,8 +44,9 @@ class BadInputTest {
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints((String[]) null));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints((List<String>) null));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints("a", null));
-        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints(" "));
-        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints());
+        // Values are checked by the core when build() connects (the option is named).
+        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints(" ").build());
+        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints().build());
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints("bad endpoint").build());
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().ttl(null));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().user(null, "p"));
@@ -62,11 +63,42 @@ class BadInputTest {
 
     @Test
     void badTtl() {
-        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().ttl(Duration.ZERO));
-        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().ttl(Duration.ofSeconds(-5)));
+        InvalidArgumentException zero = assertThrows(InvalidArgumentException.class,
+                () -> EtcdLockClient.builder().ttl(Duration.ZERO).build());
+        assertTrue(zero.getMessage().contains("ttl"), zero.getMessage());
+        assertFalse(zero.isRetryable());
+        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().ttl(Duration.ofSeconds(-5)).build());
         // Above etcd's maximum lease TTL (9e9 s): rejected by the core before connecting.
         assertThrows(InvalidArgumentException.class,
                 () -> builder().ttl(Duration.ofSeconds(9_000_000_001L)).build());
+    }
+
+    @Test
+    void keepaliveIntervalIsAnOptionTheCoreChecks() throws Exception {
+        try (EtcdLockClient c = builder().ttl(Duration.ofSeconds(5)).keepaliveInterval(Duration.ofMillis(250)).build();
+                LockGuard g = c.acquire("ka-opt")) {
+            assertTrue(g.isHeld());
+        }
+        for (Duration bad : new Duration[] {Duration.ofMillis(1), Duration.ofSeconds(3), Duration.ofMillis(-1)}) {
+            InvalidArgumentException e = assertThrows(InvalidArgumentException.class,
+                    () -> builder().ttl(Duration.ofSeconds(5)).keepaliveInterval(bad).build());
+            assertTrue(e.getMessage().contains("keepalive_interval"), e.getMessage());
+        }
+    }
+
+    @Test
+    void errorsSayWhetherARetryMaySucceed() {
+        UnavailableException down = assertThrows(UnavailableException.class, () -> EtcdLockClient.builder()
+                .endpoints("127.0.0.1:1").connectTimeout(Duration.ofMillis(300)).build());
+        assertTrue(down.isRetryable());
+        try (EtcdLockClient other = client(); LockGuard g = a.acquire("retry-held")) {
+            LockTimeoutException busy = assertThrows(LockTimeoutException.class,
+                    () -> other.acquire("retry-held", Duration.ofMillis(100)));
+            assertTrue(busy.isRetryable());
+            LockTimeoutException once = assertThrows(LockTimeoutException.class,
+                    () -> other.acquire("retry-held", Duration.ZERO));
+            assertTrue(once.isRetryable());
+        }
     }
 
     @Test

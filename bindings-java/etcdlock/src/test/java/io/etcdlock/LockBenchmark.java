@@ -41,7 +41,7 @@ public final class LockBenchmark {
         try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.start();
              EtcdLockClient client = EtcdLockClient.builder().endpoints(etcd.endpoints).ttl(Duration.ofSeconds(30)).build();
              Client jetcd = Client.builder().endpoints(etcd.endpoints.toArray(new String[0])).build()) {
-            long lease = client.rawGrantLease(30);
+            long lease = rawGrantLease(client, 30);
             long jlease = jetcd.getLeaseClient().grant(30).get().getID();
             // Keep the jetcd lease alive for the run.
             jetcd.getLeaseClient().keepAlive(jlease, new io.grpc.stub.StreamObserver<>() {
@@ -63,7 +63,7 @@ public final class LockBenchmark {
                 "jetcd Lock client lock()+unlock()",
             };
             Op1[] ops = {
-                i -> client.rawRoundTrip("bench/raw/k", lease),
+                i -> rawRoundTrip(client, "bench/raw/k", lease),
                 i -> {
                     jetcd.getKVClient().txn()
                             .If(new Cmp(jkey, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
@@ -71,7 +71,7 @@ public final class LockBenchmark {
                             .commit().get(5, TimeUnit.SECONDS);
                     jetcd.getKVClient().delete(jkey).get(5, TimeUnit.SECONDS);
                 },
-                i -> client.coreLockUnlock("bench/core"),
+                i -> coreLockUnlock(client, "bench/core"),
                 i -> {
                     try (LockGuard g = client.acquire("bench/guard")) {
                         if (g.fencingToken() <= 0) {
@@ -113,11 +113,11 @@ public final class LockBenchmark {
     static void contendedOnly(int n, int warm) throws Exception {
         try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.start();
              EtcdLockClient client = EtcdLockClient.builder().endpoints(etcd.endpoints).ttl(Duration.ofSeconds(30)).build()) {
-            long lease = client.rawGrantLease(30);
+            long lease = rawGrantLease(client, 30);
             System.out.printf("etcdlock Java contended benchmark on JDK %s: raw floor over %d rounds; etcd %s%n",
                     System.getProperty("java.version"), n, etcd.endpoints);
             double[][] r = measureAll(new String[] {"raw floor: native etcd-client Txn(put+lease)+Delete"},
-                    new Op1[] {i -> client.rawRoundTrip("bench/raw/k", lease)}, n, warm);
+                    new Op1[] {i -> rawRoundTrip(client, "bench/raw/k", lease)}, n, warm);
             contendedCases(client, r[0][0]);
         }
         System.exit(0);
@@ -211,5 +211,38 @@ public final class LockBenchmark {
             out[k] = new double[] {p50, p99};
         }
         return out;
+    }
+
+    // The native benchmark entry points (a native library built with the `bench` feature:
+    // bench.sh builds one), called with the client's native handle pinned.
+
+    /** A lease of {@code ttl} seconds through the raw etcd client. */
+    static long rawGrantLease(EtcdLockClient client, long ttl) {
+        long c = client.handle().pin();
+        try {
+            return NativeBridge.rawGrant(c, ttl);
+        } finally {
+            client.handle().unpin();
+        }
+    }
+
+    /** The floor: one raw Txn (put with {@code lease}) + Delete of {@code key}, no lock protocol. */
+    static void rawRoundTrip(EtcdLockClient client, String key, long lease) {
+        long c = client.handle().pin();
+        try {
+            NativeBridge.rawRoundTrip(c, key, lease);
+        } finally {
+            client.handle().unpin();
+        }
+    }
+
+    /** One uncontended lock + unlock done entirely in the native core; returns the token. */
+    static long coreLockUnlock(EtcdLockClient client, String name) {
+        long c = client.handle().pin();
+        try {
+            return NativeBridge.coreLockUnlock(c, name);
+        } finally {
+            client.handle().unpin();
+        }
     }
 }

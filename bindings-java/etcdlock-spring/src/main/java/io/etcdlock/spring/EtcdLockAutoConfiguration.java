@@ -52,6 +52,9 @@ public class EtcdLockAutoConfiguration {
         if (p.getRequestTimeout() != null) {
             b.requestTimeout(p.getRequestTimeout());
         }
+        if (p.getKeepaliveInterval() != null) {
+            b.keepaliveInterval(p.getKeepaliveInterval());
+        }
         return b.build();
     }
 

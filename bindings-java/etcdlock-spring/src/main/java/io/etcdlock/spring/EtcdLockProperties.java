@@ -40,6 +40,8 @@ public class EtcdLockProperties {
     private Duration connectTimeout;
     /** Bound on every call that does not wait for a lock (tryLock, unlock, guarded operations, status), retries and failover included (default 2 s). */
     private Duration requestTimeout;
+    /** Time between lease keep-alives (default TTL/3; at least 50 ms, at most half of TTL minus margin). */
+    private Duration keepaliveInterval;
     /** Prefix of the LockRegistry's lock names. */
     private String registryKey = EtcdLockRegistry.DEFAULT_REGISTRY_KEY;
     /** TLS material (PEM files). */
@@ -96,6 +98,8 @@ public class EtcdLockProperties {
     public void setConnectTimeout(Duration connectTimeout) { this.connectTimeout = connectTimeout; }
     public Duration getRequestTimeout() { return requestTimeout; }
     public void setRequestTimeout(Duration requestTimeout) { this.requestTimeout = requestTimeout; }
+    public Duration getKeepaliveInterval() { return keepaliveInterval; }
+    public void setKeepaliveInterval(Duration keepaliveInterval) { this.keepaliveInterval = keepaliveInterval; }
     public String getRegistryKey() { return registryKey; }
     public void setRegistryKey(String registryKey) { this.registryKey = registryKey; }
     public Tls getTls() { return tls; }

@@ -1,0 +1,114 @@
+package io.etcdlock;
+
+import static io.etcdlock.Args.checkName;
+import static io.etcdlock.Args.checkNotOnRuntimeThread;
+import static io.etcdlock.Args.toMillis;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.LongConsumer;
+import java.util.function.LongFunction;
+
+/**
+ * How a client's acquisitions run: each starts on the native side, which completes an
+ * {@link AsyncAcquire}; a blocking acquisition parks on it in Java.
+ */
+final class Acquirer {
+    private final EtcdLockClient client;
+
+    Acquirer(EtcdLockClient client) {
+        this.client = client;
+    }
+
+    AsyncAcquire<LockGuard> startLock(String name, long ms) {
+        checkName(name);
+        return startAcquire(name, g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
+                (c, id) -> NativeBridge.lockAsync(c, name, ms, id));
+    }
+
+    /** Starts one native acquisition; {@code wrap} turns its handle into the Java object. */
+    interface NativeStart {
+        void run(long client, long id);
+    }
+
+    <T extends AutoCloseable> AsyncAcquire<T> startAcquire(String label, LongFunction<T> wrap, LongConsumer free,
+            NativeStart start) {
+        AsyncAcquire<T> f = new AsyncAcquire<>(client, label, wrap, free);
+        long c;
+        try {
+            c = client.handle().pin();
+        } catch (RuntimeException e) {
+            NativeBridge.forget(f.id);
+            f.completeExceptionally(e);
+            return f;
+        }
+        try {
+            start.run(c, f.id);
+        } catch (RuntimeException e) {
+            NativeBridge.forget(f.id);
+            f.completeExceptionally(e);
+        } finally {
+            client.handle().unpin();
+        }
+        return f;
+    }
+
+    static final int PERMIT = 1;
+    static final int READ = 2;
+    static final int CAMPAIGN = 3;
+    static final int MANY = 4;
+
+    AsyncAcquire<LockGuard> startRecipe(int kind, String name, byte[] arg, int permits, long ms) {
+        checkName(name);
+        return startAcquire(name, g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
+                (c, id) -> NativeBridge.recipeAsync(c, kind, name, arg, permits, ms, id));
+    }
+
+    LockGuard awaitRecipe(int kind, String name, byte[] arg, int permits, long ms, String what) {
+        checkNotOnRuntimeThread(what);
+        return AsyncAcquire.await(startRecipe(kind, name, arg, permits, ms), what, false);
+    }
+
+    /** A permit, waiting in Java; interruptible waits throw {@link CancelledException} (key removed). */
+    LockGuard permitNative(String name, int permits, long ms, boolean interruptible) {
+        String what = "semaphore \"" + name + "\"";
+        checkNotOnRuntimeThread(what);
+        return AsyncAcquire.await(startRecipe(PERMIT, name, null, permits, ms), what, interruptible);
+    }
+
+    /** A read hold, waiting in Java; interruptible as {@link #permitNative}. */
+    LockGuard readNative(String name, long ms, boolean interruptible) {
+        String what = "read lock \"" + name + "\"";
+        checkNotOnRuntimeThread(what);
+        return AsyncAcquire.await(startRecipe(READ, name, null, 0, ms), what, interruptible);
+    }
+
+    static long msOrForever(Duration timeout) {
+        return timeout == null ? -1 : toMillis(timeout);
+    }
+
+    AsyncAcquire<MultiLockGuard> startAll(List<String> names, long ms) {
+        if (names == null) {
+            throw new InvalidArgumentException("names must not be null");
+        }
+        List<String> copy = new ArrayList<>(names);
+        byte[] enc = RecipeCodec.names(copy);
+        return startAcquire(String.join(",", copy), m -> new MultiLockGuard(client, copy, m), NativeBridge::freeMulti,
+                (c, id) -> NativeBridge.recipeAsync(c, MANY, null, enc, 0, ms, id));
+    }
+
+    /**
+     * Acquire, waiting in Java and never inside native code: the native side runs the
+     * acquisition on the etcdlock runtime and completes a future; the caller parks on it. A
+     * virtual thread therefore unmounts while it waits instead of pinning its carrier (with
+     * every carrier pinned by waiters, the holder could never be scheduled to unlock).
+     * Interrupting an interruptible wait cancels the native acquisition and waits for it to
+     * settle (its waiter key removed) before throwing {@link CancelledException}; an
+     * uninterruptible wait keeps waiting and re-asserts the interrupt afterwards.
+     */
+    LockGuard lockNative(String name, long timeoutMs, boolean interruptible) {
+        checkNotOnRuntimeThread("lock \"" + name + "\"");
+        return AsyncAcquire.await(startLock(name, timeoutMs), "lock \"" + name + "\"", interruptible);
+    }
+}

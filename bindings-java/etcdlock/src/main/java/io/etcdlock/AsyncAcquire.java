@@ -1,0 +1,129 @@
+package io.etcdlock;
+
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.function.LongConsumer;
+import java.util.function.LongFunction;
+
+/**
+ * One native acquisition in flight, as a {@link CompletableFuture} of its Java object:
+ * completed from the etcdlock runtime, cancellable (the waiter key is then removed).
+ */
+final class AsyncAcquire<T extends AutoCloseable> extends CompletableFuture<T> {
+    final long id;
+    /** Completes when the native side has finished (acquired, failed or cancelled). */
+    final CompletableFuture<Void> settled = new CompletableFuture<>();
+
+    AsyncAcquire(EtcdLockClient client, String name, LongFunction<T> wrap, LongConsumer free) {
+        long start = System.nanoTime();
+        this.id = NativeBridge.register((g, value, error) -> {
+            // Tell the listener first, so the acquisition is recorded by the time the caller
+            // sees its outcome.
+            EtcdLockClient.AcquisitionListener l = client.acquisitionListener;
+            if (l != null) {
+                try {
+                    l.onAcquisition(name, error == null && isDone() ? Metrics.Result.CANCELLED : resultOf(error),
+                            Duration.ofNanos(System.nanoTime() - start));
+                } catch (RuntimeException ignored) {
+                    // a listener's failure is not the acquisition's
+                }
+            }
+            try {
+                if (error != null) {
+                    completeExceptionally(error);
+                } else if (isDone() || !complete(wrap.apply(g))) {
+                    // Cancelled meanwhile: nobody will use this hold; release it.
+                    free.accept(g);
+                }
+            } finally {
+                settled.complete(null);
+            }
+        });
+    }
+
+    /**
+     * Cancel and wait (uninterruptibly; bounded by the request timeout on the native
+     * side) until the waiter key is gone. A hold that won the race is released.
+     */
+    void cancelAndSettle() {
+        cancel(true);
+        boolean interrupted = Thread.interrupted();
+        try {
+            while (true) {
+                try {
+                    settled.get();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    break;
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        if (isDone() && !isCancelled() && !isCompletedExceptionally()) {
+            try {
+                join().close();
+            } catch (Exception ignored) {
+                // lost meanwhile: nothing left to release
+            }
+        }
+    }
+
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+        boolean r = super.cancel(mayInterruptIfRunning);
+        if (r) {
+            NativeBridge.cancelAsync(id);
+        }
+        return r;
+    }
+
+    static Metrics.Result resultOf(Throwable error) {
+        if (error == null) {
+            return Metrics.Result.ACQUIRED;
+        } else if (error instanceof LockTimeoutException) {
+            return Metrics.Result.TIMEOUT;
+        } else if (error instanceof WouldBlockException) {
+            return Metrics.Result.WOULD_BLOCK;
+        } else if (error instanceof CancelledException) {
+            return Metrics.Result.CANCELLED;
+        }
+        return Metrics.Result.ERROR;
+    }
+
+    /** Wait for {@code f}: interruptibly (cancelling and settling it) or not (re-asserting the interrupt). */
+    static <T extends AutoCloseable> T await(AsyncAcquire<T> f, String what, boolean interruptible) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return f.get();
+                } catch (InterruptedException e) {
+                    if (interruptible) {
+                        f.cancelAndSettle();
+                        throw new CancelledException("interrupted while waiting for " + what);
+                    }
+                    interrupted = true;
+                } catch (ExecutionException e) {
+                    Throwable cause = e.getCause();
+                    if (cause instanceof RuntimeException) {
+                        throw (RuntimeException) cause;
+                    }
+                    if (cause instanceof Error) {
+                        throw (Error) cause;
+                    }
+                    throw new InternalException(what + ": " + cause);
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}

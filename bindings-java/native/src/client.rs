@@ -1,0 +1,245 @@
+//! Native methods of `NativeBridge` for the client: connect, metrics,
+//! ping, close, lock, try-lock, lock-async.
+
+use crate::prelude::*;
+
+/// `static native long connect(String[] options)`: core option keys and
+/// values, alternating (`"ttl", "15", "request_timeout", "2000ms", ...`);
+/// core's one rule fills what is not given from the `ETCDLOCK_*` environment
+/// and checks every value.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    options: JObjectArray<'local, JString<'local>>,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            if options.is_null() {
+                return Err(invalid("options must not be null"));
+            }
+            let n = options.len(env)?;
+            let mut items = Vec::with_capacity(n);
+            for i in 0..n {
+                let s = options.get_element(env, i)?;
+                items.push(req_string(env, &s, "an option")?);
+            }
+            if items.len() % 2 != 0 {
+                return Err(invalid("options come as key, value pairs"));
+            }
+            let pairs: Vec<(&str, &str)> = items.chunks(2).map(|p| (p[0].as_str(), p[1].as_str())).collect();
+            let opts = bridge::client_options(pairs)?;
+            etcdlock::set_language("java");
+            let client = block(env, async move { Client::connect(opts).await }, None)?;
+            Ok(into_handle(Arc::new(client)))
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+
+/// `static native long[] metrics(long client)`: core's metrics snapshot, flat:
+/// per acquisition result (acquired, timeout, would_block, cancelled, error)
+/// its count, then per result its total wait in ns; then waiting, held, the
+/// current holds' duration (ns), holds ended, their total time (ns); losses per
+/// reason (LossReason::ALL order); keep-alives, last round trip (ns, -1 none).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_metrics<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) -> JLongArray<'local> {
+    unowned
+        .with_env(|env| -> NResult<JLongArray<'local>> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let m = c.metrics();
+            let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
+            let mut v: Vec<jlong> = Vec::with_capacity(22);
+            v.extend(m.acquisitions.iter().map(|a| a.count as jlong));
+            v.extend(m.acquisitions.iter().map(|a| ns(a.wait_total)));
+            v.extend([m.waiting, m.held, ns(m.held_duration), m.holds_ended as jlong, ns(m.hold_total)]);
+            v.extend(m.lost.iter().map(|(_, n)| *n as jlong));
+            v.extend([m.keepalives as jlong, m.keepalive_rtt.map(ns).unwrap_or(-1)]);
+            let arr = env.new_long_array(v.len())?;
+            arr.set_region(env, 0, &v)?;
+            Ok(arr)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long ping(long client)`: core's health check; its round trip in ns.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_ping<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let d = block(env, async move { c.ping().await }, None)?;
+            Ok(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native String endpoints(long client)`: the endpoints in use, as configured.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_endpoints<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) -> JString<'local> {
+    unowned
+        .with_env(|env| -> NResult<JString<'local>> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            Ok(env.new_string(c.endpoints())?)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long ttl(long client)`: the effective TTL in seconds.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_ttl<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) -> jlong {
+    unowned
+        .with_env(|_env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            Ok(c.ttl())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void close(long client)`: revoke the lease, end every hold and wait.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_close<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            block(
+                env,
+                async move {
+                    c.close().await;
+                    Ok(())
+                },
+                None,
+            )
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void freeClient(long client)`: drop the Java side's reference.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_freeClient<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            if let Some(c) = unsafe { free::<Client>(client) } {
+                if !c.is_closed() {
+                    // Closing needs the runtime; do it there so a free never blocks.
+                    if let Ok(rt) = etcdlock::runtime::runtime() {
+                        rt.spawn(async move { c.close().await });
+                    }
+                }
+            }
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long lock(long client, String name, long timeoutMs, boolean interruptible)`:
+/// wait for the lock; `timeoutMs < 0` waits without bound. Returns a guard handle.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    timeout_ms: jlong,
+    interruptible: jboolean,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "lock name")?;
+            let token = if interruptible { Some(CancellationToken::new()) } else { None };
+            let opts = lock_opts(timeout_ms, token.clone())?;
+            let g = block(env, async move { c.lock_with(&name, opts).await }, token)?;
+            Ok(into_handle(Arc::new(g)))
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long tryLock(long client, String name)`: the guard, or 0 if held elsewhere.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_tryLock<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "lock name")?;
+            match block(env, async move { c.try_lock(&name).await }, None) {
+                Ok(g) => Ok(into_handle(Arc::new(g))),
+                Err(NErr::Lock(e)) if e.code() == ErrorCode::WouldBlock => Ok(0),
+                Err(e) => Err(e),
+            }
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void lockAsync(long client, String name, long timeoutMs, long id)`: start
+/// acquiring on the runtime; `NativeBridge.complete(id, guardHandle, 0, code, reason, msg)`
+/// reports the outcome from a runtime thread.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    timeout_ms: jlong,
+    id: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "lock name")?;
+            let token = CancellationToken::new();
+            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token.clone());
+            let opts = lock_opts(timeout_ms, Some(token))?;
+            let rt = etcdlock::runtime::runtime()?;
+            rt.spawn(async move {
+                let r = c.lock_with(&name, opts).await;
+                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                match r {
+                    Ok(g) => {
+                        let g = Arc::new(g);
+                        let h = into_handle(g.clone());
+                        if !complete(id, h, 0, None) {
+                            // Nobody took the handle: take it back; dropping releases the lock.
+                            drop(unsafe { free::<Guard>(h) });
+                            let _ = g.unlock().await;
+                        }
+                    }
+                    Err(e) => {
+                        complete(id, 0, 0, Some(&e));
+                    }
+                }
+            });
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+

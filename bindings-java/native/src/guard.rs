@@ -1,0 +1,243 @@
+//! Native methods of a held lock: key, info, unlock, guarded operations,
+//! loss and renewal watches, free.
+
+use crate::prelude::*;
+
+/// `static native void cancelAsync(long id)`: cancel an in-flight `lockAsync`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_cancelAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    id: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            if let Some(t) = async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+                t.cancel();
+            }
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native String guardKey(long guard)`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_guardKey<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+) -> JString<'local> {
+    unowned
+        .with_env(|env| -> NResult<JString<'local>> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            Ok(JString::from_str(env, g.key())?)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long guardInfo(long guard, int what)`: 0 = lease id, 1 = fencing token,
+/// 2 = is held (0/1), 3 = loss reason code (0 = not lost), 4 = ms of validity left while
+/// the keep-alive renewal is failing (-1 = not failing).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_guardInfo<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    what: jint,
+) -> jlong {
+    unowned
+        .with_env(|_env| -> NResult<jlong> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            Ok(match what {
+                0 => g.lease_id(),
+                1 => g.fencing_token(),
+                2 => g.is_held() as jlong,
+                3 => g.loss().map(|l| l.reason as jlong).unwrap_or(0),
+                4 => renewal_ms(&g),
+                _ => return Err(invalid(format!("unknown guard field {what}"))),
+            })
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void unlock(long guard)`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_unlock<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            if tokio::runtime::Handle::try_current().is_ok() {
+                // Closing a guard inside a CompletableFuture callback or loss listener (a
+                // runtime thread) must not block that thread: release in the background.
+                etcdlock::runtime::spawn(async move {
+                    let _ = g.unlock().await;
+                })?;
+                return Ok(());
+            }
+            block(env, async move { g.unlock().await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void put(long guard, byte[] key, byte[] value)`: guarded put.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_put<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    key: JByteArray<'local>,
+    value: JByteArray<'local>,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let k = req_bytes(env, &key, "key")?;
+            let v = req_bytes(env, &value, "value")?;
+            block(env, async move { g.put(k, v).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native byte[] get(long guard, byte[] key)`: guarded get, null if absent.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_get<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    key: JByteArray<'local>,
+) -> JByteArray<'local> {
+    unowned
+        .with_env(|env| -> NResult<JByteArray<'local>> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let k = req_bytes(env, &key, "key")?;
+            match block(env, async move { g.get(k).await }, None)? {
+                Some(v) => Ok(env.byte_array_from_slice(&v)?),
+                None => Ok(JByteArray::default()),
+            }
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native boolean delete(long guard, byte[] key)`: guarded delete.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_delete<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    key: JByteArray<'local>,
+) -> jboolean {
+    unowned
+        .with_env(|env| -> NResult<jboolean> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let k = req_bytes(env, &key, "key")?;
+            block(env, async move { g.delete(k).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void watchLoss(long guard, long id)`: when the hold ends,
+/// `NativeBridge.complete(id, 0, reason, 0, 0, null)` runs on a runtime thread
+/// (`reason` 0 = released normally).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_watchLoss<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    id: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            // Core's owned loss signal: the watcher does not keep the guard alive.
+            let mut signal = unsafe { borrow::<Guard>(guard, "guard")? }.lost_signal();
+            let rt = etcdlock::runtime::runtime()?;
+            rt.spawn(async move {
+                let loss = signal.wait().await;
+                complete(id, 0, loss.map(|l| l.reason as jlong).unwrap_or(0), None);
+            });
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// Ms of validity left while `g`'s renewal is failing and it is held, else -1.
+pub(crate) fn renewal_ms(g: &Guard) -> jlong {
+    match g.renewal() {
+        etcdlock::Renewal::Failing { valid_until } if g.is_held() => {
+            valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as jlong
+        }
+        _ => -1,
+    }
+}
+
+/// `static native void watchRenewal(long guard, long id, boolean failing)`: once the
+/// renewal's state differs from `failing`, `NativeBridge.complete(id, 0, ms, 0, 0, null)`
+/// runs on a runtime thread with `ms` as `guardInfo(guard, 4)` gives it (-1: renewed
+/// again); -2 when the hold ends first. Java re-arms it with the state it saw, so no
+/// change is missed between two watches.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_watchRenewal<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    id: jlong,
+    failing: jboolean,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let mut changes = g.renewal_changes();
+            let mut ended = g.lost_signal();
+            let was_failing = failing;
+            let rt = etcdlock::runtime::runtime()?;
+            rt.spawn(async move {
+                loop {
+                    let now = *changes.borrow_and_update();
+                    if matches!(now, etcdlock::Renewal::Failing { .. }) != was_failing {
+                        let ms = match now {
+                            etcdlock::Renewal::Failing { valid_until } => {
+                                valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as jlong
+                            }
+                            etcdlock::Renewal::Ok => -1,
+                        };
+                        complete(id, 0, ms, None);
+                        return;
+                    }
+                    tokio::select! {
+                        _ = ended.wait() => break,
+                        r = changes.changed() => if r.is_err() { break },
+                    }
+                }
+                complete(id, 0, -2, None);
+            });
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void freeGuard(long guard)`: drop the Java side's reference;
+/// a guard still held is released in the background.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_freeGuard<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            if let Some(g) = unsafe { free::<Guard>(guard) } {
+                if g.is_held() {
+                    // Loss watchers may keep other references alive; release explicitly.
+                    let rt = etcdlock::runtime::runtime()?;
+                    rt.spawn(async move {
+                        let _ = g.unlock().await;
+                    });
+                }
+            }
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}

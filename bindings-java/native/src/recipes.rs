@@ -1,0 +1,314 @@
+//! Native methods for the recipes (semaphore, read-write lock, election,
+//! multi-lock, observe).
+
+use crate::prelude::*;
+
+// ---------------------------------------------------------------------------
+// Recipes. Results that carry several values (leader, status, keys) travel as
+// one byte[] in a simple big-endian encoding that `RecipeCodec.java` reads:
+// i32 and i64 as DataInput does, a string as i32 length + UTF-8 bytes, absent
+// values as length -1.
+
+pub(crate) struct Enc(pub(crate) Vec<u8>);
+
+impl Enc {
+    pub(crate) fn i32(&mut self, v: i32) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub(crate) fn i64(&mut self, v: i64) -> &mut Self {
+        self.0.extend_from_slice(&v.to_be_bytes());
+        self
+    }
+    pub(crate) fn bytes(&mut self, b: Option<&[u8]>) -> &mut Self {
+        match b {
+            Some(b) => {
+                self.i32(i32::try_from(b.len()).unwrap_or(i32::MAX));
+                self.0.extend_from_slice(b);
+            }
+            None => {
+                self.i32(-1);
+            }
+        }
+        self
+    }
+}
+
+pub(crate) fn encode_leader(e: &mut Enc, l: &etcdlock::Leader) {
+    e.bytes(Some(&l.key)).bytes(Some(&l.value)).i64(l.revision).i64(l.lease_id);
+}
+
+/// Names encoded by Java as i32 count, then i32 length + UTF-8 bytes each.
+pub(crate) fn decode_names(b: &[u8]) -> NResult<Vec<String>> {
+    let bad = || invalid("malformed name list");
+    let mut at = 0usize;
+    let next_i32 = |at: &mut usize| -> NResult<i32> {
+        let v = b.get(*at..*at + 4).ok_or_else(bad)?;
+        *at += 4;
+        Ok(i32::from_be_bytes([v[0], v[1], v[2], v[3]]))
+    };
+    let n = next_i32(&mut at)?;
+    let mut out = Vec::with_capacity(n.max(0) as usize);
+    for _ in 0..n {
+        let len = usize::try_from(next_i32(&mut at)?).map_err(|_| bad())?;
+        let v = b.get(at..at + len).ok_or_else(bad)?;
+        at += len;
+        out.push(String::from_utf8(v.to_vec()).map_err(|_| invalid("a lock name is not valid UTF-8"))?);
+    }
+    Ok(out)
+}
+
+/// `static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits,
+/// long timeoutMs, long id)`: start a recipe acquisition on the runtime. kind 1: a permit of a
+/// `permits` semaphore; 2: the read side of a read-write lock; 3: campaign with value `arg`;
+/// 4: lock every name encoded in `arg` (the handle is then a multi-lock). Completes as `lockAsync`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    kind: jint,
+    name: JString<'local>,
+    arg: JByteArray<'local>,
+    permits: jint,
+    timeout_ms: jlong,
+    id: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = opt_string(env, &name)?.unwrap_or_default();
+            let arg = if arg.is_null() { Vec::new() } else { env.convert_byte_array(&arg)? };
+            let names = if kind == 4 { decode_names(&arg)? } else { Vec::new() };
+            if !(1..=4).contains(&kind) {
+                return Err(invalid(format!("unknown acquisition kind {kind}")));
+            }
+            let permits = u32::try_from(permits).map_err(|_| invalid(format!("permits must be between 1 and {}, got {permits}", etcdlock::MAX_PERMITS)))?;
+            let token = CancellationToken::new();
+            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token.clone());
+            let opts = lock_opts(timeout_ms, Some(token))?;
+            let rt = etcdlock::runtime::runtime()?;
+            rt.spawn(async move {
+                let r: etcdlock::Result<Result<Guard, MultiGuard>> = match kind {
+                    1 => c.acquire_permit(&name, permits, opts).await.map(Ok),
+                    2 => c.read_lock(&name, opts).await.map(Ok),
+                    3 => c.campaign(&name, arg, opts).await.map(|l| Ok(l.into_guard())),
+                    _ => {
+                        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                        c.lock_many(&refs, opts).await.map(Err)
+                    }
+                };
+                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                match r {
+                    Ok(Ok(g)) => {
+                        let g = Arc::new(g);
+                        let h = into_handle(g.clone());
+                        if !complete(id, h, 0, None) {
+                            drop(unsafe { free::<Guard>(h) });
+                            let _ = g.unlock().await;
+                        }
+                    }
+                    Ok(Err(m)) => {
+                        let m = Arc::new(m);
+                        let h = into_handle(m.clone());
+                        if !complete(id, h, 0, None) {
+                            drop(unsafe { free::<MultiGuard>(h) });
+                            let _ = m.unlock().await;
+                        }
+                    }
+                    Err(e) => {
+                        complete(id, 0, 0, Some(&e));
+                    }
+                }
+            });
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void proclaim(long guard, byte[] value)`: replace our key's value while held.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_proclaim<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    guard: jlong,
+    value: JByteArray<'local>,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let v = req_bytes(env, &value, "value")?;
+            block(env, async move { g.set_value(v).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+
+
+/// Call `NativeBridge.observed(long id, int code, int reason, boolean retryable, byte[] leader, String msg)`
+/// on a runtime thread.
+pub(crate) fn observed(id: jlong, leader: Option<&etcdlock::Leader>, err: Option<&Error>) -> bool {
+    with_bridge(|env, bridge| {
+        let bytes = match leader {
+            Some(l) => {
+                let mut e = Enc(Vec::new());
+                encode_leader(&mut e, l);
+                JObject::from(env.byte_array_from_slice(&e.0)?)
+            }
+            None => JObject::null(),
+        };
+        let (code, reason, retryable, msg) = match err.map(wire) {
+            Some((c, r, retry, m)) => (c, r, retry, JObject::from(JString::from_str(env, m)?)),
+            None => (0, 0, false, JObject::null()),
+        };
+        env.call_static_method(
+            &bridge.class,
+            jni_str!("observed"),
+            jni_sig!("(JIIZ[BLjava/lang/String;)V"),
+            &[
+                JValue::Long(id),
+                JValue::Int(code),
+                JValue::Int(reason),
+                JValue::Bool(retryable),
+                JValue::Object(&bytes),
+                JValue::Object(&msg),
+            ],
+        )?;
+        Ok(())
+    })
+}
+
+/// `static native void observe(long client, String name, long id)`: report each
+/// leadership state of `name` (the current one first; null = no leader) through
+/// `NativeBridge.observed(id, 0, leader, null)` until `cancelAsync(id)` or an error,
+/// which ends with one last call carrying the error code (Cancelled after cancelAsync).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_observe<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    id: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "election name")?;
+            let mut obs = c.observe(&name)?;
+            let token = CancellationToken::new();
+            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token.clone());
+            let rt = etcdlock::runtime::runtime()?;
+            rt.spawn(async move {
+                loop {
+                    let next = tokio::select! {
+                        biased;
+                        _ = token.cancelled() => Err(Error::new(ErrorCode::Cancelled, "observe: cancelled")),
+                        r = obs.next() => r,
+                    };
+                    match next {
+                        Ok(l) => {
+                            if !observed(id, l.as_ref(), None) {
+                                break;
+                            }
+                        }
+                        Err(e) => {
+                            observed(id, None, Some(&e));
+                            break;
+                        }
+                    }
+                }
+                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            });
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native byte[] multiKeys(long multi)`: i32 count, then each key.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_multiKeys<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    multi: jlong,
+) -> JByteArray<'local> {
+    unowned
+        .with_env(|env| -> NResult<JByteArray<'local>> {
+            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let mut e = Enc(Vec::new());
+            e.i32(m.guards().len() as i32);
+            for g in m.guards() {
+                e.bytes(Some(g.key().as_bytes()));
+            }
+            Ok(env.byte_array_from_slice(&e.0)?)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long multiInfo(long multi, int what)`: 0 = fencing token, 1 = is held (0/1),
+/// 2 = index of the first lock lost (-1: none), 3 = its loss reason code (0: none).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_multiInfo<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    multi: jlong,
+    what: jint,
+) -> jlong {
+    unowned
+        .with_env(|_env| -> NResult<jlong> {
+            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let lost = m.guards().iter().enumerate().find_map(|(i, g)| g.loss().map(|l| (i as jlong, l.reason as jlong)));
+            Ok(match what {
+                0 => m.guards().first().map(|g| g.fencing_token()).unwrap_or(0),
+                1 => m.is_held() as jlong,
+                2 => lost.map_or(-1, |l| l.0),
+                3 => lost.map_or(0, |l| l.1),
+                _ => return Err(invalid(format!("unknown multi-lock field {what}"))),
+            })
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void multiUnlock(long multi)`: release every lock.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_multiUnlock<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    multi: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            if tokio::runtime::Handle::try_current().is_ok() {
+                etcdlock::runtime::spawn(async move {
+                    let _ = m.unlock().await;
+                })?;
+                return Ok(());
+            }
+            block(env, async move { m.unlock().await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void freeMulti(long multi)`: drop the Java side's reference;
+/// locks still held are released in the background.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_freeMulti<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    multi: jlong,
+) {
+    unowned
+        .with_env(|_env| -> NResult<()> {
+            if let Some(m) = unsafe { free::<MultiGuard>(multi) } {
+                if m.guards().iter().any(Guard::is_held) {
+                    let rt = etcdlock::runtime::runtime()?;
+                    rt.spawn(async move {
+                        let _ = m.unlock().await;
+                    });
+                }
+            }
+            Ok(())
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+

@@ -1,0 +1,110 @@
+//! Waiting on the shared runtime from a Java thread, and calls into Java
+//! from runtime threads.
+
+use crate::prelude::*;
+
+/// Run `fut` on the shared runtime and park this Java thread until it ends.
+/// With `cancel`, the thread wakes every 20 ms to check `Thread.isInterrupted()`
+/// and cancels the token once it is (the future then ends with `Cancelled`).
+pub(crate) fn block<T, F>(env: &mut Env<'_>, fut: F, cancel: Option<CancellationToken>) -> NResult<T>
+where
+    F: Future<Output = etcdlock::Result<T>> + Send + 'static,
+    T: Send + 'static,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(invalid(
+            "a blocking etcdlock call was made on an etcdlock runtime thread (inside a CompletableFuture \
+             callback or loss listener); use the *Async variant or a *Async continuation with an executor",
+        ));
+    }
+    // The core polls the future on this (Java) thread; with a token, it wakes
+    // every 20 ms so we can turn Thread.interrupt() into a cancellation (the
+    // future then ends with Cancelled and its waiter key is removed).
+    let Some(token) = cancel else {
+        return Ok(etcdlock::runtime::block_on(fut)?);
+    };
+    let mut thread: Option<JObject<'_>> = None;
+    let mut jni_err: Option<jni::errors::Error> = None;
+    let mut check = || -> etcdlock::Result<()> {
+        if token.is_cancelled() || jni_err.is_some() {
+            return Ok(());
+        }
+        let interrupted = (|| -> jni::errors::Result<bool> {
+            if thread.is_none() {
+                let t = env
+                    .call_static_method(jni_str!("java/lang/Thread"), jni_str!("currentThread"), jni_sig!("()Ljava/lang/Thread;"), &[])?
+                    .l()?;
+                thread = Some(t);
+            }
+            let t = thread.as_ref().expect("set above");
+            env.call_method(t, jni_str!("isInterrupted"), jni_sig!("()Z"), &[])?.z()
+        })();
+        match interrupted {
+            Ok(true) => token.cancel(),
+            Ok(false) => {}
+            Err(e) => {
+                jni_err = Some(e);
+                token.cancel();
+            }
+        }
+        Ok(())
+    };
+    let out = etcdlock::runtime::block_on_interruptible(fut, Duration::from_millis(20), &mut check);
+    if let Some(e) = jni_err {
+        return Err(e.into());
+    }
+    Ok(out?)
+}
+
+/// Run `f` with a JNI env on this runtime thread, attached to the JVM only for
+/// the call (as a daemon-like scoped attachment named `etcdlock-rt`), and the
+/// cached bridge class. False if the JVM could not be reached or `f` failed.
+pub(crate) fn with_bridge(f: impl FnOnce(&mut Env<'_>, &Bridge) -> jni::errors::Result<()>) -> bool {
+    let Some(bridge) = BRIDGE.get() else { return false };
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        bridge.vm.attach_current_thread_with_config(
+            || jni::vm::AttachConfig::new().scoped(true).thread_name(jni_str!("etcdlock-rt")),
+            Some(16),
+            |env| f(env, bridge),
+        )
+    }));
+    matches!(r, Ok(Ok(())))
+}
+
+/// Call `NativeBridge.complete(long id, long handle, long value, int code, int reason, String msg)`
+/// on a runtime thread. Returns false if the JVM could not be reached (the
+/// caller then cleans up whatever it meant to hand over).
+pub(crate) fn complete(id: jlong, handle: jlong, value: jlong, err: Option<&Error>) -> bool {
+    with_bridge(|env, bridge| {
+        let (code, reason, retryable, msg) = match err.map(wire) {
+            Some((c, r, retry, m)) => (c, r, retry, Some(m)),
+            None => (0, 0, false, None),
+        };
+        let jmsg = match msg {
+            Some(m) => JObject::from(JString::from_str(env, m)?),
+            None => JObject::null(),
+        };
+        env.call_static_method(
+            &bridge.class,
+            jni_str!("complete"),
+            jni_sig!("(JJJIIZLjava/lang/String;)V"),
+            &[
+                JValue::Long(id),
+                JValue::Long(handle),
+                JValue::Long(value),
+                JValue::Int(code),
+                JValue::Int(reason),
+                JValue::Bool(retryable),
+                JValue::Object(&jmsg),
+            ],
+        )?;
+        Ok(())
+    })
+}
+
+/// Cancellation tokens of in-flight `acquireAsync` calls, by Java future id.
+pub(crate) fn async_tokens() -> &'static Mutex<HashMap<jlong, CancellationToken>> {
+    static T: OnceLock<Mutex<HashMap<jlong, CancellationToken>>> = OnceLock::new();
+    T.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
