@@ -11,9 +11,9 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * Virtual threads on etcdlock (issue 12): run by bindings-java/test.sh on a JDK >= 21 with
+ * Virtual threads on etcdlock: run by bindings-java/test.sh on a JDK >= 21 with
  * {@code -Djdk.virtualThreadScheduler.parallelism=2}, against a real etcd started through the
- * testkit harness. Wave 1 deadlocked here: waiters blocked inside native code pinned both
+ * testkit harness. A wait inside native code deadlocks here: waiters blocked inside native code pinned both
  * carriers, and the holder, once it slept, had no carrier left to resume on and unlock.
  * Prints "vthreads: N passed, M failed" and exits non-zero on any failure.
  */
@@ -29,7 +29,7 @@ public final class VirtualThreadsCheck {
         }
         String endpoint = m.group(1);
         try (EtcdLockClient client = EtcdLockClient.builder().endpoints(endpoint).ttl(Duration.ofSeconds(10)).build()) {
-            check("3 virtual threads, lock / sleep(1) / unlock x 20 each (the wave-1 deadlock)", () -> run(client, "vt3", 3, 20));
+            check("3 virtual threads, lock / sleep(1) / unlock x 20 each (the pinned-carrier deadlock)", () -> run(client, "vt3", 3, 20));
             check("1000 virtual threads, lock / sleep(1) / unlock, counter exact", () -> run(client, "vt1000", 1000, 1));
             check("interrupting a virtual thread's lockInterruptibly removes its waiter key", () -> interrupt(client));
         } finally {

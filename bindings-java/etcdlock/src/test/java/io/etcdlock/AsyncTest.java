@@ -115,7 +115,7 @@ class AsyncTest {
         assertEquals(0, keysUnder(name + "-inner"));
     }
 
-    /** Guarded operations inside an async callback are refused too, consistently (issue 12). */
+    /** Guarded operations inside an async callback are refused too, consistently. */
     @Test
     void guardedOpsInsideACallbackAreRefused() throws Exception {
         String name = uniqueName("asyncguarded");

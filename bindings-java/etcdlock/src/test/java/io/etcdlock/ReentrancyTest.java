@@ -135,7 +135,7 @@ class ReentrancyTest {
     }
 
     /**
-     * A lost hold is never re-entered (wave-1 bug: Spring's leader initiator, whose heartbeat
+     * A lost hold is never re-entered (Spring's leader initiator, whose heartbeat
      * is a reentrant tryLock, kept leading after its lock was lost). The key is deleted from
      * outside; the owner's re-entries then fail and end the stale hold, and the next call
      * acquires afresh.
