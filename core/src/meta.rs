@@ -15,21 +15,17 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, Weak};
+use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use etcd_client::{PutOptions, Txn, TxnOp};
 
-use crate::client::Inner;
-
-/// Where meta records live, under the client's namespace.
-pub const META_PREFIX: &str = "__etcdlock/meta/";
+pub use crate::names::META_PREFIX;
 
 /// How often the records are brought up to date.
 pub(crate) const TICK: Duration = Duration::from_millis(100);
 
 /// Most operations in one Txn (etcd's default `--max-txn-ops` is 128).
-const TXN_OPS: usize = 128;
+pub(crate) const TXN_OPS: usize = 128;
 
 /// The kind of lock a name is used as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,53 +286,6 @@ pub(crate) fn parse_key(k: &[u8]) -> Option<(String, i64)> {
     let cut = rest.iter().rposition(|b| *b == b'/')?;
     let lease = i64::from_str_radix(std::str::from_utf8(&rest[cut + 1..]).ok()?, 16).ok()?;
     Some((String::from_utf8_lossy(&rest[..cut]).into_owned(), lease))
-}
-
-/// Keep the records of `inner`'s client up to date until it has no name in
-/// use or is closed.
-pub(crate) async fn flush_loop(inner: Weak<Inner>) {
-    let (host, pid) = (crate::names::hostname(), crate::runtime::current_pid());
-    loop {
-        tokio::time::sleep(TICK).await;
-        let Some(inner) = inner.upgrade() else { return };
-        if inner.closed.is_cancelled() {
-            return;
-        }
-        // The session's lease, without waiting for a session being opened.
-        let lease = match inner.session.try_lock() {
-            Ok(s) => s.as_ref().filter(|s| s.alive()).map(|s| s.lease).unwrap_or(0),
-            Err(_) => continue,
-        };
-        let due = inner.meta.due(lease, Instant::now(), &host, pid);
-        // (put name or None for a delete, op)
-        let mut ops: Vec<(Option<String>, TxnOp)> = Vec::new();
-        for (name, rec) in due.puts {
-            let op = TxnOp::put(key(&inner.ns, &name, lease), rec, Some(PutOptions::new().with_lease(lease)));
-            ops.push((Some(name), op));
-        }
-        for name in due.deletes {
-            ops.push((None, TxnOp::delete(key(&inner.ns, &name, lease), None)));
-        }
-        for chunk in ops.chunks(TXN_OPS) {
-            let txn = Txn::new().and_then(chunk.iter().map(|(_, op)| op.clone()).collect::<Vec<_>>());
-            let t = &inner.transport;
-            if let Err(e) = t.call(t.request_bound(), &mut false, |mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .await
-            {
-                // The puts go again next tick; a delete that failed leaves a
-                // record that ends with the session's lease (list shows
-                // records only beside lock keys that exist).
-                tracing::debug!(error = %e, "meta records not written; the next tick retries the puts");
-                inner.meta.unwritten(&chunk.iter().filter_map(|(n, _)| n.clone()).collect::<Vec<_>>());
-            }
-        }
-        if inner.meta.is_idle() {
-            return;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,10 @@ use crate::error::{Error, LossReason, Result};
 /// 1.5 MiB request limit.
 pub const MAX_NAME_LEN: usize = 32 * 1024;
 
+/// Where meta records live, under the client's namespace (see
+/// [`crate::meta`]); lock names under it are refused.
+pub const META_PREFIX: &str = "__etcdlock/meta/";
+
 /// Options for one lock acquisition.
 #[derive(Debug, Clone, Default)]
 pub struct LockOptions {
@@ -35,8 +39,8 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
     }
-    if name.starts_with(crate::meta::META_PREFIX) {
-        return Err(Error::invalid(format!("lock names under {:?} are reserved for etcdlock's records", crate::meta::META_PREFIX)));
+    if name.starts_with(META_PREFIX) {
+        return Err(Error::invalid(format!("lock names under {:?} are reserved for etcdlock's records", META_PREFIX)));
     }
     if name.len() > MAX_NAME_LEN {
         return Err(Error::invalid(format!(
