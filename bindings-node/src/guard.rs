@@ -159,28 +159,13 @@ impl NativeLock {
     #[napi(ts_args_type = "cb: (err: null | Error, validForMs: number | null) => void")]
     pub fn on_renewal(&self, cb: ThreadsafeFunction<Option<f64>, (), Option<f64>, Status, true, true>) -> napi::Result<()> {
         guard_sync(|| {
-            let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
-            let mut changes = self.guard.renewal_changes();
-            let mut ended = self.guard.lost_signal();
-            rt.spawn(async move {
-                loop {
-                    tokio::select! {
-                        _ = ended.wait() => break,
-                        r = changes.changed() => {
-                            if r.is_err() {
-                                break;
-                            }
-                            let v = match *changes.borrow_and_update() {
-                                etcdlock::Renewal::Ok => None,
-                                etcdlock::Renewal::Failing { valid_until } => {
-                                    Some(valid_until.saturating_duration_since(std::time::Instant::now()).as_secs_f64() * 1000.0)
-                                }
-                            };
-                            cb.call(Ok(v), ThreadsafeFunctionCallMode::NonBlocking);
-                        }
-                    }
-                }
-            });
+            js(etcdlock::bridge::follow_renewal(
+                &self.guard,
+                move |left| {
+                    cb.call(Ok(left.map(|d| d.as_secs_f64() * 1000.0)), ThreadsafeFunctionCallMode::NonBlocking);
+                },
+                || {},
+            ))?;
             Ok(())
         })
     }

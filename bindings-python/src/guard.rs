@@ -212,40 +212,23 @@ impl NativeGuard {
             Ok(())
         })?;
         let callback = Arc::new(callback);
-        let mut changes = self.g.renewal_changes();
-        let mut ended = self.g.lost_signal();
-        let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
-        rt.spawn(async move {
-            // Each call waits for the one before it: callbacks see changes in order.
-            let mut prev: Option<std::thread::JoinHandle<()>> = None;
-            loop {
-                tokio::select! {
-                    _ = ended.wait() => break,
-                    r = changes.changed() => {
-                        if r.is_err() {
-                            break;
-                        }
-                        let arg = match *changes.borrow_and_update() {
-                            etcdlock::Renewal::Ok => (false, None),
-                            etcdlock::Renewal::Failing { valid_until } => {
-                                (true, Some(valid_until.saturating_duration_since(Instant::now()).as_secs_f64()))
-                            }
-                        };
-                        let (cb, before) = (callback.clone(), prev.take());
-                        prev = Some(std::thread::spawn(move || {
-                            if let Some(b) = before {
-                                let _ = b.join();
-                            }
-                            attach_gated(|py| {
-                                if let Err(e) = cb.call1(py, arg) {
-                                    e.write_unraisable(py, None);
-                                }
-                            });
-                        }));
-                    }
+        // Each call waits for the one before it: callbacks see changes in order.
+        let mut prev: Option<std::thread::JoinHandle<()>> = None;
+        let changed = move |left: Option<Duration>| {
+            let arg = (left.is_some(), left.map(|d| d.as_secs_f64()));
+            let (cb, before) = (callback.clone(), prev.take());
+            prev = Some(std::thread::spawn(move || {
+                if let Some(b) = before {
+                    let _ = b.join();
                 }
-            }
-        });
+                attach_gated(|py| {
+                    if let Err(e) = cb.call1(py, arg) {
+                        e.write_unraisable(py, None);
+                    }
+                });
+            }));
+        };
+        etcdlock::bridge::follow_renewal(&self.g, changed, || {}).map_err(|e| Python::attach(|py| to_pyerr(py, &e)))?;
         Ok(())
     }
 

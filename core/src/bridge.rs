@@ -294,6 +294,39 @@ where
     Ok(task.abort_handle())
 }
 
+/// Follow `g`'s keep-alive renewal on the shared runtime: `changed(Some(left))`
+/// when renewals start failing (`left`: how long the hold stays valid
+/// without one), `changed(None)` when they recover, then `ended()` once the
+/// hold ends. Calls come in order, one at a time, on a runtime thread; the
+/// task does not keep the guard alive.
+pub fn follow_renewal(
+    g: &crate::Guard,
+    mut changed: impl FnMut(Option<Duration>) + Send + 'static,
+    ended: impl FnOnce() + Send + 'static,
+) -> Result<()> {
+    let mut changes = g.renewal_changes();
+    let mut end = g.lost_signal();
+    crate::runtime::runtime()?.spawn(async move {
+        loop {
+            tokio::select! {
+                _ = end.wait() => break,
+                r = changes.changed() => {
+                    if r.is_err() {
+                        break;
+                    }
+                    let left = match *changes.borrow_and_update() {
+                        crate::Renewal::Failing { valid_until } => Some(valid_until.saturating_duration_since(std::time::Instant::now())),
+                        crate::Renewal::Ok => None,
+                    };
+                    changed(left);
+                }
+            }
+        }
+        ended();
+    });
+    Ok(())
+}
+
 /// Native objects held by number (Java's `long` handles): a stale, foreign or
 /// twice-released number is a typed error, never a dangling pointer. Numbers
 /// are never reused.

@@ -223,31 +223,20 @@ pub unsafe extern "C" fn etcdlock_guard_on_renewal(
 ) -> c_int {
     ffi(|| {
         let g = &guard_arg(guard)?.guard;
-        let mut changes = g.renewal_changes();
-        let mut ended = g.lost_signal();
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
         let ud = UserData(user_data);
-        etcdlock_core::runtime::spawn(async move {
-            let ud = ud;
-            loop {
-                tokio::select! {
-                    _ = ended.wait() => break,
-                    r = changes.changed() => {
-                        if r.is_err() {
-                            break;
-                        }
-                        let ms = match *changes.borrow_and_update() {
-                            etcdlock_core::Renewal::Failing { valid_until } => {
-                                valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as i64
-                            }
-                            etcdlock_core::Renewal::Ok => -1,
-                        };
-                        cb(ms, ud.0);
-                    }
-                }
-            }
-            cb(ETCDLOCK_RENEWAL_ENDED, ud.0);
-        })?;
+        let end = UserData(user_data);
+        etcdlock_core::bridge::follow_renewal(
+            g,
+            move |left| {
+                let ud = &ud;
+                cb(left.map_or(-1, |d| d.as_millis() as i64), ud.0)
+            },
+            move || {
+                let end = end;
+                cb(ETCDLOCK_RENEWAL_ENDED, end.0)
+            },
+        )?;
         Ok(())
     })
 }
