@@ -61,6 +61,25 @@ impl MultiGuard {
         None
     }
 
+    /// Put `key` = `value` (namespaced like the locks) only while every lock
+    /// is held: etcd applies it in one Txn that compares every key's
+    /// create_revision, so a multi-lock that lost any of its locks is
+    /// refused (`LockLost`, and the locks found lost report it). The key may
+    /// not be under any of the locks' prefixes (`InvalidArgument`).
+    pub async fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        crate::guard::put_all(&self.guards, key.as_ref(), value.as_ref()).await
+    }
+
+    /// Get `key` only while every lock is held (see [`MultiGuard::put`]).
+    pub async fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        crate::guard::get_all(&self.guards, key.as_ref()).await
+    }
+
+    /// Delete `key` only while every lock is held; true if it existed.
+    pub async fn delete(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        crate::guard::delete_all(&self.guards, key.as_ref()).await
+    }
+
     /// Release every lock, all at once (one round trip, not one per name);
     /// the first error in name order is returned after all were tried.
     pub async fn unlock(&self) -> Result<()> {

@@ -1,4 +1,4 @@
-//! Multi-lock: all waiter keys in one Txn (issue 13, core part).
+//! Multi-lock: all waiter keys in one Txn; guarded operations under every lock.
 
 mod common;
 
@@ -146,4 +146,36 @@ async fn the_queue_read_in_the_txn_is_right_for_held_nested_and_many_names() {
         m.unlock().await.unwrap();
         assert!(common::keys(&a, &format!("{ns}many{n}-0/")).await.is_empty());
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guarded_operations_need_every_lock_and_a_lost_one_is_reported() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("multi-guarded");
+    let c = client(&etcd, &ns, 10).await;
+    let m = c.lock_many(&["acct-1", "acct-2"], LockOptions::timeout(Duration::from_secs(5))).await.unwrap();
+    m.put("ledger", "100").await.unwrap();
+    assert_eq!(m.get("ledger").await.unwrap().as_deref(), Some(&b"100"[..]));
+    assert!(m.delete("ledger").await.unwrap());
+    assert!(!m.delete("ledger").await.unwrap());
+    assert_eq!(m.get("ledger").await.unwrap(), None);
+    // Data under either lock's own prefix would join its queue: refused.
+    for bad in ["acct-1/x", "acct-2/y", ""] {
+        assert_eq!(m.put(bad, "v").await.unwrap_err().code(), ErrorCode::InvalidArgument, "{bad:?}");
+    }
+    // Lose the second lock from outside: the next operation is refused by
+    // etcd, that lock (and only it) reports KeyDeleted, the data is untouched.
+    m.put("ledger", "1").await.unwrap();
+    let lost_key = m.guards()[1].key();
+    let mut raw = c.etcd();
+    raw.delete(lost_key.clone(), None).await.unwrap();
+    let e = m.put("ledger", "2").await.unwrap_err();
+    assert_eq!((e.code(), e.loss_reason()), (ErrorCode::LockLost, Some(etcdlock::LossReason::KeyDeleted)));
+    assert!(m.guards()[0].loss().is_none(), "the lock still held is not reported lost");
+    assert_eq!(m.guards()[1].loss().map(|l| l.reason), Some(etcdlock::LossReason::KeyDeleted));
+    assert!(!m.is_held());
+    let v = raw.get(format!("{ns}ledger"), None).await.unwrap();
+    assert_eq!(v.kvs()[0].value(), b"1");
+    assert_eq!(m.unlock().await.unwrap_err().code(), ErrorCode::LockLost);
+    c.close().await;
 }

@@ -1,6 +1,7 @@
 //! A held lock: its state, its release, and the signals of its end.
 
 mod guarded;
+pub(crate) use guarded::{delete_all, get_all, put_all};
 mod state;
 
 use state::{end_hold, observed};
