@@ -296,6 +296,42 @@ impl NativeMultiGuard {
         to_asyncio(py, multi_lost_for(self.m.clone(), t), |py, l| Ok(l.into_pyobject(py)?.into_any().unbind()))
     }
 
+    /// Guarded put: applied by etcd only while every lock is held.
+    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let (m, k, v) = (self.m.clone(), key_bytes(key, "key")?, key_bytes(value, "value")?);
+        wait(py, async move { m.put(k, v).await })
+    }
+
+    /// Guarded get: the value as bytes, or None.
+    fn get(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Option<Py<PyBytes>>> {
+        let (m, k) = (self.m.clone(), key_bytes(key, "key")?);
+        Ok(wait(py, async move { m.get(k).await })?.map(|v| PyBytes::new(py, &v).unbind()))
+    }
+
+    /// Guarded delete: True if the key existed.
+    fn delete(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+        let (m, k) = (self.m.clone(), key_bytes(key, "key")?);
+        wait(py, async move { m.delete(k).await })
+    }
+
+    /// `put` as an awaitable.
+    fn put_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (m, k, v) = (self.m.clone(), key_bytes(key, "key")?, key_bytes(value, "value")?);
+        to_asyncio(py, async move { m.put(k, v).await }, |py, ()| Ok(none(py)))
+    }
+
+    /// `get` as an awaitable.
+    fn get_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (m, k) = (self.m.clone(), key_bytes(key, "key")?);
+        to_asyncio(py, async move { m.get(k).await }, |py, v| Ok(v.map_or_else(|| none(py), |v| PyBytes::new(py, &v).into_any().unbind())))
+    }
+
+    /// `delete` as an awaitable.
+    fn delete_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let (m, k) = (self.m.clone(), key_bytes(key, "key")?);
+        to_asyncio(py, async move { m.delete(k).await }, |py, b| Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()))
+    }
+
     /// Release every lock (all are tried; the first error is raised).
     fn unlock(&self, py: Python<'_>) -> PyResult<()> {
         let m = self.m.clone();

@@ -425,3 +425,33 @@ def test_async_recipes(endpoints: List[str], name: str) -> None:
             assert not m.is_held
 
     run(main())
+
+
+def test_multi_guard_guarded_operations_need_every_lock(endpoints: List[str], name: str, client: etcdlock.Client) -> None:
+    names = [f"{name}-1", f"{name}-2"]
+    m = client.acquire_many(names, timeout=5)  # no `with`: the test unlocks the lost hold itself
+    for _ in [0]:
+        m.put(f"{name}-ledger", "100")
+        assert m.get(f"{name}-ledger") == b"100"
+        assert m.delete(f"{name}-ledger") is True
+        assert m.get(f"{name}-ledger") is None
+        with pytest.raises(etcdlock.InvalidArgumentError):
+            m.put(f"{names[1]}/inside", "x")
+        m.put(f"{name}-ledger", "1")
+        etcdctl(endpoints, "del", m.keys[1])
+        with pytest.raises(etcdlock.LockLostError) as lost:
+            m.put(f"{name}-ledger", "2")
+        assert lost.value.reason == "KeyDeleted"
+        assert m.loss == (names[1], "KeyDeleted")
+        assert etcdctl(endpoints, "get", "--print-value-only", f"{name}-ledger").strip() == "1"
+        with pytest.raises(etcdlock.LockLostError):
+            m.unlock()
+
+    async def main() -> None:
+        async with etcdlock.AsyncClient(endpoints) as ac:
+            async with await ac.acquire_many(names, timeout=5) as am:
+                await am.put(f"{name}-ledger", "3")
+                assert await am.get(f"{name}-ledger") == b"3"
+                assert await am.delete(f"{name}-ledger") is True
+
+    asyncio.run(main())

@@ -208,6 +208,18 @@ class AsyncMultiGuard:
         """(name, reason) of the first lock lost; None on release or after ``timeout``."""
         return await self.sync.wait_lost_async(_check_timeout(timeout))
 
+    async def put(self, key: Union[str, bytes], value: Union[str, bytes]) -> None:
+        """:meth:`MultiGuard.put`, awaitable."""
+        await self.sync.put_async(key, value)
+
+    async def get(self, key: Union[str, bytes]) -> Optional[bytes]:
+        """:meth:`MultiGuard.get`, awaitable."""
+        return await self.sync.get_async(key)
+
+    async def delete(self, key: Union[str, bytes]) -> bool:
+        """:meth:`MultiGuard.delete`, awaitable."""
+        return await self.sync.delete_async(key)
+
     async def unlock(self) -> None:
         """Release every lock."""
         await self.sync.unlock_async()

@@ -174,6 +174,17 @@ class MultiGuard:
     def wait_lost(self, timeout: Optional[float] = None) -> Optional[Tuple[str, str]]:
         """Block until a lock is lost: its (name, reason); None on release or timeout."""
     def wait_lost_async(self, timeout: Optional[float] = None) -> Awaitable[Optional[Tuple[str, str]]]: ...
+    def put(self, key: Union[str, bytes], value: Union[str, bytes]) -> None:
+        """Write ``key`` only while every lock is held (one etcd Txn compares
+        every key's fencing token); LockLostError otherwise. The key may not
+        be under any of the locks' prefixes (InvalidArgumentError)."""
+    def get(self, key: Union[str, bytes]) -> Optional[bytes]:
+        """Read ``key`` only while every lock is held."""
+    def delete(self, key: Union[str, bytes]) -> bool:
+        """Delete ``key`` only while every lock is held; True if it existed."""
+    def put_async(self, key: Union[str, bytes], value: Union[str, bytes]) -> Awaitable[None]: ...
+    def get_async(self, key: Union[str, bytes]) -> Awaitable[Optional[bytes]]: ...
+    def delete_async(self, key: Union[str, bytes]) -> Awaitable[bool]: ...
     def unlock(self) -> None:
         """Release every lock (each is tried; the first error is raised)."""
     def unlock_async(self) -> Awaitable[None]: ...
