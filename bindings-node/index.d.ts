@@ -183,6 +183,14 @@ export declare class MultiLock implements AsyncDisposable {
   readonly signal: AbortSignal;
   /** True while every lock is held. */
   readonly isHeld: boolean;
+  /** Put `key` = `value` only while every lock is held (one etcd transaction; `LockLost` otherwise). */
+  put(key: string | Uint8Array, value: string | Uint8Array): Promise<void>;
+  /** Get `key` only while every lock is held; `null` when absent. */
+  get(key: string | Uint8Array): Promise<Buffer | null>;
+  /** Get `key` as a string only while every lock is held. */
+  get(key: string | Uint8Array, encoding: BufferEncoding): Promise<string | null>;
+  /** Delete `key` only while every lock is held; true if it existed. */
+  delete(key: string | Uint8Array): Promise<boolean>;
   /** Release every lock. */
   unlock(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;

@@ -130,9 +130,7 @@ class Lock {
    * etcd rejects it (`LockLost`) if we do not.
    */
   async put(key, value) {
-    const k = toBytes(key, 'key');
-    const v = toBytes(value, 'value');
-    return call(() => this.#n.put(k, v));
+    return guardedPut(this.#n, key, value);
   }
 
   /**
@@ -140,17 +138,12 @@ class Lock {
    * given, or `null` when absent.
    */
   async get(key, encoding) {
-    const k = toBytes(key, 'key');
-    if (encoding !== undefined && !Buffer.isEncoding(encoding)) throw invalid(`unknown encoding ${encoding}`);
-    const v = await call(() => this.#n.get(k));
-    if (v === null || v === undefined) return null;
-    return encoding === undefined ? v : v.toString(encoding);
+    return guardedGet(this.#n, key, encoding);
   }
 
   /** Delete `key` only while we hold the lock; resolves true if it existed. */
   async delete(key) {
-    const k = toBytes(key, 'key');
-    return call(() => this.#n.delete(k));
+    return guardedDelete(this.#n, key);
   }
 
   toString() {
@@ -245,10 +238,47 @@ class MultiLock {
     return this.unlock();
   }
 
+  /**
+   * Put `key` = `value` only while every lock is held: one etcd transaction
+   * compares every key's fencing token (`LockLost` otherwise). The key may not
+   * be under any of the locks' prefixes (`InvalidArgument`).
+   */
+  async put(key, value) {
+    return guardedPut(this.#n, key, value);
+  }
+
+  /** `get` only while every lock is held (as `Lock.get`). */
+  async get(key, encoding) {
+    return guardedGet(this.#n, key, encoding);
+  }
+
+  /** `delete` only while every lock is held; resolves true if it existed. */
+  async delete(key) {
+    return guardedDelete(this.#n, key);
+  }
+
   toString() {
     return `MultiLock(${this.names.join(', ')}, ${this.isHeld ? 'held' : 'not held'})`;
   }
 }
 
+// Guarded operations of a native lock or multi-lock (both have put/get/delete).
+function guardedPut(n, key, value) {
+  const k = toBytes(key, 'key');
+  const v = toBytes(value, 'value');
+  return call(() => n.put(k, v));
+}
+
+async function guardedGet(n, key, encoding) {
+  const k = toBytes(key, 'key');
+  if (encoding !== undefined && !Buffer.isEncoding(encoding)) throw invalid(`unknown encoding ${encoding}`);
+  const v = await call(() => n.get(k));
+  if (v === null || v === undefined) return null;
+  return encoding === undefined ? v : v.toString(encoding);
+}
+
+function guardedDelete(n, key) {
+  return call(() => n.delete(toBytes(key, 'key')));
+}
 
 module.exports = { Lock, Leadership, MultiLock };

@@ -232,6 +232,33 @@ pub struct NativeMulti {
 
 #[napi]
 impl NativeMulti {
+    /// Guarded put under every lock of the multi-lock.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn put<'env>(&self, env: &'env Env, key: Either<String, Buffer>, value: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let (m, k, v) = (self.m.clone(), bytes(&key), bytes(&value));
+            promise(env, async move { js(m.put(k, v).await) })
+        })
+    }
+
+    /// Guarded get under every lock.
+    #[napi(ts_return_type = "Promise<Buffer | null>")]
+    pub fn get<'env>(&self, env: &'env Env, key: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let (m, k) = (self.m.clone(), bytes(&key));
+            promise(env, async move { Ok(js(m.get(k).await)?.map(Buffer::from)) })
+        })
+    }
+
+    /// Guarded delete under every lock.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn delete<'env>(&self, env: &'env Env, key: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let (m, k) = (self.m.clone(), bytes(&key));
+            promise(env, async move { js(m.delete(k).await) })
+        })
+    }
+
     #[napi(getter)]
     pub fn names(&self) -> Vec<String> {
         self.m.guards().iter().map(|g| g.name().to_string()).collect()

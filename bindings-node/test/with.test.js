@@ -118,3 +118,24 @@ describe('ping and constructor misuse', () => {
     await assert.rejects(client.withPermit(unique('nofn'), 1, 'x'), (e) => e.code === 'InvalidArgument');
   });
 });
+
+describe('MultiLock guarded operations', () => {
+  it('put/get/delete need every lock; a lock lost from outside rejects LockLost and leaves the data', async () => {
+    const name = unique('mguard');
+    const m = await client.lockMany([`${name}-1`, `${name}-2`]);
+    await m.put(`${name}-ledger`, '100');
+    assert.equal(await m.get(`${name}-ledger`, 'utf8'), '100');
+    assert.equal(await m.delete(`${name}-ledger`), true);
+    assert.equal(await m.get(`${name}-ledger`), null);
+    await assert.rejects(m.put(`${name}-2/inside`, 'x'), (e) => e.code === 'InvalidArgument');
+    await m.put(`${name}-ledger`, '1');
+    await del(m.keys[1]);
+    await assert.rejects(m.put(`${name}-ledger`, '2'), (e) => e.code === 'LockLost' && e.reason === 'KeyDeleted');
+    const lost = await m.lost;
+    assert.deepEqual(lost, { name: `${name}-2`, reason: 'KeyDeleted' });
+    await assert.rejects(m.unlock(), (e) => e.code === 'LockLost');
+    const probe = await other.lock(`${name}-probe`);
+    assert.equal(await probe.get(`${name}-ledger`, 'utf8'), '1');
+    await probe.unlock();
+  });
+});
