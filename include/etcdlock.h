@@ -672,6 +672,44 @@ int etcdlock_guard_delete(const struct etcdlock_guard *guard,
 // Example: etcdlock_buffer_free(v);
 void etcdlock_buffer_free(uint8_t *buffer);
 
+// Guarded put under every lock of a multi-lock: etcd applies it in one
+// transaction that compares every key's create_revision, so a multi-lock
+// that lost any of its locks is refused (ETCDLOCK_LOCK_LOST; the lock found
+// lost reports it). `key` may not be under any of the locks' prefixes
+// (ETCDLOCK_INVALID_ARGUMENT). Otherwise as etcdlock_guard_put.
+//
+// Safety: multi is live; key points to key_len bytes, value to value_len bytes.
+//
+// Example: etcdlock_multi_put(m, (const uint8_t *)"ledger", 6, (const uint8_t *)"100", 3);
+int etcdlock_multi_put(const struct etcdlock_multi *multi,
+                       const uint8_t *key,
+                       size_t key_len,
+                       const uint8_t *value,
+                       size_t value_len);
+
+// Guarded get under every lock of a multi-lock; the value as
+// etcdlock_guard_get gives it (free with etcdlock_buffer_free).
+//
+// Safety: multi is live; key points to key_len bytes; value and value_len are writable.
+//
+// Example: uint8_t *v = NULL; size_t n = 0; etcdlock_multi_get(m, (const uint8_t *)"ledger", 6, &v, &n);
+int etcdlock_multi_get(const struct etcdlock_multi *multi,
+                       const uint8_t *key,
+                       size_t key_len,
+                       uint8_t **value,
+                       size_t *value_len);
+
+// Guarded delete under every lock of a multi-lock; *deleted (if not NULL)
+// as etcdlock_guard_delete.
+//
+// Safety: multi is live; key points to key_len bytes; deleted is NULL or writable.
+//
+// Example: int existed; etcdlock_multi_delete(m, (const uint8_t *)"ledger", 6, &existed);
+int etcdlock_multi_delete(const struct etcdlock_multi *multi,
+                          const uint8_t *key,
+                          size_t key_len,
+                          int *deleted);
+
 // Start waiting for the lock `name` without blocking the caller.
 //
 // If this returns ETCDLOCK_OK, `callback(status, guard, user_data)` is called

@@ -1431,6 +1431,57 @@ static void *multi_thread(void *p) {
     return NULL;
 }
 
+/* Guarded operations under every lock of a multi-lock; one lock lost from outside. */
+static void test_multi_guarded(void) {
+    etcdlock_client *c = connect_default();
+    CHECK(c != NULL, "connect");
+    if (!c) return;
+    char n0[128], n1[160], key[160], inside[200];
+    unique(n0, sizeof n0, "mguard");
+    snprintf(n1, sizeof n1, "%s-2", n0);
+    snprintf(key, sizeof key, "%s-ledger", n0);
+    snprintf(inside, sizeof inside, "%s/inside", n1);
+    size_t kl = strlen(key);
+    const char *names[] = {n0, n1};
+    etcdlock_multi *m = NULL;
+    CHECK_RC(etcdlock_lock_many(c, names, 2, 5000, &m), ETCDLOCK_OK);
+    if (!m) { etcdlock_client_free(c); return; }
+    CHECK_RC(etcdlock_multi_put(m, (const uint8_t *)key, kl, (const uint8_t *)"100", 3), ETCDLOCK_OK);
+    uint8_t *v = NULL;
+    size_t n = 0;
+    CHECK_RC(etcdlock_multi_get(m, (const uint8_t *)key, kl, &v, &n), ETCDLOCK_OK);
+    CHECK(v != NULL && n == 3 && memcmp(v, "100", 3) == 0, "value round trip (%zu bytes)", n);
+    etcdlock_buffer_free(v);
+    int deleted = -1;
+    CHECK_RC(etcdlock_multi_delete(m, (const uint8_t *)key, kl, &deleted), ETCDLOCK_OK);
+    CHECK(deleted == 1, "deleted %d", deleted);
+    CHECK_RC(etcdlock_multi_put(m, (const uint8_t *)inside, strlen(inside), (const uint8_t *)"x", 1), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_put(m, NULL, 0, (const uint8_t *)"x", 1), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_put(m, (const uint8_t *)key, kl, (const uint8_t *)"1", 1), ETCDLOCK_OK);
+    const char *k1 = NULL;
+    CHECK_RC(etcdlock_multi_key(m, 1, &k1), ETCDLOCK_OK);
+    const char *del[] = {"del", k1, NULL};
+    CHECK(run_etcdctl(H.endpoint, del), "etcdctl del");
+    CHECK_RC(etcdlock_multi_put(m, (const uint8_t *)key, kl, (const uint8_t *)"2", 1), ETCDLOCK_LOCK_LOST);
+    CHECK(etcdlock_last_error_loss_reason() == ETCDLOCK_LOSS_KEY_DELETED, "loss reason %d", etcdlock_last_error_loss_reason());
+    int held = 1;
+    CHECK_RC(etcdlock_multi_is_held(m, &held), ETCDLOCK_OK);
+    CHECK(held == 0, "not held after the loss");
+    CHECK_RC(etcdlock_multi_unlock(m), ETCDLOCK_LOCK_LOST);
+    etcdlock_multi_free(m);
+    /* The data kept the value written while both locks were held. */
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_lock(c, n0, 5000, &g), ETCDLOCK_OK);
+    if (g) {
+        CHECK_RC(etcdlock_guard_get(g, (const uint8_t *)key, kl, &v, &n), ETCDLOCK_OK);
+        CHECK(v != NULL && n == 1 && v[0] == '1', "value kept");
+        etcdlock_buffer_free(v);
+        etcdlock_unlock(g);
+        etcdlock_guard_free(g);
+    }
+    etcdlock_client_free(c);
+}
+
 static void test_lock_many(void) {
     etcdlock_client *a = connect_default(), *b = connect_default();
     CHECK(a && b, "connect");
@@ -1869,6 +1920,7 @@ static const test_case TESTS[] = {
     {"timeout", test_timeout},
     {"wait_forever_handoff_and_cross_thread_unlock", test_wait_forever_handoff_and_cross_thread_unlock},
     {"guarded_ops", test_guarded_ops},
+    {"multi_guarded", test_multi_guarded},
     {"async_lock", test_async_lock},
     {"async_timeout_and_cancel", test_async_timeout_and_cancel},
     {"blocking_call_in_callback", test_blocking_call_in_callback},
