@@ -268,6 +268,64 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiInfo<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
+/// `static native void multiPut(long multi, byte[] key, byte[] value)`: put
+/// guarded by every lock of the multi-lock.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_multiPut<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    multi: jlong,
+    key: JByteArray<'local>,
+    value: JByteArray<'local>,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let (k, v) = (req_bytes(env, &key, "key")?, req_bytes(env, &value, "value")?);
+            block(env, async move { m.put(k, v).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native byte[] multiGet(long multi, byte[] key)`: get guarded by
+/// every lock, null if absent.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_multiGet<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    multi: jlong,
+    key: JByteArray<'local>,
+) -> JByteArray<'local> {
+    unowned
+        .with_env(|env| -> NResult<JByteArray<'local>> {
+            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let k = req_bytes(env, &key, "key")?;
+            match block(env, async move { m.get(k).await }, None)? {
+                Some(v) => Ok(env.byte_array_from_slice(&v)?),
+                None => Ok(JByteArray::default()),
+            }
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native boolean multiDelete(long multi, byte[] key)`: delete
+/// guarded by every lock.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_multiDelete<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    multi: jlong,
+    key: JByteArray<'local>,
+) -> jboolean {
+    unowned
+        .with_env(|env| -> NResult<jboolean> {
+            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let k = req_bytes(env, &key, "key")?;
+            block(env, async move { m.delete(k).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
 /// `static native void multiUnlock(long multi)`: release every lock.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_multiUnlock<'local>(

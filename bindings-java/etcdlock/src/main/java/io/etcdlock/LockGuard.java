@@ -355,7 +355,7 @@ public final class LockGuard implements AutoCloseable {
         return "LockGuard{name=" + name + ", key=" + key + ", fencingToken=" + fencingToken + "}";
     }
 
-    private static byte[] utf8(String s, String what) {
+    static byte[] utf8(String s, String what) {
         if (s == null) {
             throw new InvalidArgumentException(what + " must not be null");
         }

@@ -65,6 +65,59 @@ public final class MultiLockGuard implements AutoCloseable {
         }
     }
 
+    /**
+     * Guarded put: applied by etcd only while every lock is held (one transaction compares
+     * every key's fencing token; {@link LockLostException} otherwise, and the lock found lost
+     * reports it). The key may not be under any of the locks' prefixes.
+     */
+    public void put(byte[] key, byte[] value) {
+        Args.checkNotOnRuntimeThread("guarded put on locks " + names);
+        long p = handle.pin();
+        try {
+            NativeBridge.multiPut(p, key, value);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** Guarded put of UTF-8 strings. */
+    public void put(String key, String value) {
+        put(LockGuard.utf8(key, "key"), LockGuard.utf8(value, "value"));
+    }
+
+    /** Guarded get under every lock: the value, or null if the key does not exist. */
+    public byte[] get(byte[] key) {
+        Args.checkNotOnRuntimeThread("guarded get on locks " + names);
+        long p = handle.pin();
+        try {
+            return NativeBridge.multiGet(p, key);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** Guarded get of a UTF-8 string value, or null. */
+    public String get(String key) {
+        byte[] v = get(LockGuard.utf8(key, "key"));
+        return v == null ? null : new String(v, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** Guarded delete under every lock; true if the key existed. */
+    public boolean delete(byte[] key) {
+        Args.checkNotOnRuntimeThread("guarded delete on locks " + names);
+        long p = handle.pin();
+        try {
+            return NativeBridge.multiDelete(p, key);
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /** Guarded delete of a UTF-8 key. */
+    public boolean delete(String key) {
+        return delete(LockGuard.utf8(key, "key"));
+    }
+
     /** The name of the first lock lost and why, if one was. */
     public Optional<java.util.Map.Entry<String, LossReason>> lost() {
         long p;

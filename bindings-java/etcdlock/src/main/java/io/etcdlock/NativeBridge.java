@@ -173,6 +173,12 @@ final class NativeBridge {
 
     static native void multiUnlock(long multi);
 
+    static native void multiPut(long multi, byte[] key, byte[] value);
+
+    static native byte[] multiGet(long multi, byte[] key);
+
+    static native boolean multiDelete(long multi, byte[] key);
+
     static native void freeMulti(long multi);
 
     // Benchmark entry points: only in a native library built with the `bench`

@@ -200,6 +200,26 @@ class RecipesTest {
     }
 
     @Test
+    void multiLockGuardedOperationsNeedEveryLock() throws Exception {
+        String base = uniqueName("mguard");
+        List<String> names = Arrays.asList(base + "-1", base + "-2");
+        MultiLockGuard m = a.acquireAll(names, Duration.ofSeconds(5));
+        m.put(base + "-ledger", "100");
+        assertEquals("100", m.get(base + "-ledger"));
+        assertTrue(m.delete(base + "-ledger"));
+        assertFalse(m.delete(base + "-ledger"));
+        assertNull(m.get(base + "-ledger"));
+        assertThrows(InvalidArgumentException.class, () -> m.put(names.get(1) + "/inside", "x"));
+        m.put(base + "-ledger", "1");
+        raw().getKVClient().delete(bs(m.keys().get(1))).get(5, TimeUnit.SECONDS);
+        LockLostException e = assertThrows(LockLostException.class, () -> m.put(base + "-ledger", "2"));
+        assertEquals(LossReason.KEY_DELETED, e.reason());
+        assertEquals(Optional.of(java.util.Map.entry(names.get(1), LossReason.KEY_DELETED)), m.lost());
+        assertEquals("1", rawGet(base + "-ledger"));
+        assertThrows(LockLostException.class, m::close);
+    }
+
+    @Test
     void acquireAllHoldsEveryNameWithOneRevision() throws Exception {
         String base = uniqueName("multi");
         List<String> names = Arrays.asList(base + "-a", base + "-b", base + "-c");
