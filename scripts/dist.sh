@@ -205,7 +205,7 @@ glibc_check "$BIN/libetcdlock_node.so"
 no_bench "$BIN/libetcdlock_node.so"
 n=$work/node
 mkdir -p "$n"
-cp -r bindings-node/{package.json,README.md,index.js,index.d.ts,loader.js,lib,examples,scripts} "$n/"
+cp -r bindings-node/{package.json,README.md,index.js,index.d.ts,loader.js,prometheus.js,prometheus.d.ts,lib,examples,scripts} "$n/"
 install -m 0755 "$BIN/libetcdlock_node.so" "$n/etcdlock.linux-x64-gnu.node"
 (cd "$n" && npm pack --silent --pack-destination "$OUT" >/dev/null) || die "npm pack failed"
 
