@@ -220,13 +220,11 @@ enum Cmd {
     /// Print the etcdlock(1) man page (roff), as the release tarball installs it.
     #[command(hide = true)]
     Man,
-    /// The supervisor `run` and `elect` start beside a command: SIGKILLs the
-    /// command's process group PGID if etcdlock dies (stdin: etcdlock's pipe).
+    /// The supervisor `run` and `elect` start before a command: SIGKILLs the
+    /// command's process group if etcdlock dies (stdin: the pipe on which the
+    /// command writes its group before exec and etcdlock ends the job).
     #[command(hide = true)]
-    Supervise {
-        /// The command's process group
-        pgid: i32,
-    },
+    Supervise,
     /// The Rust worker of the cross-language flash-sale demo (configured by FLASH_* variables).
     #[command(hide = true)]
     FlashWorker,
@@ -372,7 +370,7 @@ fn main() {
             clap_complete::generate(shell, &mut Cli::command(), "etcdlock", &mut std::io::stdout());
             std::process::exit(0);
         }
-        Cmd::Supervise { pgid } => std::process::exit(tree::supervisor_main(pgid)),
+        Cmd::Supervise => std::process::exit(tree::supervisor_main()),
         Cmd::Man => {
             let code = match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
                 Ok(()) => 0,

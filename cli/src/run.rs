@@ -172,10 +172,11 @@ pub async fn run_while_held(
         .env("ETCDLOCK_KEY", guard.key())
         .env("ETCDLOCK_LEASE_ID", format!("{:x}", guard.lease_id()))
         .env("ETCDLOCK_LOCK_NAME", name);
-    let terminal = crate::tree::prepare(&mut cmd);
+    let prepared = crate::tree::prepare(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
+            prepared.abandon();
             crate::observe::say("error", &format!("cannot run {:?}: {e}", command[0]), serde_json::json!({"event": "spawn_failed", "lock": name}));
             let _ = guard.unlock().await;
             client.close().await;
@@ -183,11 +184,12 @@ pub async fn run_while_held(
         }
     };
     let Some(pid) = child.id().map(|p| p as i32) else {
+        prepared.abandon();
         let _ = guard.unlock().await;
         client.close().await;
         return exit::ERROR;
     };
-    let tree = crate::tree::Tree::started(pid, terminal);
+    let tree = crate::tree::Tree::started(pid, prepared);
     // After a stop signal: when the group gets SIGKILL.
     let mut kill_at: Option<Instant> = None;
     let left = |kill_at: Option<Instant>| match kill_at {

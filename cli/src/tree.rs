@@ -8,10 +8,13 @@
 //! whose parent exits are reaped here and never linger as zombies.
 //!
 //! kill -9 of etcdlock: a small supervisor process (etcdlock itself, hidden
-//! subcommand `supervise`) holds the read end of a pipe whose write end only
-//! etcdlock has; when etcdlock dies the pipe closes and the supervisor
-//! SIGKILLs the group. PR_SET_PDEATHSIG alone would reach only the direct
-//! child (it is cleared on fork and fires when the parent *thread* exits).
+//! subcommand `supervise`), started before the command, holds the read end of
+//! a pipe whose write end only etcdlock has. The command writes its process
+//! group to the pipe between fork and exec, so the supervisor knows the group
+//! before the command runs a single instruction of its own; when etcdlock
+//! dies the pipe closes and the supervisor SIGKILLs the group. PR_SET_PDEATHSIG
+//! alone would reach only the direct child (it is cleared on fork and fires
+//! when the parent *thread* exits).
 
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -31,17 +34,40 @@ fn own_terminal() -> bool {
     unsafe { libc::isatty(0) == 1 && libc::tcgetpgrp(0) == libc::getpgrp() }
 }
 
-/// Prepare `cmd` to start its own process group (and, on a terminal we own,
-/// to take the terminal's foreground, so an interactive command does not
-/// stop on SIGTTIN). Returns whether the terminal is handed over.
-pub fn prepare(cmd: &mut tokio::process::Command) -> bool {
+/// What [`prepare`] set up: the terminal hand-over and the supervisor.
+pub struct Prepared {
+    terminal: bool,
+    supervisor: Option<(std::process::Child, OwnedFd)>,
+}
+
+impl Prepared {
+    /// The command did not start: let the supervisor go without a kill.
+    pub fn abandon(self) {
+        if let Some((child, fd)) = self.supervisor {
+            finish_supervisor(child, fd);
+        }
+    }
+}
+
+/// Start the supervisor and prepare `cmd` to start its own process group,
+/// tell the supervisor that group before exec, and (on a terminal we own)
+/// take the terminal's foreground, so an interactive command does not stop
+/// on SIGTTIN.
+pub fn prepare(cmd: &mut tokio::process::Command) -> Prepared {
     let terminal = own_terminal();
-    // SAFETY: only async-signal-safe calls (setpgid, sigaction, tcsetpgrp)
-    // run in the child between fork and exec.
+    let supervisor = supervise();
+    let report = supervisor.as_ref().map(|(_, fd)| fd.as_raw_fd());
+    // SAFETY: only async-signal-safe calls (setpgid, getpid, write,
+    // sigaction, tcsetpgrp) run in the child between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
             if libc::setpgid(0, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            if let Some(fd) = report {
+                // 4 bytes: one write below PIPE_BUF is atomic. The fd closes at exec.
+                let pid = libc::getpid().to_le_bytes();
+                libc::write(fd, pid.as_ptr() as *const libc::c_void, pid.len());
             }
             if terminal {
                 set_foreground(libc::getpid());
@@ -49,14 +75,14 @@ pub fn prepare(cmd: &mut tokio::process::Command) -> bool {
             Ok(())
         });
     }
-    terminal
+    Prepared { terminal, supervisor }
 }
 
 impl Tree {
     /// After `cmd` started as `pid`: give it the terminal too (both sides do
-    /// it, as shells do, so neither order races), become the subreaper, and
-    /// start the supervisor.
-    pub fn started(pid: i32, terminal: bool) -> Tree {
+    /// it, as shells do, so neither order races) and become the subreaper.
+    pub fn started(pid: i32, prepared: Prepared) -> Tree {
+        let terminal = prepared.terminal;
         unsafe {
             // Both parent and child set the group, as shells do.
             libc::setpgid(pid, pid);
@@ -65,7 +91,7 @@ impl Tree {
             }
             libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         }
-        Tree { pgid: pid, supervisor: supervise(pid), terminal }
+        Tree { pgid: pid, supervisor: prepared.supervisor, terminal }
     }
 
     /// Send `sig` to every process of the group.
@@ -122,11 +148,8 @@ impl Tree {
         if self.terminal {
             unsafe { set_foreground(libc::getpgrp()) };
         }
-        if let Some((mut child, fd)) = self.supervisor.take() {
-            // One byte: the job ended here; the supervisor exits without a kill.
-            let _ = unsafe { libc::write(fd.as_raw_fd(), b"x".as_ptr() as *const libc::c_void, 1) };
-            drop(fd);
-            let _ = child.wait();
+        if let Some((child, fd)) = self.supervisor.take() {
+            finish_supervisor(child, fd);
         }
     }
 }
@@ -143,10 +166,18 @@ unsafe fn set_foreground(pgid: i32) {
     libc::sigaction(libc::SIGTTOU, &old, std::ptr::null_mut());
 }
 
-/// Start `etcdlock supervise PGID` with the read end of a pipe as its stdin.
-/// The write end is close-on-exec and stays in etcdlock alone, so it closes
-/// when etcdlock dies, however it dies.
-fn supervise(pgid: i32) -> Option<(std::process::Child, OwnedFd)> {
+/// One byte after the group: the job ended here; the supervisor exits
+/// without a kill.
+fn finish_supervisor(mut child: std::process::Child, fd: OwnedFd) {
+    let _ = unsafe { libc::write(fd.as_raw_fd(), b"x".as_ptr() as *const libc::c_void, 1) };
+    drop(fd);
+    let _ = child.wait();
+}
+
+/// Start `etcdlock supervise` with the read end of a pipe as its stdin. The
+/// write end is close-on-exec and stays in etcdlock alone (and in the
+/// command until its exec), so it closes when etcdlock dies, however it dies.
+fn supervise() -> Option<(std::process::Child, OwnedFd)> {
     let mut fds = [0; 2];
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         eprintln!("etcdlock: cannot start the supervisor (pipe): {}", std::io::Error::last_os_error());
@@ -155,7 +186,7 @@ fn supervise(pgid: i32) -> Option<(std::process::Child, OwnedFd)> {
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let exe = std::env::current_exe().ok()?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.args(["supervise", &pgid.to_string()]).stdin(Stdio::from(read)).stdout(Stdio::null());
+    cmd.arg("supervise").stdin(Stdio::from(read)).stdout(Stdio::null());
     // Its own group: a signal to etcdlock's group (the terminal's Ctrl-C, a
     // `kill -- -PGID`) must not end the supervisor before it can act.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
@@ -168,24 +199,39 @@ fn supervise(pgid: i32) -> Option<(std::process::Child, OwnedFd)> {
     }
 }
 
-/// `etcdlock supervise PGID`: wait for etcdlock's pipe; a byte means the job
-/// ended normally; end of file without one means etcdlock died: SIGKILL the
-/// job's group.
-pub fn supervisor_main(pgid: i32) -> i32 {
+/// `etcdlock supervise`: read the command's group (4 bytes the command
+/// writes before exec), then wait: a byte means the job ended normally; end
+/// of file without one means etcdlock died: SIGKILL the job's group.
+pub fn supervisor_main() -> i32 {
     unsafe {
         for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             libc::signal(s, libc::SIG_IGN);
         }
     }
+    let mut stdin = std::io::stdin();
+    let mut pgid = [0u8; 4];
+    if read_full(&mut stdin, &mut pgid).is_err() {
+        // No command ever started (or etcdlock died before it forked).
+        return 0;
+    }
+    let pgid = i32::from_le_bytes(pgid);
     let mut b = [0u8; 1];
-    let n = loop {
-        match std::io::stdin().read(&mut b) {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            r => break r,
-        }
-    };
-    if !matches!(n, Ok(1)) && pgid > 1 {
+    if read_full(&mut stdin, &mut b).is_err() && pgid > 1 {
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
     }
     0
+}
+
+/// Fill `buf`, or fail at end of file.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<()> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
