@@ -409,7 +409,7 @@ fn main() {
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
-            Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise { .. } => 0, // answered before the runtime started
+            Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started
             Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, recipes, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),

@@ -51,9 +51,6 @@ pub(crate) struct Bridge {
 
 pub(crate) static BRIDGE: OnceLock<Bridge> = OnceLock::new();
 
-/// Build the Java exception for (code, reason, message) via
-/// `NativeBridge.error(int, int, String)` and throw it.
-
 /// The wire form of a core error as JNI values: code, loss reason (0:
 /// none), retryable, message.
 pub(crate) fn wire(e: &Error) -> (i32, i32, bool, String) {
