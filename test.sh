@@ -36,6 +36,11 @@ suite core "Rust core, CLI and harness (cargo test)" \
   cargo test --quiet -p etcdlock -p etcdlock-testkit -p etcdlock-cli
 suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
   cargo clippy --quiet --workspace --all-targets -- -D warnings
+# The bindings' benchmark entry points exist only with their bench feature
+# (never in a published artifact); lint them so they do not rot.
+suite core "Rust lints of the benchmark builds (--features bench)" \
+  cargo clippy --quiet -p etcdlock-python -p etcdlock-node -p etcdlock-jni \
+    --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench -- -D warnings
 suite core "Rust seed demo (route 1, route 2)" \
   cargo run --quiet -p etcdlock --example seed_demo
 suite c "C ABI (ffi-c/test.sh)" bash ffi-c/test.sh
