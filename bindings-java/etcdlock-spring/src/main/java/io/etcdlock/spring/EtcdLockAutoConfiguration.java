@@ -55,6 +55,12 @@ public class EtcdLockAutoConfiguration {
         if (p.getKeepaliveInterval() != null) {
             b.keepaliveInterval(p.getKeepaliveInterval());
         }
+        if (p.getMargin() != null) {
+            b.margin(p.getMargin());
+        }
+        if (p.getWatchHeldKeys() != null) {
+            b.watchHeldKeys(p.getWatchHeldKeys());
+        }
         return b.build();
     }
 

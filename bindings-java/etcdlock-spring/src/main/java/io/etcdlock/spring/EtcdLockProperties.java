@@ -1,10 +1,12 @@
 package io.etcdlock.spring;
 
 import java.time.Duration;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.boot.convert.DurationUnit;
 
 /**
  * {@code etcdlock.*} properties:
@@ -21,6 +23,10 @@ import org.springframework.boot.context.properties.ConfigurationProperties;
  * etcdlock.registry-key=spring-integration
  * etcdlock.metrics.lock-name-tag=false
  * </pre>
+ *
+ * A duration without a unit is in seconds ({@code etcdlock.ttl=10} is 10 s), as in the
+ * {@code ETCDLOCK_*} variables and every etcdlock language; {@code 500ms}, {@code 5s},
+ * {@code 1m} work too.
  */
 @ConfigurationProperties(prefix = "etcdlock")
 public class EtcdLockProperties {
@@ -29,6 +35,7 @@ public class EtcdLockProperties {
     /** etcd endpoints. */
     private List<String> endpoints = new ArrayList<>(List.of("http://127.0.0.1:2379"));
     /** Lease TTL: a crashed holder's locks are freed after at most this long. */
+    @DurationUnit(ChronoUnit.SECONDS)
     private Duration ttl = Duration.ofSeconds(15);
     /** Prefix prepended to every key. */
     private String namespace;
@@ -37,11 +44,19 @@ public class EtcdLockProperties {
     /** etcd password. */
     private String password;
     /** Bound on connecting at startup. */
+    @DurationUnit(ChronoUnit.SECONDS)
     private Duration connectTimeout;
     /** Bound on every call that does not wait for a lock (tryLock, unlock, guarded operations, status), retries and failover included (default 2 s). */
+    @DurationUnit(ChronoUnit.SECONDS)
     private Duration requestTimeout;
     /** Time between lease keep-alives (default TTL/3; at least 50 ms, at most half of TTL minus margin). */
+    @DurationUnit(ChronoUnit.SECONDS)
     private Duration keepaliveInterval;
+    /** Safety margin taken off the TTL for local loss detection (default TTL/5, at most 2 s; at most half the TTL). */
+    @DurationUnit(ChronoUnit.SECONDS)
+    private Duration margin;
+    /** Watch each held key so an outside delete is reported at once (default true). */
+    private Boolean watchHeldKeys;
     /** Prefix of the LockRegistry's lock names. */
     private String registryKey = EtcdLockRegistry.DEFAULT_REGISTRY_KEY;
     /** TLS material (PEM files). */
@@ -98,6 +113,10 @@ public class EtcdLockProperties {
     public void setConnectTimeout(Duration connectTimeout) { this.connectTimeout = connectTimeout; }
     public Duration getRequestTimeout() { return requestTimeout; }
     public void setRequestTimeout(Duration requestTimeout) { this.requestTimeout = requestTimeout; }
+    public Duration getMargin() { return margin; }
+    public void setMargin(Duration margin) { this.margin = margin; }
+    public Boolean getWatchHeldKeys() { return watchHeldKeys; }
+    public void setWatchHeldKeys(Boolean watchHeldKeys) { this.watchHeldKeys = watchHeldKeys; }
     public Duration getKeepaliveInterval() { return keepaliveInterval; }
     public void setKeepaliveInterval(Duration keepaliveInterval) { this.keepaliveInterval = keepaliveInterval; }
     public String getRegistryKey() { return registryKey; }

@@ -39,6 +39,45 @@ class EtcdLockSpringTest {
     }
 
     @Test
+    void theReadmePropertiesBlockBindsAsWritten() throws Exception {
+        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
+        int at = readme.indexOf("```properties\n", readme.indexOf("## Spring Boot"));
+        assertTrue(at > 0, "the README's Spring properties block");
+        String block = readme.substring(at + "```properties\n".length(), readme.indexOf("```", at + 3));
+        java.util.Properties props = new java.util.Properties();
+        props.load(new java.io.StringReader(block));
+        EtcdLockProperties p = new org.springframework.boot.context.properties.bind.Binder(
+                new org.springframework.boot.context.properties.source.MapConfigurationPropertySource(props))
+                .bind("etcdlock", EtcdLockProperties.class).get();
+        assertEquals(java.util.List.of("http://10.0.0.1:2379", "http://10.0.0.2:2379"), p.getEndpoints());
+        assertEquals(Duration.ofSeconds(15), p.getTtl());
+        assertEquals(Duration.ofSeconds(5), p.getKeepaliveInterval());
+        assertEquals(Duration.ofSeconds(2), p.getMargin());
+        assertEquals(Boolean.TRUE, p.getWatchHeldKeys());
+        assertEquals("spring-integration", p.getRegistryKey());
+        assertFalse(p.getMetrics().isLockNameTag());
+        assertTrue(p.isEnabled());
+    }
+
+    @Test
+    void aDurationWithoutAUnitIsSecondsAndEveryCoreOptionHasAProperty() {
+        runner().withPropertyValues("etcdlock.ttl=6", "etcdlock.margin=1", "etcdlock.keepalive-interval=500ms",
+                "etcdlock.watch-held-keys=false", "etcdlock.request-timeout=3").run(ctx -> {
+                    assertNull(ctx.getStartupFailure());
+                    EtcdLockClient client = ctx.getBean(EtcdLockClient.class);
+                    assertEquals(6, client.ttlSeconds());
+                    EtcdLockProperties p = ctx.getBean(EtcdLockProperties.class);
+                    assertEquals(Duration.ofSeconds(1), p.getMargin());
+                    assertEquals(Duration.ofSeconds(3), p.getRequestTimeout());
+                    try (LockGuard g = client.acquire("spring-units")) {
+                        assertTrue(g.isHeld());
+                    }
+                });
+        runner().withPropertyValues("etcdlock.margin=4").run(ctx -> assertNotNull(ctx.getStartupFailure(),
+                "a margin above half the TTL (5 s) is refused by core"));
+    }
+
+    @Test
     void autoConfigurationBindsPropertiesAndCreatesTheBeans() {
         runner().withPropertyValues("etcdlock.ttl=7s", "etcdlock.namespace=ns-a/", "etcdlock.registry-key=reg")
                 .run(ctx -> {
