@@ -49,32 +49,73 @@ impl Client {
     }
 }
 
+/// Delete our key `key` while it is the incarnation created at `rev`: one Txn
+/// comparing its create_revision, so a delete that reaches etcd late (a
+/// request buffered in a member that was paused, which gRPC's deadline does
+/// not cut off: the server counts it from when it reads the request) can never
+/// remove a later key of the same name (a session reuses its key names).
+/// Ok(true) if it deleted the key, Ok(false) if that incarnation was gone.
+pub(crate) async fn delete_incarnation(client: &Client, key: &[u8], rev: i64) -> Result<bool> {
+    let t = &client.inner.transport;
+    let txn = etcd_client::Txn::new()
+        .when([etcd_client::Compare::create_revision(key.to_vec(), etcd_client::CompareOp::Equal, rev)])
+        .and_then([etcd_client::TxnOp::delete(key.to_vec(), None)]);
+    let r = t
+        .call(t.request_bound(), &mut false, |mut c| {
+            let txn = txn.clone();
+            async move { c.txn(txn).await }
+        })
+        .await?;
+    Ok(r.succeeded())
+}
+
+/// The create_revision of our key as etcd has it now (None: absent).
+async fn current_incarnation(client: &Client, key: &[u8]) -> Result<Option<i64>> {
+    let t = &client.inner.transport;
+    let k = key.to_vec();
+    let r = t
+        .call(t.request_bound(), &mut false, |mut c| {
+            let k = k.clone();
+            async move { c.get(k, Some(etcd_client::GetOptions::new().with_keys_only())).await }
+        })
+        .await?;
+    Ok(r.kvs().first().map(|kv| kv.create_revision()))
+}
+
 /// Delete one of our keys, retrying until it is gone or our lease (and with it
-/// the key) is gone anyway. `uncertain`: a write of ours to this key may still
-/// be in flight (an attempt whose outcome we never learnt), so delete once more
-/// after it can no longer land.
-pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &[u8], uncertain: bool) {
+/// the key) is gone anyway. `rev`: the create_revision of the incarnation to
+/// delete, if known (else it is read first). Every delete is conditional on
+/// that revision ([`delete_incarnation`]). `uncertain`: a write of ours to
+/// this key may still be in flight (an attempt whose outcome we never learnt),
+/// so look once more after it should have landed, and delete what it created.
+/// The key stays reserved in the session until this returns.
+pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &[u8], rev: Option<i64>, uncertain: bool) {
     let t = &client.inner.transport;
     let mut backoff = Duration::from_millis(50);
     let mut rounds = if uncertain { 2 } else { 1 };
+    let mut rev = rev;
     loop {
-        let k = key.to_vec();
-        match t.call(t.request_bound(), &mut false, |mut c| {
-            let k = k.clone();
-            async move { c.delete(k, None).await }
-        })
-        .await
-        {
-            Ok(_) => {
+        let step = match rev {
+            Some(r) => delete_incarnation(client, key, r).await.map(|_| true),
+            None => current_incarnation(client, key).await.map(|found| {
+                rev = found;
+                found.is_none()
+            }),
+        };
+        match step {
+            Ok(true) => {
+                rev = None;
                 rounds -= 1;
                 if rounds == 0 {
                     return;
                 }
-                // A late attempt is cut off by gRPC after the request timeout at
-                // the latest; after that nothing of ours can land.
+                // A late attempt is normally cut off by gRPC after the request
+                // timeout; look once more after that.
                 tokio::time::sleep(t.request_timeout + Duration::from_millis(100)).await;
                 continue;
             }
+            // Read it: now delete that incarnation.
+            Ok(false) => continue,
             // Denied or refused for good (RBAC, auth): retrying cannot help, and
             // nothing of ours was written where we may not write.
             Err(e) if !matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) => {

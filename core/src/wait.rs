@@ -119,7 +119,7 @@ impl Pending {
                 uncertain |= u;
             }
             for key in keys {
-                delete_until_gone(&client, &session, &key, uncertain).await;
+                delete_until_gone(&client, &session, &key, None, uncertain).await;
                 session.release_key(&key);
             }
         }

@@ -258,3 +258,56 @@ async fn etcdctl_lock_and_etcdlock_exclude_each_other_in_both_orders() {
     await_key_count(&c, &prefix, 0).await;
     let _ = LossReason::KeyDeleted;
 }
+
+/// An unlock sent to a member that is paused reaches etcd late: the member
+/// reads the request when it resumes (gRPC's deadline counts from then, and
+/// the cancel that follows it races the handler), long after the call moved to
+/// another member, returned, and this session took the same lock again under
+/// the same key. That late delete must not remove the new hold (the faults
+/// suite caught it as two holders of one lock, scenario 4): the unlock deletes
+/// only the incarnation whose create_revision is its token. The member paused
+/// is the leader, where a client's requests go; it rejoins as a follower and
+/// forwards what it read to the new leader.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_late_unlock_from_a_paused_member_never_deletes_the_next_hold() {
+    let etcd = Etcd::cluster(3);
+    let eps = etcd.endpoints();
+    let mut late = 0;
+    for round in 0..6 {
+        let leader = tokio::task::block_in_place(|| etcd.leader()).expect("a leader");
+        let ordered: Vec<String> = (0..3).map(|k| eps[(leader + k) % 3].clone()).collect();
+        let ns = unique_ns("lateunlock");
+        let opts = ClientOptions::new(ordered).with_ttl(10).with_namespace(&ns).with_request_timeout(Duration::from_secs(5));
+        let c = Client::connect(opts).await.unwrap();
+        let g1 = c.lock("x").await.unwrap();
+        tokio::task::block_in_place(|| etcd.pause(leader));
+        let t = Instant::now();
+        g1.unlock().await.unwrap();
+        let unlock_took = t.elapsed();
+        let g2 = c.lock("x").await.unwrap();
+        assert_eq!(g2.key(), g1.key(), "round {round}: the session reuses its key name");
+        assert!(g2.fencing_token() > g1.fencing_token());
+        etcd.resume(leader);
+        // A write through the old leader once it answers again: it read the
+        // old request before this one, so once this write is applied the old
+        // request has been applied or dropped.
+        let mut raw_old = etcd_client::Client::connect([eps[leader].as_str()], None).await.unwrap();
+        let sentinel = loop {
+            match tokio::time::timeout(Duration::from_secs(2), raw_old.put(format!("{ns}sentinel"), "1", None)).await {
+                Ok(Ok(r)) => break r.header().unwrap().revision(),
+                _ => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        };
+        let alive = c.etcd().get(g2.key(), None).await.unwrap().kvs().first().map(|kv| kv.create_revision());
+        late += usize::from(alive.is_none());
+        println!(
+            "round {round}: unlock via the paused leader took {unlock_took:?}; sentinel at rev {sentinel}; key now {alive:?}"
+        );
+        assert_eq!(alive, Some(g2.fencing_token()), "round {round}: the late unlock deleted the next hold's key");
+        assert!(g2.is_held());
+        g2.put("k", "v").await.unwrap();
+        g2.unlock().await.unwrap();
+        c.close().await;
+    }
+    assert_eq!(late, 0);
+}

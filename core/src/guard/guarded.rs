@@ -2,14 +2,12 @@
 //! still has the create_revision we acquired it with (the fencing token), so
 //! a holder that lost the lock is refused by etcd itself.
 
-use std::time::Instant;
 
 use etcd_client::{Compare, CompareOp, DeleteOptions, TxnOp, TxnOpResponse};
 
 use super::{Guard, GuardState};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::names::show;
-use crate::session::Loss;
 
 impl Guard {
     async fn guarded(&self, op: TxnOp) -> Result<TxnOpResponse> {
@@ -89,7 +87,9 @@ pub(crate) async fn guarded_all(guards: &[Guard], op: TxnOp) -> Result<TxnOpResp
                 _ => false,
             });
             if !still {
-                g.shared.mark_lost(Loss { reason: LossReason::KeyDeleted, at: Instant::now() });
+                // Ended at the latest now, earlier if the session's validity
+                // ran out first (the lease's expiry took the key).
+                g.shared.mark_lost(crate::keys::loss_now(&g.shared.session, LossReason::KeyDeleted));
             }
         }
         return Err(Error::lost(

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
-use crate::keys::{delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
+use crate::keys::{delete_incarnation, delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
 use crate::session::{Loss, OnLoss, Session};
 use crate::watch::Later;
 use crate::names::show;
@@ -283,15 +283,9 @@ impl Guard {
         self.shared.detach();
         let sh = self.shared.clone();
         let del = async move {
-            let client = sh.client.clone();
-            let key = sh.key.clone();
-            let r = client
-                .call(None, |mut c| {
-                    let k = key.clone();
-                    async move { c.delete(k, None).await }
-                })
-                .await;
-            match r {
+            // Conditional on our token: a copy of this request that reaches
+            // etcd late cannot delete the next key this session makes here.
+            match delete_incarnation(&sh.client, &sh.key, sh.token).await {
                 Ok(_) => {
                     tracing::debug!(lock = %sh.name, "released");
                     sh.session.release_key(&sh.key)
@@ -357,7 +351,7 @@ impl Shared {
         self.releasing.store(true, std::sync::atomic::Ordering::SeqCst);
         let sh = self.clone();
         self.client.inner.handle.spawn(async move {
-            delete_until_gone(&sh.client, &sh.session, &sh.key, false).await;
+            delete_until_gone(&sh.client, &sh.session, &sh.key, Some(sh.token), false).await;
             sh.session.release_key(&sh.key);
         });
     }
