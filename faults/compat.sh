@@ -15,20 +15,7 @@ suites="${COMPAT_SUITES:-core faults}"
 cache="${ETCDLOCK_ETCD_CACHE:-$HOME/.cache/etcdlock-etcd}"
 
 build_etcd() {
-  local v="$1" out="$cache/v$1"
-  if [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ]; then return 0; fi
-  command -v go >/dev/null || { echo "go is needed to build etcd $v" >&2; return 1; }
-  local work
-  work="$(mktemp -d)"
-  (
-    cd "$work"
-    go mod init etcdlock-etcd-build >/dev/null 2>&1
-    GOFLAGS=-mod=mod go get "go.etcd.io/etcd/server/v3@v$v" "go.etcd.io/etcd/etcdctl/v3@v$v" >/dev/null 2>&1
-    mkdir -p "$out"
-    GOFLAGS=-mod=mod go build -o "$out/etcd" go.etcd.io/etcd/server/v3
-    GOFLAGS=-mod=mod go build -o "$out/etcdctl" go.etcd.io/etcd/etcdctl/v3
-  )
-  rm -rf "$work"
+  "$here/build-etcd.sh" "$1" >/dev/null
 }
 
 cd "$root"

@@ -341,6 +341,14 @@ impl Session {
                             self.mark_lost(LossReason::LeaseExpired);
                             return;
                         }
+                        tracing::trace!(
+                            lease = format!("{:x}", self.lease),
+                            member,
+                            sent_mono_ms = crate::runtime::instant_to_mono_ns(sent) / 1_000_000,
+                            rtt_ms = sent.elapsed().as_millis() as u64,
+                            ttl = resp.ttl(),
+                            "keep-alive acknowledged"
+                        );
                         self.extend(sent, resp.ttl());
                         metrics.keepalive(sent.elapsed());
                         retry = Duration::from_millis(20);

@@ -274,6 +274,24 @@ async fn guarded_ops_apply_only_while_held() {
     assert!(!g2.is_held());
 }
 
+/// A hold lost unseen (no key watch, no guarded operation since) is reported
+/// by unlock: its key was gone, someone may have held the lock meanwhile.
+#[tokio::test]
+async fn unlock_reports_a_hold_lost_unseen() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("unseen");
+    let c = Client::connect(ClientOptions { watch_held_keys: false, ..opts(&etcd, &ns, 10) }).await.unwrap();
+    let g = c.lock("x").await.unwrap();
+    c.etcd().delete(g.key(), None).await.unwrap();
+    assert!(g.is_held(), "without the key watch the guard cannot know yet");
+    let err = g.unlock().await.unwrap_err();
+    assert_eq!((err.code(), err.loss_reason()), (ErrorCode::LockLost, Some(LossReason::KeyDeleted)), "{err}");
+    assert!(g.unlock().await.is_ok(), "a second unlock is Ok");
+    // The session is fine: the next hold of the same name works and unlocks cleanly.
+    let g2 = c.lock("x").await.unwrap();
+    g2.unlock().await.unwrap();
+}
+
 #[tokio::test]
 async fn bad_input_gets_typed_errors() {
     let etcd = Etcd::single();

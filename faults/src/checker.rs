@@ -159,6 +159,8 @@ pub struct Report {
     pub holds: usize,
     /// Holds that ended in a loss.
     pub losses: usize,
+    /// Losses by reason (`LossReason` name).
+    pub loss_reasons: BTreeMap<String, usize>,
     /// Guarded resource writes in etcd's history.
     pub resource_writes: usize,
     /// Overlapping intervals (released holds).
@@ -182,9 +184,14 @@ impl Report {
     /// `holds=.. losses=.. writes=.. violations=..` for figure lines.
     pub fn summary(&self) -> String {
         format!(
-            "{} holds, {} losses, {} guarded writes, {} violations (overlaps {}, token regressions {}, stale writes accepted {}, late loss reports {})",
+            "{} holds, {} losses{}, {} guarded writes, {} violations (overlaps {}, token regressions {}, stale writes accepted {}, late loss reports {})",
             self.holds,
             self.losses,
+            if self.loss_reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", self.loss_reasons.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "))
+            },
             self.resource_writes,
             self.violations(),
             self.overlaps,
@@ -250,8 +257,9 @@ pub fn check_holds(holds: &[Hold], resource: &BTreeMap<String, Vec<i64>>) -> Rep
             Some((base, _)) => shared.entry(base).or_default().push(h),
             None => by_lock.entry(h.lock.as_str()).or_default().push(h),
         }
-        if h.loss.is_some() {
+        if let Some(l) = &h.loss {
             r.losses += 1;
+            *r.loss_reasons.entry(l.reason.clone()).or_default() += 1;
         }
     }
     for (lock, mut hs) in by_lock {
@@ -262,11 +270,17 @@ pub fn check_holds(holds: &[Hold], resource: &BTreeMap<String, Vec<i64>>) -> Rep
             if let Some(p) = latest {
                 if h.acquired_ns < p.ended_ns {
                     let by = Duration::from_nanos(p.ended_ns - h.acquired_ns);
-                    if p.loss.is_some() {
+                    if let Some(l) = &p.loss {
                         r.late_losses += 1;
                         r.note(format!(
-                            "lock {lock}: {} (token {}) acquired {by:?} before the lost hold of {} (token {}) ended locally",
-                            h.client, h.token, p.client, p.token
+                            "lock {lock}: {} (token {}) acquired {by:?} before the lost hold of {} (token {}, {}, held {:?}, reported {:?} after it ended) ended locally",
+                            h.client,
+                            h.token,
+                            p.client,
+                            p.token,
+                            l.reason,
+                            Duration::from_nanos(p.ended_ns.saturating_sub(p.acquired_ns)),
+                            Duration::from_nanos(l.reported_ns.saturating_sub(p.ended_ns)),
                         ));
                     } else {
                         r.overlaps += 1;

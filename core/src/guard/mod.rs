@@ -262,8 +262,9 @@ impl Guard {
     /// Release the lock: delete our key. Idempotent (a second call is `Ok`).
     /// If etcd is unreachable the delete is retried in the background until the
     /// lease would have expired anyway, and `Ok` is returned. Returns `LockLost`
-    /// if the hold had already been lost, so the caller learns that its critical
-    /// section may not have been protected to the end.
+    /// if the hold had already been lost (known before, or found at unlock: our
+    /// key was gone), so the caller learns that its critical section may not
+    /// have been protected to the end.
     pub async fn unlock(&self) -> Result<()> {
         let prev = *self.shared.state.borrow();
         match prev {
@@ -286,28 +287,43 @@ impl Guard {
             // Conditional on our token: a copy of this request that reaches
             // etcd late cannot delete the next key this session makes here.
             match delete_incarnation(&sh.client, &sh.key, sh.token).await {
-                Ok(_) => {
+                Ok(deleted) => {
                     tracing::debug!(lock = %sh.name, "released");
-                    sh.session.release_key(&sh.key)
+                    sh.session.release_key(&sh.key);
+                    if deleted {
+                        return None;
+                    }
+                    // Our key was already gone: the hold ended earlier, unseen
+                    // (the key watch was off or not yet told), and someone may
+                    // have held the lock since. Say so, with etcd's reason.
+                    let reason = why_deleted(&sh.client, &sh.session).await;
+                    tracing::warn!(lock = %sh.name, %reason, "unlock found the lock already lost");
+                    Some(reason)
                 }
                 Err(e) => {
                     tracing::warn!(lock = %sh.name, error = %e, "unlock could not reach etcd; retrying in the background");
                     sh.release_in_background();
+                    None
                 }
             }
         };
+        let mut found_lost = None;
         if self.shared.client.is_closed() {
             // Closing revoked the lease; the key is gone with it.
         } else if let GuardState::Lost(_) = was {
             // Known lost: don't make the caller wait on an etcd that may be gone.
             self.shared.release_in_background();
         } else {
-            del.await;
+            found_lost = del.await;
         }
-        match was {
-            GuardState::Lost(l) => Err(Error::lost(
+        match (was, found_lost) {
+            (GuardState::Lost(l), _) => Err(Error::lost(
                 l.reason,
                 format!("lock {} had been lost before unlock ({})", show(&self.shared.name), l.reason),
+            )),
+            (_, Some(reason)) => Err(Error::lost(
+                reason,
+                format!("lock {} had been lost before unlock ({reason}): its key was gone when unlock came", show(&self.shared.name)),
             )),
             _ => Ok(()),
         }
