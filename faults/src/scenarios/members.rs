@@ -17,7 +17,7 @@ pub(super) fn cluster_workload(endpoints: Vec<String>, ns: &str) -> Workload {
 /// resumed still believes it leads for a few milliseconds, and revokes every
 /// lease whose TTL ran out on its own clock while it was stopped, although
 /// the new leader renewed them; the revoke is forwarded to the new leader and
-/// applied (etcd-io/etcd#15247; the fix in 3.4.30/3.5.13 checks leadership,
+/// applied (etcd-io/etcd#15247; the fix in 3.5.13 and its 3.4 backport checks leadership,
 /// but skips the check when the raft loop ticked recently, as it does at once
 /// after SIGCONT). Seen here with TTL 2 s on etcd 3.4.23 and 3.6.16: all
 /// eight sessions' leases revoked at once, 100-200 ms after each had been
