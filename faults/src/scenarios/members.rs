@@ -11,19 +11,19 @@ pub(super) fn cluster_workload(endpoints: Vec<String>, ns: &str) -> Workload {
     w
 }
 
-/// 4. Member SIGSTOP for 1-5 s, repeatedly, in a 3-member cluster (the
-/// leader included). The sessions' TTL (7 s) outlasts the longest pause plus
-/// a keep-alive interval: an etcd leader stopped as a whole process and
+/// Scenario 4: member SIGSTOP for 1-5 s, repeatedly, in a 3-member cluster
+/// (the leader included). The sessions' TTL (7 s) outlasts the longest pause
+/// plus a keep-alive interval: an etcd leader stopped as a whole process and
 /// resumed still believes it leads for a few milliseconds, and revokes every
 /// lease whose TTL ran out on its own clock while it was stopped, although
 /// the new leader renewed them; the revoke is forwarded to the new leader and
-/// applied (etcd-io/etcd#15247; the fix in 3.5.13 and its 3.4 backport checks leadership,
-/// but skips the check when the raft loop ticked recently, as it does at once
-/// after SIGCONT). Seen here with TTL 2 s on etcd 3.4.23 and 3.6.16: all
-/// eight sessions' leases revoked at once, 100-200 ms after each had been
-/// renewed through the new leader. No client can prevent a server revoking
-/// a lease it just renewed; the README says to pick a TTL longer than the
-/// longest stall of the leader.
+/// applied (etcd-io/etcd#15247; the fix in 3.5.13 and its 3.4 backport checks
+/// leadership, but skips the check when the raft loop ticked recently, as it
+/// does at once after SIGCONT). Seen here with TTL 2 s on etcd 3.4.23 and
+/// 3.6.16: all eight sessions' leases revoked at once, 100-200 ms after each
+/// had been renewed through the new leader. No client can prevent a server
+/// revoking a lease it just renewed; the README says to pick a TTL longer
+/// than the longest stall of the leader.
 pub async fn member_sigstop(p: &Profile) -> Outcome {
     let mut o = Outcome::new(4, "member-sigstop");
     let etcd = Etcd::cluster(3);
