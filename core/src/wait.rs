@@ -73,6 +73,26 @@ pub(crate) struct Pending {
     pub(crate) armed: bool,
     /// More keys written by the same Txn (a multi-lock), cleaned up with ours.
     pub(crate) extra: Vec<Vec<u8>>,
+    /// The create_revision of our key, and of the extra keys, once the acquire
+    /// Txn's answer told it: the cleanup then deletes that incarnation in one
+    /// request, with no read first.
+    revs: (Option<i64>, Option<i64>),
+}
+
+/// What an acquire Txn's answer says of our keys' create_revision: all of
+/// them were created at its revision if it succeeded (every acquire Txn
+/// creates its keys in the success branch); else ours if the failure branch
+/// read it.
+fn created_revisions(resp: &TxnResponse, key: &[u8]) -> (Option<i64>, Option<i64>) {
+    if resp.succeeded() {
+        let rev = resp.header().map(|h| h.revision());
+        return (rev, rev);
+    }
+    let ours = resp.op_responses().iter().find_map(|op| match op {
+        etcd_client::TxnOpResponse::Get(g) => g.kvs().iter().find(|kv| kv.key() == key).map(|kv| kv.create_revision()),
+        _ => None,
+    });
+    (ours, None)
 }
 
 impl Pending {
@@ -87,6 +107,7 @@ impl Pending {
             watches: Vec::new(),
             armed: true,
             extra: Vec::new(),
+            revs: (None, None),
         }
     }
 
@@ -106,21 +127,25 @@ impl Pending {
         let txn = self.txn.take();
         let mut uncertain = self.uncertain;
         let watches = std::mem::take(&mut self.watches);
-        let mut keys = std::mem::take(&mut self.extra);
-        keys.push(key);
-        let tickets: Vec<CleanupTicket> = keys.iter().map(|k| CleanupTicket::new(&client, k)).collect();
+        let (mut ours, mut extra_rev) = self.revs;
+        let extra = std::mem::take(&mut self.extra);
+        let tickets: Vec<CleanupTicket> =
+            extra.iter().chain(std::iter::once(&key)).map(|k| CleanupTicket::new(&client, k)).collect();
         async move {
             let _tickets = tickets;
             for w in watches {
                 client.inner.hub.cancel(w);
             }
             if let Some(h) = txn {
-                let (_, u) = h.await;
+                let (r, u) = h.await;
                 uncertain |= u;
+                if let Ok(resp) = &r {
+                    (ours, extra_rev) = created_revisions(resp, &key);
+                }
             }
-            for key in keys {
-                delete_until_gone(&client, &session, &key, None, uncertain).await;
-                session.release_key(&key);
+            for (k, rev) in extra.into_iter().map(|k| (k, extra_rev)).chain(std::iter::once((key, ours))) {
+                delete_until_gone(&client, &session, &k, rev, uncertain).await;
+                session.release_key(&k);
             }
         }
     }
@@ -215,6 +240,9 @@ impl Client {
                 pending.txn = None;
                 let (r, uncertain) = joined;
                 pending.uncertain |= uncertain;
+                if let Ok(resp) = &r {
+                    pending.revs = created_revisions(resp, &pending.key);
+                }
                 r
             }
             None => Err(cancelled(name)),

@@ -617,10 +617,10 @@ async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
     let requests = reads_and_txns(&etcd) - before;
     assert!(g2.fencing_token() > g1.fencing_token());
     assert_eq!(g2.waited_on().len(), 2, "a1 waited on b2, then b1: {:?}", g2.waited_on());
-    // The requests counted are the two unlocks (a Txn each: a delete that
-    // compares the key's revision) and b2's cleanup (a read of its key, then
-    // that Txn); the waits themselves made none.
-    assert_eq!(requests, 4, "the waits made {} Txn/Range requests after queueing", requests as i64 - 4);
+    // The requests counted are the two unlocks and b2's cleanup (a Txn each:
+    // a delete that compares the key's create_revision, which b2 knows from
+    // its acquire Txn); the waits themselves made none.
+    assert_eq!(requests, 3, "the waits made {} Txn/Range requests after queueing", requests as i64 - 3);
     g2.unlock().await.unwrap();
     // The counter itself counts: the read below moves it.
     let counted = reads_and_txns(&etcd);
