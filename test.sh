@@ -41,6 +41,8 @@ suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
 suite core "Rust lints of the benchmark builds (--features bench)" \
   cargo clippy --quiet -p etcdlock-python -p etcdlock-node -p etcdlock-jni \
     --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench -- -D warnings
+suite core "README code blocks: each one and what checks it (scripts/readme_blocks.py)" \
+  python3 scripts/readme_blocks.py
 suite core "Rust seed demo (route 1, route 2)" \
   cargo run --quiet -p etcdlock --example seed_demo
 suite c "C ABI (ffi-c/test.sh)" bash ffi-c/test.sh

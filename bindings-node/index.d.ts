@@ -247,6 +247,24 @@ export interface LockStatus {
 }
 
 /** A connection to etcd that hands out locks (all sharing one lease). */
+
+/** A taken run-once record (`client.takeOnce`); the job stays taken until `lockUntil` whatever happens. */
+export declare class OnceHold {
+  private constructor();
+  /** The job's name. */
+  readonly name: string;
+  /** The etcd revision that wrote this hold (rises strictly per job: a fencing token). */
+  readonly revision: bigint;
+  /** When the hold began. */
+  readonly lockedAt: Date;
+  /** Until when the job is taken. */
+  readonly lockUntil: Date;
+  /** Done: keep it taken until `lockedAt + atLeast` ms if still ahead, else free it; false if no longer ours. */
+  finish(options?: { atLeast?: number }): Promise<boolean>;
+  /** Keep it taken until now + `atMost` ms; false if expired or no longer ours. */
+  extend(options: { atMost: number }): Promise<boolean>;
+}
+
 export declare class Client implements AsyncDisposable {
   private constructor();
   /** Connect and open the session. Rejects `InvalidArgument`, `Unavailable`, `AuthFailed`. */
@@ -273,6 +291,13 @@ export declare class Client implements AsyncDisposable {
   withLocks<T>(names: string[], fn: (locks: MultiLock) => T | Promise<T>, options?: LockOptions): Promise<T>;
   /** `withLock` for leadership of `name` (`campaign`); resigns afterwards. */
   withLeadership<T>(name: string, value: string | Uint8Array, fn: (leadership: Leadership) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  /** Take job `name`'s run-once record for `atMost` ms if no node holds it; `null` at once if taken. */
+  takeOnce(name: string, options: { atMost: number }): Promise<OnceHold | null>;
+  /**
+   * Run `fn` if this node takes job `name`'s tick (ShedLock's semantics): `fn`'s result, or `undefined`
+   * when another node has it. Taken for `atMost` ms; after `fn` settles, kept until `atLeast` ms after the start.
+   */
+  runOnce<T>(name: string, fn: () => T | Promise<T>, options: { atMost: number; atLeast?: number }): Promise<T | undefined>;
   /** One read through the session, bounded by `requestTimeout`: the round trip in ms. For health checks. */
   ping(): Promise<number>;
   /** One of `permits` permits of the semaphore `name` (FIFO; every contender must agree on `permits`). */

@@ -34,4 +34,6 @@ const { Client } = require('./lib/client.js');
 /** The most permits one semaphore may have, and the most names one `lockMany` takes. */
 const [MAX_PERMITS, MAX_MULTI] = native.recipeLimits();
 
-module.exports = { Client, Lock, Leadership, MultiLock, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI };
+const { OnceHold } = require('./lib/once.js');
+
+module.exports = { Client, Lock, Leadership, MultiLock, OnceHold, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI };

@@ -225,6 +225,11 @@ else bad "c: pkg-config shared link"; fi
 if (cd "$capp" && PATH=$WITHCC cc lock_token.c $(pkg-config --static --cflags --libs etcdlock-static) -o pc_static); then
   run_c pkg-config-static "$capp/pc_static" ""
 else bad "c: pkg-config static link"; fi
+# The package README's program (its ```c block), as written, linked as its README says.
+awk '/^```c$/{o=1; next} /^```/{o=0} o' "$prefix/README.md" >"$capp/readme_app.c"
+if [ -s "$capp/readme_app.c" ] && (cd "$capp" && PATH=$WITHCC cc readme_app.c $(pkg-config --cflags --libs etcdlock) -o readme_app); then
+  run_c readme-program "$capp/readme_app" "libetcdlock.so.$major"
+else bad "c: the package README's program"; fi
 # Without --static too (the package's Libs carry what std needs).
 if (cd "$capp" && PATH=$WITHCC cc lock_token.c $(pkg-config --cflags --libs etcdlock-static) -o pc_static2); then
   run_c pkg-config-static-plain "$capp/pc_static2" ""

@@ -5,6 +5,7 @@ const { LockError, call, fromNative, invalid } = require('./errors.js');
 const { checkText, checkName, checkOptions, nativeOptions, optNumber, optString, optBoolean, toBytes, checkSignal, acquire } = require('./args.js');
 const { Lock, Leadership, MultiLock } = require('./guard.js');
 const { leaderOf, statusOf, follow } = require('./status.js');
+const { takeOnce, span } = require('./once.js');
 
 
 /**
@@ -166,6 +167,40 @@ class Client {
   async withLeadership(name, value, fn, options) {
     checkFn(fn, 'withLeadership(name, value, fn)');
     return holding(await this.campaign(name, value, options), fn);
+  }
+
+  /**
+   * Take job `name`'s run-once record until now + `atMost` ms if no node
+   * holds it: a `OnceHold`, or null at once if taken (never waits). The
+   * record outlives this process (a node that dies mid-job keeps the job
+   * taken until `atMost` runs out). What `runOnce` is made of.
+   */
+  async takeOnce(name, { atMost } = {}) {
+    checkName(name);
+    return takeOnce(this.#n, name, atMost);
+  }
+
+  /**
+   * Run `fn()` if this node takes job `name`'s tick (ShedLock's semantics,
+   * the record Java's ShedLock provider and Python's `once` keep): resolves
+   * `fn`'s result, or `undefined` at once when another node has the tick.
+   * The record is taken for `atMost` ms (the longest the job may run: after
+   * it another node may take it even if this one still runs); when `fn`
+   * settles it stays taken until `atLeast` ms after the start (above the
+   * nodes' clock skew and the schedulers' jitter, below the interval), then
+   * frees. `fn`'s error propagates after the record is finished.
+   */
+  async runOnce(name, fn, { atMost, atLeast } = {}) {
+    checkName(name);
+    checkFn(fn, 'runOnce(name, fn)');
+    const least = span(atLeast, 'atLeast', 0);
+    const hold = await takeOnce(this.#n, name, atMost, least);
+    if (hold === null) return undefined;
+    try {
+      return await fn();
+    } finally {
+      await hold.finish({ atLeast: least });
+    }
   }
 
   /**

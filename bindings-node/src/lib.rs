@@ -21,6 +21,7 @@ mod client;
 mod errors;
 mod guard;
 mod options;
+mod once;
 mod recipes;
 mod wait;
 

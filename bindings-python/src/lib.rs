@@ -12,6 +12,7 @@ mod client;
 mod errors;
 mod guard;
 mod logs;
+mod once;
 mod recipes;
 mod wait;
 

@@ -183,6 +183,34 @@ pub fn timeout(what: &str, v: f64, unit: Unit) -> Result<Option<Duration>> {
     Ok(Some(Duration::from_secs_f64(secs)))
 }
 
+/// The one rule for a run-once span (`at_most`, `at_least`, see
+/// [`crate::Client::once_take`]): a finite, non-negative number of `unit`s
+/// up to a century; anything else is `InvalidArgument` naming `what`.
+pub fn span(what: &str, v: f64, unit: Unit) -> Result<Duration> {
+    let secs = unit.secs(v);
+    if !secs.is_finite() || secs < 0.0 || secs > MAX_WAIT.as_secs_f64() {
+        return Err(Error::invalid(format!(
+            "{what} must be a finite, non-negative number ({}) up to a century, got {v}",
+            unit.suffix()
+        )));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// The spans of a run-once job, checked together before anything is taken
+/// (so a bad `at_least` never surfaces after the job ran): each by [`span`],
+/// `at_most` positive, `at_least` not above `at_most` (ShedLock's rule).
+pub fn once_spans(at_most: f64, at_least: f64, unit: Unit) -> Result<(Duration, Duration)> {
+    let (most, least) = (span("at_most", at_most, unit)?, span("at_least", at_least, unit)?);
+    if most.is_zero() {
+        return Err(Error::invalid(format!("at_most must be positive, got {at_most}")));
+    }
+    if least > most {
+        return Err(Error::invalid(format!("at_least ({at_least}) must not exceed at_most ({at_most})")));
+    }
+    Ok((most, least))
+}
+
 /// A timeout beyond this is "no limit" ([`timeout`]).
 pub const MAX_WAIT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
 
@@ -444,6 +472,22 @@ pub fn list_json(prefix: &str, l: &[Status]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn spans_are_finite_and_not_negative() {
+        assert_eq!(span("at_most", 1.5, Unit::Seconds).unwrap(), Duration::from_millis(1500));
+        assert_eq!(span("at_least", 0.0, Unit::Millis).unwrap(), Duration::ZERO);
+        assert_eq!(span("at_most", 2e9, Unit::Nanos).unwrap(), Duration::from_secs(2));
+        for bad in [f64::NAN, -1.0, f64::INFINITY, 1e12] {
+            let e = span("at_most", bad, Unit::Seconds).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument);
+            assert!(e.message().contains("at_most"), "{e}");
+        }
+        assert_eq!(once_spans(2.0, 1.0, Unit::Seconds).unwrap(), (Duration::from_secs(2), Duration::from_secs(1)));
+        assert!(once_spans(0.0, 0.0, Unit::Seconds).unwrap_err().message().contains("at_most must be positive"));
+        assert!(once_spans(1.0, 2.0, Unit::Seconds).unwrap_err().message().contains("must not exceed"));
+        assert!(once_spans(1.0, -2.0, Unit::Seconds).unwrap_err().message().contains("at_least"));
+    }
 
     #[test]
     fn every_spelling_of_a_key_finds_it() {

@@ -39,6 +39,7 @@ mod keys;
 mod multi;
 mod mutex;
 mod names;
+mod once;
 mod options;
 mod queue;
 pub mod logs;
@@ -63,9 +64,16 @@ pub use guard::{Guard, GuardState, LossSignal};
 pub use meta::{set_language, LockKind, META_PREFIX};
 pub use metrics::{AcquireResult, Acquisitions, MetricInfo, Metrics, METRICS};
 pub use multi::{MultiGuard, MAX_MULTI};
+pub use once::{now_ms, OnceHold, OnceRecord, ONCE_PREFIX};
 pub use window::WINDOW as QUEUED_PER_CLIENT;
 pub use options::{env_var, parse_duration, OPTION_KEYS};
 pub use semaphore::MAX_PERMITS;
 pub use session::{Loss, Renewal};
 pub use status::{Contender, ContenderKind, Status};
 pub use tokio_util::sync::CancellationToken;
+
+/// The repository README's Rust example, compiled by `cargo test --doc`
+/// (scripts/readme_blocks.py lists every README block and what checks it).
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctest;

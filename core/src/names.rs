@@ -18,6 +18,10 @@ pub const MAX_NAME_LEN: usize = 32 * 1024;
 /// [`crate::meta`]); lock names under it are refused.
 pub const META_PREFIX: &str = "__etcdlock/meta/";
 
+/// Where run-once records live, under the client's namespace (see
+/// [`crate::Client::once_take`]); lock names under it are refused.
+pub const ONCE_PREFIX: &str = "__etcdlock/once/";
+
 /// Options for one lock acquisition.
 #[derive(Debug, Clone, Default)]
 pub struct LockOptions {
@@ -39,8 +43,8 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
     }
-    if name.starts_with(META_PREFIX) {
-        return Err(Error::invalid(format!("lock names under {:?} are reserved for etcdlock's records", META_PREFIX)));
+    if let Some(p) = [META_PREFIX, ONCE_PREFIX].into_iter().find(|p| name.starts_with(p)) {
+        return Err(Error::invalid(format!("lock names under {p:?} are reserved for etcdlock's records")));
     }
     if name.len() > MAX_NAME_LEN {
         return Err(Error::invalid(format!(
@@ -170,6 +174,7 @@ mod tests {
         assert!(validate_name(&"n".repeat(MAX_NAME_LEN)).is_ok());
         assert!(validate_name("jobs/x\n").is_ok(), "control characters are the caller's business, shown escaped");
         assert_eq!(validate_name("__etcdlock/meta/x").unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert_eq!(validate_name("__etcdlock/once/x").unwrap_err().code(), ErrorCode::InvalidArgument);
         assert!(validate_name("__etcdlock").is_ok());
     }
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 if TYPE_CHECKING:  # asyncio is imported where the async API runs: it adds ~8 MB RSS (ssl)
     import asyncio
@@ -35,6 +35,9 @@ from ._common import (
     _sync_log_level,
     _status,
 )
+from ._once import AsyncOnceHold, _check_span, once_async as _once_async, take_once_async as _take_once_async
+
+T = TypeVar("T")
 
 
 class AsyncObserver:
@@ -363,6 +366,26 @@ class AsyncClient:
         if self._native is not None:
             await self._native.close_async()
             _live_clients.discard(self._native)
+
+    async def take_once(self, name: str, at_most: float) -> Optional[AsyncOnceHold]:
+        """:meth:`Client.take_once`, awaitable; the hold's ``finish`` and
+        ``extend`` are awaitable too."""
+        c = await self._client()
+        return await _take_once_async(c, name, at_most)
+
+    def once(
+        self, name: str, *, at_most: float, at_least: float = 0.0
+    ) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[Optional[T]]]]:
+        """:meth:`Client.once` for ``async def`` jobs (AsyncIOScheduler,
+        aiocron): the decorated coroutine function runs if this node took
+        the tick and returns its result, else None."""
+        _check_name(name)
+        _check_span("at_most", at_most)
+        _check_span("at_least", at_least)
+        async def take() -> Optional[AsyncOnceHold]:
+            return await _take_once_async(await self._client(), name, at_most, at_least)
+
+        return _once_async(take, at_least)
 
     async def ping(self) -> float:
         """:meth:`Client.ping`, awaitable (connects first if needed)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from types import TracebackType
-from typing import Any, Dict, List, Optional, Sequence, Type, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Type, TypeVar, Union
 
 from ._etcdlock import (
     Guard,
@@ -32,6 +32,9 @@ from ._common import (
     _sync_log_level,
     _status,
 )
+from ._once import OnceHold, _check_span, once as _once, take_once as _take_once
+
+T = TypeVar("T")
 
 
 class Observer:
@@ -202,6 +205,34 @@ class Client:
         if no hold has that token. The former holder's guard reports the loss
         with reason ``KeyDeleted``."""
         return self._native.release(_check_name(name), token)
+
+    def take_once(self, name: str, at_most: float) -> Optional[OnceHold]:
+        """Take job ``name``'s run-once record until now + ``at_most`` seconds
+        if no node holds it: an :class:`OnceHold`, or None at once if taken
+        (never waits). The record outlives this process: a node that dies
+        mid-job keeps the job taken until ``at_most`` runs out. What
+        :meth:`once` is made of, for schedulers that need the steps apart."""
+        return _take_once(self._native, name, at_most)
+
+    def once(self, name: str, *, at_most: float, at_least: float = 0.0) -> Callable[[Callable[..., T]], Callable[..., Optional[T]]]:
+        """Decorate a scheduled job so that one node runs each tick
+        (ShedLock's semantics)::
+
+            @client.once("nightly-report", at_most=600, at_least=30)
+            def nightly_report() -> None: ...
+
+        Each call takes the job's run-once record for ``at_most`` seconds (the
+        longest the job may run: after it another node may take the job even
+        if this one is still running), runs the function if it got the record
+        and returns its result, else returns None at once. When the function
+        returns or raises, the record stays taken until ``at_least`` seconds
+        after the start (choose it above the nodes' clock skew and the
+        schedulers' jitter, below the interval), then frees. Expiry compares
+        wall clocks: keep the nodes' clocks in sync (NTP)."""
+        _check_name(name)
+        _check_span("at_most", at_most)
+        _check_span("at_least", at_least)
+        return _once(lambda: _take_once(self._native, name, at_most, at_least), at_least)
 
     def ping(self) -> float:
         """Check etcd answers through this client's session: one read,

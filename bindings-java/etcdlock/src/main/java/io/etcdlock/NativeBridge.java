@@ -165,6 +165,16 @@ final class NativeBridge {
 
     static native boolean release(long client, String name, long token);
 
+    static native long[] onceRecord(long client, String name);
+
+    static native long[] onceTake(long client, String name, long nowMs, long lockUntilMs);
+
+    static native boolean onceFinish(long client, String name, long revision, long lockedAtMs, long lockUntilMs,
+            long nowMs, long atLeastUntilMs);
+
+    static native long[] onceExtend(long client, String name, long revision, long lockedAtMs, long lockUntilMs,
+            long nowMs, long lockUntilMsNew);
+
     static native void observe(long client, String name, long id);
 
     static native byte[] multiKeys(long multi);

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.etcdlock.EtcdExtension;
 import io.etcdlock.EtcdLockClient;
 import io.etcdlock.TestSupport;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.UUID;
@@ -22,9 +21,17 @@ class TwoInstancesTest {
         return new LockConfiguration(ClockProvider.now(), name, atMost, atLeast);
     }
 
-    private static LockRecord record(String name) throws Exception {
-        String raw = TestSupport.rawGet("shedlock/state/" + name);
-        return raw == null ? null : LockRecord.parse(raw.getBytes(StandardCharsets.UTF_8));
+    /** The stored record (core's JSON), read with a plain jetcd client; null if none. */
+    private static String record(String name) throws Exception {
+        return TestSupport.rawGet("__etcdlock/once/shedlock/" + name);
+    }
+
+    static long lockUntilMs(String json) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("\"lock_until_ms\":(-?\\d+)").matcher(json);
+        if (!m.find()) {
+            throw new AssertionError("no lock_until_ms in " + json);
+        }
+        return Long.parseLong(m.group(1));
     }
 
     @Test
@@ -41,12 +48,13 @@ class TwoInstancesTest {
             Thread.sleep(1000); // a's lockAtMostFor is over; a's client (and lease) is still alive
             Optional<SimpleLock> second = pb.lock(config(name, Duration.ofMinutes(5), Duration.ZERO));
             assertThat(second).isNotEmpty();
-            LockRecord bRecord = record(name);
+            String bRecord = record(name);
+            assertThat(pb.record(name).orElseThrow().lockUntil().toEpochMilli()).isEqualTo(lockUntilMs(bRecord));
 
             // a's late extend and unlock leave b's record as it is
             SimpleLock aLock = first.get();
             assertThat(aLock.extend(Duration.ofMinutes(5), Duration.ZERO)).isEmpty();
-            assertThat(record(name).id()).isEqualTo(bRecord.id());
+            assertThat(record(name)).isEqualTo(bRecord);
             Optional<SimpleLock> aAgain = pa.lock(config(name, Duration.ofMillis(800), Duration.ZERO));
             assertThat(aAgain).isEmpty();
 
@@ -65,8 +73,7 @@ class TwoInstancesTest {
             LockConfiguration cfg = config(name, Duration.ofMinutes(5), Duration.ofMillis(1500));
             SimpleLock lock = pa.lock(cfg).orElseThrow();
             lock.unlock();
-            LockRecord r = record(name);
-            assertThat(r.lockUntil()).isEqualTo(cfg.getLockAtLeastUntil());
+            assertThat(lockUntilMs(record(name))).isEqualTo(cfg.getLockAtLeastUntil().toEpochMilli());
             assertThat(pb.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isEmpty();
             Thread.sleep(Duration.between(ClockProvider.now(), cfg.getLockAtLeastUntil()).toMillis() + 100);
             assertThat(pb.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isNotEmpty();
@@ -80,11 +87,28 @@ class TwoInstancesTest {
             EtcdLockProvider pa = new EtcdLockProvider(a);
             SimpleLock lock = pa.lock(config(name, Duration.ofSeconds(1), Duration.ZERO)).orElseThrow();
             SimpleLock extended = lock.extend(Duration.ofMinutes(5), Duration.ZERO).orElseThrow();
-            assertThat(record(name).lockUntil()).isAfter(ClockProvider.now().plusSeconds(250));
+            assertThat(lockUntilMs(record(name))).isGreaterThan(ClockProvider.now().plusSeconds(250).toEpochMilli());
             Thread.sleep(1200);
             assertThat(pa.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isEmpty();
             extended.unlock();
             assertThat(record(name)).isNull();
+        }
+    }
+
+    @Test
+    void theProviderSharesCoresRunOnceRecordWithEveryLanguage() throws Exception {
+        String name = "job-" + UUID.randomUUID();
+        try (EtcdLockClient a = TestSupport.client(); EtcdLockClient b = TestSupport.client()) {
+            EtcdLockProvider pa = new EtcdLockProvider(a);
+            // What Python's @client.once("shedlock/<name>") and Node's runOnce do: core's record.
+            io.etcdlock.OnceHold other = b.takeOnce("shedlock/" + name, Duration.ofMinutes(1)).orElseThrow();
+            assertThat(pa.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isEmpty();
+            assertThat(pa.record(name)).contains(other);
+            assertThat(b.finishOnce(other, java.time.Instant.now(), java.time.Instant.EPOCH)).isTrue();
+            SimpleLock l = pa.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow();
+            assertThat(b.takeOnce("shedlock/" + name, Duration.ofMinutes(1))).isEmpty();
+            l.unlock();
+            assertThat(pa.record(name)).isEmpty();
         }
     }
 }

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""Every fenced code block of every README in the repository, and what checks it.
+
+Prints one line per block (README, block number, line, language, first line,
+how it is checked) and exits 1 if a block is checked by nothing or a check
+made here fails. Blocks of a language with a suite of its own are run there
+(this script verifies that suite exists and reads that README); the others
+are checked here:
+
+- ```sh: `bash -n`, every repository script it runs exists, every `cargo ...
+  -p PKG [--example E] [--test T]` names a real package and target, every
+  `etcdlock SUBCOMMAND` is one the CLI has (`etcdlock help SUBCOMMAND`);
+- ```xml: well-formed (wrapped in one root element); ```json: parses;
+- ```properties: every line is a comment or `key=value`;
+- a block with no language is program output or a file listing (shown
+  as-is, nothing to run), and says so.
+
+Usage: scripts/readme_blocks.py [path/to/etcdlock]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.dom.minidom
+from pathlib import Path
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+ROOT = Path(__file__).resolve().parent.parent
+FENCE = re.compile(r"^```(\S*)\s*$")
+
+# (README, language) -> the suite that runs its blocks, and the file of that
+# suite that must read this README (so the claim cannot outlive the suite).
+SUITES: Dict[Tuple[str, str], Tuple[str, str]] = {
+    ("bindings-python/README.md", "python"): ("run as written by the Python suite", "bindings-python/tests/test_readme.py"),
+    ("bindings-node/README.md", "js"): ("run as written by the Node suite", "bindings-node/test/readme.test.js"),
+    ("bindings-node/README.md", "ts"): ("compiled by tsc and run by the Node suite", "bindings-node/test/readme.test.js"),
+    ("ffi-c/README.md", "c"): ("compiled and run (fragments compiled) by ffi-c/test.sh", "ffi-c/test.sh"),
+    ("README.md", "rust"): ("compiled as a doctest of core (cargo test -p etcdlock --doc)", "core/src/lib.rs"),
+    ("bindings-java/README.md", "java"): ("compiled by the Java suite (ReadmeBlocksTest)", "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/readme/ReadmeBlocksTest.java"),
+    ("bindings-java/README.md", "properties"): ("bound as written by the Spring suite", "bindings-java/etcdlock-spring/src/test/java/io/etcdlock/spring/EtcdLockSpringTest.java"),
+    ("ffi-c/dist/README.md", "c"): ("compiled and run from the unpacked package by scripts/cleanroom.sh", "scripts/cleanroom.sh"),
+    ("ffi-c/dist/README.md", "cmake"): ("its find_package/target_link_libraries lines are the CMakeLists.txt scripts/cleanroom.sh builds", "scripts/cleanroom.sh"),
+}
+# How each suite file refers to its README (it must, for the claim to hold).
+README_MENTION = {
+    "core/src/lib.rs": "README.md",
+    "scripts/cleanroom.sh": "README",
+}
+
+
+class Block(NamedTuple):
+    readme: str
+    number: int
+    line: int
+    lang: str
+    body: List[str]
+
+    @property
+    def first(self) -> str:
+        return next((l.strip() for l in self.body if l.strip()), "")
+
+
+def readmes() -> List[str]:
+    out = subprocess.run(["git", "ls-files", "*README.md"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return sorted(p for p in out.split() if (ROOT / p).is_file())
+
+
+LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
+
+
+def blocks(readme: str) -> List[Block]:
+    """The fenced blocks. An indented code block (4 spaces after a paragraph,
+    outside any list) is an error: it has no language, so no check can know
+    what it is, and rustdoc compiles it as Rust."""
+    lines = (ROOT / readme).read_text(encoding="utf-8").splitlines()
+    found: List[Block] = []
+    i = 0
+    in_list = False
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            line = lines[i]
+            if LIST_ITEM.match(line):
+                in_list = True
+            elif line.strip() and not line.startswith(" "):
+                in_list = False
+            if line.startswith("    ") and line.strip() and i > 0 and not lines[i - 1].strip() and not in_list:
+                raise SystemExit(f"{readme}:{i + 1}: an indented code block; fence it with its language (```text for a listing)")
+            i += 1
+            continue
+        j = i + 1
+        while j < len(lines) and lines[j].rstrip() != "```":
+            j += 1
+        if j >= len(lines):
+            raise SystemExit(f"{readme}:{i + 1}: unclosed code fence")
+        found.append(Block(readme, len(found) + 1, i + 1, m.group(1), lines[i + 1 : j]))
+        i = j + 1
+    return found
+
+
+class Checker:
+    def __init__(self, cli: Path) -> None:
+        self.cli = cli
+        self.packages, self.targets = self.cargo_targets()
+        self.subcommands: Dict[str, bool] = {}
+
+    @staticmethod
+    def cargo_targets() -> Tuple[set, Dict[str, set]]:
+        meta = json.loads(subprocess.run(["cargo", "metadata", "--no-deps", "--format-version", "1"], cwd=ROOT,
+                                         capture_output=True, text=True, check=True).stdout)
+        targets: Dict[str, set] = {}
+        for p in meta["packages"]:
+            targets[p["name"]] = {(k, t["name"]) for t in p["targets"] for k in t["kind"]}
+        return set(targets), targets
+
+    def subcommand(self, name: str) -> bool:
+        if name not in self.subcommands:
+            r = subprocess.run([str(self.cli), "help", name], capture_output=True, text=True)
+            self.subcommands[name] = r.returncode == 0 and "Usage:" in r.stdout
+        return self.subcommands[name]
+
+    def sh(self, b: Block) -> Tuple[bool, str]:
+        code = "\n".join(b.body) + "\n"
+        r = subprocess.run(["bash", "-n"], input=code, capture_output=True, text=True)
+        if r.returncode != 0:
+            return False, f"bash -n: {r.stderr.strip()}"
+        notes: List[str] = []
+        problems: List[str] = []
+        for raw in b.body:
+            line = raw.split(" #", 1)[0].strip()
+            if not line or line.startswith("#"):
+                continue
+            line = re.sub(r"^(\w+=\S+\s+)+", "", line)  # leading VAR=value assignments
+            words = line.split()
+            cmd = words[0]
+            if cmd in ("cd", "export", "tar", "sudo", "cc", "cmake", "make", "valgrind", "mvn", "pkg-config"):
+                continue
+            if cmd == "cargo":
+                problems += self.cargo(words)
+                notes.append("cargo targets")
+            elif cmd == "etcdlock":
+                sub = words[1] if len(words) > 1 else ""
+                if not self.subcommand(sub):
+                    problems.append(f"`etcdlock {sub}` is not a subcommand")
+                notes.append("etcdlock subcommands")
+            elif "/" in cmd and not cmd.startswith("$"):
+                path = ROOT / cmd
+                if not path.is_file():
+                    problems.append(f"{cmd} does not exist")
+                elif not os.access(path, os.X_OK) and not cmd.endswith(".sh"):
+                    problems.append(f"{cmd} is not executable")
+                notes.append("scripts exist")
+            elif cmd in ("bash",) and len(words) > 1 and not (ROOT / words[1]).is_file():
+                problems.append(f"{words[1]} does not exist")
+        if problems:
+            return False, "; ".join(problems)
+        return True, "bash -n" + "".join(f", {n}" for n in dict.fromkeys(notes))
+
+    def cargo(self, words: List[str]) -> List[str]:
+        problems: List[str] = []
+        pkg = None
+        for flag, kind in (("--example", "example"), ("--test", "test"), ("-p", None)):
+            if flag in words:
+                i = words.index(flag)
+                if i + 1 >= len(words):
+                    problems.append(f"{flag} without a value")
+                    continue
+                v = words[i + 1]
+                if kind is None:
+                    pkg = v
+                    if v not in self.packages:
+                        problems.append(f"no package {v}")
+        for flag, kind in (("--example", "example"), ("--test", "test")):
+            if flag in words and pkg in self.targets:
+                v = words[words.index(flag) + 1]
+                if (kind, v) not in self.targets[pkg]:
+                    problems.append(f"{pkg} has no {kind} {v}")
+        return problems
+
+    def check(self, b: Block) -> Tuple[bool, str]:
+        suite = SUITES.get((b.readme, b.lang))
+        if suite:
+            what, path = suite
+            f = ROOT / path
+            if not f.is_file():
+                return False, f"{what}: {path} is missing"
+            mention = README_MENTION.get(path, "README")
+            if mention not in f.read_text(encoding="utf-8"):
+                return False, f"{what}: {path} does not read the README"
+            return True, what
+        code = "\n".join(b.body)
+        if b.lang == "sh":
+            return self.sh(b)
+        if b.lang == "xml":
+            try:
+                xml.dom.minidom.parseString(f"<root>{code}</root>")
+            except Exception as e:  # noqa: BLE001 (any parse error is the answer)
+                return False, f"not well-formed XML: {e}"
+            return True, "well-formed XML"
+        if b.lang == "json":
+            try:
+                json.loads(code)
+            except ValueError as e:
+                return False, f"not JSON: {e}"
+            return True, "parses as JSON"
+        if b.lang in ("", "text"):
+            return True, "output or listing, shown as-is"
+        return False, f"no check for ```{b.lang} blocks in {b.readme}"
+
+
+def main() -> int:
+    cli = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "target" / "debug" / "etcdlock"
+    if not cli.is_file():
+        subprocess.run(["cargo", "build", "-q", "-p", "etcdlock-cli"], cwd=ROOT, check=True)
+    checker = Checker(cli)
+    failures = 0
+    total = 0
+    for readme in readmes():
+        for b in blocks(readme):
+            total += 1
+            ok, how = checker.check(b)
+            failures += not ok
+            lang = b.lang or "-"
+            print(f"{'ok  ' if ok else 'FAIL'} {b.readme}:{b.line} block {b.number} ({lang}) {b.first[:50]!r}: {how}")
+    print(f"{total} README code blocks, {total - failures} checked, {failures} failing")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
