@@ -1,6 +1,6 @@
 // Type-checked by `tsc --noEmit` (test/types.test.js), then compiled and run
 // against real etcd so that `await using` is exercised even on Node 20.
-import { Client, Lock, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus } from 'etcdlock';
+import { Client, Lock, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus } from 'etcdlock';
 
 export async function demo(endpoints: string[]): Promise<string[]> {
   const events: string[] = [];
@@ -72,6 +72,13 @@ export async function recipes(client: Client): Promise<string[]> {
   }
   const st: LockStatus = await client.status('transcoders');
   out.push(`${st.holders.length} ${st.waiters.length} ${MAX_PERMITS}`);
+  const ran: number | undefined = await client.runOnce('usage-once', async () => 7, { atMost: 10_000, atLeast: 0 });
+  const hold: OnceHold | null = await client.takeOnce('usage-once-2', { atMost: 10_000 });
+  if (hold) {
+    const rev: bigint = hold.revision;
+    const until: Date = hold.lockUntil;
+    out.push(`once ${ran} ${rev > 0n} ${until > hold.lockedAt} ${await hold.extend({ atMost: 5_000 })} ${await hold.finish()}`);
+  }
   await lead.resign();
   return out;
 }
@@ -92,5 +99,7 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   await client.acquirePermit('x', '3');
   // @ts-expect-error lockMany takes an array of names
   await client.lockMany('a');
+  // @ts-expect-error runOnce needs atMost
+  await client.runOnce('x', () => 1, { atLeast: 5 });
   void t; void l; void c;
 }

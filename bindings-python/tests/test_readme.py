@@ -90,3 +90,16 @@ def test_readme_block(block: Block, endpoints: List[str]) -> None:
         assert p.stdout.split("\n")[:2] == ["report written", "None"], p.stdout
     if 'client.campaign("scheduler-3"' in block.code:
         assert "node-1 v2" in p.stdout
+
+
+def test_readme_blocks_type_check_strict(tmp_path: Path) -> None:
+    # Each block as its own module, checked as a user's mypy --strict would.
+    files = []
+    for b in PYTHON:
+        f = tmp_path / f"readme_block{b.number}.py"
+        f.write_text(b.code, encoding="utf-8")
+        files.append(str(f))
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null", *files],
+                       capture_output=True, text=True)
+    print(r.stdout, end="")
+    assert r.returncode == 0, r.stdout + r.stderr
