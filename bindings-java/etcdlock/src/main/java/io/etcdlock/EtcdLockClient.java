@@ -3,15 +3,12 @@ package io.etcdlock;
 import java.lang.ref.Cleaner;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
-import java.util.function.LongConsumer;
 import java.util.function.LongFunction;
 
 import static io.etcdlock.Args.checkName;
@@ -325,65 +322,9 @@ public final class EtcdLockClient implements AutoCloseable {
         return withClient(c -> NativeBridge.release(c, name, token));
     }
 
-    /**
-     * Take job {@code name}'s run-once record until {@code lockUntil} if no node holds it at
-     * {@code now}: the hold, or empty at once (never waits). The record is what
-     * {@code etcdlock-shedlock}'s provider, Python's {@code client.once} and Node's
-     * {@code runOnce} keep (ShedLock's semantics, one compare-and-swap per change); it outlives
-     * this client. Expiry compares wall clocks: {@code now} is the caller's clock (ShedLock's
-     * {@code ClockProvider}), keep nodes in sync.
-     */
-    public Optional<OnceHold> takeOnce(String name, java.time.Instant now, java.time.Instant lockUntil) {
-        checkName(name);
-        java.util.Objects.requireNonNull(now, "now");
-        java.util.Objects.requireNonNull(lockUntil, "lockUntil");
-        checkNotOnRuntimeThread("takeOnce \"" + name + "\"");
-        return OnceHold.of(name, withClient(c -> NativeBridge.onceTake(c, name, now.toEpochMilli(), lockUntil.toEpochMilli())));
-    }
-
-    /**
-     * Job {@code name}'s run-once record as it is in etcd (taken or expired: compare its
-     * {@code lockUntil} with your clock), or empty if there is none.
-     */
-    public Optional<OnceHold> onceRecord(String name) {
-        checkName(name);
-        checkNotOnRuntimeThread("onceRecord \"" + name + "\"");
-        return OnceHold.of(name, withClient(c -> NativeBridge.onceRecord(c, name)));
-    }
-
-    /** {@link #takeOnce(String, java.time.Instant, java.time.Instant)} on the system clock, for {@code atMost}. */
-    public Optional<OnceHold> takeOnce(String name, Duration atMost) {
-        java.util.Objects.requireNonNull(atMost, "atMost");
-        java.time.Instant now = java.time.Instant.now();
-        return takeOnce(name, now, now.plus(atMost));
-    }
-
-    /**
-     * Finish a run-once hold: if {@code atLeastUntil} is after {@code now}, keep the job taken
-     * until then (never beyond its {@code lockUntil}), else delete the record. False, and
-     * nothing changed, if the record is no longer this hold's (it expired and another node took
-     * the job, or it was finished already).
-     */
-    public boolean finishOnce(OnceHold hold, java.time.Instant now, java.time.Instant atLeastUntil) {
-        java.util.Objects.requireNonNull(hold, "hold");
-        java.util.Objects.requireNonNull(now, "now");
-        java.util.Objects.requireNonNull(atLeastUntil, "atLeastUntil");
-        checkNotOnRuntimeThread("finishOnce \"" + hold.name() + "\"");
-        return withClient(c -> NativeBridge.onceFinish(c, hold.name(), hold.revision(), hold.lockedAt().toEpochMilli(),
-                hold.lockUntil().toEpochMilli(), now.toEpochMilli(), atLeastUntil.toEpochMilli()));
-    }
-
-    /**
-     * Extend a run-once hold to {@code lockUntil} if it is still this hold's and unexpired at
-     * {@code now}: the new hold (the old one then finishes and extends nothing), or empty.
-     */
-    public Optional<OnceHold> extendOnce(OnceHold hold, java.time.Instant now, java.time.Instant lockUntil) {
-        java.util.Objects.requireNonNull(hold, "hold");
-        java.util.Objects.requireNonNull(now, "now");
-        java.util.Objects.requireNonNull(lockUntil, "lockUntil");
-        checkNotOnRuntimeThread("extendOnce \"" + hold.name() + "\"");
-        return OnceHold.of(hold.name(), withClient(c -> NativeBridge.onceExtend(c, hold.name(), hold.revision(),
-                hold.lockedAt().toEpochMilli(), hold.lockUntil().toEpochMilli(), now.toEpochMilli(), lockUntil.toEpochMilli())));
+    /** Run-once records: a job scheduled on every node runs on one per tick (ShedLock's semantics). */
+    public OnceRecords once() {
+        return new OnceRecords(this);
     }
 
     /** A {@link java.util.concurrent.Semaphore}-shaped handle on the semaphore {@code name}. */
@@ -480,7 +421,7 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /** Run {@code f} with the native client pinned (never freed meanwhile). */
-    private <T> T withClient(LongFunction<T> f) {
+    <T> T withClient(LongFunction<T> f) {
         long c = handle.pin();
         try {
             return f.apply(c);

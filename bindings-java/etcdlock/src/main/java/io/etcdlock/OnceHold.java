@@ -5,8 +5,8 @@ import java.util.Objects;
 import java.util.Optional;
 
 /**
- * A taken run-once record ({@link EtcdLockClient#takeOnce}): plain values, kept by the caller
- * and handed back to {@link EtcdLockClient#finishOnce} or {@link EtcdLockClient#extendOnce}.
+ * A taken run-once record ({@link OnceRecords#take}): plain values, kept by the caller
+ * and handed back to {@link OnceRecords#finish} or {@link OnceRecords#extend}.
  */
 public final class OnceHold {
     private final String name;

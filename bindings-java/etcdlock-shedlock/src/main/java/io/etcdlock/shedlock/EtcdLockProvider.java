@@ -76,12 +76,12 @@ public final class EtcdLockProvider implements ExtensibleLockProvider {
 
     /** The record of ShedLock lock {@code name} as it is in etcd (taken or expired), if any. */
     public Optional<OnceHold> record(String name) {
-        return client.onceRecord(recordName(name));
+        return client.once().record(recordName(name));
     }
 
     @Override
     public Optional<SimpleLock> lock(LockConfiguration config) {
-        Optional<OnceHold> hold = client.takeOnce(recordName(config.getName()), ClockProvider.now(), config.getLockAtMostUntil());
+        Optional<OnceHold> hold = client.once().take(recordName(config.getName()), ClockProvider.now(), config.getLockAtMostUntil());
         return hold.map(h -> new EtcdSimpleLock(config, h));
     }
 
@@ -100,13 +100,13 @@ public final class EtcdLockProvider implements ExtensibleLockProvider {
 
         @Override
         protected void doUnlock() {
-            client.finishOnce(hold, ClockProvider.now(), lockConfiguration.getLockAtLeastUntil());
+            client.once().finish(hold, ClockProvider.now(), lockConfiguration.getLockAtLeastUntil());
         }
 
         @Override
         protected Optional<SimpleLock> doExtend(LockConfiguration newConfiguration) {
             Instant now = ClockProvider.now();
-            return client.extendOnce(hold, now, newConfiguration.getLockAtMostUntil())
+            return client.once().extend(hold, now, newConfiguration.getLockAtMostUntil())
                     .map(h -> new EtcdSimpleLock(newConfiguration, h));
         }
     }

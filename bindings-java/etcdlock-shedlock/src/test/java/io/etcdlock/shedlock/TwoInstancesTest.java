@@ -101,13 +101,20 @@ class TwoInstancesTest {
         try (EtcdLockClient a = TestSupport.client(); EtcdLockClient b = TestSupport.client()) {
             EtcdLockProvider pa = new EtcdLockProvider(a);
             // What Python's @client.once("shedlock/<name>") and Node's runOnce do: core's record.
-            io.etcdlock.OnceHold other = b.takeOnce("shedlock/" + name, Duration.ofMinutes(1)).orElseThrow();
+            io.etcdlock.OnceHold other = b.once().take("shedlock/" + name, Duration.ofMinutes(1)).orElseThrow();
             assertThat(pa.lock(config(name, Duration.ofMinutes(5), Duration.ZERO))).isEmpty();
             assertThat(pa.record(name)).contains(other);
-            assertThat(b.finishOnce(other, java.time.Instant.now(), java.time.Instant.EPOCH)).isTrue();
+            assertThat(b.once().finish(other, java.time.Instant.now(), java.time.Instant.EPOCH)).isTrue();
             SimpleLock l = pa.lock(config(name, Duration.ofMinutes(5), Duration.ZERO)).orElseThrow();
-            assertThat(b.takeOnce("shedlock/" + name, Duration.ofMinutes(1))).isEmpty();
+            assertThat(b.once().take("shedlock/" + name, Duration.ofMinutes(1))).isEmpty();
             l.unlock();
+            assertThat(pa.record(name)).isEmpty();
+            // Bad input is the typed InvalidArgument of every language, and takes nothing.
+            java.time.Instant now = java.time.Instant.now();
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> b.once().take("shedlock/" + name, now, now))
+                    .isInstanceOf(io.etcdlock.InvalidArgumentException.class).hasMessageContaining("at_most");
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> b.once().take("", now, now.plusSeconds(1)))
+                    .isInstanceOf(io.etcdlock.InvalidArgumentException.class);
             assertThat(pa.record(name)).isEmpty();
         }
     }
