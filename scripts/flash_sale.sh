@@ -19,28 +19,50 @@ mkdir -p "$OUT"
 say() { printf '== %s\n' "$*" >&2; }
 cargo_profile=(); [ "$PROFILE" = release ] && cargo_profile=(--release)
 
-say "Rust: CLI, harness, libetcdlock ($PROFILE)"
-cargo build --quiet "${cargo_profile[@]}" -p etcdlock-cli -p etcdlock-testkit -p etcdlock-ffi
+# Steps that mostly download, unpack or run javac (pip, npm, Maven) run in the
+# background beside the one cargo invocation that compiles every native crate
+# on all cores; the language builds after it find their crate built (Maven's own
+# `cargo build -p etcdlock-jni` waits for cargo's lock, then has nothing to do).
+# Each background step logs to $OUT/<step>.log, shown if it fails.
+started=$SECONDS
+bg() { # name command...: run in the background, logging to $OUT/name.log
+  local name=$1; shift
+  ( "$@" >"$OUT/$name.log" 2>&1 ) &
+  eval "pid_$name=$!"
+}
+wait_for() { # name: wait for bg step `name`; show its log and fail if it failed
+  local pid; eval "pid=\$pid_$1"
+  if ! wait "$pid"; then echo "flash_sale: step $1 failed; its log:" >&2; cat "$OUT/$1.log" >&2; exit 1; fi
+}
+[ -x "$OUT/venv/bin/python" ] || python3 -m venv "$OUT/venv"
+bg pip "$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" matplotlib
+bg npm bash -c 'cd "$0/bindings-node" && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; }' "$ROOT"
+# Only the modules the demo runs (not Spring or ShedLock).
+bg java bash -c 'cd "$0/bindings-java" && mvn -q -B -DskipTests -pl etcdlock-demos -am install &&
+  mvn -q -B -pl etcdlock-demos dependency:build-classpath -Dmdep.outputFile="$1"' "$ROOT" "$OUT/java.cp"
+
+jni=(); [ "$PROFILE" = release ] && jni=(-p etcdlock-jni)  # the jar always carries a release build
+say "Rust: CLI, harness, libetcdlock, the Node and JNI modules ($PROFILE)"
+cargo build --quiet "${cargo_profile[@]}" -p etcdlock-cli -p etcdlock-testkit -p etcdlock-ffi -p etcdlock-node "${jni[@]}"
 
 say "C worker"
 gcc -O2 -Wall -Wextra -I"$ROOT/include" "$ROOT/examples/c/flash_worker.c" -o "$OUT/flash_worker_c" \
     -L"$BIN" -letcdlock -Wl,-rpath,"$BIN"
 
 say "Python worker (venv $OUT/venv)"
-[ -x "$OUT/venv/bin/python" ] || python3 -m venv "$OUT/venv"
+wait_for pip
 export PATH="$OUT/venv/bin:$PATH"  # maturin, for the PEP 517 build
-"$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" matplotlib
 py_profile=release; [ "$PROFILE" = debug ] && py_profile=dev
 MATURIN_PEP517_ARGS="--profile $py_profile" "$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check \
     --force-reinstall --no-deps --no-build-isolation "$ROOT/bindings-python"
 
 say "Node worker"
-(cd "$ROOT/bindings-node" && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; } \
-    && if [ "$PROFILE" = release ]; then npm run --silent build:release; else npm run --silent build; fi) >&2
+wait_for npm
+(cd "$ROOT/bindings-node" && if [ "$PROFILE" = release ]; then npm run --silent build:release; else npm run --silent build; fi) >&2
 
 say "Java worker"
-(cd "$ROOT/bindings-java" && mvn -q -B -DskipTests install \
-    && mvn -q -B -pl etcdlock-demos dependency:build-classpath -Dmdep.outputFile="$OUT/java.cp") >&2
+wait_for java
+say "built in $((SECONDS - started)) s"
 export FLASH_JAVA_CP="$ROOT/bindings-java/etcdlock-demos/target/classes:$(cat "$OUT/java.cp")"
 
 export FLASH_BIN_DIR="$BIN" FLASH_C_WORKER="$OUT/flash_worker_c" FLASH_PYTHON="$OUT/venv/bin/python"

@@ -330,25 +330,8 @@ impl Etcd {
     pub fn await_new_leader(&self, old: usize, within: Duration) -> Option<usize> {
         let others: Vec<String> =
             self.members.iter().enumerate().filter(|(i, m)| *i != old && m.child.is_some()).map(|(_, m)| m.endpoint()).collect();
-        let deadline = Instant::now() + within;
-        while Instant::now() < deadline {
-            let out = Command::new(etcdctl_bin())
-                .env("ETCDCTL_API", "3")
-                .args(["--endpoints", &others.join(","), "--command-timeout=300ms", "endpoint", "status", "-w", "json"])
-                .stderr(Stdio::null())
-                .output();
-            if let Ok(v) = out.map(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_default()) {
-                for st in v.as_array().cloned().unwrap_or_default() {
-                    let member_id = st["Status"]["header"]["member_id"].as_u64();
-                    if member_id.is_some() && member_id == st["Status"]["leader"].as_u64() {
-                        let ep = st["Endpoint"].as_str().unwrap_or("");
-                        return self.members.iter().position(|m| m.endpoint() == ep);
-                    }
-                }
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        None
+        let ep = await_leader_among(&others, within, Duration::from_millis(10))?;
+        self.members.iter().position(|m| m.endpoint() == ep)
     }
 
     /// The sum of the Prometheus series `name` on member `i`'s `/metrics`,
@@ -460,4 +443,30 @@ pub fn http_get_at(host: &str, port: u16, path: &str) -> std::io::Result<String>
     let mut body = String::new();
     s.read_to_string(&mut body)?;
     Ok(body)
+}
+
+/// Wait until one of `endpoints` says it leads, at most `within`: its
+/// endpoint, or None. Each round is one `etcdctl endpoint status` (about
+/// 20-40 ms) and a pause of `every`: the resolution of the measurement, and
+/// what it costs the machine meanwhile. Needs no `Etcd`, so a thread can run
+/// it while the cluster's owner injects faults.
+pub fn await_leader_among(endpoints: &[String], within: Duration, every: Duration) -> Option<String> {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        let out = Command::new(etcdctl_bin())
+            .env("ETCDCTL_API", "3")
+            .args(["--endpoints", &endpoints.join(","), "--command-timeout=300ms", "endpoint", "status", "-w", "json"])
+            .stderr(Stdio::null())
+            .output();
+        if let Ok(v) = out.map(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_default()) {
+            for st in v.as_array().cloned().unwrap_or_default() {
+                let member_id = st["Status"]["header"]["member_id"].as_u64();
+                if member_id.is_some() && member_id == st["Status"]["leader"].as_u64() {
+                    return Some(st["Endpoint"].as_str().unwrap_or("").to_string());
+                }
+            }
+        }
+        std::thread::sleep(every);
+    }
+    None
 }

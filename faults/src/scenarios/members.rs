@@ -99,6 +99,7 @@ pub async fn member_kill_restart(p: &Profile) -> Outcome {
     o.failures.append(&mut fp.failures);
     o.failures.extend(rounds.failures);
     let (leaders, max_resume, probes) = (fp.leaders, fp.max_resume, fp.probes);
+    let (max_elected, max_after) = (fp.max_elected, fp.max_after_leader);
     tokio::time::sleep(Duration::from_secs(2)).await;
     stop.cancel();
     let _ = h.await;
@@ -108,8 +109,11 @@ pub async fn member_kill_restart(p: &Profile) -> Outcome {
     o.acquisitions = counters.acquisitions.load(Ordering::Relaxed) + probes;
     o.expect(keys == 0 && leases == 0, || format!("{keys} lock keys and {leases} leases left"));
     o.figure = format!(
-        "{} member kill -9 + restart ({leaders} of the leader), operations resumed within {:.2} s at most (bound 5 s), {} acquisitions, {keys} lock keys and {leases} leases left; {}; errors: {}",
+        "{} member kill -9 + restart ({leaders} of the leader), a leader again within {:.2} s, operations resumed within {:.2} s of that (bound {:.1} s) and {:.2} s of the kill at most, {} acquisitions, {keys} lock keys and {leases} leases left; {}; errors: {}",
         o.faults,
+        max_elected.as_secs_f64(),
+        max_after.as_secs_f64(),
+        crate::failpoint::RESUME_AFTER_LEADER.as_secs_f64(),
         max_resume.as_secs_f64(),
         o.acquisitions,
         r.summary(),
