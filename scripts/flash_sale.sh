@@ -16,7 +16,8 @@ case "$CARGO_TARGET_DIR" in /*) ;; *) CARGO_TARGET_DIR="$ROOT/$CARGO_TARGET_DIR"
 BIN="$CARGO_TARGET_DIR/$PROFILE"
 OUT="$CARGO_TARGET_DIR/flash"
 mkdir -p "$OUT"
-say() { printf '== %s\n' "$*" >&2; }
+t0=$SECONDS
+say() { printf '== [%3d s] %s\n' "$((SECONDS - t0))" "$*" >&2; }
 cargo_profile=(); [ "$PROFILE" = release ] && cargo_profile=(--release)
 
 # Steps that mostly download, unpack or run javac (pip, npm, Maven) run in the
@@ -41,9 +42,14 @@ bg npm bash -c 'cd "$0/bindings-node" && { [ -d node_modules ] || npm ci --no-au
 bg java bash -c 'cd "$0/bindings-java" && mvn -q -B -DskipTests -pl etcdlock-demos -am install &&
   mvn -q -B -pl etcdlock-demos dependency:build-classpath -Dmdep.outputFile="$1"' "$ROOT" "$OUT/java.cp"
 
+# The libraries in one invocation (they share one build of core), then the
+# CLI apart: it needs core's `bench` feature, and building it with them would
+# give them that core too, which each language's own build then redoes without.
 jni=(); [ "$PROFILE" = release ] && jni=(-p etcdlock-jni)  # the jar always carries a release build
-say "Rust: CLI, harness, libetcdlock, the Node and JNI modules ($PROFILE)"
-cargo build --quiet "${cargo_profile[@]}" -p etcdlock-cli -p etcdlock-testkit -p etcdlock-ffi -p etcdlock-node "${jni[@]}"
+say "Rust: harness, libetcdlock, the Node and JNI modules ($PROFILE)"
+cargo build --quiet "${cargo_profile[@]}" -p etcdlock-testkit -p etcdlock-ffi -p etcdlock-node "${jni[@]}"
+say "Rust: the CLI ($PROFILE)"
+cargo build --quiet "${cargo_profile[@]}" -p etcdlock-cli
 
 say "C worker"
 gcc -O2 -Wall -Wextra -I"$ROOT/include" "$ROOT/examples/c/flash_worker.c" -o "$OUT/flash_worker_c" \
