@@ -13,7 +13,7 @@ use std::time::Instant;
 use tokio::sync::{mpsc, watch};
 
 use crate::client::Client;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::keys::{delete_incarnation, delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
 use crate::session::{Loss, OnLoss, Session};
 use crate::watch::Later;
@@ -297,6 +297,11 @@ impl Guard {
                     // (the key watch was off or not yet told), and someone may
                     // have held the lock since. Say so, with etcd's reason.
                     let reason = why_deleted(&sh.client, &sh.session).await;
+                    if reason == LossReason::ClientClosed {
+                        // This client closed while the unlock was on its way:
+                        // revoking our own lease released the key; nothing was lost.
+                        return None;
+                    }
                     tracing::warn!(lock = %sh.name, %reason, "unlock found the lock already lost");
                     Some(reason)
                 }

@@ -23,14 +23,16 @@ fn start_cluster() -> Result<Cluster, String> {
 
 /// (member id, the leader it knows) of member `ep`, asked directly.
 async fn status(ep: &str) -> Option<(u64, u64)> {
+    // Generous timeouts: a loaded machine answers late, and a poll that
+    // times out only delays the measurement by one round.
     let mut c = tokio::time::timeout(
-        Duration::from_millis(500),
-        etcd_client::Client::connect([ep], Some(etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(400)))),
+        Duration::from_millis(1000),
+        etcd_client::Client::connect([ep], Some(etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(900)))),
     )
     .await
     .ok()?
     .ok()?;
-    let s = tokio::time::timeout(Duration::from_millis(500), c.status()).await.ok()?.ok()?;
+    let s = tokio::time::timeout(Duration::from_millis(1000), c.status()).await.ok()?.ok()?;
     Some((s.header()?.member_id(), s.leader()))
 }
 
@@ -147,9 +149,14 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         let cut_ns = clock_monotonic_ns();
         if kind == Cut::MinorityLeader {
             let majority: Vec<usize> = (0..3).filter(|i| *i != leader).collect();
-            match await_leader(&eps, &majority, Duration::from_secs(2 * TTL as u64)).await {
+            // How long the majority takes to elect is etcd's (measured, and
+            // bounded loosely: on a loaded 2-core CI machine this poll once
+            // saw no agreed leader within 4 s although the majority side's
+            // clients acquired meanwhile); what the clients get is checked
+            // below (progress on the majority side during the cut).
+            match await_leader(&eps, &majority, Duration::from_secs(10)).await {
                 Some(_) => elections.push(ms_between(cut_ns, clock_monotonic_ns())),
-                None => o.fail(format!("round {round}: the majority elected no leader within 2xTTL")),
+                None => o.fail(format!("round {round}: the majority elected no leader within 10 s")),
             }
         }
         tokio::time::sleep(Duration::from_secs(2 * TTL as u64)).await;
