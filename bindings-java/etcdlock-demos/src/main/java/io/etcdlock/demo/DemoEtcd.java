@@ -17,6 +17,7 @@ import java.util.regex.Pattern;
 public final class DemoEtcd implements AutoCloseable {
     private final Process harness;
     private final List<String> endpoints;
+    private BufferedReader replies;
 
     private DemoEtcd(Process harness, List<String> endpoints) {
         this.harness = harness;
@@ -36,7 +37,8 @@ public final class DemoEtcd implements AutoCloseable {
             throw new IllegalStateException("set ETCDLOCK_ENDPOINTS, or build the harness: cargo build -p etcdlock-testkit");
         }
         Process p = new ProcessBuilder(path).redirectError(ProcessBuilder.Redirect.INHERIT).start();
-        String line = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)).readLine();
+        BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+        String line = out.readLine();
         Matcher m = Pattern.compile("\"endpoints\"\\s*:\\s*\\[([^\\]]*)\\]").matcher(line == null ? "" : line);
         if (!m.find()) {
             throw new IllegalStateException("etcd-harness said: " + line);
@@ -46,11 +48,31 @@ public final class DemoEtcd implements AutoCloseable {
         while (q.find()) {
             eps.add(q.group(1));
         }
-        return new DemoEtcd(p, eps);
+        DemoEtcd etcd = new DemoEtcd(p, eps);
+        etcd.replies = out;
+        return etcd;
     }
 
     public List<String> endpoints() {
         return endpoints;
+    }
+
+    /**
+     * Send the harness one command ({@code pause 0}: SIGSTOP member 0, {@code resume 0},
+     * {@code kill 0}, {@code restart 0}) and return its one-line JSON answer; only for an etcd
+     * this demo started.
+     */
+    public synchronized String command(String cmd) throws java.io.IOException {
+        if (harness == null) {
+            throw new IllegalStateException("not our etcd (ETCDLOCK_ENDPOINTS): cannot " + cmd);
+        }
+        harness.getOutputStream().write((cmd + "\n").getBytes(StandardCharsets.UTF_8));
+        harness.getOutputStream().flush();
+        String reply = replies.readLine();
+        if (reply == null || !reply.contains("\"ok\"")) {
+            throw new java.io.IOException("etcd-harness " + cmd + ": " + reply);
+        }
+        return reply;
     }
 
     @Override

@@ -18,7 +18,8 @@ import io.etcdlock.EtcdLockClient;
  * {@link EtcdLockProperties} ({@code etcdlock.*}), closed with the context, and, when
  * Spring Integration is present, an {@link EtcdLockRegistry} as the {@link LockRegistry};
  * with Micrometer, {@link EtcdLockMeterBinder} meters; with Actuator, the {@code etcdlock}
- * health indicator ({@link EtcdLockHealthIndicator}).
+ * health indicator ({@link EtcdLockHealthIndicator} on Boot 3, {@link EtcdLockBoot4HealthIndicator}
+ * on Boot 4: the one whose health API is on the classpath).
  * Either bean can be replaced by declaring your own. {@code etcdlock.enabled=false} turns
  * it all off.
  */
@@ -79,7 +80,7 @@ public class EtcdLockAutoConfiguration {
         }
     }
 
-    /** The Actuator health indicator {@code etcdlock}, when Actuator is on the classpath. */
+    /** The Actuator health indicator {@code etcdlock} on Spring Boot 3, when Actuator is on the classpath. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "org.springframework.boot.actuate.health.AbstractHealthIndicator")
     static class HealthConfiguration {
@@ -87,6 +88,20 @@ public class EtcdLockAutoConfiguration {
         @ConditionalOnMissingBean(name = "etcdlockHealthIndicator")
         EtcdLockHealthIndicator etcdlockHealthIndicator(EtcdLockClient client) {
             return new EtcdLockHealthIndicator(client);
+        }
+    }
+
+    /**
+     * The Actuator health indicator {@code etcdlock} on Spring Boot 4 (its health classes live in
+     * {@code org.springframework.boot.health.contributor}, module spring-boot-health).
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.health.contributor.AbstractHealthIndicator")
+    static class Boot4HealthConfiguration {
+        @Bean
+        @ConditionalOnMissingBean(name = "etcdlockHealthIndicator")
+        EtcdLockBoot4HealthIndicator etcdlockHealthIndicator(EtcdLockClient client) {
+            return new EtcdLockBoot4HealthIndicator(client);
         }
     }
 

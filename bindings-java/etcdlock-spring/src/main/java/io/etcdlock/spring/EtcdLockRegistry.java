@@ -112,6 +112,20 @@ public class EtcdLockRegistry implements ExpirableLockRegistry, RenewableLockReg
         }
     }
 
+    /**
+     * Spring Integration 7's form: as {@link #renewLock(Object)}. An etcdlock hold has no
+     * expiry of its own to move: it lasts while this client's session lives (renewed every
+     * TTL/3 in the background) and ends at unlock or loss, so {@code ttl} is only checked.
+     *
+     * @throws IllegalArgumentException if {@code ttl} is null or not positive
+     */
+    public void renewLock(Object lockKey, java.time.Duration ttl) {
+        if (ttl == null || ttl.isNegative() || ttl.isZero()) {
+            throw new IllegalArgumentException("ttl must be positive, got " + ttl);
+        }
+        renewLock(lockKey);
+    }
+
     /** The number of lock objects currently cached (for tests and metrics). */
     public int size() {
         return locks.size();

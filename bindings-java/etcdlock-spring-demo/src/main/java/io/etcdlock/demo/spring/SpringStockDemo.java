@@ -44,6 +44,12 @@ public final class SpringStockDemo {
      * that finds itself on a platform thread fails.
      */
     public static Process startApp(String endpoints, boolean useLock, String javaHome, boolean virtualThreads) throws Exception {
+        return startApp(endpoints, useLock, javaHome, virtualThreads, List.of());
+    }
+
+    /** As above, with more {@code --name=value} application arguments. */
+    public static Process startApp(String endpoints, boolean useLock, String javaHome, boolean virtualThreads,
+            List<String> appArgs) throws Exception {
         String java = javaHome + File.separator + "bin" + File.separator + "java";
         List<String> cmd = new ArrayList<>(List.of(java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"));
         if (virtualThreads) {
@@ -54,6 +60,7 @@ public final class SpringStockDemo {
         if (virtualThreads) {
             cmd.addAll(List.of("--spring.threads.virtual.enabled=true", "--stock.require-virtual-threads=true"));
         }
+        cmd.addAll(appArgs);
         return new ProcessBuilder(cmd).redirectError(ProcessBuilder.Redirect.INHERIT).start();
     }
 }

@@ -6,7 +6,8 @@ import java.util.concurrent.locks.Lock;
 import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.SpringApplication;
 import org.springframework.boot.autoconfigure.SpringBootApplication;
-import org.springframework.boot.web.context.WebServerInitializedEvent;
+import org.springframework.boot.SpringBootVersion;
+import org.springframework.boot.context.event.ApplicationReadyEvent;
 import org.springframework.context.ConfigurableApplicationContext;
 import org.springframework.context.event.EventListener;
 import org.springframework.integration.support.locks.LockRegistry;
@@ -44,9 +45,14 @@ public class StockApplication {
         watcher.start();
     }
 
+    /**
+     * Tell the launcher which Boot runs this and where it listens. (Not Boot 3's
+     * WebServerInitializedEvent: Boot 4 moved it; this source builds on both.)
+     */
     @EventListener
-    public void onStarted(WebServerInitializedEvent e) {
-        System.out.println("LISTENING " + e.getWebServer().getPort());
+    public void onReady(ApplicationReadyEvent e) {
+        System.out.println("BOOT " + SpringBootVersion.getVersion());
+        System.out.println("LISTENING " + e.getApplicationContext().getEnvironment().getProperty("local.server.port"));
         System.out.flush();
     }
 
