@@ -20,26 +20,42 @@ fi
 (cd "$ROOT" && cargo build -q -p etcdlock-testkit)
 export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
 
-# Virtual threads need a JDK >= 21 (the library itself targets Java 11): run the
-# check on the newest JDK beside the default one (these machines ship Temurin 25).
-# A missing JDK fails the suite; it is not skipped.
+# Virtual threads need a JDK >= 21 (the library itself targets Java 11): the Spring demo's
+# virtual-thread test finds one through Maven's toolchains, as a user's build would. Declare
+# every installed JDK in a toolchains file of this run (~/.m2 is left alone) and require the
+# test to run (a missing JDK fails the suite; it is not skipped). These machines ship Temurin 25.
 JDK21=""
-for d in /usr/lib/jvm/*; do
-  [ -x "$d/bin/java" ] || continue
-  v=$("$d/bin/java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
-  if [ -n "$v" ] && [ "$v" -ge 21 ]; then JDK21=$d; fi
-done
+jdks() {
+  for d in /usr/lib/jvm/*; do
+    [ -x "$d/bin/java" ] && [ ! -L "$d" ] || continue
+    v=$("$d/bin/java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+    [ -n "$v" ] && echo "$v $d"
+  done
+  return 0
+}
+while read -r v d; do [ "$v" -ge 21 ] && JDK21=$d; done < <(jdks)
 if [ -z "$JDK21" ]; then
   echo "installing a JDK >= 21 for the virtual-thread check" >&2
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-21-jdk-headless >/dev/null 2>&1 || true
-  for d in /usr/lib/jvm/*21*; do [ -x "$d/bin/java" ] && JDK21=$d; done
+  while read -r v d; do [ "$v" -ge 21 ] && JDK21=$d; done < <(jdks)
 fi
+mkdir -p "$CARGO_TARGET_DIR"
+TOOLCHAINS="$CARGO_TARGET_DIR/java-toolchains.xml"
+{
+  echo '<?xml version="1.0" encoding="UTF-8"?>'
+  echo '<toolchains>'
+  jdks | while read -r v d; do
+    printf '  <toolchain><type>jdk</type><provides><version>%s</version></provides><configuration><jdkHome>%s</jdkHome></configuration></toolchain>\n' "$v" "$d"
+  done
+  echo '</toolchains>'
+} > "$TOOLCHAINS"
 # Count only this run: with -fae a module skipped after a failure would leave old reports.
 rm -rf ./*/target/surefire-reports
 log=$(mktemp)
 set +e
-mvn -B -fae -Detcdlock.harness="$ETCDLOCK_HARNESS" -Detcdlock.jdk21="$JDK21" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of " 
+mvn -B -fae --toolchains "$TOOLCHAINS" -Detcdlock.toolchains="$TOOLCHAINS" -Detcdlock.require-jdk21=true \
+  -Detcdlock.harness="$ETCDLOCK_HARNESS" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of " 
 status=${PIPESTATUS[0]}
 set -e
 
