@@ -197,9 +197,18 @@ class Checker:
             return self.sh(b)
         if b.lang == "xml":
             try:
-                xml.dom.minidom.parseString(f"<root>{code}</root>")
+                doc = xml.dom.minidom.parseString(f"<root>{code}</root>")
             except Exception as e:  # noqa: BLE001 (any parse error is the answer)
                 return False, f"not well-formed XML: {e}"
+            # A dependency on etcdlock names the version scripts/dist.sh publishes.
+            for dep in doc.getElementsByTagName("dependency"):
+                group = dep.getElementsByTagName("groupId")
+                version = dep.getElementsByTagName("version")
+                if group and version and group[0].firstChild.data == "io.etcdlock":
+                    v = version[0].firstChild.data
+                    if v != workspace_version():
+                        return False, f"io.etcdlock version {v}, but dist publishes {workspace_version()}"
+                    return True, f"well-formed XML, io.etcdlock {v} (the version dist publishes)"
             return True, "well-formed XML"
         if b.lang == "json":
             try:
@@ -210,6 +219,13 @@ class Checker:
         if b.lang in ("", "text"):
             return True, "output or listing, shown as-is"
         return False, f"no check for ```{b.lang} blocks in {b.readme}"
+
+
+def workspace_version() -> str:
+    """The one version every artifact is published with (Cargo.toml [workspace.package])."""
+    m = re.search(r'^\[workspace\.package\][^\[]*?^version = "([^"]+)"', (ROOT / "Cargo.toml").read_text(), re.M | re.S)
+    assert m, "no version in Cargo.toml [workspace.package]"
+    return m.group(1)
 
 
 def main() -> int:
