@@ -94,6 +94,14 @@ export interface ConnectOptions {
   watchHeldKeys?: boolean;
   /** Milliseconds between lease keep-alives (default TTL/3): at least 50, at most half of TTL minus margin (else `InvalidArgument`). */
   keepaliveInterval?: number;
+  /**
+   * Resolve `connect` at once without reaching etcd (default false: reject
+   * `Unavailable` within `connectTimeout` when no member answers). A service
+   * can then start while etcd is briefly down: `ping()` rejects `Unavailable`
+   * until a member answers, and each call reaches etcd within its own bound
+   * (a lock call its timeout, anything else `requestTimeout`).
+   */
+  lazyConnect?: boolean;
 }
 
 export interface LockOptions {

@@ -264,6 +264,13 @@ typedef struct etcdlock_options {
   // most half of TTL - margin); ETCDLOCK_UNSET = not set
   // (ETCDLOCK_KEEPALIVE_INTERVAL, default TTL/3, at most (TTL - margin)/4).
   int64_t keepalive_interval_ms;
+  // Set to 1 to connect on first use: etcdlock_client_connect then only
+  // checks the options and returns at once, so a program starts while
+  // etcd is briefly down, and each call reaches etcd within its own bound
+  // (a lock call its timeout_ms, others request_timeout_ms). 0 = connect
+  // now (ETCDLOCK_UNAVAILABLE within connect_timeout_ms when no member
+  // answers). -1 = not set (ETCDLOCK_LAZY_CONNECT, default 0).
+  int32_t lazy_connect;
 } etcdlock_options;
 
 // What a client has done so far (etcdlock_client_metrics): the core's metrics,
@@ -444,7 +451,7 @@ const char *etcdlock_status_name(int status);
 const char *etcdlock_loss_reason_name(int reason);
 
 // Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
-// numbers, margin_ms and watch_held_keys -1) and set options->struct_size.
+// numbers, margin_ms, watch_held_keys and lazy_connect -1) and set options->struct_size.
 // At connect, a field still not set takes its ETCDLOCK_* environment
 // variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
 // struct_size must be sizeof(etcdlock_options) as the caller compiled it; only

@@ -92,6 +92,30 @@ describe('connect options', () => {
     }
   });
 
+  it('lazyConnect: connect resolves without etcd, and each call keeps its own bound', async () => {
+    const down = ['127.0.0.1:1'];
+    let t = performance.now();
+    const c = await Client.connect({ endpoints: down, lazyConnect: true, requestTimeout: 500 });
+    assert.ok(performance.now() - t < 200, `lazy connect took ${performance.now() - t} ms`);
+    t = performance.now();
+    await rejectsWith(() => c.ping(), 'Unavailable');
+    assert.ok(performance.now() - t < 500 + 700, `ping took ${performance.now() - t} ms`);
+    t = performance.now();
+    await rejectsWith(() => c.tryLock(unique('lazy')), 'Unavailable');
+    assert.ok(performance.now() - t < 500 + 700, `tryLock took ${performance.now() - t} ms`);
+    t = performance.now();
+    await assert.rejects(() => c.lock(unique('lazy'), { timeout: 1000 }), (e) => ['Timeout', 'Unavailable'].includes(e.code));
+    assert.ok(performance.now() - t < 1000 + 700, `lock(1 s) took ${performance.now() - t} ms`);
+    await c.close();
+    const live = await Client.connect({ endpoints: etcd.endpoints, lazyConnect: true });
+    const lock = await live.lock(unique('lazy'));
+    assert.equal(lock.isHeld, true);
+    await lock.unlock();
+    await live.close();
+    await rejectsWith(() => Client.connect({ endpoints: down, connectTimeout: 300 }), 'Unavailable');
+    await rejectsWith(() => Client.connect({ endpoints: down, lazyConnect: 'yes' }), 'InvalidArgument');
+  });
+
   it('an unknown option is refused by name, not ignored', async () => {
     const err = await rejectsWith(() => Client.connect({ endpoints: etcd.endpoints, tll: 5 }), 'InvalidArgument');
     assert.match(err.message, /unknown option "tll"/);

@@ -251,6 +251,37 @@ def test_keepalive_interval_is_an_option_core_checks(endpoints: List[str]) -> No
         etcdlock.Client(endpoints, ttl=5, keepalive_interval=3.0)
 
 
+def test_lazy_connect_starts_without_etcd_and_calls_keep_their_bounds(endpoints: List[str]) -> None:
+    """lazy_connect: a client made while etcd is down returns at once; ping
+    and try_lock raise UnavailableError within the request timeout and a lock
+    call its TimeoutError within its timeout; against a live etcd the
+    first call connects. Without it, the constructor raises."""
+    down = ["127.0.0.1:1"]
+    t = time.monotonic()
+    c = etcdlock.Client(down, lazy_connect=True, request_timeout=0.5)
+    assert time.monotonic() - t < 0.2
+    with c:
+        t = time.monotonic()
+        with pytest.raises(etcdlock.UnavailableError):
+            c.ping()
+        assert time.monotonic() - t < 0.5 + 0.7
+        t = time.monotonic()
+        with pytest.raises(etcdlock.UnavailableError):
+            c.try_lock("lazy")
+        assert time.monotonic() - t < 0.5 + 0.7
+        t = time.monotonic()
+        with pytest.raises((etcdlock.TimeoutError, etcdlock.UnavailableError)):
+            c.acquire("lazy", timeout=1.0)
+        assert time.monotonic() - t < 1.0 + 0.7
+    with etcdlock.Client(endpoints, lazy_connect=True) as live:
+        with live.lock("lazy") as g:
+            assert g.is_held
+    with pytest.raises(etcdlock.UnavailableError):
+        etcdlock.Client(down, connect_timeout=0.3)
+    with pytest.raises(TypeError):
+        etcdlock.Client(down, lazy_connect="yes")  # type: ignore[arg-type]
+
+
 def test_errors_say_whether_a_retry_may_succeed(endpoints: List[str]) -> None:
     with pytest.raises(etcdlock.InvalidArgumentError) as bad:
         etcdlock.Client(endpoints, ttl=0)

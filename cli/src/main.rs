@@ -120,6 +120,9 @@ struct Conn {
     /// Time between the session's keep-alives [env: ETCDLOCK_KEEPALIVE_INTERVAL] [default: TTL/3, at most (TTL - margin)/4]
     #[arg(long, global = true)]
     keepalive_interval: Option<String>,
+    /// Connect on first use, so a command's own timeout (e.g. `run --timeout 60s`) also covers etcd coming up: true/false [env: ETCDLOCK_LAZY_CONNECT] [default: false: fail within the connect timeout]
+    #[arg(long, global = true)]
+    lazy_connect: Option<String>,
 }
 
 impl Conn {
@@ -142,6 +145,7 @@ impl Conn {
             ("margin", &self.margin),
             ("watch_held_keys", &self.watch_held_keys),
             ("keepalive_interval", &self.keepalive_interval),
+            ("lazy_connect", &self.lazy_connect),
         ];
         ClientOptions::from_env_and_pairs(pairs.iter().filter_map(|(k, v)| v.as_ref().map(|v| (*k, v.as_str()))))
     }

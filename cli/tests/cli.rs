@@ -597,3 +597,31 @@ fn release_frees_a_wedged_holder_by_token() {
     let out = bin().args(["--endpoints", &eps, "release", "wedge"]).output().unwrap();
     assert_eq!(out.status.code(), Some(3), "nobody holds");
 }
+
+/// `--lazy-connect true`: a command started while etcd is down reaches it within its own
+/// timeout (a boot script need not order the lock after etcd); without it the command fails
+/// at once with the Unavailable exit status.
+#[test]
+fn lazy_connect_lets_a_command_wait_for_etcd_within_its_timeout() {
+    let mut etcd = Etcd::single();
+    let ep = etcd.endpoint();
+    etcd.kill(0);
+    let eager = bin().args(["--endpoints", &ep, "--connect-timeout", "500ms", "run", "lazy", "--", "true"]).output().unwrap();
+    assert_ne!(eager.status.code(), Some(0), "{}", String::from_utf8_lossy(&eager.stderr));
+    let t = std::time::Instant::now();
+    let child = bin()
+        .args(["--endpoints", &ep, "--lazy-connect", "true", "run", "lazy", "--timeout", "20s", "--", "true"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(800));
+    etcd.restart(0);
+    let up = t.elapsed();
+    let out = child.wait_with_output().unwrap();
+    let took = t.elapsed();
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(took < up + Duration::from_secs(3), "ran {took:?} after start, etcd was up at {up:?}");
+    let bad = bin().args(["--endpoints", &ep, "--lazy-connect", "soon", "status", "x"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+}

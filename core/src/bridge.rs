@@ -93,7 +93,7 @@ pub fn option_kind(key: &str) -> Option<OptionKind> {
         "endpoints" => OptionKind::List,
         "ttl" => OptionKind::WholeSeconds,
         "connect_timeout" | "request_timeout" | "margin" | "keepalive_interval" => OptionKind::Duration,
-        "watch_held_keys" => OptionKind::Bool,
+        "watch_held_keys" | "lazy_connect" => OptionKind::Bool,
         "namespace" | "username" | "password" | "tls_ca" | "tls_cert" | "tls_key" | "tls_domain" => OptionKind::Text,
         _ => return None,
     })

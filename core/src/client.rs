@@ -78,6 +78,9 @@ impl Client {
     /// Connect to etcd and open the session (grant its lease). Fails with
     /// `Unavailable` when no endpoint answers within the connect timeout,
     /// `AuthFailed` on bad credentials, `InvalidArgument` on bad options.
+    /// With [`ClientOptions::lazy_connect`] it only checks the options (and
+    /// reads the TLS files) and returns at once: the first call that needs
+    /// etcd connects, within that call's own bound.
     pub async fn connect(opts: ClientOptions) -> Result<Client> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
             Error::invalid("Client::connect must run inside a tokio runtime (or use etcdlock::blocking)")
@@ -126,7 +129,9 @@ impl Client {
         }
         let deadline = Instant::now() + opts.connect_timeout;
         let transport = Arc::new(Transport::new(urls, endpoints.clone(), co, opts.request_timeout));
-        transport.connect(deadline).await?;
+        if !opts.lazy_connect {
+            transport.connect(deadline).await?;
+        }
         let closed = CancellationToken::new();
         let hub = WatchHub::start(transport.clone(), &handle, closed.clone());
         let inner = Arc::new(Inner {
@@ -149,6 +154,10 @@ impl Client {
             handle,
         });
         let client = Client { inner };
+        if opts.lazy_connect {
+            tracing::debug!(endpoints = %client.inner.endpoints, "lazy connect: etcd is reached by the first call");
+            return Ok(client);
+        }
         // Opening the session proves a member answers and reports the effective TTL.
         client.session_by(Bound::Request(deadline)).await.map_err(|e| {
             if matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) {

@@ -7,7 +7,7 @@
 //! Keys: `endpoints` (comma separated), `ttl`, `namespace`, `username`,
 //! `password`, `tls_ca`, `tls_cert`, `tls_key`, `tls_domain`,
 //! `connect_timeout`, `request_timeout`, `margin`, `watch_held_keys`,
-//! `keepalive_interval`.
+//! `keepalive_interval`, `lazy_connect`.
 //! Durations: `250ms`, `5s`, `2m`, `1h` (also `us`, `ns`), or a plain number
 //! of seconds (fractions and exponents allowed). TTL: whole seconds, same syntax. Booleans:
 //! `true/false/1/0/yes/no/on/off`. An empty value means "not set".
@@ -94,6 +94,15 @@ pub struct ClientOptions {
     /// 50 ms and leave room for a second try before the hold ends: at most
     /// half of TTL - margin.
     pub keepalive_interval: Option<Duration>,
+    /// Connect on first use instead of in `connect` (default false: connect
+    /// fails fast, within `connect_timeout`, when no member answers). With
+    /// it, `connect` only checks the options and returns at once, so a
+    /// service can start while etcd is briefly down; `ping` reports
+    /// `Unavailable` until a member answers, and each call reaches etcd
+    /// within its own bound (a lock call its timeout, anything else the
+    /// request timeout), opening the session (lease) on the first that needs
+    /// one. Bad credentials then surface at that first call.
+    pub lazy_connect: bool,
 }
 
 impl fmt::Debug for ClientOptions {
@@ -110,6 +119,7 @@ impl fmt::Debug for ClientOptions {
             .field("margin", &self.margin)
             .field("watch_held_keys", &self.watch_held_keys)
             .field("keepalive_interval", &self.keepalive_interval)
+            .field("lazy_connect", &self.lazy_connect)
             .finish()
     }
 }
@@ -128,6 +138,7 @@ impl Default for ClientOptions {
             margin: None,
             watch_held_keys: true,
             keepalive_interval: None,
+            lazy_connect: false,
         }
     }
 }
@@ -244,7 +255,7 @@ pub(crate) fn default_margin(ttl_secs: i64) -> Duration {
 }
 
 /// Every key [`ClientOptions::from_pairs`] accepts.
-pub const OPTION_KEYS: [&str; 14] = [
+pub const OPTION_KEYS: [&str; 15] = [
     "endpoints",
     "ttl",
     "namespace",
@@ -259,6 +270,7 @@ pub const OPTION_KEYS: [&str; 14] = [
     "margin",
     "watch_held_keys",
     "keepalive_interval",
+    "lazy_connect",
 ];
 
 /// The environment variable of each key (`ETCDLOCK_` + upper case).
@@ -352,6 +364,7 @@ impl ClientOptions {
             "margin" => self.margin = Some(parse_duration("margin", v)?),
             "watch_held_keys" => self.watch_held_keys = parse_bool("watch_held_keys", v)?,
             "keepalive_interval" => self.keepalive_interval = Some(parse_duration("keepalive_interval", v)?),
+            "lazy_connect" => self.lazy_connect = parse_bool("lazy_connect", v)?,
             other => {
                 return Err(Error::invalid(format!("unknown option {other:?}; the options are {}", OPTION_KEYS.join(", "))))
             }

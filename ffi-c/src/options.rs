@@ -71,6 +71,13 @@ pub struct etcdlock_options {
     /// most half of TTL - margin); ETCDLOCK_UNSET = not set
     /// (ETCDLOCK_KEEPALIVE_INTERVAL, default TTL/3, at most (TTL - margin)/4).
     pub keepalive_interval_ms: i64,
+    /// Set to 1 to connect on first use: etcdlock_client_connect then only
+    /// checks the options and returns at once, so a program starts while
+    /// etcd is briefly down, and each call reaches etcd within its own bound
+    /// (a lock call its timeout_ms, others request_timeout_ms). 0 = connect
+    /// now (ETCDLOCK_UNAVAILABLE within connect_timeout_ms when no member
+    /// answers). -1 = not set (ETCDLOCK_LAZY_CONNECT, default 0).
+    pub lazy_connect: i32,
 }
 
 fn default_options() -> etcdlock_options {
@@ -90,6 +97,7 @@ fn default_options() -> etcdlock_options {
         request_timeout_ms: ETCDLOCK_UNSET,
         margin_ms: -1,
         keepalive_interval_ms: ETCDLOCK_UNSET,
+        lazy_connect: -1,
     }
 }
 
@@ -98,7 +106,7 @@ fn default_options() -> etcdlock_options {
 const OPTIONS_V1_SIZE: usize = std::mem::offset_of!(etcdlock_options, keepalive_interval_ms);
 
 /// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
-/// numbers, margin_ms and watch_held_keys -1) and set options->struct_size.
+/// numbers, margin_ms, watch_held_keys and lazy_connect -1) and set options->struct_size.
 /// At connect, a field still not set takes its ETCDLOCK_* environment
 /// variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
 /// struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
@@ -170,7 +178,7 @@ unsafe fn option_pairs(o: &etcdlock_options) -> Result<Vec<(&'static str, String
         1 => Some("true".to_string()),
         v => Some(v.to_string()),
     };
-    let fields: [(&'static str, Option<String>); 14] = [
+    let fields: [(&'static str, Option<String>); 15] = [
         ("endpoints", list(text(o.endpoints, "options->endpoints")?)),
         ("ttl", (o.ttl_secs != ETCDLOCK_UNSET).then(|| o.ttl_secs.to_string())),
         ("namespace", text(o.namespace_prefix, "options->namespace_prefix")?),
@@ -185,6 +193,7 @@ unsafe fn option_pairs(o: &etcdlock_options) -> Result<Vec<(&'static str, String
         ("margin", (o.margin_ms >= 0).then(|| bridge::duration_value(o.margin_ms as f64, Unit::Millis))),
         ("watch_held_keys", flag(o.watch_held_keys)),
         ("keepalive_interval", ms(o.keepalive_interval_ms)),
+        ("lazy_connect", flag(o.lazy_connect)),
     ];
     Ok(fields.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect())
 }

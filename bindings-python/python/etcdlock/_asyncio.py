@@ -268,6 +268,7 @@ class AsyncClient:
         margin: Optional[float] = None,
         watch_held_keys: Optional[bool] = None,
         keepalive_interval: Optional[float] = None,
+        lazy_connect: Optional[bool] = None,
     ) -> None:
         _sync_log_level()
         self._options = _options(locals())

@@ -92,6 +92,13 @@ class Client:
         keepalive_interval: seconds between lease keep-alives (default TTL/3;
             ``$ETCDLOCK_KEEPALIVE_INTERVAL``); at least 0.05 and at most half
             of TTL minus margin, else :class:`InvalidArgumentError`.
+        lazy_connect: return at once without reaching etcd (default False:
+            raise :class:`UnavailableError` within ``connect_timeout`` when no
+            member answers; ``$ETCDLOCK_LAZY_CONNECT``). A service can then
+            start while etcd is briefly down: :meth:`ping` raises
+            :class:`UnavailableError` until a member answers, and each call
+            reaches etcd within its own bound (a lock call its timeout,
+            anything else ``request_timeout``).
 
     Every argument left out (None) comes from its ``ETCDLOCK_*`` variable,
     else the default; a given one wins, and a malformed variable for it is
@@ -117,6 +124,7 @@ class Client:
         margin: Optional[float] = None,
         watch_held_keys: Optional[bool] = None,
         keepalive_interval: Optional[float] = None,
+        lazy_connect: Optional[bool] = None,
     ) -> None:
         _sync_log_level()
         self._native = NativeClient.connect(**_options(locals()))

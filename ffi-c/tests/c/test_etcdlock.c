@@ -1189,6 +1189,57 @@ static void test_keepalive_interval(void) {
     CHECK_RC(connect_rc(&o), ETCDLOCK_OK);
 }
 
+/* lazy_connect: with etcd down, connect returns at once; try_lock fails
+ * ETCDLOCK_UNAVAILABLE within request_timeout_ms and etcdlock_lock within its
+ * timeout_ms; on a live etcd the first call connects. Without it connect
+ * fails; an older struct_size leaves it not set (connect now). */
+static void test_lazy_connect(void) {
+    etcdlock_options o;
+    etcdlock_client *c = NULL;
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
+    CHECK(o.lazy_connect == -1, "init leaves it not set");
+    o.endpoints = "127.0.0.1:1";
+    o.request_timeout_ms = 500;
+    o.connect_timeout_ms = 300;
+    CHECK_RC(connect_rc(&o), ETCDLOCK_UNAVAILABLE);
+    o.lazy_connect = 1;
+    double t = now_ms();
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    CHECK(now_ms() - t < 200, "lazy connect took %.0f ms", now_ms() - t);
+    if (c) {
+        t = now_ms();
+        CHECK_RC(etcdlock_try_lock(c, "lazy", &g), ETCDLOCK_UNAVAILABLE);
+        CHECK(now_ms() - t < 500 + 700, "try_lock took %.0f ms", now_ms() - t);
+        t = now_ms();
+        int rc = etcdlock_lock(c, "lazy", 1000, &g);
+        CHECK(rc == ETCDLOCK_TIMEOUT || rc == ETCDLOCK_UNAVAILABLE, "lock(1 s) with etcd down: %d", rc);
+        CHECK(now_ms() - t < 1000 + 700, "lock(1 s) took %.0f ms", now_ms() - t);
+        etcdlock_client_free(c);
+        c = NULL;
+    }
+    o.endpoints = H.endpoint;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    if (c) {
+        CHECK_RC(etcdlock_lock(c, "lazy-live", 5000, &g), ETCDLOCK_OK);
+        if (g) {
+            CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+            etcdlock_guard_free(g);
+        }
+        etcdlock_client_free(c);
+    }
+    etcdlock_options_init(&o, sizeof o);
+    o.endpoints = "127.0.0.1:1";
+    o.connect_timeout_ms = 300;
+    o.lazy_connect = 1;
+    o.struct_size = (uint32_t)offsetof(etcdlock_options, lazy_connect);
+    CHECK_RC(connect_rc(&o), ETCDLOCK_UNAVAILABLE);
+    etcdlock_options_init(&o, sizeof o);
+    o.endpoints = H.endpoint;
+    o.lazy_connect = 2;
+    CHECK_RC(connect_rc(&o), ETCDLOCK_INVALID_ARGUMENT);
+}
+
 static void test_error_message_per_thread(void) {
     etcdlock_guard *g = NULL;
     BAD(etcdlock_lock(NULL, "x", 0, &g));
@@ -1933,6 +1984,7 @@ static const test_case TESTS[] = {
     {"bad_input", test_bad_input},
     {"options_from_env", test_options_from_env},
     {"keepalive_interval", test_keepalive_interval},
+    {"lazy_connect", test_lazy_connect},
     {"metrics", test_metrics},
     {"error_message_per_thread", test_error_message_per_thread},
     {"auth_rbac", test_auth_rbac},

@@ -372,14 +372,7 @@ public final class EtcdLockClient implements AutoCloseable {
         return endpoints;
     }
 
-    /** The shutdown hook of {@link Builder#releaseOnExit(boolean)}, while registered. */
-    private volatile Thread exitHook;
-
-    private void closeOnExit() {
-        Thread hook = new Thread(this::close, "etcdlock-release-on-exit");
-        exitHook = hook;
-        Runtime.getRuntime().addShutdownHook(hook);
-    }
+    private final ExitHook exitHook = new ExitHook();
 
     /** Whether {@link #close()} was called. */
     public boolean isClosed() {
@@ -393,15 +386,7 @@ public final class EtcdLockClient implements AutoCloseable {
      */
     @Override
     public void close() {
-        Thread hook = exitHook;
-        if (hook != null && hook != Thread.currentThread()) {
-            exitHook = null;
-            try {
-                Runtime.getRuntime().removeShutdownHook(hook);
-            } catch (IllegalStateException shuttingDown) {
-                // the hook runs (or ran) anyway; close is idempotent
-            }
-        }
+        exitHook.unregister();
         if (handle.isClosed()) {
             return;
         }
@@ -442,7 +427,7 @@ public final class EtcdLockClient implements AutoCloseable {
      * {@code ETCDLOCK_TLS_CA}, {@code ETCDLOCK_TLS_CERT}, {@code ETCDLOCK_TLS_KEY},
      * {@code ETCDLOCK_TLS_DOMAIN}, {@code ETCDLOCK_CONNECT_TIMEOUT},
      * {@code ETCDLOCK_REQUEST_TIMEOUT}, {@code ETCDLOCK_MARGIN}, {@code ETCDLOCK_WATCH_HELD_KEYS},
-     * {@code ETCDLOCK_KEEPALIVE_INTERVAL}), else the default: endpoint
+     * {@code ETCDLOCK_KEEPALIVE_INTERVAL}, {@code ETCDLOCK_LAZY_CONNECT}), else the default: endpoint
      * {@code http://127.0.0.1:2379}, TTL 15 s, no namespace, no auth, plaintext. An option set
      * here wins, and a malformed variable for it is ignored: the rule core applies for every
      * language. The core checks every value ({@link InvalidArgumentException} from
@@ -561,6 +546,18 @@ public final class EtcdLockClient implements AutoCloseable {
         }
 
         /**
+         * Connect on first use (default false: {@link #build()} throws
+         * {@link UnavailableException} within the connect timeout when no member answers). With
+         * true, {@code build()} only checks the options, so an application starts while etcd is
+         * briefly down; {@link EtcdLockClient#ping()} throws until a member answers, and each
+         * call reaches etcd within its own bound (a lock call its timeout, others the request
+         * timeout).
+         */
+        public Builder lazyConnect(boolean lazy) {
+            return option("lazy_connect", Boolean.toString(lazy));
+        }
+
+        /**
          * Close the client from a JVM shutdown hook (SIGTERM, SIGINT, SIGHUP, {@code System.exit}),
          * so its locks are free at once instead of after the TTL; {@link #close()} removes the hook.
          * Default false. Spring's starter closes its client when the context closes, which a
@@ -591,7 +588,7 @@ public final class EtcdLockClient implements AutoCloseable {
             LOG.debug("etcdlock client connected to {}", eps);
             EtcdLockClient client = new EtcdLockClient(ptr, eps);
             if (releaseOnExit) {
-                client.closeOnExit();
+                client.exitHook.register(client::close);
             }
             return client;
         }

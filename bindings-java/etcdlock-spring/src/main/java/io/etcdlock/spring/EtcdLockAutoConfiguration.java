@@ -29,7 +29,10 @@ import io.etcdlock.EtcdLockClient;
 @EnableConfigurationProperties(EtcdLockProperties.class)
 public class EtcdLockAutoConfiguration {
 
-    /** The client; connects at startup (fails the context with a typed exception if it cannot). */
+    /**
+     * The client; connects at startup (fails the context with a typed exception if it cannot),
+     * or with {@code etcdlock.lazy-connect=true} on its first call.
+     */
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
     public EtcdLockClient etcdLockClient(EtcdLockProperties p) {
@@ -61,6 +64,9 @@ public class EtcdLockAutoConfiguration {
         }
         if (p.getWatchHeldKeys() != null) {
             b.watchHeldKeys(p.getWatchHeldKeys());
+        }
+        if (p.getLazyConnect() != null) {
+            b.lazyConnect(p.getLazyConnect());
         }
         return b.build();
     }

@@ -57,6 +57,13 @@ public class EtcdLockProperties {
     private Duration margin;
     /** Watch each held key so an outside delete is reported at once (default true). */
     private Boolean watchHeldKeys;
+    /**
+     * Start without reaching etcd (default false: the context fails to start when no member
+     * answers within the connect timeout). With true the application starts while etcd is
+     * down, the etcdlock health is DOWN until a member answers, and each lock call reaches
+     * etcd within its own timeout.
+     */
+    private Boolean lazyConnect;
     /** Prefix of the LockRegistry's lock names. */
     private String registryKey = EtcdLockRegistry.DEFAULT_REGISTRY_KEY;
     /** TLS material (PEM files). */
@@ -117,6 +124,8 @@ public class EtcdLockProperties {
     public void setMargin(Duration margin) { this.margin = margin; }
     public Boolean getWatchHeldKeys() { return watchHeldKeys; }
     public void setWatchHeldKeys(Boolean watchHeldKeys) { this.watchHeldKeys = watchHeldKeys; }
+    public Boolean getLazyConnect() { return lazyConnect; }
+    public void setLazyConnect(Boolean lazyConnect) { this.lazyConnect = lazyConnect; }
     public Duration getKeepaliveInterval() { return keepaliveInterval; }
     public void setKeepaliveInterval(Duration keepaliveInterval) { this.keepaliveInterval = keepaliveInterval; }
     public String getRegistryKey() { return registryKey; }

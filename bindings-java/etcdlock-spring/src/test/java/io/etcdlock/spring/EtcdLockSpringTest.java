@@ -54,6 +54,7 @@ class EtcdLockSpringTest {
         assertEquals(Duration.ofSeconds(5), p.getKeepaliveInterval());
         assertEquals(Duration.ofSeconds(2), p.getMargin());
         assertEquals(Boolean.TRUE, p.getWatchHeldKeys());
+        assertEquals(Boolean.FALSE, p.getLazyConnect());
         assertEquals("spring-integration", p.getRegistryKey());
         assertFalse(p.getMetrics().isLockNameTag());
         assertTrue(p.isEnabled());
@@ -144,6 +145,47 @@ class EtcdLockSpringTest {
             assertEquals("CLOSED", down.getDetails().get("error"), down.toString());
             assertTrue(Double.isNaN(held(reg, Statistic.ACTIVE_TASKS)));
         });
+    }
+
+    /**
+     * {@code etcdlock.lazy-connect=true}: the context starts with etcd down, health is DOWN
+     * within the request timeout, a lock call fails within its own timeout; on a live etcd the
+     * first call connects. Without it the context does not start.
+     */
+    @Test
+    void lazyConnectStartsTheApplicationWhileEtcdIsDown() {
+        new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(EtcdLockAutoConfiguration.class))
+                .withPropertyValues("etcdlock.endpoints=127.0.0.1:1", "etcdlock.lazy-connect=true",
+                        "etcdlock.request-timeout=500ms")
+                .run(ctx -> {
+                    assertNull(ctx.getStartupFailure());
+                    long t0 = System.nanoTime();
+                    Health down = ctx.getBean("etcdlockHealthIndicator", EtcdLockHealthIndicator.class).health();
+                    long ms = (System.nanoTime() - t0) / 1_000_000;
+                    assertEquals(Status.DOWN, down.getStatus(), down.toString());
+                    assertEquals("UNAVAILABLE", down.getDetails().get("error"), down.toString());
+                    assertTrue(ms < 500 + 700, "health took " + ms + " ms");
+                    java.util.concurrent.locks.Lock lock = ctx.getBean(LockRegistry.class).obtain("lazy");
+                    t0 = System.nanoTime();
+                    try {
+                        assertFalse(lock.tryLock(1, TimeUnit.SECONDS));
+                    } catch (UnavailableException | io.etcdlock.LockTimeoutException expected) {
+                        // etcd down: either is the answer, in time
+                    }
+                    ms = (System.nanoTime() - t0) / 1_000_000;
+                    assertTrue(ms < 1000 + 700, "tryLock(1 s) took " + ms + " ms");
+                });
+        runner().withPropertyValues("etcdlock.lazy-connect=true").run(ctx -> {
+            assertNull(ctx.getStartupFailure());
+            Lock lock = ctx.getBean(LockRegistry.class).obtain("lazy-live");
+            assertTrue(lock.tryLock(5, TimeUnit.SECONDS));
+            lock.unlock();
+        });
+        new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(EtcdLockAutoConfiguration.class))
+                .withPropertyValues("etcdlock.endpoints=127.0.0.1:1", "etcdlock.connect-timeout=300ms")
+                .run(ctx -> assertNotNull(ctx.getStartupFailure()));
     }
 
     /** A statistic of the etcdlock.held long task timer. */
