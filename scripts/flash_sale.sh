@@ -4,21 +4,27 @@
 # sale with the lock and a control sale without it, checks the results, prints
 # the table, writes flash_sale.png, and stops etcd.
 #
-# Usage: scripts/flash_sale.sh [--debug] [flash_sale.py options: --short --stock N --attempts N --langs a,b --require a,b]
+# Usage: scripts/flash_sale.sh [--debug|--release] [flash_sale.py options: --short --stock N --attempts N --langs a,b --require a,b]
+# The cargo profile: `demo` by default (unoptimized, no debug info: the quickest
+# build of a fresh clone), `dev` with --debug (shares the test suites' build),
+# `release` with --release.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 export PATH="$HOME/.cargo/bin:$PATH"
-PROFILE=release
-if [ "${1:-}" = "--debug" ]; then PROFILE=debug; shift; fi
+PROFILE=demo; PROFILE_DIR=demo
+case "${1:-}" in
+  --debug) PROFILE=dev; PROFILE_DIR=debug; shift ;;
+  --release) PROFILE=release; PROFILE_DIR=release; shift ;;
+esac
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 case "$CARGO_TARGET_DIR" in /*) ;; *) CARGO_TARGET_DIR="$ROOT/$CARGO_TARGET_DIR" ;; esac
-BIN="$CARGO_TARGET_DIR/$PROFILE"
+BIN="$CARGO_TARGET_DIR/$PROFILE_DIR"
 OUT="$CARGO_TARGET_DIR/flash"
 mkdir -p "$OUT"
 t0=$SECONDS
 say() { printf '== [%3d s] %s\n' "$((SECONDS - t0))" "$*" >&2; }
-cargo_profile=(); [ "$PROFILE" = release ] && cargo_profile=(--release)
+cargo_profile=(--profile "$PROFILE")
 
 # Steps that mostly download, unpack or run javac (pip, npm, Maven) run in the
 # background beside the one cargo invocation that compiles every native crate
@@ -39,15 +45,17 @@ wait_for() { # name: wait for bg step `name`; show its log and fail if it failed
 bg pip "$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2" matplotlib
 bg npm bash -c 'cd "$0/bindings-node" && { [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error; }' "$ROOT"
 # Only the modules the demo runs (not Spring or ShedLock).
-bg java bash -c 'cd "$0/bindings-java" && mvn -q -B -DskipTests -pl etcdlock-demos -am install &&
-  mvn -q -B -pl etcdlock-demos dependency:build-classpath -Dmdep.outputFile="$1"' "$ROOT" "$OUT/java.cp"
+# The JNI crate is built in the same cargo invocation as the other libraries
+# below; Maven's own cargo step (same profile) waits for cargo's lock, then has
+# nothing to do.
+bg java bash -c 'cd "$0/bindings-java" && mvn -q -B -DskipTests -Dcargo.profile="$2" -Dcargo.profile.dir="$3" -pl etcdlock-demos -am install &&
+  mvn -q -B -pl etcdlock-demos dependency:build-classpath -Dmdep.outputFile="$1"' "$ROOT" "$OUT/java.cp" "$PROFILE" "$PROFILE_DIR"
 
 # The libraries in one invocation (they share one build of core), then the
 # CLI apart: it needs core's `bench` feature, and building it with them would
 # give them that core too, which each language's own build then redoes without.
-jni=(); [ "$PROFILE" = release ] && jni=(-p etcdlock-jni)  # the jar always carries a release build
-say "Rust: harness, libetcdlock, the Node and JNI modules ($PROFILE)"
-cargo build --quiet "${cargo_profile[@]}" -p etcdlock-testkit -p etcdlock-ffi -p etcdlock-node "${jni[@]}"
+say "Rust: harness, libetcdlock, the Node and JNI modules (profile $PROFILE)"
+cargo build --quiet "${cargo_profile[@]}" -p etcdlock-testkit -p etcdlock-ffi -p etcdlock-node -p etcdlock-jni
 say "Rust: the CLI ($PROFILE)"
 cargo build --quiet "${cargo_profile[@]}" -p etcdlock-cli
 
@@ -58,13 +66,12 @@ gcc -O2 -Wall -Wextra -I"$ROOT/include" "$ROOT/examples/c/flash_worker.c" -o "$O
 say "Python worker (venv $OUT/venv)"
 wait_for pip
 export PATH="$OUT/venv/bin:$PATH"  # maturin, for the PEP 517 build
-py_profile=release; [ "$PROFILE" = debug ] && py_profile=dev
-MATURIN_PEP517_ARGS="--profile $py_profile" "$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check \
+MATURIN_PEP517_ARGS="--profile $PROFILE" "$OUT/venv/bin/python" -m pip install -q --disable-pip-version-check \
     --force-reinstall --no-deps --no-build-isolation "$ROOT/bindings-python"
 
 say "Node worker"
 wait_for npm
-(cd "$ROOT/bindings-node" && if [ "$PROFILE" = release ]; then npm run --silent build:release; else npm run --silent build; fi) >&2
+(cd "$ROOT/bindings-node" && npm run --silent build -- --profile "$PROFILE") >&2
 
 say "Java worker"
 wait_for java

@@ -7,13 +7,16 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const release = process.argv.includes('--release');
+// --release, or --profile NAME (a cargo profile: dev, release, demo, ...).
+const argv = process.argv;
+const at = argv.indexOf('--profile');
+const cargoProfile = at > 0 && argv[at + 1] ? argv[at + 1] : argv.includes('--release') ? 'release' : 'dev';
 // --bench adds the benchmark entry points (bench.js); the package never has them.
 const bench = process.argv.includes('--bench');
 const here = path.resolve(__dirname, '..');
 const workspace = path.resolve(here, '..');
 const args = ['build', '-p', 'etcdlock-node'];
-if (release) args.push('--release');
+args.push('--profile', cargoProfile);
 if (bench) args.push('--features', 'bench');
 const r = spawnSync('cargo', args, { cwd: workspace, stdio: 'inherit' });
 if (r.status !== 0) process.exit(r.status ?? 1);
@@ -21,7 +24,7 @@ if (r.status !== 0) process.exit(r.status ?? 1);
 const targetDir = process.env.CARGO_TARGET_DIR
   ? path.resolve(workspace, process.env.CARGO_TARGET_DIR)
   : path.join(workspace, 'target');
-const profile = release ? 'release' : 'debug';
+const profile = cargoProfile === 'dev' ? 'debug' : cargoProfile; // the folder cargo builds into
 const libName = { linux: 'libetcdlock_node.so', darwin: 'libetcdlock_node.dylib', win32: 'etcdlock_node.dll' }[process.platform];
 if (!libName) {
   console.error(`unsupported platform ${process.platform}`);
