@@ -31,15 +31,16 @@ class SpringStockDemoTest {
      * Two instances on virtual threads (Boot 3, {@code spring.threads.virtual.enabled=true}, 2
      * carrier threads): every request is served on a virtual thread and waits for the lock
      * without pinning its carrier. The apps run on a JDK 21+ found through Maven's toolchains
-     * ({@link Toolchains}); the tests themselves on whatever JDK runs Maven (17 is fine). With
-     * no such JDK declared the test is skipped with a message saying how to declare one, except
+     * or among the installed JDKs ({@link Toolchains}); the tests themselves on whatever JDK runs
+     * Maven (17 is fine). With no such JDK found the test is skipped with a message saying how to declare one, except
      * under {@code -Detcdlock.require-jdk21=true} (bindings-java/test.sh, so CI), where it fails.
      */
     @Test
     void onVirtualThreadsTwoInstancesSellExactlyTheStock() throws Exception {
         java.util.Optional<String> found = Toolchains.jdk(21);
         String how = "no JDK >= 21 in Maven's toolchains (~/.m2/toolchains.xml, a <toolchain> of type jdk with"
-                + " <version>21</version> or newer and its <jdkHome>), nor -Detcdlock.jdk21=<JDK home>";
+                + " <version>21</version> or newer and its <jdkHome>), none installed in /usr/lib/jvm, /opt/java,"
+                + " ~/.sdkman or ~/.jdks, nor -Detcdlock.jdk21=<JDK home>";
         if (found.isEmpty()) {
             assertFalse(Boolean.getBoolean("etcdlock.require-jdk21"), how);
             org.junit.jupiter.api.Assumptions.abort(how);
