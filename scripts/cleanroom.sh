@@ -282,6 +282,18 @@ C
   else
     bad "c: valgrind"; tail -40 "$work/valgrind.log"
   fi
+  # A process that forks while it holds a lock: both processes' leak checks
+  # (no --child-silent-after-fork), with only the shipped suppressions, on the
+  # stripped library (valgrind finds its debug info through .gnu_debuglink).
+  if (PATH=$WITHCC cc "$ROOT/ffi-c/tests/c/fork_child.c" -I"$prefix/include" -L"$prefix/lib" -Wl,-rpath,"$prefix/lib" \
+        -letcdlock -o "$capp/fork_child") &&
+    valgrind -q --error-exitcode=9 --leak-check=full --show-leak-kinds=definite,indirect,possible \
+      --errors-for-leak-kinds=definite,indirect,possible \
+      --suppressions="$prefix/share/etcdlock/etcdlock.supp" "$capp/fork_child" "$EP" >"$work/valgrind-fork.log" 2>&1; then
+    ok "c: valgrind of a program that forks while holding a lock, with etcdlock.supp: nothing reported in parent or child"
+  else
+    bad "c: valgrind of a forked child"; tail -40 "$work/valgrind-fork.log"
+  fi
 else
   bad "c: valgrind is not installed (scripts/setup.sh installs it)"
 fi

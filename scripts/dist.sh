@@ -93,14 +93,21 @@ done
 require() { [ -s "$1" ] || die "refusing to pack $2: its native part $1 is missing"; }
 
 # Move a binary's debug information to DIR/.build-id/xx/rest.debug (where gdb
-# looks, keyed by the build id) and strip the binary.
+# looks, keyed by the build id) and strip the binary. The binary also names it
+# in a .gnu_debuglink, found through .debug/<name>.debug beside the binary (a
+# link to the build-id file): valgrind looks there, not by build id, and its
+# suppressions for a forked child (etcdlock.supp) need the function names.
 split_debug() { # binary dir
-  local id
+  local id dir name
   id=$(readelf -n "$1" | awk '/Build ID/ {print $3}')
   [ -n "$id" ] || die "$1 has no build id"
   install -d "$2/.build-id/${id:0:2}"
   objcopy --only-keep-debug --compress-debug-sections "$1" "$2/.build-id/${id:0:2}/${id:2}.debug"
   strip --strip-all -R .debug_gdb_scripts "$1"
+  dir=$(dirname "$1"); name=$(basename "$1")
+  install -d "$dir/.debug"
+  ln -sfn "$(realpath --relative-to="$dir/.debug" "$2/.build-id/${id:0:2}/${id:2}.debug")" "$dir/.debug/$name.debug"
+  (cd "$dir" && objcopy --add-gnu-debuglink=".debug/$name.debug" "$name")
   echo "  $(basename "$1"): build id $id, debug info $(du -k "$2/.build-id/${id:0:2}/${id:2}.debug" | cut -f1) kB apart"
 }
 

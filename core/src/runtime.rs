@@ -19,6 +19,28 @@ struct Shared {
 
 static RUNTIME: Mutex<Option<Shared>> = Mutex::new(None);
 
+/// The runtimes of parent processes, in a forked child: never dropped (their
+/// threads do not exist here, and dropping one could block), but kept
+/// reachable, so a leak checker in the child does not report them as lost.
+static ABANDONED: Mutex<Vec<Shared>> = Mutex::new(Vec::new());
+
+/// Keep a parent's runtime, in a forked child, without dropping it.
+fn abandon(parent: Shared) {
+    ABANDONED.lock().unwrap_or_else(|p| p.into_inner()).push(parent);
+}
+
+/// What a forked child inherited and must not drop (a binding's handle to a
+/// client or guard of the parent, whose drop would talk to a runtime with no
+/// threads here): kept, reachable, until the process exits.
+static INHERITED: Mutex<Vec<Box<dyn std::any::Any + Send>>> = Mutex::new(Vec::new());
+
+/// Keep `value`, an object a forked child inherited from its parent, without
+/// dropping it: the memory stays the process's (and a leak checker sees it
+/// reachable) and nothing of the parent's runtime is touched.
+pub fn keep_inherited<T: Send + 'static>(value: T) {
+    INHERITED.lock().unwrap_or_else(|p| p.into_inner()).push(Box::new(value));
+}
+
 /// This process's id; 0 until first read, and again in a forked child.
 static PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
@@ -63,9 +85,9 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
         if shared.pid == pid {
             return Ok(shared.rt.clone());
         }
-        // Forked child: leak the parent's runtime on purpose.
+        // Forked child: abandon the parent's runtime.
         if let Some(old) = slot.take() {
-            std::mem::forget(old);
+            abandon(old);
         }
     }
     // Two workers: the runtime only multiplexes network I/O and timers (one
@@ -108,7 +130,7 @@ pub fn shutdown(timeout: Duration) -> bool {
             Err(rt) => drop(rt),
         },
         // Forked child: the parent's runtime has no threads here.
-        Some(shared) => std::mem::forget(shared),
+        Some(shared) => abandon(shared),
         None => {}
     }
     true

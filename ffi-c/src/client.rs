@@ -174,7 +174,7 @@ pub unsafe extern "C" fn etcdlock_client_free(client: *mut etcdlock_client) {
         if c.pid != current_pid() {
             // The parent's runtime threads do not exist in a forked child; touching
             // the connection could hang. The memory is left to the process.
-            std::mem::forget(c);
+            etcdlock_core::runtime::keep_inherited(c);
             return;
         }
         let client = c.client.clone();

@@ -204,7 +204,7 @@ pub unsafe extern "C" fn etcdlock_guard_free(guard: *mut etcdlock_guard) {
     ffi_void(|| {
         let h = Box::from_raw(guard);
         if h.pid != current_pid() {
-            std::mem::forget(h);
+            etcdlock_core::runtime::keep_inherited(h);
             return;
         }
         if h.guard.state() != GuardState::Held {

@@ -207,7 +207,7 @@ pub unsafe extern "C" fn etcdlock_multi_free(multi: *mut etcdlock_multi) {
     ffi_void(|| {
         let h = Box::from_raw(multi);
         if h.pid != current_pid() {
-            std::mem::forget(h);
+            etcdlock_core::runtime::keep_inherited(h);
             return;
         }
         let m = h.multi.clone();
