@@ -604,7 +604,7 @@ fn release_frees_a_wedged_holder_by_token() {
 #[test]
 fn lazy_connect_lets_a_command_wait_for_etcd_within_its_timeout() {
     let mut etcd = Etcd::single();
-    let ep = etcd.endpoint();
+    let ep = etcd.endpoints_csv();
     etcd.kill(0);
     let eager = bin().args(["--endpoints", &ep, "--connect-timeout", "500ms", "run", "lazy", "--", "true"]).output().unwrap();
     assert_ne!(eager.status.code(), Some(0), "{}", String::from_utf8_lossy(&eager.stderr));
