@@ -75,6 +75,35 @@ public class EtcdLockAutoConfiguration {
         return s == null || s.isEmpty() ? null : Path.of(s);
     }
 
+    /**
+     * {@link Locked} on bean methods: the advisor, and an auto-proxy creator if the application
+     * has none (Boot's AOP auto-configuration usually registers it; this one only applies
+     * infrastructure advisors such as this and {@code @Transactional}'s).
+     * {@code etcdlock.locked.enabled=false} turns it off.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnProperty(prefix = "etcdlock.locked", name = "enabled", matchIfMissing = true)
+    @org.springframework.context.annotation.Import(LockedConfiguration.AutoProxy.class)
+    static class LockedConfiguration {
+        @Bean
+        @org.springframework.context.annotation.Role(org.springframework.beans.factory.config.BeanDefinition.ROLE_INFRASTRUCTURE)
+        static org.springframework.aop.Advisor etcdLockLockedAdvisor(
+                org.springframework.beans.factory.ObjectProvider<EtcdLockClient> client) {
+            // The client is looked up on use: advisors are created before ordinary beans.
+            return new org.springframework.aop.support.DefaultPointcutAdvisor(
+                    new org.springframework.aop.support.annotation.AnnotationMatchingPointcut(null, Locked.class, true),
+                    new LockedInterceptor(client::getObject));
+        }
+
+        static class AutoProxy implements org.springframework.context.annotation.ImportBeanDefinitionRegistrar {
+            @Override
+            public void registerBeanDefinitions(org.springframework.core.type.AnnotationMetadata metadata,
+                    org.springframework.beans.factory.support.BeanDefinitionRegistry registry) {
+                org.springframework.aop.config.AopConfigUtils.registerAutoProxyCreatorIfNecessary(registry);
+            }
+        }
+    }
+
     /** Micrometer meters over the core's metrics, when Micrometer is on the classpath. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "io.micrometer.core.instrument.binder.MeterBinder")

@@ -70,6 +70,16 @@ public class EtcdLockProperties {
     private final Tls tls = new Tls();
     /** Micrometer meters. */
     private final Metrics metrics = new Metrics();
+    private final LockedMethods locked = new LockedMethods();
+
+    /** The {@link Locked @Locked} annotation on bean methods. */
+    public static class LockedMethods {
+        /** Whether {@code @Locked} methods take their lock (an advisor and, if missing, an auto-proxy creator). */
+        private boolean enabled = true;
+
+        public boolean isEnabled() { return enabled; }
+        public void setEnabled(boolean enabled) { this.enabled = enabled; }
+    }
 
     /** Micrometer settings. */
     public static class Metrics {
@@ -132,4 +142,5 @@ public class EtcdLockProperties {
     public void setRegistryKey(String registryKey) { this.registryKey = registryKey; }
     public Tls getTls() { return tls; }
     public Metrics getMetrics() { return metrics; }
+    public LockedMethods getLocked() { return locked; }
 }

@@ -48,6 +48,7 @@ class ReadmeBlocksTest {
             "import org.springframework.scheduling.annotation.EnableScheduling;",
             "import org.springframework.scheduling.annotation.Scheduled;",
             "import org.springframework.stereotype.Component;",
+            "import org.springframework.stereotype.Service;",
             "import org.springframework.web.bind.annotation.GetMapping;",
             "import org.springframework.web.bind.annotation.RestController;",
             "import net.javacrumbs.shedlock.core.LockProvider;",
