@@ -449,13 +449,16 @@ pub fn http_get_at(host: &str, port: u16, path: &str) -> std::io::Result<String>
 /// endpoint, or None. Each round is one `etcdctl endpoint status` (about
 /// 20-40 ms) and a pause of `every`: the resolution of the measurement, and
 /// what it costs the machine meanwhile. Needs no `Etcd`, so a thread can run
-/// it while the cluster's owner injects faults.
+/// it while the cluster's owner injects faults. Each status call may take up
+/// to 1 s (a loaded 2-core machine starves etcd and etcdctl alike: with 300 ms
+/// every call of a 20 s poll timed out once while a leader had long been
+/// elected); an answer ends the call at once, so the resolution is unchanged.
 pub fn await_leader_among(endpoints: &[String], within: Duration, every: Duration) -> Option<String> {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         let out = Command::new(etcdctl_bin())
             .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &endpoints.join(","), "--command-timeout=300ms", "endpoint", "status", "-w", "json"])
+            .args(["--endpoints", &endpoints.join(","), "--command-timeout=1s", "endpoint", "status", "-w", "json"])
             .stderr(Stdio::null())
             .output();
         if let Ok(v) = out.map(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_default()) {
