@@ -47,6 +47,47 @@ fi
 PYTHONPATH="${ETCDLOCK_FAULTS_PYTHONPATH:-}" "$ETCDLOCK_FAULTS_PYTHON" -c "import etcdlock" \
   || { echo "the Python holder cannot import etcdlock" >&2; exit 1; }
 
+# Scenarios 2 and 3 also run with a holder process in Java, Node and C, and
+# scenario 19 cuts off holders in all five languages: build each binding the
+# cheap way (debug native code) and the holders against it. A missing
+# toolchain (java/javac, mvn, node, gcc) is a failure, not a skip.
+tdir="${CARGO_TARGET_DIR:-$root/target}"
+holders_start=$(date +%s)
+for tool in java javac mvn node gcc; do
+  command -v "$tool" >/dev/null || { echo "$tool is missing (the $tool holder of the fault scenarios)" >&2; exit 1; }
+done
+mkdir -p "$tdir/faults-holders"
+# C: holders/c_holder.c against include/etcdlock.h and the debug libetcdlock.so.
+if [ -z "${ETCDLOCK_FAULTS_C_HOLDER:-}" ]; then
+  cargo build -q -p etcdlock-ffi
+  gcc -std=c11 -O1 -Wall -Wextra -Werror -I"$root/include" "$here/holders/c_holder.c" \
+    -L"$tdir/debug" -Wl,-rpath,"$tdir/debug" -letcdlock -o "$tdir/faults-holders/c_holder"
+  export ETCDLOCK_FAULTS_C_HOLDER="$tdir/faults-holders/c_holder"
+fi
+# Node: the package in bindings-node with its dev native module (no npm
+# dependency is needed at run time), on NODE_PATH as `etcdlock`.
+if [ -z "${ETCDLOCK_FAULTS_NODE_PATH:-}" ]; then
+  (cd "$root/bindings-node" && node scripts/build.js >/dev/null)
+  mkdir -p "$tdir/faults-node" && ln -sfn "$root/bindings-node" "$tdir/faults-node/etcdlock"
+  export ETCDLOCK_FAULTS_NODE_PATH="$tdir/faults-node"
+fi
+NODE_PATH="$ETCDLOCK_FAULTS_NODE_PATH" node -e "require('etcdlock')" \
+  || { echo "the Node holder cannot require etcdlock" >&2; exit 1; }
+# Java: the etcdlock jar (its JNI library a dev build, carried in the jar as a
+# user gets it), slf4j-api beside it, and JavaHolder compiled against the jar.
+if [ -z "${ETCDLOCK_FAULTS_JAVA_CP:-}" ]; then
+  mvn -B -q -f "$root/bindings-java/pom.xml" -pl etcdlock package \
+    -Dcargo.profile=dev -Dcargo.profile.dir=debug -Dcargo.target.dir="$tdir" -DskipTests -Dmaven.test.skip=true
+  jar=$(ls "$root"/bindings-java/etcdlock/target/etcdlock-*.jar | grep -v -e sources -e javadoc -e tests | head -1)
+  slf4j_version=$(sed -n 's:.*<slf4j.version>\(.*\)</slf4j.version>.*:\1:p' "$root/bindings-java/pom.xml")
+  slf4j="$HOME/.m2/repository/org/slf4j/slf4j-api/$slf4j_version/slf4j-api-$slf4j_version.jar"
+  [ -f "$slf4j" ] || { echo "slf4j-api $slf4j_version is not in ~/.m2 (the Maven build should have fetched it)" >&2; exit 1; }
+  rm -rf "$tdir/faults-java" && mkdir -p "$tdir/faults-java"
+  javac -Werror -d "$tdir/faults-java" -cp "$jar" "$here/holders/JavaHolder.java"
+  export ETCDLOCK_FAULTS_JAVA_CP="$tdir/faults-java:$jar:$slf4j"
+fi
+echo "holders: C, Node and Java built in $(( $(date +%s) - holders_start )) s"
+
 # The outside checker: porcupine (faults/porcupine, Go), built once under the
 # target dir (go's own build cache makes a rebuild of unchanged sources quick).
 tdir="${CARGO_TARGET_DIR:-$root/target}"
@@ -74,12 +115,12 @@ scen=$(grep -cE '^scenario [0-9]+ ' "$log" || true)
 # The report: summary.json and SUMMARY.md under the target dir; the table here.
 ETCDLOCK_FAULTS_WALL_SECS=$((end - start)) cargo test -q -p etcdlock-faults --release --test scenarios -- --ignored write_summary --nocapture 2>/dev/null \
   | grep -E '^(\||report:|Longest)' || echo "the report could not be written" >&2
-echo "faults suite: $scen/19 scenario runs (17 scenarios, 2 and 3 also with a Python holder; 14 and 15 are the recipes; 16-19 partitions between members), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
+echo "faults suite: $scen/25 scenario runs (17 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
 if [ "$status" -ne 0 ]; then
   echo "faults suite FAILED (cargo test exit $status)" >&2
   exit "$status"
 fi
-if [ "$scen" -ne 19 ] || [ "$viol" -ne 0 ] || [ "$notlin" -ne 0 ] || [ "$acq" -lt 10000 ]; then
-  echo "faults suite FAILED: need 19 scenario runs, 0 violations, every history linearizable, >= 10000 acquisitions" >&2
+if [ "$scen" -ne 25 ] || [ "$viol" -ne 0 ] || [ "$notlin" -ne 0 ] || [ "$acq" -lt 10000 ]; then
+  echo "faults suite FAILED: need 25 scenario runs, 0 violations, every history linearizable, >= 10000 acquisitions" >&2
   exit 1
 fi
