@@ -183,6 +183,18 @@ async fn guarded_put_line(tag: &str, g: &etcdlock::Guard, lock: &str) -> Guarded
     GuardedOp { write: true, call_ns: call, ret_ns: (result != OpResult::Unknown).then_some(ret), value: g.fencing_token(), result }
 }
 
+/// A loss reason as a holder in any language names it (`LeaseExpired`,
+/// Java's `LEASE_EXPIRED`, ...) in core's spelling (`LeaseExpired`); anything
+/// else unchanged.
+pub fn canonical_loss_reason(s: &str) -> String {
+    let flat: String = s.rsplit('.').next().unwrap_or(s).chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+    ["LeaseExpired", "KeyDeleted", "ConnectionLost", "ClientClosed"]
+        .into_iter()
+        .find(|r| r.to_ascii_lowercase() == flat)
+        .map(String::from)
+        .unwrap_or_else(|| s.to_string())
+}
+
 /// Parse a `PUT` / `STALE` line of the holder protocol (the tag first) into the
 /// guarded write it reports: (the binding's result name, the write).
 pub fn parse_put_line(parts: &[String], token: i64) -> Result<(String, GuardedOp), String> {
@@ -415,7 +427,7 @@ pub fn spawn_holder(lang: HolderLang, spec: serde_json::Value) -> Result<ChildPr
             let java = std::env::var("ETCDLOCK_FAULTS_JAVA").unwrap_or_else(|_| "java".into());
             // Quick start (C1 only, serial GC): the holder does little but wait.
             let args: Vec<String> =
-                ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-cp", &cp, "JavaHolder"].iter().map(|s| s.to_string()).collect();
+                ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dslf4j.internal.verbosity=ERROR", "-cp", &cp, "JavaHolder"].iter().map(|s| s.to_string()).collect();
             Ok(ChildProc::spawn_program(&java, &args, spec, &[]))
         }
         HolderLang::Node => {

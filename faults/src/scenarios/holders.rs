@@ -220,7 +220,7 @@ impl Failpoint for HolderPause<'_> {
                         acquired_ns,
                         ended_ns: lost_at,
                         client: format!("{}-child-round{k}", self.lang.name().to_lowercase()),
-                        loss: Some(LossInfo { reason: lost[1].clone(), at_ns: lost_at, reported_ns: rep }),
+                        loss: Some(LossInfo { reason: crate::canonical_loss_reason(&lost[1]), at_ns: lost_at, reported_ns: rep }),
                         ops,
                         ..Default::default()
                     });

@@ -457,7 +457,7 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
                 acquired_ns: h.acquired_ns,
                 ended_ns: last_true,
                 client: format!("{}-holder-m{x}-r{round}", name.to_lowercase()),
-                loss: Some(LossInfo { reason: lost[1].clone(), at_ns: last_true, reported_ns: turned }),
+                loss: Some(LossInfo { reason: crate::canonical_loss_reason(&lost[1]), at_ns: last_true, reported_ns: turned }),
                 ops: vec![h.put, stale.1],
                 ..Default::default()
             });
