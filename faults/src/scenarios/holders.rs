@@ -225,7 +225,12 @@ impl Failpoint for HolderPause<'_> {
                         ..Default::default()
                     });
                     if rep <= stop_ns + TTL_NS {
-                        errs.push(format!("the {} holder saw the loss before it was resumed?", self.lang.name()));
+                        errs.push(format!(
+                            "the {} holder saw the loss before it was resumed? (its last true {} ms, its false {} ms after SIGSTOP; line {lost:?})",
+                            self.lang.name(),
+                            ms_between(stop_ns, lost_at),
+                            ms_between(stop_ns, rep)
+                        ));
                     }
                 }
             }
