@@ -385,7 +385,7 @@ impl HolderLang {
 fn holder_env(var: &str, what: &str) -> Result<String, String> {
     match std::env::var(var) {
         Ok(v) if !v.is_empty() => Ok(v),
-        _ => Err(format!("{var} is not set: the {what} holder needs it (eval "$(faults/holders/build.sh)" builds the holders and sets it; faults/test.sh does)")),
+        _ => Err(format!("{var} is not set: the {what} holder needs it (faults/holders/build.sh builds the holders and prints it; faults/test.sh sets it)")),
     }
 }
 
