@@ -5,7 +5,8 @@
 //! ```
 //! DURATION is `90s`, `10m`, `2h` or plain seconds. `--scenarios 1,4,8` picks
 //! scenarios (default: all; 12 and 13 are scenarios 2 and 3 with a Python
-//! holder process). Exits non-zero if any round failed.
+//! holder process, 20-22 and 23-25 with a Java, Node and C one). Exits
+//! non-zero if any round failed.
 
 use std::time::{Duration, Instant};
 

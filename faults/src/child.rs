@@ -169,6 +169,54 @@ fn say(line: String) {
     let _ = out.flush();
 }
 
+/// A guarded put of the holder's token to the lock's resource key, printed as
+/// `<tag> <ok|error code> <call mono ns> <return mono ns> <ok|refused|unknown>`
+/// (the holder line protocol, the same in every language).
+async fn guarded_put_line(tag: &str, g: &etcdlock::Guard, lock: &str) -> GuardedOp {
+    let call = clock_monotonic_ns();
+    let r = g.put(checker::resource_key(lock), g.fencing_token().to_string()).await;
+    let ret = clock_monotonic_ns();
+    let result = OpResult::of(&r);
+    let name = r.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string());
+    say(format!("{tag} {name} {call} {ret} {}", result.name()));
+    // An outcome not known is open-ended in the history, as the workload records it.
+    GuardedOp { write: true, call_ns: call, ret_ns: (result != OpResult::Unknown).then_some(ret), value: g.fencing_token(), result }
+}
+
+/// A loss reason as a holder in any language names it (`LeaseExpired`,
+/// Java's `LEASE_EXPIRED`, ...) in core's spelling (`LeaseExpired`); anything
+/// else unchanged.
+pub fn canonical_loss_reason(s: &str) -> String {
+    let flat: String = s.rsplit('.').next().unwrap_or(s).chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
+    ["LeaseExpired", "KeyDeleted", "ConnectionLost", "ClientClosed"]
+        .into_iter()
+        .find(|r| r.to_ascii_lowercase() == flat)
+        .map(String::from)
+        .unwrap_or_else(|| s.to_string())
+}
+
+/// Parse a `PUT` / `STALE` line of the holder protocol (the tag first) into the
+/// guarded write it reports: (the binding's result name, the write).
+pub fn parse_put_line(parts: &[String], token: i64) -> Result<(String, GuardedOp), String> {
+    let bad = || format!("malformed {} line from a holder: {parts:?}", parts.first().map(|s| s.as_str()).unwrap_or("?"));
+    if parts.len() < 5 {
+        return Err(bad());
+    }
+    let call: u64 = parts[2].parse().map_err(|_| bad())?;
+    let ret: u64 = parts[3].parse().map_err(|_| bad())?;
+    let result = match parts[4].as_str() {
+        "ok" => OpResult::Ok,
+        "refused" => OpResult::Refused,
+        "unknown" => OpResult::Unknown,
+        _ => return Err(bad()),
+    };
+    if ret < call {
+        return Err(bad());
+    }
+    let ret_ns = (result != OpResult::Unknown).then_some(ret);
+    Ok((parts[1].clone(), GuardedOp { write: true, call_ns: call, ret_ns, value: token, result }))
+}
+
 async fn child_main(v: serde_json::Value) {
     let endpoints: Vec<String> =
         v["endpoints"].as_array().expect("endpoints").iter().map(|e| e.as_str().unwrap_or_default().to_string()).collect();
@@ -179,22 +227,21 @@ async fn child_main(v: serde_json::Value) {
             let lock = v["lock"].as_str().unwrap_or("L").to_string();
             let rounds = v["rounds"].as_u64().unwrap_or(1);
             let id = format!("child{}", std::process::id());
-            let c = Client::connect(opts(&endpoints, &ns, ttl, Duration::from_secs(2))).await.expect("child connect");
+            let rt = Duration::from_millis(v["request_timeout_ms"].as_u64().unwrap_or(2000));
+            let c = Client::connect(opts(&endpoints, &ns, ttl, rt)).await.expect("child connect");
             // The recipe the hold is taken with (the guard is always the one on `lock`).
             let kind = v["kind"].as_str().unwrap_or("mutex").to_string();
             for _ in 0..rounds {
                 let (g, _others) = acquire_kind(&c, &lock, &kind).await.expect("child lock");
                 let acq = clock_monotonic_ns();
                 say(format!("HELD {} {} {}", g.fencing_token(), acq, g.key()));
-                let put = g.put(checker::resource_key(&lock), g.fencing_token().to_string()).await;
-                say(format!("PUT {}", put.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string())));
+                let put = guarded_put_line("PUT", &g, &lock).await;
                 let Some(loss) = g.wait_lost().await else { continue };
                 let rep = clock_monotonic_ns();
                 let at = instant_to_mono_ns(loss.at);
                 say(format!("LOST {} {} {}", loss.reason, at, rep));
                 // The stale holder tries to write anyway: the guarded put must fail.
-                let stale = g.put(checker::resource_key(&lock), g.fencing_token().to_string()).await;
-                say(format!("STALE {}", stale.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string())));
+                let stale = guarded_put_line("STALE", &g, &lock).await;
                 // And the same compare sent straight to etcd must fail there too.
                 let mut raw = c.etcd();
                 let txn = etcd_client::Txn::new()
@@ -214,6 +261,7 @@ async fn child_main(v: serde_json::Value) {
                     ended_ns: at,
                     client: id.clone(),
                     loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: at, reported_ns: rep }),
+                    ops: vec![put, stale],
                     ..Default::default()
                 };
                 say(format!("HOLD {}", h.to_json()));
@@ -308,6 +356,37 @@ pub enum HolderLang {
     Rust,
     /// `holders/python_holder.py` on the Python binding.
     Python,
+    /// `holders/JavaHolder.java` on the Java binding (the etcdlock jar).
+    Java,
+    /// `holders/node_holder.js` on the Node binding.
+    Node,
+    /// `holders/c_holder.c` on the C API (`libetcdlock.so`).
+    C,
+}
+
+impl HolderLang {
+    /// Every language, Rust first.
+    pub const ALL: [HolderLang; 5] = [HolderLang::Rust, HolderLang::Python, HolderLang::Java, HolderLang::Node, HolderLang::C];
+
+    /// The language's name as the report lists it.
+    pub fn name(self) -> &'static str {
+        match self {
+            HolderLang::Rust => "Rust",
+            HolderLang::Python => "Python",
+            HolderLang::Java => "Java",
+            HolderLang::Node => "Node",
+            HolderLang::C => "C",
+        }
+    }
+}
+
+/// The value of `var`, or an error saying how to get it (a missing holder
+/// language is a failure, not a skip).
+fn holder_env(var: &str, what: &str) -> Result<String, String> {
+    match std::env::var(var) {
+        Ok(v) if !v.is_empty() => Ok(v),
+        _ => Err(format!("{var} is not set: the {what} holder needs it (faults/holders/build.sh builds the holders and prints it; faults/test.sh sets it)")),
+    }
 }
 
 /// A Python interpreter that can `import etcdlock`, and the PYTHONPATH it needs:
@@ -341,6 +420,27 @@ pub fn spawn_holder(lang: HolderLang, spec: serde_json::Value) -> Result<ChildPr
             let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/python_holder.py");
             let env: Vec<(&str, String)> = path.map(|p| vec![("PYTHONPATH", p)]).unwrap_or_default();
             Ok(ChildProc::spawn_program(&py, &[script.display().to_string()], spec, &env))
+        }
+        HolderLang::Java => {
+            // $ETCDLOCK_FAULTS_JAVA_CP: JavaHolder's classes, the etcdlock jar and slf4j-api.
+            let cp = holder_env("ETCDLOCK_FAULTS_JAVA_CP", "Java")?;
+            let java = std::env::var("ETCDLOCK_FAULTS_JAVA").unwrap_or_else(|_| "java".into());
+            // Quick start (C1 only, serial GC): the holder does little but wait.
+            let args: Vec<String> =
+                ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dslf4j.internal.verbosity=ERROR", "-cp", &cp, "JavaHolder"].iter().map(|s| s.to_string()).collect();
+            Ok(ChildProc::spawn_program(&java, &args, spec, &[]))
+        }
+        HolderLang::Node => {
+            // $ETCDLOCK_FAULTS_NODE_PATH: a folder whose `etcdlock` is the Node package.
+            let path = holder_env("ETCDLOCK_FAULTS_NODE_PATH", "Node")?;
+            let node = std::env::var("ETCDLOCK_FAULTS_NODE").unwrap_or_else(|_| "node".into());
+            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/node_holder.js");
+            Ok(ChildProc::spawn_program(&node, &[script.display().to_string()], spec, &[("NODE_PATH", path)]))
+        }
+        HolderLang::C => {
+            // $ETCDLOCK_FAULTS_C_HOLDER: holders/c_holder.c built against libetcdlock.so.
+            let bin = holder_env("ETCDLOCK_FAULTS_C_HOLDER", "C")?;
+            Ok(ChildProc::spawn_program(&bin, &[], spec, &[]))
         }
     }
 }

@@ -63,12 +63,36 @@ fn scenario_02_holder_sigstop_python() {
     run(12)
 }
 #[test]
+fn scenario_02_holder_sigstop_java() {
+    run(20)
+}
+#[test]
+fn scenario_02_holder_sigstop_node() {
+    run(21)
+}
+#[test]
+fn scenario_02_holder_sigstop_c() {
+    run(22)
+}
+#[test]
 fn scenario_03_holder_kill9() {
     run(3)
 }
 #[test]
 fn scenario_03_holder_kill9_python() {
     run(13)
+}
+#[test]
+fn scenario_03_holder_kill9_java() {
+    run(23)
+}
+#[test]
+fn scenario_03_holder_kill9_node() {
+    run(24)
+}
+#[test]
+fn scenario_03_holder_kill9_c() {
+    run(25)
 }
 #[test]
 fn scenario_04_member_sigstop() {

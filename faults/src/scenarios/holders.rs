@@ -1,4 +1,4 @@
-//! A lock holder process (Rust or Python) paused with SIGSTOP or killed with
+//! A lock holder process (Rust, Python, Java, Node or C) paused with SIGSTOP or killed with
 //! SIGKILL while it holds; a waiter must take over in time and the holder's
 //! stale writes must be refused.
 
@@ -28,28 +28,46 @@ pub(super) struct HolderRound {
     pub(super) acquired_ns: u64,
     pub(super) key: String,
     pub(super) at_ns: u64,
+    /// The holder's guarded write under the hold (its `PUT` line).
+    pub(super) put: crate::GuardedOp,
 }
 
 /// Start of a holder round: the holder has taken `L` (its `HELD` line read) and
-/// written under it; queue a waiter of this process behind it.
+/// written under it (its `PUT` line: the write must have been applied); queue a
+/// waiter of this process behind it.
 pub(super) async fn queue_behind(
     child: &mut ChildProc,
     wc: &Client,
     rawc: &mut etcd_client::Client,
     ns: &str,
     kind: &str,
-) -> Result<(tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>, i64, u64, String), String> {
+) -> Result<(tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>, i64, u64, String, crate::GuardedOp), String> {
+    queue_behind_on(child, wc, rawc, ns, kind, "L").await
+}
+
+/// [`queue_behind`] on the lock `lock`.
+pub(super) async fn queue_behind_on(
+    child: &mut ChildProc,
+    wc: &Client,
+    rawc: &mut etcd_client::Client,
+    ns: &str,
+    kind: &str,
+    lock: &str,
+) -> Result<(tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>, i64, u64, String, crate::GuardedOp), String> {
     let held = child.expect("HELD", Duration::from_secs(20)).await?;
     let token: i64 = held[1].parse().unwrap_or(0);
     let acquired_ns: u64 = held[2].parse().unwrap_or(0);
     let key = held.get(3).cloned().unwrap_or_default();
-    child.expect("PUT", Duration::from_secs(10)).await?;
-    let waiter = spawn_waiter(wc.clone(), "L", waiter_kind(kind));
-    if await_key_count(rawc, &format!("{ns}L/"), 2, Duration::from_secs(10)).await.is_none() {
+    let (name, put) = crate::parse_put_line(&child.expect("PUT", Duration::from_secs(10)).await?, token)?;
+    if name != "ok" || put.result != crate::OpResult::Ok {
+        return Err(format!("the holder's guarded put under a fresh hold failed: {name} ({})", put.result.name()));
+    }
+    let waiter = spawn_waiter(wc.clone(), lock, waiter_kind(kind));
+    if await_key_count(rawc, &format!("{ns}{lock}/"), 2, Duration::from_secs(10)).await.is_none() {
         waiter.abort();
         return Err("waiter never queued".into());
     }
-    Ok((waiter, token, acquired_ns, key))
+    Ok((waiter, token, acquired_ns, key, put))
 }
 
 /// The waiter of a round takes the lock within TTL + 1 s of the fault, with a
@@ -132,11 +150,11 @@ impl Failpoint for HolderPause<'_> {
     }
     async fn inject(&mut self, _k: u32) -> Injected {
         match queue_behind(&mut self.child, self.wc, self.rawc, self.ns, self.kind).await {
-            Ok((waiter, token, acquired_ns, key)) => {
+            Ok((waiter, token, acquired_ns, key, put)) => {
                 self.acquisitions += 1;
                 let at_ns = clock_monotonic_ns();
                 self.child.signal(libc::SIGSTOP);
-                self.round = Ok(HolderRound { waiter, token, acquired_ns, key, at_ns });
+                self.round = Ok(HolderRound { waiter, token, acquired_ns, key, at_ns, put });
                 Injected::new(1, Duration::from_nanos(2 * TTL_NS))
             }
             Err(e) => {
@@ -147,7 +165,7 @@ impl Failpoint for HolderPause<'_> {
     }
     async fn heal(&mut self, k: u32) -> Result<(), String> {
         let r = std::mem::replace(&mut self.round, Err("no round".into()))?;
-        let (stop_ns, token, acquired_ns, key) = (r.at_ns, r.token, r.acquired_ns, r.key.clone());
+        let (stop_ns, token, acquired_ns, key, put) = (r.at_ns, r.token, r.acquired_ns, r.key.clone(), r.put.clone());
         let mut errs = Vec::new();
         let took = waiter_takes_over(r, "SIGSTOP", &mut errs).await;
         // Let the holder run into its stale state.
@@ -159,8 +177,9 @@ impl Failpoint for HolderPause<'_> {
         self.max_wait = self.max_wait.max(waited);
         let lost = self.child.expect("LOST", Duration::from_secs(10)).await;
         let stale = self.child.expect("STALE", Duration::from_secs(10)).await;
-        // Rust holders send the raw compare themselves and print their hold; for
-        // others the parent sends the same compare with the holder's key and token.
+        // Rust holders send the raw compare themselves and print their hold (its
+        // guarded writes included); for the others the parent sends the same
+        // compare with the holder's key and token, and records the hold.
         let (rawtx, hold) = if self.lang == HolderLang::Rust {
             (self.child.expect("RAWTXN", Duration::from_secs(20)).await, self.child.expect("HOLD", Duration::from_secs(10)).await)
         } else {
@@ -175,7 +194,7 @@ impl Failpoint for HolderPause<'_> {
                 self.reported += 1;
                 let lost_at: u64 = lost[2].parse().unwrap_or(u64::MAX);
                 self.min_gap = self.min_gap.min(ms_between(lost_at, at));
-                if stale[1] == "ok" {
+                if stale.get(1).map(|s| s.as_str()) == Some("ok") {
                     self.stale_ok += 1;
                 }
                 if rawtx[1] == "true" {
@@ -187,19 +206,31 @@ impl Failpoint for HolderPause<'_> {
                         None => errs.push(format!("bad HOLD line {hold:?}")),
                     }
                 } else {
-                    // Python: the hold ends at the last moment is_held() said True.
+                    // The other languages: the hold ends at the last moment is_held
+                    // said true; its guarded writes (PUT, STALE) go into the history.
                     let rep: u64 = lost.get(3).and_then(|s| s.parse().ok()).unwrap_or(lost_at);
+                    let mut ops = vec![put];
+                    match crate::parse_put_line(&stale, token) {
+                        Ok((_, op)) => ops.push(op),
+                        Err(e) => errs.push(e),
+                    }
                     self.checker.record(Hold {
                         lock: "L".into(),
                         token,
                         acquired_ns,
                         ended_ns: lost_at,
-                        client: format!("python-child-round{k}"),
-                        loss: Some(LossInfo { reason: lost[1].clone(), at_ns: lost_at, reported_ns: rep }),
+                        client: format!("{}-child-round{k}", self.lang.name().to_lowercase()),
+                        loss: Some(LossInfo { reason: crate::canonical_loss_reason(&lost[1]), at_ns: lost_at, reported_ns: rep }),
+                        ops,
                         ..Default::default()
                     });
                     if rep <= stop_ns + TTL_NS {
-                        errs.push("python holder saw the loss before it was resumed?".into());
+                        errs.push(format!(
+                            "the {} holder saw the loss before it was resumed? (its last true {} ms, its false {} ms after SIGSTOP; line {lost:?})",
+                            self.lang.name(),
+                            ms_between(stop_ns, lost_at),
+                            ms_between(stop_ns, rep)
+                        ));
                     }
                 }
             }
@@ -251,7 +282,7 @@ impl Failpoint for HolderKill<'_> {
             }
         };
         match queue_behind(&mut child, self.wc, self.rawc, self.ns, self.kind).await {
-            Ok((waiter, token, acquired_ns, key)) => {
+            Ok((waiter, token, acquired_ns, key, put)) => {
                 self.acquisitions += 1;
                 let at_ns = clock_monotonic_ns();
                 child.kill9().await;
@@ -260,11 +291,12 @@ impl Failpoint for HolderKill<'_> {
                     token,
                     acquired_ns,
                     ended_ns: at_ns,
-                    client: format!("child-round{k}"),
+                    client: format!("{}-child-round{k}", self.lang.name().to_lowercase()),
                     loss: None,
+                    ops: vec![put.clone()],
                     ..Default::default()
                 });
-                self.round = Ok(HolderRound { waiter, token, acquired_ns, key, at_ns });
+                self.round = Ok(HolderRound { waiter, token, acquired_ns, key, at_ns, put });
                 Injected::new(1, Duration::ZERO)
             }
             Err(e) => {
@@ -289,9 +321,18 @@ impl Failpoint for HolderKill<'_> {
     }
 }
 
-/// 2. Holder process SIGSTOPped for 2×TTL, repeatedly (holder in Rust or Python).
+/// 2. Holder process SIGSTOPped for 2×TTL, repeatedly (holder in any language).
 pub async fn holder_sigstop(p: &Profile, lang: HolderLang) -> Outcome {
-    let mut o = Outcome::new(2, if lang == HolderLang::Rust { "holder-sigstop" } else { "holder-sigstop-python" });
+    let mut o = Outcome::new(
+        2,
+        match lang {
+            HolderLang::Rust => "holder-sigstop",
+            HolderLang::Python => "holder-sigstop-python",
+            HolderLang::Java => "holder-sigstop-java",
+            HolderLang::Node => "holder-sigstop-node",
+            HolderLang::C => "holder-sigstop-c",
+        },
+    );
     let etcd = Etcd::single();
     let eps = etcd.endpoints();
     let ns = unique_ns("stop");
@@ -338,9 +379,18 @@ pub async fn holder_sigstop(p: &Profile, lang: HolderLang) -> Outcome {
     o
 }
 
-/// 3. Holder process kill -9, repeatedly (holder in Rust or Python).
+/// 3. Holder process kill -9, repeatedly (holder in any language).
 pub async fn holder_kill9(p: &Profile, lang: HolderLang) -> Outcome {
-    let mut o = Outcome::new(3, if lang == HolderLang::Rust { "holder-kill9" } else { "holder-kill9-python" });
+    let mut o = Outcome::new(
+        3,
+        match lang {
+            HolderLang::Rust => "holder-kill9",
+            HolderLang::Python => "holder-kill9-python",
+            HolderLang::Java => "holder-kill9-java",
+            HolderLang::Node => "holder-kill9-node",
+            HolderLang::C => "holder-kill9-c",
+        },
+    );
     let etcd = Etcd::single();
     let eps = etcd.endpoints();
     let ns = unique_ns("kill");

@@ -162,9 +162,9 @@ pub(super) struct LeaderKill<'a> {
 
 impl LeaderKill<'_> {
     async fn start_round(&mut self, child: &mut ChildProc) -> Result<(HolderRound, usize, usize, Client, Arc<etcdlock::Guard>, u64), String> {
-        let (waiter, token, acquired_ns, key) = queue_behind(child, self.wc, self.rawc, self.ns, "mutex").await?;
+        let (waiter, token, acquired_ns, key, put) = queue_behind(child, self.wc, self.rawc, self.ns, "mutex").await?;
         self.acquisitions += 1;
-        let holder = HolderRound { waiter, token, acquired_ns, key, at_ns: 0 };
+        let holder = HolderRound { waiter, token, acquired_ns, key, at_ns: 0, put };
         let leader = blocking(|| self.etcd.leader()).ok_or("no leader")?;
         // The cut-off holder A talks to a follower through a proxy.
         let px = (leader + 1) % 3;
@@ -223,6 +223,7 @@ impl Failpoint for LeaderKill<'_> {
             ended_ns: holder.at_ns,
             client: format!("child-round{k}"),
             loss: None,
+            ops: vec![holder.put.clone()],
             ..Default::default()
         });
         self.round = Ok(LeaderRound { holder, leader, px, a, ga, a_acq, last_valid, poller, a_lost, own_waiter });

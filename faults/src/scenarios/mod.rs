@@ -193,18 +193,39 @@ impl Outcome {
 
 /// Every scenario id: 1-11, 12 / 13 = scenarios 2 / 3 with a Python holder,
 /// 14 / 15 = the recipes (semaphore, read-write lock, election, multi-lock)
-/// under a paused holder and under member kills.
-pub const ALL: [u32; 15] = [1, 2, 12, 3, 13, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15];
+/// under a paused holder and under member kills, 20-22 / 23-25 = scenarios 2 / 3
+/// with a Java, Node and C holder (see [`holder_run`]).
+pub const ALL: [u32; 21] = [1, 2, 12, 20, 21, 22, 3, 13, 23, 24, 25, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15];
 
-/// Run scenario `id` (1-11; 12 and 13 are scenarios 2 and 3 with a holder
-/// process written in Python, on the Python binding).
+/// The holder scenario (2 or 3) and the holder's language a run id stands for.
+pub fn holder_run(id: u32) -> Option<(u32, HolderLang)> {
+    Some(match id {
+        2 => (2, HolderLang::Rust),
+        12 => (2, HolderLang::Python),
+        20 => (2, HolderLang::Java),
+        21 => (2, HolderLang::Node),
+        22 => (2, HolderLang::C),
+        3 => (3, HolderLang::Rust),
+        13 => (3, HolderLang::Python),
+        23 => (3, HolderLang::Java),
+        24 => (3, HolderLang::Node),
+        25 => (3, HolderLang::C),
+        _ => return None,
+    })
+}
+
+/// Run scenario `id` (1-19; 12 and 13 are scenarios 2 and 3 with a holder
+/// process written in Python, on the Python binding, 20-22 and 23-25 with one
+/// in Java, Node and C).
 pub async fn run(id: u32, p: &Profile) -> Outcome {
-    let mut o = match id {
+    if let Some((scenario, lang)) = holder_run(id) {
+        let mut o = if scenario == 2 { holder_sigstop(p, lang).await } else { holder_kill9(p, lang).await };
+        // The waiter is Rust; the holder process is in `lang`.
+        o.languages = if lang == HolderLang::Rust { vec!["Rust"] } else { vec!["Rust", lang.name()] };
+        return o;
+    }
+    let o = match id {
         1 => baseline(p).await,
-        2 => holder_sigstop(p, HolderLang::Rust).await,
-        3 => holder_kill9(p, HolderLang::Rust).await,
-        12 => holder_sigstop(p, HolderLang::Python).await,
-        13 => holder_kill9(p, HolderLang::Python).await,
         4 => member_sigstop(p).await,
         5 => member_kill_restart(p).await,
         6 => leader_change_after_holder_death(p).await,
@@ -225,9 +246,6 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
             o
         }
     };
-    if id == 12 || id == 13 {
-        o.languages = vec!["Rust", "Python"];
-    }
     o
 }
 
