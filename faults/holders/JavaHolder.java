@@ -108,12 +108,14 @@ public final class JavaHolder {
                 g.onLost(lost::complete);
                 guardedPut("PUT", g, res);
                 // The clock is read before each isHeld, so a true answer proves the hold at
-                // that instant even if the process is stopped between the two.
+                // that instant even if the process is stopped between the two; the moment it
+                // turned false is read after the answer, for the same reason.
                 long lastTrue = acq;
                 long t;
                 while (true) {
                     t = mono();
                     if (!g.isHeld()) {
+                        t = mono();
                         break;
                     }
                     lastTrue = t;

@@ -167,13 +167,17 @@ int main(void) {
         guarded_put("PUT", g, res, token);
         /* The belief interval: the clock is read before each is_held, so a
          * held answer proves the hold at that instant even if the process is
-         * stopped between the two calls. */
+         * stopped between the two calls; the moment it turned 0 is read after
+         * the answer, for the same reason. */
         uint64_t last_true = acq, t;
         for (;;) {
             t = mono();
             int held = 0;
             etcdlock_guard_is_held(g, &held);
-            if (!held) break;
+            if (!held) {
+                t = mono();
+                break;
+            }
             last_true = t;
             struct timespec d = {0, 5 * 1000 * 1000};
             nanosleep(&d, NULL);

@@ -60,12 +60,16 @@ async function main() {
     say(`HELD ${lock.fencingToken} ${acq} ${lock.key}`);
     await guardedPut('PUT', lock, res, lock.fencingToken);
     // The clock is read before each isHeld, so a true answer proves the hold
-    // at that instant even if the process is stopped between the two.
+    // at that instant even if the process is stopped between the two; the
+    // moment it turned false is read after the answer, for the same reason.
     let lastTrue = acq;
     let t;
     for (;;) {
       t = mono();
-      if (!lock.isHeld) break;
+      if (!lock.isHeld) {
+        t = mono();
+        break;
+      }
       lastTrue = t;
       await sleep(5);
     }

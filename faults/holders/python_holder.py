@@ -52,12 +52,14 @@ def main() -> None:
         guarded_put("PUT", g, res)
         # The belief interval: the last moment is_held answered True. The clock
         # is read before each is_held, so a True answer proves the hold at that
-        # instant even if the process is stopped between the two.
+        # instant even if the process is stopped between the two; the moment it
+        # turned False is read after the answer, for the same reason.
         last_true = acq
         while True:
             t = mono()
             held = g.is_held
             if not held:
+                t = mono()
                 break
             last_true = t
             time.sleep(0.005)
