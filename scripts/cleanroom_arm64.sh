@@ -49,10 +49,14 @@ if ((arm_ready)); then
   p64=$a64/c/etcdlock-$version
   zcc=(python3 -m ziglang cc -target aarch64-linux-gnu.2.17)
   c64=$a64/capp; mkdir -p "$c64"
-  if "${zcc[@]}" -std=c11 -I"$p64/include" examples/c/lock_token.c -o "$c64/lock_shared" \
-      -L"$p64/lib" -letcdlock -Wl,-rpath,"$p64/lib" 2>"$c64/cc.log" &&
-    "${zcc[@]}" -std=c11 -I"$p64/include" examples/c/lock_token.c -o "$c64/lock_static" \
-      "$p64/lib/libetcdlock.a" -lm -lpthread -ldl 2>>"$c64/cc.log"; then
+  # Linked as the package's README says, through its pkg-config files (the
+  # shared one carries an rpath). gcc adds libgcc_s, Rust std's unwinder, by
+  # itself; zig cc does not, hence -lgcc_s on the static link.
+  pc() { PKG_CONFIG_PATH=$p64/lib/pkgconfig pkg-config "$@"; }
+  # shellcheck disable=SC2046
+  if "${zcc[@]}" -std=c11 examples/c/lock_token.c -o "$c64/lock_shared" $(pc --cflags --libs etcdlock) 2>"$c64/cc.log" &&
+    "${zcc[@]}" -std=c11 examples/c/lock_token.c -o "$c64/lock_static" \
+      $(pc --static --cflags --libs etcdlock-static) -lgcc_s 2>>"$c64/cc.log"; then
     for kind in shared static; do
       if out=$(ETCDLOCK_ENDPOINTS=$EP qrun "$c64/lock_$kind" "cleanroom-c-arm64-$kind" 2>&1) && grep -q "fencing token" <<<"$out"; then
         ok "aarch64 c/$kind: $out ($(readelf -h "$c64/lock_$kind" | sed -n 's/^ *Machine: *//p'))"
@@ -61,8 +65,9 @@ if ((arm_ready)); then
       fi
     done
     python3 ffi-c/tests/gen_conformance.py conformance/cases.json "$c64/conformance.c"
-    if "${zcc[@]}" -std=c11 -O1 -I"$p64/include" -Iffi-c/tests/c "$c64/conformance.c" -o "$c64/conformance" \
-        -L"$p64/lib" -letcdlock -Wl,-rpath,"$p64/lib" -lpthread 2>>"$c64/cc.log"; then
+    # shellcheck disable=SC2046
+    if "${zcc[@]}" -std=c11 -O1 -Iffi-c/tests/c "$c64/conformance.c" -o "$c64/conformance" \
+        $(pc --cflags --libs etcdlock) -lpthread 2>>"$c64/cc.log"; then
       # The private-etcd cases start the (x86_64) harness; the kernel runs it natively.
       if ETCDLOCK_HARNESS=$HARNESS QTIMEOUT=600 qrun "$c64/conformance" "$EP" >"$c64/conf.log" 2>&1 &&
         tail -n 1 "$c64/conf.log" | grep -qE '^[0-9]+ passed, 0 failed$'; then

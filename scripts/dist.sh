@@ -265,9 +265,9 @@ done
 (cd "$n" && npm pack --silent --pack-destination "$OUT" >/dev/null) || die "npm pack failed"
 
 # --- Java: deploy the published modules to the file repository dist/maven.
-# The build copies the x86_64 library into native/linux-x86_64/; every other
-# architecture's goes in as a resource under native/linux-<arch>/ (the folder
-# NativeLibrary picks from os.arch).
+# The pom copies CARGO_TARGET_DIR/release/ into native/linux-x86_64/ and
+# CARGO_TARGET_DIR/aarch64-unknown-linux-gnu/release/ into native/linux-aarch64/
+# (the folders NativeLibrary picks from os.arch).
 j=$work/java
 mkdir -p "$j" "$work/native/release"
 tar -C bindings-java --exclude=./target --exclude='./*/target' -cf - . | tar -C "$j" -xf -
@@ -279,7 +279,7 @@ for a in "${ARCHES[@]}"; do
   if [ "$a" = x86_64 ]; then
     install -m 0755 "$so" "$work/native/release/libetcdlock_jni.so"
   else
-    install -D -m 0755 "$so" "$j/etcdlock/src/main/resources/native/linux-$a/libetcdlock_jni.so"
+    install -D -m 0755 "$so" "$work/native/$a-unknown-linux-gnu/release/libetcdlock_jni.so"
   fi
 done
 # The checkout's poms say $version-SNAPSHOT between releases; the artifacts are $version.
@@ -288,9 +288,12 @@ find "$j" -name pom.xml -exec sed -i "s|<version>$version-SNAPSHOT</version>|<ve
   -Dcargo.skip=true -Dcargo.target.dir="$work/native" -Detcdlock.dist.url="file://$OUT/maven") ||
   die "mvn deploy to $OUT/maven failed"
 jar=$OUT/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar
+listing=$(unzip -l "$jar")   # (not piped into grep -q: pipefail would see unzip's SIGPIPE)
 for a in "${ARCHES[@]}"; do
-  unzip -l "$jar" | grep -q "native/linux-$a/libetcdlock_jni.so" || die "$jar carries no linux-$a native library"
+  grep -q "native/linux-$a/libetcdlock_jni.so" <<<"$listing" || die "$jar carries no linux-$a native library"
 done
+srcjar=${jar%.jar}-sources.jar
+! unzip -l "$srcjar" | grep -q '\.so$' || die "$srcjar carries a native library"
 
 step "done"
 (cd "$OUT" && find . -type f \( -name '*.whl' -o -name '*.tar.gz' -o -name '*.tgz' -o -name '*.jar' -o -name '*.pom' \) \
