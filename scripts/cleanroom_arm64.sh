@@ -110,15 +110,36 @@ PY
     # The conformance module of the Python suite with pytest (pure Python, the
     # host's copy) on the path; etcdlock is the aarch64 wheel's.
     mkdir -p "$py64/pytest"
-    python3 - "$py64/pytest" <<'PY'
-import importlib, os, sys
-for m in ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py"):
-    try:
-        mod = importlib.import_module(m)
-    except ImportError:
+    python3 - "$py64/pytest" <<'PY' || bad "aarch64 python: pytest and its requirements are not all pure Python here"
+# pytest and what it requires (markers evaluated here: the same CPython 3.11),
+# each top-level module symlinked; a compiled one would be x86_64, so refuse.
+import os, sys
+from importlib import metadata
+from packaging.requirements import Requirement
+todo, seen = ["pytest"], set()
+while todo:
+    d = todo.pop()
+    if d.lower() in seen:
         continue
-    src = os.path.dirname(mod.__file__) if mod.__file__.endswith("__init__.py") else mod.__file__
-    os.symlink(src, os.path.join(sys.argv[1], os.path.basename(src)))
+    seen.add(d.lower())
+    dist = metadata.distribution(d)
+    for r in dist.requires or []:
+        req = Requirement(r)
+        if req.marker is None or req.marker.evaluate({"extra": ""}):
+            todo.append(req.name)
+    tops = set()
+    for f in dist.files or []:
+        top = f.parts[0]
+        if f.suffix in (".so", ".pyd"):
+            sys.exit(f"{d} has a compiled module {f}")
+        if top.endswith((".dist-info", ".egg-info")) or top in ("__pycache__", "..") or ".." in f.parts:
+            continue
+        tops.add(top)
+    for top in tops:
+        src = os.path.join(dist.locate_file(""), top)
+        dst = os.path.join(sys.argv[1], top)
+        if os.path.exists(src) and not os.path.lexists(dst):
+            os.symlink(src, dst)
 PY
     # conftest's ROOT is two levels above tests/ ($a64), where it finds conformance/.
     mkdir -p "$a64/pyroot/tests"; cp bindings-python/tests/conftest.py bindings-python/tests/test_conformance.py "$a64/pyroot/tests/"
@@ -165,11 +186,11 @@ PY
   sed -i 's/"cleanroom-java"/"cleanroom-java-arm64"/; s|"cleanroom/java"|"cleanroom/java-arm64"|g' "$app/src/main/java/demo/Main.java"
   if [ -s "$app/cp.txt" ] && (cd "$app" && PATH=$NOCC mvn -B -q -o -Dmaven.repo.local="$m2" compile >>"$work/mvn.log" 2>&1) &&
     out=$(cd "$app" && QTIMEOUT=600 qrun "$jhome/bin/java" -XX:TieredStopAtLevel=1 -Xshare:off \
-      -Detcdlock.cache.dir="$a64/jcache" -cp "target/classes:$(cat cp.txt)" demo.Main "$EP" 2>&1) &&
+      -Detcdlock.cache.dir="$a64/jcache" -cp "target/classes:$(cat cp.txt)" demo.Main "$EP" 2>"$a64/java.err") &&
     [ "$(etcdget cleanroom/java-arm64)" = "${out#ok }" ] && ls "$a64"/jcache/libetcdlock_jni-*.so >/dev/null 2>&1 &&
     [ "$(readelf -h "$(ls "$a64"/jcache/libetcdlock_jni-*.so | head -n 1)" | sed -n 's/^ *Machine: *//p')" = AArch64 ]; then
     ok "aarch64 java: $out (native/linux-aarch64 from the jar)"
   else
-    bad "aarch64 java: ${out:-the clean-room app did not build}"
+    bad "aarch64 java: ${out:-the clean-room app did not build}"; tail -n 20 "$a64/java.err" 2>/dev/null
   fi
 fi
