@@ -15,8 +15,10 @@ bash scripts/setup.sh || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
-# `dist` builds the release artifacts for glibc 2.17 (one zig build, ~6 min on
-# 2 cores) and installs each in a clean room; ETCDLOCK_SUITES=dist runs it alone.
+# `dist` builds the release artifacts for glibc 2.17, x86_64 and aarch64 (one
+# zig build of the libraries for both targets and one of the x86_64 CLI, ~8-12
+# min on 2 cores) and installs each in a clean room, the aarch64 ones under
+# qemu-user (~2.5 min); ETCDLOCK_SUITES=dist runs it alone.
 SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,flash,dist}
 passed=(); failed=()
 suite() {

@@ -21,15 +21,21 @@ function nativeFileName() {
   return `etcdlock.${process.platform}-${process.arch}${libc}.node`;
 }
 
+/** The platforms the published package carries a native module for (glibc >= 2.17). */
+const SUPPORTED = ['linux-x64-gnu', 'linux-arm64-gnu'];
+
 function load() {
   const file = process.env.ETCDLOCK_NATIVE || path.join(__dirname, nativeFileName());
   if (!fs.existsSync(file)) {
-    // A published package carries etcdlock.linux-x64-gnu.node; a source checkout
-    // has none until `npm run build`.
+    // A published package carries one module per supported platform; a source
+    // checkout has none until `npm run build`.
+    const here = fs.readdirSync(__dirname).filter((f) => /^etcdlock\..+\.node$/.test(f));
+    const platform = nativeFileName().replace(/^etcdlock\.|\.node$/g, '');
     const err = new Error(
-      `etcdlock: no native module for ${process.platform}-${process.arch} (${file} not found). ` +
-        'The published package ships linux-x64-gnu (glibc >= 2.17); from a source checkout run ' +
-        `\`npm run build\` in ${__dirname} (needs Rust and protoc)`
+      `etcdlock: no native module for ${platform} (${file} not found). ` +
+        `The published package supports ${SUPPORTED.join(', ')} (glibc >= 2.17)` +
+        (here.length ? `; this copy carries ${here.join(', ')}` : '; this copy carries none') +
+        `. From a source checkout run \`npm run build\` in ${__dirname} (needs Rust and protoc)`
     );
     err.code = 'Internal';
     throw err;
@@ -37,4 +43,4 @@ function load() {
   return require(file);
 }
 
-module.exports = { load, nativeFileName };
+module.exports = { load, nativeFileName, SUPPORTED };

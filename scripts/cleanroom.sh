@@ -6,7 +6,8 @@
 # lock -> guarded put -> guarded get -> unlock -> try-lock against a real etcd
 # started by the testkit harness; etcdctl then reads the value back. Also: no
 # shipped binary needs a GLIBC_ symbol above 2.17, and `auditwheel show`
-# accepts the wheel as manylinux2014.
+# accepts the wheel as manylinux2014. Then the aarch64 artifacts under
+# qemu-user (scripts/cleanroom_arm64.sh): smoke test and conformance table.
 #   scripts/cleanroom.sh [--dist DIR]      (env: CARGO_TARGET_DIR for the harness)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,8 +21,10 @@ major=${version%%.*}
 fail=0; passed=0
 ok() { echo "  ok   $*"; passed=$((passed + 1)); }
 bad() { echo "  FAIL $*"; fail=$((fail + 1)); }
-for f in "etcdlock-$version-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl" "etcdlock-$version.tar.gz" \
-  "etcdlock-$version.tgz" "etcdlock-c-$version-x86_64-linux-gnu.tar.gz" "etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" \
+whl=$DIST/etcdlock-$version-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
+for f in "${whl#"$DIST"/}" "etcdlock-$version-cp39-abi3-manylinux_2_17_aarch64.manylinux2014_aarch64.whl" \
+  "etcdlock-$version.tar.gz" "etcdlock-$version.tgz" "etcdlock-c-$version-x86_64-linux-gnu.tar.gz" \
+  "etcdlock-c-$version-aarch64-linux-gnu.tar.gz" "etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" \
   "maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" \
   "maven/io/etcdlock/etcdlock-spring/$version/etcdlock-spring-$version.jar" \
   "maven/io/etcdlock/etcdlock-shedlock/$version/etcdlock-shedlock-$version.jar"; do
@@ -68,7 +71,7 @@ echo "== shipped binaries: newest GLIBC_ symbol (want <= 2.17)"
 mkdir -p "$work/c" "$work/cli" "$work/whl" "$work/npm"
 tar -C "$work/c" -xzf "$DIST/etcdlock-c-$version-x86_64-linux-gnu.tar.gz"
 tar -C "$work/cli" -xzf "$DIST/etcdlock-cli-$version-x86_64-linux-gnu.tar.gz"
-(cd "$work/whl" && unzip -q "$DIST"/etcdlock-*.whl)
+(cd "$work/whl" && unzip -q "$whl")
 tar -C "$work/npm" -xzf "$DIST/etcdlock-$version.tgz"
 unzip -q -o "$DIST/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" 'native/*' -d "$work/jar"
 for f in "$work/c/etcdlock-$version/lib/libetcdlock.so.$version" "$work/cli/etcdlock-cli-$version/bin/etcdlock" \
@@ -82,7 +85,7 @@ for f in "$work/c/etcdlock-$version/lib/libetcdlock.so.$version" "$work/cli/etcd
     bad "$(basename "$f"): GLIBC_$max, $debug debug sections"
   fi
 done
-if out=$(auditwheel show "$DIST"/etcdlock-*.whl 2>&1) && grep -q 'manylinux_2_17_x86_64' <<<"$out"; then
+if out=$(auditwheel show "$whl" 2>&1) && grep -q 'manylinux_2_17_x86_64' <<<"$out"; then
   ok "auditwheel show: $(tr '\n' ' ' <<<"$out" | grep -o 'consistent with the following platform tag: *"[^"]*"' | head -n 1)"
 else
   bad "auditwheel show: $out"
@@ -319,6 +322,9 @@ if out=$(PATH=$NOCC ETCDLOCK_ENDPOINTS=$EP "$work/cli/etcdlock-cli-$version/bin/
 else
   bad "cli: '$out'"
 fi
+
+# shellcheck source=scripts/cleanroom_arm64.sh
+source scripts/cleanroom_arm64.sh
 
 echo "cleanroom: $passed passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,21 +1,27 @@
 #!/usr/bin/env python3
 """Pack the abi3 wheel from a native module dist.sh already built.
 
-    pack_wheel.py NATIVE_SO VERSION OUT_DIR
+    pack_wheel.py NATIVE_SO VERSION OUT_DIR [ARCH]
+
+ARCH is the module's architecture, x86_64 (the default) or aarch64; the
+wheel's path is printed.
 
 maturin would compile the crate again on its own (a second, differently
 feature-resolved build of tonic, prost, tokio...); dist.sh builds every native
 part in one cargo invocation and this packs the Python one. The layout is what
 `maturin build` makes from bindings-python/pyproject.toml: the pure-Python
 package from python/etcdlock/ plus etcdlock/_etcdlock.abi3.so, tagged
-cp39-abi3-manylinux_2_17_x86_64 (= manylinux2014; auditwheel checks it).
+cp39-abi3-manylinux_2_17_ARCH (= manylinux2014; auditwheel checks it).
 """
 import base64, hashlib, os, re, sys, zipfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 pkg_root = os.path.join(here, "..", "bindings-python")
 so, version, out = sys.argv[1:4]
-tag = "cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64"
+arch = sys.argv[4] if len(sys.argv) > 4 else "x86_64"
+if arch not in ("x86_64", "aarch64"):
+    sys.exit(f"pack_wheel.py: unknown architecture {arch!r} (x86_64, aarch64)")
+tag = f"cp39-abi3-manylinux_2_17_{arch}.manylinux2014_{arch}"
 name = f"etcdlock-{version}"
 
 try:

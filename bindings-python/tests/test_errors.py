@@ -290,3 +290,34 @@ def test_errors_say_whether_a_retry_may_succeed(endpoints: List[str]) -> None:
         etcdlock.Client(["127.0.0.1:1"], connect_timeout=0.3)
     assert down.value.retryable is True
     assert etcdlock.LockError("x").retryable is False
+
+
+def test_import_on_an_unsupported_platform_names_it_and_the_supported_ones(tmp_path) -> None:
+    """The package without a native module for this machine (faked: riscv64)
+    fails at import with an ImportError naming the platform and the list."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pkg = tmp_path / "etcdlock"
+    pkg.mkdir()
+    for f in Path(etcdlock.__file__).parent.iterdir():
+        if f.suffix in (".py", ".pyi"):
+            shutil.copy(f, pkg / f.name)
+    probe = (
+        "import platform, sys\n"
+        "platform.machine = lambda: 'riscv64'\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "try:\n"
+        "    import etcdlock\n"
+        "except ImportError as e:\n"
+        "    print(e)\n"
+        "else:\n"
+        "    print('imported from', etcdlock.__file__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    msg = out.stdout
+    assert f"no native module for {sys.platform}-riscv64" in msg, msg
+    assert "linux-x86_64, linux-aarch64" in msg, msg

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Dict, Type
 
+from . import _native  # noqa: F401  (the native module, or an error naming this platform)
 from ._etcdlock import (
     ERROR_CODES,
     LOSS_REASONS,
