@@ -225,6 +225,10 @@ pub async fn one_way_loss(p: &Profile) -> Outcome {
     member_partition(p, 18, "one-way-member-loss", Cut::OneWay).await
 }
 
+/// What [`drive_waiter`] ends with: the grant and its time, or why none; the
+/// last invocation; the codes of the waits that ended early.
+type WaiterEnd = (Result<(etcdlock::Guard, u64), String>, u64, Vec<&'static str>);
+
 /// A waiter of this process on `lock` (already spawned as `first`, invoked
 /// at `first_inv`) driven until it holds or `deadline`: its own session may
 /// end while the majority elects a leader (its keep-alives go through that
@@ -237,7 +241,7 @@ fn drive_waiter(
     first: tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>,
     first_inv: u64,
     deadline: tokio::time::Instant,
-) -> tokio::task::JoinHandle<(Result<(etcdlock::Guard, u64), String>, u64, Vec<&'static str>)> {
+) -> tokio::task::JoinHandle<WaiterEnd> {
     tokio::spawn(async move {
         let (mut waiter, mut winv, mut retries) = (first, first_inv, Vec::new());
         let won = loop {
