@@ -94,20 +94,8 @@ fi
 echo "== Python: fresh venv, pip install --no-index from dist/ (no cargo, rustc, protoc, cc)"
 if PATH=$NOCC python3 -m venv "$work/venv" &&
   PATH=$NOCC "$work/venv/bin/python" -m pip install -q --no-index --find-links "$DIST" --only-binary :all: etcdlock &&
-  out=$(PATH=$NOCC "$work/venv/bin/python" - "$EP" <<'PY'
-import sys, etcdlock
-with etcdlock.Client(endpoints=sys.argv[1].split(","), ttl=10) as client:
-    guard = client.acquire("cleanroom-python", timeout=10)
-    token = guard.fencing_token
-    guard.put("cleanroom/python", str(token))
-    assert guard.get("cleanroom/python") == str(token).encode()
-    guard.unlock()
-    again = client.try_lock("cleanroom-python")
-    assert again is not None, "unlock did not release"
-    again.unlock()
-print("ok", token)
-PY
-  ) && [ "$(etcdget cleanroom/python)" = "${out#ok }" ]; then
+  out=$(PATH=$NOCC "$work/venv/bin/python" "$ROOT/scripts/cleanroom_smoke.py" "$EP" cleanroom-python) &&
+  [ "$(etcdget cleanroom/cleanroom-python)" = "${out#ok }" ]; then
   ok "python: $out ($(basename "$(ls "$work"/venv/lib/python3*/site-packages/etcdlock/_etcdlock*.so)"))"
 else
   bad "python"

@@ -87,22 +87,9 @@ if ((arm_ready)); then
   if python3 -m pip install -q --no-index --find-links "$DIST" --only-binary :all: --platform manylinux2014_aarch64 \
       --python-version 3.11 --implementation cp --target "$py64/site" etcdlock >"$py64/pip.log" 2>&1 &&
     [ "$(readelf -h "$py64"/site/etcdlock/_etcdlock*.so | sed -n 's/^ *Machine: *//p')" = AArch64 ]; then
-    if out=$(cd "$py64" && PYTHONPATH=$py64/site PYTHONNOUSERSITE=1 qrun "$SYSROOT/usr/bin/python3.11" - "$EP" <<'PY'
-import platform, sys, etcdlock
-assert platform.machine() == "aarch64", platform.machine()
-assert "/py/site/etcdlock/" in etcdlock.__file__, etcdlock.__file__
-with etcdlock.Client(endpoints=sys.argv[1].split(","), ttl=10) as client:
-    guard = client.acquire("cleanroom-python-arm64", timeout=10)
-    token = guard.fencing_token
-    guard.put("cleanroom/python-arm64", str(token))
-    assert guard.get("cleanroom/python-arm64") == str(token).encode()
-    guard.unlock()
-    again = client.try_lock("cleanroom-python-arm64")
-    assert again is not None, "unlock did not release"
-    again.unlock()
-print("ok", token)
-PY
-    ) && [ "$(etcdget cleanroom/python-arm64)" = "${out#ok }" ]; then
+    if out=$(cd "$py64" && PYTHONPATH=$py64/site PYTHONNOUSERSITE=1 qrun "$SYSROOT/usr/bin/python3.11" \
+        "$ROOT/scripts/cleanroom_smoke.py" "$EP" cleanroom-python-arm64 aarch64 /py/site/etcdlock/) &&
+      [ "$(etcdget cleanroom/cleanroom-python-arm64)" = "${out#ok }" ]; then
       ok "aarch64 python: $out"
     else
       bad "aarch64 python: $out"
