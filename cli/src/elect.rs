@@ -69,7 +69,7 @@ pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
         }
     }
     let cancel = CancellationToken::new();
-    let lo = LockOptions { timeout: a.timeout.and_then(crate::Limit::duration), cancel: Some(cancel.clone()) };
+    let lo = LockOptions { timeout: a.timeout.and_then(crate::Limit::duration), cancel: Some(cancel.clone()), ..LockOptions::default() };
     let leadership = tokio::select! {
         r = client.campaign(&a.name, &a.value, lo) => match r {
             Ok(l) => l,

@@ -86,7 +86,7 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         }
     }
     let cancel = CancellationToken::new();
-    let lock_opts = LockOptions { timeout: timeout.map(|t| t.saturating_sub(started.elapsed())), cancel: Some(cancel.clone()) };
+    let lock_opts = LockOptions { timeout: timeout.map(|t| t.saturating_sub(started.elapsed())), cancel: Some(cancel.clone()), ..LockOptions::default() };
     let acquire = async {
         let lock_opts = if a.try_only { LockOptions { timeout: Some(Duration::ZERO), ..lock_opts } } else { lock_opts };
         match (a.permits, a.read) {

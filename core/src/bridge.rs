@@ -226,6 +226,32 @@ pub fn lock_options(v: Option<f64>, unit: Unit) -> Result<LockOptions> {
     Ok(LockOptions { timeout: opt_timeout("timeout", v, unit)?, ..LockOptions::default() })
 }
 
+/// What an acquisition may ask for beyond its timeout, as a binding has it
+/// from its language (spans in the binding's [`Unit`]): see
+/// [`LockOptions::lock_delay`], [`LockOptions::lease_time`],
+/// [`LockOptions::metadata`].
+#[derive(Debug, Clone, Default)]
+pub struct Extras {
+    /// Lock-delay, in units (`None` or 0: none).
+    pub lock_delay: Option<f64>,
+    /// Lease time, in units (`None`: none).
+    pub lease_time: Option<f64>,
+    /// Holder metadata pairs.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// [`lock_options`] with [`Extras`], each checked by one rule (a span by
+/// [`span`], then the limits of [`LockOptions`]), so every language refuses
+/// the same values with the same message.
+pub fn acquire_options(timeout: Option<f64>, extras: Extras, unit: Unit) -> Result<LockOptions> {
+    let mut o = lock_options(timeout, unit)?;
+    o.lock_delay = extras.lock_delay.map(|v| span("lock_delay", v, unit)).transpose()?;
+    o.lease_time = extras.lease_time.map(|v| span("lease_time", v, unit)).transpose()?;
+    o.metadata = extras.metadata;
+    o.validate()?;
+    Ok(o)
+}
+
 /// An error as every binding hands it to its language: code, loss reason,
 /// message and whether retrying the same call may succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -437,6 +463,7 @@ fn contender_json(c: &Contender, position: usize) -> Value {
         "pid": c.pid,
         "language": c.language,
         "local_waiters": c.local_waiters,
+        "metadata": c.metadata.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
         "foreign": c.foreign,
         "value": String::from_utf8_lossy(&c.value),
     })

@@ -281,8 +281,32 @@ impl Client {
                 });
                 return;
             }
+            // A clean end: the lock-delays of this session's holds do not apply.
+            for id in s.delay_lease_ids() {
+                let _ = self.inner.transport.call_lease(self.request_bound(), &mut false, move |mut c| async move { c.revoke(id).await }).await;
+            }
             let _ = self.inner.transport.call_lease(self.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
         }
+    }
+
+    /// The lease that carries the lock-delay records of `session`'s holds
+    /// with a delay of `secs` seconds: TTL + `secs`, renewed right after the
+    /// session's own keep-alives, so it outlives the session's lease by at
+    /// least the delay (granted on first use).
+    pub(crate) async fn delay_lease(&self, session: &Session, secs: u64, bound: Bound) -> Result<i64> {
+        if let Some(id) = session.delay_lease(secs) {
+            return Ok(id);
+        }
+        let ttl = session.ttl + secs as i64;
+        let resp = self.inner.transport.call_lease(bound, &mut false, move |mut c| async move { c.grant(ttl, None).await }).await?;
+        let id = session.set_delay_lease(secs, resp.id());
+        if id != resp.id() {
+            let (t, ours) = (self.inner.transport.clone(), resp.id());
+            self.inner.handle.spawn(async move {
+                let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| async move { c.revoke(ours).await }).await;
+            });
+        }
+        Ok(id)
     }
 
     /// Whether [`Client::close`] was called.
@@ -375,8 +399,8 @@ impl Drop for MetaWait<'_> {
 impl Client {
     /// Count an acquisition of `name` as `kind` in the meta records until the
     /// returned mark is dropped (starting their flush task if it is idle).
-    pub(crate) fn meta_wait<'a>(&'a self, name: &'a str, kind: crate::meta::LockKind) -> MetaWait<'a> {
-        if self.inner.meta.wait_started(name, kind) {
+    pub(crate) fn meta_wait<'a>(&'a self, name: &'a str, kind: crate::meta::LockKind, metadata: &[(String, String)]) -> MetaWait<'a> {
+        if self.inner.meta.wait_started(name, kind, metadata) {
             self.inner.handle.spawn(flush_meta(Arc::downgrade(&self.inner)));
         }
         MetaWait { inner: &self.inner, name }

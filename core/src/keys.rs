@@ -55,11 +55,12 @@ impl Client {
 /// not cut off: the server counts it from when it reads the request) can never
 /// remove a later key of the same name (a session reuses its key names).
 /// Ok(true) if it deleted the key, Ok(false) if that incarnation was gone.
-pub(crate) async fn delete_incarnation(client: &Client, key: &[u8], rev: i64) -> Result<bool> {
+pub(crate) async fn delete_incarnation(client: &Client, key: &[u8], rev: i64, with: &[Vec<u8>]) -> Result<bool> {
     let t = &client.inner.transport;
+    let ops = std::iter::once(key).chain(with.iter().map(Vec::as_slice)).map(|k| etcd_client::TxnOp::delete(k.to_vec(), None));
     let txn = etcd_client::Txn::new()
         .when([etcd_client::Compare::create_revision(key.to_vec(), etcd_client::CompareOp::Equal, rev)])
-        .and_then([etcd_client::TxnOp::delete(key.to_vec(), None)]);
+        .and_then(ops.collect::<Vec<_>>());
     let r = t
         .call(t.request_bound(), &mut false, |mut c| {
             let txn = txn.clone();
@@ -89,14 +90,14 @@ async fn current_incarnation(client: &Client, key: &[u8]) -> Result<Option<i64>>
 /// this key may still be in flight (an attempt whose outcome we never learnt),
 /// so look once more after it should have landed, and delete what it created.
 /// The key stays reserved in the session until this returns.
-pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &[u8], rev: Option<i64>, uncertain: bool) {
+pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &[u8], rev: Option<i64>, uncertain: bool, with: &[Vec<u8>]) {
     let t = &client.inner.transport;
     let mut backoff = Duration::from_millis(50);
     let mut rounds = if uncertain { 2 } else { 1 };
     let mut rev = rev;
     loop {
         let step = match rev {
-            Some(r) => delete_incarnation(client, key, r).await.map(|_| true),
+            Some(r) => delete_incarnation(client, key, r, with).await.map(|_| true),
             None => current_incarnation(client, key).await.map(|found| {
                 rev = found;
                 found.is_none()

@@ -32,6 +32,7 @@ pub mod blocking;
 pub mod bridge;
 mod cleanups;
 mod client;
+mod delay;
 mod election;
 mod error;
 mod guard;
@@ -50,6 +51,7 @@ mod rwlock;
 mod semaphore;
 mod session;
 mod status;
+mod sync;
 mod transport;
 mod watch;
 mod wait;
@@ -57,7 +59,7 @@ mod window;
 
 pub use client::Client;
 pub use options::{ClientOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_TTL_SECS};
-pub use names::{LockOptions, MAX_NAME_LEN};
+pub use names::{LockOptions, DELAY_PREFIX, MAX_LOCK_DELAY, MAX_METADATA_BYTES, MAX_NAME_LEN, SYNC_PREFIX};
 pub use election::{Leader, Leadership, Observer};
 pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};
@@ -70,6 +72,7 @@ pub use options::{env_var, parse_duration, OPTION_KEYS};
 pub use semaphore::MAX_PERMITS;
 pub use session::{Loss, Renewal};
 pub use status::{Contender, ContenderKind, Status};
+pub use sync::{Barrier, Latch, MAX_SYNC_COUNT};
 pub use tokio_util::sync::CancellationToken;
 
 /// The repository README's Rust example, compiled by `cargo test --doc`

@@ -80,6 +80,11 @@ struct Entry {
     written: i64,
     /// What was written, to skip a put that changes nothing.
     written_counts: (u32, u32),
+    /// The holder's metadata (`LockOptions::metadata` of the latest
+    /// acquisition that gave some), as a JSON object.
+    metadata: Option<String>,
+    /// The metadata changed since the record was written.
+    dirty: bool,
 }
 
 /// One client's names in use, and what etcd has of them.
@@ -107,17 +112,32 @@ impl Book {
 
     /// An acquisition of `name` as `kind` starts. True when the book was
     /// idle until now (the caller starts the flush task).
-    pub(crate) fn wait_started(&self, name: &str, kind: LockKind) -> bool {
+    pub(crate) fn wait_started(&self, name: &str, kind: LockKind, metadata: &[(String, String)]) -> bool {
         let mut m = self.map();
+        let md = (!metadata.is_empty()).then(|| metadata_json(metadata));
         match m.get_mut(name) {
             Some(e) => {
                 e.waiting += 1;
                 e.kind = kind;
+                if md.is_some() && md != e.metadata {
+                    e.metadata = md;
+                    e.dirty = true;
+                }
             }
             None => {
                 m.insert(
                     name.to_string(),
-                    Entry { kind, waiting: 1, holding: 0, since: Instant::now(), since_ms: now_ms(), written: 0, written_counts: (0, 0) },
+                    Entry {
+                        kind,
+                        waiting: 1,
+                        holding: 0,
+                        since: Instant::now(),
+                        since_ms: now_ms(),
+                        written: 0,
+                        written_counts: (0, 0),
+                        metadata: md,
+                        dirty: false,
+                    },
                 );
             }
         }
@@ -153,6 +173,8 @@ impl Book {
                         since_ms: now_ms(),
                         written: 0,
                         written_counts: (0, 0),
+                        metadata: None,
+                        dirty: false,
                     },
                 );
             }
@@ -184,10 +206,11 @@ impl Book {
                 return false;
             }
             let ripe = now.saturating_duration_since(e.since) >= TICK;
-            if lease != 0 && ripe && (e.written != lease || e.written_counts != (e.waiting, e.holding)) {
+            if lease != 0 && ripe && (e.written != lease || e.written_counts != (e.waiting, e.holding) || e.dirty) {
                 due.puts.push((name.clone(), record(e, host, pid)));
                 e.written = lease;
                 e.written_counts = (e.waiting, e.holding);
+                e.dirty = false;
             }
             true
         });
@@ -225,7 +248,25 @@ fn forget_if_unused(m: &mut HashMap<String, Entry>, name: &str) {
     }
 }
 
+/// Metadata pairs as a JSON object (later keys win).
+fn metadata_json(md: &[(String, String)]) -> String {
+    let map: serde_json::Map<String, serde_json::Value> =
+        md.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+    serde_json::Value::Object(map).to_string()
+}
+
 fn record(e: &Entry, host: &str, pid: u32) -> String {
+    let mut r = record_head(e, host, pid);
+    if let Some(md) = &e.metadata {
+        r.pop();
+        r.push_str(",\"metadata\":");
+        r.push_str(md);
+        r.push('}');
+    }
+    r
+}
+
+fn record_head(e: &Entry, host: &str, pid: u32) -> String {
     serde_json_lite(&[
         ("kind", Json::Str(e.kind.name())),
         ("host", Json::Str(host)),
@@ -295,8 +336,8 @@ mod tests {
     #[test]
     fn short_uses_are_never_written_and_long_ones_once() {
         let b = Book::default();
-        assert!(b.wait_started("a", LockKind::Mutex), "the first use starts the flush task");
-        assert!(!b.wait_started("b", LockKind::Election));
+        assert!(b.wait_started("a", LockKind::Mutex, &[]), "the first use starts the flush task");
+        assert!(!b.wait_started("b", LockKind::Election, &[]));
         let t0 = Instant::now();
         b.hold_started("a");
         b.wait_ended("a");
@@ -310,7 +351,7 @@ mod tests {
         // Unchanged: nothing to write.
         assert_eq!(b.due(7, t0 + TICK * 2, "h", 1), Due::default());
         // A second waiter changes the record; a new session rewrites it.
-        b.wait_started("b", LockKind::Election);
+        b.wait_started("b", LockKind::Election, &[]);
         assert_eq!(b.due(7, t0 + TICK * 3, "h", 1).puts.len(), 1);
         assert_eq!(b.due(8, t0 + TICK * 4, "h", 1).puts.len(), 1);
         // Done with it: one delete, then nothing.
@@ -318,13 +359,13 @@ mod tests {
         b.wait_ended("b");
         assert_eq!(b.due(8, t0 + TICK * 5, "h", 1).deletes, vec!["b".to_string()]);
         assert!(b.is_idle());
-        assert!(b.wait_started("c", LockKind::Mutex), "idle again: the next use restarts the task");
+        assert!(b.wait_started("c", LockKind::Mutex, &[]), "idle again: the next use restarts the task");
     }
 
     #[test]
     fn a_put_that_failed_is_due_again() {
         let b = Book::default();
-        b.wait_started("a", LockKind::Mutex);
+        b.wait_started("a", LockKind::Mutex, &[]);
         let t0 = Instant::now();
         assert_eq!(b.due(7, t0 + TICK, "h", 1).puts.len(), 1);
         assert_eq!(b.due(7, t0 + TICK * 2, "h", 1), Due::default());
@@ -335,7 +376,7 @@ mod tests {
     #[test]
     fn without_a_session_nothing_is_written() {
         let b = Book::default();
-        b.wait_started("a", LockKind::Semaphore);
+        b.wait_started("a", LockKind::Semaphore, &[]);
         assert_eq!(b.due(0, Instant::now() + TICK, "h", 1), Due::default());
     }
 
@@ -357,8 +398,12 @@ mod tests {
             since_ms: 5,
             written: 0,
             written_counts: (0, 0),
+            metadata: Some(metadata_json(&[("app".into(), "billing \"eu\"".into())])),
+            dirty: false,
         };
         let r = record(&e, "h\"x", 9);
+        let v: serde_json::Value = serde_json::from_str(&r).unwrap();
+        assert_eq!(v["metadata"]["app"], "billing \"eu\"", "{r}");
         assert!(r.starts_with("{\"kind\":\"rwlock\",\"host\":\"h\\\"x\",\"pid\":9,"), "{r}");
     }
 }

@@ -118,6 +118,10 @@ impl Client {
     }
 
     async fn lock_many_counted(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
+        opts.validate()?;
+        if opts.lock_delay.is_some_and(|d| !d.is_zero()) || opts.lease_time.is_some() || !opts.metadata.is_empty() {
+            return Err(Error::invalid("lock_many takes a timeout and a cancel token only (no lock_delay, lease_time or metadata)"));
+        }
         if names.is_empty() || names.len() > MAX_MULTI {
             return Err(Error::invalid(format!("lock_many takes 1 to {MAX_MULTI} names, got {}", names.len())));
         }

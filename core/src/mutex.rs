@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
+use crate::delay::{put_record, Gate};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnEvent, OwnKeyWatch};
@@ -78,10 +79,18 @@ impl Client {
         permits: u32,
         kind: LockKind,
     ) -> Result<Guard> {
+        opts.validate()?;
+        if permits > 1 && opts.lock_delay.is_some_and(|d| !d.is_zero()) {
+            return Err(Error::invalid("lock_delay applies to locks and elections, not to semaphore permits"));
+        }
         let m = self.inner.metrics.acquiring();
-        let _meta = self.meta_wait(name, kind);
+        let _meta = self.meta_wait(name, kind, &opts.metadata);
+        let lease_time = opts.lease_time;
         let r = Box::pin(self.acquire_n_counted(name, opts, mode, value, permits)).await;
         m.finish(&r);
+        if let (Ok(g), Some(t)) = (&r, lease_time) {
+            g.expire_after(t);
+        }
         r
     }
 
@@ -104,6 +113,7 @@ impl Client {
             // acquisition) must not make the try fail on its own ghost.
             self.inner.cleanups.settled(&self.prefix(name), bound.end()).await;
         }
+        let delay_secs = opts.delay_secs()?;
         let cancel = opts.cancel.unwrap_or_default();
         // Waiters of this client on this lock queue in etcd a few at a time
         // (window.rs); the place is left when this call returns.
@@ -125,7 +135,20 @@ impl Client {
                 })?,
             };
             let r = if permits == 1 {
-                Box::pin(self.acquire_on(name, &session, mode, bound, opts.timeout, &cancel, value)).await
+                let delay = match delay_secs {
+                    0 => Ok(None),
+                    secs => self.delay_lease(&session, secs, bound).await.map(Some).map_err(|e| {
+                        if e.code() == ErrorCode::Timeout {
+                            timeout_because(name, opts.timeout, &e)
+                        } else {
+                            e.context(format!("lock {}", show(name)))
+                        }
+                    }),
+                };
+                match delay {
+                    Ok(delay) => Box::pin(self.acquire_on(name, &session, mode, bound, opts.timeout, &cancel, value, delay)).await,
+                    Err(e) => Err(e),
+                }
             } else {
                 Box::pin(self.permit_on(name, &session, mode, bound, opts.timeout, &cancel, permits)).await
             };
@@ -179,7 +202,38 @@ impl Client {
         timeout: Option<Duration>,
         cancel: &CancellationToken,
         value: Option<&[u8]>,
+        delay: Option<i64>,
     ) -> Result<Guard> {
+        let g = Box::pin(self.acquire_undelayed(name, session, mode, bound, timeout, cancel, value, delay)).await?;
+        let Some(gate) = g.1 else { return Ok(g.0) };
+        let deadline = match bound {
+            Bound::Wait(d) => d,
+            Bound::Request(_) => None,
+        };
+        match self.delay_gate(&g.0, Gate { mode, lease: gate, deadline, timeout, cancel }).await {
+            Ok(()) => Ok(g.0),
+            Err(e) => {
+                // Granted in the queue but not past the delay: leave it.
+                let _ = g.0.unlock().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Client::acquire_on`] up to the lock-delay gate: the guard, and
+    /// whether it must pass the gate (with our delay lease, if any).
+    #[allow(clippy::too_many_arguments)]
+    async fn acquire_undelayed(
+        &self,
+        name: &str,
+        session: &Arc<Session>,
+        mode: Mode,
+        bound: Bound,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+        value: Option<&[u8]>,
+        delay: Option<i64>,
+    ) -> Result<(Guard, Option<Option<i64>>)> {
         let deadline = match bound {
             Bound::Wait(d) => d,
             Bound::Request(_) => None,
@@ -191,24 +245,44 @@ impl Client {
         let ctx = |e: Error| e.context(format!("lock {}", show(name)));
         let keys_only = || GetOptions::new().with_prefix().with_keys_only();
         let put = TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)));
-        let txn = match mode {
-            // Queue: put our key if absent and, in the same Txn, read the newest
-            // keys: ours, the one just before it (whom we wait for), and up to
-            // OLDER_READ - 1 before that (if there is none, our predecessor holds
-            // the lock, and its delete makes us the holder with no further read;
-            // if the read saw every key, the wait needs no read at all). etcd
-            // reads the whole prefix for any sorted range, so this is the only one.
-            Mode::Wait => Txn::new()
+        let recs = self.delay_records(name);
+        let held_range = || Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0).with_range(prefix_end(&recs.held));
+        let txn = match (mode, delay) {
+            // With a delay, the waiter's record goes in with the key (see delay.rs).
+            (Mode::Wait, Some(lease)) => {
+                pending.extra.push(recs.waiting_of(&prefix, &key));
+                Txn::new()
+                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                    .and_then([
+                        put,
+                        TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ + 1))),
+                        TxnOp::get(recs.all.clone(), Some(GetOptions::new().with_prefix().with_count_only())),
+                        put_record(recs.waiting_of(&prefix, &key), lease),
+                    ])
+                    .or_else([TxnOp::get(key.clone(), None)])
+            }
+            (Mode::Wait, None) => Txn::new()
                 .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                .and_then([put, TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ + 1)))])
+                .and_then([
+                    put,
+                    TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ + 1))),
+                    TxnOp::get(recs.all.clone(), Some(GetOptions::new().with_prefix().with_count_only())),
+                ])
                 .or_else([TxnOp::get(key.clone(), None)]),
-            // Try: put only if nobody holds or waits (no key under the prefix);
+            // Try: put only if nobody holds or waits (no key under the prefix)
+            // and no vanished holder's lock-delay runs (no holder record);
             // else read any one key (no sort: cheap) to tell a contender from a
-            // key of a nested name.
-            Mode::Try | Mode::Once => Txn::new()
-                .when([Compare::create_revision(prefix.clone(), CompareOp::Equal, 0).with_range(prefix_end(&prefix))])
-                .and_then([put])
-                .or_else([TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1)))]),
+            // key of a nested name, and the holder records likewise.
+            (_, delay) => Txn::new()
+                .when([Compare::create_revision(prefix.clone(), CompareOp::Equal, 0).with_range(prefix_end(&prefix)), held_range()])
+                .and_then(match delay {
+                    Some(lease) => vec![put, put_record(recs.held_of(&prefix, &key), lease)],
+                    None => vec![put],
+                })
+                .or_else([
+                    TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1))),
+                    TxnOp::get(recs.held.clone(), Some(GetOptions::new().with_prefix().with_keys_only())),
+                ]),
         };
         let resp = self.run_detached(&mut pending, txn, name, bound, cancel).await.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
@@ -226,14 +300,32 @@ impl Client {
                         pending.forget();
                         return Err(self.busy(name, mode, timeout));
                     }
-                    // Only keys of nested names (`name/x/...`) are there: they are
-                    // not contenders, so queue once and see.
-                    _ => return Box::pin(self.try_past_nested(name, session, mode, timeout, pending, value)).await,
+                    _ if crate::delay::blocking(&recs.held, kvs(ops.get(1)), &[]).is_some() => {
+                        pending.forget();
+                        return Err(crate::delay::in_delay(name, mode, timeout));
+                    }
+                    // Only keys (or delay records) of nested names (`name/x/...`)
+                    // are there: they are not contenders, so queue once and see.
+                    _ => {
+                        let g = Box::pin(self.try_past_nested(name, session, mode, timeout, pending, value)).await?;
+                        return Ok((g, Some(delay)));
+                    }
                 }
             }
             let token = revision(&resp);
-            return Ok(self.held(name, session, pending, token, Vec::new(), None));
+            let g = self.held(name, session, pending, token, Vec::new(), None);
+            if delay.is_some() {
+                g.set_delay_records(vec![recs.held_of(&prefix, &key)]);
+            }
+            return Ok((g, None));
         }
+        // Records counted: a holder with a lock-delay is ahead of us or gone
+        // before (see delay.rs); with one of our own we put ours when granted.
+        let counted = match ops.get(2) {
+            Some(etcd_client::TxnOpResponse::Get(r)) => r.count(),
+            _ => 1,
+        };
+        let gate = (delay.is_some() || counted > 0 || !resp.succeeded()).then_some(delay);
 
         let (my_rev, queue) = if resp.succeeded() {
             let my_rev = revision(&resp);
@@ -250,10 +342,11 @@ impl Client {
             }
         };
         if queue.pred.is_none() {
-            return Ok(self.held(name, session, pending, my_rev, Vec::new(), None));
+            return Ok((self.held(name, session, pending, my_rev, Vec::new(), None), gate));
         }
         // Boxed: only contended acquisitions pay for the wait's state.
-        Box::pin(self.wait_turn(name, session, pending, my_rev, queue, deadline, timeout, cancel)).await
+        let g = Box::pin(self.wait_turn(name, session, pending, my_rev, queue, deadline, timeout, cancel)).await?;
+        Ok((g, gate))
     }
 
     /// Queued with `my_rev`: wait until no key older than ours remains.

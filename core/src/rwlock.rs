@@ -32,10 +32,18 @@ impl Client {
     /// write side). Waits (FIFO) as [`Client::lock_with`]; timeout zero is one
     /// try that writes nothing while a writer holds or waits.
     pub async fn read_lock(&self, name: &str, opts: LockOptions) -> Result<Guard> {
+        opts.validate()?;
+        if opts.lock_delay.is_some_and(|d| !d.is_zero()) {
+            return Err(Error::invalid("lock_delay applies to locks and elections, not to read locks"));
+        }
         let m = self.inner.metrics.acquiring();
-        let _meta = self.meta_wait(name, crate::meta::LockKind::RwLock);
+        let _meta = self.meta_wait(name, crate::meta::LockKind::RwLock, &opts.metadata);
+        let lease_time = opts.lease_time;
         let r = Box::pin(self.read_lock_counted(name, opts)).await;
         m.finish(&r);
+        if let (Ok(g), Some(t)) = (&r, lease_time) {
+            g.expire_after(t);
+        }
         r
     }
 

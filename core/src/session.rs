@@ -64,6 +64,12 @@ pub(crate) struct Session {
     listeners: Mutex<HashMap<u64, Weak<dyn OnLoss>>>,
     next_listener: AtomicU64,
     pub(crate) stop: CancellationToken,
+    /// Leases that live as long as this session does (renewed right after
+    /// each of its acknowledged keep-alives, never after it is lost): one per
+    /// lock-delay in whole seconds (TTL + delay), and the shared leases of
+    /// the latches and barriers this client has open (with their handles).
+    delay_leases: Mutex<HashMap<u64, i64>>,
+    shared_leases: Mutex<HashMap<i64, usize>>,
 }
 
 impl Session {
@@ -82,6 +88,8 @@ impl Session {
             listeners: Mutex::new(HashMap::new()),
             next_listener: AtomicU64::new(1),
             stop: CancellationToken::new(),
+            delay_leases: Mutex::new(HashMap::new()),
+            shared_leases: Mutex::new(HashMap::new()),
         })
     }
 
@@ -205,6 +213,77 @@ impl Session {
         }
         keys.insert(key.clone());
         key
+    }
+
+    /// The lease for a lock-delay of `secs` seconds on this session, if granted.
+    pub(crate) fn delay_lease(&self, secs: u64) -> Option<i64> {
+        self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).get(&secs).copied()
+    }
+
+    /// Record the lease granted for a lock-delay of `secs`; if another call
+    /// recorded one first, that one is returned (and `id` is the caller's to
+    /// revoke).
+    pub(crate) fn set_delay_lease(&self, secs: u64, id: i64) -> i64 {
+        *self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).entry(secs).or_insert(id)
+    }
+
+    /// Forget a delay lease etcd no longer has.
+    pub(crate) fn drop_delay_lease(&self, id: i64) {
+        self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, v| *v != id);
+    }
+
+    /// Every delay lease (for close, which revokes them).
+    pub(crate) fn delay_lease_ids(&self) -> Vec<i64> {
+        self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).values().copied().collect()
+    }
+
+    /// Renew `lease` with this session from now on (a latch or barrier
+    /// handle opened); counted, see [`Session::unshare`].
+    pub(crate) fn share(&self, lease: i64) {
+        *self.shared_leases.lock().unwrap_or_else(|p| p.into_inner()).entry(lease).or_insert(0) += 1;
+    }
+
+    /// A handle that renewed `lease` is done with it.
+    pub(crate) fn unshare(&self, lease: i64) {
+        let mut m = self.shared_leases.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = m.get_mut(&lease) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&lease);
+            }
+        }
+    }
+
+    fn has_extras(&self) -> bool {
+        !self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+            || !self.shared_leases.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
+    fn extra_leases(&self) -> Vec<i64> {
+        let mut v = self.delay_lease_ids();
+        v.extend(self.shared_leases.lock().unwrap_or_else(|p| p.into_inner()).keys().copied());
+        v
+    }
+
+    /// One keep-alive for each extra lease, after the session's own was
+    /// acknowledged (so a delay lease is renewed later than the session's and
+    /// outlives it by at least its delay). A lease etcd no longer has is
+    /// forgotten.
+    async fn renew_extras(&self, client: &etcd_client::Client, silence: Duration) {
+        for id in self.extra_leases() {
+            let mut lease = client.lease_client();
+            let r = tokio::time::timeout(silence, async {
+                let (_keeper, mut stream) = lease.keep_alive(id).await?;
+                stream.message().await
+            })
+            .await;
+            if let Ok(Ok(Some(resp))) = r {
+                if resp.ttl() <= 0 {
+                    self.drop_delay_lease(id);
+                    self.shared_leases.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                }
+            }
+        }
     }
 
     pub(crate) fn release_key(&self, key: &[u8]) {
@@ -351,6 +430,9 @@ impl Session {
                         );
                         self.extend(sent, resp.ttl());
                         metrics.keepalive(sent.elapsed());
+                        if self.has_extras() {
+                            self.renew_extras(&client, silence).await;
+                        }
                         retry = Duration::from_millis(20);
                     }
                     Ok(Ok(None)) | Ok(Err(_)) => {

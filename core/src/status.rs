@@ -57,6 +57,10 @@ pub struct Contender {
     /// local queue: a client keeps at most two keys per name in etcd), from
     /// its meta record.
     pub local_waiters: Option<u32>,
+    /// What the holder's acquisition gave as metadata
+    /// ([`crate::LockOptions::metadata`]), from its meta record (empty until
+    /// it is written, ~100 ms into a use of the name).
+    pub metadata: Vec<(String, String)>,
     /// A key without etcdlock's owner info or meta record: `etcdctl lock`,
     /// `etcdctl elect`, Go's Mutex or Election, or another program.
     pub foreign: bool,
@@ -107,16 +111,25 @@ struct MetaRecord {
     pid: Option<u32>,
     language: Option<String>,
     waiting: Option<u32>,
+    metadata: Vec<(String, String)>,
 }
 
 fn meta_record(v: &[u8]) -> MetaRecord {
-    let v = String::from_utf8_lossy(v);
+    let Ok(serde_json::Value::Object(o)) = serde_json::from_slice::<serde_json::Value>(v) else {
+        return MetaRecord::default();
+    };
+    let s = |k: &str| o.get(k).and_then(|v| v.as_str()).map(str::to_string);
+    let n = |k: &str| o.get(k).and_then(|v| v.as_u64()).and_then(|v| u32::try_from(v).ok());
     MetaRecord {
-        kind: field(&v, "kind").and_then(LockKind::from_name),
-        host: field(&v, "host").map(str::to_string),
-        pid: field(&v, "pid").and_then(|p| p.parse().ok()),
-        language: field(&v, "language").map(str::to_string),
-        waiting: field(&v, "waiting").and_then(|p| p.parse().ok()),
+        kind: s("kind").as_deref().and_then(LockKind::from_name),
+        host: s("host"),
+        pid: n("pid"),
+        language: s("language"),
+        waiting: n("waiting"),
+        metadata: match o.get("metadata") {
+            Some(serde_json::Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect(),
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -173,6 +186,7 @@ fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
             pid,
             language: m.language,
             local_waiters: m.waiting,
+            metadata: m.metadata,
         };
         if holds {
             st.holders.push(c);
@@ -213,9 +227,14 @@ impl Client {
             return Ok(false);
         };
         let key = kv.key().to_vec();
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, token)])
-            .and_then([TxnOp::delete(key, None)]);
+        // An operator's release hands over at once, as an unlock does: the
+        // holder's lock-delay records (if any) go with its key.
+        let recs = self.delay_records(name);
+        let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, token)]).and_then([
+            TxnOp::delete(recs.held_of(&prefix, &key), None),
+            TxnOp::delete(recs.waiting_of(&prefix, &key), None),
+            TxnOp::delete(key, None),
+        ]);
         let r = self
             .call(Some(self.request_bound()), |mut c| {
                 let t = txn.clone();
@@ -223,6 +242,14 @@ impl Client {
             })
             .await?;
         Ok(r.succeeded())
+    }
+
+    /// Release the permit of the semaphore `name` whose id is `id` (its
+    /// fencing token, [`crate::Guard::fencing_token`]), from any client: as
+    /// [`Client::release`]. The permit's holder learns of it with
+    /// `KeyDeleted`.
+    pub async fn release_permit(&self, name: &str, id: i64) -> Result<bool> {
+        self.release(name, id).await
     }
 
     /// Every lock, election, semaphore and read-write lock whose name starts
@@ -238,7 +265,8 @@ impl Client {
         let mut names: BTreeMap<String, Vec<&KeyValue>> = BTreeMap::new();
         for kv in kvs.iter().filter(|kv| kv.lease() != 0) {
             let k = &kv.key()[ns..];
-            if k.starts_with(META_PREFIX.as_bytes()) {
+            // etcdlock's own records (meta, lock-delay, latches, barriers).
+            if k.starts_with(META_PREFIX.as_bytes()) || k.starts_with(b"__etcdlock/") {
                 continue;
             }
             let Some(cut) = k.iter().rposition(|b| *b == b'/') else { continue };

@@ -144,7 +144,7 @@ impl Pending {
                 }
             }
             for (k, rev) in extra.into_iter().map(|k| (k, extra_rev)).chain(std::iter::once((key, ours))) {
-                delete_until_gone(&client, &session, &k, rev, uncertain).await;
+                delete_until_gone(&client, &session, &k, rev, uncertain, &[]).await;
                 session.release_key(&k);
             }
         }

@@ -174,7 +174,7 @@ async fn run_case(shared: &Etcd, case: &Value) {
                         &name,
                         LockOptions {
                             timeout: timeout(step.get("timeout_ms")),
-                            cancel: None,
+                            ..LockOptions::default()
                         },
                     )
                     .await
@@ -202,7 +202,7 @@ async fn run_case(shared: &Etcd, case: &Value) {
             "acquire_permit" | "read_lock" | "campaign" => {
                 let c = &clients[&who];
                 let name = text(&step["name"]).expect("a name Rust can express");
-                let opts = LockOptions { timeout: timeout(step.get("timeout_ms")), cancel: None };
+                let opts = LockOptions { timeout: timeout(step.get("timeout_ms")), ..LockOptions::default() };
                 let r = match op {
                     "acquire_permit" => c.acquire_permit(&name, step["permits"].as_u64().unwrap() as u32, opts).await,
                     "read_lock" => c.read_lock(&name, opts).await,
@@ -217,7 +217,7 @@ async fn run_case(shared: &Etcd, case: &Value) {
                 let c = &clients[&who];
                 let list = names(&step["names"]).expect("names Rust can express");
                 let refs: Vec<&str> = list.iter().map(String::as_str).collect();
-                let opts = LockOptions { timeout: timeout(step.get("timeout_ms")), cancel: None };
+                let opts = LockOptions { timeout: timeout(step.get("timeout_ms")), ..LockOptions::default() };
                 let r = c.lock_many(&refs, opts).await;
                 want(&outcome(&r));
                 if let (Ok(m), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {

@@ -247,7 +247,7 @@ async fn thousands_of_instant_cancels_on_a_held_lock_leave_only_the_holders_key(
                         tokio::task::yield_now().await;
                         t2.cancel()
                     });
-                    let e = c.lock_with("l", LockOptions { timeout: None, cancel: Some(t) }).await.unwrap_err();
+                    let e = c.lock_with("l", LockOptions { timeout: None, cancel: Some(t), ..LockOptions::default() }).await.unwrap_err();
                     assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
                 }
                 // A 1 ms deadline: usually expires with the acquire Txn in flight.

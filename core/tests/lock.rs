@@ -70,7 +70,7 @@ async fn timeout_and_cancel_leave_no_key() {
     let token = CancellationToken::new();
     let b2 = b.clone();
     let t2 = token.clone();
-    let waiter = tokio::spawn(async move { b2.lock_with("t", LockOptions { timeout: None, cancel: Some(t2) }).await });
+    let waiter = tokio::spawn(async move { b2.lock_with("t", LockOptions { timeout: None, cancel: Some(t2), ..LockOptions::default() }).await });
     await_key_count(&a, &prefix, 2).await;
     token.cancel();
     assert_eq!(waiter.await.unwrap().unwrap_err().code(), ErrorCode::Cancelled);
@@ -463,7 +463,7 @@ async fn a_waiter_leaving_between_the_holder_and_us_never_hands_us_the_lock_earl
     let (a, b, c) = (client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await);
     let ga = a.lock("q").await.unwrap();
     let cancel_b = CancellationToken::new();
-    let opts_b = LockOptions { timeout: None, cancel: Some(cancel_b.clone()) };
+    let opts_b = LockOptions { timeout: None, cancel: Some(cancel_b.clone()), ..LockOptions::default() };
     let tb = tokio::spawn(async move { b.lock_with("q", opts_b).await.map(|g| g.fencing_token()) });
     await_key_count(&a, &prefix, 2).await;
     let tc = tokio::spawn(async move { c.lock("q").await });

@@ -86,7 +86,7 @@ async fn one_try_and_cancel_leave_no_key_and_bad_input_is_refused() {
     let t = CancellationToken::new();
     let waiting = tokio::spawn({
         let (b, t) = (b.clone(), t.clone());
-        async move { b.lock_many(&["c", "b"], LockOptions { timeout: None, cancel: Some(t) }).await }
+        async move { b.lock_many(&["c", "b"], LockOptions { timeout: None, cancel: Some(t), ..LockOptions::default() }).await }
     });
     common::await_key_count(&a, &format!("{ns}b/"), 2).await;
     t.cancel();

@@ -64,7 +64,7 @@ pub unsafe extern "C" fn etcdlock_lock(
         let c = client_arg(client)?.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move { c.lock_with(&name, LockOptions { timeout, cancel: None }).await })?;
+        let g = block_on(async move { c.lock_with(&name, LockOptions { timeout, ..LockOptions::default() }).await })?;
         *out = new_guard(g);
         Ok(())
     })

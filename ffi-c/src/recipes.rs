@@ -44,7 +44,7 @@ pub unsafe extern "C" fn etcdlock_acquire_permit(
         let c = client_arg(client)?.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move { c.acquire_permit(&name, permits, LockOptions { timeout, cancel: None }).await })?;
+        let g = block_on(async move { c.acquire_permit(&name, permits, LockOptions { timeout, ..LockOptions::default() }).await })?;
         *out = new_guard(g);
         Ok(())
     })
@@ -73,7 +73,7 @@ pub unsafe extern "C" fn etcdlock_read_lock(
         let c = client_arg(client)?.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move { c.read_lock(&name, LockOptions { timeout, cancel: None }).await })?;
+        let g = block_on(async move { c.read_lock(&name, LockOptions { timeout, ..LockOptions::default() }).await })?;
         *out = new_guard(g);
         Ok(())
     })
@@ -116,7 +116,7 @@ pub unsafe extern "C" fn etcdlock_lock_many(
         let timeout = timeout_arg(timeout_ms)?;
         let m = block_on(async move {
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            c.lock_many(&refs, LockOptions { timeout, cancel: None }).await
+            c.lock_many(&refs, LockOptions { timeout, ..LockOptions::default() }).await
         })?;
         let keys = m.guards().iter().map(|g| CString::new(g.key()).unwrap_or_default()).collect();
         *out = Box::into_raw(Box::new(etcdlock_multi { multi: Arc::new(m), keys, pid: current_pid() }));
@@ -252,7 +252,7 @@ pub unsafe extern "C" fn etcdlock_campaign(
         let name = name_arg(name)?;
         let v = bytes_arg(value, value_len, "value", true)?.to_vec();
         let timeout = timeout_arg(timeout_ms)?;
-        let l = block_on(async move { c.campaign(&name, v, LockOptions { timeout, cancel: None }).await })?;
+        let l = block_on(async move { c.campaign(&name, v, LockOptions { timeout, ..LockOptions::default() }).await })?;
         *out = new_guard(l.into_guard());
         Ok(())
     })

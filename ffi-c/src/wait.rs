@@ -94,7 +94,7 @@ pub unsafe extern "C" fn etcdlock_lock_async(
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
         let token = CancellationToken::new();
         let ud = UserData(user_data);
-        let opts = LockOptions { timeout, cancel: Some(token.clone()) };
+        let opts = LockOptions { timeout, cancel: Some(token.clone()), ..LockOptions::default() };
         let done = move |r: Result<etcdlock_core::Guard, Error>| {
             let ud = ud;
             let (status, g) = match r {

@@ -59,6 +59,9 @@ struct Shared {
     releasing: std::sync::atomic::AtomicBool,
     /// When the hold began (for the client's hold-time metrics).
     started: std::time::Instant,
+    /// Our lock-delay records (see delay.rs), deleted with our key by a
+    /// clean release.
+    records: Mutex<Vec<Vec<u8>>>,
     me: Weak<Shared>,
 }
 
@@ -108,6 +111,7 @@ impl Guard {
             listener: Mutex::new(None),
             releasing: std::sync::atomic::AtomicBool::new(false),
             started: std::time::Instant::now(),
+            records: Mutex::new(Vec::new()),
         });
         shared.client.inner.metrics.hold_started(shared.started);
         shared.client.inner.meta.hold_started(&shared.name);
@@ -286,7 +290,8 @@ impl Guard {
         let del = async move {
             // Conditional on our token: a copy of this request that reaches
             // etcd late cannot delete the next key this session makes here.
-            match delete_incarnation(&sh.client, &sh.key, sh.token).await {
+            let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            match delete_incarnation(&sh.client, &sh.key, sh.token, &records).await {
                 Ok(deleted) => {
                     tracing::debug!(lock = %sh.name, "released");
                     sh.session.release_key(&sh.key);
@@ -338,6 +343,32 @@ impl Guard {
     pub fn client(&self) -> &Client {
         &self.shared.client
     }
+
+    pub(crate) fn session(&self) -> &Arc<Session> {
+        &self.shared.session
+    }
+
+    /// Keys a clean release deletes with ours (the lock-delay records).
+    pub(crate) fn set_delay_records(&self, keys: Vec<Vec<u8>>) {
+        *self.shared.records.lock().unwrap_or_else(|p| p.into_inner()) = keys;
+    }
+
+    /// End the hold when `after` has passed (the acquisition's lease time):
+    /// the guard reports `LeaseExpired`, then the key is deleted (with its
+    /// lock-delay records: the hold ran its course, no delay applies).
+    pub(crate) fn expire_after(&self, after: std::time::Duration) {
+        let weak = Arc::downgrade(&self.shared);
+        let at = tokio::time::Instant::now() + after;
+        self.shared.client.inner.handle.spawn(async move {
+            tokio::time::sleep_until(at).await;
+            let Some(sh) = weak.upgrade() else { return };
+            if *sh.state.borrow() != GuardState::Held {
+                return;
+            }
+            sh.mark_lost(Loss { reason: LossReason::LeaseExpired, at: Instant::now() });
+            sh.release_in_background();
+        });
+    }
 }
 
 impl Shared {
@@ -372,7 +403,8 @@ impl Shared {
         self.releasing.store(true, std::sync::atomic::Ordering::SeqCst);
         let sh = self.clone();
         self.client.inner.handle.spawn(async move {
-            delete_until_gone(&sh.client, &sh.session, &sh.key, Some(sh.token), false).await;
+            let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            delete_until_gone(&sh.client, &sh.session, &sh.key, Some(sh.token), false, &records).await;
             sh.session.release_key(&sh.key);
         });
     }

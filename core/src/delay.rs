@@ -1,0 +1,208 @@
+//! Lock-delay (Chubby's, Consul's `LockDelay`): after a holder that asked for
+//! one vanishes without unlocking, the lock stays unavailable for the delay,
+//! so the requests it still had in flight drain before anyone else acts.
+//!
+//! The holder's key dies with its session's lease, so the delay lives in a
+//! record beside it that outlives it:
+//! `<ns>__etcdlock/delay/<name>/h/<key suffix>`, put by the holder when it
+//! is granted the lock, under a *delay lease* of its session (TTL + delay,
+//! renewed right after each of the session's keep-alives, never after the
+//! session is lost). A clean unlock deletes key and record in one Txn. When
+//! the session's lease ends instead (expiry, revoke, a partition), the record
+//! stays until the delay lease expires: at least the delay after etcd
+//! removed the key, by etcd's own clock. A contender that is first in the
+//! queue is granted the lock only when no such record of another holder is
+//! left (it watches the record's delete).
+//!
+//! Nobody can miss a record: a contender that asks for a delay also puts
+//! `<ns>__etcdlock/delay/<name>/w/<key suffix>` in the Txn that queues it,
+//! and every acquisition counts the name's records in its own queueing Txn.
+//! A holder with a delay was either ahead of us when we queued (its `w`
+//! record, or its `h` record, was counted) or gone before (its `h` record
+//! was counted): an acquisition that counted none can take the lock with no
+//! further read, as before; one that counted some reads the `h` records once
+//! more when it comes first. `try_lock` compares the `h` records in its Txn.
+
+use std::time::{Duration, Instant};
+
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, Result};
+use crate::guard::Guard;
+use crate::keys::why_deleted;
+use crate::names::{is_direct_child, lost_err, owner_info, show, Mode, DELAY_PREFIX};
+use crate::queue::{kvs, revision};
+use crate::runtime::sleep_opt;
+use crate::transport::Bound;
+use crate::wait::{cancelled, closed_err, timeout_err};
+use crate::watch::WatchEvent;
+
+/// The record keys of one name.
+pub(crate) struct Records {
+    /// Every record of the name (and, harmlessly, of names nested in it):
+    /// what an acquisition counts.
+    pub(crate) all: Vec<u8>,
+    /// The prefix of the holders' records.
+    pub(crate) held: Vec<u8>,
+    /// The prefix of the waiters' records.
+    pub(crate) waiting: Vec<u8>,
+}
+
+impl Client {
+    pub(crate) fn delay_records(&self, name: &str) -> Records {
+        let mut all = self.ns_key(DELAY_PREFIX.as_bytes());
+        all.extend_from_slice(name.as_bytes());
+        all.push(b'/');
+        let (mut held, mut waiting) = (all.clone(), all.clone());
+        held.extend_from_slice(b"h/");
+        waiting.extend_from_slice(b"w/");
+        Records { all, held, waiting }
+    }
+}
+
+impl Records {
+    /// The holder record of our `key` under the lock's `prefix`.
+    pub(crate) fn held_of(&self, prefix: &[u8], key: &[u8]) -> Vec<u8> {
+        [&self.held[..], &key[prefix.len()..]].concat()
+    }
+
+    /// The waiter record of our `key` under the lock's `prefix`.
+    pub(crate) fn waiting_of(&self, prefix: &[u8], key: &[u8]) -> Vec<u8> {
+        [&self.waiting[..], &key[prefix.len()..]].concat()
+    }
+}
+
+/// The ops that put a record of ours (`value`: who we are) under the delay
+/// lease `lease`.
+pub(crate) fn put_record(key: Vec<u8>, lease: i64) -> TxnOp {
+    TxnOp::put(key, owner_info(), Some(PutOptions::new().with_lease(lease)))
+}
+
+/// Whether `kvs` (a read of the holders' records) holds a record of a holder
+/// other than `ours`; the first such key.
+pub(crate) fn blocking(held_prefix: &[u8], kvs: &[etcd_client::KeyValue], ours: &[u8]) -> Option<Vec<u8>> {
+    kvs.iter().find(|kv| is_direct_child(held_prefix, kv.key()) && kv.key() != ours).map(|kv| kv.key().to_vec())
+}
+
+/// The error of a try that met a lock-delay in effect.
+pub(crate) fn in_delay(name: &str, mode: Mode, timeout: Option<Duration>) -> Error {
+    match mode {
+        Mode::Once => timeout_err(name, timeout),
+        _ => Error::new(
+            ErrorCode::WouldBlock,
+            format!("lock {} is in its lock-delay: a holder vanished without unlocking", show(name)),
+        ),
+    }
+}
+
+/// What the gate needs to know of the acquisition.
+pub(crate) struct Gate<'a> {
+    pub(crate) mode: Mode,
+    /// Our delay lease, if we asked for a delay (we put our record when granted).
+    pub(crate) lease: Option<i64>,
+    pub(crate) deadline: Option<Instant>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) cancel: &'a CancellationToken,
+}
+
+impl Client {
+    /// We are first in the queue of `g`'s lock: wait until no other holder's
+    /// delay record is left, then (with a delay of our own) put ours, in one
+    /// Txn conditional on our key. A try (or timeout zero) does not wait:
+    /// `WouldBlock` (`Timeout`). The caller releases `g` on an error.
+    pub(crate) async fn delay_gate(&self, g: &Guard, gate: Gate<'_>) -> Result<()> {
+        let name = g.name().to_string();
+        let prefix = self.prefix(&name);
+        let recs = self.delay_records(&name);
+        let key = g.key_bytes().to_vec();
+        let token = g.fencing_token();
+        let (mine_h, mine_w) = (recs.held_of(&prefix, &key), recs.waiting_of(&prefix, &key));
+        let bound = match gate.mode {
+            Mode::Wait => Bound::Wait(gate.deadline),
+            _ => self.request_bound(),
+        };
+        let hub = &self.inner.hub;
+        let mut lost = g.lost_signal();
+        loop {
+            let read = TxnOp::get(recs.held.clone(), Some(GetOptions::new().with_prefix().with_keys_only()));
+            let ours = TxnOp::get(key.clone(), Some(GetOptions::new().with_keys_only()));
+            let txn = match gate.lease {
+                // Put ours only if no other holder's record is there: the
+                // compare cannot tell nested names apart, so it reads too.
+                Some(lease) => Txn::new()
+                    .when([
+                        Compare::create_revision(key.clone(), CompareOp::Equal, token),
+                        Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0).with_range(crate::names::prefix_end(&recs.held)),
+                    ])
+                    .and_then([put_record(mine_h.clone(), lease), TxnOp::delete(mine_w.clone(), None)])
+                    .or_else([read, ours]),
+                None => Txn::new().and_then([read, ours]),
+            };
+            let resp = self
+                .call(Some(bound), |mut c| {
+                    let t = txn.clone();
+                    async move { c.txn(t).await }
+                })
+                .await
+                .map_err(|e| if e.code() == ErrorCode::Timeout { timeout_err(&name, gate.timeout) } else { e })?;
+            if gate.lease.is_some() && resp.succeeded() {
+                g.set_delay_records(vec![mine_h, mine_w]);
+                return Ok(());
+            }
+            let ops = resp.op_responses();
+            if !kvs(ops.get(1)).first().is_some_and(|kv| kv.create_revision() == token) {
+                let reason = why_deleted(self, g.session()).await;
+                return Err(lost_err(&name, reason, "our key was deleted while the lock-delay ran"));
+            }
+            let Some(rec) = blocking(&recs.held, kvs(ops.first()), &mine_h) else {
+                if let Some(lease) = gate.lease {
+                    // Only records of nested names stopped the compare: put ours.
+                    let t = Txn::new()
+                        .when([Compare::create_revision(key.clone(), CompareOp::Equal, token)])
+                        .and_then([put_record(mine_h.clone(), lease), TxnOp::delete(mine_w.clone(), None)]);
+                    let r = self
+                        .call(Some(bound), |mut c| {
+                            let t = t.clone();
+                            async move { c.txn(t).await }
+                        })
+                        .await?;
+                    if !r.succeeded() {
+                        let reason = why_deleted(self, g.session()).await;
+                        return Err(lost_err(&name, reason, "our key was deleted while the lock-delay ran"));
+                    }
+                    g.set_delay_records(vec![mine_h, mine_w]);
+                }
+                return Ok(());
+            };
+            if gate.mode != Mode::Wait {
+                return Err(in_delay(&name, gate.mode, gate.timeout));
+            }
+            tracing::debug!(lock = %name, record = %String::from_utf8_lossy(&rec), "waiting out a vanished holder's lock-delay");
+            let rev = revision(&resp);
+            let (tx, mut rx) = mpsc::unbounded_channel();
+            let id = hub.watch(rec, rev, std::sync::Arc::new(move |ev| {
+                let _ = tx.send(ev);
+            }));
+            let woke = loop {
+                tokio::select! {
+                    ev = rx.recv() => match ev {
+                        Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
+                        _ => break Ok(()),
+                    },
+                    _ = sleep_opt(gate.deadline) => break Err(timeout_err(&name, gate.timeout)),
+                    _ = gate.cancel.cancelled() => break Err(cancelled(&name)),
+                    _ = self.inner.closed.cancelled() => break Err(closed_err(&name)),
+                    l = lost.wait() => break Err(match l {
+                        Some(l) => lost_err(&name, l.reason, "the hold ended while the lock-delay ran"),
+                        None => closed_err(&name),
+                    }),
+                }
+            };
+            hub.cancel(id);
+            woke?;
+        }
+    }
+}

@@ -1,0 +1,485 @@
+//! Count-down latches and barriers on etcd (Java's `CountDownLatch` and a
+//! one-shot `CyclicBarrier`, Redisson's `RCountDownLatch`, etcd's Go
+//! `recipes.Barrier`/`DoubleBarrier`), for processes that must wait for each
+//! other.
+//!
+//! Both live under `<ns>__etcdlock/sync/`, never under a lock's prefix, on a
+//! *shared lease*: granted by whoever creates the latch or barrier, and
+//! renewed by every client that has a handle to it open (with its own
+//! session's keep-alives). When the last handle is closed (or its client's
+//! session ends) the lease runs out and the keys go: nothing is left behind.
+//!
+//! - A latch is one record `latch/<name>/n` (`{"initial":N,"count":C}`) and a
+//!   gate key `latch/<name>/g` that the count-down reaching zero deletes in
+//!   the same Txn; waiters watch the gate's delete (the client's one watch
+//!   stream), so all of them wake at once, with no polling.
+//! - A barrier is a gate key `barrier/<name>/gate` (`{"parties":P}`) and one
+//!   key per waiting party `barrier/<name>/p/<lease hex>` on the party's
+//!   session lease. The party that makes the count `P` deletes the gate and
+//!   puts `barrier/<name>/done` in one Txn: every party wakes at once. A party
+//!   that dies while waiting takes its key with it, so its place is free for
+//!   another; a party that comes after the release is refused.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use tokio::sync::mpsc;
+
+use crate::client::Client;
+use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::names::{is_direct_child, show, validate_name, SYNC_PREFIX};
+use crate::queue::{kvs, revision};
+use crate::runtime::sleep_opt;
+use crate::session::Session;
+use crate::watch::WatchEvent;
+
+/// The largest count a latch and the most parties a barrier may have.
+pub const MAX_SYNC_COUNT: u64 = 1 << 31;
+
+/// A count-down latch shared by every process that opens the same name with
+/// the same count: see [`Client::latch`]. Close it (or drop it) when done.
+pub struct Latch {
+    client: Client,
+    name: String,
+    record: Vec<u8>,
+    gate: Vec<u8>,
+    initial: u64,
+    lease: i64,
+    session: Arc<Session>,
+    closed: AtomicBool,
+}
+
+/// A barrier for a fixed number of parties: see [`Client::barrier`].
+pub struct Barrier {
+    client: Client,
+    name: String,
+    parties: u32,
+    base: Vec<u8>,
+    lease: i64,
+    session: Arc<Session>,
+    closed: AtomicBool,
+}
+
+fn record_of(v: &[u8]) -> Option<(u64, u64)> {
+    let v: serde_json::Value = serde_json::from_slice(v).ok()?;
+    Some((v.get("initial")?.as_u64()?, v.get("count")?.as_u64()?))
+}
+
+fn parties_of(v: &[u8]) -> Option<u32> {
+    let v: serde_json::Value = serde_json::from_slice(v).ok()?;
+    v.get("parties")?.as_u64().and_then(|p| u32::try_from(p).ok())
+}
+
+fn check_count(what: &str, n: u64) -> Result<()> {
+    if n == 0 || n > MAX_SYNC_COUNT {
+        return Err(Error::invalid(format!("{what} must be between 1 and {MAX_SYNC_COUNT}, got {n}")));
+    }
+    Ok(())
+}
+
+fn gone(kind: &str, name: &str) -> Error {
+    Error::lost(
+        LossReason::LeaseExpired,
+        format!("{kind} {} is gone: every client that had it open closed it or lost its session", show(name)),
+    )
+}
+
+impl Client {
+    fn sync_key(&self, kind: &str, name: &str, leaf: &str) -> Vec<u8> {
+        self.ns_key(format!("{SYNC_PREFIX}{kind}/{name}/{leaf}").as_bytes())
+    }
+
+    async fn txn_now(&self, txn: Txn) -> Result<etcd_client::TxnResponse> {
+        self.call(Some(self.request_bound()), |mut c| {
+            let t = txn.clone();
+            async move { c.txn(t).await }
+        })
+        .await
+    }
+
+    /// A new shared lease with this client's TTL.
+    async fn shared_lease(&self, session: &Session) -> Result<i64> {
+        let ttl = session.ttl;
+        let r = self.call_lease(Some(self.request_bound()), move |mut c| async move { c.grant(ttl, None).await }).await?;
+        Ok(r.id())
+    }
+
+    fn revoke_later(&self, lease: i64) {
+        let c = self.clone();
+        self.inner.handle.spawn(async move {
+            let _ = c.call_lease(Some(c.request_bound()), move |mut cl| async move { cl.revoke(lease).await }).await;
+        });
+    }
+
+    /// Open the count-down latch `name` with `count` (created with it if it
+    /// does not exist; every process opens it with the same count, else
+    /// `InvalidArgument`, as a semaphore refuses another permit count).
+    /// [`Latch::count_down`] lowers the count, [`Latch::wait`] waits for zero.
+    /// A latch at zero stays at zero while any client has it open (a late
+    /// [`Latch::wait`] returns at once; `count_down` is a no-op); once every
+    /// handle is closed its keys expire within the TTL and the name starts
+    /// afresh.
+    ///
+    /// ```no_run
+    /// # async fn demo(client: etcdlock::Client) -> etcdlock::Result<()> {
+    /// let latch = client.latch("nightly-shards", 3).await?;
+    /// latch.count_down().await?; // each of 3 workers, when its shard is done
+    /// latch.wait(Some(std::time::Duration::from_secs(60))).await?; // the reducer
+    /// latch.close();
+    /// # Ok(()) }
+    /// ```
+    pub async fn latch(&self, name: &str, count: u64) -> Result<Latch> {
+        validate_name(name)?;
+        check_count("count", count)?;
+        self.check_open()?;
+        let session = self.session_by(self.request_bound()).await?;
+        let (record, gate) = (self.sync_key("latch", name, "n"), self.sync_key("latch", name, "g"));
+        let mut ours = None;
+        for _ in 0..3 {
+            let r = self.txn_now(Txn::new().and_then([TxnOp::get(record.clone(), None)])).await?;
+            let found = kvs(r.op_responses().first()).first().cloned();
+            let kv = match found {
+                Some(kv) => kv,
+                None => {
+                    let lease = match ours {
+                        Some(l) => l,
+                        None => *ours.insert(self.shared_lease(&session).await?),
+                    };
+                    let body = format!("{{\"initial\":{count},\"count\":{count}}}");
+                    let with = || Some(PutOptions::new().with_lease(lease));
+                    let t = Txn::new()
+                        .when([Compare::create_revision(record.clone(), CompareOp::Equal, 0)])
+                        .and_then([TxnOp::put(record.clone(), body, with()), TxnOp::put(gate.clone(), "", with())])
+                        .or_else([TxnOp::get(record.clone(), None)]);
+                    let r = self.txn_now(t).await?;
+                    if r.succeeded() {
+                        session.share(lease);
+                        return Ok(Latch { client: self.clone(), name: name.into(), record, gate, initial: count, lease, session, closed: AtomicBool::new(false) });
+                    }
+                    match kvs(r.op_responses().first()).first().cloned() {
+                        Some(kv) => kv,
+                        None => continue,
+                    }
+                }
+            };
+            if let Some(l) = ours.take() {
+                self.revoke_later(l);
+            }
+            let Some((initial, _)) = record_of(kv.value()) else {
+                return Err(Error::invalid(format!("latch {}: its record is not etcdlock's", show(name))));
+            };
+            if initial != count {
+                return Err(Error::invalid(format!("latch {} was created with count {initial}, not {count}", show(name))));
+            }
+            session.share(kv.lease());
+            return Ok(Latch { client: self.clone(), name: name.into(), record, gate, initial, lease: kv.lease(), session, closed: AtomicBool::new(false) });
+        }
+        if let Some(l) = ours {
+            self.revoke_later(l);
+        }
+        Err(Error::new(ErrorCode::Unavailable, format!("latch {}: created and gone three times over", show(name))))
+    }
+
+    /// Open the barrier `name` for `parties` parties: [`Barrier::wait`]
+    /// returns in every party at once, when the `parties`-th has arrived. Every
+    /// process opens it with the same number (else `InvalidArgument`). A party
+    /// that dies while waiting frees its place for another. Once released the
+    /// barrier is finished: a party that arrives after is refused
+    /// (`InvalidArgument`) until every handle is closed and its keys have
+    /// expired; use a new name per round.
+    pub async fn barrier(&self, name: &str, parties: u32) -> Result<Barrier> {
+        validate_name(name)?;
+        check_count("parties", parties as u64)?;
+        self.check_open()?;
+        let session = self.session_by(self.request_bound()).await?;
+        let (gate, done) = (self.sync_key("barrier", name, "gate"), self.sync_key("barrier", name, "done"));
+        let base = self.sync_key("barrier", name, "");
+        let mut ours = None;
+        for _ in 0..3 {
+            let read = || [TxnOp::get(gate.clone(), None), TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only()))];
+            let r = self.txn_now(Txn::new().and_then(read())).await?;
+            let mut ops = r.op_responses();
+            if ops.len() == 2 && kvs(ops.get(0)).is_empty() && kvs(ops.get(1)).is_empty() {
+                let lease = match ours {
+                    Some(l) => l,
+                    None => *ours.insert(self.shared_lease(&session).await?),
+                };
+                let t = Txn::new()
+                    .when([Compare::create_revision(gate.clone(), CompareOp::Equal, 0), Compare::create_revision(done.clone(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(gate.clone(), format!("{{\"parties\":{parties}}}"), Some(PutOptions::new().with_lease(lease)))])
+                    .or_else(read());
+                let r = self.txn_now(t).await?;
+                if r.succeeded() {
+                    session.share(lease);
+                    return Ok(Barrier { client: self.clone(), name: name.into(), parties, base, lease, session, closed: AtomicBool::new(false) });
+                }
+                ops = r.op_responses();
+            }
+            if !kvs(ops.get(1)).is_empty() {
+                if let Some(l) = ours.take() {
+                    self.revoke_later(l);
+                }
+                return Err(finished(name));
+            }
+            let Some(kv) = kvs(ops.first()).first().cloned() else { continue };
+            if let Some(l) = ours.take() {
+                self.revoke_later(l);
+            }
+            match parties_of(kv.value()) {
+                Some(p) if p == parties => {}
+                Some(p) => return Err(Error::invalid(format!("barrier {} was created for {p} parties, not {parties}", show(name)))),
+                None => return Err(Error::invalid(format!("barrier {}: its record is not etcdlock's", show(name)))),
+            }
+            session.share(kv.lease());
+            return Ok(Barrier { client: self.clone(), name: name.into(), parties, base, lease: kv.lease(), session, closed: AtomicBool::new(false) });
+        }
+        if let Some(l) = ours {
+            self.revoke_later(l);
+        }
+        Err(Error::new(ErrorCode::Unavailable, format!("barrier {}: created and gone three times over", show(name))))
+    }
+
+    /// Wait until `key` is deleted after `rev` (true), or the deadline passes
+    /// (false); errors for a closed client.
+    async fn await_delete(&self, key: &[u8], rev: i64, deadline: Option<Instant>) -> Result<bool> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let id = self.inner.hub.watch(key.to_vec(), rev, Arc::new(move |ev| {
+            let _ = tx.send(ev);
+        }));
+        let r = loop {
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
+                    // Deleted, or the watch cannot vouch for a gap: the caller reads.
+                    _ => break Ok(true),
+                },
+                _ = sleep_opt(deadline) => break Ok(false),
+                _ = self.inner.closed.cancelled() => break Err(Error::new(ErrorCode::Closed, "the client was closed")),
+            }
+        };
+        self.inner.hub.cancel(id);
+        r
+    }
+}
+
+fn finished(name: &str) -> Error {
+    Error::invalid(format!(
+        "barrier {} has already released its parties; a finished barrier is not reused (use a new name per round)",
+        show(name)
+    ))
+}
+
+fn deadline_of(timeout: Option<Duration>) -> Option<Instant> {
+    timeout.and_then(|t| Instant::now().checked_add(t))
+}
+
+impl Latch {
+    /// The latch's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The count it was created with.
+    pub fn initial(&self) -> u64 {
+        self.initial
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorCode::Closed, format!("latch {} was closed", show(&self.name))));
+        }
+        self.client.check_open()
+    }
+
+    async fn read(&self) -> Result<(i64, i64, u64)> {
+        let r = self.client.txn_now(Txn::new().and_then([TxnOp::get(self.record.clone(), None)])).await?;
+        let Some(kv) = kvs(r.op_responses().first()).first().cloned() else { return Err(gone("latch", &self.name)) };
+        let (_, count) = record_of(kv.value()).ok_or_else(|| gone("latch", &self.name))?;
+        Ok((revision(&r), kv.mod_revision(), count))
+    }
+
+    /// The count now (one read).
+    pub async fn count(&self) -> Result<u64> {
+        self.check()?;
+        Ok(self.read().await?.2)
+    }
+
+    /// Lower the count by one; at zero every waiter is released. At zero
+    /// already it does nothing (as `CountDownLatch.countDown`). Returns the
+    /// count after.
+    pub async fn count_down(&self) -> Result<u64> {
+        self.check()?;
+        loop {
+            let (_, m, count) = self.read().await?;
+            if count == 0 {
+                return Ok(0);
+            }
+            let body = format!("{{\"initial\":{},\"count\":{}}}", self.initial, count - 1);
+            let mut ops = vec![TxnOp::put(self.record.clone(), body, Some(PutOptions::new().with_ignore_lease()))];
+            if count == 1 {
+                ops.push(TxnOp::delete(self.gate.clone(), None));
+            }
+            let t = Txn::new().when([Compare::mod_revision(self.record.clone(), CompareOp::Equal, m)]).and_then(ops);
+            if self.client.txn_now(t).await?.succeeded() {
+                return Ok(count - 1);
+            }
+        }
+    }
+
+    /// Wait until the count is zero; `Timeout` after `timeout` (`None`: no
+    /// limit; zero: look once).
+    pub async fn wait(&self, timeout: Option<Duration>) -> Result<()> {
+        self.check()?;
+        let deadline = deadline_of(timeout);
+        loop {
+            let (rev, _, count) = self.read().await?;
+            if count == 0 {
+                return Ok(());
+            }
+            if !self.client.await_delete(&self.gate, rev, deadline).await? {
+                return Err(Error::new(
+                    ErrorCode::Timeout,
+                    format!("latch {}: the count was still {count} when the timeout ({:?}) ran out", show(&self.name), timeout.unwrap_or_default()),
+                ));
+            }
+        }
+    }
+
+    /// Stop renewing the latch's lease from this handle (idempotent; drop
+    /// does it too).
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.session.unshare(self.lease);
+        }
+    }
+}
+
+impl Drop for Latch {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Barrier {
+    /// The barrier's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How many parties it waits for.
+    pub fn parties(&self) -> u32 {
+        self.parties
+    }
+
+    /// Arrive and wait for the others: returns this party's arrival index
+    /// (0 for the first, `parties - 1` for the one that released everyone)
+    /// when all `parties` have arrived, in every party at once. `Timeout`
+    /// after `timeout` (this party leaves: its place is free again);
+    /// `InvalidArgument` if the barrier already released, or already has its
+    /// parties waiting.
+    pub async fn wait(&self, timeout: Option<Duration>) -> Result<u32> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::new(ErrorCode::Closed, format!("barrier {} was closed", show(&self.name))));
+        }
+        let c = &self.client;
+        c.check_open()?;
+        let deadline = deadline_of(timeout);
+        let gate = [&self.base[..], b"gate"].concat();
+        let done = [&self.base[..], b"done"].concat();
+        let prefix = [&self.base[..], b"p/"].concat();
+        let session = c.session_by(c.request_bound()).await?;
+        let key = session.reserve_key(&prefix);
+        let leave = |key: Vec<u8>| {
+            let (c, s) = (c.clone(), session.clone());
+            c.inner.handle.clone().spawn(async move {
+                let _ = c.txn_now(Txn::new().and_then([TxnOp::delete(key.clone(), None)])).await;
+                s.release_key(&key);
+            });
+        };
+        let t = Txn::new()
+            .when([Compare::create_revision(gate.clone(), CompareOp::Greater, 0)])
+            .and_then([
+                TxnOp::put(key.clone(), format!("{{\"parties\":{}}}", self.parties), Some(PutOptions::new().with_lease(session.lease))),
+                TxnOp::get(prefix.clone(), Some(GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Ascend))),
+            ])
+            .or_else([TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only()))]);
+        let r = match c.txn_now(t).await {
+            Ok(r) => r,
+            Err(e) => {
+                leave(key);
+                return Err(e);
+            }
+        };
+        if !r.succeeded() {
+            session.release_key(&key);
+            return Err(if kvs(r.op_responses().first()).is_empty() { gone("barrier", &self.name) } else { finished(&self.name) });
+        }
+        let mut rev = revision(&r);
+        let ops = r.op_responses();
+        let here: Vec<&[u8]> = kvs(ops.get(1)).iter().filter(|kv| is_direct_child(&prefix, kv.key())).map(|kv| kv.key()).collect();
+        let index = here.iter().position(|k| *k == key.as_slice()).unwrap_or(here.len()) as u32;
+        if index >= self.parties {
+            leave(key);
+            return Err(Error::invalid(format!("barrier {} already has its {} parties waiting", show(&self.name), self.parties)));
+        }
+        if index + 1 == self.parties {
+            // The last party: open the gate for everyone, in one Txn.
+            let t = Txn::new()
+                .when([Compare::create_revision(gate.clone(), CompareOp::Greater, 0)])
+                .and_then([TxnOp::delete(gate.clone(), None), TxnOp::put(done.clone(), "", Some(PutOptions::new().with_lease(self.lease)))]);
+            let r = c.txn_now(t).await;
+            leave(key);
+            r?;
+            return Ok(index);
+        }
+        loop {
+            match c.await_delete(&gate, rev, deadline).await {
+                Ok(true) => {
+                    // Deleted (or a gap): the gate is gone only once released.
+                    let r = c.txn_now(Txn::new().and_then([TxnOp::get(gate.clone(), Some(GetOptions::new().with_keys_only()))])).await;
+                    match r {
+                        Ok(r) if kvs(r.op_responses().first()).is_empty() => {
+                            leave(key);
+                            return Ok(index);
+                        }
+                        Ok(r) => {
+                            rev = revision(&r);
+                            continue;
+                        }
+                        Err(e) => {
+                            leave(key);
+                            return Err(e);
+                        }
+                    }
+                }
+                Ok(false) => {
+                    leave(key);
+                    return Err(Error::new(
+                        ErrorCode::Timeout,
+                        format!("barrier {}: not all {} parties arrived within the timeout ({:?})", show(&self.name), self.parties, timeout.unwrap_or_default()),
+                    ));
+                }
+                Err(e) => {
+                    leave(key);
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// Stop renewing the barrier's lease from this handle (idempotent; drop
+    /// does it too).
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.session.unshare(self.lease);
+        }
+    }
+}
+
+impl Drop for Barrier {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
