@@ -101,6 +101,23 @@ fn timeout(v: Option<&Value>) -> Option<Duration> {
     }
 }
 
+/// A step's acquisition options, through the bridge every binding uses
+/// (milliseconds; a negative or oversized span is InvalidArgument there).
+fn acquire_opts(step: &Value) -> etcdlock::Result<LockOptions> {
+    let ms = |k: &str| match step.get(k) {
+        Some(Value::String(s)) if s == "NaN" => Some(f64::NAN),
+        Some(Value::String(s)) if s == "inf" => Some(f64::INFINITY),
+        v => v.and_then(Value::as_f64),
+    };
+    let metadata = step
+        .get("metadata")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), text(v).expect("metadata Rust can express"))).collect())
+        .unwrap_or_default();
+    let extras = etcdlock::bridge::Extras { lock_delay: ms("lock_delay_ms"), lease_time: ms("lease_time_ms"), metadata };
+    etcdlock::bridge::acquire_options(ms("timeout_ms"), extras, etcdlock::bridge::Unit::Millis)
+}
+
 fn state(g: &Guard) -> &'static str {
     match g.state() {
         GuardState::Held => "held",
@@ -117,6 +134,8 @@ async fn run_case(shared: &Etcd, case: &Value) {
     let mut clients: HashMap<String, Client> = HashMap::new();
     let mut guards: HashMap<String, Guard> = HashMap::new();
     let mut multis: HashMap<String, etcdlock::MultiGuard> = HashMap::new();
+    let mut latches: HashMap<String, etcdlock::Latch> = HashMap::new();
+    let mut barriers: HashMap<String, etcdlock::Barrier> = HashMap::new();
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let op = step["op"].as_str().unwrap();
         let who = step
@@ -170,14 +189,10 @@ async fn run_case(shared: &Etcd, case: &Value) {
                 let c = &clients[&who];
                 let name = text(&step["name"]).expect("a name Rust can express");
                 let r = if op == "lock" {
-                    c.lock_with(
-                        &name,
-                        LockOptions {
-                            timeout: timeout(step.get("timeout_ms")),
-                            ..LockOptions::default()
-                        },
-                    )
-                    .await
+                    match acquire_opts(step) {
+                        Ok(o) => c.lock_with(&name, o).await,
+                        Err(e) => Err(e),
+                    }
                 } else {
                     c.try_lock(&name).await
                 };
@@ -202,7 +217,13 @@ async fn run_case(shared: &Etcd, case: &Value) {
             "acquire_permit" | "read_lock" | "campaign" => {
                 let c = &clients[&who];
                 let name = text(&step["name"]).expect("a name Rust can express");
-                let opts = LockOptions { timeout: timeout(step.get("timeout_ms")), ..LockOptions::default() };
+                let opts = match acquire_opts(step) {
+                    Ok(o) => o,
+                    Err(e) => {
+                        want(&outcome::<()>(&Err(e)));
+                        continue;
+                    }
+                };
                 let r = match op {
                     "acquire_permit" => c.acquire_permit(&name, step["permits"].as_u64().unwrap() as u32, opts).await,
                     "read_lock" => c.read_lock(&name, opts).await,
@@ -309,6 +330,45 @@ async fn run_case(shared: &Etcd, case: &Value) {
                 let c = &clients[&who];
                 want(&outcome(&c.status(&text(&step["name"]).unwrap()).await));
             }
+            "release" => {
+                let c = &clients[&who];
+                let g = &guards[step["guard"].as_str().unwrap()];
+                let token = g.fencing_token() + step.get("token_offset").and_then(Value::as_i64).unwrap_or(0);
+                let got = match c.release(&text(&step["name"]).unwrap(), token).await {
+                    Ok(b) => b.to_string(),
+                    r => outcome(&r),
+                };
+                want(&got);
+            }
+            "latch" => {
+                let c = &clients[&who];
+                let name = text(&step["name"]).unwrap();
+                // Rust's count is a u64: a negative count is not expressible.
+                let r = c.latch(&name, step["count"].as_u64().expect("a count Rust can express")).await;
+                want(&outcome(&r));
+                if let (Ok(l), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
+                    latches.insert(var.into(), l);
+                }
+            }
+            "count_down" => want(&outcome(&latches[step["latch"].as_str().unwrap()].count_down().await)),
+            "latch_count" => {
+                let got = match latches[step["latch"].as_str().unwrap()].count().await {
+                    Ok(n) => n.to_string(),
+                    r => outcome(&r),
+                };
+                want(&got);
+            }
+            "latch_wait" => want(&outcome(&latches[step["latch"].as_str().unwrap()].wait(timeout(step.get("timeout_ms"))).await)),
+            "barrier" => {
+                let c = &clients[&who];
+                let name = text(&step["name"]).unwrap();
+                let r = c.barrier(&name, step["parties"].as_u64().unwrap() as u32).await;
+                want(&outcome(&r));
+                if let (Ok(b), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
+                    barriers.insert(var.into(), b);
+                }
+            }
+            "barrier_wait" => want(&outcome(&barriers[step["barrier"].as_str().unwrap()].wait(timeout(step.get("timeout_ms"))).await)),
             other => panic!("case {id}: unknown op {other}"),
         }
         let took = started.elapsed();
