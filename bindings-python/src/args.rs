@@ -24,6 +24,41 @@ pub(crate) fn lock_opts(py: Python<'_>, timeout: Option<f64>) -> PyResult<LockOp
     py_result(py, bridge::lock_options(timeout, Unit::Seconds))
 }
 
+/// Options of one acquisition from a timeout and the keyword arguments
+/// `lock_delay` and `lease_time` (seconds) and `metadata` (a dict of str to
+/// str), by core's one rule (`bridge::acquire_options`). None is "not given";
+/// another keyword is a TypeError, as Python's own calls say.
+pub(crate) fn acquire_opts(py: Python<'_>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<LockOptions> {
+    let mut x = bridge::Extras::default();
+    for (k, v) in extras.into_iter().flat_map(|d| d.iter()) {
+        let key: String = k.extract()?;
+        if v.is_none() {
+            continue;
+        }
+        let span = |what: &str| -> PyResult<f64> {
+            if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) {
+                return Err(PyTypeError::new_err(format!("{what} must be a number of seconds, not {}", type_name(&v))));
+            }
+            v.extract::<f64>()
+        };
+        match key.as_str() {
+            "lock_delay" => x.lock_delay = Some(span("lock_delay")?),
+            "lease_time" => x.lease_time = Some(span("lease_time")?),
+            "metadata" => {
+                let d = v.cast::<PyDict>().map_err(|_| PyTypeError::new_err(format!("metadata must be a dict of str to str, not {}", type_name(&v))))?;
+                for (mk, mv) in d.iter() {
+                    let (Ok(mk), Ok(mv)) = (mk.cast::<PyString>(), mv.cast::<PyString>()) else {
+                        return Err(PyTypeError::new_err("metadata must be a dict of str to str"));
+                    };
+                    x.metadata.push((utf8(mk, "metadata key")?, utf8(mv, "metadata value")?));
+                }
+            }
+            other => return Err(PyTypeError::new_err(format!("unexpected keyword argument {other:?} (the acquisition options are lock_delay, lease_time, metadata)"))),
+        }
+    }
+    py_result(py, bridge::acquire_options(timeout, x, Unit::Seconds))
+}
+
 /// A `str` as UTF-8. A str UTF-8 cannot encode (a lone surrogate, e.g. from
 /// `surrogateescape` or a JS/Java-style UTF-16 string) is InvalidArgumentError,
 /// never a bare UnicodeEncodeError and never a lossy conversion (which would

@@ -40,21 +40,22 @@ impl NativeClient {
     }
 
     /// Wait for the lock `name`, at most `timeout` seconds if given.
-    #[pyo3(signature = (name, timeout=None))]
-    fn lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>) -> PyResult<NativeGuard> {
+    #[pyo3(signature = (name, timeout=None, **extras))]
+    fn lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<NativeGuard> {
         let this = slf.get();
         let name = utf8(name, "lock name")?;
-        let opts = lock_opts(py, timeout)?;
+        let opts = acquire_opts(py, timeout, extras)?;
         let c = this.inner.clone();
         let g = wait(py, async move { c.lock_with(&name, opts).await })?;
         Ok(NativeGuard::new(g, slf.clone().unbind()))
     }
 
     /// Take the lock if free; None if held.
-    fn try_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<Option<NativeGuard>> {
-        let (c, name) = (slf.get().inner.clone(), utf8(name, "lock name")?);
+    #[pyo3(signature = (name, **extras))]
+    fn try_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Option<NativeGuard>> {
+        let (c, name, opts) = (slf.get().inner.clone(), utf8(name, "lock name")?, acquire_opts(py, None, extras)?);
         let r = wait(py, async move {
-            match c.try_lock(&name).await {
+            match c.try_lock_with(&name, opts).await {
                 Ok(g) => Ok(Some(g)),
                 Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
                 Err(e) => Err(e),
@@ -64,10 +65,10 @@ impl NativeClient {
     }
 
     /// `lock` as an awaitable.
-    #[pyo3(signature = (name, timeout=None))]
-    fn lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
+    #[pyo3(signature = (name, timeout=None, **extras))]
+    fn lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
         let name = utf8(name, "lock name")?;
-        let opts = lock_opts(py, timeout)?;
+        let opts = acquire_opts(py, timeout, extras)?;
         let c = slf.get().inner.clone();
         let me = slf.clone().unbind();
         to_asyncio(py, async move { c.lock_with(&name, opts).await }, |py, g| {
@@ -76,13 +77,14 @@ impl NativeClient {
     }
 
     /// `try_lock` as an awaitable.
-    fn try_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>) -> PyResult<Py<PyAny>> {
-        let (c, name) = (slf.get().inner.clone(), utf8(name, "lock name")?);
+    #[pyo3(signature = (name, **extras))]
+    fn try_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        let (c, name, opts) = (slf.get().inner.clone(), utf8(name, "lock name")?, acquire_opts(py, None, extras)?);
         let me = slf.clone().unbind();
         to_asyncio(
             py,
             async move {
-                match c.try_lock(&name).await {
+                match c.try_lock_with(&name, opts).await {
                     Ok(g) => Ok(Some(g)),
                     Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
                     Err(e) => Err(e),

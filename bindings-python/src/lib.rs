@@ -14,6 +14,7 @@ mod guard;
 mod logs;
 mod once;
 mod recipes;
+mod sync;
 mod wait;
 
 use etcdlock::{ErrorCode, LossReason};
@@ -49,6 +50,8 @@ fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<recipes::NativeLeadership>()?;
     m.add_class::<recipes::NativeMultiGuard>()?;
     m.add_class::<recipes::NativeObserver>()?;
+    m.add_class::<sync::NativeLatch>()?;
+    m.add_class::<sync::NativeBarrier>()?;
     m.add("MAX_PERMITS", etcdlock::MAX_PERMITS)?;
     m.add("MAX_MULTI", etcdlock::MAX_MULTI)?;
     m.add_class::<wait::_Canceller>()?;

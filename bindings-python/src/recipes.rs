@@ -18,33 +18,33 @@ use crate::guard::NativeGuard;
 impl NativeClient {
 
     /// Take one of `permits` permits of the semaphore `name` (a Guard).
-    #[pyo3(signature = (name, permits, timeout=None))]
-    fn acquire_permit(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, permits: i64, timeout: Option<f64>) -> PyResult<NativeGuard> {
-        let (c, name, opts, permits) = (slf.get().inner.clone(), utf8(name, "semaphore name")?, lock_opts(py, timeout)?, permit_count(py, permits)?);
+    #[pyo3(signature = (name, permits, timeout=None, **extras))]
+    fn acquire_permit(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, permits: i64, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<NativeGuard> {
+        let (c, name, opts, permits) = (slf.get().inner.clone(), utf8(name, "semaphore name")?, acquire_opts(py, timeout, extras)?, permit_count(py, permits)?);
         let g = wait(py, async move { c.acquire_permit(&name, permits, opts).await })?;
         Ok(NativeGuard::new(g, slf.clone().unbind()))
     }
 
     /// `acquire_permit` as an awaitable.
-    #[pyo3(signature = (name, permits, timeout=None))]
-    fn acquire_permit_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, permits: i64, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
-        let (c, name, opts, permits) = (slf.get().inner.clone(), utf8(name, "semaphore name")?, lock_opts(py, timeout)?, permit_count(py, permits)?);
+    #[pyo3(signature = (name, permits, timeout=None, **extras))]
+    fn acquire_permit_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, permits: i64, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        let (c, name, opts, permits) = (slf.get().inner.clone(), utf8(name, "semaphore name")?, acquire_opts(py, timeout, extras)?, permit_count(py, permits)?);
         let me = slf.clone().unbind();
         to_asyncio(py, async move { c.acquire_permit(&name, permits, opts).await }, |py, g| Ok(Py::new(py, NativeGuard::new(g, me))?.into_any()))
     }
 
     /// Take the read side of the read-write lock `name` (a Guard); `lock` is the write side.
-    #[pyo3(signature = (name, timeout=None))]
-    fn read_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>) -> PyResult<NativeGuard> {
-        let (c, name, opts) = (slf.get().inner.clone(), utf8(name, "lock name")?, lock_opts(py, timeout)?);
+    #[pyo3(signature = (name, timeout=None, **extras))]
+    fn read_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<NativeGuard> {
+        let (c, name, opts) = (slf.get().inner.clone(), utf8(name, "lock name")?, acquire_opts(py, timeout, extras)?);
         let g = wait(py, async move { c.read_lock(&name, opts).await })?;
         Ok(NativeGuard::new(g, slf.clone().unbind()))
     }
 
     /// `read_lock` as an awaitable.
-    #[pyo3(signature = (name, timeout=None))]
-    fn read_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
-        let (c, name, opts) = (slf.get().inner.clone(), utf8(name, "lock name")?, lock_opts(py, timeout)?);
+    #[pyo3(signature = (name, timeout=None, **extras))]
+    fn read_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        let (c, name, opts) = (slf.get().inner.clone(), utf8(name, "lock name")?, acquire_opts(py, timeout, extras)?);
         let me = slf.clone().unbind();
         to_asyncio(py, async move { c.read_lock(&name, opts).await }, |py, g| Ok(Py::new(py, NativeGuard::new(g, me))?.into_any()))
     }
@@ -68,17 +68,17 @@ impl NativeClient {
     }
 
     /// Campaign for leadership of `name` with `value` (a Leadership, which is a Guard).
-    #[pyo3(signature = (name, value, timeout=None))]
-    fn campaign(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, value: &Bound<'_, PyAny>, timeout: Option<f64>) -> PyResult<Py<NativeLeadership>> {
-        let (c, name, opts, v) = (slf.get().inner.clone(), utf8(name, "election name")?, lock_opts(py, timeout)?, key_bytes(value, "value")?);
+    #[pyo3(signature = (name, value, timeout=None, **extras))]
+    fn campaign(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, value: &Bound<'_, PyAny>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Py<NativeLeadership>> {
+        let (c, name, opts, v) = (slf.get().inner.clone(), utf8(name, "election name")?, acquire_opts(py, timeout, extras)?, key_bytes(value, "value")?);
         let l = wait(py, async move { c.campaign(&name, v, opts).await })?;
         NativeLeadership::wrap(py, l.into_guard(), slf.clone().unbind())
     }
 
     /// `campaign` as an awaitable.
-    #[pyo3(signature = (name, value, timeout=None))]
-    fn campaign_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, value: &Bound<'_, PyAny>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
-        let (c, name, opts, v) = (slf.get().inner.clone(), utf8(name, "election name")?, lock_opts(py, timeout)?, key_bytes(value, "value")?);
+    #[pyo3(signature = (name, value, timeout=None, **extras))]
+    fn campaign_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, value: &Bound<'_, PyAny>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+        let (c, name, opts, v) = (slf.get().inner.clone(), utf8(name, "election name")?, acquire_opts(py, timeout, extras)?, key_bytes(value, "value")?);
         let me = slf.clone().unbind();
         to_asyncio(py, async move { c.campaign(&name, v, opts).await }, |py, l| Ok(NativeLeadership::wrap(py, l.into_guard(), me)?.into_any()))
     }
@@ -142,6 +142,46 @@ impl NativeClient {
         let (c, name) = (self.inner.clone(), utf8(name, "lock name")?);
         to_asyncio(py, async move { c.release(&name, token).await }, |py, b| Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()))
     }
+
+    /// Release the permit of semaphore `name` whose id (fencing token) is `id`, from any client.
+    fn release_permit(&self, py: Python<'_>, name: &Bound<'_, PyString>, id: i64) -> PyResult<bool> {
+        let (c, name) = (self.inner.clone(), utf8(name, "semaphore name")?);
+        wait(py, async move { c.release_permit(&name, id).await })
+    }
+
+    /// `release_permit` as an awaitable.
+    fn release_permit_async(&self, py: Python<'_>, name: &Bound<'_, PyString>, id: i64) -> PyResult<Py<PyAny>> {
+        let (c, name) = (self.inner.clone(), utf8(name, "semaphore name")?);
+        to_asyncio(py, async move { c.release_permit(&name, id).await }, |py, b| Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()))
+    }
+
+    /// Open the count-down latch `name` with `count` (a NativeLatch).
+    fn latch(&self, py: Python<'_>, name: &Bound<'_, PyString>, count: i64) -> PyResult<crate::sync::NativeLatch> {
+        let (c, name, count) = (self.inner.clone(), utf8(name, "latch name")?, crate::sync::count_arg(py, "count", count)?);
+        let l = wait(py, async move { c.latch(&name, count).await })?;
+        Ok(crate::sync::NativeLatch::new(l))
+    }
+
+    /// `latch` as an awaitable.
+    fn latch_async(&self, py: Python<'_>, name: &Bound<'_, PyString>, count: i64) -> PyResult<Py<PyAny>> {
+        let (c, name, count) = (self.inner.clone(), utf8(name, "latch name")?, crate::sync::count_arg(py, "count", count)?);
+        to_asyncio(py, async move { c.latch(&name, count).await }, |py, l| Ok(Py::new(py, crate::sync::NativeLatch::new(l))?.into_any()))
+    }
+
+    /// Open the barrier `name` for `parties` parties (a NativeBarrier).
+    fn barrier(&self, py: Python<'_>, name: &Bound<'_, PyString>, parties: i64) -> PyResult<crate::sync::NativeBarrier> {
+        let (c, name, parties) = (self.inner.clone(), utf8(name, "barrier name")?, crate::sync::count_arg(py, "parties", parties)?);
+        let parties = u32::try_from(parties).unwrap_or(u32::MAX);
+        let b = wait(py, async move { c.barrier(&name, parties).await })?;
+        Ok(crate::sync::NativeBarrier::new(b))
+    }
+
+    /// `barrier` as an awaitable.
+    fn barrier_async(&self, py: Python<'_>, name: &Bound<'_, PyString>, parties: i64) -> PyResult<Py<PyAny>> {
+        let (c, name, parties) = (self.inner.clone(), utf8(name, "barrier name")?, crate::sync::count_arg(py, "parties", parties)?);
+        let parties = u32::try_from(parties).unwrap_or(u32::MAX);
+        to_asyncio(py, async move { c.barrier(&name, parties).await }, |py, b| Ok(Py::new(py, crate::sync::NativeBarrier::new(b))?.into_any()))
+    }
 }
 
 pub(crate) fn permit_count(py: Python<'_>, permits: i64) -> PyResult<u32> {
@@ -181,6 +221,11 @@ pub(crate) fn status_dict<'py>(py: Python<'py>, st: &etcdlock::Status) -> PyResu
         d.set_item("pid", c.pid)?;
         d.set_item("language", c.language.as_deref())?;
         d.set_item("local_waiters", c.local_waiters)?;
+        let md = PyDict::new(py);
+        for (k, v) in &c.metadata {
+            md.set_item(k, v)?;
+        }
+        d.set_item("metadata", md)?;
         d.set_item("foreign", c.foreign)?;
         Ok(d)
     };

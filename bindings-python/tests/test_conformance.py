@@ -119,6 +119,18 @@ def check_time(case_id: str, i: int, step: Dict[str, Any], took: float) -> None:
         assert ms >= step["at_least_ms"], f"case {case_id} step {i} ({step['op']}): took {ms:.0f} ms, the table wants at least {step['at_least_ms']} ms"
 
 
+def extras(step: Dict[str, Any]) -> Dict[str, Any]:
+    """A step's acquisition options as Python's keyword arguments (seconds)."""
+    x: Dict[str, Any] = {}
+    if "lock_delay_ms" in step:
+        x["lock_delay"] = seconds(step["lock_delay_ms"])
+    if "lease_time_ms" in step:
+        x["lease_time"] = seconds(step["lease_time_ms"])
+    if "metadata" in step:
+        x["metadata"] = {k: text(v) for k, v in step["metadata"].items()}
+    return x
+
+
 class Run:
     def __init__(self, case: Dict[str, Any], endpoints: List[str]) -> None:
         self.id: str = case["id"]
@@ -179,7 +191,8 @@ class Run:
             name = text(step["name"])
             if op == "lock":
                 t: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
-                got, g = outcome(lambda: c.acquire(name, timeout=t))
+                x = extras(step)
+                got, g = outcome(lambda: c.acquire(name, timeout=t, **x))
             else:
                 got, g = outcome(lambda: c.try_lock(name))
                 if got == "ok" and g is None:
@@ -191,7 +204,8 @@ class Run:
             c = self.clients[who]
             t2: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
             if op == "acquire_permit":
-                got, g = outcome(lambda: c.acquire_permit(text(step["name"]), step["permits"], timeout=t2))
+                x2 = extras(step)
+                got, g = outcome(lambda: c.acquire_permit(text(step["name"]), step["permits"], timeout=t2, **x2))
             elif op == "read_lock":
                 got, g = outcome(lambda: c.acquire_read(text(step["name"]), timeout=t2))
             elif op == "campaign":
@@ -247,6 +261,32 @@ class Run:
             check(g.loss_reason)
         elif op == "status":
             check(outcome(lambda: self.clients[who].status(text(step["name"])))[0])
+        elif op == "release":
+            g = self.guards[step["guard"]]
+            token = g.fencing_token + step.get("token_offset", 0)
+            got, released = outcome(lambda: self.clients[who].release(text(step["name"]), token))
+            check(released if got == "ok" else got)
+        elif op == "latch":
+            got, latch = outcome(lambda: self.clients[who].latch(text(step["name"]), step["count"]))
+            if latch is not None and "as" in step:
+                self.guards[step["as"]] = latch
+            check(got)
+        elif op == "count_down":
+            check(outcome(self.guards[step["latch"]].count_down)[0])
+        elif op == "latch_count":
+            got, n = outcome(self.guards[step["latch"]].count)
+            check(n if got == "ok" else got)
+        elif op == "latch_wait":
+            t3: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
+            check(outcome(lambda: self.guards[step["latch"]].wait(t3))[0])
+        elif op == "barrier":
+            got, barrier = outcome(lambda: self.clients[who].barrier(text(step["name"]), step["parties"]))
+            if barrier is not None and "as" in step:
+                self.guards[step["as"]] = barrier
+            check(got)
+        elif op == "barrier_wait":
+            t4: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
+            check(outcome(lambda: self.guards[step["barrier"]].wait(t4))[0])
         elif op == "token_order":
             a, b = self.guards[step["first"]], self.guards[step["second"]]
             check("ok" if a.fencing_token < b.fencing_token else "tokens not increasing")

@@ -10,6 +10,7 @@ mod run;
 mod elect;
 mod tree;
 mod status;
+mod sync;
 
 use std::time::Duration;
 
@@ -178,6 +179,12 @@ enum Cmd {
     /// token (default: the current holder's); the holder learns it lost the
     /// lock. Exit 3 when there is no such hold.
     Release(status::ReleaseArgs),
+    /// Open a count-down latch shared by processes: --count-down lowers it by
+    /// one, --wait waits for zero (exit 75 after --timeout); prints the count.
+    Latch(sync::LatchArgs),
+    /// Arrive at a barrier and wait for all --parties (exit 75 after
+    /// --timeout); prints this party's arrival index.
+    Barrier(sync::BarrierArgs),
     /// Campaign for leadership, run a command while leader, stop it on loss
     /// (as `run` does). `etcdctl elect NAME` takes part in the same election.
     Elect(elect::ElectArgs),
@@ -256,6 +263,14 @@ impl Limit {
 }
 
 /// Parse a [`Limit`]: core's duration syntax, or `inf` / `never`.
+/// `KEY=VALUE` for `--meta`.
+pub fn parse_meta(v: &str) -> Result<(String, String), String> {
+    match v.split_once('=') {
+        Some((k, val)) if !k.is_empty() => Ok((k.to_string(), val.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got {v:?}")),
+    }
+}
+
 pub fn parse_limit(v: &str) -> Result<Limit, String> {
     match v.trim() {
         "inf" | "never" => Ok(Limit::Never),
@@ -410,6 +425,8 @@ fn main() {
             Cmd::List(a) => status::list(opts.clone(), a).await,
             Cmd::Watch(a) => status::watch(opts.clone(), a).await,
             Cmd::Release(a) => status::release(opts.clone(), a).await,
+            Cmd::Latch(a) => sync::latch(opts.clone(), a).await,
+            Cmd::Barrier(a) => sync::barrier(opts.clone(), a).await,
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,

@@ -36,6 +36,19 @@ pub struct RunArgs {
     /// Serve Prometheus metrics of this lock at http://ADDR/metrics (e.g. 127.0.0.1:9464) while running
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
+    /// Lock-delay: if this run's hold ends because its lease ended (etcdlock
+    /// killed, frozen or cut off) rather than by its release, the next holder
+    /// gets the lock no earlier than this long after etcd removed the key
+    /// (rounded up to whole seconds; not with --permits or --read)
+    #[arg(long, value_parser = crate::parse_finite)]
+    pub lock_delay: Option<Duration>,
+    /// Hold at most this long: then the lock counts as lost (the command gets
+    /// --signal) and is released, even if the command still runs
+    #[arg(long, value_parser = crate::parse_finite)]
+    pub lease_time: Option<Duration>,
+    /// Holder metadata KEY=VALUE for `status`/`list` to show (repeatable; at most 1 KB in all)
+    #[arg(long = "meta", value_name = "KEY=VALUE", value_parser = crate::parse_meta)]
+    pub meta: Vec<(String, String)>,
     /// The command and its arguments
     #[arg(last = true, required = true)]
     pub command: Vec<String>,
@@ -86,13 +99,19 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         }
     }
     let cancel = CancellationToken::new();
-    let lock_opts = LockOptions { timeout: timeout.map(|t| t.saturating_sub(started.elapsed())), cancel: Some(cancel.clone()), ..LockOptions::default() };
+    let lock_opts = LockOptions {
+        timeout: timeout.map(|t| t.saturating_sub(started.elapsed())),
+        cancel: Some(cancel.clone()),
+        lock_delay: a.lock_delay,
+        lease_time: a.lease_time,
+        metadata: a.meta.clone(),
+    };
     let acquire = async {
         let lock_opts = if a.try_only { LockOptions { timeout: Some(Duration::ZERO), ..lock_opts } } else { lock_opts };
         match (a.permits, a.read) {
             (Some(n), _) => client.acquire_permit(&a.name, n, lock_opts).await,
             (None, true) => client.read_lock(&a.name, lock_opts).await,
-            (None, false) if a.try_only => client.try_lock(&a.name).await,
+            (None, false) if a.try_only => client.try_lock_with(&a.name, lock_opts).await,
             (None, false) => client.lock_with(&a.name, lock_opts).await,
         }
     };

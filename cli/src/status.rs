@@ -195,6 +195,9 @@ fn who(c: &Contender) -> String {
         s.push(' ');
         s.push_str(l);
     }
+    for (k, v) in &c.metadata {
+        s.push_str(&format!(" {}={}", escape(k), escape(v)));
+    }
     s
 }
 

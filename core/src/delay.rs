@@ -4,7 +4,8 @@
 //!
 //! The holder's key dies with its session's lease, so the delay lives in a
 //! record beside it that outlives it:
-//! `<ns>__etcdlock/delay/<name>/h/<key suffix>`, put by the holder when it
+//! `<ns><name>\0etcdlock-delay/h/<key suffix>` (see [`crate::RECORD_MARK`]),
+//! put by the holder when it
 //! is granted the lock, under a *delay lease* of its session (TTL + delay,
 //! renewed right after each of the session's keep-alives, never after the
 //! session is lost). A clean unlock deletes key and record in one Txn. When
@@ -15,7 +16,7 @@
 //! left (it watches the record's delete).
 //!
 //! Nobody can miss a record: a contender that asks for a delay also puts
-//! `<ns>__etcdlock/delay/<name>/w/<key suffix>` in the Txn that queues it,
+//! `<ns><name>\0etcdlock-delay/w/<key suffix>` in the Txn that queues it,
 //! and every acquisition counts the name's records in its own queueing Txn.
 //! A holder with a delay was either ahead of us when we queued (its `w`
 //! record, or its `h` record, was counted) or gone before (its `h` record
@@ -33,7 +34,7 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::keys::why_deleted;
-use crate::names::{is_direct_child, lost_err, owner_info, show, Mode, DELAY_PREFIX};
+use crate::names::{is_direct_child, lost_err, owner_info, show, Mode, RECORD_MARK};
 use crate::queue::{kvs, revision};
 use crate::runtime::sleep_opt;
 use crate::transport::Bound;
@@ -42,8 +43,7 @@ use crate::watch::WatchEvent;
 
 /// The record keys of one name.
 pub(crate) struct Records {
-    /// Every record of the name (and, harmlessly, of names nested in it):
-    /// what an acquisition counts.
+    /// Every record of the name: what an acquisition counts.
     pub(crate) all: Vec<u8>,
     /// The prefix of the holders' records.
     pub(crate) held: Vec<u8>,
@@ -53,9 +53,9 @@ pub(crate) struct Records {
 
 impl Client {
     pub(crate) fn delay_records(&self, name: &str) -> Records {
-        let mut all = self.ns_key(DELAY_PREFIX.as_bytes());
-        all.extend_from_slice(name.as_bytes());
-        all.push(b'/');
+        let mut all = self.ns_key(name.as_bytes());
+        all.extend_from_slice(RECORD_MARK.as_bytes());
+        all.extend_from_slice(b"delay/");
         let (mut held, mut waiting) = (all.clone(), all.clone());
         held.extend_from_slice(b"h/");
         waiting.extend_from_slice(b"w/");

@@ -59,7 +59,7 @@ mod window;
 
 pub use client::Client;
 pub use options::{ClientOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_TTL_SECS};
-pub use names::{LockOptions, DELAY_PREFIX, MAX_LOCK_DELAY, MAX_METADATA_BYTES, MAX_NAME_LEN, SYNC_PREFIX};
+pub use names::{LockOptions, MAX_LOCK_DELAY, MAX_METADATA_BYTES, MAX_NAME_LEN, RECORD_MARK};
 pub use election::{Leader, Leadership, Observer};
 pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};

@@ -62,6 +62,13 @@ impl Client {
         self.acquire(name, LockOptions::default(), Mode::Try, None).await
     }
 
+    /// [`Client::try_lock`] with acquisition options (`lock_delay`,
+    /// `lease_time`, `metadata`; a timeout or cancel token is ignored: a try
+    /// never waits).
+    pub async fn try_lock_with(&self, name: &str, opts: LockOptions) -> Result<Guard> {
+        self.acquire(name, LockOptions { timeout: None, cancel: None, ..opts }, Mode::Try, None).await
+    }
+
     /// Acquire `name`; `value` is what our key carries (the election's
     /// proclamation; by default who we are, for `etcdlock status`).
     pub(crate) async fn acquire(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>) -> Result<Guard> {

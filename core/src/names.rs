@@ -22,14 +22,15 @@ pub const META_PREFIX: &str = "__etcdlock/meta/";
 /// [`crate::Client::once_take`]); lock names under it are refused.
 pub const ONCE_PREFIX: &str = "__etcdlock/once/";
 
-/// Where lock-delay records live, under the client's namespace (see
-/// [`LockOptions::lock_delay`]); lock names under it are refused.
-pub const DELAY_PREFIX: &str = "__etcdlock/delay/";
-
-/// Where latches and barriers live, under the client's namespace (see
-/// [`crate::Client::latch`], [`crate::Client::barrier`]); lock names under it
-/// are refused.
-pub const SYNC_PREFIX: &str = "__etcdlock/sync/";
+/// What separates a name from etcdlock's records kept beside it: the
+/// lock-delay records of lock `N` live under `<ns>N\0etcdlock-delay/`, a
+/// latch or barrier `N` under `<ns>N\0etcdlock-latch/` and
+/// `<ns>N\0etcdlock-barrier/`. Beside the name, not under its prefix `N/`
+/// (so etcdctl and Go's Mutex never see them as contenders), and inside any
+/// key range an RBAC role grants for the name (a role that may lock
+/// `/app/locks/` may keep these records too); a NUL byte cannot appear in a C
+/// or Java name and `list` leaves these keys out.
+pub const RECORD_MARK: &str = "\0etcdlock-";
 
 /// The longest lock-delay or lease time an acquisition may ask for.
 pub const MAX_LOCK_DELAY: Duration = Duration::from_secs(24 * 3600);
@@ -135,7 +136,7 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
     }
-    if let Some(p) = [META_PREFIX, ONCE_PREFIX, DELAY_PREFIX, SYNC_PREFIX].into_iter().find(|p| name.starts_with(p)) {
+    if let Some(p) = [META_PREFIX, ONCE_PREFIX].into_iter().find(|p| name.starts_with(p)) {
         return Err(Error::invalid(format!("lock names under {p:?} are reserved for etcdlock's records")));
     }
     if name.len() > MAX_NAME_LEN {

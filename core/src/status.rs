@@ -266,7 +266,7 @@ impl Client {
         for kv in kvs.iter().filter(|kv| kv.lease() != 0) {
             let k = &kv.key()[ns..];
             // etcdlock's own records (meta, lock-delay, latches, barriers).
-            if k.starts_with(META_PREFIX.as_bytes()) || k.starts_with(b"__etcdlock/") {
+            if k.starts_with(META_PREFIX.as_bytes()) || k.windows(crate::RECORD_MARK.len()).any(|w| w == crate::RECORD_MARK.as_bytes()) {
                 continue;
             }
             let Some(cut) = k.iter().rposition(|b| *b == b'/') else { continue };

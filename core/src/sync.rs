@@ -3,20 +3,22 @@
 //! `recipes.Barrier`/`DoubleBarrier`), for processes that must wait for each
 //! other.
 //!
-//! Both live under `<ns>__etcdlock/sync/`, never under a lock's prefix, on a
+//! Both live beside their name, `<ns><name>\0etcdlock-latch/` and
+//! `<ns><name>\0etcdlock-barrier/` ([`crate::RECORD_MARK`]: never under a
+//! lock's prefix, inside any RBAC range granted for the name), on a
 //! *shared lease*: granted by whoever creates the latch or barrier, and
 //! renewed by every client that has a handle to it open (with its own
 //! session's keep-alives). When the last handle is closed (or its client's
 //! session ends) the lease runs out and the keys go: nothing is left behind.
 //!
-//! - A latch is one record `latch/<name>/n` (`{"initial":N,"count":C}`) and a
-//!   gate key `latch/<name>/g` that the count-down reaching zero deletes in
+//! - A latch is one record `.../n` (`{"initial":N,"count":C}`) and a
+//!   gate key `.../g` that the count-down reaching zero deletes in
 //!   the same Txn; waiters watch the gate's delete (the client's one watch
 //!   stream), so all of them wake at once, with no polling.
-//! - A barrier is a gate key `barrier/<name>/gate` (`{"parties":P}`) and one
-//!   key per waiting party `barrier/<name>/p/<lease hex>` on the party's
+//! - A barrier is a gate key `.../gate` (`{"parties":P}`) and one
+//!   key per waiting party `.../p/<lease hex>` on the party's
 //!   session lease. The party that makes the count `P` deletes the gate and
-//!   puts `barrier/<name>/done` in one Txn: every party wakes at once. A party
+//!   puts `.../done` in one Txn: every party wakes at once. A party
 //!   that dies while waiting takes its key with it, so its place is free for
 //!   another; a party that comes after the release is refused.
 
@@ -29,7 +31,7 @@ use tokio::sync::mpsc;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::names::{is_direct_child, show, validate_name, SYNC_PREFIX};
+use crate::names::{is_direct_child, show, validate_name, RECORD_MARK};
 use crate::queue::{kvs, revision};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
@@ -88,7 +90,7 @@ fn gone(kind: &str, name: &str) -> Error {
 
 impl Client {
     fn sync_key(&self, kind: &str, name: &str, leaf: &str) -> Vec<u8> {
-        self.ns_key(format!("{SYNC_PREFIX}{kind}/{name}/{leaf}").as_bytes())
+        self.ns_key(format!("{name}{RECORD_MARK}{kind}/{leaf}").as_bytes())
     }
 
     async fn txn_now(&self, txn: Txn) -> Result<etcd_client::TxnResponse> {

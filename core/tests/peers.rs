@@ -21,7 +21,7 @@ async fn lock_delay_holds_the_lock_after_the_holder_lease_is_revoked_and_a_clean
 
     // A clean unlock: the waiter gets it at once, no delay.
     let g = a.lock_with("job", delay(3)).await.unwrap();
-    assert_eq!(keys(&a, &format!("{ns}__etcdlock/delay/job/h/")).await.len(), 1, "the holder's delay record");
+    assert_eq!(keys(&a, &format!("{ns}job\0etcdlock-delay/h/")).await.len(), 1, "the holder's delay record");
     let b2 = b.clone();
     let waiter = tokio::spawn(async move { b2.lock("job").await.map(|g| (g, Instant::now())) });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -29,7 +29,7 @@ async fn lock_delay_holds_the_lock_after_the_holder_lease_is_revoked_and_a_clean
     g.unlock().await.unwrap();
     let (gb, at) = waiter.await.unwrap().unwrap();
     assert!(at - t0 < Duration::from_millis(500), "clean unlock handed over in {:?}", at - t0);
-    assert!(keys(&a, &format!("{ns}__etcdlock/delay/")).await.is_empty(), "unlock deleted the records with the key");
+    assert!(keys(&a, &format!("{ns}job\0etcdlock-delay/")).await.is_empty(), "unlock deleted the records with the key");
     gb.unlock().await.unwrap();
 
     // The holder's lease ends without unlock (revoked, as when its session
@@ -53,7 +53,7 @@ async fn lock_delay_holds_the_lock_after_the_holder_lease_is_revoked_and_a_clean
     assert!(waited >= Duration::from_secs(3), "granted {waited:?} after the holder's key vanished (delay 3 s)");
     assert!(waited < Duration::from_secs(2 + 3 + 2), "granted {waited:?} after the revoke");
     gb.unlock().await.unwrap();
-    assert!(keys(&a, &format!("{ns}__etcdlock/delay/")).await.is_empty(), "the delay record expired with its lease");
+    assert!(keys(&a, &format!("{ns}job\0etcdlock-delay/")).await.is_empty(), "the delay record expired with its lease");
     for cl in [a, b, c] {
         cl.close().await;
     }
@@ -74,9 +74,9 @@ async fn lock_delay_bad_values_are_invalid_and_permits_refuse_it() {
     assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
     // try_lock with a delay: takes it and puts its record in the same Txn.
     let g = c.lock_with("y", LockOptions { timeout: Some(Duration::ZERO), ..delay(2) }).await.unwrap();
-    assert_eq!(keys(&c, &format!("{ns}__etcdlock/delay/y/h/")).await.len(), 1);
+    assert_eq!(keys(&c, &format!("{ns}y\0etcdlock-delay/h/")).await.len(), 1);
     g.unlock().await.unwrap();
-    assert!(keys(&c, &format!("{ns}__etcdlock/delay/")).await.is_empty());
+    assert!(keys(&c, &format!("{ns}y\0etcdlock-delay/")).await.is_empty());
     c.close().await;
 }
 
@@ -178,8 +178,8 @@ async fn a_latch_counts_down_across_clients_and_leaves_no_keys() {
     }
     let raw = client(&etcd, &ns, 10).await;
     let t0 = Instant::now();
-    while !keys(&raw, &format!("{ns}__etcdlock/sync/")).await.is_empty() {
-        assert!(t0.elapsed() < Duration::from_secs(5), "latch keys left: {:?}", keys(&raw, &format!("{ns}__etcdlock/sync/")).await);
+    while !keys(&raw, &format!("{ns}")).await.is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "latch keys left: {:?}", keys(&raw, &format!("{ns}")).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     raw.close().await;
@@ -226,8 +226,8 @@ async fn a_barrier_releases_its_parties_together_and_refuses_late_comers() {
     }
     let raw = client(&etcd, &ns, 10).await;
     let t0 = Instant::now();
-    while !keys(&raw, &format!("{ns}__etcdlock/sync/")).await.is_empty() {
-        assert!(t0.elapsed() < Duration::from_secs(5), "barrier keys left: {:?}", keys(&raw, &format!("{ns}__etcdlock/sync/")).await);
+    while !keys(&raw, &format!("{ns}")).await.is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "barrier keys left: {:?}", keys(&raw, &format!("{ns}")).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     raw.close().await;

@@ -84,6 +84,10 @@ __all__ = [
     "AsyncSemaphore",
     "OnceHold",
     "AsyncOnceHold",
+    "Latch",
+    "Barrier",
+    "AsyncLatch",
+    "AsyncBarrier",
     "LockError",
     "InvalidArgumentError",
     "TimeoutError",
@@ -114,6 +118,7 @@ from ._common import Contender, Leader, Status, release_on_sigterm  # noqa: E402
 from ._common import Endpoints as Endpoints  # noqa: E402,F401  (the type of the endpoints argument)
 from ._client import Client, Lock, Observer, Semaphore  # noqa: E402
 from ._once import AsyncOnceHold, OnceHold  # noqa: E402
+from ._sync import AsyncBarrier, AsyncLatch, Barrier, Latch  # noqa: E402
 from ._asyncio import (  # noqa: E402
     AsyncClient,
     AsyncGuard,

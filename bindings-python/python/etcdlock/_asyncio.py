@@ -27,14 +27,17 @@ from ._common import (
     Status,
     _check_name,
     _check_names,
+    _check_count,
     _check_permits,
     _check_timeout,
+    _extras,
     _leader,
     _live_clients,
     _options,
     _sync_log_level,
     _status,
 )
+from ._sync import AsyncBarrier, AsyncLatch
 from ._once import AsyncOnceHold, _check_span, once_async as _once_async, take_once_async as _take_once_async
 
 T = TypeVar("T")
@@ -296,27 +299,33 @@ class AsyncClient:
                 _live_clients.add(self._native)
             return self._native
 
-    def lock(self, name: str, timeout: Optional[float] = None) -> "AsyncLock":
-        """An :class:`AsyncLock` handle for ``name`` (``async with`` it)."""
-        return AsyncLock(self, _check_name(name), _check_timeout(timeout))
+    def lock(self, name: str, timeout: Optional[float] = None, *, lock_delay: Optional[float] = None, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None) -> "AsyncLock":
+        """An :class:`AsyncLock` handle for ``name`` (``async with`` it);
+        acquisition options as :meth:`Client.acquire`."""
+        return AsyncLock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata))
 
-    async def acquire(self, name: str, timeout: Optional[float] = None) -> AsyncGuard:
+    async def acquire(self, name: str, timeout: Optional[float] = None, *, lock_delay: Optional[float] = None, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None) -> AsyncGuard:
         """Wait for the lock and return the held :class:`AsyncGuard`. Raises
         :class:`TimeoutError` after ``timeout`` seconds. Cancelling the task
-        removes the waiter key."""
+        removes the waiter key. ``lock_delay``, ``lease_time`` and
+        ``metadata`` as :meth:`Client.acquire`."""
         c = await self._client()
-        return AsyncGuard(await c.lock_async(_check_name(name), _check_timeout(timeout)))
+        return AsyncGuard(await c.lock_async(_check_name(name), _check_timeout(timeout), **_extras(lock_delay, lease_time, metadata)))
 
-    async def try_lock(self, name: str) -> Optional[AsyncGuard]:
+    async def try_lock(self, name: str, *, lock_delay: Optional[float] = None, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None) -> Optional[AsyncGuard]:
         """Take the lock if free: an :class:`AsyncGuard`, or None."""
         c = await self._client()
-        g = await c.try_lock_async(_check_name(name))
+        g = await c.try_lock_async(_check_name(name), **_extras(lock_delay, lease_time, metadata))
         return None if g is None else AsyncGuard(g)
 
-    async def acquire_permit(self, name: str, permits: int, timeout: Optional[float] = None) -> AsyncGuard:
+    async def acquire_permit(
+        self, name: str, permits: int, timeout: Optional[float] = None, *, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None
+    ) -> AsyncGuard:
         """:meth:`Client.acquire_permit`, awaitable (cancelling removes the waiter key)."""
         c = await self._client()
-        return AsyncGuard(await c.acquire_permit_async(_check_name(name), _check_permits(permits), _check_timeout(timeout)))
+        return AsyncGuard(
+            await c.acquire_permit_async(_check_name(name), _check_permits(permits), _check_timeout(timeout), **_extras(None, lease_time, metadata))
+        )
 
     async def acquire_read(self, name: str, timeout: Optional[float] = None) -> AsyncGuard:
         """:meth:`Client.acquire_read`, awaitable."""
@@ -328,10 +337,12 @@ class AsyncClient:
         c = await self._client()
         return AsyncMultiGuard(await c.lock_many_async(_check_names(names), _check_timeout(timeout)))
 
-    async def campaign(self, name: str, value: Union[str, bytes], timeout: Optional[float] = None) -> AsyncLeadership:
+    async def campaign(
+        self, name: str, value: Union[str, bytes], timeout: Optional[float] = None, *, lock_delay: Optional[float] = None, metadata: Optional[Dict[str, str]] = None
+    ) -> AsyncLeadership:
         """:meth:`Client.campaign`, awaitable."""
         c = await self._client()
-        return AsyncLeadership(await c.campaign_async(_check_name(name), value, _check_timeout(timeout)))
+        return AsyncLeadership(await c.campaign_async(_check_name(name), value, _check_timeout(timeout), **_extras(lock_delay, None, metadata)))
 
     async def leader(self, name: str) -> Optional[Leader]:
         """:meth:`Client.leader`, awaitable."""
@@ -360,6 +371,21 @@ class AsyncClient:
         """:meth:`Client.release`, awaitable."""
         c = await self._client()
         return await c.release_async(_check_name(name), token)
+
+    async def release_permit(self, name: str, id: int) -> bool:
+        """:meth:`Client.release_permit`, awaitable."""
+        c = await self._client()
+        return await c.release_permit_async(_check_name(name), id)
+
+    async def latch(self, name: str, count: int) -> AsyncLatch:
+        """:meth:`Client.latch`, awaitable: an :class:`AsyncLatch`."""
+        c = await self._client()
+        return AsyncLatch(await c.latch_async(_check_name(name), _check_count("count", count)))
+
+    async def barrier(self, name: str, parties: int) -> AsyncBarrier:
+        """:meth:`Client.barrier`, awaitable: an :class:`AsyncBarrier`."""
+        c = await self._client()
+        return AsyncBarrier(await c.barrier_async(_check_name(name), _check_count("parties", parties)))
 
     async def close(self) -> None:
         """Close (revokes the lease, releasing every lock). Idempotent."""
@@ -444,10 +470,11 @@ class AsyncLock:
     and ``async with lock as guard:`` which raises instead of running the
     block without the lock."""
 
-    def __init__(self, client: AsyncClient, name: str, timeout: Optional[float]) -> None:
+    def __init__(self, client: AsyncClient, name: str, timeout: Optional[float], extras: Optional[Dict[str, Any]] = None) -> None:
         self._client = client
         self.name = name
         self.timeout = timeout
+        self._extras: Dict[str, Any] = extras or {}
         self._guard: Optional[AsyncGuard] = None
 
     async def acquire(self, timeout: float = -1) -> bool:
@@ -459,12 +486,12 @@ class AsyncLock:
         elif t is not None and t < 0:
             raise ValueError("timeout value must be a non-negative number or -1")
         if t == 0:
-            g = await self._client.try_lock(self.name)
+            g = await self._client.try_lock(self.name, **self._extras)
             if g is None:
                 return False
         else:
             try:
-                g = await self._client.acquire(self.name, t)
+                g = await self._client.acquire(self.name, t, **self._extras)
             except TimeoutError:
                 return False
         self._guard = g
@@ -492,7 +519,7 @@ class AsyncLock:
         return f"<etcdlock.AsyncLock name={self.name!r} object at {id(self):#x} [{state}]>"
 
     async def __aenter__(self) -> AsyncGuard:
-        self._guard = await self._client.acquire(self.name, self.timeout)
+        self._guard = await self._client.acquire(self.name, self.timeout, **self._extras)
         return self._guard
 
     async def __aexit__(

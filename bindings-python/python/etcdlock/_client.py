@@ -24,14 +24,17 @@ from ._common import (
     Status,
     _check_name,
     _check_names,
+    _check_count,
     _check_permits,
     _check_timeout,
+    _extras,
     _leader,
     _live_clients,
     _options,
     _sync_log_level,
     _status,
 )
+from ._sync import Barrier, Latch
 from ._once import OnceHold, _check_span, once as _once, take_once as _take_once
 
 T = TypeVar("T")
@@ -131,33 +134,81 @@ class Client:
         self._pid = os.getpid()
         _live_clients.add(self._native)
 
-    def lock(self, name: str, timeout: Optional[float] = None) -> "Lock":
+    def lock(
+        self,
+        name: str,
+        timeout: Optional[float] = None,
+        *,
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> "Lock":
         """A :class:`Lock` handle for ``name``; nothing is sent to etcd until
         it is acquired. ``timeout`` (seconds, None = forever) applies to
-        ``with`` and to ``acquire()`` without an explicit timeout."""
-        return Lock(self, _check_name(name), _check_timeout(timeout))
+        ``with`` and to ``acquire()`` without an explicit timeout; the
+        acquisition options (see :meth:`acquire`) to every acquisition."""
+        return Lock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata))
 
-    def try_lock(self, name: str) -> Optional[Guard]:
+    def try_lock(
+        self,
+        name: str,
+        *,
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> Optional[Guard]:
         """Take the lock ``name`` if it is free (no waiting): a held
-        :class:`Guard`, or None when someone else holds or waits for it."""
-        return self._native.try_lock(_check_name(name))
+        :class:`Guard`, or None when someone else holds or waits for it, or
+        a vanished holder's lock-delay still runs. Options as :meth:`acquire`."""
+        return self._native.try_lock(_check_name(name), **_extras(lock_delay, lease_time, metadata))
 
-    def acquire(self, name: str, timeout: Optional[float] = None) -> Guard:
+    def acquire(
+        self,
+        name: str,
+        timeout: Optional[float] = None,
+        *,
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> Guard:
         """Wait for the lock ``name`` and return the held :class:`Guard`.
-        Raises :class:`TimeoutError` after ``timeout`` seconds."""
-        return self._native.lock(_check_name(name), _check_timeout(timeout))
+        Raises :class:`TimeoutError` after ``timeout`` seconds.
+
+        ``lock_delay`` (seconds, Chubby's lock-delay): if this hold ends
+        because its lease ended (the process died or froze, its session
+        expired) rather than by ``unlock``, the next holder in any language
+        gets the lock no earlier than that long after etcd removed the key,
+        so this holder's in-flight requests drain first; a clean unlock hands
+        over at once. ``lease_time`` (seconds): hold at most that long (the
+        guard then reports ``LeaseExpired``). ``metadata`` (str to str, at
+        most 1 KB): shown to everyone by :meth:`status` as
+        ``holder.metadata``, beside the host, pid and language etcdlock adds."""
+        return self._native.lock(_check_name(name), _check_timeout(timeout), **_extras(lock_delay, lease_time, metadata))
 
     def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> "Semaphore":
         """A :class:`Semaphore` handle: at most ``permits`` holders of
         ``name`` at once, cluster-wide. Nothing is sent until acquired."""
         return Semaphore(self, _check_name(name), _check_permits(permits), _check_timeout(timeout))
 
-    def acquire_permit(self, name: str, permits: int, timeout: Optional[float] = None) -> Guard:
+    def acquire_permit(
+        self,
+        name: str,
+        permits: int,
+        timeout: Optional[float] = None,
+        *,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> Guard:
         """Wait (FIFO) for one of ``permits`` permits of the semaphore
         ``name``: a held :class:`Guard` (fencing token, loss signal, guarded
         ops; ``with`` releases). Every contender must agree on ``permits``
-        (else :class:`InvalidArgumentError`). ``timeout=0`` is one try."""
-        return self._native.acquire_permit(_check_name(name), _check_permits(permits), _check_timeout(timeout))
+        (else :class:`InvalidArgumentError`). ``timeout=0`` is one try.
+        The permit's id is its ``fencing_token``: any client can free it with
+        :meth:`release_permit`; with ``lease_time`` (seconds) it frees itself
+        after that long even if this process never releases it."""
+        return self._native.acquire_permit(
+            _check_name(name), _check_permits(permits), _check_timeout(timeout), **_extras(None, lease_time, metadata)
+        )
 
     def acquire_read(self, name: str, timeout: Optional[float] = None) -> Guard:
         """Wait for the read side of the read-write lock ``name``: shared
@@ -175,12 +226,21 @@ class Client:
         losing any one lock loses the whole hold."""
         return self._native.lock_many(_check_names(names), _check_timeout(timeout))
 
-    def campaign(self, name: str, value: Union[str, bytes], timeout: Optional[float] = None) -> Leadership:
+    def campaign(
+        self,
+        name: str,
+        value: Union[str, bytes],
+        timeout: Optional[float] = None,
+        *,
+        lock_delay: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> Leadership:
         """Wait to be elected leader of ``name`` (FIFO among candidates),
         announcing ``value``: a :class:`Leadership` (a :class:`Guard` with
         ``proclaim`` and ``resign``; ``with`` resigns). Same keys as Go's
-        ``concurrency.Election`` and ``etcdctl elect``."""
-        return self._native.campaign(_check_name(name), value, _check_timeout(timeout))
+        ``concurrency.Election`` and ``etcdctl elect``. ``lock_delay`` and
+        ``metadata`` as for :meth:`acquire`."""
+        return self._native.campaign(_check_name(name), value, _check_timeout(timeout), **_extras(lock_delay, None, metadata))
 
     def leader(self, name: str) -> Optional[Leader]:
         """The current :class:`Leader` of the election ``name``, or None."""
@@ -213,6 +273,29 @@ class Client:
         if no hold has that token. The former holder's guard reports the loss
         with reason ``KeyDeleted``."""
         return self._native.release(_check_name(name), token)
+
+    def release_permit(self, name: str, id: int) -> bool:
+        """Free the permit of the semaphore ``name`` whose id (its
+        ``fencing_token``) is ``id``, from any client or process. True if it
+        was released, False if no permit has that id any more. Its holder's
+        guard reports the loss with reason ``KeyDeleted``."""
+        return self._native.release_permit(_check_name(name), id)
+
+    def latch(self, name: str, count: int) -> "Latch":
+        """Open the count-down latch ``name`` with ``count`` (created with it
+        if new; every process must give the same count, else
+        :class:`InvalidArgumentError`): ``count_down()``, ``wait(timeout)``,
+        ``count()``; ``with`` closes it. The latch lives while any client has
+        it open; then its keys expire with the TTL."""
+        return Latch(self._native.latch(_check_name(name), _check_count("count", count)))
+
+    def barrier(self, name: str, parties: int) -> "Barrier":
+        """Open the barrier ``name`` for ``parties`` parties: ``wait(timeout)``
+        returns in every party at once when the last has arrived (its arrival
+        index). A party that dies while waiting frees its place; a finished
+        barrier refuses late parties (:class:`InvalidArgumentError`): use a
+        new name per round."""
+        return Barrier(self._native.barrier(_check_name(name), _check_count("parties", parties)))
 
     def take_once(self, name: str, at_most: float) -> Optional[OnceHold]:
         """Take job ``name``'s run-once record until now + ``at_most`` seconds
@@ -320,10 +403,11 @@ class Lock:
     etcd, so they exclude each other (like a ``threading.Lock``, a thread
     that acquires twice without releasing waits forever)."""
 
-    def __init__(self, client: Client, name: str, timeout: Optional[float]) -> None:
+    def __init__(self, client: Client, name: str, timeout: Optional[float], extras: Optional[Dict[str, Any]] = None) -> None:
         self._client = client
         self.name = name
         self.timeout = timeout
+        self._extras: Dict[str, Any] = extras or {}
         self._guard: Optional[Guard] = None
         self._slot = threading.Lock()
 
@@ -335,7 +419,7 @@ class Lock:
         if not blocking:
             if timeout != -1:
                 raise ValueError("can't specify a timeout for a non-blocking call")
-            g = self._client._native.try_lock(self.name)
+            g = self._client._native.try_lock(self.name, **self._extras)
         else:
             t = _check_timeout(timeout)
             if t == -1:
@@ -345,10 +429,10 @@ class Lock:
             elif t is not None and t > threading.TIMEOUT_MAX:
                 raise OverflowError("timeout value is too large")
             if t == 0:
-                g = self._client._native.try_lock(self.name)
+                g = self._client._native.try_lock(self.name, **self._extras)
             else:
                 try:
-                    g = self._client._native.lock(self.name, t)
+                    g = self._client._native.lock(self.name, t, **self._extras)
                 except TimeoutError:
                     return False
         if g is None:
@@ -377,7 +461,7 @@ class Lock:
         return self._guard
 
     def __enter__(self) -> Guard:
-        g = self._client._native.lock(self.name, self.timeout)
+        g = self._client._native.lock(self.name, self.timeout, **self._extras)
         with self._slot:
             self._guard = g
         return g

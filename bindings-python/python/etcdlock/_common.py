@@ -7,7 +7,7 @@ import atexit
 import logging
 import os
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from ._etcdlock import (
@@ -58,6 +58,25 @@ def _check_permits(permits: object) -> int:
     if isinstance(permits, bool) or not isinstance(permits, int):
         raise TypeError(f"permits must be an int, not {type(permits).__name__}")
     return permits
+
+
+def _check_count(what: str, n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{what} must be an int, not {type(n).__name__}")
+    return n
+
+
+def _extras(lock_delay: object, lease_time: object, metadata: object) -> Dict[str, Any]:
+    """The acquisition options that were given, for the native calls (which
+    check them by core's one rule)."""
+    out: Dict[str, Any] = {}
+    if lock_delay is not None:
+        out["lock_delay"] = lock_delay
+    if lease_time is not None:
+        out["lease_time"] = lease_time
+    if metadata is not None:
+        out["metadata"] = metadata
+    return out
 
 
 def _check_timeout(timeout: object) -> Optional[float]:
@@ -193,6 +212,9 @@ class Contender:
     local queue (it keeps at most two keys per name in etcd)."""
     foreign: bool
     """A key without etcdlock's owner info: etcdctl, Go's Mutex or Election."""
+    metadata: Dict[str, str] = field(default_factory=dict)
+    """What its acquisition gave as ``metadata=`` (empty until its meta
+    record is written, ~100 ms into a use of the name)."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +231,11 @@ class Status:
     kind: Optional[str] = None
     """``"mutex"``, ``"election"``, ``"semaphore"`` or ``"rwlock"``, from
     the contenders' records or keys; None when they do not tell."""
+
+    @property
+    def holder(self) -> Optional[Contender]:
+        """The oldest holder, or None when nobody holds."""
+        return self.holders[0] if self.holders else None
 
 
 def _status(d: Dict[str, Any]) -> Status:
