@@ -5,9 +5,10 @@ asyncio twins."""
 from __future__ import annotations
 
 from types import TracebackType
-from typing import Any, Optional, Type
+from typing import Optional, Type
 
 from ._common import _check_timeout
+from ._etcdlock import NativeBarrier, NativeLatch
 
 
 class Latch:
@@ -24,7 +25,7 @@ class Latch:
     The latch lives in etcd while any client has it open (``with`` or
     :meth:`close` ends this handle's part); then its keys expire."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: NativeLatch) -> None:
         self._native = native
 
     @property
@@ -71,7 +72,7 @@ class Barrier:
     waiting frees its place; once released, the name refuses late parties
     (:class:`InvalidArgumentError`) until every handle is closed."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: NativeBarrier) -> None:
         self._native = native
 
     @property
@@ -104,7 +105,7 @@ class Barrier:
 class AsyncLatch:
     """:class:`Latch` for asyncio: the same calls, awaitable."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: NativeLatch) -> None:
         self._native = native
 
     @property
@@ -137,7 +138,7 @@ class AsyncLatch:
 class AsyncBarrier:
     """:class:`Barrier` for asyncio."""
 
-    def __init__(self, native: Any) -> None:
+    def __init__(self, native: NativeBarrier) -> None:
         self._native = native
 
     @property
