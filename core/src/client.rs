@@ -290,14 +290,16 @@ impl Client {
     }
 
     /// The lease that carries the lock-delay records of `session`'s holds
-    /// with a delay of `secs` seconds: TTL + `secs`, renewed right after the
-    /// session's own keep-alives, so it outlives the session's lease by at
-    /// least the delay (granted on first use).
+    /// with a delay of `secs` seconds: TTL + `secs` + 1, renewed right after
+    /// the session's own keep-alives, so it outlives the session's lease by
+    /// at least the delay. The extra second covers etcd's expiry loop, which
+    /// revokes expired leases on a 500 ms tick: the session's lease may go
+    /// up to a tick late and this one on time (granted on first use).
     pub(crate) async fn delay_lease(&self, session: &Session, secs: u64, bound: Bound) -> Result<i64> {
         if let Some(id) = session.delay_lease(secs) {
             return Ok(id);
         }
-        let ttl = session.ttl + secs as i64;
+        let ttl = session.ttl + secs as i64 + 1;
         let resp = self.inner.transport.call_lease(bound, &mut false, move |mut c| async move { c.grant(ttl, None).await }).await?;
         let id = session.set_delay_lease(secs, resp.id());
         if id != resp.id() {

@@ -55,7 +55,9 @@ pub struct LockOptions {
     /// still had in flight drain first. A clean `unlock` (or drop, or
     /// `Client::close`, or an operator's `Client::release`) hands over at once.
     ///
-    /// Rounded up to whole seconds (etcd leases count seconds) and at most
+    /// Rounded up to whole seconds (etcd leases count seconds), plus up to a
+    /// second more (etcd revokes expired leases on a 500 ms tick, so the
+    /// record's lease gets one second of headroom), and at most
     /// [`MAX_LOCK_DELAY`]. It costs the holder one more round trip per
     /// acquisition and a second lease per session and delay. Honoured by every
     /// etcdlock contender of `lock`/`try_lock`/`campaign` in any language;
