@@ -203,7 +203,7 @@ impl Client {
             let read = || [TxnOp::get(gate.clone(), None), TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only()))];
             let r = self.txn_now(Txn::new().and_then(read())).await?;
             let mut ops = r.op_responses();
-            if ops.len() == 2 && kvs(ops.get(0)).is_empty() && kvs(ops.get(1)).is_empty() {
+            if ops.len() == 2 && kvs(ops.first()).is_empty() && kvs(ops.get(1)).is_empty() {
                 let lease = match ours {
                     Some(l) => l,
                     None => *ours.insert(self.shared_lease(&session).await?),
