@@ -13,8 +13,16 @@ pub fn unique_ns(tag: &str) -> String {
     format!("t-{}-{}-{}/", tag, std::process::id(), NS.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Whether the suite runs against the in-process etcd (`mem://tests`)
+/// instead of the harness's: `ETCDLOCK_TEST_BACKEND=mem` (test.sh runs the
+/// suites that never stop or pause etcd a second time so).
+pub fn mem_backend() -> bool {
+    std::env::var("ETCDLOCK_TEST_BACKEND").is_ok_and(|b| b == "mem")
+}
+
 pub fn opts(etcd: &Etcd, ns: &str, ttl: i64) -> ClientOptions {
-    ClientOptions::new(etcd.endpoints()).with_ttl(ttl).with_namespace(ns)
+    let endpoints = if mem_backend() { vec!["mem://tests".to_string()] } else { etcd.endpoints() };
+    ClientOptions::new(endpoints).with_ttl(ttl).with_namespace(ns)
 }
 
 pub async fn client(etcd: &Etcd, ns: &str, ttl: i64) -> Client {
