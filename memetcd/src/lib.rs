@@ -76,17 +76,30 @@ pub fn endpoint(name: &str) -> Result<String, StartError> {
     let rt = runtime()?;
     let listener = std::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        .map_err(|e| StartError(format!("cannot listen on 127.0.0.1 for the in-process etcd: {e}")))?;
-    let addr = listener.local_addr().map_err(|e| StartError(format!("in-process etcd: {e}")))?;
+        .map_err(|e| {
+            StartError(format!(
+                "cannot listen on 127.0.0.1 for the in-process etcd: {e}"
+            ))
+        })?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| StartError(format!("in-process etcd: {e}")))?;
     let url = format!("http://{addr}");
-    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(1);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(1);
     // Lease ids look like etcd's: large, positive, distinct per store.
     let seed = 0x0700_0000_0000_0000 | ((seed & 0x00ff_ffff_ffff) << 8);
     let member_id = 0x6d65_6d00_0000_0000 | (stores.len() as u64 + 1);
     let store = Arc::new(store::Store::new(member_id, seed));
-    let svc = service::Svc { store: store.clone(), url: url.clone() };
+    let svc = service::Svc {
+        store: store.clone(),
+        url: url.clone(),
+    };
     let _guard = rt.enter();
-    let listener = tokio::net::TcpListener::from_std(listener).map_err(|e| StartError(format!("in-process etcd: {e}")))?;
+    let listener = tokio::net::TcpListener::from_std(listener)
+        .map_err(|e| StartError(format!("in-process etcd: {e}")))?;
     rt.spawn(store.reap());
     rt.spawn(serve(svc, listener));
     stores.insert(name.to_string(), url.clone());
@@ -95,8 +108,8 @@ pub fn endpoint(name: &str) -> Result<String, StartError> {
 
 async fn serve(svc: service::Svc, listener: tokio::net::TcpListener) {
     use pb::etcdserverpb::{
-        cluster_server::ClusterServer, kv_server::KvServer, lease_server::LeaseServer, maintenance_server::MaintenanceServer,
-        watch_server::WatchServer,
+        cluster_server::ClusterServer, kv_server::KvServer, lease_server::LeaseServer,
+        maintenance_server::MaintenanceServer, watch_server::WatchServer,
     };
     let max = store::MAX_REQUEST_BYTES + 512 * 1024;
     let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));

@@ -12,7 +12,10 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
 
 use crate::pb::etcdserverpb as pb;
-use crate::pb::etcdserverpb::{cluster_server::Cluster, kv_server::Kv, lease_server::Lease, maintenance_server::Maintenance, watch_server::Watch};
+use crate::pb::etcdserverpb::{
+    cluster_server::Cluster, kv_server::Kv, lease_server::Lease, maintenance_server::Maintenance,
+    watch_server::Watch,
+};
 use crate::pb::mvccpb::event::EventType;
 use crate::store::{err, Store, MAX_REQUEST_BYTES};
 
@@ -33,7 +36,9 @@ fn too_large(m: &impl Message) -> Result<(), Status> {
 }
 
 fn unimplemented(what: &str) -> Status {
-    Status::unimplemented(format!("{what} is not implemented by the in-process etcd (mem://)"))
+    Status::unimplemented(format!(
+        "{what} is not implemented by the in-process etcd (mem://)"
+    ))
 }
 
 #[tonic::async_trait]
@@ -58,7 +63,10 @@ impl Kv for Svc {
         Ok(Response::new(resp))
     }
 
-    async fn delete_range(&self, r: Request<pb::DeleteRangeRequest>) -> Rpc<pb::DeleteRangeResponse> {
+    async fn delete_range(
+        &self,
+        r: Request<pb::DeleteRangeRequest>,
+    ) -> Rpc<pb::DeleteRangeResponse> {
         let r = r.into_inner();
         let (mut resp, h) = self.store.with(|m| m.delete_range(&r))?;
         resp.header = Some(h);
@@ -77,10 +85,16 @@ impl Kv for Svc {
         let rev = r.into_inner().revision;
         let (_, h) = self.store.with(|m| {
             if rev < m.compacted {
-                return Err(err(tonic::Code::OutOfRange, "mvcc: required revision has been compacted"));
+                return Err(err(
+                    tonic::Code::OutOfRange,
+                    "mvcc: required revision has been compacted",
+                ));
             }
             if rev > m.rev {
-                return Err(err(tonic::Code::OutOfRange, "mvcc: required revision is a future revision"));
+                return Err(err(
+                    tonic::Code::OutOfRange,
+                    "mvcc: required revision is a future revision",
+                ));
             }
             m.compact(rev);
             Ok(())
@@ -98,17 +112,28 @@ impl Lease for Svc {
         let now = tokio::time::Instant::now();
         let ((id, ttl), h) = self.store.with(|m| m.grant(r.id, r.ttl, now))?;
         self.store.lease_added.notify_one();
-        Ok(Response::new(pb::LeaseGrantResponse { header: Some(h), id, ttl, error: String::new() }))
+        Ok(Response::new(pb::LeaseGrantResponse {
+            header: Some(h),
+            id,
+            ttl,
+            error: String::new(),
+        }))
     }
 
-    async fn lease_revoke(&self, r: Request<pb::LeaseRevokeRequest>) -> Rpc<pb::LeaseRevokeResponse> {
+    async fn lease_revoke(
+        &self,
+        r: Request<pb::LeaseRevokeRequest>,
+    ) -> Rpc<pb::LeaseRevokeResponse> {
         let id = r.into_inner().id;
         let (_, h) = self.store.with(|m| m.revoke(id))?;
         Ok(Response::new(pb::LeaseRevokeResponse { header: Some(h) }))
     }
 
     type LeaseKeepAliveStream = Out<pb::LeaseKeepAliveResponse>;
-    async fn lease_keep_alive(&self, r: Request<Streaming<pb::LeaseKeepAliveRequest>>) -> Rpc<Self::LeaseKeepAliveStream> {
+    async fn lease_keep_alive(
+        &self,
+        r: Request<Streaming<pb::LeaseKeepAliveRequest>>,
+    ) -> Rpc<Self::LeaseKeepAliveStream> {
         let mut inbound = r.into_inner();
         let (tx, rx) = mpsc::channel(64);
         let store = self.store.clone();
@@ -119,7 +144,15 @@ impl Lease for Svc {
                     Ok(v) => v,
                     Err(_) => break,
                 };
-                if tx.send(Ok(pb::LeaseKeepAliveResponse { header: Some(h), id: req.id, ttl })).await.is_err() {
+                if tx
+                    .send(Ok(pb::LeaseKeepAliveResponse {
+                        header: Some(h),
+                        id: req.id,
+                        ttl,
+                    }))
+                    .await
+                    .is_err()
+                {
                     break;
                 }
             }
@@ -127,28 +160,55 @@ impl Lease for Svc {
         Ok(Response::new(Box::pin(ReceiverStream::new(rx))))
     }
 
-    async fn lease_time_to_live(&self, r: Request<pb::LeaseTimeToLiveRequest>) -> Rpc<pb::LeaseTimeToLiveResponse> {
+    async fn lease_time_to_live(
+        &self,
+        r: Request<pb::LeaseTimeToLiveRequest>,
+    ) -> Rpc<pb::LeaseTimeToLiveResponse> {
         let r = r.into_inner();
         let now = tokio::time::Instant::now();
         let (resp, h) = self.store.with(|m| {
             Ok(match m.leases.get(&r.id) {
                 // etcd answers a missing lease with TTL -1, not an error.
-                None => pb::LeaseTimeToLiveResponse { header: None, id: r.id, ttl: -1, granted_ttl: 0, keys: Vec::new() },
+                None => pb::LeaseTimeToLiveResponse {
+                    header: None,
+                    id: r.id,
+                    ttl: -1,
+                    granted_ttl: 0,
+                    keys: Vec::new(),
+                },
                 Some(l) => pb::LeaseTimeToLiveResponse {
                     header: None,
                     id: r.id,
                     ttl: l.expiry.saturating_duration_since(now).as_secs() as i64,
                     granted_ttl: l.ttl,
-                    keys: if r.keys { l.keys.iter().cloned().collect() } else { Vec::new() },
+                    keys: if r.keys {
+                        l.keys.iter().cloned().collect()
+                    } else {
+                        Vec::new()
+                    },
                 },
             })
         })?;
-        Ok(Response::new(pb::LeaseTimeToLiveResponse { header: Some(h), ..resp }))
+        Ok(Response::new(pb::LeaseTimeToLiveResponse {
+            header: Some(h),
+            ..resp
+        }))
     }
 
-    async fn lease_leases(&self, _r: Request<pb::LeaseLeasesRequest>) -> Rpc<pb::LeaseLeasesResponse> {
-        let (leases, h) = self.store.with(|m| Ok(m.leases.keys().map(|id| pb::LeaseStatus { id: *id }).collect()))?;
-        Ok(Response::new(pb::LeaseLeasesResponse { header: Some(h), leases }))
+    async fn lease_leases(
+        &self,
+        _r: Request<pb::LeaseLeasesRequest>,
+    ) -> Rpc<pb::LeaseLeasesResponse> {
+        let (leases, h) = self.store.with(|m| {
+            Ok(m.leases
+                .keys()
+                .map(|id| pb::LeaseStatus { id: *id })
+                .collect())
+        })?;
+        Ok(Response::new(pb::LeaseLeasesResponse {
+            header: Some(h),
+            leases,
+        }))
     }
 }
 
@@ -168,7 +228,11 @@ const CHUNK_BYTES: usize = 1 << 20;
 
 /// Deliver what each watch has not seen yet; drop compacted ones. False when
 /// the client went away.
-async fn deliver(store: &Store, watchers: &mut HashMap<i64, Watcher>, tx: &mpsc::Sender<Result<pb::WatchResponse, Status>>) -> bool {
+async fn deliver(
+    store: &Store,
+    watchers: &mut HashMap<i64, Watcher>,
+    tx: &mpsc::Sender<Result<pb::WatchResponse, Status>>,
+) -> bool {
     let mut ids: Vec<i64> = watchers.keys().copied().collect();
     ids.sort_unstable();
     for id in ids {
@@ -220,7 +284,12 @@ async fn deliver(store: &Store, watchers: &mut HashMap<i64, Watcher>, tx: &mpsc:
                     }
                 }
                 if !batch.is_empty() {
-                    let resp = pb::WatchResponse { header: Some(store.header(rev)), watch_id: id, events: batch, ..Default::default() };
+                    let resp = pb::WatchResponse {
+                        header: Some(store.header(rev)),
+                        watch_id: id,
+                        events: batch,
+                        ..Default::default()
+                    };
                     if tx.send(Ok(resp)).await.is_err() {
                         return false;
                     }
@@ -279,13 +348,13 @@ impl Watch for Svc {
                                 // History at or after the start revision is replayed now.
                                 if !deliver(&store, &mut watchers, &tx).await { break }
                             }
-                            Some(U::CancelRequest(c)) => {
-                                if watchers.remove(&c.watch_id).is_some() {
-                                    let cur = store.lock().rev;
-                                    let resp = pb::WatchResponse { header: Some(store.header(cur)), watch_id: c.watch_id, canceled: true, ..Default::default() };
-                                    if tx.send(Ok(resp)).await.is_err() { break }
-                                }
+                            // etcd answers nothing for a watch id it does not have.
+                            Some(U::CancelRequest(c)) if watchers.remove(&c.watch_id).is_some() => {
+                                let cur = store.lock().rev;
+                                let resp = pb::WatchResponse { header: Some(store.header(cur)), watch_id: c.watch_id, canceled: true, ..Default::default() };
+                                if tx.send(Ok(resp)).await.is_err() { break }
                             }
+                            Some(U::CancelRequest(_)) => {}
                             Some(U::ProgressRequest(_)) => {
                                 let cur = store.lock().rev;
                                 let resp = pb::WatchResponse { header: Some(store.header(cur)), watch_id: -1, ..Default::default() };
@@ -310,7 +379,10 @@ impl Watch for Svc {
 impl Maintenance for Svc {
     async fn alarm(&self, _r: Request<pb::AlarmRequest>) -> Rpc<pb::AlarmResponse> {
         let (_, h) = self.store.with(|_| Ok(()))?;
-        Ok(Response::new(pb::AlarmResponse { header: Some(h), alarms: Vec::new() }))
+        Ok(Response::new(pb::AlarmResponse {
+            header: Some(h),
+            alarms: Vec::new(),
+        }))
     }
 
     async fn status(&self, _r: Request<pb::StatusRequest>) -> Rpc<pb::StatusResponse> {
@@ -360,21 +432,39 @@ impl Cluster for Svc {
         Err(unimplemented("MemberAdd"))
     }
 
-    async fn member_remove(&self, _r: Request<pb::MemberRemoveRequest>) -> Rpc<pb::MemberRemoveResponse> {
+    async fn member_remove(
+        &self,
+        _r: Request<pb::MemberRemoveRequest>,
+    ) -> Rpc<pb::MemberRemoveResponse> {
         Err(unimplemented("MemberRemove"))
     }
 
-    async fn member_update(&self, _r: Request<pb::MemberUpdateRequest>) -> Rpc<pb::MemberUpdateResponse> {
+    async fn member_update(
+        &self,
+        _r: Request<pb::MemberUpdateRequest>,
+    ) -> Rpc<pb::MemberUpdateResponse> {
         Err(unimplemented("MemberUpdate"))
     }
 
     async fn member_list(&self, _r: Request<pb::MemberListRequest>) -> Rpc<pb::MemberListResponse> {
         let (_, h) = self.store.with(|_| Ok(()))?;
-        let me = pb::Member { id: self.store.member_id, name: "memetcd".into(), peer_ur_ls: Vec::new(), client_ur_ls: vec![self.url.clone()], is_learner: false };
-        Ok(Response::new(pb::MemberListResponse { header: Some(h), members: vec![me] }))
+        let me = pb::Member {
+            id: self.store.member_id,
+            name: "memetcd".into(),
+            peer_ur_ls: Vec::new(),
+            client_ur_ls: vec![self.url.clone()],
+            is_learner: false,
+        };
+        Ok(Response::new(pb::MemberListResponse {
+            header: Some(h),
+            members: vec![me],
+        }))
     }
 
-    async fn member_promote(&self, _r: Request<pb::MemberPromoteRequest>) -> Rpc<pb::MemberPromoteResponse> {
+    async fn member_promote(
+        &self,
+        _r: Request<pb::MemberPromoteRequest>,
+    ) -> Rpc<pb::MemberPromoteResponse> {
         Err(unimplemented("MemberPromote"))
     }
 }

@@ -61,9 +61,13 @@ pub(crate) struct Mvcc {
     next_lease: i64,
 }
 
+type KeyBounds<'a> = (Bound<&'a [u8]>, Bound<&'a [u8]>);
+/// A branch's puts and its delete ranges.
+type BranchWrites = (HashSet<Vec<u8>>, Vec<(Vec<u8>, Vec<u8>)>);
+
 /// The keys `key`..`range_end` select, in etcd's encoding: an empty end is
 /// the one key, `\0` is every key from `key` on.
-pub(crate) fn bounds<'a>(key: &'a [u8], range_end: &'a [u8]) -> Option<(Bound<&'a [u8]>, Bound<&'a [u8]>)> {
+pub(crate) fn bounds<'a>(key: &'a [u8], range_end: &'a [u8]) -> Option<KeyBounds<'a>> {
     if range_end.is_empty() {
         return Some((Bound::Included(key), Bound::Included(key)));
     }
@@ -87,7 +91,11 @@ pub(crate) fn in_range(k: &[u8], key: &[u8], range_end: &[u8]) -> bool {
 }
 
 fn at(versions: &[(i64, Option<KeyValue>)], rev: i64) -> Option<&KeyValue> {
-    versions.iter().rev().find(|(r, _)| *r <= rev).and_then(|(_, v)| v.as_ref())
+    versions
+        .iter()
+        .rev()
+        .find(|(r, _)| *r <= rev)
+        .and_then(|(_, v)| v.as_ref())
 }
 
 impl Mvcc {
@@ -103,13 +111,21 @@ impl Mvcc {
     }
 
     fn current(&self, key: &[u8]) -> Option<&KeyValue> {
-        self.keys.get(key).and_then(|v| v.last()).and_then(|(_, v)| v.as_ref())
+        self.keys
+            .get(key)
+            .and_then(|v| v.last())
+            .and_then(|(_, v)| v.as_ref())
     }
 
     /// Live keys in a range at revision `rev`, in key order.
     fn scan(&self, key: &[u8], range_end: &[u8], rev: i64) -> Vec<&KeyValue> {
-        let Some(b) = bounds(key, range_end) else { return Vec::new() };
-        self.keys.range::<[u8], _>(b).filter_map(|(_, v)| at(v, rev)).collect()
+        let Some(b) = bounds(key, range_end) else {
+            return Vec::new();
+        };
+        self.keys
+            .range::<[u8], _>(b)
+            .filter_map(|(_, v)| at(v, rev))
+            .collect()
     }
 
     pub fn range(&self, r: &pb::RangeRequest) -> Result<pb::RangeResponse, Status> {
@@ -118,8 +134,18 @@ impl Mvcc {
         }
         let rev = match r.revision {
             0 => self.rev,
-            x if x > self.rev => return Err(err(tonic::Code::OutOfRange, "mvcc: required revision is a future revision")),
-            x if x < self.compacted => return Err(err(tonic::Code::OutOfRange, "mvcc: required revision has been compacted")),
+            x if x > self.rev => {
+                return Err(err(
+                    tonic::Code::OutOfRange,
+                    "mvcc: required revision is a future revision",
+                ))
+            }
+            x if x < self.compacted => {
+                return Err(err(
+                    tonic::Code::OutOfRange,
+                    "mvcc: required revision has been compacted",
+                ))
+            }
             x => x,
         };
         Ok(self.range_rev(r, rev))
@@ -137,8 +163,10 @@ impl Mvcc {
                 .filter(|kv| {
                     (r.min_mod_revision == 0 || kv.mod_revision >= r.min_mod_revision)
                         && (r.max_mod_revision == 0 || kv.mod_revision <= r.max_mod_revision)
-                        && (r.min_create_revision == 0 || kv.create_revision >= r.min_create_revision)
-                        && (r.max_create_revision == 0 || kv.create_revision <= r.max_create_revision)
+                        && (r.min_create_revision == 0
+                            || kv.create_revision >= r.min_create_revision)
+                        && (r.max_create_revision == 0
+                            || kv.create_revision <= r.max_create_revision)
                 })
                 .cloned()
                 .collect();
@@ -148,7 +176,9 @@ impl Mvcc {
             if order == SortOrder::None && target != SortTarget::Key {
                 order = SortOrder::Ascend;
             }
-            if order != SortOrder::None && !(order == SortOrder::Ascend && target == SortTarget::Key) {
+            if order != SortOrder::None
+                && !(order == SortOrder::Ascend && target == SortTarget::Key)
+            {
                 match target {
                     SortTarget::Key => kvs.sort_by(|a, b| a.key.cmp(&b.key)),
                     SortTarget::Version => kvs.sort_by_key(|kv| kv.version),
@@ -171,7 +201,12 @@ impl Mvcc {
                 kv.value.clear();
             }
         }
-        pb::RangeResponse { header: None, kvs, more, count }
+        pb::RangeResponse {
+            header: None,
+            kvs,
+            more,
+            count,
+        }
     }
 
     fn compare(&self, c: &pb::Compare) -> bool {
@@ -192,7 +227,9 @@ impl Mvcc {
         };
         kvs.into_iter().all(|kv| {
             let ord = match (target, &c.target_union) {
-                (CompareTarget::Value, Some(TargetUnion::Value(v))) => kv.value.as_slice().cmp(v.as_slice()),
+                (CompareTarget::Value, Some(TargetUnion::Value(v))) => {
+                    kv.value.as_slice().cmp(v.as_slice())
+                }
                 (CompareTarget::Value, _) => kv.value.as_slice().cmp(&[][..]),
                 (CompareTarget::Version, u) => kv.version.cmp(&int_of(u)),
                 (CompareTarget::Create, u) => kv.create_revision.cmp(&int_of(u)),
@@ -262,10 +299,16 @@ impl Mvcc {
         let mut w = Writes::default();
         let prev = self.do_put(&mut w, p);
         self.commit(w);
-        Ok(pb::PutResponse { header: None, prev_kv: if p.prev_kv { prev } else { None } })
+        Ok(pb::PutResponse {
+            header: None,
+            prev_kv: if p.prev_kv { prev } else { None },
+        })
     }
 
-    pub fn delete_range(&mut self, d: &pb::DeleteRangeRequest) -> Result<pb::DeleteRangeResponse, Status> {
+    pub fn delete_range(
+        &mut self,
+        d: &pb::DeleteRangeRequest,
+    ) -> Result<pb::DeleteRangeResponse, Status> {
         if d.key.is_empty() {
             return Err(err(tonic::Code::InvalidArgument, "key is not provided"));
         }
@@ -286,7 +329,13 @@ impl Mvcc {
         Ok(r)
     }
 
-    fn do_txn(&mut self, w: &mut Writes, t: &pb::TxnRequest, path: &[bool], at: &mut usize) -> pb::TxnResponse {
+    fn do_txn(
+        &mut self,
+        w: &mut Writes,
+        t: &pb::TxnRequest,
+        path: &[bool],
+        at: &mut usize,
+    ) -> pb::TxnResponse {
         use pb::request_op::Request as Q;
         use pb::response_op::Response as A;
         let ok = path[*at];
@@ -297,12 +346,19 @@ impl Mvcc {
                 Some(Q::RequestRange(r)) => {
                     // Reads in a Txn see its own writes (all at the Txn's revision).
                     let pending = self.rev + if w.events.is_empty() { 0 } else { 1 };
-                    let rev = if r.revision > 0 { r.revision.clamp(self.compacted, pending) } else { pending };
+                    let rev = if r.revision > 0 {
+                        r.revision.clamp(self.compacted, pending)
+                    } else {
+                        pending
+                    };
                     A::ResponseRange(self.range_rev(r, rev))
                 }
                 Some(Q::RequestPut(p)) => {
                     let prev = self.do_put(w, p);
-                    A::ResponsePut(pb::PutResponse { header: None, prev_kv: if p.prev_kv { prev } else { None } })
+                    A::ResponsePut(pb::PutResponse {
+                        header: None,
+                        prev_kv: if p.prev_kv { prev } else { None },
+                    })
                 }
                 Some(Q::RequestDeleteRange(d)) => A::ResponseDeleteRange(self.do_delete(w, d)),
                 Some(Q::RequestTxn(n)) => A::ResponseTxn(self.do_txn(w, n, path, at)),
@@ -310,14 +366,26 @@ impl Mvcc {
             };
             responses.push(pb::ResponseOp { response: Some(a) });
         }
-        pb::TxnResponse { header: None, succeeded: ok, responses }
+        pb::TxnResponse {
+            header: None,
+            succeeded: ok,
+            responses,
+        }
     }
 
     fn do_put(&mut self, w: &mut Writes, p: &pb::PutRequest) -> Option<KeyValue> {
         let rev = self.rev + 1;
         let prev = self.current(&p.key).cloned();
-        let lease = if p.ignore_lease { prev.as_ref().map_or(0, |kv| kv.lease) } else { p.lease };
-        let value = if p.ignore_value { prev.as_ref().map(|kv| kv.value.clone()).unwrap_or_default() } else { p.value.clone() };
+        let lease = if p.ignore_lease {
+            prev.as_ref().map_or(0, |kv| kv.lease)
+        } else {
+            p.lease
+        };
+        let value = if p.ignore_value {
+            prev.as_ref().map(|kv| kv.value.clone()).unwrap_or_default()
+        } else {
+            p.value.clone()
+        };
         let kv = KeyValue {
             key: p.key.clone(),
             create_revision: prev.as_ref().map_or(rev, |kv| kv.create_revision),
@@ -326,7 +394,11 @@ impl Mvcc {
             value,
             lease,
         };
-        if let Some(old) = prev.as_ref().map(|kv| kv.lease).filter(|l| *l != 0 && *l != lease) {
+        if let Some(old) = prev
+            .as_ref()
+            .map(|kv| kv.lease)
+            .filter(|l| *l != 0 && *l != lease)
+        {
             if let Some(l) = self.leases.get_mut(&old) {
                 l.keys.remove(&p.key);
             }
@@ -336,23 +408,45 @@ impl Mvcc {
                 l.keys.insert(p.key.clone());
             }
         }
-        self.keys.entry(p.key.clone()).or_default().push((rev, Some(kv.clone())));
-        w.events.push(Event { r#type: EventType::Put as i32, kv: Some(kv), prev_kv: prev.clone() });
+        self.keys
+            .entry(p.key.clone())
+            .or_default()
+            .push((rev, Some(kv.clone())));
+        w.events.push(Event {
+            r#type: EventType::Put as i32,
+            kv: Some(kv),
+            prev_kv: prev.clone(),
+        });
         prev
     }
 
     fn do_delete(&mut self, w: &mut Writes, d: &pb::DeleteRangeRequest) -> pb::DeleteRangeResponse {
         let rev = self.rev + 1;
-        let victims: Vec<KeyValue> = self.scan(&d.key, &d.range_end, rev).into_iter().cloned().collect();
+        let victims: Vec<KeyValue> = self
+            .scan(&d.key, &d.range_end, rev)
+            .into_iter()
+            .cloned()
+            .collect();
         for kv in &victims {
             if kv.lease != 0 {
                 if let Some(l) = self.leases.get_mut(&kv.lease) {
                     l.keys.remove(&kv.key);
                 }
             }
-            self.keys.entry(kv.key.clone()).or_default().push((rev, None));
-            let tomb = KeyValue { key: kv.key.clone(), mod_revision: rev, ..Default::default() };
-            w.events.push(Event { r#type: EventType::Delete as i32, kv: Some(tomb), prev_kv: Some(kv.clone()) });
+            self.keys
+                .entry(kv.key.clone())
+                .or_default()
+                .push((rev, None));
+            let tomb = KeyValue {
+                key: kv.key.clone(),
+                mod_revision: rev,
+                ..Default::default()
+            };
+            w.events.push(Event {
+                r#type: EventType::Delete as i32,
+                kv: Some(tomb),
+                prev_kv: Some(kv.clone()),
+            });
         }
         pb::DeleteRangeResponse {
             header: None,
@@ -406,13 +500,23 @@ impl Mvcc {
                 }
             }
         } else if id < 0 {
-            return Err(err(tonic::Code::InvalidArgument, "lease ID must be positive"));
+            return Err(err(
+                tonic::Code::InvalidArgument,
+                "lease ID must be positive",
+            ));
         } else if self.leases.contains_key(&id) {
             return Err(err(tonic::Code::FailedPrecondition, "lease already exists"));
         } else {
             id
         };
-        self.leases.insert(id, Lease { ttl, expiry: now + Duration::from_secs(ttl as u64), keys: BTreeSet::new() });
+        self.leases.insert(
+            id,
+            Lease {
+                ttl,
+                expiry: now + Duration::from_secs(ttl as u64),
+                keys: BTreeSet::new(),
+            },
+        );
         Ok((id, ttl))
     }
 
@@ -421,7 +525,13 @@ impl Mvcc {
         let lease = self.leases.remove(&id).ok_or_else(lease_not_found)?;
         let mut w = Writes::default();
         for k in lease.keys {
-            self.do_delete(&mut w, &pb::DeleteRangeRequest { key: k, ..Default::default() });
+            self.do_delete(
+                &mut w,
+                &pb::DeleteRangeRequest {
+                    key: k,
+                    ..Default::default()
+                },
+            );
         }
         self.commit(w);
         Ok(())
@@ -439,14 +549,26 @@ impl Mvcc {
 
     /// The events of revisions `from..` in a watch's range, the revision they
     /// run to, or `Err(compacted)` when `from` is older than the history.
-    pub fn events_since(&self, from: i64, key: &[u8], range_end: &[u8]) -> Result<(Vec<Event>, i64), i64> {
+    pub fn events_since(
+        &self,
+        from: i64,
+        key: &[u8],
+        range_end: &[u8],
+    ) -> Result<(Vec<Event>, i64), i64> {
         if from < self.compacted {
             return Err(self.compacted);
         }
         let start = self.events.partition_point(|(r, _)| *r < from);
         let mut out = Vec::new();
         for (_, evs) in self.events.range(start..) {
-            out.extend(evs.iter().filter(|e| e.kv.as_ref().is_some_and(|kv| in_range(&kv.key, key, range_end))).cloned());
+            out.extend(
+                evs.iter()
+                    .filter(|e| {
+                        e.kv.as_ref()
+                            .is_some_and(|kv| in_range(&kv.key, key, range_end))
+                    })
+                    .cloned(),
+            );
         }
         Ok((out, self.rev))
     }
@@ -468,8 +590,14 @@ struct Writes {
 /// etcd's Txn checks: op counts, and no key written twice in one branch.
 fn check_txn(t: &pb::TxnRequest) -> Result<(), Status> {
     fn ops(t: &pb::TxnRequest) -> Result<(), Status> {
-        if t.compare.len() > MAX_TXN_OPS || t.success.len() > MAX_TXN_OPS || t.failure.len() > MAX_TXN_OPS {
-            return Err(err(tonic::Code::InvalidArgument, "too many operations in txn request"));
+        if t.compare.len() > MAX_TXN_OPS
+            || t.success.len() > MAX_TXN_OPS
+            || t.failure.len() > MAX_TXN_OPS
+        {
+            return Err(err(
+                tonic::Code::InvalidArgument,
+                "too many operations in txn request",
+            ));
         }
         for op in t.success.iter().chain(&t.failure) {
             if let Some(pb::request_op::Request::RequestTxn(n)) = &op.request {
@@ -479,18 +607,23 @@ fn check_txn(t: &pb::TxnRequest) -> Result<(), Status> {
         Ok(())
     }
     /// The keys a branch puts (nested Txns: both their branches) and its deletes.
-    fn branch(ops: &[pb::RequestOp]) -> Result<(HashSet<Vec<u8>>, Vec<(Vec<u8>, Vec<u8>)>), Status> {
-        let dup = || err(tonic::Code::InvalidArgument, "duplicate key given in txn request");
+    fn branch(ops: &[pb::RequestOp]) -> Result<BranchWrites, Status> {
+        let dup = || {
+            err(
+                tonic::Code::InvalidArgument,
+                "duplicate key given in txn request",
+            )
+        };
         let mut puts = HashSet::new();
         let mut dels = Vec::new();
         for op in ops {
             match &op.request {
-                Some(pb::request_op::Request::RequestPut(p)) => {
-                    if !puts.insert(p.key.clone()) {
-                        return Err(dup());
-                    }
+                Some(pb::request_op::Request::RequestPut(p)) if !puts.insert(p.key.clone()) => {
+                    return Err(dup());
                 }
-                Some(pb::request_op::Request::RequestDeleteRange(d)) => dels.push((d.key.clone(), d.range_end.clone())),
+                Some(pb::request_op::Request::RequestDeleteRange(d)) => {
+                    dels.push((d.key.clone(), d.range_end.clone()))
+                }
                 Some(pb::request_op::Request::RequestTxn(n)) => {
                     let (sp, sd) = branch(&n.success)?;
                     let (fp, fd) = branch(&n.failure)?;
@@ -505,7 +638,10 @@ fn check_txn(t: &pb::TxnRequest) -> Result<(), Status> {
                 _ => {}
             }
         }
-        if puts.iter().any(|k| dels.iter().any(|(s, e)| in_range(k, s, e))) {
+        if puts
+            .iter()
+            .any(|k| dels.iter().any(|(s, e)| in_range(k, s, e)))
+        {
             return Err(dup());
         }
         Ok((puts, dels))
@@ -542,7 +678,10 @@ impl Store {
 
     /// Run `f` on the store; wake watchers if it wrote. Returns the result
     /// and the header for it.
-    pub fn with<T>(&self, f: impl FnOnce(&mut Mvcc) -> Result<T, Status>) -> Result<(T, pb::ResponseHeader), Status> {
+    pub fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Mvcc) -> Result<T, Status>,
+    ) -> Result<(T, pb::ResponseHeader), Status> {
         let mut m = self.lock();
         let before = m.rev;
         let r = f(&mut m)?;
@@ -555,7 +694,12 @@ impl Store {
     }
 
     pub fn header(&self, rev: i64) -> pb::ResponseHeader {
-        pb::ResponseHeader { cluster_id: CLUSTER_ID, member_id: self.member_id, revision: rev, raft_term: 2 }
+        pb::ResponseHeader {
+            cluster_id: CLUSTER_ID,
+            member_id: self.member_id,
+            revision: rev,
+            raft_term: 2,
+        }
     }
 
     /// Revoke leases as they expire, each at its own revision (as etcd's
@@ -570,7 +714,12 @@ impl Store {
             }
             let now = Instant::now();
             let _ = self.with(|m| {
-                let mut due: Vec<(Instant, i64)> = m.leases.iter().filter(|(_, l)| l.expiry <= now).map(|(id, l)| (l.expiry, *id)).collect();
+                let mut due: Vec<(Instant, i64)> = m
+                    .leases
+                    .iter()
+                    .filter(|(_, l)| l.expiry <= now)
+                    .map(|(id, l)| (l.expiry, *id))
+                    .collect();
                 due.sort();
                 for (_, id) in due {
                     m.revoke(id)?;
