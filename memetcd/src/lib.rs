@@ -112,10 +112,19 @@ pub fn endpoint(name: &str) -> Result<String, StartError> {
 /// tool of its own (etcdctl) at the store its code under test uses. Off by
 /// default: nothing else learns the port.
 fn announce(name: &str, url: &str) -> Result<(), StartError> {
-    let Some(dir) = std::env::var_os("ETCDLOCK_MEM_URL_DIR") else { return Ok(()) };
-    let file = std::path::Path::new(&dir).join(format!("{}.url", if name.is_empty() { "default" } else { name }));
-    std::fs::write(&file, url)
-        .map_err(|e| StartError(format!("cannot write the in-process etcd's URL to {} (ETCDLOCK_MEM_URL_DIR): {e}", file.display())))
+    let Some(dir) = std::env::var_os("ETCDLOCK_MEM_URL_DIR") else {
+        return Ok(());
+    };
+    let file = std::path::Path::new(&dir).join(format!(
+        "{}.url",
+        if name.is_empty() { "default" } else { name }
+    ));
+    std::fs::write(&file, url).map_err(|e| {
+        StartError(format!(
+            "cannot write the in-process etcd's URL to {} (ETCDLOCK_MEM_URL_DIR): {e}",
+            file.display()
+        ))
+    })
 }
 
 async fn serve(svc: service::Svc, listener: tokio::net::TcpListener) {
