@@ -36,6 +36,12 @@ suite() {
 
 suite core "Rust core, CLI and harness (cargo test)" \
   cargo test --quiet -p etcdlock -p etcdlock-testkit -p etcdlock-cli
+# The same suites once more on the in-process etcd (mem://): every test that
+# never stops, pauses or inspects etcd itself (etcdctl interop tests return
+# early there). The conformance table's mem run is part of the suite above.
+suite core "Rust core on the in-process etcd (ETCDLOCK_TEST_BACKEND=mem)" \
+  env ETCDLOCK_TEST_BACKEND=mem cargo test --quiet -p etcdlock --test lock --test semaphore \
+    --test election --test rwlock --test multi --test once --test list --test metrics
 suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
   cargo clippy --quiet --workspace --all-targets -- -D warnings
 # The bindings' benchmark entry points exist only with their bench feature

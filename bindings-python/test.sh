@@ -38,3 +38,6 @@ MATURIN_PEP517_ARGS="--profile $PROFILE" \
 echo "== pytest"
 cd "$HERE"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@" tests
+
+echo "== pytest: the conformance table on the in-process etcd (mem://)"
+ETCDLOCK_CONFORMANCE_BACKEND=mem "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@" tests/test_conformance.py

@@ -75,7 +75,11 @@ fn read_pem(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
 }
 
 impl Client {
-    /// Connect to etcd and open the session (grant its lease). Fails with
+    /// Connect to etcd and open the session (grant its lease). With a
+    /// `mem://` or `mem://NAME` endpoint it starts (or joins) the in-process
+    /// etcd of that name instead: the same protocol, revisions, leases and
+    /// watches as etcd, for unit tests without etcd. It **locks nothing
+    /// across processes** (see [`ClientOptions::endpoints`]). Fails with
     /// `Unavailable` when no endpoint answers within the connect timeout,
     /// `AuthFailed` on bad credentials, `InvalidArgument` on bad options.
     /// With [`ClientOptions::lazy_connect`] it only checks the options (and
@@ -96,7 +100,11 @@ impl Client {
             co = co.with_user(u.clone(), p.clone());
         }
         let mut urls = opts.endpoints.clone();
-        if let Some(tls) = &opts.tls {
+        if let Some(Ok(store)) = opts.endpoints.first().and_then(|e| crate::transport::mem_store(e)) {
+            // The in-process store (validate checked every endpoint names it).
+            let url = memetcd::endpoint(store).map_err(|e| Error::new(ErrorCode::Unavailable, e.to_string()))?;
+            urls = vec![url];
+        } else if let Some(tls) = &opts.tls {
             let mut t = etcd_client::TlsOptions::new();
             if let Some(ca) = &tls.ca {
                 t = t.ca_certificate(etcd_client::Certificate::from_pem(read_pem(ca, "CA")?));

@@ -56,7 +56,14 @@ impl fmt::Debug for TlsOptions {
 /// and the `with_*` methods; every binding exposes the same fields.
 #[derive(Clone)]
 pub struct ClientOptions {
-    /// etcd endpoints (`http://127.0.0.1:2379`, `https://...`, or `host:port`).
+    /// etcd endpoints (`http://127.0.0.1:2379`, `https://...`, or `host:port`),
+    /// or one in-process store for unit tests: `mem://` (the process-wide
+    /// default store) or `mem://NAME` (clients in this process naming the
+    /// same NAME share one store). An in-process store is an etcd v3 server
+    /// run inside this process (loopback only), so every lock, recipe and
+    /// watch behaves as on etcd; but it **locks nothing across processes**
+    /// and dies with the process: it is for unit tests. It cannot be mixed
+    /// with etcd endpoints, TLS or credentials (`InvalidArgument`).
     pub endpoints: Vec<String>,
     /// Lease TTL in seconds (default 15). Below etcd's minimum it is raised by
     /// etcd; see [`Client::ttl`] for the effective value.
@@ -196,6 +203,26 @@ impl ClientOptions {
     pub(crate) fn validate(&self) -> Result<()> {
         if self.endpoints.is_empty() {
             return Err(Error::invalid("no etcd endpoints given"));
+        }
+        let mem: Vec<&str> = self.endpoints.iter().filter_map(|e| crate::transport::mem_store(e)?.ok()).collect();
+        if !mem.is_empty() {
+            if mem.len() != self.endpoints.len() {
+                return Err(Error::invalid(format!(
+                    "endpoints {:?} mix the in-process mem:// store with etcd endpoints; a client uses one or the other",
+                    self.endpoints.join(",")
+                )));
+            }
+            if mem.iter().any(|n| *n != mem[0]) {
+                return Err(Error::invalid(format!(
+                    "endpoints {:?} name more than one in-process store; a client uses one",
+                    self.endpoints.join(",")
+                )));
+            }
+            if self.tls.is_some() || self.username.is_some() || self.password.is_some() {
+                return Err(Error::invalid(
+                    "the in-process mem:// store has no TLS and no users: give neither TLS options nor credentials with it",
+                ));
+            }
         }
         for e in &self.endpoints {
             crate::transport::check_endpoint(e)?;

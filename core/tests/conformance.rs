@@ -1,6 +1,8 @@
 //! The conformance table (conformance/cases.json), run by the Rust core
-//! against real etcd. Every language's suite runs the same table; see
-//! conformance/README.md for the steps and how outcomes map to each idiom.
+//! against real etcd, then once more against the in-process etcd
+//! (`mem://`, every case not marked `etcd_only`). Every language's suite
+//! runs the same table; see conformance/README.md for the steps and how
+//! outcomes map to each idiom.
 
 mod common;
 
@@ -48,7 +50,7 @@ fn outcome<T>(r: &etcdlock::Result<T>) -> String {
 
 /// Options for a `connect` step, through the one parser every binding uses.
 fn connect_opts(
-    etcd: &Etcd,
+    endpoints: &str,
     ns: &str,
     o: &serde_json::Map<String, Value>,
 ) -> etcdlock::Result<ClientOptions> {
@@ -57,7 +59,7 @@ fn connect_opts(
         v => v.to_string(),
     };
     let mut pairs: Vec<(String, String)> = vec![
-        ("endpoints".into(), etcd.endpoints().join(",")),
+        ("endpoints".into(), endpoints.to_string()),
         ("namespace".into(), ns.into()),
         ("ttl".into(), "10".into()),
     ];
@@ -126,10 +128,17 @@ fn state(g: &Guard) -> &'static str {
     }
 }
 
-async fn run_case(shared: &Etcd, case: &Value) {
+/// Run one case against `shared` (the harness's etcd), or with `None`
+/// against the in-process store `mem://conformance`.
+async fn run_case(shared: Option<&Etcd>, case: &Value) {
     let id = case["id"].as_str().unwrap();
     // A case that hangs or kills etcd gets an etcd of its own.
-    let mut private = (case.get("etcd").and_then(Value::as_str) == Some("private")).then(Etcd::single);
+    let wants_private = case.get("etcd").and_then(Value::as_str) == Some("private");
+    assert!(
+        shared.is_some() || !wants_private,
+        "case {id} needs a private etcd: mark it \"etcd_only\": true"
+    );
+    let mut private = wants_private.then(Etcd::single);
     let ns = common::unique_ns(&format!("conf-{id}"));
     let mut clients: HashMap<String, Client> = HashMap::new();
     let mut guards: HashMap<String, Guard> = HashMap::new();
@@ -165,7 +174,11 @@ async fn run_case(shared: &Etcd, case: &Value) {
             }
             continue;
         }
-        let etcd = private.as_ref().unwrap_or(shared);
+        let etcd = match private.as_ref().or(shared) {
+            Some(e) => e.endpoints().join(","),
+            None => MEM.to_string(),
+        };
+        let etcd = etcd.as_str();
         let started = Instant::now();
         if op != "connect" && !clients.contains_key(&who) {
             let c = Client::connect(connect_opts(etcd, &ns, &Default::default()).unwrap())
@@ -384,29 +397,42 @@ async fn run_case(shared: &Etcd, case: &Value) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn conformance_table() {
+/// The in-process store the `mem` run uses.
+const MEM: &str = "mem://conformance";
+
+/// Run every case listed for Rust, against etcd or (`mem`) the in-process
+/// store, which skips exactly the cases marked `etcd_only`.
+async fn table(mem: bool) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../conformance/cases.json");
     let table: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let etcd = Etcd::single();
+    let etcd = (!mem).then(Etcd::single);
     let mut ran = 0;
     let cases = table["cases"].as_array().unwrap();
+    let listed = |c: &Value| {
+        c.get("langs")
+            .and_then(Value::as_array)
+            .map_or(true, |l| l.iter().any(|x| x == LANG))
+    };
+    let etcd_only = |c: &Value| c.get("etcd_only").and_then(Value::as_bool) == Some(true);
     for case in cases {
-        let langs = case.get("langs").and_then(Value::as_array);
-        if langs.is_some_and(|l| !l.iter().any(|x| x == LANG)) {
+        if !listed(case) || (mem && etcd_only(case)) {
             continue;
         }
-        run_case(&etcd, case).await;
+        run_case(etcd.as_ref(), case).await;
         ran += 1;
     }
-    let expected = cases
-        .iter()
-        .filter(|c| {
-            c.get("langs")
-                .and_then(Value::as_array)
-                .is_none_or(|l| l.iter().any(|x| x == LANG))
-        })
-        .count();
+    let expected = cases.iter().filter(|c| listed(c) && !(mem && etcd_only(c))).count();
     assert_eq!(ran, expected);
-    println!("conformance: {ran} of {} cases ran for {LANG}", cases.len());
+    let backend = if mem { " (mem)" } else { "" };
+    println!("conformance: {ran} of {} cases ran for {LANG}{backend}", cases.len());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_table() {
+    table(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conformance_table_mem() {
+    table(true).await;
 }

@@ -7,7 +7,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{client, unique_ns};
+use common::{client, skip_on_mem, unique_ns};
 use etcdlock::{ErrorCode, LockOptions, LossReason};
 use etcdlock_testkit::{etcdctl_bin, Etcd};
 
@@ -66,6 +66,9 @@ async fn a_leader_whose_key_is_deleted_is_refused_by_etcd() {
 
 #[tokio::test]
 async fn etcdctl_elect_and_etcdlock_see_each_other() {
+    if skip_on_mem("etcdctl_elect_and_etcdlock_see_each_other") {
+        return;
+    }
     let etcd = Etcd::single();
     let c = client(&etcd, "", 10).await;
     // etcdctl campaigns first and leads.

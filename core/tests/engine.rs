@@ -291,6 +291,9 @@ async fn futures_clients(etcd: &Etcd, ns: &str, n: usize) -> Vec<Client> {
 
 #[tokio::test]
 async fn nested_names_are_independent_locks_and_etcdctl_still_excludes() {
+    if common::skip_on_mem("nested_names_are_independent_locks_and_etcdctl_still_excludes") {
+        return;
+    }
     let etcd = Etcd::single();
     let ns = unique_ns("nest");
     let a = client(&etcd, &ns, 10).await;

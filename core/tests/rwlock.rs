@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{client, unique_ns};
+use common::{client, skip_on_mem, unique_ns};
 use etcdlock::{ErrorCode, LockOptions};
 use etcdlock_testkit::{etcdctl_bin, Etcd};
 
@@ -82,6 +82,9 @@ async fn readers_and_writers_mixed_never_overlap_wrongly() {
 
 #[tokio::test]
 async fn an_etcdctl_lock_holder_excludes_readers() {
+    if skip_on_mem("an_etcdctl_lock_holder_excludes_readers") {
+        return;
+    }
     let etcd = Etcd::single();
     let c = client(&etcd, "", 10).await;
     let mut ctl = Command::new(etcdctl_bin())

@@ -20,7 +20,7 @@ use tokio::sync::Semaphore;
 use crate::error::{Error, ErrorCode, Result};
 
 mod policy;
-pub(crate) use policy::{check_endpoint, classify, jitter, Bound, Kind};
+pub(crate) use policy::{check_endpoint, classify, jitter, mem_store, Bound, Kind};
 
 /// Requests one client keeps in flight at most; further ones queue in the
 /// client, so a burst of 10,000 acquisitions never meets `too many requests`.

@@ -49,16 +49,39 @@ pub(crate) fn classify(e: &etcd_client::Error) -> Kind {
     }
 }
 
-/// Split and check one endpoint: `http://host:port`, `https://host:port` or
-/// `host:port`. Anything else is the caller's mistake, not etcd's absence.
+/// The store an in-process endpoint names: `mem://` is the process-wide
+/// default store (`""`), `mem://NAME` the store NAME. `None` for any other
+/// scheme; `Some(Err)` for a `mem://` endpoint with a port, path, query or
+/// a name that is not 1 to 64 of `A-Z a-z 0-9 . _ -`.
+pub(crate) fn mem_store(e: &str) -> Option<Result<&str>> {
+    let (scheme, name) = e.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("mem") {
+        return None;
+    }
+    let ok = name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    Some(if ok {
+        Ok(name)
+    } else {
+        Err(Error::invalid(format!(
+            "bad endpoint {e:?}: an in-process endpoint is mem:// or mem://NAME, NAME being up to 64 of A-Z a-z 0-9 . _ - (no port, path or query)"
+        )))
+    })
+}
+
+/// Split and check one endpoint: `http://host:port`, `https://host:port`,
+/// `host:port`, or the in-process `mem://` / `mem://NAME`. Anything else is
+/// the caller's mistake, not etcd's absence.
 pub(crate) fn check_endpoint(e: &str) -> Result<()> {
     let bad = |why: &str| Error::invalid(format!("bad endpoint {e:?}: {why}"));
     if e.trim().is_empty() || e.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(bad("empty or contains whitespace"));
     }
+    if let Some(m) = mem_store(e) {
+        return m.map(|_| ());
+    }
     let rest = match e.split_once("://") {
         Some(("http" | "https", rest)) => rest,
-        Some((scheme, _)) => return Err(bad(&format!("scheme {scheme:?} is not http or https"))),
+        Some((scheme, _)) => return Err(bad(&format!("scheme {scheme:?} is not http, https or mem"))),
         None => e,
     };
     let hostport = rest.strip_suffix('/').unwrap_or(rest);

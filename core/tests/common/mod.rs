@@ -13,8 +13,29 @@ pub fn unique_ns(tag: &str) -> String {
     format!("t-{}-{}-{}/", tag, std::process::id(), NS.fetch_add(1, Ordering::Relaxed))
 }
 
+/// Whether the suite runs against the in-process etcd (`mem://tests`)
+/// instead of the harness's: `ETCDLOCK_TEST_BACKEND=mem`. Tests of etcdctl
+/// interop (etcdctl talks to the harness's etcd) return early then. (test.sh runs the
+/// suites that never stop or pause etcd a second time so).
+pub fn mem_backend() -> bool {
+    std::env::var("ETCDLOCK_TEST_BACKEND").is_ok_and(|b| b == "mem")
+}
+
+/// True (after saying so) when a test that needs the real etcd should not
+/// run: the mem backend is selected.
+pub fn skip_on_mem(test: &str) -> bool {
+    if mem_backend() {
+        eprintln!("{test}: etcdctl interop needs the real etcd; not run on mem://");
+    }
+    mem_backend()
+}
+
 pub fn opts(etcd: &Etcd, ns: &str, ttl: i64) -> ClientOptions {
-    ClientOptions::new(etcd.endpoints()).with_ttl(ttl).with_namespace(ns)
+    // One in-process store per harness etcd, so a test sees only its own
+    // revisions, as it does on its own etcd.
+    let store = || format!("mem://tests-{}", etcd.endpoints()[0].rsplit(':').next().unwrap_or_default());
+    let endpoints = if mem_backend() { vec![store()] } else { etcd.endpoints() };
+    ClientOptions::new(endpoints).with_ttl(ttl).with_namespace(ns)
 }
 
 pub async fn client(etcd: &Etcd, ns: &str, ttl: i64) -> Client {
