@@ -178,8 +178,8 @@ async fn a_latch_counts_down_across_clients_and_leaves_no_keys() {
     }
     let raw = client(&etcd, &ns, 10).await;
     let t0 = Instant::now();
-    while !keys(&raw, &format!("{ns}")).await.is_empty() {
-        assert!(t0.elapsed() < Duration::from_secs(5), "latch keys left: {:?}", keys(&raw, &format!("{ns}")).await);
+    while !keys(&raw, ns.as_str()).await.is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "latch keys left: {:?}", keys(&raw, ns.as_str()).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     raw.close().await;
@@ -226,8 +226,8 @@ async fn a_barrier_releases_its_parties_together_and_refuses_late_comers() {
     }
     let raw = client(&etcd, &ns, 10).await;
     let t0 = Instant::now();
-    while !keys(&raw, &format!("{ns}")).await.is_empty() {
-        assert!(t0.elapsed() < Duration::from_secs(5), "barrier keys left: {:?}", keys(&raw, &format!("{ns}")).await);
+    while !keys(&raw, ns.as_str()).await.is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(5), "barrier keys left: {:?}", keys(&raw, ns.as_str()).await);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     raw.close().await;
