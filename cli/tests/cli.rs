@@ -625,3 +625,102 @@ fn lazy_connect_lets_a_command_wait_for_etcd_within_its_timeout() {
     let bad = bin().args(["--endpoints", &ep, "--lazy-connect", "soon", "status", "x"]).output().unwrap();
     assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
 }
+
+/// Issue 32 in Rust with a real SIGKILL: `etcdlock run --lock-delay 3s`
+/// (TTL 2 s) holds; it is killed with SIGKILL (its supervisor kills the
+/// command's group); a waiter gets the lock no earlier than 3 s after etcd
+/// removed the key, and no later than TTL + delay + 1 s (headroom) + slack
+/// after the kill. The holder's metadata shows in `status --json`.
+#[test]
+fn lock_delay_outlasts_a_holder_killed_with_sigkill() {
+    let etcd = Etcd::single();
+    let ep = etcd.endpoints_csv();
+    let mut holder = bin()
+        .args(["--endpoints", &ep, "--ttl", "2", "run", "cli-delay", "--lock-delay", "3s", "--meta", "app=billing", "-v", "--", "sleep", "60"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    await_count(&etcd, "cli-delay/", 1);
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()).with_ttl(10))).unwrap();
+    // The metadata reaches the meta record ~100 ms into the hold.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let out = bin().args(["--endpoints", &ep, "status", "cli-delay", "--json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        if v["holder"]["metadata"]["app"] == "billing" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no metadata in status: {v}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let token = rt.block_on(c.status("cli-delay")).unwrap().holders[0].create_revision;
+    let c2 = c.clone();
+    let waiter = rt.spawn(async move {
+        let g = c2.lock_with("cli-delay", etcdlock::LockOptions::timeout(Duration::from_secs(20))).await;
+        (g, Instant::now())
+    });
+    // The waiter queued (2 keys), then SIGKILL.
+    await_count(&etcd, "cli-delay/", 2);
+    let killed = Instant::now();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let mut gone = None;
+    while gone.is_none() {
+        let st = rt.block_on(c.status("cli-delay")).unwrap();
+        if !st.holders.iter().chain(st.waiters.iter()).any(|h| h.create_revision == token) {
+            gone = Some(Instant::now());
+        }
+        assert!(killed.elapsed() < Duration::from_secs(6), "the killed holder's key never expired");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (g, at) = rt.block_on(waiter).unwrap();
+    let g = g.unwrap();
+    let (after_gone, after_kill) = (at - gone.unwrap(), at - killed);
+    eprintln!("lock-delay 3 s, TTL 2 s: key gone {:?} after SIGKILL, granted {after_gone:?} after that ({after_kill:?} after the kill)", gone.unwrap() - killed);
+    assert!(after_gone >= Duration::from_millis(2950), "granted {after_gone:?} after the key went (lock-delay 3 s)");
+    assert!(after_kill < Duration::from_secs(2 + 3 + 1 + 2), "granted {after_kill:?} after the kill");
+    rt.block_on(g.unlock()).unwrap();
+    rt.block_on(c.close());
+}
+
+/// `etcdlock latch` and `etcdlock barrier` between processes.
+#[test]
+fn latch_and_barrier_commands_between_processes() {
+    let etcd = Etcd::single();
+    let ep = etcd.endpoints_csv();
+    let run = |args: &[&str]| bin().args(["--endpoints", &ep, "--ttl", "2"]).args(args).stdout(Stdio::piped()).spawn().unwrap();
+    let waiter = run(&["latch", "cli-l", "--count", "2", "--wait", "--timeout", "20s"]);
+    let downs: Vec<_> = (0..2).map(|_| run(&["latch", "cli-l", "--count", "2", "--count-down"])).collect();
+    for d in downs {
+        assert!(d.wait_with_output().unwrap().status.success());
+    }
+    let out = waiter.wait_with_output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
+    let parties: Vec<_> = (0..3).map(|_| run(&["barrier", "cli-b", "--parties", "3", "--timeout", "20s"])).collect();
+    let mut idx: Vec<u32> = parties.into_iter().map(|p| {
+        let o = p.wait_with_output().unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+    }).collect();
+    idx.sort();
+    assert_eq!(idx, vec![0, 1, 2]);
+    // A lone party times out: exit 75.
+    let st = bin().args(["--endpoints", &ep, "--ttl", "2", "barrier", "cli-b2", "--parties", "2", "--timeout", "300ms"]).stderr(Stdio::null()).status().unwrap();
+    assert_eq!(st.code(), Some(75));
+    // A bad count is InvalidArgument: exit 1, one line on stderr.
+    let out = bin().args(["--endpoints", &ep, "latch", "cli-l0", "--count", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("count must be between 1"), "{}", String::from_utf8_lossy(&out.stderr));
+    // Every process closed: the keys go within the TTL.
+    let deadline = Instant::now() + Duration::from_secs(6);
+    while count(&etcd, "cli-") != 0 {
+        if Instant::now() >= deadline {
+            let out = Command::new(etcdctl_bin()).args(["--endpoints", &ep, "get", "--prefix", "cli-", "--keys-only"]).output().unwrap();
+            let leases = Command::new(etcdctl_bin()).args(["--endpoints", &ep, "lease", "list"]).output().unwrap();
+            panic!("latch/barrier keys left: {:?} leases {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&leases.stdout));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
