@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build libetcdlock (.so and .a), check include/etcdlock.h for drift, and run the
 # C test suite against real etcd: linked against the .so, against the .a, and a
-# smaller run under valgrind. Also builds and runs examples/c through an
+# smaller run under valgrind; tests/c/test_sync.c (acquisition options, latches,
+# barriers) on its own and under valgrind. Also builds and runs examples/c through an
 # installed prefix and pkg-config, and compiles the README's C blocks (runs the
 # complete programs among them). Last line: "N passed, N failed" (the sum of
 # the runs).
@@ -212,6 +213,6 @@ fi
 total_pass=$((total_pass + readme_pass))
 total_fail=$((total_fail + readme_fail))
 
-echo "== summary (shared + static + valgrind runs + example + README blocks)"
+echo "== summary (shared + static + valgrind runs + sync runs + conformance + example + README blocks)"
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))
