@@ -115,6 +115,89 @@ export interface LockOptions {
   signal?: AbortSignal;
 }
 
+/**
+ * What an acquisition may ask for beyond its wait (`lock`, `tryLock`,
+ * `acquirePermit`, `readLock`, `campaign` and their `with*` forms). The values
+ * are checked by the core with the same rule and messages as in every
+ * etcdlock language: a bad one rejects `InvalidArgument`.
+ */
+export interface AcquireOptions {
+  /**
+   * Chubby's lock-delay, in ms: if this hold ends because its lease ended (the
+   * process died or froze, its session expired, it was cut off from etcd)
+   * rather than by `unlock()`, the next holder gets the lock no earlier than
+   * this long after etcd removed the key, so requests the vanished holder still
+   * had in flight drain first. A clean `unlock()`, `close()` or an operator's
+   * `release()` hands over at once. Rounded up to whole seconds; at most 24 h.
+   * Not for permits or read locks (`InvalidArgument`).
+   */
+  lockDelay?: number;
+  /**
+   * Hold at most this many ms: then the hold is released even if the holder
+   * never unlocks, and `lost` resolves `LeaseExpired`. At most 24 h; positive.
+   */
+  leaseTime?: number;
+  /** Who holds, as every `status()`/`list()` shows it (`Contender.metadata`): string pairs, at most 1 KB in all. */
+  metadata?: Record<string, string>;
+}
+
+/** The options of a waiting acquisition: the wait (`LockOptions`) and `AcquireOptions`. */
+export interface LockAcquireOptions extends LockOptions, AcquireOptions {}
+
+/** The options of a latch or barrier wait. */
+export interface WaitOptions {
+  /** Give up with `Timeout` after this many ms (absent or `Infinity`: no limit; `0`: look once). */
+  timeout?: number;
+  /** Aborting it rejects the wait with `Cancelled`. */
+  signal?: AbortSignal;
+}
+
+/**
+ * A count-down latch shared by every process that opens the same name with
+ * the same count (`client.latch()`). It lives while some client has it open:
+ * `close()` it when done. After `close()` calls reject `Closed`; once every
+ * handle is closed they reject `LockLost` (`LeaseExpired`).
+ */
+export declare class Latch implements AsyncDisposable {
+  private constructor();
+  /** The latch's name. */
+  readonly name: string;
+  /** The count it was created with. */
+  readonly initial: number;
+  /** Lower the count by one (nothing at zero); resolves the count after. At zero every waiter is released. */
+  countDown(): Promise<number>;
+  /** The count now (one read). */
+  count(): Promise<number>;
+  /** Wait until the count is zero; `Timeout` after `timeout` ms, `Cancelled` when `signal` aborts. */
+  wait(options?: WaitOptions): Promise<void>;
+  /** Stop keeping the latch alive from this handle. Idempotent. */
+  close(): void;
+  /** Same as `close()`; used by `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * A one-shot barrier for a fixed number of parties (`client.barrier()`):
+ * `wait()` resolves in every party at once when the last has arrived.
+ */
+export declare class Barrier implements AsyncDisposable {
+  private constructor();
+  /** The barrier's name. */
+  readonly name: string;
+  /** How many parties it waits for. */
+  readonly parties: number;
+  /**
+   * Arrive and wait for the others: resolves this party's arrival index (0 first, `parties - 1` last).
+   * `Timeout` after `timeout` ms (this party leaves; its place is free again), `Cancelled` when `signal`
+   * aborts, `InvalidArgument` when the barrier already released.
+   */
+  wait(options?: WaitOptions): Promise<number>;
+  /** Stop keeping the barrier alive from this handle. Idempotent. */
+  close(): void;
+  /** Same as `close()`; used by `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
 /** The keep-alive renewal of a held lock: see `Lock.renewal`. */
 export interface Renewal {
   failing: boolean;
@@ -238,6 +321,8 @@ export interface Contender {
   language: string | null;
   /** Acquisitions of this name in progress in its client: its local queue (it keeps at most two keys per name in etcd). */
   localWaiters: number | null;
+  /** The holder's `metadata` acquisition option (`{}` when none was given). */
+  metadata: Record<string, string>;
   /** A key without etcdlock's owner info: etcdctl, Go's Mutex or Election. */
   foreign: boolean;
 }
@@ -286,19 +371,19 @@ export declare class Client implements AsyncDisposable {
   /** Whether `close()` was called. */
   readonly closed: boolean;
   /** Acquire `name`, waiting in FIFO order. */
-  lock(name: string, options?: LockOptions): Promise<Lock>;
+  lock(name: string, options?: LockAcquireOptions): Promise<Lock>;
   /** Acquire `name` only if free now; `null` when held elsewhere. */
-  tryLock(name: string): Promise<Lock | null>;
+  tryLock(name: string, options?: AcquireOptions): Promise<Lock | null>;
   /** Run `fn` while holding `name`; always releases (a lost hold after `fn` succeeded rejects `LockLost`). */
-  withLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  withLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockAcquireOptions): Promise<T>;
   /** `withLock` for one of `permits` permits of the semaphore `name`. */
-  withPermit<T>(name: string, permits: number, fn: (permit: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  withPermit<T>(name: string, permits: number, fn: (permit: Lock) => T | Promise<T>, options?: LockAcquireOptions): Promise<T>;
   /** `withLock` for the read side of the read-write lock `name`. */
-  withReadLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  withReadLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockAcquireOptions): Promise<T>;
   /** `withLock` for every name at once (`lockMany`). */
   withLocks<T>(names: string[], fn: (locks: MultiLock) => T | Promise<T>, options?: LockOptions): Promise<T>;
   /** `withLock` for leadership of `name` (`campaign`); resigns afterwards. */
-  withLeadership<T>(name: string, value: string | Uint8Array, fn: (leadership: Leadership) => T | Promise<T>, options?: LockOptions): Promise<T>;
+  withLeadership<T>(name: string, value: string | Uint8Array, fn: (leadership: Leadership) => T | Promise<T>, options?: LockAcquireOptions): Promise<T>;
   /** Take job `name`'s run-once record for `atMost` ms if no node holds it; `null` at once if taken. */
   takeOnce(name: string, options: { atMost: number }): Promise<OnceHold | null>;
   /**
@@ -309,13 +394,13 @@ export declare class Client implements AsyncDisposable {
   /** One read through the session, bounded by `requestTimeout`: the round trip in ms. For health checks. */
   ping(): Promise<number>;
   /** One of `permits` permits of the semaphore `name` (FIFO; every contender must agree on `permits`). */
-  acquirePermit(name: string, permits: number, options?: LockOptions): Promise<Lock>;
+  acquirePermit(name: string, permits: number, options?: LockAcquireOptions): Promise<Lock>;
   /** The read side of the read-write lock `name`; `lock(name)` is the write side. */
-  readLock(name: string, options?: LockOptions): Promise<Lock>;
+  readLock(name: string, options?: LockAcquireOptions): Promise<Lock>;
   /** Every name at once (one transaction: no deadlock); at most `MAX_MULTI` names. */
   lockMany(names: string[], options?: LockOptions): Promise<MultiLock>;
   /** Wait to be elected leader of `name`, announcing `value` (etcdctl elect / Go Election compatible). */
-  campaign(name: string, value: string | Uint8Array, options?: LockOptions): Promise<Leadership>;
+  campaign(name: string, value: string | Uint8Array, options?: LockAcquireOptions): Promise<Leadership>;
   /** The current leader of `name`, or null. */
   leader(name: string): Promise<Leader | null>;
   /** Leadership changes of `name` (null: no leader), the current state first; ends when `signal` aborts. */
@@ -326,6 +411,18 @@ export declare class Client implements AsyncDisposable {
   list(prefix?: string): Promise<LockStatus[]>;
   /** Free a wedged holder: delete the hold of `name` with fencing token `token`; false if none has it. */
   release(name: string, token: bigint | number): Promise<boolean>;
+  /** Free a wedged permit: delete the permit of the semaphore `name` whose id (its `fencingToken`) is `id`; false if none has it. */
+  releasePermit(name: string, id: bigint | number): Promise<boolean>;
+  /**
+   * Open the count-down latch `name` with `count` (1 .. 2**31; created if absent, else every opener must give
+   * the same count: `InvalidArgument`). Close it when done.
+   */
+  latch(name: string, count: number): Promise<Latch>;
+  /**
+   * Open the one-shot barrier `name` for `parties` parties (1 .. 2**31; every opener must give the same number:
+   * `InvalidArgument`). Close it when done.
+   */
+  barrier(name: string, parties: number): Promise<Barrier>;
   /** Revoke the lease (releases every lock: their `lost` resolves `ClientClosed`). Idempotent. */
   close(): Promise<void>;
   /** Same as `close()`; used by `await using`. */

@@ -182,6 +182,10 @@
 // The last call of an etcdlock_renewal_cb: the hold ended.
 #define ETCDLOCK_RENEWAL_ENDED -2
 
+// An open barrier (etcdlock_barrier_open). Thread-safe; free it with
+// etcdlock_barrier_free when done.
+typedef struct etcdlock_barrier etcdlock_barrier;
+
 // Cancels one etcdlock_lock_async wait or etcdlock_observe.
 typedef struct etcdlock_cancel_handle etcdlock_cancel_handle;
 
@@ -190,6 +194,11 @@ typedef struct etcdlock_client etcdlock_client;
 
 // A held lock. Thread-safe; freeing it releases the lock if still held.
 typedef struct etcdlock_guard etcdlock_guard;
+
+// An open count-down latch (etcdlock_latch_open). Thread-safe; free it with
+// etcdlock_latch_free when done (the latch lives while some client has it
+// open).
+typedef struct etcdlock_latch etcdlock_latch;
 
 // Every lock under a prefix (etcdlock_list), sorted by name. Free with etcdlock_locks_free.
 typedef struct etcdlock_locks etcdlock_locks;
@@ -272,6 +281,52 @@ typedef struct etcdlock_options {
   // answers). -1 = not set (ETCDLOCK_LAZY_CONNECT, default 0).
   int32_t lazy_connect;
 } etcdlock_options;
+
+// Options of one acquisition (etcdlock_lock_ex, etcdlock_acquire_permit_ex,
+// etcdlock_read_lock_ex, etcdlock_campaign_ex). Always fill with
+// etcdlock_acquire_options_init(&o, sizeof o) first, then set the fields you
+// need; as with etcdlock_options, the library reads only the first
+// struct_size bytes, so fields added later take their defaults for programs
+// built against this header.
+//
+// The values are checked by the core, with the same rule and messages as in
+// every etcdlock language: a bad one is ETCDLOCK_INVALID_ARGUMENT and nothing
+// is written to etcd. The metadata strings are borrowed for the duration of
+// the call only.
+typedef struct etcdlock_acquire_options {
+  // sizeof(etcdlock_acquire_options) as seen by the caller; set by
+  // etcdlock_acquire_options_init.
+  uint32_t struct_size;
+  // Reserved, 0.
+  uint32_t reserved;
+  // Maximum wait in milliseconds, as the timeout_ms of etcdlock_lock:
+  // negative (ETCDLOCK_WAIT_FOREVER, the default) waits as long as it
+  // takes, 0 is one try (ETCDLOCK_TIMEOUT if taken, writing nothing), at
+  // most ETCDLOCK_MAX_TIMEOUT_MS.
+  int64_t timeout_ms;
+  // Chubby's lock-delay, milliseconds: if this hold ends because its lease
+  // ended (the process died or froze, its session expired or was revoked,
+  // it was cut off from etcd) rather than by etcdlock_unlock, the next
+  // holder is granted the lock no earlier than this long after etcd removed
+  // the key, so requests the vanished holder still had in flight drain
+  // first. A clean unlock, etcdlock_guard_free, etcdlock_client_free or an
+  // operator's etcdlock_release hands over at once. Rounded up to whole
+  // seconds; at most 24 hours. ETCDLOCK_UNSET (the default) = none; any
+  // other negative value is ETCDLOCK_INVALID_ARGUMENT. Not allowed on
+  // permits and read locks (ETCDLOCK_INVALID_ARGUMENT).
+  int64_t lock_delay_ms;
+  // Hold at most this many milliseconds: then the hold is released even if
+  // the holder never unlocks, and its loss reason is
+  // ETCDLOCK_LOSS_LEASE_EXPIRED. Positive, at most 24 hours. ETCDLOCK_UNSET
+  // (the default) = until unlocked; other negative values and 0 are
+  // ETCDLOCK_INVALID_ARGUMENT.
+  int64_t lease_time_ms;
+  // Who holds, as etcdlock_status shows it to everyone (the contender's
+  // metadata): a NULL-terminated array of NUL-terminated UTF-8 strings,
+  // key, value, key, value, ..., NULL; at most 1 KB in all. NULL (the
+  // default) = none.
+  const char *const *metadata;
+} etcdlock_acquire_options;
 
 // What a client has done so far (etcdlock_client_metrics): the core's metrics,
 // the same figures as in every etcdlock language. Counters only grow;
@@ -370,6 +425,12 @@ typedef struct etcdlock_contender {
   int64_t local_waiters;
   // 1 for a key without etcdlock's owner info: etcdctl, Go's Mutex or Election.
   int foreign;
+  // The holder's metadata (etcdlock_acquire_options.metadata), as it was
+  // given: key, value, key, value, ..., NULL. Never NULL (an empty list is
+  // a lone NULL); known once its meta record is written (~100 ms).
+  const char *const *metadata;
+  // Number of key/value pairs in metadata.
+  size_t metadata_len;
 } etcdlock_contender;
 
 #ifdef __cplusplus
@@ -468,6 +529,23 @@ const char *etcdlock_loss_reason_name(int reason);
 //     o.ttl_secs = 10;
 int etcdlock_options_init(struct etcdlock_options *options, size_t struct_size);
 
+// Fill *options with the defaults (wait forever, no lock-delay, no lease
+// time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
+// lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
+// struct_size must be sizeof(etcdlock_acquire_options) as the caller
+// compiled it; only that many bytes are written.
+//
+// Safety: options points to at least struct_size writable bytes.
+// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
+// version ever had.
+//
+// Example:
+//     etcdlock_acquire_options ao;
+//     etcdlock_acquire_options_init(&ao, sizeof ao);
+//     ao.timeout_ms = 5000;
+//     ao.lock_delay_ms = 3000;
+int etcdlock_acquire_options_init(struct etcdlock_acquire_options *options, size_t struct_size);
+
 // Connect to etcd and open the client's session (grant its lease). Blocks up
 // to options->connect_timeout_ms. On success *client is a new handle to free
 // with etcdlock_client_free; on failure *client is NULL.
@@ -562,6 +640,34 @@ int etcdlock_lock(const struct etcdlock_client *client,
 int etcdlock_try_lock(const struct etcdlock_client *client,
                       const char *name,
                       struct etcdlock_guard **guard);
+
+// etcdlock_lock with acquisition options: options->timeout_ms as
+// etcdlock_lock's timeout_ms (0: one try, ETCDLOCK_TIMEOUT when taken), and
+// the lock-delay, lease time and holder metadata of etcdlock_acquire_options.
+// options NULL is the defaults (wait forever, nothing else). On success
+// *guard is a new guard (free with etcdlock_guard_free); otherwise NULL.
+//
+// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for options the
+// core refuses (a negative or too long lock-delay, a lease time of 0,
+// metadata over 1 KB, a struct_size etcdlock_acquire_options_init did not
+// set); the message names the field.
+//
+// Safety: as etcdlock_lock; options is NULL or an etcdlock_acquire_options
+// initialised with etcdlock_acquire_options_init whose metadata strings are
+// valid for the duration of the call.
+//
+// Example:
+//     const char *meta[] = {"app", "billing", NULL};
+//     etcdlock_acquire_options ao;
+//     etcdlock_acquire_options_init(&ao, sizeof ao);
+//     ao.timeout_ms = 5000;
+//     ao.lock_delay_ms = 3000;
+//     ao.metadata = meta;
+//     int rc = etcdlock_lock_ex(c, "orders", &ao, &g);
+int etcdlock_lock_ex(const struct etcdlock_client *client,
+                     const char *name,
+                     const struct etcdlock_acquire_options *options,
+                     struct etcdlock_guard **guard);
 
 // Our lock key in etcd (namespace + name + "/" + lease id in hex...). *key
 // points into the guard and stays valid until etcdlock_guard_free.
@@ -857,6 +963,37 @@ int etcdlock_acquire_permit(const struct etcdlock_client *client,
                             int64_t timeout_ms,
                             struct etcdlock_guard **guard);
 
+// etcdlock_acquire_permit with acquisition options (options->timeout_ms as
+// timeout_ms; the lease time and holder metadata of etcdlock_acquire_options;
+// a lock-delay is ETCDLOCK_INVALID_ARGUMENT: permits have none). options NULL
+// is the defaults. Returns as etcdlock_acquire_permit and etcdlock_lock_ex.
+//
+// Safety: as etcdlock_lock_ex.
+//
+// Example:
+//     etcdlock_acquire_options ao;
+//     etcdlock_acquire_options_init(&ao, sizeof ao);
+//     ao.lease_time_ms = 60000; // freed after a minute whatever happens
+//     etcdlock_acquire_permit_ex(c, "transcoders", 3, &ao, &g);
+int etcdlock_acquire_permit_ex(const struct etcdlock_client *client,
+                               const char *name,
+                               uint32_t permits,
+                               const struct etcdlock_acquire_options *options,
+                               struct etcdlock_guard **guard);
+
+// etcdlock_read_lock with acquisition options (options->timeout_ms as
+// timeout_ms; the lease time and holder metadata of etcdlock_acquire_options;
+// a lock-delay is ETCDLOCK_INVALID_ARGUMENT: read locks have none). options
+// NULL is the defaults. Returns as etcdlock_read_lock and etcdlock_lock_ex.
+//
+// Safety: as etcdlock_lock_ex.
+//
+// Example: etcdlock_read_lock_ex(c, "config", &ao, &g);
+int etcdlock_read_lock_ex(const struct etcdlock_client *client,
+                          const char *name,
+                          const struct etcdlock_acquire_options *options,
+                          struct etcdlock_guard **guard);
+
 // Take the read side of the read-write lock `name`: shared with other
 // readers, excluded by writers. The write side is etcdlock_lock on the same
 // name (so `etcdctl lock` and Go's Mutex exclude readers too). Served in
@@ -951,6 +1088,21 @@ int etcdlock_campaign(const struct etcdlock_client *client,
                       size_t value_len,
                       int64_t timeout_ms,
                       struct etcdlock_guard **guard);
+
+// etcdlock_campaign with acquisition options (options->timeout_ms as
+// timeout_ms; the lock-delay, lease time and holder metadata of
+// etcdlock_acquire_options). options NULL is the defaults. Returns as
+// etcdlock_campaign and etcdlock_lock_ex.
+//
+// Safety: as etcdlock_campaign and etcdlock_lock_ex.
+//
+// Example: etcdlock_campaign_ex(c, "scheduler", (const uint8_t *)"node-1", 6, &ao, &g);
+int etcdlock_campaign_ex(const struct etcdlock_client *client,
+                         const char *name,
+                         const uint8_t *value,
+                         size_t value_len,
+                         const struct etcdlock_acquire_options *options,
+                         struct etcdlock_guard **guard);
 
 // Announce a new value as leader (value_len bytes; NULL when 0): replaces the
 // value of our own key, guarded by its create_revision, so a deposed leader
@@ -1071,6 +1223,19 @@ int etcdlock_release(const struct etcdlock_client *client,
                      int64_t token,
                      int *released);
 
+// Free a permit of the semaphore name whose holder is wedged: id is the
+// permit's id, its fencing token (etcdlock_guard_fencing_token). As
+// etcdlock_release: *released is 1 if it was released, 0 if no permit has
+// that id; the former holder's loss reason is ETCDLOCK_LOSS_KEY_DELETED.
+//
+// Safety: client is live; name is NUL-terminated; released is writable.
+//
+// Example: int done; etcdlock_release_permit(c, "transcoders", id, &done);
+int etcdlock_release_permit(const struct etcdlock_client *client,
+                            const char *name,
+                            int64_t id,
+                            int *released);
+
 // Number of contenders in the queue (0 for NULL).
 //
 // Safety: queue is NULL or a live handle.
@@ -1093,6 +1258,122 @@ const struct etcdlock_contender *etcdlock_queue_at(const struct etcdlock_queue *
 //
 // Example: etcdlock_queue_free(q);
 void etcdlock_queue_free(struct etcdlock_queue *queue);
+
+// Open the count-down latch name with count (created with it if it does not
+// exist; every process must open it with the same count, else
+// ETCDLOCK_INVALID_ARGUMENT). etcdlock_latch_count_down lowers the count,
+// etcdlock_latch_wait waits for zero, in every process at once. The latch
+// lives while some client has it open: once every handle is freed (or its
+// client's session ended) its keys expire within the TTL and the name starts
+// afresh. On success *latch is a new handle (free with etcdlock_latch_free);
+// otherwise NULL.
+//
+// Returns ETCDLOCK_INVALID_ARGUMENT (count below 1 or above 2^31, a count
+// that differs from the latch's, a bad name), ETCDLOCK_CLOSED,
+// ETCDLOCK_UNAVAILABLE.
+//
+// Safety: client is a live handle; name is NUL-terminated; latch is writable.
+//
+// Example:
+//     etcdlock_latch *l = NULL;
+//     if (etcdlock_latch_open(c, "nightly-shards", 3, &l) == ETCDLOCK_OK) {
+//         etcdlock_latch_count_down(l, NULL); // each worker, when its shard is done
+//         etcdlock_latch_wait(l, 60000);      // the reducer
+//     }
+//     etcdlock_latch_free(l);
+int etcdlock_latch_open(const struct etcdlock_client *client,
+                        const char *name,
+                        int64_t count,
+                        struct etcdlock_latch **latch);
+
+// Lower the latch's count by one; at zero every waiter (in every process) is
+// released. At zero already it does nothing. *after (may be NULL) is the
+// count after.
+//
+// Returns ETCDLOCK_CLOSED (the client was closed), ETCDLOCK_LOCK_LOST
+// (ETCDLOCK_LOSS_LEASE_EXPIRED: the latch is gone, every client that had it
+// open freed it or lost its session), ETCDLOCK_UNAVAILABLE.
+//
+// Safety: latch is a live handle; after is NULL or writable.
+//
+// Example: int64_t left; etcdlock_latch_count_down(l, &left);
+int etcdlock_latch_count_down(const struct etcdlock_latch *latch, int64_t *after);
+
+// The latch's count now (one read). Returns as etcdlock_latch_count_down.
+//
+// Safety: latch is a live handle; count is writable.
+//
+// Example: int64_t n; etcdlock_latch_count(l, &n);
+int etcdlock_latch_count(const struct etcdlock_latch *latch, int64_t *count);
+
+// Wait until the latch's count is zero (returns at once if it is).
+// timeout_ms: negative (ETCDLOCK_WAIT_FOREVER) waits as long as it takes, 0
+// looks once, at most ETCDLOCK_MAX_TIMEOUT_MS.
+//
+// Returns ETCDLOCK_TIMEOUT, and as etcdlock_latch_count_down.
+//
+// Safety: latch is a live handle.
+//
+// Example: if (etcdlock_latch_wait(l, 60000) == ETCDLOCK_TIMEOUT) puts("a shard is late");
+int etcdlock_latch_wait(const struct etcdlock_latch *latch, int64_t timeout_ms);
+
+// Close the latch handle (this process stops keeping the latch alive) and
+// free it. NULL is a no-op. Another thread must not be in a call on it.
+//
+// Safety: latch is NULL or a live handle not yet freed.
+//
+// Example: etcdlock_latch_free(l);
+void etcdlock_latch_free(struct etcdlock_latch *latch);
+
+// Open the barrier name for parties parties: etcdlock_barrier_wait returns in
+// every party at once when the parties-th has arrived. Every process must
+// open it with the same number (else ETCDLOCK_INVALID_ARGUMENT). One-shot:
+// once released, a party that arrives is refused (ETCDLOCK_INVALID_ARGUMENT)
+// until every handle is freed and its keys have expired; use a new name per
+// round. On success *barrier is a new handle (free with
+// etcdlock_barrier_free); otherwise NULL.
+//
+// Returns ETCDLOCK_INVALID_ARGUMENT (parties below 1 or above 2^31, a number
+// that differs from the barrier's, a bad name), ETCDLOCK_CLOSED,
+// ETCDLOCK_UNAVAILABLE.
+//
+// Safety: client is a live handle; name is NUL-terminated; barrier is writable.
+//
+// Example:
+//     etcdlock_barrier *b = NULL;
+//     int32_t index;
+//     if (etcdlock_barrier_open(c, "start-2024-06-01", 3, &b) == ETCDLOCK_OK)
+//         etcdlock_barrier_wait(b, 30000, &index);
+//     etcdlock_barrier_free(b);
+int etcdlock_barrier_open(const struct etcdlock_client *client,
+                          const char *name,
+                          int64_t parties,
+                          struct etcdlock_barrier **barrier);
+
+// Arrive at the barrier and wait for the other parties. *index (may be NULL)
+// is this party's arrival index: 0 for the first, parties - 1 for the one
+// that released everyone. timeout_ms as etcdlock_latch_wait; on
+// ETCDLOCK_TIMEOUT this party leaves (its place is free again).
+//
+// Returns ETCDLOCK_TIMEOUT, ETCDLOCK_INVALID_ARGUMENT (the barrier already
+// released, or already has its parties waiting), ETCDLOCK_LOCK_LOST
+// (ETCDLOCK_LOSS_LEASE_EXPIRED: the barrier is gone), ETCDLOCK_CLOSED,
+// ETCDLOCK_UNAVAILABLE.
+//
+// Safety: barrier is a live handle; index is NULL or writable.
+//
+// Example: int32_t i; if (etcdlock_barrier_wait(b, 30000, &i) == ETCDLOCK_OK && i == 0) puts("first");
+int etcdlock_barrier_wait(const struct etcdlock_barrier *barrier,
+                          int64_t timeout_ms,
+                          int32_t *index);
+
+// Close the barrier handle and free it. NULL is a no-op. Another thread must
+// not be in a call on it.
+//
+// Safety: barrier is NULL or a live handle not yet freed.
+//
+// Example: etcdlock_barrier_free(b);
+void etcdlock_barrier_free(struct etcdlock_barrier *barrier);
 
 #ifdef __cplusplus
 }  // extern "C"

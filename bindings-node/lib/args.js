@@ -80,16 +80,42 @@ function checkSignal(signal) {
   return signal;
 }
 
-// Run `start(timeout, cancel)` (a native acquisition) with the `{ timeout,
-// signal }` options every acquisition takes: `Infinity` waits forever, an
-// aborted signal rejects `Cancelled` (cause: the signal's reason) and removes
-// our waiter keys.
-async function acquire(what, options, start) {
+// The acquisition options beyond the wait, for the native side (core's
+// `bridge::Extras`): `lockDelay` and `leaseTime` in ms, `metadata` a plain
+// object of strings as [key, value] pairs. Only JS types are checked here;
+// core checks the values (spans, limits) with the same messages as in every
+// language. `undefined` when none is given.
+function extrasOf(o) {
+  const lockDelay = optNumber(o.lockDelay, 'lockDelay');
+  const leaseTime = optNumber(o.leaseTime, 'leaseTime');
+  let metadata;
+  if (o.metadata !== undefined && o.metadata !== null) {
+    const m = o.metadata;
+    if (typeof m !== 'object' || Array.isArray(m) || m instanceof Map) {
+      throw invalid(`metadata must be a plain object of strings, got ${Array.isArray(m) ? 'an array' : m instanceof Map ? 'a Map' : typeof m}`);
+    }
+    metadata = Object.entries(m).map(([k, v]) => {
+      if (typeof v !== 'string') throw invalid(`metadata.${k} must be a string, got ${v === null ? 'null' : typeof v}`);
+      return [checkText(k, 'metadata key'), checkText(v, `metadata.${k}`)];
+    });
+  }
+  if (lockDelay === undefined && leaseTime === undefined && metadata === undefined) return undefined;
+  return { lockDelay, leaseTime, metadata };
+}
+
+// Run `start(timeout, cancel, extras)` (a native acquisition) with the
+// `{ timeout, signal, lockDelay, leaseTime, metadata }` options every
+// acquisition takes: `Infinity` waits forever, an aborted signal rejects
+// `Cancelled` (cause: the signal's reason) and removes our waiter keys.
+// With `extras: false` (lockMany) the acquisition options are refused.
+async function acquire(what, options, start, { extras: withExtras = true } = {}) {
   const o = checkOptions(options, 'options');
   let timeout = optNumber(o.timeout, 'timeout');
   if (timeout === Infinity) timeout = undefined; // wait as long as it takes
   const signal = checkSignal(o.signal);
-  if (!signal) return call(() => start(timeout, undefined));
+  const extras = extrasOf(o);
+  if (extras && !withExtras) throw invalid(`${what}: lockDelay, leaseTime and metadata are not taken here`);
+  if (!signal) return call(() => start(timeout, undefined, extras));
   if (signal.aborted) {
     throw new LockError('Cancelled', `waiting for ${what} was aborted`, { cause: signal.reason });
   }
@@ -97,7 +123,7 @@ async function acquire(what, options, start) {
   const onAbort = () => cancel.cancel();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
-    return await call(() => start(timeout, cancel));
+    return await call(() => start(timeout, cancel, extras));
   } catch (e) {
     if (e.code === 'Cancelled' && signal.aborted && e.cause === undefined) {
       throw new LockError('Cancelled', e.message, { cause: signal.reason });
@@ -108,4 +134,4 @@ async function acquire(what, options, start) {
   }
 }
 
-module.exports = { checkText, checkName, checkOptions, nativeOptions, optNumber, optString, optBoolean, toBytes, checkSignal, acquire };
+module.exports = { checkText, checkName, checkOptions, nativeOptions, optNumber, optString, optBoolean, toBytes, checkSignal, extrasOf, acquire };

@@ -2,10 +2,11 @@
 // Client: connect, lock and the recipes, status and metrics.
 const native = require('./native.js');
 const { LockError, call, fromNative, invalid } = require('./errors.js');
-const { checkText, checkName, checkOptions, nativeOptions, optNumber, optString, optBoolean, toBytes, checkSignal, acquire } = require('./args.js');
+const { checkText, checkName, checkOptions, nativeOptions, optNumber, optString, optBoolean, toBytes, checkSignal, extrasOf, acquire } = require('./args.js');
 const { Lock, Leadership, MultiLock } = require('./guard.js');
 const { leaderOf, statusOf, follow } = require('./status.js');
 const { takeOnce, span } = require('./once.js');
+const { Latch, Barrier, countArg } = require('./sync.js');
 
 
 /**
@@ -115,23 +116,38 @@ class Client {
   /**
    * Acquire `name`, waiting in FIFO order behind earlier waiters.
    * @param {string} name
-   * @param {{ timeout?: number, signal?: AbortSignal }} [options] `timeout` in ms
+   * @param {{ timeout?: number, signal?: AbortSignal, lockDelay?: number, leaseTime?: number,
+   *   metadata?: Record<string, string> }} [options] `timeout` in ms
    *   (rejects `Timeout`; `Infinity` or absent: no limit); aborting `signal`
    *   rejects `Cancelled`. Either way our waiter key is removed from etcd.
+   *   `lockDelay` (ms, Chubby's lock-delay): if this hold ends because its
+   *   lease ended (the process died, froze or was cut off) rather than by
+   *   `unlock()`, the next holder gets the lock no earlier than this long
+   *   after etcd removed our key (rounded up to whole seconds); a clean
+   *   `unlock()` hands over at once. `leaseTime` (ms): hold at most this long,
+   *   then the hold is released and `lost` resolves `LeaseExpired`.
+   *   `metadata`: string pairs (at most 1 KB in all) shown to everyone in
+   *   `status()` as the holder's `metadata`. Bad values reject `InvalidArgument`
+   *   (core's one rule, the same messages in every language).
    * @returns {Promise<Lock>}
    */
   async lock(name, options) {
     checkName(name);
-    return new Lock(await acquire(`lock ${JSON.stringify(name)}`, options, (t, c) => this.#n.lock(name, t, c)));
+    return new Lock(await acquire(`lock ${JSON.stringify(name)}`, options, (t, c, x) => this.#n.lock(name, t, c, x)));
   }
 
   /**
-   * Acquire `name` only if it is free right now.
+   * Acquire `name` only if it is free right now (never waits, writes nothing
+   * when it is taken).
+   * @param {string} name
+   * @param {{ lockDelay?: number, leaseTime?: number, metadata?: Record<string, string> }} [options]
+   *   the acquisition options of `lock()` (`timeout` and `signal` do not apply).
    * @returns {Promise<Lock|null>} `null` when someone else holds it.
    */
-  async tryLock(name) {
+  async tryLock(name, options) {
     checkName(name);
-    const n = await call(() => this.#n.tryLock(name));
+    const extras = extrasOf(checkOptions(options, 'options'));
+    const n = await call(() => this.#n.tryLock(name, extras));
     return n ? new Lock(n) : null;
   }
 
@@ -216,38 +232,41 @@ class Client {
   /**
    * Take one of `permits` permits of the semaphore `name` (at most `permits`
    * holders at once, cluster-wide; FIFO). Every contender must agree on
-   * `permits` (else `InvalidArgument`). Options as `lock()`.
+   * `permits` (else `InvalidArgument`). Options as `lock()`, except
+   * `lockDelay` (`InvalidArgument`: permits have no lock-delay).
    * @returns {Promise<Lock>} the permit: a Lock (token, `lost`, guarded ops, `await using`).
    */
   async acquirePermit(name, permits, options) {
     checkName(name);
     if (typeof permits !== 'number') throw invalid(`permits must be a number, got ${typeof permits}`);
-    return new Lock(await acquire(`semaphore ${JSON.stringify(name)}`, options, (t, c) => this.#n.acquirePermit(name, permits, t, c)));
+    return new Lock(await acquire(`semaphore ${JSON.stringify(name)}`, options, (t, c, x) => this.#n.acquirePermit(name, permits, t, c, x)));
   }
 
   /**
    * Take the read side of the read-write lock `name`: shared with readers,
    * excluded by writers. The write side is `lock(name)` (so `etcdctl lock`
    * and Go's Mutex exclude readers too). FIFO: a reader behind a waiting
-   * writer waits for it. Options as `lock()`.
+   * writer waits for it. Options as `lock()`, except `lockDelay`
+   * (`InvalidArgument`: read locks have no lock-delay).
    * @returns {Promise<Lock>}
    */
   async readLock(name, options) {
     checkName(name);
-    return new Lock(await acquire(`read lock ${JSON.stringify(name)}`, options, (t, c) => this.#n.readLock(name, t, c)));
+    return new Lock(await acquire(`read lock ${JSON.stringify(name)}`, options, (t, c, x) => this.#n.readLock(name, t, c, x)));
   }
 
   /**
    * Lock every name in `names` together (up to `MAX_MULTI`). The waiter keys
    * are created in one etcd transaction, so every client queues in the same
    * order on every name: no deadlock, no retry loop. Timeout or abort removes
-   * every key. Options as `lock()`.
+   * every key. Options: `timeout` and `signal` as `lock()` (`lockDelay`,
+   * `leaseTime` and `metadata` are refused with `InvalidArgument`).
    * @returns {Promise<MultiLock>}
    */
   async lockMany(names, options) {
     if (!Array.isArray(names)) throw invalid(`names must be an array of strings, got ${typeof names}`);
     for (const n of names) checkName(n);
-    return new MultiLock(await acquire(`locks ${JSON.stringify(names)}`, options, (t, c) => this.#n.lockMany(names, t, c)));
+    return new MultiLock(await acquire(`locks ${JSON.stringify(names)}`, options, (t, c) => this.#n.lockMany(names, t, c), { extras: false }));
   }
 
   /**
@@ -259,7 +278,7 @@ class Client {
   async campaign(name, value, options) {
     checkName(name);
     const v = toBytes(value, 'value');
-    return new Leadership(await acquire(`election ${JSON.stringify(name)}`, options, (t, c) => this.#n.campaign(name, v, t, c)));
+    return new Leadership(await acquire(`election ${JSON.stringify(name)}`, options, (t, c, x) => this.#n.campaign(name, v, t, c, x)));
   }
 
   /**
@@ -293,7 +312,9 @@ class Client {
    * Holders and waiters of `name` for any kind (mutex, semaphore, read-write
    * lock, election; etcdctl and Go keys too): `{ name, revision, holders,
    * waiters }`, each contender `{ key, kind ('exclusive'|'reader'|'permit'),
-   * permits, holds, leaseId, ttlRemaining, fencingToken, owner, ageMs, value }`.
+   * permits, holds, leaseId, ttlRemaining, fencingToken, owner, ageMs, value,
+   * host, pid, language, localWaiters, metadata, foreign }` (`metadata`: the
+   * plain object the holder passed as the `metadata` option, `{}` if none).
    */
   async status(name) {
     checkName(name);
@@ -323,6 +344,55 @@ class Client {
       throw new TypeError(`token must be a bigint or a safe integer, not ${typeof token}`);
     }
     return call(() => this.#n.release(name, String(token)));
+  }
+
+  /**
+   * Free a permit of the semaphore `name` whose holder is wedged: `id` is the
+   * permit's id, its `fencingToken`. Resolves true if released, false if no
+   * permit has that id; the former holder's `lost` resolves with `KeyDeleted`.
+   * @param {string} name
+   * @param {bigint|number} id
+   * @returns {Promise<boolean>}
+   */
+  async releasePermit(name, id) {
+    checkName(name);
+    if (typeof id !== 'bigint' && !Number.isSafeInteger(id)) {
+      throw new TypeError(`id must be a bigint or a safe integer, not ${typeof id}`);
+    }
+    return call(() => this.#n.releasePermit(name, String(id)));
+  }
+
+  /**
+   * Open the count-down latch `name` with `count` (created with it if it does
+   * not exist; every process must open it with the same count, else
+   * `InvalidArgument`). `countDown()` lowers the count, `wait()` waits for
+   * zero, in every process at once. The latch lives while some client has it
+   * open: `close()` it when done (its keys expire within the TTL after the
+   * last handle closes).
+   * @param {string} name
+   * @param {number} count 1 .. 2**31
+   * @returns {Promise<Latch>}
+   */
+  async latch(name, count) {
+    checkName(name);
+    countArg(count, 'count');
+    return new Latch(await call(() => this.#n.latch(name, count)));
+  }
+
+  /**
+   * Open the barrier `name` for `parties` parties: `wait()` resolves in every
+   * party at once when the `parties`-th has arrived. Every process must open
+   * it with the same number (else `InvalidArgument`). One-shot: once
+   * released, a party that arrives is refused (`InvalidArgument`) until every
+   * handle is closed and its keys have expired; use a new name per round.
+   * @param {string} name
+   * @param {number} parties 1 .. 2**31
+   * @returns {Promise<Barrier>}
+   */
+  async barrier(name, parties) {
+    checkName(name);
+    countArg(parties, 'parties');
+    return new Barrier(await call(() => this.#n.barrier(name, parties)));
   }
 
   /**

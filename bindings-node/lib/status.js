@@ -23,6 +23,7 @@ function contenderOf(c) {
     pid: c.pid ?? null,
     language: c.language ?? null,
     localWaiters: c.localWaiters ?? null,
+    metadata: Object.fromEntries(c.metadata ?? []),
     foreign: c.foreign,
   };
 }

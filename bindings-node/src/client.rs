@@ -97,7 +97,8 @@ impl NativeClient {
         })
     }
 
-    /// Acquire; `timeout_ms` bounds the wait, `cancel` aborts it.
+    /// Acquire; `timeout_ms` bounds the wait, `cancel` aborts it, `extras`
+    /// asks for a lock-delay, a lease time or holder metadata.
     #[napi(ts_return_type = "Promise<NativeLock>")]
     pub fn lock<'env>(
         &self,
@@ -105,9 +106,10 @@ impl NativeClient {
         name: String,
         timeout_ms: Option<f64>,
         cancel: Option<&NativeCancel>,
+        extras: Option<NativeAcquire>,
     ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let opts = lock_opts(timeout_ms, cancel)?;
+            let opts = acquire_opts(timeout_ms, cancel, extras)?;
             let c = self.inner.clone();
             promise(env, async move {
                 let g = c.lock_with(&name, opts).await.map_err(|e| to_js_err(&e))?;
@@ -116,15 +118,25 @@ impl NativeClient {
         })
     }
 
-    /// Try once; resolves `null` when the lock is held elsewhere.
+    /// Try once; resolves `null` when the lock is held elsewhere. With
+    /// `extras` it is core's one-try lock (a timeout of zero) with those
+    /// options, its `Timeout` resolving `null` as `WouldBlock` does.
     #[napi(ts_return_type = "Promise<NativeLock | null>")]
-    pub fn try_lock<'env>(&self, env: &'env Env, name: String) -> napi::Result<Object<'env>> {
+    pub fn try_lock<'env>(&self, env: &'env Env, name: String, extras: Option<NativeAcquire>) -> napi::Result<Object<'env>> {
         guard_sync(|| {
+            let once = match extras {
+                Some(x) => Some(acquire_opts(Some(0.0), None, Some(x))?),
+                None => None,
+            };
             let c = self.inner.clone();
             promise(env, async move {
-                match c.try_lock(&name).await {
+                let r = match once {
+                    Some(o) => c.lock_with(&name, o).await,
+                    None => c.try_lock(&name).await,
+                };
+                match r {
                     Ok(g) => Ok(Some(NativeLock::new(g))),
-                    Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+                    Err(e) if matches!(e.code(), ErrorCode::WouldBlock | ErrorCode::Timeout) => Ok(None),
                     Err(e) => Err(to_js_err(&e)),
                 }
             })
@@ -144,6 +156,42 @@ impl NativeClient {
         })
     }
 
+}
+
+/// What an acquisition asks for beyond its wait (core `bridge::Extras`), as
+/// index.js hands it over: spans in ms, metadata as `[key, value]` pairs.
+#[napi(object)]
+pub struct NativeAcquire {
+    /// Chubby's lock-delay in ms (core `LockOptions::lock_delay`).
+    pub lock_delay: Option<f64>,
+    /// Hold at most this many ms (core `LockOptions::lease_time`).
+    pub lease_time: Option<f64>,
+    /// Holder metadata, `[key, value]` pairs (core `LockOptions::metadata`).
+    pub metadata: Option<Vec<Vec<String>>>,
+}
+
+/// Core's options of one acquisition: the timeout, the cancel handle and the
+/// extras, built only by `bridge::acquire_options` (core's one rule and its
+/// messages; nothing is checked here but the shape of a metadata pair).
+pub(crate) fn acquire_opts(
+    timeout_ms: Option<f64>,
+    cancel: Option<&NativeCancel>,
+    extras: Option<NativeAcquire>,
+) -> napi::Result<etcdlock::LockOptions> {
+    let extras = match extras {
+        None => etcdlock::bridge::Extras::default(),
+        Some(x) => {
+            let mut metadata = Vec::new();
+            for p in x.metadata.unwrap_or_default() {
+                let [k, v]: [String; 2] = p.try_into().map_err(|_| invalid("metadata: each entry must be a [key, value] pair of strings"))?;
+                metadata.push((k, v));
+            }
+            etcdlock::bridge::Extras { lock_delay: x.lock_delay, lease_time: x.lease_time, metadata }
+        }
+    };
+    let mut o = js(etcdlock::bridge::acquire_options(timeout_ms, extras, etcdlock::bridge::Unit::Millis))?;
+    o.cancel = cancel.map(|c| c.token.clone());
+    Ok(o)
 }
 
 /// The wait options every acquisition takes: a timeout in ms by core's one

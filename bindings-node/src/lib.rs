@@ -23,6 +23,7 @@ mod guard;
 mod options;
 mod once;
 mod recipes;
+mod sync;
 mod wait;
 
 use etcdlock::{ErrorCode, LossReason};

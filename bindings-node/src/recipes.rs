@@ -10,7 +10,7 @@ use napi_derive::napi;
 
 use crate::errors::*;
 use crate::wait::*;
-use crate::client::{lock_opts, NativeClient};
+use crate::client::{acquire_opts, lock_opts, NativeAcquire, NativeClient};
 use crate::guard::{bytes, NativeLock};
 
 /// The current leader of an election.
@@ -50,6 +50,8 @@ pub struct NativeContender {
     pub pid: Option<u32>,
     pub language: Option<String>,
     pub local_waiters: Option<u32>,
+    /// The holder's metadata (`LockOptions::metadata`), `[key, value]` pairs.
+    pub metadata: Vec<Vec<String>>,
     pub foreign: bool,
 }
 
@@ -85,6 +87,7 @@ fn contender_info(c: etcdlock::Contender) -> NativeContender {
         pid: c.pid,
         language: c.language,
         local_waiters: c.local_waiters,
+        metadata: c.metadata.into_iter().map(|(k, v)| vec![k, v]).collect(),
         foreign: c.foreign,
     }
 }
@@ -110,12 +113,13 @@ impl NativeClient {
         permits: f64,
         timeout_ms: Option<f64>,
         cancel: Option<&NativeCancel>,
+        extras: Option<NativeAcquire>,
     ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             if !(permits.is_finite() && permits.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&permits)) {
                 return Err(invalid(format!("permits must be an integer between 1 and {}, got {permits}", etcdlock::MAX_PERMITS)));
             }
-            let opts = lock_opts(timeout_ms, cancel)?;
+            let opts = acquire_opts(timeout_ms, cancel, extras)?;
             let c = self.inner.clone();
             promise(env, async move {
                 let g = c.acquire_permit(&name, permits as u32, opts).await.map_err(|e| to_js_err(&e))?;
@@ -126,9 +130,16 @@ impl NativeClient {
 
     /// The read side of the read-write lock `name` (`lock` is the write side).
     #[napi(ts_return_type = "Promise<NativeLock>")]
-    pub fn read_lock<'env>(&self, env: &'env Env, name: String, timeout_ms: Option<f64>, cancel: Option<&NativeCancel>) -> napi::Result<Object<'env>> {
+    pub fn read_lock<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        timeout_ms: Option<f64>,
+        cancel: Option<&NativeCancel>,
+        extras: Option<NativeAcquire>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let opts = lock_opts(timeout_ms, cancel)?;
+            let opts = acquire_opts(timeout_ms, cancel, extras)?;
             let c = self.inner.clone();
             promise(env, async move {
                 let g = c.read_lock(&name, opts).await.map_err(|e| to_js_err(&e))?;
@@ -160,9 +171,10 @@ impl NativeClient {
         value: Either<String, Buffer>,
         timeout_ms: Option<f64>,
         cancel: Option<&NativeCancel>,
+        extras: Option<NativeAcquire>,
     ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let opts = lock_opts(timeout_ms, cancel)?;
+            let opts = acquire_opts(timeout_ms, cancel, extras)?;
             let (c, v) = (self.inner.clone(), bytes(&value));
             promise(env, async move {
                 let l = c.campaign(&name, v, opts).await.map_err(|e| to_js_err(&e))?;
@@ -220,6 +232,17 @@ impl NativeClient {
             let token: i64 = token.parse().map_err(|_| invalid(format!("token must be a fencing token, got {token:?}")))?;
             let c = self.inner.clone();
             promise(env, async move { c.release(&name, token).await.map_err(|e| to_js_err(&e)) })
+        })
+    }
+
+    /// Release the permit of the semaphore `name` whose id (its fencing
+    /// token, a decimal string) is `id` (core `release_permit`).
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn release_permit<'env>(&self, env: &'env Env, name: String, id: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let id: i64 = id.parse().map_err(|_| invalid(format!("id must be a permit's fencing token, got {id:?}")))?;
+            let c = self.inner.clone();
+            promise(env, async move { c.release_permit(&name, id).await.map_err(|e| to_js_err(&e)) })
         })
     }
 }

@@ -153,6 +153,11 @@ async function runSteps(c, priv) {
     assert.ok(guards.has(v), `no guard ${v} (an earlier step did not keep it)`);
     return guards.get(v);
   };
+  const syncs = new Map(); // latches and barriers by their `as`
+  const sync = (v) => {
+    assert.ok(syncs.has(v), `no latch or barrier ${v} (an earlier step did not keep it)`);
+    return syncs.get(v);
+  };
   try {
     for (const [i, step] of c.steps.entries()) {
       const { op } = step;
@@ -191,10 +196,8 @@ async function runSteps(c, priv) {
         case 'lock': {
           const cl = await client(who);
           const name = text(step.name, 'name');
-          const r = await settle(
-            () => ('timeout_ms' in step ? cl.lock(name, { timeout: num(step.timeout_ms) }) : cl.lock(name)),
-            where
-          );
+          const opts = acquireOptions(step);
+          const r = await settle(() => (opts ? cl.lock(name, opts) : cl.lock(name)), where);
           if (r.ok && step.as) guards.set(step.as, r.value);
           else if (r.ok) await r.value.unlock();
           want(tokenOf(r));
@@ -216,7 +219,7 @@ async function runSteps(c, priv) {
         case 'campaign':
         case 'lock_many': {
           const cl = await client(who);
-          const opts = 'timeout_ms' in step ? { timeout: num(step.timeout_ms) } : undefined;
+          const opts = acquireOptions(step);
           const start = {
             acquire_permit: () => cl.acquirePermit(text(step.name, 'name'), step.permits, opts),
             read_lock: () => cl.readLock(text(step.name, 'name'), opts),
@@ -293,14 +296,57 @@ async function runSteps(c, priv) {
           want(tokenOf(await settle(() => cl.status(text(step.name, 'name')), where)));
           break;
         }
+        case 'release': {
+          const cl = await client(who);
+          const token = guard(step.guard).fencingToken + BigInt(step.token_offset ?? 0);
+          const r = await settle(() => cl.release(text(step.name, 'name'), token), where);
+          want(r.ok ? r.value : r.token);
+          break;
+        }
+        case 'latch':
+        case 'barrier': {
+          const cl = await client(who);
+          const name = text(step.name, 'name');
+          const r = await settle(() => (op === 'latch' ? cl.latch(name, step.count) : cl.barrier(name, step.parties)), where);
+          if (r.ok && step.as) syncs.set(step.as, r.value);
+          else if (r.ok) r.value.close();
+          want(tokenOf(r));
+          break;
+        }
+        case 'count_down':
+          want(tokenOf(await settle(() => sync(step.latch).countDown(), where)));
+          break;
+        case 'latch_count': {
+          const r = await settle(() => sync(step.latch).count(), where);
+          want(r.ok ? r.value : r.token);
+          break;
+        }
+        case 'latch_wait':
+        case 'barrier_wait': {
+          const o = 'timeout_ms' in step ? { timeout: num(step.timeout_ms) } : undefined;
+          const h = sync(op === 'latch_wait' ? step.latch : step.barrier);
+          want(tokenOf(await settle(() => h.wait(o), where)));
+          break;
+        }
         default:
           assert.fail(`case ${c.id}: unknown op ${op}`);
       }
       checkTime(step, performance.now() - t0, where);
     }
   } finally {
+    for (const h of syncs.values()) h.close();
     for (const cl of clients.values()) await cl.close();
   }
+}
+
+/** A step's acquisition options: `{ timeout, lockDelay, leaseTime, metadata }` (ms), or undefined when it has none. */
+function acquireOptions(step) {
+  const o = {};
+  if ('timeout_ms' in step) o.timeout = num(step.timeout_ms);
+  if ('lock_delay_ms' in step) o.lockDelay = num(step.lock_delay_ms);
+  if ('lease_time_ms' in step) o.leaseTime = num(step.lease_time_ms);
+  if ('metadata' in step) o.metadata = Object.fromEntries(Object.entries(step.metadata).map(([k, v]) => [k, text(v, `metadata.${k}`)]));
+  return Object.keys(o).length ? o : undefined;
 }
 
 describe('conformance table', () => {

@@ -75,6 +75,9 @@ function checkOutput(block, stdout) {
   if (block.code.includes("client.runOnce('reports/nightly'")) {
     assert.deepEqual(lines, ['report written', 'undefined']);
   }
+  if (block.code.includes("client.latch('nightly-shards'")) {
+    assert.deepEqual(lines, ["{ app: 'billing' }", '2']);
+  }
   if (block.code.includes('await using lock')) {
     assert.deepEqual(lines, ['held true', 'free again: true']);
   }

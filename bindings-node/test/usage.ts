@@ -1,6 +1,6 @@
 // Type-checked by `tsc --noEmit` (test/types.test.js), then compiled and run
 // against real etcd so that `await using` is exercised even on Node 20.
-import { Client, Lock, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus } from 'etcdlock';
+import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type AcquireOptions } from 'etcdlock';
 
 export async function demo(endpoints: string[]): Promise<string[]> {
   const events: string[] = [];
@@ -83,6 +83,33 @@ export async function recipes(client: Client): Promise<string[]> {
   return out;
 }
 
+export async function sync(client: Client): Promise<string[]> {
+  const out: string[] = [];
+  const extras: AcquireOptions = { lockDelay: 3_000, leaseTime: 60_000, metadata: { app: 'billing' } };
+  {
+    await using lock = await client.lock('jobs', { timeout: 5_000, ...extras });
+    const st: LockStatus = await client.status('jobs');
+    const app: string | undefined = st.holders[0]?.metadata['app'];
+    out.push(`${app} ${lock.isHeld}`);
+  }
+  const once: Lock | null = await client.tryLock('jobs', { metadata: { app: 'billing' } });
+  await once?.unlock();
+  const permit = await client.acquirePermit('pool', 2, { leaseTime: 1_000 });
+  const freed: boolean = await client.releasePermit('pool', permit.fencingToken);
+  {
+    await using latch: Latch = await client.latch('shards', 3);
+    const after: number = await latch.countDown();
+    const now: number = await latch.count();
+    await latch.wait({ timeout: 1_000, signal: AbortSignal.timeout(2_000) }).catch(() => {});
+    out.push(`${latch.name} ${latch.initial} ${after} ${now} ${freed}`);
+  }
+  const barrier: Barrier = await client.barrier('start', 1);
+  const index: number = await barrier.wait({ timeout: 1_000 });
+  out.push(`${barrier.parties} ${index}`);
+  barrier.close();
+  return out;
+}
+
 // Mistakes the types must catch (tsc fails if any of these stops being an error).
 export async function mistakes(client: Client, lock: Lock): Promise<void> {
   // @ts-expect-error the fencing token is a bigint, not a number
@@ -99,7 +126,15 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   await client.acquirePermit('x', '3');
   // @ts-expect-error lockMany takes an array of names
   await client.lockMany('a');
+  // @ts-expect-error metadata values are strings
+  await client.lock('x', { metadata: { n: 1 } });
+  // @ts-expect-error lockMany takes no acquisition options
+  await client.lockMany(['a'], { lockDelay: 1000 });
+  // @ts-expect-error a latch's count is a number
+  await client.latch('x', '3');
+  // @ts-expect-error a barrier wait resolves the arrival index, a number
+  const i: string = await (await client.barrier('x', 2)).wait();
   // @ts-expect-error runOnce needs atMost
   await client.runOnce('x', () => 1, { atLeast: 5 });
-  void t; void l; void c;
+  void t; void l; void c; void i;
 }

@@ -96,6 +96,48 @@ pub unsafe extern "C" fn etcdlock_try_lock(
     })
 }
 
+/// etcdlock_lock with acquisition options: options->timeout_ms as
+/// etcdlock_lock's timeout_ms (0: one try, ETCDLOCK_TIMEOUT when taken), and
+/// the lock-delay, lease time and holder metadata of etcdlock_acquire_options.
+/// options NULL is the defaults (wait forever, nothing else). On success
+/// *guard is a new guard (free with etcdlock_guard_free); otherwise NULL.
+///
+/// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for options the
+/// core refuses (a negative or too long lock-delay, a lease time of 0,
+/// metadata over 1 KB, a struct_size etcdlock_acquire_options_init did not
+/// set); the message names the field.
+///
+/// Safety: as etcdlock_lock; options is NULL or an etcdlock_acquire_options
+/// initialised with etcdlock_acquire_options_init whose metadata strings are
+/// valid for the duration of the call.
+///
+/// Example:
+///     const char *meta[] = {"app", "billing", NULL};
+///     etcdlock_acquire_options ao;
+///     etcdlock_acquire_options_init(&ao, sizeof ao);
+///     ao.timeout_ms = 5000;
+///     ao.lock_delay_ms = 3000;
+///     ao.metadata = meta;
+///     int rc = etcdlock_lock_ex(c, "orders", &ao, &g);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_lock_ex(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    options: *const etcdlock_acquire_options,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let opts = convert_acquire_options(options)?;
+        let g = block_on(async move { c.lock_with(&name, opts).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
 /// Our lock key in etcd (namespace + name + "/" + lease id in hex...). *key
 /// points into the guard and stays valid until etcdlock_guard_free.
 ///

@@ -6,7 +6,8 @@
 //! handles; every lock semantic lives in the core crate. Modules by concern:
 //! constants, errors (the one error mapper), options, client, guard (blocking
 //! locks and guarded operations), wait (what runs on runtime threads:
-//! lock_async, callbacks, observers), recipes, status (queue views).
+//! lock_async, callbacks, observers), recipes, status (queue views), sync
+//! (latches and barriers).
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
@@ -20,6 +21,7 @@ mod guarded;
 mod wait;
 mod recipes;
 mod status;
+mod sync;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Duration;
@@ -36,6 +38,7 @@ pub use guarded::*;
 pub use options::*;
 pub use recipes::*;
 pub use status::*;
+pub use sync::*;
 pub use wait::*;
 
 /// The library version as a static string, e.g. "0.1.0".
@@ -176,6 +179,8 @@ const _: fn() = || {
     thread_safe::<etcdlock_client>();
     thread_safe::<etcdlock_guard>();
     thread_safe::<etcdlock_cancel_handle>();
+    thread_safe::<etcdlock_latch>();
+    thread_safe::<etcdlock_barrier>();
 };
 
 /// A raw pointer handed back to C on a runtime thread.

@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_int};
 
 use etcdlock_core::bridge::{self, Unit};
-use etcdlock_core::{ClientOptions, Error};
+use etcdlock_core::{ClientOptions, Error, LockOptions};
 
 use crate::*;
 
@@ -202,4 +202,154 @@ unsafe fn option_pairs(o: &etcdlock_options) -> Result<Vec<(&'static str, String
 pub(crate) unsafe fn convert_options(o: *const etcdlock_options) -> Result<ClientOptions, Error> {
     let o = read_options(o)?;
     bridge::client_options(option_pairs(&o)?)
+}
+
+/// Options of one acquisition (etcdlock_lock_ex, etcdlock_acquire_permit_ex,
+/// etcdlock_read_lock_ex, etcdlock_campaign_ex). Always fill with
+/// etcdlock_acquire_options_init(&o, sizeof o) first, then set the fields you
+/// need; as with etcdlock_options, the library reads only the first
+/// struct_size bytes, so fields added later take their defaults for programs
+/// built against this header.
+///
+/// The values are checked by the core, with the same rule and messages as in
+/// every etcdlock language: a bad one is ETCDLOCK_INVALID_ARGUMENT and nothing
+/// is written to etcd. The metadata strings are borrowed for the duration of
+/// the call only.
+#[repr(C)]
+pub struct etcdlock_acquire_options {
+    /// sizeof(etcdlock_acquire_options) as seen by the caller; set by
+    /// etcdlock_acquire_options_init.
+    pub struct_size: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// Maximum wait in milliseconds, as the timeout_ms of etcdlock_lock:
+    /// negative (ETCDLOCK_WAIT_FOREVER, the default) waits as long as it
+    /// takes, 0 is one try (ETCDLOCK_TIMEOUT if taken, writing nothing), at
+    /// most ETCDLOCK_MAX_TIMEOUT_MS.
+    pub timeout_ms: i64,
+    /// Chubby's lock-delay, milliseconds: if this hold ends because its lease
+    /// ended (the process died or froze, its session expired or was revoked,
+    /// it was cut off from etcd) rather than by etcdlock_unlock, the next
+    /// holder is granted the lock no earlier than this long after etcd removed
+    /// the key, so requests the vanished holder still had in flight drain
+    /// first. A clean unlock, etcdlock_guard_free, etcdlock_client_free or an
+    /// operator's etcdlock_release hands over at once. Rounded up to whole
+    /// seconds; at most 24 hours. ETCDLOCK_UNSET (the default) = none; any
+    /// other negative value is ETCDLOCK_INVALID_ARGUMENT. Not allowed on
+    /// permits and read locks (ETCDLOCK_INVALID_ARGUMENT).
+    pub lock_delay_ms: i64,
+    /// Hold at most this many milliseconds: then the hold is released even if
+    /// the holder never unlocks, and its loss reason is
+    /// ETCDLOCK_LOSS_LEASE_EXPIRED. Positive, at most 24 hours. ETCDLOCK_UNSET
+    /// (the default) = until unlocked; other negative values and 0 are
+    /// ETCDLOCK_INVALID_ARGUMENT.
+    pub lease_time_ms: i64,
+    /// Who holds, as etcdlock_status shows it to everyone (the contender's
+    /// metadata): a NULL-terminated array of NUL-terminated UTF-8 strings,
+    /// key, value, key, value, ..., NULL; at most 1 KB in all. NULL (the
+    /// default) = none.
+    pub metadata: *const *const c_char,
+}
+
+fn default_acquire_options() -> etcdlock_acquire_options {
+    etcdlock_acquire_options {
+        struct_size: std::mem::size_of::<etcdlock_acquire_options>() as u32,
+        reserved: 0,
+        timeout_ms: ETCDLOCK_WAIT_FOREVER,
+        lock_delay_ms: ETCDLOCK_UNSET,
+        lease_time_ms: ETCDLOCK_UNSET,
+        metadata: std::ptr::null(),
+    }
+}
+
+/// Size of the first published etcdlock_acquire_options (all of today's
+/// fields); anything smaller is not an etcdlock_acquire_options.
+const ACQUIRE_OPTIONS_V1_SIZE: usize = std::mem::size_of::<etcdlock_acquire_options>();
+
+/// Fill *options with the defaults (wait forever, no lock-delay, no lease
+/// time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
+/// lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
+/// struct_size must be sizeof(etcdlock_acquire_options) as the caller
+/// compiled it; only that many bytes are written.
+///
+/// Safety: options points to at least struct_size writable bytes.
+/// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
+/// version ever had.
+///
+/// Example:
+///     etcdlock_acquire_options ao;
+///     etcdlock_acquire_options_init(&ao, sizeof ao);
+///     ao.timeout_ms = 5000;
+///     ao.lock_delay_ms = 3000;
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_acquire_options_init(options: *mut etcdlock_acquire_options, struct_size: usize) -> c_int {
+    ffi(|| {
+        if options.is_null() {
+            return Err(invalid("options is NULL"));
+        }
+        if struct_size < ACQUIRE_OPTIONS_V1_SIZE {
+            return Err(invalid(format!("struct_size {struct_size} is smaller than any etcdlock_acquire_options")));
+        }
+        let mut d = default_acquire_options();
+        let n = struct_size.min(std::mem::size_of::<etcdlock_acquire_options>());
+        d.struct_size = n as u32;
+        std::ptr::copy_nonoverlapping((&d as *const etcdlock_acquire_options).cast::<u8>(), options.cast::<u8>(), n);
+        Ok(())
+    })
+}
+
+/// The caller's acquisition options (NULL: the defaults), fields past its
+/// struct_size at their defaults.
+unsafe fn read_acquire_options(o: *const etcdlock_acquire_options) -> Result<etcdlock_acquire_options, Error> {
+    let mut d = default_acquire_options();
+    if o.is_null() {
+        return Ok(d);
+    }
+    let size = std::ptr::read_unaligned(o.cast::<u32>()) as usize;
+    if size < ACQUIRE_OPTIONS_V1_SIZE {
+        return Err(invalid(format!(
+            "options->struct_size is {size}; call etcdlock_acquire_options_init(&o, sizeof o) first"
+        )));
+    }
+    if size > std::mem::size_of::<etcdlock_acquire_options>() {
+        return Err(invalid(format!(
+            "options->struct_size is {size}, from a newer etcdlock.h than this library ({}); link a newer libetcdlock",
+            std::mem::size_of::<etcdlock_acquire_options>()
+        )));
+    }
+    std::ptr::copy_nonoverlapping(o.cast::<u8>(), (&mut d as *mut etcdlock_acquire_options).cast::<u8>(), size);
+    Ok(d)
+}
+
+/// The pairs of a NULL-terminated key, value, ... array (NULL: none).
+unsafe fn metadata_pairs(mut p: *const *const c_char) -> Result<Vec<(String, String)>, Error> {
+    let mut out = Vec::new();
+    if p.is_null() {
+        return Ok(out);
+    }
+    while !(*p).is_null() {
+        let key = str_arg(*p, "options->metadata key")?.unwrap_or_default();
+        let value = str_arg(*p.add(1), "options->metadata value")?
+            .ok_or_else(|| invalid(format!("options->metadata: the key {key:?} has no value before the terminating NULL")))?;
+        out.push((key, value));
+        p = p.add(2);
+    }
+    Ok(out)
+}
+
+/// Core's options of one acquisition from the caller's struct, built only by
+/// `bridge::acquire_options` (core's one rule and messages). C's own rules
+/// stay: a negative timeout waits forever, one above ETCDLOCK_MAX_TIMEOUT_MS
+/// is refused; ETCDLOCK_UNSET spans are "not set".
+pub(crate) unsafe fn convert_acquire_options(o: *const etcdlock_acquire_options) -> Result<LockOptions, Error> {
+    let o = read_acquire_options(o)?;
+    timeout_arg(o.timeout_ms)?;
+    let timeout = (o.timeout_ms >= 0).then_some(o.timeout_ms as f64);
+    let span = |v: i64| (v != ETCDLOCK_UNSET).then_some(v as f64);
+    let extras = bridge::Extras {
+        lock_delay: span(o.lock_delay_ms),
+        lease_time: span(o.lease_time_ms),
+        metadata: metadata_pairs(o.metadata)?,
+    };
+    bridge::acquire_options(timeout, extras, Unit::Millis)
 }

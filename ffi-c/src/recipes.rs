@@ -50,6 +50,65 @@ pub unsafe extern "C" fn etcdlock_acquire_permit(
     })
 }
 
+/// etcdlock_acquire_permit with acquisition options (options->timeout_ms as
+/// timeout_ms; the lease time and holder metadata of etcdlock_acquire_options;
+/// a lock-delay is ETCDLOCK_INVALID_ARGUMENT: permits have none). options NULL
+/// is the defaults. Returns as etcdlock_acquire_permit and etcdlock_lock_ex.
+///
+/// Safety: as etcdlock_lock_ex.
+///
+/// Example:
+///     etcdlock_acquire_options ao;
+///     etcdlock_acquire_options_init(&ao, sizeof ao);
+///     ao.lease_time_ms = 60000; // freed after a minute whatever happens
+///     etcdlock_acquire_permit_ex(c, "transcoders", 3, &ao, &g);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_acquire_permit_ex(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    permits: u32,
+    options: *const etcdlock_acquire_options,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let opts = convert_acquire_options(options)?;
+        let g = block_on(async move { c.acquire_permit(&name, permits, opts).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
+/// etcdlock_read_lock with acquisition options (options->timeout_ms as
+/// timeout_ms; the lease time and holder metadata of etcdlock_acquire_options;
+/// a lock-delay is ETCDLOCK_INVALID_ARGUMENT: read locks have none). options
+/// NULL is the defaults. Returns as etcdlock_read_lock and etcdlock_lock_ex.
+///
+/// Safety: as etcdlock_lock_ex.
+///
+/// Example: etcdlock_read_lock_ex(c, "config", &ao, &g);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_read_lock_ex(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    options: *const etcdlock_acquire_options,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let opts = convert_acquire_options(options)?;
+        let g = block_on(async move { c.read_lock(&name, opts).await })?;
+        *out = new_guard(g);
+        Ok(())
+    })
+}
+
 /// Take the read side of the read-write lock `name`: shared with other
 /// readers, excluded by writers. The write side is etcdlock_lock on the same
 /// name (so `etcdctl lock` and Go's Mutex exclude readers too). Served in
@@ -253,6 +312,36 @@ pub unsafe extern "C" fn etcdlock_campaign(
         let v = bytes_arg(value, value_len, "value", true)?.to_vec();
         let timeout = timeout_arg(timeout_ms)?;
         let l = block_on(async move { c.campaign(&name, v, LockOptions { timeout, ..LockOptions::default() }).await })?;
+        *out = new_guard(l.into_guard());
+        Ok(())
+    })
+}
+
+/// etcdlock_campaign with acquisition options (options->timeout_ms as
+/// timeout_ms; the lock-delay, lease time and holder metadata of
+/// etcdlock_acquire_options). options NULL is the defaults. Returns as
+/// etcdlock_campaign and etcdlock_lock_ex.
+///
+/// Safety: as etcdlock_campaign and etcdlock_lock_ex.
+///
+/// Example: etcdlock_campaign_ex(c, "scheduler", (const uint8_t *)"node-1", 6, &ao, &g);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_campaign_ex(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    value: *const u8,
+    value_len: usize,
+    options: *const etcdlock_acquire_options,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let v = bytes_arg(value, value_len, "value", true)?.to_vec();
+        let opts = convert_acquire_options(options)?;
+        let l = block_on(async move { c.campaign(&name, v, opts).await })?;
         *out = new_guard(l.into_guard());
         Ok(())
     })

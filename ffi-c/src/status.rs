@@ -43,6 +43,12 @@ pub struct etcdlock_contender {
     pub local_waiters: i64,
     /// 1 for a key without etcdlock's owner info: etcdctl, Go's Mutex or Election.
     pub foreign: c_int,
+    /// The holder's metadata (etcdlock_acquire_options.metadata), as it was
+    /// given: key, value, key, value, ..., NULL. Never NULL (an empty list is
+    /// a lone NULL); known once its meta record is written (~100 ms).
+    pub metadata: *const *const c_char,
+    /// Number of key/value pairs in metadata.
+    pub metadata_len: usize,
 }
 
 /// The holders and waiters of one name (etcdlock_status): contenders in
@@ -53,6 +59,7 @@ pub struct etcdlock_queue {
     pub(crate) kind: c_int,
     pub(crate) _strings: Vec<CString>,
     pub(crate) _values: Vec<Vec<u8>>,
+    pub(crate) _lists: Vec<Vec<*const c_char>>,
 }
 
 /// Every lock under a prefix (etcdlock_list), sorted by name. Free with etcdlock_locks_free.
@@ -70,12 +77,20 @@ fn queue_of(st: etcdlock_core::Status) -> etcdlock_queue {
         Some(etcdlock_core::LockKind::RwLock) => ETCDLOCK_LOCK_RWLOCK,
     };
     let name = CString::new(st.name).unwrap_or_default();
-    let mut q = etcdlock_queue { items: Vec::new(), name, kind, _strings: Vec::new(), _values: Vec::new() };
+    let mut q = etcdlock_queue { items: Vec::new(), name, kind, _strings: Vec::new(), _values: Vec::new(), _lists: Vec::new() };
     let cstr = |s: Option<String>| s.map(|o| CString::new(o).unwrap_or_default());
     let ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
     for x in st.holders.into_iter().chain(st.waiters) {
         let key = CString::new(x.key).unwrap_or_default();
         let (owner, host, language) = (cstr(x.owner), cstr(x.host), cstr(x.language));
+        let meta: Vec<CString> = x
+            .metadata
+            .into_iter()
+            .flat_map(|(k, v)| [k, v])
+            .map(|s| CString::new(s.replace('\0', "\\0")).unwrap_or_default())
+            .collect();
+        let mut list: Vec<*const c_char> = meta.iter().map(|s| s.as_ptr()).collect();
+        list.push(std::ptr::null());
         let (kind, permits) = match x.kind {
             etcdlock_core::ContenderKind::Exclusive => (ETCDLOCK_KIND_EXCLUSIVE, 1),
             etcdlock_core::ContenderKind::Reader => (ETCDLOCK_KIND_READER, 1),
@@ -98,6 +113,8 @@ fn queue_of(st: etcdlock_core::Status) -> etcdlock_queue {
             language: ptr(&language),
             local_waiters: x.local_waiters.map_or(-1, i64::from),
             foreign: x.foreign as c_int,
+            metadata: list.as_ptr(),
+            metadata_len: meta.len() / 2,
         });
         // The heap buffers do not move when their owners move into the vectors.
         q._strings.push(key);
@@ -105,6 +122,8 @@ fn queue_of(st: etcdlock_core::Status) -> etcdlock_queue {
         q._strings.extend(host);
         q._strings.extend(language);
         q._values.push(x.value);
+        q._strings.extend(meta);
+        q._lists.push(list);
     }
     q
 }
@@ -239,6 +258,27 @@ pub unsafe extern "C" fn etcdlock_release(client: *const etcdlock_client, name: 
         let c = client_arg(client)?.client.clone();
         let name = name_arg(name)?;
         let done = block_on(async move { c.release(&name, token).await })?;
+        *out = done as c_int;
+        Ok(())
+    })
+}
+
+/// Free a permit of the semaphore name whose holder is wedged: id is the
+/// permit's id, its fencing token (etcdlock_guard_fencing_token). As
+/// etcdlock_release: *released is 1 if it was released, 0 if no permit has
+/// that id; the former holder's loss reason is ETCDLOCK_LOSS_KEY_DELETED.
+///
+/// Safety: client is live; name is NUL-terminated; released is writable.
+///
+/// Example: int done; etcdlock_release_permit(c, "transcoders", id, &done);
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_release_permit(client: *const etcdlock_client, name: *const c_char, id: i64, released: *mut c_int) -> c_int {
+    ffi(|| {
+        let out = out_arg(released, "released (out)")?;
+        *out = 0;
+        let c = client_arg(client)?.client.clone();
+        let name = name_arg(name)?;
+        let done = block_on(async move { c.release_permit(&name, id).await })?;
         *out = done as c_int;
         Ok(())
     })

@@ -52,6 +52,33 @@ def bounds(st):
     return int(st.get("at_least_ms", -1)), int(st.get("within_ms", -1))
 
 
+EXTRAS = ("lock_delay_ms", "lease_time_ms", "metadata")
+
+
+def has_extras(st) -> bool:
+    """Whether a lock or acquire_permit step has acquisition options (then it
+    goes through the *_ex call with an etcdlock_acquire_options)."""
+    return any(k in st for k in EXTRAS)
+
+
+def acquire_options(st):
+    """Lines declaring `ao`, the step's etcdlock_acquire_options (and `meta`)."""
+    out = ["        etcdlock_acquire_options ao; etcdlock_acquire_options_init(&ao, sizeof ao);"]
+    if "timeout_ms" in st:
+        out.append(f"        ao.timeout_ms = INT64_C({int(st['timeout_ms'])});")
+    if "lock_delay_ms" in st:
+        out.append(f"        ao.lock_delay_ms = INT64_C({int(st['lock_delay_ms'])});")
+    if "lease_time_ms" in st:
+        out.append(f"        ao.lease_time_ms = INT64_C({int(st['lease_time_ms'])});")
+    if "metadata" in st:
+        items = []
+        for k, v in st["metadata"].items():
+            items += [c_bytes(k.encode()), text(v, "metadata value")]
+        out.append(f"        const char *meta[] = {{{', '.join(items + ['NULL'])}}};")
+        out.append("        ao.metadata = meta;")
+    return out
+
+
 def gen_case(idx: int, case) -> str:
     cid = case["id"]
     private = case.get("etcd") == "private"
@@ -61,16 +88,20 @@ def gen_case(idx: int, case) -> str:
              "    struct harness h = {0, NULL, NULL, \"\"}; (void)h;",
              "    const char *shared_endpoints = ENDPOINTS; (void)shared_endpoints;",
              "    int64_t t0 = 0, took = 0; (void)t0; (void)took;", "    int failed_before = 0; (void)failed_before;"]
-    guards, multis = [], []
+    guards, multis, latches, barriers = [], [], [], []
     for st in case["steps"]:
         if "as" in st:
-            bucket = multis if st["op"] == "lock_many" else guards
+            bucket = {"lock_many": multis, "latch": latches, "barrier": barriers}.get(st["op"], guards)
             if st["as"] not in bucket:
                 bucket.append(st["as"])
     for g in guards:
         lines.append(f"    etcdlock_guard *g_{g} = NULL;")
     for m in multis:
         lines.append(f"    etcdlock_multi *m_{m} = NULL;")
+    for x in latches:
+        lines.append(f"    etcdlock_latch *l_{x} = NULL;")
+    for x in barriers:
+        lines.append(f"    etcdlock_barrier *b_{x} = NULL;")
     lines.append("    int rc; (void)rc;")
     if private:
         # Its own etcd (after the declarations, which `goto done` must not skip):
@@ -117,7 +148,11 @@ def gen_case(idx: int, case) -> str:
             target = f"&g_{var}" if var else "&tmp"
             lines.append("    {")
             lines.append("        etcdlock_guard *tmp = NULL; (void)tmp;")
-            if op == "lock":
+            if op == "lock" and has_extras(st):
+                lines.extend(acquire_options(st))
+                lines.append(f"        rc = etcdlock_lock_ex(cl[{who}], {name}, &ao, {target});")
+                lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            elif op == "lock":
                 t = st.get("timeout_ms")
                 t = "ETCDLOCK_WAIT_FOREVER" if t is None else f"INT64_C({int(t)})"
                 lines.append(f"        rc = etcdlock_lock(cl[{who}], {name}, {t}, {target});")
@@ -154,7 +189,10 @@ def gen_case(idx: int, case) -> str:
                 target = f"&g_{var}" if var else "&tmp"
                 name = text(st["name"], "name")
                 lines.append("        etcdlock_guard *tmp = NULL; (void)tmp;")
-                if op == "acquire_permit":
+                if op == "acquire_permit" and has_extras(st):
+                    lines.extend(acquire_options(st))
+                    lines.append(f"        rc = etcdlock_acquire_permit_ex(cl[{who}], {name}, {int(st['permits'])}u, &ao, {target});")
+                elif op == "acquire_permit":
                     lines.append(f"        rc = etcdlock_acquire_permit(cl[{who}], {name}, {int(st['permits'])}u, {t}, {target});")
                 elif op == "read_lock":
                     lines.append(f"        rc = etcdlock_read_lock(cl[{who}], {name}, {t}, {target});")
@@ -214,6 +252,51 @@ def gen_case(idx: int, case) -> str:
             lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
             lines.append("        etcdlock_queue_free(q);")
             lines.append("    }")
+        elif op == "release":
+            name = text(st["name"], "name")
+            off = int(st.get("token_offset", 0))
+            want = {True: "true", False: "false"}.get(exp, exp)
+            lines.append("    {")
+            lines.append("        int64_t tok = 0; int done = 0;")
+            lines.append(f"        etcdlock_guard_fencing_token(g_{st['guard']}, &tok);")
+            lines.append(f"        rc = etcdlock_release(cl[{who}], {name}, tok + INT64_C({off}), &done);")
+            lines.append(f"        check_str(id, {i}, rc != ETCDLOCK_OK ? etcdlock_status_name(rc) : done ? \"true\" : \"false\", {c_bytes(str(want).encode())});")
+            lines.append("    }")
+        elif op == "latch":
+            var = st.get("as")
+            target = f"&l_{var}" if var else "&tmpl"
+            lines.append("    {")
+            lines.append("        etcdlock_latch *tmpl = NULL; (void)tmpl;")
+            lines.append(f"        rc = etcdlock_latch_open(cl[{who}], {text(st['name'], 'name')}, INT64_C({int(st['count'])}), {target});")
+            lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            lines.append("        etcdlock_latch_free(tmpl);")
+            lines.append("    }")
+        elif op == "count_down":
+            lines.append(f"    check_rc(id, {i}, etcdlock_latch_count_down(l_{st['latch']}, NULL), {c_bytes(exp.encode())});")
+        elif op == "latch_count":
+            lines.append("    {")
+            lines.append("        int64_t n = -1;")
+            lines.append(f"        rc = etcdlock_latch_count(l_{st['latch']}, &n);")
+            if isinstance(exp, int) and not isinstance(exp, bool):
+                lines.append(f"        if (rc != ETCDLOCK_OK) check_rc(id, {i}, rc, \"{exp}\"); else check_int(id, {i}, (long)n, {exp});")
+            else:
+                lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            lines.append("    }")
+        elif op in ("latch_wait", "barrier_wait"):
+            t = st.get("timeout_ms")
+            t = "ETCDLOCK_WAIT_FOREVER" if t is None else f"INT64_C({int(t)})"
+            call = f"etcdlock_latch_wait(l_{st['latch']}, {t})" if op == "latch_wait" else f"etcdlock_barrier_wait(b_{st['barrier']}, {t}, NULL)"
+            lines.append(f"    rc = {call};")
+            lines.append(f"    check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+        elif op == "barrier":
+            var = st.get("as")
+            target = f"&b_{var}" if var else "&tmpb"
+            lines.append("    {")
+            lines.append("        etcdlock_barrier *tmpb = NULL; (void)tmpb;")
+            lines.append(f"        rc = etcdlock_barrier_open(cl[{who}], {text(st['name'], 'name')}, INT64_C({int(st['parties'])}), {target});")
+            lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            lines.append("        etcdlock_barrier_free(tmpb);")
+            lines.append("    }")
         elif op == "etcd":
             if not private:
                 raise SystemExit(f"{cid}: op etcd needs \"etcd\": \"private\"")
@@ -250,6 +333,10 @@ def gen_case(idx: int, case) -> str:
         lines.append(f"    etcdlock_guard_free(g_{g});")
     for m in multis:
         lines.append(f"    etcdlock_multi_free(m_{m});")
+    for x in latches:
+        lines.append(f"    etcdlock_latch_free(l_{x});")
+    for x in barriers:
+        lines.append(f"    etcdlock_barrier_free(b_{x});")
     lines.append("    etcdlock_client_free(cl[0]); etcdlock_client_free(cl[1]);")
     if private:
         lines.append("    ENDPOINTS = shared_endpoints;")
