@@ -118,25 +118,25 @@ impl NativeClient {
         })
     }
 
-    /// Try once; resolves `null` when the lock is held elsewhere. With
-    /// `extras` it is core's one-try lock (a timeout of zero) with those
-    /// options, its `Timeout` resolving `null` as `WouldBlock` does.
+    /// Try once; resolves `null` when the lock is held elsewhere (or a
+    /// vanished holder's lock-delay runs). With `extras`, core's
+    /// `try_lock_with` those options.
     #[napi(ts_return_type = "Promise<NativeLock | null>")]
     pub fn try_lock<'env>(&self, env: &'env Env, name: String, extras: Option<NativeAcquire>) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let once = match extras {
-                Some(x) => Some(acquire_opts(Some(0.0), None, Some(x))?),
+                Some(x) => Some(acquire_opts(None, None, Some(x))?),
                 None => None,
             };
             let c = self.inner.clone();
             promise(env, async move {
                 let r = match once {
-                    Some(o) => c.lock_with(&name, o).await,
+                    Some(o) => c.try_lock_with(&name, o).await,
                     None => c.try_lock(&name).await,
                 };
                 match r {
                     Ok(g) => Ok(Some(NativeLock::new(g))),
-                    Err(e) if matches!(e.code(), ErrorCode::WouldBlock | ErrorCode::Timeout) => Ok(None),
+                    Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
                     Err(e) => Err(to_js_err(&e)),
                 }
             })

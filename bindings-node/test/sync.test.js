@@ -1,7 +1,8 @@
 'use strict';
 // Latches and barriers: across processes (the parent and two node children
 // sharing a latch of 3 and a barrier of 3, nothing left under
-// `<namespace>__etcdlock/sync/` afterwards), and their errors in one process.
+// in the namespace afterwards: the latch and barrier keys sit beside their
+// names, `<namespace>NAME\0etcdlock-latch/...`), and their errors in one process.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
@@ -52,7 +53,7 @@ describe('latch and barrier', () => {
     latch.close(); // idempotent
     await assert.rejects(latch.count(), (e) => e.code === 'Closed');
     await client.close();
-    const prefix = `${ns}__etcdlock/sync/`;
+    const prefix = ns;
     const t0 = Date.now();
     await until(async () => (await etcdctlKeys(etcd.endpoints, prefix)).length === 0, {
       timeout: (TTL_S + 5) * 1000,

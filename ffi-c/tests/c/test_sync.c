@@ -409,12 +409,13 @@ static void *run_party(void *arg) {
 }
 
 /* Three clients (threads) share a latch of 3 and a barrier of 3; once they
- * are freed and the TTL passes no key is left under <ns>__etcdlock/sync/. */
+ * are freed and the TTL passes no key is left in their namespace (the
+ * latch and barrier keys sit beside their names, <ns>NAME\0etcdlock-...). */
 static void test_latch_and_barrier(void) {
     char ns[96], prefix[160];
     unique(ns, sizeof ns, "sync");
     strcat(ns, "/");
-    snprintf(prefix, sizeof prefix, "%s__etcdlock/sync/", ns);
+    snprintf(prefix, sizeof prefix, "%s", ns);
     struct party ps[3];
     pthread_t t[3];
     for (int i = 0; i < 3; i++) {
