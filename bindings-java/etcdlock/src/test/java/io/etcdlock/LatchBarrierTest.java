@@ -39,6 +39,12 @@ class LatchBarrierTest {
     void threePartiesMeetAtABarrierAndALatchAndLeaveNoKeys() throws Exception {
         String ns = "test/sync-" + UUID.randomUUID().toString().substring(0, 8) + "/";
         long ttl = 2;
+        String sync = ns + "__etcdlock/sync/";
+        // The keys are where the check below looks: a latch opened here has some there.
+        try (EtcdLockClient c = builder().namespace(ns).ttl(Duration.ofSeconds(ttl)).build();
+                EtcdLatch probe = c.latch("probe", 1)) {
+            assertTrue(keysWithPrefix(sync) > 0, "latch keys under " + sync);
+        }
         ExecutorService pool = Executors.newFixedThreadPool(PARTIES);
         try {
             List<Future<long[]>> parties = new ArrayList<>();
@@ -78,7 +84,6 @@ class LatchBarrierTest {
         } finally {
             pool.shutdownNow();
         }
-        String sync = ns + "__etcdlock/sync/";
         await("no keys under " + sync, Duration.ofSeconds(ttl + 5), () -> {
             try {
                 return keysWithPrefix(sync) == 0;
