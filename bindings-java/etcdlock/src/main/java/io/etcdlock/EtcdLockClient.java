@@ -79,6 +79,17 @@ public final class EtcdLockClient implements AutoCloseable {
         return new EtcdLock(this, name);
     }
 
+    /**
+     * {@link #newLock(String)} whose every acquisition uses {@code options} (lock-delay, lease
+     * time, holder metadata: see {@link AcquireOptions}).
+     *
+     * @param options null: none
+     */
+    public EtcdLock newLock(String name, AcquireOptions options) {
+        checkName(name);
+        return new EtcdLock(this, name, options);
+    }
+
     /** Told of every acquisition a client finishes. */
     @FunctionalInterface
     public interface AcquisitionListener {

@@ -98,6 +98,19 @@ class LockDelayTest {
             assertEquals("n1", h.metadata().get("node"));
             assertEquals(g.fencingToken(), h.fencingToken());
         }
+        // A java.util.concurrent.locks.Lock whose acquisitions carry the options.
+        String other = uniqueName("metadata-lock");
+        try (EtcdLockClient c = client()) {
+            EtcdLock lock = c.newLock(other, opts);
+            assertSame(opts, lock.options());
+            assertTrue(lock.tryLock());
+            try {
+                await("metadata in status", Duration.ofSeconds(5), () -> !c.status(other).holders().isEmpty()
+                        && "billing".equals(c.status(other).holders().get(0).metadata().get("app")));
+            } finally {
+                lock.unlock();
+            }
+        }
     }
 
     @Test
