@@ -20,12 +20,16 @@ import java.time.Duration;
  * call throws {@link ClosedException}.
  */
 public final class EtcdBarrier implements AutoCloseable {
+    /** Keeps the client reachable while this handle is (its cleaner would close it). */
+    @SuppressWarnings("unused")
+    private final EtcdLockClient client;
     private final String name;
     private final int parties;
     private final NativeHandle handle;
     private final java.lang.ref.Cleaner.Cleanable cleanable;
 
-    EtcdBarrier(String name, int parties, long ptr) {
+    EtcdBarrier(EtcdLockClient client, String name, int parties, long ptr) {
+        this.client = client;
         this.name = name;
         this.parties = parties;
         this.handle = new NativeHandle(ptr, NativeBridge::freeBarrier,

@@ -22,12 +22,16 @@ import java.time.Duration;
  * it open is gone, calls throw {@link LockLostException} with {@link LossReason#LEASE_EXPIRED}.
  */
 public final class EtcdLatch implements AutoCloseable {
+    /** Keeps the client reachable while this handle is (its cleaner would close it). */
+    @SuppressWarnings("unused")
+    private final EtcdLockClient client;
     private final String name;
     private final long initial;
     private final NativeHandle handle;
     private final java.lang.ref.Cleaner.Cleanable cleanable;
 
-    EtcdLatch(String name, long initial, long ptr) {
+    EtcdLatch(EtcdLockClient client, String name, long initial, long ptr) {
+        this.client = client;
         this.name = name;
         this.initial = initial;
         this.handle = new NativeHandle(ptr, NativeBridge::freeLatch,

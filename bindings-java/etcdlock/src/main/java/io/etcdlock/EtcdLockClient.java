@@ -263,7 +263,7 @@ public final class EtcdLockClient implements AutoCloseable {
         checkName(name);
         checkNotOnRuntimeThread("latch \"" + name + "\"");
         long h = withClient(c -> NativeBridge.latchOpen(c, name, count));
-        return new EtcdLatch(name, count, h);
+        return new EtcdLatch(this, name, count, h);
     }
 
     /**
@@ -280,7 +280,7 @@ public final class EtcdLockClient implements AutoCloseable {
         checkName(name);
         checkNotOnRuntimeThread("barrier \"" + name + "\"");
         long h = withClient(c -> NativeBridge.barrierOpen(c, name, parties));
-        return new EtcdBarrier(name, parties, h);
+        return new EtcdBarrier(this, name, parties, h);
     }
 
     // ---- recipes: semaphore, read-write lock, multi-lock, election, queue view ----

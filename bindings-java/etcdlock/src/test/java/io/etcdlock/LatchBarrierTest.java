@@ -94,6 +94,17 @@ class LatchBarrierTest {
     }
 
     @Test
+    void aLatchKeepsItsClientAlive() throws Exception {
+        EtcdLatch l = client().latch(uniqueName("orphan-latch"), 2); // the client object is never stored
+        for (int i = 0; i < 5; i++) {
+            System.gc();
+            Thread.sleep(50);
+        }
+        assertEquals(1, l.countDown(), "the unreachable-looking client was not closed under a live latch");
+        l.close();
+    }
+
+    @Test
     void latchAndBarrierErrors() throws Exception {
         String name = uniqueName("sync-errors");
         try (EtcdLockClient a = client(); EtcdLockClient b = client()) {
