@@ -56,7 +56,43 @@ pub(crate) fn req_bytes(env: &Env<'_>, a: &JByteArray<'_>, what: &str) -> NResul
 /// Options of one acquisition: a timeout in ms (negative: no limit) by
 /// core's one rule, and the cancellation token.
 pub(crate) fn lock_opts(timeout_ms: jlong, cancel: Option<CancellationToken>) -> NResult<LockOptions> {
-    let mut o = bridge::lock_options((timeout_ms >= 0).then_some(timeout_ms as f64), bridge::Unit::Millis)?;
+    acquire_opts(timeout_ms, bridge::Extras::default(), cancel)
+}
+
+/// Options of one acquisition with its extras (lock-delay, lease time,
+/// metadata), built only by core's `bridge::acquire_options` (one rule and
+/// one message per value in every language; nothing is checked here).
+pub(crate) fn acquire_opts(timeout_ms: jlong, extras: bridge::Extras, cancel: Option<CancellationToken>) -> NResult<LockOptions> {
+    let mut o = bridge::acquire_options((timeout_ms >= 0).then_some(timeout_ms as f64), extras, bridge::Unit::Millis)?;
     o.cancel = cancel;
     Ok(o)
+}
+
+/// The extras of an acquisition as Java passes them: spans in milliseconds
+/// (fractions allowed; NaN: not given; a negative one reaches core, which
+/// refuses it), metadata as alternating keys and values (null: none).
+pub(crate) fn extras(
+    env: &mut Env<'_>,
+    lock_delay_ms: jdouble,
+    lease_time_ms: jdouble,
+    metadata: &JObjectArray<'_, JString<'_>>,
+) -> NResult<bridge::Extras> {
+    let span = |v: jdouble| (!v.is_nan()).then_some(v);
+    let mut pairs = Vec::new();
+    if !metadata.is_null() {
+        let n = metadata.len(env)?;
+        if n % 2 != 0 {
+            return Err(invalid("metadata comes as key, value pairs"));
+        }
+        let mut items = Vec::with_capacity(n);
+        for i in 0..n {
+            let s = metadata.get_element(env, i)?;
+            items.push(req_string(env, &s, "a metadata key or value")?);
+        }
+        let mut it = items.into_iter();
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            pairs.push((k, v));
+        }
+    }
+    Ok(bridge::Extras { lock_delay: span(lock_delay_ms), lease_time: span(lease_time_ms), metadata: pairs })
 }

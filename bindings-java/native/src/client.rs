@@ -200,8 +200,9 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_tryLock<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
-/// `static native void lockAsync(long client, String name, long timeoutMs, long id)`: start
-/// acquiring on the runtime; `NativeBridge.complete(id, guardHandle, 0, code, reason, msg)`
+/// `static native void lockAsync(long client, String name, long timeoutMs, double lockDelayMs,
+/// double leaseTimeMs, String[] metadata, long id)`: start acquiring on the runtime (extras as
+/// [`extras`] reads them); `NativeBridge.complete(id, guardHandle, 0, code, reason, msg)`
 /// reports the outcome from a runtime thread.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
@@ -210,15 +211,19 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
     client: jlong,
     name: JString<'local>,
     timeout_ms: jlong,
+    lock_delay_ms: jdouble,
+    lease_time_ms: jdouble,
+    metadata: JObjectArray<'local, JString<'local>>,
     id: jlong,
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
             let c = unsafe { borrow::<Client>(client, "client")? };
             let name = req_string(env, &name, "lock name")?;
+            let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
             let token = CancellationToken::new();
-            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token.clone());
-            let opts = lock_opts(timeout_ms, Some(token))?;
+            let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
+            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token);
             let rt = etcdlock::runtime::runtime()?;
             rt.spawn(async move {
                 let r = c.lock_with(&name, opts).await;

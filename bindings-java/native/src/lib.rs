@@ -27,6 +27,7 @@ mod guard;
 mod once;
 mod recipes;
 mod status;
+mod sync;
 mod wait;
 
 /// What every module uses.
@@ -39,7 +40,7 @@ mod prelude {
     pub(crate) use jni::errors::ErrorPolicy;
     pub(crate) use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString, JThrowable, JValue};
     pub(crate) use jni::refs::Global;
-    pub(crate) use jni::sys::{jboolean, jint, jlong};
+    pub(crate) use jni::sys::{jboolean, jdouble, jint, jlong};
     pub(crate) use jni::vm::JavaVM;
     pub(crate) use jni::{jni_sig, jni_str, Env, EnvUnowned};
 

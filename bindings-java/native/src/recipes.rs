@@ -59,7 +59,8 @@ pub(crate) fn decode_names(b: &[u8]) -> NResult<Vec<String>> {
 }
 
 /// `static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits,
-/// long timeoutMs, long id)`: start a recipe acquisition on the runtime. kind 1: a permit of a
+/// long timeoutMs, double lockDelayMs, double leaseTimeMs, String[] metadata, long id)`: start a
+/// recipe acquisition on the runtime (extras as [`extras`] reads them). kind 1: a permit of a
 /// `permits` semaphore; 2: the read side of a read-write lock; 3: campaign with value `arg`;
 /// 4: lock every name encoded in `arg` (the handle is then a multi-lock). Completes as `lockAsync`.
 #[unsafe(no_mangle)]
@@ -72,11 +73,15 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
     arg: JByteArray<'local>,
     permits: jint,
     timeout_ms: jlong,
+    lock_delay_ms: jdouble,
+    lease_time_ms: jdouble,
+    metadata: JObjectArray<'local, JString<'local>>,
     id: jlong,
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
             let c = unsafe { borrow::<Client>(client, "client")? };
+            let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
             let name = opt_string(env, &name)?.unwrap_or_default();
             let arg = if arg.is_null() { Vec::new() } else { env.convert_byte_array(&arg)? };
             let names = if kind == 4 { decode_names(&arg)? } else { Vec::new() };
@@ -85,8 +90,8 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
             }
             let permits = u32::try_from(permits).map_err(|_| invalid(format!("permits must be between 1 and {}, got {permits}", etcdlock::MAX_PERMITS)))?;
             let token = CancellationToken::new();
-            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token.clone());
-            let opts = lock_opts(timeout_ms, Some(token))?;
+            let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
+            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token);
             let rt = etcdlock::runtime::runtime()?;
             rt.spawn(async move {
                 let r: etcdlock::Result<Result<Guard, MultiGuard>> = match kind {

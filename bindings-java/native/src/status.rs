@@ -34,7 +34,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_leader<'local>(
 /// kind (0 exclusive, 1 reader, 2 permit), i32 permits, i32 holds, i64 lease,
 /// i64 ttl (-1 unknown), i64 token, owner (absent: -1), i64 age ms (-1
 /// unknown), value, host, i32 pid (-1), language, i32 local waiters (-1), i32
-/// foreign. Holders first, in queue order.
+/// foreign, i32 metadata pairs then each key and value. Holders first, in queue order.
 pub(crate) fn encode_status(e: &mut Enc, st: &etcdlock::Status) {
     let kind = match st.kind {
         None => -1,
@@ -55,6 +55,10 @@ pub(crate) fn encode_status(e: &mut Enc, st: &etcdlock::Status) {
         e.i64(x.age_ms.map_or(-1, |a| a as i64)).bytes(Some(&x.value));
         e.bytes(x.host.as_deref().map(str::as_bytes)).i32(x.pid.map_or(-1, |p| p as i32));
         e.bytes(x.language.as_deref().map(str::as_bytes)).i32(x.local_waiters.map_or(-1, |n| n as i32)).i32(x.foreign as i32);
+        e.i32(x.metadata.len() as i32);
+        for (k, v) in &x.metadata {
+            e.bytes(Some(k.as_bytes())).bytes(Some(v.as_bytes()));
+        }
     }
 }
 
@@ -117,6 +121,25 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_release<'local>(
             let c = unsafe { borrow::<Client>(client, "client")? };
             let name = req_string(env, &name, "lock name")?;
             block(env, async move { c.release(&name, token).await }, None)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native boolean releasePermit(long client, String name, long id)`: core's
+/// `release_permit` (the permit's id is its fencing token).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_releasePermit<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    id: jlong,
+) -> jboolean {
+    unowned
+        .with_env(|env| -> NResult<jboolean> {
+            let c = unsafe { borrow::<Client>(client, "client")? };
+            let name = req_string(env, &name, "semaphore name")?;
+            block(env, async move { c.release_permit(&name, id).await }, None)
         })
         .resolve::<ThrowEtcdLock>()
 }

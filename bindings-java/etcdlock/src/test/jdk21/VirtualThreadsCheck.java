@@ -1,3 +1,5 @@
+import io.etcdlock.EtcdBarrier;
+import io.etcdlock.EtcdLatch;
 import io.etcdlock.EtcdLock;
 import io.etcdlock.EtcdLockClient;
 
@@ -32,6 +34,7 @@ public final class VirtualThreadsCheck {
             check("3 virtual threads, lock / sleep(1) / unlock x 20 each (the pinned-carrier deadlock)", () -> run(client, "vt3", 3, 20));
             check("1000 virtual threads, lock / sleep(1) / unlock, counter exact", () -> run(client, "vt1000", 1000, 1));
             check("interrupting a virtual thread's lockInterruptibly removes its waiter key", () -> interrupt(client));
+            check("50 virtual threads await a latch that a 51st counts down; 4 parties meet at a barrier", () -> sync(client));
         } finally {
             harness.getOutputStream().close();
             harness.waitFor(10, TimeUnit.SECONDS);
@@ -87,6 +90,46 @@ public final class VirtualThreadsCheck {
         }
         if (counter != threads * rounds) {
             throw new AssertionError("counter " + counter + " != " + threads * rounds);
+        }
+    }
+
+    /** Latch and barrier waits park in Java too: with both carriers waiting, the others still run. */
+    static void sync(EtcdLockClient client) throws Exception {
+        try (EtcdLatch latch = client.latch("vt-latch", 1); EtcdBarrier barrier = client.barrier("vt-barrier", 4)) {
+            List<Thread> ts = new ArrayList<>();
+            for (int i = 0; i < 50; i++) {
+                ts.add(Thread.ofVirtual().start(() -> {
+                    try {
+                        latch.await(Duration.ofSeconds(60));
+                    } catch (InterruptedException e) {
+                        throw new RuntimeException(e);
+                    }
+                }));
+            }
+            ts.add(Thread.ofVirtual().start(() -> {
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException e) {
+                    throw new RuntimeException(e);
+                }
+                latch.countDown();
+            }));
+            int[] indices = new int[4];
+            for (int i = 0; i < 4; i++) {
+                int k = i;
+                ts.add(Thread.ofVirtual().start(() -> indices[k] = barrier.await(Duration.ofSeconds(60))));
+            }
+            for (Thread t : ts) {
+                if (!t.join(Duration.ofSeconds(90))) {
+                    throw new AssertionError("stalled: a virtual thread's latch or barrier wait did not end");
+                }
+            }
+            if (latch.getCount() != 0) {
+                throw new AssertionError("latch count " + latch.getCount());
+            }
+            if (java.util.Arrays.stream(indices).sorted().boxed().toList().equals(List.of(0, 1, 2, 3)) == false) {
+                throw new AssertionError("barrier arrival indices " + java.util.Arrays.toString(indices));
+            }
         }
     }
 

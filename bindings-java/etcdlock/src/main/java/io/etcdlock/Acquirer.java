@@ -22,9 +22,15 @@ final class Acquirer {
     }
 
     AsyncAcquire<LockGuard> startLock(String name, long ms) {
+        return startLock(name, ms, AcquireOptions.NONE);
+    }
+
+    /** {@code opts} null: none. */
+    AsyncAcquire<LockGuard> startLock(String name, long ms, AcquireOptions opts) {
         checkName(name);
+        AcquireOptions o = opts == null ? AcquireOptions.NONE : opts;
         return startAcquire(name, g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
-                (c, id) -> NativeBridge.lockAsync(c, name, ms, id));
+                (c, id) -> NativeBridge.lockAsync(c, name, ms, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs(), id));
     }
 
     /** Starts one native acquisition; {@code wrap} turns its handle into the Java object. */
@@ -60,14 +66,25 @@ final class Acquirer {
     static final int MANY = 4;
 
     AsyncAcquire<LockGuard> startRecipe(int kind, String name, byte[] arg, int permits, long ms) {
+        return startRecipe(kind, name, arg, permits, ms, AcquireOptions.NONE);
+    }
+
+    /** {@code opts} null: none. */
+    AsyncAcquire<LockGuard> startRecipe(int kind, String name, byte[] arg, int permits, long ms, AcquireOptions opts) {
         checkName(name);
+        AcquireOptions o = opts == null ? AcquireOptions.NONE : opts;
         return startAcquire(name, g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
-                (c, id) -> NativeBridge.recipeAsync(c, kind, name, arg, permits, ms, id));
+                (c, id) -> NativeBridge.recipeAsync(c, kind, name, arg, permits, ms, o.lockDelayMs(), o.leaseTimeMs(),
+                        o.metadataPairs(), id));
     }
 
     LockGuard awaitRecipe(int kind, String name, byte[] arg, int permits, long ms, String what) {
+        return awaitRecipe(kind, name, arg, permits, ms, AcquireOptions.NONE, what);
+    }
+
+    LockGuard awaitRecipe(int kind, String name, byte[] arg, int permits, long ms, AcquireOptions opts, String what) {
         checkNotOnRuntimeThread(what);
-        return AsyncAcquire.await(startRecipe(kind, name, arg, permits, ms), what, false);
+        return AsyncAcquire.await(startRecipe(kind, name, arg, permits, ms, opts), what, false);
     }
 
     /** A permit, waiting in Java; interruptible waits throw {@link CancelledException} (key removed). */
@@ -95,7 +112,7 @@ final class Acquirer {
         List<String> copy = new ArrayList<>(names);
         byte[] enc = RecipeCodec.names(copy);
         return startAcquire(String.join(",", copy), m -> new MultiLockGuard(client, copy, m), NativeBridge::freeMulti,
-                (c, id) -> NativeBridge.recipeAsync(c, MANY, null, enc, 0, ms, id));
+                (c, id) -> NativeBridge.recipeAsync(c, MANY, null, enc, 0, ms, Double.NaN, Double.NaN, null, id));
     }
 
     /**
@@ -108,7 +125,12 @@ final class Acquirer {
      * uninterruptible wait keeps waiting and re-asserts the interrupt afterwards.
      */
     LockGuard lockNative(String name, long timeoutMs, boolean interruptible) {
+        return lockNative(name, timeoutMs, AcquireOptions.NONE, interruptible);
+    }
+
+    /** {@link #lockNative(String, long, boolean)} with acquisition options. */
+    LockGuard lockNative(String name, long timeoutMs, AcquireOptions opts, boolean interruptible) {
         checkNotOnRuntimeThread("lock \"" + name + "\"");
-        return AsyncAcquire.await(startLock(name, timeoutMs), "lock \"" + name + "\"", interruptible);
+        return AsyncAcquire.await(startLock(name, timeoutMs, opts), "lock \"" + name + "\"", interruptible);
     }
 }

@@ -42,10 +42,21 @@ public final class EtcdLock implements Lock {
     private Thread owner; // guarded by this
     private int holds; // guarded by this
     private LockGuard guard; // guarded by this
+    private final AcquireOptions options;
 
     EtcdLock(EtcdLockClient client, String name) {
+        this(client, name, AcquireOptions.NONE);
+    }
+
+    EtcdLock(EtcdLockClient client, String name, AcquireOptions options) {
         this.client = client;
         this.name = name;
+        this.options = options == null ? AcquireOptions.NONE : options;
+    }
+
+    /** The acquisition options every acquisition of this lock uses ({@link AcquireOptions#NONE} unless given). */
+    public AcquireOptions options() {
+        return options;
     }
 
     /** The lock name. */
@@ -107,7 +118,7 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        took(client.acq.lockNative(name, -1, false));
+        took(client.acq.lockNative(name, -1, options, false));
     }
 
     @Override
@@ -123,7 +134,7 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        took(client.acquireInterruptibly(name, null));
+        took(client.acquireInterruptibly(name, null, options));
     }
 
     /** Take the lock if it is free right now (one etcd round trip). */
@@ -137,7 +148,7 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        LockGuard g = client.tryAcquire(name).orElse(null);
+        LockGuard g = client.tryAcquire(name, options).orElse(null);
         if (g == null) {
             return false;
         }
@@ -166,7 +177,7 @@ public final class EtcdLock implements Lock {
             return tryLock(); // "does not wait at all", but still takes a free lock
         }
         try {
-            took(client.acquireInterruptibly(name, java.time.Duration.ofMillis(ms)));
+            took(client.acquireInterruptibly(name, java.time.Duration.ofMillis(ms), options));
             return true;
         } catch (LockTimeoutException e) {
             return false;

@@ -79,6 +79,17 @@ public final class EtcdLockClient implements AutoCloseable {
         return new EtcdLock(this, name);
     }
 
+    /**
+     * {@link #newLock(String)} whose every acquisition uses {@code options} (lock-delay, lease
+     * time, holder metadata: see {@link AcquireOptions}).
+     *
+     * @param options null: none
+     */
+    public EtcdLock newLock(String name, AcquireOptions options) {
+        checkName(name);
+        return new EtcdLock(this, name, options);
+    }
+
     /** Told of every acquisition a client finishes. */
     @FunctionalInterface
     public interface AcquisitionListener {
@@ -171,6 +182,107 @@ public final class EtcdLockClient implements AutoCloseable {
         return acq.startLock(name, timeout == null ? -1 : toMillis(timeout));
     }
 
+    /**
+     * {@link #acquire(String, Duration)} with acquisition options (lock-delay, lease time,
+     * holder metadata: see {@link AcquireOptions}).
+     *
+     * @param timeout null waits as long as it takes; zero is one try ({@link LockTimeoutException}
+     *     if the lock is held or in its lock-delay)
+     * @param options null: none
+     * @throws InvalidArgumentException if an option is out of range (nothing is written)
+     */
+    public LockGuard acquire(String name, Duration timeout, AcquireOptions options) {
+        return acq.lockNative(name, Acquirer.msOrForever(timeout), options, false);
+    }
+
+    /**
+     * {@link #acquireInterruptibly(String, Duration)} with acquisition options.
+     *
+     * @param options null: none
+     */
+    public LockGuard acquireInterruptibly(String name, Duration timeout, AcquireOptions options)
+            throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException("interrupted before acquiring lock " + name);
+        }
+        try {
+            return acq.lockNative(name, Acquirer.msOrForever(timeout), options, true);
+        } catch (CancelledException e) {
+            throw Args.interrupted("interrupted while waiting for lock " + name, e);
+        }
+    }
+
+    /**
+     * {@link #tryAcquire(String)} with acquisition options: empty if someone holds or waits for
+     * the lock, or it is in a vanished holder's lock-delay.
+     *
+     * @param options null: none
+     */
+    public Optional<LockGuard> tryAcquire(String name, AcquireOptions options) {
+        try {
+            return Optional.of(acq.lockNative(name, 0, options, false));
+        } catch (LockTimeoutException e) {
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * {@link #acquireAsync(String, Duration)} with acquisition options.
+     *
+     * @param options null: none
+     */
+    public CompletableFuture<LockGuard> acquireAsync(String name, Duration timeout, AcquireOptions options) {
+        return acq.startLock(name, Acquirer.msOrForever(timeout), options);
+    }
+
+    /**
+     * Free a permit of the semaphore {@code name} whose holder is wedged: the permit whose id
+     * (its {@link LockGuard#fencingToken() fencing token}, as {@link #status} shows it) is
+     * {@code id}, whoever holds it; another permit is never touched. Returns true if it was
+     * released, false if no permit has that id. The former holder's guard reports the loss with
+     * reason {@link LossReason#KEY_DELETED}.
+     */
+    public boolean releasePermit(String name, long id) {
+        checkName(name);
+        checkNotOnRuntimeThread("releasePermit \"" + name + "\"");
+        return withClient(c -> NativeBridge.releasePermit(c, name, id));
+    }
+
+    /**
+     * Open the count-down latch {@code name} with {@code count} (Java's {@link
+     * java.util.concurrent.CountDownLatch}, shared by every process that opens the same name):
+     * created with {@code count} if it does not exist. Every process must open it with the same
+     * count. Close the latch when done; once every handle is closed its keys expire within the TTL
+     * and the name starts afresh.
+     *
+     * @param count between 1 and 2^31
+     * @throws InvalidArgumentException for a count out of range, or another count than the
+     *     name's creator gave
+     */
+    public EtcdLatch latch(String name, long count) {
+        checkName(name);
+        checkNotOnRuntimeThread("latch \"" + name + "\"");
+        long h = withClient(c -> NativeBridge.latchOpen(c, name, count));
+        return new EtcdLatch(this, name, count, h);
+    }
+
+    /**
+     * Open the barrier {@code name} for {@code parties} parties (a one-shot {@link
+     * java.util.concurrent.CyclicBarrier} across processes): {@link EtcdBarrier#await()} returns in
+     * every party at once when the last has arrived. Every process opens it with the same number.
+     * Once released the barrier is finished: use a new name per round.
+     *
+     * @param parties between 1 and 2^31 - 1
+     * @throws InvalidArgumentException for a number out of range, another number than the name's
+     *     creator gave, or a barrier that has already released its parties and is still open
+     */
+    public EtcdBarrier barrier(String name, int parties) {
+        checkName(name);
+        checkNotOnRuntimeThread("barrier \"" + name + "\"");
+        long h = withClient(c -> NativeBridge.barrierOpen(c, name, parties));
+        return new EtcdBarrier(this, name, parties, h);
+    }
+
     // ---- recipes: semaphore, read-write lock, multi-lock, election, queue view ----
 
     /**
@@ -202,6 +314,23 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /**
+     * {@link #acquirePermit(String, int, Duration)} with acquisition options: a lease time or
+     * metadata (a lock-delay is refused for permits with {@link InvalidArgumentException}).
+     *
+     * @param options null: none
+     */
+    public LockGuard acquirePermit(String name, int permits, Duration timeout, AcquireOptions options) {
+        return acq.awaitRecipe(Acquirer.PERMIT, name, null, permits, Acquirer.msOrForever(timeout), options,
+                "semaphore \"" + name + "\"");
+    }
+
+    /** {@link #acquirePermit(String, int, Duration, AcquireOptions)} without blocking. */
+    public CompletableFuture<LockGuard> acquirePermitAsync(String name, int permits, Duration timeout,
+            AcquireOptions options) {
+        return acq.startRecipe(Acquirer.PERMIT, name, null, permits, Acquirer.msOrForever(timeout), options);
+    }
+
+    /**
      * Wait for the read side of the read-write lock {@code name}: shared with other readers,
      * excluded by writers. The write side is the plain lock ({@link #acquire(String)}), so
      * {@code etcdctl lock} and Go's Mutex on {@code name} exclude readers too. In arrival order:
@@ -216,6 +345,22 @@ public final class EtcdLockClient implements AutoCloseable {
     /** {@link #acquireRead(String, Duration)} without blocking. */
     public CompletableFuture<LockGuard> acquireReadAsync(String name, Duration timeout) {
         return acq.startRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout));
+    }
+
+    /**
+     * {@link #acquireRead(String, Duration)} with acquisition options: a lease time or metadata
+     * (a lock-delay is refused for read locks with {@link InvalidArgumentException}).
+     *
+     * @param options null: none
+     */
+    public LockGuard acquireRead(String name, Duration timeout, AcquireOptions options) {
+        return acq.awaitRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout), options,
+                "read lock \"" + name + "\"");
+    }
+
+    /** {@link #acquireRead(String, Duration, AcquireOptions)} without blocking. */
+    public CompletableFuture<LockGuard> acquireReadAsync(String name, Duration timeout, AcquireOptions options) {
+        return acq.startRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout), options);
     }
 
     /**
@@ -265,6 +410,30 @@ public final class EtcdLockClient implements AutoCloseable {
             throw new InvalidArgumentException("value must not be null");
         }
         return acq.startRecipe(Acquirer.CAMPAIGN, name, value, 0, Acquirer.msOrForever(timeout)).thenApply(Leadership::new);
+    }
+
+    /**
+     * {@link #campaign(String, byte[], Duration)} with acquisition options (a lock-delay applies
+     * to elections as to locks: see {@link AcquireOptions.Builder#lockDelay}).
+     *
+     * @param options null: none
+     */
+    public Leadership campaign(String name, byte[] value, Duration timeout, AcquireOptions options) {
+        if (value == null) {
+            throw new InvalidArgumentException("value must not be null");
+        }
+        return new Leadership(acq.awaitRecipe(Acquirer.CAMPAIGN, name, value, 0, Acquirer.msOrForever(timeout), options,
+                "election \"" + name + "\""));
+    }
+
+    /** {@link #campaign(String, byte[], Duration, AcquireOptions)} without blocking; cancelling withdraws the candidacy. */
+    public CompletableFuture<Leadership> campaignAsync(String name, byte[] value, Duration timeout,
+            AcquireOptions options) {
+        if (value == null) {
+            throw new InvalidArgumentException("value must not be null");
+        }
+        return acq.startRecipe(Acquirer.CAMPAIGN, name, value, 0, Acquirer.msOrForever(timeout), options)
+                .thenApply(Leadership::new);
     }
 
     /** The current leader of the election {@code name}, or empty when nobody leads. */

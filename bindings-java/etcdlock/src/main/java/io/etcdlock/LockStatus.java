@@ -2,7 +2,9 @@ package io.etcdlock;
 
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
@@ -48,6 +50,7 @@ public final class LockStatus {
         private final String language;
         private final int localWaiters;
         private final boolean foreign;
+        private final Map<String, String> metadata;
 
         Contender(RecipeCodec r) {
             key = r.string();
@@ -66,6 +69,21 @@ public final class LockStatus {
             language = r.string();
             localWaiters = r.i32();
             foreign = r.i32() != 0;
+            int pairs = r.i32();
+            Map<String, String> m = new LinkedHashMap<>();
+            for (int i = 0; i < pairs; i++) {
+                m.put(r.string(), r.string());
+            }
+            metadata = Collections.unmodifiableMap(m);
+        }
+
+        /**
+         * The holder's metadata ({@link AcquireOptions.Builder#metadata}), as its acquisition gave
+         * it (empty when none, and for keys of etcdctl, Go or other programs). Stored in the
+         * name's meta record, written once a name has been in use for about 100 ms.
+         */
+        public Map<String, String> metadata() {
+            return metadata;
         }
 
         /** The holder's host (etcdlock keys). */

@@ -131,7 +131,9 @@ final class NativeBridge {
 
     static native long tryLock(long client, String name);
 
-    static native void lockAsync(long client, String name, long timeoutMs, long id);
+    /** Extras: spans in ms (NaN: not given), metadata as alternating keys and values (null: none). */
+    static native void lockAsync(long client, String name, long timeoutMs, double lockDelayMs, double leaseTimeMs,
+            String[] metadata, long id);
 
     static native void cancelAsync(long id);
 
@@ -153,7 +155,8 @@ final class NativeBridge {
 
     static native void freeGuard(long guard);
 
-    static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits, long timeoutMs, long id);
+    static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits, long timeoutMs,
+            double lockDelayMs, double leaseTimeMs, String[] metadata, long id);
 
     static native void proclaim(long guard, byte[] value);
 
@@ -164,6 +167,30 @@ final class NativeBridge {
     static native byte[] list(long client, String prefix);
 
     static native boolean release(long client, String name, long token);
+
+    static native boolean releasePermit(long client, String name, long id);
+
+    static native long latchOpen(long client, String name, long count);
+
+    static native long latchCountDown(long latch);
+
+    static native long latchCount(long latch);
+
+    /** Completes {@code id} (value 0) when the count is zero; {@code timeoutMs < 0}: no limit. */
+    static native void latchWaitAsync(long latch, long timeoutMs, long id);
+
+    static native void latchClose(long latch);
+
+    static native void freeLatch(long latch);
+
+    static native long barrierOpen(long client, String name, int parties);
+
+    /** Completes {@code id} with the arrival index as its value; {@code timeoutMs < 0}: no limit. */
+    static native void barrierWaitAsync(long barrier, long timeoutMs, long id);
+
+    static native void barrierClose(long barrier);
+
+    static native void freeBarrier(long barrier);
 
     static native long[] onceRecord(long client, String name);
 

@@ -154,6 +154,8 @@ class ConformanceTest {
         final Map<String, EtcdLock> locks = new HashMap<>();
         final Map<String, MultiLockGuard> multis = new HashMap<>();
         final Map<String, Leadership> leaderships = new HashMap<>();
+        final Map<String, EtcdLatch> latches = new HashMap<>();
+        final Map<String, EtcdBarrier> barriers = new HashMap<>();
         /** The case's own etcd ({@code "etcd": "private"}), else null: the shared one. */
         EtcdExtension.Etcd privateEtcd;
         /** A raw jetcd client on the private etcd, made on first use. */
@@ -265,6 +267,8 @@ class ConformanceTest {
                 }
                 throw new AssertionError(String.join("; ", late) + "; " + e.getMessage(), e);
             } finally {
+                latches.values().forEach(EtcdLatch::close);
+                barriers.values().forEach(EtcdBarrier::close);
                 for (EtcdLockClient cl : clients.values()) {
                     try {
                         cl.close();
@@ -348,7 +352,12 @@ class ConformanceTest {
                     String name = text(step.get("name"));
                     JsonNode t = step.get("timeout_ms");
                     LockGuard[] g = new LockGuard[1];
-                    if (t == null) {
+                    AcquireOptions opts = acquireOptions(step);
+                    if (opts != null) {
+                        Duration d = t != null && t.isTextual() && t.asText().equals("inf")
+                                ? ChronoUnit.FOREVER.getDuration() : timeout(step);
+                        got = outcome(() -> g[0] = cl.acquire(name, d, opts));
+                    } else if (t == null) {
                         got = outcome(() -> g[0] = cl.acquire(name));
                     } else if (t.isTextual() && t.asText().equals("inf")) {
                         // Java's "forever" Duration (Long.MAX_VALUE seconds).
@@ -392,9 +401,14 @@ class ConformanceTest {
                     Duration t = timeout(step);
                     LockGuard[] g = new LockGuard[1];
                     Leadership[] l = new Leadership[1];
+                    AcquireOptions opts = acquireOptions(step);
+                    if (opts != null && !op.equals("acquire_permit")) {
+                        throw new IllegalArgumentException(where + ": acquisition options on " + op + " are not in the table's steps");
+                    }
                     if (op.equals("acquire_permit")) {
                         int permits = step.get("permits").asInt();
-                        got = outcome(() -> g[0] = cl.acquirePermit(name, permits, t));
+                        got = outcome(() -> g[0] = opts == null ? cl.acquirePermit(name, permits, t)
+                                : cl.acquirePermit(name, permits, t, opts));
                     } else if (op.equals("read_lock")) {
                         got = outcome(() -> g[0] = cl.acquireRead(name, t));
                     } else {
@@ -510,6 +524,81 @@ class ConformanceTest {
                     got = outcome(() -> cl.status(name)); // only the outcome is compared
                     break;
                 }
+                case "release": {
+                    String name = text(step.get("name"));
+                    long token = guard(step, "guard").fencingToken() + step.path("token_offset").asLong(0);
+                    boolean[] r = new boolean[1];
+                    got = outcome(() -> r[0] = cl.release(name, token));
+                    if (got.equals("ok")) {
+                        got = Boolean.toString(r[0]);
+                    }
+                    break;
+                }
+                case "latch": {
+                    String name = text(step.get("name"));
+                    long count = step.get("count").asLong();
+                    EtcdLatch[] l = new EtcdLatch[1];
+                    got = outcome(() -> l[0] = cl.latch(name, count));
+                    if (l[0] != null && step.has("as")) {
+                        latches.put(step.get("as").asText(), l[0]);
+                    }
+                    break;
+                }
+                case "count_down": {
+                    EtcdLatch l = latch(step);
+                    got = outcome(l::countDown);
+                    break;
+                }
+                case "latch_count": {
+                    EtcdLatch l = latch(step);
+                    long[] n = new long[1];
+                    got = outcome(() -> n[0] = l.getCount());
+                    if (got.equals("ok")) {
+                        got = Long.toString(n[0]);
+                    }
+                    break;
+                }
+                case "latch_wait": {
+                    EtcdLatch l = latch(step);
+                    Duration t = timeout(step);
+                    got = outcome(() -> {
+                        try {
+                            if (t == null) {
+                                l.await();
+                            } else {
+                                l.await(t);
+                            }
+                        } catch (InterruptedException e) {
+                            throw new AssertionError(where + ": interrupted", e);
+                        }
+                    });
+                    break;
+                }
+                case "barrier": {
+                    String name = text(step.get("name"));
+                    int parties = step.get("parties").asInt();
+                    EtcdBarrier[] b = new EtcdBarrier[1];
+                    got = outcome(() -> b[0] = cl.barrier(name, parties));
+                    if (b[0] != null && step.has("as")) {
+                        barriers.put(step.get("as").asText(), b[0]);
+                    }
+                    break;
+                }
+                case "barrier_wait": {
+                    EtcdBarrier b = barriers.get(step.get("barrier").asText());
+                    if (b == null) {
+                        throw new AssertionError(where + ": no barrier " + step.get("barrier").asText());
+                    }
+                    Duration t = timeout(step);
+                    got = outcome(() -> {
+                        if (t == null) {
+                            b.await();
+                        } else {
+                            b.await(t);
+                        }
+                    });
+                    break;
+                }
                 case "token_order": {
                     long a = guard(step, "first").fencingToken();
                     long b = guard(step, "second").fencingToken();
@@ -554,6 +643,50 @@ class ConformanceTest {
                 throw new NotExpressible("timeout " + t);
             }
             return Duration.ofMillis(t.asLong());
+        }
+
+        /** The latch a step names ({@code latch}). */
+        EtcdLatch latch(JsonNode step) {
+            EtcdLatch l = latches.get(step.get("latch").asText());
+            if (l == null) {
+                throw new AssertionError("case " + id + ": no latch " + step.get("latch").asText());
+            }
+            return l;
+        }
+
+        /**
+         * A step's acquisition options ({@code lock_delay_ms}, {@code lease_time_ms},
+         * {@code metadata}) as {@link AcquireOptions}; null when it has none. Values go to the
+         * core unchecked (a negative lock-delay is a negative Duration).
+         */
+        AcquireOptions acquireOptions(JsonNode step) {
+            if (!step.has("lock_delay_ms") && !step.has("lease_time_ms") && !step.has("metadata")) {
+                return null;
+            }
+            AcquireOptions.Builder b = AcquireOptions.builder();
+            for (String f : List.of("lock_delay_ms", "lease_time_ms")) {
+                JsonNode v = step.get(f);
+                if (v == null) {
+                    continue;
+                }
+                if (!v.isIntegralNumber()) {
+                    throw new NotExpressible(f + " " + v + " (a Duration)");
+                }
+                Duration d = Duration.ofMillis(v.asLong());
+                if (f.equals("lock_delay_ms")) {
+                    b.lockDelay(d);
+                } else {
+                    b.leaseTime(d);
+                }
+            }
+            JsonNode m = step.get("metadata");
+            if (m != null) {
+                for (var it = m.fields(); it.hasNext();) {
+                    var e = it.next();
+                    b.metadata(e.getKey(), text(e.getValue()));
+                }
+            }
+            return b.build();
         }
 
         void keep(JsonNode step, LockGuard g) {

@@ -153,6 +153,36 @@ class ReadmeExampleTest {
         assertFalse(events.contains("stopScheduling"), events.toString());
     }
 
+    /** The README's "Lock-delay, lease time, metadata; latches and barriers" block, as written. */
+    @Test
+    void readmeOptionsAndSync() throws Exception {
+        Log log = new Log();
+        String ns = "readme-options-" + System.nanoTime() + "/";
+        try (EtcdLockClient client = EtcdLockClient.builder().endpoints(EtcdExtension.endpoints())
+                .ttl(Duration.ofSeconds(10)).namespace(ns).build()) {
+            // ---- as in the README ----
+            AcquireOptions opts = AcquireOptions.builder()
+                    .lockDelay(Duration.ofSeconds(3))        // a holder that dies keeps the lock 3 s more
+                    .leaseTime(Duration.ofMinutes(5))        // released after 5 minutes whatever happens
+                    .metadata("job", "nightly-report")       // shown in status() to everyone
+                    .build();
+            try (LockGuard report = client.acquire("reports", Duration.ofSeconds(10), opts)) {
+                client.status("reports").holders().forEach(h -> log.info("held for {}", h.metadata().get("job")));
+            }
+
+            // A count-down latch and a barrier shared by every process that opens the same name.
+            try (EtcdLatch shards = client.latch("nightly-shards", 1);
+                 EtcdBarrier start = client.barrier("nightly-start", 1)) {
+                int arrival = start.await(Duration.ofSeconds(30)); // returns in every party when all arrived
+                shards.countDown();                                 // each worker, when its shard is done
+                shards.await(Duration.ofMinutes(5));                // the reducer: LockTimeoutException if late
+            }
+            // ---- end of the README block ----
+            assertEquals(0, client.status("reports").holders().size());
+        }
+        assertTrue(events.contains("log held for {}"), events.toString());
+    }
+
     @Test
     void aForgottenGuardIsReleasedByTheCleaner() throws Exception {
         String name = TestSupport.uniqueName("forgotten");
