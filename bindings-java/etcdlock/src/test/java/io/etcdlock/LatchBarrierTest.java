@@ -33,13 +33,14 @@ class LatchBarrierTest {
     /**
      * Three parties, each on its own client: they meet at a barrier (indices 0, 1, 2, released
      * together), count a latch down and wait for it; once the clients are closed and the TTL has
-     * passed, nothing is left under {@code <namespace>__etcdlock/sync/}.
+     * passed, nothing is left in the namespace (latch and barrier keys sit beside their names,
+     * {@code <namespace>NAME\0etcdlock-latch/...}).
      */
     @Test
     void threePartiesMeetAtABarrierAndALatchAndLeaveNoKeys() throws Exception {
         String ns = "test/sync-" + UUID.randomUUID().toString().substring(0, 8) + "/";
         long ttl = 2;
-        String sync = ns + "__etcdlock/sync/";
+        String sync = ns;
         // The keys are where the check below looks: a latch opened here has some there.
         try (EtcdLockClient c = builder().namespace(ns).ttl(Duration.ofSeconds(ttl)).build();
                 EtcdLatch probe = c.latch("probe", 1)) {
