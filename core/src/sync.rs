@@ -393,13 +393,9 @@ impl Barrier {
         let prefix = [&self.base[..], b"p/"].concat();
         let session = c.session_by(c.request_bound()).await?;
         let key = session.reserve_key(&prefix);
-        let leave = |key: Vec<u8>| {
-            let (c, s) = (c.clone(), session.clone());
-            c.inner.handle.clone().spawn(async move {
-                let _ = c.txn_now(Txn::new().and_then([TxnOp::delete(key.clone(), None)])).await;
-                s.release_key(&key);
-            });
-        };
+        // Our arrival key goes when this call ends however it ends (returned,
+        // timed out, or its future dropped: a cancelled party never counts).
+        let _arrival = Arrival { client: c.clone(), session: session.clone(), key: key.clone() };
         let t = Txn::new()
             .when([Compare::create_revision(gate.clone(), CompareOp::Greater, 0)])
             .and_then([
@@ -407,15 +403,8 @@ impl Barrier {
                 TxnOp::get(prefix.clone(), Some(GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Ascend))),
             ])
             .or_else([TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only()))]);
-        let r = match c.txn_now(t).await {
-            Ok(r) => r,
-            Err(e) => {
-                leave(key);
-                return Err(e);
-            }
-        };
+        let r = c.txn_now(t).await?;
         if !r.succeeded() {
-            session.release_key(&key);
             return Err(if kvs(r.op_responses().first()).is_empty() { gone("barrier", &self.name) } else { finished(&self.name) });
         }
         let mut rev = revision(&r);
@@ -423,7 +412,6 @@ impl Barrier {
         let here: Vec<&[u8]> = kvs(ops.get(1)).iter().filter(|kv| is_direct_child(&prefix, kv.key())).map(|kv| kv.key()).collect();
         let index = here.iter().position(|k| *k == key.as_slice()).unwrap_or(here.len()) as u32;
         if index >= self.parties {
-            leave(key);
             return Err(Error::invalid(format!("barrier {} already has its {} parties waiting", show(&self.name), self.parties)));
         }
         if index + 1 == self.parties {
@@ -431,9 +419,7 @@ impl Barrier {
             let t = Txn::new()
                 .when([Compare::create_revision(gate.clone(), CompareOp::Greater, 0)])
                 .and_then([TxnOp::delete(gate.clone(), None), TxnOp::put(done.clone(), "", Some(PutOptions::new().with_lease(self.lease)))]);
-            let r = c.txn_now(t).await;
-            leave(key);
-            r?;
+            c.txn_now(t).await?;
             return Ok(index);
         }
         loop {
@@ -442,31 +428,21 @@ impl Barrier {
                     // Deleted (or a gap): the gate is gone only once released.
                     let r = c.txn_now(Txn::new().and_then([TxnOp::get(gate.clone(), Some(GetOptions::new().with_keys_only()))])).await;
                     match r {
-                        Ok(r) if kvs(r.op_responses().first()).is_empty() => {
-                            leave(key);
-                            return Ok(index);
-                        }
+                        Ok(r) if kvs(r.op_responses().first()).is_empty() => return Ok(index),
                         Ok(r) => {
                             rev = revision(&r);
                             continue;
                         }
-                        Err(e) => {
-                            leave(key);
-                            return Err(e);
-                        }
+                        Err(e) => return Err(e),
                     }
                 }
                 Ok(false) => {
-                    leave(key);
                     return Err(Error::new(
                         ErrorCode::Timeout,
                         format!("barrier {}: not all {} parties arrived within the timeout ({:?})", show(&self.name), self.parties, timeout.unwrap_or_default()),
                     ));
                 }
-                Err(e) => {
-                    leave(key);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -477,6 +453,28 @@ impl Barrier {
         if !self.closed.swap(true, Ordering::AcqRel) {
             self.session.unshare(self.lease);
         }
+    }
+}
+
+/// A party's arrival key, deleted when its wait ends (see [`Barrier::wait`]).
+struct Arrival {
+    client: Client,
+    session: Arc<Session>,
+    key: Vec<u8>,
+}
+
+impl Drop for Arrival {
+    fn drop(&mut self) {
+        let (c, s, key) = (self.client.clone(), self.session.clone(), std::mem::take(&mut self.key));
+        if c.is_closed() {
+            // Closing revoked the session's lease, and the key with it.
+            s.release_key(&key);
+            return;
+        }
+        c.inner.handle.clone().spawn(async move {
+            let _ = c.txn_now(Txn::new().and_then([TxnOp::delete(key.clone(), None)])).await;
+            s.release_key(&key);
+        });
     }
 }
 

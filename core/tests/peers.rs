@@ -195,6 +195,14 @@ async fn a_barrier_releases_its_parties_together_and_refuses_late_comers() {
     assert_eq!(cs[1].barrier("start", 2).await.err().map(|e| e.code()), Some(ErrorCode::InvalidArgument), "parties mismatch");
     // A party that times out leaves; its place is free again.
     assert_eq!(b0.wait(Some(Duration::from_millis(200))).await.unwrap_err().code(), ErrorCode::Timeout);
+    // A wait whose future is dropped (a cancelled task) leaves too.
+    assert!(tokio::time::timeout(Duration::from_millis(200), b0.wait(None)).await.is_err());
+    let parties = format!("{ns}start\0etcdlock-barrier/p/");
+    let t0 = Instant::now();
+    while !keys(&cs[0], &parties).await.is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(2), "a cancelled party's key stayed");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let mut tasks = Vec::new();
     for c in cs.iter().take(2) {
         let c = c.clone();
