@@ -129,6 +129,7 @@ impl Client {
             _ => None,
         };
         let mut attempts = 0;
+        let mut retried_delay = false;
         loop {
             // The lease grant runs under the call's bound: a wait's timeout
             // (`Timeout`), or a try's request timeout (`Unavailable`).
@@ -170,7 +171,18 @@ impl Client {
                 // we queued: nothing of ours is in the queue; take a fresh session.
                 Err(e) if e.message().contains(LEASE_NOT_FOUND) && attempts < 3 => {
                     attempts += 1;
-                    session.mark_lost(LossReason::LeaseExpired);
+                    // With a lock-delay the Txn also wrote under the delay
+                    // lease, which may be the one that is gone (its renewal
+                    // failed while the session's went through): forget it and
+                    // try once more on the same session; only a second
+                    // refusal says the session's own lease is gone.
+                    match session.delay_lease(delay_secs) {
+                        Some(id) if delay_secs > 0 && !retried_delay => {
+                            retried_delay = true;
+                            session.drop_delay_lease(id);
+                        }
+                        _ => session.mark_lost(LossReason::LeaseExpired),
+                    }
                 }
                 r => return r,
             }

@@ -240,3 +240,24 @@ async fn a_barrier_releases_its_parties_together_and_refuses_late_comers() {
     }
     raw.close().await;
 }
+
+#[tokio::test]
+async fn a_vanished_delay_lease_is_replaced_without_ending_the_session() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("delay-lease");
+    let a = client(&etcd, &ns, 10).await;
+    let keep = a.lock("other").await.unwrap();
+    a.lock_with("x", delay(2)).await.unwrap().unlock().await.unwrap();
+    // The delay lease is gone (revoked from outside; as if its renewal had failed).
+    let mut raw = a.etcd();
+    let leases = raw.leases().await.unwrap();
+    let ids: Vec<i64> = leases.leases().iter().map(|l| l.id()).filter(|id| *id != keep.lease_id()).collect();
+    assert_eq!(ids.len(), 1, "one delay lease beside the session's: {ids:?}");
+    raw.lease_revoke(ids[0]).await.unwrap();
+    let g = a.lock_with("x", delay(2)).await.unwrap();
+    assert!(keep.is_held(), "the session's other hold is untouched");
+    assert_eq!(g.lease_id(), keep.lease_id(), "same session");
+    g.unlock().await.unwrap();
+    keep.unlock().await.unwrap();
+    a.close().await;
+}
