@@ -431,7 +431,10 @@ impl Session {
                         self.extend(sent, resp.ttl());
                         metrics.keepalive(sent.elapsed());
                         if self.has_extras() {
-                            self.renew_extras(&client, silence).await;
+                            // Off the session's own loop: a slow renewal of
+                            // many latches never delays the next keep-alive.
+                            let (me, c) = (self.clone(), client.clone());
+                            tokio::spawn(async move { me.renew_extras(&c, silence).await });
                         }
                         retry = Duration::from_millis(20);
                     }
