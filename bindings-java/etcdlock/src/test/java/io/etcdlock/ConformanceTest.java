@@ -38,7 +38,7 @@ import io.etcd.jetcd.options.GetOption;
  * {@code Optional.empty()} for {@code would_block}, ...). A case listed for Java that does not
  * run, or runs and disagrees with the table, fails this test.
  *
- * <p>{@link #conformanceTableMem} runs the table once more against the in-process etcd
+ * <p>{@link ConformanceMemTest} runs the table once more against the in-process etcd
  * ({@code mem://conformance}): every case but those marked {@code etcd_only}; the raw steps
  * ({@code keys}, {@code delete_outside}) reach that store with jetcd at the URL it writes to
  * {@code $ETCDLOCK_MEM_URL_DIR/conformance.url} (the module's pom sets the variable for the
@@ -82,11 +82,6 @@ class ConformanceTest {
     @Test
     void conformanceTable() throws Exception {
         table(false);
-    }
-
-    @Test
-    void conformanceTableMem() throws Exception {
-        table(true);
     }
 
     /** Every case listed for Java against etcd, or ({@code mem}) the in-process store. */
