@@ -183,6 +183,11 @@ python3 "$here/tests/gen_conformance.py" "$root/conformance/cases.json" "$work/c
 gcc "${cflags[@]}" "$work/conformance.c" -o "$work/conformance" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread
 run_suite conformance "$work/conformance" "$ep"
 run_suite conformance-valgrind "${vg[@]}" "$work/conformance" "$ep"
+# Once more on the in-process etcd (mem://conformance): every case but the
+# etcd_only ones; etcdctl reaches the store at the URL it writes under
+# ETCDLOCK_MEM_URL_DIR.
+mkdir -p "$work/mem-urls"
+ETCDLOCK_MEM_URL_DIR="$work/mem-urls" run_suite conformance-mem "$work/conformance" mem://conformance
 # fork: a program that forks while holding a lock, under valgrind with only the
 # suppressions the package ships and without --child-silent-after-fork: the
 # child's leak check (the parent's runtime, whose threads the child lacks) must
@@ -213,6 +218,6 @@ fi
 total_pass=$((total_pass + readme_pass))
 total_fail=$((total_fail + readme_fail))
 
-echo "== summary (shared + static + valgrind runs + sync runs + conformance + example + README blocks)"
+echo "== summary (shared + static + valgrind runs + sync runs + conformance (etcd, valgrind, mem) + example + README blocks)"
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))

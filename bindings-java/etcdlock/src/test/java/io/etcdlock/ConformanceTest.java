@@ -4,9 +4,12 @@ import static io.etcdlock.TestSupport.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.io.File;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.time.Duration;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -34,10 +37,18 @@ import io.etcd.jetcd.options.GetOption;
  * Java's idiom (an {@link EtcdLockException} subclass by its {@link ErrorCode},
  * {@code Optional.empty()} for {@code would_block}, ...). A case listed for Java that does not
  * run, or runs and disagrees with the table, fails this test.
+ *
+ * <p>{@link ConformanceMemTest} runs the table once more against the in-process etcd
+ * ({@code mem://conformance}): every case but those marked {@code etcd_only}; the raw steps
+ * ({@code keys}, {@code delete_outside}) reach that store with jetcd at the URL it writes to
+ * {@code $ETCDLOCK_MEM_URL_DIR/conformance.url} (the module's pom sets the variable for the
+ * test JVM). That run prints {@code conformance: N of M cases ran for java (mem)}.
  */
 @ExtendWith(EtcdExtension.class)
 class ConformanceTest {
     static final String LANG = "java";
+    /** The in-process store the mem run uses. */
+    static final String MEM_STORE = "conformance";
 
     /** {@code conformance/cases.json}, found from the module directory upwards (never a copy). */
     static File casesFile() {
@@ -70,6 +81,38 @@ class ConformanceTest {
 
     @Test
     void conformanceTable() throws Exception {
+        table(false);
+    }
+
+    /** Every case listed for Java against etcd, or ({@code mem}) the in-process store. */
+    static void table(boolean mem) throws Exception {
+        Client memRaw = mem ? memRaw() : null;
+        try {
+            runTable(mem, memRaw);
+        } finally {
+            if (memRaw != null) {
+                memRaw.close();
+            }
+        }
+    }
+
+    /**
+     * A raw jetcd client on the in-process store {@code mem://conformance}: a client of the
+     * library starts the store (or finds it started), which then has written its URL to
+     * {@code $ETCDLOCK_MEM_URL_DIR/conformance.url}.
+     */
+    static Client memRaw() throws Exception {
+        String dir = System.getenv("ETCDLOCK_MEM_URL_DIR");
+        assertNotNull(dir, "ETCDLOCK_MEM_URL_DIR must be set for the mem run (the module's pom sets it)");
+        File urlFile = new File(dir, MEM_STORE + ".url");
+        assertTrue(urlFile.getParentFile().isDirectory() || urlFile.getParentFile().mkdirs(), "cannot make " + dir);
+        try (EtcdLockClient starter = EtcdLockClient.builder().endpoints("mem://" + MEM_STORE).build()) {
+            String url = new String(Files.readAllBytes(urlFile.toPath()), StandardCharsets.UTF_8).trim();
+            return Client.builder().endpoints(url).build();
+        }
+    }
+
+    static void runTable(boolean mem, Client memRaw) throws Exception {
         File file = casesFile();
         JsonNode table = new ObjectMapper().readTree(file);
         JsonNode cases = table.get("cases");
@@ -77,13 +120,13 @@ class ConformanceTest {
         int ran = 0;
         List<String> failures = new ArrayList<>();
         for (JsonNode c : cases) {
-            if (!listedFor(c)) {
-                continue;
+            if (!listedFor(c) || (mem && c.path("etcd_only").asBoolean(false))) {
+                continue; // on mem, the cases that pause or kill etcd are left out
             }
             expected++;
             String id = c.get("id").asText();
             try {
-                new CaseRun(c).run();
+                new CaseRun(c, memRaw).run();
                 System.out.println("conformance: " + id + " ok");
             } catch (Throwable t) {
                 failures.add(id + ": " + t);
@@ -91,8 +134,9 @@ class ConformanceTest {
             }
             ran++;
         }
-        System.out.println("conformance: " + ran + " of " + cases.size() + " cases ran for " + LANG);
-        assertEquals(expected, ran, "every case listed for " + LANG + " must run");
+        String lang = LANG + (mem ? " (mem)" : "");
+        System.out.println("conformance: " + ran + " of " + cases.size() + " cases ran for " + lang);
+        assertEquals(expected, ran, "every case listed for " + lang + " must run");
         assertTrue(failures.isEmpty(), failures.size() + " case(s) disagree with " + file + ":\n  "
                 + String.join("\n  ", failures));
     }
@@ -160,25 +204,32 @@ class ConformanceTest {
         EtcdExtension.Etcd privateEtcd;
         /** A raw jetcd client on the private etcd, made on first use. */
         Client privateRaw;
+        /** The mem run's raw client on {@code mem://conformance}, else null. */
+        final Client memRaw;
         /** How long the step's library call took (see {@link #outcome}); -1 before it ran. */
         long tookNanos = -1;
         /** Steps that missed a time bound; the case goes on and fails at its end. */
         final List<String> late = new ArrayList<>();
 
-        CaseRun(JsonNode c) {
+        CaseRun(JsonNode c, Client memRaw) {
             this.c = c;
+            this.memRaw = memRaw;
             this.id = c.get("id").asText();
             this.ns = "conf-java/" + id + "/" + UUID.randomUUID().toString().substring(0, 8) + "/";
         }
 
         List<String> endpoints() {
-            return privateEtcd != null ? privateEtcd.endpoints : EtcdExtension.endpoints();
+            if (privateEtcd != null) {
+                return privateEtcd.endpoints;
+            }
+            // Not List.of: Builder.endpoints(List) asks contains(null), which List.of's lists refuse (NPE).
+            return memRaw != null ? Arrays.asList("mem://" + MEM_STORE) : EtcdExtension.endpoints();
         }
 
         /** Raw etcd access (keys, delete_outside) on the etcd the case's clients use. */
         Client raw() {
             if (privateEtcd == null) {
-                return TestSupport.raw();
+                return memRaw != null ? memRaw : TestSupport.raw();
             }
             if (privateRaw == null) {
                 privateRaw = Client.builder().endpoints(privateEtcd.endpoints.toArray(new String[0])).build();
