@@ -624,10 +624,14 @@ public final class EtcdLockClient implements AutoCloseable {
 
         /** etcd endpoints. */
         public Builder endpoints(List<String> endpoints) {
-            if (endpoints == null || endpoints.contains(null)) {
+            if (endpoints == null) {
                 throw new InvalidArgumentException("endpoints must not be null");
             }
+            // Not endpoints.contains(null): List.of(...) lists throw NullPointerException for it.
             for (String e : endpoints) {
+                if (e == null) {
+                    throw new InvalidArgumentException("endpoints must not be null");
+                }
                 checkText(e, "endpoint");
             }
             // "," for an empty list: core refuses it ("no etcd endpoints given").

@@ -44,6 +44,10 @@ class BadInputTest {
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints((String[]) null));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints((List<String>) null));
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints("a", null));
+        // List.of lists refuse contains(null) with NullPointerException: still InvalidArgument for a bad
+        // endpoint, and a List.of list is taken.
+        assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints(List.of(" ")).build());
+        EtcdLockClient.builder().endpoints(List.of("127.0.0.1:2379"));
         // Values are checked by the core when build() connects (the option is named).
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints(" ").build());
         assertThrows(InvalidArgumentException.class, () -> EtcdLockClient.builder().endpoints().build());

@@ -222,8 +222,7 @@ class ConformanceTest {
             if (privateEtcd != null) {
                 return privateEtcd.endpoints;
             }
-            // Not List.of: Builder.endpoints(List) asks contains(null), which List.of's lists refuse (NPE).
-            return memRaw != null ? Arrays.asList("mem://" + MEM_STORE) : EtcdExtension.endpoints();
+            return memRaw != null ? List.of("mem://" + MEM_STORE) : EtcdExtension.endpoints();
         }
 
         /** Raw etcd access (keys, delete_outside) on the etcd the case's clients use. */
