@@ -174,12 +174,23 @@ async fn waiters_survive_killing_the_member_their_watch_stream_is_on() {
     let ns = unique_ns("wkill");
     let eps = etcd.lock().unwrap().endpoints();
     let c = Client::connect(ClientOptions::new(eps.clone()).with_ttl(10).with_namespace(&ns)).await.unwrap();
-    let in_use = c.member_in_use();
-    let idx = eps.iter().position(|e| *e == in_use).unwrap();
     let e2 = etcd.clone();
-    let order = run_waiters(&c, "l", 300, move || e2.lock().unwrap().kill(idx)).await;
+    let killed = Arc::new(std::sync::Mutex::new(None));
+    let k2 = killed.clone();
+    let order = run_waiters(&c, "l", 300, move || {
+        // Kill the member that carries the watch stream (etcd's own gauge
+        // says which): under load the client may have moved off the member
+        // it connected to before the waiters queued.
+        let mut e = e2.lock().unwrap();
+        let idx = (0..3).find(|i| e.metric(*i, "etcd_debugging_mvcc_watch_stream_total", &[]) >= 1.0).expect("a member carries the watch stream");
+        *k2.lock().unwrap() = Some(idx);
+        e.kill(idx);
+    })
+    .await;
+    let idx = killed.lock().unwrap().expect("killed a member");
     assert_eq!(order.len(), 300);
     assert!(order.windows(2).all(|w| w[0] < w[1]), "grants out of order after failover");
+    let in_use = eps[idx].clone();
     assert_ne!(c.member_in_use(), in_use);
     assert!(c.watch_streams_opened() >= 2, "the stream was re-created");
     println!("300 waiters, member {in_use} killed mid-wait: all granted in order; streams opened {}", c.watch_streams_opened());
