@@ -33,13 +33,13 @@ use crate::names::{lost_err, show};
 
 /// One key's entry in [`Cleanups`], ended when the delete is done (or the
 /// task that runs it is dropped).
-struct CleanupTicket {
+pub(crate) struct CleanupTicket {
     client: Client,
     prefix: Vec<u8>,
 }
 
 impl CleanupTicket {
-    fn new(client: &Client, key: &[u8]) -> CleanupTicket {
+    pub(crate) fn new(client: &Client, key: &[u8]) -> CleanupTicket {
         let end = key.iter().rposition(|b| *b == b'/').map(|i| i + 1).unwrap_or(0);
         let prefix = key[..end].to_vec();
         client.inner.cleanups.begin(&prefix);

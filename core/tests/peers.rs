@@ -93,6 +93,13 @@ async fn lease_time_ends_a_hold_that_is_never_unlocked() {
     let loss = p.wait_lost().await.expect("lost, not released");
     assert_eq!(loss.reason, LossReason::LeaseExpired);
     got.unlock().await.unwrap();
+    // The same client's try right after the loss is not refused by its own
+    // key still being deleted.
+    for _ in 0..5 {
+        let g = a.lock_with("solo", LockOptions::default().with_lease_time(Duration::from_millis(300))).await.unwrap();
+        assert_eq!(g.wait_lost().await.map(|l| l.reason), Some(LossReason::LeaseExpired));
+        a.try_lock("solo").await.expect("free once the lease time ended").unlock().await.unwrap();
+    }
     a.close().await;
     b.close().await;
 }

@@ -365,8 +365,15 @@ impl Guard {
             if *sh.state.borrow() != GuardState::Held {
                 return;
             }
+            // This client's own try_lock on the name waits for the delete
+            // (it never meets its own ghost), as after an abandoned wait.
+            let ticket = crate::wait::CleanupTicket::new(&sh.client, &sh.key);
             sh.mark_lost(Loss { reason: LossReason::LeaseExpired, at: Instant::now() });
-            sh.release_in_background();
+            sh.releasing.store(true, std::sync::atomic::Ordering::SeqCst);
+            let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            delete_until_gone(&sh.client, &sh.session, &sh.key, Some(sh.token), false, &records).await;
+            sh.session.release_key(&sh.key);
+            drop(ticket);
         });
     }
 }
