@@ -35,6 +35,10 @@ pub struct BenchArgs {
     /// Run only the scale measurements: N waiters on one lock / N held locks.
     pub waiters: Option<usize>,
     pub held: Option<usize>,
+    /// Run only N distinct locks taken in one burst (all N lock calls at once).
+    pub burst: Option<usize>,
+    /// Run only the breadth measurement: (clients, names), see `bench_breadth`.
+    pub breadth: Option<(usize, usize)>,
     /// Run only the recipes' measurements (`bench_recipes`).
     pub recipes: bool,
     pub json_only: bool,
@@ -154,7 +158,10 @@ pub async fn run(args: BenchArgs) -> i32 {
             eprintln!("{s}");
         }
     };
-    if args.waiters.is_some() || args.held.is_some() {
+    if let Some((clients, names)) = args.breadth {
+        return crate::bench_breadth::run(&endpoints, &ns, clients, names, args.duration, args.json_only).await;
+    }
+    if args.waiters.is_some() || args.held.is_some() || args.burst.is_some() {
         return scale(&args, &endpoints, &ns).await;
     }
     if args.recipes {

@@ -2,6 +2,7 @@
 //! and queue, and benchmark. See `etcdlock --help`.
 
 mod bench;
+mod bench_breadth;
 mod bench_recipes;
 mod bench_scale;
 mod flash;
@@ -12,6 +13,9 @@ mod tree;
 mod status;
 
 use std::time::Duration;
+
+/// The global allocator of this binary, as the benchmarks report it.
+pub const ALLOCATOR: &str = "glibc malloc";
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use etcdlock::{ClientOptions, ErrorCode};
@@ -204,6 +208,21 @@ enum Cmd {
         /// Measure only N distinct locks held at once on one session (errors, RSS per lock, leases in etcd)
         #[arg(long, value_name = "N")]
         held: Option<usize>,
+        /// Measure only N distinct locks taken in ONE burst on one session (all N lock
+        /// calls at once; RSS per lock after the burst settles, errors)
+        #[arg(long, value_name = "N")]
+        burst: Option<usize>,
+        /// Measure only breadth: --clients clients locking random names of --names
+        /// distinct ones for --duration, alternating with etcd's write ceiling for the
+        /// same requests (raw Txn+Delete on as many connections)
+        #[arg(long)]
+        breadth: bool,
+        /// Clients for --breadth (each its own connection and session)
+        #[arg(long, default_value_t = 100)]
+        clients: usize,
+        /// Distinct lock names for --breadth
+        #[arg(long, default_value_t = 1000)]
+        names: usize,
         /// Measure the recipes instead: election failover (resign, kill -9), a 3-permit
         /// semaphore, a read-write lock with 7 readers and 1 writer, multi-lock pairs
         #[arg(long)]
@@ -414,7 +433,7 @@ fn main() {
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started
-            Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, recipes, use_endpoints, json } => {
+            Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, burst, breadth, clients, names, recipes, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),
                     iterations: iterations.max(10),
@@ -423,6 +442,8 @@ fn main() {
                     distinct,
                     waiters,
                     held,
+                    burst,
+                    breadth: breadth.then_some((clients.max(1), names.max(1))),
                     recipes,
                     json_only: json,
                 })
