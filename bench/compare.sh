@@ -5,7 +5,8 @@
 # measurement only, each etcdlock run beside its own Txn+Delete floor; prints
 # every pair and the median ratio etcdlock / Go. --ab-tonic adds a third run
 # per pair: etcdlock with etcd-client's own channel (ETCDLOCK_TONIC_CHANNEL=1)
-# instead of the direct HTTP/2 channel.
+# instead of the direct HTTP/2 channel (AB_ENV="VAR=value ..." in the
+# environment: that variant instead, shown in the same column).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=15; ITER=1000; PAIRS=0; AB=0
@@ -25,7 +26,10 @@ if [ "$PAIRS" -gt 0 ]; then
   for p in $(seq "$PAIRS"); do
     target/release/etcdlock --endpoints "$EP" bench --use-endpoints --json --iterations "$ITER" --duration 0.2s --contenders 1 --distinct 1 \
       | grep -E '"floor_txn_delete"|"uncontended_lock_unlock"' | sed "s/^{/{\"pair\":$p,\"side\":\"direct\",/" >> "$OUT"
-    if [ "$AB" = 1 ]; then
+    if [ -n "${AB_ENV:-}" ]; then
+      env $AB_ENV target/release/etcdlock --endpoints "$EP" bench --use-endpoints --json --iterations "$ITER" --duration 0.2s --contenders 1 --distinct 1 \
+        | grep -E '"floor_txn_delete"|"uncontended_lock_unlock"' | sed "s/^{/{\"pair\":$p,\"side\":\"tonic\",/" >> "$OUT"
+    elif [ "$AB" = 1 ]; then
       ETCDLOCK_TONIC_CHANNEL=1 target/release/etcdlock --endpoints "$EP" bench --use-endpoints --json --iterations "$ITER" --duration 0.2s --contenders 1 --distinct 1 \
         | grep -E '"floor_txn_delete"|"uncontended_lock_unlock"' | sed "s/^{/{\"pair\":$p,\"side\":\"tonic\",/" >> "$OUT"
     fi

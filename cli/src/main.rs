@@ -428,7 +428,22 @@ fn main() {
         _ => {}
     }
     observe::set_format(cli.log_format);
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // ETCDLOCK_CLI_RUNTIME=current: one thread for everything (A/B of the
+    // runtime layout in benchmarks; `bench` without --use-endpoints needs the
+    // default multi-thread runtime).
+    let current = std::env::var_os("ETCDLOCK_CLI_RUNTIME").is_some_and(|v| v == "current");
+    // ETCDLOCK_WORKER_THREADS (1..=64) sizes it as it does the bindings' runtime.
+    let workers = std::env::var("ETCDLOCK_WORKER_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|n| (1..=64).contains(n));
+    let built = if current {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        if let Some(n) = workers {
+            b.worker_threads(n);
+        }
+        b.enable_all().build()
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("etcdlock: cannot start runtime: {e}");
