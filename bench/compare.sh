@@ -14,8 +14,10 @@ while [ $# -gt 0 ]; do case "$1" in
   --duration) DURATION=$2; shift 2;; --iterations) ITER=$2; shift 2;;
   --pairs) PAIRS=$2; shift 2;; --ab-tonic) AB=1; shift;;
   *) echo "usage: $0 [--duration S] [--iterations N]" >&2; exit 2;; esac; done
-cargo build --quiet --release -p etcdlock-cli -p etcdlock-testkit
-(cd bench/go-mutex && GOFLAGS=-mod=mod go build -o ../../target/release/go-mutex .)
+if [ -z "${NO_BUILD:-}" ]; then  # NO_BUILD=1: use the binaries already in target/release
+  cargo build --quiet --release -p etcdlock-cli -p etcdlock-testkit
+  (cd bench/go-mutex && GOFLAGS=-mod=mod go build -o ../../target/release/go-mutex .)
+fi
 coproc HARNESS { exec target/release/etcd-harness; }
 read -r line <&"${HARNESS[0]}"
 EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoints"]))' "$line")

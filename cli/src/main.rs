@@ -26,11 +26,11 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// jemalloc's options (its `const char *malloc_conf`), read when it starts.
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: ConfPtr = ConfPtr(b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0".as_ptr());
+pub static malloc_conf: ConfPtr = ConfPtr(c"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
 
 /// A C string pointer jemalloc reads once; never written.
 #[repr(transparent)]
-pub struct ConfPtr(*const u8);
+pub struct ConfPtr(*const std::ffi::c_char);
 // SAFETY: points at an immutable static byte string.
 unsafe impl Sync for ConfPtr {}
 
