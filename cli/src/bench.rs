@@ -17,6 +17,11 @@
 //! waiter, drain rate) and N distinct locks held on one session (errors, RSS
 //! per lock, keys and leases seen in etcd). RSS is this process's VmRSS
 //! before and after, divided by N. Only the public API is used.
+//!
+//! `--burst N`: N distinct locks taken in one burst (all N calls at once),
+//! RSS per lock after the burst settled. `--breadth`: many clients locking
+//! random names beside etcd's own ceiling for the same requests
+//! (`bench_breadth`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
