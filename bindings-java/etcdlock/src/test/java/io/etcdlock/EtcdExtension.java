@@ -81,7 +81,7 @@ public final class EtcdExtension implements BeforeAllCallback {
         public static Etcd startOrExternal() throws IOException {
             String eps = System.getenv("ETCDLOCK_BENCH_ENDPOINTS");
             if (eps != null && !eps.isEmpty()) {
-                return new Etcd(null, null, List.of(eps.split(",")));
+                return new Etcd(null, null, new ArrayList<>(java.util.Arrays.asList(eps.split(","))));
             }
             return start();
         }
