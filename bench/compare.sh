@@ -1,19 +1,69 @@
 #!/usr/bin/env bash
 # etcdlock vs etcd's own Go concurrency.Mutex, against ONE private etcd in one run.
-# Usage: bench/compare.sh [--duration SECONDS] [--iterations N]
+# Usage: bench/compare.sh [--duration SECONDS] [--iterations N] [--pairs P [--ab-tonic]]
+# --pairs P: P alternating pairs (etcdlock, then Go) of the uncontended
+# measurement only, each etcdlock run beside its own Txn+Delete floor; prints
+# every pair and the median ratio etcdlock / Go. --ab-tonic adds a third run
+# per pair: etcdlock with etcd-client's own channel (ETCDLOCK_TONIC_CHANNEL=1)
+# instead of the direct HTTP/2 channel (AB_ENV="VAR=value ..." in the
+# environment: that variant instead, shown in the same column).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DURATION=15; ITER=1000
+DURATION=15; ITER=1000; PAIRS=0; AB=0
 while [ $# -gt 0 ]; do case "$1" in
   --duration) DURATION=$2; shift 2;; --iterations) ITER=$2; shift 2;;
+  --pairs) PAIRS=$2; shift 2;; --ab-tonic) AB=1; shift;;
   *) echo "usage: $0 [--duration S] [--iterations N]" >&2; exit 2;; esac; done
-cargo build --quiet --release -p etcdlock-cli -p etcdlock-testkit
-(cd bench/go-mutex && GOFLAGS=-mod=mod go build -o ../../target/release/go-mutex .)
+if [ -z "${NO_BUILD:-}" ]; then  # NO_BUILD=1: use the binaries already in target/release
+  cargo build --quiet --release -p etcdlock-cli -p etcdlock-testkit
+  (cd bench/go-mutex && GOFLAGS=-mod=mod go build -o ../../target/release/go-mutex .)
+fi
 coproc HARNESS { exec target/release/etcd-harness; }
 read -r line <&"${HARNESS[0]}"
 EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoints"]))' "$line")
 trap 'eval "exec ${HARNESS[1]}>&-"; wait' EXIT
-echo "private etcd at $EP" >&2
+echo "private etcd at $EP; load: $(uptime)" >&2
+if [ "$PAIRS" -gt 0 ]; then
+  OUT=$(mktemp)
+  for p in $(seq "$PAIRS"); do
+    target/release/etcdlock --endpoints "$EP" bench --use-endpoints --json --iterations "$ITER" --duration 0.2s --contenders 1 --distinct 1 \
+      | grep -E '"floor_txn_delete"|"uncontended_lock_unlock"' | sed "s/^{/{\"pair\":$p,\"side\":\"direct\",/" >> "$OUT"
+    if [ -n "${AB_ENV:-}" ]; then
+      env $AB_ENV target/release/etcdlock --endpoints "$EP" bench --use-endpoints --json --iterations "$ITER" --duration 0.2s --contenders 1 --distinct 1 \
+        | grep -E '"floor_txn_delete"|"uncontended_lock_unlock"' | sed "s/^{/{\"pair\":$p,\"side\":\"tonic\",/" >> "$OUT"
+    elif [ "$AB" = 1 ]; then
+      ETCDLOCK_TONIC_CHANNEL=1 target/release/etcdlock --endpoints "$EP" bench --use-endpoints --json --iterations "$ITER" --duration 0.2s --contenders 1 --distinct 1 \
+        | grep -E '"floor_txn_delete"|"uncontended_lock_unlock"' | sed "s/^{/{\"pair\":$p,\"side\":\"tonic\",/" >> "$OUT"
+    fi
+    target/release/go-mutex -endpoints "$EP" -iterations "$ITER" -contenders 1 -duration 200ms \
+      | grep go_mutex_uncontended | sed "s/^{/{\"pair\":$p,\"side\":\"go\",/" >> "$OUT"
+    echo "pair $p/$PAIRS; load: $(uptime)" >&2
+  done
+  python3 - "$OUT" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+get = lambda p, side, m: [r for r in rows if r["pair"] == p and r["side"] == side and r["metric"] == m]
+pairs = sorted({r["pair"] for r in rows})
+ab = any(r["side"] == "tonic" for r in rows)
+print("| pair | etcdlock p50 | its Txn+Delete floor | Go Mutex p50 | etcdlock / Go |" + (" etcdlock, tonic channel p50 / Go | its floor |" if ab else ""))
+print("|---|---|---|---|---|" + ("---|---|" if ab else ""))
+rs, rt = [], []
+for p in pairs:
+    u, f = get(p, "direct", "uncontended_lock_unlock")[0], get(p, "direct", "floor_txn_delete")[0]
+    g = get(p, "go", "go_mutex_uncontended_lock_unlock")[0]
+    rs.append(u["p50_ms"] / g["p50_ms"])
+    line = f"| {p} | {u['p50_ms']:.3f} ms | {f['p50_ms']:.3f} ms ({u['p50_ms']/f['p50_ms']:.2f}x) | {g['p50_ms']:.3f} ms | **{rs[-1]:.2f}** |"
+    if ab:
+        t, tf = get(p, "tonic", "uncontended_lock_unlock")[0], get(p, "tonic", "floor_txn_delete")[0]
+        rt.append(t["p50_ms"] / g["p50_ms"])
+        line += f" {t['p50_ms']:.3f} ms = {rt[-1]:.2f} | {tf['p50_ms']:.3f} ms ({t['p50_ms']/tf['p50_ms']:.2f}x) |"
+    print(line)
+print(f"\nmedian etcdlock / Go over {len(rs)} pairs: {statistics.median(rs):.3f} (target <= 0.95)" +
+      (f"; with etcd-client's channel: {statistics.median(rt):.3f}" if ab else ""))
+PY
+  rm -f "$OUT"
+  exit 0
+fi
 OURS=$(target/release/etcdlock --endpoints "$EP" bench --use-endpoints --json --iterations "$ITER" --duration "$DURATION" --distinct 1000)
 GO=$(target/release/go-mutex -endpoints "$EP" -iterations "$ITER" -duration "${DURATION}s")
 python3 - "$OURS" "$GO" <<'PY'

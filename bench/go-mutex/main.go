@@ -10,10 +10,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand"
 	"os"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -33,6 +36,8 @@ func main() {
 	iterations := flag.Int("iterations", 1000, "uncontended iterations")
 	contenders := flag.Int("contenders", 8, "contenders on one lock")
 	duration := flag.Duration("duration", 15*time.Second, "contention duration")
+	breadthClients := flag.Int("breadth-clients", 0, "breadth mode only: clients (each its own connection and session) locking random names")
+	breadthNames := flag.Int("breadth-names", 1000, "breadth mode: distinct names")
 	flag.Parse()
 	ctx := context.Background()
 	newClient := func() *clientv3.Client {
@@ -44,6 +49,10 @@ func main() {
 		return c
 	}
 	out := json.NewEncoder(os.Stdout)
+	if *breadthClients > 0 {
+		breadth(out, newClient, *breadthClients, *breadthNames, *duration)
+		return
+	}
 
 	c := newClient()
 	s, err := concurrency.NewSession(c)
@@ -107,4 +116,87 @@ func main() {
 		"acquisitions": len(waits), "acquisitions_per_s": float64(len(waits)) / duration.Seconds(),
 		"handoff_p50_ms": pct(handoffs, .5), "handoff_p99_ms": pct(handoffs, .99),
 		"wait_p50_ms": pct(waits, .5), "wait_p99_ms": pct(waits, .99)})
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// breadth: `clients` clients, each with its own connection and session, lock
+// and unlock names drawn at random from `names` for `duration` (after a 0.5 s
+// warm-up), as `etcdlock bench --breadth` does.
+func breadth(out *json.Encoder, newClient func() *clientv3.Client, clients, names int, duration time.Duration) {
+	ctx := context.Background()
+	type worker struct {
+		c *clientv3.Client
+		s *concurrency.Session
+		m map[int]*concurrency.Mutex
+	}
+	ws := make([]*worker, clients)
+	for i := range ws {
+		c := newClient()
+		s, err := concurrency.NewSession(c)
+		if err != nil {
+			panic(err)
+		}
+		ws[i] = &worker{c, s, map[int]*concurrency.Mutex{}}
+	}
+	run := func(d time.Duration, seed int64) (acq, cyc []time.Duration, errors int64, elapsed, cpu time.Duration) {
+		var stop atomic.Bool
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		t0, c0 := time.Now(), cpuTime()
+		for i, w := range ws {
+			wg.Add(1)
+			go func(i int, w *worker) {
+				defer wg.Done()
+				rng := rand.New(rand.NewSource(seed + int64(i)))
+				var a, c []time.Duration
+				var e int64
+				for !stop.Load() {
+					n := rng.Intn(names)
+					m, ok := w.m[n]
+					if !ok {
+						m = concurrency.NewMutex(w.s, fmt.Sprintf("go-breadth-%d", n))
+						w.m[n] = m
+					}
+					t := time.Now()
+					if err := m.Lock(ctx); err != nil {
+						e++
+						continue
+					}
+					got := time.Since(t)
+					if err := m.Unlock(ctx); err != nil {
+						e++
+						continue
+					}
+					a = append(a, got)
+					c = append(c, time.Since(t))
+				}
+				mu.Lock()
+				acq = append(acq, a...)
+				cyc = append(cyc, c...)
+				errors += e
+				mu.Unlock()
+			}(i, w)
+		}
+		time.Sleep(d)
+		stop.Store(true)
+		wg.Wait()
+		return acq, cyc, errors, time.Since(t0), cpuTime() - c0
+	}
+	run(500*time.Millisecond, 0)
+	acq, cyc, errors, elapsed, cpu := run(duration, 42)
+	n := len(cyc)
+	out.Encode(map[string]any{"metric": "go_mutex_breadth", "clients": clients, "names": names, "seconds": duration.Seconds(),
+		"acquisitions": n, "acquisitions_per_s": float64(n) / elapsed.Seconds(),
+		"acquire_p50_ms": pct(acq, .5), "acquire_p99_ms": pct(acq, .99),
+		"cycle_p50_ms": pct(cyc, .5), "cycle_p99_ms": pct(cyc, .99),
+		"client_cpu_us_per_acquisition": float64(cpu.Microseconds()) / float64(max(n, 1)), "errors": errors})
+	for _, w := range ws {
+		w.s.Close()
+		w.c.Close()
+	}
 }

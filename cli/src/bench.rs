@@ -17,6 +17,11 @@
 //! waiter, drain rate) and N distinct locks held on one session (errors, RSS
 //! per lock, keys and leases seen in etcd). RSS is this process's VmRSS
 //! before and after, divided by N. Only the public API is used.
+//!
+//! `--burst N`: N distinct locks taken in one burst (all N calls at once),
+//! RSS per lock after the burst settled. `--breadth`: many clients locking
+//! random names beside etcd's own ceiling for the same requests
+//! (`bench_breadth`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -35,6 +40,10 @@ pub struct BenchArgs {
     /// Run only the scale measurements: N waiters on one lock / N held locks.
     pub waiters: Option<usize>,
     pub held: Option<usize>,
+    /// Run only N distinct locks taken in one burst (all N lock calls at once).
+    pub burst: Option<usize>,
+    /// Run only the breadth measurement: (clients, names), see `bench_breadth`.
+    pub breadth: Option<(usize, usize)>,
     /// Run only the recipes' measurements (`bench_recipes`).
     pub recipes: bool,
     pub json_only: bool,
@@ -154,7 +163,10 @@ pub async fn run(args: BenchArgs) -> i32 {
             eprintln!("{s}");
         }
     };
-    if args.waiters.is_some() || args.held.is_some() {
+    if let Some((clients, names)) = args.breadth {
+        return crate::bench_breadth::run(&endpoints, &ns, clients, names, args.duration, args.json_only).await;
+    }
+    if args.waiters.is_some() || args.held.is_some() || args.burst.is_some() {
         return scale(&args, &endpoints, &ns).await;
     }
     if args.recipes {
@@ -165,7 +177,13 @@ pub async fn run(args: BenchArgs) -> i32 {
     let floors = async {
         // The Txn+Delete floor and our lock+unlock in alternating blocks: both
         // see the same machine load.
-        let (floor, unc) = etcdlock::bench_floor::interleaved(&endpoints, &client, "bench-uncontended", args.iterations).await?;
+        // On a runtime task (a worker thread), as an application's code runs,
+        // not on the thread that entered the runtime (`block_on`): there every
+        // request hands off to a worker and back.
+        let (eps, c, n) = (endpoints.clone(), client.clone(), args.iterations);
+        let (floor, unc) = tokio::spawn(async move { etcdlock::bench_floor::interleaved(&eps, &c, "bench-uncontended", n).await })
+            .await
+            .map_err(|e| etcdlock::Error::new(etcdlock::ErrorCode::Internal, e.to_string()))??;
         let event = etcdlock::bench_floor::delete_to_event(&endpoints, args.iterations).await?;
         Ok::<_, etcdlock::Error>((stats(floor), stats(unc), stats(event)))
     };

@@ -2,6 +2,7 @@
 //! and queue, and benchmark. See `etcdlock --help`.
 
 mod bench;
+mod bench_breadth;
 mod bench_recipes;
 mod bench_scale;
 mod flash;
@@ -13,6 +14,29 @@ mod status;
 mod sync;
 
 use std::time::Duration;
+
+/// jemalloc instead of glibc's malloc, with a background thread that hands
+/// freed pages back to the OS within about a second (`dirty_decay_ms:1000`,
+/// no lazily-freed "muzzy" stage that RSS would still count). A burst of
+/// 10,000 concurrent lock calls left 8.1-9.0 KB RSS per held lock under glibc
+/// 3 s later (4.7-5.0 KB even after malloc_trim: the burst's freed request
+/// state shares pages with what the holds keep). See docs/BENCHMARKS.md, wave 3.
+#[global_allocator]
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
+/// jemalloc's options (its `const char *malloc_conf`), read when it starts.
+#[allow(non_upper_case_globals)]
+#[export_name = "_rjem_malloc_conf"]
+pub static malloc_conf: ConfPtr = ConfPtr(c"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
+
+/// A C string pointer jemalloc reads once; never written.
+#[repr(transparent)]
+pub struct ConfPtr(*const std::ffi::c_char);
+// SAFETY: points at an immutable static byte string.
+unsafe impl Sync for ConfPtr {}
+
+/// The global allocator of this binary, as the benchmarks report it.
+pub const ALLOCATOR: &str = "jemalloc (background purge, dirty_decay_ms 1000)";
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use etcdlock::{ClientOptions, ErrorCode};
@@ -211,6 +235,21 @@ enum Cmd {
         /// Measure only N distinct locks held at once on one session (errors, RSS per lock, leases in etcd)
         #[arg(long, value_name = "N")]
         held: Option<usize>,
+        /// Measure only N distinct locks taken in ONE burst on one session (all N lock
+        /// calls at once; RSS per lock after the burst settles, errors)
+        #[arg(long, value_name = "N")]
+        burst: Option<usize>,
+        /// Measure only breadth: --clients clients locking random names of --names
+        /// distinct ones for --duration, alternating with etcd's write ceiling for the
+        /// same requests (raw Txn+Delete on as many connections)
+        #[arg(long)]
+        breadth: bool,
+        /// Clients for --breadth (each its own connection and session)
+        #[arg(long, default_value_t = 100)]
+        clients: usize,
+        /// Distinct lock names for --breadth
+        #[arg(long, default_value_t = 1000)]
+        names: usize,
         /// Measure the recipes instead: election failover (resign, kill -9), a 3-permit
         /// semaphore, a read-write lock with 7 readers and 1 writer, multi-lock pairs
         #[arg(long)]
@@ -404,7 +443,22 @@ fn main() {
         _ => {}
     }
     observe::set_format(cli.log_format);
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    // ETCDLOCK_CLI_RUNTIME=current: one thread for everything (A/B of the
+    // runtime layout in benchmarks; `bench` without --use-endpoints needs the
+    // default multi-thread runtime).
+    let current = std::env::var_os("ETCDLOCK_CLI_RUNTIME").is_some_and(|v| v == "current");
+    // ETCDLOCK_WORKER_THREADS (1..=64) sizes it as it does the bindings' runtime.
+    let workers = std::env::var("ETCDLOCK_WORKER_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|n| (1..=64).contains(n));
+    let built = if current {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()
+    } else {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        if let Some(n) = workers {
+            b.worker_threads(n);
+        }
+        b.enable_all().build()
+    };
+    let rt = match built {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("etcdlock: cannot start runtime: {e}");
@@ -431,7 +485,7 @@ fn main() {
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started
-            Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, recipes, use_endpoints, json } => {
+            Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, burst, breadth, clients, names, recipes, use_endpoints, json } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),
                     iterations: iterations.max(10),
@@ -440,6 +494,8 @@ fn main() {
                     distinct,
                     waiters,
                     held,
+                    burst,
+                    breadth: breadth.then_some((clients.max(1), names.max(1))),
                     recipes,
                     json_only: json,
                 })

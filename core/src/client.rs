@@ -136,7 +136,7 @@ impl Client {
             }
         }
         let deadline = Instant::now() + opts.connect_timeout;
-        let transport = Arc::new(Transport::new(urls, endpoints.clone(), co, opts.request_timeout));
+        let transport = Arc::new(Transport::new(urls, endpoints.clone(), co, opts.request_timeout).with_direct(opts.connect_timeout));
         if !opts.lazy_connect {
             transport.connect(deadline).await?;
         }

@@ -19,6 +19,7 @@ use tokio::sync::Semaphore;
 
 use crate::error::{Error, ErrorCode, Result};
 
+mod direct;
 mod policy;
 pub(crate) use policy::{check_endpoint, classify, jitter, mem_store, Bound, Kind};
 
@@ -47,6 +48,9 @@ pub(crate) struct Transport {
     /// Bumped whenever a member is benched, so streams on it (the watch hub)
     /// move at once instead of waiting for HTTP/2 keep-alive to notice.
     benched_tx: tokio::sync::watch::Sender<u64>,
+    /// Plain-text members get the direct HTTP/2 channel ([`direct`]) with
+    /// these settings; `None`: etcd-client's own channel for every member.
+    direct: Option<direct::DirectOptions>,
 }
 
 impl Transport {
@@ -63,7 +67,23 @@ impl Transport {
             endpoints,
             request_timeout,
             benched_tx: tokio::sync::watch::channel(0).0,
+            direct: None,
         }
+    }
+
+    /// Use the direct HTTP/2 channel for `http://` members (and members
+    /// without a scheme), unless `ETCDLOCK_TONIC_CHANNEL=1` asks for
+    /// etcd-client's own channel (kept for A/B measurements).
+    pub(crate) fn with_direct(mut self, connect_timeout: Duration) -> Transport {
+        if std::env::var_os("ETCDLOCK_TONIC_CHANNEL").is_some_and(|v| v == "1") {
+            return self;
+        }
+        self.direct = Some(direct::DirectOptions {
+            connect_timeout,
+            keep_alive_interval: Duration::from_secs(5),
+            keep_alive_timeout: self.request_timeout,
+        });
+        self
     }
 
     /// Changes whenever a member is benched.
@@ -100,7 +120,22 @@ impl Transport {
             return Ok(pick(c));
         }
         // Boxed: connecting is rare, and its future would make every request's larger.
-        let c = Box::pin(etcd_client::Client::connect([m.url.as_str()], Some(self.options.clone()))).await?;
+        let plain = match m.url.split_once("://") {
+            None => Some(format!("http://{}", m.url)),
+            Some(("http", _)) => Some(m.url.clone()),
+            Some(_) => None,
+        };
+        let c = match (&self.direct, plain) {
+            (Some(o), Some(url)) => {
+                let d = direct::Direct {
+                    url: url.parse().map_err(|e| etcd_client::Error::InvalidArgs(format!("{url}: {e}")))?,
+                    options: o.clone(),
+                };
+                Box::pin(etcd_client::Client::connect_with_balanced_channel([url.as_str()], Some(self.options.clone()), d))
+                    .await?
+            }
+            _ => Box::pin(etcd_client::Client::connect([m.url.as_str()], Some(self.options.clone()))).await?,
+        };
         let out = pick(&c);
         *m.client.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
         Ok(out)

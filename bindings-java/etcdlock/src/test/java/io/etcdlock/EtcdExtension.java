@@ -57,7 +57,7 @@ public final class EtcdExtension implements BeforeAllCallback {
 
         private Etcd(Process process, BufferedReader stdout, List<String> endpoints) {
             this.process = process;
-            this.stdin = process.getOutputStream();
+            this.stdin = process == null ? null : process.getOutputStream();
             this.stdout = stdout;
             this.endpoints = endpoints;
         }
@@ -71,6 +71,19 @@ public final class EtcdExtension implements BeforeAllCallback {
                 throw new IOException("etcd-harness " + cmd + ": " + reply);
             }
             return reply;
+        }
+
+        /**
+         * The etcd at {@code ETCDLOCK_BENCH_ENDPOINTS} (comma separated) if set, one
+         * that someone else runs and closing leaves alone (bench/languages.sh runs
+         * every language against one etcd); otherwise {@link #start}.
+         */
+        public static Etcd startOrExternal() throws IOException {
+            String eps = System.getenv("ETCDLOCK_BENCH_ENDPOINTS");
+            if (eps != null && !eps.isEmpty()) {
+                return new Etcd(null, null, new ArrayList<>(java.util.Arrays.asList(eps.split(","))));
+            }
+            return start();
         }
 
         public static Etcd start(String... args) throws IOException {
@@ -105,6 +118,9 @@ public final class EtcdExtension implements BeforeAllCallback {
 
         @Override
         public void close() {
+            if (process == null) {
+                return;
+            }
             try {
                 stdin.close();
                 process.waitFor();

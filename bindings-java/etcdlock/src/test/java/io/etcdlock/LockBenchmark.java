@@ -38,7 +38,7 @@ public final class LockBenchmark {
             contendedOnly(n, warm);
             return;
         }
-        try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.start();
+        try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.startOrExternal();
              EtcdLockClient client = EtcdLockClient.builder().endpoints(etcd.endpoints).ttl(Duration.ofSeconds(30)).build();
              Client jetcd = Client.builder().endpoints(etcd.endpoints.toArray(new String[0])).build()) {
             long lease = rawGrantLease(client, 30);
@@ -111,7 +111,7 @@ public final class LockBenchmark {
      * JDK and this on the newest one).
      */
     static void contendedOnly(int n, int warm) throws Exception {
-        try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.start();
+        try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.startOrExternal();
              EtcdLockClient client = EtcdLockClient.builder().endpoints(etcd.endpoints).ttl(Duration.ofSeconds(30)).build()) {
             long lease = rawGrantLease(client, 30);
             System.out.printf("etcdlock Java contended benchmark on JDK %s: raw floor over %d rounds; etcd %s%n",
