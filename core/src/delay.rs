@@ -75,8 +75,8 @@ impl Records {
     }
 }
 
-/// The ops that put a record of ours (`value`: who we are) under the delay
-/// lease `lease`.
+/// The op that puts a record of ours (its value says who we are, as a lock
+/// key's does) under the delay lease `lease`.
 pub(crate) fn put_record(key: Vec<u8>, lease: i64) -> TxnOp {
     TxnOp::put(key, owner_info(), Some(PutOptions::new().with_lease(lease)))
 }
