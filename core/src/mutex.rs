@@ -232,8 +232,20 @@ impl Client {
         match self.delay_gate(&g.0, Gate { mode, lease: gate, deadline, timeout, cancel }).await {
             Ok(()) => Ok(g.0),
             Err(e) => {
-                // Granted in the queue but not past the delay: leave it.
-                let _ = g.0.unlock().await;
+                // Granted in the queue but not past the delay: leave it, as
+                // an abandoned wait does (the caller waits CLEANUP_GRACE for
+                // the delete, which goes on in the background after that, and
+                // this client's own try waits for it: no ghost, no overrun
+                // of the caller's bound when etcd is slow).
+                let ticket = crate::wait::CleanupTicket::new(self, g.0.key_bytes());
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                let guard = g.0;
+                self.inner.handle.spawn(async move {
+                    let _ = guard.unlock().await;
+                    drop(ticket);
+                    let _ = tx.send(());
+                });
+                let _ = tokio::time::timeout(crate::cleanups::CLEANUP_GRACE, rx).await;
                 Err(e)
             }
         }

@@ -268,3 +268,26 @@ async fn a_vanished_delay_lease_is_replaced_without_ending_the_session() {
     keep.unlock().await.unwrap();
     a.close().await;
 }
+
+#[tokio::test]
+async fn a_wait_that_times_out_in_the_lock_delay_returns_on_time_and_leaves_no_key() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("delay-timeout");
+    let (a, c) = (client(&etcd, &ns, 2).await, client(&etcd, &ns, 10).await);
+    let g = a.lock_with("job2", delay(3)).await.unwrap();
+    a.etcd().lease_revoke(g.lease_id()).await.unwrap();
+    // First in the queue, the waiter is in the gate: its timeout holds.
+    let t = Instant::now();
+    let e = c.lock_with("job2", LockOptions::timeout(Duration::from_millis(300))).await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Timeout, "{e}");
+    assert!(t.elapsed() < Duration::from_millis(1000), "returned {:?} after a 300 ms timeout", t.elapsed());
+    // Its key is gone (deleted by the cleanup, which this client's try waits for).
+    assert_eq!(c.try_lock("job2").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    assert!(keys(&c, &format!("{ns}job2/")).await.is_empty(), "no key left behind");
+    let t = Instant::now();
+    let g2 = c.lock_with("job2", LockOptions::timeout(Duration::from_secs(10))).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(1500), "the delay still ran");
+    g2.unlock().await.unwrap();
+    a.close().await;
+    c.close().await;
+}
