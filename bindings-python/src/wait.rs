@@ -1,10 +1,15 @@
 //! The two ways Python waits for core: a thread parked with the GIL
-//! released (`wait`), or an asyncio future settled from the core runtime
-//! (`to_asyncio`); and the exit gate both pass through.
+//! released (`wait`), or an asyncio future settled on its loop's thread from
+//! completions the core runtime queues without the GIL (`to_asyncio`); and
+//! the exit gate that threads Python does not know pass through.
 
 use std::cell::Cell;
 use std::future::Future;
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcdlock::bridge;
@@ -16,17 +21,18 @@ use crate::errors::*;
 
 // ===== The exit gate =====
 //
-// Threads Python does not know (the runtime's workers settling asyncio
-// futures, the threads that run `on_lost` callbacks) call into Python, and a
-// blocking wait returns to Python, only through this gate. At exit,
+// Threads Python does not know (the threads that run `on_lost` callbacks)
+// call into Python, and a blocking wait checks for signals or returns to
+// Python, only through this gate. At exit,
 // `_close_gate` (atexit, after `_close_at_exit`) closes it and waits until
-// no such call is in progress. Without it, a worker settling a future of an
-// `asyncio.run` that had just returned was still inside
-// `call_soon_threadsafe` (which releases the GIL to write the loop's
-// self-pipe) when the interpreter began to finalize; CPython 3.11 to 3.13 end
-// a thread that takes the GIL back then with pthread_exit, which unwinds
-// through Rust frames: 1 asyncio program in 10 died at exit with SIGSEGV or
-// SIGABRT ("PyGILState_Release: thread state must be current").
+// no such call is in progress. Without it, a worker still inside a call into
+// Python (it used to settle asyncio futures with `call_soon_threadsafe`,
+// which releases the GIL to write the loop's self-pipe; workers no longer
+// enter Python for asyncio at all, see `to_asyncio`) when the interpreter
+// began to finalize was ended by CPython 3.11 to 3.13 with pthread_exit when
+// it took the GIL back, which unwinds through Rust frames: 1 asyncio program
+// in 10 died at exit with SIGSEGV or SIGABRT ("PyGILState_Release: thread
+// state must be current").
 
 /// Set once by `_close_gate`: Python is about to finalize.
 pub(crate) static GATE_CLOSED: AtomicBool = AtomicBool::new(false);
@@ -139,13 +145,91 @@ where
     r.map_err(|e| to_pyerr(py, &e))
 }
 
-pub(crate) static BRIDGE: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+// ===== asyncio: completions handed to the loop without the GIL =====
+//
+// A core future settles its asyncio future on a runtime worker. That worker
+// never takes the GIL: it queues the outcome on the loop's `_Completions`
+// and, if the queue was not already signalled, writes one byte to a socket
+// pair whose read end the loop watches (`loop.add_reader`). The loop thread
+// then converts each outcome and settles its future, with the GIL it
+// already holds. (Settling through `loop.call_soon_threadsafe` made the
+// worker wait for the GIL, which the loop thread or any busy Python thread
+// holds for up to the switch interval, stalling every other client's I/O on
+// that worker, and then run Python code there: 1.45x the core's
+// lock+unlock from asyncio, see docs/BENCHMARKS.md.)
 
-pub(crate) fn bridge(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
-    BRIDGE.get_or_try_init(py, || {
-        let m = py.import("etcdlock._bridge")?;
-        Ok((m.getattr("resolve")?.unbind(), m.getattr("reject")?.unbind()))
-    })
+/// An outcome waiting to be applied on its loop's thread.
+type Settle = Box<dyn for<'py> FnOnce(Python<'py>) + Send>;
+
+/// What the runtime's workers share with one loop.
+struct Inbox {
+    queue: Mutex<Vec<Settle>>,
+    /// A byte was written and the loop has not drained since: no more
+    /// writes needed until it does.
+    signalled: AtomicBool,
+    tx: UnixStream,
+}
+
+impl Inbox {
+    /// On a runtime worker: queue `s` and wake the loop. No GIL.
+    fn push(&self, s: Settle) {
+        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+        if !self.signalled.swap(true, Ordering::SeqCst) {
+            // WouldBlock means the buffer is full of wake-ups not yet read:
+            // the loop will drain anyway.
+            let _ = (&self.tx).write(&[1]);
+        }
+    }
+}
+
+/// One event loop's inbox of completions (made by `completions_for`, one
+/// per loop, kept as long as the loop lives).
+#[pyclass(module = "etcdlock._etcdlock", frozen)]
+pub(crate) struct _Completions {
+    inbox: Arc<Inbox>,
+    rx: UnixStream,
+}
+
+#[pymethods]
+impl _Completions {
+    /// The read end, for `loop.add_reader`.
+    fn fileno(&self) -> i32 {
+        self.rx.as_raw_fd()
+    }
+
+    /// The loop's reader callback: settle every queued future.
+    fn _drain(&self, py: Python<'_>) {
+        let mut buf = [0u8; 64];
+        while matches!((&self.rx).read(&mut buf), Ok(n) if n == buf.len()) {}
+        // Cleared before taking the queue: a push after this point writes
+        // again, so none is left unseen.
+        self.inbox.signalled.store(false, Ordering::SeqCst);
+        let ready = std::mem::take(&mut *self.inbox.queue.lock().unwrap_or_else(|p| p.into_inner()));
+        for settle in ready {
+            settle(py);
+        }
+    }
+}
+
+static INBOXES: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The running loop's inbox, made and registered with the loop on first use.
+fn completions_for(py: Python<'_>, ev_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Inbox>> {
+    let inboxes = INBOXES
+        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("weakref")?.getattr("WeakKeyDictionary")?.call0()?.unbind()))?
+        .bind(py);
+    if let Ok(c) = inboxes.call_method1("get", (ev_loop,))?.cast_into::<_Completions>() {
+        return Ok(c.get().inbox.clone());
+    }
+    let (rx, tx) = UnixStream::pair()?;
+    rx.set_nonblocking(true)?;
+    tx.set_nonblocking(true)?;
+    let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), signalled: AtomicBool::new(false), tx });
+    let c = Bound::new(py, _Completions { inbox: inbox.clone(), rx })?;
+    ev_loop.call_method1("add_reader", (c.get().fileno(), c.getattr("_drain")?))?;
+    inboxes.set_item(ev_loop, c)?;
+    Ok(inbox)
 }
 
 /// Cancels the core task when its asyncio future is cancelled (dropping a lock
@@ -167,29 +251,35 @@ impl _Canceller {
 
 /// Run a core future on the shared runtime and return an asyncio future of the
 /// running loop that completes with `convert(value)` or the mapped exception.
+/// `convert` runs on the loop's thread.
 pub(crate) fn to_asyncio<T, F, C>(py: Python<'_>, fut: F, convert: C) -> PyResult<Py<PyAny>>
 where
     F: Future<Output = etcdlock::Result<T>> + Send + 'static,
     T: Send + 'static,
     C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
-    let (resolve, reject) = bridge(py)?;
-    let (resolve, reject) = (resolve.clone_ref(py), reject.clone_ref(py));
-    let ev_loop = py.import("asyncio")?.call_method0("get_running_loop")?;
+    let get_loop = GET_RUNNING_LOOP
+        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("asyncio")?.getattr("get_running_loop")?.unbind()))?
+        .bind(py);
+    let ev_loop = get_loop.call0()?;
+    let inbox = completions_for(py, &ev_loop)?;
     let pyfut = ev_loop.call_method0("create_future")?;
-    let (loop_ref, fut_ref) = (ev_loop.unbind(), pyfut.clone().unbind());
+    let fut_ref = pyfut.clone().unbind();
     let settle = move |res: etcdlock::Result<T>| {
-        attach_gated(move |py| {
-            let (cb, arg) = match res {
-                Ok(v) => match convert(py, v) {
-                    Ok(o) => (resolve, o),
-                    Err(e) => (reject, e.into_value(py).into_any()),
-                },
-                Err(e) => (reject, to_pyerr(py, &e).into_value(py).into_any()),
+        inbox.push(Box::new(move |py: Python<'_>| {
+            let fut = fut_ref.bind(py);
+            // A cancelled future is done: nobody waits for the outcome.
+            if fut.call_method0("done").and_then(|d| d.is_truthy()).unwrap_or(true) {
+                return;
+            }
+            let r = match res.map_err(|e| to_pyerr(py, &e)).and_then(|v| convert(py, v)) {
+                Ok(v) => fut.call_method1("set_result", (v,)),
+                Err(e) => fut.call_method1("set_exception", (e.into_value(py),)),
             };
-            // Fails only when the loop is closed; nobody is waiting then.
-            let _ = loop_ref.call_method1(py, "call_soon_threadsafe", (cb, fut_ref, arg));
-        });
+            if let Err(e) = r {
+                e.write_unraisable(py, Some(fut));
+            }
+        }));
     };
     let abort = bridge::spawn_complete(fut, settle).map_err(|e| to_pyerr(py, &e))?;
     pyfut.call_method1("add_done_callback", (_Canceller { abort },))?;

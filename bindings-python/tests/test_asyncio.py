@@ -233,3 +233,112 @@ def test_one_native_runtime_for_sync_and_async(endpoints: List[str], name: str) 
     assert before and set(before) == {"etcdlock-rt"}
     assert set(after) == {"etcdlock-rt"}
     assert len(after) <= len(before) + 2
+
+
+def test_async_calls_from_loops_in_threads_and_a_stopped_loop(endpoints: List[str], name: str) -> None:
+    """Each loop gets its own completions: three loops in three threads take
+    turns on one name (mutual exclusion across loops, no future settled on
+    the wrong loop), and a call that completes while its loop is stopped is
+    applied when the loop runs again."""
+    guard = threading.Lock()
+    inside = [0, 0]  # now, most at once
+    rounds = [0]
+    errors: List[BaseException] = []
+
+    def worker() -> None:
+        async def main() -> None:
+            async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+                for _ in range(15):
+                    async with c.lock(name, timeout=30):
+                        with guard:
+                            inside[0] += 1
+                            inside[1] = max(inside)
+                        await asyncio.sleep(0.001)
+                        with guard:
+                            inside[0] -= 1
+                            rounds[0] += 1
+
+        try:
+            run(main())
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    assert not errors and rounds[0] == 45 and inside[1] == 1
+
+    loop = asyncio.new_event_loop()
+    try:
+        c = loop.run_until_complete(etcdlock.AsyncClient(endpoints=endpoints).connect())
+        task = loop.create_task(c.acquire(name, timeout=10))
+        loop.run_until_complete(asyncio.sleep(0))  # the call is on its way
+        # The loop is not running while the lock is granted.
+        deadline = 100
+        while len(etcdctl_keys(endpoints, name + "/")) != 1 and deadline:
+            deadline -= 1
+            threading.Event().wait(0.05)
+        assert deadline, "the lock was never granted"
+        g = loop.run_until_complete(asyncio.wait_for(task, 10))
+        assert g.is_held
+        loop.run_until_complete(g.unlock())
+        loop.run_until_complete(c.close())
+    finally:
+        loop.close()
+
+
+def test_a_thread_holding_the_gil_never_stalls_the_runtime(endpoints: List[str], name: str) -> None:
+    """asyncio completions never make a runtime worker wait for the GIL.
+    Calls complete on two loops (as many as the runtime has workers) while a
+    CPU-bound thread keeps the GIL for twice the TTL: a lock held by the same
+    process must keep its lease (its keep-alive runs on those workers). When
+    workers settled asyncio futures with loop.call_soon_threadsafe, each took
+    the GIL to do so, both waited here, and the hold was lost."""
+    import sys
+    import time
+
+    stop = threading.Event()
+    started = threading.Barrier(3, timeout=30)
+    rounds = [0, 0]
+    errors: List[BaseException] = []
+
+    def churn(i: int) -> None:
+        async def main() -> None:
+            async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+                await c.connect()
+                started.wait()
+                while not stop.is_set():
+                    g = await c.acquire(f"{name}-{i}", timeout=30)
+                    await g.unlock()
+                    rounds[i] += 1
+
+        try:
+            run(main())
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    with etcdlock.Client(endpoints=endpoints, ttl=2) as c:
+        held = c.acquire(name)
+        threads = [threading.Thread(target=churn, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        started.wait()
+        time.sleep(0.3)  # both loops are taking rounds
+        assert min(rounds) > 0
+        old = sys.getswitchinterval()
+        sys.setswitchinterval(30)  # nobody takes the GIL from this thread ...
+        try:
+            end = time.monotonic() + 4.0  # ... for twice the TTL
+            while time.monotonic() < end:
+                pass
+        finally:
+            sys.setswitchinterval(old)
+        stop.set()
+        for t in threads:
+            t.join(30)
+        assert not errors
+        assert held.is_held, f"the hold was lost: {held.loss_reason}"
+        assert etcdctl_keys(endpoints, name + "/") == [held.key]
+        held.unlock()
