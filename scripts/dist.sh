@@ -23,14 +23,21 @@
 # under. The aarch64 binaries are handled with binutils-aarch64-linux-gnu
 # (installed with apt when missing).
 #   scripts/dist.sh [--out DIR]      (env: CARGO_TARGET_DIR)
+#   scripts/dist.sh --prepare        install the tools only (pip, rustup, apt), then stop
+#   scripts/dist.sh --build-only     install the tools, build, then stop (no packing)
+#   scripts/dist.sh --no-build       pack what an earlier --build-only built
+# test.sh runs --prepare, then --build-only in the background at the lowest
+# CPU and I/O priority while the other suites run, then --no-build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=$ROOT/dist
+MODE=all
 while (($#)); do
   case "$1" in
     --out) OUT=$(realpath -m "$2"); shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --prepare|--build-only|--no-build) MODE=${1#--}; shift ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "dist.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -65,6 +72,8 @@ if ! command -v aarch64-linux-gnu-objcopy >/dev/null; then
 fi
 
 # --- one version
+[ "$MODE" = prepare ] && { step "tools ready"; exit 0; }
+
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\([^"]*\)".*/\1/p' Cargo.toml)
 [ -n "$version" ] || die "no version in Cargo.toml [workspace.package]"
 major=${version%%.*}
@@ -107,7 +116,9 @@ bin_of() { echo "$CARGO_TARGET_DIR/$1-unknown-linux-gnu/dist"; }
 # compiling (on 2 cores: 437 s for both against 411 s for x86_64 alone and 205 s
 # for aarch64 alone, measured in turn on one loaded machine).
 targets=(); for a in "${ARCHES[@]}"; do targets+=(--target "$a-unknown-linux-gnu.$GLIBC"); done
+[ "$MODE" = no-build ] && step "packing what --build-only built"
 for pkgs in "-p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni" "-p etcdlock-cli"; do
+  [ "$MODE" = no-build ] && break
   t0=$SECONDS
   if [ "$pkgs" = "-p etcdlock-cli" ]; then targets=(--target "x86_64-unknown-linux-gnu.$GLIBC"); fi
   step "cargo zigbuild --profile dist ${targets[*]} $pkgs"
@@ -116,6 +127,7 @@ for pkgs in "-p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni
     cargo zigbuild --quiet --profile dist "${targets[@]}" $pkgs
   echo "  built in $((SECONDS - t0)) s"
 done
+[ "$MODE" = build-only ] && { step "built"; exit 0; }
 for a in "${ARCHES[@]}"; do
   for f in etcdlock lib_etcdlock.so libetcdlock_node.so libetcdlock_jni.so; do
     # (.debug_gdb_scripts: rustc's pointer to gdb pretty-printers, in executables built with debug info)
