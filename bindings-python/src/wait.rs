@@ -8,6 +8,7 @@ use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -168,6 +169,9 @@ struct Inbox {
     /// writes needed until it does.
     signalled: AtomicBool,
     tx: UnixStream,
+    /// The read end lives as long as the write end: a write never meets a
+    /// closed peer (EPIPE, SIGPIPE), even after the loop is gone.
+    rx: UnixStream,
 }
 
 impl Inbox {
@@ -187,20 +191,19 @@ impl Inbox {
 #[pyclass(module = "etcdlock._etcdlock", frozen)]
 pub(crate) struct _Completions {
     inbox: Arc<Inbox>,
-    rx: UnixStream,
 }
 
 #[pymethods]
 impl _Completions {
     /// The read end, for `loop.add_reader`.
     fn fileno(&self) -> i32 {
-        self.rx.as_raw_fd()
+        self.inbox.rx.as_raw_fd()
     }
 
     /// The loop's reader callback: settle every queued future.
     fn _drain(&self, py: Python<'_>) {
         let mut buf = [0u8; 64];
-        while matches!((&self.rx).read(&mut buf), Ok(n) if n == buf.len()) {}
+        while matches!((&self.inbox.rx).read(&mut buf), Ok(n) if n == buf.len()) {}
         // Cleared before taking the queue: a push after this point writes
         // again, so none is left unseen.
         self.inbox.signalled.store(false, Ordering::SeqCst);
@@ -225,8 +228,8 @@ fn completions_for(py: Python<'_>, ev_loop: &Bound<'_, PyAny>) -> PyResult<Arc<I
     let (rx, tx) = UnixStream::pair()?;
     rx.set_nonblocking(true)?;
     tx.set_nonblocking(true)?;
-    let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), signalled: AtomicBool::new(false), tx });
-    let c = Bound::new(py, _Completions { inbox: inbox.clone(), rx })?;
+    let inbox = Arc::new(Inbox { queue: Mutex::new(Vec::new()), signalled: AtomicBool::new(false), tx, rx });
+    let c = Bound::new(py, _Completions { inbox: inbox.clone() })?;
     ev_loop.call_method1("add_reader", (c.get().fileno(), c.getattr("_drain")?))?;
     inboxes.set_item(ev_loop, c)?;
     Ok(inbox)
@@ -272,7 +275,13 @@ where
             if fut.call_method0("done").and_then(|d| d.is_truthy()).unwrap_or(true) {
                 return;
             }
-            let r = match res.map_err(|e| to_pyerr(py, &e)).and_then(|v| convert(py, v)) {
+            // A panic in `convert` fails this future (Internal), never the
+            // loop's other completions.
+            let value = res.map_err(|e| to_pyerr(py, &e)).and_then(|v| {
+                catch_unwind(AssertUnwindSafe(|| convert(py, v)))
+                    .unwrap_or_else(|p| Err(to_pyerr(py, &bridge::panic_error(p))))
+            });
+            let r = match value {
                 Ok(v) => fut.call_method1("set_result", (v,)),
                 Err(e) => fut.call_method1("set_exception", (e.into_value(py),)),
             };
