@@ -24,7 +24,7 @@ cargo build -q --release -p etcdlock-ffi-bench
 cargo build -q --release -p etcdlock-testkit
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-gcc -std=c11 -O2 -I"$root/include" -I"$here/tests/c" "$here/bench/bench.c" -o "$work/bench_c" \
+gcc -std=c11 -O2 -I"$root/include" -I"$here/tests/c" "$here/bench/bench.c" -o "$work/bench_c" -pthread \
     -L"$rel" -letcdlock -Wl,-rpath,"$rel"
 
 coproc HARN { "$rel/etcd-harness"; }
