@@ -38,7 +38,7 @@ if [ "$BUILD" = 1 ]; then
   (cd bindings-node && node scripts/build.js --release --bench >/dev/null)
   [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2"
-  MATURIN_PEP517_ARGS="--features bench" "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+  PATH="$VENV/bin:$PATH" MATURIN_PEP517_ARGS="--features bench" "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
       --force-reinstall --no-deps --no-build-isolation ./bindings-python
   (cd bindings-java && mvn -q -B -DskipTests -Dcargo.features=bench install)
 fi
