@@ -6,6 +6,9 @@
 #   rust_core_blocking  core lock+unlock through etcdlock::runtime::block_on per call
 #   rust_rt_block_on    core lock+unlock through Runtime::block_on per call (the C ABI's path)
 #   c_abi_blocking      etcdlock_lock + etcdlock_unlock + etcdlock_guard_free from C
+#   rust_core_handoff / c_abi_handoff  8 contenders, a client each, on one lock:
+#                       handoff = next holder's lock returned - previous holder's
+#                       unlock call (core: 8 tasks; C: 8 threads), bench/languages.sh's case
 # The Rust and C runs alternate for ROUNDS rounds; the table shows the median of
 # each measure over the rounds and the ratios. Not asserted by the tests.
 #
@@ -24,7 +27,7 @@ cargo build -q --release -p etcdlock-ffi-bench
 cargo build -q --release -p etcdlock-testkit
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-gcc -std=c11 -O2 -I"$root/include" -I"$here/tests/c" "$here/bench/bench.c" -o "$work/bench_c" \
+gcc -std=c11 -O2 -I"$root/include" -I"$here/tests/c" "$here/bench/bench.c" -o "$work/bench_c" -pthread \
     -L"$rel" -letcdlock -Wl,-rpath,"$rel"
 
 coproc HARN { "$rel/etcd-harness"; }
@@ -53,6 +56,11 @@ print("|---|---|---|---|---|")
 for m in ["raw_txn_delete", "rust_core_async", "rust_core_blocking", "rust_rt_block_on", "c_abi_blocking"]:
     p50, p99 = med[m]
     print(f"| {m} | {p50:.3f} ms | {p99:.3f} ms | {p50/floor:.2f}x | {p50/core:.3f}x |")
+if "c_abi_handoff" in med and "rust_core_handoff" in med:
+    h = med["rust_core_handoff"][0]
+    for m in ["rust_core_handoff", "c_abi_handoff"]:
+        p50, p99 = med[m]
+        print(f"| {m} (8 contenders) | {p50:.3f} ms | {p99:.3f} ms | | {p50/h:.3f}x the core's handoff |")
 print(json.dumps({"c_over_rust_core_p50": med["c_abi_blocking"][0] / core,
                   "c_over_rust_same_path_p50": med["c_abi_blocking"][0] / med["rust_rt_block_on"][0],
                   "c_over_raw_p50": med["c_abi_blocking"][0] / floor}))

@@ -5,11 +5,20 @@
 //! - `rust_core_async`: core `lock` + `unlock` awaited inside the runtime;
 //! - `rust_core_blocking`: the same through `etcdlock::runtime::block_on` per call;
 //! - `rust_rt_block_on`: the same through `Runtime::block_on` on the calling
-//!   thread per call, the path the C ABI takes (a C call = one block_on).
+//!   thread per call, the path the C ABI takes (a C call = one block_on);
+//! - `rust_core_handoff`: [`CONTENDERS`] contenders, each its own client (its
+//!   own connection and session), on one lock name, each looping lock ->
+//!   unlock (no work in between) for ITERATIONS acquisitions after a tenth as
+//!   many as warm-up. Handoff = the instant the next holder's `lock` returned
+//!   minus the instant the previous holder called `unlock` (taken just before
+//!   the call), as `etcdlock bench` measures it; every binding's bench measures
+//!   it the same way (`bench/languages.sh`). Reports handoff p50/p99, the lock
+//!   wait p50 (call to return) and acquisitions/s.
 //!
 //! Prints one JSON line per measure.
 //!
 //! `cargo run --release -p etcdlock-ffi-bench -- ENDPOINT [ITERATIONS]`
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcdlock::runtime::block_on;
@@ -19,6 +28,91 @@ fn report(metric: &str, mut v: Vec<Duration>) {
     v.sort();
     let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1000.0;
     println!("{{\"metric\":\"{metric}\",\"p50_ms\":{:.4},\"p99_ms\":{:.4},\"n\":{}}}", at(0.5), at(0.99), v.len());
+}
+
+/// Contenders in the handoff case: 8, as `etcdlock bench` and issue 33 item 2.
+const CONTENDERS: usize = 8;
+
+/// What the contenders share, touched only by the holder of the lock.
+#[derive(Default)]
+struct Turns {
+    /// Acquisitions so far (warm-up included).
+    taken: usize,
+    /// When the last holder called unlock.
+    last_unlock: Option<Instant>,
+    handoffs: Vec<Duration>,
+    waits: Vec<Duration>,
+    /// When the first measured acquisition happened, and the last one.
+    first: Option<Instant>,
+    last: Option<Instant>,
+}
+
+/// The handoff case: `CONTENDERS` clients take turns on one lock name for
+/// `warm + acquisitions` acquisitions; handoffs are recorded after the warm-up.
+fn handoff(endpoint: &str, acquisitions: usize, warm: usize) {
+    let rt = etcdlock::runtime::runtime().expect("runtime");
+    let name = format!("bench-rust-handoff-{}", std::process::id());
+    let turns = Arc::new(Mutex::new(Turns::default()));
+    let total = warm + acquisitions;
+    let mut clients = Vec::new();
+    for _ in 0..CONTENDERS {
+        let ep = endpoint.to_string();
+        clients.push(rt.block_on(Client::connect(ClientOptions::new([ep]).with_ttl(30))).expect("connect"));
+    }
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|c| {
+            let (turns, name) = (turns.clone(), name.clone());
+            rt.spawn(async move {
+                loop {
+                    let t = Instant::now();
+                    let g = c.lock(&name).await.expect("lock");
+                    let acquired = Instant::now();
+                    let done = {
+                        let mut s = turns.lock().unwrap();
+                        let k = s.taken;
+                        s.taken += 1;
+                        if k >= warm && k < total {
+                            if let Some(u) = s.last_unlock {
+                                s.handoffs.push(acquired.saturating_duration_since(u));
+                            }
+                            s.waits.push(acquired - t);
+                            s.first.get_or_insert(acquired);
+                            s.last = Some(acquired);
+                        }
+                        s.last_unlock = Some(Instant::now());
+                        k + 1 >= total
+                    };
+                    g.unlock().await.expect("unlock");
+                    if done {
+                        break;
+                    }
+                }
+                c.close().await;
+            })
+        })
+        .collect();
+    for t in tasks {
+        rt.block_on(t).expect("contender");
+    }
+    let s = std::mem::take(&mut *turns.lock().unwrap());
+    let per_s = match (s.first, s.last) {
+        (Some(a), Some(b)) if b > a => (s.waits.len() - 1) as f64 / (b - a).as_secs_f64(),
+        _ => 0.0,
+    };
+    let mut h = s.handoffs;
+    let mut w = s.waits;
+    h.sort();
+    w.sort();
+    let at = |v: &[Duration], q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1000.0;
+    println!(
+        "{{\"metric\":\"rust_core_handoff\",\"contenders\":{CONTENDERS},\"p50_ms\":{:.4},\"p99_ms\":{:.4},\"n\":{},\"wait_p50_ms\":{:.4},\"acquisitions_per_s\":{:.1}}}",
+        at(&h, 0.5),
+        at(&h, 0.99),
+        h.len(),
+        at(&w, 0.5),
+        per_s
+    );
 }
 
 fn main() {
@@ -81,6 +175,7 @@ fn main() {
         }
     }
     report("rust_rt_block_on", v);
+    handoff(&endpoint, iterations, warm);
     let _ = block_on(async move {
         client.close().await;
         Ok(())

@@ -23,6 +23,12 @@ import io.etcd.jetcd.options.PutOption;
  * the native etcd client, the same through jetcd, and jetcd's own Lock client.
  * Then the contended case: 8 platform threads, 8 and 1,000 virtual threads (JDK 21+) taking
  * turns on one {@link EtcdLock}, in acquisitions/s against the serial raw floor rate.
+ * Before those, the handoff: 8 threads with a client each on one lock ({@link #handoff}).
+ *
+ * <p>System properties: {@code etcdlock.bench.jetcd=false} leaves jetcd's cases out (no jetcd
+ * client, so none of its gRPC/Netty threads, in the JVM); {@code etcdlock.bench.handoff=N}
+ * acquisitions of the handoff case (default: the rounds; 0 skips it);
+ * {@code etcdlock.bench.contendedSeconds=S} per contended case (default 5; 0 skips them).
  *
  * <p>Run: {@code bindings-java/bench.sh [iterations]}.
  */
@@ -38,22 +44,27 @@ public final class LockBenchmark {
             contendedOnly(n, warm);
             return;
         }
+        boolean withJetcd = Boolean.parseBoolean(System.getProperty("etcdlock.bench.jetcd", "true"));
         try (EtcdExtension.Etcd etcd = EtcdExtension.Etcd.startOrExternal();
              EtcdLockClient client = EtcdLockClient.builder().endpoints(etcd.endpoints).ttl(Duration.ofSeconds(30)).build();
-             Client jetcd = Client.builder().endpoints(etcd.endpoints.toArray(new String[0])).build()) {
+             Client jetcd = withJetcd ? Client.builder().endpoints(etcd.endpoints.toArray(new String[0])).build() : null) {
             long lease = rawGrantLease(client, 30);
-            long jlease = jetcd.getLeaseClient().grant(30).get().getID();
-            // Keep the jetcd lease alive for the run.
-            jetcd.getLeaseClient().keepAlive(jlease, new io.grpc.stub.StreamObserver<>() {
-                public void onNext(io.etcd.jetcd.lease.LeaseKeepAliveResponse r) {}
-                public void onError(Throwable t) {}
-                public void onCompleted() {}
-            });
+            long jlease = withJetcd ? jetcd.getLeaseClient().grant(30).get().getID() : 0;
+            if (withJetcd) {
+                // Keep the jetcd lease alive for the run.
+                jetcd.getLeaseClient().keepAlive(jlease, new io.grpc.stub.StreamObserver<>() {
+                    public void onNext(io.etcd.jetcd.lease.LeaseKeepAliveResponse r) {}
+                    public void onError(Throwable t) {}
+                    public void onCompleted() {}
+                });
+            }
             EtcdLock lock = client.newLock("bench/lock-interface");
             ByteSequence jkey = bs("bench/jetcd-raw/k");
 
             System.out.printf("etcdlock Java benchmark: %d rounds after %d warm-up; each round runs every case once "
-                    + "(interleaved, so load drift hits all cases alike); etcd %s%n", n, warm, etcd.endpoints);
+                    + "(interleaved, so load drift hits all cases alike)%s; etcd %s%n", n, warm,
+                    withJetcd ? "" : "; jetcd's cases left out (-Detcdlock.bench.jetcd=false: no jetcd client in this JVM)",
+                    etcd.endpoints);
             String[] names = {
                 "raw floor: native etcd-client Txn(put+lease)+Delete",
                 "raw floor: jetcd Txn(put+lease)+Delete",
@@ -88,21 +99,123 @@ public final class LockBenchmark {
                     jetcd.getLockClient().unlock(key).get(5, TimeUnit.SECONDS);
                 },
             };
-            double[][] r = measureAll(names, ops, n, warm);
+            int[] run = withJetcd ? new int[] {0, 1, 2, 3, 4, 5} : new int[] {0, 2, 3, 4};
+            String[] runNames = new String[run.length];
+            Op1[] runOps = new Op1[run.length];
+            for (int k = 0; k < run.length; k++) {
+                runNames[k] = names[run[k]];
+                runOps[k] = ops[run[k]];
+            }
+            double[][] rr = measureAll(runNames, runOps, n, warm);
+            double[][] r = new double[names.length][];
+            for (int k = 0; k < run.length; k++) {
+                r[run[k]] = rr[k];
+            }
             double[] raw = r[0], jraw = r[1], core = r[2], guard = r[3], lk = r[4], jl = r[5];
             System.out.println();
             System.out.printf("p50 ratio etcdlock guard / raw floor (native)  = %.2fx%n", guard[0] / raw[0]);
             System.out.printf("p50 ratio etcdlock Lock  / raw floor (native)  = %.2fx%n", lk[0] / raw[0]);
             System.out.printf("p50 ratio core (Rust)    / raw floor (native)  = %.2fx%n", core[0] / raw[0]);
             System.out.printf("p50 ratio etcdlock Lock  / core (Rust)         = %.2fx  (what the Java layer adds)%n", lk[0] / core[0]);
-            System.out.printf("p50 ratio etcdlock guard / raw floor (jetcd)   = %.2fx%n", guard[0] / jraw[0]);
-            System.out.printf("p50 ratio jetcd Lock     / raw floor (native)  = %.2fx%n", jl[0] / raw[0]);
-            System.out.printf("p50 ratio jetcd Lock     / etcdlock guard      = %.2fx%n", jl[0] / guard[0]);
-            jetcd.getLeaseClient().revoke(jlease).get(5, TimeUnit.SECONDS);
+            if (withJetcd) {
+                System.out.printf("p50 ratio etcdlock guard / raw floor (jetcd)   = %.2fx%n", guard[0] / jraw[0]);
+                System.out.printf("p50 ratio jetcd Lock     / raw floor (native)  = %.2fx%n", jl[0] / raw[0]);
+                System.out.printf("p50 ratio jetcd Lock     / etcdlock guard      = %.2fx%n", jl[0] / guard[0]);
+                jetcd.getLeaseClient().revoke(jlease).get(5, TimeUnit.SECONDS);
+            }
 
-            contendedCases(client, raw[0]);
+            int acquisitions = Integer.getInteger("etcdlock.bench.handoff", n);
+            if (acquisitions > 0) {
+                handoff(etcd.endpoints, acquisitions);
+            }
+            if (Integer.getInteger("etcdlock.bench.contendedSeconds", 5) > 0) {
+                contendedCases(client, raw[0]);
+            }
         }
         System.exit(0);
+    }
+
+    /** Contenders in the handoff case: 8, as core_bench's rust_core_handoff. */
+    static final int CONTENDERS = 8;
+
+    /**
+     * The handoff: {@link #CONTENDERS} platform threads, each with its own client (its own
+     * connection and session) and {@link EtcdLock}, looping {@code lock()} -> {@code unlock()}
+     * on one name for {@code acquisitions} acquisitions after a tenth as many as warm-up.
+     * Handoff = when the next holder's {@code lock()} returned minus when the previous holder
+     * called {@code unlock()}, the definition of core_bench's rust_core_handoff (ffi-c/bench/rust)
+     * and every binding's bench (bench/languages.sh).
+     */
+    static void handoff(java.util.List<String> endpoints, int acquisitions) throws Exception {
+        int warmUp = acquisitions / 10;
+        int total = warmUp + acquisitions;
+        String name = "bench/handoff-" + ProcessHandle.current().pid();
+        EtcdLockClient[] clients = new EtcdLockClient[CONTENDERS];
+        for (int i = 0; i < CONTENDERS; i++) {
+            clients[i] = EtcdLockClient.builder().endpoints(endpoints).ttl(Duration.ofSeconds(30)).build();
+        }
+        Object mu = new Object();
+        long[] handoffs = new long[acquisitions];
+        long[] waits = new long[acquisitions];
+        // Touched by the holder of the lock only, under mu: taken, nh, nw, last unlock, first, last.
+        long[] st = {0, 0, 0, Long.MIN_VALUE, 0, 0};
+        Thread[] threads = new Thread[CONTENDERS];
+        Throwable[] failed = new Throwable[1];
+        for (int i = 0; i < CONTENDERS; i++) {
+            EtcdLock lk = clients[i].newLock(name);
+            threads[i] = new Thread(() -> {
+                try {
+                    for (;;) {
+                        long t0 = System.nanoTime();
+                        lk.lock();
+                        long at = System.nanoTime();
+                        boolean done;
+                        synchronized (mu) {
+                            long k = st[0]++;
+                            if (k >= warmUp && k < total) {
+                                if (st[3] != Long.MIN_VALUE) {
+                                    handoffs[(int) st[1]++] = at - st[3];
+                                }
+                                waits[(int) st[2]++] = at - t0;
+                                if (st[2] == 1) {
+                                    st[4] = at;
+                                }
+                                st[5] = at;
+                            }
+                            done = k + 1 >= total;
+                            st[3] = System.nanoTime();
+                        }
+                        lk.unlock();
+                        if (done) {
+                            return;
+                        }
+                    }
+                } catch (Throwable t) {
+                    failed[0] = t;
+                }
+            }, "handoff-" + i);
+            threads[i].start();
+        }
+        for (Thread t : threads) {
+            t.join();
+        }
+        for (EtcdLockClient c : clients) {
+            c.close();
+        }
+        if (failed[0] != null) {
+            throw new AssertionError("handoff contender failed", failed[0]);
+        }
+        int nh = (int) st[1], nw = (int) st[2];
+        long[] h = Arrays.copyOf(handoffs, nh);
+        long[] w = Arrays.copyOf(waits, nw);
+        Arrays.sort(h);
+        Arrays.sort(w);
+        double perSec = st[5] > st[4] ? (nw - 1) / ((st[5] - st[4]) / 1e9) : 0;
+        System.out.printf("%n%d threads, a client each, on one lock, %d acquisitions: handoff = unlock() called -> next lock() returned%n",
+                CONTENDERS, acquisitions);
+        System.out.printf("  %-55s p50 %8.1f us   p99 %8.1f us   wait p50 %8.1f us   %.0f acquisitions/s%n",
+                "handoff: Lock.lock()+unlock(), 8 clients", h[nh / 2] / 1e3, h[Math.min(nh - 1, (int) (nh * 0.99))] / 1e3,
+                w[nw / 2] / 1e3, perSec);
     }
 
     /**
