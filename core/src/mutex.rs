@@ -145,11 +145,7 @@ impl Client {
             let r = if permits == 1 {
                 let delay = match delay_secs {
                     0 => Ok(None),
-                    // Boxed: this future is held for a waiter's whole wait
-                    // (10,000 queued waiters: 10,000 of them) and is as large
-                    // as its largest inline await, used or not; an inline
-                    // lease grant made every lock call ~2.7 KB larger.
-                    secs => Box::pin(self.delay_lease(&session, secs, bound)).await.map(Some).map_err(|e| {
+                    secs => self.delay_lease(&session, secs, bound).await.map(Some).map_err(|e| {
                         if e.code() == ErrorCode::Timeout {
                             timeout_because(name, opts.timeout, &e)
                         } else {

@@ -287,10 +287,7 @@ impl Guard {
         });
         self.shared.detach();
         let sh = self.shared.clone();
-        // Boxed: the request's state is large and only this path needs it; a
-        // caller's future that locks and then unlocks (a spawned waiter) is
-        // as large as its largest inline await for its whole wait.
-        let del = Box::pin(async move {
+        let del = async move {
             // Conditional on our token: a copy of this request that reaches
             // etcd late cannot delete the next key this session makes here.
             let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -319,7 +316,7 @@ impl Guard {
                     None
                 }
             }
-        });
+        };
         let mut found_lost = None;
         if self.shared.client.is_closed() {
             // Closing revoked the lease; the key is gone with it.
