@@ -61,12 +61,15 @@ pub(crate) async fn delete_incarnation(client: &Client, key: &[u8], rev: i64, wi
     let txn = etcd_client::Txn::new()
         .when([etcd_client::Compare::create_revision(key.to_vec(), etcd_client::CompareOp::Equal, rev)])
         .and_then(ops.collect::<Vec<_>>());
-    let r = t
-        .call(t.request_bound(), &mut false, |mut c| {
-            let txn = txn.clone();
-            async move { c.txn(txn).await }
-        })
-        .await?;
+    // Boxed, as `Client::call` does: a request's future is several KB, and
+    // inline it made Guard::unlock's future, and with it every future that
+    // locks and then unlocks (10,000 queued waiters: 10,000 tasks), about
+    // 2.8 KB larger for the whole wait.
+    let r = Box::pin(t.call(t.request_bound(), &mut false, |mut c| {
+        let txn = txn.clone();
+        async move { c.txn(txn).await }
+    }))
+    .await?;
     Ok(r.succeeded())
 }
 
@@ -74,12 +77,11 @@ pub(crate) async fn delete_incarnation(client: &Client, key: &[u8], rev: i64, wi
 async fn current_incarnation(client: &Client, key: &[u8]) -> Result<Option<i64>> {
     let t = &client.inner.transport;
     let k = key.to_vec();
-    let r = t
-        .call(t.request_bound(), &mut false, |mut c| {
-            let k = k.clone();
-            async move { c.get(k, Some(etcd_client::GetOptions::new().with_keys_only())).await }
-        })
-        .await?;
+    let r = Box::pin(t.call(t.request_bound(), &mut false, |mut c| {
+        let k = k.clone();
+        async move { c.get(k, Some(etcd_client::GetOptions::new().with_keys_only())).await }
+    }))
+    .await?;
     Ok(r.kvs().first().map(|kv| kv.create_revision()))
 }
 
