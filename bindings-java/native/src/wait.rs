@@ -56,11 +56,63 @@ where
     Ok(out?)
 }
 
-/// Run `f` with a JNI env on this runtime thread, attached to the JVM only for
-/// the call (as a daemon-like scoped attachment named `etcdlock-rt`), and the
-/// cached bridge class. False if the JVM could not be reached or `f` failed.
+/// A runtime thread's attachment to the JVM, made on its first call into
+/// Java and kept until the thread ends. As a daemon: the JVM never waits
+/// for it at exit. Attaching for one call and detaching after (as before)
+/// made HotSpot create, register and retire a `java.lang.Thread` for every
+/// completion of a Java future (every `Lock.lock()`).
+struct DaemonAttachment(std::cell::Cell<*mut jni::sys::JavaVM>);
+
+impl Drop for DaemonAttachment {
+    fn drop(&mut self) {
+        let vm = self.0.get();
+        if !vm.is_null() {
+            // SAFETY: `vm` is the live JVM this thread attached itself to
+            // (the library is loaded by it and never outlives it); a thread
+            // attached with AttachCurrentThreadAsDaemon detaches itself.
+            unsafe { ((*(*vm)).v1_1.DetachCurrentThread)(vm) };
+        }
+    }
+}
+
+thread_local! {
+    static ATTACHED: DaemonAttachment = const { DaemonAttachment(std::cell::Cell::new(std::ptr::null_mut())) };
+}
+
+/// Attach this thread to `vm` as a daemon named `etcdlock-rt`, once, unless
+/// it is attached already (a Java thread, or done before).
+fn attach_as_daemon(vm: &JavaVM) {
+    let _ = ATTACHED.try_with(|a| {
+        if !a.0.get().is_null() {
+            return;
+        }
+        let raw = vm.get_raw();
+        // SAFETY: `raw` is the JVM's invocation interface (JNI >= 1.4: GetEnv
+        // and AttachCurrentThreadAsDaemon exist); the name outlives the call.
+        unsafe {
+            let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
+            if ((*(*raw)).v1_2.GetEnv)(raw, &mut env, jni::sys::JNI_VERSION_1_8) != jni::sys::JNI_EDETACHED {
+                return;
+            }
+            let mut args = jni::sys::JavaVMAttachArgs {
+                version: jni::sys::JNI_VERSION_1_8,
+                name: c"etcdlock-rt".as_ptr().cast_mut(),
+                group: std::ptr::null_mut(),
+            };
+            let args_ptr: *mut jni::sys::JavaVMAttachArgs = &mut args;
+            if ((*(*raw)).v1_4.AttachCurrentThreadAsDaemon)(raw, &mut env, args_ptr.cast()) == jni::sys::JNI_OK {
+                a.0.set(raw);
+            }
+        }
+    });
+}
+
+/// Run `f` with a JNI env on this runtime thread (attached to the JVM as a
+/// daemon named `etcdlock-rt` on its first call, see `DaemonAttachment`), and
+/// the cached bridge class. False if the JVM could not be reached or `f` failed.
 pub(crate) fn with_bridge(f: impl FnOnce(&mut Env<'_>, &Bridge) -> jni::errors::Result<()>) -> bool {
     let Some(bridge) = BRIDGE.get() else { return false };
+    attach_as_daemon(&bridge.vm);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         bridge.vm.attach_current_thread_with_config(
             || jni::vm::AttachConfig::new().scoped(true).thread_name(jni_str!("etcdlock-rt")),

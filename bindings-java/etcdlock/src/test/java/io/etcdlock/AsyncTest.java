@@ -56,6 +56,29 @@ class AsyncTest {
         assertEquals(0, keysUnder(name));
     }
 
+    /**
+     * A runtime thread attaches to the JVM once, as a daemon, and stays attached: completing
+     * 200 futures starts no Java thread per completion. (Attached for each call and detached
+     * after, HotSpot registered a new java.lang.Thread for every completion: 200 here.)
+     */
+    @Test
+    void completionsDoNotStartAThreadEach() throws Exception {
+        String name = uniqueName("asyncthreads");
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        a.acquireAsync(name).get(10, TimeUnit.SECONDS).close(); // the runtime threads exist
+        long before = mx.getTotalStartedThreadCount();
+        for (int i = 0; i < 200; i++) {
+            a.acquireAsync(name).get(10, TimeUnit.SECONDS).close();
+        }
+        long started = mx.getTotalStartedThreadCount() - before;
+        assertTrue(started < 20, started + " threads started for 200 completions");
+        java.util.List<Thread> rt = Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.getName().startsWith("etcdlock-rt")).collect(java.util.stream.Collectors.toList());
+        assertFalse(rt.isEmpty(), "the runtime threads stay attached");
+        assertTrue(rt.stream().allMatch(Thread::isDaemon),
+                "runtime threads are daemons (the JVM never waits for them at exit): " + rt);
+    }
+
     @Test
     void timeoutFailsTheFuture() throws Exception {
         String name = uniqueName("asynctimeout");
