@@ -39,18 +39,20 @@ def ceil_near(rep):
     # The ceiling phases just before (last of repeat rep) and after (first of repeat rep+1) a Go run.
     b = [r for r in ceil if r["repeat"] == rep][-1:] + [r for r in ceil if r["repeat"] == rep + 1][:1]
     return sum(r["acquisitions_per_s"] for r in b) / len(b)
-print(f"| run ({gos[0]['clients']} clients x {gos[0]['names']} names, random, {gos[0]['seconds']:.0f} s phases) | acquisitions/s | etcd's ceiling beside it | ratio | lock p50 / p99 | lock+unlock p50 / p99 | client CPU per acquisition | errors |")
-print("|---|---|---|---|---|---|---|---|")
+print(f"| run ({gos[0]['clients']} clients x {gos[0]['names']} names, random, {gos[0]['seconds']:.0f} s phases) | acquisitions/s | etcd's ceiling beside it | ratio | lock p50 / p99 | lock+unlock p50 / p99 | client CPU per acquisition | etcd CPU per acquisition | etcd KV requests per acquisition | errors |")
+print("|---|---|---|---|---|---|---|---|---|---|")
+def us(v): return "n/a" if v is None else f"{v:.0f} us"
+def per(v): return "n/a" if v is None else f"{v:.2f}"
 ours_r, go_r = [], []
 for rep in sorted({r["repeat"] for r in gos}):
     for r in [m for m in mine if m["repeat"] == rep]:
         c = [x for x in ceil if x["repeat"] == rep and x["round"] == r["round"]][0]
         ours_r.append(r["ratio_to_ceiling"])
-        print(f"| etcdlock {rep}.{r['round']} | {r['acquisitions_per_s']:.0f} | {c['acquisitions_per_s']:.0f} (CPU {c['client_cpu_us_per_acquisition']:.0f} us) | **{r['ratio_to_ceiling']:.2f}** | {r['acquire_p50_ms']:.1f} / {r['acquire_p99_ms']:.1f} ms | {r['cycle_p50_ms']:.1f} / {r['cycle_p99_ms']:.1f} ms | {r['client_cpu_us_per_acquisition']:.0f} us | {r['errors']} |")
+        print(f"| etcdlock {rep}.{r['round']} | {r['acquisitions_per_s']:.0f} | {c['acquisitions_per_s']:.0f} (CPU {c['client_cpu_us_per_acquisition']:.0f} us) | **{r['ratio_to_ceiling']:.2f}** | {r['acquire_p50_ms']:.1f} / {r['acquire_p99_ms']:.1f} ms | {r['cycle_p50_ms']:.1f} / {r['cycle_p99_ms']:.1f} ms | {r['client_cpu_us_per_acquisition']:.0f} us | {us(r.get('etcd_cpu_us_per_acquisition'))} (ceiling {us(c.get('etcd_cpu_us_per_acquisition'))}) | {per(r.get('kv_requests_per_acquisition'))} | {r['errors']} |")
     g = [x for x in gos if x["repeat"] == rep][0]
     c = ceil_near(rep)
     go_r.append(g["acquisitions_per_s"] / c)
-    print(f"| Go Mutex {rep} | {g['acquisitions_per_s']:.0f} | {c:.0f} (mean of the phases either side) | **{g['acquisitions_per_s']/c:.2f}** | {g['acquire_p50_ms']:.1f} / {g['acquire_p99_ms']:.1f} ms | {g['cycle_p50_ms']:.1f} / {g['cycle_p99_ms']:.1f} ms | {g['client_cpu_us_per_acquisition']:.0f} us | {g['errors']} |")
+    print(f"| Go Mutex {rep} | {g['acquisitions_per_s']:.0f} | {c:.0f} (mean of the phases either side) | **{g['acquisitions_per_s']/c:.2f}** | {g['acquire_p50_ms']:.1f} / {g['acquire_p99_ms']:.1f} ms | {g['cycle_p50_ms']:.1f} / {g['cycle_p99_ms']:.1f} ms | {g['client_cpu_us_per_acquisition']:.0f} us | {us(g.get('etcd_cpu_us_per_acquisition'))} | {per(g.get('kv_requests_per_acquisition'))} | {g['errors']} |")
 print(f"\netcdlock: median {statistics.median(ours_r):.2f} of etcd's ceiling over {len(ours_r)} phases (target >= 0.70); "
       f"Go's Mutex: median {statistics.median(go_r):.2f} over {len(go_r)} runs")
 PY

@@ -10,9 +10,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand"
+	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,7 +53,7 @@ func main() {
 	}
 	out := json.NewEncoder(os.Stdout)
 	if *breadthClients > 0 {
-		breadth(out, newClient, *breadthClients, *breadthNames, *duration)
+		breadth(out, newClient, strings.Split(*endpoints, ",")[0], *breadthClients, *breadthNames, *duration)
 		return
 	}
 
@@ -124,10 +127,36 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// etcdCounters: etcd's CPU seconds and its completed KV requests so far,
+// from the first member's /metrics (as `etcdlock bench --breadth` reads them).
+func etcdCounters(endpoint string) (cpu, kv float64, ok bool) {
+	r, err := http.Get(strings.TrimSuffix(endpoint, "/") + "/metrics")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer r.Body.Close()
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return 0, 0, false
+	}
+	value := func(l string) float64 {
+		v, _ := strconv.ParseFloat(l[strings.LastIndex(l, " ")+1:], 64)
+		return v
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, "process_cpu_seconds_total ") {
+			cpu, ok = value(l), true
+		} else if strings.HasPrefix(l, "grpc_server_handled_total{") && strings.Contains(l, `grpc_service="etcdserverpb.KV"`) {
+			kv += value(l)
+		}
+	}
+	return
+}
+
 // breadth: `clients` clients, each with its own connection and session, lock
 // and unlock names drawn at random from `names` for `duration` (after a 0.5 s
 // warm-up), as `etcdlock bench --breadth` does.
-func breadth(out *json.Encoder, newClient func() *clientv3.Client, clients, names int, duration time.Duration) {
+func breadth(out *json.Encoder, newClient func() *clientv3.Client, endpoint string, clients, names int, duration time.Duration) {
 	ctx := context.Background()
 	type worker struct {
 		c *clientv3.Client
@@ -188,13 +217,20 @@ func breadth(out *json.Encoder, newClient func() *clientv3.Client, clients, name
 		return acq, cyc, errors, time.Since(t0), cpuTime() - c0
 	}
 	run(500*time.Millisecond, 0)
+	cpu0, kv0, ok0 := etcdCounters(endpoint)
 	acq, cyc, errors, elapsed, cpu := run(duration, 42)
+	cpu1, kv1, ok1 := etcdCounters(endpoint)
 	n := len(cyc)
+	var etcdCPU, kvReqs any
+	if ok0 && ok1 {
+		etcdCPU, kvReqs = (cpu1-cpu0)*1e6/float64(max(n, 1)), (kv1-kv0)/float64(max(n, 1))
+	}
 	out.Encode(map[string]any{"metric": "go_mutex_breadth", "clients": clients, "names": names, "seconds": duration.Seconds(),
 		"acquisitions": n, "acquisitions_per_s": float64(n) / elapsed.Seconds(),
 		"acquire_p50_ms": pct(acq, .5), "acquire_p99_ms": pct(acq, .99),
 		"cycle_p50_ms": pct(cyc, .5), "cycle_p99_ms": pct(cyc, .99),
-		"client_cpu_us_per_acquisition": float64(cpu.Microseconds()) / float64(max(n, 1)), "errors": errors})
+		"client_cpu_us_per_acquisition": float64(cpu.Microseconds()) / float64(max(n, 1)), "errors": errors,
+		"etcd_cpu_us_per_acquisition": etcdCPU, "kv_requests_per_acquisition": kvReqs})
 	for _, w := range ws {
 		w.s.Close()
 		w.c.Close()

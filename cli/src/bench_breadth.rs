@@ -10,7 +10,11 @@
 //! own), so no lock can do more; the ratio of the two rates is what the
 //! locking costs. Client CPU per acquisition is this process's user+system
 //! CPU during a phase divided by its acquisitions (etcd runs in another
-//! process). Go's Mutex doing the same: `go-mutex -breadth-clients`
+//! process). etcd's CPU per acquisition (its `process_cpu_seconds_total`)
+//! and its KV requests per acquisition (`grpc_server_handled_total`) come
+//! from the first member's `/metrics` before and after each phase: on a
+//! machine that etcd shares with the clients, the two CPUs together are what
+//! an acquisition costs. Go's Mutex doing the same: `go-mutex -breadth-clients`
 //! (`bench/breadth.sh` runs both against one etcd).
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,7 +34,47 @@ pub struct Phase {
     /// lock + unlock (or Txn + Delete).
     pub cycle: Stats,
     pub cpu_us_per_acquisition: f64,
+    /// etcd's own CPU (its `process_cpu_seconds_total`) per acquisition, if
+    /// its `/metrics` answered; with the client's CPU, what the 2 cores spend.
+    pub etcd_cpu_us_per_acquisition: Option<f64>,
+    /// etcd's KV requests (Range, Put, DeleteRange, Txn) per acquisition.
+    pub kv_requests_per_acquisition: Option<f64>,
     pub errors: usize,
+}
+
+/// etcd's CPU seconds and its completed KV requests so far, from `/metrics`
+/// of a plain-`http://` member (what the harness starts); None otherwise.
+#[derive(Clone, Copy)]
+struct EtcdCounters {
+    cpu_s: f64,
+    kv_requests: f64,
+}
+
+async fn etcd_counters(endpoint: &str) -> Option<EtcdCounters> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = endpoint.strip_prefix("http://")?.trim_end_matches('/');
+    let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+    s.write_all(format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).await.ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).await.ok()?;
+    let value = |l: &str| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
+    let mut c = EtcdCounters { cpu_s: f64::NAN, kv_requests: 0.0 };
+    for l in body.lines() {
+        if l.starts_with("process_cpu_seconds_total ") {
+            c.cpu_s = value(l)?;
+        } else if l.starts_with("grpc_server_handled_total{") && l.contains("grpc_service=\"etcdserverpb.KV\"") {
+            c.kv_requests += value(l)?;
+        }
+    }
+    (!c.cpu_s.is_nan()).then_some(c)
+}
+
+async fn etcd_delta(endpoint: &str, before: Option<EtcdCounters>, p: &mut Phase) {
+    if let (Some(b), Some(a)) = (before, etcd_counters(endpoint).await) {
+        let n = p.acquisitions.max(1) as f64;
+        p.etcd_cpu_us_per_acquisition = Some((a.cpu_s - b.cpu_s) * 1e6 / n);
+        p.kv_requests_per_acquisition = Some((a.kv_requests - b.kv_requests) / n);
+    }
 }
 
 /// This process's user + system CPU time.
@@ -73,6 +117,8 @@ fn phase(results: Vec<Samples>, elapsed: Duration, cpu: Duration) -> Phase {
         acquire: if acq.is_empty() { empty() } else { stats(acq) },
         cycle: if cyc.is_empty() { empty() } else { stats(cyc) },
         cpu_us_per_acquisition: cpu.as_secs_f64() * 1e6 / n.max(1) as f64,
+        etcd_cpu_us_per_acquisition: None,
+        kv_requests_per_acquisition: None,
         errors,
     }
 }
@@ -149,7 +195,8 @@ fn row(what: &str, p: &Phase, extra: serde_json::Value) -> serde_json::Value {
     let mut v = json!({"metric":what,"acquisitions":p.acquisitions,"acquisitions_per_s":p.per_s,
         "acquire_p50_ms":ms(p.acquire.p50),"acquire_p99_ms":ms(p.acquire.p99),
         "cycle_p50_ms":ms(p.cycle.p50),"cycle_p99_ms":ms(p.cycle.p99),
-        "client_cpu_us_per_acquisition":p.cpu_us_per_acquisition,"errors":p.errors});
+        "client_cpu_us_per_acquisition":p.cpu_us_per_acquisition,"errors":p.errors,
+        "etcd_cpu_us_per_acquisition":p.etcd_cpu_us_per_acquisition,"kv_requests_per_acquisition":p.kv_requests_per_acquisition});
     if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
         o.extend(e.clone());
     }
@@ -193,8 +240,12 @@ pub async fn run(endpoints: &[String], ns: &str, clients: usize, names: usize, d
         if !json_only {
             eprintln!("round {}/{rounds}: etcd's ceiling (raw Txn+Delete), then etcdlock, {duration:?} each...", r + 1);
         }
-        let c = ceiling(&raw, ns, names, duration, 1000 * (r as u64 + 1)).await;
-        let o = ours(&ours_clients, names, duration, 7000 * (r as u64 + 1)).await;
+        let before = etcd_counters(&endpoints[0]).await;
+        let mut c = ceiling(&raw, ns, names, duration, 1000 * (r as u64 + 1)).await;
+        etcd_delta(&endpoints[0], before, &mut c).await;
+        let before = etcd_counters(&endpoints[0]).await;
+        let mut o = ours(&ours_clients, names, duration, 7000 * (r as u64 + 1)).await;
+        etcd_delta(&endpoints[0], before, &mut o).await;
         rows.push(row("breadth_etcd_ceiling", &c, json!({"round":r+1,"clients":clients,"names":names,"seconds":duration.as_secs_f64()})));
         rows.push(row(
             "breadth_etcdlock",
