@@ -49,22 +49,50 @@ impl Client {
     }
 }
 
-/// Delete our key `key` while it is the incarnation created at `rev`: one Txn
-/// comparing its create_revision, so a delete that reaches etcd late (a
-/// request buffered in a member that was paused, which gRPC's deadline does
-/// not cut off: the server counts it from when it reads the request) can never
-/// remove a later key of the same name (a session reuses its key names).
-/// Ok(true) if it deleted the key, Ok(false) if that incarnation was gone.
-pub(crate) async fn delete_incarnation(client: &Client, key: &[u8], rev: i64, with: &[Vec<u8>]) -> Result<bool> {
+/// Delete our key `key` while it is the incarnation created at `rev`, so
+/// that a delete reaching etcd late (a request buffered in a member that was
+/// paused, which gRPC's deadline does not cut off: the server counts it from
+/// when it reads the request) can never remove a later key of the same name
+/// (a session reuses its key names, so that their watches are reused).
+/// Ok(true) if it deleted that incarnation, Ok(false) if it was gone.
+///
+/// A key this session has reserved ([`Session::reserve_key`]) and no records
+/// with it: a plain DeleteRange (with the deleted key's create_revision back,
+/// to tell whether it was `rev`), and if any attempt of it may still be on its
+/// way (an attempt cut off, failed or retried: its outcome unknown), the key
+/// name is retired ([`Session::retire_key`]): this session never makes that
+/// key again, so the late copy finds nothing of ours but the incarnation it
+/// was sent for. Why not a Txn comparing the revision each time: etcd 3.4
+/// applies every Txn on a copy of its uncommitted writes (the backend's read
+/// buffer, up to 100 ms of writes), a DeleteRange without it; with many
+/// clients that copy made an acquisition cost etcd about 1.5x the CPU of
+/// etcd's Go Mutex, whose unlock is a plain Delete (docs/BENCHMARKS.md,
+/// "Breadth"). Anything else (records to delete with the key, or a key not
+/// reserved here): one Txn comparing the create_revision.
+pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: &[u8], rev: i64, with: &[Vec<u8>]) -> Result<bool> {
     let t = &client.inner.transport;
+    if with.is_empty() && session.is_reserved(key) {
+        let k = key.to_vec();
+        let (mut uncertain, mut attempts) = (false, 0u32);
+        // Boxed, as `Client::call` does: a request's future is several KB, and
+        // inline it made Guard::unlock's future, and with it every future that
+        // locks and then unlocks (10,000 queued waiters: 10,000 tasks), about
+        // 2.8 KB larger for the whole wait.
+        let r = Box::pin(t.call(t.request_bound(), &mut uncertain, |mut c| {
+            attempts += 1;
+            let k = k.clone();
+            async move { c.delete(k, Some(etcd_client::DeleteOptions::new().with_prev_key())).await }
+        }))
+        .await;
+        if uncertain || attempts != 1 || r.is_err() {
+            session.retire_key(key);
+        }
+        return Ok(r?.prev_kvs().first().is_some_and(|kv| kv.create_revision() == rev));
+    }
     let ops = std::iter::once(key).chain(with.iter().map(Vec::as_slice)).map(|k| etcd_client::TxnOp::delete(k.to_vec(), None));
     let txn = etcd_client::Txn::new()
         .when([etcd_client::Compare::create_revision(key.to_vec(), etcd_client::CompareOp::Equal, rev)])
         .and_then(ops.collect::<Vec<_>>());
-    // Boxed, as `Client::call` does: a request's future is several KB, and
-    // inline it made Guard::unlock's future, and with it every future that
-    // locks and then unlocks (10,000 queued waiters: 10,000 tasks), about
-    // 2.8 KB larger for the whole wait.
     let r = Box::pin(t.call(t.request_bound(), &mut false, |mut c| {
         let txn = txn.clone();
         async move { c.txn(txn).await }
@@ -87,8 +115,8 @@ async fn current_incarnation(client: &Client, key: &[u8]) -> Result<Option<i64>>
 
 /// Delete one of our keys, retrying until it is gone or our lease (and with it
 /// the key) is gone anyway. `rev`: the create_revision of the incarnation to
-/// delete, if known (else it is read first). Every delete is conditional on
-/// that revision ([`delete_incarnation`]). `uncertain`: a write of ours to
+/// delete, if known (else it is read first). Every delete is of that
+/// revision only ([`delete_incarnation`]). `uncertain`: a write of ours to
 /// this key may still be in flight (an attempt whose outcome we never learnt),
 /// so look once more after it should have landed, and delete what it created.
 /// The key stays reserved in the session until this returns.
@@ -99,7 +127,7 @@ pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &
     let mut rev = rev;
     loop {
         let step = match rev {
-            Some(r) => delete_incarnation(client, key, r, with).await.map(|_| true),
+            Some(r) => delete_incarnation(client, session, key, r, with).await.map(|_| true),
             None => current_incarnation(client, key).await.map(|found| {
                 rev = found;
                 found.is_none()

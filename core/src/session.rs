@@ -59,6 +59,9 @@ pub(crate) struct Session {
     /// Lock keys in use (held or waiting) on this session, so that concurrent
     /// acquisitions of one name never share a key (etcd PR 11364).
     keys: Mutex<HashSet<Vec<u8>>>,
+    /// Keys of `keys` that stay reserved for the session's life: a delete of
+    /// one may still reach etcd ([`Session::retire_key`]).
+    retired: Mutex<HashSet<Vec<u8>>>,
     /// Guards to tell when the session is lost: a map entry per held lock,
     /// instead of a task per guard.
     listeners: Mutex<HashMap<u64, Weak<dyn OnLoss>>>,
@@ -85,6 +88,7 @@ impl Session {
             last_ack: Mutex::new(granted_at),
             renewal: watch::channel(Renewal::Ok).0,
             keys: Mutex::new(HashSet::new()),
+            retired: Mutex::new(HashSet::new()),
             listeners: Mutex::new(HashMap::new()),
             next_listener: AtomicU64::new(1),
             stop: CancellationToken::new(),
@@ -286,8 +290,30 @@ impl Session {
         }
     }
 
+    /// The key is free for this session's next acquisition under its
+    /// prefix, unless it was retired.
     pub(crate) fn release_key(&self, key: &[u8]) {
-        self.keys.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if !self.retired.lock().unwrap_or_else(|p| p.into_inner()).contains(key) {
+            keys.remove(key);
+        }
+    }
+
+    /// Whether `key` is one of this session's reserved keys.
+    pub(crate) fn is_reserved(&self, key: &[u8]) -> bool {
+        self.keys.lock().unwrap_or_else(|p| p.into_inner()).contains(key)
+    }
+
+    /// Never make `key` again in this session: a plain delete of it may still
+    /// reach etcd (an attempt whose outcome we never learnt,
+    /// [`crate::keys::delete_incarnation`]). A new session has a new lease,
+    /// and with it new key names. One entry per such delete, which only a
+    /// failing or hung member causes.
+    pub(crate) fn retire_key(&self, key: &[u8]) {
+        let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        if keys.contains(key) {
+            self.retired.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_vec());
+        }
     }
 
     /// The keep-alive task: one per session. Sends a keep-alive every

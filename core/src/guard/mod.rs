@@ -288,10 +288,10 @@ impl Guard {
         self.shared.detach();
         let sh = self.shared.clone();
         let del = async move {
-            // Conditional on our token: a copy of this request that reaches
+            // Of our incarnation only: a copy of this request that reaches
             // etcd late cannot delete the next key this session makes here.
             let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            match delete_incarnation(&sh.client, &sh.key, sh.token, &records).await {
+            match delete_incarnation(&sh.client, &sh.session, &sh.key, sh.token, &records).await {
                 Ok(deleted) => {
                     tracing::debug!(lock = %sh.name, "released");
                     sh.session.release_key(&sh.key);
