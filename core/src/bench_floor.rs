@@ -5,9 +5,12 @@
 //! Only built with the cargo feature `bench`; not part of the stable API.
 //!
 //! - [`txn_delete_round`]: the least an uncontended lock + unlock can cost,
-//!   two round trips: one Txn that puts the lock key with a lease if absent
-//!   *and reads the owner* (the first-created key under the lock's prefix, as
-//!   etcd's Go Mutex and etcdlock's acquire do in the same Txn), then one Delete.
+//!   two round trips carrying exactly the requests an uncontended etcdlock
+//!   acquisition and release send, without its logic: one Txn that puts the
+//!   lock key (an owner record as its value) with a lease if absent *and
+//!   reads the queue* (the newest keys under the lock's prefix, as etcd's Go
+//!   Mutex reads the owner in the same Txn) and counts the name's lock-delay
+//!   records, then one Delete returning the deleted key.
 //! - [`delete_to_event`]: a Delete sent on one connection until its event
 //!   arrives on a synced watch of another connection, the least a handoff
 //!   from one holder to the next can cost.
@@ -33,24 +36,40 @@ fn prefix_of(key: &[u8]) -> &[u8] {
     }
 }
 
-/// One round of the Txn+Delete floor on `etcd`: a Txn that puts `key` with
-/// `lease` (0: no lease) if absent and reads the first-created key of its
-/// prefix (see [`prefix_of`]: everything up to the last `/`), then a Delete
-/// of `key`. Returns the time both took.
+/// One round of the Txn+Delete floor on `etcd`: the Txn an uncontended
+/// [`crate::Client::lock`] sends (put `key` with `lease`, 0: no lease, if
+/// absent; read the newest keys of its prefix, see [`prefix_of`]: everything
+/// up to the last `/`; count the lock-delay records of that name), then the
+/// Delete its unlock sends. Returns the time both took. (Until 2026-11-25 the
+/// Txn read only the first-created key and counted no records, and the unlock
+/// was a Txn: docs/BENCHMARKS.md gives runs with either.)
 pub async fn txn_delete_round(etcd: &mut etcd_client::Client, key: impl AsRef<[u8]>, lease: i64) -> Result<Duration> {
     let key = key.as_ref().to_vec();
     let prefix = prefix_of(&key).to_vec();
+    let mut records = prefix.strip_suffix(b"/").unwrap_or(&prefix).to_vec();
+    records.extend_from_slice(crate::names::RECORD_MARK.as_bytes());
+    records.extend_from_slice(b"delay/");
     let put = if lease != 0 { Some(PutOptions::new().with_lease(lease)) } else { None };
     let t = Instant::now();
-    let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)]).and_then([
-        TxnOp::put(key.clone(), Vec::<u8>::new(), put),
-        TxnOp::get(
-            prefix,
-            Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1)),
-        ),
-    ]);
+    let txn = Txn::new()
+        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+        .and_then([
+            TxnOp::put(key.clone(), crate::names::owner_info(), put),
+            TxnOp::get(
+                prefix,
+                Some(
+                    GetOptions::new()
+                        .with_prefix()
+                        .with_keys_only()
+                        .with_sort(SortTarget::Create, SortOrder::Descend)
+                        .with_limit(crate::queue::OLDER_READ + 1),
+                ),
+            ),
+            TxnOp::get(records, Some(GetOptions::new().with_prefix().with_count_only())),
+        ])
+        .or_else([TxnOp::get(key.clone(), None)]);
     etcd.txn(txn).await.map_err(unavailable)?;
-    etcd.delete(key, None).await.map_err(unavailable)?;
+    etcd.delete(key, Some(etcd_client::DeleteOptions::new().with_prev_key())).await.map_err(unavailable)?;
     Ok(t.elapsed())
 }
 

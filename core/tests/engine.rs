@@ -584,10 +584,10 @@ async fn lingering_watches_are_bounded() {
     c.close().await;
 }
 
-/// Txn and Range requests etcd answered so far (all clients).
+/// Txn, Range and DeleteRange requests etcd answered so far (all clients).
 fn reads_and_txns(etcd: &Etcd) -> u64 {
     let handled = |method: &str| etcd.metric(0, "grpc_server_handled_total", &[&format!("grpc_method=\"{method}\"")]);
-    (handled("Txn") + handled("Range")) as u64
+    (handled("Txn") + handled("Range") + handled("DeleteRange")) as u64
 }
 
 /// A waiter whose read saw the whole queue follows it by delete events alone:
@@ -631,13 +631,13 @@ async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
     let requests = reads_and_txns(&etcd) - before;
     assert!(g2.fencing_token() > g1.fencing_token());
     assert_eq!(g2.waited_on().len(), 2, "a1 waited on b2, then b1: {:?}", g2.waited_on());
-    // The requests counted are the two unlocks and b2's cleanup (a Txn each:
-    // a delete that compares the key's create_revision, which b2 knows from
-    // its acquire Txn); the waits themselves made none.
-    assert_eq!(requests, 3, "the waits made {} Txn/Range requests after queueing", requests as i64 - 3);
+    // The requests counted are the two unlocks and b2's cleanup (a delete
+    // each, of the incarnation b2 knows from its acquire Txn); the waits
+    // themselves made none.
+    assert_eq!(requests, 3, "the waits made {} Txn/Range/DeleteRange requests after queueing", requests as i64 - 3);
     g2.unlock().await.unwrap();
     // The counter itself counts: the read below moves it.
     let counted = reads_and_txns(&etcd);
     assert!(keys(&a, &prefix).await.is_empty());
-    assert!(reads_and_txns(&etcd) > counted, "etcd's Txn/Range counter did not count a read");
+    assert!(reads_and_txns(&etcd) > counted, "etcd's Txn/Range/DeleteRange counter did not count a read");
 }
