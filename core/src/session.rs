@@ -482,3 +482,31 @@ impl Session {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A released key name is made again (its watch is reused); a retired one
+    /// never is in this session, even once released, since a delete of it may
+    /// still reach etcd (keys::delete_incarnation).
+    #[test]
+    fn a_retired_key_is_never_made_again_a_released_one_is() {
+        let s = Session::new(0xab, 15, Duration::from_secs(1), Instant::now(), None);
+        let k = s.reserve_key(b"n/");
+        assert_eq!(k, b"n/ab");
+        s.release_key(&k);
+        assert_eq!(s.reserve_key(b"n/"), b"n/ab", "a released name is reused");
+        s.retire_key(&k);
+        assert!(s.is_reserved(&k));
+        s.release_key(&k);
+        assert!(s.is_reserved(&k), "a retired name stays reserved");
+        let next = s.reserve_key(b"n/");
+        assert_eq!(next, b"n/ab_1");
+        s.release_key(&next);
+        assert_eq!(s.reserve_key(b"n/"), b"n/ab_1");
+        // Retiring a name not reserved here does nothing.
+        s.retire_key(b"m/ab");
+        assert_eq!(s.reserve_key(b"m/"), b"m/ab");
+    }
+}
