@@ -56,8 +56,9 @@ impl Client {
 /// (a session reuses its key names, so that their watches are reused).
 /// Ok(true) if it deleted that incarnation, Ok(false) if it was gone.
 ///
-/// A key this session has reserved ([`Session::reserve_key`]) and no records
-/// with it: a plain DeleteRange (with the deleted key's create_revision back,
+/// `plain`, the caller the only one deleting this incarnation (the unlock
+/// that ended the hold), a key this session has reserved
+/// ([`Session::reserve_key`]) and no records with it: a plain DeleteRange (with the deleted key's create_revision back,
 /// to tell whether it was `rev`), and if any attempt of it may still be on its
 /// way (an attempt cut off, failed or retried: its outcome unknown), the key
 /// name is retired ([`Session::retire_key`]): this session never makes that
@@ -67,11 +68,12 @@ impl Client {
 /// buffer, up to 100 ms of writes), a DeleteRange without it; with many
 /// clients that copy made an acquisition cost etcd about 1.5x the CPU of
 /// etcd's Go Mutex, whose unlock is a plain Delete (docs/BENCHMARKS.md,
-/// "Breadth"). Anything else (records to delete with the key, or a key not
-/// reserved here): one Txn comparing the create_revision.
-pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: &[u8], rev: i64, with: &[Vec<u8>]) -> Result<bool> {
+/// "Breadth"). Anything else (cleanups and expiries, which may run beside
+/// another delete of the key, records to delete with it, a key not reserved
+/// here): one Txn comparing the create_revision, safe whoever else deletes.
+pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: &[u8], rev: i64, with: &[Vec<u8>], plain: bool) -> Result<bool> {
     let t = &client.inner.transport;
-    if with.is_empty() && session.is_reserved(key) {
+    if plain && with.is_empty() && session.is_reserved(key) {
         let k = key.to_vec();
         let (mut uncertain, mut attempts) = (false, 0u32);
         // Boxed, as `Client::call` does: a request's future is several KB, and
@@ -115,8 +117,8 @@ async fn current_incarnation(client: &Client, key: &[u8]) -> Result<Option<i64>>
 
 /// Delete one of our keys, retrying until it is gone or our lease (and with it
 /// the key) is gone anyway. `rev`: the create_revision of the incarnation to
-/// delete, if known (else it is read first). Every delete is of that
-/// revision only ([`delete_incarnation`]). `uncertain`: a write of ours to
+/// delete, if known (else it is read first). Every delete is a Txn
+/// conditional on that revision ([`delete_incarnation`]). `uncertain`: a write of ours to
 /// this key may still be in flight (an attempt whose outcome we never learnt),
 /// so look once more after it should have landed, and delete what it created.
 /// The key stays reserved in the session until this returns.
@@ -127,7 +129,7 @@ pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &
     let mut rev = rev;
     loop {
         let step = match rev {
-            Some(r) => delete_incarnation(client, session, key, r, with).await.map(|_| true),
+            Some(r) => delete_incarnation(client, session, key, r, with, false).await.map(|_| true),
             None => current_incarnation(client, key).await.map(|found| {
                 rev = found;
                 found.is_none()

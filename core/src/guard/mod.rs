@@ -277,8 +277,9 @@ impl Guard {
         }
         self.settle_loss().await;
         let was = self.state();
+        let mut ended = false;
         self.shared.state.send_if_modified(|s| {
-            let ended = end_hold(s, GuardState::Released);
+            ended = end_hold(s, GuardState::Released);
             if ended {
                 self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
                 self.shared.client.inner.meta.hold_ended(&self.shared.name);
@@ -290,8 +291,10 @@ impl Guard {
         let del = async move {
             // Of our incarnation only: a copy of this request that reaches
             // etcd late cannot delete the next key this session makes here.
+            // A plain delete only if this call ended the hold: then no other
+            // delete of the key (a lease_time expiry's) runs beside it.
             let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            match delete_incarnation(&sh.client, &sh.session, &sh.key, sh.token, &records).await {
+            match delete_incarnation(&sh.client, &sh.session, &sh.key, sh.token, &records, ended).await {
                 Ok(deleted) => {
                     tracing::debug!(lock = %sh.name, "released");
                     sh.session.release_key(&sh.key);
@@ -368,7 +371,11 @@ impl Guard {
             // This client's own try_lock on the name waits for the delete
             // (it never meets its own ghost), as after an abandoned wait.
             let ticket = crate::wait::CleanupTicket::new(&sh.client, &sh.key);
-            sh.mark_lost(Loss { reason: LossReason::LeaseExpired, at: Instant::now() });
+            // Only if this ends the hold: an unlock that ended it first
+            // deletes the key itself.
+            if !sh.mark_lost(Loss { reason: LossReason::LeaseExpired, at: Instant::now() }) {
+                return;
+            }
             sh.releasing.store(true, std::sync::atomic::Ordering::SeqCst);
             let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
             delete_until_gone(&sh.client, &sh.session, &sh.key, Some(sh.token), false, &records).await;
@@ -379,7 +386,8 @@ impl Guard {
 }
 
 impl Shared {
-    fn mark_lost(&self, loss: Loss) {
+    /// End the hold as lost; false if it had already ended.
+    fn mark_lost(&self, loss: Loss) -> bool {
         let changed = self.state.send_if_modified(|s| {
             let ended = end_hold(s, GuardState::Lost(loss));
             if ended {
@@ -394,6 +402,7 @@ impl Shared {
             tracing::warn!(lock = %self.name, reason = %loss.reason, "lock lost");
             self.detach();
         }
+        changed
     }
 
     /// Stop watching our key and listening to the session: the hold is over.
