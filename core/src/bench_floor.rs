@@ -17,9 +17,7 @@
 
 use std::time::{Duration, Instant};
 
-use etcd_client::{
-    Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, WatchOptions,
-};
+use etcd_client::{EventType, PutOptions, TxnOp, WatchOptions};
 
 use crate::{Error, ErrorCode, Result};
 
@@ -46,28 +44,10 @@ fn prefix_of(key: &[u8]) -> &[u8] {
 pub async fn txn_delete_round(etcd: &mut etcd_client::Client, key: impl AsRef<[u8]>, lease: i64) -> Result<Duration> {
     let key = key.as_ref().to_vec();
     let prefix = prefix_of(&key).to_vec();
-    let mut records = prefix.strip_suffix(b"/").unwrap_or(&prefix).to_vec();
-    records.extend_from_slice(crate::names::RECORD_MARK.as_bytes());
-    records.extend_from_slice(b"delay/");
-    let put = if lease != 0 { Some(PutOptions::new().with_lease(lease)) } else { None };
+    let records = crate::delay::Records::of(prefix.strip_suffix(b"/").unwrap_or(&prefix).to_vec());
+    let put = TxnOp::put(key.clone(), crate::names::owner_info(), Some(PutOptions::new().with_lease(lease)));
     let t = Instant::now();
-    let txn = Txn::new()
-        .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-        .and_then([
-            TxnOp::put(key.clone(), crate::names::owner_info(), put),
-            TxnOp::get(
-                prefix,
-                Some(
-                    GetOptions::new()
-                        .with_prefix()
-                        .with_keys_only()
-                        .with_sort(SortTarget::Create, SortOrder::Descend)
-                        .with_limit(crate::queue::OLDER_READ + 1),
-                ),
-            ),
-            TxnOp::get(records, Some(GetOptions::new().with_prefix().with_count_only())),
-        ])
-        .or_else([TxnOp::get(key.clone(), None)]);
+    let txn = crate::mutex::queue_txn(&key, &prefix, put, &records, None);
     etcd.txn(txn).await.map_err(unavailable)?;
     etcd.delete(key, Some(etcd_client::DeleteOptions::new().with_prev_key())).await.map_err(unavailable)?;
     Ok(t.elapsed())

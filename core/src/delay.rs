@@ -53,7 +53,14 @@ pub(crate) struct Records {
 
 impl Client {
     pub(crate) fn delay_records(&self, name: &str) -> Records {
-        let mut all = self.ns_key(name.as_bytes());
+        Records::of(self.ns_key(name.as_bytes()))
+    }
+}
+
+impl Records {
+    /// The record keys of the name whose namespaced key is `name`.
+    pub(crate) fn of(name: Vec<u8>) -> Records {
+        let mut all = name;
         all.extend_from_slice(RECORD_MARK.as_bytes());
         all.extend_from_slice(b"delay/");
         let (mut held, mut waiting) = (all.clone(), all.clone());
@@ -61,9 +68,7 @@ impl Client {
         waiting.extend_from_slice(b"w/");
         Records { all, held, waiting }
     }
-}
 
-impl Records {
     /// The holder record of our `key` under the lock's `prefix`.
     pub(crate) fn held_of(&self, prefix: &[u8], key: &[u8]) -> Vec<u8> {
         [&self.held[..], &key[prefix.len()..]].concat()

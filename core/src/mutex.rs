@@ -282,24 +282,9 @@ impl Client {
             // With a delay, the waiter's record goes in with the key (see delay.rs).
             (Mode::Wait, Some(lease)) => {
                 pending.extra.push(recs.waiting_of(&prefix, &key));
-                Txn::new()
-                    .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                    .and_then([
-                        put,
-                        TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ + 1))),
-                        TxnOp::get(recs.all.clone(), Some(GetOptions::new().with_prefix().with_count_only())),
-                        put_record(recs.waiting_of(&prefix, &key), lease),
-                    ])
-                    .or_else([TxnOp::get(key.clone(), None)])
+                queue_txn(&key, &prefix, put, &recs, Some(put_record(recs.waiting_of(&prefix, &key), lease)))
             }
-            (Mode::Wait, None) => Txn::new()
-                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                .and_then([
-                    put,
-                    TxnOp::get(prefix.clone(), Some(keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ + 1))),
-                    TxnOp::get(recs.all.clone(), Some(GetOptions::new().with_prefix().with_count_only())),
-                ])
-                .or_else([TxnOp::get(key.clone(), None)]),
+            (Mode::Wait, None) => queue_txn(&key, &prefix, put, &recs, None),
             // Try: put only if nobody holds or waits (no key under the prefix)
             // and no vanished holder's lock-delay runs (no holder record);
             // else read any one key (no sort: cheap) to tell a contender from a
@@ -707,6 +692,23 @@ impl Client {
         let later = own.is_none() && self.inner.watch_held_keys;
         Guard::new(self.clone(), session.clone(), name, key, token, waited_on, own, later)
     }
+}
+
+/// The Txn that queues a waiter (and takes the lock if nobody is ahead):
+/// if our `key` is absent, `put` it, read the newest keys under `prefix`
+/// (the queue up to [`OLDER_READ`] ahead of us, keys only) and count the
+/// name's lock-delay records, plus `record` (our waiter record, with a
+/// lock-delay); else read our key. The benchmark floor sends this same Txn
+/// (`bench_floor::txn_delete_round`), so the two cannot drift apart.
+pub(crate) fn queue_txn(key: &[u8], prefix: &[u8], put: TxnOp, recs: &crate::delay::Records, record: Option<TxnOp>) -> Txn {
+    let newest = GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ + 1);
+    let mut ops = vec![
+        put,
+        TxnOp::get(prefix.to_vec(), Some(newest)),
+        TxnOp::get(recs.all.clone(), Some(GetOptions::new().with_prefix().with_count_only())),
+    ];
+    ops.extend(record);
+    Txn::new().when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)]).and_then(ops).or_else([TxnOp::get(key.to_vec(), None)])
 }
 
 #[cfg(test)]
