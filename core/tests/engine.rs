@@ -641,3 +641,110 @@ async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
     assert!(keys(&a, &prefix).await.is_empty());
     assert!(reads_and_txns(&etcd) > counted, "etcd's Txn/Range/DeleteRange counter did not count a read");
 }
+
+/// What a client wrote on each connection through a relay in front of
+/// etcd: one entry per read of the client's side. On loopback one write of
+/// a few hundred bytes arrives as one segment and is read whole; writes
+/// that arrived before the relay read again may share an entry.
+type Reads = Arc<std::sync::Mutex<Vec<Vec<Vec<u8>>>>>;
+
+async fn recording_relay(upstream: &str) -> (String, Reads) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let ep = format!("http://{}", listener.local_addr().unwrap());
+    let upstream = upstream.trim_start_matches("http://").to_string();
+    let reads: Reads = Default::default();
+    let log = reads.clone();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        while let Ok((mut down, _)) = listener.accept().await {
+            let Ok(mut up) = tokio::net::TcpStream::connect(&upstream).await else { continue };
+            let conn = {
+                let mut g = log.lock().unwrap();
+                g.push(Vec::new());
+                g.len() - 1
+            };
+            let log = log.clone();
+            tokio::spawn(async move {
+                let (mut dr, mut dw) = down.split();
+                let (mut ur, mut uw) = up.split();
+                let to_etcd = async {
+                    let mut buf = vec![0u8; 1 << 16];
+                    loop {
+                        let n = dr.read(&mut buf).await.unwrap_or(0);
+                        if n == 0 || uw.write_all(&buf[..n]).await.is_err() {
+                            return;
+                        }
+                        log.lock().unwrap()[conn].push(buf[..n].to_vec());
+                    }
+                };
+                tokio::select! { _ = to_etcd => {}, _ = tokio::io::copy(&mut ur, &mut dw) => {} }
+            });
+        }
+    });
+    (ep, reads)
+}
+
+/// A unary request (the lock's Txn, the unlock's Delete, the lease grant)
+/// leaves in one write: its HEADERS frame and one DATA frame carrying the
+/// whole message and END_STREAM, as Go's client sends it. (hyper's client
+/// wrote the head, the message and an empty END_STREAM frame separately,
+/// three segments etcd read one by one, and spawned a task per request to
+/// copy the body.) On one thread, as here, that holds for every request;
+/// with more workers the connection's task may already be running on another
+/// one and write the head before the message is queued (two writes, still no
+/// extra task or frame).
+#[tokio::test(flavor = "current_thread")]
+async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
+    if common::skip_on_mem("a_unary_request_leaves_in_one_write_with_its_end_of_stream") {
+        return;
+    }
+    let etcd = Etcd::single();
+    let (ep, reads) = recording_relay(&etcd.endpoints()[0]).await;
+    let ns = unique_ns("onewrite");
+    let c = Client::connect(ClientOptions::new(vec![ep]).with_ttl(10).with_namespace(&ns)).await.unwrap();
+    for _ in 0..20 {
+        c.lock("x").await.unwrap().unlock().await.unwrap();
+    }
+    c.close().await;
+    let conns = reads.lock().unwrap().clone();
+    // Frames per stream: (type, flags, payload length, index of the read that held its header).
+    let mut unary = 0;
+    for chunks in &conns {
+        let mut bytes = Vec::new();
+        let mut read_of = Vec::new();
+        for (i, ch) in chunks.iter().enumerate() {
+            bytes.extend_from_slice(ch);
+            read_of.extend(std::iter::repeat(i).take(ch.len()));
+        }
+        let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+        assert!(bytes.starts_with(preface), "an HTTP/2 connection starts with the preface");
+        let mut streams: std::collections::BTreeMap<u32, Vec<(u8, u8, usize, usize)>> = Default::default();
+        let mut at = preface.len();
+        while at + 9 <= bytes.len() {
+            let len = u32::from_be_bytes([0, bytes[at], bytes[at + 1], bytes[at + 2]]) as usize;
+            let (kind, flags) = (bytes[at + 3], bytes[at + 4]);
+            let stream = u32::from_be_bytes([bytes[at + 5], bytes[at + 6], bytes[at + 7], bytes[at + 8]]) & 0x7fff_ffff;
+            assert!(at + 9 + len <= bytes.len(), "a frame cut short");
+            // The frame's last byte must have come in the read its header came in.
+            assert_eq!(read_of[at], read_of[at + 8 + len], "a frame split across writes");
+            if stream != 0 && (kind == 0 || kind == 1) {
+                streams.entry(stream).or_default().push((kind, flags, len, read_of[at]));
+            }
+            at += 9 + len;
+        }
+        for (id, frames) in &streams {
+            // END_STREAM is flag 0x1 on DATA and on HEADERS.
+            if !frames.iter().any(|&(_, f, _, _)| f & 1 == 1) {
+                continue; // a watch or keep-alive stream, still open
+            }
+            unary += 1;
+            assert!(
+                frames.len() == 2 && frames[0].0 == 1 && frames[1].0 == 0 && frames[1].1 & 1 == 1 && frames[1].2 > 0,
+                "stream {id}: HEADERS then one DATA frame with the message and END_STREAM, got (type, flags, length, read) {frames:?}"
+            );
+            assert_eq!(frames[0].3, frames[1].3, "stream {id}: the head and the message in one write, got {frames:?}");
+        }
+    }
+    // A lease grant, then a Txn and a Delete per round.
+    assert!(unary >= 41, "{unary} unary requests seen");
+}

@@ -1,25 +1,35 @@
-//! A direct HTTP/2 channel for plain-text (`http://`) members: each request
-//! goes from the caller's task straight to hyper's connection task, as Go's
-//! gRPC client hands a request to its one writer goroutine.
+//! A direct HTTP/2 channel for plain-text (`http://`) members, shaped like
+//! Go's gRPC client: the caller's task hands a request's frames to the one
+//! connection task, which writes them; the connection task reads the answer
+//! and wakes the caller's task.
 //!
 //! etcd-client's own channel is tonic's `balance_channel` (even for one
 //! endpoint): a tower `Buffer` whose worker task receives every request over
-//! an mpsc queue and passes it on to the connection task, one more task
-//! wake-up (often a thread hand-off) per request each way than needed. Here
-//! a member's client is one HTTP/2 connection; the channel clones hyper's
-//! `SendRequest` and sends on it. A connection that closed (etcd restarted,
-//! keep-alive timed out) is replaced on the next request; what the transport
-//! does on errors (per-attempt bounds, member benching) is unchanged.
-//! TLS members keep etcd-client's channel.
+//! an mpsc queue and passes it on to hyper. hyper's HTTP/2 client then adds
+//! two more tasks per request: its dispatch task (which takes the request off
+//! another queue and opens the stream) and a spawned task that waits for the
+//! response, plus, for every request body not already finished, a spawned task
+//! that copies the body; the head, the body and its end went out in three
+//! writes (three TCP segments etcd reads one by one). Here a member's client
+//! is one [`h2`] connection: the caller's task opens the stream itself, and a
+//! unary request's encoded message is already complete when tonic hands it
+//! over, so the head and one DATA frame carrying END_STREAM are queued
+//! together and leave in one write; the caller's task awaits the response
+//! stream directly. Streaming requests (watch, lease keep-alive) get a task
+//! that copies their body as it comes. A connection that closed (etcd
+//! restarted, keep-alive timed out) is replaced on the next request; what the
+//! transport does on errors (per-attempt bounds, member benching) is
+//! unchanged. TLS members keep etcd-client's channel.
 
-use std::future::Future;
+use std::future::{poll_fn, Future};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper::client::conn::http2::SendRequest;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use bytes::{Bytes, BytesMut};
+use http_body::{Body as _, Frame};
 use tonic::body::Body;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -27,11 +37,21 @@ type Change = tonic::transport::channel::Change<http::Uri, tonic::transport::End
 /// etcd-client's `EndpointUpdater` (not exported by name).
 type Updater = tokio::sync::mpsc::Sender<Change>;
 
+/// hyper's HTTP/2 client defaults, kept so the connection behaves as before.
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const CONN_WINDOW: u32 = 5 * 1024 * 1024;
+const MAX_FRAME: u32 = 16 * 1024;
+const MAX_SEND_BUFFER: usize = 1024 * 1024;
+const MAX_HEADER_LIST: u32 = 16 * 1024;
+
 /// What a direct connection is set up with (the transport's connect options).
 #[derive(Clone, Debug)]
 pub(crate) struct DirectOptions {
     pub connect_timeout: Duration,
+    /// A PING goes out this often, with or without calls in flight ...
     pub keep_alive_interval: Duration,
+    /// ... and a connection whose PING is not answered within this is closed:
+    /// every call on it fails (`Unavailable`) and the next request reconnects.
     pub keep_alive_timeout: Duration,
 }
 
@@ -41,11 +61,19 @@ pub(crate) struct Direct {
     pub options: DirectOptions,
 }
 
+/// One open HTTP/2 connection: a handle to open streams on, and whether its
+/// connection task has ended.
+#[derive(Clone)]
+struct Conn {
+    send: h2::client::SendRequest<Bytes>,
+    closed: Arc<AtomicBool>,
+}
+
 struct Shared {
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
     options: DirectOptions,
-    conn: Mutex<Option<SendRequest<Body>>>,
+    conn: Mutex<Option<Conn>>,
     /// One connect at a time.
     connecting: tokio::sync::Mutex<()>,
     /// etcd-client tells a balanced channel its endpoints over this queue; the
@@ -77,38 +105,168 @@ impl etcd_client::BalancedChannelBuilder for Direct {
 }
 
 impl Shared {
-    fn cached(&self) -> Option<SendRequest<Body>> {
+    fn cached(&self) -> Option<Conn> {
         let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        g.as_ref().filter(|s| !s.is_closed()).cloned()
+        g.as_ref().filter(|c| !c.closed.load(Ordering::Acquire)).cloned()
     }
 
-    async fn sender(&self) -> Result<SendRequest<Body>, BoxError> {
-        if let Some(s) = self.cached() {
-            return Ok(s);
+    async fn conn(&self) -> Result<Conn, BoxError> {
+        if let Some(c) = self.cached() {
+            return Ok(c);
         }
         let _one = self.connecting.lock().await;
-        if let Some(s) = self.cached() {
-            return Ok(s);
+        if let Some(c) = self.cached() {
+            return Ok(c);
         }
         let addr = self.authority.as_str().to_string();
         let tcp = tokio::time::timeout(self.options.connect_timeout, tokio::net::TcpStream::connect(addr))
             .await
             .map_err(|_| format!("connecting to {} timed out", self.authority))??;
         tcp.set_nodelay(true)?;
-        let (send, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .keep_alive_interval(self.options.keep_alive_interval)
-            .keep_alive_timeout(self.options.keep_alive_timeout)
-            .keep_alive_while_idle(true)
-            .handshake(TokioIo::new(tcp))
-            .await?;
+        let handshake = h2::client::Builder::new()
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONN_WINDOW)
+            .max_frame_size(MAX_FRAME)
+            .max_send_buffer_size(MAX_SEND_BUFFER)
+            .max_header_list_size(MAX_HEADER_LIST)
+            .enable_push(false)
+            .handshake::<_, Bytes>(tcp);
+        let (send, mut conn) = tokio::time::timeout(self.options.connect_timeout, handshake)
+            .await
+            .map_err(|_| format!("HTTP/2 handshake with {} timed out", self.authority))??;
+        let closed = Arc::new(AtomicBool::new(false));
+        let (every, within) = (self.options.keep_alive_interval, self.options.keep_alive_timeout);
+        let mut pings = conn.ping_pong();
+        let ended = closed.clone();
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "etcd connection ended");
+            let keep_alive = async {
+                let Some(pings) = pings.as_mut() else { return std::future::pending().await };
+                loop {
+                    tokio::time::sleep(every).await;
+                    match tokio::time::timeout(within, pings.ping(h2::Ping::opaque())).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => return format!("keep-alive ping failed: {e}"),
+                        Err(_) => return format!("keep-alive ping unanswered for {within:?}"),
+                    }
+                }
+            };
+            // Dropping the connection (keep-alive timed out) fails every
+            // stream on it (h2 signals end of stream to each).
+            tokio::select! {
+                r = &mut conn => if let Err(e) = r { tracing::debug!(error = %e, "etcd connection ended") },
+                why = keep_alive => tracing::debug!(why, "etcd connection closed"),
             }
+            ended.store(true, Ordering::Release);
         });
-        *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(send.clone());
-        Ok(send)
+        let c = Conn { send, closed };
+        *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
+        Ok(c)
+    }
+}
+
+/// Polls a request body for what it has ready now: the data so far, and
+/// whether the body has ended (a unary call's body always has).
+fn take_ready(body: &mut Body, cx: &mut Context<'_>, data: &mut BytesMut) -> Poll<Result<bool, BoxError>> {
+    loop {
+        match Pin::new(&mut *body).poll_frame(cx) {
+            Poll::Pending => return Poll::Ready(Ok(false)),
+            Poll::Ready(None) => return Poll::Ready(Ok(true)),
+            Poll::Ready(Some(Err(e))) => return Poll::Ready(Err(e.into())),
+            Poll::Ready(Some(Ok(frame))) => {
+                // A gRPC client sends no trailers; anything but data is dropped.
+                if let Ok(d) = frame.into_data() {
+                    data.extend_from_slice(&d);
+                }
+            }
+        }
+    }
+}
+
+/// Copies the rest of a streaming request's body onto its stream, as the
+/// body yields it, until the body ends, fails, or the stream is reset.
+async fn pipe(mut body: Body, mut stream: h2::SendStream<Bytes>, cancel: tokio::sync::oneshot::Receiver<()>) {
+    let mut cancel = Some(cancel);
+    loop {
+        let next = poll_fn(|cx| {
+            if stream.poll_reset(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            if let Some(rx) = cancel.as_mut() {
+                match Pin::new(rx).poll(cx) {
+                    // The caller gave up before the answer's head came.
+                    Poll::Ready(Ok(())) => return Poll::Ready(None),
+                    // Its head came: from now on the answer's reader decides.
+                    Poll::Ready(Err(_)) => cancel = None,
+                    Poll::Pending => {}
+                }
+            }
+            Pin::new(&mut body).poll_frame(cx).map(Some)
+        })
+        .await;
+        match next {
+            None => return stream.send_reset(h2::Reason::CANCEL),
+            Some(None) => {
+                let _ = stream.send_data(Bytes::new(), true);
+                return;
+            }
+            Some(Some(Err(e))) => {
+                tracing::debug!(error = %e, "request body failed");
+                return stream.send_reset(h2::Reason::CANCEL);
+            }
+            Some(Some(Ok(frame))) => {
+                if let Ok(d) = frame.into_data() {
+                    if !d.is_empty() && stream.send_data(d, false).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Tells a streaming request's body pipe that the caller dropped the call
+/// before the answer's head came (the pipe then resets the stream).
+struct CancelOnDrop(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(tx) = self.0.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// An answer's body: the stream's DATA, then its trailers (gRPC's status).
+/// What is read is handed back to the flow-control window at once.
+struct Answer(h2::RecvStream, bool);
+
+impl http_body::Body for Answer {
+    type Data = Bytes;
+    type Error = h2::Error;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
+        let this = &mut *self;
+        if !this.1 {
+            match this.0.poll_data(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(d))) => {
+                    let _ = this.0.flow_control().release_capacity(d.len());
+                    return Poll::Ready(Some(Ok(Frame::data(d))));
+                }
+                Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
+                Poll::Ready(None) => this.1 = true,
+            }
+        }
+        match this.0.poll_trailers(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(Some(t))) => Poll::Ready(Some(Ok(Frame::trailers(t)))),
+            Poll::Ready(Ok(None)) => Poll::Ready(None),
+            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_end_stream()
     }
 }
 
@@ -124,16 +282,39 @@ impl tower::Service<http::Request<Body>> for DirectService {
     fn call(&mut self, req: http::Request<Body>) -> Self::Future {
         let shared = self.0.clone();
         Box::pin(async move {
-            let (mut parts, body) = req.into_parts();
+            let (mut parts, mut body) = req.into_parts();
             // tonic's generated clients send the path only; HTTP/2 needs :scheme and :authority.
             let mut uri = std::mem::take(&mut parts.uri).into_parts();
             uri.scheme = Some(shared.scheme.clone());
             uri.authority = Some(shared.authority.clone());
             parts.uri = http::Uri::from_parts(uri)?;
-            let mut send = shared.sender().await?;
-            send.ready().await?;
-            let resp = send.send_request(http::Request::from_parts(parts, body)).await?;
-            Ok(resp.map(Body::new))
+            let conn = shared.conn().await?;
+            let mut send = conn.send.clone().ready().await?;
+            let mut data = BytesMut::new();
+            let ended = poll_fn(|cx| take_ready(&mut body, cx, &mut data)).await?;
+            let head = http::Request::from_parts(parts, ());
+            let (answer, guard) = if ended {
+                // Unary: the head and the whole message (END_STREAM) are
+                // queued before the connection task wakes, and leave together.
+                let (answer, mut stream) = send.send_request(head, data.is_empty())?;
+                if !data.is_empty() {
+                    stream.send_data(data.freeze(), true)?;
+                }
+                (answer, None)
+            } else {
+                let (answer, mut stream) = send.send_request(head, false)?;
+                if !data.is_empty() {
+                    stream.send_data(data.freeze(), false)?;
+                }
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                tokio::spawn(pipe(body, stream, rx));
+                (answer, Some(CancelOnDrop(Some(tx))))
+            };
+            let resp = answer.await?;
+            if let Some(mut g) = guard {
+                g.0.take(); // dropped unsent: the pipe goes on
+            }
+            Ok(resp.map(|recv| Body::new(Answer(recv, false))))
         })
     }
 }
