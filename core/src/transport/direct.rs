@@ -123,6 +123,7 @@ impl Shared {
             .await
             .map_err(|_| format!("connecting to {} timed out", self.authority))??;
         tcp.set_nodelay(true)?;
+        let tcp = AckWithNext { io: tcp, held: false, flush_by: Box::pin(tokio::time::sleep(ACK_HOLD)) };
         let handshake = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONN_WINDOW)
@@ -161,6 +162,88 @@ impl Shared {
         let c = Conn { send, closed };
         *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
         Ok(c)
+    }
+}
+
+/// How long a PING's answer may wait for a request to leave with.
+const ACK_HOLD: Duration = Duration::from_millis(20);
+
+/// etcd's gRPC server sends a PING with most answers (it times the round
+/// trip to size its flow-control windows), and h2 answers it as soon as it
+/// has read the answer: a write of its own on every request's path, before
+/// the caller's task runs. Go's client writes its ACK from another goroutine,
+/// beside the caller. Here a write that is only a PING ACK is held back
+/// (for at most [`ACK_HOLD`]): the caller just woken by the answer usually
+/// sends its next request at once, and the ACK leaves in the same write.
+struct AckWithNext {
+    io: tokio::net::TcpStream,
+    held: bool,
+    /// Wakes the connection's task to write a held ACK that nothing took along.
+    flush_by: Pin<Box<tokio::time::Sleep>>,
+}
+
+impl AckWithNext {
+    /// A PING frame (type 6) with the ACK flag, on stream 0, 8 bytes of payload.
+    const PING_ACK: [u8; 9] = [0, 0, 8, 6, 1, 0, 0, 0, 0];
+
+    /// Whether to hold this write back: a lone PING ACK, held for less than
+    /// [`ACK_HOLD`] so far. Any other write takes the held ACK along.
+    fn hold(&mut self, lone_ack: bool, cx: &mut Context<'_>) -> bool {
+        if lone_ack {
+            if !self.held {
+                self.held = true;
+                self.flush_by.as_mut().reset(tokio::time::Instant::now() + ACK_HOLD);
+            }
+            if self.flush_by.as_mut().poll(cx).is_pending() {
+                return true;
+            }
+        }
+        self.held = false;
+        false
+    }
+
+    fn is_ack(b: &[u8]) -> bool {
+        b.len() == 17 && b[..9] == Self::PING_ACK
+    }
+}
+
+impl tokio::io::AsyncRead for AckWithNext {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for AckWithNext {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        if self.hold(Self::is_ack(buf), cx) {
+            return Poll::Pending;
+        }
+        Pin::new(&mut self.io).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let mut parts = bufs.iter().filter(|b| !b.is_empty());
+        let lone_ack = matches!((parts.next(), parts.next()), (Some(b), None) if Self::is_ack(b));
+        if self.hold(lone_ack, cx) {
+            return Poll::Pending;
+        }
+        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.io.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.io).poll_shutdown(cx)
     }
 }
 
@@ -316,5 +399,54 @@ impl tower::Service<http::Request<Body>> for DirectService {
             }
             Ok(resp.map(|recv| Body::new(Answer(recv, false))))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+    const ACK: [u8; 17] = [0, 0, 8, 6, 1, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8];
+    /// A WINDOW_UPDATE frame on stream 0.
+    const OTHER: [u8; 13] = [0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 0, 1, 0];
+
+    async fn pair() -> (AckWithNext, tokio::net::TcpStream) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let a = tokio::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let (b, _) = l.accept().await.unwrap();
+        (AckWithNext { io: a, held: false, flush_by: Box::pin(tokio::time::sleep(ACK_HOLD)) }, b)
+    }
+
+    fn poll_write(w: &mut AckWithNext, bufs: &[&[u8]]) -> Poll<usize> {
+        let slices: Vec<_> = bufs.iter().map(|b| std::io::IoSlice::new(b)).collect();
+        let waker = futures_util::task::noop_waker();
+        let mut cx = Context::from_waker(&waker);
+        Pin::new(w).poll_write_vectored(&mut cx, &slices).map(|r| r.unwrap())
+    }
+
+    /// A lone PING ACK waits for the next write and leaves with it; an ACK
+    /// that nothing follows leaves alone once ACK_HOLD has passed.
+    #[tokio::test(start_paused = true)]
+    async fn a_ping_ack_waits_for_the_next_write_at_most_ack_hold() {
+        let (mut w, mut peer) = pair().await;
+        assert!(poll_write(&mut w, &[&ACK]).is_pending(), "a lone ACK is held");
+        assert!(poll_write(&mut w, &[&ACK]).is_pending(), "and held again when h2 retries it");
+        // h2 retries with what it has buffered since: the ACK and the next frame.
+        assert_eq!(poll_write(&mut w, &[&ACK, &OTHER]), Poll::Ready(30));
+        let mut buf = [0u8; 64];
+        assert_eq!(peer.read(&mut buf).await.unwrap(), 30);
+        // Nothing follows this one: it goes once ACK_HOLD has passed.
+        assert!(poll_write(&mut w, &[&ACK]).is_pending());
+        tokio::time::advance(ACK_HOLD - Duration::from_millis(1)).await;
+        assert!(poll_write(&mut w, &[&ACK]).is_pending(), "held until ACK_HOLD");
+        tokio::time::advance(Duration::from_millis(1)).await;
+        assert_eq!(poll_write(&mut w, &[&ACK]), Poll::Ready(17));
+        assert_eq!(peer.read(&mut buf).await.unwrap(), 17);
+        // Other writes are never held, and plain writes are checked too.
+        assert_eq!(poll_write(&mut w, &[&OTHER]), Poll::Ready(13));
+        let waker = futures_util::task::noop_waker();
+        assert!(Pin::new(&mut w).poll_write(&mut Context::from_waker(&waker), &ACK).is_pending());
+        w.write_all(&OTHER).await.unwrap();
     }
 }
