@@ -709,7 +709,6 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
     let conns = reads.lock().unwrap().clone();
     // Frames per stream: (type, flags, payload length, index of the read that held its header).
     let mut unary = 0;
-
     for chunks in &conns {
         let mut bytes = Vec::new();
         let mut read_of = Vec::new();
@@ -748,5 +747,4 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
     }
     // A lease grant, then a Txn and a Delete per round.
     assert!(unary >= 41, "{unary} unary requests seen");
-
 }
