@@ -672,6 +672,8 @@ async fn recording_relay(upstream: &str) -> (String, Reads) {
                     loop {
                         let n = dr.read(&mut buf).await.unwrap_or(0);
                         if n == 0 || uw.write_all(&buf[..n]).await.is_err() {
+                            // The client closed its side: an empty read marks it.
+                            log.lock().unwrap()[conn].push(Vec::new());
                             return;
                         }
                         log.lock().unwrap()[conn].push(buf[..n].to_vec());
@@ -706,7 +708,16 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
         c.lock("x").await.unwrap().unlock().await.unwrap();
     }
     c.close().await;
-    let conns = reads.lock().unwrap().clone();
+    drop(c);
+    // A closed and dropped client leaves no connection open (no connection
+    // task left running, pinging a member nobody uses).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !reads.lock().unwrap().iter().all(|c| c.last().is_some_and(|r| r.is_empty())) {
+        assert!(Instant::now() < deadline, "a connection stayed open after close()");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let conns: Vec<Vec<Vec<u8>>> =
+        reads.lock().unwrap().iter().map(|c| c.iter().filter(|r| !r.is_empty()).cloned().collect()).collect();
     // Frames per stream: (type, flags, payload length, index of the read that held its header).
     let mut unary = 0;
     for chunks in &conns {
