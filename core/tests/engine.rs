@@ -648,12 +648,15 @@ async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
 /// that arrived before the relay read again may share an entry.
 type Reads = Arc<std::sync::Mutex<Vec<Vec<Vec<u8>>>>>;
 
-async fn recording_relay(upstream: &str) -> (String, Reads) {
+async fn recording_relay(upstream: &str) -> (String, Reads, Arc<tokio::sync::Notify>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let ep = format!("http://{}", listener.local_addr().unwrap());
     let upstream = upstream.trim_start_matches("http://").to_string();
     let reads: Reads = Default::default();
     let log = reads.clone();
+    // Signalled each time a client closes its side of a connection.
+    let closed = Arc::new(tokio::sync::Notify::new());
+    let closes = closed.clone();
     tokio::spawn(async move {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         while let Ok((mut down, _)) = listener.accept().await {
@@ -663,7 +666,7 @@ async fn recording_relay(upstream: &str) -> (String, Reads) {
                 g.push(Vec::new());
                 g.len() - 1
             };
-            let log = log.clone();
+            let (log, closes) = (log.clone(), closes.clone());
             tokio::spawn(async move {
                 let (mut dr, mut dw) = down.split();
                 let (mut ur, mut uw) = up.split();
@@ -674,6 +677,7 @@ async fn recording_relay(upstream: &str) -> (String, Reads) {
                         if n == 0 || uw.write_all(&buf[..n]).await.is_err() {
                             // The client closed its side: an empty read marks it.
                             log.lock().unwrap()[conn].push(Vec::new());
+                            closes.notify_one();
                             return;
                         }
                         log.lock().unwrap()[conn].push(buf[..n].to_vec());
@@ -683,7 +687,7 @@ async fn recording_relay(upstream: &str) -> (String, Reads) {
             });
         }
     });
-    (ep, reads)
+    (ep, reads, closed)
 }
 
 /// A unary request (the lock's Txn, the unlock's Delete, the lease grant)
@@ -701,7 +705,7 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
         return;
     }
     let etcd = Etcd::single();
-    let (ep, reads) = recording_relay(&etcd.endpoints()[0]).await;
+    let (ep, reads, closed) = recording_relay(&etcd.endpoints()[0]).await;
     let ns = unique_ns("onewrite");
     let c = Client::connect(ClientOptions::new(vec![ep]).with_ttl(10).with_namespace(&ns)).await.unwrap();
     for _ in 0..20 {
@@ -711,11 +715,12 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
     drop(c);
     // A closed and dropped client leaves no connection open (no connection
     // task left running, pinging a member nobody uses).
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !reads.lock().unwrap().iter().all(|c| c.last().is_some_and(|r| r.is_empty())) {
-        assert!(Instant::now() < deadline, "a connection stayed open after close()");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let all_closed = async {
+        while !reads.lock().unwrap().iter().all(|c| c.last().is_some_and(|r| r.is_empty())) {
+            closed.notified().await; // notify_one keeps a permit if nobody waits yet
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), all_closed).await.expect("a connection stayed open after close()");
     let conns: Vec<Vec<Vec<u8>>> =
         reads.lock().unwrap().iter().map(|c| c.iter().filter(|r| !r.is_empty()).cloned().collect()).collect();
     // Frames per stream: (type, flags, payload length, index of the read that held its header).
@@ -792,5 +797,33 @@ async fn a_request_larger_than_the_windows_arrives_whole() {
     };
     tokio::time::timeout(Duration::from_secs(10), seen).await.expect("four 1 MiB events on one watch stream");
     g.unlock().await.unwrap();
+    c.close().await;
+}
+
+/// The connection's own keep-alive: with the member hung (SIGSTOP), a watch
+/// on it (nothing else would notice: it waits for events, sends nothing)
+/// fails once a PING goes unanswered, within the 5 s PING interval plus the
+/// request timeout (2 s), instead of hanging on the open TCP connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_on_a_hung_member_fails_within_the_keep_alive_bound() {
+    if common::skip_on_mem("a_watch_on_a_hung_member_fails_within_the_keep_alive_bound") {
+        return;
+    }
+    let etcd = Etcd::single();
+    let ns = unique_ns("hungwatch");
+    let c = client(&etcd, &ns, 30).await;
+    let mut kv = c.etcd();
+    let mut w = kv.watch(format!("{ns}nothing"), None).await.unwrap();
+    let created = w.message().await.unwrap().unwrap();
+    assert!(created.created());
+    etcd.pause(0);
+    let t = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(15), w.message()).await;
+    let took = t.elapsed();
+    etcd.resume(0);
+    let ended = ended.expect("the watch still waits 15 s after its member hung");
+    assert!(!matches!(ended, Ok(Some(_))), "no event can come from a hung member: {ended:?}");
+    // 5 s + 2 s, and 3 s for a loaded machine.
+    assert!(took <= Duration::from_secs(10), "the watch ended {took:?} after the member hung (bound 5 s + 2 s)");
     c.close().await;
 }
