@@ -14,22 +14,25 @@ use crate::errors::*;
 
 pub(crate) type Resolver<T> = Box<dyn FnOnce(Env) -> napi::Result<T> + Send>;
 
-/// Create a Promise and settle it from `fut` running on the shared core
-/// runtime (a panic rejects it with an `Internal` error).
+/// Create a Promise and settle it from `fut`, started on this (the JS)
+/// thread, so its first request leaves from here, and finished on the shared
+/// core runtime, which settles the Promise (a panic rejects it with an
+/// `Internal` error).
 pub(crate) fn promise<'env, T, F>(env: &'env Env, fut: F) -> napi::Result<Object<'env>>
 where
     T: ToNapiValue + Send + 'static,
     F: Future<Output = napi::Result<T>> + Send + 'static,
 {
-    let rt = js(etcdlock::runtime::runtime())?;
     let (deferred, promise) = env.create_deferred::<T, Resolver<T>>()?;
-    rt.spawn(async move {
-        match AssertUnwindSafe(fut).catch_unwind().await {
+    js(etcdlock::runtime::start(async move {
+        let r = AssertUnwindSafe(fut).catch_unwind().await;
+        etcdlock::runtime::on_runtime().await;
+        match r {
             Ok(Ok(v)) => deferred.resolve(Box::new(move |_| Ok(v))),
             Ok(Err(e)) => deferred.reject(e),
             Err(p) => deferred.reject(to_js_err(&bridge::panic_error(p))),
         }
-    });
+    }))?;
     Ok(promise)
 }
 

@@ -239,7 +239,7 @@ fn completions_for(py: Python<'_>, ev_loop: &Bound<'_, PyAny>) -> PyResult<Arc<I
 /// future removes the waiter key; a guard acquired too late is released).
 #[pyclass(module = "etcdlock._etcdlock", frozen)]
 pub(crate) struct _Canceller {
-    pub(crate) abort: tokio::task::AbortHandle,
+    pub(crate) abort: etcdlock::runtime::Started,
 }
 
 #[pymethods]

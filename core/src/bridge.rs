@@ -326,26 +326,26 @@ pub fn catch<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|p| Err(panic_error(p)))
 }
 
-/// Run `fut` on the shared runtime and hand its result (a panic as
-/// `Internal`) to `done` on a runtime thread. Aborting the returned handle
-/// drops the future, which cancels a lock wait and removes its waiter key,
-/// and `done` is then never called.
-pub fn spawn_complete<T, F, D>(fut: F, done: D) -> Result<tokio::task::AbortHandle>
+/// Run `fut` ([`crate::runtime::start`]ed: its first request leaves from the
+/// calling thread) and hand its result (a panic as `Internal`) to `done` on a
+/// runtime thread. Aborting the returned handle drops the future, which
+/// cancels a lock wait and removes its waiter key, and `done` is then never
+/// called.
+pub fn spawn_complete<T, F, D>(fut: F, done: D) -> Result<crate::runtime::Started>
 where
     T: Send + 'static,
     F: Future<Output = Result<T>> + Send + 'static,
     D: FnOnce(Result<T>) + Send + 'static,
 {
-    let rt = crate::runtime::runtime()?;
-    let task = rt.spawn(async move {
+    crate::runtime::start(async move {
         let r = AssertUnwindSafe(fut)
             .catch_unwind()
             .await
             .unwrap_or_else(|p| Err(panic_error(p)));
+        crate::runtime::on_runtime().await;
         // A panicking callback ends this task only.
         let _ = catch_unwind(AssertUnwindSafe(move || done(r)));
-    });
-    Ok(task.abort_handle())
+    })
 }
 
 /// Follow `g`'s keep-alive renewal on the shared runtime: `changed(Some(left))`

@@ -7,6 +7,7 @@
 //! copy of the parent's runtime has no worker threads and would hang forever.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -217,6 +218,136 @@ where
     Ok(runtime()?.spawn(fut))
 }
 
+/// Start `fut` on the calling thread and let the shared runtime finish it:
+/// for callback-style bindings (Node's Promises, Python's asyncio, Java's
+/// `CompletableFuture`s), called from a thread outside the runtime.
+///
+/// The first poll runs here, in the runtime's context, so the request `fut`
+/// makes first leaves from this thread (the transport writes a request on
+/// the thread that makes it). With [`spawn`] a runtime worker had to be
+/// woken to start the task before anything was written: a thread wake-up
+/// on every call's path. Once `fut` waits, it moves to the runtime as a task
+/// spawned by whatever wakes it: usually the worker that read the answer,
+/// which queues the task on itself without waking another thread.
+///
+/// `fut` may finish in that first poll, on this thread, unless it awaits
+/// [`on_runtime`] first (as [`crate::bridge::spawn_complete`] does before its
+/// callback). The returned handle
+/// aborts it: the future is dropped (a lock wait cancelled, its waiter key
+/// removed) wherever it is.
+pub fn start<F>(fut: F) -> Result<Started>
+where
+    F: Future<Output = ()> + Send + 'static,
+{
+    use std::task::{Context, Poll, Waker};
+    let rt = runtime()?;
+    let handoff = Arc::new(Handoff { rt: rt.handle().clone(), stage: Mutex::new(Stage::Inline { woken: false, aborted: false }) });
+    let mut fut: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(fut);
+    let _ctx = rt.enter();
+    let waker = Waker::from(handoff.clone());
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(&mut Context::from_waker(&waker))));
+    let mut stage = handoff.lock();
+    let Ok(first) = first else {
+        *stage = Stage::Done;
+        return Err(Error::new(ErrorCode::Internal, "a bug in etcdlock (a panic starting a call); the process is fine"));
+    };
+    let mut aborted = None;
+    match (first, &*stage) {
+        (Poll::Ready(()), _) => *stage = Stage::Done,
+        (Poll::Pending, Stage::Inline { aborted: true, .. }) => {
+            *stage = Stage::Done;
+            aborted = Some(fut);
+        }
+        // Woken while this thread polled it: the runtime takes it now.
+        (Poll::Pending, Stage::Inline { woken: true, .. }) => *stage = Stage::Task(rt.spawn(fut).abort_handle()),
+        (Poll::Pending, _) => *stage = Stage::Parked(fut),
+    }
+    drop(stage);
+    drop(aborted);
+    Ok(Started(handoff))
+}
+
+/// Continue on a runtime thread. In a future [`start`]ed on its caller's
+/// thread and still in that first poll, this moves the rest of it to the
+/// runtime (the caller's thread returns at once); on a runtime thread it
+/// does nothing. Callbacks that must run on a runtime thread (a binding's
+/// completion) await this first.
+pub async fn on_runtime() {
+    if tokio::task::try_id().is_some() {
+        return;
+    }
+    let mut yielded = false;
+    std::future::poll_fn(|cx| {
+        if yielded {
+            return std::task::Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
+
+/// A future [`start`]ed on its caller's thread; [`Started::abort`] drops it.
+pub struct Started(Arc<Handoff>);
+
+impl Started {
+    /// Drop the future (here if no task runs it yet, else on the runtime,
+    /// as `tokio::task::AbortHandle::abort` does), unless it has finished.
+    pub fn abort(&self) {
+        let mut stage = self.0.lock();
+        match std::mem::replace(&mut *stage, Stage::Done) {
+            Stage::Parked(fut) => {
+                drop(stage);
+                let _ctx = self.0.rt.enter();
+                drop(fut);
+            }
+            Stage::Task(task) => task.abort(),
+            Stage::Inline { woken, .. } => *stage = Stage::Inline { woken, aborted: true },
+            Stage::Done => {}
+        }
+    }
+}
+
+type BoxFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Where a [`start`]ed future is: its waker hands it to the runtime.
+struct Handoff {
+    rt: tokio::runtime::Handle,
+    stage: Mutex<Stage>,
+}
+
+enum Stage {
+    /// Being polled on its caller's thread.
+    Inline { woken: bool, aborted: bool },
+    /// Waiting for its first wake.
+    Parked(BoxFuture),
+    /// A runtime task has it (and wakes come to that task from its next poll).
+    Task(tokio::task::AbortHandle),
+    Done,
+}
+
+impl Handoff {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Stage> {
+        self.stage.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl std::task::Wake for Handoff {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref()
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        let mut stage = self.lock();
+        match std::mem::replace(&mut *stage, Stage::Done) {
+            Stage::Parked(fut) => *stage = Stage::Task(self.rt.spawn(fut).abort_handle()),
+            Stage::Inline { aborted, .. } => *stage = Stage::Inline { woken: true, aborted },
+            other => *stage = other,
+        }
+    }
+}
+
 struct MonoBase {
     instant: Instant,
     ns: u64,
@@ -277,6 +408,67 @@ mod tests {
         assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
         assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child saw its parent's pid: status {status}");
         assert_eq!(current_pid(), parent);
+    }
+
+    /// `start` polls first on the caller's thread, then the runtime finishes
+    /// the future; `on_runtime` moves a future that is still on its caller's
+    /// thread to the runtime; `abort` drops a started future, parked or running.
+    #[test]
+    fn started_futures_begin_on_the_caller_and_end_on_the_runtime() {
+        use std::sync::mpsc;
+        fn where_am_i() -> (std::thread::ThreadId, bool) {
+            (std::thread::current().id(), tokio::task::try_id().is_some())
+        }
+        let me = std::thread::current().id();
+        let (tx, rx) = mpsc::channel();
+        let _s = start(async move {
+            let first = where_am_i();
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            tx.send((first, where_am_i())).unwrap();
+        })
+        .unwrap();
+        let (first, rest) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(first, (me, false), "the first poll runs on the caller, outside any task");
+        assert!(rest.0 != me && rest.1, "the rest runs in a runtime task");
+
+        // Ready in its first poll, but its tail awaits on_runtime.
+        let (tx, rx) = mpsc::channel();
+        let _s = start(async move {
+            on_runtime().await;
+            tx.send(where_am_i()).unwrap();
+        })
+        .unwrap();
+        let tail = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert!(tail.0 != me && tail.1, "after on_runtime, a runtime task");
+
+        // Aborted while parked (before any wake) or while a task runs it: dropped, never finished.
+        struct Dropped(mpsc::Sender<&'static str>);
+        impl Drop for Dropped {
+            fn drop(&mut self) {
+                let _ = self.0.send("dropped");
+            }
+        }
+        for wake_first in [false, true] {
+            let (tx, rx) = mpsc::channel();
+            let d = Dropped(tx.clone());
+            let s = start(async move {
+                let _d = d;
+                if wake_first {
+                    on_runtime().await;
+                    let _ = tx.send("running");
+                }
+                std::future::pending::<()>().await;
+                let _ = tx.send("finished");
+            })
+            .unwrap();
+            if wake_first {
+                assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), "running");
+            }
+            s.abort();
+            assert_eq!(rx.recv_timeout(Duration::from_secs(10)).unwrap(), "dropped");
+            s.abort(); // twice: nothing more
+            assert!(rx.recv_timeout(Duration::from_millis(50)).is_err());
+        }
     }
 
     #[test]

@@ -765,6 +765,56 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
     assert!(unary >= 41, "{unary} unary requests seen");
 }
 
+/// A thread outside the runtime (a blocking binding's caller: C, Python,
+/// Java's blocking calls run their future where they are called) writes its
+/// own request: no runtime worker is woken to write it, so the request
+/// leaves even while every worker is busy. Here the runtime's one worker is
+/// held by a task that blocks it; a lock called from another thread still
+/// reaches etcd (its waiter key appears), and completes once the worker is
+/// free to read the answer. Before, the request waited in the connection
+/// task's queue for that worker (each blocking call paid a worker's wake-up
+/// before its request left).
+#[test]
+fn a_request_from_a_thread_outside_the_runtime_leaves_while_every_worker_is_busy() {
+    if common::skip_on_mem("a_request_from_a_thread_outside_the_runtime_leaves_while_every_worker_is_busy") {
+        return;
+    }
+    let etcd = Etcd::single();
+    let ns = unique_ns("caller-writes");
+    let prefix = format!("{ns}x/");
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let c = rt.block_on(client(&etcd, &ns, 10));
+    // The session and the connection are up before the worker is taken.
+    rt.block_on(async { c.lock("x").await.unwrap().unlock().await.unwrap() });
+    let watcher = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let observer = watcher.block_on(client(&etcd, &ns, 10));
+
+    let (started_tx, started) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    rt.spawn(async move {
+        started_tx.send(()).unwrap();
+        // Blocks the only worker (no I/O, timers or tasks run) until released.
+        let _ = released.recv_timeout(Duration::from_secs(30));
+    });
+    started.recv().unwrap();
+    let handle = rt.handle().clone();
+    let caller = {
+        let c = c.clone();
+        std::thread::spawn(move || {
+            handle.block_on(async {
+                let g = c.lock("x").await?;
+                g.unlock().await
+            })
+        })
+    };
+    let seen = watcher.block_on(async { tokio::time::timeout(Duration::from_secs(5), common::await_key_count(&observer, &prefix, 1)).await });
+    release.send(()).unwrap();
+    assert!(seen.is_ok(), "the lock's Txn did not reach etcd while the runtime's worker was busy");
+    caller.join().unwrap().expect("lock and unlock once the worker is free");
+    rt.block_on(c.close());
+    watcher.block_on(observer.close());
+}
+
 /// A request larger than etcd's flow-control windows (1 MiB, near etcd's
 /// 1.5 MiB request limit) goes out in as many DATA frames as the windows
 /// allow and arrives whole, and a watch stream carries more than its 2 MiB

@@ -224,9 +224,11 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
             let token = CancellationToken::new();
             let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
             async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token);
-            let rt = etcdlock::runtime::runtime()?;
-            rt.spawn(async move {
+            // Started on this thread (the lock's Txn leaves from here), finished
+            // and reported on the runtime.
+            etcdlock::runtime::start(async move {
                 let r = c.lock_with(&name, opts).await;
+                etcdlock::runtime::on_runtime().await;
                 async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
                 match r {
                     Ok(g) => {
@@ -242,7 +244,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
                         complete(id, 0, 0, Some(&e));
                     }
                 }
-            });
+            })?;
             Ok(())
         })
         .resolve::<ThrowEtcdLock>()

@@ -1,7 +1,6 @@
 //! A direct HTTP/2 channel for plain-text (`http://`) members, shaped like
-//! Go's gRPC client: the caller's task hands a request's frames to the one
-//! connection task, which writes them; the connection task reads the answer
-//! and wakes the caller's task.
+//! Go's gRPC client: the caller writes its own request, and one connection
+//! task reads the answers and wakes the callers.
 //!
 //! etcd-client's own channel is tonic's `balance_channel` (even for one
 //! endpoint): a tower `Buffer` whose worker task receives every request over
@@ -14,12 +13,13 @@
 //! is one [`h2`] connection: the caller's task opens the stream itself, and a
 //! unary request's encoded message is already complete when tonic hands it
 //! over, so the head and one DATA frame carrying END_STREAM are queued
-//! together and leave in one write; the caller's task awaits the response
-//! stream directly. Streaming requests (watch, lease keep-alive) get a task
-//! that copies their body as it comes. A connection that closed (etcd
-//! restarted, keep-alive timed out) is replaced on the next request; what the
-//! transport does on errors (per-attempt bounds, member benching) is
-//! unchanged. TLS members keep etcd-client's channel.
+//! together and leave in one write, made by the caller's own thread
+//! ([`Driver`]); the caller's task awaits the response stream directly.
+//! Streaming requests (watch, lease keep-alive) get a task that copies their
+//! body as it comes. A connection that closed (etcd restarted, keep-alive
+//! timed out) is replaced on the next request; what the transport does on
+//! errors (per-attempt bounds, member benching) is unchanged. TLS members
+//! keep etcd-client's channel.
 
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
@@ -61,12 +61,140 @@ pub(crate) struct Direct {
     pub options: DirectOptions,
 }
 
-/// One open HTTP/2 connection: a handle to open streams on, and whether its
-/// connection task has ended.
+/// One open HTTP/2 connection: a handle to open streams on, and what drives it.
 #[derive(Clone)]
 struct Conn {
     send: h2::client::SendRequest<Bytes>,
-    closed: Arc<AtomicBool>,
+    driver: Arc<Driver>,
+}
+
+type H2Conn = h2::client::Connection<AckWithNext, Bytes>;
+
+/// An h2 connection is a future that does all its I/O when polled; whoever
+/// holds [`Driver::conn`] polls it. Usually that is the connection's task,
+/// woken by the socket, a timer or a stream. But a caller that has just
+/// queued a request polls it itself, right away, on its own thread
+/// ([`Driver::drive`]): the request is written by the thread that made it.
+/// Waking the connection's task instead costs a thread wake-up on the
+/// request's path whenever the caller is not a runtime worker (a blocking
+/// binding's thread, whose future runs where it was called): an `eventfd`
+/// write, then a worker scheduled, before the request leaves.
+///
+/// Every poll is made with one waker ([`Signal`]), so the socket's and h2's
+/// wake-ups always reach the connection's task, whichever thread polled last.
+struct Driver {
+    conn: Mutex<Option<H2Conn>>,
+    signal: Arc<Signal>,
+    /// `signal` as a `Waker`, made once.
+    waker: std::task::Waker,
+    /// The connection has ended: closed by etcd, failed, or dropped by its task.
+    closed: AtomicBool,
+}
+
+/// The waker the h2 connection is always polled with.
+struct Signal {
+    /// Something happened that the connection must be polled for. Set by
+    /// every wake; whoever holds the connection polls until it is clear, and
+    /// looks again after letting go (a wake that came as it let go is not lost).
+    repoll: AtomicBool,
+    /// The connection task's waker.
+    task: futures_util::task::AtomicWaker,
+}
+
+thread_local! {
+    /// The [`Signal`] (by address) of the connection this thread is queuing
+    /// frames on, or polling: its wakes from this thread need no task, this
+    /// thread polls the connection next.
+    static DRIVING: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Marks this thread as the next to poll a connection, until dropped.
+struct Driving(usize);
+
+impl Driving {
+    fn enter(signal: &Arc<Signal>) -> Self {
+        Driving(DRIVING.with(|d| d.replace(Arc::as_ptr(signal) as usize)))
+    }
+}
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        DRIVING.with(|d| d.set(self.0));
+    }
+}
+
+impl std::task::Wake for Signal {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref()
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.repoll.store(true, Ordering::SeqCst);
+        if DRIVING.with(|d| d.get()) != Arc::as_ptr(self) as usize {
+            self.task.wake();
+        }
+    }
+}
+
+impl Driver {
+    fn new(conn: H2Conn) -> Arc<Self> {
+        let signal = Arc::new(Signal { repoll: AtomicBool::new(true), task: Default::default() });
+        let waker = std::task::Waker::from(signal.clone());
+        Arc::new(Driver { conn: Mutex::new(Some(conn)), signal, waker, closed: AtomicBool::new(false) })
+    }
+
+    fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Polls the connection until nothing is left to poll it for, on this
+    /// thread, unless another thread is polling it: that one then polls
+    /// again for what this thread queued (`repoll` is set).
+    fn drive(&self) {
+        let _me = Driving::enter(&self.signal);
+        let mut cx = Context::from_waker(&self.waker);
+        // Polled again only while something new came (a wake from another
+        // thread, or from h2 itself) and at most this often: a poll that comes
+        // back woken at once (a caller inside a tokio task whose cooperative
+        // budget is spent gets Pending and an immediate wake from every
+        // socket) or a busy connection (answers and watch events for many
+        // streams) must not keep this thread; the connection's task takes over.
+        let mut budget = 4u32;
+        loop {
+            let Ok(mut slot) = self.conn.try_lock() else { return };
+            while self.signal.repoll.swap(false, Ordering::SeqCst) {
+                let Some(conn) = slot.as_mut() else { break };
+                if budget == 0 {
+                    self.signal.repoll.store(true, Ordering::SeqCst);
+                    drop(slot);
+                    self.signal.task.wake();
+                    return;
+                }
+                budget -= 1;
+                if let Poll::Ready(r) = Pin::new(conn).poll(&mut cx) {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "etcd connection ended");
+                    }
+                    *slot = None;
+                    self.closed.store(true, Ordering::Release);
+                    // The connection's task ends too.
+                    self.signal.task.wake();
+                    break;
+                }
+            }
+            drop(slot);
+            if !self.signal.repoll.load(Ordering::SeqCst) || self.is_closed() {
+                return;
+            }
+        }
+    }
+
+    /// Drops the connection (every stream on it then fails), from its task.
+    fn close(&self) {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take();
+        self.closed.store(true, Ordering::Release);
+        drop(conn);
+    }
 }
 
 struct Shared {
@@ -107,7 +235,7 @@ impl etcd_client::BalancedChannelBuilder for Direct {
 impl Shared {
     fn cached(&self) -> Option<Conn> {
         let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        g.as_ref().filter(|c| !c.closed.load(Ordering::Acquire)).cloned()
+        g.as_ref().filter(|c| !c.driver.is_closed()).cloned()
     }
 
     async fn conn(&self) -> Result<Conn, BoxError> {
@@ -135,10 +263,10 @@ impl Shared {
         let (send, mut conn) = tokio::time::timeout(self.options.connect_timeout, handshake)
             .await
             .map_err(|_| format!("HTTP/2 handshake with {} timed out", self.authority))??;
-        let closed = Arc::new(AtomicBool::new(false));
         let (every, within) = (self.options.keep_alive_interval, self.options.keep_alive_timeout);
         let mut pings = conn.ping_pong();
-        let ended = closed.clone();
+        let driver = Driver::new(conn);
+        let task = driver.clone();
         tokio::spawn(async move {
             let keep_alive = async {
                 let Some(pings) = pings.as_mut() else { return std::future::pending().await };
@@ -151,15 +279,20 @@ impl Shared {
                     }
                 }
             };
+            let driven = poll_fn(|cx| {
+                task.signal.task.register(cx.waker());
+                task.drive();
+                if task.is_closed() { Poll::Ready(()) } else { Poll::Pending }
+            });
             // Dropping the connection (keep-alive timed out) fails every
             // stream on it (h2 signals end of stream to each).
             tokio::select! {
-                r = &mut conn => if let Err(e) = r { tracing::debug!(error = %e, "etcd connection ended") },
+                () = driven => {}
                 why = keep_alive => tracing::debug!(why, "etcd connection closed"),
             }
-            ended.store(true, Ordering::Release);
+            task.close();
         });
-        let c = Conn { send, closed };
+        let c = Conn { send, driver };
         *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
         Ok(c)
     }
@@ -321,7 +454,12 @@ impl Drop for CancelOnDrop {
 
 /// An answer's body: the stream's DATA, then its trailers (gRPC's status).
 /// What is read is handed back to the flow-control window at once.
-struct Answer(h2::RecvStream, bool);
+struct Answer {
+    recv: Option<h2::RecvStream>,
+    /// The DATA has ended; the trailers are next.
+    data_ended: bool,
+    driver: Arc<Driver>,
+}
 
 impl http_body::Body for Answer {
     type Data = Bytes;
@@ -329,18 +467,19 @@ impl http_body::Body for Answer {
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
         let this = &mut *self;
-        if !this.1 {
-            match this.0.poll_data(cx) {
+        let Some(recv) = this.recv.as_mut() else { return Poll::Ready(None) };
+        if !this.data_ended {
+            match recv.poll_data(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(d))) => {
-                    let _ = this.0.flow_control().release_capacity(d.len());
+                    let _ = recv.flow_control().release_capacity(d.len());
                     return Poll::Ready(Some(Ok(Frame::data(d))));
                 }
                 Poll::Ready(Some(Err(e))) => return Poll::Ready(Some(Err(e))),
-                Poll::Ready(None) => this.1 = true,
+                Poll::Ready(None) => this.data_ended = true,
             }
         }
-        match this.0.poll_trailers(cx) {
+        match recv.poll_trailers(cx) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Ok(Some(t))) => Poll::Ready(Some(Ok(Frame::trailers(t)))),
             Poll::Ready(Ok(None)) => Poll::Ready(None),
@@ -349,7 +488,23 @@ impl http_body::Body for Answer {
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_end_stream()
+        self.recv.as_ref().map_or(true, |r| r.is_end_stream())
+    }
+}
+
+impl Drop for Answer {
+    /// The last reference to a finished stream going away wakes the
+    /// connection (to free the stream); an unfinished one queues its reset.
+    /// This thread does that work itself, as for a request.
+    fn drop(&mut self) {
+        let recv = self.recv.take();
+        {
+            let _me = Driving::enter(&self.driver.signal);
+            drop(recv);
+        }
+        if self.driver.signal.repoll.load(Ordering::SeqCst) {
+            self.driver.drive();
+        }
     }
 }
 
@@ -376,28 +531,37 @@ impl tower::Service<http::Request<Body>> for DirectService {
             let mut data = BytesMut::new();
             let ended = poll_fn(|cx| take_ready(&mut body, cx, &mut data)).await?;
             let head = http::Request::from_parts(parts, ());
-            let (answer, guard) = if ended {
-                // Unary: the head and the whole message (END_STREAM) are
-                // queued before the connection task wakes, and leave together.
-                let (answer, mut stream) = send.send_request(head, data.is_empty())?;
-                if !data.is_empty() {
-                    stream.send_data(data.freeze(), true)?;
+            let queued = {
+                // This thread writes what it queues here (drive, below).
+                let _me = Driving::enter(&conn.driver.signal);
+                if ended {
+                    // Unary: the head and the whole message (END_STREAM) are
+                    // queued together, and leave in one write.
+                    send.send_request(head, data.is_empty()).and_then(|(answer, mut stream)| {
+                        if !data.is_empty() {
+                            stream.send_data(data.freeze(), true)?;
+                        }
+                        Ok((answer, None))
+                    })
+                } else {
+                    send.send_request(head, false).and_then(|(answer, mut stream)| {
+                        if !data.is_empty() {
+                            stream.send_data(data.freeze(), false)?;
+                        }
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        tokio::spawn(pipe(body, stream, rx));
+                        Ok((answer, Some(CancelOnDrop(Some(tx)))))
+                    })
                 }
-                (answer, None)
-            } else {
-                let (answer, mut stream) = send.send_request(head, false)?;
-                if !data.is_empty() {
-                    stream.send_data(data.freeze(), false)?;
-                }
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                tokio::spawn(pipe(body, stream, rx));
-                (answer, Some(CancelOnDrop(Some(tx))))
             };
+            conn.driver.drive();
+            let (answer, guard) = queued?;
             let resp = answer.await?;
             if let Some(mut g) = guard {
                 g.0.take(); // dropped unsent: the pipe goes on
             }
-            Ok(resp.map(|recv| Body::new(Answer(recv, false))))
+            let driver = conn.driver.clone();
+            Ok(resp.map(|recv| Body::new(Answer { recv: Some(recv), data_ended: false, driver })))
         })
     }
 }
