@@ -50,7 +50,7 @@ EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoi
 trap 'eval "exec ${HARNESS[1]}>&-"; wait; rm -rf "$WORK"' EXIT
 echo "private etcd at $EP, $N iterations each; load: $(uptime)" >&2
 OUT="$WORK/results.jsonl"
-core() { "$REL/core_bench" "$EP" "$N" | grep -E 'raw_txn_delete|rust_core_async|rust_core_handoff' | sed "s/^{/{\"at\":$1,/" >> "$OUT"; }
+core() { "$REL/core_bench" "$EP" "$N" | grep -E 'raw_txn_delete|rust_core_async|rust_core_handoff|thread_wake' | sed "s/^{/{\"at\":$1,/" >> "$OUT"; }
 emit() { echo "{\"at\":$1,\"metric\":\"$2\",\"p50_ms\":$3,\"own_core_p50_ms\":$4,\"own_floor_p50_ms\":$5}" >> "$OUT"; }
 # emit_handoff AT LANGUAGE P50_MS P99_MS WAIT_P50_MS ACQUISITIONS_PER_S
 emit_handoff() { echo "{\"at\":$1,\"handoff\":\"$2\",\"p50_ms\":$3,\"p99_ms\":$4,\"wait_p50_ms\":$5,\"per_s\":$6}" >> "$OUT"; }
@@ -126,7 +126,7 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 ref = {}
 for r in rows:
-    if r.get("metric") in ("raw_txn_delete", "rust_core_async", "rust_core_handoff"):
+    if r.get("metric") in ("raw_txn_delete", "rust_core_async", "rust_core_handoff", "thread_wake"):
         ref.setdefault(r["at"], {})[r["metric"]] = r
 beside = lambda at, m: (ref[at - 1][m]["p50_ms"] + ref[at][m]["p50_ms"]) / 2
 print("| language, uncontended lock+unlock | p50 | / async core beside it | / floor beside it | / core in its own process | / floor in its own process |")
@@ -156,6 +156,18 @@ for r in rows:
     core = beside(r["at"], "rust_core_handoff")
     worst_h = max(worst_h, r["p50_ms"] / core)
     print(f"| {r['handoff']} | {r['p50_ms']:.3f} ms | **{r['p50_ms']/core:.2f}x** | {r['p99_ms']:.3f} ms | {r['wait_p50_ms']:.3f} ms | {float(r['per_s']):.0f} |")
+wakes = sorted(ref[at]["thread_wake"]["p50_ms"] * 1000 for at in ref if "thread_wake" in ref[at])
+if wakes:
+    print(f"\none thread waking another on this machine (core_bench thread_wake, each reference run): p50 {', '.join(f'{w:.1f}' for w in wakes)} us;")
+    print("a binding's call pays one per completion (uncontended lock+unlock: two; handoff: one), the core's tasks none")
+    w = wakes[len(wakes) // 2]
+    for r in rows:
+        if "own_core_p50_ms" in r:
+            extra = (r["p50_ms"] - beside(r["at"], "rust_core_async")) * 1000
+            print(f"  {r['metric']}: {extra:+.0f} us over the core per lock+unlock = {extra / w:.1f} wake-ups")
+        elif "handoff" in r:
+            extra = (r["p50_ms"] - beside(r["at"], "rust_core_handoff")) * 1000
+            print(f"  {r['handoff']} handoff: {extra:+.0f} us over the core = {extra / w:.1f} wake-ups")
 print(f"\nworst language / async core, uncontended p50 (mean of the core runs before and after it): {worst:.2f}x (target <= 1.10x)")
 print(f"worst language / core, 8-contender handoff p50 (mean of the core runs before and after it): {worst_h:.2f}x (target <= 1.10x)")
 PY

@@ -13,7 +13,14 @@
 //!   minus the instant the previous holder called `unlock` (taken just before
 //!   the call), as `etcdlock bench` measures it; every binding's bench measures
 //!   it the same way (`bench/languages.sh`). Reports handoff p50/p99, the lock
-//!   wait p50 (call to return) and acquisitions/s.
+//!   wait p50 (call to return) and acquisitions/s;
+//! - `thread_wake`: what one thread waking another costs on this machine, the
+//!   cost a binding's call pays once per completion (a runtime worker reads
+//!   the answer and wakes the caller's thread or event loop) and the core's
+//!   tasks do not: the instant a parked thread resumes minus the instant
+//!   another, busy until then, called `unpark` for it, ITERATIONS times (no
+//!   etcd involved). On a VM, waking a thread on an idle CPU costs most (the
+//!   hypervisor must run that virtual CPU again).
 //!
 //! Prints one JSON line per measure.
 //!
@@ -115,6 +122,45 @@ fn handoff(endpoint: &str, acquisitions: usize, warm: usize) {
     );
 }
 
+/// One thread parks, another stamps the time and unparks it; the woken
+/// thread stamps its own resume. Each sample is that one-way wake-up.
+fn thread_wake(iterations: usize) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let base = Instant::now();
+    let sent = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let go = Arc::new(AtomicBool::new(false));
+    let (s, g) = (sent.clone(), go.clone());
+    let (tx, rx) = std::sync::mpsc::channel::<std::thread::Thread>();
+    let sleeper = std::thread::spawn(move || {
+        let mut v = Vec::with_capacity(iterations);
+        tx.send(std::thread::current()).unwrap();
+        for _ in 0..iterations {
+            while !g.swap(false, Ordering::AcqRel) {
+                std::thread::park();
+            }
+            let at = base.elapsed().as_nanos() as u64;
+            v.push(Duration::from_nanos(at.saturating_sub(s.load(Ordering::Acquire))));
+            tx.send(std::thread::current()).unwrap();
+        }
+        v
+    });
+    let mut them = rx.recv().unwrap();
+    for _ in 0..iterations {
+        // Busy for 200 us, as a worker is when it wakes a caller (it has just
+        // read the answer), and the sleeper parked by then: the sleeper is
+        // woken on the other CPU, as a binding's caller usually is.
+        let busy = Instant::now();
+        while busy.elapsed() < Duration::from_micros(200) {
+            std::hint::spin_loop();
+        }
+        sent.store(base.elapsed().as_nanos() as u64, Ordering::Release);
+        go.store(true, Ordering::Release);
+        them.unpark();
+        them = rx.recv().unwrap();
+    }
+    report("thread_wake", sleeper.join().unwrap());
+}
+
 fn main() {
     let mut args = std::env::args().skip(1);
     let endpoint = args.next().expect("usage: core_bench ENDPOINT [ITERATIONS]");
@@ -176,6 +222,7 @@ fn main() {
     }
     report("rust_rt_block_on", v);
     handoff(&endpoint, iterations, warm);
+    thread_wake(iterations);
     let _ = block_on(async move {
         client.close().await;
         Ok(())
