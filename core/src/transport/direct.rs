@@ -197,6 +197,23 @@ impl Driver {
     }
 }
 
+/// Closes the connection when its task ends or is dropped.
+struct CloseOnDrop(Arc<Driver>);
+
+impl std::ops::Deref for CloseOnDrop {
+    type Target = Driver;
+
+    fn deref(&self) -> &Driver {
+        &self.0
+    }
+}
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.close();
+    }
+}
+
 struct Shared {
     scheme: http::uri::Scheme,
     authority: http::uri::Authority,
@@ -268,6 +285,11 @@ impl Shared {
         let driver = Driver::new(conn);
         let task = driver.clone();
         tokio::spawn(async move {
+            // However the task ends (the connection ended, its keep-alive
+            // failed, or its runtime shut down and dropped the task), the
+            // connection goes with it: every stream on it fails and the next
+            // request connects again.
+            let task = CloseOnDrop(task);
             let keep_alive = async {
                 let Some(pings) = pings.as_mut() else { return std::future::pending().await };
                 loop {
@@ -290,7 +312,6 @@ impl Shared {
                 () = driven => {}
                 why = keep_alive => tracing::debug!(why, "etcd connection closed"),
             }
-            task.close();
         });
         let c = Conn { send, driver };
         *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
