@@ -209,7 +209,8 @@ where
     }
 }
 
-/// Spawn a future on the shared runtime (for callback-style bindings).
+/// Spawn a future on the shared runtime (background work; a call a binding
+/// makes and completes through a callback starts with [`start`] instead).
 pub fn spawn<F>(fut: F) -> Result<tokio::task::JoinHandle<F::Output>>
 where
     F: Future + Send + 'static,
