@@ -159,7 +159,7 @@ for r in rows:
 wakes = sorted(ref[at]["thread_wake"]["p50_ms"] * 1000 for at in ref if "thread_wake" in ref[at])
 if wakes:
     print(f"\none thread waking another on this machine (core_bench thread_wake, each reference run): p50 {', '.join(f'{w:.1f}' for w in wakes)} us;")
-    print("a binding's call pays one per completion (uncontended lock+unlock: two; handoff: one), the core's tasks none")
+    print("a binding's call pays at least one per completion (uncontended lock+unlock: two; handoff: one, into a busy machine), the core's tasks none")
     w = wakes[len(wakes) // 2]
     for r in rows:
         if "own_core_p50_ms" in r:

@@ -226,7 +226,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
             async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token);
             // Started on this thread (the lock's Txn leaves from here), finished
             // and reported on the runtime.
-            etcdlock::runtime::start(async move {
+            let started = etcdlock::runtime::start(async move {
                 let r = c.lock_with(&name, opts).await;
                 etcdlock::runtime::on_runtime().await;
                 async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
@@ -244,7 +244,12 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
                         complete(id, 0, 0, Some(&e));
                     }
                 }
-            })?;
+            });
+            if started.is_err() {
+                // Never started: nothing will report or cancel it.
+                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            }
+            started?;
             Ok(())
         })
         .resolve::<ThrowEtcdLock>()
