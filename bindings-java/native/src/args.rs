@@ -51,14 +51,6 @@ pub(crate) fn req_bytes(env: &Env<'_>, a: &JByteArray<'_>, what: &str) -> NResul
     Ok(env.convert_byte_array(a)?)
 }
 
-
-
-/// Options of one acquisition: a timeout in ms (negative: no limit) by
-/// core's one rule, and the cancellation token.
-pub(crate) fn lock_opts(timeout_ms: jlong, cancel: Option<CancellationToken>) -> NResult<LockOptions> {
-    acquire_opts(timeout_ms, bridge::Extras::default(), cancel)
-}
-
 /// Options of one acquisition with its extras (lock-delay, lease time,
 /// metadata), built only by core's `bridge::acquire_options` (one rule and
 /// one message per value in every language; nothing is checked here).

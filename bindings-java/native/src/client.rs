@@ -156,8 +156,16 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeClient<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
-/// `static native long lock(long client, String name, long timeoutMs, boolean interruptible)`:
-/// wait for the lock; `timeoutMs < 0` waits without bound. Returns a guard handle.
+/// `static native long lock(long client, String name, long timeoutMs, double lockDelayMs,
+/// double leaseTimeMs, String[] metadata)`: wait for the lock on this (platform) thread,
+/// uninterruptibly; `timeoutMs < 0` waits without bound. Returns a guard handle.
+///
+/// The lock's future runs on the calling thread, which the runtime worker that
+/// reads etcd's answer unparks directly: one thread wake-up per call, as C's
+/// blocking calls. `lockAsync` instead finishes on the runtime and completes a
+/// Java future through an upcall (`NativeBridge.complete`), which then unparks the
+/// caller. Java uses this for `lock()`/`acquire()` on platform threads; a virtual
+/// thread must not block here (it would pin its carrier) and takes `lockAsync`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
     mut unowned: EnvUnowned<'local>,
@@ -165,15 +173,17 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
     client: jlong,
     name: JString<'local>,
     timeout_ms: jlong,
-    interruptible: jboolean,
+    lock_delay_ms: jdouble,
+    lease_time_ms: jdouble,
+    metadata: JObjectArray<'local, JString<'local>>,
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
             let c = unsafe { borrow::<Client>(client, "client")? };
             let name = req_string(env, &name, "lock name")?;
-            let token = if interruptible { Some(CancellationToken::new()) } else { None };
-            let opts = lock_opts(timeout_ms, token.clone())?;
-            let g = block(env, async move { c.lock_with(&name, opts).await }, token)?;
+            let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
+            let opts = acquire_opts(timeout_ms, extras, None)?;
+            let g = block(env, async move { c.lock_with(&name, opts).await }, None)?;
             Ok(into_handle(Arc::new(g)))
         })
         .resolve::<ThrowEtcdLock>()

@@ -12,7 +12,8 @@ import java.util.function.LongFunction;
 
 /**
  * How a client's acquisitions run: each starts on the native side, which completes an
- * {@link AsyncAcquire}; a blocking acquisition parks on it in Java.
+ * {@link AsyncAcquire}; a blocking acquisition parks on it in Java, except an uninterruptible
+ * lock on a platform thread, which waits in native code ({@link #lockNative}).
  */
 final class Acquirer {
     private final EtcdLockClient client;
@@ -116,10 +117,11 @@ final class Acquirer {
     }
 
     /**
-     * Acquire, waiting in Java and never inside native code: the native side runs the
-     * acquisition on the etcdlock runtime and completes a future; the caller parks on it. A
-     * virtual thread therefore unmounts while it waits instead of pinning its carrier (with
-     * every carrier pinned by waiters, the holder could never be scheduled to unlock).
+     * Acquire. On a virtual thread, and for every interruptible wait, the caller waits in Java
+     * and never inside native code: the native side runs the acquisition on the etcdlock
+     * runtime and completes a future; the caller parks on it. A virtual thread therefore
+     * unmounts while it waits instead of pinning its carrier (with every carrier pinned by
+     * waiters, the holder could never be scheduled to unlock).
      * Interrupting an interruptible wait cancels the native acquisition and waits for it to
      * settle (its waiter key removed) before throwing {@link CancelledException}; an
      * uninterruptible wait keeps waiting and re-asserts the interrupt afterwards.
@@ -128,9 +130,59 @@ final class Acquirer {
         return lockNative(name, timeoutMs, AcquireOptions.NONE, interruptible);
     }
 
-    /** {@link #lockNative(String, long, boolean)} with acquisition options. */
+    /**
+     * {@link #lockNative(String, long, boolean)} with acquisition options.
+     *
+     * <p>An uninterruptible wait on a platform thread waits inside native code instead
+     * ({@link #lockBlocking}): there is no virtual thread to unmount and no interrupt to
+     * answer, and the runtime worker that reads etcd's answer then wakes this thread itself,
+     * without the upcall that completes a future first (measured by {@code
+     * bench/languages.sh}: {@code Lock.lock()+unlock()} 1.16x the async core through the
+     * future, as close to C's blocking call as the JVM allows this way).
+     */
     LockGuard lockNative(String name, long timeoutMs, AcquireOptions opts, boolean interruptible) {
         checkNotOnRuntimeThread("lock \"" + name + "\"");
+        if (!interruptible && !Args.onVirtualThread()) {
+            return lockBlocking(name, timeoutMs, opts == null ? AcquireOptions.NONE : opts);
+        }
         return AsyncAcquire.await(startLock(name, timeoutMs, opts), "lock \"" + name + "\"", interruptible);
+    }
+
+    /**
+     * Wait for the lock in native code on this platform thread. The interrupt status is left
+     * as it was (an interrupt neither ends nor is cleared by the wait, as with {@code lock()}
+     * through a future); the acquisition listener hears of it as of one through a future.
+     */
+    private LockGuard lockBlocking(String name, long timeoutMs, AcquireOptions o) {
+        checkName(name);
+        long start = System.nanoTime();
+        long g;
+        long c = client.handle().pin();
+        try {
+            g = NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs());
+        } catch (RuntimeException e) {
+            heard(name, AsyncAcquire.resultOf(e), start);
+            throw e;
+        } finally {
+            client.handle().unpin();
+        }
+        heard(name, Metrics.Result.ACQUIRED, start);
+        try {
+            return new LockGuard(client, name, g);
+        } catch (RuntimeException | Error e) {
+            NativeBridge.freeGuard(g);
+            throw e;
+        }
+    }
+
+    private void heard(String name, Metrics.Result result, long startNanos) {
+        EtcdLockClient.AcquisitionListener l = client.acquisitionListener;
+        if (l != null) {
+            try {
+                l.onAcquisition(name, result, Duration.ofNanos(System.nanoTime() - startNanos));
+            } catch (RuntimeException ignored) {
+                // a listener's failure is not the acquisition's
+            }
+        }
     }
 }

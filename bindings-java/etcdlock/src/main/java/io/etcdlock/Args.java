@@ -29,6 +29,30 @@ final class Args {
         }
     }
 
+    /** {@code Thread.isVirtual()} where the JDK has it (21+); before that there are none. */
+    private static final java.lang.invoke.MethodHandle IS_VIRTUAL = isVirtualHandle();
+
+    private static java.lang.invoke.MethodHandle isVirtualHandle() {
+        try {
+            return java.lang.invoke.MethodHandles.publicLookup().findVirtual(Thread.class, "isVirtual",
+                    java.lang.invoke.MethodType.methodType(boolean.class));
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
+    /** Whether the calling thread is a virtual thread (which must not block in native code). */
+    static boolean onVirtualThread() {
+        if (IS_VIRTUAL == null) {
+            return false;
+        }
+        try {
+            return (boolean) IS_VIRTUAL.invokeExact(Thread.currentThread());
+        } catch (Throwable e) {
+            return true; // cannot tell: take the path that is safe for both
+        }
+    }
+
     static void checkName(String name) {
         if (name == null) {
             throw new InvalidArgumentException("lock name must not be null");

@@ -95,8 +95,10 @@ public final class EtcdLockClient implements AutoCloseable {
     public interface AcquisitionListener {
         /**
          * The acquisition of {@code name} ended with {@code result} after the caller waited
-         * {@code waited}. Runs on the etcdlock runtime thread that finished it: keep it short and
-         * non-blocking (recording a Micrometer timer is fine); an exception it throws is ignored.
+         * {@code waited}. Runs on the thread that finished it (an etcdlock runtime thread, or the
+         * caller's own for {@code lock()}/{@code acquire()} on a platform thread): keep it short
+         * and non-blocking (recording a Micrometer timer is fine); an exception it throws is
+         * ignored.
          */
         void onAcquisition(String name, Metrics.Result result, Duration waited);
     }

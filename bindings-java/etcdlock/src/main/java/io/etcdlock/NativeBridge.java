@@ -127,7 +127,12 @@ final class NativeBridge {
 
     static native void freeClient(long client);
 
-    static native long lock(long client, String name, long timeoutMs, boolean interruptible);
+    /**
+     * Wait for the lock on this thread, uninterruptibly (a platform thread's {@code lock()}):
+     * the guard's handle. Extras as {@link #lockAsync}.
+     */
+    static native long lock(long client, String name, long timeoutMs, double lockDelayMs, double leaseTimeMs,
+            String[] metadata);
 
     static native long tryLock(long client, String name);
 

@@ -103,6 +103,47 @@ class LockBehaviourTest {
         }
     }
 
+    /**
+     * {@code lock()} on a platform thread waits inside native code: an interrupt neither ends
+     * the wait nor is lost (the flag is still set when it returns), and the acquisition
+     * listener hears of it as of one through a future.
+     */
+    @Test
+    void lockOnAPlatformThreadIgnoresAnInterruptAndKeepsTheFlag() throws Exception {
+        String name = uniqueName("uninterruptible");
+        EtcdLockClient c = client();
+        List<String> heard = Collections.synchronizedList(new ArrayList<>());
+        c.setAcquisitionListener((n, result, waited) -> heard.add(n + " " + result));
+        try {
+            LockGuard g = a.acquire(name);
+            EtcdLock lock = c.newLock(name);
+            AtomicReference<Object> outcome = new AtomicReference<>();
+            Thread t = new Thread(() -> {
+                try {
+                    lock.lock();
+                    outcome.set(Thread.currentThread().isInterrupted() ? "acquired, flag kept" : "acquired, flag lost");
+                    lock.unlock();
+                } catch (Throwable e) {
+                    outcome.set(e);
+                }
+            });
+            t.start();
+            awaitKeys(name, 2, Duration.ofSeconds(5));
+            t.interrupt();
+            t.join(300);
+            assertTrue(t.isAlive(), "an interrupt ended lock(): " + outcome.get());
+            assertEquals(2, keysUnder(name), "the waiter's key stays");
+            g.close();
+            t.join(10_000);
+            assertFalse(t.isAlive());
+            assertEquals("acquired, flag kept", outcome.get());
+            assertEquals(List.of(name + " ACQUIRED"), heard);
+            awaitKeys(name, 0, Duration.ofSeconds(5));
+        } finally {
+            c.close();
+        }
+    }
+
     @Test
     void waitersAreServedInArrivalOrder() throws Exception {
         String name = uniqueName("fifo");
