@@ -136,9 +136,9 @@ final class Acquirer {
      * <p>An uninterruptible wait on a platform thread waits inside native code instead
      * ({@link #lockBlocking}): there is no virtual thread to unmount and no interrupt to
      * answer, and the runtime worker that reads etcd's answer then wakes this thread itself,
-     * without the upcall that completes a future first (measured by {@code
-     * bench/languages.sh}: {@code Lock.lock()+unlock()} 1.16x the async core through the
-     * future, as close to C's blocking call as the JVM allows this way).
+     * without the upcall that completes a future first ({@code LockBenchmark}: {@code
+     * Lock.lock()+unlock()} 1.08x the core's lock+unlock in the same JVM through the future,
+     * 1.02-1.03x this way).
      */
     LockGuard lockNative(String name, long timeoutMs, AcquireOptions opts, boolean interruptible) {
         checkNotOnRuntimeThread("lock \"" + name + "\"");
