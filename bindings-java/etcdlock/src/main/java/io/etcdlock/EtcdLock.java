@@ -30,7 +30,9 @@ import java.util.concurrent.locks.Lock;
  *       {@link LockLostException}; the stale hold ends there (hold count 0), so the next call
  *       acquires afresh. Spring Integration's {@code LockRegistryLeaderInitiator} heartbeats
  *       with exactly that reentrant {@code tryLock}, so a leader that lost its lock steps down.</li>
- *   <li>Waits happen in Java, not in native code: virtual threads unmount while they wait.</li>
+ *   <li>A virtual thread waits in Java, never in native code: it unmounts while it waits. A
+ *       platform thread's {@link #lock()} waits in native code, woken directly by the runtime
+ *       thread that reads etcd's answer; interruptible waits always park in Java.</li>
  *   <li>{@link #newCondition()} is not supported.</li>
  * </ul>
  *

@@ -144,6 +144,36 @@ class LockBehaviourTest {
         }
     }
 
+    /** Closing the client ends a platform thread's {@code lock()} waiting in native code, at once. */
+    @Test
+    void closingTheClientEndsAPlatformThreadsLockWait() throws Exception {
+        String name = uniqueName("close-ends-wait");
+        try (LockGuard g = a.acquire(name)) {
+            EtcdLockClient c = client();
+            EtcdLock lock = c.newLock(name);
+            AtomicReference<Throwable> outcome = new AtomicReference<>();
+            Thread t = new Thread(() -> {
+                try {
+                    lock.lock();
+                    outcome.set(new AssertionError("acquired although held elsewhere"));
+                } catch (Throwable e) {
+                    outcome.set(e);
+                }
+            });
+            t.start();
+            awaitKeys(name, 2, Duration.ofSeconds(5));
+            long t0 = System.nanoTime();
+            c.close();
+            t.join(5000);
+            long ms = (System.nanoTime() - t0) / 1_000_000;
+            assertFalse(t.isAlive(), "lock() still waiting 5 s after close()");
+            assertTrue(outcome.get() instanceof ClosedException, String.valueOf(outcome.get()));
+            assertTrue(ms < 2000, "lock() ended " + ms + " ms after close()");
+            awaitKeys(name, 1, Duration.ofSeconds(5)); // the waiter's key went with the session
+            assertTrue(g.isHeld());
+        }
+    }
+
     @Test
     void waitersAreServedInArrivalOrder() throws Exception {
         String name = uniqueName("fifo");
