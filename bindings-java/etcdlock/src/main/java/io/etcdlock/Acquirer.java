@@ -133,16 +133,17 @@ final class Acquirer {
     /**
      * {@link #lockNative(String, long, boolean)} with acquisition options.
      *
-     * <p>An uninterruptible wait on a platform thread waits inside native code instead
-     * ({@link #lockBlocking}): there is no virtual thread to unmount and no interrupt to
-     * answer, and the runtime worker that reads etcd's answer then wakes this thread itself,
+     * <p>An uninterruptible wait on a platform thread that is not a {@code ForkJoinPool} worker
+     * waits inside native code instead ({@link #lockBlocking}, {@link Args#mayWaitInNative}):
+     * there is no virtual thread to unmount, no pool to compensate and no interrupt to answer,
+     * and the runtime worker that reads etcd's answer then wakes this thread itself,
      * without the upcall that completes a future first ({@code LockBenchmark}: {@code
      * Lock.lock()+unlock()} 1.08x the core's lock+unlock in the same JVM through the future,
      * 1.02-1.03x this way).
      */
     LockGuard lockNative(String name, long timeoutMs, AcquireOptions opts, boolean interruptible) {
         checkNotOnRuntimeThread("lock \"" + name + "\"");
-        if (!interruptible && !Args.onVirtualThread()) {
+        if (!interruptible && Args.mayWaitInNative()) {
             return lockBlocking(name, timeoutMs, opts == null ? AcquireOptions.NONE : opts);
         }
         return AsyncAcquire.await(startLock(name, timeoutMs, opts), "lock \"" + name + "\"", interruptible);

@@ -41,15 +41,24 @@ final class Args {
         }
     }
 
-    /** Whether the calling thread is a virtual thread (which must not block in native code). */
-    static boolean onVirtualThread() {
-        if (IS_VIRTUAL == null) {
+    /**
+     * Whether the calling thread may wait inside native code: not a virtual thread (it would pin
+     * its carrier) and not a {@code ForkJoinPool} worker (parked on a future it lets the pool
+     * start a spare worker, {@code ForkJoinPool.managedBlock}; blocked in native code it would
+     * not, and a pool of one worker could never run the task that frees the lock).
+     */
+    static boolean mayWaitInNative() {
+        Thread t = Thread.currentThread();
+        if (t instanceof java.util.concurrent.ForkJoinWorkerThread) {
             return false;
         }
+        if (IS_VIRTUAL == null) {
+            return true;
+        }
         try {
-            return (boolean) IS_VIRTUAL.invokeExact(Thread.currentThread());
+            return !(boolean) IS_VIRTUAL.invokeExact(t);
         } catch (Throwable e) {
-            return true; // cannot tell: take the path that is safe for both
+            return false; // cannot tell: take the path that is safe for every thread
         }
     }
 

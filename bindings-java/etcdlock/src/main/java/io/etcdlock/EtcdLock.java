@@ -32,7 +32,8 @@ import java.util.concurrent.locks.Lock;
  *       with exactly that reentrant {@code tryLock}, so a leader that lost its lock steps down.</li>
  *   <li>A virtual thread waits in Java, never in native code: it unmounts while it waits. A
  *       platform thread's {@link #lock()} waits in native code, woken directly by the runtime
- *       thread that reads etcd's answer; interruptible waits always park in Java.</li>
+ *       thread that reads etcd's answer, unless it is a {@code ForkJoinPool} worker (parked in
+ *       Java, the pool may start a spare worker); interruptible waits always park in Java.</li>
  *   <li>{@link #newCondition()} is not supported.</li>
  * </ul>
  *

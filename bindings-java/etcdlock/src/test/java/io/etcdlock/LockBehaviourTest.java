@@ -9,6 +9,8 @@ import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -171,6 +173,33 @@ class LockBehaviourTest {
             assertTrue(ms < 2000, "lock() ended " + ms + " ms after close()");
             awaitKeys(name, 1, Duration.ofSeconds(5)); // the waiter's key went with the session
             assertTrue(g.isHeld());
+        }
+    }
+
+    /**
+     * A {@code ForkJoinPool} worker waiting in {@code acquire()} lets the pool start a spare
+     * worker (as any {@code CompletableFuture.get()} there does): a pool of one still runs the
+     * next task, here the one the holder waits for before it unlocks.
+     */
+    @Test
+    void aForkJoinWorkersLockWaitLetsThePoolRunOtherTasks() throws Exception {
+        String name = uniqueName("fork-join");
+        ForkJoinPool pool = new ForkJoinPool(1);
+        LockGuard g = a.acquire(name);
+        try {
+            Future<Long> waiter = pool.submit(() -> {
+                try (LockGuard h = b.acquire(name)) {
+                    return h.fencingToken();
+                }
+            });
+            awaitKeys(name, 2, Duration.ofSeconds(5)); // the pool's only worker waits for the lock
+            Future<String> next = pool.submit(() -> "ran");
+            assertEquals("ran", next.get(5, TimeUnit.SECONDS), "the pool ran nothing while its worker waited");
+            g.close();
+            assertTrue(waiter.get(10, TimeUnit.SECONDS) > g.fencingToken());
+        } finally {
+            g.close();
+            pool.shutdownNow();
         }
     }
 
