@@ -162,28 +162,17 @@ final class Acquirer {
         try {
             g = NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs());
         } catch (RuntimeException e) {
-            heard(name, AsyncAcquire.resultOf(e), start);
+            AsyncAcquire.heard(client, name, AsyncAcquire.resultOf(e), start);
             throw e;
         } finally {
             client.handle().unpin();
         }
-        heard(name, Metrics.Result.ACQUIRED, start);
+        AsyncAcquire.heard(client, name, Metrics.Result.ACQUIRED, start);
         try {
             return new LockGuard(client, name, g);
         } catch (RuntimeException | Error e) {
             NativeBridge.freeGuard(g);
             throw e;
-        }
-    }
-
-    private void heard(String name, Metrics.Result result, long startNanos) {
-        EtcdLockClient.AcquisitionListener l = client.acquisitionListener;
-        if (l != null) {
-            try {
-                l.onAcquisition(name, result, Duration.ofNanos(System.nanoTime() - startNanos));
-            } catch (RuntimeException ignored) {
-                // a listener's failure is not the acquisition's
-            }
         }
     }
 }

@@ -20,15 +20,7 @@ final class AsyncAcquire<T extends AutoCloseable> extends CompletableFuture<T> {
         this.id = NativeBridge.register((g, value, error) -> {
             // Tell the listener first, so the acquisition is recorded by the time the caller
             // sees its outcome.
-            EtcdLockClient.AcquisitionListener l = client.acquisitionListener;
-            if (l != null) {
-                try {
-                    l.onAcquisition(name, error == null && isDone() ? Metrics.Result.CANCELLED : resultOf(error),
-                            Duration.ofNanos(System.nanoTime() - start));
-                } catch (RuntimeException ignored) {
-                    // a listener's failure is not the acquisition's
-                }
-            }
+            heard(client, name, error == null && isDone() ? Metrics.Result.CANCELLED : resultOf(error), start);
             try {
                 if (error != null) {
                     completeExceptionally(error);
@@ -81,6 +73,18 @@ final class AsyncAcquire<T extends AutoCloseable> extends CompletableFuture<T> {
             NativeBridge.cancelAsync(id);
         }
         return r;
+    }
+
+    /** Tell {@code client}'s acquisition listener, if any, how an acquisition begun at {@code startNanos} ended. */
+    static void heard(EtcdLockClient client, String name, Metrics.Result result, long startNanos) {
+        EtcdLockClient.AcquisitionListener l = client.acquisitionListener;
+        if (l != null) {
+            try {
+                l.onAcquisition(name, result, Duration.ofNanos(System.nanoTime() - startNanos));
+            } catch (RuntimeException ignored) {
+                // a listener's failure is not the acquisition's
+            }
+        }
     }
 
     static Metrics.Result resultOf(Throwable error) {
