@@ -1,11 +1,12 @@
 //! Native half of the `etcdlock` npm package (napi-rs v3).
 //!
 //! This layer only converts arguments and maps errors; the lock itself lives in
-//! the `etcdlock` core crate. Every asynchronous call returns a Promise created
-//! with `env.create_deferred()` and settled from a task on etcdlock's shared
-//! runtime (`etcdlock::runtime`), never from a runtime of napi's own. A pending
-//! deferred holds a referenced threadsafe function, so a pending `lock()` keeps
-//! the Node process alive; nothing else here holds the event loop.
+//! the `etcdlock` core crate. Every asynchronous call returns a Promise
+//! settled from a task on etcdlock's shared runtime (`etcdlock::runtime`),
+//! never from a runtime of napi's own, through one threadsafe function per
+//! JavaScript environment (`wait::promise`), referenced while any Promise is
+//! pending: a pending `lock()` keeps the Node process alive; nothing else here
+//! holds the event loop.
 //!
 //! Errors reach JavaScript as `Error` objects whose message is core's wire
 //! form (`bridge::WireError::encode`); the JS layer (`index.js`) turns that
