@@ -247,6 +247,46 @@ async fn close_releases_every_lock_and_reports_client_closed() {
     a.close().await; // idempotent
 }
 
+/// Sockets of this process connected to `port` (Linux: an ESTABLISHED entry
+/// of /proc/self/net/tcp whose inode is one of our file descriptors).
+fn connections_to(port: u16) -> usize {
+    let ours: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| Some(l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
+        .collect();
+    let tcp = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
+    tcp.lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() > 9 && f[3] == "01" && ours.contains(f[9]))
+        .filter(|f| f[2].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port))
+        .count()
+}
+
+#[tokio::test]
+async fn close_closes_the_connection_while_the_client_lives_on() {
+    // A binding's client object outlives close() until garbage collection
+    // frees it; its connection to etcd must not.
+    let etcd = Etcd::single();
+    let ns = unique_ns("close-conn");
+    let c = client(&etcd, &ns, 10).await;
+    let port: u16 = c.member_in_use().rsplit(':').next().unwrap().trim_end_matches('/').parse().unwrap();
+    c.lock("x").await.unwrap().unlock().await.unwrap();
+    assert_eq!(connections_to(port), 1, "one connection for requests, keep-alives and watches");
+    c.close().await;
+    let t = Instant::now();
+    while connections_to(port) != 0 {
+        assert!(t.elapsed() < Duration::from_secs(2), "the connection outlived close() by 2 s");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Nothing connects again through the closed client, raw requests included.
+    assert!(c.etcd().get("x", None).await.is_err());
+    assert_eq!(c.lock("x").await.unwrap_err().code(), ErrorCode::Closed);
+    assert_eq!(connections_to(port), 0);
+}
+
 #[tokio::test]
 async fn guarded_ops_apply_only_while_held() {
     let etcd = Etcd::single();

@@ -53,6 +53,9 @@ pub(crate) struct DirectOptions {
     /// ... and a connection whose PING is not answered within this is closed:
     /// every call on it fails (`Unavailable`) and the next request reconnects.
     pub keep_alive_timeout: Duration,
+    /// Cancelled when the client closes ([`super::Transport::shut`]): the
+    /// open connection closes its socket and no new one is made.
+    pub shut: tokio_util::sync::CancellationToken,
 }
 
 /// Builds the direct channel for etcd-client (`Client::connect_with_balanced_channel`).
@@ -263,6 +266,9 @@ impl Shared {
         if let Some(c) = self.cached() {
             return Ok(c);
         }
+        if self.options.shut.is_cancelled() {
+            return Err("the client was closed".into());
+        }
         let addr = self.authority.as_str().to_string();
         let tcp = tokio::time::timeout(self.options.connect_timeout, tokio::net::TcpStream::connect(addr))
             .await
@@ -284,6 +290,7 @@ impl Shared {
         let mut pings = conn.ping_pong();
         let driver = Driver::new(conn);
         let task = driver.clone();
+        let shut = self.options.shut.clone();
         tokio::spawn(async move {
             // However the task ends (the connection ended, its keep-alive
             // failed, or its runtime shut down and dropped the task), the
@@ -311,6 +318,7 @@ impl Shared {
             tokio::select! {
                 () = driven => {}
                 why = keep_alive => tracing::debug!(why, "etcd connection closed"),
+                () = shut.cancelled() => tracing::debug!("etcd connection closed with its client"),
             }
         });
         let c = Conn { send, driver };
