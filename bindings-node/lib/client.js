@@ -13,7 +13,8 @@ const { Latch, Barrier, countArg } = require('./sync.js');
  * A connection to etcd that hands out locks. All locks of a client share one
  * lease, kept alive in the background. An idle client does not keep the Node
  * process alive (a pending `lock()` does); call `close()` to revoke the lease
- * and release every lock at once.
+ * and release every lock at once (it also closes the connection to etcd, not
+ * waiting for garbage collection).
  */
 // Clients opened with `releaseOnExit`: closed (their leases revoked, so their
 // locks are free at once, not after the TTL) when SIGTERM, SIGINT or SIGHUP

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import threading
 import time
-from typing import List
+from typing import List, Set
 
 import pytest
 
@@ -214,6 +214,41 @@ def test_close_releases_and_reports(endpoints: List[str], name: str) -> None:
     with pytest.raises(etcdlock.ClosedError):
         c.acquire(name)
     c.close()  # idempotent
+
+
+def _sockets_to(port: int) -> Set[str]:
+    """Inodes of this process's sockets connected to ``port`` (Linux:
+    ESTABLISHED entries of /proc/self/net/tcp that are our descriptors)."""
+    ours = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            link = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if link.startswith("socket:["):
+            ours.add(link[8:-1])
+    found = set()
+    with open("/proc/self/net/tcp") as f:
+        for line in list(f)[1:]:
+            p = line.split()
+            if len(p) > 9 and p[3] == "01" and p[9] in ours and int(p[2].rsplit(":", 1)[1], 16) == port:
+                found.add(p[9])
+    return found
+
+
+def test_close_closes_the_connection_while_the_object_lives(endpoints: List[str], name: str) -> None:
+    # The object outlives close() until garbage collection; its socket must not.
+    port = int(endpoints[0].rsplit(":", 1)[1])
+    before = _sockets_to(port)
+    c = etcdlock.Client(endpoints=endpoints)
+    c.acquire(name).unlock()
+    mine = _sockets_to(port) - before
+    assert len(mine) == 1, mine
+    c.close()
+    wait_until(lambda: not (_sockets_to(port) & mine), timeout=2, what="the connection closed by close()")
+    with pytest.raises(etcdlock.ClosedError):
+        c.acquire(name)
+    assert _sockets_to(port) <= before, "nothing connected again"
 
 
 def test_threads_share_one_client_mutual_exclusion(client: etcdlock.Client, name: str) -> None:

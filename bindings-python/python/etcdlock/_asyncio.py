@@ -388,7 +388,8 @@ class AsyncClient:
         return AsyncBarrier(await c.barrier_async(_check_name(name), _check_count("parties", parties)))
 
     async def close(self) -> None:
-        """Close (revokes the lease, releasing every lock). Idempotent."""
+        """Close (revokes the lease, releasing every lock, and closes the
+        connection to etcd). Idempotent."""
         self._closed = True
         if self._native is not None:
             await self._native.close_async()

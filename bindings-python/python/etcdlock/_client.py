@@ -333,7 +333,9 @@ class Client:
 
     def close(self) -> None:
         """Close the client: revoke its lease, which releases every lock it
-        holds (their guards report ``ClientClosed``). Idempotent."""
+        holds (their guards report ``ClientClosed``), and close its
+        connection to etcd now, not when the object is garbage-collected.
+        Idempotent."""
         if self._pid == os.getpid():
             self._native.close()
         _live_clients.discard(self._native)
