@@ -1,5 +1,5 @@
 //! Native methods of `NativeBridge` for the client: connect, metrics,
-//! ping, close, lock, try-lock, lock-async.
+//! ping, close, lock, lock-async.
 
 use crate::prelude::*;
 
@@ -185,27 +185,6 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
             let opts = acquire_opts(timeout_ms, extras, None)?;
             let g = block(env, async move { c.lock_with(&name, opts).await }, None)?;
             Ok(into_handle(Arc::new(g)))
-        })
-        .resolve::<ThrowEtcdLock>()
-}
-
-/// `static native long tryLock(long client, String name)`: the guard, or 0 if held elsewhere.
-#[unsafe(no_mangle)]
-pub extern "system" fn Java_io_etcdlock_NativeBridge_tryLock<'local>(
-    mut unowned: EnvUnowned<'local>,
-    _class: JClass<'local>,
-    client: jlong,
-    name: JString<'local>,
-) -> jlong {
-    unowned
-        .with_env(|env| -> NResult<jlong> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
-            let name = req_string(env, &name, "lock name")?;
-            match block(env, async move { c.try_lock(&name).await }, None) {
-                Ok(g) => Ok(into_handle(Arc::new(g))),
-                Err(NErr::Lock(e)) if e.code() == ErrorCode::WouldBlock => Ok(0),
-                Err(e) => Err(e),
-            }
         })
         .resolve::<ThrowEtcdLock>()
 }

@@ -134,8 +134,6 @@ final class NativeBridge {
     static native long lock(long client, String name, long timeoutMs, double lockDelayMs, double leaseTimeMs,
             String[] metadata);
 
-    static native long tryLock(long client, String name);
-
     /** Extras: spans in ms (NaN: not given), metadata as alternating keys and values (null: none). */
     static native void lockAsync(long client, String name, long timeoutMs, double lockDelayMs, double leaseTimeMs,
             String[] metadata, long id);
