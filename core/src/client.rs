@@ -269,8 +269,8 @@ impl Client {
     /// Close the client: revoke the session's lease (which releases every lock it
     /// holds at once), report `ClientClosed` to their guards, refuse further
     /// calls with `Closed`, and close the connection to etcd (a plaintext
-    /// member's at once; with TLS, when the last handle to the client is
-    /// dropped). Idempotent.
+    /// member's before this returns; with TLS, when the last handle to the
+    /// client is dropped). Idempotent.
     pub async fn close(&self) {
         if self.inner.closed.is_cancelled() {
             return;
@@ -288,7 +288,7 @@ impl Client {
                 let t = self.inner.transport.clone();
                 self.inner.handle.spawn(async move {
                     let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
-                    t.shut();
+                    t.shut().await;
                 });
                 return;
             }
@@ -302,7 +302,7 @@ impl Client {
         }
         // The connection goes now, not when the last handle to this client is
         // dropped (in Java, Python and Node: when garbage collection frees it).
-        self.inner.transport.shut();
+        self.inner.transport.shut().await;
     }
 
     /// The lease that carries the lock-delay records of `session`'s holds

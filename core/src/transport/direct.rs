@@ -53,9 +53,46 @@ pub(crate) struct DirectOptions {
     /// ... and a connection whose PING is not answered within this is closed:
     /// every call on it fails (`Unavailable`) and the next request reconnects.
     pub keep_alive_timeout: Duration,
-    /// Cancelled when the client closes ([`super::Transport::shut`]): the
-    /// open connection closes its socket and no new one is made.
-    pub shut: tokio_util::sync::CancellationToken,
+    /// Closed when the client closes ([`super::Transport::shut`]): the open
+    /// connection closes its socket and no new one is made.
+    pub closer: Arc<Closer>,
+}
+
+/// The direct connections of one transport, closed together: a closed client
+/// keeps no socket open, and closing waits until none is.
+#[derive(Debug)]
+pub(crate) struct Closer {
+    closed: tokio_util::sync::CancellationToken,
+    /// Connection tasks not yet ended (their sockets still open).
+    live: tokio::sync::watch::Sender<usize>,
+}
+
+/// One connection task's share of [`Closer::live`], given up when the task
+/// ends or is dropped unpolled.
+struct Live(Arc<Closer>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.live.send_modify(|n| *n -= 1);
+    }
+}
+
+impl Closer {
+    pub(crate) fn new() -> Arc<Closer> {
+        Arc::new(Closer { closed: Default::default(), live: tokio::sync::watch::channel(0).0 })
+    }
+
+    fn live(self: &Arc<Self>) -> Live {
+        self.live.send_modify(|n| *n += 1);
+        Live(self.clone())
+    }
+
+    /// Close every connection and wait (at most `bound`) until their sockets are.
+    pub(crate) async fn close(&self, bound: Duration) {
+        self.closed.cancel();
+        let mut live = self.live.subscribe();
+        let _ = tokio::time::timeout(bound, live.wait_for(|n| *n == 0)).await;
+    }
 }
 
 /// Builds the direct channel for etcd-client (`Client::connect_with_balanced_channel`).
@@ -266,7 +303,7 @@ impl Shared {
         if let Some(c) = self.cached() {
             return Ok(c);
         }
-        if self.options.shut.is_cancelled() {
+        if self.options.closer.closed.is_cancelled() {
             return Err("the client was closed".into());
         }
         let addr = self.authority.as_str().to_string();
@@ -290,8 +327,9 @@ impl Shared {
         let mut pings = conn.ping_pong();
         let driver = Driver::new(conn);
         let task = driver.clone();
-        let shut = self.options.shut.clone();
+        let live = self.options.closer.live();
         tokio::spawn(async move {
+            let _live = live;
             // However the task ends (the connection ended, its keep-alive
             // failed, or its runtime shut down and dropped the task), the
             // connection goes with it: every stream on it fails and the next
@@ -318,7 +356,7 @@ impl Shared {
             tokio::select! {
                 () = driven => {}
                 why = keep_alive => tracing::debug!(why, "etcd connection closed"),
-                () = shut.cancelled() => tracing::debug!("etcd connection closed with its client"),
+                () = _live.0.closed.cancelled() => tracing::debug!("etcd connection closed with its client"),
             }
         });
         let c = Conn { send, driver };

@@ -51,8 +51,8 @@ pub(crate) struct Transport {
     /// Plain-text members get the direct HTTP/2 channel ([`direct`]) with
     /// these settings; `None`: etcd-client's own channel for every member.
     direct: Option<direct::DirectOptions>,
-    /// Cancelled by [`Transport::shut`].
-    shut: tokio_util::sync::CancellationToken,
+    /// What [`Transport::shut`] closes.
+    closer: Arc<direct::Closer>,
 }
 
 impl Transport {
@@ -70,7 +70,7 @@ impl Transport {
             request_timeout,
             benched_tx: tokio::sync::watch::channel(0).0,
             direct: None,
-            shut: Default::default(),
+            closer: direct::Closer::new(),
         }
     }
 
@@ -85,18 +85,19 @@ impl Transport {
             connect_timeout,
             keep_alive_interval: Duration::from_secs(5),
             keep_alive_timeout: self.request_timeout,
-            shut: self.shut.clone(),
+            closer: self.closer.clone(),
         });
         self
     }
 
     /// Close the connections, for good (the client has closed): a direct
-    /// member's socket closes at once, whoever still holds its client (a
-    /// binding's client object that garbage collection has not freed yet),
-    /// and no request connects again; they fail `Unavailable`. A member on
-    /// etcd-client's own channel (TLS) closes when its client is dropped.
-    pub(crate) fn shut(&self) {
-        self.shut.cancel();
+    /// member's socket is closed when this returns (within the request
+    /// timeout), whoever still holds its client (a binding's client object
+    /// that garbage collection has not freed yet), and no request connects
+    /// again; they fail `Unavailable`. A member on etcd-client's own channel
+    /// (TLS) closes when its client is dropped.
+    pub(crate) async fn shut(&self) {
+        self.closer.close(self.request_timeout).await;
     }
 
     /// Changes whenever a member is benched.
