@@ -73,7 +73,6 @@ unsafe impl Send for Tsfn {}
 struct Local {
     env: sys::napi_env,
     settler: Arc<Settler>,
-    tsfn: Tsfn,
     pending: usize,
 }
 
@@ -115,7 +114,7 @@ impl Settler {
         let settler = Arc::new(Settler { tsfn: Mutex::new(Some(Tsfn(tsfn))) });
         let hook = Arc::into_raw(settler.clone()) as *mut c_void;
         status(unsafe { sys::napi_add_env_cleanup_hook(env, Some(env_teardown), hook) }, "watch the environment's teardown")?;
-        LOCAL.with_borrow_mut(|l| *l = Some(Local { env, settler: settler.clone(), tsfn: Tsfn(tsfn), pending: 0 }));
+        LOCAL.with_borrow_mut(|l| *l = Some(Local { env, settler: settler.clone(), pending: 0 }));
         Ok(settler)
     }
 
@@ -153,12 +152,13 @@ fn count(env: sys::napi_env, up: bool) {
         let Some(l) = l.as_mut().filter(|l| l.env == env) else { return };
         let was = l.pending;
         l.pending = if up { was + 1 } else { was.saturating_sub(1) };
+        let Some(t) = *l.settler.tsfn.lock().unwrap_or_else(|p| p.into_inner()) else { return };
         match (was, l.pending) {
             (0, 1) => unsafe {
-                sys::napi_ref_threadsafe_function(env, l.tsfn.0);
+                sys::napi_ref_threadsafe_function(env, t.0);
             },
             (1, 0) => unsafe {
-                sys::napi_unref_threadsafe_function(env, l.tsfn.0);
+                sys::napi_unref_threadsafe_function(env, t.0);
             },
             _ => {}
         }
