@@ -23,7 +23,9 @@ export ETCD_HARNESS=$TARGET/debug/etcd-harness
 
 # One file at a time: each starts its own etcd; the process tests spawn 4 workers.
 LOG=$(mktemp)
-trap 'rm -f "$LOG"' EXIT
+# Where the in-process store writes its URL in the mem:// conformance run.
+MEM_URLS=$(mktemp -d)
+trap 'rm -rf "$LOG" "$MEM_URLS"' EXIT
 set +e
 node --test --test-concurrency=1 --test-reporter=spec test/*.test.js 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
@@ -34,4 +36,4 @@ echo "node --test: ${pass:-0} passed, ${fail:-0} failed"
 [ "$rc" -eq 0 ] || exit "$rc"
 
 echo "== the conformance table on the in-process etcd (mem://)"
-ETCDLOCK_CONFORMANCE_BACKEND=mem node --test --test-concurrency=1 --test-reporter=spec test/conformance.test.js
+ETCDLOCK_MEM_URL_DIR=$MEM_URLS ETCDLOCK_CONFORMANCE_BACKEND=mem node --test --test-concurrency=1 --test-reporter=spec test/conformance.test.js

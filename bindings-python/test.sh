@@ -40,4 +40,7 @@ cd "$HERE"
 "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@" tests
 
 echo "== pytest: the conformance table on the in-process etcd (mem://)"
-ETCDLOCK_CONFORMANCE_BACKEND=mem "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@" tests/test_conformance.py
+# Where the in-process store writes its URL; removed when the run ends.
+MEM_URLS=$(mktemp -d)
+trap 'rm -rf "$MEM_URLS"' EXIT
+ETCDLOCK_MEM_URL_DIR=$MEM_URLS ETCDLOCK_CONFORMANCE_BACKEND=mem "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@" tests/test_conformance.py
