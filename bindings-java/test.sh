@@ -53,6 +53,7 @@ TOOLCHAINS="$CARGO_TARGET_DIR/java-toolchains.xml"
 # Count only this run: with -fae a module skipped after a failure would leave old reports.
 rm -rf ./*/target/surefire-reports
 log=$(mktemp)
+trap 'rm -f "$log"' EXIT
 set +e
 # The suite loads a dev build of the JNI library, as the Python and Node suites
 # load theirs: it shares the dependency builds of the Rust suites, where a

@@ -423,7 +423,11 @@ export declare class Client implements AsyncDisposable {
    * `InvalidArgument`). Close it when done.
    */
   barrier(name: string, parties: number): Promise<Barrier>;
-  /** Revoke the lease (releases every lock: their `lost` resolves `ClientClosed`). Idempotent. */
+  /**
+   * Revoke the lease (releases every lock: their `lost` resolves `ClientClosed`) and close the connection to
+   * etcd. Every pending `lock()` and recipe wait on this client rejects with code `Closed` at once. Settles
+   * within `requestTimeout`, whatever etcd does. Idempotent.
+   */
   close(): Promise<void>;
   /** Same as `close()`; used by `await using`. */
   [Symbol.asyncDispose](): Promise<void>;

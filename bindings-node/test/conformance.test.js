@@ -153,6 +153,7 @@ async function runSteps(c, priv) {
     assert.ok(guards.has(v), `no guard ${v} (an earlier step did not keep it)`);
     return guards.get(v);
   };
+  const calls = new Map(); // `"background": true` calls (their settle Promises) by their `as`
   const syncs = new Map(); // latches and barriers by their `as`
   const sync = (v) => {
     assert.ok(syncs.has(v), `no latch or barrier ${v} (an earlier step did not keep it)`);
@@ -197,9 +198,22 @@ async function runSteps(c, priv) {
           const cl = await client(who);
           const name = text(step.name, 'name');
           const opts = acquireOptions(step);
+          if (step.background) {
+            // Started, not awaited: `join` awaits it.
+            calls.set(step.as, settle(() => (opts ? cl.lock(name, opts) : cl.lock(name)), where));
+            break;
+          }
           const r = await settle(() => (opts ? cl.lock(name, opts) : cl.lock(name)), where);
           if (r.ok && step.as) guards.set(step.as, r.value);
           else if (r.ok) await r.value.unlock();
+          want(tokenOf(r));
+          break;
+        }
+        case 'join': {
+          assert.ok(calls.has(step.call), `${where}: no background call ${step.call}`);
+          const r = await calls.get(step.call);
+          calls.delete(step.call);
+          if (r.ok) guards.set(step.call, r.value);
           want(tokenOf(r));
           break;
         }
@@ -272,9 +286,18 @@ async function runSteps(c, priv) {
           want(s === 'held' || s === 'released' ? s : 'lost');
           break;
         }
-        case 'keys':
-          want(await countKeys(`${ns}${text(step.name, 'name')}/`));
+        case 'keys': {
+          const prefix = `${ns}${text(step.name, 'name')}/`;
+          let n = await countKeys(prefix);
+          // With `await`: until the count is the table's (the step's within_ms bounds the wait).
+          const until = t0 + (step.await ? step.within_ms : 0);
+          while (n !== expect && performance.now() < until) {
+            await new Promise((r) => setTimeout(r, 10));
+            n = await countKeys(prefix);
+          }
+          want(n);
           break;
+        }
         case 'delete_outside':
           await etcdctl(['del', '--prefix', `${ns}${text(step.name, 'name')}/`]);
           break;

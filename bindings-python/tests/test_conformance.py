@@ -21,6 +21,7 @@ import math
 import os
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -44,7 +45,8 @@ MEM = os.environ.get("ETCDLOCK_CONFORMANCE_BACKEND") == "mem"
 MEM_STORE = "conformance"
 if MEM:
     # Where the in-process store writes its URL (read by the raw steps).
-    os.environ.setdefault("ETCDLOCK_MEM_URL_DIR", tempfile.mkdtemp(prefix="etcdlock-mem-"))
+    if "ETCDLOCK_MEM_URL_DIR" not in os.environ:  # test.sh sets it (and removes it)
+        os.environ["ETCDLOCK_MEM_URL_DIR"] = tempfile.mkdtemp(prefix="etcdlock-mem-")
 MINE = [c for c in CASES if listed(c) and not (MEM and c.get("etcd_only"))]
 CONFORMANCE.update(lang=LANG + (" (mem)" if MEM else ""), total=len(CASES), listed=[c["id"] for c in MINE], ran=[])
 
@@ -161,6 +163,8 @@ class Run:
         self.ns = f"conf-py-{self.id}-{uuid.uuid4().hex[:8]}/"
         self.clients: Dict[str, etcdlock.Client] = {}
         self.guards: Dict[str, Any] = {}
+        # Calls started with `"background": true` (a thread each), awaited by `join`.
+        self.calls: Dict[str, Tuple[threading.Thread, List[Tuple[Any, Any]]]] = {}
 
     def connect(self, options: Dict[str, Any]) -> etcdlock.Client:
         kw: Dict[str, Any] = {"endpoints": list(self.endpoints), "namespace": self.ns, "ttl": 10}
@@ -203,7 +207,23 @@ class Run:
         def check(got: Any) -> None:
             assert got == want, f"case {self.id} step {i} ({op}): got {got!r}, the table says {want!r}"
 
-        if op == "connect":
+        if op == "lock" and step.get("background"):
+            c = self.clients[who]
+            name = text(step["name"])
+            t0: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
+            result: List[Tuple[Any, Any]] = []
+            th = threading.Thread(target=lambda: result.append(outcome(lambda: c.acquire(name, timeout=t0))), daemon=True)
+            th.start()
+            self.calls[step["as"]] = (th, result)
+        elif op == "join":
+            th, result = self.calls.pop(step["call"])
+            th.join(step.get("within_ms", 60000) / 1000 + 1)
+            assert result, f"case {self.id} step {i}: the background call {step['call']} has not returned"
+            got, g = result[0]
+            if g is not None:
+                self.guards[step["call"]] = g
+            check(got)
+        elif op == "connect":
             got, c = outcome(lambda: self.connect(step["options"]))
             if c is not None:
                 self.clients[who] = c
@@ -267,8 +287,18 @@ class Run:
         elif op == "keys":
             # etcd's own count of the range (etcdctl 3.4 has no --count-only;
             # the JSON response carries `count`, left out when it is 0).
-            out = etcdctl(raw_endpoints(self.endpoints), "get", "--prefix", "--keys-only", "-w", "json", self.prefix(step))
-            check(int(json.loads(out).get("count", 0)))
+            def count() -> int:
+                out = etcdctl(raw_endpoints(self.endpoints), "get", "--prefix", "--keys-only", "-w", "json", self.prefix(step))
+                return int(json.loads(out).get("count", 0))
+
+            n = count()
+            if step.get("await"):
+                # Until the count is the table's (the step's within_ms bounds the wait).
+                until = time.monotonic() + step["within_ms"] / 1000
+                while n != want and time.monotonic() < until:
+                    time.sleep(0.01)
+                    n = count()
+            check(n)
         elif op == "delete_outside":
             etcdctl(raw_endpoints(self.endpoints), "del", "--prefix", self.prefix(step))
         elif op == "await_lost":
@@ -338,18 +368,23 @@ def test_case(case: Dict[str, Any], endpoints: List[str]) -> None:
 
 
 DEADLINE = [c for c in MINE if c["id"].startswith("deadline-")]
+# Through AsyncClient too: the deadline cases, and closing a client its tasks wait on.
+ASYNC = DEADLINE + [c for c in MINE if c["id"] == "close-while-waiting"]
 
 
 class AsyncRun:
-    """The deadline cases through `AsyncClient`: the same bounds hold for a
+    """Cases through `AsyncClient` (`ASYNC`): the same bounds hold for a
     coroutine as for a blocking call (the steps these cases use only)."""
 
-    def __init__(self, case: Dict[str, Any]) -> None:
+    def __init__(self, case: Dict[str, Any], endpoints: List[str]) -> None:
         self.id: str = case["id"]
-        self.private = PrivateEtcd()
+        self.private = PrivateEtcd() if case.get("etcd") == "private" else None
+        self.endpoints = self.private.endpoints if self.private else (["mem://" + MEM_STORE] if MEM else endpoints)
         self.ns = f"conf-pyasync-{self.id}-{uuid.uuid4().hex[:8]}/"
         self.clients: Dict[str, etcdlock.AsyncClient] = {}
         self.guards: Dict[str, Any] = {}
+        # `"background": true` calls (asyncio tasks), awaited by `join`.
+        self.calls: Dict[str, "asyncio.Task[Tuple[Any, Any]]"] = {}
 
     async def outcome(self, coro: Any) -> Tuple[Any, Any]:
         try:
@@ -358,7 +393,7 @@ class AsyncRun:
             return e.code, None
 
     def client(self, options: Dict[str, Any]) -> etcdlock.AsyncClient:
-        kw: Dict[str, Any] = {"endpoints": self.private.endpoints, "namespace": self.ns, "ttl": 10}
+        kw: Dict[str, Any] = {"endpoints": list(self.endpoints), "namespace": self.ns, "ttl": 10}
         for k, v in options.items():
             key = {"connect_timeout_ms": "connect_timeout", "request_timeout_ms": "request_timeout"}[k]
             kw[key] = seconds(v)
@@ -367,6 +402,7 @@ class AsyncRun:
     async def step(self, i: int, step: Dict[str, Any]) -> None:
         op = step["op"]
         if op == "etcd":
+            assert self.private, f"case {self.id}: the etcd op needs \"etcd\": \"private\""
             await asyncio.to_thread(self.private.act, step)
             return
         who = step.get("client", "a")
@@ -378,11 +414,35 @@ class AsyncRun:
             got, c = await self.outcome(self.client(step["options"]).connect())
             if c is not None:
                 self.clients[who] = c
+        elif op == "lock" and step.get("background"):
+            t0: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
+            self.calls[step["as"]] = asyncio.create_task(self.outcome(self.clients[who].acquire(text(step["name"]), timeout=t0)))
+            return
+        elif op == "join":
+            got, g = await self.calls.pop(step["call"])
+            if g is not None:
+                self.guards[step["call"]] = g
         elif op == "lock":
             t: Optional[float] = seconds(step["timeout_ms"]) if "timeout_ms" in step else None
-            got, g = await self.outcome(self.clients[who].acquire(text(step["name"]), timeout=t))
+            got, g = await self.outcome(self.clients[who].acquire(text(step["name"]), timeout=t, **extras(step)))
             if g is not None and "as" in step:
                 self.guards[step["as"]] = g
+        elif op == "state":
+            got = self.guards[step["guard"]].state
+        elif op == "close":
+            got, _ = await self.outcome(self.clients[who].close())
+        elif op == "keys":
+            prefix = f"{self.ns}{text(step['name'])}/"
+
+            def count() -> int:
+                out = etcdctl(raw_endpoints(self.endpoints), "get", "--prefix", "--keys-only", "-w", "json", prefix)
+                return int(json.loads(out).get("count", 0))
+
+            got = await asyncio.to_thread(count)
+            until = time.monotonic() + (step["within_ms"] / 1000 if step.get("await") else 0)
+            while got != want and time.monotonic() < until:
+                await asyncio.sleep(0.01)
+                got = await asyncio.to_thread(count)
         elif op == "try_lock":
             got, g = await self.outcome(self.clients[who].try_lock(text(step["name"])))
             if got == "ok" and g is None:
@@ -402,13 +462,14 @@ class AsyncRun:
                 await c.close()
             except etcdlock.LockError:
                 pass
-        self.private.stop()
+        if self.private:
+            self.private.stop()
 
 
-@pytest.mark.parametrize("case", DEADLINE, ids=[c["id"] for c in DEADLINE])
-def test_deadline_case_asyncio(case: Dict[str, Any]) -> None:
+@pytest.mark.parametrize("case", ASYNC, ids=[c["id"] for c in ASYNC])
+def test_case_asyncio(case: Dict[str, Any], endpoints: List[str]) -> None:
     async def main() -> None:
-        run = AsyncRun(case)
+        run = AsyncRun(case, endpoints)
         try:
             for i, step in enumerate(case["steps"]):
                 await run.step(i, step)

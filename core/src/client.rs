@@ -140,7 +140,8 @@ impl Client {
         if !opts.lazy_connect {
             transport.connect(deadline).await?;
         }
-        let closed = CancellationToken::new();
+        // Closing the client also ends its lock waits' requests (Transport::call_in_slot).
+        let closed = transport.closing.clone();
         let hub = WatchHub::start(transport.clone(), &handle, closed.clone());
         let inner = Arc::new(Inner {
             transport,
@@ -268,15 +269,39 @@ impl Client {
 
     /// Close the client: revoke the session's lease (which releases every lock it
     /// holds at once), report `ClientClosed` to their guards, refuse further
-    /// calls with `Closed`, and close the connection to etcd (a plaintext
-    /// member's before this returns; with TLS, when the last handle to the
-    /// client is dropped). Idempotent.
+    /// calls with `Closed`, and close the connection to etcd, though handles
+    /// to this client live on (a plaintext member's before this returns; a
+    /// TLS member's as soon as the requests still on it end). Idempotent.
     pub async fn close(&self) {
         if self.inner.closed.is_cancelled() {
             return;
         }
+        // One bound for all of it, as for any call that is not a lock wait:
+        // the revokes and the connection's close share the request timeout,
+        // whatever etcd does (hung, down, slow).
+        let until = Instant::now() + self.inner.transport.request_timeout;
+        // Every lock wait of this client ends `Closed` now, also one whose
+        // request is retrying while etcd is away (and one granting a lease
+        // in the session slot taken below).
         self.inner.closed.cancel();
-        let s = self.inner.session.lock().await.take();
+        let slot = tokio::time::timeout_at(until.into(), self.inner.session.lock()).await;
+        let Ok(mut slot) = slot else {
+            // A try_lock or guarded call is granting a lease with etcd slow:
+            // its session, if it gets one, is ended when the grant is done.
+            let c = self.clone();
+            self.inner.handle.spawn(async move {
+                let s = c.inner.session.lock().await.take();
+                let t = c.inner.transport.clone();
+                if let Some(s) = s {
+                    s.mark_lost(LossReason::ClientClosed);
+                    let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+                }
+                t.shut(Instant::now() + t.request_timeout).await;
+            });
+            return;
+        };
+        let s = slot.take();
+        drop(slot);
         if let Some(s) = s {
             s.mark_lost(LossReason::ClientClosed);
             if self.inner.pid != crate::runtime::current_pid() {
@@ -288,21 +313,25 @@ impl Client {
                 let t = self.inner.transport.clone();
                 self.inner.handle.spawn(async move {
                     let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
-                    t.shut().await;
+                    t.shut(Instant::now() + t.request_timeout).await;
                 });
                 return;
             }
-            // A clean end: the lock-delays of this session's holds do not apply.
-            for id in s.delay_lease_ids() {
-                let _ = self.inner.transport.call_lease(self.request_bound(), &mut false, move |mut c| async move { c.revoke(id).await }).await;
-            }
-            let _ = self.inner.transport.call_lease(self.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+            let t = &self.inner.transport;
+            let bound = Bound::Request(until);
+            // A clean end: the lock-delays of this session's holds do not
+            // apply (their leases go first, together, then the session's).
+            let delays = s.delay_lease_ids().into_iter().map(|id| async move {
+                let _ = t.call_lease(bound, &mut false, move |mut c| async move { c.revoke(id).await }).await;
+            });
+            futures_util::future::join_all(delays).await;
+            let _ = t.call_lease(bound, &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
         } else if self.inner.pid != crate::runtime::current_pid() {
             return;
         }
         // The connection goes now, not when the last handle to this client is
         // dropped (in Java, Python and Node: when garbage collection frees it).
-        self.inner.transport.shut().await;
+        self.inner.transport.shut(until).await;
     }
 
     /// The lease that carries the lock-delay records of `session`'s holds

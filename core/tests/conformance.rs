@@ -120,6 +120,15 @@ fn acquire_opts(step: &Value) -> etcdlock::Result<LockOptions> {
     etcdlock::bridge::acquire_options(ms("timeout_ms"), extras, etcdlock::bridge::Unit::Millis)
 }
 
+/// etcd's own count of the keys under `prefix`.
+async fn count_keys(c: &Client, prefix: &str) -> i64 {
+    c.etcd()
+        .get(prefix, Some(GetOptions::new().with_prefix().with_count_only()))
+        .await
+        .unwrap()
+        .count()
+}
+
 fn state(g: &Guard) -> &'static str {
     match g.state() {
         GuardState::Held => "held",
@@ -145,6 +154,8 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
     let mut multis: HashMap<String, etcdlock::MultiGuard> = HashMap::new();
     let mut latches: HashMap<String, etcdlock::Latch> = HashMap::new();
     let mut barriers: HashMap<String, etcdlock::Barrier> = HashMap::new();
+    // Calls started with `"background": true`, awaited by `join`.
+    let mut calls: HashMap<String, tokio::task::JoinHandle<etcdlock::Result<Guard>>> = HashMap::new();
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let op = step["op"].as_str().unwrap();
         let who = step
@@ -196,6 +207,21 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 want(&outcome(&r));
                 if let Ok(c) = r {
                     clients.insert(who, c);
+                }
+            }
+            "lock" if step.get("background").and_then(Value::as_bool) == Some(true) => {
+                let c = clients[&who].clone();
+                let name = text(&step["name"]).expect("a name Rust can express");
+                let opts = acquire_opts(step).expect("a background lock's options are valid");
+                let var = step["as"].as_str().expect("a background call names itself with `as`");
+                calls.insert(var.into(), tokio::spawn(async move { c.lock_with(&name, opts).await }));
+            }
+            "join" => {
+                let var = step["call"].as_str().unwrap();
+                let r = calls.remove(var).unwrap_or_else(|| panic!("case {id}: no background call {var}")).await.expect("the call's task");
+                want(&outcome(&r));
+                if let Ok(g) = r {
+                    guards.insert(var.into(), g);
                 }
             }
             "lock" | "try_lock" => {
@@ -293,15 +319,15 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
             "keys" => {
                 let c = &clients[&who];
                 let prefix = format!("{ns}{}/", text(&step["name"]).unwrap());
-                let n = c
-                    .etcd()
-                    .get(
-                        prefix,
-                        Some(GetOptions::new().with_prefix().with_count_only()),
-                    )
-                    .await
-                    .unwrap()
-                    .count();
+                let mut n = count_keys(c, &prefix).await;
+                if step.get("await").and_then(Value::as_bool) == Some(true) {
+                    // Until the count is the table's (the step's within_ms bounds the wait).
+                    let until = started + Duration::from_millis(step["within_ms"].as_u64().expect("an awaited keys step has within_ms"));
+                    while expect.as_i64() != Some(n) && Instant::now() < until {
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        n = count_keys(c, &prefix).await;
+                    }
+                }
                 want(&n.to_string());
             }
             "delete_outside" => {

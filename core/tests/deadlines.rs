@@ -209,3 +209,36 @@ async fn renewal_failing_is_signalled_before_the_loss_and_recovery_after() {
     assert!(g.is_held(), "{:?}", g.loss());
     g.unlock().await.unwrap();
 }
+
+/// A lock call that must open a new session while etcd is down retries its
+/// lease grant for as long as etcd is away, holding the client's session
+/// slot; closing the client ends it with `Closed` at once, and close itself
+/// returns within the request timeout (it does not wait for that slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_a_wait_granting_a_lease_while_etcd_is_down() {
+    let mut etcd = Etcd::single();
+    let ns = unique_ns("close-grant");
+    let o = etcdlock::ClientOptions { request_timeout: Duration::from_secs(1), ..opts(&etcd, &ns, 2) };
+    let c = Client::connect(o).await.unwrap();
+    let g = c.lock("held").await.unwrap();
+    etcd.kill(0);
+    // The session ends at its local deadline (TTL 2 s less the margin).
+    let lost = tokio::time::timeout(Duration::from_secs(4), g.wait_lost()).await.expect("the hold ends with etcd down");
+    assert!(lost.is_some());
+    let waiter = tokio::spawn({
+        let c = c.clone();
+        async move { c.lock("jobs").await }
+    });
+    // Not an assertion's wait: time for the call to reach its lease grant
+    // (were close first, it would say Closed at once, and this test would
+    // prove less, never fail).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "the lock call waits for etcd");
+    let t0 = Instant::now();
+    tokio::time::timeout(Duration::from_secs(5), c.close()).await.expect("close returned within 5 s");
+    let took = t0.elapsed();
+    let r = tokio::time::timeout(Duration::from_millis(700), waiter).await.expect("the waiter ended after close").unwrap();
+    println!("close took {took:?}; the waiter: {:?}", r.as_ref().map(|_| ()).map_err(|e| e.code()));
+    assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
+    assert!(took <= Duration::from_millis(1700), "close took {took:?}, its bound is the request timeout (1 s)");
+}

@@ -135,6 +135,23 @@ async fn refused(p: &Printed, o: ClientOptions, what: &str) -> etcdlock::Error {
     }
 }
 
+/// This process's established TCP connections to 127.0.0.1:`port`.
+fn connections_to(port: u16) -> usize {
+    let ours: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| Some(l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
+        .collect();
+    let tcp = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
+    tcp.lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() > 9 && f[3] == "01" && ours.contains(f[9]))
+        .filter(|f| f[2].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port))
+        .count()
+}
+
 async fn tls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
     let etcd = Etcd::start(Config {
         members: 1,
@@ -151,7 +168,21 @@ async fn tls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
     let c = Client::connect(base(eps.clone(), "tls/").with_tls(tls(Some(&pki.ca), None, None))).await.expect("TLS connect");
     let token = lock_roundtrip(&c, "a").await.expect("lock over TLS");
     assert!(token > 0);
+    // close() closes the TLS connection while a handle to the client lives on
+    // (a binding's object that garbage collection has not freed yet).
+    let port = etcd.members[0].client_port;
+    let alive = c.clone();
+    assert_eq!(connections_to(port), 1, "one TLS connection for requests, keep-alives and watches");
     c.close().await;
+    let until = Instant::now() + Duration::from_secs(2);
+    while connections_to(port) > 0 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(connections_to(port), 0, "the TLS connection outlived close() by 2 s");
+    assert_eq!(alive.lock("a").await.unwrap_err().code(), ErrorCode::Closed);
+    assert!(alive.etcd().get("a", None).await.is_err(), "the raw client of a closed client fails");
+    assert_eq!(connections_to(port), 0, "nothing connects again through the closed client");
+    drop(alive);
     // host:port with TLS options is upgraded to https and works too.
     let hp = format!("127.0.0.1:{}", etcd.members[0].client_port);
     let c = Client::connect(base(vec![hp.clone()], "tls/").with_tls(tls(Some(&pki.ca), None, None))).await.expect("host:port TLS");
@@ -189,7 +220,7 @@ async fn tls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
     let e = refused(p, base(eps.clone(), "tls/").with_tls(tls(Some(&pki.server_key.with_extension("csr")), None, None)), "CSR as CA").await;
     assert!(matches!(e.code(), ErrorCode::Unavailable | ErrorCode::InvalidArgument), "{e}");
     codes.push(format!("CSR given as CA: {}", e.code()));
-    format!("server-only TLS: lock/put/unlock ok (https and host:port); fail closed: {}", codes.join(", "))
+    format!("server-only TLS: lock/put/unlock ok (https and host:port), close() closes the connection; fail closed: {}", codes.join(", "))
 }
 
 async fn mtls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {

@@ -243,7 +243,9 @@ def gen_case(idx: int, case) -> str:
                 lines.append("        etcdlock_buffer_free(v);")
             lines.append("    }")
         elif op == "close":
-            lines.append(f"    etcdlock_client_free(cl[{who}]); cl[{who}] = NULL;")
+            # C's close is the free (it closes, then frees); rc = for the timing bracket.
+            lines.append(f"    rc = (etcdlock_client_free(cl[{who}]), ETCDLOCK_OK); cl[{who}] = NULL;")
+            lines.append(f"    check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
         elif op == "state":
             lines.append(f"    check_str(id, {i}, guard_state(g_{st['guard']}), {c_bytes(exp.encode())});")
         elif op == "keys":

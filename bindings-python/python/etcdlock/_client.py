@@ -335,7 +335,9 @@ class Client:
         """Close the client: revoke its lease, which releases every lock it
         holds (their guards report ``ClientClosed``), and close its
         connection to etcd now, not when the object is garbage-collected.
-        Idempotent."""
+        Every ``acquire`` waiting on this client in another thread raises
+        :class:`ClosedError` at once. Returns within ``request_timeout``,
+        whatever etcd does. Idempotent."""
         if self._pid == os.getpid():
             self._native.close()
         _live_clients.discard(self._native)

@@ -87,6 +87,10 @@ impl Closer {
         Live(self.clone())
     }
 
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
     /// Close every connection and wait (at most `bound`) until their sockets are.
     pub(crate) async fn close(&self, bound: Duration) {
         self.closed.cancel();

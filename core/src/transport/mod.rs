@@ -53,6 +53,10 @@ pub(crate) struct Transport {
     direct: Option<direct::DirectOptions>,
     /// What [`Transport::shut`] closes.
     closer: Arc<direct::Closer>,
+    /// Cancelled when the client starts closing (it is the client's `closed`):
+    /// a lock wait's request, which may otherwise retry for as long as etcd is
+    /// away, ends `Closed` at once.
+    pub(crate) closing: tokio_util::sync::CancellationToken,
 }
 
 impl Transport {
@@ -71,6 +75,7 @@ impl Transport {
             benched_tx: tokio::sync::watch::channel(0).0,
             direct: None,
             closer: direct::Closer::new(),
+            closing: Default::default(),
         }
     }
 
@@ -91,13 +96,60 @@ impl Transport {
     }
 
     /// Close the connections, for good (the client has closed): a direct
-    /// member's socket is closed when this returns (within the request
-    /// timeout), whoever still holds its client (a binding's client object
+    /// member's socket is closed when this returns (waiting at most until
+    /// `until`), whoever still holds its client (a binding's client object
     /// that garbage collection has not freed yet), and no request connects
     /// again; they fail `Unavailable`. A member on etcd-client's own channel
-    /// (TLS) closes when its client is dropped.
-    pub(crate) async fn shut(&self) {
-        self.closer.close(self.request_timeout).await;
+    /// (TLS) has its client dropped here: its connection closes as soon as
+    /// the requests still on it end (tonic closes a channel with its last
+    /// handle), unless the application keeps a raw client from
+    /// [`crate::Client::etcd`].
+    pub(crate) async fn shut(&self, until: Instant) {
+        self.closer.close(until.saturating_duration_since(Instant::now())).await;
+        for (i, m) in self.members.iter().enumerate() {
+            if self.direct.is_some() && self.plain_url(i).is_some() {
+                continue; // its channel refuses from now on
+            }
+            if m.client.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+                continue;
+            }
+            // In its place, a client whose requests fail `Unavailable` (what
+            // `Client::etcd` gives after close), never connecting.
+            let refusing = self.refusing_client().await;
+            let old = std::mem::replace(&mut *m.client.lock().unwrap_or_else(|p| p.into_inner()), refusing);
+            drop(old);
+        }
+    }
+
+    /// An etcd-client client on a direct channel of this closed transport:
+    /// every request fails at once, and nothing is ever connected.
+    async fn refusing_client(&self) -> Option<etcd_client::Client> {
+        const NOWHERE: &str = "http://127.0.0.1:1";
+        let d = direct::Direct {
+            url: http::Uri::from_static(NOWHERE),
+            options: direct::DirectOptions {
+                connect_timeout: self.request_timeout,
+                keep_alive_interval: Duration::from_secs(5),
+                keep_alive_timeout: self.request_timeout,
+                closer: self.closer.clone(),
+            },
+        };
+        etcd_client::Client::connect_with_balanced_channel([NOWHERE], None, d).await.ok()
+    }
+
+    /// Member `i`'s URL as `http://`, or `None` for a TLS member.
+    fn plain_url(&self, i: usize) -> Option<String> {
+        let url = &self.members[i].url;
+        match url.split_once("://") {
+            None => Some(format!("http://{url}")),
+            Some(("http", _)) => Some(url.clone()),
+            Some(_) => None,
+        }
+    }
+
+    /// What a member refuses to connect with once the transport is shut.
+    fn shut_error() -> etcd_client::Error {
+        etcd_client::Error::IoError(std::io::Error::new(std::io::ErrorKind::NotConnected, "the client was closed"))
     }
 
     /// Changes whenever a member is benched.
@@ -133,12 +185,11 @@ impl Transport {
         if let Some(c) = m.client.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
             return Ok(pick(c));
         }
+        if self.closer.is_closed() {
+            return Err(Self::shut_error());
+        }
         // Boxed: connecting is rare, and its future would make every request's larger.
-        let plain = match m.url.split_once("://") {
-            None => Some(format!("http://{}", m.url)),
-            Some(("http", _)) => Some(m.url.clone()),
-            Some(_) => None,
-        };
+        let plain = self.plain_url(i);
         let c = match (&self.direct, plain) {
             (Some(o), Some(url)) => {
                 let d = direct::Direct {
@@ -152,6 +203,12 @@ impl Transport {
         };
         let out = pick(&c);
         *m.client.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
+        // Shut while this connected: `shut` took the clients out after
+        // closing, so either it took this one, or this sees it closed.
+        if self.closer.is_closed() {
+            drop(m.client.lock().unwrap_or_else(|p| p.into_inner()).take());
+            return Err(Self::shut_error());
+        }
         Ok(out)
     }
 
@@ -429,12 +486,18 @@ impl Transport {
             return Ok((p, bound));
         }
         match bound {
-            Bound::Wait(None) => Ok((self.inflight.clone().acquire_owned().await.map_err(|_| closed())?, bound)),
+            Bound::Wait(None) => tokio::select! {
+                biased;
+                p = self.inflight.clone().acquire_owned() => Ok((p.map_err(|_| closed())?, bound)),
+                _ = self.closing.cancelled() => Err(Error::new(ErrorCode::Closed, "the client was closed")),
+            },
             Bound::Wait(Some(give_up)) => {
-                match tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.clone().acquire_owned()).await {
-                    Ok(Ok(p)) => Ok((p, bound)),
-                    Ok(Err(_)) => Err(closed()),
-                    Err(_) => Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client")),
+                let slot = tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.clone().acquire_owned());
+                match tokio::select! { biased; r = slot => Some(r), _ = self.closing.cancelled() => None } {
+                    Some(Ok(Ok(p))) => Ok((p, bound)),
+                    Some(Ok(Err(_))) => Err(closed()),
+                    Some(Err(_)) => Err(Error::new(ErrorCode::Timeout, "the deadline passed while the request waited for a free slot in this client")),
+                    None => Err(Error::new(ErrorCode::Closed, "the client was closed")),
                 }
             }
             Bound::Request(end) => {
@@ -446,8 +509,40 @@ impl Transport {
     }
 
     /// [`Transport::call`] in a slot already taken; `op` gets what `pick`
-    /// takes from the member's client.
+    /// takes from the member's client. A lock wait's request (`Bound::Wait`)
+    /// ends `Closed` as soon as the client closes: without a deadline it would
+    /// retry for as long as etcd is away, and closing must end every wait.
     pub(crate) async fn call_in_slot<C, T, F, Fut>(
+        &self,
+        slot: tokio::sync::OwnedSemaphorePermit,
+        bound: Bound,
+        uncertain: &mut bool,
+        pick: fn(&etcd_client::Client) -> C,
+        op: F,
+    ) -> Result<T>
+    where
+        F: FnMut(C) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        match bound {
+            Bound::Request(_) => self.attempts(slot, bound, uncertain, pick, op).await,
+            Bound::Wait(_) => {
+                let closed = || Error::new(ErrorCode::Closed, "the client was closed");
+                if self.closing.is_cancelled() {
+                    return Err(closed());
+                }
+                tokio::select! {
+                    biased;
+                    r = self.attempts(slot, bound, uncertain, pick, op) => r,
+                    _ = self.closing.cancelled() => Err(closed()),
+                }
+            }
+        }
+    }
+
+    /// The attempts of [`Transport::call_in_slot`], member after member, until
+    /// one answers or the bound ends.
+    async fn attempts<C, T, F, Fut>(
         &self,
         _slot: tokio::sync::OwnedSemaphorePermit,
         bound: Bound,

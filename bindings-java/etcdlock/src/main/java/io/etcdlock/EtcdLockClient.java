@@ -553,7 +553,8 @@ public final class EtcdLockClient implements AutoCloseable {
     /**
      * Close the client: revoke its lease (which releases every lock it holds at once),
      * report {@link LossReason#CLIENT_CLOSED} to held guards, fail waiting calls with
-     * {@link ClosedException}. Idempotent.
+     * {@link ClosedException} at once (also one retrying while etcd is away), and close the
+     * connection to etcd. Returns within the request timeout, whatever etcd does. Idempotent.
      */
     @Override
     public void close() {

@@ -199,6 +199,8 @@ class ConformanceTest {
         final Map<String, Leadership> leaderships = new HashMap<>();
         final Map<String, EtcdLatch> latches = new HashMap<>();
         final Map<String, EtcdBarrier> barriers = new HashMap<>();
+        /** Calls started with {@code "background": true}: their outcome token and guard, for {@code join}. */
+        final Map<String, CompletableFuture<Object[]>> calls = new HashMap<>();
         /** The case's own etcd ({@code "etcd": "private"}), else null: the shared one. */
         EtcdExtension.Etcd privateEtcd;
         /** A raw jetcd client on the private etcd, made on first use. */
@@ -398,6 +400,21 @@ class ConformanceTest {
                     break;
                 }
                 case "lock": {
+                    if (step.path("background").asBoolean(false)) {
+                        // A worker thread blocked in acquire, as an application's would; `join` awaits it.
+                        String name = text(step.get("name"));
+                        Duration d = timeout(step);
+                        CompletableFuture<Object[]> call = new CompletableFuture<>();
+                        Thread worker = new Thread(() -> {
+                            LockGuard[] bg = new LockGuard[1];
+                            String r = ConformanceTest.outcome(() -> bg[0] = d == null ? cl.acquire(name) : cl.acquire(name, d));
+                            call.complete(new Object[] {r, bg[0]});
+                        }, "conformance-" + id + "-" + step.get("as").asText());
+                        worker.setDaemon(true);
+                        worker.start();
+                        calls.put(step.get("as").asText(), call);
+                        return;
+                    }
                     String name = text(step.get("name"));
                     JsonNode t = step.get("timeout_ms");
                     LockGuard[] g = new LockGuard[1];
@@ -417,6 +434,26 @@ class ConformanceTest {
                         throw new NotExpressible("timeout " + t + " (acquire takes a Duration)");
                     }
                     keep(step, g[0]);
+                    break;
+                }
+                case "join": {
+                    String var = step.get("call").asText();
+                    CompletableFuture<Object[]> call = calls.remove(var);
+                    if (call == null) {
+                        throw new IllegalArgumentException(where + ": no background call " + var);
+                    }
+                    long t0 = System.nanoTime();
+                    Object[] r;
+                    try {
+                        r = call.get(step.path("within_ms").asLong(60_000) + 1000, TimeUnit.MILLISECONDS);
+                    } catch (TimeoutException e) {
+                        throw new AssertionError(where + ": the background call " + var + " has not returned");
+                    }
+                    tookNanos = System.nanoTime() - t0;
+                    got = (String) r[0];
+                    if (r[1] != null) {
+                        guards.put(var, (LockGuard) r[1]);
+                    }
                     break;
                 }
                 case "try_lock": {
@@ -547,11 +584,18 @@ class ConformanceTest {
                     got = g.isHeld() ? "held" : g.lossReason().isPresent() ? "lost" : "released";
                     break;
                 }
-                case "keys":
-                    got = Long.toString(raw().getKVClient()
-                            .get(bs(prefix(step)), GetOption.newBuilder().isPrefix(true).withCountOnly(true).build())
-                            .get(10, TimeUnit.SECONDS).getCount());
+                case "keys": {
+                    long t0 = System.nanoTime();
+                    // With `await`: until the count is the table's (the step's within_ms bounds the wait).
+                    long until = t0 + TimeUnit.MILLISECONDS.toNanos(step.path("await").asBoolean(false) ? step.get("within_ms").asLong() : 0);
+                    got = countKeys(step);
+                    while (!got.equals(want) && System.nanoTime() < until) {
+                        Thread.sleep(10);
+                        got = countKeys(step);
+                    }
+                    tookNanos = System.nanoTime() - t0;
                     break;
+                }
                 case "delete_outside":
                     raw().getKVClient().delete(bs(prefix(step)), DeleteOption.newBuilder().isPrefix(true).build())
                             .get(10, TimeUnit.SECONDS);
@@ -736,6 +780,13 @@ class ConformanceTest {
                 }
             }
             return b.build();
+        }
+
+        /** etcd's own count of the keys under the step's lock prefix, as a decimal string. */
+        String countKeys(JsonNode step) throws Exception {
+            return Long.toString(raw().getKVClient()
+                    .get(bs(prefix(step)), GetOption.newBuilder().isPrefix(true).withCountOnly(true).build())
+                    .get(10, TimeUnit.SECONDS).getCount());
         }
 
         void keep(JsonNode step, LockGuard g) {
