@@ -120,7 +120,9 @@ def gen_case(idx: int, case) -> str:
         who = 1 if st.get("client") == "b" else 0
         exp = expect_of(st)
         lines.append(f"    /* step {i}: {op} */")
-        if op not in ("connect", "etcd"):
+        # Ops on a guard alone need no client (after a close, none is made
+        # again: with etcd hung, connecting would fail the step).
+        if op not in ("connect", "etcd", "state", "await_lost", "token_order", "unlock", "put", "get", "delete"):
             lines.append(f"    if (!cl[{who}] && !client_open(&cl[{who}], ns, NULL)) {{ fail(id, {i}, \"connect\", \"default client\"); goto done; }}")
         # await_lost's within_ms is its own wait bound (its argument), not a bound on a call.
         timed = op != "await_lost" and ("within_ms" in st or "at_least_ms" in st)
