@@ -98,11 +98,12 @@ async function settle(fn, where) {
 
 const tokenOf = (r) => (r.ok ? 'ok' : r.token);
 
-function etcdctl(args) {
+/** etcdctl against `eps`: the case's private etcd, else the shared store. */
+function etcdctl(args, eps = rawEndpoints()) {
   return new Promise((resolve, reject) => {
     execFile(
       'etcdctl',
-      ['--endpoints', rawEndpoints().join(','), ...args],
+      ['--endpoints', eps.join(','), ...args],
       { env: { ...process.env, ETCDCTL_API: '3' } },
       (err, stdout, stderr) => (err ? reject(new Error(`etcdctl ${args.join(' ')}: ${err.message}\n${stderr}`)) : resolve(stdout))
     );
@@ -110,8 +111,8 @@ function etcdctl(args) {
 }
 
 /** etcd's own count of the keys under `prefix` (the Range response's `count`; this etcdctl has no --count-only). */
-async function countKeys(prefix) {
-  const out = JSON.parse(await etcdctl(['get', '--prefix', '--keys-only', '-w', 'json', prefix]));
+async function countKeys(prefix, eps) {
+  const out = JSON.parse(await etcdctl(['get', '--prefix', '--keys-only', '-w', 'json', prefix], eps));
   return out.count ?? 0; // protobuf JSON leaves out a zero count
 }
 
@@ -288,18 +289,19 @@ async function runSteps(c, priv) {
         }
         case 'keys': {
           const prefix = `${ns}${text(step.name, 'name')}/`;
-          let n = await countKeys(prefix);
+          const eps = priv ? priv.endpoints : rawEndpoints();
+          let n = await countKeys(prefix, eps);
           // With `await`: until the count is the table's (the step's within_ms bounds the wait).
           const until = t0 + (step.await ? step.within_ms : 0);
           while (n !== expect && performance.now() < until) {
             await new Promise((r) => setTimeout(r, 10));
-            n = await countKeys(prefix);
+            n = await countKeys(prefix, eps);
           }
           want(n);
           break;
         }
         case 'delete_outside':
-          await etcdctl(['del', '--prefix', `${ns}${text(step.name, 'name')}/`]);
+          await etcdctl(['del', '--prefix', `${ns}${text(step.name, 'name')}/`], priv ? priv.endpoints : rawEndpoints());
           break;
         case 'await_lost': {
           const start = Date.now();
