@@ -51,7 +51,9 @@ public final class SpringStockDemo {
     public static Process startApp(String endpoints, boolean useLock, String javaHome, boolean virtualThreads,
             List<String> appArgs) throws Exception {
         String java = javaHome + File.separator + "bin" + File.separator + "java";
-        List<String> cmd = new ArrayList<>(List.of(java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn"));
+        // The app's temporary files (Tomcat's work directory) go where this JVM's do.
+        List<String> cmd = new ArrayList<>(List.of(java, "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-Djava.io.tmpdir=" + System.getProperty("java.io.tmpdir")));
         if (virtualThreads) {
             cmd.addAll(List.of("-Djdk.virtualThreadScheduler.parallelism=2", "--enable-native-access=ALL-UNNAMED"));
         }
