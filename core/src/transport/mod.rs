@@ -203,8 +203,8 @@ impl Transport {
         };
         let out = pick(&c);
         *m.client.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
-        // Shut while this connected: `shut` took the clients out after
-        // closing, so either it took this one, or this sees it closed.
+        // Shut while this connected: `shut` closes first, then replaces the
+        // clients it finds, so either it finds this one, or this sees it closed.
         if self.closer.is_closed() {
             drop(m.client.lock().unwrap_or_else(|p| p.into_inner()).take());
             return Err(Self::shut_error());
