@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use etcdlock::{Client, ClientOptions, ErrorCode, GuardState, LockOptions, LossReason};
-use etcdlock_testkit::Etcd;
+use etcdlock_testkit::{connections_to, Etcd};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
@@ -245,24 +245,6 @@ async fn close_releases_every_lock_and_reports_client_closed() {
     assert!(got.fencing_token() > g1.fencing_token());
     b.try_lock("y").await.unwrap();
     a.close().await; // idempotent
-}
-
-/// Sockets of this process connected to `port` (Linux: an ESTABLISHED entry
-/// of /proc/self/net/tcp whose inode is one of our file descriptors).
-fn connections_to(port: u16) -> usize {
-    let ours: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter_map(|l| Some(l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
-        .collect();
-    let tcp = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
-    tcp.lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|f| f.len() > 9 && f[3] == "01" && ours.contains(f[9]))
-        .filter(|f| f[2].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port))
-        .count()
 }
 
 #[tokio::test]

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcdlock::{Client, ClientOptions, ErrorCode, LockOptions, TlsOptions};
-use etcdlock_testkit::{etcdctl_bin, Config, Etcd};
+use etcdlock_testkit::{connections_to, etcdctl_bin, Config, Etcd};
 
 #[derive(Clone, Default)]
 struct Buf(Arc<Mutex<Vec<u8>>>);
@@ -133,23 +133,6 @@ async fn refused(p: &Printed, o: ClientOptions, what: &str) -> etcdlock::Error {
             e
         }
     }
-}
-
-/// This process's established TCP connections to 127.0.0.1:`port`.
-fn connections_to(port: u16) -> usize {
-    let ours: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter_map(|l| Some(l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
-        .collect();
-    let tcp = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
-    tcp.lines()
-        .skip(1)
-        .map(|l| l.split_whitespace().collect::<Vec<_>>())
-        .filter(|f| f.len() > 9 && f[3] == "01" && ours.contains(f[9]))
-        .filter(|f| f[2].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port))
-        .count()
 }
 
 async fn tls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {

@@ -430,6 +430,24 @@ fn wait_port(host: &str, port: u16, deadline: Instant) -> Result<(), String> {
     }
 }
 
+/// This process's established TCP connections to 127.0.0.1:`port` (Linux:
+/// its socket inodes in /proc/self/fd matched against /proc/self/net/tcp).
+pub fn connections_to(port: u16) -> usize {
+    let ours: std::collections::HashSet<String> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .filter_map(|l| Some(l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
+        .collect();
+    let tcp = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
+    tcp.lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|f| f.len() > 9 && f[3] == "01" && ours.contains(f[9]))
+        .filter(|f| f[2].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port))
+        .count()
+}
+
 /// A plain HTTP/1.0 GET on 127.0.0.1 (health, metrics).
 pub fn http_get(port: u16, path: &str) -> std::io::Result<String> {
     http_get_at("127.0.0.1", port, path)
