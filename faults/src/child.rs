@@ -222,13 +222,15 @@ async fn child_main(v: serde_json::Value) {
         v["endpoints"].as_array().expect("endpoints").iter().map(|e| e.as_str().unwrap_or_default().to_string()).collect();
     let ns = v["ns"].as_str().unwrap_or_default().to_string();
     let ttl = v["ttl"].as_i64().unwrap_or(2);
+    // TLS: the CA that signs etcd's certificate (the "holder" mode only).
+    let tls_ca = v["tls_ca"].as_str().map(std::path::PathBuf::from);
     match v["mode"].as_str().unwrap_or("holder") {
         "holder" => {
             let lock = v["lock"].as_str().unwrap_or("L").to_string();
             let rounds = v["rounds"].as_u64().unwrap_or(1);
             let id = format!("child{}", std::process::id());
             let rt = Duration::from_millis(v["request_timeout_ms"].as_u64().unwrap_or(2000));
-            let c = Client::connect(opts(&endpoints, &ns, ttl, rt)).await.expect("child connect");
+            let c = Client::connect(with_ca(opts(&endpoints, &ns, ttl, rt), tls_ca.as_deref())).await.expect("child connect");
             // The recipe the hold is taken with (the guard is always the one on `lock`).
             let kind = v["kind"].as_str().unwrap_or("mutex").to_string();
             for _ in 0..rounds {

@@ -12,6 +12,7 @@ pub mod checker;
 mod child;
 pub mod failpoint;
 pub mod history;
+pub mod infra;
 pub mod partition;
 pub mod proxy;
 pub mod report;
@@ -94,6 +95,14 @@ pub fn opts(endpoints: &[String], ns: &str, ttl: i64, request_timeout: Duration)
         .with_namespace(ns)
         .with_request_timeout(request_timeout)
         .with_connect_timeout(request_timeout.max(Duration::from_secs(2)))
+}
+
+/// `o` with TLS verified by the CA certificate `ca` (unchanged for `None`: plaintext).
+pub fn with_ca(o: ClientOptions, ca: Option<&std::path::Path>) -> ClientOptions {
+    match ca {
+        Some(ca) => o.with_tls(etcdlock::TlsOptions { ca: Some(ca.to_path_buf()), cert: None, key: None, domain: None }),
+        None => o,
+    }
 }
 
 /// The current store revision.
@@ -192,6 +201,8 @@ pub struct Workload {
     /// Never re-lock the lock a client just released (default false; it worked
     /// around a core bug fixed since, see tests/core_bugs.rs; ETCDLOCK_FAULTS_NO_RELOCK=1 sets it).
     pub avoid_immediate_relock: bool,
+    /// TLS: the CA certificate that signs etcd's (`https://` endpoints); None: plaintext.
+    pub tls_ca: Option<std::path::PathBuf>,
     /// A deliberately broken build, for the tests that prove the checkers
     /// catch it: the resource write skips the fencing compare (a plain put)
     /// and is recorded as accepted. Never set outside those tests.
@@ -213,6 +224,7 @@ impl Workload {
             client_prefix: format!("p{}-c", std::process::id()),
             max_acquisitions: 0,
             avoid_immediate_relock: std::env::var("ETCDLOCK_FAULTS_NO_RELOCK").is_ok(),
+            tls_ca: None,
             unfenced_writes: false,
         }
     }
@@ -234,7 +246,8 @@ impl Workload {
     async fn client_loop(&self, idx: usize, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
         let id = format!("{}{idx}", self.client_prefix);
         let mut rng = Rng::new(seed() ^ ((idx as u64 + 1) * 7919) ^ std::process::id() as u64);
-        let Some(client) = connect_until(opts(&self.endpoints, &self.ns, self.ttl, self.request_timeout), &counters, &stop).await else {
+        let o = with_ca(opts(&self.endpoints, &self.ns, self.ttl, self.request_timeout), self.tls_ca.as_deref());
+        let Some(client) = connect_until(o, &counters, &stop).await else {
             return;
         };
         let mut last: Option<u64> = None;

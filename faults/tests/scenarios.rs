@@ -134,3 +134,35 @@ fn scenario_14_recipes_holder_sigstop() {
 fn scenario_15_recipes_member_kill() {
     run(15)
 }
+#[test]
+fn scenario_26_grpc_proxy() {
+    run(26)
+}
+#[test]
+fn scenario_27_grpc_lb_goaway() {
+    run(27)
+}
+#[test]
+fn scenario_28_close_during_fault() {
+    run(28)
+}
+#[test]
+fn scenario_29_client_blackholed_tls() {
+    run(29)
+}
+#[test]
+fn scenario_30_member_kill_restart_tls() {
+    run(30)
+}
+#[test]
+fn scenario_31_leader_change_after_holder_death_tls() {
+    run(31)
+}
+#[test]
+fn scenario_32_grpc_lb_goaway_tls() {
+    run(32)
+}
+#[test]
+fn scenario_33_close_during_fault_tls() {
+    run(33)
+}

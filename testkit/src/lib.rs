@@ -90,6 +90,8 @@ pub struct Member {
     pub host: String,
     /// The cgroup v2 directory the member's process starts in (see [`Config::cgroups`]).
     pub cgroup: Option<PathBuf>,
+    /// The member's TLS client port (on `host`), when started by [`Etcd::start_tls`].
+    pub tls_port: Option<u16>,
     data_dir: PathBuf,
     child: Option<Child>,
     args: Vec<String>,
@@ -99,6 +101,10 @@ impl Member {
     /// `http://<host>:<client_port>`.
     pub fn endpoint(&self) -> String {
         format!("http://{}:{}", self.host, self.client_port)
+    }
+    /// `https://<host>:<tls_port>`, when started by [`Etcd::start_tls`].
+    pub fn tls_endpoint(&self) -> Option<String> {
+        self.tls_port.map(|p| format!("https://{}:{p}", self.host))
     }
     /// The member's data directory.
     pub fn data_dir(&self) -> &Path {
@@ -138,6 +144,15 @@ pub struct Config {
     pub cgroups: Vec<PathBuf>,
 }
 
+/// The server certificate of [`Etcd::start_tls`] (PEM files).
+#[derive(Clone, Debug)]
+pub struct ServerTls {
+    /// Certificate for 127.0.0.1 (and localhost).
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+}
+
 impl Etcd {
     /// One node.
     pub fn single() -> Etcd {
@@ -151,9 +166,21 @@ impl Etcd {
 
     /// Start with a config; panics (this is test code) if etcd does not come up.
     pub fn start(cfg: Config) -> Etcd {
+        Etcd::start_with(cfg, None)
+    }
+
+    /// Start with a config, every member serving clients over TLS with `tls`
+    /// on a port of its own ([`Member::tls_endpoint`], [`Etcd::tls_endpoints`])
+    /// beside its plaintext client port ([`Member::endpoint`]), which the
+    /// harness keeps for health checks, `etcdctl` and observers.
+    pub fn start_tls(cfg: Config, tls: &ServerTls) -> Etcd {
+        Etcd::start_with(cfg, Some(tls))
+    }
+
+    fn start_with(cfg: Config, tls: Option<&ServerTls>) -> Etcd {
         let mut last = String::new();
         for _attempt in 0..3 {
-            match Etcd::try_start(&cfg) {
+            match Etcd::try_start(&cfg, tls) {
                 Ok(e) => return e,
                 Err(e) => last = e,
             }
@@ -161,7 +188,7 @@ impl Etcd {
         panic!("etcd did not start: {last}");
     }
 
-    fn try_start(cfg: &Config) -> Result<Etcd, String> {
+    fn try_start(cfg: &Config, tls: Option<&ServerTls>) -> Result<Etcd, String> {
         let n = cfg.members.max(1);
         let scheme = cfg.scheme.clone().unwrap_or_else(|| "http".into());
         let dir = scratch_root().join(format!(
@@ -180,11 +207,13 @@ impl Etcd {
         for (i, (cp, pp)) in ports.iter().enumerate() {
             let data_dir = dir.join(format!("m{i}"));
             let h = host(i);
+            let tls_port = tls.map(|_| free_port());
+            let extra_url = tls_port.map(|p| format!(",https://{h}:{p}")).unwrap_or_default();
             let mut args = vec![
                 format!("--name=m{i}"),
                 format!("--data-dir={}", data_dir.display()),
-                format!("--listen-client-urls={scheme}://{h}:{cp}"),
-                format!("--advertise-client-urls={scheme}://{h}:{cp}"),
+                format!("--listen-client-urls={scheme}://{h}:{cp}{extra_url}"),
+                format!("--advertise-client-urls={scheme}://{h}:{cp}{extra_url}"),
                 format!("--listen-peer-urls=http://{h}:{pp}"),
                 format!("--initial-advertise-peer-urls=http://{h}:{pp}"),
                 format!("--initial-cluster={}", initial.join(",")),
@@ -195,8 +224,22 @@ impl Etcd {
                 "--heartbeat-interval=50".into(),
                 "--election-timeout=500".into(),
             ];
+            if let Some(t) = tls {
+                args.push(format!("--cert-file={}", t.cert.display()));
+                args.push(format!("--key-file={}", t.key.display()));
+            }
             args.extend(cfg.extra_args.iter().cloned());
-            let mut m = Member { name: format!("m{i}"), client_port: *cp, peer_port: *pp, host: h, cgroup: cfg.cgroups.get(i).cloned(), data_dir, child: None, args };
+            let mut m = Member {
+                name: format!("m{i}"),
+                client_port: *cp,
+                peer_port: *pp,
+                host: h,
+                cgroup: cfg.cgroups.get(i).cloned(),
+                tls_port,
+                data_dir,
+                child: None,
+                args,
+            };
             spawn(&mut m, &dir)?;
             members.push(m);
         }
@@ -215,6 +258,11 @@ impl Etcd {
     /// Client endpoints of all members.
     pub fn endpoints(&self) -> Vec<String> {
         self.members.iter().map(|m| m.endpoint()).collect()
+    }
+
+    /// The members' TLS client endpoints (empty unless started by [`Etcd::start_tls`]).
+    pub fn tls_endpoints(&self) -> Vec<String> {
+        self.members.iter().filter_map(|m| m.tls_endpoint()).collect()
     }
 
     /// Client endpoints joined with commas (for `--endpoints`).

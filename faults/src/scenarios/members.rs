@@ -82,16 +82,23 @@ pub(super) async fn await_clean(rawc: &mut etcd_client::Client, ns: &str, timeou
 
 /// 5. Member kill -9 and restart (the leader included), repeatedly.
 pub async fn member_kill_restart(p: &Profile) -> Outcome {
-    let mut o = Outcome::new(5, "member-kill-restart");
-    let mut etcd = Etcd::cluster(3);
-    let eps = etcd.endpoints();
+    member_kill_restart_on(p, &Net::new(false)).await
+}
+
+/// Scenario 5 over plaintext or TLS (30).
+pub async fn member_kill_restart_on(p: &Profile, net: &Net) -> Outcome {
+    let mut o = Outcome::new(5, net.name("member-kill-restart", "member-kill-restart-tls"));
+    let mut etcd = net.etcd(3);
+    let eps = net.eps(&etcd);
     let ns = unique_ns("mkill");
-    let mut rawc = raw(&eps).await;
+    let mut rawc = raw(&etcd.endpoints()).await;
     let from = current_revision(&mut rawc).await;
     let checker = Arc::new(Checker::new());
     let counters = Arc::new(Counters::default());
-    let (stop, h) = start_workload(cluster_workload(eps.clone(), &ns), checker.clone(), counters.clone());
-    let probe = Client::connect(opts(&eps, &ns, TTL, Duration::from_secs(1))).await.expect("probe connect");
+    let mut w = cluster_workload(eps.clone(), &ns);
+    w.tls_ca = net.ca().map(Into::into);
+    let (stop, h) = start_workload(w, checker.clone(), counters.clone());
+    let probe = Client::connect(net.opts(&eps, &ns, TTL, Duration::from_secs(1))).await.expect("probe connect");
     let gap = if p.fault_secs > 20 { (5, 10) } else { (1, 3) };
     let mut fp = MemberKill::new(&mut etcd, Rng::new(seed() ^ 5), &probe, gap);
     let rounds = run_rounds(&mut fp, Duration::from_secs(p.fault_secs), 3).await;
@@ -144,6 +151,7 @@ pub(super) struct LeaderRound {
 /// keep-alive, and A's waiter acquires only after that. Heal: the proxy passes
 /// again and the old leader restarts.
 pub(super) struct LeaderKill<'a> {
+    pub(super) net: &'a Net,
     pub(super) etcd: &'a mut Etcd,
     pub(super) proxies: &'a [Proxy],
     pub(super) eps: &'a [String],
@@ -168,7 +176,7 @@ impl LeaderKill<'_> {
         let leader = blocking(|| self.etcd.leader()).ok_or("no leader")?;
         // The cut-off holder A talks to a follower through a proxy.
         let px = (leader + 1) % 3;
-        let mut ao = opts(&[self.proxies[px].endpoint()], self.ns, TTL, Duration::from_secs(1));
+        let mut ao = self.net.opts(&[self.net.via(&self.proxies[px])], self.ns, TTL, Duration::from_secs(1));
         ao.margin = Some(self.margin);
         let a = Client::connect(ao).await.map_err(|e| format!("A connect: {e}"))?;
         let ga = Arc::new(a.lock("own").await.map_err(|e| format!("A lock: {e}"))?);
@@ -183,7 +191,11 @@ impl Failpoint for LeaderKill<'_> {
         "holder and leader kill"
     }
     async fn inject(&mut self, k: u32) -> Injected {
-        let mut child = ChildProc::spawn(holder_spec(self.eps, self.ns, 1), &[]);
+        let mut spec = holder_spec(self.eps, self.ns, 1);
+        if let Some(ca) = self.net.ca() {
+            spec["tls_ca"] = json!(ca);
+        }
+        let mut child = ChildProc::spawn(spec, &[]);
         let (mut holder, leader, px, a, ga, a_acq) = match self.start_round(&mut child).await {
             Ok(x) => x,
             Err(e) => {
@@ -301,14 +313,19 @@ impl Failpoint for LeaderKill<'_> {
 
 /// 6. The leader is killed right after a holder dies (etcd resets lease TTLs on a leader change).
 pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
-    let mut o = Outcome::new(6, "leader-change-after-holder-death");
-    let mut etcd = Etcd::cluster(3);
-    let eps = etcd.endpoints();
+    leader_change_on(p, &Net::new(false)).await
+}
+
+/// Scenario 6 over plaintext or TLS (31).
+pub async fn leader_change_on(p: &Profile, net: &Net) -> Outcome {
+    let mut o = Outcome::new(6, net.name("leader-change-after-holder-death", "leader-change-after-holder-death-tls"));
+    let mut etcd = net.etcd(3);
+    let eps = net.eps(&etcd);
     let ns = unique_ns("lead");
-    let mut rawc = raw(&eps).await;
+    let mut rawc = raw(&etcd.endpoints()).await;
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
-    let wc = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(1))).await.expect("waiter connect");
+    let wc = Client::connect(net.opts(&eps, &ns, 5, Duration::from_secs(1))).await.expect("waiter connect");
     let rounds = p.rounds.clamp(2, 3);
     // A second holder, cut off by a proxy at the moment of the leader kill: the new
     // leader resets every lease's TTL on the server, but the client must not extend
@@ -319,6 +336,7 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
         proxies.push(Proxy::start(e).await.expect("proxy"));
     }
     let mut fp = LeaderKill {
+        net,
         etcd: &mut etcd,
         proxies: &proxies,
         eps: &eps,

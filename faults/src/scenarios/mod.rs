@@ -29,6 +29,7 @@ mod compaction;
 mod clock;
 mod recipes;
 mod partitions;
+mod infra;
 
 #[allow(unused_imports)]
 use clock::*;
@@ -49,9 +50,84 @@ pub use compaction::{waiters_under_compaction};
 pub use clock::{libfaketime, wall_clock_jumps};
 pub use recipes::{recipes_holder_sigstop, recipes_member_kill};
 pub use partitions::{holder_member_partitioned, isolated_follower, minority_leader, one_way_loss};
+pub use infra::{close_during_fault, grpc_lb_goaway, grpc_proxy};
 
 /// The partitions between members (16-19): nftables on `lo`, members on 127.0.0.2-4.
 pub const PARTITIONS: [u32; 4] = [16, 17, 18, 19];
+
+/// The scenarios behind real etcd infrastructure (26-28) and their TLS runs (29-33).
+pub const INFRA: [u32; 8] = [26, 27, 28, 29, 30, 31, 32, 33];
+
+/// The plaintext scenario a TLS run id stands for: 29-33 are 7, 5, 6, 27
+/// and 28 with etcd serving clients over TLS (certificates from a test CA).
+pub fn tls_run(id: u32) -> Option<u32> {
+    Some(match id {
+        29 => 7,
+        30 => 5,
+        31 => 6,
+        32 => 27,
+        33 => 28,
+        _ => return None,
+    })
+}
+
+/// How a scenario's clients reach etcd: plaintext, or TLS with a test CA
+/// (etcd serves TLS on a port of its own per member; the harness and the
+/// observers keep the plaintext port, every lock client uses TLS).
+pub struct Net {
+    ca: Option<crate::infra::TestCa>,
+}
+
+impl Net {
+    /// Plaintext, or TLS with a fresh test CA.
+    pub fn new(tls: bool) -> Net {
+        Net { ca: tls.then(crate::infra::TestCa::new) }
+    }
+    /// Whether clients use TLS.
+    pub fn tls(&self) -> bool {
+        self.ca.is_some()
+    }
+    /// The CA certificate (TLS only).
+    pub fn ca(&self) -> Option<&std::path::Path> {
+        self.ca.as_ref().map(|c| c.pki.ca.as_path())
+    }
+    /// The test CA's certificates (TLS only).
+    pub fn pki(&self) -> Option<&crate::infra::Pki> {
+        self.ca.as_ref().map(|c| &c.pki)
+    }
+    /// Start etcd with `n` members, serving TLS too when this is a TLS run.
+    pub fn etcd(&self, n: usize) -> Etcd {
+        let cfg = etcdlock_testkit::Config { members: n, ..Default::default() };
+        match &self.ca {
+            Some(ca) => Etcd::start_tls(cfg, &ca.pki.server()),
+            None => Etcd::start(cfg),
+        }
+    }
+    /// The endpoints lock clients use (`https://` in a TLS run).
+    pub fn eps(&self, etcd: &Etcd) -> Vec<String> {
+        if self.tls() {
+            etcd.tls_endpoints()
+        } else {
+            etcd.endpoints()
+        }
+    }
+    /// A TCP fault proxy's endpoint in this run's scheme.
+    pub fn via(&self, proxy: &Proxy) -> String {
+        format!("{}://{}", if self.tls() { "https" } else { "http" }, proxy.addr())
+    }
+    /// [`opts`] in this run's scheme.
+    pub fn opts(&self, endpoints: &[String], ns: &str, ttl: i64, request_timeout: Duration) -> etcdlock::ClientOptions {
+        crate::with_ca(opts(endpoints, ns, ttl, request_timeout), self.ca())
+    }
+    /// A name with `-tls` appended in a TLS run.
+    pub fn name(&self, plain: &'static str, tls: &'static str) -> &'static str {
+        if self.tls() {
+            tls
+        } else {
+            plain
+        }
+    }
+}
 
 /// The lease TTL of every scenario, in seconds.
 pub const TTL: i64 = 2;
@@ -218,6 +294,18 @@ pub fn holder_run(id: u32) -> Option<(u32, HolderLang)> {
 /// process written in Python, on the Python binding, 20-22 and 23-25 with one
 /// in Java, Node and C).
 pub async fn run(id: u32, p: &Profile) -> Outcome {
+    if let Some(plain) = tls_run(id) {
+        let net = Net::new(true);
+        let mut o = match plain {
+            7 => client_blackholed_on(p, &net).await,
+            5 => member_kill_restart_on(p, &net).await,
+            6 => leader_change_on(p, &net).await,
+            27 => grpc_lb_goaway(p, &net).await,
+            _ => close_during_fault(p, &net).await,
+        };
+        o.id = id;
+        return o;
+    }
     if let Some((scenario, lang)) = holder_run(id) {
         let mut o = if scenario == 2 { holder_sigstop(p, lang).await } else { holder_kill9(p, lang).await };
         // The waiter is Rust; the holder process is in `lang`.
@@ -240,6 +328,9 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
         17 => isolated_follower(p).await,
         18 => one_way_loss(p).await,
         19 => holder_member_partitioned(p).await,
+        26 => grpc_proxy(p).await,
+        27 => grpc_lb_goaway(p, &Net::new(false)).await,
+        28 => close_during_fault(p, &Net::new(false)).await,
         _ => {
             let mut o = Outcome::new(id, "unknown");
             o.fail(format!("no scenario {id}"));

@@ -22,6 +22,7 @@ pub(super) struct BlackholeRound {
 /// and by etcd's compare) and A re-acquires with a higher token. New clients
 /// each round.
 pub(super) struct ClientBlackhole<'a> {
+    pub(super) net: &'a Net,
     pub(super) eps: &'a [String],
     pub(super) proxy: &'a Proxy,
     pub(super) ns: &'a str,
@@ -39,10 +40,10 @@ pub(super) struct ClientBlackhole<'a> {
 
 impl ClientBlackhole<'_> {
     async fn start_round(&mut self) -> Result<BlackholeRound, String> {
-        let mut ao = opts(&[self.proxy.endpoint()], self.ns, TTL, Duration::from_secs(1));
+        let mut ao = self.net.opts(&[self.net.via(self.proxy)], self.ns, TTL, Duration::from_secs(1));
         ao.margin = Some(self.margin);
         let a = Client::connect(ao).await.map_err(|e| format!("A connect: {e}"))?;
-        let b = Client::connect(opts(self.eps, self.ns, 10, Duration::from_secs(2))).await.map_err(|e| format!("B connect: {e}"))?;
+        let b = Client::connect(self.net.opts(self.eps, self.ns, 10, Duration::from_secs(2))).await.map_err(|e| format!("B connect: {e}"))?;
         let ga = Arc::new(a.lock("L").await.map_err(|e| format!("A lock: {e}"))?);
         let a_acq = clock_monotonic_ns();
         self.acquisitions += 1;
@@ -184,16 +185,22 @@ impl Failpoint for ClientBlackhole<'_> {
 
 /// 7. A holder cut off by the proxy (blackhole) for 2×TTL.
 pub async fn client_blackholed(p: &Profile) -> Outcome {
-    let mut o = Outcome::new(7, "client-blackholed");
-    let etcd = Etcd::single();
-    let eps = etcd.endpoints();
+    client_blackholed_on(p, &Net::new(false)).await
+}
+
+/// Scenario 7 over plaintext or TLS (29).
+pub async fn client_blackholed_on(p: &Profile, net: &Net) -> Outcome {
+    let mut o = Outcome::new(7, net.name("client-blackholed", "client-blackholed-tls"));
+    let etcd = net.etcd(1);
+    let eps = net.eps(&etcd);
     let ns = unique_ns("bh");
-    let mut rawc = raw(&eps).await;
+    let mut rawc = raw(&etcd.endpoints()).await;
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
     let proxy = Proxy::start(&eps[0]).await.expect("proxy");
     let rounds = p.rounds.clamp(2, 3);
     let mut fp = ClientBlackhole {
+        net,
         eps: &eps,
         proxy: &proxy,
         ns: &ns,
