@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fault and security suite of etcdlock (short CI profile): checker unit tests,
-# the fault scenarios (14 and 15: the recipes; 16-19: partitions between members),
+# the fault scenarios (14 and 15: the recipes; 16-19: partitions between members;
+# 26-28: behind etcd grpc-proxy and nginx, close() during a fault; 29-33: TLS runs),
 # each history also checked by porcupine, and the security suite, all against real etcd.
 # Prints every scenario's figure line and the totals; exits non-zero on any failure.
 set -euo pipefail
@@ -26,6 +27,17 @@ if ! command -v nft >/dev/null; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q nftables >/dev/null
   else
     echo "nft is missing: apt-get install nftables (and run as root)" >&2
+    exit 1
+  fi
+fi
+# Scenarios 27 and 32 put nginx (grpc_pass, GOAWAY every 100 requests) between
+# the clients and etcd; a missing nginx is a failure, not a skip.
+if [ ! -x "${ETCDLOCK_FAULTS_NGINX:-/usr/sbin/nginx}" ]; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -q >/dev/null || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null
+  else
+    echo "nginx is missing: apt-get install nginx-light" >&2
     exit 1
   fi
 fi
@@ -65,12 +77,12 @@ scen=$(grep -cE '^scenario [0-9]+ ' "$log" || true)
 # The report: summary.json and SUMMARY.md under the target dir; the table here.
 ETCDLOCK_FAULTS_WALL_SECS=$((end - start)) cargo test -q -p etcdlock-faults --release --test scenarios -- --ignored write_summary --nocapture 2>/dev/null \
   | grep -E '^(\||report:|Longest)' || echo "the report could not be written" >&2
-echo "faults suite: $scen/25 scenario runs (17 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
+echo "faults suite: $scen/33 scenario runs (20 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages; 26-28 behind etcd grpc-proxy, nginx sending GOAWAY, close() during a fault; 29-33 are 7, 5, 6, 27, 28 over TLS), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
 if [ "$status" -ne 0 ]; then
   echo "faults suite FAILED (cargo test exit $status)" >&2
   exit "$status"
 fi
-if [ "$scen" -ne 25 ] || [ "$viol" -ne 0 ] || [ "$notlin" -ne 0 ] || [ "$acq" -lt 10000 ]; then
-  echo "faults suite FAILED: need 25 scenario runs, 0 violations, every history linearizable, >= 10000 acquisitions" >&2
+if [ "$scen" -ne 33 ] || [ "$viol" -ne 0 ] || [ "$notlin" -ne 0 ] || [ "$acq" -lt 10000 ]; then
+  echo "faults suite FAILED: need 33 scenario runs, 0 violations, every history linearizable, >= 10000 acquisitions" >&2
   exit 1
 fi

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build and test etcdlock:
 # etcd (server + etcdctl), protoc with the well-known protos (etcd-client needs
-# them), pkg-config and valgrind for the C layer, openssl and libfaketime for the
-# fault suite. Idempotent; quiet when all is there.
+# them), pkg-config and valgrind for the C layer, openssl, libfaketime and nginx for
+# the fault suite. Idempotent; quiet when all is there.
 set -euo pipefail
 
 need=()
@@ -15,6 +15,7 @@ command -v valgrind >/dev/null 2>&1 || need+=(valgrind)
 command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)   # TLS tests make their own CA
 ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need+=(faketime)  # clock-jump scenario
+[ -x /usr/sbin/nginx ] || need+=(nginx-light)   # the gRPC load balancer scenarios (GOAWAY)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2

@@ -29,7 +29,7 @@ fn main() {
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut soak = Duration::from_secs(600);
-    let mut ids: Vec<u32> = scenarios::ALL.iter().chain(scenarios::PARTITIONS.iter()).copied().collect();
+    let mut ids: Vec<u32> = scenarios::ALL.iter().chain(scenarios::PARTITIONS.iter()).chain(scenarios::INFRA.iter()).copied().collect();
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {

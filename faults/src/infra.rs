@@ -202,7 +202,7 @@ impl Nginx {
                 format!("listen 127.0.0.1:{port} ssl http2;"),
                 format!("grpcs://127.0.0.1:{upstream_port}"),
                 format!(
-                    "ssl_certificate {};\n    ssl_certificate_key {};\n    grpc_ssl_trusted_certificate {};\n    grpc_ssl_verify on;\n    grpc_ssl_name 127.0.0.1;\n    grpc_ssl_session_reuse on;\n",
+                    "ssl_certificate {};\n    ssl_certificate_key {};\n    grpc_ssl_trusted_certificate {};\n    grpc_ssl_verify on;\n    grpc_ssl_name localhost;\n    grpc_ssl_session_reuse on;\n",
                     t.cert.display(),
                     t.key.display(),
                     ca.display()

@@ -9,12 +9,13 @@
 //! It is one test so that the final grep sees everything the suite printed.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use etcdlock::{Client, ClientOptions, ErrorCode, LockOptions, TlsOptions};
+use etcdlock_faults::infra::{make_pki, Pki};
 use etcdlock_testkit::{connections_to, etcdctl_bin, Config, Etcd};
 
 #[derive(Clone, Default)]
@@ -47,51 +48,6 @@ impl Printed {
             s.push_str(e);
         }
         s
-    }
-}
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("run openssl");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-}
-
-/// A CA with a server cert (127.0.0.1, localhost) and a client cert, as PEM files in `dir`.
-struct Pki {
-    ca: PathBuf,
-    server_cert: PathBuf,
-    server_key: PathBuf,
-    client_cert: PathBuf,
-    client_key: PathBuf,
-}
-
-fn make_pki(dir: &Path, name: &str) -> Pki {
-    let d = dir.join(name);
-    std::fs::create_dir_all(&d).unwrap();
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
-    let mut a: Vec<&str> = vec!["req", "-x509"];
-    a.extend(ec);
-    a.extend(["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=etcdlock-test-ca"]);
-    openssl(&d, &a);
-    std::fs::write(d.join("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n").unwrap();
-    std::fs::write(d.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-    for who in ["server", "client"] {
-        let (key, csr, pem, ext, subj) =
-            (format!("{who}.key"), format!("{who}.csr"), format!("{who}.pem"), format!("{who}.ext"), format!("/CN={who}"));
-        let mut a: Vec<&str> = vec!["req"];
-        a.extend(ec);
-        a.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
-        openssl(&d, &a);
-        openssl(
-            &d,
-            &["x509", "-req", "-in", &csr, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", &pem, "-days", "2", "-extfile", &ext],
-        );
-    }
-    Pki {
-        ca: d.join("ca.pem"),
-        server_cert: d.join("server.pem"),
-        server_key: d.join("server.key"),
-        client_cert: d.join("client.pem"),
-        client_key: d.join("client.key"),
     }
 }
 

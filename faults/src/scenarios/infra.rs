@@ -298,12 +298,23 @@ async fn hold_through(c: &Client, checker: &Checker, lock: &str, d: Duration, ra
         Ok(t) => errs.push(format!("lease {:x} gone at etcd (ttl {})", g.lease_id(), t.ttl())),
         Err(e) => errs.push(format!("lease time-to-live: {e}")),
     }
-    release_ref(checker, &g, at, "H").await?;
+    if let Err(e) = release_ref(checker, &g, at, "H").await {
+        if g.loss().is_none() {
+            errs.push(e);
+        }
+    }
     errs_to_result(errs).map(|_| puts)
 }
 
-/// 26. Through etcd's gRPC proxy (`etcd grpc-proxy start`, which coalesces
-/// lease keep-alives and watches): three clients through the proxy and one
+/// Acquisitions the three clients through the proxy must make in scenario
+/// 26's 3×TTL without a fault, beside one direct client on the same lock (a
+/// handoff takes a few milliseconds; a watch answered only on a 100 ms tick
+/// would still allow this many).
+const MIN_PROXIED_ACQUISITIONS: u64 = 50;
+
+/// 26. Through etcd's gRPC proxy.
+///
+/// `etcd grpc-proxy start` coalesces lease keep-alives and watches. Three clients through the proxy and one
 /// direct contend on one lock the whole time. First no fault for 3×TTL: a
 /// hold through the proxy is never lost while its lease lives, no workload
 /// hold is lost, no call fails. Then the proxy is killed and restarted, and
@@ -348,6 +359,9 @@ pub async fn grpc_proxy(p: &Profile) -> Outcome {
         Ok(_) => {}
         Err(e) => o.fail(format!("no fault: the hold through the proxy: {e}")),
     }
+    o.expect(quiet.0 >= MIN_PROXIED_ACQUISITIONS, || {
+        format!("no fault: only {} acquisitions through the proxy in {:.0} s (at least {MIN_PROXIED_ACQUISITIONS}: waiters through the proxy are handed the lock as on a bare etcd)", quiet.0, nofault.as_secs_f64())
+    });
     o.expect(quiet.1 == 0 && quiet.2 == "no errors" && quiet.3 == "no errors", || {
         format!("no fault: {} workload holds through the proxy lost; errors through the proxy: {}; direct: {}", quiet.1, quiet.2, quiet.3)
     });
@@ -453,14 +467,14 @@ async fn lb_client(c: Client, i: usize, lock: String, checker: Arc<Checker>, cou
         };
         let acquired = clock_monotonic_ns();
         s.acquisitions += 1;
-        let t = Instant::now();
+        let (t, call) = (Instant::now(), clock_monotonic_ns());
         let wr = gl.put(resource_key(&lock), gl.fencing_token().to_string()).await;
         let put_took = t.elapsed();
         let ret = clock_monotonic_ns();
         s.calls += 1;
         s.requests += 1;
         let result = crate::OpResult::of(&wr);
-        let op = crate::GuardedOp { write: true, call_ns: acquired, ret_ns: (result != crate::OpResult::Unknown).then_some(ret), value: gl.fencing_token(), result };
+        let op = crate::GuardedOp { write: true, call_ns: call, ret_ns: (result != crate::OpResult::Unknown).then_some(ret), value: gl.fencing_token(), result };
         if let Err(e) = &wr {
             s.failed.push(format!("{lock}: guarded put: {e}"));
         }
@@ -492,8 +506,9 @@ async fn lb_client(c: Client, i: usize, lock: String, checker: Arc<Checker>, cou
     s
 }
 
-/// 27. Through a gRPC load balancer that sends GOAWAY: nginx `grpc_pass`
-/// with `keepalive_requests 100`. Two clients loop lock, guarded put, unlock
+/// 27. Through a gRPC load balancer that sends GOAWAY.
+///
+/// nginx `grpc_pass` with `keepalive_requests 100`. Two clients loop lock, guarded put, unlock
 /// on a lock each (uncontended, every call timed) and two on one shared
 /// lock; each of the four holds a lock of its own for the whole run, so its
 /// session's streams (keep-alive, watch) live across the GOAWAYs of its
@@ -744,7 +759,7 @@ pub async fn close_during_fault(p: &Profile, net: &Net) -> Outcome {
     let checker = Checker::new();
     let proxy = Proxy::start(&eps[0]).await.expect("proxy");
     let b = Client::connect(net.opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("B connect");
-    let rounds = p.rounds.clamp(2, 3);
+    let rounds = p.rounds.saturating_sub(1).max(2);
     let mut fp = CloseDuringFault {
         net,
         eps: &eps,
