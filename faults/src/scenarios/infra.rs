@@ -590,6 +590,9 @@ pub async fn grpc_lb_goaway(p: &Profile, net: &Net) -> Outcome {
     o
 }
 
+/// "At once" for a call on a closed client, with room for a loaded 2-core machine.
+const AT_ONCE: Duration = Duration::from_millis(500);
+
 /// One round of [`CloseDuringFault`].
 struct CloseRound {
     a: Client,
@@ -606,10 +609,10 @@ struct CloseRound {
 /// which B (direct) holds; B queues on `L`; the proxy blackholes A; 300 ms
 /// later A's `close()` is called. It returns within A's request timeout +
 /// 0.3 s; A's hold ends `ClientClosed` (or an earlier loss) no later than
-/// that, its pending wait ends `Closed` by then, and a call after the close
-/// fails `Closed` at once; no connection of A's to the proxy is open 2.5 s
-/// after the close, nor after the proxy passes traffic again; B acquires `L`
-/// after A's hold ended and within TTL + 1.5 s of the fault.
+/// that; its pending wait ends `Closed`, and a call after the close fails
+/// `Closed`, at once (within [`AT_ONCE`]); no connection of A's to the proxy
+/// is open 2.5 s after the close, nor after the proxy passes traffic again;
+/// B acquires `L` after A's hold ended and within TTL + 1.5 s of the fault.
 struct CloseDuringFault<'a> {
     net: &'a Net,
     eps: &'a [String],
@@ -691,13 +694,13 @@ impl Failpoint for CloseDuringFault<'_> {
             other => errs.push(format!("A's hold after close(): {other:?}")),
         }
         // A's pending wait ended Closed by then.
-        match tokio::time::timeout(Duration::from_millis(100), r.pending).await {
+        match tokio::time::timeout(AT_ONCE, r.pending).await {
             Ok(Ok(Err(e))) if e.code() == ErrorCode::Closed => {}
             other => errs.push(format!("A's pending wait after close(): {other:?}")),
         }
         let t = Instant::now();
         match r.a.lock("L").await {
-            Err(e) if e.code() == ErrorCode::Closed && t.elapsed() < Duration::from_millis(100) => {}
+            Err(e) if e.code() == ErrorCode::Closed && t.elapsed() < AT_ONCE => {}
             other => errs.push(format!("a lock call after close(): {:?} in {:?}", other.map(|g| g.fencing_token()), t.elapsed())),
         }
         // A's connections to the proxy go (at once in plaintext; over TLS
