@@ -44,6 +44,26 @@ pub struct Loss {
     pub at: Instant,
 }
 
+/// How a keep-alive stream ended ([`Session::renew_on`]).
+enum StreamEnd {
+    /// The lease is gone; the session is marked lost.
+    Lost,
+    /// The stream failed or was closed.
+    Failed,
+    /// Its member answered neither a keep-alive nor a question within the silence.
+    Silent,
+}
+
+/// What etcd said of a lease whose keep-alive answer is late ([`Session::confirm`]).
+enum Confirmed {
+    /// It lives (and the local deadline moved if the answer proved enough).
+    Alive,
+    /// It is gone: expired or revoked.
+    Gone,
+    /// No answer within the member silence: the member (or the path to it) is down.
+    Silent,
+}
+
 pub(crate) struct Session {
     pub(crate) lease: i64,
     pub(crate) ttl: i64,
@@ -53,7 +73,8 @@ pub(crate) struct Session {
     /// Local validity deadline; only ever moves forward from acknowledged keep-alives.
     deadline: Mutex<Instant>,
     lost: watch::Sender<Option<Loss>>,
-    /// Send time of the last acknowledged keep-alive (or of the grant).
+    /// Send time of the last request that proved the lease alive (a
+    /// keep-alive, a time-to-live, or the grant).
     last_ack: Mutex<Instant>,
     renewal: watch::Sender<Renewal>,
     /// Lock keys in use (held or waiting) on this session, so that concurrent
@@ -102,19 +123,32 @@ impl Session {
         *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// A keep-alive sent at `sent` was acknowledged with `ttl`. A hold whose
-    /// deadline has passed stays ended: an acknowledgement that arrives late
-    /// (etcd was slow, or a new leader renewed the lease) does not revive it,
-    /// since someone may have acted on `is_held()` turning false.
+    /// A request sent at `sent` proved the lease alive for `ttl` more seconds
+    /// (a keep-alive's answer, or a time-to-live's). The deadline moves to
+    /// `sent` + `ttl` - margin if that is later, and renewal is on time again.
+    /// A hold whose deadline has passed stays ended: a proof that arrives
+    /// late (etcd was slow, or a new leader renewed the lease) does not
+    /// revive it, since someone may have acted on `is_held()` turning false.
     fn extend(&self, sent: Instant, ttl: i64) {
         let new = sent + Duration::from_secs(ttl.max(0) as u64).saturating_sub(self.margin);
         let mut d = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
-        if new > *d && Instant::now() < *d {
-            *d = new;
-            *self.last_ack.lock().unwrap_or_else(|p| p.into_inner()) = sent;
-            drop(d);
-            self.renewal.send_if_modified(|r| std::mem::replace(r, Renewal::Ok) != Renewal::Ok);
+        if Instant::now() >= *d {
+            return;
         }
+        if new > *d {
+            *d = new;
+        }
+        drop(d);
+        {
+            let mut last = self.last_ack.lock().unwrap_or_else(|p| p.into_inner());
+            *last = (*last).max(sent);
+        }
+        self.renewal.send_if_modified(|r| std::mem::replace(r, Renewal::Ok) != Renewal::Ok);
+    }
+
+    /// Send time of the last request that proved the lease alive.
+    fn last_proof(&self) -> Instant {
+        *self.last_ack.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// How long the loss's reason can take once the deadline has passed
@@ -410,12 +444,146 @@ impl Session {
         }
     }
 
+    /// A keep-alive's answer is late: ask etcd once (`LeaseTimeToLive`, on
+    /// the keep-alive's own member, within `within`) whether the lease lives,
+    /// instead of taking the member for dead.
+    ///
+    /// Why an answer can be late on a healthy path: etcd's gRPC proxy
+    /// (`etcd grpc-proxy`, server/proxy/grpcproxy/lease.go) keeps each lease
+    /// alive with its own client lessor, which renews every TTL/3 (checked
+    /// every 500 ms), and answers a client's keep-alive with the next answer
+    /// etcd gives to *its* renewal: up to TTL/3 + 0.5 s after the request.
+    /// With one request in flight, the proxy drops the answers that come while
+    /// no request of ours waits, and replies to ours with the first that comes
+    /// after it counted it: a renewal etcd made about when our request reached
+    /// the proxy, or later. So [`Session::extend`]'s rule holds for it, up
+    /// to the proxy's own scheduling, which the margin covers; it is only late.
+    ///
+    /// The time-to-live answer is a proof of its own: etcd's leader computed
+    /// the remaining TTL `r` (whole seconds, rounded down) after this request
+    /// was sent, so the lease lives at least until send + `r`, and the local
+    /// deadline may move to send + `r` - margin, as for a keep-alive. A proxy
+    /// forwards this request to etcd unchanged. `r` = 0 proves nothing
+    /// either way (under a second left, or expiring); a negative `r` or
+    /// "lease not found" is a lease that is gone.
+    async fn confirm(&self, client: &etcd_client::Client, within: Duration) -> Confirmed {
+        let asked = Instant::now();
+        let mut lease = client.lease_client();
+        match tokio::time::timeout(within, lease.time_to_live(self.lease, None)).await {
+            Ok(Ok(t)) if t.ttl() > 0 => {
+                self.extend(asked, t.ttl());
+                tracing::trace!(lease = format!("{:x}", self.lease), ttl = t.ttl(), "keep-alive answer late; etcd says the lease lives");
+                Confirmed::Alive
+            }
+            Ok(Ok(t)) if t.ttl() == 0 => Confirmed::Alive,
+            Ok(Ok(_)) => Confirmed::Gone,
+            Ok(Err(e)) if e.to_string().contains("requested lease not found") => Confirmed::Gone,
+            _ => Confirmed::Silent,
+        }
+    }
+
+    /// Renew the lease on one keep-alive stream until it fails, its member
+    /// stays silent, or the lease is gone.
+    ///
+    /// A keep-alive is due an interval after the last proof of life. Each
+    /// request gets one answer, in order, and an answer is dated by the send
+    /// time of its request ([`Session::extend`]). On a direct member the
+    /// answer comes within a round trip. A relaying proxy (`etcd grpc-proxy`)
+    /// holds the requests until its own renewal and then answers all of them
+    /// at once ([`Session::confirm`]): so while an answer is outstanding,
+    /// another keep-alive goes out every `min(interval, margin) / 2`, and the
+    /// last answer of such a burst is dated by the request sent last before
+    /// the proxy's renewal, not by one sent up to TTL/3 + 0.5 s before it.
+    /// A member that answers none of this within the silence, and not the
+    /// question `confirm` asks either, is silent.
+    async fn renew_on(
+        self: &Arc<Session>,
+        keeper: &mut etcd_client::LeaseKeeper,
+        stream: &mut etcd_client::LeaseKeepAliveStream,
+        client: &etcd_client::Client,
+        member: usize,
+        metrics: &Arc<crate::metrics::Recorder>,
+        silence: Duration,
+    ) -> StreamEnd {
+        let interval = self.interval();
+        let every = (interval.min(self.margin) / 2).max(Duration::from_millis(50));
+        // Send times of the requests not yet answered, oldest first.
+        let mut sent: std::collections::VecDeque<Instant> = Default::default();
+        let mut asked: Option<Instant> = None;
+        let mut confirm: Option<futures_util::future::BoxFuture<'_, Confirmed>> = None;
+        loop {
+            let send_at = match sent.back() {
+                None => self.last_proof() + interval,
+                Some(last) => *last + every,
+            };
+            if Instant::now() >= send_at {
+                let at = Instant::now();
+                if keeper.keep_alive().await.is_err() {
+                    return StreamEnd::Failed;
+                }
+                sent.push_back(at);
+                continue;
+            }
+            // A proof is due an interval after the last one, and the watchdog
+            // reports renewal failing half a silence after that. Ask when the
+            // oldest keep-alive is late by half a silence, or by then at the
+            // latest; one question at a time, half a silence apart at least.
+            let ask_at = sent.front().map(|oldest| {
+                let at = (*oldest).min(self.last_proof() + interval) + silence / 2;
+                asked.map_or(at, |a| at.max(a + silence / 2))
+            });
+            tokio::select! {
+                r = stream.message() => {
+                    let Ok(Some(resp)) = r else { return StreamEnd::Failed };
+                    // An answer makes a pending question moot.
+                    confirm = None;
+                    let at = sent.pop_front().unwrap_or_else(Instant::now);
+                    if resp.ttl() <= 0 {
+                        self.mark_lost(LossReason::LeaseExpired);
+                        return StreamEnd::Lost;
+                    }
+                    tracing::trace!(
+                        lease = format!("{:x}", self.lease),
+                        member,
+                        sent_mono_ms = crate::runtime::instant_to_mono_ns(at) / 1_000_000,
+                        rtt_ms = at.elapsed().as_millis() as u64,
+                        ttl = resp.ttl(),
+                        "keep-alive acknowledged"
+                    );
+                    self.extend(at, resp.ttl());
+                    metrics.keepalive(at.elapsed());
+                    if sent.is_empty() && self.has_extras() {
+                        // Off the session's own loop: a slow renewal of many
+                        // latches never delays the next keep-alive.
+                        let (me, c) = (self.clone(), client.clone());
+                        tokio::spawn(async move { me.renew_extras(&c, silence).await });
+                    }
+                }
+                () = tokio::time::sleep_until(send_at.into()) => {}
+                () = async { tokio::time::sleep_until(ask_at.unwrap_or_else(Instant::now).into()).await }, if confirm.is_none() && ask_at.is_some() => {
+                    asked = Some(Instant::now());
+                    confirm = Some(Box::pin(self.confirm(client, silence / 2)));
+                }
+                c = async { confirm.as_mut().expect("guarded").await }, if confirm.is_some() => {
+                    confirm = None;
+                    match c {
+                        Confirmed::Alive => {}
+                        Confirmed::Gone => {
+                            self.mark_lost(LossReason::LeaseExpired);
+                            return StreamEnd::Lost;
+                        }
+                        Confirmed::Silent => return StreamEnd::Silent,
+                    }
+                }
+            }
+        }
+    }
+
     /// Keep-alives go to a healthy member; a member that fails or stays silent
     /// for [`Transport::silence`] is benched and the stream re-opened on the
     /// next one (a stuck renewal blocks etcd's keep-alive stream, so the
     /// stream is never reused after a silence).
     async fn keep_alive(self: Arc<Session>, transport: Arc<Transport>, metrics: Arc<crate::metrics::Recorder>) {
-        let interval = self.interval();
         let silence = transport.silence();
         let mut retry = Duration::from_millis(20);
         loop {
@@ -435,47 +603,14 @@ impl Session {
                     continue;
                 }
             };
-            loop {
-                let sent = Instant::now();
-                if keeper.keep_alive().await.is_err() {
-                    break;
+            match self.renew_on(&mut keeper, &mut stream, &client, member, &metrics, silence).await {
+                StreamEnd::Lost => return,
+                StreamEnd::Failed => transport.fail(member),
+                StreamEnd::Silent => {
+                    // Steer the next stream to a member that answers.
+                    transport.fail(member);
+                    transport.steer(None).await;
                 }
-                match tokio::time::timeout(silence, stream.message()).await {
-                    Ok(Ok(Some(resp))) => {
-                        if resp.ttl() <= 0 {
-                            self.mark_lost(LossReason::LeaseExpired);
-                            return;
-                        }
-                        tracing::trace!(
-                            lease = format!("{:x}", self.lease),
-                            member,
-                            sent_mono_ms = crate::runtime::instant_to_mono_ns(sent) / 1_000_000,
-                            rtt_ms = sent.elapsed().as_millis() as u64,
-                            ttl = resp.ttl(),
-                            "keep-alive acknowledged"
-                        );
-                        self.extend(sent, resp.ttl());
-                        metrics.keepalive(sent.elapsed());
-                        if self.has_extras() {
-                            // Off the session's own loop: a slow renewal of
-                            // many latches never delays the next keep-alive.
-                            let (me, c) = (self.clone(), client.clone());
-                            tokio::spawn(async move { me.renew_extras(&c, silence).await });
-                        }
-                        retry = Duration::from_millis(20);
-                    }
-                    Ok(Ok(None)) | Ok(Err(_)) => {
-                        transport.fail(member);
-                        break;
-                    }
-                    Err(_) => {
-                        // Silent: steer the next stream to a member that answers.
-                        transport.fail(member);
-                        transport.steer(None).await;
-                        break;
-                    }
-                }
-                tokio::time::sleep(interval).await;
             }
             tokio::time::sleep(retry).await;
             retry = (retry * 2).min(Duration::from_millis(250));

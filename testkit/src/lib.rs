@@ -539,3 +539,148 @@ pub fn await_leader_among(endpoints: &[String], within: Duration, every: Duratio
     }
     None
 }
+
+/// A process in front of etcd (a gRPC proxy or load balancer), on 127.0.0.1
+/// at a free port: stopped on drop, and by the kernel if the test process
+/// dies (`PR_SET_PDEATHSIG`); it can be killed, restarted, paused, resumed.
+pub struct Front {
+    /// Port clients connect to.
+    pub port: u16,
+    program: PathBuf,
+    args: Vec<String>,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+impl Front {
+    fn start(program: PathBuf, args: Vec<String>, port: u16, dir: PathBuf) -> Front {
+        let mut f = Front { port, program, args, dir, child: None };
+        f.restart();
+        f
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The process id, while running.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(|c| c.id())
+    }
+
+    /// SIGKILL it.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Start it again (after [`Front::kill`]) on the same port, and wait until it listens.
+    pub fn restart(&mut self) {
+        if self.child.is_some() {
+            return;
+        }
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("front.log")).expect("front log");
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args).stdin(Stdio::null()).stdout(log.try_clone().expect("log")).stderr(log);
+        // SAFETY: prctl is async-signal-safe; runs in the child before exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {}: {e}", self.program.display()));
+        self.child = Some(child);
+        if let Err(e) = wait_port("127.0.0.1", self.port, Instant::now() + Duration::from_secs(20)) {
+            panic!("{} did not listen: {e}; its log:\n{}", self.program.display(), self.log());
+        }
+    }
+
+    /// SIGSTOP it, and return once the kernel reports it stopped.
+    pub fn pause(&self) {
+        if let Some(pid) = self.pid() {
+            unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+            await_stopped(pid);
+        }
+    }
+
+    /// SIGCONT it.
+    pub fn resume(&self) {
+        if let Some(pid) = self.pid() {
+            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+        }
+    }
+
+    /// What it wrote to stdout and stderr so far (and, for nginx, its error log).
+    pub fn log(&self) -> String {
+        let mut s = std::fs::read_to_string(self.dir.join("front.log")).unwrap_or_default();
+        s.push_str(&std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default());
+        s
+    }
+}
+
+impl Drop for Front {
+    fn drop(&mut self) {
+        self.resume();
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn front_dir(kind: &str) -> PathBuf {
+    let dir = scratch_root().join(format!("etcdlock-{kind}-{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir_all(&dir).expect("front dir");
+    dir
+}
+
+/// etcd's own gRPC proxy (`etcd grpc-proxy start`, in the etcd binary) in
+/// front of `endpoints`: it coalesces watches and lease keep-alives of its
+/// clients (one keep-alive stream per lease to etcd, answered to each client
+/// at its own renewals).
+pub fn grpc_proxy(endpoints: &[String]) -> Front {
+    let port = free_port();
+    let eps: Vec<&str> = endpoints.iter().map(|e| e.trim_start_matches("http://")).collect();
+    let args = vec![
+        "grpc-proxy".into(),
+        "start".into(),
+        format!("--endpoints={}", eps.join(",")),
+        format!("--listen-addr=127.0.0.1:{port}"),
+    ];
+    Front::start(etcd_bin(), args, port, front_dir("grpc-proxy"))
+}
+
+/// nginx (Debian's, `/usr/sbin/nginx` or `$NGINX_BIN`) as a gRPC load
+/// balancer in front of `endpoint` over h2c (`grpc_pass`): it ends each client
+/// connection with GOAWAY after `keepalive_requests` requests (nginx's default
+/// is 1,000), as load balancers do after a request count or a connection age.
+/// Its access log (`$connection $request_time $status`) is [`nginx_requests`].
+pub fn grpc_balancer(endpoint: &str, keepalive_requests: u32) -> Front {
+    let port = free_port();
+    let dir = front_dir("nginx");
+    let upstream = endpoint.trim_start_matches("http://");
+    let conf = format!(
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+         events {{ worker_connections 1024; }}\n\
+         http {{\n  log_format grpc '$connection $connection_requests $status';\n  access_log {d}/access.log grpc;\n\
+           client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
+           server {{\n    listen 127.0.0.1:{port} http2;\n    keepalive_requests {keepalive_requests};\n\
+             location / {{ grpc_pass grpc://{upstream}; grpc_read_timeout 1h; grpc_send_timeout 1h; }}\n  }}\n}}\n",
+        d = dir.display()
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).expect("nginx.conf");
+    let bin = std::env::var("NGINX_BIN").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("/usr/sbin/nginx"));
+    assert!(bin.is_file(), "nginx is missing ({}): apt-get install nginx-light", bin.display());
+    let args = vec!["-p".into(), dir.display().to_string(), "-c".into(), dir.join("nginx.conf").display().to_string(), "-e".into(), dir.join("error.log").display().to_string()];
+    Front::start(bin, args, port, dir)
+}
+
+/// The client connections an nginx from [`grpc_balancer`] served so far, and
+/// the requests it answered: (connections, requests), from its access log.
+pub fn nginx_requests(front: &Front) -> (usize, usize) {
+    let log = std::fs::read_to_string(front.dir.join("access.log")).unwrap_or_default();
+    let conns: std::collections::HashSet<&str> = log.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    (conns.len(), log.lines().count())
+}

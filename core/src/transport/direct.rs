@@ -133,6 +133,15 @@ struct Driver {
     waker: std::task::Waker,
     /// The connection has ended: closed by etcd, failed, or dropped by its task.
     closed: AtomicBool,
+    /// The peer sent GOAWAY (a load balancer's request or age limit, etcd's
+    /// graceful stop, `too_many_pings`), or the connection failed: it takes
+    /// no new streams, while the streams already on it run to their end.
+    draining: AtomicBool,
+    /// Streams open on the connection (a request sent and its answer not yet
+    /// dropped). PINGs go out only while one is: etcd (grpc-go, with
+    /// `PermitWithoutStream: false`) counts a PING on a connection without
+    /// streams as abuse and closes it with GOAWAY `too_many_pings`.
+    open_streams: std::sync::atomic::AtomicUsize,
 }
 
 /// The waker the h2 connection is always polled with.
@@ -184,11 +193,23 @@ impl Driver {
     fn new(conn: H2Conn) -> Arc<Self> {
         let signal = Arc::new(Signal { repoll: AtomicBool::new(true), task: Default::default() });
         let waker = std::task::Waker::from(signal.clone());
-        Arc::new(Driver { conn: Mutex::new(Some(conn)), signal, waker, closed: AtomicBool::new(false) })
+        Arc::new(Driver {
+            conn: Mutex::new(Some(conn)),
+            signal,
+            waker,
+            closed: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
+            open_streams: Default::default(),
+        })
     }
 
     fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether new requests must go to another connection.
+    fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Acquire) || self.is_closed()
     }
 
     /// Polls the connection until nothing is left to poll it for, on this
@@ -239,6 +260,32 @@ impl Driver {
         self.closed.store(true, Ordering::Release);
         drop(conn);
     }
+}
+
+/// One open stream of a connection ([`Driver::open_streams`]), counted from
+/// its request until its answer is dropped.
+struct OpenStream(Arc<Driver>);
+
+impl OpenStream {
+    fn new(driver: &Arc<Driver>) -> OpenStream {
+        driver.open_streams.fetch_add(1, Ordering::AcqRel);
+        OpenStream(driver.clone())
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        self.0.open_streams.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Whether a request failed because the peer refused its stream unprocessed,
+/// so that it may be sent again as it is: a stream above a GOAWAY's last
+/// stream id (h2 fails those with the peer's GOAWAY when it arrives; streams
+/// at or below it run on, and fail otherwise if the connection ends), or one
+/// reset with REFUSED_STREAM (RFC 9113, 8.7: not processed).
+fn refused(e: &h2::Error) -> bool {
+    (e.is_go_away() && e.is_remote()) || e.reason() == Some(h2::Reason::REFUSED_STREAM)
 }
 
 /// Closes the connection when its task ends or is dropped.
@@ -296,7 +343,19 @@ impl etcd_client::BalancedChannelBuilder for Direct {
 impl Shared {
     fn cached(&self) -> Option<Conn> {
         let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        g.as_ref().filter(|c| !c.driver.is_closed()).cloned()
+        g.as_ref().filter(|c| !c.driver.is_draining()).cloned()
+    }
+
+    /// `conn` takes no new streams (GOAWAY, or a failed connection): the next
+    /// request dials a new one at once. Its open streams go on until they end.
+    fn retire(&self, conn: &Conn, why: &h2::Error) {
+        if !conn.driver.draining.swap(true, Ordering::AcqRel) {
+            tracing::debug!(authority = %self.authority, error = %why, "etcd connection takes no new streams; the next request connects again");
+        }
+        let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if g.as_ref().is_some_and(|c| Arc::ptr_eq(&c.driver, &conn.driver)) {
+            *g = None;
+        }
     }
 
     async fn conn(&self) -> Result<Conn, BoxError> {
@@ -343,6 +402,9 @@ impl Shared {
                 let Some(pings) = pings.as_mut() else { return std::future::pending().await };
                 loop {
                     tokio::time::sleep(every).await;
+                    if task.open_streams.load(Ordering::Acquire) == 0 {
+                        continue;
+                    }
                     match tokio::time::timeout(within, pings.ping(h2::Ping::opaque())).await {
                         Ok(Ok(_)) => {}
                         Ok(Err(e)) => return format!("keep-alive ping failed: {e}"),
@@ -469,11 +531,35 @@ fn take_ready(body: &mut Body, cx: &mut Context<'_>, data: &mut BytesMut) -> Pol
     }
 }
 
-/// Copies the rest of a streaming request's body onto its stream, as the
-/// body yields it, until the body ends, fails, or the stream is reset.
-async fn pipe(mut body: Body, mut stream: h2::SendStream<Bytes>, cancel: tokio::sync::oneshot::Receiver<()>) {
+/// Copies a streaming request's body onto its stream (`first`, then the
+/// rest as the body yields it) until the body ends, fails, or the stream is
+/// reset. Each chunk waits for the peer's flow-control window (h2 would
+/// otherwise buffer whatever is sent, without limit, for a peer that stopped
+/// reading), and the body is read only once it has gone.
+async fn pipe(first: Bytes, mut body: Body, mut stream: h2::SendStream<Bytes>, cancel: tokio::sync::oneshot::Receiver<()>) {
     let mut cancel = Some(cancel);
+    let mut chunk = first;
     loop {
+        while !chunk.is_empty() {
+            stream.reserve_capacity(chunk.len());
+            let room = poll_fn(|cx| {
+                if stream.poll_reset(cx).is_ready() {
+                    return Poll::Ready(None);
+                }
+                stream.poll_capacity(cx)
+            })
+            .await;
+            match room {
+                Some(Ok(n)) if n > 0 => {
+                    let part = chunk.split_to(n.min(chunk.len()));
+                    if stream.send_data(part, false).is_err() {
+                        return;
+                    }
+                }
+                Some(Ok(_)) => {}
+                None | Some(Err(_)) => return,
+            }
+        }
         let next = poll_fn(|cx| {
             if stream.poll_reset(cx).is_ready() {
                 return Poll::Ready(None);
@@ -502,9 +588,7 @@ async fn pipe(mut body: Body, mut stream: h2::SendStream<Bytes>, cancel: tokio::
             }
             Some(Some(Ok(frame))) => {
                 if let Ok(d) = frame.into_data() {
-                    if !d.is_empty() && stream.send_data(d, false).is_err() {
-                        return;
-                    }
+                    chunk = d;
                 }
             }
         }
@@ -530,6 +614,8 @@ struct Answer {
     /// The DATA has ended; the trailers are next.
     data_ended: bool,
     driver: Arc<Driver>,
+    /// Counted as open until the answer is dropped.
+    _open: OpenStream,
 }
 
 impl http_body::Body for Answer {
@@ -597,44 +683,116 @@ impl tower::Service<http::Request<Body>> for DirectService {
             uri.scheme = Some(shared.scheme.clone());
             uri.authority = Some(shared.authority.clone());
             parts.uri = http::Uri::from_parts(uri)?;
-            let conn = shared.conn().await?;
-            let mut send = conn.send.clone().ready().await?;
             let mut data = BytesMut::new();
             let ended = poll_fn(|cx| take_ready(&mut body, cx, &mut data)).await?;
-            let head = http::Request::from_parts(parts, ());
-            let queued = {
-                // This thread writes what it queues here (drive, below).
-                let _me = Driving::enter(&conn.driver.signal);
-                if ended {
-                    // Unary: the head and the whole message (END_STREAM) are
-                    // queued together, and leave in one write.
-                    send.send_request(head, data.is_empty()).and_then(|(answer, mut stream)| {
-                        if !data.is_empty() {
-                            stream.send_data(data.freeze(), true)?;
+            let data = data.freeze();
+            let mut body = Some(body);
+            // A request goes out at most twice: again, on a new connection,
+            // when the first found its connection draining or the peer
+            // refused its stream unprocessed (a GOAWAY that crossed it).
+            let mut again = true;
+            loop {
+                let conn = shared.conn().await?;
+                let send = match conn.send.clone().ready().await {
+                    Ok(send) => send,
+                    Err(e) => {
+                        shared.retire(&conn, &e);
+                        if std::mem::take(&mut again) {
+                            continue;
                         }
-                        Ok((answer, None))
-                    })
-                } else {
-                    send.send_request(head, false).and_then(|(answer, mut stream)| {
-                        if !data.is_empty() {
-                            stream.send_data(data.freeze(), false)?;
+                        return Err(e.into());
+                    }
+                };
+                let head = http::Request::from_parts(parts.clone(), ());
+                let streaming = if ended { None } else { body.take() };
+                match send_on(&conn, send, head, data.clone(), streaming) {
+                    Ok((answer, guard, open)) => match answer.await {
+                        Ok(resp) => {
+                            if let Some(mut g) = guard {
+                                g.0.take(); // dropped unsent: the pipe goes on
+                            }
+                            let driver = conn.driver.clone();
+                            return Ok(resp.map(|recv| Body::new(Answer { recv: Some(recv), data_ended: false, driver, _open: open })));
                         }
-                        let (tx, rx) = tokio::sync::oneshot::channel();
-                        tokio::spawn(pipe(body, stream, rx));
-                        Ok((answer, Some(CancelOnDrop(Some(tx)))))
-                    })
+                        // Sent again only when nothing of it was lost: a
+                        // streaming request's body went to the refused stream.
+                        Err(e) if refused(&e) && ended => {
+                            shared.retire(&conn, &e);
+                            if std::mem::take(&mut again) {
+                                continue;
+                            }
+                            return Err(e.into());
+                        }
+                        Err(e) => return Err(e.into()),
+                    },
+                    Err((e, unsent)) => {
+                        // Refused before anything left: the body is whole.
+                        body = body.or(unsent);
+                        shared.retire(&conn, &e);
+                        if std::mem::take(&mut again) {
+                            continue;
+                        }
+                        return Err(e.into());
+                    }
                 }
-            };
-            conn.driver.drive();
-            let (answer, guard) = queued?;
-            let resp = answer.await?;
-            if let Some(mut g) = guard {
-                g.0.take(); // dropped unsent: the pipe goes on
             }
-            let driver = conn.driver.clone();
-            Ok(resp.map(|recv| Body::new(Answer { recv: Some(recv), data_ended: false, driver })))
         })
     }
+}
+
+type Sent = (h2::client::ResponseFuture, Option<CancelOnDrop>, OpenStream);
+
+/// Queues a request on `conn` and writes it from this thread: a unary one
+/// (`streaming` = `None`, `data` its whole message) as its head and one DATA
+/// frame carrying END_STREAM, which leave in one write; a streaming one as
+/// its head and `data` so far, the rest copied by a task as the body yields
+/// it. On failure, nothing was sent, and a streaming body comes back.
+fn send_on(
+    conn: &Conn,
+    mut send: h2::client::SendRequest<Bytes>,
+    head: http::Request<()>,
+    data: Bytes,
+    streaming: Option<Body>,
+) -> Result<Sent, (h2::Error, Option<Body>)> {
+    let queued = {
+        // This thread writes what it queues here (drive, below).
+        let _me = Driving::enter(&conn.driver.signal);
+        match streaming {
+            None => send
+                .send_request(head, data.is_empty())
+                .and_then(|(answer, mut stream)| {
+                    let open = OpenStream::new(&conn.driver);
+                    if !data.is_empty() {
+                        // Bounded by the message (etcd takes at most its
+                        // request size limit): h2 sends it as the peer's
+                        // window allows.
+                        stream.send_data(data, true)?;
+                    }
+                    Ok((answer, None, open))
+                })
+                .map_err(|e| (e, None)),
+            Some(body) => match send.send_request(head, false) {
+                Err(e) => Err((e, Some(body))),
+                Ok((answer, mut stream)) => {
+                    let open = OpenStream::new(&conn.driver);
+                    let mut rest = data;
+                    if !rest.is_empty() {
+                        // The first message leaves with the head when the
+                        // window has room for it (a new stream's usually has).
+                        stream.reserve_capacity(rest.len());
+                        if stream.capacity() >= rest.len() && stream.send_data(rest.clone(), false).is_ok() {
+                            rest = Bytes::new();
+                        }
+                    }
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    tokio::spawn(pipe(rest, body, stream, rx));
+                    Ok((answer, Some(CancelOnDrop(Some(tx))), open))
+                }
+            },
+        }
+    };
+    conn.driver.drive();
+    queued
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! watch id, not a gRPC stream and a task. (A stream per waiter makes 2,000
 //! waiters in one process fail with `Unavailable`.)
 //!
-//! Watches are created with client-chosen ids (etcd >= 3.4), so creates can be
-//! pipelined without matching `created` responses in order. A watch starts
+//! Creates are pipelined; a server answers them in the order sent, which
+//! names each watch: etcd >= 3.4 takes the id we choose, while etcd's gRPC
+//! proxy numbers watches itself, so ids are translated per stream. A watch starts
 //! "now" (synced in etcd) and its owner closes the gap since its last read
 //! with one read when `Created` reports a newer revision; the hub remembers the
 //! revision after the last event each watch saw, so when the stream breaks (member killed, failover) it is re-created on a
@@ -100,6 +101,8 @@ enum Cmd {
     /// Cancel idle watches now (too many idle).
     Sweep,
     Ended { gen: u64, member: usize, why: String },
+    /// Cancel the server's watch `sid` on stream `gen` (swept before created).
+    Cancel { gen: u64, sid: i64 },
 }
 
 /// The client's watch multiplexer. Cheap handle; the stream lives in one task.

@@ -59,6 +59,19 @@ pub(super) struct State {
     pub(super) next_sub: i64,
     /// The generation of the stream whose events are current (0: none).
     pub(super) gen: u64,
+    /// Our watch ids whose create requests were sent on the current stream
+    /// and not yet answered, in the order sent. A server answers creates in
+    /// that order, and an etcd >= 3.4 member takes our ids; etcd's gRPC
+    /// proxy (and etcd 3.3) ignores them and numbers watches itself, so
+    /// every id in an answer is translated through `ids`.
+    pub(super) pending: VecDeque<i64>,
+    /// The server's watch id -> ours, on the current stream.
+    pub(super) ids: HashMap<i64, i64>,
+    /// Our watch id -> the server's, on the current stream.
+    pub(super) server_ids: HashMap<i64, i64>,
+    /// Our ids of watches swept before the server answered their create:
+    /// cancelled when it does.
+    pub(super) orphans: std::collections::HashSet<i64>,
 }
 
 impl State {
@@ -78,6 +91,10 @@ impl Default for State {
             next_wid: 1,
             next_sub: 1,
             gen: 0,
+            pending: VecDeque::new(),
+            ids: HashMap::new(),
+            server_ids: HashMap::new(),
+            orphans: Default::default(),
         }
     }
 }
@@ -158,11 +175,36 @@ impl State {
             })
             .collect();
         all.sort_unstable_by_key(|(wid, _, _)| *wid);
+        self.pending = all.iter().map(|(wid, _, _)| *wid).collect();
+        self.ids.clear();
+        self.server_ids.clear();
+        self.orphans.clear();
         all
     }
 
+    /// The create request of watch `wid` is being sent on the current stream.
+    pub(super) fn sent(&mut self, wid: i64) {
+        self.pending.push_back(wid);
+    }
+
+    /// Which of our watches a response of the server's watch `sid` is for
+    /// (`None`: none that we still know), and, when it is the answer to the
+    /// create of a watch swept meanwhile, that it must be cancelled.
+    fn ours(&mut self, sid: i64, created: bool) -> (Option<i64>, bool) {
+        if created {
+            // The answer to the oldest create not yet answered; none pending
+            // (a server that sent a create we did not ask for): its own id.
+            let wid = self.pending.pop_front().unwrap_or(sid);
+            self.ids.insert(sid, wid);
+            self.server_ids.insert(wid, sid);
+            let orphan = self.orphans.remove(&wid);
+            return (Some(wid), orphan);
+        }
+        (self.ids.get(&sid).copied(), false)
+    }
+
     /// Drop the watches that lingered past [`LINGER`] with no owner, and the
-    /// oldest idle ones beyond [`MAX_IDLE`]; the etcd watch ids to cancel.
+    /// oldest idle ones beyond [`MAX_IDLE`]; the server's watch ids to cancel.
     pub(super) fn sweep(&mut self, now: Instant) -> Vec<i64> {
         let mut gone = Vec::new();
         while let Some((since, key)) = self.idle.front().cloned() {
@@ -179,7 +221,13 @@ impl State {
             if let Some(e) = self.entries.remove(&key) {
                 self.by_wid.remove(&e.wid);
                 if e.sent_gen != 0 {
-                    gone.push(e.wid);
+                    match self.server_ids.remove(&e.wid) {
+                        Some(sid) => gone.push(sid),
+                        // Not created yet: cancelled once the server answers.
+                        None => {
+                            self.orphans.insert(e.wid);
+                        }
+                    }
                 }
             }
         }
@@ -187,11 +235,21 @@ impl State {
     }
 }
 
-/// Hand one response of the stream to the owners of its watch.
-pub(super) fn route(st: &mut State, resp: &impl Response, active: &AtomicI64, etcd_watches: &AtomicI64) {
-    let wid = resp.watch_id();
-    let Some(key) = st.by_wid.get(&wid) else { return };
-    let Some(entry) = st.entries.get_mut(key) else { return };
+/// Hand one response of the stream to the owners of its watch. Returns the
+/// server's id of a watch to cancel now (one swept before it was created).
+pub(super) fn route(st: &mut State, resp: &impl Response, active: &AtomicI64, etcd_watches: &AtomicI64) -> Option<i64> {
+    let sid = resp.watch_id();
+    let (wid, orphan) = st.ours(sid, resp.created());
+    if resp.canceled() && !resp.created() {
+        // etcd's answer to a cancel (or its own): the server's id is free.
+        st.ids.remove(&sid);
+    }
+    if orphan {
+        return Some(sid);
+    }
+    let wid = wid?;
+    let Some(key) = st.by_wid.get(&wid) else { return None };
+    let Some(entry) = st.entries.get_mut(key) else { return None };
     let header_rev = resp.header_revision();
     if resp.created() && !resp.canceled() && entry.created.is_none() {
         // First creation (a re-created watch resumes from `next_rev`: no gap,
@@ -234,6 +292,7 @@ pub(super) fn route(st: &mut State, resp: &impl Response, active: &AtomicI64, et
             }
         }
     }
+    None
 }
 
 #[cfg(test)]
@@ -301,6 +360,7 @@ mod tests {
         // Created "now" at revision 50: the owner read at 40 is told to close the gap.
         route(&mut st, &Resp { wid, created: true, rev: 50, ..Default::default() }, &a, &c);
         assert_eq!(st.resume(1), vec![(wid, b"l/k".to_vec(), 51)]);
+        route(&mut st, &Resp { wid, created: true, rev: 52, ..Default::default() }, &a, &c);
         // Events of other keys under the watch still advance its resume point.
         route(&mut st, &Resp { wid, rev: 60, events: vec![(false, b"l/k".to_vec(), 57), del("l/k", 58)], ..Default::default() }, &a, &c);
         assert_eq!(*seen.lock().unwrap(), vec![WatchEvent::Created { rev: 50 }, WatchEvent::Deleted { rev: 58 }]);
@@ -362,7 +422,47 @@ mod tests {
         assert!(!st.unsubscribe(sub1, t));
         assert!(st.sweep(t).is_empty(), "lingers for reuse");
         st.resume(1); // sent on a stream: sweeping it must cancel it in etcd
+        route(&mut st, &Resp { wid, created: true, rev: 10, ..Default::default() }, &a, &c);
         assert_eq!(st.sweep(t + LINGER), vec![wid]);
         assert!(st.entries.is_empty());
+    }
+
+    /// etcd's gRPC proxy ignores the ids we choose and numbers the watches of
+    /// a stream itself (0, 1, ...), answering creates in the order sent:
+    /// every response is routed by that order, not by the id, and a sweep
+    /// cancels the proxy's id.
+    #[test]
+    fn watches_numbered_by_the_server_are_routed_by_create_order() {
+        let mut st = State::default();
+        let (a, c) = counters();
+        let (s1, seen1) = sink();
+        let (s2, seen2) = sink();
+        let (sub1, w1) = st.subscribe(b"l/a".to_vec(), 5, s1);
+        let (_, w2) = st.subscribe(b"l/b".to_vec(), 5, s2);
+        let (w1, w2) = (w1.unwrap(), w2.unwrap());
+        assert_eq!(st.resume(1), vec![(w1, b"l/a".to_vec(), 0), (w2, b"l/b".to_vec(), 0)]);
+        // The proxy calls them 1 and 0: our w2's id is its name for w1's watch.
+        assert_eq!((w1, w2), (1, 2));
+        route(&mut st, &Resp { wid: 1, created: true, rev: 8, ..Default::default() }, &a, &c);
+        route(&mut st, &Resp { wid: 0, created: true, rev: 8, ..Default::default() }, &a, &c);
+        route(&mut st, &Resp { wid: 0, rev: 9, events: vec![del("l/b", 9)], ..Default::default() }, &a, &c);
+        assert_eq!(*seen1.lock().unwrap(), vec![WatchEvent::Created { rev: 8 }]);
+        assert_eq!(*seen2.lock().unwrap(), vec![WatchEvent::Created { rev: 8 }, WatchEvent::Deleted { rev: 9 }]);
+        // A response for an id the server never gave us is nobody's.
+        route(&mut st, &Resp { wid: 7, rev: 10, events: vec![del("l/a", 10)], ..Default::default() }, &a, &c);
+        assert_eq!(seen1.lock().unwrap().len(), 1);
+        // Swept: the proxy's id is cancelled.
+        let t = Instant::now();
+        st.unsubscribe(sub1, t);
+        assert_eq!(st.sweep(t + LINGER), vec![1]);
+        // A watch swept before the server answered its create is cancelled
+        // when the answer comes.
+        let (s3, _) = sink();
+        let (sub3, w3) = st.subscribe(b"l/c".to_vec(), 5, s3);
+        st.sent(w3.unwrap());
+        st.entries.get_mut(b"l/c".as_slice()).unwrap().sent_gen = 1;
+        st.unsubscribe(sub3, t);
+        assert!(st.sweep(t + LINGER).is_empty(), "no id to cancel yet");
+        assert_eq!(route(&mut st, &Resp { wid: 2, created: true, rev: 11, ..Default::default() }, &a, &c), Some(2));
     }
 }

@@ -116,7 +116,10 @@ impl Task {
                         match st.by_wid.get(&wid).and_then(|k| st.entries.get_mut(k)) {
                             Some(e) if e.sent_gen != s.gen => {
                                 e.sent_gen = s.gen;
-                                Some((st.by_wid[&wid].clone(), e.next_rev))
+                                let key = st.by_wid[&wid].clone();
+                                let rev = e.next_rev;
+                                st.sent(wid);
+                                Some((key, rev))
                             }
                             _ => None,
                         }
@@ -128,6 +131,14 @@ impl Task {
                     }
                 }
                 Cmd::Sweep => self.sweep().await,
+                Cmd::Cancel { gen, sid } => {
+                    if let Some(s) = self.stream.as_mut().filter(|s| s.gen == gen) {
+                        let rt = self.transport.request_timeout;
+                        if !matches!(tokio::time::timeout(rt, s.sender.cancel(sid)).await, Ok(Ok(()))) {
+                            self.drop_stream();
+                        }
+                    }
+                }
                 Cmd::Later => later_at = self.run_deferred(),
                 Cmd::Ended { gen, member, why } => {
                     if self.stream.as_ref().map(|s| s.gen) == Some(gen) {
@@ -179,9 +190,9 @@ impl Task {
             gone
         };
         let rt = self.transport.request_timeout;
-        for wid in gone {
+        for sid in gone {
             let Some(s) = self.stream.as_mut() else { break };
-            if !matches!(tokio::time::timeout(rt, s.sender.cancel(wid)).await, Ok(Ok(()))) {
+            if !matches!(tokio::time::timeout(rt, s.sender.cancel(sid)).await, Ok(Ok(()))) {
                 self.drop_stream();
             }
         }
@@ -231,7 +242,11 @@ impl Task {
                         if st.gen != gen {
                             return;
                         }
-                        route(&mut st, &resp, &active, &etcd_watches);
+                        if let Some(sid) = route(&mut st, &resp, &active, &etcd_watches) {
+                            if let Some(tx) = tx.upgrade() {
+                                let _ = tx.send(Cmd::Cancel { gen, sid });
+                            }
+                        }
                     }
                     Ok(None) => break "closed by etcd".to_string(),
                     Err(e) => break e.to_string(),
