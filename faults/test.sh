@@ -32,7 +32,7 @@ if ! command -v nft >/dev/null; then
 fi
 # Scenarios 27 and 32 put nginx (grpc_pass, GOAWAY every 100 requests) between
 # the clients and etcd; a missing nginx is a failure, not a skip.
-if [ ! -x "${ETCDLOCK_FAULTS_NGINX:-/usr/sbin/nginx}" ]; then
+if [ ! -x "${NGINX_BIN:-/usr/sbin/nginx}" ]; then
   if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
     apt-get update -q >/dev/null || true
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx-light >/dev/null

@@ -546,6 +546,7 @@ pub fn await_leader_among(endpoints: &[String], within: Duration, every: Duratio
 pub struct Front {
     /// Port clients connect to.
     pub port: u16,
+    tls: bool,
     program: PathBuf,
     args: Vec<String>,
     dir: PathBuf,
@@ -554,14 +555,14 @@ pub struct Front {
 
 impl Front {
     fn start(program: PathBuf, args: Vec<String>, port: u16, dir: PathBuf) -> Front {
-        let mut f = Front { port, program, args, dir, child: None };
+        let mut f = Front { port, tls: false, program, args, dir, child: None };
         f.restart();
         f
     }
 
-    /// `http://127.0.0.1:<port>`.
+    /// `http://127.0.0.1:<port>` (`https://` for [`grpc_balancer_tls`]).
     pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("{}://127.0.0.1:{}", if self.tls { "https" } else { "http" }, self.port)
     }
 
     /// The process id, while running.
@@ -658,23 +659,89 @@ pub fn grpc_proxy(endpoints: &[String]) -> Front {
 /// is 1,000), as load balancers do after a request count or a connection age.
 /// Its access log (`$connection $request_time $status`) is [`nginx_requests`].
 pub fn grpc_balancer(endpoint: &str, keepalive_requests: u32) -> Front {
+    balancer(endpoint, keepalive_requests, None)
+}
+
+/// [`grpc_balancer`] over TLS on both sides: nginx terminates TLS with `tls`
+/// (its endpoint is `https://`) and speaks TLS to `endpoint` (an etcd TLS
+/// client port, see [`Etcd::start_tls`]), verifying etcd's certificate
+/// (issued for `localhost`) with the CA certificate `ca`.
+pub fn grpc_balancer_tls(endpoint: &str, keepalive_requests: u32, tls: &ServerTls, ca: &Path) -> Front {
+    balancer(endpoint, keepalive_requests, Some((tls, ca)))
+}
+
+fn balancer(endpoint: &str, keepalive_requests: u32, tls: Option<(&ServerTls, &Path)>) -> Front {
     let port = free_port();
     let dir = front_dir("nginx");
-    let upstream = endpoint.trim_start_matches("http://");
+    let upstream = endpoint.trim_start_matches("http://").trim_start_matches("https://");
+    let (listen, scheme, tls_conf) = match tls {
+        None => ("http2", "grpc", String::new()),
+        Some((t, ca)) => (
+            "ssl http2",
+            "grpcs",
+            format!(
+                "    ssl_certificate {};\n    ssl_certificate_key {};\n    grpc_ssl_trusted_certificate {};\n    grpc_ssl_verify on;\n    grpc_ssl_name localhost;\n    grpc_ssl_session_reuse on;\n",
+                t.cert.display(),
+                t.key.display(),
+                ca.display()
+            ),
+        ),
+    };
     let conf = format!(
         "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
          events {{ worker_connections 1024; }}\n\
          http {{\n  log_format grpc '$connection $connection_requests $status';\n  access_log {d}/access.log grpc;\n\
            client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
-           server {{\n    listen 127.0.0.1:{port} http2;\n    keepalive_requests {keepalive_requests};\n\
-             location / {{ grpc_pass grpc://{upstream}; grpc_read_timeout 1h; grpc_send_timeout 1h; }}\n  }}\n}}\n",
+           server {{\n    listen 127.0.0.1:{port} {listen};\n{tls_conf}    keepalive_requests {keepalive_requests};\n\
+             location / {{ grpc_pass {scheme}://{upstream}; grpc_read_timeout 1h; grpc_send_timeout 1h; }}\n  }}\n}}\n",
         d = dir.display()
     );
     std::fs::write(dir.join("nginx.conf"), conf).expect("nginx.conf");
     let bin = std::env::var("NGINX_BIN").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("/usr/sbin/nginx"));
     assert!(bin.is_file(), "nginx is missing ({}): apt-get install nginx-light", bin.display());
     let args = vec!["-p".into(), dir.display().to_string(), "-c".into(), dir.join("nginx.conf").display().to_string(), "-e".into(), dir.join("error.log").display().to_string()];
-    Front::start(bin, args, port, dir)
+    let mut f = Front::start(bin, args, port, dir);
+    f.tls = tls.is_some();
+    f
+}
+
+/// What an nginx from [`grpc_balancer`] did, from its access log (each
+/// request is logged when it ends, with its connection's request count).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct BalancerStats {
+    /// Client connections that carried a finished request.
+    pub connections: usize,
+    /// Finished requests (unary calls and ended streams).
+    pub requests: usize,
+    /// Connections whose requests reached `keepalive_requests`: nginx ended
+    /// each with a GOAWAY.
+    pub goaways: usize,
+    /// Requests nginx answered with an HTTP status other than 200 (its own
+    /// errors: 502 when it cannot reach etcd, ...).
+    pub non_200: usize,
+}
+
+/// [`BalancerStats`] of `front` (an nginx with `keepalive_requests`) so far.
+pub fn balancer_stats(front: &Front, keepalive_requests: u32) -> BalancerStats {
+    let log = std::fs::read_to_string(front.dir.join("access.log")).unwrap_or_default();
+    let mut conns = std::collections::HashSet::new();
+    let mut goaway = std::collections::HashSet::new();
+    let mut st = BalancerStats::default();
+    for l in log.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let (Some(c), Some(n)) = (f.first(), f.get(1).and_then(|n| n.parse::<u32>().ok())) else { continue };
+        st.requests += 1;
+        if f.get(2) != Some(&"200") {
+            st.non_200 += 1;
+        }
+        conns.insert(*c);
+        if n >= keepalive_requests {
+            goaway.insert(*c);
+        }
+    }
+    st.connections = conns.len();
+    st.goaways = goaway.len();
+    st
 }
 
 /// The client connections an nginx from [`grpc_balancer`] served so far, and
