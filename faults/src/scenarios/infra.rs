@@ -309,19 +309,30 @@ async fn hold_through(c: &Client, checker: &Checker, lock: &str, d: Duration, ra
     errs_to_result(errs).map(|_| puts)
 }
 
+/// The lease TTL of scenario 26's hold and workload through the proxy, in
+/// seconds (the faulted holders keep [`TTL`]). The proxy answers a
+/// keep-alive up to TTL/3 + 0.5 s late; at TTL 2 on a loaded 2-core machine
+/// that has left too little of the TTL for the client to prove its lease
+/// alive (an idle hold was reported lost 4.4 s in while its lease lived, in
+/// 2 of 11 runs beside scenario 27), so the proxy's rule is tested at 5 s,
+/// the TTL of the acceptance runs.
+pub const PROXY_TTL: i64 = 5;
+
 /// Acquisitions the three clients through the proxy must make in scenario
-/// 26's 3×TTL without a fault, beside one direct client on the same lock (a
+/// 26's 2×TTL + 1 s without a fault, beside one direct client on the same lock (a
 /// handoff takes a few milliseconds; a watch answered only on a 100 ms tick
 /// would still allow this many).
 const MIN_PROXIED_ACQUISITIONS: u64 = 50;
 
 /// 26. Through etcd's gRPC proxy.
 ///
-/// `etcd grpc-proxy start` coalesces lease keep-alives and watches. Three clients through the proxy and one
-/// direct contend on one lock the whole time. First no fault for 3×TTL: a
-/// hold through the proxy is never lost while its lease lives, no workload
-/// hold is lost, no call fails. Then the proxy is killed and restarted, and
-/// stopped past the TTL (see [`ProxyFault`]).
+/// `etcd grpc-proxy start` coalesces lease keep-alives and watches. Three
+/// clients through the proxy (TTL [`PROXY_TTL`]) and one direct contend on
+/// one lock the whole time. First no fault for 2×TTL + 1 s: a hold through
+/// the proxy is never lost while its lease lives, no workload hold is lost,
+/// no call fails, waiters through the proxy are handed the lock. Then the
+/// proxy is killed and restarted, and stopped past the TTL of the holder
+/// behind it (see [`ProxyFault`]).
 pub async fn grpc_proxy(p: &Profile) -> Outcome {
     let mut o = Outcome::new(26, "grpc-proxy");
     let etcd = Etcd::single();
@@ -336,18 +347,20 @@ pub async fn grpc_proxy(p: &Profile) -> Outcome {
     let mut w = Workload::new(pe.clone(), &ns);
     w.clients = 3;
     w.locks = 1;
+    w.ttl = PROXY_TTL;
     w.hold = Duration::from_millis(5);
     w.request_timeout = Duration::from_secs(1);
     w.client_prefix = "proxied-c".into();
     let mut wd = w.clone();
+    wd.ttl = TTL;
     wd.endpoints = eps.clone();
     wd.clients = 1;
     wd.client_prefix = "direct-c".into();
     let (stop_p, hp) = start_workload(w, checker.clone(), cp.clone());
     let (stop_d, hd) = start_workload(wd, checker.clone(), cd.clone());
-    // No fault: a hold through the proxy for 3×TTL.
-    let hc = Client::connect(opts(&pe, &ns, TTL, Duration::from_secs(1))).await.expect("H connect");
-    let nofault = Duration::from_nanos(3 * TTL_NS);
+    // No fault: a hold through the proxy for 2×TTL + 1 s.
+    let hc = Client::connect(opts(&pe, &ns, PROXY_TTL, Duration::from_secs(1))).await.expect("H connect");
+    let nofault = Duration::from_secs(2 * PROXY_TTL as u64 + 1);
     let held = hold_through(&hc, &checker, "H", nofault, &mut rawc).await;
     hc.close().await;
     o.acquisitions += 1;
@@ -404,7 +417,7 @@ pub async fn grpc_proxy(p: &Profile) -> Outcome {
     let faulted = rounds - rounds / 3; // the kill and stop rounds: A must lose its hold
     o.expect(lost + kept == rounds && lost >= faulted, || format!("{lost} holds lost, {kept} kept in {rounds} rounds ({faulted} must be lost)"));
     o.figure = format!(
-        "no fault {:.0} s: a hold through the proxy {} ({} guarded puts), {} workload acquisitions through the proxy, {} lost, errors: {}; faults: {} rounds (kill + 2xTTL down, SIGSTOP 2xTTL, kill + restart at 300 ms): {lost} holds through the proxy lost, {kept} kept; the direct waiter acquired <= {:.2} s after the fault (bound TTL + 1.5 s) and >= {} ms after the lost hold ended; a call during the fault returned within {} ms; a fresh lock through the healed proxy within {} ms, the workload through it acquired again {} ms after the last heal; {}; errors after the faults: through the proxy {}, direct {}",
+        "no fault {:.0} s (TTL {PROXY_TTL} s): a hold through the proxy {} ({} guarded puts), {} workload acquisitions through the proxy, {} lost, errors: {}; faults: {} rounds (kill + 2xTTL down, SIGSTOP 2xTTL, kill + restart at 300 ms; holder TTL {TTL} s): {lost} holds through the proxy lost, {kept} kept; the direct waiter acquired <= {:.2} s after the fault (bound TTL + 1.5 s) and >= {} ms after the lost hold ended; a call during the fault returned within {} ms; a fresh lock through the healed proxy within {} ms, the workload through it acquired again {} ms after the last heal; {}; errors after the faults: through the proxy {}, direct {}",
         nofault.as_secs_f64(),
         if held.is_ok() { "kept" } else { "LOST" },
         held.as_ref().copied().unwrap_or(0),
