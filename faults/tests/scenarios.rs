@@ -32,8 +32,10 @@ fn trace_if_asked() {
 fn run(id: u32) {
     trace_if_asked();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+    let t = std::time::Instant::now();
     let o = rt.block_on(scenarios::run(id, &Profile::short()));
     println!("{}", o.line());
+    println!("took: scenario {} {} {:.1} s", o.id, o.name, t.elapsed().as_secs_f64());
     etcdlock_faults::report::save_outcome(&o);
     assert!(o.passed(), "{}", o.line());
 }
