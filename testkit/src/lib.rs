@@ -657,7 +657,8 @@ pub fn grpc_proxy(endpoints: &[String]) -> Front {
 /// balancer in front of `endpoint` over h2c (`grpc_pass`): it ends each client
 /// connection with GOAWAY after `keepalive_requests` requests (nginx's default
 /// is 1,000), as load balancers do after a request count or a connection age.
-/// Its access log (`$connection $request_time $status`) is [`nginx_requests`].
+/// Its access log (`$connection $connection_requests $status`) is read by
+/// [`nginx_requests`] and [`balancer_stats`].
 pub fn grpc_balancer(endpoint: &str, keepalive_requests: u32) -> Front {
     balancer(endpoint, keepalive_requests, None)
 }
