@@ -248,8 +248,8 @@ pub(super) fn route(st: &mut State, resp: &impl Response, active: &AtomicI64, et
         return Some(sid);
     }
     let wid = wid?;
-    let Some(key) = st.by_wid.get(&wid) else { return None };
-    let Some(entry) = st.entries.get_mut(key) else { return None };
+    let key = st.by_wid.get(&wid)?;
+    let entry = st.entries.get_mut(key)?;
     let header_rev = resp.header_revision();
     if resp.created() && !resp.canceled() && entry.created.is_none() {
         // First creation (a re-created watch resumes from `next_rev`: no gap,
