@@ -724,3 +724,25 @@ fn latch_and_barrier_commands_between_processes() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// `watch` on a client with `--lazy-connect true` reaches etcd on its first
+/// use (it takes the raw etcd handle before anything else) and prints its
+/// first view; no panic.
+#[test]
+fn watch_with_lazy_connect_connects_on_first_use() {
+    let etcd = Etcd::single();
+    let mut child = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "--lazy-connect", "true", "watch", "lazy-watch/", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("first view {line:?} ({e}); exit {:?}, stderr: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["locks"].as_array().map(Vec::len), Some(0), "{v}");
+}
+

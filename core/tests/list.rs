@@ -49,7 +49,7 @@ async fn list_shows_every_kind_with_its_holders_waiters_and_local_queue() {
     };
     // A foreign holder, as etcdctl lock writes it (a leased key, empty value),
     // and data written beside the locks (no lease: not a lock).
-    let mut raw = a.etcd();
+    let mut raw = a.etcd().await.unwrap();
     let lease = raw.lease_grant(15, None).await.unwrap().id();
     raw.put(format!("{ns}app/foreign/{lease:x}"), "", Some(PutOptions::new().with_lease(lease))).await.unwrap();
     raw.put(format!("{ns}app/stock"), "300", None).await.unwrap();
@@ -122,7 +122,7 @@ async fn short_holds_write_no_meta_record() {
     let etcd = Etcd::single();
     let ns = unique_ns("list-short");
     let a = client(&etcd, &ns, 15).await;
-    let mut raw = a.etcd();
+    let mut raw = a.etcd().await.unwrap();
     let start = raw.get("x", None).await.unwrap().header().unwrap().revision();
     for _ in 0..20 {
         a.lock("quick").await.unwrap().unlock().await.unwrap();
