@@ -374,6 +374,16 @@ pub fn parse_name(v: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// A prefix given on the command line (`list`, `watch`): decoded as
+/// [`parse_name`] decodes a name; empty (or absent) means every lock under
+/// the client's namespace.
+pub fn parse_prefix(v: &str) -> Result<String, String> {
+    if v.is_empty() {
+        return Ok(String::new());
+    }
+    parse_name(v)
+}
+
 /// Parse a duration that must be finite (core's syntax).
 pub fn parse_finite(v: &str) -> Result<Duration, String> {
     etcdlock::parse_duration("value", v).map_err(|e| e.message().trim_start_matches("value: ").to_string())

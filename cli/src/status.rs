@@ -23,7 +23,7 @@ pub struct StatusArgs {
 #[derive(Args)]
 pub struct ListArgs {
     /// Show the locks whose names start with this (default: all)
-    #[arg(default_value = "", value_parser = crate::parse_name)]
+    #[arg(default_value = "", value_parser = crate::parse_prefix)]
     pub prefix: String,
     /// Print JSON instead of a table
     #[arg(long)]

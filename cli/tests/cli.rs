@@ -746,3 +746,51 @@ fn watch_with_lazy_connect_connects_on_first_use() {
     assert_eq!(v["locks"].as_array().map(Vec::len), Some(0), "{v}");
 }
 
+/// `list` and `watch` without a prefix show every lock under the client's
+/// namespace (the help shows `[PREFIX]` as optional).
+#[test]
+fn list_and_watch_without_a_prefix_show_every_lock_of_the_namespace() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (ns, plain) = rt.block_on(async {
+        let o = ClientOptions::new(etcd.endpoints());
+        (Client::connect(o.clone().with_namespace("team/")).await.unwrap(), Client::connect(o).await.unwrap())
+    });
+    let held = [rt.block_on(ns.lock("alpha")).unwrap(), rt.block_on(ns.lock("beta/x")).unwrap(), rt.block_on(plain.lock("other")).unwrap()];
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v["locks"].as_array().unwrap_or_else(|| panic!("{v}")).iter().map(|l| l["name"].as_str().unwrap().to_string()).collect()
+    };
+    for (namespace, want) in [(None, &["other", "team/alpha", "team/beta/x"][..]), (Some("team/"), &["alpha", "beta/x"][..])] {
+        let base = |args: &[&str]| {
+            let mut c = bin();
+            c.args(["--endpoints", &eps]);
+            if let Some(n) = namespace {
+                c.args(["--namespace", n]);
+            }
+            c.args(args);
+            c
+        };
+        let out = base(&["list", "--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{namespace:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(names(&serde_json::from_slice(&out.stdout).unwrap()), want, "list --json, namespace {namespace:?}");
+        let out = base(&["list"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{namespace:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(table.lines().count(), 1 + want.len(), "{table}");
+        for n in want {
+            assert!(table.lines().any(|l| l.starts_with(n)), "{n} in\n{table}");
+        }
+        let mut w = base(&["watch", "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(w.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let _ = w.kill();
+        let out = w.wait_with_output().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("watch {line:?} ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(names(&v), want, "watch --json, namespace {namespace:?}");
+    }
+    for g in held {
+        rt.block_on(g.unlock()).unwrap();
+    }
+}
+
