@@ -389,6 +389,23 @@ pub fn parse_finite(v: &str) -> Result<Duration, String> {
     etcdlock::parse_duration("value", v).map_err(|e| e.message().trim_start_matches("value: ").to_string())
 }
 
+/// Whether a panic message reports a failed write with EPIPE: std's print
+/// macros show the I/O error as `Broken pipe (os error 32)`, `expect` on a
+/// write (clap_complete) as `Os { .., kind: BrokenPipe, .. }`.
+fn is_broken_pipe(msg: &str) -> bool {
+    msg.contains("Broken pipe") || msg.contains("BrokenPipe")
+}
+
+/// Whether standard output is a pipe or socket whose reader is gone (a
+/// write to it fails with EPIPE): `poll` reports POLLERR (a pipe on Linux)
+/// or POLLHUP for it.
+fn stdout_reader_gone() -> bool {
+    let mut p = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
 pub fn exit_code_for(e: &etcdlock::Error) -> i32 {
     match e.code() {
         ErrorCode::Timeout | ErrorCode::WouldBlock => exit::TIMEOUT,
@@ -416,6 +433,13 @@ fn main() {
         let msg = info.payload().downcast_ref::<&str>().map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
+        // Every print of every subcommand ends here when its reader has gone
+        // (`etcdlock list | head -1`): std's print macros and clap's
+        // generators panic on the EPIPE error (Rust ignores SIGPIPE). That is
+        // a normal end for a command-line tool: exit 0, say nothing.
+        if is_broken_pipe(&msg) && stdout_reader_gone() {
+            std::process::exit(0);
+        }
         eprintln!("etcdlock: internal error: {msg} ({})", info.location().map(|l| l.to_string()).unwrap_or_default());
         std::process::exit(exit::ERROR);
     }));

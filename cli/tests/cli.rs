@@ -746,6 +746,55 @@ fn watch_with_lazy_connect_connects_on_first_use() {
     assert_eq!(v["locks"].as_array().map(Vec::len), Some(0), "{v}");
 }
 
+/// Standard output is a pipe whose reader has gone (`etcdlock ... | true`):
+/// every command that prints ends with exit 0 and nothing on stderr. The
+/// read end is closed before the command starts, so its first write fails
+/// with EPIPE every time.
+#[test]
+fn a_closed_stdout_pipe_ends_every_printing_command_with_exit_0() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()))).unwrap();
+    let g = rt.block_on(c.lock("piped/held")).unwrap();
+    let cases: &[&[&str]] = &[
+        &["completions", "bash"],
+        &["completions", "zsh"],
+        &["man"],
+        &["--endpoints", &eps, "list"],
+        &["--endpoints", &eps, "list", "--json"],
+        &["--endpoints", &eps, "list", "piped/", "--json"],
+        &["--endpoints", &eps, "watch", "--json"],
+        &["--endpoints", &eps, "watch"],
+        &["--endpoints", &eps, "status", "piped/held"],
+        &["--endpoints", &eps, "status", "piped/held", "--json"],
+        &["--endpoints", &eps, "latch", "piped/latch", "--count", "2", "--count-down"],
+        &["--endpoints", &eps, "barrier", "piped/barrier", "--parties", "1"],
+        &["--endpoints", &eps, "release", "piped/held"],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = bin().args(*args).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), err.as_ref()), (Some(0), ""), "{args:?}");
+    }
+    // The same through a shell, as a user types it (`true` may exit before
+    // or after the write: exit 0 either way).
+    for cmd in ["completions bash", &format!("--endpoints {eps} list --json")] {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!("\"$0\" {cmd} | true; echo \"${{PIPESTATUS[0]}}\""))
+            .arg(env!("CARGO_BIN_EXE_etcdlock"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((String::from_utf8_lossy(&out.stdout).trim(), err.as_ref()), ("0", ""), "{cmd} | true");
+    }
+    drop(g);
+    rt.block_on(c.close());
+}
+
 /// `list` and `watch` without a prefix show every lock under the client's
 /// namespace (the help shows `[PREFIX]` as optional).
 #[test]
