@@ -43,9 +43,9 @@ use etcdlock::{ClientOptions, ErrorCode};
 
 /// Exit codes (besides the command's own status, which `run` passes through).
 pub mod exit {
-    /// Usage error (bad flags).
+    /// Usage error: bad flags, or a value core refuses (every InvalidArgument).
     pub const USAGE: i32 = 2;
-    /// Any other etcdlock error (InvalidArgument, Internal, ...).
+    /// Any other etcdlock error (Internal, NotHeld, ...).
     pub const ERROR: i32 = 1;
     /// The lock was lost while the command ran; the command was signalled.
     pub const LOST: i32 = 70;
@@ -83,7 +83,7 @@ Environment (the same names every etcdlock binding reads):
 
 Exit codes:
   run passes the command's exit status through (128+N if killed by signal N).
-  1 error  2 usage  3 no leader (leader)  69 etcd unavailable  70 lock lost while the command ran
+  1 error  2 usage (bad flags or values)  3 no leader (leader)  69 etcd unavailable  70 lock lost while the command ran
   75 timed out waiting (or --try found it held)  77 auth/permission  130 interrupted";
 
 #[derive(Parser)]
@@ -406,8 +406,12 @@ fn stdout_reader_gone() -> bool {
     n == 1 && p.revents & (libc::POLLERR | libc::POLLHUP) != 0
 }
 
+/// The exit code of an etcdlock error. Every `InvalidArgument` core reports
+/// is about a value given on the command line (a flag, a variable, a name),
+/// so it is a usage error (2), as clap's own refusals are.
 pub fn exit_code_for(e: &etcdlock::Error) -> i32 {
     match e.code() {
+        ErrorCode::InvalidArgument => exit::USAGE,
         ErrorCode::Timeout | ErrorCode::WouldBlock => exit::TIMEOUT,
         ErrorCode::Unavailable => exit::UNAVAILABLE,
         ErrorCode::AuthFailed | ErrorCode::PermissionDenied => exit::NOPERM,

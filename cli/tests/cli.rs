@@ -709,9 +709,9 @@ fn latch_and_barrier_commands_between_processes() {
     // A lone party times out: exit 75.
     let st = bin().args(["--endpoints", &ep, "--ttl", "2", "barrier", "cli-b2", "--parties", "2", "--timeout", "300ms"]).stderr(Stdio::null()).status().unwrap();
     assert_eq!(st.code(), Some(75));
-    // A bad count is InvalidArgument: exit 1, one line on stderr.
+    // A bad count is InvalidArgument, a usage error: exit 2, one line on stderr.
     let out = bin().args(["--endpoints", &ep, "latch", "cli-l0", "--count", "0"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("count must be between 1"), "{}", String::from_utf8_lossy(&out.stderr));
     // Every process closed: the keys go within the TTL.
     let deadline = Instant::now() + Duration::from_secs(6);
@@ -843,3 +843,32 @@ fn list_and_watch_without_a_prefix_show_every_lock_of_the_namespace() {
     }
 }
 
+/// A value core refuses is a usage error like a value clap refuses: exit 2,
+/// one line, whether core sees it before connecting (TTL, endpoints) or at
+/// the call (permits, a 100 KB name).
+#[test]
+fn values_core_refuses_exit_2_like_every_usage_error() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let long = "n".repeat(100 * 1024);
+    let cases: &[&[&str]] = &[
+        &["--ttl", "99999999999", "run", "x", "--", "true"],
+        &["--ttl", "0", "run", "x", "--", "true"],
+        &["--endpoints", "ftp://h:1", "run", "x", "--", "true"],
+        &["--endpoints", "http://h:99999", "status", "x"],
+        &["--endpoints", "", "status", "x"],
+        &["--endpoints", &eps, "run", "x", "--permits", "2000", "--", "true"],
+        &["--endpoints", &eps, "run", &long, "--", "true"],
+        &["--endpoints", &eps, "status", &long],
+        &["--endpoints", &eps, "--tls-ca", "/nonexistent/ca.pem", "status", "x"],
+    ];
+    for args in cases {
+        let out = bin().args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let shown: Vec<&str> = args.iter().map(|a| if a.len() > 40 { "<100 KB>" } else { a }).collect();
+        assert_eq!(out.status.code(), Some(2), "{shown:?}: stderr {}", err.chars().take(300).collect::<String>());
+        assert_eq!(err.lines().count(), 1, "{shown:?}: not one line");
+        assert!(err.contains("InvalidArgument") || err.contains("empty"), "{shown:?}: {}", err.chars().take(300).collect::<String>());
+    }
+    assert_eq!(count(&etcd, "x/"), 0, "nothing was written");
+}
