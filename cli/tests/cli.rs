@@ -872,3 +872,98 @@ fn values_core_refuses_exit_2_like_every_usage_error() {
     }
     assert_eq!(count(&etcd, "x/"), 0, "nothing was written");
 }
+
+/// The `/metrics` listener: a client that connects and sends nothing is
+/// dropped after the scrape timeout (5 s) and never delays another scrape.
+/// Out of file descriptors (the child's RLIMIT_NOFILE lowered with prlimit
+/// to its highest open descriptor + 1, every hole below filled by silent
+/// clients, one more connection waiting in the backlog), accept fails with
+/// EMFILE: the listener backs off instead of retrying at once (a spin would
+/// burn about a core), and serves again once descriptors are free.
+#[test]
+fn metrics_listener_drops_silent_clients_and_backs_off_on_emfile() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let etcd = Etcd::single();
+    let dir = tempdir();
+    let gate = dir.join("go");
+    let addr = format!("127.0.0.1:{}", etcdlock_testkit::free_port());
+    let mut run = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "--log-format", "json", "run", "scraped", "--metrics-listen", &addr, "--", "sh", "-c"])
+        .arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(run.stderr.take().unwrap()).lines();
+    let acquired = stderr.next().unwrap().unwrap();
+    assert!(acquired.contains("\"acquired\""), "{acquired}");
+    let scrape = || {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    };
+
+    // A silent client: another scrape answers meanwhile; it is dropped after 5 s.
+    let silent = TcpStream::connect(&addr).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t = Instant::now();
+    let reply = scrape();
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+    assert!(t.elapsed() < Duration::from_secs(2), "a scrape beside a silent client took {:?}", t.elapsed());
+    let r = (&silent).read(&mut [0u8; 1]);
+    let dropped = t.elapsed();
+    eprintln!("silent client: {r:?} after {dropped:?}");
+    assert!(matches!(r, Ok(0)), "the silent client was not dropped: {r:?} after {dropped:?}");
+    assert!(dropped >= Duration::from_millis(4500) && dropped < Duration::from_secs(8), "dropped after {dropped:?}");
+
+    // EMFILE.
+    let pid = run.id() as libc::pid_t;
+    let fds = || -> Vec<u64> {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
+    };
+    let cpu_ms = || -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        ticks * 1000 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64
+    };
+    let top = *fds().iter().max().unwrap();
+    let limit = (top + 1) as usize;
+    let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) }, 0);
+    let low = libc::rlimit { rlim_cur: limit as u64, rlim_max: old.rlim_max };
+    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &low, std::ptr::null_mut()) }, 0, "{}", std::io::Error::last_os_error());
+    // Silent clients until every descriptor below the limit is taken (a
+    // descriptor freed meanwhile is one more hole), then two more that wait.
+    let mut held: Vec<TcpStream> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(4);
+    loop {
+        let open = fds().len();
+        if open >= limit {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the holes were never filled: {open} of {limit} open");
+        held.extend((open..limit).map(|_| TcpStream::connect(&addr).unwrap()));
+        let until = Instant::now() + Duration::from_millis(200);
+        while fds().len() < limit && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    held.extend((0..2).map(|_| TcpStream::connect(&addr).unwrap()));
+    let (c0, t0) = (cpu_ms(), Instant::now());
+    std::thread::sleep(Duration::from_millis(1500));
+    let (used, window) = (cpu_ms() - c0, t0.elapsed());
+    eprintln!("EMFILE: {used} ms of CPU in {window:?} ({} silent clients, {limit} descriptors open)", held.len());
+    assert!(used < 150, "accept spun on EMFILE: {used} ms of CPU in {window:?}");
+    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &old, std::ptr::null_mut()) }, 0);
+    drop(held);
+    let reply = scrape();
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "after EMFILE: {reply}");
+
+    std::fs::write(&gate, b"").unwrap();
+    assert!(run.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
+}
