@@ -807,6 +807,8 @@ fn list_and_watch_without_a_prefix_show_every_lock_of_the_namespace() {
         (Client::connect(o.clone().with_namespace("team/")).await.unwrap(), Client::connect(o).await.unwrap())
     });
     let held = [rt.block_on(ns.lock("alpha")).unwrap(), rt.block_on(ns.lock("beta/x")).unwrap(), rt.block_on(plain.lock("other")).unwrap()];
+    // The namespaced client's meta records are written (they are not locks, seen from the root).
+    await_count(&etcd, &format!("team/{}", etcdlock::META_PREFIX), 2);
     let names = |v: &serde_json::Value| -> Vec<String> {
         v["locks"].as_array().unwrap_or_else(|| panic!("{v}")).iter().map(|l| l["name"].as_str().unwrap().to_string()).collect()
     };

@@ -163,3 +163,30 @@ async fn release_by_token_frees_a_wedged_holder_who_learns_it() {
     holder.close().await;
     admin.close().await;
 }
+
+/// A list from an outer namespace (here the root, with no prefix: all of
+/// it) shows an inner-namespace client's locks under their full names, and
+/// leaves out that client's meta records (`<ns>__etcdlock/meta/...` are
+/// records, not locks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_from_an_outer_namespace_leaves_inner_meta_records_out() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("inner");
+    let inner = client(&etcd, &ns, 15).await;
+    let root = client(&etcd, "", 15).await;
+    let held = inner.lock("alpha").await.unwrap();
+    let mut raw = root.etcd().await.unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    let records = format!("{ns}{}", etcdlock::META_PREFIX);
+    while raw.get(records.clone(), Some(GetOptions::new().with_prefix().with_count_only())).await.unwrap().count() != 1 {
+        assert!(Instant::now() < until, "no meta record under {records}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for prefix in ["", ns.as_str()] {
+        let names: Vec<String> = root.list(prefix).await.unwrap().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, [format!("{ns}alpha")], "list({prefix:?}) from the root");
+    }
+    let names: Vec<String> = inner.list("").await.unwrap().into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["alpha"]);
+    held.unlock().await.unwrap();
+}
