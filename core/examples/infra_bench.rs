@@ -88,6 +88,24 @@ async fn main() {
     }
     let started = Instant::now();
 
+    // The floor: one raw Range's round trip, on etcd and through the proxy.
+    let mut floors = Vec::new();
+    for ep in [etcd.endpoints()[0].clone(), proxy.endpoint()] {
+        let mut raw = etcd_client::Client::connect([ep.as_str()], None).await.expect("raw connect");
+        let mut rtt = Vec::new();
+        for _ in 0..2000 {
+            let t = Instant::now();
+            raw.get("floor", None).await.expect("raw get");
+            rtt.push(t.elapsed());
+        }
+        floors.push(pct(&mut rtt, 0.5));
+    }
+    println!(
+        "raw Range round trip p50: bare etcd {:?}, through the proxy {:?} ({:.2}x)",
+        floors[0],
+        floors[1],
+        floors[1].as_secs_f64() / floors[0].as_secs_f64()
+    );
     let (n, f, mut h) = contend(etcd.endpoints()[0].clone(), "bench-bare/", contend_secs).await;
     let bare = pct(&mut h, 0.5);
     println!("bare etcd, 2 clients {contend_secs} s: {n} cycles, {f} failed, handoff p50 {:?} p99 {:?}", bare, pct(&mut h, 0.99));
