@@ -589,17 +589,41 @@ int etcdlock_client_metrics(const struct etcdlock_client *client,
                             size_t struct_size);
 
 // Close and free a client: revokes its lease, which releases every lock it
-// holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED and pending
-// etcdlock_lock_async waits complete with ETCDLOCK_CLOSED. Guards stay valid
-// objects and must still be freed. Blocks for at most one request timeout,
-// except on a runtime thread (inside a callback), where the close runs in the
-// background. NULL is a no-op. In a child created by fork() without exec, a
-// client inherited from the parent is not closed (the parent still owns the
-// lease and its connection) and its memory is deliberately left to the child
-// process; the same holds for inherited guards in etcdlock_guard_free.
+// holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED, pending
+// etcdlock_lock_async waits complete with ETCDLOCK_CLOSED (one cancelled
+// just before may complete with ETCDLOCK_CANCELLED instead) and observers
+// get their last call with ETCDLOCK_CLOSED. Guards stay valid objects and
+// must still be freed. NULL is a no-op.
+//
+// Called outside a callback, it returns only after every callback of this
+// client has made its last call and returned: those of etcdlock_lock_async,
+// etcdlock_observe, and etcdlock_guard_on_loss and etcdlock_guard_on_renewal
+// on its guards, registered before the call or by those callbacks while it
+// runs. Their user_data may be freed once it returns. It blocks for the
+// close (at most one request timeout), then until those callbacks have
+// returned, so a callback must not wait for the thread that frees its
+// client. Until it returns, the client's callbacks may still use the
+// handle; etcdlock_lock_async and etcdlock_observe on it return
+// ETCDLOCK_CLOSED (a callback that starts a new wait cannot keep it waiting).
+//
+// Called from a callback (a runtime thread), it cannot wait for the
+// callbacks, the calling one among them: it returns at once and the close
+// runs in the background. Every other callback still makes its last call as
+// described above, possibly after this returned, so free their user_data in
+// those last calls, not after this returns. From this call on,
+// etcdlock_lock_async and etcdlock_observe on the client return
+// ETCDLOCK_CLOSED; the handle stays valid for the client's callbacks (the
+// calling one included) until the last of them has returned, and is freed
+// then.
+//
+// In a child created by fork() without exec, a client inherited from the
+// parent is not closed (the parent still owns the lease and its connection)
+// and its memory is deliberately left to the child process; the same holds
+// for inherited guards in etcdlock_guard_free.
 //
 // Safety: client is NULL or a handle from etcdlock_client_connect not yet
-// freed, and no other thread uses it any more.
+// freed, and no other thread uses it any more (except the client's own
+// callbacks, as above).
 //
 // Example: etcdlock_client_free(c); c = NULL;
 void etcdlock_client_free(struct etcdlock_client *client);
@@ -830,8 +854,11 @@ int etcdlock_multi_delete(const struct etcdlock_multi *multi,
 // thread, never concurrently with itself for this request): with ETCDLOCK_OK
 // and a new guard that the callback owns, or with ETCDLOCK_TIMEOUT,
 // ETCDLOCK_CANCELLED, ETCDLOCK_CLOSED, ... and guard NULL. If this returns an
-// error (NULL client/callback, bad name or timeout), the callback is never
-// called. The callback must not block for long; blocking etcdlock calls
+// error (ETCDLOCK_INVALID_ARGUMENT for a NULL client or callback, a bad name
+// or timeout; ETCDLOCK_CLOSED once etcdlock_client_free was called on the
+// client), the callback is never called. etcdlock_client_free returns only
+// after the callback has returned (unless it is called from a callback).
+// The callback must not block for long; blocking etcdlock calls
 // (etcdlock_lock, etcdlock_unlock, guarded operations) made inside it return
 // ETCDLOCK_INVALID_ARGUMENT, so hand the guard to another thread for those.
 //
@@ -884,6 +911,8 @@ void etcdlock_cancel_free(struct etcdlock_cancel_handle *cancel);
 // thread). Several callbacks may be registered; each runs once. Loss is
 // reported locally before etcd can grant the lock to anyone else (as long as
 // the process is running): stop touching the protected resource.
+// etcdlock_client_free on the guard's client returns only after the
+// callback has returned (unless it is called from a callback).
 //
 // Safety: guard is a live handle; user_data must stay valid until the callback ran.
 //
@@ -910,6 +939,9 @@ int etcdlock_guard_renewal(const struct etcdlock_guard *guard, int64_t *valid_fo
 // the milliseconds the hold still has when renewal starts failing, -1 when it
 // is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2) when the
 // hold ends (released or lost), after which it is never called again.
+// etcdlock_client_free on the guard's client returns only after the
+// ETCDLOCK_RENEWAL_ENDED call has returned (unless it is called from a
+// callback).
 //
 // Safety: guard is a live handle; user_data must stay valid until the
 // ETCDLOCK_RENEWAL_ENDED call.
@@ -927,6 +959,12 @@ int etcdlock_guard_on_renewal(const struct etcdlock_guard *guard,
 // stored in *cancel (then a last call with ETCDLOCK_CANCELLED) or an error
 // (a last call with that status). Calls are never concurrent for one
 // observer; the callback must not block (see etcdlock_lock_async).
+//
+// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name), or ETCDLOCK_CLOSED
+// once etcdlock_client_free was called on the client; then the callback is
+// never called. etcdlock_client_free ends the observer (last call
+// ETCDLOCK_CLOSED) and returns only after that call has returned (unless it
+// is called from a callback).
 //
 // Safety: client is live; name NUL-terminated; user_data valid until the
 // last call; cancel is writable (required: it is the only way to stop).

@@ -12,7 +12,7 @@ use crate::wait::*;
 
 async fn raw_txn_delete(c: &etcdlock::Client, key: Vec<u8>) -> etcdlock::Result<()> {
     let lease = c.lease_id().await.unwrap_or(0);
-    etcdlock::bench_floor::txn_delete_round(&mut c.etcd(), key, lease).await.map(|_| ())
+    etcdlock::bench_floor::txn_delete_round(&mut c.etcd().await?, key, lease).await.map(|_| ())
 }
 
 

@@ -147,8 +147,9 @@ impl NativeClient {
     #[napi(ts_return_type = "Promise<string[]>")]
     pub fn raw_keys<'env>(&self, env: &'env Env, prefix: String) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let mut etcd = self.inner.etcd();
+            let c = self.inner.clone();
             promise(env, async move {
+                let mut etcd = c.etcd().await.map_err(|e| to_js_err(&e))?;
                 let opts = etcd_client::GetOptions::new().with_prefix().with_keys_only();
                 let r = etcd.get(prefix, Some(opts)).await.map_err(|e| internal(e.to_string()))?;
                 Ok(r.kvs().iter().map(|kv| String::from_utf8_lossy(kv.key()).into_owned()).collect::<Vec<_>>())

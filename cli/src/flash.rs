@@ -35,7 +35,13 @@ pub async fn worker() -> i32 {
             return 1;
         }
     };
-    let mut raw = client.etcd();
+    let mut raw = match client.etcd().await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("rust worker: {e}");
+            return 1;
+        }
+    };
     let parse = |v: Option<Vec<u8>>| v.and_then(|v| String::from_utf8(v).ok()).and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(0);
     for n in 0..attempts {
         let t = Instant::now();

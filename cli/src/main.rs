@@ -43,9 +43,9 @@ use etcdlock::{ClientOptions, ErrorCode};
 
 /// Exit codes (besides the command's own status, which `run` passes through).
 pub mod exit {
-    /// Usage error (bad flags).
+    /// Usage error: bad flags, or a value core refuses (every InvalidArgument).
     pub const USAGE: i32 = 2;
-    /// Any other etcdlock error (InvalidArgument, Internal, ...).
+    /// Any other etcdlock error (Internal, NotHeld, ...).
     pub const ERROR: i32 = 1;
     /// The lock was lost while the command ran; the command was signalled.
     pub const LOST: i32 = 70;
@@ -83,7 +83,7 @@ Environment (the same names every etcdlock binding reads):
 
 Exit codes:
   run passes the command's exit status through (128+N if killed by signal N).
-  1 error  2 usage  3 no leader (leader)  69 etcd unavailable  70 lock lost while the command ran
+  1 error  2 usage (bad flags or values)  3 no leader (leader)  69 etcd unavailable  70 lock lost while the command ran
   75 timed out waiting (or --try found it held)  77 auth/permission  130 interrupted";
 
 #[derive(Parser)]
@@ -374,13 +374,44 @@ pub fn parse_name(v: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// A prefix given on the command line (`list`, `watch`): decoded as
+/// [`parse_name`] decodes a name; empty (or absent) means every lock under
+/// the client's namespace.
+pub fn parse_prefix(v: &str) -> Result<String, String> {
+    if v.is_empty() {
+        return Ok(String::new());
+    }
+    parse_name(v)
+}
+
 /// Parse a duration that must be finite (core's syntax).
 pub fn parse_finite(v: &str) -> Result<Duration, String> {
     etcdlock::parse_duration("value", v).map_err(|e| e.message().trim_start_matches("value: ").to_string())
 }
 
+/// Whether a panic message reports a failed write with EPIPE: std's print
+/// macros show the I/O error as `Broken pipe (os error 32)`, `expect` on a
+/// write (clap_complete) as `Os { .., kind: BrokenPipe, .. }`.
+fn is_broken_pipe(msg: &str) -> bool {
+    msg.contains("Broken pipe") || msg.contains("BrokenPipe")
+}
+
+/// Whether standard output is a pipe or socket whose reader is gone (a
+/// write to it fails with EPIPE): `poll` reports POLLERR (a pipe on Linux)
+/// or POLLHUP for it.
+fn stdout_reader_gone() -> bool {
+    let mut p = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+    // SAFETY: one valid pollfd, no wait.
+    let n = unsafe { libc::poll(&mut p, 1, 0) };
+    n == 1 && p.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
+/// The exit code of an etcdlock error. Every `InvalidArgument` core reports
+/// is about a value given on the command line (a flag, a variable, a name),
+/// so it is a usage error (2), as clap's own refusals are.
 pub fn exit_code_for(e: &etcdlock::Error) -> i32 {
     match e.code() {
+        ErrorCode::InvalidArgument => exit::USAGE,
         ErrorCode::Timeout | ErrorCode::WouldBlock => exit::TIMEOUT,
         ErrorCode::Unavailable => exit::UNAVAILABLE,
         ErrorCode::AuthFailed | ErrorCode::PermissionDenied => exit::NOPERM,
@@ -406,6 +437,13 @@ fn main() {
         let msg = info.payload().downcast_ref::<&str>().map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
+        // Every print of every subcommand ends here when its reader has gone
+        // (`etcdlock list | head -1`): std's print macros and clap's
+        // generators panic on the EPIPE error (Rust ignores SIGPIPE). That is
+        // a normal end for a command-line tool: exit 0, say nothing.
+        if is_broken_pipe(&msg) && stdout_reader_gone() {
+            std::process::exit(0);
+        }
         eprintln!("etcdlock: internal error: {msg} ({})", info.location().map(|l| l.to_string()).unwrap_or_default());
         std::process::exit(exit::ERROR);
     }));

@@ -23,7 +23,7 @@ pub struct StatusArgs {
 #[derive(Args)]
 pub struct ListArgs {
     /// Show the locks whose names start with this (default: all)
-    #[arg(default_value = "", value_parser = crate::parse_name)]
+    #[arg(default_value = "", value_parser = crate::parse_prefix)]
     pub prefix: String,
     /// Print JSON instead of a table
     #[arg(long)]
@@ -141,7 +141,13 @@ pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
         Err(code) => return code,
     };
     let ns = client.namespace().to_vec();
-    let mut etcd = client.etcd();
+    let mut etcd = match client.etcd().await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("etcdlock: {e}");
+            return exit_code_for(&e);
+        }
+    };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
     for sub in [a.prefix.clone(), format!("{}{}", etcdlock::META_PREFIX, a.prefix)] {
         let mut from = ns.clone();

@@ -709,9 +709,9 @@ fn latch_and_barrier_commands_between_processes() {
     // A lone party times out: exit 75.
     let st = bin().args(["--endpoints", &ep, "--ttl", "2", "barrier", "cli-b2", "--parties", "2", "--timeout", "300ms"]).stderr(Stdio::null()).status().unwrap();
     assert_eq!(st.code(), Some(75));
-    // A bad count is InvalidArgument: exit 1, one line on stderr.
+    // A bad count is InvalidArgument, a usage error: exit 2, one line on stderr.
     let out = bin().args(["--endpoints", &ep, "latch", "cli-l0", "--count", "0"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("count must be between 1"), "{}", String::from_utf8_lossy(&out.stderr));
     // Every process closed: the keys go within the TTL.
     let deadline = Instant::now() + Duration::from_secs(6);
@@ -723,4 +723,249 @@ fn latch_and_barrier_commands_between_processes() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// `watch` on a client with `--lazy-connect true` reaches etcd on its first
+/// use (it takes the raw etcd handle before anything else) and prints its
+/// first view; no panic.
+#[test]
+fn watch_with_lazy_connect_connects_on_first_use() {
+    let etcd = Etcd::single();
+    let mut child = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "--lazy-connect", "true", "watch", "lazy-watch/", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("first view {line:?} ({e}); exit {:?}, stderr: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(v["locks"].as_array().map(Vec::len), Some(0), "{v}");
+}
+
+/// Standard output is a pipe whose reader has gone (`etcdlock ... | true`):
+/// every command that prints ends with exit 0 and nothing on stderr. The
+/// read end is closed before the command starts, so its first write fails
+/// with EPIPE every time.
+#[test]
+fn a_closed_stdout_pipe_ends_every_printing_command_with_exit_0() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()))).unwrap();
+    let g = rt.block_on(c.lock("piped/held")).unwrap();
+    let cases: &[&[&str]] = &[
+        &["completions", "bash"],
+        &["completions", "zsh"],
+        &["man"],
+        &["--endpoints", &eps, "list"],
+        &["--endpoints", &eps, "list", "--json"],
+        &["--endpoints", &eps, "list", "piped/", "--json"],
+        &["--endpoints", &eps, "watch", "--json"],
+        &["--endpoints", &eps, "watch"],
+        &["--endpoints", &eps, "status", "piped/held"],
+        &["--endpoints", &eps, "status", "piped/held", "--json"],
+        &["--endpoints", &eps, "latch", "piped/latch", "--count", "2", "--count-down"],
+        &["--endpoints", &eps, "barrier", "piped/barrier", "--parties", "1"],
+        &["--endpoints", &eps, "release", "piped/held"],
+    ];
+    for args in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = bin().args(*args).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((out.status.code(), err.as_ref()), (Some(0), ""), "{args:?}");
+    }
+    // The same through a shell, as a user types it (`true` may exit before
+    // or after the write: exit 0 either way).
+    for cmd in ["completions bash", &format!("--endpoints {eps} list --json")] {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!("\"$0\" {cmd} | true; echo \"${{PIPESTATUS[0]}}\""))
+            .arg(env!("CARGO_BIN_EXE_etcdlock"))
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!((String::from_utf8_lossy(&out.stdout).trim(), err.as_ref()), ("0", ""), "{cmd} | true");
+    }
+    drop(g);
+    rt.block_on(c.close());
+}
+
+/// `list` and `watch` without a prefix show every lock under the client's
+/// namespace (the help shows `[PREFIX]` as optional).
+#[test]
+fn list_and_watch_without_a_prefix_show_every_lock_of_the_namespace() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (ns, plain) = rt.block_on(async {
+        let o = ClientOptions::new(etcd.endpoints());
+        (Client::connect(o.clone().with_namespace("team/")).await.unwrap(), Client::connect(o).await.unwrap())
+    });
+    let held = [rt.block_on(ns.lock("alpha")).unwrap(), rt.block_on(ns.lock("beta/x")).unwrap(), rt.block_on(plain.lock("other")).unwrap()];
+    // The namespaced client's meta records are written (they are not locks, seen from the root).
+    await_count(&etcd, &format!("team/{}", etcdlock::META_PREFIX), 2);
+    let names = |v: &serde_json::Value| -> Vec<String> {
+        v["locks"].as_array().unwrap_or_else(|| panic!("{v}")).iter().map(|l| l["name"].as_str().unwrap().to_string()).collect()
+    };
+    for (namespace, want) in [(None, &["other", "team/alpha", "team/beta/x"][..]), (Some("team/"), &["alpha", "beta/x"][..])] {
+        let base = |args: &[&str]| {
+            let mut c = bin();
+            c.args(["--endpoints", &eps]);
+            if let Some(n) = namespace {
+                c.args(["--namespace", n]);
+            }
+            c.args(args);
+            c
+        };
+        let out = base(&["list", "--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{namespace:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(names(&serde_json::from_slice(&out.stdout).unwrap()), want, "list --json, namespace {namespace:?}");
+        let out = base(&["list"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{namespace:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let table = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(table.lines().count(), 1 + want.len(), "{table}");
+        for n in want {
+            assert!(table.lines().any(|l| l.starts_with(n)), "{n} in\n{table}");
+        }
+        let mut w = base(&["watch", "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(w.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let _ = w.kill();
+        let out = w.wait_with_output().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("watch {line:?} ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+        assert_eq!(names(&v), want, "watch --json, namespace {namespace:?}");
+    }
+    for g in held {
+        rt.block_on(g.unlock()).unwrap();
+    }
+}
+
+/// A value core refuses is a usage error like a value clap refuses: exit 2,
+/// one line, whether core sees it before connecting (TTL, endpoints) or at
+/// the call (permits, a 100 KB name).
+#[test]
+fn values_core_refuses_exit_2_like_every_usage_error() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let long = "n".repeat(100 * 1024);
+    let cases: &[&[&str]] = &[
+        &["--ttl", "99999999999", "run", "x", "--", "true"],
+        &["--ttl", "0", "run", "x", "--", "true"],
+        &["--endpoints", "ftp://h:1", "run", "x", "--", "true"],
+        &["--endpoints", "http://h:99999", "status", "x"],
+        &["--endpoints", "", "status", "x"],
+        &["--endpoints", &eps, "run", "x", "--permits", "2000", "--", "true"],
+        &["--endpoints", &eps, "run", &long, "--", "true"],
+        &["--endpoints", &eps, "status", &long],
+        &["--endpoints", &eps, "--tls-ca", "/nonexistent/ca.pem", "status", "x"],
+    ];
+    for args in cases {
+        let out = bin().args(*args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        let shown: Vec<&str> = args.iter().map(|a| if a.len() > 40 { "<100 KB>" } else { a }).collect();
+        assert_eq!(out.status.code(), Some(2), "{shown:?}: stderr {}", err.chars().take(300).collect::<String>());
+        assert_eq!(err.lines().count(), 1, "{shown:?}: not one line");
+        assert!(err.contains("InvalidArgument") || err.contains("empty"), "{shown:?}: {}", err.chars().take(300).collect::<String>());
+    }
+    assert_eq!(count(&etcd, "x/"), 0, "nothing was written");
+}
+
+/// The `/metrics` listener: a client that connects and sends nothing is
+/// dropped after the scrape timeout (5 s) and never delays another scrape.
+/// Out of file descriptors (the child's RLIMIT_NOFILE lowered with prlimit
+/// to its highest open descriptor + 1, every hole below filled by silent
+/// clients, one more connection waiting in the backlog), accept fails with
+/// EMFILE: the listener backs off instead of retrying at once (a spin would
+/// burn about a core), and serves again once descriptors are free.
+#[test]
+fn metrics_listener_drops_silent_clients_and_backs_off_on_emfile() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let etcd = Etcd::single();
+    let dir = tempdir();
+    let gate = dir.join("go");
+    let addr = format!("127.0.0.1:{}", etcdlock_testkit::free_port());
+    let mut run = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "--log-format", "json", "run", "scraped", "--metrics-listen", &addr, "--", "sh", "-c"])
+        .arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(run.stderr.take().unwrap()).lines();
+    let acquired = stderr.next().unwrap().unwrap();
+    assert!(acquired.contains("\"acquired\""), "{acquired}");
+    let scrape = || {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(s, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    };
+
+    // A silent client: another scrape answers meanwhile; it is dropped after 5 s.
+    let silent = TcpStream::connect(&addr).unwrap();
+    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let t = Instant::now();
+    let reply = scrape();
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
+    assert!(t.elapsed() < Duration::from_secs(2), "a scrape beside a silent client took {:?}", t.elapsed());
+    let r = (&silent).read(&mut [0u8; 1]);
+    let dropped = t.elapsed();
+    eprintln!("silent client: {r:?} after {dropped:?}");
+    assert!(matches!(r, Ok(0)), "the silent client was not dropped: {r:?} after {dropped:?}");
+    assert!(dropped >= Duration::from_millis(4500) && dropped < Duration::from_secs(8), "dropped after {dropped:?}");
+
+    // EMFILE.
+    let pid = run.id() as libc::pid_t;
+    let fds = || -> Vec<u64> {
+        std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
+    };
+    let cpu_ms = || -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split(' ').collect();
+        let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+        ticks * 1000 / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64
+    };
+    let top = *fds().iter().max().unwrap();
+    let limit = (top + 1) as usize;
+    let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) }, 0);
+    let low = libc::rlimit { rlim_cur: limit as u64, rlim_max: old.rlim_max };
+    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &low, std::ptr::null_mut()) }, 0, "{}", std::io::Error::last_os_error());
+    // Silent clients until every descriptor below the limit is taken (a
+    // descriptor freed meanwhile is one more hole), then two more that wait.
+    let mut held: Vec<TcpStream> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(4);
+    loop {
+        let open = fds().len();
+        if open >= limit {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the holes were never filled: {open} of {limit} open");
+        held.extend((open..limit).map(|_| TcpStream::connect(&addr).unwrap()));
+        let until = Instant::now() + Duration::from_millis(200);
+        while fds().len() < limit && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    held.extend((0..2).map(|_| TcpStream::connect(&addr).unwrap()));
+    let (c0, t0) = (cpu_ms(), Instant::now());
+    std::thread::sleep(Duration::from_millis(1500));
+    let (used, window) = (cpu_ms() - c0, t0.elapsed());
+    eprintln!("EMFILE: {used} ms of CPU in {window:?} ({} silent clients, {limit} descriptors open)", held.len());
+    assert!(used < 150, "accept spun on EMFILE: {used} ms of CPU in {window:?}");
+    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &old, std::ptr::null_mut()) }, 0);
+    drop(held);
+    let reply = scrape();
+    assert!(reply.starts_with("HTTP/1.1 200 OK"), "after EMFILE: {reply}");
+
+    std::fs::write(&gate, b"").unwrap();
+    assert!(run.wait().unwrap().success());
+    let _ = std::fs::remove_dir_all(&dir);
 }

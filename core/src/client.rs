@@ -366,9 +366,19 @@ impl Client {
     }
 
     /// The raw etcd-client handle of the member in use (for tests, benchmarks
-    /// and tools; keys are not namespaced; no failover).
-    pub fn etcd(&self) -> etcd_client::Client {
-        self.inner.transport.any_client().expect("a connected client has a member client")
+    /// and tools; keys are not namespaced; no failover). A client that has
+    /// not reached etcd yet ([`ClientOptions::lazy_connect`]) connects first,
+    /// within the request timeout: `Unavailable` when no member answers,
+    /// `Closed` when the client was closed before it ever connected. The
+    /// handle of a closed client fails every request.
+    pub async fn etcd(&self) -> Result<etcd_client::Client> {
+        if let Some(c) = self.inner.transport.any_client() {
+            return Ok(c);
+        }
+        self.check_open()?;
+        let t = &self.inner.transport;
+        t.connect(Instant::now() + t.request_timeout).await?;
+        t.any_client().ok_or_else(|| Error::new(ErrorCode::Closed, "the client was closed"))
     }
 
     /// Watch streams this client has opened: one for all its waits and held

@@ -139,8 +139,25 @@ impl std::fmt::Debug for Observer {
 
 impl Observer {
     /// The next leadership state that differs from the last one returned
-    /// (the first call returns the current state at once).
+    /// (the first call returns the current state at once). Fails with
+    /// `Closed` as soon as the client is closed, whatever it is waiting for
+    /// (a read, opening its watch, the next event).
     pub async fn next(&mut self) -> Result<Option<Leader>> {
+        let closed = self.client.inner.closed.clone();
+        tokio::select! {
+            biased;
+            _ = closed.cancelled() => Err(self.closed_err()),
+            r = self.follow() => r,
+        }
+    }
+
+    fn closed_err(&self) -> Error {
+        Error::new(ErrorCode::Closed, format!("observe {}: the client was closed", show(&self.name)))
+    }
+
+    /// [`Observer::next`] without the close: dropped at any await when the
+    /// client closes (`last` changes only right before it returns).
+    async fn follow(&mut self) -> Result<Option<Leader>> {
         let mut backoff = Duration::from_millis(50);
         loop {
             self.client.check_open()?;
@@ -171,12 +188,8 @@ impl Observer {
                 }
                 continue;
             }
-            let closed = self.client.inner.closed.clone();
             let Some(stream) = self.stream.as_mut() else { continue };
-            let msg = tokio::select! {
-                m = stream.message() => m,
-                _ = closed.cancelled() => return Err(Error::new(ErrorCode::Closed, format!("observe {}: the client was closed", show(&self.name)))),
-            };
+            let msg = stream.message().await;
             match msg {
                 Ok(Some(r)) if r.events().iter().any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete)) => {
                     let (now, _) = match self.client.read_leader(&self.name).await {

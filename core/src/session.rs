@@ -24,11 +24,13 @@ pub(crate) trait OnLoss: Send + Sync {
 /// Whether the session's renewal is failing: see [`crate::Guard::renewal`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renewal {
-    /// Keep-alives are acknowledged on time.
+    /// The lease is proved alive on time: a keep-alive's answer (or, when
+    /// answers are late, etcd's time-to-live) came for a request sent within
+    /// the last keep-alive interval plus the member silence.
     Ok,
-    /// No keep-alive has been acknowledged for one interval past when one
-    /// was due: the hold is still valid until `valid_until` (monotonic), and
-    /// ends then unless a keep-alive gets through. Guarded work can pause.
+    /// No request has proved the lease alive for that long: the hold is
+    /// still valid until `valid_until` (monotonic), and ends then unless a
+    /// keep-alive gets through. Guarded work can pause.
     Failing {
         /// When the hold ends locally unless renewed.
         valid_until: Instant,

@@ -265,8 +265,11 @@ impl Client {
         let mut names: BTreeMap<String, Vec<&KeyValue>> = BTreeMap::new();
         for kv in kvs.iter().filter(|kv| kv.lease() != 0) {
             let k = &kv.key()[ns..];
-            // etcdlock's own records (meta, lock-delay, latches, barriers).
-            if k.starts_with(META_PREFIX.as_bytes()) || k.windows(crate::RECORD_MARK.len()).any(|w| w == crate::RECORD_MARK.as_bytes()) {
+            // etcdlock's own records (meta, lock-delay, latches, barriers),
+            // also the meta records of a client whose namespace lies inside
+            // this one's (`<inner ns>__etcdlock/meta/...`, seen from outside).
+            let has = |mark: &str| k.windows(mark.len()).any(|w| w == mark.as_bytes());
+            if has(META_PREFIX) || has(crate::RECORD_MARK) {
                 continue;
             }
             let Some(cut) = k.iter().rposition(|b| *b == b'/') else { continue };

@@ -122,7 +122,7 @@ fn acquire_opts(step: &Value) -> etcdlock::Result<LockOptions> {
 
 /// etcd's own count of the keys under `prefix`.
 async fn count_keys(c: &Client, prefix: &str) -> i64 {
-    c.etcd()
+    c.etcd().await.unwrap()
         .get(prefix, Some(GetOptions::new().with_prefix().with_count_only()))
         .await
         .unwrap()
@@ -331,7 +331,7 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 want(&n.to_string());
             }
             "delete_outside" => {
-                let mut raw = clients.values().next().unwrap().etcd();
+                let mut raw = clients.values().next().unwrap().etcd().await.unwrap();
                 let prefix = format!("{ns}{}/", text(&step["name"]).unwrap());
                 raw.delete(
                     prefix,

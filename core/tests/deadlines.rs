@@ -242,3 +242,36 @@ async fn close_ends_a_wait_granting_a_lease_while_etcd_is_down() {
     assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
     assert!(took <= Duration::from_millis(1700), "close took {took:?}, its bound is the request timeout (1 s)");
 }
+
+/// An observer whose read waits on a hung etcd ends with `Closed` as soon as
+/// the client is closed, not when the read's request timeout runs out (the
+/// C library's etcdlock_client_free waits for an observer's last call).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_an_observer_waiting_for_etcd() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("close-observe");
+    let o = etcdlock::ClientOptions { request_timeout: Duration::from_secs(5), ..opts(&etcd, &ns, 10) };
+    let c = Client::connect(o).await.unwrap();
+    let mut obs = c.observe("svc").unwrap();
+    etcd.pause(0);
+    let next = obs.next();
+    tokio::pin!(next);
+    // One poll: the observer's first read is under way, waiting for etcd.
+    tokio::select! {
+        biased;
+        r = &mut next => panic!("the observer answered while etcd is stopped: {r:?}"),
+        _ = std::future::ready(()) => {}
+    }
+    let closing = tokio::spawn({
+        let c = c.clone();
+        async move { c.close().await }
+    });
+    let t0 = Instant::now();
+    let r = tokio::time::timeout(Duration::from_secs(1), &mut next).await;
+    let took = t0.elapsed();
+    etcd.resume(0);
+    let r = r.unwrap_or_else(|_| panic!("the observer still waited {took:?} after close (its read's bound is 5 s)"));
+    println!("the observer ended {took:?} after close: {:?}", r.as_ref().map_err(|e| e.code()));
+    assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
+    closing.await.unwrap();
+}

@@ -56,7 +56,7 @@ async fn a_leader_whose_key_is_deleted_is_refused_by_etcd() {
     let ns = unique_ns("elect-stale");
     let a = client(&etcd, &ns, 10).await;
     let la = a.campaign("svc", "a", LockOptions::default()).await.unwrap();
-    a.etcd().delete(la.key(), None).await.unwrap();
+    a.etcd().await.unwrap().delete(la.key(), None).await.unwrap();
     let loss = tokio::time::timeout(Duration::from_secs(2), la.wait_lost()).await.unwrap().unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     let e = la.proclaim("still me?").await.unwrap_err();
@@ -92,7 +92,7 @@ async fn etcdctl_elect_and_etcdlock_see_each_other() {
     let _ = ctl.wait();
     // etcdctl's lease expires (its TTL is 60 s unless revoked; kill -9 skips the
     // revoke), so revoke it the way an operator would.
-    c.etcd().lease_revoke(l.lease_id).await.unwrap();
+    c.etcd().await.unwrap().lease_revoke(l.lease_id).await.unwrap();
     let lead = waiting.await.unwrap().unwrap();
     // etcdctl's observer (`elect -l` runs until killed) sees etcdlock's proclamation.
     let mut obs = Command::new(etcdctl_bin())

@@ -27,7 +27,7 @@ fn dead_member() -> String {
 }
 
 async fn revision(c: &Client) -> i64 {
-    c.etcd().get("x", None).await.unwrap().header().unwrap().revision()
+    c.etcd().await.unwrap().get("x", None).await.unwrap().header().unwrap().revision()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -413,7 +413,7 @@ async fn loss_reasons_match_what_happened() {
     let etcd = Etcd::single();
     let ns = unique_ns("why");
     let c = client(&etcd, &ns, 10).await;
-    let mut raw = c.etcd();
+    let mut raw = c.etcd().await.unwrap();
     // Our key deleted right after acquisition: reported at once, as KeyDeleted.
     let g = c.lock("l").await.unwrap();
     raw.delete(g.key(), None).await.unwrap();
@@ -445,7 +445,7 @@ async fn a_new_hold_after_a_lost_one_keeps_its_key() {
     let c = client(&etcd, &ns, 10).await;
     for _ in 0..20 {
         let g = c.lock("l").await.unwrap();
-        c.etcd().delete(g.key(), None).await.unwrap();
+        c.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
         tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.unwrap().unwrap();
         assert_eq!(g.unlock().await.unwrap_err().code(), ErrorCode::LockLost);
         drop(g);
@@ -501,7 +501,7 @@ async fn a_held_keys_watch_starts_after_a_short_delay_is_reused_and_never_report
     g.put("probe", "1").await.unwrap();
     assert!(g.is_held(), "{:?}", g.loss());
     // An outside delete of this hold's key is reported.
-    c.etcd().delete(g.key(), None).await.unwrap();
+    c.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
     let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("loss reported at once").unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     assert!(g.unlock().await.is_err());
@@ -530,7 +530,7 @@ async fn a_delete_before_the_held_keys_watch_starts_is_still_reported() {
     let etcd = Etcd::single();
     let c = client(&etcd, &unique_ns("early"), 10).await;
     let g = c.lock("l").await.unwrap();
-    c.etcd().delete(g.key(), None).await.unwrap();
+    c.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
     let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("loss reported").unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     c.close().await;
@@ -872,7 +872,7 @@ async fn a_request_larger_than_the_windows_arrives_whole() {
     let ns = unique_ns("big");
     let c = client(&etcd, &ns, 10).await;
     let value: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
-    let mut kv = c.etcd();
+    let mut kv = c.etcd().await.unwrap();
     let mut w = kv.watch(ns.as_str(), Some(etcd_client::WatchOptions::new().with_prefix())).await.unwrap();
     let g = c.lock("x").await.unwrap();
     for i in 0..4 {
@@ -908,7 +908,7 @@ async fn a_watch_on_a_hung_member_fails_within_the_keep_alive_bound() {
     let etcd = Etcd::single();
     let ns = unique_ns("hungwatch");
     let c = client(&etcd, &ns, 30).await;
-    let mut kv = c.etcd();
+    let mut kv = c.etcd().await.unwrap();
     let mut w = kv.watch(format!("{ns}nothing"), None).await.unwrap();
     let created = w.message().await.unwrap().unwrap();
     assert!(created.created());

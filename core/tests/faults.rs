@@ -32,7 +32,7 @@ fn child_holder() {
         let put = g.put("fenced", "stale-write").await;
         println!("PUT {}", put.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string()));
         // The same compare a guarded op sends, straight to etcd: it must fail there too.
-        let mut raw = c.etcd();
+        let mut raw = c.etcd().await.unwrap();
         let txn = Txn::new()
             .when([Compare::create_revision(g.key(), CompareOp::Equal, g.fencing_token())])
             .and_then([TxnOp::put(format!("{}fenced", v["ns"].as_str().unwrap()), "stale-raw", None)]);
@@ -125,7 +125,7 @@ async fn stopped_holder_learns_of_loss_before_the_waiter_acquires_and_its_write_
     assert_eq!(lost[1], "LeaseExpired", "{lost:?}");
     assert_eq!(put[1], "LockLost");
     assert_eq!(raw[1], "false", "etcd must reject the stale holder's compare");
-    let mut etcd_c = c.etcd();
+    let mut etcd_c = c.etcd().await.unwrap();
     let v = etcd_c.get(format!("{ns}fenced"), None).await.unwrap();
     assert_eq!(v.kvs()[0].value(), format!("written by token {}", g.fencing_token()).as_bytes());
 }
@@ -302,7 +302,7 @@ async fn a_late_unlock_from_a_paused_member_never_deletes_the_next_hold() {
                 _ => tokio::time::sleep(Duration::from_millis(20)).await,
             }
         };
-        let alive = c.etcd().get(g2.key(), None).await.unwrap().kvs().first().map(|kv| kv.create_revision());
+        let alive = c.etcd().await.unwrap().get(g2.key(), None).await.unwrap().kvs().first().map(|kv| kv.create_revision());
         late += usize::from(alive.is_none());
         println!(
             "round {round}: unlock via the paused leader took {unlock_took:?}; sentinel at rev {sentinel}; key now {alive:?}"

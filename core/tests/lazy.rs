@@ -113,3 +113,35 @@ fn lazy_connect_is_an_option_like_any_other() {
     assert!(e.message().contains("lazy_connect"), "{e}");
     assert_eq!(etcdlock::bridge::option_key("lazyConnect"), Some("lazy_connect"));
 }
+
+/// The raw handle (`Client::etcd`) of a lazy client that has not reached
+/// etcd yet connects on demand, within the request timeout: Unavailable
+/// while etcd is down, a working handle once it is up, Closed for a client
+/// closed before it ever connected. Never a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_raw_handle_of_a_lazy_client_connects_on_demand() {
+    let mut etcd = Etcd::single();
+    let ns = unique_ns("lazy-raw");
+    etcd.kill(0);
+    let c = Client::connect(lazy(&etcd, &ns)).await.expect("a lazy connect does not need etcd");
+    let t = Instant::now();
+    let Err(e) = c.etcd().await else { panic!("a raw handle with etcd down") };
+    assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
+    eprintln!("etcd down: etcd() {:?} in {:?}", e.code(), t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(1) + SLACK, "etcd() took {:?}", t.elapsed());
+    let etcd = tokio::task::spawn_blocking(move || {
+        etcd.restart(0);
+        etcd
+    })
+    .await
+    .unwrap();
+    let mut raw = c.etcd().await.expect("connects once etcd is up");
+    raw.put(format!("{ns}raw"), "v", None).await.unwrap();
+    assert_eq!(raw.get(format!("{ns}raw"), None).await.unwrap().kvs()[0].value(), b"v");
+    c.close().await;
+
+    let never = Client::connect(lazy(&etcd, &ns)).await.unwrap();
+    never.close().await;
+    let Err(e) = never.etcd().await else { panic!("a raw handle of a closed client") };
+    assert_eq!(e.code(), ErrorCode::Closed, "{e}");
+}

@@ -49,7 +49,7 @@ async fn list_shows_every_kind_with_its_holders_waiters_and_local_queue() {
     };
     // A foreign holder, as etcdctl lock writes it (a leased key, empty value),
     // and data written beside the locks (no lease: not a lock).
-    let mut raw = a.etcd();
+    let mut raw = a.etcd().await.unwrap();
     let lease = raw.lease_grant(15, None).await.unwrap().id();
     raw.put(format!("{ns}app/foreign/{lease:x}"), "", Some(PutOptions::new().with_lease(lease))).await.unwrap();
     raw.put(format!("{ns}app/stock"), "300", None).await.unwrap();
@@ -122,7 +122,7 @@ async fn short_holds_write_no_meta_record() {
     let etcd = Etcd::single();
     let ns = unique_ns("list-short");
     let a = client(&etcd, &ns, 15).await;
-    let mut raw = a.etcd();
+    let mut raw = a.etcd().await.unwrap();
     let start = raw.get("x", None).await.unwrap().header().unwrap().revision();
     for _ in 0..20 {
         a.lock("quick").await.unwrap().unlock().await.unwrap();
@@ -162,4 +162,31 @@ async fn release_by_token_frees_a_wedged_holder_who_learns_it() {
     next.unlock().await.unwrap();
     holder.close().await;
     admin.close().await;
+}
+
+/// A list from an outer namespace (here the root, with no prefix: all of
+/// it) shows an inner-namespace client's locks under their full names, and
+/// leaves out that client's meta records (`<ns>__etcdlock/meta/...` are
+/// records, not locks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_from_an_outer_namespace_leaves_inner_meta_records_out() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("inner");
+    let inner = client(&etcd, &ns, 15).await;
+    let root = client(&etcd, "", 15).await;
+    let held = inner.lock("alpha").await.unwrap();
+    let mut raw = root.etcd().await.unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    let records = format!("{ns}{}", etcdlock::META_PREFIX);
+    while raw.get(records.clone(), Some(GetOptions::new().with_prefix().with_count_only())).await.unwrap().count() != 1 {
+        assert!(Instant::now() < until, "no meta record under {records}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for prefix in ["", ns.as_str()] {
+        let names: Vec<String> = root.list(prefix).await.unwrap().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, [format!("{ns}alpha")], "list({prefix:?}) from the root");
+    }
+    let names: Vec<String> = inner.list("").await.unwrap().into_iter().map(|s| s.name).collect();
+    assert_eq!(names, ["alpha"]);
+    held.unlock().await.unwrap();
 }

@@ -162,7 +162,7 @@ async fn mutual_exclusion_two_clients_eight_tasks_counter_exact_tokens_increase(
     for t in tasks {
         t.await.unwrap();
     }
-    let mut etcd_c = clients[0].etcd();
+    let mut etcd_c = clients[0].etcd().await.unwrap();
     let v = etcd_c.get(format!("{ns}count"), None).await.unwrap();
     let count: usize = std::str::from_utf8(v.kvs()[0].value()).unwrap().parse().unwrap();
     assert_eq!(count, 2 * 8 * PER_TASK);
@@ -196,7 +196,7 @@ async fn outside_delete_and_revoke_are_reported_and_a_fresh_lease_follows() {
     let ns = unique_ns("loss");
     let c = client(&etcd, &ns, 10).await;
     let g = c.lock("l").await.unwrap();
-    let mut raw = c.etcd();
+    let mut raw = c.etcd().await.unwrap();
     raw.delete(g.key(), None).await.unwrap();
     let loss = tokio::time::timeout(Duration::from_secs(5), g.wait_lost()).await.unwrap().unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
@@ -260,7 +260,7 @@ async fn close_closes_the_connection_while_the_client_lives_on() {
     c.close().await;
     assert_eq!(connections_to(port), 0, "the connection outlived close()");
     // Nothing connects again through the closed client, raw requests included.
-    assert!(c.etcd().get("x", None).await.is_err());
+    assert!(c.etcd().await.unwrap().get("x", None).await.is_err());
     assert_eq!(c.lock("x").await.unwrap_err().code(), ErrorCode::Closed);
     assert_eq!(connections_to(port), 0);
 }
@@ -278,7 +278,7 @@ async fn guarded_ops_apply_only_while_held() {
     assert_eq!(g.get("k").await.unwrap(), None);
     g.put("k", "v2").await.unwrap();
     // The key is namespaced like the lock.
-    let mut raw = c.etcd();
+    let mut raw = c.etcd().await.unwrap();
     assert_eq!(raw.get(format!("{ns}k"), None).await.unwrap().kvs()[0].value(), b"v2");
     // etcd itself rejects the write once our key is gone, even before the watch fires.
     let cfg = ClientOptions { watch_held_keys: false, ..opts(&etcd, &ns, 10) };
@@ -300,7 +300,7 @@ async fn unlock_reports_a_hold_lost_unseen() {
     let ns = unique_ns("unseen");
     let c = Client::connect(ClientOptions { watch_held_keys: false, ..opts(&etcd, &ns, 10) }).await.unwrap();
     let g = c.lock("x").await.unwrap();
-    c.etcd().delete(g.key(), None).await.unwrap();
+    c.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
     assert!(g.is_held(), "without the key watch the guard cannot know yet");
     let err = g.unlock().await.unwrap_err();
     assert_eq!((err.code(), err.loss_reason()), (ErrorCode::LockLost, Some(LossReason::KeyDeleted)), "{err}");
@@ -373,7 +373,7 @@ async fn dropping_the_last_handle_revokes_the_lease() {
     // The guard still holds a handle: the lease lives on.
     assert!(g.is_held());
     drop(g);
-    let mut raw = observer.etcd();
+    let mut raw = observer.etcd().await.unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let ttl = raw.lease_time_to_live(lease, None).await.unwrap().ttl();
@@ -463,7 +463,7 @@ async fn a_waiter_whose_key_is_revoked_fails_at_once() {
     await_key_count(&holder, &format!("{ns}w/"), 2).await;
     let lease = c.lease_id().await.unwrap();
     let started = Instant::now();
-    holder.etcd().lease_revoke(lease).await.unwrap();
+    holder.etcd().await.unwrap().lease_revoke(lease).await.unwrap();
     let err = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap_err();
     assert_eq!(err.code(), ErrorCode::LockLost, "{err}");
     // Well before the next keep-alive (TTL/3 = 10 s) could have noticed.

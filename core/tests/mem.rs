@@ -41,7 +41,7 @@ async fn one_store_excludes_two_stores_do_not() {
         .unwrap();
     assert!(h.fencing_token() > g.fencing_token());
     // A key deleted behind the holder's back is reported as its loss.
-    let mut raw = b.etcd();
+    let mut raw = b.etcd().await.unwrap();
     raw.delete(h.key(), None).await.unwrap();
     let loss = tokio::time::timeout(Duration::from_secs(5), h.wait_lost())
         .await
@@ -70,7 +70,7 @@ async fn plain_mem_is_one_default_store() {
 #[tokio::test]
 async fn lease_expiry_frees_a_lock() {
     let c = mem("mem://expiry", "exp/", 10).await;
-    let mut raw = c.etcd();
+    let mut raw = c.etcd().await.unwrap();
     // Before the grant: the lease's TTL runs from when etcd grants it, which
     // is before its answer arrives (taken after it, the bound below once
     // read 1.998 s).

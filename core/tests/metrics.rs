@@ -54,7 +54,7 @@ async fn acquisitions_holds_losses_and_keepalives_are_counted() {
     // A loss, by its reason; the hold time of ended holds adds up.
     let g = c.lock("b").await.unwrap();
     assert!(c.metrics().held_duration < Duration::from_secs(5));
-    other.etcd().delete(g.key(), None).await.unwrap();
+    other.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
     assert_eq!(tokio::time::timeout(Duration::from_secs(5), g.wait_lost()).await.unwrap().unwrap().reason, LossReason::KeyDeleted);
     let m = c.metrics();
     assert_eq!((m.held, m.holds_ended, m.lost(LossReason::KeyDeleted)), (0, 2, 1));

@@ -62,7 +62,7 @@ async fn eight_clients_on_overlapping_sets_never_stall_and_counters_are_exact() 
     for t in tasks {
         total += t.await.unwrap();
     }
-    let mut raw = clients[0].etcd();
+    let mut raw = clients[0].etcd().await.unwrap();
     for (i, n) in NAMES.iter().enumerate() {
         let v = raw.get(format!("{ns}count-{n}"), None).await.unwrap();
         let got: u64 = v.kvs().first().map(|kv| String::from_utf8_lossy(kv.value()).parse().unwrap()).unwrap_or(0);
@@ -167,7 +167,7 @@ async fn guarded_operations_need_every_lock_and_a_lost_one_is_reported() {
     // etcd, that lock (and only it) reports KeyDeleted, the data is untouched.
     m.put("ledger", "1").await.unwrap();
     let lost_key = m.guards()[1].key();
-    let mut raw = c.etcd();
+    let mut raw = c.etcd().await.unwrap();
     raw.delete(lost_key.clone(), None).await.unwrap();
     let e = m.put("ledger", "2").await.unwrap_err();
     assert_eq!((e.code(), e.loss_reason()), (ErrorCode::LockLost, Some(etcdlock::LossReason::KeyDeleted)));

@@ -40,7 +40,7 @@ async fn lock_delay_holds_the_lock_after_the_holder_lease_is_revoked_and_a_clean
     let waiter = tokio::spawn(async move { b2.lock("job").await.map(|g| (g, Instant::now())) });
     tokio::time::sleep(Duration::from_millis(300)).await;
     let t0 = Instant::now();
-    a.etcd().lease_revoke(lease).await.unwrap();
+    a.etcd().await.unwrap().lease_revoke(lease).await.unwrap();
     // try_lock during the delay: WouldBlock, and it writes nothing.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let c = client(&etcd, &ns, 10).await;
@@ -256,7 +256,7 @@ async fn a_vanished_delay_lease_is_replaced_without_ending_the_session() {
     let keep = a.lock("other").await.unwrap();
     a.lock_with("x", delay(2)).await.unwrap().unlock().await.unwrap();
     // The delay lease is gone (revoked from outside; as if its renewal had failed).
-    let mut raw = a.etcd();
+    let mut raw = a.etcd().await.unwrap();
     let leases = raw.leases().await.unwrap();
     let ids: Vec<i64> = leases.leases().iter().map(|l| l.id()).filter(|id| *id != keep.lease_id()).collect();
     assert_eq!(ids.len(), 1, "one delay lease beside the session's: {ids:?}");
@@ -275,7 +275,7 @@ async fn a_wait_that_times_out_in_the_lock_delay_returns_on_time_and_leaves_no_k
     let ns = unique_ns("delay-timeout");
     let (a, c) = (client(&etcd, &ns, 2).await, client(&etcd, &ns, 10).await);
     let g = a.lock_with("job2", delay(3)).await.unwrap();
-    a.etcd().lease_revoke(g.lease_id()).await.unwrap();
+    a.etcd().await.unwrap().lease_revoke(g.lease_id()).await.unwrap();
     // First in the queue, the waiter is in the gate: its timeout holds.
     let t = Instant::now();
     let e = c.lock_with("job2", LockOptions::timeout(Duration::from_millis(300))).await.unwrap_err();

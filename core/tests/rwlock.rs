@@ -100,8 +100,8 @@ async fn an_etcdctl_lock_holder_excludes_readers() {
     let _ = ctl.kill();
     let _ = ctl.wait();
     // etcdctl's lease outlives the kill; the reader gets in once it is revoked.
-    let lease = c.etcd().get("doc/", Some(etcd_client::GetOptions::new().with_prefix())).await.unwrap().kvs()[0].lease();
-    c.etcd().lease_revoke(lease).await.unwrap();
+    let lease = c.etcd().await.unwrap().get("doc/", Some(etcd_client::GetOptions::new().with_prefix())).await.unwrap().kvs()[0].lease();
+    c.etcd().await.unwrap().lease_revoke(lease).await.unwrap();
     let r = c.read_lock("doc", LockOptions::timeout(Duration::from_secs(5))).await.unwrap();
     assert!(r.key().ends_with("-r"));
     r.unlock().await.unwrap();

@@ -32,7 +32,7 @@ async fn three_permits_twelve_contenders_never_more_than_three_holders() {
                 // the entries etcd has; leaving deletes the entry before unlock.
                 let entry = format!("ledger/{}", p.fencing_token());
                 p.put(&entry, "in").await.unwrap();
-                let in_etcd = c.etcd().get(format!("{ns}ledger/"), Some(etcd_client::GetOptions::new().with_prefix().with_count_only())).await.unwrap().count();
+                let in_etcd = c.etcd().await.unwrap().get(format!("{ns}ledger/"), Some(etcd_client::GetOptions::new().with_prefix().with_count_only())).await.unwrap().count();
                 assert!((1..=3).contains(&in_etcd), "{in_etcd} holders in etcd's ledger");
                 tokio::task::yield_now().await;
                 now.fetch_sub(1, Ordering::SeqCst);
@@ -59,7 +59,7 @@ async fn a_full_semaphore_times_out_at_once_and_a_mismatched_count_is_refused() 
     let p1 = a.acquire_permit("pool", 2, LockOptions::default()).await.unwrap();
     let p2 = a.acquire_permit("pool", 2, LockOptions::default()).await.unwrap();
     assert!(p2.fencing_token() > p1.fencing_token());
-    let rev = a.etcd().get("x", None).await.unwrap().header().unwrap().revision();
+    let rev = a.etcd().await.unwrap().get("x", None).await.unwrap().header().unwrap().revision();
     let e = b.acquire_permit("pool", 2, LockOptions::timeout(Duration::ZERO)).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Timeout);
     assert_eq!(common::writes_under(&a, &format!("{ns}pool/"), rev).await, 0, "a full try writes nothing");

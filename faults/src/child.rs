@@ -245,7 +245,12 @@ async fn child_main(v: serde_json::Value) {
                 // The stale holder tries to write anyway: the guarded put must fail.
                 let stale = guarded_put_line("STALE", &g, &lock).await;
                 // And the same compare sent straight to etcd must fail there too.
-                let mut raw = c.etcd();
+                let mut raw = loop {
+                    match c.etcd().await {
+                        Ok(r) => break r,
+                        Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                    }
+                };
                 let txn = etcd_client::Txn::new()
                     .when([etcd_client::Compare::create_revision(g.key(), etcd_client::CompareOp::Equal, g.fencing_token())])
                     .and_then([etcd_client::TxnOp::put(format!("{ns}{}", checker::resource_key(&lock)), g.fencing_token().to_string(), None)]);

@@ -341,7 +341,7 @@ pub async fn resource_write(client: &Client, g: &etcdlock::Guard, ns: &str, lock
     if !unfenced {
         return g.put(checker::resource_key(lock), g.fencing_token().to_string()).await;
     }
-    let mut raw = client.etcd();
+    let mut raw = client.etcd().await?;
     raw.put(format!("{ns}{}", checker::resource_key(lock)), g.fencing_token().to_string(), None)
         .await
         .map(|_| ())

@@ -119,7 +119,7 @@ async fn tls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
     }
     assert_eq!(connections_to(port), 0, "the TLS connection outlived close() by 2 s");
     assert_eq!(alive.lock("a").await.unwrap_err().code(), ErrorCode::Closed);
-    assert!(alive.etcd().get("a", None).await.is_err(), "the raw client of a closed client fails");
+    assert!(alive.etcd().await.unwrap().get("a", None).await.is_err(), "the raw client of a closed client fails");
     assert_eq!(connections_to(port), 0, "nothing connects again through the closed client");
     drop(alive);
     // host:port with TLS options is upgraded to https and works too.

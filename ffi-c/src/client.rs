@@ -1,6 +1,7 @@
 //! The client handle: connect, TTL, metrics, free.
 
 use std::ffi::c_int;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use etcdlock_core::runtime::current_pid;
@@ -44,6 +45,96 @@ pub struct etcdlock_metrics {
 pub struct etcdlock_client {
     pub(crate) client: Client,
     pub(crate) pid: u32,
+    pub(crate) callbacks: Arc<Callbacks>,
+}
+
+/// The callbacks still to come from one client and its guards (lock_async,
+/// observe, on_loss, on_renewal): etcdlock_client_free waits until none is
+/// left. Each registration holds one [`PendingCallback`] from before its task
+/// starts until after its last call returned (or until the task is dropped
+/// unrun), so each is counted exactly once, cancelled or not.
+#[derive(Default)]
+pub(crate) struct Callbacks {
+    state: Mutex<CallbackState>,
+    idle: Condvar,
+}
+
+#[derive(Default)]
+struct CallbackState {
+    pending: usize,
+    /// etcdlock_client_free was called: lock_async and observe are refused.
+    freeing: bool,
+    /// The handle, freed on a runtime thread while callbacks were pending:
+    /// dropped when the last of them returns (they may still use it).
+    orphan: Option<Box<etcdlock_client>>,
+}
+
+/// One callback still to come; dropping it (after the callback's last call
+/// returned) counts it done.
+pub(crate) struct PendingCallback(Arc<Callbacks>);
+
+impl Callbacks {
+    fn lock(&self) -> MutexGuard<'_, CallbackState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A callback registered on the client itself (lock_async, observe):
+    /// refused with Closed once etcdlock_client_free has been called, so a
+    /// callback that starts another wait cannot keep the free waiting.
+    pub(crate) fn begin(self: &Arc<Self>) -> Result<PendingCallback, Error> {
+        let mut s = self.lock();
+        if s.freeing {
+            return Err(Error::new(ErrorCode::Closed, "the client is being freed (etcdlock_client_free)"));
+        }
+        s.pending += 1;
+        Ok(PendingCallback(self.clone()))
+    }
+
+    /// A callback registered on a guard of the client (on_loss, on_renewal):
+    /// always accepted; its hold has ended or ends with the client's close,
+    /// so it runs soon.
+    pub(crate) fn begin_guard(self: &Arc<Self>) -> PendingCallback {
+        self.lock().pending += 1;
+        PendingCallback(self.clone())
+    }
+
+    fn start_freeing(&self) {
+        self.lock().freeing = true;
+    }
+
+    /// Block until every pending callback has returned.
+    fn wait_idle(&self) {
+        let mut s = self.lock();
+        while s.pending > 0 {
+            s = self.idle.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Drop `handle` now if no callback is pending, else when the last returns.
+    fn free_when_idle(&self, handle: Box<etcdlock_client>) {
+        let mut s = self.lock();
+        if s.pending > 0 {
+            s.orphan = Some(handle);
+            return;
+        }
+        drop(s);
+        drop(handle);
+    }
+}
+
+impl Drop for PendingCallback {
+    fn drop(&mut self) {
+        let orphan = {
+            let mut s = self.0.lock();
+            s.pending -= 1;
+            if s.pending > 0 {
+                return;
+            }
+            self.0.idle.notify_all();
+            s.orphan.take()
+        };
+        drop(orphan);
+    }
 }
 
 pub(crate) unsafe fn client_arg<'a>(c: *const etcdlock_client) -> Result<&'a etcdlock_client, Error> {
@@ -84,7 +175,7 @@ pub unsafe extern "C" fn etcdlock_client_connect(
         let opts = convert_options(options)?;
         etcdlock_core::set_language("c");
         let c = block_on(async move { Client::connect(opts).await })?;
-        *out = Box::into_raw(Box::new(etcdlock_client { client: c, pid: current_pid() }));
+        *out = Box::into_raw(Box::new(etcdlock_client { client: c, pid: current_pid(), callbacks: Arc::default() }));
         Ok(())
     })
 }
@@ -151,17 +242,41 @@ pub unsafe extern "C" fn etcdlock_client_metrics(
 }
 
 /// Close and free a client: revokes its lease, which releases every lock it
-/// holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED and pending
-/// etcdlock_lock_async waits complete with ETCDLOCK_CLOSED. Guards stay valid
-/// objects and must still be freed. Blocks for at most one request timeout,
-/// except on a runtime thread (inside a callback), where the close runs in the
-/// background. NULL is a no-op. In a child created by fork() without exec, a
-/// client inherited from the parent is not closed (the parent still owns the
-/// lease and its connection) and its memory is deliberately left to the child
-/// process; the same holds for inherited guards in etcdlock_guard_free.
+/// holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED, pending
+/// etcdlock_lock_async waits complete with ETCDLOCK_CLOSED (one cancelled
+/// just before may complete with ETCDLOCK_CANCELLED instead) and observers
+/// get their last call with ETCDLOCK_CLOSED. Guards stay valid objects and
+/// must still be freed. NULL is a no-op.
+///
+/// Called outside a callback, it returns only after every callback of this
+/// client has made its last call and returned: those of etcdlock_lock_async,
+/// etcdlock_observe, and etcdlock_guard_on_loss and etcdlock_guard_on_renewal
+/// on its guards, registered before the call or by those callbacks while it
+/// runs. Their user_data may be freed once it returns. It blocks for the
+/// close (at most one request timeout), then until those callbacks have
+/// returned, so a callback must not wait for the thread that frees its
+/// client. Until it returns, the client's callbacks may still use the
+/// handle; etcdlock_lock_async and etcdlock_observe on it return
+/// ETCDLOCK_CLOSED (a callback that starts a new wait cannot keep it waiting).
+///
+/// Called from a callback (a runtime thread), it cannot wait for the
+/// callbacks, the calling one among them: it returns at once and the close
+/// runs in the background. Every other callback still makes its last call as
+/// described above, possibly after this returned, so free their user_data in
+/// those last calls, not after this returns. From this call on,
+/// etcdlock_lock_async and etcdlock_observe on the client return
+/// ETCDLOCK_CLOSED; the handle stays valid for the client's callbacks (the
+/// calling one included) until the last of them has returned, and is freed
+/// then.
+///
+/// In a child created by fork() without exec, a client inherited from the
+/// parent is not closed (the parent still owns the lease and its connection)
+/// and its memory is deliberately left to the child process; the same holds
+/// for inherited guards in etcdlock_guard_free.
 ///
 /// Safety: client is NULL or a handle from etcdlock_client_connect not yet
-/// freed, and no other thread uses it any more.
+/// freed, and no other thread uses it any more (except the client's own
+/// callbacks, as above).
 ///
 /// Example: etcdlock_client_free(c); c = NULL;
 #[no_mangle]
@@ -177,15 +292,24 @@ pub unsafe extern "C" fn etcdlock_client_free(client: *mut etcdlock_client) {
             etcdlock_core::runtime::keep_inherited(c);
             return;
         }
+        let callbacks = c.callbacks.clone();
+        callbacks.start_freeing();
         let client = c.client.clone();
-        drop(c);
         if on_runtime_thread() {
+            // This thread may be running one of the callbacks: it cannot wait.
             let _ = etcdlock_core::runtime::spawn(async move { client.close().await });
+            callbacks.free_when_idle(c);
         } else {
-            let _ = block_on(async move {
+            // The close ends every wait of the client (Closed) and every hold
+            // of its guards (ClientClosed), so each pending callback runs now.
+            let closed = block_on(async move {
                 client.close().await;
                 Ok(())
             });
+            if closed.is_ok() {
+                callbacks.wait_idle();
+            }
+            drop(c);
         }
     })
 }

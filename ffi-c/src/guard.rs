@@ -14,6 +14,8 @@ pub struct etcdlock_guard {
     pub(crate) guard: Arc<etcdlock_core::Guard>,
     pub(crate) key: CString,
     pub(crate) pid: u32,
+    /// Its client's: etcdlock_client_free waits for the guard's callbacks too.
+    pub(crate) callbacks: Arc<Callbacks>,
 }
 
 pub(crate) unsafe fn guard_arg<'a>(g: *const etcdlock_guard) -> Result<&'a etcdlock_guard, Error> {
@@ -27,9 +29,9 @@ pub(crate) unsafe fn guard_arg<'a>(g: *const etcdlock_guard) -> Result<&'a etcdl
     Ok(g)
 }
 
-pub(crate) fn new_guard(g: etcdlock_core::Guard) -> *mut etcdlock_guard {
+pub(crate) fn new_guard(g: etcdlock_core::Guard, callbacks: &Arc<Callbacks>) -> *mut etcdlock_guard {
     let key = CString::new(g.key().replace('\0', "\\0")).unwrap_or_default();
-    Box::into_raw(Box::new(etcdlock_guard { guard: Arc::new(g), key, pid: current_pid() }))
+    Box::into_raw(Box::new(etcdlock_guard { guard: Arc::new(g), key, pid: current_pid(), callbacks: callbacks.clone() }))
 }
 
 /// Wait for the lock `name` and hold it. Waiters are served in arrival order.
@@ -61,11 +63,12 @@ pub unsafe extern "C" fn etcdlock_lock(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
         let g = block_on(async move { c.lock_with(&name, LockOptions { timeout, ..LockOptions::default() }).await })?;
-        *out = new_guard(g);
+        *out = new_guard(g, &h.callbacks);
         Ok(())
     })
 }
@@ -88,10 +91,11 @@ pub unsafe extern "C" fn etcdlock_try_lock(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let g = block_on(async move { c.try_lock(&name).await })?;
-        *out = new_guard(g);
+        *out = new_guard(g, &h.callbacks);
         Ok(())
     })
 }
@@ -129,11 +133,12 @@ pub unsafe extern "C" fn etcdlock_lock_ex(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let opts = convert_acquire_options(options)?;
         let g = block_on(async move { c.lock_with(&name, opts).await })?;
-        *out = new_guard(g);
+        *out = new_guard(g, &h.callbacks);
         Ok(())
     })
 }

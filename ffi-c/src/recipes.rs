@@ -41,11 +41,12 @@ pub unsafe extern "C" fn etcdlock_acquire_permit(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
         let g = block_on(async move { c.acquire_permit(&name, permits, LockOptions { timeout, ..LockOptions::default() }).await })?;
-        *out = new_guard(g);
+        *out = new_guard(g, &h.callbacks);
         Ok(())
     })
 }
@@ -73,11 +74,12 @@ pub unsafe extern "C" fn etcdlock_acquire_permit_ex(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let opts = convert_acquire_options(options)?;
         let g = block_on(async move { c.acquire_permit(&name, permits, opts).await })?;
-        *out = new_guard(g);
+        *out = new_guard(g, &h.callbacks);
         Ok(())
     })
 }
@@ -100,11 +102,12 @@ pub unsafe extern "C" fn etcdlock_read_lock_ex(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let opts = convert_acquire_options(options)?;
         let g = block_on(async move { c.read_lock(&name, opts).await })?;
-        *out = new_guard(g);
+        *out = new_guard(g, &h.callbacks);
         Ok(())
     })
 }
@@ -129,11 +132,12 @@ pub unsafe extern "C" fn etcdlock_read_lock(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
         let g = block_on(async move { c.read_lock(&name, LockOptions { timeout, ..LockOptions::default() }).await })?;
-        *out = new_guard(g);
+        *out = new_guard(g, &h.callbacks);
         Ok(())
     })
 }
@@ -307,12 +311,13 @@ pub unsafe extern "C" fn etcdlock_campaign(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let v = bytes_arg(value, value_len, "value", true)?.to_vec();
         let timeout = timeout_arg(timeout_ms)?;
         let l = block_on(async move { c.campaign(&name, v, LockOptions { timeout, ..LockOptions::default() }).await })?;
-        *out = new_guard(l.into_guard());
+        *out = new_guard(l.into_guard(), &h.callbacks);
         Ok(())
     })
 }
@@ -337,12 +342,13 @@ pub unsafe extern "C" fn etcdlock_campaign_ex(
     ffi(|| {
         let out = out_arg(guard, "guard (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let v = bytes_arg(value, value_len, "value", true)?.to_vec();
         let opts = convert_acquire_options(options)?;
         let l = block_on(async move { c.campaign(&name, v, opts).await })?;
-        *out = new_guard(l.into_guard());
+        *out = new_guard(l.into_guard(), &h.callbacks);
         Ok(())
     })
 }

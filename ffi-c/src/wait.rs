@@ -56,8 +56,11 @@ pub const ETCDLOCK_RENEWAL_ENDED: i64 = -2;
 /// thread, never concurrently with itself for this request): with ETCDLOCK_OK
 /// and a new guard that the callback owns, or with ETCDLOCK_TIMEOUT,
 /// ETCDLOCK_CANCELLED, ETCDLOCK_CLOSED, ... and guard NULL. If this returns an
-/// error (NULL client/callback, bad name or timeout), the callback is never
-/// called. The callback must not block for long; blocking etcdlock calls
+/// error (ETCDLOCK_INVALID_ARGUMENT for a NULL client or callback, a bad name
+/// or timeout; ETCDLOCK_CLOSED once etcdlock_client_free was called on the
+/// client), the callback is never called. etcdlock_client_free returns only
+/// after the callback has returned (unless it is called from a callback).
+/// The callback must not block for long; blocking etcdlock calls
 /// (etcdlock_lock, etcdlock_unlock, guarded operations) made inside it return
 /// ETCDLOCK_INVALID_ARGUMENT, so hand the guard to another thread for those.
 ///
@@ -88,20 +91,25 @@ pub unsafe extern "C" fn etcdlock_lock_async(
         if let Some(out) = cancel.as_mut() {
             *out = std::ptr::null_mut();
         }
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
+        let callbacks = h.callbacks.clone();
+        // Counted until the callback returned (or the wait was dropped unrun).
+        let pending = callbacks.begin()?;
         let token = CancellationToken::new();
         let ud = UserData(user_data);
         let opts = LockOptions { timeout, cancel: Some(token.clone()), ..LockOptions::default() };
         let done = move |r: Result<etcdlock_core::Guard, Error>| {
-            let ud = ud;
+            let (ud, pending) = (ud, pending);
             let (status, g) = match r {
-                Ok(g) => (ETCDLOCK_OK, new_guard(g)),
+                Ok(g) => (ETCDLOCK_OK, new_guard(g, &callbacks)),
                 Err(e) => (fail(&e), std::ptr::null_mut()),
             };
             cb(status, g, ud.0);
+            drop(pending);
         };
         bridge::spawn_complete(async move { c.lock_with(&name, opts).await }, done)?;
         if let Some(out) = cancel.as_mut() {
@@ -152,6 +160,8 @@ pub unsafe extern "C" fn etcdlock_cancel_free(cancel: *mut etcdlock_cancel_handl
 /// thread). Several callbacks may be registered; each runs once. Loss is
 /// reported locally before etcd can grant the lock to anyone else (as long as
 /// the process is running): stop touching the protected resource.
+/// etcdlock_client_free on the guard's client returns only after the
+/// callback has returned (unless it is called from a callback).
 ///
 /// Safety: guard is a live handle; user_data must stay valid until the callback ran.
 ///
@@ -167,13 +177,16 @@ pub unsafe extern "C" fn etcdlock_guard_on_loss(
     ffi(|| {
         // Core's owned loss signal: the watcher does not keep the guard alive
         // (freeing it still releases the lock, and the callback then gets NONE).
-        let mut signal = guard_arg(guard)?.guard.lost_signal();
+        let g = guard_arg(guard)?;
+        let mut signal = g.guard.lost_signal();
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
         let ud = UserData(user_data);
+        let pending = g.callbacks.begin_guard();
         etcdlock_core::runtime::spawn(async move {
-            let ud = ud;
+            let (ud, pending) = (ud, pending);
             let reason = signal.wait().await.map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
             cb(reason, ud.0);
+            drop(pending);
         })?;
         Ok(())
     })
@@ -208,6 +221,9 @@ pub unsafe extern "C" fn etcdlock_guard_renewal(guard: *const etcdlock_guard, va
 /// the milliseconds the hold still has when renewal starts failing, -1 when it
 /// is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2) when the
 /// hold ends (released or lost), after which it is never called again.
+/// etcdlock_client_free on the guard's client returns only after the
+/// ETCDLOCK_RENEWAL_ENDED call has returned (unless it is called from a
+/// callback).
 ///
 /// Safety: guard is a live handle; user_data must stay valid until the
 /// ETCDLOCK_RENEWAL_ENDED call.
@@ -222,19 +238,23 @@ pub unsafe extern "C" fn etcdlock_guard_on_renewal(
     user_data: *mut c_void,
 ) -> c_int {
     ffi(|| {
-        let g = &guard_arg(guard)?.guard;
+        let h = guard_arg(guard)?;
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
         let ud = UserData(user_data);
         let end = UserData(user_data);
+        // Counted until the ENDED call returned: the task holds `changed`
+        // and `ended` together, and `changed` is never called after `ended`.
+        let pending = h.callbacks.begin_guard();
         etcdlock_core::bridge::follow_renewal(
-            g,
+            &h.guard,
             move |left| {
                 let ud = &ud;
                 cb(left.map_or(-1, |d| d.as_millis() as i64), ud.0)
             },
             move || {
-                let end = end;
-                cb(ETCDLOCK_RENEWAL_ENDED, end.0)
+                let (end, pending) = (end, pending);
+                cb(ETCDLOCK_RENEWAL_ENDED, end.0);
+                drop(pending);
             },
         )?;
         Ok(())
@@ -247,6 +267,12 @@ pub unsafe extern "C" fn etcdlock_guard_on_renewal(
 /// stored in *cancel (then a last call with ETCDLOCK_CANCELLED) or an error
 /// (a last call with that status). Calls are never concurrent for one
 /// observer; the callback must not block (see etcdlock_lock_async).
+///
+/// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name), or ETCDLOCK_CLOSED
+/// once etcdlock_client_free was called on the client; then the callback is
+/// never called. etcdlock_client_free ends the observer (last call
+/// ETCDLOCK_CLOSED) and returns only after that call has returned (unless it
+/// is called from a callback).
 ///
 /// Safety: client is live; name NUL-terminated; user_data valid until the
 /// last call; cancel is writable (required: it is the only way to stop).
@@ -268,15 +294,17 @@ pub unsafe extern "C" fn etcdlock_observe(
     ffi(|| {
         let out = out_arg(cancel, "cancel (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
         let name = name_arg(name)?;
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
-        let mut obs = c.observe(&name)?;
+        let mut obs = h.client.observe(&name)?;
+        // Counted until the last call returned (or the observer was dropped).
+        let pending = h.callbacks.begin()?;
         let token = CancellationToken::new();
         let t = token.clone();
         let ud = UserData(user_data);
         etcdlock_core::runtime::spawn(async move {
-            let ud = ud;
+            let (ud, _pending) = (ud, pending);
             loop {
                 let next = tokio::select! {
                     biased;

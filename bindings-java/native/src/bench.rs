@@ -24,7 +24,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_rawRoundTrip<'local>(
                 env,
                 async move {
                     use etcd_client_shim::*;
-                    raw_round_trip(c.etcd(), key, lease).await
+                    raw_round_trip(c.etcd().await?, key, lease).await
                 },
                 None,
             )
@@ -60,7 +60,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_rawGrant<'local>(
     unowned
         .with_env(|env| -> NResult<jlong> {
             let c = unsafe { borrow::<Client>(client, "client")? };
-            block(env, async move { etcd_client_shim::grant(c.etcd(), ttl).await }, None)
+            block(env, async move { etcd_client_shim::grant(c.etcd().await?, ttl).await }, None)
         })
         .resolve::<ThrowEtcdLock>()
 }

@@ -18,7 +18,8 @@ pub struct MetricInfo {
     pub name: &'static str,
     /// The Prometheus family name (`etcdlock_acquire_seconds`).
     pub prometheus: &'static str,
-    /// `counter`, `gauge` or `histogram`.
+    /// `counter`, `gauge`, `histogram` or `summary` (a sum and a count, no
+    /// quantiles): the Prometheus type its samples are written as.
     pub kind: &'static str,
     /// One line of help.
     pub help: &'static str,
@@ -40,7 +41,7 @@ pub const METRICS: [MetricInfo; 8] = [
     MetricInfo {
         name: "etcdlock.hold",
         prometheus: "etcdlock_hold_seconds",
-        kind: "counter",
+        kind: "summary",
         help: "Ended holds (released or lost) and how long they lasted in all.",
         label: None,
     },
@@ -165,5 +166,35 @@ mod tests {
             last = v;
         }
         assert_eq!(last, 1);
+    }
+
+    /// Every sample belongs to the family declared just above it, with a
+    /// suffix its type allows (a `_sum` under a counter would be a family of
+    /// its own, of unknown type, to a parser).
+    #[test]
+    fn every_sample_has_a_suffix_its_declared_type_allows() {
+        let text = Recorder::new().snapshot().to_prometheus(&[]);
+        let (mut family, mut kind) = ("", "");
+        let mut families = Vec::new();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("# TYPE ") {
+                (family, kind) = rest.split_once(' ').unwrap();
+                families.push((family, kind));
+                continue;
+            }
+            if line.starts_with('#') {
+                continue;
+            }
+            let name = line.split(['{', ' ']).next().unwrap();
+            let suffix = name.strip_prefix(family).unwrap_or_else(|| panic!("{name} outside family {family}"));
+            let allowed: &[&str] = match kind {
+                "histogram" => &["_bucket", "_sum", "_count"],
+                "summary" => &["_sum", "_count"],
+                _ => &[""],
+            };
+            assert!(allowed.contains(&suffix), "{name}: a {kind} has no {suffix:?} samples");
+        }
+        let declared: Vec<(&str, &str)> = METRICS.iter().map(|m| (m.prometheus, m.kind)).collect();
+        assert_eq!(families, declared);
     }
 }

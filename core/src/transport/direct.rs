@@ -703,7 +703,7 @@ impl tower::Service<http::Request<Body>> for DirectService {
                         return Err(e.into());
                     }
                 };
-                let head = http::Request::from_parts(parts.clone(), ());
+                let head = head_of(&parts);
                 let streaming = if ended { None } else { body.take() };
                 match send_on(&conn, send, head, data.clone(), streaming) {
                     Ok((answer, guard, open)) => match answer.await {
@@ -741,6 +741,17 @@ impl tower::Service<http::Request<Body>> for DirectService {
 }
 
 type Sent = (h2::client::ResponseFuture, Option<CancelOnDrop>, OpenStream);
+
+/// A request's head, for one attempt. h2 drops a request's extensions before
+/// sending, so they are not copied.
+fn head_of(parts: &http::request::Parts) -> http::Request<()> {
+    let mut r = http::Request::new(());
+    *r.method_mut() = parts.method.clone();
+    *r.uri_mut() = parts.uri.clone();
+    *r.version_mut() = parts.version;
+    *r.headers_mut() = parts.headers.clone();
+    r
+}
 
 /// Queues a request on `conn` and writes it from this thread: a unary one
 /// (`streaming` = `None`, `data` its whole message) as its head and one DATA

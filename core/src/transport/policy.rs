@@ -17,34 +17,53 @@ pub(crate) enum Kind {
     Final,
 }
 
-/// Classify an etcd-client error.
+/// etcd's own errors that say what to do next, by their description as etcd
+/// defines it (api/v3rpc/rpctypes/error.go), matched whole, as Go's client
+/// does (`rpctypes.Error`). The gRPC code is not part of the match: etcd's
+/// gRPC proxy passes etcd's errors on with the description intact but the
+/// code `Unknown`.
+const ETCD_ERRORS: &[(&str, Kind)] = &[
+    ("etcdserver: too many requests", Kind::Overloaded),
+    ("etcdserver: no leader", Kind::Overloaded),
+    ("etcdserver: leader changed", Kind::Overloaded),
+    ("etcdserver: request timed out", Kind::Overloaded),
+    ("etcdserver: request timed out, possibly due to previous leader failure", Kind::Overloaded),
+    ("etcdserver: request timed out, possibly due to connection lost", Kind::Overloaded),
+    ("etcdserver: request timed out, leader transfer took too long", Kind::Overloaded),
+    ("etcdserver: request timed out, waiting for the applied index took too long", Kind::Overloaded),
+    ("etcdserver: unhealthy cluster", Kind::Overloaded),
+    // A cluster mid-upgrade whose version is not settled yet.
+    ("etcdserver: not capable", Kind::Overloaded),
+    // The member is stopping (graceful stop, a rolling restart) or is a learner.
+    ("etcdserver: server stopped", Kind::MemberDown),
+    ("etcdserver: rpc not supported for learner", Kind::MemberDown),
+];
+
+/// Classify an etcd-client error: etcd's own errors by their definition
+/// ([`ETCD_ERRORS`]), anything else by its gRPC status code.
 pub(crate) fn classify(e: &etcd_client::Error) -> Kind {
     use etcd_client::Error as E;
     match e {
-        E::GRpcStatus(st) => {
-            let m = st.message().to_ascii_lowercase();
-            if m.contains("too many requests")
-                || m.contains("leader changed")
-                || m.contains("no leader")
-                || m.contains("request timed out")
-                || m.contains("timed out waiting for read index")
-                || m.contains("not capable")
-                || st.code() == tonic::Code::ResourceExhausted && m.contains("too many")
-            {
-                return Kind::Overloaded;
-            }
-            match st.code() {
-                tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => Kind::MemberDown,
-                // A peer that speaks HTTP/2 but not etcd's gRPC (a plain web server) answers this way.
-                tonic::Code::Unknown | tonic::Code::Internal | tonic::Code::Unimplemented
-                    if !m.starts_with("etcdserver:") =>
-                {
-                    Kind::MemberDown
-                }
-                _ => Kind::Final,
-            }
-        }
+        E::GRpcStatus(st) => classify_status(st.code(), st.message()),
         E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => Kind::MemberDown,
+        _ => Kind::Final,
+    }
+}
+
+fn classify_status(code: tonic::Code, message: &str) -> Kind {
+    if let Some((_, kind)) = ETCD_ERRORS.iter().find(|(desc, _)| *desc == message) {
+        return *kind;
+    }
+    match code {
+        // The connection or the peer failed (tonic's and hyper's own
+        // statuses), or the server gave up on the request.
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => Kind::MemberDown,
+        // Not an etcd error (etcd's all begin "etcdserver: "): a peer that
+        // speaks HTTP/2 but not etcd's gRPC (a plain web server, a proxy's
+        // own failure).
+        tonic::Code::Unknown | tonic::Code::Internal | tonic::Code::Unimplemented if !message.starts_with("etcdserver: ") => {
+            Kind::MemberDown
+        }
         _ => Kind::Final,
     }
 }
@@ -170,6 +189,13 @@ mod tests {
         assert_eq!(classify(&st(tonic::Code::Unknown, "h2 protocol error")), Kind::MemberDown);
         assert_eq!(classify(&st(tonic::Code::PermissionDenied, "etcdserver: permission denied")), Kind::Final);
         assert_eq!(classify(&st(tonic::Code::NotFound, "etcdserver: requested lease not found")), Kind::Final);
+        // etcd's gRPC proxy passes etcd's errors on as `Unknown`.
+        assert_eq!(classify(&st(tonic::Code::Unknown, "etcdserver: leader changed")), Kind::Overloaded);
+        assert_eq!(classify(&st(tonic::Code::Unknown, "etcdserver: permission denied")), Kind::Final);
+        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: server stopped")), Kind::MemberDown);
+        assert_eq!(classify(&st(tonic::Code::FailedPrecondition, "etcdserver: not capable")), Kind::Overloaded);
+        // Whole descriptions only: a message that merely mentions one is not it.
+        assert_eq!(classify(&st(tonic::Code::InvalidArgument, "key \"etcdserver: no leader\" is bad")), Kind::Final);
     }
 
     #[test]

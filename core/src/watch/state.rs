@@ -22,6 +22,10 @@ pub(super) trait Response {
     fn events(&self) -> Vec<(bool, &[u8], i64)>;
 }
 
+/// The first of our watch ids: above any id a server numbering a stream's
+/// watches itself (from 0) gives, so the two are told apart.
+pub(super) const OUR_IDS: i64 = 1 << 40;
+
 /// One etcd watch (one key) and the owners subscribed to it.
 pub(super) struct Entry {
     /// The etcd watch id.
@@ -59,18 +63,21 @@ pub(super) struct State {
     pub(super) next_sub: i64,
     /// The generation of the stream whose events are current (0: none).
     pub(super) gen: u64,
-    /// Our watch ids whose create requests were sent on the current stream
-    /// and not yet answered, in the order sent. A server answers creates in
-    /// that order, and an etcd >= 3.4 member takes our ids; etcd's gRPC
-    /// proxy (and etcd 3.3) ignores them and numbers watches itself, so
-    /// every id in an answer is translated through `ids`.
-    pub(super) pending: VecDeque<i64>,
-    /// The server's watch id -> ours, on the current stream.
-    pub(super) ids: HashMap<i64, i64>,
-    /// Our watch id -> the server's, on the current stream.
-    pub(super) server_ids: HashMap<i64, i64>,
-    /// Our ids of watches swept before the server answered their create:
-    /// cancelled when it does.
+    /// Our watch ids in the order their create requests went out on the
+    /// current stream. etcd >= 3.4 takes the id we choose; etcd's gRPC proxy
+    /// (and etcd 3.3) ignores it and numbers the stream's watches itself, 0,
+    /// 1, ... in the order it reads the creates (while it may answer them
+    /// out of order: a watch that joins one the proxy already runs is
+    /// answered at once, a new one when etcd answers). Our ids start at
+    /// [`OUR_IDS`], so an id below it is the server's number: the index here.
+    pub(super) sent_order: Vec<i64>,
+    /// Our watch id -> its index in `sent_order`.
+    pub(super) sent_index: HashMap<i64, i64>,
+    /// Whether the server of the current stream numbers watches itself
+    /// (`None` until it answered a create).
+    pub(super) numbered: Option<bool>,
+    /// Our ids of watches swept before we knew the server's id for them:
+    /// cancelled when their create is answered.
     pub(super) orphans: std::collections::HashSet<i64>,
 }
 
@@ -88,12 +95,12 @@ impl Default for State {
             sub_key: HashMap::new(),
             idle: VecDeque::new(),
             idle_count: 0,
-            next_wid: 1,
+            next_wid: OUR_IDS,
             next_sub: 1,
             gen: 0,
-            pending: VecDeque::new(),
-            ids: HashMap::new(),
-            server_ids: HashMap::new(),
+            sent_order: Vec::new(),
+            sent_index: HashMap::new(),
+            numbered: None,
             orphans: Default::default(),
         }
     }
@@ -175,32 +182,46 @@ impl State {
             })
             .collect();
         all.sort_unstable_by_key(|(wid, _, _)| *wid);
-        self.pending = all.iter().map(|(wid, _, _)| *wid).collect();
-        self.ids.clear();
-        self.server_ids.clear();
+        self.sent_order.clear();
+        self.sent_index.clear();
+        self.numbered = None;
         self.orphans.clear();
+        for (wid, _, _) in &all {
+            self.sent(*wid);
+        }
         all
     }
 
     /// The create request of watch `wid` is being sent on the current stream.
     pub(super) fn sent(&mut self, wid: i64) {
-        self.pending.push_back(wid);
+        self.sent_index.insert(wid, self.sent_order.len() as i64);
+        self.sent_order.push(wid);
     }
 
-    /// Which of our watches a response of the server's watch `sid` is for
-    /// (`None`: none that we still know), and, when it is the answer to the
-    /// create of a watch swept meanwhile, that it must be cancelled.
+    /// Which of our watches a response for the server's watch `sid` is for
+    /// (`None`: none we know), and, when it answers the create of a watch
+    /// swept meanwhile, that it must be cancelled.
     fn ours(&mut self, sid: i64, created: bool) -> (Option<i64>, bool) {
-        if created {
-            // The answer to the oldest create not yet answered; none pending
-            // (a server that sent a create we did not ask for): its own id.
-            let wid = self.pending.pop_front().unwrap_or(sid);
-            self.ids.insert(sid, wid);
-            self.server_ids.insert(wid, sid);
-            let orphan = self.orphans.remove(&wid);
-            return (Some(wid), orphan);
+        let wid = if sid >= OUR_IDS {
+            Some(sid)
+        } else if sid >= 0 {
+            self.sent_order.get(sid as usize).copied()
+        } else {
+            None
+        };
+        if created && sid >= 0 {
+            self.numbered = Some(sid < OUR_IDS);
         }
-        (self.ids.get(&sid).copied(), false)
+        let orphan = created && wid.is_some_and(|w| self.orphans.remove(&w));
+        (wid, orphan)
+    }
+
+    /// The server's id of our watch `wid` on the current stream, once known.
+    fn server_id(&self, wid: i64) -> Option<i64> {
+        match self.numbered? {
+            false => Some(wid),
+            true => self.sent_index.get(&wid).copied(),
+        }
     }
 
     /// Drop the watches that lingered past [`LINGER`] with no owner, and the
@@ -221,7 +242,7 @@ impl State {
             if let Some(e) = self.entries.remove(&key) {
                 self.by_wid.remove(&e.wid);
                 if e.sent_gen != 0 {
-                    match self.server_ids.remove(&e.wid) {
+                    match self.server_id(e.wid) {
                         Some(sid) => gone.push(sid),
                         // Not created yet: cancelled once the server answers.
                         None => {
@@ -240,16 +261,12 @@ impl State {
 pub(super) fn route(st: &mut State, resp: &impl Response, active: &AtomicI64, etcd_watches: &AtomicI64) -> Option<i64> {
     let sid = resp.watch_id();
     let (wid, orphan) = st.ours(sid, resp.created());
-    if resp.canceled() && !resp.created() {
-        // etcd's answer to a cancel (or its own): the server's id is free.
-        st.ids.remove(&sid);
-    }
     if orphan {
         return Some(sid);
     }
     let wid = wid?;
-    let Some(key) = st.by_wid.get(&wid) else { return None };
-    let Some(entry) = st.entries.get_mut(key) else { return None };
+    let key = st.by_wid.get(&wid)?;
+    let entry = st.entries.get_mut(key)?;
     let header_rev = resp.header_revision();
     if resp.created() && !resp.canceled() && entry.created.is_none() {
         // First creation (a re-created watch resumes from `next_rev`: no gap,
@@ -428,9 +445,9 @@ mod tests {
     }
 
     /// etcd's gRPC proxy ignores the ids we choose and numbers the watches of
-    /// a stream itself (0, 1, ...), answering creates in the order sent:
-    /// every response is routed by that order, not by the id, and a sweep
-    /// cancels the proxy's id.
+    /// a stream itself (0, 1, ...) in the order it reads the creates, but may
+    /// answer them out of order: every response is routed by that number,
+    /// and a sweep cancels the proxy's id.
     #[test]
     fn watches_numbered_by_the_server_are_routed_by_create_order() {
         let mut st = State::default();
@@ -441,28 +458,27 @@ mod tests {
         let (_, w2) = st.subscribe(b"l/b".to_vec(), 5, s2);
         let (w1, w2) = (w1.unwrap(), w2.unwrap());
         assert_eq!(st.resume(1), vec![(w1, b"l/a".to_vec(), 0), (w2, b"l/b".to_vec(), 0)]);
-        // The proxy calls them 1 and 0: our w2's id is its name for w1's watch.
-        assert_eq!((w1, w2), (1, 2));
+        // The proxy calls them 0 and 1, and answers the second create first.
         route(&mut st, &Resp { wid: 1, created: true, rev: 8, ..Default::default() }, &a, &c);
-        route(&mut st, &Resp { wid: 0, created: true, rev: 8, ..Default::default() }, &a, &c);
-        route(&mut st, &Resp { wid: 0, rev: 9, events: vec![del("l/b", 9)], ..Default::default() }, &a, &c);
-        assert_eq!(*seen1.lock().unwrap(), vec![WatchEvent::Created { rev: 8 }]);
-        assert_eq!(*seen2.lock().unwrap(), vec![WatchEvent::Created { rev: 8 }, WatchEvent::Deleted { rev: 9 }]);
+        route(&mut st, &Resp { wid: 0, created: true, rev: 9, ..Default::default() }, &a, &c);
+        route(&mut st, &Resp { wid: 1, rev: 10, events: vec![del("l/b", 10)], ..Default::default() }, &a, &c);
+        assert_eq!(*seen1.lock().unwrap(), vec![WatchEvent::Created { rev: 9 }]);
+        assert_eq!(*seen2.lock().unwrap(), vec![WatchEvent::Created { rev: 8 }, WatchEvent::Deleted { rev: 10 }]);
         // A response for an id the server never gave us is nobody's.
-        route(&mut st, &Resp { wid: 7, rev: 10, events: vec![del("l/a", 10)], ..Default::default() }, &a, &c);
+        route(&mut st, &Resp { wid: 7, rev: 11, events: vec![del("l/a", 11)], ..Default::default() }, &a, &c);
         assert_eq!(seen1.lock().unwrap().len(), 1);
         // Swept: the proxy's id is cancelled.
         let t = Instant::now();
         st.unsubscribe(sub1, t);
-        assert_eq!(st.sweep(t + LINGER), vec![1]);
-        // A watch swept before the server answered its create is cancelled
-        // when the answer comes.
+        assert_eq!(st.sweep(t + LINGER), vec![0]);
+        // A member that takes our ids is told ours.
+        let mut st = State::default();
         let (s3, _) = sink();
         let (sub3, w3) = st.subscribe(b"l/c".to_vec(), 5, s3);
-        st.sent(w3.unwrap());
-        st.entries.get_mut(b"l/c".as_slice()).unwrap().sent_gen = 1;
+        let w3 = w3.unwrap();
+        st.resume(1);
         st.unsubscribe(sub3, t);
-        assert!(st.sweep(t + LINGER).is_empty(), "no id to cancel yet");
-        assert_eq!(route(&mut st, &Resp { wid: 2, created: true, rev: 11, ..Default::default() }, &a, &c), Some(2));
+        assert!(st.sweep(t + LINGER).is_empty(), "not answered yet: no id to cancel");
+        assert_eq!(route(&mut st, &Resp { wid: w3, created: true, rev: 12, ..Default::default() }, &a, &c), Some(w3), "cancelled once answered");
     }
 }

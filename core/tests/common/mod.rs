@@ -44,7 +44,7 @@ pub async fn client(etcd: &Etcd, ns: &str, ttl: i64) -> Client {
 
 /// Keys under `prefix` (raw, un-namespaced), sorted by create revision.
 pub async fn keys(c: &Client, prefix: &str) -> Vec<(String, i64)> {
-    let mut etcd = c.etcd();
+    let mut etcd = c.etcd().await.unwrap();
     let r = etcd
         .get(
             prefix,
@@ -58,7 +58,7 @@ pub async fn keys(c: &Client, prefix: &str) -> Vec<(String, i64)> {
 /// Wait (by watching, not sleeping) until `prefix` holds exactly `n` keys:
 /// one watch on the prefix, a re-count after each batch of events.
 pub async fn await_key_count(c: &Client, prefix: &str, n: usize) {
-    let mut etcd = c.etcd();
+    let mut etcd = c.etcd().await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let r = etcd.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.expect("count");
     if r.count() as usize == n {
@@ -84,7 +84,7 @@ pub async fn await_key_count(c: &Client, prefix: &str, n: usize) {
 /// prefix (then removed), so no sleep decides when to stop looking. Writes
 /// elsewhere (the meta records beside the locks) do not count.
 pub async fn writes_under(c: &Client, prefix: &str, since: i64) -> usize {
-    let mut etcd = c.etcd();
+    let mut etcd = c.etcd().await.unwrap();
     let sentinel = format!("{prefix}~end");
     etcd.put(sentinel.as_str(), "", None).await.expect("sentinel");
     let mut w = etcd

@@ -132,7 +132,7 @@ impl Failpoint for ClientBlackhole<'_> {
         let txn = etcd_client::Txn::new()
             .when([etcd_client::Compare::create_revision(ga.key(), etcd_client::CompareOp::Equal, ga.fencing_token())])
             .and_then([etcd_client::TxnOp::put(format!("{}{}", self.ns, resource_key("L")), ga.fencing_token().to_string(), None)]);
-        let mut araw = r.a.etcd();
+        let mut araw = r.a.etcd().await.map_err(|e| e.to_string())?;
         let heal = Instant::now();
         loop {
             match araw.txn(txn.clone()).await {

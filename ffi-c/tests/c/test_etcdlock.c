@@ -5,6 +5,7 @@
  *   ETCDLOCK_HARNESS      path of etcd-harness (default target/debug/etcd-harness)
  *   ETCDLOCK_TEST_THREADS threads of the contention test (default 8)
  *   ETCDLOCK_TEST_ITERS   acquisitions per thread (default 500)
+ *   ETCDLOCK_TEST_FREE_ROUNDS rounds of the client_free stress test (default 20)
  *   ETCDLOCK_TEST_SKIP    comma-separated test names to leave out of this run
  * An argument selects the tests whose name contains it.
  *
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1964,6 +1966,337 @@ static void test_list_and_release(void) {
 }
 
 
+/* ---- etcdlock_client_free and the callbacks still to come ----------------- */
+
+/* Two child processes that spin until killed: CPU load beside the library's
+ * runtime threads, which is what lets a callback lag behind client_free. */
+static void hogs_start(pid_t pids[2]) {
+    for (int i = 0; i < 2; i++) {
+        pids[i] = fork();
+        if (pids[i] == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            for (volatile unsigned long n = 0;; n++) {
+            }
+        }
+    }
+}
+static void hogs_stop(pid_t pids[2]) {
+    for (int i = 0; i < 2; i++) {
+        if (pids[i] > 0) {
+            kill(pids[i], SIGKILL);
+            waitpid(pids[i], NULL, 0);
+        }
+    }
+}
+
+#define FREE_WAITS 100
+
+typedef struct free_round free_round;
+typedef struct {
+    free_round *round;
+    int fired;
+    int status;
+    int rearm_rc; /* etcdlock_lock_async from the callback, on the client being freed */
+    char message[96];
+} free_wait;
+
+/* Everything a round's callbacks touch: one allocation, freed right after
+ * etcdlock_client_free when every callback has finished (valgrind reports an
+ * access after that). */
+struct free_round {
+    etcdlock_client *client;
+    const char *held;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int freed;     /* etcdlock_client_free has returned */
+    int finished;  /* callbacks whose last call has returned */
+    int late;      /* ... of which after etcdlock_client_free returned */
+    free_wait w[FREE_WAITS];
+    int loss_fired, loss_reason;
+    int renewal_calls, renewal_last;
+    int observe_calls, observe_last_status, observe_errors;
+};
+
+static void free_round_finish(free_round *r) {
+    pthread_mutex_lock(&r->mu);
+    if (r->freed) r->late++;
+    r->finished++;
+    pthread_cond_broadcast(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void never_called(int status, etcdlock_guard *g, void *ud) {
+    (void)status, (void)ud;
+    etcdlock_guard_free(g);
+    fprintf(stderr, "  a lock_async refused with ETCDLOCK_CLOSED called its callback\n");
+    abort();
+}
+
+static void on_free_wait(int status, etcdlock_guard *g, void *ud) {
+    free_wait *w = ud;
+    w->fired++;
+    w->status = status;
+    snprintf(w->message, sizeof w->message, "%s", etcdlock_last_error_message());
+    etcdlock_guard_free(g);
+    /* A callback that waits again: on a client being freed it is refused. */
+    if (status == ETCDLOCK_CLOSED)
+        w->rearm_rc = etcdlock_lock_async(w->round->client, w->round->held, ETCDLOCK_WAIT_FOREVER, never_called, NULL, NULL);
+    free_round_finish(w->round);
+}
+
+static void on_free_loss(int reason, void *ud) {
+    free_round *r = ud;
+    r->loss_fired++;
+    r->loss_reason = reason;
+    free_round_finish(r);
+}
+
+static void on_free_renewal(int64_t ms, void *ud) {
+    free_round *r = ud;
+    r->renewal_calls++;
+    r->renewal_last = (int)ms;
+    if (ms == ETCDLOCK_RENEWAL_ENDED) free_round_finish(r);
+}
+
+static void on_free_observe(int status, const char *k, const uint8_t *v, size_t n, int64_t rev, void *ud) {
+    (void)k, (void)v, (void)n, (void)rev;
+    free_round *r = ud;
+    r->observe_calls++;
+    r->observe_last_status = status;
+    if (status != ETCDLOCK_OK) {
+        r->observe_errors++;
+        free_round_finish(r);
+    }
+}
+
+/* Await r->finished >= want, at most ms. */
+static int free_round_await(free_round *r, int want, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&r->mu);
+    while (r->finished < want) {
+        if (pthread_cond_timedwait(&r->cv, &r->mu, &ts) == ETIMEDOUT) break;
+    }
+    int got = r->finished;
+    pthread_mutex_unlock(&r->mu);
+    return got >= want;
+}
+
+/* etcdlock_client_free returns only after every callback of the client has
+ * returned: 100 lock_async waits on a held lock (every third cancelled just
+ * before), an observer, and a held guard's loss and renewal callbacks, with
+ * two CPU hogs beside it, ETCDLOCK_TEST_FREE_ROUNDS rounds (default 20). */
+static void test_client_free_waits_for_callbacks(void) {
+    const char *env = getenv("ETCDLOCK_TEST_FREE_ROUNDS");
+    int rounds = env && *env ? atoi(env) : 20;
+    etcdlock_client *a = connect_default();
+    CHECK(a != NULL, "connect");
+    if (!a) return;
+    char held[128], own[128], elect[128];
+    unique(held, sizeof held, "freeheld");
+    etcdlock_guard *ga = NULL;
+    CHECK_RC(etcdlock_lock(a, held, 5000, &ga), ETCDLOCK_OK);
+    pid_t hogs[2] = {0, 0};
+    hogs_start(hogs);
+    const int want = FREE_WAITS + 3; /* the waits, the observer, the loss and renewal callbacks */
+    int rounds_late = 0, late_total = 0, cancelled_seen = 0;
+    double free_ms_max = 0;
+    for (int round = 0; round < rounds; round++) {
+        free_round *r = calloc(1, sizeof *r);
+        if (!r) break;
+        pthread_mutex_init(&r->mu, NULL);
+        pthread_cond_init(&r->cv, NULL);
+        r->held = held;
+        r->client = connect_default();
+        CHECK(r->client != NULL, "connect (round %d)", round);
+        if (!r->client) { free(r); break; }
+        unique(own, sizeof own, "freeown");
+        unique(elect, sizeof elect, "freeelect");
+        etcdlock_guard *g = NULL;
+        etcdlock_cancel_handle *observer = NULL, *h[FREE_WAITS] = {0};
+        CHECK_RC(etcdlock_lock(r->client, own, 5000, &g), ETCDLOCK_OK);
+        CHECK_RC(etcdlock_guard_on_loss(g, on_free_loss, r), ETCDLOCK_OK);
+        CHECK_RC(etcdlock_guard_on_renewal(g, on_free_renewal, r), ETCDLOCK_OK);
+        CHECK_RC(etcdlock_observe(r->client, elect, on_free_observe, r, &observer), ETCDLOCK_OK);
+        for (int i = 0; i < FREE_WAITS; i++) {
+            r->w[i].round = r;
+            r->w[i].rearm_rc = -1;
+            CHECK_RC(etcdlock_lock_async(r->client, held, ETCDLOCK_WAIT_FOREVER, on_free_wait, &r->w[i], &h[i]),
+                     ETCDLOCK_OK);
+        }
+        for (int i = 0; i < FREE_WAITS; i += 3) CHECK_RC(etcdlock_cancel(h[i]), ETCDLOCK_OK);
+        double t0 = now_ms();
+        etcdlock_client_free(r->client);
+        double dt = now_ms() - t0;
+        if (dt > free_ms_max) free_ms_max = dt;
+        pthread_mutex_lock(&r->mu);
+        r->freed = 1;
+        int at_return = r->finished;
+        pthread_mutex_unlock(&r->mu);
+        CHECK(at_return == want, "round %d: %d of %d callbacks had returned when etcdlock_client_free returned",
+              round, at_return, want);
+        if (at_return != want) {
+            /* Let the rest run before their memory goes, to report instead of crash. */
+            CHECK(free_round_await(r, want, 10000), "round %d: only %d of %d callbacks ran", round, r->finished, want);
+            rounds_late++;
+            late_total += r->late;
+        }
+        for (int i = 0; i < FREE_WAITS; i++) {
+            free_wait *w = &r->w[i];
+            int cancelled = i % 3 == 0;
+            /* A cancel reaches the wait first or the close does; either way exactly once. */
+            CHECK(w->fired == 1 && (w->status == ETCDLOCK_CLOSED || (cancelled && w->status == ETCDLOCK_CANCELLED)),
+                  "round %d wait %d: fired %d, status %s: %s", round, i, w->fired, etcdlock_status_name(w->status),
+                  w->message);
+            CHECK(w->status != ETCDLOCK_CLOSED || w->rearm_rc == ETCDLOCK_CLOSED,
+                  "round %d wait %d: lock_async from its callback returned %s", round, i, etcdlock_status_name(w->rearm_rc));
+            cancelled_seen += w->status == ETCDLOCK_CANCELLED;
+            etcdlock_cancel_free(h[i]);
+        }
+        CHECK(r->loss_fired == 1 && r->loss_reason == ETCDLOCK_LOSS_CLIENT_CLOSED, "round %d: loss callback %d x, reason %d",
+              round, r->loss_fired, r->loss_reason);
+        CHECK(r->renewal_calls >= 1 && r->renewal_last == ETCDLOCK_RENEWAL_ENDED, "round %d: renewal %d calls, last %d",
+              round, r->renewal_calls, r->renewal_last);
+        CHECK(r->observe_errors == 1 && r->observe_last_status == ETCDLOCK_CLOSED, "round %d: observer's last call %s (%d errors)",
+              round, etcdlock_status_name(r->observe_last_status), r->observe_errors);
+        CHECK(r->late == 0, "round %d: %d callbacks returned after etcdlock_client_free", round, r->late);
+        etcdlock_cancel_free(observer);
+        etcdlock_guard_free(g);
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
+        free(r);
+    }
+    hogs_stop(hogs);
+    printf("  client_free: %d rounds x %d callbacks under 2 CPU hogs; %d cancelled; %d rounds with %d callbacks after "
+           "client_free returned; client_free took up to %.0f ms\n",
+           rounds, want, cancelled_seen, rounds_late, late_total, free_ms_max);
+    etcdlock_guard_free(ga);
+    etcdlock_client_free(a);
+}
+
+/* etcdlock_client_free called inside a callback returns at once (it cannot
+ * wait for itself); the close runs in the background, every other callback
+ * of the client still runs once, and the handle stays valid for them. */
+typedef struct {
+    etcdlock_client *client;
+    const char *held;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int freer_done;       /* the freeing callback has returned */
+    double free_ms;       /* how long etcdlock_client_free took inside it */
+    int freer_rearm_rc;   /* lock_async after the free, in the same callback */
+    int done;             /* other callbacks that returned */
+    int fired[10], status[10], rearm_rc[10];
+    int loss_reason, loss_fired;
+} inside_free;
+
+static inside_free *INSIDE;
+
+static void inside_mark(inside_free *s, int freer) {
+    pthread_mutex_lock(&s->mu);
+    if (freer) s->freer_done = 1; else s->done++;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void on_inside_wait(int status, etcdlock_guard *g, void *ud) {
+    inside_free *s = INSIDE;
+    int i = (int)(intptr_t)ud;
+    s->fired[i]++;
+    s->status[i] = status;
+    etcdlock_guard_free(g);
+    s->rearm_rc[i] = etcdlock_lock_async(s->client, s->held, ETCDLOCK_WAIT_FOREVER, never_called, NULL, NULL);
+    inside_mark(s, 0);
+}
+
+static void on_inside_loss(int reason, void *ud) {
+    inside_free *s = ud;
+    s->loss_fired++;
+    s->loss_reason = reason;
+    inside_mark(s, 0);
+}
+
+static void on_inside_freer(int status, etcdlock_guard *g, void *ud) {
+    inside_free *s = ud;
+    (void)status;
+    etcdlock_guard_free(g);
+    double t0 = now_ms();
+    etcdlock_client_free(s->client);
+    s->free_ms = now_ms() - t0;
+    s->freer_rearm_rc = etcdlock_lock_async(s->client, s->held, ETCDLOCK_WAIT_FOREVER, never_called, NULL, NULL);
+    inside_mark(s, 1);
+}
+
+static int inside_await(inside_free *s, int done, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_mutex_lock(&s->mu);
+    while (!(s->freer_done && s->done >= done)) {
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) break;
+    }
+    int ok = s->freer_done && s->done >= done;
+    pthread_mutex_unlock(&s->mu);
+    return ok;
+}
+
+static void test_client_free_in_callback(void) {
+    etcdlock_client *a = connect_default();
+    inside_free *s = calloc(1, sizeof *s);
+    CHECK(a && s, "connect");
+    if (!a || !s) { etcdlock_client_free(a); free(s); return; }
+    INSIDE = s;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    char held[128], own[128], freer[128];
+    unique(held, sizeof held, "insideheld");
+    unique(own, sizeof own, "insideown");
+    unique(freer, sizeof freer, "insidefreer");
+    s->held = held;
+    etcdlock_guard *ga = NULL, *g = NULL;
+    CHECK_RC(etcdlock_lock(a, held, 5000, &ga), ETCDLOCK_OK);
+    s->client = connect_default();
+    CHECK(s->client != NULL, "connect");
+    if (!s->client) { etcdlock_guard_free(ga); etcdlock_client_free(a); free(s); return; }
+    CHECK_RC(etcdlock_lock(s->client, own, 5000, &g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_guard_on_loss(g, on_inside_loss, s), ETCDLOCK_OK);
+    for (int i = 0; i < 10; i++)
+        CHECK_RC(etcdlock_lock_async(s->client, held, ETCDLOCK_WAIT_FOREVER, on_inside_wait, (void *)(intptr_t)i, NULL),
+                 ETCDLOCK_OK);
+    /* A free lock: its callback gets it at once and frees the client. */
+    CHECK_RC(etcdlock_lock_async(s->client, freer, 5000, on_inside_freer, s, NULL), ETCDLOCK_OK);
+    CHECK(inside_await(s, 11, 20000), "the freeing callback returned: %d, other callbacks: %d of 11", s->freer_done,
+          s->done);
+    CHECK(s->freer_rearm_rc == ETCDLOCK_CLOSED, "lock_async after the free in the same callback: %s",
+          etcdlock_status_name(s->freer_rearm_rc));
+    for (int i = 0; i < 10; i++) {
+        CHECK(s->fired[i] == 1 && s->status[i] == ETCDLOCK_CLOSED, "wait %d: fired %d, %s", i, s->fired[i],
+              etcdlock_status_name(s->status[i]));
+        CHECK(s->rearm_rc[i] == ETCDLOCK_CLOSED, "wait %d: lock_async from its callback: %s", i,
+              etcdlock_status_name(s->rearm_rc[i]));
+    }
+    CHECK(s->loss_fired == 1 && s->loss_reason == ETCDLOCK_LOSS_CLIENT_CLOSED, "loss %d x, reason %d", s->loss_fired,
+          s->loss_reason);
+    /* The background close revoked the lease: the freed client's lock is free. */
+    etcdlock_guard *again = NULL;
+    CHECK_RC(etcdlock_lock(a, own, 5000, &again), ETCDLOCK_OK);
+    printf("  client_free inside a callback returned after %.1f ms\n", s->free_ms);
+    etcdlock_guard_free(again);
+    etcdlock_guard_free(g);
+    etcdlock_guard_free(ga);
+    etcdlock_client_free(a);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    INSIDE = NULL;
+    free(s);
+}
+
+
 static const test_case TESTS[] = {
     {"version_and_names", test_version_and_names},
     {"lock_unlock", test_lock_unlock},
@@ -1975,6 +2308,8 @@ static const test_case TESTS[] = {
     {"async_lock", test_async_lock},
     {"async_timeout_and_cancel", test_async_timeout_and_cancel},
     {"blocking_call_in_callback", test_blocking_call_in_callback},
+    {"client_free_waits_for_callbacks", test_client_free_waits_for_callbacks},
+    {"client_free_in_callback", test_client_free_in_callback},
     {"guard_shared_by_threads", test_guard_shared_by_threads},
     {"loss_callbacks", test_loss_callbacks},
     {"loss_after_sigstop", test_loss_after_sigstop},
@@ -2025,6 +2360,10 @@ int main(int argc, char **argv) {
             printf("FAIL %s (%d checks failed, %.0f ms)\n", TESTS[i].name, g_failed_checks, dt);
         }
     }
+    /* Every client is freed: stop the runtime, so background work a test
+     * leaves behind (a waiter key's delete still retrying after a close) is
+     * not reported as leaked by valgrind when the process exits. */
+    etcdlock_shutdown();
     harness_stop(&H);
     printf("%d passed, %d failed\n", n_passed, n_failed);
     return n_failed ? 1 : 0;

@@ -37,7 +37,8 @@ public class EtcdLockAutoConfiguration {
     @ConditionalOnMissingBean
     public EtcdLockClient etcdLockClient(EtcdLockProperties p) {
         EtcdLockClient.Builder b = EtcdLockClient.builder().endpoints(p.getEndpoints()).ttl(p.getTtl());
-        if (p.getNamespace() != null && !p.getNamespace().isEmpty()) {
+        // EtcdLockProperties keeps an empty value as null (unset).
+        if (p.getNamespace() != null) {
             b.namespace(p.getNamespace());
         }
         if (p.getUsername() != null) {
@@ -72,7 +73,7 @@ public class EtcdLockAutoConfiguration {
     }
 
     private static Path path(String s) {
-        return s == null || s.isEmpty() ? null : Path.of(s);
+        return s == null ? null : Path.of(s);
     }
 
     /**

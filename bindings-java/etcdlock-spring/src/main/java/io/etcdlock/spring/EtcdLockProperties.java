@@ -24,19 +24,35 @@ import org.springframework.boot.convert.DurationUnit;
  * etcdlock.metrics.lock-name-tag=false
  * </pre>
  *
+ * An empty value is an unset one (the default, or none): {@code etcdlock.tls.ca=} or an
+ * empty {@code ETCDLOCK_TLS_CA} variable is no CA file, as an empty {@code ETCDLOCK_*}
+ * variable is in every etcdlock language.
+ *
  * A duration without a unit is in seconds ({@code etcdlock.ttl=10} is 10 s), as in the
  * {@code ETCDLOCK_*} variables and every etcdlock language; {@code 500ms}, {@code 5s},
  * {@code 1m} work too.
  */
 @ConfigurationProperties(prefix = "etcdlock")
 public class EtcdLockProperties {
+    private static final List<String> DEFAULT_ENDPOINTS = List.of("http://127.0.0.1:2379");
+    private static final Duration DEFAULT_TTL = Duration.ofSeconds(15);
+
+    /**
+     * An empty value is an unset one, for every property, as for the {@code ETCDLOCK_*}
+     * variables in every etcdlock language: {@code --etcdlock.tls.ca=} or an empty
+     * {@code ETCDLOCK_TLS_CA} is no CA file, not a CA file named "".
+     */
+    static String unset(String value) {
+        return value == null || value.isEmpty() ? null : value;
+    }
+
     /** Whether to create the etcdlock beans. */
     private boolean enabled = true;
     /** etcd endpoints. */
-    private List<String> endpoints = new ArrayList<>(List.of("http://127.0.0.1:2379"));
+    private List<String> endpoints = new ArrayList<>(DEFAULT_ENDPOINTS);
     /** Lease TTL: a crashed holder's locks are freed after at most this long. */
     @DurationUnit(ChronoUnit.SECONDS)
-    private Duration ttl = Duration.ofSeconds(15);
+    private Duration ttl = DEFAULT_TTL;
     /** Prefix prepended to every key. */
     private String namespace;
     /** etcd username (with password). */
@@ -105,27 +121,39 @@ public class EtcdLockProperties {
         private String domain;
 
         public String getCa() { return ca; }
-        public void setCa(String ca) { this.ca = ca; }
+        public void setCa(String ca) { this.ca = unset(ca); }
         public String getCert() { return cert; }
-        public void setCert(String cert) { this.cert = cert; }
+        public void setCert(String cert) { this.cert = unset(cert); }
         public String getKey() { return key; }
-        public void setKey(String key) { this.key = key; }
+        public void setKey(String key) { this.key = unset(key); }
         public String getDomain() { return domain; }
-        public void setDomain(String domain) { this.domain = domain; }
+        public void setDomain(String domain) { this.domain = unset(domain); }
     }
 
     public boolean isEnabled() { return enabled; }
     public void setEnabled(boolean enabled) { this.enabled = enabled; }
     public List<String> getEndpoints() { return endpoints; }
-    public void setEndpoints(List<String> endpoints) { this.endpoints = endpoints; }
+    /** Empty entries are dropped; none left (an empty property) is the default endpoint. */
+    public void setEndpoints(List<String> endpoints) {
+        List<String> given = new ArrayList<>();
+        if (endpoints != null) {
+            for (String e : endpoints) {
+                if (unset(e) != null) {
+                    given.add(e);
+                }
+            }
+        }
+        this.endpoints = given.isEmpty() ? new ArrayList<>(DEFAULT_ENDPOINTS) : given;
+    }
     public Duration getTtl() { return ttl; }
-    public void setTtl(Duration ttl) { this.ttl = ttl; }
+    /** An empty property (null) is the default TTL. */
+    public void setTtl(Duration ttl) { this.ttl = ttl == null ? DEFAULT_TTL : ttl; }
     public String getNamespace() { return namespace; }
-    public void setNamespace(String namespace) { this.namespace = namespace; }
+    public void setNamespace(String namespace) { this.namespace = unset(namespace); }
     public String getUsername() { return username; }
-    public void setUsername(String username) { this.username = username; }
+    public void setUsername(String username) { this.username = unset(username); }
     public String getPassword() { return password; }
-    public void setPassword(String password) { this.password = password; }
+    public void setPassword(String password) { this.password = unset(password); }
     public Duration getConnectTimeout() { return connectTimeout; }
     public void setConnectTimeout(Duration connectTimeout) { this.connectTimeout = connectTimeout; }
     public Duration getRequestTimeout() { return requestTimeout; }
@@ -139,7 +167,10 @@ public class EtcdLockProperties {
     public Duration getKeepaliveInterval() { return keepaliveInterval; }
     public void setKeepaliveInterval(Duration keepaliveInterval) { this.keepaliveInterval = keepaliveInterval; }
     public String getRegistryKey() { return registryKey; }
-    public void setRegistryKey(String registryKey) { this.registryKey = registryKey; }
+    /** An empty property is the default key. */
+    public void setRegistryKey(String registryKey) {
+        this.registryKey = unset(registryKey) == null ? EtcdLockRegistry.DEFAULT_REGISTRY_KEY : registryKey;
+    }
     public Tls getTls() { return tls; }
     public Metrics getMetrics() { return metrics; }
     public LockedMethods getLocked() { return locked; }

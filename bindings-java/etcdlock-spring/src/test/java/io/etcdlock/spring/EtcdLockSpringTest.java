@@ -324,6 +324,49 @@ class EtcdLockSpringTest {
         });
     }
 
+    /**
+     * An empty property is an unset one, for every property, whether it comes from the command
+     * line ({@code --etcdlock.tls.ca=}) or from an empty {@code ETCDLOCK_*} variable: the context
+     * starts with the default (no TLS, no credentials, no namespace, the default registry key).
+     */
+    @Test
+    void anEmptyPropertyIsUnset() {
+        org.springframework.boot.test.context.runner.ContextConsumer<org.springframework.boot.test.context.assertj.AssertableApplicationContext> unset = ctx -> {
+            assertNull(ctx.getStartupFailure());
+            EtcdLockProperties p = ctx.getBean(EtcdLockProperties.class);
+            assertNull(p.getTls().getCa());
+            assertNull(p.getTls().getCert());
+            assertNull(p.getTls().getKey());
+            assertNull(p.getTls().getDomain());
+            assertNull(p.getNamespace());
+            assertNull(p.getUsername());
+            assertNull(p.getPassword());
+            assertEquals(EtcdLockRegistry.DEFAULT_REGISTRY_KEY, p.getRegistryKey());
+            try (LockGuard g = ctx.getBean(EtcdLockClient.class).acquire("spring-empty")) {
+                assertTrue(g.isHeld());
+            }
+        };
+        runner().withPropertyValues("etcdlock.tls.ca=", "etcdlock.tls.cert=", "etcdlock.tls.key=", "etcdlock.tls.domain=",
+                "etcdlock.namespace=", "etcdlock.username=", "etcdlock.password=", "etcdlock.registry-key=").run(unset);
+        runner().withPropertyValues("etcdlock.tls.ca=").run(unset);
+        // The same from the environment, as Spring's relaxed binding reads ETCDLOCK_TLS_CA.
+        java.util.Map<String, Object> env = new java.util.HashMap<>();
+        for (String v : new String[] {"ETCDLOCK_TLS_CA", "ETCDLOCK_TLS_CERT", "ETCDLOCK_TLS_KEY", "ETCDLOCK_TLS_DOMAIN",
+                "ETCDLOCK_NAMESPACE", "ETCDLOCK_USERNAME", "ETCDLOCK_PASSWORD", "ETCDLOCK_REGISTRYKEY"}) {
+            env.put(v, "");
+        }
+        runner().withInitializer(ctx -> ctx.getEnvironment().getPropertySources().addFirst(
+                new org.springframework.core.env.SystemEnvironmentPropertySource("test-environment", env))).run(unset);
+        // Empty endpoints and TTL: the defaults (etcd on 127.0.0.1:2379 is not there: lazy connect).
+        runner().withPropertyValues("etcdlock.endpoints=", "etcdlock.ttl=", "etcdlock.lazy-connect=true").run(ctx -> {
+            assertNull(ctx.getStartupFailure());
+            EtcdLockProperties p = ctx.getBean(EtcdLockProperties.class);
+            assertEquals(java.util.List.of("http://127.0.0.1:2379"), p.getEndpoints());
+            assertEquals(Duration.ofSeconds(15), p.getTtl());
+            assertEquals(15, ctx.getBean(EtcdLockClient.class).ttlSeconds());
+        });
+    }
+
     @Test
     void userBeansWin() {
         runner().withBean("myClient", EtcdLockClient.class,
