@@ -539,11 +539,13 @@ impl Session {
                     let Ok(Some(resp)) = r else { return StreamEnd::Failed };
                     // An answer makes a pending question moot.
                     confirm = None;
-                    let at = sent.pop_front().unwrap_or_else(Instant::now);
                     if resp.ttl() <= 0 {
                         self.mark_lost(LossReason::LeaseExpired);
                         return StreamEnd::Lost;
                     }
+                    // An answer no request of ours is waiting for proves
+                    // nothing we can date.
+                    let Some(at) = sent.pop_front() else { continue };
                     tracing::trace!(
                         lease = format!("{:x}", self.lease),
                         member,
