@@ -54,7 +54,8 @@ impl Client {
 /// paused, which gRPC's deadline does not cut off: the server counts it from
 /// when it reads the request) can never remove a later key of the same name
 /// (a session reuses its key names, so that their watches are reused).
-/// Ok(true) if it deleted that incarnation, Ok(false) if it was gone.
+/// Ok(true) if it deleted that incarnation (or, on a retry, an earlier attempt
+/// of this same call did: see `earlier_copy_deleted`), Ok(false) if it was gone.
 ///
 /// `plain`, the caller the only one deleting this incarnation (the unlock
 /// that ended the hold), a key this session has reserved
@@ -89,18 +90,44 @@ pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: 
         if uncertain || attempts != 1 || r.is_err() {
             session.retire_key(key);
         }
-        return Ok(r?.prev_kvs().first().is_some_and(|kv| kv.create_revision() == rev));
+        if r?.prev_kvs().first().is_some_and(|kv| kv.create_revision() == rev) {
+            return Ok(true);
+        }
+        return Ok(attempts > 1 && uncertain && earlier_copy_deleted(client, session).await);
     }
     let ops = std::iter::once(key).chain(with.iter().map(Vec::as_slice)).map(|k| etcd_client::TxnOp::delete(k.to_vec(), None));
     let txn = etcd_client::Txn::new()
         .when([etcd_client::Compare::create_revision(key.to_vec(), etcd_client::CompareOp::Equal, rev)])
         .and_then(ops.collect::<Vec<_>>());
-    let r = Box::pin(t.call(t.request_bound(), &mut false, |mut c| {
+    let (mut uncertain, mut attempts) = (false, 0u32);
+    let r = Box::pin(t.call(t.request_bound(), &mut uncertain, |mut c| {
+        attempts += 1;
         let txn = txn.clone();
         async move { c.txn(txn).await }
     }))
     .await?;
-    Ok(r.succeeded())
+    Ok(r.succeeded() || (plain && attempts > 1 && uncertain && earlier_copy_deleted(client, session).await))
+}
+
+/// A retried delete found the key gone after an earlier attempt whose outcome
+/// we never learned (a member stopping gracefully applies a request and closes
+/// the stream before its answer: etcd's graceful stop, a rolling restart).
+/// While the session's lease lives, nothing but a delete removes its key, and
+/// this hold's own delete was on its way: the earlier copy deleted it, and the
+/// hold ended by its own release, not by a loss. A lease that is gone, or
+/// that cannot be asked about, leaves it a loss (`false`): unlock then says
+/// `LockLost`, the safe answer when we cannot tell. (An operator deleting the
+/// key by hand at that same moment is taken for our own delete.)
+async fn earlier_copy_deleted(client: &Client, session: &Session) -> bool {
+    if session.loss().is_some() {
+        return false;
+    }
+    let lease = session.lease;
+    let r = Box::pin(client.inner.transport.call_lease(client.request_bound(), &mut false, |mut c| async move {
+        c.time_to_live(lease, None).await
+    }))
+    .await;
+    matches!(r, Ok(ttl) if ttl.ttl() > 0)
 }
 
 /// The create_revision of our key as etcd has it now (None: absent).
