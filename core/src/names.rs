@@ -200,11 +200,7 @@ pub(crate) enum Mode {
 /// This machine's host name, reduced to `[A-Za-z0-9.-]` (at most 64), so
 /// it needs no escaping in JSON or a table.
 pub(crate) fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    let h = if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { String::new() };
+    let h = gethostname::gethostname().to_string_lossy().into_owned();
     h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect()
 }
 

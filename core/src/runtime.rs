@@ -359,13 +359,27 @@ fn mono_base() -> &'static MonoBase {
     BASE.get_or_init(|| MonoBase { instant: Instant::now(), ns: clock_monotonic_ns() })
 }
 
-/// `CLOCK_MONOTONIC` now, in nanoseconds. It is system-wide on Linux, so
-/// timestamps from different processes compare (the tests rely on this).
+/// `CLOCK_MONOTONIC` now, in nanoseconds. It is system-wide on Linux and
+/// macOS, so timestamps from different processes compare (the tests rely on
+/// this). On Windows, which has no such clock, it counts from the first call
+/// in this process: good for durations, not for comparing processes.
+#[cfg(unix)]
 pub fn clock_monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes into the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// `CLOCK_MONOTONIC` now, in nanoseconds. It is system-wide on Linux and
+/// macOS, so timestamps from different processes compare (the tests rely on
+/// this). On Windows, which has no such clock, it counts from the first call
+/// in this process: good for durations, not for comparing processes.
+#[cfg(not(unix))]
+pub fn clock_monotonic_ns() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    // 1 s, not 0: a zero stamp reads as "never" in the callers' records.
+    1_000_000_000 + START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
 /// Convert an `Instant` (which std takes from `CLOCK_MONOTONIC` on Linux) to
@@ -391,6 +405,7 @@ pub(crate) async fn sleep_opt(deadline: Option<Instant>) {
 mod tests {
     use super::*;
 
+    #[cfg(unix)]
     #[test]
     fn the_cached_pid_is_the_childs_after_fork() {
         let parent = current_pid();
