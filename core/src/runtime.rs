@@ -156,7 +156,23 @@ where
             "a blocking etcdlock call was made from inside an async runtime; use the async API",
         ));
     }
-    runtime()?.block_on(fut)
+    let rt = runtime()?;
+    on_enough_stack(|| rt.block_on(fut))
+}
+
+/// The stack a blocking call needs below it to poll its future: the caller's
+/// thread is the one that polls (see [`block_on_interruptible`]), and a
+/// caller's thread may be small: musl gives a `pthread_create`d thread 128
+/// KiB (a C program's worker on Alpine), a JVM or Python thread can be set to
+/// less. Polling a lock's future nests a few dozen frames; debug builds make
+/// them large (a lock on a 128 KiB musl thread overflowed).
+const STACK_NEEDED: usize = 256 * 1024;
+
+/// Run `f` where at least [`STACK_NEEDED`] bytes of stack are left: on this
+/// stack when they are (the common case: a check of a thread-local), else on
+/// a fresh 2 MiB stack segment for the duration of the call.
+fn on_enough_stack<T>(f: impl FnOnce() -> T) -> T {
+    stacker::maybe_grow(STACK_NEEDED, 2 * 1024 * 1024, f)
 }
 
 /// Like [`block_on`], but wakes every `tick` to call `check`; when `check`
@@ -169,7 +185,21 @@ where
 /// async path for lock+unlock). The tick is this thread's own park timeout,
 /// not a runtime timer: `check` runs every `tick` even if the runtime's
 /// workers are all busy, so Ctrl-C is answered whatever the runtime is doing.
-pub fn block_on_interruptible<F, T>(fut: F, tick: Duration, mut check: impl FnMut() -> Result<()>) -> Result<T>
+pub fn block_on_interruptible<F, T>(fut: F, tick: Duration, check: impl FnMut() -> Result<()>) -> Result<T>
+where
+    F: Future<Output = Result<T>>,
+{
+    if tokio::runtime::Handle::try_current().is_ok() {
+        return Err(Error::new(
+            ErrorCode::InvalidArgument,
+            "a blocking etcdlock call was made from inside an async runtime; use the async API",
+        ));
+    }
+    let rt = runtime()?;
+    on_enough_stack(move || poll_here(&rt, fut, tick, check))
+}
+
+fn poll_here<F, T>(rt: &tokio::runtime::Runtime, fut: F, tick: Duration, mut check: impl FnMut() -> Result<()>) -> Result<T>
 where
     F: Future<Output = Result<T>>,
 {
@@ -183,13 +213,6 @@ where
             self.0.unpark();
         }
     }
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(Error::new(
-            ErrorCode::InvalidArgument,
-            "a blocking etcdlock call was made from inside an async runtime; use the async API",
-        ));
-    }
-    let rt = runtime()?;
     // Timers, sockets and spawns made while polling belong to the shared runtime.
     let _ctx = rt.enter();
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));

@@ -263,6 +263,48 @@ static void *unlock_main(void *p) {
     return (void *)(intptr_t)etcdlock_unlock((etcdlock_guard *)p);
 }
 
+/* A blocking call from a thread with a small stack: 128 KiB is what musl
+ * (Alpine) gives every pthread_create'd thread by default. The library polls a
+ * blocking call on the caller's thread, so it must not need more stack than
+ * that (it moves to a stack of its own when too little is left). */
+static void *small_stack_main(void *p) {
+    waiter_arg *w = p;
+    w->rc = etcdlock_lock(w->c, w->name, ETCDLOCK_WAIT_FOREVER, &w->g);
+    if (w->rc == ETCDLOCK_OK) w->rc = etcdlock_unlock(w->g);
+    return NULL;
+}
+
+static void test_small_stack_thread(void) {
+    etcdlock_client *a = connect_default(), *b = connect_default();
+    CHECK(a && b, "connect");
+    if (!a || !b) { etcdlock_client_free(a); etcdlock_client_free(b); return; }
+    char name[128];
+    unique(name, sizeof name, "small-stack");
+    etcdlock_guard *ga = NULL;
+    CHECK_RC(etcdlock_lock(a, name, -1, &ga), ETCDLOCK_OK);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    CHECK(pthread_attr_setstacksize(&attr, 128 * 1024) == 0, "stack size");
+    for (int round = 0; round < 3; round++) {
+        /* Round 0 waits for A's release (a queued wait, then the hand-over);
+         * the others take the free lock at once. */
+        waiter_arg w = {b, name, -1, NULL};
+        pthread_t t;
+        CHECK(pthread_create(&t, &attr, small_stack_main, &w) == 0, "pthread_create");
+        if (round == 0) {
+            usleep(50 * 1000);
+            CHECK_RC(etcdlock_unlock(ga), ETCDLOCK_OK);
+        }
+        pthread_join(t, NULL);
+        CHECK_RC(w.rc, ETCDLOCK_OK);
+        etcdlock_guard_free(w.g);
+    }
+    pthread_attr_destroy(&attr);
+    etcdlock_guard_free(ga);
+    etcdlock_client_free(a);
+    etcdlock_client_free(b);
+}
+
 static void test_wait_forever_handoff_and_cross_thread_unlock(void) {
     etcdlock_client *a = connect_default(), *b = connect_default();
     CHECK(a && b, "connect");
@@ -2303,6 +2345,7 @@ static const test_case TESTS[] = {
     {"try_lock", test_try_lock},
     {"timeout", test_timeout},
     {"wait_forever_handoff_and_cross_thread_unlock", test_wait_forever_handoff_and_cross_thread_unlock},
+    {"small_stack_thread", test_small_stack_thread},
     {"guarded_ops", test_guarded_ops},
     {"multi_guarded", test_multi_guarded},
     {"async_lock", test_async_lock},
