@@ -386,7 +386,7 @@ fn tightest_gap(holds: &[Hold]) -> String {
         for w in hs.windows(2) {
             if let Some(l) = &w[0].loss {
                 let g = ms_between(w[0].ended_ns, w[1].acquired_ns);
-                if best.as_ref().is_none_or(|(b, _)| g < *b) {
+                if !matches!(&best, Some((b, _)) if g >= *b) {
                     best = Some((g, format!("{g} ms ({} lost {}, {} acquired)", w[0].client, l.reason, w[1].client)));
                 }
             }

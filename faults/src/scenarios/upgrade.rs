@@ -369,18 +369,18 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
     o
 }
 
-/// 34. Every member restarted one by one with SIGTERM (graceful).
+/// Scenario 34: every member restarted one by one with SIGTERM (graceful).
 pub async fn rolling_restart(p: &Profile) -> Outcome {
     rolling(p, 34, "rolling-restart", None, || Ok((0..3).map(|member| Step { member, bin: None, cluster_version: None }).collect())).await
 }
 
-/// 35. Rolling upgrade 3.4 (Debian's) -> 3.5, member by member, until the
+/// Scenario 35: a rolling upgrade 3.4 (Debian's) -> 3.5, member by member, until the
 /// cluster version is 3.5.
 pub async fn rolling_upgrade(p: &Profile) -> Outcome {
     upgrade(p, 35, "rolling-upgrade-3.4-3.5", None, UPGRADE_VERSIONS[0]).await
 }
 
-/// 36. Rolling upgrade 3.5 -> 3.6 of a cluster created on 3.5 (3.6 needs the
+/// Scenario 36: a rolling upgrade 3.5 -> 3.6 of a cluster created on 3.5 (3.6 needs the
 /// whole cluster at 3.5 first). A cluster created on 3.4 and upgraded to
 /// 3.5.35 breaks when its first member starts 3.6.16: see the README.
 pub async fn rolling_upgrade_36(p: &Profile) -> Outcome {
