@@ -14,14 +14,7 @@ fn run(id: u32) {
     assert!(o.passed(), "{}", o.line());
 }
 
-/// Not in the default run yet: it fails in about 2 of 7 runs against the
-/// current core (once every holder in all five languages reported
-/// `ConnectionLost` together while etcd kept their leases; once a prober's
-/// `unlock` returned `LockLost` with no loss recorded), the graceful-stop
-/// shapes of issue 47 item 2. `cargo test -p etcdlock-faults --release --test
-/// upgrade -- --ignored scenario_34` runs it.
 #[test]
-#[ignore]
 fn scenario_34_rolling_restart() {
     run(34)
 }
