@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fault and security suite of etcdlock (short CI profile): checker unit tests,
 # the fault scenarios (14 and 15: the recipes; 16-19: partitions between members;
-# 26-28: behind etcd grpc-proxy and nginx, close() during a fault; 29-33: TLS runs),
+# 26-28: behind etcd grpc-proxy and nginx, close() during a fault; 29-33: TLS runs;
+# 34-36: rolling restart and rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6),
 # each history also checked by porcupine, and the security suite, all against real etcd.
 # Prints every scenario's figure line and the totals; exits non-zero on any failure.
 set -euo pipefail
@@ -43,6 +44,13 @@ if [ ! -x "${NGINX_BIN:-/usr/sbin/nginx}" ]; then
 fi
 command -v openssl >/dev/null || { echo "openssl CLI is missing" >&2; exit 1; }
 
+# Scenarios 35 and 36 upgrade clusters 3.4 (Debian's) -> 3.5 and 3.5 -> 3.6: build etcd 3.5
+# and 3.6 from the Go module proxy (cached by build-etcd.sh) in the background
+# while the holders and the tests build; waited for before the tests run.
+etcd_log="$(mktemp)"
+( set -e; for v in 3.5.35 3.6.16; do "$here/build-etcd.sh" "$v"; done ) >"$etcd_log" 2>&1 &
+etcd_build=$!
+
 # Scenarios 2 and 3 also run with a holder process in Python, Java, Node and
 # C, and scenario 19 cuts off holders in all five languages: build each
 # binding the cheap way and the holders against it (holders/build.sh; a
@@ -58,6 +66,14 @@ mkdir -p "$tdir/porcupine"
 (cd "$here/porcupine" && go build -o "$tdir/porcupine/etcdlock-porcupine" .)
 export ETCDLOCK_FAULTS_PORCUPINE="$tdir/porcupine/etcdlock-porcupine"
 rm -rf "$tdir/faults-report/outcomes" "$tdir/faults-history"
+
+cargo test -q -p etcdlock-faults --release --no-run 2>&1 | grep -E '^(error|warning: unused)' || true
+if ! wait "$etcd_build"; then
+  cat "$etcd_log" >&2
+  echo "building etcd 3.5 / 3.6 for scenarios 35 and 36 failed" >&2
+  exit 1
+fi
+rm -f "$etcd_log"
 
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
@@ -77,12 +93,12 @@ scen=$(grep -cE '^scenario [0-9]+ ' "$log" || true)
 # The report: summary.json and SUMMARY.md under the target dir; the table here.
 ETCDLOCK_FAULTS_WALL_SECS=$((end - start)) cargo test -q -p etcdlock-faults --release --test scenarios -- --ignored write_summary --nocapture 2>/dev/null \
   | grep -E '^(\||report:|Longest)' || echo "the report could not be written" >&2
-echo "faults suite: $scen/33 scenario runs (20 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages; 26-28 behind etcd grpc-proxy, nginx sending GOAWAY, close() during a fault; 29-33 are 7, 5, 6, 27, 28 over TLS), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
+echo "faults suite: $scen/36 scenario runs (20 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages; 26-28 behind etcd grpc-proxy, nginx sending GOAWAY, close() during a fault; 29-33 are 7, 5, 6, 27, 28 over TLS; 34 rolling restart, 35 and 36 rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
 if [ "$status" -ne 0 ]; then
   echo "faults suite FAILED (cargo test exit $status)" >&2
   exit "$status"
 fi
-if [ "$scen" -ne 33 ] || [ "$viol" -ne 0 ] || [ "$notlin" -ne 0 ] || [ "$acq" -lt 10000 ]; then
-  echo "faults suite FAILED: need 33 scenario runs, 0 violations, every history linearizable, >= 10000 acquisitions" >&2
+if [ "$scen" -ne 36 ] || [ "$viol" -ne 0 ] || [ "$notlin" -ne 0 ] || [ "$acq" -lt 10000 ]; then
+  echo "faults suite FAILED: need 36 scenario runs, 0 violations, every history linearizable, >= 10000 acquisitions" >&2
   exit 1
 fi

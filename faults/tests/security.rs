@@ -97,6 +97,7 @@ async fn tls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
         scheme: Some("https".into()),
         hosts: Vec::new(),
         cgroups: Vec::new(),
+        bin: None,
         extra_args: vec![
             format!("--cert-file={}", pki.server_cert.display()),
             format!("--key-file={}", pki.server_key.display()),
@@ -168,6 +169,7 @@ async fn mtls_section(p: &Printed, pki: &Pki, other: &Pki) -> String {
         scheme: Some("https".into()),
         hosts: Vec::new(),
         cgroups: Vec::new(),
+        bin: None,
         extra_args: vec![
             format!("--cert-file={}", pki.server_cert.display()),
             format!("--key-file={}", pki.server_key.display()),

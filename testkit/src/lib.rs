@@ -92,6 +92,9 @@ pub struct Member {
     pub cgroup: Option<PathBuf>,
     /// The member's TLS client port (on `host`), when started by [`Etcd::start_tls`].
     pub tls_port: Option<u16>,
+    /// The etcd binary the member runs (and is restarted with): see
+    /// [`Config::bin`] and [`Etcd::set_bin`]; `None`: [`etcd_bin`].
+    pub bin: Option<PathBuf>,
     data_dir: PathBuf,
     child: Option<Child>,
     args: Vec<String>,
@@ -142,6 +145,8 @@ pub struct Config {
     /// and netfilter can tell members' traffic apart); empty (the default):
     /// members stay in the caller's cgroup.
     pub cgroups: Vec<PathBuf>,
+    /// The etcd binary of every member; `None` (the default): [`etcd_bin`].
+    pub bin: Option<PathBuf>,
 }
 
 /// The server certificate of [`Etcd::start_tls`] (PEM files).
@@ -236,6 +241,7 @@ impl Etcd {
                 host: h,
                 cgroup: cfg.cgroups.get(i).cloned(),
                 tls_port,
+                bin: cfg.bin.clone(),
                 data_dir,
                 child: None,
                 args,
@@ -299,6 +305,30 @@ impl Etcd {
             let _ = c.kill();
             let _ = c.wait();
         }
+    }
+
+    /// Stop member `i` gracefully: SIGTERM, then wait for it to exit (etcd
+    /// hands its leadership over first); SIGKILL after `within`. Returns how
+    /// long the stop took, or an error if it had to be killed.
+    pub fn stop(&mut self, i: usize, within: Duration) -> Result<Duration, String> {
+        let Some(mut c) = self.members[i].child.take() else { return Ok(Duration::ZERO) };
+        let start = Instant::now();
+        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        while start.elapsed() < within {
+            if let Ok(Some(_)) = c.try_wait() {
+                return Ok(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let _ = c.kill();
+        let _ = c.wait();
+        Err(format!("m{i} did not exit within {within:?} of SIGTERM"))
+    }
+
+    /// The binary member `i` runs after its next [`Etcd::restart`] (same
+    /// data dir, ports and flags): a rolling upgrade.
+    pub fn set_bin(&mut self, i: usize, bin: PathBuf) {
+        self.members[i].bin = Some(bin);
     }
 
     /// Restart member `i` (after [`Etcd::kill`]) with its data dir, and wait for it.
@@ -436,7 +466,8 @@ fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
         .append(true)
         .open(dir.join(format!("{}.log", m.name)))
         .map_err(|e| e.to_string())?;
-    let mut cmd = Command::new(etcd_bin());
+    let bin = m.bin.clone().unwrap_or_else(etcd_bin);
+    let mut cmd = Command::new(&bin);
     cmd.args(&m.args).stdin(Stdio::null()).stdout(log.try_clone().map_err(|e| e.to_string())?).stderr(log);
     // SAFETY: prctl is async-signal-safe; runs in the child before exec.
     unsafe {
@@ -461,7 +492,7 @@ fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
             });
         }
     }
-    let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", etcd_bin().display()))?;
+    let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     m.child = Some(child);
     Ok(())
 }

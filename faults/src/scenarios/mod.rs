@@ -30,6 +30,7 @@ mod clock;
 mod recipes;
 mod partitions;
 mod infra;
+mod upgrade;
 
 #[allow(unused_imports)]
 use clock::*;
@@ -51,6 +52,7 @@ pub use clock::{libfaketime, wall_clock_jumps};
 pub use recipes::{recipes_holder_sigstop, recipes_member_kill};
 pub use partitions::{holder_member_partitioned, isolated_follower, minority_leader, one_way_loss};
 pub use infra::{close_during_fault, grpc_lb_goaway, grpc_proxy};
+pub use upgrade::{rolling_restart, rolling_upgrade, rolling_upgrade_36, UPGRADE_VERSIONS};
 
 /// The partitions between members (16-19): nftables on `lo`, members on 127.0.0.2-4.
 pub const PARTITIONS: [u32; 4] = [16, 17, 18, 19];
@@ -331,6 +333,9 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
         26 => grpc_proxy(p).await,
         27 => grpc_lb_goaway(p, &Net::new(false)).await,
         28 => close_during_fault(p, &Net::new(false)).await,
+        34 => rolling_restart(p).await,
+        35 => rolling_upgrade(p).await,
+        36 => rolling_upgrade_36(p).await,
         _ => {
             let mut o = Outcome::new(id, "unknown");
             o.fail(format!("no scenario {id}"));

@@ -129,13 +129,19 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         w.client_prefix = format!("p{}-m{i}-c", std::process::id());
         runs.push(start_workload(w, checker.clone(), c.clone()));
     }
-    let (mut elections, mut rejoins, mut resumed) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut elections, mut rejoins, mut resumed, mut renewals) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..p.rounds {
         let Some(leader) = await_leader(&eps, &[0, 1, 2], Duration::from_secs(10)).await else {
             o.fail(format!("round {round}: no leader before the cut"));
             break;
         };
         let follower = (leader + 1 + (round as usize % 2)) % 3;
+        // Scenario 16 measures what the minority leader does with lease
+        // renewals after the cut (see [`renewal_probe`]).
+        let mut probe_lease = match kind {
+            Cut::MinorityLeader => ProbeLease::start(&eps, leader, &ns).await.map_err(|e| o.fail(format!("round {round}: renewal probe: {e}"))).ok(),
+            _ => None,
+        };
         let target = if kind == Cut::IsolatedFollower { follower } else { leader };
         let r = match kind {
             Cut::OneWay => cl.parts.cut(leader, follower),
@@ -147,6 +153,10 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         }
         o.faults += 1;
         let cut_ns = clock_monotonic_ns();
+        let probe = match (kind, probe_lease.take()) {
+            (Cut::MinorityLeader, Some(pl)) => Some(tokio::spawn(renewal_probe(pl, cut_ns))),
+            _ => None,
+        };
         if kind == Cut::MinorityLeader {
             let majority: Vec<usize> = (0..3).filter(|i| *i != leader).collect();
             // How long the majority takes to elect is etcd's (measured, and
@@ -160,6 +170,13 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
             }
         }
         tokio::time::sleep(Duration::from_secs(2 * TTL as u64)).await;
+        if let Some(pr) = probe {
+            match pr.await {
+                Ok(Ok(m)) => renewals.push((m, elections.last().copied().unwrap_or(-1))),
+                Ok(Err(e)) => o.fail(format!("round {round}: renewal probe: {e}")),
+                Err(e) => o.fail(format!("round {round}: renewal probe: {e}")),
+            }
+        }
         // Progress on the majority side while the cut is in force: through a
         // member of the majority, or (one-way loss, where the election may move
         // the leadership either way) through the clients that can fail over.
@@ -194,7 +211,13 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
     o.acquisitions = counts.map(|c| c.acquisitions.load(Ordering::Relaxed)).sum();
     let max = |v: &[i64]| v.iter().copied().max().unwrap_or(-1);
     let what = match kind {
-        Cut::MinorityLeader => format!("leader cut from both peers {} times, new leader on the majority side <= {} ms", o.faults, max(&elections)),
+        Cut::MinorityLeader => format!(
+            "leader cut from both peers {} times, new leader on the majority side <= {} ms; {}; tightest gap {}",
+            o.faults,
+            max(&elections),
+            renewal_figure(&renewals),
+            tightest_gap(&checker.holds())
+        ),
         Cut::IsolatedFollower => format!("a follower cut from both peers {} times", o.faults),
         Cut::OneWay => format!("leader -> follower traffic dropped (one way) {} times", o.faults),
     };
@@ -208,6 +231,174 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
     );
     drop(cl);
     o
+}
+
+/// A lease of the renewal probe: granted through the leader before the cut,
+/// with a key on it, and two raw connections: one to the leader (which the
+/// cut makes a minority leader; clients are never cut) and one to a member
+/// of the majority.
+struct ProbeLease {
+    id: i64,
+    key: String,
+    leader: etcd_client::Client,
+    majority: etcd_client::Client,
+}
+
+impl ProbeLease {
+    async fn start(eps: &[String], leader: usize, ns: &str) -> Result<ProbeLease, String> {
+        let connect = |ep: String| async move { etcd_client::Client::connect([ep], None).await.map_err(|e| e.to_string()) };
+        let mut l = connect(eps[leader].clone()).await?;
+        let majority = connect(eps[(leader + 1) % 3].clone()).await?;
+        let id = l.lease_grant(TTL, None).await.map_err(|e| e.to_string())?.id();
+        let key = format!("{ns}renewal-probe/{id:x}");
+        l.put(key.as_str(), "", Some(etcd_client::PutOptions::new().with_lease(id))).await.map_err(|e| e.to_string())?;
+        Ok(ProbeLease { id, key, leader: l, majority })
+    }
+}
+
+/// What the minority leader did with renewals after the cut, in ms after
+/// the cut: the send time of the last renewal it answered (with a TTL), the
+/// raft term in that answer, and when the majority deleted the probe's key
+/// (its lease expired on the new leader).
+#[derive(Debug, Clone, Copy)]
+struct Renewals {
+    last_answered_sent_ms: i64,
+    /// The same for the last renewal a linearizable read on that member
+    /// confirmed afterwards (its answer in the same raft term).
+    last_confirmed_sent_ms: i64,
+    term: u64,
+    gone_ms: i64,
+}
+
+impl Renewals {
+    /// How long the lease lived on the new leader after the last renewal's
+    /// send time + TTL: a client that trusts that answer ends its hold at
+    /// send + TTL - margin, so its gap before another client can acquire is
+    /// this + margin (less what the acquisition takes).
+    fn slack_ms(&self) -> i64 {
+        self.gone_ms - (self.last_answered_sent_ms + TTL * 1000)
+    }
+    /// The same after the last confirmed renewal.
+    fn confirmed_slack_ms(&self) -> i64 {
+        self.gone_ms - (self.last_confirmed_sent_ms + TTL * 1000)
+    }
+}
+
+/// Renew the probe's lease through the (now minority) leader every 20 ms
+/// until it stops answering, and watch the key on the majority side until
+/// it is deleted. A renewal answered by the minority leader after the new
+/// leader took over is a lease extension the cluster never sees.
+async fn renewal_probe(mut pl: ProbeLease, cut_ns: u64) -> Result<Renewals, String> {
+    let mut ws = pl.majority.watch(pl.key.as_str(), None).await.map_err(|e| e.to_string())?;
+    let key = pl.key.clone();
+    let gone = tokio::spawn(async move {
+        // The stream ends when this task does (dropped on return or timeout).
+        while let Ok(Some(r)) = ws.message().await {
+            if r.events().iter().any(|e| e.event_type() == etcd_client::EventType::Delete && e.kv().map(|kv| kv.key()) == Some(key.as_bytes())) {
+                return Some(clock_monotonic_ns());
+            }
+        }
+        None
+    });
+    // A member that refuses the renewal (etcd 3.4.31-3.4.33, 3.5.13-3.5.15:
+    // "not a primary lessor" once it cannot confirm its leadership) renews
+    // nothing after the cut: `last` stays at the cut.
+    let mut opened = pl.leader.lease_keep_alive(pl.id).await.ok();
+    let (mut last, mut term) = (cut_ns, 0);
+    // The send time of the last renewal confirmed by a linearizable read on
+    // the same member, sent after the renewal's answer, in the same term.
+    let confirmed = Arc::new(AtomicU64::new(cut_ns));
+    let mut reads = Vec::new();
+    while let Some((keeper, stream)) = opened.as_mut() {
+        if clock_monotonic_ns() >= cut_ns + 2 * TTL_NS {
+            break;
+        }
+        let sent = clock_monotonic_ns();
+        if keeper.keep_alive().await.is_err() {
+            break;
+        }
+        match tokio::time::timeout(Duration::from_millis(300), stream.message()).await {
+            Ok(Ok(Some(r))) if r.ttl() > 0 => {
+                (last, term) = (sent, r.header().map(|h| h.raft_term()).unwrap_or(0));
+                let (mut c, key, confirmed) = (pl.leader.clone(), pl.key.clone(), confirmed.clone());
+                reads.push(tokio::spawn(async move {
+                    if let Ok(Ok(g)) = tokio::time::timeout(Duration::from_millis(500), c.get(key, None)).await {
+                        if g.header().map(|h| h.raft_term()) == Some(term) {
+                            confirmed.fetch_max(sent, Ordering::Relaxed);
+                        }
+                    }
+                }));
+            }
+            _ => break,
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for r in reads {
+        let _ = r.await;
+    }
+    let mut gone = gone;
+    let gone_ns = match tokio::time::timeout(Duration::from_secs(3 * TTL as u64 + 2), &mut gone).await {
+        Ok(r) => r.ok().flatten(),
+        Err(_) => {
+            gone.abort();
+            None
+        }
+    };
+    let gone_ns = gone_ns.ok_or("the probe's key was not deleted on the majority side within 3xTTL + 2 s")?;
+    Ok(Renewals {
+        last_answered_sent_ms: ms_between(cut_ns, last),
+        last_confirmed_sent_ms: ms_between(cut_ns, confirmed.load(Ordering::Relaxed)),
+        term,
+        gone_ms: ms_between(cut_ns, gone_ns),
+    })
+}
+
+/// Scenario 16's figure on the probe: per round, the new leader's election,
+/// the last renewal the minority leader answered, and the lease's slack.
+fn renewal_figure(rounds: &[(Renewals, i64)]) -> String {
+    let per: Vec<String> = rounds
+        .iter()
+        .map(|(r, elected)| {
+            format!(
+                "elected +{elected}, renewed until +{} (term {}), confirmed until +{}, gone +{}, slack {} / confirmed {}",
+                r.last_answered_sent_ms,
+                r.term,
+                r.last_confirmed_sent_ms,
+                r.gone_ms,
+                r.slack_ms(),
+                r.confirmed_slack_ms()
+            )
+        })
+        .collect();
+    format!(
+        "the minority leader answered renewals sent up to {} ms after the cut; min lease slack after send+TTL {} ms, {} ms after the last renewal a linearizable read confirmed (per round, ms after the cut: {})",
+        rounds.iter().map(|(r, _)| r.last_answered_sent_ms).max().unwrap_or(-1),
+        rounds.iter().map(|(r, _)| r.slack_ms()).min().unwrap_or(i64::MIN),
+        rounds.iter().map(|(r, _)| r.confirmed_slack_ms()).min().unwrap_or(i64::MIN),
+        per.join("; ")
+    )
+}
+
+/// The lost hold followed most closely by another acquisition of its lock:
+/// `<gap> ms (<lost client> -> <next client>)`.
+fn tightest_gap(holds: &[Hold]) -> String {
+    let mut by_lock: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
+    for h in holds {
+        by_lock.entry(h.lock.as_str()).or_default().push(h);
+    }
+    let mut best: Option<(i64, String)> = None;
+    for hs in by_lock.values_mut() {
+        hs.sort_by_key(|h| h.acquired_ns);
+        for w in hs.windows(2) {
+            if let Some(l) = &w[0].loss {
+                let g = ms_between(w[0].ended_ns, w[1].acquired_ns);
+                if !matches!(&best, Some((b, _)) if g >= *b) {
+                    best = Some((g, format!("{g} ms ({} lost {}, {} acquired)", w[0].client, l.reason, w[1].client)));
+                }
+            }
+        }
+    }
+    best.map(|b| b.1).unwrap_or_else(|| "none".into())
 }
 
 /// 16. Minority leader.
