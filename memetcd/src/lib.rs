@@ -24,13 +24,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 #[allow(clippy::all, missing_docs)]
 pub mod pb {
     pub mod mvccpb {
-        include!(concat!(env!("OUT_DIR"), "/mvccpb.rs"));
+        include!("gen/mvccpb.rs");
     }
     pub mod authpb {
-        include!(concat!(env!("OUT_DIR"), "/authpb.rs"));
+        include!("gen/authpb.rs");
     }
     pub mod etcdserverpb {
-        include!(concat!(env!("OUT_DIR"), "/etcdserverpb.rs"));
+        include!("gen/etcdserverpb.rs");
     }
 }
 
