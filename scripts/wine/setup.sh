@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# A 64-bit Wine prefix that runs the Windows (x86_64-pc-windows-gnu) builds of
+# etcdlock: Debian's wine (8.0), and bcryptprimitives.dll, which Wine 8 lacks
+# and Rust's std needs (see bcryptprimitives.c: a test-only stand-in).
+# Prints the prefix's path (WINEPREFIX) on stdout.
+#   scripts/wine/setup.sh [PREFIX]      (default: ${WINEPREFIX:-~/.wine-etcdlock})
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+prefix=${1:-${WINEPREFIX:-$HOME/.wine-etcdlock}}
+if ! command -v wine >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wine64 mingw-w64) >/dev/null
+fi
+export WINEPREFIX=$prefix WINEARCH=win64 WINEDEBUG=-all
+if [ ! -f "$prefix/system.reg" ]; then
+  # wineboot complains that wine32 is missing; the 64-bit prefix works without it.
+  wine wineboot --init >/dev/null 2>&1 || true
+  wineserver -w || true
+fi
+sys32=$prefix/drive_c/windows/system32
+[ -d "$sys32" ] || { echo "wine/setup.sh: no $sys32 after wineboot" >&2; exit 1; }
+if [ ! -f "$sys32/bcryptprimitives.dll" ] || [ "$here/bcryptprimitives.c" -nt "$sys32/bcryptprimitives.dll" ]; then
+  x86_64-w64-mingw32-gcc -O2 -shared -s -o "$sys32/bcryptprimitives.dll" "$here/bcryptprimitives.c" -ladvapi32
+fi
+echo "$prefix"
