@@ -3,7 +3,9 @@
 # 127.0.0.1 (free ports, temp dirs) and stop. No mocks of etcd anywhere.
 # Installs what a fresh machine lacks first (scripts/setup.sh), then:
 #   Rust core + CLI + harness, C ABI, Python, Node, Java, the fault suite,
-#   the cross-language flash sale in its short mode, and the release artifacts
+#   the platforms beyond glibc Linux (musl natively and under qemu, Windows
+#   under Wine, macOS built and inspected), the cross-language flash sale in
+#   its short mode, and the release artifacts
 #   (scripts/dist.sh) installed in a clean room with no Rust, protoc or C
 #   compiler (scripts/cleanroom.sh).
 # Every suite runs even if an earlier one failed; the exit status is 1 if any failed.
@@ -19,7 +21,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 # zig build of the libraries for both targets and one of the x86_64 CLI, ~8-12
 # min of both cores) and installs each in a clean room, the aarch64 ones under
 # qemu-user (~2.5 min); ETCDLOCK_SUITES=dist runs it alone.
-SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,flash,dist}
+SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,platforms,flash,dist}
 passed=(); failed=()
 
 # The dist build starts now, in the background, at the lowest CPU and I/O
@@ -94,6 +96,14 @@ suite python "Python (bindings-python/test.sh)" bash bindings-python/test.sh
 suite node "Node (bindings-node/test.sh)" bash bindings-node/test.sh
 suite java "Java (bindings-java/test.sh)" bash bindings-java/test.sh
 suite faults "Faults and security (faults/test.sh)" bash faults/test.sh
+# Where users run besides glibc Linux (issue 48): musl (Alpine) natively and
+# under qemu, Windows x64 under Wine; the committed proto code is protoc's.
+suite platforms "etcd's protos compiled ahead: the committed code is protoc's (scripts/protos.sh --check)" \
+  bash scripts/protos.sh --check
+suite platforms "C library on musl, x86_64 natively and aarch64 under qemu (ffi-c/test-musl.sh)" \
+  bash ffi-c/test-musl.sh
+suite platforms "C library on Windows x64 under Wine (ffi-c/test-windows.sh)" \
+  bash ffi-c/test-windows.sh
 suite flash "Cross-language flash sale, short mode" \
   scripts/flash_sale.sh --debug --short --require rust,cli,c,python,node,java
 suite dist "Installable artifacts (scripts/dist.sh) and their clean-room install (scripts/cleanroom.sh)" \

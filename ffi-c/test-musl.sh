@@ -22,6 +22,9 @@ command -v qemu-aarch64-static >/dev/null || need_apt+=(qemu-user-static)
 if ((${#need_apt[@]})); then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}") >/dev/null
 fi
+for a in "${arches[@]}"; do
+  rustup target list --installed | grep -qx "$a-unknown-linux-musl" || rustup target add "$a-unknown-linux-musl" >/dev/null
+done
 python3 -c 'import ziglang' 2>/dev/null || python3 -m pip install -q ziglang
 command -v cargo-zigbuild >/dev/null || python3 -m pip install -q cargo-zigbuild
 cargo build -q -p etcdlock-testkit

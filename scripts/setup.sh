@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian/Ubuntu machine lacks to build and test etcdlock:
-# etcd (server + etcdctl), protoc with the well-known protos (etcd-client needs
-# them), pkg-config and valgrind for the C layer, openssl, libfaketime and nginx for
+# etcd (server + etcdctl), protoc with the well-known protos (only for
+# scripts/protos.sh --check: the build itself needs no protoc), pkg-config and valgrind for the C layer, openssl, libfaketime and nginx for
 # the fault suite. Idempotent; quiet when all is there.
 set -euo pipefail
 
