@@ -104,6 +104,8 @@ suite platforms "C library on musl, x86_64 natively and aarch64 under qemu (ffi-
   bash ffi-c/test-musl.sh
 suite platforms "C library on Windows x64 under Wine (ffi-c/test-windows.sh)" \
   bash ffi-c/test-windows.sh
+suite platforms "C library for macOS x86_64 and arm64, built and inspected, not run (ffi-c/test-macos.sh)" \
+  bash ffi-c/test-macos.sh
 suite flash "Cross-language flash sale, short mode" \
   scripts/flash_sale.sh --debug --short --require rust,cli,c,python,node,java
 suite dist "Installable artifacts (scripts/dist.sh) and their clean-room install (scripts/cleanroom.sh)" \
