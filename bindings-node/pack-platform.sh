@@ -50,7 +50,7 @@ platform=$(node -e '
   die "no platform in loader.js PLATFORMS builds from $triple"
 key=$(node -p 'JSON.parse(process.argv[1]).key' "$platform")
 
-cargo_env=()
+cargo_env=() extra=()
 case "$triple" in
   *-linux-gnu)
     lib=libetcdlock_node.so
@@ -65,7 +65,9 @@ case "$triple" in
     lib=libetcdlock_node.dylib
     case "$triple" in aarch64-*) minos=11.0 ;; *) minos=10.12 ;; esac
     cargo_env=(MACOSX_DEPLOYMENT_TARGET=$minos)
-    build_cmd=(cargo zigbuild) ;;
+    # `rustc` to give the final link alone an install name (else the build path).
+    build_cmd=(cargo-zigbuild rustc)
+    extra=(--lib -- -C "link-arg=-Wl,-install_name,@rpath/etcdlock.$key.node") ;;
   x86_64-pc-windows-gnu)
     lib=etcdlock_node.dll
     # napi's build script links windows-gnu addons against a libnode.dll
@@ -84,8 +86,8 @@ esac
 
 src=$TARGET_DIR/$triple/$dir/$lib
 if [ "$build" = 1 ]; then
-  echo "pack-platform: ${build_cmd[*]} --profile $profile --target $target -p etcdlock-node" >&2
-  (cd "$WS" && env "${cargo_env[@]}" "${build_cmd[@]}" --quiet --profile "$profile" --target "$target" -p etcdlock-node) ||
+  echo "pack-platform: ${build_cmd[*]} --profile $profile --target $target -p etcdlock-node ${extra[*]}" >&2
+  (cd "$WS" && env "${cargo_env[@]}" "${build_cmd[@]}" --quiet --profile "$profile" --target "$target" -p etcdlock-node "${extra[@]}") ||
     die "build for $target failed"
 fi
 [ -s "$src" ] || die "$src missing (build $target with profile $profile first, or drop --no-build)"
@@ -154,11 +156,13 @@ case "$triple" in
     signed=no
     grep -q 'cmd LC_CODE_SIGNATURE' <<<"$heads" && signed=yes
     [ "$signed" = yes ] || [ "${triple%%-*}" = x86_64 ] || die "$src carries no code signature (arm64 macOS refuses to load it)"
-    libs=$(llvm-objdump --macho --dylibs-used "$f" | tail -n +2 | awk '{print $1}' | tr '\n' ' ')
+    id=$(llvm-objdump --macho --dylib-id "$f" | tail -n +2)
+    [ "$id" = "@rpath/$node_file" ] || [ "$build" = 0 ] || die "$src has install name $id, not @rpath/$node_file"
+    libs=$(llvm-objdump --macho --dylibs-used "$f" | tail -n +2 | awk '{print $1}' | grep -vxF "$id" | tr '\n' ' ')
     for l in $libs; do
       case "$l" in /usr/lib/* | /System/Library/*) ;; *) die "$src links $l, not a system library" ;; esac
     done
-    echo "pack-platform: minimum macOS $minos_seen, code signature: $signed, links $libs" >&2 ;;
+    echo "pack-platform: minimum macOS $minos_seen, code signature: $signed, install name $id, links $libs" >&2 ;;
 esac
 
 node - "$platform" "$version" "$pkg" "$node_file" <<'JS'

@@ -86,5 +86,5 @@ if ! ls "$HERE"/etcdlock.linux-*-gnu.node >/dev/null 2>&1; then
 fi
 
 echo "== node.exe $nv under $(wine --version) against etcd on 127.0.0.1"
-node "$HERE/test/platform/drive.js" "$app" wine "$nodeexe"
+EXPECT_NATIVE=etcdlock.win32-x64-gnu.node node "$HERE/test/platform/drive.js" "$app" wine "$nodeexe"
 echo "wine-smoke: passed"

@@ -11,6 +11,9 @@
 //
 //   node drive.js APP GUEST_COMMAND...   (e.g. wine /x/node.exe)
 //
+// EXPECT_NATIVE: a file name the guest's loaded native module must have
+// (e.g. etcdlock.win32-x64-gnu.node).
+//
 // The guest's stdout and stderr go to files (node.exe under Wine cannot write
 // to a Unix pipe) and are printed after it exits.
 const { spawn } = require('node:child_process');
@@ -131,7 +134,9 @@ function firstJsBlock(file) {
     fs.copyFileSync(path.join(__dirname, 'guest-exclusion.js'), path.join(app, 'guest-exclusion.js'));
     const excl = await runGuest(['guest-exclusion.js', etcd.endpoint, name, String(held.fencingToken), path.basename(request)], {});
     const line = excl.out.trim().split('\n').pop();
-    check(excl.code === 0, `exclusion: Linux client holds ${name} (token ${held.fencingToken}); guest tryLock null, 500 ms lock Timeout, queued lock after release`, line);
+    // The module the guest loaded: the platform package's (EXPECT_NATIVE: its file name).
+    const want = process.env.EXPECT_NATIVE;
+    check(excl.code === 0 && (!want || line.includes(want)), `exclusion: Linux client holds ${name} (token ${held.fencingToken}); guest tryLock null, 500 ms lock Timeout, queued lock after release`, line);
     if (excl.code === 0) await released;
     else held.unlock().catch(() => {});
     check(!held.isHeld, 'Linux holder released');

@@ -26,7 +26,8 @@ const [endpoints, name, holderToken, requestFile] = process.argv.slice(2);
   if (!(lock.fencingToken > BigInt(holderToken)))
     throw new Error(`fencing token ${lock.fencingToken} not above the Linux holder's ${holderToken}`);
   await lock.unlock();
-  console.log(JSON.stringify({ tryLock: null, timeout: timedOut, acquired: true, token: String(lock.fencingToken), holderToken, platform: `${process.platform}-${process.arch}` }));
+  console.log(JSON.stringify({ tryLock: null, timeout: timedOut, acquired: true, token: String(lock.fencingToken), holderToken, platform: `${process.platform}-${process.arch}`,
+    native: Object.keys(require.cache).filter((f) => f.endsWith('.node')) }));
   await client.close();
 })().catch((e) => {
   console.error(`guest-exclusion: ${e.code || ''} ${e.stack || e}`);
