@@ -162,7 +162,12 @@ case "$triple" in
     for l in $libs; do
       case "$l" in /usr/lib/* | /System/Library/*) ;; *) die "$src links $l, not a system library" ;; esac
     done
-    echo "pack-platform: minimum macOS $minos_seen, code signature: $signed, install name $id, links $libs" >&2 ;;
+    llvm-objdump --macho --exports-trie "$f" | grep -q '_napi_register_module_v1$' || die "$src does not export napi_register_module_v1"
+    # zig's Mach-O linker ignores rustc's -exported_symbols_list: every global
+    # Rust symbol stays in the export trie (harmless under the two-level
+    # namespace, where each image binds to its own definitions).
+    nexp=$(llvm-objdump --macho --exports-trie "$f" | tail -n +2 | wc -l)
+    echo "pack-platform: minimum macOS $minos_seen, code signature: $signed, install name $id, links $libs; exports $nexp symbols" >&2 ;;
 esac
 
 node - "$platform" "$version" "$pkg" "$node_file" <<'JS'
