@@ -1,3 +1,11 @@
 fn main() {
+    // napi-build links a windows-gnu addon against a `libnode.dll` (MSYS2's
+    // Node) and fails when none is found. This module resolves Node-API from
+    // the host process at load time instead (napi's `dyn-symbols`), so it
+    // needs no Node library at build time and loads in the official node.exe.
+    let target = std::env::var("TARGET").unwrap_or_default();
+    if target.ends_with("-windows-gnu") || target.ends_with("-windows-gnullvm") {
+        return;
+    }
     napi_build::setup();
 }

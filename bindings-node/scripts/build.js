@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Build the native module with cargo and copy it next to index.js as
-// etcdlock.<platform>-<arch>[-gnu|-musl].node (the name index.js loads).
+// etcdlock.<key>.node (loader.js nativeFileName(), the local file it loads first).
 // Honours CARGO_TARGET_DIR; otherwise uses the workspace's target/.
 'use strict';
 const { spawnSync } = require('node:child_process');
