@@ -18,9 +18,8 @@
 # first run), CARGO_TARGET_DIR.
 #
 # Wine 8.0 (Debian 12) lacks bcryptprimitives.dll, which every Windows 10
-# carries and the Rust standard library imports (ProcessPrng); the test puts a
-# stand-in built from test/wine/bcryptprimitives.c on Wine's PATH. It is test
-# plumbing only: the package ships nothing of it.
+# carries and the Rust standard library imports (ProcessPrng): the prefix
+# gets a test-only stand-in (scripts/wine/setup.sh); the package ships nothing of it.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WS=$(cd "$HERE/.." && pwd)
@@ -33,8 +32,6 @@ while [ $# -gt 0 ]; do
     *) die "unknown option $1" ;;
   esac
 done
-command -v wine >/dev/null || die "wine is required (Debian: wine64)"
-command -v x86_64-w64-mingw32-gcc >/dev/null || die "x86_64-w64-mingw32-gcc is required (Debian: gcc-mingw-w64-x86-64)"
 TARGET_DIR=${CARGO_TARGET_DIR:-$WS/target}
 case "$TARGET_DIR" in /*) ;; *) TARGET_DIR=$WS/$TARGET_DIR ;; esac
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$WS/Cargo.toml")
@@ -54,14 +51,9 @@ fi
 nodeexe=$nodedir/package/bin/node.exe
 file -b "$nodeexe" | grep -q 'PE32+ executable.*x86-64' || die "$nodeexe is not a Windows x64 executable"
 
-# The Wine prefix: Node refuses Wine's default Windows version (7).
-if ! grep -qs '"Version"="win10"' "$WINEPREFIX/user.reg"; then
-  echo "== wine prefix $WINEPREFIX (Windows 10)"
-  wine winecfg /v win10 >/dev/null 2>&1 || die "wine winecfg /v win10 failed"
-fi
-mkdir -p "$work/shim"
-x86_64-w64-mingw32-gcc -shared -O2 -o "$work/shim/bcryptprimitives.dll" "$HERE/test/wine/bcryptprimitives.c" -lbcrypt
-export WINEPATH="$(winepath -w "$work/shim" 2>/dev/null)"
+# The Wine prefix (Windows 10: Node refuses Wine's default, 7) with the
+# bcryptprimitives.dll stand-in: scripts/wine/setup.sh.
+WINEPREFIX=$(bash "$WS/scripts/wine/setup.sh" "$WINEPREFIX") || die "scripts/wine/setup.sh failed"
 
 # The packages, as users get them.
 if [ -z "$packages" ]; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A 64-bit Wine prefix that runs the Windows (x86_64-pc-windows-gnu) builds of
+# A 64-bit Wine prefix (Windows 10) that runs the Windows (x86_64-pc-windows-gnu) builds of
 # etcdlock: Debian's wine (8.0), and bcryptprimitives.dll, which Wine 8 lacks
 # and Rust's std needs (see bcryptprimitives.c: a test-only stand-in).
 # Prints the prefix's path (WINEPREFIX) on stdout.
@@ -15,6 +15,10 @@ if [ ! -f "$prefix/system.reg" ]; then
   # wineboot complains that wine32 is missing; the 64-bit prefix works without it.
   wine wineboot --init >/dev/null 2>&1 || true
   wineserver -w || true
+fi
+# Windows 10: what we support, and Node refuses Wine's default (Windows 7).
+if ! grep -qs '"Version"="win10"' "$prefix/user.reg"; then
+  wine winecfg /v win10 >/dev/null 2>&1 || { echo "wine/setup.sh: winecfg /v win10 failed" >&2; exit 1; }
 fi
 sys32=$prefix/drive_c/windows/system32
 [ -d "$sys32" ] || { echo "wine/setup.sh: no $sys32 after wineboot" >&2; exit 1; }
