@@ -49,9 +49,16 @@ for _ in $(seq 100); do curl -sf "http://127.0.0.1:$P1/health" >/dev/null && bre
 
 export WINEPREFIX="${WINEPREFIX:-$W/wineprefix}" WINEDEBUG=-all
 mkdir -p "$WINEPREFIX"
+[ -d "$WINEPREFIX/drive_c/windows/system32" ] || wineboot -i >/dev/null 2>&1
+# Wine 8.0 lacks two DLLs every Windows 8+ has and Rust's std imports (ProcessPrng from
+# bcryptprimitives.dll, WaitOnAddress from api-ms-win-core-synch-l1-2-0.dll): shims of them
+# (wine-shims/) go into this Wine prefix only. The etcdlock DLL itself is unchanged.
+x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" wine-shims/bcryptprimitives.c -ladvapi32
+x86_64-w64-mingw32-gcc -shared -nostdlib -Wl,-e,0 -o "$WINEPREFIX/drive_c/windows/system32/api-ms-win-core-synch-l1-2-0.dll" \
+  wine-shims/api-ms-win-core-synch-l1-2-0.def
 cpw="$(winepath -w "$W/cp");$(winepath -w "$slf4j")"
 set +e
-out=$(timeout 300 wine "$JAVA_EXE" -cp "$cpw" WineLock "http://127.0.0.1:$P1" 2>&1)
+out=$(timeout 300 wine "$JAVA_EXE" --enable-native-access=ALL-UNNAMED -cp "$cpw" WineLock "http://127.0.0.1:$P1" 2>&1)
 rc=$?
 set -e
 echo "$out" | grep -v 'process group affinity'
