@@ -35,6 +35,10 @@ case "$T" in
   *-linux-musl)
     var="CARGO_TARGET_$(echo "$T" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
     env "$var=-C target-feature=-crt-static" cargo-zigbuild build --profile "$PROFILE" --target "$T" -p etcdlock-jni ;;
+  *-apple-darwin)
+    # An install name of @rpath/<file> instead of the build machine's path (the JVM loads it by path).
+    var="CARGO_TARGET_$(echo "$T" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
+    env "$var=-C link-arg=-Wl,-install_name,@rpath/$file" cargo-zigbuild build --profile "$PROFILE" --target "$T" -p etcdlock-jni ;;
   *)
     cargo-zigbuild build --profile "$PROFILE" --target "$T" -p etcdlock-jni ;;
 esac
