@@ -17,7 +17,17 @@ final class NativeBridge {
 
     static {
         NativeLibrary.load();
+        NativeLibrary.checkVersion(nativeVersion());
         init();
+    }
+
+    /** The loaded library's version, null if it has no {@code version()} (not ours, or too old). */
+    private static String nativeVersion() {
+        try {
+            return version();
+        } catch (UnsatisfiedLinkError none) {
+            return null;
+        }
     }
 
     private NativeBridge() {}

@@ -25,6 +25,10 @@ import org.slf4j.LoggerFactory;
  * whose SHA-256 is the expected one. A file that fails any of that is never returned: a wrong
  * hash (corrupted, truncated, planted) is replaced by an atomic rename of a fresh copy; a
  * directory or file of another user is an {@link IOException} (the caller tries elsewhere).
+ * On a file system without POSIX attributes (Windows) there are no modes to set and the owner
+ * is not compared (an elevated process's files belong to the Administrators group): the
+ * directory is in the user's profile, whose ACLs keep other users out, and the SHA-256 check
+ * still applies.
  */
 final class NativeCache {
     private static final Logger LOG = LoggerFactory.getLogger(NativeCache.class);
@@ -47,12 +51,24 @@ final class NativeCache {
         Path tmp = dir.resolve("." + name + "." + ProcessHandle.current().pid() + "." + Long.toHexString(System.nanoTime()) + ".tmp");
         try {
             try (OutputStream out = Files.newOutputStream(tmp, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {
-                Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-------"));
+                if (posix(dir)) {
+                    Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-------"));
+                }
                 out.write(lib);
             }
-            Files.setPosixFilePermissions(tmp, FILE_MODE);
+            if (posix(dir)) {
+                Files.setPosixFilePermissions(tmp, FILE_MODE);
+            }
             // rename(2): atomic, replaces a bad file; JVMs installing together write the same bytes.
-            Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            try {
+                Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+            } catch (IOException moveFailed) {
+                // Windows cannot replace a DLL another JVM has loaded: if that JVM installed
+                // the same bytes meanwhile, use its copy.
+                if (check(file, sha256) != null) {
+                    throw moveFailed;
+                }
+            }
         } catch (FileAlreadyExistsException e) {
             throw new IOException("temporary file " + tmp + " exists", e);
         } finally {
@@ -70,13 +86,20 @@ final class NativeCache {
         if (!Files.exists(dir, NOFOLLOW)) {
             Files.createDirectories(dir.getParent());
             try {
-                Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(DIR_MODE));
+                if (posix(dir.getParent())) {
+                    Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(DIR_MODE));
+                } else {
+                    Files.createDirectory(dir);
+                }
             } catch (FileAlreadyExistsException raced) {
                 // another JVM made it: checked below like any existing directory
             }
         }
         if (Files.isSymbolicLink(dir) || !Files.isDirectory(dir, NOFOLLOW)) {
             throw new IOException(dir + " is not a directory (or is a symlink)");
+        }
+        if (!posix(dir)) {
+            return;
         }
         if (!ownedByMe(dir)) {
             throw new IOException(dir + " belongs to another user");
@@ -94,15 +117,22 @@ final class NativeCache {
         if (!Files.isRegularFile(file, NOFOLLOW)) {
             return "not a regular file";
         }
-        if (!ownedByMe(file)) {
-            return "owned by another user";
-        }
-        Set<PosixFilePermission> mode = Files.getPosixFilePermissions(file, NOFOLLOW);
-        if (mode.contains(PosixFilePermission.GROUP_WRITE) || mode.contains(PosixFilePermission.OTHERS_WRITE)) {
-            return "writable by others";
+        if (posix(file)) {
+            if (!ownedByMe(file)) {
+                return "owned by another user";
+            }
+            Set<PosixFilePermission> mode = Files.getPosixFilePermissions(file, NOFOLLOW);
+            if (mode.contains(PosixFilePermission.GROUP_WRITE) || mode.contains(PosixFilePermission.OTHERS_WRITE)) {
+                return "writable by others";
+            }
         }
         String actual = sha256(file);
         return actual.equals(sha256) ? null : "SHA-256 " + actual + ", expected " + sha256;
+    }
+
+    /** Whether {@code p}'s file system has POSIX owners and modes (not Windows). */
+    private static boolean posix(Path p) {
+        return p.getFileSystem().supportedFileAttributeViews().contains("posix");
     }
 
     private static boolean ownedByMe(Path p) throws IOException {

@@ -194,6 +194,128 @@ class NativeLibraryTest {
 
     @Test
     void platformName() {
-        assertEquals("linux-x86_64", NativeLibrary.platform());
+        assertEquals("linux-x86_64", NativeLibrary.platform(), "this suite runs on glibc x86_64 Linux");
+        assertFalse(Libc.isMusl(), "a glibc JVM is not musl even with musl installed beside it");
+    }
+
+    static String folderAndFile(String os, String arch, boolean musl) {
+        NativeLibrary.Target t = NativeLibrary.target(os, arch, musl);
+        return t.folder + "/" + t.file;
+    }
+
+    @Test
+    void platformFoldersAndFileNames() {
+        assertEquals("linux-x86_64/libetcdlock_jni.so", folderAndFile("Linux", "amd64", false));
+        assertEquals("linux-x86_64-musl/libetcdlock_jni.so", folderAndFile("Linux", "amd64", true));
+        assertEquals("linux-x86_64/libetcdlock_jni.so", folderAndFile("Linux", "x86_64", false));
+        assertEquals("linux-aarch64/libetcdlock_jni.so", folderAndFile("Linux", "aarch64", false));
+        assertEquals("linux-aarch64-musl/libetcdlock_jni.so", folderAndFile("Linux", "aarch64", true));
+        assertEquals("macos-aarch64/libetcdlock_jni.dylib", folderAndFile("Mac OS X", "aarch64", false));
+        assertEquals("macos-x86_64/libetcdlock_jni.dylib", folderAndFile("Mac OS X", "x86_64", false));
+        assertEquals("macos-aarch64/libetcdlock_jni.dylib", folderAndFile("Mac OS X", "arm64", false));
+        assertEquals("windows-x86_64/etcdlock_jni.dll", folderAndFile("Windows 11", "amd64", false));
+        assertEquals("windows-x86_64/etcdlock_jni.dll", folderAndFile("Windows Server 2022", "amd64", false));
+        assertEquals("windows-x86_64/etcdlock_jni.dll", folderAndFile("Windows 10", "x64", false));
+        assertEquals("/native/windows-x86_64/etcdlock_jni.dll", NativeLibrary.target("Windows 11", "amd64", false).resource());
+        assertEquals("etcdlock_jni-0123456789abcdef0123456789abcdef.dll",
+                NativeLibrary.target("Windows 11", "amd64", false).cachedName("0123456789abcdef0123456789abcdef" + "0".repeat(32)));
+        assertEquals("libetcdlock_jni-0123456789abcdef0123456789abcdef.so",
+                NativeLibrary.target("Linux", "amd64", false).cachedName("0123456789abcdef0123456789abcdef" + "f".repeat(32)));
+    }
+
+    @Test
+    void unsupportedPlatformsNameThemselvesAndTheSupportedList() {
+        String[][] cases = {{"SunOS", "sparcv9", "sunos-sparcv9"}, {"Linux", "riscv64", "linux-riscv64"},
+                {"Windows 11", "aarch64", "windows-aarch64"}, {"FreeBSD", "amd64", "freebsd-x86_64"},
+                {"Linux", "arm", "linux-arm"}};
+        for (String[] c : cases) {
+            UnsatisfiedLinkError e = assertThrows(UnsatisfiedLinkError.class, () -> NativeLibrary.target(c[0], c[1], false));
+            assertTrue(e.getMessage().contains("unsupported platform " + c[2] + " (os.name \"" + c[0] + "\", os.arch \"" + c[1] + "\""), e.getMessage());
+            assertTrue(e.getMessage().contains(String.join(", ", NativeLibrary.SUPPORTED)), e.getMessage());
+            assertTrue(e.getMessage().contains(NativeLibrary.PATH_PROPERTY), e.getMessage());
+        }
+        UnsatisfiedLinkError e = assertThrows(UnsatisfiedLinkError.class, () -> NativeLibrary.target("Linux", "riscv64", true));
+        assertTrue(e.getMessage().contains("unsupported platform linux-riscv64-musl"), e.getMessage());
+    }
+
+    @Test
+    void muslIsTheJvmsOwnCLibrary() throws Exception {
+        assertEquals(Boolean.TRUE, Libc.muslFromMaps(List.of(
+                "7f1c2a000000-7f1c2a014000 r--p 00000000 08:01 1234 /lib/ld-musl-x86_64.so.1")));
+        assertEquals(Boolean.TRUE, Libc.muslFromMaps(List.of(
+                "7f1c2a000000-7f1c2a014000 r-xp 00000000 08:01 1234 /usr/lib/libc.musl-aarch64.so.1")));
+        assertEquals(Boolean.FALSE, Libc.muslFromMaps(List.of(
+                "7f1c2a000000-7f1c2a014000 r-xp 00000000 08:01 1234 /usr/lib/x86_64-linux-gnu/libc.so.6",
+                "7f1c2b000000-7f1c2b014000 r-xp 00000000 08:01 1235 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2")));
+        assertNull(Libc.muslFromMaps(List.of("7f1c2a000000-7f1c2a014000 rw-p 00000000 00:00 0 [heap]")));
+        // This JVM (glibc): its maps say so, and so does its launcher's ELF interpreter.
+        assertEquals(Boolean.FALSE, Libc.muslFromMaps(Files.readAllLines(Path.of("/proc/self/maps"))));
+        String interp = Libc.elfInterpreter(Path.of(System.getProperty("java.home"), "bin", "java"));
+        assertNotNull(interp);
+        assertTrue(interp.contains("ld-linux"), interp);
+        assertFalse(Libc.isMuslPath(interp));
+        assertTrue(Libc.isMuslPath("/lib/ld-musl-x86_64.so.1"));
+    }
+
+    @Test
+    void versionComparison() {
+        assertTrue(NativeLibrary.expectedVersion().matches("[0-9]+\\.[0-9]+\\.[0-9]+"), NativeLibrary.expectedVersion());
+        assertFalse(NativeLibrary.expectedVersion().endsWith("-SNAPSHOT"), NativeLibrary.expectedVersion());
+        assertNull(NativeLibrary.versionMismatch("0.1.0", "0.1.0", "/x/libetcdlock_jni.so"));
+        String m = NativeLibrary.versionMismatch("0.2.0", "0.1.0", "/opt/lib/libetcdlock_jni.so");
+        assertEquals("etcdlock: the native library /opt/lib/libetcdlock_jni.so is version 0.1.0, this jar needs version 0.2.0;"
+                + " remove it from java.library.path (or -Detcdlock.library.path) to use the jar's own library,"
+                + " or install the matching one", m);
+        assertTrue(NativeLibrary.versionMismatch("0.2.0", null, "/l.so").contains("is version unknown (it reports none)"));
+    }
+
+    /** The C source of a real JNI library that reports another version (a stale install). */
+    static final String STALE_C = "#include <jni.h>\n"
+            + "JNIEXPORT jstring JNICALL Java_io_etcdlock_NativeBridge_version(JNIEnv *env, jclass c) {\n"
+            + "  return (*env)->NewStringUTF(env, \"0.0.1-stale\");\n}\n";
+
+    static Path buildStaleLibrary(Path dir) throws Exception {
+        Path src = dir.resolve("stale.c");
+        Files.writeString(src, STALE_C);
+        Path lib = dir.resolve("libetcdlock_jni.so");
+        Path jdk = Path.of(System.getProperty("java.home"));
+        Process cc = new ProcessBuilder("cc", "-shared", "-fPIC", "-I" + jdk.resolve("include"),
+                "-I" + jdk.resolve("include").resolve("linux"), "-o", lib.toString(), src.toString())
+                .redirectErrorStream(true).start();
+        String out = new String(cc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(cc.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(0, cc.exitValue(), "cc (needs a C compiler and the JDK's jni.h): " + out);
+        return lib;
+    }
+
+    static String failingProbe(String... jvmArgs) throws Exception {
+        Process p = new ProcessBuilder(command(jvmArgs)).redirectErrorStream(true).start();
+        String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertNotEquals(0, p.exitValue(), out);
+        return out;
+    }
+
+    /**
+     * A real library of another version (a small JNI library built here whose version() says
+     * 0.0.1-stale) on java.library.path, or named by the override, is refused by name; one
+     * with no version() at all (the JDK's libzip, named as ours) too.
+     */
+    @Test
+    void aLibraryOfAnotherVersionIsRefused() throws Exception {
+        Path dir = Files.createDirectory(tmp.resolve("stale"));
+        Path lib = buildStaleLibrary(dir);
+        String expected = NativeLibrary.expectedVersion();
+        String want = "the native library " + lib + " is version 0.0.1-stale, this jar needs version " + expected;
+        String out = failingProbe("-Djava.library.path=" + dir);
+        assertTrue(out.contains("UnsatisfiedLinkError") && out.contains(want), out);
+        out = failingProbe("-D" + NativeLibrary.PATH_PROPERTY + "=" + lib);
+        assertTrue(out.contains(want), out);
+
+        Path none = Files.createDirectory(tmp.resolve("none"));
+        Files.copy(Path.of(System.getProperty("java.home"), "lib", "libzip.so"), none.resolve("libetcdlock_jni.so"));
+        out = failingProbe("-Djava.library.path=" + none);
+        assertTrue(out.contains("the native library " + none.resolve("libetcdlock_jni.so")
+                + " is version unknown (it reports none), this jar needs version " + expected), out);
     }
 }
