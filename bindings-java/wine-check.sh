@@ -47,15 +47,9 @@ etcd_pid=$!
 trap 'kill $etcd_pid 2>/dev/null; wait $etcd_pid 2>/dev/null; rm -rf "$data"' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$P1/health" >/dev/null && break; sleep 0.1; done
 
-export WINEPREFIX="${WINEPREFIX:-$W/wineprefix}" WINEDEBUG=-all
-mkdir -p "$WINEPREFIX"
-[ -d "$WINEPREFIX/drive_c/windows/system32" ] || wineboot -i >/dev/null 2>&1
-# Wine 8.0 lacks two DLLs every Windows 8+ has and Rust's std imports (ProcessPrng from
-# bcryptprimitives.dll, WaitOnAddress from api-ms-win-core-synch-l1-2-0.dll): shims of them
-# (wine-shims/) go into this Wine prefix only. The etcdlock DLL itself is unchanged.
-x86_64-w64-mingw32-gcc -shared -O2 -o "$WINEPREFIX/drive_c/windows/system32/bcryptprimitives.dll" wine-shims/bcryptprimitives.c -ladvapi32
-x86_64-w64-mingw32-gcc -shared -nostdlib -Wl,-e,0 -o "$WINEPREFIX/drive_c/windows/system32/api-ms-win-core-synch-l1-2-0.dll" \
-  wine-shims/api-ms-win-core-synch-l1-2-0.def
+# The Wine prefix with stand-ins for the DLLs Wine 8.0 lacks (scripts/wine/setup.sh).
+export WINEPREFIX WINEDEBUG=-all
+WINEPREFIX=$(bash ../scripts/wine/setup.sh "${WINEPREFIX:-$W/wineprefix}")
 cpw="$(winepath -w "$W/cp");$(winepath -w "$slf4j")"
 set +e
 out=$(timeout 300 wine "$JAVA_EXE" --enable-native-access=ALL-UNNAMED -cp "$cpw" WineLock "http://127.0.0.1:$P1" 2>&1)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A 64-bit Wine prefix (Windows 10) that runs the Windows (x86_64-pc-windows-gnu) builds of
 # etcdlock: Debian's wine (8.0), and bcryptprimitives.dll, which Wine 8 lacks
-# and Rust's std needs (see bcryptprimitives.c: a test-only stand-in).
+# and Rust's std needs (see bcryptprimitives.c: a test-only stand-in), and
+# api-ms-win-core-synch-l1-2-0.dll (WaitOnAddress) if this Wine has no file of it.
 # Prints the prefix's path (WINEPREFIX) on stdout.
 #   scripts/wine/setup.sh [PREFIX]      (default: ${WINEPREFIX:-~/.wine-etcdlock})
 set -euo pipefail
@@ -24,5 +25,12 @@ sys32=$prefix/drive_c/windows/system32
 [ -d "$sys32" ] || { echo "wine/setup.sh: no $sys32 after wineboot" >&2; exit 1; }
 if [ ! -f "$sys32/bcryptprimitives.dll" ] || [ "$here/bcryptprimitives.c" -nt "$sys32/bcryptprimitives.dll" ]; then
   x86_64-w64-mingw32-gcc -O2 -shared -s -o "$sys32/bcryptprimitives.dll" "$here/bcryptprimitives.c" -ladvapi32
+fi
+# WaitOnAddress & co. (Rust's std on Windows 8+): forwarded to Wine's kernelbase
+# where the Wine build has no api-ms-win-core-synch-l1-2-0.dll of its own.
+if [ ! -f "$sys32/api-ms-win-core-synch-l1-2-0.dll" ] &&
+  ! ls /usr/lib/*/wine/x86_64-windows/api-ms-win-core-synch-l1-2-0.dll >/dev/null 2>&1; then
+  x86_64-w64-mingw32-gcc -shared -nostdlib -Wl,-e,0 -o "$sys32/api-ms-win-core-synch-l1-2-0.dll" \
+    "$here/api-ms-win-core-synch-l1-2-0.def"
 fi
 echo "$prefix"
