@@ -244,7 +244,11 @@ impl Waker {
             // Once Python is finalizing there is no loop left to wake.
             let woke = attach_gated(|py| {
                 for inbox in batch {
-                    let Wake::Threadsafe { ev_loop } = &inbox.wake else { continue };
+                    let ev_loop = match &inbox.wake {
+                        Wake::Threadsafe { ev_loop } => ev_loop,
+                        #[cfg(unix)]
+                        Wake::Reader { .. } => continue,
+                    };
                     // A loop that is gone or closed has nobody awaiting its
                     // futures: its completions are dropped with the inbox.
                     let Ok(ev_loop) = ev_loop.bind(py).call0() else { continue };
@@ -325,6 +329,7 @@ static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// `ETCDLOCK_PY_ASYNCIO_WAKEUP=threadsafe`: every loop woken through
 /// `call_soon_threadsafe`, as on Windows.
+#[cfg(unix)]
 fn threadsafe_forced() -> bool {
     std::env::var_os("ETCDLOCK_PY_ASYNCIO_WAKEUP").is_some_and(|v| v == "threadsafe")
 }

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Build the abi3 wheel of the Python binding for one Rust target with maturin,
+# then check the wheel's platform tag and that the extension inside is of the
+# target's format and architecture (`file`); for Windows, that the .pyd imports
+# python3.dll (the stable ABI) and system DLLs only.
+#
+# Usage: bindings-python/build-wheel.sh TARGET [--out DIR] [--profile P]
+#   TARGET: x86_64-unknown-linux-gnu  aarch64-unknown-linux-gnu
+#           x86_64-unknown-linux-musl aarch64-unknown-linux-musl
+#           x86_64-apple-darwin       aarch64-apple-darwin
+#           x86_64-pc-windows-gnu
+#   --out DIR      where the wheel goes (default: target/wheels)
+#   --profile P    cargo profile (default: release; dist.sh may pass dist)
+# Prints the wheel's path as its last line. Needs maturin; cargo-zigbuild and
+# zig (PyPI: ziglang) for the Linux and macOS targets; mingw-w64 for Windows.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+
+die() { echo "build-wheel.sh: $*" >&2; exit 1; }
+[ $# -ge 1 ] || die "usage: build-wheel.sh TARGET [--out DIR] [--profile P]"
+TARGET=$1; shift
+OUT="$ROOT/target/wheels"
+PROFILE=release
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT=$2; shift 2 ;;
+    --profile) PROFILE=$2; shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+
+# target -> maturin arguments, the expected wheel tag, the extension's `file`
+# pattern. macOS minimums are the Rust targets' own (10.12 x86_64, 11.0 arm64).
+zig=(--zig)
+case "$TARGET" in
+  x86_64-unknown-linux-gnu)   compat=(--compatibility manylinux2014); tag='manylinux_2_17_x86_64(\.manylinux2014_x86_64)?'
+                              magic='ELF 64-bit LSB shared object, x86-64' ;;
+  aarch64-unknown-linux-gnu)  compat=(--compatibility manylinux2014); tag='manylinux_2_17_aarch64(\.manylinux2014_aarch64)?'
+                              magic='ELF 64-bit LSB shared object, ARM aarch64' ;;
+  x86_64-unknown-linux-musl)  compat=(--compatibility musllinux_1_2); tag='musllinux_1_2_x86_64'
+                              magic='ELF 64-bit LSB shared object, x86-64' ;;
+  aarch64-unknown-linux-musl) compat=(--compatibility musllinux_1_2); tag='musllinux_1_2_aarch64'
+                              magic='ELF 64-bit LSB shared object, ARM aarch64' ;;
+  x86_64-apple-darwin)        compat=(); tag='macosx_10_12_x86_64'; export MACOSX_DEPLOYMENT_TARGET=10.12
+                              magic='Mach-O 64-bit (dynamically linked shared library )?x86_64' ;;
+  aarch64-apple-darwin)       compat=(); tag='macosx_11_0_arm64'; export MACOSX_DEPLOYMENT_TARGET=11.0
+                              magic='Mach-O 64-bit (dynamically linked shared library )?arm64' ;;
+  x86_64-pc-windows-gnu)      compat=(); tag='win_amd64'; zig=()
+                              magic='PE32\+ executable \(DLL\).*x86-64' ;;
+  *) die "unsupported target $TARGET" ;;
+esac
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+MATURIN="${MATURIN:-maturin}"
+command -v "$MATURIN" >/dev/null || die "maturin not found (pip install 'maturin>=1.16,<2')"
+
+# Wheels of earlier runs for this target would make the one built here ambiguous.
+before=$(mktemp)
+trap 'rm -f "$before"' EXIT
+ls "$OUT" >"$before"
+(cd "$HERE" && "$MATURIN" build --quiet --target "$TARGET" "${zig[@]}" "${compat[@]}" \
+    --profile "$PROFILE" --out "$OUT" >&2) || die "maturin build failed for $TARGET"
+whl=$(ls -t "$OUT"/etcdlock-*-cp39-abi3-*.whl | head -1)
+grep -qxF "$(basename "$whl")" "$before" && echo "build-wheel.sh: note: $whl replaced an older wheel of the same name" >&2
+
+name=$(basename "$whl")
+[[ "$name" =~ ^etcdlock-[^-]+-cp39-abi3-(.+)\.whl$ ]] || die "unexpected wheel name $name"
+[[ "${BASH_REMATCH[1]}" =~ ^($tag)$ ]] || die "$name: platform tag ${BASH_REMATCH[1]}, expected $tag"
+
+tmp=$(mktemp -d)
+trap 'rm -f "$before"; rm -rf "$tmp"' EXIT
+python3 -m zipfile -e "$whl" "$tmp"
+ext=$(find "$tmp/etcdlock" -maxdepth 1 -name '_etcdlock*' \( -name '*.so' -o -name '*.pyd' \))
+[ "$(echo "$ext" | wc -l)" -eq 1 ] && [ -n "$ext" ] || die "$name: expected one extension module, found: $ext"
+desc=$(file -b "$ext")
+echo "$name: $(basename "$ext"): $desc" >&2
+[[ "$desc" =~ $magic ]] || die "$name: extension is '$desc', expected /$magic/"
+
+case "$TARGET" in
+  *-linux-musl)
+    # A musl extension needs musl's libc.so and nothing of glibc.
+    needed=$(readelf -d "$ext" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    echo "$name: NEEDED: $needed" >&2
+    [[ " $needed " == *" libc.so "* ]] || die "$name: does not link musl's libc.so ($needed)"
+    [[ "$needed" != *libc.so.6* && "$needed" != *libgcc_s* ]] || die "$name: links glibc libraries ($needed)" ;;
+  *-linux-gnu)
+    needed=$(readelf -d "$ext" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    echo "$name: NEEDED: $needed" >&2 ;;
+  *-pc-windows-gnu)
+    # abi3: python3.dll, never python3X.dll; no mingw runtime DLL (libgcc_s,
+    # libwinpthread, libstdc++) that a python.org install does not have.
+    dlls=$(x86_64-w64-mingw32-objdump -p "$ext" | sed -n 's/.*DLL Name: //p' | tr '\n' ' ')
+    echo "$name: DLL imports: $dlls" >&2
+    for d in $dlls; do
+      case "${d,,}" in
+        python3.dll|kernel32.dll|ntdll.dll|advapi32.dll|ws2_32.dll|userenv.dll|bcrypt.dll|bcryptprimitives.dll|\
+        msvcrt.dll|api-ms-win-*.dll|crypt32.dll|secur32.dll|ole32.dll|oleaut32.dll|shell32.dll|user32.dll|iphlpapi.dll|\
+        ncrypt.dll|synchronization.dll|ucrtbase.dll) ;;
+        *) die "$name: imports $d, which is not python3.dll nor a system DLL" ;;
+      esac
+    done
+    [[ " ${dlls,,} " == *" python3.dll "* ]] || die "$name: does not import python3.dll ($dlls)" ;;
+esac
+echo "$whl"
