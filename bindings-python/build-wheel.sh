@@ -54,6 +54,15 @@ case "$TARGET" in
 esac
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+# maturin --zig runs `zig`, else `python3 -m ziglang` of the python3 on PATH
+# (a venv's may lack ziglang): point cargo-zigbuild at the binary itself.
+if [ ${#zig[@]} -gt 0 ] && ! command -v zig >/dev/null && [ -z "${CARGO_ZIGBUILD_ZIG_PATH:-}" ]; then
+  for py in python3 /usr/bin/python3 "$(type -ap python3 | tail -1)"; do
+    z=$("$py" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))' 2>/dev/null) || continue
+    [ -x "$z" ] && export CARGO_ZIGBUILD_ZIG_PATH=$z && break
+  done
+  [ -n "${CARGO_ZIGBUILD_ZIG_PATH:-}" ] || die "zig not found (pip install ziglang)"
+fi
 MATURIN="${MATURIN:-maturin}"
 command -v "$MATURIN" >/dev/null || die "maturin not found (pip install 'maturin>=1.16,<2')"
 
