@@ -94,7 +94,28 @@ case "$TARGET" in
     needed=$(readelf -d "$ext" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
     echo "$name: NEEDED: $needed" >&2
     [[ " $needed " == *" libc.so "* ]] || die "$name: does not link musl's libc.so ($needed)"
-    [[ "$needed" != *libc.so.6* && "$needed" != *libgcc_s* ]] || die "$name: links glibc libraries ($needed)" ;;
+    [[ "$needed" != *libc.so.6* && "$needed" != *libgcc_s* ]] || die "$name: links glibc libraries ($needed)"
+    # Where musl's loader is at hand (Debian's musl), let it relocate the
+    # module: the only symbols it may miss are Python's C API (the
+    # interpreter provides them), never libc's.
+    ld=/lib/ld-musl-${TARGET%%-*}.so.1
+    if [ -x "$ld" ] && [ "${TARGET%%-*}" = "$(uname -m)" ]; then
+      missing=$("$ld" --list "$ext" 2>&1 | sed -n 's/.*: \([^ ]*\): symbol not found/\1/p')
+      other=$(echo "$missing" | grep -v '^_\?Py' || true)
+      [ -z "$other" ] || die "$name: musl cannot resolve: $other"
+      echo "$name: musl loader: $(echo "$missing" | wc -l) unresolved symbols, all Python's C API" >&2
+    fi ;;
+  *-apple-darwin)
+    # Minimum OS and an (ad-hoc) code signature, which arm64 macOS requires.
+    if command -v llvm-objdump >/dev/null; then
+      hdr=$(llvm-objdump --macho --private-headers "$ext")
+      minos=$(echo "$hdr" | awk '/LC_BUILD_VERSION/{b=1} b&&/minos/{print $2; exit}')
+      [ -n "$minos" ] || minos=$(echo "$hdr" | awk '/LC_VERSION_MIN_MACOSX/{b=1} b&&/version/{print $2; exit}')
+      echo "$name: minimum macOS $minos; LC_CODE_SIGNATURE: $(echo "$hdr" | grep -c LC_CODE_SIGNATURE)" >&2
+      [ "$minos" = "$MACOSX_DEPLOYMENT_TARGET" ] || die "$name: minimum macOS $minos, expected $MACOSX_DEPLOYMENT_TARGET"
+      [ "$TARGET" != aarch64-apple-darwin ] || echo "$hdr" | grep -q LC_CODE_SIGNATURE ||
+        die "$name: arm64 module without a code signature"
+    fi ;;
   *-linux-gnu)
     needed=$(readelf -d "$ext" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
     echo "$name: NEEDED: $needed" >&2 ;;
