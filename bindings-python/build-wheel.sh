@@ -36,9 +36,9 @@ OUT="$(cd "$OUT" && pwd)"
 # pattern. macOS minimums are the Rust targets' own (10.12 x86_64, 11.0 arm64).
 zig=(--zig)
 case "$TARGET" in
-  x86_64-unknown-linux-gnu)   compat=(--compatibility manylinux2014); tag='manylinux_2_17_x86_64(\.manylinux2014_x86_64)?'
+  x86_64-unknown-linux-gnu)   compat=(--compatibility manylinux2014); tag='(manylinux2014_x86_64\.)?manylinux_2_17_x86_64(\.manylinux2014_x86_64)?'
                               magic='ELF 64-bit LSB shared object, x86-64' ;;
-  aarch64-unknown-linux-gnu)  compat=(--compatibility manylinux2014); tag='manylinux_2_17_aarch64(\.manylinux2014_aarch64)?'
+  aarch64-unknown-linux-gnu)  compat=(--compatibility manylinux2014); tag='(manylinux2014_aarch64\.)?manylinux_2_17_aarch64(\.manylinux2014_aarch64)?'
                               magic='ELF 64-bit LSB shared object, ARM aarch64' ;;
   x86_64-unknown-linux-musl)  compat=(--compatibility musllinux_1_2); tag='musllinux_1_2_x86_64'
                               magic='ELF 64-bit LSB shared object, x86-64' ;;
