@@ -57,6 +57,7 @@ fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<wait::_Canceller>()?;
     m.add_class::<wait::_Completions>()?;
     m.add_function(wrap_pyfunction!(wait::_close_gate, m)?)?;
+    m.add_function(wrap_pyfunction!(wait::_completions_mode, m)?)?;
     m.add_function(wrap_pyfunction!(logs::_forward_logs, m)?)?;
     m.add_function(wrap_pyfunction!(logs::_set_log_level, m)?)?;
     m.add_function(wrap_pyfunction!(wait::_gate_after_fork, m)?)?;

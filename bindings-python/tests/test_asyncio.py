@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 from typing import List
 
@@ -217,8 +219,10 @@ def test_one_native_runtime_for_sync_and_async(endpoints: List[str], name: str) 
 
     with etcdlock.Client(endpoints=endpoints) as c, c.lock(name):
         pass
-    # (etcdlock-log is the one thread that hands core's records to logging.)
-    before = sorted(n for n in thread_names() if n.startswith(("etcdlock", "tokio")) and n != "etcdlock-log")
+    # (etcdlock-log is the one thread that hands core's records to logging;
+    # etcdlock-wake wakes loops without add_reader: neither is a runtime.)
+    ours = ("etcdlock-log", "etcdlock-wake")
+    before = sorted(n for n in thread_names() if n.startswith(("etcdlock", "tokio")) and n not in ours)
 
     async def main() -> None:
         async with etcdlock.AsyncClient(endpoints=endpoints) as ac:
@@ -226,7 +230,7 @@ def test_one_native_runtime_for_sync_and_async(endpoints: List[str], name: str) 
                 pass
 
     run(main())
-    after = sorted(n for n in thread_names() if n.startswith(("etcdlock", "tokio")) and n != "etcdlock-log")
+    after = sorted(n for n in thread_names() if n.startswith(("etcdlock", "tokio")) and n not in ours)
     # asyncio ran on the runtime the blocking API already started: no new runtime threads
     # (only worker and blocking-pool threads of the one "etcdlock-rt" runtime;
     # a second runtime would bring "tokio-runtime-worker" threads)
@@ -344,3 +348,68 @@ def test_a_thread_holding_the_gil_never_stalls_the_runtime(endpoints: List[str],
         assert held.is_held, f"the hold was lost: {held.loss_reason}"
         assert etcdctl_keys(endpoints, name + "/") == [held.key]
         held.unlock()
+
+
+# ===== How completions wake the loop =====
+#
+# `reader` (add_reader on a socket pair) is the Unix default; `threadsafe`
+# (call_soon_threadsafe from one waker thread) serves Windows' Proactor loop
+# and any loop without add_reader. test.sh runs this file and CPython's
+# asyncio lock tests again with ETCDLOCK_PY_ASYNCIO_WAKEUP=threadsafe.
+
+_FORCED = os.environ.get("ETCDLOCK_PY_ASYNCIO_WAKEUP") == "threadsafe"
+
+
+def test_completions_mode_of_the_default_loop() -> None:
+    from etcdlock import _etcdlock
+
+    async def main() -> str:
+        return _etcdlock._completions_mode()
+
+    expected = "threadsafe" if (_FORCED or sys.platform == "win32") else "reader"
+    assert asyncio.run(main()) == expected
+
+
+class _NoReaderLoop(asyncio.SelectorEventLoop):
+    """A loop shaped like Windows' Proactor loop: add_reader is not there."""
+
+    def add_reader(self, fd, callback, *args):  # type: ignore[no-untyped-def,override]
+        raise NotImplementedError
+
+
+def test_a_loop_without_add_reader_is_woken_threadsafe(endpoints: List[str], name: str) -> None:
+    from etcdlock import _etcdlock
+
+    async def main() -> None:
+        assert _etcdlock._completions_mode() == "threadsafe"
+        async with etcdlock.AsyncClient(endpoints=endpoints) as c:
+            async with c.lock(name, timeout=5) as g:
+                assert g.is_held
+                assert await c.try_lock(name) is None
+
+                async def waiter() -> int:
+                    async with c.lock(name, timeout=10) as g2:
+                        return g2.fencing_token
+
+                w = asyncio.ensure_future(waiter())
+                await wait_keys(endpoints, name + "/", 2)
+                token = g.fencing_token
+            assert await asyncio.wait_for(w, 10) > token
+            # Many completions in flight at once, settled in batches.
+            counter = 0
+
+            async def bump() -> None:
+                nonlocal counter
+                async with c.lock(name, timeout=30):
+                    v = counter
+                    await asyncio.sleep(0)
+                    counter = v + 1
+
+            await asyncio.gather(*(bump() for _ in range(20)))
+            assert counter == 20
+
+    loop = _NoReaderLoop()
+    try:
+        loop.run_until_complete(asyncio.wait_for(main(), 60))
+    finally:
+        loop.close()

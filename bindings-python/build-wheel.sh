@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# Build the abi3 wheel of the Python binding for one Rust target with maturin,
+# then check the wheel's platform tag and that the extension inside is of the
+# target's format and architecture (`file`); for Windows, that the .pyd imports
+# python3.dll (the stable ABI) and system DLLs only.
+#
+# Usage: bindings-python/build-wheel.sh TARGET [--out DIR] [--profile P]
+#   TARGET: x86_64-unknown-linux-gnu  aarch64-unknown-linux-gnu
+#           x86_64-unknown-linux-musl aarch64-unknown-linux-musl
+#           x86_64-apple-darwin       aarch64-apple-darwin
+#           x86_64-pc-windows-gnu
+#   --out DIR      where the wheel goes (default: target/wheels)
+#   --profile P    cargo profile (default: release; dist.sh may pass dist)
+# Prints the wheel's path as its last line. Needs maturin; cargo-zigbuild and
+# zig (PyPI: ziglang) for the Linux and macOS targets; mingw-w64 for Windows.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT="$(cd "$HERE/.." && pwd)"
+
+die() { echo "build-wheel.sh: $*" >&2; exit 1; }
+[ $# -ge 1 ] || die "usage: build-wheel.sh TARGET [--out DIR] [--profile P]"
+TARGET=$1; shift
+OUT="$ROOT/target/wheels"
+PROFILE=release
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) OUT=$2; shift 2 ;;
+    --profile) PROFILE=$2; shift 2 ;;
+    *) die "unknown argument $1" ;;
+  esac
+done
+mkdir -p "$OUT"
+OUT="$(cd "$OUT" && pwd)"
+
+# target -> maturin arguments, the expected wheel tag, the extension's `file`
+# pattern. macOS minimums are the Rust targets' own (10.12 x86_64, 11.0 arm64).
+zig=(--zig)
+case "$TARGET" in
+  x86_64-unknown-linux-gnu)   compat=(--compatibility manylinux2014); tag='(manylinux2014_x86_64\.)?manylinux_2_17_x86_64(\.manylinux2014_x86_64)?'
+                              magic='ELF 64-bit LSB shared object, x86-64' ;;
+  aarch64-unknown-linux-gnu)  compat=(--compatibility manylinux2014); tag='(manylinux2014_aarch64\.)?manylinux_2_17_aarch64(\.manylinux2014_aarch64)?'
+                              magic='ELF 64-bit LSB shared object, ARM aarch64' ;;
+  x86_64-unknown-linux-musl)  compat=(--compatibility musllinux_1_2); tag='musllinux_1_2_x86_64'
+                              magic='ELF 64-bit LSB shared object, x86-64' ;;
+  aarch64-unknown-linux-musl) compat=(--compatibility musllinux_1_2); tag='musllinux_1_2_aarch64'
+                              magic='ELF 64-bit LSB shared object, ARM aarch64' ;;
+  x86_64-apple-darwin)        compat=(); tag='macosx_10_12_x86_64'; export MACOSX_DEPLOYMENT_TARGET=10.12
+                              magic='Mach-O 64-bit (dynamically linked shared library )?x86_64' ;;
+  aarch64-apple-darwin)       compat=(); tag='macosx_11_0_arm64'; export MACOSX_DEPLOYMENT_TARGET=11.0
+                              magic='Mach-O 64-bit (dynamically linked shared library )?arm64' ;;
+  x86_64-pc-windows-gnu)      compat=(); tag='win_amd64'; zig=()
+                              magic='PE32\+ executable \(DLL\).*x86-64' ;;
+  *) die "unsupported target $TARGET" ;;
+esac
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+# maturin --zig runs `zig`, else `python3 -m ziglang` of the python3 on PATH
+# (a venv's may lack ziglang): point cargo-zigbuild at the binary itself.
+if [ ${#zig[@]} -gt 0 ] && ! command -v zig >/dev/null && [ -z "${CARGO_ZIGBUILD_ZIG_PATH:-}" ]; then
+  for py in python3 /usr/bin/python3 "$(type -ap python3 | tail -1)"; do
+    z=$("$py" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))' 2>/dev/null) || continue
+    [ -x "$z" ] && export CARGO_ZIGBUILD_ZIG_PATH=$z && break
+  done
+  [ -n "${CARGO_ZIGBUILD_ZIG_PATH:-}" ] || die "zig not found (pip install ziglang)"
+fi
+MATURIN="${MATURIN:-maturin}"
+command -v "$MATURIN" >/dev/null || die "maturin not found (pip install 'maturin>=1.16,<2')"
+
+# Wheels of earlier runs for this target would make the one built here ambiguous.
+before=$(mktemp)
+trap 'rm -f "$before"' EXIT
+ls "$OUT" >"$before"
+(cd "$HERE" && "$MATURIN" build --quiet --target "$TARGET" "${zig[@]}" "${compat[@]}" \
+    --profile "$PROFILE" --out "$OUT" >&2) || die "maturin build failed for $TARGET"
+# The newest wheel of this target's tag (another target's build may share OUT).
+whl=$(ls -t "$OUT"/etcdlock-*-cp39-abi3-*.whl | grep -E -- "-cp39-abi3-($tag)\.whl\$" | head -1 || true)
+[ -n "$whl" ] || die "no wheel tagged /$tag/ in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+name=$(basename "$whl")
+grep -qxF "$name" "$before" && echo "build-wheel.sh: note: $name replaced an older wheel of the same name" >&2
+
+tmp=$(mktemp -d)
+trap 'rm -f "$before"; rm -rf "$tmp"' EXIT
+python3 -m zipfile -e "$whl" "$tmp"
+ext=$(find "$tmp/etcdlock" -maxdepth 1 -name '_etcdlock*' \( -name '*.so' -o -name '*.pyd' \))
+[ "$(echo "$ext" | wc -l)" -eq 1 ] && [ -n "$ext" ] || die "$name: expected one extension module, found: $ext"
+desc=$(file -b "$ext")
+echo "$name: $(basename "$ext"): $desc" >&2
+[[ "$desc" =~ $magic ]] || die "$name: extension is '$desc', expected /$magic/"
+
+case "$TARGET" in
+  *-linux-musl)
+    # A musl extension needs musl's libc.so and nothing of glibc.
+    needed=$(readelf -d "$ext" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    echo "$name: NEEDED: $needed" >&2
+    [[ " $needed " == *" libc.so "* ]] || die "$name: does not link musl's libc.so ($needed)"
+    [[ "$needed" != *libc.so.6* && "$needed" != *libgcc_s* ]] || die "$name: links glibc libraries ($needed)"
+    # Where musl's loader is at hand (Debian's musl), let it relocate the
+    # module: the only symbols it may miss are Python's C API (the
+    # interpreter provides them), never libc's.
+    ld=/lib/ld-musl-${TARGET%%-*}.so.1
+    if [ -x "$ld" ] && [ "${TARGET%%-*}" = "$(uname -m)" ]; then
+      missing=$({ "$ld" --list "$ext" 2>&1 || true; } | sed -n 's/.*: \([^ ]*\): symbol not found/\1/p')
+      other=$(echo "$missing" | grep -v '^_\?Py' || true)
+      [ -z "$other" ] || die "$name: musl cannot resolve: $other"
+      echo "$name: musl loader: $(echo "$missing" | wc -l) unresolved symbols, all Python's C API" >&2
+    fi ;;
+  *-apple-darwin)
+    # Minimum OS and an (ad-hoc) code signature, which arm64 macOS requires.
+    if command -v llvm-objdump >/dev/null; then
+      hdr=$(llvm-objdump --macho --private-headers "$ext")
+      minos=$(echo "$hdr" | awk '/LC_BUILD_VERSION/{b=1} b&&/minos/{print $2; exit}')
+      [ -n "$minos" ] || minos=$(echo "$hdr" | awk '/LC_VERSION_MIN_MACOSX/{b=1} b&&/version/{print $2; exit}')
+      echo "$name: minimum macOS $minos; LC_CODE_SIGNATURE: $(echo "$hdr" | grep -c LC_CODE_SIGNATURE)" >&2
+      [ "$minos" = "$MACOSX_DEPLOYMENT_TARGET" ] || die "$name: minimum macOS $minos, expected $MACOSX_DEPLOYMENT_TARGET"
+      [ "$TARGET" != aarch64-apple-darwin ] || echo "$hdr" | grep -q LC_CODE_SIGNATURE ||
+        die "$name: arm64 module without a code signature"
+    fi ;;
+  *-linux-gnu)
+    needed=$(readelf -d "$ext" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+    echo "$name: NEEDED: $needed" >&2 ;;
+  *-pc-windows-gnu)
+    # abi3: python3.dll, never python3X.dll; no mingw runtime DLL (libgcc_s,
+    # libwinpthread, libstdc++) that a python.org install does not have.
+    dlls=$(x86_64-w64-mingw32-objdump -p "$ext" | sed -n 's/.*DLL Name: //p' | tr '\n' ' ')
+    echo "$name: DLL imports: $dlls" >&2
+    for d in $dlls; do
+      case "${d,,}" in
+        python3.dll|kernel32.dll|ntdll.dll|advapi32.dll|ws2_32.dll|userenv.dll|bcrypt.dll|bcryptprimitives.dll|\
+        msvcrt.dll|api-ms-win-*.dll|crypt32.dll|secur32.dll|ole32.dll|oleaut32.dll|shell32.dll|user32.dll|iphlpapi.dll|\
+        ncrypt.dll|synchronization.dll|ucrtbase.dll) ;;
+        *) die "$name: imports $d, which is not python3.dll nor a system DLL" ;;
+      esac
+    done
+    [[ " ${dlls,,} " == *" python3.dll "* ]] || die "$name: does not import python3.dll ($dlls)" ;;
+esac
+echo "$whl"
