@@ -106,6 +106,12 @@ suite platforms "C library on Windows x64 under Wine (ffi-c/test-windows.sh)" \
   bash ffi-c/test-windows.sh
 suite platforms "C library for macOS x86_64 and arm64, built and inspected, not run (ffi-c/test-macos.sh)" \
   bash ffi-c/test-macos.sh
+suite platforms "Node on Windows: node.exe under Wine, README example and exclusion by a Linux client (bindings-node/wine-smoke.sh)" \
+  bash bindings-node/wine-smoke.sh
+suite platforms "Node on musl x86_64: a musl node, README example and exclusion (bindings-node/musl-smoke.sh)" \
+  bash bindings-node/musl-smoke.sh
+suite platforms "Java on Windows: a Windows JDK under Wine takes a lock (bindings-java/wine-check.sh)" \
+  bash bindings-java/wine-check.sh
 suite flash "Cross-language flash sale, short mode" \
   scripts/flash_sale.sh --debug --short --require rust,cli,c,python,node,java
 suite dist "Installable artifacts (scripts/dist.sh) and their clean-room install (scripts/cleanroom.sh)" \
