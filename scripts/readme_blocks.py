@@ -66,7 +66,8 @@ class Block(NamedTuple):
 
 def readmes() -> List[str]:
     out = subprocess.run(["git", "ls-files", "*README.md"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return sorted(p for p in out.split() if (ROOT / p).is_file())
+    # vendor/: third-party sources as published (their READMEs are theirs).
+    return sorted(p for p in out.split() if (ROOT / p).is_file() and not p.startswith("vendor/"))
 
 
 LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
