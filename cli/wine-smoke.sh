@@ -14,6 +14,9 @@ EXE=$(realpath "${1:?usage: $0 etcdlock.exe [linux-etcdlock]}")
 LIN=$(realpath "${2:-$(dirname "$0")/../target/debug/etcdlock}")
 ETCD=${ETCD_BIN:-/usr/bin/etcd}
 export WINEDEBUG=-all
+# Debian installs the 64-bit loader as /usr/lib/wine/wine64 (wine64 on PATH
+# only with the wine64 package's alternatives); $WINE overrides.
+WINE=${WINE:-$(command -v wine64 || echo /usr/lib/wine/wine64)}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
@@ -60,7 +63,7 @@ BAT
 
 name=wine-smoke-$$
 # 1. hold, exclude, release.
-wine64 "$EXE" --endpoints "$ep" run "$name" -- cmd /c "$(win "$tmp/hold.bat")" >"$tmp/run1.out" 2>&1 &
+"$WINE" "$EXE" --endpoints "$ep" run "$name" -- cmd /c "$(win "$tmp/hold.bat")" >"$tmp/run1.out" 2>&1 &
 w1=$!; pids+=($w1)
 await 180 test -e "$tmp/held" || fail "the Wine holder's command did not start within 180 s: $(cat "$tmp/run1.out")"
 ok "etcdlock.exe runs the command under $name"
@@ -78,7 +81,7 @@ ok "released: etcdlock.exe exit 0, Linux run --try then acquires"
 
 # 2. kill -9 of etcdlock.exe ends its job.
 name2=$name-kill
-wine64 "$EXE" --endpoints "$ep" run "$name2" -- cmd /c "$(win "$tmp/tick.bat")" >"$tmp/run2.out" 2>&1 &
+"$WINE" "$EXE" --endpoints "$ep" run "$name2" -- cmd /c "$(win "$tmp/tick.bat")" >"$tmp/run2.out" 2>&1 &
 w2=$!; pids+=($w2)
 await 180 test -s "$tmp/ticks" || fail "the second command did not start within 180 s: $(cat "$tmp/run2.out")"
 await 30 test "$(wc -l <"$tmp/ticks")" -ge 2 || fail "the command did not tick"
