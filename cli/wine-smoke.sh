@@ -16,7 +16,7 @@ ETCD=${ETCD_BIN:-/usr/bin/etcd}
 export WINEDEBUG=-all
 # Debian installs the 64-bit loader as /usr/lib/wine/wine64 (wine64 on PATH
 # only with the wine64 package's alternatives); $WINE overrides.
-WINE=${WINE:-$(command -v wine64 || echo /usr/lib/wine/wine64)}
+WINE=${WINE:-$(command -v wine64 || command -v wine)}
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
