@@ -77,7 +77,14 @@ async fn etcd_delta(endpoint: &str, before: Option<EtcdCounters>, p: &mut Phase)
     }
 }
 
+/// This process's user + system CPU time (zero where getrusage is missing).
+#[cfg(not(unix))]
+fn cpu_time() -> Duration {
+    Duration::ZERO
+}
+
 /// This process's user + system CPU time.
+#[cfg(unix)]
 fn cpu_time() -> Duration {
     // SAFETY: getrusage writes into the struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };

@@ -24,9 +24,18 @@ pub fn live_rss_bytes() -> u64 {
     let purge = c"arena.4096.purge";
     // SAFETY: a write-less, read-less mallctl on a NUL-terminated name; it
     // only returns unused pages to the OS.
-    unsafe { tikv_jemalloc_sys::mallctl(purge.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+    #[cfg(target_os = "linux")]
+    unsafe {
+        tikv_jemalloc_sys::mallctl(purge.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), 0)
+    };
+    #[cfg(not(target_os = "linux"))]
+    let _ = purge;
     // SAFETY: malloc_trim only releases free heap memory; it takes no pointers of ours.
-    unsafe { libc::malloc_trim(0) };
+    // glibc only (musl and macOS have no malloc_trim).
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    unsafe {
+        libc::malloc_trim(0)
+    };
     rss_bytes()
 }
 

@@ -3,7 +3,6 @@
 
 use clap::Args;
 use etcdlock::{CancellationToken, Client, ClientOptions, Leader, LockOptions};
-use tokio::signal::unix::{signal, SignalKind};
 
 use crate::run::{interrupted, run_while_held, signal_number, Stops};
 use crate::{exit, exit_code_for};
@@ -120,7 +119,13 @@ pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
             return exit_code_for(&e);
         }
     };
-    let mut sigint = match signal(SignalKind::interrupt()) {
+    #[cfg(unix)]
+    let mut sigint = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+        Ok(s) => s,
+        Err(_) => return exit::ERROR,
+    };
+    #[cfg(windows)]
+    let mut sigint = match tokio::signal::windows::ctrl_c() {
         Ok(s) => s,
         Err(_) => return exit::ERROR,
     };

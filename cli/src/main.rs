@@ -9,34 +9,46 @@ mod flash;
 mod observe;
 mod run;
 mod elect;
+#[cfg(unix)]
+mod tree;
+#[cfg(windows)]
+#[path = "tree_windows.rs"]
 mod tree;
 mod status;
 mod sync;
 
 use std::time::Duration;
 
-/// jemalloc instead of glibc's malloc, with a background thread that hands
+/// Linux: jemalloc instead of glibc's (or musl's) malloc, with a background thread that hands
 /// freed pages back to the OS within about a second (`dirty_decay_ms:1000`,
 /// no lazily-freed "muzzy" stage that RSS would still count). A burst of
 /// 10,000 concurrent lock calls left 8.1-9.0 KB RSS per held lock under glibc
 /// 3 s later (4.7-5.0 KB even after malloc_trim: the burst's freed request
 /// state shares pages with what the holds keep). See docs/BENCHMARKS.md, wave 3.
+#[cfg(target_os = "linux")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// jemalloc's options (its `const char *malloc_conf`), read when it starts.
+#[cfg(target_os = "linux")]
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
 pub static malloc_conf: ConfPtr = ConfPtr(c"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
 
 /// A C string pointer jemalloc reads once; never written.
+#[cfg(target_os = "linux")]
 #[repr(transparent)]
 pub struct ConfPtr(*const std::ffi::c_char);
 // SAFETY: points at an immutable static byte string.
+#[cfg(target_os = "linux")]
 unsafe impl Sync for ConfPtr {}
 
 /// The global allocator of this binary, as the benchmarks report it.
+#[cfg(target_os = "linux")]
 pub const ALLOCATOR: &str = "jemalloc (background purge, dirty_decay_ms 1000)";
+/// The global allocator of this binary, as the benchmarks report it.
+#[cfg(not(target_os = "linux"))]
+pub const ALLOCATOR: &str = "system allocator";
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use etcdlock::{ClientOptions, ErrorCode};
@@ -398,7 +410,14 @@ fn is_broken_pipe(msg: &str) -> bool {
 
 /// Whether standard output is a pipe or socket whose reader is gone (a
 /// write to it fails with EPIPE): `poll` reports POLLERR (a pipe on Linux)
-/// or POLLHUP for it.
+/// or POLLHUP for it. Unix only: elsewhere a write to a closed pipe fails
+/// with an error (no signal), so no such check is needed.
+#[cfg(not(unix))]
+fn stdout_reader_gone() -> bool {
+    false
+}
+
+#[cfg(unix)]
 fn stdout_reader_gone() -> bool {
     let mut p = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
     // SAFETY: one valid pollfd, no wait.

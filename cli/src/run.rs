@@ -3,6 +3,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use etcdlock::{CancellationToken, Client, ClientOptions, LockOptions};
+#[cfg(unix)]
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::{exit, exit_code_for};
@@ -54,16 +55,35 @@ pub struct RunArgs {
     pub command: Vec<String>,
 }
 
+/// Signal numbers: the platform's on Unix; on Windows (no signals) Linux's
+/// numbers, used only as names (tree.rs ends a job by terminating it).
+pub mod sig {
+    #[cfg(unix)]
+    pub use libc::{SIGHUP as HUP, SIGINT as INT, SIGKILL as KILL, SIGQUIT as QUIT, SIGTERM as TERM, SIGUSR1 as USR1, SIGUSR2 as USR2};
+    #[cfg(not(unix))]
+    mod numbers {
+        pub const HUP: i32 = 1;
+        pub const INT: i32 = 2;
+        pub const QUIT: i32 = 3;
+        pub const KILL: i32 = 9;
+        pub const USR1: i32 = 10;
+        pub const USR2: i32 = 12;
+        pub const TERM: i32 = 15;
+    }
+    #[cfg(not(unix))]
+    pub use numbers::*;
+}
+
 pub fn signal_number(name: &str) -> Option<i32> {
     let n = name.trim_start_matches("SIG").to_ascii_uppercase();
     Some(match n.as_str() {
-        "TERM" => libc::SIGTERM,
-        "INT" => libc::SIGINT,
-        "HUP" => libc::SIGHUP,
-        "KILL" => libc::SIGKILL,
-        "QUIT" => libc::SIGQUIT,
-        "USR1" => libc::SIGUSR1,
-        "USR2" => libc::SIGUSR2,
+        "TERM" => sig::TERM,
+        "INT" => sig::INT,
+        "HUP" => sig::HUP,
+        "KILL" => sig::KILL,
+        "QUIT" => sig::QUIT,
+        "USR1" => sig::USR1,
+        "USR2" => sig::USR2,
         other => other.parse().ok()?,
     })
 }
@@ -132,6 +152,7 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
 /// The signals that stop etcdlock: SIGINT, SIGTERM, SIGHUP (an ssh hang-up)
 /// and SIGQUIT. While waiting they end the wait; while the command runs they
 /// go to its whole process group.
+#[cfg(unix)]
 pub struct Stops {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
@@ -139,6 +160,7 @@ pub struct Stops {
     quit: tokio::signal::unix::Signal,
 }
 
+#[cfg(unix)]
 impl Stops {
     pub fn install() -> Option<Stops> {
         Some(Stops {
@@ -156,6 +178,37 @@ impl Stops {
             _ = self.term.recv() => libc::SIGTERM,
             _ = self.hup.recv() => libc::SIGHUP,
             _ = self.quit.recv() => libc::SIGQUIT,
+        }
+    }
+}
+
+/// Windows: Ctrl-C, Ctrl-Break and closing the console stop etcdlock. The
+/// console delivers the same event to every process attached to it, the
+/// job's included, so while the command runs they reach it as well.
+#[cfg(windows)]
+pub struct Stops {
+    c: tokio::signal::windows::CtrlC,
+    brk: tokio::signal::windows::CtrlBreak,
+    close: tokio::signal::windows::CtrlClose,
+}
+
+#[cfg(windows)]
+impl Stops {
+    pub fn install() -> Option<Stops> {
+        Some(Stops {
+            c: tokio::signal::windows::ctrl_c().ok()?,
+            brk: tokio::signal::windows::ctrl_break().ok()?,
+            close: tokio::signal::windows::ctrl_close().ok()?,
+        })
+    }
+
+    /// The next stop event, as the Unix signal it stands for (Ctrl-C: INT,
+    /// Ctrl-Break: QUIT, console closed: HUP).
+    pub async fn recv(&mut self) -> i32 {
+        tokio::select! {
+            _ = self.c.recv() => sig::INT,
+            _ = self.brk.recv() => sig::QUIT,
+            _ = self.close.recv() => sig::HUP,
         }
     }
 }
@@ -220,7 +273,7 @@ pub async fn run_while_held(
             st = child.wait() => {
                 let st = st.map(status_code).unwrap_or(exit::ERROR);
                 // Nothing the command started runs on without the lock.
-                tree.end(Some(libc::SIGTERM), left(kill_at)).await;
+                tree.end(Some(sig::TERM), left(kill_at)).await;
                 break st;
             }
             loss = guard.wait_lost() => {
@@ -241,7 +294,7 @@ pub async fn run_while_held(
                 }
             }
             _ = sleep_until_opt(kill_at) => {
-                tree.signal(libc::SIGKILL);
+                tree.signal(sig::KILL);
                 kill_at = None;
             }
         }
@@ -271,7 +324,16 @@ pub async fn interrupted(client: &Client, cancel: &CancellationToken, name: &str
     exit::INTERRUPTED
 }
 
+/// The command's exit status as etcdlock's exit code: its code, or 128+N if
+/// signal N killed it (Unix). On Windows every process ends with a code.
 fn status_code(st: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+    }
+    #[cfg(not(unix))]
+    {
+        st.code().unwrap_or(exit::ERROR)
+    }
 }

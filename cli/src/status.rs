@@ -169,7 +169,7 @@ pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
         });
     }
     drop(tx);
-    let tty = unsafe { libc::isatty(1) } == 1;
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
     loop {
         match client.list(&a.prefix).await {
             Ok(l) if a.json => println!("{}", etcdlock::bridge::list_json(&a.prefix, &l)),

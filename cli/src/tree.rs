@@ -4,8 +4,10 @@
 //! group; what is left of the group after the command exits, after a loss, or
 //! after a stop signal gets SIGTERM (or `--signal`) and, after `--grace`,
 //! SIGKILL; the lock is released only once no process of the group is left.
-//! etcdlock is the group's subreaper (tini does the same), so grandchildren
-//! whose parent exits are reaped here and never linger as zombies.
+//! On Linux etcdlock is the group's subreaper (tini does the same), so
+//! grandchildren whose parent exits are reaped here and never linger as
+//! zombies; on macOS (no subreaper) they are reparented to launchd, which
+//! reaps them, and stay in the group, which is what is waited for.
 //!
 //! kill -9 of etcdlock: a small supervisor process (etcdlock itself, hidden
 //! subcommand `supervise`), started before the command, holds the read end of
@@ -89,6 +91,7 @@ impl Tree {
             if terminal {
                 set_foreground(pid);
             }
+            #[cfg(target_os = "linux")]
             libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         }
         Tree { pgid: pid, supervisor: prepared.supervisor, terminal }
@@ -109,7 +112,7 @@ impl Tree {
                 break;
             }
         }
-        unsafe { libc::kill(-self.pgid, 0) == 0 || *libc::__errno_location() != libc::ESRCH }
+        unsafe { libc::kill(-self.pgid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH) }
     }
 
     /// Wait until no process of the group is left: `first` (None: none) now,
@@ -179,7 +182,7 @@ fn finish_supervisor(mut child: std::process::Child, fd: OwnedFd) {
 /// command until its exec), so it closes when etcdlock dies, however it dies.
 fn supervise() -> Option<(std::process::Child, OwnedFd)> {
     let mut fds = [0; 2];
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+    if unsafe { cloexec_pipe(&mut fds) } != 0 {
         eprintln!("etcdlock: cannot start the supervisor (pipe): {}", std::io::Error::last_os_error());
         return None;
     }
@@ -197,6 +200,26 @@ fn supervise() -> Option<(std::process::Child, OwnedFd)> {
             None
         }
     }
+}
+
+/// A pipe whose both ends are close-on-exec.
+#[cfg(not(target_os = "macos"))]
+unsafe fn cloexec_pipe(fds: &mut [i32; 2]) -> i32 {
+    libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC)
+}
+
+/// A pipe whose both ends are close-on-exec. macOS has no pipe2: the flag is
+/// set right after, before etcdlock spawns anything (it spawns from one task,
+/// one process at a time), so no child inherits the write end.
+#[cfg(target_os = "macos")]
+unsafe fn cloexec_pipe(fds: &mut [i32; 2]) -> i32 {
+    if libc::pipe(fds.as_mut_ptr()) != 0 {
+        return -1;
+    }
+    for fd in *fds {
+        libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+    }
+    0
 }
 
 /// `etcdlock supervise`: read the command's group (4 bytes the command

@@ -7,8 +7,14 @@ use etcd_client::GetOptions;
 use etcdlock::{Client, ClientOptions};
 use etcdlock_testkit::{etcdctl_bin, Etcd};
 
+/// The etcdlock binary under test: `$ETCDLOCK_CLI_BIN` (e.g. a musl or
+/// cross-built one), else the one cargo built for this test.
+fn bin_path() -> String {
+    std::env::var("ETCDLOCK_CLI_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_etcdlock").to_string())
+}
+
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_etcdlock"));
+    let mut c = Command::new(bin_path());
     c.env_remove("ETCDLOCK_ENDPOINTS").env_remove("ETCDLOCK_NAMESPACE");
     c
 }
@@ -785,7 +791,7 @@ fn a_closed_stdout_pipe_ends_every_printing_command_with_exit_0() {
         let out = Command::new("bash")
             .arg("-c")
             .arg(format!("\"$0\" {cmd} | true; echo \"${{PIPESTATUS[0]}}\""))
-            .arg(env!("CARGO_BIN_EXE_etcdlock"))
+            .arg(bin_path())
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -7,8 +7,14 @@ use std::time::{Duration, Instant};
 use etcdlock::{Client, ClientOptions, ErrorCode};
 use etcdlock_testkit::Etcd;
 
+/// The etcdlock binary under test: `$ETCDLOCK_CLI_BIN` (e.g. a musl or
+/// cross-built one), else the one cargo built for this test.
+fn bin_path() -> String {
+    std::env::var("ETCDLOCK_CLI_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_etcdlock").to_string())
+}
+
 fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_etcdlock"));
+    let mut c = Command::new(bin_path());
     c.env_remove("ETCDLOCK_ENDPOINTS").env_remove("ETCDLOCK_NAMESPACE");
     c
 }
@@ -197,7 +203,7 @@ fn an_interactive_command_reads_the_terminal_under_run() {
     let etcd = Etcd::single();
     let inner = format!(
         "{} --endpoints {} run tree-tty -- sh -c 'read a; echo got:$a; tty'",
-        env!("CARGO_BIN_EXE_etcdlock"),
+        &bin_path(),
         etcd.endpoints_csv()
     );
     let mut child = Command::new("script")
