@@ -150,14 +150,20 @@ pub fn block_on<F, T>(fut: F) -> Result<T>
 where
     F: Future<Output = Result<T>>,
 {
+    let rt = blocking_runtime()?;
+    on_enough_stack(|| rt.block_on(fut))
+}
+
+/// The shared runtime for a blocking call; `InvalidArgument` on a thread
+/// already inside a tokio runtime, where blocking would stall or panic.
+fn blocking_runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     if tokio::runtime::Handle::try_current().is_ok() {
         return Err(Error::new(
             ErrorCode::InvalidArgument,
             "a blocking etcdlock call was made from inside an async runtime; use the async API",
         ));
     }
-    let rt = runtime()?;
-    on_enough_stack(|| rt.block_on(fut))
+    runtime()
 }
 
 /// The stack a blocking call needs below it to poll its future: the caller's
@@ -189,13 +195,7 @@ pub fn block_on_interruptible<F, T>(fut: F, tick: Duration, check: impl FnMut() 
 where
     F: Future<Output = Result<T>>,
 {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(Error::new(
-            ErrorCode::InvalidArgument,
-            "a blocking etcdlock call was made from inside an async runtime; use the async API",
-        ));
-    }
-    let rt = runtime()?;
+    let rt = blocking_runtime()?;
     on_enough_stack(move || poll_here(&rt, fut, tick, check))
 }
 
