@@ -107,7 +107,7 @@ suite platforms "C library on Windows x64 under Wine (ffi-c/test-windows.sh)" \
 suite platforms "C library for macOS x86_64 and arm64, built and inspected, not run (ffi-c/test-macos.sh)" \
   bash ffi-c/test-macos.sh
 suite platforms "CLI on Windows: etcdlock.exe run under Wine, excluded by and excluding a Linux client, its job killed with it (cli/wine-smoke.sh)" \
-  bash -c 'cargo build -q --target x86_64-pc-windows-gnu -p etcdlock-cli && cargo build -q -p etcdlock-cli &&
+  bash -c 'bash scripts/wine/setup.sh >/dev/null && cargo build -q --target x86_64-pc-windows-gnu -p etcdlock-cli && cargo build -q -p etcdlock-cli &&
     cli/wine-smoke.sh "$CARGO_TARGET_DIR/x86_64-pc-windows-gnu/debug/etcdlock.exe" "$CARGO_TARGET_DIR/debug/etcdlock"'
 suite platforms "Node on Windows: node.exe under Wine, README example and exclusion by a Linux client (bindings-node/wine-smoke.sh)" \
   bash bindings-node/wine-smoke.sh

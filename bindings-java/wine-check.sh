@@ -14,6 +14,8 @@ PROFILE=${ETCDLOCK_JAVA_PROFILE:-dev}; PDIR=$PROFILE; [ "$PROFILE" = dev ] && PD
 W="$CARGO_TARGET_DIR/wine-check"
 mkdir -p "$W"
 
+# mingw-w64, wine and the Rust target, on a fresh machine too; the prefix itself is made below.
+bash "$ROOT/scripts/wine/setup.sh" "${WINEPREFIX:-$W/wineprefix}" >/dev/null
 (cd "$ROOT" && CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
   CC_x86_64_pc_windows_gnu=x86_64-w64-mingw32-gcc AR_x86_64_pc_windows_gnu=x86_64-w64-mingw32-ar \
   cargo build -q --profile "$PROFILE" --target x86_64-pc-windows-gnu -p etcdlock-jni)

@@ -86,6 +86,12 @@ esac
 
 src=$TARGET_DIR/$triple/$dir/$lib
 if [ "$build" = 1 ]; then
+  # A fresh machine: the Rust target, and zig for cargo-zigbuild.
+  rustup target list --installed | grep -qx "$triple" || rustup target add "$triple" >/dev/null
+  if [ "${build_cmd[0]}" != "cargo" ] || [ "${build_cmd[1]:-}" = zigbuild ]; then
+    python3 -c 'import ziglang' 2>/dev/null || python3 -m pip install -q ziglang
+    command -v cargo-zigbuild >/dev/null || python3 -m pip install -q cargo-zigbuild
+  fi
   echo "pack-platform: ${build_cmd[*]} --profile $profile --target $target -p etcdlock-node ${extra[*]}" >&2
   (cd "$WS" && env "${cargo_env[@]}" "${build_cmd[@]}" --quiet --profile "$profile" --target "$target" -p etcdlock-node "${extra[@]}") ||
     die "build for $target failed"

@@ -11,6 +11,10 @@ prefix=${1:-${WINEPREFIX:-$HOME/.wine-etcdlock}}
 if ! command -v wine >/dev/null || ! command -v x86_64-w64-mingw32-gcc >/dev/null; then
   (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wine64 mingw-w64) >/dev/null
 fi
+# The Rust target every Windows build here uses (mingw-w64 links it).
+if command -v rustup >/dev/null; then
+  rustup target list --installed | grep -qx x86_64-pc-windows-gnu || rustup target add x86_64-pc-windows-gnu >/dev/null
+fi
 export WINEPREFIX=$prefix WINEARCH=win64 WINEDEBUG=-all
 if [ ! -f "$prefix/system.reg" ]; then
   # wineboot complains that wine32 is missing; the 64-bit prefix works without it.
