@@ -2,14 +2,10 @@
 //! cut by nftables rules on `lo` (root and nft needed). Each test prints its
 //! figure line and saves its outcome for the report.
 
-use etcdlock_faults::scenarios::{self, Profile};
+use etcdlock_faults::scenarios;
 
 fn run(id: u32) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
-    let o = rt.block_on(scenarios::run(id, &Profile::short()));
-    println!("{}", o.line());
-    etcdlock_faults::report::save_outcome(&o);
-    assert!(o.passed(), "{}", o.line());
+    scenarios::run_test(id)
 }
 
 #[test]

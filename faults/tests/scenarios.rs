@@ -2,7 +2,7 @@
 //! (`scenario N name: ...`). Child holder processes re-run this binary with
 //! `ETCDLOCK_FAULTS_CHILD` set; `child_holder` is their entry point.
 
-use etcdlock_faults::scenarios::{self, Profile};
+use etcdlock_faults::scenarios;
 
 /// Child mode entry (does nothing in a normal run).
 #[test]
@@ -31,13 +31,7 @@ fn trace_if_asked() {
 
 fn run(id: u32) {
     trace_if_asked();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
-    let t = std::time::Instant::now();
-    let o = rt.block_on(scenarios::run(id, &Profile::short()));
-    println!("{}", o.line());
-    println!("took: scenario {} {} {:.1} s", o.id, o.name, t.elapsed().as_secs_f64());
-    etcdlock_faults::report::save_outcome(&o);
-    assert!(o.passed(), "{}", o.line());
+    scenarios::run_test(id)
 }
 
 /// Run by faults/test.sh after the scenarios: `summary.json` and `SUMMARY.md`

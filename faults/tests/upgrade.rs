@@ -4,14 +4,10 @@
 //! 3.5 and 3.6 (35, 36) with `faults/build-etcd.sh` unless they are cached
 //! (`faults/test.sh` builds them in the background first).
 
-use etcdlock_faults::scenarios::{self, Profile};
+use etcdlock_faults::scenarios;
 
 fn run(id: u32) {
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
-    let o = rt.block_on(scenarios::run(id, &Profile::short()));
-    println!("{}", o.line());
-    etcdlock_faults::report::save_outcome(&o);
-    assert!(o.passed(), "{}", o.line());
+    scenarios::run_test(id)
 }
 
 #[test]

@@ -295,6 +295,19 @@ pub fn holder_run(id: u32) -> Option<(u32, HolderLang)> {
 /// Run scenario `id` (1-19; 12 and 13 are scenarios 2 and 3 with a holder
 /// process written in Python, on the Python binding, 20-22 and 23-25 with one
 /// in Java, Node and C).
+/// One scenario as a test (`faults/tests/*.rs`): the short profile on a
+/// fresh 4-worker runtime; prints its figure line and time, saves its
+/// outcome for the report, and panics with the figure line if it failed.
+pub fn run_test(id: u32) {
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("a tokio runtime");
+    let t = std::time::Instant::now();
+    let o = rt.block_on(run(id, &Profile::short()));
+    println!("{}", o.line());
+    println!("took: scenario {} {} {:.1} s", o.id, o.name, t.elapsed().as_secs_f64());
+    crate::report::save_outcome(&o);
+    assert!(o.passed(), "{}", o.line());
+}
+
 pub async fn run(id: u32, p: &Profile) -> Outcome {
     if let Some(plain) = tls_run(id) {
         let net = Net::new(true);
