@@ -275,3 +275,34 @@ async fn close_ends_an_observer_waiting_for_etcd() {
     assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
     closing.await.unwrap();
 }
+
+/// A plain read in flight when its client closes (a waiter's point read
+/// between two watch events, `status`) ends with `Closed` as soon as the
+/// connection is shut, not after retrying a closed connection until its
+/// request timeout: the conformance case close-while-waiting once took 2 s
+/// to end a waiter caught in such a read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_a_read_in_flight() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("close-read");
+    // Lazy: no session, so close only shuts the connection (no revoke to wait for).
+    let o = etcdlock::ClientOptions { request_timeout: Duration::from_secs(5), lazy_connect: true, ..opts(&etcd, &ns, 10) };
+    let c = Client::connect(o).await.unwrap();
+    c.status("warm").await.unwrap(); // connected
+    etcd.pause(0);
+    let read = tokio::spawn({
+        let c = c.clone();
+        async move { c.status("svc").await }
+    });
+    // The read is under way, waiting for etcd (its bound is 5 s).
+    tokio::task::yield_now().await;
+    assert!(!read.is_finished(), "the read answered while etcd is stopped");
+    tokio::time::timeout(Duration::from_secs(1), c.close()).await.expect("close without a session returns at once");
+    let t0 = Instant::now();
+    let r = tokio::time::timeout(Duration::from_millis(700), read).await;
+    let took = t0.elapsed();
+    etcd.resume(0);
+    let r = r.unwrap_or_else(|_| panic!("the read still waited {took:?} after close (its bound is 5 s)")).unwrap();
+    println!("the read ended {took:?} after close: {:?}", r.as_ref().map(|_| ()));
+    assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
+}

@@ -10,27 +10,7 @@ fn child_holder() {
     etcdlock_faults::child_main_if_requested();
 }
 
-/// `ETCDLOCK_FAULTS_TRACE=<filter>` (e.g. `etcdlock=trace`): core's tracing
-/// on stderr, stamped with CLOCK_MONOTONIC milliseconds like the histories.
-fn trace_if_asked() {
-    struct Mono;
-    impl tracing_subscriber::fmt::time::FormatTime for Mono {
-        fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
-            let ns = etcdlock::runtime::clock_monotonic_ns();
-            write!(w, "{}.{:06}", ns / 1_000_000, ns % 1_000_000)
-        }
-    }
-    if let Ok(filter) = std::env::var("ETCDLOCK_FAULTS_TRACE") {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-            .with_timer(Mono)
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
-}
-
 fn run(id: u32) {
-    trace_if_asked();
     scenarios::run_test(id)
 }
 

@@ -225,7 +225,7 @@ impl Etcd {
                 "--initial-cluster-state=new".into(),
                 format!("--initial-cluster-token={token}"),
                 "--logger=zap".into(),
-                "--log-level=error".into(),
+                format!("--log-level={}", etcd_log_level()),
                 "--heartbeat-interval=50".into(),
                 "--election-timeout=500".into(),
             ];
@@ -456,7 +456,27 @@ impl Drop for Etcd {
                 let _ = c.wait();
             }
         }
+        keep_logs(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// etcd's log level: `ETCDLOCK_ETCD_LOG_LEVEL` (debug, info, warn), else `error`.
+fn etcd_log_level() -> String {
+    std::env::var("ETCDLOCK_ETCD_LOG_LEVEL").unwrap_or_else(|_| "error".into())
+}
+
+/// With `ETCDLOCK_ETCD_KEEP_LOGS=<dir>`, the members' logs are copied there
+/// (as `<pid>-<cluster dir>-<member>.log`) before the cluster's directory goes.
+fn keep_logs(dir: &Path) {
+    let Some(to) = std::env::var_os("ETCDLOCK_ETCD_KEEP_LOGS").map(PathBuf::from) else { return };
+    let _ = std::fs::create_dir_all(&to);
+    let tag = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".log") {
+            let _ = std::fs::copy(e.path(), to.join(format!("{tag}-{name}")));
+        }
     }
 }
 

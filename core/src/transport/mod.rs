@@ -99,7 +99,7 @@ impl Transport {
     /// member's socket is closed when this returns (waiting at most until
     /// `until`), whoever still holds its client (a binding's client object
     /// that garbage collection has not freed yet), and no request connects
-    /// again; they fail `Unavailable`. A member on etcd-client's own channel
+    /// again; they fail `Closed` (one in flight too, at once). A member on etcd-client's own channel
     /// (TLS) has its client dropped here: its connection closes as soon as
     /// the requests still on it end (tonic closes a channel with its last
     /// handle), unless the application keeps a raw client from
@@ -559,6 +559,11 @@ impl Transport {
         let mut backoff = Duration::from_millis(20);
         let mut last: Option<Error> = None;
         loop {
+            // A shut transport refuses every request: retrying would only
+            // wait out the bound (a read in flight when its client closed).
+            if self.closer.is_closed() {
+                return Err(Error::new(ErrorCode::Closed, "the client was closed"));
+            }
             let i = self.pick();
             let now = Instant::now();
             if end.is_some_and(|e| now >= e) {
@@ -616,6 +621,9 @@ impl Transport {
                         continue;
                     }
                 }
+            }
+            if self.closer.is_closed() {
+                return Err(Error::new(ErrorCode::Closed, "the client was closed"));
             }
             let wait = jitter(backoff);
             match end {

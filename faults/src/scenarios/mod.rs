@@ -299,6 +299,7 @@ pub fn holder_run(id: u32) -> Option<(u32, HolderLang)> {
 /// fresh 4-worker runtime; prints its figure line and time, saves its
 /// outcome for the report, and panics with the figure line if it failed.
 pub fn run_test(id: u32) {
+    trace_if_asked();
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("a tokio runtime");
     let t = std::time::Instant::now();
     let o = rt.block_on(run(id, &Profile::short()));
@@ -306,6 +307,25 @@ pub fn run_test(id: u32) {
     println!("took: scenario {} {} {:.1} s", o.id, o.name, t.elapsed().as_secs_f64());
     crate::report::save_outcome(&o);
     assert!(o.passed(), "{}", o.line());
+}
+
+/// `ETCDLOCK_FAULTS_TRACE=<filter>` (e.g. `etcdlock=trace`): core's tracing
+/// on stderr, stamped with CLOCK_MONOTONIC milliseconds like the histories.
+fn trace_if_asked() {
+    struct Mono;
+    impl tracing_subscriber::fmt::time::FormatTime for Mono {
+        fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+            let ns = etcdlock::runtime::clock_monotonic_ns();
+            write!(w, "{}.{:06}", ns / 1_000_000, ns % 1_000_000)
+        }
+    }
+    if let Ok(filter) = std::env::var("ETCDLOCK_FAULTS_TRACE") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_timer(Mono)
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
 }
 
 pub async fn run(id: u32, p: &Profile) -> Outcome {
