@@ -260,7 +260,11 @@ impl Client {
             // Checked at connect against the requested TTL; etcd may grant a
             // longer one (its minimum), never a shorter one.
             .min(Duration::from_millis(ttl as u64 * 1000 / 2));
-        let s = Session::new(resp.id(), ttl, margin, sent, self.inner.keepalive);
+        // Until the first lock key, renewals are checked by reading a key of
+        // the namespace (one that does not exist).
+        let mut probe = self.inner.ns.clone();
+        probe.extend_from_slice(format!("{:x}", resp.id()).as_bytes());
+        let s = Session::new(resp.id(), ttl, margin, sent, self.inner.keepalive, probe);
         tracing::debug!(lease = format!("{:x}", resp.id()), ttl, "session opened");
         self.inner.handle.spawn(s.clone().run(self.inner.transport.clone(), self.inner.metrics.clone()));
         *slot = Some(s.clone());

@@ -729,7 +729,7 @@ mod tests {
         o.lazy_connect = true;
         let c = Client::connect(o).await.unwrap();
         let acquire = c.acquire_n_counted("x", LockOptions::default(), Mode::Wait, None, 1);
-        let session = crate::session::Session::new(1, 15, Duration::from_secs(1), std::time::Instant::now(), None);
+        let session = crate::session::Session::new(1, 15, Duration::from_secs(1), std::time::Instant::now(), None, Vec::new());
         let delete = crate::keys::delete_incarnation(&c, &session, b"x/1", 1, &[], true);
         let (a, d) = (std::mem::size_of_val(&acquire), std::mem::size_of_val(&delete));
         eprintln!("acquire_n_counted future: {a} B, delete_incarnation future: {d} B");

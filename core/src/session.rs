@@ -4,6 +4,12 @@
 //! the monotonic clock, which is before etcd can expire the lease and grant the
 //! lock to someone else (etcd's clock starts after our send). The mutex code
 //! never touches keep-alive; it asks the session whether it is still alive.
+//!
+//! An acknowledgement counts only once a linearizable read, sent after it
+//! came, is answered in the same raft term ([`Session::renew_on`]): a leader
+//! cut off from its peers renews leases until it notices and steps down,
+//! while the majority's new leader never sees those renewals, so an answer
+//! from it alone proves nothing past the new leader's own expiry.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,12 +64,35 @@ enum StreamEnd {
 
 /// What etcd said of a lease whose keep-alive answer is late ([`Session::confirm`]).
 enum Confirmed {
-    /// It lives (and the local deadline moved if the answer proved enough).
-    Alive,
+    /// It lives; with the time-to-live it gave, as a proof still to check
+    /// (`None`: under a second left, or no read on this stream yet to give
+    /// the term to check it against).
+    Alive(Option<Proof>),
     /// It is gone: expired or revoked.
     Gone,
     /// No answer within the member silence: the member (or the path to it) is down.
     Silent,
+}
+
+/// An answer that proved the lease alive for `ttl` seconds from `sent`, if
+/// the leader that renewed it was still the leader after it: checked by a
+/// linearizable read answered in raft term `term` ([`Session::renew_on`]).
+#[derive(Debug, Clone, Copy)]
+struct Proof {
+    sent: Instant,
+    ttl: i64,
+    term: u64,
+}
+
+/// How the read that checks a [`Proof`] ended ([`Session::check`]).
+enum Checked {
+    /// Answered, in this raft term.
+    Term(u64),
+    /// The key it reads is not ours to read (RBAC): nothing can be checked.
+    Denied,
+    /// No answer within the silence: the member answers keep-alives but no
+    /// linearizable read (a leader cut off from its peers does just that).
+    Failed,
 }
 
 pub(crate) struct Session {
@@ -96,10 +125,15 @@ pub(crate) struct Session {
     /// the latches and barriers this client has open (with their handles).
     delay_leases: Mutex<HashMap<u64, i64>>,
     shared_leases: Mutex<HashMap<i64, usize>>,
+    /// The key the read that checks a renewal reads ([`Session::check`]):
+    /// the lock key reserved last (RBAC lets the client read its own keys),
+    /// or, before the first, a key of the client's namespace.
+    probe: Mutex<Vec<u8>>,
 }
 
 impl Session {
-    pub(crate) fn new(lease: i64, ttl: i64, margin: Duration, granted_at: Instant, keepalive: Option<Duration>) -> Arc<Session> {
+    /// `probe`: the key read to check renewals until a lock key is reserved.
+    pub(crate) fn new(lease: i64, ttl: i64, margin: Duration, granted_at: Instant, keepalive: Option<Duration>, probe: Vec<u8>) -> Arc<Session> {
         let (lost, _) = watch::channel(None);
         Arc::new(Session {
             lease,
@@ -117,6 +151,7 @@ impl Session {
             stop: CancellationToken::new(),
             delay_leases: Mutex::new(HashMap::new()),
             shared_leases: Mutex::new(HashMap::new()),
+            probe: Mutex::new(probe),
         })
     }
 
@@ -252,6 +287,7 @@ impl Session {
             let _ = write!(key, "{:x}_{n}{mark}", self.lease);
         }
         keys.insert(key.clone());
+        *self.probe.lock().unwrap_or_else(|p| p.into_inner()) = key.clone();
         key
     }
 
@@ -464,23 +500,58 @@ impl Session {
     /// The time-to-live answer is a proof of its own: etcd's leader computed
     /// the remaining TTL `r` (whole seconds, rounded down) after this request
     /// was sent, so the lease lives at least until send + `r`, and the local
-    /// deadline may move to send + `r` - margin, as for a keep-alive. A proxy
-    /// forwards this request to etcd unchanged. `r` = 0 proves nothing
-    /// either way (under a second left, or expiring); a negative `r` or
-    /// "lease not found" is a lease that is gone.
-    async fn confirm(&self, client: &etcd_client::Client, within: Duration) -> Confirmed {
+    /// deadline may move to send + `r` - margin, as for a keep-alive, once
+    /// [`Session::check`] shows that leader still led after it. The term to
+    /// check against is that of the last read on this stream (`read_term`),
+    /// answered before this request was sent: etcd fills a time-to-live's
+    /// header only after the leader's answer, so its own term could be a
+    /// later leader's. A proxy forwards this request to etcd unchanged. `r`
+    /// = 0 proves nothing either way (under a second left, or expiring); a
+    /// negative `r` or "lease not found" is a lease that is gone.
+    async fn confirm(&self, client: &etcd_client::Client, within: Duration, read_term: Option<u64>) -> Confirmed {
         let asked = Instant::now();
         let mut lease = client.lease_client();
         match tokio::time::timeout(within, lease.time_to_live(self.lease, None)).await {
             Ok(Ok(t)) if t.ttl() > 0 => {
-                self.extend(asked, t.ttl());
                 tracing::trace!(lease = format!("{:x}", self.lease), ttl = t.ttl(), "keep-alive answer late; etcd says the lease lives");
-                Confirmed::Alive
+                Confirmed::Alive(read_term.map(|term| Proof { sent: asked, ttl: t.ttl(), term }))
             }
-            Ok(Ok(t)) if t.ttl() == 0 => Confirmed::Alive,
+            Ok(Ok(t)) if t.ttl() == 0 => Confirmed::Alive(None),
             Ok(Ok(_)) => Confirmed::Gone,
             Ok(Err(e)) if e.to_string().contains("requested lease not found") => Confirmed::Gone,
             _ => Confirmed::Silent,
+        }
+    }
+
+    /// One linearizable read on the stream's member (a count of the probe
+    /// key, which RBAC lets us read once it is a lock key of ours), within
+    /// `within`: the raft term it was answered in.
+    ///
+    /// Why it proves a renewal: etcd fills a keep-alive answer's header
+    /// (term T: that of the last entry the member applied) before it renews,
+    /// and the member renews on the leader of its current term, which is T or
+    /// later (or is that leader). A linearizable read needs its leader, of
+    /// some term L, to hear from a quorum after the read arrived, and its
+    /// answer carries a term >= L. So a read sent after the answer came and
+    /// answered in term T has L <= T <= the renewing leader's term; and since
+    /// a quorum that elected the renewing leader can no longer serve a lower
+    /// term, L is that term: the leader that renewed still led after the
+    /// renewal, so any later leader starts the lease afresh after that
+    /// (etcd's `Promote`), and the lease lives at least until send + TTL.
+    /// A leader cut off from its peers answers keep-alives until it steps
+    /// down, but no read: its answers are never counted, and a stream whose
+    /// member cannot answer reads is left for another member.
+    async fn check(&self, client: &etcd_client::Client, within: Duration) -> Checked {
+        let key = self.probe.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let mut kv = client.kv_client();
+        let opts = etcd_client::GetOptions::new().with_count_only();
+        match tokio::time::timeout(within, kv.get(key, Some(opts))).await {
+            Ok(Ok(r)) => match r.header() {
+                Some(h) => Checked::Term(h.raft_term()),
+                None => Checked::Failed,
+            },
+            Ok(Err(etcd_client::Error::GRpcStatus(st))) if st.code() == tonic::Code::PermissionDenied => Checked::Denied,
+            _ => Checked::Failed,
         }
     }
 
@@ -489,8 +560,13 @@ impl Session {
     ///
     /// A keep-alive is due an interval after the last proof of life. Each
     /// request gets one answer, in order, and an answer is dated by the send
-    /// time of its request ([`Session::extend`]). On a direct member the
-    /// answer comes within a round trip. A relaying proxy (`etcd grpc-proxy`)
+    /// time of its request ([`Session::extend`]), once a read checked it
+    /// ([`Session::check`]): the read is sent as the answer comes, and the
+    /// newest answer not yet checked waits for the next read. A read answered
+    /// in another term (the leader changed) proves nothing, and another
+    /// keep-alive goes at once; a read that fails or is not answered within
+    /// the silence leaves the member. On a direct member the answer comes
+    /// within a round trip. A relaying proxy (`etcd grpc-proxy`)
     /// holds the requests until its own renewal and then answers all of them
     /// at once ([`Session::confirm`]): so while an answer is outstanding,
     /// another keep-alive goes out every `min(interval, margin) / 2`, and the
@@ -513,9 +589,24 @@ impl Session {
         let mut sent: std::collections::VecDeque<Instant> = Default::default();
         let mut asked: Option<Instant> = None;
         let mut confirm: Option<futures_util::future::BoxFuture<'_, Confirmed>> = None;
+        // The newest answer not yet checked, and the read checking another.
+        let mut unchecked: Option<Proof> = None;
+        let mut checking: Option<(futures_util::future::BoxFuture<'_, Checked>, Proof)> = None;
+        // The term of the last read answered on this stream.
+        let mut read_term: Option<u64> = None;
+        // Send time of the last answer, checked or not: the next keep-alive
+        // is due an interval after it.
+        let mut answered: Option<Instant> = None;
+        let mut resend = false;
         loop {
+            if checking.is_none() {
+                if let Some(p) = unchecked.take() {
+                    checking = Some((Box::pin(self.check(client, silence)), p));
+                }
+            }
             let send_at = match sent.back() {
-                None => self.last_proof() + interval,
+                None if resend => Instant::now(),
+                None => answered.map_or(self.last_proof(), |a| a.max(self.last_proof())) + interval,
                 Some(last) => *last + every,
             };
             if Instant::now() >= send_at {
@@ -523,6 +614,7 @@ impl Session {
                 if keeper.keep_alive().await.is_err() {
                     return StreamEnd::Failed;
                 }
+                resend = false;
                 sent.push_back(at);
                 continue;
             }
@@ -546,32 +638,39 @@ impl Session {
                     // An answer no request of ours is waiting for proves
                     // nothing we can date.
                     let Some(at) = sent.pop_front() else { continue };
+                    let term = resp.header().map(|h| h.raft_term());
                     tracing::trace!(
                         lease = format!("{:x}", self.lease),
                         member,
                         sent_mono_ms = crate::runtime::instant_to_mono_ns(at) / 1_000_000,
                         rtt_ms = at.elapsed().as_millis() as u64,
                         ttl = resp.ttl(),
+                        term,
                         "keep-alive acknowledged"
                     );
-                    self.extend(at, resp.ttl());
                     metrics.keepalive(at.elapsed());
-                    if sent.is_empty() && self.has_extras() {
-                        // Off the session's own loop: a slow renewal of many
-                        // latches never delays the next keep-alive.
-                        let (me, c) = (self.clone(), client.clone());
-                        tokio::spawn(async move { me.renew_extras(&c, silence).await });
+                    answered = Some(at);
+                    match term {
+                        Some(term) => unchecked = Some(Proof { sent: at, ttl: resp.ttl(), term }),
+                        // Not etcd's answer (etcd always sends a header):
+                        // nothing to check it against.
+                        None => self.proved(at, resp.ttl(), client, silence),
                     }
                 }
                 () = tokio::time::sleep_until(send_at.into()) => {}
                 () = async { tokio::time::sleep_until(ask_at.unwrap_or_else(Instant::now).into()).await }, if confirm.is_none() && ask_at.is_some() => {
                     asked = Some(Instant::now());
-                    confirm = Some(Box::pin(self.confirm(client, silence / 2)));
+                    confirm = Some(Box::pin(self.confirm(client, silence / 2, read_term)));
                 }
                 c = async { confirm.as_mut().expect("guarded").await }, if confirm.is_some() => {
                     confirm = None;
                     match c {
-                        Confirmed::Alive => {}
+                        Confirmed::Alive(Some(p)) => {
+                            if !unchecked.is_some_and(|u| u.sent >= p.sent) {
+                                unchecked = Some(p);
+                            }
+                        }
+                        Confirmed::Alive(None) => {}
                         Confirmed::Gone => {
                             self.mark_lost(LossReason::LeaseExpired);
                             return StreamEnd::Lost;
@@ -579,7 +678,47 @@ impl Session {
                         Confirmed::Silent => return StreamEnd::Silent,
                     }
                 }
+                c = async { checking.as_mut().expect("guarded").0.as_mut().await }, if checking.is_some() => {
+                    let (_, p) = checking.take().expect("guarded");
+                    match c {
+                        Checked::Term(t) => {
+                            read_term = Some(t);
+                            if t == p.term {
+                                self.proved(p.sent, p.ttl, client, silence);
+                            } else {
+                                // The leader changed around the renewal: renew
+                                // again (its answer carries the new term).
+                                tracing::debug!(lease = format!("{:x}", self.lease), member, renewed_in = p.term, read_in = t, "keep-alive answered in another term than the read after it; renewing again");
+                                if unchecked.is_none() && sent.is_empty() {
+                                    resend = true;
+                                }
+                            }
+                        }
+                        Checked::Denied => {
+                            // RBAC keeps the probe key from us (before the
+                            // first lock key): count the answer unchecked.
+                            tracing::debug!(lease = format!("{:x}", self.lease), "the read that checks a renewal was refused (RBAC); counting the renewal unchecked");
+                            self.proved(p.sent, p.ttl, client, silence);
+                        }
+                        Checked::Failed => {
+                            tracing::debug!(lease = format!("{:x}", self.lease), member, "member answers keep-alives but no linearizable read within the silence; leaving it");
+                            return StreamEnd::Silent;
+                        }
+                    }
+                }
             }
+        }
+    }
+
+    /// A checked answer: the deadline moves, and the leases renewed with the
+    /// session's (lock-delays, latches) are renewed now.
+    fn proved(self: &Arc<Session>, sent: Instant, ttl: i64, client: &etcd_client::Client, silence: Duration) {
+        self.extend(sent, ttl);
+        if self.has_extras() {
+            // Off the session's own loop: a slow renewal of many latches
+            // never delays the next keep-alive.
+            let (me, c) = (self.clone(), client.clone());
+            tokio::spawn(async move { me.renew_extras(&c, silence).await });
         }
     }
 
@@ -631,7 +770,7 @@ mod tests {
     /// still reach etcd (keys::delete_incarnation).
     #[test]
     fn a_retired_key_is_never_made_again_a_released_one_is() {
-        let s = Session::new(0xab, 15, Duration::from_secs(1), Instant::now(), None);
+        let s = Session::new(0xab, 15, Duration::from_secs(1), Instant::now(), None, Vec::new());
         let k = s.reserve_key(b"n/");
         assert_eq!(k, b"n/ab");
         s.release_key(&k);

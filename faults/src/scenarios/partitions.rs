@@ -130,6 +130,10 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         runs.push(start_workload(w, checker.clone(), c.clone()));
     }
     let (mut elections, mut rejoins, mut resumed, mut renewals) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // How long after each cut a hold on the cut-off leader ended (scenario 16).
+    let mut long_ends: Vec<i64> = Vec::new();
+    // The clients take the default margin, TTL/5.
+    let bound_ms = TTL * 1000 - TTL * 1000 / 5;
     for round in 0..p.rounds {
         let Some(leader) = await_leader(&eps, &[0, 1, 2], Duration::from_secs(10)).await else {
             o.fail(format!("round {round}: no leader before the cut"));
@@ -140,6 +144,11 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         // renewals after the cut (see [`renewal_probe`]).
         let mut probe_lease = match kind {
             Cut::MinorityLeader => ProbeLease::start(&eps, leader, &ns).await.map_err(|e| o.fail(format!("round {round}: renewal probe: {e}"))).ok(),
+            _ => None,
+        };
+        // Scenario 16: a hold through the leader, kept until it is lost.
+        let long = match kind {
+            Cut::MinorityLeader => long_hold(&eps[leader], &ns, round).await.map_err(|e| o.fail(format!("round {round}: long hold: {e}"))).ok(),
             _ => None,
         };
         let target = if kind == Cut::IsolatedFollower { follower } else { leader };
@@ -170,6 +179,25 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
             }
         }
         tokio::time::sleep(Duration::from_secs(2 * TTL as u64)).await;
+        if let Some((c, g)) = long {
+            // The last renewal its client may count was checked by a read
+            // the leader could only answer with its peers, before the cut: the
+            // hold ends by cut + TTL - margin, however long the cut-off leader
+            // goes on answering keep-alives.
+            match g.loss() {
+                Some(l) => {
+                    let ms = ms_between(cut_ns, instant_to_mono_ns(l.at));
+                    long_ends.push(ms);
+                    // 2 ms: Instant and CLOCK_MONOTONIC readings rounded apart.
+                    if ms > bound_ms + 2 {
+                        o.fail(format!("round {round}: a hold through the cut-off leader ended {ms} ms after the cut ({}), past TTL - margin ({bound_ms} ms)", l.reason));
+                    }
+                }
+                None => o.fail(format!("round {round}: a hold through the cut-off leader was not lost within 2xTTL of the cut")),
+            }
+            // Closed in the background: its member answers nothing until the heal.
+            tokio::spawn(async move { c.close().await });
+        }
         if let Some(pr) = probe {
             match pr.await {
                 Ok(Ok(m)) => renewals.push((m, elections.last().copied().unwrap_or(-1))),
@@ -212,9 +240,11 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
     let max = |v: &[i64]| v.iter().copied().max().unwrap_or(-1);
     let what = match kind {
         Cut::MinorityLeader => format!(
-            "leader cut from both peers {} times, new leader on the majority side <= {} ms; {}; tightest gap {}",
+            "leader cut from both peers {} times, new leader on the majority side <= {} ms; a hold through the cut-off leader ended {:?} ms after the cut (bound TTL - margin: {} ms); {}; tightest gap {}",
             o.faults,
             max(&elections),
+            long_ends,
+            bound_ms,
             renewal_figure(&renewals),
             tightest_gap(&checker.holds())
         ),
@@ -231,6 +261,14 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
     );
     drop(cl);
     o
+}
+
+/// A client on `ep` alone (TTL 2 s, the default margin) holding a lock.
+async fn long_hold(ep: &str, ns: &str, round: u32) -> Result<(Client, etcdlock::Guard), String> {
+    let o = etcdlock::ClientOptions::new(vec![ep.to_string()]).with_ttl(TTL).with_namespace(ns).with_request_timeout(Duration::from_secs(1));
+    let c = Client::connect(o).await.map_err(|e| e.to_string())?;
+    let g = c.lock(&format!("long-{round}")).await.map_err(|e| e.to_string())?;
+    Ok((c, g))
 }
 
 /// A lease of the renewal probe: granted through the leader before the cut,
