@@ -90,9 +90,11 @@ enum Checked {
     Term(u64),
     /// The key it reads is not ours to read (RBAC): nothing can be checked.
     Denied,
+    /// Another error (the leader changed, etcd is overloaded): renew again.
+    Failed,
     /// No answer within the silence: the member answers keep-alives but no
     /// linearizable read (a leader cut off from its peers does just that).
-    Failed,
+    Silent,
 }
 
 pub(crate) struct Session {
@@ -551,7 +553,8 @@ impl Session {
                 None => Checked::Failed,
             },
             Ok(Err(etcd_client::Error::GRpcStatus(st))) if st.code() == tonic::Code::PermissionDenied => Checked::Denied,
-            _ => Checked::Failed,
+            Ok(Err(_)) => Checked::Failed,
+            Err(_) => Checked::Silent,
         }
     }
 
@@ -563,9 +566,9 @@ impl Session {
     /// time of its request ([`Session::extend`]), once a read checked it
     /// ([`Session::check`]): the read is sent as the answer comes, and the
     /// newest answer not yet checked waits for the next read. A read answered
-    /// in another term (the leader changed) proves nothing, and another
-    /// keep-alive goes at once; a read that fails or is not answered within
-    /// the silence leaves the member. On a direct member the answer comes
+    /// in another term (the leader changed) or failing proves nothing, and
+    /// another keep-alive goes at once (at most every `every`); a read not
+    /// answered within the silence leaves the member. On a direct member the answer comes
     /// within a round trip. A relaying proxy (`etcd grpc-proxy`)
     /// holds the requests until its own renewal and then answers all of them
     /// at once ([`Session::confirm`]): so while an answer is outstanding,
@@ -597,7 +600,9 @@ impl Session {
         // Send time of the last answer, checked or not: the next keep-alive
         // is due an interval after it.
         let mut answered: Option<Instant> = None;
-        let mut resend = false;
+        // After a term mismatch: renew again then (at most every `every`).
+        let mut resend_at: Option<Instant> = None;
+        let mut last_send: Option<Instant> = None;
         loop {
             if checking.is_none() {
                 if let Some(p) = unchecked.take() {
@@ -605,8 +610,10 @@ impl Session {
                 }
             }
             let send_at = match sent.back() {
-                None if resend => Instant::now(),
-                None => answered.map_or(self.last_proof(), |a| a.max(self.last_proof())) + interval,
+                None => {
+                    let due = answered.map_or(self.last_proof(), |a| a.max(self.last_proof())) + interval;
+                    resend_at.map_or(due, |r| r.min(due))
+                }
                 Some(last) => *last + every,
             };
             if Instant::now() >= send_at {
@@ -614,7 +621,8 @@ impl Session {
                 if keeper.keep_alive().await.is_err() {
                     return StreamEnd::Failed;
                 }
-                resend = false;
+                resend_at = None;
+                last_send = Some(at);
                 sent.push_back(at);
                 continue;
             }
@@ -680,18 +688,17 @@ impl Session {
                 }
                 c = async { checking.as_mut().expect("guarded").0.as_mut().await }, if checking.is_some() => {
                     let (_, p) = checking.take().expect("guarded");
-                    match c {
+                    let again = match c {
                         Checked::Term(t) => {
                             read_term = Some(t);
                             if t == p.term {
                                 self.proved(p.sent, p.ttl, client, silence);
+                                false
                             } else {
                                 // The leader changed around the renewal: renew
                                 // again (its answer carries the new term).
                                 tracing::debug!(lease = format!("{:x}", self.lease), member, renewed_in = p.term, read_in = t, "keep-alive answered in another term than the read after it; renewing again");
-                                if unchecked.is_none() && sent.is_empty() {
-                                    resend = true;
-                                }
+                                true
                             }
                         }
                         Checked::Denied => {
@@ -699,11 +706,20 @@ impl Session {
                             // first lock key): count the answer unchecked.
                             tracing::debug!(lease = format!("{:x}", self.lease), "the read that checks a renewal was refused (RBAC); counting the renewal unchecked");
                             self.proved(p.sent, p.ttl, client, silence);
+                            false
                         }
                         Checked::Failed => {
+                            tracing::debug!(lease = format!("{:x}", self.lease), member, "the read that checks a renewal failed; renewing again");
+                            true
+                        }
+                        Checked::Silent => {
                             tracing::debug!(lease = format!("{:x}", self.lease), member, "member answers keep-alives but no linearizable read within the silence; leaving it");
                             return StreamEnd::Silent;
                         }
+                    };
+                    if again && unchecked.is_none() && sent.is_empty() {
+                        let now = Instant::now();
+                        resend_at = Some(last_send.map_or(now, |l| (l + every).max(now)));
                     }
                 }
             }
