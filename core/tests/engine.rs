@@ -600,7 +600,9 @@ async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
     let etcd = Etcd::single();
     let ns = unique_ns("steps");
     let prefix = format!("{ns}q/");
-    let (a, b) = (client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await);
+    // TTL 30 s: the first keep-alive (and the read that checks it) comes 7 s
+    // after connect, past this test's window of about 3 s.
+    let (a, b) = (client(&etcd, &ns, 30).await, client(&etcd, &ns, 30).await);
     let h = a.lock("q").await.unwrap();
     let b1 = tokio::spawn({
         let b = b.clone();
