@@ -504,13 +504,22 @@ impl Session {
     /// was sent, so the lease lives at least until send + `r`, and the local
     /// deadline may move to send + `r` - margin, as for a keep-alive, once
     /// [`Session::check`] shows that leader still led after it. The term to
-    /// check against is that of the last read on this stream (`read_term`),
-    /// answered before this request was sent: etcd fills a time-to-live's
+    /// check against is that of the last read on this stream (`read_term`,
+    /// or one made first), answered before this request was sent: etcd fills a time-to-live's
     /// header only after the leader's answer, so its own term could be a
     /// later leader's. A proxy forwards this request to etcd unchanged. `r`
     /// = 0 proves nothing either way (under a second left, or expiring); a
     /// negative `r` or "lease not found" is a lease that is gone.
     async fn confirm(&self, client: &etcd_client::Client, within: Duration, read_term: Option<u64>) -> Confirmed {
+        // No read on this stream yet (answers late from its start, as through
+        // the proxy): one now, for the term.
+        let read_term = match read_term {
+            Some(t) => Some(t),
+            None => match self.check(client, within).await {
+                Checked::Term(t) => Some(t),
+                _ => None,
+            },
+        };
         let asked = Instant::now();
         let mut lease = client.lease_client();
         match tokio::time::timeout(within, lease.time_to_live(self.lease, None)).await {
