@@ -13,9 +13,9 @@ Every run appends "<tick> <pid>" to LOGFILE (default: stdout only).
 
 from __future__ import annotations
 
-import datetime
 import os
 import sys
+import threading
 import time
 from typing import Optional
 
@@ -40,12 +40,19 @@ def main(seconds: float, log: Optional[str]) -> None:
     # misfire_grace_time: a run more than 1 s late is skipped, never run late
     # (a late run after at_least would be a second run of the same tick).
     scheduler.add_job(rollup, "cron", second="*/2", misfire_grace_time=1, max_instances=1, coalesce=True)
+    stop = None
     if seconds > 0:  # for the test: stop after SECONDS (0: run until killed)
-        stop_at = datetime.datetime.now() + datetime.timedelta(seconds=seconds)
-        scheduler.add_job(scheduler.shutdown, "date", run_date=stop_at, kwargs={"wait": False})
+        # From a timer thread, not as a job: a job that shuts the scheduler
+        # down races the scheduler's own removal of that one-shot job
+        # (APScheduler 3 then raises JobLookupError out of start()).
+        stop = threading.Timer(seconds, scheduler.shutdown, kwargs={"wait": False})
+        stop.daemon = True
+        stop.start()
     try:
         scheduler.start()
     finally:
+        if stop is not None:
+            stop.cancel()
         client.close()
 
 
