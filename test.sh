@@ -17,14 +17,17 @@ bash scripts/setup.sh || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
-# `dist` builds the release artifacts for glibc 2.17, x86_64 and aarch64 (one
-# zig build of the libraries for both targets and one of the x86_64 CLI, ~8-12
-# min of both cores) and installs each in a clean room, the aarch64 ones under
+# `dist` builds the release artifacts of all seven targets (scripts/dist.sh
+# --fast: glibc Linux x86_64 and aarch64 with the release profile, one zig
+# build of the libraries for both and one of the CLIs; musl, macOS and Windows
+# with scripts/cross.sh's fast profiles, the same builds the platform checks
+# use) and installs the glibc ones in a clean room, the aarch64 ones under
 # qemu-user (~2.5 min); ETCDLOCK_SUITES=dist runs it alone.
 SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,platforms,flash,dist}
 passed=(); failed=()
 
-# The dist build starts now, in the background, at the lowest CPU and I/O
+# The dist build starts now, in the background (the targets beyond glibc
+# Linux first, which the platform checks then find built), at the lowest CPU and I/O
 # priority (nice 19, idle I/O class): it uses the cores the suites below leave
 # idle while they wait on etcd (timeouts, TTLs, faults), and a suite that
 # wants a core gets it first. It builds under target/<triple>/dist and
@@ -40,7 +43,7 @@ case ",$SUITES," in
       dist_build_start=$SECONDS
       idle=(nice -n 19); ionice -c 3 true 2>/dev/null && idle+=(ionice -c 3)
       # Its own process group (setsid), so that an interrupted test.sh stops all of it.
-      "${idle[@]}" setsid bash scripts/dist.sh --build-only >"$dist_build_log" 2>&1 &
+      "${idle[@]}" setsid bash scripts/dist.sh --build-only --fast >"$dist_build_log" 2>&1 &
       dist_build_pid=$!
       trap '[ -n "$dist_build_pid" ] && kill -- "-$dist_build_pid" 2>/dev/null' EXIT
     fi ;;
@@ -48,7 +51,7 @@ esac
 dist_suite() {
   if [ -z "$dist_build_pid" ]; then
     echo "dist.sh --prepare failed (above); building in the foreground"
-    bash scripts/dist.sh && bash scripts/cleanroom.sh
+    bash scripts/dist.sh --fast && bash scripts/cleanroom.sh
     return
   fi
   local waited=$SECONDS rc=0
@@ -57,7 +60,7 @@ dist_suite() {
   echo "the background build (scripts/dist.sh --build-only, $dist_build_log) ended $((SECONDS - dist_build_start)) s after it started; this suite waited $((SECONDS - waited)) s for it"
   cat "$dist_build_log"
   [ "$rc" -eq 0 ] || { echo "the dist build failed (exit $rc)"; return 1; }
-  bash scripts/dist.sh --no-build && bash scripts/cleanroom.sh
+  bash scripts/dist.sh --no-build --fast && bash scripts/cleanroom.sh
 }
 suite() {
   local key=$1 name=$2; shift 2
@@ -107,8 +110,8 @@ suite platforms "C library on Windows x64 under Wine (ffi-c/test-windows.sh)" \
 suite platforms "C library for macOS x86_64 and arm64, built and inspected, not run (ffi-c/test-macos.sh)" \
   bash ffi-c/test-macos.sh
 suite platforms "CLI on Windows: etcdlock.exe run under Wine, excluded by and excluding a Linux client, its job killed with it (cli/wine-smoke.sh)" \
-  bash -c 'bash scripts/wine/setup.sh >/dev/null && cargo build -q --target x86_64-pc-windows-gnu -p etcdlock-cli && cargo build -q -p etcdlock-cli &&
-    cli/wine-smoke.sh "$CARGO_TARGET_DIR/x86_64-pc-windows-gnu/debug/etcdlock.exe" "$CARGO_TARGET_DIR/debug/etcdlock"'
+  bash -c 'bash scripts/wine/setup.sh >/dev/null && win=$(bash scripts/cross.sh x86_64-pc-windows-gnu fast cli | tail -n 1) &&
+    cargo build -q -p etcdlock-cli && cli/wine-smoke.sh "$win/etcdlock.exe" "$CARGO_TARGET_DIR/debug/etcdlock"'
 suite platforms "Node on Windows: node.exe under Wine, README example and exclusion by a Linux client (bindings-node/wine-smoke.sh)" \
   bash bindings-node/wine-smoke.sh
 suite platforms "Node on musl x86_64: a musl node, README example and exclusion (bindings-node/musl-smoke.sh)" \

@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 T=${1:?usage: build-native.sh <rust-target> [cargo-profile]}
-PROFILE=${2:-release}; PDIR=$PROFILE; [ "$PROFILE" = dev ] && PDIR=debug
+PROFILE=${2:-release}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$(pwd)/target}"
 case "$T" in
   x86_64-unknown-linux-gnu)   folder=linux-x86_64;       file=libetcdlock_jni.so ;;
@@ -28,20 +28,9 @@ case "$T" in
   x86_64-pc-windows-gnu)      folder=windows-x86_64;     file=etcdlock_jni.dll ;;
   *) echo "build-native.sh: unsupported target $T" >&2; exit 2 ;;
 esac
-case "$T" in
-  x86_64-pc-windows-gnu)
-    CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc CC_x86_64_pc_windows_gnu=x86_64-w64-mingw32-gcc \
-      AR_x86_64_pc_windows_gnu=x86_64-w64-mingw32-ar cargo build --profile "$PROFILE" --target "$T" -p etcdlock-jni ;;
-  *-linux-musl)
-    var="CARGO_TARGET_$(echo "$T" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-    env "$var=-C target-feature=-crt-static" cargo-zigbuild build --profile "$PROFILE" --target "$T" -p etcdlock-jni ;;
-  *-apple-darwin)
-    # An install name of @rpath/<file> instead of the build machine's path (the JVM loads it by path).
-    var="CARGO_TARGET_$(echo "$T" | tr 'a-z-' 'A-Z_')_RUSTFLAGS"
-    env "$var=-C link-arg=-Wl,-install_name,@rpath/$file" cargo-zigbuild build --profile "$PROFILE" --target "$T" -p etcdlock-jni ;;
-  *)
-    cargo-zigbuild build --profile "$PROFILE" --target "$T" -p etcdlock-jni ;;
-esac
-out="$CARGO_TARGET_DIR/$T/$PDIR/$file"
+# scripts/cross.sh: the one build per target and profile that dist.sh and the
+# platform checks share (flags, install names and the other native parts of the target).
+dir=$(bash scripts/cross.sh "$T" "$PROFILE" libs | tail -n 1)
+out="$dir/$file"
 [ -f "$out" ] || { echo "build-native.sh: $out was not built" >&2; exit 1; }
 echo "$out -> /native/$folder/$file"

@@ -10,16 +10,14 @@ cd "$(dirname "$0")"
 HERE=$(pwd)
 ROOT=$(cd .. && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-PROFILE=${ETCDLOCK_JAVA_PROFILE:-dev}; PDIR=$PROFILE; [ "$PROFILE" = dev ] && PDIR=debug
+PROFILE=${ETCDLOCK_CROSS_PROFILE:-fast}
 W="$CARGO_TARGET_DIR/wine-check"
 mkdir -p "$W"
 
 # mingw-w64, wine and the Rust target, on a fresh machine too; the prefix itself is made below.
 bash "$ROOT/scripts/wine/setup.sh" "${WINEPREFIX:-$W/wineprefix}" >/dev/null
-(cd "$ROOT" && CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=x86_64-w64-mingw32-gcc \
-  CC_x86_64_pc_windows_gnu=x86_64-w64-mingw32-gcc AR_x86_64_pc_windows_gnu=x86_64-w64-mingw32-ar \
-  cargo build -q --profile "$PROFILE" --target x86_64-pc-windows-gnu -p etcdlock-jni)
-DLL="$CARGO_TARGET_DIR/x86_64-pc-windows-gnu/$PDIR/etcdlock_jni.dll"
+# (scripts/cross.sh: the build dist.sh and the other Windows checks share.)
+DLL="$(bash "$ROOT/scripts/cross.sh" x86_64-pc-windows-gnu "$PROFILE" libs | tail -n 1)/etcdlock_jni.dll"
 echo "DLL imports: $(x86_64-w64-mingw32-objdump -p "$DLL" | sed -n 's/.*DLL Name: //p' | sort -fu | tr '\n' ' ')"
 echo "DLL exports: $(x86_64-w64-mingw32-objdump -p "$DLL" | grep -c '\] Java_') Java_* functions"
 

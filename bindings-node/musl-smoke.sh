@@ -13,7 +13,7 @@
 #
 # --arch: default x86_64 (natively); aarch64 runs under qemu-user.
 # --packages DIR: use etcdlock-V.tgz and etcdlock-linux-<arch>-musl-V.tgz from DIR
-# (e.g. dist/) instead of packing them here (--profile P, default dev).
+# (e.g. dist/) instead of packing them here (--profile P, default fast: scripts/cross.sh).
 # Environment: NODE_MUSL_VERSION (default 22.20.0), CARGO_TARGET_DIR.
 #
 # The loader: the wheel's node carries Alpine's libstdc++ and libgcc_s (in
@@ -29,7 +29,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WS=$(cd "$HERE/.." && pwd)
 die() { echo "musl-smoke: $*" >&2; exit 1; }
-profile=dev packages= arch=x86_64
+profile=fast packages= arch=x86_64
 while [ $# -gt 0 ]; do
   case "$1" in
     --arch) arch=${2:?}; shift 2 ;;

@@ -9,7 +9,8 @@
 # glibc 2.17 symbols), x86_64-unknown-linux-musl, aarch64-unknown-linux-musl,
 # x86_64-apple-darwin, aarch64-apple-darwin (cargo-zigbuild), or
 # x86_64-pc-windows-gnu (rustc + Debian's mingw-w64).
-# --profile: cargo profile (default dist, what releases ship; dev/demo for CI speed).
+# --profile: cargo profile (default dist, what releases ship), or `fast`
+# (what CI builds: scripts/cross.sh says which profile that is per target).
 # --no-build: pack what an earlier build of that target and profile left in
 # CARGO_TARGET_DIR (e.g. one cargo invocation that built several crates).
 # Checks before packing: file format and architecture (`file`), no benchmark
@@ -38,7 +39,6 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 TARGET_DIR=${CARGO_TARGET_DIR:-$WS/target}
 case "$TARGET_DIR" in /*) ;; *) TARGET_DIR=$WS/$TARGET_DIR ;; esac
-dir=$profile; [ "$profile" = dev ] && dir=debug
 version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$WS/Cargo.toml")
 [ -n "$version" ] || die "no version in $WS/Cargo.toml [workspace.package]"
 
@@ -50,53 +50,24 @@ platform=$(node -e '
   die "no platform in loader.js PLATFORMS builds from $triple"
 key=$(node -p 'JSON.parse(process.argv[1]).key' "$platform")
 
-cargo_env=() extra=()
 case "$triple" in
-  *-linux-gnu)
-    lib=libetcdlock_node.so
-    [ "$target" = "$triple" ] && target=$triple.2.17
-    build_cmd=(cargo zigbuild) ;;
-  *-linux-musl)
-    lib=libetcdlock_node.so
-    # A cdylib needs the dynamic C library: musl's static default would drop it.
-    cargo_env=(RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=-crt-static")
-    build_cmd=(cargo zigbuild) ;;
+  *-linux-gnu | *-linux-musl) lib=libetcdlock_node.so ;;
   *-apple-darwin)
     lib=libetcdlock_node.dylib
-    case "$triple" in aarch64-*) minos=11.0 ;; *) minos=10.12 ;; esac
-    cargo_env=(MACOSX_DEPLOYMENT_TARGET=$minos)
-    # `rustc` to give the final link alone an install name (else the build path).
-    build_cmd=(cargo-zigbuild rustc)
-    extra=(--lib -- -C "link-arg=-Wl,-install_name,@rpath/etcdlock.$key.node") ;;
-  x86_64-pc-windows-gnu)
-    lib=etcdlock_node.dll
-    # napi's build script links windows-gnu addons against a libnode.dll
-    # (MSYS2's Node) and fails when it finds none. This module never calls
-    # into such a library: with napi's dyn-symbols it resolves Node-API from
-    # node.exe at load time. An empty import archive satisfies the link and
-    # adds no import.
-    stub=$TARGET_DIR/libnode-stub
-    mkdir -p "$stub"
-    [ -s "$stub/libnode.a" ] || x86_64-w64-mingw32-ar rcs "$stub/libnode.a"
-    : >"$stub/libnode.dll"
-    cargo_env=(LIBNODE_PATH="$stub")
-    build_cmd=(cargo build) ;;
+    case "$triple" in aarch64-*) minos=11.0 ;; *) minos=10.12 ;; esac ;;
+  x86_64-pc-windows-gnu) lib=etcdlock_node.dll ;;
   *) die "unsupported target $triple" ;;
 esac
-
+# scripts/cross.sh builds the module with the target's other native parts
+# (one command per target and profile for every script; see there for each
+# target's flags).
+profile=$("$WS/scripts/cross.sh" --profile "$triple" "$profile")
+dir=$profile; [ "$profile" = dev ] && dir=debug
 src=$TARGET_DIR/$triple/$dir/$lib
 if [ "$build" = 1 ]; then
-  # A fresh machine: the Rust target, and zig for cargo-zigbuild.
-  rustup target list --installed | grep -qx "$triple" || rustup target add "$triple" >/dev/null
-  if [ "${build_cmd[0]}" != "cargo" ] || [ "${build_cmd[1]:-}" = zigbuild ]; then
-    python3 -c 'import ziglang' 2>/dev/null || python3 -m pip install -q ziglang
-    command -v cargo-zigbuild >/dev/null || python3 -m pip install -q cargo-zigbuild
-  fi
-  echo "pack-platform: ${build_cmd[*]} --profile $profile --target $target -p etcdlock-node ${extra[*]}" >&2
-  (cd "$WS" && env "${cargo_env[@]}" "${build_cmd[@]}" --quiet --profile "$profile" --target "$target" -p etcdlock-node "${extra[@]}") ||
-    die "build for $target failed"
+  CARGO_TARGET_DIR=$TARGET_DIR "$WS/scripts/cross.sh" "$triple" "$profile" libs >/dev/null || die "build for $triple failed"
 fi
-[ -s "$src" ] || die "$src missing (build $target with profile $profile first, or drop --no-build)"
+[ -s "$src" ] || die "$src missing (build $triple with profile $profile first, or drop --no-build)"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

@@ -12,7 +12,7 @@
 #
 # --packages DIR: use etcdlock-V.tgz and etcdlock-win32-x64-gnu-V.tgz from DIR
 # (e.g. dist/) instead of packing them here (pack-main.sh, pack-platform.sh
-# with --profile P, default dev).
+# with --profile P, default fast: scripts/cross.sh).
 # Environment: NODE_WIN_VERSION (default 20.20.2), WINEPREFIX (default
 # CARGO_TARGET_DIR/wine-node: a private prefix, set to Windows 10, made on the
 # first run), CARGO_TARGET_DIR.
@@ -24,7 +24,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 WS=$(cd "$HERE/.." && pwd)
 die() { echo "wine-smoke: $*" >&2; exit 1; }
-profile=dev packages=
+profile=fast packages=
 while [ $# -gt 0 ]; do
   case "$1" in
     --profile) profile=${2:?}; shift 2 ;;

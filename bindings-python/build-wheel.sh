@@ -1,85 +1,88 @@
 #!/usr/bin/env bash
-# Build the abi3 wheel of the Python binding for one Rust target with maturin,
-# then check the wheel's platform tag and that the extension inside is of the
-# target's format and architecture (`file`); for Windows, that the .pyd imports
-# python3.dll (the stable ABI) and system DLLs only.
+# Build the abi3 wheel of the Python binding for one Rust target
+# (scripts/cross.sh builds the module with the target's other native parts;
+# scripts/pack_wheel.py packs it as maturin would), then check the wheel's
+# platform tag and that the extension inside is of the target's format and
+# architecture (`file`); for Windows, that the .pyd imports python3.dll (the
+# stable ABI) and system DLLs only.
 #
-# Usage: bindings-python/build-wheel.sh TARGET [--out DIR] [--profile P]
+# Usage: bindings-python/build-wheel.sh TARGET [--out DIR] [--profile P] [--no-build]
 #   TARGET: x86_64-unknown-linux-gnu  aarch64-unknown-linux-gnu
 #           x86_64-unknown-linux-musl aarch64-unknown-linux-musl
 #           x86_64-apple-darwin       aarch64-apple-darwin
 #           x86_64-pc-windows-gnu
 #   --out DIR      where the wheel goes (default: target/wheels)
-#   --profile P    cargo profile (default: release; dist.sh may pass dist)
-# Prints the wheel's path as its last line. Needs maturin; cargo-zigbuild and
-# zig (PyPI: ziglang) for the Linux and macOS targets; mingw-w64 for Windows.
+#   --profile P    cargo profile, or `fast` (scripts/cross.sh; default: release)
+#   --no-build     pack what an earlier build of that target and profile left
+# Prints the wheel's path as its last line. Needs cargo-zigbuild and zig (PyPI:
+# ziglang) for the Linux and macOS targets, mingw-w64 for Windows.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/.." && pwd)"
 
 die() { echo "build-wheel.sh: $*" >&2; exit 1; }
-[ $# -ge 1 ] || die "usage: build-wheel.sh TARGET [--out DIR] [--profile P]"
+[ $# -ge 1 ] || die "usage: build-wheel.sh TARGET [--out DIR] [--profile P] [--no-build]"
 TARGET=$1; shift
 OUT="$ROOT/target/wheels"
-PROFILE=release
+PROFILE=release BUILD=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT=$2; shift 2 ;;
     --profile) PROFILE=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
     *) die "unknown argument $1" ;;
   esac
 done
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
 
-# target -> maturin arguments, the expected wheel tag, the extension's `file`
-# pattern. macOS minimums are the Rust targets' own (10.12 x86_64, 11.0 arm64).
-zig=(--zig)
+# target -> the expected wheel tag, the extension's `file` pattern. macOS
+# minimums are the Rust targets' own (10.12 x86_64, 11.0 arm64).
 case "$TARGET" in
-  x86_64-unknown-linux-gnu)   compat=(--compatibility manylinux2014); tag='(manylinux2014_x86_64\.)?manylinux_2_17_x86_64(\.manylinux2014_x86_64)?'
+  x86_64-unknown-linux-gnu)   tag='manylinux_2_17_x86_64\.manylinux2014_x86_64'
                               magic='ELF 64-bit LSB shared object, x86-64' ;;
-  aarch64-unknown-linux-gnu)  compat=(--compatibility manylinux2014); tag='(manylinux2014_aarch64\.)?manylinux_2_17_aarch64(\.manylinux2014_aarch64)?'
+  aarch64-unknown-linux-gnu)  tag='manylinux_2_17_aarch64\.manylinux2014_aarch64'
                               magic='ELF 64-bit LSB shared object, ARM aarch64' ;;
-  x86_64-unknown-linux-musl)  compat=(--compatibility musllinux_1_2); tag='musllinux_1_2_x86_64'
+  x86_64-unknown-linux-musl)  tag='musllinux_1_2_x86_64'
                               magic='ELF 64-bit LSB shared object, x86-64' ;;
-  aarch64-unknown-linux-musl) compat=(--compatibility musllinux_1_2); tag='musllinux_1_2_aarch64'
+  aarch64-unknown-linux-musl) tag='musllinux_1_2_aarch64'
                               magic='ELF 64-bit LSB shared object, ARM aarch64' ;;
-  x86_64-apple-darwin)        compat=(); tag='macosx_10_12_x86_64'; export MACOSX_DEPLOYMENT_TARGET=10.12
+  x86_64-apple-darwin)        tag='macosx_10_12_x86_64'; MACOSX_DEPLOYMENT_TARGET=10.12
                               magic='Mach-O 64-bit (dynamically linked shared library )?x86_64' ;;
-  aarch64-apple-darwin)       compat=(); tag='macosx_11_0_arm64'; export MACOSX_DEPLOYMENT_TARGET=11.0
+  aarch64-apple-darwin)       tag='macosx_11_0_arm64'; MACOSX_DEPLOYMENT_TARGET=11.0
                               magic='Mach-O 64-bit (dynamically linked shared library )?arm64' ;;
-  x86_64-pc-windows-gnu)      compat=(); tag='win_amd64'; zig=()
+  x86_64-pc-windows-gnu)      tag='win_amd64'
                               magic='PE32\+ executable \(DLL\).*x86-64' ;;
   *) die "unsupported target $TARGET" ;;
 esac
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-# maturin --zig runs `zig`, else `python3 -m ziglang` of the python3 on PATH
-# (a venv's may lack ziglang): point cargo-zigbuild at the binary itself.
-if [ ${#zig[@]} -gt 0 ] && ! command -v zig >/dev/null && [ -z "${CARGO_ZIGBUILD_ZIG_PATH:-}" ]; then
-  for py in python3 /usr/bin/python3 "$(type -ap python3 | tail -1)"; do
-    z=$("$py" -c 'import os, ziglang; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))' 2>/dev/null) || continue
-    [ -x "$z" ] && export CARGO_ZIGBUILD_ZIG_PATH=$z && break
-  done
-  [ -n "${CARGO_ZIGBUILD_ZIG_PATH:-}" ] || die "zig not found (pip install ziglang)"
-fi
-MATURIN="${MATURIN:-maturin}"
-command -v "$MATURIN" >/dev/null || die "maturin not found (pip install 'maturin>=1.16,<2')"
-
-# Wheels of earlier runs for this target would make the one built here ambiguous.
-before=$(mktemp)
-trap 'rm -f "$before"' EXIT
-ls "$OUT" >"$before"
-(cd "$HERE" && "$MATURIN" build --quiet --target "$TARGET" "${zig[@]}" "${compat[@]}" \
-    --profile "$PROFILE" --out "$OUT" >&2) || die "maturin build failed for $TARGET"
-# The newest wheel of this target's tag (another target's build may share OUT).
-whl=$(ls -t "$OUT"/etcdlock-*-cp39-abi3-*.whl | grep -E -- "-cp39-abi3-($tag)\.whl\$" | head -1 || true)
-[ -n "$whl" ] || die "no wheel tagged /$tag/ in $OUT: $(ls "$OUT" | tr '\n' ' ')"
+PROFILE=$("$ROOT/scripts/cross.sh" --profile "$TARGET" "$PROFILE")
+dir=$PROFILE; [ "$PROFILE" = dev ] && dir=debug
+bin=$CARGO_TARGET_DIR/$TARGET/$dir
+[ "$BUILD" = 0 ] || bin=$("$ROOT/scripts/cross.sh" "$TARGET" "$PROFILE" libs | tail -n 1)
+case "$TARGET" in
+  *-windows-gnu) so=$bin/_etcdlock.dll ;;
+  *-apple-darwin) so=$bin/lib_etcdlock.dylib ;;
+  *) so=$bin/lib_etcdlock.so ;;
+esac
+[ -s "$so" ] || die "$so missing (build $TARGET with profile $PROFILE first, or drop --no-build)"
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$ROOT/Cargo.toml")
+# The wheel carries a stripped copy (not Mach-O: zig's linker signs it, and
+# stripping would break the signature arm64 macOS requires).
+strip_dir=$(mktemp -d)
+trap 'rm -rf "$strip_dir"' EXIT
+cp "$so" "$strip_dir/"; so=$strip_dir/$(basename "$so")
+case "$TARGET" in
+  *-linux-*) llvm-strip --strip-all -R .debug_gdb_scripts "$so" ;;
+  *-windows-gnu) x86_64-w64-mingw32-strip --strip-all "$so" ;;
+esac
+whl=$(python3 "$ROOT/scripts/pack_wheel.py" "$so" "$version" "$OUT" "$TARGET" | tail -n 1)
 name=$(basename "$whl")
-grep -qxF "$name" "$before" && echo "build-wheel.sh: note: $name replaced an older wheel of the same name" >&2
+[[ "$name" =~ -cp39-abi3-($tag)\.whl$ ]] || die "$name is not tagged /$tag/"
 
 tmp=$(mktemp -d)
-trap 'rm -f "$before"; rm -rf "$tmp"' EXIT
+trap 'rm -rf "$strip_dir" "$tmp"' EXIT
 python3 -m zipfile -e "$whl" "$tmp"
 ext=$(find "$tmp/etcdlock" -maxdepth 1 -name '_etcdlock*' \( -name '*.so' -o -name '*.pyd' \))
 [ "$(echo "$ext" | wc -l)" -eq 1 ] && [ -n "$ext" ] || die "$name: expected one extension module, found: $ext"

@@ -12,9 +12,15 @@ fn main() {
     // target/<profile>/ has no libetcdlock.so.<major> file for programs linked
     // against it there (ffi-c/test.sh, the demo) to find.
     println!("cargo:rerun-if-env-changed=ETCDLOCK_SONAME");
-    if std::env::var_os("ETCDLOCK_SONAME").is_some_and(|v| v == "1") {
+    let os = std::env::var("CARGO_CFG_TARGET_OS").unwrap_or_default();
+    if os == "linux" && std::env::var_os("ETCDLOCK_SONAME").is_some_and(|v| v == "1") {
         let major = std::env::var("CARGO_PKG_VERSION_MAJOR").unwrap();
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libetcdlock.so.{major}");
+    }
+    // macOS: programs record the dylib's install name; @rpath lets them find
+    // it wherever it is installed (not the build machine's path).
+    if os == "macos" {
+        println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libetcdlock.dylib");
     }
     println!("cargo:rerun-if-changed=cbindgen.toml");
     let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("ffi-c/cbindgen.toml");

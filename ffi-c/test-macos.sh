@@ -5,7 +5,7 @@
 # macOS (10.12 / 11.0), linked libraries (the system's only), exports (the C
 # API, plus the toolchain's few: see TOOLCHAIN), install name
 # (@rpath/libetcdlock.dylib) and, for arm64, its ad-hoc code signature.
-#   ffi-c/test-macos.sh [--profile P]     (default: inspect; dist.sh uses dist)
+#   ffi-c/test-macos.sh [--profile P]     (default: fast, i.e. inspect: scripts/cross.sh; dist.sh ships dist)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -13,7 +13,7 @@ cd "$root"
 export PATH="$HOME/.cargo/bin:$PATH"
 target="${CARGO_TARGET_DIR:-$root/target}"
 export CARGO_TARGET_DIR="$target"
-profile=inspect
+profile=fast
 [ "${1:-}" = --profile ] && profile=$2
 python3 -c 'import ziglang' 2>/dev/null || python3 -m pip install -q ziglang
 command -v cargo-zigbuild >/dev/null || python3 -m pip install -q cargo-zigbuild
@@ -27,10 +27,8 @@ for a in x86_64 aarch64; do
   t=$a-apple-darwin
   rustup target list --installed | grep -qx "$t" || rustup target add "$t" >/dev/null
   case $a in x86_64) min=10.12 arch=x86_64 ;; aarch64) min=11.0 arch=arm64 ;; esac
-  # (cargo-zigbuild warns that xcrun is missing: zig brings its own SDK stubs.)
-  MACOSX_DEPLOYMENT_TARGET=$min RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,-install_name,@rpath/libetcdlock.dylib" \
-    cargo-zigbuild zigbuild -q --profile "$profile" --target "$t" -p etcdlock-ffi 2>&1 | grep -vE 'xcrun|SDK|^\s*(\||=|$)' || true
+  dir=$(bash scripts/cross.sh "$t" "$profile" libs | tail -n 1) || { rc=1; continue; }
   python3 scripts/inspect_macos.py --exports "_etcdlock_[a-z0-9_]+|$TOOLCHAIN" \
-    --install-name @rpath/libetcdlock.dylib "$arch" "$target/$t/$profile/libetcdlock.dylib" || rc=1
+    --install-name @rpath/libetcdlock.dylib "$arch" "$dir/libetcdlock.dylib" || rc=1
 done
 exit $rc

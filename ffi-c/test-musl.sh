@@ -52,10 +52,13 @@ read -r line <&"${HARN[0]}"
 ep="$(sed -E 's/.*"endpoints":\["([^"]+)".*/\1/' <<<"$line")"
 for a in "${arches[@]}"; do
   t=$a-unknown-linux-musl
+  # (scripts/cross.sh: the build dist.sh and the Node, Python and Java checks
+  # share; it links musl's libc.so dynamically, gives the library its SONAME
+  # libetcdlock.so.<major>, which programs record, hence the link to it.)
+  lib="$(bash "$root/scripts/cross.sh" "$t" "${ETCDLOCK_CROSS_PROFILE:-fast}" libs | tail -n 1)"
+  major="$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\([0-9]*\)\..*/\1/p' "$root/Cargo.toml")"
+  ln -sfn libetcdlock.so "$lib/libetcdlock.so.$major"
   if [ "$a" = x86_64 ]; then
-    # A shared library needs musl's dynamic libc: not the target's default static CRT.
-    RUSTFLAGS="${RUSTFLAGS:-} -C target-feature=-crt-static" cargo-zigbuild zigbuild -q --target "$t" -p etcdlock-ffi
-    lib="$target/$t/debug"
     readelf -d "$lib/libetcdlock.so" | grep NEEDED
     for prog in test_etcdlock test_sync; do
       musl-gcc "${cflags[@]}" "$here/tests/c/$prog.c" -o "$work/$prog-$a" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread
@@ -66,8 +69,6 @@ for a in "${arches[@]}"; do
     run "$a-sync" "$work/test_sync-$a"
     run "$a-conformance" "$work/conformance-$a" "$ep"
   else
-    cargo-zigbuild zigbuild -q --target "$t" -p etcdlock-ffi
-    lib="$target/$t/debug"
     zcc=(python3 -m ziglang cc -target "$a-linux-musl" -static)
     "${zcc[@]}" "${cflags[@]}" "$here/tests/c/test_etcdlock.c" -o "$work/test_etcdlock-$a" "$lib/libetcdlock.a" -lunwind
     "${zcc[@]}" "${cflags[@]}" "$work/conformance.c" -o "$work/conformance-$a" "$lib/libetcdlock.a" -lunwind

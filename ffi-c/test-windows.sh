@@ -17,11 +17,10 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/etcdlock-win.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 export WINEPREFIX; WINEPREFIX="$(bash "$root/scripts/wine/setup.sh")"
 export WINEDEBUG=-all
-rustup target list --installed | grep -qx x86_64-pc-windows-gnu || rustup target add x86_64-pc-windows-gnu >/dev/null
-# mingw-w64 links (rustc's default for this target) and compiles ring's C.
-cargo build -q --target x86_64-pc-windows-gnu -p etcdlock-ffi
+# mingw-w64 links (rustc's default for this target) and compiles ring's C;
+# scripts/cross.sh builds it as dist.sh and the other Windows checks do.
+lib="$(bash "$root/scripts/cross.sh" x86_64-pc-windows-gnu "${ETCDLOCK_CROSS_PROFILE:-fast}" libs | tail -n 1)"
 cargo build -q -p etcdlock-testkit -p etcdlock-cli
-lib="$target/x86_64-pc-windows-gnu/debug"
 pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }

@@ -23,7 +23,8 @@ ok() { echo "  ok   $*"; passed=$((passed + 1)); }
 bad() { echo "  FAIL $*"; fail=$((fail + 1)); }
 whl=$DIST/etcdlock-$version-cp39-abi3-manylinux_2_17_x86_64.manylinux2014_x86_64.whl
 for f in "${whl#"$DIST"/}" "etcdlock-$version-cp39-abi3-manylinux_2_17_aarch64.manylinux2014_aarch64.whl" \
-  "etcdlock-$version.tar.gz" "etcdlock-$version.tgz" "etcdlock-c-$version-x86_64-linux-gnu.tar.gz" \
+  "etcdlock-$version.tar.gz" "etcdlock-$version.tgz" "etcdlock-linux-x64-gnu-$version.tgz" \
+  "etcdlock-linux-arm64-gnu-$version.tgz" "etcdlock-c-$version-x86_64-linux-gnu.tar.gz" \
   "etcdlock-c-$version-aarch64-linux-gnu.tar.gz" "etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" \
   "maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" \
   "maven/io/etcdlock/etcdlock-spring/$version/etcdlock-spring-$version.jar" \
@@ -72,7 +73,7 @@ mkdir -p "$work/c" "$work/cli" "$work/whl" "$work/npm"
 tar -C "$work/c" -xzf "$DIST/etcdlock-c-$version-x86_64-linux-gnu.tar.gz"
 tar -C "$work/cli" -xzf "$DIST/etcdlock-cli-$version-x86_64-linux-gnu.tar.gz"
 (cd "$work/whl" && unzip -q "$whl")
-tar -C "$work/npm" -xzf "$DIST/etcdlock-$version.tgz"
+tar -C "$work/npm" -xzf "$DIST/etcdlock-linux-x64-gnu-$version.tgz"
 unzip -q -o "$DIST/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" 'native/*' -d "$work/jar"
 for f in "$work/c/etcdlock-$version/lib/libetcdlock.so.$version" "$work/cli/etcdlock-cli-$version/bin/etcdlock" \
   "$work/whl/etcdlock/_etcdlock.abi3.so" "$work/npm/package/etcdlock.linux-x64-gnu.node" \
@@ -101,7 +102,7 @@ else
   bad "python"
 fi
 
-echo "== Node: fresh npm project, npm install of the tarball, offline (no cargo, rustc, protoc, cc)"
+echo "== Node: fresh npm project, npm install of the package and this platform's, offline (no cargo, rustc, protoc, cc)"
 mkdir -p "$work/nodeapp"
 cat >"$work/nodeapp/main.js" <<'JS'
 const { Client } = require('etcdlock');
@@ -120,7 +121,8 @@ const { Client } = require('etcdlock');
 })().catch((e) => { console.error(e); process.exit(1); });
 JS
 if (cd "$work/nodeapp" && PATH=$NOCC npm init -y >/dev/null &&
-    PATH=$NOCC npm install --offline --no-audit --no-fund --ignore-scripts=false -s "$DIST/etcdlock-$version.tgz") &&
+    PATH=$NOCC npm install --offline --no-audit --no-fund --ignore-scripts=false -s "$DIST/etcdlock-$version.tgz" \
+      "$DIST/etcdlock-linux-x64-gnu-$version.tgz") &&
   out=$(cd "$work/nodeapp" && PATH=$NOCC node main.js "$EP") && [ "$(etcdget cleanroom/node)" = "${out#ok }" ]; then
   ok "node: $out"
 else

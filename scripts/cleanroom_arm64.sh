@@ -21,7 +21,7 @@ a64=$work/arm64; mkdir -p "$a64/c" "$a64/whl" "$a64/npm" "$a64/jar"
 whl64=$DIST/etcdlock-$version-cp39-abi3-manylinux_2_17_aarch64.manylinux2014_aarch64.whl
 tar -C "$a64/c" -xzf "$DIST/etcdlock-c-$version-aarch64-linux-gnu.tar.gz"
 (cd "$a64/whl" && unzip -q "$whl64")
-tar -C "$a64/npm" -xzf "$DIST/etcdlock-$version.tgz"
+tar -C "$a64/npm" -xzf "$DIST/etcdlock-linux-arm64-gnu-$version.tgz"
 unzip -q -o "$DIST/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" 'native/*' -d "$a64/jar"
 for f in "$a64/c/etcdlock-$version/lib/libetcdlock.so.$version" "$a64/whl/etcdlock/_etcdlock.abi3.so" \
   "$a64/npm/package/etcdlock.linux-arm64-gnu.node" "$a64/jar/native/linux-aarch64/libetcdlock_jni.so"; do
@@ -147,7 +147,8 @@ PY
   n64=$a64/nodeapp; mkdir -p "$n64"
   cp "$work/nodeapp/main.js" "$n64/main.js"
   sed -i "s/'cleanroom-node'/'cleanroom-node-arm64'/; s|'cleanroom/node'|'cleanroom/node-arm64'|g" "$n64/main.js"
-  if (cd "$n64" && PATH=$NOCC npm init -y >/dev/null && PATH=$NOCC npm install --offline --no-audit --no-fund -s "$DIST/etcdlock-$version.tgz") &&
+  if (cd "$n64" && PATH=$NOCC npm init -y >/dev/null && PATH=$NOCC npm install --offline --no-audit --no-fund \
+      --cpu=arm64 --force -s "$DIST/etcdlock-$version.tgz" "$DIST/etcdlock-linux-arm64-gnu-$version.tgz") &&
     out=$(cd "$n64" && qrun "$SYSROOT/usr/bin/node" -e 'if (process.arch !== "arm64") throw new Error(process.arch)' &&
       qrun "$SYSROOT/usr/bin/node" main.js "$EP" 2>&1) && [ "$(etcdget cleanroom/node-arm64)" = "${out#ok }" ]; then
     ok "aarch64 node: $out (etcdlock.linux-arm64-gnu.node)"
@@ -159,6 +160,8 @@ PY
   # process.execPath, an aarch64 binary the host kernel cannot exec.
   nc=$a64/nodeconf; mkdir -p "$nc"
   cp -r "$n64/node_modules/etcdlock" "$nc/bindings-node"
+  # (its platform package's module beside loader.js, where it looks first)
+  cp "$n64/node_modules/etcdlock-linux-arm64-gnu/etcdlock.linux-arm64-gnu.node" "$nc/bindings-node/"
   mkdir -p "$nc/bindings-node/test"; cp bindings-node/test/conformance.test.js bindings-node/test/helpers.js "$nc/bindings-node/test/"
   ln -s "$ROOT/conformance" "$nc/conformance"
   if (cd "$nc/bindings-node" && ETCD_HARNESS=$HARNESS QTIMEOUT=900 qrun "$SYSROOT/usr/bin/node" test/conformance.test.js >"$nc/conf.log" 2>&1) &&

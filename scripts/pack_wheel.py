@@ -1,27 +1,43 @@
 #!/usr/bin/env python3
-"""Pack the abi3 wheel from a native module dist.sh already built.
+"""Pack the abi3 wheel from a native module scripts/cross.sh or dist.sh built.
 
-    pack_wheel.py NATIVE_SO VERSION OUT_DIR [ARCH]
+    pack_wheel.py NATIVE_MODULE VERSION OUT_DIR [TARGET]
 
-ARCH is the module's architecture, x86_64 (the default) or aarch64; the
-wheel's path is printed.
+TARGET is the Rust target the module was built for (default
+x86_64-unknown-linux-gnu; x86_64 and aarch64 also mean their glibc targets).
+The wheel's path is printed.
 
 maturin would compile the crate again on its own (a second, differently
 feature-resolved build of tonic, prost, tokio...); dist.sh builds every native
-part in one cargo invocation and this packs the Python one. The layout is what
-`maturin build` makes from bindings-python/pyproject.toml: the pure-Python
-package from python/etcdlock/ plus etcdlock/_etcdlock.abi3.so, tagged
-cp39-abi3-manylinux_2_17_ARCH (= manylinux2014; auditwheel checks it).
+part of a target in one cargo invocation and this packs the Python one. The
+layout is what `maturin build` makes from bindings-python/pyproject.toml: the
+pure-Python package from python/etcdlock/ plus the extension module
+etcdlock/_etcdlock.abi3.so (_etcdlock.pyd on Windows), tagged cp39-abi3-PLATFORM:
 """
 import base64, hashlib, os, re, sys, zipfile
+
+# Rust target -> (wheel platform tags, the extension's file name). manylinux
+# 2.17 = manylinux2014 (auditwheel checks it); the macOS minimums are the Rust
+# targets' own and cross.sh's MACOSX_DEPLOYMENT_TARGET.
+TARGETS = {
+    "x86_64-unknown-linux-gnu": ("manylinux_2_17_x86_64.manylinux2014_x86_64", "_etcdlock.abi3.so"),
+    "aarch64-unknown-linux-gnu": ("manylinux_2_17_aarch64.manylinux2014_aarch64", "_etcdlock.abi3.so"),
+    "x86_64-unknown-linux-musl": ("musllinux_1_2_x86_64", "_etcdlock.abi3.so"),
+    "aarch64-unknown-linux-musl": ("musllinux_1_2_aarch64", "_etcdlock.abi3.so"),
+    "x86_64-apple-darwin": ("macosx_10_12_x86_64", "_etcdlock.abi3.so"),
+    "aarch64-apple-darwin": ("macosx_11_0_arm64", "_etcdlock.abi3.so"),
+    "x86_64-pc-windows-gnu": ("win_amd64", "_etcdlock.pyd"),
+}
 
 here = os.path.dirname(os.path.abspath(__file__))
 pkg_root = os.path.join(here, "..", "bindings-python")
 so, version, out = sys.argv[1:4]
-arch = sys.argv[4] if len(sys.argv) > 4 else "x86_64"
-if arch not in ("x86_64", "aarch64"):
-    sys.exit(f"pack_wheel.py: unknown architecture {arch!r} (x86_64, aarch64)")
-tag = f"cp39-abi3-manylinux_2_17_{arch}.manylinux2014_{arch}"
+target = sys.argv[4] if len(sys.argv) > 4 else "x86_64"
+target = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}.get(target, target)
+if target not in TARGETS:
+    sys.exit(f"pack_wheel.py: unknown target {target!r} ({', '.join(TARGETS)})")
+platform, module = TARGETS[target]
+tag = f"cp39-abi3-{platform}"
 name = f"etcdlock-{version}"
 
 try:
@@ -50,7 +66,7 @@ src = os.path.join(pkg_root, "python", "etcdlock")
 for f in sorted(os.listdir(src)):
     if f.endswith((".py", ".pyi")) or f == "py.typed":
         files.append((f"etcdlock/{f}", open(os.path.join(src, f), "rb").read()))
-files.append(("etcdlock/_etcdlock.abi3.so", open(so, "rb").read()))
+files.append((f"etcdlock/{module}", open(so, "rb").read()))
 di = f"{name}.dist-info"
 files.append((f"{di}/METADATA", metadata.encode()))
 files.append((f"{di}/WHEEL", wheel.encode()))
@@ -64,7 +80,7 @@ path = os.path.join(out, f"{name}-{tag}.whl")
 with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
     for p, b in files:
         info = zipfile.ZipInfo(p, date_time=(2020, 1, 1, 0, 0, 0))
-        info.external_attr = (0o755 if p.endswith(".so") else 0o644) << 16
+        info.external_attr = (0o755 if p.endswith((".so", ".pyd")) else 0o644) << 16
         info.compress_type = zipfile.ZIP_DEFLATED
         z.writestr(info, b)
 print(path)
