@@ -26,6 +26,7 @@ for f in "${whl#"$DIST"/}" "etcdlock-$version-cp39-abi3-manylinux_2_17_aarch64.m
   "etcdlock-$version.tar.gz" "etcdlock-$version.tgz" "etcdlock-linux-x64-gnu-$version.tgz" \
   "etcdlock-linux-arm64-gnu-$version.tgz" "etcdlock-c-$version-x86_64-linux-gnu.tar.gz" \
   "etcdlock-c-$version-aarch64-linux-gnu.tar.gz" "etcdlock-cli-$version-x86_64-linux-gnu.tar.gz" \
+  "etcdlock-cli-$version-aarch64-linux-gnu.tar.gz" \
   "maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" \
   "maven/io/etcdlock/etcdlock-spring/$version/etcdlock-spring-$version.jar" \
   "maven/io/etcdlock/etcdlock-shedlock/$version/etcdlock-shedlock-$version.jar"; do

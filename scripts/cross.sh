@@ -94,6 +94,6 @@ fi
 echo "cross.sh: ${cargo[*]} --profile $profile --target $ztarget ${pkgs[*]} ($var='${flags[*]}')" >&2
 # (cargo-zigbuild warns that xcrun is missing: zig brings its own macOS SDK stubs.)
 (cd "$ROOT" && "${cargo[@]}" --quiet --profile "$profile" --target "$ztarget" "${pkgs[@]}" 2>&1 |
-  grep -vE 'xcrun|SDK|^\s*(\||=|$)' >&2; exit "${PIPESTATUS[0]}") || die "build of $what for $target ($profile) failed"
+  grep -vE 'xcrun|macOS SDK' >&2; exit "${PIPESTATUS[0]}") || die "build of $what for $target ($profile) failed"
 dir=$profile; [ "$profile" = dev ] && dir=debug
 echo "$CARGO_TARGET_DIR/$target/$dir"
