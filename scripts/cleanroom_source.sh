@@ -2,9 +2,12 @@
 # A source build on a machine with Rust and a C compiler but no protoc (what a
 # platform without a prebuilt artifact has): pip builds the wheel from the
 # sdist in dist/ in a fresh venv, on a PATH with no protoc, then the wheel is
-# installed and runs lock -> guarded put -> unlock against a real etcd.
-# The build uses a cheap profile (opt-level 0, no LTO; the point is what it
-# needs, not its speed) and its own target dir, deleted afterwards.
+# installed and runs lock -> guarded put -> unlock against a real etcd; then
+# the Node module from a source checkout (`git archive` of HEAD, what a clone
+# has): `npm run build` there, on the same PATH, and the package runs the
+# clean room's Node check. Both builds use a cheap profile (opt-level 0, no
+# LTO; the point is what they need, not their speed) and one target dir of
+# their own (the registry crates compile once), deleted afterwards.
 #   scripts/cleanroom_source.sh [--dist DIR]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +40,10 @@ EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoi
 echo "== Python: pip wheel from the sdist, no protoc on the PATH (etcd at $EP)"
 t0=$SECONDS
 rc=0
+cheap=(CARGO_TARGET_DIR="$work/target" CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_LTO=off
+  CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256 CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_INCREMENTAL=false)
 PATH=$clean python3 -m venv "$work/venv" &&
-  env -u PROTOC PIP_NO_CACHE_DIR=1 PATH=$clean CARGO_TARGET_DIR="$work/target" \
-    CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=256 \
-    CARGO_PROFILE_RELEASE_DEBUG=0 CARGO_PROFILE_RELEASE_INCREMENTAL=false \
+  env -u PROTOC PIP_NO_CACHE_DIR=1 PATH=$clean "${cheap[@]}" \
     "$work/venv/bin/python" -m pip install -q "$sdist" >"$work/pip.log" 2>&1 || rc=$?
 if [ $rc -ne 0 ]; then
   tail -30 "$work/pip.log"
@@ -49,3 +52,28 @@ if [ $rc -ne 0 ]; then
 fi
 out=$(PATH=$clean "$work/venv/bin/python" "$ROOT/scripts/cleanroom_smoke.py" "$EP" cleanroom-source) || { echo "cleanroom_source: FAIL: smoke: $out" >&2; exit 1; }
 echo "  ok   python from the sdist without protoc: $out (built in $((SECONDS - t0)) s)"
+
+echo "== Node: npm run build in a source checkout, no protoc on the PATH"
+t0=$SECONDS
+src=$work/src; mkdir -p "$src"
+git -C "$ROOT" archive HEAD | tar -C "$src" -xf -
+if ! (cd "$src/bindings-node" && env -u PROTOC PATH=$clean "${cheap[@]}" npm run -s build -- --release >"$work/npm.log" 2>&1); then
+  tail -30 "$work/npm.log"
+  echo "cleanroom_source: FAIL: the Node module did not build without protoc" >&2
+  exit 1
+fi
+cat >"$work/main.js" <<'JS'
+const { Client } = require(process.argv[3]);
+(async () => {
+  const client = await Client.connect({ endpoints: process.argv[2].split(','), ttl: 10 });
+  const lock = await client.lock('cleanroom-source-node', { timeout: 10000 });
+  const token = String(lock.fencingToken);
+  await lock.put('cleanroom/source-node', token);
+  if ((await lock.get('cleanroom/source-node', 'utf8')) !== token) throw new Error('guarded get mismatch');
+  await lock.unlock();
+  await client.close();
+  console.log('ok', token);
+})().catch((e) => { console.error(e); process.exit(1); });
+JS
+out=$(PATH=$clean node "$work/main.js" "$EP" "$src/bindings-node") || { echo "cleanroom_source: FAIL: node smoke: $out" >&2; exit 1; }
+echo "  ok   node from a source checkout without protoc: $out ($(cd "$src/bindings-node" && ls etcdlock.*.node), built in $((SECONDS - t0)) s)"

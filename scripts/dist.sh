@@ -385,7 +385,6 @@ pack_c_macos() { # target bin
   c_common "$c"
   install -m 0755 "$BIN/libetcdlock.dylib" "$c/lib/libetcdlock.dylib"
   install -m 0644 "$BIN/libetcdlock.a" "$c/lib/libetcdlock.a"
-  mac_check "$T" --exports "_etcdlock_[a-z0-9_]+|$MACOS_TOOLCHAIN" --install-name @rpath/libetcdlock.dylib "$c/lib/libetcdlock.dylib"
   no_bench "$c/lib/libetcdlock.dylib" "$c/lib/libetcdlock.a"
   pack_dir "$work/c-$T" "etcdlock-c-$version-$(short "$T")" "$T"
 }
@@ -437,7 +436,7 @@ pack_cli() { # target binary
     *-linux-gnu) glibc_check "$a" "$cli/bin/$name" ;;
     *-linux-musl) "$(tool "$a" strip)" --strip-all -R .debug_gdb_scripts "$cli/bin/$name"; musl_check "$a" "$cli/bin/$name" ;;
     *-windows-gnu) x86_64-w64-mingw32-strip --strip-all "$cli/bin/$name"; win_check "$cli/bin/$name" ;;
-    *-apple-darwin) mac_check "$T" "$cli/bin/$name" ;;
+    *-apple-darwin) ;;   # (inspected below, from the packed file)
   esac
   # What an operator installs beside the binary, generated from the binary
   # itself (the same clap definition as --help): the man page and completions.
@@ -531,7 +530,7 @@ for T in "${EXTRA[@]}"; do
   case "$T" in
     *-linux-musl) "$(tool "${T%%-*}" strip)" --strip-all -R .debug_gdb_scripts "$dst"; musl_check "${T%%-*}" "$dst" ;;
     *-windows-gnu) x86_64-w64-mingw32-strip --strip-all "$dst"; win_check "$dst" ;;
-    *-apple-darwin) mac_check "$T" --install-name @rpath/libetcdlock_jni.dylib "$dst" ;;
+    *-apple-darwin) ;;   # (inspected below, from the jar)
   esac
   no_bench "$dst"
 done
@@ -550,6 +549,25 @@ done
 echo "  $(basename "$jar"): $(grep -c 'native/.*etcdlock_jni' <<<"$listing") native libraries (7 platforms)"
 srcjar=${jar%.jar}-sources.jar
 ! unzip -l "$srcjar" | grep -qE '\.(so|dylib|dll)$' || die "$srcjar carries a native library"
+
+# --- macOS: every Mach-O file as shipped, taken back out of its package
+step "macOS: every shipped Mach-O file (scripts/inspect_macos.py)"
+for a in x86_64 aarch64; do
+  T=$a-apple-darwin d=$work/macos-$a s=$(short "$a-apple-darwin")
+  case "$a" in x86_64) key=darwin-x64 wtag=macosx_10_12_x86_64 ;; aarch64) key=darwin-arm64 wtag=macosx_11_0_arm64 ;; esac
+  mkdir -p "$d/c" "$d/cli" "$d/npm" "$d/whl" "$d/jar"
+  tar -C "$d/c" -xzf "$OUT/etcdlock-c-$version-$s.tar.gz"
+  mac_check "$T" --exports "_etcdlock_[a-z0-9_]+|$MACOS_TOOLCHAIN" --install-name @rpath/libetcdlock.dylib \
+    "$d/c/etcdlock-$version/lib/libetcdlock.dylib"
+  tar -C "$d/cli" -xzf "$OUT/etcdlock-cli-$version-$s.tar.gz"
+  mac_check "$T" "$d/cli/etcdlock-cli-$version/bin/etcdlock"
+  tar -C "$d/npm" -xzf "$OUT/etcdlock-$key-$version.tgz"
+  mac_check "$T" --install-name "@rpath/etcdlock.$key.node" "$d/npm/package/etcdlock.$key.node"
+  (cd "$d/whl" && unzip -q "$OUT/etcdlock-$version-cp39-abi3-$wtag.whl")
+  mac_check "$T" --install-name @rpath/_etcdlock.abi3.so "$d/whl/etcdlock/_etcdlock.abi3.so"
+  unzip -q "$jar" "native/macos-$a/libetcdlock_jni.dylib" -d "$d/jar"
+  mac_check "$T" --install-name @rpath/libetcdlock_jni.dylib "$d/jar/native/macos-$a/libetcdlock_jni.dylib"
+done
 
 step "done"
 (cd "$OUT" && find . -type f \( -name '*.whl' -o -name '*.tar.gz' -o -name '*.tgz' -o -name '*.zip' -o -name '*.jar' -o -name '*.pom' \) \
