@@ -100,11 +100,16 @@ suite node "Node (bindings-node/test.sh)" bash bindings-node/test.sh
 suite java "Java (bindings-java/test.sh)" bash bindings-java/test.sh
 suite faults "Faults and security (faults/test.sh)" bash faults/test.sh
 # Where users run besides glibc Linux (issue 48): musl (Alpine) natively and
-# under qemu, Windows x64 under Wine; the committed proto code is protoc's.
+# under qemu, Windows x64 under Wine, macOS built and inspected; the committed
+# proto code is protoc's. Each builds through scripts/cross.sh, as the
+# background dist build does (the targets beyond glibc first), so they find
+# their target built when that build got there first.
 suite platforms "etcd's protos compiled ahead: the committed code is protoc's (scripts/protos.sh --check)" \
   bash scripts/protos.sh --check
 suite platforms "C library on musl, x86_64 natively and aarch64 under qemu (ffi-c/test-musl.sh)" \
   bash ffi-c/test-musl.sh
+suite platforms "CLI on musl: its test suites against the static musl etcdlock, x86_64 natively and aarch64 under qemu (cli/test-musl.sh)" \
+  bash cli/test-musl.sh
 suite platforms "C library on Windows x64 under Wine (ffi-c/test-windows.sh)" \
   bash ffi-c/test-windows.sh
 suite platforms "C library for macOS x86_64 and arm64, built and inspected, not run (ffi-c/test-macos.sh)" \
@@ -114,8 +119,8 @@ suite platforms "CLI on Windows: etcdlock.exe run under Wine, excluded by and ex
     cargo build -q -p etcdlock-cli && cli/wine-smoke.sh "$win/etcdlock.exe" "$CARGO_TARGET_DIR/debug/etcdlock"'
 suite platforms "Node on Windows: node.exe under Wine, README example and exclusion by a Linux client (bindings-node/wine-smoke.sh)" \
   bash bindings-node/wine-smoke.sh
-suite platforms "Node on musl x86_64: a musl node, README example and exclusion (bindings-node/musl-smoke.sh)" \
-  bash bindings-node/musl-smoke.sh
+suite platforms "Node on musl: a musl node, README example and exclusion, x86_64 natively and aarch64 under qemu (bindings-node/musl-smoke.sh)" \
+  bash -c 'bash bindings-node/musl-smoke.sh && bash bindings-node/musl-smoke.sh --arch aarch64'
 suite platforms "Java on Windows: a Windows JDK under Wine takes a lock (bindings-java/wine-check.sh)" \
   bash bindings-java/wine-check.sh
 suite flash "Cross-language flash sale, short mode" \
