@@ -211,12 +211,15 @@ PY
     bad "aarch64 java conformance"; grep -E 'ERROR|FAIL|conformance:' "$jc/mvn.log" | tail -n 30
   fi
   echo "== aarch64 CLI: the tarball's etcdlock under qemu"
-  # (Under qemu-user etcdlock cannot exec itself as its supervisor, an aarch64
-  # binary the host kernel cannot run: it says so on stderr and goes on.)
-  if out=$(PATH=$NOCC ETCDLOCK_ENDPOINTS=$EP qrun "$a64/cli/etcdlock-cli-$version/bin/etcdlock" run cleanroom-cli-arm64 \
-      --timeout 10 -- sh -c 'echo "ok $ETCDLOCK_FENCING_TOKEN"' 2>"$a64/cli.err") && [ "${out#ok }" -gt 0 ] 2>/dev/null &&
+  # `run` and `elect` are not run here: their supervisor is etcdlock exec'ing
+  # itself, and glibc's posix_spawn under qemu-user (no binfmt: the kernel
+  # cannot exec an aarch64 binary, and qemu emulates vfork as fork) cannot
+  # report that exec's failure, so the command starts beside a dead
+  # supervisor. The musl aarch64 CLI runs its test suites under qemu
+  # (cli/test-musl.sh); this is a query against etcd holding a lock.
+  if out=$(PATH=$NOCC ETCDLOCK_ENDPOINTS=$EP qrun "$a64/cli/etcdlock-cli-$version/bin/etcdlock" list cleanroom- 2>"$a64/cli.err") &&
     [ "$(PATH=$NOCC qrun "$a64/cli/etcdlock-cli-$version/bin/etcdlock" --version)" = "etcdlock $version" ]; then
-    ok "aarch64 cli: etcdlock run printed '$out'"
+    ok "aarch64 cli: --version, and list against etcd: $(head -n 1 <<<"$out")"
   else
     bad "aarch64 cli: '${out:-}'"; tail -n 5 "$a64/cli.err"
   fi
