@@ -244,7 +244,11 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 # etcdlock-ffi on each platform), and the shared library's rpath flag.
 syslibs_of() {
   case "$1" in
-    *-linux-*) echo "-lm -lpthread -ldl" ;;
+    *-linux-gnu) echo "-lm -lpthread -ldl" ;;
+    # (the musl libraries are built against musl's dynamic libc, -crt-static:
+    # the unwinder is libgcc_s; a fully static program takes -lgcc_eh or, with
+    # zig cc, -lunwind instead)
+    *-linux-musl) echo "-lgcc_s -lc" ;;
     *-apple-darwin) echo "-liconv -lSystem" ;;
     *-windows-gnu) echo "-lkernel32 -ladvapi32 -lntdll -luserenv -lws2_32 -ldbghelp -lbcrypt" ;;
   esac
