@@ -17,7 +17,9 @@
 #          builds for the targets it cannot run natively: `cross` (dev code
 #          generation, no debug info), `inspect` for macOS (the same plus
 #          whole-program LTO, which is what leaves a dylib exporting the C API
-#          only: zig's Mach-O linker ignores rustc's export list).
+#          only: zig's Mach-O linker ignores rustc's export list). dist.sh
+#          --fast builds the aarch64 glibc CLI so; everything else of glibc
+#          Linux always with dist.
 # libs     the C library (libetcdlock .so/.dylib/.dll + .a), the Python module,
 #          the Node module and the JNI library, in one cargo invocation (one
 #          feature resolution); `cli` the etcdlock binary, apart (its `bench`
@@ -38,7 +40,7 @@ die() { echo "cross.sh: $*" >&2; exit 1; }
 
 resolve_profile() { # target profile
   if [ "$2" = fast ]; then
-    case "$1" in *-apple-darwin) echo inspect ;; *-linux-gnu) echo dist ;; *) echo cross ;; esac
+    case "$1" in *-apple-darwin) echo inspect ;; *) echo cross ;; esac
   else
     echo "$2"
   fi

@@ -40,10 +40,11 @@
 #   scripts/dist.sh --prepare        install the tools only (pip, rustup, apt), then stop
 #   scripts/dist.sh --build-only     install the tools, build, then stop (no packing)
 #   scripts/dist.sh --no-build       pack what an earlier --build-only built
-#   --fast: the five targets beyond glibc Linux are built with scripts/cross.sh's
-#           fast profiles (what ./test.sh runs its platform checks on), not the
-#           release profile (dist: fat LTO); the same files, packed and checked
-#           the same way, for checking, not for release.
+#   --fast: the five targets beyond glibc Linux, and the aarch64 glibc CLI, are
+#           built with scripts/cross.sh's fast profiles (what ./test.sh runs its
+#           platform checks on), not the release profile (dist: fat LTO); the
+#           same files, packed and checked the same way, for checking, not for
+#           release.
 # test.sh runs --prepare, then --build-only --fast in the background at the
 # lowest CPU and I/O priority while the other suites run, then --no-build --fast.
 set -euo pipefail
@@ -156,6 +157,13 @@ if [ "$MODE" != no-build ]; then
   targets=(); for a in "${ARCHES[@]}"; do targets+=(--target "$a-unknown-linux-gnu.$GLIBC"); done
   for pkgs in "-p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni" "-p etcdlock-cli"; do
     t0=$SECONDS
+    if [ "$pkgs" = "-p etcdlock-cli" ] && [ "$XPROFILE" = fast ]; then
+      # --fast: the aarch64 CLI like the five other targets (cross.sh's fast
+      # profile; a fat-LTO CLI costs minutes), the x86_64 one as shipped.
+      targets=(--target "x86_64-unknown-linux-gnu.$GLIBC")
+      step "scripts/cross.sh aarch64-unknown-linux-gnu fast cli"
+      bash scripts/cross.sh aarch64-unknown-linux-gnu fast cli >/dev/null
+    fi
     step "cargo zigbuild --profile dist ${targets[*]} $pkgs"
     # shellcheck disable=SC2086
     ETCDLOCK_SONAME=1 RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--build-id=sha1" \
@@ -438,7 +446,7 @@ pack_cli() { # target binary
   cli=$work/cli-$T/etcdlock-cli-$version
   install -d "$cli/bin"; install -m 0755 "$exe" "$cli/bin/$name"
   case "$T" in
-    *-linux-gnu) glibc_check "$a" "$cli/bin/$name" ;;
+    *-linux-gnu) "$(tool "$a" strip)" --strip-all -R .debug_gdb_scripts "$cli/bin/$name"; glibc_check "$a" "$cli/bin/$name" ;;
     *-linux-musl) "$(tool "$a" strip)" --strip-all -R .debug_gdb_scripts "$cli/bin/$name"; musl_check "$a" "$cli/bin/$name" ;;
     *-windows-gnu) x86_64-w64-mingw32-strip --strip-all "$cli/bin/$name"; win_check "$cli/bin/$name" ;;
     *-apple-darwin) ;;   # (inspected below, from the packed file)
@@ -459,7 +467,12 @@ pack_cli() { # target binary
   fi
   pack_dir "$work/cli-$T" "etcdlock-cli-$version-$(short "$T")" "$T"
 }
-for a in "${ARCHES[@]}"; do pack_cli "$a-unknown-linux-gnu" "$(bin_of "$a")/etcdlock"; done
+pack_cli x86_64-unknown-linux-gnu "$(bin_of x86_64)/etcdlock"
+if [ "$XPROFILE" = fast ]; then
+  pack_cli aarch64-unknown-linux-gnu "$(xbin aarch64-unknown-linux-gnu)/etcdlock"
+else
+  pack_cli aarch64-unknown-linux-gnu "$(bin_of aarch64)/etcdlock"
+fi
 for T in "${EXTRA[@]}"; do
   exe=$(xbin "$T")/etcdlock; [[ "$T" == *-windows-gnu ]] && exe=$exe.exe
   pack_cli "$T" "$exe"
