@@ -708,8 +708,10 @@ pub fn grpc_proxy(endpoints: &[String]) -> Front {
 /// balancer in front of `endpoint` over h2c (`grpc_pass`): it ends each client
 /// connection with GOAWAY after `keepalive_requests` requests (nginx's default
 /// is 1,000), as load balancers do after a request count or a connection age.
-/// Its access log (`$connection $connection_requests $status`) is read by
-/// [`nginx_requests`] and [`balancer_stats`].
+/// Its access log (`$connection $connection_requests $status $request_uri
+/// $request_time`) is read by [`nginx_requests`] and [`balancer_stats`],
+/// and so is its error log (level `info`: it names the streams the client
+/// cancelled).
 pub fn grpc_balancer(endpoint: &str, keepalive_requests: u32) -> Front {
     balancer(endpoint, keepalive_requests, None)
 }
@@ -740,9 +742,9 @@ fn balancer(endpoint: &str, keepalive_requests: u32, tls: Option<(&ServerTls, &P
         ),
     };
     let conf = format!(
-        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log warn;\n\
+        "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
          events {{ worker_connections 1024; }}\n\
-         http {{\n  log_format grpc '$connection $connection_requests $status';\n  access_log {d}/access.log grpc;\n\
+         http {{\n  log_format grpc '$connection $connection_requests $status $request_uri $request_time';\n  access_log {d}/access.log grpc;\n\
            client_body_temp_path {d}/body; proxy_temp_path {d}/proxy; fastcgi_temp_path {d}/fcgi; uwsgi_temp_path {d}/uwsgi; scgi_temp_path {d}/scgi;\n\
            server {{\n    listen 127.0.0.1:{port} {listen};\n{tls_conf}    keepalive_requests {keepalive_requests};\n\
              location / {{ grpc_pass {scheme}://{upstream}; grpc_read_timeout 1h; grpc_send_timeout 1h; }}\n  }}\n}}\n",
@@ -759,7 +761,7 @@ fn balancer(endpoint: &str, keepalive_requests: u32, tls: Option<(&ServerTls, &P
 
 /// What an nginx from [`grpc_balancer`] did, from its access log (each
 /// request is logged when it ends, with its connection's request count).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct BalancerStats {
     /// Client connections that carried a finished request.
     pub connections: usize,
@@ -768,14 +770,40 @@ pub struct BalancerStats {
     /// Connections whose requests reached `keepalive_requests`: nginx ended
     /// each with a GOAWAY.
     pub goaways: usize,
-    /// Requests nginx answered with an HTTP status other than 200 (its own
-    /// errors: 502 when it cannot reach etcd, ...).
+    /// Requests nginx answered with an HTTP status other than 200 that the
+    /// client had not cancelled: nginx's own errors (502 when it cannot reach
+    /// etcd, 504, ...).
     pub non_200: usize,
+    /// Requests with a status other than 200 that the client cancelled
+    /// (RST_STREAM) before etcd's answer came: nginx's error log says "client
+    /// canceled stream" on that connection for that method, and the access
+    /// log has 499, or 400 when the answer's header was awaited. A client
+    /// cancels the streams and reads in flight when it closes, and h2 under
+    /// tonic now and then cancels the request a GOAWAY crossed (then retried).
+    pub cancelled: usize,
+    /// The gRPC methods of the `cancelled` requests, with their counts.
+    pub cancelled_methods: std::collections::BTreeMap<String, usize>,
+    /// The access log's lines of the requests counted in `non_200` (at most
+    /// 20): connection, its request count, status, gRPC method, seconds.
+    pub errors: Vec<String>,
 }
 
 /// [`BalancerStats`] of `front` (an nginx with `keepalive_requests`) so far.
 pub fn balancer_stats(front: &Front, keepalive_requests: u32) -> BalancerStats {
     let log = std::fs::read_to_string(front.dir.join("access.log")).unwrap_or_default();
+    // (connection, method) pairs of the streams the client cancelled, from
+    // the error log: `*2790 client canceled stream 199 while ..., request:
+    // "POST /etcdserverpb.KV/DeleteRange HTTP/2.0", ...`.
+    let errors = std::fs::read_to_string(front.dir.join("error.log")).unwrap_or_default();
+    let mut canceled: Vec<(String, String)> = errors
+        .lines()
+        .filter(|l| l.contains(" client canceled stream "))
+        .filter_map(|l| {
+            let conn = l.split_whitespace().find(|w| w.starts_with('*'))?.trim_start_matches('*');
+            let uri = l.split("request: \"POST ").nth(1)?.split_whitespace().next()?;
+            Some((conn.to_string(), uri.to_string()))
+        })
+        .collect();
     let mut conns = std::collections::HashSet::new();
     let mut goaway = std::collections::HashSet::new();
     let mut st = BalancerStats::default();
@@ -783,8 +811,24 @@ pub fn balancer_stats(front: &Front, keepalive_requests: u32) -> BalancerStats {
         let f: Vec<&str> = l.split_whitespace().collect();
         let (Some(c), Some(n)) = (f.first(), f.get(1).and_then(|n| n.parse::<u32>().ok())) else { continue };
         st.requests += 1;
-        if f.get(2) != Some(&"200") {
-            st.non_200 += 1;
+        match f.get(2).copied() {
+            Some("200") => {}
+            _ => {
+                let uri = f.get(3).copied().unwrap_or_default();
+                match canceled.iter().position(|(k, u)| k == c && u == uri) {
+                    Some(i) => {
+                        canceled.swap_remove(i);
+                        st.cancelled += 1;
+                        *st.cancelled_methods.entry(uri.rsplit('/').next().unwrap_or(uri).to_string()).or_default() += 1;
+                    }
+                    None => {
+                        st.non_200 += 1;
+                        if st.errors.len() < 20 {
+                            st.errors.push(l.to_string());
+                        }
+                    }
+                }
+            }
         }
         conns.insert(*c);
         if n >= keepalive_requests {
