@@ -17,12 +17,11 @@ bash scripts/setup.sh || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
-# `dist` builds the release artifacts of all seven targets (scripts/dist.sh
-# --fast: glibc Linux x86_64 and aarch64 with the release profile, one zig
-# build of the libraries for both and one of the CLIs; musl, macOS and Windows
+# `dist` builds the artifacts of all seven targets (scripts/dist.sh --fast:
 # with scripts/cross.sh's fast profiles, the same builds the platform checks
-# use) and installs the glibc ones in a clean room, the aarch64 ones under
-# qemu-user (~2.5 min); ETCDLOCK_SUITES=dist runs it alone.
+# use; a release builds them with the dist profile) and installs the glibc
+# ones in a clean room, the aarch64 ones under qemu-user (~4 min);
+# ETCDLOCK_SUITES=dist runs it alone.
 SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,platforms,flash,dist}
 passed=(); failed=()
 

@@ -14,12 +14,11 @@
 #          x86_64-pc-windows-gnu
 #          x86_64-unknown-linux-gnu   aarch64-unknown-linux-gnu  (glibc 2.17 symbols)
 # PROFILE  a cargo profile (dist: what releases ship), or `fast`: what CI
-#          builds for the targets it cannot run natively: `cross` (dev code
-#          generation, no debug info), `inspect` for macOS (the same plus
-#          whole-program LTO, which is what leaves a dylib exporting the C API
-#          only: zig's Mach-O linker ignores rustc's export list). dist.sh
-#          --fast builds the aarch64 glibc CLI so; everything else of glibc
-#          Linux always with dist.
+#          builds (./test.sh's platform checks, dist.sh --fast): `cross` (dev
+#          code generation, line tables for etcdlock's crates), `inspect` for
+#          macOS (no debug info, whole-program LTO, which is what leaves a
+#          dylib exporting the C API only: zig's Mach-O linker ignores rustc's
+#          export list).
 # libs     the C library (libetcdlock .so/.dylib/.dll + .a), the Python module,
 #          the Node module and the JNI library, in one cargo invocation (one
 #          feature resolution); `cli` the etcdlock binary, apart (its `bench`

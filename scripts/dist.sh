@@ -40,11 +40,11 @@
 #   scripts/dist.sh --prepare        install the tools only (pip, rustup, apt), then stop
 #   scripts/dist.sh --build-only     install the tools, build, then stop (no packing)
 #   scripts/dist.sh --no-build       pack what an earlier --build-only built
-#   --fast: the five targets beyond glibc Linux, and the aarch64 glibc CLI, are
-#           built with scripts/cross.sh's fast profiles (what ./test.sh runs its
-#           platform checks on), not the release profile (dist: fat LTO); the
-#           same files, packed and checked the same way, for checking, not for
-#           release.
+#   --fast: every target is built with scripts/cross.sh's fast profiles (what
+#           ./test.sh runs its platform checks on: dev code generation without
+#           debug info; macOS with fat LTO), not the release profile (dist: fat
+#           LTO, one codegen unit); the same files, packed and checked the same
+#           way, for checking, not for release.
 # test.sh runs --prepare, then --build-only --fast in the background at the
 # lowest CPU and I/O priority while the other suites run, then --no-build --fast.
 set -euo pipefail
@@ -136,7 +136,8 @@ step "etcdlock $version -> $OUT"
 tool() { # arch name
   if [ "$1" = x86_64 ]; then echo "$2"; else echo "$1-linux-gnu-$2"; fi
 }
-bin_of() { echo "$CARGO_TARGET_DIR/$1-unknown-linux-gnu/dist"; }
+# (--fast: cross.sh's fast profile, as for every other target)
+bin_of() { echo "$CARGO_TARGET_DIR/$1-unknown-linux-gnu/$(bash scripts/cross.sh --profile "$1-unknown-linux-gnu" "$XPROFILE")"; }
 # The libraries of both targets in ONE invocation: cargo's job queue then
 # overlaps one target's long single-threaded fat-LTO links with the other's
 # compiling (on 2 cores: 437 s for both against 411 s for x86_64 alone and 205 s
@@ -155,21 +156,28 @@ if [ "$MODE" != no-build ]; then
     done
   done
   targets=(); for a in "${ARCHES[@]}"; do targets+=(--target "$a-unknown-linux-gnu.$GLIBC"); done
-  for pkgs in "-p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni" "-p etcdlock-cli"; do
-    t0=$SECONDS
-    if [ "$pkgs" = "-p etcdlock-cli" ] && [ "$XPROFILE" = fast ]; then
-      # --fast: the aarch64 CLI like the five other targets (cross.sh's fast
-      # profile; a fat-LTO CLI costs minutes), the x86_64 one as shipped.
-      targets=(--target "x86_64-unknown-linux-gnu.$GLIBC")
-      step "scripts/cross.sh aarch64-unknown-linux-gnu fast cli"
-      bash scripts/cross.sh aarch64-unknown-linux-gnu fast cli >/dev/null
-    fi
-    step "cargo zigbuild --profile dist ${targets[*]} $pkgs"
-    # shellcheck disable=SC2086
-    ETCDLOCK_SONAME=1 RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--build-id=sha1" \
-      cargo zigbuild --quiet --profile dist "${targets[@]}" $pkgs
-    echo "  built in $((SECONDS - t0)) s"
-  done
+  if [ "$XPROFILE" = fast ]; then
+    # --fast: glibc Linux like the five other targets. Fat LTO is a
+    # single-threaded link per library: 1,150 s of the CI machine's two cores
+    # for the glibc libraries, against about 250 s with the fast profile.
+    for a in "${ARCHES[@]}"; do
+      for what in libs cli; do
+        t0=$SECONDS
+        step "scripts/cross.sh $a-unknown-linux-gnu fast $what"
+        bash scripts/cross.sh "$a-unknown-linux-gnu" fast "$what" >/dev/null
+        echo "  built in $((SECONDS - t0)) s"
+      done
+    done
+  else
+    for pkgs in "-p etcdlock-ffi -p etcdlock-python -p etcdlock-node -p etcdlock-jni" "-p etcdlock-cli"; do
+      t0=$SECONDS
+      step "cargo zigbuild --profile dist ${targets[*]} $pkgs"
+      # shellcheck disable=SC2086
+      ETCDLOCK_SONAME=1 RUSTFLAGS="${RUSTFLAGS:-} -C link-arg=-Wl,--build-id=sha1" \
+        cargo zigbuild --quiet --profile dist "${targets[@]}" $pkgs
+      echo "  built in $((SECONDS - t0)) s"
+    done
+  fi
 fi
 [ "$MODE" = build-only ] && { step "built"; exit 0; }
 for a in "${ARCHES[@]}"; do
@@ -467,12 +475,7 @@ pack_cli() { # target binary
   fi
   pack_dir "$work/cli-$T" "etcdlock-cli-$version-$(short "$T")" "$T"
 }
-pack_cli x86_64-unknown-linux-gnu "$(bin_of x86_64)/etcdlock"
-if [ "$XPROFILE" = fast ]; then
-  pack_cli aarch64-unknown-linux-gnu "$(xbin aarch64-unknown-linux-gnu)/etcdlock"
-else
-  pack_cli aarch64-unknown-linux-gnu "$(bin_of aarch64)/etcdlock"
-fi
+for a in "${ARCHES[@]}"; do pack_cli "$a-unknown-linux-gnu" "$(bin_of "$a")/etcdlock"; done
 for T in "${EXTRA[@]}"; do
   exe=$(xbin "$T")/etcdlock; [[ "$T" == *-windows-gnu ]] && exe=$exe.exe
   pack_cli "$T" "$exe"
@@ -506,7 +509,7 @@ for a in "${ARCHES[@]}"; do
   require "$so" "the npm package ($a)"
   glibc_check "$a" "$so"
   no_bench "$so"
-  bash bindings-node/pack-platform.sh "$a-unknown-linux-gnu" "$OUT" --profile dist --no-build 2> >(sed 's/^/  /' >&2) >/dev/null ||
+  bash bindings-node/pack-platform.sh "$a-unknown-linux-gnu" "$OUT" --profile "$XPROFILE" --no-build 2> >(sed 's/^/  /' >&2) >/dev/null ||
     die "npm platform package for $a-unknown-linux-gnu failed"
 done
 for T in "${EXTRA[@]}"; do
