@@ -1,5 +1,7 @@
 //! A blocking facade over the async API, on the shared [`runtime`](crate::runtime).
-//! The C, Java and Python layers use it; each call parks the calling thread.
+//! For Rust programs that do not run tokio; each call parks the calling
+//! thread. (The language bindings call the async API themselves, through
+//! [`runtime`](crate::runtime) and the bridge.)
 //!
 //! ```no_run
 //! # fn demo() -> etcdlock::Result<()> {

@@ -349,10 +349,10 @@ impl Client {
             return Ok(id);
         }
         let ttl = session.ttl + secs as i64 + 1;
-        // Boxed: a lock call's future is held for its whole wait (10,000
-        // queued waiters: 10,000 of them) and is as large as its largest
-        // inline await, used or not; inline, this grant made every lock call
-        // about 2.6 KB larger, lock-delay or not.
+        // Boxed: a lock call's future is held for its whole wait and is as
+        // large as its largest inline await, used or not; inline, this grant
+        // would make every lock call larger, lock-delay or not
+        // (`a_waiters_futures_carry_no_request_inline` in mutex.rs bounds it).
         let resp = Box::pin(self.inner.transport.call_lease(bound, &mut false, move |mut c| async move { c.grant(ttl, None).await })).await?;
         let id = session.set_delay_lease(secs, resp.id());
         if id != resp.id() {

@@ -21,7 +21,7 @@
 //! A holder with a delay was either ahead of us when we queued (its `w`
 //! record, or its `h` record, was counted) or gone before (its `h` record
 //! was counted): an acquisition that counted none can take the lock with no
-//! further read, as before; one that counted some reads the `h` records once
+//! further read, as one without lock-delay does; one that counted some reads the `h` records once
 //! more when it comes first. `try_lock` compares the `h` records in its Txn.
 
 use std::time::{Duration, Instant};

@@ -66,10 +66,10 @@ impl Client {
 /// key again, so the late copy finds nothing of ours but the incarnation it
 /// was sent for. Why not a Txn comparing the revision each time: etcd 3.4
 /// applies every Txn on a copy of its uncommitted writes (the backend's read
-/// buffer, up to 100 ms of writes), a DeleteRange without it; with many
-/// clients that copy made an acquisition cost etcd about 1.5x the CPU of
-/// etcd's Go Mutex, whose unlock is a plain Delete (docs/BENCHMARKS.md,
-/// "Breadth"). Anything else (cleanups and expiries, which may run beside
+/// buffer, up to 100 ms of writes), a DeleteRange without it: with many
+/// clients, that copy is most of an acquisition's cost to etcd, and etcd's Go
+/// Mutex unlocks with a plain Delete (`bench/breadth.sh` compares etcd's CPU
+/// per acquisition with Go's). Anything else (cleanups and expiries, which may run beside
 /// another delete of the key, records to delete with it, a key not reserved
 /// here): one Txn comparing the create_revision, safe whoever else deletes.
 pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: &[u8], rev: i64, with: &[Vec<u8>], plain: bool) -> Result<bool> {
@@ -78,9 +78,9 @@ pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: 
         let k = key.to_vec();
         let (mut uncertain, mut attempts) = (false, 0u32);
         // Boxed, as `Client::call` does: a request's future is several KB, and
-        // inline it made Guard::unlock's future, and with it every future that
-        // locks and then unlocks (10,000 queued waiters: 10,000 tasks), about
-        // 2.8 KB larger for the whole wait.
+        // inline it would enlarge Guard::unlock's future, and with it every
+        // future that locks and then unlocks, for the whole wait
+        // (`a_waiters_futures_carry_no_request_inline` in mutex.rs bounds it).
         let r = Box::pin(t.call(t.request_bound(), &mut uncertain, |mut c| {
             attempts += 1;
             let k = k.clone();

@@ -51,8 +51,8 @@ extern "C" fn forked_child() {
 }
 
 /// The process id (it changes across `fork`). Every lock call checks it, so
-/// it is cached rather than asked of the kernel each time (a `getpid` system
-/// call cost about 1 us on a VM): a `fork` handler clears the cache in the
+/// it is cached rather than asked of the kernel on every call (a system call
+/// on the path of every lock): a `fork` handler clears the cache in the
 /// child. A child made by a raw `clone` system call, which runs no fork
 /// handlers, is not supported.
 pub fn current_pid() -> u32 {
@@ -94,7 +94,7 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
     // Two workers: the runtime only multiplexes network I/O and timers (one
     // keep-alive task per client, a watch per waiter), never CPU work, and
     // each worker costs a thread stack plus allocator arenas in every process
-    // that loads a binding (the footprint target is 8 MB per language).
+    // that loads a binding (bench/footprint.sh measures what a binding adds).
     // ETCDLOCK_WORKER_THREADS overrides it (1..=64).
     let workers = std::env::var("ETCDLOCK_WORKER_THREADS")
         .ok()
@@ -186,9 +186,9 @@ fn on_enough_stack<T>(f: impl FnOnce() -> T) -> T {
 /// its waiter key) and that error is returned. Python uses this to answer
 /// Ctrl-C while a thread waits for a lock with the GIL released.
 ///
-/// The future runs on the calling thread, not on a worker: that saves one
-/// thread hand-off per call (measured by the C layer: ~1.27x -> ~1.17x of the
-/// async path for lock+unlock). The tick is this thread's own park timeout,
+/// The future runs on the calling thread, not on a worker: no thread
+/// hand-off per call (`bench/languages.sh` compares each language's
+/// blocking lock + unlock with the async path). The tick is this thread's own park timeout,
 /// not a runtime timer: `check` runs every `tick` even if the runtime's
 /// workers are all busy, so Ctrl-C is answered whatever the runtime is doing.
 pub fn block_on_interruptible<F, T>(fut: F, tick: Duration, check: impl FnMut() -> Result<()>) -> Result<T>

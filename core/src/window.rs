@@ -3,8 +3,8 @@
 //! Each queued contender's acquire Txn reads the newest keys of its lock's
 //! prefix, sorted by create revision, and etcd serves any sorted range by
 //! reading the whole prefix: with N keys queued, queueing costs O(N) in etcd
-//! and a burst of N waiters O(N²). 10,000 waiters in one process made etcd so
-//! slow that keep-alives missed their TTL and every session was lost.
+//! and a burst of N waiters O(N²): a burst of thousands makes etcd so slow
+//! that keep-alives miss their TTL and every session is lost.
 //!
 //! So the waiters of one client on one lock take turns locally first (a fair,
 //! FIFO semaphore per lock name): at most [`WINDOW`] of them have a key queued

@@ -37,7 +37,8 @@ type Change = tonic::transport::channel::Change<http::Uri, tonic::transport::End
 /// etcd-client's `EndpointUpdater` (not exported by name).
 type Updater = tokio::sync::mpsc::Sender<Change>;
 
-/// hyper's HTTP/2 client defaults, kept so the connection behaves as before.
+/// Flow-control windows: hyper's HTTP/2 client defaults (tonic's channel,
+/// used for `https://` members, runs with the same).
 const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
 const CONN_WINDOW: u32 = 5 * 1024 * 1024;
 const MAX_FRAME: u32 = 16 * 1024;

@@ -81,7 +81,8 @@ impl Transport {
 
     /// Use the direct HTTP/2 channel for `http://` members (and members
     /// without a scheme), unless `ETCDLOCK_TONIC_CHANNEL=1` asks for
-    /// etcd-client's own channel (kept for A/B measurements).
+    /// etcd-client's own channel (the channel `https://` members use; the
+    /// variable compares the two on plaintext members).
     pub(crate) fn with_direct(mut self, connect_timeout: Duration) -> Transport {
         if std::env::var_os("ETCDLOCK_TONIC_CHANNEL").is_some_and(|v| v == "1") {
             return self;
@@ -177,9 +178,8 @@ impl Transport {
     }
 
     /// What `pick` takes from the member's client (made on first use). A
-    /// request needs only its own service's client: cloning the whole
-    /// `etcd_client::Client` (eight of them) and dropping it again cost about
-    /// 4 us per request, 1.5 % of an uncontended lock + unlock.
+    /// request needs only its own service's client, not a clone of the whole
+    /// `etcd_client::Client` (eight of them) made and dropped per request.
     async fn member<C>(&self, i: usize, pick: fn(&etcd_client::Client) -> C) -> std::result::Result<C, etcd_client::Error> {
         let m = &self.members[i];
         if let Some(c) = m.client.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {

@@ -145,9 +145,10 @@ impl WatchHub {
     /// ran: no read). A delete after `after` that the shared watch already
     /// saw is replayed at once. A new watch starts "now" and is registered
     /// *synced* in etcd; one that starts at a past revision is served by
-    /// etcd's 100 ms catch-up loop, whose passes hold the store's lock, and
-    /// thousands of them in a burst slowed every write (2,000 waiters took
-    /// 11 s to queue). The sink may be called before this returns, on the
+    /// etcd's 100 ms catch-up loop, whose passes hold the store's lock: a
+    /// burst of them would slow every write
+    /// (`two_thousand_waiters_on_one_client_are_served_in_fifo_order_on_one_watch_stream`
+    /// in core/tests/engine.rs queues such a burst within its deadline). The sink may be called before this returns, on the
     /// caller's thread. Returns the id for [`WatchHub::cancel`].
     pub(crate) fn watch(&self, key: Vec<u8>, after: i64, sink: Sink) -> i64 {
         let mut st = State::lock(&self.state);
