@@ -96,6 +96,8 @@ suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
 suite core "Rust lints of the benchmark builds (--features bench)" \
   cargo clippy --quiet -p etcdlock-python -p etcdlock-node -p etcdlock-jni \
     --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench -- -D warnings
+suite core "Rust formatting and core comments (scripts/lint.sh: cargo fmt --all --check; no measured figures in core's comments)" \
+  bash scripts/lint.sh
 suite core "README code blocks: each one and what checks it (scripts/readme_blocks.py)" \
   python3 scripts/readme_blocks.py
 suite core "Rust seed demo (route 1, route 2)" \

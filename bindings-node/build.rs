@@ -7,7 +7,11 @@ fn main() {
     // macOS: the install name the packed file has (etcdlock.<key>.node, as
     // loader.js names it), not the build machine's path.
     if target.ends_with("-apple-darwin") {
-        let key = if target.starts_with("aarch64") { "darwin-arm64" } else { "darwin-x64" };
+        let key = if target.starts_with("aarch64") {
+            "darwin-arm64"
+        } else {
+            "darwin-x64"
+        };
         println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/etcdlock.{key}.node");
     }
     if target.ends_with("-windows-gnu") || target.ends_with("-windows-gnullvm") {

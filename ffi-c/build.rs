@@ -23,9 +23,14 @@ fn main() {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libetcdlock.dylib");
     }
     println!("cargo:rerun-if-changed=cbindgen.toml");
-    let config = cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("ffi-c/cbindgen.toml");
+    let config =
+        cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("ffi-c/cbindgen.toml");
     let out = dir.join("..").join("include").join("etcdlock.h");
-    match cbindgen::Builder::new().with_crate(&dir).with_config(config).generate() {
+    match cbindgen::Builder::new()
+        .with_crate(&dir)
+        .with_config(config)
+        .generate()
+    {
         Ok(b) => {
             b.write_to_file(out);
         }

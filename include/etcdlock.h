@@ -282,6 +282,37 @@ typedef struct etcdlock_options {
   int32_t lazy_connect;
 } etcdlock_options;
 
+// What a client has done so far (etcdlock_client_metrics): the core's metrics,
+// the same figures as in every etcdlock language. Counters only grow;
+// waiting and held are "now". Durations in nanoseconds.
+typedef struct etcdlock_metrics {
+  // sizeof(etcdlock_metrics) as the caller compiled it; set by etcdlock_client_metrics.
+  uint32_t struct_size;
+  // Reserved, 0.
+  uint32_t reserved;
+  // Acquisition calls by outcome, indexed by ETCDLOCK_RESULT_*.
+  uint64_t acquisitions[5];
+  // The time those calls took, summed, indexed by ETCDLOCK_RESULT_*.
+  uint64_t wait_ns[5];
+  // Acquisition calls in progress.
+  int64_t waiting;
+  // Locks held now.
+  int64_t held;
+  // How long the locks held now have been held, summed.
+  uint64_t held_ns;
+  // Holds that ended (released or lost).
+  uint64_t holds_ended;
+  // How long the ended holds lasted, summed.
+  uint64_t hold_ns;
+  // Holds lost, indexed by ETCDLOCK_LOSS_* - 1 (lease expired, key deleted,
+  // connection lost, client closed).
+  uint64_t lost[4];
+  // Keep-alive round trips acknowledged.
+  uint64_t keepalives;
+  // The last keep-alive round trip, -1 before the first.
+  int64_t keepalive_rtt_ns;
+} etcdlock_metrics;
+
 // Options of one acquisition (etcdlock_lock_ex, etcdlock_acquire_permit_ex,
 // etcdlock_read_lock_ex, etcdlock_campaign_ex). Always fill with
 // etcdlock_acquire_options_init(&o, sizeof o) first, then set the fields you
@@ -328,66 +359,6 @@ typedef struct etcdlock_acquire_options {
   const char *const *metadata;
 } etcdlock_acquire_options;
 
-// What a client has done so far (etcdlock_client_metrics): the core's metrics,
-// the same figures as in every etcdlock language. Counters only grow;
-// waiting and held are "now". Durations in nanoseconds.
-typedef struct etcdlock_metrics {
-  // sizeof(etcdlock_metrics) as the caller compiled it; set by etcdlock_client_metrics.
-  uint32_t struct_size;
-  // Reserved, 0.
-  uint32_t reserved;
-  // Acquisition calls by outcome, indexed by ETCDLOCK_RESULT_*.
-  uint64_t acquisitions[5];
-  // The time those calls took, summed, indexed by ETCDLOCK_RESULT_*.
-  uint64_t wait_ns[5];
-  // Acquisition calls in progress.
-  int64_t waiting;
-  // Locks held now.
-  int64_t held;
-  // How long the locks held now have been held, summed.
-  uint64_t held_ns;
-  // Holds that ended (released or lost).
-  uint64_t holds_ended;
-  // How long the ended holds lasted, summed.
-  uint64_t hold_ns;
-  // Holds lost, indexed by ETCDLOCK_LOSS_* - 1 (lease expired, key deleted,
-  // connection lost, client closed).
-  uint64_t lost[4];
-  // Keep-alive round trips acknowledged.
-  uint64_t keepalives;
-  // The last keep-alive round trip, -1 before the first.
-  int64_t keepalive_rtt_ns;
-} etcdlock_metrics;
-
-// Completion callback of etcdlock_lock_async. status is ETCDLOCK_OK and guard a
-// new guard owned by the callee (free it with etcdlock_guard_free, from any
-// thread), or status is an error code and guard is NULL; during the callback
-// etcdlock_last_error_message() returns the error's message.
-typedef void (*etcdlock_lock_cb)(int status, struct etcdlock_guard *guard, void *user_data);
-
-// Loss callback of etcdlock_guard_on_loss: reason is one of ETCDLOCK_LOSS_*
-// (ETCDLOCK_LOSS_NONE when the guard was released normally).
-typedef void (*etcdlock_loss_cb)(int reason, void *user_data);
-
-// Renewal callback of etcdlock_guard_on_renewal: valid_for_ms >= 0 when the
-// keep-alive renewal starts failing (the ms the hold still has), -1 when it
-// is renewed again, ETCDLOCK_RENEWAL_ENDED (-2) once, last, when the hold
-// ended (released or lost): user_data may be freed after that call.
-typedef void (*etcdlock_renewal_cb)(int64_t valid_for_ms, void *user_data);
-
-// Leadership changes (etcdlock_observe): called with ETCDLOCK_OK for each
-// state, the current one first. key is NULL when nobody leads; otherwise key
-// (NUL-terminated), value (value_len bytes) and revision (the leader key's
-// create_revision, its fencing token) describe the leader and are valid only
-// during the call. Called once with another status (ETCDLOCK_CANCELLED after
-// etcdlock_cancel, ETCDLOCK_CLOSED, ...) as the last call.
-typedef void (*etcdlock_observe_cb)(int status,
-                                    const char *key,
-                                    const uint8_t *value,
-                                    size_t value_len,
-                                    int64_t revision,
-                                    void *user_data);
-
 // One key in the queue of a name, as etcdlock_status read it. Strings and
 // bytes point into the etcdlock_queue and live until etcdlock_queue_free.
 typedef struct etcdlock_contender {
@@ -433,6 +404,35 @@ typedef struct etcdlock_contender {
   size_t metadata_len;
 } etcdlock_contender;
 
+// Completion callback of etcdlock_lock_async. status is ETCDLOCK_OK and guard a
+// new guard owned by the callee (free it with etcdlock_guard_free, from any
+// thread), or status is an error code and guard is NULL; during the callback
+// etcdlock_last_error_message() returns the error's message.
+typedef void (*etcdlock_lock_cb)(int status, struct etcdlock_guard *guard, void *user_data);
+
+// Loss callback of etcdlock_guard_on_loss: reason is one of ETCDLOCK_LOSS_*
+// (ETCDLOCK_LOSS_NONE when the guard was released normally).
+typedef void (*etcdlock_loss_cb)(int reason, void *user_data);
+
+// Renewal callback of etcdlock_guard_on_renewal: valid_for_ms >= 0 when the
+// keep-alive renewal starts failing (the ms the hold still has), -1 when it
+// is renewed again, ETCDLOCK_RENEWAL_ENDED (-2) once, last, when the hold
+// ended (released or lost): user_data may be freed after that call.
+typedef void (*etcdlock_renewal_cb)(int64_t valid_for_ms, void *user_data);
+
+// Leadership changes (etcdlock_observe): called with ETCDLOCK_OK for each
+// state, the current one first. key is NULL when nobody leads; otherwise key
+// (NUL-terminated), value (value_len bytes) and revision (the leader key's
+// create_revision, its fencing token) describe the leader and are valid only
+// during the call. Called once with another status (ETCDLOCK_CANCELLED after
+// etcdlock_cancel, ETCDLOCK_CLOSED, ...) as the last call.
+typedef void (*etcdlock_observe_cb)(int status,
+                                    const char *key,
+                                    const uint8_t *value,
+                                    size_t value_len,
+                                    int64_t revision,
+                                    void *user_data);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -464,87 +464,6 @@ int etcdlock_version_number(void);
 //
 // Example: etcdlock_client_free(c); etcdlock_shutdown(); return 0;
 int etcdlock_shutdown(void);
-
-// The message of the last failed etcdlock call on the calling thread ("" if
-// none). Never NULL. The pointer stays valid until the next failing etcdlock
-// call on this thread; copy it to keep it. Inside an etcdlock_lock_async
-// callback it describes that callback's status. Messages name the lock and the
-// endpoints but never passwords, tokens or key material.
-//
-// Safety: do not free or write through the returned pointer.
-//
-// Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
-const char *etcdlock_last_error_message(void);
-
-// The status of the last failed etcdlock call on the calling thread
-// (ETCDLOCK_OK if none): the code etcdlock_last_error_message() goes with.
-//
-// Safety: none required.
-//
-// Example: if (etcdlock_last_error_status() == ETCDLOCK_UNAVAILABLE) retry_later();
-int etcdlock_last_error_status(void);
-
-// Why the hold ended, for a last failed call on the calling thread that
-// returned ETCDLOCK_LOCK_LOST (an ETCDLOCK_LOSS_* reason); ETCDLOCK_LOSS_NONE
-// for any other status or when core did not say.
-//
-// Safety: none required.
-//
-// Example: if (rc == ETCDLOCK_LOCK_LOST) puts(etcdlock_loss_reason_name(etcdlock_last_error_loss_reason()));
-int etcdlock_last_error_loss_reason(void);
-
-// The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
-// "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
-// "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
-// These are the names every etcdlock binding uses. Static string, never NULL.
-//
-// Safety: none required; any int is accepted.
-//
-// Example: puts(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK)); // WouldBlock
-const char *etcdlock_status_name(int status);
-
-// The name of a loss reason: "Released" (ETCDLOCK_LOSS_NONE), "LeaseExpired",
-// "KeyDeleted", "ConnectionLost", "ClientClosed"; "Unknown" otherwise. Static, never NULL.
-//
-// Safety: none required; any int is accepted.
-//
-// Example: printf("lost: %s\n", etcdlock_loss_reason_name(reason));
-const char *etcdlock_loss_reason_name(int reason);
-
-// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
-// numbers, margin_ms, watch_held_keys and lazy_connect -1) and set options->struct_size.
-// At connect, a field still not set takes its ETCDLOCK_* environment
-// variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
-// struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
-// that many bytes are written.
-//
-// Safety: options points to at least struct_size writable bytes.
-// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
-// version ever had.
-//
-// Example:
-//     etcdlock_options o;
-//     etcdlock_options_init(&o, sizeof o);
-//     o.endpoints = "http://127.0.0.1:2379";
-//     o.ttl_secs = 10;
-int etcdlock_options_init(struct etcdlock_options *options, size_t struct_size);
-
-// Fill *options with the defaults (wait forever, no lock-delay, no lease
-// time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
-// lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
-// struct_size must be sizeof(etcdlock_acquire_options) as the caller
-// compiled it; only that many bytes are written.
-//
-// Safety: options points to at least struct_size writable bytes.
-// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
-// version ever had.
-//
-// Example:
-//     etcdlock_acquire_options ao;
-//     etcdlock_acquire_options_init(&ao, sizeof ao);
-//     ao.timeout_ms = 5000;
-//     ao.lock_delay_ms = 3000;
-int etcdlock_acquire_options_init(struct etcdlock_acquire_options *options, size_t struct_size);
 
 // Connect to etcd and open the client's session (grant its lease). Blocks up
 // to options->connect_timeout_ms. On success *client is a new handle to free
@@ -627,6 +546,52 @@ int etcdlock_client_metrics(const struct etcdlock_client *client,
 //
 // Example: etcdlock_client_free(c); c = NULL;
 void etcdlock_client_free(struct etcdlock_client *client);
+
+// The message of the last failed etcdlock call on the calling thread ("" if
+// none). Never NULL. The pointer stays valid until the next failing etcdlock
+// call on this thread; copy it to keep it. Inside an etcdlock_lock_async
+// callback it describes that callback's status. Messages name the lock and the
+// endpoints but never passwords, tokens or key material.
+//
+// Safety: do not free or write through the returned pointer.
+//
+// Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
+const char *etcdlock_last_error_message(void);
+
+// The status of the last failed etcdlock call on the calling thread
+// (ETCDLOCK_OK if none): the code etcdlock_last_error_message() goes with.
+//
+// Safety: none required.
+//
+// Example: if (etcdlock_last_error_status() == ETCDLOCK_UNAVAILABLE) retry_later();
+int etcdlock_last_error_status(void);
+
+// Why the hold ended, for a last failed call on the calling thread that
+// returned ETCDLOCK_LOCK_LOST (an ETCDLOCK_LOSS_* reason); ETCDLOCK_LOSS_NONE
+// for any other status or when core did not say.
+//
+// Safety: none required.
+//
+// Example: if (rc == ETCDLOCK_LOCK_LOST) puts(etcdlock_loss_reason_name(etcdlock_last_error_loss_reason()));
+int etcdlock_last_error_loss_reason(void);
+
+// The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
+// "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
+// "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
+// These are the names every etcdlock binding uses. Static string, never NULL.
+//
+// Safety: none required; any int is accepted.
+//
+// Example: puts(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK)); // WouldBlock
+const char *etcdlock_status_name(int status);
+
+// The name of a loss reason: "Released" (ETCDLOCK_LOSS_NONE), "LeaseExpired",
+// "KeyDeleted", "ConnectionLost", "ClientClosed"; "Unknown" otherwise. Static, never NULL.
+//
+// Safety: none required; any int is accepted.
+//
+// Example: printf("lost: %s\n", etcdlock_loss_reason_name(reason));
+const char *etcdlock_loss_reason_name(int reason);
 
 // Wait for the lock `name` and hold it. Waiters are served in arrival order.
 // timeout_ms: maximum wait in milliseconds; negative (ETCDLOCK_WAIT_FOREVER)
@@ -847,139 +812,40 @@ int etcdlock_multi_delete(const struct etcdlock_multi *multi,
                           size_t key_len,
                           int *deleted);
 
-// Start waiting for the lock `name` without blocking the caller.
+// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
+// numbers, margin_ms, watch_held_keys and lazy_connect -1) and set options->struct_size.
+// At connect, a field still not set takes its ETCDLOCK_* environment
+// variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
+// struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
+// that many bytes are written.
 //
-// If this returns ETCDLOCK_OK, `callback(status, guard, user_data)` is called
-// exactly once, on one of the library's runtime threads (never on the calling
-// thread, never concurrently with itself for this request): with ETCDLOCK_OK
-// and a new guard that the callback owns, or with ETCDLOCK_TIMEOUT,
-// ETCDLOCK_CANCELLED, ETCDLOCK_CLOSED, ... and guard NULL. If this returns an
-// error (ETCDLOCK_INVALID_ARGUMENT for a NULL client or callback, a bad name
-// or timeout; ETCDLOCK_CLOSED once etcdlock_client_free was called on the
-// client), the callback is never called. etcdlock_client_free returns only
-// after the callback has returned (unless it is called from a callback).
-// The callback must not block for long; blocking etcdlock calls
-// (etcdlock_lock, etcdlock_unlock, guarded operations) made inside it return
-// ETCDLOCK_INVALID_ARGUMENT, so hand the guard to another thread for those.
-//
-// If cancel is not NULL, *cancel receives a handle: etcdlock_cancel() makes a
-// wait still pending complete with ETCDLOCK_CANCELLED; free the handle with
-// etcdlock_cancel_free (freeing does not cancel).
-//
-// Safety: client is a live handle; name is NUL-terminated; user_data must stay
-// valid until the callback has run; cancel is NULL or writable.
+// Safety: options points to at least struct_size writable bytes.
+// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
+// version ever had.
 //
 // Example:
-//     static void done(int st, etcdlock_guard *g, void *ud) {
-//         if (st == ETCDLOCK_OK) hand_over(g, ud); else fprintf(stderr, "%s\n", etcdlock_last_error_message());
-//     }
-//     etcdlock_cancel_handle *h = NULL;
-//     etcdlock_lock_async(c, "orders", ETCDLOCK_WAIT_FOREVER, done, ctx, &h);
-//     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
-int etcdlock_lock_async(const struct etcdlock_client *client,
-                        const char *name,
-                        int64_t timeout_ms,
-                        etcdlock_lock_cb callback,
-                        void *user_data,
-                        struct etcdlock_cancel_handle **cancel);
+//     etcdlock_options o;
+//     etcdlock_options_init(&o, sizeof o);
+//     o.endpoints = "http://127.0.0.1:2379";
+//     o.ttl_secs = 10;
+int etcdlock_options_init(struct etcdlock_options *options, size_t struct_size);
 
-// Cancel the etcdlock_lock_async wait behind this handle: if the callback has
-// not run yet, it runs (once) with ETCDLOCK_CANCELLED and the waiter's key is
-// removed from etcd. Idempotent; a no-op after the callback ran. Never blocks;
-// callable from any thread, including callbacks.
+// Fill *options with the defaults (wait forever, no lock-delay, no lease
+// time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
+// lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
+// struct_size must be sizeof(etcdlock_acquire_options) as the caller
+// compiled it; only that many bytes are written.
 //
-// Safety: cancel is a live handle from etcdlock_lock_async.
-//
-// Example: etcdlock_cancel(h);
-int etcdlock_cancel(const struct etcdlock_cancel_handle *cancel);
-
-// Free a cancel handle. Does not cancel: the callback still runs exactly once.
-// NULL is a no-op.
-//
-// Safety: cancel is NULL or a handle not yet freed.
-//
-// Example: etcdlock_cancel_free(h);
-void etcdlock_cancel_free(struct etcdlock_cancel_handle *cancel);
-
-// Register a callback for the end of the hold. `callback(reason, user_data)`
-// runs exactly once, on a runtime thread, when the hold ends: with an
-// ETCDLOCK_LOSS_* reason if the lock was lost (lease expired, key deleted,
-// connection lost past the safety margin, client closed), or with
-// ETCDLOCK_LOSS_NONE when it was released by etcdlock_unlock /
-// etcdlock_guard_free. It never runs if the process exits while the lock is
-// still held. If the hold already ended, it runs at once (on a runtime
-// thread). Several callbacks may be registered; each runs once. Loss is
-// reported locally before etcd can grant the lock to anyone else (as long as
-// the process is running): stop touching the protected resource.
-// etcdlock_client_free on the guard's client returns only after the
-// callback has returned (unless it is called from a callback).
-//
-// Safety: guard is a live handle; user_data must stay valid until the callback ran.
+// Safety: options points to at least struct_size writable bytes.
+// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
+// version ever had.
 //
 // Example:
-//     static void lost(int reason, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
-//     etcdlock_guard_on_loss(g, lost, &stop_flag);
-int etcdlock_guard_on_loss(const struct etcdlock_guard *guard,
-                           etcdlock_loss_cb callback,
-                           void *user_data);
-
-// Whether the hold's keep-alive renewal is failing now: sets *valid_for_ms to
-// the milliseconds the hold still has (no keep-alive acknowledged for an
-// interval past when one was due), or to -1 when renewals are acknowledged
-// (or the hold ended). A failing hold is still held: pause work on the
-// protected resource, do not assume the lock is gone.
-//
-// Safety: guard is a live handle; valid_for_ms is writable.
-//
-// Example: int64_t left; etcdlock_guard_renewal(g, &left); if (left >= 0) pause_writes(left);
-int etcdlock_guard_renewal(const struct etcdlock_guard *guard, int64_t *valid_for_ms);
-
-// Register a callback for changes of the keep-alive renewal. `callback(ms,
-// user_data)` runs on a runtime thread, one call at a time, in order: with
-// the milliseconds the hold still has when renewal starts failing, -1 when it
-// is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2) when the
-// hold ends (released or lost), after which it is never called again.
-// etcdlock_client_free on the guard's client returns only after the
-// ETCDLOCK_RENEWAL_ENDED call has returned (unless it is called from a
-// callback).
-//
-// Safety: guard is a live handle; user_data must stay valid until the
-// ETCDLOCK_RENEWAL_ENDED call.
-//
-// Example:
-//     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
-//     etcdlock_guard_on_renewal(g, renewal, &paused);
-int etcdlock_guard_on_renewal(const struct etcdlock_guard *guard,
-                              etcdlock_renewal_cb callback,
-                              void *user_data);
-
-// Follow the election `name`: `callback` runs on a runtime thread with the
-// current state first, then each change (a new proclamation is a change;
-// "no leader" is reported as key NULL), until etcdlock_cancel on the handle
-// stored in *cancel (then a last call with ETCDLOCK_CANCELLED) or an error
-// (a last call with that status). Calls are never concurrent for one
-// observer; the callback must not block (see etcdlock_lock_async).
-//
-// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name), or ETCDLOCK_CLOSED
-// once etcdlock_client_free was called on the client; then the callback is
-// never called. etcdlock_client_free ends the observer (last call
-// ETCDLOCK_CLOSED) and returns only after that call has returned (unless it
-// is called from a callback).
-//
-// Safety: client is live; name NUL-terminated; user_data valid until the
-// last call; cancel is writable (required: it is the only way to stop).
-//
-// Example:
-//     static void on_leader(int st, const char *k, const uint8_t *v, size_t n, int64_t rev, void *ud) {
-//         if (st == ETCDLOCK_OK) printf("leader: %s\n", k ? k : "(none)");
-//     }
-//     etcdlock_cancel_handle *h; etcdlock_observe(c, "scheduler", on_leader, NULL, &h);
-//     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
-int etcdlock_observe(const struct etcdlock_client *client,
-                     const char *name,
-                     etcdlock_observe_cb callback,
-                     void *user_data,
-                     struct etcdlock_cancel_handle **cancel);
+//     etcdlock_acquire_options ao;
+//     etcdlock_acquire_options_init(&ao, sizeof ao);
+//     ao.timeout_ms = 5000;
+//     ao.lock_delay_ms = 3000;
+int etcdlock_acquire_options_init(struct etcdlock_acquire_options *options, size_t struct_size);
 
 // Take one of `permits` permits of the semaphore `name`: at most `permits`
 // holders at once, served in arrival order. The permit is a guard like any
@@ -1412,6 +1278,140 @@ int etcdlock_barrier_wait(const struct etcdlock_barrier *barrier,
 //
 // Example: etcdlock_barrier_free(b);
 void etcdlock_barrier_free(struct etcdlock_barrier *barrier);
+
+// Start waiting for the lock `name` without blocking the caller.
+//
+// If this returns ETCDLOCK_OK, `callback(status, guard, user_data)` is called
+// exactly once, on one of the library's runtime threads (never on the calling
+// thread, never concurrently with itself for this request): with ETCDLOCK_OK
+// and a new guard that the callback owns, or with ETCDLOCK_TIMEOUT,
+// ETCDLOCK_CANCELLED, ETCDLOCK_CLOSED, ... and guard NULL. If this returns an
+// error (ETCDLOCK_INVALID_ARGUMENT for a NULL client or callback, a bad name
+// or timeout; ETCDLOCK_CLOSED once etcdlock_client_free was called on the
+// client), the callback is never called. etcdlock_client_free returns only
+// after the callback has returned (unless it is called from a callback).
+// The callback must not block for long; blocking etcdlock calls
+// (etcdlock_lock, etcdlock_unlock, guarded operations) made inside it return
+// ETCDLOCK_INVALID_ARGUMENT, so hand the guard to another thread for those.
+//
+// If cancel is not NULL, *cancel receives a handle: etcdlock_cancel() makes a
+// wait still pending complete with ETCDLOCK_CANCELLED; free the handle with
+// etcdlock_cancel_free (freeing does not cancel).
+//
+// Safety: client is a live handle; name is NUL-terminated; user_data must stay
+// valid until the callback has run; cancel is NULL or writable.
+//
+// Example:
+//     static void done(int st, etcdlock_guard *g, void *ud) {
+//         if (st == ETCDLOCK_OK) hand_over(g, ud); else fprintf(stderr, "%s\n", etcdlock_last_error_message());
+//     }
+//     etcdlock_cancel_handle *h = NULL;
+//     etcdlock_lock_async(c, "orders", ETCDLOCK_WAIT_FOREVER, done, ctx, &h);
+//     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+int etcdlock_lock_async(const struct etcdlock_client *client,
+                        const char *name,
+                        int64_t timeout_ms,
+                        etcdlock_lock_cb callback,
+                        void *user_data,
+                        struct etcdlock_cancel_handle **cancel);
+
+// Cancel the etcdlock_lock_async wait behind this handle: if the callback has
+// not run yet, it runs (once) with ETCDLOCK_CANCELLED and the waiter's key is
+// removed from etcd. Idempotent; a no-op after the callback ran. Never blocks;
+// callable from any thread, including callbacks.
+//
+// Safety: cancel is a live handle from etcdlock_lock_async.
+//
+// Example: etcdlock_cancel(h);
+int etcdlock_cancel(const struct etcdlock_cancel_handle *cancel);
+
+// Free a cancel handle. Does not cancel: the callback still runs exactly once.
+// NULL is a no-op.
+//
+// Safety: cancel is NULL or a handle not yet freed.
+//
+// Example: etcdlock_cancel_free(h);
+void etcdlock_cancel_free(struct etcdlock_cancel_handle *cancel);
+
+// Register a callback for the end of the hold. `callback(reason, user_data)`
+// runs exactly once, on a runtime thread, when the hold ends: with an
+// ETCDLOCK_LOSS_* reason if the lock was lost (lease expired, key deleted,
+// connection lost past the safety margin, client closed), or with
+// ETCDLOCK_LOSS_NONE when it was released by etcdlock_unlock /
+// etcdlock_guard_free. It never runs if the process exits while the lock is
+// still held. If the hold already ended, it runs at once (on a runtime
+// thread). Several callbacks may be registered; each runs once. Loss is
+// reported locally before etcd can grant the lock to anyone else (as long as
+// the process is running): stop touching the protected resource.
+// etcdlock_client_free on the guard's client returns only after the
+// callback has returned (unless it is called from a callback).
+//
+// Safety: guard is a live handle; user_data must stay valid until the callback ran.
+//
+// Example:
+//     static void lost(int reason, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
+//     etcdlock_guard_on_loss(g, lost, &stop_flag);
+int etcdlock_guard_on_loss(const struct etcdlock_guard *guard,
+                           etcdlock_loss_cb callback,
+                           void *user_data);
+
+// Whether the hold's keep-alive renewal is failing now: sets *valid_for_ms to
+// the milliseconds the hold still has (no keep-alive acknowledged for an
+// interval past when one was due), or to -1 when renewals are acknowledged
+// (or the hold ended). A failing hold is still held: pause work on the
+// protected resource, do not assume the lock is gone.
+//
+// Safety: guard is a live handle; valid_for_ms is writable.
+//
+// Example: int64_t left; etcdlock_guard_renewal(g, &left); if (left >= 0) pause_writes(left);
+int etcdlock_guard_renewal(const struct etcdlock_guard *guard, int64_t *valid_for_ms);
+
+// Register a callback for changes of the keep-alive renewal. `callback(ms,
+// user_data)` runs on a runtime thread, one call at a time, in order: with
+// the milliseconds the hold still has when renewal starts failing, -1 when it
+// is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2) when the
+// hold ends (released or lost), after which it is never called again.
+// etcdlock_client_free on the guard's client returns only after the
+// ETCDLOCK_RENEWAL_ENDED call has returned (unless it is called from a
+// callback).
+//
+// Safety: guard is a live handle; user_data must stay valid until the
+// ETCDLOCK_RENEWAL_ENDED call.
+//
+// Example:
+//     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
+//     etcdlock_guard_on_renewal(g, renewal, &paused);
+int etcdlock_guard_on_renewal(const struct etcdlock_guard *guard,
+                              etcdlock_renewal_cb callback,
+                              void *user_data);
+
+// Follow the election `name`: `callback` runs on a runtime thread with the
+// current state first, then each change (a new proclamation is a change;
+// "no leader" is reported as key NULL), until etcdlock_cancel on the handle
+// stored in *cancel (then a last call with ETCDLOCK_CANCELLED) or an error
+// (a last call with that status). Calls are never concurrent for one
+// observer; the callback must not block (see etcdlock_lock_async).
+//
+// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name), or ETCDLOCK_CLOSED
+// once etcdlock_client_free was called on the client; then the callback is
+// never called. etcdlock_client_free ends the observer (last call
+// ETCDLOCK_CLOSED) and returns only after that call has returned (unless it
+// is called from a callback).
+//
+// Safety: client is live; name NUL-terminated; user_data valid until the
+// last call; cancel is writable (required: it is the only way to stop).
+//
+// Example:
+//     static void on_leader(int st, const char *k, const uint8_t *v, size_t n, int64_t rev, void *ud) {
+//         if (st == ETCDLOCK_OK) printf("leader: %s\n", k ? k : "(none)");
+//     }
+//     etcdlock_cancel_handle *h; etcdlock_observe(c, "scheduler", on_leader, NULL, &h);
+//     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+int etcdlock_observe(const struct etcdlock_client *client,
+                     const char *name,
+                     etcdlock_observe_cb callback,
+                     void *user_data,
+                     struct etcdlock_cancel_handle **cancel);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -1,15 +1,14 @@
 //! `NativeClient`: connect, lock, try-lock, close, metrics (the recipes are
 //! in recipes.rs).
 
-
 use etcdlock::ErrorCode;
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 
 use crate::errors::*;
-use crate::wait::*;
 use crate::guard::NativeLock;
 use crate::options::{client_options, NativeOption};
+use crate::wait::*;
 
 /// A connected core client.
 #[napi]
@@ -26,7 +25,9 @@ impl NativeClient {
             let opts = client_options(options)?;
             etcdlock::set_language("node");
             promise(env, async move {
-                let c = etcdlock::Client::connect(opts).await.map_err(|e| to_js_err(&e))?;
+                let c = etcdlock::Client::connect(opts)
+                    .await
+                    .map_err(|e| to_js_err(&e))?;
                 Ok(NativeClient { inner: c })
             })
         })
@@ -37,7 +38,9 @@ impl NativeClient {
     pub fn ping<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let c = self.inner.clone();
-            promise(env, async move { Ok(js(c.ping().await)?.as_secs_f64() * 1000.0) })
+            promise(env, async move {
+                Ok(js(c.ping().await)?.as_secs_f64() * 1000.0)
+            })
         })
     }
 
@@ -56,7 +59,11 @@ impl NativeClient {
     /// pairs) on every series.
     #[napi]
     pub fn prometheus(&self, labels: Vec<Vec<String>>) -> String {
-        let l: Vec<(&str, &str)> = labels.iter().filter(|p| p.len() == 2).map(|p| (p[0].as_str(), p[1].as_str())).collect();
+        let l: Vec<(&str, &str)> = labels
+            .iter()
+            .filter(|p| p.len() == 2)
+            .map(|p| (p[0].as_str(), p[1].as_str()))
+            .collect();
         self.inner.metrics().to_prometheus(&l)
     }
 
@@ -69,10 +76,24 @@ impl NativeClient {
         let acq: Vec<String> = m
             .acquisitions
             .iter()
-            .map(|a| format!("\"{}\":{{\"count\":{},\"waitMs\":{}}}", a.result.name(), a.count, ms(a.wait_total)))
+            .map(|a| {
+                format!(
+                    "\"{}\":{{\"count\":{},\"waitMs\":{}}}",
+                    a.result.name(),
+                    a.count,
+                    ms(a.wait_total)
+                )
+            })
             .collect();
-        let lost: Vec<String> = m.lost.iter().map(|(r, n)| format!("\"{}\":{n}", r.name())).collect();
-        let rtt = m.keepalive_rtt.map(|d| ms(d).to_string()).unwrap_or_else(|| "null".into());
+        let lost: Vec<String> = m
+            .lost
+            .iter()
+            .map(|(r, n)| format!("\"{}\":{n}", r.name()))
+            .collect();
+        let rtt = m
+            .keepalive_rtt
+            .map(|d| ms(d).to_string())
+            .unwrap_or_else(|| "null".into());
         format!(
             "{{\"acquisitions\":{{{}}},\"waiting\":{},\"held\":{},\"heldMs\":{},\"holdsEnded\":{},\"holdMs\":{},\"lost\":{{{}}},\"keepalives\":{},\"keepaliveRttMs\":{rtt}}}",
             acq.join(","),
@@ -122,7 +143,12 @@ impl NativeClient {
     /// vanished holder's lock-delay runs). With `extras`, core's
     /// `try_lock_with` those options.
     #[napi(ts_return_type = "Promise<NativeLock | null>")]
-    pub fn try_lock<'env>(&self, env: &'env Env, name: String, extras: Option<NativeAcquire>) -> napi::Result<Object<'env>> {
+    pub fn try_lock<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        extras: Option<NativeAcquire>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let once = match extras {
                 Some(x) => Some(acquire_opts(None, None, Some(x))?),
@@ -150,13 +176,20 @@ impl NativeClient {
             let c = self.inner.clone();
             promise(env, async move {
                 let mut etcd = c.etcd().await.map_err(|e| to_js_err(&e))?;
-                let opts = etcd_client::GetOptions::new().with_prefix().with_keys_only();
-                let r = etcd.get(prefix, Some(opts)).await.map_err(|e| internal(e.to_string()))?;
-                Ok(r.kvs().iter().map(|kv| String::from_utf8_lossy(kv.key()).into_owned()).collect::<Vec<_>>())
+                let opts = etcd_client::GetOptions::new()
+                    .with_prefix()
+                    .with_keys_only();
+                let r = etcd
+                    .get(prefix, Some(opts))
+                    .await
+                    .map_err(|e| internal(e.to_string()))?;
+                Ok(r.kvs()
+                    .iter()
+                    .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+                    .collect::<Vec<_>>())
             })
         })
     }
-
 }
 
 /// What an acquisition asks for beyond its wait (core `bridge::Extras`), as
@@ -184,21 +217,37 @@ pub(crate) fn acquire_opts(
         Some(x) => {
             let mut metadata = Vec::new();
             for p in x.metadata.unwrap_or_default() {
-                let [k, v]: [String; 2] = p.try_into().map_err(|_| invalid("metadata: each entry must be a [key, value] pair of strings"))?;
+                let [k, v]: [String; 2] = p.try_into().map_err(|_| {
+                    invalid("metadata: each entry must be a [key, value] pair of strings")
+                })?;
                 metadata.push((k, v));
             }
-            etcdlock::bridge::Extras { lock_delay: x.lock_delay, lease_time: x.lease_time, metadata }
+            etcdlock::bridge::Extras {
+                lock_delay: x.lock_delay,
+                lease_time: x.lease_time,
+                metadata,
+            }
         }
     };
-    let mut o = js(etcdlock::bridge::acquire_options(timeout_ms, extras, etcdlock::bridge::Unit::Millis))?;
+    let mut o = js(etcdlock::bridge::acquire_options(
+        timeout_ms,
+        extras,
+        etcdlock::bridge::Unit::Millis,
+    ))?;
     o.cancel = cancel.map(|c| c.token.clone());
     Ok(o)
 }
 
 /// The wait options every acquisition takes: a timeout in ms by core's one
 /// rule, and the cancel handle.
-pub(crate) fn lock_opts(timeout_ms: Option<f64>, cancel: Option<&NativeCancel>) -> napi::Result<etcdlock::LockOptions> {
-    let mut o = js(etcdlock::bridge::lock_options(timeout_ms, etcdlock::bridge::Unit::Millis))?;
+pub(crate) fn lock_opts(
+    timeout_ms: Option<f64>,
+    cancel: Option<&NativeCancel>,
+) -> napi::Result<etcdlock::LockOptions> {
+    let mut o = js(etcdlock::bridge::lock_options(
+        timeout_ms,
+        etcdlock::bridge::Unit::Millis,
+    ))?;
     o.cancel = cancel.map(|c| c.token.clone());
     Ok(o)
 }

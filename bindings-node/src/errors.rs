@@ -12,7 +12,10 @@ pub(crate) fn to_js_err(e: &etcdlock::Error) -> napi::Error {
 }
 
 pub(crate) fn invalid(msg: impl AsRef<str>) -> napi::Error {
-    to_js_err(&etcdlock::Error::new(ErrorCode::InvalidArgument, msg.as_ref()))
+    to_js_err(&etcdlock::Error::new(
+        ErrorCode::InvalidArgument,
+        msg.as_ref(),
+    ))
 }
 
 pub(crate) fn internal(msg: impl AsRef<str>) -> napi::Error {
@@ -26,5 +29,6 @@ pub(crate) fn js<T>(r: etcdlock::Result<T>) -> napi::Result<T> {
 
 /// Run a synchronous entry point, turning a panic into an `Internal` error.
 pub(crate) fn guard_sync<T>(f: impl FnOnce() -> napi::Result<T>) -> napi::Result<T> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|p| Err(to_js_err(&bridge::panic_error(p))))
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))
+        .unwrap_or_else(|p| Err(to_js_err(&bridge::panic_error(p))))
 }

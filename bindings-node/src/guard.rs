@@ -72,7 +72,10 @@ impl NativeLock {
     pub fn unlock<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let g = self.guard.clone();
-            promise(env, async move { g.unlock().await.map_err(|e| to_js_err(&e)) })
+            promise(
+                env,
+                async move { g.unlock().await.map_err(|e| to_js_err(&e)) },
+            )
         })
     }
 
@@ -86,22 +89,35 @@ impl NativeLock {
         guard_sync(|| {
             let (k, v) = (bytes(&key), bytes(&value));
             let g = self.guard.clone();
-            promise(env, async move { g.put(k, v).await.map_err(|e| to_js_err(&e)) })
+            promise(
+                env,
+                async move { g.put(k, v).await.map_err(|e| to_js_err(&e)) },
+            )
         })
     }
 
     /// Replace our own key's value while held (an election's proclamation).
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn set_value<'env>(&self, env: &'env Env, value: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+    pub fn set_value<'env>(
+        &self,
+        env: &'env Env,
+        value: Either<String, Buffer>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let v = bytes(&value);
             let g = self.guard.clone();
-            promise(env, async move { g.set_value(v).await.map_err(|e| to_js_err(&e)) })
+            promise(env, async move {
+                g.set_value(v).await.map_err(|e| to_js_err(&e))
+            })
         })
     }
 
     #[napi(ts_return_type = "Promise<Buffer | null>")]
-    pub fn get<'env>(&self, env: &'env Env, key: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+    pub fn get<'env>(
+        &self,
+        env: &'env Env,
+        key: Either<String, Buffer>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let k = bytes(&key);
             let g = self.guard.clone();
@@ -113,11 +129,18 @@ impl NativeLock {
     }
 
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn delete<'env>(&self, env: &'env Env, key: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+    pub fn delete<'env>(
+        &self,
+        env: &'env Env,
+        key: Either<String, Buffer>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let k = bytes(&key);
             let g = self.guard.clone();
-            promise(env, async move { g.delete(k).await.map_err(|e| to_js_err(&e)) })
+            promise(
+                env,
+                async move { g.delete(k).await.map_err(|e| to_js_err(&e)) },
+            )
         })
     }
 
@@ -126,7 +149,10 @@ impl NativeLock {
     /// not keep the event loop alive) and the watcher does not keep the guard
     /// alive, so a forgotten lock is still released when collected.
     #[napi(ts_args_type = "cb: (err: null | Error, reason: string | null) => void")]
-    pub fn on_end(&self, cb: ThreadsafeFunction<Option<String>, (), Option<String>, Status, true, true>) -> napi::Result<()> {
+    pub fn on_end(
+        &self,
+        cb: ThreadsafeFunction<Option<String>, (), Option<String>, Status, true, true>,
+    ) -> napi::Result<()> {
         guard_sync(|| {
             let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
             // Core's owned loss signal: `None` when released (or the guard was
@@ -145,9 +171,12 @@ impl NativeLock {
     #[napi(getter)]
     pub fn renewal_valid_for_ms(&self) -> Option<f64> {
         match self.guard.renewal() {
-            etcdlock::Renewal::Failing { valid_until } if self.guard.is_held() => {
-                Some(valid_until.saturating_duration_since(std::time::Instant::now()).as_secs_f64() * 1000.0)
-            }
+            etcdlock::Renewal::Failing { valid_until } if self.guard.is_held() => Some(
+                valid_until
+                    .saturating_duration_since(std::time::Instant::now())
+                    .as_secs_f64()
+                    * 1000.0,
+            ),
             _ => None,
         }
     }
@@ -157,12 +186,18 @@ impl NativeLock {
     /// hold ends. Held weakly, like `onEnd`: it keeps neither the event loop
     /// nor the guard alive.
     #[napi(ts_args_type = "cb: (err: null | Error, validForMs: number | null) => void")]
-    pub fn on_renewal(&self, cb: ThreadsafeFunction<Option<f64>, (), Option<f64>, Status, true, true>) -> napi::Result<()> {
+    pub fn on_renewal(
+        &self,
+        cb: ThreadsafeFunction<Option<f64>, (), Option<f64>, Status, true, true>,
+    ) -> napi::Result<()> {
         guard_sync(|| {
             js(etcdlock::bridge::follow_renewal(
                 &self.guard,
                 move |left| {
-                    cb.call(Ok(left.map(|d| d.as_secs_f64() * 1000.0)), ThreadsafeFunctionCallMode::NonBlocking);
+                    cb.call(
+                        Ok(left.map(|d| d.as_secs_f64() * 1000.0)),
+                        ThreadsafeFunctionCallMode::NonBlocking,
+                    );
                 },
                 || {},
             ))?;

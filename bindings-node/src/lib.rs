@@ -21,8 +21,8 @@ mod bench;
 mod client;
 mod errors;
 mod guard;
-mod options;
 mod once;
+mod options;
 mod recipes;
 mod sync;
 mod wait;
@@ -39,11 +39,17 @@ pub fn recipe_limits() -> Vec<u32> {
 /// The core's error names, in numeric order (index + 1 = C status code).
 #[napi]
 pub fn error_codes() -> Vec<String> {
-    ErrorCode::ALL.iter().map(|c| c.name().to_string()).collect()
+    ErrorCode::ALL
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect()
 }
 
 /// The core's loss reasons, in order.
 #[napi]
 pub fn loss_reasons() -> Vec<String> {
-    LossReason::ALL.iter().map(|r| r.name().to_string()).collect()
+    LossReason::ALL
+        .iter()
+        .map(|r| r.name().to_string())
+        .collect()
 }

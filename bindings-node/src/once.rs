@@ -29,8 +29,18 @@ fn info(h: OnceHold) -> NativeOnceHold {
 }
 
 fn hold(name: &str, h: &NativeOnceHold) -> napi::Result<OnceHold> {
-    let rev: i64 = h.revision.parse().map_err(|_| invalid(format!("revision must be a decimal integer, got {:?}", h.revision)))?;
-    Ok(OnceHold::mine(name, rev, h.locked_at_ms as i64, h.lock_until_ms as i64))
+    let rev: i64 = h.revision.parse().map_err(|_| {
+        invalid(format!(
+            "revision must be a decimal integer, got {:?}",
+            h.revision
+        ))
+    })?;
+    Ok(OnceHold::mine(
+        name,
+        rev,
+        h.locked_at_ms as i64,
+        h.lock_until_ms as i64,
+    ))
 }
 
 fn span(what: &str, ms: f64) -> napi::Result<std::time::Duration> {
@@ -42,29 +52,68 @@ impl NativeClient {
     /// Take job `name`'s run-once record for `at_most_ms` if it is free (null if taken);
     /// `at_least_ms` (used at finish) is checked with it, before anything is taken.
     #[napi(ts_return_type = "Promise<NativeOnceHold | null>")]
-    pub fn once_take<'env>(&self, env: &'env Env, name: String, at_most_ms: f64, at_least_ms: f64) -> napi::Result<Object<'env>> {
+    pub fn once_take<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        at_most_ms: f64,
+        at_least_ms: f64,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let (at_most, _) = bridge::once_spans(at_most_ms, at_least_ms, Unit::Millis).map_err(|e| to_js_err(&e))?;
+            let (at_most, _) = bridge::once_spans(at_most_ms, at_least_ms, Unit::Millis)
+                .map_err(|e| to_js_err(&e))?;
             let c = self.inner.clone();
-            promise(env, async move { Ok(c.once_take(&name, at_most).await.map_err(|e| to_js_err(&e))?.map(info)) })
+            promise(env, async move {
+                Ok(c.once_take(&name, at_most)
+                    .await
+                    .map_err(|e| to_js_err(&e))?
+                    .map(info))
+            })
         })
     }
 
     /// Finish a hold: taken until lockedAt + `at_least_ms`, or deleted; false if no longer ours.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn once_finish<'env>(&self, env: &'env Env, name: String, h: NativeOnceHold, at_least_ms: f64) -> napi::Result<Object<'env>> {
+    pub fn once_finish<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        h: NativeOnceHold,
+        at_least_ms: f64,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let (c, h, at_least) = (self.inner.clone(), hold(&name, &h)?, span("atLeast", at_least_ms)?);
-            promise(env, async move { c.once_finish(&h, at_least).await.map_err(|e| to_js_err(&e)) })
+            let (c, h, at_least) = (
+                self.inner.clone(),
+                hold(&name, &h)?,
+                span("atLeast", at_least_ms)?,
+            );
+            promise(env, async move {
+                c.once_finish(&h, at_least).await.map_err(|e| to_js_err(&e))
+            })
         })
     }
 
     /// Extend a hold to now + `at_most_ms`: the new hold, or null if no longer ours.
     #[napi(ts_return_type = "Promise<NativeOnceHold | null>")]
-    pub fn once_extend<'env>(&self, env: &'env Env, name: String, h: NativeOnceHold, at_most_ms: f64) -> napi::Result<Object<'env>> {
+    pub fn once_extend<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        h: NativeOnceHold,
+        at_most_ms: f64,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let (c, h, at_most) = (self.inner.clone(), hold(&name, &h)?, span("atMost", at_most_ms)?);
-            promise(env, async move { Ok(c.once_extend(&h, at_most).await.map_err(|e| to_js_err(&e))?.map(info)) })
+            let (c, h, at_most) = (
+                self.inner.clone(),
+                hold(&name, &h)?,
+                span("atMost", at_most_ms)?,
+            );
+            promise(env, async move {
+                Ok(c.once_extend(&h, at_most)
+                    .await
+                    .map_err(|e| to_js_err(&e))?
+                    .map(info))
+            })
         })
     }
 }

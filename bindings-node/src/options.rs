@@ -25,7 +25,8 @@ pub struct NativeOption {
 pub(crate) fn client_options(given: Vec<NativeOption>) -> napi::Result<ClientOptions> {
     let mut pairs = Vec::with_capacity(given.len());
     for o in given {
-        let key = bridge::option_key(&o.name).ok_or_else(|| to_js_err(&bridge::unknown_option(&o.name)))?;
+        let key = bridge::option_key(&o.name)
+            .ok_or_else(|| to_js_err(&bridge::unknown_option(&o.name)))?;
         pairs.push((key, option_text(key, o)?));
     }
     js(bridge::client_options(pairs))
@@ -43,7 +44,11 @@ fn option_text(key: &str, o: NativeOption) -> napi::Result<String> {
     match (kind, o.text, o.number, o.flag, o.list) {
         (OptionKind::List, _, _, _, Some(l)) => js(bridge::list_value(key, &l)),
         (OptionKind::List, Some(t), _, _, _) => {
-            let items: Vec<&str> = t.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+            let items: Vec<&str> = t
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .collect();
             js(bridge::list_value(key, &items))
         }
         (OptionKind::WholeSeconds, _, Some(n), _, _) => Ok(format!("{n}")),

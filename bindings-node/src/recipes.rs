@@ -8,10 +8,10 @@ use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
 
-use crate::errors::*;
-use crate::wait::*;
 use crate::client::{acquire_opts, lock_opts, NativeAcquire, NativeClient};
+use crate::errors::*;
 use crate::guard::{bytes, NativeLock};
+use crate::wait::*;
 
 /// The current leader of an election.
 #[napi(object)]
@@ -116,13 +116,22 @@ impl NativeClient {
         extras: Option<NativeAcquire>,
     ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            if !(permits.is_finite() && permits.fract() == 0.0 && (0.0..=u32::MAX as f64).contains(&permits)) {
-                return Err(invalid(format!("permits must be an integer between 1 and {}, got {permits}", etcdlock::MAX_PERMITS)));
+            if !(permits.is_finite()
+                && permits.fract() == 0.0
+                && (0.0..=u32::MAX as f64).contains(&permits))
+            {
+                return Err(invalid(format!(
+                    "permits must be an integer between 1 and {}, got {permits}",
+                    etcdlock::MAX_PERMITS
+                )));
             }
             let opts = acquire_opts(timeout_ms, cancel, extras)?;
             let c = self.inner.clone();
             promise(env, async move {
-                let g = c.acquire_permit(&name, permits as u32, opts).await.map_err(|e| to_js_err(&e))?;
+                let g = c
+                    .acquire_permit(&name, permits as u32, opts)
+                    .await
+                    .map_err(|e| to_js_err(&e))?;
                 Ok(NativeLock::new(g))
             })
         })
@@ -150,7 +159,13 @@ impl NativeClient {
 
     /// Every name in `names` together.
     #[napi(ts_return_type = "Promise<NativeMulti>")]
-    pub fn lock_many<'env>(&self, env: &'env Env, names: Vec<String>, timeout_ms: Option<f64>, cancel: Option<&NativeCancel>) -> napi::Result<Object<'env>> {
+    pub fn lock_many<'env>(
+        &self,
+        env: &'env Env,
+        names: Vec<String>,
+        timeout_ms: Option<f64>,
+        cancel: Option<&NativeCancel>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let opts = lock_opts(timeout_ms, cancel)?;
             let c = self.inner.clone();
@@ -177,7 +192,10 @@ impl NativeClient {
             let opts = acquire_opts(timeout_ms, cancel, extras)?;
             let (c, v) = (self.inner.clone(), bytes(&value));
             promise(env, async move {
-                let l = c.campaign(&name, v, opts).await.map_err(|e| to_js_err(&e))?;
+                let l = c
+                    .campaign(&name, v, opts)
+                    .await
+                    .map_err(|e| to_js_err(&e))?;
                 Ok(NativeLock::new(l.into_guard()))
             })
         })
@@ -188,7 +206,12 @@ impl NativeClient {
     pub fn leader<'env>(&self, env: &'env Env, name: String) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let c = self.inner.clone();
-            promise(env, async move { Ok(c.leader(&name).await.map_err(|e| to_js_err(&e))?.map(leader_info)) })
+            promise(env, async move {
+                Ok(c.leader(&name)
+                    .await
+                    .map_err(|e| to_js_err(&e))?
+                    .map(leader_info))
+            })
         })
     }
 
@@ -197,7 +220,9 @@ impl NativeClient {
     pub fn observe(&self, name: String) -> napi::Result<NativeObserver> {
         guard_sync(|| {
             let o = self.inner.observe(&name).map_err(|e| to_js_err(&e))?;
-            Ok(NativeObserver { o: Arc::new(tokio::sync::Mutex::new(o)) })
+            Ok(NativeObserver {
+                o: Arc::new(tokio::sync::Mutex::new(o)),
+            })
         })
     }
 
@@ -227,22 +252,40 @@ impl NativeClient {
 
     /// Release the hold of `name` with fencing token `token` (core `release`).
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn release<'env>(&self, env: &'env Env, name: String, token: String) -> napi::Result<Object<'env>> {
+    pub fn release<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        token: String,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let token: i64 = token.parse().map_err(|_| invalid(format!("token must be a fencing token, got {token:?}")))?;
+            let token: i64 = token
+                .parse()
+                .map_err(|_| invalid(format!("token must be a fencing token, got {token:?}")))?;
             let c = self.inner.clone();
-            promise(env, async move { c.release(&name, token).await.map_err(|e| to_js_err(&e)) })
+            promise(env, async move {
+                c.release(&name, token).await.map_err(|e| to_js_err(&e))
+            })
         })
     }
 
     /// Release the permit of the semaphore `name` whose id (its fencing
     /// token, a decimal string) is `id` (core `release_permit`).
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn release_permit<'env>(&self, env: &'env Env, name: String, id: String) -> napi::Result<Object<'env>> {
+    pub fn release_permit<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        id: String,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
-            let id: i64 = id.parse().map_err(|_| invalid(format!("id must be a permit's fencing token, got {id:?}")))?;
+            let id: i64 = id
+                .parse()
+                .map_err(|_| invalid(format!("id must be a permit's fencing token, got {id:?}")))?;
             let c = self.inner.clone();
-            promise(env, async move { c.release_permit(&name, id).await.map_err(|e| to_js_err(&e)) })
+            promise(env, async move {
+                c.release_permit(&name, id).await.map_err(|e| to_js_err(&e))
+            })
         })
     }
 }
@@ -257,7 +300,12 @@ pub struct NativeMulti {
 impl NativeMulti {
     /// Guarded put under every lock of the multi-lock.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn put<'env>(&self, env: &'env Env, key: Either<String, Buffer>, value: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+    pub fn put<'env>(
+        &self,
+        env: &'env Env,
+        key: Either<String, Buffer>,
+        value: Either<String, Buffer>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let (m, k, v) = (self.m.clone(), bytes(&key), bytes(&value));
             promise(env, async move { js(m.put(k, v).await) })
@@ -266,16 +314,27 @@ impl NativeMulti {
 
     /// Guarded get under every lock.
     #[napi(ts_return_type = "Promise<Buffer | null>")]
-    pub fn get<'env>(&self, env: &'env Env, key: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+    pub fn get<'env>(
+        &self,
+        env: &'env Env,
+        key: Either<String, Buffer>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let (m, k) = (self.m.clone(), bytes(&key));
-            promise(env, async move { Ok(js(m.get(k).await)?.map(Buffer::from)) })
+            promise(
+                env,
+                async move { Ok(js(m.get(k).await)?.map(Buffer::from)) },
+            )
         })
     }
 
     /// Guarded delete under every lock.
     #[napi(ts_return_type = "Promise<boolean>")]
-    pub fn delete<'env>(&self, env: &'env Env, key: Either<String, Buffer>) -> napi::Result<Object<'env>> {
+    pub fn delete<'env>(
+        &self,
+        env: &'env Env,
+        key: Either<String, Buffer>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let (m, k) = (self.m.clone(), bytes(&key));
             promise(env, async move { js(m.delete(k).await) })
@@ -284,7 +343,11 @@ impl NativeMulti {
 
     #[napi(getter)]
     pub fn names(&self) -> Vec<String> {
-        self.m.guards().iter().map(|g| g.name().to_string()).collect()
+        self.m
+            .guards()
+            .iter()
+            .map(|g| g.name().to_string())
+            .collect()
     }
 
     #[napi(getter)]
@@ -295,7 +358,11 @@ impl NativeMulti {
     /// Decimal strings (the JS layer makes them bigints).
     #[napi(getter)]
     pub fn fencing_tokens(&self) -> Vec<String> {
-        self.m.guards().iter().map(|g| g.fencing_token().to_string()).collect()
+        self.m
+            .guards()
+            .iter()
+            .map(|g| g.fencing_token().to_string())
+            .collect()
     }
 
     #[napi(getter)]
@@ -307,7 +374,10 @@ impl NativeMulti {
     pub fn unlock<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let m = self.m.clone();
-            promise(env, async move { m.unlock().await.map_err(|e| to_js_err(&e)) })
+            promise(
+                env,
+                async move { m.unlock().await.map_err(|e| to_js_err(&e)) },
+            )
         })
     }
 
@@ -315,14 +385,26 @@ impl NativeMulti {
     /// `cb(null)` when released; like `NativeLock.onEnd`, it keeps neither
     /// the callback's event loop nor the locks alive.
     #[napi(ts_args_type = "cb: (err: null | Error, lost: string[] | null) => void")]
-    pub fn on_end(&self, cb: ThreadsafeFunction<Option<Vec<String>>, (), Option<Vec<String>>, Status, true, true>) -> napi::Result<()> {
+    pub fn on_end(
+        &self,
+        cb: ThreadsafeFunction<Option<Vec<String>>, (), Option<Vec<String>>, Status, true, true>,
+    ) -> napi::Result<()> {
         guard_sync(|| {
             let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
-            let signals: Vec<(String, etcdlock::LossSignal)> = self.m.guards().iter().map(|g| (g.name().to_string(), g.lost_signal())).collect();
+            let signals: Vec<(String, etcdlock::LossSignal)> = self
+                .m
+                .guards()
+                .iter()
+                .map(|g| (g.name().to_string(), g.lost_signal()))
+                .collect();
             rt.spawn(async move {
                 let mut set = tokio::task::JoinSet::new();
                 for (name, mut s) in signals {
-                    set.spawn(async move { s.wait().await.map(|l| vec![name, l.reason.name().to_string()]) });
+                    set.spawn(async move {
+                        s.wait()
+                            .await
+                            .map(|l| vec![name, l.reason.name().to_string()])
+                    });
                 }
                 let mut first = None;
                 while let Some(r) = set.join_next().await {
@@ -349,7 +431,11 @@ impl NativeObserver {
     /// The next leadership state (the first call: the current one); null is
     /// "no leader". `cancel` ends the wait with `Cancelled`.
     #[napi(ts_return_type = "Promise<NativeLeader | null>")]
-    pub fn next<'env>(&self, env: &'env Env, cancel: Option<&NativeCancel>) -> napi::Result<Object<'env>> {
+    pub fn next<'env>(
+        &self,
+        env: &'env Env,
+        cancel: Option<&NativeCancel>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let o = self.o.clone();
             let token = cancel.map(|c| c.token.clone()).unwrap_or_default();
@@ -366,4 +452,3 @@ impl NativeObserver {
         })
     }
 }
-

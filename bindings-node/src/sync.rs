@@ -21,7 +21,9 @@ fn count_arg(what: &str, v: f64) -> napi::Result<u64> {
     if v.is_finite() && v.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&v) {
         return Ok(v as u64);
     }
-    Err(invalid(format!("{what} must be between 1 and {MAX_SYNC_COUNT}, got {v}")))
+    Err(invalid(format!(
+        "{what} must be between 1 and {MAX_SYNC_COUNT}, got {v}"
+    )))
 }
 
 /// Run `fut`, ending it with `Cancelled` when `cancel` fires.
@@ -41,7 +43,12 @@ async fn cancellable<T>(
 impl NativeClient {
     /// Open the count-down latch `name` with `count` (core `Client::latch`).
     #[napi(ts_return_type = "Promise<NativeLatch>")]
-    pub fn latch<'env>(&self, env: &'env Env, name: String, count: f64) -> napi::Result<Object<'env>> {
+    pub fn latch<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        count: f64,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let n = count_arg("count", count)?;
             let c = self.inner.clone();
@@ -54,10 +61,19 @@ impl NativeClient {
 
     /// Open the barrier `name` for `parties` parties (core `Client::barrier`).
     #[napi(ts_return_type = "Promise<NativeBarrier>")]
-    pub fn barrier<'env>(&self, env: &'env Env, name: String, parties: f64) -> napi::Result<Object<'env>> {
+    pub fn barrier<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        parties: f64,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let n = count_arg("parties", parties)?;
-            let n = u32::try_from(n).map_err(|_| invalid(format!("parties must be between 1 and {MAX_SYNC_COUNT}, got {parties}")))?;
+            let n = u32::try_from(n).map_err(|_| {
+                invalid(format!(
+                    "parties must be between 1 and {MAX_SYNC_COUNT}, got {parties}"
+                ))
+            })?;
             let c = self.inner.clone();
             promise(env, async move {
                 let b = js(c.barrier(&name, n).await)?;
@@ -107,11 +123,18 @@ impl NativeLatch {
     /// Wait for zero: `timeout_ms` by core's one timeout rule (absent: no
     /// limit), `cancel` ends the wait with `Cancelled`.
     #[napi(ts_return_type = "Promise<void>")]
-    pub fn wait<'env>(&self, env: &'env Env, timeout_ms: Option<f64>, cancel: Option<&NativeCancel>) -> napi::Result<Object<'env>> {
+    pub fn wait<'env>(
+        &self,
+        env: &'env Env,
+        timeout_ms: Option<f64>,
+        cancel: Option<&NativeCancel>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let timeout = js(bridge::opt_timeout("timeout", timeout_ms, Unit::Millis))?;
             let (l, token) = (self.l.clone(), cancel.map(|c| c.token.clone()));
-            promise(env, async move { cancellable("latch wait", token, l.wait(timeout)).await })
+            promise(env, async move {
+                cancellable("latch wait", token, l.wait(timeout)).await
+            })
         })
     }
 
@@ -147,11 +170,18 @@ impl NativeBarrier {
     /// Arrive and wait for every party: resolves this party's arrival index.
     /// `timeout_ms` and `cancel` as `NativeLatch.wait`.
     #[napi(ts_return_type = "Promise<number>")]
-    pub fn wait<'env>(&self, env: &'env Env, timeout_ms: Option<f64>, cancel: Option<&NativeCancel>) -> napi::Result<Object<'env>> {
+    pub fn wait<'env>(
+        &self,
+        env: &'env Env,
+        timeout_ms: Option<f64>,
+        cancel: Option<&NativeCancel>,
+    ) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let timeout = js(bridge::opt_timeout("timeout", timeout_ms, Unit::Millis))?;
             let (b, token) = (self.b.clone(), cancel.map(|c| c.token.clone()));
-            promise(env, async move { cancellable("barrier wait", token, b.wait(timeout)).await })
+            promise(env, async move {
+                cancellable("barrier wait", token, b.wait(timeout)).await
+            })
         })
     }
 

@@ -29,7 +29,10 @@ where
     let raw = env.raw();
     let settler = Settler::of(raw)?;
     let (mut deferred, mut promise) = (ptr::null_mut(), ptr::null_mut());
-    status(unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) }, "create a Promise")?;
+    status(
+        unsafe { sys::napi_create_promise(raw, &mut deferred, &mut promise) },
+        "create a Promise",
+    )?;
     let mut pending = Pending::new(raw, settler, deferred);
     js(etcdlock::runtime::start(async move {
         pending.armed = true;
@@ -85,11 +88,20 @@ thread_local! {
 impl Settler {
     /// This thread's settler for `env`, made on first use.
     fn of(env: sys::napi_env) -> napi::Result<Arc<Settler>> {
-        if let Some(s) = LOCAL.with_borrow(|l| l.as_ref().filter(|l| l.env == env).map(|l| l.settler.clone())) {
+        if let Some(s) = LOCAL.with_borrow(|l| {
+            l.as_ref()
+                .filter(|l| l.env == env)
+                .map(|l| l.settler.clone())
+        }) {
             return Ok(s);
         }
         let mut name = ptr::null_mut();
-        status(unsafe { sys::napi_create_string_utf8(env, c"etcdlock settle".as_ptr(), 15, &mut name) }, "name the settler")?;
+        status(
+            unsafe {
+                sys::napi_create_string_utf8(env, c"etcdlock settle".as_ptr(), 15, &mut name)
+            },
+            "name the settler",
+        )?;
         let mut tsfn = ptr::null_mut();
         status(
             unsafe {
@@ -110,11 +122,25 @@ impl Settler {
             "create the settler",
         )?;
         // Referenced only while a Promise is pending ([`Pending::new`]).
-        status(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "unreference the settler")?;
-        let settler = Arc::new(Settler { tsfn: Mutex::new(Some(Tsfn(tsfn))) });
+        status(
+            unsafe { sys::napi_unref_threadsafe_function(env, tsfn) },
+            "unreference the settler",
+        )?;
+        let settler = Arc::new(Settler {
+            tsfn: Mutex::new(Some(Tsfn(tsfn))),
+        });
         let hook = Arc::into_raw(settler.clone()) as *mut c_void;
-        status(unsafe { sys::napi_add_env_cleanup_hook(env, Some(env_teardown), hook) }, "watch the environment's teardown")?;
-        LOCAL.with_borrow_mut(|l| *l = Some(Local { env, settler: settler.clone(), pending: 0 }));
+        status(
+            unsafe { sys::napi_add_env_cleanup_hook(env, Some(env_teardown), hook) },
+            "watch the environment's teardown",
+        )?;
+        LOCAL.with_borrow_mut(|l| {
+            *l = Some(Local {
+                env,
+                settler: settler.clone(),
+                pending: 0,
+            })
+        });
         Ok(settler)
     }
 
@@ -122,7 +148,13 @@ impl Settler {
         let tsfn = self.tsfn.lock().unwrap_or_else(|p| p.into_inner());
         let Some(t) = *tsfn else { return };
         let data = Box::into_raw(s);
-        let st = unsafe { sys::napi_call_threadsafe_function(t.0, data.cast(), sys::ThreadsafeFunctionCallMode::nonblocking) };
+        let st = unsafe {
+            sys::napi_call_threadsafe_function(
+                t.0,
+                data.cast(),
+                sys::ThreadsafeFunctionCallMode::nonblocking,
+            )
+        };
         if st != sys::Status::napi_ok {
             // Closing (the environment is going): nobody is left to settle for.
             drop(unsafe { Box::from_raw(data) });
@@ -134,12 +166,21 @@ impl Settler {
 /// are dropped) and forget this thread's settler.
 unsafe extern "C" fn env_teardown(arg: *mut c_void) {
     let settler = unsafe { Arc::from_raw(arg as *const Settler) };
-    if let Some(t) = settler.tsfn.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        unsafe { sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort) };
+    if let Some(t) = settler
+        .tsfn
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+    {
+        unsafe {
+            sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort)
+        };
     }
     let _ = LOCAL.try_with(|l| {
         let mut l = l.borrow_mut();
-        if l.as_ref().is_some_and(|l| Arc::ptr_eq(&l.settler, &settler)) {
+        if l.as_ref()
+            .is_some_and(|l| Arc::ptr_eq(&l.settler, &settler))
+        {
             *l = None;
         }
     });
@@ -149,10 +190,14 @@ unsafe extern "C" fn env_teardown(arg: *mut c_void) {
 /// settler (the process stays alive), the last unreferences it.
 fn count(env: sys::napi_env, up: bool) {
     LOCAL.with_borrow_mut(|l| {
-        let Some(l) = l.as_mut().filter(|l| l.env == env) else { return };
+        let Some(l) = l.as_mut().filter(|l| l.env == env) else {
+            return;
+        };
         let was = l.pending;
         l.pending = if up { was + 1 } else { was.saturating_sub(1) };
-        let Some(t) = *l.settler.tsfn.lock().unwrap_or_else(|p| p.into_inner()) else { return };
+        let Some(t) = *l.settler.tsfn.lock().unwrap_or_else(|p| p.into_inner()) else {
+            return;
+        };
         match (was, l.pending) {
             (0, 1) => unsafe {
                 sys::napi_ref_threadsafe_function(env, t.0);
@@ -175,13 +220,19 @@ struct Settle {
 // `settle_on_js_thread`), the only one napi calls that on.
 unsafe impl Send for Settle {}
 
-unsafe extern "C" fn settle_on_js_thread(env: sys::napi_env, _cb: sys::napi_value, _ctx: *mut c_void, data: *mut c_void) {
+unsafe extern "C" fn settle_on_js_thread(
+    env: sys::napi_env,
+    _cb: sys::napi_value,
+    _ctx: *mut c_void,
+    data: *mut c_void,
+) {
     let s = unsafe { Box::from_raw(data.cast::<Settle>()) };
     if env.is_null() {
         return; // the environment is tearing down
     }
     let Settle { deferred, outcome } = *s;
-    let r = std::panic::catch_unwind(AssertUnwindSafe(|| outcome(env))).unwrap_or_else(|p| Err(to_js_err(&bridge::panic_error(p))));
+    let r = std::panic::catch_unwind(AssertUnwindSafe(|| outcome(env)))
+        .unwrap_or_else(|p| Err(to_js_err(&bridge::panic_error(p))));
     match r {
         Ok(v) => unsafe {
             sys::napi_resolve_deferred(env, deferred, v);
@@ -189,7 +240,9 @@ unsafe extern "C" fn settle_on_js_thread(env: sys::napi_env, _cb: sys::napi_valu
         Err(e) => {
             let mut v = unsafe { ToNapiValue::to_napi_value(env, e) };
             if v.is_err() {
-                v = unsafe { ToNapiValue::to_napi_value(env, internal("could not build the error")) };
+                v = unsafe {
+                    ToNapiValue::to_napi_value(env, internal("could not build the error"))
+                };
             }
             if let Ok(v) = v {
                 unsafe { sys::napi_reject_deferred(env, deferred, v) };
@@ -219,16 +272,26 @@ unsafe impl Send for Pending {}
 impl Pending {
     fn new(env: sys::napi_env, settler: Arc<Settler>, deferred: sys::napi_deferred) -> Pending {
         count(env, true);
-        Pending { env, settler, deferred, armed: false, settled: false }
+        Pending {
+            env,
+            settler,
+            deferred,
+            armed: false,
+            settled: false,
+        }
     }
 
     fn settle<T: ToNapiValue + Send + 'static>(&mut self, r: napi::Result<T>) {
         self.settled = true;
-        let outcome: Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send> = match r {
-            Ok(v) => Box::new(move |env| unsafe { T::to_napi_value(env, v) }),
-            Err(e) => Box::new(move |_| Err(e)),
-        };
-        self.settler.send(Box::new(Settle { deferred: self.deferred, outcome }));
+        let outcome: Box<dyn FnOnce(sys::napi_env) -> napi::Result<sys::napi_value> + Send> =
+            match r {
+                Ok(v) => Box::new(move |env| unsafe { T::to_napi_value(env, v) }),
+                Err(e) => Box::new(move |_| Err(e)),
+            };
+        self.settler.send(Box::new(Settle {
+            deferred: self.deferred,
+            outcome,
+        }));
     }
 }
 
@@ -238,7 +301,9 @@ impl Drop for Pending {
             return;
         }
         if self.armed {
-            self.settle::<()>(Err(internal("the call was dropped before it finished (the runtime is shutting down)")));
+            self.settle::<()>(Err(internal(
+                "the call was dropped before it finished (the runtime is shutting down)",
+            )));
         } else {
             count(self.env, false);
         }
@@ -255,7 +320,9 @@ pub struct NativeCancel {
 impl NativeCancel {
     #[napi(constructor)]
     pub fn new() -> Self {
-        NativeCancel { token: CancellationToken::new() }
+        NativeCancel {
+            token: CancellationToken::new(),
+        }
     }
 
     #[napi]
@@ -269,4 +336,3 @@ impl Default for NativeCancel {
         Self::new()
     }
 }
-

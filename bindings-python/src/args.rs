@@ -28,7 +28,11 @@ pub(crate) fn lock_opts(py: Python<'_>, timeout: Option<f64>) -> PyResult<LockOp
 /// `lock_delay` and `lease_time` (seconds) and `metadata` (a dict of str to
 /// str), by core's one rule (`bridge::acquire_options`). None is "not given";
 /// another keyword is a TypeError, as Python's own calls say.
-pub(crate) fn acquire_opts(py: Python<'_>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<LockOptions> {
+pub(crate) fn acquire_opts(
+    py: Python<'_>,
+    timeout: Option<f64>,
+    extras: Option<&Bound<'_, PyDict>>,
+) -> PyResult<LockOptions> {
     let mut x = bridge::Extras::default();
     for (k, v) in extras.into_iter().flat_map(|d| d.iter()) {
         let key: String = k.extract()?;
@@ -36,8 +40,13 @@ pub(crate) fn acquire_opts(py: Python<'_>, timeout: Option<f64>, extras: Option<
             continue;
         }
         let span = |what: &str| -> PyResult<f64> {
-            if v.is_instance_of::<PyBool>() || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) {
-                return Err(PyTypeError::new_err(format!("{what} must be a number of seconds, not {}", type_name(&v))));
+            if v.is_instance_of::<PyBool>()
+                || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
+            {
+                return Err(PyTypeError::new_err(format!(
+                    "{what} must be a number of seconds, not {}",
+                    type_name(&v)
+                )));
             }
             v.extract::<f64>()
         };
@@ -66,7 +75,12 @@ pub(crate) fn acquire_opts(py: Python<'_>, timeout: Option<f64>, extras: Option<
 pub(crate) fn utf8(s: &Bound<'_, PyString>, what: &str) -> PyResult<String> {
     let py = s.py();
     s.extract::<String>().map_err(|cause| {
-        let e = to_pyerr(py, &invalid(format!("{what} is not valid Unicode text (it contains a lone surrogate): {cause}")));
+        let e = to_pyerr(
+            py,
+            &invalid(format!(
+                "{what} is not valid Unicode text (it contains a lone surrogate): {cause}"
+            )),
+        );
         e.set_cause(py, Some(cause));
         e
     })
@@ -82,12 +96,18 @@ pub(crate) fn key_bytes(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<u8>>
     }
     Err(PyTypeError::new_err(format!(
         "{what} must be str or bytes, not {}",
-        obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+        obj.get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
     )))
 }
 
 pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
-    v.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+    v.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default()
 }
 
 /// Client options from `Client(...)`'s keyword arguments (None: not given,
@@ -95,26 +115,35 @@ pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
 /// by core (`bridge::option_key`) and its value converted by the option's
 /// kind: a value of the wrong type is a TypeError, any other bad value core's
 /// InvalidArgumentError. Nothing here knows a particular option.
-pub(crate) fn client_options(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<ClientOptions> {
+pub(crate) fn client_options(
+    py: Python<'_>,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<ClientOptions> {
     let mut pairs: Vec<(&'static str, String)> = Vec::new();
     for (k, v) in kwargs.into_iter().flat_map(|d| d.iter()) {
         if v.is_none() {
             continue;
         }
         let name: String = k.extract()?;
-        let key = bridge::option_key(&name).ok_or_else(|| to_pyerr(py, &bridge::unknown_option(&name)))?;
+        let key = bridge::option_key(&name)
+            .ok_or_else(|| to_pyerr(py, &bridge::unknown_option(&name)))?;
         pairs.push((key, option_text(py, key, &v)?));
     }
     py_result(py, bridge::client_options(pairs))
 }
 
 pub(crate) fn option_text(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> PyResult<String> {
-    let wrong = |want: &str| PyTypeError::new_err(format!("{key} must be {want}, not {}", type_name(v)));
+    let wrong =
+        |want: &str| PyTypeError::new_err(format!("{key} must be {want}, not {}", type_name(v)));
     let is_bool = v.is_instance_of::<PyBool>();
     match bridge::option_kind(key).expect("option_key returns known keys") {
         OptionKind::List => {
-            let items: Vec<Bound<'_, PyString>> = v.extract().map_err(|_| wrong("a list of str"))?;
-            let items = items.iter().map(|s| utf8(s, key)).collect::<PyResult<Vec<_>>>()?;
+            let items: Vec<Bound<'_, PyString>> =
+                v.extract().map_err(|_| wrong("a list of str"))?;
+            let items = items
+                .iter()
+                .map(|s| utf8(s, key))
+                .collect::<PyResult<Vec<_>>>()?;
             py_result(py, bridge::list_value(key, &items))
         }
         OptionKind::WholeSeconds if !is_bool && v.is_instance_of::<PyInt>() => {
@@ -122,7 +151,9 @@ pub(crate) fn option_text(py: Python<'_>, key: &str, v: &Bound<'_, PyAny>) -> Py
             Ok(v.extract::<i64>().unwrap_or(i64::MAX).to_string())
         }
         OptionKind::WholeSeconds => Err(wrong("an int (seconds)")),
-        OptionKind::Duration if !is_bool && (v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) => {
+        OptionKind::Duration
+            if !is_bool && (v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>()) =>
+        {
             Ok(bridge::duration_value(v.extract::<f64>()?, Unit::Seconds))
         }
         OptionKind::Duration => Err(wrong("a number of seconds")),

@@ -26,7 +26,10 @@ impl NativeClient {
     fn connect(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<NativeClient> {
         let opts = client_options(py, options)?;
         let inner = wait(py, async move { Client::connect(opts).await })?;
-        Ok(NativeClient { inner, pid: std::process::id() })
+        Ok(NativeClient {
+            inner,
+            pid: std::process::id(),
+        })
     }
 
     /// Connect, as an awaitable of the running asyncio loop.
@@ -35,13 +38,26 @@ impl NativeClient {
     fn connect_async(py: Python<'_>, options: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
         let opts = client_options(py, options)?;
         to_asyncio(py, async move { Client::connect(opts).await }, |py, c| {
-            Ok(Py::new(py, NativeClient { inner: c, pid: std::process::id() })?.into_any())
+            Ok(Py::new(
+                py,
+                NativeClient {
+                    inner: c,
+                    pid: std::process::id(),
+                },
+            )?
+            .into_any())
         })
     }
 
     /// Wait for the lock `name`, at most `timeout` seconds if given.
     #[pyo3(signature = (name, timeout=None, **extras))]
-    fn lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<NativeGuard> {
+    fn lock(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        timeout: Option<f64>,
+        extras: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<NativeGuard> {
         let this = slf.get();
         let name = utf8(name, "lock name")?;
         let opts = acquire_opts(py, timeout, extras)?;
@@ -52,8 +68,17 @@ impl NativeClient {
 
     /// Take the lock if free; None if held.
     #[pyo3(signature = (name, **extras))]
-    fn try_lock(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Option<NativeGuard>> {
-        let (c, name, opts) = (slf.get().inner.clone(), utf8(name, "lock name")?, acquire_opts(py, None, extras)?);
+    fn try_lock(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        extras: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Option<NativeGuard>> {
+        let (c, name, opts) = (
+            slf.get().inner.clone(),
+            utf8(name, "lock name")?,
+            acquire_opts(py, None, extras)?,
+        );
         let r = wait(py, async move {
             match c.try_lock_with(&name, opts).await {
                 Ok(g) => Ok(Some(g)),
@@ -66,20 +91,37 @@ impl NativeClient {
 
     /// `lock` as an awaitable.
     #[pyo3(signature = (name, timeout=None, **extras))]
-    fn lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, timeout: Option<f64>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+    fn lock_async(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        timeout: Option<f64>,
+        extras: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
         let name = utf8(name, "lock name")?;
         let opts = acquire_opts(py, timeout, extras)?;
         let c = slf.get().inner.clone();
         let me = slf.clone().unbind();
-        to_asyncio(py, async move { c.lock_with(&name, opts).await }, |py, g| {
-            Ok(Py::new(py, NativeGuard::new(g, me))?.into_any())
-        })
+        to_asyncio(
+            py,
+            async move { c.lock_with(&name, opts).await },
+            |py, g| Ok(Py::new(py, NativeGuard::new(g, me))?.into_any()),
+        )
     }
 
     /// `try_lock` as an awaitable.
     #[pyo3(signature = (name, **extras))]
-    fn try_lock_async(slf: &Bound<'_, Self>, py: Python<'_>, name: &Bound<'_, PyString>, extras: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
-        let (c, name, opts) = (slf.get().inner.clone(), utf8(name, "lock name")?, acquire_opts(py, None, extras)?);
+    fn try_lock_async(
+        slf: &Bound<'_, Self>,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        extras: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        let (c, name, opts) = (
+            slf.get().inner.clone(),
+            utf8(name, "lock name")?,
+            acquire_opts(py, None, extras)?,
+        );
         let me = slf.clone().unbind();
         to_asyncio(
             py,
@@ -136,7 +178,9 @@ impl NativeClient {
     /// `ping` as an awaitable.
     fn ping_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let c = self.inner.clone();
-        to_asyncio(py, async move { c.ping().await }, |py, d| Ok(d.as_secs_f64().into_pyobject(py)?.into_any().unbind()))
+        to_asyncio(py, async move { c.ping().await }, |py, d| {
+            Ok(d.as_secs_f64().into_pyobject(py)?.into_any().unbind())
+        })
     }
 
     /// The effective lease TTL in seconds.
@@ -168,7 +212,10 @@ impl NativeClient {
     /// and `labels` on every series.
     #[pyo3(signature = (labels=Vec::new()))]
     fn prometheus(&self, labels: Vec<(String, String)>) -> String {
-        let l: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let l: Vec<(&str, &str)> = labels
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
         self.inner.metrics().to_prometheus(&l)
     }
 

@@ -16,14 +16,54 @@ create_exception!(
     "Base class of every etcdlock error. `.code` is the core error code name, `.message` the message, `.reason` the loss reason (LockLostError) or None."
 );
 create_exception!(etcdlock, InvalidArgumentError, LockError, "Bad argument: empty or oversized name, TTL out of range, bad endpoint, bad TLS file, misuse (code InvalidArgument).");
-create_exception!(etcdlock, WouldBlockError, LockError, "try-lock found the lock held (code WouldBlock); `try_lock` returns None instead.");
-create_exception!(etcdlock, LockLostError, LockError, "The hold ended without unlock; `.reason` says why (code LockLost).");
-create_exception!(etcdlock, CancelledError, LockError, "The wait was cancelled (code Cancelled).");
-create_exception!(etcdlock, UnavailableError, LockError, "etcd unreachable after retries; the message names the endpoints (code Unavailable).");
-create_exception!(etcdlock, AuthFailedError, LockError, "etcd rejected the credentials (code AuthFailed).");
-create_exception!(etcdlock, PermissionDeniedError, LockError, "etcd RBAC denies access to the key range (code PermissionDenied).");
-create_exception!(etcdlock, ClosedError, LockError, "The client was closed, or was created before fork() in a parent process (code Closed).");
-create_exception!(etcdlock, InternalError, LockError, "A bug in etcdlock, reported instead of crashing (code Internal).");
+create_exception!(
+    etcdlock,
+    WouldBlockError,
+    LockError,
+    "try-lock found the lock held (code WouldBlock); `try_lock` returns None instead."
+);
+create_exception!(
+    etcdlock,
+    LockLostError,
+    LockError,
+    "The hold ended without unlock; `.reason` says why (code LockLost)."
+);
+create_exception!(
+    etcdlock,
+    CancelledError,
+    LockError,
+    "The wait was cancelled (code Cancelled)."
+);
+create_exception!(
+    etcdlock,
+    UnavailableError,
+    LockError,
+    "etcd unreachable after retries; the message names the endpoints (code Unavailable)."
+);
+create_exception!(
+    etcdlock,
+    AuthFailedError,
+    LockError,
+    "etcd rejected the credentials (code AuthFailed)."
+);
+create_exception!(
+    etcdlock,
+    PermissionDeniedError,
+    LockError,
+    "etcd RBAC denies access to the key range (code PermissionDenied)."
+);
+create_exception!(
+    etcdlock,
+    ClosedError,
+    LockError,
+    "The client was closed, or was created before fork() in a parent process (code Closed)."
+);
+create_exception!(
+    etcdlock,
+    InternalError,
+    LockError,
+    "A bug in etcdlock, reported instead of crashing (code Internal)."
+);
 
 /// `etcdlock.TimeoutError` and `etcdlock.NotHeldError` also subclass the
 /// builtin they are named after or mean (`TimeoutError`, `RuntimeError`), so
@@ -47,7 +87,11 @@ pub(crate) fn two_base_exception<'py>(
             let dict = pyo3::types::PyDict::new(py);
             dict.set_item("__module__", "etcdlock")?;
             dict.set_item("__doc__", doc)?;
-            Ok(builtins.getattr("type")?.call1((name, bases, dict))?.cast_into::<PyType>()?.unbind())
+            Ok(builtins
+                .getattr("type")?
+                .call1((name, bases, dict))?
+                .cast_into::<PyType>()?
+                .unbind())
         };
         make().expect("creating an etcdlock exception class")
     })
@@ -92,7 +136,6 @@ pub(crate) fn exc_type(py: Python<'_>, code: ErrorCode) -> Bound<'_, PyType> {
         ErrorCode::Internal => py.get_type::<InternalError>(),
     }
 }
-
 
 /// A core error as the matching Python exception, with `.code`, `.message`,
 /// `.reason` and `.retryable` from its wire form (the one mapping).

@@ -9,9 +9,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::args::*;
+use crate::client::NativeClient;
 use crate::errors::*;
 use crate::wait::*;
-use crate::client::NativeClient;
 
 /// A held lock (see `etcdlock.Guard` in the stubs for the user docs).
 #[pyclass(module = "etcdlock", name = "Guard", frozen, subclass)]
@@ -25,7 +25,10 @@ pub(crate) struct NativeGuard {
 
 impl NativeGuard {
     pub(crate) fn new(g: Guard, client: Py<NativeClient>) -> NativeGuard {
-        NativeGuard { g: Arc::new(g), client }
+        NativeGuard {
+            g: Arc::new(g),
+            client,
+        }
     }
 }
 
@@ -89,7 +92,12 @@ impl NativeGuard {
     }
 
     /// Guarded put: applied by etcd only while we hold the lock.
-    fn put(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn put(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let (k, v) = (key_bytes(key, "key")?, key_bytes(value, "value")?);
         let g = self.g.clone();
         wait(py, async move { g.put(k, v).await })
@@ -117,7 +125,12 @@ impl NativeGuard {
     }
 
     /// `put` as an awaitable.
-    fn put_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fn put_async(
+        &self,
+        py: Python<'_>,
+        key: &Bound<'_, PyAny>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<Py<PyAny>> {
         let (k, v) = (key_bytes(key, "key")?, key_bytes(value, "value")?);
         let g = self.g.clone();
         to_asyncio(py, async move { g.put(k, v).await }, |py, ()| Ok(none(py)))
@@ -139,7 +152,12 @@ impl NativeGuard {
     fn delete_async(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
         let k = key_bytes(key, "key")?;
         let g = self.g.clone();
-        to_asyncio(py, async move { g.delete(k).await }, |py, d| Ok(pyo3::types::PyBool::new(py, d).to_owned().into_any().unbind()))
+        to_asyncio(py, async move { g.delete(k).await }, |py, d| {
+            Ok(pyo3::types::PyBool::new(py, d)
+                .to_owned()
+                .into_any()
+                .unbind())
+        })
     }
 
     /// Call `callback(reason)` once if the hold is lost (not on a normal
@@ -156,7 +174,10 @@ impl NativeGuard {
             if !cb.is_callable() {
                 return Err(PyTypeError::new_err(format!(
                     "on_lost() needs a callable, not {}",
-                    cb.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    cb.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
                 )));
             }
             Ok(())
@@ -188,9 +209,11 @@ impl NativeGuard {
     #[getter]
     fn renewal_failing(&self) -> Option<f64> {
         match self.g.renewal() {
-            etcdlock::Renewal::Failing { valid_until } if self.g.is_held() => {
-                Some(valid_until.saturating_duration_since(Instant::now()).as_secs_f64())
-            }
+            etcdlock::Renewal::Failing { valid_until } if self.g.is_held() => Some(
+                valid_until
+                    .saturating_duration_since(Instant::now())
+                    .as_secs_f64(),
+            ),
             _ => None,
         }
     }
@@ -206,7 +229,10 @@ impl NativeGuard {
             if !cb.is_callable() {
                 return Err(PyTypeError::new_err(format!(
                     "on_renewal() needs a callable, not {}",
-                    cb.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    cb.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
                 )));
             }
             Ok(())
@@ -228,7 +254,8 @@ impl NativeGuard {
                 });
             }));
         };
-        etcdlock::bridge::follow_renewal(&self.g, changed, || {}).map_err(|e| Python::attach(|py| to_pyerr(py, &e)))?;
+        etcdlock::bridge::follow_renewal(&self.g, changed, || {})
+            .map_err(|e| Python::attach(|py| to_pyerr(py, &e)))?;
         Ok(())
     }
 
@@ -271,7 +298,10 @@ pub(crate) struct LostEvent {
     pub(crate) g: Arc<Guard>,
 }
 
-pub(crate) async fn wait_lost_for(g: Arc<Guard>, timeout: Option<Duration>) -> etcdlock::Result<bool> {
+pub(crate) async fn wait_lost_for(
+    g: Arc<Guard>,
+    timeout: Option<Duration>,
+) -> etcdlock::Result<bool> {
     let fut = async { g.wait_lost().await.is_some() };
     Ok(match timeout {
         Some(t) => tokio::time::timeout(t, fut).await.unwrap_or(false),
@@ -306,7 +336,12 @@ impl LostEvent {
     fn wait_async(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let t = timeout_arg(py, timeout)?;
         let g = self.g.clone();
-        to_asyncio(py, wait_lost_for(g, t), |py, b| Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()))
+        to_asyncio(py, wait_lost_for(g, t), |py, b| {
+            Ok(pyo3::types::PyBool::new(py, b)
+                .to_owned()
+                .into_any()
+                .unbind())
+        })
     }
 
     pub(crate) fn __repr__(&self) -> String {

@@ -41,7 +41,10 @@ fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
         names.push((code.name(), code as i32, cls_name));
     }
     m.add("ERROR_CODES", names)?;
-    m.add("LOSS_REASONS", LossReason::ALL.map(LossReason::name).to_vec())?;
+    m.add(
+        "LOSS_REASONS",
+        LossReason::ALL.map(LossReason::name).to_vec(),
+    )?;
     m.add("MAX_NAME_LEN", etcdlock::MAX_NAME_LEN)?;
     m.add("MAX_TTL_SECS", etcdlock::MAX_TTL_SECS)?;
     m.add_class::<client::NativeClient>()?;

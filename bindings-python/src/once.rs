@@ -16,14 +16,22 @@ use crate::wait::*;
 pub(crate) type HoldTuple = (i64, i64, i64);
 
 fn tuple(h: &OnceHold) -> HoldTuple {
-    (h.record.revision, h.record.locked_at_ms, h.record.lock_until_ms)
+    (
+        h.record.revision,
+        h.record.locked_at_ms,
+        h.record.lock_until_ms,
+    )
 }
 
 fn span(py: Python<'_>, what: &str, v: f64) -> PyResult<std::time::Duration> {
     py_result(py, bridge::span(what, v, Unit::Seconds))
 }
 
-fn spans(py: Python<'_>, at_most: f64, at_least: f64) -> PyResult<(std::time::Duration, std::time::Duration)> {
+fn spans(
+    py: Python<'_>,
+    at_most: f64,
+    at_least: f64,
+) -> PyResult<(std::time::Duration, std::time::Duration)> {
     py_result(py, bridge::once_spans(at_most, at_least, Unit::Seconds))
 }
 
@@ -36,39 +44,120 @@ impl NativeClient {
     /// Take job `name`'s run-once record for `at_most` seconds if it is free: the hold, or None.
     /// `at_least` (used at finish) is checked with it, before anything is taken.
     #[pyo3(signature = (name, at_most, at_least=0.0))]
-    fn once_take(&self, py: Python<'_>, name: &Bound<'_, PyString>, at_most: f64, at_least: f64) -> PyResult<Option<HoldTuple>> {
-        let (c, name, (at_most, _)) = (self.inner.clone(), utf8(name, "job name")?, spans(py, at_most, at_least)?);
-        Ok(wait(py, async move { c.once_take(&name, at_most).await })?.as_ref().map(tuple))
+    fn once_take(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        at_most: f64,
+        at_least: f64,
+    ) -> PyResult<Option<HoldTuple>> {
+        let (c, name, (at_most, _)) = (
+            self.inner.clone(),
+            utf8(name, "job name")?,
+            spans(py, at_most, at_least)?,
+        );
+        Ok(wait(py, async move { c.once_take(&name, at_most).await })?
+            .as_ref()
+            .map(tuple))
     }
 
     /// `once_take` as an awaitable.
     #[pyo3(signature = (name, at_most, at_least=0.0))]
-    fn once_take_async(&self, py: Python<'_>, name: &Bound<'_, PyString>, at_most: f64, at_least: f64) -> PyResult<Py<PyAny>> {
-        let (c, name, (at_most, _)) = (self.inner.clone(), utf8(name, "job name")?, spans(py, at_most, at_least)?);
-        to_asyncio(py, async move { c.once_take(&name, at_most).await }, |py, h| to_py(py, h.as_ref().map(tuple)))
+    fn once_take_async(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        at_most: f64,
+        at_least: f64,
+    ) -> PyResult<Py<PyAny>> {
+        let (c, name, (at_most, _)) = (
+            self.inner.clone(),
+            utf8(name, "job name")?,
+            spans(py, at_most, at_least)?,
+        );
+        to_asyncio(
+            py,
+            async move { c.once_take(&name, at_most).await },
+            |py, h| to_py(py, h.as_ref().map(tuple)),
+        )
     }
 
     /// Finish a hold: keep the job taken until locked_at + `at_least` seconds, or delete the record.
-    fn once_finish(&self, py: Python<'_>, name: &Bound<'_, PyString>, hold: HoldTuple, at_least: f64) -> PyResult<bool> {
-        let (c, h, at_least) = (self.inner.clone(), OnceHold::mine(&utf8(name, "job name")?, hold.0, hold.1, hold.2), span(py, "at_least", at_least)?);
+    fn once_finish(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        hold: HoldTuple,
+        at_least: f64,
+    ) -> PyResult<bool> {
+        let (c, h, at_least) = (
+            self.inner.clone(),
+            OnceHold::mine(&utf8(name, "job name")?, hold.0, hold.1, hold.2),
+            span(py, "at_least", at_least)?,
+        );
         wait(py, async move { c.once_finish(&h, at_least).await })
     }
 
     /// `once_finish` as an awaitable.
-    fn once_finish_async(&self, py: Python<'_>, name: &Bound<'_, PyString>, hold: HoldTuple, at_least: f64) -> PyResult<Py<PyAny>> {
-        let (c, h, at_least) = (self.inner.clone(), OnceHold::mine(&utf8(name, "job name")?, hold.0, hold.1, hold.2), span(py, "at_least", at_least)?);
-        to_asyncio(py, async move { c.once_finish(&h, at_least).await }, |py, b| Ok(pyo3::types::PyBool::new(py, b).to_owned().into_any().unbind()))
+    fn once_finish_async(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        hold: HoldTuple,
+        at_least: f64,
+    ) -> PyResult<Py<PyAny>> {
+        let (c, h, at_least) = (
+            self.inner.clone(),
+            OnceHold::mine(&utf8(name, "job name")?, hold.0, hold.1, hold.2),
+            span(py, "at_least", at_least)?,
+        );
+        to_asyncio(
+            py,
+            async move { c.once_finish(&h, at_least).await },
+            |py, b| {
+                Ok(pyo3::types::PyBool::new(py, b)
+                    .to_owned()
+                    .into_any()
+                    .unbind())
+            },
+        )
     }
 
     /// Extend a hold to now + `at_most` seconds: the new hold, or None if it is no longer ours.
-    fn once_extend(&self, py: Python<'_>, name: &Bound<'_, PyString>, hold: HoldTuple, at_most: f64) -> PyResult<Option<HoldTuple>> {
-        let (c, h, at_most) = (self.inner.clone(), OnceHold::mine(&utf8(name, "job name")?, hold.0, hold.1, hold.2), span(py, "at_most", at_most)?);
-        Ok(wait(py, async move { c.once_extend(&h, at_most).await })?.as_ref().map(tuple))
+    fn once_extend(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        hold: HoldTuple,
+        at_most: f64,
+    ) -> PyResult<Option<HoldTuple>> {
+        let (c, h, at_most) = (
+            self.inner.clone(),
+            OnceHold::mine(&utf8(name, "job name")?, hold.0, hold.1, hold.2),
+            span(py, "at_most", at_most)?,
+        );
+        Ok(wait(py, async move { c.once_extend(&h, at_most).await })?
+            .as_ref()
+            .map(tuple))
     }
 
     /// `once_extend` as an awaitable.
-    fn once_extend_async(&self, py: Python<'_>, name: &Bound<'_, PyString>, hold: HoldTuple, at_most: f64) -> PyResult<Py<PyAny>> {
-        let (c, h, at_most) = (self.inner.clone(), OnceHold::mine(&utf8(name, "job name")?, hold.0, hold.1, hold.2), span(py, "at_most", at_most)?);
-        to_asyncio(py, async move { c.once_extend(&h, at_most).await }, |py, h| to_py(py, h.as_ref().map(tuple)))
+    fn once_extend_async(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        hold: HoldTuple,
+        at_most: f64,
+    ) -> PyResult<Py<PyAny>> {
+        let (c, h, at_most) = (
+            self.inner.clone(),
+            OnceHold::mine(&utf8(name, "job name")?, hold.0, hold.1, hold.2),
+            span(py, "at_most", at_most)?,
+        );
+        to_asyncio(
+            py,
+            async move { c.once_extend(&h, at_most).await },
+            |py, h| to_py(py, h.as_ref().map(tuple)),
+        )
     }
 }

@@ -12,7 +12,15 @@ use crate::wait::*;
 /// A count or party number: 1 and up; anything else InvalidArgumentError
 /// (core's own check, with core's message, for what fits a u64).
 pub(crate) fn count_arg(py: Python<'_>, what: &str, n: i64) -> PyResult<u64> {
-    u64::try_from(n).map_err(|_| to_pyerr(py, &invalid(format!("{what} must be between 1 and {}, got {n}", etcdlock::MAX_SYNC_COUNT))))
+    u64::try_from(n).map_err(|_| {
+        to_pyerr(
+            py,
+            &invalid(format!(
+                "{what} must be between 1 and {}, got {n}",
+                etcdlock::MAX_SYNC_COUNT
+            )),
+        )
+    })
 }
 
 /// A count-down latch (core's `Latch`).
@@ -47,7 +55,9 @@ impl NativeLatch {
 
     fn count_down_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let l = self.l.clone();
-        to_asyncio(py, async move { l.count_down().await }, |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()))
+        to_asyncio(py, async move { l.count_down().await }, |py, n| {
+            Ok(n.into_pyobject(py)?.into_any().unbind())
+        })
     }
 
     /// The count now.
@@ -58,7 +68,9 @@ impl NativeLatch {
 
     fn count_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let l = self.l.clone();
-        to_asyncio(py, async move { l.count().await }, |py, n| Ok(n.into_pyobject(py)?.into_any().unbind()))
+        to_asyncio(py, async move { l.count().await }, |py, n| {
+            Ok(n.into_pyobject(py)?.into_any().unbind())
+        })
     }
 
     /// Wait for zero, at most `timeout` seconds (None: no limit).
@@ -115,7 +127,9 @@ impl NativeBarrier {
     #[pyo3(signature = (timeout=None))]
     fn wait_async(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let (b, t) = (self.b.clone(), timeout_arg(py, timeout)?);
-        to_asyncio(py, async move { b.wait(t).await }, |py, i| Ok(i.into_pyobject(py)?.into_any().unbind()))
+        to_asyncio(py, async move { b.wait(t).await }, |py, i| {
+            Ok(i.into_pyobject(py)?.into_any().unbind())
+        })
     }
 
     /// Stop renewing the barrier from this handle (idempotent).

@@ -129,7 +129,10 @@ where
             Ok(()) => Ok(()),
             Err(e) => {
                 *slot = Some(e);
-                Err(CoreError::new(ErrorCode::Cancelled, "interrupted by a signal"))
+                Err(CoreError::new(
+                    ErrorCode::Cancelled,
+                    "interrupted by a signal",
+                ))
             }
         };
         let r = bridge::catch(|| bridge::block_on_interruptible(fut, TICK, check));
@@ -228,7 +231,10 @@ struct Waker {
 
 impl Waker {
     fn send(&self, inbox: Arc<Inbox>) {
-        self.pending.lock().unwrap_or_else(|p| p.into_inner()).push(inbox);
+        self.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(inbox);
         self.ready.notify_one();
     }
 
@@ -251,11 +257,15 @@ impl Waker {
                     };
                     // A loop that is gone or closed has nobody awaiting its
                     // futures: its completions are dropped with the inbox.
-                    let Ok(ev_loop) = ev_loop.bind(py).call0() else { continue };
+                    let Ok(ev_loop) = ev_loop.bind(py).call0() else {
+                        continue;
+                    };
                     if ev_loop.is_none() {
                         continue;
                     }
-                    let Ok(drain) = Bound::new(py, _Completions { inbox }).and_then(|c| c.getattr("_drain")) else {
+                    let Ok(drain) =
+                        Bound::new(py, _Completions { inbox }).and_then(|c| c.getattr("_drain"))
+                    else {
                         continue;
                     };
                     let _ = ev_loop.call_method1("call_soon_threadsafe", (drain,));
@@ -277,7 +287,10 @@ fn waker() -> &'static Waker {
     match *slot {
         Some((p, w)) if p == pid => w,
         _ => {
-            let w: &'static Waker = Box::leak(Box::new(Waker { pending: Mutex::new(Vec::new()), ready: Condvar::new() }));
+            let w: &'static Waker = Box::leak(Box::new(Waker {
+                pending: Mutex::new(Vec::new()),
+                ready: Condvar::new(),
+            }));
             std::thread::Builder::new()
                 .name("etcdlock-wake".into())
                 .spawn(move || w.run())
@@ -317,7 +330,8 @@ impl _Completions {
         // Cleared before taking the queue: a push after this point wakes
         // again, so none is left unseen.
         self.inbox.signalled.store(false, Ordering::SeqCst);
-        let ready = std::mem::take(&mut *self.inbox.queue.lock().unwrap_or_else(|p| p.into_inner()));
+        let ready =
+            std::mem::take(&mut *self.inbox.queue.lock().unwrap_or_else(|p| p.into_inner()));
         for settle in ready {
             settle(py);
         }
@@ -345,9 +359,17 @@ fn reader_wake(py: Python<'_>, ev_loop: &Bound<'_, PyAny>) -> PyResult<Option<Ar
     rx.set_nonblocking(true)?;
     tx.set_nonblocking(true)?;
     let fd = rx.as_raw_fd();
-    let inbox =
-        Arc::new(Inbox { queue: Mutex::new(Vec::new()), signalled: AtomicBool::new(false), wake: Wake::Reader { tx, rx } });
-    let c = Bound::new(py, _Completions { inbox: inbox.clone() })?;
+    let inbox = Arc::new(Inbox {
+        queue: Mutex::new(Vec::new()),
+        signalled: AtomicBool::new(false),
+        wake: Wake::Reader { tx, rx },
+    });
+    let c = Bound::new(
+        py,
+        _Completions {
+            inbox: inbox.clone(),
+        },
+    )?;
     match ev_loop.call_method1("add_reader", (fd, c.getattr("_drain")?)) {
         Ok(_) => Ok(Some(inbox)),
         Err(e)
@@ -368,15 +390,29 @@ fn reader_wake(_py: Python<'_>, _ev_loop: &Bound<'_, PyAny>) -> PyResult<Option<
 /// The running loop's inbox, made and registered with the loop on first use.
 fn completions_for(py: Python<'_>, ev_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Inbox>> {
     let inboxes = INBOXES
-        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("weakref")?.getattr("WeakKeyDictionary")?.call0()?.unbind()))?
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(
+                py.import("weakref")?
+                    .getattr("WeakKeyDictionary")?
+                    .call0()?
+                    .unbind(),
+            )
+        })?
         .bind(py);
-    if let Ok(c) = inboxes.call_method1("get", (ev_loop,))?.cast_into::<_Completions>() {
+    if let Ok(c) = inboxes
+        .call_method1("get", (ev_loop,))?
+        .cast_into::<_Completions>()
+    {
         return Ok(c.get().inbox.clone());
     }
     let inbox = match reader_wake(py, ev_loop)? {
         Some(inbox) => inbox,
         None => {
-            let weak = py.import("weakref")?.getattr("ref")?.call1((ev_loop,))?.unbind();
+            let weak = py
+                .import("weakref")?
+                .getattr("ref")?
+                .call1((ev_loop,))?
+                .unbind();
             Arc::new(Inbox {
                 queue: Mutex::new(Vec::new()),
                 signalled: AtomicBool::new(false),
@@ -384,7 +420,12 @@ fn completions_for(py: Python<'_>, ev_loop: &Bound<'_, PyAny>) -> PyResult<Arc<I
             })
         }
     };
-    inboxes.set_item(ev_loop, _Completions { inbox: inbox.clone() })?;
+    inboxes.set_item(
+        ev_loop,
+        _Completions {
+            inbox: inbox.clone(),
+        },
+    )?;
     Ok(inbox)
 }
 
@@ -424,7 +465,9 @@ where
     C: for<'py> FnOnce(Python<'py>, T) -> PyResult<Py<PyAny>> + Send + 'static,
 {
     let get_loop = GET_RUNNING_LOOP
-        .get_or_try_init(py, || Ok::<_, PyErr>(py.import("asyncio")?.getattr("get_running_loop")?.unbind()))?
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("asyncio")?.getattr("get_running_loop")?.unbind())
+        })?
         .bind(py);
     let ev_loop = get_loop.call0()?;
     let inbox = completions_for(py, &ev_loop)?;
@@ -434,7 +477,11 @@ where
         inbox.push(Box::new(move |py: Python<'_>| {
             let fut = fut_ref.bind(py);
             // A cancelled future is done: nobody waits for the outcome.
-            if fut.call_method0("done").and_then(|d| d.is_truthy()).unwrap_or(true) {
+            if fut
+                .call_method0("done")
+                .and_then(|d| d.is_truthy())
+                .unwrap_or(true)
+            {
                 return;
             }
             // A panic in `convert` fails this future (Internal), never the

@@ -59,7 +59,11 @@ pub struct Stats {
 pub fn stats(mut v: Vec<Duration>) -> Stats {
     v.sort();
     let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
-    Stats { p50: at(0.50), p99: at(0.99), n: v.len() }
+    Stats {
+        p50: at(0.50),
+        p99: at(0.99),
+        n: v.len(),
+    }
 }
 
 pub(crate) fn ms(d: Duration) -> f64 {
@@ -83,10 +87,20 @@ pub const PROBE_PACE: Duration = Duration::from_millis(10);
 
 /// `contenders` clients take turns on one lock for `duration`; with `probe`,
 /// the Delete->event floor is measured beside them on connections of its own.
-pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, duration: Duration, probe: bool) -> Contended {
+pub async fn contended(
+    endpoints: &[String],
+    ns: &str,
+    contenders: usize,
+    duration: Duration,
+    probe: bool,
+) -> Contended {
     let mut clients = Vec::new();
     for _ in 0..contenders {
-        clients.push(Client::connect(ClientOptions::new(endpoints.to_vec()).with_namespace(ns)).await.expect("connect"));
+        clients.push(
+            Client::connect(ClientOptions::new(endpoints.to_vec()).with_namespace(ns))
+                .await
+                .expect("connect"),
+        );
     }
     // (unlock call instant) of the previous holder, to measure handoffs.
     let last_unlock: Arc<Mutex<Option<Instant>>> = Arc::new(Mutex::new(None));
@@ -96,7 +110,9 @@ pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, durati
     let end = start + duration;
     let probe = probe.then(|| {
         let eps = endpoints.to_vec();
-        tokio::spawn(async move { etcdlock::bench_floor::delete_to_event_until(&eps, end, PROBE_PACE).await })
+        tokio::spawn(async move {
+            etcdlock::bench_floor::delete_to_event_until(&eps, end, PROBE_PACE).await
+        })
     });
     let mut tasks = Vec::new();
     for c in clients {
@@ -108,7 +124,10 @@ pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, durati
                 let acquired = Instant::now();
                 waits.lock().unwrap().push(acquired - t);
                 if let Some(u) = last_unlock.lock().unwrap().take() {
-                    handoffs.lock().unwrap().push(acquired.saturating_duration_since(u));
+                    handoffs
+                        .lock()
+                        .unwrap()
+                        .push(acquired.saturating_duration_since(u));
                 }
                 *last_unlock.lock().unwrap() = Some(Instant::now());
                 g.unlock().await.expect("unlock");
@@ -121,7 +140,11 @@ pub async fn contended(endpoints: &[String], ns: &str, contenders: usize, durati
     }
     let elapsed = start.elapsed();
     let loaded_event = match probe {
-        Some(p) => match p.await.map_err(|e| e.to_string()).and_then(|r| r.map_err(|e| e.to_string())) {
+        Some(p) => match p
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()))
+        {
             Ok(v) if !v.is_empty() => Some(stats(v)),
             Ok(_) => None,
             Err(e) => {
@@ -173,16 +196,36 @@ pub async fn run(args: BenchArgs) -> i32 {
         }
     };
     if let Some((clients, names)) = args.breadth {
-        return crate::bench_breadth::run(&endpoints, &ns, clients, names, args.duration, args.json_only).await;
+        return crate::bench_breadth::run(
+            &endpoints,
+            &ns,
+            clients,
+            names,
+            args.duration,
+            args.json_only,
+        )
+        .await;
     }
     if args.waiters.is_some() || args.held.is_some() || args.burst.is_some() {
         return scale(&args, &endpoints, &ns).await;
     }
     if args.recipes {
-        return crate::bench_recipes::run(&endpoints, &ns, args.iterations, args.duration, args.json_only).await;
+        return crate::bench_recipes::run(
+            &endpoints,
+            &ns,
+            args.iterations,
+            args.duration,
+            args.json_only,
+        )
+        .await;
     }
-    say(format!("etcd at {} - measuring floors and uncontended lock+unlock (interleaved)...", endpoints.join(",")));
-    let client = Client::connect(ClientOptions::new(endpoints.clone()).with_namespace(&ns)).await.expect("connect");
+    say(format!(
+        "etcd at {} - measuring floors and uncontended lock+unlock (interleaved)...",
+        endpoints.join(",")
+    ));
+    let client = Client::connect(ClientOptions::new(endpoints.clone()).with_namespace(&ns))
+        .await
+        .expect("connect");
     let floors = async {
         // The Txn+Delete floor and our lock+unlock in alternating blocks: both
         // see the same machine load.
@@ -190,9 +233,11 @@ pub async fn run(args: BenchArgs) -> i32 {
         // not on the thread that entered the runtime (`block_on`): there every
         // request hands off to a worker and back.
         let (eps, c, n) = (endpoints.clone(), client.clone(), args.iterations);
-        let (floor, unc) = tokio::spawn(async move { etcdlock::bench_floor::interleaved(&eps, &c, "bench-uncontended", n).await })
-            .await
-            .map_err(|e| etcdlock::Error::new(etcdlock::ErrorCode::Internal, e.to_string()))??;
+        let (floor, unc) = tokio::spawn(async move {
+            etcdlock::bench_floor::interleaved(&eps, &c, "bench-uncontended", n).await
+        })
+        .await
+        .map_err(|e| etcdlock::Error::new(etcdlock::ErrorCode::Internal, e.to_string()))??;
         let event = etcdlock::bench_floor::delete_to_event(&endpoints, args.iterations).await?;
         Ok::<_, etcdlock::Error>((stats(floor), stats(unc), stats(event)))
     };
@@ -203,9 +248,15 @@ pub async fn run(args: BenchArgs) -> i32 {
             return 1;
         }
     };
-    say(format!("{} contenders on one lock for {:?}...", args.contenders, args.duration));
+    say(format!(
+        "{} contenders on one lock for {:?}...",
+        args.contenders, args.duration
+    ));
     let con = contended(&endpoints, &ns, args.contenders, args.duration, true).await;
-    say(format!("{} distinct locks held at once on one session...", args.distinct));
+    say(format!(
+        "{} distinct locks held at once on one session...",
+        args.distinct
+    ));
     client.close().await;
     let dist = match held(&endpoints, &ns, args.distinct).await {
         Ok(h) => h,
@@ -218,7 +269,9 @@ pub async fn run(args: BenchArgs) -> i32 {
     let r_unc = ms(unc.p50) / ms(floor.p50);
     let r_con = ms(con.handoff.p50) / ms(event.p50);
     // The same handoff against the floor measured beside the contenders.
-    let loaded = con.loaded_event.map(|l| (ms(l.p50), ms(l.p99), l.n, ms(con.handoff.p50) / ms(l.p50)));
+    let loaded = con
+        .loaded_event
+        .map(|l| (ms(l.p50), ms(l.p99), l.n, ms(con.handoff.p50) / ms(l.p50)));
     let rows = vec![
         json!({"metric":"floor_txn_delete","p50_ms":ms(floor.p50),"p99_ms":ms(floor.p99),"n":floor.n}),
         json!({"metric":"floor_delete_to_event","p50_ms":ms(event.p50),"p99_ms":ms(event.p99),"n":event.n}),
@@ -237,8 +290,16 @@ pub async fn run(args: BenchArgs) -> i32 {
     if !args.json_only {
         println!("| measure | p50 | p99 | ratio |");
         println!("|---|---|---|---|");
-        println!("| floor: Txn+Delete (raw) | {:.3} ms | {:.3} ms | 1.00 |", ms(floor.p50), ms(floor.p99));
-        println!("| floor: Delete -> watch event (raw, 2 connections) | {:.3} ms | {:.3} ms | 1.00 |", ms(event.p50), ms(event.p99));
+        println!(
+            "| floor: Txn+Delete (raw) | {:.3} ms | {:.3} ms | 1.00 |",
+            ms(floor.p50),
+            ms(floor.p99)
+        );
+        println!(
+            "| floor: Delete -> watch event (raw, 2 connections) | {:.3} ms | {:.3} ms | 1.00 |",
+            ms(event.p50),
+            ms(event.p99)
+        );
         println!("| uncontended lock+unlock | {:.3} ms | {:.3} ms | {:.2}x Txn+Delete (target <= 1.05x) |", ms(unc.p50), ms(unc.p99), r_unc);
         println!(
             "| {} contenders, handoff (unlock -> next holder) | {:.3} ms | {:.3} ms | {:.2}x Delete->event (target <= 1.5x) |",
@@ -262,4 +323,3 @@ pub async fn run(args: BenchArgs) -> i32 {
     }
     0
 }
-

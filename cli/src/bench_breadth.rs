@@ -54,15 +54,22 @@ async fn etcd_counters(endpoint: &str) -> Option<EtcdCounters> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let addr = endpoint.strip_prefix("http://")?.trim_end_matches('/');
     let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-    s.write_all(format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes()).await.ok()?;
+    s.write_all(format!("GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+        .await
+        .ok()?;
     let mut body = String::new();
     s.read_to_string(&mut body).await.ok()?;
     let value = |l: &str| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok());
-    let mut c = EtcdCounters { cpu_s: f64::NAN, kv_requests: 0.0 };
+    let mut c = EtcdCounters {
+        cpu_s: f64::NAN,
+        kv_requests: 0.0,
+    };
     for l in body.lines() {
         if l.starts_with("process_cpu_seconds_total ") {
             c.cpu_s = value(l)?;
-        } else if l.starts_with("grpc_server_handled_total{") && l.contains("grpc_service=\"etcdserverpb.KV\"") {
+        } else if l.starts_with("grpc_server_handled_total{")
+            && l.contains("grpc_service=\"etcdserverpb.KV\"")
+        {
             c.kv_requests += value(l)?;
         }
     }
@@ -117,7 +124,11 @@ fn phase(results: Vec<Samples>, elapsed: Duration, cpu: Duration) -> Phase {
         errors += e;
     }
     let n = cyc.len();
-    let empty = || Stats { p50: Duration::ZERO, p99: Duration::ZERO, n: 0 };
+    let empty = || Stats {
+        p50: Duration::ZERO,
+        p99: Duration::ZERO,
+        n: 0,
+    };
     Phase {
         acquisitions: n,
         per_s: n as f64 / elapsed.as_secs_f64(),
@@ -131,7 +142,13 @@ fn phase(results: Vec<Samples>, elapsed: Duration, cpu: Duration) -> Phase {
 }
 
 /// etcd's ceiling: `conns` raw connections making Txn+Delete rounds on random names.
-async fn ceiling(raw: &[(etcd_client::Client, i64)], ns: &str, names: usize, duration: Duration, seed: u64) -> Phase {
+async fn ceiling(
+    raw: &[(etcd_client::Client, i64)],
+    ns: &str,
+    names: usize,
+    duration: Duration,
+    seed: u64,
+) -> Phase {
     let stop = Arc::new(AtomicBool::new(false));
     let (t0, c0) = (Instant::now(), cpu_time());
     let mut tasks = Vec::new();
@@ -211,7 +228,14 @@ fn row(what: &str, p: &Phase, extra: serde_json::Value) -> serde_json::Value {
 }
 
 /// Alternating phases (`rounds` of ceiling, then etcdlock), each `duration` long.
-pub async fn run(endpoints: &[String], ns: &str, clients: usize, names: usize, duration: Duration, json_only: bool) -> i32 {
+pub async fn run(
+    endpoints: &[String],
+    ns: &str,
+    clients: usize,
+    names: usize,
+    duration: Duration,
+    json_only: bool,
+) -> i32 {
     let rounds = 2;
     let mut ours_clients = Vec::with_capacity(clients);
     let mut raw = Vec::with_capacity(clients);
@@ -253,7 +277,11 @@ pub async fn run(endpoints: &[String], ns: &str, clients: usize, names: usize, d
         let before = etcd_counters(&endpoints[0]).await;
         let mut o = ours(&ours_clients, names, duration, 7000 * (r as u64 + 1)).await;
         etcd_delta(&endpoints[0], before, &mut o).await;
-        rows.push(row("breadth_etcd_ceiling", &c, json!({"round":r+1,"clients":clients,"names":names,"seconds":duration.as_secs_f64()})));
+        rows.push(row(
+            "breadth_etcd_ceiling",
+            &c,
+            json!({"round":r+1,"clients":clients,"names":names,"seconds":duration.as_secs_f64()}),
+        ));
         rows.push(row(
             "breadth_etcdlock",
             &o,

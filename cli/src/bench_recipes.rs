@@ -34,12 +34,23 @@ fn url(e: &str) -> String {
 }
 
 async fn connect(endpoints: &[String], ns: &str, ttl: i64) -> Client {
-    Client::connect(ClientOptions::new(endpoints.to_vec()).with_namespace(ns).with_ttl(ttl)).await.expect("connect")
+    Client::connect(
+        ClientOptions::new(endpoints.to_vec())
+            .with_namespace(ns)
+            .with_ttl(ttl),
+    )
+    .await
+    .expect("connect")
 }
 
 async fn wait_keys(c: &Client, name: &str, n: usize) {
     for _ in 0..2000 {
-        if c.status(name).await.map(|s| s.holders.len() + s.waiters.len()).unwrap_or(0) >= n {
+        if c.status(name)
+            .await
+            .map(|s| s.holders.len() + s.waiters.len())
+            .unwrap_or(0)
+            >= n
+        {
             return;
         }
         tokio::time::sleep(Duration::from_millis(1)).await;
@@ -49,10 +60,16 @@ async fn wait_keys(c: &Client, name: &str, n: usize) {
 
 /// Resign -> the waiting candidate elected, `rounds` times.
 async fn failover_resign(endpoints: &[String], ns: &str, rounds: usize) -> Stats {
-    let (a, b) = (connect(endpoints, ns, 10).await, connect(endpoints, ns, 10).await);
+    let (a, b) = (
+        connect(endpoints, ns, 10).await,
+        connect(endpoints, ns, 10).await,
+    );
     let mut v = Vec::with_capacity(rounds);
     let (mut leader, mut next) = (a, b);
-    let mut lead = leader.campaign("bench-elect", "x", LockOptions::default()).await.expect("campaign");
+    let mut lead = leader
+        .campaign("bench-elect", "x", LockOptions::default())
+        .await
+        .expect("campaign");
     for _ in 0..rounds {
         let c = next.clone();
         let waiting = tokio::spawn(async move {
@@ -81,7 +98,20 @@ async fn failover_kill(endpoints: &[String], ns: &str, rounds: usize) -> Result<
     for i in 0..rounds {
         let value = format!("child-{i}");
         let mut child = tokio::process::Command::new(&me)
-            .args(["--endpoints", &endpoints.join(","), "--namespace", ns, "--ttl", "2", "elect", "bench-elect-kill", &value, "--", "sleep", "60"])
+            .args([
+                "--endpoints",
+                &endpoints.join(","),
+                "--namespace",
+                ns,
+                "--ttl",
+                "2",
+                "elect",
+                "bench-elect-kill",
+                &value,
+                "--",
+                "sleep",
+                "60",
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -89,7 +119,12 @@ async fn failover_kill(endpoints: &[String], ns: &str, rounds: usize) -> Result<
             .map_err(|e| format!("spawn etcdlock elect: {e}"))?;
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if c.leader("bench-elect-kill").await.ok().flatten().is_some_and(|l| l.value == value.as_bytes()) {
+            if c.leader("bench-elect-kill")
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|l| l.value == value.as_bytes())
+            {
                 break;
             }
             if Instant::now() > deadline {
@@ -99,7 +134,9 @@ async fn failover_kill(endpoints: &[String], ns: &str, rounds: usize) -> Result<
         }
         let cc = c.clone();
         let waiting = tokio::spawn(async move {
-            let l = cc.campaign("bench-elect-kill", "parent", LockOptions::default()).await;
+            let l = cc
+                .campaign("bench-elect-kill", "parent", LockOptions::default())
+                .await;
             (l, Instant::now())
         });
         wait_keys(&c, "bench-elect-kill", 2).await;
@@ -108,7 +145,10 @@ async fn failover_kill(endpoints: &[String], ns: &str, rounds: usize) -> Result<
         let _ = child.wait().await;
         let (l, at) = waiting.await.map_err(|e| format!("join: {e}"))?;
         v.push(at.saturating_duration_since(t0));
-        l.map_err(|e| format!("campaign: {e}"))?.resign().await.map_err(|e| format!("resign: {e}"))?;
+        l.map_err(|e| format!("campaign: {e}"))?
+            .resign()
+            .await
+            .map_err(|e| format!("resign: {e}"))?;
     }
     c.close().await;
     Ok(stats(v))
@@ -121,7 +161,13 @@ struct Run {
 }
 
 /// `workers` tasks, each on its own client, looping `step(client, i)` for `duration`.
-async fn run_for<F, Fut>(endpoints: &[String], ns: &str, workers: usize, duration: Duration, step: F) -> Vec<Run>
+async fn run_for<F, Fut>(
+    endpoints: &[String],
+    ns: &str,
+    workers: usize,
+    duration: Duration,
+    step: F,
+) -> Vec<Run>
 where
     F: Fn(Client, usize) -> Fut + Send + Sync + Clone + 'static,
     Fut: std::future::Future<Output = ()> + Send,
@@ -147,16 +193,29 @@ where
     let mut out = Vec::new();
     for t in tasks {
         let (waits, el) = t.await.expect("join");
-        out.push(Run { per_sec: waits.len() as f64 / el.as_secs_f64(), n: waits.len(), wait: stats(waits) });
+        out.push(Run {
+            per_sec: waits.len() as f64 / el.as_secs_f64(),
+            n: waits.len(),
+            wait: stats(waits),
+        });
     }
     out
 }
 
 fn merge(runs: &[Run]) -> (f64, usize) {
-    (runs.iter().map(|r| r.per_sec).sum(), runs.iter().map(|r| r.n).sum())
+    (
+        runs.iter().map(|r| r.per_sec).sum(),
+        runs.iter().map(|r| r.n).sum(),
+    )
 }
 
-pub async fn run(endpoints: &[String], ns: &str, iterations: usize, duration: Duration, json_only: bool) -> i32 {
+pub async fn run(
+    endpoints: &[String],
+    ns: &str,
+    iterations: usize,
+    duration: Duration,
+    json_only: bool,
+) -> i32 {
     let say = |s: &str| {
         if !json_only {
             eprintln!("{s}");
@@ -193,7 +252,10 @@ pub async fn run(endpoints: &[String], ns: &str, iterations: usize, duration: Du
     say("mutex and 3-permit semaphore, 8 contenders each...");
     let mutex = contended(endpoints, ns, 8, duration, false).await;
     let sem = run_for(endpoints, ns, 8, duration, |c: Client, _| async move {
-        let g = c.acquire_permit("bench-sem", 3, LockOptions::default()).await.expect("permit");
+        let g = c
+            .acquire_permit("bench-sem", 3, LockOptions::default())
+            .await
+            .expect("permit");
         g.unlock().await.expect("unlock");
     })
     .await;
@@ -207,10 +269,19 @@ pub async fn run(endpoints: &[String], ns: &str, iterations: usize, duration: Du
         let (ov, ins) = (ov.clone(), ins.clone());
         async move {
             let writer = i == 0;
-            let g = if writer { c.lock("bench-rw").await } else { c.read_lock("bench-rw", LockOptions::default()).await }.expect("rw");
+            let g = if writer {
+                c.lock("bench-rw").await
+            } else {
+                c.read_lock("bench-rw", LockOptions::default()).await
+            }
+            .expect("rw");
             {
                 let mut s = ins.lock().unwrap();
-                if writer { s.1 += 1 } else { s.0 += 1 }
+                if writer {
+                    s.1 += 1
+                } else {
+                    s.0 += 1
+                }
                 if s.1 > 1 || (s.1 == 1 && s.0 > 0) {
                     ov.store(true, Ordering::Relaxed);
                 }
@@ -218,7 +289,11 @@ pub async fn run(endpoints: &[String], ns: &str, iterations: usize, duration: Du
             tokio::task::yield_now().await;
             {
                 let mut s = ins.lock().unwrap();
-                if writer { s.1 -= 1 } else { s.0 -= 1 }
+                if writer {
+                    s.1 -= 1
+                } else {
+                    s.0 -= 1
+                }
             }
             g.unlock().await.expect("unlock");
         }
@@ -232,7 +307,10 @@ pub async fn run(endpoints: &[String], ns: &str, iterations: usize, duration: Du
     let mut pair = Vec::with_capacity(iterations);
     for _ in 0..iterations {
         let t = Instant::now();
-        let m = c.lock_many(&["bench-pair-a", "bench-pair-b"], LockOptions::default()).await.expect("lock_many");
+        let m = c
+            .lock_many(&["bench-pair-a", "bench-pair-b"], LockOptions::default())
+            .await
+            .expect("lock_many");
         m.unlock().await.expect("unlock");
         pair.push(t.elapsed());
     }
@@ -244,7 +322,10 @@ pub async fn run(endpoints: &[String], ns: &str, iterations: usize, duration: Du
         let n = PICK.fetch_add(1, Ordering::Relaxed);
         let a = (i + n) % 4;
         let b = (a + 1 + n % 3) % 4;
-        let m = c.lock_many(&[names[a], names[b]], LockOptions::default()).await.expect("lock_many");
+        let m = c
+            .lock_many(&[names[a], names[b]], LockOptions::default())
+            .await
+            .expect("lock_many");
         m.unlock().await.expect("unlock");
     })
     .await;
@@ -264,8 +345,16 @@ pub async fn run(endpoints: &[String], ns: &str, iterations: usize, duration: Du
     if !json_only {
         println!("| measure | result | against the floor |");
         println!("|---|---|---|");
-        println!("| floor: Txn+Delete | p50 {:.3} ms, p99 {:.3} ms | 1.00 |", ms(floor.p50), ms(floor.p99));
-        println!("| floor: Delete -> watch event | p50 {:.3} ms, p99 {:.3} ms | 1.00 |", ms(event.p50), ms(event.p99));
+        println!(
+            "| floor: Txn+Delete | p50 {:.3} ms, p99 {:.3} ms | 1.00 |",
+            ms(floor.p50),
+            ms(floor.p99)
+        );
+        println!(
+            "| floor: Delete -> watch event | p50 {:.3} ms, p99 {:.3} ms | 1.00 |",
+            ms(event.p50),
+            ms(event.p99)
+        );
         println!(
             "| election failover after resign() ({} rounds) | p50 {:.3} ms, p99 {:.3} ms | {:.2}x Delete->event |",
             resign.n, ms(resign.p50), ms(resign.p99), ms(resign.p50) / ms(event.p50)

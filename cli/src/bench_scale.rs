@@ -26,7 +26,13 @@ pub fn live_rss_bytes() -> u64 {
     // only returns unused pages to the OS.
     #[cfg(target_os = "linux")]
     unsafe {
-        tikv_jemalloc_sys::mallctl(purge.as_ptr(), std::ptr::null_mut(), std::ptr::null_mut(), std::ptr::null_mut(), 0)
+        tikv_jemalloc_sys::mallctl(
+            purge.as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
     };
     #[cfg(not(target_os = "linux"))]
     let _ = purge;
@@ -44,9 +50,11 @@ pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()))
+            s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|kb| kb.parse::<u64>().ok())
+            })
         })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
@@ -74,19 +82,42 @@ impl Errors {
         }
         let mut v: Vec<_> = self.0.iter().collect();
         v.sort_by(|a, b| b.1.cmp(a.1));
-        v.iter().take(3).map(|(m, n)| format!("{n} x {m}")).collect::<Vec<_>>().join("; ")
+        v.iter()
+            .take(3)
+            .map(|(m, n)| format!("{n} x {m}"))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 }
 
 /// Keys under `prefix` as etcd sees them: (count, distinct non-zero leases).
-async fn keys_in_etcd(raw: &mut etcd_client::Client, prefix: &str) -> Result<(usize, usize), etcd_client::Error> {
-    let r = raw.get(prefix, Some(GetOptions::new().with_prefix().with_keys_only())).await?;
-    let leases: std::collections::HashSet<i64> = r.kvs().iter().map(|kv| kv.lease()).filter(|l| *l != 0).collect();
+async fn keys_in_etcd(
+    raw: &mut etcd_client::Client,
+    prefix: &str,
+) -> Result<(usize, usize), etcd_client::Error> {
+    let r = raw
+        .get(
+            prefix,
+            Some(GetOptions::new().with_prefix().with_keys_only()),
+        )
+        .await?;
+    let leases: std::collections::HashSet<i64> = r
+        .kvs()
+        .iter()
+        .map(|kv| kv.lease())
+        .filter(|l| *l != 0)
+        .collect();
     Ok((r.kvs().len(), leases.len()))
 }
 
 async fn count_keys(raw: &mut etcd_client::Client, prefix: &str) -> Option<usize> {
-    let r = raw.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.ok()?;
+    let r = raw
+        .get(
+            prefix,
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        )
+        .await
+        .ok()?;
     Some(r.count() as usize)
 }
 
@@ -116,10 +147,19 @@ pub async fn waiters(endpoints: &[String], ns: &str, n: usize) -> Result<Waiters
     let name = "bench-waiters";
     let prefix = format!("{ns}{name}/");
     let opts = || ClientOptions::new(endpoints.to_vec()).with_namespace(ns);
-    let holder = Client::connect(opts()).await.map_err(|e| format!("holder connect: {e}"))?;
-    let hg = holder.lock(name).await.map_err(|e| format!("holder lock: {e}"))?;
-    let client = Client::connect(opts()).await.map_err(|e| format!("waiters' client connect: {e}"))?;
-    let mut raw = etcd_client::Client::connect(endpoints, None).await.map_err(|e| format!("raw connect: {e}"))?;
+    let holder = Client::connect(opts())
+        .await
+        .map_err(|e| format!("holder connect: {e}"))?;
+    let hg = holder
+        .lock(name)
+        .await
+        .map_err(|e| format!("holder lock: {e}"))?;
+    let client = Client::connect(opts())
+        .await
+        .map_err(|e| format!("waiters' client connect: {e}"))?;
+    let mut raw = etcd_client::Client::connect(endpoints, None)
+        .await
+        .map_err(|e| format!("raw connect: {e}"))?;
     let grants: Arc<Mutex<Vec<(i64, Instant)>>> = Arc::new(Mutex::new(Vec::with_capacity(n)));
     let errors = Arc::new(Mutex::new(Errors::default()));
     let failed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -128,14 +168,22 @@ pub async fn waiters(endpoints: &[String], ns: &str, n: usize) -> Result<Waiters
     let t0 = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for _ in 0..n {
-        let (c, grants, errors, failed) = (client.clone(), grants.clone(), errors.clone(), failed.clone());
+        let (c, grants, errors, failed) = (
+            client.clone(),
+            grants.clone(),
+            errors.clone(),
+            failed.clone(),
+        );
         let started = started.clone();
         set.spawn(async move {
             started.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             match c.lock(name).await {
                 Ok(g) => {
                     // Pushed while holding: the vector's order is the grant order.
-                    grants.lock().unwrap().push((g.fencing_token(), Instant::now()));
+                    grants
+                        .lock()
+                        .unwrap()
+                        .push((g.fencing_token(), Instant::now()));
                     if let Err(e) = g.unlock().await {
                         errors.lock().unwrap().add("unlock", &e);
                     }
@@ -155,8 +203,13 @@ pub async fn waiters(endpoints: &[String], ns: &str, n: usize) -> Result<Waiters
     let (mut last, mut progress) = (usize::MAX, Instant::now());
     loop {
         let done = failed.load(std::sync::atomic::Ordering::Relaxed);
-        let keys = count_keys(&mut raw, &prefix).await.map(|k| k.saturating_sub(1)).unwrap_or(0);
-        queued = started.load(std::sync::atomic::Ordering::Relaxed).saturating_sub(done);
+        let keys = count_keys(&mut raw, &prefix)
+            .await
+            .map(|k| k.saturating_sub(1))
+            .unwrap_or(0);
+        queued = started
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .saturating_sub(done);
         if queued + done >= n && (keys >= in_etcd || done > 0) {
             break;
         }
@@ -187,7 +240,10 @@ pub async fn waiters(endpoints: &[String], ns: &str, n: usize) -> Result<Waiters
         }
     }
     let grants = std::mem::take(&mut *grants.lock().unwrap());
-    let drain_time = grants.last().map(|g| g.1.saturating_duration_since(released)).unwrap_or_default();
+    let drain_time = grants
+        .last()
+        .map(|g| g.1.saturating_duration_since(released))
+        .unwrap_or_default();
     let fifo_violations = grants.windows(2).filter(|w| w[1].0 <= w[0].0).count();
     let keys_left = count_keys(&mut raw, &prefix).await.unwrap_or(usize::MAX);
     client.close().await;
@@ -244,12 +300,19 @@ pub const BURST_SETTLE: Duration = Duration::from_secs(3);
 
 /// [`held`] with `batch` lock calls in flight at once; `batch >= n` is one
 /// burst (`--burst N`), which also reads the RSS after [`BURST_SETTLE`].
-pub async fn held_in(endpoints: &[String], ns: &str, n: usize, batch: usize) -> Result<Held, String> {
+pub async fn held_in(
+    endpoints: &[String],
+    ns: &str,
+    n: usize,
+    batch: usize,
+) -> Result<Held, String> {
     let batch = batch.clamp(1, n.max(1));
     let client = Client::connect(ClientOptions::new(endpoints.to_vec()).with_namespace(ns))
         .await
         .map_err(|e| format!("connect: {e}"))?;
-    let mut raw = etcd_client::Client::connect(endpoints, None).await.map_err(|e| format!("raw connect: {e}"))?;
+    let mut raw = etcd_client::Client::connect(endpoints, None)
+        .await
+        .map_err(|e| format!("raw connect: {e}"))?;
     let mut errors = Errors::default();
     let rss0 = live_rss_bytes();
     let t = Instant::now();
@@ -259,7 +322,8 @@ pub async fn held_in(endpoints: &[String], ns: &str, n: usize, batch: usize) -> 
     // lock after malloc_trim; freed request state the allocator cannot return).
     let mut set = tokio::task::JoinSet::new();
     let mut guards = Vec::with_capacity(n);
-    let mut collect = |r: Result<etcdlock::Result<etcdlock::Guard>, tokio::task::JoinError>, errors: &mut Errors| match r {
+    let mut collect = |r: Result<etcdlock::Result<etcdlock::Guard>, tokio::task::JoinError>,
+                       errors: &mut Errors| match r {
         Ok(Ok(g)) => guards.push(g),
         Ok(Err(e)) => errors.add("lock", &e),
         Err(e) => *errors.0.entry(format!("task: {e}")).or_default() += 1,
@@ -287,9 +351,14 @@ pub async fn held_in(endpoints: &[String], ns: &str, n: usize, batch: usize) -> 
     let rss1_raw = rss_bytes();
     let rss1 = live_rss_bytes();
     let held = guards.iter().filter(|g| g.is_held()).count();
-    let guard_leases = guards.iter().map(|g| g.lease_id()).collect::<std::collections::HashSet<_>>().len();
-    let (keys_in_etcd, leases_in_etcd) =
-        keys_in_etcd(&mut raw, &format!("{ns}bench-held-")).await.map_err(|e| format!("reading the keys: {e}"))?;
+    let guard_leases = guards
+        .iter()
+        .map(|g| g.lease_id())
+        .collect::<std::collections::HashSet<_>>()
+        .len();
+    let (keys_in_etcd, leases_in_etcd) = keys_in_etcd(&mut raw, &format!("{ns}bench-held-"))
+        .await
+        .map_err(|e| format!("reading the keys: {e}"))?;
     let t = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for g in guards {
@@ -373,7 +442,11 @@ pub(crate) fn print_waiters(w: &Waiters) {
 }
 
 pub(crate) fn print_held(h: &Held) {
-    let how = if h.batch >= h.n { "all in one burst".to_string() } else { format!("taken {} calls at a time", h.batch) };
+    let how = if h.batch >= h.n {
+        "all in one burst".to_string()
+    } else {
+        format!("taken {} calls at a time", h.batch)
+    };
     let settled = match h.rss_settled_per_lock {
         Some(s) => format!("{:.1} KB RSS per lock {:.0} s after the burst, no trim (target <= 4 KB; allocator: {}); ", s / 1024.0, BURST_SETTLE.as_secs_f64(), allocator()),
         None => String::new(),
@@ -421,10 +494,16 @@ pub async fn scale(args: &BenchArgs, endpoints: &[String], ns: &str) -> i32 {
             }
         }
     }
-    let held_runs = args.held.map(|n| (n, HELD_BATCH)).into_iter().chain(args.burst.map(|n| (n, n)));
+    let held_runs = args
+        .held
+        .map(|n| (n, HELD_BATCH))
+        .into_iter()
+        .chain(args.burst.map(|n| (n, n)));
     for (n, batch) in held_runs {
         if !args.json_only {
-            eprintln!("{n} distinct locks held at once on one session, {batch} lock calls at a time...");
+            eprintln!(
+                "{n} distinct locks held at once on one session, {batch} lock calls at a time..."
+            );
         }
         match held_in(endpoints, ns, n, batch).await {
             Ok(h) => {

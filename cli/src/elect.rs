@@ -46,29 +46,49 @@ pub struct LeaderArgs {
 
 pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
     let Some(sig) = signal_number(&a.signal) else {
-        crate::observe::say("error", &format!("unknown signal {:?}", a.signal), serde_json::json!({}));
+        crate::observe::say(
+            "error",
+            &format!("unknown signal {:?}", a.signal),
+            serde_json::json!({}),
+        );
         return exit::USAGE;
     };
     let Some(mut stops) = Stops::install() else {
-        crate::observe::say("error", "cannot install signal handlers", serde_json::json!({}));
+        crate::observe::say(
+            "error",
+            "cannot install signal handlers",
+            serde_json::json!({}),
+        );
         return exit::ERROR;
     };
     let client = match Client::connect(opts).await {
         Ok(c) => c,
         Err(e) => {
-            crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
+            crate::observe::say(
+                "error",
+                &e.to_string(),
+                serde_json::json!({"code": e.code().name()}),
+            );
             return exit_code_for(&e);
         }
     };
     if let Some(addr) = &a.metrics_listen {
         if let Err(e) = crate::observe::serve_metrics(addr, client.clone(), a.name.clone()).await {
-            crate::observe::say("error", &format!("cannot serve metrics on {addr}: {e}"), serde_json::json!({"event": "metrics_failed"}));
+            crate::observe::say(
+                "error",
+                &format!("cannot serve metrics on {addr}: {e}"),
+                serde_json::json!({"event": "metrics_failed"}),
+            );
             client.close().await;
             return exit::USAGE;
         }
     }
     let cancel = CancellationToken::new();
-    let lo = LockOptions { timeout: a.timeout.and_then(crate::Limit::duration), cancel: Some(cancel.clone()), ..LockOptions::default() };
+    let lo = LockOptions {
+        timeout: a.timeout.and_then(crate::Limit::duration),
+        cancel: Some(cancel.clone()),
+        ..LockOptions::default()
+    };
     let leadership = tokio::select! {
         r = client.campaign(&a.name, &a.value, lo) => match r {
             Ok(l) => l,
@@ -80,12 +100,28 @@ pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
         },
         _ = stops.recv() => return interrupted(&client, &cancel, &a.name).await,
     };
-    run_while_held(client, leadership.into_guard(), &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut stops).await
+    run_while_held(
+        client,
+        leadership.into_guard(),
+        &a.name,
+        &a.command,
+        sig,
+        &a.signal,
+        a.grace,
+        a.verbose,
+        &mut stops,
+    )
+    .await
 }
 
 fn line(l: &Option<Leader>) -> String {
     match l {
-        Some(l) => format!("{}\t{}\t{}", String::from_utf8_lossy(&l.value), String::from_utf8_lossy(&l.key), l.revision),
+        Some(l) => format!(
+            "{}\t{}\t{}",
+            String::from_utf8_lossy(&l.value),
+            String::from_utf8_lossy(&l.key),
+            l.revision
+        ),
         None => "-".into(),
     }
 }
@@ -94,7 +130,11 @@ pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
     let client = match Client::connect(opts).await {
         Ok(c) => c,
         Err(e) => {
-            crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
+            crate::observe::say(
+                "error",
+                &e.to_string(),
+                serde_json::json!({"code": e.code().name()}),
+            );
             return exit_code_for(&e);
         }
     };
@@ -104,10 +144,18 @@ pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
         return match r {
             Ok(l) => {
                 println!("{}", line(&l));
-                if l.is_some() { 0 } else { exit::NO_LEADER }
+                if l.is_some() {
+                    0
+                } else {
+                    exit::NO_LEADER
+                }
             }
             Err(e) => {
-                crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
+                crate::observe::say(
+                    "error",
+                    &e.to_string(),
+                    serde_json::json!({"code": e.code().name()}),
+                );
                 exit_code_for(&e)
             }
         };
@@ -115,12 +163,17 @@ pub async fn leader(opts: ClientOptions, a: LeaderArgs) -> i32 {
     let mut obs = match client.observe(&a.name) {
         Ok(o) => o,
         Err(e) => {
-            crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
+            crate::observe::say(
+                "error",
+                &e.to_string(),
+                serde_json::json!({"code": e.code().name()}),
+            );
             return exit_code_for(&e);
         }
     };
     #[cfg(unix)]
-    let mut sigint = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+    let mut sigint = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+    {
         Ok(s) => s,
         Err(_) => return exit::ERROR,
     };

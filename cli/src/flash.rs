@@ -17,11 +17,17 @@ fn env(k: &str) -> String {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 pub async fn worker() -> i32 {
-    let endpoints: Vec<String> = env("FLASH_ENDPOINTS").split(',').map(String::from).collect();
+    let endpoints: Vec<String> = env("FLASH_ENDPOINTS")
+        .split(',')
+        .map(String::from)
+        .collect();
     let lock = env("FLASH_LOCK");
     let stock_key = env("FLASH_STOCK_KEY");
     let sales = env("FLASH_SALES_PREFIX");
@@ -42,16 +48,29 @@ pub async fn worker() -> i32 {
             return 1;
         }
     };
-    let parse = |v: Option<Vec<u8>>| v.and_then(|v| String::from_utf8(v).ok()).and_then(|s| s.trim().parse::<i64>().ok()).unwrap_or(0);
+    let parse = |v: Option<Vec<u8>>| {
+        v.and_then(|v| String::from_utf8(v).ok())
+            .and_then(|s| s.trim().parse::<i64>().ok())
+            .unwrap_or(0)
+    };
     for n in 0..attempts {
         let t = Instant::now();
         let (sold, token, before) = if no_lock {
             // Control run: the same read-then-write with no lock at all.
-            let before = parse(raw.get(stock_key.clone(), None).await.ok().and_then(|r| r.kvs().first().map(|kv| kv.value().to_vec())));
+            let before = parse(
+                raw.get(stock_key.clone(), None)
+                    .await
+                    .ok()
+                    .and_then(|r| r.kvs().first().map(|kv| kv.value().to_vec())),
+            );
             if before > 0 {
                 tokio::time::sleep(Duration::from_millis(1)).await; // business logic between read and write
-                let _ = raw.put(stock_key.clone(), (before - 1).to_string(), None).await;
-                let _ = raw.put(format!("{sales}nolock-rust-{id}-{n}"), "rust", None).await;
+                let _ = raw
+                    .put(stock_key.clone(), (before - 1).to_string(), None)
+                    .await;
+                let _ = raw
+                    .put(format!("{sales}nolock-rust-{id}-{n}"), "rust", None)
+                    .await;
             }
             (before > 0, 0, before)
         } else {
@@ -76,7 +95,9 @@ pub async fn worker() -> i32 {
                     eprintln!("rust worker: {e}");
                     return 1;
                 }
-                let _ = g.put(format!("{sales}{:020}", g.fencing_token()), "rust").await;
+                let _ = g
+                    .put(format!("{sales}{:020}", g.fencing_token()), "rust")
+                    .await;
             }
             let token = g.fencing_token();
             let _ = g.unlock().await;

@@ -5,17 +5,17 @@ mod bench;
 mod bench_breadth;
 mod bench_recipes;
 mod bench_scale;
+mod elect;
 mod flash;
 mod observe;
 mod run;
-mod elect;
+mod status;
+mod sync;
 #[cfg(unix)]
 mod tree;
 #[cfg(windows)]
 #[path = "tree_windows.rs"]
 mod tree;
-mod status;
-mod sync;
 
 use std::time::Duration;
 
@@ -33,7 +33,8 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[cfg(target_os = "linux")]
 #[allow(non_upper_case_globals)]
 #[export_name = "_rjem_malloc_conf"]
-pub static malloc_conf: ConfPtr = ConfPtr(c"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
+pub static malloc_conf: ConfPtr =
+    ConfPtr(c"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0".as_ptr());
 
 /// A C string pointer jemalloc reads once; never written.
 #[cfg(target_os = "linux")]
@@ -164,8 +165,15 @@ struct Conn {
 
 impl Conn {
     fn options(&self) -> Result<ClientOptions, etcdlock::Error> {
-        if self.endpoints.as_deref().is_some_and(|e| e.split(',').all(|p| p.trim().is_empty())) {
-            return Err(etcdlock::Error::new(ErrorCode::InvalidArgument, "--endpoints is empty; give at least one endpoint (e.g. http://127.0.0.1:2379)"));
+        if self
+            .endpoints
+            .as_deref()
+            .is_some_and(|e| e.split(',').all(|p| p.trim().is_empty()))
+        {
+            return Err(etcdlock::Error::new(
+                ErrorCode::InvalidArgument,
+                "--endpoints is empty; give at least one endpoint (e.g. http://127.0.0.1:2379)",
+            ));
         }
         let pairs = [
             ("endpoints", &self.endpoints),
@@ -184,7 +192,11 @@ impl Conn {
             ("keepalive_interval", &self.keepalive_interval),
             ("lazy_connect", &self.lazy_connect),
         ];
-        ClientOptions::from_env_and_pairs(pairs.iter().filter_map(|(k, v)| v.as_ref().map(|v| (*k, v.as_str()))))
+        ClientOptions::from_env_and_pairs(
+            pairs
+                .iter()
+                .filter_map(|(k, v)| v.as_ref().map(|v| (*k, v.as_str()))),
+        )
     }
 }
 
@@ -365,7 +377,10 @@ pub fn parse_name(v: &str) -> Result<String, String> {
             Some('x') => {
                 it.next();
                 let h: String = (0..2).filter_map(|_| it.next()).collect();
-                let b = u8::from_str_radix(&h, 16).ok().filter(|b| *b < 0x80).ok_or_else(|| format!("bad escape \\x{h} (\\x00 to \\x7f)"))?;
+                let b = u8::from_str_radix(&h, 16)
+                    .ok()
+                    .filter(|b| *b < 0x80)
+                    .ok_or_else(|| format!("bad escape \\x{h} (\\x00 to \\x7f)"))?;
                 out.push(b as char);
             }
             Some('u') => {
@@ -374,7 +389,10 @@ pub fn parse_name(v: &str) -> Result<String, String> {
                     return Err("bad escape: \\u needs {HEX}".into());
                 }
                 let h: String = it.by_ref().take_while(|c| *c != '}').collect();
-                let ch = u32::from_str_radix(&h, 16).ok().and_then(char::from_u32).ok_or_else(|| format!("bad escape \\u{{{h}}}"))?;
+                let ch = u32::from_str_radix(&h, 16)
+                    .ok()
+                    .and_then(char::from_u32)
+                    .ok_or_else(|| format!("bad escape \\u{{{h}}}"))?;
                 out.push(ch);
             }
             _ => out.push('\\'),
@@ -398,7 +416,8 @@ pub fn parse_prefix(v: &str) -> Result<String, String> {
 
 /// Parse a duration that must be finite (core's syntax).
 pub fn parse_finite(v: &str) -> Result<Duration, String> {
-    etcdlock::parse_duration("value", v).map_err(|e| e.message().trim_start_matches("value: ").to_string())
+    etcdlock::parse_duration("value", v)
+        .map_err(|e| e.message().trim_start_matches("value: ").to_string())
 }
 
 /// Whether a panic message reports a failed write with EPIPE: std's print
@@ -419,7 +438,11 @@ fn stdout_reader_gone() -> bool {
 
 #[cfg(unix)]
 fn stdout_reader_gone() -> bool {
-    let mut p = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+    let mut p = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: 0,
+        revents: 0,
+    };
     // SAFETY: one valid pollfd, no wait.
     let n = unsafe { libc::poll(&mut p, 1, 0) };
     n == 1 && p.revents & (libc::POLLERR | libc::POLLHUP) != 0
@@ -442,10 +465,16 @@ pub fn exit_code_for(e: &etcdlock::Error) -> i32 {
 
 fn main() {
     // ETCDLOCK_LOG=debug shows core's own events (as JSON lines when --log-format json).
-    let filter = tracing_subscriber::EnvFilter::try_from_env("ETCDLOCK_LOG").unwrap_or_else(|_| "off".into());
-    let fmt = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ETCDLOCK_LOG")
+        .unwrap_or_else(|_| "off".into());
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     let args: Vec<String> = std::env::args().collect();
-    let json_logs = args.iter().any(|a| a == "--log-format=json") || args.windows(2).any(|w| w[0] == "--log-format" && w[1] == "json");
+    let json_logs = args.iter().any(|a| a == "--log-format=json")
+        || args
+            .windows(2)
+            .any(|w| w[0] == "--log-format" && w[1] == "json");
     if json_logs {
         fmt.json().init();
     } else {
@@ -453,7 +482,10 @@ fn main() {
     }
     // No panic reaches a user as a backtrace: one line, exit 1.
     std::panic::set_hook(Box::new(|info| {
-        let msg = info.payload().downcast_ref::<&str>().map(|s| s.to_string())
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_default();
         // Every print of every subcommand ends here when its reader has gone
@@ -463,17 +495,32 @@ fn main() {
         if is_broken_pipe(&msg) && stdout_reader_gone() {
             std::process::exit(0);
         }
-        eprintln!("etcdlock: internal error: {msg} ({})", info.location().map(|l| l.to_string()).unwrap_or_default());
+        eprintln!(
+            "etcdlock: internal error: {msg} ({})",
+            info.location().map(|l| l.to_string()).unwrap_or_default()
+        );
         std::process::exit(exit::ERROR);
     }));
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => e.exit(),
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+            ) =>
+        {
+            e.exit()
+        }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            e.exit()
+        }
         Err(e) => {
             // One line, as every other etcdlock usage error: the first of clap's.
             let text = e.render().to_string();
-            let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("bad arguments");
             eprintln!("etcdlock: {}", first.trim_start_matches("error: "));
             std::process::exit(exit::USAGE);
         }
@@ -482,7 +529,12 @@ fn main() {
     // and no options, so they answer before either is looked at.
     match cli.cmd {
         Cmd::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "etcdlock", &mut std::io::stdout());
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "etcdlock",
+                &mut std::io::stdout(),
+            );
             std::process::exit(0);
         }
         Cmd::Supervise => std::process::exit(tree::supervisor_main()),
@@ -505,9 +557,14 @@ fn main() {
     // default multi-thread runtime).
     let current = std::env::var_os("ETCDLOCK_CLI_RUNTIME").is_some_and(|v| v == "current");
     // ETCDLOCK_WORKER_THREADS (1..=64) sizes it as it does the bindings' runtime.
-    let workers = std::env::var("ETCDLOCK_WORKER_THREADS").ok().and_then(|v| v.trim().parse::<usize>().ok()).filter(|n| (1..=64).contains(n));
+    let workers = std::env::var("ETCDLOCK_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|n| (1..=64).contains(n));
     let built = if current {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
     } else {
         let mut b = tokio::runtime::Builder::new_multi_thread();
         if let Some(n) = workers {
@@ -542,7 +599,21 @@ fn main() {
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started
-            Cmd::Bench { iterations, contenders, duration, distinct, waiters, held, burst, breadth, clients, names, recipes, use_endpoints, json } => {
+            Cmd::Bench {
+                iterations,
+                contenders,
+                duration,
+                distinct,
+                waiters,
+                held,
+                burst,
+                breadth,
+                clients,
+                names,
+                recipes,
+                use_endpoints,
+                json,
+            } => {
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),
                     iterations: iterations.max(10),

@@ -35,7 +35,10 @@ pub fn json() -> bool {
 /// machines (`{"lock": ..., "fencing_token": ...}`; shown only in JSON).
 pub fn say(level: &str, msg: &str, fields: Value) {
     if json() {
-        let ts_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
+        let ts_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
         let mut o = json!({"ts_ms": ts_ms, "level": level, "msg": msg});
         if let (Some(o), Value::Object(f)) = (o.as_object_mut(), fields) {
             o.extend(f);
@@ -83,7 +86,11 @@ impl AcceptBackoff {
 /// Serve `client`'s metrics at `http://ADDR/metrics` (labelled with the
 /// lock's name) until the process ends. Binding errors are the caller's to
 /// report: nothing is served then.
-pub async fn serve_metrics(addr: &str, client: Client, lock: String) -> std::io::Result<std::net::SocketAddr> {
+pub async fn serve_metrics(
+    addr: &str,
+    client: Client,
+    lock: String,
+) -> std::io::Result<std::net::SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let local = listener.local_addr()?;
     tokio::spawn(async move {
@@ -101,7 +108,8 @@ pub async fn serve_metrics(addr: &str, client: Client, lock: String) -> std::io:
             };
             let (client, lock) = (client.clone(), lock.clone());
             tokio::spawn(async move {
-                let _ = tokio::time::timeout(SCRAPE_TIMEOUT, answer(&mut conn, &client, &lock)).await;
+                let _ =
+                    tokio::time::timeout(SCRAPE_TIMEOUT, answer(&mut conn, &client, &lock)).await;
             });
         }
     });
@@ -123,7 +131,10 @@ async fn answer(conn: &mut tokio::net::TcpStream, client: &Client, lock: &str) {
     let head = String::from_utf8_lossy(&buf[..n]);
     let (status, body) = match head.split_whitespace().take(2).collect::<Vec<_>>()[..] {
         ["GET", "/metrics"] => ("200 OK", client.metrics().to_prometheus(&[("lock", lock)])),
-        _ => ("404 Not Found", "only GET /metrics is served here\n".to_string()),
+        _ => (
+            "404 Not Found",
+            "only GET /metrics is served here\n".to_string(),
+        ),
     };
     let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",

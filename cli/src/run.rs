@@ -59,7 +59,10 @@ pub struct RunArgs {
 /// numbers, used only as names (tree.rs ends a job by terminating it).
 pub mod sig {
     #[cfg(unix)]
-    pub use libc::{SIGHUP as HUP, SIGINT as INT, SIGKILL as KILL, SIGQUIT as QUIT, SIGTERM as TERM, SIGUSR1 as USR1, SIGUSR2 as USR2};
+    pub use libc::{
+        SIGHUP as HUP, SIGINT as INT, SIGKILL as KILL, SIGQUIT as QUIT, SIGTERM as TERM,
+        SIGUSR1 as USR1, SIGUSR2 as USR2,
+    };
     #[cfg(not(unix))]
     mod numbers {
         pub const HUP: i32 = 1;
@@ -90,11 +93,19 @@ pub fn signal_number(name: &str) -> Option<i32> {
 
 pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
     let Some(sig) = signal_number(&a.signal) else {
-        crate::observe::say("error", &format!("unknown signal {:?}", a.signal), serde_json::json!({}));
+        crate::observe::say(
+            "error",
+            &format!("unknown signal {:?}", a.signal),
+            serde_json::json!({}),
+        );
         return exit::USAGE;
     };
     let Some(mut stops) = Stops::install() else {
-        crate::observe::say("error", "cannot install signal handlers", serde_json::json!({}));
+        crate::observe::say(
+            "error",
+            "cannot install signal handlers",
+            serde_json::json!({}),
+        );
         return exit::ERROR;
     };
     // --timeout bounds the whole wait, connecting included.
@@ -107,13 +118,21 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
     let client = match Client::connect(opts).await {
         Ok(c) => c,
         Err(e) => {
-            crate::observe::say("error", &e.to_string(), serde_json::json!({"code": e.code().name()}));
+            crate::observe::say(
+                "error",
+                &e.to_string(),
+                serde_json::json!({"code": e.code().name()}),
+            );
             return exit_code_for(&e);
         }
     };
     if let Some(addr) = &a.metrics_listen {
         if let Err(e) = crate::observe::serve_metrics(addr, client.clone(), a.name.clone()).await {
-            crate::observe::say("error", &format!("cannot serve metrics on {addr}: {e}"), serde_json::json!({"event": "metrics_failed"}));
+            crate::observe::say(
+                "error",
+                &format!("cannot serve metrics on {addr}: {e}"),
+                serde_json::json!({"event": "metrics_failed"}),
+            );
             client.close().await;
             return exit::USAGE;
         }
@@ -127,7 +146,14 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         metadata: a.meta.clone(),
     };
     let acquire = async {
-        let lock_opts = if a.try_only { LockOptions { timeout: Some(Duration::ZERO), ..lock_opts } } else { lock_opts };
+        let lock_opts = if a.try_only {
+            LockOptions {
+                timeout: Some(Duration::ZERO),
+                ..lock_opts
+            }
+        } else {
+            lock_opts
+        };
         match (a.permits, a.read) {
             (Some(n), _) => client.acquire_permit(&a.name, n, lock_opts).await,
             (None, true) => client.read_lock(&a.name, lock_opts).await,
@@ -146,7 +172,10 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         },
         _ = stops.recv() => { return interrupted(&client, &cancel, &a.name).await }
     };
-    run_while_held(client, guard, &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut stops).await
+    run_while_held(
+        client, guard, &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut stops,
+    )
+    .await
 }
 
 /// The signals that stop etcdlock: SIGINT, SIGTERM, SIGHUP (an ssh hang-up)
@@ -233,7 +262,12 @@ pub async fn run_while_held(
 ) -> i32 {
     let fields = serde_json::json!({"event": "acquired", "lock": name, "key": guard.key(), "fencing_token": guard.fencing_token()});
     if verbose || crate::observe::json() {
-        let msg = format!("holding {} (key {}, fencing token {})", crate::status::escape(name), guard.key(), guard.fencing_token());
+        let msg = format!(
+            "holding {} (key {}, fencing token {})",
+            crate::status::escape(name),
+            guard.key(),
+            guard.fencing_token()
+        );
         crate::observe::say("info", &msg, fields);
     }
     // None: never SIGKILL.
@@ -249,10 +283,18 @@ pub async fn run_while_held(
         Ok(c) => c,
         Err(e) => {
             prepared.abandon();
-            crate::observe::say("error", &format!("cannot run {:?}: {e}", command[0]), serde_json::json!({"event": "spawn_failed", "lock": name}));
+            crate::observe::say(
+                "error",
+                &format!("cannot run {:?}: {e}", command[0]),
+                serde_json::json!({"event": "spawn_failed", "lock": name}),
+            );
             let _ = guard.unlock().await;
             client.close().await;
-            return if e.kind() == std::io::ErrorKind::NotFound { 127 } else { 126 };
+            return if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            };
         }
     };
     let Some(pid) = child.id().map(|p| p as i32) else {
@@ -302,7 +344,11 @@ pub async fn run_while_held(
     // The group is gone: only now may someone else take the lock.
     let _ = guard.unlock().await;
     if crate::observe::json() {
-        crate::observe::say("info", &format!("released {}", crate::status::escape(name)), serde_json::json!({"event": "released", "lock": name, "exit": code}));
+        crate::observe::say(
+            "info",
+            &format!("released {}", crate::status::escape(name)),
+            serde_json::json!({"event": "released", "lock": name, "exit": code}),
+        );
     }
     tree.finish();
     client.close().await;
@@ -320,7 +366,11 @@ pub async fn interrupted(client: &Client, cancel: &CancellationToken, name: &str
     cancel.cancel();
     // Closing revokes the lease: the waiter key goes with it, at once.
     client.close().await;
-    crate::observe::say("warn", &format!("interrupted while waiting for {name:?}; waiter key removed"), serde_json::json!({"event": "interrupted", "lock": name}));
+    crate::observe::say(
+        "warn",
+        &format!("interrupted while waiting for {name:?}; waiter key removed"),
+        serde_json::json!({"event": "interrupted", "lock": name}),
+    );
     exit::INTERRUPTED
 }
 

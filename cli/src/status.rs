@@ -51,10 +51,16 @@ pub async fn release(opts: ClientOptions, a: ReleaseArgs) -> i32 {
     };
     let token = match a.token {
         Some(t) => Ok(Some(t)),
-        None => client.status(&a.name).await.map(|st| st.holders.first().map(|h| h.create_revision)),
+        None => client
+            .status(&a.name)
+            .await
+            .map(|st| st.holders.first().map(|h| h.create_revision)),
     };
     let r = match token {
-        Ok(Some(t)) => client.release(&a.name, t).await.map(|done| done.then_some(t)),
+        Ok(Some(t)) => client
+            .release(&a.name, t)
+            .await
+            .map(|done| done.then_some(t)),
         Ok(None) => Ok(None),
         Err(e) => Err(e),
     };
@@ -65,7 +71,10 @@ pub async fn release(opts: ClientOptions, a: ReleaseArgs) -> i32 {
             0
         }
         Ok(None) => {
-            eprintln!("etcdlock: nothing to release: no hold of \"{}\" with that token", escape(&a.name));
+            eprintln!(
+                "etcdlock: nothing to release: no hold of \"{}\" with that token",
+                escape(&a.name)
+            );
             crate::exit::NO_LEADER
         }
         Err(e) => {
@@ -149,10 +158,16 @@ pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
         }
     };
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    for sub in [a.prefix.clone(), format!("{}{}", etcdlock::META_PREFIX, a.prefix)] {
+    for sub in [
+        a.prefix.clone(),
+        format!("{}{}", etcdlock::META_PREFIX, a.prefix),
+    ] {
         let mut from = ns.clone();
         from.extend_from_slice(sub.as_bytes());
-        let mut s = match etcd.watch(from, Some(WatchOptions::new().with_prefix())).await {
+        let mut s = match etcd
+            .watch(from, Some(WatchOptions::new().with_prefix()))
+            .await
+        {
             Ok(s) => s,
             Err(e) => {
                 eprintln!("etcdlock: cannot watch: {e}");
@@ -162,7 +177,10 @@ pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
         let tx = tx.clone();
         tokio::spawn(async move {
             while let Ok(Some(r)) = s.message().await {
-                if r.events().iter().any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete)) {
+                if r.events()
+                    .iter()
+                    .any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete))
+                {
                     let _ = tx.send(());
                 }
             }
@@ -182,7 +200,11 @@ pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
             Err(e) => eprintln!("etcdlock: {e}"),
         }
         // The next change (a table also refreshes each second for the TTLs).
-        let wait = if a.json { Duration::MAX } else { Duration::from_secs(1) };
+        let wait = if a.json {
+            Duration::MAX
+        } else {
+            Duration::from_secs(1)
+        };
         if let Ok(None) = tokio::time::timeout(wait, rx.recv()).await {
             eprintln!("etcdlock: the watch ended");
             return crate::exit::UNAVAILABLE;
@@ -196,7 +218,11 @@ fn who(c: &Contender) -> String {
     if c.foreign {
         return "foreign (etcdctl, Go)".into();
     }
-    let mut s = format!("{} pid {}", c.host.as_deref().unwrap_or("?"), c.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into()));
+    let mut s = format!(
+        "{} pid {}",
+        c.host.as_deref().unwrap_or("?"),
+        c.pid.map(|p| p.to_string()).unwrap_or_else(|| "?".into())
+    );
     if let Some(l) = &c.language {
         s.push(' ');
         s.push_str(l);
@@ -208,7 +234,8 @@ fn who(c: &Contender) -> String {
 }
 
 fn secs(ms: Option<u64>) -> String {
-    ms.map(|ms| format!("{:.1}s", ms as f64 / 1000.0)).unwrap_or_else(|| "-".into())
+    ms.map(|ms| format!("{:.1}s", ms as f64 / 1000.0))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn print_status(st: &Status) {
@@ -217,19 +244,36 @@ fn print_status(st: &Status) {
         println!("{kind} \"{}\": free", escape(&st.name));
         return;
     }
-    println!("{kind} \"{}\": {} holding, {} waiting", escape(&st.name), st.holders.len(), st.waiters.len());
-    println!("{:<8} {:<44} {:<18} {:>6} {:>10} {:>8} {:>6}  OWNER", "ROLE", "KEY", "LEASE", "TTL", "TOKEN", "FOR", "LOCAL");
-    let rows = st.holders.iter().map(|c| ("holder".to_string(), c)).chain(st.waiters.iter().enumerate().map(|(i, c)| (format!("#{}", i + 1), c)));
+    println!(
+        "{kind} \"{}\": {} holding, {} waiting",
+        escape(&st.name),
+        st.holders.len(),
+        st.waiters.len()
+    );
+    println!(
+        "{:<8} {:<44} {:<18} {:>6} {:>10} {:>8} {:>6}  OWNER",
+        "ROLE", "KEY", "LEASE", "TTL", "TOKEN", "FOR", "LOCAL"
+    );
+    let rows = st.holders.iter().map(|c| ("holder".to_string(), c)).chain(
+        st.waiters
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("#{}", i + 1), c)),
+    );
     for (role, c) in rows {
         println!(
             "{:<8} {:<44} {:<18} {:>6} {:>10} {:>8} {:>6}  {}",
             role,
             escape(&c.key),
             format!("{:x}", c.lease_id),
-            c.ttl_remaining.map(|t| format!("{t}s")).unwrap_or_else(|| "-".into()),
+            c.ttl_remaining
+                .map(|t| format!("{t}s"))
+                .unwrap_or_else(|| "-".into()),
             c.create_revision,
             secs(c.age_ms),
-            c.local_waiters.map(|n| n.to_string()).unwrap_or_else(|| "-".into()),
+            c.local_waiters
+                .map(|n| n.to_string())
+                .unwrap_or_else(|| "-".into()),
             who(c),
         );
     }
@@ -240,12 +284,19 @@ fn print_list(prefix: &str, l: &[Status]) {
         println!("no locks under \"{}\"", escape(prefix));
         return;
     }
-    println!("{:<32} {:<9} {:>7} {:>7} {:>10} {:>8}  HOLDER", "NAME", "KIND", "HOLDING", "WAITING", "TOKEN", "FOR");
+    println!(
+        "{:<32} {:<9} {:>7} {:>7} {:>10} {:>8}  HOLDER",
+        "NAME", "KIND", "HOLDING", "WAITING", "TOKEN", "FOR"
+    );
     for st in l {
         // Waiting: keys in etcd, plus what the clients queue locally beyond them.
         // (a client's record counts all its acquisitions of the name, once per lease).
-        let by_lease: std::collections::HashMap<i64, u32> =
-            st.holders.iter().chain(st.waiters.iter()).map(|c| (c.lease_id, c.local_waiters.unwrap_or(0))).collect();
+        let by_lease: std::collections::HashMap<i64, u32> = st
+            .holders
+            .iter()
+            .chain(st.waiters.iter())
+            .map(|c| (c.lease_id, c.local_waiters.unwrap_or(0)))
+            .collect();
         let local: u32 = by_lease.values().sum();
         let waiting = st.waiters.len().max(local as usize);
         let h = st.holders.first();
@@ -255,7 +306,8 @@ fn print_list(prefix: &str, l: &[Status]) {
             st.kind.map(|k| k.name()).unwrap_or("-"),
             st.holders.len(),
             waiting,
-            h.map(|c| c.create_revision.to_string()).unwrap_or_else(|| "-".into()),
+            h.map(|c| c.create_revision.to_string())
+                .unwrap_or_else(|| "-".into()),
             secs(h.and_then(|c| c.age_ms)),
             h.map(who).unwrap_or_else(|| "-".into()),
         );

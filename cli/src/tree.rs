@@ -77,7 +77,10 @@ pub fn prepare(cmd: &mut tokio::process::Command) -> Prepared {
             Ok(())
         });
     }
-    Prepared { terminal, supervisor }
+    Prepared {
+        terminal,
+        supervisor,
+    }
 }
 
 impl Tree {
@@ -94,7 +97,11 @@ impl Tree {
             #[cfg(target_os = "linux")]
             libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
         }
-        Tree { pgid: pid, supervisor: prepared.supervisor, terminal }
+        Tree {
+            pgid: pid,
+            supervisor: prepared.supervisor,
+            terminal,
+        }
     }
 
     /// Send `sig` to every process of the group.
@@ -112,7 +119,10 @@ impl Tree {
                 break;
             }
         }
-        unsafe { libc::kill(-self.pgid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH) }
+        unsafe {
+            libc::kill(-self.pgid, 0) == 0
+                || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+        }
     }
 
     /// Wait until no process of the group is left: `first` (None: none) now,
@@ -183,13 +193,18 @@ fn finish_supervisor(mut child: std::process::Child, fd: OwnedFd) {
 fn supervise() -> Option<(std::process::Child, OwnedFd)> {
     let mut fds = [0; 2];
     if unsafe { cloexec_pipe(&mut fds) } != 0 {
-        eprintln!("etcdlock: cannot start the supervisor (pipe): {}", std::io::Error::last_os_error());
+        eprintln!(
+            "etcdlock: cannot start the supervisor (pipe): {}",
+            std::io::Error::last_os_error()
+        );
         return None;
     }
     let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
     let exe = std::env::current_exe().ok()?;
     let mut cmd = std::process::Command::new(exe);
-    cmd.arg("supervise").stdin(Stdio::from(read)).stdout(Stdio::null());
+    cmd.arg("supervise")
+        .stdin(Stdio::from(read))
+        .stdout(Stdio::null());
     // Its own group: a signal to etcdlock's group (the terminal's Ctrl-C, a
     // `kill -- -PGID`) must not end the supervisor before it can act.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);

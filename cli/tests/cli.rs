@@ -28,15 +28,27 @@ fn no_supervisor_here(test: &str) -> bool {
 
 fn bin() -> Command {
     let mut c = Command::new(bin_path());
-    c.env_remove("ETCDLOCK_ENDPOINTS").env_remove("ETCDLOCK_NAMESPACE");
+    c.env_remove("ETCDLOCK_ENDPOINTS")
+        .env_remove("ETCDLOCK_NAMESPACE");
     c
 }
 
 fn count(etcd: &Etcd, prefix: &str) -> usize {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async {
-        let mut c = etcd_client::Client::connect(etcd.endpoints(), None).await.unwrap();
-        c.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.unwrap().count() as usize
+        let mut c = etcd_client::Client::connect(etcd.endpoints(), None)
+            .await
+            .unwrap();
+        c.get(
+            prefix,
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        )
+        .await
+        .unwrap()
+        .count() as usize
     })
 }
 
@@ -44,7 +56,10 @@ fn count(etcd: &Etcd, prefix: &str) -> usize {
 fn await_count(etcd: &Etcd, prefix: &str, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
     while count(etcd, prefix) != n {
-        assert!(Instant::now() < deadline, "never saw {n} keys under {prefix}");
+        assert!(
+            Instant::now() < deadline,
+            "never saw {n} keys under {prefix}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -53,24 +68,60 @@ fn await_count(etcd: &Etcd, prefix: &str, n: usize) {
 fn run_passes_exit_status_and_environment_through() {
     let etcd = Etcd::single();
     let out = bin()
-        .args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-env", "--", "sh", "-c"])
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "cli-env",
+            "--",
+            "sh",
+            "-c",
+        ])
         .arg("echo \"$ETCDLOCK_FENCING_TOKEN $ETCDLOCK_KEY $ETCDLOCK_LEASE_ID\"; exit 7")
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(7), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let line = String::from_utf8_lossy(&out.stdout);
     let parts: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(parts.len(), 3, "{line}");
     assert!(parts[0].parse::<i64>().unwrap() > 0);
     assert_eq!(parts[1], format!("cli-env/{}", parts[2]));
-    assert_eq!(count(&etcd, "cli-env/"), 0, "released after the command exited");
+    assert_eq!(
+        count(&etcd, "cli-env/"),
+        0,
+        "released after the command exited"
+    );
     // A command that cannot be found: 127, lock released.
-    let st = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-env", "--", "/nonexistent/cmd"]).status().unwrap();
+    let st = bin()
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "cli-env",
+            "--",
+            "/nonexistent/cmd",
+        ])
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(127));
     // Unreachable etcd: 69.
     let port = etcdlock_testkit::free_port();
     let st = bin()
-        .args(["--endpoints", &format!("127.0.0.1:{port}"), "--connect-timeout", "1", "run", "x", "--", "true"])
+        .args([
+            "--endpoints",
+            &format!("127.0.0.1:{port}"),
+            "--connect-timeout",
+            "1",
+            "run",
+            "x",
+            "--",
+            "true",
+        ])
         .stderr(Stdio::null())
         .status()
         .unwrap();
@@ -85,36 +136,98 @@ fn every_option_has_a_flag_and_a_given_flag_beats_a_malformed_variable() {
     let help = String::from_utf8(bin().arg("--help").output().unwrap().stdout).unwrap();
     for key in etcdlock::OPTION_KEYS {
         let env = format!("ETCDLOCK_{}", key.to_uppercase());
-        assert!(help.contains(&env), "--help names no flag for {key} ({env}):\n{help}");
+        assert!(
+            help.contains(&env),
+            "--help names no flag for {key} ({env}):\n{help}"
+        );
     }
     let out = bin()
         .env("ETCDLOCK_WATCH_HELD_KEYS", "perhaps")
         .env("ETCDLOCK_REQUEST_TIMEOUT", "soon")
-        .args(["--endpoints", &etcd.endpoints_csv(), "--ttl", "5", "--namespace", "flags/", "--connect-timeout", "2s"])
-        .args(["--request-timeout", "2s", "--margin", "1s", "--watch-held-keys", "false", "run", "all", "--", "true"])
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "--ttl",
+            "5",
+            "--namespace",
+            "flags/",
+            "--connect-timeout",
+            "2s",
+        ])
+        .args([
+            "--request-timeout",
+            "2s",
+            "--margin",
+            "1s",
+            "--watch-held-keys",
+            "false",
+            "run",
+            "all",
+            "--",
+            "true",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Not given: the malformed variable is an error that names it.
     let out = bin()
         .env("ETCDLOCK_WATCH_HELD_KEYS", "perhaps")
-        .args(["--endpoints", &etcd.endpoints_csv(), "run", "all", "--", "true"])
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "all",
+            "--",
+            "true",
+        ])
         .output()
         .unwrap();
     assert_ne!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("ETCDLOCK_WATCH_HELD_KEYS"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("ETCDLOCK_WATCH_HELD_KEYS"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]
 fn run_times_out_and_try_reports_held() {
     let etcd = Etcd::single();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()))).unwrap();
+    let c = rt
+        .block_on(Client::connect(ClientOptions::new(etcd.endpoints())))
+        .unwrap();
     let g = rt.block_on(c.lock("cli-busy")).unwrap();
-    let st = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-busy", "--try", "--", "true"]).stderr(Stdio::null()).status().unwrap();
+    let st = bin()
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "cli-busy",
+            "--try",
+            "--",
+            "true",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(75));
     let st = bin()
-        .args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-busy", "--timeout", "0.3", "--", "true"])
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "cli-busy",
+            "--timeout",
+            "0.3",
+            "--",
+            "true",
+        ])
         .stderr(Stdio::null())
         .status()
         .unwrap();
@@ -127,7 +240,17 @@ fn run_times_out_and_try_reports_held() {
 fn lost_lock_terminates_the_command() {
     let etcd = Etcd::single();
     let mut child = bin()
-        .args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-lost", "--grace", "5", "--", "sh", "-c"])
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "cli-lost",
+            "--grace",
+            "5",
+            "--",
+            "sh",
+            "-c",
+        ])
         .arg("trap 'echo got-term; exit 143' TERM; echo started; while true; do sleep 0.05; done")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -141,8 +264,13 @@ fn lost_lock_terminates_the_command() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let revoked_at = Instant::now();
     rt.block_on(async {
-        let mut c = etcd_client::Client::connect(etcd.endpoints(), None).await.unwrap();
-        let r = c.get("cli-lost/", Some(GetOptions::new().with_prefix())).await.unwrap();
+        let mut c = etcd_client::Client::connect(etcd.endpoints(), None)
+            .await
+            .unwrap();
+        let r = c
+            .get("cli-lost/", Some(GetOptions::new().with_prefix()))
+            .await
+            .unwrap();
         c.lease_revoke(r.kvs()[0].lease()).await.unwrap();
     });
     let st = child.wait().unwrap();
@@ -151,7 +279,10 @@ fn lost_lock_terminates_the_command() {
     let mut err = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert_eq!(st.code(), Some(70), "stderr: {err}");
-    assert!(rest.contains("got-term"), "the command got SIGTERM: {rest:?}");
+    assert!(
+        rest.contains("got-term"),
+        "the command got SIGTERM: {rest:?}"
+    );
     assert!(err.contains("lost"), "{err}");
     assert!(revoked_at.elapsed() < Duration::from_secs(5));
 }
@@ -160,9 +291,22 @@ fn lost_lock_terminates_the_command() {
 fn ctrl_c_while_waiting_removes_the_waiter_key() {
     let etcd = Etcd::single();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()))).unwrap();
+    let c = rt
+        .block_on(Client::connect(ClientOptions::new(etcd.endpoints())))
+        .unwrap();
     let g = rt.block_on(c.lock("cli-int")).unwrap();
-    let child = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-int", "--", "true"]).stderr(Stdio::null()).spawn().unwrap();
+    let child = bin()
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "cli-int",
+            "--",
+            "true",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     await_count(&etcd, "cli-int/", 2);
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let st = child.wait_with_output().unwrap().status;
@@ -176,19 +320,54 @@ fn status_shows_an_etcdctl_holder_and_two_etcdlock_waiters_in_order() {
     let etcd = Etcd::single();
     let mut ctl = Command::new(etcdctl_bin())
         .env("ETCDCTL_API", "3")
-        .args([&format!("--endpoints={}", etcd.endpoints_csv()), "lock", "cli-status"])
+        .args([
+            &format!("--endpoints={}", etcd.endpoints_csv()),
+            "lock",
+            "cli-status",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut l = String::new();
-    BufReader::new(ctl.stdout.take().unwrap()).read_line(&mut l).unwrap();
+    BufReader::new(ctl.stdout.take().unwrap())
+        .read_line(&mut l)
+        .unwrap();
     let ctl_key = l.trim().to_string();
-    let w1 = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-status", "--", "true"]).spawn().unwrap();
+    let w1 = bin()
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "cli-status",
+            "--",
+            "true",
+        ])
+        .spawn()
+        .unwrap();
     await_count(&etcd, "cli-status/", 2);
-    let w2 = bin().args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-status", "--", "true"]).spawn().unwrap();
+    let w2 = bin()
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "run",
+            "cli-status",
+            "--",
+            "true",
+        ])
+        .spawn()
+        .unwrap();
     await_count(&etcd, "cli-status/", 3);
-    let out = bin().args(["--endpoints", &etcd.endpoints_csv(), "status", "cli-status", "--json"]).output().unwrap();
+    let out = bin()
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "status",
+            "cli-status",
+            "--json",
+        ])
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["holder"]["key"], ctl_key.as_str());
@@ -198,15 +377,27 @@ fn status_shows_an_etcdctl_holder_and_two_etcdlock_waiters_in_order() {
     assert_eq!(waiters.len(), 2);
     assert_eq!(waiters[0]["pid"], w1.id(), "{v}");
     assert_eq!(waiters[1]["pid"], w2.id(), "{v}");
-    assert_eq!((waiters[0]["position"].as_u64(), waiters[1]["position"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(
+        (
+            waiters[0]["position"].as_u64(),
+            waiters[1]["position"].as_u64()
+        ),
+        (Some(1), Some(2))
+    );
     assert!(waiters[0]["host"].is_string() && waiters[0]["foreign"] == false);
     assert!(waiters[0]["fencing_token"].as_i64() < waiters[1]["fencing_token"].as_i64());
     assert!(waiters[0]["ttl_remaining_s"].as_i64().unwrap() > 0);
     assert!(waiters[0]["age_ms"].as_u64().is_some());
     // The table form names the same keys.
-    let table = bin().args(["--endpoints", &etcd.endpoints_csv(), "status", "cli-status"]).output().unwrap();
+    let table = bin()
+        .args(["--endpoints", &etcd.endpoints_csv(), "status", "cli-status"])
+        .output()
+        .unwrap();
     let table = String::from_utf8_lossy(&table.stdout);
-    assert!(table.contains("1 holding, 2 waiting") && table.contains(&ctl_key), "{table}");
+    assert!(
+        table.contains("1 holding, 2 waiting") && table.contains(&ctl_key),
+        "{table}"
+    );
     unsafe { libc::kill(ctl.id() as i32, libc::SIGINT) };
     ctl.wait().unwrap();
     for mut w in [w1, w2] {
@@ -233,11 +424,28 @@ fn etcdlock_run_and_etcdctl_lock_exclude_each_other() {
     for i in 0..12 {
         let cmd = if i % 2 == 0 {
             let mut c = bin();
-            c.args(["--endpoints", &etcd.endpoints_csv(), "run", "cli-mix", "--", "sh", "-c", &script]);
+            c.args([
+                "--endpoints",
+                &etcd.endpoints_csv(),
+                "run",
+                "cli-mix",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ]);
             c
         } else {
             let mut c = Command::new(etcdctl_bin());
-            c.env("ETCDCTL_API", "3").args([&format!("--endpoints={}", etcd.endpoints_csv()), "lock", "cli-mix", "--", "sh", "-c", &script]);
+            c.env("ETCDCTL_API", "3").args([
+                &format!("--endpoints={}", etcd.endpoints_csv()),
+                "lock",
+                "cli-mix",
+                "--",
+                "sh",
+                "-c",
+                &script,
+            ]);
             c
         };
         let mut cmd = cmd;
@@ -259,46 +467,120 @@ fn permits_read_side_elect_leader_and_status_of_every_kind() {
     let gate = dir.join("go");
     let hold = |name: &str, extra: &[&str]| {
         let mut c = bin();
-        c.args(["--endpoints", &ep, "run", name]).args(extra).args(["--", "sh", "-c"]);
-        c.arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()));
-        c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap()
+        c.args(["--endpoints", &ep, "run", name])
+            .args(extra)
+            .args(["--", "sh", "-c"]);
+        c.arg(format!(
+            "while [ ! -e {} ]; do sleep 0.02; done",
+            gate.display()
+        ));
+        c.stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
     };
     let mut p1 = hold("pool", &["--permits", "2"]);
     let mut p2 = hold("pool", &["--permits", "2"]);
     await_count(&etcd, "pool/", 2);
-    let st = bin().args(["--endpoints", &ep, "run", "pool", "--permits", "2", "--try", "--", "true"]).stderr(Stdio::null()).status().unwrap();
+    let st = bin()
+        .args([
+            "--endpoints",
+            &ep,
+            "run",
+            "pool",
+            "--permits",
+            "2",
+            "--try",
+            "--",
+            "true",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(75), "a third permit is not free");
-    let out = bin().args(["--endpoints", &ep, "status", "pool", "--json"]).output().unwrap();
+    let out = bin()
+        .args(["--endpoints", &ep, "status", "pool", "--json"])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["holders"].as_array().unwrap().len(), 2, "{v}");
-    assert_eq!((v["holders"][0]["contender"].as_str(), v["holders"][0]["permits"].as_u64()), (Some("permit"), Some(2)));
+    assert_eq!(
+        (
+            v["holders"][0]["contender"].as_str(),
+            v["holders"][0]["permits"].as_u64()
+        ),
+        (Some("permit"), Some(2))
+    );
     assert_eq!(v["kind"], "semaphore");
 
     // Readers share; status shows both as holders.
     let mut r1 = hold("doc", &["--read"]);
     let mut r2 = hold("doc", &["--read"]);
     await_count(&etcd, "doc/", 2);
-    let out = bin().args(["--endpoints", &ep, "status", "doc", "--json"]).output().unwrap();
+    let out = bin()
+        .args(["--endpoints", &ep, "status", "doc", "--json"])
+        .output()
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["holders"].as_array().unwrap().len(), 2, "{v}");
     assert_eq!(v["holders"][1]["contender"], "reader");
     assert_eq!(v["kind"], "rwlock");
-    let st = bin().args(["--endpoints", &ep, "run", "doc", "--try", "--", "true"]).stderr(Stdio::null()).status().unwrap();
+    let st = bin()
+        .args(["--endpoints", &ep, "run", "doc", "--try", "--", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(75), "a writer is excluded by readers");
 
     // No leader yet: "-" and exit 3. Then elect runs its command while leader.
-    let out = bin().args(["--endpoints", &ep, "leader", "sched"]).output().unwrap();
-    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).trim().to_string()), (Some(3), "-".to_string()));
+    let out = bin()
+        .args(["--endpoints", &ep, "leader", "sched"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        ),
+        (Some(3), "-".to_string())
+    );
     let mut leader = bin();
-    leader.args(["--endpoints", &ep, "elect", "sched", "node-1", "--", "sh", "-c"]);
-    leader.arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()));
-    let mut leader = leader.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    leader.args([
+        "--endpoints",
+        &ep,
+        "elect",
+        "sched",
+        "node-1",
+        "--",
+        "sh",
+        "-c",
+    ]);
+    leader.arg(format!(
+        "while [ ! -e {} ]; do sleep 0.02; done",
+        gate.display()
+    ));
+    let mut leader = leader
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     await_count(&etcd, "sched/", 1);
-    let out = bin().args(["--endpoints", &ep, "leader", "sched"]).output().unwrap();
+    let out = bin()
+        .args(["--endpoints", &ep, "leader", "sched"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&out.stdout).starts_with("node-1\tsched/"), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).starts_with("node-1\tsched/"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     // `etcdctl elect -l` is not needed here: core's tests cover etcdctl interop.
-    let mut watch = bin().args(["--endpoints", &ep, "leader", "sched", "--watch"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut watch = bin()
+        .args(["--endpoints", &ep, "leader", "sched", "--watch"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut lines = BufReader::new(watch.stdout.take().unwrap()).lines();
     assert!(lines.next().unwrap().unwrap().starts_with("node-1\t"));
 
@@ -306,14 +588,22 @@ fn permits_read_side_elect_leader_and_status_of_every_kind() {
     for c in [&mut p1, &mut p2, &mut r1, &mut r2, &mut leader] {
         assert!(c.wait().unwrap().success());
     }
-    assert_eq!(lines.next().unwrap().unwrap(), "-", "the watcher sees the leader go");
+    assert_eq!(
+        lines.next().unwrap().unwrap(),
+        "-",
+        "the watcher sees the leader go"
+    );
     unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
     assert!(watch.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn tempdir() -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("etcdlock-cli-{}-{}", std::process::id(), etcdlock_testkit::free_port()));
+    let d = std::env::temp_dir().join(format!(
+        "etcdlock-cli-{}-{}",
+        std::process::id(),
+        etcdlock_testkit::free_port()
+    ));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -325,18 +615,42 @@ fn tempdir() -> std::path::PathBuf {
 fn bench_reports_every_row_and_leaves_nothing_behind() {
     let etcd = Etcd::single();
     let out = bin()
-        .args(["--endpoints", &etcd.endpoints_csv(), "bench", "--use-endpoints", "--json"])
-        .args(["--iterations", "40", "--duration", "2", "--distinct", "5", "--contenders", "3"])
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "bench",
+            "--use-endpoints",
+            "--json",
+        ])
+        .args([
+            "--iterations",
+            "40",
+            "--duration",
+            "2",
+            "--distinct",
+            "5",
+            "--contenders",
+            "3",
+        ])
         .stderr(Stdio::null())
         .output()
         .unwrap();
     assert!(out.status.success(), "{:?}", out.status);
-    let rows: std::collections::HashMap<String, serde_json::Value> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{l}: {e}")))
-        .map(|r| (r["metric"].as_str().unwrap().to_string(), r))
-        .collect();
-    for m in ["floor_txn_delete", "floor_delete_to_event", "uncontended_lock_unlock", "contended", "distinct_locks_one_session"] {
+    let rows: std::collections::HashMap<String, serde_json::Value> =
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap_or_else(|e| panic!("{l}: {e}"))
+            })
+            .map(|r| (r["metric"].as_str().unwrap().to_string(), r))
+            .collect();
+    for m in [
+        "floor_txn_delete",
+        "floor_delete_to_event",
+        "uncontended_lock_unlock",
+        "contended",
+        "distinct_locks_one_session",
+    ] {
         assert!(rows.contains_key(m), "no {m} row in {rows:?}");
     }
     assert_eq!(rows["uncontended_lock_unlock"]["n"], 40);
@@ -345,25 +659,54 @@ fn bench_reports_every_row_and_leaves_nothing_behind() {
     assert!(c["acquisitions"].as_u64().unwrap() > 3, "{c}");
     // The probe beside the contenders made rounds every 10 ms for 2 s (10 are warm-up).
     assert!(c["loaded_event_floor_n"].as_u64().unwrap() >= 20, "{c}");
-    assert!(c["handoff_ratio_to_loaded_event_floor"].as_f64().unwrap() > 0.0, "{c}");
+    assert!(
+        c["handoff_ratio_to_loaded_event_floor"].as_f64().unwrap() > 0.0,
+        "{c}"
+    );
     let d = &rows["distinct_locks_one_session"];
-    assert_eq!((d["held"].as_u64(), d["errors"].as_u64(), d["leases"].as_u64()), (Some(5), Some(0), Some(1)), "{d}");
-    assert_eq!(count(&etcd, "etcdlock-bench-"), 0, "the bench left keys behind");
+    assert_eq!(
+        (
+            d["held"].as_u64(),
+            d["errors"].as_u64(),
+            d["leases"].as_u64()
+        ),
+        (Some(5), Some(0), Some(1)),
+        "{d}"
+    );
+    assert_eq!(
+        count(&etcd, "etcdlock-bench-"),
+        0,
+        "the bench left keys behind"
+    );
     assert_eq!(count(&etcd, "bench-"), 0, "the floors left keys behind");
 }
 
 #[test]
 fn completions_and_the_man_page_come_from_the_binary() {
-    for (shell, marker) in [("bash", "_etcdlock()"), ("zsh", "#compdef etcdlock"), ("fish", "complete -c etcdlock")] {
+    for (shell, marker) in [
+        ("bash", "_etcdlock()"),
+        ("zsh", "#compdef etcdlock"),
+        ("fish", "complete -c etcdlock"),
+    ] {
         let out = bin().args(["completions", shell]).output().unwrap();
-        assert!(out.status.success(), "{shell}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{shell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let text = String::from_utf8(out.stdout).unwrap();
-        assert!(text.contains(marker) && text.contains("run") && text.contains("status"), "{shell}: {text}");
+        assert!(
+            text.contains(marker) && text.contains("run") && text.contains("status"),
+            "{shell}: {text}"
+        );
     }
     let out = bin().arg("man").output().unwrap();
     assert!(out.status.success());
     let man = String::from_utf8(out.stdout).unwrap();
-    assert!(man.contains(".TH etcdlock 1") && man.contains("completions"), "{man}");
+    assert!(
+        man.contains(".TH etcdlock 1") && man.contains("completions"),
+        "{man}"
+    );
     // A shell clap does not know is a usage error, exit 2, one line.
     let out = bin().args(["completions", "tcsh"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
@@ -399,9 +742,18 @@ fn bad_arguments_exit_2_with_one_line() {
         &["completions"],
     ];
     for args in cases {
-        let out = bin().args(*args).env("ETCDLOCK_ENDPOINTS", "127.0.0.1:1").output().unwrap();
+        let out = bin()
+            .args(*args)
+            .env("ETCDLOCK_ENDPOINTS", "127.0.0.1:1")
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: exit {:?}, stderr {err}", out.status.code());
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: exit {:?}, stderr {err}",
+            out.status.code()
+        );
         assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err:?}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
@@ -412,13 +764,40 @@ fn bad_arguments_exit_2_with_one_line() {
 fn durations_take_one_syntax_and_inf_where_it_makes_sense() {
     let etcd = Etcd::single();
     for args in [
-        &["run", "d", "--timeout", "5s", "--grace", "500ms", "--", "true"][..],
-        &["run", "d", "--timeout", "inf", "--grace", "never", "--", "true"],
+        &[
+            "run",
+            "d",
+            "--timeout",
+            "5s",
+            "--grace",
+            "500ms",
+            "--",
+            "true",
+        ][..],
+        &[
+            "run",
+            "d",
+            "--timeout",
+            "inf",
+            "--grace",
+            "never",
+            "--",
+            "true",
+        ],
         &["run", "d", "--timeout", "2.5", "--", "true"],
         &["elect", "d-e", "v", "--timeout", "1m", "--", "true"],
     ] {
-        let out = bin().args(["--endpoints", &etcd.endpoints_csv()]).args(args).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = bin()
+            .args(["--endpoints", &etcd.endpoints_csv()])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -428,11 +807,18 @@ fn durations_take_one_syntax_and_inf_where_it_makes_sense() {
 fn list_and_watch_show_every_kind_and_the_local_queues() {
     let etcd = Etcd::single();
     let eps = etcd.endpoints_csv();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     // This process: a held mutex and 1,000 waiters behind it in a second client.
     let (a, b) = rt.block_on(async {
         let o = ClientOptions::new(etcd.endpoints());
-        (Client::connect(o.clone()).await.unwrap(), Client::connect(o).await.unwrap())
+        (
+            Client::connect(o.clone()).await.unwrap(),
+            Client::connect(o).await.unwrap(),
+        )
     });
     let held = rt.block_on(a.lock("fleet/orders")).unwrap();
     let waiters: Vec<_> = (0..1000)
@@ -443,7 +829,14 @@ fn list_and_watch_show_every_kind_and_the_local_queues() {
         .collect();
     // Other processes: a CLI waiter on it, a leader, a semaphore holder, a
     // reader with a writer queued, an etcdctl holder, and a name with a newline.
-    let sleeper = |args: &[&str]| bin().args(["--endpoints", &eps]).args(args).stdout(Stdio::null()).spawn().unwrap();
+    let sleeper = |args: &[&str]| {
+        bin()
+            .args(["--endpoints", &eps])
+            .args(args)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
     let mut procs = vec![
         sleeper(&["run", "fleet/orders", "--", "true"]),
         sleeper(&["elect", "fleet/leader", "node-a", "--", "sleep", "30"]),
@@ -460,32 +853,76 @@ fn list_and_watch_show_every_kind_and_the_local_queues() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    BufReader::new(ctl.stdout.take().unwrap()).read_line(&mut String::new()).unwrap();
+    BufReader::new(ctl.stdout.take().unwrap())
+        .read_line(&mut String::new())
+        .unwrap();
     await_count(&etcd, "fleet/rw/", 2);
     await_count(&etcd, "fleet/orders/", 4); // holder, two local waiters of b, the CLI waiter
-    // Until every meta record is written (each within ~200 ms of its use).
+                                            // Until every meta record is written (each within ~200 ms of its use).
     let deadline = Instant::now() + Duration::from_secs(10);
     let v = loop {
-        let out = bin().args(["--endpoints", &eps, "list", "fleet/", "--json"]).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = bin()
+            .args(["--endpoints", &eps, "list", "fleet/", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         let locks = v["locks"].as_array().unwrap();
         let known = locks.iter().filter(|l| !l["kind"].is_null()).count();
-        let local = locks.iter().flat_map(|l| l["waiters"].as_array().unwrap()).any(|w| w["local_waiters"] == 1000);
+        let local = locks
+            .iter()
+            .flat_map(|l| l["waiters"].as_array().unwrap())
+            .any(|w| w["local_waiters"] == 1000);
         if (known == 5 && local) || Instant::now() > deadline {
             break v;
         }
         std::thread::sleep(Duration::from_millis(50));
     };
-    let lock = |n: &str| v["locks"].as_array().unwrap().iter().find(|l| l["name"] == n).cloned().unwrap_or_else(|| panic!("{n} in {v}"));
-    let names: Vec<&str> = v["locks"].as_array().unwrap().iter().map(|l| l["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["fleet/ctl", "fleet/leader", "fleet/odd\nname", "fleet/orders", "fleet/rw", "fleet/sem"]);
+    let lock = |n: &str| {
+        v["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["name"] == n)
+            .cloned()
+            .unwrap_or_else(|| panic!("{n} in {v}"))
+    };
+    let names: Vec<&str> = v["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "fleet/ctl",
+            "fleet/leader",
+            "fleet/odd\nname",
+            "fleet/orders",
+            "fleet/rw",
+            "fleet/sem"
+        ]
+    );
     let orders = lock("fleet/orders");
     assert_eq!(orders["kind"], "mutex");
     assert_eq!(orders["holder"]["pid"], std::process::id());
     assert_eq!(orders["holder"]["fencing_token"], held.fencing_token());
     assert_eq!(orders["waiters"].as_array().unwrap().len(), 3);
-    assert!(orders["waiters"].as_array().unwrap().iter().filter(|w| w["local_waiters"] == 1000).count() == 2, "{orders}");
+    assert!(
+        orders["waiters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["local_waiters"] == 1000)
+            .count()
+            == 2,
+        "{orders}"
+    );
     assert_eq!(lock("fleet/leader")["kind"], "election");
     assert_eq!(lock("fleet/leader")["holder"]["value"], "node-a");
     assert_eq!(lock("fleet/sem")["kind"], "semaphore");
@@ -496,17 +933,32 @@ fn list_and_watch_show_every_kind_and_the_local_queues() {
     assert_eq!(lock("fleet/ctl")["holder"]["foreign"], true);
     assert!(lock("fleet/ctl")["kind"].is_null());
     // The table shows the odd name escaped, on one line, and the local queue.
-    let out = bin().args(["--endpoints", &eps, "list", "fleet/"]).output().unwrap();
+    let out = bin()
+        .args(["--endpoints", &eps, "list", "fleet/"])
+        .output()
+        .unwrap();
     let table = String::from_utf8_lossy(&out.stdout);
     assert_eq!(table.lines().count(), 7, "{table}");
     assert!(table.contains("fleet/odd\\nname"), "{table}");
-    assert!(table.lines().any(|l| l.starts_with("fleet/orders") && l.contains("1001")), "{table}");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("fleet/orders") && l.contains("1001")),
+        "{table}"
+    );
     // The escaped name is accepted back.
-    let out = bin().args(["--endpoints", &eps, "status", "fleet/odd\\nname", "--json"]).output().unwrap();
+    let out = bin()
+        .args(["--endpoints", &eps, "status", "fleet/odd\\nname", "--json"])
+        .output()
+        .unwrap();
     let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(st["holders"].as_array().unwrap().len(), 1, "{st}");
     // watch --json: a document now, and another when the leader resigns.
-    let mut w = bin().args(["--endpoints", &eps, "watch", "fleet/leader", "--json"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut w = bin()
+        .args(["--endpoints", &eps, "watch", "fleet/leader", "--json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut lines = BufReader::new(w.stdout.take().unwrap()).lines();
     let first: serde_json::Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     assert_eq!(first["locks"][0]["holder"]["value"], "node-a");
@@ -551,15 +1003,40 @@ fn run_serves_metrics_and_logs_json() {
     let port = etcdlock_testkit::free_port();
     let addr = format!("127.0.0.1:{port}");
     let mut run = bin()
-        .args(["--endpoints", &etcd.endpoints_csv(), "--log-format", "json", "run", "metered", "--metrics-listen", &addr, "--", "sh", "-c"])
-        .arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()))
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "--log-format",
+            "json",
+            "run",
+            "metered",
+            "--metrics-listen",
+            &addr,
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!(
+            "while [ ! -e {} ]; do sleep 0.02; done",
+            gate.display()
+        ))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(run.stderr.take().unwrap()).lines();
-    let acquired: serde_json::Value = serde_json::from_str(&stderr.next().unwrap().unwrap()).unwrap();
-    assert_eq!((acquired["event"].as_str(), acquired["lock"].as_str(), acquired["level"].as_str()), (Some("acquired"), Some("metered"), Some("info")));
-    assert!(acquired["fencing_token"].as_i64().unwrap() > 0 && acquired["ts_ms"].as_u64().is_some());
+    let acquired: serde_json::Value =
+        serde_json::from_str(&stderr.next().unwrap().unwrap()).unwrap();
+    assert_eq!(
+        (
+            acquired["event"].as_str(),
+            acquired["lock"].as_str(),
+            acquired["level"].as_str()
+        ),
+        (Some("acquired"), Some("metered"), Some("info"))
+    );
+    assert!(
+        acquired["fencing_token"].as_i64().unwrap() > 0 && acquired["ts_ms"].as_u64().is_some()
+    );
     let scrape = |path: &str| {
         use std::io::{Read, Write};
         let mut s = std::net::TcpStream::connect(&addr).unwrap();
@@ -569,32 +1046,59 @@ fn run_serves_metrics_and_logs_json() {
         out
     };
     let reply = scrape("/metrics");
-    assert!(reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.contains("text/plain; version=0.0.4"), "{reply}");
+    assert!(
+        reply.starts_with("HTTP/1.1 200 OK\r\n") && reply.contains("text/plain; version=0.0.4"),
+        "{reply}"
+    );
     let body = reply.split("\r\n\r\n").nth(1).unwrap();
-    let parsed = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string()))).expect("valid exposition text");
+    let parsed = prometheus_parse::Scrape::parse(body.lines().map(|l| Ok(l.to_string())))
+        .expect("valid exposition text");
     let value = |name: &str, label: Option<(&str, &str)>| {
         parsed
             .samples
             .iter()
-            .find(|s| s.metric == name && s.labels.get("lock") == Some("metered") && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v)))
+            .find(|s| {
+                s.metric == name
+                    && s.labels.get("lock") == Some("metered")
+                    && label.is_none_or(|(k, v)| s.labels.get(k) == Some(v))
+            })
             .map(|s| s.value.clone())
             .unwrap_or_else(|| panic!("{name} {label:?} in {body}"))
     };
-    assert_eq!(value("etcdlock_held", None), prometheus_parse::Value::Gauge(1.0));
-    assert_eq!(value("etcdlock_waiting", None), prometheus_parse::Value::Gauge(0.0));
-    assert_eq!(value("etcdlock_lost_total", Some(("reason", "KeyDeleted"))), prometheus_parse::Value::Counter(0.0));
+    assert_eq!(
+        value("etcdlock_held", None),
+        prometheus_parse::Value::Gauge(1.0)
+    );
+    assert_eq!(
+        value("etcdlock_waiting", None),
+        prometheus_parse::Value::Gauge(0.0)
+    );
+    assert_eq!(
+        value("etcdlock_lost_total", Some(("reason", "KeyDeleted"))),
+        prometheus_parse::Value::Counter(0.0)
+    );
     match value("etcdlock_acquire_seconds", Some(("result", "acquired"))) {
-        prometheus_parse::Value::Histogram(h) => assert_eq!(h.last().map(|b| b.count), Some(1.0), "{h:?}"),
+        prometheus_parse::Value::Histogram(h) => {
+            assert_eq!(h.last().map(|b| b.count), Some(1.0), "{h:?}")
+        }
         v => panic!("not a histogram: {v:?}"),
     }
     for m in etcdlock::METRICS {
-        assert!(parsed.docs.contains_key(m.prometheus), "{} documented", m.prometheus);
+        assert!(
+            parsed.docs.contains_key(m.prometheus),
+            "{} documented",
+            m.prometheus
+        );
     }
     assert!(scrape("/").starts_with("HTTP/1.1 404"));
     std::fs::write(&gate, b"").unwrap();
     assert!(run.wait().unwrap().success());
-    let released: serde_json::Value = serde_json::from_str(&stderr.next().unwrap().unwrap()).unwrap();
-    assert_eq!((released["event"].as_str(), released["exit"].as_i64()), (Some("released"), Some(0)));
+    let released: serde_json::Value =
+        serde_json::from_str(&stderr.next().unwrap().unwrap()).unwrap();
+    assert_eq!(
+        (released["event"].as_str(), released["exit"].as_i64()),
+        (Some("released"), Some(0))
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -604,19 +1108,68 @@ fn run_serves_metrics_and_logs_json() {
 fn release_frees_a_wedged_holder_by_token() {
     let etcd = Etcd::single();
     let eps = etcd.endpoints_csv();
-    let mut wedged = bin().args(["--endpoints", &eps, "run", "wedge", "--grace", "1s", "--", "sleep", "60"]).stderr(Stdio::null()).spawn().unwrap();
+    let mut wedged = bin()
+        .args([
+            "--endpoints",
+            &eps,
+            "run",
+            "wedge",
+            "--grace",
+            "1s",
+            "--",
+            "sleep",
+            "60",
+        ])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     await_count(&etcd, "wedge/", 1);
-    let out = bin().args(["--endpoints", &eps, "status", "wedge", "--json"]).output().unwrap();
+    let out = bin()
+        .args(["--endpoints", &eps, "status", "wedge", "--json"])
+        .output()
+        .unwrap();
     let st: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let token = st["holder"]["fencing_token"].as_i64().unwrap();
-    let out = bin().args(["--endpoints", &eps, "release", "wedge", "--token", &(token + 1).to_string()]).output().unwrap();
+    let out = bin()
+        .args([
+            "--endpoints",
+            &eps,
+            "release",
+            "wedge",
+            "--token",
+            &(token + 1).to_string(),
+        ])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3), "no hold has that token");
-    let out = bin().args(["--endpoints", &eps, "release", "wedge", "--token", &token.to_string()]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = bin()
+        .args([
+            "--endpoints",
+            &eps,
+            "release",
+            "wedge",
+            "--token",
+            &token.to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("fencing token {token}")));
-    assert_eq!(wedged.wait().unwrap().code(), Some(70), "the holder learns it lost the lock");
+    assert_eq!(
+        wedged.wait().unwrap().code(),
+        Some(70),
+        "the holder learns it lost the lock"
+    );
     await_count(&etcd, "wedge/", 0);
-    let out = bin().args(["--endpoints", &eps, "release", "wedge"]).output().unwrap();
+    let out = bin()
+        .args(["--endpoints", &eps, "release", "wedge"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3), "nobody holds");
 }
 
@@ -628,11 +1181,39 @@ fn lazy_connect_lets_a_command_wait_for_etcd_within_its_timeout() {
     let mut etcd = Etcd::single();
     let ep = etcd.endpoints_csv();
     etcd.kill(0);
-    let eager = bin().args(["--endpoints", &ep, "--connect-timeout", "500ms", "run", "lazy", "--", "true"]).output().unwrap();
-    assert_ne!(eager.status.code(), Some(0), "{}", String::from_utf8_lossy(&eager.stderr));
+    let eager = bin()
+        .args([
+            "--endpoints",
+            &ep,
+            "--connect-timeout",
+            "500ms",
+            "run",
+            "lazy",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    assert_ne!(
+        eager.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&eager.stderr)
+    );
     let t = std::time::Instant::now();
     let child = bin()
-        .args(["--endpoints", &ep, "--lazy-connect", "true", "run", "lazy", "--timeout", "20s", "--", "true"])
+        .args([
+            "--endpoints",
+            &ep,
+            "--lazy-connect",
+            "true",
+            "run",
+            "lazy",
+            "--timeout",
+            "20s",
+            "--",
+            "true",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -642,10 +1223,26 @@ fn lazy_connect_lets_a_command_wait_for_etcd_within_its_timeout() {
     let up = t.elapsed();
     let out = child.wait_with_output().unwrap();
     let took = t.elapsed();
-    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(took < up + Duration::from_secs(3), "ran {took:?} after start, etcd was up at {up:?}");
-    let bad = bin().args(["--endpoints", &ep, "--lazy-connect", "soon", "status", "x"]).output().unwrap();
-    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        took < up + Duration::from_secs(3),
+        "ran {took:?} after start, etcd was up at {up:?}"
+    );
+    let bad = bin()
+        .args(["--endpoints", &ep, "--lazy-connect", "soon", "status", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
 }
 
 /// Issue 32 in Rust with a real SIGKILL: `etcdlock run --lock-delay 3s`
@@ -658,17 +1255,43 @@ fn lock_delay_outlasts_a_holder_killed_with_sigkill() {
     let etcd = Etcd::single();
     let ep = etcd.endpoints_csv();
     let mut holder = bin()
-        .args(["--endpoints", &ep, "--ttl", "2", "run", "cli-delay", "--lock-delay", "3s", "--meta", "app=billing", "-v", "--", "sleep", "60"])
+        .args([
+            "--endpoints",
+            &ep,
+            "--ttl",
+            "2",
+            "run",
+            "cli-delay",
+            "--lock-delay",
+            "3s",
+            "--meta",
+            "app=billing",
+            "-v",
+            "--",
+            "sleep",
+            "60",
+        ])
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     await_count(&etcd, "cli-delay/", 1);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()).with_ttl(10))).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let c = rt
+        .block_on(Client::connect(
+            ClientOptions::new(etcd.endpoints()).with_ttl(10),
+        ))
+        .unwrap();
     // The metadata reaches the meta record ~100 ms into the hold.
     let deadline = Instant::now() + Duration::from_secs(3);
     loop {
-        let out = bin().args(["--endpoints", &ep, "status", "cli-delay", "--json"]).output().unwrap();
+        let out = bin()
+            .args(["--endpoints", &ep, "status", "cli-delay", "--json"])
+            .output()
+            .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         if v["holder"]["metadata"]["app"] == "billing" {
             break;
@@ -679,7 +1302,12 @@ fn lock_delay_outlasts_a_holder_killed_with_sigkill() {
     let token = rt.block_on(c.status("cli-delay")).unwrap().holders[0].create_revision;
     let c2 = c.clone();
     let waiter = rt.spawn(async move {
-        let g = c2.lock_with("cli-delay", etcdlock::LockOptions::timeout(Duration::from_secs(20))).await;
+        let g = c2
+            .lock_with(
+                "cli-delay",
+                etcdlock::LockOptions::timeout(Duration::from_secs(20)),
+            )
+            .await;
         (g, Instant::now())
     });
     // The waiter queued (2 keys), then SIGKILL.
@@ -690,18 +1318,32 @@ fn lock_delay_outlasts_a_holder_killed_with_sigkill() {
     let mut gone = None;
     while gone.is_none() {
         let st = rt.block_on(c.status("cli-delay")).unwrap();
-        if !st.holders.iter().chain(st.waiters.iter()).any(|h| h.create_revision == token) {
+        if !st
+            .holders
+            .iter()
+            .chain(st.waiters.iter())
+            .any(|h| h.create_revision == token)
+        {
             gone = Some(Instant::now());
         }
-        assert!(killed.elapsed() < Duration::from_secs(6), "the killed holder's key never expired");
+        assert!(
+            killed.elapsed() < Duration::from_secs(6),
+            "the killed holder's key never expired"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let (g, at) = rt.block_on(waiter).unwrap();
     let g = g.unwrap();
     let (after_gone, after_kill) = (at - gone.unwrap(), at - killed);
     eprintln!("lock-delay 3 s, TTL 2 s: key gone {:?} after SIGKILL, granted {after_gone:?} after that ({after_kill:?} after the kill)", gone.unwrap() - killed);
-    assert!(after_gone >= Duration::from_millis(2950), "granted {after_gone:?} after the key went (lock-delay 3 s)");
-    assert!(after_kill < Duration::from_secs(2 + 3 + 1 + 2), "granted {after_kill:?} after the kill");
+    assert!(
+        after_gone >= Duration::from_millis(2950),
+        "granted {after_gone:?} after the key went (lock-delay 3 s)"
+    );
+    assert!(
+        after_kill < Duration::from_secs(2 + 3 + 1 + 2),
+        "granted {after_kill:?} after the kill"
+    );
     rt.block_on(g.unlock()).unwrap();
     rt.block_on(c.close());
 }
@@ -711,37 +1353,91 @@ fn lock_delay_outlasts_a_holder_killed_with_sigkill() {
 fn latch_and_barrier_commands_between_processes() {
     let etcd = Etcd::single();
     let ep = etcd.endpoints_csv();
-    let run = |args: &[&str]| bin().args(["--endpoints", &ep, "--ttl", "2"]).args(args).stdout(Stdio::piped()).spawn().unwrap();
-    let waiter = run(&["latch", "cli-l", "--count", "2", "--wait", "--timeout", "20s"]);
-    let downs: Vec<_> = (0..2).map(|_| run(&["latch", "cli-l", "--count", "2", "--count-down"])).collect();
+    let run = |args: &[&str]| {
+        bin()
+            .args(["--endpoints", &ep, "--ttl", "2"])
+            .args(args)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let waiter = run(&[
+        "latch",
+        "cli-l",
+        "--count",
+        "2",
+        "--wait",
+        "--timeout",
+        "20s",
+    ]);
+    let downs: Vec<_> = (0..2)
+        .map(|_| run(&["latch", "cli-l", "--count", "2", "--count-down"]))
+        .collect();
     for d in downs {
         assert!(d.wait_with_output().unwrap().status.success());
     }
     let out = waiter.wait_with_output().unwrap();
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0");
-    let parties: Vec<_> = (0..3).map(|_| run(&["barrier", "cli-b", "--parties", "3", "--timeout", "20s"])).collect();
-    let mut idx: Vec<u32> = parties.into_iter().map(|p| {
-        let o = p.wait_with_output().unwrap();
-        assert!(o.status.success());
-        String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
-    }).collect();
+    let parties: Vec<_> = (0..3)
+        .map(|_| run(&["barrier", "cli-b", "--parties", "3", "--timeout", "20s"]))
+        .collect();
+    let mut idx: Vec<u32> = parties
+        .into_iter()
+        .map(|p| {
+            let o = p.wait_with_output().unwrap();
+            assert!(o.status.success());
+            String::from_utf8_lossy(&o.stdout).trim().parse().unwrap()
+        })
+        .collect();
     idx.sort();
     assert_eq!(idx, vec![0, 1, 2]);
     // A lone party times out: exit 75.
-    let st = bin().args(["--endpoints", &ep, "--ttl", "2", "barrier", "cli-b2", "--parties", "2", "--timeout", "300ms"]).stderr(Stdio::null()).status().unwrap();
+    let st = bin()
+        .args([
+            "--endpoints",
+            &ep,
+            "--ttl",
+            "2",
+            "barrier",
+            "cli-b2",
+            "--parties",
+            "2",
+            "--timeout",
+            "300ms",
+        ])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(75));
     // A bad count is InvalidArgument, a usage error: exit 2, one line on stderr.
-    let out = bin().args(["--endpoints", &ep, "latch", "cli-l0", "--count", "0"]).output().unwrap();
+    let out = bin()
+        .args(["--endpoints", &ep, "latch", "cli-l0", "--count", "0"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("count must be between 1"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("count must be between 1"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // Every process closed: the keys go within the TTL.
     let deadline = Instant::now() + Duration::from_secs(6);
     while count(&etcd, "cli-") != 0 {
         if Instant::now() >= deadline {
-            let out = Command::new(etcdctl_bin()).args(["--endpoints", &ep, "get", "--prefix", "cli-", "--keys-only"]).output().unwrap();
-            let leases = Command::new(etcdctl_bin()).args(["--endpoints", &ep, "lease", "list"]).output().unwrap();
-            panic!("latch/barrier keys left: {:?} leases {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&leases.stdout));
+            let out = Command::new(etcdctl_bin())
+                .args(["--endpoints", &ep, "get", "--prefix", "cli-", "--keys-only"])
+                .output()
+                .unwrap();
+            let leases = Command::new(etcdctl_bin())
+                .args(["--endpoints", &ep, "lease", "list"])
+                .output()
+                .unwrap();
+            panic!(
+                "latch/barrier keys left: {:?} leases {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&leases.stdout)
+            );
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -754,17 +1450,32 @@ fn latch_and_barrier_commands_between_processes() {
 fn watch_with_lazy_connect_connects_on_first_use() {
     let etcd = Etcd::single();
     let mut child = bin()
-        .args(["--endpoints", &etcd.endpoints_csv(), "--lazy-connect", "true", "watch", "lazy-watch/", "--json"])
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "--lazy-connect",
+            "true",
+            "watch",
+            "lazy-watch/",
+            "--json",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
-    let v: serde_json::Value = serde_json::from_str(&line)
-        .unwrap_or_else(|e| panic!("first view {line:?} ({e}); exit {:?}, stderr: {}", out.status.code(), String::from_utf8_lossy(&out.stderr)));
+    let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+        panic!(
+            "first view {line:?} ({e}); exit {:?}, stderr: {}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
     assert_eq!(v["locks"].as_array().map(Vec::len), Some(0), "{v}");
 }
 
@@ -777,7 +1488,9 @@ fn a_closed_stdout_pipe_ends_every_printing_command_with_exit_0() {
     let etcd = Etcd::single();
     let eps = etcd.endpoints_csv();
     let rt = tokio::runtime::Runtime::new().unwrap();
-    let c = rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()))).unwrap();
+    let c = rt
+        .block_on(Client::connect(ClientOptions::new(etcd.endpoints())))
+        .unwrap();
     let g = rt.block_on(c.lock("piped/held")).unwrap();
     let cases: &[&[&str]] = &[
         &["completions", "bash"],
@@ -790,20 +1503,43 @@ fn a_closed_stdout_pipe_ends_every_printing_command_with_exit_0() {
         &["--endpoints", &eps, "watch"],
         &["--endpoints", &eps, "status", "piped/held"],
         &["--endpoints", &eps, "status", "piped/held", "--json"],
-        &["--endpoints", &eps, "latch", "piped/latch", "--count", "2", "--count-down"],
-        &["--endpoints", &eps, "barrier", "piped/barrier", "--parties", "1"],
+        &[
+            "--endpoints",
+            &eps,
+            "latch",
+            "piped/latch",
+            "--count",
+            "2",
+            "--count-down",
+        ],
+        &[
+            "--endpoints",
+            &eps,
+            "barrier",
+            "piped/barrier",
+            "--parties",
+            "1",
+        ],
         &["--endpoints", &eps, "release", "piped/held"],
     ];
     for args in cases {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let out = bin().args(*args).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+        let out = bin()
+            .args(*args)
+            .stdout(writer)
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!((out.status.code(), err.as_ref()), (Some(0), ""), "{args:?}");
     }
     // The same through a shell, as a user types it (`true` may exit before
     // or after the write: exit 0 either way).
-    for cmd in ["completions bash", &format!("--endpoints {eps} list --json")] {
+    for cmd in [
+        "completions bash",
+        &format!("--endpoints {eps} list --json"),
+    ] {
         let out = Command::new("bash")
             .arg("-c")
             .arg(format!("\"$0\" {cmd} | true; echo \"${{PIPESTATUS[0]}}\""))
@@ -811,7 +1547,11 @@ fn a_closed_stdout_pipe_ends_every_printing_command_with_exit_0() {
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!((String::from_utf8_lossy(&out.stdout).trim(), err.as_ref()), ("0", ""), "{cmd} | true");
+        assert_eq!(
+            (String::from_utf8_lossy(&out.stdout).trim(), err.as_ref()),
+            ("0", ""),
+            "{cmd} | true"
+        );
     }
     drop(g);
     rt.block_on(c.close());
@@ -826,15 +1566,32 @@ fn list_and_watch_without_a_prefix_show_every_lock_of_the_namespace() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (ns, plain) = rt.block_on(async {
         let o = ClientOptions::new(etcd.endpoints());
-        (Client::connect(o.clone().with_namespace("team/")).await.unwrap(), Client::connect(o).await.unwrap())
+        (
+            Client::connect(o.clone().with_namespace("team/"))
+                .await
+                .unwrap(),
+            Client::connect(o).await.unwrap(),
+        )
     });
-    let held = [rt.block_on(ns.lock("alpha")).unwrap(), rt.block_on(ns.lock("beta/x")).unwrap(), rt.block_on(plain.lock("other")).unwrap()];
+    let held = [
+        rt.block_on(ns.lock("alpha")).unwrap(),
+        rt.block_on(ns.lock("beta/x")).unwrap(),
+        rt.block_on(plain.lock("other")).unwrap(),
+    ];
     // The namespaced client's meta records are written (they are not locks, seen from the root).
     await_count(&etcd, &format!("team/{}", etcdlock::META_PREFIX), 2);
     let names = |v: &serde_json::Value| -> Vec<String> {
-        v["locks"].as_array().unwrap_or_else(|| panic!("{v}")).iter().map(|l| l["name"].as_str().unwrap().to_string()).collect()
+        v["locks"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{v}"))
+            .iter()
+            .map(|l| l["name"].as_str().unwrap().to_string())
+            .collect()
     };
-    for (namespace, want) in [(None, &["other", "team/alpha", "team/beta/x"][..]), (Some("team/"), &["alpha", "beta/x"][..])] {
+    for (namespace, want) in [
+        (None, &["other", "team/alpha", "team/beta/x"][..]),
+        (Some("team/"), &["alpha", "beta/x"][..]),
+    ] {
         let base = |args: &[&str]| {
             let mut c = bin();
             c.args(["--endpoints", &eps]);
@@ -845,21 +1602,46 @@ fn list_and_watch_without_a_prefix_show_every_lock_of_the_namespace() {
             c
         };
         let out = base(&["list", "--json"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{namespace:?}: {}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(names(&serde_json::from_slice(&out.stdout).unwrap()), want, "list --json, namespace {namespace:?}");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{namespace:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            names(&serde_json::from_slice(&out.stdout).unwrap()),
+            want,
+            "list --json, namespace {namespace:?}"
+        );
         let out = base(&["list"]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{namespace:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{namespace:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let table = String::from_utf8_lossy(&out.stdout);
         assert_eq!(table.lines().count(), 1 + want.len(), "{table}");
         for n in want {
             assert!(table.lines().any(|l| l.starts_with(n)), "{n} in\n{table}");
         }
-        let mut w = base(&["watch", "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut w = base(&["watch", "--json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
         let mut line = String::new();
-        BufReader::new(w.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        BufReader::new(w.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
         let _ = w.kill();
         let out = w.wait_with_output().unwrap();
-        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("watch {line:?} ({e}): {}", String::from_utf8_lossy(&out.stderr)));
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| {
+            panic!(
+                "watch {line:?} ({e}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
         assert_eq!(names(&v), want, "watch --json, namespace {namespace:?}");
     }
     for g in held {
@@ -881,18 +1663,46 @@ fn values_core_refuses_exit_2_like_every_usage_error() {
         &["--endpoints", "ftp://h:1", "run", "x", "--", "true"],
         &["--endpoints", "http://h:99999", "status", "x"],
         &["--endpoints", "", "status", "x"],
-        &["--endpoints", &eps, "run", "x", "--permits", "2000", "--", "true"],
+        &[
+            "--endpoints",
+            &eps,
+            "run",
+            "x",
+            "--permits",
+            "2000",
+            "--",
+            "true",
+        ],
         &["--endpoints", &eps, "run", &long, "--", "true"],
         &["--endpoints", &eps, "status", &long],
-        &["--endpoints", &eps, "--tls-ca", "/nonexistent/ca.pem", "status", "x"],
+        &[
+            "--endpoints",
+            &eps,
+            "--tls-ca",
+            "/nonexistent/ca.pem",
+            "status",
+            "x",
+        ],
     ];
     for args in cases {
         let out = bin().args(*args).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        let shown: Vec<&str> = args.iter().map(|a| if a.len() > 40 { "<100 KB>" } else { a }).collect();
-        assert_eq!(out.status.code(), Some(2), "{shown:?}: stderr {}", err.chars().take(300).collect::<String>());
+        let shown: Vec<&str> = args
+            .iter()
+            .map(|a| if a.len() > 40 { "<100 KB>" } else { a })
+            .collect();
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{shown:?}: stderr {}",
+            err.chars().take(300).collect::<String>()
+        );
         assert_eq!(err.lines().count(), 1, "{shown:?}: not one line");
-        assert!(err.contains("InvalidArgument") || err.contains("empty"), "{shown:?}: {}", err.chars().take(300).collect::<String>());
+        assert!(
+            err.contains("InvalidArgument") || err.contains("empty"),
+            "{shown:?}: {}",
+            err.chars().take(300).collect::<String>()
+        );
     }
     assert_eq!(count(&etcd, "x/"), 0, "nothing was written");
 }
@@ -913,8 +1723,23 @@ fn metrics_listener_drops_silent_clients_and_backs_off_on_emfile() {
     let gate = dir.join("go");
     let addr = format!("127.0.0.1:{}", etcdlock_testkit::free_port());
     let mut run = bin()
-        .args(["--endpoints", &etcd.endpoints_csv(), "--log-format", "json", "run", "scraped", "--metrics-listen", &addr, "--", "sh", "-c"])
-        .arg(format!("while [ ! -e {} ]; do sleep 0.02; done", gate.display()))
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "--log-format",
+            "json",
+            "run",
+            "scraped",
+            "--metrics-listen",
+            &addr,
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(format!(
+            "while [ ! -e {} ]; do sleep 0.02; done",
+            gate.display()
+        ))
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
@@ -932,21 +1757,36 @@ fn metrics_listener_drops_silent_clients_and_backs_off_on_emfile() {
 
     // A silent client: another scrape answers meanwhile; it is dropped after 5 s.
     let silent = TcpStream::connect(&addr).unwrap();
-    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let t = Instant::now();
     let reply = scrape();
     assert!(reply.starts_with("HTTP/1.1 200 OK"), "{reply}");
-    assert!(t.elapsed() < Duration::from_secs(2), "a scrape beside a silent client took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(2),
+        "a scrape beside a silent client took {:?}",
+        t.elapsed()
+    );
     let r = (&silent).read(&mut [0u8; 1]);
     let dropped = t.elapsed();
     eprintln!("silent client: {r:?} after {dropped:?}");
-    assert!(matches!(r, Ok(0)), "the silent client was not dropped: {r:?} after {dropped:?}");
-    assert!(dropped >= Duration::from_millis(4500) && dropped < Duration::from_secs(8), "dropped after {dropped:?}");
+    assert!(
+        matches!(r, Ok(0)),
+        "the silent client was not dropped: {r:?} after {dropped:?}"
+    );
+    assert!(
+        dropped >= Duration::from_millis(4500) && dropped < Duration::from_secs(8),
+        "dropped after {dropped:?}"
+    );
 
     // EMFILE.
     let pid = run.id() as libc::pid_t;
     let fds = || -> Vec<u64> {
-        std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect()
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+            .collect()
     };
     let cpu_ms = || -> u64 {
         let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
@@ -956,10 +1796,24 @@ fn metrics_listener_drops_silent_clients_and_backs_off_on_emfile() {
     };
     let top = *fds().iter().max().unwrap();
     let limit = (top + 1) as usize;
-    let mut old = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) }, 0);
-    let low = libc::rlimit { rlim_cur: limit as u64, rlim_max: old.rlim_max };
-    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &low, std::ptr::null_mut()) }, 0, "{}", std::io::Error::last_os_error());
+    let mut old = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    assert_eq!(
+        unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, std::ptr::null(), &mut old) },
+        0
+    );
+    let low = libc::rlimit {
+        rlim_cur: limit as u64,
+        rlim_max: old.rlim_max,
+    };
+    assert_eq!(
+        unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &low, std::ptr::null_mut()) },
+        0,
+        "{}",
+        std::io::Error::last_os_error()
+    );
     // Silent clients until every descriptor below the limit is taken (a
     // descriptor freed meanwhile is one more hole), then two more that wait.
     let mut held: Vec<TcpStream> = Vec::new();
@@ -969,7 +1823,10 @@ fn metrics_listener_drops_silent_clients_and_backs_off_on_emfile() {
         if open >= limit {
             break;
         }
-        assert!(Instant::now() < deadline, "the holes were never filled: {open} of {limit} open");
+        assert!(
+            Instant::now() < deadline,
+            "the holes were never filled: {open} of {limit} open"
+        );
         held.extend((open..limit).map(|_| TcpStream::connect(&addr).unwrap()));
         let until = Instant::now() + Duration::from_millis(200);
         while fds().len() < limit && Instant::now() < until {
@@ -980,12 +1837,24 @@ fn metrics_listener_drops_silent_clients_and_backs_off_on_emfile() {
     let (c0, t0) = (cpu_ms(), Instant::now());
     std::thread::sleep(Duration::from_millis(1500));
     let (used, window) = (cpu_ms() - c0, t0.elapsed());
-    eprintln!("EMFILE: {used} ms of CPU in {window:?} ({} silent clients, {limit} descriptors open)", held.len());
-    assert!(used < 150, "accept spun on EMFILE: {used} ms of CPU in {window:?}");
-    assert_eq!(unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &old, std::ptr::null_mut()) }, 0);
+    eprintln!(
+        "EMFILE: {used} ms of CPU in {window:?} ({} silent clients, {limit} descriptors open)",
+        held.len()
+    );
+    assert!(
+        used < 150,
+        "accept spun on EMFILE: {used} ms of CPU in {window:?}"
+    );
+    assert_eq!(
+        unsafe { libc::prlimit(pid, libc::RLIMIT_NOFILE, &old, std::ptr::null_mut()) },
+        0
+    );
     drop(held);
     let reply = scrape();
-    assert!(reply.starts_with("HTTP/1.1 200 OK"), "after EMFILE: {reply}");
+    assert!(
+        reply.starts_with("HTTP/1.1 200 OK"),
+        "after EMFILE: {reply}"
+    );
 
     std::fs::write(&gate, b"").unwrap();
     assert!(run.wait().unwrap().success());

@@ -28,14 +28,18 @@ fn no_supervisor_here(test: &str) -> bool {
 
 fn bin() -> Command {
     let mut c = Command::new(bin_path());
-    c.env_remove("ETCDLOCK_ENDPOINTS").env_remove("ETCDLOCK_NAMESPACE");
+    c.env_remove("ETCDLOCK_ENDPOINTS")
+        .env_remove("ETCDLOCK_NAMESPACE");
     c
 }
 
 fn alive(pid: i32) -> bool {
     // A zombie is not running: read its state.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(st) => !st.rsplit_once(')').map(|(_, r)| r.trim_start().starts_with('Z')).unwrap_or(false),
+        Ok(st) => !st
+            .rsplit_once(')')
+            .map(|(_, r)| r.trim_start().starts_with('Z'))
+            .unwrap_or(false),
         Err(_) => false,
     }
 }
@@ -48,7 +52,14 @@ fn kill(pid: u32, sig: i32) {
 /// own pid and its background child's pid on one line, which this returns.
 fn start(etcd: &Etcd, name: &str, extra: &[&str], script: &str) -> (Child, i32, i32) {
     let mut child = bin()
-        .args(["--endpoints", &etcd.endpoints_csv(), "--ttl", "2", "run", name])
+        .args([
+            "--endpoints",
+            &etcd.endpoints_csv(),
+            "--ttl",
+            "2",
+            "run",
+            name,
+        ])
         .args(extra)
         .args(["--", "sh", "-c", script])
         .stdout(Stdio::piped())
@@ -56,24 +67,41 @@ fn start(etcd: &Etcd, name: &str, extra: &[&str], script: &str) -> (Child, i32, 
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let pids: Vec<i32> = line.split_whitespace().map(|p| p.parse().unwrap()).collect();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pids: Vec<i32> = line
+        .split_whitespace()
+        .map(|p| p.parse().unwrap())
+        .collect();
     assert_eq!(pids.len(), 2, "{line:?}");
     (child, pids[0], pids[1])
 }
 
 fn client(etcd: &Etcd, rt: &tokio::runtime::Runtime) -> Client {
-    rt.block_on(Client::connect(ClientOptions::new(etcd.endpoints()).with_ttl(10))).unwrap()
+    rt.block_on(Client::connect(
+        ClientOptions::new(etcd.endpoints()).with_ttl(10),
+    ))
+    .unwrap()
 }
 
 /// try_lock until it succeeds (bounded); each success must find `dead` gone.
-fn free_only_after(rt: &tokio::runtime::Runtime, c: &Client, name: &str, dead: &[i32], within: Duration) -> Duration {
+fn free_only_after(
+    rt: &tokio::runtime::Runtime,
+    c: &Client,
+    name: &str,
+    dead: &[i32],
+    within: Duration,
+) -> Duration {
     let t0 = Instant::now();
     loop {
         match rt.block_on(c.try_lock(name)) {
             Ok(g) => {
                 for pid in dead {
-                    assert!(!alive(*pid), "the lock was free while process {pid} of the job still ran");
+                    assert!(
+                        !alive(*pid),
+                        "the lock was free while process {pid} of the job still ran"
+                    );
                 }
                 rt.block_on(g.unlock()).unwrap();
                 return t0.elapsed();
@@ -88,7 +116,8 @@ fn free_only_after(rt: &tokio::runtime::Runtime, c: &Client, name: &str, dead: &
 
 // The script's background child traps TERM and takes 300 ms to go: the lock
 // must stay held until it is gone, not just until `sh` exits.
-const SLOW_GRANDCHILD: &str = "sh -c 'trap \"sleep 0.3; exit 0\" TERM; while :; do sleep 0.05; done' & echo $$ $!; wait";
+const SLOW_GRANDCHILD: &str =
+    "sh -c 'trap \"sleep 0.3; exit 0\" TERM; while :; do sleep 0.05; done' & echo $$ $!; wait";
 
 #[test]
 fn sigterm_and_sighup_stop_the_whole_group_before_the_lock_is_released() {
@@ -97,12 +126,18 @@ fn sigterm_and_sighup_stop_the_whole_group_before_the_lock_is_released() {
     let c = client(&etcd, &rt);
     for (sig, name) in [(libc::SIGTERM, "tree-term"), (libc::SIGHUP, "tree-hup")] {
         let (mut child, sh, grandchild) = start(&etcd, name, &[], SLOW_GRANDCHILD);
-        assert_eq!(rt.block_on(c.try_lock(name)).unwrap_err().code(), ErrorCode::WouldBlock);
+        assert_eq!(
+            rt.block_on(c.try_lock(name)).unwrap_err().code(),
+            ErrorCode::WouldBlock
+        );
         kill(child.id(), sig);
         let took = free_only_after(&rt, &c, name, &[sh, grandchild], Duration::from_secs(10));
         let st = child.wait().unwrap();
         assert!(!alive(grandchild) && !alive(sh));
-        println!("signal {sig}: lock free {took:?} after it, exit {:?}", st.code());
+        println!(
+            "signal {sig}: lock free {took:?} after it, exit {:?}",
+            st.code()
+        );
         // sh dies of the forwarded signal: 128 + n.
         assert_eq!(st.code(), Some(128 + sig));
     }
@@ -117,10 +152,22 @@ fn a_command_that_ignores_sigterm_is_killed_after_grace() {
     let (mut child, sh, grandchild) = start(&etcd, "tree-grace", &["--grace", "1"], script);
     let t0 = Instant::now();
     kill(child.id(), libc::SIGTERM);
-    let took = free_only_after(&rt, &c, "tree-grace", &[sh, grandchild], Duration::from_secs(10));
+    let took = free_only_after(
+        &rt,
+        &c,
+        "tree-grace",
+        &[sh, grandchild],
+        Duration::from_secs(10),
+    );
     let st = child.wait().unwrap();
-    println!("SIGTERM ignored: SIGKILL after --grace 1; lock free {took:?} after SIGTERM, exit {:?}", st.code());
-    assert!(t0.elapsed() >= Duration::from_millis(900), "killed before the grace ran out");
+    println!(
+        "SIGTERM ignored: SIGKILL after --grace 1; lock free {took:?} after SIGTERM, exit {:?}",
+        st.code()
+    );
+    assert!(
+        t0.elapsed() >= Duration::from_millis(900),
+        "killed before the grace ran out"
+    );
     assert_eq!(st.code(), Some(128 + libc::SIGKILL));
 }
 
@@ -130,10 +177,21 @@ fn what_the_command_leaves_behind_is_stopped_before_the_release() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let c = client(&etcd, &rt);
     // sh exits at once (status 0); its background child would run on.
-    let script = "sh -c 'trap \"sleep 0.3; exit 0\" TERM; while :; do sleep 0.05; done' & echo $$ $!";
+    let script =
+        "sh -c 'trap \"sleep 0.3; exit 0\" TERM; while :; do sleep 0.05; done' & echo $$ $!";
     let (mut child, sh, grandchild) = start(&etcd, "tree-left", &[], script);
-    let took = free_only_after(&rt, &c, "tree-left", &[sh, grandchild], Duration::from_secs(10));
-    assert_eq!(child.wait().unwrap().code(), Some(0), "the command's own status");
+    let took = free_only_after(
+        &rt,
+        &c,
+        "tree-left",
+        &[sh, grandchild],
+        Duration::from_secs(10),
+    );
+    assert_eq!(
+        child.wait().unwrap().code(),
+        Some(0),
+        "the command's own status"
+    );
     println!("left-behind child stopped; lock free {took:?} after start");
 }
 
@@ -146,15 +204,27 @@ fn kill_9_of_etcdlock_kills_the_command_and_its_children() {
     // Killed the moment the command has printed (the supervisor knows the
     // command's group before its exec, so no moment is too early), 5 times.
     for round in 0..5 {
-        let (mut child, sh, grandchild) = start(&etcd, &format!("tree-kill9-{round}"), &[], "sleep 30 & echo $$ $!; wait");
+        let (mut child, sh, grandchild) = start(
+            &etcd,
+            &format!("tree-kill9-{round}"),
+            &[],
+            "sleep 30 & echo $$ $!; wait",
+        );
         let t0 = Instant::now();
         kill(child.id(), libc::SIGKILL);
         child.wait().unwrap();
         while alive(sh) || alive(grandchild) {
-            assert!(t0.elapsed() < Duration::from_secs(2), "round {round}: the command outlived etcdlock by {:?}", t0.elapsed());
+            assert!(
+                t0.elapsed() < Duration::from_secs(2),
+                "round {round}: the command outlived etcdlock by {:?}",
+                t0.elapsed()
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
-        println!("kill -9 of etcdlock: command and grandchild gone {:?} later", t0.elapsed());
+        println!(
+            "kill -9 of etcdlock: command and grandchild gone {:?} later",
+            t0.elapsed()
+        );
     }
 }
 
@@ -169,7 +239,18 @@ fn an_elected_leaders_command_is_gone_before_the_standby_takes_over() {
     let elect = |value: &str| {
         let mark = dir.join(value);
         bin()
-            .args(["--endpoints", &etcd.endpoints_csv(), "--ttl", "2", "elect", "tree-elect", value, "--", "sh", "-c"])
+            .args([
+                "--endpoints",
+                &etcd.endpoints_csv(),
+                "--ttl",
+                "2",
+                "elect",
+                "tree-elect",
+                value,
+                "--",
+                "sh",
+                "-c",
+            ])
             .arg(format!("sleep 30 & echo $$ $! > {}; wait", mark.display()))
             .stdin(Stdio::null())
             .spawn()
@@ -177,7 +258,10 @@ fn an_elected_leaders_command_is_gone_before_the_standby_takes_over() {
     };
     let read = |value: &str| -> Option<Vec<i32>> {
         let s = std::fs::read_to_string(dir.join(value)).ok()?;
-        let v: Vec<i32> = s.split_whitespace().filter_map(|p| p.parse().ok()).collect();
+        let v: Vec<i32> = s
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
         (v.len() == 2).then_some(v)
     };
     let mut leader = elect("a");
@@ -186,7 +270,10 @@ fn an_elected_leaders_command_is_gone_before_the_standby_takes_over() {
         if let Some(v) = read("a") {
             break v;
         }
-        assert!(t0.elapsed() < Duration::from_secs(10), "the leader's command never started");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the leader's command never started"
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     let mut standby = elect("b");
@@ -199,13 +286,22 @@ fn an_elected_leaders_command_is_gone_before_the_standby_takes_over() {
         if let Some(v) = read("b") {
             break v;
         }
-        assert!(killed.elapsed() < Duration::from_secs(10), "the standby never took over");
+        assert!(
+            killed.elapsed() < Duration::from_secs(10),
+            "the standby never took over"
+        );
         std::thread::sleep(Duration::from_millis(10));
     };
     for pid in old {
-        assert!(!alive(pid), "the old leader's process {pid} still ran when the standby took over");
+        assert!(
+            !alive(pid),
+            "the old leader's process {pid} still ran when the standby took over"
+        );
     }
-    println!("standby took over {:?} after kill -9 of the leader (TTL 2 s)", killed.elapsed());
+    println!(
+        "standby took over {:?} after kill -9 of the leader (TTL 2 s)",
+        killed.elapsed()
+    );
     kill(standby.id(), libc::SIGTERM);
     standby.wait().unwrap();
     for pid in new {
@@ -246,11 +342,17 @@ fn an_interactive_command_reads_the_terminal_under_run() {
     stdin.write_all(b"hello\n").unwrap();
     let t0 = Instant::now();
     while child.try_wait().unwrap().is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "the interactive command hung (stopped on SIGTTIN?)");
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the interactive command hung (stopped on SIGTTIN?)"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     drop(stdin);
     let lines = reader.join().unwrap();
     assert!(lines.iter().any(|l| l == "got:hello"), "{lines:?}");
-    assert!(lines.iter().any(|l| l.starts_with("/dev/pts/")), "the command's stdin is the terminal: {lines:?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("/dev/pts/")),
+        "the command's stdin is the terminal: {lines:?}"
+    );
 }

@@ -17,7 +17,11 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
 
 async fn measure(c: &Client, rounds: usize, what: &str) {
     let mut rows: Vec<(&str, Duration, Vec<f64>, String)> = Vec::new();
-    for (kind, bound) in [("lock(timeout 400 ms)", LOCK_TIMEOUT), ("try_lock", RT), ("status", RT)] {
+    for (kind, bound) in [
+        ("lock(timeout 400 ms)", LOCK_TIMEOUT),
+        ("try_lock", RT),
+        ("status", RT),
+    ] {
         let mut over = Vec::new();
         let mut codes = std::collections::BTreeMap::<String, usize>::new();
         for i in 0..rounds {
@@ -26,11 +30,20 @@ async fn measure(c: &Client, rounds: usize, what: &str) {
             let r = match kind {
                 "try_lock" => c.try_lock(&name).await.map(|_| ()),
                 "status" => c.status(&name).await.map(|_| ()),
-                _ => c.lock_with(&name, LockOptions::timeout(LOCK_TIMEOUT)).await.map(|_| ()),
+                _ => c
+                    .lock_with(&name, LockOptions::timeout(LOCK_TIMEOUT))
+                    .await
+                    .map(|_| ()),
             };
             let took = t.elapsed();
             over.push((took.as_secs_f64() - bound.as_secs_f64()) * 1000.0);
-            *codes.entry(r.err().map(|e| format!("{:?}", e.code())).unwrap_or_else(|| "ok".into())).or_default() += 1;
+            *codes
+                .entry(
+                    r.err()
+                        .map(|e| format!("{:?}", e.code()))
+                        .unwrap_or_else(|| "ok".into()),
+                )
+                .or_default() += 1;
         }
         rows.push((kind, bound, over, format!("{codes:?}")));
     }
@@ -47,11 +60,23 @@ async fn measure(c: &Client, rounds: usize, what: &str) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let rounds: usize = std::env::args().nth(1).and_then(|v| v.parse().ok()).unwrap_or(30);
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(30);
     let mut etcd = Etcd::single();
-    let c = Client::connect(ClientOptions::new(etcd.endpoints()).with_ttl(60).with_request_timeout(RT)).await.unwrap();
+    let c = Client::connect(
+        ClientOptions::new(etcd.endpoints())
+            .with_ttl(60)
+            .with_request_timeout(RT),
+    )
+    .await
+    .unwrap();
     c.lock("warm").await.unwrap().unlock().await.unwrap();
-    println!("{rounds} calls of each kind, request_timeout {} ms, one member", RT.as_millis());
+    println!(
+        "{rounds} calls of each kind, request_timeout {} ms, one member",
+        RT.as_millis()
+    );
     etcd.pause(0);
     measure(&c, rounds, "etcd hung").await;
     etcd.resume(0);

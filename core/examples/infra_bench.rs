@@ -37,8 +37,16 @@ async fn contend(endpoint: String, ns: &str, secs: u64) -> (u64, u64, Vec<Durati
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
     for _ in 0..2 {
-        let c = Client::connect(ClientOptions::new(vec![endpoint.clone()]).with_namespace(ns)).await.expect("connect");
-        let (released, failed, cycles, handoffs, stop) = (released.clone(), failed.clone(), cycles.clone(), handoffs.clone(), stop.clone());
+        let c = Client::connect(ClientOptions::new(vec![endpoint.clone()]).with_namespace(ns))
+            .await
+            .expect("connect");
+        let (released, failed, cycles, handoffs, stop) = (
+            released.clone(),
+            failed.clone(),
+            cycles.clone(),
+            handoffs.clone(),
+            stop.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 match c.lock("contended").await {
@@ -68,13 +76,24 @@ async fn contend(endpoint: String, ns: &str, secs: u64) -> (u64, u64, Vec<Durati
         let _ = t.await;
     }
     let h = std::mem::take(&mut *handoffs.lock().unwrap());
-    (cycles.load(Ordering::Relaxed), failed.load(Ordering::Relaxed), h)
+    (
+        cycles.load(Ordering::Relaxed),
+        failed.load(Ordering::Relaxed),
+        h,
+    )
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let args: Vec<u64> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
-    let (contend_secs, lb_secs, hold_secs) = (args.first().copied().unwrap_or(300), args.get(1).copied().unwrap_or(60), args.get(2).copied().unwrap_or(600));
+    let args: Vec<u64> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let (contend_secs, lb_secs, hold_secs) = (
+        args.first().copied().unwrap_or(300),
+        args.get(1).copied().unwrap_or(60),
+        args.get(2).copied().unwrap_or(600),
+    );
     let etcd = Etcd::single();
     let proxy = grpc_proxy(&etcd.endpoints());
     let lb = grpc_balancer(&etcd.endpoints()[0], 100);
@@ -82,7 +101,13 @@ async fn main() {
     // The holds through the proxy run beside everything else.
     let mut holds = Vec::new();
     for ttl in [15, 5] {
-        let c = Client::connect(ClientOptions::new(vec![proxy.endpoint()]).with_ttl(ttl).with_namespace("bench-hold/")).await.expect("connect");
+        let c = Client::connect(
+            ClientOptions::new(vec![proxy.endpoint()])
+                .with_ttl(ttl)
+                .with_namespace("bench-hold/"),
+        )
+        .await
+        .expect("connect");
         let g = c.lock(&format!("held-ttl{ttl}")).await.expect("lock");
         holds.push((ttl, c, g));
     }
@@ -91,7 +116,9 @@ async fn main() {
     // The floor: one raw Range's round trip, on etcd and through the proxy.
     let mut floors = Vec::new();
     for ep in [etcd.endpoints()[0].clone(), proxy.endpoint()] {
-        let mut raw = etcd_client::Client::connect([ep.as_str()], None).await.expect("raw connect");
+        let mut raw = etcd_client::Client::connect([ep.as_str()], None)
+            .await
+            .expect("raw connect");
         let mut rtt = Vec::new();
         for _ in 0..2000 {
             let t = Instant::now();
@@ -108,7 +135,11 @@ async fn main() {
     );
     let (n, f, mut h) = contend(etcd.endpoints()[0].clone(), "bench-bare/", contend_secs).await;
     let bare = pct(&mut h, 0.5);
-    println!("bare etcd, 2 clients {contend_secs} s: {n} cycles, {f} failed, handoff p50 {:?} p99 {:?}", bare, pct(&mut h, 0.99));
+    println!(
+        "bare etcd, 2 clients {contend_secs} s: {n} cycles, {f} failed, handoff p50 {:?} p99 {:?}",
+        bare,
+        pct(&mut h, 0.99)
+    );
     let (n, f, mut h) = contend(proxy.endpoint(), "bench-proxy/", contend_secs).await;
     let proxied = pct(&mut h, 0.5);
     println!(
@@ -118,7 +149,9 @@ async fn main() {
         proxied.as_secs_f64() / bare.as_secs_f64()
     );
 
-    let c = Client::connect(ClientOptions::new(vec![lb.endpoint()]).with_namespace("bench-lb/")).await.expect("connect");
+    let c = Client::connect(ClientOptions::new(vec![lb.endpoint()]).with_namespace("bench-lb/"))
+        .await
+        .expect("connect");
     let until = Instant::now() + Duration::from_secs(lb_secs);
     let (mut lat, mut failed) = (Vec::new(), 0u64);
     while Instant::now() < until {
@@ -145,7 +178,12 @@ async fn main() {
     let left = Duration::from_secs(hold_secs).saturating_sub(started.elapsed());
     tokio::time::sleep(left).await;
     for (ttl, c, g) in holds {
-        println!("hold through the proxy at TTL {ttl} for {:?}: held {} (loss {:?})", started.elapsed(), g.is_held(), g.loss().map(|l| l.reason));
+        println!(
+            "hold through the proxy at TTL {ttl} for {:?}: held {} (loss {:?})",
+            started.elapsed(),
+            g.is_held(),
+            g.loss().map(|l| l.reason)
+        );
         let _ = g.unlock().await;
         c.close().await;
     }

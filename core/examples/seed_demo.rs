@@ -24,7 +24,9 @@ fn route(client: &Client, lock: &str, threads: usize, hold: Duration) -> Vec<i64
             s.spawn(move || {
                 let me = format!("Thread-{i}");
                 println!("[lock]: start to lock. {me}");
-                let guard = client.lock(lock, Some(Duration::from_secs(30))).expect("lock");
+                let guard = client
+                    .lock(lock, Some(Duration::from_secs(30)))
+                    .expect("lock");
                 println!(
                     "[lock]: lock successfully. {me} holds {} (fencing token {})",
                     guard.key(),
@@ -55,8 +57,12 @@ fn main() {
         }
     };
     let ns = format!("seed-demo-{}/", std::process::id());
-    let client = Client::connect(ClientOptions::new(endpoints).with_ttl(5).with_namespace(ns)).expect("connect");
-    println!("connected; lease TTL {} s, kept alive in the background\n", client.ttl());
+    let client = Client::connect(ClientOptions::new(endpoints).with_ttl(5).with_namespace(ns))
+        .expect("connect");
+    println!(
+        "connected; lease TTL {} s, kept alive in the background\n",
+        client.ttl()
+    );
 
     println!("== route 1: 3 threads contend for lock \"route1\" ==");
     let t1 = route(&client, "route1", 3, Duration::from_millis(300));
@@ -64,8 +70,14 @@ fn main() {
     let t2 = route(&client, "route2", 5, Duration::from_millis(200));
 
     for (name, t) in [("route 1", &t1), ("route 2", &t2)] {
-        assert!(t.windows(2).all(|w| w[0] < w[1]), "{name}: tokens must strictly increase: {t:?}");
-        println!("\n{name}: {} holders, one at a time, fencing tokens strictly increasing: {t:?}", t.len());
+        assert!(
+            t.windows(2).all(|w| w[0] < w[1]),
+            "{name}: tokens must strictly increase: {t:?}"
+        );
+        println!(
+            "\n{name}: {} holders, one at a time, fencing tokens strictly increasing: {t:?}",
+            t.len()
+        );
     }
     client.close().expect("close");
 }

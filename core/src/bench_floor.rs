@@ -41,15 +41,25 @@ fn prefix_of(key: &[u8]) -> &[u8] {
 /// Delete its unlock sends. Returns the time both took. (Until 2026-11-25 the
 /// Txn read only the first-created key and counted no records, and the unlock
 /// was a Txn: docs/BENCHMARKS.md gives runs with either.)
-pub async fn txn_delete_round(etcd: &mut etcd_client::Client, key: impl AsRef<[u8]>, lease: i64) -> Result<Duration> {
+pub async fn txn_delete_round(
+    etcd: &mut etcd_client::Client,
+    key: impl AsRef<[u8]>,
+    lease: i64,
+) -> Result<Duration> {
     let key = key.as_ref().to_vec();
     let prefix = prefix_of(&key).to_vec();
     let records = crate::delay::Records::of(prefix.strip_suffix(b"/").unwrap_or(&prefix).to_vec());
-    let put = TxnOp::put(key.clone(), crate::names::owner_info(), Some(PutOptions::new().with_lease(lease)));
+    let put = TxnOp::put(
+        key.clone(),
+        crate::names::owner_info(),
+        Some(PutOptions::new().with_lease(lease)),
+    );
     let t = Instant::now();
     let txn = crate::mutex::queue_txn(&key, &prefix, put, &records, None);
     etcd.txn(txn).await.map_err(unavailable)?;
-    etcd.delete(key, Some(etcd_client::DeleteOptions::new().with_prev_key())).await.map_err(unavailable)?;
+    etcd.delete(key, Some(etcd_client::DeleteOptions::new().with_prev_key()))
+        .await
+        .map_err(unavailable)?;
     Ok(t.elapsed())
 }
 
@@ -57,7 +67,9 @@ pub async fn txn_delete_round(etcd: &mut etcd_client::Client, key: impl AsRef<[u
 /// `endpoints`, with a lease of its own and the key `bench-floor-<pid>/<lease>`
 /// (a lock key's shape), after `n / 10` warm-up rounds. The lease is revoked at the end.
 pub async fn txn_delete<S: AsRef<str>>(endpoints: &[S], n: usize) -> Result<Vec<Duration>> {
-    let mut etcd = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
+    let mut etcd = etcd_client::Client::connect(endpoints, None)
+        .await
+        .map_err(unavailable)?;
     let lease = etcd.lease_grant(30, None).await.map_err(unavailable)?.id();
     let key = format!("bench-floor-{}/{lease:x}", std::process::id());
     let mut out = Vec::with_capacity(n);
@@ -82,7 +94,11 @@ pub async fn delete_to_event<S: AsRef<str>>(endpoints: &[S], n: usize) -> Result
 /// `pace` (plus the round itself) until `until`, after 10 warm-up rounds. A
 /// benchmark runs it beside its contenders to measure the handoff's floor
 /// under the same load; the pace keeps the probe's own writes a small share.
-pub async fn delete_to_event_until<S: AsRef<str>>(endpoints: &[S], until: Instant, pace: Duration) -> Result<Vec<Duration>> {
+pub async fn delete_to_event_until<S: AsRef<str>>(
+    endpoints: &[S],
+    until: Instant,
+    pace: Duration,
+) -> Result<Vec<Duration>> {
     delete_to_event_rounds(endpoints, usize::MAX, 10, Some(until), pace).await
 }
 
@@ -93,14 +109,25 @@ async fn delete_to_event_rounds<S: AsRef<str>>(
     until: Option<Instant>,
     pace: Duration,
 ) -> Result<Vec<Duration>> {
-    let mut writer = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
-    let mut watcher = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
+    let mut writer = etcd_client::Client::connect(endpoints, None)
+        .await
+        .map_err(unavailable)?;
+    let mut watcher = etcd_client::Client::connect(endpoints, None)
+        .await
+        .map_err(unavailable)?;
     static PROBES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let probe = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let key = format!("bench-event-{}-{probe}", std::process::id());
-    let mut stream = watcher.watch(key.clone(), Some(WatchOptions::new())).await.map_err(unavailable)?;
+    let mut stream = watcher
+        .watch(key.clone(), Some(WatchOptions::new()))
+        .await
+        .map_err(unavailable)?;
     let closed = || Error::new(ErrorCode::Unavailable, "the floor's watch stream ended");
-    stream.message().await.map_err(unavailable)?.ok_or_else(closed)?; // created
+    stream
+        .message()
+        .await
+        .map_err(unavailable)?
+        .ok_or_else(closed)?; // created
     let mut out = Vec::new();
     for i in 0..rounds {
         if until.is_some_and(|u| Instant::now() >= u) {
@@ -109,18 +136,35 @@ async fn delete_to_event_rounds<S: AsRef<str>>(
         if !pace.is_zero() {
             tokio::time::sleep(pace).await;
         }
-        writer.put(key.clone(), "x", None).await.map_err(unavailable)?;
+        writer
+            .put(key.clone(), "x", None)
+            .await
+            .map_err(unavailable)?;
         loop {
-            let m = stream.message().await.map_err(unavailable)?.ok_or_else(closed)?;
+            let m = stream
+                .message()
+                .await
+                .map_err(unavailable)?
+                .ok_or_else(closed)?;
             if !m.events().is_empty() {
                 break;
             }
         }
         let t = Instant::now();
-        writer.delete(key.clone(), None).await.map_err(unavailable)?;
+        writer
+            .delete(key.clone(), None)
+            .await
+            .map_err(unavailable)?;
         loop {
-            let m = stream.message().await.map_err(unavailable)?.ok_or_else(closed)?;
-            if m.events().iter().any(|e| e.event_type() == EventType::Delete) {
+            let m = stream
+                .message()
+                .await
+                .map_err(unavailable)?
+                .ok_or_else(closed)?;
+            if m.events()
+                .iter()
+                .any(|e| e.event_type() == EventType::Delete)
+            {
                 break;
             }
         }
@@ -156,7 +200,9 @@ pub async fn interleaved<S: AsRef<str>>(
     name: &str,
     n: usize,
 ) -> Result<(Vec<Duration>, Vec<Duration>)> {
-    let mut etcd = etcd_client::Client::connect(endpoints, None).await.map_err(unavailable)?;
+    let mut etcd = etcd_client::Client::connect(endpoints, None)
+        .await
+        .map_err(unavailable)?;
     let lease = etcd.lease_grant(30, None).await.map_err(unavailable)?.id();
     let key = format!("bench-floor-{}/{lease:x}", std::process::id());
     let (mut floor, mut ours) = (Vec::with_capacity(n), Vec::with_capacity(n));

@@ -52,7 +52,13 @@ impl Client {
 
     /// Wait for the lock, at most `timeout` if given.
     pub fn lock(&self, name: &str, timeout: Option<Duration>) -> Result<Guard> {
-        self.lock_with(name, LockOptions { timeout, ..LockOptions::default() })
+        self.lock_with(
+            name,
+            LockOptions {
+                timeout,
+                ..LockOptions::default()
+            },
+        )
     }
 
     /// Wait for the lock with full options.

@@ -25,7 +25,10 @@ use futures_util::FutureExt;
 
 use serde_json::{json, Value};
 
-use crate::{ClientOptions, Contender, ContenderKind, Error, ErrorCode, LockOptions, LossReason, Result, Status};
+use crate::{
+    ClientOptions, Contender, ContenderKind, Error, ErrorCode, LockOptions, LossReason, Result,
+    Status,
+};
 
 pub use crate::runtime::block_on_interruptible;
 
@@ -84,7 +87,9 @@ pub enum OptionKind {
 
 /// Every client option with its kind, in [`crate::OPTION_KEYS`] order.
 pub fn options() -> impl Iterator<Item = (&'static str, OptionKind)> {
-    crate::OPTION_KEYS.into_iter().map(|k| (k, option_kind(k).expect("every key has a kind")))
+    crate::OPTION_KEYS
+        .into_iter()
+        .map(|k| (k, option_kind(k).expect("every key has a kind")))
 }
 
 /// The kind of option `key`, `None` for an unknown key.
@@ -92,9 +97,12 @@ pub fn option_kind(key: &str) -> Option<OptionKind> {
     Some(match key {
         "endpoints" => OptionKind::List,
         "ttl" => OptionKind::WholeSeconds,
-        "connect_timeout" | "request_timeout" | "margin" | "keepalive_interval" => OptionKind::Duration,
+        "connect_timeout" | "request_timeout" | "margin" | "keepalive_interval" => {
+            OptionKind::Duration
+        }
         "watch_held_keys" | "lazy_connect" => OptionKind::Bool,
-        "namespace" | "username" | "password" | "tls_ca" | "tls_cert" | "tls_key" | "tls_domain" => OptionKind::Text,
+        "namespace" | "username" | "password" | "tls_ca" | "tls_cert" | "tls_key"
+        | "tls_domain" => OptionKind::Text,
         _ => return None,
     })
 }
@@ -111,7 +119,11 @@ pub fn option_key(name: &str) -> Option<&'static str> {
         "domain" => Some("tls_domain"),
         _ => None,
     };
-    short.or_else(|| crate::OPTION_KEYS.into_iter().find(|k| *k == name || camel(k) == name))
+    short.or_else(|| {
+        crate::OPTION_KEYS
+            .into_iter()
+            .find(|k| *k == name || camel(k) == name)
+    })
 }
 
 /// `snake_case` as `camelCase`.
@@ -144,12 +156,19 @@ pub fn list_value<S: AsRef<str>>(key: &str, items: &[S]) -> Result<String> {
             return Err(Error::invalid(format!("{key}: bad item {i:?}")));
         }
     }
-    Ok(items.iter().map(|i| i.as_ref().trim()).collect::<Vec<_>>().join(","))
+    Ok(items
+        .iter()
+        .map(|i| i.as_ref().trim())
+        .collect::<Vec<_>>()
+        .join(","))
 }
 
 /// The message for an option name no key answers to.
 pub fn unknown_option(name: &str) -> Error {
-    Error::invalid(format!("unknown option {name:?}; the options are {}", crate::OPTION_KEYS.join(", ")))
+    Error::invalid(format!(
+        "unknown option {name:?}; the options are {}",
+        crate::OPTION_KEYS.join(", ")
+    ))
 }
 
 /// Client options from a binding: the `ETCDLOCK_*` environment gives the
@@ -201,12 +220,19 @@ pub fn span(what: &str, v: f64, unit: Unit) -> Result<Duration> {
 /// (so a bad `at_least` never surfaces after the job ran): each by [`span`],
 /// `at_most` positive, `at_least` not above `at_most` (ShedLock's rule).
 pub fn once_spans(at_most: f64, at_least: f64, unit: Unit) -> Result<(Duration, Duration)> {
-    let (most, least) = (span("at_most", at_most, unit)?, span("at_least", at_least, unit)?);
+    let (most, least) = (
+        span("at_most", at_most, unit)?,
+        span("at_least", at_least, unit)?,
+    );
     if most.is_zero() {
-        return Err(Error::invalid(format!("at_most must be positive, got {at_most}")));
+        return Err(Error::invalid(format!(
+            "at_most must be positive, got {at_most}"
+        )));
     }
     if least > most {
-        return Err(Error::invalid(format!("at_least ({at_least}) must not exceed at_most ({at_most})")));
+        return Err(Error::invalid(format!(
+            "at_least ({at_least}) must not exceed at_most ({at_most})"
+        )));
     }
     Ok((most, least))
 }
@@ -223,7 +249,10 @@ pub fn opt_timeout(what: &str, v: Option<f64>, unit: Unit) -> Result<Option<Dura
 /// by the rule of [`timeout`]. Bindings build `LockOptions` only here, so an
 /// option added to it reaches every language from core.
 pub fn lock_options(v: Option<f64>, unit: Unit) -> Result<LockOptions> {
-    Ok(LockOptions { timeout: opt_timeout("timeout", v, unit)?, ..LockOptions::default() })
+    Ok(LockOptions {
+        timeout: opt_timeout("timeout", v, unit)?,
+        ..LockOptions::default()
+    })
 }
 
 /// What an acquisition may ask for beyond its timeout, as a binding has it
@@ -245,8 +274,14 @@ pub struct Extras {
 /// the same values with the same message.
 pub fn acquire_options(timeout: Option<f64>, extras: Extras, unit: Unit) -> Result<LockOptions> {
     let mut o = lock_options(timeout, unit)?;
-    o.lock_delay = extras.lock_delay.map(|v| span("lock_delay", v, unit)).transpose()?;
-    o.lease_time = extras.lease_time.map(|v| span("lease_time", v, unit)).transpose()?;
+    o.lock_delay = extras
+        .lock_delay
+        .map(|v| span("lock_delay", v, unit))
+        .transpose()?;
+    o.lease_time = extras
+        .lease_time
+        .map(|v| span("lease_time", v, unit))
+        .transpose()?;
     o.metadata = extras.metadata;
     o.validate()?;
     Ok(o)
@@ -275,12 +310,19 @@ impl WireError {
     pub fn encode(&self) -> String {
         let reason = self.reason.map(LossReason::name).unwrap_or("");
         let retry = u8::from(self.retryable);
-        format!("ETCDLOCK{SEP}{}{SEP}{reason}{SEP}{retry}{SEP}{}", self.code.name(), self.message)
+        format!(
+            "ETCDLOCK{SEP}{}{SEP}{reason}{SEP}{retry}{SEP}{}",
+            self.code.name(),
+            self.message
+        )
     }
 
     /// The inverse of [`WireError::encode`]; `None` for any other string.
     pub fn decode(s: &str) -> Option<WireError> {
-        let mut parts = s.strip_prefix("ETCDLOCK")?.strip_prefix(SEP)?.splitn(4, SEP);
+        let mut parts = s
+            .strip_prefix("ETCDLOCK")?
+            .strip_prefix(SEP)?
+            .splitn(4, SEP);
         let code = parts.next()?;
         let code = ErrorCode::ALL.into_iter().find(|c| c.name() == code)?;
         let reason = match parts.next()? {
@@ -292,7 +334,12 @@ impl WireError {
             "0" => false,
             _ => return None,
         };
-        Some(WireError { code, reason, retryable, message: parts.next()?.to_string() })
+        Some(WireError {
+            code,
+            reason,
+            retryable,
+            message: parts.next()?.to_string(),
+        })
     }
 }
 
@@ -475,7 +522,12 @@ fn contender_json(c: &Contender, position: usize) -> Value {
 /// `foreign` for keys of etcdctl, Go or other programs.
 pub fn status_json(st: &Status) -> Value {
     let holders: Vec<Value> = st.holders.iter().map(|c| contender_json(c, 0)).collect();
-    let waiters: Vec<Value> = st.waiters.iter().enumerate().map(|(i, c)| contender_json(c, i + 1)).collect();
+    let waiters: Vec<Value> = st
+        .waiters
+        .iter()
+        .enumerate()
+        .map(|(i, c)| contender_json(c, i + 1))
+        .collect();
     json!({
         "name": st.name,
         "kind": st.kind.map(|k| k.name()),
@@ -495,25 +547,42 @@ pub fn list_json(prefix: &str, l: &[Status]) -> Value {
     })
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn spans_are_finite_and_not_negative() {
-        assert_eq!(span("at_most", 1.5, Unit::Seconds).unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            span("at_most", 1.5, Unit::Seconds).unwrap(),
+            Duration::from_millis(1500)
+        );
         assert_eq!(span("at_least", 0.0, Unit::Millis).unwrap(), Duration::ZERO);
-        assert_eq!(span("at_most", 2e9, Unit::Nanos).unwrap(), Duration::from_secs(2));
+        assert_eq!(
+            span("at_most", 2e9, Unit::Nanos).unwrap(),
+            Duration::from_secs(2)
+        );
         for bad in [f64::NAN, -1.0, f64::INFINITY, 1e12] {
             let e = span("at_most", bad, Unit::Seconds).unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidArgument);
             assert!(e.message().contains("at_most"), "{e}");
         }
-        assert_eq!(once_spans(2.0, 1.0, Unit::Seconds).unwrap(), (Duration::from_secs(2), Duration::from_secs(1)));
-        assert!(once_spans(0.0, 0.0, Unit::Seconds).unwrap_err().message().contains("at_most must be positive"));
-        assert!(once_spans(1.0, 2.0, Unit::Seconds).unwrap_err().message().contains("must not exceed"));
-        assert!(once_spans(1.0, -2.0, Unit::Seconds).unwrap_err().message().contains("at_least"));
+        assert_eq!(
+            once_spans(2.0, 1.0, Unit::Seconds).unwrap(),
+            (Duration::from_secs(2), Duration::from_secs(1))
+        );
+        assert!(once_spans(0.0, 0.0, Unit::Seconds)
+            .unwrap_err()
+            .message()
+            .contains("at_most must be positive"));
+        assert!(once_spans(1.0, 2.0, Unit::Seconds)
+            .unwrap_err()
+            .message()
+            .contains("must not exceed"));
+        assert!(once_spans(1.0, -2.0, Unit::Seconds)
+            .unwrap_err()
+            .message()
+            .contains("at_least"));
     }
 
     #[test]
@@ -530,9 +599,15 @@ mod tests {
             assert_eq!(option_key(bad), None, "{bad}");
         }
         assert!(unknown_option("tll").message().contains("\"tll\""));
-        assert_eq!(list_value("endpoints", &["a:1", " b:2 "]).unwrap(), "a:1,b:2");
+        assert_eq!(
+            list_value("endpoints", &["a:1", " b:2 "]).unwrap(),
+            "a:1,b:2"
+        );
         for bad in [&[][..], &[""][..], &["a:1,b:2"][..], &["a:1", " "][..]] {
-            assert_eq!(list_value("endpoints", bad).unwrap_err().code(), ErrorCode::InvalidArgument);
+            assert_eq!(
+                list_value("endpoints", bad).unwrap_err().code(),
+                ErrorCode::InvalidArgument
+            );
         }
     }
 
@@ -574,7 +649,10 @@ mod tests {
     #[test]
     fn every_option_has_a_kind() {
         assert_eq!(options().count(), crate::OPTION_KEYS.len());
-        assert_eq!(option_kind("keepalive_interval"), Some(OptionKind::Duration));
+        assert_eq!(
+            option_kind("keepalive_interval"),
+            Some(OptionKind::Duration)
+        );
         assert_eq!(option_kind("nope"), None);
     }
 
@@ -616,8 +694,14 @@ mod tests {
             }
         }
         assert_eq!(WireError::decode("plain message"), None);
-        assert_eq!(WireError::decode("ETCDLOCK\u{1f}Nope\u{1f}\u{1f}0\u{1f}m"), None);
-        assert_eq!(WireError::decode("ETCDLOCK\u{1f}Timeout\u{1f}\u{1f}m"), None);
+        assert_eq!(
+            WireError::decode("ETCDLOCK\u{1f}Nope\u{1f}\u{1f}0\u{1f}m"),
+            None
+        );
+        assert_eq!(
+            WireError::decode("ETCDLOCK\u{1f}Timeout\u{1f}\u{1f}m"),
+            None
+        );
     }
 
     #[test]

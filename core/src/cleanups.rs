@@ -20,7 +20,12 @@ pub(crate) struct Cleanups {
 
 impl Cleanups {
     pub(crate) fn begin(&self, prefix: &[u8]) {
-        *self.pending.lock().unwrap_or_else(|p| p.into_inner()).entry(prefix.to_vec()).or_default() += 1;
+        *self
+            .pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(prefix.to_vec())
+            .or_default() += 1;
     }
 
     pub(crate) fn end(&self, prefix: &[u8]) {
@@ -42,12 +47,20 @@ impl Cleanups {
             let notified = self.done.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if !self.pending.lock().unwrap_or_else(|p| p.into_inner()).contains_key(prefix) {
+            if !self
+                .pending
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(prefix)
+            {
                 return;
             }
             match until {
                 Some(u) => {
-                    if tokio::time::timeout_at(tokio::time::Instant::from_std(u), notified).await.is_err() {
+                    if tokio::time::timeout_at(tokio::time::Instant::from_std(u), notified)
+                        .await
+                        .is_err()
+                    {
                         return;
                     }
                 }

@@ -46,7 +46,12 @@ impl Drop for Inner {
             s.mark_lost(LossReason::ClientClosed);
             let t = self.transport.clone();
             self.handle.spawn(async move {
-                let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+                let _ = t
+                    .call_lease(t.request_bound(), &mut false, move |mut c| {
+                        let id = s.lease;
+                        async move { c.revoke(id).await }
+                    })
+                    .await;
             });
         }
     }
@@ -61,15 +66,24 @@ pub struct Client {
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client").field("endpoints", &self.inner.endpoints).finish()
+        f.debug_struct("Client")
+            .field("endpoints", &self.inner.endpoints)
+            .finish()
     }
 }
 
 fn read_pem(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
-    let data = std::fs::read(path)
-        .map_err(|e| Error::invalid(format!("cannot read TLS {what} file {}: {e}", path.display())))?;
+    let data = std::fs::read(path).map_err(|e| {
+        Error::invalid(format!(
+            "cannot read TLS {what} file {}: {e}",
+            path.display()
+        ))
+    })?;
     if !data.windows(10).any(|w| w == b"-----BEGIN") {
-        return Err(Error::invalid(format!("TLS {what} file {} is not PEM", path.display())));
+        return Err(Error::invalid(format!(
+            "TLS {what} file {} is not PEM",
+            path.display()
+        )));
     }
     Ok(data)
 }
@@ -87,7 +101,9 @@ impl Client {
     /// etcd connects, within that call's own bound.
     pub async fn connect(opts: ClientOptions) -> Result<Client> {
         let handle = tokio::runtime::Handle::try_current().map_err(|_| {
-            Error::invalid("Client::connect must run inside a tokio runtime (or use etcdlock::blocking)")
+            Error::invalid(
+                "Client::connect must run inside a tokio runtime (or use etcdlock::blocking)",
+            )
         })?;
         opts.validate()?;
         let endpoints = opts.endpoints.join(",");
@@ -100,9 +116,14 @@ impl Client {
             co = co.with_user(u.clone(), p.clone());
         }
         let mut urls = opts.endpoints.clone();
-        if let Some(Ok(store)) = opts.endpoints.first().and_then(|e| crate::transport::mem_store(e)) {
+        if let Some(Ok(store)) = opts
+            .endpoints
+            .first()
+            .and_then(|e| crate::transport::mem_store(e))
+        {
             // The in-process store (validate checked every endpoint names it).
-            let url = memetcd::endpoint(store).map_err(|e| Error::new(ErrorCode::Unavailable, e.to_string()))?;
+            let url = memetcd::endpoint(store)
+                .map_err(|e| Error::new(ErrorCode::Unavailable, e.to_string()))?;
             urls = vec![url];
         } else if let Some(tls) = &opts.tls {
             let mut t = etcd_client::TlsOptions::new();
@@ -111,7 +132,10 @@ impl Client {
             }
             match (&tls.cert, &tls.key) {
                 (Some(c), Some(k)) => {
-                    t = t.identity(etcd_client::Identity::from_pem(read_pem(c, "cert")?, read_pem(k, "key")?));
+                    t = t.identity(etcd_client::Identity::from_pem(
+                        read_pem(c, "cert")?,
+                        read_pem(k, "key")?,
+                    ));
                 }
                 (None, None) => {}
                 _ => return Err(Error::invalid("TLS cert and key go together")),
@@ -122,7 +146,9 @@ impl Client {
             co = co.with_tls(t);
             for u in &mut urls {
                 if u.starts_with("http://") {
-                    return Err(Error::invalid(format!("endpoint {u} is plaintext but TLS options were given")));
+                    return Err(Error::invalid(format!(
+                        "endpoint {u} is plaintext but TLS options were given"
+                    )));
                 }
                 if !u.contains("://") {
                     *u = format!("https://{u}");
@@ -136,7 +162,10 @@ impl Client {
             }
         }
         let deadline = Instant::now() + opts.connect_timeout;
-        let transport = Arc::new(Transport::new(urls, endpoints.clone(), co, opts.request_timeout).with_direct(opts.connect_timeout));
+        let transport = Arc::new(
+            Transport::new(urls, endpoints.clone(), co, opts.request_timeout)
+                .with_direct(opts.connect_timeout),
+        );
         if !opts.lazy_connect {
             transport.connect(deadline).await?;
         }
@@ -168,16 +197,24 @@ impl Client {
             return Ok(client);
         }
         // Opening the session proves a member answers and reports the effective TTL.
-        client.session_by(Bound::Request(deadline)).await.map_err(|e| {
-            if matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) {
-                Error::new(
-                    ErrorCode::Unavailable,
-                    format!("no etcd endpoint answered within {:?}: {} ({})", opts.connect_timeout, client.inner.endpoints, e.message()),
-                )
-            } else {
-                e
-            }
-        })?;
+        client
+            .session_by(Bound::Request(deadline))
+            .await
+            .map_err(|e| {
+                if matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout) {
+                    Error::new(
+                        ErrorCode::Unavailable,
+                        format!(
+                            "no etcd endpoint answered within {:?}: {} ({})",
+                            opts.connect_timeout,
+                            client.inner.endpoints,
+                            e.message()
+                        ),
+                    )
+                } else {
+                    e
+                }
+            })?;
         Ok(client)
     }
 
@@ -193,7 +230,13 @@ impl Client {
 
     /// The current session's lease id, if a session is open.
     pub async fn lease_id(&self) -> Option<i64> {
-        self.inner.session.lock().await.as_ref().filter(|s| s.alive()).map(|s| s.lease)
+        self.inner
+            .session
+            .lock()
+            .await
+            .as_ref()
+            .filter(|s| s.alive())
+            .map(|s| s.lease)
     }
 
     pub(crate) fn check_open(&self) -> Result<()> {
@@ -235,10 +278,21 @@ impl Client {
             let old = s.clone();
             let t = self.inner.transport.clone();
             self.inner.handle.spawn(async move {
-                if tokio::time::timeout(t.request_timeout + Duration::from_millis(100), old.wait_lost()).await.is_err() {
+                if tokio::time::timeout(
+                    t.request_timeout + Duration::from_millis(100),
+                    old.wait_lost(),
+                )
+                .await
+                .is_err()
+                {
                     old.mark_lost(LossReason::ConnectionLost);
                 }
-                let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = old.lease; async move { c.revoke(id).await } }).await;
+                let _ = t
+                    .call_lease(t.request_bound(), &mut false, move |mut c| {
+                        let id = old.lease;
+                        async move { c.revoke(id).await }
+                    })
+                    .await;
             });
         }
         let mut sent = Instant::now();
@@ -266,7 +320,10 @@ impl Client {
         probe.extend_from_slice(format!("{:x}", resp.id()).as_bytes());
         let s = Session::new(resp.id(), ttl, margin, sent, self.inner.keepalive, probe);
         tracing::debug!(lease = format!("{:x}", resp.id()), ttl, "session opened");
-        self.inner.handle.spawn(s.clone().run(self.inner.transport.clone(), self.inner.metrics.clone()));
+        self.inner.handle.spawn(
+            s.clone()
+                .run(self.inner.transport.clone(), self.inner.metrics.clone()),
+        );
         *slot = Some(s.clone());
         Ok(s)
     }
@@ -298,7 +355,12 @@ impl Client {
                 let t = c.inner.transport.clone();
                 if let Some(s) = s {
                     s.mark_lost(LossReason::ClientClosed);
-                    let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+                    let _ = t
+                        .call_lease(t.request_bound(), &mut false, move |mut c| {
+                            let id = s.lease;
+                            async move { c.revoke(id).await }
+                        })
+                        .await;
                 }
                 t.shut(Instant::now() + t.request_timeout).await;
             });
@@ -316,7 +378,12 @@ impl Client {
                 // Known lost: etcd is unreachable or the lease is gone; don't make the caller wait.
                 let t = self.inner.transport.clone();
                 self.inner.handle.spawn(async move {
-                    let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+                    let _ = t
+                        .call_lease(t.request_bound(), &mut false, move |mut c| {
+                            let id = s.lease;
+                            async move { c.revoke(id).await }
+                        })
+                        .await;
                     t.shut(Instant::now() + t.request_timeout).await;
                 });
                 return;
@@ -326,10 +393,21 @@ impl Client {
             // A clean end: the lock-delays of this session's holds do not
             // apply (their leases go first, together, then the session's).
             let delays = s.delay_lease_ids().into_iter().map(|id| async move {
-                let _ = t.call_lease(bound, &mut false, move |mut c| async move { c.revoke(id).await }).await;
+                let _ = t
+                    .call_lease(
+                        bound,
+                        &mut false,
+                        move |mut c| async move { c.revoke(id).await },
+                    )
+                    .await;
             });
             futures_util::future::join_all(delays).await;
-            let _ = t.call_lease(bound, &mut false, move |mut c| { let id = s.lease; async move { c.revoke(id).await } }).await;
+            let _ = t
+                .call_lease(bound, &mut false, move |mut c| {
+                    let id = s.lease;
+                    async move { c.revoke(id).await }
+                })
+                .await;
         } else if self.inner.pid != crate::runtime::current_pid() {
             return;
         }
@@ -344,7 +422,12 @@ impl Client {
     /// at least the delay. The extra second covers etcd's expiry loop, which
     /// revokes expired leases on a 500 ms tick: the session's lease may go
     /// up to a tick late and this one on time (granted on first use).
-    pub(crate) async fn delay_lease(&self, session: &Session, secs: u64, bound: Bound) -> Result<i64> {
+    pub(crate) async fn delay_lease(
+        &self,
+        session: &Session,
+        secs: u64,
+        bound: Bound,
+    ) -> Result<i64> {
         if let Some(id) = session.delay_lease(secs) {
             return Ok(id);
         }
@@ -353,12 +436,21 @@ impl Client {
         // large as its largest inline await, used or not; inline, this grant
         // would make every lock call larger, lock-delay or not
         // (`a_waiters_futures_carry_no_request_inline` in mutex.rs bounds it).
-        let resp = Box::pin(self.inner.transport.call_lease(bound, &mut false, move |mut c| async move { c.grant(ttl, None).await })).await?;
+        let resp = Box::pin(self.inner.transport.call_lease(
+            bound,
+            &mut false,
+            move |mut c| async move { c.grant(ttl, None).await },
+        ))
+        .await?;
         let id = session.set_delay_lease(secs, resp.id());
         if id != resp.id() {
             let (t, ours) = (self.inner.transport.clone(), resp.id());
             self.inner.handle.spawn(async move {
-                let _ = t.call_lease(t.request_bound(), &mut false, move |mut c| async move { c.revoke(ours).await }).await;
+                let _ = t
+                    .call_lease(t.request_bound(), &mut false, move |mut c| async move {
+                        c.revoke(ours).await
+                    })
+                    .await;
             });
         }
         Ok(id)
@@ -382,7 +474,8 @@ impl Client {
         self.check_open()?;
         let t = &self.inner.transport;
         t.connect(Instant::now() + t.request_timeout).await?;
-        t.any_client().ok_or_else(|| Error::new(ErrorCode::Closed, "the client was closed"))
+        t.any_client()
+            .ok_or_else(|| Error::new(ErrorCode::Closed, "the client was closed"))
     }
 
     /// Watch streams this client has opened: one for all its waits and held
@@ -421,7 +514,10 @@ impl Client {
         let key = self.ns_key(b"etcdlock-ping");
         self.call(Some(bound), |mut c| {
             let k = key.clone();
-            async move { c.get(k, Some(etcd_client::GetOptions::new().with_count_only())).await }
+            async move {
+                c.get(k, Some(etcd_client::GetOptions::new().with_count_only()))
+                    .await
+            }
         })
         .await?;
         Ok(t.elapsed())
@@ -464,11 +560,21 @@ impl Drop for MetaWait<'_> {
 impl Client {
     /// Count an acquisition of `name` as `kind` in the meta records until the
     /// returned mark is dropped (starting their flush task if it is idle).
-    pub(crate) fn meta_wait<'a>(&'a self, name: &'a str, kind: crate::meta::LockKind, metadata: &[(String, String)]) -> MetaWait<'a> {
+    pub(crate) fn meta_wait<'a>(
+        &'a self,
+        name: &'a str,
+        kind: crate::meta::LockKind,
+        metadata: &[(String, String)],
+    ) -> MetaWait<'a> {
         if self.inner.meta.wait_started(name, kind, metadata) {
-            self.inner.handle.spawn(flush_meta(Arc::downgrade(&self.inner)));
+            self.inner
+                .handle
+                .spawn(flush_meta(Arc::downgrade(&self.inner)));
         }
-        MetaWait { inner: &self.inner, name }
+        MetaWait {
+            inner: &self.inner,
+            name,
+        }
     }
 }
 
@@ -484,33 +590,51 @@ async fn flush_meta(inner: Weak<Inner>) {
         }
         // The session's lease, without waiting for a session being opened.
         let lease = match inner.session.try_lock() {
-            Ok(s) => s.as_ref().filter(|s| s.alive()).map(|s| s.lease).unwrap_or(0),
+            Ok(s) => s
+                .as_ref()
+                .filter(|s| s.alive())
+                .map(|s| s.lease)
+                .unwrap_or(0),
             Err(_) => continue,
         };
         let due = inner.meta.due(lease, Instant::now(), &host, pid);
         // (put name or None for a delete, op)
         let mut ops: Vec<(Option<String>, TxnOp)> = Vec::new();
         for (name, rec) in due.puts {
-            let op = TxnOp::put(meta::key(&inner.ns, &name, lease), rec, Some(PutOptions::new().with_lease(lease)));
+            let op = TxnOp::put(
+                meta::key(&inner.ns, &name, lease),
+                rec,
+                Some(PutOptions::new().with_lease(lease)),
+            );
             ops.push((Some(name), op));
         }
         for name in due.deletes {
-            ops.push((None, TxnOp::delete(meta::key(&inner.ns, &name, lease), None)));
+            ops.push((
+                None,
+                TxnOp::delete(meta::key(&inner.ns, &name, lease), None),
+            ));
         }
         for chunk in ops.chunks(meta::TXN_OPS) {
-            let txn = Txn::new().and_then(chunk.iter().map(|(_, op)| op.clone()).collect::<Vec<_>>());
+            let txn =
+                Txn::new().and_then(chunk.iter().map(|(_, op)| op.clone()).collect::<Vec<_>>());
             let t = &inner.transport;
-            if let Err(e) = t.call(t.request_bound(), &mut false, |mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .await
+            if let Err(e) = t
+                .call(t.request_bound(), &mut false, |mut c| {
+                    let txn = txn.clone();
+                    async move { c.txn(txn).await }
+                })
+                .await
             {
                 // The puts go again next tick; a delete that failed leaves a
                 // record that ends with the session's lease (list shows
                 // records only beside lock keys that exist).
                 tracing::debug!(error = %e, "meta records not written; the next tick retries the puts");
-                inner.meta.unwritten(&chunk.iter().filter_map(|(n, _)| n.clone()).collect::<Vec<_>>());
+                inner.meta.unwritten(
+                    &chunk
+                        .iter()
+                        .filter_map(|(n, _)| n.clone())
+                        .collect::<Vec<_>>(),
+                );
             }
         }
         if inner.meta.is_idle() {

@@ -88,8 +88,14 @@ pub(crate) fn put_record(key: Vec<u8>, lease: i64) -> TxnOp {
 
 /// Whether `kvs` (a read of the holders' records) holds a record of a holder
 /// other than `ours`; the first such key.
-pub(crate) fn blocking(held_prefix: &[u8], kvs: &[etcd_client::KeyValue], ours: &[u8]) -> Option<Vec<u8>> {
-    kvs.iter().find(|kv| is_direct_child(held_prefix, kv.key()) && kv.key() != ours).map(|kv| kv.key().to_vec())
+pub(crate) fn blocking(
+    held_prefix: &[u8],
+    kvs: &[etcd_client::KeyValue],
+    ours: &[u8],
+) -> Option<Vec<u8>> {
+    kvs.iter()
+        .find(|kv| is_direct_child(held_prefix, kv.key()) && kv.key() != ours)
+        .map(|kv| kv.key().to_vec())
 }
 
 /// The error of a try that met a lock-delay in effect.
@@ -98,7 +104,10 @@ pub(crate) fn in_delay(name: &str, mode: Mode, timeout: Option<Duration>) -> Err
         Mode::Once => timeout_err(name, timeout),
         _ => Error::new(
             ErrorCode::WouldBlock,
-            format!("lock {} is in its lock-delay: a holder vanished without unlocking", show(name)),
+            format!(
+                "lock {} is in its lock-delay: a holder vanished without unlocking",
+                show(name)
+            ),
         ),
     }
 }
@@ -132,7 +141,10 @@ impl Client {
         let hub = &self.inner.hub;
         let mut lost = g.lost_signal();
         loop {
-            let read = TxnOp::get(recs.held.clone(), Some(GetOptions::new().with_prefix().with_keys_only()));
+            let read = TxnOp::get(
+                recs.held.clone(),
+                Some(GetOptions::new().with_prefix().with_keys_only()),
+            );
             let ours = TxnOp::get(key.clone(), Some(GetOptions::new().with_keys_only()));
             let txn = match gate.lease {
                 // Put ours only if no other holder's record is there: the
@@ -140,9 +152,13 @@ impl Client {
                 Some(lease) => Txn::new()
                     .when([
                         Compare::create_revision(key.clone(), CompareOp::Equal, token),
-                        Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0).with_range(crate::names::prefix_end(&recs.held)),
+                        Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
+                            .with_range(crate::names::prefix_end(&recs.held)),
                     ])
-                    .and_then([put_record(mine_h.clone(), lease), TxnOp::delete(mine_w.clone(), None)])
+                    .and_then([
+                        put_record(mine_h.clone(), lease),
+                        TxnOp::delete(mine_w.clone(), None),
+                    ])
                     .or_else([read, ours]),
                 None => Txn::new().and_then([read, ours]),
             };
@@ -152,22 +168,42 @@ impl Client {
                     async move { c.txn(t).await }
                 })
                 .await
-                .map_err(|e| if e.code() == ErrorCode::Timeout { timeout_err(&name, gate.timeout) } else { e })?;
+                .map_err(|e| {
+                    if e.code() == ErrorCode::Timeout {
+                        timeout_err(&name, gate.timeout)
+                    } else {
+                        e
+                    }
+                })?;
             if gate.lease.is_some() && resp.succeeded() {
                 g.set_delay_records(vec![mine_h, mine_w]);
                 return Ok(());
             }
             let ops = resp.op_responses();
-            if !kvs(ops.get(1)).first().is_some_and(|kv| kv.create_revision() == token) {
+            if !kvs(ops.get(1))
+                .first()
+                .is_some_and(|kv| kv.create_revision() == token)
+            {
                 let reason = why_deleted(self, g.session()).await;
-                return Err(lost_err(&name, reason, "our key was deleted while the lock-delay ran"));
+                return Err(lost_err(
+                    &name,
+                    reason,
+                    "our key was deleted while the lock-delay ran",
+                ));
             }
             let Some(rec) = blocking(&recs.held, kvs(ops.first()), &mine_h) else {
                 if let Some(lease) = gate.lease {
                     // Only records of nested names stopped the compare: put ours.
                     let t = Txn::new()
-                        .when([Compare::create_revision(key.clone(), CompareOp::Equal, token)])
-                        .and_then([put_record(mine_h.clone(), lease), TxnOp::delete(mine_w.clone(), None)]);
+                        .when([Compare::create_revision(
+                            key.clone(),
+                            CompareOp::Equal,
+                            token,
+                        )])
+                        .and_then([
+                            put_record(mine_h.clone(), lease),
+                            TxnOp::delete(mine_w.clone(), None),
+                        ]);
                     let r = self
                         .call(Some(bound), |mut c| {
                             let t = t.clone();
@@ -176,7 +212,11 @@ impl Client {
                         .await?;
                     if !r.succeeded() {
                         let reason = why_deleted(self, g.session()).await;
-                        return Err(lost_err(&name, reason, "our key was deleted while the lock-delay ran"));
+                        return Err(lost_err(
+                            &name,
+                            reason,
+                            "our key was deleted while the lock-delay ran",
+                        ));
                     }
                     g.set_delay_records(vec![mine_h, mine_w]);
                 }
@@ -188,9 +228,13 @@ impl Client {
             tracing::debug!(lock = %name, record = %String::from_utf8_lossy(&rec), "waiting out a vanished holder's lock-delay");
             let rev = revision(&resp);
             let (tx, mut rx) = mpsc::unbounded_channel();
-            let id = hub.watch(rec, rev, std::sync::Arc::new(move |ev| {
-                let _ = tx.send(ev);
-            }));
+            let id = hub.watch(
+                rec,
+                rev,
+                std::sync::Arc::new(move |ev| {
+                    let _ = tx.send(ev);
+                }),
+            );
             let woke = loop {
                 tokio::select! {
                     ev = rx.recv() => match ev {

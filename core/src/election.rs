@@ -14,7 +14,7 @@ use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::names::{LockOptions, Mode, is_direct_child, show, validate_name};
+use crate::names::{is_direct_child, show, validate_name, LockOptions, Mode};
 
 /// Leadership won by [`Client::campaign`]: everything a [`Guard`] has (deref),
 /// plus [`Leadership::proclaim`] and [`Leadership::resign`].
@@ -65,8 +65,17 @@ pub struct Leader {
 impl Client {
     /// Campaign for leadership of `name` with `value`, waiting (FIFO, as
     /// [`Client::lock_with`]) until elected. Timeout zero: one try.
-    pub async fn campaign(&self, name: &str, value: impl AsRef<[u8]>, opts: LockOptions) -> Result<Leadership> {
-        let mode = if opts.timeout == Some(Duration::ZERO) { Mode::Once } else { Mode::Wait };
+    pub async fn campaign(
+        &self,
+        name: &str,
+        value: impl AsRef<[u8]>,
+        opts: LockOptions,
+    ) -> Result<Leadership> {
+        let mode = if opts.timeout == Some(Duration::ZERO) {
+            Mode::Once
+        } else {
+            Mode::Wait
+        };
         let guard = self.acquire(name, opts, mode, Some(value.as_ref())).await?;
         Ok(Leadership { guard })
     }
@@ -85,7 +94,18 @@ impl Client {
         let first = self
             .call(bound, |mut c| {
                 let p = p.clone();
-                async move { c.get(p, Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1))).await }
+                async move {
+                    c.get(
+                        p,
+                        Some(
+                            GetOptions::new()
+                                .with_prefix()
+                                .with_sort(SortTarget::Create, SortOrder::Ascend)
+                                .with_limit(1),
+                        ),
+                    )
+                    .await
+                }
             })
             .await?;
         let rev = first.header().map(|h| h.revision()).unwrap_or(0);
@@ -104,11 +124,27 @@ impl Client {
                 let all = self
                     .call(bound, |mut c| {
                         let p = p.clone();
-                        async move { c.get(p, Some(GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend))).await }
+                        async move {
+                            c.get(
+                                p,
+                                Some(
+                                    GetOptions::new()
+                                        .with_prefix()
+                                        .with_sort(SortTarget::Create, SortOrder::Ascend),
+                                ),
+                            )
+                            .await
+                        }
                     })
                     .await?;
                 let rev = all.header().map(|h| h.revision()).unwrap_or(rev);
-                Ok((all.kvs().iter().find(|kv| is_direct_child(&prefix, kv.key())).map(of), rev))
+                Ok((
+                    all.kvs()
+                        .iter()
+                        .find(|kv| is_direct_child(&prefix, kv.key()))
+                        .map(of),
+                    rev,
+                ))
             }
         }
     }
@@ -119,7 +155,12 @@ impl Client {
     pub fn observe(&self, name: &str) -> Result<Observer> {
         validate_name(name)?;
         self.check_open()?;
-        Ok(Observer { client: self.clone(), name: name.to_string(), last: None, stream: None })
+        Ok(Observer {
+            client: self.clone(),
+            name: name.to_string(),
+            last: None,
+            stream: None,
+        })
     }
 }
 
@@ -133,7 +174,10 @@ pub struct Observer {
 
 impl std::fmt::Debug for Observer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Observer").field("name", &self.name).field("last", &self.last).finish()
+        f.debug_struct("Observer")
+            .field("name", &self.name)
+            .field("last", &self.last)
+            .finish()
     }
 }
 
@@ -152,7 +196,10 @@ impl Observer {
     }
 
     fn closed_err(&self) -> Error {
-        Error::new(ErrorCode::Closed, format!("observe {}: the client was closed", show(&self.name)))
+        Error::new(
+            ErrorCode::Closed,
+            format!("observe {}: the client was closed", show(&self.name)),
+        )
     }
 
     /// [`Observer::next`] without the close: dropped at any await when the
@@ -174,7 +221,18 @@ impl Observer {
                 };
                 let prefix = self.client.prefix(&self.name);
                 let opened = match self.client.inner.transport.stream_client().await {
-                    Ok((_, c)) => c.watch_client().watch(prefix, Some(WatchOptions::new().with_prefix().with_start_revision(rev + 1))).await.ok(),
+                    Ok((_, c)) => c
+                        .watch_client()
+                        .watch(
+                            prefix,
+                            Some(
+                                WatchOptions::new()
+                                    .with_prefix()
+                                    .with_start_revision(rev + 1),
+                            ),
+                        )
+                        .await
+                        .ok(),
                     Err(_) => None,
                 };
                 self.stream = opened;
@@ -188,10 +246,16 @@ impl Observer {
                 }
                 continue;
             }
-            let Some(stream) = self.stream.as_mut() else { continue };
+            let Some(stream) = self.stream.as_mut() else {
+                continue;
+            };
             let msg = stream.message().await;
             match msg {
-                Ok(Some(r)) if r.events().iter().any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete)) => {
+                Ok(Some(r))
+                    if r.events()
+                        .iter()
+                        .any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete)) =>
+                {
                     let (now, _) = match self.client.read_leader(&self.name).await {
                         Ok(r) => r,
                         Err(e) if e.code() == ErrorCode::Unavailable => {

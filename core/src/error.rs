@@ -94,8 +94,12 @@ pub enum LossReason {
 
 impl LossReason {
     /// Every reason, in numeric order (for bindings that generate their mirrors).
-    pub const ALL: [LossReason; 4] =
-        [LossReason::LeaseExpired, LossReason::KeyDeleted, LossReason::ConnectionLost, LossReason::ClientClosed];
+    pub const ALL: [LossReason; 4] = [
+        LossReason::LeaseExpired,
+        LossReason::KeyDeleted,
+        LossReason::ConnectionLost,
+        LossReason::ClientClosed,
+    ];
 
     /// The name every language uses for this reason.
     pub fn name(self) -> &'static str {
@@ -136,12 +140,24 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A new error with this code and message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Error {
-        Error { code, message: message.into(), reason: None }
+        Error {
+            code,
+            message: message.into(),
+            reason: None,
+        }
     }
 
     /// An error with a loss reason (bindings rebuilding a core error).
-    pub fn with_reason(code: ErrorCode, reason: Option<LossReason>, message: impl Into<String>) -> Error {
-        Error { code, message: message.into(), reason }
+    pub fn with_reason(
+        code: ErrorCode,
+        reason: Option<LossReason>,
+        message: impl Into<String>,
+    ) -> Error {
+        Error {
+            code,
+            message: message.into(),
+            reason,
+        }
     }
 
     /// Whether the same call may succeed if made again: the lock was busy or
@@ -149,11 +165,18 @@ impl Error {
     /// Everything else needs a change first (arguments, credentials, a new
     /// acquisition after a loss).
     pub fn retryable(&self) -> bool {
-        matches!(self.code, ErrorCode::Timeout | ErrorCode::WouldBlock | ErrorCode::Unavailable)
+        matches!(
+            self.code,
+            ErrorCode::Timeout | ErrorCode::WouldBlock | ErrorCode::Unavailable
+        )
     }
 
     pub(crate) fn lost(reason: LossReason, message: impl Into<String>) -> Error {
-        Error { code: ErrorCode::LockLost, message: message.into(), reason: Some(reason) }
+        Error {
+            code: ErrorCode::LockLost,
+            message: message.into(),
+            reason: Some(reason),
+        }
     }
 
     pub(crate) fn invalid(message: impl Into<String>) -> Error {
@@ -227,18 +250,21 @@ impl Error {
             E::InvalidArgs(m) => Error::invalid(redact(&m)),
             E::InvalidUri(u) => Error::invalid(format!("bad endpoint: {u}")),
             E::EndpointError(m) => Error::invalid(format!("bad endpoint: {}", redact(&m))),
-            E::TransportError(t) => {
-                Error::new(ErrorCode::Unavailable, format!("etcd at {endpoints}: {}", transport_msg(&t)))
+            E::TransportError(t) => Error::new(
+                ErrorCode::Unavailable,
+                format!("etcd at {endpoints}: {}", transport_msg(&t)),
+            ),
+            E::IoError(io) => {
+                Error::new(ErrorCode::Unavailable, format!("etcd at {endpoints}: {io}"))
             }
-            E::IoError(io) => Error::new(ErrorCode::Unavailable, format!("etcd at {endpoints}: {io}")),
-            E::LeaseKeepAliveError(m) | E::WatchError(m) => {
-                Error::new(ErrorCode::Unavailable, format!("etcd at {endpoints}: {}", redact(&m)))
-            }
+            E::LeaseKeepAliveError(m) | E::WatchError(m) => Error::new(
+                ErrorCode::Unavailable,
+                format!("etcd at {endpoints}: {}", redact(&m)),
+            ),
             other => Error::new(ErrorCode::Internal, redact(&other.to_string())),
         }
     }
 }
-
 
 fn transport_msg(t: &dyn std::error::Error) -> String {
     // tonic's transport errors hide the cause one or two levels down.
@@ -262,7 +288,9 @@ fn redact(msg: &str) -> String {
         }
         let looks_secret = word.len() >= 16
             && word.contains('.')
-            && word.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
         if looks_secret {
             out.push_str("<redacted>");
         } else {
@@ -271,7 +299,6 @@ fn redact(msg: &str) -> String {
     }
     out
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -291,25 +318,69 @@ mod tests {
 
     #[test]
     fn redaction_hides_token_shaped_words_only() {
-        assert_eq!(redact("bad token abcdefghij.klmnopqrstu here"), "bad token <redacted> here");
-        assert_eq!(redact("etcdserver: too many requests"), "etcdserver: too many requests");
+        assert_eq!(
+            redact("bad token abcdefghij.klmnopqrstu here"),
+            "bad token <redacted> here"
+        );
+        assert_eq!(
+            redact("etcdserver: too many requests"),
+            "etcdserver: too many requests"
+        );
     }
 
     #[test]
     fn grpc_statuses_map_to_codes() {
-        let st = |code, msg: &str| etcd_client::Error::GRpcStatus(tonic::Status::new(code, msg.to_string()));
+        let st = |code, msg: &str| {
+            etcd_client::Error::GRpcStatus(tonic::Status::new(code, msg.to_string()))
+        };
         let cases = [
-            (st(tonic::Code::InvalidArgument, "etcdserver: authentication failed, invalid user ID or password"), ErrorCode::AuthFailed),
-            (st(tonic::Code::FailedPrecondition, "etcdserver: authentication is not enabled"), ErrorCode::AuthFailed),
-            (st(tonic::Code::PermissionDenied, "etcdserver: permission denied"), ErrorCode::PermissionDenied),
-            (st(tonic::Code::NotFound, "etcdserver: requested lease not found"), ErrorCode::LockLost),
-            (st(tonic::Code::Unavailable, "etcdserver: leader changed"), ErrorCode::Unavailable),
-            (st(tonic::Code::InvalidArgument, "etcdserver: request is too large"), ErrorCode::InvalidArgument),
+            (
+                st(
+                    tonic::Code::InvalidArgument,
+                    "etcdserver: authentication failed, invalid user ID or password",
+                ),
+                ErrorCode::AuthFailed,
+            ),
+            (
+                st(
+                    tonic::Code::FailedPrecondition,
+                    "etcdserver: authentication is not enabled",
+                ),
+                ErrorCode::AuthFailed,
+            ),
+            (
+                st(
+                    tonic::Code::PermissionDenied,
+                    "etcdserver: permission denied",
+                ),
+                ErrorCode::PermissionDenied,
+            ),
+            (
+                st(
+                    tonic::Code::NotFound,
+                    "etcdserver: requested lease not found",
+                ),
+                ErrorCode::LockLost,
+            ),
+            (
+                st(tonic::Code::Unavailable, "etcdserver: leader changed"),
+                ErrorCode::Unavailable,
+            ),
+            (
+                st(
+                    tonic::Code::InvalidArgument,
+                    "etcdserver: request is too large",
+                ),
+                ErrorCode::InvalidArgument,
+            ),
         ];
         for (e, want) in cases {
             let got = Error::from_etcd(e, "http://127.0.0.1:1");
             assert_eq!(got.code(), want, "{got}");
-            assert!(got.message().contains("127.0.0.1:1") || want == ErrorCode::InvalidArgument, "{got}");
+            assert!(
+                got.message().contains("127.0.0.1:1") || want == ErrorCode::InvalidArgument,
+                "{got}"
+            );
         }
     }
 }

@@ -72,7 +72,14 @@ impl Client {
 /// per acquisition with Go's). Anything else (cleanups and expiries, which may run beside
 /// another delete of the key, records to delete with it, a key not reserved
 /// here): one Txn comparing the create_revision, safe whoever else deletes.
-pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: &[u8], rev: i64, with: &[Vec<u8>], plain: bool) -> Result<bool> {
+pub(crate) async fn delete_incarnation(
+    client: &Client,
+    session: &Session,
+    key: &[u8],
+    rev: i64,
+    with: &[Vec<u8>],
+    plain: bool,
+) -> Result<bool> {
     let t = &client.inner.transport;
     if plain && with.is_empty() && session.is_reserved(key) {
         let k = key.to_vec();
@@ -84,20 +91,33 @@ pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: 
         let r = Box::pin(t.call(t.request_bound(), &mut uncertain, |mut c| {
             attempts += 1;
             let k = k.clone();
-            async move { c.delete(k, Some(etcd_client::DeleteOptions::new().with_prev_key())).await }
+            async move {
+                c.delete(k, Some(etcd_client::DeleteOptions::new().with_prev_key()))
+                    .await
+            }
         }))
         .await;
         if uncertain || attempts != 1 || r.is_err() {
             session.retire_key(key);
         }
-        if r?.prev_kvs().first().is_some_and(|kv| kv.create_revision() == rev) {
+        if r?
+            .prev_kvs()
+            .first()
+            .is_some_and(|kv| kv.create_revision() == rev)
+        {
             return Ok(true);
         }
         return Ok(attempts > 1 && uncertain && earlier_copy_deleted(client, session).await);
     }
-    let ops = std::iter::once(key).chain(with.iter().map(Vec::as_slice)).map(|k| etcd_client::TxnOp::delete(k.to_vec(), None));
+    let ops = std::iter::once(key)
+        .chain(with.iter().map(Vec::as_slice))
+        .map(|k| etcd_client::TxnOp::delete(k.to_vec(), None));
     let txn = etcd_client::Txn::new()
-        .when([etcd_client::Compare::create_revision(key.to_vec(), etcd_client::CompareOp::Equal, rev)])
+        .when([etcd_client::Compare::create_revision(
+            key.to_vec(),
+            etcd_client::CompareOp::Equal,
+            rev,
+        )])
         .and_then(ops.collect::<Vec<_>>());
     let (mut uncertain, mut attempts) = (false, 0u32);
     let r = Box::pin(t.call(t.request_bound(), &mut uncertain, |mut c| {
@@ -106,7 +126,8 @@ pub(crate) async fn delete_incarnation(client: &Client, session: &Session, key: 
         async move { c.txn(txn).await }
     }))
     .await?;
-    Ok(r.succeeded() || (plain && attempts > 1 && uncertain && earlier_copy_deleted(client, session).await))
+    Ok(r.succeeded()
+        || (plain && attempts > 1 && uncertain && earlier_copy_deleted(client, session).await))
 }
 
 /// A retried delete found the key gone after an earlier attempt whose outcome
@@ -123,9 +144,11 @@ async fn earlier_copy_deleted(client: &Client, session: &Session) -> bool {
         return false;
     }
     let lease = session.lease;
-    let r = Box::pin(client.inner.transport.call_lease(client.request_bound(), &mut false, |mut c| async move {
-        c.time_to_live(lease, None).await
-    }))
+    let r = Box::pin(client.inner.transport.call_lease(
+        client.request_bound(),
+        &mut false,
+        |mut c| async move { c.time_to_live(lease, None).await },
+    ))
     .await;
     matches!(r, Ok(ttl) if ttl.ttl() > 0)
 }
@@ -136,7 +159,10 @@ async fn current_incarnation(client: &Client, key: &[u8]) -> Result<Option<i64>>
     let k = key.to_vec();
     let r = Box::pin(t.call(t.request_bound(), &mut false, |mut c| {
         let k = k.clone();
-        async move { c.get(k, Some(etcd_client::GetOptions::new().with_keys_only())).await }
+        async move {
+            c.get(k, Some(etcd_client::GetOptions::new().with_keys_only()))
+                .await
+        }
     }))
     .await?;
     Ok(r.kvs().first().map(|kv| kv.create_revision()))
@@ -149,14 +175,23 @@ async fn current_incarnation(client: &Client, key: &[u8]) -> Result<Option<i64>>
 /// this key may still be in flight (an attempt whose outcome we never learnt),
 /// so look once more after it should have landed, and delete what it created.
 /// The key stays reserved in the session until this returns.
-pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &[u8], rev: Option<i64>, uncertain: bool, with: &[Vec<u8>]) {
+pub(crate) async fn delete_until_gone(
+    client: &Client,
+    session: &Session,
+    key: &[u8],
+    rev: Option<i64>,
+    uncertain: bool,
+    with: &[Vec<u8>],
+) {
     let t = &client.inner.transport;
     let mut backoff = Duration::from_millis(50);
     let mut rounds = if uncertain { 2 } else { 1 };
     let mut rev = rev;
     loop {
         let step = match rev {
-            Some(r) => delete_incarnation(client, session, key, r, with, false).await.map(|_| true),
+            Some(r) => delete_incarnation(client, session, key, r, with, false)
+                .await
+                .map(|_| true),
             None => current_incarnation(client, key).await.map(|found| {
                 rev = found;
                 found.is_none()
@@ -184,7 +219,9 @@ pub(crate) async fn delete_until_gone(client: &Client, session: &Session, key: &
             }
             Err(e) => tracing::debug!(error = %e, "deleting lock key; retrying"),
         }
-        if session.loss().is_some() && Instant::now() > session.deadline() + Duration::from_secs(session.ttl as u64) {
+        if session.loss().is_some()
+            && Instant::now() > session.deadline() + Duration::from_secs(session.ttl as u64)
+        {
             return; // the lease has certainly expired on the server; the key went with it
         }
         if client.inner.closed.is_cancelled() {
@@ -203,9 +240,11 @@ pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReaso
         return l.reason;
     }
     let lease = session.lease;
-    let r = Box::pin(client.inner.transport.call_lease(client.request_bound(), &mut false, |mut c| async move {
-        c.time_to_live(lease, None).await
-    }))
+    let r = Box::pin(client.inner.transport.call_lease(
+        client.request_bound(),
+        &mut false,
+        |mut c| async move { c.time_to_live(lease, None).await },
+    ))
     .await;
     match r {
         Ok(ttl) if ttl.ttl() <= 0 => {
@@ -251,7 +290,13 @@ fn deliver(g: &dyn OwnKeyListener, ev: OwnEvent) {
 impl OwnKeyWatch {
     pub(crate) fn new() -> (Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Arc::new(OwnKeyWatch { waiter: Mutex::new(Some(tx)), guard: Mutex::new(None) }), rx)
+        (
+            Arc::new(OwnKeyWatch {
+                waiter: Mutex::new(Some(tx)),
+                guard: Mutex::new(None),
+            }),
+            rx,
+        )
     }
 
     pub(crate) fn sink(self: &Arc<Self>) -> Sink {
@@ -266,7 +311,12 @@ impl OwnKeyWatch {
                 let _ = w.send(ev);
                 return;
             }
-            let g = me.guard.lock().unwrap_or_else(|p| p.into_inner()).as_ref().and_then(Weak::upgrade);
+            let g = me
+                .guard
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .as_ref()
+                .and_then(Weak::upgrade);
             if let Some(g) = g {
                 deliver(&*g, ev);
             }
@@ -275,7 +325,11 @@ impl OwnKeyWatch {
 
     /// Hand the watch to the guard; events the waiter had not consumed yet are
     /// replayed to it.
-    pub(crate) fn hand_over(&self, guard: Weak<dyn OwnKeyListener>, mut pending: mpsc::UnboundedReceiver<OwnEvent>) {
+    pub(crate) fn hand_over(
+        &self,
+        guard: Weak<dyn OwnKeyListener>,
+        mut pending: mpsc::UnboundedReceiver<OwnEvent>,
+    ) {
         *self.guard.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard.clone());
         self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some(g) = guard.upgrade() {
@@ -288,5 +342,8 @@ impl OwnKeyWatch {
 
 /// A loss, now (or at the session's deadline if that came first).
 pub(crate) fn loss_now(session: &Session, reason: LossReason) -> Loss {
-    Loss { reason, at: Instant::now().min(session.deadline()) }
+    Loss {
+        reason,
+        at: Instant::now().min(session.deadline()),
+    }
 }

@@ -69,14 +69,20 @@ pub fn forward(sink: impl Fn(Record) + Send + 'static) -> bool {
         return false;
     }
     let (tx, rx) = sync_channel::<Record>(QUEUE);
-    if tracing_subscriber::registry().with(Forward).try_init().is_err() {
+    if tracing_subscriber::registry()
+        .with(Forward)
+        .try_init()
+        .is_err()
+    {
         return false;
     }
-    let spawned = std::thread::Builder::new().name("etcdlock-log".into()).spawn(move || {
-        for r in rx {
-            sink(r);
-        }
-    });
+    let spawned = std::thread::Builder::new()
+        .name("etcdlock-log".into())
+        .spawn(move || {
+            for r in rx {
+                sink(r);
+            }
+        });
     spawned.is_ok() && SENDER.set(tx).is_ok()
 }
 
@@ -91,7 +97,12 @@ impl<S: Subscriber> Layer<S> for Forward {
         let Some(tx) = SENDER.get() else { return };
         let mut v = Fields::default();
         event.record(&mut v);
-        let r = Record { level, target: event.metadata().target().to_string(), message: v.message, fields: v.fields };
+        let r = Record {
+            level,
+            target: event.metadata().target().to_string(),
+            message: v.message,
+            fields: v.fields,
+        };
         if let Err(TrySendError::Full(_)) = tx.try_send(r) {
             DROPPED.fetch_add(1, Ordering::Relaxed);
         }
@@ -143,12 +154,21 @@ mod tests {
         tracing::info!(member = 3, "member failed");
         let a = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!((a.level, a.message.as_str()), (Level::WARN, "lock lost"));
-        assert_eq!(a.fields, vec![("lock".to_string(), "a".to_string()), ("reason".to_string(), "LeaseExpired".to_string())]);
+        assert_eq!(
+            a.fields,
+            vec![
+                ("lock".to_string(), "a".to_string()),
+                ("reason".to_string(), "LeaseExpired".to_string())
+            ]
+        );
         let b = rx.recv_timeout(Duration::from_secs(5)).unwrap();
         assert_eq!((b.level, b.fields[0].1.as_str()), (Level::INFO, "3"));
         set_level(Some(Level::DEBUG));
         tracing::debug!("now forwarded");
-        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap().message, "now forwarded");
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(5)).unwrap().message,
+            "now forwarded"
+        );
         set_level(None);
         tracing::error!("off");
         assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());

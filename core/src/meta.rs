@@ -18,7 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-
 pub use crate::names::META_PREFIX;
 
 /// How often the records are brought up to date.
@@ -53,7 +52,14 @@ impl LockKind {
 
     /// The kind named `s`.
     pub fn from_name(s: &str) -> Option<LockKind> {
-        [LockKind::Mutex, LockKind::Election, LockKind::Semaphore, LockKind::RwLock].into_iter().find(|k| k.name() == s)
+        [
+            LockKind::Mutex,
+            LockKind::Election,
+            LockKind::Semaphore,
+            LockKind::RwLock,
+        ]
+        .into_iter()
+        .find(|k| k.name() == s)
     }
 }
 
@@ -102,7 +108,10 @@ pub(crate) struct Due {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 impl Book {
@@ -112,7 +121,12 @@ impl Book {
 
     /// An acquisition of `name` as `kind` starts. True when the book was
     /// idle until now (the caller starts the flush task).
-    pub(crate) fn wait_started(&self, name: &str, kind: LockKind, metadata: &[(String, String)]) -> bool {
+    pub(crate) fn wait_started(
+        &self,
+        name: &str,
+        kind: LockKind,
+        metadata: &[(String, String)],
+    ) -> bool {
         let mut m = self.map();
         let md = (!metadata.is_empty()).then(|| metadata_json(metadata));
         match m.get_mut(name) {
@@ -206,7 +220,10 @@ impl Book {
                 return false;
             }
             let ripe = now.saturating_duration_since(e.since) >= TICK;
-            if lease != 0 && ripe && (e.written != lease || e.written_counts != (e.waiting, e.holding) || e.dirty) {
+            if lease != 0
+                && ripe
+                && (e.written != lease || e.written_counts != (e.waiting, e.holding) || e.dirty)
+            {
                 due.puts.push((name.clone(), record(e, host, pid)));
                 e.written = lease;
                 e.written_counts = (e.waiting, e.holding);
@@ -243,15 +260,19 @@ impl Book {
 /// next use starts a new tick (a try that fails leaves no trace). A written
 /// one stays until the flush deletes its record.
 fn forget_if_unused(m: &mut HashMap<String, Entry>, name: &str) {
-    if m.get(name).is_some_and(|e| e.waiting + e.holding == 0 && e.written == 0) {
+    if m.get(name)
+        .is_some_and(|e| e.waiting + e.holding == 0 && e.written == 0)
+    {
         m.remove(name);
     }
 }
 
 /// Metadata pairs as a JSON object (later keys win).
 fn metadata_json(md: &[(String, String)]) -> String {
-    let map: serde_json::Map<String, serde_json::Value> =
-        md.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+    let map: serde_json::Map<String, serde_json::Value> = md
+        .iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect();
     serde_json::Value::Object(map).to_string()
 }
 
@@ -336,7 +357,10 @@ mod tests {
     #[test]
     fn short_uses_are_never_written_and_long_ones_once() {
         let b = Book::default();
-        assert!(b.wait_started("a", LockKind::Mutex, &[]), "the first use starts the flush task");
+        assert!(
+            b.wait_started("a", LockKind::Mutex, &[]),
+            "the first use starts the flush task"
+        );
         assert!(!b.wait_started("b", LockKind::Election, &[]));
         let t0 = Instant::now();
         b.hold_started("a");
@@ -347,7 +371,11 @@ mod tests {
         assert_eq!(d.deletes, Vec::<String>::new());
         assert_eq!(d.puts.len(), 1, "{d:?}");
         assert_eq!(d.puts[0].0, "b");
-        assert!(d.puts[0].1.contains("\"kind\":\"election\"") && d.puts[0].1.contains("\"waiting\":1"), "{}", d.puts[0].1);
+        assert!(
+            d.puts[0].1.contains("\"kind\":\"election\"") && d.puts[0].1.contains("\"waiting\":1"),
+            "{}",
+            d.puts[0].1
+        );
         // Unchanged: nothing to write.
         assert_eq!(b.due(7, t0 + TICK * 2, "h", 1), Due::default());
         // A second waiter changes the record; a new session rewrites it.
@@ -357,9 +385,15 @@ mod tests {
         // Done with it: one delete, then nothing.
         b.wait_ended("b");
         b.wait_ended("b");
-        assert_eq!(b.due(8, t0 + TICK * 5, "h", 1).deletes, vec!["b".to_string()]);
+        assert_eq!(
+            b.due(8, t0 + TICK * 5, "h", 1).deletes,
+            vec!["b".to_string()]
+        );
         assert!(b.is_idle());
-        assert!(b.wait_started("c", LockKind::Mutex, &[]), "idle again: the next use restarts the task");
+        assert!(
+            b.wait_started("c", LockKind::Mutex, &[]),
+            "idle again: the next use restarts the task"
+        );
     }
 
     #[test]
@@ -370,7 +404,11 @@ mod tests {
         assert_eq!(b.due(7, t0 + TICK, "h", 1).puts.len(), 1);
         assert_eq!(b.due(7, t0 + TICK * 2, "h", 1), Due::default());
         b.unwritten(&["a".to_string()]);
-        assert_eq!(b.due(7, t0 + TICK * 3, "h", 1).puts.len(), 1, "written again after a failure");
+        assert_eq!(
+            b.due(7, t0 + TICK * 3, "h", 1).puts.len(),
+            1,
+            "written again after a failure"
+        );
     }
 
     #[test]
@@ -384,7 +422,10 @@ mod tests {
     fn keys_round_trip_and_never_fall_under_a_lock_prefix() {
         let k = key(b"ns/", "jobs/nightly\n", 0x694d);
         assert_eq!(k, b"ns/__etcdlock/meta/jobs/nightly\n/694d".to_vec());
-        assert_eq!(parse_key(&k[3..]), Some(("jobs/nightly\n".to_string(), 0x694d)));
+        assert_eq!(
+            parse_key(&k[3..]),
+            Some(("jobs/nightly\n".to_string(), 0x694d))
+        );
         assert_eq!(parse_key(b"jobs/694d"), None);
     }
 
@@ -404,6 +445,9 @@ mod tests {
         let r = record(&e, "h\"x", 9);
         let v: serde_json::Value = serde_json::from_str(&r).unwrap();
         assert_eq!(v["metadata"]["app"], "billing \"eu\"", "{r}");
-        assert!(r.starts_with("{\"kind\":\"rwlock\",\"host\":\"h\\\"x\",\"pid\":9,"), "{r}");
+        assert!(
+            r.starts_with("{\"kind\":\"rwlock\",\"host\":\"h\\\"x\",\"pid\":9,"),
+            "{r}"
+        );
     }
 }

@@ -14,11 +14,11 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
+use crate::names::{owner_info, validate_name, LockOptions};
+use crate::queue::{kvs, more, revision, Queue};
+use crate::session::Loss;
 use crate::transport::Bound;
 use crate::wait::{cancelled, timeout_because, timeout_err, Pending};
-use crate::session::Loss;
-use crate::names::{LockOptions, owner_info, validate_name};
-use crate::queue::{Queue, kvs, more, revision};
 
 /// The most names one multi-lock may take: etcd's default `--max-txn-ops`.
 pub const MAX_MULTI: usize = 128;
@@ -102,7 +102,11 @@ impl MultiGuard {
             }
         })
         .await;
-        results.into_iter().flatten().find_map(Result::err).map_or(Ok(()), Err)
+        results
+            .into_iter()
+            .flatten()
+            .find_map(Result::err)
+            .map_or(Ok(()), Err)
     }
 }
 
@@ -119,11 +123,17 @@ impl Client {
 
     async fn lock_many_counted(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
         opts.validate()?;
-        if opts.lock_delay.is_some_and(|d| !d.is_zero()) || opts.lease_time.is_some() || !opts.metadata.is_empty() {
+        if opts.lock_delay.is_some_and(|d| !d.is_zero())
+            || opts.lease_time.is_some()
+            || !opts.metadata.is_empty()
+        {
             return Err(Error::invalid("lock_many takes a timeout and a cancel token only (no lock_delay, lease_time or metadata)"));
         }
         if names.is_empty() || names.len() > MAX_MULTI {
-            return Err(Error::invalid(format!("lock_many takes 1 to {MAX_MULTI} names, got {}", names.len())));
+            return Err(Error::invalid(format!(
+                "lock_many takes 1 to {MAX_MULTI} names, got {}",
+                names.len()
+            )));
         }
         let mut seen = HashSet::new();
         for n in names {
@@ -134,17 +144,31 @@ impl Client {
         }
         self.check_open()?;
         let once = opts.timeout == Some(Duration::ZERO);
-        let deadline = opts.timeout.filter(|t| !t.is_zero()).and_then(|t| Instant::now().checked_add(t));
-        let bound = if once { self.request_bound() } else { Bound::Wait(deadline) };
+        let deadline = opts
+            .timeout
+            .filter(|t| !t.is_zero())
+            .and_then(|t| Instant::now().checked_add(t));
+        let bound = if once {
+            self.request_bound()
+        } else {
+            Bound::Wait(deadline)
+        };
         // A child token: a failed wait cancels its siblings, never the caller's token.
-        let cancel = opts.cancel.as_ref().map(|c| c.child_token()).unwrap_or_default();
+        let cancel = opts
+            .cancel
+            .as_ref()
+            .map(|c| c.child_token())
+            .unwrap_or_default();
         let label = names.join(",");
         let session = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(cancelled(&label)),
             s = self.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(&label, opts.timeout, &e) } else { e })?,
         };
-        let keys: Vec<Vec<u8>> = names.iter().map(|n| session.reserve_key(&self.prefix(n))).collect();
+        let keys: Vec<Vec<u8>> = names
+            .iter()
+            .map(|n| session.reserve_key(&self.prefix(n)))
+            .collect();
         let mut pending = Pending::new(self, &session, keys[0].clone());
         pending.extra = keys[1..].to_vec();
         let value = owner_info();
@@ -153,38 +177,94 @@ impl Client {
         // round trip; only while the Txn stays within etcd's default
         // --max-txn-ops (two ops per name).
         let with_reads = 2 * keys.len() <= MAX_MULTI;
-        let newest = || GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(3);
-        let mut ops: Vec<TxnOp> = keys.iter().map(|k| TxnOp::put(k.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)))).collect();
+        let newest = || {
+            GetOptions::new()
+                .with_prefix()
+                .with_keys_only()
+                .with_sort(SortTarget::Create, SortOrder::Descend)
+                .with_limit(3)
+        };
+        let mut ops: Vec<TxnOp> = keys
+            .iter()
+            .map(|k| {
+                TxnOp::put(
+                    k.clone(),
+                    value.clone(),
+                    Some(PutOptions::new().with_lease(session.lease)),
+                )
+            })
+            .collect();
         if with_reads {
-            ops.extend(names.iter().map(|n| TxnOp::get(self.prefix(n), Some(newest()))));
+            ops.extend(
+                names
+                    .iter()
+                    .map(|n| TxnOp::get(self.prefix(n), Some(newest()))),
+            );
         }
-        let txn = Txn::new().when(keys.iter().map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0)).collect::<Vec<_>>()).and_then(ops);
-        let resp = self.run_detached(&mut pending, txn, &label, bound, &cancel).await.map_err(|e| {
-            if e.code() == ErrorCode::Timeout {
-                timeout_because(&label, opts.timeout, &e)
-            } else {
-                e
-            }
-        })?;
+        let txn = Txn::new()
+            .when(
+                keys.iter()
+                    .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
+                    .collect::<Vec<_>>(),
+            )
+            .and_then(ops);
+        let resp = self
+            .run_detached(&mut pending, txn, &label, bound, &cancel)
+            .await
+            .map_err(|e| {
+                if e.code() == ErrorCode::Timeout {
+                    timeout_because(&label, opts.timeout, &e)
+                } else {
+                    e
+                }
+            })?;
         if !resp.succeeded() {
             pending.abandon().await;
-            return Err(Error::new(ErrorCode::Internal, "lock_many: a fresh key already existed"));
+            return Err(Error::new(
+                ErrorCode::Internal,
+                "lock_many: a fresh key already existed",
+            ));
         }
         let my_rev = revision(&resp);
-        let ops = if with_reads { resp.op_responses() } else { Vec::new() };
+        let ops = if with_reads {
+            resp.op_responses()
+        } else {
+            Vec::new()
+        };
         let known: Vec<Option<Queue>> = names
             .iter()
             .zip(&keys)
             .enumerate()
-            .map(|(i, (n, k))| if with_reads { Queue::from_newest(&self.prefix(n), k, my_rev, kvs(ops.get(keys.len() + i)), !more(ops.get(keys.len() + i))) } else { None })
+            .map(|(i, (n, k))| {
+                if with_reads {
+                    Queue::from_newest(
+                        &self.prefix(n),
+                        k,
+                        my_rev,
+                        kvs(ops.get(keys.len() + i)),
+                        !more(ops.get(keys.len() + i)),
+                    )
+                } else {
+                    None
+                }
+            })
             .collect();
         let uncertain = pending.uncertain();
         pending.disarm();
         // One Pending per key from here on: each name waits on its own.
         let mut set = tokio::task::JoinSet::new();
         for (i, ((name, key), known)) in names.iter().zip(keys).zip(known).enumerate() {
-            let (c, s, name, cancel) = (self.clone(), session.clone(), name.to_string(), cancel.clone());
-            let timeout = if once { Some(Duration::ZERO) } else { opts.timeout };
+            let (c, s, name, cancel) = (
+                self.clone(),
+                session.clone(),
+                name.to_string(),
+                cancel.clone(),
+            );
+            let timeout = if once {
+                Some(Duration::ZERO)
+            } else {
+                opts.timeout
+            };
             set.spawn(async move {
                 let mut p = Pending::new(&c, &s, key.clone());
                 if uncertain {
@@ -208,7 +288,11 @@ impl Client {
                     p.abandon().await;
                     return (i, Err(timeout_err(&name, timeout)));
                 }
-                (i, c.wait_turn(&name, &s, p, my_rev, queue, deadline, timeout, &cancel).await)
+                (
+                    i,
+                    c.wait_turn(&name, &s, p, my_rev, queue, deadline, timeout, &cancel)
+                        .await,
+                )
             });
         }
         let mut guards: Vec<Option<Guard>> = (0..names.len()).map(|_| None).collect();
@@ -224,7 +308,10 @@ impl Client {
                     }
                 }
                 Err(e) => {
-                    failure.get_or_insert(Error::new(ErrorCode::Internal, format!("lock_many: a wait failed: {e}")));
+                    failure.get_or_insert(Error::new(
+                        ErrorCode::Internal,
+                        format!("lock_many: a wait failed: {e}"),
+                    ));
                     cancel.cancel();
                 }
             }
@@ -233,8 +320,14 @@ impl Client {
             for g in guards.into_iter().flatten() {
                 let _ = g.unlock().await;
             }
-            return Err(if once && e.code() == ErrorCode::Timeout { timeout_err(&label, opts.timeout) } else { e });
+            return Err(if once && e.code() == ErrorCode::Timeout {
+                timeout_err(&label, opts.timeout)
+            } else {
+                e
+            });
         }
-        Ok(MultiGuard { guards: guards.into_iter().flatten().collect() })
+        Ok(MultiGuard {
+            guards: guards.into_iter().flatten().collect(),
+        })
     }
 }

@@ -17,7 +17,9 @@ use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnEvent, OwnKeyWatch};
 use crate::meta::LockKind;
-use crate::names::{is_direct_child, lost_err, owner_info, prefix_end, show, validate_name, LockOptions, Mode};
+use crate::names::{
+    is_direct_child, lost_err, owner_info, prefix_end, show, validate_name, LockOptions, Mode,
+};
 use crate::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
@@ -51,7 +53,11 @@ impl Client {
     /// of zero means one try and no wait: the lock is taken if it is free, else
     /// `Timeout`, and nothing is written to etcd when it is held.
     pub async fn lock_with(&self, name: &str, opts: LockOptions) -> Result<Guard> {
-        let mode = if opts.timeout == Some(Duration::ZERO) { Mode::Once } else { Mode::Wait };
+        let mode = if opts.timeout == Some(Duration::ZERO) {
+            Mode::Once
+        } else {
+            Mode::Wait
+        };
         self.acquire(name, opts, mode, None).await
     }
 
@@ -59,20 +65,41 @@ impl Client {
     /// it. Writes nothing to etcd in that case (one Txn that compares the
     /// prefix), so followers that poll cost etcd a read, not a put and a delete.
     pub async fn try_lock(&self, name: &str) -> Result<Guard> {
-        self.acquire(name, LockOptions::default(), Mode::Try, None).await
+        self.acquire(name, LockOptions::default(), Mode::Try, None)
+            .await
     }
 
     /// [`Client::try_lock`] with acquisition options (`lock_delay`,
     /// `lease_time`, `metadata`; a timeout or cancel token is ignored: a try
     /// never waits).
     pub async fn try_lock_with(&self, name: &str, opts: LockOptions) -> Result<Guard> {
-        self.acquire(name, LockOptions { timeout: None, cancel: None, ..opts }, Mode::Try, None).await
+        self.acquire(
+            name,
+            LockOptions {
+                timeout: None,
+                cancel: None,
+                ..opts
+            },
+            Mode::Try,
+            None,
+        )
+        .await
     }
 
     /// Acquire `name`; `value` is what our key carries (the election's
     /// proclamation; by default who we are, for `etcdlock status`).
-    pub(crate) async fn acquire(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>) -> Result<Guard> {
-        let kind = if value.is_some() { LockKind::Election } else { LockKind::Mutex };
+    pub(crate) async fn acquire(
+        &self,
+        name: &str,
+        opts: LockOptions,
+        mode: Mode,
+        value: Option<&[u8]>,
+    ) -> Result<Guard> {
+        let kind = if value.is_some() {
+            LockKind::Election
+        } else {
+            LockKind::Mutex
+        };
         self.acquire_n(name, opts, mode, value, 1, kind).await
     }
 
@@ -88,7 +115,9 @@ impl Client {
     ) -> Result<Guard> {
         opts.validate()?;
         if permits > 1 && opts.lock_delay.is_some_and(|d| !d.is_zero()) {
-            return Err(Error::invalid("lock_delay applies to locks and elections, not to semaphore permits"));
+            return Err(Error::invalid(
+                "lock_delay applies to locks and elections, not to semaphore permits",
+            ));
         }
         let m = self.inner.metrics.acquiring();
         let _meta = self.meta_wait(name, kind, &opts.metadata);
@@ -101,7 +130,14 @@ impl Client {
         r
     }
 
-    async fn acquire_n_counted(&self, name: &str, opts: LockOptions, mode: Mode, value: Option<&[u8]>, permits: u32) -> Result<Guard> {
+    async fn acquire_n_counted(
+        &self,
+        name: &str,
+        opts: LockOptions,
+        mode: Mode,
+        value: Option<&[u8]>,
+        permits: u32,
+    ) -> Result<Guard> {
         validate_name(name)?;
         self.check_open()?;
         let deadline = match mode {
@@ -118,14 +154,20 @@ impl Client {
         if mode != Mode::Wait {
             // A key of ours this client is still deleting (an abandoned
             // acquisition) must not make the try fail on its own ghost.
-            self.inner.cleanups.settled(&self.prefix(name), bound.end()).await;
+            self.inner
+                .cleanups
+                .settled(&self.prefix(name), bound.end())
+                .await;
         }
         let delay_secs = opts.delay_secs()?;
         let cancel = opts.cancel.unwrap_or_default();
         // Waiters of this client on this lock queue in etcd a few at a time
         // (window.rs); the place is left when this call returns.
         let _place = match mode {
-            Mode::Wait => Some(self.enter_window(name, deadline, opts.timeout, &cancel).await?),
+            Mode::Wait => Some(
+                self.enter_window(name, deadline, opts.timeout, &cancel)
+                    .await?,
+            ),
             _ => None,
         };
         let mut attempts = 0;
@@ -145,25 +187,52 @@ impl Client {
             let r = if permits == 1 {
                 let delay = match delay_secs {
                     0 => Ok(None),
-                    secs => self.delay_lease(&session, secs, bound).await.map(Some).map_err(|e| {
-                        if e.code() == ErrorCode::Timeout {
-                            timeout_because(name, opts.timeout, &e)
-                        } else {
-                            e.context(format!("lock {}", show(name)))
-                        }
-                    }),
+                    secs => self
+                        .delay_lease(&session, secs, bound)
+                        .await
+                        .map(Some)
+                        .map_err(|e| {
+                            if e.code() == ErrorCode::Timeout {
+                                timeout_because(name, opts.timeout, &e)
+                            } else {
+                                e.context(format!("lock {}", show(name)))
+                            }
+                        }),
                 };
                 match delay {
-                    Ok(delay) => Box::pin(self.acquire_on(name, &session, mode, bound, opts.timeout, &cancel, value, delay)).await,
+                    Ok(delay) => {
+                        Box::pin(self.acquire_on(
+                            name,
+                            &session,
+                            mode,
+                            bound,
+                            opts.timeout,
+                            &cancel,
+                            value,
+                            delay,
+                        ))
+                        .await
+                    }
                     Err(e) => Err(e),
                 }
             } else {
-                Box::pin(self.permit_on(name, &session, mode, bound, opts.timeout, &cancel, permits)).await
+                Box::pin(self.permit_on(
+                    name,
+                    &session,
+                    mode,
+                    bound,
+                    opts.timeout,
+                    &cancel,
+                    permits,
+                ))
+                .await
             };
             // Closing revokes the lease, which deletes our waiter key: whichever of
             // the watch event and the close signal wins, the caller sees Closed.
             let r = match r {
-                Err(e) if self.inner.closed.is_cancelled() && e.code() != ErrorCode::Closed => Err(closed_err(name)),
+                Err(e) if self.inner.closed.is_cancelled() && e.code() != ErrorCode::Closed => {
+                    Err(closed_err(name))
+                }
                 r => r,
             };
             match r {
@@ -198,11 +267,15 @@ impl Client {
         cancel: &CancellationToken,
     ) -> Result<crate::window::Place> {
         use crate::window::NoPlace;
-        self.inner.windows.enter(&self.prefix(name), deadline, cancel, &self.inner.closed).await.map_err(|n| match n {
-            NoPlace::Deadline => timeout_err(name, timeout),
-            NoPlace::Cancelled => cancelled(name),
-            NoPlace::Closed => closed_err(name),
-        })
+        self.inner
+            .windows
+            .enter(&self.prefix(name), deadline, cancel, &self.inner.closed)
+            .await
+            .map_err(|n| match n {
+                NoPlace::Deadline => timeout_err(name, timeout),
+                NoPlace::Cancelled => cancelled(name),
+                NoPlace::Closed => closed_err(name),
+            })
     }
 
     pub(crate) fn prefix(&self, name: &str) -> Vec<u8> {
@@ -223,13 +296,28 @@ impl Client {
         value: Option<&[u8]>,
         delay: Option<i64>,
     ) -> Result<Guard> {
-        let g = Box::pin(self.acquire_undelayed(name, session, mode, bound, timeout, cancel, value, delay)).await?;
+        let g = Box::pin(
+            self.acquire_undelayed(name, session, mode, bound, timeout, cancel, value, delay),
+        )
+        .await?;
         let Some(gate) = g.1 else { return Ok(g.0) };
         let deadline = match bound {
             Bound::Wait(d) => d,
             Bound::Request(_) => None,
         };
-        match self.delay_gate(&g.0, Gate { mode, lease: gate, deadline, timeout, cancel }).await {
+        match self
+            .delay_gate(
+                &g.0,
+                Gate {
+                    mode,
+                    lease: gate,
+                    deadline,
+                    timeout,
+                    cancel,
+                },
+            )
+            .await
+        {
             Ok(()) => Ok(g.0),
             Err(e) => {
                 // Granted in the queue but not past the delay: leave it, as
@@ -270,19 +358,34 @@ impl Client {
             Bound::Request(_) => None,
         };
         let prefix = self.prefix(name);
-        let value = value.map(<[u8]>::to_vec).unwrap_or_else(|| owner_info().into_bytes());
+        let value = value
+            .map(<[u8]>::to_vec)
+            .unwrap_or_else(|| owner_info().into_bytes());
         let key = session.reserve_key(&prefix);
         let mut pending = Pending::new(self, session, key.clone());
         let ctx = |e: Error| e.context(format!("lock {}", show(name)));
         let keys_only = || GetOptions::new().with_prefix().with_keys_only();
-        let put = TxnOp::put(key.clone(), value.clone(), Some(PutOptions::new().with_lease(session.lease)));
+        let put = TxnOp::put(
+            key.clone(),
+            value.clone(),
+            Some(PutOptions::new().with_lease(session.lease)),
+        );
         let recs = self.delay_records(name);
-        let held_range = || Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0).with_range(prefix_end(&recs.held));
+        let held_range = || {
+            Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
+                .with_range(prefix_end(&recs.held))
+        };
         let txn = match (mode, delay) {
             // With a delay, the waiter's record goes in with the key (see delay.rs).
             (Mode::Wait, Some(lease)) => {
                 pending.extra.push(recs.waiting_of(&prefix, &key));
-                queue_txn(&key, &prefix, put, &recs, Some(put_record(recs.waiting_of(&prefix, &key), lease)))
+                queue_txn(
+                    &key,
+                    &prefix,
+                    put,
+                    &recs,
+                    Some(put_record(recs.waiting_of(&prefix, &key), lease)),
+                )
             }
             (Mode::Wait, None) => queue_txn(&key, &prefix, put, &recs, None),
             // Try: put only if nobody holds or waits (no key under the prefix)
@@ -290,23 +393,33 @@ impl Client {
             // else read any one key (no sort: cheap) to tell a contender from a
             // key of a nested name, and the holder records likewise.
             (_, delay) => Txn::new()
-                .when([Compare::create_revision(prefix.clone(), CompareOp::Equal, 0).with_range(prefix_end(&prefix)), held_range()])
+                .when([
+                    Compare::create_revision(prefix.clone(), CompareOp::Equal, 0)
+                        .with_range(prefix_end(&prefix)),
+                    held_range(),
+                ])
                 .and_then(match delay {
                     Some(lease) => vec![put, put_record(recs.held_of(&prefix, &key), lease)],
                     None => vec![put],
                 })
                 .or_else([
                     TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1))),
-                    TxnOp::get(recs.held.clone(), Some(GetOptions::new().with_prefix().with_keys_only())),
+                    TxnOp::get(
+                        recs.held.clone(),
+                        Some(GetOptions::new().with_prefix().with_keys_only()),
+                    ),
                 ]),
         };
-        let resp = self.run_detached(&mut pending, txn, name, bound, cancel).await.map_err(|e| {
-            if e.code() == ErrorCode::Timeout {
-                timeout_because(name, timeout, &e)
-            } else {
-                ctx(e)
-            }
-        })?;
+        let resp = self
+            .run_detached(&mut pending, txn, name, bound, cancel)
+            .await
+            .map_err(|e| {
+                if e.code() == ErrorCode::Timeout {
+                    timeout_because(name, timeout, &e)
+                } else {
+                    ctx(e)
+                }
+            })?;
         let ops = resp.op_responses();
 
         if mode != Mode::Wait {
@@ -323,7 +436,10 @@ impl Client {
                     // Only keys (or delay records) of nested names (`name/x/...`)
                     // are there: they are not contenders, so queue once and see.
                     _ => {
-                        let g = Box::pin(self.try_past_nested(name, session, mode, timeout, pending, value)).await?;
+                        let g = Box::pin(
+                            self.try_past_nested(name, session, mode, timeout, pending, value),
+                        )
+                        .await?;
                         return Ok((g, Some(delay)));
                     }
                 }
@@ -347,21 +463,35 @@ impl Client {
             let my_rev = revision(&resp);
             match Queue::from_newest(&prefix, &key, my_rev, kvs(ops.get(1)), !more(ops.get(1))) {
                 Some(q) => (my_rev, q),
-                None => (my_rev, self.read_queue(&prefix, &key, my_rev).await.map_err(ctx)?),
+                None => (
+                    my_rev,
+                    self.read_queue(&prefix, &key, my_rev).await.map_err(ctx)?,
+                ),
             }
         } else {
             // Our key was already there: an earlier attempt of this very Txn landed
             // although we never saw its answer.
             match kvs(ops.first()).first().map(|kv| kv.create_revision()) {
                 Some(rev) => (rev, self.read_queue(&prefix, &key, rev).await.map_err(ctx)?),
-                None => return Err(Error::lost(LossReason::LeaseExpired, format!("{LEASE_NOT_FOUND}: our key vanished while queueing"))),
+                None => {
+                    return Err(Error::lost(
+                        LossReason::LeaseExpired,
+                        format!("{LEASE_NOT_FOUND}: our key vanished while queueing"),
+                    ))
+                }
             }
         };
         if queue.pred.is_none() {
-            return Ok((self.held(name, session, pending, my_rev, Vec::new(), None), gate));
+            return Ok((
+                self.held(name, session, pending, my_rev, Vec::new(), None),
+                gate,
+            ));
         }
         // Boxed: only contended acquisitions pay for the wait's state.
-        let g = Box::pin(self.wait_turn(name, session, pending, my_rev, queue, deadline, timeout, cancel)).await?;
+        let g = Box::pin(self.wait_turn(
+            name, session, pending, my_rev, queue, deadline, timeout, cancel,
+        ))
+        .await?;
         Ok((g, gate))
     }
 
@@ -398,25 +528,48 @@ impl Client {
         let watch = |key: &[u8], after: i64, tags: &mut u64| {
             *tags += 1;
             let (tag, tx) = (*tags, ev_tx.clone());
-            (tag, hub.watch(key.to_vec(), after, Arc::new(move |ev| {
-                let _ = tx.send((tag, ev));
-            })))
+            (
+                tag,
+                hub.watch(
+                    key.to_vec(),
+                    after,
+                    Arc::new(move |ev| {
+                        let _ = tx.send((tag, ev));
+                    }),
+                ),
+            )
         };
         // The predecessor's watch lives as long as the predecessor: a re-read
         // that finds the same predecessor keeps it (no new watch, no gap).
         let mut pred_w: Option<(Contender, u64, i64)> = None;
         let mut waited_on: Vec<Vec<u8>> = Vec::new();
         let closed = self.inner.closed.clone();
-        let ends = WaitEnds { closed: &closed, cancel, deadline, session };
+        let ends = WaitEnds {
+            closed: &closed,
+            cancel,
+            deadline,
+            session,
+        };
         let mut backoff = Duration::from_millis(25);
         loop {
             if !queue.mine {
                 let reason = why_deleted(self, session).await;
-                return Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
+                return Err(lost_err(
+                    name,
+                    reason,
+                    "our waiter key was deleted while waiting",
+                ));
             }
             let Some(pred) = queue.pred.clone() else {
                 pending.watches.retain(|w| *w != own_id);
-                return Ok(self.held(name, session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
+                return Ok(self.held(
+                    name,
+                    session,
+                    pending,
+                    my_rev,
+                    waited_on,
+                    Some((own_id, own, own_rx)),
+                ));
             };
             if waited_on.last() != Some(&pred.key) {
                 waited_on.push(pred.key.clone());
@@ -433,7 +586,10 @@ impl Client {
                 pending.watches.push(id);
                 pred_w = Some((pred.clone(), tag, id));
             }
-            let (pred_tag, pred_id) = pred_w.as_ref().map(|(_, t, id)| (*t, *id)).unwrap_or_default();
+            let (pred_tag, pred_id) = pred_w
+                .as_ref()
+                .map(|(_, t, id)| (*t, *id))
+                .unwrap_or_default();
             // Look ahead: watch the key before the predecessor too. Its delete
             // (the predecessor takes the lock) is answered by a re-read while the
             // predecessor holds, off the handoff's path. A missed event there
@@ -453,7 +609,7 @@ impl Client {
             // etcd turns "now" into a revision before it registers the watch; a
             // write in between leaves the watch unsynced, served by a 100 ms
             // catch-up loop (what bounds Go's Mutex's handoff rate). For a new
-            // watch on the holder, a few reads in its first ~115 ms close that
+            // watch on the holder, a few reads over its first moments (`polls`) close that
             // window; deeper waiters have time for the loop to catch up.
             let mut polls = [5u64, 10, 20, 40, 40].into_iter();
             let mut next_poll: Option<Instant> = None;
@@ -530,7 +686,14 @@ impl Client {
             }
             if let Woken::Acquired = woken {
                 pending.watches.retain(|w| *w != own_id);
-                return Ok(self.held(name, session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
+                return Ok(self.held(
+                    name,
+                    session,
+                    pending,
+                    my_rev,
+                    waited_on,
+                    Some((own_id, own, own_rx)),
+                ));
             }
             // With the whole queue known, a delete steps it forward; the new
             // watches start at the same read's revision, so the hub replays a
@@ -588,14 +751,23 @@ impl Client {
         let key = pending.key.clone();
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), value, Some(PutOptions::new().with_lease(session.lease)))])
+            .and_then([TxnOp::put(
+                key.clone(),
+                value,
+                Some(PutOptions::new().with_lease(session.lease)),
+            )])
             .or_else([TxnOp::get(key.clone(), None)]);
         let never = CancellationToken::new();
-        let resp = self.run_detached(&mut pending, txn, name, self.request_bound(), &never).await?;
+        let resp = self
+            .run_detached(&mut pending, txn, name, self.request_bound(), &never)
+            .await?;
         let my_rev = if resp.succeeded() {
             revision(&resp)
         } else {
-            kvs(resp.op_responses().first()).first().map(|kv| kv.create_revision()).unwrap_or(0)
+            kvs(resp.op_responses().first())
+                .first()
+                .map(|kv| kv.create_revision())
+                .unwrap_or(0)
         };
         let q = self.read_queue(&prefix, &key, my_rev).await?;
         if q.mine && q.pred.is_none() {
@@ -608,7 +780,10 @@ impl Client {
     fn busy(&self, name: &str, mode: Mode, timeout: Option<Duration>) -> Error {
         match mode {
             Mode::Once => timeout_err(name, timeout),
-            _ => Error::new(ErrorCode::WouldBlock, format!("lock {} is held", show(name))),
+            _ => Error::new(
+                ErrorCode::WouldBlock,
+                format!("lock {} is held", show(name)),
+            ),
         }
     }
 
@@ -616,7 +791,9 @@ impl Client {
     /// point reads in one Txn, O(1) however long the queue (the full queue
     /// read is a sorted range, and etcd reads the whole prefix for those).
     async fn still_there(&self, pred: &Contender, key: &[u8], my_rev: i64) -> Result<bool> {
-        self.presence(pred, key, my_rev).await.map(|(theirs, ours)| theirs && ours)
+        self.presence(pred, key, my_rev)
+            .await
+            .map(|(theirs, ours)| theirs && ours)
     }
 
     /// Whether `other` (as created) and our key still exist, each: the two
@@ -642,10 +819,22 @@ impl Client {
     /// only one, i.e. the holder, and, when that is all of them, the whole queue). Keys of nested names are skipped by a full scan in the
     /// rare case that they show up.
     pub(crate) async fn read_queue(&self, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
-        let older = || GetOptions::new().with_prefix().with_keys_only().with_max_create_revision(my_rev - 1);
+        let older = || {
+            GetOptions::new()
+                .with_prefix()
+                .with_keys_only()
+                .with_max_create_revision(my_rev - 1)
+        };
         let txn = Txn::new().and_then([
             TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-            TxnOp::get(prefix.to_vec(), Some(older().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ))),
+            TxnOp::get(
+                prefix.to_vec(),
+                Some(
+                    older()
+                        .with_sort(SortTarget::Create, SortOrder::Descend)
+                        .with_limit(OLDER_READ),
+                ),
+            ),
         ]);
         let resp = self
             .call(None, |mut c| {
@@ -654,7 +843,9 @@ impl Client {
             })
             .await?;
         let ops = resp.op_responses();
-        let mine = kvs(ops.first()).first().is_some_and(|kv| kv.create_revision() == my_rev);
+        let mine = kvs(ops.first())
+            .first()
+            .is_some_and(|kv| kv.create_revision() == my_rev);
         let newest = kvs(ops.get(1));
         let rev = revision(&resp);
         if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
@@ -665,10 +856,22 @@ impl Client {
         let all = self
             .call(None, |mut c| {
                 let p = p.clone();
-                async move { c.get(p, Some(older().with_sort(SortTarget::Create, SortOrder::Ascend))).await }
+                async move {
+                    c.get(
+                        p,
+                        Some(older().with_sort(SortTarget::Create, SortOrder::Ascend)),
+                    )
+                    .await
+                }
             })
             .await?;
-        let older: Vec<Contender> = all.kvs().iter().rev().filter(|kv| is_direct_child(prefix, kv.key())).map(Contender::of).collect();
+        let older: Vec<Contender> = all
+            .kvs()
+            .iter()
+            .rev()
+            .filter(|kv| is_direct_child(prefix, kv.key()))
+            .map(Contender::of)
+            .collect();
         Ok(Queue::of_older(mine, &older, true, rev))
     }
 
@@ -690,7 +893,16 @@ impl Client {
         // wait gets its watch once it has been held a little while (unless
         // the user opted out): see watch::HELD_WATCH_DELAY.
         let later = own.is_none() && self.inner.watch_held_keys;
-        Guard::new(self.clone(), session.clone(), name, key, token, waited_on, own, later)
+        Guard::new(
+            self.clone(),
+            session.clone(),
+            name,
+            key,
+            token,
+            waited_on,
+            own,
+            later,
+        )
     }
 }
 
@@ -700,15 +912,31 @@ impl Client {
 /// name's lock-delay records, plus `record` (our waiter record, with a
 /// lock-delay); else read our key. The benchmark floor sends this same Txn
 /// (`bench_floor::txn_delete_round`), so the two cannot drift apart.
-pub(crate) fn queue_txn(key: &[u8], prefix: &[u8], put: TxnOp, recs: &crate::delay::Records, record: Option<TxnOp>) -> Txn {
-    let newest = GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(OLDER_READ + 1);
+pub(crate) fn queue_txn(
+    key: &[u8],
+    prefix: &[u8],
+    put: TxnOp,
+    recs: &crate::delay::Records,
+    record: Option<TxnOp>,
+) -> Txn {
+    let newest = GetOptions::new()
+        .with_prefix()
+        .with_keys_only()
+        .with_sort(SortTarget::Create, SortOrder::Descend)
+        .with_limit(OLDER_READ + 1);
     let mut ops = vec![
         put,
         TxnOp::get(prefix.to_vec(), Some(newest)),
-        TxnOp::get(recs.all.clone(), Some(GetOptions::new().with_prefix().with_count_only())),
+        TxnOp::get(
+            recs.all.clone(),
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        ),
     ];
     ops.extend(record);
-    Txn::new().when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)]).and_then(ops).or_else([TxnOp::get(key.to_vec(), None)])
+    Txn::new()
+        .when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])
+        .and_then(ops)
+        .or_else([TxnOp::get(key.to_vec(), None)])
 }
 
 #[cfg(test)]
@@ -728,9 +956,19 @@ mod tests {
         o.lazy_connect = true;
         let c = Client::connect(o).await.unwrap();
         let acquire = c.acquire_n_counted("x", LockOptions::default(), Mode::Wait, None, 1);
-        let session = crate::session::Session::new(1, 15, Duration::from_secs(1), std::time::Instant::now(), None, Vec::new());
+        let session = crate::session::Session::new(
+            1,
+            15,
+            Duration::from_secs(1),
+            std::time::Instant::now(),
+            None,
+            Vec::new(),
+        );
         let delete = crate::keys::delete_incarnation(&c, &session, b"x/1", 1, &[], true);
-        let (a, d) = (std::mem::size_of_val(&acquire), std::mem::size_of_val(&delete));
+        let (a, d) = (
+            std::mem::size_of_val(&acquire),
+            std::mem::size_of_val(&delete),
+        );
         eprintln!("acquire_n_counted future: {a} B, delete_incarnation future: {d} B");
         drop((acquire, delete));
         c.close().await;

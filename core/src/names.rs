@@ -73,14 +73,17 @@ pub struct LockOptions {
     /// Who holds, as everyone can read it in `status`/`list` (ShedLock's
     /// `lockedBy`): string pairs, at most [`MAX_METADATA_BYTES`] in all.
     /// etcdlock adds the host, pid and language itself. Stored in the name's
-    /// meta record, which is written once a name has been in use for ~100 ms.
+    /// meta record, which is written once a name has been in use for 100 ms (the meta records' tick).
     pub metadata: Vec<(String, String)>,
 }
 
 impl LockOptions {
     /// Wait at most `timeout`.
     pub fn timeout(timeout: Duration) -> Self {
-        LockOptions { timeout: Some(timeout), ..LockOptions::default() }
+        LockOptions {
+            timeout: Some(timeout),
+            ..LockOptions::default()
+        }
     }
 
     /// With [`LockOptions::lock_delay`] set.
@@ -104,7 +107,9 @@ impl LockOptions {
     /// The lock-delay in whole seconds (0: none), checked.
     pub(crate) fn delay_secs(&self) -> Result<u64> {
         check_span("lock_delay", self.lock_delay)?;
-        Ok(self.lock_delay.map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0)))
+        Ok(self
+            .lock_delay
+            .map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0)))
     }
 
     /// Check every option that has a rule (spans, metadata size).
@@ -116,10 +121,14 @@ impl LockOptions {
         }
         let size: usize = self.metadata.iter().map(|(k, v)| k.len() + v.len()).sum();
         if size > MAX_METADATA_BYTES {
-            return Err(Error::invalid(format!("metadata is {size} bytes; the limit is {MAX_METADATA_BYTES}")));
+            return Err(Error::invalid(format!(
+                "metadata is {size} bytes; the limit is {MAX_METADATA_BYTES}"
+            )));
         }
         if let Some((k, _)) = self.metadata.iter().find(|(k, _)| k.is_empty()) {
-            return Err(Error::invalid(format!("metadata keys must not be empty, got {k:?}")));
+            return Err(Error::invalid(format!(
+                "metadata keys must not be empty, got {k:?}"
+            )));
         }
         Ok(())
     }
@@ -127,9 +136,11 @@ impl LockOptions {
 
 fn check_span(what: &str, d: Option<Duration>) -> Result<()> {
     match d {
-        Some(d) if d > MAX_LOCK_DELAY => {
-            Err(Error::invalid(format!("{what} must be at most {} s, got {} s", MAX_LOCK_DELAY.as_secs(), d.as_secs_f64())))
-        }
+        Some(d) if d > MAX_LOCK_DELAY => Err(Error::invalid(format!(
+            "{what} must be at most {} s, got {} s",
+            MAX_LOCK_DELAY.as_secs(),
+            d.as_secs_f64()
+        ))),
         _ => Ok(()),
     }
 }
@@ -138,8 +149,13 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("lock name is empty"));
     }
-    if let Some(p) = [META_PREFIX, ONCE_PREFIX].into_iter().find(|p| name.starts_with(p)) {
-        return Err(Error::invalid(format!("lock names under {p:?} are reserved for etcdlock's records")));
+    if let Some(p) = [META_PREFIX, ONCE_PREFIX]
+        .into_iter()
+        .find(|p| name.starts_with(p))
+    {
+        return Err(Error::invalid(format!(
+            "lock names under {p:?} are reserved for etcdlock's records"
+        )));
     }
     if name.len() > MAX_NAME_LEN {
         return Err(Error::invalid(format!(
@@ -149,7 +165,6 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     }
     Ok(())
 }
-
 
 /// The first component after `prefix` is the whole rest of the key: a direct
 /// child of the lock, not a key of a nested name (`jobs/x/...` under `jobs/`).
@@ -201,7 +216,10 @@ pub(crate) enum Mode {
 /// it needs no escaping in JSON or a table.
 pub(crate) fn hostname() -> String {
     let h = gethostname::gethostname().to_string_lossy().into_owned();
-    h.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-').take(64).collect()
+    h.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '.' || *c == '-')
+        .take(64)
+        .collect()
 }
 
 /// The value stored in our lock key: who we are and since when (wall clock, for
@@ -221,7 +239,12 @@ pub(crate) fn owner_info() -> String {
         Some((p, h)) if *p == pid => h,
         _ => {
             let host = hostname();
-            &head.insert((pid, format!("{{\"host\":\"{host}\",\"pid\":{pid},\"since_ms\":"))).1
+            &head
+                .insert((
+                    pid,
+                    format!("{{\"host\":\"{host}\",\"pid\":{pid},\"since_ms\":"),
+                ))
+                .1
         }
     };
     let mut out = String::with_capacity(head.len() + 16);
@@ -260,12 +283,29 @@ mod tests {
 
     #[test]
     fn names_are_checked_before_any_request() {
-        assert_eq!(validate_name("").unwrap_err().code(), ErrorCode::InvalidArgument);
-        assert_eq!(validate_name(&"n".repeat(MAX_NAME_LEN + 1)).unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert_eq!(
+            validate_name("").unwrap_err().code(),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            validate_name(&"n".repeat(MAX_NAME_LEN + 1))
+                .unwrap_err()
+                .code(),
+            ErrorCode::InvalidArgument
+        );
         assert!(validate_name(&"n".repeat(MAX_NAME_LEN)).is_ok());
-        assert!(validate_name("jobs/x\n").is_ok(), "control characters are the caller's business, shown escaped");
-        assert_eq!(validate_name("__etcdlock/meta/x").unwrap_err().code(), ErrorCode::InvalidArgument);
-        assert_eq!(validate_name("__etcdlock/once/x").unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert!(
+            validate_name("jobs/x\n").is_ok(),
+            "control characters are the caller's business, shown escaped"
+        );
+        assert_eq!(
+            validate_name("__etcdlock/meta/x").unwrap_err().code(),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            validate_name("__etcdlock/once/x").unwrap_err().code(),
+            ErrorCode::InvalidArgument
+        );
         assert!(validate_name("__etcdlock").is_ok());
     }
 }

@@ -30,8 +30,8 @@ use serde_json::{json, Value};
 
 use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::names::{hostname, validate_name};
 pub use crate::names::ONCE_PREFIX;
+use crate::names::{hostname, validate_name};
 
 /// What a run-once record says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +73,13 @@ impl OnceHold {
     pub fn mine(name: &str, revision: i64, locked_at_ms: i64, lock_until_ms: i64) -> OnceHold {
         OnceHold {
             name: name.to_string(),
-            record: OnceRecord { lock_until_ms, locked_at_ms, locked_by: hostname(), pid: std::process::id(), revision },
+            record: OnceRecord {
+                lock_until_ms,
+                locked_at_ms,
+                locked_by: hostname(),
+                pid: std::process::id(),
+                revision,
+            },
         }
     }
 
@@ -85,7 +91,10 @@ impl OnceHold {
 
 /// Milliseconds since the Unix epoch on the system clock.
 pub fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }
 
 fn ms(d: Duration, what: &str) -> Result<i64> {
@@ -115,7 +124,11 @@ fn decode(value: &[u8], revision: i64) -> OnceRecord {
     OnceRecord {
         lock_until_ms: int("lock_until_ms"),
         locked_at_ms: int("locked_at_ms"),
-        locked_by: v.get("locked_by").and_then(Value::as_str).unwrap_or("").to_string(),
+        locked_by: v
+            .get("locked_by")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
         pid: u32::try_from(int("pid")).unwrap_or(0),
         revision,
     }
@@ -128,13 +141,22 @@ impl Client {
 
     /// One Txn: if the record's mod_revision is `expect` (0: no record), put
     /// `value`; else read it. Ok(Ok(revision written)) or Ok(Err(current)).
-    async fn once_swap(&self, key: &[u8], expect: i64, value: Option<String>) -> Result<std::result::Result<i64, Option<OnceRecord>>> {
+    async fn once_swap(
+        &self,
+        key: &[u8],
+        expect: i64,
+        value: Option<String>,
+    ) -> Result<std::result::Result<i64, Option<OnceRecord>>> {
         let op = match value {
             Some(v) => TxnOp::put(key.to_vec(), v, None::<PutOptions>),
             None => TxnOp::delete(key.to_vec(), None),
         };
         let txn = Txn::new()
-            .when([Compare::mod_revision(key.to_vec(), CompareOp::Equal, expect)])
+            .when([Compare::mod_revision(
+                key.to_vec(),
+                CompareOp::Equal,
+                expect,
+            )])
             .and_then([op])
             .or_else([TxnOp::get(key.to_vec(), None::<GetOptions>)]);
         let r = self
@@ -147,7 +169,10 @@ impl Client {
             return Ok(Ok(r.header().map(|h| h.revision()).unwrap_or(0)));
         }
         let current = r.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Get(g) => g.kvs().first().map(|kv| decode(kv.value(), kv.mod_revision())),
+            TxnOpResponse::Get(g) => g
+                .kvs()
+                .first()
+                .map(|kv| decode(kv.value(), kv.mod_revision())),
             _ => None,
         });
         Ok(Err(current))
@@ -168,7 +193,12 @@ impl Client {
     /// an expired record is replaced). `Ok(None)` if it is taken, also when
     /// another node took it between our read and our write. `lock_until_ms`
     /// must be after `now_ms`.
-    pub async fn once_take_at(&self, name: &str, now_ms: i64, lock_until_ms: i64) -> Result<Option<OnceHold>> {
+    pub async fn once_take_at(
+        &self,
+        name: &str,
+        now_ms: i64,
+        lock_until_ms: i64,
+    ) -> Result<Option<OnceHold>> {
         validate_job(name)?;
         if lock_until_ms <= now_ms {
             return Err(Error::invalid(format!(
@@ -189,10 +219,20 @@ impl Client {
             match self.once_swap(&key, expect, Some(value.clone())).await? {
                 Ok(rev) => {
                     record.revision = rev;
-                    tracing::debug!(job = name, revision = rev, lock_until_ms, "run-once record taken");
-                    return Ok(Some(OnceHold { name: name.to_string(), record }));
+                    tracing::debug!(
+                        job = name,
+                        revision = rev,
+                        lock_until_ms,
+                        "run-once record taken"
+                    );
+                    return Ok(Some(OnceHold {
+                        name: name.to_string(),
+                        record,
+                    }));
                 }
-                Err(Some(current)) if !current.is_taken_at(now_ms) && current.revision != expect => {
+                Err(Some(current))
+                    if !current.is_taken_at(now_ms) && current.revision != expect =>
+                {
                     // Expired (or not a record): replace exactly that version.
                     expect = current.revision;
                 }
@@ -206,7 +246,10 @@ impl Client {
     /// `locked_at + at_least` if that is still ahead, else delete the record.
     /// See [`Client::once_finish_at`].
     pub async fn once_finish(&self, hold: &OnceHold, at_least: Duration) -> Result<bool> {
-        let until = hold.record.locked_at_ms.saturating_add(ms(at_least, "at_least")?);
+        let until = hold
+            .record
+            .locked_at_ms
+            .saturating_add(ms(at_least, "at_least")?);
         self.once_finish_at(hold, now_ms(), until).await
     }
 
@@ -215,27 +258,55 @@ impl Client {
     /// record. One Txn, applied only while the record is still this hold's
     /// (same revision): `Ok(false)` if it is not (it expired and another node
     /// took the job, or it was finished already), and nothing is changed.
-    pub async fn once_finish_at(&self, hold: &OnceHold, now_ms: i64, at_least_until_ms: i64) -> Result<bool> {
+    pub async fn once_finish_at(
+        &self,
+        hold: &OnceHold,
+        now_ms: i64,
+        at_least_until_ms: i64,
+    ) -> Result<bool> {
         validate_job(&hold.name)?;
         let key = self.once_key(&hold.name);
         let until = at_least_until_ms.min(hold.record.lock_until_ms);
-        let value = (until > now_ms).then(|| encode(&OnceRecord { lock_until_ms: until, ..hold.record.clone() }));
-        let done = self.once_swap(&key, hold.record.revision, value).await?.is_ok();
-        tracing::debug!(job = hold.name, revision = hold.record.revision, done, "run-once record finished");
+        let value = (until > now_ms).then(|| {
+            encode(&OnceRecord {
+                lock_until_ms: until,
+                ..hold.record.clone()
+            })
+        });
+        let done = self
+            .once_swap(&key, hold.record.revision, value)
+            .await?
+            .is_ok();
+        tracing::debug!(
+            job = hold.name,
+            revision = hold.record.revision,
+            done,
+            "run-once record finished"
+        );
         Ok(done)
     }
 
     /// Extend a hold (system clock) to `now + at_most`. See
     /// [`Client::once_extend_at`].
-    pub async fn once_extend(&self, hold: &OnceHold, at_most: Duration) -> Result<Option<OnceHold>> {
+    pub async fn once_extend(
+        &self,
+        hold: &OnceHold,
+        at_most: Duration,
+    ) -> Result<Option<OnceHold>> {
         let now = now_ms();
-        self.once_extend_at(hold, now, now.saturating_add(ms(at_most, "at_most")?)).await
+        self.once_extend_at(hold, now, now.saturating_add(ms(at_most, "at_most")?))
+            .await
     }
 
     /// Extend a hold: set `lock_until_ms` (if the hold is still this one and
     /// has not expired at `now_ms`). Returns the new hold (a new revision:
     /// the old one no longer finishes or extends anything), or `Ok(None)`.
-    pub async fn once_extend_at(&self, hold: &OnceHold, now_ms: i64, lock_until_ms: i64) -> Result<Option<OnceHold>> {
+    pub async fn once_extend_at(
+        &self,
+        hold: &OnceHold,
+        now_ms: i64,
+        lock_until_ms: i64,
+    ) -> Result<Option<OnceHold>> {
         validate_job(&hold.name)?;
         if lock_until_ms <= now_ms {
             return Err(Error::invalid(format!(
@@ -246,11 +317,20 @@ impl Client {
             return Ok(None);
         }
         let key = self.once_key(&hold.name);
-        let mut record = OnceRecord { lock_until_ms, ..hold.record.clone() };
-        match self.once_swap(&key, hold.record.revision, Some(encode(&record))).await? {
+        let mut record = OnceRecord {
+            lock_until_ms,
+            ..hold.record.clone()
+        };
+        match self
+            .once_swap(&key, hold.record.revision, Some(encode(&record)))
+            .await?
+        {
             Ok(rev) => {
                 record.revision = rev;
-                Ok(Some(OnceHold { name: hold.name.clone(), record }))
+                Ok(Some(OnceHold {
+                    name: hold.name.clone(),
+                    record,
+                }))
             }
             Err(_) => Ok(None),
         }
@@ -266,7 +346,9 @@ impl Client {
                 async move { c.get(k, None).await }
             })
             .await?;
-        Ok(r.kvs().first().map(|kv| decode(kv.value(), kv.mod_revision())))
+        Ok(r.kvs()
+            .first()
+            .map(|kv| decode(kv.value(), kv.mod_revision())))
     }
 }
 
@@ -276,7 +358,13 @@ mod tests {
 
     #[test]
     fn records_round_trip_and_foreign_values_count_as_expired() {
-        let r = OnceRecord { lock_until_ms: 20, locked_at_ms: 10, locked_by: "h\"x".into(), pid: 7, revision: 5 };
+        let r = OnceRecord {
+            lock_until_ms: 20,
+            locked_at_ms: 10,
+            locked_by: "h\"x".into(),
+            pid: 7,
+            revision: 5,
+        };
         assert_eq!(decode(encode(&r).as_bytes(), 5), r);
         let junk = decode(b"not json", 9);
         assert_eq!((junk.lock_until_ms, junk.revision), (0, 9));

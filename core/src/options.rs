@@ -153,7 +153,10 @@ impl Default for ClientOptions {
 impl ClientOptions {
     /// Options for these endpoints, everything else default.
     pub fn new<S: Into<String>>(endpoints: impl IntoIterator<Item = S>) -> Self {
-        ClientOptions { endpoints: endpoints.into_iter().map(Into::into).collect(), ..Default::default() }
+        ClientOptions {
+            endpoints: endpoints.into_iter().map(Into::into).collect(),
+            ..Default::default()
+        }
     }
     /// Set the lease TTL in seconds.
     pub fn with_ttl(mut self, secs: i64) -> Self {
@@ -204,7 +207,11 @@ impl ClientOptions {
         if self.endpoints.is_empty() {
             return Err(Error::invalid("no etcd endpoints given"));
         }
-        let mem: Vec<&str> = self.endpoints.iter().filter_map(|e| crate::transport::mem_store(e)?.ok()).collect();
+        let mem: Vec<&str> = self
+            .endpoints
+            .iter()
+            .filter_map(|e| crate::transport::mem_store(e)?.ok())
+            .collect();
         if !mem.is_empty() {
             if mem.len() != self.endpoints.len() {
                 return Err(Error::invalid(format!(
@@ -251,7 +258,8 @@ impl ClientOptions {
         }
         if let Some(k) = self.keepalive_interval {
             let ttl = Duration::from_secs(self.ttl_secs as u64);
-            let room = ttl.saturating_sub(self.margin.unwrap_or_else(|| default_margin(self.ttl_secs)));
+            let room =
+                ttl.saturating_sub(self.margin.unwrap_or_else(|| default_margin(self.ttl_secs)));
             if k < Duration::from_millis(50) || k > room / 2 {
                 return Err(Error::invalid(format!(
                     "keepalive_interval ({k:?}) must be between 50ms and half of ttl - margin ({:?})",
@@ -264,9 +272,14 @@ impl ClientOptions {
         }
         // One ceiling: a bound is added to the current instant, and a day is
         // already no bound at all for one request.
-        for (what, d) in [("connect_timeout", self.connect_timeout), ("request_timeout", self.request_timeout)] {
+        for (what, d) in [
+            ("connect_timeout", self.connect_timeout),
+            ("request_timeout", self.request_timeout),
+        ] {
             if d > MAX_CLIENT_TIMEOUT {
-                return Err(Error::invalid(format!("{what} ({d:?}) must be at most {MAX_CLIENT_TIMEOUT:?}")));
+                return Err(Error::invalid(format!(
+                    "{what} ({d:?}) must be at most {MAX_CLIENT_TIMEOUT:?}"
+                )));
             }
         }
         if self.username.is_some() != self.password.is_some() {
@@ -320,17 +333,29 @@ pub fn parse_duration(what: &str, v: &str) -> Result<Duration> {
         .filter(|(n, _)| !n.is_empty())
         .unwrap_or((v, 1.0));
     let n: f64 = num.trim().parse().map_err(|_| {
-        Error::invalid(format!("{what}: {v:?} is not a duration (e.g. 250ms, 5s, 2m; units ns, us, ms, s, m, h)"))
+        Error::invalid(format!(
+            "{what}: {v:?} is not a duration (e.g. 250ms, 5s, 2m; units ns, us, ms, s, m, h)"
+        ))
     })?;
     let secs = n * scale;
     if !secs.is_finite() || secs < 0.0 {
-        return Err(Error::invalid(format!("{what}: {v:?} must be a finite, non-negative duration")));
+        return Err(Error::invalid(format!(
+            "{what}: {v:?} must be a finite, non-negative duration"
+        )));
     }
-    Duration::try_from_secs_f64(secs).map_err(|_| Error::invalid(format!("{what}: {v:?} is too large")))
+    Duration::try_from_secs_f64(secs)
+        .map_err(|_| Error::invalid(format!("{what}: {v:?} is too large")))
 }
 
 /// Duration units, longest suffix first so `ms` is not read as `s`.
-const UNITS: [(&str, f64); 6] = [("ns", 1e-9), ("us", 1e-6), ("ms", 1e-3), ("s", 1.0), ("m", 60.0), ("h", 3600.0)];
+const UNITS: [(&str, f64); 6] = [
+    ("ns", 1e-9),
+    ("us", 1e-6),
+    ("ms", 1e-3),
+    ("s", 1.0),
+    ("m", 60.0),
+    ("h", 3600.0),
+];
 
 fn parse_bool(what: &str, v: &str) -> Result<bool> {
     match v.trim().to_ascii_lowercase().as_str() {
@@ -344,14 +369,19 @@ impl ClientOptions {
     /// Options from string pairs (see the module docs for keys and syntax),
     /// starting from the defaults. Unknown keys are `InvalidArgument`, so a
     /// typo never silently falls back to a default.
-    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(pairs: impl IntoIterator<Item = (K, V)>) -> Result<ClientOptions> {
+    pub fn from_pairs<K: AsRef<str>, V: AsRef<str>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<ClientOptions> {
         let mut o = ClientOptions::default();
         o.apply_pairs(pairs)?;
         Ok(o)
     }
 
     /// Apply string pairs over these options (later pairs win).
-    pub fn apply_pairs<K: AsRef<str>, V: AsRef<str>>(&mut self, pairs: impl IntoIterator<Item = (K, V)>) -> Result<()> {
+    pub fn apply_pairs<K: AsRef<str>, V: AsRef<str>>(
+        &mut self,
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<()> {
         for (k, v) in pairs {
             let (k, v) = (k.as_ref(), v.as_ref());
             if v.is_empty() {
@@ -369,14 +399,21 @@ impl ClientOptions {
     fn apply_one(&mut self, k: &str, v: &str) -> Result<()> {
         match k {
             "endpoints" => {
-                self.endpoints = v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect();
+                self.endpoints = v
+                    .split(',')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect();
             }
             "ttl" => {
                 let d = parse_duration("ttl", v)?;
                 if d.subsec_nanos() != 0 || d.is_zero() {
-                    return Err(Error::invalid(format!("ttl: {v:?} must be a whole, positive number of seconds")));
+                    return Err(Error::invalid(format!(
+                        "ttl: {v:?} must be a whole, positive number of seconds"
+                    )));
                 }
-                self.ttl_secs = i64::try_from(d.as_secs()).map_err(|_| Error::invalid(format!("ttl: {v:?} is too large")))?;
+                self.ttl_secs = i64::try_from(d.as_secs())
+                    .map_err(|_| Error::invalid(format!("ttl: {v:?} is too large")))?;
             }
             "namespace" => self.namespace = Some(v.to_string()),
             "username" => self.username = Some(v.to_string()),
@@ -390,10 +427,15 @@ impl ClientOptions {
             "request_timeout" => self.request_timeout = parse_duration("request_timeout", v)?,
             "margin" => self.margin = Some(parse_duration("margin", v)?),
             "watch_held_keys" => self.watch_held_keys = parse_bool("watch_held_keys", v)?,
-            "keepalive_interval" => self.keepalive_interval = Some(parse_duration("keepalive_interval", v)?),
+            "keepalive_interval" => {
+                self.keepalive_interval = Some(parse_duration("keepalive_interval", v)?)
+            }
             "lazy_connect" => self.lazy_connect = parse_bool("lazy_connect", v)?,
             other => {
-                return Err(Error::invalid(format!("unknown option {other:?}; the options are {}", OPTION_KEYS.join(", "))))
+                return Err(Error::invalid(format!(
+                    "unknown option {other:?}; the options are {}",
+                    OPTION_KEYS.join(", ")
+                )))
             }
         }
         Ok(())
@@ -427,7 +469,8 @@ impl ClientOptions {
             if given.contains(&k.as_str()) {
                 continue;
             }
-            o.apply_pairs([(k.as_str(), v.as_str())]).map_err(|e| e.context(format!("environment variable {}", env_var(&k))))?;
+            o.apply_pairs([(k.as_str(), v.as_str())])
+                .map_err(|e| e.context(format!("environment variable {}", env_var(&k))))?;
         }
         Ok(o)
     }
@@ -435,15 +478,21 @@ impl ClientOptions {
     /// Options from the environment, overridden key by key by `explicit`
     /// pairs: the one rule every language follows. A malformed variable is
     /// ignored when its key is given explicitly.
-    pub fn from_env_and_pairs<K: AsRef<str>, V: AsRef<str>>(explicit: impl IntoIterator<Item = (K, V)>) -> Result<ClientOptions> {
-        let explicit: Vec<(String, String)> = explicit.into_iter().map(|(k, v)| (k.as_ref().to_string(), v.as_ref().to_string())).collect();
+    pub fn from_env_and_pairs<K: AsRef<str>, V: AsRef<str>>(
+        explicit: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<ClientOptions> {
+        let explicit: Vec<(String, String)> = explicit
+            .into_iter()
+            .map(|(k, v)| (k.as_ref().to_string(), v.as_ref().to_string()))
+            .collect();
         let given = |k: &str| explicit.iter().any(|(e, v)| e == k && !v.is_empty());
         let mut o = ClientOptions::default();
         for (k, v) in ClientOptions::env_pairs() {
             if given(&k) {
                 continue;
             }
-            o.apply_pairs([(k.as_str(), v.as_str())]).map_err(|e| e.context(format!("environment variable {}", env_var(&k))))?;
+            o.apply_pairs([(k.as_str(), v.as_str())])
+                .map_err(|e| e.context(format!("environment variable {}", env_var(&k))))?;
         }
         o.apply_pairs(explicit)?;
         Ok(o)
@@ -457,17 +506,41 @@ mod tests {
 
     #[test]
     fn one_duration_syntax() {
-        assert_eq!(parse_duration("t", "250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(
+            parse_duration("t", "250ms").unwrap(),
+            Duration::from_millis(250)
+        );
         assert_eq!(parse_duration("t", "5s").unwrap(), Duration::from_secs(5));
-        assert_eq!(parse_duration("t", "1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(
+            parse_duration("t", "1.5").unwrap(),
+            Duration::from_millis(1500)
+        );
         assert_eq!(parse_duration("t", "2m").unwrap(), Duration::from_secs(120));
-        assert_eq!(parse_duration("t", "1h").unwrap(), Duration::from_secs(3600));
-        assert_eq!(parse_duration("t", "1e-3").unwrap(), Duration::from_millis(1));
-        assert_eq!(parse_duration("t", "2.5e3ms").unwrap(), Duration::from_millis(2500));
-        assert_eq!(parse_duration("t", "1500us").unwrap(), Duration::from_micros(1500));
+        assert_eq!(
+            parse_duration("t", "1h").unwrap(),
+            Duration::from_secs(3600)
+        );
+        assert_eq!(
+            parse_duration("t", "1e-3").unwrap(),
+            Duration::from_millis(1)
+        );
+        assert_eq!(
+            parse_duration("t", "2.5e3ms").unwrap(),
+            Duration::from_millis(2500)
+        );
+        assert_eq!(
+            parse_duration("t", "1500us").unwrap(),
+            Duration::from_micros(1500)
+        );
         assert_eq!(parse_duration("t", "7ns").unwrap(), Duration::from_nanos(7));
-        for bad in ["", "x", "-1", "5d", "NaN", "inf", "infms", "NaNs", "-2ms", "1e400", "ms", "s", "5 sec"] {
-            assert_eq!(parse_duration("t", bad).unwrap_err().code(), ErrorCode::InvalidArgument, "{bad}");
+        for bad in [
+            "", "x", "-1", "5d", "NaN", "inf", "infms", "NaNs", "-2ms", "1e400", "ms", "s", "5 sec",
+        ] {
+            assert_eq!(
+                parse_duration("t", bad).unwrap_err().code(),
+                ErrorCode::InvalidArgument,
+                "{bad}"
+            );
         }
     }
 
@@ -488,16 +561,47 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(o.endpoints, vec!["http://a:2379", "http://b:2379"]);
-        assert_eq!((o.ttl_secs, o.namespace.as_deref(), o.username.as_deref()), (10, Some("ns/"), Some("u")));
+        assert_eq!(
+            (o.ttl_secs, o.namespace.as_deref(), o.username.as_deref()),
+            (10, Some("ns/"), Some("u"))
+        );
         let tls = o.tls.as_ref().unwrap();
-        assert_eq!((tls.ca.as_deref(), tls.domain.as_deref()), (Some(std::path::Path::new("/ca.pem")), Some("etcd.local")));
-        assert_eq!((o.connect_timeout, o.request_timeout, o.margin), (Duration::from_secs(2), Duration::from_millis(750), Some(Duration::from_secs(1))));
+        assert_eq!(
+            (tls.ca.as_deref(), tls.domain.as_deref()),
+            (Some(std::path::Path::new("/ca.pem")), Some("etcd.local"))
+        );
+        assert_eq!(
+            (o.connect_timeout, o.request_timeout, o.margin),
+            (
+                Duration::from_secs(2),
+                Duration::from_millis(750),
+                Some(Duration::from_secs(1))
+            )
+        );
         assert!(!o.watch_held_keys);
-        assert_eq!(ClientOptions::from_pairs([("tls_kye", "x")]).unwrap_err().code(), ErrorCode::InvalidArgument);
-        assert_eq!(ClientOptions::from_pairs([("ttl", "1.5")]).unwrap_err().code(), ErrorCode::InvalidArgument);
-        assert_eq!(ClientOptions::from_pairs([("watch_held_keys", "maybe")]).unwrap_err().code(), ErrorCode::InvalidArgument);
+        assert_eq!(
+            ClientOptions::from_pairs([("tls_kye", "x")])
+                .unwrap_err()
+                .code(),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            ClientOptions::from_pairs([("ttl", "1.5")])
+                .unwrap_err()
+                .code(),
+            ErrorCode::InvalidArgument
+        );
+        assert_eq!(
+            ClientOptions::from_pairs([("watch_held_keys", "maybe")])
+                .unwrap_err()
+                .code(),
+            ErrorCode::InvalidArgument
+        );
         // Empty values mean "not set".
-        assert_eq!(ClientOptions::from_pairs([("ttl", "")]).unwrap().ttl_secs, 15);
+        assert_eq!(
+            ClientOptions::from_pairs([("ttl", "")]).unwrap().ttl_secs,
+            15
+        );
     }
 
     #[test]
@@ -506,7 +610,10 @@ mod tests {
         assert_eq!(o.validate().unwrap_err().code(), ErrorCode::InvalidArgument);
         let o = ClientOptions::from_pairs([("connect_timeout", "25h")]).unwrap();
         assert_eq!(o.validate().unwrap_err().code(), ErrorCode::InvalidArgument);
-        assert!(ClientOptions::from_pairs([("request_timeout", "24h")]).unwrap().validate().is_ok());
+        assert!(ClientOptions::from_pairs([("request_timeout", "24h")])
+            .unwrap()
+            .validate()
+            .is_ok());
     }
 
     #[test]

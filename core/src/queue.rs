@@ -49,7 +49,10 @@ pub(crate) struct Contender {
 
 impl Contender {
     pub(crate) fn of(kv: &KeyValue) -> Contender {
-        Contender { key: kv.key().to_vec(), rev: kv.create_revision() }
+        Contender {
+            key: kv.key().to_vec(),
+            rev: kv.create_revision(),
+        }
     }
 }
 
@@ -88,10 +91,21 @@ impl Queue {
     /// only); `all`: they are all the older keys (the read was not cut by its limit).
     pub(crate) fn of_older(mine: bool, older: &[Contender], all: bool, rev: i64) -> Queue {
         let pred = older.first().cloned();
-        let holder = if all && older.len() == 1 { pred.clone() } else { None };
+        let holder = if all && older.len() == 1 {
+            pred.clone()
+        } else {
+            None
+        };
         let ahead = older.get(1).cloned();
         let rest = all.then(|| older.iter().skip(2).cloned().collect());
-        Queue { mine, pred, holder, ahead, rest, rev }
+        Queue {
+            mine,
+            pred,
+            holder,
+            ahead,
+            rest,
+            rev,
+        }
     }
 
     /// The queue from a read of the newest keys of `prefix` made in the Txn
@@ -99,14 +113,28 @@ impl Queue {
     /// acquisition reads it; `all`: the read returned every key under the
     /// prefix. `None` when that read cannot tell (our key is not the newest,
     /// or a nested name's key is among them): read it then.
-    pub(crate) fn from_newest(prefix: &[u8], key: &[u8], my_rev: i64, newest: &[KeyValue], all: bool) -> Option<Queue> {
+    pub(crate) fn from_newest(
+        prefix: &[u8],
+        key: &[u8],
+        my_rev: i64,
+        newest: &[KeyValue],
+        all: bool,
+    ) -> Option<Queue> {
         let newest: Vec<Contender> = newest.iter().map(Contender::of).collect();
         Queue::from_newest_contenders(prefix, key, my_rev, &newest, all)
     }
 
     /// [`Queue::from_newest`] on the read's keys and create revisions.
-    fn from_newest_contenders(prefix: &[u8], key: &[u8], my_rev: i64, newest: &[Contender], all: bool) -> Option<Queue> {
-        if newest.first().map(|c| c.key.as_slice()) != Some(key) || !newest.iter().all(|c| is_direct_child(prefix, &c.key)) {
+    fn from_newest_contenders(
+        prefix: &[u8],
+        key: &[u8],
+        my_rev: i64,
+        newest: &[Contender],
+        all: bool,
+    ) -> Option<Queue> {
+        if newest.first().map(|c| c.key.as_slice()) != Some(key)
+            || !newest.iter().all(|c| is_direct_child(prefix, &c.key))
+        {
             return None;
         }
         Some(Queue::of_older(true, &newest[1..], all, my_rev))
@@ -118,7 +146,12 @@ impl Queue {
     /// own key would have been seen). Stepping to the next older key needs
     /// the whole queue known and the key ahead known present (`ahead_sure`:
     /// its watch confirmed it). Anything else is one read.
-    pub(crate) fn pred_deleted(&self, pred: &Contender, session_alive: bool, ahead_sure: bool) -> Woken {
+    pub(crate) fn pred_deleted(
+        &self,
+        pred: &Contender,
+        session_alive: bool,
+        ahead_sure: bool,
+    ) -> Woken {
         let pred_is_holder = self.holder.as_ref() == Some(pred);
         if pred_is_holder && session_alive {
             Woken::Acquired
@@ -134,8 +167,13 @@ impl Queue {
     /// since the read (a key older than the holder is gone: when `ahead` held
     /// the lock, every one of them); when none is left, `pred` holds. `false`
     /// when only a read can tell (a key no watch of ours covers).
-    pub(crate) fn ahead_gone(&mut self, deleted_after: &dyn Fn(&[u8], i64) -> Option<bool>) -> bool {
-        let Some(rest) = self.rest.as_mut() else { return false };
+    pub(crate) fn ahead_gone(
+        &mut self,
+        deleted_after: &dyn Fn(&[u8], i64) -> Option<bool>,
+    ) -> bool {
+        let Some(rest) = self.rest.as_mut() else {
+            return false;
+        };
         loop {
             let Some(next) = rest.front() else {
                 self.ahead = None;
@@ -173,7 +211,10 @@ mod tests {
     use super::*;
 
     fn c(key: &str, rev: i64) -> Contender {
-        Contender { key: key.as_bytes().to_vec(), rev }
+        Contender {
+            key: key.as_bytes().to_vec(),
+            rev,
+        }
     }
 
     #[test]
@@ -199,7 +240,10 @@ mod tests {
         assert_eq!(q.pred, Some(c("l/c", 7)));
         assert_eq!(q.ahead, Some(c("l/b", 6)));
         assert!(q.holder.is_none(), "the holder is not our predecessor");
-        assert_eq!(q.rest.unwrap().into_iter().collect::<Vec<_>>(), vec![c("l/a", 5)]);
+        assert_eq!(
+            q.rest.unwrap().into_iter().collect::<Vec<_>>(),
+            vec![c("l/a", 5)]
+        );
         assert_eq!(q.rev, 10);
     }
 
@@ -217,7 +261,10 @@ mod tests {
         let mut q = Queue::of_older(true, &[c("l/c", 7), c("l/b", 6), c("l/a", 5)], true, 10);
         assert!(!q.ahead_gone(&|_, _| None), "unknown: read again");
         let mut q2 = Queue::of_older(true, &[c("l/c", 7)], false, 10);
-        assert!(!q2.pred_gone(&|_, _| Some(true)), "the rest of the queue was never read");
+        assert!(
+            !q2.pred_gone(&|_, _| Some(true)),
+            "the rest of the queue was never read"
+        );
     }
 
     proptest::proptest! {
@@ -280,14 +327,30 @@ mod tests {
         let holder = Queue::of_older(true, &[c("l/a", 5)], true, 10);
         let pred = c("l/a", 5);
         assert_eq!(holder.pred_deleted(&pred, true, false), Woken::Acquired);
-        assert_eq!(holder.pred_deleted(&pred, false, true), Woken::Reread, "a dead session never takes the lock");
+        assert_eq!(
+            holder.pred_deleted(&pred, false, true),
+            Woken::Reread,
+            "a dead session never takes the lock"
+        );
         let deep = Queue::of_older(true, &[c("l/c", 7), c("l/b", 6), c("l/a", 5)], true, 10);
         let pred = c("l/c", 7);
         assert_eq!(deep.pred_deleted(&pred, true, true), Woken::PredGone);
-        assert_eq!(deep.pred_deleted(&pred, true, false), Woken::Reread, "the key ahead is not known present");
+        assert_eq!(
+            deep.pred_deleted(&pred, true, false),
+            Woken::Reread,
+            "the key ahead is not known present"
+        );
         let cut = Queue::of_older(true, &[c("l/c", 7), c("l/b", 6)], false, 10);
-        assert_eq!(cut.pred_deleted(&pred, true, true), Woken::Reread, "the queue beyond is unknown");
+        assert_eq!(
+            cut.pred_deleted(&pred, true, true),
+            Woken::Reread,
+            "the queue beyond is unknown"
+        );
         let unsure = Queue::of_older(true, &[c("l/p", 9)], false, 10);
-        assert_eq!(unsure.pred_deleted(&c("l/p", 9), true, true), Woken::Reread, "a cut read never names the holder");
+        assert_eq!(
+            unsure.pred_deleted(&c("l/p", 9), true, true),
+            Woken::Reread,
+            "a cut read never names the holder"
+        );
     }
 }

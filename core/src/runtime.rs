@@ -27,7 +27,10 @@ static ABANDONED: Mutex<Vec<Shared>> = Mutex::new(Vec::new());
 
 /// Keep a parent's runtime, in a forked child, without dropping it.
 fn abandon(parent: Shared) {
-    ABANDONED.lock().unwrap_or_else(|p| p.into_inner()).push(parent);
+    ABANDONED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(parent);
 }
 
 /// What a forked child inherited and must not drop (a binding's handle to a
@@ -39,7 +42,10 @@ static INHERITED: Mutex<Vec<Box<dyn std::any::Any + Send>>> = Mutex::new(Vec::ne
 /// dropping it: the memory stays the process's (and a leak checker sees it
 /// reachable) and nothing of the parent's runtime is touched.
 pub fn keep_inherited<T: Send + 'static>(value: T) {
-    INHERITED.lock().unwrap_or_else(|p| p.into_inner()).push(Box::new(value));
+    INHERITED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Box::new(value));
 }
 
 /// This process's id; 0 until first read, and again in a forked child.
@@ -101,10 +107,17 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|n| (1..=64).contains(n))
         .unwrap_or(2);
-    let rt = build_shared_runtime(workers)
-        .map_err(|e| Error::new(ErrorCode::Internal, format!("cannot start the etcdlock runtime: {e}")))?;
+    let rt = build_shared_runtime(workers).map_err(|e| {
+        Error::new(
+            ErrorCode::Internal,
+            format!("cannot start the etcdlock runtime: {e}"),
+        )
+    })?;
     let rt = Arc::new(rt);
-    *slot = Some(Shared { pid, rt: rt.clone() });
+    *slot = Some(Shared {
+        pid,
+        rt: rt.clone(),
+    });
     Ok(rt)
 }
 
@@ -114,7 +127,11 @@ pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
 /// optimized builds too.
 #[inline(never)]
 fn build_shared_runtime(workers: usize) -> std::io::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(workers).thread_name("etcdlock-rt").enable_all().build()
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("etcdlock-rt")
+        .enable_all()
+        .build()
 }
 
 /// Stop the shared runtime's worker threads, waiting at most `timeout` for
@@ -191,7 +208,11 @@ fn on_enough_stack<T>(f: impl FnOnce() -> T) -> T {
 /// blocking lock + unlock with the async path). The tick is this thread's own park timeout,
 /// not a runtime timer: `check` runs every `tick` even if the runtime's
 /// workers are all busy, so Ctrl-C is answered whatever the runtime is doing.
-pub fn block_on_interruptible<F, T>(fut: F, tick: Duration, check: impl FnMut() -> Result<()>) -> Result<T>
+pub fn block_on_interruptible<F, T>(
+    fut: F,
+    tick: Duration,
+    check: impl FnMut() -> Result<()>,
+) -> Result<T>
 where
     F: Future<Output = Result<T>>,
 {
@@ -199,7 +220,12 @@ where
     on_enough_stack(move || poll_here(&rt, fut, tick, check))
 }
 
-fn poll_here<F, T>(rt: &tokio::runtime::Runtime, fut: F, tick: Duration, mut check: impl FnMut() -> Result<()>) -> Result<T>
+fn poll_here<F, T>(
+    rt: &tokio::runtime::Runtime,
+    fut: F,
+    tick: Duration,
+    mut check: impl FnMut() -> Result<()>,
+) -> Result<T>
 where
     F: Future<Output = Result<T>>,
 {
@@ -265,15 +291,26 @@ where
 {
     use std::task::{Context, Poll, Waker};
     let rt = runtime()?;
-    let handoff = Arc::new(Handoff { rt: rt.handle().clone(), stage: Mutex::new(Stage::Inline { woken: false, aborted: false }) });
+    let handoff = Arc::new(Handoff {
+        rt: rt.handle().clone(),
+        stage: Mutex::new(Stage::Inline {
+            woken: false,
+            aborted: false,
+        }),
+    });
     let mut fut: Pin<Box<dyn Future<Output = ()> + Send>> = Box::pin(fut);
     let _ctx = rt.enter();
     let waker = Waker::from(handoff.clone());
-    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(&mut Context::from_waker(&waker))));
+    let first = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        fut.as_mut().poll(&mut Context::from_waker(&waker))
+    }));
     let mut stage = handoff.lock();
     let Ok(first) = first else {
         *stage = Stage::Done;
-        return Err(Error::new(ErrorCode::Internal, "a bug in etcdlock (a panic starting a call); the process is fine"));
+        return Err(Error::new(
+            ErrorCode::Internal,
+            "a bug in etcdlock (a panic starting a call); the process is fine",
+        ));
     };
     let mut aborted = None;
     match (first, &*stage) {
@@ -283,7 +320,9 @@ where
             aborted = Some(fut);
         }
         // Woken while this thread polled it: the runtime takes it now.
-        (Poll::Pending, Stage::Inline { woken: true, .. }) => *stage = Stage::Task(rt.spawn(fut).abort_handle()),
+        (Poll::Pending, Stage::Inline { woken: true, .. }) => {
+            *stage = Stage::Task(rt.spawn(fut).abort_handle())
+        }
         (Poll::Pending, _) => *stage = Stage::Parked(fut),
     }
     drop(stage);
@@ -327,7 +366,12 @@ impl Started {
                 drop(fut);
             }
             Stage::Task(task) => task.abort(),
-            Stage::Inline { woken, .. } => *stage = Stage::Inline { woken, aborted: true },
+            Stage::Inline { woken, .. } => {
+                *stage = Stage::Inline {
+                    woken,
+                    aborted: true,
+                }
+            }
             Stage::Done => {}
         }
     }
@@ -343,7 +387,10 @@ struct Handoff {
 
 enum Stage {
     /// Being polled on its caller's thread.
-    Inline { woken: bool, aborted: bool },
+    Inline {
+        woken: bool,
+        aborted: bool,
+    },
     /// Waiting for its first wake.
     Parked(BoxFuture),
     /// A runtime task has it (and wakes come to that task from its next poll).
@@ -366,7 +413,12 @@ impl std::task::Wake for Handoff {
         let mut stage = self.lock();
         match std::mem::replace(&mut *stage, Stage::Done) {
             Stage::Parked(fut) => *stage = Stage::Task(self.rt.spawn(fut).abort_handle()),
-            Stage::Inline { aborted, .. } => *stage = Stage::Inline { woken: true, aborted },
+            Stage::Inline { aborted, .. } => {
+                *stage = Stage::Inline {
+                    woken: true,
+                    aborted,
+                }
+            }
             other => *stage = other,
         }
     }
@@ -379,7 +431,10 @@ struct MonoBase {
 
 fn mono_base() -> &'static MonoBase {
     static BASE: OnceLock<MonoBase> = OnceLock::new();
-    BASE.get_or_init(|| MonoBase { instant: Instant::now(), ns: clock_monotonic_ns() })
+    BASE.get_or_init(|| MonoBase {
+        instant: Instant::now(),
+        ns: clock_monotonic_ns(),
+    })
 }
 
 /// `CLOCK_MONOTONIC` now, in nanoseconds. It is system-wide on Linux and
@@ -388,7 +443,10 @@ fn mono_base() -> &'static MonoBase {
 /// in this process: good for durations, not for comparing processes.
 #[cfg(unix)]
 pub fn clock_monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes into the timespec we own.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
@@ -445,7 +503,10 @@ mod tests {
         let mut status = 0;
         // SAFETY: waits for the child we just made.
         assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
-        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "the child saw its parent's pid: status {status}");
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child saw its parent's pid: status {status}"
+        );
         assert_eq!(current_pid(), parent);
     }
 
@@ -467,7 +528,11 @@ mod tests {
         })
         .unwrap();
         let (first, rest) = rx.recv_timeout(Duration::from_secs(10)).unwrap();
-        assert_eq!(first, (me, false), "the first poll runs on the caller, outside any task");
+        assert_eq!(
+            first,
+            (me, false),
+            "the first poll runs on the caller, outside any task"
+        );
         assert!(rest.0 != me && rest.1, "the rest runs in a runtime task");
 
         // Ready in its first poll, but its tail awaits on_runtime.
@@ -525,14 +590,15 @@ mod tests {
         // A future that never completes is dropped when the check says so.
         let mut calls = 0;
         let t = Instant::now();
-        let r: Result<()> = block_on_interruptible(std::future::pending(), Duration::from_millis(10), || {
-            calls += 1;
-            if calls == 3 {
-                Err(Error::new(ErrorCode::Cancelled, "interrupted"))
-            } else {
-                Ok(())
-            }
-        });
+        let r: Result<()> =
+            block_on_interruptible(std::future::pending(), Duration::from_millis(10), || {
+                calls += 1;
+                if calls == 3 {
+                    Err(Error::new(ErrorCode::Cancelled, "interrupted"))
+                } else {
+                    Ok(())
+                }
+            });
         assert_eq!(r.unwrap_err().code(), ErrorCode::Cancelled);
         assert_eq!(calls, 3);
         assert!(t.elapsed() >= Duration::from_millis(30));

@@ -14,10 +14,10 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnKeyWatch};
+use crate::names::{is_direct_child, lost_err, owner_info, show, validate_name, LockOptions};
+use crate::queue::{kvs, revision};
 use crate::transport::Bound;
 use crate::wait::{cancelled, timeout_because, timeout_err, Pending, WaitEnds, Woken};
-use crate::names::{LockOptions, is_direct_child, lost_err, owner_info, show, validate_name};
-use crate::queue::{kvs, revision};
 
 /// The mark at the end of a reader's key.
 const READER: &str = "-r";
@@ -34,7 +34,9 @@ impl Client {
     pub async fn read_lock(&self, name: &str, opts: LockOptions) -> Result<Guard> {
         opts.validate()?;
         if opts.lock_delay.is_some_and(|d| !d.is_zero()) {
-            return Err(Error::invalid("lock_delay applies to locks and elections, not to read locks"));
+            return Err(Error::invalid(
+                "lock_delay applies to locks and elections, not to read locks",
+            ));
         }
         let m = self.inner.metrics.acquiring();
         let _meta = self.meta_wait(name, crate::meta::LockKind::RwLock, &opts.metadata);
@@ -51,16 +53,35 @@ impl Client {
         validate_name(name)?;
         self.check_open()?;
         let once = opts.timeout == Some(Duration::ZERO);
-        let deadline = if once { None } else { opts.timeout.and_then(|t| std::time::Instant::now().checked_add(t)) };
-        let bound = if once { self.request_bound() } else { Bound::Wait(deadline) };
+        let deadline = if once {
+            None
+        } else {
+            opts.timeout
+                .and_then(|t| std::time::Instant::now().checked_add(t))
+        };
+        let bound = if once {
+            self.request_bound()
+        } else {
+            Bound::Wait(deadline)
+        };
         let timeout = opts.timeout;
         let cancel = opts.cancel.unwrap_or_default();
         let prefix = self.prefix(name);
         let ctx = |e: Error| e.context(format!("read lock {}", show(name)));
-        if once && self.newest_writer(&prefix, None).await.map_err(ctx)?.is_some() {
+        if once
+            && self
+                .newest_writer(&prefix, None)
+                .await
+                .map_err(ctx)?
+                .is_some()
+        {
             return Err(timeout_err(name, timeout));
         }
-        let _place = if once { None } else { Some(self.enter_window(name, deadline, timeout, &cancel).await?) };
+        let _place = if once {
+            None
+        } else {
+            Some(self.enter_window(name, deadline, timeout, &cancel).await?)
+        };
         let session = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(cancelled(name)),
@@ -70,19 +91,29 @@ impl Client {
         let mut pending = Pending::new(self, &session, key.clone());
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), owner_info(), Some(PutOptions::new().with_lease(session.lease)))])
+            .and_then([TxnOp::put(
+                key.clone(),
+                owner_info(),
+                Some(PutOptions::new().with_lease(session.lease)),
+            )])
             .or_else([TxnOp::get(key.clone(), None)]);
-        let resp = self.run_detached(&mut pending, txn, name, bound, &cancel).await.map_err(|e| {
-            if e.code() == ErrorCode::Timeout {
-                timeout_because(name, timeout, &e)
-            } else {
-                ctx(e)
-            }
-        })?;
+        let resp = self
+            .run_detached(&mut pending, txn, name, bound, &cancel)
+            .await
+            .map_err(|e| {
+                if e.code() == ErrorCode::Timeout {
+                    timeout_because(name, timeout, &e)
+                } else {
+                    ctx(e)
+                }
+            })?;
         let my_rev = if resp.succeeded() {
             revision(&resp)
         } else {
-            kvs(resp.op_responses().first()).first().map(|kv| kv.create_revision()).unwrap_or(0)
+            kvs(resp.op_responses().first())
+                .first()
+                .map(|kv| kv.create_revision())
+                .unwrap_or(0)
         };
         let hub = &self.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
@@ -96,11 +127,22 @@ impl Client {
                 Ok(Some((w, rev))) => (w, rev),
                 Ok(None) => {
                     pending.watches.retain(|w| *w != own_id);
-                    return Ok(self.held(name, &session, pending, my_rev, waited_on, Some((own_id, own, own_rx))));
+                    return Ok(self.held(
+                        name,
+                        &session,
+                        pending,
+                        my_rev,
+                        waited_on,
+                        Some((own_id, own, own_rx)),
+                    ));
                 }
                 Err(e) if e.code() == ErrorCode::LockLost => {
                     let reason = why_deleted(self, &session).await;
-                    return Err(lost_err(name, reason, "our reader key was deleted while waiting"));
+                    return Err(lost_err(
+                        name,
+                        reason,
+                        "our reader key was deleted while waiting",
+                    ));
                 }
                 Err(e) => {
                     pending.abandon().await;
@@ -121,7 +163,12 @@ impl Client {
             if waited_on.last() != Some(&writer) {
                 waited_on.push(writer.clone());
             }
-            let ends = WaitEnds { closed: &closed, cancel: &cancel, deadline, session: &session };
+            let ends = WaitEnds {
+                closed: &closed,
+                cancel: &cancel,
+                deadline,
+                session: &session,
+            };
             let woke = self
                 .wait_any_deleted(&mut pending, std::slice::from_ref(&writer), rev, &ends, &mut own_rx, || {
                     // The watch started after our read: is the writer we watch still
@@ -133,25 +180,40 @@ impl Client {
             match woke {
                 Ok(Woken::OwnReset) => own_reset = true,
                 Ok(Woken::Changed) => {}
-                Err(i) => return Err(self.end_wait(i, name, &session, pending, timeout, "reader").await),
+                Err(i) => {
+                    return Err(self
+                        .end_wait(i, name, &session, pending, timeout, "reader")
+                        .await)
+                }
             }
         }
     }
 
     /// The newest writer key older than ours (or the newest at all, without
     /// `mine`), and the revision of the read. `LockLost` if our key is gone.
-    async fn newest_writer(&self, prefix: &[u8], mine: Option<(&[u8], i64)>) -> Result<Option<(Vec<u8>, i64)>> {
+    async fn newest_writer(
+        &self,
+        prefix: &[u8],
+        mine: Option<(&[u8], i64)>,
+    ) -> Result<Option<(Vec<u8>, i64)>> {
         const PAGE: i64 = 64;
         let mut below = mine.map(|(_, r)| r).unwrap_or(i64::MAX);
         let mut first = true;
         loop {
-            let mut older = GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Descend).with_limit(PAGE);
+            let mut older = GetOptions::new()
+                .with_prefix()
+                .with_keys_only()
+                .with_sort(SortTarget::Create, SortOrder::Descend)
+                .with_limit(PAGE);
             if below != i64::MAX {
                 older = older.with_max_create_revision(below - 1);
             }
             let mut ops = vec![TxnOp::get(prefix.to_vec(), Some(older))];
             if let (true, Some((k, _))) = (first, mine) {
-                ops.push(TxnOp::get(k.to_vec(), Some(GetOptions::new().with_keys_only())));
+                ops.push(TxnOp::get(
+                    k.to_vec(),
+                    Some(GetOptions::new().with_keys_only()),
+                ));
             }
             let txn = Txn::new().and_then(ops);
             let resp = self

@@ -10,19 +10,21 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use etcd_client::{
+    Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
+};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnKeyWatch};
-use crate::transport::Bound;
-use crate::wait::{timeout_because, timeout_err, Pending, WaitEnds, Woken};
-use crate::session::Session;
-use crate::names::{LockOptions, Mode, is_direct_child, lost_err, owner_info, show};
+use crate::names::{is_direct_child, lost_err, owner_info, show, LockOptions, Mode};
 use crate::queue::{kvs, revision};
 use crate::runtime::sleep_opt;
+use crate::session::Session;
+use crate::transport::Bound;
+use crate::wait::{timeout_because, timeout_err, Pending, WaitEnds, Woken};
 
 /// The most permits one semaphore may have (each waiter watches that many keys).
 pub const MAX_PERMITS: u32 = 1024;
@@ -35,7 +37,11 @@ fn permits_of(kv: &KeyValue) -> u32 {
     v.windows(tag.len())
         .position(|w| w == tag)
         .and_then(|i| {
-            let digits: Vec<u8> = v[i + tag.len()..].iter().copied().take_while(u8::is_ascii_digit).collect();
+            let digits: Vec<u8> = v[i + tag.len()..]
+                .iter()
+                .copied()
+                .take_while(u8::is_ascii_digit)
+                .collect();
             std::str::from_utf8(&digits).ok()?.parse().ok()
         })
         .unwrap_or(1)
@@ -60,20 +66,51 @@ impl Client {
     /// permit.unlock().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn acquire_permit(&self, name: &str, permits: u32, opts: LockOptions) -> Result<Guard> {
+    pub async fn acquire_permit(
+        &self,
+        name: &str,
+        permits: u32,
+        opts: LockOptions,
+    ) -> Result<Guard> {
         if permits == 0 || permits > MAX_PERMITS {
-            return Err(Error::invalid(format!("permits must be between 1 and {MAX_PERMITS}, got {permits}")));
+            return Err(Error::invalid(format!(
+                "permits must be between 1 and {MAX_PERMITS}, got {permits}"
+            )));
         }
-        let mode = if opts.timeout == Some(Duration::ZERO) { Mode::Once } else { Mode::Wait };
-        self.acquire_n(name, opts, mode, None, permits, crate::meta::LockKind::Semaphore).await
+        let mode = if opts.timeout == Some(Duration::ZERO) {
+            Mode::Once
+        } else {
+            Mode::Wait
+        };
+        self.acquire_n(
+            name,
+            opts,
+            mode,
+            None,
+            permits,
+            crate::meta::LockKind::Semaphore,
+        )
+        .await
     }
 
     /// The older keys around ours, newest first, at most `permits` of them.
-    async fn read_older(&self, prefix: &[u8], key: &[u8], my_rev: i64, permits: u32) -> Result<Older> {
-        let older = GetOptions::new().with_prefix().with_max_create_revision(my_rev - 1).with_sort(SortTarget::Create, SortOrder::Descend);
+    async fn read_older(
+        &self,
+        prefix: &[u8],
+        key: &[u8],
+        my_rev: i64,
+        permits: u32,
+    ) -> Result<Older> {
+        let older = GetOptions::new()
+            .with_prefix()
+            .with_max_create_revision(my_rev - 1)
+            .with_sort(SortTarget::Create, SortOrder::Descend);
         let txn = Txn::new().and_then([
             TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-            TxnOp::get(prefix.to_vec(), Some(older.clone().with_limit(permits as i64))),
+            TxnOp::get(
+                prefix.to_vec(),
+                Some(older.clone().with_limit(permits as i64)),
+            ),
         ]);
         let resp = self
             .call(None, |mut c| {
@@ -82,7 +119,9 @@ impl Client {
             })
             .await?;
         let ops = resp.op_responses();
-        let mine = kvs(ops.first()).first().is_some_and(|kv| kv.create_revision() == my_rev);
+        let mine = kvs(ops.first())
+            .first()
+            .is_some_and(|kv| kv.create_revision() == my_rev);
         let mut window: Vec<KeyValue> = kvs(ops.get(1)).to_vec();
         if window.iter().any(|kv| !is_direct_child(prefix, kv.key())) {
             // Keys of a nested name are in the window: scan them out.
@@ -93,9 +132,22 @@ impl Client {
                     async move { c.get(p, Some(o)).await }
                 })
                 .await?;
-            window = all.kvs().iter().filter(|kv| is_direct_child(prefix, kv.key())).take(permits as usize).cloned().collect();
+            window = all
+                .kvs()
+                .iter()
+                .filter(|kv| is_direct_child(prefix, kv.key()))
+                .take(permits as usize)
+                .cloned()
+                .collect();
         }
-        Ok(Older { mine, keys: window.iter().map(|kv| (kv.key().to_vec(), permits_of(kv))).collect(), rev: revision(&resp) })
+        Ok(Older {
+            mine,
+            keys: window
+                .iter()
+                .map(|kv| (kv.key().to_vec(), permits_of(kv)))
+                .collect(),
+            rev: revision(&resp),
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -121,11 +173,24 @@ impl Client {
             let r = self
                 .call(Some(bound), |mut c| {
                     let p = p.clone();
-                    async move { c.get(p, Some(GetOptions::new().with_prefix().with_keys_only().with_limit(permits as i64))).await }
+                    async move {
+                        c.get(
+                            p,
+                            Some(
+                                GetOptions::new()
+                                    .with_prefix()
+                                    .with_keys_only()
+                                    .with_limit(permits as i64),
+                            ),
+                        )
+                        .await
+                    }
                 })
                 .await
                 .map_err(ctx)?;
-            if r.kvs().len() as u32 >= permits && r.kvs().iter().all(|kv| is_direct_child(&prefix, kv.key())) {
+            if r.kvs().len() as u32 >= permits
+                && r.kvs().iter().all(|kv| is_direct_child(&prefix, kv.key()))
+            {
                 return Err(timeout_err(name, timeout));
             }
         }
@@ -136,21 +201,33 @@ impl Client {
         value.push_str(&format!(",\"permits\":{permits}}}"));
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(key.clone(), value, Some(PutOptions::new().with_lease(session.lease)))])
+            .and_then([TxnOp::put(
+                key.clone(),
+                value,
+                Some(PutOptions::new().with_lease(session.lease)),
+            )])
             .or_else([TxnOp::get(key.clone(), None)]);
-        let resp = self.run_detached(&mut pending, txn, name, bound, cancel).await.map_err(|e| {
-            if e.code() == ErrorCode::Timeout {
-                timeout_because(name, timeout, &e)
-            } else {
-                ctx(e)
-            }
-        })?;
+        let resp = self
+            .run_detached(&mut pending, txn, name, bound, cancel)
+            .await
+            .map_err(|e| {
+                if e.code() == ErrorCode::Timeout {
+                    timeout_because(name, timeout, &e)
+                } else {
+                    ctx(e)
+                }
+            })?;
         let my_rev = if resp.succeeded() {
             revision(&resp)
         } else {
             match kvs(resp.op_responses().first()).first() {
                 Some(kv) => kv.create_revision(),
-                None => return Err(Error::lost(LossReason::LeaseExpired, "requested lease not found: our key vanished while queueing")),
+                None => {
+                    return Err(Error::lost(
+                        LossReason::LeaseExpired,
+                        "requested lease not found: our key vanished while queueing",
+                    ))
+                }
             }
         };
         let hub = &self.inner.hub;
@@ -162,7 +239,11 @@ impl Client {
         loop {
             let older = match self.read_older(&prefix, &key, my_rev, permits).await {
                 Ok(o) => o,
-                Err(e) if e.code() == ErrorCode::Unavailable && session.alive() && mode == Mode::Wait => {
+                Err(e)
+                    if e.code() == ErrorCode::Unavailable
+                        && session.alive()
+                        && mode == Mode::Wait =>
+                {
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
                         _ = sleep_opt(deadline) => {
@@ -178,7 +259,11 @@ impl Client {
             };
             if !older.mine {
                 let reason = why_deleted(self, session).await;
-                return Err(lost_err(name, reason, "our waiter key was deleted while waiting"));
+                return Err(lost_err(
+                    name,
+                    reason,
+                    "our waiter key was deleted while waiting",
+                ));
             }
             if own_reset {
                 // etcd dropped the watch on our key (compaction): watch again from this read.
@@ -197,7 +282,14 @@ impl Client {
             }
             if (older.keys.len() as u32) < permits {
                 pending.watches.retain(|w| *w != own_id);
-                return Ok(self.held(name, session, pending, my_rev, Vec::new(), Some((own_id, own, own_rx))));
+                return Ok(self.held(
+                    name,
+                    session,
+                    pending,
+                    my_rev,
+                    Vec::new(),
+                    Some((own_id, own, own_rx)),
+                ));
             }
             if mode != Mode::Wait {
                 pending.abandon().await;
@@ -205,7 +297,12 @@ impl Client {
             }
             // Wait for any of the `permits` keys just older than ours to leave: that
             // may free a permit for us.
-            let ends = WaitEnds { closed: &closed, cancel, deadline, session };
+            let ends = WaitEnds {
+                closed: &closed,
+                cancel,
+                deadline,
+                session,
+            };
             let keys: Vec<Vec<u8>> = older.keys.iter().map(|(k, _)| k.clone()).collect();
             let woke = self
                 .wait_any_deleted(&mut pending, &keys, older.rev, &ends, &mut own_rx, || {
@@ -221,7 +318,11 @@ impl Client {
             match woke {
                 Ok(Woken::OwnReset) => own_reset = true,
                 Ok(Woken::Changed) => {}
-                Err(i) => return Err(self.end_wait(i, name, session, pending, timeout, "waiter").await),
+                Err(i) => {
+                    return Err(self
+                        .end_wait(i, name, session, pending, timeout, "waiter")
+                        .await)
+                }
             }
         }
     }

@@ -135,14 +135,23 @@ pub(crate) struct Session {
 
 impl Session {
     /// `probe`: the key read to check renewals until a lock key is reserved.
-    pub(crate) fn new(lease: i64, ttl: i64, margin: Duration, granted_at: Instant, keepalive: Option<Duration>, probe: Vec<u8>) -> Arc<Session> {
+    pub(crate) fn new(
+        lease: i64,
+        ttl: i64,
+        margin: Duration,
+        granted_at: Instant,
+        keepalive: Option<Duration>,
+        probe: Vec<u8>,
+    ) -> Arc<Session> {
         let (lost, _) = watch::channel(None);
         Arc::new(Session {
             lease,
             ttl,
             margin,
             keepalive,
-            deadline: Mutex::new(granted_at + Duration::from_secs(ttl as u64).saturating_sub(margin)),
+            deadline: Mutex::new(
+                granted_at + Duration::from_secs(ttl as u64).saturating_sub(margin),
+            ),
             lost,
             last_ack: Mutex::new(granted_at),
             renewal: watch::channel(Renewal::Ok).0,
@@ -182,7 +191,8 @@ impl Session {
             let mut last = self.last_ack.lock().unwrap_or_else(|p| p.into_inner());
             *last = (*last).max(sent);
         }
-        self.renewal.send_if_modified(|r| std::mem::replace(r, Renewal::Ok) != Renewal::Ok);
+        self.renewal
+            .send_if_modified(|r| std::mem::replace(r, Renewal::Ok) != Renewal::Ok);
     }
 
     /// Send time of the last request that proved the lease alive.
@@ -229,7 +239,12 @@ impl Session {
         });
         self.stop.cancel();
         let loss = self.loss().unwrap_or(Loss { reason, at });
-        let listeners: Vec<_> = self.listeners.lock().unwrap_or_else(|p| p.into_inner()).drain().collect();
+        let listeners: Vec<_> = self
+            .listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .collect();
         for (_, l) in listeners {
             if let Some(l) = l.upgrade() {
                 l.on_loss(loss);
@@ -241,9 +256,15 @@ impl Session {
     /// id for [`Session::unlisten`].
     pub(crate) fn listen(&self, l: Weak<dyn OnLoss>) -> u64 {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
-        self.listeners.lock().unwrap_or_else(|p| p.into_inner()).insert(id, l.clone());
+        self.listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, l.clone());
         if let Some(loss) = self.loss() {
-            self.listeners.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            self.listeners
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
             if let Some(l) = l.upgrade() {
                 l.on_loss(loss);
             }
@@ -252,7 +273,10 @@ impl Session {
     }
 
     pub(crate) fn unlisten(&self, id: u64) {
-        self.listeners.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        self.listeners
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&id);
     }
 
     /// Resolves when the session is lost.
@@ -263,7 +287,10 @@ impl Session {
                 return l;
             }
             if rx.changed().await.is_err() {
-                return Loss { reason: LossReason::ClientClosed, at: Instant::now() };
+                return Loss {
+                    reason: LossReason::ClientClosed,
+                    at: Instant::now(),
+                };
             }
         }
     }
@@ -295,30 +322,52 @@ impl Session {
 
     /// The lease for a lock-delay of `secs` seconds on this session, if granted.
     pub(crate) fn delay_lease(&self, secs: u64) -> Option<i64> {
-        self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).get(&secs).copied()
+        self.delay_leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&secs)
+            .copied()
     }
 
     /// Record the lease granted for a lock-delay of `secs`; if another call
     /// recorded one first, that one is returned (and `id` is the caller's to
     /// revoke).
     pub(crate) fn set_delay_lease(&self, secs: u64, id: i64) -> i64 {
-        *self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).entry(secs).or_insert(id)
+        *self
+            .delay_leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(secs)
+            .or_insert(id)
     }
 
     /// Forget a delay lease etcd no longer has.
     pub(crate) fn drop_delay_lease(&self, id: i64) {
-        self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).retain(|_, v| *v != id);
+        self.delay_leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|_, v| *v != id);
     }
 
     /// Every delay lease (for close, which revokes them).
     pub(crate) fn delay_lease_ids(&self) -> Vec<i64> {
-        self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).values().copied().collect()
+        self.delay_leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .copied()
+            .collect()
     }
 
     /// Renew `lease` with this session from now on (a latch or barrier
     /// handle opened); counted, see [`Session::unshare`].
     pub(crate) fn share(&self, lease: i64) {
-        *self.shared_leases.lock().unwrap_or_else(|p| p.into_inner()).entry(lease).or_insert(0) += 1;
+        *self
+            .shared_leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(lease)
+            .or_insert(0) += 1;
     }
 
     /// A handle that renewed `lease` is done with it.
@@ -333,13 +382,27 @@ impl Session {
     }
 
     fn has_extras(&self) -> bool {
-        !self.delay_leases.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
-            || !self.shared_leases.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+        !self
+            .delay_leases
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+            || !self
+                .shared_leases
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_empty()
     }
 
     fn extra_leases(&self) -> Vec<i64> {
         let mut v = self.delay_lease_ids();
-        v.extend(self.shared_leases.lock().unwrap_or_else(|p| p.into_inner()).keys().copied());
+        v.extend(
+            self.shared_leases
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .keys()
+                .copied(),
+        );
         v
     }
 
@@ -358,7 +421,10 @@ impl Session {
             if let Ok(Ok(Some(resp))) = r {
                 if resp.ttl() <= 0 {
                     self.drop_delay_lease(id);
-                    self.shared_leases.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                    self.shared_leases
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&id);
                 }
             }
         }
@@ -368,14 +434,22 @@ impl Session {
     /// prefix, unless it was retired.
     pub(crate) fn release_key(&self, key: &[u8]) {
         let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        if !self.retired.lock().unwrap_or_else(|p| p.into_inner()).contains(key) {
+        if !self
+            .retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
+        {
             keys.remove(key);
         }
     }
 
     /// Whether `key` is one of this session's reserved keys.
     pub(crate) fn is_reserved(&self, key: &[u8]) -> bool {
-        self.keys.lock().unwrap_or_else(|p| p.into_inner()).contains(key)
+        self.keys
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
     }
 
     /// Never make `key` again in this session: a plain delete of it may still
@@ -386,14 +460,21 @@ impl Session {
     pub(crate) fn retire_key(&self, key: &[u8]) {
         let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
         if keys.contains(key) {
-            self.retired.lock().unwrap_or_else(|p| p.into_inner()).insert(key.to_vec());
+            self.retired
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(key.to_vec());
         }
     }
 
     /// The keep-alive task: one per session. Sends a keep-alive every
     /// [`Session::interval`] and, after a failure, retries at once on another
     /// member until the validity window closes.
-    pub(crate) async fn run(self: Arc<Session>, transport: Arc<Transport>, metrics: Arc<crate::metrics::Recorder>) {
+    pub(crate) async fn run(
+        self: Arc<Session>,
+        transport: Arc<Transport>,
+        metrics: Arc<crate::metrics::Recorder>,
+    ) {
         let stop = self.stop.clone();
         tokio::select! {
             _ = stop.cancelled() => {}
@@ -412,7 +493,9 @@ impl Session {
             return k;
         }
         let ttl = Duration::from_secs(self.ttl.max(1) as u64);
-        (ttl / 3).min(ttl.saturating_sub(self.margin) / 4).max(Duration::from_millis(250))
+        (ttl / 3)
+            .min(ttl.saturating_sub(self.margin) / 4)
+            .max(Duration::from_millis(250))
     }
 
     async fn watchdog(&self, transport: &Transport) {
@@ -441,7 +524,11 @@ impl Session {
                         *r = Renewal::Failing { valid_until };
                         was_ok
                     }) {
-                        tracing::warn!(lease = format!("{:x}", self.lease), left_ms = (valid_until - now).as_millis() as u64, "keep-alive renewal failing");
+                        tracing::warn!(
+                            lease = format!("{:x}", self.lease),
+                            left_ms = (valid_until - now).as_millis() as u64,
+                            "keep-alive renewal failing"
+                        );
                     }
                 }
                 continue;
@@ -472,7 +559,11 @@ impl Session {
         let lease = self.lease;
         let ask = (self.margin / 2).min(transport.request_timeout);
         let bound = crate::transport::Bound::Request(Instant::now() + ask);
-        let r = transport.call_lease(bound, &mut false, |mut c| async move { c.time_to_live(lease, None).await }).await;
+        let r = transport
+            .call_lease(bound, &mut false, |mut c| async move {
+                c.time_to_live(lease, None).await
+            })
+            .await;
         match r {
             Ok(t) if t.ttl() <= 0 => LossReason::LeaseExpired,
             Ok(t) => {
@@ -510,7 +601,12 @@ impl Session {
     /// later leader's. A proxy forwards this request to etcd unchanged. `r`
     /// = 0 proves nothing either way (under a second left, or expiring); a
     /// negative `r` or "lease not found" is a lease that is gone.
-    async fn confirm(&self, client: &etcd_client::Client, within: Duration, read_term: Option<u64>) -> Confirmed {
+    async fn confirm(
+        &self,
+        client: &etcd_client::Client,
+        within: Duration,
+        read_term: Option<u64>,
+    ) -> Confirmed {
         // No read on this stream yet (answers late from its start, as through
         // the proxy): one now, for the term.
         let read_term = match read_term {
@@ -524,8 +620,16 @@ impl Session {
         let mut lease = client.lease_client();
         match tokio::time::timeout(within, lease.time_to_live(self.lease, None)).await {
             Ok(Ok(t)) if t.ttl() > 0 => {
-                tracing::trace!(lease = format!("{:x}", self.lease), ttl = t.ttl(), "keep-alive answer late; etcd says the lease lives");
-                Confirmed::Alive(read_term.map(|term| Proof { sent: asked, ttl: t.ttl(), term }))
+                tracing::trace!(
+                    lease = format!("{:x}", self.lease),
+                    ttl = t.ttl(),
+                    "keep-alive answer late; etcd says the lease lives"
+                );
+                Confirmed::Alive(read_term.map(|term| Proof {
+                    sent: asked,
+                    ttl: t.ttl(),
+                    term,
+                }))
             }
             Ok(Ok(t)) if t.ttl() == 0 => Confirmed::Alive(None),
             Ok(Ok(_)) => Confirmed::Gone,
@@ -561,7 +665,11 @@ impl Session {
                 Some(h) => Checked::Term(h.raft_term()),
                 None => Checked::Failed,
             },
-            Ok(Err(etcd_client::Error::GRpcStatus(st))) if st.code() == tonic::Code::PermissionDenied => Checked::Denied,
+            Ok(Err(etcd_client::Error::GRpcStatus(st)))
+                if st.code() == tonic::Code::PermissionDenied =>
+            {
+                Checked::Denied
+            }
             Ok(Err(_)) => Checked::Failed,
             Err(_) => Checked::Silent,
         }
@@ -620,7 +728,8 @@ impl Session {
             }
             let send_at = match sent.back() {
                 None => {
-                    let due = answered.map_or(self.last_proof(), |a| a.max(self.last_proof())) + interval;
+                    let due =
+                        answered.map_or(self.last_proof(), |a| a.max(self.last_proof())) + interval;
                     resend_at.map_or(due, |r| r.min(due))
                 }
                 Some(last) => *last + every,
@@ -737,7 +846,13 @@ impl Session {
 
     /// A checked answer: the deadline moves, and the leases renewed with the
     /// session's (lock-delays, latches) are renewed now.
-    fn proved(self: &Arc<Session>, sent: Instant, ttl: i64, client: &etcd_client::Client, silence: Duration) {
+    fn proved(
+        self: &Arc<Session>,
+        sent: Instant,
+        ttl: i64,
+        client: &etcd_client::Client,
+        silence: Duration,
+    ) {
         self.extend(sent, ttl);
         if self.has_extras() {
             // Off the session's own loop: a slow renewal of many latches
@@ -751,7 +866,11 @@ impl Session {
     /// for [`Transport::silence`] is benched and the stream re-opened on the
     /// next one (a stuck renewal blocks etcd's keep-alive stream, so the
     /// stream is never reused after a silence).
-    async fn keep_alive(self: Arc<Session>, transport: Arc<Transport>, metrics: Arc<crate::metrics::Recorder>) {
+    async fn keep_alive(
+        self: Arc<Session>,
+        transport: Arc<Transport>,
+        metrics: Arc<crate::metrics::Recorder>,
+    ) {
         let silence = transport.silence();
         let mut retry = Duration::from_millis(20);
         loop {
@@ -771,7 +890,10 @@ impl Session {
                     continue;
                 }
             };
-            match self.renew_on(&mut keeper, &mut stream, &client, member, &metrics, silence).await {
+            match self
+                .renew_on(&mut keeper, &mut stream, &client, member, &metrics, silence)
+                .await
+            {
                 StreamEnd::Lost => return,
                 StreamEnd::Failed => transport.fail(member),
                 StreamEnd::Silent => {
@@ -795,7 +917,14 @@ mod tests {
     /// still reach etcd (keys::delete_incarnation).
     #[test]
     fn a_retired_key_is_never_made_again_a_released_one_is() {
-        let s = Session::new(0xab, 15, Duration::from_secs(1), Instant::now(), None, Vec::new());
+        let s = Session::new(
+            0xab,
+            15,
+            Duration::from_secs(1),
+            Instant::now(),
+            None,
+            Vec::new(),
+        );
         let k = s.reserve_key(b"n/");
         assert_eq!(k, b"n/ab");
         s.release_key(&k);

@@ -10,8 +10,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
 
 use crate::client::Client;
-use crate::meta::{self, LockKind, META_PREFIX};
 use crate::error::Result;
+use crate::meta::{self, LockKind, META_PREFIX};
 use crate::names::{is_direct_child, validate_name};
 
 /// What a contender is.
@@ -51,7 +51,7 @@ pub struct Contender {
     /// The holder's process id, for etcdlock keys.
     pub pid: Option<u32>,
     /// The language the holder uses etcdlock from (`"rust"`, `"python"`,
-    /// ...), once its meta record is written (keys older than ~100 ms).
+    /// ...), once its meta record is written (keys older than 100 ms, the meta records' tick).
     pub language: Option<String>,
     /// Acquisitions of this name in progress in the contender's client (its
     /// local queue: a client keeps at most two keys per name in etcd), from
@@ -59,7 +59,7 @@ pub struct Contender {
     pub local_waiters: Option<u32>,
     /// What the holder's acquisition gave as metadata
     /// ([`crate::LockOptions::metadata`]), from its meta record (empty until
-    /// it is written, ~100 ms into a use of the name).
+    /// it is written, 100 ms (the meta records' tick) into a use of the name).
     pub metadata: Vec<(String, String)>,
     /// A key without etcdlock's owner info or meta record: `etcdctl lock`,
     /// `etcdctl elect`, Go's Mutex or Election, or another program.
@@ -119,7 +119,11 @@ fn meta_record(v: &[u8]) -> MetaRecord {
         return MetaRecord::default();
     };
     let s = |k: &str| o.get(k).and_then(|v| v.as_str()).map(str::to_string);
-    let n = |k: &str| o.get(k).and_then(|v| v.as_u64()).and_then(|v| u32::try_from(v).ok());
+    let n = |k: &str| {
+        o.get(k)
+            .and_then(|v| v.as_u64())
+            .and_then(|v| u32::try_from(v).ok())
+    };
     MetaRecord {
         kind: s("kind").as_deref().and_then(LockKind::from_name),
         host: s("host"),
@@ -127,7 +131,10 @@ fn meta_record(v: &[u8]) -> MetaRecord {
         language: s("language"),
         waiting: n("waiting"),
         metadata: match o.get("metadata") {
-            Some(serde_json::Value::Object(m)) => m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect(),
+            Some(serde_json::Value::Object(m)) => m
+                .iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect(),
             _ => Vec::new(),
         },
     }
@@ -143,7 +150,13 @@ struct Seen {
 
 /// The status of `name` from its direct children `kvs`, oldest first.
 fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
-    let mut st = Status { name: name.to_string(), revision, holders: Vec::new(), waiters: Vec::new(), kind: None };
+    let mut st = Status {
+        name: name.to_string(),
+        revision,
+        holders: Vec::new(),
+        waiters: Vec::new(),
+        kind: None,
+    };
     let mut writer_seen = false;
     let mut inferred = None;
     // `older`: contenders created before this one.
@@ -161,13 +174,19 @@ fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
         }
         let lease = kv.lease();
         let v = String::from_utf8_lossy(kv.value()).into_owned();
-        let m = seen.metas.get(&(name.to_string(), lease)).cloned().unwrap_or_default();
+        let m = seen
+            .metas
+            .get(&(name.to_string(), lease))
+            .cloned()
+            .unwrap_or_default();
         if st.kind.is_none() {
             st.kind = m.kind;
         }
         let host = field(&v, "host").map(str::to_string).or(m.host);
         let pid = field(&v, "pid").and_then(|p| p.parse().ok()).or(m.pid);
-        let age_ms = field(&v, "since_ms").and_then(|s| s.parse::<u64>().ok()).map(|s| seen.now_ms.saturating_sub(s));
+        let age_ms = field(&v, "since_ms")
+            .and_then(|s| s.parse::<u64>().ok())
+            .map(|s| seen.now_ms.saturating_sub(s));
         let c = Contender {
             key: String::from_utf8_lossy(kv.key()).into_owned(),
             kind,
@@ -204,10 +223,15 @@ impl Client {
         validate_name(name)?;
         let prefix = self.prefix(name);
         let (revision, kvs) = self.read_sorted(prefix.clone(), None).await?;
-        let kvs: Vec<&KeyValue> = kvs.iter().filter(|kv| is_direct_child(&prefix, kv.key())).collect();
+        let kvs: Vec<&KeyValue> = kvs
+            .iter()
+            .filter(|kv| is_direct_child(&prefix, kv.key()))
+            .collect();
         let mut meta_prefix = format!("{META_PREFIX}{name}/").into_bytes();
         meta_prefix.splice(0..0, self.inner.ns.iter().copied());
-        let seen = self.seen(&kvs, &meta_prefix, revision, |n| n == name).await?;
+        let seen = self
+            .seen(&kvs, &meta_prefix, revision, |n| n == name)
+            .await?;
         Ok(build(name, revision, &kvs, &seen))
     }
 
@@ -223,18 +247,27 @@ impl Client {
         validate_name(name)?;
         let prefix = self.prefix(name);
         let (_, kvs) = self.read_sorted(prefix.clone(), None).await?;
-        let Some(kv) = kvs.iter().find(|kv| kv.create_revision() == token && is_direct_child(&prefix, kv.key())) else {
+        let Some(kv) = kvs
+            .iter()
+            .find(|kv| kv.create_revision() == token && is_direct_child(&prefix, kv.key()))
+        else {
             return Ok(false);
         };
         let key = kv.key().to_vec();
         // An operator's release hands over at once, as an unlock does: the
         // holder's lock-delay records (if any) go with its key.
         let recs = self.delay_records(name);
-        let txn = Txn::new().when([Compare::create_revision(key.clone(), CompareOp::Equal, token)]).and_then([
-            TxnOp::delete(recs.held_of(&prefix, &key), None),
-            TxnOp::delete(recs.waiting_of(&prefix, &key), None),
-            TxnOp::delete(key, None),
-        ]);
+        let txn = Txn::new()
+            .when([Compare::create_revision(
+                key.clone(),
+                CompareOp::Equal,
+                token,
+            )])
+            .and_then([
+                TxnOp::delete(recs.held_of(&prefix, &key), None),
+                TxnOp::delete(recs.waiting_of(&prefix, &key), None),
+                TxnOp::delete(key, None),
+            ]);
         let r = self
             .call(Some(self.request_bound()), |mut c| {
                 let t = txn.clone();
@@ -272,7 +305,9 @@ impl Client {
             if has(META_PREFIX) || has(crate::RECORD_MARK) {
                 continue;
             }
-            let Some(cut) = k.iter().rposition(|b| *b == b'/') else { continue };
+            let Some(cut) = k.iter().rposition(|b| *b == b'/') else {
+                continue;
+            };
             let name = String::from_utf8_lossy(&k[..cut]).into_owned();
             if name.is_empty() || !name.starts_with(prefix) {
                 continue;
@@ -282,18 +317,29 @@ impl Client {
         let all: Vec<&KeyValue> = names.values().flatten().copied().collect();
         let mut meta_prefix = self.inner.ns.clone();
         meta_prefix.extend_from_slice(format!("{META_PREFIX}{prefix}").as_bytes());
-        let seen = self.seen(&all, &meta_prefix, revision, |n| names.contains_key(n)).await?;
-        Ok(names.iter().map(|(name, kvs)| build(name, revision, kvs, &seen)).collect())
+        let seen = self
+            .seen(&all, &meta_prefix, revision, |n| names.contains_key(n))
+            .await?;
+        Ok(names
+            .iter()
+            .map(|(name, kvs)| build(name, revision, kvs, &seen))
+            .collect())
     }
 
     /// Every key under `from`, oldest first, and the read's revision (at
     /// `revision` if given), within the request timeout.
-    async fn read_sorted(&self, from: Vec<u8>, revision: Option<i64>) -> Result<(i64, Vec<KeyValue>)> {
+    async fn read_sorted(
+        &self,
+        from: Vec<u8>,
+        revision: Option<i64>,
+    ) -> Result<(i64, Vec<KeyValue>)> {
         let bound = Some(self.request_bound());
         let r = self
             .call(bound, |mut c| {
                 let from = from.clone();
-                let mut o = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend);
+                let mut o = GetOptions::new()
+                    .with_prefix()
+                    .with_sort(SortTarget::Create, SortOrder::Ascend);
                 if let Some(rev) = revision {
                     o = o.with_revision(rev);
                 }
@@ -307,9 +353,17 @@ impl Client {
 
     /// The meta records under `meta_prefix` (at the same revision as the
     /// keys) of the names `wanted` accepts, and the TTL left on each lease of `kvs`.
-    async fn seen(&self, kvs: &[&KeyValue], meta_prefix: &[u8], revision: i64, wanted: impl Fn(&str) -> bool) -> Result<Seen> {
+    async fn seen(
+        &self,
+        kvs: &[&KeyValue],
+        meta_prefix: &[u8],
+        revision: i64,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Result<Seen> {
         let bound = Some(self.request_bound());
-        let (_, records) = self.read_sorted(meta_prefix.to_vec(), Some(revision)).await?;
+        let (_, records) = self
+            .read_sorted(meta_prefix.to_vec(), Some(revision))
+            .await?;
         let ns = self.inner.ns.len();
         let mut metas = HashMap::new();
         for kv in &records {
@@ -325,10 +379,24 @@ impl Client {
             if lease == 0 || ttls.contains_key(&lease) {
                 continue;
             }
-            let t = self.call_lease(bound, |mut c| async move { c.time_to_live(lease, None).await }).await.ok().map(|t| t.ttl());
+            let t = self
+                .call_lease(
+                    bound,
+                    |mut c| async move { c.time_to_live(lease, None).await },
+                )
+                .await
+                .ok()
+                .map(|t| t.ttl());
             ttls.insert(lease, t);
         }
-        let now_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0);
-        Ok(Seen { metas, ttls, now_ms })
+        let now_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        Ok(Seen {
+            metas,
+            ttls,
+            now_ms,
+        })
     }
 }

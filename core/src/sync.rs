@@ -71,12 +71,16 @@ fn record_of(v: &[u8]) -> Option<(u64, u64)> {
 
 fn parties_of(v: &[u8]) -> Option<u32> {
     let v: serde_json::Value = serde_json::from_slice(v).ok()?;
-    v.get("parties")?.as_u64().and_then(|p| u32::try_from(p).ok())
+    v.get("parties")?
+        .as_u64()
+        .and_then(|p| u32::try_from(p).ok())
 }
 
 fn check_count(what: &str, n: u64) -> Result<()> {
     if n == 0 || n > MAX_SYNC_COUNT {
-        return Err(Error::invalid(format!("{what} must be between 1 and {MAX_SYNC_COUNT}, got {n}")));
+        return Err(Error::invalid(format!(
+            "{what} must be between 1 and {MAX_SYNC_COUNT}, got {n}"
+        )));
     }
     Ok(())
 }
@@ -84,7 +88,10 @@ fn check_count(what: &str, n: u64) -> Result<()> {
 fn gone(kind: &str, name: &str) -> Error {
     Error::lost(
         LossReason::LeaseExpired,
-        format!("{kind} {} is gone: every client that had it open closed it or lost its session", show(name)),
+        format!(
+            "{kind} {} is gone: every client that had it open closed it or lost its session",
+            show(name)
+        ),
     )
 }
 
@@ -104,14 +111,22 @@ impl Client {
     /// A new shared lease with this client's TTL.
     async fn shared_lease(&self, session: &Session) -> Result<i64> {
         let ttl = session.ttl;
-        let r = self.call_lease(Some(self.request_bound()), move |mut c| async move { c.grant(ttl, None).await }).await?;
+        let r = self
+            .call_lease(Some(self.request_bound()), move |mut c| async move {
+                c.grant(ttl, None).await
+            })
+            .await?;
         Ok(r.id())
     }
 
     fn revoke_later(&self, lease: i64) {
         let c = self.clone();
         self.inner.handle.spawn(async move {
-            let _ = c.call_lease(Some(c.request_bound()), move |mut cl| async move { cl.revoke(lease).await }).await;
+            let _ = c
+                .call_lease(Some(c.request_bound()), move |mut cl| async move {
+                    cl.revoke(lease).await
+                })
+                .await;
         });
     }
 
@@ -137,10 +152,15 @@ impl Client {
         check_count("count", count)?;
         self.check_open()?;
         let session = self.session_by(self.request_bound()).await?;
-        let (record, gate) = (self.sync_key("latch", name, "n"), self.sync_key("latch", name, "g"));
+        let (record, gate) = (
+            self.sync_key("latch", name, "n"),
+            self.sync_key("latch", name, "g"),
+        );
         let mut ours = None;
         for _ in 0..3 {
-            let r = self.txn_now(Txn::new().and_then([TxnOp::get(record.clone(), None)])).await?;
+            let r = self
+                .txn_now(Txn::new().and_then([TxnOp::get(record.clone(), None)]))
+                .await?;
             let found = kvs(r.op_responses().first()).first().cloned();
             let kv = match found {
                 Some(kv) => kv,
@@ -152,13 +172,29 @@ impl Client {
                     let body = format!("{{\"initial\":{count},\"count\":{count}}}");
                     let with = || Some(PutOptions::new().with_lease(lease));
                     let t = Txn::new()
-                        .when([Compare::create_revision(record.clone(), CompareOp::Equal, 0)])
-                        .and_then([TxnOp::put(record.clone(), body, with()), TxnOp::put(gate.clone(), "", with())])
+                        .when([Compare::create_revision(
+                            record.clone(),
+                            CompareOp::Equal,
+                            0,
+                        )])
+                        .and_then([
+                            TxnOp::put(record.clone(), body, with()),
+                            TxnOp::put(gate.clone(), "", with()),
+                        ])
                         .or_else([TxnOp::get(record.clone(), None)]);
                     let r = self.txn_now(t).await?;
                     if r.succeeded() {
                         session.share(lease);
-                        return Ok(Latch { client: self.clone(), name: name.into(), record, gate, initial: count, lease, session, closed: AtomicBool::new(false) });
+                        return Ok(Latch {
+                            client: self.clone(),
+                            name: name.into(),
+                            record,
+                            gate,
+                            initial: count,
+                            lease,
+                            session,
+                            closed: AtomicBool::new(false),
+                        });
                     }
                     match kvs(r.op_responses().first()).first().cloned() {
                         Some(kv) => kv,
@@ -170,18 +206,36 @@ impl Client {
                 self.revoke_later(l);
             }
             let Some((initial, _)) = record_of(kv.value()) else {
-                return Err(Error::invalid(format!("latch {}: its record is not etcdlock's", show(name))));
+                return Err(Error::invalid(format!(
+                    "latch {}: its record is not etcdlock's",
+                    show(name)
+                )));
             };
             if initial != count {
-                return Err(Error::invalid(format!("latch {} was created with count {initial}, not {count}", show(name))));
+                return Err(Error::invalid(format!(
+                    "latch {} was created with count {initial}, not {count}",
+                    show(name)
+                )));
             }
             session.share(kv.lease());
-            return Ok(Latch { client: self.clone(), name: name.into(), record, gate, initial, lease: kv.lease(), session, closed: AtomicBool::new(false) });
+            return Ok(Latch {
+                client: self.clone(),
+                name: name.into(),
+                record,
+                gate,
+                initial,
+                lease: kv.lease(),
+                session,
+                closed: AtomicBool::new(false),
+            });
         }
         if let Some(l) = ours {
             self.revoke_later(l);
         }
-        Err(Error::new(ErrorCode::Unavailable, format!("latch {}: created and gone three times over", show(name))))
+        Err(Error::new(
+            ErrorCode::Unavailable,
+            format!("latch {}: created and gone three times over", show(name)),
+        ))
     }
 
     /// Open the barrier `name` for `parties` parties: [`Barrier::wait`]
@@ -196,11 +250,19 @@ impl Client {
         check_count("parties", parties as u64)?;
         self.check_open()?;
         let session = self.session_by(self.request_bound()).await?;
-        let (gate, done) = (self.sync_key("barrier", name, "gate"), self.sync_key("barrier", name, "done"));
+        let (gate, done) = (
+            self.sync_key("barrier", name, "gate"),
+            self.sync_key("barrier", name, "done"),
+        );
         let base = self.sync_key("barrier", name, "");
         let mut ours = None;
         for _ in 0..3 {
-            let read = || [TxnOp::get(gate.clone(), None), TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only()))];
+            let read = || {
+                [
+                    TxnOp::get(gate.clone(), None),
+                    TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only())),
+                ]
+            };
             let r = self.txn_now(Txn::new().and_then(read())).await?;
             let mut ops = r.op_responses();
             if ops.len() == 2 && kvs(ops.first()).is_empty() && kvs(ops.get(1)).is_empty() {
@@ -209,13 +271,28 @@ impl Client {
                     None => *ours.insert(self.shared_lease(&session).await?),
                 };
                 let t = Txn::new()
-                    .when([Compare::create_revision(gate.clone(), CompareOp::Equal, 0), Compare::create_revision(done.clone(), CompareOp::Equal, 0)])
-                    .and_then([TxnOp::put(gate.clone(), format!("{{\"parties\":{parties}}}"), Some(PutOptions::new().with_lease(lease)))])
+                    .when([
+                        Compare::create_revision(gate.clone(), CompareOp::Equal, 0),
+                        Compare::create_revision(done.clone(), CompareOp::Equal, 0),
+                    ])
+                    .and_then([TxnOp::put(
+                        gate.clone(),
+                        format!("{{\"parties\":{parties}}}"),
+                        Some(PutOptions::new().with_lease(lease)),
+                    )])
                     .or_else(read());
                 let r = self.txn_now(t).await?;
                 if r.succeeded() {
                     session.share(lease);
-                    return Ok(Barrier { client: self.clone(), name: name.into(), parties, base, lease, session, closed: AtomicBool::new(false) });
+                    return Ok(Barrier {
+                        client: self.clone(),
+                        name: name.into(),
+                        parties,
+                        base,
+                        lease,
+                        session,
+                        closed: AtomicBool::new(false),
+                    });
                 }
                 ops = r.op_responses();
             }
@@ -225,31 +302,58 @@ impl Client {
                 }
                 return Err(finished(name));
             }
-            let Some(kv) = kvs(ops.first()).first().cloned() else { continue };
+            let Some(kv) = kvs(ops.first()).first().cloned() else {
+                continue;
+            };
             if let Some(l) = ours.take() {
                 self.revoke_later(l);
             }
             match parties_of(kv.value()) {
                 Some(p) if p == parties => {}
-                Some(p) => return Err(Error::invalid(format!("barrier {} was created for {p} parties, not {parties}", show(name)))),
-                None => return Err(Error::invalid(format!("barrier {}: its record is not etcdlock's", show(name)))),
+                Some(p) => {
+                    return Err(Error::invalid(format!(
+                        "barrier {} was created for {p} parties, not {parties}",
+                        show(name)
+                    )))
+                }
+                None => {
+                    return Err(Error::invalid(format!(
+                        "barrier {}: its record is not etcdlock's",
+                        show(name)
+                    )))
+                }
             }
             session.share(kv.lease());
-            return Ok(Barrier { client: self.clone(), name: name.into(), parties, base, lease: kv.lease(), session, closed: AtomicBool::new(false) });
+            return Ok(Barrier {
+                client: self.clone(),
+                name: name.into(),
+                parties,
+                base,
+                lease: kv.lease(),
+                session,
+                closed: AtomicBool::new(false),
+            });
         }
         if let Some(l) = ours {
             self.revoke_later(l);
         }
-        Err(Error::new(ErrorCode::Unavailable, format!("barrier {}: created and gone three times over", show(name))))
+        Err(Error::new(
+            ErrorCode::Unavailable,
+            format!("barrier {}: created and gone three times over", show(name)),
+        ))
     }
 
     /// Wait until `key` is deleted after `rev` (true), or the deadline passes
     /// (false); errors for a closed client.
     async fn await_delete(&self, key: &[u8], rev: i64, deadline: Option<Instant>) -> Result<bool> {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let id = self.inner.hub.watch(key.to_vec(), rev, Arc::new(move |ev| {
-            let _ = tx.send(ev);
-        }));
+        let id = self.inner.hub.watch(
+            key.to_vec(),
+            rev,
+            Arc::new(move |ev| {
+                let _ = tx.send(ev);
+            }),
+        );
         let r = loop {
             tokio::select! {
                 ev = rx.recv() => match ev {
@@ -290,14 +394,22 @@ impl Latch {
 
     fn check(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Error::new(ErrorCode::Closed, format!("latch {} was closed", show(&self.name))));
+            return Err(Error::new(
+                ErrorCode::Closed,
+                format!("latch {} was closed", show(&self.name)),
+            ));
         }
         self.client.check_open()
     }
 
     async fn read(&self) -> Result<(i64, i64, u64)> {
-        let r = self.client.txn_now(Txn::new().and_then([TxnOp::get(self.record.clone(), None)])).await?;
-        let Some(kv) = kvs(r.op_responses().first()).first().cloned() else { return Err(gone("latch", &self.name)) };
+        let r = self
+            .client
+            .txn_now(Txn::new().and_then([TxnOp::get(self.record.clone(), None)]))
+            .await?;
+        let Some(kv) = kvs(r.op_responses().first()).first().cloned() else {
+            return Err(gone("latch", &self.name));
+        };
         let (_, count) = record_of(kv.value()).ok_or_else(|| gone("latch", &self.name))?;
         Ok((revision(&r), kv.mod_revision(), count))
     }
@@ -319,11 +431,21 @@ impl Latch {
                 return Ok(0);
             }
             let body = format!("{{\"initial\":{},\"count\":{}}}", self.initial, count - 1);
-            let mut ops = vec![TxnOp::put(self.record.clone(), body, Some(PutOptions::new().with_ignore_lease()))];
+            let mut ops = vec![TxnOp::put(
+                self.record.clone(),
+                body,
+                Some(PutOptions::new().with_ignore_lease()),
+            )];
             if count == 1 {
                 ops.push(TxnOp::delete(self.gate.clone(), None));
             }
-            let t = Txn::new().when([Compare::mod_revision(self.record.clone(), CompareOp::Equal, m)]).and_then(ops);
+            let t = Txn::new()
+                .when([Compare::mod_revision(
+                    self.record.clone(),
+                    CompareOp::Equal,
+                    m,
+                )])
+                .and_then(ops);
             if self.client.txn_now(t).await?.succeeded() {
                 return Ok(count - 1);
             }
@@ -343,7 +465,11 @@ impl Latch {
             if !self.client.await_delete(&self.gate, rev, deadline).await? {
                 return Err(Error::new(
                     ErrorCode::Timeout,
-                    format!("latch {}: the count was still {count} when the timeout ({:?}) ran out", show(&self.name), timeout.unwrap_or_default()),
+                    format!(
+                        "latch {}: the count was still {count} when the timeout ({:?}) ran out",
+                        show(&self.name),
+                        timeout.unwrap_or_default()
+                    ),
                 ));
             }
         }
@@ -383,7 +509,10 @@ impl Barrier {
     /// parties waiting.
     pub async fn wait(&self, timeout: Option<Duration>) -> Result<u32> {
         if self.closed.load(Ordering::Acquire) {
-            return Err(Error::new(ErrorCode::Closed, format!("barrier {} was closed", show(&self.name))));
+            return Err(Error::new(
+                ErrorCode::Closed,
+                format!("barrier {} was closed", show(&self.name)),
+            ));
         }
         let c = &self.client;
         c.check_open()?;
@@ -395,30 +524,79 @@ impl Barrier {
         let key = session.reserve_key(&prefix);
         // Our arrival key goes when this call ends however it ends (returned,
         // timed out, or its future dropped: a cancelled party never counts).
-        let _arrival = Arrival { client: c.clone(), session: session.clone(), key: key.clone() };
+        let _arrival = Arrival {
+            client: c.clone(),
+            session: session.clone(),
+            key: key.clone(),
+        };
         let t = Txn::new()
-            .when([Compare::create_revision(gate.clone(), CompareOp::Greater, 0)])
+            .when([Compare::create_revision(
+                gate.clone(),
+                CompareOp::Greater,
+                0,
+            )])
             .and_then([
-                TxnOp::put(key.clone(), format!("{{\"parties\":{}}}", self.parties), Some(PutOptions::new().with_lease(session.lease))),
-                TxnOp::get(prefix.clone(), Some(GetOptions::new().with_prefix().with_keys_only().with_sort(SortTarget::Create, SortOrder::Ascend))),
+                TxnOp::put(
+                    key.clone(),
+                    format!("{{\"parties\":{}}}", self.parties),
+                    Some(PutOptions::new().with_lease(session.lease)),
+                ),
+                TxnOp::get(
+                    prefix.clone(),
+                    Some(
+                        GetOptions::new()
+                            .with_prefix()
+                            .with_keys_only()
+                            .with_sort(SortTarget::Create, SortOrder::Ascend),
+                    ),
+                ),
             ])
-            .or_else([TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only()))]);
+            .or_else([TxnOp::get(
+                done.clone(),
+                Some(GetOptions::new().with_keys_only()),
+            )]);
         let r = c.txn_now(t).await?;
         if !r.succeeded() {
-            return Err(if kvs(r.op_responses().first()).is_empty() { gone("barrier", &self.name) } else { finished(&self.name) });
+            return Err(if kvs(r.op_responses().first()).is_empty() {
+                gone("barrier", &self.name)
+            } else {
+                finished(&self.name)
+            });
         }
         let mut rev = revision(&r);
         let ops = r.op_responses();
-        let here: Vec<&[u8]> = kvs(ops.get(1)).iter().filter(|kv| is_direct_child(&prefix, kv.key())).map(|kv| kv.key()).collect();
-        let index = here.iter().position(|k| *k == key.as_slice()).unwrap_or(here.len()) as u32;
+        let here: Vec<&[u8]> = kvs(ops.get(1))
+            .iter()
+            .filter(|kv| is_direct_child(&prefix, kv.key()))
+            .map(|kv| kv.key())
+            .collect();
+        let index = here
+            .iter()
+            .position(|k| *k == key.as_slice())
+            .unwrap_or(here.len()) as u32;
         if index >= self.parties {
-            return Err(Error::invalid(format!("barrier {} already has its {} parties waiting", show(&self.name), self.parties)));
+            return Err(Error::invalid(format!(
+                "barrier {} already has its {} parties waiting",
+                show(&self.name),
+                self.parties
+            )));
         }
         if index + 1 == self.parties {
             // The last party: open the gate for everyone, in one Txn.
             let t = Txn::new()
-                .when([Compare::create_revision(gate.clone(), CompareOp::Greater, 0)])
-                .and_then([TxnOp::delete(gate.clone(), None), TxnOp::put(done.clone(), "", Some(PutOptions::new().with_lease(self.lease)))]);
+                .when([Compare::create_revision(
+                    gate.clone(),
+                    CompareOp::Greater,
+                    0,
+                )])
+                .and_then([
+                    TxnOp::delete(gate.clone(), None),
+                    TxnOp::put(
+                        done.clone(),
+                        "",
+                        Some(PutOptions::new().with_lease(self.lease)),
+                    ),
+                ]);
             c.txn_now(t).await?;
             return Ok(index);
         }
@@ -426,7 +604,12 @@ impl Barrier {
             match c.await_delete(&gate, rev, deadline).await {
                 Ok(true) => {
                     // Deleted (or a gap): the gate is gone only once released.
-                    let r = c.txn_now(Txn::new().and_then([TxnOp::get(gate.clone(), Some(GetOptions::new().with_keys_only()))])).await;
+                    let r = c
+                        .txn_now(Txn::new().and_then([TxnOp::get(
+                            gate.clone(),
+                            Some(GetOptions::new().with_keys_only()),
+                        )]))
+                        .await;
                     match r {
                         Ok(r) if kvs(r.op_responses().first()).is_empty() => return Ok(index),
                         Ok(r) => {
@@ -439,7 +622,12 @@ impl Barrier {
                 Ok(false) => {
                     return Err(Error::new(
                         ErrorCode::Timeout,
-                        format!("barrier {}: not all {} parties arrived within the timeout ({:?})", show(&self.name), self.parties, timeout.unwrap_or_default()),
+                        format!(
+                            "barrier {}: not all {} parties arrived within the timeout ({:?})",
+                            show(&self.name),
+                            self.parties,
+                            timeout.unwrap_or_default()
+                        ),
                     ));
                 }
                 Err(e) => return Err(e),
@@ -465,14 +653,20 @@ struct Arrival {
 
 impl Drop for Arrival {
     fn drop(&mut self) {
-        let (c, s, key) = (self.client.clone(), self.session.clone(), std::mem::take(&mut self.key));
+        let (c, s, key) = (
+            self.client.clone(),
+            self.session.clone(),
+            std::mem::take(&mut self.key),
+        );
         if c.is_closed() {
             // Closing revoked the session's lease, and the key with it.
             s.release_key(&key);
             return;
         }
         c.inner.handle.clone().spawn(async move {
-            let _ = c.txn_now(Txn::new().and_then([TxnOp::delete(key.clone(), None)])).await;
+            let _ = c
+                .txn_now(Txn::new().and_then([TxnOp::delete(key.clone(), None)]))
+                .await;
             s.release_key(&key);
         });
     }

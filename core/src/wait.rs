@@ -21,15 +21,15 @@ use etcd_client::{Txn, TxnResponse};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::Client;
 use crate::cleanups::CLEANUP_GRACE;
-use crate::runtime::sleep_opt;
+use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::keys::{delete_until_gone, why_deleted, OwnEvent};
+use crate::names::{lost_err, show};
+use crate::runtime::sleep_opt;
 use crate::session::{Loss, Session};
 use crate::transport::Bound;
 use crate::watch::WatchEvent;
-use crate::names::{lost_err, show};
 
 /// One key's entry in [`Cleanups`], ended when the delete is done (or the
 /// task that runs it is dropped).
@@ -40,10 +40,17 @@ pub(crate) struct CleanupTicket {
 
 impl CleanupTicket {
     pub(crate) fn new(client: &Client, key: &[u8]) -> CleanupTicket {
-        let end = key.iter().rposition(|b| *b == b'/').map(|i| i + 1).unwrap_or(0);
+        let end = key
+            .iter()
+            .rposition(|b| *b == b'/')
+            .map(|i| i + 1)
+            .unwrap_or(0);
         let prefix = key[..end].to_vec();
         client.inner.cleanups.begin(&prefix);
-        CleanupTicket { client: client.clone(), prefix }
+        CleanupTicket {
+            client: client.clone(),
+            prefix,
+        }
     }
 }
 
@@ -89,7 +96,11 @@ fn created_revisions(resp: &TxnResponse, key: &[u8]) -> (Option<i64>, Option<i64
         return (rev, rev);
     }
     let ours = resp.op_responses().iter().find_map(|op| match op {
-        etcd_client::TxnOpResponse::Get(g) => g.kvs().iter().find(|kv| kv.key() == key).map(|kv| kv.create_revision()),
+        etcd_client::TxnOpResponse::Get(g) => g
+            .kvs()
+            .iter()
+            .find(|kv| kv.key() == key)
+            .map(|kv| kv.create_revision()),
         _ => None,
     });
     (ours, None)
@@ -129,8 +140,11 @@ impl Pending {
         let watches = std::mem::take(&mut self.watches);
         let (mut ours, mut extra_rev) = self.revs;
         let extra = std::mem::take(&mut self.extra);
-        let tickets: Vec<CleanupTicket> =
-            extra.iter().chain(std::iter::once(&key)).map(|k| CleanupTicket::new(&client, k)).collect();
+        let tickets: Vec<CleanupTicket> = extra
+            .iter()
+            .chain(std::iter::once(&key))
+            .map(|k| CleanupTicket::new(&client, k))
+            .collect();
         async move {
             let _tickets = tickets;
             for w in watches {
@@ -143,7 +157,11 @@ impl Pending {
                     (ours, extra_rev) = created_revisions(resp, &key);
                 }
             }
-            for (k, rev) in extra.into_iter().map(|k| (k, extra_rev)).chain(std::iter::once((key, ours))) {
+            for (k, rev) in extra
+                .into_iter()
+                .map(|k| (k, extra_rev))
+                .chain(std::iter::once((key, ours)))
+            {
                 delete_until_gone(&client, &session, &k, rev, uncertain, &[]).await;
                 session.release_key(&k);
             }
@@ -214,13 +232,22 @@ impl Client {
         let h: InFlight = Box::pin(async move {
             let mut uncertain = false;
             if closed.is_cancelled() {
-                return (Err(Error::new(ErrorCode::Closed, "the client was closed")), false);
+                return (
+                    Err(Error::new(ErrorCode::Closed, "the client was closed")),
+                    false,
+                );
             }
             let r = t
-                .call_in_slot(slot, bound, &mut uncertain, etcd_client::Client::kv_client, |mut c| {
-                    let txn = txn.clone();
-                    async move { c.txn(txn).await }
-                })
+                .call_in_slot(
+                    slot,
+                    bound,
+                    &mut uncertain,
+                    etcd_client::Client::kv_client,
+                    |mut c| {
+                        let txn = txn.clone();
+                        async move { c.txn(txn).await }
+                    },
+                )
                 .await;
             (r, uncertain)
         });
@@ -228,7 +255,9 @@ impl Client {
         // The bound limits the request itself (the transport retries until
         // then); a cancel stops only our wait for it.
         let out = {
-            let Some(h) = pending.txn.as_mut() else { unreachable!() };
+            let Some(h) = pending.txn.as_mut() else {
+                unreachable!()
+            };
             tokio::select! {
                 biased;
                 r = h => Some(r),
@@ -263,15 +292,28 @@ async fn pending_abandon(pending: &mut Pending) {
 }
 
 pub(crate) fn cancelled(name: &str) -> Error {
-    Error::new(ErrorCode::Cancelled, format!("lock {} cancelled while waiting", show(name)))
+    Error::new(
+        ErrorCode::Cancelled,
+        format!("lock {} cancelled while waiting", show(name)),
+    )
 }
 
 pub(crate) fn closed_err(name: &str) -> Error {
-    Error::new(ErrorCode::Closed, format!("lock {}: the client was closed while waiting", show(name)))
+    Error::new(
+        ErrorCode::Closed,
+        format!("lock {}: the client was closed while waiting", show(name)),
+    )
 }
 
 pub(crate) fn timeout_err(name: &str, t: Option<Duration>) -> Error {
-    Error::new(ErrorCode::Timeout, format!("lock {} not acquired within {:?}", show(name), t.unwrap_or_default()))
+    Error::new(
+        ErrorCode::Timeout,
+        format!(
+            "lock {} not acquired within {:?}",
+            show(name),
+            t.unwrap_or_default()
+        ),
+    )
 }
 
 /// [`timeout_err`] for a call whose time ran out in a request: says what etcd
@@ -279,10 +321,14 @@ pub(crate) fn timeout_err(name: &str, t: Option<Duration>) -> Error {
 pub(crate) fn timeout_because(name: &str, t: Option<Duration>, cause: &Error) -> Error {
     Error::new(
         ErrorCode::Timeout,
-        format!("lock {} not acquired within {:?}: {}", show(name), t.unwrap_or_default(), cause.message()),
+        format!(
+            "lock {} not acquired within {:?}: {}",
+            show(name),
+            t.unwrap_or_default(),
+            cause.message()
+        ),
     )
 }
-
 
 /// What ends a wait, other than the keys it watches.
 #[derive(Debug)]
@@ -323,7 +369,10 @@ impl WaitEnds<'_> {
     /// The next of them to happen, or `Ok(Woken::OwnReset)` when the watch on
     /// our own key was reset (its `Created` events are skipped). Cancel-safe:
     /// a `select!` may drop it and call it again.
-    pub(crate) async fn next(&self, own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>) -> std::result::Result<Woken, Interrupt> {
+    pub(crate) async fn next(
+        &self,
+        own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
+    ) -> std::result::Result<Woken, Interrupt> {
         loop {
             tokio::select! {
                 biased;
@@ -344,7 +393,15 @@ impl WaitEnds<'_> {
 impl Client {
     /// The error an [`Interrupt`] is for the acquisition of `name`, after the
     /// cleanup it needs (`what`: which of our keys, for a deleted own key).
-    pub(crate) async fn end_wait(&self, i: Interrupt, name: &str, session: &Session, pending: Pending, timeout: Option<Duration>, what: &str) -> Error {
+    pub(crate) async fn end_wait(
+        &self,
+        i: Interrupt,
+        name: &str,
+        session: &Session,
+        pending: Pending,
+        timeout: Option<Duration>,
+        what: &str,
+    ) -> Error {
         match i {
             Interrupt::Closed => {
                 pending.closed();
@@ -361,10 +418,16 @@ impl Client {
             // The session's end takes our key with it (or will): the pending
             // key's drop cleans up what is left.
             Interrupt::SessionLost(l) if l.reason == LossReason::ClientClosed => closed_err(name),
-            Interrupt::SessionLost(l) => lost_err(name, l.reason, "the session ended while waiting"),
+            Interrupt::SessionLost(l) => {
+                lost_err(name, l.reason, "the session ended while waiting")
+            }
             Interrupt::OwnDeleted => {
                 let reason = why_deleted(self, session).await;
-                lost_err(name, reason, &format!("our {what} key was deleted while waiting"))
+                lost_err(
+                    name,
+                    reason,
+                    &format!("our {what} key was deleted while waiting"),
+                )
             }
         }
     }
@@ -395,9 +458,13 @@ impl Client {
             .iter()
             .map(|k| {
                 let tx = tx.clone();
-                hub.watch(k.clone(), after, Arc::new(move |ev| {
-                    let _ = tx.send(ev);
-                }))
+                hub.watch(
+                    k.clone(),
+                    after,
+                    Arc::new(move |ev| {
+                        let _ = tx.send(ev);
+                    }),
+                )
             })
             .collect();
         drop(tx);

@@ -35,7 +35,11 @@ fn names(v: &Value) -> Option<Vec<String>> {
         Value::Array(a) => a.iter().map(text).collect(),
         Value::Object(o) => {
             let p = o["prefix"].as_str()?;
-            Some((0..o["count"].as_u64()?).map(|i| format!("{p}{i}")).collect())
+            Some(
+                (0..o["count"].as_u64()?)
+                    .map(|i| format!("{p}{i}"))
+                    .collect(),
+            )
         }
         _ => None,
     }
@@ -114,16 +118,29 @@ fn acquire_opts(step: &Value) -> etcdlock::Result<LockOptions> {
     let metadata = step
         .get("metadata")
         .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), text(v).expect("metadata Rust can express"))).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), text(v).expect("metadata Rust can express")))
+                .collect()
+        })
         .unwrap_or_default();
-    let extras = etcdlock::bridge::Extras { lock_delay: ms("lock_delay_ms"), lease_time: ms("lease_time_ms"), metadata };
+    let extras = etcdlock::bridge::Extras {
+        lock_delay: ms("lock_delay_ms"),
+        lease_time: ms("lease_time_ms"),
+        metadata,
+    };
     etcdlock::bridge::acquire_options(ms("timeout_ms"), extras, etcdlock::bridge::Unit::Millis)
 }
 
 /// etcd's own count of the keys under `prefix`.
 async fn count_keys(c: &Client, prefix: &str) -> i64 {
-    c.etcd().await.unwrap()
-        .get(prefix, Some(GetOptions::new().with_prefix().with_count_only()))
+    c.etcd()
+        .await
+        .unwrap()
+        .get(
+            prefix,
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        )
         .await
         .unwrap()
         .count()
@@ -155,7 +172,8 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
     let mut latches: HashMap<String, etcdlock::Latch> = HashMap::new();
     let mut barriers: HashMap<String, etcdlock::Barrier> = HashMap::new();
     // Calls started with `"background": true`, awaited by `join`.
-    let mut calls: HashMap<String, tokio::task::JoinHandle<etcdlock::Result<Guard>>> = HashMap::new();
+    let mut calls: HashMap<String, tokio::task::JoinHandle<etcdlock::Result<Guard>>> =
+        HashMap::new();
     for (i, step) in case["steps"].as_array().unwrap().iter().enumerate() {
         let op = step["op"].as_str().unwrap();
         let who = step
@@ -163,7 +181,11 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
             .and_then(Value::as_str)
             .unwrap_or("a")
             .to_string();
-        let expect = step.get("expect_rust").or_else(|| step.get("expect")).cloned().unwrap_or(Value::Null);
+        let expect = step
+            .get("expect_rust")
+            .or_else(|| step.get("expect"))
+            .cloned()
+            .unwrap_or(Value::Null);
         let want = |got: &str| {
             let w = match &expect {
                 Value::String(s) => s.clone(),
@@ -175,8 +197,13 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
             );
         };
         if op == "etcd" {
-            let e = private.as_mut().unwrap_or_else(|| panic!("case {id}: the etcd op needs \"etcd\": \"private\""));
-            match (step["action"].as_str().unwrap(), step.get("for_ms").and_then(Value::as_u64)) {
+            let e = private
+                .as_mut()
+                .unwrap_or_else(|| panic!("case {id}: the etcd op needs \"etcd\": \"private\""));
+            match (
+                step["action"].as_str().unwrap(),
+                step.get("for_ms").and_then(Value::as_u64),
+            ) {
                 ("pause", Some(ms)) => e.pause_for(0, Duration::from_millis(ms)),
                 ("pause", None) => e.pause(0),
                 ("resume", _) => e.resume(0),
@@ -213,12 +240,21 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 let c = clients[&who].clone();
                 let name = text(&step["name"]).expect("a name Rust can express");
                 let opts = acquire_opts(step).expect("a background lock's options are valid");
-                let var = step["as"].as_str().expect("a background call names itself with `as`");
-                calls.insert(var.into(), tokio::spawn(async move { c.lock_with(&name, opts).await }));
+                let var = step["as"]
+                    .as_str()
+                    .expect("a background call names itself with `as`");
+                calls.insert(
+                    var.into(),
+                    tokio::spawn(async move { c.lock_with(&name, opts).await }),
+                );
             }
             "join" => {
                 let var = step["call"].as_str().unwrap();
-                let r = calls.remove(var).unwrap_or_else(|| panic!("case {id}: no background call {var}")).await.expect("the call's task");
+                let r = calls
+                    .remove(var)
+                    .unwrap_or_else(|| panic!("case {id}: no background call {var}"))
+                    .await
+                    .expect("the call's task");
                 want(&outcome(&r));
                 if let Ok(g) = r {
                     guards.insert(var.into(), g);
@@ -264,9 +300,15 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                     }
                 };
                 let r = match op {
-                    "acquire_permit" => c.acquire_permit(&name, step["permits"].as_u64().unwrap() as u32, opts).await,
+                    "acquire_permit" => {
+                        c.acquire_permit(&name, step["permits"].as_u64().unwrap() as u32, opts)
+                            .await
+                    }
                     "read_lock" => c.read_lock(&name, opts).await,
-                    _ => c.campaign(&name, text(&step["value"]).expect("value"), opts).await.map(|l| l.into_guard()),
+                    _ => c
+                        .campaign(&name, text(&step["value"]).expect("value"), opts)
+                        .await
+                        .map(|l| l.into_guard()),
                 };
                 want(&outcome(&r));
                 if let (Ok(g), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
@@ -277,7 +319,10 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 let c = &clients[&who];
                 let list = names(&step["names"]).expect("names Rust can express");
                 let refs: Vec<&str> = list.iter().map(String::as_str).collect();
-                let opts = LockOptions { timeout: timeout(step.get("timeout_ms")), ..LockOptions::default() };
+                let opts = LockOptions {
+                    timeout: timeout(step.get("timeout_ms")),
+                    ..LockOptions::default()
+                };
                 let r = c.lock_many(&refs, opts).await;
                 want(&outcome(&r));
                 if let (Ok(m), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
@@ -286,7 +331,9 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
             }
             "proclaim" => {
                 let g = &guards[step["guard"].as_str().unwrap()];
-                want(&outcome(&g.set_value(text(&step["value"]).expect("value")).await));
+                want(&outcome(
+                    &g.set_value(text(&step["value"]).expect("value")).await,
+                ));
             }
             "leader" => {
                 let c = &clients[&who];
@@ -322,7 +369,12 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 let mut n = count_keys(c, &prefix).await;
                 if step.get("await").and_then(Value::as_bool) == Some(true) {
                     // Until the count is the table's (the step's within_ms bounds the wait).
-                    let until = started + Duration::from_millis(step["within_ms"].as_u64().expect("an awaited keys step has within_ms"));
+                    let until = started
+                        + Duration::from_millis(
+                            step["within_ms"]
+                                .as_u64()
+                                .expect("an awaited keys step has within_ms"),
+                        );
                     while expect.as_i64() != Some(n) && Instant::now() < until {
                         tokio::time::sleep(Duration::from_millis(10)).await;
                         n = count_keys(c, &prefix).await;
@@ -372,7 +424,11 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
             "release" => {
                 let c = &clients[&who];
                 let g = &guards[step["guard"].as_str().unwrap()];
-                let token = g.fencing_token() + step.get("token_offset").and_then(Value::as_i64).unwrap_or(0);
+                let token = g.fencing_token()
+                    + step
+                        .get("token_offset")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(0);
                 let got = match c.release(&text(&step["name"]).unwrap(), token).await {
                     Ok(b) => b.to_string(),
                     r => outcome(&r),
@@ -383,13 +439,20 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 let c = &clients[&who];
                 let name = text(&step["name"]).unwrap();
                 // Rust's count is a u64: a negative count is not expressible.
-                let r = c.latch(&name, step["count"].as_u64().expect("a count Rust can express")).await;
+                let r = c
+                    .latch(
+                        &name,
+                        step["count"].as_u64().expect("a count Rust can express"),
+                    )
+                    .await;
                 want(&outcome(&r));
                 if let (Ok(l), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
                     latches.insert(var.into(), l);
                 }
             }
-            "count_down" => want(&outcome(&latches[step["latch"].as_str().unwrap()].count_down().await)),
+            "count_down" => want(&outcome(
+                &latches[step["latch"].as_str().unwrap()].count_down().await,
+            )),
             "latch_count" => {
                 let got = match latches[step["latch"].as_str().unwrap()].count().await {
                     Ok(n) => n.to_string(),
@@ -397,25 +460,41 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 };
                 want(&got);
             }
-            "latch_wait" => want(&outcome(&latches[step["latch"].as_str().unwrap()].wait(timeout(step.get("timeout_ms"))).await)),
+            "latch_wait" => want(&outcome(
+                &latches[step["latch"].as_str().unwrap()]
+                    .wait(timeout(step.get("timeout_ms")))
+                    .await,
+            )),
             "barrier" => {
                 let c = &clients[&who];
                 let name = text(&step["name"]).unwrap();
-                let r = c.barrier(&name, step["parties"].as_u64().unwrap() as u32).await;
+                let r = c
+                    .barrier(&name, step["parties"].as_u64().unwrap() as u32)
+                    .await;
                 want(&outcome(&r));
                 if let (Ok(b), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
                     barriers.insert(var.into(), b);
                 }
             }
-            "barrier_wait" => want(&outcome(&barriers[step["barrier"].as_str().unwrap()].wait(timeout(step.get("timeout_ms"))).await)),
+            "barrier_wait" => want(&outcome(
+                &barriers[step["barrier"].as_str().unwrap()]
+                    .wait(timeout(step.get("timeout_ms")))
+                    .await,
+            )),
             other => panic!("case {id}: unknown op {other}"),
         }
         let took = started.elapsed();
         if let Some(ms) = step.get("within_ms").and_then(Value::as_u64) {
-            assert!(took <= Duration::from_millis(ms), "case {id} step {i} ({op}): took {took:?}, the table allows {ms} ms");
+            assert!(
+                took <= Duration::from_millis(ms),
+                "case {id} step {i} ({op}): took {took:?}, the table allows {ms} ms"
+            );
         }
         if let Some(ms) = step.get("at_least_ms").and_then(Value::as_u64) {
-            assert!(took >= Duration::from_millis(ms), "case {id} step {i} ({op}): took {took:?}, the table wants at least {ms} ms");
+            assert!(
+                took >= Duration::from_millis(ms),
+                "case {id} step {i} ({op}): took {took:?}, the table wants at least {ms} ms"
+            );
         }
     }
     for c in clients.values() {
@@ -447,10 +526,16 @@ async fn table(mem: bool) {
         run_case(etcd.as_ref(), case).await;
         ran += 1;
     }
-    let expected = cases.iter().filter(|c| listed(c) && !(mem && etcd_only(c))).count();
+    let expected = cases
+        .iter()
+        .filter(|c| listed(c) && !(mem && etcd_only(c)))
+        .count();
     assert_eq!(ran, expected);
     let backend = if mem { " (mem)" } else { "" };
-    println!("conformance: {ran} of {} cases ran for {LANG}{backend}", cases.len());
+    println!(
+        "conformance: {ran} of {} cases ran for {LANG}{backend}",
+        cases.len()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,7 +16,12 @@ use etcdlock_testkit::Etcd;
 
 /// The member id of the leader as member `i` sees it (0: none, or no answer).
 async fn leader_seen_by(ep: &str) -> u64 {
-    let Ok(Ok(mut c)) = tokio::time::timeout(Duration::from_millis(200), etcd_client::Client::connect([ep], None)).await else {
+    let Ok(Ok(mut c)) = tokio::time::timeout(
+        Duration::from_millis(200),
+        etcd_client::Client::connect([ep], None),
+    )
+    .await
+    else {
         return 0;
     };
     match tokio::time::timeout(Duration::from_millis(200), c.status()).await {
@@ -29,7 +34,9 @@ async fn leader_seen_by(ep: &str) -> u64 {
 async fn leader(etcd: &Etcd) -> (usize, u64) {
     for _ in 0..100 {
         for (i, ep) in etcd.endpoints().iter().enumerate() {
-            let Ok(mut c) = etcd_client::Client::connect([ep.as_str()], None).await else { continue };
+            let Ok(mut c) = etcd_client::Client::connect([ep.as_str()], None).await else {
+                continue;
+            };
             if let Ok(s) = c.status().await {
                 if s.leader() != 0 && s.leader() == s.header().map(|h| h.member_id()).unwrap_or(0) {
                     return (i, s.leader());
@@ -43,7 +50,13 @@ async fn leader(etcd: &Etcd) -> (usize, u64) {
 
 /// When a member other than `old_idx` first reports a leader other than `old_id`.
 async fn new_leader_at(etcd: &Etcd, old_idx: usize, old_id: u64) -> Instant {
-    let eps: Vec<String> = etcd.endpoints().into_iter().enumerate().filter(|(i, _)| *i != old_idx).map(|(_, e)| e).collect();
+    let eps: Vec<String> = etcd
+        .endpoints()
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i != old_idx)
+        .map(|(_, e)| e)
+        .collect();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         for ep in &eps {
@@ -52,18 +65,29 @@ async fn new_leader_at(etcd: &Etcd, old_idx: usize, old_id: u64) -> Instant {
                 return Instant::now();
             }
         }
-        assert!(Instant::now() < deadline, "etcd elected no new leader in 20 s");
+        assert!(
+            Instant::now() < deadline,
+            "etcd elected no new leader in 20 s"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 
 /// Lock/unlock cycles on `c` until stopped; the time of every completed cycle
 /// (in µs since `t0`) goes to `done`.
-fn cycles(c: Client, t0: Instant, done: Arc<AtomicU64>, stop: etcdlock::CancellationToken) -> tokio::task::JoinHandle<u64> {
+fn cycles(
+    c: Client,
+    t0: Instant,
+    done: Arc<AtomicU64>,
+    stop: etcdlock::CancellationToken,
+) -> tokio::task::JoinHandle<u64> {
     tokio::spawn(async move {
         let mut n = 0u64;
         while !stop.is_cancelled() {
-            if let Ok(g) = c.lock_with("cycle", LockOptions::timeout(Duration::from_secs(10))).await {
+            if let Ok(g) = c
+                .lock_with("cycle", LockOptions::timeout(Duration::from_secs(10)))
+                .await
+            {
                 if g.unlock().await.is_ok() {
                     n += 1;
                     done.store(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -122,7 +146,10 @@ async fn ride_through(ttl: i64, fault: Fault, resume_bound: Duration) {
         if at > elected {
             break at;
         }
-        assert!(elected.elapsed() < Duration::from_secs(15), "no lock/unlock cycle completed in 15 s after the new leader");
+        assert!(
+            elected.elapsed() < Duration::from_secs(15),
+            "no lock/unlock cycle completed in 15 s after the new leader"
+        );
         tokio::time::sleep(Duration::from_millis(2)).await;
     };
     // Status answers within its bound (the request timeout, 2 s by default)
@@ -130,7 +157,11 @@ async fn ride_through(ttl: i64, fault: Fault, resume_bound: Duration) {
     let asked = Instant::now();
     let st = waiter.status("held").await;
     let took = asked.elapsed();
-    assert!(st.is_ok() && took <= Duration::from_millis(2300), "status right after the new leader: {:?} in {took:?}", st.err());
+    assert!(
+        st.is_ok() && took <= Duration::from_millis(2300),
+        "status right after the new leader: {:?} in {took:?}",
+        st.err()
+    );
     let election = elected - fault_at;
     let resume = resumed - elected;
     println!(
@@ -148,12 +179,25 @@ async fn ride_through(ttl: i64, fault: Fault, resume_bound: Duration) {
     }
     // Past the point where a session that had stopped renewing at the fault
     // would have ended locally (TTL - margin after its last acknowledgement).
-    tokio::time::sleep_until(tokio::time::Instant::from_std(fault_at + Duration::from_secs(ttl as u64 + 1))).await;
+    tokio::time::sleep_until(tokio::time::Instant::from_std(
+        fault_at + Duration::from_secs(ttl as u64 + 1),
+    ))
+    .await;
     assert!(g.is_held(), "the hold was lost: {:?}", g.loss());
-    assert!(!w.is_finished(), "the queued waiter ended: {:?}", w.await.unwrap().map(|g| g.fencing_token()));
-    g.put("still-mine", "yes").await.expect("a guarded write after the fault");
+    assert!(
+        !w.is_finished(),
+        "the queued waiter ended: {:?}",
+        w.await.unwrap().map(|g| g.fencing_token())
+    );
+    g.put("still-mine", "yes")
+        .await
+        .expect("a guarded write after the fault");
     g.unlock().await.unwrap();
-    let wg = tokio::time::timeout(Duration::from_secs(5), w).await.expect("the waiter acquires after the unlock").unwrap().unwrap();
+    let wg = tokio::time::timeout(Duration::from_secs(5), w)
+        .await
+        .expect("the waiter acquires after the unlock")
+        .unwrap()
+        .unwrap();
     assert!(wg.fencing_token() > g.fencing_token());
     wg.unlock().await.unwrap();
     stop.cancel();
@@ -161,9 +205,17 @@ async fn ride_through(ttl: i64, fault: Fault, resume_bound: Duration) {
     assert!(n > 0);
     for c in [&holder, &waiter, &cycler] {
         let m = c.metrics();
-        assert_eq!(m.lost.iter().map(|(_, n)| n).sum::<u64>(), 0, "losses: {:?}", m.lost);
+        assert_eq!(
+            m.lost.iter().map(|(_, n)| n).sum::<u64>(),
+            0,
+            "losses: {:?}",
+            m.lost
+        );
     }
-    assert!(resume <= resume_bound, "lock/unlock resumed {resume:?} after the new leader (bound {resume_bound:?})");
+    assert!(
+        resume <= resume_bound,
+        "lock/unlock resumed {resume:?} after the new leader (bound {resume_bound:?})"
+    );
 }
 
 // The target is 0.6 s after the new leader (measured: 2-112 ms); the test
@@ -197,15 +249,32 @@ async fn renewal_failing_is_signalled_before_the_loss_and_recovery_after() {
     // failing 1.5 s after the last acknowledgement, and the hold lasts 4 s.
     let paused = Instant::now();
     etcd.pause_for(0, Duration::from_millis(2500));
-    tokio::time::timeout(Duration::from_millis(2500), changes.changed()).await.expect("Failing while etcd is hung").unwrap();
-    let etcdlock::Renewal::Failing { valid_until } = *changes.borrow_and_update() else { panic!("expected Failing") };
+    tokio::time::timeout(Duration::from_millis(2500), changes.changed())
+        .await
+        .expect("Failing while etcd is hung")
+        .unwrap();
+    let etcdlock::Renewal::Failing { valid_until } = *changes.borrow_and_update() else {
+        panic!("expected Failing")
+    };
     let at = paused.elapsed();
-    println!("renewal failing {at:?} after etcd hung; {:?} of validity left", valid_until - Instant::now());
-    assert!(at <= Duration::from_millis(2000), "Failing only {at:?} after the hang");
+    println!(
+        "renewal failing {at:?} after etcd hung; {:?} of validity left",
+        valid_until - Instant::now()
+    );
+    assert!(
+        at <= Duration::from_millis(2000),
+        "Failing only {at:?} after the hang"
+    );
     assert!(valid_until > Instant::now() && g.is_held());
-    tokio::time::timeout(Duration::from_secs(3), changes.changed()).await.expect("Ok once etcd answers").unwrap();
+    tokio::time::timeout(Duration::from_secs(3), changes.changed())
+        .await
+        .expect("Ok once etcd answers")
+        .unwrap();
     assert_eq!(*changes.borrow_and_update(), etcdlock::Renewal::Ok);
-    println!("renewal recovered {:?} after etcd hung (resumed at 2.5 s)", paused.elapsed());
+    println!(
+        "renewal recovered {:?} after etcd hung (resumed at 2.5 s)",
+        paused.elapsed()
+    );
     assert!(g.is_held(), "{:?}", g.loss());
     g.unlock().await.unwrap();
 }
@@ -218,12 +287,17 @@ async fn renewal_failing_is_signalled_before_the_loss_and_recovery_after() {
 async fn close_ends_a_wait_granting_a_lease_while_etcd_is_down() {
     let mut etcd = Etcd::single();
     let ns = unique_ns("close-grant");
-    let o = etcdlock::ClientOptions { request_timeout: Duration::from_secs(1), ..opts(&etcd, &ns, 2) };
+    let o = etcdlock::ClientOptions {
+        request_timeout: Duration::from_secs(1),
+        ..opts(&etcd, &ns, 2)
+    };
     let c = Client::connect(o).await.unwrap();
     let g = c.lock("held").await.unwrap();
     etcd.kill(0);
     // The session ends at its local deadline (TTL 2 s less the margin).
-    let lost = tokio::time::timeout(Duration::from_secs(4), g.wait_lost()).await.expect("the hold ends with etcd down");
+    let lost = tokio::time::timeout(Duration::from_secs(4), g.wait_lost())
+        .await
+        .expect("the hold ends with etcd down");
     assert!(lost.is_some());
     let waiter = tokio::spawn({
         let c = c.clone();
@@ -235,12 +309,23 @@ async fn close_ends_a_wait_granting_a_lease_while_etcd_is_down() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(!waiter.is_finished(), "the lock call waits for etcd");
     let t0 = Instant::now();
-    tokio::time::timeout(Duration::from_secs(5), c.close()).await.expect("close returned within 5 s");
+    tokio::time::timeout(Duration::from_secs(5), c.close())
+        .await
+        .expect("close returned within 5 s");
     let took = t0.elapsed();
-    let r = tokio::time::timeout(Duration::from_millis(700), waiter).await.expect("the waiter ended after close").unwrap();
-    println!("close took {took:?}; the waiter: {:?}", r.as_ref().map(|_| ()).map_err(|e| e.code()));
+    let r = tokio::time::timeout(Duration::from_millis(700), waiter)
+        .await
+        .expect("the waiter ended after close")
+        .unwrap();
+    println!(
+        "close took {took:?}; the waiter: {:?}",
+        r.as_ref().map(|_| ()).map_err(|e| e.code())
+    );
     assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
-    assert!(took <= Duration::from_millis(1700), "close took {took:?}, its bound is the request timeout (1 s)");
+    assert!(
+        took <= Duration::from_millis(1700),
+        "close took {took:?}, its bound is the request timeout (1 s)"
+    );
 }
 
 /// An observer whose read waits on a hung etcd ends with `Closed` as soon as
@@ -250,7 +335,10 @@ async fn close_ends_a_wait_granting_a_lease_while_etcd_is_down() {
 async fn close_ends_an_observer_waiting_for_etcd() {
     let etcd = Etcd::single();
     let ns = unique_ns("close-observe");
-    let o = etcdlock::ClientOptions { request_timeout: Duration::from_secs(5), ..opts(&etcd, &ns, 10) };
+    let o = etcdlock::ClientOptions {
+        request_timeout: Duration::from_secs(5),
+        ..opts(&etcd, &ns, 10)
+    };
     let c = Client::connect(o).await.unwrap();
     let mut obs = c.observe("svc").unwrap();
     etcd.pause(0);
@@ -270,8 +358,13 @@ async fn close_ends_an_observer_waiting_for_etcd() {
     let r = tokio::time::timeout(Duration::from_secs(1), &mut next).await;
     let took = t0.elapsed();
     etcd.resume(0);
-    let r = r.unwrap_or_else(|_| panic!("the observer still waited {took:?} after close (its read's bound is 5 s)"));
-    println!("the observer ended {took:?} after close: {:?}", r.as_ref().map_err(|e| e.code()));
+    let r = r.unwrap_or_else(|_| {
+        panic!("the observer still waited {took:?} after close (its read's bound is 5 s)")
+    });
+    println!(
+        "the observer ended {took:?} after close: {:?}",
+        r.as_ref().map_err(|e| e.code())
+    );
     assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
     closing.await.unwrap();
 }
@@ -286,7 +379,11 @@ async fn close_ends_a_read_in_flight() {
     let etcd = Etcd::single();
     let ns = unique_ns("close-read");
     // Lazy: no session, so close only shuts the connection (no revoke to wait for).
-    let o = etcdlock::ClientOptions { request_timeout: Duration::from_secs(5), lazy_connect: true, ..opts(&etcd, &ns, 10) };
+    let o = etcdlock::ClientOptions {
+        request_timeout: Duration::from_secs(5),
+        lazy_connect: true,
+        ..opts(&etcd, &ns, 10)
+    };
     let c = Client::connect(o).await.unwrap();
     c.status("warm").await.unwrap(); // connected
     etcd.pause(0);
@@ -296,13 +393,23 @@ async fn close_ends_a_read_in_flight() {
     });
     // The read is under way, waiting for etcd (its bound is 5 s).
     tokio::task::yield_now().await;
-    assert!(!read.is_finished(), "the read answered while etcd is stopped");
-    tokio::time::timeout(Duration::from_secs(1), c.close()).await.expect("close without a session returns at once");
+    assert!(
+        !read.is_finished(),
+        "the read answered while etcd is stopped"
+    );
+    tokio::time::timeout(Duration::from_secs(1), c.close())
+        .await
+        .expect("close without a session returns at once");
     let t0 = Instant::now();
     let r = tokio::time::timeout(Duration::from_millis(700), read).await;
     let took = t0.elapsed();
     etcd.resume(0);
-    let r = r.unwrap_or_else(|_| panic!("the read still waited {took:?} after close (its bound is 5 s)")).unwrap();
-    println!("the read ended {took:?} after close: {:?}", r.as_ref().map(|_| ()));
+    let r = r
+        .unwrap_or_else(|_| panic!("the read still waited {took:?} after close (its bound is 5 s)"))
+        .unwrap();
+    println!(
+        "the read ended {took:?} after close: {:?}",
+        r.as_ref().map(|_| ())
+    );
     assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
 }

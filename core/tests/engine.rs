@@ -27,7 +27,15 @@ fn dead_member() -> String {
 }
 
 async fn revision(c: &Client) -> i64 {
-    c.etcd().await.unwrap().get("x", None).await.unwrap().header().unwrap().revision()
+    c.etcd()
+        .await
+        .unwrap()
+        .get("x", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -42,34 +50,56 @@ async fn connect_succeeds_through_any_healthy_member_in_any_order() {
         ("dead last", vec![live.clone(), dead.clone()]),
         ("silent first", vec![silent.clone(), live.clone()]),
         ("silent last", vec![live.clone(), silent.clone()]),
-        ("silent and dead first", vec![silent.clone(), dead.clone(), live.clone()]),
+        (
+            "silent and dead first",
+            vec![silent.clone(), dead.clone(), live.clone()],
+        ),
     ];
     for (what, eps) in orders {
         let mut ok = 0;
         let mut slowest = Duration::ZERO;
         for i in 0..20 {
             let started = Instant::now();
-            let o = ClientOptions::new(eps.clone()).with_ttl(5).with_connect_timeout(connect_timeout).with_namespace(unique_ns("conn"));
-            let c = Client::connect(o).await.unwrap_or_else(|e| panic!("{what}, try {i}: {e}"));
+            let o = ClientOptions::new(eps.clone())
+                .with_ttl(5)
+                .with_connect_timeout(connect_timeout)
+                .with_namespace(unique_ns("conn"));
+            let c = Client::connect(o)
+                .await
+                .unwrap_or_else(|e| panic!("{what}, try {i}: {e}"));
             slowest = slowest.max(started.elapsed());
             // A lock operation works too (the lease grant and the Txn go to the live member).
-            let g = c.lock_with("l", LockOptions::timeout(Duration::from_secs(5))).await.unwrap();
+            let g = c
+                .lock_with("l", LockOptions::timeout(Duration::from_secs(5)))
+                .await
+                .unwrap();
             g.put("v", "1").await.unwrap();
             g.unlock().await.unwrap();
             c.close().await;
             ok += 1;
         }
         assert_eq!(ok, 20, "{what}");
-        assert!(slowest <= connect_timeout, "{what}: a connect took {slowest:?} > {connect_timeout:?}");
+        assert!(
+            slowest <= connect_timeout,
+            "{what}: a connect took {slowest:?} > {connect_timeout:?}"
+        );
         println!("connect {what}: 20/20, slowest {slowest:?}");
     }
     // With no member answering: Unavailable, naming every endpoint, within the connect timeout.
     let started = Instant::now();
-    let o = ClientOptions::new([silent.clone(), dead.clone()]).with_connect_timeout(Duration::from_secs(1));
+    let o = ClientOptions::new([silent.clone(), dead.clone()])
+        .with_connect_timeout(Duration::from_secs(1));
     let e = Client::connect(o).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
-    assert!(e.message().contains(&silent) && e.message().contains(&dead), "{e}");
-    assert!(started.elapsed() < Duration::from_millis(1500), "took {:?}", started.elapsed());
+    assert!(
+        e.message().contains(&silent) && e.message().contains(&dead),
+        "{e}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1500),
+        "took {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,20 +109,37 @@ async fn a_three_member_cluster_with_one_member_killed_serves_every_operation() 
     // The member died a while ago: the other two have a leader.
     let until = Instant::now() + Duration::from_secs(20);
     while etcd.leader().is_none() {
-        assert!(Instant::now() < until, "no leader after killing one of three members");
+        assert!(
+            Instant::now() < until,
+            "no leader after killing one of three members"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let ns = unique_ns("kill1");
     // The dead member is listed first.
     let a = Client::connect(opts(&etcd, &ns, 5)).await.unwrap();
-    let b = Client::connect(opts(&etcd, &ns, 5).with_connect_timeout(Duration::from_secs(2))).await.unwrap();
+    let b = Client::connect(opts(&etcd, &ns, 5).with_connect_timeout(Duration::from_secs(2)))
+        .await
+        .unwrap();
     let g = a.lock("l").await.unwrap();
-    assert_eq!(b.try_lock("l").await.unwrap_err().code(), ErrorCode::WouldBlock);
-    assert_eq!(b.lock_with("l", LockOptions::timeout(Duration::ZERO)).await.unwrap_err().code(), ErrorCode::Timeout);
+    assert_eq!(
+        b.try_lock("l").await.unwrap_err().code(),
+        ErrorCode::WouldBlock
+    );
+    assert_eq!(
+        b.lock_with("l", LockOptions::timeout(Duration::ZERO))
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::Timeout
+    );
     g.put("data", "a").await.unwrap();
     let waiter = tokio::spawn({
         let b = b.clone();
-        async move { b.lock_with("l", LockOptions::timeout(Duration::from_secs(10))).await }
+        async move {
+            b.lock_with("l", LockOptions::timeout(Duration::from_secs(10)))
+                .await
+        }
     });
     common::await_key_count(&a, &format!("{ns}l/"), 2).await;
     g.unlock().await.unwrap();
@@ -118,7 +165,10 @@ async fn run_waiters(c: &Client, name: &str, n: usize, mid_wait: impl FnOnce()) 
         let started_tx = started_tx.clone();
         tasks.push(tokio::spawn(async move {
             let _ = started_tx.send(());
-            match c.lock_with(&name, LockOptions::timeout(Duration::from_secs(120))).await {
+            match c
+                .lock_with(&name, LockOptions::timeout(Duration::from_secs(120)))
+                .await
+            {
                 Ok(g) => {
                     order.lock().unwrap().push(g.fencing_token());
                     g.unlock().await.unwrap();
@@ -139,7 +189,10 @@ async fn run_waiters(c: &Client, name: &str, n: usize, mid_wait: impl FnOnce()) 
     }
     let prefix = format!("{}{name}/", String::from_utf8_lossy(c.namespace()));
     common::await_key_count(c, &prefix, n.min(etcdlock::QUEUED_PER_CLIENT) + 1).await;
-    assert_eq!(keys(c, &prefix).await.len(), n.min(etcdlock::QUEUED_PER_CLIENT) + 1);
+    assert_eq!(
+        keys(c, &prefix).await.len(),
+        n.min(etcdlock::QUEUED_PER_CLIENT) + 1
+    );
     println!("{n} waiters queued in {:?}", t0.elapsed());
     mid_wait();
     holder.unlock().await.unwrap();
@@ -161,10 +214,20 @@ async fn two_thousand_waiters_on_one_client_are_served_in_fifo_order_on_one_watc
     let started = Instant::now();
     let order = run_waiters(&c, "hot", 2000, || {}).await;
     assert_eq!(order.len(), 2000);
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "grants out of create_revision order");
-    assert_eq!(c.watch_streams_opened(), 1, "one watch stream for every waiter");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "grants out of create_revision order"
+    );
+    assert_eq!(
+        c.watch_streams_opened(),
+        1,
+        "one watch stream for every waiter"
+    );
     assert_eq!(watch_streams(&etcd), 1, "etcd sees one watch stream");
-    println!("2000 waiters: all granted in order in {:?}, 1 watch stream", started.elapsed());
+    println!(
+        "2000 waiters: all granted in order in {:?}, 1 watch stream",
+        started.elapsed()
+    );
     assert!(keys(&c, &format!("{ns}hot/")).await.is_empty());
 }
 
@@ -173,7 +236,13 @@ async fn waiters_survive_killing_the_member_their_watch_stream_is_on() {
     let etcd = Arc::new(std::sync::Mutex::new(Etcd::cluster(3)));
     let ns = unique_ns("wkill");
     let eps = etcd.lock().unwrap().endpoints();
-    let c = Client::connect(ClientOptions::new(eps.clone()).with_ttl(10).with_namespace(&ns)).await.unwrap();
+    let c = Client::connect(
+        ClientOptions::new(eps.clone())
+            .with_ttl(10)
+            .with_namespace(&ns),
+    )
+    .await
+    .unwrap();
     let e2 = etcd.clone();
     let killed = Arc::new(std::sync::Mutex::new(None));
     let k2 = killed.clone();
@@ -182,18 +251,26 @@ async fn waiters_survive_killing_the_member_their_watch_stream_is_on() {
         // says which): under load the client may have moved off the member
         // it connected to before the waiters queued.
         let mut e = e2.lock().unwrap();
-        let idx = (0..3).find(|i| e.metric(*i, "etcd_debugging_mvcc_watch_stream_total", &[]) >= 1.0).expect("a member carries the watch stream");
+        let idx = (0..3)
+            .find(|i| e.metric(*i, "etcd_debugging_mvcc_watch_stream_total", &[]) >= 1.0)
+            .expect("a member carries the watch stream");
         *k2.lock().unwrap() = Some(idx);
         e.kill(idx);
     })
     .await;
     let idx = killed.lock().unwrap().expect("killed a member");
     assert_eq!(order.len(), 300);
-    assert!(order.windows(2).all(|w| w[0] < w[1]), "grants out of order after failover");
+    assert!(
+        order.windows(2).all(|w| w[0] < w[1]),
+        "grants out of order after failover"
+    );
     let in_use = eps[idx].clone();
     assert_ne!(c.member_in_use(), in_use);
     assert!(c.watch_streams_opened() >= 2, "the stream was re-created");
-    println!("300 waiters, member {in_use} killed mid-wait: all granted in order; streams opened {}", c.watch_streams_opened());
+    println!(
+        "300 waiters, member {in_use} killed mid-wait: all granted in order; streams opened {}",
+        c.watch_streams_opened()
+    );
 }
 
 #[tokio::test]
@@ -206,11 +283,17 @@ async fn timeout_then_try_lock_at_once_succeeds_fifty_of_fifty() {
     let mut ok = 0;
     for _ in 0..50 {
         let g = a.lock("l").await.unwrap();
-        let e = b.lock_with("l", LockOptions::timeout(Duration::from_millis(30))).await.unwrap_err();
+        let e = b
+            .lock_with("l", LockOptions::timeout(Duration::from_millis(30)))
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), ErrorCode::Timeout);
         g.unlock().await.unwrap();
         // The timed-out waiter's key is gone before lock_with returned.
-        let gb = b.try_lock("l").await.expect("same client's try_lock right after its timeout");
+        let gb = b
+            .try_lock("l")
+            .await
+            .expect("same client's try_lock right after its timeout");
         gb.unlock().await.unwrap();
         let gc = c.try_lock("l").await.expect("another client's try_lock");
         gc.unlock().await.unwrap();
@@ -226,15 +309,31 @@ async fn try_lock_and_timeout_zero_write_nothing_when_held() {
     let a = client(&etcd, &ns, 10).await;
     let b = client(&etcd, &ns, 10).await;
     // Timeout zero on a free lock takes it.
-    let g = b.lock_with("l", LockOptions::timeout(Duration::ZERO)).await.unwrap();
+    let g = b
+        .lock_with("l", LockOptions::timeout(Duration::ZERO))
+        .await
+        .unwrap();
     g.unlock().await.unwrap();
     let g = a.lock("l").await.unwrap();
     let before = revision(&a).await;
     for _ in 0..20 {
-        assert_eq!(b.try_lock("l").await.unwrap_err().code(), ErrorCode::WouldBlock);
-        assert_eq!(b.lock_with("l", LockOptions::timeout(Duration::ZERO)).await.unwrap_err().code(), ErrorCode::Timeout);
+        assert_eq!(
+            b.try_lock("l").await.unwrap_err().code(),
+            ErrorCode::WouldBlock
+        );
+        assert_eq!(
+            b.lock_with("l", LockOptions::timeout(Duration::ZERO))
+                .await
+                .unwrap_err()
+                .code(),
+            ErrorCode::Timeout
+        );
     }
-    assert_eq!(common::writes_under(&a, &format!("{ns}l/"), before).await, 0, "a try on a held lock must not write");
+    assert_eq!(
+        common::writes_under(&a, &format!("{ns}l/"), before).await,
+        0,
+        "a try on a held lock must not write"
+    );
     g.unlock().await.unwrap();
 }
 
@@ -258,12 +357,25 @@ async fn thousands_of_instant_cancels_on_a_held_lock_leave_only_the_holders_key(
                         tokio::task::yield_now().await;
                         t2.cancel()
                     });
-                    let e = c.lock_with("l", LockOptions { timeout: None, cancel: Some(t), ..LockOptions::default() }).await.unwrap_err();
+                    let e = c
+                        .lock_with(
+                            "l",
+                            LockOptions {
+                                timeout: None,
+                                cancel: Some(t),
+                                ..LockOptions::default()
+                            },
+                        )
+                        .await
+                        .unwrap_err();
                     assert_eq!(e.code(), ErrorCode::Cancelled, "{e}");
                 }
                 // A 1 ms deadline: usually expires with the acquire Txn in flight.
                 1 => {
-                    let e = c.lock_with("l", LockOptions::timeout(Duration::from_millis(1))).await.unwrap_err();
+                    let e = c
+                        .lock_with("l", LockOptions::timeout(Duration::from_millis(1)))
+                        .await
+                        .unwrap_err();
                     assert!(matches!(e.code(), ErrorCode::Timeout), "{e}");
                 }
                 // The future dropped mid-flight.
@@ -271,7 +383,10 @@ async fn thousands_of_instant_cancels_on_a_held_lock_leave_only_the_holders_key(
                     let _ = tokio::time::timeout(Duration::from_micros(300), c.lock("l")).await;
                 }
                 _ => {
-                    let e = c.lock_with("l", LockOptions::timeout(Duration::ZERO)).await.unwrap_err();
+                    let e = c
+                        .lock_with("l", LockOptions::timeout(Duration::ZERO))
+                        .await
+                        .unwrap_err();
                     assert_eq!(e.code(), ErrorCode::Timeout);
                 }
             }
@@ -311,21 +426,42 @@ async fn nested_names_are_independent_locks_and_etcdctl_still_excludes() {
     let b = client(&etcd, &ns, 10).await;
     // jobs/x held, then jobs: independent.
     let gx = a.lock("jobs/x").await.unwrap();
-    let gj = b.try_lock("jobs").await.expect("jobs is free while jobs/x is held");
-    assert_eq!(b.lock_with("jobs/x", LockOptions::timeout(Duration::ZERO)).await.unwrap_err().code(), ErrorCode::Timeout);
-    assert_eq!(a.try_lock("jobs").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    let gj = b
+        .try_lock("jobs")
+        .await
+        .expect("jobs is free while jobs/x is held");
+    assert_eq!(
+        b.lock_with("jobs/x", LockOptions::timeout(Duration::ZERO))
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::Timeout
+    );
+    assert_eq!(
+        a.try_lock("jobs").await.unwrap_err().code(),
+        ErrorCode::WouldBlock
+    );
     gj.unlock().await.unwrap();
     // jobs held first, then jobs/x: independent too; a blocking lock of jobs waits only for jobs.
     let gj = a.lock("jobs").await.unwrap();
     gx.unlock().await.unwrap();
-    let gx2 = b.lock_with("jobs/x", LockOptions::timeout(Duration::from_secs(5))).await.unwrap();
+    let gx2 = b
+        .lock_with("jobs/x", LockOptions::timeout(Duration::from_secs(5)))
+        .await
+        .unwrap();
     let waiter = tokio::spawn({
         let b = b.clone();
-        async move { b.lock_with("jobs", LockOptions::timeout(Duration::from_secs(10))).await }
+        async move {
+            b.lock_with("jobs", LockOptions::timeout(Duration::from_secs(10)))
+                .await
+        }
     });
     common::await_key_count(&a, &format!("{ns}jobs/"), 3).await; // jobs holder, jobs waiter, jobs/x holder
     gj.unlock().await.unwrap();
-    let gj2 = waiter.await.unwrap().expect("jobs waiter is not blocked by jobs/x");
+    let gj2 = waiter
+        .await
+        .unwrap()
+        .expect("jobs waiter is not blocked by jobs/x");
     gj2.unlock().await.unwrap();
     gx2.unlock().await.unwrap();
 
@@ -334,13 +470,23 @@ async fn nested_names_are_independent_locks_and_etcdctl_still_excludes() {
     let c = client(&plain, "", 10).await;
     let mut child = std::process::Command::new(etcdlock_testkit::etcdctl_bin())
         .env("ETCDCTL_API", "3")
-        .args(["--endpoints", &plain.endpoints_csv(), "lock", "jobs", "sleep", "30"])
+        .args([
+            "--endpoints",
+            &plain.endpoints_csv(),
+            "lock",
+            "jobs",
+            "sleep",
+            "30",
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     common::await_key_count(&c, "jobs/", 1).await;
-    assert_eq!(c.try_lock("jobs").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    assert_eq!(
+        c.try_lock("jobs").await.unwrap_err().code(),
+        ErrorCode::WouldBlock
+    );
     // ... and an etcdctl holder of jobs/x does not block jobs.
     let _ = child.kill();
     let _ = child.wait();
@@ -352,12 +498,22 @@ async fn errors_say_what_happened() {
     let etcd = Etcd::single();
     let live = etcd.endpoints()[0].clone();
     // Bad scheme and port are the caller's mistake.
-    for bad in ["ftp://127.0.0.1:2379", "http://127.0.0.1:99999", "http://127.0.0.1:0", "127.0.0.1", "http://127.0.0.1:2379/v3/path"] {
-        let e = Client::connect(ClientOptions::new([bad])).await.unwrap_err();
+    for bad in [
+        "ftp://127.0.0.1:2379",
+        "http://127.0.0.1:99999",
+        "http://127.0.0.1:0",
+        "127.0.0.1",
+        "http://127.0.0.1:2379/v3/path",
+    ] {
+        let e = Client::connect(ClientOptions::new([bad]))
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad}: {e}");
     }
     // Credentials against an etcd without auth.
-    let e = Client::connect(ClientOptions::new([live.clone()]).with_user("root", "pw")).await.unwrap_err();
+    let e = Client::connect(ClientOptions::new([live.clone()]).with_user("root", "pw"))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), ErrorCode::AuthFailed, "{e}");
     // A plain HTTP server that is not etcd.
     let http = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -368,10 +524,14 @@ async fn errors_say_what_happened() {
             let Ok(mut s) = s else { continue };
             let mut buf = [0u8; 1024];
             let _ = s.read(&mut buf);
-            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+            let _ =
+                s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
         }
     });
-    let e = Client::connect(ClientOptions::new([http_ep]).with_connect_timeout(Duration::from_secs(1))).await.unwrap_err();
+    let e =
+        Client::connect(ClientOptions::new([http_ep]).with_connect_timeout(Duration::from_secs(1)))
+            .await
+            .unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
 }
 
@@ -379,7 +539,9 @@ async fn errors_say_what_happened() {
 async fn unreachable_etcd_fails_each_call_by_its_own_bound_and_a_lost_hold_unlocks_at_once() {
     let mut etcd = Etcd::single();
     let ns = unique_ns("down");
-    let c = Client::connect(opts(&etcd, &ns, 3).with_request_timeout(Duration::from_millis(500))).await.unwrap();
+    let c = Client::connect(opts(&etcd, &ns, 3).with_request_timeout(Duration::from_millis(500)))
+        .await
+        .unwrap();
     let g = c.lock("held").await.unwrap();
     etcd.kill(0);
     // A call that does not wait: Unavailable by the request timeout.
@@ -387,25 +549,49 @@ async fn unreachable_etcd_fails_each_call_by_its_own_bound_and_a_lost_hold_unloc
     let e = c.try_lock("other").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
     assert!(e.message().contains("request timeout (500ms)"), "{e}");
-    assert!(started.elapsed() < Duration::from_millis(500 + 300), "try_lock took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(500 + 300),
+        "try_lock took {:?}",
+        started.elapsed()
+    );
     // A call that waits retries until its own timeout: Timeout, saying what etcd did.
     let started = Instant::now();
-    let e = c.lock_with("other", LockOptions::timeout(Duration::from_secs(1))).await.unwrap_err();
+    let e = c
+        .lock_with("other", LockOptions::timeout(Duration::from_secs(1)))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), ErrorCode::Timeout, "{e}");
-    assert!(e.message().contains("within 1s") && e.message().contains("etcd at"), "{e}");
+    assert!(
+        e.message().contains("within 1s") && e.message().contains("etcd at"),
+        "{e}"
+    );
     let took = started.elapsed();
-    assert!(took >= Duration::from_millis(950) && took < Duration::from_millis(1000 + 300), "lock with a 1 s timeout took {took:?}");
+    assert!(
+        took >= Duration::from_millis(950) && took < Duration::from_millis(1000 + 300),
+        "lock with a 1 s timeout took {took:?}"
+    );
     // The hold ends locally (TTL - margin after the last keep-alive) ...
-    let loss = tokio::time::timeout(Duration::from_secs(5), g.wait_lost()).await.unwrap().unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(5), g.wait_lost())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(loss.reason, LossReason::ConnectionLost);
     // ... and its release answers at once, with no network wait.
     let started = Instant::now();
     let e = g.unlock().await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::LockLost);
-    assert!(started.elapsed() < Duration::from_millis(100), "unlock of a lost hold took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "unlock of a lost hold took {:?}",
+        started.elapsed()
+    );
     let started = Instant::now();
     c.close().await;
-    assert!(started.elapsed() < Duration::from_millis(100), "close with a lost session took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_millis(100),
+        "close with a lost session took {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]
@@ -417,16 +603,26 @@ async fn loss_reasons_match_what_happened() {
     // Our key deleted right after acquisition: reported at once, as KeyDeleted.
     let g = c.lock("l").await.unwrap();
     raw.delete(g.key(), None).await.unwrap();
-    let loss = tokio::time::timeout(Duration::from_secs(1), g.wait_lost()).await.expect("loss within one event delivery").unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(1), g.wait_lost())
+        .await
+        .expect("loss within one event delivery")
+        .unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     // The lease revoked from outside: LeaseExpired, and the next lock opens a fresh lease at once.
     let g = c.lock("l").await.unwrap();
     let lease = g.lease_id();
     // The owned signal goes to another task; the guard stays here.
     let mut signal = g.lost_signal();
-    let watcher = tokio::spawn(async move { tokio::time::timeout(Duration::from_secs(1), signal.wait()).await });
+    let watcher =
+        tokio::spawn(
+            async move { tokio::time::timeout(Duration::from_secs(1), signal.wait()).await },
+        );
     raw.lease_revoke(lease).await.unwrap();
-    let loss = watcher.await.unwrap().expect("loss within one event delivery").unwrap();
+    let loss = watcher
+        .await
+        .unwrap()
+        .expect("loss within one event delivery")
+        .unwrap();
     assert_eq!(loss.reason, LossReason::LeaseExpired);
     assert_eq!(g.loss().map(|l| l.reason), Some(LossReason::LeaseExpired));
     let g = c.lock("l").await.unwrap();
@@ -446,11 +642,16 @@ async fn a_new_hold_after_a_lost_one_keeps_its_key() {
     for _ in 0..20 {
         let g = c.lock("l").await.unwrap();
         c.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
-        tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(2), g.wait_lost())
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(g.unlock().await.unwrap_err().code(), ErrorCode::LockLost);
         drop(g);
         let g2 = c.lock("l").await.unwrap();
-        g2.put("x", "1").await.expect("the fresh hold keeps its key");
+        g2.put("x", "1")
+            .await
+            .expect("the fresh hold keeps its key");
         assert!(g2.is_held());
         g2.unlock().await.unwrap();
     }
@@ -475,7 +676,8 @@ async fn until(what: &str, f: impl Fn() -> bool) {
 /// every time); a delete of an earlier hold's key never reaches a later hold,
 /// while an outside delete of the current hold's key is reported.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_held_keys_watch_starts_after_a_short_delay_is_reused_and_never_reports_an_earlier_holds_delete() {
+async fn a_held_keys_watch_starts_after_a_short_delay_is_reused_and_never_reports_an_earlier_holds_delete(
+) {
     let etcd = Etcd::single();
     let c = client(&etcd, &unique_ns("reuse"), 10).await;
     let before = etcd_watchers(&etcd);
@@ -496,13 +698,19 @@ async fn a_held_keys_watch_starts_after_a_short_delay_is_reused_and_never_report
     until("the held key's watch started", || c.active_watches() == 1).await;
     assert_eq!(c.etcd_watches(), 1);
     // The hub sends the create on its task: etcd counts the watch a moment later.
-    until("etcd registered the held key's watch", || etcd_watchers(&etcd) == before + 1).await;
+    until("etcd registered the held key's watch", || {
+        etcd_watchers(&etcd) == before + 1
+    })
+    .await;
     assert_eq!(c.watch_streams_opened(), 1);
     g.put("probe", "1").await.unwrap();
     assert!(g.is_held(), "{:?}", g.loss());
     // An outside delete of this hold's key is reported.
     c.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
-    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("loss reported at once").unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost())
+        .await
+        .expect("loss reported at once")
+        .unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     assert!(g.unlock().await.is_err());
     // The next holds on the same key reuse the watch, which saw that delete:
@@ -513,9 +721,18 @@ async fn a_held_keys_watch_starts_after_a_short_delay_is_reused_and_never_report
         until("the reused watch subscribed", || c.active_watches() == 1).await;
         // At most two keys: the lost hold's key name stays reserved until its
         // background release is done, so a hold right after it may use `_1`.
-        assert!(c.etcd_watches() <= 2, "{} etcd watches for the held keys (key {})", c.etcd_watches(), g.key());
+        assert!(
+            c.etcd_watches() <= 2,
+            "{} etcd watches for the held keys (key {})",
+            c.etcd_watches(),
+            g.key()
+        );
         g.put("probe", format!("{i}")).await.unwrap();
-        assert!(g.is_held(), "an earlier hold's delete was reported to a new hold: {:?}", g.loss());
+        assert!(
+            g.is_held(),
+            "an earlier hold's delete was reported to a new hold: {:?}",
+            g.loss()
+        );
         g.unlock().await.unwrap();
     }
     assert!(etcd_watchers(&etcd) <= before + 2);
@@ -531,7 +748,10 @@ async fn a_delete_before_the_held_keys_watch_starts_is_still_reported() {
     let c = client(&etcd, &unique_ns("early"), 10).await;
     let g = c.lock("l").await.unwrap();
     c.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
-    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("loss reported").unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost())
+        .await
+        .expect("loss reported")
+        .unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     c.close().await;
 }
@@ -549,16 +769,39 @@ async fn waiters_behind_the_same_peer_share_its_watch_and_every_one_is_served() 
         let g = holder.lock("l").await.unwrap();
         // Two waiters of one client: the first watches the holder's key, the
         // second the first's key and (look-ahead) the holder's key: one watch.
-        let a = { let w = waiters.clone(); tokio::spawn(async move { let g = w.lock("l").await.unwrap(); let t = g.fencing_token(); g.unlock().await.unwrap(); t }) };
-        let b = { let w = waiters.clone(); tokio::spawn(async move { let g = w.lock("l").await.unwrap(); let t = g.fencing_token(); g.unlock().await.unwrap(); t }) };
+        let a = {
+            let w = waiters.clone();
+            tokio::spawn(async move {
+                let g = w.lock("l").await.unwrap();
+                let t = g.fencing_token();
+                g.unlock().await.unwrap();
+                t
+            })
+        };
+        let b = {
+            let w = waiters.clone();
+            tokio::spawn(async move {
+                let g = w.lock("l").await.unwrap();
+                let t = g.fencing_token();
+                g.unlock().await.unwrap();
+                t
+            })
+        };
         let prefix = format!("{ns}l/");
         common::await_key_count(&holder, &prefix, 3).await;
         g.unlock().await.unwrap();
         let (ta, tb) = (a.await.unwrap(), b.await.unwrap());
-        assert!(ta != tb && ta > g.fencing_token() && tb > g.fencing_token(), "round {round}");
+        assert!(
+            ta != tb && ta > g.fencing_token() && tb > g.fencing_token(),
+            "round {round}"
+        );
     }
     // The holder's key, and the waiters' two keys, each watched once however many rounds.
-    assert!(waiters.etcd_watches() <= 3, "{} etcd watches", waiters.etcd_watches());
+    assert!(
+        waiters.etcd_watches() <= 3,
+        "{} etcd watches",
+        waiters.etcd_watches()
+    );
     assert_eq!(waiters.active_watches(), 0);
     holder.close().await;
     waiters.close().await;
@@ -578,7 +821,10 @@ async fn lingering_watches_are_bounded() {
     for g in held {
         g.unlock().await.unwrap();
     }
-    until("idle watches swept down to 1,024", || c.etcd_watches() <= 1024).await;
+    until("idle watches swept down to 1,024", || {
+        c.etcd_watches() <= 1024
+    })
+    .await;
     assert_eq!(c.etcd_watches(), 1024);
     assert_eq!(c.active_watches(), 0);
     c.close().await;
@@ -586,7 +832,13 @@ async fn lingering_watches_are_bounded() {
 
 /// Txn, Range and DeleteRange requests etcd answered so far (all clients).
 fn reads_and_txns(etcd: &Etcd) -> u64 {
-    let handled = |method: &str| etcd.metric(0, "grpc_server_handled_total", &[&format!("grpc_method=\"{method}\"")]);
+    let handled = |method: &str| {
+        etcd.metric(
+            0,
+            "grpc_server_handled_total",
+            &[&format!("grpc_method=\"{method}\"")],
+        )
+    };
     (handled("Txn") + handled("Range") + handled("DeleteRange")) as u64
 }
 
@@ -611,7 +863,10 @@ async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
     common::await_key_count(&a, &prefix, 2).await;
     let b2 = tokio::spawn({
         let b = b.clone();
-        async move { b.lock_with("q", LockOptions::timeout(Duration::from_secs(2))).await }
+        async move {
+            b.lock_with("q", LockOptions::timeout(Duration::from_secs(2)))
+                .await
+        }
     });
     common::await_key_count(&a, &prefix, 3).await;
     let a1 = tokio::spawn({
@@ -632,16 +887,29 @@ async fn a_waiter_that_knows_the_whole_queue_steps_forward_without_reads() {
     let g2 = a1.await.unwrap().unwrap();
     let requests = reads_and_txns(&etcd) - before;
     assert!(g2.fencing_token() > g1.fencing_token());
-    assert_eq!(g2.waited_on().len(), 2, "a1 waited on b2, then b1: {:?}", g2.waited_on());
+    assert_eq!(
+        g2.waited_on().len(),
+        2,
+        "a1 waited on b2, then b1: {:?}",
+        g2.waited_on()
+    );
     // The requests counted are the two unlocks and b2's cleanup (a delete
     // each, of the incarnation b2 knows from its acquire Txn); the waits
     // themselves made none.
-    assert_eq!(requests, 3, "the waits made {} Txn/Range/DeleteRange requests after queueing", requests as i64 - 3);
+    assert_eq!(
+        requests,
+        3,
+        "the waits made {} Txn/Range/DeleteRange requests after queueing",
+        requests as i64 - 3
+    );
     g2.unlock().await.unwrap();
     // The counter itself counts: the read below moves it.
     let counted = reads_and_txns(&etcd);
     assert!(keys(&a, &prefix).await.is_empty());
-    assert!(reads_and_txns(&etcd) > counted, "etcd's Txn/Range/DeleteRange counter did not count a read");
+    assert!(
+        reads_and_txns(&etcd) > counted,
+        "etcd's Txn/Range/DeleteRange counter did not count a read"
+    );
 }
 
 /// What a client wrote on each connection through a relay in front of
@@ -662,7 +930,9 @@ async fn recording_relay(upstream: &str) -> (String, Reads, Arc<tokio::sync::Not
     tokio::spawn(async move {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         while let Ok((mut down, _)) = listener.accept().await {
-            let Ok(mut up) = tokio::net::TcpStream::connect(&upstream).await else { continue };
+            let Ok(mut up) = tokio::net::TcpStream::connect(&upstream).await else {
+                continue;
+            };
             let conn = {
                 let mut g = log.lock().unwrap();
                 g.push(Vec::new());
@@ -709,7 +979,13 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
     let etcd = Etcd::single();
     let (ep, reads, closed) = recording_relay(&etcd.endpoints()[0]).await;
     let ns = unique_ns("onewrite");
-    let c = Client::connect(ClientOptions::new(vec![ep]).with_ttl(10).with_namespace(&ns)).await.unwrap();
+    let c = Client::connect(
+        ClientOptions::new(vec![ep])
+            .with_ttl(10)
+            .with_namespace(&ns),
+    )
+    .await
+    .unwrap();
     for _ in 0..20 {
         c.lock("x").await.unwrap().unlock().await.unwrap();
     }
@@ -718,13 +994,24 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
     // A closed and dropped client leaves no connection open (no connection
     // task left running, pinging a member nobody uses).
     let all_closed = async {
-        while !reads.lock().unwrap().iter().all(|c| c.last().is_some_and(|r| r.is_empty())) {
+        while !reads
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|c| c.last().is_some_and(|r| r.is_empty()))
+        {
             closed.notified().await; // notify_one keeps a permit if nobody waits yet
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), all_closed).await.expect("a connection stayed open after close()");
-    let conns: Vec<Vec<Vec<u8>>> =
-        reads.lock().unwrap().iter().map(|c| c.iter().filter(|r| !r.is_empty()).cloned().collect()).collect();
+    tokio::time::timeout(Duration::from_secs(10), all_closed)
+        .await
+        .expect("a connection stayed open after close()");
+    let conns: Vec<Vec<Vec<u8>>> = reads
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|c| c.iter().filter(|r| !r.is_empty()).cloned().collect())
+        .collect();
     // Frames per stream: (type, flags, payload length, index of the read that held its header).
     let mut unary = 0;
     for chunks in &conns {
@@ -735,18 +1022,31 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
             read_of.extend(std::iter::repeat(i).take(ch.len()));
         }
         let preface = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-        assert!(bytes.starts_with(preface), "an HTTP/2 connection starts with the preface");
-        let mut streams: std::collections::BTreeMap<u32, Vec<(u8, u8, usize, usize)>> = Default::default();
+        assert!(
+            bytes.starts_with(preface),
+            "an HTTP/2 connection starts with the preface"
+        );
+        let mut streams: std::collections::BTreeMap<u32, Vec<(u8, u8, usize, usize)>> =
+            Default::default();
         let mut at = preface.len();
         while at + 9 <= bytes.len() {
             let len = u32::from_be_bytes([0, bytes[at], bytes[at + 1], bytes[at + 2]]) as usize;
             let (kind, flags) = (bytes[at + 3], bytes[at + 4]);
-            let stream = u32::from_be_bytes([bytes[at + 5], bytes[at + 6], bytes[at + 7], bytes[at + 8]]) & 0x7fff_ffff;
+            let stream =
+                u32::from_be_bytes([bytes[at + 5], bytes[at + 6], bytes[at + 7], bytes[at + 8]])
+                    & 0x7fff_ffff;
             assert!(at + 9 + len <= bytes.len(), "a frame cut short");
             // The frame's last byte must have come in the read its header came in.
-            assert_eq!(read_of[at], read_of[at + 8 + len], "a frame split across writes");
+            assert_eq!(
+                read_of[at],
+                read_of[at + 8 + len],
+                "a frame split across writes"
+            );
             if stream != 0 && (kind == 0 || kind == 1) {
-                streams.entry(stream).or_default().push((kind, flags, len, read_of[at]));
+                streams
+                    .entry(stream)
+                    .or_default()
+                    .push((kind, flags, len, read_of[at]));
             }
             at += 9 + len;
         }
@@ -760,7 +1060,10 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
                 frames.len() == 2 && frames[0].0 == 1 && frames[1].0 == 0 && frames[1].1 & 1 == 1 && frames[1].2 > 0,
                 "stream {id}: HEADERS then one DATA frame with the message and END_STREAM, got (type, flags, length, read) {frames:?}"
             );
-            assert_eq!(frames[0].3, frames[1].3, "stream {id}: the head and the message in one write, got {frames:?}");
+            assert_eq!(
+                frames[0].3, frames[1].3,
+                "stream {id}: the head and the message in one write, got {frames:?}"
+            );
         }
     }
     // A lease grant, then a Txn and a Delete per round.
@@ -778,17 +1081,26 @@ async fn a_unary_request_leaves_in_one_write_with_its_end_of_stream() {
 /// before its request left).
 #[test]
 fn a_request_from_a_thread_outside_the_runtime_leaves_while_every_worker_is_busy() {
-    if common::skip_on_mem("a_request_from_a_thread_outside_the_runtime_leaves_while_every_worker_is_busy") {
+    if common::skip_on_mem(
+        "a_request_from_a_thread_outside_the_runtime_leaves_while_every_worker_is_busy",
+    ) {
         return;
     }
     let etcd = Etcd::single();
     let ns = unique_ns("caller-writes");
     let prefix = format!("{ns}x/");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
     let c = rt.block_on(client(&etcd, &ns, 10));
     // The session and the connection are up before the worker is taken.
     rt.block_on(async { c.lock("x").await.unwrap().unlock().await.unwrap() });
-    let watcher = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let watcher = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let observer = watcher.block_on(client(&etcd, &ns, 10));
 
     let (started_tx, started) = std::sync::mpsc::channel();
@@ -809,10 +1121,22 @@ fn a_request_from_a_thread_outside_the_runtime_leaves_while_every_worker_is_busy
             })
         })
     };
-    let seen = watcher.block_on(async { tokio::time::timeout(Duration::from_secs(5), common::await_key_count(&observer, &prefix, 1)).await });
+    let seen = watcher.block_on(async {
+        tokio::time::timeout(
+            Duration::from_secs(5),
+            common::await_key_count(&observer, &prefix, 1),
+        )
+        .await
+    });
     release.send(()).unwrap();
-    assert!(seen.is_ok(), "the lock's Txn did not reach etcd while the runtime's worker was busy");
-    caller.join().unwrap().expect("lock and unlock once the worker is free");
+    assert!(
+        seen.is_ok(),
+        "the lock's Txn did not reach etcd while the runtime's worker was busy"
+    );
+    caller
+        .join()
+        .unwrap()
+        .expect("lock and unlock once the worker is free");
     rt.block_on(c.close());
     watcher.block_on(observer.close());
 }
@@ -827,7 +1151,11 @@ fn a_request_from_a_thread_outside_the_runtime_leaves_while_every_worker_is_busy
 fn one_connection_driven_from_many_threads_loses_no_request() {
     let etcd = Etcd::single();
     let ns = unique_ns("many-drivers");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     let c = rt.block_on(client(&etcd, &ns, 10));
     let rounds = 150;
     let t0 = Instant::now();
@@ -854,12 +1182,17 @@ fn one_connection_driven_from_many_threads_loses_no_request() {
         })
         .collect();
     for t in threads {
-        t.join().unwrap().expect("a round from a thread outside the runtime");
+        t.join()
+            .unwrap()
+            .expect("a round from a thread outside the runtime");
     }
     for t in tasks {
         rt.block_on(t).unwrap().expect("a round from a task");
     }
-    println!("12 x {rounds} rounds on one connection in {:?}", t0.elapsed());
+    println!(
+        "12 x {rounds} rounds on one connection in {:?}",
+        t0.elapsed()
+    );
     rt.block_on(c.close());
 }
 
@@ -875,25 +1208,41 @@ async fn a_request_larger_than_the_windows_arrives_whole() {
     let c = client(&etcd, &ns, 10).await;
     let value: Vec<u8> = (0..1024 * 1024).map(|i| (i % 251) as u8).collect();
     let mut kv = c.etcd().await.unwrap();
-    let mut w = kv.watch(ns.as_str(), Some(etcd_client::WatchOptions::new().with_prefix())).await.unwrap();
+    let mut w = kv
+        .watch(
+            ns.as_str(),
+            Some(etcd_client::WatchOptions::new().with_prefix()),
+        )
+        .await
+        .unwrap();
     let g = c.lock("x").await.unwrap();
     for i in 0..4 {
         g.put(format!("big{i}"), value.clone()).await.unwrap();
     }
     for i in 0..4 {
-        assert_eq!(g.get(format!("big{i}")).await.unwrap().as_deref(), Some(&value[..]));
+        assert_eq!(
+            g.get(format!("big{i}")).await.unwrap().as_deref(),
+            Some(&value[..])
+        );
     }
     let seen = async {
         let mut n = 0;
         while n < 4 {
             let m = w.message().await.unwrap().unwrap();
-            for kv in m.events().iter().filter_map(|e| e.kv()).filter(|kv| kv.value().len() > 1000) {
+            for kv in m
+                .events()
+                .iter()
+                .filter_map(|e| e.kv())
+                .filter(|kv| kv.value().len() > 1000)
+            {
                 assert!(kv.value() == &value[..], "the watch sees the whole value");
                 n += 1;
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), seen).await.expect("four 1 MiB events on one watch stream");
+    tokio::time::timeout(Duration::from_secs(10), seen)
+        .await
+        .expect("four 1 MiB events on one watch stream");
     g.unlock().await.unwrap();
     c.close().await;
 }
@@ -920,8 +1269,14 @@ async fn a_watch_on_a_hung_member_fails_within_the_keep_alive_bound() {
     let took = t.elapsed();
     etcd.resume(0);
     let ended = ended.expect("the watch still waits 15 s after its member hung");
-    assert!(!matches!(ended, Ok(Some(_))), "no event can come from a hung member: {ended:?}");
+    assert!(
+        !matches!(ended, Ok(Some(_))),
+        "no event can come from a hung member: {ended:?}"
+    );
     // 5 s + 2 s, and 3 s for a loaded machine.
-    assert!(took <= Duration::from_secs(10), "the watch ended {took:?} after the member hung (bound 5 s + 2 s)");
+    assert!(
+        took <= Duration::from_secs(10),
+        "the watch ended {took:?} after the member hung (bound 5 s + 2 s)"
+    );
     c.close().await;
 }

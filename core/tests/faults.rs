@@ -17,25 +17,60 @@ use etcdlock_testkit::{etcdctl_bin, Etcd};
 /// Child mode: hold a lock and report on stdout. Does nothing in a normal run.
 #[test]
 fn child_holder() {
-    let Ok(spec) = std::env::var("ETCDLOCK_CHILD") else { return };
+    let Ok(spec) = std::env::var("ETCDLOCK_CHILD") else {
+        return;
+    };
     let v: serde_json::Value = serde_json::from_str(&spec).unwrap();
-    let endpoints: Vec<String> = v["endpoints"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect();
+    let endpoints: Vec<String> = v["endpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap().to_string())
+        .collect();
     let ns = v["ns"].as_str().unwrap().to_string();
     let ttl = v["ttl"].as_i64().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async move {
-        let c = Client::connect(ClientOptions::new(endpoints).with_ttl(ttl).with_namespace(ns)).await.unwrap();
+        let c = Client::connect(
+            ClientOptions::new(endpoints)
+                .with_ttl(ttl)
+                .with_namespace(ns),
+        )
+        .await
+        .unwrap();
         let g = c.lock("held").await.unwrap();
-        println!("HELD {} {} {}", g.fencing_token(), g.key(), clock_monotonic_ns());
+        println!(
+            "HELD {} {} {}",
+            g.fencing_token(),
+            g.key(),
+            clock_monotonic_ns()
+        );
         let loss = g.wait_lost().await.unwrap();
-        println!("LOST {} {} {}", loss.reason, instant_to_mono_ns(loss.at), clock_monotonic_ns());
+        println!(
+            "LOST {} {} {}",
+            loss.reason,
+            instant_to_mono_ns(loss.at),
+            clock_monotonic_ns()
+        );
         let put = g.put("fenced", "stale-write").await;
-        println!("PUT {}", put.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string()));
+        println!(
+            "PUT {}",
+            put.map(|_| "ok".to_string())
+                .unwrap_or_else(|e| e.code().to_string())
+        );
         // The same compare a guarded op sends, straight to etcd: it must fail there too.
         let mut raw = c.etcd().await.unwrap();
         let txn = Txn::new()
-            .when([Compare::create_revision(g.key(), CompareOp::Equal, g.fencing_token())])
-            .and_then([TxnOp::put(format!("{}fenced", v["ns"].as_str().unwrap()), "stale-raw", None)]);
+            .when([Compare::create_revision(
+                g.key(),
+                CompareOp::Equal,
+                g.fencing_token(),
+            )])
+            .and_then([TxnOp::put(
+                format!("{}fenced", v["ns"].as_str().unwrap()),
+                "stale-raw",
+                None,
+            )]);
         let r = raw.txn(txn).await.unwrap();
         println!("RAWTXN {}", r.succeeded());
     });
@@ -44,7 +79,13 @@ fn child_holder() {
 fn spawn_holder(etcd: &Etcd, ns: &str, ttl: i64) -> (Child, BufReader<std::process::ChildStdout>) {
     let spec = serde_json::json!({"endpoints": etcd.endpoints(), "ns": ns, "ttl": ttl}).to_string();
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "child_holder", "--nocapture", "--test-threads=1", "-q"])
+        .args([
+            "--exact",
+            "child_holder",
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ])
         .env("ETCDLOCK_CHILD", spec)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -57,7 +98,10 @@ fn spawn_holder(etcd: &Etcd, ns: &str, ttl: i64) -> (Child, BufReader<std::proce
 fn read_line_starting(out: &mut BufReader<std::process::ChildStdout>, tag: &str) -> Vec<String> {
     loop {
         let mut line = String::new();
-        assert!(out.read_line(&mut line).unwrap() > 0, "child ended before printing {tag}");
+        assert!(
+            out.read_line(&mut line).unwrap() > 0,
+            "child ended before printing {tag}"
+        );
         let parts: Vec<String> = line.split_whitespace().map(String::from).collect();
         if parts.first().map(|p| p.as_str()) == Some(tag) {
             return parts;
@@ -85,7 +129,10 @@ async fn killed_holder_next_waiter_acquires_within_ttl_plus_1s() {
     let (g, at) = waiter.await.unwrap().unwrap();
     let waited = at - killed_at;
     println!("next waiter acquired {waited:?} after SIGKILL (TTL {ttl} s)");
-    assert!(waited <= Duration::from_secs(ttl as u64 + 1), "waited {waited:?}");
+    assert!(
+        waited <= Duration::from_secs(ttl as u64 + 1),
+        "waited {waited:?}"
+    );
     assert!(g.fencing_token() > child_token);
 }
 
@@ -103,7 +150,9 @@ async fn stopped_holder_learns_of_loss_before_the_waiter_acquires_and_its_write_
         async move {
             let g = c.lock("held").await.unwrap();
             let at = clock_monotonic_ns();
-            g.put("fenced", format!("written by token {}", g.fencing_token())).await.unwrap();
+            g.put("fenced", format!("written by token {}", g.fencing_token()))
+                .await
+                .unwrap();
             (g, at)
         }
     });
@@ -111,35 +160,54 @@ async fn stopped_holder_learns_of_loss_before_the_waiter_acquires_and_its_write_
     unsafe { libc::kill(child.id() as i32, libc::SIGSTOP) };
     let (g, acquired_ns) = waiter.await.unwrap();
     // The waiter got the lock only because the stopped holder's lease expired.
-    assert!(keys(&c, &format!("{ns}held/")).await.iter().all(|(k, _)| k != &child_key));
+    assert!(keys(&c, &format!("{ns}held/"))
+        .await
+        .iter()
+        .all(|(k, _)| k != &child_key));
     unsafe { libc::kill(child.id() as i32, libc::SIGCONT) };
     let lost = tokio::task::block_in_place(|| read_line_starting(&mut out, "LOST"));
     let put = tokio::task::block_in_place(|| read_line_starting(&mut out, "PUT"));
     let raw = tokio::task::block_in_place(|| read_line_starting(&mut out, "RAWTXN"));
     child.wait().unwrap();
     let lost_at: u64 = lost[2].parse().unwrap();
-    println!("holder's hold ended locally {} ms before the waiter acquired ({})", (acquired_ns as i64 - lost_at as i64) / 1_000_000, lost[1]);
-    assert!(lost_at < acquired_ns, "loss at {lost_at} must precede the waiter's acquisition at {acquired_ns}");
+    println!(
+        "holder's hold ended locally {} ms before the waiter acquired ({})",
+        (acquired_ns as i64 - lost_at as i64) / 1_000_000,
+        lost[1]
+    );
+    assert!(
+        lost_at < acquired_ns,
+        "loss at {lost_at} must precede the waiter's acquisition at {acquired_ns}"
+    );
     // Paused past its TTL, the holder asks etcd why before it reports: the
     // lease is gone there (the waiter holds the lock), so LeaseExpired.
     assert_eq!(lost[1], "LeaseExpired", "{lost:?}");
     assert_eq!(put[1], "LockLost");
-    assert_eq!(raw[1], "false", "etcd must reject the stale holder's compare");
+    assert_eq!(
+        raw[1], "false",
+        "etcd must reject the stale holder's compare"
+    );
     let mut etcd_c = c.etcd().await.unwrap();
     let v = etcd_c.get(format!("{ns}fenced"), None).await.unwrap();
-    assert_eq!(v.kvs()[0].value(), format!("written by token {}", g.fencing_token()).as_bytes());
+    assert_eq!(
+        v.kvs()[0].value(),
+        format!("written by token {}", g.fencing_token()).as_bytes()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn single_node_restart_within_ttl_keeps_the_hold() {
     let mut etcd = Etcd::single();
     let ns = unique_ns("restart");
-    let c = Client::connect(opts(&etcd, &ns, 10).with_request_timeout(Duration::from_secs(2))).await.unwrap();
+    let c = Client::connect(opts(&etcd, &ns, 10).with_request_timeout(Duration::from_secs(2)))
+        .await
+        .unwrap();
     let g = c.lock("r").await.unwrap();
     tokio::task::block_in_place(|| {
         etcd.kill(0);
         etcd.restart(0);
-        etcd.wait_member_healthy(0, Duration::from_secs(10)).unwrap();
+        etcd.wait_member_healthy(0, Duration::from_secs(10))
+            .unwrap();
     });
     // Guarded write goes through after the restart (retries cover the reconnect).
     let deadline = Instant::now() + Duration::from_secs(8);
@@ -154,7 +222,10 @@ async fn single_node_restart_within_ttl_keeps_the_hold() {
     assert_eq!(g.loss(), None);
     // Still exclusive: another client cannot take it.
     let other = client(&etcd, &ns, 10).await;
-    assert_eq!(other.try_lock("r").await.unwrap_err().code(), ErrorCode::WouldBlock);
+    assert_eq!(
+        other.try_lock("r").await.unwrap_err().code(),
+        ErrorCode::WouldBlock
+    );
     g.unlock().await.unwrap();
     other.try_lock("r").await.unwrap();
 }
@@ -163,7 +234,9 @@ async fn single_node_restart_within_ttl_keeps_the_hold() {
 async fn leader_killed_in_three_node_cluster_lock_operations_resume() {
     let mut etcd = Etcd::cluster(3);
     let ns = unique_ns("leader");
-    let c = Client::connect(opts(&etcd, &ns, 10).with_request_timeout(Duration::from_secs(2))).await.unwrap();
+    let c = Client::connect(opts(&etcd, &ns, 10).with_request_timeout(Duration::from_secs(2)))
+        .await
+        .unwrap();
     let g = c.lock("before").await.unwrap();
     let leader = tokio::task::block_in_place(|| etcd.leader()).expect("a leader");
     tokio::task::block_in_place(|| etcd.kill(leader));
@@ -171,7 +244,13 @@ async fn leader_killed_in_three_node_cluster_lock_operations_resume() {
     let mut resumed = None;
     for i in 0..20 {
         let name = format!("after-{i}");
-        match c.lock_with(&name, etcdlock::LockOptions::timeout(Duration::from_secs(5))).await {
+        match c
+            .lock_with(
+                &name,
+                etcdlock::LockOptions::timeout(Duration::from_secs(5)),
+            )
+            .await
+        {
             Ok(g2) => {
                 g2.put("k", "v").await.unwrap();
                 g2.unlock().await.unwrap();
@@ -182,7 +261,10 @@ async fn leader_killed_in_three_node_cluster_lock_operations_resume() {
                     break;
                 }
             }
-            Err(e) => assert!(matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout), "{e}"),
+            Err(e) => assert!(
+                matches!(e.code(), ErrorCode::Unavailable | ErrorCode::Timeout),
+                "{e}"
+            ),
         }
     }
     let resumed = resumed.expect("lock operations resumed after the leader was killed");
@@ -196,7 +278,11 @@ async fn leader_killed_in_three_node_cluster_lock_operations_resume() {
 fn etcdctl_lock(etcd: &Etcd, ns: &str, name: &str) -> Child {
     Command::new(etcdctl_bin())
         .env("ETCDCTL_API", "3")
-        .args([format!("--endpoints={}", etcd.endpoints_csv()), "lock".into(), format!("{ns}{name}")])
+        .args([
+            format!("--endpoints={}", etcd.endpoints_csv()),
+            "lock".into(),
+            format!("{ns}{name}"),
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -208,7 +294,9 @@ async fn etcdctl_lock_and_etcdlock_exclude_each_other_in_both_orders() {
     let etcd = Etcd::single();
     let ns = unique_ns("etcdctl");
     // etcdctl uses the raw name; our client has no namespace here and locks the same full name.
-    let c = Client::connect(ClientOptions::new(etcd.endpoints()).with_ttl(10)).await.unwrap();
+    let c = Client::connect(ClientOptions::new(etcd.endpoints()).with_ttl(10))
+        .await
+        .unwrap();
     let name = format!("{ns}shared");
     let prefix = format!("{name}/");
 
@@ -221,7 +309,10 @@ async fn etcdctl_lock_and_etcdlock_exclude_each_other_in_both_orders() {
         l.trim().to_string()
     });
     assert!(ctl_key.starts_with(&prefix), "etcdctl printed {ctl_key:?}");
-    assert_eq!(c.try_lock(&name).await.unwrap_err().code(), ErrorCode::WouldBlock);
+    assert_eq!(
+        c.try_lock(&name).await.unwrap_err().code(),
+        ErrorCode::WouldBlock
+    );
     let waiter = tokio::spawn({
         let c = c.clone();
         let name = name.clone();
@@ -234,14 +325,22 @@ async fn etcdctl_lock_and_etcdlock_exclude_each_other_in_both_orders() {
     let g = waiter.await.unwrap();
     assert!(ctl_exit.success() || ctl_exit.code().is_some() || ctl_exit.signal().is_some());
     // We were queued behind etcdctl's key (or it was gone by the time we read).
-    assert!(g.waited_on().iter().all(|k| k == &ctl_key), "{:?}", g.waited_on());
+    assert!(
+        g.waited_on().iter().all(|k| k == &ctl_key),
+        "{:?}",
+        g.waited_on()
+    );
     assert_eq!(keys(&c, &prefix).await, vec![(g.key(), g.fencing_token())]);
 
     // 2. etcdlock holds first: etcdctl waits until we unlock.
     let mut ctl = etcdctl_lock(&etcd, "", &name);
     await_key_count(&c, &prefix, 2).await;
     let ks = keys(&c, &prefix).await;
-    assert_eq!(ks[0].0, g.key(), "we still hold the lock while etcdctl waits");
+    assert_eq!(
+        ks[0].0,
+        g.key(),
+        "we still hold the lock while etcdctl waits"
+    );
     let mut ctl_out = BufReader::new(ctl.stdout.take().unwrap());
     let reader = std::thread::spawn(move || {
         let mut l = String::new();
@@ -279,7 +378,10 @@ async fn a_late_unlock_from_a_paused_member_never_deletes_the_next_hold() {
         let leader = tokio::task::block_in_place(|| etcd.leader()).expect("a leader");
         let ordered: Vec<String> = (0..3).map(|k| eps[(leader + k) % 3].clone()).collect();
         let ns = unique_ns("lateunlock");
-        let opts = ClientOptions::new(ordered).with_ttl(10).with_namespace(&ns).with_request_timeout(Duration::from_secs(5));
+        let opts = ClientOptions::new(ordered)
+            .with_ttl(10)
+            .with_namespace(&ns)
+            .with_request_timeout(Duration::from_secs(5));
         let c = Client::connect(opts).await.unwrap();
         let g1 = c.lock("x").await.unwrap();
         tokio::task::block_in_place(|| etcd.pause(leader));
@@ -290,31 +392,59 @@ async fn a_late_unlock_from_a_paused_member_never_deletes_the_next_hold() {
         assert!(g2.fencing_token() > g1.fencing_token());
         // The first attempt went to the paused leader: its outcome is unknown,
         // so the name is not made again while that copy may land.
-        assert_ne!(g2.key(), g1.key(), "round {round}: the key of an unlock still in flight was re-used");
+        assert_ne!(
+            g2.key(),
+            g1.key(),
+            "round {round}: the key of an unlock still in flight was re-used"
+        );
         etcd.resume(leader);
         // A write through the old leader once it answers again: it read the
         // old request before this one, so once this write is applied the old
         // request has been applied or dropped.
-        let mut raw_old = etcd_client::Client::connect([eps[leader].as_str()], None).await.unwrap();
+        let mut raw_old = etcd_client::Client::connect([eps[leader].as_str()], None)
+            .await
+            .unwrap();
         let sentinel = loop {
-            match tokio::time::timeout(Duration::from_secs(2), raw_old.put(format!("{ns}sentinel"), "1", None)).await {
+            match tokio::time::timeout(
+                Duration::from_secs(2),
+                raw_old.put(format!("{ns}sentinel"), "1", None),
+            )
+            .await
+            {
                 Ok(Ok(r)) => break r.header().unwrap().revision(),
                 _ => tokio::time::sleep(Duration::from_millis(20)).await,
             }
         };
-        let alive = c.etcd().await.unwrap().get(g2.key(), None).await.unwrap().kvs().first().map(|kv| kv.create_revision());
+        let alive = c
+            .etcd()
+            .await
+            .unwrap()
+            .get(g2.key(), None)
+            .await
+            .unwrap()
+            .kvs()
+            .first()
+            .map(|kv| kv.create_revision());
         late += usize::from(alive.is_none());
         println!(
             "round {round}: unlock via the paused leader took {unlock_took:?}; sentinel at rev {sentinel}; key now {alive:?}"
         );
-        assert_eq!(alive, Some(g2.fencing_token()), "round {round}: the late unlock deleted the next hold's key");
+        assert_eq!(
+            alive,
+            Some(g2.fencing_token()),
+            "round {round}: the late unlock deleted the next hold's key"
+        );
         assert!(g2.is_held());
         g2.put("k", "v").await.unwrap();
         g2.unlock().await.unwrap();
         // A clean unlock frees its key name: the next hold re-uses it (and its
         // watch); the retired one stays out of use.
         let g3 = c.lock("x").await.unwrap();
-        assert_eq!(g3.key(), g2.key(), "round {round}: a cleanly released key was not re-used");
+        assert_eq!(
+            g3.key(),
+            g2.key(),
+            "round {round}: a cleanly released key was not re-used"
+        );
         g3.unlock().await.unwrap();
         c.close().await;
     }

@@ -12,13 +12,20 @@ use etcdlock::{Client, ClientOptions, Renewal};
 use etcdlock_testkit::{grpc_balancer, grpc_proxy, nginx_requests, Etcd, Front};
 
 fn through(front: &Front, ns: &str, ttl: i64) -> ClientOptions {
-    ClientOptions::new(vec![front.endpoint()]).with_ttl(ttl).with_namespace(ns)
+    ClientOptions::new(vec![front.endpoint()])
+        .with_ttl(ttl)
+        .with_namespace(ns)
 }
 
 /// The lease's remaining TTL at etcd itself (asked directly, not through the front).
 async fn remaining_at_etcd(etcd: &Etcd, lease: i64) -> i64 {
-    let mut c = etcd_client::Client::connect(etcd.endpoints(), None).await.unwrap();
-    c.lease_time_to_live(lease, None).await.map(|t| t.ttl()).unwrap_or(-1)
+    let mut c = etcd_client::Client::connect(etcd.endpoints(), None)
+        .await
+        .unwrap();
+    c.lease_time_to_live(lease, None)
+        .await
+        .map(|t| t.ttl())
+        .unwrap_or(-1)
 }
 
 /// Holds `name` on `c` for `secs`, checking every 100 ms that it is held and
@@ -36,7 +43,11 @@ async fn hold_for(c: &Client, name: &str, secs: u64, renewal_ok: bool) -> etcdlo
                 assert!(!renewal_ok || now == Renewal::Ok, "renewal reported failing through the front: {now:?}");
             }
         }
-        assert!(g.is_held(), "the hold ended while its lease lived: {:?}", g.loss());
+        assert!(
+            g.is_held(),
+            "the hold ended while its lease lived: {:?}",
+            g.loss()
+        );
     }
     g
 }
@@ -53,7 +64,9 @@ async fn a_hold_through_the_grpc_proxy_lives_as_long_as_its_lease() {
     let proxy = grpc_proxy(&etcd.endpoints());
     for ttl in [5, 2] {
         let ns = unique_ns("proxy-hold");
-        let c = Client::connect(through(&proxy, &ns, ttl)).await.expect("connect through the proxy");
+        let c = Client::connect(through(&proxy, &ns, ttl))
+            .await
+            .expect("connect through the proxy");
         // At TTL 2 the proxy's renewals (every TTL/3 + up to 0.5 s) may come
         // later than the renewal signal's bound (interval + silence): the hold
         // lives, the signal may say failing between them.
@@ -101,12 +114,24 @@ async fn waiters_through_the_grpc_proxy_are_handed_the_lock() {
     let etcd = Etcd::single();
     let mut proxy = grpc_proxy(&etcd.endpoints());
     let ns = unique_ns("proxy-handoff");
-    let direct = handoffs(&ns, client(&etcd, &ns, 5).await, client(&etcd, &ns, 5).await).await;
+    let direct = handoffs(
+        &ns,
+        client(&etcd, &ns, 5).await,
+        client(&etcd, &ns, 5).await,
+    )
+    .await;
     let a = Client::connect(through(&proxy, &ns, 5)).await.unwrap();
     let b = Client::connect(through(&proxy, &ns, 5)).await.unwrap();
     let proxied = handoffs(&ns, a.clone(), b).await;
-    println!("handoff median: bare etcd {:?}, through the proxy {:?} (max {:?})", direct[20], proxied[20], proxied[39]);
-    assert!(proxied[20] < Duration::from_millis(50), "a handoff through the proxy took {:?} (median)", proxied[20]);
+    println!(
+        "handoff median: bare etcd {:?}, through the proxy {:?} (max {:?})",
+        direct[20], proxied[20], proxied[39]
+    );
+    assert!(
+        proxied[20] < Duration::from_millis(50),
+        "a handoff through the proxy took {:?} (median)",
+        proxied[20]
+    );
 
     // The proxy killed while `a` holds: its loss is reported before a client
     // on etcd itself acquires.
@@ -115,8 +140,14 @@ async fn waiters_through_the_grpc_proxy_are_handed_the_lock() {
     proxy.kill();
     let got = direct_client.lock("k").await.unwrap();
     let acquired = Instant::now();
-    let loss = g.loss().expect("the hold through the killed proxy is lost before another client acquires");
-    println!("proxy killed: loss {:?} ({:?}) before the direct client acquired", acquired - loss.at, loss.reason);
+    let loss = g
+        .loss()
+        .expect("the hold through the killed proxy is lost before another client acquires");
+    println!(
+        "proxy killed: loss {:?} ({:?}) before the direct client acquired",
+        acquired - loss.at,
+        loss.reason
+    );
     assert!(loss.at < acquired);
     got.unlock().await.unwrap();
 }
@@ -135,29 +166,53 @@ async fn no_call_fails_for_a_load_balancers_goaway() {
     let etcd = Etcd::single();
     let lb = grpc_balancer(&etcd.endpoints()[0], 100);
     let ns = unique_ns("goaway");
-    let c = Client::connect(through(&lb, &ns, 5)).await.expect("connect through nginx");
+    let c = Client::connect(through(&lb, &ns, 5))
+        .await
+        .expect("connect through nginx");
     let held = c.lock("held").await.unwrap();
     let waiter_client = Client::connect(through(&lb, &ns, 5)).await.unwrap();
-    let waiter = tokio::spawn(async move { waiter_client.lock("held").await.map(|g| (g, waiter_client)) });
+    let waiter =
+        tokio::spawn(async move { waiter_client.lock("held").await.map(|g| (g, waiter_client)) });
     let mut worst = Duration::ZERO;
     for i in 0..1100 {
         let t = Instant::now();
         let cycle = async {
-            let g = c.lock("loop").await.unwrap_or_else(|e| panic!("cycle {i}: lock failed: {e}"));
-            g.unlock().await.unwrap_or_else(|e| panic!("cycle {i}: unlock failed: {e}"));
+            let g = c
+                .lock("loop")
+                .await
+                .unwrap_or_else(|e| panic!("cycle {i}: lock failed: {e}"));
+            g.unlock()
+                .await
+                .unwrap_or_else(|e| panic!("cycle {i}: unlock failed: {e}"));
         };
-        tokio::time::timeout(Duration::from_secs(5), cycle).await.unwrap_or_else(|_| panic!("cycle {i} took over 5 s"));
+        tokio::time::timeout(Duration::from_secs(5), cycle)
+            .await
+            .unwrap_or_else(|_| panic!("cycle {i} took over 5 s"));
         worst = worst.max(t.elapsed());
     }
     let (conns, requests) = nginx_requests(&lb);
     println!("1100 cycles through nginx: {conns} connections, {requests} requests, slowest cycle {worst:?}");
-    assert!(conns >= 21, "nginx served {conns} connections (>= 20 GOAWAYs expected)");
+    assert!(
+        conns >= 21,
+        "nginx served {conns} connections (>= 20 GOAWAYs expected)"
+    );
     assert!(worst < Duration::from_secs(1), "a cycle took {worst:?}");
-    assert!(held.is_held(), "the hold ended across GOAWAYs: {:?}", held.loss());
+    assert!(
+        held.is_held(),
+        "the hold ended across GOAWAYs: {:?}",
+        held.loss()
+    );
     let released = Instant::now();
     held.unlock().await.unwrap();
-    let (g, _w) = tokio::time::timeout(Duration::from_secs(2), waiter).await.expect("waiter handed the lock").unwrap().unwrap();
-    println!("waiter handed the lock {:?} after the unlock", released.elapsed());
+    let (g, _w) = tokio::time::timeout(Duration::from_secs(2), waiter)
+        .await
+        .expect("waiter handed the lock")
+        .unwrap()
+        .unwrap();
+    println!(
+        "waiter handed the lock {:?} after the unlock",
+        released.elapsed()
+    );
     g.unlock().await.unwrap();
     c.close().await;
 }

@@ -15,7 +15,9 @@ use etcdlock_testkit::Etcd;
 const SLACK: Duration = Duration::from_millis(700);
 
 fn lazy(etcd: &Etcd, ns: &str) -> etcdlock::ClientOptions {
-    let mut o = opts(etcd, ns, 5).with_request_timeout(Duration::from_secs(1)).with_connect_timeout(Duration::from_secs(1));
+    let mut o = opts(etcd, ns, 5)
+        .with_request_timeout(Duration::from_secs(1))
+        .with_connect_timeout(Duration::from_secs(1));
     o.lazy_connect = true;
     o
 }
@@ -33,35 +35,68 @@ async fn with_etcd_down_a_lazy_client_starts_and_each_call_keeps_its_deadline() 
     let e = Client::connect(eager).await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
     eprintln!("etcd down: eager connect failed in {:?}", t.elapsed());
-    assert!(t.elapsed() < Duration::from_secs(1) + SLACK, "eager connect took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(1) + SLACK,
+        "eager connect took {:?}",
+        t.elapsed()
+    );
 
     let t = Instant::now();
-    let c = Client::connect(lazy(&etcd, &ns)).await.expect("a lazy connect does not need etcd");
-    assert!(t.elapsed() < Duration::from_millis(200), "lazy connect took {:?}", t.elapsed());
+    let c = Client::connect(lazy(&etcd, &ns))
+        .await
+        .expect("a lazy connect does not need etcd");
+    assert!(
+        t.elapsed() < Duration::from_millis(200),
+        "lazy connect took {:?}",
+        t.elapsed()
+    );
 
     let t = Instant::now();
     let e = c.ping().await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
-    eprintln!("etcd down: lazy connect ok, ping Unavailable in {:?}", t.elapsed());
-    assert!(t.elapsed() < Duration::from_secs(1) + SLACK, "ping took {:?}", t.elapsed());
+    eprintln!(
+        "etcd down: lazy connect ok, ping Unavailable in {:?}",
+        t.elapsed()
+    );
+    assert!(
+        t.elapsed() < Duration::from_secs(1) + SLACK,
+        "ping took {:?}",
+        t.elapsed()
+    );
 
     let t = Instant::now();
     let e = c.try_lock("job").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
     eprintln!("etcd down: try_lock {:?} in {:?}", e.code(), t.elapsed());
-    assert!(t.elapsed() < Duration::from_secs(1) + SLACK, "try_lock took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(1) + SLACK,
+        "try_lock took {:?}",
+        t.elapsed()
+    );
 
     let t = Instant::now();
-    let e = c.lock_with("job", LockOptions::timeout(Duration::from_millis(1500))).await.unwrap_err();
-    assert!(matches!(e.code(), ErrorCode::Timeout | ErrorCode::Unavailable), "{e}");
+    let e = c
+        .lock_with("job", LockOptions::timeout(Duration::from_millis(1500)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e.code(), ErrorCode::Timeout | ErrorCode::Unavailable),
+        "{e}"
+    );
     eprintln!("etcd down: lock(1.5 s) {:?} in {:?}", e.code(), t.elapsed());
-    assert!(t.elapsed() < Duration::from_millis(1500) + SLACK, "lock(1.5 s) took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_millis(1500) + SLACK,
+        "lock(1.5 s) took {:?}",
+        t.elapsed()
+    );
 
     // A lock call waiting while etcd comes back is granted within its deadline.
     let waiter = {
         let c = c.clone();
         tokio::spawn(async move {
-            let r = c.lock_with("job", LockOptions::timeout(Duration::from_secs(15))).await;
+            let r = c
+                .lock_with("job", LockOptions::timeout(Duration::from_secs(15)))
+                .await;
             (r, Instant::now())
         })
     };
@@ -75,8 +110,15 @@ async fn with_etcd_down_a_lazy_client_starts_and_each_call_keeps_its_deadline() 
     let (etcd, up_at) = back;
     let (r, at) = waiter.await.unwrap();
     let g = r.expect("granted once etcd is back");
-    eprintln!("etcd back: the waiting lock call granted {:?} after", at.saturating_duration_since(up_at));
-    assert!(at.saturating_duration_since(up_at) < Duration::from_secs(3), "granted {:?} after etcd was back", at - up_at);
+    eprintln!(
+        "etcd back: the waiting lock call granted {:?} after",
+        at.saturating_duration_since(up_at)
+    );
+    assert!(
+        at.saturating_duration_since(up_at) < Duration::from_secs(3),
+        "granted {:?} after etcd was back",
+        at - up_at
+    );
     assert!(g.fencing_token() > 0);
     c.ping().await.expect("ping once etcd is back");
     g.unlock().await.unwrap();
@@ -90,15 +132,34 @@ async fn with_etcd_hung_a_lazy_client_starts_and_a_lock_call_keeps_its_timeout()
     let ns = unique_ns("lazy-hung");
     etcd.pause(0);
     let t = Instant::now();
-    let c = Client::connect(lazy(&etcd, &ns)).await.expect("a lazy connect does not need etcd");
-    assert!(t.elapsed() < Duration::from_millis(200), "lazy connect took {:?}", t.elapsed());
+    let c = Client::connect(lazy(&etcd, &ns))
+        .await
+        .expect("a lazy connect does not need etcd");
+    assert!(
+        t.elapsed() < Duration::from_millis(200),
+        "lazy connect took {:?}",
+        t.elapsed()
+    );
     let t = Instant::now();
-    let e = c.lock_with("job", LockOptions::timeout(Duration::from_millis(1500))).await.unwrap_err();
-    assert!(matches!(e.code(), ErrorCode::Timeout | ErrorCode::Unavailable), "{e}");
-    assert!(t.elapsed() < Duration::from_millis(1500) + SLACK, "lock(1.5 s) took {:?}", t.elapsed());
+    let e = c
+        .lock_with("job", LockOptions::timeout(Duration::from_millis(1500)))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e.code(), ErrorCode::Timeout | ErrorCode::Unavailable),
+        "{e}"
+    );
+    assert!(
+        t.elapsed() < Duration::from_millis(1500) + SLACK,
+        "lock(1.5 s) took {:?}",
+        t.elapsed()
+    );
     eprintln!("etcd hung: lock(1.5 s) {:?} in {:?}", e.code(), t.elapsed());
     etcd.resume(0);
-    let g = c.lock_with("job", LockOptions::timeout(Duration::from_secs(5))).await.expect("granted after resume");
+    let g = c
+        .lock_with("job", LockOptions::timeout(Duration::from_secs(5)))
+        .await
+        .expect("granted after resume");
     g.unlock().await.unwrap();
     c.close().await;
 }
@@ -111,7 +172,10 @@ fn lazy_connect_is_an_option_like_any_other() {
     let e = etcdlock::ClientOptions::from_pairs([("lazy_connect", "soon")]).unwrap_err();
     assert_eq!(e.code(), ErrorCode::InvalidArgument);
     assert!(e.message().contains("lazy_connect"), "{e}");
-    assert_eq!(etcdlock::bridge::option_key("lazyConnect"), Some("lazy_connect"));
+    assert_eq!(
+        etcdlock::bridge::option_key("lazyConnect"),
+        Some("lazy_connect")
+    );
 }
 
 /// The raw handle (`Client::etcd`) of a lazy client that has not reached
@@ -123,12 +187,20 @@ async fn the_raw_handle_of_a_lazy_client_connects_on_demand() {
     let mut etcd = Etcd::single();
     let ns = unique_ns("lazy-raw");
     etcd.kill(0);
-    let c = Client::connect(lazy(&etcd, &ns)).await.expect("a lazy connect does not need etcd");
+    let c = Client::connect(lazy(&etcd, &ns))
+        .await
+        .expect("a lazy connect does not need etcd");
     let t = Instant::now();
-    let Err(e) = c.etcd().await else { panic!("a raw handle with etcd down") };
+    let Err(e) = c.etcd().await else {
+        panic!("a raw handle with etcd down")
+    };
     assert_eq!(e.code(), ErrorCode::Unavailable, "{e}");
     eprintln!("etcd down: etcd() {:?} in {:?}", e.code(), t.elapsed());
-    assert!(t.elapsed() < Duration::from_secs(1) + SLACK, "etcd() took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(1) + SLACK,
+        "etcd() took {:?}",
+        t.elapsed()
+    );
     let etcd = tokio::task::spawn_blocking(move || {
         etcd.restart(0);
         etcd
@@ -137,11 +209,16 @@ async fn the_raw_handle_of_a_lazy_client_connects_on_demand() {
     .unwrap();
     let mut raw = c.etcd().await.expect("connects once etcd is up");
     raw.put(format!("{ns}raw"), "v", None).await.unwrap();
-    assert_eq!(raw.get(format!("{ns}raw"), None).await.unwrap().kvs()[0].value(), b"v");
+    assert_eq!(
+        raw.get(format!("{ns}raw"), None).await.unwrap().kvs()[0].value(),
+        b"v"
+    );
     c.close().await;
 
     let never = Client::connect(lazy(&etcd, &ns)).await.unwrap();
     never.close().await;
-    let Err(e) = never.etcd().await else { panic!("a raw handle of a closed client") };
+    let Err(e) = never.etcd().await else {
+        panic!("a raw handle of a closed client")
+    };
     assert_eq!(e.code(), ErrorCode::Closed, "{e}");
 }

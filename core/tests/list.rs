@@ -12,7 +12,11 @@ use etcdlock_testkit::Etcd;
 use common::{client, keys, unique_ns};
 
 /// List until `ok` holds (the meta records are written within ~200 ms), at most 5 s.
-async fn list_until(c: &etcdlock::Client, prefix: &str, ok: impl Fn(&[Status]) -> bool) -> Vec<Status> {
+async fn list_until(
+    c: &etcdlock::Client,
+    prefix: &str,
+    ok: impl Fn(&[Status]) -> bool,
+) -> Vec<Status> {
     let until = Instant::now() + Duration::from_secs(5);
     loop {
         let l = c.list(prefix).await.expect("list");
@@ -36,12 +40,20 @@ async fn list_shows_every_kind_with_its_holders_waiters_and_local_queue() {
     for _ in 0..100 {
         let b = b.clone();
         // Each releases as soon as it holds, so they drain in queue order.
-        waits.push(tokio::spawn(async move { b.lock("app/mutex").await?.unlock().await }));
+        waits.push(tokio::spawn(async move {
+            b.lock("app/mutex").await?.unlock().await
+        }));
     }
     // An election, a 3-permit semaphore with one permit taken, a read-write
     // lock with a reader and a queued writer.
-    let leader = a.campaign("app/election", "node-1", LockOptions::default()).await.unwrap();
-    let permit = a.acquire_permit("app/sem", 3, LockOptions::default()).await.unwrap();
+    let leader = a
+        .campaign("app/election", "node-1", LockOptions::default())
+        .await
+        .unwrap();
+    let permit = a
+        .acquire_permit("app/sem", 3, LockOptions::default())
+        .await
+        .unwrap();
     let reader = a.read_lock("app/rw", LockOptions::default()).await.unwrap();
     let writer = {
         let b = b.clone();
@@ -51,38 +63,77 @@ async fn list_shows_every_kind_with_its_holders_waiters_and_local_queue() {
     // and data written beside the locks (no lease: not a lock).
     let mut raw = a.etcd().await.unwrap();
     let lease = raw.lease_grant(15, None).await.unwrap().id();
-    raw.put(format!("{ns}app/foreign/{lease:x}"), "", Some(PutOptions::new().with_lease(lease))).await.unwrap();
-    raw.put(format!("{ns}app/stock"), "300", None).await.unwrap();
+    raw.put(
+        format!("{ns}app/foreign/{lease:x}"),
+        "",
+        Some(PutOptions::new().with_lease(lease)),
+    )
+    .await
+    .unwrap();
+    raw.put(format!("{ns}app/stock"), "300", None)
+        .await
+        .unwrap();
 
     let l = list_until(&a, "app/", |l| {
-        l.iter().any(|s| s.name == "app/mutex" && s.waiters.iter().any(|w| w.local_waiters == Some(100)))
-            && l.iter().any(|s| s.name == "app/rw" && s.waiters.len() == 1)
-            && l.iter().filter(|s| s.holders.iter().any(|h| h.language.is_some())).count() == 4
+        l.iter().any(|s| {
+            s.name == "app/mutex" && s.waiters.iter().any(|w| w.local_waiters == Some(100))
+        }) && l.iter().any(|s| s.name == "app/rw" && s.waiters.len() == 1)
+            && l.iter()
+                .filter(|s| s.holders.iter().any(|h| h.language.is_some()))
+                .count()
+                == 4
     })
     .await;
     let names: Vec<&str> = l.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(names, ["app/election", "app/foreign", "app/mutex", "app/rw", "app/sem"], "sorted, data keys left out");
+    assert_eq!(
+        names,
+        [
+            "app/election",
+            "app/foreign",
+            "app/mutex",
+            "app/rw",
+            "app/sem"
+        ],
+        "sorted, data keys left out"
+    );
     let by = |n: &str| l.iter().find(|s| s.name == n).unwrap();
 
     let m = by("app/mutex");
     assert_eq!(m.kind, Some(LockKind::Mutex));
-    assert_eq!((m.holders.len(), m.waiters.len()), (1, 2), "two keys per client in etcd");
+    assert_eq!(
+        (m.holders.len(), m.waiters.len()),
+        (1, 2),
+        "two keys per client in etcd"
+    );
     assert_eq!(m.holders[0].create_revision, held.fencing_token());
     assert_eq!(m.holders[0].pid, Some(std::process::id()));
     assert_eq!(m.holders[0].language.as_deref(), Some("rust"));
     assert_eq!(m.holders[0].local_waiters, Some(0));
-    assert!(m.waiters.iter().all(|w| w.local_waiters == Some(100) && !w.foreign), "{:?}", m.waiters);
+    assert!(
+        m.waiters
+            .iter()
+            .all(|w| w.local_waiters == Some(100) && !w.foreign),
+        "{:?}",
+        m.waiters
+    );
 
     let e = by("app/election");
     assert_eq!(e.kind, Some(LockKind::Election));
-    assert_eq!(e.holders[0].value, b"node-1", "an election's value stays the raw proclamation");
+    assert_eq!(
+        e.holders[0].value, b"node-1",
+        "an election's value stays the raw proclamation"
+    );
 
     let s = by("app/sem");
     assert_eq!(s.kind, Some(LockKind::Semaphore));
     assert_eq!(s.holders.len(), 1);
 
     let rw = by("app/rw");
-    assert_eq!(rw.kind, Some(LockKind::RwLock), "a reader key tells the kind before any meta record");
+    assert_eq!(
+        rw.kind,
+        Some(LockKind::RwLock),
+        "a reader key tells the kind before any meta record"
+    );
     assert_eq!((rw.holders.len(), rw.waiters.len()), (1, 1));
 
     let f = by("app/foreign");
@@ -91,10 +142,20 @@ async fn list_shows_every_kind_with_its_holders_waiters_and_local_queue() {
 
     // Go's Mutex and etcdctl see exactly the lock keys under each prefix: the
     // meta records live beside them.
-    for (name, n) in [("app/mutex/", 3), ("app/election/", 1), ("app/sem/", 1), ("app/rw/", 2)] {
+    for (name, n) in [
+        ("app/mutex/", 3),
+        ("app/election/", 1),
+        ("app/sem/", 1),
+        ("app/rw/", 2),
+    ] {
         assert_eq!(keys(&a, &format!("{ns}{name}")).await.len(), n, "{name}");
     }
-    assert!(keys(&a, &format!("{ns}{}", etcdlock::META_PREFIX)).await.len() >= 5);
+    assert!(
+        keys(&a, &format!("{ns}{}", etcdlock::META_PREFIX))
+            .await
+            .len()
+            >= 5
+    );
 
     // Everything released: the records go too.
     held.unlock().await.unwrap();
@@ -108,10 +169,24 @@ async fn list_shows_every_kind_with_its_holders_waiters_and_local_queue() {
     raw.lease_revoke(lease).await.unwrap();
     let until = Instant::now() + Duration::from_secs(5);
     let meta = format!("{ns}{}", etcdlock::META_PREFIX);
-    while raw.get(meta.clone(), Some(GetOptions::new().with_prefix())).await.unwrap().count() > 0 && Instant::now() < until {
+    while raw
+        .get(meta.clone(), Some(GetOptions::new().with_prefix()))
+        .await
+        .unwrap()
+        .count()
+        > 0
+        && Instant::now() < until
+    {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(raw.get(meta, Some(GetOptions::new().with_prefix())).await.unwrap().count(), 0, "meta records deleted");
+    assert_eq!(
+        raw.get(meta, Some(GetOptions::new().with_prefix()))
+            .await
+            .unwrap()
+            .count(),
+        0,
+        "meta records deleted"
+    );
     assert!(a.list("app/").await.unwrap().is_empty());
     a.close().await;
     b.close().await;
@@ -123,14 +198,30 @@ async fn short_holds_write_no_meta_record() {
     let ns = unique_ns("list-short");
     let a = client(&etcd, &ns, 15).await;
     let mut raw = a.etcd().await.unwrap();
-    let start = raw.get("x", None).await.unwrap().header().unwrap().revision();
+    let start = raw
+        .get("x", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
     for _ in 0..20 {
         a.lock("quick").await.unwrap().unlock().await.unwrap();
     }
     // Two ticks later, still nothing but the 20 puts and 20 deletes of the lock keys.
     tokio::time::sleep(Duration::from_millis(250)).await;
-    let now = raw.get("x", None).await.unwrap().header().unwrap().revision();
-    assert_eq!(now - start, 40, "no meta writes for holds shorter than a tick");
+    let now = raw
+        .get("x", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    assert_eq!(
+        now - start,
+        40,
+        "no meta writes for holds shorter than a tick"
+    );
     a.close().await;
 }
 
@@ -142,7 +233,10 @@ async fn release_by_token_frees_a_wedged_holder_who_learns_it() {
     let admin = client(&etcd, &ns, 15).await;
     let g = holder.lock("wedged").await.unwrap();
     let token = g.fencing_token();
-    assert!(!admin.release("wedged", token + 1).await.unwrap(), "a token nobody has");
+    assert!(
+        !admin.release("wedged", token + 1).await.unwrap(),
+        "a token nobody has"
+    );
     let waiter = {
         let admin = admin.clone();
         tokio::spawn(async move { admin.lock("wedged").await })
@@ -150,13 +244,22 @@ async fn release_by_token_frees_a_wedged_holder_who_learns_it() {
     common::await_key_count(&admin, &format!("{ns}wedged/"), 2).await;
     let t = Instant::now();
     assert!(admin.release("wedged", token).await.unwrap());
-    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost()).await.expect("told within 2 s").expect("lost, not released");
+    let loss = tokio::time::timeout(Duration::from_secs(2), g.wait_lost())
+        .await
+        .expect("told within 2 s")
+        .expect("lost, not released");
     assert_eq!(loss.reason, etcdlock::LossReason::KeyDeleted);
     let next = waiter.await.unwrap().unwrap();
     assert!(next.fencing_token() > token);
     assert!(t.elapsed() < Duration::from_secs(2));
-    assert!(!admin.release("wedged", token).await.unwrap(), "released already");
-    assert_eq!(g.unlock().await.unwrap_err().code(), etcdlock::ErrorCode::LockLost);
+    assert!(
+        !admin.release("wedged", token).await.unwrap(),
+        "released already"
+    );
+    assert_eq!(
+        g.unlock().await.unwrap_err().code(),
+        etcdlock::ErrorCode::LockLost
+    );
     // The new holder is untouched by a stale release.
     assert!(next.is_held());
     next.unlock().await.unwrap();
@@ -178,15 +281,40 @@ async fn a_list_from_an_outer_namespace_leaves_inner_meta_records_out() {
     let mut raw = root.etcd().await.unwrap();
     let until = Instant::now() + Duration::from_secs(5);
     let records = format!("{ns}{}", etcdlock::META_PREFIX);
-    while raw.get(records.clone(), Some(GetOptions::new().with_prefix().with_count_only())).await.unwrap().count() != 1 {
+    while raw
+        .get(
+            records.clone(),
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        )
+        .await
+        .unwrap()
+        .count()
+        != 1
+    {
         assert!(Instant::now() < until, "no meta record under {records}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for prefix in ["", ns.as_str()] {
-        let names: Vec<String> = root.list(prefix).await.unwrap().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, [format!("{ns}alpha")], "list({prefix:?}) from the root");
+        let names: Vec<String> = root
+            .list(prefix)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(
+            names,
+            [format!("{ns}alpha")],
+            "list({prefix:?}) from the root"
+        );
     }
-    let names: Vec<String> = inner.list("").await.unwrap().into_iter().map(|s| s.name).collect();
+    let names: Vec<String> = inner
+        .list("")
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
     assert_eq!(names, ["alpha"]);
     held.unlock().await.unwrap();
 }

@@ -19,7 +19,10 @@ async fn uncontended_lock_unlock_uses_go_mutex_layout() {
     assert_eq!(g.state(), GuardState::Held);
     // Go Mutex layout: <ns>orders/<lease id in hex>.
     assert_eq!(g.key(), format!("{ns}orders/{:x}", g.lease_id()));
-    assert_eq!(keys(&c, &format!("{ns}orders/")).await, vec![(g.key(), g.fencing_token())]);
+    assert_eq!(
+        keys(&c, &format!("{ns}orders/")).await,
+        vec![(g.key(), g.fencing_token())]
+    );
     assert!(g.waited_on().is_empty());
     g.unlock().await.unwrap();
     assert!(!g.is_held());
@@ -27,7 +30,10 @@ async fn uncontended_lock_unlock_uses_go_mutex_layout() {
     assert!(keys(&c, &format!("{ns}orders/")).await.is_empty());
     // Idempotent unlock; guarded ops after unlock are NotHeld.
     g.unlock().await.unwrap();
-    assert_eq!(g.put("x", "1").await.unwrap_err().code(), ErrorCode::NotHeld);
+    assert_eq!(
+        g.put("x", "1").await.unwrap_err().code(),
+        ErrorCode::NotHeld
+    );
     assert_eq!(g.get("x").await.unwrap_err().code(), ErrorCode::NotHeld);
     assert_eq!(g.delete("x").await.unwrap_err().code(), ErrorCode::NotHeld);
     assert_eq!(g.wait_lost().await, None);
@@ -61,7 +67,10 @@ async fn timeout_and_cancel_leave_no_key() {
 
     // Timeout.
     let started = Instant::now();
-    let err = b.lock_with("t", LockOptions::timeout(Duration::from_millis(300))).await.unwrap_err();
+    let err = b
+        .lock_with("t", LockOptions::timeout(Duration::from_millis(300)))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::Timeout);
     assert!(started.elapsed() < Duration::from_secs(2));
     await_key_count(&a, &prefix, 1).await;
@@ -70,10 +79,23 @@ async fn timeout_and_cancel_leave_no_key() {
     let token = CancellationToken::new();
     let b2 = b.clone();
     let t2 = token.clone();
-    let waiter = tokio::spawn(async move { b2.lock_with("t", LockOptions { timeout: None, cancel: Some(t2), ..LockOptions::default() }).await });
+    let waiter = tokio::spawn(async move {
+        b2.lock_with(
+            "t",
+            LockOptions {
+                timeout: None,
+                cancel: Some(t2),
+                ..LockOptions::default()
+            },
+        )
+        .await
+    });
     await_key_count(&a, &prefix, 2).await;
     token.cancel();
-    assert_eq!(waiter.await.unwrap().unwrap_err().code(), ErrorCode::Cancelled);
+    assert_eq!(
+        waiter.await.unwrap().unwrap_err().code(),
+        ErrorCode::Cancelled
+    );
     await_key_count(&a, &prefix, 1).await;
 
     // Dropping the future cancels too.
@@ -104,7 +126,10 @@ async fn twenty_waiters_acquire_in_create_revision_order_each_watching_only_its_
         let order = order.clone();
         tasks.push(tokio::spawn(async move {
             let g = c.lock("q").await.unwrap();
-            order.lock().await.push((i, g.fencing_token(), g.key(), g.waited_on()));
+            order
+                .lock()
+                .await
+                .push((i, g.fencing_token(), g.key(), g.waited_on()));
             g.unlock().await.unwrap();
         }));
         // Enqueue strictly one after the other.
@@ -120,9 +145,17 @@ async fn twenty_waiters_acquire_in_create_revision_order_each_watching_only_its_
     assert_eq!(order.len(), 20);
     for (pos, (i, token, key, waited)) in order.iter().enumerate() {
         assert_eq!(*i, pos, "waiter {i} acquired at position {pos}");
-        assert_eq!((key.clone(), *token), queue[pos + 1], "grant order = create_revision order");
+        assert_eq!(
+            (key.clone(), *token),
+            queue[pos + 1],
+            "grant order = create_revision order"
+        );
         // It watched exactly one key: the one created just before its own.
-        assert_eq!(waited, &vec![queue[pos].0.clone()], "waiter {i} watched {waited:?}");
+        assert_eq!(
+            waited,
+            &vec![queue[pos].0.clone()],
+            "waiter {i} watched {waited:?}"
+        );
     }
 }
 
@@ -143,7 +176,10 @@ async fn mutual_exclusion_two_clients_eight_tasks_counter_exact_tokens_increase(
             tasks.push(tokio::spawn(async move {
                 for _ in 0..PER_TASK {
                     let g = c.lock("counter").await.unwrap();
-                    assert_eq!(in_section.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0);
+                    assert_eq!(
+                        in_section.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+                        0
+                    );
                     // Non-atomic read-modify-write, safe only under the lock.
                     let n: u64 = g
                         .get("count")
@@ -164,11 +200,17 @@ async fn mutual_exclusion_two_clients_eight_tasks_counter_exact_tokens_increase(
     }
     let mut etcd_c = clients[0].etcd().await.unwrap();
     let v = etcd_c.get(format!("{ns}count"), None).await.unwrap();
-    let count: usize = std::str::from_utf8(v.kvs()[0].value()).unwrap().parse().unwrap();
+    let count: usize = std::str::from_utf8(v.kvs()[0].value())
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(count, 2 * 8 * PER_TASK);
     let tokens = tokens.lock().unwrap().clone();
     assert_eq!(tokens.len(), 2 * 8 * PER_TASK);
-    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens strictly increase");
+    assert!(
+        tokens.windows(2).all(|w| w[0] < w[1]),
+        "fencing tokens strictly increase"
+    );
 }
 
 #[tokio::test]
@@ -180,7 +222,10 @@ async fn concurrent_holds_on_one_session_use_distinct_keys() {
     let c2 = c.clone();
     let t = tokio::spawn(async move { c2.lock("s").await.unwrap() });
     await_key_count(&c, &format!("{ns}s/"), 2).await;
-    assert!(!t.is_finished(), "a second acquisition on the same session must wait");
+    assert!(
+        !t.is_finished(),
+        "a second acquisition on the same session must wait"
+    );
     let ks = keys(&c, &format!("{ns}s/")).await;
     assert_eq!(ks[0].0, g1.key());
     assert!(ks[1].0.starts_with(&g1.key()) && ks[1].0 != g1.key());
@@ -198,19 +243,34 @@ async fn outside_delete_and_revoke_are_reported_and_a_fresh_lease_follows() {
     let g = c.lock("l").await.unwrap();
     let mut raw = c.etcd().await.unwrap();
     raw.delete(g.key(), None).await.unwrap();
-    let loss = tokio::time::timeout(Duration::from_secs(5), g.wait_lost()).await.unwrap().unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(5), g.wait_lost())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     assert!(!g.is_held());
     let err = g.put("x", "1").await.unwrap_err();
-    assert_eq!((err.code(), err.loss_reason()), (ErrorCode::LockLost, Some(LossReason::KeyDeleted)));
+    assert_eq!(
+        (err.code(), err.loss_reason()),
+        (ErrorCode::LockLost, Some(LossReason::KeyDeleted))
+    );
     assert_eq!(g.unlock().await.unwrap_err().code(), ErrorCode::LockLost);
 
     // Revoke the lease from outside: the hold ends, later locks get a fresh lease.
     let g = c.lock("l").await.unwrap();
     let old_lease = g.lease_id();
     raw.lease_revoke(old_lease).await.unwrap();
-    let loss = tokio::time::timeout(Duration::from_secs(10), g.wait_lost()).await.unwrap().unwrap();
-    assert!(matches!(loss.reason, LossReason::KeyDeleted | LossReason::LeaseExpired), "{loss:?}");
+    let loss = tokio::time::timeout(Duration::from_secs(10), g.wait_lost())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        matches!(
+            loss.reason,
+            LossReason::KeyDeleted | LossReason::LeaseExpired
+        ),
+        "{loss:?}"
+    );
     // The session notices at its next keep-alive (TTL/3); a new lock then opens a new lease.
     let g2 = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
@@ -237,11 +297,17 @@ async fn close_releases_every_lock_and_reports_client_closed() {
     let g1 = a.lock("x").await.unwrap();
     let g2 = a.lock("y").await.unwrap();
     a.close().await;
-    assert_eq!(g1.wait_lost().await.unwrap().reason, LossReason::ClientClosed);
+    assert_eq!(
+        g1.wait_lost().await.unwrap().reason,
+        LossReason::ClientClosed
+    );
     assert_eq!(g2.loss().unwrap().reason, LossReason::ClientClosed);
     assert_eq!(a.lock("x").await.unwrap_err().code(), ErrorCode::Closed);
     // Released in etcd at once (lease revoked), not after the TTL.
-    let got = tokio::time::timeout(Duration::from_secs(2), b.lock("x")).await.unwrap().unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(2), b.lock("x"))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(got.fencing_token() > g1.fencing_token());
     b.try_lock("y").await.unwrap();
     a.close().await; // idempotent
@@ -254,9 +320,20 @@ async fn close_closes_the_connection_while_the_client_lives_on() {
     let etcd = Etcd::single();
     let ns = unique_ns("close-conn");
     let c = client(&etcd, &ns, 10).await;
-    let port: u16 = c.member_in_use().rsplit(':').next().unwrap().trim_end_matches('/').parse().unwrap();
+    let port: u16 = c
+        .member_in_use()
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .trim_end_matches('/')
+        .parse()
+        .unwrap();
     c.lock("x").await.unwrap().unlock().await.unwrap();
-    assert_eq!(connections_to(port), 1, "one connection for requests, keep-alives and watches");
+    assert_eq!(
+        connections_to(port),
+        1,
+        "one connection for requests, keep-alives and watches"
+    );
     c.close().await;
     assert_eq!(connections_to(port), 0, "the connection outlived close()");
     // Nothing connects again through the closed client, raw requests included.
@@ -279,16 +356,28 @@ async fn guarded_ops_apply_only_while_held() {
     g.put("k", "v2").await.unwrap();
     // The key is namespaced like the lock.
     let mut raw = c.etcd().await.unwrap();
-    assert_eq!(raw.get(format!("{ns}k"), None).await.unwrap().kvs()[0].value(), b"v2");
+    assert_eq!(
+        raw.get(format!("{ns}k"), None).await.unwrap().kvs()[0].value(),
+        b"v2"
+    );
     // etcd itself rejects the write once our key is gone, even before the watch fires.
-    let cfg = ClientOptions { watch_held_keys: false, ..opts(&etcd, &ns, 10) };
+    let cfg = ClientOptions {
+        watch_held_keys: false,
+        ..opts(&etcd, &ns, 10)
+    };
     let c2 = Client::connect(cfg).await.unwrap();
     let g2 = c2.lock("g2").await.unwrap();
     raw.delete(g2.key(), None).await.unwrap();
-    assert!(g2.is_held(), "without the key watch the guard cannot know yet");
+    assert!(
+        g2.is_held(),
+        "without the key watch the guard cannot know yet"
+    );
     let err = g2.put("k", "stale").await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::LockLost);
-    assert_eq!(raw.get(format!("{ns}k"), None).await.unwrap().kvs()[0].value(), b"v2");
+    assert_eq!(
+        raw.get(format!("{ns}k"), None).await.unwrap().kvs()[0].value(),
+        b"v2"
+    );
     assert!(!g2.is_held());
 }
 
@@ -298,12 +387,24 @@ async fn guarded_ops_apply_only_while_held() {
 async fn unlock_reports_a_hold_lost_unseen() {
     let etcd = Etcd::single();
     let ns = unique_ns("unseen");
-    let c = Client::connect(ClientOptions { watch_held_keys: false, ..opts(&etcd, &ns, 10) }).await.unwrap();
+    let c = Client::connect(ClientOptions {
+        watch_held_keys: false,
+        ..opts(&etcd, &ns, 10)
+    })
+    .await
+    .unwrap();
     let g = c.lock("x").await.unwrap();
     c.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
-    assert!(g.is_held(), "without the key watch the guard cannot know yet");
+    assert!(
+        g.is_held(),
+        "without the key watch the guard cannot know yet"
+    );
     let err = g.unlock().await.unwrap_err();
-    assert_eq!((err.code(), err.loss_reason()), (ErrorCode::LockLost, Some(LossReason::KeyDeleted)), "{err}");
+    assert_eq!(
+        (err.code(), err.loss_reason()),
+        (ErrorCode::LockLost, Some(LossReason::KeyDeleted)),
+        "{err}"
+    );
     assert!(g.unlock().await.is_ok(), "a second unlock is Ok");
     // The session is fine: the next hold of the same name works and unlocks cleanly.
     let g2 = c.lock("x").await.unwrap();
@@ -315,16 +416,37 @@ async fn bad_input_gets_typed_errors() {
     let etcd = Etcd::single();
     let ns = unique_ns("bad");
     let c = client(&etcd, &ns, 10).await;
-    assert_eq!(c.lock("").await.unwrap_err().code(), ErrorCode::InvalidArgument);
-    assert_eq!(c.try_lock("").await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    assert_eq!(
+        c.lock("").await.unwrap_err().code(),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        c.try_lock("").await.unwrap_err().code(),
+        ErrorCode::InvalidArgument
+    );
     let huge = "x".repeat(2 * 1024 * 1024);
     let err = c.lock(&huge).await.unwrap_err();
     assert_eq!(err.code(), ErrorCode::InvalidArgument);
-    assert!(err.message().len() < 300, "message must not echo the huge name");
+    assert!(
+        err.message().len() < 300,
+        "message must not echo the huge name"
+    );
     // Just over our limit, and etcd's own limit through a guarded put.
-    assert_eq!(c.lock(&"y".repeat(etcdlock::MAX_NAME_LEN + 1)).await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    assert_eq!(
+        c.lock(&"y".repeat(etcdlock::MAX_NAME_LEN + 1))
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidArgument
+    );
     let g = c.lock(&"y".repeat(etcdlock::MAX_NAME_LEN)).await.unwrap();
-    assert_eq!(g.put("big", vec![0u8; 2 * 1024 * 1024]).await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    assert_eq!(
+        g.put("big", vec![0u8; 2 * 1024 * 1024])
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidArgument
+    );
     g.unlock().await.unwrap();
 
     for ttl in [0, -1, etcdlock::MAX_TTL_SECS + 1, i64::MAX] {
@@ -334,31 +456,62 @@ async fn bad_input_gets_typed_errors() {
     // TTL 1 is below etcd's minimum: raised, and the effective value reported.
     let low = Client::connect(opts(&etcd, &ns, 1)).await.unwrap();
     assert!(low.ttl() >= 1);
-    let big = Client::connect(opts(&etcd, &ns, etcdlock::MAX_TTL_SECS)).await.unwrap();
+    let big = Client::connect(opts(&etcd, &ns, etcdlock::MAX_TTL_SECS))
+        .await
+        .unwrap();
     assert_eq!(big.ttl(), etcdlock::MAX_TTL_SECS);
     big.close().await;
 
-    assert_eq!(Client::connect(ClientOptions::new(Vec::<String>::new())).await.unwrap_err().code(), ErrorCode::InvalidArgument);
-    assert_eq!(Client::connect(ClientOptions::new(["not a url"])).await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    assert_eq!(
+        Client::connect(ClientOptions::new(Vec::<String>::new()))
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidArgument
+    );
+    assert_eq!(
+        Client::connect(ClientOptions::new(["not a url"]))
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidArgument
+    );
     // https without TLS options: fail closed.
-    assert_eq!(Client::connect(ClientOptions::new(["https://127.0.0.1:2379"])).await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    assert_eq!(
+        Client::connect(ClientOptions::new(["https://127.0.0.1:2379"]))
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::InvalidArgument
+    );
 
     // Unreachable: a clear Unavailable within the connect timeout, naming the endpoint.
     let port = etcdlock_testkit::free_port();
     let started = Instant::now();
     let err = Client::connect(
-        ClientOptions::new([format!("127.0.0.1:{port}")]).with_connect_timeout(Duration::from_secs(1)),
+        ClientOptions::new([format!("127.0.0.1:{port}")])
+            .with_connect_timeout(Duration::from_secs(1)),
     )
     .await
     .unwrap_err();
     assert_eq!(err.code(), ErrorCode::Unavailable, "{err}");
     assert!(err.message().contains(&port.to_string()), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
 
     // Passwords never appear in messages.
-    let err = Client::connect(opts(&etcd, &ns, 10).with_user("root", "s3cret-Passw0rd")).await.unwrap_err();
+    let err = Client::connect(opts(&etcd, &ns, 10).with_user("root", "s3cret-Passw0rd"))
+        .await
+        .unwrap_err();
     assert!(!err.to_string().contains("s3cret"), "{err}");
-    assert!(!format!("{:?}", opts(&etcd, &ns, 10).with_user("u", "s3cret-Passw0rd")).contains("s3cret"));
+    assert!(!format!(
+        "{:?}",
+        opts(&etcd, &ns, 10).with_user("u", "s3cret-Passw0rd")
+    )
+    .contains("s3cret"));
 }
 
 #[tokio::test]
@@ -436,14 +589,24 @@ async fn guarded_keys_under_the_locks_own_prefix_are_refused() {
     let c = client(&etcd, &ns, 10).await;
     let g = c.lock("stock").await.unwrap();
     // "stock/count" would sit in the lock's queue and block the next acquisition forever.
-    for e in [g.put("stock/count", "1").await.unwrap_err(), g.get("stock/x").await.unwrap_err(), g.delete("stock/").await.unwrap_err()] {
+    for e in [
+        g.put("stock/count", "1").await.unwrap_err(),
+        g.get("stock/x").await.unwrap_err(),
+        g.delete("stock/").await.unwrap_err(),
+    ] {
         assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
     }
-    assert_eq!(g.put("", "1").await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    assert_eq!(
+        g.put("", "1").await.unwrap_err().code(),
+        ErrorCode::InvalidArgument
+    );
     g.put("stock-count", "1").await.unwrap();
     g.put("stock", "1").await.unwrap(); // the bare name is outside the prefix
     g.unlock().await.unwrap();
-    let g2 = tokio::time::timeout(Duration::from_secs(2), c.lock("stock")).await.unwrap().unwrap();
+    let g2 = tokio::time::timeout(Duration::from_secs(2), c.lock("stock"))
+        .await
+        .unwrap()
+        .unwrap();
     assert!(g2.is_held());
 }
 
@@ -463,11 +626,25 @@ async fn a_waiter_whose_key_is_revoked_fails_at_once() {
     await_key_count(&holder, &format!("{ns}w/"), 2).await;
     let lease = c.lease_id().await.unwrap();
     let started = Instant::now();
-    holder.etcd().await.unwrap().lease_revoke(lease).await.unwrap();
-    let err = tokio::time::timeout(Duration::from_secs(5), waiter).await.unwrap().unwrap().unwrap_err();
+    holder
+        .etcd()
+        .await
+        .unwrap()
+        .lease_revoke(lease)
+        .await
+        .unwrap();
+    let err = tokio::time::timeout(Duration::from_secs(5), waiter)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap_err();
     assert_eq!(err.code(), ErrorCode::LockLost, "{err}");
     // Well before the next keep-alive (TTL/3 = 10 s) could have noticed.
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
     assert!(g.is_held());
 }
 
@@ -478,10 +655,18 @@ async fn a_waiter_leaving_between_the_holder_and_us_never_hands_us_the_lock_earl
     let etcd = Etcd::single();
     let ns = unique_ns("ahead");
     let prefix = format!("{ns}q/");
-    let (a, b, c) = (client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await, client(&etcd, &ns, 10).await);
+    let (a, b, c) = (
+        client(&etcd, &ns, 10).await,
+        client(&etcd, &ns, 10).await,
+        client(&etcd, &ns, 10).await,
+    );
     let ga = a.lock("q").await.unwrap();
     let cancel_b = CancellationToken::new();
-    let opts_b = LockOptions { timeout: None, cancel: Some(cancel_b.clone()), ..LockOptions::default() };
+    let opts_b = LockOptions {
+        timeout: None,
+        cancel: Some(cancel_b.clone()),
+        ..LockOptions::default()
+    };
     let tb = tokio::spawn(async move { b.lock_with("q", opts_b).await.map(|g| g.fencing_token()) });
     await_key_count(&a, &prefix, 2).await;
     let tc = tokio::spawn(async move { c.lock("q").await });

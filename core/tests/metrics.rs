@@ -21,22 +21,43 @@ async fn acquisitions_holds_losses_and_keepalives_are_counted() {
 
     let g = c.lock("a").await.unwrap();
     let m = c.metrics();
-    assert_eq!((m.held, m.acquisitions(AcquireResult::Acquired).count), (1, 1));
+    assert_eq!(
+        (m.held, m.acquisitions(AcquireResult::Acquired).count),
+        (1, 1)
+    );
     g.unlock().await.unwrap();
     assert_eq!((c.metrics().held, c.metrics().holds_ended), (0, 1));
 
     // Held elsewhere: a try, a timeout, a zero timeout, a cancelled wait.
     let h = other.lock("a").await.unwrap();
-    assert_eq!(c.try_lock("a").await.unwrap_err().code(), ErrorCode::WouldBlock);
-    assert_eq!(c.lock_with("a", LockOptions::timeout(Duration::from_millis(50))).await.unwrap_err().code(), ErrorCode::Timeout);
-    assert_eq!(c.lock_with("a", LockOptions::timeout(Duration::ZERO)).await.unwrap_err().code(), ErrorCode::Timeout);
+    assert_eq!(
+        c.try_lock("a").await.unwrap_err().code(),
+        ErrorCode::WouldBlock
+    );
+    assert_eq!(
+        c.lock_with("a", LockOptions::timeout(Duration::from_millis(50)))
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::Timeout
+    );
+    assert_eq!(
+        c.lock_with("a", LockOptions::timeout(Duration::ZERO))
+            .await
+            .unwrap_err()
+            .code(),
+        ErrorCode::Timeout
+    );
     let waiter = {
         let c = c.clone();
         tokio::spawn(async move { c.lock("a").await })
     };
     let t0 = Instant::now();
     while c.metrics().waiting != 1 {
-        assert!(t0.elapsed() < Duration::from_secs(5), "the waiter never counted as waiting");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the waiter never counted as waiting"
+        );
         tokio::task::yield_now().await;
     }
     waiter.abort(); // the call's future is dropped: a cancellation
@@ -47,23 +68,45 @@ async fn acquisitions_holds_losses_and_keepalives_are_counted() {
     assert_eq!(m.acquisitions(AcquireResult::Timeout).count, 2);
     assert_eq!(m.acquisitions(AcquireResult::Cancelled).count, 1);
     assert!(m.acquisitions(AcquireResult::Timeout).wait_total >= Duration::from_millis(50));
-    assert_eq!(c.lock("").await.unwrap_err().code(), ErrorCode::InvalidArgument);
+    assert_eq!(
+        c.lock("").await.unwrap_err().code(),
+        ErrorCode::InvalidArgument
+    );
     assert_eq!(c.metrics().acquisitions(AcquireResult::Error).count, 1);
     h.unlock().await.unwrap();
 
     // A loss, by its reason; the hold time of ended holds adds up.
     let g = c.lock("b").await.unwrap();
     assert!(c.metrics().held_duration < Duration::from_secs(5));
-    other.etcd().await.unwrap().delete(g.key(), None).await.unwrap();
-    assert_eq!(tokio::time::timeout(Duration::from_secs(5), g.wait_lost()).await.unwrap().unwrap().reason, LossReason::KeyDeleted);
+    other
+        .etcd()
+        .await
+        .unwrap()
+        .delete(g.key(), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        tokio::time::timeout(Duration::from_secs(5), g.wait_lost())
+            .await
+            .unwrap()
+            .unwrap()
+            .reason,
+        LossReason::KeyDeleted
+    );
     let m = c.metrics();
-    assert_eq!((m.held, m.holds_ended, m.lost(LossReason::KeyDeleted)), (0, 2, 1));
+    assert_eq!(
+        (m.held, m.holds_ended, m.lost(LossReason::KeyDeleted)),
+        (0, 2, 1)
+    );
     assert!(m.hold_total > Duration::ZERO);
 
     // The keep-alive (every TTL/3) reports its round trip.
     let t0 = Instant::now();
     while c.metrics().keepalives == 0 {
-        assert!(t0.elapsed() < Duration::from_secs(5), "no keep-alive acknowledged");
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "no keep-alive acknowledged"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(c.metrics().keepalive_rtt.unwrap() < Duration::from_secs(2));

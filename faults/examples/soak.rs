@@ -19,7 +19,9 @@ fn parse_duration(s: &str) -> Option<Duration> {
         'h' => (&s[..s.len() - 1], 3600),
         _ => (s, 1),
     };
-    num.parse::<u64>().ok().map(|n| Duration::from_secs(n * mul))
+    num.parse::<u64>()
+        .ok()
+        .map(|n| Duration::from_secs(n * mul))
 }
 
 fn main() {
@@ -29,34 +31,55 @@ fn main() {
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut soak = Duration::from_secs(600);
-    let mut ids: Vec<u32> = scenarios::ALL.iter().chain(scenarios::PARTITIONS.iter()).chain(scenarios::INFRA.iter()).copied().collect();
+    let mut ids: Vec<u32> = scenarios::ALL
+        .iter()
+        .chain(scenarios::PARTITIONS.iter())
+        .chain(scenarios::INFRA.iter())
+        .copied()
+        .collect();
     let mut i = 0;
     while i < args.len() {
         match args[i].as_str() {
             "--soak" => {
-                soak = args.get(i + 1).and_then(|s| parse_duration(s)).unwrap_or_else(|| {
-                    eprintln!("usage: soak --soak DURATION [--scenarios 1,2,...]");
-                    std::process::exit(2)
-                });
+                soak = args
+                    .get(i + 1)
+                    .and_then(|s| parse_duration(s))
+                    .unwrap_or_else(|| {
+                        eprintln!("usage: soak --soak DURATION [--scenarios 1,2,...]");
+                        std::process::exit(2)
+                    });
                 i += 1;
             }
             "--scenarios" => {
-                ids = args.get(i + 1).map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect()).unwrap_or_default();
+                ids = args
+                    .get(i + 1)
+                    .map(|s| s.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+                    .unwrap_or_default();
                 i += 1;
             }
             other => {
-                eprintln!("unknown argument {other}; usage: soak --soak DURATION [--scenarios 1,2,...]");
+                eprintln!(
+                    "unknown argument {other}; usage: soak --soak DURATION [--scenarios 1,2,...]"
+                );
                 std::process::exit(2);
             }
         }
         i += 1;
     }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("runtime");
     let profile = Profile::soak();
     let start = Instant::now();
     let mut outcomes = Vec::new();
-    let (mut rounds, mut acquisitions, mut faults, mut violations, mut failed) = (0u64, 0u64, 0u64, 0u64, 0u64);
-    println!("soak: {soak:?}, scenarios {ids:?}, seed {}", etcdlock_faults::seed());
+    let (mut rounds, mut acquisitions, mut faults, mut violations, mut failed) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
+    println!(
+        "soak: {soak:?}, scenarios {ids:?}, seed {}",
+        etcdlock_faults::seed()
+    );
     'outer: loop {
         for &id in &ids {
             if start.elapsed() >= soak {
@@ -78,8 +101,14 @@ fn main() {
         "soak totals: {:.0} s, {rounds} scenario runs, {acquisitions} acquisitions, {faults} faults injected, {violations} violations, {failed} failed runs",
         start.elapsed().as_secs_f64()
     );
-    println!("{}", etcdlock_faults::report::write("soak", &outcomes, start.elapsed().as_secs_f64()));
-    println!("report: {}", etcdlock_faults::report::report_dir().display());
+    println!(
+        "{}",
+        etcdlock_faults::report::write("soak", &outcomes, start.elapsed().as_secs_f64())
+    );
+    println!(
+        "report: {}",
+        etcdlock_faults::report::report_dir().display()
+    );
     if failed > 0 || violations > 0 {
         std::process::exit(1);
     }

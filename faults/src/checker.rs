@@ -61,7 +61,12 @@ impl OpResult {
     pub fn of<T>(r: &etcdlock::Result<T>) -> OpResult {
         match r {
             Ok(_) => OpResult::Ok,
-            Err(e) if e.code() == etcdlock::ErrorCode::LockLost && e.to_string().contains("etcd rejected") => OpResult::Refused,
+            Err(e)
+                if e.code() == etcdlock::ErrorCode::LockLost
+                    && e.to_string().contains("etcd rejected") =>
+            {
+                OpResult::Refused
+            }
             Err(_) => OpResult::Unknown,
         }
     }
@@ -249,7 +254,10 @@ impl Checker {
 
 /// The checks, on a plain list (unit-testable).
 pub fn check_holds(holds: &[Hold], resource: &BTreeMap<String, Vec<i64>>) -> Report {
-    let mut r = Report { holds: holds.len(), ..Default::default() };
+    let mut r = Report {
+        holds: holds.len(),
+        ..Default::default()
+    };
     let mut by_lock: HashMap<&str, Vec<&Hold>> = HashMap::new();
     let mut shared: HashMap<&str, Vec<&Hold>> = HashMap::new();
     for h in holds {
@@ -315,7 +323,9 @@ pub fn check_holds(holds: &[Hold], resource: &BTreeMap<String, Vec<i64>>) -> Rep
         for t in tokens {
             if *t < max {
                 r.stale_writes_accepted += 1;
-                r.note(format!("resource of lock {lock}: etcd accepted token {t} after token {max}"));
+                r.note(format!(
+                    "resource of lock {lock}: etcd accepted token {t} after token {max}"
+                ));
             }
             max = max.max(*t);
         }
@@ -348,7 +358,10 @@ fn check_shared(r: &mut Report, base: &str, hs: &[&Hold]) {
         if !start {
             continue;
         }
-        let cap: i64 = kind.strip_prefix('p').and_then(|n| n.parse().ok()).unwrap_or(i64::MAX);
+        let cap: i64 = kind
+            .strip_prefix('p')
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(i64::MAX);
         let bad = writers > 1 || (writers > 0 && readers > 0) || permits > cap;
         if bad {
             r.overlaps += 1;
@@ -379,13 +392,25 @@ pub async fn resource_history(
         .get(prefix.as_str(), Some(GetOptions::new().with_prefix()))
         .await
         .map_err(|e| format!("read resources: {e}"))?;
-    let last_rev = cur.kvs().iter().map(|kv| kv.mod_revision()).max().unwrap_or(0);
+    let last_rev = cur
+        .kvs()
+        .iter()
+        .map(|kv| kv.mod_revision())
+        .max()
+        .unwrap_or(0);
     let mut out: BTreeMap<String, Vec<i64>> = BTreeMap::new();
     if last_rev < from_rev {
         return Ok(out);
     }
     let mut stream = etcd
-        .watch(prefix.as_str(), Some(WatchOptions::new().with_prefix().with_start_revision(from_rev)))
+        .watch(
+            prefix.as_str(),
+            Some(
+                WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(from_rev),
+            ),
+        )
         .await
         .map_err(|e| format!("watch resources: {e}"))?;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
@@ -396,7 +421,10 @@ pub async fn resource_history(
             .map_err(|e| format!("resource history: {e}"))?
             .ok_or("resource history: watch closed")?;
         if msg.compact_revision() > 0 {
-            return Err(format!("resource history compacted at {}", msg.compact_revision()));
+            return Err(format!(
+                "resource history compacted at {}",
+                msg.compact_revision()
+            ));
         }
         let mut done = false;
         for ev in msg.events() {
@@ -404,7 +432,9 @@ pub async fn resource_history(
             if ev.event_type() == EventType::Put {
                 let key = String::from_utf8_lossy(kv.key()).into_owned();
                 let lock = key[prefix.len()..].to_string();
-                let tok: i64 = String::from_utf8_lossy(kv.value()).parse().map_err(|_| format!("resource {key}: not a token"))?;
+                let tok: i64 = String::from_utf8_lossy(kv.value())
+                    .parse()
+                    .map_err(|_| format!("resource {key}: not a token"))?;
                 out.entry(lock).or_default().push(tok);
             }
             if kv.mod_revision() >= last_rev {
@@ -428,25 +458,45 @@ mod tests {
             acquired_ns: a,
             ended_ns: e,
             client: format!("c{token}"),
-            loss: lost.then(|| LossInfo { reason: "ConnectionLost".into(), at_ns: e, reported_ns: e }),
+            loss: lost.then(|| LossInfo {
+                reason: "ConnectionLost".into(),
+                at_ns: e,
+                reported_ns: e,
+            }),
             ..Default::default()
         }
     }
 
     #[test]
     fn clean_history_passes() {
-        let r = check_holds(&[h("a", 1, 0, 10, false), h("a", 5, 11, 20, true), h("b", 2, 5, 30, false)], &BTreeMap::new());
+        let r = check_holds(
+            &[
+                h("a", 1, 0, 10, false),
+                h("a", 5, 11, 20, true),
+                h("b", 2, 5, 30, false),
+            ],
+            &BTreeMap::new(),
+        );
         assert_eq!(r.violations(), 0, "{r:?}");
         assert_eq!(r.losses, 1);
     }
 
     #[test]
     fn each_violation_is_caught() {
-        let r = check_holds(&[h("a", 1, 0, 10, false), h("a", 2, 5, 20, false)], &BTreeMap::new());
+        let r = check_holds(
+            &[h("a", 1, 0, 10, false), h("a", 2, 5, 20, false)],
+            &BTreeMap::new(),
+        );
         assert_eq!((r.overlaps, r.violations()), (1, 1));
-        let r = check_holds(&[h("a", 1, 0, 10, true), h("a", 2, 5, 20, false)], &BTreeMap::new());
+        let r = check_holds(
+            &[h("a", 1, 0, 10, true), h("a", 2, 5, 20, false)],
+            &BTreeMap::new(),
+        );
         assert_eq!((r.late_losses, r.violations()), (1, 1));
-        let r = check_holds(&[h("a", 3, 0, 10, false), h("a", 2, 11, 20, false)], &BTreeMap::new());
+        let r = check_holds(
+            &[h("a", 3, 0, 10, false), h("a", 2, 11, 20, false)],
+            &BTreeMap::new(),
+        );
         assert_eq!((r.token_regressions, r.violations()), (1, 1));
         let mut res = BTreeMap::new();
         res.insert("a".to_string(), vec![1, 3, 3, 2, 4]);
@@ -457,12 +507,24 @@ mod tests {
     #[test]
     fn shared_holds_are_checked_by_their_kind() {
         // Two permits of a 2-permit semaphore at once: fine; a third: a breach.
-        let ok = [h("s#p2", 1, 0, 10, false), h("s#p2", 2, 1, 10, false), h("s#p2", 3, 10, 20, false)];
+        let ok = [
+            h("s#p2", 1, 0, 10, false),
+            h("s#p2", 2, 1, 10, false),
+            h("s#p2", 3, 10, 20, false),
+        ];
         assert_eq!(check_holds(&ok, &BTreeMap::new()).violations(), 0);
-        let bad = [h("s#p2", 1, 0, 10, false), h("s#p2", 2, 1, 10, false), h("s#p2", 3, 5, 20, false)];
+        let bad = [
+            h("s#p2", 1, 0, 10, false),
+            h("s#p2", 2, 1, 10, false),
+            h("s#p2", 3, 5, 20, false),
+        ];
         assert_eq!(check_holds(&bad, &BTreeMap::new()).overlaps, 1);
         // Readers overlap; a writer beside a reader or a writer is a breach.
-        let ok = [h("r#r", 1, 0, 10, false), h("r#r", 2, 1, 10, false), h("r#w", 3, 10, 20, false)];
+        let ok = [
+            h("r#r", 1, 0, 10, false),
+            h("r#r", 2, 1, 10, false),
+            h("r#w", 3, 10, 20, false),
+        ];
         assert_eq!(check_holds(&ok, &BTreeMap::new()).violations(), 0);
         let bad = [h("r#r", 1, 0, 10, false), h("r#w", 3, 5, 20, false)];
         assert_eq!(check_holds(&bad, &BTreeMap::new()).overlaps, 1);

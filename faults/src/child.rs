@@ -10,7 +10,8 @@ static CHILD_ARGS: Mutex<Option<Vec<String>>> = Mutex::new(None);
 /// The default suits a libtest binary with a `child_holder` test; the soak
 /// example sets `[]`.
 pub fn set_child_args(args: &[&str]) {
-    *CHILD_ARGS.lock().unwrap_or_else(|p| p.into_inner()) = Some(args.iter().map(|s| s.to_string()).collect());
+    *CHILD_ARGS.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some(args.iter().map(|s| s.to_string()).collect());
 }
 
 fn child_args() -> Vec<String> {
@@ -18,7 +19,18 @@ fn child_args() -> Vec<String> {
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .clone()
-        .unwrap_or_else(|| ["--exact", "child_holder", "--nocapture", "--test-threads=1", "-q"].iter().map(|s| s.to_string()).collect())
+        .unwrap_or_else(|| {
+            [
+                "--exact",
+                "child_holder",
+                "--nocapture",
+                "--test-threads=1",
+                "-q",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+        })
 }
 
 /// A child holder process with its stdout as lines.
@@ -51,11 +63,20 @@ impl ChildProc {
         }
         let mut child = cmd.spawn().expect("spawn child holder");
         let out = child.stdout.take().expect("child stdout");
-        ChildProc { child, lines: BufReader::new(out).lines(), seen: Vec::new() }
+        ChildProc {
+            child,
+            lines: BufReader::new(out).lines(),
+            seen: Vec::new(),
+        }
     }
 
     /// Spawn `program args..` as a holder (e.g. the Python holder) with `spec` in [`CHILD_ENV`].
-    pub fn spawn_program(program: &str, args: &[String], spec: serde_json::Value, env: &[(&str, String)]) -> ChildProc {
+    pub fn spawn_program(
+        program: &str,
+        args: &[String],
+        spec: serde_json::Value,
+        env: &[(&str, String)],
+    ) -> ChildProc {
         let mut cmd = Command::new(program);
         cmd.args(args)
             .env(CHILD_ENV, spec.to_string())
@@ -73,9 +94,15 @@ impl ChildProc {
                 Ok(())
             });
         }
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {program}: {e}"));
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {program}: {e}"));
         let out = child.stdout.take().expect("child stdout");
-        ChildProc { child, lines: BufReader::new(out).lines(), seen: Vec::new() }
+        ChildProc {
+            child,
+            lines: BufReader::new(out).lines(),
+            seen: Vec::new(),
+        }
     }
 
     /// The process id.
@@ -125,7 +152,8 @@ impl ChildProc {
     pub async fn rest(&mut self, timeout: Duration) -> Vec<String> {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut out = std::mem::take(&mut self.seen);
-        while let Ok(Ok(Some(l))) = tokio::time::timeout_at(deadline, self.lines.next_line()).await {
+        while let Ok(Ok(Some(l))) = tokio::time::timeout_at(deadline, self.lines.next_line()).await
+        {
             out.push(l);
         }
         out
@@ -135,9 +163,15 @@ impl ChildProc {
 /// If this process was started as a child (env [`CHILD_ENV`]), run the child
 /// role to completion and return true.
 pub fn child_main_if_requested() -> bool {
-    let Ok(spec) = std::env::var(CHILD_ENV) else { return false };
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return false;
+    };
     let v: serde_json::Value = serde_json::from_str(&spec).expect("child spec");
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
     rt.block_on(child_main(v));
     true
 }
@@ -146,15 +180,27 @@ pub fn child_main_if_requested() -> bool {
 /// "read" (a read-write lock's reader), "writer" (its writer: the mutex),
 /// "campaign" (an election), "many" (`lock` and `lock`2 in one multi-lock).
 /// Returns the guard on `lock` and any other guards of the same hold.
-pub async fn acquire_kind(c: &Client, lock: &str, kind: &str) -> etcdlock::Result<(etcdlock::Guard, Vec<etcdlock::Guard>)> {
+pub async fn acquire_kind(
+    c: &Client,
+    lock: &str,
+    kind: &str,
+) -> etcdlock::Result<(etcdlock::Guard, Vec<etcdlock::Guard>)> {
     let o = LockOptions::default();
     match kind {
         "permit" => Ok((c.acquire_permit(lock, 1, o).await?, Vec::new())),
         "read" => Ok((c.read_lock(lock, o).await?, Vec::new())),
-        "campaign" => Ok((c.campaign(lock, format!("pid {}", std::process::id()), o).await?.into_guard(), Vec::new())),
+        "campaign" => Ok((
+            c.campaign(lock, format!("pid {}", std::process::id()), o)
+                .await?
+                .into_guard(),
+            Vec::new(),
+        )),
         "many" => {
             let second = format!("{lock}2");
-            let mut gs = c.lock_many(&[lock, second.as_str()], o).await?.into_guards();
+            let mut gs = c
+                .lock_many(&[lock, second.as_str()], o)
+                .await?
+                .into_guards();
             let rest = gs.split_off(1);
             Ok((gs.pop().expect("one guard"), rest))
         }
@@ -174,31 +220,58 @@ fn say(line: String) {
 /// (the holder line protocol, the same in every language).
 async fn guarded_put_line(tag: &str, g: &etcdlock::Guard, lock: &str) -> GuardedOp {
     let call = clock_monotonic_ns();
-    let r = g.put(checker::resource_key(lock), g.fencing_token().to_string()).await;
+    let r = g
+        .put(checker::resource_key(lock), g.fencing_token().to_string())
+        .await;
     let ret = clock_monotonic_ns();
     let result = OpResult::of(&r);
-    let name = r.map(|_| "ok".to_string()).unwrap_or_else(|e| e.code().to_string());
+    let name = r
+        .map(|_| "ok".to_string())
+        .unwrap_or_else(|e| e.code().to_string());
     say(format!("{tag} {name} {call} {ret} {}", result.name()));
     // An outcome not known is open-ended in the history, as the workload records it.
-    GuardedOp { write: true, call_ns: call, ret_ns: (result != OpResult::Unknown).then_some(ret), value: g.fencing_token(), result }
+    GuardedOp {
+        write: true,
+        call_ns: call,
+        ret_ns: (result != OpResult::Unknown).then_some(ret),
+        value: g.fencing_token(),
+        result,
+    }
 }
 
 /// A loss reason as a holder in any language names it (`LeaseExpired`,
 /// Java's `LEASE_EXPIRED`, ...) in core's spelling (`LeaseExpired`); anything
 /// else unchanged.
 pub fn canonical_loss_reason(s: &str) -> String {
-    let flat: String = s.rsplit('.').next().unwrap_or(s).chars().filter(|c| c.is_ascii_alphanumeric()).collect::<String>().to_ascii_lowercase();
-    ["LeaseExpired", "KeyDeleted", "ConnectionLost", "ClientClosed"]
-        .into_iter()
-        .find(|r| r.to_ascii_lowercase() == flat)
-        .map(String::from)
-        .unwrap_or_else(|| s.to_string())
+    let flat: String = s
+        .rsplit('.')
+        .next()
+        .unwrap_or(s)
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    [
+        "LeaseExpired",
+        "KeyDeleted",
+        "ConnectionLost",
+        "ClientClosed",
+    ]
+    .into_iter()
+    .find(|r| r.to_ascii_lowercase() == flat)
+    .map(String::from)
+    .unwrap_or_else(|| s.to_string())
 }
 
 /// Parse a `PUT` / `STALE` line of the holder protocol (the tag first) into the
 /// guarded write it reports: (the binding's result name, the write).
 pub fn parse_put_line(parts: &[String], token: i64) -> Result<(String, GuardedOp), String> {
-    let bad = || format!("malformed {} line from a holder: {parts:?}", parts.first().map(|s| s.as_str()).unwrap_or("?"));
+    let bad = || {
+        format!(
+            "malformed {} line from a holder: {parts:?}",
+            parts.first().map(|s| s.as_str()).unwrap_or("?")
+        )
+    };
     if parts.len() < 5 {
         return Err(bad());
     }
@@ -214,12 +287,25 @@ pub fn parse_put_line(parts: &[String], token: i64) -> Result<(String, GuardedOp
         return Err(bad());
     }
     let ret_ns = (result != OpResult::Unknown).then_some(ret);
-    Ok((parts[1].clone(), GuardedOp { write: true, call_ns: call, ret_ns, value: token, result }))
+    Ok((
+        parts[1].clone(),
+        GuardedOp {
+            write: true,
+            call_ns: call,
+            ret_ns,
+            value: token,
+            result,
+        },
+    ))
 }
 
 async fn child_main(v: serde_json::Value) {
-    let endpoints: Vec<String> =
-        v["endpoints"].as_array().expect("endpoints").iter().map(|e| e.as_str().unwrap_or_default().to_string()).collect();
+    let endpoints: Vec<String> = v["endpoints"]
+        .as_array()
+        .expect("endpoints")
+        .iter()
+        .map(|e| e.as_str().unwrap_or_default().to_string())
+        .collect();
     let ns = v["ns"].as_str().unwrap_or_default().to_string();
     let ttl = v["ttl"].as_i64().unwrap_or(2);
     // TLS: the CA that signs etcd's certificate (the "holder" mode only).
@@ -230,7 +316,9 @@ async fn child_main(v: serde_json::Value) {
             let rounds = v["rounds"].as_u64().unwrap_or(1);
             let id = format!("child{}", std::process::id());
             let rt = Duration::from_millis(v["request_timeout_ms"].as_u64().unwrap_or(2000));
-            let c = Client::connect(with_ca(opts(&endpoints, &ns, ttl, rt), tls_ca.as_deref())).await.expect("child connect");
+            let c = Client::connect(with_ca(opts(&endpoints, &ns, ttl, rt), tls_ca.as_deref()))
+                .await
+                .expect("child connect");
             // The recipe the hold is taken with (the guard is always the one on `lock`).
             let kind = v["kind"].as_str().unwrap_or("mutex").to_string();
             for _ in 0..rounds {
@@ -238,7 +326,9 @@ async fn child_main(v: serde_json::Value) {
                 let acq = clock_monotonic_ns();
                 say(format!("HELD {} {} {}", g.fencing_token(), acq, g.key()));
                 let put = guarded_put_line("PUT", &g, &lock).await;
-                let Some(loss) = g.wait_lost().await else { continue };
+                let Some(loss) = g.wait_lost().await else {
+                    continue;
+                };
                 let rep = clock_monotonic_ns();
                 let at = instant_to_mono_ns(loss.at);
                 say(format!("LOST {} {} {}", loss.reason, at, rep));
@@ -252,8 +342,16 @@ async fn child_main(v: serde_json::Value) {
                     }
                 };
                 let txn = etcd_client::Txn::new()
-                    .when([etcd_client::Compare::create_revision(g.key(), etcd_client::CompareOp::Equal, g.fencing_token())])
-                    .and_then([etcd_client::TxnOp::put(format!("{ns}{}", checker::resource_key(&lock)), g.fencing_token().to_string(), None)]);
+                    .when([etcd_client::Compare::create_revision(
+                        g.key(),
+                        etcd_client::CompareOp::Equal,
+                        g.fencing_token(),
+                    )])
+                    .and_then([etcd_client::TxnOp::put(
+                        format!("{ns}{}", checker::resource_key(&lock)),
+                        g.fencing_token().to_string(),
+                        None,
+                    )]);
                 let raw_ok = loop {
                     match raw.txn(txn.clone()).await {
                         Ok(r) => break r.succeeded(),
@@ -267,7 +365,11 @@ async fn child_main(v: serde_json::Value) {
                     acquired_ns: acq,
                     ended_ns: at,
                     client: id.clone(),
-                    loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: at, reported_ns: rep }),
+                    loss: Some(LossInfo {
+                        reason: loss.reason.name().into(),
+                        at_ns: at,
+                        reported_ns: rep,
+                    }),
                     ops: vec![put, stale],
                     ..Default::default()
                 };
@@ -291,14 +393,19 @@ async fn child_main(v: serde_json::Value) {
             let long = {
                 let (endpoints, ns, stop) = (endpoints.clone(), ns.clone(), stop.clone());
                 tokio::spawn(async move {
-                    let c = Client::connect(opts(&endpoints, &ns, ttl, Duration::from_secs(2))).await.expect("connect");
+                    let c = Client::connect(opts(&endpoints, &ns, ttl, Duration::from_secs(2)))
+                        .await
+                        .expect("connect");
                     let g = c.lock("long").await.expect("long lock");
                     let mut checks = 0u64;
                     let mut lost = String::from("none");
                     while !stop.is_cancelled() {
                         checks += 1;
                         if !g.is_held() {
-                            lost = g.loss().map(|l| l.reason.name().to_string()).unwrap_or_else(|| "not-held".into());
+                            lost = g
+                                .loss()
+                                .map(|l| l.reason.name().to_string())
+                                .unwrap_or_else(|| "not-held".into());
                             break;
                         }
                         if checks % 20 == 0 {
@@ -373,7 +480,13 @@ pub enum HolderLang {
 
 impl HolderLang {
     /// Every language, Rust first.
-    pub const ALL: [HolderLang; 5] = [HolderLang::Rust, HolderLang::Python, HolderLang::Java, HolderLang::Node, HolderLang::C];
+    pub const ALL: [HolderLang; 5] = [
+        HolderLang::Rust,
+        HolderLang::Python,
+        HolderLang::Java,
+        HolderLang::Node,
+        HolderLang::C,
+    ];
 
     /// The language's name as the report lists it.
     pub fn name(self) -> &'static str {
@@ -403,7 +516,12 @@ pub fn python_with_etcdlock() -> Result<(String, Option<String>), String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let candidates: Vec<(String, Option<String>)> = match std::env::var("ETCDLOCK_FAULTS_PYTHON") {
         Ok(py) => vec![(py, std::env::var("ETCDLOCK_FAULTS_PYTHONPATH").ok())],
-        Err(_) => vec![(root.join("bindings-python/.venv/bin/python").display().to_string(), None)],
+        Err(_) => vec![(
+            root.join("bindings-python/.venv/bin/python")
+                .display()
+                .to_string(),
+            None,
+        )],
     };
     for (py, path) in candidates {
         let mut cmd = std::process::Command::new(&py);
@@ -424,25 +542,47 @@ pub fn spawn_holder(lang: HolderLang, spec: serde_json::Value) -> Result<ChildPr
         HolderLang::Rust => Ok(ChildProc::spawn(spec, &[])),
         HolderLang::Python => {
             let (py, path) = python_with_etcdlock()?;
-            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/python_holder.py");
-            let env: Vec<(&str, String)> = path.map(|p| vec![("PYTHONPATH", p)]).unwrap_or_default();
-            Ok(ChildProc::spawn_program(&py, &[script.display().to_string()], spec, &env))
+            let script =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/python_holder.py");
+            let env: Vec<(&str, String)> =
+                path.map(|p| vec![("PYTHONPATH", p)]).unwrap_or_default();
+            Ok(ChildProc::spawn_program(
+                &py,
+                &[script.display().to_string()],
+                spec,
+                &env,
+            ))
         }
         HolderLang::Java => {
             // $ETCDLOCK_FAULTS_JAVA_CP: JavaHolder's classes, the etcdlock jar and slf4j-api.
             let cp = holder_env("ETCDLOCK_FAULTS_JAVA_CP", "Java")?;
             let java = std::env::var("ETCDLOCK_FAULTS_JAVA").unwrap_or_else(|_| "java".into());
             // Quick start (C1 only, serial GC): the holder does little but wait.
-            let args: Vec<String> =
-                ["-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Dslf4j.internal.verbosity=ERROR", "-cp", &cp, "JavaHolder"].iter().map(|s| s.to_string()).collect();
+            let args: Vec<String> = [
+                "-XX:TieredStopAtLevel=1",
+                "-XX:+UseSerialGC",
+                "-Dslf4j.internal.verbosity=ERROR",
+                "-cp",
+                &cp,
+                "JavaHolder",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
             Ok(ChildProc::spawn_program(&java, &args, spec, &[]))
         }
         HolderLang::Node => {
             // $ETCDLOCK_FAULTS_NODE_PATH: a folder whose `etcdlock` is the Node package.
             let path = holder_env("ETCDLOCK_FAULTS_NODE_PATH", "Node")?;
             let node = std::env::var("ETCDLOCK_FAULTS_NODE").unwrap_or_else(|_| "node".into());
-            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/node_holder.js");
-            Ok(ChildProc::spawn_program(&node, &[script.display().to_string()], spec, &[("NODE_PATH", path)]))
+            let script =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("holders/node_holder.js");
+            Ok(ChildProc::spawn_program(
+                &node,
+                &[script.display().to_string()],
+                spec,
+                &[("NODE_PATH", path)],
+            ))
         }
         HolderLang::C => {
             // $ETCDLOCK_FAULTS_C_HOLDER: holders/c_holder.c built against libetcdlock.so.

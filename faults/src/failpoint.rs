@@ -28,7 +28,11 @@ pub struct Injected {
 impl Injected {
     /// `faults` faults, healed after `hold`.
     pub fn new(faults: u64, hold: Duration) -> Injected {
-        Injected { faults, hold, settle: Duration::ZERO }
+        Injected {
+            faults,
+            hold,
+            settle: Duration::ZERO,
+        }
     }
 }
 
@@ -124,7 +128,10 @@ impl Failpoint for Compaction {
     }
     async fn inject(&mut self, _k: u32) -> Injected {
         let rev = crate::current_revision(&mut self.etcd).await;
-        Injected::new(self.etcd.compact(rev, None).await.is_ok() as u64, Duration::ZERO)
+        Injected::new(
+            self.etcd.compact(rev, None).await.is_ok() as u64,
+            Duration::ZERO,
+        )
     }
     async fn heal(&mut self, _k: u32) -> Result<(), String> {
         Ok(())
@@ -139,7 +146,11 @@ fn blocking<T>(f: impl FnOnce() -> T) -> T {
 /// in odd rounds (`rng` is drawn only then, keeping seeded runs reproducible).
 fn pick_member(etcd: &Etcd, rng: &mut Rng, k: u32, leaders: &mut u32) -> usize {
     let leader = blocking(|| etcd.leader());
-    let victim = if k % 2 == 0 { leader.unwrap_or(0) } else { rng.below(3) as usize };
+    let victim = if k % 2 == 0 {
+        leader.unwrap_or(0)
+    } else {
+        rng.below(3) as usize
+    };
     if Some(victim) == leader {
         *leaders += 1;
     }
@@ -160,7 +171,13 @@ pub struct MemberPause<'a> {
 impl<'a> MemberPause<'a> {
     /// Pauses on `etcd`, random choices from `rng`.
     pub fn new(etcd: &'a Etcd, rng: Rng) -> Self {
-        MemberPause { etcd, rng, victim: 0, leaders: 0, stopped: Duration::ZERO }
+        MemberPause {
+            etcd,
+            rng,
+            victim: 0,
+            leaders: 0,
+            stopped: Duration::ZERO,
+        }
     }
 }
 
@@ -169,11 +186,14 @@ impl Failpoint for MemberPause<'_> {
         "member pause"
     }
     fn gap(&mut self, _k: u32) -> Duration {
-        self.rng.between(Duration::from_millis(500), Duration::from_millis(1500))
+        self.rng
+            .between(Duration::from_millis(500), Duration::from_millis(1500))
     }
     async fn inject(&mut self, k: u32) -> Injected {
         self.victim = pick_member(self.etcd, &mut self.rng, k, &mut self.leaders);
-        let d = self.rng.between(Duration::from_secs(1), Duration::from_secs(5));
+        let d = self
+            .rng
+            .between(Duration::from_secs(1), Duration::from_secs(5));
         self.etcd.pause(self.victim);
         self.stopped += d;
         Injected::new(1, d)
@@ -233,27 +253,47 @@ impl Failpoint for MemberKill<'_> {
         "member kill"
     }
     fn gap(&mut self, _k: u32) -> Duration {
-        self.rng.between(Duration::from_secs(self.gap_secs.0), Duration::from_secs(self.gap_secs.1))
+        self.rng.between(
+            Duration::from_secs(self.gap_secs.0),
+            Duration::from_secs(self.gap_secs.1),
+        )
     }
     async fn inject(&mut self, k: u32) -> Injected {
         self.victim = pick_member(self.etcd, &mut self.rng, k, &mut self.leaders);
         let victim = self.victim;
         let eps = self.etcd.endpoints();
-        let others: Vec<String> = eps.iter().enumerate().filter(|(i, _)| *i != victim).map(|(_, e)| e.clone()).collect();
+        let others: Vec<String> = eps
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != victim)
+            .map(|(_, e)| e.clone())
+            .collect();
         blocking(|| self.etcd.kill(victim));
         let killed = Instant::now();
         // When etcd has a leader again (at once if a follower was killed),
         // asked beside the probe every 50 ms (etcdctl costs CPU the election
         // and the clients need).
         let election = std::thread::spawn(move || {
-            etcdlock_testkit::await_leader_among(&others, Duration::from_secs(15), Duration::from_millis(50)).map(|_| killed.elapsed())
+            etcdlock_testkit::await_leader_among(
+                &others,
+                Duration::from_secs(15),
+                Duration::from_millis(50),
+            )
+            .map(|_| killed.elapsed())
         });
         // Operations resume: a fresh lock on a new name goes through.
         let mut resumed = None;
         let mut i = 0;
         while killed.elapsed() < Duration::from_secs(15) {
             i += 1;
-            if let Ok(g) = self.probe.lock_with(&format!("probe-{k}-{i}"), LockOptions::timeout(Duration::from_secs(2))).await {
+            if let Ok(g) = self
+                .probe
+                .lock_with(
+                    &format!("probe-{k}-{i}"),
+                    LockOptions::timeout(Duration::from_secs(2)),
+                )
+                .await
+            {
                 let _ = g.unlock().await;
                 self.probes += 1;
                 resumed = Some(killed.elapsed());
@@ -271,8 +311,12 @@ impl Failpoint for MemberKill<'_> {
                     self.failures.push(format!("kill {k}: operations resumed {after:?} after etcd had a leader again ({e:?} after the kill)"));
                 }
             }
-            (None, _) => self.failures.push(format!("kill {k}: operations did not resume within 15 s")),
-            (_, None) => self.failures.push(format!("kill {k}: no member led within 15 s of the kill")),
+            (None, _) => self
+                .failures
+                .push(format!("kill {k}: operations did not resume within 15 s")),
+            (_, None) => self
+                .failures
+                .push(format!("kill {k}: no member led within 15 s of the kill")),
         }
         Injected::new(1, Duration::from_millis(500))
     }
@@ -280,7 +324,8 @@ impl Failpoint for MemberKill<'_> {
         let victim = self.victim;
         blocking(|| {
             self.etcd.restart(victim);
-            self.etcd.wait_member_healthy(victim, Duration::from_secs(20))
+            self.etcd
+                .wait_member_healthy(victim, Duration::from_secs(20))
         })
         .map_err(|e| format!("restart of m{victim}: {e}"))
     }
@@ -306,7 +351,13 @@ pub struct ProxyBurst<'a> {
 impl<'a> ProxyBurst<'a> {
     /// Bursts on `proxies`; `counters` tell how much the workload did meanwhile.
     pub fn new(proxies: &'a [Proxy], counters: &'a Counters) -> Self {
-        ProxyBurst { proxies, counters, before: 0, resets: 0, in_bursts: 0 }
+        ProxyBurst {
+            proxies,
+            counters,
+            before: 0,
+            resets: 0,
+            in_bursts: 0,
+        }
     }
 }
 
@@ -323,7 +374,11 @@ impl Failpoint for ProxyBurst<'_> {
             resets += px.reset_fraction(0.5) as u64;
         }
         self.resets += resets;
-        Injected { faults: self.proxies.len() as u64 + resets, hold: Duration::from_secs(1), settle: Duration::from_secs(1) }
+        Injected {
+            faults: self.proxies.len() as u64 + resets,
+            hold: Duration::from_secs(1),
+            settle: Duration::from_secs(1),
+        }
     }
     async fn heal(&mut self, _k: u32) -> Result<(), String> {
         for px in self.proxies {
@@ -359,7 +414,10 @@ impl Failpoint for ClockJump {
         Duration::from_millis(1200)
     }
     async fn inject(&mut self, k: u32) -> Injected {
-        let _ = std::fs::write(&self.file, format!("{}\n", CLOCK_OFFSETS[(k as usize + 1) % 3]));
+        let _ = std::fs::write(
+            &self.file,
+            format!("{}\n", CLOCK_OFFSETS[(k as usize + 1) % 3]),
+        );
         Injected::new(1, Duration::ZERO)
     }
     async fn heal(&mut self, _k: u32) -> Result<(), String> {

@@ -42,14 +42,22 @@ pub fn target_dir() -> PathBuf {
 pub fn records(holds: &[Hold]) -> Vec<serde_json::Value> {
     let mut out = Vec::new();
     for h in holds.iter().filter(|h| !h.lock.contains('#')) {
-        let rec = |op: &str, call: u64, ret: Option<u64>, value: i64, result: &str| {
-            json!({"lock": h.lock, "client": h.client, "op": op, "call": call, "ret": ret, "token": h.token, "value": value, "result": result})
+        let rec = |op: &str, call: u64, ret: Option<u64>, value: i64, result: &str| json!({"lock": h.lock, "client": h.client, "op": op, "call": call, "ret": ret, "token": h.token, "value": value, "result": result});
+        let call = if h.invoked_ns > 0 && h.invoked_ns <= h.acquired_ns {
+            h.invoked_ns
+        } else {
+            0
         };
-        let call = if h.invoked_ns > 0 && h.invoked_ns <= h.acquired_ns { h.invoked_ns } else { 0 };
         out.push(rec("acquire", call, Some(h.acquired_ns), 0, "ok"));
         for o in &h.ops {
             let ret = o.ret_ns.filter(|r| *r >= o.call_ns);
-            out.push(rec(if o.write { "write" } else { "read" }, o.call_ns, ret, o.value, o.result.name()));
+            out.push(rec(
+                if o.write { "write" } else { "read" },
+                o.call_ns,
+                ret,
+                o.value,
+                o.result.name(),
+            ));
         }
         let end = h.ended_ns.max(h.acquired_ns);
         out.push(rec("held", end, Some(end), 0, "ok"));
@@ -104,7 +112,10 @@ pub fn porcupine_bin() -> Result<PathBuf, String> {
             .output()
             .map_err(|e| format!("go build of faults/porcupine: {e} (is Go installed?)"))?;
         if !out.status.success() {
-            return Err(format!("go build of faults/porcupine failed: {}", String::from_utf8_lossy(&out.stderr)));
+            return Err(format!(
+                "go build of faults/porcupine failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
         std::fs::rename(&tmp, &bin).map_err(|e| format!("{}: {e}", bin.display()))?;
         Ok(bin)
@@ -124,9 +135,16 @@ pub fn check(holds: &[Hold], name: &str) -> Verdict {
         *n += 1;
         *n - 1
     };
-    let stem = if n == 0 { name.to_string() } else { format!("{name}-{}", n + 1) };
+    let stem = if n == 0 {
+        name.to_string()
+    } else {
+        format!("{name}-{}", n + 1)
+    };
     let history = dir.join(format!("{stem}.jsonl"));
-    let mut v = Verdict { history: history.clone(), ..Default::default() };
+    let mut v = Verdict {
+        history: history.clone(),
+        ..Default::default()
+    };
     match check_file(holds, &dir, &history, &dir.join(format!("{stem}.html"))) {
         Ok(x) => x,
         Err(e) => {
@@ -153,10 +171,17 @@ fn check_file(holds: &[Hold], dir: &Path, history: &Path, html: &Path) -> Result
         .output()
         .map_err(|e| format!("{}: {e}", bin.display()))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let line: serde_json::Value = serde_json::from_str(stdout.trim())
-        .map_err(|_| format!("porcupine said {stdout:?} {:?}", String::from_utf8_lossy(&out.stderr)))?;
+    let line: serde_json::Value = serde_json::from_str(stdout.trim()).map_err(|_| {
+        format!(
+            "porcupine said {stdout:?} {:?}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
     Ok(Verdict {
-        result: line["result"].as_str().unwrap_or("error: no result").to_string(),
+        result: line["result"]
+            .as_str()
+            .unwrap_or("error: no result")
+            .to_string(),
         ops: line["ops"].as_u64().unwrap_or(0),
         locks: line["locks"].as_u64().unwrap_or(0),
         ms: line["ms"].as_u64().unwrap_or(0),
@@ -171,19 +196,43 @@ mod tests {
     use crate::checker::{GuardedOp, LossInfo, OpResult};
 
     fn w(call: u64, value: i64, result: OpResult) -> GuardedOp {
-        GuardedOp { write: true, call_ns: call, ret_ns: Some(call + 1), value, result }
+        GuardedOp {
+            write: true,
+            call_ns: call,
+            ret_ns: Some(call + 1),
+            value,
+            result,
+        }
     }
     fn r(call: u64, value: i64) -> GuardedOp {
-        GuardedOp { write: false, call_ns: call, ret_ns: Some(call + 1), value, result: OpResult::Ok }
+        GuardedOp {
+            write: false,
+            call_ns: call,
+            ret_ns: Some(call + 1),
+            value,
+            result: OpResult::Ok,
+        }
     }
-    fn hold(client: &str, token: i64, inv: u64, acq: u64, end: u64, ops: Vec<GuardedOp>, lost: bool) -> Hold {
+    fn hold(
+        client: &str,
+        token: i64,
+        inv: u64,
+        acq: u64,
+        end: u64,
+        ops: Vec<GuardedOp>,
+        lost: bool,
+    ) -> Hold {
         Hold {
             lock: "L".into(),
             token,
             acquired_ns: acq,
             ended_ns: end,
             client: client.into(),
-            loss: lost.then(|| LossInfo { reason: "LeaseExpired".into(), at_ns: end, reported_ns: end + 5 }),
+            loss: lost.then(|| LossInfo {
+                reason: "LeaseExpired".into(),
+                at_ns: end,
+                reported_ns: end + 5,
+            }),
             invoked_ns: inv,
             ops,
         }
@@ -193,10 +242,38 @@ mod tests {
     /// takes over, reads A's write, writes; A's late write is refused by etcd.
     fn clean() -> Vec<Hold> {
         vec![
-            hold("a", 5, 100, 110, 200, vec![r(120, 0), w(130, 5, OpResult::Ok), w(250, 5, OpResult::Refused)], true),
-            hold("b", 9, 105, 240, 300, vec![r(260, 5), w(270, 9, OpResult::Ok)], false),
+            hold(
+                "a",
+                5,
+                100,
+                110,
+                200,
+                vec![
+                    r(120, 0),
+                    w(130, 5, OpResult::Ok),
+                    w(250, 5, OpResult::Refused),
+                ],
+                true,
+            ),
+            hold(
+                "b",
+                9,
+                105,
+                240,
+                300,
+                vec![r(260, 5), w(270, 9, OpResult::Ok)],
+                false,
+            ),
             // An unknown write that was in fact applied, then read back.
-            hold("c", 12, 301, 310, 400, vec![w(320, 12, OpResult::Unknown), r(330, 12)], false),
+            hold(
+                "c",
+                12,
+                301,
+                310,
+                400,
+                vec![w(320, 12, OpResult::Unknown), r(330, 12)],
+                false,
+            ),
         ]
     }
 
@@ -215,7 +292,13 @@ mod tests {
         let v = check(&h, "unit-stale-write");
         assert_eq!(v.result, "illegal", "{v:?}");
         let html = v.html.expect("a visualization");
-        assert!(std::fs::metadata(&html).map(|m| m.len() > 1000).unwrap_or(false), "{}", html.display());
+        assert!(
+            std::fs::metadata(&html)
+                .map(|m| m.len() > 1000)
+                .unwrap_or(false),
+            "{}",
+            html.display()
+        );
     }
 
     #[test]

@@ -9,14 +9,26 @@ use etcdlock_testkit::ServerTls;
 
 fn scratch_dir(tag: &str) -> PathBuf {
     let root = crate::history::target_dir().join("faults-infra");
-    let d = root.join(format!("{tag}-{}-{}", std::process::id(), crate::unique_ns("d").trim_end_matches('/')));
+    let d = root.join(format!(
+        "{tag}-{}-{}",
+        std::process::id(),
+        crate::unique_ns("d").trim_end_matches('/')
+    ));
     std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("mkdir {}: {e}", d.display()));
     d
 }
 
 fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl").current_dir(dir).args(args).output().expect("run openssl");
-    assert!(out.status.success(), "openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// A test CA with a server certificate (127.0.0.1, localhost) and a client
@@ -38,7 +50,10 @@ pub struct Pki {
 impl Pki {
     /// The server certificate as testkit takes it.
     pub fn server(&self) -> ServerTls {
-        ServerTls { cert: self.server_cert.clone(), key: self.server_key.clone() }
+        ServerTls {
+            cert: self.server_cert.clone(),
+            key: self.server_key.clone(),
+        }
     }
 }
 
@@ -46,23 +61,63 @@ impl Pki {
 pub fn make_pki(dir: &Path, name: &str) -> Pki {
     let d = dir.join(name);
     std::fs::create_dir_all(&d).unwrap();
-    let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
     let mut a: Vec<&str> = vec!["req", "-x509"];
     a.extend(ec);
-    a.extend(["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=etcdlock-test-ca"]);
+    a.extend([
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=etcdlock-test-ca",
+    ]);
     openssl(&d, &a);
-    std::fs::write(d.join("server.ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n").unwrap();
+    std::fs::write(
+        d.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
     std::fs::write(d.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
     for who in ["server", "client"] {
-        let (key, csr, pem, ext, subj) =
-            (format!("{who}.key"), format!("{who}.csr"), format!("{who}.pem"), format!("{who}.ext"), format!("/CN={who}"));
+        let (key, csr, pem, ext, subj) = (
+            format!("{who}.key"),
+            format!("{who}.csr"),
+            format!("{who}.pem"),
+            format!("{who}.ext"),
+            format!("/CN={who}"),
+        );
         let mut a: Vec<&str> = vec!["req"];
         a.extend(ec);
         a.extend(["-keyout", &key, "-out", &csr, "-subj", &subj]);
         openssl(&d, &a);
         openssl(
             &d,
-            &["x509", "-req", "-in", &csr, "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", &pem, "-days", "2", "-extfile", &ext],
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.pem",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-out",
+                &pem,
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+            ],
         );
     }
     Pki {
@@ -85,7 +140,10 @@ impl TestCa {
     /// Make a fresh CA.
     pub fn new() -> TestCa {
         let dir = scratch_dir("pki");
-        TestCa { pki: make_pki(&dir, "ca"), dir }
+        TestCa {
+            pki: make_pki(&dir, "ca"),
+            dir,
+        }
     }
 }
 

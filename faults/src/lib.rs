@@ -80,7 +80,11 @@ static NS: AtomicU64 = AtomicU64::new(0);
 
 /// A key namespace unique to this process and call.
 pub fn unique_ns(tag: &str) -> String {
-    format!("faults-{tag}-{}-{}/", std::process::id(), NS.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "faults-{tag}-{}-{}/",
+        std::process::id(),
+        NS.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Milliseconds between two CLOCK_MONOTONIC ns readings (signed).
@@ -100,7 +104,12 @@ pub fn opts(endpoints: &[String], ns: &str, ttl: i64, request_timeout: Duration)
 /// `o` with TLS verified by the CA certificate `ca` (unchanged for `None`: plaintext).
 pub fn with_ca(o: ClientOptions, ca: Option<&std::path::Path>) -> ClientOptions {
     match ca {
-        Some(ca) => o.with_tls(etcdlock::TlsOptions { ca: Some(ca.to_path_buf()), cert: None, key: None, domain: None }),
+        Some(ca) => o.with_tls(etcdlock::TlsOptions {
+            ca: Some(ca.to_path_buf()),
+            cert: None,
+            key: None,
+            domain: None,
+        }),
         None => o,
     }
 }
@@ -112,20 +121,40 @@ pub async fn current_revision(etcd: &mut etcd_client::Client) -> i64 {
 }
 
 /// Keys under `prefix` (raw) as (key, create_revision, lease), sorted by create revision.
-pub async fn keys_under(etcd: &mut etcd_client::Client, prefix: &str) -> Result<Vec<(String, i64, i64)>, String> {
+pub async fn keys_under(
+    etcd: &mut etcd_client::Client,
+    prefix: &str,
+) -> Result<Vec<(String, i64, i64)>, String> {
     let r = etcd
         .get(
             prefix,
-            Some(GetOptions::new().with_prefix().with_sort(etcd_client::SortTarget::Create, etcd_client::SortOrder::Ascend)),
+            Some(GetOptions::new().with_prefix().with_sort(
+                etcd_client::SortTarget::Create,
+                etcd_client::SortOrder::Ascend,
+            )),
         )
         .await
         .map_err(|e| e.to_string())?;
-    Ok(r.kvs().iter().map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.create_revision(), kv.lease())).collect())
+    Ok(r.kvs()
+        .iter()
+        .map(|kv| {
+            (
+                String::from_utf8_lossy(kv.key()).into_owned(),
+                kv.create_revision(),
+                kv.lease(),
+            )
+        })
+        .collect())
 }
 
 /// Poll (every 10 ms) until `prefix` holds exactly `n` keys, or `timeout`.
 /// Returns the elapsed time, or `None` on timeout.
-pub async fn await_key_count(etcd: &mut etcd_client::Client, prefix: &str, n: usize, timeout: Duration) -> Option<Duration> {
+pub async fn await_key_count(
+    etcd: &mut etcd_client::Client,
+    prefix: &str,
+    n: usize,
+    timeout: Duration,
+) -> Option<Duration> {
     let start = Instant::now();
     loop {
         if let Ok(k) = keys_under(etcd, prefix).await {
@@ -142,7 +171,9 @@ pub async fn await_key_count(etcd: &mut etcd_client::Client, prefix: &str, n: us
 
 /// A plain etcd-client connection (not through a proxy) for observing.
 pub async fn raw(endpoints: &[String]) -> etcd_client::Client {
-    etcd_client::Client::connect(endpoints, None).await.expect("raw etcd client")
+    etcd_client::Client::connect(endpoints, None)
+        .await
+        .expect("raw etcd client")
 }
 
 /// Shared counters of a workload.
@@ -160,7 +191,12 @@ pub struct Counters {
 
 impl Counters {
     fn err(&self, code: ErrorCode) {
-        *self.errors.lock().unwrap_or_else(|p| p.into_inner()).entry(code.name().to_string()).or_default() += 1;
+        *self
+            .errors
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(code.name().to_string())
+            .or_default() += 1;
     }
     /// `Timeout=3 Unavailable=1` or `none`.
     pub fn errors_summary(&self) -> String {
@@ -168,7 +204,10 @@ impl Counters {
         if e.is_empty() {
             return "no errors".into();
         }
-        e.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        e.iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
@@ -231,22 +270,38 @@ impl Workload {
 
     /// Run until `stop` is cancelled (or `max_acquisitions` is reached, which cancels `stop`).
     /// Every client is closed before this returns.
-    pub async fn run(&self, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
+    pub async fn run(
+        &self,
+        checker: Arc<Checker>,
+        counters: Arc<Counters>,
+        stop: CancellationToken,
+    ) {
         let mut tasks = Vec::new();
         for i in 0..self.clients {
             let w = self.clone();
             let (checker, counters, stop) = (checker.clone(), counters.clone(), stop.clone());
-            tasks.push(tokio::spawn(async move { w.client_loop(i, checker, counters, stop).await }));
+            tasks.push(tokio::spawn(async move {
+                w.client_loop(i, checker, counters, stop).await
+            }));
         }
         for t in tasks {
             let _ = t.await;
         }
     }
 
-    async fn client_loop(&self, idx: usize, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
+    async fn client_loop(
+        &self,
+        idx: usize,
+        checker: Arc<Checker>,
+        counters: Arc<Counters>,
+        stop: CancellationToken,
+    ) {
         let id = format!("{}{idx}", self.client_prefix);
         let mut rng = Rng::new(seed() ^ ((idx as u64 + 1) * 7919) ^ std::process::id() as u64);
-        let o = with_ca(opts(&self.endpoints, &self.ns, self.ttl, self.request_timeout), self.tls_ca.as_deref());
+        let o = with_ca(
+            opts(&self.endpoints, &self.ns, self.ttl, self.request_timeout),
+            self.tls_ca.as_deref(),
+        );
         let Some(client) = connect_until(o, &counters, &stop).await else {
             return;
         };
@@ -276,7 +331,9 @@ impl Workload {
                 }
             };
             let acquired = clock_monotonic_ns();
-            counters.last_acquired_ns.fetch_max(acquired, Ordering::Relaxed);
+            counters
+                .last_acquired_ns
+                .fetch_max(acquired, Ordering::Relaxed);
             let n = counters.acquisitions.fetch_add(1, Ordering::Relaxed) + 1;
             // A guarded read, then a guarded write of the resource with the token
             // (both timed for the porcupine history).
@@ -288,13 +345,28 @@ impl Workload {
             let result = OpResult::of(&read);
             match &read {
                 Ok(v) => {
-                    let value = v.as_ref().and_then(|b| std::str::from_utf8(b).ok()?.parse().ok()).unwrap_or(0);
-                    ops.push(GuardedOp { write: false, call_ns: call, ret_ns: Some(ret), value, result });
+                    let value = v
+                        .as_ref()
+                        .and_then(|b| std::str::from_utf8(b).ok()?.parse().ok())
+                        .unwrap_or(0);
+                    ops.push(GuardedOp {
+                        write: false,
+                        call_ns: call,
+                        ret_ns: Some(ret),
+                        value,
+                        result,
+                    });
                 }
                 Err(e) => {
                     counters.err(e.code());
                     if result == OpResult::Refused {
-                        ops.push(GuardedOp { write: false, call_ns: call, ret_ns: Some(ret), value: 0, result });
+                        ops.push(GuardedOp {
+                            write: false,
+                            call_ns: call,
+                            ret_ns: Some(ret),
+                            value: 0,
+                            result,
+                        });
                     }
                 }
             }
@@ -302,14 +374,30 @@ impl Workload {
             let wr = resource_write(&client, &g, &self.ns, &lock, self.unfenced_writes).await;
             let result = OpResult::of(&wr);
             let ret = (result != OpResult::Unknown).then(clock_monotonic_ns);
-            ops.push(GuardedOp { write: true, call_ns: call, ret_ns: ret, value: g.fencing_token(), result });
+            ops.push(GuardedOp {
+                write: true,
+                call_ns: call,
+                ret_ns: ret,
+                value: g.fencing_token(),
+                result,
+            });
             if let Err(e) = wr {
                 counters.err(e.code());
             }
             if !self.hold.is_zero() {
                 tokio::time::sleep(self.hold).await;
             }
-            release_and_record_ops(&checker, &counters, lock, &g, (invoked, acquired), clock_monotonic_ns(), &id, ops).await;
+            release_and_record_ops(
+                &checker,
+                &counters,
+                lock,
+                &g,
+                (invoked, acquired),
+                clock_monotonic_ns(),
+                &id,
+                ops,
+            )
+            .await;
             if self.max_acquisitions > 0 && n >= self.max_acquisitions {
                 stop.cancel();
             }
@@ -320,7 +408,11 @@ impl Workload {
 
 /// Connect with `o`, retrying every 100 ms (each failure counted) until it
 /// works; `None` once `stop` is cancelled.
-pub async fn connect_until(o: etcdlock::ClientOptions, counters: &Counters, stop: &CancellationToken) -> Option<Client> {
+pub async fn connect_until(
+    o: etcdlock::ClientOptions,
+    counters: &Counters,
+    stop: &CancellationToken,
+) -> Option<Client> {
     loop {
         if stop.is_cancelled() {
             return None;
@@ -337,15 +429,27 @@ pub async fn connect_until(o: etcdlock::ClientOptions, counters: &Counters, stop
 
 /// Write the lock's resource key with the fencing token: a guarded put, or,
 /// in the deliberately broken build (`unfenced`), a plain put with no compare.
-pub async fn resource_write(client: &Client, g: &etcdlock::Guard, ns: &str, lock: &str, unfenced: bool) -> etcdlock::Result<()> {
+pub async fn resource_write(
+    client: &Client,
+    g: &etcdlock::Guard,
+    ns: &str,
+    lock: &str,
+    unfenced: bool,
+) -> etcdlock::Result<()> {
     if !unfenced {
-        return g.put(checker::resource_key(lock), g.fencing_token().to_string()).await;
+        return g
+            .put(checker::resource_key(lock), g.fencing_token().to_string())
+            .await;
     }
     let mut raw = client.etcd().await?;
-    raw.put(format!("{ns}{}", checker::resource_key(lock)), g.fencing_token().to_string(), None)
-        .await
-        .map(|_| ())
-        .map_err(|e| etcdlock::Error::new(ErrorCode::Unavailable, e.to_string()))
+    raw.put(
+        format!("{ns}{}", checker::resource_key(lock)),
+        g.fencing_token().to_string(),
+        None,
+    )
+    .await
+    .map(|_| ())
+    .map_err(|e| etcdlock::Error::new(ErrorCode::Unavailable, e.to_string()))
 }
 
 /// Unlock `g` (the unlock call made at `end_call`) and record its hold under
@@ -360,7 +464,17 @@ pub async fn release_and_record(
     end_call: u64,
     client: &str,
 ) {
-    release_and_record_ops(checker, counters, lock, g, (0, acquired), end_call, client, Vec::new()).await
+    release_and_record_ops(
+        checker,
+        counters,
+        lock,
+        g,
+        (0, acquired),
+        end_call,
+        client,
+        Vec::new(),
+    )
+    .await
 }
 
 /// [`release_and_record`] with the acquisition's invocation time and the
@@ -382,11 +496,18 @@ pub async fn release_and_record_ops(
     if let Err(e) = &unl {
         counters.err(e.code());
     }
-    let loss = loss.map(|l| LossInfo { reason: l.reason.name().to_string(), at_ns: instant_to_mono_ns(l.at), reported_ns: clock_monotonic_ns() });
+    let loss = loss.map(|l| LossInfo {
+        reason: l.reason.name().to_string(),
+        at_ns: instant_to_mono_ns(l.at),
+        reported_ns: clock_monotonic_ns(),
+    });
     if loss.is_some() {
         counters.losses.fetch_add(1, Ordering::Relaxed);
     }
-    let ended = loss.as_ref().map(|l| l.at_ns.min(end_call)).unwrap_or(end_call);
+    let ended = loss
+        .as_ref()
+        .map(|l| l.at_ns.min(end_call))
+        .unwrap_or(end_call);
     checker.record(Hold {
         lock,
         token: g.fencing_token(),
@@ -398,4 +519,3 @@ pub async fn release_and_record_ops(
         ops,
     });
 }
-

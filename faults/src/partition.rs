@@ -43,7 +43,9 @@ pub fn member_hosts(n: usize) -> Vec<String> {
 /// its path as nft names it (relative to `/sys/fs/cgroup`).
 fn cgroup_root() -> Result<(PathBuf, String), String> {
     for (p, rel) in [(CGROUP2, "unified/"), ("/sys/fs/cgroup", "")] {
-        if Path::new(p).join("cgroup.procs").exists() && Path::new(p).join("cgroup.subtree_control").exists() {
+        if Path::new(p).join("cgroup.procs").exists()
+            && Path::new(p).join("cgroup.subtree_control").exists()
+        {
             return Ok((PathBuf::from(p), rel.to_string()));
         }
     }
@@ -58,12 +60,19 @@ fn nft(script: &str) -> Result<(), String> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("nft: {e} (apt-get install nftables)"))?;
-    c.stdin.take().expect("stdin").write_all(script.as_bytes()).map_err(|e| e.to_string())?;
+    c.stdin
+        .take()
+        .expect("stdin")
+        .write_all(script.as_bytes())
+        .map_err(|e| e.to_string())?;
     let out = c.wait_with_output().map_err(|e| e.to_string())?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("nft: {} in\n{script}", String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "nft: {} in\n{script}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
@@ -75,8 +84,12 @@ fn alive(pid: &str) -> bool {
 pub fn flush_leftovers() {
     if let Ok(out) = Command::new("nft").args(["list", "tables"]).output() {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
-            let Some(name) = line.strip_prefix("table inet ") else { continue };
-            let Some(rest) = name.strip_prefix(PREFIX) else { continue };
+            let Some(name) = line.strip_prefix("table inet ") else {
+                continue;
+            };
+            let Some(rest) = name.strip_prefix(PREFIX) else {
+                continue;
+            };
             if !alive(rest.split('_').next().unwrap_or("")) {
                 let _ = nft(&format!("delete table inet {name}\n"));
             }
@@ -85,7 +98,9 @@ pub fn flush_leftovers() {
     let Ok((root, _)) = cgroup_root() else { return };
     for e in std::fs::read_dir(&root).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(CG_PREFIX) else { continue };
+        let Some(rest) = name.strip_prefix(CG_PREFIX) else {
+            continue;
+        };
         if !alive(rest.split('-').next().unwrap_or("")) {
             release_cgroup(&root, &e.path());
         }
@@ -152,7 +167,12 @@ impl Partitions {
 
     /// The testkit config of the cluster: its members, addresses and cgroups.
     pub fn config(&self) -> Config {
-        Config { members: self.hosts.len(), hosts: self.hosts.clone(), cgroups: self.cgroups.clone(), ..Default::default() }
+        Config {
+            members: self.hosts.len(),
+            hosts: self.hosts.clone(),
+            cgroups: self.cgroups.clone(),
+            ..Default::default()
+        }
     }
 
     /// The cluster started with [`Partitions::config`].

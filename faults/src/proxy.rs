@@ -86,7 +86,13 @@ impl State {
         f(&mut self.stats.lock().unwrap_or_else(|p| p.into_inner()));
     }
     fn chance(&self, ppm: u32) -> bool {
-        ppm > 0 && (self.rng.lock().unwrap_or_else(|p| p.into_inner()).below(1_000_000) as u32) < ppm
+        ppm > 0
+            && (self
+                .rng
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .below(1_000_000) as u32)
+                < ppm
     }
 }
 
@@ -98,14 +104,24 @@ pub struct Proxy {
 
 impl std::fmt::Debug for Proxy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proxy").field("addr", &self.addr).field("upstream", &self.st.upstream).finish()
+        f.debug_struct("Proxy")
+            .field("addr", &self.addr)
+            .field("upstream", &self.st.upstream)
+            .finish()
     }
 }
 
 fn parse_upstream(upstream: &str) -> io::Result<SocketAddr> {
-    let s = upstream.trim_start_matches("http://").trim_start_matches("https://");
+    let s = upstream
+        .trim_start_matches("http://")
+        .trim_start_matches("https://");
     let s = s.trim_end_matches('/');
-    s.parse().map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, format!("bad upstream {upstream:?}: {e}")))
+    s.parse().map_err(|e| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("bad upstream {upstream:?}: {e}"),
+        )
+    })
 }
 
 impl Proxy {
@@ -114,7 +130,10 @@ impl Proxy {
     pub async fn start(upstream: &str) -> io::Result<Proxy> {
         let upstream = parse_upstream(upstream)?;
         if !upstream.ip().is_loopback() {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "the proxy only forwards to 127.0.0.1"));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "the proxy only forwards to 127.0.0.1",
+            ));
         }
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
@@ -184,7 +203,14 @@ impl Proxy {
     /// it held back (in [`Mode::Blackhole`]) can still be forwarded when the
     /// mode changes; returns how many. Connections accepted meanwhile live on.
     pub async fn reset_all_and_wait(&self) -> usize {
-        let ids: Vec<u64> = self.st.conns.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
+        let ids: Vec<u64> = self
+            .st
+            .conns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect();
         let n = self.reset_all();
         while {
             let conns = self.st.conns.lock().unwrap_or_else(|p| p.into_inner());
@@ -198,7 +224,14 @@ impl Proxy {
     /// Reset each live connection with probability `fraction`; returns how many were reset.
     pub fn reset_fraction(&self, fraction: f64) -> usize {
         let ppm = (fraction.clamp(0.0, 1.0) * 1_000_000.0) as u32;
-        let conns: Vec<Arc<Conn>> = self.st.conns.lock().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        let conns: Vec<Arc<Conn>> = self
+            .st
+            .conns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+            .cloned()
+            .collect();
         let mut n = 0;
         for c in conns {
             if ppm >= 1_000_000 || self.st.chance(ppm) {
@@ -214,17 +247,29 @@ impl Proxy {
     /// `pattern` is forwarded to etcd, then everything etcd sends back on that
     /// connection is discarded and the connection is reset 100 ms later.
     pub fn drop_response_to(&self, pattern: &[u8]) {
-        *self.st.drop_pattern.lock().unwrap_or_else(|p| p.into_inner()) = Some(pattern.to_vec());
+        *self
+            .st
+            .drop_pattern
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(pattern.to_vec());
     }
 
     /// Whether the armed response drop has fired (the pattern was seen).
     pub fn drop_pending(&self) -> bool {
-        self.st.drop_pattern.lock().unwrap_or_else(|p| p.into_inner()).is_some()
+        self.st
+            .drop_pattern
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     /// Live connections.
     pub fn live_connections(&self) -> usize {
-        self.st.conns.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.st
+            .conns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
     }
 
     /// What the proxy has done so far.
@@ -236,7 +281,13 @@ impl Proxy {
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.st.shutdown.cancel();
-        for c in self.st.conns.lock().unwrap_or_else(|p| p.into_inner()).values() {
+        for c in self
+            .st
+            .conns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
             c.kill.cancel();
         }
     }
@@ -263,13 +314,22 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>) {
             continue;
         }
         let id = st.next_id.fetch_add(1, Ordering::Relaxed);
-        let conn = Arc::new(Conn { kill: st.shutdown.child_token(), doomed: AtomicBool::new(false) });
-        st.conns.lock().unwrap_or_else(|p| p.into_inner()).insert(id, conn.clone());
+        let conn = Arc::new(Conn {
+            kill: st.shutdown.child_token(),
+            doomed: AtomicBool::new(false),
+        });
+        st.conns
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(id, conn.clone());
         st.stat(|s| s.accepted += 1);
         let st2 = st.clone();
         tokio::spawn(async move {
             serve(sock, st2.clone(), conn).await;
-            st2.conns.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            st2.conns
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
         });
     }
 }
@@ -291,7 +351,13 @@ async fn serve(client: TcpStream, st: Arc<State>, conn: Arc<Conn>) {
     }
 }
 
-async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, c2s: bool, st: Arc<State>, conn: Arc<Conn>) {
+async fn pump(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    c2s: bool,
+    st: Arc<State>,
+    conn: Arc<Conn>,
+) {
     let mut buf = vec![0u8; 64 * 1024];
     let mut mode_rx = st.mode.subscribe();
     loop {
@@ -331,7 +397,14 @@ async fn pump(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, c2s: bool, st: Ar
                 }
                 Mode::Delay { base, jitter } => {
                     let j = jitter.as_micros() as u64;
-                    let off = if j == 0 { 0 } else { st.rng.lock().unwrap_or_else(|p| p.into_inner()).below(2 * j + 1) };
+                    let off = if j == 0 {
+                        0
+                    } else {
+                        st.rng
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .below(2 * j + 1)
+                    };
                     let d = (base.as_micros() as u64 + off).saturating_sub(j);
                     st.stat(|s| s.delayed_chunks += 1);
                     tokio::time::sleep(Duration::from_micros(d)).await;

@@ -19,7 +19,12 @@ pub fn report_dir() -> PathBuf {
 pub fn save_outcome(o: &Outcome) {
     let dir = report_dir().join("outcomes");
     let _ = std::fs::create_dir_all(&dir);
-    let path = dir.join(format!("{:02}-{}-{}.json", o.id, o.name, std::process::id()));
+    let path = dir.join(format!(
+        "{:02}-{}-{}.json",
+        o.id,
+        o.name,
+        std::process::id()
+    ));
     let _ = std::fs::write(path, o.to_json().to_string());
 }
 
@@ -33,19 +38,36 @@ pub fn saved_outcomes() -> Vec<Value> {
                 .collect()
         })
         .unwrap_or_default();
-    v.sort_by_key(|o| (o["id"].as_u64().unwrap_or(0), o["name"].as_str().unwrap_or("").to_string()));
+    v.sort_by_key(|o| {
+        (
+            o["id"].as_u64().unwrap_or(0),
+            o["name"].as_str().unwrap_or("").to_string(),
+        )
+    });
     v
 }
 
 fn sum(outcomes: &[Value], field: &str) -> u64 {
-    outcomes.iter().map(|o| o[field].as_u64().unwrap_or(0)).sum()
+    outcomes
+        .iter()
+        .map(|o| o[field].as_u64().unwrap_or(0))
+        .sum()
 }
 
 /// `summary.json` of the outcomes.
 pub fn summary(profile: &str, outcomes: &[Value], wall_secs: f64) -> Value {
-    let max_detect = outcomes.iter().filter_map(|o| o["max_loss_detect_ms"].as_i64()).max();
-    let min_gap = outcomes.iter().filter_map(|o| o["min_loss_gap_ms"].as_i64()).min();
-    let porcupine_failed = outcomes.iter().filter(|o| o["checkers"]["porcupine"]["result"] != "ok").count();
+    let max_detect = outcomes
+        .iter()
+        .filter_map(|o| o["max_loss_detect_ms"].as_i64())
+        .max();
+    let min_gap = outcomes
+        .iter()
+        .filter_map(|o| o["min_loss_gap_ms"].as_i64())
+        .min();
+    let porcupine_failed = outcomes
+        .iter()
+        .filter(|o| o["checkers"]["porcupine"]["result"] != "ok")
+        .count();
     json!({
         "profile": profile,
         "wall_secs": (wall_secs * 10.0).round() / 10.0,
@@ -75,7 +97,9 @@ pub fn summary(profile: &str, outcomes: &[Value], wall_secs: f64) -> Value {
 }
 
 fn ms(v: &Value) -> String {
-    v.as_i64().map(|x| format!("{x} ms")).unwrap_or_else(|| "-".into())
+    v.as_i64()
+        .map(|x| format!("{x} ms"))
+        .unwrap_or_else(|| "-".into())
 }
 
 fn thousands(n: u64) -> String {
@@ -103,11 +127,26 @@ pub fn markdown(s: &Value) -> String {
             "| {} | {} | {} | {} | {} | {} | {} ({}) | {} | {} |\n",
             o["id"],
             o["name"].as_str().unwrap_or(""),
-            o["languages"].as_array().map(|l| l.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default(),
+            o["languages"]
+                .as_array()
+                .map(|l| l
+                    .iter()
+                    .filter_map(|x| x.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default(),
             o["faults"],
             thousands(o["acquisitions"].as_u64().unwrap_or(0)),
-            if ours == 0 { "0 violations".to_string() } else { format!("**{ours} violations**") },
-            if p["result"] == "ok" { "linearizable".to_string() } else { format!("**{}**", p["result"].as_str().unwrap_or("?")) },
+            if ours == 0 {
+                "0 violations".to_string()
+            } else {
+                format!("**{ours} violations**")
+            },
+            if p["result"] == "ok" {
+                "linearizable".to_string()
+            } else {
+                format!("**{}**", p["result"].as_str().unwrap_or("?"))
+            },
             thousands(p["ops"].as_u64().unwrap_or(0)),
             ms(&o["max_loss_detect_ms"]),
             ms(&o["min_loss_gap_ms"]),
@@ -137,7 +176,10 @@ pub fn write(profile: &str, outcomes: &[Value], wall_secs: f64) -> String {
     let md = markdown(&s);
     let dir = report_dir();
     let _ = std::fs::create_dir_all(&dir);
-    let _ = std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&s).unwrap_or_default());
+    let _ = std::fs::write(
+        dir.join("summary.json"),
+        serde_json::to_string_pretty(&s).unwrap_or_default(),
+    );
     let _ = std::fs::write(dir.join("SUMMARY.md"), &md);
     md
 }

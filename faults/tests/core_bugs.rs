@@ -22,8 +22,12 @@ async fn waiter_is_not_stuck_when_the_holder_relocks_the_same_name_at_once() {
     let ns = unique_ns("relock");
     let mut rawc = raw(&eps).await;
     let proxy = Proxy::start(&eps[0]).await.unwrap();
-    let a = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.unwrap();
-    let b = Client::connect(opts(&[proxy.endpoint()], &ns, 10, Duration::from_secs(5))).await.unwrap();
+    let a = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2)))
+        .await
+        .unwrap();
+    let b = Client::connect(opts(&[proxy.endpoint()], &ns, 10, Duration::from_secs(5)))
+        .await
+        .unwrap();
     proxy.delay(Duration::from_millis(150), Duration::ZERO);
     let mut stuck = 0;
     let attempts = 3;
@@ -31,16 +35,24 @@ async fn waiter_is_not_stuck_when_the_holder_relocks_the_same_name_at_once() {
         let ga = a.lock("L").await.unwrap();
         let waiter = tokio::spawn({
             let b = b.clone();
-            async move { b.lock_with("L", LockOptions::timeout(Duration::from_secs(4))).await }
+            async move {
+                b.lock_with("L", LockOptions::timeout(Duration::from_secs(4)))
+                    .await
+            }
         });
         // B's key is in; its predecessor read reaches etcd ~300 ms later and its
         // watch ~600 ms later. Unlock and re-lock in between.
-        await_key_count(&mut rawc, &format!("{ns}L/"), 2, Duration::from_secs(10)).await.unwrap();
+        await_key_count(&mut rawc, &format!("{ns}L/"), 2, Duration::from_secs(10))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(430)).await;
         ga.unlock().await.unwrap();
         let relocked = tokio::spawn({
             let a = a.clone();
-            async move { a.lock_with("L", LockOptions::timeout(Duration::from_secs(6))).await }
+            async move {
+                a.lock_with("L", LockOptions::timeout(Duration::from_secs(6)))
+                    .await
+            }
         });
         let t = Instant::now();
         match waiter.await.unwrap() {

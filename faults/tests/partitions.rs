@@ -43,10 +43,24 @@ fn debug_cut() {
         for (i, m) in etcd.members.iter().enumerate() {
             let out = std::process::Command::new(etcdlock_testkit::etcdctl_bin())
                 .env("ETCDCTL_API", "3")
-                .args(["--endpoints", &m.endpoint(), "endpoint", "status", "-w", "json", "--command-timeout=500ms"])
+                .args([
+                    "--endpoints",
+                    &m.endpoint(),
+                    "endpoint",
+                    "status",
+                    "-w",
+                    "json",
+                    "--command-timeout=500ms",
+                ])
                 .output()
                 .unwrap();
-            println!("m{i}: {}", String::from_utf8_lossy(&out.stdout).chars().take(300).collect::<String>());
+            println!(
+                "m{i}: {}",
+                String::from_utf8_lossy(&out.stdout)
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+            );
         }
     }
     println!("{}", parts.listing());

@@ -11,11 +11,19 @@ use std::collections::BTreeMap;
 use etcdlock::runtime::clock_monotonic_ns;
 use etcdlock::Client;
 use etcdlock_faults::checker::resource_history;
-use etcdlock_faults::{current_revision, history, opts, raw, resource_write, unique_ns, GuardedOp, Hold, OpResult};
+use etcdlock_faults::{
+    current_revision, history, opts, raw, resource_write, unique_ns, GuardedOp, Hold, OpResult,
+};
 use etcdlock_testkit::Etcd;
 
 fn write_op(call: u64, value: i64, r: &etcdlock::Result<()>) -> GuardedOp {
-    GuardedOp { write: true, call_ns: call, ret_ns: Some(clock_monotonic_ns()), value, result: OpResult::of(r) }
+    GuardedOp {
+        write: true,
+        call_ns: call,
+        ret_ns: Some(clock_monotonic_ns()),
+        value,
+        result: OpResult::of(r),
+    }
 }
 
 /// One run; returns (porcupine's verdict, stale writes our checker counted).
@@ -25,7 +33,10 @@ async fn run(etcd: &Etcd, broken: bool) -> (history::Verdict, usize) {
     let mut rawc = raw(&eps).await;
     let from = current_revision(&mut rawc).await;
     let o = opts(&eps, &ns, 2, std::time::Duration::from_secs(2));
-    let (ca, cb) = (Client::connect(o.clone()).await.unwrap(), Client::connect(o).await.unwrap());
+    let (ca, cb) = (
+        Client::connect(o.clone()).await.unwrap(),
+        Client::connect(o).await.unwrap(),
+    );
 
     let a_inv = clock_monotonic_ns();
     let ga = ca.lock("L").await.unwrap();
@@ -59,14 +70,39 @@ async fn run(etcd: &Etcd, broken: bool) -> (history::Verdict, usize) {
     gb.unlock().await.unwrap();
 
     let holds = vec![
-        Hold { lock: "L".into(), token: ga.fencing_token(), acquired_ns: a_acq, ended_ns: a_end, client: "A".into(), invoked_ns: a_inv, ops: a_ops, ..Default::default() },
-        Hold { lock: "L".into(), token: gb.fencing_token(), acquired_ns: b_acq, ended_ns: b_end, client: "B".into(), invoked_ns: b_inv, ops: b_ops, ..Default::default() },
+        Hold {
+            lock: "L".into(),
+            token: ga.fencing_token(),
+            acquired_ns: a_acq,
+            ended_ns: a_end,
+            client: "A".into(),
+            invoked_ns: a_inv,
+            ops: a_ops,
+            ..Default::default()
+        },
+        Hold {
+            lock: "L".into(),
+            token: gb.fencing_token(),
+            acquired_ns: b_acq,
+            ended_ns: b_end,
+            client: "B".into(),
+            invoked_ns: b_inv,
+            ops: b_ops,
+            ..Default::default()
+        },
     ];
     let res: BTreeMap<String, Vec<i64>> = resource_history(&mut rawc, &ns, from).await.unwrap();
     let ours = etcdlock_faults::checker::check_holds(&holds, &res);
     ca.close().await;
     cb.close().await;
-    let v = history::check(&holds, if broken { "broken-build" } else { "fenced-build" });
+    let v = history::check(
+        &holds,
+        if broken {
+            "broken-build"
+        } else {
+            "fenced-build"
+        },
+    );
     println!(
         "{} build: porcupine {} ({} ops{}), our checker: {} stale writes accepted, resource tokens {:?}",
         if broken { "broken" } else { "fenced" },
@@ -85,7 +121,13 @@ async fn porcupine_catches_a_broken_fencing_build() {
     let (v, stale) = run(&etcd, false).await;
     assert_eq!((v.result.as_str(), v.ops, stale), ("ok", 9, 0), "{v:?}");
     let (v, stale) = run(&etcd, true).await;
-    assert_eq!((v.result.as_str(), v.ops, stale), ("illegal", 9, 1), "{v:?}");
+    assert_eq!(
+        (v.result.as_str(), v.ops, stale),
+        ("illegal", 9, 1),
+        "{v:?}"
+    );
     let html = v.html.expect("the visualization of the violation");
-    assert!(std::fs::metadata(&html).map(|m| m.len() > 1000).unwrap_or(false));
+    assert!(std::fs::metadata(&html)
+        .map(|m| m.len() > 1000)
+        .unwrap_or(false));
 }

@@ -20,10 +20,16 @@ fn run(id: u32) {
 #[ignore]
 fn write_summary() {
     let outcomes = etcdlock_faults::report::saved_outcomes();
-    let wall = std::env::var("ETCDLOCK_FAULTS_WALL_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    let wall = std::env::var("ETCDLOCK_FAULTS_WALL_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0.0);
     let md = etcdlock_faults::report::write("short", &outcomes, wall);
     println!("{md}");
-    println!("report: {}", etcdlock_faults::report::report_dir().display());
+    println!(
+        "report: {}",
+        etcdlock_faults::report::report_dir().display()
+    );
 }
 
 #[test]

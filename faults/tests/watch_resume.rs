@@ -46,20 +46,36 @@ async fn watches_resumed_from_a_compacted_revision_re_read_and_miss_nothing() {
     let mut ao = opts(&eps, &ns, 10, Duration::from_secs(2));
     ao.apply_pairs([("watch_held_keys", "false")]).unwrap();
     let a = Client::connect(ao).await.unwrap();
-    let b = Client::connect(opts(&[proxy.endpoint()], &ns, 10, Duration::from_secs(2))).await.unwrap();
+    let b = Client::connect(opts(&[proxy.endpoint()], &ns, 10, Duration::from_secs(2)))
+        .await
+        .unwrap();
 
     let y = b.lock("Y").await.unwrap();
     until("Y's held-key watch subscribed", || b.active_watches() == 1).await;
     let ga = a.lock("L").await.unwrap();
     let waiter = tokio::spawn({
         let b = b.clone();
-        async move { b.lock_with("L", LockOptions::timeout(Duration::from_secs(10))).await }
+        async move {
+            b.lock_with("L", LockOptions::timeout(Duration::from_secs(10)))
+                .await
+        }
     });
-    await_key_count(&mut rawc, &format!("{ns}L/"), 2, Duration::from_secs(10)).await.expect("the waiter queued");
-    until("the waiter's watches subscribed", || b.active_watches() >= 3).await;
+    await_key_count(&mut rawc, &format!("{ns}L/"), 2, Duration::from_secs(10))
+        .await
+        .expect("the waiter queued");
+    until("the waiter's watches subscribed", || {
+        b.active_watches() >= 3
+    })
+    .await;
     let watches = b.etcd_watches();
-    assert!(watches >= 3, "Y's key, the waiter's key and a's key: {watches} etcd watches");
-    until("etcd registered every watch of b", || etcd_watchers(&etcd) == before + watches).await;
+    assert!(
+        watches >= 3,
+        "Y's key, the waiter's key and a's key: {watches} etcd watches"
+    );
+    until("etcd registered every watch of b", || {
+        etcd_watchers(&etcd) == before + watches
+    })
+    .await;
     assert_eq!(b.watch_streams_opened(), 1);
     // A waiter behind a fresh holder also re-checks it a few times in its
     // first 115 ms (mutex.rs, `polls`); let those end, so that only the
@@ -76,7 +92,10 @@ async fn watches_resumed_from_a_compacted_revision_re_read_and_miss_nothing() {
     rawc.compact(compacted, None).await.unwrap();
     // Closed before the proxy passes again: the held-back delete event dies
     // with the connection.
-    assert!(proxy.reset_all_and_wait().await >= 1, "b had live connections through the proxy");
+    assert!(
+        proxy.reset_all_and_wait().await >= 1,
+        "b had live connections through the proxy"
+    );
     proxy.pass();
 
     let t = Instant::now();
@@ -86,17 +105,38 @@ async fn watches_resumed_from_a_compacted_revision_re_read_and_miss_nothing() {
         .unwrap()
         .expect("the waiter got L, not an error");
     println!("waiter got L {:?} after the reset", t.elapsed());
-    assert!(gb.fencing_token() > token_a, "tokens increase: {} then {}", token_a, gb.fencing_token());
-    assert!(gb.fencing_token() < compacted, "the waiter kept its place (its key is older than the compaction)");
-    assert_eq!(b.watch_streams_opened(), 2, "one stream re-created for every watch");
+    assert!(
+        gb.fencing_token() > token_a,
+        "tokens increase: {} then {}",
+        token_a,
+        gb.fencing_token()
+    );
+    assert!(
+        gb.fencing_token() < compacted,
+        "the waiter kept its place (its key is older than the compaction)"
+    );
+    assert_eq!(
+        b.watch_streams_opened(),
+        2,
+        "one stream re-created for every watch"
+    );
     gb.unlock().await.unwrap();
 
     // Y survived the reset: its guard re-read its key and watches it again.
     until("Y's watch is back", || b.active_watches() == 1).await;
-    assert!(y.is_held(), "Y reported lost after a compaction reset: {:?}", y.loss());
-    y.put("probe", "1").await.expect("a guarded write under Y still succeeds");
+    assert!(
+        y.is_held(),
+        "Y reported lost after a compaction reset: {:?}",
+        y.loss()
+    );
+    y.put("probe", "1")
+        .await
+        .expect("a guarded write under Y still succeeds");
     rawc.delete(y.key(), None).await.unwrap();
-    let loss = tokio::time::timeout(Duration::from_secs(5), y.wait_lost()).await.expect("the delete of Y's key reported").unwrap();
+    let loss = tokio::time::timeout(Duration::from_secs(5), y.wait_lost())
+        .await
+        .expect("the delete of Y's key reported")
+        .unwrap();
     assert_eq!(loss.reason, LossReason::KeyDeleted);
     a.close().await;
     b.close().await;

@@ -84,7 +84,10 @@ impl Callbacks {
     pub(crate) fn begin(self: &Arc<Self>) -> Result<PendingCallback, Error> {
         let mut s = self.lock();
         if s.freeing {
-            return Err(Error::new(ErrorCode::Closed, "the client is being freed (etcdlock_client_free)"));
+            return Err(Error::new(
+                ErrorCode::Closed,
+                "the client is being freed (etcdlock_client_free)",
+            ));
         }
         s.pending += 1;
         Ok(PendingCallback(self.clone()))
@@ -137,7 +140,9 @@ impl Drop for PendingCallback {
     }
 }
 
-pub(crate) unsafe fn client_arg<'a>(c: *const etcdlock_client) -> Result<&'a etcdlock_client, Error> {
+pub(crate) unsafe fn client_arg<'a>(
+    c: *const etcdlock_client,
+) -> Result<&'a etcdlock_client, Error> {
     let c = c.as_ref().ok_or_else(|| invalid("client is NULL"))?;
     if c.pid != current_pid() {
         return Err(Error::new(
@@ -175,7 +180,11 @@ pub unsafe extern "C" fn etcdlock_client_connect(
         let opts = convert_options(options)?;
         etcdlock_core::set_language("c");
         let c = block_on(async move { Client::connect(opts).await })?;
-        *out = Box::into_raw(Box::new(etcdlock_client { client: c, pid: current_pid(), callbacks: Arc::default() }));
+        *out = Box::into_raw(Box::new(etcdlock_client {
+            client: c,
+            pid: current_pid(),
+            callbacks: Arc::default(),
+        }));
         Ok(())
     })
 }
@@ -186,7 +195,10 @@ pub unsafe extern "C" fn etcdlock_client_connect(
 ///
 /// Example: int64_t ttl; etcdlock_client_ttl(c, &ttl);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_client_ttl(client: *const etcdlock_client, ttl_secs: *mut i64) -> c_int {
+pub unsafe extern "C" fn etcdlock_client_ttl(
+    client: *const etcdlock_client,
+    ttl_secs: *mut i64,
+) -> c_int {
     ffi(|| {
         let out = out_arg(ttl_secs, "ttl_secs (out)")?;
         *out = client_arg(client)?.client.ttl();
@@ -217,7 +229,9 @@ pub unsafe extern "C" fn etcdlock_client_metrics(
             return Err(invalid("metrics is NULL"));
         }
         if struct_size < 8 {
-            return Err(invalid(format!("struct_size {struct_size} is smaller than any etcdlock_metrics")));
+            return Err(invalid(format!(
+                "struct_size {struct_size} is smaller than any etcdlock_metrics"
+            )));
         }
         let m = client_arg(client)?.client.metrics();
         let ns = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
@@ -233,10 +247,17 @@ pub unsafe extern "C" fn etcdlock_client_metrics(
             hold_ns: ns(m.hold_total),
             lost: m.lost.map(|(_, n)| n),
             keepalives: m.keepalives,
-            keepalive_rtt_ns: m.keepalive_rtt.map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)).unwrap_or(-1),
+            keepalive_rtt_ns: m
+                .keepalive_rtt
+                .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+                .unwrap_or(-1),
         };
         let n = struct_size.min(std::mem::size_of::<etcdlock_metrics>());
-        std::ptr::copy_nonoverlapping((&full as *const etcdlock_metrics).cast::<u8>(), metrics.cast::<u8>(), n);
+        std::ptr::copy_nonoverlapping(
+            (&full as *const etcdlock_metrics).cast::<u8>(),
+            metrics.cast::<u8>(),
+            n,
+        );
         Ok(())
     })
 }

@@ -32,7 +32,13 @@ pub(crate) fn fail(e: &Error) -> c_int {
     let status = w.code as c_int;
     let reason = w.reason.map_or(ETCDLOCK_LOSS_NONE, |r| r as c_int);
     let message = CString::new(w.message.replace('\0', "\\0")).unwrap_or_default();
-    let _ = LAST_ERROR.try_with(|l| *l.borrow_mut() = LastError { status, reason, message });
+    let _ = LAST_ERROR.try_with(|l| {
+        *l.borrow_mut() = LastError {
+            status,
+            reason,
+            message,
+        }
+    });
     status
 }
 
@@ -64,7 +70,9 @@ pub(crate) fn ffi_void(f: impl FnOnce()) {
 /// Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
 #[no_mangle]
 pub extern "C" fn etcdlock_last_error_message() -> *const c_char {
-    LAST_ERROR.try_with(|l| l.borrow().message.as_ptr()).unwrap_or(c"".as_ptr())
+    LAST_ERROR
+        .try_with(|l| l.borrow().message.as_ptr())
+        .unwrap_or(c"".as_ptr())
 }
 
 /// The status of the last failed etcdlock call on the calling thread
@@ -75,7 +83,9 @@ pub extern "C" fn etcdlock_last_error_message() -> *const c_char {
 /// Example: if (etcdlock_last_error_status() == ETCDLOCK_UNAVAILABLE) retry_later();
 #[no_mangle]
 pub extern "C" fn etcdlock_last_error_status() -> c_int {
-    LAST_ERROR.try_with(|l| l.borrow().status).unwrap_or(ETCDLOCK_OK)
+    LAST_ERROR
+        .try_with(|l| l.borrow().status)
+        .unwrap_or(ETCDLOCK_OK)
 }
 
 /// Why the hold ended, for a last failed call on the calling thread that
@@ -87,7 +97,9 @@ pub extern "C" fn etcdlock_last_error_status() -> c_int {
 /// Example: if (rc == ETCDLOCK_LOCK_LOST) puts(etcdlock_loss_reason_name(etcdlock_last_error_loss_reason()));
 #[no_mangle]
 pub extern "C" fn etcdlock_last_error_loss_reason() -> c_int {
-    LAST_ERROR.try_with(|l| l.borrow().reason).unwrap_or(ETCDLOCK_LOSS_NONE)
+    LAST_ERROR
+        .try_with(|l| l.borrow().reason)
+        .unwrap_or(ETCDLOCK_LOSS_NONE)
 }
 
 /// The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",

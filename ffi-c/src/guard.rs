@@ -29,9 +29,17 @@ pub(crate) unsafe fn guard_arg<'a>(g: *const etcdlock_guard) -> Result<&'a etcdl
     Ok(g)
 }
 
-pub(crate) fn new_guard(g: etcdlock_core::Guard, callbacks: &Arc<Callbacks>) -> *mut etcdlock_guard {
+pub(crate) fn new_guard(
+    g: etcdlock_core::Guard,
+    callbacks: &Arc<Callbacks>,
+) -> *mut etcdlock_guard {
     let key = CString::new(g.key().replace('\0', "\\0")).unwrap_or_default();
-    Box::into_raw(Box::new(etcdlock_guard { guard: Arc::new(g), key, pid: current_pid(), callbacks: callbacks.clone() }))
+    Box::into_raw(Box::new(etcdlock_guard {
+        guard: Arc::new(g),
+        key,
+        pid: current_pid(),
+        callbacks: callbacks.clone(),
+    }))
 }
 
 /// Wait for the lock `name` and hold it. Waiters are served in arrival order.
@@ -67,7 +75,16 @@ pub unsafe extern "C" fn etcdlock_lock(
         let c = h.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move { c.lock_with(&name, LockOptions { timeout, ..LockOptions::default() }).await })?;
+        let g = block_on(async move {
+            c.lock_with(
+                &name,
+                LockOptions {
+                    timeout,
+                    ..LockOptions::default()
+                },
+            )
+            .await
+        })?;
         *out = new_guard(g, &h.callbacks);
         Ok(())
     })
@@ -150,7 +167,10 @@ pub unsafe extern "C" fn etcdlock_lock_ex(
 ///
 /// Example: const char *k; etcdlock_guard_key(g, &k); printf("%s\n", k);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_guard_key(guard: *const etcdlock_guard, key: *mut *const c_char) -> c_int {
+pub unsafe extern "C" fn etcdlock_guard_key(
+    guard: *const etcdlock_guard,
+    key: *mut *const c_char,
+) -> c_int {
     ffi(|| {
         let out = out_arg(key, "key (out)")?;
         *out = guard_arg(guard)?.key.as_ptr();
@@ -164,7 +184,10 @@ pub unsafe extern "C" fn etcdlock_guard_key(guard: *const etcdlock_guard, key: *
 ///
 /// Example: int64_t lease; etcdlock_guard_lease_id(g, &lease);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_guard_lease_id(guard: *const etcdlock_guard, lease_id: *mut i64) -> c_int {
+pub unsafe extern "C" fn etcdlock_guard_lease_id(
+    guard: *const etcdlock_guard,
+    lease_id: *mut i64,
+) -> c_int {
     ffi(|| {
         let out = out_arg(lease_id, "lease_id (out)")?;
         *out = guard_arg(guard)?.guard.lease_id();
@@ -180,7 +203,10 @@ pub unsafe extern "C" fn etcdlock_guard_lease_id(guard: *const etcdlock_guard, l
 ///
 /// Example: int64_t t; etcdlock_guard_fencing_token(g, &t); printf("token %lld\n", (long long)t);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_guard_fencing_token(guard: *const etcdlock_guard, token: *mut i64) -> c_int {
+pub unsafe extern "C" fn etcdlock_guard_fencing_token(
+    guard: *const etcdlock_guard,
+    token: *mut i64,
+) -> c_int {
     ffi(|| {
         let out = out_arg(token, "token (out)")?;
         *out = guard_arg(guard)?.guard.fencing_token();
@@ -195,7 +221,10 @@ pub unsafe extern "C" fn etcdlock_guard_fencing_token(guard: *const etcdlock_gua
 ///
 /// Example: int held; etcdlock_guard_is_held(g, &held); if (!held) abort_work();
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_guard_is_held(guard: *const etcdlock_guard, held: *mut c_int) -> c_int {
+pub unsafe extern "C" fn etcdlock_guard_is_held(
+    guard: *const etcdlock_guard,
+    held: *mut c_int,
+) -> c_int {
     ffi(|| {
         let out = out_arg(held, "held (out)")?;
         *out = guard_arg(guard)?.guard.is_held() as c_int;
@@ -210,10 +239,17 @@ pub unsafe extern "C" fn etcdlock_guard_is_held(guard: *const etcdlock_guard, he
 ///
 /// Example: int r; etcdlock_guard_loss_reason(g, &r); puts(etcdlock_loss_reason_name(r));
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_guard_loss_reason(guard: *const etcdlock_guard, reason: *mut c_int) -> c_int {
+pub unsafe extern "C" fn etcdlock_guard_loss_reason(
+    guard: *const etcdlock_guard,
+    reason: *mut c_int,
+) -> c_int {
     ffi(|| {
         let out = out_arg(reason, "reason (out)")?;
-        *out = guard_arg(guard)?.guard.loss().map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
+        *out = guard_arg(guard)?
+            .guard
+            .loss()
+            .map(|l| l.reason as c_int)
+            .unwrap_or(ETCDLOCK_LOSS_NONE);
         Ok(())
     })
 }

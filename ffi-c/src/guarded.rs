@@ -188,7 +188,11 @@ pub unsafe extern "C" fn etcdlock_multi_delete(
 
 /// A value read by a guarded get into a new malloc'd buffer (non-NULL even
 /// when empty; NULL and 0 when the key does not exist).
-unsafe fn write_value(out: &mut *mut u8, out_len: &mut usize, v: Option<Vec<u8>>) -> Result<(), Error> {
+unsafe fn write_value(
+    out: &mut *mut u8,
+    out_len: &mut usize,
+    v: Option<Vec<u8>>,
+) -> Result<(), Error> {
     if let Some(v) = v {
         let buf = libc::malloc(v.len().max(1)).cast::<u8>();
         if buf.is_null() {

@@ -12,16 +12,16 @@
 #![allow(clippy::missing_safety_doc)]
 
 // In this order in the header (cbindgen follows the declarations).
+mod client;
 mod constants;
 mod errors;
-mod options;
-mod client;
 mod guard;
 mod guarded;
-mod wait;
+mod options;
 mod recipes;
 mod status;
 mod sync;
+mod wait;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Duration;
@@ -59,8 +59,14 @@ pub extern "C" fn etcdlock_version() -> *const c_char {
 /// Example: if (etcdlock_version_number() / 10000 != ETCDLOCK_VERSION_MAJOR) abort();
 #[no_mangle]
 pub extern "C" fn etcdlock_version_number() -> c_int {
-    let mut parts = env!("CARGO_PKG_VERSION").split('.').map(|p| p.parse::<i32>().unwrap_or(0));
-    let (a, b, c) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let mut parts = env!("CARGO_PKG_VERSION")
+        .split('.')
+        .map(|p| p.parse::<i32>().unwrap_or(0));
+    let (a, b, c) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
     a * 10000 + b * 100 + c
 }
 
@@ -81,7 +87,9 @@ pub extern "C" fn etcdlock_shutdown() -> c_int {
         if etcdlock_core::runtime::shutdown(std::time::Duration::from_secs(5)) {
             Ok(())
         } else {
-            Err(invalid("etcdlock_shutdown was called from an etcdlock callback (a runtime thread)"))
+            Err(invalid(
+                "etcdlock_shutdown was called from an etcdlock callback (a runtime thread)",
+            ))
         }
     })
 }
@@ -127,7 +135,10 @@ pub(crate) unsafe fn name_arg(p: *const c_char) -> Result<String, Error> {
         return Err(invalid("lock name is empty"));
     }
     if name.len() > MAX_NAME_LEN {
-        return Err(invalid(format!("lock name is {} bytes; the limit is {MAX_NAME_LEN}", name.len())));
+        return Err(invalid(format!(
+            "lock name is {} bytes; the limit is {MAX_NAME_LEN}",
+            name.len()
+        )));
     }
     Ok(name)
 }
@@ -136,15 +147,24 @@ pub(crate) fn timeout_arg(ms: i64) -> Result<Option<Duration>, Error> {
     if ms < 0 {
         Ok(None)
     } else if ms > ETCDLOCK_MAX_TIMEOUT_MS {
-        Err(invalid(format!("timeout_ms {ms} is larger than {ETCDLOCK_MAX_TIMEOUT_MS}")))
+        Err(invalid(format!(
+            "timeout_ms {ms} is larger than {ETCDLOCK_MAX_TIMEOUT_MS}"
+        )))
     } else {
         Ok(Some(Duration::from_millis(ms as u64)))
     }
 }
 
-pub(crate) unsafe fn bytes_arg<'a>(p: *const u8, len: usize, what: &str, allow_empty: bool) -> Result<&'a [u8], Error> {
+pub(crate) unsafe fn bytes_arg<'a>(
+    p: *const u8,
+    len: usize,
+    what: &str,
+    allow_empty: bool,
+) -> Result<&'a [u8], Error> {
     if len > ETCDLOCK_MAX_BUFFER_LEN {
-        return Err(invalid(format!("{what} is {len} bytes; the limit is {ETCDLOCK_MAX_BUFFER_LEN}")));
+        return Err(invalid(format!(
+            "{what} is {len} bytes; the limit is {ETCDLOCK_MAX_BUFFER_LEN}"
+        )));
     }
     if len == 0 && !allow_empty {
         return Err(invalid(format!("{what} is empty")));

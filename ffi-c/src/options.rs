@@ -122,18 +122,27 @@ const OPTIONS_V1_SIZE: usize = std::mem::offset_of!(etcdlock_options, keepalive_
 ///     o.endpoints = "http://127.0.0.1:2379";
 ///     o.ttl_secs = 10;
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_options_init(options: *mut etcdlock_options, struct_size: usize) -> c_int {
+pub unsafe extern "C" fn etcdlock_options_init(
+    options: *mut etcdlock_options,
+    struct_size: usize,
+) -> c_int {
     ffi(|| {
         if options.is_null() {
             return Err(invalid("options is NULL"));
         }
         if struct_size < OPTIONS_V1_SIZE {
-            return Err(invalid(format!("struct_size {struct_size} is smaller than any etcdlock_options")));
+            return Err(invalid(format!(
+                "struct_size {struct_size} is smaller than any etcdlock_options"
+            )));
         }
         let mut d = default_options();
         let n = struct_size.min(std::mem::size_of::<etcdlock_options>());
         d.struct_size = n as u32;
-        std::ptr::copy_nonoverlapping((&d as *const etcdlock_options).cast::<u8>(), options.cast::<u8>(), n);
+        std::ptr::copy_nonoverlapping(
+            (&d as *const etcdlock_options).cast::<u8>(),
+            options.cast::<u8>(),
+            n,
+        );
         Ok(())
     })
 }
@@ -157,7 +166,11 @@ unsafe fn read_options(o: *const etcdlock_options) -> Result<etcdlock_options, E
         )));
     }
     let mut d = default_options();
-    std::ptr::copy_nonoverlapping(o.cast::<u8>(), (&mut d as *mut etcdlock_options).cast::<u8>(), size);
+    std::ptr::copy_nonoverlapping(
+        o.cast::<u8>(),
+        (&mut d as *mut etcdlock_options).cast::<u8>(),
+        size,
+    );
     Ok(d)
 }
 
@@ -180,8 +193,14 @@ unsafe fn option_pairs(o: &etcdlock_options) -> Result<Vec<(&'static str, String
     };
     let fields: [(&'static str, Option<String>); 15] = [
         ("endpoints", list(text(o.endpoints, "options->endpoints")?)),
-        ("ttl", (o.ttl_secs != ETCDLOCK_UNSET).then(|| o.ttl_secs.to_string())),
-        ("namespace", text(o.namespace_prefix, "options->namespace_prefix")?),
+        (
+            "ttl",
+            (o.ttl_secs != ETCDLOCK_UNSET).then(|| o.ttl_secs.to_string()),
+        ),
+        (
+            "namespace",
+            text(o.namespace_prefix, "options->namespace_prefix")?,
+        ),
         ("username", text(o.username, "options->username")?),
         ("password", text(o.password, "options->password")?),
         ("tls_ca", text(o.tls_ca, "options->tls_ca")?),
@@ -190,12 +209,18 @@ unsafe fn option_pairs(o: &etcdlock_options) -> Result<Vec<(&'static str, String
         ("tls_domain", text(o.tls_domain, "options->tls_domain")?),
         ("connect_timeout", ms(o.connect_timeout_ms)),
         ("request_timeout", ms(o.request_timeout_ms)),
-        ("margin", (o.margin_ms >= 0).then(|| bridge::duration_value(o.margin_ms as f64, Unit::Millis))),
+        (
+            "margin",
+            (o.margin_ms >= 0).then(|| bridge::duration_value(o.margin_ms as f64, Unit::Millis)),
+        ),
         ("watch_held_keys", flag(o.watch_held_keys)),
         ("keepalive_interval", ms(o.keepalive_interval_ms)),
         ("lazy_connect", flag(o.lazy_connect)),
     ];
-    Ok(fields.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect())
+    Ok(fields
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .collect())
 }
 
 /// Client options from the caller's struct and the ETCDLOCK_* environment (core's one rule).
@@ -282,25 +307,36 @@ const ACQUIRE_OPTIONS_V1_SIZE: usize = std::mem::size_of::<etcdlock_acquire_opti
 ///     ao.timeout_ms = 5000;
 ///     ao.lock_delay_ms = 3000;
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_acquire_options_init(options: *mut etcdlock_acquire_options, struct_size: usize) -> c_int {
+pub unsafe extern "C" fn etcdlock_acquire_options_init(
+    options: *mut etcdlock_acquire_options,
+    struct_size: usize,
+) -> c_int {
     ffi(|| {
         if options.is_null() {
             return Err(invalid("options is NULL"));
         }
         if struct_size < ACQUIRE_OPTIONS_V1_SIZE {
-            return Err(invalid(format!("struct_size {struct_size} is smaller than any etcdlock_acquire_options")));
+            return Err(invalid(format!(
+                "struct_size {struct_size} is smaller than any etcdlock_acquire_options"
+            )));
         }
         let mut d = default_acquire_options();
         let n = struct_size.min(std::mem::size_of::<etcdlock_acquire_options>());
         d.struct_size = n as u32;
-        std::ptr::copy_nonoverlapping((&d as *const etcdlock_acquire_options).cast::<u8>(), options.cast::<u8>(), n);
+        std::ptr::copy_nonoverlapping(
+            (&d as *const etcdlock_acquire_options).cast::<u8>(),
+            options.cast::<u8>(),
+            n,
+        );
         Ok(())
     })
 }
 
 /// The caller's acquisition options (NULL: the defaults), fields past its
 /// struct_size at their defaults.
-unsafe fn read_acquire_options(o: *const etcdlock_acquire_options) -> Result<etcdlock_acquire_options, Error> {
+unsafe fn read_acquire_options(
+    o: *const etcdlock_acquire_options,
+) -> Result<etcdlock_acquire_options, Error> {
     let mut d = default_acquire_options();
     if o.is_null() {
         return Ok(d);
@@ -317,7 +353,11 @@ unsafe fn read_acquire_options(o: *const etcdlock_acquire_options) -> Result<etc
             std::mem::size_of::<etcdlock_acquire_options>()
         )));
     }
-    std::ptr::copy_nonoverlapping(o.cast::<u8>(), (&mut d as *mut etcdlock_acquire_options).cast::<u8>(), size);
+    std::ptr::copy_nonoverlapping(
+        o.cast::<u8>(),
+        (&mut d as *mut etcdlock_acquire_options).cast::<u8>(),
+        size,
+    );
     Ok(d)
 }
 
@@ -329,8 +369,11 @@ unsafe fn metadata_pairs(mut p: *const *const c_char) -> Result<Vec<(String, Str
     }
     while !(*p).is_null() {
         let key = str_arg(*p, "options->metadata key")?.unwrap_or_default();
-        let value = str_arg(*p.add(1), "options->metadata value")?
-            .ok_or_else(|| invalid(format!("options->metadata: the key {key:?} has no value before the terminating NULL")))?;
+        let value = str_arg(*p.add(1), "options->metadata value")?.ok_or_else(|| {
+            invalid(format!(
+                "options->metadata: the key {key:?} has no value before the terminating NULL"
+            ))
+        })?;
         out.push((key, value));
         p = p.add(2);
     }
@@ -341,7 +384,9 @@ unsafe fn metadata_pairs(mut p: *const *const c_char) -> Result<Vec<(String, Str
 /// `bridge::acquire_options` (core's one rule and messages). C's own rules
 /// stay: a negative timeout waits forever, one above ETCDLOCK_MAX_TIMEOUT_MS
 /// is refused; ETCDLOCK_UNSET spans are "not set".
-pub(crate) unsafe fn convert_acquire_options(o: *const etcdlock_acquire_options) -> Result<LockOptions, Error> {
+pub(crate) unsafe fn convert_acquire_options(
+    o: *const etcdlock_acquire_options,
+) -> Result<LockOptions, Error> {
     let o = read_acquire_options(o)?;
     timeout_arg(o.timeout_ms)?;
     let timeout = (o.timeout_ms >= 0).then_some(o.timeout_ms as f64);

@@ -45,7 +45,17 @@ pub unsafe extern "C" fn etcdlock_acquire_permit(
         let c = h.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move { c.acquire_permit(&name, permits, LockOptions { timeout, ..LockOptions::default() }).await })?;
+        let g = block_on(async move {
+            c.acquire_permit(
+                &name,
+                permits,
+                LockOptions {
+                    timeout,
+                    ..LockOptions::default()
+                },
+            )
+            .await
+        })?;
         *out = new_guard(g, &h.callbacks);
         Ok(())
     })
@@ -136,7 +146,16 @@ pub unsafe extern "C" fn etcdlock_read_lock(
         let c = h.client.clone();
         let name = name_arg(name)?;
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move { c.read_lock(&name, LockOptions { timeout, ..LockOptions::default() }).await })?;
+        let g = block_on(async move {
+            c.read_lock(
+                &name,
+                LockOptions {
+                    timeout,
+                    ..LockOptions::default()
+                },
+            )
+            .await
+        })?;
         *out = new_guard(g, &h.callbacks);
         Ok(())
     })
@@ -173,16 +192,36 @@ pub unsafe extern "C" fn etcdlock_lock_many(
             return Err(invalid("names is NULL"));
         }
         if count == 0 || count > ETCDLOCK_MAX_MULTI {
-            return Err(invalid(format!("lock_many takes 1 to {ETCDLOCK_MAX_MULTI} names, got {count}")));
+            return Err(invalid(format!(
+                "lock_many takes 1 to {ETCDLOCK_MAX_MULTI} names, got {count}"
+            )));
         }
-        let names: Vec<String> = std::slice::from_raw_parts(names, count).iter().map(|&p| name_arg(p)).collect::<Result<_, _>>()?;
+        let names: Vec<String> = std::slice::from_raw_parts(names, count)
+            .iter()
+            .map(|&p| name_arg(p))
+            .collect::<Result<_, _>>()?;
         let timeout = timeout_arg(timeout_ms)?;
         let m = block_on(async move {
             let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-            c.lock_many(&refs, LockOptions { timeout, ..LockOptions::default() }).await
+            c.lock_many(
+                &refs,
+                LockOptions {
+                    timeout,
+                    ..LockOptions::default()
+                },
+            )
+            .await
         })?;
-        let keys = m.guards().iter().map(|g| CString::new(g.key()).unwrap_or_default()).collect();
-        *out = Box::into_raw(Box::new(etcdlock_multi { multi: Arc::new(m), keys, pid: current_pid() }));
+        let keys = m
+            .guards()
+            .iter()
+            .map(|g| CString::new(g.key()).unwrap_or_default())
+            .collect();
+        *out = Box::into_raw(Box::new(etcdlock_multi {
+            multi: Arc::new(m),
+            keys,
+            pid: current_pid(),
+        }));
         Ok(())
     })
 }
@@ -190,7 +229,10 @@ pub unsafe extern "C" fn etcdlock_lock_many(
 pub(crate) unsafe fn multi_arg<'a>(m: *const etcdlock_multi) -> Result<&'a etcdlock_multi, Error> {
     let m = m.as_ref().ok_or_else(|| invalid("multi is NULL"))?;
     if m.pid != current_pid() {
-        return Err(Error::new(ErrorCode::Closed, "this multi-lock belongs to the parent process (fork)"));
+        return Err(Error::new(
+            ErrorCode::Closed,
+            "this multi-lock belongs to the parent process (fork)",
+        ));
     }
     Ok(m)
 }
@@ -203,11 +245,19 @@ pub(crate) unsafe fn multi_arg<'a>(m: *const etcdlock_multi) -> Result<&'a etcdl
 ///
 /// Example: const char *k; etcdlock_multi_key(m, 0, &k);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_multi_key(multi: *const etcdlock_multi, index: usize, key: *mut *const c_char) -> c_int {
+pub unsafe extern "C" fn etcdlock_multi_key(
+    multi: *const etcdlock_multi,
+    index: usize,
+    key: *mut *const c_char,
+) -> c_int {
     ffi(|| {
         let out = out_arg(key, "key (out)")?;
         let m = multi_arg(multi)?;
-        *out = m.keys.get(index).ok_or_else(|| invalid(format!("index {index} out of range (0..{})", m.keys.len())))?.as_ptr();
+        *out = m
+            .keys
+            .get(index)
+            .ok_or_else(|| invalid(format!("index {index} out of range (0..{})", m.keys.len())))?
+            .as_ptr();
         Ok(())
     })
 }
@@ -219,10 +269,18 @@ pub unsafe extern "C" fn etcdlock_multi_key(multi: *const etcdlock_multi, index:
 ///
 /// Example: int64_t t; etcdlock_multi_fencing_token(m, &t);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_multi_fencing_token(multi: *const etcdlock_multi, token: *mut i64) -> c_int {
+pub unsafe extern "C" fn etcdlock_multi_fencing_token(
+    multi: *const etcdlock_multi,
+    token: *mut i64,
+) -> c_int {
     ffi(|| {
         let out = out_arg(token, "token (out)")?;
-        *out = multi_arg(multi)?.multi.guards().first().map(|g| g.fencing_token()).unwrap_or(0);
+        *out = multi_arg(multi)?
+            .multi
+            .guards()
+            .first()
+            .map(|g| g.fencing_token())
+            .unwrap_or(0);
         Ok(())
     })
 }
@@ -233,7 +291,10 @@ pub unsafe extern "C" fn etcdlock_multi_fencing_token(multi: *const etcdlock_mul
 ///
 /// Example: int held; etcdlock_multi_is_held(m, &held);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_multi_is_held(multi: *const etcdlock_multi, held: *mut c_int) -> c_int {
+pub unsafe extern "C" fn etcdlock_multi_is_held(
+    multi: *const etcdlock_multi,
+    held: *mut c_int,
+) -> c_int {
     ffi(|| {
         let out = out_arg(held, "held (out)")?;
         *out = multi_arg(multi)?.multi.is_held() as c_int;
@@ -316,7 +377,17 @@ pub unsafe extern "C" fn etcdlock_campaign(
         let name = name_arg(name)?;
         let v = bytes_arg(value, value_len, "value", true)?.to_vec();
         let timeout = timeout_arg(timeout_ms)?;
-        let l = block_on(async move { c.campaign(&name, v, LockOptions { timeout, ..LockOptions::default() }).await })?;
+        let l = block_on(async move {
+            c.campaign(
+                &name,
+                v,
+                LockOptions {
+                    timeout,
+                    ..LockOptions::default()
+                },
+            )
+            .await
+        })?;
         *out = new_guard(l.into_guard(), &h.callbacks);
         Ok(())
     })
@@ -362,7 +433,11 @@ pub unsafe extern "C" fn etcdlock_campaign_ex(
 ///
 /// Example: etcdlock_proclaim(g, (const uint8_t *)"node-1 v2", 9);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_proclaim(guard: *const etcdlock_guard, value: *const u8, value_len: usize) -> c_int {
+pub unsafe extern "C" fn etcdlock_proclaim(
+    guard: *const etcdlock_guard,
+    value: *const u8,
+    value_len: usize,
+) -> c_int {
     ffi(|| {
         let g = guard_arg(guard)?.guard.clone();
         let v = bytes_arg(value, value_len, "value", true)?.to_vec();
@@ -406,7 +481,9 @@ pub unsafe extern "C" fn etcdlock_leader(
         }
         let c = client_arg(client)?.client.clone();
         let name = name_arg(name)?;
-        let Some(l) = block_on(async move { c.leader(&name).await })? else { return Ok(()) };
+        let Some(l) = block_on(async move { c.leader(&name).await })? else {
+            return Ok(());
+        };
         let kb = malloc_copy(&l.key, true)?;
         if let Some(v) = value.as_mut() {
             match malloc_copy(&l.value, false) {

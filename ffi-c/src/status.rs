@@ -77,7 +77,14 @@ fn queue_of(st: etcdlock_core::Status) -> etcdlock_queue {
         Some(etcdlock_core::LockKind::RwLock) => ETCDLOCK_LOCK_RWLOCK,
     };
     let name = CString::new(st.name).unwrap_or_default();
-    let mut q = etcdlock_queue { items: Vec::new(), name, kind, _strings: Vec::new(), _values: Vec::new(), _lists: Vec::new() };
+    let mut q = etcdlock_queue {
+        items: Vec::new(),
+        name,
+        kind,
+        _strings: Vec::new(),
+        _values: Vec::new(),
+        _lists: Vec::new(),
+    };
     let cstr = |s: Option<String>| s.map(|o| CString::new(o).unwrap_or_default());
     let ptr = |s: &Option<CString>| s.as_ref().map_or(std::ptr::null(), |o| o.as_ptr());
     for x in st.holders.into_iter().chain(st.waiters) {
@@ -144,7 +151,11 @@ fn queue_of(st: etcdlock_core::Status) -> etcdlock_queue {
 ///     }
 ///     etcdlock_queue_free(q);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_status(client: *const etcdlock_client, name: *const c_char, queue: *mut *mut etcdlock_queue) -> c_int {
+pub unsafe extern "C" fn etcdlock_status(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    queue: *mut *mut etcdlock_queue,
+) -> c_int {
     ffi(|| {
         let out = out_arg(queue, "queue (out)")?;
         *out = std::ptr::null_mut();
@@ -193,7 +204,11 @@ pub unsafe extern "C" fn etcdlock_queue_name(queue: *const etcdlock_queue) -> *c
 ///         printf("%s: %zu\n", etcdlock_queue_name(etcdlock_locks_at(l, i)), etcdlock_queue_len(etcdlock_locks_at(l, i)));
 ///     etcdlock_locks_free(l);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_list(client: *const etcdlock_client, prefix: *const c_char, list: *mut *mut etcdlock_locks) -> c_int {
+pub unsafe extern "C" fn etcdlock_list(
+    client: *const etcdlock_client,
+    prefix: *const c_char,
+    list: *mut *mut etcdlock_locks,
+) -> c_int {
     ffi(|| {
         let out = out_arg(list, "list (out)")?;
         *out = std::ptr::null_mut();
@@ -201,9 +216,14 @@ pub unsafe extern "C" fn etcdlock_list(client: *const etcdlock_client, prefix: *
         if prefix.is_null() {
             return Err(invalid("prefix is NULL"));
         }
-        let prefix = CStr::from_ptr(prefix).to_str().map_err(|_| invalid("prefix is not UTF-8"))?.to_string();
+        let prefix = CStr::from_ptr(prefix)
+            .to_str()
+            .map_err(|_| invalid("prefix is not UTF-8"))?
+            .to_string();
         let l = block_on(async move { c.list(&prefix).await })?;
-        *out = Box::into_raw(Box::new(etcdlock_locks { queues: l.into_iter().map(queue_of).collect() }));
+        *out = Box::into_raw(Box::new(etcdlock_locks {
+            queues: l.into_iter().map(queue_of).collect(),
+        }));
         Ok(())
     })
 }
@@ -225,8 +245,13 @@ pub unsafe extern "C" fn etcdlock_locks_len(list: *const etcdlock_locks) -> usiz
 ///
 /// Example: const etcdlock_queue *q = etcdlock_locks_at(l, 0);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_locks_at(list: *const etcdlock_locks, index: usize) -> *const etcdlock_queue {
-    list.as_ref().and_then(|l| l.queues.get(index)).map_or(std::ptr::null(), |q| q as *const _)
+pub unsafe extern "C" fn etcdlock_locks_at(
+    list: *const etcdlock_locks,
+    index: usize,
+) -> *const etcdlock_queue {
+    list.as_ref()
+        .and_then(|l| l.queues.get(index))
+        .map_or(std::ptr::null(), |q| q as *const _)
 }
 
 /// Free a list from etcdlock_list (and every queue in it). NULL is a no-op.
@@ -251,7 +276,12 @@ pub unsafe extern "C" fn etcdlock_locks_free(list: *mut etcdlock_locks) {
 ///
 /// Example: int done; etcdlock_release(c, "nightly-job", token, &done);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_release(client: *const etcdlock_client, name: *const c_char, token: i64, released: *mut c_int) -> c_int {
+pub unsafe extern "C" fn etcdlock_release(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    token: i64,
+    released: *mut c_int,
+) -> c_int {
     ffi(|| {
         let out = out_arg(released, "released (out)")?;
         *out = 0;
@@ -272,7 +302,12 @@ pub unsafe extern "C" fn etcdlock_release(client: *const etcdlock_client, name: 
 ///
 /// Example: int done; etcdlock_release_permit(c, "transcoders", id, &done);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_release_permit(client: *const etcdlock_client, name: *const c_char, id: i64, released: *mut c_int) -> c_int {
+pub unsafe extern "C" fn etcdlock_release_permit(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    id: i64,
+    released: *mut c_int,
+) -> c_int {
     ffi(|| {
         let out = out_arg(released, "released (out)")?;
         *out = 0;
@@ -301,8 +336,14 @@ pub unsafe extern "C" fn etcdlock_queue_len(queue: *const etcdlock_queue) -> usi
 ///
 /// Example: const etcdlock_contender *x = etcdlock_queue_at(q, 0);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_queue_at(queue: *const etcdlock_queue, index: usize) -> *const etcdlock_contender {
-    queue.as_ref().and_then(|q| q.items.get(index)).map_or(std::ptr::null(), |x| x as *const _)
+pub unsafe extern "C" fn etcdlock_queue_at(
+    queue: *const etcdlock_queue,
+    index: usize,
+) -> *const etcdlock_contender {
+    queue
+        .as_ref()
+        .and_then(|q| q.items.get(index))
+        .map_or(std::ptr::null(), |x| x as *const _)
 }
 
 /// Free a queue from etcdlock_status. NULL is a no-op.

@@ -49,7 +49,11 @@ unsafe fn barrier_arg<'a>(b: *const etcdlock_barrier) -> Result<&'a etcdlock_bar
 /// A count from C for core: a negative one is refused here with core's
 /// message (a u64 cannot hold it); core checks the rest of the range.
 fn count_arg(what: &str, n: i64) -> Result<u64, Error> {
-    u64::try_from(n).map_err(|_| invalid(format!("{what} must be between 1 and {MAX_SYNC_COUNT}, got {n}")))
+    u64::try_from(n).map_err(|_| {
+        invalid(format!(
+            "{what} must be between 1 and {MAX_SYNC_COUNT}, got {n}"
+        ))
+    })
 }
 
 /// Open the count-down latch name with count (created with it if it does not
@@ -88,7 +92,10 @@ pub unsafe extern "C" fn etcdlock_latch_open(
         let name = name_arg(name)?;
         let n = count_arg("count", count)?;
         let l = block_on(async move { c.latch(&name, n).await })?;
-        *out = Box::into_raw(Box::new(etcdlock_latch { latch: l, pid: current_pid() }));
+        *out = Box::into_raw(Box::new(etcdlock_latch {
+            latch: l,
+            pid: current_pid(),
+        }));
         Ok(())
     })
 }
@@ -105,7 +112,10 @@ pub unsafe extern "C" fn etcdlock_latch_open(
 ///
 /// Example: int64_t left; etcdlock_latch_count_down(l, &left);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_latch_count_down(latch: *const etcdlock_latch, after: *mut i64) -> c_int {
+pub unsafe extern "C" fn etcdlock_latch_count_down(
+    latch: *const etcdlock_latch,
+    after: *mut i64,
+) -> c_int {
     ffi(|| {
         let l = latch_arg(latch)?;
         let n = block_on(async { l.latch.count_down().await })?;
@@ -122,7 +132,10 @@ pub unsafe extern "C" fn etcdlock_latch_count_down(latch: *const etcdlock_latch,
 ///
 /// Example: int64_t n; etcdlock_latch_count(l, &n);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_latch_count(latch: *const etcdlock_latch, count: *mut i64) -> c_int {
+pub unsafe extern "C" fn etcdlock_latch_count(
+    latch: *const etcdlock_latch,
+    count: *mut i64,
+) -> c_int {
     ffi(|| {
         let out = out_arg(count, "count (out)")?;
         let l = latch_arg(latch)?;
@@ -141,7 +154,10 @@ pub unsafe extern "C" fn etcdlock_latch_count(latch: *const etcdlock_latch, coun
 ///
 /// Example: if (etcdlock_latch_wait(l, 60000) == ETCDLOCK_TIMEOUT) puts("a shard is late");
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_latch_wait(latch: *const etcdlock_latch, timeout_ms: i64) -> c_int {
+pub unsafe extern "C" fn etcdlock_latch_wait(
+    latch: *const etcdlock_latch,
+    timeout_ms: i64,
+) -> c_int {
     ffi(|| {
         let l = latch_arg(latch)?;
         let timeout = timeout_arg(timeout_ms)?;
@@ -204,9 +220,16 @@ pub unsafe extern "C" fn etcdlock_barrier_open(
         let c = client_arg(client)?.client.clone();
         let name = name_arg(name)?;
         let n = count_arg("parties", parties)?;
-        let n = u32::try_from(n).map_err(|_| invalid(format!("parties must be between 1 and {MAX_SYNC_COUNT}, got {parties}")))?;
+        let n = u32::try_from(n).map_err(|_| {
+            invalid(format!(
+                "parties must be between 1 and {MAX_SYNC_COUNT}, got {parties}"
+            ))
+        })?;
         let b = block_on(async move { c.barrier(&name, n).await })?;
-        *out = Box::into_raw(Box::new(etcdlock_barrier { barrier: b, pid: current_pid() }));
+        *out = Box::into_raw(Box::new(etcdlock_barrier {
+            barrier: b,
+            pid: current_pid(),
+        }));
         Ok(())
     })
 }
@@ -225,7 +248,11 @@ pub unsafe extern "C" fn etcdlock_barrier_open(
 ///
 /// Example: int32_t i; if (etcdlock_barrier_wait(b, 30000, &i) == ETCDLOCK_OK && i == 0) puts("first");
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_barrier_wait(barrier: *const etcdlock_barrier, timeout_ms: i64, index: *mut i32) -> c_int {
+pub unsafe extern "C" fn etcdlock_barrier_wait(
+    barrier: *const etcdlock_barrier,
+    timeout_ms: i64,
+    index: *mut i32,
+) -> c_int {
     ffi(|| {
         let b = barrier_arg(barrier)?;
         let timeout = timeout_arg(timeout_ms)?;

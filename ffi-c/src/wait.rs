@@ -44,7 +44,8 @@ pub type etcdlock_loss_cb = Option<unsafe extern "C" fn(reason: c_int, user_data
 /// keep-alive renewal starts failing (the ms the hold still has), -1 when it
 /// is renewed again, ETCDLOCK_RENEWAL_ENDED (-2) once, last, when the hold
 /// ended (released or lost): user_data may be freed after that call.
-pub type etcdlock_renewal_cb = Option<unsafe extern "C" fn(valid_for_ms: i64, user_data: *mut c_void)>;
+pub type etcdlock_renewal_cb =
+    Option<unsafe extern "C" fn(valid_for_ms: i64, user_data: *mut c_void)>;
 
 /// The last call of an etcdlock_renewal_cb: the hold ended.
 pub const ETCDLOCK_RENEWAL_ENDED: i64 = -2;
@@ -101,7 +102,11 @@ pub unsafe extern "C" fn etcdlock_lock_async(
         let pending = callbacks.begin()?;
         let token = CancellationToken::new();
         let ud = UserData(user_data);
-        let opts = LockOptions { timeout, cancel: Some(token.clone()), ..LockOptions::default() };
+        let opts = LockOptions {
+            timeout,
+            cancel: Some(token.clone()),
+            ..LockOptions::default()
+        };
         let done = move |r: Result<etcdlock_core::Guard, Error>| {
             let (ud, pending) = (ud, pending);
             let (status, g) = match r {
@@ -130,7 +135,9 @@ pub unsafe extern "C" fn etcdlock_lock_async(
 #[no_mangle]
 pub unsafe extern "C" fn etcdlock_cancel(cancel: *const etcdlock_cancel_handle) -> c_int {
     ffi(|| {
-        let h = cancel.as_ref().ok_or_else(|| invalid("cancel handle is NULL"))?;
+        let h = cancel
+            .as_ref()
+            .ok_or_else(|| invalid("cancel handle is NULL"))?;
         h.token.cancel();
         Ok(())
     })
@@ -184,7 +191,11 @@ pub unsafe extern "C" fn etcdlock_guard_on_loss(
         let pending = g.callbacks.begin_guard();
         etcdlock_core::runtime::spawn(async move {
             let (ud, pending) = (ud, pending);
-            let reason = signal.wait().await.map(|l| l.reason as c_int).unwrap_or(ETCDLOCK_LOSS_NONE);
+            let reason = signal
+                .wait()
+                .await
+                .map(|l| l.reason as c_int)
+                .unwrap_or(ETCDLOCK_LOSS_NONE);
             cb(reason, ud.0);
             drop(pending);
         })?;
@@ -202,14 +213,18 @@ pub unsafe extern "C" fn etcdlock_guard_on_loss(
 ///
 /// Example: int64_t left; etcdlock_guard_renewal(g, &left); if (left >= 0) pause_writes(left);
 #[no_mangle]
-pub unsafe extern "C" fn etcdlock_guard_renewal(guard: *const etcdlock_guard, valid_for_ms: *mut i64) -> c_int {
+pub unsafe extern "C" fn etcdlock_guard_renewal(
+    guard: *const etcdlock_guard,
+    valid_for_ms: *mut i64,
+) -> c_int {
     ffi(|| {
         let out = out_arg(valid_for_ms, "valid_for_ms (out)")?;
         let g = &guard_arg(guard)?.guard;
         *out = match g.renewal() {
-            etcdlock_core::Renewal::Failing { valid_until } if g.is_held() => {
-                valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as i64
-            }
+            etcdlock_core::Renewal::Failing { valid_until } if g.is_held() => valid_until
+                .saturating_duration_since(std::time::Instant::now())
+                .as_millis()
+                as i64,
             _ => -1,
         };
         Ok(())
@@ -316,7 +331,14 @@ pub unsafe extern "C" fn etcdlock_observe(
                     Ok(match next {
                         Ok(Some(l)) => {
                             let key = CString::new(l.key).unwrap_or_default();
-                            cb(ETCDLOCK_OK, key.as_ptr(), l.value.as_ptr(), l.value.len(), l.revision, ud.0);
+                            cb(
+                                ETCDLOCK_OK,
+                                key.as_ptr(),
+                                l.value.as_ptr(),
+                                l.value.len(),
+                                l.revision,
+                                ud.0,
+                            );
                             false
                         }
                         Ok(None) => {

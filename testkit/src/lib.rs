@@ -47,10 +47,16 @@ pub fn etcdctl_bin() -> PathBuf {
 fn await_stopped(pid: u32) {
     let deadline = Instant::now() + Duration::from_secs(1);
     let stopped = || -> bool {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return true };
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return true;
+        };
         tasks.flatten().all(|t| {
             std::fs::read_to_string(t.path().join("stat"))
-                .map(|st| st.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('T')).unwrap_or(true))
+                .map(|st| {
+                    st.rsplit_once(')')
+                        .map(|(_, rest)| rest.trim_start().starts_with('T'))
+                        .unwrap_or(true)
+                })
                 .unwrap_or(true)
         })
     };
@@ -61,7 +67,10 @@ fn await_stopped(pid: u32) {
 
 /// A free TCP port on 127.0.0.1 (bound, read, released).
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port on 127.0.0.1")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port on 127.0.0.1")
 }
 
 fn scratch_root() -> PathBuf {
@@ -161,12 +170,18 @@ pub struct ServerTls {
 impl Etcd {
     /// One node.
     pub fn single() -> Etcd {
-        Etcd::start(Config { members: 1, ..Default::default() })
+        Etcd::start(Config {
+            members: 1,
+            ..Default::default()
+        })
     }
 
     /// A cluster of `n` members.
     pub fn cluster(n: usize) -> Etcd {
-        Etcd::start(Config { members: n, ..Default::default() })
+        Etcd::start(Config {
+            members: n,
+            ..Default::default()
+        })
     }
 
     /// Start with a config; panics (this is test code) if etcd does not come up.
@@ -204,16 +219,26 @@ impl Etcd {
         ));
         std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
         let ports: Vec<(u16, u16)> = (0..n).map(|_| (free_port(), free_port())).collect();
-        let host = |i: usize| cfg.hosts.get(i).cloned().unwrap_or_else(|| "127.0.0.1".into());
-        let initial: Vec<String> =
-            ports.iter().enumerate().map(|(i, (_, p))| format!("m{i}=http://{}:{p}", host(i))).collect();
+        let host = |i: usize| {
+            cfg.hosts
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| "127.0.0.1".into())
+        };
+        let initial: Vec<String> = ports
+            .iter()
+            .enumerate()
+            .map(|(i, (_, p))| format!("m{i}=http://{}:{p}", host(i)))
+            .collect();
         let token = format!("etcdlock-{}", dir.file_name().unwrap().to_string_lossy());
         let mut members = Vec::new();
         for (i, (cp, pp)) in ports.iter().enumerate() {
             let data_dir = dir.join(format!("m{i}"));
             let h = host(i);
             let tls_port = tls.map(|_| free_port());
-            let extra_url = tls_port.map(|p| format!(",https://{h}:{p}")).unwrap_or_default();
+            let extra_url = tls_port
+                .map(|p| format!(",https://{h}:{p}"))
+                .unwrap_or_default();
             let mut args = vec![
                 format!("--name=m{i}"),
                 format!("--data-dir={}", data_dir.display()),
@@ -268,7 +293,10 @@ impl Etcd {
 
     /// The members' TLS client endpoints (empty unless started by [`Etcd::start_tls`]).
     pub fn tls_endpoints(&self) -> Vec<String> {
-        self.members.iter().filter_map(|m| m.tls_endpoint()).collect()
+        self.members
+            .iter()
+            .filter_map(|m| m.tls_endpoint())
+            .collect()
     }
 
     /// Client endpoints joined with commas (for `--endpoints`).
@@ -284,7 +312,10 @@ impl Etcd {
     fn wait_healthy(&self, i: usize, deadline: Instant) -> Result<(), String> {
         let port = self.members[i].client_port;
         loop {
-            if http_get_at(&self.members[i].host, port, "/health").map(|b| b.contains("\"health\":\"true\"")).unwrap_or(false) {
+            if http_get_at(&self.members[i].host, port, "/health")
+                .map(|b| b.contains("\"health\":\"true\""))
+                .unwrap_or(false)
+            {
                 return Ok(());
             }
             if Instant::now() > deadline {
@@ -311,7 +342,9 @@ impl Etcd {
     /// hands its leadership over first); SIGKILL after `within`. Returns how
     /// long the stop took, or an error if it had to be killed.
     pub fn stop(&mut self, i: usize, within: Duration) -> Result<Duration, String> {
-        let Some(mut c) = self.members[i].child.take() else { return Ok(Duration::ZERO) };
+        let Some(mut c) = self.members[i].child.take() else {
+            return Ok(Duration::ZERO);
+        };
         let start = Instant::now();
         unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
         while start.elapsed() < within {
@@ -342,7 +375,12 @@ impl Etcd {
             }
         }
         let port = self.members[i].client_port;
-        wait_port(&self.members[i].host, port, Instant::now() + Duration::from_secs(20)).expect("member port after restart");
+        wait_port(
+            &self.members[i].host,
+            port,
+            Instant::now() + Duration::from_secs(20),
+        )
+        .expect("member port after restart");
     }
 
     /// SIGSTOP member `i`, and return once the kernel reports it stopped: a
@@ -359,7 +397,9 @@ impl Etcd {
     /// SIGSTOP member `i` now and SIGCONT it after `d` (from a thread), while
     /// the caller goes on: a hang of known length.
     pub fn pause_for(&self, i: usize, d: Duration) {
-        let Some(pid) = self.members[i].pid() else { return };
+        let Some(pid) = self.members[i].pid() else {
+            return;
+        };
         unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
         await_stopped(pid);
         std::thread::spawn(move || {
@@ -380,13 +420,22 @@ impl Etcd {
         for m in self.members.iter().filter(|m| m.child.is_some()) {
             let Ok(out) = Command::new(etcdctl_bin())
                 .env("ETCDCTL_API", "3")
-                .args(["--endpoints", &self.endpoints_csv(), "endpoint", "status", "-w", "json"])
+                .args([
+                    "--endpoints",
+                    &self.endpoints_csv(),
+                    "endpoint",
+                    "status",
+                    "-w",
+                    "json",
+                ])
                 .stderr(Stdio::null())
                 .output()
             else {
                 continue;
             };
-            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else { continue };
+            let Ok(v) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+                continue;
+            };
             let arr = v.as_array().cloned().unwrap_or_default();
             for st in arr {
                 let member_id = st["Status"]["header"]["member_id"].as_u64();
@@ -406,8 +455,13 @@ impl Etcd {
     /// The index of the new leader, or None. Each round is one `etcdctl
     /// endpoint status`, about 20-40 ms: the resolution of the measurement.
     pub fn await_new_leader(&self, old: usize, within: Duration) -> Option<usize> {
-        let others: Vec<String> =
-            self.members.iter().enumerate().filter(|(i, m)| *i != old && m.child.is_some()).map(|(_, m)| m.endpoint()).collect();
+        let others: Vec<String> = self
+            .members
+            .iter()
+            .enumerate()
+            .filter(|(i, m)| *i != old && m.child.is_some())
+            .map(|(_, m)| m.endpoint())
+            .collect();
         let ep = await_leader_among(&others, within, Duration::from_millis(10))?;
         self.members.iter().position(|m| m.endpoint() == ep)
     }
@@ -417,12 +471,23 @@ impl Etcd {
     /// (e.g. `grpc_method="Txn"`). Panics if etcd exports no series of that
     /// name at all, so a renamed metric fails the test instead of reading 0.
     pub fn metric(&self, i: usize, name: &str, labels: &[&str]) -> f64 {
-        let body = http_get_at(&self.members[i].host, self.members[i].client_port, "/metrics").expect("etcd /metrics");
+        let body = http_get_at(
+            &self.members[i].host,
+            self.members[i].client_port,
+            "/metrics",
+        )
+        .expect("etcd /metrics");
         let mut seen = false;
         let mut sum = 0.0;
         for line in body.lines() {
-            let Some((series, value)) = line.rsplit_once(' ') else { continue };
-            if series != name && !series.strip_prefix(name).is_some_and(|rest| rest.starts_with('{')) {
+            let Some((series, value)) = line.rsplit_once(' ') else {
+                continue;
+            };
+            if series != name
+                && !series
+                    .strip_prefix(name)
+                    .is_some_and(|rest| rest.starts_with('{'))
+            {
                 continue;
             }
             seen = true;
@@ -442,7 +507,11 @@ impl Etcd {
             .args(args)
             .output()
             .expect("run etcdctl");
-        assert!(out.status.success(), "etcdctl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "etcdctl {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 }
@@ -469,9 +538,14 @@ fn etcd_log_level() -> String {
 /// With `ETCDLOCK_ETCD_KEEP_LOGS=<dir>`, the members' logs are copied there
 /// (as `<pid>-<cluster dir>-<member>.log`) before the cluster's directory goes.
 fn keep_logs(dir: &Path) {
-    let Some(to) = std::env::var_os("ETCDLOCK_ETCD_KEEP_LOGS").map(PathBuf::from) else { return };
+    let Some(to) = std::env::var_os("ETCDLOCK_ETCD_KEEP_LOGS").map(PathBuf::from) else {
+        return;
+    };
     let _ = std::fs::create_dir_all(&to);
-    let tag = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tag = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let name = e.file_name().to_string_lossy().into_owned();
         if name.ends_with(".log") {
@@ -488,7 +562,10 @@ fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     let bin = m.bin.clone().unwrap_or_else(etcd_bin);
     let mut cmd = Command::new(&bin);
-    cmd.args(&m.args).stdin(Stdio::null()).stdout(log.try_clone().map_err(|e| e.to_string())?).stderr(log);
+    cmd.args(&m.args)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(|e| e.to_string())?)
+        .stderr(log);
     // SAFETY: prctl is async-signal-safe; runs in the child before exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -497,8 +574,12 @@ fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
         });
     }
     if let Some(cg) = &m.cgroup {
-        let procs = std::ffi::CString::new(cg.join("cgroup.procs").into_os_string().into_encoded_bytes())
-            .map_err(|e| e.to_string())?;
+        let procs = std::ffi::CString::new(
+            cg.join("cgroup.procs")
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .map_err(|e| e.to_string())?;
         // SAFETY: open/write/close are async-signal-safe; the path was built before the fork.
         // Writing "0" moves the writing process (the child, before exec) into the cgroup.
         unsafe {
@@ -512,7 +593,9 @@ fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
             });
         }
     }
-    let child = cmd.spawn().map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", bin.display()))?;
     m.child = Some(child);
     Ok(())
 }
@@ -536,14 +619,26 @@ pub fn connections_to(port: u16) -> usize {
         .unwrap()
         .flatten()
         .filter_map(|e| std::fs::read_link(e.path()).ok())
-        .filter_map(|l| Some(l.to_str()?.strip_prefix("socket:[")?.strip_suffix(']')?.to_string()))
+        .filter_map(|l| {
+            Some(
+                l.to_str()?
+                    .strip_prefix("socket:[")?
+                    .strip_suffix(']')?
+                    .to_string(),
+            )
+        })
         .collect();
     let tcp = std::fs::read_to_string("/proc/self/net/tcp").unwrap();
     tcp.lines()
         .skip(1)
         .map(|l| l.split_whitespace().collect::<Vec<_>>())
         .filter(|f| f.len() > 9 && f[3] == "01" && ours.contains(f[9]))
-        .filter(|f| f[2].rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port))
+        .filter(|f| {
+            f[2].rsplit(':')
+                .next()
+                .and_then(|p| u16::from_str_radix(p, 16).ok())
+                == Some(port)
+        })
         .count()
 }
 
@@ -570,15 +665,29 @@ pub fn http_get_at(host: &str, port: u16, path: &str) -> std::io::Result<String>
 /// to 1 s (a loaded 2-core machine starves etcd and etcdctl alike: with 300 ms
 /// every call of a 20 s poll timed out once while a leader had long been
 /// elected); an answer ends the call at once, so the resolution is unchanged.
-pub fn await_leader_among(endpoints: &[String], within: Duration, every: Duration) -> Option<String> {
+pub fn await_leader_among(
+    endpoints: &[String],
+    within: Duration,
+    every: Duration,
+) -> Option<String> {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
         let out = Command::new(etcdctl_bin())
             .env("ETCDCTL_API", "3")
-            .args(["--endpoints", &endpoints.join(","), "--command-timeout=1s", "endpoint", "status", "-w", "json"])
+            .args([
+                "--endpoints",
+                &endpoints.join(","),
+                "--command-timeout=1s",
+                "endpoint",
+                "status",
+                "-w",
+                "json",
+            ])
             .stderr(Stdio::null())
             .output();
-        if let Ok(v) = out.map(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_default()) {
+        if let Ok(v) =
+            out.map(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap_or_default())
+        {
             for st in v.as_array().cloned().unwrap_or_default() {
                 let member_id = st["Status"]["header"]["member_id"].as_u64();
                 if member_id.is_some() && member_id == st["Status"]["leader"].as_u64() {
@@ -606,14 +715,25 @@ pub struct Front {
 
 impl Front {
     fn start(program: PathBuf, args: Vec<String>, port: u16, dir: PathBuf) -> Front {
-        let mut f = Front { port, tls: false, program, args, dir, child: None };
+        let mut f = Front {
+            port,
+            tls: false,
+            program,
+            args,
+            dir,
+            child: None,
+        };
         f.restart();
         f
     }
 
     /// `http://127.0.0.1:<port>` (`https://` for [`grpc_balancer_tls`]).
     pub fn endpoint(&self) -> String {
-        format!("{}://127.0.0.1:{}", if self.tls { "https" } else { "http" }, self.port)
+        format!(
+            "{}://127.0.0.1:{}",
+            if self.tls { "https" } else { "http" },
+            self.port
+        )
     }
 
     /// The process id, while running.
@@ -634,9 +754,16 @@ impl Front {
         if self.child.is_some() {
             return;
         }
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join("front.log")).expect("front log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("front.log"))
+            .expect("front log");
         let mut cmd = Command::new(&self.program);
-        cmd.args(&self.args).stdin(Stdio::null()).stdout(log.try_clone().expect("log")).stderr(log);
+        cmd.args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log);
         // SAFETY: prctl is async-signal-safe; runs in the child before exec.
         unsafe {
             cmd.pre_exec(|| {
@@ -644,10 +771,20 @@ impl Front {
                 Ok(())
             });
         }
-        let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot run {}: {e}", self.program.display()));
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", self.program.display()));
         self.child = Some(child);
-        if let Err(e) = wait_port("127.0.0.1", self.port, Instant::now() + Duration::from_secs(20)) {
-            panic!("{} did not listen: {e}; its log:\n{}", self.program.display(), self.log());
+        if let Err(e) = wait_port(
+            "127.0.0.1",
+            self.port,
+            Instant::now() + Duration::from_secs(20),
+        ) {
+            panic!(
+                "{} did not listen: {e}; its log:\n{}",
+                self.program.display(),
+                self.log()
+            );
         }
     }
 
@@ -683,7 +820,11 @@ impl Drop for Front {
 }
 
 fn front_dir(kind: &str) -> PathBuf {
-    let dir = scratch_root().join(format!("etcdlock-{kind}-{}-{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)));
+    let dir = scratch_root().join(format!(
+        "etcdlock-{kind}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&dir).expect("front dir");
     dir
 }
@@ -694,7 +835,10 @@ fn front_dir(kind: &str) -> PathBuf {
 /// at its own renewals).
 pub fn grpc_proxy(endpoints: &[String]) -> Front {
     let port = free_port();
-    let eps: Vec<&str> = endpoints.iter().map(|e| e.trim_start_matches("http://")).collect();
+    let eps: Vec<&str> = endpoints
+        .iter()
+        .map(|e| e.trim_start_matches("http://"))
+        .collect();
     let args = vec![
         "grpc-proxy".into(),
         "start".into(),
@@ -720,14 +864,21 @@ pub fn grpc_balancer(endpoint: &str, keepalive_requests: u32) -> Front {
 /// (its endpoint is `https://`) and speaks TLS to `endpoint` (an etcd TLS
 /// client port, see [`Etcd::start_tls`]), verifying etcd's certificate
 /// (issued for `localhost`) with the CA certificate `ca`.
-pub fn grpc_balancer_tls(endpoint: &str, keepalive_requests: u32, tls: &ServerTls, ca: &Path) -> Front {
+pub fn grpc_balancer_tls(
+    endpoint: &str,
+    keepalive_requests: u32,
+    tls: &ServerTls,
+    ca: &Path,
+) -> Front {
     balancer(endpoint, keepalive_requests, Some((tls, ca)))
 }
 
 fn balancer(endpoint: &str, keepalive_requests: u32, tls: Option<(&ServerTls, &Path)>) -> Front {
     let port = free_port();
     let dir = front_dir("nginx");
-    let upstream = endpoint.trim_start_matches("http://").trim_start_matches("https://");
+    let upstream = endpoint
+        .trim_start_matches("http://")
+        .trim_start_matches("https://");
     let (listen, scheme, tls_conf) = match tls {
         None => ("http2", "grpc", String::new()),
         Some((t, ca)) => (
@@ -751,9 +902,22 @@ fn balancer(endpoint: &str, keepalive_requests: u32, tls: Option<(&ServerTls, &P
         d = dir.display()
     );
     std::fs::write(dir.join("nginx.conf"), conf).expect("nginx.conf");
-    let bin = std::env::var("NGINX_BIN").map(PathBuf::from).unwrap_or_else(|_| PathBuf::from("/usr/sbin/nginx"));
-    assert!(bin.is_file(), "nginx is missing ({}): apt-get install nginx-light", bin.display());
-    let args = vec!["-p".into(), dir.display().to_string(), "-c".into(), dir.join("nginx.conf").display().to_string(), "-e".into(), dir.join("error.log").display().to_string()];
+    let bin = std::env::var("NGINX_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from("/usr/sbin/nginx"));
+    assert!(
+        bin.is_file(),
+        "nginx is missing ({}): apt-get install nginx-light",
+        bin.display()
+    );
+    let args = vec![
+        "-p".into(),
+        dir.display().to_string(),
+        "-c".into(),
+        dir.join("nginx.conf").display().to_string(),
+        "-e".into(),
+        dir.join("error.log").display().to_string(),
+    ];
     let mut f = Front::start(bin, args, port, dir);
     f.tls = tls.is_some();
     f
@@ -799,8 +963,15 @@ pub fn balancer_stats(front: &Front, keepalive_requests: u32) -> BalancerStats {
         .lines()
         .filter(|l| l.contains(" client canceled stream "))
         .filter_map(|l| {
-            let conn = l.split_whitespace().find(|w| w.starts_with('*'))?.trim_start_matches('*');
-            let uri = l.split("request: \"POST ").nth(1)?.split_whitespace().next()?;
+            let conn = l
+                .split_whitespace()
+                .find(|w| w.starts_with('*'))?
+                .trim_start_matches('*');
+            let uri = l
+                .split("request: \"POST ")
+                .nth(1)?
+                .split_whitespace()
+                .next()?;
             Some((conn.to_string(), uri.to_string()))
         })
         .collect();
@@ -809,7 +980,9 @@ pub fn balancer_stats(front: &Front, keepalive_requests: u32) -> BalancerStats {
     let mut st = BalancerStats::default();
     for l in log.lines() {
         let f: Vec<&str> = l.split_whitespace().collect();
-        let (Some(c), Some(n)) = (f.first(), f.get(1).and_then(|n| n.parse::<u32>().ok())) else { continue };
+        let (Some(c), Some(n)) = (f.first(), f.get(1).and_then(|n| n.parse::<u32>().ok())) else {
+            continue;
+        };
         st.requests += 1;
         match f.get(2).copied() {
             Some("200") => {}
@@ -819,7 +992,9 @@ pub fn balancer_stats(front: &Front, keepalive_requests: u32) -> BalancerStats {
                     Some(i) => {
                         canceled.swap_remove(i);
                         st.cancelled += 1;
-                        *st.cancelled_methods.entry(uri.rsplit('/').next().unwrap_or(uri).to_string()).or_default() += 1;
+                        *st.cancelled_methods
+                            .entry(uri.rsplit('/').next().unwrap_or(uri).to_string())
+                            .or_default() += 1;
                     }
                     None => {
                         st.non_200 += 1;
@@ -844,6 +1019,9 @@ pub fn balancer_stats(front: &Front, keepalive_requests: u32) -> BalancerStats {
 /// the requests it answered: (connections, requests), from its access log.
 pub fn nginx_requests(front: &Front) -> (usize, usize) {
     let log = std::fs::read_to_string(front.dir.join("access.log")).unwrap_or_default();
-    let conns: std::collections::HashSet<&str> = log.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let conns: std::collections::HashSet<&str> = log
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     (conns.len(), log.lines().count())
 }

@@ -13,7 +13,10 @@ pub(crate) fn into_handle<T>(v: Arc<T>) -> jlong {
 /// guarantees it (handles are private, freed once, and pinned while in use).
 pub(crate) unsafe fn borrow<T>(h: jlong, what: &str) -> NResult<Arc<T>> {
     if h == 0 {
-        return Err(NErr::Lock(Error::new(ErrorCode::Closed, format!("the {what} was closed"))));
+        return Err(NErr::Lock(Error::new(
+            ErrorCode::Closed,
+            format!("the {what} was closed"),
+        )));
     }
     let p = h as *const T;
     Arc::increment_strong_count(p);
@@ -54,8 +57,16 @@ pub(crate) fn req_bytes(env: &Env<'_>, a: &JByteArray<'_>, what: &str) -> NResul
 /// Options of one acquisition with its extras (lock-delay, lease time,
 /// metadata), built only by core's `bridge::acquire_options` (one rule and
 /// one message per value in every language; nothing is checked here).
-pub(crate) fn acquire_opts(timeout_ms: jlong, extras: bridge::Extras, cancel: Option<CancellationToken>) -> NResult<LockOptions> {
-    let mut o = bridge::acquire_options((timeout_ms >= 0).then_some(timeout_ms as f64), extras, bridge::Unit::Millis)?;
+pub(crate) fn acquire_opts(
+    timeout_ms: jlong,
+    extras: bridge::Extras,
+    cancel: Option<CancellationToken>,
+) -> NResult<LockOptions> {
+    let mut o = bridge::acquire_options(
+        (timeout_ms >= 0).then_some(timeout_ms as f64),
+        extras,
+        bridge::Unit::Millis,
+    )?;
     o.cancel = cancel;
     Ok(o)
 }
@@ -86,5 +97,9 @@ pub(crate) fn extras(
             pairs.push((k, v));
         }
     }
-    Ok(bridge::Extras { lock_delay: span(lock_delay_ms), lease_time: span(lease_time_ms), metadata: pairs })
+    Ok(bridge::Extras {
+        lock_delay: span(lock_delay_ms),
+        lease_time: span(lease_time_ms),
+        metadata: pairs,
+    })
 }

@@ -3,7 +3,6 @@
 
 use crate::prelude::*;
 
-
 /// `static native void rawRoundTrip(long client, String key, long lease)`: one
 /// round of `etcdlock::bench_floor::txn_delete_round` (raw Txn: put with
 /// `lease` if absent + read the owner under `key`'s prefix; then Delete),
@@ -39,8 +38,14 @@ mod etcd_client_shim {
         Error::new(ErrorCode::Unavailable, err.to_string())
     }
 
-    pub(crate) async fn raw_round_trip(mut etcd: etcd_client::Client, key: String, lease: i64) -> etcdlock::Result<()> {
-        etcdlock::bench_floor::txn_delete_round(&mut etcd, key, lease).await.map(|_| ())
+    pub(crate) async fn raw_round_trip(
+        mut etcd: etcd_client::Client,
+        key: String,
+        lease: i64,
+    ) -> etcdlock::Result<()> {
+        etcdlock::bench_floor::txn_delete_round(&mut etcd, key, lease)
+            .await
+            .map(|_| ())
     }
 
     /// Grant a lease for the raw floor (so the put carries a lease like a lock key does).
@@ -60,7 +65,11 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_rawGrant<'local>(
     unowned
         .with_env(|env| -> NResult<jlong> {
             let c = unsafe { borrow::<Client>(client, "client")? };
-            block(env, async move { etcd_client_shim::grant(c.etcd().await?, ttl).await }, None)
+            block(
+                env,
+                async move { etcd_client_shim::grant(c.etcd().await?, ttl).await },
+                None,
+            )
         })
         .resolve::<ThrowEtcdLock>()
 }

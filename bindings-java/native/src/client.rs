@@ -27,7 +27,10 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
             if items.len() % 2 != 0 {
                 return Err(invalid("options come as key, value pairs"));
             }
-            let pairs: Vec<(&str, &str)> = items.chunks(2).map(|p| (p[0].as_str(), p[1].as_str())).collect();
+            let pairs: Vec<(&str, &str)> = items
+                .chunks(2)
+                .map(|p| (p[0].as_str(), p[1].as_str()))
+                .collect();
             let opts = bridge::client_options(pairs)?;
             etcdlock::set_language("java");
             let client = block(env, async move { Client::connect(opts).await }, None)?;
@@ -35,7 +38,6 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
         })
         .resolve::<ThrowEtcdLock>()
 }
-
 
 /// `static native long[] metrics(long client)`: core's metrics snapshot, flat:
 /// per acquisition result (acquired, timeout, would_block, cancelled, error)
@@ -56,7 +58,13 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_metrics<'local>(
             let mut v: Vec<jlong> = Vec::with_capacity(22);
             v.extend(m.acquisitions.iter().map(|a| a.count as jlong));
             v.extend(m.acquisitions.iter().map(|a| ns(a.wait_total)));
-            v.extend([m.waiting, m.held, ns(m.held_duration), m.holds_ended as jlong, ns(m.hold_total)]);
+            v.extend([
+                m.waiting,
+                m.held,
+                ns(m.held_duration),
+                m.holds_ended as jlong,
+                ns(m.hold_total),
+            ]);
             v.extend(m.lost.iter().map(|(_, n)| *n as jlong));
             v.extend([m.keepalives as jlong, m.keepalive_rtt.map(ns).unwrap_or(-1)]);
             let arr = env.new_long_array(v.len())?;
@@ -212,13 +220,19 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
             let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
             let token = CancellationToken::new();
             let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
-            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token);
+            async_tokens()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, token);
             // Started on this thread (the lock's Txn leaves from here), finished
             // and reported on the runtime.
             let started = etcdlock::runtime::start(async move {
                 let r = c.lock_with(&name, opts).await;
                 etcdlock::runtime::on_runtime().await;
-                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                async_tokens()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
                 match r {
                     Ok(g) => {
                         let g = Arc::new(g);
@@ -236,11 +250,13 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
             });
             if started.is_err() {
                 // Never started: nothing will report or cancel it.
-                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                async_tokens()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
             }
             started?;
             Ok(())
         })
         .resolve::<ThrowEtcdLock>()
 }
-

@@ -5,7 +5,6 @@
 
 use crate::prelude::*;
 
-
 /// An error on the way back to Java: a core error, or a JNI failure (which
 /// usually means a Java exception is already pending).
 #[derive(Debug)]
@@ -55,7 +54,12 @@ pub(crate) static BRIDGE: OnceLock<Bridge> = OnceLock::new();
 /// none), retryable, message.
 pub(crate) fn wire(e: &Error) -> (i32, i32, bool, String) {
     let w = bridge::WireError::from(e);
-    (w.code as i32, w.reason.map(|r| r as i32).unwrap_or(0), w.retryable, e.to_string())
+    (
+        w.code as i32,
+        w.reason.map(|r| r as i32).unwrap_or(0),
+        w.retryable,
+        e.to_string(),
+    )
 }
 
 /// Build the Java exception for `e` via `NativeBridge.error` and throw it.
@@ -63,7 +67,10 @@ pub(crate) fn throw(env: &mut Env<'_>, e: &Error) -> jni::errors::Result<()> {
     let (code, reason, retryable, msg) = wire(e);
     let Some(bridge) = BRIDGE.get() else {
         // init() never ran: only possible if someone calls the natives directly.
-        return env.throw_new(jni_str!("java/lang/IllegalStateException"), jni::strings::JNIString::new(msg));
+        return env.throw_new(
+            jni_str!("java/lang/IllegalStateException"),
+            jni::strings::JNIString::new(msg),
+        );
     };
     let jmsg = JString::from_str(env, msg)?;
     let obj = env
@@ -71,7 +78,12 @@ pub(crate) fn throw(env: &mut Env<'_>, e: &Error) -> jni::errors::Result<()> {
             &bridge.class,
             jni_str!("error"),
             jni_sig!("(IIZLjava/lang/String;)Lio/etcdlock/EtcdLockException;"),
-            &[JValue::Int(code), JValue::Int(reason), JValue::Bool(retryable), JValue::Object(&jmsg)],
+            &[
+                JValue::Int(code),
+                JValue::Int(reason),
+                JValue::Bool(retryable),
+                JValue::Object(&jmsg),
+            ],
         )?
         .l()?;
     let t = env.cast_local::<JThrowable>(obj)?;
@@ -96,7 +108,10 @@ impl<T: Default> ErrorPolicy<T, NErr> for ThrowEtcdLock {
         }
         let _ = match err {
             NErr::Lock(e) => throw(env, &e),
-            NErr::Jni(e) => throw(env, &Error::new(ErrorCode::Internal, format!("JNI error: {e}"))),
+            NErr::Jni(e) => throw(
+                env,
+                &Error::new(ErrorCode::Internal, format!("JNI error: {e}")),
+            ),
         };
         Ok(T::default())
     }

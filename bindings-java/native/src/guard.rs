@@ -12,7 +12,11 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_cancelAsync<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            if let Some(t) = async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id) {
+            if let Some(t) = async_tokens()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id)
+            {
                 t.cancel();
             }
             Ok(())
@@ -166,9 +170,10 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchLoss<'local>(
 /// Ms of validity left while `g`'s renewal is failing and it is held, else -1.
 pub(crate) fn renewal_ms(g: &Guard) -> jlong {
     match g.renewal() {
-        etcdlock::Renewal::Failing { valid_until } if g.is_held() => {
-            valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as jlong
-        }
+        etcdlock::Renewal::Failing { valid_until } if g.is_held() => valid_until
+            .saturating_duration_since(std::time::Instant::now())
+            .as_millis()
+            as jlong,
         _ => -1,
     }
 }
@@ -198,9 +203,10 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchRenewal<'local>(
                     let now = *changes.borrow_and_update();
                     if matches!(now, etcdlock::Renewal::Failing { .. }) != was_failing {
                         let ms = match now {
-                            etcdlock::Renewal::Failing { valid_until } => {
-                                valid_until.saturating_duration_since(std::time::Instant::now()).as_millis() as jlong
-                            }
+                            etcdlock::Renewal::Failing { valid_until } => valid_until
+                                .saturating_duration_since(std::time::Instant::now())
+                                .as_millis()
+                                as jlong,
                             etcdlock::Renewal::Ok => -1,
                         };
                         complete(id, 0, ms, None);

@@ -38,14 +38,18 @@ mod prelude {
     pub(crate) use std::time::Duration;
 
     pub(crate) use jni::errors::ErrorPolicy;
-    pub(crate) use jni::objects::{JByteArray, JClass, JLongArray, JObject, JObjectArray, JString, JThrowable, JValue};
+    pub(crate) use jni::objects::{
+        JByteArray, JClass, JLongArray, JObject, JObjectArray, JString, JThrowable, JValue,
+    };
     pub(crate) use jni::refs::Global;
     pub(crate) use jni::sys::{jboolean, jdouble, jint, jlong};
     pub(crate) use jni::vm::JavaVM;
     pub(crate) use jni::{jni_sig, jni_str, Env, EnvUnowned};
 
     pub(crate) use etcdlock::bridge;
-    pub(crate) use etcdlock::{CancellationToken, Client, Error, ErrorCode, Guard, LockOptions, MultiGuard};
+    pub(crate) use etcdlock::{
+        CancellationToken, Client, Error, ErrorCode, Guard, LockOptions, MultiGuard,
+    };
 
     pub(crate) use crate::args::*;
     pub(crate) use crate::errors::*;
@@ -56,7 +60,10 @@ use crate::prelude::*;
 
 /// `static native void init()`: cache the VM and the bridge class.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_etcdlock_NativeBridge_init<'local>(mut unowned: EnvUnowned<'local>, class: JClass<'local>) {
+pub extern "system" fn Java_io_etcdlock_NativeBridge_init<'local>(
+    mut unowned: EnvUnowned<'local>,
+    class: JClass<'local>,
+) {
     unowned
         .with_env(|env| -> NResult<()> {
             if BRIDGE.get().is_none() {
@@ -76,7 +83,9 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_version<'local>(
     _class: JClass<'local>,
 ) -> JString<'local> {
     unowned
-        .with_env(|env| -> NResult<JString<'local>> { Ok(JString::from_str(env, env!("CARGO_PKG_VERSION"))?) })
+        .with_env(|env| -> NResult<JString<'local>> {
+            Ok(JString::from_str(env, env!("CARGO_PKG_VERSION"))?)
+        })
         .resolve::<ThrowEtcdLock>()
 }
 

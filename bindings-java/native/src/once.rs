@@ -12,7 +12,15 @@ fn hold_array<'local>(env: &mut Env<'local>, h: Option<OnceHold>) -> NResult<JLo
         None => Ok(JLongArray::default()),
         Some(h) => {
             let arr = env.new_long_array(3)?;
-            arr.set_region(env, 0, &[h.record.revision, h.record.locked_at_ms, h.record.lock_until_ms])?;
+            arr.set_region(
+                env,
+                0,
+                &[
+                    h.record.revision,
+                    h.record.locked_at_ms,
+                    h.record.lock_until_ms,
+                ],
+            )?;
             Ok(arr)
         }
     }
@@ -33,7 +41,11 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_onceTake<'local>(
         .with_env(|env| -> NResult<JLongArray<'local>> {
             let c = unsafe { borrow::<Client>(client, "client")? };
             let name = req_string(env, &name, "job name")?;
-            let h = block(env, async move { c.once_take_at(&name, now_ms, until_ms).await }, None)?;
+            let h = block(
+                env,
+                async move { c.once_take_at(&name, now_ms, until_ms).await },
+                None,
+            )?;
             hold_array(env, h)
         })
         .resolve::<ThrowEtcdLock>()
@@ -57,8 +69,17 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_onceFinish<'local>(
     unowned
         .with_env(|env| -> NResult<jboolean> {
             let c = unsafe { borrow::<Client>(client, "client")? };
-            let h = OnceHold::mine(&req_string(env, &name, "job name")?, revision, locked_at_ms, lock_until_ms);
-            block(env, async move { c.once_finish_at(&h, now_ms, at_least_until_ms).await }, None)
+            let h = OnceHold::mine(
+                &req_string(env, &name, "job name")?,
+                revision,
+                locked_at_ms,
+                lock_until_ms,
+            );
+            block(
+                env,
+                async move { c.once_finish_at(&h, now_ms, at_least_until_ms).await },
+                None,
+            )
         })
         .resolve::<ThrowEtcdLock>()
 }
@@ -81,8 +102,17 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_onceExtend<'local>(
     unowned
         .with_env(|env| -> NResult<JLongArray<'local>> {
             let c = unsafe { borrow::<Client>(client, "client")? };
-            let h = OnceHold::mine(&req_string(env, &name, "job name")?, revision, locked_at_ms, lock_until_ms);
-            let n = block(env, async move { c.once_extend_at(&h, now_ms, until_ms).await }, None)?;
+            let h = OnceHold::mine(
+                &req_string(env, &name, "job name")?,
+                revision,
+                locked_at_ms,
+                lock_until_ms,
+            );
+            let n = block(
+                env,
+                async move { c.once_extend_at(&h, now_ms, until_ms).await },
+                None,
+            )?;
             hold_array(env, n)
         })
         .resolve::<ThrowEtcdLock>()

@@ -35,7 +35,10 @@ impl Enc {
 }
 
 pub(crate) fn encode_leader(e: &mut Enc, l: &etcdlock::Leader) {
-    e.bytes(Some(&l.key)).bytes(Some(&l.value)).i64(l.revision).i64(l.lease_id);
+    e.bytes(Some(&l.key))
+        .bytes(Some(&l.value))
+        .i64(l.revision)
+        .i64(l.lease_id);
 }
 
 /// Names encoded by Java as i32 count, then i32 length + UTF-8 bytes each.
@@ -53,7 +56,9 @@ pub(crate) fn decode_names(b: &[u8]) -> NResult<Vec<String>> {
         let len = usize::try_from(next_i32(&mut at)?).map_err(|_| bad())?;
         let v = b.get(at..at + len).ok_or_else(bad)?;
         at += len;
-        out.push(String::from_utf8(v.to_vec()).map_err(|_| invalid("a lock name is not valid UTF-8"))?);
+        out.push(
+            String::from_utf8(v.to_vec()).map_err(|_| invalid("a lock name is not valid UTF-8"))?,
+        );
     }
     Ok(out)
 }
@@ -83,27 +88,49 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
             let c = unsafe { borrow::<Client>(client, "client")? };
             let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
             let name = opt_string(env, &name)?.unwrap_or_default();
-            let arg = if arg.is_null() { Vec::new() } else { env.convert_byte_array(&arg)? };
-            let names = if kind == 4 { decode_names(&arg)? } else { Vec::new() };
+            let arg = if arg.is_null() {
+                Vec::new()
+            } else {
+                env.convert_byte_array(&arg)?
+            };
+            let names = if kind == 4 {
+                decode_names(&arg)?
+            } else {
+                Vec::new()
+            };
             if !(1..=4).contains(&kind) {
                 return Err(invalid(format!("unknown acquisition kind {kind}")));
             }
-            let permits = u32::try_from(permits).map_err(|_| invalid(format!("permits must be between 1 and {}, got {permits}", etcdlock::MAX_PERMITS)))?;
+            let permits = u32::try_from(permits).map_err(|_| {
+                invalid(format!(
+                    "permits must be between 1 and {}, got {permits}",
+                    etcdlock::MAX_PERMITS
+                ))
+            })?;
             let token = CancellationToken::new();
             let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
-            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token);
+            async_tokens()
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id, token);
             let rt = etcdlock::runtime::runtime()?;
             rt.spawn(async move {
                 let r: etcdlock::Result<Result<Guard, MultiGuard>> = match kind {
                     1 => c.acquire_permit(&name, permits, opts).await.map(Ok),
                     2 => c.read_lock(&name, opts).await.map(Ok),
-                    3 => c.campaign(&name, arg, opts).await.map(|l| Ok(l.into_guard())),
+                    3 => c
+                        .campaign(&name, arg, opts)
+                        .await
+                        .map(|l| Ok(l.into_guard())),
                     _ => {
                         let refs: Vec<&str> = names.iter().map(String::as_str).collect();
                         c.lock_many(&refs, opts).await.map(Err)
                     }
                 };
-                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                async_tokens()
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&id);
                 match r {
                     Ok(Ok(g)) => {
                         let g = Arc::new(g);
@@ -147,8 +174,6 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_proclaim<'local>(
         })
         .resolve::<ThrowEtcdLock>()
 }
-
-
 
 /// Call `NativeBridge.observed(long id, int code, int reason, boolean retryable, byte[] leader, String msg)`
 /// on a runtime thread.
@@ -261,7 +286,11 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiInfo<'local>(
     unowned
         .with_env(|_env| -> NResult<jlong> {
             let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
-            let lost = m.guards().iter().enumerate().find_map(|(i, g)| g.loss().map(|l| (i as jlong, l.reason as jlong)));
+            let lost = m
+                .guards()
+                .iter()
+                .enumerate()
+                .find_map(|(i, g)| g.loss().map(|l| (i as jlong, l.reason as jlong)));
             Ok(match what {
                 0 => m.guards().first().map(|g| g.fencing_token()).unwrap_or(0),
                 1 => m.is_held() as jlong,
@@ -286,7 +315,10 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiPut<'local>(
     unowned
         .with_env(|env| -> NResult<()> {
             let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
-            let (k, v) = (req_bytes(env, &key, "key")?, req_bytes(env, &value, "value")?);
+            let (k, v) = (
+                req_bytes(env, &key, "key")?,
+                req_bytes(env, &value, "value")?,
+            );
             block(env, async move { m.put(k, v).await }, None)
         })
         .resolve::<ThrowEtcdLock>()
@@ -374,4 +406,3 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeMulti<'local>(
         })
         .resolve::<ThrowEtcdLock>()
 }
-

@@ -43,18 +43,30 @@ pub(crate) fn encode_status(e: &mut Enc, st: &etcdlock::Status) {
         Some(etcdlock::LockKind::Semaphore) => 2,
         Some(etcdlock::LockKind::RwLock) => 3,
     };
-    e.i64(st.revision).i32(kind).i32((st.holders.len() + st.waiters.len()) as i32);
+    e.i64(st.revision)
+        .i32(kind)
+        .i32((st.holders.len() + st.waiters.len()) as i32);
     for x in st.holders.iter().chain(st.waiters.iter()) {
         let (kind, permits) = match x.kind {
             etcdlock::ContenderKind::Exclusive => (0, 1),
             etcdlock::ContenderKind::Reader => (1, 1),
             etcdlock::ContenderKind::Permit(n) => (2, n as i32),
         };
-        e.bytes(Some(x.key.as_bytes())).i32(kind).i32(permits).i32(x.holds as i32).i64(x.lease_id);
-        e.i64(x.ttl_remaining.unwrap_or(-1)).i64(x.create_revision).bytes(x.owner.as_deref().map(str::as_bytes));
-        e.i64(x.age_ms.map_or(-1, |a| a as i64)).bytes(Some(&x.value));
-        e.bytes(x.host.as_deref().map(str::as_bytes)).i32(x.pid.map_or(-1, |p| p as i32));
-        e.bytes(x.language.as_deref().map(str::as_bytes)).i32(x.local_waiters.map_or(-1, |n| n as i32)).i32(x.foreign as i32);
+        e.bytes(Some(x.key.as_bytes()))
+            .i32(kind)
+            .i32(permits)
+            .i32(x.holds as i32)
+            .i64(x.lease_id);
+        e.i64(x.ttl_remaining.unwrap_or(-1))
+            .i64(x.create_revision)
+            .bytes(x.owner.as_deref().map(str::as_bytes));
+        e.i64(x.age_ms.map_or(-1, |a| a as i64))
+            .bytes(Some(&x.value));
+        e.bytes(x.host.as_deref().map(str::as_bytes))
+            .i32(x.pid.map_or(-1, |p| p as i32));
+        e.bytes(x.language.as_deref().map(str::as_bytes))
+            .i32(x.local_waiters.map_or(-1, |n| n as i32))
+            .i32(x.foreign as i32);
         e.i32(x.metadata.len() as i32);
         for (k, v) in &x.metadata {
             e.bytes(Some(k.as_bytes())).bytes(Some(v.as_bytes()));

@@ -11,7 +11,12 @@ use etcdlock::{Barrier, Latch};
 /// A Java count as core's: a negative one is `InvalidArgument` with core's
 /// message for an out-of-range count.
 fn count_of(what: &str, n: jlong) -> NResult<u64> {
-    u64::try_from(n).map_err(|_| invalid(format!("{what} must be between 1 and {}, got {n}", etcdlock::MAX_SYNC_COUNT)))
+    u64::try_from(n).map_err(|_| {
+        invalid(format!(
+            "{what} must be between 1 and {}, got {n}",
+            etcdlock::MAX_SYNC_COUNT
+        ))
+    })
 }
 
 /// Run `wait` on the runtime, cancellable through `cancelAsync(id)`, and
@@ -21,7 +26,10 @@ where
     F: Future<Output = etcdlock::Result<jlong>> + Send + 'static,
 {
     let token = CancellationToken::new();
-    async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token.clone());
+    async_tokens()
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(id, token.clone());
     let rt = etcdlock::runtime::runtime()?;
     rt.spawn(async move {
         let r = tokio::select! {
@@ -104,7 +112,11 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_latchWaitAsync<'local>(
     unowned
         .with_env(|_env| -> NResult<()> {
             let l = unsafe { borrow::<Latch>(latch, "latch")? };
-            let timeout = bridge::opt_timeout("timeout", (timeout_ms >= 0).then_some(timeout_ms as f64), bridge::Unit::Millis)?;
+            let timeout = bridge::opt_timeout(
+                "timeout",
+                (timeout_ms >= 0).then_some(timeout_ms as f64),
+                bridge::Unit::Millis,
+            )?;
             let what = format!("latch {:?}", l.name());
             spawn_wait(id, what, async move { l.wait(timeout).await.map(|()| 0) })
         })
@@ -158,8 +170,12 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_barrierOpen<'local>(
         .with_env(|env| -> NResult<jlong> {
             let c = unsafe { borrow::<Client>(client, "client")? };
             let name = req_string(env, &name, "barrier name")?;
-            let parties = u32::try_from(parties)
-                .map_err(|_| invalid(format!("parties must be between 1 and {}, got {parties}", etcdlock::MAX_SYNC_COUNT)))?;
+            let parties = u32::try_from(parties).map_err(|_| {
+                invalid(format!(
+                    "parties must be between 1 and {}, got {parties}",
+                    etcdlock::MAX_SYNC_COUNT
+                ))
+            })?;
             let b = block(env, async move { c.barrier(&name, parties).await }, None)?;
             Ok(into_handle(Arc::new(b)))
         })
@@ -180,9 +196,17 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_barrierWaitAsync<'local>(
     unowned
         .with_env(|_env| -> NResult<()> {
             let b = unsafe { borrow::<Barrier>(barrier, "barrier")? };
-            let timeout = bridge::opt_timeout("timeout", (timeout_ms >= 0).then_some(timeout_ms as f64), bridge::Unit::Millis)?;
+            let timeout = bridge::opt_timeout(
+                "timeout",
+                (timeout_ms >= 0).then_some(timeout_ms as f64),
+                bridge::Unit::Millis,
+            )?;
             let what = format!("barrier {:?}", b.name());
-            spawn_wait(id, what, async move { b.wait(timeout).await.map(jlong::from) })
+            spawn_wait(
+                id,
+                what,
+                async move { b.wait(timeout).await.map(jlong::from) },
+            )
         })
         .resolve::<ThrowEtcdLock>()
 }

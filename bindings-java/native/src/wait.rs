@@ -6,7 +6,11 @@ use crate::prelude::*;
 /// Run `fut` on the shared runtime and park this Java thread until it ends.
 /// With `cancel`, the thread wakes every 20 ms to check `Thread.isInterrupted()`
 /// and cancels the token once it is (the future then ends with `Cancelled`).
-pub(crate) fn block<T, F>(env: &mut Env<'_>, fut: F, cancel: Option<CancellationToken>) -> NResult<T>
+pub(crate) fn block<T, F>(
+    env: &mut Env<'_>,
+    fut: F,
+    cancel: Option<CancellationToken>,
+) -> NResult<T>
 where
     F: Future<Output = etcdlock::Result<T>> + Send + 'static,
     T: Send + 'static,
@@ -32,12 +36,18 @@ where
         let interrupted = (|| -> jni::errors::Result<bool> {
             if thread.is_none() {
                 let t = env
-                    .call_static_method(jni_str!("java/lang/Thread"), jni_str!("currentThread"), jni_sig!("()Ljava/lang/Thread;"), &[])?
+                    .call_static_method(
+                        jni_str!("java/lang/Thread"),
+                        jni_str!("currentThread"),
+                        jni_sig!("()Ljava/lang/Thread;"),
+                        &[],
+                    )?
                     .l()?;
                 thread = Some(t);
             }
             let t = thread.as_ref().expect("set above");
-            env.call_method(t, jni_str!("isInterrupted"), jni_sig!("()Z"), &[])?.z()
+            env.call_method(t, jni_str!("isInterrupted"), jni_sig!("()Z"), &[])?
+                .z()
         })();
         match interrupted {
             Ok(true) => token.cancel(),
@@ -91,7 +101,9 @@ fn attach_as_daemon(vm: &JavaVM) {
         // and AttachCurrentThreadAsDaemon exist); the name outlives the call.
         unsafe {
             let mut env: *mut std::ffi::c_void = std::ptr::null_mut();
-            if ((*(*raw)).v1_2.GetEnv)(raw, &mut env, jni::sys::JNI_VERSION_1_8) != jni::sys::JNI_EDETACHED {
+            if ((*(*raw)).v1_2.GetEnv)(raw, &mut env, jni::sys::JNI_VERSION_1_8)
+                != jni::sys::JNI_EDETACHED
+            {
                 return;
             }
             let mut args = jni::sys::JavaVMAttachArgs {
@@ -100,7 +112,9 @@ fn attach_as_daemon(vm: &JavaVM) {
                 group: std::ptr::null_mut(),
             };
             let args_ptr: *mut jni::sys::JavaVMAttachArgs = &mut args;
-            if ((*(*raw)).v1_4.AttachCurrentThreadAsDaemon)(raw, &mut env, args_ptr.cast()) == jni::sys::JNI_OK {
+            if ((*(*raw)).v1_4.AttachCurrentThreadAsDaemon)(raw, &mut env, args_ptr.cast())
+                == jni::sys::JNI_OK
+            {
                 a.0.set(raw);
             }
         }
@@ -110,12 +124,20 @@ fn attach_as_daemon(vm: &JavaVM) {
 /// Run `f` with a JNI env on this runtime thread (attached to the JVM as a
 /// daemon named `etcdlock-rt` on its first call, see `DaemonAttachment`), and
 /// the cached bridge class. False if the JVM could not be reached or `f` failed.
-pub(crate) fn with_bridge(f: impl FnOnce(&mut Env<'_>, &Bridge) -> jni::errors::Result<()>) -> bool {
-    let Some(bridge) = BRIDGE.get() else { return false };
+pub(crate) fn with_bridge(
+    f: impl FnOnce(&mut Env<'_>, &Bridge) -> jni::errors::Result<()>,
+) -> bool {
+    let Some(bridge) = BRIDGE.get() else {
+        return false;
+    };
     attach_as_daemon(&bridge.vm);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         bridge.vm.attach_current_thread_with_config(
-            || jni::vm::AttachConfig::new().scoped(true).thread_name(jni_str!("etcdlock-rt")),
+            || {
+                jni::vm::AttachConfig::new()
+                    .scoped(true)
+                    .thread_name(jni_str!("etcdlock-rt"))
+            },
             Some(16),
             |env| f(env, bridge),
         )
@@ -159,4 +181,3 @@ pub(crate) fn async_tokens() -> &'static Mutex<HashMap<jlong, CancellationToken>
     static T: OnceLock<Mutex<HashMap<jlong, CancellationToken>>> = OnceLock::new();
     T.get_or_init(|| Mutex::new(HashMap::new()))
 }
-

@@ -14,10 +14,13 @@ use tokio::sync::{mpsc, watch};
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::keys::{delete_incarnation, delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener, OwnKeyWatch};
+use crate::keys::{
+    delete_incarnation, delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener,
+    OwnKeyWatch,
+};
+use crate::names::show;
 use crate::session::{Loss, OnLoss, Session};
 use crate::watch::Later;
-use crate::names::show;
 
 /// Where a guard stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,7 +125,8 @@ impl Guard {
         *shared.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
         if let Some((watch_id, w, pending)) = own {
             *shared.watch_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(watch_id);
-            let as_key: Weak<dyn OwnKeyListener> = Arc::downgrade(&shared) as Weak<dyn OwnKeyListener>;
+            let as_key: Weak<dyn OwnKeyListener> =
+                Arc::downgrade(&shared) as Weak<dyn OwnKeyListener>;
             w.hand_over(as_key, pending);
         }
         if watch_later {
@@ -154,7 +158,11 @@ impl Guard {
     /// just before ours that was still present (empty if uncontended). Handy for
     /// diagnosing queues; the tests use it to prove there is no herd.
     pub fn waited_on(&self) -> Vec<String> {
-        self.shared.waited_on.iter().map(|k| String::from_utf8_lossy(k).into_owned()).collect()
+        self.shared
+            .waited_on
+            .iter()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect()
     }
 
     /// The session's lease id.
@@ -236,7 +244,10 @@ impl Guard {
     /// (or its lock) alive, like Go's `Session.Done()`: hand it to a task or
     /// another thread and await [`LossSignal::wait`].
     pub fn lost_signal(&self) -> LossSignal {
-        LossSignal { rx: self.shared.state.subscribe(), session: self.shared.session.clone() }
+        LossSignal {
+            rx: self.shared.state.subscribe(),
+            session: self.shared.session.clone(),
+        }
     }
 
     /// Past the local deadline, while the session asks etcd why (at most
@@ -253,9 +264,13 @@ impl Guard {
     fn check_held(&self) -> Result<()> {
         match self.state() {
             GuardState::Held => Ok(()),
-            GuardState::Released => {
-                Err(Error::new(ErrorCode::NotHeld, format!("lock {} was already released by this handle", show(&self.shared.name))))
-            }
+            GuardState::Released => Err(Error::new(
+                ErrorCode::NotHeld,
+                format!(
+                    "lock {} was already released by this handle",
+                    show(&self.shared.name)
+                ),
+            )),
             GuardState::Lost(l) => Err(Error::lost(
                 l.reason,
                 format!("lock {} was lost ({})", show(&self.shared.name), l.reason),
@@ -281,7 +296,11 @@ impl Guard {
         self.shared.state.send_if_modified(|s| {
             ended = end_hold(s, GuardState::Released);
             if ended {
-                self.shared.client.inner.metrics.hold_ended(self.shared.started, None);
+                self.shared
+                    .client
+                    .inner
+                    .metrics
+                    .hold_ended(self.shared.started, None);
                 self.shared.client.inner.meta.hold_ended(&self.shared.name);
             }
             ended
@@ -294,7 +313,9 @@ impl Guard {
             // A plain delete only if this call ended the hold: then no other
             // delete of the key (a lease_time expiry's) runs beside it.
             let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            match delete_incarnation(&sh.client, &sh.session, &sh.key, sh.token, &records, ended).await {
+            match delete_incarnation(&sh.client, &sh.session, &sh.key, sh.token, &records, ended)
+                .await
+            {
                 Ok(deleted) => {
                     tracing::debug!(lock = %sh.name, "released");
                     sh.session.release_key(&sh.key);
@@ -353,7 +374,11 @@ impl Guard {
 
     /// Keys a clean release deletes with ours (the lock-delay records).
     pub(crate) fn set_delay_records(&self, keys: Vec<Vec<u8>>) {
-        *self.shared.records.lock().unwrap_or_else(|p| p.into_inner()) = keys;
+        *self
+            .shared
+            .records
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = keys;
     }
 
     /// End the hold when `after` has passed (the acquisition's lease time):
@@ -373,12 +398,24 @@ impl Guard {
             let ticket = crate::wait::CleanupTicket::new(&sh.client, &sh.key);
             // Only if this ends the hold: an unlock that ended it first
             // deletes the key itself.
-            if !sh.mark_lost(Loss { reason: LossReason::LeaseExpired, at: Instant::now() }) {
+            if !sh.mark_lost(Loss {
+                reason: LossReason::LeaseExpired,
+                at: Instant::now(),
+            }) {
                 return;
             }
-            sh.releasing.store(true, std::sync::atomic::Ordering::SeqCst);
+            sh.releasing
+                .store(true, std::sync::atomic::Ordering::SeqCst);
             let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            delete_until_gone(&sh.client, &sh.session, &sh.key, Some(sh.token), false, &records).await;
+            delete_until_gone(
+                &sh.client,
+                &sh.session,
+                &sh.key,
+                Some(sh.token),
+                false,
+                &records,
+            )
+            .await;
             sh.session.release_key(&sh.key);
             drop(ticket);
         });
@@ -393,7 +430,10 @@ impl Shared {
             if ended {
                 // Counted before anyone waiting for the loss is woken (the
                 // watch channel wakes them after this closure returns).
-                self.client.inner.metrics.hold_ended(self.started, Some(loss.reason));
+                self.client
+                    .inner
+                    .metrics
+                    .hold_ended(self.started, Some(loss.reason));
                 self.client.inner.meta.hold_ended(&self.name);
             }
             ended
@@ -407,20 +447,39 @@ impl Shared {
 
     /// Stop watching our key and listening to the session: the hold is over.
     fn detach(&self) {
-        if let Some(id) = self.watch_id.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(id) = self
+            .watch_id
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             self.client.inner.hub.cancel(id);
         }
-        if let Some(id) = self.listener.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        if let Some(id) = self
+            .listener
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
             self.session.unlisten(id);
         }
     }
 
     fn release_in_background(self: &Arc<Self>) {
-        self.releasing.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.releasing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let sh = self.clone();
         self.client.inner.handle.spawn(async move {
             let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
-            delete_until_gone(&sh.client, &sh.session, &sh.key, Some(sh.token), false, &records).await;
+            delete_until_gone(
+                &sh.client,
+                &sh.session,
+                &sh.key,
+                Some(sh.token),
+                false,
+                &records,
+            )
+            .await;
             sh.session.release_key(&sh.key);
         });
     }
@@ -446,11 +505,18 @@ impl OwnKeyListener for Shared {
             let r = client
                 .call(None, |mut c| {
                     let k = key.clone();
-                    async move { c.get(k, Some(etcd_client::GetOptions::new().with_keys_only())).await }
+                    async move {
+                        c.get(k, Some(etcd_client::GetOptions::new().with_keys_only()))
+                            .await
+                    }
                 })
                 .await;
             if let (Ok(resp), Some(sh)) = (r, weak.upgrade()) {
-                if !resp.kvs().first().is_some_and(|kv| kv.create_revision() == token) {
+                if !resp
+                    .kvs()
+                    .first()
+                    .is_some_and(|kv| kv.create_revision() == token)
+                {
                     sh.key_deleted();
                 }
             }
@@ -491,7 +557,12 @@ impl OwnKeyListener for Shared {
                 .await;
             let Some(sh) = weak.upgrade() else { return };
             match r {
-                Ok(resp) if resp.kvs().first().is_some_and(|kv| kv.create_revision() == token) => {
+                Ok(resp)
+                    if resp
+                        .kvs()
+                        .first()
+                        .is_some_and(|kv| kv.create_revision() == token) =>
+                {
                     let rev = resp.header().map(|h| h.revision()).unwrap_or(token);
                     // The old watch is gone (etcd cancelled it).
                     sh.watch_id.lock().unwrap_or_else(|p| p.into_inner()).take();
@@ -543,7 +614,11 @@ impl Drop for Guard {
             // Our key is gone (or dies with the lost session); free the name for
             // reuse, unless a background delete of it is still pending (it frees the
             // name when done).
-            if !self.shared.releasing.load(std::sync::atomic::Ordering::SeqCst) {
+            if !self
+                .shared
+                .releasing
+                .load(std::sync::atomic::Ordering::SeqCst)
+            {
                 self.shared.session.release_key(&self.shared.key);
             }
         }
@@ -573,7 +648,9 @@ pub struct LossSignal {
 
 impl fmt::Debug for LossSignal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LossSignal").field("state", &*self.rx.borrow()).finish()
+        f.debug_struct("LossSignal")
+            .field("state", &*self.rx.borrow())
+            .finish()
     }
 }
 

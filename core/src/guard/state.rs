@@ -26,11 +26,17 @@ pub(crate) fn end_hold(state: &mut GuardState, to: GuardState) -> bool {
 /// instant the hold ended locally. Past the deadline a stored `Held` reads as
 /// lost: with the session's reason once known, else a provisional
 /// `ConnectionLost` at the deadline (the loss event carries etcd's answer).
-pub(crate) fn observed(stored: GuardState, alive: bool, session_loss: Option<Loss>, deadline: Instant) -> GuardState {
+pub(crate) fn observed(
+    stored: GuardState,
+    alive: bool,
+    session_loss: Option<Loss>,
+    deadline: Instant,
+) -> GuardState {
     match stored {
-        GuardState::Held if !alive => {
-            GuardState::Lost(session_loss.unwrap_or(Loss { reason: LossReason::ConnectionLost, at: deadline }))
-        }
+        GuardState::Held if !alive => GuardState::Lost(session_loss.unwrap_or(Loss {
+            reason: LossReason::ConnectionLost,
+            at: deadline,
+        })),
         st => st,
     }
 }
@@ -66,24 +72,60 @@ mod tests {
         let at = Instant::now();
         let mut s = GuardState::Held;
         assert!(end_hold(&mut s, GuardState::Released));
-        assert!(!end_hold(&mut s, GuardState::Lost(Loss { reason: LossReason::KeyDeleted, at })));
+        assert!(!end_hold(
+            &mut s,
+            GuardState::Lost(Loss {
+                reason: LossReason::KeyDeleted,
+                at
+            })
+        ));
         assert_eq!(s, GuardState::Released);
         let mut s = GuardState::Held;
-        assert!(end_hold(&mut s, GuardState::Lost(Loss { reason: LossReason::KeyDeleted, at })));
-        assert!(!end_hold(&mut s, GuardState::Released), "unlock after a loss reports the loss, it does not hide it");
+        assert!(end_hold(
+            &mut s,
+            GuardState::Lost(Loss {
+                reason: LossReason::KeyDeleted,
+                at
+            })
+        ));
+        assert!(
+            !end_hold(&mut s, GuardState::Released),
+            "unlock after a loss reports the loss, it does not hide it"
+        );
         assert!(matches!(s, GuardState::Lost(l) if l.reason == LossReason::KeyDeleted));
-        assert!(!end_hold(&mut GuardState::Held, GuardState::Held), "Held is not an end");
+        assert!(
+            !end_hold(&mut GuardState::Held, GuardState::Held),
+            "Held is not an end"
+        );
     }
 
     #[test]
     fn past_the_deadline_a_hold_reads_lost_before_etcd_answers() {
         let deadline = Instant::now();
         let st = observed(GuardState::Held, false, None, deadline);
-        assert_eq!(st, GuardState::Lost(Loss { reason: LossReason::ConnectionLost, at: deadline }));
-        let answered = Loss { reason: LossReason::LeaseExpired, at: deadline };
-        assert_eq!(observed(GuardState::Held, false, Some(answered), deadline), GuardState::Lost(answered));
-        assert_eq!(observed(GuardState::Held, true, None, deadline), GuardState::Held);
-        assert_eq!(observed(GuardState::Released, false, Some(answered), deadline), GuardState::Released);
+        assert_eq!(
+            st,
+            GuardState::Lost(Loss {
+                reason: LossReason::ConnectionLost,
+                at: deadline
+            })
+        );
+        let answered = Loss {
+            reason: LossReason::LeaseExpired,
+            at: deadline,
+        };
+        assert_eq!(
+            observed(GuardState::Held, false, Some(answered), deadline),
+            GuardState::Lost(answered)
+        );
+        assert_eq!(
+            observed(GuardState::Held, true, None, deadline),
+            GuardState::Held
+        );
+        assert_eq!(
+            observed(GuardState::Released, false, Some(answered), deadline),
+            GuardState::Released
+        );
     }
 
     proptest::proptest! {

@@ -30,8 +30,13 @@ pub enum AcquireResult {
 
 impl AcquireResult {
     /// Every result, in a fixed order (the index of [`Metrics::acquisitions`]).
-    pub const ALL: [AcquireResult; 5] =
-        [AcquireResult::Acquired, AcquireResult::Timeout, AcquireResult::WouldBlock, AcquireResult::Cancelled, AcquireResult::Error];
+    pub const ALL: [AcquireResult; 5] = [
+        AcquireResult::Acquired,
+        AcquireResult::Timeout,
+        AcquireResult::WouldBlock,
+        AcquireResult::Cancelled,
+        AcquireResult::Error,
+    ];
 
     /// Lower-case name, the same in every language (a metric tag value).
     pub fn name(self) -> &'static str {
@@ -100,12 +105,19 @@ pub struct Metrics {
 impl Metrics {
     /// The entry for `result`.
     pub fn acquisitions(&self, result: AcquireResult) -> Acquisitions {
-        self.acquisitions[AcquireResult::ALL.iter().position(|r| *r == result).unwrap_or(0)]
+        self.acquisitions[AcquireResult::ALL
+            .iter()
+            .position(|r| *r == result)
+            .unwrap_or(0)]
     }
 
     /// Holds lost for `reason`.
     pub fn lost(&self, reason: LossReason) -> u64 {
-        self.lost.iter().find(|(r, _)| *r == reason).map(|(_, n)| *n).unwrap_or(0)
+        self.lost
+            .iter()
+            .find(|(r, _)| *r == reason)
+            .map(|(_, n)| *n)
+            .unwrap_or(0)
     }
 }
 
@@ -152,21 +164,32 @@ impl Recorder {
     /// token records its outcome (or is dropped: the call was cancelled).
     pub(crate) fn acquiring(&self) -> Acquiring<'_> {
         self.waiting.fetch_add(1, Ordering::Relaxed);
-        Acquiring { rec: self, started: Instant::now(), done: false }
+        Acquiring {
+            rec: self,
+            started: Instant::now(),
+            done: false,
+        }
     }
 
     /// A hold starts at `at`.
     pub(crate) fn hold_started(&self, at: Instant) {
         self.held.fetch_add(1, Ordering::Relaxed);
-        self.held_since_sum.fetch_add(nanos(at.saturating_duration_since(self.epoch)), Ordering::Relaxed);
+        self.held_since_sum.fetch_add(
+            nanos(at.saturating_duration_since(self.epoch)),
+            Ordering::Relaxed,
+        );
     }
 
     /// A hold that started at `at` ended (`lost`: why, if it was lost).
     pub(crate) fn hold_ended(&self, at: Instant, lost: Option<LossReason>) {
         self.held.fetch_sub(1, Ordering::Relaxed);
-        self.held_since_sum.fetch_sub(nanos(at.saturating_duration_since(self.epoch)), Ordering::Relaxed);
+        self.held_since_sum.fetch_sub(
+            nanos(at.saturating_duration_since(self.epoch)),
+            Ordering::Relaxed,
+        );
         self.holds_ended.fetch_add(1, Ordering::Relaxed);
-        self.hold_nanos.fetch_add(nanos(at.elapsed()), Ordering::Relaxed);
+        self.hold_nanos
+            .fetch_add(nanos(at.elapsed()), Ordering::Relaxed);
         if let Some(r) = lost {
             if let Some(i) = LossReason::ALL.iter().position(|x| *x == r) {
                 self.lost[i].fetch_add(1, Ordering::Relaxed);
@@ -176,7 +199,8 @@ impl Recorder {
 
     pub(crate) fn keepalive(&self, rtt: Duration) {
         self.keepalives.fetch_add(1, Ordering::Relaxed);
-        self.keepalive_rtt_nanos.store(nanos(rtt), Ordering::Relaxed);
+        self.keepalive_rtt_nanos
+            .store(nanos(rtt), Ordering::Relaxed);
     }
 
     pub(crate) fn snapshot(&self) -> Metrics {
@@ -188,7 +212,11 @@ impl Recorder {
         let held = self.held.load(Ordering::Relaxed);
         let since = self.held_since_sum.load(Ordering::Relaxed);
         let now = nanos(self.epoch.elapsed());
-        let held_duration = Duration::from_nanos((now as u128 * held.max(0) as u128).saturating_sub(since as u128).min(u64::MAX as u128) as u64);
+        let held_duration = Duration::from_nanos(
+            (now as u128 * held.max(0) as u128)
+                .saturating_sub(since as u128)
+                .min(u64::MAX as u128) as u64,
+        );
         let rtt = self.keepalive_rtt_nanos.load(Ordering::Relaxed);
         let keepalives = self.keepalives.load(Ordering::Relaxed);
         Metrics {
@@ -198,10 +226,14 @@ impl Recorder {
             held_duration,
             holds_ended: self.holds_ended.load(Ordering::Relaxed),
             hold_total: Duration::from_nanos(self.hold_nanos.load(Ordering::Relaxed)),
-            lost: std::array::from_fn(|i| (LossReason::ALL[i], self.lost[i].load(Ordering::Relaxed))),
+            lost: std::array::from_fn(|i| {
+                (LossReason::ALL[i], self.lost[i].load(Ordering::Relaxed))
+            }),
             keepalives,
             keepalive_rtt: (keepalives > 0).then(|| Duration::from_nanos(rtt)),
-            wait_histogram: std::array::from_fn(|r| std::array::from_fn(|b| self.wait_histogram[r][b].load(Ordering::Relaxed))),
+            wait_histogram: std::array::from_fn(|r| {
+                std::array::from_fn(|b| self.wait_histogram[r][b].load(Ordering::Relaxed))
+            }),
             member_failures: 0,
         }
     }
@@ -223,12 +255,18 @@ impl Acquiring<'_> {
         if std::mem::replace(&mut self.done, true) {
             return;
         }
-        let i = AcquireResult::ALL.iter().position(|x| *x == result).unwrap_or(4);
+        let i = AcquireResult::ALL
+            .iter()
+            .position(|x| *x == result)
+            .unwrap_or(4);
         self.rec.waiting.fetch_sub(1, Ordering::Relaxed);
         self.rec.count[i].fetch_add(1, Ordering::Relaxed);
         let waited = self.started.elapsed();
         self.rec.wait_nanos[i].fetch_add(nanos(waited), Ordering::Relaxed);
-        let b = WAIT_BUCKETS.iter().position(|le| waited.as_secs_f64() <= *le).unwrap_or(WAIT_BUCKETS.len());
+        let b = WAIT_BUCKETS
+            .iter()
+            .position(|le| waited.as_secs_f64() <= *le)
+            .unwrap_or(WAIT_BUCKETS.len());
         self.rec.wait_histogram[i][b].fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -251,28 +289,43 @@ mod tests {
         let a = r.acquiring();
         assert_eq!(r.snapshot().waiting, 1);
         a.finish(&Ok::<(), Error>(()));
-        r.acquiring().finish(&Err::<(), _>(Error::new(ErrorCode::Timeout, "t")));
-        r.acquiring().finish(&Err::<(), _>(Error::new(ErrorCode::WouldBlock, "w")));
-        r.acquiring().finish(&Err::<(), _>(Error::new(ErrorCode::Unavailable, "u")));
+        r.acquiring()
+            .finish(&Err::<(), _>(Error::new(ErrorCode::Timeout, "t")));
+        r.acquiring()
+            .finish(&Err::<(), _>(Error::new(ErrorCode::WouldBlock, "w")));
+        r.acquiring()
+            .finish(&Err::<(), _>(Error::new(ErrorCode::Unavailable, "u")));
         drop(r.acquiring()); // a dropped call: cancelled
         let t0 = Instant::now();
         r.hold_started(t0);
         r.hold_started(t0);
         let m = r.snapshot();
         assert_eq!(m.waiting, 0);
-        for (res, n) in [(AcquireResult::Acquired, 1), (AcquireResult::Timeout, 1), (AcquireResult::WouldBlock, 1), (AcquireResult::Cancelled, 1), (AcquireResult::Error, 1)] {
+        for (res, n) in [
+            (AcquireResult::Acquired, 1),
+            (AcquireResult::Timeout, 1),
+            (AcquireResult::WouldBlock, 1),
+            (AcquireResult::Cancelled, 1),
+            (AcquireResult::Error, 1),
+        ] {
             assert_eq!(m.acquisitions(res).count, n, "{}", res.name());
         }
         assert_eq!(m.held, 2);
         r.hold_ended(t0, None);
         r.hold_ended(t0, Some(LossReason::KeyDeleted));
         let m = r.snapshot();
-        assert_eq!((m.held, m.holds_ended, m.held_duration), (0, 2, Duration::ZERO));
+        assert_eq!(
+            (m.held, m.holds_ended, m.held_duration),
+            (0, 2, Duration::ZERO)
+        );
         assert_eq!(m.lost(LossReason::KeyDeleted), 1);
         assert_eq!(m.lost(LossReason::LeaseExpired), 0);
         assert_eq!(m.keepalive_rtt, None);
         r.keepalive(Duration::from_millis(3));
         assert_eq!(r.snapshot().keepalive_rtt, Some(Duration::from_millis(3)));
-        assert_eq!(AcquireResult::ALL.map(AcquireResult::name), ["acquired", "timeout", "would_block", "cancelled", "error"]);
+        assert_eq!(
+            AcquireResult::ALL.map(AcquireResult::name),
+            ["acquired", "timeout", "would_block", "cancelled", "error"]
+        );
     }
 }

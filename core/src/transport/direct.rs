@@ -80,7 +80,10 @@ impl Drop for Live {
 
 impl Closer {
     pub(crate) fn new() -> Arc<Closer> {
-        Arc::new(Closer { closed: Default::default(), live: tokio::sync::watch::channel(0).0 })
+        Arc::new(Closer {
+            closed: Default::default(),
+            live: tokio::sync::watch::channel(0).0,
+        })
     }
 
     fn live(self: &Arc<Self>) -> Live {
@@ -192,7 +195,10 @@ impl std::task::Wake for Signal {
 
 impl Driver {
     fn new(conn: H2Conn) -> Arc<Self> {
-        let signal = Arc::new(Signal { repoll: AtomicBool::new(true), task: Default::default() });
+        let signal = Arc::new(Signal {
+            repoll: AtomicBool::new(true),
+            task: Default::default(),
+        });
         let waker = std::task::Waker::from(signal.clone());
         Arc::new(Driver {
             conn: Mutex::new(Some(conn)),
@@ -227,7 +233,9 @@ impl Driver {
         // streams) must not keep this thread; the connection's task takes over.
         let mut budget = 4u32;
         loop {
-            let Ok(mut slot) = self.conn.try_lock() else { return };
+            let Ok(mut slot) = self.conn.try_lock() else {
+                return;
+            };
             while self.signal.repoll.swap(false, Ordering::SeqCst) {
                 let Some(conn) = slot.as_mut() else { break };
                 if budget == 0 {
@@ -324,10 +332,17 @@ struct DirectService(Arc<Shared>);
 impl etcd_client::BalancedChannelBuilder for Direct {
     type Error = etcd_client::Error;
 
-    fn balanced_channel(self, buffer_size: usize) -> Result<(etcd_client::Channel, Updater), Self::Error> {
-        let bad = || etcd_client::Error::InvalidArgs(format!("not an http:// endpoint: {}", self.url));
+    fn balanced_channel(
+        self,
+        buffer_size: usize,
+    ) -> Result<(etcd_client::Channel, Updater), Self::Error> {
+        let bad =
+            || etcd_client::Error::InvalidArgs(format!("not an http:// endpoint: {}", self.url));
         let parts = self.url.clone().into_parts();
-        let (scheme, authority) = (parts.scheme.ok_or_else(bad)?, parts.authority.ok_or_else(bad)?);
+        let (scheme, authority) = (
+            parts.scheme.ok_or_else(bad)?,
+            parts.authority.ok_or_else(bad)?,
+        );
         let (tx, rx) = tokio::sync::mpsc::channel(buffer_size.max(1));
         let svc = DirectService(Arc::new(Shared {
             scheme,
@@ -337,7 +352,10 @@ impl etcd_client::BalancedChannelBuilder for Direct {
             connecting: tokio::sync::Mutex::new(()),
             _updates: Mutex::new(Some(rx)),
         }));
-        Ok((etcd_client::Channel::Custom(tower::util::BoxCloneSyncService::new(svc)), tx))
+        Ok((
+            etcd_client::Channel::Custom(tower::util::BoxCloneSyncService::new(svc)),
+            tx,
+        ))
     }
 }
 
@@ -354,7 +372,9 @@ impl Shared {
             tracing::debug!(authority = %self.authority, error = %why, "etcd connection takes no new streams; the next request connects again");
         }
         let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        if g.as_ref().is_some_and(|c| Arc::ptr_eq(&c.driver, &conn.driver)) {
+        if g.as_ref()
+            .is_some_and(|c| Arc::ptr_eq(&c.driver, &conn.driver))
+        {
             *g = None;
         }
     }
@@ -371,11 +391,18 @@ impl Shared {
             return Err("the client was closed".into());
         }
         let addr = self.authority.as_str().to_string();
-        let tcp = tokio::time::timeout(self.options.connect_timeout, tokio::net::TcpStream::connect(addr))
-            .await
-            .map_err(|_| format!("connecting to {} timed out", self.authority))??;
+        let tcp = tokio::time::timeout(
+            self.options.connect_timeout,
+            tokio::net::TcpStream::connect(addr),
+        )
+        .await
+        .map_err(|_| format!("connecting to {} timed out", self.authority))??;
         tcp.set_nodelay(true)?;
-        let tcp = AckWithNext { io: tcp, held: false, flush_by: Box::pin(tokio::time::sleep(ACK_HOLD)) };
+        let tcp = AckWithNext {
+            io: tcp,
+            held: false,
+            flush_by: Box::pin(tokio::time::sleep(ACK_HOLD)),
+        };
         let handshake = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONN_WINDOW)
@@ -387,7 +414,10 @@ impl Shared {
         let (send, mut conn) = tokio::time::timeout(self.options.connect_timeout, handshake)
             .await
             .map_err(|_| format!("HTTP/2 handshake with {} timed out", self.authority))??;
-        let (every, within) = (self.options.keep_alive_interval, self.options.keep_alive_timeout);
+        let (every, within) = (
+            self.options.keep_alive_interval,
+            self.options.keep_alive_timeout,
+        );
         let mut pings = conn.ping_pong();
         let driver = Driver::new(conn);
         let task = driver.clone();
@@ -400,7 +430,9 @@ impl Shared {
             // request connects again.
             let task = CloseOnDrop(task);
             let keep_alive = async {
-                let Some(pings) = pings.as_mut() else { return std::future::pending().await };
+                let Some(pings) = pings.as_mut() else {
+                    return std::future::pending().await;
+                };
                 loop {
                     tokio::time::sleep(every).await;
                     if task.open_streams.load(Ordering::Acquire) == 0 {
@@ -416,7 +448,11 @@ impl Shared {
             let driven = poll_fn(|cx| {
                 task.signal.task.register(cx.waker());
                 task.drive();
-                if task.is_closed() { Poll::Ready(()) } else { Poll::Pending }
+                if task.is_closed() {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
             });
             // Dropping the connection (keep-alive timed out) fails every
             // stream on it (h2 signals end of stream to each).
@@ -459,7 +495,9 @@ impl AckWithNext {
         if lone_ack {
             if !self.held {
                 self.held = true;
-                self.flush_by.as_mut().reset(tokio::time::Instant::now() + ACK_HOLD);
+                self.flush_by
+                    .as_mut()
+                    .reset(tokio::time::Instant::now() + ACK_HOLD);
             }
             if self.flush_by.as_mut().poll(cx).is_pending() {
                 return true;
@@ -475,13 +513,21 @@ impl AckWithNext {
 }
 
 impl tokio::io::AsyncRead for AckWithNext {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut tokio::io::ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
 
 impl tokio::io::AsyncWrite for AckWithNext {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         if self.hold(Self::is_ack(buf), cx) {
             return Poll::Pending;
         }
@@ -516,7 +562,11 @@ impl tokio::io::AsyncWrite for AckWithNext {
 
 /// Polls a request body for what it has ready now: the data so far, and
 /// whether the body has ended (a unary call's body always has).
-fn take_ready(body: &mut Body, cx: &mut Context<'_>, data: &mut BytesMut) -> Poll<Result<bool, BoxError>> {
+fn take_ready(
+    body: &mut Body,
+    cx: &mut Context<'_>,
+    data: &mut BytesMut,
+) -> Poll<Result<bool, BoxError>> {
     loop {
         match Pin::new(&mut *body).poll_frame(cx) {
             Poll::Pending => return Poll::Ready(Ok(false)),
@@ -537,7 +587,12 @@ fn take_ready(body: &mut Body, cx: &mut Context<'_>, data: &mut BytesMut) -> Pol
 /// reset. Each chunk waits for the peer's flow-control window (h2 would
 /// otherwise buffer whatever is sent, without limit, for a peer that stopped
 /// reading), and the body is read only once it has gone.
-async fn pipe(first: Bytes, mut body: Body, mut stream: h2::SendStream<Bytes>, cancel: tokio::sync::oneshot::Receiver<()>) {
+async fn pipe(
+    first: Bytes,
+    mut body: Body,
+    mut stream: h2::SendStream<Bytes>,
+    cancel: tokio::sync::oneshot::Receiver<()>,
+) {
     let mut cancel = Some(cancel);
     let mut chunk = first;
     loop {
@@ -623,9 +678,14 @@ impl http_body::Body for Answer {
     type Data = Bytes;
     type Error = h2::Error;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, h2::Error>>> {
         let this = &mut *self;
-        let Some(recv) = this.recv.as_mut() else { return Poll::Ready(None) };
+        let Some(recv) = this.recv.as_mut() else {
+            return Poll::Ready(None);
+        };
         if !this.data_ended {
             match recv.poll_data(cx) {
                 Poll::Pending => return Poll::Pending,
@@ -713,7 +773,14 @@ impl tower::Service<http::Request<Body>> for DirectService {
                                 g.0.take(); // dropped unsent: the pipe goes on
                             }
                             let driver = conn.driver.clone();
-                            return Ok(resp.map(|recv| Body::new(Answer { recv: Some(recv), data_ended: false, driver, _open: open })));
+                            return Ok(resp.map(|recv| {
+                                Body::new(Answer {
+                                    recv: Some(recv),
+                                    data_ended: false,
+                                    driver,
+                                    _open: open,
+                                })
+                            }));
                         }
                         // Sent again only when nothing of it was lost: a
                         // streaming request's body went to the refused stream.
@@ -792,7 +859,9 @@ fn send_on(
                         // The first message leaves with the head when the
                         // window has room for it (a new stream's usually has).
                         stream.reserve_capacity(rest.len());
-                        if stream.capacity() >= rest.len() && stream.send_data(rest.clone(), false).is_ok() {
+                        if stream.capacity() >= rest.len()
+                            && stream.send_data(rest.clone(), false).is_ok()
+                        {
                             rest = Bytes::new();
                         }
                     }
@@ -818,16 +887,27 @@ mod tests {
 
     async fn pair() -> (AckWithNext, tokio::net::TcpStream) {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let a = tokio::net::TcpStream::connect(l.local_addr().unwrap()).await.unwrap();
+        let a = tokio::net::TcpStream::connect(l.local_addr().unwrap())
+            .await
+            .unwrap();
         let (b, _) = l.accept().await.unwrap();
-        (AckWithNext { io: a, held: false, flush_by: Box::pin(tokio::time::sleep(ACK_HOLD)) }, b)
+        (
+            AckWithNext {
+                io: a,
+                held: false,
+                flush_by: Box::pin(tokio::time::sleep(ACK_HOLD)),
+            },
+            b,
+        )
     }
 
     fn poll_write(w: &mut AckWithNext, bufs: &[&[u8]]) -> Poll<usize> {
         let slices: Vec<_> = bufs.iter().map(|b| std::io::IoSlice::new(b)).collect();
         let waker = futures_util::task::noop_waker();
         let mut cx = Context::from_waker(&waker);
-        Pin::new(w).poll_write_vectored(&mut cx, &slices).map(|r| r.unwrap())
+        Pin::new(w)
+            .poll_write_vectored(&mut cx, &slices)
+            .map(|r| r.unwrap())
     }
 
     /// A lone PING ACK waits for the next write and leaves with it; an ACK
@@ -835,8 +915,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_ping_ack_waits_for_the_next_write_at_most_ack_hold() {
         let (mut w, mut peer) = pair().await;
-        assert!(poll_write(&mut w, &[&ACK]).is_pending(), "a lone ACK is held");
-        assert!(poll_write(&mut w, &[&ACK]).is_pending(), "and held again when h2 retries it");
+        assert!(
+            poll_write(&mut w, &[&ACK]).is_pending(),
+            "a lone ACK is held"
+        );
+        assert!(
+            poll_write(&mut w, &[&ACK]).is_pending(),
+            "and held again when h2 retries it"
+        );
         // h2 retries with what it has buffered since: the ACK and the next frame.
         assert_eq!(poll_write(&mut w, &[&ACK, &OTHER]), Poll::Ready(30));
         let mut buf = [0u8; 64];
@@ -844,14 +930,19 @@ mod tests {
         // Nothing follows this one: it goes once ACK_HOLD has passed.
         assert!(poll_write(&mut w, &[&ACK]).is_pending());
         tokio::time::advance(ACK_HOLD - Duration::from_millis(1)).await;
-        assert!(poll_write(&mut w, &[&ACK]).is_pending(), "held until ACK_HOLD");
+        assert!(
+            poll_write(&mut w, &[&ACK]).is_pending(),
+            "held until ACK_HOLD"
+        );
         tokio::time::advance(Duration::from_millis(1)).await;
         assert_eq!(poll_write(&mut w, &[&ACK]), Poll::Ready(17));
         assert_eq!(peer.read(&mut buf).await.unwrap(), 17);
         // Other writes are never held, and plain writes are checked too.
         assert_eq!(poll_write(&mut w, &[&OTHER]), Poll::Ready(13));
         let waker = futures_util::task::noop_waker();
-        assert!(Pin::new(&mut w).poll_write(&mut Context::from_waker(&waker), &ACK).is_pending());
+        assert!(Pin::new(&mut w)
+            .poll_write(&mut Context::from_waker(&waker), &ACK)
+            .is_pending());
         w.write_all(&OTHER).await.unwrap();
     }
 }

@@ -60,12 +60,22 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    pub(crate) fn new(urls: Vec<String>, endpoints: String, options: etcd_client::ConnectOptions, request_timeout: Duration) -> Transport {
+    pub(crate) fn new(
+        urls: Vec<String>,
+        endpoints: String,
+        options: etcd_client::ConnectOptions,
+        request_timeout: Duration,
+    ) -> Transport {
         Transport {
             member_failures: std::sync::atomic::AtomicU64::new(0),
             members: urls
                 .into_iter()
-                .map(|url| Member { url, client: Mutex::new(None), down_until: Mutex::new(None), failures: AtomicU32::new(0) })
+                .map(|url| Member {
+                    url,
+                    client: Mutex::new(None),
+                    down_until: Mutex::new(None),
+                    failures: AtomicU32::new(0),
+                })
                 .collect(),
             current: AtomicUsize::new(0),
             inflight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
@@ -106,7 +116,9 @@ impl Transport {
     /// handle), unless the application keeps a raw client from
     /// [`crate::Client::etcd`].
     pub(crate) async fn shut(&self, until: Instant) {
-        self.closer.close(until.saturating_duration_since(Instant::now())).await;
+        self.closer
+            .close(until.saturating_duration_since(Instant::now()))
+            .await;
         for (i, m) in self.members.iter().enumerate() {
             if self.direct.is_some() && self.plain_url(i).is_some() {
                 continue; // its channel refuses from now on
@@ -117,7 +129,10 @@ impl Transport {
             // In its place, a client whose requests fail `Unavailable` (what
             // `Client::etcd` gives after close), never connecting.
             let refusing = self.refusing_client().await;
-            let old = std::mem::replace(&mut *m.client.lock().unwrap_or_else(|p| p.into_inner()), refusing);
+            let old = std::mem::replace(
+                &mut *m.client.lock().unwrap_or_else(|p| p.into_inner()),
+                refusing,
+            );
             drop(old);
         }
     }
@@ -135,7 +150,9 @@ impl Transport {
                 closer: self.closer.clone(),
             },
         };
-        etcd_client::Client::connect_with_balanced_channel([NOWHERE], None, d).await.ok()
+        etcd_client::Client::connect_with_balanced_channel([NOWHERE], None, d)
+            .await
+            .ok()
     }
 
     /// Member `i`'s URL as `http://`, or `None` for a TLS member.
@@ -150,7 +167,10 @@ impl Transport {
 
     /// What a member refuses to connect with once the transport is shut.
     fn shut_error() -> etcd_client::Error {
-        etcd_client::Error::IoError(std::io::Error::new(std::io::ErrorKind::NotConnected, "the client was closed"))
+        etcd_client::Error::IoError(std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            "the client was closed",
+        ))
     }
 
     /// Changes whenever a member is benched.
@@ -168,19 +188,29 @@ impl Transport {
     }
 
     fn unavailable(&self, why: impl std::fmt::Display) -> Error {
-        Error::new(ErrorCode::Unavailable, format!("etcd at {}: {why}", self.endpoints))
+        Error::new(
+            ErrorCode::Unavailable,
+            format!("etcd at {}: {why}", self.endpoints),
+        )
     }
 
     /// The member's client, made on first use. Making it talks to the member
     /// only when credentials are set (etcd-client authenticates at once).
-    async fn member_client(&self, i: usize) -> std::result::Result<etcd_client::Client, etcd_client::Error> {
+    async fn member_client(
+        &self,
+        i: usize,
+    ) -> std::result::Result<etcd_client::Client, etcd_client::Error> {
         self.member(i, etcd_client::Client::clone).await
     }
 
     /// What `pick` takes from the member's client (made on first use). A
     /// request needs only its own service's client, not a clone of the whole
     /// `etcd_client::Client` (eight of them) made and dropped per request.
-    async fn member<C>(&self, i: usize, pick: fn(&etcd_client::Client) -> C) -> std::result::Result<C, etcd_client::Error> {
+    async fn member<C>(
+        &self,
+        i: usize,
+        pick: fn(&etcd_client::Client) -> C,
+    ) -> std::result::Result<C, etcd_client::Error> {
         let m = &self.members[i];
         if let Some(c) = m.client.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
             return Ok(pick(c));
@@ -193,13 +223,25 @@ impl Transport {
         let c = match (&self.direct, plain) {
             (Some(o), Some(url)) => {
                 let d = direct::Direct {
-                    url: url.parse().map_err(|e| etcd_client::Error::InvalidArgs(format!("{url}: {e}")))?,
+                    url: url
+                        .parse()
+                        .map_err(|e| etcd_client::Error::InvalidArgs(format!("{url}: {e}")))?,
                     options: o.clone(),
                 };
-                Box::pin(etcd_client::Client::connect_with_balanced_channel([url.as_str()], Some(self.options.clone()), d))
-                    .await?
+                Box::pin(etcd_client::Client::connect_with_balanced_channel(
+                    [url.as_str()],
+                    Some(self.options.clone()),
+                    d,
+                ))
+                .await?
             }
-            _ => Box::pin(etcd_client::Client::connect([m.url.as_str()], Some(self.options.clone()))).await?,
+            _ => {
+                Box::pin(etcd_client::Client::connect(
+                    [m.url.as_str()],
+                    Some(self.options.clone()),
+                ))
+                .await?
+            }
         };
         let out = pick(&c);
         *m.client.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
@@ -213,7 +255,10 @@ impl Transport {
     }
 
     fn benched(&self, i: usize, now: Instant) -> Option<Instant> {
-        let d = *self.members[i].down_until.lock().unwrap_or_else(|p| p.into_inner());
+        let d = *self.members[i]
+            .down_until
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
         d.filter(|t| *t > now)
     }
 
@@ -249,7 +294,12 @@ impl Transport {
         *m.down_until.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + bench);
         self.benched_tx.send_modify(|n| *n += 1);
         if self.members.len() > 1 {
-            let _ = self.current.compare_exchange(i, (i + 1) % self.members.len(), Ordering::Relaxed, Ordering::Relaxed);
+            let _ = self.current.compare_exchange(
+                i,
+                (i + 1) % self.members.len(),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
             tracing::info!(member = %m.url, "etcd member failed; trying the next one");
         }
     }
@@ -286,8 +336,16 @@ impl Transport {
     /// The client of the member in use (for tools and tests; no failover).
     pub(crate) fn any_client(&self) -> Option<etcd_client::Client> {
         let i = self.current.load(Ordering::Relaxed) % self.members.len();
-        let c = self.members[i].client.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        c.or_else(|| self.members.iter().find_map(|m| m.client.lock().unwrap_or_else(|p| p.into_inner()).clone()))
+        let c = self.members[i]
+            .client
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        c.or_else(|| {
+            self.members
+                .iter()
+                .find_map(|m| m.client.lock().unwrap_or_else(|p| p.into_inner()).clone())
+        })
     }
 
     /// Probe every member at once and make the first that answers current.
@@ -327,15 +385,25 @@ impl Transport {
                     self.fail(i);
                     last = Some(err);
                 }
-                Ok(Some(Err(join))) => last = Some(Error::new(ErrorCode::Internal, format!("connect probe failed: {join}"))),
+                Ok(Some(Err(join))) => {
+                    last = Some(Error::new(
+                        ErrorCode::Internal,
+                        format!("connect probe failed: {join}"),
+                    ))
+                }
                 Ok(None) => break,
                 Err(_) => break,
             }
         }
-        let cause = last.map(|e| format!("; last error: {}", e.message())).unwrap_or_default();
+        let cause = last
+            .map(|e| format!("; last error: {}", e.message()))
+            .unwrap_or_default();
         Err(Error::new(
             ErrorCode::Unavailable,
-            format!("no etcd endpoint answered within the connect timeout: {}{cause}", self.endpoints),
+            format!(
+                "no etcd endpoint answered within the connect timeout: {}{cause}",
+                self.endpoints
+            ),
         ))
     }
 
@@ -373,13 +441,17 @@ impl Transport {
             until = until.min(e);
         }
         loop {
-            let wait = Duration::from_millis(100).min(until.saturating_duration_since(Instant::now()));
+            let wait =
+                Duration::from_millis(100).min(until.saturating_duration_since(Instant::now()));
             // `bad` too: a follower stuck forwarding to a hung leader answers
             // its status, and may be the new leader by now.
             let mut probes: futures_util::stream::FuturesUnordered<_> = (0..n)
                 .map(|k| async move {
                     let r = tokio::time::timeout(wait, async {
-                        let mut c = self.member(k, etcd_client::Client::maintenance_client).await.ok()?;
+                        let mut c = self
+                            .member(k, etcd_client::Client::maintenance_client)
+                            .await
+                            .ok()?;
                         c.status().await.ok()
                     })
                     .await;
@@ -417,12 +489,21 @@ impl Transport {
 
     /// The error of a call whose bound ran out; `last` says what etcd did.
     pub(crate) fn expired(&self, bound: Bound, last: Option<&Error>) -> Error {
-        let cause = last.map(|e| format!("; last: {}", e.message())).unwrap_or_default();
+        let cause = last
+            .map(|e| format!("; last: {}", e.message()))
+            .unwrap_or_default();
         match bound {
-            Bound::Wait(_) => Error::new(ErrorCode::Timeout, format!("etcd at {} did not answer before the deadline{cause}", self.endpoints)),
-            Bound::Request(_) => {
-                self.unavailable(format_args!("no answer within the request timeout ({:?}){cause}", self.request_timeout))
-            }
+            Bound::Wait(_) => Error::new(
+                ErrorCode::Timeout,
+                format!(
+                    "etcd at {} did not answer before the deadline{cause}",
+                    self.endpoints
+                ),
+            ),
+            Bound::Request(_) => self.unavailable(format_args!(
+                "no answer within the request timeout ({:?}){cause}",
+                self.request_timeout
+            )),
         }
     }
 
@@ -439,21 +520,33 @@ impl Transport {
     /// `op` gets the member's KV client: every hot request (Txn, Range,
     /// DeleteRange) is a KV one. [`Transport::call_lease`] is the same for
     /// lease requests.
-    pub(crate) async fn call<T, F, Fut>(&self, bound: Bound, uncertain: &mut bool, op: F) -> Result<T>
+    pub(crate) async fn call<T, F, Fut>(
+        &self,
+        bound: Bound,
+        uncertain: &mut bool,
+        op: F,
+    ) -> Result<T>
     where
         F: FnMut(etcd_client::KvClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        self.call_via(bound, uncertain, etcd_client::Client::kv_client, op).await
+        self.call_via(bound, uncertain, etcd_client::Client::kv_client, op)
+            .await
     }
 
     /// [`Transport::call`] for a lease request (`op` gets the lease client).
-    pub(crate) async fn call_lease<T, F, Fut>(&self, bound: Bound, uncertain: &mut bool, op: F) -> Result<T>
+    pub(crate) async fn call_lease<T, F, Fut>(
+        &self,
+        bound: Bound,
+        uncertain: &mut bool,
+        op: F,
+    ) -> Result<T>
     where
         F: FnMut(etcd_client::LeaseClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        self.call_via(bound, uncertain, etcd_client::Client::lease_client, op).await
+        self.call_via(bound, uncertain, etcd_client::Client::lease_client, op)
+            .await
     }
 
     /// A slot, then [`Transport::call_in_slot`] with `op` getting what `pick`
@@ -480,7 +573,10 @@ impl Transport {
     /// slot (the returned bound is moved by the time queued): time spent
     /// behind this client's own requests, each bounded by its own request
     /// timeout, is not etcd being slow.
-    pub(crate) async fn slot(&self, bound: Bound) -> Result<(tokio::sync::OwnedSemaphorePermit, Bound)> {
+    pub(crate) async fn slot(
+        &self,
+        bound: Bound,
+    ) -> Result<(tokio::sync::OwnedSemaphorePermit, Bound)> {
         let closed = || Error::new(ErrorCode::Closed, "the client's request slots are closed");
         if let Ok(p) = self.inflight.clone().try_acquire_owned() {
             return Ok((p, bound));
@@ -492,7 +588,10 @@ impl Transport {
                 _ = self.closing.cancelled() => Err(Error::new(ErrorCode::Closed, "the client was closed")),
             },
             Bound::Wait(Some(give_up)) => {
-                let slot = tokio::time::timeout_at(tokio::time::Instant::from_std(give_up), self.inflight.clone().acquire_owned());
+                let slot = tokio::time::timeout_at(
+                    tokio::time::Instant::from_std(give_up),
+                    self.inflight.clone().acquire_owned(),
+                );
                 match tokio::select! { biased; r = slot => Some(r), _ = self.closing.cancelled() => None } {
                     Some(Ok(Ok(p))) => Ok((p, bound)),
                     Some(Ok(Err(_))) => Err(closed()),
@@ -502,7 +601,12 @@ impl Transport {
             }
             Bound::Request(end) => {
                 let queued = Instant::now();
-                let p = self.inflight.clone().acquire_owned().await.map_err(|_| closed())?;
+                let p = self
+                    .inflight
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .map_err(|_| closed())?;
                 Ok((p, Bound::Request(end + queued.elapsed())))
             }
         }
@@ -571,7 +675,11 @@ impl Transport {
             }
             // A silent member is left for another after `silence`; with no
             // other member to try, the attempt may take the request timeout.
-            let mut attempt = if self.has_alternative(i) { silence } else { self.request_timeout.max(silence) };
+            let mut attempt = if self.has_alternative(i) {
+                silence
+            } else {
+                self.request_timeout.max(silence)
+            };
             let mut cut_by_bound = false;
             if let Some(e) = end {
                 if e - now <= attempt {
@@ -608,7 +716,10 @@ impl Transport {
                 }
                 Err(_) => {
                     *uncertain = true;
-                    let err = self.unavailable(format_args!("{} did not answer within {:?}", self.members[i].url, attempt));
+                    let err = self.unavailable(format_args!(
+                        "{} did not answer within {:?}",
+                        self.members[i].url, attempt
+                    ));
                     if cut_by_bound {
                         // The bound ended a request to a member that may only be
                         // slow: no reason to bench it.

@@ -27,16 +27,31 @@ const ETCD_ERRORS: &[(&str, Kind)] = &[
     ("etcdserver: no leader", Kind::Overloaded),
     ("etcdserver: leader changed", Kind::Overloaded),
     ("etcdserver: request timed out", Kind::Overloaded),
-    ("etcdserver: request timed out, possibly due to previous leader failure", Kind::Overloaded),
-    ("etcdserver: request timed out, possibly due to connection lost", Kind::Overloaded),
-    ("etcdserver: request timed out, leader transfer took too long", Kind::Overloaded),
-    ("etcdserver: request timed out, waiting for the applied index took too long", Kind::Overloaded),
+    (
+        "etcdserver: request timed out, possibly due to previous leader failure",
+        Kind::Overloaded,
+    ),
+    (
+        "etcdserver: request timed out, possibly due to connection lost",
+        Kind::Overloaded,
+    ),
+    (
+        "etcdserver: request timed out, leader transfer took too long",
+        Kind::Overloaded,
+    ),
+    (
+        "etcdserver: request timed out, waiting for the applied index took too long",
+        Kind::Overloaded,
+    ),
     ("etcdserver: unhealthy cluster", Kind::Overloaded),
     // A cluster mid-upgrade whose version is not settled yet.
     ("etcdserver: not capable", Kind::Overloaded),
     // The member is stopping (graceful stop, a rolling restart) or is a learner.
     ("etcdserver: server stopped", Kind::MemberDown),
-    ("etcdserver: rpc not supported for learner", Kind::MemberDown),
+    (
+        "etcdserver: rpc not supported for learner",
+        Kind::MemberDown,
+    ),
 ];
 
 /// Classify an etcd-client error: etcd's own errors by their definition
@@ -45,7 +60,9 @@ pub(crate) fn classify(e: &etcd_client::Error) -> Kind {
     use etcd_client::Error as E;
     match e {
         E::GRpcStatus(st) => classify_status(st.code(), st.message()),
-        E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => Kind::MemberDown,
+        E::TransportError(_) | E::IoError(_) | E::WatchError(_) | E::LeaseKeepAliveError(_) => {
+            Kind::MemberDown
+        }
         _ => Kind::Final,
     }
 }
@@ -57,11 +74,15 @@ fn classify_status(code: tonic::Code, message: &str) -> Kind {
     match code {
         // The connection or the peer failed (tonic's and hyper's own
         // statuses), or the server gave up on the request.
-        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => Kind::MemberDown,
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+            Kind::MemberDown
+        }
         // Not an etcd error (etcd's all begin "etcdserver: "): a peer that
         // speaks HTTP/2 but not etcd's gRPC (a plain web server, a proxy's
         // own failure).
-        tonic::Code::Unknown | tonic::Code::Internal | tonic::Code::Unimplemented if !message.starts_with("etcdserver: ") => {
+        tonic::Code::Unknown | tonic::Code::Internal | tonic::Code::Unimplemented
+            if !message.starts_with("etcdserver: ") =>
+        {
             Kind::MemberDown
         }
         _ => Kind::Final,
@@ -77,7 +98,10 @@ pub(crate) fn mem_store(e: &str) -> Option<Result<&str>> {
     if !scheme.eq_ignore_ascii_case("mem") {
         return None;
     }
-    let ok = name.len() <= 64 && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
+    let ok = name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
     Some(if ok {
         Ok(name)
     } else {
@@ -100,7 +124,9 @@ pub(crate) fn check_endpoint(e: &str) -> Result<()> {
     }
     let rest = match e.split_once("://") {
         Some(("http" | "https", rest)) => rest,
-        Some((scheme, _)) => return Err(bad(&format!("scheme {scheme:?} is not http, https or mem"))),
+        Some((scheme, _)) => {
+            return Err(bad(&format!("scheme {scheme:?} is not http, https or mem")))
+        }
         None => e,
     };
     let hostport = rest.strip_suffix('/').unwrap_or(rest);
@@ -125,7 +151,9 @@ pub(crate) fn check_endpoint(e: &str) -> Result<()> {
         None => Err(bad("no port (etcd's client port is usually 2379)")),
         Some(p) => match p.parse::<u16>() {
             Ok(n) if n > 0 => Ok(()),
-            _ => Err(bad(&format!("port {p:?} is not a number between 1 and 65535"))),
+            _ => Err(bad(&format!(
+                "port {p:?} is not a number between 1 and 65535"
+            ))),
         },
     }
 }
@@ -133,7 +161,10 @@ pub(crate) fn check_endpoint(e: &str) -> Result<()> {
 /// `d` scaled to a random-ish point of its upper half (backoff jitter).
 pub(crate) fn jitter(d: Duration) -> Duration {
     // Cheap jitter (no RNG dependency): the low bits of the clock.
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let frac = nanos % 1000; // 0..1000
     d / 2 + d * frac / 2000
 }
@@ -170,10 +201,27 @@ mod tests {
 
     #[test]
     fn endpoints_are_checked_before_anything_is_dialled() {
-        for ok in ["http://127.0.0.1:2379", "https://etcd.example:2379", "127.0.0.1:2379", "http://[::1]:2379", "http://h:1/"] {
+        for ok in [
+            "http://127.0.0.1:2379",
+            "https://etcd.example:2379",
+            "127.0.0.1:2379",
+            "http://[::1]:2379",
+            "http://h:1/",
+        ] {
             assert!(check_endpoint(ok).is_ok(), "{ok}");
         }
-        for bad in ["", " ", "ftp://127.0.0.1:2379", "http://127.0.0.1:99999", "http://127.0.0.1:0", "127.0.0.1", "http://:2379", "http://h:2379/v3", "http://u@h:2379", "[::1"] {
+        for bad in [
+            "",
+            " ",
+            "ftp://127.0.0.1:2379",
+            "http://127.0.0.1:99999",
+            "http://127.0.0.1:0",
+            "127.0.0.1",
+            "http://:2379",
+            "http://h:2379/v3",
+            "http://u@h:2379",
+            "[::1",
+        ] {
             let e = check_endpoint(bad).unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidArgument, "{bad}");
         }
@@ -181,28 +229,84 @@ mod tests {
 
     #[test]
     fn errors_are_classified_for_retry() {
-        let st = |code, msg: &str| etcd_client::Error::GRpcStatus(tonic::Status::new(code, msg.to_string()));
-        assert_eq!(classify(&st(tonic::Code::ResourceExhausted, "etcdserver: too many requests")), Kind::Overloaded);
-        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: leader changed")), Kind::Overloaded);
-        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: no leader")), Kind::Overloaded);
-        assert_eq!(classify(&st(tonic::Code::Unavailable, "connection refused")), Kind::MemberDown);
-        assert_eq!(classify(&st(tonic::Code::Unknown, "h2 protocol error")), Kind::MemberDown);
-        assert_eq!(classify(&st(tonic::Code::PermissionDenied, "etcdserver: permission denied")), Kind::Final);
-        assert_eq!(classify(&st(tonic::Code::NotFound, "etcdserver: requested lease not found")), Kind::Final);
+        let st = |code, msg: &str| {
+            etcd_client::Error::GRpcStatus(tonic::Status::new(code, msg.to_string()))
+        };
+        assert_eq!(
+            classify(&st(
+                tonic::Code::ResourceExhausted,
+                "etcdserver: too many requests"
+            )),
+            Kind::Overloaded
+        );
+        assert_eq!(
+            classify(&st(tonic::Code::Unavailable, "etcdserver: leader changed")),
+            Kind::Overloaded
+        );
+        assert_eq!(
+            classify(&st(tonic::Code::Unavailable, "etcdserver: no leader")),
+            Kind::Overloaded
+        );
+        assert_eq!(
+            classify(&st(tonic::Code::Unavailable, "connection refused")),
+            Kind::MemberDown
+        );
+        assert_eq!(
+            classify(&st(tonic::Code::Unknown, "h2 protocol error")),
+            Kind::MemberDown
+        );
+        assert_eq!(
+            classify(&st(
+                tonic::Code::PermissionDenied,
+                "etcdserver: permission denied"
+            )),
+            Kind::Final
+        );
+        assert_eq!(
+            classify(&st(
+                tonic::Code::NotFound,
+                "etcdserver: requested lease not found"
+            )),
+            Kind::Final
+        );
         // etcd's gRPC proxy passes etcd's errors on as `Unknown`.
-        assert_eq!(classify(&st(tonic::Code::Unknown, "etcdserver: leader changed")), Kind::Overloaded);
-        assert_eq!(classify(&st(tonic::Code::Unknown, "etcdserver: permission denied")), Kind::Final);
-        assert_eq!(classify(&st(tonic::Code::Unavailable, "etcdserver: server stopped")), Kind::MemberDown);
-        assert_eq!(classify(&st(tonic::Code::FailedPrecondition, "etcdserver: not capable")), Kind::Overloaded);
+        assert_eq!(
+            classify(&st(tonic::Code::Unknown, "etcdserver: leader changed")),
+            Kind::Overloaded
+        );
+        assert_eq!(
+            classify(&st(tonic::Code::Unknown, "etcdserver: permission denied")),
+            Kind::Final
+        );
+        assert_eq!(
+            classify(&st(tonic::Code::Unavailable, "etcdserver: server stopped")),
+            Kind::MemberDown
+        );
+        assert_eq!(
+            classify(&st(
+                tonic::Code::FailedPrecondition,
+                "etcdserver: not capable"
+            )),
+            Kind::Overloaded
+        );
         // Whole descriptions only: a message that merely mentions one is not it.
-        assert_eq!(classify(&st(tonic::Code::InvalidArgument, "key \"etcdserver: no leader\" is bad")), Kind::Final);
+        assert_eq!(
+            classify(&st(
+                tonic::Code::InvalidArgument,
+                "key \"etcdserver: no leader\" is bad"
+            )),
+            Kind::Final
+        );
     }
 
     #[test]
     fn jitter_stays_within_half_to_whole() {
         for _ in 0..100 {
             let j = jitter(Duration::from_millis(100));
-            assert!(j >= Duration::from_millis(50) && j <= Duration::from_millis(100), "{j:?}");
+            assert!(
+                j >= Duration::from_millis(50) && j <= Duration::from_millis(100),
+                "{j:?}"
+            );
         }
     }
 }

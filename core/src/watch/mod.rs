@@ -100,7 +100,11 @@ enum Cmd {
     Later,
     /// Cancel idle watches now (too many idle).
     Sweep,
-    Ended { gen: u64, member: usize, why: String },
+    Ended {
+        gen: u64,
+        member: usize,
+        why: String,
+    },
     /// Cancel the server's watch `sid` on stream `gen` (swept before created).
     Cancel { gen: u64, sid: i64 },
 }
@@ -116,7 +120,11 @@ pub(crate) struct WatchHub {
 }
 
 impl WatchHub {
-    pub(crate) fn start(transport: Arc<Transport>, handle: &tokio::runtime::Handle, closed: CancellationToken) -> WatchHub {
+    pub(crate) fn start(
+        transport: Arc<Transport>,
+        handle: &tokio::runtime::Handle,
+        closed: CancellationToken,
+    ) -> WatchHub {
         let (tx, rx) = mpsc::unbounded_channel();
         let streams_opened = Arc::new(AtomicU64::new(0));
         let active = Arc::new(AtomicI64::new(0));
@@ -135,7 +143,14 @@ impl WatchHub {
             etcd_watches: etcd_watches.clone(),
         };
         handle.spawn(task.run(rx, closed));
-        WatchHub { tx, deferred, state, streams_opened, active, etcd_watches }
+        WatchHub {
+            tx,
+            deferred,
+            state,
+            streams_opened,
+            active,
+            etcd_watches,
+        }
     }
 
     /// Watch `key` for deletes after revision `after` (the owner's last read
@@ -156,8 +171,10 @@ impl WatchHub {
         if let Some(wid) = create {
             let _ = self.tx.send(Cmd::Create(wid));
         }
-        self.active.store(st.sub_key.len() as i64, Ordering::Relaxed);
-        self.etcd_watches.store(st.entries.len() as i64, Ordering::Relaxed);
+        self.active
+            .store(st.sub_key.len() as i64, Ordering::Relaxed);
+        self.etcd_watches
+            .store(st.entries.len() as i64, Ordering::Relaxed);
         sub
     }
 
@@ -168,7 +185,8 @@ impl WatchHub {
         if st.unsubscribe(id, Instant::now()) {
             let _ = self.tx.send(Cmd::Sweep);
         }
-        self.active.store(st.sub_key.len() as i64, Ordering::Relaxed);
+        self.active
+            .store(st.sub_key.len() as i64, Ordering::Relaxed);
     }
 
     /// Call `who.start()` on the hub's task after [`HELD_WATCH_DELAY`] (plus
@@ -208,4 +226,3 @@ impl WatchHub {
         self.etcd_watches.load(Ordering::Relaxed)
     }
 }
-

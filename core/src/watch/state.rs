@@ -123,11 +123,21 @@ impl State {
             self.by_wid.insert(wid, key.clone());
             self.entries.insert(
                 key.clone(),
-                Entry { wid, created: None, last_del: 0, next_rev: 0, sent_gen: 0, subs: HashMap::new(), idle_since: None },
+                Entry {
+                    wid,
+                    created: None,
+                    last_del: 0,
+                    next_rev: 0,
+                    sent_gen: 0,
+                    subs: HashMap::new(),
+                    idle_since: None,
+                },
             );
             create = Some(wid);
         }
-        let Some(e) = self.entries.get_mut(&key) else { unreachable!() };
+        let Some(e) = self.entries.get_mut(&key) else {
+            unreachable!()
+        };
         if e.idle_since.take().is_some() {
             self.idle_count -= 1;
         }
@@ -145,8 +155,12 @@ impl State {
     /// End subscription `id` (idempotent). The key's watch lingers; true when
     /// too many linger and a sweep is due now.
     pub(super) fn unsubscribe(&mut self, id: i64, now: Instant) -> bool {
-        let Some(key) = self.sub_key.remove(&id) else { return false };
-        let Some(e) = self.entries.get_mut(&key) else { return false };
+        let Some(key) = self.sub_key.remove(&id) else {
+            return false;
+        };
+        let Some(e) = self.entries.get_mut(&key) else {
+            return false;
+        };
         e.subs.remove(&id);
         if e.subs.is_empty() && e.idle_since.is_none() {
             e.idle_since = Some(now);
@@ -229,7 +243,10 @@ impl State {
     pub(super) fn sweep(&mut self, now: Instant) -> Vec<i64> {
         let mut gone = Vec::new();
         while let Some((since, key)) = self.idle.front().cloned() {
-            let current = self.entries.get(&key).is_some_and(|e| e.idle_since == Some(since) && e.subs.is_empty());
+            let current = self
+                .entries
+                .get(&key)
+                .is_some_and(|e| e.idle_since == Some(since) && e.subs.is_empty());
             if !current {
                 self.idle.pop_front();
                 continue;
@@ -258,7 +275,12 @@ impl State {
 
 /// Hand one response of the stream to the owners of its watch. Returns the
 /// server's id of a watch to cancel now (one swept before it was created).
-pub(super) fn route(st: &mut State, resp: &impl Response, active: &AtomicI64, etcd_watches: &AtomicI64) -> Option<i64> {
+pub(super) fn route(
+    st: &mut State,
+    resp: &impl Response,
+    active: &AtomicI64,
+    etcd_watches: &AtomicI64,
+) -> Option<i64> {
     let sid = resp.watch_id();
     let (wid, orphan) = st.ours(sid, resp.created());
     if orphan {
@@ -276,7 +298,9 @@ pub(super) fn route(st: &mut State, resp: &impl Response, active: &AtomicI64, et
         }
         entry.created = Some(header_rev);
         for (after, sink) in entry.subs.values() {
-            sink(WatchEvent::Created { rev: header_rev.max(*after) });
+            sink(WatchEvent::Created {
+                rev: header_rev.max(*after),
+            });
         }
     }
     for (deleted, ev_key, mod_rev) in resp.events() {
@@ -292,7 +316,12 @@ pub(super) fn route(st: &mut State, resp: &impl Response, active: &AtomicI64, et
         }
     }
     if resp.canceled() || resp.compact_revision() > 0 {
-        tracing::debug!(wid, reason = resp.cancel_reason(), compact = resp.compact_revision(), "watch cancelled by etcd");
+        tracing::debug!(
+            wid,
+            reason = resp.cancel_reason(),
+            compact = resp.compact_revision(),
+            "watch cancelled by etcd"
+        );
         let key = key.clone();
         st.by_wid.remove(&wid);
         if let Some(e) = st.entries.remove(&key) {
@@ -347,7 +376,10 @@ mod tests {
             self.rev
         }
         fn events(&self) -> Vec<(bool, &[u8], i64)> {
-            self.events.iter().map(|(d, k, r)| (*d, k.as_slice(), *r)).collect()
+            self.events
+                .iter()
+                .map(|(d, k, r)| (*d, k.as_slice(), *r))
+                .collect()
         }
     }
 
@@ -375,19 +407,69 @@ mod tests {
         let (_, wid) = st.subscribe(b"l/k".to_vec(), 40, s);
         let wid = wid.expect("a new key gets a new watch");
         // Created "now" at revision 50: the owner read at 40 is told to close the gap.
-        route(&mut st, &Resp { wid, created: true, rev: 50, ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                created: true,
+                rev: 50,
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         assert_eq!(st.resume(1), vec![(wid, b"l/k".to_vec(), 51)]);
-        route(&mut st, &Resp { wid, created: true, rev: 52, ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                created: true,
+                rev: 52,
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         // Events of other keys under the watch still advance its resume point.
-        route(&mut st, &Resp { wid, rev: 60, events: vec![(false, b"l/k".to_vec(), 57), del("l/k", 58)], ..Default::default() }, &a, &c);
-        assert_eq!(*seen.lock().unwrap(), vec![WatchEvent::Created { rev: 50 }, WatchEvent::Deleted { rev: 58 }]);
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                rev: 60,
+                events: vec![(false, b"l/k".to_vec(), 57), del("l/k", 58)],
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![
+                WatchEvent::Created { rev: 50 },
+                WatchEvent::Deleted { rev: 58 }
+            ]
+        );
         // The stream breaks: the watch is re-created from 59, so 58 is not repeated
         // and nothing after it is missed; its creation is no news to the owner.
         assert_eq!(st.resume(2), vec![(wid, b"l/k".to_vec(), 59)]);
-        route(&mut st, &Resp { wid, created: true, rev: 70, ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                created: true,
+                rev: 70,
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         assert_eq!(seen.lock().unwrap().len(), 2);
         assert_eq!(st.deleted_after(b"l/k", 57), Some(true));
-        assert_eq!(st.deleted_after(b"l/k", 58), Some(false), "covered since 50, no delete after 58");
+        assert_eq!(
+            st.deleted_after(b"l/k", 58),
+            Some(false),
+            "covered since 50, no delete after 58"
+        );
         assert_eq!(st.deleted_after(b"l/k", 49), Some(true));
         assert_eq!(st.deleted_after(b"l/other", 1), None, "no watch covers it");
     }
@@ -402,15 +484,45 @@ mod tests {
         let wid = wid.unwrap();
         let (_, again) = st.subscribe(b"l/k".to_vec(), 12, s2);
         assert_eq!(again, None, "one etcd watch per key");
-        route(&mut st, &Resp { wid, created: true, rev: 20, ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                created: true,
+                rev: 20,
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         // The stream was re-created from a revision etcd has compacted.
-        route(&mut st, &Resp { wid, canceled: true, compact: 30, rev: 35, ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                canceled: true,
+                compact: 30,
+                rev: 35,
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         assert_eq!(seen1.lock().unwrap().last(), Some(&WatchEvent::Reset));
         assert_eq!(seen2.lock().unwrap().last(), Some(&WatchEvent::Reset));
         assert!(st.entries.is_empty() && st.sub_key.is_empty() && st.by_wid.is_empty());
-        assert_eq!((a.load(Ordering::Relaxed), c.load(Ordering::Relaxed)), (0, 0));
-        assert!(st.resume(3).is_empty(), "nothing to resume: the owners re-read and watch again");
-        assert!(!st.unsubscribe(sub1, Instant::now()), "ending a reset subscription is a no-op");
+        assert_eq!(
+            (a.load(Ordering::Relaxed), c.load(Ordering::Relaxed)),
+            (0, 0)
+        );
+        assert!(
+            st.resume(3).is_empty(),
+            "nothing to resume: the owners re-read and watch again"
+        );
+        assert!(
+            !st.unsubscribe(sub1, Instant::now()),
+            "ending a reset subscription is a no-op"
+        );
         assert_eq!(st.deleted_after(b"l/k", 25), None);
     }
 
@@ -421,12 +533,39 @@ mod tests {
         let (s1, _) = sink();
         let (sub1, wid) = st.subscribe(b"l/k".to_vec(), 5, s1);
         let wid = wid.unwrap();
-        route(&mut st, &Resp { wid, created: true, rev: 8, events: vec![], ..Default::default() }, &a, &c);
-        route(&mut st, &Resp { wid, rev: 9, events: vec![del("l/k", 9)], ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                created: true,
+                rev: 8,
+                events: vec![],
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                rev: 9,
+                events: vec![del("l/k", 9)],
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         // A second owner whose read (7) predates that delete learns of it at once.
         let (s2, seen2) = sink();
         st.subscribe(b"l/k".to_vec(), 7, s2);
-        assert_eq!(*seen2.lock().unwrap(), vec![WatchEvent::Created { rev: 8 }, WatchEvent::Deleted { rev: 9 }]);
+        assert_eq!(
+            *seen2.lock().unwrap(),
+            vec![
+                WatchEvent::Created { rev: 8 },
+                WatchEvent::Deleted { rev: 9 }
+            ]
+        );
         // One whose read already saw it is told nothing old.
         let (s3, seen3) = sink();
         st.subscribe(b"l/k".to_vec(), 9, s3);
@@ -439,7 +578,17 @@ mod tests {
         assert!(!st.unsubscribe(sub1, t));
         assert!(st.sweep(t).is_empty(), "lingers for reuse");
         st.resume(1); // sent on a stream: sweeping it must cancel it in etcd
-        route(&mut st, &Resp { wid, created: true, rev: 10, ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid,
+                created: true,
+                rev: 10,
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         assert_eq!(st.sweep(t + LINGER), vec![wid]);
         assert!(st.entries.is_empty());
     }
@@ -457,15 +606,64 @@ mod tests {
         let (sub1, w1) = st.subscribe(b"l/a".to_vec(), 5, s1);
         let (_, w2) = st.subscribe(b"l/b".to_vec(), 5, s2);
         let (w1, w2) = (w1.unwrap(), w2.unwrap());
-        assert_eq!(st.resume(1), vec![(w1, b"l/a".to_vec(), 0), (w2, b"l/b".to_vec(), 0)]);
+        assert_eq!(
+            st.resume(1),
+            vec![(w1, b"l/a".to_vec(), 0), (w2, b"l/b".to_vec(), 0)]
+        );
         // The proxy calls them 0 and 1, and answers the second create first.
-        route(&mut st, &Resp { wid: 1, created: true, rev: 8, ..Default::default() }, &a, &c);
-        route(&mut st, &Resp { wid: 0, created: true, rev: 9, ..Default::default() }, &a, &c);
-        route(&mut st, &Resp { wid: 1, rev: 10, events: vec![del("l/b", 10)], ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid: 1,
+                created: true,
+                rev: 8,
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
+        route(
+            &mut st,
+            &Resp {
+                wid: 0,
+                created: true,
+                rev: 9,
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
+        route(
+            &mut st,
+            &Resp {
+                wid: 1,
+                rev: 10,
+                events: vec![del("l/b", 10)],
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         assert_eq!(*seen1.lock().unwrap(), vec![WatchEvent::Created { rev: 9 }]);
-        assert_eq!(*seen2.lock().unwrap(), vec![WatchEvent::Created { rev: 8 }, WatchEvent::Deleted { rev: 10 }]);
+        assert_eq!(
+            *seen2.lock().unwrap(),
+            vec![
+                WatchEvent::Created { rev: 8 },
+                WatchEvent::Deleted { rev: 10 }
+            ]
+        );
         // A response for an id the server never gave us is nobody's.
-        route(&mut st, &Resp { wid: 7, rev: 11, events: vec![del("l/a", 11)], ..Default::default() }, &a, &c);
+        route(
+            &mut st,
+            &Resp {
+                wid: 7,
+                rev: 11,
+                events: vec![del("l/a", 11)],
+                ..Default::default()
+            },
+            &a,
+            &c,
+        );
         assert_eq!(seen1.lock().unwrap().len(), 1);
         // Swept: the proxy's id is cancelled.
         let t = Instant::now();
@@ -478,7 +676,24 @@ mod tests {
         let w3 = w3.unwrap();
         st.resume(1);
         st.unsubscribe(sub3, t);
-        assert!(st.sweep(t + LINGER).is_empty(), "not answered yet: no id to cancel");
-        assert_eq!(route(&mut st, &Resp { wid: w3, created: true, rev: 12, ..Default::default() }, &a, &c), Some(w3), "cancelled once answered");
+        assert!(
+            st.sweep(t + LINGER).is_empty(),
+            "not answered yet: no id to cancel"
+        );
+        assert_eq!(
+            route(
+                &mut st,
+                &Resp {
+                    wid: w3,
+                    created: true,
+                    rev: 12,
+                    ..Default::default()
+                },
+                &a,
+                &c
+            ),
+            Some(w3),
+            "cancelled once answered"
+        );
     }
 }

@@ -36,7 +36,15 @@ impl Response for WatchResponse {
     fn events(&self) -> Vec<(bool, &[u8], i64)> {
         WatchResponse::events(self)
             .iter()
-            .filter_map(|ev| ev.kv().map(|kv| (ev.event_type() == EventType::Delete, kv.key(), kv.mod_revision())))
+            .filter_map(|ev| {
+                ev.kv().map(|kv| {
+                    (
+                        ev.event_type() == EventType::Delete,
+                        kv.key(),
+                        kv.mod_revision(),
+                    )
+                })
+            })
             .collect()
     }
 }
@@ -61,21 +69,31 @@ pub(super) struct Task {
 }
 
 fn create_opts(id: i64, start_rev: i64) -> WatchOptions {
-    WatchOptions::new().with_watch_id(id).with_start_revision(start_rev).with_filters([WatchFilterType::NoPut])
+    WatchOptions::new()
+        .with_watch_id(id)
+        .with_start_revision(start_rev)
+        .with_filters([WatchFilterType::NoPut])
 }
 
 impl Task {
-    pub(super) async fn run(mut self, mut rx: mpsc::UnboundedReceiver<Cmd>, closed: CancellationToken) {
+    pub(super) async fn run(
+        mut self,
+        mut rx: mpsc::UnboundedReceiver<Cmd>,
+        closed: CancellationToken,
+    ) {
         let mut reopen_at: Option<tokio::time::Instant> = None;
         // When the front of the deferred list is due.
         let mut later_at: Option<tokio::time::Instant> = None;
         let mut backoff = Duration::from_millis(20);
         let mut benched = self.transport.benched_events();
-        // Idle watches are swept at this pace (each lingers LINGER to 1.5 x LINGER).
+        // Idle watches are swept at this pace (each lingers from LINGER to LINGER * 3 / 2).
         let mut sweep = tokio::time::interval(LINGER / 2);
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            if self.stream.is_none() && reopen_at.is_none() && !State::lock(&self.state).entries.is_empty() {
+            if self.stream.is_none()
+                && reopen_at.is_none()
+                && !State::lock(&self.state).entries.is_empty()
+            {
                 match self.open().await {
                     Ok(()) => backoff = Duration::from_millis(20),
                     Err(why) => {
@@ -109,7 +127,9 @@ impl Task {
             };
             match cmd {
                 Cmd::Create(wid) => {
-                    let Some(s) = self.stream.as_mut() else { continue };
+                    let Some(s) = self.stream.as_mut() else {
+                        continue;
+                    };
                     let req = {
                         let mut st = State::lock(&self.state);
                         let st = &mut *st;
@@ -125,7 +145,15 @@ impl Task {
                         }
                     };
                     if let Some((key, rev)) = req {
-                        if !send(&mut s.sender, &self.transport, s.member, key, create_opts(wid, rev)).await {
+                        if !send(
+                            &mut s.sender,
+                            &self.transport,
+                            s.member,
+                            key,
+                            create_opts(wid, rev),
+                        )
+                        .await
+                        {
                             self.drop_stream();
                         }
                     }
@@ -134,7 +162,10 @@ impl Task {
                 Cmd::Cancel { gen, sid } => {
                     if let Some(s) = self.stream.as_mut().filter(|s| s.gen == gen) {
                         let rt = self.transport.request_timeout;
-                        if !matches!(tokio::time::timeout(rt, s.sender.cancel(sid)).await, Ok(Ok(()))) {
+                        if !matches!(
+                            tokio::time::timeout(rt, s.sender.cancel(sid)).await,
+                            Ok(Ok(()))
+                        ) {
                             self.drop_stream();
                         }
                     }
@@ -186,13 +217,17 @@ impl Task {
         let gone = {
             let mut st = State::lock(&self.state);
             let gone = st.sweep(Instant::now());
-            self.etcd_watches.store(st.entries.len() as i64, Ordering::Relaxed);
+            self.etcd_watches
+                .store(st.entries.len() as i64, Ordering::Relaxed);
             gone
         };
         let rt = self.transport.request_timeout;
         for sid in gone {
             let Some(s) = self.stream.as_mut() else { break };
-            if !matches!(tokio::time::timeout(rt, s.sender.cancel(sid)).await, Ok(Ok(()))) {
+            if !matches!(
+                tokio::time::timeout(rt, s.sender.cancel(sid)).await,
+                Ok(Ok(()))
+            ) {
                 self.drop_stream();
             }
         }
@@ -208,7 +243,11 @@ impl Task {
     /// Open a stream on a healthy member and (re-)create every watch on it.
     async fn open(&mut self) -> Result<(), String> {
         let rt = self.transport.request_timeout;
-        let (member, client) = self.transport.stream_client().await.map_err(|e| e.to_string())?;
+        let (member, client) = self
+            .transport
+            .stream_client()
+            .await
+            .map_err(|e| e.to_string())?;
         let gen = self.gen + 1;
         let all = State::lock(&self.state).resume(gen);
         if all.is_empty() {
@@ -216,17 +255,18 @@ impl Task {
         }
         let (first, key, rev) = all[0].clone();
         let mut wc = client.watch_client();
-        let stream = match tokio::time::timeout(rt, wc.watch(key, Some(create_opts(first, rev)))).await {
-            Ok(Ok(s)) => s,
-            Ok(Err(err)) => {
-                self.transport.fail(member);
-                return Err(err.to_string());
-            }
-            Err(_) => {
-                self.transport.fail(member);
-                return Err("watch stream not opened within the request timeout".into());
-            }
-        };
+        let stream =
+            match tokio::time::timeout(rt, wc.watch(key, Some(create_opts(first, rev)))).await {
+                Ok(Ok(s)) => s,
+                Ok(Err(err)) => {
+                    self.transport.fail(member);
+                    return Err(err.to_string());
+                }
+                Err(_) => {
+                    self.transport.fail(member);
+                    return Err("watch stream not opened within the request timeout".into());
+                }
+            };
         self.gen = gen;
         self.streams_opened.fetch_add(1, Ordering::Relaxed);
         State::lock(&self.state).gen = gen;
@@ -257,14 +297,27 @@ impl Task {
             }
         });
         for (wid, key, rev) in all.into_iter().skip(1) {
-            if !send(&mut sender, &self.transport, member, key, create_opts(wid, rev)).await {
+            if !send(
+                &mut sender,
+                &self.transport,
+                member,
+                key,
+                create_opts(wid, rev),
+            )
+            .await
+            {
                 reader.abort();
                 State::lock(&self.state).gen = 0;
                 self.transport.fail(member);
                 return Err("watch stream stalled while re-creating watches".into());
             }
         }
-        self.stream = Some(Stream { gen, member, sender, reader });
+        self.stream = Some(Stream {
+            gen,
+            member,
+            sender,
+            reader,
+        });
         Ok(())
     }
 }

@@ -10,7 +10,12 @@ static NS: AtomicU64 = AtomicU64::new(0);
 
 /// A namespace unique to this test run and call.
 pub fn unique_ns(tag: &str) -> String {
-    format!("t-{}-{}-{}/", tag, std::process::id(), NS.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "t-{}-{}-{}/",
+        tag,
+        std::process::id(),
+        NS.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Whether the suite runs against the in-process etcd (`mem://tests`)
@@ -33,9 +38,20 @@ pub fn skip_on_mem(test: &str) -> bool {
 pub fn opts(etcd: &Etcd, ns: &str, ttl: i64) -> ClientOptions {
     // One in-process store per harness etcd, so a test sees only its own
     // revisions, as it does on its own etcd.
-    let store = || format!("mem://tests-{}", etcd.endpoints()[0].rsplit(':').next().unwrap_or_default());
-    let endpoints = if mem_backend() { vec![store()] } else { etcd.endpoints() };
-    ClientOptions::new(endpoints).with_ttl(ttl).with_namespace(ns)
+    let store = || {
+        format!(
+            "mem://tests-{}",
+            etcd.endpoints()[0].rsplit(':').next().unwrap_or_default()
+        )
+    };
+    let endpoints = if mem_backend() {
+        vec![store()]
+    } else {
+        etcd.endpoints()
+    };
+    ClientOptions::new(endpoints)
+        .with_ttl(ttl)
+        .with_namespace(ns)
 }
 
 pub async fn client(etcd: &Etcd, ns: &str, ttl: i64) -> Client {
@@ -48,11 +64,22 @@ pub async fn keys(c: &Client, prefix: &str) -> Vec<(String, i64)> {
     let r = etcd
         .get(
             prefix,
-            Some(GetOptions::new().with_prefix().with_sort(etcd_client::SortTarget::Create, etcd_client::SortOrder::Ascend)),
+            Some(GetOptions::new().with_prefix().with_sort(
+                etcd_client::SortTarget::Create,
+                etcd_client::SortOrder::Ascend,
+            )),
         )
         .await
         .expect("get prefix");
-    r.kvs().iter().map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.create_revision())).collect()
+    r.kvs()
+        .iter()
+        .map(|kv| {
+            (
+                String::from_utf8_lossy(kv.key()).into_owned(),
+                kv.create_revision(),
+            )
+        })
+        .collect()
 }
 
 /// Wait (by watching, not sleeping) until `prefix` holds exactly `n` keys:
@@ -60,19 +87,38 @@ pub async fn keys(c: &Client, prefix: &str) -> Vec<(String, i64)> {
 pub async fn await_key_count(c: &Client, prefix: &str, n: usize) {
     let mut etcd = c.etcd().await.unwrap();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let r = etcd.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.expect("count");
+    let r = etcd
+        .get(
+            prefix,
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        )
+        .await
+        .expect("count");
     if r.count() as usize == n {
         return;
     }
     let rev = r.header().unwrap().revision();
     let mut w = etcd
-        .watch(prefix, Some(etcd_client::WatchOptions::new().with_prefix().with_start_revision(rev + 1)))
+        .watch(
+            prefix,
+            Some(
+                etcd_client::WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(rev + 1),
+            ),
+        )
         .await
         .expect("watch");
     loop {
         let ev = tokio::time::timeout_at(deadline, w.message()).await;
         assert!(ev.is_ok(), "timed out waiting for {n} keys under {prefix}");
-        let r = etcd.get(prefix, Some(GetOptions::new().with_prefix().with_count_only())).await.expect("count");
+        let r = etcd
+            .get(
+                prefix,
+                Some(GetOptions::new().with_prefix().with_count_only()),
+            )
+            .await
+            .expect("count");
         if r.count() as usize == n {
             return;
         }
@@ -86,9 +132,18 @@ pub async fn await_key_count(c: &Client, prefix: &str, n: usize) {
 pub async fn writes_under(c: &Client, prefix: &str, since: i64) -> usize {
     let mut etcd = c.etcd().await.unwrap();
     let sentinel = format!("{prefix}~end");
-    etcd.put(sentinel.as_str(), "", None).await.expect("sentinel");
+    etcd.put(sentinel.as_str(), "", None)
+        .await
+        .expect("sentinel");
     let mut w = etcd
-        .watch(prefix, Some(etcd_client::WatchOptions::new().with_prefix().with_start_revision(since + 1)))
+        .watch(
+            prefix,
+            Some(
+                etcd_client::WatchOptions::new()
+                    .with_prefix()
+                    .with_start_revision(since + 1),
+            ),
+        )
         .await
         .expect("watch");
     let mut n = 0;
@@ -100,6 +155,8 @@ pub async fn writes_under(c: &Client, prefix: &str, since: i64) -> usize {
             n += 1;
         }
     }
-    etcd.delete(sentinel.as_str(), None).await.expect("sentinel delete");
+    etcd.delete(sentinel.as_str(), None)
+        .await
+        .expect("sentinel delete");
     n
 }

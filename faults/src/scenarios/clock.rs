@@ -52,7 +52,12 @@ pub async fn wall_clock_jumps(p: &Profile) -> Outcome {
     w.hold = Duration::from_millis(10);
     w.client_prefix = "parent-c".into();
     let (stop, h) = start_workload(w, checker.clone(), counters.clone());
-    let rounds = run_rounds(&mut ClockJump::new(file.clone()), Duration::from_secs(secs_run), 0).await;
+    let rounds = run_rounds(
+        &mut ClockJump::new(file.clone()),
+        Duration::from_secs(secs_run),
+        0,
+    )
+    .await;
     o.failures.extend(rounds.failures);
     let jumps = rounds.faults;
     stop.cancel();
@@ -89,14 +94,20 @@ pub async fn wall_clock_jumps(p: &Profile) -> Outcome {
             _ => {}
         }
     }
-    let span_s = if off_max >= off_min { (off_max - off_min) as f64 / 1000.0 } else { 0.0 };
+    let span_s = if off_max >= off_min {
+        (off_max - off_min) as f64 / 1000.0
+    } else {
+        0.0
+    };
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     let parent_losses = counters.losses.load(Ordering::Relaxed);
     o.acquisitions = counters.acquisitions.load(Ordering::Relaxed) + child_acq + 1;
     let long_ok = matches!(&long, Some((_, l)) if l == "none");
     let false_losses = child_losses + parent_losses + u64::from(!long_ok);
     o.expect(done, || "the child did not finish".into());
-    o.expect(span_s >= 500.0, || format!("the child's wall clock moved by only {span_s:.0} s: libfaketime not effective"));
+    o.expect(span_s >= 500.0, || {
+        format!("the child's wall clock moved by only {span_s:.0} s: libfaketime not effective")
+    });
     o.expect(false_losses == 0, || format!("{false_losses} false losses (child {child_losses}, parent {parent_losses}, long hold {long:?})"));
     o.expect(child_acq > 0, || "the child acquired nothing".into());
     o.figure = format!(

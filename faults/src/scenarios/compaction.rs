@@ -12,7 +12,9 @@ pub async fn waiters_under_compaction(_p: &Profile) -> Outcome {
     let checker = Arc::new(Checker::new());
     let prefix = format!("{ns}Q/");
     let n = 20usize;
-    let holder = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(2))).await.expect("holder connect");
+    let holder = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(2)))
+        .await
+        .expect("holder connect");
     let gh = holder.lock("Q").await.expect("holder lock");
     let h_acq = clock_monotonic_ns();
     let stop = CancellationToken::new();
@@ -24,15 +26,21 @@ pub async fn waiters_under_compaction(_p: &Profile) -> Outcome {
         let mut tasks = Vec::new();
         let mut queue_revs = Vec::new();
         for i in 0..n {
-            let c = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(2))).await.expect("waiter connect");
+            let c = Client::connect(opts(&eps, &ns, 5, Duration::from_secs(2)))
+                .await
+                .expect("waiter connect");
             let (order, checker) = (order.clone(), checker.clone());
             tasks.push(tokio::spawn(async move {
-                let r = c.lock_with("Q", LockOptions::timeout(Duration::from_secs(60))).await;
+                let r = c
+                    .lock_with("Q", LockOptions::timeout(Duration::from_secs(60)))
+                    .await;
                 let out = match r {
                     Ok(g) => {
                         let at = clock_monotonic_ns();
                         let seq = order.fetch_add(1, Ordering::SeqCst);
-                        let _ = g.put(resource_key("Q"), g.fencing_token().to_string()).await;
+                        let _ = g
+                            .put(resource_key("Q"), g.fencing_token().to_string())
+                            .await;
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         let tok = g.fencing_token();
                         let _ = release(&checker, g, at, &format!("w{i}")).await;
@@ -43,7 +51,10 @@ pub async fn waiters_under_compaction(_p: &Profile) -> Outcome {
                 c.close().await;
                 out
             }));
-            if await_key_count(&mut rawc, &prefix, i + 2, Duration::from_secs(10)).await.is_none() {
+            if await_key_count(&mut rawc, &prefix, i + 2, Duration::from_secs(10))
+                .await
+                .is_none()
+            {
                 o.fail(format!("waiter {i} never queued"));
             }
             let keys = keys_under(&mut rawc, &prefix).await.unwrap_or_default();
@@ -70,18 +81,26 @@ pub async fn waiters_under_compaction(_p: &Profile) -> Outcome {
         stop.cancel();
         (grants, stuck, took, queue_revs)
     };
-    let (compactions, (mut grants, stuck, took, queue_revs)) = tokio::join!(run_until(&mut compaction, &stop), steps);
+    let (compactions, (mut grants, stuck, took, queue_revs)) =
+        tokio::join!(run_until(&mut compaction, &stop), steps);
     for f in compactions.failures {
         o.fail(f);
     }
     holder.close().await;
     grants.sort();
-    let in_order = grants.iter().enumerate().all(|(k, (_, i, tok))| *i == k && queue_revs.get(*i) == Some(tok));
+    let in_order = grants
+        .iter()
+        .enumerate()
+        .all(|(k, (_, i, tok))| *i == k && queue_revs.get(*i) == Some(tok));
     o.acquisitions = grants.len() as u64 + 1;
     o.faults = compactions.faults;
     let r = finish(&mut o, &checker, &mut rawc, &ns, None).await;
-    o.expect(stuck == 0 && grants.len() == n, || format!("{stuck} stuck waiters"));
-    o.expect(in_order, || format!("grant order {grants:?} differs from create_revision order {queue_revs:?}"));
+    o.expect(stuck == 0 && grants.len() == n, || {
+        format!("{stuck} stuck waiters")
+    });
+    o.expect(in_order, || {
+        format!("grant order {grants:?} differs from create_revision order {queue_revs:?}")
+    });
     let comps = o.faults;
     o.expect(comps >= 5, || format!("only {comps} compactions"));
     o.figure = format!(

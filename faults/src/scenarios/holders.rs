@@ -41,7 +41,16 @@ pub(super) async fn queue_behind(
     rawc: &mut etcd_client::Client,
     ns: &str,
     kind: &str,
-) -> Result<(tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>, i64, u64, String, crate::GuardedOp), String> {
+) -> Result<
+    (
+        tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>,
+        i64,
+        u64,
+        String,
+        crate::GuardedOp,
+    ),
+    String,
+> {
     queue_behind_on(child, wc, rawc, ns, kind, "L").await
 }
 
@@ -53,17 +62,33 @@ pub(super) async fn queue_behind_on(
     ns: &str,
     kind: &str,
     lock: &str,
-) -> Result<(tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>, i64, u64, String, crate::GuardedOp), String> {
+) -> Result<
+    (
+        tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>,
+        i64,
+        u64,
+        String,
+        crate::GuardedOp,
+    ),
+    String,
+> {
     let held = child.expect("HELD", Duration::from_secs(20)).await?;
     let token: i64 = held[1].parse().unwrap_or(0);
     let acquired_ns: u64 = held[2].parse().unwrap_or(0);
     let key = held.get(3).cloned().unwrap_or_default();
-    let (name, put) = crate::parse_put_line(&child.expect("PUT", Duration::from_secs(10)).await?, token)?;
+    let (name, put) =
+        crate::parse_put_line(&child.expect("PUT", Duration::from_secs(10)).await?, token)?;
     if name != "ok" || put.result != crate::OpResult::Ok {
-        return Err(format!("the holder's guarded put under a fresh hold failed: {name} ({})", put.result.name()));
+        return Err(format!(
+            "the holder's guarded put under a fresh hold failed: {name} ({})",
+            put.result.name()
+        ));
     }
     let waiter = spawn_waiter(wc.clone(), lock, waiter_kind(kind));
-    if await_key_count(rawc, &format!("{ns}{lock}/"), 2, Duration::from_secs(10)).await.is_none() {
+    if await_key_count(rawc, &format!("{ns}{lock}/"), 2, Duration::from_secs(10))
+        .await
+        .is_none()
+    {
         waiter.abort();
         return Err("waiter never queued".into());
     }
@@ -72,15 +97,26 @@ pub(super) async fn queue_behind_on(
 
 /// The waiter of a round takes the lock within TTL + 1 s of the fault, with a
 /// higher token than the holder's.
-pub(super) async fn waiter_takes_over(r: HolderRound, what: &str, errs: &mut Vec<String>) -> Option<(etcdlock::Guard, u64, u64)> {
+pub(super) async fn waiter_takes_over(
+    r: HolderRound,
+    what: &str,
+    errs: &mut Vec<String>,
+) -> Option<(etcdlock::Guard, u64, u64)> {
     match tokio::time::timeout(Duration::from_secs(TTL as u64 + 10), r.waiter).await {
         Ok(Ok(Ok((g, at)))) => {
             let waited = at.saturating_sub(r.at_ns);
             if waited > TTL_NS + 1_000_000_000 {
-                errs.push(format!("waiter acquired {:.2} s after {what}", secs(waited)));
+                errs.push(format!(
+                    "waiter acquired {:.2} s after {what}",
+                    secs(waited)
+                ));
             }
             if g.fencing_token() <= r.token {
-                errs.push(format!("token {} not above the holder's {}", g.fencing_token(), r.token));
+                errs.push(format!(
+                    "token {} not above the holder's {}",
+                    g.fencing_token(),
+                    r.token
+                ));
             }
             Some((g, at, waited))
         }
@@ -123,7 +159,15 @@ pub(super) struct HolderPause<'a> {
 }
 
 impl<'a> HolderPause<'a> {
-    pub(super) fn new(lang: HolderLang, kind: &'static str, child: ChildProc, wc: &'a Client, rawc: &'a mut etcd_client::Client, checker: &'a Checker, ns: &'a str) -> Self {
+    pub(super) fn new(
+        lang: HolderLang,
+        kind: &'static str,
+        child: ChildProc,
+        wc: &'a Client,
+        rawc: &'a mut etcd_client::Client,
+        checker: &'a Checker,
+        ns: &'a str,
+    ) -> Self {
         HolderPause {
             lang,
             kind,
@@ -154,7 +198,14 @@ impl Failpoint for HolderPause<'_> {
                 self.acquisitions += 1;
                 let at_ns = clock_monotonic_ns();
                 self.child.signal(libc::SIGSTOP);
-                self.round = Ok(HolderRound { waiter, token, acquired_ns, key, at_ns, put });
+                self.round = Ok(HolderRound {
+                    waiter,
+                    token,
+                    acquired_ns,
+                    key,
+                    at_ns,
+                    put,
+                });
                 Injected::new(1, Duration::from_nanos(2 * TTL_NS))
             }
             Err(e) => {
@@ -165,7 +216,13 @@ impl Failpoint for HolderPause<'_> {
     }
     async fn heal(&mut self, k: u32) -> Result<(), String> {
         let r = std::mem::replace(&mut self.round, Err("no round".into()))?;
-        let (stop_ns, token, acquired_ns, key, put) = (r.at_ns, r.token, r.acquired_ns, r.key.clone(), r.put.clone());
+        let (stop_ns, token, acquired_ns, key, put) = (
+            r.at_ns,
+            r.token,
+            r.acquired_ns,
+            r.key.clone(),
+            r.put.clone(),
+        );
         let mut errs = Vec::new();
         let took = waiter_takes_over(r, "SIGSTOP", &mut errs).await;
         // Let the holder run into its stale state.
@@ -181,12 +238,28 @@ impl Failpoint for HolderPause<'_> {
         // guarded writes included); for the others the parent sends the same
         // compare with the holder's key and token, and records the hold.
         let (rawtx, hold) = if self.lang == HolderLang::Rust {
-            (self.child.expect("RAWTXN", Duration::from_secs(20)).await, self.child.expect("HOLD", Duration::from_secs(10)).await)
+            (
+                self.child.expect("RAWTXN", Duration::from_secs(20)).await,
+                self.child.expect("HOLD", Duration::from_secs(10)).await,
+            )
         } else {
             let txn = etcd_client::Txn::new()
-                .when([etcd_client::Compare::create_revision(key, etcd_client::CompareOp::Equal, token)])
-                .and_then([etcd_client::TxnOp::put(format!("{}{}", self.ns, resource_key("L")), token.to_string(), None)]);
-            let r = self.rawc.txn(txn).await.map(|r| vec!["RAWTXN".to_string(), r.succeeded().to_string()]).map_err(|e| e.to_string());
+                .when([etcd_client::Compare::create_revision(
+                    key,
+                    etcd_client::CompareOp::Equal,
+                    token,
+                )])
+                .and_then([etcd_client::TxnOp::put(
+                    format!("{}{}", self.ns, resource_key("L")),
+                    token.to_string(),
+                    None,
+                )]);
+            let r = self
+                .rawc
+                .txn(txn)
+                .await
+                .map(|r| vec!["RAWTXN".to_string(), r.succeeded().to_string()])
+                .map_err(|e| e.to_string());
             (r, Ok(Vec::new()))
         };
         match (lost, stale, rawtx, hold) {
@@ -220,7 +293,11 @@ impl Failpoint for HolderPause<'_> {
                         acquired_ns,
                         ended_ns: lost_at,
                         client: format!("{}-child-round{k}", self.lang.name().to_lowercase()),
-                        loss: Some(LossInfo { reason: crate::canonical_loss_reason(&lost[1]), at_ns: lost_at, reported_ns: rep }),
+                        loss: Some(LossInfo {
+                            reason: crate::canonical_loss_reason(&lost[1]),
+                            at_ns: lost_at,
+                            reported_ns: rep,
+                        }),
                         ops,
                         ..Default::default()
                     });
@@ -262,8 +339,28 @@ pub(super) struct HolderKill<'a> {
 }
 
 impl<'a> HolderKill<'a> {
-    pub(super) fn new(lang: HolderLang, kind: &'static str, eps: &'a [String], wc: &'a Client, rawc: &'a mut etcd_client::Client, checker: &'a Checker, ns: &'a str) -> Self {
-        HolderKill { lang, kind, eps, wc, rawc, checker, ns, round: Err("no round".into()), acquisitions: 0, done: 0, max_wait: 0 }
+    pub(super) fn new(
+        lang: HolderLang,
+        kind: &'static str,
+        eps: &'a [String],
+        wc: &'a Client,
+        rawc: &'a mut etcd_client::Client,
+        checker: &'a Checker,
+        ns: &'a str,
+    ) -> Self {
+        HolderKill {
+            lang,
+            kind,
+            eps,
+            wc,
+            rawc,
+            checker,
+            ns,
+            round: Err("no round".into()),
+            acquisitions: 0,
+            done: 0,
+            max_wait: 0,
+        }
     }
 }
 
@@ -296,7 +393,14 @@ impl Failpoint for HolderKill<'_> {
                     ops: vec![put.clone()],
                     ..Default::default()
                 });
-                self.round = Ok(HolderRound { waiter, token, acquired_ns, key, at_ns, put });
+                self.round = Ok(HolderRound {
+                    waiter,
+                    token,
+                    acquired_ns,
+                    key,
+                    at_ns,
+                    put,
+                });
                 Injected::new(1, Duration::ZERO)
             }
             Err(e) => {
@@ -348,7 +452,9 @@ pub async fn holder_sigstop(p: &Profile, lang: HolderLang) -> Outcome {
             return o;
         }
     };
-    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
+    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2)))
+        .await
+        .expect("waiter connect");
     let mut fp = HolderPause::new(lang, "mutex", child, &wc, &mut rawc, &checker, &ns);
     let r = run_rounds(&mut fp, Duration::ZERO, rounds).await;
     o.faults += r.faults;
@@ -362,12 +468,26 @@ pub async fn holder_sigstop(p: &Profile, lang: HolderLang) -> Outcome {
         }
     }
     fp.child.kill9().await;
-    let HolderPause { done, max_wait, reported, stale_ok, raw_ok, min_gap, .. } = fp;
+    let HolderPause {
+        done,
+        max_wait,
+        reported,
+        stale_ok,
+        raw_ok,
+        min_gap,
+        ..
+    } = fp;
     wc.close().await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    o.expect(done == rounds, || format!("{done}/{rounds} rounds completed"));
-    o.expect(stale_ok + raw_ok == 0, || format!("{stale_ok} guarded and {raw_ok} raw stale writes accepted"));
-    o.expect(reported == rounds, || format!("{reported}/{rounds} losses reported"));
+    o.expect(done == rounds, || {
+        format!("{done}/{rounds} rounds completed")
+    });
+    o.expect(stale_ok + raw_ok == 0, || {
+        format!("{stale_ok} guarded and {raw_ok} raw stale writes accepted")
+    });
+    o.expect(reported == rounds, || {
+        format!("{reported}/{rounds} losses reported")
+    });
     o.figure = format!(
         "{done} rounds, {} stale writes accepted (guarded put {stale_ok}, raw compare {raw_ok}), max waiter acquire {:.2} s after SIGSTOP (TTL {TTL} s, bound {} s), {reported}/{rounds} losses reported, each hold ended >= {} ms before the waiter acquired; {}",
         stale_ok + raw_ok,
@@ -397,7 +517,9 @@ pub async fn holder_kill9(p: &Profile, lang: HolderLang) -> Outcome {
     let mut rawc = raw(&eps).await;
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
-    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
+    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2)))
+        .await
+        .expect("waiter connect");
     let mut fp = HolderKill::new(lang, "mutex", &eps, &wc, &mut rawc, &checker, &ns);
     let r = run_rounds(&mut fp, Duration::ZERO, p.rounds).await;
     o.faults += r.faults;
@@ -408,7 +530,9 @@ pub async fn holder_kill9(p: &Profile, lang: HolderLang) -> Outcome {
     let (done, max_wait) = (fp.done, fp.max_wait);
     wc.close().await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    o.expect(done == p.rounds, || format!("{done}/{} rounds completed", p.rounds));
+    o.expect(done == p.rounds, || {
+        format!("{done}/{} rounds completed", p.rounds)
+    });
     o.figure = format!(
         "{done} rounds, max next-waiter acquire {:.2} s after kill -9 (TTL {TTL} s, bound {} s); {}",
         secs(max_wait),

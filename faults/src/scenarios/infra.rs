@@ -10,7 +10,15 @@ use etcdlock_testkit::Front;
 pub const KEEPALIVE_REQUESTS: u32 = 100;
 
 /// A lost hold, recorded with its loss.
-fn record_lost(checker: &Checker, lock: &str, g: &etcdlock::Guard, acquired_ns: u64, loss: &etcdlock::Loss, reported_ns: u64, client: String) {
+fn record_lost(
+    checker: &Checker,
+    lock: &str,
+    g: &etcdlock::Guard,
+    acquired_ns: u64,
+    loss: &etcdlock::Loss,
+    reported_ns: u64,
+    client: String,
+) {
     let at = instant_to_mono_ns(loss.at);
     checker.record(Hold {
         lock: lock.into(),
@@ -18,7 +26,11 @@ fn record_lost(checker: &Checker, lock: &str, g: &etcdlock::Guard, acquired_ns: 
         acquired_ns,
         ended_ns: at,
         client,
-        loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: at, reported_ns }),
+        loss: Some(LossInfo {
+            reason: loss.reason.name().into(),
+            at_ns: at,
+            reported_ns,
+        }),
         ..Default::default()
     });
 }
@@ -35,7 +47,11 @@ enum ProxyFaultKind {
 
 impl ProxyFaultKind {
     fn of(k: u32) -> ProxyFaultKind {
-        [ProxyFaultKind::KillRestart, ProxyFaultKind::Stop, ProxyFaultKind::QuickRestart][k as usize % 3]
+        [
+            ProxyFaultKind::KillRestart,
+            ProxyFaultKind::Stop,
+            ProxyFaultKind::QuickRestart,
+        ][k as usize % 3]
     }
 }
 
@@ -83,15 +99,33 @@ const A_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl ProxyFault<'_> {
     async fn start_round(&mut self, k: u32) -> Result<ProxyRound, String> {
-        let a = Client::connect(opts(self.pe, self.ns, TTL, A_REQUEST_TIMEOUT)).await.map_err(|e| format!("A connect: {e}"))?;
-        let d = Client::connect(opts(self.eps, self.ns, 10, Duration::from_secs(2))).await.map_err(|e| format!("D connect: {e}"))?;
+        let a = Client::connect(opts(self.pe, self.ns, TTL, A_REQUEST_TIMEOUT))
+            .await
+            .map_err(|e| format!("A connect: {e}"))?;
+        let d = Client::connect(opts(self.eps, self.ns, 10, Duration::from_secs(2)))
+            .await
+            .map_err(|e| format!("D connect: {e}"))?;
         let lock = format!("F{k}");
-        let ga = Arc::new(a.lock_with(&lock, LockOptions::timeout(Duration::from_secs(5))).await.map_err(|e| format!("A lock: {e}"))?);
+        let ga = Arc::new(
+            a.lock_with(&lock, LockOptions::timeout(Duration::from_secs(5)))
+                .await
+                .map_err(|e| format!("A lock: {e}"))?,
+        );
         let a_acq = clock_monotonic_ns();
         self.acquisitions += 1;
-        ga.put(resource_key(&lock), ga.fencing_token().to_string()).await.map_err(|e| format!("A put: {e}"))?;
+        ga.put(resource_key(&lock), ga.fencing_token().to_string())
+            .await
+            .map_err(|e| format!("A put: {e}"))?;
         let waiter = spawn_waiter(d.clone(), &lock, "mutex");
-        if await_key_count(self.rawc, &format!("{}{lock}/", self.ns), 2, Duration::from_secs(10)).await.is_none() {
+        if await_key_count(
+            self.rawc,
+            &format!("{}{lock}/", self.ns),
+            2,
+            Duration::from_secs(10),
+        )
+        .await
+        .is_none()
+        {
             waiter.abort();
             return Err("D never queued".into());
         }
@@ -123,7 +157,9 @@ impl Failpoint for ProxyFault<'_> {
     }
     async fn inject(&mut self, k: u32) -> Injected {
         self.round = self.start_round(k).await;
-        let Ok(r) = &mut self.round else { return Injected::new(0, Duration::ZERO) };
+        let Ok(r) = &mut self.round else {
+            return Injected::new(0, Duration::ZERO);
+        };
         r.at_ns = clock_monotonic_ns();
         let hold = match r.kind {
             ProxyFaultKind::KillRestart | ProxyFaultKind::QuickRestart => {
@@ -144,7 +180,9 @@ impl Failpoint for ProxyFault<'_> {
             let (ga, lock) = (r.ga.clone(), r.lock.clone());
             tokio::spawn(async move {
                 let t = Instant::now();
-                let _ = ga.put(resource_key(&lock), ga.fencing_token().to_string()).await;
+                let _ = ga
+                    .put(resource_key(&lock), ga.fencing_token().to_string())
+                    .await;
                 t.elapsed()
             })
         };
@@ -184,7 +222,10 @@ impl Failpoint for ProxyFault<'_> {
             match tokio::time::timeout(Duration::from_secs(TTL as u64 + 5), &mut r.lost).await {
                 Ok(Ok(Some(x))) => Some(x),
                 other => {
-                    errs.push(format!("A never reported the loss of its hold through the {:?} proxy: {other:?}", r.kind));
+                    errs.push(format!(
+                        "A never reported the loss of its hold through the {:?} proxy: {other:?}",
+                        r.kind
+                    ));
                     None
                 }
             }
@@ -193,14 +234,26 @@ impl Failpoint for ProxyFault<'_> {
         match lost {
             Some((loss, rep_ns)) => {
                 self.lost += 1;
-                record_lost(self.checker, &r.lock, &r.ga, r.a_acq, &loss, rep_ns, format!("A{k}"));
+                record_lost(
+                    self.checker,
+                    &r.lock,
+                    &r.ga,
+                    r.a_acq,
+                    &loss,
+                    rep_ns,
+                    format!("A{k}"),
+                );
                 match tokio::time::timeout(Duration::from_secs(TTL as u64 + 10), r.waiter).await {
                     Ok(Ok(Ok((gd, d_at)))) => {
                         self.acquisitions += 1;
                         let took = d_at.saturating_sub(r.at_ns);
                         self.max_take = self.max_take.max(took);
                         if took > TTL_NS + 1_500_000_000 {
-                            errs.push(format!("D acquired {:.2} s after the {:?} (bound TTL + 1.5 s)", secs(took), r.kind));
+                            errs.push(format!(
+                                "D acquired {:.2} s after the {:?} (bound TTL + 1.5 s)",
+                                secs(took),
+                                r.kind
+                            ));
                         }
                         let gap = ms_between(instant_to_mono_ns(loss.at), d_at);
                         self.min_gap = self.min_gap.min(gap);
@@ -239,7 +292,14 @@ impl Failpoint for ProxyFault<'_> {
         }
         // A takes a fresh lock through the healed proxy.
         let t = Instant::now();
-        match r.a.lock_with(&format!("R{k}"), LockOptions::timeout(Duration::from_secs(5))).await {
+        match r
+            .a
+            .lock_with(
+                &format!("R{k}"),
+                LockOptions::timeout(Duration::from_secs(5)),
+            )
+            .await
+        {
             Ok(g) => {
                 let at = clock_monotonic_ns();
                 self.acquisitions += 1;
@@ -248,7 +308,9 @@ impl Failpoint for ProxyFault<'_> {
                     errs.push(e);
                 }
             }
-            Err(e) => errs.push(format!("A could not lock through the healed proxy within 5 s: {e}")),
+            Err(e) => errs.push(format!(
+                "A could not lock through the healed proxy within 5 s: {e}"
+            )),
         }
         r.a.close().await;
         r.d.close().await;
@@ -257,7 +319,12 @@ impl Failpoint for ProxyFault<'_> {
 }
 
 /// [`release`] of a guard shared with other tasks.
-async fn release_ref(checker: &Checker, g: &etcdlock::Guard, acquired_ns: u64, client: &str) -> Result<(), String> {
+async fn release_ref(
+    checker: &Checker,
+    g: &etcdlock::Guard,
+    acquired_ns: u64,
+    client: &str,
+) -> Result<(), String> {
     let end = clock_monotonic_ns();
     let loss = g.loss();
     let r = g.unlock().await;
@@ -265,9 +332,15 @@ async fn release_ref(checker: &Checker, g: &etcdlock::Guard, acquired_ns: u64, c
         lock: g.name().to_string(),
         token: g.fencing_token(),
         acquired_ns,
-        ended_ns: loss.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end),
+        ended_ns: loss
+            .map(|l| instant_to_mono_ns(l.at).min(end))
+            .unwrap_or(end),
         client: client.to_string(),
-        loss: loss.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: instant_to_mono_ns(l.at), reported_ns: end }),
+        loss: loss.map(|l| LossInfo {
+            reason: l.reason.name().into(),
+            at_ns: instant_to_mono_ns(l.at),
+            reported_ns: end,
+        }),
         ..Default::default()
     });
     r.map_err(|e| format!("unlock by {client}: {e}"))
@@ -276,29 +349,53 @@ async fn release_ref(checker: &Checker, g: &etcdlock::Guard, acquired_ns: u64, c
 /// A hold through the proxy while no fault is injected: held for `d`, a
 /// guarded put every second; `Ok(puts)` if it was never lost and every put
 /// went through.
-async fn hold_through(c: &Client, checker: &Checker, lock: &str, d: Duration, rawc: &mut etcd_client::Client) -> Result<u32, String> {
-    let g = c.lock_with(lock, LockOptions::timeout(Duration::from_secs(5))).await.map_err(|e| format!("lock: {e}"))?;
+async fn hold_through(
+    c: &Client,
+    checker: &Checker,
+    lock: &str,
+    d: Duration,
+    rawc: &mut etcd_client::Client,
+) -> Result<u32, String> {
+    let g = c
+        .lock_with(lock, LockOptions::timeout(Duration::from_secs(5)))
+        .await
+        .map_err(|e| format!("lock: {e}"))?;
     let at = clock_monotonic_ns();
     let start = Instant::now();
     let mut puts = 0;
     let mut errs = Vec::new();
     while start.elapsed() < d {
-        tokio::time::sleep(Duration::from_millis(1000).min(d.saturating_sub(start.elapsed()))).await;
-        match g.put(resource_key(lock), g.fencing_token().to_string()).await {
+        tokio::time::sleep(Duration::from_millis(1000).min(d.saturating_sub(start.elapsed())))
+            .await;
+        match g
+            .put(resource_key(lock), g.fencing_token().to_string())
+            .await
+        {
             Ok(()) => puts += 1,
             Err(e) => {
-                errs.push(format!("guarded put {:.1} s into the hold: {e}", start.elapsed().as_secs_f64()));
+                errs.push(format!(
+                    "guarded put {:.1} s into the hold: {e}",
+                    start.elapsed().as_secs_f64()
+                ));
                 break;
             }
         }
     }
     if let Some(l) = g.loss() {
-        errs.push(format!("lost ({}) {:.1} s into the hold", l.reason.name(), secs(instant_to_mono_ns(l.at).saturating_sub(at))));
+        errs.push(format!(
+            "lost ({}) {:.1} s into the hold",
+            l.reason.name(),
+            secs(instant_to_mono_ns(l.at).saturating_sub(at))
+        ));
     }
     // The lease lives at etcd (asked directly, not through the proxy).
     match rawc.lease_time_to_live(g.lease_id(), None).await {
         Ok(t) if t.ttl() > 0 => {}
-        Ok(t) => errs.push(format!("lease {:x} gone at etcd (ttl {})", g.lease_id(), t.ttl())),
+        Ok(t) => errs.push(format!(
+            "lease {:x} gone at etcd (ttl {})",
+            g.lease_id(),
+            t.ttl()
+        )),
         Err(e) => errs.push(format!("lease time-to-live: {e}")),
     }
     if let Err(e) = release_ref(checker, &g, at, "H").await {
@@ -359,12 +456,19 @@ pub async fn grpc_proxy(p: &Profile) -> Outcome {
     let (stop_p, hp) = start_workload(w, checker.clone(), cp.clone());
     let (stop_d, hd) = start_workload(wd, checker.clone(), cd.clone());
     // No fault: a hold through the proxy for 2×TTL + 1 s.
-    let hc = Client::connect(opts(&pe, &ns, PROXY_TTL, Duration::from_secs(1))).await.expect("H connect");
+    let hc = Client::connect(opts(&pe, &ns, PROXY_TTL, Duration::from_secs(1)))
+        .await
+        .expect("H connect");
     let nofault = Duration::from_secs(2 * PROXY_TTL as u64 + 1);
     let held = hold_through(&hc, &checker, "H", nofault, &mut rawc).await;
     hc.close().await;
     o.acquisitions += 1;
-    let quiet = (cp.acquisitions.load(Ordering::Relaxed), cp.losses.load(Ordering::Relaxed), cp.errors_summary(), cd.errors_summary());
+    let quiet = (
+        cp.acquisitions.load(Ordering::Relaxed),
+        cp.losses.load(Ordering::Relaxed),
+        cp.errors_summary(),
+        cd.errors_summary(),
+    );
     match &held {
         Ok(_) => {}
         Err(e) => o.fail(format!("no fault: the hold through the proxy: {e}")),
@@ -397,12 +501,22 @@ pub async fn grpc_proxy(p: &Profile) -> Outcome {
     o.faults += rr.faults;
     o.acquisitions += fp.acquisitions;
     o.failures.extend(rr.failures);
-    let ProxyFault { lost, kept, min_gap, max_take, max_call, max_again, .. } = fp;
+    let ProxyFault {
+        lost,
+        kept,
+        min_gap,
+        max_take,
+        max_call,
+        max_again,
+        ..
+    } = fp;
     // The clients through the proxy acquire again (a waiter whose session
     // ended with the proxy's faults fails LockLost, then locks again).
     let healed_ns = clock_monotonic_ns();
     let resumed = Instant::now();
-    while cp.last_acquired_ns.load(Ordering::Relaxed) <= healed_ns && resumed.elapsed() < Duration::from_secs(10) {
+    while cp.last_acquired_ns.load(Ordering::Relaxed) <= healed_ns
+        && resumed.elapsed() < Duration::from_secs(10)
+    {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let resumed = resumed.elapsed();
@@ -411,11 +525,17 @@ pub async fn grpc_proxy(p: &Profile) -> Outcome {
     stop_d.cancel();
     let _ = hp.await;
     let _ = hd.await;
-    o.acquisitions += cp.acquisitions.load(Ordering::Relaxed) + cd.acquisitions.load(Ordering::Relaxed);
-    o.expect(cp.last_acquired_ns.load(Ordering::Relaxed) > healed_ns, || "no acquisition through the proxy within 10 s of the last heal".into());
+    o.acquisitions +=
+        cp.acquisitions.load(Ordering::Relaxed) + cd.acquisitions.load(Ordering::Relaxed);
+    o.expect(
+        cp.last_acquired_ns.load(Ordering::Relaxed) > healed_ns,
+        || "no acquisition through the proxy within 10 s of the last heal".into(),
+    );
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     let faulted = rounds - rounds / 3; // the kill and stop rounds: A must lose its hold
-    o.expect(lost + kept == rounds && lost >= faulted, || format!("{lost} holds lost, {kept} kept in {rounds} rounds ({faulted} must be lost)"));
+    o.expect(lost + kept == rounds && lost >= faulted, || {
+        format!("{lost} holds lost, {kept} kept in {rounds} rounds ({faulted} must be lost)")
+    });
     o.figure = format!(
         "no fault {:.0} s (TTL {PROXY_TTL} s): a hold through the proxy {} ({} guarded puts), {} workload acquisitions through the proxy, {} lost, errors: {}; faults: {} rounds (kill + 2xTTL down, SIGSTOP 2xTTL, kill + restart at 300 ms; holder TTL {TTL} s): {lost} holds through the proxy lost, {kept} kept; the direct waiter acquired <= {:.2} s after the fault (bound TTL + 1.5 s) and >= {} ms after the lost hold ended; a call during the fault returned within {} ms; a fresh lock through the healed proxy within {} ms, the workload through it acquired again {} ms after the last heal; {}; errors after the faults: through the proxy {}, direct {}",
         nofault.as_secs_f64(),
@@ -443,7 +563,10 @@ fn cancelled(st: &etcdlock_testkit::BalancerStats) -> String {
     if st.cancelled == 0 {
         return "none cancelled by the client".into();
     }
-    format!("{} cancelled by the client: {:?}", st.cancelled, st.cancelled_methods)
+    format!(
+        "{} cancelled by the client: {:?}",
+        st.cancelled, st.cancelled_methods
+    )
 }
 
 /// What one client of [`grpc_lb_goaway`] did.
@@ -463,10 +586,20 @@ struct LbClient {
 /// One client through the load balancer: holds `H<i>` the whole run, and
 /// meanwhile takes, writes under and releases `lock` in a loop, each call
 /// timed (contended: several clients loop on the same `lock`).
-async fn lb_client(c: Client, i: usize, lock: String, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) -> LbClient {
+async fn lb_client(
+    c: Client,
+    i: usize,
+    lock: String,
+    checker: Arc<Checker>,
+    counters: Arc<Counters>,
+    stop: CancellationToken,
+) -> LbClient {
     let mut s = LbClient::default();
     let long = format!("H{i}");
-    let g = match c.lock_with(&long, LockOptions::timeout(Duration::from_secs(5))).await {
+    let g = match c
+        .lock_with(&long, LockOptions::timeout(Duration::from_secs(5)))
+        .await
+    {
         Ok(g) => g,
         Err(e) => {
             s.failed.push(format!("{long}: lock: {e}"));
@@ -480,7 +613,9 @@ async fn lb_client(c: Client, i: usize, lock: String, checker: Arc<Checker>, cou
     while !stop.is_cancelled() {
         let invoked = clock_monotonic_ns();
         let t = Instant::now();
-        let r = c.lock_with(&lock, LockOptions::timeout(Duration::from_secs(5))).await;
+        let r = c
+            .lock_with(&lock, LockOptions::timeout(Duration::from_secs(5)))
+            .await;
         let lock_took = t.elapsed();
         s.calls += 1;
         s.requests += 1;
@@ -495,35 +630,73 @@ async fn lb_client(c: Client, i: usize, lock: String, checker: Arc<Checker>, cou
         let acquired = clock_monotonic_ns();
         s.acquisitions += 1;
         let (t, call) = (Instant::now(), clock_monotonic_ns());
-        let wr = gl.put(resource_key(&lock), gl.fencing_token().to_string()).await;
+        let wr = gl
+            .put(resource_key(&lock), gl.fencing_token().to_string())
+            .await;
         let put_took = t.elapsed();
         let ret = clock_monotonic_ns();
         s.calls += 1;
         s.requests += 1;
         let result = crate::OpResult::of(&wr);
-        let op = crate::GuardedOp { write: true, call_ns: call, ret_ns: (result != crate::OpResult::Unknown).then_some(ret), value: gl.fencing_token(), result };
+        let op = crate::GuardedOp {
+            write: true,
+            call_ns: call,
+            ret_ns: (result != crate::OpResult::Unknown).then_some(ret),
+            value: gl.fencing_token(),
+            result,
+        };
         if let Err(e) = &wr {
             s.failed.push(format!("{lock}: guarded put: {e}"));
         }
-        let errors_before = counters.errors.lock().map(|e| e.values().sum::<u64>()).unwrap_or(0);
+        let errors_before = counters
+            .errors
+            .lock()
+            .map(|e| e.values().sum::<u64>())
+            .unwrap_or(0);
         let t = Instant::now();
-        crate::release_and_record_ops(&checker, &counters, lock.clone(), &gl, (invoked, acquired), clock_monotonic_ns(), &id, vec![op]).await;
+        crate::release_and_record_ops(
+            &checker,
+            &counters,
+            lock.clone(),
+            &gl,
+            (invoked, acquired),
+            clock_monotonic_ns(),
+            &id,
+            vec![op],
+        )
+        .await;
         let unlock_took = t.elapsed();
         s.calls += 1;
         s.requests += 1;
-        if counters.errors.lock().map(|e| e.values().sum::<u64>()).unwrap_or(0) > errors_before || gl.loss().is_some() {
+        if counters
+            .errors
+            .lock()
+            .map(|e| e.values().sum::<u64>())
+            .unwrap_or(0)
+            > errors_before
+            || gl.loss().is_some()
+        {
             s.failed.push(format!("{lock}: unlock: {:?}", gl.loss()));
         }
         if !contended {
-            s.micros.extend([lock_took, put_took, unlock_took].map(|d| d.as_micros() as u64));
+            s.micros
+                .extend([lock_took, put_took, unlock_took].map(|d| d.as_micros() as u64));
         }
     }
     // The long hold lived through every GOAWAY its connections got.
     if let Some(l) = g.loss() {
-        s.failed.push(format!("{long}: lost ({}) {:.1} s into the run", l.reason.name(), secs(instant_to_mono_ns(l.at).saturating_sub(held_at))));
+        s.failed.push(format!(
+            "{long}: lost ({}) {:.1} s into the run",
+            l.reason.name(),
+            secs(instant_to_mono_ns(l.at).saturating_sub(held_at))
+        ));
     }
-    if let Err(e) = g.put(resource_key(&long), g.fencing_token().to_string()).await {
-        s.failed.push(format!("{long}: guarded put at the end: {e}"));
+    if let Err(e) = g
+        .put(resource_key(&long), g.fencing_token().to_string())
+        .await
+    {
+        s.failed
+            .push(format!("{long}: guarded put at the end: {e}"));
     }
     s.requests += 1;
     if let Err(e) = release_ref(&checker, &g, held_at, &format!("{id}-long")).await {
@@ -550,7 +723,12 @@ pub async fn grpc_lb_goaway(p: &Profile, net: &Net) -> Outcome {
     let mut rawc = raw(&etcd.endpoints()).await;
     let from = current_revision(&mut rawc).await;
     let nginx = blocking(|| match net.pki() {
-        Some(pki) => etcdlock_testkit::grpc_balancer_tls(&net.eps(&etcd)[0], KEEPALIVE_REQUESTS, &pki.server(), &pki.ca),
+        Some(pki) => etcdlock_testkit::grpc_balancer_tls(
+            &net.eps(&etcd)[0],
+            KEEPALIVE_REQUESTS,
+            &pki.server(),
+            &pki.ca,
+        ),
         None => etcdlock_testkit::grpc_balancer(&etcd.endpoints()[0], KEEPALIVE_REQUESTS),
     });
     let ne = vec![nginx.endpoint()];
@@ -567,7 +745,14 @@ pub async fn grpc_lb_goaway(p: &Profile, net: &Net) -> Outcome {
                 break;
             }
         };
-        tasks.push(tokio::spawn(lb_client(c, i, lock.to_string(), checker.clone(), counters.clone(), stop.clone())));
+        tasks.push(tokio::spawn(lb_client(
+            c,
+            i,
+            lock.to_string(),
+            checker.clone(),
+            counters.clone(),
+            stop.clone(),
+        )));
     }
     let run = Duration::from_secs(p.fault_secs);
     tokio::time::sleep(run).await;
@@ -587,17 +772,42 @@ pub async fn grpc_lb_goaway(p: &Profile, net: &Net) -> Outcome {
     let failed: Vec<&String> = all.iter().flat_map(|s| s.failed.iter()).collect();
     let mut micros: Vec<u64> = all.iter().flat_map(|s| s.micros.iter().copied()).collect();
     micros.sort_unstable();
-    let pct = |q: f64| micros.get(((micros.len() as f64 * q).ceil() as usize).saturating_sub(1)).copied().unwrap_or(0) as f64 / 1000.0;
-    let (p50, p99, max) = (pct(0.5), pct(0.99), micros.last().copied().unwrap_or(0) as f64 / 1000.0);
+    let pct = |q: f64| {
+        micros
+            .get(((micros.len() as f64 * q).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(0) as f64
+            / 1000.0
+    };
+    let (p50, p99, max) = (
+        pct(0.5),
+        pct(0.99),
+        micros.last().copied().unwrap_or(0) as f64 / 1000.0,
+    );
     let min_requests = all.iter().take(2).map(|s| s.requests).min().unwrap_or(0);
-    o.expect(failed.is_empty(), || format!("{} of {calls} calls failed: {:?}", failed.len(), failed.iter().take(5).collect::<Vec<_>>()));
+    o.expect(failed.is_empty(), || {
+        format!(
+            "{} of {calls} calls failed: {:?}",
+            failed.len(),
+            failed.iter().take(5).collect::<Vec<_>>()
+        )
+    });
     o.expect(p99 < 50.0, || format!("p99 {p99:.1} ms (bound 50 ms)"));
-    o.expect(conns.goaways >= 20, || format!("only {} GOAWAYs in nginx's access log", conns.goaways));
+    o.expect(conns.goaways >= 20, || {
+        format!("only {} GOAWAYs in nginx's access log", conns.goaways)
+    });
     o.expect(min_requests >= 20 * KEEPALIVE_REQUESTS as u64, || format!("an uncontended client made only {min_requests} requests (< 20 GOAWAYs on its connections)"));
     o.expect(conns.non_200 == 0, || {
         let log = nginx.log();
-        let serious: Vec<&str> = log.lines().filter(|l| !l.contains(" [info] ") && !l.contains(" [notice] ")).take(20).collect();
-        format!("nginx answered {} requests with an error status: {:?}; its error log: {serious:?}", conns.non_200, conns.errors)
+        let serious: Vec<&str> = log
+            .lines()
+            .filter(|l| !l.contains(" [info] ") && !l.contains(" [notice] "))
+            .take(20)
+            .collect();
+        format!(
+            "nginx answered {} requests with an error status: {:?}; its error log: {serious:?}",
+            conns.non_200, conns.errors
+        )
     });
     o.figure = format!(
         "{:.0} s through nginx (keepalive_requests {KEEPALIVE_REQUESTS}{}): {} GOAWAYs ({} client connections, {} requests in its access log, {}), {calls} calls, {} failed, uncontended calls p50 {p50:.1} ms p99 {p99:.1} ms max {max:.1} ms (bound p99 < 50 ms), 4 long holds kept across >= {} GOAWAYs each, {} acquisitions; {}",
@@ -658,28 +868,64 @@ struct CloseDuringFault<'a> {
 impl CloseDuringFault<'_> {
     async fn start_round(&mut self, k: u32) -> Result<CloseRound, String> {
         let _ = self.eps;
-        let a = Client::connect(self.net.opts(&[self.net.via(self.proxy)], self.ns, TTL, A_REQUEST_TIMEOUT)).await.map_err(|e| format!("A connect: {e}"))?;
-        let ga = a.lock_with("L", LockOptions::timeout(Duration::from_secs(5))).await.map_err(|e| format!("A lock: {e}"))?;
+        let a = Client::connect(self.net.opts(
+            &[self.net.via(self.proxy)],
+            self.ns,
+            TTL,
+            A_REQUEST_TIMEOUT,
+        ))
+        .await
+        .map_err(|e| format!("A connect: {e}"))?;
+        let ga = a
+            .lock_with("L", LockOptions::timeout(Duration::from_secs(5)))
+            .await
+            .map_err(|e| format!("A lock: {e}"))?;
         let a_acq = clock_monotonic_ns();
         self.acquisitions += 1;
-        ga.put(resource_key("L"), ga.fencing_token().to_string()).await.map_err(|e| format!("A put: {e}"))?;
+        ga.put(resource_key("L"), ga.fencing_token().to_string())
+            .await
+            .map_err(|e| format!("A put: {e}"))?;
         let wname = format!("W{k}");
-        let gw = self.b.lock_with(&wname, LockOptions::timeout(Duration::from_secs(5))).await.map_err(|e| format!("B lock: {e}"))?;
+        let gw = self
+            .b
+            .lock_with(&wname, LockOptions::timeout(Duration::from_secs(5)))
+            .await
+            .map_err(|e| format!("B lock: {e}"))?;
         let w_acq = clock_monotonic_ns();
         self.acquisitions += 1;
         let pending = {
             let (a, wname) = (a.clone(), wname.clone());
-            tokio::spawn(async move { a.lock_with(&wname, LockOptions::timeout(Duration::from_secs(30))).await })
+            tokio::spawn(async move {
+                a.lock_with(&wname, LockOptions::timeout(Duration::from_secs(30)))
+                    .await
+            })
         };
         let waiter = spawn_waiter(self.b.clone(), "L", "mutex");
         for lock in [wname.as_str(), "L"] {
-            if await_key_count(self.rawc, &format!("{}{lock}/", self.ns), 2, Duration::from_secs(10)).await.is_none() {
+            if await_key_count(
+                self.rawc,
+                &format!("{}{lock}/", self.ns),
+                2,
+                Duration::from_secs(10),
+            )
+            .await
+            .is_none()
+            {
                 pending.abort();
                 waiter.abort();
                 return Err(format!("nobody queued on {lock}"));
             }
         }
-        Ok(CloseRound { a, ga, a_acq, gw, w_acq, at_ns: 0, pending, waiter })
+        Ok(CloseRound {
+            a,
+            ga,
+            a_acq,
+            gw,
+            w_acq,
+            at_ns: 0,
+            pending,
+            waiter,
+        })
     }
 }
 
@@ -689,7 +935,9 @@ impl Failpoint for CloseDuringFault<'_> {
     }
     async fn inject(&mut self, k: u32) -> Injected {
         self.round = self.start_round(k).await;
-        let Ok(r) = &mut self.round else { return Injected::new(0, Duration::ZERO) };
+        let Ok(r) = &mut self.round else {
+            return Injected::new(0, Duration::ZERO);
+        };
         self.proxy.blackhole();
         r.at_ns = clock_monotonic_ns();
         Injected::new(1, Duration::from_millis(300))
@@ -710,7 +958,9 @@ impl Failpoint for CloseDuringFault<'_> {
         let took = t.elapsed();
         self.max_close = self.max_close.max(took);
         if took > A_REQUEST_TIMEOUT + Duration::from_millis(300) {
-            errs.push(format!("close() took {took:?} (bound {A_REQUEST_TIMEOUT:?} + 0.3 s)"));
+            errs.push(format!(
+                "close() took {took:?} (bound {A_REQUEST_TIMEOUT:?} + 0.3 s)"
+            ));
         }
         // A's hold ended by the time close() returned.
         let loss = r.ga.loss();
@@ -726,19 +976,27 @@ impl Failpoint for CloseDuringFault<'_> {
         let t = Instant::now();
         match r.a.lock("L").await {
             Err(e) if e.code() == ErrorCode::Closed && t.elapsed() < AT_ONCE => {}
-            other => errs.push(format!("a lock call after close(): {:?} in {:?}", other.map(|g| g.fencing_token()), t.elapsed())),
+            other => errs.push(format!(
+                "a lock call after close(): {:?} in {:?}",
+                other.map(|g| g.fencing_token()),
+                t.elapsed()
+            )),
         }
         // A's connections to the proxy go (at once in plaintext; over TLS
         // once the requests still on them end, within A's request timeout).
         let port = self.proxy.addr().port();
         let t = Instant::now();
-        while etcdlock_testkit::connections_to(port) > 0 && t.elapsed() < Duration::from_millis(2500) {
+        while etcdlock_testkit::connections_to(port) > 0
+            && t.elapsed() < Duration::from_millis(2500)
+        {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         let open = etcdlock_testkit::connections_to(port);
         self.max_conn_gone = self.max_conn_gone.max(t.elapsed());
         if open > 0 {
-            errs.push(format!("{open} connections of the closed client still open 2.5 s after close()"));
+            errs.push(format!(
+                "{open} connections of the closed client still open 2.5 s after close()"
+            ));
         }
         // B takes L after A's hold ended (A's lease expires at etcd: its revoke could not pass).
         let (loss, rep) = (loss, clock_monotonic_ns());
@@ -748,7 +1006,10 @@ impl Failpoint for CloseDuringFault<'_> {
                 let took = b_at.saturating_sub(r.at_ns);
                 self.max_take = self.max_take.max(took);
                 if took > TTL_NS + 1_500_000_000 {
-                    errs.push(format!("B acquired {:.2} s after the blackhole (bound TTL + 1.5 s)", secs(took)));
+                    errs.push(format!(
+                        "B acquired {:.2} s after the blackhole (bound TTL + 1.5 s)",
+                        secs(took)
+                    ));
                 }
                 if let Some(l) = &loss {
                     let gap = ms_between(instant_to_mono_ns(l.at), b_at);
@@ -769,7 +1030,9 @@ impl Failpoint for CloseDuringFault<'_> {
         tokio::time::sleep(Duration::from_millis(300)).await;
         let again = etcdlock_testkit::connections_to(port);
         if again > 0 {
-            errs.push(format!("{again} connections to the proxy after healing, from a closed client"));
+            errs.push(format!(
+                "{again} connections to the proxy after healing, from a closed client"
+            ));
         }
         self.done += 1;
         errs_to_result(errs)
@@ -786,7 +1049,9 @@ pub async fn close_during_fault(p: &Profile, net: &Net) -> Outcome {
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
     let proxy = Proxy::start(&eps[0]).await.expect("proxy");
-    let b = Client::connect(net.opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("B connect");
+    let b = Client::connect(net.opts(&eps, &ns, 10, Duration::from_secs(2)))
+        .await
+        .expect("B connect");
     let rounds = p.rounds.saturating_sub(1).max(2);
     let mut fp = CloseDuringFault {
         net,
@@ -808,10 +1073,19 @@ pub async fn close_during_fault(p: &Profile, net: &Net) -> Outcome {
     o.faults += rr.faults;
     o.acquisitions += fp.acquisitions;
     o.failures.extend(rr.failures);
-    let CloseDuringFault { done, max_close, max_conn_gone, max_take, min_gap, .. } = fp;
+    let CloseDuringFault {
+        done,
+        max_close,
+        max_conn_gone,
+        max_take,
+        min_gap,
+        ..
+    } = fp;
     b.close().await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    o.expect(done == rounds, || format!("{done}/{rounds} rounds completed"));
+    o.expect(done == rounds, || {
+        format!("{done}/{rounds} rounds completed")
+    });
     o.figure = format!(
         "{done} rounds of close() 300 ms into a blackhole: close() returned within {} ms (bound {} ms), the hold ended and the pending wait ended Closed by then, the closed client's connections gone within {} ms and none after healing, the other client acquired <= {:.2} s after the fault (bound TTL + 1.5 s) and >= {} ms after the hold ended; {}",
         max_close.as_millis(),

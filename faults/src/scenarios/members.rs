@@ -47,7 +47,9 @@ pub async fn member_sigstop(p: &Profile) -> Outcome {
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
     let last = counters.last_acquired_ns.load(Ordering::Relaxed);
-    o.expect(last > healed_ns, || "no acquisition after the last member resumed".into());
+    o.expect(last > healed_ns, || {
+        "no acquisition after the last member resumed".into()
+    });
     o.figure = format!(
         "{} member pauses of 1-5 s ({} of the leader, {:.1} s stopped in total; TTL {MEMBER_PAUSE_TTL} s), {} acquisitions; {}; errors: {}",
         o.faults,
@@ -65,10 +67,17 @@ pub async fn member_sigstop(p: &Profile) -> Outcome {
 pub const MEMBER_PAUSE_TTL: i64 = 7;
 
 /// Wait until no lock key (a key with a lease) is left under `ns` and etcd has no lease.
-pub(super) async fn await_clean(rawc: &mut etcd_client::Client, ns: &str, timeout: Duration) -> (usize, usize) {
+pub(super) async fn await_clean(
+    rawc: &mut etcd_client::Client,
+    ns: &str,
+    timeout: Duration,
+) -> (usize, usize) {
     let start = Instant::now();
     loop {
-        let keys = keys_under(rawc, ns).await.map(|k| k.iter().filter(|(_, _, lease)| *lease != 0).count()).unwrap_or(usize::MAX);
+        let keys = keys_under(rawc, ns)
+            .await
+            .map(|k| k.iter().filter(|(_, _, lease)| *lease != 0).count())
+            .unwrap_or(usize::MAX);
         let leases = match rawc.leases().await {
             Ok(l) => l.leases().len(),
             Err(_) => usize::MAX,
@@ -87,7 +96,10 @@ pub async fn member_kill_restart(p: &Profile) -> Outcome {
 
 /// Scenario 5 over plaintext or TLS (30).
 pub async fn member_kill_restart_on(p: &Profile, net: &Net) -> Outcome {
-    let mut o = Outcome::new(5, net.name("member-kill-restart", "member-kill-restart-tls"));
+    let mut o = Outcome::new(
+        5,
+        net.name("member-kill-restart", "member-kill-restart-tls"),
+    );
     let mut etcd = net.etcd(3);
     let eps = net.eps(&etcd);
     let ns = unique_ns("mkill");
@@ -98,7 +110,9 @@ pub async fn member_kill_restart_on(p: &Profile, net: &Net) -> Outcome {
     let mut w = cluster_workload(eps.clone(), &ns);
     w.tls_ca = net.ca().map(Into::into);
     let (stop, h) = start_workload(w, checker.clone(), counters.clone());
-    let probe = Client::connect(net.opts(&eps, &ns, TTL, Duration::from_secs(1))).await.expect("probe connect");
+    let probe = Client::connect(net.opts(&eps, &ns, TTL, Duration::from_secs(1)))
+        .await
+        .expect("probe connect");
     let gap = if p.fault_secs > 20 { (5, 10) } else { (1, 3) };
     let mut fp = MemberKill::new(&mut etcd, Rng::new(seed() ^ 5), &probe, gap);
     let rounds = run_rounds(&mut fp, Duration::from_secs(p.fault_secs), 3).await;
@@ -114,7 +128,9 @@ pub async fn member_kill_restart_on(p: &Profile, net: &Net) -> Outcome {
     let (keys, leases) = await_clean(&mut rawc, &ns, Duration::from_secs(15)).await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.acquisitions = counters.acquisitions.load(Ordering::Relaxed) + probes;
-    o.expect(keys == 0 && leases == 0, || format!("{keys} lock keys and {leases} leases left"));
+    o.expect(keys == 0 && leases == 0, || {
+        format!("{keys} lock keys and {leases} leases left")
+    });
     o.figure = format!(
         "{} member kill -9 + restart ({leaders} of the leader), a leader again within {:.2} s, operations resumed within {:.2} s of that (bound {:.1} s) and {:.2} s of the kill at most, {} acquisitions, {keys} lock keys and {leases} leases left; {}; errors: {}",
         o.faults,
@@ -169,16 +185,34 @@ pub(super) struct LeaderKill<'a> {
 }
 
 impl LeaderKill<'_> {
-    async fn start_round(&mut self, child: &mut ChildProc) -> Result<(HolderRound, usize, usize, Client, Arc<etcdlock::Guard>, u64), String> {
-        let (waiter, token, acquired_ns, key, put) = queue_behind(child, self.wc, self.rawc, self.ns, "mutex").await?;
+    async fn start_round(
+        &mut self,
+        child: &mut ChildProc,
+    ) -> Result<(HolderRound, usize, usize, Client, Arc<etcdlock::Guard>, u64), String> {
+        let (waiter, token, acquired_ns, key, put) =
+            queue_behind(child, self.wc, self.rawc, self.ns, "mutex").await?;
         self.acquisitions += 1;
-        let holder = HolderRound { waiter, token, acquired_ns, key, at_ns: 0, put };
+        let holder = HolderRound {
+            waiter,
+            token,
+            acquired_ns,
+            key,
+            at_ns: 0,
+            put,
+        };
         let leader = blocking(|| self.etcd.leader()).ok_or("no leader")?;
         // The cut-off holder A talks to a follower through a proxy.
         let px = (leader + 1) % 3;
-        let mut ao = self.net.opts(&[self.net.via(&self.proxies[px])], self.ns, TTL, Duration::from_secs(1));
+        let mut ao = self.net.opts(
+            &[self.net.via(&self.proxies[px])],
+            self.ns,
+            TTL,
+            Duration::from_secs(1),
+        );
         ao.margin = Some(self.margin);
-        let a = Client::connect(ao).await.map_err(|e| format!("A connect: {e}"))?;
+        let a = Client::connect(ao)
+            .await
+            .map_err(|e| format!("A connect: {e}"))?;
         let ga = Arc::new(a.lock("own").await.map_err(|e| format!("A lock: {e}"))?);
         let a_acq = clock_monotonic_ns();
         self.acquisitions += 1;
@@ -215,7 +249,15 @@ impl Failpoint for LeaderKill<'_> {
             })
         };
         let own_waiter = spawn_waiter(self.wc.clone(), "own", "mutex");
-        if await_key_count(self.rawc, &format!("{}own/", self.ns), 2, Duration::from_secs(10)).await.is_none() {
+        if await_key_count(
+            self.rawc,
+            &format!("{}own/", self.ns),
+            2,
+            Duration::from_secs(10),
+        )
+        .await
+        .is_none()
+        {
             child.kill9().await;
             self.round = Err("waiter on own never queued".into());
             return Injected::new(0, Duration::ZERO);
@@ -238,7 +280,18 @@ impl Failpoint for LeaderKill<'_> {
             ops: vec![holder.put.clone()],
             ..Default::default()
         });
-        self.round = Ok(LeaderRound { holder, leader, px, a, ga, a_acq, last_valid, poller, a_lost, own_waiter });
+        self.round = Ok(LeaderRound {
+            holder,
+            leader,
+            px,
+            a,
+            ga,
+            a_acq,
+            last_valid,
+            poller,
+            a_lost,
+            own_waiter,
+        });
         Injected::new(3, Duration::ZERO)
     }
     async fn heal(&mut self, k: u32) -> Result<(), String> {
@@ -247,13 +300,17 @@ impl Failpoint for LeaderKill<'_> {
         let kill_ns = r.holder.at_ns;
         // The waiter behind the dead holder: within 2×TTL + 2 s (the new leader
         // restarts the dead holder's lease TTL once).
-        match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), r.holder.waiter).await {
+        match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), r.holder.waiter).await
+        {
             Ok(Ok(Ok((g, at)))) => {
                 self.acquisitions += 1;
                 let waited = at.saturating_sub(kill_ns);
                 self.max_wait = self.max_wait.max(waited);
                 if waited > 2 * TTL_NS + 2_000_000_000 {
-                    errs.push(format!("waiter acquired {:.2} s after the holder died", secs(waited)));
+                    errs.push(format!(
+                        "waiter acquired {:.2} s after the holder died",
+                        secs(waited)
+                    ));
                 }
                 if g.fencing_token() <= r.holder.token {
                     errs.push("token not above the dead holder's".into());
@@ -267,11 +324,14 @@ impl Failpoint for LeaderKill<'_> {
         match tokio::time::timeout(Duration::from_secs(TTL as u64 + 5), r.a_lost).await {
             Ok(Ok(Some((loss, rep_ns)))) => {
                 let _ = r.poller.await;
-                let last_ack_send = r.last_valid.load(Ordering::Relaxed) - (TTL_NS - self.margin.as_nanos() as u64);
+                let last_ack_send =
+                    r.last_valid.load(Ordering::Relaxed) - (TTL_NS - self.margin.as_nanos() as u64);
                 let since_ack = ms_between(last_ack_send, rep_ns);
                 self.max_since_ack = self.max_since_ack.max(since_ack);
                 if since_ack > TTL * 1000 {
-                    errs.push(format!("cut-off holder reported its loss {since_ack} ms after its last ack"));
+                    errs.push(format!(
+                        "cut-off holder reported its loss {since_ack} ms after its last ack"
+                    ));
                 }
                 let loss_at = instant_to_mono_ns(loss.at);
                 self.checker.record(Hold {
@@ -280,10 +340,16 @@ impl Failpoint for LeaderKill<'_> {
                     acquired_ns: r.a_acq,
                     ended_ns: loss_at,
                     client: format!("A{k}"),
-                    loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
+                    loss: Some(LossInfo {
+                        reason: loss.reason.name().into(),
+                        at_ns: loss_at,
+                        reported_ns: rep_ns,
+                    }),
                     ..Default::default()
                 });
-                match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), r.own_waiter).await {
+                match tokio::time::timeout(Duration::from_secs(2 * TTL as u64 + 15), r.own_waiter)
+                    .await
+                {
                     Ok(Ok(Ok((gb, b_at)))) => {
                         self.acquisitions += 1;
                         self.min_own_gap = self.min_own_gap.min(ms_between(loss_at, b_at));
@@ -294,14 +360,17 @@ impl Failpoint for LeaderKill<'_> {
                     other => errs.push(format!("waiter on own did not acquire: {other:?}")),
                 }
             }
-            other => errs.push(format!("the cut-off holder never reported its loss: {other:?}")),
+            other => errs.push(format!(
+                "the cut-off holder never reported its loss: {other:?}"
+            )),
         }
         self.proxies[r.px].pass();
         r.a.close().await;
         let leader = r.leader;
         let healthy = blocking(|| {
             self.etcd.restart(leader);
-            self.etcd.wait_member_healthy(leader, Duration::from_secs(20))
+            self.etcd
+                .wait_member_healthy(leader, Duration::from_secs(20))
         });
         if let Err(e) = healthy {
             errs.push(format!("restart of m{leader}: {e}"));
@@ -318,14 +387,22 @@ pub async fn leader_change_after_holder_death(p: &Profile) -> Outcome {
 
 /// Scenario 6 over plaintext or TLS (31).
 pub async fn leader_change_on(p: &Profile, net: &Net) -> Outcome {
-    let mut o = Outcome::new(6, net.name("leader-change-after-holder-death", "leader-change-after-holder-death-tls"));
+    let mut o = Outcome::new(
+        6,
+        net.name(
+            "leader-change-after-holder-death",
+            "leader-change-after-holder-death-tls",
+        ),
+    );
     let mut etcd = net.etcd(3);
     let eps = net.eps(&etcd);
     let ns = unique_ns("lead");
     let mut rawc = raw(&etcd.endpoints()).await;
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
-    let wc = Client::connect(net.opts(&eps, &ns, 5, Duration::from_secs(1))).await.expect("waiter connect");
+    let wc = Client::connect(net.opts(&eps, &ns, 5, Duration::from_secs(1)))
+        .await
+        .expect("waiter connect");
     let rounds = p.rounds.clamp(2, 3);
     // A second holder, cut off by a proxy at the moment of the leader kill: the new
     // leader resets every lease's TTL on the server, but the client must not extend
@@ -358,10 +435,18 @@ pub async fn leader_change_on(p: &Profile, net: &Net) -> Outcome {
     for f in rr.failures {
         o.fail(f);
     }
-    let LeaderKill { done, max_wait, max_since_ack, min_own_gap, .. } = fp;
+    let LeaderKill {
+        done,
+        max_wait,
+        max_since_ack,
+        min_own_gap,
+        ..
+    } = fp;
     wc.close().await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    o.expect(done == rounds, || format!("{done}/{rounds} rounds completed"));
+    o.expect(done == rounds, || {
+        format!("{done}/{rounds} rounds completed")
+    });
     o.figure = format!(
         "{done} rounds of holder kill -9 + leader kill -9, max waiter acquire {:.2} s after the holder died (bound 2xTTL+2 = {} s); a holder cut off at the leader kill reported its loss <= {max_since_ack} ms after its last acknowledged keep-alive (bound TTL = {} ms, no extension from the new leader's lease reset), its waiter acquired >= {} ms after that loss; {}",
         secs(max_wait),

@@ -16,42 +16,45 @@ use etcdlock_testkit::Etcd;
 use serde_json::json;
 
 use crate::checker::{resource_history, resource_key, Report};
-use crate::failpoint::{run_rounds, run_until, ClockJump, Compaction, Failpoint, Injected, MemberKill, MemberPause, ProxyBurst};
+use crate::failpoint::{
+    run_rounds, run_until, ClockJump, Compaction, Failpoint, Injected, MemberKill, MemberPause,
+    ProxyBurst,
+};
 use crate::{
-    await_key_count, current_revision, keys_under, ms_between, opts, raw, seed, spawn_holder, unique_ns, Checker, ChildProc,
-    Counters, Hold, HolderLang, LossInfo, Proxy, Rng, Workload,
+    await_key_count, current_revision, keys_under, ms_between, opts, raw, seed, spawn_holder,
+    unique_ns, Checker, ChildProc, Counters, Hold, HolderLang, LossInfo, Proxy, Rng, Workload,
 };
 
+mod clock;
+mod compaction;
 mod holders;
+mod infra;
 mod members;
 mod network;
-mod compaction;
-mod clock;
-mod recipes;
 mod partitions;
-mod infra;
+mod recipes;
 mod upgrade;
 
 #[allow(unused_imports)]
 use clock::*;
+pub use clock::{libfaketime, wall_clock_jumps};
+pub use compaction::waiters_under_compaction;
 #[allow(unused_imports)]
 use compaction::*;
 #[allow(unused_imports)]
 use holders::*;
+pub use holders::{holder_kill9, holder_sigstop};
+pub use infra::{close_during_fault, grpc_lb_goaway, grpc_proxy};
 #[allow(unused_imports)]
 use members::*;
+pub use members::{leader_change_after_holder_death, member_kill_restart, member_sigstop};
 #[allow(unused_imports)]
 use network::*;
+pub use network::{acquire_response_dropped, client_blackholed, proxy_delay_and_drop};
+pub use partitions::{holder_member_partitioned, isolated_follower, minority_leader, one_way_loss};
 #[allow(unused_imports)]
 use recipes::*;
-pub use holders::{holder_sigstop, holder_kill9};
-pub use members::{member_sigstop, member_kill_restart, leader_change_after_holder_death};
-pub use network::{client_blackholed, proxy_delay_and_drop, acquire_response_dropped};
-pub use compaction::{waiters_under_compaction};
-pub use clock::{libfaketime, wall_clock_jumps};
 pub use recipes::{recipes_holder_sigstop, recipes_member_kill};
-pub use partitions::{holder_member_partitioned, isolated_follower, minority_leader, one_way_loss};
-pub use infra::{close_during_fault, grpc_lb_goaway, grpc_proxy};
 pub use upgrade::{rolling_restart, rolling_upgrade, rolling_upgrade_36, UPGRADE_VERSIONS};
 
 /// The partitions between members (16-19): nftables on `lo`, members on 127.0.0.2-4.
@@ -83,7 +86,9 @@ pub struct Net {
 impl Net {
     /// Plaintext, or TLS with a fresh test CA.
     pub fn new(tls: bool) -> Net {
-        Net { ca: tls.then(crate::infra::TestCa::new) }
+        Net {
+            ca: tls.then(crate::infra::TestCa::new),
+        }
     }
     /// Whether clients use TLS.
     pub fn tls(&self) -> bool {
@@ -99,7 +104,10 @@ impl Net {
     }
     /// Start etcd with `n` members, serving TLS too when this is a TLS run.
     pub fn etcd(&self, n: usize) -> Etcd {
-        let cfg = etcdlock_testkit::Config { members: n, ..Default::default() };
+        let cfg = etcdlock_testkit::Config {
+            members: n,
+            ..Default::default()
+        };
         match &self.ca {
             Some(ca) => Etcd::start_tls(cfg, &ca.pki.server()),
             None => Etcd::start(cfg),
@@ -115,10 +123,20 @@ impl Net {
     }
     /// A TCP fault proxy's endpoint in this run's scheme.
     pub fn via(&self, proxy: &Proxy) -> String {
-        format!("{}://{}", if self.tls() { "https" } else { "http" }, proxy.addr())
+        format!(
+            "{}://{}",
+            if self.tls() { "https" } else { "http" },
+            proxy.addr()
+        )
     }
     /// [`opts`] in this run's scheme.
-    pub fn opts(&self, endpoints: &[String], ns: &str, ttl: i64, request_timeout: Duration) -> etcdlock::ClientOptions {
+    pub fn opts(
+        &self,
+        endpoints: &[String],
+        ns: &str,
+        ttl: i64,
+        request_timeout: Duration,
+    ) -> etcdlock::ClientOptions {
         crate::with_ca(opts(endpoints, ns, ttl, request_timeout), self.ca())
     }
     /// A name with `-tls` appended in a TLS run.
@@ -151,11 +169,21 @@ pub struct Profile {
 impl Profile {
     /// The CI profile: the whole suite in well under 10 minutes.
     pub fn short() -> Profile {
-        Profile { rounds: 3, fault_secs: 12, baseline_acquisitions: 9000, baseline_max_secs: 90 }
+        Profile {
+            rounds: 3,
+            fault_secs: 12,
+            baseline_acquisitions: 9000,
+            baseline_max_secs: 90,
+        }
     }
     /// A soak round: longer runs, more repetitions.
     pub fn soak() -> Profile {
-        Profile { rounds: 6, fault_secs: 40, baseline_acquisitions: 20000, baseline_max_secs: 120 }
+        Profile {
+            rounds: 6,
+            fault_secs: 40,
+            baseline_acquisitions: 20000,
+            baseline_max_secs: 120,
+        }
     }
 }
 
@@ -260,7 +288,14 @@ impl Outcome {
     pub fn line(&self) -> String {
         let mut s = format!(
             "scenario {} {}: {} [acquisitions={} faults={} violations={} porcupine={} ops={}]",
-            self.id, self.name, self.figure, self.acquisitions, self.faults, self.violations, self.porcupine.result, self.porcupine.ops
+            self.id,
+            self.name,
+            self.figure,
+            self.acquisitions,
+            self.faults,
+            self.violations,
+            self.porcupine.result,
+            self.porcupine.ops
         );
         if !self.failures.is_empty() {
             s.push_str(&format!(" FAILED: {}", self.failures.join("; ")));
@@ -273,7 +308,9 @@ impl Outcome {
 /// 14 / 15 = the recipes (semaphore, read-write lock, election, multi-lock)
 /// under a paused holder and under member kills, 20-22 / 23-25 = scenarios 2 / 3
 /// with a Java, Node and C holder (see [`holder_run`]).
-pub const ALL: [u32; 21] = [1, 2, 12, 20, 21, 22, 3, 13, 23, 24, 25, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15];
+pub const ALL: [u32; 21] = [
+    1, 2, 12, 20, 21, 22, 3, 13, 23, 24, 25, 4, 5, 6, 7, 8, 9, 10, 11, 14, 15,
+];
 
 /// The holder scenario (2 or 3) and the holder's language a run id stands for.
 pub fn holder_run(id: u32) -> Option<(u32, HolderLang)> {
@@ -300,11 +337,20 @@ pub fn holder_run(id: u32) -> Option<(u32, HolderLang)> {
 /// outcome for the report, and panics with the figure line if it failed.
 pub fn run_test(id: u32) {
     trace_if_asked();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().expect("a tokio runtime");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
     let t = std::time::Instant::now();
     let o = rt.block_on(run(id, &Profile::short()));
     println!("{}", o.line());
-    println!("took: scenario {} {} {:.1} s", o.id, o.name, t.elapsed().as_secs_f64());
+    println!(
+        "took: scenario {} {} {:.1} s",
+        o.id,
+        o.name,
+        t.elapsed().as_secs_f64()
+    );
     crate::report::save_outcome(&o);
     assert!(o.passed(), "{}", o.line());
 }
@@ -314,7 +360,10 @@ pub fn run_test(id: u32) {
 fn trace_if_asked() {
     struct Mono;
     impl tracing_subscriber::fmt::time::FormatTime for Mono {
-        fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        fn format_time(
+            &self,
+            w: &mut tracing_subscriber::fmt::format::Writer<'_>,
+        ) -> std::fmt::Result {
             let ns = etcdlock::runtime::clock_monotonic_ns();
             write!(w, "{}.{:06}", ns / 1_000_000, ns % 1_000_000)
         }
@@ -342,9 +391,17 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
         return o;
     }
     if let Some((scenario, lang)) = holder_run(id) {
-        let mut o = if scenario == 2 { holder_sigstop(p, lang).await } else { holder_kill9(p, lang).await };
+        let mut o = if scenario == 2 {
+            holder_sigstop(p, lang).await
+        } else {
+            holder_kill9(p, lang).await
+        };
         // The waiter is Rust; the holder process is in `lang`.
-        o.languages = if lang == HolderLang::Rust { vec!["Rust"] } else { vec!["Rust", lang.name()] };
+        o.languages = if lang == HolderLang::Rust {
+            vec!["Rust"]
+        } else {
+            vec!["Rust", lang.name()]
+        };
         return o;
     }
     let o = match id {
@@ -379,7 +436,13 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
 }
 
 /// Check the history and fold the result into the outcome.
-async fn finish(o: &mut Outcome, checker: &Checker, rawc: &mut etcd_client::Client, ns: &str, from: Option<i64>) -> Report {
+async fn finish(
+    o: &mut Outcome,
+    checker: &Checker,
+    rawc: &mut etcd_client::Client,
+    ns: &str,
+    from: Option<i64>,
+) -> Report {
     let hist = match from {
         Some(f) => match resource_history(rawc, ns, f).await {
             Ok(h) => h,
@@ -404,15 +467,28 @@ async fn finish(o: &mut Outcome, checker: &Checker, rawc: &mut etcd_client::Clie
     o.porcupine = blocking(|| crate::history::check(&holds, &name));
     if !o.porcupine.ok() {
         o.violations += 1;
-        let html = o.porcupine.html.as_ref().map(|p| format!(", visualization {}", p.display())).unwrap_or_default();
-        o.fail(format!("porcupine: {} on {}{html}", o.porcupine.result, o.porcupine.history.display()));
+        let html = o
+            .porcupine
+            .html
+            .as_ref()
+            .map(|p| format!(", visualization {}", p.display()))
+            .unwrap_or_default();
+        o.fail(format!(
+            "porcupine: {} on {}{html}",
+            o.porcupine.result,
+            o.porcupine.history.display()
+        ));
     }
     r
 }
 
 /// (longest loss detection, smallest gap after a lost hold), ms.
 fn loss_figures(holds: &[Hold]) -> (Option<i64>, Option<i64>) {
-    let detect = holds.iter().filter_map(|h| h.loss.as_ref()).map(|l| ms_between(l.at_ns, l.reported_ns).max(0)).max();
+    let detect = holds
+        .iter()
+        .filter_map(|h| h.loss.as_ref())
+        .map(|l| ms_between(l.at_ns, l.reported_ns).max(0))
+        .max();
     let mut by_lock: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
     for h in holds.iter().filter(|h| !h.lock.contains('#')) {
         by_lock.entry(h.lock.as_str()).or_default().push(h);
@@ -452,18 +528,28 @@ fn start_workload(
 
 /// A waiter in this process that takes the lock (as `kind` says, see
 /// [`crate::acquire_kind`]), writes the resource with its token and returns.
-fn spawn_waiter(c: Client, lock: &str, kind: &str) -> tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>> {
+fn spawn_waiter(
+    c: Client,
+    lock: &str,
+    kind: &str,
+) -> tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>> {
     let (lock, kind) = (lock.to_string(), kind.to_string());
     tokio::spawn(async move {
         let (g, _others) = crate::acquire_kind(&c, &lock, &kind).await?;
         let at = clock_monotonic_ns();
-        g.put(resource_key(&lock), g.fencing_token().to_string()).await?;
+        g.put(resource_key(&lock), g.fencing_token().to_string())
+            .await?;
         Ok((g, at))
     })
 }
 
 /// Release a parent-side hold and record it.
-async fn release(checker: &Checker, g: etcdlock::Guard, acquired_ns: u64, client: &str) -> Result<(), String> {
+async fn release(
+    checker: &Checker,
+    g: etcdlock::Guard,
+    acquired_ns: u64,
+    client: &str,
+) -> Result<(), String> {
     let end = clock_monotonic_ns();
     let loss = g.loss();
     let r = g.unlock().await;
@@ -471,9 +557,15 @@ async fn release(checker: &Checker, g: etcdlock::Guard, acquired_ns: u64, client
         lock: g.name().to_string(),
         token: g.fencing_token(),
         acquired_ns,
-        ended_ns: loss.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end),
+        ended_ns: loss
+            .map(|l| instant_to_mono_ns(l.at).min(end))
+            .unwrap_or(end),
         client: client.to_string(),
-        loss: loss.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: instant_to_mono_ns(l.at), reported_ns: end }),
+        loss: loss.map(|l| LossInfo {
+            reason: l.reason.name().into(),
+            at_ns: instant_to_mono_ns(l.at),
+            reported_ns: end,
+        }),
         ..Default::default()
     });
     r.map_err(|e| format!("unlock by {client}: {e}"))
@@ -505,7 +597,9 @@ pub async fn baseline(p: &Profile) -> Outcome {
     o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
     let acq = o.acquisitions;
     o.expect(acq >= 1000, || format!("only {acq} acquisitions"));
-    o.expect(r.losses == 0, || format!("{} losses without any fault", r.losses));
+    o.expect(r.losses == 0, || {
+        format!("{} losses without any fault", r.losses)
+    });
     o.figure = format!(
         "8 clients, 4 locks: {} acquisitions in {took:.1} s ({:.0}/s), {}; errors: {}",
         o.acquisitions,

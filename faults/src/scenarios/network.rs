@@ -40,14 +40,25 @@ pub(super) struct ClientBlackhole<'a> {
 
 impl ClientBlackhole<'_> {
     async fn start_round(&mut self) -> Result<BlackholeRound, String> {
-        let mut ao = self.net.opts(&[self.net.via(self.proxy)], self.ns, TTL, Duration::from_secs(1));
+        let mut ao = self.net.opts(
+            &[self.net.via(self.proxy)],
+            self.ns,
+            TTL,
+            Duration::from_secs(1),
+        );
         ao.margin = Some(self.margin);
-        let a = Client::connect(ao).await.map_err(|e| format!("A connect: {e}"))?;
-        let b = Client::connect(self.net.opts(self.eps, self.ns, 10, Duration::from_secs(2))).await.map_err(|e| format!("B connect: {e}"))?;
+        let a = Client::connect(ao)
+            .await
+            .map_err(|e| format!("A connect: {e}"))?;
+        let b = Client::connect(self.net.opts(self.eps, self.ns, 10, Duration::from_secs(2)))
+            .await
+            .map_err(|e| format!("B connect: {e}"))?;
         let ga = Arc::new(a.lock("L").await.map_err(|e| format!("A lock: {e}"))?);
         let a_acq = clock_monotonic_ns();
         self.acquisitions += 1;
-        ga.put(resource_key("L"), ga.fencing_token().to_string()).await.map_err(|e| format!("A put: {e}"))?;
+        ga.put(resource_key("L"), ga.fencing_token().to_string())
+            .await
+            .map_err(|e| format!("A put: {e}"))?;
         // Track the validity deadline: (last acknowledged keep-alive send time) + TTL - margin.
         let last_valid = Arc::new(AtomicU64::new(0));
         let poller = {
@@ -60,14 +71,31 @@ impl ClientBlackhole<'_> {
             })
         };
         let waiter = spawn_waiter(b.clone(), "L", "mutex");
-        if await_key_count(self.rawc, &format!("{}L/", self.ns), 2, Duration::from_secs(10)).await.is_none() {
+        if await_key_count(
+            self.rawc,
+            &format!("{}L/", self.ns),
+            2,
+            Duration::from_secs(10),
+        )
+        .await
+        .is_none()
+        {
             return Err("B never queued".into());
         }
         let lost = {
             let ga = ga.clone();
             tokio::spawn(async move { ga.wait_lost().await.map(|l| (l, clock_monotonic_ns())) })
         };
-        Ok(BlackholeRound { a, b, ga, a_acq, last_valid, poller, lost, waiter })
+        Ok(BlackholeRound {
+            a,
+            b,
+            ga,
+            a_acq,
+            last_valid,
+            poller,
+            lost,
+            waiter,
+        })
     }
 }
 
@@ -102,11 +130,14 @@ impl Failpoint for ClientBlackhole<'_> {
             other => return Err(format!("A never reported the loss: {other:?}")),
         };
         let _ = r.poller.await;
-        let last_ack_send = r.last_valid.load(Ordering::Relaxed) - (TTL_NS - self.margin.as_nanos() as u64);
+        let last_ack_send =
+            r.last_valid.load(Ordering::Relaxed) - (TTL_NS - self.margin.as_nanos() as u64);
         let since_ack = ms_between(last_ack_send, rep_ns);
         self.max_since_ack = self.max_since_ack.max(since_ack);
         if since_ack > TTL * 1000 {
-            errs.push(format!("loss reported {since_ack} ms after the last acknowledged keep-alive"));
+            errs.push(format!(
+                "loss reported {since_ack} ms after the last acknowledged keep-alive"
+            ));
         }
         let (gb, b_at) = match took {
             Ok(Ok(Ok(x))) => x,
@@ -122,16 +153,33 @@ impl Failpoint for ClientBlackhole<'_> {
             acquired_ns: r.a_acq,
             ended_ns: loss_at,
             client: format!("A{k}"),
-            loss: Some(LossInfo { reason: loss.reason.name().into(), at_ns: loss_at, reported_ns: rep_ns }),
+            loss: Some(LossInfo {
+                reason: loss.reason.name().into(),
+                at_ns: loss_at,
+                reported_ns: rep_ns,
+            }),
             ..Default::default()
         });
         // After healing, A's stale writes are refused: locally, and by etcd's compare.
-        if ga.put(resource_key("L"), ga.fencing_token().to_string()).await.map_err(|e| e.code()) != Err(ErrorCode::LockLost) {
+        if ga
+            .put(resource_key("L"), ga.fencing_token().to_string())
+            .await
+            .map_err(|e| e.code())
+            != Err(ErrorCode::LockLost)
+        {
             self.stale += 1;
         }
         let txn = etcd_client::Txn::new()
-            .when([etcd_client::Compare::create_revision(ga.key(), etcd_client::CompareOp::Equal, ga.fencing_token())])
-            .and_then([etcd_client::TxnOp::put(format!("{}{}", self.ns, resource_key("L")), ga.fencing_token().to_string(), None)]);
+            .when([etcd_client::Compare::create_revision(
+                ga.key(),
+                etcd_client::CompareOp::Equal,
+                ga.fencing_token(),
+            )])
+            .and_then([etcd_client::TxnOp::put(
+                format!("{}{}", self.ns, resource_key("L")),
+                ga.fencing_token().to_string(),
+                None,
+            )]);
         let mut araw = r.a.etcd().await.map_err(|e| e.to_string())?;
         let heal = Instant::now();
         loop {
@@ -142,7 +190,9 @@ impl Failpoint for ClientBlackhole<'_> {
                     }
                     break;
                 }
-                Err(_) if heal.elapsed() < Duration::from_secs(10) => tokio::time::sleep(Duration::from_millis(100)).await,
+                Err(_) if heal.elapsed() < Duration::from_secs(10) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await
+                }
                 Err(e) => {
                     errs.push(format!("etcd unreachable through the healed proxy: {e}"));
                     break;
@@ -153,13 +203,22 @@ impl Failpoint for ClientBlackhole<'_> {
         let a2 = tokio::spawn({
             let a = r.a.clone();
             async move {
-                let g = a.lock_with("L", LockOptions::timeout(Duration::from_secs(20))).await?;
+                let g = a
+                    .lock_with("L", LockOptions::timeout(Duration::from_secs(20)))
+                    .await?;
                 let at = clock_monotonic_ns();
-                g.put(resource_key("L"), g.fencing_token().to_string()).await?;
+                g.put(resource_key("L"), g.fencing_token().to_string())
+                    .await?;
                 Ok::<_, etcdlock::Error>((g, at))
             }
         });
-        let _ = await_key_count(self.rawc, &format!("{}L/", self.ns), 2, Duration::from_secs(10)).await;
+        let _ = await_key_count(
+            self.rawc,
+            &format!("{}L/", self.ns),
+            2,
+            Duration::from_secs(10),
+        )
+        .await;
         let b_token = gb.fencing_token();
         if let Err(e) = release(self.checker, gb, b_at, &format!("B{k}")).await {
             errs.push(e);
@@ -221,10 +280,21 @@ pub async fn client_blackholed_on(p: &Profile, net: &Net) -> Outcome {
     for f in rr.failures {
         o.fail(f);
     }
-    let ClientBlackhole { done, max_since_ack, min_gap, reacquired, stale, .. } = fp;
+    let ClientBlackhole {
+        done,
+        max_since_ack,
+        min_gap,
+        reacquired,
+        stale,
+        ..
+    } = fp;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    o.expect(done == rounds && reacquired == rounds, || format!("{reacquired}/{rounds} re-acquired with a higher token"));
-    o.expect(stale == 0, || format!("{stale} stale writes accepted after healing"));
+    o.expect(done == rounds && reacquired == rounds, || {
+        format!("{reacquired}/{rounds} re-acquired with a higher token")
+    });
+    o.expect(stale == 0, || {
+        format!("{stale} stale writes accepted after healing")
+    });
     o.figure = format!(
         "{done} rounds of 2xTTL blackhole: loss reported <= {max_since_ack} ms after the last acknowledged keep-alive (bound TTL = {} ms), hold ended >= {} ms before the other client acquired, {reacquired}/{rounds} re-acquired with a higher token after healing, {stale} stale writes accepted; {}",
         TTL * 1000,
@@ -266,8 +336,13 @@ pub async fn proxy_delay_and_drop(p: &Profile) -> Outcome {
     o.faults = rounds.faults + refused; // bursts x proxies + resets, + refused connections
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
-    o.expect(counters.last_acquired_ns.load(Ordering::Relaxed) > healed_ns, || "no acquisition after the last burst".into());
-    o.expect(delayed > 0 && refused > 0, || format!("the proxies delayed {delayed} chunks and refused {refused} connections"));
+    o.expect(
+        counters.last_acquired_ns.load(Ordering::Relaxed) > healed_ns,
+        || "no acquisition after the last burst".into(),
+    );
+    o.expect(delayed > 0 && refused > 0, || {
+        format!("the proxies delayed {delayed} chunks and refused {refused} connections")
+    });
     o.figure = format!(
         "{bursts} bursts of 1 s on 3 proxies (delay 75±50 ms: {delayed} chunks delayed; 50% of new connections refused: {refused}; {resets} live connections reset), {} acquisitions ({in_bursts} during bursts); {}; errors: {}",
         o.acquisitions,
@@ -304,7 +379,11 @@ impl Failpoint for ResponseDrop<'_> {
             self.armed = Err("W has no session".into());
             return Injected::new(0, Duration::ZERO);
         };
-        let key = if k % 2 == 0 { format!("{}L/{lease:x}", self.ns) } else { format!("{}F{}/{lease:x}", self.ns, k / 2) };
+        let key = if k % 2 == 0 {
+            format!("{}L/{lease:x}", self.ns)
+        } else {
+            format!("{}F{}/{lease:x}", self.ns, k / 2)
+        };
         self.proxy.drop_response_to(key.as_bytes());
         self.armed = Ok((lease, key));
         Injected::new(1, Duration::ZERO)
@@ -314,7 +393,10 @@ impl Failpoint for ResponseDrop<'_> {
         let mut errs = Vec::new();
         if k % 2 == 0 {
             // a. A waiter's acquisition: the request is applied, the response lost; the call then fails.
-            let r = self.w.lock_with("L", LockOptions::timeout(Duration::from_millis(1500))).await;
+            let r = self
+                .w
+                .lock_with("L", LockOptions::timeout(Duration::from_millis(1500)))
+                .await;
             let failed_ns = clock_monotonic_ns();
             if r.is_ok() {
                 errs.push("W acquired a held lock".into());
@@ -325,7 +407,9 @@ impl Failpoint for ResponseDrop<'_> {
             let start = Instant::now();
             let mut gone = None;
             while start.elapsed() < Duration::from_secs(TTL as u64 + 5) {
-                let ks = keys_under(self.rawc, &format!("{}L/", self.ns)).await.unwrap_or_default();
+                let ks = keys_under(self.rawc, &format!("{}L/", self.ns))
+                    .await
+                    .unwrap_or_default();
                 if !ks.iter().any(|(k, _, _)| k.starts_with(&key)) {
                     gone = Some(ms_between(failed_ns, clock_monotonic_ns()));
                     break;
@@ -339,7 +423,10 @@ impl Failpoint for ResponseDrop<'_> {
                         errs.push(format!("waiter key gone only after {ms} ms"));
                     }
                 }
-                None => errs.push(format!("waiter key {key} still there {} s after the failed acquire", TTL + 5)),
+                None => errs.push(format!(
+                    "waiter key {key} still there {} s after the failed acquire",
+                    TTL + 5
+                )),
             }
             // The session is alive, so without the cleanup the key would have stayed forever.
             if self.w.lease_id().await != Some(lease) {
@@ -348,20 +435,42 @@ impl Failpoint for ResponseDrop<'_> {
         } else {
             // b. An uncontended acquisition whose response is lost: the retry finds our key and we hold the lock.
             let name = format!("F{}", k / 2);
-            match self.w.lock_with(&name, LockOptions::timeout(Duration::from_secs(8))).await {
+            match self
+                .w
+                .lock_with(&name, LockOptions::timeout(Duration::from_secs(8)))
+                .await
+            {
                 Ok(g) => {
                     let at = clock_monotonic_ns();
                     self.acquisitions += 1;
-                    let ks = keys_under(self.rawc, &format!("{}{name}/", self.ns)).await.unwrap_or_default();
-                    if ks.len() == 1 && ks[0].0 == g.key() && ks[0].1 == g.fencing_token() && !self.proxy.drop_pending() {
+                    let ks = keys_under(self.rawc, &format!("{}{name}/", self.ns))
+                        .await
+                        .unwrap_or_default();
+                    if ks.len() == 1
+                        && ks[0].0 == g.key()
+                        && ks[0].1 == g.fencing_token()
+                        && !self.proxy.drop_pending()
+                    {
                         self.free_ok += 1;
                     } else {
-                        errs.push(format!("keys {ks:?} for guard {} token {}", g.key(), g.fencing_token()));
+                        errs.push(format!(
+                            "keys {ks:?} for guard {} token {}",
+                            g.key(),
+                            g.fencing_token()
+                        ));
                     }
                     if let Err(e) = release(self.checker, g, at, "W").await {
                         errs.push(e);
                     }
-                    if await_key_count(self.rawc, &format!("{}{name}/", self.ns), 0, Duration::from_secs(5)).await.is_none() {
+                    if await_key_count(
+                        self.rawc,
+                        &format!("{}{name}/", self.ns),
+                        0,
+                        Duration::from_secs(5),
+                    )
+                    .await
+                    .is_none()
+                    {
                         errs.push("key left after unlock".into());
                     }
                 }
@@ -382,11 +491,15 @@ pub async fn acquire_response_dropped(p: &Profile) -> Outcome {
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
     let proxy = Proxy::start(&eps[0]).await.expect("proxy");
-    let holder = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("holder");
+    let holder = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2)))
+        .await
+        .expect("holder");
     let gh = holder.lock("L").await.expect("holder lock");
     let h_acq = clock_monotonic_ns();
     o.acquisitions += 1;
-    let w = Client::connect(opts(&[proxy.endpoint()], &ns, TTL, Duration::from_secs(1))).await.expect("W connect");
+    let w = Client::connect(opts(&[proxy.endpoint()], &ns, TTL, Duration::from_secs(1)))
+        .await
+        .expect("W connect");
     let rounds = p.rounds;
     let mut fp = ResponseDrop {
         w: &w,
@@ -405,14 +518,18 @@ pub async fn acquire_response_dropped(p: &Profile) -> Outcome {
     for f in rr.failures {
         o.fail(f);
     }
-    let ResponseDrop { max_gone, free_ok, .. } = fp;
+    let ResponseDrop {
+        max_gone, free_ok, ..
+    } = fp;
     if let Err(e) = release(&checker, gh, h_acq, "holder").await {
         o.fail(e);
     }
     w.close().await;
     holder.close().await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    o.expect(free_ok == rounds, || format!("{free_ok}/{rounds} uncontended acquisitions recovered"));
+    o.expect(free_ok == rounds, || {
+        format!("{free_ok}/{rounds} uncontended acquisitions recovered")
+    });
     o.figure = format!(
         "{rounds} dropped responses to a waiter's acquire: its key gone <= {max_gone} ms after the failed call (bound TTL+1 s = {} ms); {free_ok}/{rounds} dropped responses to an uncontended acquire recovered by the retry with the right token and no extra key; {}",
         TTL * 1000 + 1000,

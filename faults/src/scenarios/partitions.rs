@@ -18,7 +18,11 @@ fn start_cluster() -> Result<Cluster, String> {
     let etcd = blocking(|| Etcd::start(cfg));
     parts.attach(&etcd);
     let eps = etcd.endpoints();
-    Ok(Cluster { _etcd: etcd, parts, eps })
+    Ok(Cluster {
+        _etcd: etcd,
+        parts,
+        eps,
+    })
 }
 
 /// (member id, the leader it knows) of member `ep`, asked directly.
@@ -27,12 +31,18 @@ async fn status(ep: &str) -> Option<(u64, u64)> {
     // times out only delays the measurement by one round.
     let mut c = tokio::time::timeout(
         Duration::from_millis(1000),
-        etcd_client::Client::connect([ep], Some(etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(900)))),
+        etcd_client::Client::connect(
+            [ep],
+            Some(etcd_client::ConnectOptions::new().with_timeout(Duration::from_millis(900))),
+        ),
     )
     .await
     .ok()?
     .ok()?;
-    let s = tokio::time::timeout(Duration::from_millis(1000), c.status()).await.ok()?.ok()?;
+    let s = tokio::time::timeout(Duration::from_millis(1000), c.status())
+        .await
+        .ok()?
+        .ok()?;
     Some((s.header()?.member_id(), s.leader()))
 }
 
@@ -65,7 +75,10 @@ async fn await_leader(eps: &[String], among: &[usize], timeout: Duration) -> Opt
 /// through `rawc` succeeds (a heal may end in one more election), so the
 /// resource history can be read.
 async fn settle(o: &mut Outcome, eps: &[String], rawc: &mut etcd_client::Client) {
-    if await_leader(eps, &[0, 1, 2], Duration::from_secs(10)).await.is_none() {
+    if await_leader(eps, &[0, 1, 2], Duration::from_secs(10))
+        .await
+        .is_none()
+    {
         o.fail("no leader agreed by all members within 10 s of the last heal");
     }
     let start = Instant::now();
@@ -129,7 +142,8 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         w.client_prefix = format!("p{}-m{i}-c", std::process::id());
         runs.push(start_workload(w, checker.clone(), c.clone()));
     }
-    let (mut elections, mut rejoins, mut resumed, mut renewals) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut elections, mut rejoins, mut resumed, mut renewals) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // How long after each cut a hold on the cut-off leader ended (scenario 16).
     let mut long_ends: Vec<i64> = Vec::new();
     // The clients take the default margin, TTL/5.
@@ -143,15 +157,25 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         // Scenario 16 measures what the minority leader does with lease
         // renewals after the cut (see [`renewal_probe`]).
         let mut probe_lease = match kind {
-            Cut::MinorityLeader => ProbeLease::start(&eps, leader, &ns).await.map_err(|e| o.fail(format!("round {round}: renewal probe: {e}"))).ok(),
+            Cut::MinorityLeader => ProbeLease::start(&eps, leader, &ns)
+                .await
+                .map_err(|e| o.fail(format!("round {round}: renewal probe: {e}")))
+                .ok(),
             _ => None,
         };
         // Scenario 16: a hold through the leader, kept until it is lost.
         let long = match kind {
-            Cut::MinorityLeader => long_hold(&eps[leader], &ns, round).await.map_err(|e| o.fail(format!("round {round}: long hold: {e}"))).ok(),
+            Cut::MinorityLeader => long_hold(&eps[leader], &ns, round)
+                .await
+                .map_err(|e| o.fail(format!("round {round}: long hold: {e}")))
+                .ok(),
             _ => None,
         };
-        let target = if kind == Cut::IsolatedFollower { follower } else { leader };
+        let target = if kind == Cut::IsolatedFollower {
+            follower
+        } else {
+            leader
+        };
         let r = match kind {
             Cut::OneWay => cl.parts.cut(leader, follower),
             _ => cl.parts.isolate(target),
@@ -175,7 +199,9 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
             // below (progress on the majority side during the cut).
             match await_leader(&eps, &majority, Duration::from_secs(10)).await {
                 Some(_) => elections.push(ms_between(cut_ns, clock_monotonic_ns())),
-                None => o.fail(format!("round {round}: the majority elected no leader within 10 s")),
+                None => o.fail(format!(
+                    "round {round}: the majority elected no leader within 10 s"
+                )),
             }
         }
         tokio::time::sleep(Duration::from_secs(2 * TTL as u64)).await;
@@ -208,9 +234,18 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         // Progress on the majority side while the cut is in force: through a
         // member of the majority, or (one-way loss, where the election may move
         // the leadership either way) through the clients that can fail over.
-        let majority = if kind == Cut::OneWay { &all } else { &pinned[(target + 1) % 3] };
-        if await_progress(majority, cut_ns, Duration::from_secs(5)).await.is_none() {
-            o.fail(format!("round {round}: no acquisition on the majority side during the cut"));
+        let majority = if kind == Cut::OneWay {
+            &all
+        } else {
+            &pinned[(target + 1) % 3]
+        };
+        if await_progress(majority, cut_ns, Duration::from_secs(5))
+            .await
+            .is_none()
+        {
+            o.fail(format!(
+                "round {round}: no acquisition on the majority side during the cut"
+            ));
         }
         let heal_ns = clock_monotonic_ns();
         if let Err(e) = cl.parts.heal() {
@@ -220,11 +255,15 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
         // The cut-off member's own clients acquire again once it has rejoined.
         match await_progress(&pinned[target], heal_ns, Duration::from_secs(10)).await {
             Some(ms) => rejoins.push(ms),
-            None => o.fail(format!("round {round}: member {target}'s clients acquired nothing within 10 s of the heal")),
+            None => o.fail(format!(
+                "round {round}: member {target}'s clients acquired nothing within 10 s of the heal"
+            )),
         }
         match await_progress(&all, heal_ns, Duration::from_secs(10)).await {
             Some(ms) => resumed.push(ms),
-            None => o.fail(format!("round {round}: no acquisition within 10 s of the heal")),
+            None => o.fail(format!(
+                "round {round}: no acquisition within 10 s of the heal"
+            )),
         }
     }
     for (stop, _) in &runs {
@@ -265,9 +304,15 @@ async fn member_partition(p: &Profile, id: u32, name: &'static str, kind: Cut) -
 
 /// A client on `ep` alone (TTL 2 s, the default margin) holding a lock.
 async fn long_hold(ep: &str, ns: &str, round: u32) -> Result<(Client, etcdlock::Guard), String> {
-    let o = etcdlock::ClientOptions::new(vec![ep.to_string()]).with_ttl(TTL).with_namespace(ns).with_request_timeout(Duration::from_secs(1));
+    let o = etcdlock::ClientOptions::new(vec![ep.to_string()])
+        .with_ttl(TTL)
+        .with_namespace(ns)
+        .with_request_timeout(Duration::from_secs(1));
     let c = Client::connect(o).await.map_err(|e| e.to_string())?;
-    let g = c.lock(&format!("long-{round}")).await.map_err(|e| e.to_string())?;
+    let g = c
+        .lock(&format!("long-{round}"))
+        .await
+        .map_err(|e| e.to_string())?;
     Ok((c, g))
 }
 
@@ -284,13 +329,32 @@ struct ProbeLease {
 
 impl ProbeLease {
     async fn start(eps: &[String], leader: usize, ns: &str) -> Result<ProbeLease, String> {
-        let connect = |ep: String| async move { etcd_client::Client::connect([ep], None).await.map_err(|e| e.to_string()) };
+        let connect = |ep: String| async move {
+            etcd_client::Client::connect([ep], None)
+                .await
+                .map_err(|e| e.to_string())
+        };
         let mut l = connect(eps[leader].clone()).await?;
         let majority = connect(eps[(leader + 1) % 3].clone()).await?;
-        let id = l.lease_grant(TTL, None).await.map_err(|e| e.to_string())?.id();
+        let id = l
+            .lease_grant(TTL, None)
+            .await
+            .map_err(|e| e.to_string())?
+            .id();
         let key = format!("{ns}renewal-probe/{id:x}");
-        l.put(key.as_str(), "", Some(etcd_client::PutOptions::new().with_lease(id))).await.map_err(|e| e.to_string())?;
-        Ok(ProbeLease { id, key, leader: l, majority })
+        l.put(
+            key.as_str(),
+            "",
+            Some(etcd_client::PutOptions::new().with_lease(id)),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        Ok(ProbeLease {
+            id,
+            key,
+            leader: l,
+            majority,
+        })
     }
 }
 
@@ -327,12 +391,19 @@ impl Renewals {
 /// it is deleted. A renewal answered by the minority leader after the new
 /// leader took over is a lease extension the cluster never sees.
 async fn renewal_probe(mut pl: ProbeLease, cut_ns: u64) -> Result<Renewals, String> {
-    let mut ws = pl.majority.watch(pl.key.as_str(), None).await.map_err(|e| e.to_string())?;
+    let mut ws = pl
+        .majority
+        .watch(pl.key.as_str(), None)
+        .await
+        .map_err(|e| e.to_string())?;
     let key = pl.key.clone();
     let gone = tokio::spawn(async move {
         // The stream ends when this task does (dropped on return or timeout).
         while let Ok(Some(r)) = ws.message().await {
-            if r.events().iter().any(|e| e.event_type() == etcd_client::EventType::Delete && e.kv().map(|kv| kv.key()) == Some(key.as_bytes())) {
+            if r.events().iter().any(|e| {
+                e.event_type() == etcd_client::EventType::Delete
+                    && e.kv().map(|kv| kv.key()) == Some(key.as_bytes())
+            }) {
                 return Some(clock_monotonic_ns());
             }
         }
@@ -358,9 +429,12 @@ async fn renewal_probe(mut pl: ProbeLease, cut_ns: u64) -> Result<Renewals, Stri
         match tokio::time::timeout(Duration::from_millis(300), stream.message()).await {
             Ok(Ok(Some(r))) if r.ttl() > 0 => {
                 (last, term) = (sent, r.header().map(|h| h.raft_term()).unwrap_or(0));
-                let (mut c, key, confirmed) = (pl.leader.clone(), pl.key.clone(), confirmed.clone());
+                let (mut c, key, confirmed) =
+                    (pl.leader.clone(), pl.key.clone(), confirmed.clone());
                 reads.push(tokio::spawn(async move {
-                    if let Ok(Ok(g)) = tokio::time::timeout(Duration::from_millis(500), c.get(key, None)).await {
+                    if let Ok(Ok(g)) =
+                        tokio::time::timeout(Duration::from_millis(500), c.get(key, None)).await
+                    {
                         if g.header().map(|h| h.raft_term()) == Some(term) {
                             confirmed.fetch_max(sent, Ordering::Relaxed);
                         }
@@ -375,14 +449,16 @@ async fn renewal_probe(mut pl: ProbeLease, cut_ns: u64) -> Result<Renewals, Stri
         let _ = r.await;
     }
     let mut gone = gone;
-    let gone_ns = match tokio::time::timeout(Duration::from_secs(3 * TTL as u64 + 2), &mut gone).await {
-        Ok(r) => r.ok().flatten(),
-        Err(_) => {
-            gone.abort();
-            None
-        }
-    };
-    let gone_ns = gone_ns.ok_or("the probe's key was not deleted on the majority side within 3xTTL + 2 s")?;
+    let gone_ns =
+        match tokio::time::timeout(Duration::from_secs(3 * TTL as u64 + 2), &mut gone).await {
+            Ok(r) => r.ok().flatten(),
+            Err(_) => {
+                gone.abort();
+                None
+            }
+        };
+    let gone_ns =
+        gone_ns.ok_or("the probe's key was not deleted on the majority side within 3xTTL + 2 s")?;
     Ok(Renewals {
         last_answered_sent_ms: ms_between(cut_ns, last),
         last_confirmed_sent_ms: ms_between(cut_ns, confirmed.load(Ordering::Relaxed)),
@@ -431,7 +507,13 @@ fn tightest_gap(holds: &[Hold]) -> String {
             if let Some(l) = &w[0].loss {
                 let g = ms_between(w[0].ended_ns, w[1].acquired_ns);
                 if !matches!(&best, Some((b, _)) if g >= *b) {
-                    best = Some((g, format!("{g} ms ({} lost {}, {} acquired)", w[0].client, l.reason, w[1].client)));
+                    best = Some((
+                        g,
+                        format!(
+                            "{g} ms ({} lost {}, {} acquired)",
+                            w[0].client, l.reason, w[1].client
+                        ),
+                    ));
                 }
             }
         }
@@ -456,7 +538,11 @@ pub async fn one_way_loss(p: &Profile) -> Outcome {
 
 /// What [`drive_waiter`] ends with: the grant and its time, or why none; the
 /// last invocation; the codes of the waits that ended early.
-type WaiterEnd = (Result<(etcdlock::Guard, u64), String>, u64, Vec<&'static str>);
+type WaiterEnd = (
+    Result<(etcdlock::Guard, u64), String>,
+    u64,
+    Vec<&'static str>,
+);
 
 /// A waiter of this process on `lock` (already spawned as `first`, invoked
 /// at `first_inv`) driven until it holds or `deadline`: its own session may
@@ -538,7 +624,8 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
     let mut rawc = raw(&eps).await;
     let from = current_revision(&mut rawc).await;
     let checker = Arc::new(Checker::new());
-    let (mut detect, mut gaps, mut waits, mut waiter_retries) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut detect, mut gaps, mut waits, mut waiter_retries) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     // Per language: (longest loss detection after the cut, smallest gap before the waiter's grant), ms.
     let mut per_lang: BTreeMap<&'static str, (i64, i64)> = BTreeMap::new();
     let mut stale_refused = 0u32;
@@ -548,7 +635,11 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
             break;
         };
         // Rounds alternate: the holder's member is the leader, then a follower.
-        let x = if round % 2 == 0 { leader } else { (leader + 1) % 3 };
+        let x = if round % 2 == 0 {
+            leader
+        } else {
+            (leader + 1) % 3
+        };
         let y = (0..3).find(|i| *i != x).unwrap_or(0);
         let o_x = opts(&[eps[x].clone()], &ns, TTL, Duration::from_secs(1));
         let o_y = opts(&[eps[y].clone()], &ns, TTL, Duration::from_secs(1));
@@ -559,7 +650,10 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
         // The holder processes, all started first (a JVM takes a while), each
         // knowing only member x, then each one's hold, write and waiter.
         let mut children = Vec::new();
-        for lang in HolderLang::ALL.into_iter().filter(|l| *l != HolderLang::Rust) {
+        for lang in HolderLang::ALL
+            .into_iter()
+            .filter(|l| *l != HolderLang::Rust)
+        {
             let mut spec = holder_spec(&[eps[x].clone()], &ns, 1);
             spec["lock"] = json!(process_lock(lang));
             spec["request_timeout_ms"] = json!(1000);
@@ -576,10 +670,20 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
         }
         let mut procs = Vec::new();
         for (lang, mut child) in children {
-            match queue_behind_on(&mut child, &wc, &mut rawc, &ns, "mutex", process_lock(lang)).await {
+            match queue_behind_on(&mut child, &wc, &mut rawc, &ns, "mutex", process_lock(lang))
+                .await
+            {
                 Ok((waiter, token, acquired_ns, _key, put)) => {
                     o.acquisitions += 1;
-                    procs.push(ProcHolder { lang, child, token, acquired_ns, put, waiter: Some(waiter), winv: clock_monotonic_ns() })
+                    procs.push(ProcHolder {
+                        lang,
+                        child,
+                        token,
+                        acquired_ns,
+                        put,
+                        waiter: Some(waiter),
+                        winv: clock_monotonic_ns(),
+                    })
                 }
                 Err(e) => {
                     o.fail(format!("round {round}: {} holder: {e}", lang.name()));
@@ -604,8 +708,16 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
         let acq = clock_monotonic_ns();
         o.acquisitions += 1;
         let call = clock_monotonic_ns();
-        let w = g.put(resource_key("P"), g.fencing_token().to_string()).await;
-        let mut ops = vec![crate::GuardedOp { write: true, call_ns: call, ret_ns: Some(clock_monotonic_ns()), value: g.fencing_token(), result: crate::OpResult::of(&w) }];
+        let w = g
+            .put(resource_key("P"), g.fencing_token().to_string())
+            .await;
+        let mut ops = vec![crate::GuardedOp {
+            write: true,
+            call_ns: call,
+            ret_ns: Some(clock_monotonic_ns()),
+            value: g.fencing_token(),
+            result: crate::OpResult::of(&w),
+        }];
         let waiter = spawn_waiter(wc.clone(), "P", "mutex");
         let winv = clock_monotonic_ns();
         if let Err(e) = cl.parts.isolate(x) {
@@ -618,11 +730,21 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
         let rust_waiter = drive_waiter(wc.clone(), "P", waiter, winv, deadline);
         let proc_waiters: Vec<_> = procs
             .iter_mut()
-            .map(|h| drive_waiter(wc.clone(), process_lock(h.lang), h.waiter.take().expect("waiter"), h.winv, deadline))
+            .map(|h| {
+                drive_waiter(
+                    wc.clone(),
+                    process_lock(h.lang),
+                    h.waiter.take().expect("waiter"),
+                    h.winv,
+                    deadline,
+                )
+            })
             .collect();
         let loss = tokio::time::timeout(Duration::from_secs(3 * TTL as u64), g.wait_lost()).await;
         let rep = clock_monotonic_ns();
-        let (won, winv, retries) = rust_waiter.await.unwrap_or_else(|e| (Err(e.to_string()), winv, Vec::new()));
+        let (won, winv, retries) = rust_waiter
+            .await
+            .unwrap_or_else(|e| (Err(e.to_string()), winv, Vec::new()));
         waiter_retries.extend(retries);
         let (loss_at, lost) = match loss {
             Ok(Some(l)) => (instant_to_mono_ns(l.at), Some(l)),
@@ -630,21 +752,37 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
         };
         match &lost {
             Some(_) => detect.push(ms_between(cut_ns, rep)),
-            None => o.fail(format!("round {round}: the cut-off holder saw no loss within 3xTTL")),
+            None => o.fail(format!(
+                "round {round}: the cut-off holder saw no loss within 3xTTL"
+            )),
         }
         // The stale holder's guarded write after the waiter took over: refused.
         let call = clock_monotonic_ns();
-        let stale = g.put(resource_key("P"), g.fencing_token().to_string()).await;
-        o.expect(stale.is_err(), || format!("round {round}: the cut-off holder's write was accepted"));
+        let stale = g
+            .put(resource_key("P"), g.fencing_token().to_string())
+            .await;
+        o.expect(stale.is_err(), || {
+            format!("round {round}: the cut-off holder's write was accepted")
+        });
         stale_refused += stale.is_err() as u32;
-        ops.push(crate::GuardedOp { write: true, call_ns: call, ret_ns: Some(clock_monotonic_ns()), value: g.fencing_token(), result: crate::OpResult::of(&stale) });
+        ops.push(crate::GuardedOp {
+            write: true,
+            call_ns: call,
+            ret_ns: Some(clock_monotonic_ns()),
+            value: g.fencing_token(),
+            result: crate::OpResult::of(&stale),
+        });
         checker.record(Hold {
             lock: "P".into(),
             token: g.fencing_token(),
             acquired_ns: acq,
             ended_ns: loss_at,
             client: format!("holder-m{x}-r{round}"),
-            loss: lost.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: loss_at, reported_ns: rep }),
+            loss: lost.map(|l| LossInfo {
+                reason: l.reason.name().into(),
+                at_ns: loss_at,
+                reported_ns: rep,
+            }),
             invoked_ns: inv,
             ops,
         });
@@ -655,21 +793,32 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
                 waits.push(ms_between(cut_ns, at));
                 gaps.push(ms_between(loss_at, at));
                 let e = per_lang.entry("Rust").or_insert((i64::MIN, i64::MAX));
-                *e = (e.0.max(ms_between(cut_ns, rep)), e.1.min(ms_between(loss_at, at)));
+                *e = (
+                    e.0.max(ms_between(cut_ns, rep)),
+                    e.1.min(ms_between(loss_at, at)),
+                );
                 granted.push((gw, at, winv, y));
             }
-            Err(e) => o.fail(format!("round {round}: the majority-side waiter did not acquire: {e}")),
+            Err(e) => o.fail(format!(
+                "round {round}: the majority-side waiter did not acquire: {e}"
+            )),
         }
         // The holder processes: each saw its loss (the last instant is_held was
         // true, and when it turned false), then tried its stale write.
         for (mut h, w) in procs.into_iter().zip(proc_waiters) {
             let name = h.lang.name();
-            let lost = h.child.expect("LOST", Duration::from_secs(4 * TTL as u64)).await;
+            let lost = h
+                .child
+                .expect("LOST", Duration::from_secs(4 * TTL as u64))
+                .await;
             let stale = h.child.expect("STALE", Duration::from_secs(10)).await;
-            let (won, winv, retries) = w.await.unwrap_or_else(|e| (Err(e.to_string()), 0, Vec::new()));
+            let (won, winv, retries) = w
+                .await
+                .unwrap_or_else(|e| (Err(e.to_string()), 0, Vec::new()));
             waiter_retries.extend(retries);
             h.child.kill9().await;
-            let (lost, stale) = match (lost, stale.and_then(|s| crate::parse_put_line(&s, h.token))) {
+            let (lost, stale) = match (lost, stale.and_then(|s| crate::parse_put_line(&s, h.token)))
+            {
                 (Ok(l), Ok(s)) => (l, s),
                 other => {
                     o.fail(format!("round {round}: the {name} holder did not report its loss and stale write: {other:?}"));
@@ -681,7 +830,9 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
             };
             let last_true: u64 = lost.get(2).and_then(|s| s.parse().ok()).unwrap_or(u64::MAX);
             let turned: u64 = lost.get(3).and_then(|s| s.parse().ok()).unwrap_or(u64::MAX);
-            o.expect(stale.0 != "ok", || format!("round {round}: the cut-off {name} holder's write was accepted"));
+            o.expect(stale.0 != "ok", || {
+                format!("round {round}: the cut-off {name} holder's write was accepted")
+            });
             stale_refused += (stale.0 != "ok") as u32;
             detect.push(ms_between(cut_ns, turned));
             checker.record(Hold {
@@ -690,7 +841,11 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
                 acquired_ns: h.acquired_ns,
                 ended_ns: last_true,
                 client: format!("{}-holder-m{x}-r{round}", name.to_lowercase()),
-                loss: Some(LossInfo { reason: crate::canonical_loss_reason(&lost[1]), at_ns: last_true, reported_ns: turned }),
+                loss: Some(LossInfo {
+                    reason: crate::canonical_loss_reason(&lost[1]),
+                    at_ns: last_true,
+                    reported_ns: turned,
+                }),
                 ops: vec![h.put, stale.1],
                 ..Default::default()
             });
@@ -707,7 +862,14 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
             }
         }
         for (gw, at, winv, y) in granted {
-            let mut h = Hold { lock: gw.name().to_string(), token: gw.fencing_token(), acquired_ns: at, client: format!("waiter-m{y}-r{round}"), invoked_ns: winv, ..Default::default() };
+            let mut h = Hold {
+                lock: gw.name().to_string(),
+                token: gw.fencing_token(),
+                acquired_ns: at,
+                client: format!("waiter-m{y}-r{round}"),
+                invoked_ns: winv,
+                ..Default::default()
+            };
             let end = clock_monotonic_ns();
             let l = gw.loss();
             let _ = gw.unlock().await;
@@ -721,10 +883,21 @@ pub async fn holder_member_partitioned(p: &Profile) -> Outcome {
     }
     settle(&mut o, &eps, &mut rawc).await;
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    let (mind, maxd) = (gaps.iter().copied().min().unwrap_or(-1), detect.iter().copied().max().unwrap_or(-1));
-    o.expect(gaps.iter().all(|g| *g > 0), || format!("a waiter acquired before the cut-off holder's loss: gaps {gaps:?} ms"));
+    let (mind, maxd) = (
+        gaps.iter().copied().min().unwrap_or(-1),
+        detect.iter().copied().max().unwrap_or(-1),
+    );
+    o.expect(gaps.iter().all(|g| *g > 0), || {
+        format!("a waiter acquired before the cut-off holder's loss: gaps {gaps:?} ms")
+    });
     let holders = 5 * o.faults as usize;
-    o.expect(gaps.len() == holders && detect.len() == holders, || format!("{} grants and {} losses seen of {holders} holds", gaps.len(), detect.len()));
+    o.expect(gaps.len() == holders && detect.len() == holders, || {
+        format!(
+            "{} grants and {} losses seen of {holders} holds",
+            gaps.len(),
+            detect.len()
+        )
+    });
     o.figure = format!(
         "{} rounds (holder's member: leader, follower, ...), 5 holders a round (Rust in-process, Python, Java, Node, C processes): the holders saw their loss <= {maxd} ms after the cut; the majority-side waiters acquired {}-{} ms after the cut, >= {mind} ms after the holder's hold had ended (per language, loss seen <= / gap >= ms: {}; waits that ended early and were retried: {waiter_retries:?}); {stale_refused}/{holders} stale writes refused; {}",
         o.faults,

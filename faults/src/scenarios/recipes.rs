@@ -16,7 +16,9 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
     let mut rawc = raw(&eps).await;
     let from = current_revision(&mut rawc).await;
     let checker = Checker::new();
-    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2))).await.expect("waiter connect");
+    let wc = Client::connect(opts(&eps, &ns, 10, Duration::from_secs(2)))
+        .await
+        .expect("waiter connect");
     let (mut stale, mut reported, mut done, mut killed) = (0u32, 0u32, 0u32, 0u32);
     let (mut waits, mut kill_waits) = (Vec::new(), Vec::new());
     const KINDS: [&str; 4] = ["permit", "read", "campaign", "many"];
@@ -63,7 +65,9 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
     o.expect(done == n, || format!("{done}/{n} rounds completed"));
     o.expect(reported == n, || format!("{reported}/{n} losses reported"));
     o.expect(stale == 0, || format!("{stale} stale writes accepted"));
-    o.expect(killed == n, || format!("{killed}/{n} kill -9 rounds completed"));
+    o.expect(killed == n, || {
+        format!("{killed}/{n} kill -9 rounds completed")
+    });
     o.figure = format!(
         "{done} SIGSTOP rounds (semaphore, read lock behind which a writer waits, election, multi-lock), waiter took over after SIGSTOP in {} (TTL {TTL} s, bound {} s), {reported}/{n} losses reported, {stale} stale writes accepted; {killed} kill -9 rounds, waiter took over in {}; {}",
         waits.join(", "),
@@ -79,10 +83,23 @@ pub async fn recipes_holder_sigstop(_p: &Profile) -> Outcome {
 /// `M0..M2` through multi-locks, picked at random; every hold is recorded
 /// (`S#p2`, `R#r`, `R#w` for the shared checks; `E`, `Mi` as exclusive locks
 /// with a guarded resource write).
-pub(super) async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, checker: Arc<Checker>, counters: Arc<Counters>, stop: CancellationToken) {
+pub(super) async fn recipe_client(
+    idx: usize,
+    eps: Vec<String>,
+    ns: String,
+    checker: Arc<Checker>,
+    counters: Arc<Counters>,
+    stop: CancellationToken,
+) {
     let id = format!("recipes-c{idx}");
     let mut rng = Rng::new(seed() ^ ((idx as u64 + 1) * 104_729));
-    let Some(client) = crate::connect_until(opts(&eps, &ns, TTL, Duration::from_secs(1)), &counters, &stop).await else {
+    let Some(client) = crate::connect_until(
+        opts(&eps, &ns, TTL, Duration::from_secs(1)),
+        &counters,
+        &stop,
+    )
+    .await
+    else {
         return;
     };
     while !stop.is_cancelled() {
@@ -117,17 +134,27 @@ pub(super) async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, chec
             }
         };
         let acquired = clock_monotonic_ns();
-        counters.last_acquired_ns.fetch_max(acquired, Ordering::Relaxed);
+        counters
+            .last_acquired_ns
+            .fetch_max(acquired, Ordering::Relaxed);
         counters.acquisitions.fetch_add(1, Ordering::Relaxed);
         let mut ops = Vec::with_capacity(gs.len());
         for (label, g) in &gs {
             let mut op = Vec::new();
             if !label.contains('#') {
                 let call = clock_monotonic_ns();
-                let w = g.put(resource_key(label), g.fencing_token().to_string()).await;
+                let w = g
+                    .put(resource_key(label), g.fencing_token().to_string())
+                    .await;
                 let result = crate::OpResult::of(&w);
                 let ret_ns = (result != crate::OpResult::Unknown).then(clock_monotonic_ns);
-                op.push(crate::GuardedOp { write: true, call_ns: call, ret_ns, value: g.fencing_token(), result });
+                op.push(crate::GuardedOp {
+                    write: true,
+                    call_ns: call,
+                    ret_ns,
+                    value: g.fencing_token(),
+                    result,
+                });
                 if let Err(e) = w {
                     counters.err(e.code());
                 }
@@ -137,7 +164,17 @@ pub(super) async fn recipe_client(idx: usize, eps: Vec<String>, ns: String, chec
         tokio::time::sleep(Duration::from_millis(5)).await;
         let end_call = clock_monotonic_ns();
         for ((label, g), op) in gs.into_iter().zip(ops) {
-            crate::release_and_record_ops(&checker, &counters, label, &g, (invoked, acquired), end_call, &id, op).await;
+            crate::release_and_record_ops(
+                &checker,
+                &counters,
+                label,
+                &g,
+                (invoked, acquired),
+                end_call,
+                &id,
+                op,
+            )
+            .await;
         }
     }
     client.close().await;
@@ -160,9 +197,18 @@ pub async fn recipes_member_kill(p: &Profile) -> Outcome {
     let stop = CancellationToken::new();
     let mut tasks = Vec::new();
     for i in 0..6 {
-        tasks.push(tokio::spawn(recipe_client(i, eps.clone(), ns.clone(), checker.clone(), counters.clone(), stop.clone())));
+        tasks.push(tokio::spawn(recipe_client(
+            i,
+            eps.clone(),
+            ns.clone(),
+            checker.clone(),
+            counters.clone(),
+            stop.clone(),
+        )));
     }
-    let probe = Client::connect(opts(&eps, &ns, TTL, Duration::from_secs(1))).await.expect("probe connect");
+    let probe = Client::connect(opts(&eps, &ns, TTL, Duration::from_secs(1)))
+        .await
+        .expect("probe connect");
     let mut fp = MemberKill::new(&mut etcd, Rng::new(seed() ^ 15), &probe, (1, 3));
     let rounds = run_rounds(&mut fp, Duration::from_secs(p.fault_secs), 3).await;
     o.faults = rounds.faults;
@@ -179,9 +225,19 @@ pub async fn recipes_member_kill(p: &Profile) -> Outcome {
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.acquisitions = counters.acquisitions.load(Ordering::Relaxed);
     let last = counters.last_acquired_ns.load(Ordering::Relaxed);
-    o.expect(last > healed_ns, || "no recipe acquisition after the last member restarted".into());
-    o.expect(keys == 0 && leases == 0, || format!("{keys} lock keys and {leases} leases left"));
-    let by_kind = |prefix: &str| checker.holds().iter().filter(|h| h.lock.starts_with(prefix)).count();
+    o.expect(last > healed_ns, || {
+        "no recipe acquisition after the last member restarted".into()
+    });
+    o.expect(keys == 0 && leases == 0, || {
+        format!("{keys} lock keys and {leases} leases left")
+    });
+    let by_kind = |prefix: &str| {
+        checker
+            .holds()
+            .iter()
+            .filter(|h| h.lock.starts_with(prefix))
+            .count()
+    };
     o.figure = format!(
         "{} member kill -9 + restart, {} recipe acquisitions (permits {}, reads {}, writes {}, leaderships {}, multi-locked names {}), {keys} lock keys and {leases} leases left; {}; errors: {}",
         o.faults,

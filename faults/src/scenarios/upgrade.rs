@@ -23,9 +23,18 @@ const BOUND_SLACK_MS: i64 = 250;
 /// `faults/build-etcd.sh`.
 fn etcd_build(version: &str) -> Result<PathBuf, String> {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("build-etcd.sh");
-    let out = std::process::Command::new(&script).arg(version).output().map_err(|e| format!("{}: {e}", script.display()))?;
+    let out = std::process::Command::new(&script)
+        .arg(version)
+        .output()
+        .map_err(|e| format!("{}: {e}", script.display()))?;
     if !out.status.success() {
-        return Err(format!("build-etcd.sh {version} failed: {}", String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")));
+        return Err(format!(
+            "build-etcd.sh {version} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
     }
     Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("etcd"))
 }
@@ -36,7 +45,10 @@ fn versions(etcd: &Etcd, i: usize) -> Option<(String, String)> {
     let body = etcdlock_testkit::http_get_at(&m.host, m.client_port, "/version").ok()?;
     let json = body.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or(&body);
     let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
-    Some((v["etcdserver"].as_str()?.to_string(), v["etcdcluster"].as_str()?.to_string()))
+    Some((
+        v["etcdserver"].as_str()?.to_string(),
+        v["etcdcluster"].as_str()?.to_string(),
+    ))
 }
 
 /// One step of a rolling restart: SIGTERM member `member`, then start it
@@ -60,9 +72,14 @@ struct Steps {
 
 /// The prober: lock (timeout 2 s), guarded put, unlock (request timeout 1 s)
 /// in a loop, each call timed against its bound; every hold to the checker.
-async fn prober(c: Client, checker: Arc<Checker>, stop: CancellationToken) -> (u64, i64, i64, Vec<String>, BTreeMap<String, u64>) {
+async fn prober(
+    c: Client,
+    checker: Arc<Checker>,
+    stop: CancellationToken,
+) -> (u64, i64, i64, Vec<String>, BTreeMap<String, u64>) {
     let lock_bound = Duration::from_secs(2);
-    let (mut n, mut max_lock, mut max_other, mut over, mut errs) = (0u64, 0i64, 0i64, Vec::new(), BTreeMap::new());
+    let (mut n, mut max_lock, mut max_other, mut over, mut errs) =
+        (0u64, 0i64, 0i64, Vec::new(), BTreeMap::new());
     while !stop.is_cancelled() {
         let inv = clock_monotonic_ns();
         let r = c.lock_with("B", LockOptions::timeout(lock_bound)).await;
@@ -82,20 +99,30 @@ async fn prober(c: Client, checker: Arc<Checker>, stop: CancellationToken) -> (u
         };
         n += 1;
         let call = clock_monotonic_ns();
-        let w = g.put(resource_key("B"), g.fencing_token().to_string()).await;
+        let w = g
+            .put(resource_key("B"), g.fencing_token().to_string())
+            .await;
         let ret = clock_monotonic_ns();
         let result = crate::OpResult::of(&w);
         if let Err(e) = &w {
             *errs.entry(format!("put {}", e.code().name())).or_default() += 1;
         }
-        let ops = vec![crate::GuardedOp { write: true, call_ns: call, ret_ns: (result != crate::OpResult::Unknown).then_some(ret), value: g.fencing_token(), result }];
+        let ops = vec![crate::GuardedOp {
+            write: true,
+            call_ns: call,
+            ret_ns: (result != crate::OpResult::Unknown).then_some(ret),
+            value: g.fencing_token(),
+            result,
+        }];
         let end = clock_monotonic_ns();
         let before = g.loss();
         let u = g.unlock().await;
         let unl = ms_between(end, clock_monotonic_ns());
         let loss = before.or_else(|| if u.is_err() { g.loss() } else { None });
         if let Err(e) = &u {
-            *errs.entry(format!("unlock {}", e.code().name())).or_default() += 1;
+            *errs
+                .entry(format!("unlock {}", e.code().name()))
+                .or_default() += 1;
         }
         for (what, ms) in [("put", ms_between(call, ret)), ("unlock", unl)] {
             max_other = max_other.max(ms);
@@ -107,9 +134,15 @@ async fn prober(c: Client, checker: Arc<Checker>, stop: CancellationToken) -> (u
             lock: "B".into(),
             token: g.fencing_token(),
             acquired_ns: acq,
-            ended_ns: loss.map(|l| instant_to_mono_ns(l.at).min(end)).unwrap_or(end),
+            ended_ns: loss
+                .map(|l| instant_to_mono_ns(l.at).min(end))
+                .unwrap_or(end),
             client: "prober".into(),
-            loss: loss.map(|l| LossInfo { reason: l.reason.name().into(), at_ns: instant_to_mono_ns(l.at), reported_ns: end }),
+            loss: loss.map(|l| LossInfo {
+                reason: l.reason.name().into(),
+                at_ns: instant_to_mono_ns(l.at),
+                reported_ns: end,
+            }),
             invoked_ns: inv,
             ops,
         });
@@ -150,7 +183,13 @@ async fn run_steps(etcd: &mut Etcd, steps: Vec<Step>, o: &mut Outcome) -> Steps 
             o.fail(format!("m{i} after its restart: {e}"));
             break;
         }
-        if etcdlock_testkit::await_leader_among(&eps, Duration::from_secs(10), Duration::from_millis(20)).is_none() {
+        if etcdlock_testkit::await_leader_among(
+            &eps,
+            Duration::from_secs(10),
+            Duration::from_millis(20),
+        )
+        .is_none()
+        {
             o.fail(format!("no leader agreed after m{i} came back"));
             break;
         }
@@ -162,8 +201,15 @@ async fn run_steps(etcd: &mut Etcd, steps: Vec<Step>, o: &mut Outcome) -> Steps 
             let start = Instant::now();
             loop {
                 let vs: Vec<_> = (0..etcd.members.len()).map(|m| versions(etcd, m)).collect();
-                if vs.iter().all(|v| v.as_ref().is_some_and(|(_, c)| c.starts_with(want))) {
-                    s.cluster_versions.push(format!("{} after {} ms", vs[0].as_ref().map(|v| v.1.clone()).unwrap_or_default(), start.elapsed().as_millis()));
+                if vs
+                    .iter()
+                    .all(|v| v.as_ref().is_some_and(|(_, c)| c.starts_with(want)))
+                {
+                    s.cluster_versions.push(format!(
+                        "{} after {} ms",
+                        vs[0].as_ref().map(|v| v.1.clone()).unwrap_or_default(),
+                        start.elapsed().as_millis()
+                    ));
                     break;
                 }
                 if start.elapsed() > Duration::from_secs(20) {
@@ -197,7 +243,13 @@ struct Proc {
 /// hold kept (no loss reported, its key and token unchanged in etcd), then
 /// the holders end (the processes by kill -9, the Rust one by unlock) and
 /// each waiter takes over with a higher token.
-async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<PathBuf>, steps: impl FnOnce() -> Result<Vec<Step>, String>) -> Outcome {
+async fn rolling(
+    p: &Profile,
+    id: u32,
+    name: &'static str,
+    start_bin: Option<PathBuf>,
+    steps: impl FnOnce() -> Result<Vec<Step>, String>,
+) -> Outcome {
     let _ = p;
     let mut o = Outcome::new(id, name);
     o.languages = HolderLang::ALL.iter().map(|l| l.name()).collect();
@@ -208,7 +260,11 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
             return o;
         }
     };
-    let cfg = etcdlock_testkit::Config { members: 3, bin: start_bin, ..Default::default() };
+    let cfg = etcdlock_testkit::Config {
+        members: 3,
+        bin: start_bin,
+        ..Default::default()
+    };
     let mut etcd = blocking(|| Etcd::start(cfg));
     let eps = etcd.endpoints();
     let first_version = versions(&etcd, 0).map(|v| v.0).unwrap_or_default();
@@ -223,7 +279,10 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
     };
     // The holder processes first (a JVM takes a while), then each one's waiter.
     let mut children = Vec::new();
-    for lang in HolderLang::ALL.into_iter().filter(|l| *l != HolderLang::Rust) {
+    for lang in HolderLang::ALL
+        .into_iter()
+        .filter(|l| *l != HolderLang::Rust)
+    {
         let mut spec = holder_spec(&eps, &ns, 1);
         spec["lock"] = json!(lock_of(lang));
         spec["request_timeout_ms"] = json!(1000);
@@ -235,7 +294,15 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
     let mut procs = Vec::new();
     for (lang, mut child) in children {
         match queue_behind_on(&mut child, &wc, &mut rawc, &ns, "mutex", &lock_of(lang)).await {
-            Ok((waiter, token, acquired_ns, key, put)) => procs.push(Proc { lang, child, token, acquired_ns, key, put, waiter }),
+            Ok((waiter, token, acquired_ns, key, put)) => procs.push(Proc {
+                lang,
+                child,
+                token,
+                acquired_ns,
+                key,
+                put,
+                waiter,
+            }),
             Err(e) => {
                 o.fail(format!("{} holder: {e}", lang.name()));
                 child.kill9().await;
@@ -253,10 +320,26 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
     };
     let racq = clock_monotonic_ns();
     let call = clock_monotonic_ns();
-    let w = g.put(resource_key(&rlock), g.fencing_token().to_string()).await;
-    let mut rops = vec![crate::GuardedOp { write: true, call_ns: call, ret_ns: Some(clock_monotonic_ns()), value: g.fencing_token(), result: crate::OpResult::of(&w) }];
+    let w = g
+        .put(resource_key(&rlock), g.fencing_token().to_string())
+        .await;
+    let mut rops = vec![crate::GuardedOp {
+        write: true,
+        call_ns: call,
+        ret_ns: Some(clock_monotonic_ns()),
+        value: g.fencing_token(),
+        result: crate::OpResult::of(&w),
+    }];
     let rwaiter = spawn_waiter(wc.clone(), &rlock, "mutex");
-    if await_key_count(&mut rawc, &format!("{ns}{rlock}/"), 2, Duration::from_secs(10)).await.is_none() {
+    if await_key_count(
+        &mut rawc,
+        &format!("{ns}{rlock}/"),
+        2,
+        Duration::from_secs(10),
+    )
+    .await
+    .is_none()
+    {
         o.fail("the Rust holder's waiter never queued");
     }
     o.acquisitions += 1 + procs.len() as u64;
@@ -280,13 +363,20 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
     let (probes, max_lock, max_other, over, perrs) = ph.await.unwrap_or_default();
     o.acquisitions += counters.acquisitions.load(Ordering::Relaxed) + probes;
     let wl_losses = counters.losses.load(Ordering::Relaxed);
-    o.expect(wl_losses == 0, || format!("{wl_losses} workload holds lost"));
-    o.expect(over.is_empty(), || format!("calls past their bound: {over:?}"));
+    o.expect(wl_losses == 0, || {
+        format!("{wl_losses} workload holds lost")
+    });
+    o.expect(over.is_empty(), || {
+        format!("calls past their bound: {over:?}")
+    });
     o.expect(probes > 0, || "the prober acquired nothing".into());
 
     // Every hold kept: no loss seen, its key still there with its token.
     let keys = keys_under(&mut rawc, &ns).await.unwrap_or_default();
-    let kept = |key: &str, token: i64| keys.iter().any(|(k, rev, _)| (k == key || *k == format!("{ns}{key}")) && *rev == token);
+    let kept = |key: &str, token: i64| {
+        keys.iter()
+            .any(|(k, rev, _)| (k == key || *k == format!("{ns}{key}")) && *rev == token)
+    };
     let mut held = 0;
     if g.is_held() && g.loss().is_none() && kept(&g.key(), g.fencing_token()) {
         held += 1;
@@ -296,15 +386,28 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
     for pr in &mut procs {
         let lost = pr.child.expect("LOST", Duration::from_millis(100)).await;
         if lost.is_ok() || !kept(&pr.key, pr.token) {
-            o.fail(format!("the {} holder lost its hold: {lost:?}", pr.lang.name()));
+            o.fail(format!(
+                "the {} holder lost its hold: {lost:?}",
+                pr.lang.name()
+            ));
         } else {
             held += 1;
         }
     }
     let call = clock_monotonic_ns();
-    let w = g.put(resource_key(&rlock), g.fencing_token().to_string()).await;
-    o.expect(w.is_ok(), || format!("the Rust holder's guarded write after the steps: {w:?}"));
-    rops.push(crate::GuardedOp { write: true, call_ns: call, ret_ns: Some(clock_monotonic_ns()), value: g.fencing_token(), result: crate::OpResult::of(&w) });
+    let w = g
+        .put(resource_key(&rlock), g.fencing_token().to_string())
+        .await;
+    o.expect(w.is_ok(), || {
+        format!("the Rust holder's guarded write after the steps: {w:?}")
+    });
+    rops.push(crate::GuardedOp {
+        write: true,
+        call_ns: call,
+        ret_ns: Some(clock_monotonic_ns()),
+        value: g.fencing_token(),
+        result: crate::OpResult::of(&w),
+    });
 
     // The holders end; each waiter takes over.
     let mut waiters = Vec::new();
@@ -324,7 +427,16 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
     }
     let end = clock_monotonic_ns();
     let _ = g.unlock().await;
-    checker.record(Hold { lock: rlock.clone(), token: g.fencing_token(), acquired_ns: racq, ended_ns: end, client: "rust-holder".into(), invoked_ns: inv, ops: rops, ..Default::default() });
+    checker.record(Hold {
+        lock: rlock.clone(),
+        token: g.fencing_token(),
+        acquired_ns: racq,
+        ended_ns: end,
+        client: "rust-holder".into(),
+        invoked_ns: inv,
+        ops: rops,
+        ..Default::default()
+    });
     waiters.push((HolderLang::Rust, g.fencing_token(), end, rwaiter));
     let mut max_take = 0i64;
     let mut granted = 0;
@@ -336,22 +448,53 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
                 let ms = ms_between(end, at);
                 max_take = max_take.max(ms);
                 o.expect(ms <= TTL * 1000 + 1000, || format!("the waiter behind the {} holder took {ms} ms after its end (bound TTL + 1 s)", lang.name()));
-                o.expect(gw.fencing_token() > token, || format!("the waiter behind the {} holder got token {} <= {token}", lang.name(), gw.fencing_token()));
-                if let Err(e) = release(&checker, gw, at, &format!("waiter-{}", lang.name().to_lowercase())).await {
+                o.expect(gw.fencing_token() > token, || {
+                    format!(
+                        "the waiter behind the {} holder got token {} <= {token}",
+                        lang.name(),
+                        gw.fencing_token()
+                    )
+                });
+                if let Err(e) = release(
+                    &checker,
+                    gw,
+                    at,
+                    &format!("waiter-{}", lang.name().to_lowercase()),
+                )
+                .await
+                {
                     o.fail(e);
                 }
             }
-            other => o.fail(format!("the waiter behind the {} holder: {other:?}", lang.name())),
+            other => o.fail(format!(
+                "the waiter behind the {} holder: {other:?}",
+                lang.name()
+            )),
         }
     }
     hc.close().await;
     wc.close().await;
-    let last_version = versions(&etcd, 0).map(|v| format!("{} (cluster {})", v.0, v.1)).unwrap_or_default();
+    let last_version = versions(&etcd, 0)
+        .map(|v| format!("{} (cluster {})", v.0, v.1))
+        .unwrap_or_default();
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    o.expect(r.losses == 0, || format!("{} holds lost (every lease lived through the steps)", r.losses));
-    let lost_calls: u64 = perrs.iter().filter(|(k, _)| k.ends_with("LockLost")).map(|(_, n)| n).sum();
-    o.expect(lost_calls == 0, || format!("prober calls ended LockLost: {perrs:?}"));
-    o.expect(held == 5 && granted == 5, || format!("{held}/5 holds kept, {granted}/5 waiters granted"));
+    o.expect(r.losses == 0, || {
+        format!(
+            "{} holds lost (every lease lived through the steps)",
+            r.losses
+        )
+    });
+    let lost_calls: u64 = perrs
+        .iter()
+        .filter(|(k, _)| k.ends_with("LockLost"))
+        .map(|(_, n)| n)
+        .sum();
+    o.expect(lost_calls == 0, || {
+        format!("prober calls ended LockLost: {perrs:?}")
+    });
+    o.expect(held == 5 && granted == 5, || {
+        format!("{held}/5 holds kept, {granted}/5 waiters granted")
+    });
     o.figure = format!(
         "{} members stopped with SIGTERM and restarted one by one ({} the leader; etcd {first_version} -> {last_version}{}) in {:.1} s: stop <= {} ms, healthy with a leader <= {} ms after the SIGTERM; {held}/5 holders (Rust, Python, Java, Node, C) kept their holds (no loss, key and token unchanged), then {granted}/5 waiters took over <= {max_take} ms after the holder ended; prober: {probes} locks, calls <= {max_lock} ms (lock, bound 2000) / <= {max_other} ms (put, unlock, bound 1000), errors {perrs:?}; workload: {} acquisitions, {wl_losses} losses, errors: {}; {} acquisitions; {}",
         s.done,
@@ -371,7 +514,16 @@ async fn rolling(p: &Profile, id: u32, name: &'static str, start_bin: Option<Pat
 
 /// Scenario 34: every member restarted one by one with SIGTERM (graceful).
 pub async fn rolling_restart(p: &Profile) -> Outcome {
-    rolling(p, 34, "rolling-restart", None, || Ok((0..3).map(|member| Step { member, bin: None, cluster_version: None }).collect())).await
+    rolling(p, 34, "rolling-restart", None, || {
+        Ok((0..3)
+            .map(|member| Step {
+                member,
+                bin: None,
+                cluster_version: None,
+            })
+            .collect())
+    })
+    .await
 }
 
 /// Scenario 35: a rolling upgrade 3.4 (Debian's) -> 3.5, member by member, until the
@@ -384,11 +536,24 @@ pub async fn rolling_upgrade(p: &Profile) -> Outcome {
 /// whole cluster at 3.5 first). A cluster created on 3.4 and upgraded to
 /// 3.5.35 breaks when its first member starts 3.6.16: see the README.
 pub async fn rolling_upgrade_36(p: &Profile) -> Outcome {
-    upgrade(p, 36, "rolling-upgrade-3.5-3.6", Some(UPGRADE_VERSIONS[0]), UPGRADE_VERSIONS[1]).await
+    upgrade(
+        p,
+        36,
+        "rolling-upgrade-3.5-3.6",
+        Some(UPGRADE_VERSIONS[0]),
+        UPGRADE_VERSIONS[1],
+    )
+    .await
 }
 
 /// A rolling upgrade from `from` (None: Debian's 3.4) to `to`.
-async fn upgrade(p: &Profile, id: u32, name: &'static str, from: Option<&'static str>, to: &'static str) -> Outcome {
+async fn upgrade(
+    p: &Profile,
+    id: u32,
+    name: &'static str,
+    from: Option<&'static str>,
+    to: &'static str,
+) -> Outcome {
     let start = match from.map(etcd_build).transpose() {
         Ok(b) => b.unwrap_or_else(|| PathBuf::from(ETCD_34)),
         Err(e) => {
@@ -400,7 +565,13 @@ async fn upgrade(p: &Profile, id: u32, name: &'static str, from: Option<&'static
     rolling(p, id, name, Some(start), move || {
         let bin = etcd_build(to)?;
         let minor = if to.starts_with("3.5") { "3.5" } else { "3.6" };
-        Ok((0..3).map(|member| Step { member, bin: Some(bin.clone()), cluster_version: (member == 2).then_some(minor) }).collect())
+        Ok((0..3)
+            .map(|member| Step {
+                member,
+                bin: Some(bin.clone()),
+                cluster_version: (member == 2).then_some(minor),
+            })
+            .collect())
     })
     .await
 }

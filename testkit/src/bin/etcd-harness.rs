@@ -18,7 +18,10 @@ use etcdlock_testkit::{Config, Etcd};
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let mut cfg = Config { members: 1, ..Default::default() };
+    let mut cfg = Config {
+        members: 1,
+        ..Default::default()
+    };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--members" => cfg.members = args.next().and_then(|v| v.parse().ok()).unwrap_or(1),
@@ -59,8 +62,14 @@ fn main() {
         let idx: usize = parts.next().and_then(|v| v.parse().ok()).unwrap_or(0);
         let ms: Option<u64> = parts.next().and_then(|v| v.parse().ok());
         let reply = match cmd {
-            "kill" => { etcd.kill(idx); serde_json::json!({"ok": true}) }
-            "restart" => { etcd.restart(idx); serde_json::json!({"ok": true, "pid": etcd.members[idx].pid()}) }
+            "kill" => {
+                etcd.kill(idx);
+                serde_json::json!({"ok": true})
+            }
+            "restart" => {
+                etcd.restart(idx);
+                serde_json::json!({"ok": true, "pid": etcd.members[idx].pid()})
+            }
             "pause" => {
                 match ms {
                     Some(ms) => etcd.pause_for(idx, std::time::Duration::from_millis(ms)),
@@ -68,14 +77,19 @@ fn main() {
                 }
                 serde_json::json!({"ok": true})
             }
-            "resume" => { etcd.resume(idx); serde_json::json!({"ok": true}) }
+            "resume" => {
+                etcd.resume(idx);
+                serde_json::json!({"ok": true})
+            }
             "leader" => serde_json::json!({"leader": etcd.leader()}),
             // After a fault on the leader `idx`: when another member leads, and
             // how long after this command that was seen.
             "elected" => {
                 let t = std::time::Instant::now();
                 match etcd.await_new_leader(idx, std::time::Duration::from_secs(20)) {
-                    Some(l) => serde_json::json!({"leader": l, "ms": t.elapsed().as_millis() as u64}),
+                    Some(l) => {
+                        serde_json::json!({"leader": l, "ms": t.elapsed().as_millis() as u64})
+                    }
                     None => serde_json::json!({"error": "no new leader within 20 s"}),
                 }
             }

@@ -10,7 +10,10 @@ fn main() {
         eprintln!("usage: etcdlock-protogen ROOT OUT");
         std::process::exit(2);
     }
-    let (root, out) = (std::path::Path::new(&args[1]), std::path::Path::new(&args[2]));
+    let (root, out) = (
+        std::path::Path::new(&args[1]),
+        std::path::Path::new(&args[2]),
+    );
     let client = out.join("etcd-client");
     let server = out.join("memetcd");
     for d in [&client, &server] {
@@ -38,6 +41,9 @@ fn main() {
         .build_client(false)
         .build_server(true)
         .out_dir(&server)
-        .compile_protos(&[mproto.join("etcd/api/etcdserverpb/rpc.proto")], std::slice::from_ref(&mproto))
+        .compile_protos(
+            &[mproto.join("etcd/api/etcdserverpb/rpc.proto")],
+            std::slice::from_ref(&mproto),
+        )
         .expect("compile memetcd's protos");
 }

@@ -34,7 +34,12 @@ use etcdlock::{Client, ClientOptions};
 fn report(metric: &str, mut v: Vec<Duration>) {
     v.sort();
     let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1000.0;
-    println!("{{\"metric\":\"{metric}\",\"p50_ms\":{:.4},\"p99_ms\":{:.4},\"n\":{}}}", at(0.5), at(0.99), v.len());
+    println!(
+        "{{\"metric\":\"{metric}\",\"p50_ms\":{:.4},\"p99_ms\":{:.4},\"n\":{}}}",
+        at(0.5),
+        at(0.99),
+        v.len()
+    );
 }
 
 /// Contenders in the handoff case: 8, as `etcdlock bench` and issue 33 item 2.
@@ -64,7 +69,10 @@ fn handoff(endpoint: &str, acquisitions: usize, warm: usize) {
     let mut clients = Vec::new();
     for _ in 0..CONTENDERS {
         let ep = endpoint.to_string();
-        clients.push(rt.block_on(Client::connect(ClientOptions::new([ep]).with_ttl(30))).expect("connect"));
+        clients.push(
+            rt.block_on(Client::connect(ClientOptions::new([ep]).with_ttl(30)))
+                .expect("connect"),
+        );
     }
     let tasks: Vec<_> = clients
         .into_iter()
@@ -111,7 +119,9 @@ fn handoff(endpoint: &str, acquisitions: usize, warm: usize) {
     let mut w = s.waits;
     h.sort();
     w.sort();
-    let at = |v: &[Duration], q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1000.0;
+    let at = |v: &[Duration], q: f64| {
+        v[((v.len() as f64 - 1.0) * q).round() as usize].as_secs_f64() * 1000.0
+    };
     println!(
         "{{\"metric\":\"rust_core_handoff\",\"contenders\":{CONTENDERS},\"p50_ms\":{:.4},\"p99_ms\":{:.4},\"n\":{},\"wait_p50_ms\":{:.4},\"acquisitions_per_s\":{:.1}}}",
         at(&h, 0.5),
@@ -139,7 +149,9 @@ fn thread_wake(iterations: usize) {
                 std::thread::park();
             }
             let at = base.elapsed().as_nanos() as u64;
-            v.push(Duration::from_nanos(at.saturating_sub(s.load(Ordering::Acquire))));
+            v.push(Duration::from_nanos(
+                at.saturating_sub(s.load(Ordering::Acquire)),
+            ));
             tx.send(std::thread::current()).unwrap();
         }
         v
@@ -163,17 +175,22 @@ fn thread_wake(iterations: usize) {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let endpoint = args.next().expect("usage: core_bench ENDPOINT [ITERATIONS]");
+    let endpoint = args
+        .next()
+        .expect("usage: core_bench ENDPOINT [ITERATIONS]");
     let iterations: usize = args.next().and_then(|v| v.parse().ok()).unwrap_or(2000);
     let warm = iterations / 10;
     let pid = std::process::id();
 
     let ep = endpoint.clone();
-    let raw = block_on(async move { etcdlock::bench_floor::txn_delete(&[ep], iterations).await }).expect("raw");
+    let raw = block_on(async move { etcdlock::bench_floor::txn_delete(&[ep], iterations).await })
+        .expect("raw");
     report("raw_txn_delete", raw);
 
     let ep = endpoint.clone();
-    let client = block_on(async move { Client::connect(ClientOptions::new([ep]).with_ttl(30)).await }).expect("connect");
+    let client =
+        block_on(async move { Client::connect(ClientOptions::new([ep]).with_ttl(30)).await })
+            .expect("connect");
     let c = client.clone();
     let name = format!("bench-rust-async-{pid}");
     let core_async = block_on(async move {
