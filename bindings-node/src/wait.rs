@@ -1,6 +1,7 @@
 //! Promises settled from core's shared runtime, and the cancel handle an
 //! `AbortSignal` drives.
 
+use etcdlock::poison::Locked;
 use std::cell::RefCell;
 use std::ffi::c_void;
 use std::future::Future;
@@ -145,7 +146,7 @@ impl Settler {
     }
 
     fn send(&self, s: Box<Settle>) {
-        let tsfn = self.tsfn.lock().unwrap_or_else(|p| p.into_inner());
+        let tsfn = self.tsfn.locked();
         let Some(t) = *tsfn else { return };
         let data = Box::into_raw(s);
         let st = unsafe {
@@ -166,12 +167,7 @@ impl Settler {
 /// are dropped) and forget this thread's settler.
 unsafe extern "C" fn env_teardown(arg: *mut c_void) {
     let settler = unsafe { Arc::from_raw(arg as *const Settler) };
-    if let Some(t) = settler
-        .tsfn
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-    {
+    if let Some(t) = settler.tsfn.locked().take() {
         unsafe {
             sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort)
         };
@@ -195,7 +191,7 @@ fn count(env: sys::napi_env, up: bool) {
         };
         let was = l.pending;
         l.pending = if up { was + 1 } else { was.saturating_sub(1) };
-        let Some(t) = *l.settler.tsfn.lock().unwrap_or_else(|p| p.into_inner()) else {
+        let Some(t) = *l.settler.tsfn.locked() else {
             return;
         };
         match (was, l.pending) {

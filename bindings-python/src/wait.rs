@@ -3,6 +3,7 @@
 //! completions the core runtime queues without the GIL (`to_asyncio`); and
 //! the exit gate that threads Python does not know pass through.
 
+use etcdlock::poison::Locked;
 use std::cell::Cell;
 use std::future::Future;
 #[cfg(unix)]
@@ -208,7 +209,7 @@ struct Inbox {
 impl Inbox {
     /// On a runtime worker: queue `s` and wake the loop. No GIL.
     fn push(self: &Arc<Self>, s: Settle) {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+        self.queue.locked().push(s);
         if !self.signalled.swap(true, Ordering::SeqCst) {
             match &self.wake {
                 // WouldBlock means the buffer is full of wake-ups not yet
@@ -231,17 +232,14 @@ struct Waker {
 
 impl Waker {
     fn send(&self, inbox: Arc<Inbox>) {
-        self.pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(inbox);
+        self.pending.locked().push(inbox);
         self.ready.notify_one();
     }
 
     fn run(&self) {
         loop {
             let batch = {
-                let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+                let mut pending = self.pending.locked();
                 while pending.is_empty() {
                     pending = self.ready.wait(pending).unwrap_or_else(|p| p.into_inner());
                 }
@@ -282,7 +280,7 @@ impl Waker {
 /// child, which has no copy of its parent's thread).
 fn waker() -> &'static Waker {
     static WAKER: Mutex<Option<(u32, &'static Waker)>> = Mutex::new(None);
-    let mut slot = WAKER.lock().unwrap_or_else(|p| p.into_inner());
+    let mut slot = WAKER.locked();
     let pid = std::process::id();
     match *slot {
         Some((p, w)) if p == pid => w,
@@ -330,8 +328,7 @@ impl _Completions {
         // Cleared before taking the queue: a push after this point wakes
         // again, so none is left unseen.
         self.inbox.signalled.store(false, Ordering::SeqCst);
-        let ready =
-            std::mem::take(&mut *self.inbox.queue.lock().unwrap_or_else(|p| p.into_inner()));
+        let ready = std::mem::take(&mut *self.inbox.queue.locked());
         for settle in ready {
             settle(py);
         }

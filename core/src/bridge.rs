@@ -14,6 +14,7 @@
 //! assert_eq!(bridge::timeout("timeout", f64::INFINITY, Unit::Seconds).unwrap(), None);
 //! ```
 
+use crate::poison::Locked;
 use std::any::Any;
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -448,7 +449,7 @@ impl<T> Handles<T> {
     }
 
     fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, Arc<T>>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map.locked()
     }
 
     /// Keep `v`; its number is never 0.

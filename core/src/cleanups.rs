@@ -1,5 +1,6 @@
 //! The keys a client is still deleting after abandoned acquisitions.
 
+use crate::poison::Locked;
 use std::time::{Duration, Instant};
 
 /// How long a call that gives up (timeout, cancel, error) waits for its key's
@@ -20,16 +21,11 @@ pub(crate) struct Cleanups {
 
 impl Cleanups {
     pub(crate) fn begin(&self, prefix: &[u8]) {
-        *self
-            .pending
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(prefix.to_vec())
-            .or_default() += 1;
+        *self.pending.locked().entry(prefix.to_vec()).or_default() += 1;
     }
 
     pub(crate) fn end(&self, prefix: &[u8]) {
-        let mut m = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.pending.locked();
         if let Some(n) = m.get_mut(prefix) {
             *n -= 1;
             if *n == 0 {
@@ -47,12 +43,7 @@ impl Cleanups {
             let notified = self.done.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if !self
-                .pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains_key(prefix)
-            {
+            if !self.pending.locked().contains_key(prefix) {
                 return;
             }
             match until {

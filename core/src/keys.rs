@@ -3,6 +3,7 @@
 //! requests with the client's deadline rules, delete-until-gone, the watch on
 //! our own key that passes from waiter to guard, and why a key went away.
 
+use crate::poison::Locked;
 use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -307,16 +308,11 @@ impl OwnKeyWatch {
                 WatchEvent::Deleted { .. } => OwnEvent::Deleted,
                 WatchEvent::Reset => OwnEvent::Reset,
             };
-            if let Some(w) = me.waiter.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            if let Some(w) = me.waiter.locked().as_ref() {
                 let _ = w.send(ev);
                 return;
             }
-            let g = me
-                .guard
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .as_ref()
-                .and_then(Weak::upgrade);
+            let g = me.guard.locked().as_ref().and_then(Weak::upgrade);
             if let Some(g) = g {
                 deliver(&*g, ev);
             }
@@ -330,8 +326,8 @@ impl OwnKeyWatch {
         guard: Weak<dyn OwnKeyListener>,
         mut pending: mpsc::UnboundedReceiver<OwnEvent>,
     ) {
-        *self.guard.lock().unwrap_or_else(|p| p.into_inner()) = Some(guard.clone());
-        self.waiter.lock().unwrap_or_else(|p| p.into_inner()).take();
+        *self.guard.locked() = Some(guard.clone());
+        self.waiter.locked().take();
         if let Some(g) = guard.upgrade() {
             while let Ok(ev) = pending.try_recv() {
                 deliver(&*g, ev);

@@ -45,6 +45,7 @@ mod mutex;
 mod names;
 mod once;
 mod options;
+pub mod poison;
 mod queue;
 pub mod runtime;
 mod rwlock;

@@ -13,6 +13,7 @@
 //! starts to matter and a delete when it ends. Lock names that start with
 //! `__etcdlock/` are reserved for it.
 
+use crate::poison::Locked;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -66,13 +67,13 @@ impl LockKind {
 /// The language a process uses etcdlock from, for the meta records
 /// (`"rust"` unless a binding says otherwise at load).
 pub fn set_language(lang: &'static str) {
-    *LANGUAGE.lock().unwrap_or_else(|p| p.into_inner()) = lang;
+    *LANGUAGE.locked() = lang;
 }
 
 static LANGUAGE: Mutex<&'static str> = Mutex::new("rust");
 
 fn language() -> &'static str {
-    *LANGUAGE.lock().unwrap_or_else(|p| p.into_inner())
+    *LANGUAGE.locked()
 }
 
 struct Entry {
@@ -116,7 +117,7 @@ fn now_ms() -> u64 {
 
 impl Book {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        self.map.lock().unwrap_or_else(|p| p.into_inner())
+        self.map.locked()
     }
 
     /// An acquisition of `name` as `kind` starts. True when the book was

@@ -3,6 +3,7 @@
 //! primitive (mutex, election, semaphore, read-write lock, multi-lock) and the
 //! status reader share these; they depend on nothing but the error type.
 
+use crate::poison::Locked;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -234,7 +235,7 @@ pub(crate) fn owner_info() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0);
-    let mut head = HEAD.lock().unwrap_or_else(|p| p.into_inner());
+    let mut head = HEAD.locked();
     let head = match head.as_ref() {
         Some((p, h)) if *p == pid => h,
         _ => {

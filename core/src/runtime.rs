@@ -6,6 +6,7 @@
 //! on first use (never at load time) and re-created in a forked child, whose
 //! copy of the parent's runtime has no worker threads and would hang forever.
 
+use crate::poison::Locked;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -27,10 +28,7 @@ static ABANDONED: Mutex<Vec<Shared>> = Mutex::new(Vec::new());
 
 /// Keep a parent's runtime, in a forked child, without dropping it.
 fn abandon(parent: Shared) {
-    ABANDONED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(parent);
+    ABANDONED.locked().push(parent);
 }
 
 /// What a forked child inherited and must not drop (a binding's handle to a
@@ -42,10 +40,7 @@ static INHERITED: Mutex<Vec<Box<dyn std::any::Any + Send>>> = Mutex::new(Vec::ne
 /// dropping it: the memory stays the process's (and a leak checker sees it
 /// reachable) and nothing of the parent's runtime is touched.
 pub fn keep_inherited<T: Send + 'static>(value: T) {
-    INHERITED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push(Box::new(value));
+    INHERITED.locked().push(Box::new(value));
 }
 
 /// This process's id; 0 until first read, and again in a forked child.
@@ -86,7 +81,7 @@ pub fn current_pid() -> u32 {
 /// runtime is abandoned (its threads do not exist here; dropping it could
 /// block) and a fresh one is built.
 pub fn runtime() -> Result<Arc<tokio::runtime::Runtime>> {
-    let mut slot = RUNTIME.lock().unwrap_or_else(|p| p.into_inner());
+    let mut slot = RUNTIME.locked();
     let pid = current_pid();
     if let Some(shared) = slot.as_ref() {
         if shared.pid == pid {
@@ -146,7 +141,7 @@ pub fn shutdown(timeout: Duration) -> bool {
     if tokio::runtime::Handle::try_current().is_ok() {
         return false;
     }
-    let taken = RUNTIME.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let taken = RUNTIME.locked().take();
     match taken {
         Some(shared) if shared.pid == current_pid() => match Arc::try_unwrap(shared.rt) {
             Ok(rt) => rt.shutdown_timeout(timeout),
@@ -400,7 +395,7 @@ enum Stage {
 
 impl Handoff {
     fn lock(&self) -> std::sync::MutexGuard<'_, Stage> {
-        self.stage.lock().unwrap_or_else(|p| p.into_inner())
+        self.stage.locked()
     }
 }
 

@@ -11,6 +11,7 @@
 //! while the majority's new leader never sees those renewals, so an answer
 //! from it alone proves nothing past the new leader's own expiry.
 
+use crate::poison::Locked;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -168,7 +169,7 @@ impl Session {
 
     /// The local validity deadline.
     pub(crate) fn deadline(&self) -> Instant {
-        *self.deadline.lock().unwrap_or_else(|p| p.into_inner())
+        *self.deadline.locked()
     }
 
     /// A request sent at `sent` proved the lease alive for `ttl` more seconds
@@ -179,7 +180,7 @@ impl Session {
     /// revive it, since someone may have acted on `is_held()` turning false.
     fn extend(&self, sent: Instant, ttl: i64) {
         let new = sent + Duration::from_secs(ttl.max(0) as u64).saturating_sub(self.margin);
-        let mut d = self.deadline.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = self.deadline.locked();
         if Instant::now() >= *d {
             return;
         }
@@ -188,7 +189,7 @@ impl Session {
         }
         drop(d);
         {
-            let mut last = self.last_ack.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last = self.last_ack.locked();
             *last = (*last).max(sent);
         }
         self.renewal
@@ -197,7 +198,7 @@ impl Session {
 
     /// Send time of the last request that proved the lease alive.
     fn last_proof(&self) -> Instant {
-        *self.last_ack.lock().unwrap_or_else(|p| p.into_inner())
+        *self.last_ack.locked()
     }
 
     /// How long the loss's reason can take once the deadline has passed
@@ -239,12 +240,7 @@ impl Session {
         });
         self.stop.cancel();
         let loss = self.loss().unwrap_or(Loss { reason, at });
-        let listeners: Vec<_> = self
-            .listeners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .collect();
+        let listeners: Vec<_> = self.listeners.locked().drain().collect();
         for (_, l) in listeners {
             if let Some(l) = l.upgrade() {
                 l.on_loss(loss);
@@ -256,15 +252,9 @@ impl Session {
     /// id for [`Session::unlisten`].
     pub(crate) fn listen(&self, l: Weak<dyn OnLoss>) -> u64 {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
-        self.listeners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, l.clone());
+        self.listeners.locked().insert(id, l.clone());
         if let Some(loss) = self.loss() {
-            self.listeners
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
+            self.listeners.locked().remove(&id);
             if let Some(l) = l.upgrade() {
                 l.on_loss(loss);
             }
@@ -273,10 +263,7 @@ impl Session {
     }
 
     pub(crate) fn unlisten(&self, id: u64) {
-        self.listeners
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        self.listeners.locked().remove(&id);
     }
 
     /// Resolves when the session is lost.
@@ -302,7 +289,7 @@ impl Session {
 
     /// [`Session::reserve_key`] with `mark` appended (a reader's `-r`).
     pub(crate) fn reserve_key_marked(&self, prefix: &[u8], mark: &str) -> Vec<u8> {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let mut keys = self.keys.locked();
         use std::io::Write as _;
         let mut key = Vec::with_capacity(prefix.len() + 24);
         key.extend_from_slice(prefix);
@@ -316,63 +303,41 @@ impl Session {
             let _ = write!(key, "{:x}_{n}{mark}", self.lease);
         }
         keys.insert(key.clone());
-        *self.probe.lock().unwrap_or_else(|p| p.into_inner()) = key.clone();
+        *self.probe.locked() = key.clone();
         key
     }
 
     /// The lease for a lock-delay of `secs` seconds on this session, if granted.
     pub(crate) fn delay_lease(&self, secs: u64) -> Option<i64> {
-        self.delay_leases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&secs)
-            .copied()
+        self.delay_leases.locked().get(&secs).copied()
     }
 
     /// Record the lease granted for a lock-delay of `secs`; if another call
     /// recorded one first, that one is returned (and `id` is the caller's to
     /// revoke).
     pub(crate) fn set_delay_lease(&self, secs: u64, id: i64) -> i64 {
-        *self
-            .delay_leases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(secs)
-            .or_insert(id)
+        *self.delay_leases.locked().entry(secs).or_insert(id)
     }
 
     /// Forget a delay lease etcd no longer has.
     pub(crate) fn drop_delay_lease(&self, id: i64) {
-        self.delay_leases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .retain(|_, v| *v != id);
+        self.delay_leases.locked().retain(|_, v| *v != id);
     }
 
     /// Every delay lease (for close, which revokes them).
     pub(crate) fn delay_lease_ids(&self) -> Vec<i64> {
-        self.delay_leases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .copied()
-            .collect()
+        self.delay_leases.locked().values().copied().collect()
     }
 
     /// Renew `lease` with this session from now on (a latch or barrier
     /// handle opened); counted, see [`Session::unshare`].
     pub(crate) fn share(&self, lease: i64) {
-        *self
-            .shared_leases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(lease)
-            .or_insert(0) += 1;
+        *self.shared_leases.locked().entry(lease).or_insert(0) += 1;
     }
 
     /// A handle that renewed `lease` is done with it.
     pub(crate) fn unshare(&self, lease: i64) {
-        let mut m = self.shared_leases.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.shared_leases.locked();
         if let Some(n) = m.get_mut(&lease) {
             *n -= 1;
             if *n == 0 {
@@ -382,27 +347,12 @@ impl Session {
     }
 
     fn has_extras(&self) -> bool {
-        !self
-            .delay_leases
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
-            || !self
-                .shared_leases
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_empty()
+        !self.delay_leases.locked().is_empty() || !self.shared_leases.locked().is_empty()
     }
 
     fn extra_leases(&self) -> Vec<i64> {
         let mut v = self.delay_lease_ids();
-        v.extend(
-            self.shared_leases
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .keys()
-                .copied(),
-        );
+        v.extend(self.shared_leases.locked().keys().copied());
         v
     }
 
@@ -421,10 +371,7 @@ impl Session {
             if let Ok(Ok(Some(resp))) = r {
                 if resp.ttl() <= 0 {
                     self.drop_delay_lease(id);
-                    self.shared_leases
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .remove(&id);
+                    self.shared_leases.locked().remove(&id);
                 }
             }
         }
@@ -433,23 +380,15 @@ impl Session {
     /// The key is free for this session's next acquisition under its
     /// prefix, unless it was retired.
     pub(crate) fn release_key(&self, key: &[u8]) {
-        let mut keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
-        if !self
-            .retired
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(key)
-        {
+        let mut keys = self.keys.locked();
+        if !self.retired.locked().contains(key) {
             keys.remove(key);
         }
     }
 
     /// Whether `key` is one of this session's reserved keys.
     pub(crate) fn is_reserved(&self, key: &[u8]) -> bool {
-        self.keys
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .contains(key)
+        self.keys.locked().contains(key)
     }
 
     /// Never make `key` again in this session: a plain delete of it may still
@@ -458,12 +397,9 @@ impl Session {
     /// and with it new key names. One entry per such delete, which only a
     /// failing or hung member causes.
     pub(crate) fn retire_key(&self, key: &[u8]) {
-        let keys = self.keys.lock().unwrap_or_else(|p| p.into_inner());
+        let keys = self.keys.locked();
         if keys.contains(key) {
-            self.retired
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(key.to_vec());
+            self.retired.locked().insert(key.to_vec());
         }
     }
 
@@ -506,7 +442,7 @@ impl Session {
         let mut changes = self.renewal.subscribe();
         loop {
             let d = self.deadline();
-            let risk_at = *self.last_ack.lock().unwrap_or_else(|p| p.into_inner()) + overdue;
+            let risk_at = *self.last_ack.locked() + overdue;
             let failing = *changes.borrow_and_update() != Renewal::Ok;
             let wake = if failing || risk_at >= d { d } else { risk_at };
             tokio::select! {
@@ -516,7 +452,7 @@ impl Session {
             }
             let now = Instant::now();
             if now < self.deadline() {
-                let last = *self.last_ack.lock().unwrap_or_else(|p| p.into_inner());
+                let last = *self.last_ack.locked();
                 if now >= last + overdue {
                     let valid_until = self.deadline();
                     if self.renewal.send_if_modified(|r| {
@@ -657,7 +593,7 @@ impl Session {
     /// down, but no read: its answers are never counted, and a stream whose
     /// member cannot answer reads is left for another member.
     async fn check(&self, client: &etcd_client::Client, within: Duration) -> Checked {
-        let key = self.probe.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let key = self.probe.locked().clone();
         let mut kv = client.kv_client();
         let opts = etcd_client::GetOptions::new().with_count_only();
         match tokio::time::timeout(within, kv.get(key, Some(opts))).await {

@@ -19,6 +19,7 @@
 //! Only waits use the window: one-try acquisitions (`try_lock`, timeout zero)
 //! write nothing while a lock is held and never queue.
 
+use crate::poison::Locked;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -65,7 +66,7 @@ impl Windows {
         closed: &CancellationToken,
     ) -> Result<Place, NoPlace> {
         let sem = {
-            let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+            let mut map = self.map.locked();
             map.entry(prefix.to_vec())
                 .or_insert_with(|| Arc::new(Semaphore::new(WINDOW)))
                 .clone()
@@ -106,7 +107,7 @@ impl Drop for Place {
         self.permit.take();
         // Forget the window when nobody else uses it. Clones are made under
         // the map lock, so the count seen here is exact.
-        let mut map = self.map.lock().unwrap_or_else(|p| p.into_inner());
+        let mut map = self.map.locked();
         if Arc::strong_count(&self.sem) == 2 && self.sem.available_permits() == WINDOW {
             if let Some(s) = map.get(&self.prefix) {
                 if Arc::ptr_eq(s, &self.sem) {

@@ -12,6 +12,7 @@
 //!    had already accepted (read from etcd's revision history);
 //! 4. every loss ended the hold (locally) before another client acquired.
 
+use etcdlock::poison::Locked;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -227,17 +228,17 @@ impl Checker {
 
     /// Record one hold.
     pub fn record(&self, h: Hold) {
-        self.holds.lock().unwrap_or_else(|p| p.into_inner()).push(h);
+        self.holds.locked().push(h);
     }
 
     /// Every hold so far.
     pub fn holds(&self) -> Vec<Hold> {
-        self.holds.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.holds.locked().clone()
     }
 
     /// Number of holds so far.
     pub fn len(&self) -> usize {
-        self.holds.lock().unwrap_or_else(|p| p.into_inner()).len()
+        self.holds.locked().len()
     }
 
     /// Whether no hold was recorded.

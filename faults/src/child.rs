@@ -3,6 +3,7 @@
 //! scenario can pause or kill a holder without touching its own process.
 
 use super::*;
+use etcdlock::poison::Locked;
 
 static CHILD_ARGS: Mutex<Option<Vec<String>>> = Mutex::new(None);
 
@@ -10,27 +11,22 @@ static CHILD_ARGS: Mutex<Option<Vec<String>>> = Mutex::new(None);
 /// The default suits a libtest binary with a `child_holder` test; the soak
 /// example sets `[]`.
 pub fn set_child_args(args: &[&str]) {
-    *CHILD_ARGS.lock().unwrap_or_else(|p| p.into_inner()) =
-        Some(args.iter().map(|s| s.to_string()).collect());
+    *CHILD_ARGS.locked() = Some(args.iter().map(|s| s.to_string()).collect());
 }
 
 fn child_args() -> Vec<String> {
-    CHILD_ARGS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .clone()
-        .unwrap_or_else(|| {
-            [
-                "--exact",
-                "child_holder",
-                "--nocapture",
-                "--test-threads=1",
-                "-q",
-            ]
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-        })
+    CHILD_ARGS.locked().clone().unwrap_or_else(|| {
+        [
+            "--exact",
+            "child_holder",
+            "--nocapture",
+            "--test-threads=1",
+            "-q",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+    })
 }
 
 /// A child holder process with its stdout as lines.

@@ -20,6 +20,7 @@
 //! for the holder; `held` only for the holder; `release` frees the lock if
 //! the token still holds it.
 
+use etcdlock::poison::Locked;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -130,7 +131,7 @@ pub fn check(holds: &[Hold], name: &str) -> Verdict {
     static RUNS: Mutex<BTreeMap<String, u64>> = Mutex::new(BTreeMap::new());
     let dir = target_dir().join("faults-history");
     let n = {
-        let mut runs = RUNS.lock().unwrap_or_else(|p| p.into_inner());
+        let mut runs = RUNS.locked();
         let n = runs.entry(name.to_string()).or_insert(0);
         *n += 1;
         *n - 1

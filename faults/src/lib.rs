@@ -18,6 +18,7 @@ pub mod proxy;
 pub mod report;
 pub mod scenarios;
 
+use etcdlock::poison::Locked;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -193,14 +194,13 @@ impl Counters {
     fn err(&self, code: ErrorCode) {
         *self
             .errors
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+            .locked()
             .entry(code.name().to_string())
             .or_default() += 1;
     }
     /// `Timeout=3 Unavailable=1` or `none`.
     pub fn errors_summary(&self) -> String {
-        let e = self.errors.lock().unwrap_or_else(|p| p.into_inner());
+        let e = self.errors.locked();
         if e.is_empty() {
             return "no errors".into();
         }

@@ -16,6 +16,7 @@
 //!   back on that connection from then on, and cut the connection: the
 //!   "request applied, response lost" fault.
 
+use etcdlock::poison::Locked;
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -83,16 +84,10 @@ struct State {
 
 impl State {
     fn stat(&self, f: impl FnOnce(&mut Stats)) {
-        f(&mut self.stats.lock().unwrap_or_else(|p| p.into_inner()));
+        f(&mut self.stats.locked());
     }
     fn chance(&self, ppm: u32) -> bool {
-        ppm > 0
-            && (self
-                .rng
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .below(1_000_000) as u32)
-                < ppm
+        ppm > 0 && (self.rng.locked().below(1_000_000) as u32) < ppm
     }
 }
 
@@ -203,17 +198,10 @@ impl Proxy {
     /// it held back (in [`Mode::Blackhole`]) can still be forwarded when the
     /// mode changes; returns how many. Connections accepted meanwhile live on.
     pub async fn reset_all_and_wait(&self) -> usize {
-        let ids: Vec<u64> = self
-            .st
-            .conns
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .keys()
-            .copied()
-            .collect();
+        let ids: Vec<u64> = self.st.conns.locked().keys().copied().collect();
         let n = self.reset_all();
         while {
-            let conns = self.st.conns.lock().unwrap_or_else(|p| p.into_inner());
+            let conns = self.st.conns.locked();
             ids.iter().any(|id| conns.contains_key(id))
         } {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -224,14 +212,7 @@ impl Proxy {
     /// Reset each live connection with probability `fraction`; returns how many were reset.
     pub fn reset_fraction(&self, fraction: f64) -> usize {
         let ppm = (fraction.clamp(0.0, 1.0) * 1_000_000.0) as u32;
-        let conns: Vec<Arc<Conn>> = self
-            .st
-            .conns
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let conns: Vec<Arc<Conn>> = self.st.conns.locked().values().cloned().collect();
         let mut n = 0;
         for c in conns {
             if ppm >= 1_000_000 || self.st.chance(ppm) {
@@ -247,47 +228,29 @@ impl Proxy {
     /// `pattern` is forwarded to etcd, then everything etcd sends back on that
     /// connection is discarded and the connection is reset 100 ms later.
     pub fn drop_response_to(&self, pattern: &[u8]) {
-        *self
-            .st
-            .drop_pattern
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(pattern.to_vec());
+        *self.st.drop_pattern.locked() = Some(pattern.to_vec());
     }
 
     /// Whether the armed response drop has fired (the pattern was seen).
     pub fn drop_pending(&self) -> bool {
-        self.st
-            .drop_pattern
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_some()
+        self.st.drop_pattern.locked().is_some()
     }
 
     /// Live connections.
     pub fn live_connections(&self) -> usize {
-        self.st
-            .conns
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.st.conns.locked().len()
     }
 
     /// What the proxy has done so far.
     pub fn stats(&self) -> Stats {
-        *self.st.stats.lock().unwrap_or_else(|p| p.into_inner())
+        *self.st.stats.locked()
     }
 }
 
 impl Drop for Proxy {
     fn drop(&mut self) {
         self.st.shutdown.cancel();
-        for c in self
-            .st
-            .conns
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .values()
-        {
+        for c in self.st.conns.locked().values() {
             c.kill.cancel();
         }
     }
@@ -318,18 +281,12 @@ async fn accept_loop(listener: TcpListener, st: Arc<State>) {
             kill: st.shutdown.child_token(),
             doomed: AtomicBool::new(false),
         });
-        st.conns
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(id, conn.clone());
+        st.conns.locked().insert(id, conn.clone());
         st.stat(|s| s.accepted += 1);
         let st2 = st.clone();
         tokio::spawn(async move {
             serve(sock, st2.clone(), conn).await;
-            st2.conns
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
+            st2.conns.locked().remove(&id);
         });
     }
 }
@@ -368,7 +325,7 @@ async fn pump(
         let chunk = &buf[..n];
         let mut fire = false;
         if c2s {
-            let mut pat = st.drop_pattern.lock().unwrap_or_else(|p| p.into_inner());
+            let mut pat = st.drop_pattern.locked();
             if let Some(p) = pat.as_ref() {
                 if !p.is_empty() && chunk.windows(p.len()).any(|w| w == p.as_slice()) {
                     *pat = None;
@@ -400,10 +357,7 @@ async fn pump(
                     let off = if j == 0 {
                         0
                     } else {
-                        st.rng
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .below(2 * j + 1)
+                        st.rng.locked().below(2 * j + 1)
                     };
                     let d = (base.as_micros() as u64 + off).saturating_sub(j);
                     st.stat(|s| s.delayed_chunks += 1);

@@ -1,5 +1,6 @@
 //! The client handle: connect, TTL, metrics, free.
 
+use etcdlock_core::poison::Locked;
 use std::ffi::c_int;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
@@ -75,7 +76,7 @@ pub(crate) struct PendingCallback(Arc<Callbacks>);
 
 impl Callbacks {
     fn lock(&self) -> MutexGuard<'_, CallbackState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.locked()
     }
 
     /// A callback registered on the client itself (lock_async, observe):

@@ -2,6 +2,7 @@
 //! ping, close, lock, lock-async.
 
 use crate::prelude::*;
+use etcdlock::poison::Locked;
 
 /// `static native long connect(String[] options)`: core option keys and
 /// values, alternating (`"ttl", "15", "request_timeout", "2000ms", ...`);
@@ -220,19 +221,13 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
             let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
             let token = CancellationToken::new();
             let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
-            async_tokens()
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, token);
+            async_tokens().locked().insert(id, token);
             // Started on this thread (the lock's Txn leaves from here), finished
             // and reported on the runtime.
             let started = etcdlock::runtime::start(async move {
                 let r = c.lock_with(&name, opts).await;
                 etcdlock::runtime::on_runtime().await;
-                async_tokens()
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
+                async_tokens().locked().remove(&id);
                 match r {
                     Ok(g) => {
                         let g = Arc::new(g);
@@ -250,10 +245,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
             });
             if started.is_err() {
                 // Never started: nothing will report or cancel it.
-                async_tokens()
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
+                async_tokens().locked().remove(&id);
             }
             started?;
             Ok(())

@@ -2,6 +2,7 @@
 //! loss and renewal watches, free.
 
 use crate::prelude::*;
+use etcdlock::poison::Locked;
 
 /// `static native void cancelAsync(long id)`: cancel an in-flight `lockAsync`.
 #[unsafe(no_mangle)]
@@ -12,11 +13,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_cancelAsync<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            if let Some(t) = async_tokens()
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id)
-            {
+            if let Some(t) = async_tokens().locked().remove(&id) {
                 t.cancel();
             }
             Ok(())

@@ -2,6 +2,7 @@
 //! multi-lock, observe).
 
 use crate::prelude::*;
+use etcdlock::poison::Locked;
 
 // ---------------------------------------------------------------------------
 // Recipes. Results that carry several values (leader, status, keys) travel as
@@ -109,10 +110,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
             })?;
             let token = CancellationToken::new();
             let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
-            async_tokens()
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .insert(id, token);
+            async_tokens().locked().insert(id, token);
             let rt = etcdlock::runtime::runtime()?;
             rt.spawn(async move {
                 let r: etcdlock::Result<Result<Guard, MultiGuard>> = match kind {
@@ -127,10 +125,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
                         c.lock_many(&refs, opts).await.map(Err)
                     }
                 };
-                async_tokens()
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&id);
+                async_tokens().locked().remove(&id);
                 match r {
                     Ok(Ok(g)) => {
                         let g = Arc::new(g);
@@ -226,7 +221,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_observe<'local>(
             let name = req_string(env, &name, "election name")?;
             let mut obs = c.observe(&name)?;
             let token = CancellationToken::new();
-            async_tokens().lock().unwrap_or_else(|p| p.into_inner()).insert(id, token.clone());
+            async_tokens().locked().insert(id, token.clone());
             let rt = etcdlock::runtime::runtime()?;
             rt.spawn(async move {
                 loop {
@@ -247,7 +242,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_observe<'local>(
                         }
                     }
                 }
-                async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+                async_tokens().locked().remove(&id);
             });
             Ok(())
         })

@@ -5,6 +5,7 @@
 //! Java (a virtual thread unmounts) as lock waits do.
 
 use crate::prelude::*;
+use etcdlock::poison::Locked;
 
 use etcdlock::{Barrier, Latch};
 
@@ -26,10 +27,7 @@ where
     F: Future<Output = etcdlock::Result<jlong>> + Send + 'static,
 {
     let token = CancellationToken::new();
-    async_tokens()
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(id, token.clone());
+    async_tokens().locked().insert(id, token.clone());
     let rt = etcdlock::runtime::runtime()?;
     rt.spawn(async move {
         let r = tokio::select! {
@@ -37,7 +35,7 @@ where
             _ = token.cancelled() => Err(Error::new(ErrorCode::Cancelled, format!("{what}: the wait was cancelled"))),
             r = wait => r,
         };
-        async_tokens().lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        async_tokens().locked().remove(&id);
         match r {
             Ok(v) => complete(id, 0, v, None),
             Err(e) => complete(id, 0, 0, Some(&e)),

@@ -4,6 +4,7 @@ mod guarded;
 pub(crate) use guarded::{delete_all, get_all, put_all};
 mod state;
 
+use crate::poison::Locked;
 use state::{end_hold, observed};
 
 use std::fmt;
@@ -122,9 +123,9 @@ impl Guard {
         // watch stream when our key goes.
         let as_loss: Weak<dyn OnLoss> = Arc::downgrade(&shared) as Weak<dyn OnLoss>;
         let id = shared.session.listen(as_loss);
-        *shared.listener.lock().unwrap_or_else(|p| p.into_inner()) = Some(id);
+        *shared.listener.locked() = Some(id);
         if let Some((watch_id, w, pending)) = own {
-            *shared.watch_id.lock().unwrap_or_else(|p| p.into_inner()) = Some(watch_id);
+            *shared.watch_id.locked() = Some(watch_id);
             let as_key: Weak<dyn OwnKeyListener> =
                 Arc::downgrade(&shared) as Weak<dyn OwnKeyListener>;
             w.hand_over(as_key, pending);
@@ -312,7 +313,7 @@ impl Guard {
             // etcd late cannot delete the next key this session makes here.
             // A plain delete only if this call ended the hold: then no other
             // delete of the key (a lease_time expiry's) runs beside it.
-            let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let records = sh.records.locked().clone();
             match delete_incarnation(&sh.client, &sh.session, &sh.key, sh.token, &records, ended)
                 .await
             {
@@ -374,11 +375,7 @@ impl Guard {
 
     /// Keys a clean release deletes with ours (the lock-delay records).
     pub(crate) fn set_delay_records(&self, keys: Vec<Vec<u8>>) {
-        *self
-            .shared
-            .records
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = keys;
+        *self.shared.records.locked() = keys;
     }
 
     /// End the hold when `after` has passed (the acquisition's lease time):
@@ -406,7 +403,7 @@ impl Guard {
             }
             sh.releasing
                 .store(true, std::sync::atomic::Ordering::SeqCst);
-            let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let records = sh.records.locked().clone();
             delete_until_gone(
                 &sh.client,
                 &sh.session,
@@ -447,20 +444,10 @@ impl Shared {
 
     /// Stop watching our key and listening to the session: the hold is over.
     fn detach(&self) {
-        if let Some(id) = self
-            .watch_id
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+        if let Some(id) = self.watch_id.locked().take() {
             self.client.inner.hub.cancel(id);
         }
-        if let Some(id) = self
-            .listener
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-        {
+        if let Some(id) = self.listener.locked().take() {
             self.session.unlisten(id);
         }
     }
@@ -470,7 +457,7 @@ impl Shared {
             .store(true, std::sync::atomic::Ordering::SeqCst);
         let sh = self.clone();
         self.client.inner.handle.spawn(async move {
-            let records = sh.records.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let records = sh.records.locked().clone();
             delete_until_gone(
                 &sh.client,
                 &sh.session,
@@ -565,7 +552,7 @@ impl OwnKeyListener for Shared {
                 {
                     let rev = resp.header().map(|h| h.revision()).unwrap_or(token);
                     // The old watch is gone (etcd cancelled it).
-                    sh.watch_id.lock().unwrap_or_else(|p| p.into_inner()).take();
+                    sh.watch_id.locked().take();
                     sh.watch_own_key(rev);
                 }
                 Ok(_) => sh.key_deleted(),
@@ -583,7 +570,7 @@ impl Shared {
     /// Watch our key for deletes after `rev` (a read or the acquisition
     /// saw it ours then), while the hold lasts.
     fn watch_own_key(&self, rev: i64) {
-        let mut slot = self.watch_id.lock().unwrap_or_else(|p| p.into_inner());
+        let mut slot = self.watch_id.locked();
         // Checked under the slot's lock: a release that ends the hold now
         // (`detach`) takes the id after us and cancels it.
         if slot.is_some() || *self.state.borrow() != GuardState::Held {

@@ -21,6 +21,7 @@
 //! errors (per-attempt bounds, member benching) is unchanged. TLS members
 //! keep etcd-client's channel.
 
+use crate::poison::Locked;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -265,7 +266,7 @@ impl Driver {
 
     /// Drops the connection (every stream on it then fails), from its task.
     fn close(&self) {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let conn = self.conn.locked().take();
         self.closed.store(true, Ordering::Release);
         drop(conn);
     }
@@ -361,7 +362,7 @@ impl etcd_client::BalancedChannelBuilder for Direct {
 
 impl Shared {
     fn cached(&self) -> Option<Conn> {
-        let g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let g = self.conn.locked();
         g.as_ref().filter(|c| !c.driver.is_draining()).cloned()
     }
 
@@ -371,7 +372,7 @@ impl Shared {
         if !conn.driver.draining.swap(true, Ordering::AcqRel) {
             tracing::debug!(authority = %self.authority, error = %why, "etcd connection takes no new streams; the next request connects again");
         }
-        let mut g = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut g = self.conn.locked();
         if g.as_ref()
             .is_some_and(|c| Arc::ptr_eq(&c.driver, &conn.driver))
         {
@@ -463,7 +464,7 @@ impl Shared {
             }
         });
         let c = Conn { send, driver };
-        *self.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(c.clone());
+        *self.conn.locked() = Some(c.clone());
         Ok(c)
     }
 }

@@ -10,6 +10,7 @@
 //! answers, and a member that fails is benched with backoff while requests go to
 //! the next one.
 
+use crate::poison::Locked;
 use std::future::Future;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -123,16 +124,13 @@ impl Transport {
             if self.direct.is_some() && self.plain_url(i).is_some() {
                 continue; // its channel refuses from now on
             }
-            if m.client.lock().unwrap_or_else(|p| p.into_inner()).is_none() {
+            if m.client.locked().is_none() {
                 continue;
             }
             // In its place, a client whose requests fail `Unavailable` (what
             // `Client::etcd` gives after close), never connecting.
             let refusing = self.refusing_client().await;
-            let old = std::mem::replace(
-                &mut *m.client.lock().unwrap_or_else(|p| p.into_inner()),
-                refusing,
-            );
+            let old = std::mem::replace(&mut *m.client.locked(), refusing);
             drop(old);
         }
     }
@@ -212,7 +210,7 @@ impl Transport {
         pick: fn(&etcd_client::Client) -> C,
     ) -> std::result::Result<C, etcd_client::Error> {
         let m = &self.members[i];
-        if let Some(c) = m.client.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+        if let Some(c) = m.client.locked().as_ref() {
             return Ok(pick(c));
         }
         if self.closer.is_closed() {
@@ -244,21 +242,18 @@ impl Transport {
             }
         };
         let out = pick(&c);
-        *m.client.lock().unwrap_or_else(|p| p.into_inner()) = Some(c);
+        *m.client.locked() = Some(c);
         // Shut while this connected: `shut` closes first, then replaces the
         // clients it finds, so either it finds this one, or this sees it closed.
         if self.closer.is_closed() {
-            drop(m.client.lock().unwrap_or_else(|p| p.into_inner()).take());
+            drop(m.client.locked().take());
             return Err(Self::shut_error());
         }
         Ok(out)
     }
 
     fn benched(&self, i: usize, now: Instant) -> Option<Instant> {
-        let d = *self.members[i]
-            .down_until
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
+        let d = *self.members[i].down_until.locked();
         d.filter(|t| *t > now)
     }
 
@@ -291,7 +286,7 @@ impl Transport {
         self.member_failures.fetch_add(1, Ordering::Relaxed);
         let n = m.failures.fetch_add(1, Ordering::Relaxed).min(6);
         let bench = jitter(Duration::from_millis(100) * (1 << n)).min(Duration::from_secs(5));
-        *m.down_until.lock().unwrap_or_else(|p| p.into_inner()) = Some(Instant::now() + bench);
+        *m.down_until.locked() = Some(Instant::now() + bench);
         self.benched_tx.send_modify(|n| *n += 1);
         if self.members.len() > 1 {
             let _ = self.current.compare_exchange(
@@ -307,7 +302,7 @@ impl Transport {
     fn ok(&self, i: usize) {
         let m = &self.members[i];
         if m.failures.swap(0, Ordering::Relaxed) != 0 {
-            *m.down_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            *m.down_until.locked() = None;
         }
     }
 
@@ -336,16 +331,8 @@ impl Transport {
     /// The client of the member in use (for tools and tests; no failover).
     pub(crate) fn any_client(&self) -> Option<etcd_client::Client> {
         let i = self.current.load(Ordering::Relaxed) % self.members.len();
-        let c = self.members[i]
-            .client
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        c.or_else(|| {
-            self.members
-                .iter()
-                .find_map(|m| m.client.lock().unwrap_or_else(|p| p.into_inner()).clone())
-        })
+        let c = self.members[i].client.locked().clone();
+        c.or_else(|| self.members.iter().find_map(|m| m.client.locked().clone()))
     }
 
     /// Probe every member at once and make the first that answers current.

@@ -25,6 +25,7 @@
 //! subscribes with the revision of its last read; the hub replays the key's
 //! last delete if it came after that read, so sharing never hides a delete.
 
+use crate::poison::Locked;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -194,7 +195,7 @@ impl WatchHub {
     /// entry: the hub's task is woken only when the list was empty (one
     /// timer serves the whole list).
     pub(crate) fn later(&self, who: std::sync::Weak<dyn Later>) {
-        let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+        let mut d = self.deferred.locked();
         d.list.push_back((Instant::now() + HELD_WATCH_DELAY, who));
         if !d.armed {
             d.armed = true;

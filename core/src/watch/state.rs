@@ -3,6 +3,7 @@
 //! breaks, and what each response of etcd means for the owners. Pure, so the
 //! resume and compaction rules are tested without etcd.
 
+use crate::poison::Locked;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
@@ -83,7 +84,7 @@ pub(super) struct State {
 
 impl State {
     pub(super) fn lock(m: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-        m.lock().unwrap_or_else(|p| p.into_inner())
+        m.locked()
     }
 }
 

@@ -2,6 +2,7 @@
 //! every watch resumed after a failure, idle watches swept, deferred owners
 //! started.
 
+use crate::poison::Locked;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -189,7 +190,7 @@ impl Task {
         let now = Instant::now();
         let mut due = Vec::new();
         let next = {
-            let mut d = self.deferred.lock().unwrap_or_else(|p| p.into_inner());
+            let mut d = self.deferred.locked();
             while d.list.front().is_some_and(|(at, _)| *at <= now) {
                 if let Some((_, who)) = d.list.pop_front() {
                     due.push(who);
