@@ -61,6 +61,19 @@ class EtcdLockSpringTest {
     }
 
     @Test
+    void withoutSpringIntegrationTheStarterStillGivesAClientAndNoRegistry() {
+        runner().withClassLoader(new org.springframework.boot.test.context.FilteredClassLoader(
+                "org.springframework.integration")).run(ctx -> {
+                    assertNull(ctx.getStartupFailure());
+                    EtcdLockClient client = ctx.getBean(EtcdLockClient.class);
+                    assertTrue(ctx.getBeansOfType(EtcdLockRegistry.class).isEmpty(), "no registry without Spring Integration");
+                    try (LockGuard g = client.acquire("spring-no-integration")) {
+                        assertTrue(g.isHeld());
+                    }
+                });
+    }
+
+    @Test
     void aDurationWithoutAUnitIsSecondsAndEveryCoreOptionHasAProperty() {
         runner().withPropertyValues("etcdlock.ttl=6", "etcdlock.margin=1", "etcdlock.keepalive-interval=500ms",
                 "etcdlock.watch-held-keys=false", "etcdlock.request-timeout=3").run(ctx -> {
