@@ -122,9 +122,7 @@ impl Client {
             .and_then(|e| crate::transport::mem_store(e))
         {
             // The in-process store (validate checked every endpoint names it).
-            let url = memetcd::endpoint(store)
-                .map_err(|e| Error::new(ErrorCode::Unavailable, e.to_string()))?;
-            urls = vec![url];
+            urls = vec![mem_endpoint(store)?];
         } else if let Some(tls) = &opts.tls {
             let mut t = etcd_client::TlsOptions::new();
             if let Some(ca) = &tls.ca {
@@ -641,4 +639,19 @@ async fn flush_meta(inner: Weak<Inner>) {
             return;
         }
     }
+}
+
+/// The loopback URL of the in-process store `store` (`mem://NAME`), started
+/// on first use.
+#[cfg(feature = "mem")]
+fn mem_endpoint(store: &str) -> Result<String> {
+    memetcd::endpoint(store).map_err(|e| Error::new(ErrorCode::Unavailable, e.to_string()))
+}
+
+/// Without the `mem` feature there is no in-process store to start.
+#[cfg(not(feature = "mem"))]
+fn mem_endpoint(_store: &str) -> Result<String> {
+    Err(Error::invalid(
+        "mem:// endpoints need etcdlock built with its `mem` feature (the in-process store for unit tests); this build has none",
+    ))
 }
