@@ -1860,3 +1860,16 @@ fn metrics_listener_drops_silent_clients_and_backs_off_on_emfile() {
     assert!(run.wait().unwrap().success());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The shipped CLI has no in-process store (core's `mem` feature is off): a
+/// `mem://` endpoint is a usage error that says so, not a hang or a panic.
+#[test]
+fn a_mem_endpoint_is_refused_by_the_cli_with_the_reason() {
+    let out = bin()
+        .args(["--endpoints", "mem://", "list"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("`mem` feature"), "{err}");
+}
