@@ -81,11 +81,13 @@ suite() {
   fi
 }
 
-# The CLI's suites build apart: with core's tests in the same cargo invocation,
-# core's dev-dependency on its own `mem` feature would be unified into the
-# CLI's binary, which ships without it.
+# The CLI's suites build apart, as the CLI ships: with core's tests in the same
+# cargo invocation, core's dev-dependency on its own `mem` feature would be
+# unified into the CLI's binary. Then `etcdlock bench` (the CLI's bench feature).
 suite core "Rust core, CLI and harness (cargo test)" \
-  bash -c 'cargo test --quiet -p etcdlock -p etcdlock-testkit; a=$?; cargo test --quiet -p etcdlock-cli; exit $((a | $?))'
+  bash -c 'cargo test --quiet -p etcdlock -p etcdlock-testkit; a=$?
+    cargo test --quiet -p etcdlock-cli; b=$?
+    cargo test --quiet -p etcdlock-cli --features bench --test cli bench_; exit $((a | b | $?))'
 # The same suites once more on the in-process etcd (mem://): every test that
 # never stops, pauses or inspects etcd itself (etcdctl interop tests return
 # early there). The conformance table's mem run is part of the suite above.
@@ -97,8 +99,9 @@ suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
 # The bindings' benchmark entry points exist only with their bench feature
 # (never in a published artifact); lint them so they do not rot.
 suite core "Rust lints of the benchmark builds (--features bench)" \
-  cargo clippy --quiet -p etcdlock-python -p etcdlock-node -p etcdlock-jni \
-    --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench -- -D warnings
+  bash -c 'cargo clippy --quiet -p etcdlock-python -p etcdlock-node -p etcdlock-jni -p etcdlock-cli \
+    --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench,etcdlock-cli/bench -- -D warnings &&
+    cargo clippy --quiet -p etcdlock-cli --tests --features bench -- -D warnings'
 suite core "Rust formatting and core comments (scripts/lint.sh: cargo fmt --all --check; no measured figures in core's comments)" \
   bash scripts/lint.sh
 suite core "README code blocks: each one and what checks it (scripts/readme_blocks.py)" \

@@ -10,7 +10,7 @@ CLIENTS=100; NAMES=1000; DURATION=4; REPEAT=3
 while [ $# -gt 0 ]; do case "$1" in
   --clients) CLIENTS=$2; shift 2;; --repeat) REPEAT=$2; shift 2;; --names) NAMES=$2; shift 2;; --duration) DURATION=$2; shift 2;;
   *) echo "usage: $0 [--clients N] [--names M] [--duration S] [--repeat R]" >&2; exit 2;; esac; done
-cargo build --quiet --release -p etcdlock-cli -p etcdlock-testkit
+cargo build --quiet --release -p etcdlock-cli --features etcdlock-cli/bench -p etcdlock-testkit
 (cd bench/go-mutex && GOFLAGS=-mod=mod go build -o ../../target/release/go-mutex .)
 coproc HARNESS { exec target/release/etcd-harness; }
 read -r line <&"${HARNESS[0]}"

@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do case "$1" in
   --pairs) PAIRS=$2; shift 2;; --ab-tonic) AB=1; shift;;
   *) echo "usage: $0 [--duration S] [--iterations N]" >&2; exit 2;; esac; done
 if [ -z "${NO_BUILD:-}" ]; then  # NO_BUILD=1: use the binaries already in target/release
-  cargo build --quiet --release -p etcdlock-cli -p etcdlock-testkit
+  cargo build --quiet --release -p etcdlock-cli --features etcdlock-cli/bench -p etcdlock-testkit
   (cd bench/go-mutex && GOFLAGS=-mod=mod go build -o ../../target/release/go-mutex .)
 fi
 coproc HARNESS { exec target/release/etcd-harness; }

@@ -129,9 +129,8 @@ step "etcdlock $version -> $OUT"
 # --- one build of every native part, for glibc 2.17
 # Line tables and a build id in every binary: the C library's debug information
 # ships apart (lib/debug/.build-id/), everything is stripped before packing.
-# The CLI builds apart: its `etcdlock bench` turns on core's bench feature, and
-# one cargo build unifies features, which would put the benchmark code into the
-# libraries' core too.
+# The CLI builds apart: it turns on tokio's process and signal features and
+# links jemalloc, and one cargo build unifies features across packages.
 # (binutils per architecture: the host's handle x86_64 only; readelf reads any ELF.)
 tool() { # arch name
   if [ "$1" = x86_64 ]; then echo "$2"; else echo "$1-linux-gnu-$2"; fi
@@ -459,6 +458,9 @@ pack_cli() { # target binary
     *-windows-gnu) x86_64-w64-mingw32-strip --strip-all "$cli/bin/$name"; win_check "$cli/bin/$name" ;;
     *-apple-darwin) ;;   # (inspected below, from the packed file)
   esac
+  # The CLI ships without its `bench` feature: no benchmark code, no test harness.
+  no_bench "$cli/bin/$name"
+  if strings -a "$cli/bin/$name" | grep -qE 'etcdlock_testkit|testkit/src/'; then die "$T CLI carries the test harness"; fi
   # What an operator installs beside the binary, generated from the binary
   # itself (the same clap definition as --help): the man page and completions.
   install -m 0644 cli/README.md "$cli/README.md"

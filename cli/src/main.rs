@@ -1,9 +1,13 @@
 //! `etcdlock`: run a command under a distributed lock, inspect a lock's holder
 //! and queue, and benchmark. See `etcdlock --help`.
 
+#[cfg(feature = "bench")]
 mod bench;
+#[cfg(feature = "bench")]
 mod bench_breadth;
+#[cfg(feature = "bench")]
 mod bench_recipes;
+#[cfg(feature = "bench")]
 mod bench_scale;
 mod elect;
 mod flash;
@@ -45,10 +49,10 @@ pub struct ConfPtr(*const std::ffi::c_char);
 unsafe impl Sync for ConfPtr {}
 
 /// The global allocator of this binary, as the benchmarks report it.
-#[cfg(target_os = "linux")]
+#[cfg(all(feature = "bench", target_os = "linux"))]
 pub const ALLOCATOR: &str = "jemalloc (background purge, dirty_decay_ms 1000)";
 /// The global allocator of this binary, as the benchmarks report it.
-#[cfg(not(target_os = "linux"))]
+#[cfg(all(feature = "bench", not(target_os = "linux")))]
 pub const ALLOCATOR: &str = "system allocator";
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
@@ -85,7 +89,6 @@ Examples:
   etcdlock run report --read -- ./read-only-report.sh       # shared with other readers
   etcdlock elect scheduler \"$HOSTNAME\" -- ./scheduler     # run while leader
   etcdlock leader scheduler --watch
-  etcdlock bench
 
 Environment (the same names every etcdlock binding reads):
   ETCDLOCK_ENDPOINTS  ETCDLOCK_TTL  ETCDLOCK_NAMESPACE  ETCDLOCK_USERNAME  ETCDLOCK_PASSWORD
@@ -240,6 +243,9 @@ enum Cmd {
     /// when there is none; --watch follows it.
     Leader(elect::LeaderArgs),
     /// Benchmark against floors measured in the same run (starts its own etcd unless --use-endpoints).
+    /// In builds with the CLI's `bench` feature only (benchmark code and the test
+    /// harness do not ship): `cargo run --release -p etcdlock-cli --features bench -- bench`.
+    #[cfg(feature = "bench")]
     Bench {
         /// Iterations for the latency measurements
         #[arg(long, default_value_t = 2000)]
@@ -599,6 +605,7 @@ fn main() {
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started
+            #[cfg(feature = "bench")]
             Cmd::Bench {
                 iterations,
                 contenders,

@@ -610,7 +610,8 @@ fn tempdir() -> std::path::PathBuf {
 
 /// `etcdlock bench` (short) prints every row, with the handoff measured against
 /// both Delete->event floors (idle, and beside the contenders), and leaves no
-/// key behind.
+/// key behind. (`etcdlock bench` exists with the CLI's `bench` feature only.)
+#[cfg(feature = "bench")]
 #[test]
 fn bench_reports_every_row_and_leaves_nothing_behind() {
     let etcd = Etcd::single();
