@@ -223,9 +223,42 @@ pub(crate) fn hostname() -> String {
         .collect()
 }
 
+/// What etcdlock writes as the value of each of its keys (`owner_info`), read
+/// back by `status`/`list` and by semaphores (each key's permit count). Keys
+/// of Go's Mutex and etcdctl have an empty value: every field is then `None`.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub(crate) struct KeyInfo {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Wall clock (ms since the epoch) when the key was written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since_ms: Option<u64>,
+    /// A semaphore permit's count of permits; absent (one) elsewhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permits: Option<u32>,
+}
+
+impl KeyInfo {
+    /// A key's value as etcdlock wrote it; all `None` for any other value.
+    pub(crate) fn of(value: &[u8]) -> KeyInfo {
+        serde_json::from_slice(value).unwrap_or_default()
+    }
+
+    /// This process's value for a semaphore permit of `permits` permits.
+    pub(crate) fn permit_value(permits: u32) -> String {
+        let mut info = KeyInfo::of(owner_info().as_bytes());
+        info.permits = Some(permits);
+        serde_json::to_string(&info).unwrap_or_default()
+    }
+}
+
 /// The value stored in our lock key: who we are and since when (wall clock, for
-/// `etcdlock status`). Go's Mutex and etcdctl store an empty value and ignore
-/// values, so this stays wire-compatible.
+/// `etcdlock status`), as [`KeyInfo`]. Go's Mutex and etcdctl store an empty
+/// value and ignore values, so this stays wire-compatible. Built by hand from
+/// a per-process head because it is on every lock's path; the host is
+/// [`hostname`]'s (letters, digits, `.` and `-` only), which needs no escaping.
 pub(crate) fn owner_info() -> String {
     use std::sync::Mutex;
     // `{"host":"<host>","pid":<pid>,"since_ms":` for the pid it was made in.
@@ -256,6 +289,30 @@ pub(crate) fn owner_info() -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_keys_value_is_read_back_as_written_and_any_other_value_is_empty() {
+        let mine = KeyInfo::of(owner_info().as_bytes());
+        assert_eq!(mine.host.as_deref(), Some(hostname().as_str()));
+        assert_eq!(mine.pid, Some(crate::runtime::current_pid()));
+        assert!(mine.since_ms.is_some_and(|t| t > 0));
+        assert_eq!(mine.permits, None);
+        let permit = KeyInfo::of(KeyInfo::permit_value(3).as_bytes());
+        assert_eq!((permit.permits, permit.pid), (Some(3), mine.pid));
+        // Go's Mutex and etcdctl write an empty value; a user's value is anything.
+        for foreign in [&b""[..], b"leader-1", b"{\"permits\":\"x\"}", b"[1,2]"] {
+            let k = KeyInfo::of(foreign);
+            assert!(
+                k.host.is_none() && k.pid.is_none() && k.permits.is_none(),
+                "{foreign:?}"
+            );
+        }
+        // A field added later by another etcdlock version is skipped.
+        assert_eq!(
+            KeyInfo::of(br#"{"pid":7,"permits":2,"zone":"a"}"#).permits,
+            Some(2)
+        );
+    }
     use super::*;
     use crate::ErrorCode;
 

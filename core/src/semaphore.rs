@@ -19,7 +19,7 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnKeyWatch};
-use crate::names::{is_direct_child, lost_err, owner_info, show, LockOptions, Mode};
+use crate::names::{is_direct_child, lost_err, show, KeyInfo, LockOptions, Mode};
 use crate::queue::{kvs, revision};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
@@ -29,22 +29,10 @@ use crate::wait::{timeout_because, timeout_err, Pending, WaitEnds, Woken};
 /// The most permits one semaphore may have (each waiter watches that many keys).
 pub const MAX_PERMITS: u32 = 1024;
 
-/// The permit count a key records: `"permits":N` in our value; keys of the
+/// The permit count a key records (`permits` in our value); keys of the
 /// mutex, Go's Mutex and etcdctl record none, which means one.
 fn permits_of(kv: &KeyValue) -> u32 {
-    let v = kv.value();
-    let tag = b"\"permits\":";
-    v.windows(tag.len())
-        .position(|w| w == tag)
-        .and_then(|i| {
-            let digits: Vec<u8> = v[i + tag.len()..]
-                .iter()
-                .copied()
-                .take_while(u8::is_ascii_digit)
-                .collect();
-            std::str::from_utf8(&digits).ok()?.parse().ok()
-        })
-        .unwrap_or(1)
+    KeyInfo::of(kv.value()).permits.unwrap_or(1)
 }
 
 struct Older {
@@ -196,9 +184,7 @@ impl Client {
         }
         let key = session.reserve_key(&prefix);
         let mut pending = Pending::new(self, session, key.clone());
-        let mut value = owner_info();
-        value.pop();
-        value.push_str(&format!(",\"permits\":{permits}}}"));
+        let value = KeyInfo::permit_value(permits);
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
             .and_then([TxnOp::put(

@@ -12,6 +12,7 @@ use etcd_client::{Compare, CompareOp, GetOptions, KeyValue, SortOrder, SortTarge
 use crate::client::Client;
 use crate::error::Result;
 use crate::meta::{self, LockKind, META_PREFIX};
+use crate::names::KeyInfo;
 use crate::names::{is_direct_child, validate_name};
 
 /// What a contender is.
@@ -84,20 +85,11 @@ pub struct Status {
     pub kind: Option<LockKind>,
 }
 
-fn field<'a>(v: &'a str, name: &str) -> Option<&'a str> {
-    let tag = format!("\"{name}\":");
-    let at = v.find(&tag)? + tag.len();
-    let rest = v[at..].trim_start_matches('"');
-    let end = rest.find(['"', ',', '}']).unwrap_or(rest.len());
-    Some(&rest[..end])
-}
-
 fn kind_of(kv: &KeyValue) -> ContenderKind {
     if kv.key().ends_with(b"-r") {
         return ContenderKind::Reader;
     }
-    let v = String::from_utf8_lossy(kv.value());
-    match field(&v, "permits").and_then(|p| p.parse().ok()) {
+    match KeyInfo::of(kv.value()).permits {
         Some(n) if n > 1 => ContenderKind::Permit(n),
         _ => ContenderKind::Exclusive,
     }
@@ -173,7 +165,7 @@ fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
             ContenderKind::Exclusive => writer_seen = true,
         }
         let lease = kv.lease();
-        let v = String::from_utf8_lossy(kv.value()).into_owned();
+        let info = KeyInfo::of(kv.value());
         let m = seen
             .metas
             .get(&(name.to_string(), lease))
@@ -182,11 +174,9 @@ fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
         if st.kind.is_none() {
             st.kind = m.kind;
         }
-        let host = field(&v, "host").map(str::to_string).or(m.host);
-        let pid = field(&v, "pid").and_then(|p| p.parse().ok()).or(m.pid);
-        let age_ms = field(&v, "since_ms")
-            .and_then(|s| s.parse::<u64>().ok())
-            .map(|s| seen.now_ms.saturating_sub(s));
+        let host = info.host.or(m.host);
+        let pid = info.pid.or(m.pid);
+        let age_ms = info.since_ms.map(|s| seen.now_ms.saturating_sub(s));
         let c = Contender {
             key: String::from_utf8_lossy(kv.key()).into_owned(),
             kind,
