@@ -14,7 +14,8 @@ use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::names::{is_direct_child, show, validate_name, LockOptions, Mode};
+use crate::names::{is_direct_child, show, validate_name, Mode};
+use crate::options::LockOptions;
 
 /// Leadership won by [`Client::campaign`]: everything a [`Guard`] has (deref),
 /// plus [`Leadership::proclaim`] and [`Leadership::resign`].

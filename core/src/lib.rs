@@ -65,10 +65,13 @@ pub use guard::{Guard, GuardState, LossSignal};
 pub use meta::{set_language, LockKind, META_PREFIX};
 pub use metrics::{AcquireResult, Acquisitions, MetricInfo, Metrics, METRICS};
 pub use multi::{MultiGuard, MAX_MULTI};
-pub use names::{LockOptions, MAX_LOCK_DELAY, MAX_METADATA_BYTES, MAX_NAME_LEN, RECORD_MARK};
+pub use names::{MAX_NAME_LEN, RECORD_MARK};
 pub use once::{now_ms, OnceHold, OnceRecord, ONCE_PREFIX};
 pub use options::{env_var, parse_duration, OPTION_KEYS};
-pub use options::{ClientOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_TTL_SECS};
+pub use options::{
+    ClientOptions, LockOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_LOCK_DELAY, MAX_METADATA_BYTES,
+    MAX_TTL_SECS,
+};
 pub use semaphore::MAX_PERMITS;
 pub use session::{Loss, Renewal};
 pub use status::{Contender, ContenderKind, Status};

@@ -14,7 +14,8 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::names::{owner_info, validate_name, LockOptions};
+use crate::names::{owner_info, validate_name};
+use crate::options::LockOptions;
 use crate::queue::{kvs, more, revision, Queue};
 use crate::session::Loss;
 use crate::transport::Bound;

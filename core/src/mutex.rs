@@ -17,9 +17,8 @@ use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnEvent, OwnKeyWatch};
 use crate::meta::LockKind;
-use crate::names::{
-    is_direct_child, lost_err, owner_info, prefix_end, show, validate_name, LockOptions, Mode,
-};
+use crate::names::{is_direct_child, lost_err, owner_info, prefix_end, show, validate_name, Mode};
+use crate::options::LockOptions;
 use crate::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
@@ -325,7 +324,7 @@ impl Client {
                 // the delete, which goes on in the background after that, and
                 // this client's own try waits for it: no ghost, no overrun
                 // of the caller's bound when etcd is slow).
-                let ticket = crate::wait::CleanupTicket::new(self, g.0.key_bytes());
+                let ticket = crate::cleanups::CleanupTicket::new(self, g.0.key_bytes());
                 let (tx, rx) = tokio::sync::oneshot::channel::<()>();
                 let guard = g.0;
                 self.inner.handle.spawn(async move {

@@ -21,6 +21,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::error::{Error, Result};
 
 /// etcd's upper bound for a lease TTL (`MaxLeaseTTL`, 9,000,000,000 s).
@@ -66,7 +68,7 @@ pub struct ClientOptions {
     /// with etcd endpoints, TLS or credentials (`InvalidArgument`).
     pub endpoints: Vec<String>,
     /// Lease TTL in seconds (default 15). Below etcd's minimum it is raised by
-    /// etcd; see [`Client::ttl`] for the effective value.
+    /// etcd; see [`Client::ttl`](crate::Client::ttl) for the effective value.
     pub ttl_secs: i64,
     /// Prefix prepended to every key this client touches.
     pub namespace: Option<String>,
@@ -496,6 +498,119 @@ impl ClientOptions {
         }
         o.apply_pairs(explicit)?;
         Ok(o)
+    }
+}
+
+/// The longest lock-delay or lease time an acquisition may ask for.
+pub const MAX_LOCK_DELAY: Duration = Duration::from_secs(24 * 3600);
+
+/// The most bytes of holder metadata (keys and values together) one
+/// acquisition may carry.
+pub const MAX_METADATA_BYTES: usize = 1024;
+
+/// Options for one lock acquisition.
+#[derive(Debug, Clone, Default)]
+pub struct LockOptions {
+    /// Give up with `Timeout` after this long (`None`: wait as long as it takes).
+    pub timeout: Option<Duration>,
+    /// Give up with `Cancelled` when this token is cancelled. (Dropping the
+    /// future also cancels; the token is for callers that need the error.)
+    pub cancel: Option<CancellationToken>,
+    /// Chubby's lock-delay (Consul's `LockDelay`): if this hold ends because
+    /// its lease ended (the process died or froze, its session expired or was
+    /// revoked, it was cut off from etcd) rather than by `unlock`, the next
+    /// holder, `try_lock` included, is granted the lock no earlier than this
+    /// long after etcd removed the key, so that requests the vanished holder
+    /// still had in flight drain first. A clean `unlock` (or drop, or
+    /// `Client::close`, or an operator's `Client::release`) hands over at once.
+    ///
+    /// Rounded up to whole seconds (etcd leases count seconds), plus up to a
+    /// second more (etcd revokes expired leases on a 500 ms tick, so the
+    /// record's lease gets one second of headroom), and at most
+    /// [`MAX_LOCK_DELAY`]. It costs the holder one more round trip per
+    /// acquisition and a second lease per session and delay. Honoured by every
+    /// etcdlock contender of `lock`/`try_lock`/`campaign` in any language;
+    /// `etcdctl lock`, Go's `concurrency.Mutex` and etcdlock's `lock_many`,
+    /// read locks and permits do not know of it and do not wait for it.
+    pub lock_delay: Option<Duration>,
+    /// Hold at most this long (Redisson's `leaseTime`, its
+    /// `RPermitExpirableSemaphore`): when it has passed, the hold is released
+    /// by the client even if the holder never unlocks (its guard reports the
+    /// loss with `LeaseExpired`). Without it (the default) a hold lasts until
+    /// `unlock` or the session's end. At most [`MAX_LOCK_DELAY`].
+    pub lease_time: Option<Duration>,
+    /// Who holds, as everyone can read it in `status`/`list` (ShedLock's
+    /// `lockedBy`): string pairs, at most [`MAX_METADATA_BYTES`] in all.
+    /// etcdlock adds the host, pid and language itself. Stored in the name's
+    /// meta record, which is written once a name has been in use for 100 ms (the meta records' tick).
+    pub metadata: Vec<(String, String)>,
+}
+
+impl LockOptions {
+    /// Wait at most `timeout`.
+    pub fn timeout(timeout: Duration) -> Self {
+        LockOptions {
+            timeout: Some(timeout),
+            ..LockOptions::default()
+        }
+    }
+
+    /// With [`LockOptions::lock_delay`] set.
+    pub fn with_lock_delay(mut self, d: Duration) -> Self {
+        self.lock_delay = Some(d);
+        self
+    }
+
+    /// With [`LockOptions::lease_time`] set.
+    pub fn with_lease_time(mut self, d: Duration) -> Self {
+        self.lease_time = Some(d);
+        self
+    }
+
+    /// With one more [`LockOptions::metadata`] pair.
+    pub fn with_metadata(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.metadata.push((key.into(), value.into()));
+        self
+    }
+
+    /// The lock-delay in whole seconds (0: none), checked.
+    pub(crate) fn delay_secs(&self) -> Result<u64> {
+        check_span("lock_delay", self.lock_delay)?;
+        Ok(self
+            .lock_delay
+            .map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0)))
+    }
+
+    /// Check every option that has a rule (spans, metadata size).
+    pub(crate) fn validate(&self) -> Result<()> {
+        check_span("lock_delay", self.lock_delay)?;
+        check_span("lease_time", self.lease_time)?;
+        if self.lease_time == Some(Duration::ZERO) {
+            return Err(Error::invalid("lease_time must be positive"));
+        }
+        let size: usize = self.metadata.iter().map(|(k, v)| k.len() + v.len()).sum();
+        if size > MAX_METADATA_BYTES {
+            return Err(Error::invalid(format!(
+                "metadata is {size} bytes; the limit is {MAX_METADATA_BYTES}"
+            )));
+        }
+        if let Some((k, _)) = self.metadata.iter().find(|(k, _)| k.is_empty()) {
+            return Err(Error::invalid(format!(
+                "metadata keys must not be empty, got {k:?}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn check_span(what: &str, d: Option<Duration>) -> Result<()> {
+    match d {
+        Some(d) if d > MAX_LOCK_DELAY => Err(Error::invalid(format!(
+            "{what} must be at most {} s, got {} s",
+            MAX_LOCK_DELAY.as_secs(),
+            d.as_secs_f64()
+        ))),
+        _ => Ok(()),
     }
 }
 

@@ -14,10 +14,11 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnKeyWatch};
-use crate::names::{is_direct_child, lost_err, owner_info, show, validate_name, LockOptions};
+use crate::names::{is_direct_child, lost_err, owner_info, show, validate_name};
+use crate::options::LockOptions;
 use crate::queue::{kvs, revision};
 use crate::transport::Bound;
-use crate::wait::{cancelled, timeout_because, timeout_err, Pending, WaitEnds, Woken};
+use crate::wait::{cancelled, timeout_because, timeout_err, Pending, Recheck, WaitEnds};
 
 /// The mark at the end of a reader's key.
 const READER: &str = "-r";
@@ -178,8 +179,8 @@ impl Client {
                 })
                 .await;
             match woke {
-                Ok(Woken::OwnReset) => own_reset = true,
-                Ok(Woken::Changed) => {}
+                Ok(Recheck::OwnReset) => own_reset = true,
+                Ok(Recheck::Changed) => {}
                 Err(i) => {
                     return Err(self
                         .end_wait(i, name, &session, pending, timeout, "reader")

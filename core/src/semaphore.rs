@@ -19,12 +19,13 @@ use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::keys::{why_deleted, OwnKeyWatch};
-use crate::names::{is_direct_child, lost_err, show, KeyInfo, LockOptions, Mode};
+use crate::names::{is_direct_child, lost_err, show, KeyInfo, Mode};
+use crate::options::LockOptions;
 use crate::queue::{kvs, revision};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
 use crate::transport::Bound;
-use crate::wait::{timeout_because, timeout_err, Pending, WaitEnds, Woken};
+use crate::wait::{timeout_because, timeout_err, Pending, Recheck, WaitEnds};
 
 /// The most permits one semaphore may have (each waiter watches that many keys).
 pub const MAX_PERMITS: u32 = 1024;
@@ -302,8 +303,8 @@ impl Client {
                 })
                 .await;
             match woke {
-                Ok(Woken::OwnReset) => own_reset = true,
-                Ok(Woken::Changed) => {}
+                Ok(Recheck::OwnReset) => own_reset = true,
+                Ok(Recheck::Changed) => {}
                 Err(i) => {
                     return Err(self
                         .end_wait(i, name, session, pending, timeout, "waiter")

@@ -21,7 +21,7 @@ use etcd_client::{Txn, TxnResponse};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cleanups::CLEANUP_GRACE;
+use crate::cleanups::{CleanupTicket, CLEANUP_GRACE};
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::keys::{delete_until_gone, why_deleted, OwnEvent};
@@ -30,35 +30,6 @@ use crate::runtime::sleep_opt;
 use crate::session::{Loss, Session};
 use crate::transport::Bound;
 use crate::watch::WatchEvent;
-
-/// One key's entry in [`Cleanups`], ended when the delete is done (or the
-/// task that runs it is dropped).
-pub(crate) struct CleanupTicket {
-    client: Client,
-    prefix: Vec<u8>,
-}
-
-impl CleanupTicket {
-    pub(crate) fn new(client: &Client, key: &[u8]) -> CleanupTicket {
-        let end = key
-            .iter()
-            .rposition(|b| *b == b'/')
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        let prefix = key[..end].to_vec();
-        client.inner.cleanups.begin(&prefix);
-        CleanupTicket {
-            client: client.clone(),
-            prefix,
-        }
-    }
-}
-
-impl Drop for CleanupTicket {
-    fn drop(&mut self) {
-        self.client.inner.cleanups.end(&self.prefix);
-    }
-}
 
 /// An acquire request in flight: (outcome, whether an attempt's outcome was never learnt).
 type InFlight = std::pin::Pin<Box<dyn Future<Output = (Result<TxnResponse>, bool)> + Send>>;
@@ -347,7 +318,7 @@ pub(crate) enum Interrupt {
 
 /// What a wait learnt: a reason to read the queue again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Woken {
+pub(crate) enum Recheck {
     /// A watched key went (or its watch was reset, or it is no longer the key
     /// to watch).
     Changed,
@@ -366,13 +337,13 @@ pub(crate) struct WaitEnds<'a> {
 }
 
 impl WaitEnds<'_> {
-    /// The next of them to happen, or `Ok(Woken::OwnReset)` when the watch on
+    /// The next of them to happen, or `Ok(Recheck::OwnReset)` when the watch on
     /// our own key was reset (its `Created` events are skipped). Cancel-safe:
     /// a `select!` may drop it and call it again.
     pub(crate) async fn next(
         &self,
         own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
-    ) -> std::result::Result<Woken, Interrupt> {
+    ) -> std::result::Result<Recheck, Interrupt> {
         loop {
             tokio::select! {
                 biased;
@@ -383,7 +354,7 @@ impl WaitEnds<'_> {
                 ev = own_rx.recv() => match ev {
                     Some(OwnEvent::Created(_)) => {}
                     Some(OwnEvent::Deleted) => return Err(Interrupt::OwnDeleted),
-                    Some(OwnEvent::Reset) | None => return Ok(Woken::OwnReset),
+                    Some(OwnEvent::Reset) | None => return Ok(Recheck::OwnReset),
                 },
             }
         }
@@ -447,7 +418,7 @@ impl Client {
         ends: &WaitEnds<'_>,
         own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
         mut unchanged: F,
-    ) -> std::result::Result<Woken, Interrupt>
+    ) -> std::result::Result<Recheck, Interrupt>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = bool>,
@@ -476,11 +447,11 @@ impl Client {
                 Some(ev) = rx.recv() => match ev {
                     WatchEvent::Created { rev } if rev > after => {
                         if !unchanged().await {
-                            break Ok(Woken::Changed);
+                            break Ok(Recheck::Changed);
                         }
                     }
                     WatchEvent::Created { .. } => {}
-                    WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(Woken::Changed),
+                    WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(Recheck::Changed),
                 },
             }
         };
