@@ -85,7 +85,7 @@ suite() {
 # cargo invocation, core's dev-dependency on its own `mem` feature would be
 # unified into the CLI's binary. Then `etcdlock bench` (the CLI's bench feature).
 suite core "Rust core, CLI and harness (cargo test)" \
-  bash -c 'cargo test --quiet -p etcdlock -p etcdlock-testkit; a=$?
+  bash -c 'cargo test --quiet -p etcdlock -p etcdlock-testkit -p memetcd; a=$?
     cargo test --quiet -p etcdlock-cli; b=$?
     cargo test --quiet -p etcdlock-cli --features bench --test cli bench_; exit $((a | b | $?))'
 # The same suites once more on the in-process etcd (mem://): every test that

@@ -729,3 +729,180 @@ impl Store {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The MVCC rules etcdlock's protocol relies on, checked on the store
+    //! alone (the conformance table runs the whole client on it too).
+    use super::*;
+    use pb::compare::{CompareResult, CompareTarget, TargetUnion};
+    use pb::request_op::Request;
+
+    fn put(m: &mut Mvcc, k: &str, v: &str, lease: i64) -> Result<pb::PutResponse, Status> {
+        m.put(&pb::PutRequest {
+            key: k.into(),
+            value: v.into(),
+            lease,
+            prev_kv: true,
+            ..Default::default()
+        })
+    }
+
+    fn get(m: &Mvcc, k: &str, end: &str, rev: i64) -> Result<pb::RangeResponse, Status> {
+        m.range(&pb::RangeRequest {
+            key: k.into(),
+            range_end: end.into(),
+            revision: rev,
+            ..Default::default()
+        })
+    }
+
+    fn keys(r: &pb::RangeResponse) -> Vec<String> {
+        r.kvs
+            .iter()
+            .map(|kv| String::from_utf8_lossy(&kv.key).into_owned())
+            .collect()
+    }
+
+    /// `create_revision(key) == 0` then put, else get: etcdlock's acquire Txn.
+    fn create_if_absent(k: &str) -> pb::TxnRequest {
+        pb::TxnRequest {
+            compare: vec![pb::Compare {
+                key: k.into(),
+                target: CompareTarget::Create as i32,
+                result: CompareResult::Equal as i32,
+                target_union: Some(TargetUnion::CreateRevision(0)),
+                ..Default::default()
+            }],
+            success: vec![pb::RequestOp {
+                request: Some(Request::RequestPut(pb::PutRequest {
+                    key: k.into(),
+                    value: b"me".to_vec(),
+                    ..Default::default()
+                })),
+            }],
+            failure: vec![pb::RequestOp {
+                request: Some(Request::RequestRange(pb::RangeRequest {
+                    key: k.into(),
+                    ..Default::default()
+                })),
+            }],
+        }
+    }
+
+    #[test]
+    fn revisions_count_writes_and_a_key_remembers_its_creation() {
+        let mut m = Mvcc::new(1);
+        assert_eq!(m.rev, 1);
+        put(&mut m, "a", "1", 0).unwrap();
+        put(&mut m, "a", "2", 0).unwrap();
+        put(&mut m, "b", "1", 0).unwrap();
+        assert_eq!(m.rev, 4);
+        let r = get(&m, "a", "", 0).unwrap();
+        let kv = &r.kvs[0];
+        assert_eq!((kv.create_revision, kv.mod_revision, kv.version), (2, 3, 2));
+        assert_eq!(kv.value, b"2");
+        // A read at an older revision sees the older value.
+        assert_eq!(get(&m, "a", "", 2).unwrap().kvs[0].value, b"1");
+        // Delete, then put again: a new incarnation with a new create_revision.
+        m.delete_range(&pb::DeleteRangeRequest {
+            key: b"a".to_vec(),
+            ..Default::default()
+        })
+        .unwrap();
+        put(&mut m, "a", "3", 0).unwrap();
+        let kv = &get(&m, "a", "", 0).unwrap().kvs[0];
+        assert_eq!((kv.create_revision, kv.version), (6, 1));
+    }
+
+    #[test]
+    fn a_prefix_range_is_in_key_order_and_stops_at_its_end() {
+        let mut m = Mvcc::new(1);
+        for k in ["jobs/2", "jobs/1", "jobs0", "jobs/x/1", "job"] {
+            put(&mut m, k, "v", 0).unwrap();
+        }
+        // "jobs/" .. "jobs0": etcd's prefix end of "jobs/".
+        let r = get(&m, "jobs/", "jobs0", 0).unwrap();
+        assert_eq!(keys(&r), ["jobs/1", "jobs/2", "jobs/x/1"]);
+        assert_eq!(r.count, 3);
+        assert!(get(&m, "", "", 0).is_err(), "an empty key is refused");
+    }
+
+    #[test]
+    fn the_acquire_txn_creates_once_and_otherwise_reads_the_holder() {
+        let mut m = Mvcc::new(1);
+        let first = m.txn(&create_if_absent("lock/k")).unwrap();
+        assert!(first.succeeded);
+        let second = m.txn(&create_if_absent("lock/k")).unwrap();
+        assert!(!second.succeeded);
+        match &second.responses[0].response {
+            Some(pb::response_op::Response::ResponseRange(r)) => {
+                assert_eq!(r.kvs[0].create_revision, 2);
+            }
+            other => panic!("{other:?}"),
+        }
+        // One revision per Txn, and a failed compare writes nothing.
+        assert_eq!(m.rev, 2);
+    }
+
+    #[test]
+    fn a_txn_that_writes_one_key_twice_is_refused_as_etcd_does() {
+        let mut m = Mvcc::new(1);
+        let mut t = create_if_absent("k");
+        t.success.push(t.success[0].clone());
+        let e = m.txn(&t).unwrap_err();
+        assert_eq!(e.code(), tonic::Code::InvalidArgument);
+        assert_eq!(m.rev, 1);
+    }
+
+    #[test]
+    fn a_revoked_lease_deletes_its_keys_at_one_revision() {
+        let mut m = Mvcc::new(1);
+        let now = Instant::now();
+        let (id, ttl) = m.grant(0, 1, now).unwrap();
+        assert_eq!(ttl, MIN_TTL, "a TTL below the minimum is raised");
+        put(&mut m, "l/1", "v", id).unwrap();
+        put(&mut m, "l/2", "v", id).unwrap();
+        put(&mut m, "other", "v", 0).unwrap();
+        assert_eq!(
+            put(&mut m, "l/3", "v", id + 1).unwrap_err().code(),
+            tonic::Code::NotFound,
+            "a put on an unknown lease"
+        );
+        let before = m.rev;
+        m.revoke(id).unwrap();
+        assert_eq!(m.rev, before + 1);
+        assert!(get(&m, "l/", "l0", 0).unwrap().kvs.is_empty());
+        assert_eq!(get(&m, "other", "", 0).unwrap().kvs.len(), 1);
+        assert_eq!(
+            m.keep_alive(id, now),
+            0,
+            "a revoked lease cannot be renewed"
+        );
+        assert!(m.revoke(id).is_err());
+    }
+
+    #[test]
+    fn watch_history_replays_from_a_revision_until_compacted() {
+        let mut m = Mvcc::new(1);
+        put(&mut m, "w/a", "1", 0).unwrap();
+        put(&mut m, "x", "1", 0).unwrap();
+        m.delete_range(&pb::DeleteRangeRequest {
+            key: b"w/a".to_vec(),
+            prev_kv: true,
+            ..Default::default()
+        })
+        .unwrap();
+        let (evs, to) = m.events_since(2, b"w/", b"w0").unwrap();
+        assert_eq!(to, 4);
+        let kinds: Vec<i32> = evs.iter().map(|e| e.r#type).collect();
+        assert_eq!(kinds, [EventType::Put as i32, EventType::Delete as i32]);
+        assert_eq!(evs[1].kv.as_ref().unwrap().mod_revision, 4);
+        m.compact(3);
+        assert_eq!(m.events_since(2, b"w/", b"w0").unwrap_err(), 3);
+        assert_eq!(m.events_since(3, b"w/", b"w0").unwrap().0.len(), 1);
+        // A read below the compaction is refused; at it, it still works.
+        assert!(get(&m, "x", "", 2).is_err());
+        assert_eq!(get(&m, "x", "", 3).unwrap().kvs.len(), 1);
+    }
+}
