@@ -162,8 +162,8 @@ where
 // already holds. (Settling through `loop.call_soon_threadsafe` on the worker
 // made it wait for the GIL, which the loop thread or any busy Python thread
 // holds for up to the switch interval, stalling every other client's I/O on
-// that worker, and then run Python code there: 1.45x the core's lock+unlock
-// from asyncio, see docs/BENCHMARKS.md.)
+// that worker, and then run Python code there; bench/languages.sh measures
+// asyncio's lock+unlock against the core's.)
 //
 // The wake-up takes one of two forms, chosen per loop:
 // - `reader` (Unix, a loop with `add_reader`): the worker writes one byte to

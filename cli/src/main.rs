@@ -25,10 +25,10 @@ use std::time::Duration;
 
 /// Linux: jemalloc instead of glibc's (or musl's) malloc, with a background thread that hands
 /// freed pages back to the OS within about a second (`dirty_decay_ms:1000`,
-/// no lazily-freed "muzzy" stage that RSS would still count). A burst of
-/// 10,000 concurrent lock calls left 8.1-9.0 KB RSS per held lock under glibc
-/// 3 s later (4.7-5.0 KB even after malloc_trim: the burst's freed request
-/// state shares pages with what the holds keep). See docs/BENCHMARKS.md, wave 3.
+/// no lazily-freed "muzzy" stage that RSS would still count): after a burst of
+/// concurrent lock calls glibc's malloc keeps the burst's freed request state
+/// on pages shared with what the holds keep (`etcdlock bench --burst N`
+/// reports RSS per held lock; docs/BENCHMARKS.md has the current figures).
 #[cfg(target_os = "linux")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
