@@ -80,17 +80,20 @@ describe('runOnce', () => {
 
   it('bad input is a typed InvalidArgument', async () => {
     const name = unique('once-bad');
-    for (const [what, p] of [
-      ['atMost 0', a.takeOnce(name, { atMost: 0 })],
-      ['atMost missing', a.takeOnce(name)],
-      ['atMost NaN', a.takeOnce(name, { atMost: NaN })],
-      ['atMost string', a.runOnce(name, () => 1, { atMost: '5' })],
-      ['atLeast negative', a.runOnce(name, () => 1, { atMost: 5, atLeast: -1 })],
-      ['fn missing', a.runOnce(name, undefined, { atMost: 5 })],
-      ['empty name', a.takeOnce('', { atMost: 5 })],
-      ['reserved name', a.takeOnce('__etcdlock/meta/x', { atMost: 5 })],
+    // Each call starts inside assert.rejects: a rejection that settles before
+    // it is awaited would otherwise be an unhandled rejection, which fails
+    // the test whatever the assertion says.
+    for (const [what, call] of [
+      ['atMost 0', () => a.takeOnce(name, { atMost: 0 })],
+      ['atMost missing', () => a.takeOnce(name)],
+      ['atMost NaN', () => a.takeOnce(name, { atMost: NaN })],
+      ['atMost string', () => a.runOnce(name, () => 1, { atMost: '5' })],
+      ['atLeast negative', () => a.runOnce(name, () => 1, { atMost: 5, atLeast: -1 })],
+      ['fn missing', () => a.runOnce(name, undefined, { atMost: 5 })],
+      ['empty name', () => a.takeOnce('', { atMost: 5 })],
+      ['reserved name', () => a.takeOnce('__etcdlock/meta/x', { atMost: 5 })],
     ]) {
-      await assert.rejects(p, (e) => e instanceof LockError && e.code === 'InvalidArgument', what);
+      await assert.rejects(call, (e) => e instanceof LockError && e.code === 'InvalidArgument', what);
     }
     assert.deepEqual(await etcdctlKeys(etcd.endpoints, `__etcdlock/once/${name}`), [], 'nothing taken by bad calls');
   });
