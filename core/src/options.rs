@@ -619,6 +619,74 @@ mod tests {
     use super::*;
     use crate::ErrorCode;
 
+    fn invalid(r: Result<()>) -> bool {
+        r.is_err_and(|e| e.code() == ErrorCode::InvalidArgument)
+    }
+
+    #[test]
+    fn lock_options_are_checked_before_any_request() {
+        let d = |ms: u64| LockOptions::default().with_lock_delay(Duration::from_millis(ms));
+        assert_eq!(LockOptions::default().delay_secs().unwrap(), 0);
+        assert_eq!(d(1000).delay_secs().unwrap(), 1);
+        assert_eq!(
+            d(1200).delay_secs().unwrap(),
+            2,
+            "rounded up to whole seconds"
+        );
+        assert_eq!(d(1).delay_secs().unwrap(), 1);
+        assert!(LockOptions::default()
+            .with_lock_delay(MAX_LOCK_DELAY)
+            .validate()
+            .is_ok());
+        let over = MAX_LOCK_DELAY + Duration::from_secs(1);
+        assert!(invalid(
+            LockOptions::default().with_lock_delay(over).validate()
+        ));
+        assert!(LockOptions::default()
+            .with_lock_delay(over)
+            .delay_secs()
+            .is_err());
+        assert!(invalid(
+            LockOptions::default().with_lease_time(over).validate()
+        ));
+        assert!(invalid(
+            LockOptions::default()
+                .with_lease_time(Duration::ZERO)
+                .validate()
+        ));
+    }
+
+    #[test]
+    fn metadata_is_bounded_and_keyed() {
+        let half = "v".repeat(MAX_METADATA_BYTES / 2);
+        let at_limit = LockOptions::default()
+            .with_metadata("k", &half[1..])
+            .with_metadata("j", &half[1..]);
+        assert!(at_limit.validate().is_ok());
+        assert!(invalid(at_limit.with_metadata("x", "").validate()));
+        assert!(invalid(
+            LockOptions::default().with_metadata("", "v").validate()
+        ));
+    }
+
+    #[test]
+    fn a_mem_endpoint_stands_alone() {
+        let v = |eps: &[&str]| ClientOptions::new(eps.iter().copied()).validate();
+        assert!(v(&["mem://"]).is_ok());
+        assert!(v(&["mem://a", "mem://a"]).is_ok());
+        assert!(invalid(v(&["mem://a", "mem://b"])), "two stores");
+        assert!(
+            invalid(v(&["mem://", "http://127.0.0.1:2379"])),
+            "mixed with etcd"
+        );
+        assert!(invalid(v(&["mem://a:1"])), "a port");
+        assert!(invalid(v(&[])), "no endpoints");
+        let mut o = ClientOptions::new(["mem://"]);
+        o.username = Some("u".into());
+        o.password = Some("p".into());
+        assert!(invalid(o.validate()), "credentials with mem://");
+    }
+
     #[test]
     fn one_duration_syntax() {
         assert_eq!(

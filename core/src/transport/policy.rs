@@ -200,6 +200,46 @@ mod tests {
     use crate::error::ErrorCode;
 
     #[test]
+    fn a_mem_endpoint_names_one_store() {
+        assert_eq!(mem_store("mem://").map(|r| r.unwrap()), Some(""));
+        assert_eq!(
+            mem_store("MEM://unit-1.a_b").map(|r| r.unwrap()),
+            Some("unit-1.a_b")
+        );
+        assert_eq!(
+            mem_store(&format!("mem://{}", "n".repeat(64))).map(|r| r.is_ok()),
+            Some(true)
+        );
+        for bad in [
+            "mem://a:1",
+            "mem://a/b",
+            "mem://a?x",
+            "mem://a b".to_string().as_str(),
+        ] {
+            assert!(matches!(mem_store(bad), Some(Err(_))), "{bad}");
+        }
+        let long = format!("mem://{}", "n".repeat(65));
+        assert!(matches!(mem_store(&long), Some(Err(_))));
+        assert!(mem_store("http://127.0.0.1:2379").is_none());
+        assert!(mem_store("127.0.0.1:2379").is_none());
+    }
+
+    #[test]
+    fn jitter_stays_in_the_upper_half() {
+        for d in [
+            Duration::ZERO,
+            Duration::from_millis(1),
+            Duration::from_millis(20),
+            Duration::from_secs(1),
+        ] {
+            for _ in 0..100 {
+                let j = jitter(d);
+                assert!(j >= d / 2 && j <= d, "{j:?} for {d:?}");
+            }
+        }
+    }
+
+    #[test]
     fn endpoints_are_checked_before_anything_is_dialled() {
         for ok in [
             "http://127.0.0.1:2379",
