@@ -12,6 +12,9 @@ export PATH="$HOME/.cargo/bin:$PATH"
 if ! cargo fmt --version >/dev/null 2>&1; then
   if command -v rustup >/dev/null; then
     rustup component add rustfmt >/dev/null
+  elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    # Debian's cargo (setup.sh accepts it) ships rustfmt apart.
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q rustfmt >/dev/null
   else
     echo "lint.sh: rustfmt is missing (rustup component add rustfmt, or apt-get install rustfmt)" >&2
     exit 1
