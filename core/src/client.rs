@@ -47,11 +47,12 @@ impl Drop for Inner {
             let t = self.transport.clone();
             self.handle.spawn(async move {
                 let _ = t
-                    .call_lease(t.request_bound(), &mut false, move |mut c| {
+                    .call_lease(t.request_bound(), move |mut c| {
                         let id = s.lease;
                         async move { c.revoke(id).await }
                     })
-                    .await;
+                    .await
+                    .result;
             });
         }
     }
@@ -286,11 +287,12 @@ impl Client {
                     old.mark_lost(LossReason::ConnectionLost);
                 }
                 let _ = t
-                    .call_lease(t.request_bound(), &mut false, move |mut c| {
+                    .call_lease(t.request_bound(), move |mut c| {
                         let id = old.lease;
                         async move { c.revoke(id).await }
                     })
-                    .await;
+                    .await
+                    .result;
             });
         }
         let mut sent = Instant::now();
@@ -298,11 +300,12 @@ impl Client {
         let resp = self
             .inner
             .transport
-            .call_lease(bound, &mut false, |mut c| {
+            .call_lease(bound, |mut c| {
                 sent = Instant::now();
                 async move { c.grant(ttl, None).await }
             })
-            .await?;
+            .await
+            .result?;
         let ttl = resp.ttl().max(1);
         self.inner.ttl.store(ttl, Ordering::Relaxed);
         let margin = self
@@ -354,11 +357,12 @@ impl Client {
                 if let Some(s) = s {
                     s.mark_lost(LossReason::ClientClosed);
                     let _ = t
-                        .call_lease(t.request_bound(), &mut false, move |mut c| {
+                        .call_lease(t.request_bound(), move |mut c| {
                             let id = s.lease;
                             async move { c.revoke(id).await }
                         })
-                        .await;
+                        .await
+                        .result;
                 }
                 t.shut(Instant::now() + t.request_timeout).await;
             });
@@ -377,11 +381,12 @@ impl Client {
                 let t = self.inner.transport.clone();
                 self.inner.handle.spawn(async move {
                     let _ = t
-                        .call_lease(t.request_bound(), &mut false, move |mut c| {
+                        .call_lease(t.request_bound(), move |mut c| {
                             let id = s.lease;
                             async move { c.revoke(id).await }
                         })
-                        .await;
+                        .await
+                        .result;
                     t.shut(Instant::now() + t.request_timeout).await;
                 });
                 return;
@@ -392,20 +397,18 @@ impl Client {
             // apply (their leases go first, together, then the session's).
             let delays = s.delay_lease_ids().into_iter().map(|id| async move {
                 let _ = t
-                    .call_lease(
-                        bound,
-                        &mut false,
-                        move |mut c| async move { c.revoke(id).await },
-                    )
-                    .await;
+                    .call_lease(bound, move |mut c| async move { c.revoke(id).await })
+                    .await
+                    .result;
             });
             futures_util::future::join_all(delays).await;
             let _ = t
-                .call_lease(bound, &mut false, move |mut c| {
+                .call_lease(bound, move |mut c| {
                     let id = s.lease;
                     async move { c.revoke(id).await }
                 })
-                .await;
+                .await
+                .result;
         } else if self.inner.pid != crate::runtime::current_pid() {
             return;
         }
@@ -434,21 +437,23 @@ impl Client {
         // large as its largest inline await, used or not; inline, this grant
         // would make every lock call larger, lock-delay or not
         // (`a_waiters_futures_carry_no_request_inline` in mutex.rs bounds it).
-        let resp = Box::pin(self.inner.transport.call_lease(
-            bound,
-            &mut false,
-            move |mut c| async move { c.grant(ttl, None).await },
-        ))
-        .await?;
+        let resp = Box::pin(
+            self.inner
+                .transport
+                .call_lease(bound, move |mut c| async move { c.grant(ttl, None).await }),
+        )
+        .await
+        .result?;
         let id = session.set_delay_lease(secs, resp.id());
         if id != resp.id() {
             let (t, ours) = (self.inner.transport.clone(), resp.id());
             self.inner.handle.spawn(async move {
                 let _ = t
-                    .call_lease(t.request_bound(), &mut false, move |mut c| async move {
+                    .call_lease(t.request_bound(), move |mut c| async move {
                         c.revoke(ours).await
                     })
-                    .await;
+                    .await
+                    .result;
             });
         }
         Ok(id)
@@ -617,11 +622,12 @@ async fn flush_meta(inner: Weak<Inner>) {
                 Txn::new().and_then(chunk.iter().map(|(_, op)| op.clone()).collect::<Vec<_>>());
             let t = &inner.transport;
             if let Err(e) = t
-                .call(t.request_bound(), &mut false, |mut c| {
+                .call(t.request_bound(), |mut c| {
                     let txn = txn.clone();
                     async move { c.txn(txn).await }
                 })
                 .await
+                .result
             {
                 // The puts go again next tick; a delete that failed leaves a
                 // record that ends with the session's lease (list shows

@@ -255,3 +255,42 @@ impl Client {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_names_records_live_under_its_record_mark_apart_from_its_keys() {
+        let r = Records::of(b"app/jobs".to_vec());
+        let all = format!("app/jobs{RECORD_MARK}delay/");
+        assert_eq!(r.all, all.as_bytes());
+        assert_eq!(r.held, format!("{all}h/").as_bytes());
+        assert_eq!(r.waiting, format!("{all}w/").as_bytes());
+        // Not a contender of the lock: the records are no direct child of `jobs/`.
+        assert!(!is_direct_child(b"app/jobs/", &r.held));
+    }
+
+    #[test]
+    fn a_keys_records_are_named_after_the_key_under_the_prefix() {
+        let r = Records::of(b"jobs".to_vec());
+        let (prefix, key) = (&b"jobs/"[..], &b"jobs/694d7a3b2c1e"[..]);
+        assert_eq!(
+            r.held_of(prefix, key),
+            [&r.held[..], b"694d7a3b2c1e"].concat()
+        );
+        assert_eq!(
+            r.waiting_of(prefix, key),
+            [&r.waiting[..], b"694d7a3b2c1e"].concat()
+        );
+    }
+
+    #[test]
+    fn a_lock_delay_is_would_block_for_a_try_and_timeout_for_timeout_zero() {
+        let e = in_delay("jobs", Mode::Try, None);
+        assert_eq!(e.code(), ErrorCode::WouldBlock);
+        assert!(e.message().contains("lock-delay"), "{e}");
+        let e = in_delay("jobs", Mode::Once, Some(Duration::ZERO));
+        assert_eq!(e.code(), ErrorCode::Timeout);
+    }
+}

@@ -29,7 +29,7 @@ impl Client {
         let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
         // Boxed: a request's future is large (tonic), and the futures that wait
         // on it (a waiter, thousands of them) should not carry it inline.
-        Box::pin(self.inner.transport.call(bound, &mut false, op)).await
+        Box::pin(self.inner.transport.call(bound, op)).await.result
     }
 
     /// [`Client::call`] for a lease request.
@@ -40,7 +40,9 @@ impl Client {
     {
         self.check_open()?;
         let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
-        Box::pin(self.inner.transport.call_lease(bound, &mut false, op)).await
+        Box::pin(self.inner.transport.call_lease(bound, op))
+            .await
+            .result
     }
 
     /// The bound of a public call that starts now and does not wait for a
@@ -84,12 +86,12 @@ pub(crate) async fn delete_incarnation(
     let t = &client.inner.transport;
     if plain && with.is_empty() && session.is_reserved(key) {
         let k = key.to_vec();
-        let (mut uncertain, mut attempts) = (false, 0u32);
+        let mut attempts = 0u32;
         // Boxed, as `Client::call` does: a request's future is several KB, and
         // inline it would enlarge Guard::unlock's future, and with it every
         // future that locks and then unlocks, for the whole wait
         // (`a_waiters_futures_carry_no_request_inline` in mutex.rs bounds it).
-        let r = Box::pin(t.call(t.request_bound(), &mut uncertain, |mut c| {
+        let answer = Box::pin(t.call(t.request_bound(), |mut c| {
             attempts += 1;
             let k = k.clone();
             async move {
@@ -98,6 +100,7 @@ pub(crate) async fn delete_incarnation(
             }
         }))
         .await;
+        let (r, uncertain) = (answer.result, answer.uncertain);
         if uncertain || attempts != 1 || r.is_err() {
             session.retire_key(key);
         }
@@ -120,13 +123,14 @@ pub(crate) async fn delete_incarnation(
             rev,
         )])
         .and_then(ops.collect::<Vec<_>>());
-    let (mut uncertain, mut attempts) = (false, 0u32);
-    let r = Box::pin(t.call(t.request_bound(), &mut uncertain, |mut c| {
+    let mut attempts = 0u32;
+    let answer = Box::pin(t.call(t.request_bound(), |mut c| {
         attempts += 1;
         let txn = txn.clone();
         async move { c.txn(txn).await }
     }))
-    .await?;
+    .await;
+    let (r, uncertain) = (answer.result?, answer.uncertain);
     Ok(r.succeeded()
         || (plain && attempts > 1 && uncertain && earlier_copy_deleted(client, session).await))
 }
@@ -145,12 +149,16 @@ async fn earlier_copy_deleted(client: &Client, session: &Session) -> bool {
         return false;
     }
     let lease = session.lease;
-    let r = Box::pin(client.inner.transport.call_lease(
-        client.request_bound(),
-        &mut false,
-        |mut c| async move { c.time_to_live(lease, None).await },
-    ))
-    .await;
+    let r = Box::pin(
+        client
+            .inner
+            .transport
+            .call_lease(client.request_bound(), |mut c| async move {
+                c.time_to_live(lease, None).await
+            }),
+    )
+    .await
+    .result;
     matches!(r, Ok(ttl) if ttl.ttl() > 0)
 }
 
@@ -158,14 +166,15 @@ async fn earlier_copy_deleted(client: &Client, session: &Session) -> bool {
 async fn current_incarnation(client: &Client, key: &[u8]) -> Result<Option<i64>> {
     let t = &client.inner.transport;
     let k = key.to_vec();
-    let r = Box::pin(t.call(t.request_bound(), &mut false, |mut c| {
+    let r = Box::pin(t.call(t.request_bound(), |mut c| {
         let k = k.clone();
         async move {
             c.get(k, Some(etcd_client::GetOptions::new().with_keys_only()))
                 .await
         }
     }))
-    .await?;
+    .await
+    .result?;
     Ok(r.kvs().first().map(|kv| kv.create_revision()))
 }
 
@@ -241,12 +250,16 @@ pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReaso
         return l.reason;
     }
     let lease = session.lease;
-    let r = Box::pin(client.inner.transport.call_lease(
-        client.request_bound(),
-        &mut false,
-        |mut c| async move { c.time_to_live(lease, None).await },
-    ))
-    .await;
+    let r = Box::pin(
+        client
+            .inner
+            .transport
+            .call_lease(client.request_bound(), |mut c| async move {
+                c.time_to_live(lease, None).await
+            }),
+    )
+    .await
+    .result;
     match r {
         Ok(ttl) if ttl.ttl() <= 0 => {
             session.mark_lost(LossReason::LeaseExpired);
@@ -287,6 +300,10 @@ fn deliver(g: &dyn OwnKeyListener, ev: OwnEvent) {
         OwnEvent::Reset => g.key_watch_reset(),
     }
 }
+
+/// A waiter's watch on its own key as the wait hands it to the guard: the
+/// hub's watch id, the watch, and the events it received since.
+pub(crate) type OwnWatch = (i64, Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>);
 
 impl OwnKeyWatch {
     pub(crate) fn new() -> (Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>) {

@@ -26,6 +26,7 @@
 //! ```
 #![warn(missing_docs)]
 
+mod acquisition;
 #[cfg(feature = "bench")]
 pub mod bench_floor;
 pub mod blocking;
@@ -54,6 +55,7 @@ mod session;
 mod status;
 mod sync;
 mod transport;
+mod turn;
 mod wait;
 mod watch;
 mod window;

@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 
+use crate::acquisition::Acquisition;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::names::{owner_info, validate_name};
+use crate::names::{owner_info, validate_name, Mode};
 use crate::options::LockOptions;
 use crate::queue::{kvs, more, revision, Queue};
 use crate::session::Loss;
@@ -289,11 +290,9 @@ impl Client {
                     p.abandon().await;
                     return (i, Err(timeout_err(&name, timeout)));
                 }
-                (
-                    i,
-                    c.wait_turn(&name, &s, p, my_rev, queue, deadline, timeout, &cancel)
-                        .await,
-                )
+                let bound = Bound::Wait(deadline);
+                let acq = Acquisition::new(&c, &name, Mode::Wait, bound, timeout, &cancel);
+                (i, acq.wait_turn(&s, p, my_rev, queue).await)
             });
         }
         let mut guards: Vec<Option<Guard>> = (0..names.len()).map(|_| None).collect();
@@ -330,5 +329,48 @@ impl Client {
         Ok(MultiGuard {
             guards: guards.into_iter().flatten().collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_bad_set_of_names_is_refused_before_any_request() {
+        let mut o = crate::ClientOptions::new(["127.0.0.1:1"]);
+        o.lazy_connect = true;
+        let c = Client::connect(o).await.unwrap();
+        let many: Vec<String> = (0..=MAX_MULTI).map(|i| format!("n{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let cases: [(&[&str], LockOptions, &str); 5] = [
+            (&[], LockOptions::default(), "takes 1 to 128 names, got 0"),
+            (&many, LockOptions::default(), "got 129"),
+            (
+                &["a", "b", "a"],
+                LockOptions::default(),
+                "\"a\" is listed twice",
+            ),
+            (&["a", ""], LockOptions::default(), "lock name is empty"),
+            (
+                &["a"],
+                LockOptions {
+                    lease_time: Some(Duration::from_secs(5)),
+                    ..Default::default()
+                },
+                "takes a timeout and a cancel token only",
+            ),
+        ];
+        for (names, opts, says) in cases {
+            let e = c.lock_many(names, opts).await.unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+            assert!(e.message().contains(says), "{e}");
+        }
+        c.close().await;
+        let e = c
+            .lock_many(&["a"], LockOptions::default())
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), ErrorCode::Closed, "{e}");
     }
 }

@@ -13,8 +13,8 @@ use std::time::Duration;
 use etcd_client::{
     Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
 };
-use tokio_util::sync::CancellationToken;
 
+use crate::acquisition::Acquisition;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
@@ -24,7 +24,6 @@ use crate::options::LockOptions;
 use crate::queue::{kvs, revision};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
-use crate::transport::Bound;
 use crate::wait::{timeout_because, timeout_err, Pending, Recheck, WaitEnds};
 
 /// The most permits one semaphore may have (each waiter watches that many keys).
@@ -138,28 +137,21 @@ impl Client {
             rev: revision(&resp),
         })
     }
+}
 
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn permit_on(
-        &self,
-        name: &str,
-        session: &Arc<Session>,
-        mode: Mode,
-        bound: Bound,
-        timeout: Option<Duration>,
-        cancel: &CancellationToken,
-        permits: u32,
-    ) -> Result<Guard> {
-        let deadline = match bound {
-            Bound::Wait(d) => d,
-            Bound::Request(_) => None,
-        };
-        let prefix = self.prefix(name);
+impl Acquisition<'_> {
+    /// Take one of `permits` permits on `session`: queue a key carrying the
+    /// count, then wait until fewer than `permits` keys are older than ours.
+    pub(crate) async fn permit(&self, session: &Arc<Session>, permits: u32) -> Result<Guard> {
+        let (client, name, mode) = (self.client, self.name, self.mode);
+        let (bound, timeout, cancel, deadline) =
+            (self.bound, self.timeout, self.cancel, self.deadline());
+        let prefix = self.prefix.clone();
         let ctx = |e: Error| e.context(format!("semaphore {}", show(name)));
         if mode != Mode::Wait {
             // One try writes nothing when every permit is taken.
             let p = prefix.clone();
-            let r = self
+            let r = client
                 .call(Some(bound), |mut c| {
                     let p = p.clone();
                     async move {
@@ -184,7 +176,7 @@ impl Client {
             }
         }
         let key = session.reserve_key(&prefix);
-        let mut pending = Pending::new(self, session, key.clone());
+        let mut pending = Pending::new(client, session, key.clone());
         let value = KeyInfo::permit_value(permits);
         let txn = Txn::new()
             .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
@@ -194,7 +186,7 @@ impl Client {
                 Some(PutOptions::new().with_lease(session.lease)),
             )])
             .or_else([TxnOp::get(key.clone(), None)]);
-        let resp = self
+        let resp = client
             .run_detached(&mut pending, txn, name, bound, cancel)
             .await
             .map_err(|e| {
@@ -217,14 +209,14 @@ impl Client {
                 }
             }
         };
-        let hub = &self.inner.hub;
+        let hub = &client.inner.hub;
         let (own, mut own_rx) = OwnKeyWatch::new();
         let mut own_id = hub.watch(key.clone(), my_rev, own.sink());
         pending.watches.push(own_id);
         let mut own_reset = false;
-        let closed = self.inner.closed.clone();
+        let closed = client.inner.closed.clone();
         loop {
-            let older = match self.read_older(&prefix, &key, my_rev, permits).await {
+            let older = match client.read_older(&prefix, &key, my_rev, permits).await {
                 Ok(o) => o,
                 Err(e)
                     if e.code() == ErrorCode::Unavailable
@@ -245,7 +237,7 @@ impl Client {
                 }
             };
             if !older.mine {
-                let reason = why_deleted(self, session).await;
+                let reason = why_deleted(client, session).await;
                 return Err(lost_err(
                     name,
                     reason,
@@ -269,7 +261,7 @@ impl Client {
             }
             if (older.keys.len() as u32) < permits {
                 pending.watches.retain(|w| *w != own_id);
-                return Ok(self.held(
+                return Ok(client.held(
                     name,
                     session,
                     pending,
@@ -291,13 +283,13 @@ impl Client {
                 session,
             };
             let keys: Vec<Vec<u8>> = older.keys.iter().map(|(k, _)| k.clone()).collect();
-            let woke = self
+            let woke = client
                 .wait_any_deleted(&mut pending, &keys, older.rev, &ends, &mut own_rx, || {
                     // The watches started after our read: are these still the keys
                     // to watch? (one read)
                     let (prefix, key, keys) = (&prefix, &key, &keys);
                     async move {
-                        matches!(self.read_older(prefix, key, my_rev, permits).await,
+                        matches!(client.read_older(prefix, key, my_rev, permits).await,
                             Ok(now) if now.mine && now.keys.iter().map(|k| &k.0).eq(keys.iter()))
                     }
                 })
@@ -306,7 +298,7 @@ impl Client {
                 Ok(Recheck::OwnReset) => own_reset = true,
                 Ok(Recheck::Changed) => {}
                 Err(i) => {
-                    return Err(self
+                    return Err(client
                         .end_wait(i, name, session, pending, timeout, "waiter")
                         .await)
                 }

@@ -496,10 +496,12 @@ impl Session {
         let ask = (self.margin / 2).min(transport.request_timeout);
         let bound = crate::transport::Bound::Request(Instant::now() + ask);
         let r = transport
-            .call_lease(bound, &mut false, |mut c| async move {
-                c.time_to_live(lease, None).await
-            })
-            .await;
+            .call_lease(
+                bound,
+                |mut c| async move { c.time_to_live(lease, None).await },
+            )
+            .await
+            .result;
         match r {
             Ok(t) if t.ttl() <= 0 => LossReason::LeaseExpired,
             Ok(t) => {

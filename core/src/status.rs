@@ -390,3 +390,41 @@ impl Client {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_meta_record_is_read_field_by_field() {
+        let m = meta_record(
+            br#"{"kind":"semaphore","host":"web-1","pid":42,"language":"java",
+                 "waiting":3,"metadata":{"job":"nightly","n":7}}"#,
+        );
+        assert_eq!(m.kind, Some(LockKind::Semaphore));
+        assert_eq!(m.host.as_deref(), Some("web-1"));
+        assert_eq!(m.pid, Some(42));
+        assert_eq!(m.language.as_deref(), Some("java"));
+        assert_eq!(m.waiting, Some(3));
+        // A value that is not text reads as empty text, its key kept.
+        assert_eq!(
+            m.metadata,
+            vec![
+                ("job".to_string(), "nightly".to_string()),
+                ("n".to_string(), String::new())
+            ]
+        );
+    }
+
+    #[test]
+    fn a_foreign_or_damaged_meta_record_tells_nothing() {
+        for v in [&b"not json"[..], b"[1,2]", b"\"text\"", b""] {
+            let m = meta_record(v);
+            assert!(m.kind.is_none() && m.host.is_none() && m.pid.is_none());
+            assert!(m.metadata.is_empty());
+        }
+        // Wrong types and out-of-range numbers are dropped field by field.
+        let m = meta_record(br#"{"kind":"spinlock","host":7,"pid":4294967296,"waiting":-1}"#);
+        assert!(m.kind.is_none() && m.host.is_none() && m.pid.is_none() && m.waiting.is_none());
+    }
+}

@@ -677,3 +677,38 @@ impl Drop for Barrier {
         self.close();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_latchs_record_is_read_back_and_anything_else_is_none() {
+        assert_eq!(record_of(br#"{"initial":5,"count":3}"#), Some((5, 3)));
+        assert_eq!(record_of(br#"{"initial":5}"#), None);
+        assert_eq!(record_of(br#"{"initial":-1,"count":3}"#), None);
+        assert_eq!(record_of(b"not json"), None);
+    }
+
+    #[test]
+    fn a_barriers_parties_are_read_back_within_u32() {
+        assert_eq!(parties_of(br#"{"parties":4}"#), Some(4));
+        assert_eq!(parties_of(br#"{"parties":4294967296}"#), None);
+        assert_eq!(parties_of(br#"{"parties":"4"}"#), None);
+        assert_eq!(parties_of(b""), None);
+    }
+
+    #[test]
+    fn counts_run_from_one_to_the_limit() {
+        assert!(check_count("count", 1).is_ok());
+        assert!(check_count("count", MAX_SYNC_COUNT).is_ok());
+        for n in [0, MAX_SYNC_COUNT + 1] {
+            let e = check_count("count", n).unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument);
+            assert!(
+                e.message().starts_with("count must be between 1 and"),
+                "{e}"
+            );
+        }
+    }
+}

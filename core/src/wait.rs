@@ -28,11 +28,11 @@ use crate::keys::{delete_until_gone, why_deleted, OwnEvent};
 use crate::names::{lost_err, show};
 use crate::runtime::sleep_opt;
 use crate::session::{Loss, Session};
-use crate::transport::Bound;
+use crate::transport::{Answer, Bound};
 use crate::watch::WatchEvent;
 
-/// An acquire request in flight: (outcome, whether an attempt's outcome was never learnt).
-type InFlight = std::pin::Pin<Box<dyn Future<Output = (Result<TxnResponse>, bool)> + Send>>;
+/// An acquire request in flight.
+type InFlight = std::pin::Pin<Box<dyn Future<Output = Answer<TxnResponse>> + Send>>;
 
 /// Our key while it is not a held lock yet. If the acquisition is abandoned
 /// (timeout, cancel, error, or the future dropped) the key is deleted *after*
@@ -122,7 +122,10 @@ impl Pending {
                 client.inner.hub.cancel(w);
             }
             if let Some(h) = txn {
-                let (r, u) = h.await;
+                let Answer {
+                    result: r,
+                    uncertain: u,
+                } = h.await;
                 uncertain |= u;
                 if let Ok(resp) = &r {
                     (ours, extra_rev) = created_revisions(resp, &key);
@@ -201,26 +204,14 @@ impl Client {
         // Polled here, not spawned (a task per acquisition cost two thread
         // wake-ups); if the caller gives up, the cleanup carries it on.
         let h: InFlight = Box::pin(async move {
-            let mut uncertain = false;
             if closed.is_cancelled() {
-                return (
-                    Err(Error::new(ErrorCode::Closed, "the client was closed")),
-                    false,
-                );
+                return Answer::sure(Err(Error::new(ErrorCode::Closed, "the client was closed")));
             }
-            let r = t
-                .call_in_slot(
-                    slot,
-                    bound,
-                    &mut uncertain,
-                    etcd_client::Client::kv_client,
-                    |mut c| {
-                        let txn = txn.clone();
-                        async move { c.txn(txn).await }
-                    },
-                )
-                .await;
-            (r, uncertain)
+            t.call_in_slot(slot, bound, etcd_client::Client::kv_client, |mut c| {
+                let txn = txn.clone();
+                async move { c.txn(txn).await }
+            })
+            .await
         });
         pending.txn = Some(h);
         // The bound limits the request itself (the transport retries until
@@ -238,7 +229,10 @@ impl Client {
         let r = match out {
             Some(joined) => {
                 pending.txn = None;
-                let (r, uncertain) = joined;
+                let Answer {
+                    result: r,
+                    uncertain,
+                } = joined;
                 pending.uncertain |= uncertain;
                 if let Ok(resp) = &r {
                     pending.revs = created_revisions(resp, &pending.key);
@@ -460,5 +454,41 @@ impl Client {
             pending.watches.retain(|w| *w != id);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_ends_a_wait_has_its_own_code_and_names_the_lock() {
+        let cases = [
+            (cancelled("jobs"), ErrorCode::Cancelled),
+            (closed_err("jobs"), ErrorCode::Closed),
+            (
+                timeout_err("jobs", Some(Duration::from_secs(2))),
+                ErrorCode::Timeout,
+            ),
+        ];
+        for (e, code) in cases {
+            assert_eq!(e.code(), code, "{e}");
+            assert!(e.message().starts_with("lock \"jobs\""), "{e}");
+        }
+        assert_eq!(
+            timeout_err("jobs", Some(Duration::from_secs(2))).message(),
+            "lock \"jobs\" not acquired within 2s"
+        );
+    }
+
+    #[test]
+    fn a_timeout_in_a_request_says_what_etcd_did() {
+        let cause = Error::new(ErrorCode::Timeout, "no answer from http://127.0.0.1:2379");
+        let e = timeout_because("jobs", Some(Duration::from_millis(500)), &cause);
+        assert_eq!(e.code(), ErrorCode::Timeout);
+        assert_eq!(
+            e.message(),
+            "lock \"jobs\" not acquired within 500ms: no answer from http://127.0.0.1:2379"
+        );
     }
 }

@@ -11,13 +11,13 @@ use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::keys::{
-    delete_incarnation, delete_until_gone, loss_now, why_deleted, OwnEvent, OwnKeyListener,
-    OwnKeyWatch,
+    delete_incarnation, delete_until_gone, loss_now, why_deleted, OwnKeyListener, OwnKeyWatch,
+    OwnWatch,
 };
 use crate::names::show;
 use crate::session::{Loss, OnLoss, Session};
@@ -88,18 +88,31 @@ impl fmt::Debug for Guard {
     }
 }
 
+/// What a won acquisition hands to its guard: the fencing token (our key's
+/// create_revision), the keys it waited behind, the watch on our own key a
+/// waiter already runs, and whether a guard taken with no wait should start
+/// one once it has been held a while (see `watch::HELD_WATCH_DELAY`).
+pub(crate) struct Grant {
+    pub(crate) token: i64,
+    pub(crate) waited_on: Vec<Vec<u8>>,
+    pub(crate) own: Option<OwnWatch>,
+    pub(crate) watch_later: bool,
+}
+
 impl Guard {
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         client: Client,
         session: Arc<Session>,
         name: &str,
         key: Vec<u8>,
-        token: i64,
-        waited_on: Vec<Vec<u8>>,
-        own: Option<(i64, Arc<OwnKeyWatch>, mpsc::UnboundedReceiver<OwnEvent>)>,
-        watch_later: bool,
+        grant: Grant,
     ) -> Guard {
+        let Grant {
+            token,
+            waited_on,
+            own,
+            watch_later,
+        } = grant;
         tracing::debug!(lock = name, fencing_token = token, "acquired");
         let (state, _) = watch::channel(GuardState::Held);
         let shared = Arc::new_cyclic(|me| Shared {

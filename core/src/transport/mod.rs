@@ -22,7 +22,7 @@ use crate::error::{Error, ErrorCode, Result};
 
 mod direct;
 mod policy;
-pub(crate) use policy::{check_endpoint, classify, jitter, mem_store, Bound, Kind};
+pub(crate) use policy::{check_endpoint, classify, jitter, mem_store, Answer, Bound, Kind};
 
 /// Requests one client keeps in flight at most; further ones queue in the
 /// client, so a burst of 10,000 acquisitions never meets `too many requests`.
@@ -498,41 +498,30 @@ impl Transport {
     /// until `bound` ends (see [`Bound`]): on another member at once when a
     /// member fails or stays silent for [`Transport::silence`], on the same
     /// one after a short jittered backoff (20 to 250 ms) when etcd is busy or
-    /// between leaders. It returns by the bound's end.
+    /// between leaders. It returns by the bound's end, with the result and
+    /// whether the outcome is uncertain ([`Answer`]).
     ///
-    /// `uncertain` is set when an attempt may have reached etcd without us
-    /// learning its outcome (timed out or cut off after sending): a write in
-    /// it may still land, which cleanup code must allow for.
-    ///
-    /// `op` gets the member's KV client: every hot request (Txn, Range,
-    /// DeleteRange) is a KV one. [`Transport::call_lease`] is the same for
-    /// lease requests.
-    pub(crate) async fn call<T, F, Fut>(
-        &self,
-        bound: Bound,
-        uncertain: &mut bool,
-        op: F,
-    ) -> Result<T>
+    /// This is the one door every request of the client leaves by: `op`
+    /// gets the member's KV client (every hot request, Txn, Range and
+    /// DeleteRange, is a KV one); [`Transport::call_lease`] is the same door
+    /// for lease requests, [`Transport::call_in_slot`] for a request whose
+    /// slot the caller took first.
+    pub(crate) async fn call<T, F, Fut>(&self, bound: Bound, op: F) -> Answer<T>
     where
         F: FnMut(etcd_client::KvClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        self.call_via(bound, uncertain, etcd_client::Client::kv_client, op)
+        self.call_via(bound, etcd_client::Client::kv_client, op)
             .await
     }
 
     /// [`Transport::call`] for a lease request (`op` gets the lease client).
-    pub(crate) async fn call_lease<T, F, Fut>(
-        &self,
-        bound: Bound,
-        uncertain: &mut bool,
-        op: F,
-    ) -> Result<T>
+    pub(crate) async fn call_lease<T, F, Fut>(&self, bound: Bound, op: F) -> Answer<T>
     where
         F: FnMut(etcd_client::LeaseClient) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        self.call_via(bound, uncertain, etcd_client::Client::lease_client, op)
+        self.call_via(bound, etcd_client::Client::lease_client, op)
             .await
     }
 
@@ -541,16 +530,18 @@ impl Transport {
     async fn call_via<C, T, F, Fut>(
         &self,
         bound: Bound,
-        uncertain: &mut bool,
         pick: fn(&etcd_client::Client) -> C,
         op: F,
-    ) -> Result<T>
+    ) -> Answer<T>
     where
         F: FnMut(C) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        let (permit, bound) = self.slot(bound).await?;
-        self.call_in_slot(permit, bound, uncertain, pick, op).await
+        match self.slot(bound).await {
+            Ok((permit, bound)) => self.call_in_slot(permit, bound, pick, op).await,
+            // Nothing was sent: no doubt about the outcome.
+            Err(e) => Answer::sure(Err(e)),
+        }
     }
 
     /// A slot among the client's in-flight requests. Taking it before building
@@ -607,28 +598,31 @@ impl Transport {
         &self,
         slot: tokio::sync::OwnedSemaphorePermit,
         bound: Bound,
-        uncertain: &mut bool,
         pick: fn(&etcd_client::Client) -> C,
         op: F,
-    ) -> Result<T>
+    ) -> Answer<T>
     where
         F: FnMut(C) -> Fut,
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
-        match bound {
-            Bound::Request(_) => self.attempts(slot, bound, uncertain, pick, op).await,
+        // Set by the attempts as they go, so that it survives their future
+        // when closing the client cuts them off.
+        let mut uncertain = false;
+        let result = match bound {
+            Bound::Request(_) => self.attempts(slot, bound, &mut uncertain, pick, op).await,
             Bound::Wait(_) => {
                 let closed = || Error::new(ErrorCode::Closed, "the client was closed");
                 if self.closing.is_cancelled() {
-                    return Err(closed());
+                    return Answer::sure(Err(closed()));
                 }
                 tokio::select! {
                     biased;
-                    r = self.attempts(slot, bound, uncertain, pick, op) => r,
+                    r = self.attempts(slot, bound, &mut uncertain, pick, op) => r,
                     _ = self.closing.cancelled() => Err(closed()),
                 }
             }
-        }
+        };
+        Answer { result, uncertain }
     }
 
     /// The attempts of [`Transport::call_in_slot`], member after member, until

@@ -194,10 +194,45 @@ impl Bound {
     }
 }
 
+/// What one request came to: its result, and whether an attempt may have
+/// reached etcd without us learning its outcome (timed out or cut off after
+/// sending). A write in an uncertain request may still land, which cleanup
+/// code must allow for (`wait::Pending`, `keys::delete_incarnation`).
+#[must_use]
+pub(crate) struct Answer<T> {
+    pub(crate) result: Result<T>,
+    pub(crate) uncertain: bool,
+}
+
+impl<T> Answer<T> {
+    /// An answer whose outcome is known (nothing was sent, or etcd answered).
+    pub(crate) fn sure(result: Result<T>) -> Answer<T> {
+        Answer {
+            result,
+            uncertain: false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::ErrorCode;
+
+    #[test]
+    fn a_bound_ends_at_its_deadline_or_never() {
+        let at = Instant::now() + Duration::from_secs(1);
+        assert_eq!(Bound::Wait(Some(at)).end(), Some(at));
+        assert_eq!(Bound::Wait(None).end(), None);
+        assert_eq!(Bound::Request(at).end(), Some(at));
+    }
+
+    #[test]
+    fn an_answer_nothing_was_sent_for_is_certain() {
+        let a: Answer<()> = Answer::sure(Err(Error::new(ErrorCode::Closed, "closed")));
+        assert!(!a.uncertain);
+        assert_eq!(a.result.unwrap_err().code(), ErrorCode::Closed);
+    }
 
     #[test]
     fn a_mem_endpoint_names_one_store() {

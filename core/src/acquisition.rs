@@ -1,0 +1,414 @@
+//! One acquisition as a value, as Go's `concurrency.Mutex` holds
+//! `{session, prefix, key, rev}`: what a call waits for (`name`, its
+//! `prefix`), how (`mode`), for how long (`bound`, `timeout`), what ends it
+//! early (`cancel`) and what our key carries (`value`). Its steps are its
+//! methods: [`Acquisition::take`] queues a key and passes the lock-delay
+//! gate, [`Acquisition::wait_turn`] (turn.rs) waits behind the keys ahead,
+//! [`Acquisition::permit`] (semaphore.rs) takes one of N permits. The
+//! session, and a lock-delay lease, belong to one attempt: a call whose lease
+//! vanished before it queued makes another attempt on a fresh session
+//! (mutex.rs).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::Client;
+use crate::delay::{put_record, Gate};
+use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::guard::Guard;
+use crate::mutex::{queue_txn, LEASE_NOT_FOUND};
+use crate::names::{is_direct_child, owner_info, prefix_end, show, Mode};
+use crate::queue::{kvs, more, revision, Queue};
+use crate::session::Session;
+use crate::transport::Bound;
+use crate::wait::{timeout_because, timeout_err, Pending};
+
+/// One call's acquisition of `name` (see the module doc).
+pub(crate) struct Acquisition<'a> {
+    pub(crate) client: &'a Client,
+    pub(crate) name: &'a str,
+    /// `name` + `/` under the client's namespace: where contenders put keys.
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) mode: Mode,
+    /// The call's one bound: its own deadline when it waits, else the
+    /// request timeout (a try is one round trip plus failover).
+    pub(crate) bound: Bound,
+    /// The timeout the caller gave, for the errors that name it.
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) cancel: &'a CancellationToken,
+    /// What our key carries: an election's proclamation; `None`, who we are
+    /// (for `etcdlock status`).
+    pub(crate) value: Option<&'a [u8]>,
+    /// What the errors call it: "lock", "semaphore", "read lock".
+    pub(crate) what: &'static str,
+}
+
+impl<'a> Acquisition<'a> {
+    pub(crate) fn new(
+        client: &'a Client,
+        name: &'a str,
+        mode: Mode,
+        bound: Bound,
+        timeout: Option<Duration>,
+        cancel: &'a CancellationToken,
+    ) -> Acquisition<'a> {
+        Acquisition {
+            client,
+            name,
+            prefix: client.prefix(name),
+            mode,
+            bound,
+            timeout,
+            cancel,
+            value: None,
+            what: "lock",
+        }
+    }
+
+    /// When a wait gives up (`None`: never, or not a wait).
+    pub(crate) fn deadline(&self) -> Option<Instant> {
+        match self.bound {
+            Bound::Wait(d) => d,
+            Bound::Request(_) => None,
+        }
+    }
+
+    /// `e` with the acquisition named in it.
+    pub(crate) fn ctx(&self, e: Error) -> Error {
+        e.context(format!("{} {}", self.what, show(self.name)))
+    }
+
+    /// An error of a step bounded by the call: a `Timeout` says which
+    /// timeout ran out; anything else names the acquisition.
+    pub(crate) fn bounded(&self, e: Error) -> Error {
+        if e.code() == ErrorCode::Timeout {
+            timeout_because(self.name, self.timeout, &e)
+        } else {
+            self.ctx(e)
+        }
+    }
+
+    /// What a try (or a wait of timeout zero) says when the lock is taken.
+    pub(crate) fn busy(&self) -> Error {
+        match self.mode {
+            Mode::Once => timeout_err(self.name, self.timeout),
+            _ => Error::new(
+                ErrorCode::WouldBlock,
+                format!("lock {} is held", show(self.name)),
+            ),
+        }
+    }
+
+    /// Take the lock on `session`: queue, wait our turn, then pass the
+    /// lock-delay gate (`delay`: our own delay lease, if the caller asked
+    /// for a lock-delay).
+    pub(crate) async fn take(&self, session: &Arc<Session>, delay: Option<i64>) -> Result<Guard> {
+        let (guard, gate) = Box::pin(self.queue(session, delay)).await?;
+        let Some(lease) = gate else { return Ok(guard) };
+        let gate = Gate {
+            mode: self.mode,
+            lease,
+            deadline: self.deadline(),
+            timeout: self.timeout,
+            cancel: self.cancel,
+        };
+        match self.client.delay_gate(&guard, gate).await {
+            Ok(()) => Ok(guard),
+            Err(e) => {
+                // Granted in the queue but not past the delay: leave it, as
+                // an abandoned wait does (the caller waits CLEANUP_GRACE for
+                // the delete, which goes on in the background after that, and
+                // this client's own try waits for it: no ghost, no overrun
+                // of the caller's bound when etcd is slow).
+                let ticket = crate::cleanups::CleanupTicket::new(self.client, guard.key_bytes());
+                let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+                self.client.inner.handle.spawn(async move {
+                    let _ = guard.unlock().await;
+                    drop(ticket);
+                    let _ = tx.send(());
+                });
+                let _ = tokio::time::timeout(crate::cleanups::CLEANUP_GRACE, rx).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// [`Acquisition::take`] up to the lock-delay gate: the guard, and
+    /// whether it must pass the gate (with our delay lease, if any).
+    async fn queue(
+        &self,
+        session: &Arc<Session>,
+        delay: Option<i64>,
+    ) -> Result<(Guard, Option<Option<i64>>)> {
+        let (client, name, prefix) = (self.client, self.name, &self.prefix);
+        let value = self
+            .value
+            .map(<[u8]>::to_vec)
+            .unwrap_or_else(|| owner_info().into_bytes());
+        let key = session.reserve_key(prefix);
+        let mut pending = Pending::new(client, session, key.clone());
+        let keys_only = || GetOptions::new().with_prefix().with_keys_only();
+        let put = TxnOp::put(
+            key.clone(),
+            value.clone(),
+            Some(PutOptions::new().with_lease(session.lease)),
+        );
+        let recs = client.delay_records(name);
+        let held_range = || {
+            Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
+                .with_range(prefix_end(&recs.held))
+        };
+        let txn = match (self.mode, delay) {
+            // With a delay, the waiter's record goes in with the key (see delay.rs).
+            (Mode::Wait, Some(lease)) => {
+                pending.extra.push(recs.waiting_of(prefix, &key));
+                queue_txn(
+                    &key,
+                    prefix,
+                    put,
+                    &recs,
+                    Some(put_record(recs.waiting_of(prefix, &key), lease)),
+                )
+            }
+            (Mode::Wait, None) => queue_txn(&key, prefix, put, &recs, None),
+            // Try: put only if nobody holds or waits (no key under the prefix)
+            // and no vanished holder's lock-delay runs (no holder record);
+            // else read any one key (no sort: cheap) to tell a contender from a
+            // key of a nested name, and the holder records likewise.
+            (_, delay) => Txn::new()
+                .when([
+                    Compare::create_revision(prefix.clone(), CompareOp::Equal, 0)
+                        .with_range(prefix_end(prefix)),
+                    held_range(),
+                ])
+                .and_then(match delay {
+                    Some(lease) => vec![put, put_record(recs.held_of(prefix, &key), lease)],
+                    None => vec![put],
+                })
+                .or_else([
+                    TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1))),
+                    TxnOp::get(
+                        recs.held.clone(),
+                        Some(GetOptions::new().with_prefix().with_keys_only()),
+                    ),
+                ]),
+        };
+        let resp = client
+            .run_detached(&mut pending, txn, name, self.bound, self.cancel)
+            .await
+            .map_err(|e| self.bounded(e))?;
+        let ops = resp.op_responses();
+
+        if self.mode != Mode::Wait {
+            if !resp.succeeded() {
+                match kvs(ops.first()).first() {
+                    Some(kv) if is_direct_child(prefix, kv.key()) => {
+                        pending.forget();
+                        return Err(self.busy());
+                    }
+                    _ if crate::delay::blocking(&recs.held, kvs(ops.get(1)), &[]).is_some() => {
+                        pending.forget();
+                        return Err(crate::delay::in_delay(name, self.mode, self.timeout));
+                    }
+                    // Only keys (or delay records) of nested names (`name/x/...`)
+                    // are there: they are not contenders, so queue once and see.
+                    _ => {
+                        let g = Box::pin(self.try_past_nested(session, pending, value)).await?;
+                        return Ok((g, Some(delay)));
+                    }
+                }
+            }
+            let token = revision(&resp);
+            let g = client.held(name, session, pending, token, Vec::new(), None);
+            if delay.is_some() {
+                g.set_delay_records(vec![recs.held_of(prefix, &key)]);
+            }
+            return Ok((g, None));
+        }
+        // Records counted: a holder with a lock-delay is ahead of us or gone
+        // before (see delay.rs); with one of our own we put ours when granted.
+        let counted = match ops.get(2) {
+            Some(etcd_client::TxnOpResponse::Get(r)) => r.count(),
+            _ => 1,
+        };
+        let gate = (delay.is_some() || counted > 0 || !resp.succeeded()).then_some(delay);
+
+        let ctx = |e| self.ctx(e);
+        let (my_rev, queue) = if resp.succeeded() {
+            let my_rev = revision(&resp);
+            match Queue::from_newest(prefix, &key, my_rev, kvs(ops.get(1)), !more(ops.get(1))) {
+                Some(q) => (my_rev, q),
+                None => (
+                    my_rev,
+                    client.read_queue(prefix, &key, my_rev).await.map_err(ctx)?,
+                ),
+            }
+        } else {
+            // Our key was already there: an earlier attempt of this very Txn landed
+            // although we never saw its answer.
+            match kvs(ops.first()).first().map(|kv| kv.create_revision()) {
+                Some(rev) => (
+                    rev,
+                    client.read_queue(prefix, &key, rev).await.map_err(ctx)?,
+                ),
+                None => {
+                    return Err(Error::lost(
+                        LossReason::LeaseExpired,
+                        format!("{LEASE_NOT_FOUND}: our key vanished while queueing"),
+                    ))
+                }
+            }
+        };
+        if queue.pred.is_none() {
+            return Ok((
+                client.held(name, session, pending, my_rev, Vec::new(), None),
+                gate,
+            ));
+        }
+        // Boxed: only contended acquisitions pay for the wait's state.
+        let g = Box::pin(self.wait_turn(session, pending, my_rev, queue)).await?;
+        Ok((g, gate))
+    }
+
+    /// Try/once found only keys of nested names under the prefix: queue once
+    /// (those keys are no contenders) and keep the lock only if that made us
+    /// the holder among the direct children.
+    async fn try_past_nested(
+        &self,
+        session: &Arc<Session>,
+        mut pending: Pending,
+        value: Vec<u8>,
+    ) -> Result<Guard> {
+        let client = self.client;
+        let key = pending.key.clone();
+        let txn = Txn::new()
+            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+            .and_then([TxnOp::put(
+                key.clone(),
+                value,
+                Some(PutOptions::new().with_lease(session.lease)),
+            )])
+            .or_else([TxnOp::get(key.clone(), None)]);
+        let never = CancellationToken::new();
+        let resp = client
+            .run_detached(&mut pending, txn, self.name, client.request_bound(), &never)
+            .await?;
+        let my_rev = if resp.succeeded() {
+            revision(&resp)
+        } else {
+            kvs(resp.op_responses().first())
+                .first()
+                .map(|kv| kv.create_revision())
+                .unwrap_or(0)
+        };
+        let q = client.read_queue(&self.prefix, &key, my_rev).await?;
+        if q.mine && q.pred.is_none() {
+            return Ok(client.held(self.name, session, pending, my_rev, Vec::new(), None));
+        }
+        pending.abandon().await;
+        Err(self.busy())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ClientOptions;
+
+    /// A client that never connects: these tests send nothing.
+    async fn offline(namespace: Option<&str>) -> Client {
+        let mut o = ClientOptions::new(["127.0.0.1:1"]);
+        o.lazy_connect = true;
+        o.namespace = namespace.map(str::to_string);
+        Client::connect(o).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn an_acquisition_queues_under_its_name_in_the_namespace() {
+        let c = offline(Some("app/")).await;
+        let never = CancellationToken::new();
+        let a = Acquisition::new(&c, "jobs", Mode::Wait, Bound::Wait(None), None, &never);
+        assert_eq!(a.prefix, b"app/jobs/");
+        assert_eq!((a.what, a.value), ("lock", None));
+        c.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_wait_ends_at_its_deadline_and_a_try_has_none() {
+        let c = offline(None).await;
+        let never = CancellationToken::new();
+        let at = Instant::now() + Duration::from_secs(3);
+        let wait = Acquisition::new(&c, "x", Mode::Wait, Bound::Wait(Some(at)), None, &never);
+        assert_eq!(wait.deadline(), Some(at));
+        let forever = Acquisition::new(&c, "x", Mode::Wait, Bound::Wait(None), None, &never);
+        assert_eq!(forever.deadline(), None);
+        let try_ = Acquisition::new(&c, "x", Mode::Try, c.request_bound(), None, &never);
+        assert_eq!(try_.deadline(), None);
+        c.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_taken_lock_is_would_block_for_a_try_and_timeout_for_timeout_zero() {
+        let c = offline(None).await;
+        let never = CancellationToken::new();
+        let zero = Some(Duration::ZERO);
+        let try_ = Acquisition::new(&c, "orders", Mode::Try, c.request_bound(), None, &never);
+        let e = try_.busy();
+        assert_eq!(e.code(), ErrorCode::WouldBlock);
+        assert_eq!(e.message(), "lock \"orders\" is held");
+        let once = Acquisition::new(&c, "orders", Mode::Once, c.request_bound(), zero, &never);
+        let e = once.busy();
+        assert_eq!(e.code(), ErrorCode::Timeout);
+        assert!(
+            e.message()
+                .starts_with("lock \"orders\" not acquired within 0ns"),
+            "{e}"
+        );
+        c.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_step_that_ran_out_of_time_names_the_callers_timeout_and_the_cause() {
+        let c = offline(None).await;
+        let never = CancellationToken::new();
+        let t = Some(Duration::from_millis(250));
+        let a = Acquisition::new(&c, "orders", Mode::Wait, Bound::Wait(None), t, &never);
+        let e = a.bounded(Error::new(ErrorCode::Timeout, "etcd was slow"));
+        assert_eq!(e.code(), ErrorCode::Timeout);
+        assert_eq!(
+            e.message(),
+            "lock \"orders\" not acquired within 250ms: etcd was slow"
+        );
+        let e = a.bounded(Error::new(ErrorCode::Unavailable, "no member answered"));
+        assert_eq!(e.code(), ErrorCode::Unavailable);
+        assert_eq!(e.message(), "lock \"orders\": no member answered");
+        c.close().await;
+    }
+
+    #[tokio::test]
+    async fn permit_counts_and_a_lock_delay_on_permits_are_refused_before_any_request() {
+        let c = offline(None).await;
+        for permits in [0, crate::MAX_PERMITS + 1] {
+            let e = c
+                .acquire_permit("pool", permits, crate::LockOptions::default())
+                .await
+                .unwrap_err();
+            assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
+            assert!(
+                e.message().contains("permits must be between 1 and 1024"),
+                "{e}"
+            );
+        }
+        let delayed = crate::LockOptions {
+            lock_delay: Some(Duration::from_secs(1)),
+            ..Default::default()
+        };
+        let e = c.acquire_permit("pool", 2, delayed).await.unwrap_err();
+        assert_eq!(e.code(), ErrorCode::InvalidArgument);
+        assert!(e.message().contains("lock_delay applies to locks"), "{e}");
+        c.close().await;
+    }
+}
