@@ -1,0 +1,191 @@
+//! A barrier's side: arrive, wait until all parties have, leave.
+
+use super::*;
+
+impl Barrier {
+    /// The barrier's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// How many parties it waits for.
+    pub fn parties(&self) -> u32 {
+        self.parties
+    }
+
+    /// Arrive and wait for the others: returns this party's arrival index
+    /// (0 for the first, `parties - 1` for the one that released everyone)
+    /// when all `parties` have arrived, in every party at once. `Timeout`
+    /// after `timeout` (this party leaves: its place is free again);
+    /// `InvalidArgument` if the barrier already released, or already has its
+    /// parties waiting.
+    pub async fn wait(&self, timeout: Option<Duration>) -> Result<u32> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::new(
+                ErrorCode::Closed,
+                format!("barrier {} was closed", show(&self.name)),
+            ));
+        }
+        let c = &self.client;
+        c.check_open()?;
+        let deadline = deadline_of(timeout);
+        let gate = [&self.base[..], b"gate"].concat();
+        let done = [&self.base[..], b"done"].concat();
+        let prefix = [&self.base[..], b"p/"].concat();
+        let session = c.session_by(c.request_bound()).await?;
+        let key = session.reserve_key(&prefix);
+        // Our arrival key goes when this call ends however it ends (returned,
+        // timed out, or its future dropped: a cancelled party never counts).
+        let _arrival = Arrival {
+            client: c.clone(),
+            session: session.clone(),
+            key: key.clone(),
+        };
+        let t = Txn::new()
+            .when([Compare::create_revision(
+                gate.clone(),
+                CompareOp::Greater,
+                0,
+            )])
+            .and_then([
+                TxnOp::put(
+                    key.clone(),
+                    format!("{{\"parties\":{}}}", self.parties),
+                    Some(PutOptions::new().with_lease(session.lease)),
+                ),
+                TxnOp::get(
+                    prefix.clone(),
+                    Some(
+                        GetOptions::new()
+                            .with_prefix()
+                            .with_keys_only()
+                            .with_sort(SortTarget::Create, SortOrder::Ascend),
+                    ),
+                ),
+            ])
+            .or_else([TxnOp::get(
+                done.clone(),
+                Some(GetOptions::new().with_keys_only()),
+            )]);
+        let r = c.txn_now(t).await?;
+        if !r.succeeded() {
+            return Err(if kvs(r.op_responses().first()).is_empty() {
+                gone("barrier", &self.name)
+            } else {
+                finished(&self.name)
+            });
+        }
+        let mut rev = revision(&r);
+        let ops = r.op_responses();
+        let here: Vec<&[u8]> = kvs(ops.get(1))
+            .iter()
+            .filter(|kv| is_direct_child(&prefix, kv.key()))
+            .map(|kv| kv.key())
+            .collect();
+        let index = here
+            .iter()
+            .position(|k| *k == key.as_slice())
+            .unwrap_or(here.len()) as u32;
+        if index >= self.parties {
+            return Err(Error::invalid(format!(
+                "barrier {} already has its {} parties waiting",
+                show(&self.name),
+                self.parties
+            )));
+        }
+        if index + 1 == self.parties {
+            // The last party: open the gate for everyone, in one Txn.
+            let t = Txn::new()
+                .when([Compare::create_revision(
+                    gate.clone(),
+                    CompareOp::Greater,
+                    0,
+                )])
+                .and_then([
+                    TxnOp::delete(gate.clone(), None),
+                    TxnOp::put(
+                        done.clone(),
+                        "",
+                        Some(PutOptions::new().with_lease(self.lease)),
+                    ),
+                ]);
+            c.txn_now(t).await?;
+            return Ok(index);
+        }
+        loop {
+            match c.await_delete(&gate, rev, deadline).await {
+                Ok(true) => {
+                    // Deleted (or a gap): the gate is gone only once released.
+                    let r = c
+                        .txn_now(Txn::new().and_then([TxnOp::get(
+                            gate.clone(),
+                            Some(GetOptions::new().with_keys_only()),
+                        )]))
+                        .await;
+                    match r {
+                        Ok(r) if kvs(r.op_responses().first()).is_empty() => return Ok(index),
+                        Ok(r) => {
+                            rev = revision(&r);
+                            continue;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(false) => {
+                    return Err(Error::new(
+                        ErrorCode::Timeout,
+                        format!(
+                            "barrier {}: not all {} parties arrived within the timeout ({:?})",
+                            show(&self.name),
+                            self.parties,
+                            timeout.unwrap_or_default()
+                        ),
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Stop renewing the barrier's lease from this handle (idempotent; drop
+    /// does it too).
+    pub fn close(&self) {
+        if !self.closed.swap(true, Ordering::AcqRel) {
+            self.session.unshare(self.lease);
+        }
+    }
+}
+
+/// A party's arrival key, deleted when its wait ends (see [`Barrier::wait`]).
+pub(super) struct Arrival {
+    pub(super) client: Client,
+    pub(super) session: Arc<Session>,
+    pub(super) key: Vec<u8>,
+}
+
+impl Drop for Arrival {
+    fn drop(&mut self) {
+        let (c, s, key) = (
+            self.client.clone(),
+            self.session.clone(),
+            std::mem::take(&mut self.key),
+        );
+        if c.is_closed() {
+            // Closing revoked the session's lease, and the key with it.
+            s.release_key(&key);
+            return;
+        }
+        c.inner.handle.clone().spawn(async move {
+            let _ = c
+                .txn_now(Txn::new().and_then([TxnOp::delete(key.clone(), None)]))
+                .await;
+            s.release_key(&key);
+        });
+    }
+}
+
+impl Drop for Barrier {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
