@@ -20,6 +20,12 @@ use tonic::Status;
 use crate::pb::etcdserverpb as pb;
 use crate::pb::mvccpb::{event::EventType, Event, KeyValue};
 
+mod txncheck;
+use txncheck::*;
+
+mod shared;
+pub(crate) use shared::Store;
+
 /// Revisions of history kept for watches and reads at a past revision; a
 /// watch or read further back is answered as compacted, as etcd does after a
 /// compaction.
@@ -585,149 +591,6 @@ fn int_of(u: &Option<pb::compare::TargetUnion>) -> i64 {
 #[derive(Default)]
 struct Writes {
     events: Vec<Event>,
-}
-
-/// etcd's Txn checks: op counts, and no key written twice in one branch.
-fn check_txn(t: &pb::TxnRequest) -> Result<(), Status> {
-    fn ops(t: &pb::TxnRequest) -> Result<(), Status> {
-        if t.compare.len() > MAX_TXN_OPS
-            || t.success.len() > MAX_TXN_OPS
-            || t.failure.len() > MAX_TXN_OPS
-        {
-            return Err(err(
-                tonic::Code::InvalidArgument,
-                "too many operations in txn request",
-            ));
-        }
-        for op in t.success.iter().chain(&t.failure) {
-            if let Some(pb::request_op::Request::RequestTxn(n)) = &op.request {
-                ops(n)?;
-            }
-        }
-        Ok(())
-    }
-    /// The keys a branch puts (nested Txns: both their branches) and its deletes.
-    fn branch(ops: &[pb::RequestOp]) -> Result<BranchWrites, Status> {
-        let dup = || {
-            err(
-                tonic::Code::InvalidArgument,
-                "duplicate key given in txn request",
-            )
-        };
-        let mut puts = HashSet::new();
-        let mut dels = Vec::new();
-        for op in ops {
-            match &op.request {
-                Some(pb::request_op::Request::RequestPut(p)) if !puts.insert(p.key.clone()) => {
-                    return Err(dup());
-                }
-                Some(pb::request_op::Request::RequestDeleteRange(d)) => {
-                    dels.push((d.key.clone(), d.range_end.clone()))
-                }
-                Some(pb::request_op::Request::RequestTxn(n)) => {
-                    let (sp, sd) = branch(&n.success)?;
-                    let (fp, fd) = branch(&n.failure)?;
-                    for k in sp.union(&fp) {
-                        if !puts.insert(k.clone()) {
-                            return Err(dup());
-                        }
-                    }
-                    dels.extend(sd);
-                    dels.extend(fd);
-                }
-                _ => {}
-            }
-        }
-        if puts
-            .iter()
-            .any(|k| dels.iter().any(|(s, e)| in_range(k, s, e)))
-        {
-            return Err(dup());
-        }
-        Ok((puts, dels))
-    }
-    ops(t)?;
-    branch(&t.success)?;
-    branch(&t.failure)?;
-    Ok(())
-}
-
-/// The store and what wakes its watchers and its lease reaper.
-pub(crate) struct Store {
-    m: Mutex<Mvcc>,
-    pub member_id: u64,
-    /// The current revision, for watch streams to wake on.
-    pub rev_tx: tokio::sync::watch::Sender<i64>,
-    /// A lease was granted (its expiry may be the earliest).
-    pub lease_added: tokio::sync::Notify,
-}
-
-impl Store {
-    pub fn new(member_id: u64, seed: i64) -> Store {
-        Store {
-            m: Mutex::new(Mvcc::new(seed)),
-            member_id,
-            rev_tx: tokio::sync::watch::channel(1).0,
-            lease_added: tokio::sync::Notify::new(),
-        }
-    }
-
-    pub fn lock(&self) -> MutexGuard<'_, Mvcc> {
-        self.m.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Run `f` on the store; wake watchers if it wrote. Returns the result
-    /// and the header for it.
-    pub fn with<T>(
-        &self,
-        f: impl FnOnce(&mut Mvcc) -> Result<T, Status>,
-    ) -> Result<(T, pb::ResponseHeader), Status> {
-        let mut m = self.lock();
-        let before = m.rev;
-        let r = f(&mut m)?;
-        let rev = m.rev;
-        drop(m);
-        if rev != before {
-            self.rev_tx.send_replace(rev);
-        }
-        Ok((r, self.header(rev)))
-    }
-
-    pub fn header(&self, rev: i64) -> pb::ResponseHeader {
-        pb::ResponseHeader {
-            cluster_id: CLUSTER_ID,
-            member_id: self.member_id,
-            revision: rev,
-            raft_term: 2,
-        }
-    }
-
-    /// Revoke leases as they expire, each at its own revision (as etcd's
-    /// leader does, one revoke request per lease). Runs for the store's life.
-    pub async fn reap(self: std::sync::Arc<Self>) {
-        loop {
-            let next = self.lock().leases.values().map(|l| l.expiry).min();
-            let until = next.unwrap_or_else(|| Instant::now() + Duration::from_secs(3600));
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => {}
-                _ = self.lease_added.notified() => continue,
-            }
-            let now = Instant::now();
-            let _ = self.with(|m| {
-                let mut due: Vec<(Instant, i64)> = m
-                    .leases
-                    .iter()
-                    .filter(|(_, l)| l.expiry <= now)
-                    .map(|(id, l)| (l.expiry, *id))
-                    .collect();
-                due.sort();
-                for (_, id) in due {
-                    m.revoke(id)?;
-                }
-                Ok(())
-            });
-        }
-    }
 }
 
 #[cfg(test)]
