@@ -8,14 +8,13 @@ import java.util.Optional;
 
 /**
  * What an acquisition may ask for beyond its timeout: a lock-delay, a lease time and holder
- * metadata. Immutable; build one with {@link #builder()} and pass it to the overloads of
- * {@link EtcdLockClient#acquire(String, Duration, AcquireOptions) acquire},
- * {@link EtcdLockClient#tryAcquire(String, AcquireOptions) tryAcquire},
- * {@link EtcdLockClient#acquirePermit(String, int, Duration, AcquireOptions) acquirePermit},
- * {@link EtcdLockClient#acquireRead(String, Duration, AcquireOptions) acquireRead} and
- * {@link EtcdLockClient#campaign(String, byte[], Duration, AcquireOptions) campaign} (and their
- * {@code *Async} forms), which keep the timeout as their own {@link Duration} argument as the
- * other overloads do.
+ * metadata. Immutable; build one with {@link #builder()} and give it to a lock object, whose
+ * every acquisition then uses it:
+ * {@link EtcdLockClient#newLock(String, AcquireOptions) newLock},
+ * {@link EtcdLockClient#newSemaphore(String, int, AcquireOptions) newSemaphore},
+ * {@link EtcdLockClient#newReadWriteLock(String, AcquireOptions) newReadWriteLock} and
+ * {@link EtcdLockClient#newElection(String, AcquireOptions) newElection}. The timeout stays each
+ * call's own {@link Duration} argument.
  *
  * <pre>{@code
  * AcquireOptions opts = AcquireOptions.builder()
@@ -23,7 +22,7 @@ import java.util.Optional;
  *         .leaseTime(Duration.ofMinutes(5))     // held at most 5 minutes
  *         .metadata("job", "nightly-report")    // shown in status()
  *         .build();
- * try (LockGuard g = client.acquire("reports", Duration.ofSeconds(10), opts)) {
+ * try (LockGuard g = client.newLock("reports", opts).acquire(Duration.ofSeconds(10))) {
  *     // ...
  * }
  * }</pre>
@@ -124,7 +123,7 @@ public final class AcquireOptions {
          * guard or the client, or {@link EtcdLockClient#release}) hands over at once.
          * Rounded up to whole seconds; at most a day. Locks and elections only: a permit or read
          * lock with a lock-delay is refused ({@link InvalidArgumentException}). {@code etcdctl
-         * lock}, Go's Mutex and {@link EtcdLockClient#acquireAll} do not wait for it.
+         * lock}, Go's Mutex and {@link EtcdMultiLock} do not wait for it.
          *
          * @param delay null: none (the default)
          */

@@ -89,17 +89,17 @@ final class Acquirer {
     }
 
     /** A permit, waiting in Java; interruptible waits throw {@link CancelledException} (key removed). */
-    LockGuard permitNative(String name, int permits, long ms, boolean interruptible) {
+    LockGuard permitNative(String name, int permits, AcquireOptions opts, long ms, boolean interruptible) {
         String what = "semaphore \"" + name + "\"";
         checkNotOnRuntimeThread(what);
-        return AsyncAcquire.await(startRecipe(PERMIT, name, null, permits, ms), what, interruptible);
+        return AsyncAcquire.await(startRecipe(PERMIT, name, null, permits, ms, opts), what, interruptible);
     }
 
     /** A read hold, waiting in Java; interruptible as {@link #permitNative}. */
-    LockGuard readNative(String name, long ms, boolean interruptible) {
+    LockGuard readNative(String name, AcquireOptions opts, long ms, boolean interruptible) {
         String what = "read lock \"" + name + "\"";
         checkNotOnRuntimeThread(what);
-        return AsyncAcquire.await(startRecipe(READ, name, null, 0, ms), what, interruptible);
+        return AsyncAcquire.await(startRecipe(READ, name, null, 0, ms, opts), what, interruptible);
     }
 
     static long msOrForever(Duration timeout) {

@@ -64,7 +64,7 @@ public final class EtcdBarrier implements AutoCloseable {
      * Arrive and wait at most {@code timeout} for the other parties. On a timeout this party
      * leaves (its place is free for another) and {@link LockTimeoutException} is thrown.
      *
-     * <p>The wait is not interruptible, as {@link EtcdLockClient#acquire(String, Duration)}: an
+     * <p>The wait is not interruptible, as {@link EtcdLock#acquire(Duration)}: an
      * interrupt is re-asserted when it returns. A party that left mid-wait would still count as
      * arrived, so the only ways out are the release, the timeout and an error: give a timeout.
      *

@@ -1,13 +1,42 @@
 package io.etcdlock;
 
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
 /**
- * A distributed {@link Lock} on one etcd lock name, reentrant per thread (a hold count,
- * like {@link java.util.concurrent.locks.ReentrantLock}). Obtain it from
- * {@link EtcdLockClient#newLock(String)}:
+ * A distributed lock on one etcd lock name, obtained from {@link EtcdLockClient#newLock(String)}.
+ * It has two shapes, which may be mixed:
+ *
+ * <ul>
+ *   <li>As a {@link Lock}, reentrant per thread (a hold count, like
+ *       {@link java.util.concurrent.locks.ReentrantLock}): {@link #lock()}, {@link #tryLock()},
+ *       {@link #unlock()} and friends, where the thread is the owner and {@link #guard()} gives
+ *       the current hold.</li>
+ *   <li>As guards: {@link #acquire(Duration)}, {@link #acquireInterruptibly(Duration)},
+ *       {@link #tryAcquire()} and {@link #acquireAsync(Duration)} each take an independent hold
+ *       and return it as a {@link LockGuard}, owned by no thread (close it from any thread to
+ *       release). Such a hold is not counted by the {@code Lock} side: it excludes every other
+ *       hold of the name, this object's included, so a thread holding the lock that calls
+ *       {@code acquire} waits for its own hold (until the timeout).</li>
+ * </ul>
+ *
+ * <pre>{@code
+ * Lock lock = client.newLock("stock");
+ * lock.lock();
+ * try {
+ *     // critical section, exclusive across every process using "stock"
+ * } finally {
+ *     lock.unlock();
+ * }
+ *
+ * try (LockGuard guard = client.newLock("stock").acquire(Duration.ofSeconds(5))) {
+ *     guard.put("inventory/stock", "41"); // etcd refuses the write once the hold is lost
+ * }
+ * }</pre>
  *
  * <pre>{@code
  * Lock lock = client.newLock("stock");
@@ -121,7 +150,7 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        took(client.acq.lockNative(name, -1, options, false));
+        took(acquire());
     }
 
     @Override
@@ -137,7 +166,7 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        took(client.acquireInterruptibly(name, null, options));
+        took(acquireInterruptibly(null));
     }
 
     /** Take the lock if it is free right now (one etcd round trip). */
@@ -151,7 +180,7 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        LockGuard g = client.tryAcquire(name, options).orElse(null);
+        LockGuard g = tryAcquire().orElse(null);
         if (g == null) {
             return false;
         }
@@ -180,7 +209,7 @@ public final class EtcdLock implements Lock {
             return tryLock(); // "does not wait at all", but still takes a free lock
         }
         try {
-            took(client.acquireInterruptibly(name, java.time.Duration.ofMillis(ms), options));
+            took(acquireInterruptibly(Duration.ofMillis(ms)));
             return true;
         } catch (LockTimeoutException e) {
             return false;
@@ -203,6 +232,90 @@ public final class EtcdLock implements Lock {
             owner = null;
         }
         g.close();
+    }
+
+    // ---- guards: each call an independent hold, not counted by the Lock side ----
+
+    /**
+     * Wait as long as it takes for an independent hold of the lock (an interrupt does not end
+     * the wait; the thread's interrupt status is left set).
+     */
+    public LockGuard acquire() {
+        return client.acq.lockNative(name, -1, options, false);
+    }
+
+    /**
+     * Wait at most {@code timeout} for an independent hold of the lock.
+     *
+     * @param timeout null waits as long as it takes; zero is one try ({@link LockTimeoutException}
+     *     if the lock is held, waited for or in its lock-delay)
+     * @throws LockTimeoutException if it was not acquired in time (no waiter key is left behind)
+     * @throws InvalidArgumentException for a negative timeout, or an option out of range (nothing
+     *     is written)
+     */
+    public LockGuard acquire(Duration timeout) {
+        return client.acq.lockNative(name, Acquirer.msOrForever(timeout), options, false);
+    }
+
+    /**
+     * {@link #acquire(Duration)} whose {@code timeout} is required, and whose zero timeout is
+     * {@link #tryAcquire()}: the checks of {@code EtcdLockClient.acquire(String, Duration)}.
+     */
+    LockGuard acquireBounded(Duration timeout) {
+        if (Args.toMillis(timeout) == 0) {
+            return tryAcquire().orElseThrow(() -> EtcdLockException.of(ErrorCode.TIMEOUT, null,
+                    "lock \"" + name + "\" is held (zero timeout)", true));
+        }
+        return acquire(timeout);
+    }
+
+    /**
+     * Like {@link #acquire(Duration)}, but {@link Thread#interrupt()} cancels the wait, removes
+     * the waiter key and throws {@link InterruptedException} (interrupt status cleared).
+     *
+     * @param timeout null waits as long as it takes; zero is one try
+     */
+    public LockGuard acquireInterruptibly(Duration timeout) throws InterruptedException {
+        if (Thread.interrupted()) {
+            throw new InterruptedException("interrupted before acquiring lock " + name);
+        }
+        try {
+            return client.acq.lockNative(name, Acquirer.msOrForever(timeout), options, true);
+        } catch (CancelledException e) {
+            throw Args.interrupted("interrupted while waiting for lock " + name, e);
+        }
+    }
+
+    /**
+     * An independent hold if the lock is free right now; empty if someone holds or waits for
+     * it, or it is in a vanished holder's lock-delay (one etcd round trip that writes nothing
+     * then).
+     */
+    public Optional<LockGuard> tryAcquire() {
+        try {
+            return Optional.of(client.acq.lockNative(name, 0, options, false));
+        } catch (LockTimeoutException e) {
+            return Optional.empty();
+        }
+    }
+
+    /** {@link #acquireAsync(Duration)} without a timeout. */
+    public CompletableFuture<LockGuard> acquireAsync() {
+        return acquireAsync(null);
+    }
+
+    /**
+     * An independent hold without blocking the caller. The future completes on an etcdlock
+     * runtime thread: keep continuations short and non-blocking, or use the {@code *Async}
+     * continuation methods with your own executor (a blocking etcdlock call made on a runtime
+     * thread is refused with {@link InvalidArgumentException}). Cancelling the future cancels
+     * the wait and removes the waiter key; a guard that arrives after cancellation is released.
+     *
+     * @param timeout null for no bound; else the future fails with {@link LockTimeoutException}
+     * @throws InvalidArgumentException (here, not in the future) for a negative timeout
+     */
+    public CompletableFuture<LockGuard> acquireAsync(Duration timeout) {
+        return client.acq.startLock(name, Acquirer.msOrForever(timeout), options);
     }
 
     /** Not supported: etcd has no condition variables. */

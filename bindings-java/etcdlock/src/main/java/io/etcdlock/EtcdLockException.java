@@ -5,7 +5,7 @@ package io.etcdlock;
  * {@link ErrorCode}, so callers can catch exactly what they handle:
  *
  * <pre>{@code
- * try (LockGuard g = client.acquire("orders", Duration.ofSeconds(2))) {
+ * try (LockGuard g = client.newLock("orders").acquire(Duration.ofSeconds(2))) {
  *     ...
  * } catch (LockTimeoutException e) {
  *     // somebody else is busy with the orders

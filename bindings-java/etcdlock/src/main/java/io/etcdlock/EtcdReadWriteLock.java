@@ -1,6 +1,9 @@
 package io.etcdlock;
 
+import java.time.Duration;
 import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
@@ -12,7 +15,7 @@ import java.util.concurrent.locks.ReadWriteLock;
  * process, in arrival order (a stream of readers cannot starve a writer: a reader that comes
  * after a waiting writer waits for it). The write side is exactly the etcdlock mutex
  * ({@link EtcdLock}, reentrant per thread), so {@code etcdctl lock}, Go's Mutex and
- * {@link EtcdLockClient#acquire(String)} on the same name exclude every reader too. The read
+ * {@link EtcdLock#acquire(Duration)} on the same name exclude every reader too. The read
  * side is shared by threads and reentrant per thread (a hold count per thread, like
  * {@link java.util.concurrent.locks.ReentrantReadWriteLock}). Obtain it from
  * {@link EtcdLockClient#newReadWriteLock(String)}:
@@ -27,16 +30,21 @@ import java.util.concurrent.locks.ReadWriteLock;
  * }
  * }</pre>
  *
- * Not supported: downgrading (taking the read lock while holding the write lock waits for
+ * Besides {@link Lock}'s calls, each side hands out independent holds as guards
+ * ({@link ReadLock#acquire(Duration)}, {@link EtcdLock#acquire(Duration)} and their
+ * {@code tryAcquire}/{@code acquireAsync}), not counted by its per-thread holds.
+ *
+ * <p>Not supported: downgrading (taking the read lock while holding the write lock waits for
  * that write lock, like any other reader, so it never returns) and upgrading; conditions.
  */
 public final class EtcdReadWriteLock implements ReadWriteLock {
     private final EtcdLock writer;
     private final ReadLock reader;
 
-    EtcdReadWriteLock(EtcdLockClient client, String name) {
-        this.writer = new EtcdLock(client, name);
-        this.reader = new ReadLock(client, name);
+    /** Unchecked: the core checks {@code name} at each acquisition. {@code options} null: none. */
+    EtcdReadWriteLock(EtcdLockClient client, String name, AcquireOptions options) {
+        this.writer = new EtcdLock(client, name, options);
+        this.reader = new ReadLock(client, name, options);
     }
 
     /** The lock name. */
@@ -63,6 +71,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
     public static final class ReadLock implements Lock {
         private final EtcdLockClient client;
         private final String name;
+        private final AcquireOptions options;
         private final Map<Thread, Hold> holds = new ConcurrentHashMap<>();
 
         private static final class Hold {
@@ -74,9 +83,10 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
             }
         }
 
-        ReadLock(EtcdLockClient client, String name) {
+        ReadLock(EtcdLockClient client, String name, AcquireOptions options) {
             this.client = client;
             this.name = name;
+            this.options = options == null ? AcquireOptions.NONE : options;
         }
 
         /** Re-entry of the current thread: true if counted up; throws if its hold was lost. */
@@ -110,7 +120,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
                 throw lost();
             }
             if (!r) {
-                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, -1, false)));
+                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, options, -1, false)));
             }
         }
 
@@ -127,7 +137,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
                 return;
             }
             try {
-                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, -1, true)));
+                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, options, -1, true)));
             } catch (CancelledException e) {
                 throw Args.interrupted("interrupted while waiting for read lock " + name, e);
             }
@@ -143,7 +153,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
                 return true;
             }
             try {
-                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, 0, false)));
+                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, options, 0, false)));
                 return true;
             } catch (LockTimeoutException e) {
                 return false;
@@ -170,7 +180,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
                 return true;
             }
             try {
-                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, ms, true)));
+                holds.put(Thread.currentThread(), new Hold(client.acq.readNative(name, options, ms, true)));
                 return true;
             } catch (LockTimeoutException e) {
                 return false;
@@ -191,6 +201,34 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
             }
             holds.remove(Thread.currentThread());
             h.guard.close();
+        }
+
+        /**
+         * Wait (in arrival order: behind a waiting writer) at most {@code timeout} for an
+         * independent read hold, returned as a guard and not counted by this thread's read holds.
+         * A lease time or metadata apply; a lock-delay is refused with
+         * {@link InvalidArgumentException}.
+         *
+         * @param timeout null waits as long as it takes; zero is one try that writes nothing
+         * @throws LockTimeoutException if it was not acquired in time (no key is left behind)
+         */
+        public LockGuard acquire(Duration timeout) {
+            return client.acq.awaitRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout), options,
+                    "read lock \"" + name + "\"");
+        }
+
+        /** An independent read hold if one can be had right now (one etcd round trip). */
+        public Optional<LockGuard> tryAcquire() {
+            try {
+                return Optional.of(acquire(Duration.ZERO));
+            } catch (LockTimeoutException e) {
+                return Optional.empty();
+            }
+        }
+
+        /** {@link #acquire(Duration)} without blocking, as {@link EtcdLock#acquireAsync(Duration)}. */
+        public CompletableFuture<LockGuard> acquireAsync(Duration timeout) {
+            return client.acq.startRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout), options);
         }
 
         /** Not supported: etcd has no condition variables. */

@@ -1,5 +1,8 @@
 package io.etcdlock;
 
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
 
@@ -22,23 +25,37 @@ import java.util.concurrent.TimeUnit;
  * Where it differs from {@code Semaphore}: each acquisition is one permit held in etcd, so
  * {@link #release()} gives back a permit this object holds (the oldest) and throws
  * {@link NotHeldException} when it holds none, instead of creating a permit; permits are
- * acquired one at a time. For a permit's fencing token and guarded operations, use
- * {@link EtcdLockClient#acquirePermit(String, int, java.time.Duration)}, which returns the
- * permit as a {@link LockGuard}. Waits happen in Java: virtual threads unmount while they wait.
+ * acquired one at a time. Waits happen in Java: virtual threads unmount while they wait.
+ *
+ * <p>For a permit's fencing token and guarded operations, {@link #acquirePermit(Duration)},
+ * {@link #tryAcquirePermit()} and {@link #acquirePermitAsync(Duration)} return the permit as a
+ * {@link LockGuard}: closing the guard gives it back. Such a permit is not counted by this
+ * object ({@link #heldPermits()}, {@link #release()}): its guard alone releases it.
  */
 public final class EtcdSemaphore {
     private final EtcdLockClient client;
     private final String name;
     private final int permits;
+    private final AcquireOptions options;
     private final ConcurrentLinkedDeque<LockGuard> held = new ConcurrentLinkedDeque<>();
 
-    EtcdSemaphore(EtcdLockClient client, String name, int permits) {
-        if (permits < 1) {
-            throw new InvalidArgumentException("permits must be at least 1, got " + permits);
-        }
+    /** Unchecked: the core checks {@code name} and {@code permits} at each acquisition. */
+    EtcdSemaphore(EtcdLockClient client, String name, int permits, AcquireOptions options) {
         this.client = client;
         this.name = name;
         this.permits = permits;
+        this.options = options == null ? AcquireOptions.NONE : options;
+    }
+
+    static void checkPermits(int permits) {
+        if (permits < 1) {
+            throw new InvalidArgumentException("permits must be at least 1, got " + permits);
+        }
+    }
+
+    /** The acquisition options every acquisition of this semaphore uses ({@link AcquireOptions#NONE} unless given). */
+    public AcquireOptions options() {
+        return options;
     }
 
     /** The semaphore name. */
@@ -57,7 +74,7 @@ public final class EtcdSemaphore {
             throw new InterruptedException("interrupted before acquiring a permit of " + name);
         }
         try {
-            held.add(client.acq.permitNative(name, permits, -1, true));
+            held.add(client.acq.permitNative(name, permits, options, -1, true));
         } catch (CancelledException e) {
             throw Args.interrupted("interrupted while waiting for a permit of " + name, e);
         }
@@ -65,13 +82,13 @@ public final class EtcdSemaphore {
 
     /** Wait for a permit, ignoring interrupts (re-asserted afterwards). */
     public void acquireUninterruptibly() {
-        held.add(client.acq.permitNative(name, permits, -1, false));
+        held.add(client.acq.permitNative(name, permits, options, -1, false));
     }
 
     /** Take a permit if one is free right now. */
     public boolean tryAcquire() {
         try {
-            held.add(client.acq.permitNative(name, permits, 0, false));
+            held.add(client.acq.permitNative(name, permits, options, 0, false));
             return true;
         } catch (LockTimeoutException e) {
             return false;
@@ -91,7 +108,7 @@ public final class EtcdSemaphore {
             return tryAcquire();
         }
         try {
-            held.add(client.acq.permitNative(name, permits, ms, true));
+            held.add(client.acq.permitNative(name, permits, options, ms, true));
             return true;
         } catch (LockTimeoutException e) {
             return false;
@@ -112,6 +129,36 @@ public final class EtcdSemaphore {
             throw new NotHeldException("semaphore \"" + name + "\": no permit is held through this object");
         }
         g.close();
+    }
+
+    /**
+     * Wait (in arrival order) at most {@code timeout} for a permit, returned as a guard. Every
+     * contender must use the same number of permits; one that finds an older key with another
+     * count gets {@link InvalidArgumentException}.
+     *
+     * @param timeout null waits as long as it takes; zero is one try
+     * @throws LockTimeoutException if no permit came in time (no key is left behind)
+     */
+    public LockGuard acquirePermit(Duration timeout) {
+        return client.acq.awaitRecipe(Acquirer.PERMIT, name, null, permits, Acquirer.msOrForever(timeout), options,
+                "semaphore \"" + name + "\"");
+    }
+
+    /** A permit as a guard if one is free right now (one etcd round trip that writes nothing otherwise). */
+    public Optional<LockGuard> tryAcquirePermit() {
+        try {
+            return Optional.of(acquirePermit(Duration.ZERO));
+        } catch (LockTimeoutException e) {
+            return Optional.empty();
+        }
+    }
+
+    /**
+     * {@link #acquirePermit(Duration)} without blocking: as {@link EtcdLock#acquireAsync(Duration)}
+     * (completes on a runtime thread; cancelling removes the waiter key).
+     */
+    public CompletableFuture<LockGuard> acquirePermitAsync(Duration timeout) {
+        return client.acq.startRecipe(Acquirer.PERMIT, name, null, permits, Acquirer.msOrForever(timeout), options);
     }
 
     /** Permits held through this object now. */

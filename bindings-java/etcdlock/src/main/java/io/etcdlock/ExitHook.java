@@ -1,6 +1,6 @@
 package io.etcdlock;
 
-/** The JVM shutdown hook of {@link EtcdLockClient.Builder#releaseOnExit(boolean)}, while registered. */
+/** The JVM shutdown hook of {@link EtcdLockClientBuilder#releaseOnExit(boolean)}, while registered. */
 final class ExitHook {
     private volatile Thread hook;
 

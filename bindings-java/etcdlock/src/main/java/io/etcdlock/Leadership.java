@@ -5,13 +5,13 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * Leadership of an election, won by {@link EtcdLockClient#campaign(String, String)}: the same
+ * Leadership of an election, won by {@link EtcdElection#campaign(String)}: the same
  * keys as Go's {@code concurrency.Election} and {@code etcdctl elect}. It is a hold like any
  * {@link LockGuard} (fencing token, loss listener, guarded operations, {@link #guard()}), plus
  * {@link #proclaim(String)} and {@link #resign()}; closing it resigns.
  *
  * <pre>{@code
- * try (Leadership leader = client.campaign("scheduler", "node-1")) {
+ * try (Leadership leader = client.newElection("scheduler").campaign("node-1")) {
  *     leader.onLost(reason -> stopScheduling());
  *     runScheduler(leader.fencingToken());
  * }

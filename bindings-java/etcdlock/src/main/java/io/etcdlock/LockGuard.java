@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * guarded etcd operations that etcd itself rejects once the hold is gone:
  *
  * <pre>{@code
- * try (LockGuard guard = client.acquire("stock", Duration.ofSeconds(5))) {
+ * try (LockGuard guard = client.newLock("stock").acquire(Duration.ofSeconds(5))) {
  *     guard.onLost(reason -> log.warn("lost the stock lock: {}", reason));
  *     String stock = guard.get("inventory/stock");
  *     guard.put("inventory/stock", Integer.toString(Integer.parseInt(stock) - 1));

@@ -5,7 +5,7 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * Several locks held together ({@link EtcdLockClient#acquireAll(List, java.time.Duration)}).
+ * Several locks held together ({@link EtcdMultiLock#acquire(java.time.Duration)}).
  * Every waiter key was created in one etcd transaction, so all clients queue in the same order
  * on every name: no deadlock and no release-and-retry loop. Losing any one lock is losing the
  * hold. Close it to release every lock. Thread-safe; released when garbage collected if never

@@ -28,7 +28,7 @@ public final class FlashWorker {
                 long token;
                 boolean sold;
                 double waitMs;
-                try (LockGuard guard = client.acquire(lock)) {
+                try (LockGuard guard = client.newLock(lock).acquire()) {
                     waitMs = (System.nanoTime() - t0) / 1e6;
                     String v = guard.get(stockKey);
                     before = v == null ? 0 : Long.parseLong(v.trim());

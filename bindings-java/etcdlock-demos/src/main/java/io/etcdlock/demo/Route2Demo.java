@@ -29,7 +29,7 @@ public final class Route2Demo {
                 Thread t = new Thread(() -> {
                     String me = Thread.currentThread().getName();
                     System.out.println("[lock]   start to lock. " + me);
-                    try (LockGuard guard = client.acquire(lockName, Duration.ofSeconds(60))) {
+                    try (LockGuard guard = client.newLock(lockName).acquire(Duration.ofSeconds(60))) {
                         guard.onLost(reason -> System.out.println("[lost]   " + me + " lost the lock: " + reason));
                         System.out.printf("[lock]   lock successfully. %s (fencing token %d, lease %x)%n",
                                 me, guard.fencingToken(), guard.leaseId());

@@ -88,7 +88,7 @@ public final class StockDemo {
             throws Exception {
         String eps = String.join(",", endpoints);
         try (EtcdLockClient admin = EtcdLockClient.builder().endpoints(endpoints).build()) {
-            try (LockGuard g = admin.acquire(StockServer.LOCK, Duration.ofSeconds(10))) {
+            try (LockGuard g = admin.newLock(StockServer.LOCK).acquire(Duration.ofSeconds(10))) {
                 g.put(StockServer.STOCK_KEY, Integer.toString(stock));
             }
             List<Process> servers = new ArrayList<>();
@@ -142,7 +142,7 @@ public final class StockDemo {
                 CompletableFuture.allOf(all.toArray(new CompletableFuture[0])).join();
                 pool.shutdown();
                 int finalStock;
-                try (LockGuard g = admin.acquire(StockServer.LOCK, Duration.ofSeconds(10))) {
+                try (LockGuard g = admin.newLock(StockServer.LOCK).acquire(Duration.ofSeconds(10))) {
                     finalStock = Integer.parseInt(g.get(StockServer.STOCK_KEY));
                 }
                 return new Result(sold.get(), soldOut.get(), errors.get(), finalStock, stock);

@@ -70,7 +70,7 @@ public final class StockServer {
 
     /** The same body without exclusion: each request "locks" a name nobody else uses. */
     static String reduceUnlocked(EtcdLockClient client) {
-        try (LockGuard own = client.acquire("stock-demo/nolock/" + UUID.randomUUID())) {
+        try (LockGuard own = client.newLock("stock-demo/nolock/" + UUID.randomUUID()).acquire()) {
             return sellOne(own);
         }
     }

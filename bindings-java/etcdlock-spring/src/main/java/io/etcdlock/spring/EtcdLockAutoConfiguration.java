@@ -12,6 +12,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.integration.support.locks.LockRegistry;
 
 import io.etcdlock.EtcdLockClient;
+import io.etcdlock.EtcdLockClientBuilder;
 
 /**
  * Spring Boot auto-configuration: an {@link EtcdLockClient} bean built from
@@ -36,7 +37,7 @@ public class EtcdLockAutoConfiguration {
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
     public EtcdLockClient etcdLockClient(EtcdLockProperties p) {
-        EtcdLockClient.Builder b = EtcdLockClient.builder().endpoints(p.getEndpoints()).ttl(p.getTtl());
+        EtcdLockClientBuilder b = EtcdLockClient.builder().endpoints(p.getEndpoints()).ttl(p.getTtl());
         // EtcdLockProperties keeps an empty value as null (unset).
         if (p.getNamespace() != null) {
             b.namespace(p.getNamespace());

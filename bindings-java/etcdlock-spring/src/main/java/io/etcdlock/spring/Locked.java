@@ -33,7 +33,7 @@ import java.lang.annotation.Target;
  *       not evaluate, or a timeout that does not parse.</li>
  * </ul>
  * For fencing (a token to compare in the resource itself), take the lock with
- * {@link io.etcdlock.EtcdLockClient#acquire(String, java.time.Duration)} and use its
+ * {@link io.etcdlock.EtcdLock#acquire(java.time.Duration)} and use its
  * {@link io.etcdlock.LockGuard}.
  */
 @Target(ElementType.METHOD)

@@ -60,8 +60,7 @@ public class LockedInterceptor implements MethodInterceptor {
         }
         String name = name(locked, specific, invocation.getArguments(), target);
         Duration timeout = timeout(locked.timeout());
-        EtcdLockClient c = client.get();
-        LockGuard guard = timeout == null ? c.acquire(name) : c.acquire(name, timeout);
+        LockGuard guard = client.get().newLock(name).acquire(timeout); // null: as long as it takes
         Object result;
         try {
             result = invocation.proceed();

@@ -81,7 +81,7 @@ public class StockApplication {
             }
             if (!useLock) {
                 // Lock switched off: every request locks a name of its own (no exclusion).
-                try (LockGuard own = client.acquire("stock-demo/nolock/" + UUID.randomUUID())) {
+                try (LockGuard own = client.newLock("stock-demo/nolock/" + UUID.randomUUID()).acquire()) {
                     return StockServer.sellOne(own);
                 }
             }
