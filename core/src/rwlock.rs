@@ -10,15 +10,16 @@ use std::time::Duration;
 
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 
+use crate::acquisition::Acquisition;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-use crate::keys::{why_deleted, OwnKeyWatch};
-use crate::names::{is_direct_child, lost_err, owner_info, show, validate_name};
+use crate::names::{is_direct_child, owner_info, show, validate_name, Mode};
 use crate::options::LockOptions;
 use crate::queue::{kvs, revision};
+use crate::rule::{Rule, Turn};
 use crate::transport::Bound;
-use crate::wait::{cancelled, timeout_because, timeout_err, Pending, Recheck, WaitEnds};
+use crate::wait::{cancelled, timeout_because, timeout_err, Pending};
 
 /// The mark at the end of a reader's key.
 const READER: &str = "-r";
@@ -74,6 +75,7 @@ impl Client {
                 .newest_writer(&prefix, None)
                 .await
                 .map_err(ctx)?
+                .0
                 .is_some()
         {
             return Err(timeout_err(name, timeout));
@@ -116,87 +118,30 @@ impl Client {
                 .map(|kv| kv.create_revision())
                 .unwrap_or(0)
         };
-        let hub = &self.inner.hub;
-        let (own, mut own_rx) = OwnKeyWatch::new();
-        let mut own_id = hub.watch(key.clone(), my_rev, own.sink());
-        pending.watches.push(own_id);
-        let mut own_reset = false;
-        let closed = self.inner.closed.clone();
-        let mut waited_on = Vec::new();
-        loop {
-            let (writer, rev) = match self.newest_writer(&prefix, Some((&key, my_rev))).await {
-                Ok(Some((w, rev))) => (w, rev),
-                Ok(None) => {
-                    pending.watches.retain(|w| *w != own_id);
-                    return Ok(self.held(
-                        name,
-                        &session,
-                        pending,
-                        my_rev,
-                        waited_on,
-                        Some((own_id, own, own_rx)),
-                    ));
-                }
-                Err(e) if e.code() == ErrorCode::LockLost => {
-                    let reason = why_deleted(self, &session).await;
-                    return Err(lost_err(
-                        name,
-                        reason,
-                        "our reader key was deleted while waiting",
-                    ));
-                }
-                Err(e) => {
-                    pending.abandon().await;
-                    return Err(ctx(e));
-                }
-            };
-            if once {
-                pending.abandon().await;
-                return Err(timeout_err(name, timeout));
-            }
-            if own_reset {
-                // etcd dropped the watch on our key: watch it again from this read.
-                pending.watches.retain(|w| *w != own_id);
-                own_id = hub.watch(key.clone(), rev, own.sink());
-                pending.watches.push(own_id);
-                own_reset = false;
-            }
-            if waited_on.last() != Some(&writer) {
-                waited_on.push(writer.clone());
-            }
-            let ends = WaitEnds {
-                closed: &closed,
-                cancel: &cancel,
-                deadline,
-                session: &session,
-            };
-            let woke = self
-                .wait_any_deleted(&mut pending, std::slice::from_ref(&writer), rev, &ends, &mut own_rx, || {
-                    // The watch started after our read: is the writer we watch still
-                    // the newest older one? (one read)
-                    let (prefix, key, writer) = (&prefix, &key, &writer);
-                    async move { matches!(self.newest_writer(prefix, Some((key, my_rev))).await, Ok(Some((w, _))) if w == *writer) }
-                })
-                .await;
-            match woke {
-                Ok(Recheck::OwnReset) => own_reset = true,
-                Ok(Recheck::Changed) => {}
-                Err(i) => {
-                    return Err(self
-                        .end_wait(i, name, &session, pending, timeout, "reader")
-                        .await)
-                }
-            }
-        }
+        let mode = if once { Mode::Once } else { Mode::Wait };
+        let acq = Acquisition {
+            what: "read lock",
+            ..Acquisition::new(self, name, mode, bound, timeout, &cancel)
+        };
+        let rule = Readers {
+            client: self,
+            name,
+            prefix: &prefix,
+            key: &key,
+            my_rev,
+        };
+        acq.wait_by(&session, pending, my_rev, &rule, "reader")
+            .await
     }
 
     /// The newest writer key older than ours (or the newest at all, without
-    /// `mine`), and the revision of the read. `LockLost` if our key is gone.
+    /// `mine`; `None`: no writer), and the revision of the read. `LockLost`
+    /// if our key is gone.
     async fn newest_writer(
         &self,
         prefix: &[u8],
         mine: Option<(&[u8], i64)>,
-    ) -> Result<Option<(Vec<u8>, i64)>> {
+    ) -> Result<(Option<Vec<u8>>, i64)> {
         const PAGE: i64 = 64;
         let mut below = mine.map(|(_, r)| r).unwrap_or(i64::MAX);
         let mut first = true;
@@ -230,12 +175,38 @@ impl Client {
             first = false;
             let page = kvs(ops.first());
             if let Some(w) = page.iter().find(|kv| is_writer(prefix, kv.key())) {
-                return Ok(Some((w.key().to_vec(), revision(&resp))));
+                return Ok((Some(w.key().to_vec()), revision(&resp)));
             }
             if (page.len() as i64) < PAGE {
-                return Ok(None);
+                return Ok((None, revision(&resp)));
             }
             below = page.last().map(|kv| kv.create_revision()).unwrap_or(1);
+        }
+    }
+}
+
+/// The read side's rule: a reader holds when no writer key is older than
+/// its own, else it waits behind the newest older writer (readers overlap;
+/// a writer queued before a reader keeps it out).
+struct Readers<'a> {
+    client: &'a Client,
+    name: &'a str,
+    prefix: &'a [u8],
+    key: &'a [u8],
+    my_rev: i64,
+}
+
+impl Rule for Readers<'_> {
+    async fn read(&self) -> Result<Turn> {
+        let mine = Some((self.key, self.my_rev));
+        match self.client.newest_writer(self.prefix, mine).await {
+            Ok((writer, rev)) => Ok(Turn {
+                rev,
+                behind: writer.iter().cloned().collect(),
+                blocker: writer,
+            }),
+            Err(e) if e.code() == ErrorCode::LockLost => Err(e),
+            Err(e) => Err(e.context(format!("read lock {}", show(self.name)))),
         }
     }
 }

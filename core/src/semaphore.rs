@@ -18,13 +18,12 @@ use crate::acquisition::Acquisition;
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-use crate::keys::{why_deleted, OwnKeyWatch};
-use crate::names::{is_direct_child, lost_err, show, KeyInfo, Mode};
+use crate::names::{is_direct_child, show, KeyInfo, Mode};
 use crate::options::LockOptions;
 use crate::queue::{kvs, revision};
-use crate::runtime::sleep_opt;
+use crate::rule::{Rule, Turn};
 use crate::session::Session;
-use crate::wait::{timeout_because, timeout_err, Pending, Recheck, WaitEnds};
+use crate::wait::{timeout_because, timeout_err, Pending};
 
 /// The most permits one semaphore may have (each waiter watches that many keys).
 pub const MAX_PERMITS: u32 = 1024;
@@ -144,8 +143,7 @@ impl Acquisition<'_> {
     /// count, then wait until fewer than `permits` keys are older than ours.
     pub(crate) async fn permit(&self, session: &Arc<Session>, permits: u32) -> Result<Guard> {
         let (client, name, mode) = (self.client, self.name, self.mode);
-        let (bound, timeout, cancel, deadline) =
-            (self.bound, self.timeout, self.cancel, self.deadline());
+        let (bound, timeout, cancel) = (self.bound, self.timeout, self.cancel);
         let prefix = self.prefix.clone();
         let ctx = |e: Error| e.context(format!("semaphore {}", show(name)));
         if mode != Mode::Wait {
@@ -188,14 +186,15 @@ impl Acquisition<'_> {
             .or_else([TxnOp::get(key.clone(), None)]);
         let resp = client
             .run_detached(&mut pending, txn, name, bound, cancel)
-            .await
-            .map_err(|e| {
-                if e.code() == ErrorCode::Timeout {
-                    timeout_because(name, timeout, &e)
-                } else {
-                    ctx(e)
-                }
-            })?;
+            .await;
+        self.queued();
+        let resp = resp.map_err(|e| {
+            if e.code() == ErrorCode::Timeout {
+                timeout_because(name, timeout, &e)
+            } else {
+                ctx(e)
+            }
+        })?;
         let my_rev = if resp.succeeded() {
             revision(&resp)
         } else {
@@ -209,100 +208,58 @@ impl Acquisition<'_> {
                 }
             }
         };
-        let hub = &client.inner.hub;
-        let (own, mut own_rx) = OwnKeyWatch::new();
-        let mut own_id = hub.watch(key.clone(), my_rev, own.sink());
-        pending.watches.push(own_id);
-        let mut own_reset = false;
-        let closed = client.inner.closed.clone();
-        loop {
-            let older = match client.read_older(&prefix, &key, my_rev, permits).await {
-                Ok(o) => o,
-                Err(e)
-                    if e.code() == ErrorCode::Unavailable
-                        && session.alive()
-                        && mode == Mode::Wait =>
-                {
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_millis(100)) => continue,
-                        _ = sleep_opt(deadline) => {
-                            pending.abandon().await;
-                            return Err(timeout_err(name, timeout));
-                        }
-                    }
-                }
-                Err(e) => {
-                    pending.abandon().await;
-                    return Err(ctx(e));
-                }
-            };
-            if !older.mine {
-                let reason = why_deleted(client, session).await;
-                return Err(lost_err(
-                    name,
-                    reason,
-                    "our waiter key was deleted while waiting",
-                ));
-            }
-            if own_reset {
-                // etcd dropped the watch on our key (compaction): watch again from this read.
-                pending.watches.retain(|w| *w != own_id);
-                own_id = hub.watch(key.clone(), older.rev, own.sink());
-                pending.watches.push(own_id);
-                own_reset = false;
-            }
-            if let Some((k, n)) = older.keys.iter().find(|(_, n)| *n != permits) {
-                pending.abandon().await;
-                return Err(Error::invalid(format!(
-                    "semaphore {}: {} was taken with {n} permit(s), not {permits}",
-                    show(name),
-                    String::from_utf8_lossy(k)
-                )));
-            }
-            if (older.keys.len() as u32) < permits {
-                pending.watches.retain(|w| *w != own_id);
-                return Ok(client.held(
-                    name,
-                    session,
-                    pending,
-                    my_rev,
-                    Vec::new(),
-                    Some((own_id, own, own_rx)),
-                ));
-            }
-            if mode != Mode::Wait {
-                pending.abandon().await;
-                return Err(timeout_err(name, timeout));
-            }
-            // Wait for any of the `permits` keys just older than ours to leave: that
-            // may free a permit for us.
-            let ends = WaitEnds {
-                closed: &closed,
-                cancel,
-                deadline,
-                session,
-            };
-            let keys: Vec<Vec<u8>> = older.keys.iter().map(|(k, _)| k.clone()).collect();
-            let woke = client
-                .wait_any_deleted(&mut pending, &keys, older.rev, &ends, &mut own_rx, || {
-                    // The watches started after our read: are these still the keys
-                    // to watch? (one read)
-                    let (prefix, key, keys) = (&prefix, &key, &keys);
-                    async move {
-                        matches!(client.read_older(prefix, key, my_rev, permits).await,
-                            Ok(now) if now.mine && now.keys.iter().map(|k| &k.0).eq(keys.iter()))
-                    }
-                })
-                .await;
-            match woke {
-                Ok(Recheck::OwnReset) => own_reset = true,
-                Ok(Recheck::Changed) => {}
-                Err(i) => {
-                    return Err(client
-                        .end_wait(i, name, session, pending, timeout, "waiter")
-                        .await)
-                }
-            }
+        let rule = Permits {
+            client,
+            name,
+            prefix: &prefix,
+            key: &key,
+            my_rev,
+            permits,
+        };
+        self.wait_by(session, pending, my_rev, &rule, "waiter")
+            .await
+    }
+}
+
+/// The semaphore's rule: we hold when fewer than `permits` keys are older
+/// than ours, else we wait behind those `permits` keys (a release wakes at
+/// most `permits` waiters).
+struct Permits<'a> {
+    client: &'a Client,
+    name: &'a str,
+    prefix: &'a [u8],
+    key: &'a [u8],
+    my_rev: i64,
+    permits: u32,
+}
+
+impl Rule for Permits<'_> {
+    async fn read(&self) -> Result<Turn> {
+        let (name, permits) = (self.name, self.permits);
+        let older = self
+            .client
+            .read_older(self.prefix, self.key, self.my_rev, permits)
+            .await
+            .map_err(|e| e.context(format!("semaphore {}", show(name))))?;
+        if !older.mine {
+            return Err(Error::lost(LossReason::KeyDeleted, "our key is gone"));
         }
+        if let Some((k, n)) = older.keys.iter().find(|(_, n)| *n != permits) {
+            return Err(Error::invalid(format!(
+                "semaphore {}: {} was taken with {n} permit(s), not {permits}",
+                show(name),
+                String::from_utf8_lossy(k)
+            )));
+        }
+        let behind = if (older.keys.len() as u32) < permits {
+            Vec::new()
+        } else {
+            older.keys.into_iter().map(|(k, _)| k).collect()
+        };
+        Ok(Turn {
+            rev: older.rev,
+            behind,
+            blocker: None,
+        })
     }
 }
