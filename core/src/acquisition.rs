@@ -21,6 +21,7 @@ use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::mutex::{queue_txn, LEASE_NOT_FOUND};
 use crate::names::{is_direct_child, owner_info, prefix_end, show, Mode};
+use crate::poison::Locked;
 use crate::queue::{kvs, more, revision, Queue};
 use crate::session::Session;
 use crate::transport::Bound;
@@ -44,6 +45,10 @@ pub(crate) struct Acquisition<'a> {
     pub(crate) value: Option<&'a [u8]>,
     /// What the errors call it: "lock", "semaphore", "read lock".
     pub(crate) what: &'static str,
+    /// The call's admission among this client's acquisitions in progress,
+    /// given back once etcd has answered the Txn that queues our key
+    /// ([`Acquisition::queued`]).
+    pub(crate) admission: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
 }
 
 impl<'a> Acquisition<'a> {
@@ -65,7 +70,14 @@ impl<'a> Acquisition<'a> {
             cancel,
             value: None,
             what: "lock",
+            admission: std::sync::Mutex::new(None),
         }
+    }
+
+    /// Our key's Txn has been answered: the call is queued in etcd (or has
+    /// failed), and its admission goes to the next call.
+    pub(crate) fn queued(&self) {
+        drop(self.admission.locked().take());
     }
 
     /// When a wait gives up (`None`: never, or not a wait).
@@ -198,8 +210,9 @@ impl<'a> Acquisition<'a> {
         };
         let resp = client
             .run_detached(&mut pending, txn, name, self.bound, self.cancel)
-            .await
-            .map_err(|e| self.bounded(e))?;
+            .await;
+        self.queued();
+        let resp = resp.map_err(|e| self.bounded(e))?;
         let ops = resp.op_responses();
 
         if self.mode != Mode::Wait {

@@ -432,13 +432,13 @@ pub fn follow_renewal(
 /// Native objects held by number (Java's `long` handles): a stale, foreign or
 /// twice-released number is a typed error, never a dangling pointer. Numbers
 /// are never reused.
-pub struct Handles<T> {
+pub struct Handles<T: ?Sized> {
     map: Mutex<BTreeMap<u64, Arc<T>>>,
     next: std::sync::atomic::AtomicU64,
     what: &'static str,
 }
 
-impl<T> Handles<T> {
+impl<T: ?Sized> Handles<T> {
     /// An empty table; `what` names the objects in messages ("client").
     pub const fn new(what: &'static str) -> Handles<T> {
         Handles {
@@ -453,9 +453,18 @@ impl<T> Handles<T> {
     }
 
     /// Keep `v`; its number is never 0.
-    pub fn insert(&self, v: T) -> u64 {
+    pub fn insert(&self, v: T) -> u64
+    where
+        T: Sized,
+    {
+        self.insert_arc(Arc::new(v))
+    }
+
+    /// Keep `v` (shared, or of a type only known at run time, as
+    /// `Handles<dyn Any + Send + Sync>` holds); its number is never 0.
+    pub fn insert_arc(&self, v: Arc<T>) -> u64 {
         let id = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.map().insert(id, Arc::new(v));
+        self.map().insert(id, v);
         id
     }
 

@@ -32,6 +32,9 @@ pub(crate) struct Inner {
     pub(crate) session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
     pub(crate) windows: crate::window::Windows,
+    /// Acquisitions of this client between admission and their key queued
+    /// in etcd (see `mutex::ADMITTED`).
+    pub(crate) admissions: Arc<tokio::sync::Semaphore>,
     pub(crate) cleanups: crate::cleanups::Cleanups,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pub(crate) meta: crate::meta::Book,
@@ -186,6 +189,7 @@ impl Client {
             session: AsyncMutex::new(None),
             closed,
             windows: Default::default(),
+            admissions: Arc::new(tokio::sync::Semaphore::new(crate::mutex::ADMITTED)),
             cleanups: Default::default(),
             meta: Default::default(),
             metrics: Arc::new(crate::metrics::Recorder::new()),

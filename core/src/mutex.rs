@@ -19,12 +19,33 @@ use crate::meta::LockKind;
 use crate::names::{validate_name, Mode};
 use crate::options::LockOptions;
 use crate::queue::OLDER_READ;
+use crate::runtime::sleep_opt;
 use crate::session::Session;
 use crate::transport::Bound;
 use crate::wait::{cancelled, closed_err, timeout_err, Pending};
 
 /// etcd's answer to a put on a revoked or expired lease.
 pub(crate) const LEASE_NOT_FOUND: &str = "requested lease not found";
+
+/// Acquisitions one client carries between admission and etcd's answer to
+/// the Txn that queues their key (then they wait, or hold, at no cost to the
+/// next). A burst of calls beyond it waits for admission with only its
+/// outer future allocated: the state of an acquisition in progress (its
+/// futures, key, Txn, request) exists for at most this many calls at once,
+/// so the burst's peak, which a host's allocator may keep after it, stays
+/// near what the locks then held cost (`examples/burst.rs`). Requests in
+/// flight are bounded alike (`transport::MAX_IN_FLIGHT`).
+pub(crate) const ADMITTED: usize = 256;
+
+/// What an acquisition was let in with ([`Client::admit`]).
+pub(crate) struct Admitted {
+    /// When a wait gives up (`None`: never, or not a wait).
+    deadline: Option<Instant>,
+    /// Its place in this client's local queue for the name (a wait).
+    place: Option<crate::window::Place>,
+    /// Its admission, given back once its key is queued in etcd.
+    permit: tokio::sync::OwnedSemaphorePermit,
+}
 
 impl Client {
     /// Wait for the lock `name` and hold it. Waiters are served in the order they
@@ -118,7 +139,12 @@ impl Client {
         let m = self.inner.metrics.acquiring();
         let _meta = self.meta_wait(name, kind, &opts.metadata);
         let lease_time = opts.lease_time;
-        let r = Box::pin(self.acquire_n_counted(name, opts, mode, value, permits)).await;
+        // Admitted before the call's state is built (boxed below): in a
+        // burst of calls, those not admitted yet cost only this future.
+        let r = match self.admit(name, mode, &opts).await {
+            Ok(a) => Box::pin(self.acquire_n_counted(name, opts, mode, value, permits, a)).await,
+            Err(e) => Err(e),
+        };
         m.finish(&r);
         if let (Ok(g), Some(t)) = (&r, lease_time) {
             g.expire_after(t);
@@ -133,14 +159,13 @@ impl Client {
         mode: Mode,
         value: Option<&[u8]>,
         permits: u32,
+        admitted: Admitted,
     ) -> Result<Guard> {
-        validate_name(name)?;
-        self.check_open()?;
-        let deadline = match mode {
-            // A timeout too far to be an instant is no limit at all.
-            Mode::Wait => opts.timeout.and_then(|t| Instant::now().checked_add(t)),
-            _ => None,
-        };
+        let Admitted {
+            deadline,
+            place: _place,
+            permit,
+        } = admitted;
         // The call's one bound: its own timeout when it waits, else the
         // request timeout (a try is one round trip plus failover).
         let bound = match mode {
@@ -157,17 +182,9 @@ impl Client {
         }
         let delay_secs = opts.delay_secs()?;
         let cancel = opts.cancel.unwrap_or_default();
-        // Waiters of this client on this lock queue in etcd a few at a time
-        // (window.rs); the place is left when this call returns.
-        let _place = match mode {
-            Mode::Wait => Some(
-                self.enter_window(name, deadline, opts.timeout, &cancel)
-                    .await?,
-            ),
-            _ => None,
-        };
         let acq = Acquisition {
             value,
+            admission: std::sync::Mutex::new(Some(permit)),
             ..Acquisition::new(self, name, mode, bound, opts.timeout, &cancel)
         };
         let mut attempts = 0;
@@ -225,6 +242,46 @@ impl Client {
                 r => return r,
             }
         }
+    }
+
+    /// Let an acquisition of `name` in: its place in this client's local
+    /// queue for the name when it waits (window.rs), then one of
+    /// [`ADMITTED`] admissions, within the call's deadline, cancel and close.
+    async fn admit(&self, name: &str, mode: Mode, opts: &LockOptions) -> Result<Admitted> {
+        validate_name(name)?;
+        self.check_open()?;
+        let deadline = match mode {
+            // A timeout too far to be an instant is no limit at all.
+            Mode::Wait => opts.timeout.and_then(|t| Instant::now().checked_add(t)),
+            _ => None,
+        };
+        let never = CancellationToken::new();
+        let cancel = opts.cancel.as_ref().unwrap_or(&never);
+        // Waiters of this client on this lock queue in etcd a few at a time
+        // (window.rs); the place is left when the call returns.
+        let place = match mode {
+            Mode::Wait => Some(
+                self.enter_window(name, deadline, opts.timeout, cancel)
+                    .await?,
+            ),
+            _ => None,
+        };
+        let admissions = self.inner.admissions.clone();
+        let permit = match admissions.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => tokio::select! {
+                biased;
+                _ = self.inner.closed.cancelled() => return Err(closed_err(name)),
+                _ = cancel.cancelled() => return Err(cancelled(name)),
+                p = admissions.acquire_owned() => p.map_err(|_| closed_err(name))?,
+                _ = sleep_opt(deadline) => return Err(timeout_err(name, opts.timeout)),
+            },
+        };
+        Ok(Admitted {
+            deadline,
+            place,
+            permit,
+        })
     }
 
     /// A place in this client's local queue for `name` (see window.rs).
@@ -335,7 +392,10 @@ mod tests {
         let mut o = crate::ClientOptions::new(["127.0.0.1:1"]);
         o.lazy_connect = true;
         let c = Client::connect(o).await.unwrap();
-        let acquire = c.acquire_n_counted("x", LockOptions::default(), Mode::Wait, None, 1);
+        let opts = LockOptions::default();
+        let outer = c.acquire_n("x", opts.clone(), Mode::Wait, None, 1, LockKind::Mutex);
+        let admitted = c.admit("x", Mode::Wait, &opts).await.unwrap();
+        let acquire = c.acquire_n_counted("x", opts, Mode::Wait, None, 1, admitted);
         let session = crate::session::Session::new(
             1,
             15,
@@ -345,16 +405,19 @@ mod tests {
             Vec::new(),
         );
         let delete = crate::keys::delete_incarnation(&c, &session, b"x/1", 1, &[], true);
-        let (a, d) = (
+        let (o, a, d) = (
+            std::mem::size_of_val(&outer),
             std::mem::size_of_val(&acquire),
             std::mem::size_of_val(&delete),
         );
-        eprintln!("acquire_n_counted future: {a} B, delete_incarnation future: {d} B");
-        drop((acquire, delete));
+        eprintln!("acquire_n future: {o} B, acquire_n_counted future: {a} B, delete_incarnation future: {d} B");
+        drop((outer, acquire, delete));
         c.close().await;
         // Boxed, both stay far below the bounds; one request inline takes
         // either above its bound (debug and release builds alike).
         assert!(a < 2048, "acquire_n_counted's future is {a} B");
+        // What a call not admitted yet costs (see ADMITTED).
+        assert!(o < 2048, "acquire_n's future is {o} B");
         assert!(d < 1024, "delete_incarnation's future is {d} B");
     }
 }
