@@ -86,7 +86,7 @@ public class Footprint {
     Class.forName("io.etcdlock.NativeLibrary").getDeclaredMethod("load").invoke(null);
     long imp = settled();
     try (EtcdLockClient c = EtcdLockClient.builder().endpoints(a[0].split(",")).ttl(Duration.ofSeconds(10)).build();
-         LockGuard g = c.acquire("footprint-java", Duration.ofSeconds(10))) {
+         LockGuard g = c.newLock("footprint-java").acquire(Duration.ofSeconds(10))) {
       long held = settled();
       System.out.println(base + " " + imp + " " + held);
     }

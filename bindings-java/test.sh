@@ -18,6 +18,8 @@ fi
 
 # The tests' etcd comes from the harness binary (debug build of the testkit).
 (cd "$ROOT" && cargo build -q -p etcdlock-testkit)
+# The JNI layer's own unit tests (handles: a stale or mistyped one is a typed error).
+(cd "$ROOT" && cargo test -q -p etcdlock-jni --lib)
 export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
 
 # Virtual threads need a JDK >= 21 (the library itself targets Java 11): the Spring demo's

@@ -156,12 +156,12 @@ public class Main {
   public static void main(String[] args) {
     long token;
     try (EtcdLockClient client = EtcdLockClient.builder().endpoints(args[0].split(",")).ttl(Duration.ofSeconds(10)).build()) {
-      LockGuard guard = client.acquire("cleanroom-java", Duration.ofSeconds(10));
+      LockGuard guard = client.newLock("cleanroom-java").acquire(Duration.ofSeconds(10));
       token = guard.fencingToken();
       guard.put("cleanroom/java", Long.toString(token));
       if (!Long.toString(token).equals(guard.get("cleanroom/java"))) throw new IllegalStateException("guarded get mismatch");
       guard.unlock();
-      LockGuard again = client.tryAcquire("cleanroom-java").orElseThrow(() -> new IllegalStateException("unlock did not release"));
+      LockGuard again = client.newLock("cleanroom-java").tryAcquire().orElseThrow(() -> new IllegalStateException("unlock did not release"));
       again.unlock();
     }
     System.out.println("ok " + token);

@@ -101,7 +101,7 @@ public final class JavaHolder {
                 .build()) {
             long rounds = num(spec, "rounds", 1);
             for (long r = 0; r < rounds; r++) {
-                LockGuard g = client.acquire(lock);
+                LockGuard g = client.newLock(lock).acquire();
                 long acq = mono();
                 say("HELD " + g.fencingToken() + " " + acq + " " + g.key());
                 CompletableFuture<LossReason> lost = new CompletableFuture<>();

@@ -1,35 +1,54 @@
 //! Handles (native objects as Java `long`s) and Java arguments as core values.
 
 use crate::prelude::*;
+use etcdlock::bridge::Handles;
+use std::any::Any;
 
-pub(crate) fn into_handle<T>(v: Arc<T>) -> jlong {
-    Arc::into_raw(v) as jlong
+/// Every native object Java holds, by number: a stale, foreign, twice-freed
+/// or mistyped handle is a typed error (`Closed`, `InvalidArgument`), never
+/// a dangling pointer or another object's memory.
+static OBJECTS: Handles<dyn Any + Send + Sync> = Handles::new("etcdlock object");
+
+/// Hand `v` to Java: its handle (never 0).
+pub(crate) fn into_handle<T: Any + Send + Sync>(v: Arc<T>) -> jlong {
+    OBJECTS.insert_arc(v) as jlong
 }
 
-/// Borrow the object behind a handle (a new strong reference).
-///
-/// # Safety
-/// `h` must be a live handle of type `T` made by [`into_handle`]; the Java side
-/// guarantees it (handles are private, freed once, and pinned while in use).
-pub(crate) unsafe fn borrow<T>(h: jlong, what: &str) -> NResult<Arc<T>> {
-    if h == 0 {
-        return Err(NErr::Lock(Error::new(
+/// The object behind a handle (a new strong reference). `Closed` for a
+/// handle already freed (or 0: Java's "closed"), `InvalidArgument` for a
+/// number never handed out or an object of another type.
+pub(crate) fn borrow<T: Any + Send + Sync>(h: jlong, what: &str) -> NResult<Arc<T>> {
+    let closed = || {
+        NErr::Lock(Error::new(
             ErrorCode::Closed,
             format!("the {what} was closed"),
-        )));
+        ))
+    };
+    if h == 0 {
+        return Err(closed());
     }
-    let p = h as *const T;
-    Arc::increment_strong_count(p);
-    Ok(Arc::from_raw(p))
+    let any = OBJECTS.get(h as u64).map_err(|e| match e.code() {
+        ErrorCode::Closed => closed(),
+        _ => NErr::Lock(e),
+    })?;
+    any.downcast::<T>().map_err(|_| {
+        NErr::Lock(Error::new(
+            ErrorCode::InvalidArgument,
+            format!("handle {h} is not a {what}"),
+        ))
+    })
 }
 
-/// # Safety
-/// As [`borrow`]; called exactly once per handle.
-pub(crate) unsafe fn free<T>(h: jlong) -> Option<Arc<T>> {
+/// Take a handle back from Java: its object the first time, `None` after
+/// (or for 0, or for an object of another type, which stays).
+pub(crate) fn free<T: Any + Send + Sync>(h: jlong) -> Option<Arc<T>> {
     if h == 0 {
-        None
-    } else {
-        Some(Arc::from_raw(h as *const T))
+        return None;
+    }
+    let id = h as u64;
+    match OBJECTS.get(id).ok()?.downcast::<T>() {
+        Ok(_) => OBJECTS.remove(id)?.downcast::<T>().ok(),
+        Err(_) => None,
     }
 }
 
@@ -102,4 +121,40 @@ pub(crate) fn extras(
         lease_time: span(lease_time_ms),
         metadata: pairs,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code<T>(r: NResult<T>) -> Option<ErrorCode> {
+        match r {
+            Err(NErr::Lock(e)) => Some(e.code()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn a_handle_reaches_only_its_own_object_and_only_while_it_lives() {
+        let h = into_handle(Arc::new(7u32));
+        assert_ne!(h, 0);
+        // Another type behind the number: refused, and the object stays.
+        assert_eq!(
+            code(borrow::<String>(h, "guard")),
+            Some(ErrorCode::InvalidArgument)
+        );
+        assert!(free::<String>(h).is_none());
+        assert_eq!(*borrow::<u32>(h, "guard").ok().unwrap(), 7);
+        // Freed once; after that the number is closed, never reused.
+        assert_eq!(free::<u32>(h).map(|v| *v), Some(7));
+        assert!(free::<u32>(h).is_none());
+        assert_eq!(code(borrow::<u32>(h, "guard")), Some(ErrorCode::Closed));
+        assert_eq!(code(borrow::<u32>(0, "guard")), Some(ErrorCode::Closed));
+        assert_ne!(into_handle(Arc::new(8u32)), h);
+        // A number never handed out.
+        assert_eq!(
+            code(borrow::<u32>(i64::MAX, "guard")),
+            Some(ErrorCode::InvalidArgument)
+        );
+    }
 }

@@ -17,7 +17,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_rawRoundTrip<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let key = req_string(env, &key, "key")?;
             block(
                 env,
@@ -64,7 +64,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_rawGrant<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             block(
                 env,
                 async move { etcd_client_shim::grant(c.etcd().await?, ttl).await },
@@ -86,7 +86,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_coreLockUnlock<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "lock name")?;
             block(
                 env,

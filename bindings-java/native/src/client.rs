@@ -53,7 +53,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_metrics<'local>(
 ) -> JLongArray<'local> {
     unowned
         .with_env(|env| -> NResult<JLongArray<'local>> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let m = c.metrics();
             let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
             let mut v: Vec<jlong> = Vec::with_capacity(22);
@@ -84,7 +84,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_ping<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let d = block(env, async move { c.ping().await }, None)?;
             Ok(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
         })
@@ -100,7 +100,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_endpoints<'local>(
 ) -> JString<'local> {
     unowned
         .with_env(|env| -> NResult<JString<'local>> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             Ok(env.new_string(c.endpoints())?)
         })
         .resolve::<ThrowEtcdLock>()
@@ -115,7 +115,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_ttl<'local>(
 ) -> jlong {
     unowned
         .with_env(|_env| -> NResult<jlong> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             Ok(c.ttl())
         })
         .resolve::<ThrowEtcdLock>()
@@ -130,7 +130,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_close<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             block(
                 env,
                 async move {
@@ -152,7 +152,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeClient<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            if let Some(c) = unsafe { free::<Client>(client) } {
+            if let Some(c) = free::<Client>(client) {
                 if !c.is_closed() {
                     // Closing needs the runtime; do it there so a free never blocks.
                     if let Ok(rt) = etcdlock::runtime::runtime() {
@@ -188,7 +188,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "lock name")?;
             let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
             let opts = acquire_opts(timeout_ms, extras, None)?;
@@ -216,7 +216,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "lock name")?;
             let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
             let token = CancellationToken::new();
@@ -224,31 +224,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
             async_tokens().locked().insert(id, token);
             // Started on this thread (the lock's Txn leaves from here), finished
             // and reported on the runtime.
-            let started = etcdlock::runtime::start(async move {
-                let r = c.lock_with(&name, opts).await;
-                etcdlock::runtime::on_runtime().await;
-                async_tokens().locked().remove(&id);
-                match r {
-                    Ok(g) => {
-                        let g = Arc::new(g);
-                        let h = into_handle(g.clone());
-                        if !complete(id, h, 0, None) {
-                            // Nobody took the handle: take it back; dropping releases the lock.
-                            drop(unsafe { free::<Guard>(h) });
-                            let _ = g.unlock().await;
-                        }
-                    }
-                    Err(e) => {
-                        complete(id, 0, 0, Some(&e));
-                    }
-                }
-            });
-            if started.is_err() {
-                // Never started: nothing will report or cancel it.
-                async_tokens().locked().remove(&id);
-            }
-            started?;
-            Ok(())
+            spawn_hold(id, async move { c.lock_with(&name, opts).await })
         })
         .resolve::<ThrowEtcdLock>()
 }

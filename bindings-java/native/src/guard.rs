@@ -30,7 +30,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_guardKey<'local>(
 ) -> JString<'local> {
     unowned
         .with_env(|env| -> NResult<JString<'local>> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let g = borrow::<Guard>(guard, "guard")?;
             Ok(JString::from_str(env, g.key())?)
         })
         .resolve::<ThrowEtcdLock>()
@@ -48,7 +48,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_guardInfo<'local>(
 ) -> jlong {
     unowned
         .with_env(|_env| -> NResult<jlong> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let g = borrow::<Guard>(guard, "guard")?;
             Ok(match what {
                 0 => g.lease_id(),
                 1 => g.fencing_token(),
@@ -70,7 +70,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_unlock<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let g = borrow::<Guard>(guard, "guard")?;
             if tokio::runtime::Handle::try_current().is_ok() {
                 // Closing a guard inside a CompletableFuture callback or loss listener (a
                 // runtime thread) must not block that thread: release in the background.
@@ -95,7 +95,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_put<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let g = borrow::<Guard>(guard, "guard")?;
             let k = req_bytes(env, &key, "key")?;
             let v = req_bytes(env, &value, "value")?;
             block(env, async move { g.put(k, v).await }, None)
@@ -113,7 +113,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_get<'local>(
 ) -> JByteArray<'local> {
     unowned
         .with_env(|env| -> NResult<JByteArray<'local>> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let g = borrow::<Guard>(guard, "guard")?;
             let k = req_bytes(env, &key, "key")?;
             match block(env, async move { g.get(k).await }, None)? {
                 Some(v) => Ok(env.byte_array_from_slice(&v)?),
@@ -133,7 +133,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_delete<'local>(
 ) -> jboolean {
     unowned
         .with_env(|env| -> NResult<jboolean> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let g = borrow::<Guard>(guard, "guard")?;
             let k = req_bytes(env, &key, "key")?;
             block(env, async move { g.delete(k).await }, None)
         })
@@ -153,7 +153,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchLoss<'local>(
     unowned
         .with_env(|_env| -> NResult<()> {
             // Core's owned loss signal: the watcher does not keep the guard alive.
-            let mut signal = unsafe { borrow::<Guard>(guard, "guard")? }.lost_signal();
+            let mut signal = borrow::<Guard>(guard, "guard")?.lost_signal();
             let rt = etcdlock::runtime::runtime()?;
             rt.spawn(async move {
                 let loss = signal.wait().await;
@@ -190,7 +190,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchRenewal<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let g = borrow::<Guard>(guard, "guard")?;
             let mut changes = g.renewal_changes();
             let mut ended = g.lost_signal();
             let was_failing = failing;
@@ -231,7 +231,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeGuard<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            if let Some(g) = unsafe { free::<Guard>(guard) } {
+            if let Some(g) = free::<Guard>(guard) {
                 if g.is_held() {
                     // Loss watchers may keep other references alive; release explicitly.
                     let rt = etcdlock::runtime::runtime()?;

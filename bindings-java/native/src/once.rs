@@ -39,7 +39,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_onceTake<'local>(
 ) -> JLongArray<'local> {
     unowned
         .with_env(|env| -> NResult<JLongArray<'local>> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "job name")?;
             let h = block(
                 env,
@@ -68,7 +68,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_onceFinish<'local>(
 ) -> jboolean {
     unowned
         .with_env(|env| -> NResult<jboolean> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let h = OnceHold::mine(
                 &req_string(env, &name, "job name")?,
                 revision,
@@ -101,7 +101,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_onceExtend<'local>(
 ) -> JLongArray<'local> {
     unowned
         .with_env(|env| -> NResult<JLongArray<'local>> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let h = OnceHold::mine(
                 &req_string(env, &name, "job name")?,
                 revision,
@@ -129,7 +129,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_onceRecord<'local>(
 ) -> JLongArray<'local> {
     unowned
         .with_env(|env| -> NResult<JLongArray<'local>> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "job name")?;
             let n = name.clone();
             let r = block(env, async move { c.once_record(&n).await }, None)?;

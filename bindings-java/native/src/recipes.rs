@@ -86,7 +86,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
             let name = opt_string(env, &name)?.unwrap_or_default();
             let arg = if arg.is_null() {
@@ -111,44 +111,20 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
             let token = CancellationToken::new();
             let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
             async_tokens().locked().insert(id, token);
-            let rt = etcdlock::runtime::runtime()?;
-            rt.spawn(async move {
-                let r: etcdlock::Result<Result<Guard, MultiGuard>> = match kind {
-                    1 => c.acquire_permit(&name, permits, opts).await.map(Ok),
-                    2 => c.read_lock(&name, opts).await.map(Ok),
-                    3 => c
-                        .campaign(&name, arg, opts)
-                        .await
-                        .map(|l| Ok(l.into_guard())),
-                    _ => {
-                        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                        c.lock_many(&refs, opts).await.map(Err)
-                    }
-                };
-                async_tokens().locked().remove(&id);
-                match r {
-                    Ok(Ok(g)) => {
-                        let g = Arc::new(g);
-                        let h = into_handle(g.clone());
-                        if !complete(id, h, 0, None) {
-                            drop(unsafe { free::<Guard>(h) });
-                            let _ = g.unlock().await;
-                        }
-                    }
-                    Ok(Err(m)) => {
-                        let m = Arc::new(m);
-                        let h = into_handle(m.clone());
-                        if !complete(id, h, 0, None) {
-                            drop(unsafe { free::<MultiGuard>(h) });
-                            let _ = m.unlock().await;
-                        }
-                    }
-                    Err(e) => {
-                        complete(id, 0, 0, Some(&e));
-                    }
-                }
-            });
-            Ok(())
+            match kind {
+                1 => spawn_hold(
+                    id,
+                    async move { c.acquire_permit(&name, permits, opts).await },
+                ),
+                2 => spawn_hold(id, async move { c.read_lock(&name, opts).await }),
+                3 => spawn_hold(id, async move {
+                    c.campaign(&name, arg, opts).await.map(|l| l.into_guard())
+                }),
+                _ => spawn_hold(id, async move {
+                    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                    c.lock_many(&refs, opts).await
+                }),
+            }
         })
         .resolve::<ThrowEtcdLock>()
 }
@@ -163,7 +139,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_proclaim<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let g = unsafe { borrow::<Guard>(guard, "guard")? };
+            let g = borrow::<Guard>(guard, "guard")?;
             let v = req_bytes(env, &value, "value")?;
             block(env, async move { g.set_value(v).await }, None)
         })
@@ -217,7 +193,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_observe<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "election name")?;
             let mut obs = c.observe(&name)?;
             let token = CancellationToken::new();
@@ -258,7 +234,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiKeys<'local>(
 ) -> JByteArray<'local> {
     unowned
         .with_env(|env| -> NResult<JByteArray<'local>> {
-            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let m = borrow::<MultiGuard>(multi, "multi-lock")?;
             let mut e = Enc(Vec::new());
             e.i32(m.guards().len() as i32);
             for g in m.guards() {
@@ -280,7 +256,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiInfo<'local>(
 ) -> jlong {
     unowned
         .with_env(|_env| -> NResult<jlong> {
-            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let m = borrow::<MultiGuard>(multi, "multi-lock")?;
             let lost = m
                 .guards()
                 .iter()
@@ -309,7 +285,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiPut<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let m = borrow::<MultiGuard>(multi, "multi-lock")?;
             let (k, v) = (
                 req_bytes(env, &key, "key")?,
                 req_bytes(env, &value, "value")?,
@@ -330,7 +306,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiGet<'local>(
 ) -> JByteArray<'local> {
     unowned
         .with_env(|env| -> NResult<JByteArray<'local>> {
-            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let m = borrow::<MultiGuard>(multi, "multi-lock")?;
             let k = req_bytes(env, &key, "key")?;
             match block(env, async move { m.get(k).await }, None)? {
                 Some(v) => Ok(env.byte_array_from_slice(&v)?),
@@ -351,7 +327,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiDelete<'local>(
 ) -> jboolean {
     unowned
         .with_env(|env| -> NResult<jboolean> {
-            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let m = borrow::<MultiGuard>(multi, "multi-lock")?;
             let k = req_bytes(env, &key, "key")?;
             block(env, async move { m.delete(k).await }, None)
         })
@@ -367,7 +343,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiUnlock<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let m = unsafe { borrow::<MultiGuard>(multi, "multi-lock")? };
+            let m = borrow::<MultiGuard>(multi, "multi-lock")?;
             if tokio::runtime::Handle::try_current().is_ok() {
                 etcdlock::runtime::spawn(async move {
                     let _ = m.unlock().await;
@@ -389,7 +365,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeMulti<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            if let Some(m) = unsafe { free::<MultiGuard>(multi) } {
+            if let Some(m) = free::<MultiGuard>(multi) {
                 if m.guards().iter().any(Guard::is_held) {
                     let rt = etcdlock::runtime::runtime()?;
                     rt.spawn(async move {

@@ -15,7 +15,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_leader<'local>(
 ) -> JByteArray<'local> {
     unowned
         .with_env(|env| -> NResult<JByteArray<'local>> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "election name")?;
             match block(env, async move { c.leader(&name).await }, None)? {
                 Some(l) => {
@@ -84,7 +84,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_status<'local>(
 ) -> JByteArray<'local> {
     unowned
         .with_env(|env| -> NResult<JByteArray<'local>> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "lock name")?;
             let st = block(env, async move { c.status(&name).await }, None)?;
             let mut e = Enc(Vec::new());
@@ -105,7 +105,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_list<'local>(
 ) -> JByteArray<'local> {
     unowned
         .with_env(|env| -> NResult<JByteArray<'local>> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let prefix = req_string(env, &prefix, "prefix")?;
             let l = block(env, async move { c.list(&prefix).await }, None)?;
             let mut e = Enc(Vec::new());
@@ -130,7 +130,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_release<'local>(
 ) -> jboolean {
     unowned
         .with_env(|env| -> NResult<jboolean> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "lock name")?;
             block(env, async move { c.release(&name, token).await }, None)
         })
@@ -149,7 +149,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_releasePermit<'local>(
 ) -> jboolean {
     unowned
         .with_env(|env| -> NResult<jboolean> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "semaphore name")?;
             block(env, async move { c.release_permit(&name, id).await }, None)
         })

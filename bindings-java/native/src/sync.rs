@@ -28,20 +28,13 @@ where
 {
     let token = CancellationToken::new();
     async_tokens().locked().insert(id, token.clone());
-    let rt = etcdlock::runtime::runtime()?;
-    rt.spawn(async move {
-        let r = tokio::select! {
+    spawn_value(id, async move {
+        tokio::select! {
             biased;
             _ = token.cancelled() => Err(Error::new(ErrorCode::Cancelled, format!("{what}: the wait was cancelled"))),
             r = wait => r,
-        };
-        async_tokens().locked().remove(&id);
-        match r {
-            Ok(v) => complete(id, 0, v, None),
-            Err(e) => complete(id, 0, 0, Some(&e)),
-        };
-    });
-    Ok(())
+        }
+    })
 }
 
 /// `static native long latchOpen(long client, String name, long count)`: core's
@@ -56,7 +49,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_latchOpen<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "latch name")?;
             let count = count_of("count", count)?;
             let l = block(env, async move { c.latch(&name, count).await }, None)?;
@@ -74,7 +67,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_latchCountDown<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let l = unsafe { borrow::<Latch>(latch, "latch")? };
+            let l = borrow::<Latch>(latch, "latch")?;
             let n = block(env, async move { l.count_down().await }, None)?;
             Ok(n as jlong)
         })
@@ -90,7 +83,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_latchCount<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let l = unsafe { borrow::<Latch>(latch, "latch")? };
+            let l = borrow::<Latch>(latch, "latch")?;
             let n = block(env, async move { l.count().await }, None)?;
             Ok(n as jlong)
         })
@@ -109,7 +102,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_latchWaitAsync<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            let l = unsafe { borrow::<Latch>(latch, "latch")? };
+            let l = borrow::<Latch>(latch, "latch")?;
             let timeout = bridge::opt_timeout(
                 "timeout",
                 (timeout_ms >= 0).then_some(timeout_ms as f64),
@@ -131,7 +124,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_latchClose<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            let l = unsafe { borrow::<Latch>(latch, "latch")? };
+            let l = borrow::<Latch>(latch, "latch")?;
             l.close();
             Ok(())
         })
@@ -148,7 +141,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeLatch<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            drop(unsafe { free::<Latch>(latch) });
+            drop(free::<Latch>(latch));
             Ok(())
         })
         .resolve::<ThrowEtcdLock>()
@@ -166,7 +159,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_barrierOpen<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let c = unsafe { borrow::<Client>(client, "client")? };
+            let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "barrier name")?;
             let parties = u32::try_from(parties).map_err(|_| {
                 invalid(format!(
@@ -193,7 +186,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_barrierWaitAsync<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            let b = unsafe { borrow::<Barrier>(barrier, "barrier")? };
+            let b = borrow::<Barrier>(barrier, "barrier")?;
             let timeout = bridge::opt_timeout(
                 "timeout",
                 (timeout_ms >= 0).then_some(timeout_ms as f64),
@@ -219,7 +212,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_barrierClose<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            let b = unsafe { borrow::<Barrier>(barrier, "barrier")? };
+            let b = borrow::<Barrier>(barrier, "barrier")?;
             b.close();
             Ok(())
         })
@@ -236,7 +229,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeBarrier<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            drop(unsafe { free::<Barrier>(barrier) });
+            drop(free::<Barrier>(barrier));
             Ok(())
         })
         .resolve::<ThrowEtcdLock>()

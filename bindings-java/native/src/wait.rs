@@ -2,6 +2,7 @@
 //! from runtime threads.
 
 use crate::prelude::*;
+use etcdlock::poison::Locked;
 
 /// Run `fut` on the shared runtime and park this Java thread until it ends.
 /// With `cancel`, the thread wakes every 20 ms to check `Thread.isInterrupted()`
@@ -173,6 +174,67 @@ pub(crate) fn complete(id: jlong, handle: jlong, value: jlong, err: Option<&Erro
             ],
         )?;
         Ok(())
+    })
+}
+
+/// The one way an asynchronous call reports to Java: start `fut` (its first
+/// request leaves from this thread), then on a runtime thread hand its
+/// outcome to `NativeBridge.complete(id, ...)` through `report` (a panic in
+/// `fut` arrives as `Internal`), and forget `id`'s cancellation token.
+fn spawn_reporting<T, F>(
+    id: jlong,
+    fut: F,
+    report: impl FnOnce(etcdlock::Result<T>) + Send + 'static,
+) -> NResult<()>
+where
+    T: Send + 'static,
+    F: Future<Output = etcdlock::Result<T>> + Send + 'static,
+{
+    let started = bridge::spawn_complete(fut, move |r| {
+        async_tokens().locked().remove(&id);
+        report(r);
+    });
+    if started.is_err() {
+        // Never started: nothing will report or cancel it.
+        async_tokens().locked().remove(&id);
+    }
+    started?;
+    Ok(())
+}
+
+/// [`spawn_reporting`] for a call that returns a hold (a guard, a
+/// multi-lock): Java gets its handle, or the error; a hold that Java can no
+/// longer take (the JVM is gone) is released.
+pub(crate) fn spawn_hold<H, F>(id: jlong, fut: F) -> NResult<()>
+where
+    H: std::any::Any + Send + Sync,
+    F: Future<Output = etcdlock::Result<H>> + Send + 'static,
+{
+    spawn_reporting(id, fut, move |r| match r {
+        Ok(hold) => {
+            let h = into_handle(Arc::new(hold));
+            if !complete(id, h, 0, None) {
+                // Nobody took the handle: dropping the hold releases it.
+                drop(free::<H>(h));
+            }
+        }
+        Err(e) => {
+            complete(id, 0, 0, Some(&e));
+        }
+    })
+}
+
+/// [`spawn_reporting`] for a call that returns a number (a latch's wait, a
+/// barrier's arrival): Java gets the value, or the error.
+pub(crate) fn spawn_value<F>(id: jlong, fut: F) -> NResult<()>
+where
+    F: Future<Output = etcdlock::Result<jlong>> + Send + 'static,
+{
+    spawn_reporting(id, fut, move |r| {
+        match r {
+            Ok(v) => complete(id, 0, v, None),
+            Err(e) => complete(id, 0, 0, Some(&e)),
+        };
     })
 }
 
