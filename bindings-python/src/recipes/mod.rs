@@ -8,4 +8,4 @@ mod multi;
 mod status;
 
 pub(crate) use election::{NativeLeadership, NativeObserver};
-pub(crate) use multi::NativeMultiGuard;
+pub(crate) use multi::{multi_lost_for, NativeMultiGuard};

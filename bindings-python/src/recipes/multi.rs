@@ -1,14 +1,22 @@
 //! Multi-lock: `NativeClient.lock_many` and the `MultiGuard` it returns.
+//!
+//! A multi guard has the loss and renewal surface of a guard: it is lost
+//! when any of its locks is lost, and its renewal is that of the one
+//! session that holds every lock.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use etcdlock::Guard;
+use etcdlock::{Guard, Loss};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::args::*;
+use crate::callbacks::{call_on_fresh_thread, check_callable, renewal_caller};
 use crate::client::NativeClient;
+use crate::errors::*;
+use crate::guard::{seconds_left, Hold, LostEvent};
 use crate::wait::*;
 
 #[pymethods]
@@ -93,6 +101,28 @@ pub(crate) async fn multi_lost_for(
     })
 }
 
+/// The end of a multi-lock hold, owning no guard (it does not keep the
+/// locks alive): the name and loss of the first lock seen lost, or None once
+/// every lock ended without a loss (released).
+fn first_loss(guards: &[Guard]) -> impl Future<Output = Option<(String, Loss)>> + Send + 'static {
+    let signals: Vec<_> = guards
+        .iter()
+        .map(|g| (g.name().to_string(), g.lost_signal()))
+        .collect();
+    async move {
+        let mut set = tokio::task::JoinSet::new();
+        for (name, mut signal) in signals {
+            set.spawn(async move { signal.wait().await.map(|l| (name, l)) });
+        }
+        while let Some(r) = set.join_next().await {
+            if let Ok(Some(lost)) = r {
+                return Some(lost);
+            }
+        }
+        None
+    }
+}
+
 #[pymethods]
 impl NativeMultiGuard {
     /// The lock names, in the order given.
@@ -130,6 +160,82 @@ impl NativeMultiGuard {
             .guards()
             .iter()
             .find_map(|g| g.loss().map(|l| (g.name().to_string(), l.reason.name())))
+    }
+
+    /// The reason of the first lock lost (in name order), or None.
+    #[getter]
+    fn loss_reason(&self) -> Option<&'static str> {
+        self.loss().map(|(_, reason)| reason)
+    }
+
+    /// An Event-like view of the loss: set once any lock is lost.
+    #[getter]
+    fn lost(&self) -> LostEvent {
+        LostEvent {
+            of: Hold::Many(self.m.clone()),
+        }
+    }
+
+    /// Call `callback(name, reason)` once if any lock is lost (not on a
+    /// normal release), with the name and reason of the first loss seen; on
+    /// a fresh thread, as `Guard.on_lost`.
+    fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
+        check_callable(&callback, "on_lost")?;
+        let end = first_loss(self.m.guards());
+        let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
+        rt.spawn(async move {
+            if let Some((name, l)) = end.await {
+                let reason = l.reason.name();
+                call_on_fresh_thread(move |py| callback.call1(py, (name, reason)));
+            }
+        });
+        Ok(())
+    }
+
+    /// Seconds of validity left while the keep-alive renewal of the locks'
+    /// session is failing and every lock is held, else None.
+    #[getter]
+    fn renewal_failing(&self) -> Option<f64> {
+        let held = self.m.is_held();
+        self.m
+            .guards()
+            .iter()
+            .filter_map(|g| seconds_left(g, held))
+            .reduce(f64::min)
+    }
+
+    /// Call `callback(failing, seconds_left)` at each change of the renewal
+    /// of the locks' session (one session holds every lock), in order, each
+    /// on a fresh thread, as `Guard.on_renewal`; until the hold ends (every
+    /// lock released, or any lost).
+    fn on_renewal(&self, callback: Py<PyAny>) -> PyResult<()> {
+        check_callable(&callback, "on_renewal")?;
+        let mut changed = renewal_caller(callback);
+        let guards = self.m.guards();
+        let mut changes = guards[0].renewal_changes();
+        let end = first_loss(guards);
+        let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
+        rt.spawn(async move {
+            tokio::pin!(end);
+            loop {
+                tokio::select! {
+                    _ = &mut end => break,
+                    r = changes.changed() => {
+                        if r.is_err() {
+                            break;
+                        }
+                        let left = match *changes.borrow_and_update() {
+                            etcdlock::Renewal::Failing { valid_until } => {
+                                Some(valid_until.saturating_duration_since(Instant::now()))
+                            }
+                            etcdlock::Renewal::Ok => None,
+                        };
+                        changed(left);
+                    }
+                }
+            }
+        });
+        Ok(())
     }
 
     /// Block until one lock is lost: its (name, reason); None on a normal
