@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcdlock::Guard;
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use crate::args::*;
+use crate::callbacks::{call_on_fresh_thread, check_callable, renewal_caller};
 use crate::client::NativeClient;
 use crate::errors::*;
 use crate::wait::*;
@@ -81,7 +81,9 @@ impl NativeGuard {
     /// An Event-like view of the loss: `.is_set()`, `.wait(timeout)`, `.reason`.
     #[getter]
     fn lost(&self) -> LostEvent {
-        LostEvent { g: self.g.clone() }
+        LostEvent {
+            of: Hold::One(self.g.clone()),
+        }
     }
 
     /// Release the lock. Idempotent; raises LockLostError if the hold had been
@@ -169,35 +171,15 @@ impl NativeGuard {
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
         // Refuse a non-callable now, not as an unraisable error on a thread
         // at the moment the hold is lost (or never, if it is not).
-        Python::attach(|py| -> PyResult<()> {
-            let cb = callback.bind(py);
-            if !cb.is_callable() {
-                return Err(PyTypeError::new_err(format!(
-                    "on_lost() needs a callable, not {}",
-                    cb.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
-                )));
-            }
-            Ok(())
-        })?;
+        check_callable(&callback, "on_lost")?;
         // Core's owned loss signal: it does not keep the guard alive, and it
         // sees a loss already past its deadline that no task has marked yet.
         let mut signal = self.g.lost_signal();
-        let fire = move |reason: &'static str| {
-            std::thread::spawn(move || {
-                attach_gated(|py| {
-                    if let Err(e) = callback.call1(py, (reason,)) {
-                        e.write_unraisable(py, None);
-                    }
-                });
-            });
-        };
         let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
         rt.spawn(async move {
             if let Some(l) = signal.wait().await {
-                fire(l.reason.name());
+                let reason = l.reason.name();
+                call_on_fresh_thread(move |py| callback.call1(py, (reason,)));
             }
         });
         Ok(())
@@ -208,14 +190,7 @@ impl NativeGuard {
     /// failing hold is still held: pause guarded work, do not assume it lost.
     #[getter]
     fn renewal_failing(&self) -> Option<f64> {
-        match self.g.renewal() {
-            etcdlock::Renewal::Failing { valid_until } if self.g.is_held() => Some(
-                valid_until
-                    .saturating_duration_since(Instant::now())
-                    .as_secs_f64(),
-            ),
-            _ => None,
-        }
+        seconds_left(&self.g, self.g.is_held())
     }
 
     /// Call `callback(failing, seconds_left)` at each change of the renewal:
@@ -224,37 +199,8 @@ impl NativeGuard {
     /// ends (released or lost). Calls run in order, each on a fresh thread
     /// (as `on_lost`'s), so they may call blocking etcdlock methods.
     fn on_renewal(&self, callback: Py<PyAny>) -> PyResult<()> {
-        Python::attach(|py| -> PyResult<()> {
-            let cb = callback.bind(py);
-            if !cb.is_callable() {
-                return Err(PyTypeError::new_err(format!(
-                    "on_renewal() needs a callable, not {}",
-                    cb.get_type()
-                        .name()
-                        .map(|n| n.to_string())
-                        .unwrap_or_default()
-                )));
-            }
-            Ok(())
-        })?;
-        let callback = Arc::new(callback);
-        // Each call waits for the one before it: callbacks see changes in order.
-        let mut prev: Option<std::thread::JoinHandle<()>> = None;
-        let changed = move |left: Option<Duration>| {
-            let arg = (left.is_some(), left.map(|d| d.as_secs_f64()));
-            let (cb, before) = (callback.clone(), prev.take());
-            prev = Some(std::thread::spawn(move || {
-                if let Some(b) = before {
-                    let _ = b.join();
-                }
-                attach_gated(|py| {
-                    if let Err(e) = cb.call1(py, arg) {
-                        e.write_unraisable(py, None);
-                    }
-                });
-            }));
-        };
-        etcdlock::bridge::follow_renewal(&self.g, changed, || {})
+        check_callable(&callback, "on_renewal")?;
+        etcdlock::bridge::follow_renewal(&self.g, renewal_caller(callback), || {})
             .map_err(|e| Python::attach(|py| to_pyerr(py, &e)))?;
         Ok(())
     }
@@ -293,9 +239,19 @@ impl NativeGuard {
 }
 
 /// Event-like view of a guard's loss, in the shape of `threading.Event`.
+///
+/// It views one guard, or a multi guard: then it is set once any of its locks
+/// is lost, and `reason` is the reason of the first lock lost in name order.
 #[pyclass(module = "etcdlock", name = "LostEvent", frozen)]
 pub(crate) struct LostEvent {
-    pub(crate) g: Arc<Guard>,
+    pub(crate) of: Hold,
+}
+
+/// What a `LostEvent` views.
+#[derive(Clone)]
+pub(crate) enum Hold {
+    One(Arc<Guard>),
+    Many(Arc<etcdlock::MultiGuard>),
 }
 
 pub(crate) async fn wait_lost_for(
@@ -313,13 +269,13 @@ pub(crate) async fn wait_lost_for(
 impl LostEvent {
     /// True once the hold is lost.
     fn is_set(&self) -> bool {
-        self.g.loss().is_some()
+        self.loss().is_some()
     }
 
     /// The loss reason name, or None.
     #[getter]
     fn reason(&self) -> Option<&'static str> {
-        self.g.loss().map(|l| l.reason.name())
+        self.loss().map(|l| l.reason.name())
     }
 
     /// Block until the hold is lost (True) or `timeout` seconds pass (False).
@@ -327,16 +283,14 @@ impl LostEvent {
     #[pyo3(signature = (timeout=None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let t = timeout_arg(py, timeout)?;
-        let g = self.g.clone();
-        wait(py, wait_lost_for(g, t))
+        wait(py, self.lost_for(t))
     }
 
     /// `wait` as an awaitable.
     #[pyo3(signature = (timeout=None))]
     fn wait_async(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyAny>> {
         let t = timeout_arg(py, timeout)?;
-        let g = self.g.clone();
-        to_asyncio(py, wait_lost_for(g, t), |py, b| {
+        to_asyncio(py, self.lost_for(t), |py, b| {
             Ok(pyo3::types::PyBool::new(py, b)
                 .to_owned()
                 .into_any()
@@ -345,9 +299,48 @@ impl LostEvent {
     }
 
     pub(crate) fn __repr__(&self) -> String {
-        match self.g.loss() {
+        match self.loss() {
             Some(l) => format!("<etcdlock.LostEvent set reason={}>", l.reason.name()),
             None => "<etcdlock.LostEvent unset>".to_string(),
         }
+    }
+}
+
+impl LostEvent {
+    /// The loss of the guard, or of the first lock lost (in name order) of a
+    /// multi guard.
+    fn loss(&self) -> Option<etcdlock::Loss> {
+        match &self.of {
+            Hold::One(g) => g.loss(),
+            Hold::Many(m) => m.guards().iter().find_map(Guard::loss),
+        }
+    }
+
+    /// Resolves true once the hold is lost, false on a normal release or
+    /// after `timeout`.
+    fn lost_for(
+        &self,
+        timeout: Option<Duration>,
+    ) -> impl std::future::Future<Output = etcdlock::Result<bool>> + Send + 'static {
+        let of = self.of.clone();
+        async move {
+            match of {
+                Hold::One(g) => wait_lost_for(g, timeout).await,
+                Hold::Many(m) => Ok(crate::recipes::multi_lost_for(m, timeout).await?.is_some()),
+            }
+        }
+    }
+}
+
+/// Seconds of validity left while `g`'s keep-alive renewal is failing and
+/// `held`, else None.
+pub(crate) fn seconds_left(g: &Guard, held: bool) -> Option<f64> {
+    match g.renewal() {
+        etcdlock::Renewal::Failing { valid_until } if held => Some(
+            valid_until
+                .saturating_duration_since(Instant::now())
+                .as_secs_f64(),
+        ),
+        _ => None,
     }
 }

@@ -8,6 +8,7 @@
 mod args;
 #[cfg(feature = "bench")]
 mod bench;
+mod callbacks;
 mod client;
 mod errors;
 mod guard;

@@ -1,11 +1,14 @@
 //! `NativeLatch` and `NativeBarrier`: core's count-down latch and barrier
-//! (the pure-Python `Latch` / `Barrier` wrap them).
+//! (the pure-Python `Latch` / `Barrier` wrap them), and the `NativeClient`
+//! methods that open them.
 
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::PyString;
 
 use crate::args::*;
+use crate::client::NativeClient;
 use crate::errors::*;
 use crate::wait::*;
 
@@ -135,5 +138,78 @@ impl NativeBarrier {
     /// Stop renewing the barrier from this handle (idempotent).
     fn close(&self) {
         self.b.close();
+    }
+}
+
+#[pymethods]
+impl NativeClient {
+    /// Open the count-down latch `name` with `count` (a NativeLatch).
+    fn latch(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        count: i64,
+    ) -> PyResult<crate::sync::NativeLatch> {
+        let (c, name, count) = (
+            self.inner.clone(),
+            utf8(name, "latch name")?,
+            crate::sync::count_arg(py, "count", count)?,
+        );
+        let l = wait(py, async move { c.latch(&name, count).await })?;
+        Ok(crate::sync::NativeLatch::new(l))
+    }
+
+    /// `latch` as an awaitable.
+    fn latch_async(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        count: i64,
+    ) -> PyResult<Py<PyAny>> {
+        let (c, name, count) = (
+            self.inner.clone(),
+            utf8(name, "latch name")?,
+            crate::sync::count_arg(py, "count", count)?,
+        );
+        to_asyncio(py, async move { c.latch(&name, count).await }, |py, l| {
+            Ok(Py::new(py, crate::sync::NativeLatch::new(l))?.into_any())
+        })
+    }
+
+    /// Open the barrier `name` for `parties` parties (a NativeBarrier).
+    fn barrier(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        parties: i64,
+    ) -> PyResult<crate::sync::NativeBarrier> {
+        let (c, name, parties) = (
+            self.inner.clone(),
+            utf8(name, "barrier name")?,
+            crate::sync::count_arg(py, "parties", parties)?,
+        );
+        let parties = u32::try_from(parties).unwrap_or(u32::MAX);
+        let b = wait(py, async move { c.barrier(&name, parties).await })?;
+        Ok(crate::sync::NativeBarrier::new(b))
+    }
+
+    /// `barrier` as an awaitable.
+    fn barrier_async(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyString>,
+        parties: i64,
+    ) -> PyResult<Py<PyAny>> {
+        let (c, name, parties) = (
+            self.inner.clone(),
+            utf8(name, "barrier name")?,
+            crate::sync::count_arg(py, "parties", parties)?,
+        );
+        let parties = u32::try_from(parties).unwrap_or(u32::MAX);
+        to_asyncio(
+            py,
+            async move { c.barrier(&name, parties).await },
+            |py, b| Ok(Py::new(py, crate::sync::NativeBarrier::new(b))?.into_any()),
+        )
     }
 }

@@ -74,7 +74,12 @@ def recipes_usage(endpoints: List[str]) -> List[str]:
         with client.acquire_many(["a", "b"], timeout=5) as m:
             names: List[str] = m.names
             lost: Optional[Tuple[str, str]] = m.wait_lost(0.01)
-            del lost
+            m.on_lost(lambda lost_name, why: print(lost_name, why))
+            m.on_renewal(lambda failing, left: print(failing, left))
+            m_ev: etcdlock.LostEvent = m.lost
+            m_left: Optional[float] = m.renewal_failing
+            m_why: Optional[str] = m.loss_reason
+            del lost, m_ev, m_left, m_why
         lead: etcdlock.Leadership = client.campaign("leader", "node-1", timeout=5)
         lead.proclaim(b"node-1 v2")
         current: Optional[etcdlock.Leader] = client.leader("leader")
@@ -97,7 +102,10 @@ async def async_recipes_usage(endpoints: List[str]) -> Optional[etcdlock.Leader]
             await lead.proclaim("v2")
         async with await client.acquire_many(["a", "b"]) as m:
             ok: bool = m.is_held
-            del ok
+            m.on_lost(lambda lost_name, why: print(lost_name, why))
+            am_left: Optional[float] = m.renewal_failing
+            am_lost: bool = await m.lost.wait_async(0)
+            del ok, am_left, am_lost
         async for change in await client.observe("leader"):
             return change
         return await client.leader("leader")

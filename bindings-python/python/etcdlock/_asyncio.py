@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Type, TypeVar, Union
 
 if TYPE_CHECKING:  # asyncio is imported where the async API runs: it adds ~8 MB RSS (ssl)
     import asyncio
 
 from ._etcdlock import (
     ClosedError,
-    Guard,
-    Leadership,
-    MultiGuard,
     LockError,
-    LostEvent,
     NativeClient,
     NativeObserver,
     NotHeldError,
@@ -37,6 +33,7 @@ from ._common import (
     _sync_log_level,
     _status,
 )
+from ._async_guard import AsyncGuard as AsyncGuard, AsyncLeadership as AsyncLeadership, AsyncMultiGuard as AsyncMultiGuard
 from ._sync import AsyncBarrier, AsyncLatch
 from ._once import AsyncOnceHold, _check_span, once_async as _once_async, take_once_async as _take_once_async
 
@@ -63,190 +60,6 @@ class AsyncObserver:
     def __repr__(self) -> str:
         return f"<etcdlock.AsyncObserver name={self.name!r}>"
 
-
-
-_AG = TypeVar("_AG", bound="AsyncGuard")
-
-
-class AsyncGuard:
-    """A held lock, asyncio flavour: the same properties as :class:`Guard`,
-    with awaitable ``put`` / ``get`` / ``delete`` / ``unlock`` /
-    ``wait_lost``, and ``async with guard:`` (unlocks at the end)."""
-
-    def __init__(self, guard: Guard) -> None:
-        self.sync = guard
-        """The underlying blocking :class:`Guard`."""
-
-    @property
-    def name(self) -> str:
-        return self.sync.name
-
-    @property
-    def key(self) -> str:
-        return self.sync.key
-
-    @property
-    def lease_id(self) -> int:
-        return self.sync.lease_id
-
-    @property
-    def fencing_token(self) -> int:
-        return self.sync.fencing_token
-
-    @property
-    def is_held(self) -> bool:
-        return self.sync.is_held
-
-    @property
-    def state(self) -> str:
-        return self.sync.state
-
-    @property
-    def loss_reason(self) -> Optional[str]:
-        return self.sync.loss_reason
-
-    @property
-    def lost(self) -> LostEvent:
-        """Event-like loss view (``is_set()``; ``await lost.wait_async(timeout)``)."""
-        return self.sync.lost
-
-    def on_lost(self, callback: Callable[[str], Any]) -> None:
-        """See :meth:`Guard.on_lost` (the callback runs on its own thread)."""
-        self.sync.on_lost(callback)
-
-    @property
-    def renewal_failing(self) -> Optional[float]:
-        """See :attr:`Guard.renewal_failing`."""
-        return self.sync.renewal_failing
-
-    def on_renewal(self, callback: Callable[[bool, Optional[float]], Any]) -> None:
-        """See :meth:`Guard.on_renewal` (the callback runs on its own thread)."""
-        self.sync.on_renewal(callback)
-
-    async def wait_lost(self, timeout: Optional[float] = None) -> bool:
-        """True once the hold is lost; False after ``timeout`` or on normal release."""
-        return await self.sync.lost.wait_async(_check_timeout(timeout))
-
-    async def put(self, key: Union[str, bytes], value: Union[str, bytes]) -> None:
-        """Guarded put (see :meth:`Guard.put`)."""
-        await self.sync.put_async(key, value)
-
-    async def get(self, key: Union[str, bytes]) -> Optional[bytes]:
-        """Guarded get (see :meth:`Guard.get`)."""
-        return await self.sync.get_async(key)
-
-    async def delete(self, key: Union[str, bytes]) -> bool:
-        """Guarded delete (see :meth:`Guard.delete`)."""
-        return await self.sync.delete_async(key)
-
-    async def unlock(self) -> None:
-        """Release (see :meth:`Guard.unlock`)."""
-        await self.sync.unlock_async()
-
-    async def __aenter__(self: _AG) -> _AG:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        try:
-            await self.unlock()
-        except LockError:
-            if exc_type is None:
-                raise
-
-    def __repr__(self) -> str:
-        return repr(self.sync).replace("etcdlock.Guard", "etcdlock.AsyncGuard")
-
-
-class AsyncLeadership(AsyncGuard):
-    """:class:`Leadership`, asyncio flavour: an :class:`AsyncGuard` with
-    awaitable ``proclaim`` and ``resign`` (``async with`` resigns)."""
-
-    sync: Leadership
-
-    def __init__(self, leadership: Leadership) -> None:
-        super().__init__(leadership)
-
-    async def proclaim(self, value: Union[str, bytes]) -> None:
-        """Announce a new value; :class:`LockLostError` if we no longer lead."""
-        await self.sync.proclaim_async(value)
-
-    async def resign(self) -> None:
-        """Give up leadership (same as ``unlock``)."""
-        await self.sync.resign_async()
-
-    def __repr__(self) -> str:
-        return repr(self.sync).replace("etcdlock.Leadership", "etcdlock.AsyncLeadership")
-
-
-class AsyncMultiGuard:
-    """:class:`MultiGuard`, asyncio flavour (``async with`` unlocks every lock)."""
-
-    def __init__(self, multi: MultiGuard) -> None:
-        self.sync = multi
-        """The underlying :class:`MultiGuard`."""
-
-    @property
-    def names(self) -> List[str]:
-        return self.sync.names
-
-    @property
-    def keys(self) -> List[str]:
-        return self.sync.keys
-
-    @property
-    def fencing_tokens(self) -> List[int]:
-        return self.sync.fencing_tokens
-
-    @property
-    def is_held(self) -> bool:
-        return self.sync.is_held
-
-    @property
-    def loss(self) -> Optional[Tuple[str, str]]:
-        return self.sync.loss
-
-    async def wait_lost(self, timeout: Optional[float] = None) -> Optional[Tuple[str, str]]:
-        """(name, reason) of the first lock lost; None on release or after ``timeout``."""
-        return await self.sync.wait_lost_async(_check_timeout(timeout))
-
-    async def put(self, key: Union[str, bytes], value: Union[str, bytes]) -> None:
-        """:meth:`MultiGuard.put`, awaitable."""
-        await self.sync.put_async(key, value)
-
-    async def get(self, key: Union[str, bytes]) -> Optional[bytes]:
-        """:meth:`MultiGuard.get`, awaitable."""
-        return await self.sync.get_async(key)
-
-    async def delete(self, key: Union[str, bytes]) -> bool:
-        """:meth:`MultiGuard.delete`, awaitable."""
-        return await self.sync.delete_async(key)
-
-    async def unlock(self) -> None:
-        """Release every lock."""
-        await self.sync.unlock_async()
-
-    async def __aenter__(self) -> "AsyncMultiGuard":
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        try:
-            await self.unlock()
-        except LockError:
-            if exc_type is None:
-                raise
-
-    def __repr__(self) -> str:
-        return repr(self.sync).replace("etcdlock.MultiGuard", "etcdlock.AsyncMultiGuard")
 
 
 class AsyncClient:

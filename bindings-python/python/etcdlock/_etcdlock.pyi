@@ -67,7 +67,8 @@ _G = TypeVar("_G", bound="Guard")
 
 @final
 class LostEvent:
-    """Event-like view of a guard's loss (shaped like threading.Event)."""
+    """Event-like view of a guard's loss (shaped like threading.Event); for a
+    MultiGuard, set once any of its locks is lost."""
 
     @property
     def reason(self) -> Optional[str]:
@@ -154,7 +155,8 @@ class Leadership(Guard):
 @final
 class MultiGuard:
     """Several locks held together (`acquire_many`); `with` unlocks them all.
-    Losing any one lock is losing the whole hold."""
+    Losing any one lock is losing the whole hold: the loss and renewal
+    members are those of a Guard, for the hold as a whole."""
 
     @property
     def names(self) -> List[str]:
@@ -171,6 +173,28 @@ class MultiGuard:
     @property
     def loss(self) -> Optional[Tuple[str, str]]:
         """(name, reason) of the first lock lost, or None."""
+    @property
+    def loss_reason(self) -> Optional[str]:
+        """The reason of the first lock lost (in name order), or None."""
+    @property
+    def lost(self) -> LostEvent:
+        """An Event-like view of the loss: set once any lock is lost; its
+        `reason` is that of the first lock lost (in name order)."""
+    def on_lost(self, callback: Callable[[str, str], Any]) -> None:
+        """Call `callback(name, reason)` once if any lock is lost (not on a
+        normal release), with the name and reason of the first loss seen, on
+        a fresh thread (as `Guard.on_lost`). TypeError at once if `callback`
+        is not callable."""
+    @property
+    def renewal_failing(self) -> Optional[float]:
+        """Seconds of validity left while the keep-alive renewal of the
+        locks' session is failing and every lock is held, else None."""
+    def on_renewal(self, callback: Callable[[bool, Optional[float]], Any]) -> None:
+        """Call `callback(failing, seconds_left)` at each change of the
+        renewal of the locks' session (one session holds every lock), in
+        order, each on a fresh thread, until the hold ends (every lock
+        released, or any lost). TypeError at once if `callback` is not
+        callable."""
     def wait_lost(self, timeout: Optional[float] = None) -> Optional[Tuple[str, str]]:
         """Block until a lock is lost: its (name, reason); None on release or timeout."""
     def wait_lost_async(self, timeout: Optional[float] = None) -> Awaitable[Optional[Tuple[str, str]]]: ...
