@@ -6,12 +6,14 @@
 //! handles; every lock semantic lives in the core crate. Modules by concern:
 //! constants, errors (the one error mapper), options, client, guard (blocking
 //! locks and guarded operations), wait (what runs on runtime threads:
-//! lock_async, callbacks, observers), recipes, status (queue views), sync
+//! lock_async, callbacks, observers), recipes (semaphore, read-write
+//! lock), multi (multi-lock), election, status (queue views), sync
 //! (latches and barriers).
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
-// In this order in the header (cbindgen follows the declarations).
+// In this order in the header (cbindgen follows the declarations; rustfmt
+// sorts each run of declarations, so the comments keep this order).
 mod client;
 mod constants;
 mod errors;
@@ -19,6 +21,11 @@ mod guard;
 mod guarded;
 mod options;
 mod recipes;
+// After the recipes: the multi-lock,
+mod multi;
+// then the election,
+mod election;
+// then queue views, latches and barriers, what runs on runtime threads.
 mod status;
 mod sync;
 mod wait;
@@ -32,9 +39,11 @@ use etcdlock_core::{Error, ErrorCode, MAX_NAME_LEN};
 // header-only constants), and one `use crate::*` in each module finds the others.
 pub use client::*;
 pub use constants::*;
+pub use election::*;
 pub use errors::*;
 pub use guard::*;
 pub use guarded::*;
+pub use multi::*;
 pub use options::*;
 pub use recipes::*;
 pub use status::*;
