@@ -8,7 +8,8 @@
 //! locks and guarded operations), wait (what runs on runtime threads:
 //! lock_async, callbacks, observers), recipes (semaphore, read-write
 //! lock), multi (multi-lock), election, status (queue views), sync
-//! (latches and barriers).
+//! (latches and barriers), multi_wait (the multi-lock's loss and renewal
+//! callbacks).
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
@@ -29,6 +30,8 @@ mod election;
 mod status;
 mod sync;
 mod wait;
+// then the multi-lock's callbacks.
+mod multi_wait;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Duration;
@@ -44,6 +47,7 @@ pub use errors::*;
 pub use guard::*;
 pub use guarded::*;
 pub use multi::*;
+pub use multi_wait::*;
 pub use options::*;
 pub use recipes::*;
 pub use status::*;

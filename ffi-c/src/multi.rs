@@ -15,6 +15,8 @@ pub struct etcdlock_multi {
     pub(crate) multi: Arc<etcdlock_core::MultiGuard>,
     pub(crate) keys: Vec<CString>,
     pub(crate) pid: u32,
+    /// Its client's: etcdlock_client_free waits for the multi-lock's callbacks too.
+    pub(crate) callbacks: Arc<Callbacks>,
 }
 
 /// Lock `count` names together. All waiter keys are created in one etcd
@@ -43,7 +45,8 @@ pub unsafe extern "C" fn etcdlock_lock_many(
     ffi(|| {
         let out = out_arg(multi, "multi (out)")?;
         *out = std::ptr::null_mut();
-        let c = client_arg(client)?.client.clone();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
         if names.is_null() {
             return Err(invalid("names is NULL"));
         }
@@ -77,6 +80,7 @@ pub unsafe extern "C" fn etcdlock_lock_many(
             multi: Arc::new(m),
             keys,
             pid: current_pid(),
+            callbacks: h.callbacks.clone(),
         }));
         Ok(())
     })
@@ -154,6 +158,36 @@ pub unsafe extern "C" fn etcdlock_multi_is_held(
     ffi(|| {
         let out = out_arg(held, "held (out)")?;
         *out = multi_arg(multi)?.multi.is_held() as c_int;
+        Ok(())
+    })
+}
+
+/// *reason = the ETCDLOCK_LOSS_* reason of a lock of the multi-lock that was
+/// lost, and *index its position in the names given to etcdlock_lock_many
+/// (the lowest such position if several were lost); ETCDLOCK_LOSS_NONE and
+/// SIZE_MAX when none was (held, or released normally). index may be NULL.
+///
+/// Safety: multi is a live handle; reason is writable; index is NULL or writable.
+///
+/// Example: int r; size_t i; etcdlock_multi_loss_reason(m, &r, &i); if (r) printf("%s: %s\n", names[i], etcdlock_loss_reason_name(r));
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_multi_loss_reason(
+    multi: *const etcdlock_multi,
+    reason: *mut c_int,
+    index: *mut usize,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(reason, "reason (out)")?;
+        let lost = multi_arg(multi)?
+            .multi
+            .guards()
+            .iter()
+            .enumerate()
+            .find_map(|(i, g)| g.loss().map(|l| (i, l)));
+        *out = lost.map_or(ETCDLOCK_LOSS_NONE, |(_, l)| l.reason as c_int);
+        if let Some(ix) = index.as_mut() {
+            *ix = lost.map_or(usize::MAX, |(i, _)| i);
+        }
         Ok(())
     })
 }
