@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use etcdlock::{ErrorCode, GuardState, LossSignal, Renewal};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
@@ -90,6 +91,84 @@ impl NativeMulti {
         guard_sync(|| Ok(self.m.is_held())).unwrap_or(false)
     }
 
+    /// `"held"` while every lock is held; the loss reason name of a lock
+    /// lost (the first in name order); else `"released"`.
+    #[napi(getter)]
+    pub fn state(&self) -> String {
+        let states: Vec<GuardState> = self.m.guards().iter().map(|g| g.state()).collect();
+        let lost = states.iter().find_map(|s| match s {
+            GuardState::Lost(l) => Some(l.reason.name()),
+            _ => None,
+        });
+        match lost {
+            Some(reason) => reason.into(),
+            None if states.iter().all(|s| *s == GuardState::Held) => "held".into(),
+            None => "released".into(),
+        }
+    }
+
+    /// As `NativeLock.renewalValidForMs`: every lock of a multi-lock is on
+    /// one session (one lease), so they are renewed together. Null unless
+    /// the renewal is failing while every lock is held.
+    #[napi(getter)]
+    pub fn renewal_valid_for_ms(&self) -> Option<f64> {
+        match self.m.guards().first().map(|g| g.renewal()) {
+            Some(Renewal::Failing { valid_until }) if self.m.is_held() => Some(
+                valid_until
+                    .saturating_duration_since(std::time::Instant::now())
+                    .as_secs_f64()
+                    * 1000.0,
+            ),
+            _ => None,
+        }
+    }
+
+    /// As `NativeLock.onRenewal`, until the multi-lock's hold ends (a lock
+    /// lost, or released). Held weakly: it keeps neither the event loop nor
+    /// the locks alive.
+    #[napi(ts_args_type = "cb: (err: null | Error, validForMs: number | null) => void")]
+    pub fn on_renewal(
+        &self,
+        cb: ThreadsafeFunction<Option<f64>, (), Option<f64>, Status, true, true>,
+    ) -> napi::Result<()> {
+        guard_sync(|| {
+            let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
+            // One session for every lock: the first lock's renewal is the hold's.
+            let first = self.m.guards().first().ok_or_else(|| {
+                to_js_err(&etcdlock::Error::new(
+                    ErrorCode::Internal,
+                    "a multi-lock without locks",
+                ))
+            })?;
+            let mut changes = first.renewal_changes();
+            let end = hold_end(self.m.guards().iter().map(|g| g.lost_signal()).collect());
+            rt.spawn(async move {
+                tokio::pin!(end);
+                loop {
+                    tokio::select! {
+                        _ = &mut end => break,
+                        r = changes.changed() => {
+                            if r.is_err() {
+                                break;
+                            }
+                            let left = match *changes.borrow_and_update() {
+                                Renewal::Failing { valid_until } => Some(
+                                    valid_until
+                                        .saturating_duration_since(std::time::Instant::now())
+                                        .as_secs_f64()
+                                        * 1000.0,
+                                ),
+                                Renewal::Ok => None,
+                            };
+                            cb.call(Ok(left), ThreadsafeFunctionCallMode::NonBlocking);
+                        }
+                    }
+                }
+            });
+            Ok(())
+        })
+    }
+
     #[napi(ts_return_type = "Promise<void>")]
     pub fn unlock<'env>(&self, env: &'env Env) -> napi::Result<Object<'env>> {
         guard_sync(|| {
@@ -138,4 +217,14 @@ impl NativeMulti {
             Ok(())
         })
     }
+}
+
+/// Resolves when a multi-lock's hold ends: the first lock lost, or the
+/// release (which ends every lock's hold).
+async fn hold_end(signals: Vec<LossSignal>) {
+    let mut set = tokio::task::JoinSet::new();
+    for mut s in signals {
+        set.spawn(async move { s.wait().await });
+    }
+    let _ = set.join_next().await;
 }
