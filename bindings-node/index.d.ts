@@ -274,6 +274,15 @@ export declare class MultiLock implements AsyncDisposable {
   readonly signal: AbortSignal;
   /** True while every lock is held. */
   readonly isHeld: boolean;
+  /** `'held'` while every lock is held, the loss reason of a lock lost (the first in name order), else `'released'`. */
+  readonly state: 'held' | 'released' | LossReasonName;
+  /**
+   * As `Lock.renewal` (every lock is on one session, renewed together): failing, with the ms of
+   * validity left, while no keep-alive is acknowledged and every lock is held.
+   */
+  readonly renewal: Renewal;
+  /** Call `listener` at each change of `renewal` until the hold ends (a lock lost, or released); keeps neither the process nor the locks alive. */
+  onRenewal(listener: (renewal: Renewal) => void): void;
   /** Put `key` = `value` only while every lock is held (one etcd transaction; `LockLost` otherwise). */
   put(key: string | Uint8Array, value: string | Uint8Array): Promise<void>;
   /** Get `key` only while every lock is held; `null` when absent. */

@@ -433,6 +433,12 @@ typedef void (*etcdlock_observe_cb)(int status,
                                     int64_t revision,
                                     void *user_data);
 
+// Loss callback of etcdlock_multi_on_loss: reason is one of ETCDLOCK_LOSS_*
+// and index the position of the lost lock in the names given to
+// etcdlock_lock_many; reason ETCDLOCK_LOSS_NONE and index SIZE_MAX when the
+// multi-lock was released normally.
+typedef void (*etcdlock_multi_loss_cb)(int reason, size_t index, void *user_data);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -958,6 +964,18 @@ int etcdlock_multi_fencing_token(const struct etcdlock_multi *multi, int64_t *to
 // Example: int held; etcdlock_multi_is_held(m, &held);
 int etcdlock_multi_is_held(const struct etcdlock_multi *multi, int *held);
 
+// *reason = the ETCDLOCK_LOSS_* reason of a lock of the multi-lock that was
+// lost, and *index its position in the names given to etcdlock_lock_many
+// (the lowest such position if several were lost); ETCDLOCK_LOSS_NONE and
+// SIZE_MAX when none was (held, or released normally). index may be NULL.
+//
+// Safety: multi is a live handle; reason is writable; index is NULL or writable.
+//
+// Example: int r; size_t i; etcdlock_multi_loss_reason(m, &r, &i); if (r) printf("%s: %s\n", names[i], etcdlock_loss_reason_name(r));
+int etcdlock_multi_loss_reason(const struct etcdlock_multi *multi,
+                               int *reason,
+                               size_t *index);
+
 // Release every lock. Each is tried; the first error is returned
 // (ETCDLOCK_LOCK_LOST if one had been lost). Idempotent. The handle must
 // still be freed.
@@ -1412,6 +1430,55 @@ int etcdlock_observe(const struct etcdlock_client *client,
                      etcdlock_observe_cb callback,
                      void *user_data,
                      struct etcdlock_cancel_handle **cancel);
+
+// Register a callback for the end of the multi-lock's hold (the loss of any
+// one lock is the loss of the hold). `callback(reason, index, user_data)`
+// runs exactly once, on a runtime thread: with the ETCDLOCK_LOSS_* reason
+// of the first lock lost and its position in the names given to
+// etcdlock_lock_many, or with ETCDLOCK_LOSS_NONE and SIZE_MAX once every
+// lock was released (etcdlock_multi_unlock, etcdlock_multi_free). Otherwise
+// as etcdlock_guard_on_loss: if the hold already ended it runs at once;
+// several callbacks may be registered, each runs once; etcdlock_client_free
+// on the multi-lock's client returns only after the callback has returned
+// (unless it is called from a callback).
+//
+// Safety: multi is a live handle; user_data must stay valid until the callback ran.
+//
+// Example:
+//     static void lost(int reason, size_t index, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
+//     etcdlock_multi_on_loss(m, lost, &stop_flag);
+int etcdlock_multi_on_loss(const struct etcdlock_multi *multi,
+                           etcdlock_multi_loss_cb callback,
+                           void *user_data);
+
+// As etcdlock_guard_renewal, for the multi-lock: every lock of it is on one
+// session (one lease), so they are renewed together. *valid_for_ms is the
+// milliseconds the hold still has while renewal is failing, -1 when
+// renewals are acknowledged or the hold ended (a lock lost, or released).
+//
+// Safety: multi is a live handle; valid_for_ms is writable.
+//
+// Example: int64_t left; etcdlock_multi_renewal(m, &left); if (left >= 0) pause_writes(left);
+int etcdlock_multi_renewal(const struct etcdlock_multi *multi, int64_t *valid_for_ms);
+
+// As etcdlock_guard_on_renewal, for the multi-lock: `callback(ms,
+// user_data)` runs on a runtime thread, one call at a time, in order: with
+// the milliseconds the hold still has when renewal starts failing, -1 when
+// it is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2)
+// when the hold ends (a lock lost, or released), after which it is never
+// called again. etcdlock_client_free on the multi-lock's client returns
+// only after the ETCDLOCK_RENEWAL_ENDED call has returned (unless it is
+// called from a callback).
+//
+// Safety: multi is a live handle; user_data must stay valid until the
+// ETCDLOCK_RENEWAL_ENDED call.
+//
+// Example:
+//     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
+//     etcdlock_multi_on_renewal(m, renewal, &paused);
+int etcdlock_multi_on_renewal(const struct etcdlock_multi *multi,
+                              etcdlock_renewal_cb callback,
+                              void *user_data);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -7,6 +7,21 @@ const { checkText, checkName, checkOptions, optNumber, optString, optBoolean, to
 // Lock -> its native handle, for subclasses (Leadership) that need it.
 const NATIVE = new WeakMap();
 
+// The renewal as JavaScript sees it, from the native ms-left-or-null.
+function renewalOf(ms) {
+  return ms === null || ms === undefined ? { failing: false } : { failing: true, validForMs: ms };
+}
+
+// Register `listener` for renewal changes of a native lock or multi-lock; the
+// callback captures only the listener (not the Lock), like `onEnd`.
+function followRenewal(n, listener) {
+  if (typeof listener !== 'function') throw invalid('onRenewal() needs a function');
+  n.onRenewal((err, ms) => {
+    if (err) return;
+    listener(renewalOf(ms));
+  });
+}
+
 // Built outside any scope that sees the Lock or the native lock: the native
 // side holds this callback until the hold ends, and it must not keep them alive.
 function onEnd(resolve, controller, name) {
@@ -88,8 +103,7 @@ class Lock {
    * @type {{ failing: boolean, validForMs?: number }}
    */
   get renewal() {
-    const ms = this.#n.renewalValidForMs;
-    return ms === null || ms === undefined ? { failing: false } : { failing: true, validForMs: ms };
+    return renewalOf(this.#n.renewalValidForMs);
   }
 
   /**
@@ -98,11 +112,7 @@ class Lock {
    * @param {(renewal: { failing: boolean, validForMs?: number }) => void} listener
    */
   onRenewal(listener) {
-    if (typeof listener !== 'function') throw invalid('onRenewal() needs a function');
-    this.#n.onRenewal((err, ms) => {
-      if (err) return;
-      listener(ms === null || ms === undefined ? { failing: false } : { failing: true, validForMs: ms });
-    });
+    followRenewal(this.#n, listener);
   }
 
   /** `'held'`, `'released'`, or the loss reason. */
@@ -186,6 +196,8 @@ function onMultiEnd(resolve, controller) {
  * Several locks held together, from `client.lockMany()`. Losing any one of
  * them is losing the hold: `lost` resolves with `{ name, reason }` of the
  * first, and `signal` aborts. `unlock()` (or `await using`) releases all.
+ * The loss and renewal members are a `Lock`'s: `lost`, `signal`, `isHeld`,
+ * `state`, `renewal`, `onRenewal`.
  */
 class MultiLock {
   #n;
@@ -227,6 +239,31 @@ class MultiLock {
   /** True while every lock is held. */
   get isHeld() {
     return this.#n.isHeld;
+  }
+
+  /** `'held'` while every lock is held, the loss reason of a lock lost (the first in name order), else `'released'`. */
+  get state() {
+    return this.#n.state;
+  }
+
+  /**
+   * As `Lock.renewal`: every lock of a multi-lock is on one session, so they
+   * are renewed together. `{ failing: true, validForMs }` while the renewal
+   * is failing and every lock is held, else `{ failing: false }`.
+   * @type {{ failing: boolean, validForMs?: number }}
+   */
+  get renewal() {
+    return renewalOf(this.#n.renewalValidForMs);
+  }
+
+  /**
+   * Call `listener({ failing, validForMs })` at each change of `renewal` until
+   * the hold ends (a lock lost, or released). Keeps neither the process nor
+   * the locks alive.
+   * @param {(renewal: { failing: boolean, validForMs?: number }) => void} listener
+   */
+  onRenewal(listener) {
+    followRenewal(this.#n, listener);
   }
 
   /** Release every lock (each is tried; rejects with the first error). */

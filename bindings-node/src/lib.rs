@@ -19,11 +19,14 @@
 #[cfg(feature = "bench")]
 mod bench;
 mod client;
+mod election;
 mod errors;
 mod guard;
+mod multi;
 mod once;
 mod options;
 mod recipes;
+mod status;
 mod sync;
 mod wait;
 

@@ -192,6 +192,46 @@ describe('multi-lock', () => {
     await rejectsWith(m.unlock(), 'LockLost');
   });
 
+  it("has a Lock's loss and renewal members: one loss, reported once with its name and reason", async () => {
+    const c = await connect();
+    const base = unique('multi-members');
+    const names = [`${base}-a`, `${base}-b`, `${base}-c`];
+    const m = await c.lockMany(names);
+    assert.equal(m.state, 'held');
+    assert.deepEqual(m.renewal, { failing: false });
+    assert.throws(() => m.onRenewal(3), (e) => e instanceof LockError && e.code === 'InvalidArgument');
+    const renewals = [];
+    m.onRenewal((r) => renewals.push(r));
+    const aborts = [];
+    m.signal.addEventListener('abort', () => aborts.push(m.signal.reason));
+    const { execFile } = require('node:child_process');
+    await new Promise((res, rej) =>
+      execFile('etcdctl', ['--endpoints', etcd.endpoints.join(','), 'del', m.keys[1]], { env: { ...process.env, ETCDCTL_API: '3' } }, (e) => (e ? rej(e) : res())),
+    );
+    assert.deepEqual(await m.lost, { name: names[1], reason: 'KeyDeleted' });
+    assert.equal(aborts.length, 1);
+    assert.ok(aborts[0] instanceof LockError && aborts[0].code === 'LockLost' && aborts[0].reason === 'KeyDeleted', String(aborts[0]));
+    assert.equal(m.state, 'KeyDeleted');
+    assert.equal(m.isHeld, false);
+    assert.deepEqual(m.renewal, { failing: false });
+    await rejectsWith(m.unlock(), 'LockLost');
+    assert.equal(m.state, 'KeyDeleted');
+    assert.equal(aborts.length, 1);
+    assert.deepEqual(renewals, []);
+
+    // Released normally: 'released', and `lost` stays pending.
+    const r = await c.lockMany([`${base}-x`, `${base}-y`]);
+    const seen = [];
+    r.lost.then((v) => seen.push(v));
+    assert.equal(r.state, 'held');
+    await r.unlock();
+    assert.equal(r.state, 'released');
+    assert.deepEqual(r.renewal, { failing: false });
+    assert.deepEqual(await keys(`${base}-x/`), []); // a round trip after the release
+    assert.deepEqual(seen, []);
+    assert.equal(r.signal.aborted, false);
+  });
+
   it('bad input is InvalidArgument', async () => {
     const c = await connect();
     const n = unique('multi-bad');

@@ -60,6 +60,15 @@ export async function recipes(client: Client): Promise<string[]> {
     await using many: MultiLock = await client.lockMany(['a', 'b'], { timeout: 5000 });
     const tokens: bigint[] = many.fencingTokens;
     out.push(String(tokens.length));
+    // The loss and renewal members of a Lock.
+    const state: 'held' | 'released' | LossReasonName = many.state;
+    const failing: boolean = many.renewal.failing;
+    const lostOne: Promise<{ name: string; reason: LossReasonName }> = many.lost;
+    many.onRenewal((r) => {
+      const left: number | undefined = r.validForMs;
+      void left;
+    });
+    void state; void failing; void lostOne;
   }
   const lead: Leadership = await client.campaign('leader', 'node-1');
   await lead.proclaim(Buffer.from('node-1 v2'));
@@ -136,5 +145,10 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   const i: string = await (await client.barrier('x', 2)).wait();
   // @ts-expect-error runOnce needs atMost
   await client.runOnce('x', () => 1, { atLeast: 5 });
-  void t; void l; void c; void i;
+  const many = await client.lockMany(['a', 'b']);
+  // @ts-expect-error a multi-lock's renewal listener takes a Renewal, not ms
+  many.onRenewal((ms: number) => ms);
+  // @ts-expect-error a multi-lock's state is a string
+  const s: boolean = many.state;
+  void t; void l; void c; void i; void s;
 }

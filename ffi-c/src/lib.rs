@@ -6,12 +6,15 @@
 //! handles; every lock semantic lives in the core crate. Modules by concern:
 //! constants, errors (the one error mapper), options, client, guard (blocking
 //! locks and guarded operations), wait (what runs on runtime threads:
-//! lock_async, callbacks, observers), recipes, status (queue views), sync
-//! (latches and barriers).
+//! lock_async, callbacks, observers), recipes (semaphore, read-write
+//! lock), multi (multi-lock), election, status (queue views), sync
+//! (latches and barriers), multi_wait (the multi-lock's loss and renewal
+//! callbacks).
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
-// In this order in the header (cbindgen follows the declarations).
+// In this order in the header (cbindgen follows the declarations; rustfmt
+// sorts each run of declarations, so the comments keep this order).
 mod client;
 mod constants;
 mod errors;
@@ -19,9 +22,16 @@ mod guard;
 mod guarded;
 mod options;
 mod recipes;
+// After the recipes: the multi-lock,
+mod multi;
+// then the election,
+mod election;
+// then queue views, latches and barriers, what runs on runtime threads.
 mod status;
 mod sync;
 mod wait;
+// then the multi-lock's callbacks.
+mod multi_wait;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Duration;
@@ -32,9 +42,12 @@ use etcdlock_core::{Error, ErrorCode, MAX_NAME_LEN};
 // header-only constants), and one `use crate::*` in each module finds the others.
 pub use client::*;
 pub use constants::*;
+pub use election::*;
 pub use errors::*;
 pub use guard::*;
 pub use guarded::*;
+pub use multi::*;
+pub use multi_wait::*;
 pub use options::*;
 pub use recipes::*;
 pub use status::*;

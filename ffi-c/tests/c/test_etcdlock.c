@@ -136,6 +136,28 @@ static void on_loss(int reason, void *ud) {
     pthread_mutex_unlock(&e->mu);
 }
 
+/* A multi-lock's loss callback: the event plus the lost lock's index. */
+typedef struct {
+    event e;
+    size_t index;
+} multi_loss_event;
+
+static void on_multi_loss(int reason, size_t index, void *ud) {
+    multi_loss_event *m = ud;
+    pthread_mutex_lock(&m->e.mu);
+    m->e.fired++;
+    m->e.status = reason;
+    m->index = index;
+    m->e.thread = pthread_self();
+    pthread_cond_broadcast(&m->e.cv);
+    pthread_mutex_unlock(&m->e.mu);
+}
+
+static void ignore_renewal(int64_t ms, void *ud) {
+    (void)ms;
+    (void)ud;
+}
+
 /* ------------------------------------------------------------------------ */
 
 static void test_version_and_names(void) {
@@ -1541,6 +1563,19 @@ static void test_multi_guarded(void) {
     etcdlock_multi *m = NULL;
     CHECK_RC(etcdlock_lock_many(c, names, 2, 5000, &m), ETCDLOCK_OK);
     if (!m) { etcdlock_client_free(c); return; }
+    /* The loss API of a guard, on the multi-lock: nothing lost while held. */
+    multi_loss_event lost, late;
+    event_init(&lost.e);
+    event_init(&late.e);
+    lost.index = late.index = 7;
+    int mreason = -1;
+    size_t mindex = 7;
+    int64_t mleft = 0;
+    CHECK_RC(etcdlock_multi_on_loss(m, on_multi_loss, &lost), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_multi_loss_reason(m, &mreason, &mindex), ETCDLOCK_OK);
+    CHECK(mreason == ETCDLOCK_LOSS_NONE && mindex == SIZE_MAX, "held: reason %d index %zu", mreason, mindex);
+    CHECK_RC(etcdlock_multi_renewal(m, &mleft), ETCDLOCK_OK);
+    CHECK(mleft == -1, "renewal while held: %lld", (long long)mleft);
     CHECK_RC(etcdlock_multi_put(m, (const uint8_t *)key, kl, (const uint8_t *)"100", 3), ETCDLOCK_OK);
     uint8_t *v = NULL;
     size_t n = 0;
@@ -1557,12 +1592,29 @@ static void test_multi_guarded(void) {
     CHECK_RC(etcdlock_multi_key(m, 1, &k1), ETCDLOCK_OK);
     const char *del[] = {"del", k1, NULL};
     CHECK(run_etcdctl(H.endpoint, del), "etcdctl del");
+    /* The loss callback names the lock (index 1) and the reason. */
+    CHECK(event_wait(&lost.e, 10000), "multi loss callback ran");
+    CHECK(lost.e.status == ETCDLOCK_LOSS_KEY_DELETED && lost.index == 1, "multi loss: %s, index %zu",
+          etcdlock_loss_reason_name(lost.e.status), lost.index);
+    CHECK(!pthread_equal(lost.e.thread, pthread_self()), "on a runtime thread");
     CHECK_RC(etcdlock_multi_put(m, (const uint8_t *)key, kl, (const uint8_t *)"2", 1), ETCDLOCK_LOCK_LOST);
     CHECK(etcdlock_last_error_loss_reason() == ETCDLOCK_LOSS_KEY_DELETED, "loss reason %d", etcdlock_last_error_loss_reason());
     int held = 1;
     CHECK_RC(etcdlock_multi_is_held(m, &held), ETCDLOCK_OK);
     CHECK(held == 0, "not held after the loss");
+    CHECK_RC(etcdlock_multi_loss_reason(m, &mreason, &mindex), ETCDLOCK_OK);
+    CHECK(mreason == ETCDLOCK_LOSS_KEY_DELETED && mindex == 1, "lost: reason %d index %zu", mreason, mindex);
+    CHECK_RC(etcdlock_multi_loss_reason(m, &mreason, NULL), ETCDLOCK_OK);
+    CHECK(mreason == ETCDLOCK_LOSS_KEY_DELETED, "reason without index %d", mreason);
+    CHECK_RC(etcdlock_multi_renewal(m, &mleft), ETCDLOCK_OK);
+    CHECK(mleft == -1, "renewal after the loss: %lld", (long long)mleft);
+    /* Registered after the end (lock 0 still held): runs at once with the loss. */
+    CHECK_RC(etcdlock_multi_on_loss(m, on_multi_loss, &late), ETCDLOCK_OK);
+    CHECK(event_wait(&late.e, 10000) && late.e.status == ETCDLOCK_LOSS_KEY_DELETED && late.index == 1,
+          "late: %d index %zu", late.e.status, late.index);
     CHECK_RC(etcdlock_multi_unlock(m), ETCDLOCK_LOCK_LOST);
+    CHECK_RC(etcdlock_multi_loss_reason(m, &mreason, &mindex), ETCDLOCK_OK);
+    CHECK(mreason == ETCDLOCK_LOSS_KEY_DELETED && mindex == 1, "after unlock: reason %d index %zu", mreason, mindex);
     etcdlock_multi_free(m);
     /* The data kept the value written while both locks were held. */
     etcdlock_guard *g = NULL;
@@ -1574,7 +1626,12 @@ static void test_multi_guarded(void) {
         etcdlock_unlock(g);
         etcdlock_guard_free(g);
     }
+    /* etcdlock_client_free returns after every callback of the client's
+     * multi-locks returned: each loss callback ran exactly once. */
     etcdlock_client_free(c);
+    CHECK(lost.e.fired == 1 && late.e.fired == 1, "each once: %d %d", lost.e.fired, late.e.fired);
+    event_destroy(&lost.e);
+    event_destroy(&late.e);
 }
 
 static void test_lock_many(void) {
@@ -1605,6 +1662,14 @@ static void test_lock_many(void) {
     }
     const char *k = NULL;
     CHECK_RC(etcdlock_multi_key(m, 3, &k), ETCDLOCK_INVALID_ARGUMENT);
+    multi_loss_event rel;
+    event_init(&rel.e);
+    rel.index = 7;
+    CHECK_RC(etcdlock_multi_on_loss(m, NULL, &rel), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_on_renewal(m, NULL, &rel), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_loss_reason(m, NULL, NULL), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_renewal(m, NULL), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_on_loss(m, on_multi_loss, &rel), ETCDLOCK_OK);
     /* A one-try on an overlapping set fails and leaves no key on either name. */
     const char *overlap[] = {z, n1};
     CHECK_RC(etcdlock_lock_many(b, overlap, 2, 0, &m2), ETCDLOCK_TIMEOUT);
@@ -1613,6 +1678,13 @@ static void test_lock_many(void) {
     CHECK_RC(etcdlock_multi_unlock(m), ETCDLOCK_OK);
     CHECK_RC(etcdlock_multi_is_held(m, &held), ETCDLOCK_OK);
     CHECK(held == 0, "held after unlock %d", held);
+    /* Released normally: the loss callback says NONE, with index SIZE_MAX. */
+    CHECK(event_wait(&rel.e, 10000) && rel.e.status == ETCDLOCK_LOSS_NONE && rel.index == SIZE_MAX,
+          "released: %d index %zu", rel.e.status, rel.index);
+    int rreason = -1;
+    size_t rindex = 0;
+    CHECK_RC(etcdlock_multi_loss_reason(m, &rreason, &rindex), ETCDLOCK_OK);
+    CHECK(rreason == ETCDLOCK_LOSS_NONE && rindex == SIZE_MAX, "released: reason %d index %zu", rreason, rindex);
     CHECK_RC(etcdlock_multi_unlock(m), ETCDLOCK_OK); /* idempotent */
     etcdlock_multi_free(m);
     for (size_t i = 0; i < 3; i++) CHECK(queue_len(a, names[i]) == 0, "no key on %s", names[i]);
@@ -1625,6 +1697,11 @@ static void test_lock_many(void) {
     CHECK_RC(etcdlock_lock_many(a, withnull, 2, 1000, &m2), ETCDLOCK_INVALID_ARGUMENT);
     CHECK_RC(etcdlock_lock_many(a, names, ETCDLOCK_MAX_MULTI + 1, 1000, &m2), ETCDLOCK_INVALID_ARGUMENT);
     CHECK_RC(etcdlock_multi_is_held(NULL, &held), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_loss_reason(NULL, &rreason, &rindex), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_on_loss(NULL, on_multi_loss, &rel), ETCDLOCK_INVALID_ARGUMENT);
+    int64_t rleft = 0;
+    CHECK_RC(etcdlock_multi_renewal(NULL, &rleft), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_multi_on_renewal(NULL, ignore_renewal, NULL), ETCDLOCK_INVALID_ARGUMENT);
     etcdlock_multi_free(NULL);
     /* Opposite orders on two clients never deadlock; exclusion holds. */
     atomic_int inside = 0, bad = 0, done = 0;
@@ -1638,6 +1715,8 @@ static void test_lock_many(void) {
     CHECK(atomic_load(&done) == 60 && atomic_load(&bad) == 0, "done %d bad %d", atomic_load(&done), atomic_load(&bad));
     etcdlock_client_free(a);
     etcdlock_client_free(b);
+    CHECK(rel.e.fired == 1, "the release was reported %d times", rel.e.fired);
+    event_destroy(&rel.e);
 }
 
 typedef struct {
@@ -1790,12 +1869,21 @@ static void test_renewal(void) {
     CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
     if (c) CHECK_RC(etcdlock_lock(c, "renewal", 5000, &g), ETCDLOCK_OK);
     if (!g) { etcdlock_client_free(c); harness_stop(&A); return; }
+    /* A multi-lock on the same client: the same session, the same renewal. */
+    const char *mnames[] = {"renewal-a", "renewal-b"};
+    etcdlock_multi *m = NULL;
+    CHECK_RC(etcdlock_lock_many(c, mnames, 2, 5000, &m), ETCDLOCK_OK);
+    if (!m) { etcdlock_guard_free(g); etcdlock_client_free(c); harness_stop(&A); return; }
     int64_t left = 0;
     CHECK_RC(etcdlock_guard_renewal(g, &left), ETCDLOCK_OK);
     CHECK(left == -1, "renewal before the hang: %lld", (long long)left);
+    CHECK_RC(etcdlock_multi_renewal(m, &left), ETCDLOCK_OK);
+    CHECK(left == -1, "multi renewal before the hang: %lld", (long long)left);
     static renewal_log r = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, 0, 0};
+    static renewal_log mr = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, {0}, 0, 0};
     CHECK_RC(etcdlock_guard_on_renewal(g, NULL, &r), ETCDLOCK_INVALID_ARGUMENT);
     CHECK_RC(etcdlock_guard_on_renewal(g, on_renewal, &r), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_multi_on_renewal(m, on_renewal, &mr), ETCDLOCK_OK);
     char line[256];
     CHECK(write(A.to_harness, "pause 0 2500\n", 13) == 13, "harness command");
     CHECK(fgets(line, sizeof line, A.from_harness) && strstr(line, "\"ok\":true"), "harness answer: %s", line);
@@ -1804,11 +1892,34 @@ static void test_renewal(void) {
     CHECK(r.ms[0] > 0 && r.ms[0] < 4500, "failing with %lld ms left", (long long)r.ms[0]);
     CHECK_RC(etcdlock_guard_renewal(g, &left), ETCDLOCK_OK);
     CHECK(left >= 0, "renewal while hung: %lld", (long long)left);
+    CHECK(renewal_await(&mr, 1, 2500), "no multi failing event while etcd hung");
+    CHECK(mr.ms[0] > 0 && mr.ms[0] < 4500, "multi failing with %lld ms left", (long long)mr.ms[0]);
+    CHECK_RC(etcdlock_multi_renewal(m, &left), ETCDLOCK_OK);
+    CHECK(left >= 0, "multi renewal while hung: %lld", (long long)left);
     CHECK(renewal_await(&r, 2, 3000), "no renewed event after etcd resumed");
     CHECK(r.ms[1] == -1, "second event %lld", (long long)r.ms[1]);
+    CHECK(renewal_await(&mr, 2, 3000), "no multi renewed event after etcd resumed");
+    CHECK(mr.ms[1] == -1, "second multi event %lld", (long long)mr.ms[1]);
+    CHECK_RC(etcdlock_multi_renewal(m, &left), ETCDLOCK_OK);
+    CHECK(left == -1, "multi renewal after the hang: %lld", (long long)left);
     int held = 0;
     CHECK_RC(etcdlock_guard_is_held(g, &held), ETCDLOCK_OK);
     CHECK(held == 1, "the hold survived the hang");
+    CHECK_RC(etcdlock_multi_is_held(m, &held), ETCDLOCK_OK);
+    CHECK(held == 1, "the multi-lock's hold survived the hang");
+    /* Losing the second lock ends the multi-lock's hold: its renewal
+     * callback gets ENDED (lock 0 and the guard are still held). */
+    const char *k1 = NULL;
+    CHECK_RC(etcdlock_multi_key(m, 1, &k1), ETCDLOCK_OK);
+    const char *del[] = {"del", k1, NULL};
+    CHECK(k1 && run_etcdctl(A.endpoint, del), "etcdctl del");
+    CHECK(renewal_await(&mr, -1, 10000), "no multi ENDED call after a lock was lost");
+    CHECK(mr.n == 2, "multi renewal events %d", mr.n);
+    pthread_mutex_lock(&r.mu);
+    int guard_ended = r.ended;
+    pthread_mutex_unlock(&r.mu);
+    CHECK(!guard_ended, "the guard's renewal ended with the multi-lock's");
+    etcdlock_multi_free(m);
     CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
     CHECK(renewal_await(&r, -1, 5000), "no ENDED call after the unlock");
     etcdlock_guard_free(g);
