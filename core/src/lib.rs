@@ -67,7 +67,7 @@ pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};
 pub use meta::{set_language, LockKind, META_PREFIX};
 pub use metrics::{AcquireResult, Acquisitions, MetricInfo, Metrics, METRICS};
-pub use multi::{MultiGuard, MAX_MULTI};
+pub use multi::{MultiGuard, MultiLossSignal, MAX_MULTI};
 pub use names::{MAX_NAME_LEN, RECORD_MARK};
 pub use once::{now_ms, OnceHold, OnceRecord, ONCE_PREFIX};
 pub use options::{env_var, parse_duration, OPTION_KEYS};

@@ -25,6 +25,31 @@ use crate::wait::{cancelled, timeout_because, timeout_err, Pending};
 /// The most names one multi-lock may take: etcd's default `--max-txn-ops`.
 pub const MAX_MULTI: usize = 128;
 
+/// The end of a multi-lock's hold, owned: see [`MultiGuard::lost_signal`].
+#[derive(Clone, Debug)]
+pub struct MultiLossSignal {
+    signals: Vec<(String, crate::LossSignal)>,
+}
+
+impl MultiLossSignal {
+    /// Resolves when the hold ends: the name and loss of the first lock
+    /// lost (losing any one lock is losing the hold), or `None` once every
+    /// lock was released.
+    pub async fn wait(&mut self) -> Option<(String, Loss)> {
+        let mut set = tokio::task::JoinSet::new();
+        for (name, signal) in &self.signals {
+            let (name, mut signal) = (name.clone(), signal.clone());
+            set.spawn(async move { signal.wait().await.map(|l| (name, l)) });
+        }
+        while let Some(r) = set.join_next().await {
+            if let Ok(Some(lost)) = r {
+                return Some(lost);
+            }
+        }
+        None
+    }
+}
+
 /// Locks held together; see [`Client::lock_many`].
 #[derive(Debug)]
 pub struct MultiGuard {
@@ -50,17 +75,36 @@ impl MultiGuard {
     /// Resolves when the hold ends: the name and loss of the first lock
     /// lost, or `None` once unlocked.
     pub async fn wait_lost(&self) -> Option<(String, Loss)> {
-        let mut set = tokio::task::JoinSet::new();
-        for g in &self.guards {
-            let (name, mut signal) = (g.name().to_string(), g.lost_signal());
-            set.spawn(async move { signal.wait().await.map(|l| (name, l)) });
+        self.lost_signal().wait().await
+    }
+
+    /// The end of the hold as an owned value that keeps no lock alive (for a
+    /// task or a binding that must not hold the guard): see
+    /// [`MultiLossSignal::wait`].
+    pub fn lost_signal(&self) -> MultiLossSignal {
+        MultiLossSignal {
+            signals: self
+                .guards
+                .iter()
+                .map(|g| (g.name().to_string(), g.lost_signal()))
+                .collect(),
         }
-        while let Some(r) = set.join_next().await {
-            if let Ok(Some(lost)) = r {
-                return Some(lost);
-            }
-        }
-        None
+    }
+
+    /// Whether the keep-alive renewal is failing now. Every lock of a
+    /// multi-lock is held on one session, so this is each lock's
+    /// [`Guard::renewal`].
+    pub fn renewal(&self) -> crate::Renewal {
+        self.guards
+            .first()
+            .map(Guard::renewal)
+            .unwrap_or(crate::Renewal::Ok)
+    }
+
+    /// Follow [`MultiGuard::renewal`]'s changes (the session's, as
+    /// [`Guard::renewal_changes`]); `None` for a multi-lock of no lock.
+    pub fn renewal_changes(&self) -> Option<tokio::sync::watch::Receiver<crate::Renewal>> {
+        self.guards.first().map(Guard::renewal_changes)
     }
 
     /// Put `key` = `value` (namespaced like the locks) only while every lock

@@ -246,7 +246,8 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiKeys<'local>(
 }
 
 /// `static native long multiInfo(long multi, int what)`: 0 = fencing token, 1 = is held (0/1),
-/// 2 = index of the first lock lost (-1: none), 3 = its loss reason code (0: none).
+/// 2 = index of the first lock lost (-1: none), 3 = its loss reason code (0: none), 4 = ms
+/// of validity left while the renewal is failing and every lock is held (-1: renewing).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_multiInfo<'local>(
     mut unowned: EnvUnowned<'local>,
@@ -267,6 +268,8 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiInfo<'local>(
                 1 => m.is_held() as jlong,
                 2 => lost.map_or(-1, |l| l.0),
                 3 => lost.map_or(0, |l| l.1),
+                4 if m.is_held() => crate::multi_watch::renewal_left_ms(m.renewal()),
+                4 => -1,
                 _ => return Err(invalid(format!("unknown multi-lock field {what}"))),
             })
         })

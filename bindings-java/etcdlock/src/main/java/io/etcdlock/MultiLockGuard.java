@@ -1,8 +1,13 @@
 package io.etcdlock;
 
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Several locks held together ({@link EtcdMultiLock#acquire(java.time.Duration)}).
@@ -12,6 +17,10 @@ import java.util.Optional;
  * closed (a safety net).
  */
 public final class MultiLockGuard implements AutoCloseable {
+    private static final Logger LOG = LoggerFactory.getLogger(MultiLockGuard.class);
+    private final List<BiConsumer<String, LossReason>> listeners = new ArrayList<>();
+    private boolean watching; // guarded by listeners
+    private java.util.Map.Entry<String, LossReason> fired; // guarded by listeners
     private final List<String> names;
     private final List<String> keys;
     private final long fencingToken;
@@ -133,6 +142,139 @@ public final class MultiLockGuard implements AutoCloseable {
             }
             LossReason r = LossReason.of((int) NativeBridge.multiInfo(p, 3));
             return Optional.of(new java.util.AbstractMap.SimpleImmutableEntry<>(names.get(i), r));
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /**
+     * Call {@code listener} once, with the name and reason of the first lock lost, if the hold
+     * is lost (losing any one lock is losing the hold; not called when {@link #close()}
+     * releases it). As {@link LockGuard#onLost}: it runs on an etcdlock runtime thread (keep it
+     * short, no blocking etcdlock calls in it), or at once on the calling thread if the hold is
+     * already lost.
+     */
+    public MultiLockGuard onLost(BiConsumer<String, LossReason> listener) {
+        if (listener == null) {
+            throw new InvalidArgumentException("listener must not be null");
+        }
+        java.util.Map.Entry<String, LossReason> already = lost().orElse(null);
+        boolean start = false;
+        synchronized (listeners) {
+            if (already == null) {
+                already = fired;
+            }
+            if (already == null) {
+                listeners.add(listener);
+                start = !watching;
+                watching = true;
+            }
+        }
+        if (already != null) {
+            listener.accept(already.getKey(), already.getValue());
+            return this;
+        }
+        if (start) {
+            long id = NativeBridge.register((index, reason, err) -> {
+                if (err == null && index >= 0 && index < names.size()) {
+                    fireLost(names.get((int) index), LossReason.of((int) reason));
+                }
+            });
+            long p = handle.pin();
+            try {
+                NativeBridge.watchMultiLoss(p, id);
+            } catch (RuntimeException e) {
+                NativeBridge.forget(id);
+                throw e;
+            } finally {
+                handle.unpin();
+            }
+        }
+        return this;
+    }
+
+    private void fireLost(String name, LossReason reason) {
+        if (reason == null) {
+            return;
+        }
+        List<BiConsumer<String, LossReason>> copy;
+        synchronized (listeners) {
+            if (fired != null) {
+                return;
+            }
+            fired = new java.util.AbstractMap.SimpleImmutableEntry<>(name, reason);
+            copy = new ArrayList<>(listeners);
+            listeners.clear();
+        }
+        for (BiConsumer<String, LossReason> l : copy) {
+            try {
+                l.accept(name, reason);
+            } catch (Throwable t) {
+                LOG.warn("etcdlock: a loss listener of locks {} threw", names, t);
+            }
+        }
+    }
+
+    /**
+     * Whether the keep-alive renewal is failing now: see {@link Renewal}. Every lock of a
+     * multi-lock is held on one session, so this is each lock's {@link LockGuard#renewal()}.
+     */
+    public Renewal renewal() {
+        long p;
+        try {
+            p = handle.pin();
+        } catch (EtcdLockException e) {
+            return Renewal.OK;
+        }
+        try {
+            return Renewal.ofMillis(NativeBridge.multiInfo(p, 4));
+        } finally {
+            handle.unpin();
+        }
+    }
+
+    /**
+     * Call {@code listener} at each change of {@link #renewal()} (failing, then renewed) until
+     * the hold ends (any lock lost, or all released), as {@link LockGuard#onRenewal}: on an
+     * etcdlock runtime thread, one call at a time, in order.
+     */
+    public MultiLockGuard onRenewal(Consumer<Renewal> listener) {
+        if (listener == null) {
+            throw new InvalidArgumentException("listener must not be null");
+        }
+        watchRenewal(listener, false);
+        return this;
+    }
+
+    private void watchRenewal(Consumer<Renewal> listener, boolean failing) {
+        long id = NativeBridge.register((h, ms, err) -> {
+            if (err != null || ms == -2) {
+                return; // the hold ended
+            }
+            Renewal r = Renewal.ofMillis(ms);
+            try {
+                listener.accept(r);
+            } catch (Throwable t) {
+                LOG.warn("etcdlock: a renewal listener of locks {} threw", names, t);
+            }
+            try {
+                watchRenewal(listener, r.isFailing());
+            } catch (EtcdLockException ended) {
+                // the guard was closed meanwhile
+            }
+        });
+        long p;
+        try {
+            p = handle.pin();
+        } catch (EtcdLockException e) {
+            NativeBridge.forget(id);
+            return;
+        }
+        try {
+            NativeBridge.watchMultiRenewal(p, id, failing);
+        } catch (RuntimeException e) {
+            NativeBridge.forget(id);
+            throw e;
         } finally {
             handle.unpin();
         }

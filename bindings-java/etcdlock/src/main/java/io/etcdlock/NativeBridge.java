@@ -166,6 +166,10 @@ final class NativeBridge {
 
     static native void watchRenewal(long guard, long id, boolean failing);
 
+    static native void watchMultiLoss(long multi, long id);
+
+    static native void watchMultiRenewal(long multi, long id, boolean failing);
+
     static native void freeGuard(long guard);
 
     static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits, long timeoutMs,
