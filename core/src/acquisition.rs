@@ -27,6 +27,33 @@ use crate::session::Session;
 use crate::transport::Bound;
 use crate::wait::{timeout_because, timeout_err, Pending};
 
+/// The Txn that queues our `key` carrying `value` on `lease` if it is
+/// absent, else reads it: an earlier attempt of this very Txn may have
+/// landed although its answer never came.
+pub(crate) fn put_if_absent(key: &[u8], value: impl Into<Vec<u8>>, lease: i64) -> Txn {
+    Txn::new()
+        .when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])
+        .and_then([TxnOp::put(
+            key.to_vec(),
+            value,
+            Some(PutOptions::new().with_lease(lease)),
+        )])
+        .or_else([TxnOp::get(key.to_vec(), None)])
+}
+
+/// Our key's create_revision from [`put_if_absent`]'s answer: the Txn's
+/// revision if it put the key, else the key's as read; `None` if the key is
+/// not there at all (its lease vanished while we queued).
+pub(crate) fn created_at(resp: &etcd_client::TxnResponse) -> Option<i64> {
+    if resp.succeeded() {
+        Some(revision(resp))
+    } else {
+        kvs(resp.op_responses().first())
+            .first()
+            .map(|kv| kv.create_revision())
+    }
+}
+
 /// One call's acquisition of `name` (see the module doc).
 pub(crate) struct Acquisition<'a> {
     pub(crate) client: &'a Client,
@@ -297,26 +324,12 @@ impl<'a> Acquisition<'a> {
     ) -> Result<Guard> {
         let client = self.client;
         let key = pending.key.clone();
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                key.clone(),
-                value,
-                Some(PutOptions::new().with_lease(session.lease)),
-            )])
-            .or_else([TxnOp::get(key.clone(), None)]);
+        let txn = put_if_absent(&key, value, session.lease);
         let never = CancellationToken::new();
         let resp = client
             .run_detached(&mut pending, txn, self.name, client.request_bound(), &never)
             .await?;
-        let my_rev = if resp.succeeded() {
-            revision(&resp)
-        } else {
-            kvs(resp.op_responses().first())
-                .first()
-                .map(|kv| kv.create_revision())
-                .unwrap_or(0)
-        };
+        let my_rev = created_at(&resp).unwrap_or(0);
         let q = client.read_queue(&self.prefix, &key, my_rev).await?;
         if q.mine && q.pred.is_none() {
             return Ok(client.held(self.name, session, pending, my_rev, Vec::new(), None));

@@ -8,9 +8,9 @@
 
 use std::time::Duration;
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp};
 
-use crate::acquisition::Acquisition;
+use crate::acquisition::{created_at, put_if_absent, Acquisition};
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
@@ -92,14 +92,7 @@ impl Client {
         };
         let key = session.reserve_key_marked(&prefix, READER);
         let mut pending = Pending::new(self, &session, key.clone());
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                key.clone(),
-                owner_info(),
-                Some(PutOptions::new().with_lease(session.lease)),
-            )])
-            .or_else([TxnOp::get(key.clone(), None)]);
+        let txn = put_if_absent(&key, owner_info(), session.lease);
         let resp = self
             .run_detached(&mut pending, txn, name, bound, &cancel)
             .await
@@ -110,14 +103,7 @@ impl Client {
                     ctx(e)
                 }
             })?;
-        let my_rev = if resp.succeeded() {
-            revision(&resp)
-        } else {
-            kvs(resp.op_responses().first())
-                .first()
-                .map(|kv| kv.create_revision())
-                .unwrap_or(0)
-        };
+        let my_rev = created_at(&resp).unwrap_or(0);
         let mode = if once { Mode::Once } else { Mode::Wait };
         let acq = Acquisition {
             what: "read lock",

@@ -10,11 +10,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{
-    Compare, CompareOp, GetOptions, KeyValue, PutOptions, SortOrder, SortTarget, Txn, TxnOp,
-};
+use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
 
-use crate::acquisition::Acquisition;
+use crate::acquisition::{created_at, put_if_absent, Acquisition};
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
@@ -176,14 +174,7 @@ impl Acquisition<'_> {
         let key = session.reserve_key(&prefix);
         let mut pending = Pending::new(client, session, key.clone());
         let value = KeyInfo::permit_value(permits);
-        let txn = Txn::new()
-            .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-            .and_then([TxnOp::put(
-                key.clone(),
-                value,
-                Some(PutOptions::new().with_lease(session.lease)),
-            )])
-            .or_else([TxnOp::get(key.clone(), None)]);
+        let txn = put_if_absent(&key, value, session.lease);
         let resp = client
             .run_detached(&mut pending, txn, name, bound, cancel)
             .await;
@@ -195,18 +186,11 @@ impl Acquisition<'_> {
                 ctx(e)
             }
         })?;
-        let my_rev = if resp.succeeded() {
-            revision(&resp)
-        } else {
-            match kvs(resp.op_responses().first()).first() {
-                Some(kv) => kv.create_revision(),
-                None => {
-                    return Err(Error::lost(
-                        LossReason::LeaseExpired,
-                        "requested lease not found: our key vanished while queueing",
-                    ))
-                }
-            }
+        let Some(my_rev) = created_at(&resp) else {
+            return Err(Error::lost(
+                LossReason::LeaseExpired,
+                "requested lease not found: our key vanished while queueing",
+            ));
         };
         let rule = Permits {
             client,

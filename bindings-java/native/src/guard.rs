@@ -164,14 +164,51 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchLoss<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
+/// Report to `id` once the renewal (`changes`) is no longer `failing` (or
+/// is, if it was not): `NativeBridge.complete(id, 0, ms, 0, 0, null)` with
+/// the ms of validity left while failing, -1 when renewed; -2 when the hold
+/// ends first (`ended`). Runs on the runtime and keeps no hold alive.
+pub(crate) fn spawn_renewal_watch(
+    id: jlong,
+    mut changes: tokio::sync::watch::Receiver<etcdlock::Renewal>,
+    failing: bool,
+    ended: impl Future<Output = ()> + Send + 'static,
+) -> NResult<()> {
+    let rt = etcdlock::runtime::runtime()?;
+    rt.spawn(async move {
+        tokio::pin!(ended);
+        loop {
+            let now = *changes.borrow_and_update();
+            if matches!(now, etcdlock::Renewal::Failing { .. }) != failing {
+                complete(id, 0, left_ms(now), None);
+                return;
+            }
+            tokio::select! {
+                _ = &mut ended => break,
+                r = changes.changed() => if r.is_err() { break },
+            }
+        }
+        complete(id, 0, -2, None);
+    });
+    Ok(())
+}
+
 /// Ms of validity left while `g`'s renewal is failing and it is held, else -1.
 pub(crate) fn renewal_ms(g: &Guard) -> jlong {
-    match g.renewal() {
-        etcdlock::Renewal::Failing { valid_until } if g.is_held() => valid_until
+    if g.is_held() {
+        left_ms(g.renewal())
+    } else {
+        -1
+    }
+}
+
+/// Ms of validity left while a renewal is failing, else -1 (Java's `Renewal.ofMillis`).
+pub(crate) fn left_ms(r: etcdlock::Renewal) -> jlong {
+    match r {
+        etcdlock::Renewal::Failing { valid_until } => valid_until
             .saturating_duration_since(std::time::Instant::now())
-            .as_millis()
-            as jlong,
-        _ => -1,
+            .as_millis() as jlong,
+        etcdlock::Renewal::Ok => -1,
     }
 }
 
@@ -191,32 +228,10 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchRenewal<'local>(
     unowned
         .with_env(|_env| -> NResult<()> {
             let g = borrow::<Guard>(guard, "guard")?;
-            let mut changes = g.renewal_changes();
             let mut ended = g.lost_signal();
-            let was_failing = failing;
-            let rt = etcdlock::runtime::runtime()?;
-            rt.spawn(async move {
-                loop {
-                    let now = *changes.borrow_and_update();
-                    if matches!(now, etcdlock::Renewal::Failing { .. }) != was_failing {
-                        let ms = match now {
-                            etcdlock::Renewal::Failing { valid_until } => valid_until
-                                .saturating_duration_since(std::time::Instant::now())
-                                .as_millis()
-                                as jlong,
-                            etcdlock::Renewal::Ok => -1,
-                        };
-                        complete(id, 0, ms, None);
-                        return;
-                    }
-                    tokio::select! {
-                        _ = ended.wait() => break,
-                        r = changes.changed() => if r.is_err() { break },
-                    }
-                }
-                complete(id, 0, -2, None);
-            });
-            Ok(())
+            spawn_renewal_watch(id, g.renewal_changes(), failing, async move {
+                ended.wait().await;
+            })
         })
         .resolve::<ThrowEtcdLock>()
 }

@@ -58,38 +58,13 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchMultiRenewal<'local>(
         .with_env(|_env| -> NResult<()> {
             let m = borrow::<MultiGuard>(multi, "multi-lock")?;
             let mut ended = m.lost_signal();
-            let Some(mut changes) = m.renewal_changes() else {
+            let Some(changes) = m.renewal_changes() else {
                 complete(id, 0, -2, None);
                 return Ok(());
             };
-            drop(m);
-            let was_failing = failing;
-            let rt = etcdlock::runtime::runtime()?;
-            rt.spawn(async move {
-                loop {
-                    let now = *changes.borrow_and_update();
-                    if matches!(now, etcdlock::Renewal::Failing { .. }) != was_failing {
-                        complete(id, 0, renewal_left_ms(now), None);
-                        return;
-                    }
-                    tokio::select! {
-                        _ = ended.wait() => break,
-                        r = changes.changed() => if r.is_err() { break },
-                    }
-                }
-                complete(id, 0, -2, None);
-            });
-            Ok(())
+            crate::guard::spawn_renewal_watch(id, changes, failing, async move {
+                ended.wait().await;
+            })
         })
         .resolve::<ThrowEtcdLock>()
-}
-
-/// Ms of validity left while a renewal is failing, else -1.
-pub(crate) fn renewal_left_ms(r: etcdlock::Renewal) -> jlong {
-    match r {
-        etcdlock::Renewal::Failing { valid_until } => valid_until
-            .saturating_duration_since(std::time::Instant::now())
-            .as_millis() as jlong,
-        etcdlock::Renewal::Ok => -1,
-    }
 }

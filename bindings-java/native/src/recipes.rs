@@ -268,7 +268,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiInfo<'local>(
                 1 => m.is_held() as jlong,
                 2 => lost.map_or(-1, |l| l.0),
                 3 => lost.map_or(0, |l| l.1),
-                4 if m.is_held() => crate::multi_watch::renewal_left_ms(m.renewal()),
+                4 if m.is_held() => crate::guard::left_ms(m.renewal()),
                 4 => -1,
                 _ => return Err(invalid(format!("unknown multi-lock field {what}"))),
             })

@@ -185,37 +185,7 @@ public final class LockGuard implements AutoCloseable {
     }
 
     private void watchRenewal(Consumer<Renewal> listener, boolean failing) {
-        long id = NativeBridge.register((h, ms, err) -> {
-            if (err != null || ms == -2) {
-                return; // the hold ended
-            }
-            Renewal r = Renewal.ofMillis(ms);
-            try {
-                listener.accept(r);
-            } catch (Throwable t) {
-                LOG.warn("etcdlock: a renewal listener of lock {} threw", name, t);
-            }
-            try {
-                watchRenewal(listener, r.isFailing());
-            } catch (EtcdLockException ended) {
-                // the guard was closed meanwhile
-            }
-        });
-        long p;
-        try {
-            p = handle.pin();
-        } catch (EtcdLockException e) {
-            NativeBridge.forget(id);
-            return;
-        }
-        try {
-            NativeBridge.watchRenewal(p, id, failing);
-        } catch (RuntimeException e) {
-            NativeBridge.forget(id);
-            throw e;
-        } finally {
-            handle.unpin();
-        }
+        RenewalWatch.watch(handle, NativeBridge::watchRenewal, "lock " + name, listener, failing);
     }
 
     private void fireLost(LossReason reason) {
