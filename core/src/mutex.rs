@@ -267,6 +267,12 @@ impl Client {
             _ => None,
         };
         let admissions = self.inner.admissions.clone();
+        // A try is bounded by the request timeout here too: the admitted
+        // calls may all be waiting for an etcd that does not answer.
+        let try_end = match mode {
+            Mode::Wait => None,
+            _ => self.request_bound().end(),
+        };
         let permit = match admissions.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => tokio::select! {
@@ -275,6 +281,14 @@ impl Client {
                 _ = cancel.cancelled() => return Err(cancelled(name)),
                 p = admissions.acquire_owned() => p.map_err(|_| closed_err(name))?,
                 _ = sleep_opt(deadline) => return Err(timeout_err(name, opts.timeout)),
+                _ = sleep_opt(try_end) => return Err(Error::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "lock {}: not admitted within the request timeout: this client's \
+                         acquisitions in progress are all waiting for etcd",
+                        crate::names::show(name)
+                    ),
+                )),
             },
         };
         Ok(Admitted {
