@@ -48,6 +48,7 @@ mod once;
 mod options;
 pub mod poison;
 mod queue;
+pub mod records;
 mod rule;
 pub mod runtime;
 mod rwlock;

@@ -26,20 +26,23 @@ pub enum ContenderKind {
     Permit(u32),
 }
 
-/// One key in the queue of a name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One key in the queue of a name (its encoding for the bindings: [`crate::records`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Contender {
     /// The key (with the namespace).
     pub key: String,
-    /// What kind of contender.
+    /// What kind of contender (encoded as `kind` and `permits`).
+    #[serde(flatten)]
     pub kind: ContenderKind,
     /// Whether it holds now (by the kind's rule) or waits.
     pub holds: bool,
     /// Its lease.
+    #[serde(serialize_with = "crate::records::decimal")]
     pub lease_id: i64,
     /// Seconds left on its lease, if etcd reports it.
     pub ttl_remaining: Option<i64>,
-    /// The key's create_revision (a holder's fencing token).
+    /// The key's create_revision (a holder's fencing token; encoded as `fencing_token`).
+    #[serde(rename = "fencing_token", serialize_with = "crate::records::decimal")]
     pub create_revision: i64,
     /// `host:pid` for etcdlock keys; `None` for etcdctl and Go keys.
     pub owner: Option<String>,
@@ -61,18 +64,21 @@ pub struct Contender {
     /// What the holder's acquisition gave as metadata
     /// ([`crate::LockOptions::metadata`]), from its meta record (empty until
     /// it is written, 100 ms (the meta records' tick) into a use of the name).
+    #[serde(serialize_with = "crate::records::pairs")]
     pub metadata: Vec<(String, String)>,
     /// A key without etcdlock's owner info or meta record: `etcdctl lock`,
     /// `etcdctl elect`, Go's Mutex or Election, or another program.
     pub foreign: bool,
 }
 
-/// Holders and waiters of one name, as one read saw them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Holders and waiters of one name, as one read saw them (its encoding for
+/// the bindings: [`crate::records`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Status {
     /// The name.
     pub name: String,
     /// The store revision of the read.
+    #[serde(serialize_with = "crate::records::decimal")]
     pub revision: i64,
     /// Who holds, oldest first.
     pub holders: Vec<Contender>,
@@ -82,7 +88,25 @@ pub struct Status {
     /// keys (a reader key means a read-write lock, a permit count a
     /// semaphore); `None` when neither tells (no contender, or only foreign
     /// keys).
+    #[serde(serialize_with = "crate::records::lock_kind")]
     pub kind: Option<LockKind>,
+}
+
+impl serde::Serialize for ContenderKind {
+    /// As the two fields `kind` (`"exclusive"`, `"reader"`, `"permit"`) and
+    /// `permits` (the semaphore's permit count, else null) of a contender.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (kind, permits) = match self {
+            ContenderKind::Exclusive => ("exclusive", None),
+            ContenderKind::Reader => ("reader", None),
+            ContenderKind::Permit(n) => ("permit", Some(*n)),
+        };
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("kind", kind)?;
+        m.serialize_entry("permits", &permits)?;
+        m.end()
+    }
 }
 
 fn kind_of(kv: &KeyValue) -> ContenderKind {

@@ -73,30 +73,41 @@ pub struct Acquisitions {
     pub wait_total: Duration,
 }
 
-/// A snapshot of one client's metrics ([`crate::Client::metrics`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A snapshot of one client's metrics ([`crate::Client::metrics`]); its
+/// encoding for the bindings: [`crate::records`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Metrics {
-    /// One entry per [`AcquireResult::ALL`], in that order.
+    /// One entry per [`AcquireResult::ALL`], in that order (encoded as an
+    /// object keyed by result name: `{count, wait_seconds}`).
+    #[serde(serialize_with = "crate::records::acquisitions")]
     pub acquisitions: [Acquisitions; 5],
     /// Acquisition calls in progress now.
     pub waiting: i64,
     /// Holds now (locks, permits, read holds, leaderships; a multi-lock counts each name).
     pub held: i64,
     /// How long the holds now have lasted, summed.
+    #[serde(rename = "held_seconds", serialize_with = "crate::records::seconds")]
     pub held_duration: Duration,
     /// Holds that ended (released or lost).
     pub holds_ended: u64,
     /// How long the ended holds lasted, summed.
+    #[serde(rename = "hold_seconds", serialize_with = "crate::records::seconds")]
     pub hold_total: Duration,
     /// Holds lost, per [`LossReason::ALL`] (same order).
+    #[serde(serialize_with = "crate::records::lost")]
     pub lost: [(LossReason, u64); 4],
     /// Keep-alive round trips acknowledged.
     pub keepalives: u64,
     /// The last acknowledged keep-alive's round trip (None before the first).
+    #[serde(
+        rename = "keepalive_rtt_seconds",
+        serialize_with = "crate::records::opt_seconds"
+    )]
     pub keepalive_rtt: Option<Duration>,
     /// Acquisition calls per result (as [`Metrics::acquisitions`]) whose wait
     /// was at most each of [`WAIT_BUCKETS`] (not cumulative: a call counts in
     /// the first bucket it fits; the last entry is beyond every bucket).
+    #[serde(serialize_with = "crate::records::histogram")]
     pub wait_histogram: [[u64; WAIT_BUCKETS.len() + 1]; 5],
     /// Requests that failed on an etcd member (it was then avoided for a while).
     pub member_failures: u64,
