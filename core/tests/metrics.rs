@@ -115,3 +115,26 @@ async fn acquisitions_holds_losses_and_keepalives_are_counted() {
     assert_eq!(c.ping().await.unwrap_err().code(), ErrorCode::Closed);
     other.close().await;
 }
+
+/// `member_failures` counts the requests that failed on a member: with a
+/// dead endpoint listed first, connecting fails on it once, then every
+/// request goes to the live one (the dead one stays benched), so a lock
+/// and its release add none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_member_counts_one_member_failure() {
+    if common::skip_on_mem("a_dead_member_counts_one_member_failure") {
+        return;
+    }
+    let etcd = Etcd::single();
+    let ns = unique_ns("member-failures");
+    let dead = format!("127.0.0.1:{}", etcdlock_testkit::free_port());
+    let mut o = common::opts(&etcd, &ns, 10);
+    o.endpoints.insert(0, dead);
+    let c = etcdlock::Client::connect(o).await.expect("connect");
+    let after_connect = c.metrics().member_failures;
+    let g = c.lock("a").await.unwrap();
+    g.unlock().await.unwrap();
+    assert_eq!((after_connect, c.metrics().member_failures), (1, 1));
+    let healthy = common::client(&etcd, &ns, 10).await;
+    assert_eq!(healthy.metrics().member_failures, 0);
+}
