@@ -100,18 +100,15 @@ pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
         },
         _ = stops.recv() => return interrupted(&client, &cancel, &a.name).await,
     };
-    run_while_held(
-        client,
-        leadership.into_guard(),
-        &a.name,
-        &a.command,
+    let cmd = crate::run::Command {
+        name: &a.name,
+        argv: &a.command,
+        env: Vec::new(),
         sig,
-        &a.signal,
-        a.grace,
-        a.verbose,
-        &mut stops,
-    )
-    .await
+        sig_name: &a.signal,
+        grace: a.grace,
+    };
+    run_while_held(client, leadership.into_guard(), cmd, a.verbose, &mut stops).await
 }
 
 fn line(l: &Option<Leader>) -> String {

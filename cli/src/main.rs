@@ -12,6 +12,7 @@ mod bench_scale;
 mod elect;
 mod flash;
 mod observe;
+mod once;
 mod run;
 mod status;
 mod sync;
@@ -242,6 +243,14 @@ enum Cmd {
     /// Campaign for leadership, run a command while leader, stop it on loss
     /// (as `run` does). `etcdctl elect NAME` takes part in the same election.
     Elect(elect::ElectArgs),
+    /// Run a scheduled job on one node only (ShedLock's model: a cron line on
+    /// every node): take the job's run-once record for --at-most, run the
+    /// command, keep the record --at-least from the start. When another node
+    /// has the job, exit --skipped-exit (0) without running it. The same
+    /// record as Java's @SchedulerLock and the Python and Node `once`, so
+    /// they exclude each other. The command gets ETCDLOCK_LOCK_NAME and
+    /// ETCDLOCK_FENCING_TOKEN (the record's revision: higher for every take).
+    Once(once::OnceArgs),
     /// Print the leader of an election (value, key, revision), or "-" and exit 3
     /// when there is none; --watch follows it.
     Leader(elect::LeaderArgs),
@@ -489,6 +498,7 @@ fn main() {
             Cmd::Latch(a) => sync::latch(opts.clone(), a).await,
             Cmd::Barrier(a) => sync::barrier(opts.clone(), a).await,
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
+            Cmd::Once(a) => once::once(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started

@@ -172,10 +172,15 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         },
         _ = stops.recv() => { return interrupted(&client, &cancel, &a.name).await }
     };
-    run_while_held(
-        client, guard, &a.name, &a.command, sig, &a.signal, a.grace, a.verbose, &mut stops,
-    )
-    .await
+    let cmd = Command {
+        name: &a.name,
+        argv: &a.command,
+        env: Vec::new(),
+        sig,
+        sig_name: &a.signal,
+        grace: a.grace,
+    };
+    run_while_held(client, guard, cmd, a.verbose, &mut stops).await
 }
 
 /// The signals that stop etcdlock: SIGINT, SIGTERM, SIGHUP (an ssh hang-up)
@@ -247,61 +252,74 @@ impl Stops {
 /// `sig`, and after the command exits what is left of it gets SIGTERM; in
 /// both cases and after a stop signal, SIGKILL follows `grace` later; the
 /// lock is released only once no process of the group is left. Shared by
-/// `run` and `elect`.
-#[allow(clippy::too_many_arguments)]
-pub async fn run_while_held(
-    client: Client,
-    guard: etcdlock::Guard,
-    name: &str,
-    command: &[String],
-    sig: i32,
-    sig_name: &str,
-    grace: crate::Limit,
-    verbose: bool,
+/// The command `run`, `elect` and `once` start, and how it is stopped.
+pub struct Command<'a> {
+    /// The lock (or job) name, for messages.
+    pub name: &'a str,
+    /// The program and its arguments.
+    pub argv: &'a [String],
+    /// What the command finds in its environment.
+    pub env: Vec<(&'static str, String)>,
+    /// The signal the process group gets when the hold is lost, and its name.
+    pub sig: i32,
+    pub sig_name: &'a str,
+    /// Time between a stop (or loss) signal and SIGKILL; `Never`: no SIGKILL.
+    pub grace: crate::Limit,
+}
+
+/// How a supervised command ended.
+pub enum Ended {
+    /// It exited with this code (128+N: killed by signal N); no process of
+    /// its group is left.
+    Exited(i32),
+    /// The hold was lost: the group got the loss signal and is gone.
+    Lost,
+    /// It could not be started: exit 127 (not found) or 126.
+    NotStarted(i32),
+}
+
+/// Run `cmd` in its own process group, which etcdlock owns: stop signals go
+/// to the whole group; when `lost` resolves (the hold ended) the group gets
+/// `cmd.sig`; what is left of the group when the command exits gets
+/// SIGTERM; SIGKILL follows `cmd.grace` later in each case. Returns once no
+/// process of the group is left.
+pub async fn supervise(
+    cmd: Command<'_>,
+    lost: impl std::future::Future<Output = etcdlock::LossReason>,
     stops: &mut Stops,
-) -> i32 {
-    let fields = serde_json::json!({"event": "acquired", "lock": name, "key": guard.key(), "fencing_token": guard.fencing_token()});
-    if verbose || crate::observe::json() {
-        let msg = format!(
-            "holding {} (key {}, fencing token {})",
-            crate::status::escape(name),
-            guard.key(),
-            guard.fencing_token()
-        );
-        crate::observe::say("info", &msg, fields);
-    }
+) -> Ended {
+    let Command {
+        name,
+        argv,
+        env,
+        sig,
+        sig_name,
+        grace,
+    } = cmd;
     // None: never SIGKILL.
     let grace = grace.duration();
-    let mut cmd = tokio::process::Command::new(&command[0]);
-    cmd.args(&command[1..])
-        .env("ETCDLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
-        .env("ETCDLOCK_KEY", guard.key())
-        .env("ETCDLOCK_LEASE_ID", format!("{:x}", guard.lease_id()))
-        .env("ETCDLOCK_LOCK_NAME", name);
-    let prepared = crate::tree::prepare(&mut cmd);
-    let mut child = match cmd.spawn() {
+    let mut child_cmd = tokio::process::Command::new(&argv[0]);
+    child_cmd.args(&argv[1..]).envs(env);
+    let prepared = crate::tree::prepare(&mut child_cmd);
+    let mut child = match child_cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
             prepared.abandon();
             crate::observe::say(
                 "error",
-                &format!("cannot run {:?}: {e}", command[0]),
+                &format!("cannot run {:?}: {e}", argv[0]),
                 serde_json::json!({"event": "spawn_failed", "lock": name}),
             );
-            let _ = guard.unlock().await;
-            client.close().await;
-            return if e.kind() == std::io::ErrorKind::NotFound {
+            return Ended::NotStarted(if e.kind() == std::io::ErrorKind::NotFound {
                 127
             } else {
                 126
-            };
+            });
         }
     };
     let Some(pid) = child.id().map(|p| p as i32) else {
         prepared.abandon();
-        let _ = guard.unlock().await;
-        client.close().await;
-        return exit::ERROR;
+        return Ended::NotStarted(exit::ERROR);
     };
     let tree = crate::tree::Tree::started(pid, prepared);
     // After a stop signal: when the group gets SIGKILL.
@@ -310,24 +328,24 @@ pub async fn run_while_held(
         Some(t) => Some(t.saturating_duration_since(Instant::now())),
         None => grace,
     };
-    let code = loop {
+    tokio::pin!(lost);
+    let ended = loop {
         tokio::select! {
             st = child.wait() => {
                 let st = st.map(status_code).unwrap_or(exit::ERROR);
-                // Nothing the command started runs on without the lock.
+                // Nothing the command started runs on without the hold.
                 tree.end(Some(sig::TERM), left(kill_at)).await;
-                break st;
+                break Ended::Exited(st);
             }
-            loss = guard.wait_lost() => {
-                let Some(loss) = loss else { continue };
+            reason = &mut lost => {
                 let msg = format!(
                     "lock {:?} was lost ({}) while the command ran; sending signal {} to its process group (SIGKILL after {:?})",
-                    name, loss.reason, sig_name, grace
+                    name, reason, sig_name, grace
                 );
-                crate::observe::say("warn", &msg, serde_json::json!({"event": "lost", "lock": name, "reason": loss.reason.name(), "signal": sig_name}));
+                crate::observe::say("warn", &msg, serde_json::json!({"event": "lost", "lock": name, "reason": reason.name(), "signal": sig_name}));
                 tree.end(Some(sig), left(kill_at)).await;
                 let _ = child.wait().await;
-                break exit::LOST;
+                break Ended::Lost;
             }
             n = stops.recv() => {
                 tree.signal(n);
@@ -341,6 +359,49 @@ pub async fn run_while_held(
             }
         }
     };
+    tree.finish();
+    ended
+}
+
+/// `run` and `elect`: run `cmd` while `guard` holds (see [`supervise`]); the
+/// command gets ETCDLOCK_LOCK_NAME, ETCDLOCK_FENCING_TOKEN, ETCDLOCK_KEY and
+/// ETCDLOCK_LEASE_ID. The lock is released once no process of the group is
+/// left; a lost lock exits 70.
+pub async fn run_while_held(
+    client: Client,
+    guard: etcdlock::Guard,
+    mut cmd: Command<'_>,
+    verbose: bool,
+    stops: &mut Stops,
+) -> i32 {
+    let name = cmd.name;
+    let fields = serde_json::json!({"event": "acquired", "lock": name, "key": guard.key(), "fencing_token": guard.fencing_token()});
+    if verbose || crate::observe::json() {
+        let msg = format!(
+            "holding {} (key {}, fencing token {})",
+            crate::status::escape(name),
+            guard.key(),
+            guard.fencing_token()
+        );
+        crate::observe::say("info", &msg, fields);
+    }
+    cmd.env.extend([
+        ("ETCDLOCK_FENCING_TOKEN", guard.fencing_token().to_string()),
+        ("ETCDLOCK_KEY", guard.key().to_string()),
+        ("ETCDLOCK_LEASE_ID", format!("{:x}", guard.lease_id())),
+        ("ETCDLOCK_LOCK_NAME", name.to_string()),
+    ]);
+    let lost = async {
+        match guard.wait_lost().await {
+            Some(loss) => loss.reason,
+            // Released: not while the command runs.
+            None => std::future::pending().await,
+        }
+    };
+    let code = match supervise(cmd, lost, stops).await {
+        Ended::Exited(code) | Ended::NotStarted(code) => code,
+        Ended::Lost => exit::LOST,
+    };
     // The group is gone: only now may someone else take the lock.
     let _ = guard.unlock().await;
     if crate::observe::json() {
@@ -350,7 +411,6 @@ pub async fn run_while_held(
             serde_json::json!({"event": "released", "lock": name, "exit": code}),
         );
     }
-    tree.finish();
     client.close().await;
     code
 }

@@ -1874,3 +1874,143 @@ fn a_mem_endpoint_is_refused_by_the_cli_with_the_reason() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("`mem` feature"), "{err}");
 }
+
+/// `once`: a job runs on one node only, on core's run-once record (the one
+/// Java's `@SchedulerLock` provider and Python's and Node's `once` take):
+/// while one `once` runs, another `once` and a core client's `once_take`
+/// of the same name are refused; `--at-least` keeps it taken after the
+/// command ends; a job that did not start frees its record at once.
+#[test]
+fn once_runs_a_job_on_one_node_and_shares_the_record_with_core() {
+    let etcd = Etcd::single();
+    let dir = tempdir();
+    let (started, go) = (dir.join("started"), dir.join("go"));
+    let once = |args: &[&str]| {
+        let mut c = bin();
+        c.args(["--endpoints", &etcd.endpoints_csv(), "once"])
+            .args(args);
+        c
+    };
+    let first = once(&["nightly", "--at-most", "60s", "--", "sh", "-c"])
+        .arg(format!(
+            "echo \"$ETCDLOCK_LOCK_NAME $ETCDLOCK_FENCING_TOKEN\"; touch {}; \
+             while [ ! -e {} ]; do sleep 0.02; done; exit 5",
+            started.display(),
+            go.display()
+        ))
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "the first job never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Another node: skipped, without running its command.
+    let out = once(&["nightly", "--at-most", "60s", "-v", "--", "touch"])
+        .arg(dir.join("second-ran"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("skipped") && err.contains("taken by"), "{err}");
+    assert!(!dir.join("second-ran").exists());
+    let st = once(&[
+        "nightly",
+        "--at-most",
+        "60s",
+        "--skipped-exit",
+        "3",
+        "--",
+        "true",
+    ])
+    .status()
+    .unwrap();
+    assert_eq!(st.code(), Some(3));
+    // Core's run-once, as every language's binding calls it: refused too.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let core_take = || {
+        rt.block_on(async {
+            let c = etcdlock::Client::connect(etcdlock::ClientOptions::new(etcd.endpoints()))
+                .await
+                .unwrap();
+            let h = c
+                .once_take("nightly", Duration::from_secs(60))
+                .await
+                .unwrap();
+            if let Some(h) = &h {
+                assert!(c.once_finish(h, Duration::ZERO).await.unwrap());
+            }
+            c.close().await;
+            h.is_some()
+        })
+    };
+    assert!(!core_take(), "core took a job the CLI runs");
+    // The command's exit code; the record is deleted (no --at-least).
+    std::fs::write(&go, b"").unwrap();
+    let out = first.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(5));
+    let line = String::from_utf8_lossy(&out.stdout);
+    let parts: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!(parts.len(), 2, "{line}");
+    assert_eq!(parts[0], "nightly");
+    assert!(parts[1].parse::<i64>().unwrap() > 0, "{line}");
+    assert!(core_take(), "the record outlived the job");
+    // --at-least: taken after the command ended.
+    let st = once(&[
+        "nightly",
+        "--at-most",
+        "60s",
+        "--at-least",
+        "60s",
+        "--",
+        "true",
+    ])
+    .status()
+    .unwrap();
+    assert_eq!(st.code(), Some(0));
+    let st = once(&[
+        "nightly",
+        "--at-most",
+        "60s",
+        "--skipped-exit",
+        "3",
+        "--",
+        "true",
+    ])
+    .status()
+    .unwrap();
+    assert_eq!(st.code(), Some(3), "--at-least kept the job taken");
+    // A command that cannot start: 127, and the record is freed at once.
+    let st = once(&[
+        "other",
+        "--at-most",
+        "60s",
+        "--at-least",
+        "60s",
+        "--",
+        "/nonexistent/cmd",
+    ])
+    .stderr(Stdio::null())
+    .status()
+    .unwrap();
+    assert_eq!(st.code(), Some(127));
+    let st = once(&["other", "--at-most", "60s", "--", "true"])
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0));
+    // Usage errors: 2.
+    let st = once(&["x", "--at-most", "1s", "--at-least", "2s", "--", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(2));
+    let st = once(&["x", "--", "true"])
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(2), "--at-most is required");
+}
