@@ -27,7 +27,7 @@ LOG=$(mktemp)
 MEM_URLS=$(mktemp -d)
 trap 'rm -rf "$LOG" "$MEM_URLS"' EXIT
 set +e
-node --test --test-concurrency=1 --test-reporter=spec test/*.test.js 2>&1 | tee "$LOG"
+node --test --test-concurrency=1 --test-reporter=spec test/*.test.js test/*.test.mjs 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 set -e
 pass=$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$LOG" | tail -1)

@@ -84,6 +84,10 @@ name=$(basename "$whl")
 tmp=$(mktemp -d)
 trap 'rm -rf "$strip_dir" "$tmp"' EXIT
 python3 -m zipfile -e "$whl" "$tmp"
+# The extras pyproject.toml declares reach the wheel's metadata.
+grep -qx 'Provides-Extra: prometheus' "$tmp"/etcdlock-*.dist-info/METADATA &&
+  grep -qx 'Requires-Dist: prometheus_client>=0.17; extra == "prometheus"' "$tmp"/etcdlock-*.dist-info/METADATA ||
+  die "$name: METADATA does not declare the prometheus extra"
 ext=$(find "$tmp/etcdlock" -maxdepth 1 -name '_etcdlock*' \( -name '*.so' -o -name '*.pyd' \))
 [ "$(echo "$ext" | wc -l)" -eq 1 ] && [ -n "$ext" ] || die "$name: expected one extension module, found: $ext"
 desc=$(file -b "$ext")

@@ -97,6 +97,9 @@ echo "== Python: fresh venv, pip install --no-index from dist/ (no cargo, rustc,
 if PATH=$NOCC python3 -m venv "$work/venv" &&
   PATH=$NOCC "$work/venv/bin/python" -m pip install -q --no-index --find-links "$DIST" --only-binary :all: etcdlock &&
   out=$(PATH=$NOCC "$work/venv/bin/python" "$ROOT/scripts/cleanroom_smoke.py" "$EP" cleanroom-python) &&
+  PATH=$NOCC "$work/venv/bin/python" -c 'import importlib.metadata as m, sys
+need = "prometheus_client>=0.17; extra == \"prometheus\""
+sys.exit(0 if need in (m.requires("etcdlock") or []) else "installed etcdlock does not declare the prometheus extra")' &&
   [ "$(etcdget cleanroom/cleanroom-python)" = "${out#ok }" ]; then
   ok "python: $out ($(basename "$(ls "$work"/venv/lib/python3*/site-packages/etcdlock/_etcdlock*.so)"))"
 else
@@ -124,13 +127,19 @@ JS
 if (cd "$work/nodeapp" && PATH=$NOCC npm init -y >/dev/null &&
     PATH=$NOCC npm install --offline --no-audit --no-fund --ignore-scripts=false -s "$DIST/etcdlock-$version.tgz" \
       "$DIST/etcdlock-linux-x64-gnu-$version.tgz") &&
-  out=$(cd "$work/nodeapp" && PATH=$NOCC node main.js "$EP") && [ "$(etcdget cleanroom/node)" = "${out#ok }" ]; then
-  ok "node: $out"
+  out=$(cd "$work/nodeapp" && PATH=$NOCC node main.js "$EP") && [ "$(etcdget cleanroom/node)" = "${out#ok }" ] &&
+  # The package's import condition: an ES module gets the same Client.
+  esm=$(cd "$work/nodeapp" && PATH=$NOCC node --input-type=module -e \
+    "import { Client } from 'etcdlock'; import { createRequire } from 'node:module';
+     const same = Client === createRequire(import.meta.url)('etcdlock').Client;
+     console.log(same ? 'esm ok' : 'esm differs', import.meta.resolve('etcdlock').split('/').pop());") &&
+  [ "$esm" = "esm ok index.mjs" ]; then
+  ok "node: $out; $esm"
 else
   bad "node"
 fi
 
-echo "== Java: fresh Maven project, repository = dist/maven (no cargo, rustc, protoc, cc)"
+echo "== Java: fresh Maven project, repository = dist/maven, the version from the BOM (no cargo, rustc, protoc, cc)"
 # A fresh local repository (plugins hard-linked from ~/.m2, io/etcdlock left out)
 # so etcdlock can only come from dist/maven.
 m2=$work/m2
@@ -143,7 +152,8 @@ cat >"$app/pom.xml" <<POM
   <groupId>demo</groupId><artifactId>cleanroom</artifactId><version>1</version>
   <properties><maven.compiler.release>11</maven.compiler.release><project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
   <repositories><repository><id>etcdlock</id><url>file://$DIST/maven</url></repository></repositories>
-  <dependencies><dependency><groupId>io.etcdlock</groupId><artifactId>etcdlock</artifactId><version>$version</version></dependency></dependencies>
+  <dependencyManagement><dependencies><dependency><groupId>io.etcdlock</groupId><artifactId>etcdlock-bom</artifactId><version>$version</version><type>pom</type><scope>import</scope></dependency></dependencies></dependencyManagement>
+  <dependencies><dependency><groupId>io.etcdlock</groupId><artifactId>etcdlock</artifactId></dependency></dependencies>
   <build><plugins><plugin><groupId>org.apache.maven.plugins</groupId><artifactId>maven-compiler-plugin</artifactId><version>3.11.0</version></plugin></plugins></build>
 </project>
 POM

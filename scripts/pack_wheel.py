@@ -42,10 +42,10 @@ name = f"etcdlock-{version}"
 
 try:
     import tomllib
-except ImportError:  # Python < 3.11
-    tomllib = None
+except ImportError:  # Python < 3.11: the metadata would lose the extras
+    sys.exit("pack_wheel.py: needs Python >= 3.11 (tomllib) to read pyproject.toml")
 pyproject = open(os.path.join(pkg_root, "pyproject.toml"), "rb").read()
-project = tomllib.loads(pyproject.decode())["project"] if tomllib else {}
+project = tomllib.loads(pyproject.decode())["project"]
 readme = open(os.path.join(pkg_root, "README.md"), encoding="utf-8").read()
 
 meta = ["Metadata-Version: 2.1", "Name: etcdlock", f"Version: {version}"]
@@ -55,6 +55,14 @@ if "description" in project:
     meta.append(f"Summary: {project['description']}")
 meta.append(f"Requires-Python: {project.get('requires-python', '>=3.9')}")
 meta.append(f"License: {project.get('license', {}).get('text', 'Apache-2.0')}")
+# Dependencies and extras as pyproject.toml declares them (core metadata
+# 2.1), so `pip install "etcdlock[prometheus]"` pulls prometheus_client.
+for r in project.get("dependencies", []):
+    meta.append(f"Requires-Dist: {r}")
+for extra, reqs in project.get("optional-dependencies", {}).items():
+    meta.append(f"Provides-Extra: {extra}")
+    for r in reqs:
+        meta.append(f'Requires-Dist: {r}; extra == "{extra}"')
 meta.append("Description-Content-Type: text/markdown; charset=UTF-8; variant=GFM")
 metadata = "\n".join(meta) + "\n\n" + readme
 wheel = f"Wheel-Version: 1.0\nGenerator: etcdlock scripts/pack_wheel.py\nRoot-Is-Purelib: false\n"

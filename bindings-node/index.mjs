@@ -1,0 +1,7 @@
+// The package as an ES module: the same objects as `require('etcdlock')`
+// (index.js), so a program that mixes `import` and `require` sees one Client
+// class and one native library.
+import cjs from './index.js';
+
+export const { Client, Lock, Leadership, MultiLock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI } = cjs;
+export default cjs;
