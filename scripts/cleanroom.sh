@@ -97,11 +97,14 @@ echo "== Python: fresh venv, pip install --no-index from dist/ (no cargo, rustc,
 if PATH=$NOCC python3 -m venv "$work/venv" &&
   PATH=$NOCC "$work/venv/bin/python" -m pip install -q --no-index --find-links "$DIST" --only-binary :all: etcdlock &&
   out=$(PATH=$NOCC "$work/venv/bin/python" "$ROOT/scripts/cleanroom_smoke.py" "$EP" cleanroom-python) &&
-  PATH=$NOCC "$work/venv/bin/python" -c 'import importlib.metadata as m, sys
-need = "prometheus_client>=0.17; extra == \"prometheus\""
-sys.exit(0 if need in (m.requires("etcdlock") or []) else "installed etcdlock does not declare the prometheus extra")' &&
+  # The extra pulls its dependency: prometheus_client comes from PyPI as a
+  # user's pip gets it (downloaded here, installed with etcdlock from dist/).
+  python3 -m pip download -q --no-deps --only-binary :all: -d "$work/wheelhouse" "prometheus_client>=0.17" &&
+  PATH=$NOCC "$work/venv/bin/python" -m pip install -q --no-index --find-links "$DIST" --find-links "$work/wheelhouse" \
+    --only-binary :all: "etcdlock[prometheus]" &&
+  PATH=$NOCC "$work/venv/bin/python" -c 'import prometheus_client, etcdlock.prometheus' &&
   [ "$(etcdget cleanroom/cleanroom-python)" = "${out#ok }" ]; then
-  ok "python: $out ($(basename "$(ls "$work"/venv/lib/python3*/site-packages/etcdlock/_etcdlock*.so)"))"
+  ok "python: $out ($(basename "$(ls "$work"/venv/lib/python3*/site-packages/etcdlock/_etcdlock*.so)")); etcdlock[prometheus] pulled $(ls "$work/wheelhouse")"
 else
   bad "python"
 fi
