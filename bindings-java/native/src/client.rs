@@ -40,37 +40,18 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_connect<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
-/// `static native long[] metrics(long client)`: core's metrics snapshot, flat:
-/// per acquisition result (acquired, timeout, would_block, cancelled, error)
-/// its count, then per result its total wait in ns; then waiting, held, the
-/// current holds' duration (ns), holds ended, their total time (ns); losses per
-/// reason (LossReason::ALL order); keep-alives, last round trip (ns, -1 none).
+/// `static native String metrics(long client)`: core's metrics snapshot
+/// ([`etcdlock::Metrics`]) as its records JSON ([`etcdlock::records::to_json`]).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_metrics<'local>(
     mut unowned: EnvUnowned<'local>,
     _class: JClass<'local>,
     client: jlong,
-) -> JLongArray<'local> {
+) -> JString<'local> {
     unowned
-        .with_env(|env| -> NResult<JLongArray<'local>> {
+        .with_env(|env| -> NResult<JString<'local>> {
             let c = borrow::<Client>(client, "client")?;
-            let m = c.metrics();
-            let ns = |d: Duration| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX);
-            let mut v: Vec<jlong> = Vec::with_capacity(22);
-            v.extend(m.acquisitions.iter().map(|a| a.count as jlong));
-            v.extend(m.acquisitions.iter().map(|a| ns(a.wait_total)));
-            v.extend([
-                m.waiting,
-                m.held,
-                ns(m.held_duration),
-                m.holds_ended as jlong,
-                ns(m.hold_total),
-            ]);
-            v.extend(m.lost.iter().map(|(_, n)| *n as jlong));
-            v.extend([m.keepalives as jlong, m.keepalive_rtt.map(ns).unwrap_or(-1)]);
-            let arr = env.new_long_array(v.len())?;
-            arr.set_region(env, 0, &v)?;
-            Ok(arr)
+            Ok(env.new_string(etcdlock::records::to_json(&c.metrics()))?)
         })
         .resolve::<ThrowEtcdLock>()
 }

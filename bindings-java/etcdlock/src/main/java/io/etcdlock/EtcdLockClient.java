@@ -275,7 +275,7 @@ public final class EtcdLockClient implements AutoCloseable {
     public LockStatus status(String name) {
         checkName(name);
         checkNotOnRuntimeThread("status \"" + name + "\"");
-        return withClient(c -> new LockStatus(name, NativeBridge.status(c, name)));
+        return withClient(c -> LockStatus.of(NativeBridge.status(c, name)));
     }
 
     /**
@@ -314,7 +314,7 @@ public final class EtcdLockClient implements AutoCloseable {
      * @throws ClosedException after {@link #close()}
      */
     public Metrics metrics() {
-        return withClient(c -> new Metrics(NativeBridge.metrics(c)));
+        return withClient(c -> Metrics.of(NativeBridge.metrics(c)));
     }
 
     /**

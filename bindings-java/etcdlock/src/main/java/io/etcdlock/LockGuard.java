@@ -1,13 +1,8 @@
 package io.etcdlock;
 
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.function.Consumer;
-
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A held distributed lock. Close it (try-with-resources) to release. While held it
@@ -26,8 +21,6 @@ import org.slf4j.LoggerFactory;
  * (a safety net, not a substitute for closing).
  */
 public final class LockGuard implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(LockGuard.class);
-
     private final String name;
     @SuppressWarnings("unused") // keeps the client (and its lease) reachable while the guard is
     private final EtcdLockClient client;
@@ -36,9 +29,7 @@ public final class LockGuard implements AutoCloseable {
     private final String key;
     private final long leaseId;
     private final long fencingToken;
-    private final List<Consumer<LossReason>> listeners = new ArrayList<>();
-    private boolean watching;
-    private LossReason firedReason; // guarded by listeners
+    private final LossListeners<LossReason> lossListeners;
     private volatile boolean unlocked;
     /** The LockLost the first close() reported; every later close() reports it again. */
     private volatile LockLostException lostAtClose;
@@ -53,6 +44,8 @@ public final class LockGuard implements AutoCloseable {
         this.key = NativeBridge.guardKey(ptr);
         this.leaseId = NativeBridge.guardInfo(ptr, 0);
         this.fencingToken = NativeBridge.guardInfo(ptr, 1);
+        this.lossListeners = new LossListeners<>(handle, NativeBridge::watchLoss,
+                (h, reason, err) -> LossReason.of((int) reason), "lock " + name);
     }
 
     /** The lock name. */
@@ -125,34 +118,7 @@ public final class LockGuard implements AutoCloseable {
         if (listener == null) {
             throw new InvalidArgumentException("listener must not be null");
         }
-        LossReason already = lossReason().orElse(null);
-        boolean start = false;
-        synchronized (listeners) {
-            if (already == null) {
-                already = firedReason;
-            }
-            if (already == null) {
-                listeners.add(listener);
-                start = !watching;
-                watching = true;
-            }
-        }
-        if (already != null) {
-            listener.accept(already);
-            return this;
-        }
-        if (start) {
-            long id = NativeBridge.register((h, reason, err) -> fireLost(LossReason.of((int) reason)));
-            long p = handle.pin();
-            try {
-                NativeBridge.watchLoss(p, id);
-            } catch (RuntimeException e) {
-                NativeBridge.forget(id);
-                throw e;
-            } finally {
-                handle.unpin();
-            }
-        }
+        lossListeners.add(listener, lossReason().orElse(null));
         return this;
     }
 
@@ -186,28 +152,6 @@ public final class LockGuard implements AutoCloseable {
 
     private void watchRenewal(Consumer<Renewal> listener, boolean failing) {
         RenewalWatch.watch(handle, NativeBridge::watchRenewal, "lock " + name, listener, failing);
-    }
-
-    private void fireLost(LossReason reason) {
-        if (reason == null) {
-            return; // released normally
-        }
-        List<Consumer<LossReason>> copy;
-        synchronized (listeners) {
-            if (firedReason != null) {
-                return;
-            }
-            firedReason = reason;
-            copy = new ArrayList<>(listeners);
-            listeners.clear();
-        }
-        for (Consumer<LossReason> l : copy) {
-            try {
-                l.accept(reason);
-            } catch (Throwable t) {
-                LOG.warn("etcdlock: a loss listener of lock {} threw", name, t);
-            }
-        }
     }
 
     /**

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -52,27 +53,39 @@ public final class LockStatus {
         private final boolean foreign;
         private final Map<String, String> metadata;
 
-        Contender(RecipeCodec r) {
-            key = r.string();
-            kind = Kind.values()[r.i32()];
-            permits = r.i32();
-            holds = r.i32() != 0;
-            leaseId = r.i64();
-            ttlRemaining = r.i64();
-            fencingToken = r.i64();
-            owner = r.string();
-            ageMillis = r.i64();
-            byte[] v = r.bytes();
-            value = v == null ? new byte[0] : v;
-            host = r.string();
-            pid = r.i32();
-            language = r.string();
-            localWaiters = r.i32();
-            foreign = r.i32() != 0;
-            int pairs = r.i32();
+        Contender(Json.Obj o) {
+            key = o.string("key");
+            kind = Kind.valueOf(o.string("kind").toUpperCase(Locale.ROOT));
+            Long n = o.optLong("permits");
+            permits = n == null ? 1 : Math.toIntExact(n);
+            holds = o.bool("holds");
+            leaseId = o.decimal("lease_id");
+            Long ttl = o.optLong("ttl_remaining");
+            ttlRemaining = ttl == null ? -1 : ttl;
+            fencingToken = o.decimal("fencing_token");
+            owner = o.string("owner");
+            Long age = o.optLong("age_ms");
+            ageMillis = age == null ? -1 : age;
+            List<?> v = o.list("value");
+            value = new byte[v.size()];
+            for (int i = 0; i < value.length; i++) {
+                Object b = v.get(i);
+                if (!(b instanceof Long) || (Long) b < 0 || (Long) b > 255) {
+                    throw new IllegalArgumentException("field \"value\" holds a non-byte: " + b);
+                }
+                value[i] = (byte) (long) (Long) b;
+            }
+            host = o.string("host");
+            Long p = o.optLong("pid");
+            pid = p == null ? -1 : Math.toIntExact(p);
+            language = o.string("language");
+            Long w = o.optLong("local_waiters");
+            localWaiters = w == null ? -1 : Math.toIntExact(w);
+            foreign = o.bool("foreign");
+            Json.Obj md = o.obj("metadata");
             Map<String, String> m = new LinkedHashMap<>();
-            for (int i = 0; i < pairs; i++) {
-                m.put(r.string(), r.string());
+            for (String k : md.keys()) {
+                m.put(k, md.string(k));
             }
             metadata = Collections.unmodifiableMap(m);
         }
@@ -171,24 +184,43 @@ public final class LockStatus {
     private final List<Contender> holders;
     private final List<Contender> waiters;
 
-    LockStatus(String name, byte[] encoded) {
-        this(name, new RecipeCodec(encoded));
+    private LockStatus(Json.Obj o) {
+        this.name = o.string("name");
+        this.revision = o.decimal("revision");
+        String k = o.string("kind");
+        this.lockKind = k == null ? null : LockKind.valueOf(k.toUpperCase(Locale.ROOT));
+        this.holders = contenders(o, "holders");
+        this.waiters = contenders(o, "waiters");
     }
 
-    LockStatus(String name, RecipeCodec r) {
-        this.name = name;
-        this.revision = r.i64();
-        int k = r.i32();
-        this.lockKind = k < 0 ? null : LockKind.values()[k];
-        int n = r.i32();
-        List<Contender> h = new ArrayList<>();
-        List<Contender> w = new ArrayList<>();
-        for (int i = 0; i < n; i++) {
-            Contender c = new Contender(r);
-            (c.holds() ? h : w).add(c);
+    private static List<Contender> contenders(Json.Obj o, String key) {
+        List<Contender> out = new ArrayList<>();
+        for (Json.Obj c : o.objects(key)) {
+            out.add(new Contender(c));
         }
-        this.holders = Collections.unmodifiableList(h);
-        this.waiters = Collections.unmodifiableList(w);
+        return Collections.unmodifiableList(out);
+    }
+
+    /** The status {@code NativeBridge.status} sends: one records JSON object. */
+    static LockStatus of(String json) {
+        try {
+            return new LockStatus(Json.parseObject(json));
+        } catch (IllegalArgumentException | ArithmeticException e) {
+            throw Json.internal("a lock status", e);
+        }
+    }
+
+    /** The statuses {@code NativeBridge.list} sends: one records JSON array. */
+    static List<LockStatus> listOf(String json) {
+        try {
+            List<LockStatus> out = new ArrayList<>();
+            for (Json.Obj o : Json.parseObjects(json)) {
+                out.add(new LockStatus(o));
+            }
+            return Collections.unmodifiableList(out);
+        } catch (IllegalArgumentException | ArithmeticException e) {
+            throw Json.internal("a lock list", e);
+        }
     }
 
     public String name() {
@@ -221,16 +253,5 @@ public final class LockStatus {
     @Override
     public String toString() {
         return "LockStatus{name=" + name + ", kind=" + lockKind + ", holders=" + holders + ", waiters=" + waiters + "}";
-    }
-
-    /** The statuses {@code NativeBridge.list} encodes: a count, then each name and status. */
-    static java.util.List<LockStatus> listOf(byte[] encoded) {
-        RecipeCodec r = new RecipeCodec(encoded);
-        int n = r.i32();
-        java.util.List<LockStatus> out = new java.util.ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
-            out.add(new LockStatus(r.string(), r));
-        }
-        return java.util.Collections.unmodifiableList(out);
     }
 }

@@ -1,13 +1,10 @@
 package io.etcdlock;
 
-import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Several locks held together ({@link EtcdMultiLock#acquire(java.time.Duration)}).
@@ -17,10 +14,7 @@ import org.slf4j.LoggerFactory;
  * closed (a safety net).
  */
 public final class MultiLockGuard implements AutoCloseable {
-    private static final Logger LOG = LoggerFactory.getLogger(MultiLockGuard.class);
-    private final List<BiConsumer<String, LossReason>> listeners = new ArrayList<>();
-    private boolean watching; // guarded by listeners
-    private java.util.Map.Entry<String, LossReason> fired; // guarded by listeners
+    private final LossListeners<java.util.Map.Entry<String, LossReason>> lossListeners;
     private final List<String> names;
     private final List<String> keys;
     private final long fencingToken;
@@ -39,6 +33,11 @@ public final class MultiLockGuard implements AutoCloseable {
         this.cleanable = EtcdLockClient.CLEANER.register(this, handle::close);
         this.keys = Collections.unmodifiableList(new RecipeCodec(NativeBridge.multiKeys(ptr)).strings());
         this.fencingToken = NativeBridge.multiInfo(ptr, 0);
+        this.lossListeners = new LossListeners<>(handle, NativeBridge::watchMultiLoss, (index, reason, err) -> {
+            LossReason r = LossReason.of((int) reason);
+            boolean named = err == null && index >= 0 && index < names.size();
+            return named && r != null ? new java.util.AbstractMap.SimpleImmutableEntry<>(names.get((int) index), r) : null;
+        }, "locks " + names);
     }
 
     /** The lock names, in the order given. */
@@ -158,61 +157,8 @@ public final class MultiLockGuard implements AutoCloseable {
         if (listener == null) {
             throw new InvalidArgumentException("listener must not be null");
         }
-        java.util.Map.Entry<String, LossReason> already = lost().orElse(null);
-        boolean start = false;
-        synchronized (listeners) {
-            if (already == null) {
-                already = fired;
-            }
-            if (already == null) {
-                listeners.add(listener);
-                start = !watching;
-                watching = true;
-            }
-        }
-        if (already != null) {
-            listener.accept(already.getKey(), already.getValue());
-            return this;
-        }
-        if (start) {
-            long id = NativeBridge.register((index, reason, err) -> {
-                if (err == null && index >= 0 && index < names.size()) {
-                    fireLost(names.get((int) index), LossReason.of((int) reason));
-                }
-            });
-            long p = handle.pin();
-            try {
-                NativeBridge.watchMultiLoss(p, id);
-            } catch (RuntimeException e) {
-                NativeBridge.forget(id);
-                throw e;
-            } finally {
-                handle.unpin();
-            }
-        }
+        lossListeners.add(e -> listener.accept(e.getKey(), e.getValue()), lost().orElse(null));
         return this;
-    }
-
-    private void fireLost(String name, LossReason reason) {
-        if (reason == null) {
-            return;
-        }
-        List<BiConsumer<String, LossReason>> copy;
-        synchronized (listeners) {
-            if (fired != null) {
-                return;
-            }
-            fired = new java.util.AbstractMap.SimpleImmutableEntry<>(name, reason);
-            copy = new ArrayList<>(listeners);
-            listeners.clear();
-        }
-        for (BiConsumer<String, LossReason> l : copy) {
-            try {
-                l.accept(name, reason);
-            } catch (Throwable t) {
-                LOG.warn("etcdlock: a loss listener of locks {} threw", names, t);
-            }
-        }
     }
 
     /**

@@ -127,7 +127,8 @@ final class NativeBridge {
 
     static native String endpoints(long client);
 
-    static native long[] metrics(long client);
+    /** Core's metrics snapshot as its records JSON (decoded by {@link Metrics}). */
+    static native String metrics(long client);
 
     static native long ping(long client);
 
@@ -179,9 +180,11 @@ final class NativeBridge {
 
     static native byte[] leader(long client, String name);
 
-    static native byte[] status(long client, String name);
+    /** One name's status as its records JSON (decoded by {@link LockStatus}). */
+    static native String status(long client, String name);
 
-    static native byte[] list(long client, String prefix);
+    /** The status of every name under a prefix, as one records JSON array. */
+    static native String list(long client, String prefix);
 
     static native boolean release(long client, String name, long token);
 

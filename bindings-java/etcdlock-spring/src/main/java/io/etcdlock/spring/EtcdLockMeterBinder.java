@@ -35,7 +35,10 @@ import io.micrometer.core.instrument.binder.MeterBinder;
  *   <li>{@code etcdlock.hold} (function timer): holds that ended and their total time;
  *   <li>{@code etcdlock.lost} (function counter, tag {@code reason} = lease_expired,
  *       key_deleted, connection_lost, client_closed);
- *   <li>{@code etcdlock.keepalive.rtt} (gauge, seconds): the last keep-alive round trip.
+ *   <li>{@code etcdlock.keepalive.rtt} (gauge, seconds): the last keep-alive round trip;
+ *   <li>{@code etcdlock.etcd.member.failures} (function counter; Prometheus
+ *       {@code etcdlock_etcd_member_failures_total}, as the core's exposition names it): requests
+ *       that failed on an etcd member, which is then avoided for a while.
  * </ul>
  *
  * Lock names are not tags by default: the core counts per client, so the meters stay
@@ -117,5 +120,8 @@ public class EtcdLockMeterBinder implements MeterBinder {
         }
         Gauge.builder("etcdlock.keepalive.rtt", client, of(m -> m.keepaliveRoundTrip() == null ? Double.NaN : seconds(m.keepaliveRoundTrip())))
                 .baseUnit("seconds").description("The last keep-alive's round trip").register(registry);
+        FunctionCounter.builder("etcdlock.etcd.member.failures", client, of(Metrics::memberFailures))
+                .description("Requests that failed on an etcd member (the member is then avoided for a while)")
+                .register(registry);
     }
 }

@@ -142,6 +142,8 @@ class EtcdLockSpringTest {
             assertEquals(1.0, reg.get("etcdlock.acquire").tag("result", "timeout").functionTimer().count());
             assertEquals(0.0, reg.get("etcdlock.acquire").tag("result", "would_block").functionTimer().count());
             assertEquals(1.0, reg.get("etcdlock.hold").functionTimer().count());
+            // A client on a healthy etcd has no member failures.
+            assertEquals(0.0, reg.get("etcdlock.etcd.member.failures").functionCounter().count());
 
             // A hold lost to an outside delete, by reason.
             LockGuard g = client.acquire(name);
