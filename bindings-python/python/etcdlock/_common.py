@@ -268,7 +268,7 @@ def _convert(hint: Any, v: Any) -> Any:
         return [_convert(item, x) for x in v]
     if origin is dict:
         return dict(v)
-    if is_dataclass(hint):
+    if isinstance(hint, type) and is_dataclass(hint):
         return _decode(hint, v)
     if hint is int or hint is float or hint is bytes:
         return hint(v)

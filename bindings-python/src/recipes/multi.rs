@@ -183,14 +183,18 @@ impl NativeMultiGuard {
     fn on_renewal(&self, callback: Py<PyAny>) -> PyResult<()> {
         check_callable(&callback, "on_renewal")?;
         let mut changed = renewal_caller(callback);
-        let (Some(mut changes), mut end) = (self.m.renewal_changes(), self.m.lost_signal()) else {
+        let (Some(mut changes), mut signal) = (self.m.renewal_changes(), self.m.lost_signal())
+        else {
             return Ok(());
         };
         let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
         rt.spawn(async move {
+            // One wait for the whole watch: it follows every lock of the hold.
+            let end = signal.wait();
+            tokio::pin!(end);
             loop {
                 tokio::select! {
-                    _ = end.wait() => break,
+                    _ = &mut end => break,
                     r = changes.changed() => {
                         if r.is_err() {
                             break;
