@@ -207,7 +207,6 @@ impl NativeClient {
         String::from_utf8_lossy(self.inner.namespace()).into_owned()
     }
 
-    /// Core's metrics snapshot as a dict (see `etcdlock.Client.metrics`).
     /// The metrics in Prometheus' text format, with core's one list of names
     /// and `labels` on every series.
     #[pyo3(signature = (labels=Vec::new()))]
@@ -219,29 +218,9 @@ impl NativeClient {
         self.inner.metrics().to_prometheus(&l)
     }
 
-    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let m = self.inner.metrics();
-        let acq = PyDict::new(py);
-        for a in m.acquisitions {
-            let d = PyDict::new(py);
-            d.set_item("count", a.count)?;
-            d.set_item("wait_seconds", a.wait_total.as_secs_f64())?;
-            acq.set_item(a.result.name(), d)?;
-        }
-        let lost = PyDict::new(py);
-        for (r, n) in m.lost {
-            lost.set_item(r.name(), n)?;
-        }
-        let out = PyDict::new(py);
-        out.set_item("acquisitions", acq)?;
-        out.set_item("waiting", m.waiting)?;
-        out.set_item("held", m.held)?;
-        out.set_item("held_seconds", m.held_duration.as_secs_f64())?;
-        out.set_item("holds_ended", m.holds_ended)?;
-        out.set_item("hold_seconds", m.hold_total.as_secs_f64())?;
-        out.set_item("lost", lost)?;
-        out.set_item("keepalives", m.keepalives)?;
-        out.set_item("keepalive_rtt", m.keepalive_rtt.map(|d| d.as_secs_f64()))?;
-        Ok(out)
+    /// Core's metrics snapshot: the JSON of its `Metrics` record (see
+    /// `etcdlock.Client.metrics`). No etcd request.
+    fn metrics(&self) -> String {
+        etcdlock::records::to_json(&self.inner.metrics())
     }
 }

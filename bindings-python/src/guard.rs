@@ -190,7 +190,7 @@ impl NativeGuard {
     /// failing hold is still held: pause guarded work, do not assume it lost.
     #[getter]
     fn renewal_failing(&self) -> Option<f64> {
-        seconds_left(&self.g, self.g.is_held())
+        seconds_left(self.g.renewal(), self.g.is_held())
     }
 
     /// Call `callback(failing, seconds_left)` at each change of the renewal:
@@ -332,15 +332,21 @@ impl LostEvent {
     }
 }
 
-/// Seconds of validity left while `g`'s keep-alive renewal is failing and
+/// Seconds of validity left while `renewal` is failing and the hold is
 /// `held`, else None.
-pub(crate) fn seconds_left(g: &Guard, held: bool) -> Option<f64> {
-    match g.renewal() {
-        etcdlock::Renewal::Failing { valid_until } if held => Some(
-            valid_until
-                .saturating_duration_since(Instant::now())
-                .as_secs_f64(),
-        ),
-        _ => None,
+pub(crate) fn seconds_left(renewal: etcdlock::Renewal, held: bool) -> Option<f64> {
+    validity_left(renewal)
+        .filter(|_| held)
+        .map(|d| d.as_secs_f64())
+}
+
+/// How long a hold stays valid without a renewal while `renewal` is
+/// failing, else None.
+pub(crate) fn validity_left(renewal: etcdlock::Renewal) -> Option<Duration> {
+    match renewal {
+        etcdlock::Renewal::Failing { valid_until } => {
+            Some(valid_until.saturating_duration_since(Instant::now()))
+        }
+        etcdlock::Renewal::Ok => None,
     }
 }

@@ -144,3 +144,23 @@ def test_async_multi_guard_loss(endpoints: List[str], name: str) -> None:
                 await m.unlock()
 
     asyncio.run(main())
+
+
+def test_multi_guard_waits_for_a_loss_with_the_gil_released(endpoints: List[str], name: str, client: etcdlock.Client) -> None:
+    names = [f"{name}-a", f"{name}-b"]
+    m = client.acquire_many(names, timeout=5)
+    waiting = threading.Event()
+    got: List[Optional[Tuple[str, str]]] = []
+
+    def waiter() -> None:
+        waiting.set()
+        got.append(m.wait_lost(timeout=10))
+
+    t = threading.Thread(target=waiter, daemon=True)
+    t.start()
+    assert waiting.wait(5)
+    # The waiter enters wait_lost right after setting the event; a wait that
+    # held the GIL would stop this thread until its timeout (None, no loss).
+    etcdctl(endpoints, "del", m.keys[1])
+    t.join(15)
+    assert not t.is_alive() and got == [(names[1], "KeyDeleted")]

@@ -31,7 +31,9 @@ from ._common import (
     _live_clients,
     _options,
     _sync_log_level,
+    _metrics,
     _status,
+    _statuses,
 )
 from ._async_guard import AsyncGuard as AsyncGuard, AsyncLeadership as AsyncLeadership, AsyncMultiGuard as AsyncMultiGuard
 from ._sync import AsyncBarrier, AsyncLatch
@@ -178,7 +180,7 @@ class AsyncClient:
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         c = await self._client()
-        return [_status(d) for d in await c.list_async(prefix)]
+        return _statuses(await c.list_async(prefix))
 
     async def release(self, name: str, token: int) -> bool:
         """:meth:`Client.release`, awaitable."""
@@ -240,7 +242,7 @@ class AsyncClient:
 
     def metrics(self) -> Optional[Dict[str, Any]]:
         """:meth:`Client.metrics`, once connected (else None)."""
-        return None if self._native is None else self._native.metrics()
+        return None if self._native is None else _metrics(self._native.metrics())
 
     def prometheus(self, **labels: str) -> str:
         """:meth:`Client.prometheus`; empty before the client connects."""

@@ -32,7 +32,9 @@ from ._common import (
     _live_clients,
     _options,
     _sync_log_level,
+    _metrics,
     _status,
+    _statuses,
 )
 from ._sync import Barrier, Latch
 from ._once import OnceHold, _check_span, once as _once, take_once as _take_once
@@ -264,7 +266,7 @@ class Client:
         sorted by name, from one read: what ``etcdlock list`` shows."""
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
-        return [_status(d) for d in self._native.list(prefix)]
+        return _statuses(self._native.list(prefix))
 
     def release(self, name: str, token: int) -> bool:
         """Free a lock whose holder is wedged: delete the hold of ``name``
@@ -364,8 +366,12 @@ class Client:
         ``held_seconds`` (current holds, summed), ``holds_ended`` and
         ``hold_seconds``, ``lost`` by reason (``LeaseExpired``, ``KeyDeleted``,
         ``ConnectionLost``, ``ClientClosed``), ``keepalives`` and
-        ``keepalive_rtt`` (seconds, None before the first). No etcd request."""
-        return self._native.metrics()
+        ``keepalive_rtt`` (seconds, None before the first),
+        ``wait_histogram`` (per outcome, the calls whose wait fits each of
+        core's buckets, the last entry beyond every bucket) and
+        ``member_failures`` (requests that failed on an etcd member, which
+        was then avoided for a while). No etcd request."""
+        return _metrics(self._native.metrics())
 
     @property
     def closed(self) -> bool:

@@ -4,11 +4,12 @@ blocking and the asyncio API."""
 from __future__ import annotations
 
 import atexit
+import json
 import logging
 import os
 import weakref
-from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Type, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from ._etcdlock import (
     NativeClient,
@@ -16,6 +17,7 @@ from ._etcdlock import (
 from . import _etcdlock as _native_module
 
 Endpoints = Union[str, Sequence[str], None]
+_T = TypeVar("_T")
 
 
 def _endpoints(endpoints: Endpoints) -> Optional[List[str]]:
@@ -238,12 +240,73 @@ class Status:
         return self.holders[0] if self.holders else None
 
 
-def _status(d: Dict[str, Any]) -> Status:
-    return Status(
-        name=d["name"],
-        kind=d["kind"],
-        revision=d["revision"],
-        holders=[Contender(**c) for c in d["holders"]],
-        waiters=[Contender(**c) for c in d["waiters"]],
-    )
+# Core hands every record over as one JSON encoding (``etcdlock::records``:
+# snake_case keys, 64-bit ids as decimal strings, byte values as arrays of
+# numbers, durations as seconds). One decode builds the dataclasses above from
+# it by field name, converting each value by the field's type hint; a field
+# added to a record in core appears here once declared on its dataclass.
 
+#: The fields Python names or scales differently from core's records: the
+#: Python name -> (the record's key, the conversion of a value that is not None).
+_RENAMED: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
+    "age": ("age_ms", lambda ms: ms / 1000.0),
+    "keepalive_rtt": ("keepalive_rtt_seconds", float),
+}
+
+_HINTS: Dict[type, Dict[str, Any]] = {}
+
+
+def _convert(hint: Any, v: Any) -> Any:
+    """``v`` as decoded from JSON, as the type ``hint`` says."""
+    if v is None:
+        return None
+    origin = get_origin(hint)
+    if origin is Union:
+        return _convert(next(a for a in get_args(hint) if a is not type(None)), v)
+    if origin is list:
+        (item,) = get_args(hint)
+        return [_convert(item, x) for x in v]
+    if origin is dict:
+        return dict(v)
+    if isinstance(hint, type) and is_dataclass(hint):
+        return _decode(hint, v)
+    if hint is int or hint is float or hint is bytes:
+        return hint(v)
+    return v
+
+
+def _decode(cls: Type[_T], record: Dict[str, Any]) -> _T:
+    """The dataclass ``cls`` built from one JSON record, field by field
+    (keys the dataclass does not declare are ignored)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        # This module's names: the public dataclasses report module `etcdlock`.
+        hints = _HINTS[cls] = get_type_hints(cls, globals())
+    values = {}
+    for f in fields(cls):  # type: ignore[arg-type]
+        key, scale = _RENAMED.get(f.name, (f.name, None))
+        if key in record:
+            v = record[key]
+            values[f.name] = _convert(hints[f.name], v if scale is None or v is None else scale(v))
+    return cls(**values)
+
+
+def _status(text: str) -> Status:
+    """A :class:`Status` from the JSON of core's record."""
+    return _decode(Status, json.loads(text))
+
+
+def _statuses(text: str) -> List[Status]:
+    """The :class:`Status` of each record of a JSON array of them."""
+    return [_decode(Status, r) for r in json.loads(text)]
+
+
+def _metrics(text: str) -> Dict[str, Any]:
+    """The dict :meth:`Client.metrics` returns, from the JSON of core's record
+    (its keys, with the names in ``_RENAMED``)."""
+    out: Dict[str, Any] = json.loads(text)
+    for name, (key, scale) in _RENAMED.items():
+        if key in out:
+            v = out.pop(key)
+            out[name] = None if v is None else scale(v)
+    return out

@@ -4,11 +4,10 @@
 //! when any of its locks is lost, and its renewal is that of the one
 //! session that holds every lock.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use etcdlock::{Guard, Loss};
+use etcdlock::Guard;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
@@ -16,7 +15,7 @@ use crate::args::*;
 use crate::callbacks::{call_on_fresh_thread, check_callable, renewal_caller};
 use crate::client::NativeClient;
 use crate::errors::*;
-use crate::guard::{seconds_left, Hold, LostEvent};
+use crate::guard::{seconds_left, validity_left, Hold, LostEvent};
 use crate::wait::*;
 
 #[pymethods]
@@ -101,28 +100,6 @@ pub(crate) async fn multi_lost_for(
     })
 }
 
-/// The end of a multi-lock hold, owning no guard (it does not keep the
-/// locks alive): the name and loss of the first lock seen lost, or None once
-/// every lock ended without a loss (released).
-fn first_loss(guards: &[Guard]) -> impl Future<Output = Option<(String, Loss)>> + Send + 'static {
-    let signals: Vec<_> = guards
-        .iter()
-        .map(|g| (g.name().to_string(), g.lost_signal()))
-        .collect();
-    async move {
-        let mut set = tokio::task::JoinSet::new();
-        for (name, mut signal) in signals {
-            set.spawn(async move { signal.wait().await.map(|l| (name, l)) });
-        }
-        while let Some(r) = set.join_next().await {
-            if let Ok(Some(lost)) = r {
-                return Some(lost);
-            }
-        }
-        None
-    }
-}
-
 #[pymethods]
 impl NativeMultiGuard {
     /// The lock names, in the order given.
@@ -181,10 +158,10 @@ impl NativeMultiGuard {
     /// a fresh thread, as `Guard.on_lost`.
     fn on_lost(&self, callback: Py<PyAny>) -> PyResult<()> {
         check_callable(&callback, "on_lost")?;
-        let end = first_loss(self.m.guards());
+        let mut signal = self.m.lost_signal();
         let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
         rt.spawn(async move {
-            if let Some((name, l)) = end.await {
+            if let Some((name, l)) = signal.wait().await {
                 let reason = l.reason.name();
                 call_on_fresh_thread(move |py| callback.call1(py, (name, reason)));
             }
@@ -196,12 +173,7 @@ impl NativeMultiGuard {
     /// session is failing and every lock is held, else None.
     #[getter]
     fn renewal_failing(&self) -> Option<f64> {
-        let held = self.m.is_held();
-        self.m
-            .guards()
-            .iter()
-            .filter_map(|g| seconds_left(g, held))
-            .reduce(f64::min)
+        seconds_left(self.m.renewal(), self.m.is_held())
     }
 
     /// Call `callback(failing, seconds_left)` at each change of the renewal
@@ -211,11 +183,14 @@ impl NativeMultiGuard {
     fn on_renewal(&self, callback: Py<PyAny>) -> PyResult<()> {
         check_callable(&callback, "on_renewal")?;
         let mut changed = renewal_caller(callback);
-        let guards = self.m.guards();
-        let mut changes = guards[0].renewal_changes();
-        let end = first_loss(guards);
+        let (Some(mut changes), mut signal) = (self.m.renewal_changes(), self.m.lost_signal())
+        else {
+            return Ok(());
+        };
         let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
         rt.spawn(async move {
+            // One wait for the whole watch: it follows every lock of the hold.
+            let end = signal.wait();
             tokio::pin!(end);
             loop {
                 tokio::select! {
@@ -224,13 +199,8 @@ impl NativeMultiGuard {
                         if r.is_err() {
                             break;
                         }
-                        let left = match *changes.borrow_and_update() {
-                            etcdlock::Renewal::Failing { valid_until } => {
-                                Some(valid_until.saturating_duration_since(Instant::now()))
-                            }
-                            etcdlock::Renewal::Ok => None,
-                        };
-                        changed(left);
+                        let now = *changes.borrow_and_update();
+                        changed(validity_left(now));
                     }
                 }
             }
