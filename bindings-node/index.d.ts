@@ -457,4 +457,12 @@ export interface Metrics {
   keepalives: number;
   /** The last keep-alive round trip, or null before the first. */
   keepaliveRttMs: number | null;
+  /**
+   * Acquisition calls per outcome by their wait: entry `i` counts the calls whose wait was at
+   * most the `i`-th of core's buckets (1, 2.5, 5, 10, 25, 50, 100, 250, 500 ms, 1, 5, 30 s) and
+   * above the one before; the last entry counts the calls beyond every bucket.
+   */
+  waitHistogram: Record<'acquired' | 'timeout' | 'would_block' | 'cancelled' | 'error', number[]>;
+  /** Requests that failed on an etcd member (which the client then avoided for a while); 0 while every member answers. */
+  memberFailures: number;
 }

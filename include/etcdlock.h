@@ -311,6 +311,10 @@ typedef struct etcdlock_metrics {
   uint64_t keepalives;
   // The last keep-alive round trip, -1 before the first.
   int64_t keepalive_rtt_ns;
+  // Requests that failed on an etcd member (which the client then avoided
+  // for a while); 0 while every member answers. Written only when
+  // struct_size covers it.
+  uint64_t member_failures;
 } etcdlock_metrics;
 
 // Options of one acquisition (etcdlock_lock_ex, etcdlock_acquire_permit_ex,

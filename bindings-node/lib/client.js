@@ -4,7 +4,7 @@ const native = require('./native.js');
 const { LockError, call, fromNative, invalid } = require('./errors.js');
 const { checkText, checkName, checkOptions, nativeOptions, optNumber, optString, optBoolean, toBytes, checkSignal, extrasOf, acquire } = require('./args.js');
 const { Lock, Leadership, MultiLock } = require('./guard.js');
-const { leaderOf, statusOf, follow } = require('./status.js');
+const { leaderOf, decodeRecord, follow } = require('./status.js');
 const { takeOnce, span } = require('./once.js');
 const { Latch, Barrier, countArg } = require('./sync.js');
 
@@ -94,11 +94,12 @@ class Client {
    * `would_block`, `cancelled`, `error`: each `{ count, waitMs }`), `waiting` and `held` now,
    * `heldMs` (current holds, summed), `holdsEnded` and `holdMs`, `lost` by reason
    * (`LeaseExpired`, `KeyDeleted`, `ConnectionLost`, `ClientClosed`), `keepalives` and
-   * `keepaliveRttMs` (null before the first).
+   * `keepaliveRttMs` (null before the first), `waitHistogram` (per outcome, calls by wait
+   * bucket) and `memberFailures` (requests that failed on an etcd member).
    * @returns {import('../index').Metrics}
    */
   metrics() {
-    return JSON.parse(this.#n.metricsJson());
+    return decodeRecord(this.#n.metricsJson());
   }
 
   /**
@@ -319,8 +320,7 @@ class Client {
    */
   async status(name) {
     checkName(name);
-    const st = await call(() => this.#n.status(name));
-    return statusOf(st);
+    return decodeRecord(await call(() => this.#n.status(name)));
   }
 
   /**
@@ -330,7 +330,7 @@ class Client {
    */
   async list(prefix = '') {
     if (typeof prefix !== 'string') throw new TypeError(`prefix must be a string, not ${typeof prefix}`);
-    return (await call(() => this.#n.list(prefix))).map(statusOf);
+    return decodeRecord(await call(() => this.#n.list(prefix)));
   }
 
   /**

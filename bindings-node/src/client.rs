@@ -67,44 +67,11 @@ impl NativeClient {
         self.inner.metrics().to_prometheus(&l)
     }
 
-    /// Core's metrics snapshot as JSON (index.js parses it): every field is a
-    /// number (durations in ms) or null.
+    /// Core's metrics snapshot as its one JSON encoding
+    /// (`records::to_json`), which lib/status.js decodes.
     #[napi]
     pub fn metrics_json(&self) -> String {
-        let m = self.inner.metrics();
-        let ms = |d: std::time::Duration| d.as_secs_f64() * 1000.0;
-        let acq: Vec<String> = m
-            .acquisitions
-            .iter()
-            .map(|a| {
-                format!(
-                    "\"{}\":{{\"count\":{},\"waitMs\":{}}}",
-                    a.result.name(),
-                    a.count,
-                    ms(a.wait_total)
-                )
-            })
-            .collect();
-        let lost: Vec<String> = m
-            .lost
-            .iter()
-            .map(|(r, n)| format!("\"{}\":{n}", r.name()))
-            .collect();
-        let rtt = m
-            .keepalive_rtt
-            .map(|d| ms(d).to_string())
-            .unwrap_or_else(|| "null".into());
-        format!(
-            "{{\"acquisitions\":{{{}}},\"waiting\":{},\"held\":{},\"heldMs\":{},\"holdsEnded\":{},\"holdMs\":{},\"lost\":{{{}}},\"keepalives\":{},\"keepaliveRttMs\":{rtt}}}",
-            acq.join(","),
-            m.waiting,
-            m.held,
-            ms(m.held_duration),
-            m.holds_ended,
-            ms(m.hold_total),
-            lost.join(","),
-            m.keepalives
-        )
+        etcdlock::records::to_json(&self.inner.metrics())
     }
 
     #[napi(ts_return_type = "Promise<void>")]

@@ -26,7 +26,6 @@ mod multi;
 mod once;
 mod options;
 mod recipes;
-mod status;
 mod sync;
 mod wait;
 

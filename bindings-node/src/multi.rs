@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use etcdlock::{ErrorCode, GuardState, LossSignal, Renewal};
+use etcdlock::{ErrorCode, GuardState, Renewal};
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi_derive::napi;
@@ -112,8 +112,8 @@ impl NativeMulti {
     /// the renewal is failing while every lock is held.
     #[napi(getter)]
     pub fn renewal_valid_for_ms(&self) -> Option<f64> {
-        match self.m.guards().first().map(|g| g.renewal()) {
-            Some(Renewal::Failing { valid_until }) if self.m.is_held() => Some(
+        match self.m.renewal() {
+            Renewal::Failing { valid_until } if self.m.is_held() => Some(
                 valid_until
                     .saturating_duration_since(std::time::Instant::now())
                     .as_secs_f64()
@@ -133,16 +133,15 @@ impl NativeMulti {
     ) -> napi::Result<()> {
         guard_sync(|| {
             let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
-            // One session for every lock: the first lock's renewal is the hold's.
-            let first = self.m.guards().first().ok_or_else(|| {
+            let mut changes = self.m.renewal_changes().ok_or_else(|| {
                 to_js_err(&etcdlock::Error::new(
                     ErrorCode::Internal,
                     "a multi-lock without locks",
                 ))
             })?;
-            let mut changes = first.renewal_changes();
-            let end = hold_end(self.m.guards().iter().map(|g| g.lost_signal()).collect());
+            let mut ended = self.m.lost_signal();
             rt.spawn(async move {
+                let end = ended.wait();
                 tokio::pin!(end);
                 loop {
                     tokio::select! {
@@ -190,41 +189,15 @@ impl NativeMulti {
     ) -> napi::Result<()> {
         guard_sync(|| {
             let rt = etcdlock::runtime::runtime().map_err(|e| to_js_err(&e))?;
-            let signals: Vec<(String, etcdlock::LossSignal)> = self
-                .m
-                .guards()
-                .iter()
-                .map(|g| (g.name().to_string(), g.lost_signal()))
-                .collect();
+            let mut signal = self.m.lost_signal();
             rt.spawn(async move {
-                let mut set = tokio::task::JoinSet::new();
-                for (name, mut s) in signals {
-                    set.spawn(async move {
-                        s.wait()
-                            .await
-                            .map(|l| vec![name, l.reason.name().to_string()])
-                    });
-                }
-                let mut first = None;
-                while let Some(r) = set.join_next().await {
-                    if let Ok(Some(l)) = r {
-                        first = Some(l);
-                        break;
-                    }
-                }
+                let first = signal
+                    .wait()
+                    .await
+                    .map(|(name, loss)| vec![name, loss.reason.name().to_string()]);
                 cb.call(Ok(first), ThreadsafeFunctionCallMode::NonBlocking);
             });
             Ok(())
         })
     }
-}
-
-/// Resolves when a multi-lock's hold ends: the first lock lost, or the
-/// release (which ends every lock's hold).
-async fn hold_end(signals: Vec<LossSignal>) {
-    let mut set = tokio::task::JoinSet::new();
-    for mut s in signals {
-        set.spawn(async move { s.wait().await });
-    }
-    let _ = set.join_next().await;
 }

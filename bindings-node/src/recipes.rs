@@ -12,7 +12,6 @@ use crate::election::{leader_info, NativeObserver};
 use crate::errors::*;
 use crate::guard::{bytes, NativeLock};
 use crate::multi::NativeMulti;
-use crate::status::status_info;
 use crate::wait::*;
 
 #[napi]
@@ -139,26 +138,29 @@ impl NativeClient {
         })
     }
 
-    /// Holders and waiters of `name`, whatever kind of lock it is.
-    #[napi(ts_return_type = "Promise<NativeStatus>")]
+    /// Holders and waiters of `name`, whatever kind of lock it is: core's
+    /// `Status` record as its one JSON encoding (`records::to_json`), which
+    /// lib/status.js decodes.
+    #[napi(ts_return_type = "Promise<string>")]
     pub fn status<'env>(&self, env: &'env Env, name: String) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let c = self.inner.clone();
             promise(env, async move {
                 let st = c.status(&name).await.map_err(|e| to_js_err(&e))?;
-                Ok(status_info(st))
+                Ok(etcdlock::records::to_json(&st))
             })
         })
     }
 
-    /// Every lock under `prefix` (core `list`).
-    #[napi(ts_return_type = "Promise<NativeStatus[]>")]
+    /// Every lock under `prefix` (core `list`), as one JSON array of
+    /// `Status` records (`records::list_to_json`).
+    #[napi(ts_return_type = "Promise<string>")]
     pub fn list<'env>(&self, env: &'env Env, prefix: String) -> napi::Result<Object<'env>> {
         guard_sync(|| {
             let c = self.inner.clone();
             promise(env, async move {
                 let l = c.list(&prefix).await.map_err(|e| to_js_err(&e))?;
-                Ok(l.into_iter().map(status_info).collect::<Vec<_>>())
+                Ok(etcdlock::records::list_to_json(&l))
             })
         })
     }

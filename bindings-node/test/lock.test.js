@@ -3,7 +3,7 @@
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Client, LockError, ErrorCode } = require('..');
-const { ROOT, startEtcd, unique, until, etcdctlKeys, runNode } = require('./helpers.js');
+const { ROOT, startEtcd, unique, until, etcdctlKeys, runNode, freePort } = require('./helpers.js');
 
 let etcd;
 let clients = [];
@@ -295,5 +295,24 @@ describe('lock', () => {
     assert.equal(await again.lost, 'KeyDeleted');
     m = c.metrics();
     assert.deepEqual([m.lost.KeyDeleted, m.held, m.holdsEnded], [1, 0, 2]);
+  });
+
+  it('metrics() memberFailures: a dead endpoint listed first counts one failure at connect, none for a lock and release', async () => {
+    const dead = `127.0.0.1:${await freePort()}`;
+    const c = await connect({ endpoints: [dead, ...etcd.endpoints] });
+    const afterConnect = c.metrics().memberFailures;
+    const lock = await c.lock(unique('member-failures'));
+    await lock.unlock();
+    assert.deepEqual([afterConnect, c.metrics().memberFailures], [1, 1]);
+    const healthy = await connect();
+    const m = healthy.metrics();
+    assert.equal(m.memberFailures, 0);
+    // The record's fields, decoded by name: exactly what index.d.ts declares for Metrics.
+    assert.deepEqual(Object.keys(m).sort(), [
+      'acquisitions', 'held', 'heldMs', 'holdMs', 'holdsEnded', 'keepaliveRttMs', 'keepalives', 'lost',
+      'memberFailures', 'waitHistogram', 'waiting',
+    ]);
+    assert.deepEqual(Object.keys(m.acquisitions.acquired).sort(), ['count', 'waitMs']);
+    assert.deepEqual(m.waitHistogram.acquired.length, 13);
   });
 });

@@ -40,6 +40,10 @@ pub struct etcdlock_metrics {
     pub keepalives: u64,
     /// The last keep-alive round trip, -1 before the first.
     pub keepalive_rtt_ns: i64,
+    /// Requests that failed on an etcd member (which the client then avoided
+    /// for a while); 0 while every member answers. Written only when
+    /// struct_size covers it.
+    pub member_failures: u64,
 }
 
 /// A connection to etcd (one lease shared by all its locks). Thread-safe.
@@ -252,6 +256,7 @@ pub unsafe extern "C" fn etcdlock_client_metrics(
                 .keepalive_rtt
                 .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
                 .unwrap_or(-1),
+            member_failures: m.member_failures,
         };
         let n = struct_size.min(std::mem::size_of::<etcdlock_metrics>());
         std::ptr::copy_nonoverlapping(

@@ -1,9 +1,10 @@
 //! The multi-lock's loss and renewal callbacks and its renewal state (as
-//! `wait` has the guard's): they run on the library's runtime threads.
+//! `wait` has the guard's), from core's `MultiGuard::lost_signal`,
+//! `renewal` and `renewal_changes`: they run on the library's runtime threads.
 
 use std::ffi::{c_int, c_void};
 
-use etcdlock_core::{Error, ErrorCode, Loss, LossSignal, Renewal};
+use etcdlock_core::{Error, ErrorCode, Renewal};
 
 use crate::*;
 
@@ -39,16 +40,24 @@ pub unsafe extern "C" fn etcdlock_multi_on_loss(
     ffi(|| {
         let h = multi_arg(multi)?;
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
-        let signals = loss_signals(&h.multi);
+        let names: Vec<String> = h
+            .multi
+            .guards()
+            .iter()
+            .map(|g| g.name().to_string())
+            .collect();
+        let mut signal = h.multi.lost_signal();
         let ud = UserData(user_data);
         let pending = h.callbacks.begin_guard();
         etcdlock_core::runtime::spawn(async move {
             let (ud, pending) = (ud, pending);
-            let (reason, index) = first_loss(signals)
-                .await
-                .map_or((ETCDLOCK_LOSS_NONE, usize::MAX), |(i, l)| {
-                    (l.reason as c_int, i)
-                });
+            let (reason, index) = match signal.wait().await {
+                Some((name, loss)) => (
+                    loss.reason as c_int,
+                    names.iter().position(|n| *n == name).unwrap_or(usize::MAX),
+                ),
+                None => (ETCDLOCK_LOSS_NONE, usize::MAX),
+            };
             cb(reason, index, ud.0);
             drop(pending);
         })?;
@@ -72,11 +81,10 @@ pub unsafe extern "C" fn etcdlock_multi_renewal(
     ffi(|| {
         let out = out_arg(valid_for_ms, "valid_for_ms (out)")?;
         let m = &multi_arg(multi)?.multi;
-        *out = match m.guards().first().map(|g| g.renewal()) {
-            Some(Renewal::Failing { valid_until }) if m.is_held() => valid_until
+        *out = match m.renewal() {
+            Renewal::Failing { valid_until } if m.is_held() => valid_until
                 .saturating_duration_since(std::time::Instant::now())
-                .as_millis()
-                as i64,
+                .as_millis() as i64,
             _ => -1,
         };
         Ok(())
@@ -107,20 +115,17 @@ pub unsafe extern "C" fn etcdlock_multi_on_renewal(
     ffi(|| {
         let h = multi_arg(multi)?;
         let cb = callback.ok_or_else(|| invalid("callback is NULL"))?;
-        // One session for every lock: the first lock's renewal is the hold's.
-        let first = h
+        let mut changes = h
             .multi
-            .guards()
-            .first()
+            .renewal_changes()
             .ok_or_else(|| Error::new(ErrorCode::Internal, "a multi-lock without locks"))?;
-        let mut changes = first.renewal_changes();
-        let signals = loss_signals(&h.multi);
+        let mut ended = h.multi.lost_signal();
         let ud = UserData(user_data);
         // Counted until the ENDED call returned, as for a guard.
         let pending = h.callbacks.begin_guard();
         etcdlock_core::runtime::spawn(async move {
             let (ud, pending) = (ud, pending);
-            let end = hold_end(signals);
+            let end = ended.wait();
             tokio::pin!(end);
             loop {
                 tokio::select! {
@@ -144,35 +149,4 @@ pub unsafe extern "C" fn etcdlock_multi_on_renewal(
         })?;
         Ok(())
     })
-}
-
-/// The end of each lock's hold, as owned signals that keep neither the
-/// handle nor its locks alive.
-fn loss_signals(m: &etcdlock_core::MultiGuard) -> Vec<LossSignal> {
-    m.guards().iter().map(|g| g.lost_signal()).collect()
-}
-
-/// `MultiGuard::wait_lost` on owned signals: the position and loss of the
-/// first lock lost, or `None` once every lock was released.
-async fn first_loss(signals: Vec<LossSignal>) -> Option<(usize, Loss)> {
-    let mut set = tokio::task::JoinSet::new();
-    for (i, mut s) in signals.into_iter().enumerate() {
-        set.spawn(async move { s.wait().await.map(|l| (i, l)) });
-    }
-    while let Some(r) = set.join_next().await {
-        if let Ok(Some(lost)) = r {
-            return Some(lost);
-        }
-    }
-    None
-}
-
-/// Resolves when the multi-lock's hold ends: the first lock lost, or the
-/// release (which ends every lock's hold).
-async fn hold_end(signals: Vec<LossSignal>) {
-    let mut set = tokio::task::JoinSet::new();
-    for mut s in signals {
-        set.spawn(async move { s.wait().await });
-    }
-    let _ = set.join_next().await;
 }

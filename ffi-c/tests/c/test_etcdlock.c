@@ -22,7 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1183,6 +1187,56 @@ static void test_metrics(void) {
     CHECK_RC(etcdlock_client_metrics(NULL, &m, sizeof m), ETCDLOCK_INVALID_ARGUMENT);
     etcdlock_client_free(a);
     etcdlock_client_free(b);
+}
+
+/* member_failures: a dead endpoint (a loopback port nobody listens on) listed
+ * before the live one counts exactly one failure at connect and none for a
+ * lock and release after it; a client of the live endpoint only counts none.
+ * A caller compiled before the field existed (struct_size up to
+ * keepalive_rtt_ns) gets nothing written past it. */
+static void test_metrics_member_failures(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa;
+    socklen_t len = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+             getsockname(fd, (struct sockaddr *)&sa, &len) == 0;
+    if (fd >= 0) close(fd);
+    if (!ok) { CHECK(0, "a free loopback port"); return; }
+    char endpoints[512];
+    snprintf(endpoints, sizeof endpoints, "127.0.0.1:%d,%s", ntohs(sa.sin_port), H.endpoint);
+    etcdlock_options o;
+    etcdlock_client *c = NULL, *healthy = connect_default();
+    CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
+    o.endpoints = endpoints;
+    o.ttl_secs = 10;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    if (!c || !healthy) { CHECK(0, "connect"); etcdlock_client_free(c); etcdlock_client_free(healthy); return; }
+    etcdlock_metrics m;
+    memset(&m, 0xff, sizeof m);
+    CHECK_RC(etcdlock_client_metrics(c, &m, sizeof m), ETCDLOCK_OK);
+    uint64_t after_connect = m.member_failures;
+    char name[96];
+    unique(name, sizeof name, "memberfail");
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_lock(c, name, 5000, &g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    etcdlock_guard_free(g);
+    CHECK_RC(etcdlock_client_metrics(c, &m, sizeof m), ETCDLOCK_OK);
+    CHECK(after_connect == 1 && m.member_failures == 1, "member_failures after connect %llu, after lock+unlock %llu",
+          (unsigned long long)after_connect, (unsigned long long)m.member_failures);
+    memset(&m, 0xff, sizeof m);
+    CHECK_RC(etcdlock_client_metrics(healthy, &m, sizeof m), ETCDLOCK_OK);
+    CHECK(m.member_failures == 0, "healthy client: member_failures %llu", (unsigned long long)m.member_failures);
+    /* The struct as an older header declared it: member_failures left alone. */
+    memset(&m, 0xab, sizeof m);
+    size_t older = offsetof(etcdlock_metrics, member_failures);
+    CHECK_RC(etcdlock_client_metrics(c, &m, older), ETCDLOCK_OK);
+    CHECK(m.struct_size == older && m.member_failures == 0xababababababababULL, "struct_size %u", m.struct_size);
+    etcdlock_client_free(c);
+    etcdlock_client_free(healthy);
 }
 
 /* Fields left unset come from ETCDLOCK_* (core's one rule, as in every
@@ -2475,6 +2529,7 @@ static const test_case TESTS[] = {
     {"keepalive_interval", test_keepalive_interval},
     {"lazy_connect", test_lazy_connect},
     {"metrics", test_metrics},
+    {"metrics_member_failures", test_metrics_member_failures},
     {"error_message_per_thread", test_error_message_per_thread},
     {"auth_rbac", test_auth_rbac},
     {"semaphore", test_semaphore},
