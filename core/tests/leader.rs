@@ -145,6 +145,10 @@ async fn three_candidates_one_task_at_a_time_across_a_partition_and_a_stop() {
         third.2.duration_since(stopped)
     );
     assert!(third.1 > second.1);
+    eprintln!(
+        "stop: next task started {:?} after stop()",
+        third.2.duration_since(stopped)
+    );
 
     for l in [&l0, &l1, &l2] {
         l.stop();

@@ -81,7 +81,7 @@ pub const METRICS: [MetricInfo; 8] = [
         label: None,
     },
     MetricInfo {
-        name: "etcdlock.etcd.failures",
+        name: "etcdlock.etcd.member.failures",
         prometheus: "etcdlock_etcd_member_failures_total",
         kind: "counter",
         help: "Requests that failed on an etcd member (the member is then avoided for a while).",
@@ -209,7 +209,7 @@ impl Metrics {
             .map(|d| d.as_secs_f64())
             .unwrap_or(f64::NAN);
         let _ = writeln!(out, "{}{} {rtt}", m.prometheus, with(&[]));
-        let m = info("etcdlock.etcd.failures");
+        let m = info("etcdlock.etcd.member.failures");
         head(&mut out, m);
         let _ = writeln!(
             out,

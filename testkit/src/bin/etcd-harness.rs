@@ -11,7 +11,10 @@
 //! `kill I`, `restart I`, `pause I [MS]` (with MS: resumed by the harness
 //! after MS milliseconds), `resume I`, `leader`, `elected I` (after a fault on
 //! leader I: waits for another member to lead; answers its index and the ms
-//! that took), each answered by one JSON line.
+//! that took), `proxy` (starts etcd's gRPC proxy in front of every member:
+//! answers its index and endpoint; a client connected through it is
+//! partitioned from etcd by `proxy-pause I` and reconnected by
+//! `proxy-resume I`), each answered by one JSON line.
 use std::io::{BufRead, Write};
 
 use etcdlock_testkit::{Config, Etcd};
@@ -46,6 +49,7 @@ fn main() {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
     let mut etcd = Etcd::start(cfg);
+    let mut proxies: Vec<etcdlock_testkit::Front> = Vec::new();
     let line = serde_json::json!({
         "endpoints": etcd.endpoints(),
         "pids": etcd.members.iter().map(|m| m.pid()).collect::<Vec<_>>(),
@@ -82,6 +86,23 @@ fn main() {
                 serde_json::json!({"ok": true})
             }
             "leader" => serde_json::json!({"leader": etcd.leader()}),
+            "proxy" => {
+                let front = etcdlock_testkit::grpc_proxy(&etcd.endpoints());
+                let endpoint = front.endpoint();
+                proxies.push(front);
+                serde_json::json!({"proxy": proxies.len() - 1, "endpoint": endpoint})
+            }
+            "proxy-pause" | "proxy-resume" => match proxies.get(idx) {
+                Some(p) => {
+                    if cmd == "proxy-pause" {
+                        p.pause()
+                    } else {
+                        p.resume()
+                    }
+                    serde_json::json!({"ok": true})
+                }
+                None => serde_json::json!({"error": format!("no proxy {idx}")}),
+            },
             // After a fault on the leader `idx`: when another member leads, and
             // how long after this command that was seen.
             "elected" => {
