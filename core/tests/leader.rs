@@ -132,6 +132,11 @@ async fn three_candidates_one_task_at_a_time_across_a_partition_and_a_stop() {
         second.0 != 0 && second.1 > first.1,
         "{second:?} after {first:?}"
     );
+    eprintln!(
+        "partition: old task cancelled {:?} after the cut, next task started {:?} after it (TTL {ttl} s)",
+        at.duration_since(cut),
+        second.2.duration_since(cut)
+    );
     proxy.resume();
 
     // Resign on stop hands over in under a second.
