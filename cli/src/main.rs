@@ -240,8 +240,11 @@ enum Cmd {
     /// Arrive at a barrier and wait for all --parties (exit 75 after
     /// --timeout); prints this party's arrival index.
     Barrier(sync::BarrierArgs),
-    /// Campaign for leadership, run a command while leader, stop it on loss
-    /// (as `run` does). `etcdctl elect NAME` takes part in the same election.
+    /// Campaign for leadership and run a command while leader: on a loss its
+    /// process group gets --signal (as `run` does) and etcdlock campaigns
+    /// again (--exit-on-loss: exit 70 instead); when the command exits,
+    /// etcdlock resigns and exits with its status. `etcdctl elect NAME` takes
+    /// part in the same election.
     Elect(elect::ElectArgs),
     /// Run a scheduled job on one node only (ShedLock's model: a cron line on
     /// every node): take the job's run-once record for --at-most, run the

@@ -2014,3 +2014,106 @@ fn once_runs_a_job_on_one_node_and_shares_the_record_with_core() {
         .unwrap();
     assert_eq!(st.code(), Some(2), "--at-most is required");
 }
+
+/// `elect` is a leader loop: a lost leadership stops the command and
+/// etcdlock campaigns again (a new term, a higher fencing token, the command
+/// run again); the command's own exit ends it with its status;
+/// `--exit-on-loss` exits 70 on the first loss instead.
+#[test]
+fn elect_campaigns_again_after_a_loss_unless_told_not_to() {
+    let etcd = Etcd::single();
+    let eps = etcd.endpoints_csv();
+    let dir = tempdir();
+    let (log, gate) = (dir.join("terms"), dir.join("gate"));
+    let script = format!(
+        "echo \"$ETCDLOCK_FENCING_TOKEN\" >> {}; while [ ! -e {} ]; do sleep 0.02; done; exit 4",
+        log.display(),
+        gate.display()
+    );
+    let terms = || -> Vec<i64> {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.parse().unwrap())
+            .collect()
+    };
+    let await_terms = |n: usize| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while terms().len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "term {n} never ran: {:?}",
+                terms()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let release = |token: i64| {
+        let st = bin()
+            .args([
+                "--endpoints",
+                &eps,
+                "release",
+                "svc",
+                "--token",
+                &token.to_string(),
+            ])
+            .status()
+            .unwrap();
+        assert_eq!(st.code(), Some(0));
+    };
+    let mut leader = bin()
+        .args([
+            "--endpoints",
+            &eps,
+            "elect",
+            "svc",
+            "node-1",
+            "--grace",
+            "2s",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(&script)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    await_terms(1);
+    release(terms()[0]);
+    await_terms(2);
+    let t = terms();
+    assert!(t[1] > t[0], "{t:?}");
+    std::fs::write(&gate, b"").unwrap();
+    assert_eq!(
+        leader.wait().unwrap().code(),
+        Some(4),
+        "the command's status"
+    );
+    assert_eq!(terms().len(), 2, "no term after the command exited");
+    await_count(&etcd, "svc/", 0);
+
+    std::fs::remove_file(&gate).unwrap();
+    std::fs::remove_file(&log).unwrap();
+    let mut once = bin()
+        .args([
+            "--endpoints",
+            &eps,
+            "elect",
+            "svc",
+            "node-1",
+            "--exit-on-loss",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(&script)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    await_terms(1);
+    release(terms()[0]);
+    assert_eq!(once.wait().unwrap().code(), Some(70));
+    assert_eq!(terms().len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
