@@ -33,6 +33,9 @@ fi
 
 echo "== cargo build (libetcdlock.so, libetcdlock.a, etcd-harness)"
 cargo build -q -p etcdlock-ffi -p etcdlock-testkit
+# The CLI, built apart as it ships: test_once checks `etcdlock once` is
+# refused a job the C program holds.
+cargo build -q -p etcdlock-cli
 
 echo "== include/etcdlock.h is up to date"
 if ! git diff --exit-code -- include/ || [ -n "$(git status --porcelain -- include/)" ]; then
@@ -72,6 +75,7 @@ echo "== cargo test -p etcdlock-ffi"
 cargo test -q -p etcdlock-ffi 2>&1 | tail -n 3
 
 export ETCDLOCK_HARNESS="$target/debug/etcd-harness"
+export ETCDLOCK_CLI_BIN="$target/debug/etcdlock"
 cflags=(-std=c11 -Wall -Wextra -Werror -pedantic -g -O1 -I"$root/include" -I"$here/tests/c")
 src="$here/tests/c/test_etcdlock.c"
 gcc "${cflags[@]}" "$src" -o "$work/test_shared" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread

@@ -207,6 +207,10 @@ typedef struct etcdlock_locks etcdlock_locks;
 // releases every lock still held.
 typedef struct etcdlock_multi etcdlock_multi;
 
+// This node's hold of a job's run-once record (etcdlock_once_take). Finish
+// it with etcdlock_once_finish when the job is done (that frees it too).
+typedef struct etcdlock_once etcdlock_once;
+
 // The holders and waiters of one name (etcdlock_status): contenders in
 // queue order, holders first. Free with etcdlock_queue_free.
 typedef struct etcdlock_queue etcdlock_queue;
@@ -1483,6 +1487,54 @@ int etcdlock_multi_renewal(const struct etcdlock_multi *multi, int64_t *valid_fo
 int etcdlock_multi_on_renewal(const struct etcdlock_multi *multi,
                               etcdlock_renewal_cb callback,
                               void *user_data);
+
+// Take job name's run-once record for at_most_ms milliseconds if no node
+// holds it now; never waits. ETCDLOCK_OK: this node runs the job, *hold is
+// set (finish it with etcdlock_once_finish). ETCDLOCK_WOULD_BLOCK: another
+// node has the job (it runs, or ran less than its at_least ago); *hold is
+// NULL and nothing was written. at_most_ms is the longest the job may run:
+// after it the record expires and another node may take the job, even if
+// this one still runs (choose it above the job's longest run). at_least_ms
+// (at most at_most_ms) keeps the job taken that long after the start even
+// if it finishes sooner (choose it above the nodes' clock skew). Expiry
+// compares wall clocks: keep the nodes' clocks in sync (NTP).
+//
+// Returns ETCDLOCK_INVALID_ARGUMENT (at_most_ms not positive, at_least_ms
+// negative or above at_most_ms, a bad name), ETCDLOCK_CLOSED,
+// ETCDLOCK_UNAVAILABLE.
+//
+// Safety: client is a live handle; name is NUL-terminated; hold is writable.
+//
+// Example:
+//     etcdlock_once *job = NULL;
+//     int rc = etcdlock_once_take(c, "nightly-report", 600000, 30000, &job);
+//     if (rc == ETCDLOCK_WOULD_BLOCK) return 0;   // another node runs it
+//     if (rc != ETCDLOCK_OK) return rc;
+//     run_report(etcdlock_once_revision(job));    // a fencing token
+//     etcdlock_once_finish(job);                  // taken until start + 30 s
+int etcdlock_once_take(const struct etcdlock_client *client,
+                       const char *name,
+                       int64_t at_most_ms,
+                       int64_t at_least_ms,
+                       struct etcdlock_once **hold);
+
+// The revision of this hold's record: higher for every take of the job (a
+// fencing token for what the job writes). 0 for NULL.
+//
+// Safety: hold is NULL or a live handle.
+int64_t etcdlock_once_revision(const struct etcdlock_once *hold);
+
+// The job is done: keep its record taken until at_least_ms (given to
+// etcdlock_once_take) after the start, or free it now if that has passed;
+// then free the handle, whatever the outcome. ETCDLOCK_NOT_HELD: the record
+// was no longer this hold's (it expired after at_most_ms and another node
+// took the job), and nothing was changed. NULL: nothing to do (ETCDLOCK_OK).
+//
+// Returns also ETCDLOCK_CLOSED, ETCDLOCK_UNAVAILABLE (the record then
+// expires at_most_ms after the start).
+//
+// Safety: hold is NULL or a live handle, not used after this call.
+int etcdlock_once_finish(struct etcdlock_once *hold);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -186,3 +186,44 @@ c.close()
     while etcdctl_keys(endpoints, ns):
         assert time.monotonic() < deadline, f"keys left: {etcdctl_keys(endpoints, ns)}"
         time.sleep(0.1)
+
+
+def test_the_cli_once_and_a_python_once_job_exclude_each_other(endpoints: List[str], name: str, tmp_path: Path) -> None:
+    """`etcdlock once` (a cron line) and ``@client.once`` take the same
+    run-once record: while one runs the job, the other skips it."""
+    etcdlock_cli = cli()  # built before anything below waits
+    ns = f"once-{name}/"
+    env = {**os.environ, "ETCDLOCK_ENDPOINTS": ",".join(endpoints), "ETCDLOCK_NAMESPACE": ns}
+    started, gate = tmp_path / "started", tmp_path / "gate"
+    job = subprocess.Popen(
+        [etcdlock_cli, "once", "nightly", "--at-most", "60s", "--", "sh", "-c",
+         f"touch {started}; while [ ! -e {gate} ]; do sleep 0.02; done"],
+        env=env,
+    )
+    deadline = time.monotonic() + 20
+    while not started.exists():
+        assert time.monotonic() < deadline, "the CLI's job never started"
+        time.sleep(0.02)
+    c = etcdlock.Client(endpoints=endpoints, namespace=ns)
+    ran: List[str] = []
+
+    @c.once("nightly", at_most=60)
+    def nightly() -> str:
+        ran.append("python")
+        return "ran"
+
+    assert nightly() is None and ran == [], "Python ran a job the CLI runs"
+    gate.touch()
+    assert job.wait(20) == 0
+    assert nightly() == "ran" and ran == ["python"], "the CLI's record outlived its job"
+
+    @c.once("nightly", at_most=60, at_least=60)
+    def held() -> str:
+        return "held"
+
+    assert held() == "held"
+    skipped = subprocess.run(
+        [etcdlock_cli, "once", "nightly", "--at-most", "60s", "--skipped-exit", "3", "--", "true"], env=env, timeout=20
+    )
+    assert skipped.returncode == 3, "the CLI ran a job Python holds (--at-least)"
+    c.close()

@@ -32,6 +32,7 @@ mod sync;
 mod wait;
 // then the multi-lock's callbacks.
 mod multi_wait;
+mod once;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Duration;
@@ -48,6 +49,7 @@ pub use guard::*;
 pub use guarded::*;
 pub use multi::*;
 pub use multi_wait::*;
+pub use once::*;
 pub use options::*;
 pub use recipes::*;
 pub use status::*;
