@@ -18,6 +18,9 @@ fi
 
 # The tests' etcd comes from the harness binary (debug build of the testkit).
 (cd "$ROOT" && cargo build -q -p etcdlock-testkit)
+# The CLI, built apart as it ships: the ShedLock module's CliOnceTest runs
+# `etcdlock once` against a @SchedulerLock job.
+(cd "$ROOT" && cargo build -q -p etcdlock-cli)
 # The JNI layer's own unit tests (handles: a stale or mistyped one is a typed error).
 (cd "$ROOT" && cargo test -q -p etcdlock-jni --lib)
 export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
@@ -64,7 +67,7 @@ set +e
 # ETCDLOCK_JAVA_PROFILE=release runs it on the optimized build.
 profile=${ETCDLOCK_JAVA_PROFILE:-dev}; profile_dir=$profile; [ "$profile" = dev ] && profile_dir=debug
 mvn -B -fae --toolchains "$TOOLCHAINS" -Dcargo.profile="$profile" -Dcargo.profile.dir="$profile_dir" -Detcdlock.toolchains="$TOOLCHAINS" -Detcdlock.require-jdk21=true \
-  -Detcdlock.harness="$ETCDLOCK_HARNESS" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of " 
+  -Detcdlock.harness="$ETCDLOCK_HARNESS" -Detcdlock.cli="$CARGO_TARGET_DIR/debug/etcdlock" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of " 
 status=${PIPESTATUS[0]}
 set -e
 
