@@ -117,6 +117,21 @@
 // Loss reason: the client was freed/closed while the lock was held.
 #define ETCDLOCK_LOSS_CLIENT_CLOSED 4
 
+// etcdlock_set_logger level: no events.
+#define ETCDLOCK_LOG_OFF 0
+
+// Log level: errors.
+#define ETCDLOCK_LOG_ERROR 1
+
+// Log level: warnings (a keep-alive renewal failing, a hold lost) and above.
+#define ETCDLOCK_LOG_WARN 2
+
+// Log level: information (an etcd member failing over, the watch stream re-created) and above.
+#define ETCDLOCK_LOG_INFO 3
+
+// Log level: debug (a hold acquired or released) and above.
+#define ETCDLOCK_LOG_DEBUG 4
+
 // Index of etcdlock_metrics.acquisitions / wait_ns: the lock was taken.
 #define ETCDLOCK_RESULT_ACQUIRED 0
 
@@ -440,6 +455,17 @@ typedef void (*etcdlock_observe_cb)(int status,
                                     size_t value_len,
                                     int64_t revision,
                                     void *user_data);
+
+// A log callback (etcdlock_set_logger): level is one of ETCDLOCK_LOG_ERROR
+// .. ETCDLOCK_LOG_DEBUG; target the core module (`etcdlock::session`, ...);
+// message what happened (`acquired`, `released`, `lost`, ...); fields the
+// event's fields as `key=value` pairs separated by spaces (`lock=orders
+// fencing_token=42`). The strings are valid during the call only.
+typedef void (*etcdlock_log_fn)(void *user_data,
+                                int level,
+                                const char *target,
+                                const char *message,
+                                const char *fields);
 
 // Loss callback of etcdlock_multi_on_loss: reason is one of ETCDLOCK_LOSS_*
 // and index the position of the lost lock in the names given to
@@ -1438,6 +1464,30 @@ int etcdlock_observe(const struct etcdlock_client *client,
                      etcdlock_observe_cb callback,
                      void *user_data,
                      struct etcdlock_cancel_handle **cancel);
+
+// Send core's log events at level and above (ETCDLOCK_LOG_ERROR,
+// ETCDLOCK_LOG_WARN, ETCDLOCK_LOG_INFO, ETCDLOCK_LOG_DEBUG) to log, or none
+// (ETCDLOCK_LOG_OFF, or log NULL). Events: a hold acquired or released
+// (debug), a keep-alive renewal failing and a hold lost (warn), an etcd
+// member failing over and the watch stream re-created (info). The callback
+// runs on a thread of its own (never a caller's or the runtime's), one
+// event at a time, in order; a slow callback delays no lock (beyond 4096
+// waiting events, events are dropped). Call again to change the level or the
+// callback; it applies to the whole process.
+//
+// Returns ETCDLOCK_OK, or ETCDLOCK_INVALID_ARGUMENT for an unknown level.
+//
+// Safety: log is NULL or a function callable from any thread with
+// user_data until the next etcdlock_set_logger call replaces it.
+//
+// Example:
+//     static void on_log(void *ud, int level, const char *target, const char *msg, const char *fields) {
+//         syslog(level <= ETCDLOCK_LOG_WARN ? LOG_WARNING : LOG_INFO, "%s: %s %s", target, msg, fields);
+//     }
+//     etcdlock_set_logger(ETCDLOCK_LOG_INFO, on_log, NULL);
+int etcdlock_set_logger(int level,
+                        etcdlock_log_fn log,
+                        void *user_data);
 
 // Register a callback for the end of the multi-lock's hold (the loss of any
 // one lock is the loss of the hold). `callback(reason, index, user_data)`

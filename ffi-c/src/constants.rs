@@ -50,6 +50,16 @@ pub const ETCDLOCK_LOSS_KEY_DELETED: i32 = 2;
 pub const ETCDLOCK_LOSS_CONNECTION_LOST: i32 = 3;
 /// Loss reason: the client was freed/closed while the lock was held.
 pub const ETCDLOCK_LOSS_CLIENT_CLOSED: i32 = 4;
+/// etcdlock_set_logger level: no events.
+pub const ETCDLOCK_LOG_OFF: i32 = 0;
+/// Log level: errors.
+pub const ETCDLOCK_LOG_ERROR: i32 = 1;
+/// Log level: warnings (a keep-alive renewal failing, a hold lost) and above.
+pub const ETCDLOCK_LOG_WARN: i32 = 2;
+/// Log level: information (an etcd member failing over, the watch stream re-created) and above.
+pub const ETCDLOCK_LOG_INFO: i32 = 3;
+/// Log level: debug (a hold acquired or released) and above.
+pub const ETCDLOCK_LOG_DEBUG: i32 = 4;
 /// Index of etcdlock_metrics.acquisitions / wait_ns: the lock was taken.
 pub const ETCDLOCK_RESULT_ACQUIRED: i32 = 0;
 /// Index: not taken within the timeout (or held, for a zero timeout).

@@ -31,6 +31,7 @@ mod status;
 mod sync;
 mod wait;
 // then the multi-lock's callbacks.
+mod logs;
 mod multi_wait;
 mod once;
 
@@ -47,6 +48,7 @@ pub use election::*;
 pub use errors::*;
 pub use guard::*;
 pub use guarded::*;
+pub use logs::*;
 pub use multi::*;
 pub use multi_wait::*;
 pub use once::*;

@@ -1240,6 +1240,67 @@ static void test_metrics_member_failures(void) {
     etcdlock_client_free(healthy);
 }
 
+/* Core's log events through etcdlock_set_logger: a hold acquired reaches the
+ * callback (debug, with the lock's name in its fields); level OFF forwards
+ * nothing; the log thread delivers in order, so a later event proves an
+ * earlier one was not forwarded. */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char log_seen[8192];
+static int log_levels_ok = 1;
+
+static void on_log(void *ud, int level, const char *target, const char *message, const char *fields) {
+    pthread_mutex_lock(&log_mu);
+    if (ud != (void *)log_seen || level < ETCDLOCK_LOG_ERROR || level > ETCDLOCK_LOG_DEBUG || !target) log_levels_ok = 0;
+    size_t n = strlen(log_seen);
+    snprintf(log_seen + n, sizeof log_seen - n, "%d %s %s|", level, message, fields);
+    pthread_mutex_unlock(&log_mu);
+}
+
+static int log_has(const char *needle) {
+    pthread_mutex_lock(&log_mu);
+    int has = strstr(log_seen, needle) != NULL;
+    pthread_mutex_unlock(&log_mu);
+    return has;
+}
+
+static void lock_unlock_name(etcdlock_client *c, const char *name) {
+    etcdlock_guard *g = NULL;
+    CHECK_RC(etcdlock_lock(c, name, 5000, &g), ETCDLOCK_OK);
+    CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
+    etcdlock_guard_free(g);
+}
+
+static void test_logger(void) {
+    etcdlock_client *c = connect_default();
+    if (!c) { CHECK(0, "connect"); return; }
+    char first[96], quiet[96], last[96], want[160];
+    unique(first, sizeof first, "log-first");
+    unique(quiet, sizeof quiet, "log-quiet");
+    unique(last, sizeof last, "log-last");
+    CHECK_RC(etcdlock_set_logger(7, on_log, log_seen), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_set_logger(ETCDLOCK_LOG_DEBUG, on_log, log_seen), ETCDLOCK_OK);
+    lock_unlock_name(c, first);
+    snprintf(want, sizeof want, "%d acquired lock=%s ", ETCDLOCK_LOG_DEBUG, first);
+    double deadline = now_ms() + 5000;
+    while (!log_has(want) && now_ms() < deadline) usleep(5000);
+    CHECK(log_has(want), "no '%s' among: %.300s", want, log_seen);
+    CHECK_RC(etcdlock_set_logger(ETCDLOCK_LOG_OFF, NULL, NULL), ETCDLOCK_OK);
+    lock_unlock_name(c, quiet);
+    CHECK_RC(etcdlock_set_logger(ETCDLOCK_LOG_DEBUG, on_log, log_seen), ETCDLOCK_OK);
+    lock_unlock_name(c, last);
+    snprintf(want, sizeof want, "acquired lock=%s ", last);
+    deadline = now_ms() + 5000;
+    while (!log_has(want) && now_ms() < deadline) usleep(5000);
+    CHECK(log_has(want), "no '%s'", want);
+    /* (its release may be logged later, in the background: only its
+     * acquisition happened while the level was OFF) */
+    snprintf(want, sizeof want, "acquired lock=%s ", quiet);
+    CHECK(!log_has(want), "an event was forwarded while the level was OFF");
+    CHECK(log_levels_ok, "a callback got a bad level, target or user_data");
+    CHECK_RC(etcdlock_set_logger(ETCDLOCK_LOG_OFF, NULL, NULL), ETCDLOCK_OK);
+    etcdlock_client_free(c);
+}
+
 /* Run-once: the record Java's @SchedulerLock, Python's and Node's once and
  * `etcdlock once` take. One node per tick; at_least keeps the job taken after
  * it finished; another client (and, where the suite gives it, the CLI) is
@@ -2551,6 +2612,7 @@ static void test_client_free_in_callback(void) {
 static const test_case TESTS[] = {
     {"version_and_names", test_version_and_names},
     {"once", test_once},
+    {"logger", test_logger},
     {"lock_unlock", test_lock_unlock},
     {"try_lock", test_try_lock},
     {"timeout", test_timeout},
