@@ -78,6 +78,11 @@ files.append((f"etcdlock/{module}", open(so, "rb").read()))
 di = f"{name}.dist-info"
 files.append((f"{di}/METADATA", metadata.encode()))
 files.append((f"{di}/WHEEL", wheel.encode()))
+# Entry points as pyproject.toml declares them (tooz finds its driver there).
+eps = project.get("entry-points", {})
+if eps:
+    text = "".join(f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in items.items()) + "\n" for group, items in eps.items())
+    files.append((f"{di}/entry_points.txt", text.encode()))
 
 def digest(b):
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(b).digest()).rstrip(b"=").decode()
