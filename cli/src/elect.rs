@@ -7,7 +7,7 @@ use etcdlock::{
     LeaderLoop, Term,
 };
 
-use crate::run::{interrupted, signal_number, supervise, Command, Ended, Stops};
+use crate::run::{failed, interrupted, prepare, supervise, Command, Ended, Stops};
 use crate::{exit, exit_code_for};
 
 #[derive(Args)]
@@ -52,21 +52,9 @@ pub struct LeaderArgs {
 }
 
 pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
-    let Some(sig) = signal_number(&a.signal) else {
-        crate::observe::say(
-            "error",
-            &format!("unknown signal {:?}", a.signal),
-            serde_json::json!({}),
-        );
-        return exit::USAGE;
-    };
-    let Some(mut stops) = Stops::install() else {
-        crate::observe::say(
-            "error",
-            "cannot install signal handlers",
-            serde_json::json!({}),
-        );
-        return exit::ERROR;
+    let (sig, mut stops) = match prepare(&a.signal) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let client = match Client::connect(opts).await {
         Ok(c) => c,
@@ -99,7 +87,7 @@ pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
         },
     ) {
         Ok(lp) => lp,
-        Err(e) => return failed(client, &e).await,
+        Err(e) => return failed(Some(client), &e).await,
     };
     // --timeout bounds the first campaign only: once elected, a lost
     // leadership is campaigned for again without a limit.
@@ -140,7 +128,7 @@ pub async fn elect(opts: ClientOptions, a: ElectArgs) -> i32 {
             Some(LeaderEvent::CampaignFailed(e)) => {
                 lp.stop();
                 drain(&lp).await;
-                return failed(client, &e).await;
+                return failed(Some(client), &e).await;
             }
             Some(_) => continue,
             None => {
@@ -239,16 +227,6 @@ async fn drain(lp: &LeaderLoop) {
             t.end();
         }
     }
-}
-
-async fn failed(client: Client, e: &etcdlock::Error) -> i32 {
-    crate::observe::say(
-        "error",
-        &e.to_string(),
-        serde_json::json!({"code": e.code().name()}),
-    );
-    client.close().await;
-    exit_code_for(e)
 }
 
 async fn sleep_until_opt(t: Option<tokio::time::Instant>) {

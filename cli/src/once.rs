@@ -7,8 +7,8 @@ use std::time::Duration;
 use clap::Args;
 use etcdlock::{Client, ClientOptions};
 
-use crate::run::{signal_number, supervise, Command, Ended, Stops};
-use crate::{exit, exit_code_for};
+use crate::exit;
+use crate::run::{failed, prepare, supervise, Command, Ended};
 
 #[derive(Args)]
 pub struct OnceArgs {
@@ -31,9 +31,6 @@ pub struct OnceArgs {
     /// a cron line on every node reports success on all of them
     #[arg(long, default_value_t = 0, value_name = "CODE")]
     pub skipped_exit: i32,
-    /// Signal sent to the command's process group when etcdlock is stopped (TERM, INT, ...)
-    #[arg(long, default_value = "TERM")]
-    pub signal: String,
     /// Time between a stop signal to the command's process group and SIGKILL: 10s, 500ms, or never
     #[arg(long, default_value = "10s", value_parser = crate::parse_limit)]
     pub grace: crate::Limit,
@@ -46,14 +43,6 @@ pub struct OnceArgs {
 }
 
 pub async fn once(opts: ClientOptions, a: OnceArgs) -> i32 {
-    let Some(sig) = signal_number(&a.signal) else {
-        crate::observe::say(
-            "error",
-            &format!("unknown signal {:?}", a.signal),
-            serde_json::json!({}),
-        );
-        return exit::USAGE;
-    };
     if a.at_least > a.at_most {
         crate::observe::say(
             "error",
@@ -62,13 +51,11 @@ pub async fn once(opts: ClientOptions, a: OnceArgs) -> i32 {
         );
         return exit::USAGE;
     }
-    let Some(mut stops) = Stops::install() else {
-        crate::observe::say(
-            "error",
-            "cannot install signal handlers",
-            serde_json::json!({}),
-        );
-        return exit::ERROR;
+    // No loss to signal (a run-once record has no lease): stop signals go
+    // to the command's group as they come.
+    let (sig, mut stops) = match prepare("TERM") {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     let client = match Client::connect(opts).await {
         Ok(c) => c,
@@ -115,7 +102,7 @@ pub async fn once(opts: ClientOptions, a: OnceArgs) -> i32 {
             ("ETCDLOCK_FENCING_TOKEN", hold.revision().to_string()),
         ],
         sig,
-        sig_name: &a.signal,
+        sig_name: "TERM",
         grace: a.grace,
     };
     // No lease holds a run-once record: nothing can take it from the command.
@@ -140,16 +127,4 @@ pub async fn once(opts: ClientOptions, a: OnceArgs) -> i32 {
     }
     client.close().await;
     code
-}
-
-async fn failed(client: Option<Client>, e: &etcdlock::Error) -> i32 {
-    crate::observe::say(
-        "error",
-        &e.to_string(),
-        serde_json::json!({"code": e.code().name()}),
-    );
-    if let Some(c) = client {
-        c.close().await;
-    }
-    exit_code_for(e)
 }

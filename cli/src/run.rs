@@ -92,21 +92,9 @@ pub fn signal_number(name: &str) -> Option<i32> {
 }
 
 pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
-    let Some(sig) = signal_number(&a.signal) else {
-        crate::observe::say(
-            "error",
-            &format!("unknown signal {:?}", a.signal),
-            serde_json::json!({}),
-        );
-        return exit::USAGE;
-    };
-    let Some(mut stops) = Stops::install() else {
-        crate::observe::say(
-            "error",
-            "cannot install signal handlers",
-            serde_json::json!({}),
-        );
-        return exit::ERROR;
+    let (sig, mut stops) = match prepare(&a.signal) {
+        Ok(p) => p,
+        Err(code) => return code,
     };
     // --timeout bounds the whole wait, connecting included.
     let started = std::time::Instant::now();
@@ -181,6 +169,43 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         grace: a.grace,
     };
     run_while_held(client, guard, cmd, a.verbose, &mut stops).await
+}
+
+/// What `run`, `elect` and `once` need before they connect: the number of
+/// the loss signal named `signal`, and the stop signals' handlers; else the
+/// exit code (after saying why).
+pub fn prepare(signal: &str) -> Result<(i32, Stops), i32> {
+    let Some(sig) = signal_number(signal) else {
+        crate::observe::say(
+            "error",
+            &format!("unknown signal {signal:?}"),
+            serde_json::json!({}),
+        );
+        return Err(exit::USAGE);
+    };
+    let Some(stops) = Stops::install() else {
+        crate::observe::say(
+            "error",
+            "cannot install signal handlers",
+            serde_json::json!({}),
+        );
+        return Err(exit::ERROR);
+    };
+    Ok((sig, stops))
+}
+
+/// Say why a command failed, close its client (if it has one) and give the
+/// error's exit code.
+pub async fn failed(client: Option<Client>, e: &etcdlock::Error) -> i32 {
+    crate::observe::say(
+        "error",
+        &e.to_string(),
+        serde_json::json!({"code": e.code().name()}),
+    );
+    if let Some(c) = client {
+        c.close().await;
+    }
+    exit_code_for(e)
 }
 
 /// The signals that stop etcdlock: SIGINT, SIGTERM, SIGHUP (an ssh hang-up)
