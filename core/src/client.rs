@@ -35,6 +35,8 @@ pub(crate) struct Inner {
     /// Acquisitions of this client between admission and their key queued
     /// in etcd (see `mutex::ADMITTED`).
     pub(crate) admissions: Arc<tokio::sync::Semaphore>,
+    /// Holds taken with an owner (reentry.rs).
+    pub(crate) reentry: crate::reentry::Reentry,
     pub(crate) cleanups: crate::cleanups::Cleanups,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pub(crate) meta: crate::meta::Book,
@@ -190,6 +192,7 @@ impl Client {
             closed,
             windows: Default::default(),
             admissions: Arc::new(tokio::sync::Semaphore::new(crate::mutex::ADMITTED)),
+            reentry: Default::default(),
             cleanups: Default::default(),
             meta: Default::default(),
             metrics: Arc::new(crate::metrics::Recorder::new()),

@@ -50,6 +50,7 @@ mod options;
 pub mod poison;
 mod queue;
 pub mod records;
+mod reentry;
 mod rule;
 pub mod runtime;
 mod rwlock;

@@ -47,6 +47,23 @@ impl GuardState {
     }
 }
 
+impl Shared {
+    /// The hold's state (every handle's, until one is unlocked alone).
+    fn hold_state(&self) -> GuardState {
+        let s = &self.session;
+        let stored = *self.state.borrow();
+        let session_loss = if s.alive() { None } else { s.loss() };
+        match observed(stored, s.alive(), session_loss, s.deadline()) {
+            // The session settled the loss before this guard heard of it: record it.
+            GuardState::Lost(loss) if stored == GuardState::Held && session_loss.is_some() => {
+                self.mark_lost(loss);
+                *self.state.borrow()
+            }
+            st => st,
+        }
+    }
+}
+
 struct Shared {
     client: Client,
     session: Arc<Session>,
@@ -68,6 +85,10 @@ struct Shared {
     /// Our lock-delay records (see delay.rs), deleted with our key by a
     /// clean release.
     records: Mutex<Vec<Vec<u8>>>,
+    /// Handles of this hold not yet ended: 1, plus one per re-entry
+    /// ([`Client::lock_reentrant`]). The hold is released when the last
+    /// handle ends (unlocked or dropped).
+    handles: std::sync::atomic::AtomicUsize,
     me: Weak<Shared>,
 }
 
@@ -77,6 +98,58 @@ struct Shared {
 /// (e.g. in an `Arc`) by the bindings.
 pub struct Guard {
     shared: Arc<Shared>,
+    /// This handle was unlocked (its count in `Shared::handles` given back).
+    done: std::sync::atomic::AtomicBool,
+}
+
+/// A hold as the re-entry table keeps it: it does not keep the hold alive.
+pub(crate) struct WeakHold(Weak<Shared>);
+
+impl WeakHold {
+    /// Another handle of this hold for a re-entry: `None` when the hold has
+    /// ended (released, or its last handle gone), `LockLost` when it was
+    /// lost (a lost hold is never re-entered).
+    pub(crate) fn reenter(&self) -> Option<Result<Guard>> {
+        let shared = self.0.upgrade()?;
+        if shared.handles.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+            // Every handle ended (unlocked, if not dropped): nothing to re-enter.
+            return None;
+        }
+        match shared.hold_state() {
+            GuardState::Held => {}
+            GuardState::Released => return None,
+            GuardState::Lost(l) => {
+                return Some(Err(Error::lost(
+                    l.reason,
+                    format!(
+                        "lock {} was lost ({}); a lost hold is not re-entered: unlock it first",
+                        show(&shared.name),
+                        l.reason
+                    ),
+                )))
+            }
+        }
+        // Only while some handle still holds it (never from 0 back to 1).
+        shared
+            .handles
+            .fetch_update(
+                std::sync::atomic::Ordering::SeqCst,
+                std::sync::atomic::Ordering::SeqCst,
+                |n| (n > 0).then_some(n + 1),
+            )
+            .ok()?;
+        Some(Ok(Guard {
+            shared,
+            done: std::sync::atomic::AtomicBool::new(false),
+        }))
+    }
+
+    /// Whether the hold is gone for good (nothing to re-enter).
+    pub(crate) fn is_gone(&self) -> bool {
+        self.0
+            .upgrade()
+            .map_or(true, |s| s.handles.load(std::sync::atomic::Ordering::SeqCst) == 0)
+    }
 }
 
 impl fmt::Debug for Guard {
@@ -131,6 +204,7 @@ impl Guard {
             releasing: std::sync::atomic::AtomicBool::new(false),
             started: std::time::Instant::now(),
             records: Mutex::new(Vec::new()),
+            handles: std::sync::atomic::AtomicUsize::new(1),
         });
         shared.client.inner.metrics.hold_started(shared.started);
         shared.client.inner.meta.hold_started(&shared.name);
@@ -152,7 +226,33 @@ impl Guard {
         if *shared.state.borrow() != GuardState::Held {
             shared.detach();
         }
-        Guard { shared }
+        Guard {
+            shared,
+            done: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// This hold for the re-entry table.
+    pub(crate) fn downgrade(&self) -> WeakHold {
+        WeakHold(Arc::downgrade(&self.shared))
+    }
+
+    /// End this handle: false when other handles of the hold (re-entries)
+    /// still hold it, true when the hold itself should end now (this was
+    /// its last handle, or it ended before).
+    fn end_handle(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        if !self.done.swap(true, SeqCst) {
+            self.shared.handles.fetch_sub(1, SeqCst) <= 1
+        } else {
+            self.shared.handles.load(SeqCst) == 0
+        }
+    }
+
+    /// Whether this handle was unlocked while re-entries still hold the lock.
+    fn ended_alone(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.done.load(SeqCst) && self.shared.handles.load(SeqCst) > 0
     }
 
     /// The lock name.
@@ -197,22 +297,18 @@ impl Guard {
     /// the local validity window (checked against the monotonic clock now, so it
     /// turns false on time even if no task has run yet).
     pub fn is_held(&self) -> bool {
-        *self.shared.state.borrow() == GuardState::Held && self.shared.session.alive()
+        *self.shared.state.borrow() == GuardState::Held
+            && self.shared.session.alive()
+            && !self.ended_alone()
     }
 
     /// The current state.
     pub fn state(&self) -> GuardState {
-        let (sh, s) = (&self.shared, &self.shared.session);
-        let stored = *sh.state.borrow();
-        let session_loss = if s.alive() { None } else { s.loss() };
-        match observed(stored, s.alive(), session_loss, s.deadline()) {
-            // The session settled the loss before this guard heard of it: record it.
-            GuardState::Lost(loss) if stored == GuardState::Held && session_loss.is_some() => {
-                sh.mark_lost(loss);
-                *sh.state.borrow()
-            }
-            st => st,
+        if self.ended_alone() && *self.shared.state.borrow() == GuardState::Held {
+            // This handle was unlocked; a re-entry still holds the lock.
+            return GuardState::Released;
         }
+        self.shared.hold_state()
     }
 
     /// How the hold ended, if it was lost.
@@ -301,6 +397,25 @@ impl Guard {
     /// key was gone), so the caller learns that its critical section may not
     /// have been protected to the end.
     pub async fn unlock(&self) -> Result<()> {
+        let first = !self.done.load(std::sync::atomic::Ordering::SeqCst);
+        if !self.end_handle() {
+            // A re-entry still holds the lock: only this handle ends.
+            return if first {
+                match *self.shared.state.borrow() {
+                    GuardState::Lost(l) => Err(Error::lost(
+                        l.reason,
+                        format!(
+                            "lock {} had been lost ({})",
+                            show(&self.shared.name),
+                            l.reason
+                        ),
+                    )),
+                    _ => Ok(()),
+                }
+            } else {
+                Ok(())
+            };
+        }
         let prev = *self.shared.state.borrow();
         match prev {
             GuardState::Released => return Ok(()),
@@ -436,6 +551,10 @@ impl Guard {
 
 impl Drop for Guard {
     fn drop(&mut self) {
+        if !self.end_handle() {
+            // A re-entry still holds the lock.
+            return;
+        }
         let st = *self.shared.state.borrow();
         if let GuardState::Lost(_) = st {
             // Our key is gone (or dies with the lost session); free the name for
