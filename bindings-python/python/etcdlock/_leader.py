@@ -11,7 +11,7 @@ import queue
 import threading
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Dict, Iterator, Literal, Optional, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, cast, AsyncIterator, Awaitable, Callable, Dict, Iterator, Literal, Optional, Tuple, Type, Union
 
 if TYPE_CHECKING:  # asyncio is imported where the async API runs
     import asyncio
@@ -160,7 +160,7 @@ class LeaderLoop:
                     break
                 if got is None:
                     break
-                kind, payload = got
+                kind, payload = cast(EventKind, got[0]), got[1]
                 term = None
                 if kind == "elected":
                     term = Term(payload)
@@ -326,7 +326,7 @@ class AsyncLeaderLoop:
                 got = await native.next_async()
                 if got is None:
                     break
-                kind, payload = got
+                kind, payload = cast(EventKind, got[0]), got[1]
                 term = None
                 if kind == "elected":
                     term = AsyncTerm(payload)
