@@ -42,7 +42,7 @@ cd "$HERE"
 
 echo "== pytest: asyncio through the portable wake-up (call_soon_threadsafe, as on Windows' Proactor loop)"
 ETCDLOCK_PY_ASYNCIO_WAKEUP=threadsafe "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@" \
-    tests/test_asyncio.py tests/test_cpython_asyncio_locks.py
+    tests/test_asyncio.py tests/test_cpython_asyncio_locks.py tests/test_leader_loop.py
 
 echo "== pytest: the conformance table on the in-process etcd (mem://)"
 # Where the in-process store writes its URL; removed when the run ends.

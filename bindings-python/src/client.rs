@@ -17,6 +17,13 @@ pub(crate) struct NativeClient {
     pid: u32,
 }
 
+impl NativeClient {
+    /// False in a forked child of the process that connected.
+    pub(crate) fn same_process(&self) -> bool {
+        self.pid == std::process::id()
+    }
+}
+
 #[pymethods]
 impl NativeClient {
     /// Connect (blocking, interruptible by Ctrl-C) with `Client(...)`'s

@@ -16,7 +16,7 @@ use crate::wait::*;
 /// A held lock (see `etcdlock.Guard` in the stubs for the user docs).
 #[pyclass(module = "etcdlock", name = "Guard", frozen, subclass)]
 pub(crate) struct NativeGuard {
-    pub(crate) g: Arc<Guard>,
+    pub(crate) g: SharedGuard,
     /// The client object it came from, kept alive (and reachable for the
     /// exit hook that closes clients) as long as the guard is.
     #[allow(dead_code)]
@@ -26,8 +26,26 @@ pub(crate) struct NativeGuard {
 impl NativeGuard {
     pub(crate) fn new(g: Guard, client: Py<NativeClient>) -> NativeGuard {
         NativeGuard {
-            g: Arc::new(g),
+            g: SharedGuard::Own(Arc::new(g)),
             client,
+        }
+    }
+}
+
+/// The guard a `NativeGuard` views: its own, or the leadership of a leader
+/// loop's term (shared with the loop, which resigns it when the term ends).
+#[derive(Clone)]
+pub(crate) enum SharedGuard {
+    Own(Arc<Guard>),
+    Term(etcdlock::Term),
+}
+
+impl std::ops::Deref for SharedGuard {
+    type Target = Guard;
+    fn deref(&self) -> &Guard {
+        match self {
+            SharedGuard::Own(g) => g,
+            SharedGuard::Term(t) => t.leadership(),
         }
     }
 }
@@ -250,12 +268,12 @@ pub(crate) struct LostEvent {
 /// What a `LostEvent` views.
 #[derive(Clone)]
 pub(crate) enum Hold {
-    One(Arc<Guard>),
+    One(SharedGuard),
     Many(Arc<etcdlock::MultiGuard>),
 }
 
 pub(crate) async fn wait_lost_for(
-    g: Arc<Guard>,
+    g: SharedGuard,
     timeout: Option<Duration>,
 ) -> etcdlock::Result<bool> {
     let fut = async { g.wait_lost().await.is_some() };

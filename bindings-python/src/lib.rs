@@ -12,6 +12,7 @@ mod callbacks;
 mod client;
 mod errors;
 mod guard;
+mod leader;
 mod logs;
 mod once;
 mod recipes;
@@ -52,6 +53,8 @@ fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<guard::NativeGuard>()?;
     m.add_class::<guard::LostEvent>()?;
     m.add_class::<recipes::NativeLeadership>()?;
+    m.add_class::<leader::NativeLeaderLoop>()?;
+    m.add_class::<leader::NativeTerm>()?;
     m.add_class::<recipes::NativeMultiGuard>()?;
     m.add_class::<recipes::NativeObserver>()?;
     m.add_class::<sync::NativeLatch>()?;

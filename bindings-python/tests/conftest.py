@@ -58,6 +58,51 @@ def etcd() -> Iterator[dict]:
     proc.wait(timeout=30)
 
 
+class Harness:
+    """An `etcd-harness` process of its own, driven through stdin: `cmd`
+    sends one command and returns its JSON answer; `proxy` starts etcd's gRPC
+    proxy in front of the members (a client connected through it is
+    partitioned from etcd by `proxy_pause` and reconnected by
+    `proxy_resume`)."""
+
+    def __init__(self, members: int = 1) -> None:
+        self.p = subprocess.Popen([harness_path(), "--members", str(members)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.p.stdout is not None
+        self.endpoints: List[str] = json.loads(self.p.stdout.readline())["endpoints"]
+
+    def cmd(self, line: str) -> dict:
+        assert self.p.stdin is not None and self.p.stdout is not None
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        reply = json.loads(self.p.stdout.readline())
+        assert "error" not in reply, f"harness {line!r}: {reply['error']}"
+        return reply  # type: ignore[no-any-return]
+
+    def proxy(self) -> "tuple[int, str]":
+        """Start a proxy: its index and endpoint."""
+        r = self.cmd("proxy")
+        return int(r["proxy"]), str(r["endpoint"])
+
+    def proxy_pause(self, i: int) -> None:
+        self.cmd(f"proxy-pause {i}")
+
+    def proxy_resume(self, i: int) -> None:
+        self.cmd(f"proxy-resume {i}")
+
+    def stop(self) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.close()
+        self.p.wait(60)
+
+
+@pytest.fixture
+def harness() -> Iterator[Harness]:
+    """A single-member etcd of the test's own, with proxies on demand."""
+    h = Harness()
+    yield h
+    h.stop()
+
+
 @pytest.fixture
 def endpoints(etcd: dict) -> List[str]:
     return list(etcd["endpoints"])

@@ -37,3 +37,21 @@ def inherited_client(parent: Optional[etcdlock.Client], parent_guard: Optional[e
             res["parent_guard"] = type(e).__name__
     q.put(res)
     fresh_client(endpoints, name + "-3", q)
+
+
+def inherited_leader_loop(parent: etcdlock.Client, loop: etcdlock.LeaderLoop, name: str, q: Any) -> None:
+    """In a forked child: the parent's leader loop does not run here, and
+    the parent's client cannot start one."""
+    res: Dict[str, Any] = {"stopped": loop.stopped, "is_leader_thread_alive": not loop.join(0)}
+    try:
+        parent.lead(name + "-child", lambda term: None)
+        res["lead"] = "no error"
+    except etcdlock.LockError as e:
+        res["lead"] = type(e).__name__
+    try:
+        loop._native.next()
+        res["next"] = "no error"
+    except etcdlock.LockError as e:
+        res["next"] = type(e).__name__
+    loop.stop()  # a no-op here: the parent's loop goes on
+    q.put(res)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import multiprocessing as mp
+import threading
 from typing import List
 
 import pytest
@@ -49,3 +50,29 @@ def test_forked_child_refuses_the_parents_client(client: etcdlock.Client, endpoi
     held.put(name + "-x", "parent")
     assert held.get(name + "-x") == b"parent"
     held.unlock()
+
+
+def test_forked_child_does_not_inherit_a_running_leader_loop(client: etcdlock.Client, name: str) -> None:
+    elected = threading.Event()
+    terms: List[int] = []
+
+    def task(term: etcdlock.Term) -> None:
+        terms.append(term.fencing_token)
+        elected.set()
+        term.cancelled.wait()
+
+    with client.lead(name, task, "parent") as loop:
+        assert elected.wait(10)
+        ctx = mp.get_context("fork")
+        q = ctx.Queue()
+        p = ctx.Process(target=fork_children.inherited_leader_loop, args=(client, loop, name, q))
+        p.start()
+        res = q.get(timeout=60)
+        p.join(30)
+        assert p.exitcode == 0
+        assert res == {"stopped": True, "is_leader_thread_alive": False, "lead": "ClosedError", "next": "ClosedError"}
+        # the parent's loop still leads, in the same term
+        assert loop.is_leader and terms == [loop.term.fencing_token if loop.term else -1]
+        leader = client.leader(name)
+        assert leader is not None and leader.value == b"parent"
+    assert loop.stopped and client.leader(name) is None

@@ -111,5 +111,38 @@ async def async_recipes_usage(endpoints: List[str]) -> Optional[etcdlock.Leader]
         return await client.leader("leader")
 
 
+def leader_loop_usage(client: etcdlock.Client) -> List[str]:
+    def task(term: etcdlock.Term) -> None:
+        token: int = term.fencing_token
+        term.leadership.put("epoch", str(token))
+        term.cancelled.wait(1.0)
+
+    kinds: List[str] = []
+    with client.lead("svc", task, b"node-1", again=False, retry=0.5) as loop:
+        for ev in loop.events():
+            kinds.append(ev.kind)
+            reason: Optional[str] = ev.reason
+            who: Optional[etcdlock.Leader] = ev.leader
+            err: Optional[etcdlock.LockError] = ev.error
+            del reason, who, err
+        done: bool = loop.join(1.0)
+        del done
+    client.lead("svc", task, on_event=lambda ev: print(ev.kind)).stop()
+    return kinds
+
+
+async def async_leader_loop_usage(client: etcdlock.AsyncClient) -> Optional[int]:
+    async def task(term: etcdlock.AsyncTerm) -> None:
+        await term.leadership.put("epoch", str(term.fencing_token))
+        await term.cancelled.wait()
+
+    async with client.lead("svc", task, "node-1") as loop:
+        async for ev in loop.events():
+            if ev.kind == "elected" and loop.term is not None:
+                return loop.term.fencing_token
+    await loop.wait()
+    return None
+
+
 if __name__ == "__main__":
     print(sync_usage(["127.0.0.1:2379"]), asyncio.run(async_usage(["127.0.0.1:2379"])))

@@ -73,6 +73,11 @@ __all__ = [
     "MultiGuard",
     "Leader",
     "Observer",
+    "LeaderLoop",
+    "AsyncLeaderLoop",
+    "LeaderEvent",
+    "Term",
+    "AsyncTerm",
     "Status",
     "Contender",
     "AsyncClient",
@@ -117,6 +122,7 @@ ERRORS: Dict[str, Type[LockError]] = {
 from ._common import Contender, Leader, Status, release_on_sigterm  # noqa: E402
 from ._common import Endpoints as Endpoints  # noqa: E402,F401  (the type of the endpoints argument)
 from ._client import Client, Lock, Observer, Semaphore  # noqa: E402
+from ._leader import AsyncLeaderLoop, AsyncTerm, LeaderEvent, LeaderLoop, Term  # noqa: E402
 from ._once import AsyncOnceHold, OnceHold  # noqa: E402
 from ._sync import AsyncBarrier, AsyncLatch, Barrier, Latch  # noqa: E402
 from ._asyncio import (  # noqa: E402
@@ -130,6 +136,6 @@ from ._asyncio import (  # noqa: E402
 )
 
 # The classes are documented and shown as etcdlock.X, wherever defined.
-for _cls in (Contender, Leader, Status, OnceHold, AsyncOnceHold, Client, Lock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
+for _cls in (LeaderLoop, AsyncLeaderLoop, LeaderEvent, Term, AsyncTerm, Contender, Leader, Status, OnceHold, AsyncOnceHold, Client, Lock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
     _cls.__module__ = __name__
 del _cls

@@ -37,6 +37,7 @@ from ._common import (
 )
 from ._async_guard import AsyncGuard as AsyncGuard, AsyncLeadership as AsyncLeadership, AsyncMultiGuard as AsyncMultiGuard
 from ._sync import AsyncBarrier, AsyncLatch
+from ._leader import AsyncLeaderLoop, AsyncTerm, LeaderEvent, _check_retry
 from ._once import AsyncOnceHold, _check_span, once_async as _once_async, take_once_async as _take_once_async
 
 T = TypeVar("T")
@@ -151,6 +152,26 @@ class AsyncClient:
         """:meth:`Client.acquire_many`, awaitable."""
         c = await self._client()
         return AsyncMultiGuard(await c.lock_many_async(_check_names(names), _check_timeout(timeout)))
+
+    def lead(
+        self,
+        name: str,
+        task: Callable[[AsyncTerm], Awaitable[object]],
+        value: Union[str, bytes] = b"",
+        *,
+        again: bool = True,
+        retry: float = 1.0,
+        on_event: Optional[Callable[[LeaderEvent], object]] = None,
+        lock_delay: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> AsyncLeaderLoop:
+        """:meth:`Client.lead` on asyncio: an :class:`AsyncLeaderLoop`,
+        started by ``async with`` (exit stops it and waits) or
+        ``await loop.start()``. Each term runs ``await task(term)`` as an
+        :class:`asyncio.Task` with an :class:`AsyncTerm`; the task is
+        cancelled (``CancelledError`` inside it) when leadership is lost or
+        the loop stops."""
+        return AsyncLeaderLoop(self, _check_name(name), task, value, bool(again), _check_retry(retry), on_event, _extras(lock_delay, None, metadata))
 
     async def campaign(
         self, name: str, value: Union[str, bytes], timeout: Optional[float] = None, *, lock_delay: Optional[float] = None, metadata: Optional[Dict[str, str]] = None

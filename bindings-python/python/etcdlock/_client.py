@@ -37,6 +37,7 @@ from ._common import (
     _statuses,
 )
 from ._sync import Barrier, Latch
+from ._leader import LeaderEvent, LeaderLoop, Term, _check_retry
 from ._once import OnceHold, _check_span, once as _once, take_once as _take_once
 
 T = TypeVar("T")
@@ -243,6 +244,33 @@ class Client:
         ``concurrency.Election`` and ``etcdctl elect``. ``lock_delay`` and
         ``metadata`` as for :meth:`acquire`."""
         return self._native.campaign(_check_name(name), value, _check_timeout(timeout), **_extras(lock_delay, None, metadata))
+
+    def lead(
+        self,
+        name: str,
+        task: Callable[[Term], object],
+        value: Union[str, bytes] = b"",
+        *,
+        again: bool = True,
+        retry: float = 1.0,
+        on_event: Optional[Callable[[LeaderEvent], object]] = None,
+        lock_delay: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> LeaderLoop:
+        """Run ``task`` while this candidate leads the election ``name``
+        (announcing ``value``), as a loop: a :class:`LeaderLoop`, started.
+
+        Each term runs ``task(term)`` in a new thread with a :class:`Term`
+        (``fencing_token``, ``leadership`` for guarded writes, ``cancelled``:
+        a :class:`threading.Event` set when leadership is lost or the loop
+        stops). When the task returns, the loop resigns and campaigns again
+        (``again=False``: it stops after one term); after a loss it
+        campaigns again once the task has returned, so one loop never runs
+        two tasks. A failed campaign is retried after ``retry`` seconds.
+        ``with client.lead(...)`` stops the loop and waits for it on exit.
+        ``lock_delay`` and ``metadata`` as for :meth:`campaign`."""
+        native = self._native.lead(_check_name(name), value, bool(again), _check_retry(retry), **_extras(lock_delay, None, metadata))
+        return LeaderLoop(native, name, task, on_event)
 
     def leader(self, name: str) -> Optional[Leader]:
         """The current :class:`Leader` of the election ``name``, or None."""

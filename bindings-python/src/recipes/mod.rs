@@ -7,5 +7,5 @@ mod locks;
 mod multi;
 mod status;
 
-pub(crate) use election::{NativeLeadership, NativeObserver};
+pub(crate) use election::{leader_tuple, LeaderTuple, NativeLeadership, NativeObserver};
 pub(crate) use multi::{multi_lost_for, NativeMultiGuard};
