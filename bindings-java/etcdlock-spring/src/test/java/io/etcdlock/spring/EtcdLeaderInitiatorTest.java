@@ -161,4 +161,86 @@ class EtcdLeaderInitiatorTest {
                     assertFalse(i.isRunning());
                 });
     }
+
+    /** An application JVM ({@link InitiatorNode}) and the events it printed. */
+    static final class Jvm implements AutoCloseable {
+        final String name;
+        final Process process;
+        final BlockingQueue<String[]> events = new LinkedBlockingQueue<>();
+
+        Jvm(String name, String election) throws Exception {
+            this.name = name;
+            process = io.etcdlock.TestSupport.childJvm(InitiatorNode.class, String.join(",", EtcdExtension.endpoints()),
+                    election, "3");
+            Thread reader = new Thread(() -> {
+                try (java.io.BufferedReader r = new java.io.BufferedReader(new java.io.InputStreamReader(
+                        process.getInputStream(), java.nio.charset.StandardCharsets.UTF_8))) {
+                    String l;
+                    while ((l = r.readLine()) != null) {
+                        String[] ev = l.split(" ");
+                        if (ev.length >= 2 && ev[0].matches("STARTED|GRANTED|REVOKED")) {
+                            events.add(ev);
+                        }
+                    }
+                } catch (java.io.IOException ignored) {
+                    // process gone
+                }
+            });
+            reader.setDaemon(true);
+            reader.start();
+        }
+
+        /** The next event, which must be {@code what}. */
+        String[] expect(String what, long withinMs) throws InterruptedException {
+            String[] ev = events.poll(withinMs, TimeUnit.MILLISECONDS);
+            assertNotNull(ev, name + ": no " + what + " within " + withinMs + " ms");
+            assertEquals(what, ev[0], name);
+            return ev;
+        }
+
+        @Override
+        public void close() throws Exception {
+            if (process.isAlive()) {
+                process.getOutputStream().close();
+                if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            }
+        }
+    }
+
+    @Test
+    void killMinus9OfTheLeadersJvmGrantsTheOtherNeverBoth() throws Exception {
+        String election = "initiator-jvm-" + System.nanoTime();
+        try (Jvm a = new Jvm("A", election)) {
+            // A, alone, is granted while its context starts: GRANTED and STARTED in either order.
+            String[] first = a.events.poll(60, TimeUnit.SECONDS);
+            String[] second = a.events.poll(15, TimeUnit.SECONDS);
+            assertNotNull(first, "A started");
+            assertNotNull(second, "A granted");
+            String[] grantA = first[0].equals("GRANTED") ? first : second;
+            assertEquals("GRANTED", grantA[0]);
+            assertEquals("STARTED", (grantA == first ? second : first)[0]);
+            long tokenA = Long.parseLong(grantA[2]);
+            try (Jvm b = new Jvm("B", election)) {
+                b.expect("STARTED", 60_000);
+                // B campaigns behind A: not granted while A lives.
+                assertNull(b.events.poll(1, TimeUnit.SECONDS), "B granted while A leads");
+                long killed = System.nanoTime();
+                Process kill = new ProcessBuilder("kill", "-9", Long.toString(a.process.pid())).inheritIO().start();
+                assertEquals(0, kill.waitFor());
+                String[] g = b.expect("GRANTED", 10_000);
+                long grantedB = Long.parseLong(g[1]);
+                assertTrue(grantedB > killed, "B granted only after A was killed");
+                assertTrue(Long.parseLong(g[2]) > tokenA, "fencing tokens increase");
+                double s = (grantedB - killed) / 1e9;
+                System.out.printf("leader initiator: kill -9 of the leader's JVM -> the other granted after %.3f s "
+                        + "(TTL 3 s)%n", s);
+                assertTrue(s < 3 + 1, "granted within TTL + 1 s: " + s + " s");
+                assertTrue(a.events.isEmpty(), "the killed JVM printed nothing more");
+                b.process.getOutputStream().close();
+                b.expect("REVOKED", 15_000);
+            }
+        }
+    }
 }
