@@ -21,7 +21,8 @@ import org.slf4j.LoggerFactory;
  * <p>Invariants: one task at a time per loop (the next campaign waits until the previous term's
  * task has returned); a term ends with exactly one of {@link LeaderListener#lost} or
  * {@link LeaderListener#resigned}; the events end with {@link LeaderListener#stopped()}. Events
- * reach the listener in order on the loop's event thread.
+ * reach the listener in order on the loop's event thread. A loop that is never closed runs
+ * until its client is closed.
  */
 public final class EtcdLeaderLoop implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(EtcdLeaderLoop.class);

@@ -304,6 +304,23 @@ class LeaderLoopTest {
     }
 
     @Test
+    void anEndedTermsWritesAndAClosedClientAreTypedErrors() throws Exception {
+        java.util.concurrent.CompletableFuture<LeaderTerm> kept = new java.util.concurrent.CompletableFuture<>();
+        EtcdLockClient c = client(EtcdExtension.endpoints().get(0));
+        try (EtcdLeaderLoop loop = c.newLeaderLoop("leader-loop-ended").again(false).start(kept::complete)) {
+            LeaderTerm t = kept.get(15, TimeUnit.SECONDS);
+            loop.stopped().get(15, TimeUnit.SECONDS);
+            assertTrue(t.isCancelled());
+            assertTrue(t.cancelled().isDone());
+            assertFalse(t.leadership().isLeader());
+            EtcdLockException e = assertThrows(EtcdLockException.class, () -> t.put("leader-loop-ended-data/x", "late"));
+            assertTrue(e instanceof NotHeldException || e instanceof LockLostException, "typed: " + e);
+        }
+        c.close();
+        assertThrows(ClosedException.class, () -> c.newLeaderLoop("leader-loop-ended").start(t -> {}));
+    }
+
+    @Test
     void badInputIsATypedError() throws Exception {
         try (EtcdLockClient c = client(EtcdExtension.endpoints().get(0))) {
             assertThrows(InvalidArgumentException.class, () -> c.newLeaderLoop(""));
