@@ -133,16 +133,16 @@ final class NativeBridge {
     static void leaderEvent(long id, int kind, long term, long guard, int reason, int code, boolean retryable,
             byte[] leader, String message) {
         LeaderSink s = LEADER_LOOPS.get(id);
-        if (s == null) {
-            if (kind == EtcdLeaderLoop.ELECTED) {
-                // Nobody runs this term: end it so the loop goes on.
-                freeGuard(guard);
-                termEnd(term, true);
-                freeTerm(term);
-            }
-            return;
-        }
         try {
+            if (s == null) {
+                if (kind == EtcdLeaderLoop.ELECTED) {
+                    // Nobody runs this term: end it so the loop goes on.
+                    freeGuard(guard);
+                    termEnd(term, true);
+                    freeTerm(term);
+                }
+                return;
+            }
             s.event(kind, term, guard, reason, code, retryable, leader, message);
         } catch (Throwable t) {
             LOG.warn("etcdlock: a leader event could not be handled", t);
