@@ -21,6 +21,35 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_cancelAsync<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
+/// A hold Java reaches through a guard handle: a lock's guard, or the
+/// leadership of a leader loop's term (the same operations).
+pub(crate) enum GuardRef {
+    Plain(Arc<Guard>),
+    Term(Arc<etcdlock::Term>),
+}
+
+impl std::ops::Deref for GuardRef {
+    type Target = Guard;
+    fn deref(&self) -> &Guard {
+        match self {
+            GuardRef::Plain(g) => g,
+            GuardRef::Term(t) => t.leadership(),
+        }
+    }
+}
+
+/// The hold behind a guard handle: a guard, or a leader term. Errors as
+/// [`borrow`]: `Closed` once freed, `InvalidArgument` for anything else.
+pub(crate) fn borrow_guard(h: jlong) -> NResult<GuardRef> {
+    match borrow::<Guard>(h, "guard") {
+        Ok(g) => Ok(GuardRef::Plain(g)),
+        Err(NErr::Lock(e)) if e.code() == ErrorCode::InvalidArgument => {
+            borrow::<etcdlock::Term>(h, "guard").map(GuardRef::Term)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// `static native String guardKey(long guard)`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_guardKey<'local>(
@@ -30,7 +59,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_guardKey<'local>(
 ) -> JString<'local> {
     unowned
         .with_env(|env| -> NResult<JString<'local>> {
-            let g = borrow::<Guard>(guard, "guard")?;
+            let g = borrow_guard(guard)?;
             Ok(JString::from_str(env, g.key())?)
         })
         .resolve::<ThrowEtcdLock>()
@@ -48,7 +77,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_guardInfo<'local>(
 ) -> jlong {
     unowned
         .with_env(|_env| -> NResult<jlong> {
-            let g = borrow::<Guard>(guard, "guard")?;
+            let g = borrow_guard(guard)?;
             Ok(match what {
                 0 => g.lease_id(),
                 1 => g.fencing_token(),
@@ -70,7 +99,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_unlock<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let g = borrow::<Guard>(guard, "guard")?;
+            let g = borrow_guard(guard)?;
             if tokio::runtime::Handle::try_current().is_ok() {
                 // Closing a guard inside a CompletableFuture callback or loss listener (a
                 // runtime thread) must not block that thread: release in the background.
@@ -95,7 +124,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_put<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let g = borrow::<Guard>(guard, "guard")?;
+            let g = borrow_guard(guard)?;
             let k = req_bytes(env, &key, "key")?;
             let v = req_bytes(env, &value, "value")?;
             block(env, async move { g.put(k, v).await }, None)
@@ -113,7 +142,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_get<'local>(
 ) -> JByteArray<'local> {
     unowned
         .with_env(|env| -> NResult<JByteArray<'local>> {
-            let g = borrow::<Guard>(guard, "guard")?;
+            let g = borrow_guard(guard)?;
             let k = req_bytes(env, &key, "key")?;
             match block(env, async move { g.get(k).await }, None)? {
                 Some(v) => Ok(env.byte_array_from_slice(&v)?),
@@ -133,7 +162,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_delete<'local>(
 ) -> jboolean {
     unowned
         .with_env(|env| -> NResult<jboolean> {
-            let g = borrow::<Guard>(guard, "guard")?;
+            let g = borrow_guard(guard)?;
             let k = req_bytes(env, &key, "key")?;
             block(env, async move { g.delete(k).await }, None)
         })
@@ -153,7 +182,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchLoss<'local>(
     unowned
         .with_env(|_env| -> NResult<()> {
             // Core's owned loss signal: the watcher does not keep the guard alive.
-            let mut signal = borrow::<Guard>(guard, "guard")?.lost_signal();
+            let mut signal = borrow_guard(guard)?.lost_signal();
             let rt = etcdlock::runtime::runtime()?;
             rt.spawn(async move {
                 let loss = signal.wait().await;
@@ -227,7 +256,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchRenewal<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
-            let g = borrow::<Guard>(guard, "guard")?;
+            let g = borrow_guard(guard)?;
             let mut ended = g.lost_signal();
             spawn_renewal_watch(id, g.renewal_changes(), failing, async move {
                 ended.wait().await;
@@ -237,7 +266,8 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_watchRenewal<'local>(
 }
 
 /// `static native void freeGuard(long guard)`: drop the Java side's reference;
-/// a guard still held is released in the background.
+/// a guard still held is released in the background (a leader term's is left
+/// to its loop, which resigns when the term ends).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_freeGuard<'local>(
     mut unowned: EnvUnowned<'local>,
@@ -246,6 +276,10 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeGuard<'local>(
 ) {
     unowned
         .with_env(|_env| -> NResult<()> {
+            // A leader term's hold: the loop resigns it when the term ends.
+            if free::<etcdlock::Term>(guard).is_some() {
+                return Ok(());
+            }
             if let Some(g) = free::<Guard>(guard) {
                 if g.is_held() {
                     // Loss watchers may keep other references alive; release explicitly.

@@ -24,6 +24,7 @@ mod bench;
 mod client;
 mod errors;
 mod guard;
+mod leader;
 mod multi_watch;
 mod once;
 mod recipes;

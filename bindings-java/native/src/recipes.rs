@@ -139,7 +139,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_proclaim<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let g = borrow::<Guard>(guard, "guard")?;
+            let g = crate::guard::borrow_guard(guard)?;
             let v = req_bytes(env, &value, "value")?;
             block(env, async move { g.set_value(v).await }, None)
         })

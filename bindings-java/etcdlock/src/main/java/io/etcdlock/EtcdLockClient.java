@@ -162,6 +162,20 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /**
+     * A leader loop on the election {@code name}: configure it, then
+     * {@link LeaderLoopBuilder#start(LeaderTask)} campaigns and runs the task once per term
+     * (see {@link EtcdLeaderLoop}).
+     */
+    public LeaderLoopBuilder newLeaderLoop(String name) {
+        checkName(name);
+        return new LeaderLoopBuilder(this, name);
+    }
+
+    EtcdLeaderLoop startLeaderLoop(String name, LeaderLoopBuilder b, LeaderTask task) {
+        return EtcdLeaderLoop.start(this, handle, name, b, task);
+    }
+
+    /**
      * The locks {@code names} (at most 128), taken together: see {@link EtcdMultiLock}.
      *
      * @throws InvalidArgumentException if {@code names} is null or holds an invalid name

@@ -114,6 +114,41 @@ final class NativeBridge {
         }
     }
 
+    /** What a leader loop's native events go to (see {@link EtcdLeaderLoop}). */
+    interface LeaderSink {
+        void event(int kind, long term, long guard, int reason, int code, boolean retryable, byte[] leader,
+                String message);
+    }
+
+    private static final Map<Long, LeaderSink> LEADER_LOOPS = new ConcurrentHashMap<>();
+
+    static void registerLeaderLoop(long id, LeaderSink sink) {
+        LEADER_LOOPS.put(id, sink);
+    }
+
+    static void forgetLeaderLoop(long id) {
+        LEADER_LOOPS.remove(id);
+    }
+
+    static void leaderEvent(long id, int kind, long term, long guard, int reason, int code, boolean retryable,
+            byte[] leader, String message) {
+        LeaderSink s = LEADER_LOOPS.get(id);
+        try {
+            if (s == null) {
+                if (kind == EtcdLeaderLoop.ELECTED) {
+                    // Nobody runs this term: end it so the loop goes on.
+                    freeGuard(guard);
+                    termEnd(term, true);
+                    freeTerm(term);
+                }
+                return;
+            }
+            s.event(kind, term, guard, reason, code, retryable, leader, message);
+        } catch (Throwable t) {
+            LOG.warn("etcdlock: a leader event could not be handled", t);
+        }
+    }
+
     // ---- natives -------------------------------------------------------------------------
 
     private static native void init();
@@ -223,6 +258,19 @@ final class NativeBridge {
             long nowMs, long lockUntilMsNew);
 
     static native void observe(long client, String name, long id);
+
+    /** Start a leader loop reporting to {@link #leaderEvent} with {@code id}; its handle. */
+    static native long leaderStart(long client, String name, byte[] value, boolean again, long retryMs,
+            double lockDelayMs, double leaseTimeMs, String[] metadata, long id);
+
+    static native void leaderStop(long loop);
+
+    static native void freeLeaderLoop(long loop);
+
+    /** With {@code end}, the term's task has ended; whether the term is cancelled. */
+    static native boolean termEnd(long term, boolean end);
+
+    static native void freeTerm(long term);
 
     static native byte[] multiKeys(long multi);
 

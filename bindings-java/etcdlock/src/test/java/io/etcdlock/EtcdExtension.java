@@ -73,6 +73,38 @@ public final class EtcdExtension implements BeforeAllCallback {
             return reply;
         }
 
+        /** An etcd gRPC proxy the harness runs in front of the members: its index and endpoint. */
+        public static final class Proxy {
+            public final int index;
+            public final String endpoint;
+
+            Proxy(int index, String endpoint) {
+                this.index = index;
+                this.endpoint = endpoint;
+            }
+        }
+
+        /** Start a gRPC proxy in front of etcd ({@code proxy}); a client connected through it can be partitioned. */
+        public Proxy proxy() throws IOException {
+            String reply = command("proxy");
+            Matcher i = Pattern.compile("\"proxy\"\\s*:\\s*(\\d+)").matcher(reply);
+            Matcher e = Pattern.compile("\"endpoint\"\\s*:\\s*\"([^\"]+)\"").matcher(reply);
+            if (!i.find() || !e.find()) {
+                throw new IOException("unexpected etcd-harness proxy reply: " + reply);
+            }
+            return new Proxy(Integer.parseInt(i.group(1)), e.group(1));
+        }
+
+        /** Partition the clients connected through proxy {@code p} from etcd ({@code proxy-pause I}). */
+        public void proxyPause(Proxy p) throws IOException {
+            command("proxy-pause " + p.index);
+        }
+
+        /** Reconnect them ({@code proxy-resume I}). */
+        public void proxyResume(Proxy p) throws IOException {
+            command("proxy-resume " + p.index);
+        }
+
         /**
          * The etcd at {@code ETCDLOCK_BENCH_ENDPOINTS} (comma separated) if set, one
          * that someone else runs and closing leaves alone (bench/languages.sh runs

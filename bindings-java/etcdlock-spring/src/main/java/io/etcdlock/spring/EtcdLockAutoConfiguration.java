@@ -142,6 +142,51 @@ public class EtcdLockAutoConfiguration {
         }
     }
 
+    /**
+     * The leader initiator, with {@code etcdlock.leader.enabled=true}: started and stopped with
+     * the context; Spring Integration's leader events when it is on the classpath, else
+     * {@link LeaderGrantedEvent} / {@link LeaderRevokedEvent}.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnProperty(prefix = "etcdlock.leader", name = "enabled", havingValue = "true")
+    static class LeaderConfiguration {
+        @Bean
+        @ConditionalOnMissingBean
+        EtcdLeaderInitiator etcdLeaderInitiator(EtcdLockClient client, EtcdLockProperties p,
+                org.springframework.core.env.Environment env,
+                org.springframework.context.ApplicationEventPublisher publisher,
+                org.springframework.beans.factory.ObjectProvider<EtcdLeaderInitiator.Events> events) {
+            EtcdLockProperties.LeaderElection l = p.getLeader();
+            String role = l.getRole() != null ? l.getRole()
+                    : EtcdLockProperties.unset(env.getProperty("spring.application.name")) != null
+                            ? env.getProperty("spring.application.name") : "application";
+            String name = l.getName() != null ? l.getName() : role;
+            EtcdLeaderInitiator.Events ev = events.getIfAvailable(() -> new EtcdLeaderInitiator.Events() {
+                @Override
+                public void granted(EtcdLeaderInitiator i, io.etcdlock.LeaderTerm term) {
+                    publisher.publishEvent(new LeaderGrantedEvent(i, i.getRole(), term.fencingToken()));
+                }
+
+                @Override
+                public void revoked(EtcdLeaderInitiator i, io.etcdlock.LeaderTerm term) {
+                    publisher.publishEvent(new LeaderRevokedEvent(i, i.getRole()));
+                }
+            });
+            return new EtcdLeaderInitiator(client, name, role, ev);
+        }
+
+        /** Spring Integration's OnGrantedEvent / OnRevokedEvent, when it is on the classpath. */
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "org.springframework.integration.leader.event.OnGrantedEvent")
+        static class IntegrationEvents {
+            @Bean
+            @ConditionalOnMissingBean
+            IntegrationLeaderEvents etcdLeaderEvents(org.springframework.context.ApplicationEventPublisher publisher) {
+                return new IntegrationLeaderEvents(publisher);
+            }
+        }
+    }
+
     /** The Spring Integration registry, when Spring Integration is on the classpath. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(LockRegistry.class)

@@ -22,6 +22,9 @@ import org.springframework.boot.convert.DurationUnit;
  * etcdlock.tls.key=/etc/etcd/client-key.pem
  * etcdlock.registry-key=spring-integration
  * etcdlock.metrics.lock-name-tag=false
+ * etcdlock.leader.enabled=true
+ * etcdlock.leader.name=scheduler
+ * etcdlock.leader.role=scheduler
  * </pre>
  *
  * An empty value is an unset one (the default, or none): {@code etcdlock.tls.ca=} or an
@@ -87,6 +90,25 @@ public class EtcdLockProperties {
     /** Micrometer meters. */
     private final Metrics metrics = new Metrics();
     private final LockedMethods locked = new LockedMethods();
+    /** Leader election of this application ({@link EtcdLeaderInitiator}). */
+    private final LeaderElection leader = new LeaderElection();
+
+    /** The leader initiator: {@code etcdlock.leader.*}. */
+    public static class LeaderElection {
+        /** Whether to run a leader initiator (granted while this instance leads). */
+        private boolean enabled;
+        /** The election name (a lock name); default: the role. */
+        private String name;
+        /** The role granted while leading, and the leader's proclamation; default: spring.application.name, else "application". */
+        private String role;
+
+        public boolean isEnabled() { return enabled; }
+        public void setEnabled(boolean enabled) { this.enabled = enabled; }
+        public String getName() { return name; }
+        public void setName(String name) { this.name = unset(name); }
+        public String getRole() { return role; }
+        public void setRole(String role) { this.role = unset(role); }
+    }
 
     /** The {@link Locked @Locked} annotation on bean methods. */
     public static class LockedMethods {
@@ -174,4 +196,5 @@ public class EtcdLockProperties {
     public Tls getTls() { return tls; }
     public Metrics getMetrics() { return metrics; }
     public LockedMethods getLocked() { return locked; }
+    public LeaderElection getLeader() { return leader; }
 }
