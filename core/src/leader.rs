@@ -307,7 +307,7 @@ impl Run {
         };
         term.cancel.cancel();
         if let TermEnd::Lost(loss) = &how {
-            self.send(LeaderEvent::Lost(loss.clone()));
+            self.send(LeaderEvent::Lost(*loss));
         }
         // Never two tasks of one loop: the next campaign waits for this
         // term's task to return (or for nobody to be left to end it).
