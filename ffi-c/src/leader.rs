@@ -370,7 +370,10 @@ pub unsafe extern "C" fn etcdlock_term_wait(term: *const etcdlock_term, timeout_
         let timeout = timeout_arg(timeout_ms)?;
         block_on(async move {
             match timeout {
-                None => Ok(token.cancelled().await),
+                None => {
+                    token.cancelled().await;
+                    Ok(())
+                }
                 Some(d) => tokio::time::timeout(d, token.cancelled())
                     .await
                     .map_err(|_| {
