@@ -59,10 +59,12 @@ describe('client.lead', () => {
     const task = (who) => async (term) => {
       running++;
       most = Math.max(most, running);
-      starts.push({ who, token: term.fencingToken, at: performance.now() });
-      bus.emit('start');
+      const at = performance.now();
       await term.leadership.put('leader-writes', String(term.fencingToken));
       writes++;
+      // Counted as started once its write is through (the test awaits starts).
+      starts.push({ who, token: term.fencingToken, at });
+      bus.emit('start');
       await aborted(term.signal);
       cancels.push({ who, at: performance.now(), reason: term.signal.reason });
       running--;
