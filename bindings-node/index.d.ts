@@ -1,5 +1,6 @@
 // Type definitions for etcdlock (Node.js binding of the etcdlock Rust core).
 /// <reference types="node" />
+import { EventEmitter } from 'node:events';
 
 /** The core's error names; `LockError.code` is one of these. */
 export type ErrorCodeName =
@@ -259,6 +260,87 @@ export declare class Leadership extends Lock {
   resign(): Promise<void>;
 }
 
+/** How `client.lead()` campaigns: the campaign's `AcquireOptions` plus these. */
+export interface LeadOptions extends AcquireOptions {
+  /** The proclamation every candidate sees (`Leader.value`); default empty. */
+  value?: string | Uint8Array;
+  /** Campaign again after each term and after a failed campaign (default true); false: one term. */
+  again?: boolean;
+  /** Ms to wait before campaigning again after a failed campaign; default 1000. */
+  retry?: number;
+  /** Aborting it stops the loop (as `stop()`). */
+  signal?: AbortSignal;
+}
+
+/**
+ * One term of leadership, handed to the task of `client.lead()`. One loop
+ * runs one task at a time: it campaigns again only after the task returned.
+ */
+export declare class Term {
+  private constructor();
+  /**
+   * Aborts when the term is over for the task: leadership lost (reason: a
+   * `LockLost` LockError with its `reason`), the loop stopped (`Cancelled`), or
+   * the task returned. Return soon after: the loop waits for the task.
+   */
+  readonly signal: AbortSignal;
+  /** The leadership's fencing token: strictly increases from one term to the next. */
+  readonly fencingToken: bigint;
+  /** This term's leadership: guarded `put`/`get`/`delete` (refused by etcd once lost), `proclaim`. */
+  readonly leadership: Leadership;
+}
+
+/** The events of a `LeaderLoop` as `for await` yields them, in order; `stopped` is the last. */
+export type LeaderLoopEvent =
+  | { type: 'elected'; term: Term }
+  | { type: 'renewalFailing' }
+  | { type: 'renewalRecovered' }
+  | { type: 'lost'; reason: LossReasonName }
+  | { type: 'resigned' }
+  | { type: 'leader'; leader: Leader | null }
+  | { type: 'error'; error: unknown }
+  | { type: 'stopped' };
+
+/**
+ * A running leader loop (`client.lead()`): campaign; when elected run the
+ * task with a `Term`; when the task returns, resign and campaign again (unless
+ * `again: false`); when leadership is lost, abort `term.signal` and campaign
+ * again once the task returned. An EventEmitter of its events, in order, and
+ * an async iterable of them (`LeaderLoopEvent`) from the moment iteration
+ * starts (`break` leaves the loop running). `'error'` (a failed campaign, or
+ * what the task threw) is emitted only while an `'error'` listener is
+ * registered. A running loop keeps the process alive (one pending native
+ * Promise, as a pending `lock()` does) until it has stopped; `term.signal`
+ * does not.
+ */
+export declare class LeaderLoop extends EventEmitter implements AsyncDisposable, AsyncIterable<LeaderLoopEvent> {
+  private constructor();
+  /** Elected: the task starts with this term (before the listeners run). */
+  on(event: 'elected', listener: (term: Term) => void): this;
+  /** Keep-alives are failing while leader: the term ends at the local deadline unless one gets through. */
+  on(event: 'renewalFailing' | 'renewalRecovered' | 'resigned' | 'stopped', listener: () => void): this;
+  /** Leadership was lost: `term.signal` aborts; the loop campaigns again once the task returned. */
+  on(event: 'lost', listener: (reason: LossReasonName) => void): this;
+  /** Who leads now (any candidate, this one included; null: nobody). */
+  on(event: 'leader', listener: (leader: Leader | null) => void): this;
+  /** A campaign failed (a LockError; retried after `retry` ms when `again`), or the task threw. */
+  on(event: 'error', listener: (error: unknown) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+  once(event: 'elected', listener: (term: Term) => void): this;
+  once(event: 'lost', listener: (reason: LossReasonName) => void): this;
+  once(event: 'leader', listener: (leader: Leader | null) => void): this;
+  once(event: string | symbol, listener: (...args: any[]) => void): this;
+  /**
+   * Stop: cancel the campaign, or abort the running term's signal, wait for
+   * its task to return and resign. Resolves once the loop has stopped (after
+   * `'stopped'`). Idempotent.
+   */
+  stop(): Promise<void>;
+  /** `await using loop = client.lead(...)` stops it at scope exit. */
+  [Symbol.asyncDispose](): Promise<void>;
+  [Symbol.asyncIterator](): AsyncIterator<LeaderLoopEvent>;
+}
+
 /** Several locks held together (`client.lockMany()`); losing any one loses the hold. */
 export declare class MultiLock implements AsyncDisposable {
   private constructor();
@@ -410,6 +492,12 @@ export declare class Client implements AsyncDisposable {
   lockMany(names: string[], options?: LockOptions): Promise<MultiLock>;
   /** Wait to be elected leader of `name`, announcing `value` (etcdctl elect / Go Election compatible). */
   campaign(name: string, value: string | Uint8Array, options?: LockAcquireOptions): Promise<Leadership>;
+  /**
+   * Lead the election `name` as a loop: campaign; when elected run
+   * `task(term)`; when it returns, resign and campaign again. Returns at once;
+   * `await loop.stop()` stops it. Throws `InvalidArgument` on bad input.
+   */
+  lead(name: string, task: (term: Term) => unknown, options?: LeadOptions): LeaderLoop;
   /** The current leader of `name`, or null. */
   leader(name: string): Promise<Leader | null>;
   /** Leadership changes of `name` (null: no leader), the current state first; ends when `signal` aborts. */

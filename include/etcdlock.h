@@ -194,6 +194,33 @@
 // 1.5 MiB by default; etcd's refusal is reported as INVALID_ARGUMENT too).
 #define ETCDLOCK_MAX_BUFFER_LEN ((64 * 1024) * 1024)
 
+// Leader-loop event: elected; `term` is the new term (run the task now).
+#define ETCDLOCK_LEADER_ELECTED 1
+
+// Leader-loop event: keep-alives are failing while leader (pause guarded work).
+#define ETCDLOCK_LEADER_RENEWAL_FAILING 2
+
+// Leader-loop event: keep-alives got through again.
+#define ETCDLOCK_LEADER_RENEWAL_RECOVERED 3
+
+// Leader-loop event: leadership was lost (`loss_reason`); the term is
+// cancelled and the loop waits for etcdlock_term_end before campaigning again.
+#define ETCDLOCK_LEADER_LOST 4
+
+// Leader-loop event: the term ended by resigning (the task ended, or the loop stopped).
+#define ETCDLOCK_LEADER_RESIGNED 5
+
+// Leader-loop event: a campaign failed (`status`, `message`); the loop
+// campaigns again after retry_ms when `again`, else it stops.
+#define ETCDLOCK_LEADER_CAMPAIGN_FAILED 6
+
+// Leader-loop event: who leads now, this candidate included (`has_leader`,
+// `leader_value`, `fencing_token` = the leader's revision).
+#define ETCDLOCK_LEADER_CHANGED 7
+
+// Leader-loop event: the loop has stopped; no event follows.
+#define ETCDLOCK_LEADER_STOPPED 8
+
 // The last call of an etcdlock_renewal_cb: the hold ended.
 #define ETCDLOCK_RENEWAL_ENDED -2
 
@@ -215,6 +242,10 @@ typedef struct etcdlock_guard etcdlock_guard;
 // open).
 typedef struct etcdlock_latch etcdlock_latch;
 
+// A running leader loop (etcdlock_lead). Thread-safe: one thread may wait in
+// etcdlock_leader_next while another calls etcdlock_leader_stop.
+typedef struct etcdlock_leader_loop etcdlock_leader_loop;
+
 // Every lock under a prefix (etcdlock_list), sorted by name. Free with etcdlock_locks_free.
 typedef struct etcdlock_locks etcdlock_locks;
 
@@ -229,6 +260,9 @@ typedef struct etcdlock_once etcdlock_once;
 // The holders and waiters of one name (etcdlock_status): contenders in
 // queue order, holders first. Free with etcdlock_queue_free.
 typedef struct etcdlock_queue etcdlock_queue;
+
+// One term of leadership (ETCDLOCK_LEADER_ELECTED). Thread-safe.
+typedef struct etcdlock_term etcdlock_term;
 
 // Connection options. Always fill with etcdlock_options_init(&o, sizeof o) first,
 // then set the fields you need; the library reads only the first struct_size
@@ -381,6 +415,44 @@ typedef struct etcdlock_acquire_options {
   // default) = none.
   const char *const *metadata;
 } etcdlock_acquire_options;
+
+// How etcdlock_lead campaigns. Initialise with etcdlock_lead_options_init.
+typedef struct etcdlock_lead_options {
+  // sizeof(etcdlock_lead_options) as seen by the caller; set by
+  // etcdlock_lead_options_init.
+  uint32_t struct_size;
+  // 1 (the default): campaign again after a term ended and after a failed
+  // campaign; 0: stop after the first term or the first failure.
+  int32_t again;
+  // Milliseconds to wait before campaigning again after a failed campaign,
+  // 0 .. ETCDLOCK_MAX_TIMEOUT_MS; default 1000.
+  int64_t retry_ms;
+} etcdlock_lead_options;
+
+// One leader-loop event, filled by etcdlock_leader_next. Fields that do not
+// apply to `kind` are 0 / NULL.
+typedef struct etcdlock_leader_event {
+  // ETCDLOCK_LEADER_ELECTED, ... ETCDLOCK_LEADER_STOPPED.
+  int kind;
+  // ELECTED: the term's fencing token. CHANGED: the leader's revision
+  // (its fencing token), 0 when nobody leads.
+  int64_t fencing_token;
+  // LOST: the ETCDLOCK_LOSS_* reason.
+  int loss_reason;
+  // CAMPAIGN_FAILED: the failure's status (an ETCDLOCK_* status code).
+  int status;
+  // CHANGED: 1 if somebody leads, 0 if nobody does.
+  int has_leader;
+  // ELECTED: the term, a new handle the caller owns: run the task, call
+  // etcdlock_term_end when it is done, then etcdlock_term_free.
+  struct etcdlock_term *term;
+  // CHANGED: the leader's proclaimed value (leader_value_len bytes), a new
+  // buffer to free with etcdlock_buffer_free. CAMPAIGN_FAILED: the error
+  // message, NUL-terminated, freed the same way.
+  uint8_t *leader_value;
+  // CHANGED: the length of leader_value. CAMPAIGN_FAILED: the message's length.
+  size_t leader_value_len;
+} etcdlock_leader_event;
 
 // One key in the queue of a name, as etcdlock_status read it. Strings and
 // bytes point into the etcdlock_queue and live until etcdlock_queue_free.
@@ -1089,6 +1161,119 @@ int etcdlock_leader(const struct etcdlock_client *client,
                     uint8_t **value,
                     size_t *value_len,
                     int64_t *revision);
+
+// Fill *options with the defaults (again = 1, retry_ms = 1000).
+// options_size is sizeof(etcdlock_lead_options).
+//
+// Safety: options points to options_size writable bytes.
+//
+// Example: etcdlock_lead_options lo; etcdlock_lead_options_init(&lo, sizeof lo); lo.again = 0;
+int etcdlock_lead_options_init(struct etcdlock_lead_options *options, size_t options_size);
+
+// Start a leader loop for the election `name`, proclaiming `value`
+// (value_len bytes; NULL when 0): campaign; when elected, report
+// ETCDLOCK_LEADER_ELECTED with a term for the caller's task; once the task
+// has ended (etcdlock_term_end) resign and campaign again (opts->again).
+// Leadership lost (ETCDLOCK_LEADER_LOST) cancels the term; the loop does not
+// campaign again before etcdlock_term_end, so one loop never has two tasks
+// running. opts NULL: the defaults of etcdlock_lead_options_init. The loop
+// runs on the library's threads; read its events with
+// etcdlock_leader_next, stop it with etcdlock_leader_stop, free it with
+// etcdlock_leader_free. On success *out is the new loop; otherwise NULL.
+//
+// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name, opts out of range),
+// ETCDLOCK_CLOSED.
+//
+// Safety: client is live; name is NUL-terminated; value points to
+// value_len bytes; opts is NULL or initialised; out is writable.
+//
+// Example: etcdlock_leader_loop *lp; etcdlock_lead(c, "scheduler", (const uint8_t *)"node-1", 6, NULL, &lp);
+int etcdlock_lead(const struct etcdlock_client *client,
+                  const char *name,
+                  const uint8_t *value,
+                  size_t value_len,
+                  const struct etcdlock_lead_options *opts,
+                  struct etcdlock_leader_loop **out);
+
+// Wait at most timeout_ms (negative: without limit) for the loop's next
+// event and write it to *ev (every field: those that do not apply are 0 /
+// NULL). Events come in order; ETCDLOCK_LEADER_STOPPED is the last.
+// Returns ETCDLOCK_OK with an event, ETCDLOCK_TIMEOUT when none came in time
+// (*ev zeroed), ETCDLOCK_CLOSED after STOPPED was read,
+// ETCDLOCK_INVALID_ARGUMENT (NULL, timeout_ms too large, or called from a
+// callback).
+//
+// Safety: lp is live; ev is writable.
+//
+// Example:
+//     etcdlock_leader_event ev;
+//     while (etcdlock_leader_next(lp, -1, &ev) == ETCDLOCK_OK && ev.kind != ETCDLOCK_LEADER_STOPPED) { ... }
+int etcdlock_leader_next(const struct etcdlock_leader_loop *lp,
+                         int64_t timeout_ms,
+                         struct etcdlock_leader_event *ev);
+
+// Stop the loop: cancel its campaign, or cancel the current term (the task
+// must then end: etcdlock_term_end) and resign. Returns at once; the events
+// end with ETCDLOCK_LEADER_STOPPED. Idempotent.
+//
+// Safety: lp is live.
+//
+// Example: etcdlock_leader_stop(lp);
+int etcdlock_leader_stop(const struct etcdlock_leader_loop *lp);
+
+// Free a leader loop, stopping it first if it runs (a term still running
+// is cancelled; the loop resigns without waiting for its task). NULL is a
+// no-op.
+//
+// Safety: lp is NULL or live, and no other thread uses it any more.
+//
+// Example: etcdlock_leader_free(lp); lp = NULL;
+void etcdlock_leader_free(struct etcdlock_leader_loop *lp);
+
+// Whether the term is over for its task (*cancelled 1) or not (0): its
+// leadership was lost, the loop was stopped, or etcdlock_term_end was called.
+// The task should then end soon and call etcdlock_term_end.
+//
+// Safety: term is live; cancelled is writable.
+//
+// Example: int over = 0; while (etcdlock_term_cancelled(t, &over) == ETCDLOCK_OK && !over) do_work();
+int etcdlock_term_cancelled(const struct etcdlock_term *term,
+                            int *cancelled);
+
+// Wait at most timeout_ms (negative: without limit) for the term to be
+// cancelled (see etcdlock_term_cancelled). Returns ETCDLOCK_OK once it is,
+// ETCDLOCK_TIMEOUT if it was not in time.
+//
+// Safety: term is live.
+//
+// Example: etcdlock_term_wait(t, ETCDLOCK_WAIT_FOREVER); etcdlock_term_end(t);
+int etcdlock_term_wait(const struct etcdlock_term *term, int64_t timeout_ms);
+
+// The term's task has ended: the loop resigns if still leader and campaigns
+// again (or stops). Idempotent. The term must still be freed.
+//
+// Safety: term is live.
+//
+// Example: etcdlock_term_end(t); etcdlock_term_free(t);
+int etcdlock_term_end(const struct etcdlock_term *term);
+
+// The term's leadership as a guard (fencing token, guarded put/get/delete,
+// etcdlock_proclaim, loss reason), owned by the term: valid until
+// etcdlock_term_free, never freed with etcdlock_guard_free. NULL when term
+// is NULL or from another process.
+//
+// Safety: term is NULL or live.
+//
+// Example: etcdlock_guard_put(etcdlock_term_guard(t), (const uint8_t *)"k", 1, (const uint8_t *)"v", 1);
+const struct etcdlock_guard *etcdlock_term_guard(const struct etcdlock_term *term);
+
+// Free a term, ending it first (etcdlock_term_end) if it has not ended.
+// NULL is a no-op.
+//
+// Safety: term is NULL or live, no other thread uses it (or its guard) any more.
+//
+// Example: etcdlock_term_free(t); t = NULL;
+void etcdlock_term_free(struct etcdlock_term *term);
 
 // Read the queue of `name` for any kind of lock (mutex, semaphore,
 // read-write lock, election; etcdctl and Go keys too): *queue is a new handle

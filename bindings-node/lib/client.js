@@ -7,6 +7,7 @@ const { Lock, Leadership, MultiLock } = require('./guard.js');
 const { leaderOf, decodeRecord, follow } = require('./status.js');
 const { takeOnce, span } = require('./once.js');
 const { Latch, Barrier, countArg } = require('./sync.js');
+const { LeaderLoop } = require('./leader.js');
 
 
 /**
@@ -281,6 +282,38 @@ class Client {
     checkName(name);
     const v = toBytes(value, 'value');
     return new Leadership(await acquire(`election ${JSON.stringify(name)}`, options, (t, c, x) => this.#n.campaign(name, v, t, c, x)));
+  }
+
+  /**
+   * Lead the election `name` as a loop: campaign; when elected run
+   * `task(term)` (`term.signal` aborts when leadership is lost or the loop
+   * stops; `term.leadership` has the guarded operations); when the task
+   * returns, resign and campaign again. Returns the `LeaderLoop` at once (an
+   * EventEmitter and an async iterable of its events); `await loop.stop()`
+   * stops it. Options: `value` (the proclamation, default empty), `again`
+   * (default true; false: one term), `retry` (ms before campaigning again
+   * after a failed campaign, default 1000), `signal` (aborting it stops the
+   * loop), and the campaign's `lockDelay`, `leaseTime`, `metadata` as
+   * `lock()` takes them.
+   * @returns {LeaderLoop}
+   */
+  lead(name, task, options) {
+    checkName(name);
+    checkFn(task, 'lead(name, task)');
+    const o = checkOptions(options, 'options');
+    if (o.timeout !== undefined) throw invalid('lead: timeout is not taken (a leader loop campaigns until stopped)');
+    const value = o.value === undefined || o.value === null ? '' : toBytes(o.value, 'value');
+    const again = optBoolean(o.again, 'again');
+    const retry = optNumber(o.retry, 'retry');
+    const signal = checkSignal(o.signal);
+    const extras = extrasOf(o);
+    let n;
+    try {
+      n = this.#n.leaderLoop(name, value, again, retry, extras);
+    } catch (e) {
+      throw fromNative(e);
+    }
+    return new LeaderLoop(n, task, signal);
   }
 
   /**

@@ -13,12 +13,39 @@ use crate::wait::*;
 /// A held lock (core `Guard`).
 #[napi]
 pub struct NativeLock {
-    guard: Arc<etcdlock::Guard>,
+    guard: Held,
+}
+
+/// What a `NativeLock` holds: its own guard, or a leader-loop term's
+/// leadership (which the term owns).
+#[derive(Clone)]
+enum Held {
+    Own(Arc<etcdlock::Guard>),
+    Term(etcdlock::Term),
+}
+
+impl std::ops::Deref for Held {
+    type Target = etcdlock::Guard;
+    fn deref(&self) -> &etcdlock::Guard {
+        match self {
+            Held::Own(g) => g,
+            Held::Term(t) => t.leadership(),
+        }
+    }
 }
 
 impl NativeLock {
     pub(crate) fn new(g: etcdlock::Guard) -> Self {
-        NativeLock { guard: Arc::new(g) }
+        NativeLock {
+            guard: Held::Own(Arc::new(g)),
+        }
+    }
+
+    /// The leadership of a leader-loop term.
+    pub(crate) fn of_term(t: etcdlock::Term) -> Self {
+        NativeLock {
+            guard: Held::Term(t),
+        }
     }
 }
 

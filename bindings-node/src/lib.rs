@@ -22,6 +22,7 @@ mod client;
 mod election;
 mod errors;
 mod guard;
+mod leader;
 mod multi;
 mod once;
 mod options;

@@ -36,6 +36,14 @@ function startEtcd(args = []) {
           rl.once('line', (l) => res(JSON.parse(l)));
           child.stdin.write(`${cmd}\n`);
         });
+      // etcd's gRPC proxy in front of etcd: resolves `{ index, endpoint }`;
+      // a client connected to `endpoint` is partitioned by `proxyPause(index)`.
+      info.proxy = async () => {
+        const r = await info.command('proxy');
+        return { index: r.proxy, endpoint: r.endpoint };
+      };
+      info.proxyPause = (i) => info.command(`proxy-pause ${i}`);
+      info.proxyResume = (i) => info.command(`proxy-resume ${i}`);
       resolve(info);
     });
     child.once('exit', (code) => reject(new Error(`etcd-harness exited early with ${code}`)));

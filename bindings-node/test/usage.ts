@@ -1,6 +1,6 @@
 // Type-checked by `tsc --noEmit` (test/types.test.js), then compiled and run
 // against real etcd so that `await using` is exercised even on Node 20.
-import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type AcquireOptions } from 'etcdlock';
+import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type AcquireOptions, LeaderLoop, Term, type LeadOptions, type LeaderLoopEvent } from 'etcdlock';
 
 export async function demo(endpoints: string[]): Promise<string[]> {
   const events: string[] = [];
@@ -119,6 +119,25 @@ export async function sync(client: Client): Promise<string[]> {
   return out;
 }
 
+// The leader loop's types (compiled, not run: test/lead.test.js runs the loop).
+export async function leading(client: Client): Promise<bigint[]> {
+  const tokens: bigint[] = [];
+  const opts: LeadOptions = { value: 'node-1', again: false, retry: 500, lockDelay: 1_000 };
+  const loop: LeaderLoop = client.lead('leader', async (term: Term) => {
+    tokens.push(term.fencingToken);
+    await term.leadership.put('k', 'v');
+    if (!term.signal.aborted) await new Promise((r) => term.signal.addEventListener('abort', r, { once: true }));
+  }, opts);
+  loop.on('lost', (reason: LossReasonName) => void reason);
+  loop.on('leader', (l: Leader | null) => void l);
+  for await (const ev of loop) {
+    const e: LeaderLoopEvent = ev;
+    if (e.type === 'elected') tokens.push(e.term.fencingToken);
+  }
+  await loop.stop();
+  return tokens;
+}
+
 // Mistakes the types must catch (tsc fails if any of these stops being an error).
 export async function mistakes(client: Client, lock: Lock): Promise<void> {
   // @ts-expect-error the fencing token is a bigint, not a number
@@ -143,6 +162,10 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   await client.latch('x', '3');
   // @ts-expect-error a barrier wait resolves the arrival index, a number
   const i: string = await (await client.barrier('x', 2)).wait();
+  // @ts-expect-error lead takes a task function
+  client.lead('x', 'task');
+  // @ts-expect-error again is a boolean
+  client.lead('x', () => 1, { again: 'no' });
   // @ts-expect-error runOnce needs atMost
   await client.runOnce('x', () => 1, { atLeast: 5 });
   const many = await client.lockMany(['a', 'b']);

@@ -11,11 +11,29 @@ use crate::*;
 
 /// A held lock. Thread-safe; freeing it releases the lock if still held.
 pub struct etcdlock_guard {
-    pub(crate) guard: Arc<etcdlock_core::Guard>,
+    pub(crate) guard: Held,
     pub(crate) key: CString,
     pub(crate) pid: u32,
     /// Its client's: etcdlock_client_free waits for the guard's callbacks too.
     pub(crate) callbacks: Arc<Callbacks>,
+}
+
+/// What a guard handle holds: its own guard, or a leader-loop term's
+/// leadership (etcdlock_term_guard), which the term owns.
+#[derive(Clone)]
+pub(crate) enum Held {
+    Own(Arc<etcdlock_core::Guard>),
+    Term(etcdlock_core::Term),
+}
+
+impl std::ops::Deref for Held {
+    type Target = etcdlock_core::Guard;
+    fn deref(&self) -> &etcdlock_core::Guard {
+        match self {
+            Held::Own(g) => g,
+            Held::Term(t) => t.leadership(),
+        }
+    }
 }
 
 pub(crate) unsafe fn guard_arg<'a>(g: *const etcdlock_guard) -> Result<&'a etcdlock_guard, Error> {
@@ -35,7 +53,7 @@ pub(crate) fn new_guard(
 ) -> *mut etcdlock_guard {
     let key = CString::new(g.key().replace('\0', "\\0")).unwrap_or_default();
     Box::into_raw(Box::new(etcdlock_guard {
-        guard: Arc::new(g),
+        guard: Held::Own(Arc::new(g)),
         key,
         pid: current_pid(),
         callbacks: callbacks.clone(),

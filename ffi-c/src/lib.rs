@@ -24,8 +24,9 @@ mod options;
 mod recipes;
 // After the recipes: the multi-lock,
 mod multi;
-// then the election,
+// then the election and the leader loop,
 mod election;
+mod leader;
 // then queue views, latches and barriers, what runs on runtime threads.
 mod status;
 mod sync;
@@ -48,6 +49,7 @@ pub use election::*;
 pub use errors::*;
 pub use guard::*;
 pub use guarded::*;
+pub use leader::*;
 pub use logs::*;
 pub use multi::*;
 pub use multi_wait::*;
@@ -218,6 +220,8 @@ const _: fn() = || {
     thread_safe::<etcdlock_cancel_handle>();
     thread_safe::<etcdlock_latch>();
     thread_safe::<etcdlock_barrier>();
+    thread_safe::<etcdlock_leader_loop>();
+    thread_safe::<etcdlock_term>();
 };
 
 /// A raw pointer handed back to C on a runtime thread.

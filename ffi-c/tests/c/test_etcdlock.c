@@ -2609,6 +2609,330 @@ static void test_client_free_in_callback(void) {
 }
 
 
+/* The leader loop (etcdlock_lead): each candidate's thread reads its loop's
+ * events and runs the task of each term inline: count itself running (never
+ * above 1 across candidates), write its fencing token through the term's
+ * guard, wait for the term's cancellation, end the term. */
+typedef struct {
+    atomic_int running, most, starts, cancels;
+    struct { int who; int64_t token; double at; } started[16];
+    struct { int who; double at; } cancelled[16];
+    atomic_int writes;
+} lead_tasks;
+
+typedef struct {
+    etcdlock_leader_loop *lp;
+    int who;
+    lead_tasks *tasks;
+    int kinds[64]; /* the events other than LEADER_CHANGED, in order */
+    int n_kinds;
+    int lost_reason;
+    int next_rc; /* the status that ended the thread: CLOSED after STOPPED */
+} lead_candidate;
+
+static void *lead_candidate_main(void *p) {
+    lead_candidate *c = p;
+    lead_tasks *t = c->tasks;
+    for (;;) {
+        etcdlock_leader_event ev;
+        int rc = etcdlock_leader_next(c->lp, 30000, &ev);
+        if (rc != ETCDLOCK_OK) { c->next_rc = rc; break; }
+        if (ev.kind != ETCDLOCK_LEADER_CHANGED && c->n_kinds < 64) c->kinds[c->n_kinds++] = ev.kind;
+        if (ev.kind == ETCDLOCK_LEADER_LOST) c->lost_reason = ev.loss_reason;
+        etcdlock_buffer_free(ev.leader_value);
+        if (ev.kind != ETCDLOCK_LEADER_ELECTED) continue;
+        int n = atomic_fetch_add(&t->running, 1) + 1;
+        int m = atomic_load(&t->most);
+        while (n > m && !atomic_compare_exchange_weak(&t->most, &m, n)) {}
+        double at = now_ms();
+        char tok[32];
+        int len = snprintf(tok, sizeof tok, "%lld", (long long)ev.fencing_token);
+        if (etcdlock_guard_put(etcdlock_term_guard(ev.term), (const uint8_t *)"leader-writes", 13, (const uint8_t *)tok,
+                               (size_t)len) == ETCDLOCK_OK)
+            atomic_fetch_add(&t->writes, 1);
+        /* Counted as started once its write is through (the test awaits starts). */
+        int s = atomic_load(&t->starts);
+        if (s < 16) {
+            t->started[s].who = c->who;
+            t->started[s].token = ev.fencing_token;
+            t->started[s].at = at;
+        }
+        atomic_fetch_add(&t->starts, 1);
+        etcdlock_term_wait(ev.term, ETCDLOCK_WAIT_FOREVER);
+        int k = atomic_fetch_add(&t->cancels, 1);
+        if (k < 16) {
+            t->cancelled[k].who = c->who;
+            t->cancelled[k].at = now_ms();
+        }
+        atomic_fetch_sub(&t->running, 1);
+        etcdlock_term_end(ev.term);
+        etcdlock_term_free(ev.term);
+    }
+    return NULL;
+}
+
+/* Wait until `n` tasks have started, at most ms; 1 if they have. */
+static int lead_await_starts(lead_tasks *t, int n, int ms) {
+    double until = now_ms() + ms;
+    while (atomic_load(&t->starts) < n) {
+        if (now_ms() > until) return 0;
+        usleep(2000);
+    }
+    return 1;
+}
+
+static etcdlock_client *connect_at(const char *endpoint, int64_t ttl) {
+    etcdlock_options o;
+    etcdlock_client *c = NULL;
+    if (etcdlock_options_init(&o, sizeof o) != ETCDLOCK_OK) return NULL;
+    o.endpoints = endpoint;
+    o.ttl_secs = ttl;
+    CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
+    return c;
+}
+
+/* Three candidates (TTL 3 s), candidate 0 through a harness proxy and
+ * elected first. Pausing the proxy cancels 0's task within the TTL, and only
+ * then does another task start; stopping that leader's loop hands over to
+ * the third in under 1 s; never two tasks at once. */
+static void test_lead_partition(void) {
+    char reply[256], ep[128] = "", name[64], cmd[64];
+    int proxy = -1;
+    const char *e = NULL, *p = NULL;
+    CHECK(harness_command(&H, "proxy", reply, sizeof reply) == 0 && (e = strstr(reply, "\"endpoint\":\"")) &&
+              (p = strstr(reply, "\"proxy\":")) && sscanf(e + 12, "%127[^\"]", ep) == 1 && sscanf(p + 8, "%d", &proxy) == 1,
+          "proxy: %s", reply);
+    if (proxy < 0) return;
+    unique(name, sizeof name, "lead");
+    etcdlock_client *cl[3] = {connect_at(ep, 3), connect_at(H.endpoint, 3), connect_at(H.endpoint, 3)};
+    lead_tasks tasks;
+    memset(&tasks, 0, sizeof tasks);
+    lead_candidate cand[3];
+    pthread_t th[3];
+    int started[3] = {0, 0, 0};
+    memset(cand, 0, sizeof cand);
+    if (!cl[0] || !cl[1] || !cl[2]) goto out;
+    for (int i = 0; i < 3; i++) {
+        char v[8];
+        snprintf(v, sizeof v, "c%d", i);
+        cand[i].who = i;
+        cand[i].tasks = &tasks;
+        CHECK_RC(etcdlock_lead(cl[i], name, (const uint8_t *)v, 2, NULL, &cand[i].lp), ETCDLOCK_OK);
+        if (!cand[i].lp) goto out;
+        pthread_create(&th[i], NULL, lead_candidate_main, &cand[i]);
+        started[i] = 1;
+        if (i == 0) {
+            CHECK(lead_await_starts(&tasks, 1, 10000), "candidate 0 was not elected");
+            CHECK(tasks.started[0].who == 0, "first leader %d", tasks.started[0].who);
+        }
+    }
+    snprintf(cmd, sizeof cmd, "proxy-pause %d", proxy);
+    double cut = now_ms();
+    CHECK(harness_command(&H, cmd, reply, sizeof reply) == 0 && strstr(reply, "\"ok\""), "%s: %s", cmd, reply);
+    CHECK(lead_await_starts(&tasks, 2, 9000), "no second term within 3 TTLs of the partition");
+    double cancelled = tasks.cancelled[0].at - cut, next = tasks.started[1].at - cut;
+    CHECK(atomic_load(&tasks.cancels) >= 1 && tasks.cancelled[0].who == 0, "first cancelled: %d", tasks.cancelled[0].who);
+    CHECK(cancelled < 3000, "the partitioned leader's task ran %.0f ms past the cut (TTL 3 s)", cancelled);
+    CHECK(tasks.cancelled[0].at < tasks.started[1].at, "the next task started %.0f ms before the old one was cancelled",
+          tasks.cancelled[0].at - tasks.started[1].at);
+    CHECK(tasks.started[1].who != 0 && tasks.started[1].token > tasks.started[0].token, "second term: %d, token %lld after %lld",
+          tasks.started[1].who, (long long)tasks.started[1].token, (long long)tasks.started[0].token);
+    snprintf(cmd, sizeof cmd, "proxy-resume %d", proxy);
+    CHECK(harness_command(&H, cmd, reply, sizeof reply) == 0 && strstr(reply, "\"ok\""), "%s: %s", cmd, reply);
+
+    int second = tasks.started[1].who;
+    double stop_at = now_ms();
+    CHECK_RC(etcdlock_leader_stop(cand[second].lp), ETCDLOCK_OK);
+    CHECK(lead_await_starts(&tasks, 3, 5000), "no third term within 5 s of the stop");
+    double handover = tasks.started[2].at - stop_at;
+    CHECK(handover < 1000, "handover took %.0f ms", handover);
+    CHECK(tasks.started[2].who != second && tasks.started[2].token > tasks.started[1].token, "third term: %d, token %lld",
+          tasks.started[2].who, (long long)tasks.started[2].token);
+    printf("  partition: old task cancelled %.0f ms after the cut, next task started %.0f ms after it (TTL 3 s); "
+           "stop handed over in %.0f ms\n", cancelled, next, handover);
+out:
+    for (int i = 0; i < 3; i++)
+        if (cand[i].lp) etcdlock_leader_stop(cand[i].lp);
+    for (int i = 0; i < 3; i++)
+        if (started[i]) {
+            pthread_join(th[i], NULL);
+            CHECK(cand[i].next_rc == ETCDLOCK_CLOSED, "candidate %d: next ended with %s", i, etcdlock_status_name(cand[i].next_rc));
+            CHECK(cand[i].n_kinds > 0 && cand[i].kinds[cand[i].n_kinds - 1] == ETCDLOCK_LEADER_STOPPED, "candidate %d: last event %d", i,
+                  cand[i].n_kinds ? cand[i].kinds[cand[i].n_kinds - 1] : 0);
+        }
+    CHECK(atomic_load(&tasks.most) == 1, "tasks running at once: %d", atomic_load(&tasks.most));
+    CHECK(atomic_load(&tasks.writes) == atomic_load(&tasks.starts), "guarded writes by the terms: %d of %d", atomic_load(&tasks.writes),
+          atomic_load(&tasks.starts));
+    if (started[0]) {
+        /* Candidate 0 lost its term to the partition: ELECTED, RENEWAL_FAILING,
+         * LOST (never RESIGNED for that term), and STOPPED last. */
+        CHECK(cand[0].n_kinds >= 4 && cand[0].kinds[0] == ETCDLOCK_LEADER_ELECTED &&
+                  cand[0].kinds[1] == ETCDLOCK_LEADER_RENEWAL_FAILING && cand[0].kinds[2] == ETCDLOCK_LEADER_LOST,
+              "candidate 0's events start %d, %d, %d", cand[0].kinds[0], cand[0].kinds[1], cand[0].kinds[2]);
+        CHECK(cand[0].lost_reason != ETCDLOCK_LOSS_NONE, "candidate 0's loss has no reason");
+        printf("  candidate 0's loss: %s\n", etcdlock_loss_reason_name(cand[0].lost_reason));
+    }
+    for (int i = 0; i < 3; i++) {
+        etcdlock_leader_free(cand[i].lp);
+        etcdlock_client_free(cl[i]);
+    }
+}
+
+/* Next event other than LEADER_CHANGED within 10 s; records CHANGED values. */
+static int lead_next_kind(etcdlock_leader_loop *lp, etcdlock_leader_event *ev, int *saw_self, const char *self) {
+    for (;;) {
+        int rc = etcdlock_leader_next(lp, 10000, ev);
+        if (rc != ETCDLOCK_OK) return -rc;
+        if (ev->kind != ETCDLOCK_LEADER_CHANGED) return ev->kind;
+        if (ev->has_leader && ev->leader_value_len == strlen(self) && memcmp(ev->leader_value, self, ev->leader_value_len) == 0)
+            *saw_self = 1;
+        etcdlock_buffer_free(ev->leader_value);
+    }
+}
+
+/* A task that returns resigns and the loop campaigns again (tokens strictly
+ * increase); again = 0 runs one term; a term lost to an operator's release
+ * reports KEY_DELETED; events arrive in order, STOPPED last; bad input gets
+ * ETCDLOCK_INVALID_ARGUMENT. */
+static void test_lead_events(void) {
+    etcdlock_client *c = connect_default();
+    if (!c) return;
+    char name[64];
+    unique(name, sizeof name, "lead-events");
+    etcdlock_leader_loop *lp = NULL;
+    etcdlock_leader_event ev;
+    etcdlock_lead_options lo;
+    int saw = 0;
+    /* Bad input. */
+    CHECK_RC(etcdlock_lead(NULL, name, NULL, 0, NULL, &lp), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lead(c, NULL, NULL, 0, NULL, &lp), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lead(c, "", NULL, 0, NULL, &lp), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lead(c, name, NULL, 3, NULL, &lp), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lead(c, name, NULL, 0, NULL, NULL), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lead_options_init(NULL, sizeof lo), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lead_options_init(&lo, sizeof lo - 1), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_lead_options_init(&lo, sizeof lo), ETCDLOCK_OK);
+    CHECK(lo.again == 1 && lo.retry_ms == 1000, "defaults: again %d, retry_ms %lld", lo.again, (long long)lo.retry_ms);
+    lo.again = 2;
+    CHECK_RC(etcdlock_lead(c, name, NULL, 0, &lo, &lp), ETCDLOCK_INVALID_ARGUMENT);
+    lo.again = 1;
+    lo.retry_ms = -1;
+    CHECK_RC(etcdlock_lead(c, name, NULL, 0, &lo, &lp), ETCDLOCK_INVALID_ARGUMENT);
+    lo.struct_size = 3;
+    lo.retry_ms = 10;
+    CHECK_RC(etcdlock_lead(c, name, NULL, 0, &lo, &lp), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK(lp == NULL, "a refused etcdlock_lead wrote a loop");
+    CHECK_RC(etcdlock_leader_next(NULL, 0, &ev), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_leader_stop(NULL), ETCDLOCK_INVALID_ARGUMENT);
+    int flag = -1;
+    CHECK_RC(etcdlock_term_cancelled(NULL, &flag), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_term_wait(NULL, 0), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK_RC(etcdlock_term_end(NULL), ETCDLOCK_INVALID_ARGUMENT);
+    CHECK(etcdlock_term_guard(NULL) == NULL, "a NULL term has a guard");
+    etcdlock_leader_free(NULL);
+    etcdlock_term_free(NULL);
+
+    /* again = 1: a task that returns resigns, the loop campaigns again. */
+    CHECK_RC(etcdlock_lead(c, name, (const uint8_t *)"me", 2, NULL, &lp), ETCDLOCK_OK);
+    if (!lp) goto out;
+    CHECK_RC(etcdlock_leader_next(lp, 0, NULL), ETCDLOCK_INVALID_ARGUMENT);
+    int64_t tokens[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        CHECK(lead_next_kind(lp, &ev, &saw, "me") == ETCDLOCK_LEADER_ELECTED, "term %d: event %d", i, ev.kind);
+        if (ev.kind != ETCDLOCK_LEADER_ELECTED) goto out;
+        tokens[i] = ev.fencing_token;
+        int64_t gt = 0;
+        CHECK_RC(etcdlock_guard_fencing_token(etcdlock_term_guard(ev.term), &gt), ETCDLOCK_OK);
+        CHECK(gt == ev.fencing_token, "guard token %lld, event token %lld", (long long)gt, (long long)ev.fencing_token);
+        CHECK_RC(etcdlock_term_cancelled(ev.term, NULL), ETCDLOCK_INVALID_ARGUMENT);
+        CHECK_RC(etcdlock_term_cancelled(ev.term, &flag), ETCDLOCK_OK);
+        CHECK(flag == 0, "a running term is cancelled");
+        CHECK_RC(etcdlock_term_wait(ev.term, 10), ETCDLOCK_TIMEOUT);
+        if (i == 0) {
+            /* While the first task runs, the loop reports this candidate as leader. */
+            etcdlock_term *t = ev.term;
+            int rc;
+            while (!saw && (rc = etcdlock_leader_next(lp, 10000, &ev)) == ETCDLOCK_OK) {
+                CHECK(ev.kind == ETCDLOCK_LEADER_CHANGED || ev.kind == ETCDLOCK_LEADER_RENEWAL_RECOVERED, "while leader: event %d", ev.kind);
+                if (ev.has_leader && ev.leader_value_len == 2 && memcmp(ev.leader_value, "me", 2) == 0 && ev.fencing_token == tokens[0])
+                    saw = 1;
+                etcdlock_buffer_free(ev.leader_value);
+            }
+            ev.term = t;
+        }
+        if (i < 2) {
+            CHECK_RC(etcdlock_term_end(ev.term), ETCDLOCK_OK);
+            CHECK_RC(etcdlock_term_cancelled(ev.term, &flag), ETCDLOCK_OK);
+            CHECK(flag == 1, "an ended term is not cancelled");
+            etcdlock_term_free(ev.term);
+            CHECK(lead_next_kind(lp, &ev, &saw, "me") == ETCDLOCK_LEADER_RESIGNED, "after the task: event %d", ev.kind);
+            if (i > 0) CHECK(tokens[i] > tokens[i - 1], "tokens %lld then %lld", (long long)tokens[i - 1], (long long)tokens[i]);
+        } else {
+            /* Stop while the task runs: the term is cancelled, the loop
+             * resigns once the task ended, then STOPPED. */
+            etcdlock_term *t = ev.term;
+            CHECK_RC(etcdlock_leader_stop(lp), ETCDLOCK_OK);
+            CHECK_RC(etcdlock_term_wait(t, 5000), ETCDLOCK_OK);
+            /* The loop waits for the task's end: nothing but who leads comes. */
+            int rc;
+            while ((rc = etcdlock_leader_next(lp, 200, &ev)) == ETCDLOCK_OK && ev.kind == ETCDLOCK_LEADER_CHANGED) {
+                if (ev.has_leader && ev.leader_value_len == 2 && memcmp(ev.leader_value, "me", 2) == 0) saw = 1;
+                etcdlock_buffer_free(ev.leader_value);
+            }
+            CHECK(rc == ETCDLOCK_TIMEOUT, "before the task ended: %s, event %d", etcdlock_status_name(rc), ev.kind);
+            CHECK(ev.kind == 0 && ev.term == NULL, "a timed-out next wrote kind %d", ev.kind);
+            etcdlock_term_free(t); /* ends the term */
+            CHECK(tokens[2] > tokens[1], "tokens %lld then %lld", (long long)tokens[1], (long long)tokens[2]);
+            CHECK(lead_next_kind(lp, &ev, &saw, "me") == ETCDLOCK_LEADER_RESIGNED, "after stop: event %d", ev.kind);
+            CHECK(lead_next_kind(lp, &ev, &saw, "me") == ETCDLOCK_LEADER_STOPPED, "then: event %d", ev.kind);
+            CHECK_RC(etcdlock_leader_next(lp, 1000, &ev), ETCDLOCK_CLOSED);
+        }
+    }
+    CHECK(saw == 1, "no LEADER_CHANGED named this candidate");
+    etcdlock_leader_free(lp);
+    lp = NULL;
+
+    /* again = 0: one term. */
+    etcdlock_lead_options_init(&lo, sizeof lo);
+    lo.again = 0;
+    CHECK_RC(etcdlock_lead(c, name, (const uint8_t *)"once", 4, &lo, &lp), ETCDLOCK_OK);
+    if (!lp) goto out;
+    saw = 0;
+    CHECK(lead_next_kind(lp, &ev, &saw, "once") == ETCDLOCK_LEADER_ELECTED, "again=0: event %d", ev.kind);
+    if (ev.kind == ETCDLOCK_LEADER_ELECTED) etcdlock_term_free(ev.term);
+    CHECK(lead_next_kind(lp, &ev, &saw, "once") == ETCDLOCK_LEADER_RESIGNED, "again=0: event %d", ev.kind);
+    CHECK(lead_next_kind(lp, &ev, &saw, "once") == ETCDLOCK_LEADER_STOPPED, "again=0: event %d", ev.kind);
+    etcdlock_leader_free(lp);
+    lp = NULL;
+
+    /* An operator's release: LOST with KEY_DELETED, the term cancelled. */
+    CHECK_RC(etcdlock_lead(c, name, (const uint8_t *)"rel", 3, NULL, &lp), ETCDLOCK_OK);
+    if (!lp) goto out;
+    CHECK(lead_next_kind(lp, &ev, &saw, "rel") == ETCDLOCK_LEADER_ELECTED, "release: event %d", ev.kind);
+    if (ev.kind == ETCDLOCK_LEADER_ELECTED) {
+        etcdlock_term *t = ev.term;
+        int done = 0;
+        CHECK_RC(etcdlock_release(c, name, ev.fencing_token, &done), ETCDLOCK_OK);
+        CHECK(done == 1, "release found no key");
+        int k;
+        while ((k = lead_next_kind(lp, &ev, &saw, "rel")) == ETCDLOCK_LEADER_RENEWAL_RECOVERED) {}
+        CHECK(k == ETCDLOCK_LEADER_LOST && ev.loss_reason == ETCDLOCK_LOSS_KEY_DELETED, "release: event %d, reason %d", k,
+              ev.loss_reason);
+        CHECK_RC(etcdlock_term_cancelled(t, &flag), ETCDLOCK_OK);
+        CHECK(flag == 1, "a lost term is not cancelled");
+        int held = 1;
+        CHECK_RC(etcdlock_guard_is_held(etcdlock_term_guard(t), &held), ETCDLOCK_OK);
+        CHECK(held == 0, "a lost term's guard is held");
+        etcdlock_term_free(t);
+        CHECK(lead_next_kind(lp, &ev, &saw, "rel") == ETCDLOCK_LEADER_ELECTED, "after the loss: event %d", ev.kind);
+        if (ev.kind == ETCDLOCK_LEADER_ELECTED) etcdlock_term_free(ev.term);
+    }
+out:
+    etcdlock_leader_free(lp); /* stops a running loop */
+    etcdlock_client_free(c);
+}
+
+
 static const test_case TESTS[] = {
     {"version_and_names", test_version_and_names},
     {"once", test_once},
@@ -2646,6 +2970,8 @@ static const test_case TESTS[] = {
     {"renewal", test_renewal},
     {"leader_faults", test_leader_faults},
     {"list_and_release", test_list_and_release},
+    {"lead_events", test_lead_events},
+    {"lead_partition", test_lead_partition},
 };
 
 int main(int argc, char **argv) {
