@@ -98,17 +98,4 @@ function runNode(args, { env = {}, timeout = 60000, input } = {}) {
   });
 }
 
-/** A loopback port nobody listens on (bound once by the OS, then closed). */
-function freePort() {
-  const net = require('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-module.exports = { ROOT, startEtcd, unique, until, etcdctlKeys, runNode, freePort };
+module.exports = { ROOT, startEtcd, unique, until, etcdctlKeys, runNode };

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from typing import List
 
 import etcdlock
@@ -27,10 +26,9 @@ METRIC_KEYS = {
 
 
 def dead_endpoint() -> str:
-    """A loopback address nobody listens on (the port was free a moment ago)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{s.getsockname()[1]}"
+    """A loopback address nobody listens on: port 1 (no free-port pick hands
+    it to another process while the test runs)."""
+    return "127.0.0.1:1"
 
 
 def test_a_dead_member_counts_one_member_failure(endpoints: List[str], name: str) -> None:

@@ -146,9 +146,9 @@ impl WeakHold {
 
     /// Whether the hold is gone for good (nothing to re-enter).
     pub(crate) fn is_gone(&self) -> bool {
-        self.0
-            .upgrade()
-            .map_or(true, |s| s.handles.load(std::sync::atomic::Ordering::SeqCst) == 0)
+        self.0.upgrade().map_or(true, |s| {
+            s.handles.load(std::sync::atomic::Ordering::SeqCst) == 0
+        })
     }
 }
 
