@@ -1204,6 +1204,10 @@ static void test_metrics_member_failures(void) {
     CHECK_RC(etcdlock_options_init(&o, sizeof o), ETCDLOCK_OK);
     o.endpoints = endpoints;
     o.ttl_secs = 10;
+    /* Lazily: an eager connect probes every member at once and keeps the
+     * first to answer, so whether the dead one's refusal counts first is a
+     * race. The session's first request fails on it once, then moves on. */
+    o.lazy_connect = 1;
     CHECK_RC(etcdlock_client_connect(&o, &c), ETCDLOCK_OK);
     if (!c || !healthy) { CHECK(0, "connect"); etcdlock_client_free(c); etcdlock_client_free(healthy); return; }
     etcdlock_metrics m;
@@ -1217,7 +1221,7 @@ static void test_metrics_member_failures(void) {
     CHECK_RC(etcdlock_unlock(g), ETCDLOCK_OK);
     etcdlock_guard_free(g);
     CHECK_RC(etcdlock_client_metrics(c, &m, sizeof m), ETCDLOCK_OK);
-    CHECK(after_connect == 1 && m.member_failures == 1, "member_failures after connect %llu, after lock+unlock %llu",
+    CHECK(after_connect == 0 && m.member_failures == 1, "member_failures after connect %llu, after lock+unlock %llu",
           (unsigned long long)after_connect, (unsigned long long)m.member_failures);
     memset(&m, 0xff, sizeof m);
     CHECK_RC(etcdlock_client_metrics(healthy, &m, sizeof m), ETCDLOCK_OK);
