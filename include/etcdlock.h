@@ -1230,51 +1230,6 @@ int etcdlock_leader_stop(const struct etcdlock_leader_loop *lp);
 // Example: etcdlock_leader_free(lp); lp = NULL;
 void etcdlock_leader_free(struct etcdlock_leader_loop *lp);
 
-// Whether the term is over for its task (*cancelled 1) or not (0): its
-// leadership was lost, the loop was stopped, or etcdlock_term_end was called.
-// The task should then end soon and call etcdlock_term_end.
-//
-// Safety: term is live; cancelled is writable.
-//
-// Example: int over = 0; while (etcdlock_term_cancelled(t, &over) == ETCDLOCK_OK && !over) do_work();
-int etcdlock_term_cancelled(const struct etcdlock_term *term,
-                            int *cancelled);
-
-// Wait at most timeout_ms (negative: without limit) for the term to be
-// cancelled (see etcdlock_term_cancelled). Returns ETCDLOCK_OK once it is,
-// ETCDLOCK_TIMEOUT if it was not in time.
-//
-// Safety: term is live.
-//
-// Example: etcdlock_term_wait(t, ETCDLOCK_WAIT_FOREVER); etcdlock_term_end(t);
-int etcdlock_term_wait(const struct etcdlock_term *term, int64_t timeout_ms);
-
-// The term's task has ended: the loop resigns if still leader and campaigns
-// again (or stops). Idempotent. The term must still be freed.
-//
-// Safety: term is live.
-//
-// Example: etcdlock_term_end(t); etcdlock_term_free(t);
-int etcdlock_term_end(const struct etcdlock_term *term);
-
-// The term's leadership as a guard (fencing token, guarded put/get/delete,
-// etcdlock_proclaim, loss reason), owned by the term: valid until
-// etcdlock_term_free, never freed with etcdlock_guard_free. NULL when term
-// is NULL or from another process.
-//
-// Safety: term is NULL or live.
-//
-// Example: etcdlock_guard_put(etcdlock_term_guard(t), (const uint8_t *)"k", 1, (const uint8_t *)"v", 1);
-const struct etcdlock_guard *etcdlock_term_guard(const struct etcdlock_term *term);
-
-// Free a term, ending it first (etcdlock_term_end) if it has not ended.
-// NULL is a no-op.
-//
-// Safety: term is NULL or live, no other thread uses it (or its guard) any more.
-//
-// Example: etcdlock_term_free(t); t = NULL;
-void etcdlock_term_free(struct etcdlock_term *term);
-
 // Read the queue of `name` for any kind of lock (mutex, semaphore,
 // read-write lock, election; etcdctl and Go keys too): *queue is a new handle
 // (free with etcdlock_queue_free) holding every contender in queue order,
@@ -1770,6 +1725,51 @@ int64_t etcdlock_once_revision(const struct etcdlock_once *hold);
 //
 // Safety: hold is NULL or a live handle, not used after this call.
 int etcdlock_once_finish(struct etcdlock_once *hold);
+
+// Whether the term is over for its task (*cancelled 1) or not (0): its
+// leadership was lost, the loop was stopped, or etcdlock_term_end was called.
+// The task should then end soon and call etcdlock_term_end.
+//
+// Safety: term is live; cancelled is writable.
+//
+// Example: int over = 0; while (etcdlock_term_cancelled(t, &over) == ETCDLOCK_OK && !over) do_work();
+int etcdlock_term_cancelled(const struct etcdlock_term *term,
+                            int *cancelled);
+
+// Wait at most timeout_ms (negative: without limit) for the term to be
+// cancelled (see etcdlock_term_cancelled). Returns ETCDLOCK_OK once it is,
+// ETCDLOCK_TIMEOUT if it was not in time.
+//
+// Safety: term is live.
+//
+// Example: etcdlock_term_wait(t, ETCDLOCK_WAIT_FOREVER); etcdlock_term_end(t);
+int etcdlock_term_wait(const struct etcdlock_term *term, int64_t timeout_ms);
+
+// The term's task has ended: the loop resigns if still leader and campaigns
+// again (or stops). Idempotent. The term must still be freed.
+//
+// Safety: term is live.
+//
+// Example: etcdlock_term_end(t); etcdlock_term_free(t);
+int etcdlock_term_end(const struct etcdlock_term *term);
+
+// The term's leadership as a guard (fencing token, guarded put/get/delete,
+// etcdlock_proclaim, loss reason), owned by the term: valid until
+// etcdlock_term_free, never freed with etcdlock_guard_free. NULL when term
+// is NULL or from another process.
+//
+// Safety: term is NULL or live.
+//
+// Example: etcdlock_guard_put(etcdlock_term_guard(t), (const uint8_t *)"k", 1, (const uint8_t *)"v", 1);
+const struct etcdlock_guard *etcdlock_term_guard(const struct etcdlock_term *term);
+
+// Free a term, ending it first (etcdlock_term_end) if it has not ended.
+// NULL is a no-op.
+//
+// Safety: term is NULL or live, no other thread uses it (or its guard) any more.
+//
+// Example: etcdlock_term_free(t); t = NULL;
+void etcdlock_term_free(struct etcdlock_term *term);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -35,6 +35,7 @@ mod wait;
 mod logs;
 mod multi_wait;
 mod once;
+mod term;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Duration;
@@ -58,6 +59,7 @@ pub use options::*;
 pub use recipes::*;
 pub use status::*;
 pub use sync::*;
+pub use term::*;
 pub use wait::*;
 
 /// The library version as a static string, e.g. "0.1.0".

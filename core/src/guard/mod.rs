@@ -1,10 +1,12 @@
 //! A held lock: its state, its release, and the signals of its end.
 
 mod guarded;
+mod handles;
 pub(crate) use guarded::{delete_all, get_all, put_all};
 mod state;
 
 use crate::poison::Locked;
+pub(crate) use handles::WeakHold;
 use state::{end_hold, observed};
 
 use std::fmt;
@@ -102,56 +104,6 @@ pub struct Guard {
     done: std::sync::atomic::AtomicBool,
 }
 
-/// A hold as the re-entry table keeps it: it does not keep the hold alive.
-pub(crate) struct WeakHold(Weak<Shared>);
-
-impl WeakHold {
-    /// Another handle of this hold for a re-entry: `None` when the hold has
-    /// ended (released, or its last handle gone), `LockLost` when it was
-    /// lost (a lost hold is never re-entered).
-    pub(crate) fn reenter(&self) -> Option<Result<Guard>> {
-        let shared = self.0.upgrade()?;
-        if shared.handles.load(std::sync::atomic::Ordering::SeqCst) == 0 {
-            // Every handle ended (unlocked, if not dropped): nothing to re-enter.
-            return None;
-        }
-        match shared.hold_state() {
-            GuardState::Held => {}
-            GuardState::Released => return None,
-            GuardState::Lost(l) => {
-                return Some(Err(Error::lost(
-                    l.reason,
-                    format!(
-                        "lock {} was lost ({}); a lost hold is not re-entered: unlock it first",
-                        show(&shared.name),
-                        l.reason
-                    ),
-                )))
-            }
-        }
-        // Only while some handle still holds it (never from 0 back to 1).
-        shared
-            .handles
-            .fetch_update(
-                std::sync::atomic::Ordering::SeqCst,
-                std::sync::atomic::Ordering::SeqCst,
-                |n| (n > 0).then_some(n + 1),
-            )
-            .ok()?;
-        Some(Ok(Guard {
-            shared,
-            done: std::sync::atomic::AtomicBool::new(false),
-        }))
-    }
-
-    /// Whether the hold is gone for good (nothing to re-enter).
-    pub(crate) fn is_gone(&self) -> bool {
-        self.0.upgrade().map_or(true, |s| {
-            s.handles.load(std::sync::atomic::Ordering::SeqCst) == 0
-        })
-    }
-}
-
 impl fmt::Debug for Guard {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Guard")
@@ -230,29 +182,6 @@ impl Guard {
             shared,
             done: std::sync::atomic::AtomicBool::new(false),
         }
-    }
-
-    /// This hold for the re-entry table.
-    pub(crate) fn downgrade(&self) -> WeakHold {
-        WeakHold(Arc::downgrade(&self.shared))
-    }
-
-    /// End this handle: false when other handles of the hold (re-entries)
-    /// still hold it, true when the hold itself should end now (this was
-    /// its last handle, or it ended before).
-    fn end_handle(&self) -> bool {
-        use std::sync::atomic::Ordering::SeqCst;
-        if !self.done.swap(true, SeqCst) {
-            self.shared.handles.fetch_sub(1, SeqCst) <= 1
-        } else {
-            self.shared.handles.load(SeqCst) == 0
-        }
-    }
-
-    /// Whether this handle was unlocked while re-entries still hold the lock.
-    fn ended_alone(&self) -> bool {
-        use std::sync::atomic::Ordering::SeqCst;
-        self.done.load(SeqCst) && self.shared.handles.load(SeqCst) > 0
     }
 
     /// The lock name.
