@@ -11,7 +11,7 @@ import queue
 import threading
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, cast, AsyncIterator, Awaitable, Callable, Dict, Iterator, Literal, Optional, Tuple, Type, Union
+from typing import TYPE_CHECKING, Any, cast, AsyncIterator, Awaitable, Callable, Dict, Generic, Iterator, Literal, Optional, Tuple, Type, TypeVar, Union
 
 if TYPE_CHECKING:  # asyncio is imported where the async API runs
     import asyncio
@@ -123,7 +123,35 @@ def _call_on_event(on_event: Callable[[LeaderEvent], object], ev: LeaderEvent) -
         logger.exception("the on_event callback of a leader loop raised")
 
 
-class LeaderLoop:
+TermT = TypeVar("TermT", "Term", "AsyncTerm")
+
+
+class _Following(Generic[TermT]):
+    """What both loops tell about the election: the running term, whether
+    this candidate leads, and who leads."""
+
+    _term: Optional[TermT]
+    _leader: Optional[Leader]
+
+    @property
+    def term(self) -> Optional[TermT]:
+        """The current term while its task runs, else None."""
+        return self._term
+
+    @property
+    def is_leader(self) -> bool:
+        """True while a term's task runs and the term is not cancelled."""
+        t = self._term
+        return t is not None and not t.cancelled.is_set()
+
+    @property
+    def leader(self) -> Optional[Leader]:
+        """Who leads, as last reported (any candidate; None: nobody or not
+        known yet)."""
+        return self._leader
+
+
+class LeaderLoop(_Following["Term"]):
     """A running leader loop (:meth:`Client.lead`), in the shape of Curator's
     ``LeaderSelector`` with auto-requeue: campaign; while leader, run
     ``task(term)`` in a new thread; when the task returns (or raises: the
@@ -221,22 +249,6 @@ class LeaderLoop:
                 return
             yield ev
 
-    @property
-    def term(self) -> Optional[Term]:
-        """The current term while its task runs, else None."""
-        return self._term
-
-    @property
-    def is_leader(self) -> bool:
-        """True while a term's task runs and the term is not cancelled."""
-        t = self._term
-        return t is not None and not t.cancelled.is_set()
-
-    @property
-    def leader(self) -> Optional[Leader]:
-        """Who leads, as last reported (any candidate; None: nobody or not
-        known yet)."""
-        return self._leader
 
     def stop(self) -> None:
         """Stop: set the current term's ``cancelled`` (or cancel the
@@ -272,7 +284,7 @@ class LeaderLoop:
         return f"<etcdlock.LeaderLoop name={self.name!r} {state}>"
 
 
-class AsyncLeaderLoop:
+class AsyncLeaderLoop(_Following["AsyncTerm"]):
     """A leader loop on asyncio (:meth:`AsyncClient.lead`): as
     :class:`LeaderLoop`, with each term's task an :class:`asyncio.Task`
     running ``await task(term)``, cancelled (``CancelledError`` inside it)
@@ -394,21 +406,6 @@ class AsyncLeaderLoop:
                 return
             yield ev
 
-    @property
-    def term(self) -> Optional[AsyncTerm]:
-        """The current term while its task runs, else None."""
-        return self._term
-
-    @property
-    def is_leader(self) -> bool:
-        """True while a term's task runs and the term is not cancelled."""
-        t = self._term
-        return t is not None and not t.cancelled.is_set()
-
-    @property
-    def leader(self) -> Optional[Leader]:
-        """Who leads, as last reported (None: nobody or not known yet)."""
-        return self._leader
 
     def stop(self) -> None:
         """Stop: cancel the current term's task (or the campaign), resign
