@@ -99,7 +99,7 @@ if PATH=$NOCC python3 -m venv "$work/venv" &&
   out=$(PATH=$NOCC "$work/venv/bin/python" "$ROOT/scripts/cleanroom_smoke.py" "$EP" cleanroom-python) &&
   # The extra pulls its dependency: prometheus_client comes from PyPI as a
   # user's pip gets it (downloaded here, installed with etcdlock from dist/).
-  python3 -m pip download -q --no-deps --only-binary :all: -d "$work/wheelhouse" "prometheus_client>=0.17" &&
+  PATH=$NOCC "$work/venv/bin/python" -m pip download -q --no-deps --only-binary :all: -d "$work/wheelhouse" "prometheus_client>=0.17" &&
   PATH=$NOCC "$work/venv/bin/python" -m pip install -q --no-index --find-links "$DIST" --find-links "$work/wheelhouse" \
     --only-binary :all: "etcdlock[prometheus]" &&
   PATH=$NOCC "$work/venv/bin/python" -c 'import prometheus_client, etcdlock.prometheus' &&
