@@ -309,7 +309,7 @@ class Client {
     const extras = extrasOf(o);
     let n;
     try {
-      n = this.#n.leaderLoop(name, value, again, retry, extras);
+      n = this.#n.leaderLoop(name, value, again, retry, extras, signal?.aborted === true);
     } catch (e) {
       throw fromNative(e);
     }

@@ -89,15 +89,16 @@ class LeaderLoop extends EventEmitter {
     if (!(n instanceof native.NativeLeaderLoop)) throw invalid('leader loops come from client.lead(), not from new LeaderLoop()');
     this.#n = n;
     this.#task = task;
+    // An aborted signal already stopped the native loop before it started
+    // (client.lead passes it on); a later abort stops it here.
     let onAbort;
-    if (signal) {
+    if (signal && !signal.aborted) {
       onAbort = () => this.stop();
       signal.addEventListener('abort', onAbort, { once: true });
     }
     this.#stopped = this.#pump().finally(() => {
-      if (signal) signal.removeEventListener('abort', onAbort);
+      if (onAbort) signal.removeEventListener('abort', onAbort);
     });
-    if (signal?.aborted) this.stop();
   }
 
   async #pump() {

@@ -81,7 +81,9 @@ impl NativeClient {
     /// Start a leader loop for `name` proclaiming `value`: `again` (default
     /// true) campaigns again after each term, `retry_ms` (default 1000) is
     /// the pause after a failed campaign, `extras` the campaign's lock-delay,
-    /// lease time and metadata.
+    /// lease time and metadata. `stopped`: the caller's `AbortSignal` has
+    /// aborted already, so the loop never campaigns (its only event is
+    /// `stopped`).
     #[napi]
     pub fn leader_loop(
         &self,
@@ -90,6 +92,7 @@ impl NativeClient {
         again: Option<bool>,
         retry_ms: Option<f64>,
         extras: Option<NativeAcquire>,
+        stopped: Option<bool>,
     ) -> napi::Result<NativeLeaderLoop> {
         guard_sync(|| {
             let mut opts = etcdlock::LeadOptions::default();
@@ -104,6 +107,11 @@ impl NativeClient {
                 ))?;
             }
             opts.campaign = acquire_opts(None, None, extras)?;
+            if stopped == Some(true) {
+                let stop = etcdlock::CancellationToken::new();
+                stop.cancel();
+                opts.stop = Some(stop);
+            }
             let v = crate::guard::bytes(&value);
             let lp = js(self.inner.leader_loop(&name, v, opts))?;
             Ok(NativeLeaderLoop { lp: Arc::new(lp) })

@@ -177,6 +177,7 @@ impl NativeClient {
             again,
             retry,
             campaign: acquire_opts(py, None, extras)?,
+            stop: None,
         };
         let lp = this
             .inner

@@ -40,6 +40,11 @@ pub struct LeadOptions {
     /// `timeout` and `cancel` are not used: a campaign waits until elected
     /// or stopped.
     pub campaign: LockOptions,
+    /// The loop stops when this token is cancelled, as by
+    /// [`LeaderLoop::stop`] (an application's shutdown token, a Node
+    /// `AbortSignal`). One cancelled already: the loop never campaigns; its
+    /// only event is [`LeaderEvent::Stopped`].
+    pub stop: Option<CancellationToken>,
 }
 
 impl Default for LeadOptions {
@@ -48,6 +53,7 @@ impl Default for LeadOptions {
             again: true,
             retry: Duration::from_secs(1),
             campaign: LockOptions::default(),
+            stop: None,
         }
     }
 }
@@ -182,7 +188,10 @@ impl Client {
         self.check_open()?;
         opts.campaign.validate()?;
         let (tx, rx) = mpsc::unbounded_channel();
-        let stop = CancellationToken::new();
+        let stop = opts
+            .stop
+            .as_ref()
+            .map_or_else(CancellationToken::new, CancellationToken::child_token);
         let dropped = CancellationToken::new();
         let run = Run {
             dropped: dropped.clone(),

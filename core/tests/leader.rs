@@ -282,3 +282,62 @@ async fn a_lost_term_reports_its_reason_and_who_leads_next() {
     a.close().await;
     b.close().await;
 }
+
+/// A loop whose stop token is cancelled already never campaigns: its only
+/// event is `Stopped` (a Node `AbortSignal` aborted before `lead`). A token
+/// cancelled later stops the loop as `stop()` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loop_whose_stop_token_is_cancelled_never_campaigns() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("leader-stop-token");
+    let c = client(&etcd, &ns, 10).await;
+    for i in 0..50 {
+        let stop = etcdlock::CancellationToken::new();
+        stop.cancel();
+        let opts = LeadOptions {
+            stop: Some(stop),
+            ..LeadOptions::default()
+        };
+        let lp = c.leader_loop(&format!("svc{i}"), "me", opts).unwrap();
+        let mut events = Vec::new();
+        while let Some(ev) = next_or_end(&lp).await {
+            match ev {
+                LeaderEvent::Leader(_) => {}
+                other => events.push(format!("{other:?}")),
+            }
+        }
+        assert_eq!(events, ["Stopped"], "loop {i}");
+    }
+    let stop = etcdlock::CancellationToken::new();
+    let opts = LeadOptions {
+        stop: Some(stop.clone()),
+        ..LeadOptions::default()
+    };
+    let lp = c.leader_loop("svc", "me", opts).unwrap();
+    let LeaderEvent::Elected(term) = next_elected(&lp).await else {
+        unreachable!()
+    };
+    stop.cancel();
+    term.cancelled().cancelled().await;
+    term.end();
+    let mut tail = Vec::new();
+    while let Some(ev) = next_or_end(&lp).await {
+        match ev {
+            LeaderEvent::Leader(_) => {}
+            other => tail.push(format!("{other:?}")),
+        }
+    }
+    assert_eq!(tail, ["Resigned", "Stopped"]);
+    c.close().await;
+}
+
+/// The next `Elected`, skipping who-leads and renewal events.
+async fn next_elected(lp: &LeaderLoop) -> LeaderEvent {
+    loop {
+        match next(lp).await {
+            ev @ LeaderEvent::Elected(_) => return ev,
+            LeaderEvent::Leader(_) | LeaderEvent::RenewalRecovered => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

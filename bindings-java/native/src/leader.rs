@@ -148,6 +148,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_leaderStart<'local>(
                 again,
                 retry,
                 campaign,
+                stop: None,
             };
             let lp = Arc::new(c.leader_loop(&name, value, opts)?);
             let rt = etcdlock::runtime::runtime()?;
