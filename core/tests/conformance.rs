@@ -171,6 +171,10 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
     let mut multis: HashMap<String, etcdlock::MultiGuard> = HashMap::new();
     let mut latches: HashMap<String, etcdlock::Latch> = HashMap::new();
     let mut barriers: HashMap<String, etcdlock::Barrier> = HashMap::new();
+    // `relock`: each (lock, owner)'s handles, latest last, as names in
+    // `guards`; owners numbered in order of first use.
+    let mut handles: HashMap<(String, String), Vec<String>> = HashMap::new();
+    let mut owners: HashMap<String, u64> = HashMap::new();
     // Calls started with `"background": true`, awaited by `join`.
     let mut calls: HashMap<String, tokio::task::JoinHandle<etcdlock::Result<Guard>>> =
         HashMap::new();
@@ -281,6 +285,36 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 if let (Ok(g), Some(var)) = (r, step.get("as").and_then(Value::as_str)) {
                     guards.insert(var.into(), g);
                 }
+            }
+            "relock" => {
+                let c = &clients[&who];
+                let name = text(&step["name"]).expect("a name Rust can express");
+                let lock = step["lock"].as_str().unwrap().to_string();
+                let owner = step.get("owner").and_then(Value::as_str).unwrap_or("main");
+                let next = owners.len() as u64 + 1;
+                let id = *owners.entry(owner.to_string()).or_insert(next);
+                let r = match acquire_opts(step) {
+                    Ok(o) => c.lock_reentrant(&name, id, o).await,
+                    Err(e) => Err(e),
+                };
+                want(&outcome(&r));
+                if let Ok(g) = r {
+                    let var = match step.get("as").and_then(Value::as_str) {
+                        Some(v) => v.to_string(),
+                        None => format!("#relock{i}"),
+                    };
+                    guards.insert(var.clone(), g);
+                    handles.entry((lock, owner.into())).or_default().push(var);
+                }
+            }
+            "unlock" if step.get("lock").is_some() => {
+                let lock = step["lock"].as_str().unwrap().to_string();
+                let owner = step.get("owner").and_then(Value::as_str).unwrap_or("main");
+                let var = handles
+                    .get_mut(&(lock, owner.into()))
+                    .and_then(Vec::pop)
+                    .unwrap_or_else(|| panic!("case {id} step {i}: {owner} holds no handle"));
+                want(&outcome(&guards[&var].unlock().await));
             }
             "unlock" => {
                 let var = step["guard"].as_str().unwrap();
@@ -415,6 +449,17 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                     "ok"
                 } else {
                     "tokens not increasing"
+                });
+            }
+            "token_same" => {
+                let (a, b) = (
+                    &guards[step["first"].as_str().unwrap()],
+                    &guards[step["second"].as_str().unwrap()],
+                );
+                want(if a.fencing_token() == b.fencing_token() {
+                    "ok"
+                } else {
+                    "tokens differ"
                 });
             }
             "status" => {
