@@ -178,6 +178,50 @@ pub unsafe extern "C" fn etcdlock_lock_ex(
     })
 }
 
+/// etcdlock_lock_ex, reentrant for `owner` (Java's ReentrantLock per
+/// thread, Redisson's RLock): if `owner` holds `name` (taken with this
+/// function on this client), *guard is at once another handle of that hold,
+/// with no request to etcd (same key, same fencing token); the lock is
+/// released when every handle is unlocked or freed. Other owners, and plain
+/// etcdlock_lock calls, wait as for etcdlock_lock_ex. The owner is whatever
+/// the caller says it is: a thread id (`(uint64_t)pthread_self()`), a
+/// request id, a coroutine.
+///
+/// A lost hold is never re-entered: ETCDLOCK_LOCK_LOST until the owner has
+/// unlocked or freed every handle of it. options NULL is the defaults (wait
+/// forever); options->timeout_ms 0 is one try (ETCDLOCK_TIMEOUT when another
+/// owner holds the lock). Returns as etcdlock_lock_ex.
+///
+/// Safety: as etcdlock_lock_ex.
+///
+/// Example:
+///     uint64_t me = (uint64_t)pthread_self();
+///     etcdlock_guard *outer = NULL, *inner = NULL;
+///     etcdlock_lock_reentrant(c, "orders", me, NULL, &outer);
+///     etcdlock_lock_reentrant(c, "orders", me, NULL, &inner); // at once
+///     etcdlock_guard_free(inner); // still held
+///     etcdlock_guard_free(outer); // released
+#[no_mangle]
+pub unsafe extern "C" fn etcdlock_lock_reentrant(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    owner: u64,
+    options: *const etcdlock_acquire_options,
+    guard: *mut *mut etcdlock_guard,
+) -> c_int {
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let h = client_arg(client)?;
+        let c = h.client.clone();
+        let name = name_arg(name)?;
+        let opts = convert_acquire_options(options)?;
+        let g = block_on(async move { c.lock_reentrant(&name, owner, opts).await })?;
+        *out = new_guard(g, &h.callbacks);
+        Ok(())
+    })
+}
+
 /// Our lock key in etcd (namespace + name + "/" + lease id in hex...). *key
 /// points into the guard and stays valid until etcdlock_guard_free.
 ///

@@ -96,7 +96,12 @@ def gen_case(idx: int, case) -> str:
              "    const char *shared_endpoints = ENDPOINTS; (void)shared_endpoints;",
              "    int64_t t0 = 0, took = 0; (void)t0; (void)took;", "    int failed_before = 0; (void)failed_before;"]
     guards, multis, latches, barriers = [], [], [], []
-    for st in case["steps"]:
+    # relock: each (lock, owner)'s handles, latest last (known here: the steps
+    # run in order), and one owner number per owner name.
+    handles, owners = {}, {}
+    for i, st in enumerate(case["steps"]):
+        if st["op"] == "relock" and "as" not in st:
+            guards.append(f"relock{i}")
         if "as" in st:
             bucket = {"lock_many": multis, "latch": latches, "barrier": barriers}.get(st["op"], guards)
             if st["as"] not in bucket:
@@ -122,7 +127,7 @@ def gen_case(idx: int, case) -> str:
         lines.append(f"    /* step {i}: {op} */")
         # Ops on a guard alone need no client (after a close, none is made
         # again: with etcd hung, connecting would fail the step).
-        if op not in ("connect", "etcd", "state", "await_lost", "token_order", "unlock", "put", "get", "delete"):
+        if op not in ("connect", "etcd", "state", "await_lost", "token_order", "token_same", "unlock", "put", "get", "delete"):
             lines.append(f"    if (!cl[{who}] && !client_open(&cl[{who}], ns, NULL)) {{ fail(id, {i}, \"connect\", \"default client\"); goto done; }}")
         # await_lost's within_ms is its own wait bound (its argument), not a bound on a call.
         timed = op != "await_lost" and ("within_ms" in st or "at_least_ms" in st)
@@ -171,6 +176,21 @@ def gen_case(idx: int, case) -> str:
                 lines.append(f"        check_rc(id, {i}, rc == ETCDLOCK_WOULD_BLOCK ? -1 : rc, {c_bytes(exp.encode())});")
             lines.append("        etcdlock_guard_free(tmp);")
             lines.append("    }")
+        elif op == "relock":
+            var = st.get("as") or f"relock{i}"
+            owner = owners.setdefault(st.get("owner", "main"), len(owners) + 1)
+            lines.append("    {")
+            lines.extend(acquire_options(st))
+            lines.append(f"        rc = etcdlock_lock_reentrant(cl[{who}], {text(st['name'], 'name')}, UINT64_C({owner}), &ao, &g_{var});")
+            lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
+            lines.append("    }")
+            if exp == "ok":
+                handles.setdefault((st["lock"], st.get("owner", "main")), []).append(var)
+        elif op == "unlock" and "lock" in st:
+            stack = handles.get((st["lock"], st.get("owner", "main")))
+            if not stack:
+                raise SystemExit(f"{cid} step {i}: the owner holds no handle of {st['lock']}")
+            lines.append(f"    check_rc(id, {i}, etcdlock_unlock(g_{stack.pop()}), {c_bytes(exp.encode())});")
         elif op == "unlock" and st["guard"] in multis:
             lines.append(f"    check_rc(id, {i}, etcdlock_multi_unlock(m_{st['guard']}), {c_bytes(exp.encode())});")
         elif op == "unlock":
@@ -318,6 +338,12 @@ def gen_case(idx: int, case) -> str:
                 raise SystemExit(f"{cid}: for_ms goes with pause only")
             cmd = f"{action} 0" + (f" {int(st['for_ms'])}" if "for_ms" in st else "")
             lines.append(f"    harness_cmd(&h, id, {i}, {c_bytes(cmd.encode())});")
+        elif op == "token_same":
+            lines.append("    {")
+            lines.append("        int64_t t1 = 0, t2 = 0;")
+            lines.append(f"        etcdlock_guard_fencing_token(g_{st['first']}, &t1); etcdlock_guard_fencing_token(g_{st['second']}, &t2);")
+            lines.append(f"        check_str(id, {i}, t1 == t2 ? \"ok\" : \"tokens differ\", {c_bytes(exp.encode())});")
+            lines.append("    }")
         elif op == "token_order":
             lines.append("    {")
             lines.append("        int64_t t1 = 0, t2 = 0;")
