@@ -12,7 +12,9 @@
 //!   deadline, before etcd's lease expiry), on stop, and when the task ended;
 //! - a term ends with exactly one of [`LeaderEvent::Lost`] or
 //!   [`LeaderEvent::Resigned`]; the events end with
-//!   [`LeaderEvent::Stopped`].
+//!   [`LeaderEvent::Stopped`];
+//! - one loop campaigns at most once per [`LeadOptions::retry`] after a
+//!   term: a term shorter than that is followed by a pause.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,7 +36,9 @@ pub struct LeadOptions {
     /// its first term or its first failure. Default `true`.
     pub again: bool,
     /// The pause before campaigning again after a failed campaign (etcd
-    /// unavailable, ...). Default 1 s.
+    /// unavailable, ...); also the shortest time from one election of this
+    /// loop to its next campaign, so a task that returns or fails at once
+    /// does not campaign in a tight loop. Default 1 s.
     pub retry: Duration,
     /// Options of each campaign: lock-delay, lease time, metadata. Its
     /// `timeout` and `cancel` are not used: a campaign waits until elected
@@ -243,7 +247,13 @@ impl Run {
                     break;
                 }
                 let again = match self.campaign().await {
-                    Some(Ok(l)) => self.term(l).await,
+                    Some(Ok(l)) => {
+                        let elected = tokio::time::Instant::now();
+                        self.term(l).await
+                            && self
+                                .pause(self.opts.retry.saturating_sub(elected.elapsed()))
+                                .await
+                    }
                     Some(Err(e)) => {
                         self.send(LeaderEvent::CampaignFailed(e));
                         self.opts.again && self.pause(self.opts.retry).await

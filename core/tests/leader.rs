@@ -331,13 +331,42 @@ async fn a_loop_whose_stop_token_is_cancelled_never_campaigns() {
     c.close().await;
 }
 
-/// The next `Elected`, skipping who-leads and renewal events.
+/// The next `Elected`, skipping who-leads, renewal and resign events.
 async fn next_elected(lp: &LeaderLoop) -> LeaderEvent {
     loop {
         match next(lp).await {
             ev @ LeaderEvent::Elected(_) => return ev,
-            LeaderEvent::Leader(_) | LeaderEvent::RenewalRecovered => {}
+            LeaderEvent::Leader(_) | LeaderEvent::RenewalRecovered | LeaderEvent::Resigned => {}
             other => panic!("unexpected {other:?}"),
         }
     }
+}
+
+/// A task that returns at once does not make the loop campaign in a tight
+/// loop: one election per `retry` at most.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_that_returns_at_once_campaigns_once_per_retry() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("leader-retry");
+    let c = client(&etcd, &ns, 10).await;
+    let retry = Duration::from_millis(500);
+    let opts = LeadOptions {
+        retry,
+        ..LeadOptions::default()
+    };
+    let lp = c.leader_loop("svc", "me", opts).unwrap();
+    let mut at = Vec::new();
+    while at.len() < 4 {
+        if let LeaderEvent::Elected(t) = next_elected(&lp).await {
+            at.push(Instant::now());
+            t.end();
+        }
+    }
+    let took = at[3] - at[0];
+    eprintln!("4 elections of a task that returns at once took {took:?} (retry {retry:?})");
+    // Three pauses of `retry`, less the events' delivery jitter.
+    assert!(took >= Duration::from_millis(1300), "{took:?}");
+    lp.stop();
+    while next_or_end(&lp).await.is_some() {}
+    c.close().await;
 }
