@@ -40,6 +40,7 @@ class ReentrantLock {
 
   /** @internal */
   constructor(name, acquire) {
+    if (typeof acquire !== 'function') throw new LockError('InvalidArgument', 'reentrant locks come from client.reentrantLock(name), not from new ReentrantLock()');
     this.#acquire = acquire;
     this.#owner = newOwner();
     /** The lock name. */

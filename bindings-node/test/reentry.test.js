@@ -117,6 +117,7 @@ describe('ReentrantLock', () => {
     const name = unique('rl');
     const rl = c.reentrantLock(name);
     assert.ok(rl instanceof ReentrantLock);
+    assert.throws(() => new ReentrantLock(name), (e) => e.code === 'InvalidArgument');
     assert.equal(rl.holdCount, 0);
     assert.equal(rl.isHeld, false);
     const g1 = await rl.lock();
