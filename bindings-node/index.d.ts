@@ -103,6 +103,62 @@ export interface ConnectOptions {
    * (a lock call its timeout, anything else `requestTimeout`).
    */
   lazyConnect?: boolean;
+  /**
+   * Receives core's log events: `logger[level](message, fields)` with `level`
+   * one of `debug` (a hold acquired or released), `info` (an etcd member
+   * failing over, the watch stream re-created), `warn` (keep-alives failing,
+   * a hold lost, an unlock that could not reach etcd), `error`; `message` is
+   * core's text (`'lock lost'`), `fields` a plain object of strings: the
+   * event's fields (`lock`, `reason`, `fencing_token`, `lease`, ...) and
+   * `target` (the core module). `console` and winston take this shape as is;
+   * pino takes `(fields, message)`: pass an adapter (see the README).
+   * Events are process-wide: each distinct logger of an open client gets
+   * every client's events at or above its level, on the main thread (the
+   * first JavaScript environment that gave a logger). A logger that throws
+   * loses that record only. Delivery never keeps the process alive.
+   * Without a logger, `DEBUG=etcdlock` (the `debug` package's convention:
+   * `etcdlock`, `etcdlock:*`, `etcdlock:warn`, `*`, `-` to skip) prints the
+   * events to stderr.
+   */
+  logger?: Logger;
+  /**
+   * The least severe event the `logger` gets (default: the logger's own
+   * `level` property when it has one, as pino's and winston's loggers do,
+   * else `'info'`). A level the logger has no method for is not delivered.
+   */
+  logLevel?: LogLevel;
+  /**
+   * The OpenTelemetry TracerProvider for this client's spans (default: the
+   * global one, `trace.getTracer('etcdlock', version)`, when the optional
+   * peer dependency `@opentelemetry/api` is installed). Spans: `etcdlock.acquire`
+   * around `lock`, `tryLock`, `campaign` (and `withLock`, reentrant forms),
+   * `etcdlock.hold` from acquisition to unlock or loss; see the README.
+   */
+  tracerProvider?: TracerProviderLike;
+}
+
+/** `logLevel`: the least severe core event a logger gets; `silent`: none. */
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+/** What `ConnectOptions.logger` takes: any object with some of these methods (console, winston, a pino adapter). */
+export interface Logger {
+  debug?(message: string, fields: LogFields): unknown;
+  info?(message: string, fields: LogFields): unknown;
+  warn?(message: string, fields: LogFields): unknown;
+  error?(message: string, fields: LogFields): unknown;
+  /** pino's and winston's current level, read as the default `logLevel`. */
+  level?: string;
+}
+
+/** A core log event's fields (`lock`, `reason`, `fencing_token`, `lease`, ...) and `target`, the core module that emitted it. */
+export interface LogFields {
+  target: string;
+  [field: string]: string;
+}
+
+/** An OpenTelemetry `TracerProvider` (from `@opentelemetry/api`; typed structurally so the API stays optional). */
+export interface TracerProviderLike {
+  getTracer(name: string, version?: string, options?: object): unknown;
 }
 
 export interface LockOptions {
@@ -144,6 +200,27 @@ export interface AcquireOptions {
 
 /** The options of a waiting acquisition: the wait (`LockOptions`) and `AcquireOptions`. */
 export interface LockAcquireOptions extends LockOptions, AcquireOptions {}
+
+/**
+ * Reentrancy by async context, for `lock`, `tryLock` and `withLock`.
+ *
+ * With `reentrant: true` the hold belongs to the current async context's
+ * owner. A reentrant `withLock` runs its callback in a context owned by the
+ * hold's owner (the enclosing context's, or a new one): inside it, in the
+ * callback and everything it starts (awaits, timers, promises), a reentrant
+ * `lock`, `tryLock` or `withLock` of the same name re-enters the hold at
+ * once: another handle (a `Lock`) of the same hold, with the same key and
+ * fencing token, nothing written to etcd. The lock is released when its
+ * last handle is unlocked. Outside any reentrant `withLock` there is no
+ * owner to re-enter: the call takes a hold of its own. Other contexts, other
+ * clients and plain calls wait as usual. A lost hold is never re-entered:
+ * the owner's next reentrant call rejects `LockLost` until every handle of
+ * the lost hold is unlocked. For an explicit owner see `client.reentrantLock()`.
+ */
+export interface ReentrantOption {
+  /** Re-enter the current async context's hold of this name (default false). */
+  reentrant?: boolean;
+}
 
 /** The options of a latch or barrier wait. */
 export interface WaitOptions {
@@ -449,6 +526,36 @@ export declare class OnceHold {
   extend(options: { atMost: number }): Promise<boolean>;
 }
 
+/**
+ * A reentrant lock whose owner is this object (Redisson's `RLock`, Java's
+ * `ReentrantLock` with the object in place of the thread), from
+ * `client.reentrantLock(name)`. While this object holds the lock, `lock()`
+ * and `tryLock()` re-enter at once (another handle of the same hold: same key
+ * and fencing token, no etcd request); `unlock()` releases the latest handle,
+ * and the lock is free once every handle is released. Every caller sharing
+ * the object shares the ownership; other objects (and plain `client.lock()`)
+ * wait as usual. A lost hold is not re-entered: `lock()` and `tryLock()`
+ * reject `LockLost` until each of its handles is unlocked (each such
+ * `unlock()` rejects `LockLost` too), then take a fresh hold.
+ */
+export declare class ReentrantLock {
+  private constructor();
+  /** The lock name. */
+  readonly name: string;
+  /** `lock()` / `tryLock()` handles not yet released by `unlock()`. */
+  readonly holdCount: number;
+  /** True while this object has a handle and the hold is held. */
+  readonly isHeld: boolean;
+  /** Acquire or re-enter; options as `client.lock()`. Resolves the new handle. */
+  lock(options?: LockAcquireOptions): Promise<Lock>;
+  /** Acquire or re-enter if free or ours now; `null` when another owner holds it. */
+  tryLock(options?: AcquireOptions): Promise<Lock | null>;
+  /** Release the latest handle; rejects `NotHeld` when there is none. */
+  unlock(): Promise<void>;
+  /** Run `fn` holding (or re-entering) the lock; releases that handle afterwards. */
+  withLock<T>(fn: (lock: Lock) => T | Promise<T>, options?: LockAcquireOptions): Promise<T>;
+}
+
 export declare class Client implements AsyncDisposable {
   private constructor();
   /** Connect and open the session. Rejects `InvalidArgument`, `Unavailable`, `AuthFailed`. */
@@ -461,12 +568,17 @@ export declare class Client implements AsyncDisposable {
   readonly ttl: number;
   /** Whether `close()` was called. */
   readonly closed: boolean;
-  /** Acquire `name`, waiting in FIFO order. */
-  lock(name: string, options?: LockAcquireOptions): Promise<Lock>;
-  /** Acquire `name` only if free now; `null` when held elsewhere. */
-  tryLock(name: string, options?: AcquireOptions): Promise<Lock | null>;
-  /** Run `fn` while holding `name`; always releases (a lost hold after `fn` succeeded rejects `LockLost`). */
-  withLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockAcquireOptions): Promise<T>;
+  /** Acquire `name`, waiting in FIFO order (`reentrant`: see `ReentrantOption`). */
+  lock(name: string, options?: LockAcquireOptions & ReentrantOption): Promise<Lock>;
+  /** Acquire `name` only if free now; `null` when held elsewhere (`reentrant`: see `ReentrantOption`). */
+  tryLock(name: string, options?: AcquireOptions & ReentrantOption): Promise<Lock | null>;
+  /**
+   * Run `fn` while holding `name`; always releases (a lost hold after `fn` succeeded rejects `LockLost`).
+   * With `reentrant: true`, `fn` runs in an async context that owns the hold (see `ReentrantOption`).
+   */
+  withLock<T>(name: string, fn: (lock: Lock) => T | Promise<T>, options?: LockAcquireOptions & ReentrantOption): Promise<T>;
+  /** A reentrant lock on `name` owned by the returned object (see `ReentrantLock`). */
+  reentrantLock(name: string): ReentrantLock;
   /** `withLock` for one of `permits` permits of the semaphore `name`. */
   withPermit<T>(name: string, permits: number, fn: (permit: Lock) => T | Promise<T>, options?: LockAcquireOptions): Promise<T>;
   /** `withLock` for the read side of the read-write lock `name`. */

@@ -32,10 +32,11 @@ const { Lock, Leadership, MultiLock } = require('./lib/guard.js');
 const { Client } = require('./lib/client.js');
 const { Latch, Barrier } = require('./lib/sync.js');
 const { LeaderLoop, Term } = require('./lib/leader.js');
+const { ReentrantLock } = require('./lib/reentry.js');
 
 /** The most permits one semaphore may have, and the most names one `lockMany` takes. */
 const [MAX_PERMITS, MAX_MULTI] = native.recipeLimits();
 
 const { OnceHold } = require('./lib/once.js');
 
-module.exports = { Client, Lock, Leadership, LeaderLoop, Term, MultiLock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI };
+module.exports = { Client, Lock, Leadership, LeaderLoop, Term, MultiLock, ReentrantLock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI };

@@ -33,7 +33,8 @@ function checkOptions(opts, what) {
 // type (`tls: { ca, ... }` flattened to `ca`, ...). Core finds every option by
 // name and checks its value; nothing here knows a particular option.
 function nativeOptions(o) {
-  const { tls, releaseOnExit, ...rest } = o;
+  // Options of the JavaScript layer only (not core's).
+  const { tls, releaseOnExit, logger, logLevel, tracerProvider, ...rest } = o;
   const out = [];
   for (const [name, v] of Object.entries({ ...rest, ...checkOptions(tls, 'tls') })) {
     if (v === undefined || v === null) continue;
@@ -110,6 +111,7 @@ function extrasOf(o) {
 // With `extras: false` (lockMany) the acquisition options are refused.
 async function acquire(what, options, start, { extras: withExtras = true } = {}) {
   const o = checkOptions(options, 'options');
+  if (o.reentrant !== undefined) throw invalid(`${what}: reentrant is taken by lock(), tryLock() and withLock() only`);
   let timeout = optNumber(o.timeout, 'timeout');
   if (timeout === Infinity) timeout = undefined; // wait as long as it takes
   const signal = checkSignal(o.signal);

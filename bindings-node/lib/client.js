@@ -8,6 +8,9 @@ const { leaderOf, decodeRecord, follow } = require('./status.js');
 const { takeOnce, span } = require('./once.js');
 const { Latch, Barrier, countArg } = require('./sync.js');
 const { LeaderLoop } = require('./leader.js');
+const { ReentrantLock, contextOwner, runAs } = require('./reentry.js');
+const { addSink, checkLogger, checkLevel } = require('./logging.js');
+const { tracerOf, Spans, inHold } = require('./otel.js');
 
 
 /**
@@ -52,11 +55,15 @@ function releaseOnSignals(client) {
 
 class Client {
   #n;
+  #spans = null;
+  #unlog = () => {};
 
   /** @internal */
-  constructor(n) {
+  constructor(n, { tracer = null, unlog = () => {} } = {}) {
     if (!(n instanceof native.NativeClient)) throw invalid('use Client.connect(options)');
     this.#n = n;
+    if (tracer) this.#spans = new Spans(tracer);
+    this.#unlog = unlog;
   }
 
   /**
@@ -66,6 +73,11 @@ class Client {
    *   in milliseconds, TLS values are PEM file paths; see index.d.ts). `releaseOnExit: true` closes the
    *   client when SIGTERM, SIGINT or SIGHUP arrives (its locks are free at once instead of after the TTL),
    *   then ends the process by that signal unless another listener handles it.
+   *   `logger` (any object with `debug/info/warn/error(message, fields)`: console, winston; pino through an
+   *   adapter, see the README) receives core's log events at `logLevel` (`debug`, `info`, `warn`, `error`,
+   *   `silent`; default: the logger's own `level` if it has one, else `info`); without a logger, `DEBUG=etcdlock`
+   *   prints them to stderr. `tracerProvider`: the OpenTelemetry TracerProvider for spans (default: the global
+   *   one, when `@opentelemetry/api` is installed).
    *   Every option not given here comes from its `ETCDLOCK_*` variable if set (ETCDLOCK_ENDPOINTS,
    *   ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_TLS_CA/_TLS_CERT/_TLS_KEY/_TLS_DOMAIN,
    *   ETCDLOCK_CONNECT_TIMEOUT, ETCDLOCK_REQUEST_TIMEOUT, ETCDLOCK_MARGIN, ETCDLOCK_WATCH_HELD_KEYS): the same rule
@@ -74,7 +86,19 @@ class Client {
   static async connect(options) {
     const o = checkOptions(options, 'options');
     const releaseOnExit = optBoolean(o.releaseOnExit, 'releaseOnExit');
-    const client = new Client(await call(() => native.NativeClient.connect(nativeOptions(o))));
+    const logger = checkLogger(o.logger);
+    const logLevel = checkLevel(o.logLevel);
+    const tracer = tracerOf(o.tracerProvider);
+    // From before the connect, so its own events (a member failing over) are logged too.
+    const unlog = addSink(logger, logLevel);
+    let n;
+    try {
+      n = await call(() => native.NativeClient.connect(nativeOptions(o)));
+    } catch (e) {
+      unlog();
+      throw e;
+    }
+    const client = new Client(n, { tracer, unlog });
     if (releaseOnExit) releaseOnSignals(client);
     return client;
   }
@@ -132,11 +156,57 @@ class Client {
    *   `metadata`: string pairs (at most 1 KB in all) shown to everyone in
    *   `status()` as the holder's `metadata`. Bad values reject `InvalidArgument`
    *   (core's one rule, the same messages in every language).
+   *   `reentrant: true`: the owner is the current async context (see `withLock`); if it holds
+   *   `name` (taken with `reentrant: true`), another handle of that hold at once, else a new hold
+   *   for it. A lost hold is not re-entered (`LockLost` until each of its handles is unlocked).
    * @returns {Promise<Lock>}
    */
-  async lock(name, options) {
+  lock(name, options) {
+    return this.#traced('lock', name, () => {
+      checkName(name);
+      const { reentrant, ...o } = checkOptions(options, 'options');
+      if (optBoolean(reentrant, 'reentrant')) return this.#lockAs(contextOwner(), name, o);
+      return this.#lockPlain(name, o);
+    });
+  }
+
+  async #lockPlain(name, o) {
+    return new Lock(await acquire(`lock ${JSON.stringify(name)}`, o, (t, c, x) => this.#n.lock(name, t, c, x)));
+  }
+
+  // Reentrant for `owner` (core `lock_reentrant`).
+  async #lockAs(owner, name, options) {
+    const { reentrant, ...o } = checkOptions(options, 'options');
+    return new Lock(await acquire(`lock ${JSON.stringify(name)}`, o, (t, c, x) => this.#n.lockReentrant(name, owner, t, c, x)));
+  }
+
+  // Reentrant for `owner` (core `try_lock_reentrant`).
+  async #tryLockAs(owner, name, options) {
+    const extras = extrasOf(checkOptions(options, 'options'));
+    const n = await call(() => this.#n.tryLockReentrant(name, owner, extras));
+    return n ? new Lock(n) : null;
+  }
+
+  // Run an acquisition in an `etcdlock.acquire` span (when tracing).
+  async #traced(operation, name, start) {
+    if (this.#spans === null) return start();
+    return this.#spans.acquire(operation, name, start);
+  }
+
+  /**
+   * A reentrant lock on `name` owned by the returned object (Redisson's
+   * `RLock`): its `lock()` / `tryLock()` re-enter while it holds the lock,
+   * `unlock()` releases its latest handle, `holdCount` counts them.
+   * @param {string} name
+   * @returns {ReentrantLock}
+   */
+  reentrantLock(name) {
     checkName(name);
-    return new Lock(await acquire(`lock ${JSON.stringify(name)}`, options, (t, c, x) => this.#n.lock(name, t, c, x)));
+    return new ReentrantLock(name, (op, owner, options) =>
+      op === 'lock'
+        ? this.#traced('lock', name, () => this.#lockAs(owner, name, options))
+        : this.#traced('try_lock', name, () => this.#tryLockAs(owner, name, options))
+    );
   }
 
   /**
@@ -145,22 +215,37 @@ class Client {
    * @param {string} name
    * @param {{ lockDelay?: number, leaseTime?: number, metadata?: Record<string, string> }} [options]
    *   the acquisition options of `lock()` (`timeout` and `signal` do not apply).
+   *   `reentrant: true` re-enters the current async context's hold, as `lock()`.
    * @returns {Promise<Lock|null>} `null` when someone else holds it.
    */
-  async tryLock(name, options) {
-    checkName(name);
-    const extras = extrasOf(checkOptions(options, 'options'));
-    const n = await call(() => this.#n.tryLock(name, extras));
-    return n ? new Lock(n) : null;
+  tryLock(name, options) {
+    return this.#traced('try_lock', name, async () => {
+      checkName(name);
+      const o = checkOptions(options, 'options');
+      if (optBoolean(o.reentrant, 'reentrant')) return this.#tryLockAs(contextOwner(), name, o);
+      const extras = extrasOf(o);
+      const n = await call(() => this.#n.tryLock(name, extras));
+      return n ? new Lock(n) : null;
+    });
   }
 
   /**
    * Run `fn(lock)` while holding `name`, and always release afterwards.
    * Resolves with `fn`'s result. If `fn` succeeded but the lock had been lost
    * meanwhile, rejects with `LockLost`; if `fn` threw, that error wins.
+   * With `reentrant: true`, `fn` runs in an async context owned by the hold's
+   * owner (the current context's owner, or a new one): a `reentrant` lock,
+   * tryLock or withLock of `name` inside it (in `fn` and everything `fn`
+   * starts) re-enters the hold instead of waiting for it.
    */
   async withLock(name, fn, options) {
     checkFn(fn, 'withLock(name, fn)');
+    const o = checkOptions(options, 'options');
+    if (optBoolean(o.reentrant, 'reentrant')) {
+      checkName(name);
+      const owner = contextOwner();
+      return runAs(owner, async () => holding(await this.#traced('lock', name, () => this.#lockAs(owner, name, o)), fn));
+    }
     return holding(await this.lock(name, options), fn);
   }
 
@@ -278,10 +363,12 @@ class Client {
    * and `etcdctl elect`. Options as `lock()`.
    * @returns {Promise<Leadership>}
    */
-  async campaign(name, value, options) {
-    checkName(name);
-    const v = toBytes(value, 'value');
-    return new Leadership(await acquire(`election ${JSON.stringify(name)}`, options, (t, c, x) => this.#n.campaign(name, v, t, c, x)));
+  campaign(name, value, options) {
+    return this.#traced('campaign', name, async () => {
+      checkName(name);
+      const v = toBytes(value, 'value');
+      return new Leadership(await acquire(`election ${JSON.stringify(name)}`, options, (t, c, x) => this.#n.campaign(name, v, t, c, x)));
+    });
   }
 
   /**
@@ -436,6 +523,7 @@ class Client {
    */
   close() {
     releasing.delete(this);
+    this.#unlog();
     return call(() => this.#n.close());
   }
 
@@ -467,7 +555,7 @@ function checkFn(fn, what) {
 async function holding(lock, fn) {
   let result;
   try {
-    result = await fn(lock);
+    result = await inHold(lock, () => fn(lock));
   } catch (e) {
     await lock.unlock().catch(() => {});
     throw e;

@@ -318,4 +318,12 @@ function guardedDelete(n, key) {
   return call(() => n.delete(toBytes(key, 'key')));
 }
 
-module.exports = { Lock, Leadership, MultiLock };
+/**
+ * Call `cb(err, reasonOrNull)` once when `lock`'s hold ends (core's loss
+ * signal: the reason, or null when released). `cb` must not capture `lock`.
+ */
+function onHoldEnd(lock, cb) {
+  NATIVE.get(lock).onEnd(cb);
+}
+
+module.exports = { Lock, Leadership, MultiLock, onHoldEnd };

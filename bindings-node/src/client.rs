@@ -136,6 +136,58 @@ impl NativeClient {
         })
     }
 
+    /// [`lock`](Self::lock), reentrant for `owner` (core
+    /// `Client::lock_reentrant`): if `owner` holds `name` (taken here), another
+    /// handle of that hold at once; a lost hold is `LockLost`.
+    #[napi(ts_return_type = "Promise<NativeLock>")]
+    pub fn lock_reentrant<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        owner: i64,
+        timeout_ms: Option<f64>,
+        cancel: Option<&NativeCancel>,
+        extras: Option<NativeAcquire>,
+    ) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let owner = owner_id(owner)?;
+            let opts = acquire_opts(timeout_ms, cancel, extras)?;
+            let c = self.inner.clone();
+            promise(env, async move {
+                let g = c
+                    .lock_reentrant(&name, owner, opts)
+                    .await
+                    .map_err(|e| to_js_err(&e))?;
+                Ok(NativeLock::new(g))
+            })
+        })
+    }
+
+    /// [`try_lock`](Self::try_lock), reentrant for `owner` (core
+    /// `Client::try_lock_reentrant`): resolves `null` when another owner (or
+    /// a plain lock) holds `name`.
+    #[napi(ts_return_type = "Promise<NativeLock | null>")]
+    pub fn try_lock_reentrant<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        owner: i64,
+        extras: Option<NativeAcquire>,
+    ) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let owner = owner_id(owner)?;
+            let opts = acquire_opts(None, None, extras)?;
+            let c = self.inner.clone();
+            promise(env, async move {
+                match c.try_lock_reentrant(&name, owner, opts).await {
+                    Ok(g) => Ok(Some(NativeLock::new(g))),
+                    Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+                    Err(e) => Err(to_js_err(&e)),
+                }
+            })
+        })
+    }
+
     /// Keys under a raw (not namespaced) prefix, for tests and tools.
     #[napi(ts_return_type = "Promise<string[]>")]
     pub fn raw_keys<'env>(&self, env: &'env Env, prefix: String) -> napi::Result<Object<'env>> {
@@ -157,6 +209,12 @@ impl NativeClient {
             })
         })
     }
+}
+
+/// A reentrancy owner as lib/reentry.js numbers them (from 1).
+fn owner_id(owner: i64) -> napi::Result<u64> {
+    u64::try_from(owner)
+        .map_err(|_| invalid(format!("owner must be a non-negative integer, got {owner}")))
 }
 
 /// What an acquisition asks for beyond its wait (core `bridge::Extras`), as

@@ -23,6 +23,7 @@ mod election;
 mod errors;
 mod guard;
 mod leader;
+pub mod logs;
 mod multi;
 mod once;
 mod options;

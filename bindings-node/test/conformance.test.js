@@ -154,6 +154,14 @@ async function runSteps(c, priv) {
     assert.ok(guards.has(v), `no guard ${v} (an earlier step did not keep it)`);
     return guards.get(v);
   };
+  // `relock`: one ReentrantLock object per (lock, owner) pair (`client.reentrantLock(name)`):
+  // each object is its own owner, so an owner name maps onto one object.
+  const relocks = new Map();
+  const relock = async (step) => {
+    const k = JSON.stringify([step.client ?? 'a', step.lock, step.owner ?? 'main']);
+    if (!relocks.has(k)) relocks.set(k, (await client(step.client ?? 'a')).reentrantLock(text(step.name, 'name')));
+    return relocks.get(k);
+  };
   const calls = new Map(); // `"background": true` calls (their settle Promises) by their `as`
   const syncs = new Map(); // latches and barriers by their `as`
   const sync = (v) => {
@@ -227,8 +235,22 @@ async function runSteps(c, priv) {
           break;
         }
         case 'unlock':
-          want(tokenOf(await settle(() => guard(step.guard).unlock(), where)));
+          if ('lock' in step) {
+            const k = JSON.stringify([who, step.lock, step.owner ?? 'main']);
+            assert.ok(relocks.has(k), `${where}: no reentrant lock ${step.lock} of owner ${step.owner ?? 'main'}`);
+            want(tokenOf(await settle(() => relocks.get(k).unlock(), where)));
+          } else {
+            want(tokenOf(await settle(() => guard(step.guard).unlock(), where)));
+          }
           break;
+        case 'relock': {
+          const rl = await relock(step);
+          const opts = acquireOptions(step);
+          const r = await settle(() => (opts ? rl.lock(opts) : rl.lock()), where);
+          if (r.ok && step.as) guards.set(step.as, r.value);
+          want(tokenOf(r));
+          break;
+        }
         case 'acquire_permit':
         case 'read_lock':
         case 'campaign':
@@ -314,6 +336,12 @@ async function runSteps(c, priv) {
           const a = guard(step.first).fencingToken;
           const b = guard(step.second).fencingToken;
           want(a < b ? 'ok' : `tokens not increasing (${a} then ${b})`);
+          break;
+        }
+        case 'token_same': {
+          const a = guard(step.first).fencingToken;
+          const b = guard(step.second).fencingToken;
+          want(a === b ? 'ok' : `tokens differ (${a} and ${b})`);
           break;
         }
         case 'status': {

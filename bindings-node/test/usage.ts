@@ -1,6 +1,6 @@
 // Type-checked by `tsc --noEmit` (test/types.test.js), then compiled and run
 // against real etcd so that `await using` is exercised even on Node 20.
-import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type AcquireOptions, LeaderLoop, Term, type LeadOptions, type LeaderLoopEvent } from 'etcdlock';
+import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type AcquireOptions, LeaderLoop, Term, type LeadOptions, type LeaderLoopEvent, ReentrantLock, type Logger, type LogFields, type LogLevel } from 'etcdlock';
 
 export async function demo(endpoints: string[]): Promise<string[]> {
   const events: string[] = [];
@@ -138,6 +138,32 @@ export async function leading(client: Client): Promise<bigint[]> {
   return tokens;
 }
 
+// Reentrancy, logging and tracing options (compiled, not run: test/reentry.test.js,
+// test/logging.test.js and test/otel.test.js run them).
+export async function observability(endpoints: string[]): Promise<number> {
+  const logger: Logger = { warn: (message: string, fields: LogFields) => console.warn(message, fields.lock, fields.target) };
+  const level: LogLevel = 'warn';
+  const tracerProvider = { getTracer: (name: string, version?: string) => ({ name, version }) };
+  const client = await Client.connect({ endpoints, logger, logLevel: level, tracerProvider });
+  await Client.connect({ endpoints, logger: console });
+  const outer: bigint = await client.withLock('r', async () => {
+    const inner: Lock = await client.lock('r', { reentrant: true, timeout: 0 });
+    const again: Lock | null = await client.tryLock('r', { reentrant: true });
+    await again?.unlock();
+    await inner.unlock();
+    return inner.fencingToken;
+  }, { reentrant: true });
+  const rl: ReentrantLock = client.reentrantLock('r');
+  const h: Lock = await rl.lock({ timeout: 1_000 });
+  const maybe: Lock | null = await rl.tryLock();
+  const count: number = rl.holdCount;
+  const held: boolean = rl.isHeld;
+  await rl.unlock();
+  await rl.withLock(async (l: Lock) => l.key);
+  void h; void maybe; void held; void outer;
+  return count;
+}
+
 // Mistakes the types must catch (tsc fails if any of these stops being an error).
 export async function mistakes(client: Client, lock: Lock): Promise<void> {
   // @ts-expect-error the fencing token is a bigint, not a number
@@ -173,5 +199,13 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   many.onRenewal((ms: number) => ms);
   // @ts-expect-error a multi-lock's state is a string
   const s: boolean = many.state;
+  // @ts-expect-error reentrant is a boolean
+  await client.lock('x', { reentrant: 'yes' });
+  // @ts-expect-error a ReentrantLock's name is fixed at creation
+  await client.reentrantLock('x').lock('y');
+  // @ts-expect-error no such log level
+  await Client.connect({ logLevel: 'loud' });
+  // @ts-expect-error a logger's methods take (message, fields)
+  await Client.connect({ logger: { warn: (n: number) => n } });
   void t; void l; void c; void i; void s;
 }
