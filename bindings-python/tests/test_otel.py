@@ -175,9 +175,12 @@ def test_with_forms_campaign_and_reentry(traced: etcdlock.Client, otel: Traced, 
     check_acquired(a2, name, "lock", g1.fencing_token)
     otel.exporter.clear()
 
-    assert traced.lock(name).acquire(blocking=False)
+    lock = traced.lock(name)
+    assert lock.acquire(blocking=False)
+    lock.release()
     (a,) = otel.ended.wait("etcdlock.acquire")
     assert dict(a.attributes or {})["etcdlock.operation"] == "try_lock"
+    otel.ended.wait("etcdlock.hold")
     otel.exporter.clear()
 
     with traced.campaign(name + "-e", "v", timeout=10) as ld:
@@ -277,13 +280,18 @@ print(sorted(s.attributes["etcdlock.outcome"] for s in exporter.get_finished_spa
 
 SCRIPT_NO_OTEL = """
 import sys
-sys.modules["opentelemetry"] = None  # as if opentelemetry-api were not installed
 import etcdlock
-from etcdlock import _otel
-assert _otel._trace is None
 with etcdlock.Client(endpoints=sys.argv[1].split(",")) as c:
     with c.lock(sys.argv[2], timeout=10) as g:
-        print("held", g.fencing_token > 0)
+        held = g.fencing_token > 0
+# A program that does not use OpenTelemetry does not load it.
+assert not [m for m in sys.modules if m.startswith("opentelemetry")], sorted(sys.modules)
+sys.modules["opentelemetry"] = None  # as if opentelemetry-api were not installed
+sys.modules["opentelemetry.trace"] = None
+from etcdlock import _otel
+with etcdlock.Client(endpoints=sys.argv[1].split(","), tracer_provider=object()) as c:
+    with c.lock(sys.argv[2], timeout=10) as g:
+        print("held", held and g.fencing_token > 0, _otel._trace)
 """
 
 
@@ -296,4 +304,4 @@ def test_global_provider_and_no_sdk(endpoints: List[str], name: str) -> None:
 def test_without_opentelemetry_installed(endpoints: List[str], name: str) -> None:
     out = subprocess.run([sys.executable, "-c", SCRIPT_NO_OTEL, ",".join(endpoints), name], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "held True"
+    assert out.stdout.strip() == "held True None"

@@ -2,6 +2,11 @@
 ``etcdlock[otel]`` extra); without it, or without a configured SDK, nothing
 is made and a call costs one check.
 
+The API is imported once, on the first acquisition after the program has
+imported ``opentelemetry.trace`` itself (which configuring an SDK does) or
+on a client given a ``tracer_provider``; a program that never loads
+OpenTelemetry never pays for its import.
+
 Two spans, named and attributed alike in every etcdlock language:
 
 - ``etcdlock.acquire`` from the call of lock / try_lock / campaign (and their
@@ -20,16 +25,39 @@ Two spans, named and attributed alike in every etcdlock language:
 
 from __future__ import annotations
 
+import sys
 import threading
 from typing import Any, Awaitable, Callable, Optional, Set, Tuple, TypeVar
 
-try:  # the optional dependency, imported once
-    from opentelemetry import trace as _trace
-    from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, SpanKind, Status, StatusCode
-except ImportError:  # pragma: no cover - the base install has no OpenTelemetry
-    _trace = None  # type: ignore[assignment]
-
 from ._etcdlock import LockError
+
+# The optional dependency, imported once (see _api).
+_trace: Any = None
+_tried = False
+SpanKind: Any = None
+Status: Any = None
+StatusCode: Any = None
+_DEFAULTS: Tuple[type, ...] = ()
+_api_mu = threading.Lock()
+
+
+def _api() -> Any:
+    """``opentelemetry.trace``, or None when it is not installed."""
+    global _trace, _tried, SpanKind, Status, StatusCode, _DEFAULTS
+    if not _tried:
+        with _api_mu:
+            if not _tried:
+                try:
+                    from opentelemetry import trace
+                    from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider
+                except ImportError:
+                    pass
+                else:
+                    SpanKind, Status, StatusCode = trace.SpanKind, trace.Status, trace.StatusCode
+                    _DEFAULTS = (ProxyTracerProvider, NoOpTracerProvider)
+                    _trace = trace
+                _tried = True
+    return _trace
 
 T = TypeVar("T")
 
@@ -65,10 +93,13 @@ class Tracing:
         self._last: Optional[Tuple[Any, Any]] = None
 
     def tracer(self) -> Any:
-        if _trace is None:
+        if self._provider is None and "opentelemetry.trace" not in sys.modules:
+            return None  # the program never loaded OpenTelemetry: no SDK can be configured
+        api = _api()
+        if api is None:
             return None
-        p = self._provider if self._provider is not None else _trace.get_tracer_provider()
-        if isinstance(p, (ProxyTracerProvider, NoOpTracerProvider)):
+        p = self._provider if self._provider is not None else api.get_tracer_provider()
+        if isinstance(p, _DEFAULTS):
             return None
         last = self._last
         if last is not None and last[0] is p:
