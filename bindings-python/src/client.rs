@@ -1,7 +1,7 @@
 //! `NativeClient`: connect, lock, try-lock, close, metrics, status (the
 //! recipes are in recipes.rs).
 
-use etcdlock::{Client, ErrorCode};
+use etcdlock::{Client, ErrorCode, Guard, LockOptions};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
@@ -21,6 +21,38 @@ impl NativeClient {
     /// False in a forked child of the process that connected.
     pub(crate) fn same_process(&self) -> bool {
         self.pid == std::process::id()
+    }
+}
+
+/// `lock_with`, or `lock_reentrant` for `owner` when one is given.
+async fn lock_as(
+    c: &Client,
+    name: &str,
+    owner: Option<u64>,
+    opts: LockOptions,
+) -> etcdlock::Result<Guard> {
+    match owner {
+        Some(o) => c.lock_reentrant(name, o, opts).await,
+        None => c.lock_with(name, opts).await,
+    }
+}
+
+/// `try_lock_with` (or `try_lock_reentrant` for `owner`), with `WouldBlock`
+/// as `None`.
+async fn try_lock_as(
+    c: &Client,
+    name: &str,
+    owner: Option<u64>,
+    opts: LockOptions,
+) -> etcdlock::Result<Option<Guard>> {
+    let r = match owner {
+        Some(o) => c.try_lock_reentrant(name, o, opts).await,
+        None => c.try_lock_with(name, opts).await,
+    };
+    match r {
+        Ok(g) => Ok(Some(g)),
+        Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
@@ -56,29 +88,34 @@ impl NativeClient {
         })
     }
 
-    /// Wait for the lock `name`, at most `timeout` seconds if given.
-    #[pyo3(signature = (name, timeout=None, **extras))]
+    /// Wait for the lock `name`, at most `timeout` seconds if given. With
+    /// `owner`, reentrant for that owner (core's `lock_reentrant`): the
+    /// owner's hold of `name` is re-entered at once as another handle.
+    #[pyo3(signature = (name, timeout=None, owner=None, **extras))]
     fn lock(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
         name: &Bound<'_, PyString>,
         timeout: Option<f64>,
+        owner: Option<u64>,
         extras: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<NativeGuard> {
         let this = slf.get();
         let name = utf8(name, "lock name")?;
         let opts = acquire_opts(py, timeout, extras)?;
         let c = this.inner.clone();
-        let g = wait(py, async move { c.lock_with(&name, opts).await })?;
+        let g = wait(py, async move { lock_as(&c, &name, owner, opts).await })?;
         Ok(NativeGuard::new(g, slf.clone().unbind()))
     }
 
-    /// Take the lock if free; None if held.
-    #[pyo3(signature = (name, **extras))]
+    /// Take the lock if free; None if held. With `owner`, reentrant for
+    /// that owner (core's `try_lock_reentrant`).
+    #[pyo3(signature = (name, owner=None, **extras))]
     fn try_lock(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
         name: &Bound<'_, PyString>,
+        owner: Option<u64>,
         extras: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Option<NativeGuard>> {
         let (c, name, opts) = (
@@ -86,23 +123,18 @@ impl NativeClient {
             utf8(name, "lock name")?,
             acquire_opts(py, None, extras)?,
         );
-        let r = wait(py, async move {
-            match c.try_lock_with(&name, opts).await {
-                Ok(g) => Ok(Some(g)),
-                Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
-                Err(e) => Err(e),
-            }
-        })?;
+        let r = wait(py, async move { try_lock_as(&c, &name, owner, opts).await })?;
         Ok(r.map(|g| NativeGuard::new(g, slf.clone().unbind())))
     }
 
     /// `lock` as an awaitable.
-    #[pyo3(signature = (name, timeout=None, **extras))]
+    #[pyo3(signature = (name, timeout=None, owner=None, **extras))]
     fn lock_async(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
         name: &Bound<'_, PyString>,
         timeout: Option<f64>,
+        owner: Option<u64>,
         extras: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let name = utf8(name, "lock name")?;
@@ -111,17 +143,18 @@ impl NativeClient {
         let me = slf.clone().unbind();
         to_asyncio(
             py,
-            async move { c.lock_with(&name, opts).await },
+            async move { lock_as(&c, &name, owner, opts).await },
             |py, g| Ok(Py::new(py, NativeGuard::new(g, me))?.into_any()),
         )
     }
 
     /// `try_lock` as an awaitable.
-    #[pyo3(signature = (name, **extras))]
+    #[pyo3(signature = (name, owner=None, **extras))]
     fn try_lock_async(
         slf: &Bound<'_, Self>,
         py: Python<'_>,
         name: &Bound<'_, PyString>,
+        owner: Option<u64>,
         extras: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Py<PyAny>> {
         let (c, name, opts) = (
@@ -132,13 +165,7 @@ impl NativeClient {
         let me = slf.clone().unbind();
         to_asyncio(
             py,
-            async move {
-                match c.try_lock_with(&name, opts).await {
-                    Ok(g) => Ok(Some(g)),
-                    Err(e) if e.code() == ErrorCode::WouldBlock => Ok(None),
-                    Err(e) => Err(e),
-                }
-            },
+            async move { try_lock_as(&c, &name, owner, opts).await },
             |py, g| match g {
                 Some(g) => Ok(Py::new(py, NativeGuard::new(g, me))?.into_any()),
                 None => Ok(none(py)),

@@ -203,6 +203,21 @@ impl NativeGuard {
         Ok(())
     }
 
+    /// Call `callback(reason)` once when the hold ends: `reason` is the loss
+    /// reason's name if it was lost, None if it was released (its last
+    /// handle unlocked or dropped). On a fresh thread, as `on_lost`'s. For
+    /// the binding's own use (the OpenTelemetry hold span).
+    fn _on_end(&self, callback: Py<PyAny>) -> PyResult<()> {
+        check_callable(&callback, "_on_end")?;
+        let mut signal = self.g.lost_signal();
+        let rt = Python::attach(|py| etcdlock::runtime::runtime().map_err(|e| to_pyerr(py, &e)))?;
+        rt.spawn(async move {
+            let reason = signal.wait().await.map(|l| l.reason.name());
+            call_on_fresh_thread(move |py| callback.call1(py, (reason,)));
+        });
+        Ok(())
+    }
+
     /// Seconds of validity left while the keep-alive renewal is failing (no
     /// acknowledgement for an interval past when one was due), else None. A
     /// failing hold is still held: pause guarded work, do not assume it lost.

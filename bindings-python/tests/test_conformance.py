@@ -19,6 +19,7 @@ import asyncio
 import json
 import math
 import os
+import queue
 import subprocess
 import tempfile
 import threading
@@ -155,6 +156,33 @@ def extras(step: Dict[str, Any]) -> Dict[str, Any]:
     return x
 
 
+class OwnerThread:
+    """One owner of the `relock` steps: a dedicated thread that makes every
+    call of that owner, so `etcdlock.RLock` sees one thread per owner name."""
+
+    def __init__(self) -> None:
+        self.calls: "queue.Queue[Optional[Tuple[Callable[[], Any], queue.Queue[Tuple[Any, Any]]]]]" = queue.Queue()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self.calls.get()
+            if item is None:
+                return
+            fn, reply = item
+            reply.put(outcome(fn))
+
+    def call(self, fn: Callable[[], Any]) -> Tuple[Any, Any]:
+        reply: "queue.Queue[Tuple[Any, Any]]" = queue.Queue()
+        self.calls.put((fn, reply))
+        return reply.get(timeout=120)
+
+    def stop(self) -> None:
+        self.calls.put(None)
+        self.thread.join(30)
+
+
 class Run:
     def __init__(self, case: Dict[str, Any], endpoints: List[str]) -> None:
         self.id: str = case["id"]
@@ -165,6 +193,15 @@ class Run:
         self.guards: Dict[str, Any] = {}
         # Calls started with `"background": true` (a thread each), awaited by `join`.
         self.calls: Dict[str, Tuple[threading.Thread, List[Tuple[Any, Any]]]] = {}
+        # `relock` / `unlock` with `lock`: the reentrant locks, and one thread per owner.
+        self.rlocks: Dict[str, etcdlock.RLock] = {}
+        self.owners: Dict[str, OwnerThread] = {}
+
+    def owner(self, step: Dict[str, Any]) -> OwnerThread:
+        who = step.get("owner", "main")
+        if who not in self.owners:
+            self.owners[who] = OwnerThread()
+        return self.owners[who]
 
     def connect(self, options: Dict[str, Any]) -> etcdlock.Client:
         kw: Dict[str, Any] = {"endpoints": list(self.endpoints), "namespace": self.ns, "ttl": 10}
@@ -265,6 +302,29 @@ class Run:
             if got == "ok":
                 got = None if leader is None else leader.value.decode("utf-8")
             check(got)
+        elif op == "relock":
+            c = self.clients[who]
+            lock_id = step["lock"]
+            if lock_id not in self.rlocks:
+                self.rlocks[lock_id] = etcdlock.RLock(c, text(step["name"]))
+            rl = self.rlocks[lock_id]
+            assert rl.name == text(step["name"]), f"case {self.id}: lock {lock_id} is for {rl.name!r}"
+            # Absent: -1, the handle's default (None: wait as long as it takes).
+            rt: float = seconds(step["timeout_ms"]) if "timeout_ms" in step else -1
+
+            def relock() -> Any:
+                # threading.RLock's idiom: False after the timeout; the owner's new handle on success.
+                return rl.guard if rl.acquire(timeout=rt) else None
+
+            got, g = self.owner(step).call(relock)
+            if got == "ok" and g is None:
+                got = "Timeout"
+            if g is not None and "as" in step:
+                self.guards[step["as"]] = g
+            check(got)
+        elif op == "unlock" and "lock" in step:
+            rl2 = self.rlocks[step["lock"]]
+            check(self.owner(step).call(rl2.release)[0])
         elif op == "unlock":
             check(outcome(self.guards[step["guard"]].unlock)[0])
         elif op in ("put", "get", "delete"):
@@ -342,10 +402,15 @@ class Run:
         elif op == "token_order":
             a, b = self.guards[step["first"]], self.guards[step["second"]]
             check("ok" if a.fencing_token < b.fencing_token else "tokens not increasing")
+        elif op == "token_same":
+            a, b = self.guards[step["first"]], self.guards[step["second"]]
+            check("ok" if a is not b and a.fencing_token == b.fencing_token else f"tokens {a.fencing_token} and {b.fencing_token}")
         else:
             raise AssertionError(f"case {self.id}: unknown op {op}")
 
     def close(self) -> None:
+        for t in self.owners.values():
+            t.stop()
         for c in self.clients.values():
             try:
                 c.close()

@@ -31,6 +31,15 @@ def sync_usage(endpoints: List[str]) -> int:
         maybe: Optional[etcdlock.Guard] = client.try_lock("stock")
         if maybe is not None:
             maybe.unlock()
+        rlock: etcdlock.RLock = client.lock("stock", reentrant=True)
+        with rlock as outer, etcdlock.RLock(client, "stock", 5.0) as inner:
+            same: bool = outer.fencing_token == inner.fencing_token
+            del same
+        if rlock.acquire(True, 1.0):
+            rlock.release()
+        again: Optional[etcdlock.Guard] = client.try_lock("stock", reentrant=True)
+        if again is not None:
+            again.unlock()
         try:
             client.acquire("stock", timeout=0.1).unlock()
         except etcdlock.TimeoutError as e:
@@ -57,6 +66,11 @@ async def async_usage(endpoints: List[str]) -> Optional[bytes]:
         lk = client.lock("stock")
         if await lk.acquire(timeout=1.0):
             await lk.release()
+        rl: etcdlock.AsyncRLock = client.lock("stock", reentrant=True)
+        async with rl as outer:
+            inner: etcdlock.AsyncGuard = await client.acquire("stock", reentrant=True)
+            await inner.unlock()
+            del outer
         return value
 
 

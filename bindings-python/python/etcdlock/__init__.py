@@ -66,6 +66,7 @@ from ._etcdlock import (
 __all__ = [
     "Client",
     "Lock",
+    "RLock",
     "Guard",
     "LostEvent",
     "Semaphore",
@@ -82,6 +83,7 @@ __all__ = [
     "Contender",
     "AsyncClient",
     "AsyncLock",
+    "AsyncRLock",
     "AsyncGuard",
     "AsyncLeadership",
     "AsyncMultiGuard",
@@ -122,6 +124,7 @@ ERRORS: Dict[str, Type[LockError]] = {
 from ._common import Contender, Leader, Status, release_on_sigterm  # noqa: E402
 from ._common import Endpoints as Endpoints  # noqa: E402,F401  (the type of the endpoints argument)
 from ._client import Client, Lock, Observer, Semaphore  # noqa: E402
+from ._reentry import AsyncRLock, RLock  # noqa: E402
 from ._leader import AsyncLeaderLoop, AsyncTerm, LeaderEvent, LeaderLoop, Term  # noqa: E402
 from ._once import AsyncOnceHold, OnceHold  # noqa: E402
 from ._sync import AsyncBarrier, AsyncLatch, Barrier, Latch  # noqa: E402
@@ -136,6 +139,6 @@ from ._asyncio import (  # noqa: E402
 )
 
 # The classes are documented and shown as etcdlock.X, wherever defined.
-for _cls in (LeaderLoop, AsyncLeaderLoop, LeaderEvent, Term, AsyncTerm, Contender, Leader, Status, OnceHold, AsyncOnceHold, Client, Lock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
+for _cls in (LeaderLoop, AsyncLeaderLoop, LeaderEvent, Term, AsyncTerm, Contender, Leader, Status, OnceHold, AsyncOnceHold, Client, Lock, RLock, AsyncRLock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
     _cls.__module__ = __name__
 del _cls

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Optional, Sequence, Type, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Literal, Optional, Sequence, Type, TypeVar, Union, overload
 
 if TYPE_CHECKING:  # asyncio is imported where the async API runs: it adds ~8 MB RSS (ssl)
     import asyncio
@@ -39,6 +39,8 @@ from ._async_guard import AsyncGuard as AsyncGuard, AsyncLeadership as AsyncLead
 from ._sync import AsyncBarrier, AsyncLatch
 from ._leader import AsyncLeaderLoop, AsyncTerm, LeaderEvent, _check_retry
 from ._once import AsyncOnceHold, _check_span, once_async as _once_async, take_once_async as _take_once_async
+from ._otel import Tracing, traced_async as _traced_async
+from ._reentry import AsyncRLock, task_owner
 
 T = TypeVar("T")
 
@@ -66,7 +68,7 @@ class AsyncObserver:
 
 
 class AsyncClient:
-    """The asyncio client: the same options as :class:`Client`. Connects on
+    """The asyncio client: the same options as :class:`Client` (``tracer_provider`` too). Connects on
     ``await client.connect()`` (returns the client) or ``async with``; other
     methods connect on first use. Everything runs on etcdlock's shared native
     runtime; the event loop is never blocked."""
@@ -88,9 +90,11 @@ class AsyncClient:
         watch_held_keys: Optional[bool] = None,
         keepalive_interval: Optional[float] = None,
         lazy_connect: Optional[bool] = None,
+        tracer_provider: Any = None,
     ) -> None:
         _sync_log_level()
-        self._options = _options(locals())
+        self._tracing = Tracing(tracer_provider)
+        self._options = _options({k: v for k, v in locals().items() if k != "tracer_provider"})
         self._native: Optional[NativeClient] = None
         self._connecting: Optional[asyncio.Lock] = None
         self._closed = False
@@ -115,24 +119,95 @@ class AsyncClient:
                 _live_clients.add(self._native)
             return self._native
 
-    def lock(self, name: str, timeout: Optional[float] = None, *, lock_delay: Optional[float] = None, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None) -> "AsyncLock":
+    async def _lock_native(self, name: str, timeout: Optional[float], extras: Dict[str, Any], owner: Optional[int] = None) -> AsyncGuard:
+        """One lock call (reentrant for ``owner`` if given), in its span."""
+
+        async def call() -> Any:
+            c = await self._client()
+            return await c.lock_async(name, timeout, owner, **extras)
+
+        return AsyncGuard(await _traced_async(self._tracing, "lock", name, call))
+
+    async def _try_native(self, name: str, extras: Dict[str, Any], owner: Optional[int] = None) -> Optional[AsyncGuard]:
+        """One try_lock call (reentrant for ``owner`` if given), in its span."""
+
+        async def call() -> Any:
+            c = await self._client()
+            return await c.try_lock_async(name, owner, **extras)
+
+        g = await _traced_async(self._tracing, "try_lock", name, call)
+        return None if g is None else AsyncGuard(g)
+
+    @overload
+    def lock(
+        self,
+        name: str,
+        timeout: Optional[float] = None,
+        *,
+        reentrant: Literal[False] = False,
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> "AsyncLock": ...
+    @overload
+    def lock(
+        self,
+        name: str,
+        timeout: Optional[float] = None,
+        *,
+        reentrant: Literal[True],
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> AsyncRLock: ...
+    def lock(
+        self,
+        name: str,
+        timeout: Optional[float] = None,
+        *,
+        reentrant: bool = False,
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> "Union[AsyncLock, AsyncRLock]":
         """An :class:`AsyncLock` handle for ``name`` (``async with`` it);
-        acquisition options as :meth:`Client.acquire`."""
+        acquisition options as :meth:`Client.acquire`. ``reentrant=True``:
+        an :class:`AsyncRLock` (the holding task acquires it again at once)."""
+        if reentrant:
+            return AsyncRLock(self, name, timeout, _extras(lock_delay, lease_time, metadata))
         return AsyncLock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata))
 
-    async def acquire(self, name: str, timeout: Optional[float] = None, *, lock_delay: Optional[float] = None, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None) -> AsyncGuard:
+    async def acquire(
+        self,
+        name: str,
+        timeout: Optional[float] = None,
+        *,
+        reentrant: bool = False,
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> AsyncGuard:
         """Wait for the lock and return the held :class:`AsyncGuard`. Raises
         :class:`TimeoutError` after ``timeout`` seconds. Cancelling the task
         removes the waiter key. ``lock_delay``, ``lease_time`` and
-        ``metadata`` as :meth:`Client.acquire`."""
-        c = await self._client()
-        return AsyncGuard(await c.lock_async(_check_name(name), _check_timeout(timeout), **_extras(lock_delay, lease_time, metadata)))
+        ``metadata`` as :meth:`Client.acquire`; ``reentrant=True`` too, the
+        owner being the running asyncio task."""
+        return await self._lock_native(
+            _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata), task_owner() if reentrant else None
+        )
 
-    async def try_lock(self, name: str, *, lock_delay: Optional[float] = None, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None) -> Optional[AsyncGuard]:
-        """Take the lock if free: an :class:`AsyncGuard`, or None."""
-        c = await self._client()
-        g = await c.try_lock_async(_check_name(name), **_extras(lock_delay, lease_time, metadata))
-        return None if g is None else AsyncGuard(g)
+    async def try_lock(
+        self,
+        name: str,
+        *,
+        reentrant: bool = False,
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> Optional[AsyncGuard]:
+        """Take the lock if free: an :class:`AsyncGuard`, or None
+        (``reentrant=True``: a task that holds it gets another handle)."""
+        return await self._try_native(_check_name(name), _extras(lock_delay, lease_time, metadata), task_owner() if reentrant else None)
 
     async def acquire_permit(
         self, name: str, permits: int, timeout: Optional[float] = None, *, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None
@@ -177,8 +252,11 @@ class AsyncClient:
         self, name: str, value: Union[str, bytes], timeout: Optional[float] = None, *, lock_delay: Optional[float] = None, metadata: Optional[Dict[str, str]] = None
     ) -> AsyncLeadership:
         """:meth:`Client.campaign`, awaitable."""
-        c = await self._client()
-        return AsyncLeadership(await c.campaign_async(_check_name(name), value, _check_timeout(timeout), **_extras(lock_delay, None, metadata)))
+        async def call() -> Any:
+            c = await self._client()
+            return await c.campaign_async(_check_name(name), value, _check_timeout(timeout), **_extras(lock_delay, None, metadata))
+
+        return AsyncLeadership(await _traced_async(self._tracing, "campaign", name, call))
 
     async def leader(self, name: str) -> Optional[Leader]:
         """:meth:`Client.leader`, awaitable."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import threading
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Sequence, Type, TypeVar, Union
+from typing import Any, Callable, Dict, List, Literal, Optional, Sequence, Type, TypeVar, Union, overload
 
 from ._etcdlock import (
     Guard,
@@ -39,6 +39,8 @@ from ._common import (
 from ._sync import Barrier, Latch
 from ._leader import LeaderEvent, LeaderLoop, Term, _check_retry
 from ._once import OnceHold, _check_span, once as _once, take_once as _take_once
+from ._otel import Tracing, traced as _traced
+from ._reentry import RLock, thread_owner
 
 T = TypeVar("T")
 
@@ -105,6 +107,9 @@ class Client:
             :class:`UnavailableError` until a member answers, and each call
             reaches etcd within its own bound (a lock call its timeout,
             anything else ``request_timeout``).
+        tracer_provider: the OpenTelemetry ``TracerProvider`` for this
+            client's spans (default: the global one; see the README's
+            "OpenTelemetry"). Needs ``opentelemetry-api`` (``etcdlock[otel]``).
 
     Every argument left out (None) comes from its ``ETCDLOCK_*`` variable,
     else the default; a given one wins, and a malformed variable for it is
@@ -131,51 +136,98 @@ class Client:
         watch_held_keys: Optional[bool] = None,
         keepalive_interval: Optional[float] = None,
         lazy_connect: Optional[bool] = None,
+        tracer_provider: Any = None,
     ) -> None:
         _sync_log_level()
-        self._native = NativeClient.connect(**_options(locals()))
+        self._tracing = Tracing(tracer_provider)
+        self._native = NativeClient.connect(**_options({k: v for k, v in locals().items() if k != "tracer_provider"}))
         self._pid = os.getpid()
         _live_clients.add(self._native)
 
+    def _lock_native(self, name: str, timeout: Optional[float], extras: Dict[str, Any], owner: Optional[int] = None) -> Guard:
+        """One lock call (reentrant for ``owner`` if given), in its span."""
+        return _traced(self._tracing, "lock", name, lambda: self._native.lock(name, timeout, owner, **extras))
+
+    def _try_native(self, name: str, extras: Dict[str, Any], owner: Optional[int] = None) -> Optional[Guard]:
+        """One try_lock call (reentrant for ``owner`` if given), in its span."""
+        return _traced(self._tracing, "try_lock", name, lambda: self._native.try_lock(name, owner, **extras))
+
+    @overload
     def lock(
         self,
         name: str,
         timeout: Optional[float] = None,
         *,
+        reentrant: Literal[False] = False,
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
-    ) -> "Lock":
+    ) -> "Lock": ...
+    @overload
+    def lock(
+        self,
+        name: str,
+        timeout: Optional[float] = None,
+        *,
+        reentrant: Literal[True],
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> RLock: ...
+    def lock(
+        self,
+        name: str,
+        timeout: Optional[float] = None,
+        *,
+        reentrant: bool = False,
+        lock_delay: Optional[float] = None,
+        lease_time: Optional[float] = None,
+        metadata: Optional[Dict[str, str]] = None,
+    ) -> "Union[Lock, RLock]":
         """A :class:`Lock` handle for ``name``; nothing is sent to etcd until
         it is acquired. ``timeout`` (seconds, None = forever) applies to
         ``with`` and to ``acquire()`` without an explicit timeout; the
-        acquisition options (see :meth:`acquire`) to every acquisition."""
+        acquisition options (see :meth:`acquire`) to every acquisition.
+        ``reentrant=True``: an :class:`RLock` instead (the holding thread
+        acquires it again at once)."""
+        if reentrant:
+            return RLock(self, name, timeout, lock_delay=lock_delay, lease_time=lease_time, metadata=metadata)
         return Lock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata))
 
     def try_lock(
         self,
         name: str,
         *,
+        reentrant: bool = False,
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
     ) -> Optional[Guard]:
         """Take the lock ``name`` if it is free (no waiting): a held
         :class:`Guard`, or None when someone else holds or waits for it, or
-        a vanished holder's lock-delay still runs. Options as :meth:`acquire`."""
-        return self._native.try_lock(_check_name(name), **_extras(lock_delay, lease_time, metadata))
+        a vanished holder's lock-delay still runs. Options as :meth:`acquire`
+        (``reentrant`` too: a thread that holds it gets another handle)."""
+        return self._try_native(_check_name(name), _extras(lock_delay, lease_time, metadata), thread_owner() if reentrant else None)
 
     def acquire(
         self,
         name: str,
         timeout: Optional[float] = None,
         *,
+        reentrant: bool = False,
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
     ) -> Guard:
         """Wait for the lock ``name`` and return the held :class:`Guard`.
         Raises :class:`TimeoutError` after ``timeout`` seconds.
+
+        ``reentrant=True``: the calling thread is the lock's owner; if it
+        holds ``name`` (taken with ``reentrant=True`` on this client), the
+        call returns at once another handle of the same hold (same key and
+        fencing token, nothing sent to etcd), and the lock is released when
+        every handle is unlocked. A lost hold is not re-entered:
+        :class:`LockLostError` until every handle of it is unlocked.
 
         ``lock_delay`` (seconds, Chubby's lock-delay): if this hold ends
         because its lease ended (the process died or froze, its session
@@ -186,7 +238,9 @@ class Client:
         guard then reports ``LeaseExpired``). ``metadata`` (str to str, at
         most 1 KB): shown to everyone by :meth:`status` as
         ``holder.metadata``, beside the host, pid and language etcdlock adds."""
-        return self._native.lock(_check_name(name), _check_timeout(timeout), **_extras(lock_delay, lease_time, metadata))
+        return self._lock_native(
+            _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata), thread_owner() if reentrant else None
+        )
 
     def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> "Semaphore":
         """A :class:`Semaphore` handle: at most ``permits`` holders of
@@ -243,7 +297,12 @@ class Client:
         ``proclaim`` and ``resign``; ``with`` resigns). Same keys as Go's
         ``concurrency.Election`` and ``etcdctl elect``. ``lock_delay`` and
         ``metadata`` as for :meth:`acquire`."""
-        return self._native.campaign(_check_name(name), value, _check_timeout(timeout), **_extras(lock_delay, None, metadata))
+        return _traced(
+            self._tracing,
+            "campaign",
+            name,
+            lambda: self._native.campaign(_check_name(name), value, _check_timeout(timeout), **_extras(lock_delay, None, metadata)),
+        )
 
     def lead(
         self,
@@ -457,7 +516,7 @@ class Lock:
         if not blocking:
             if timeout != -1:
                 raise ValueError("can't specify a timeout for a non-blocking call")
-            g = self._client._native.try_lock(self.name, **self._extras)
+            g = self._client._try_native(self.name, self._extras)
         else:
             t = _check_timeout(timeout)
             if t == -1:
@@ -467,10 +526,10 @@ class Lock:
             elif t is not None and t > threading.TIMEOUT_MAX:
                 raise OverflowError("timeout value is too large")
             if t == 0:
-                g = self._client._native.try_lock(self.name, **self._extras)
+                g = self._client._try_native(self.name, self._extras)
             else:
                 try:
-                    g = self._client._native.lock(self.name, t, **self._extras)
+                    g = self._client._lock_native(self.name, t, self._extras)
                 except TimeoutError:
                     return False
         if g is None:
@@ -499,7 +558,7 @@ class Lock:
         return self._guard
 
     def __enter__(self) -> Guard:
-        g = self._client._native.lock(self.name, self.timeout, **self._extras)
+        g = self._client._lock_native(self.name, self.timeout, self._extras)
         with self._slot:
             self._guard = g
         return g
