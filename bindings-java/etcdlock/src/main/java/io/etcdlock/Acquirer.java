@@ -41,6 +41,7 @@ final class Acquirer {
 
     <T extends AutoCloseable> AsyncAcquire<T> startAcquire(String label, LongFunction<T> wrap, LongConsumer free,
             NativeStart start) {
+        CoreLogs.sync();
         AsyncAcquire<T> f = new AsyncAcquire<>(client, label, wrap, free);
         long c;
         try {
@@ -156,6 +157,7 @@ final class Acquirer {
      */
     private LockGuard lockBlocking(String name, long timeoutMs, AcquireOptions o) {
         checkName(name);
+        CoreLogs.sync();
         long start = System.nanoTime();
         long g;
         long c = client.handle().pin();

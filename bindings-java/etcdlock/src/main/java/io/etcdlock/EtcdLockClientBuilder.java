@@ -176,6 +176,7 @@ public class EtcdLockClientBuilder {
      */
     public EtcdLockClient build() {
         NativeBridge.ensureLoaded();
+        CoreLogs.sync();
         String[] pairs = new String[options.size() * 2];
         int i = 0;
         for (Map.Entry<String, String> e : options.entrySet()) {
