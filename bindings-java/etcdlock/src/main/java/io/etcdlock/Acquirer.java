@@ -176,13 +176,17 @@ final class Acquirer {
         Telemetry.Acquire span = span(name, operation(timeoutMs));
         long start = System.nanoTime();
         long g;
+        long c;
         try {
-            long c = client.handle().pin();
-            try {
-                g = NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs());
-            } finally {
-                client.handle().unpin();
+            c = client.handle().pin();
+        } catch (RuntimeException e) {
+            if (span != null) {
+                span.ended(AsyncAcquire.resultOf(e), e);
             }
+            throw e;
+        }
+        try {
+            g = NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs());
         } catch (RuntimeException e) {
             Metrics.Result r = AsyncAcquire.resultOf(e);
             AsyncAcquire.heard(client, name, r, start);
@@ -190,6 +194,8 @@ final class Acquirer {
                 span.ended(r, e);
             }
             throw e;
+        } finally {
+            client.handle().unpin();
         }
         AsyncAcquire.heard(client, name, Metrics.Result.ACQUIRED, start);
         LockGuard guard;
