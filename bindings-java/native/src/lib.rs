@@ -25,6 +25,7 @@ mod client;
 mod errors;
 mod guard;
 mod leader;
+mod logs;
 mod multi_watch;
 mod once;
 mod recipes;

@@ -90,9 +90,9 @@ thread_local! {
     static ATTACHED: DaemonAttachment = const { DaemonAttachment(std::cell::Cell::new(std::ptr::null_mut())) };
 }
 
-/// Attach this thread to `vm` as a daemon named `etcdlock-rt`, once, unless
-/// it is attached already (a Java thread, or done before).
-fn attach_as_daemon(vm: &JavaVM) {
+/// Attach this thread to `vm` as a daemon named `name`, once, unless it is
+/// attached already (a Java thread, or done before).
+fn attach_as_daemon(vm: &JavaVM, name: &'static std::ffi::CStr) {
     let _ = ATTACHED.try_with(|a| {
         if !a.0.get().is_null() {
             return;
@@ -109,7 +109,7 @@ fn attach_as_daemon(vm: &JavaVM) {
             }
             let mut args = jni::sys::JavaVMAttachArgs {
                 version: jni::sys::JNI_VERSION_1_8,
-                name: c"etcdlock-rt".as_ptr().cast_mut(),
+                name: name.as_ptr().cast_mut(),
                 group: std::ptr::null_mut(),
             };
             let args_ptr: *mut jni::sys::JavaVMAttachArgs = &mut args;
@@ -128,10 +128,19 @@ fn attach_as_daemon(vm: &JavaVM) {
 pub(crate) fn with_bridge(
     f: impl FnOnce(&mut Env<'_>, &Bridge) -> jni::errors::Result<()>,
 ) -> bool {
+    with_bridge_as(c"etcdlock-rt", f)
+}
+
+/// [`with_bridge`] on a thread that attaches itself under the name `name`
+/// (core's log thread: `etcdlock-log`).
+pub(crate) fn with_bridge_as(
+    name: &'static std::ffi::CStr,
+    f: impl FnOnce(&mut Env<'_>, &Bridge) -> jni::errors::Result<()>,
+) -> bool {
     let Some(bridge) = BRIDGE.get() else {
         return false;
     };
-    attach_as_daemon(&bridge.vm);
+    attach_as_daemon(&bridge.vm, name);
     let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         bridge.vm.attach_current_thread_with_config(
             || {

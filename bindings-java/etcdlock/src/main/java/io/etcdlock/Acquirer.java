@@ -30,7 +30,7 @@ final class Acquirer {
     AsyncAcquire<LockGuard> startLock(String name, long ms, AcquireOptions opts) {
         checkName(name);
         AcquireOptions o = opts == null ? AcquireOptions.NONE : opts;
-        return startAcquire(name, g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
+        return startAcquire(name, operation(ms), g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
                 (c, id) -> NativeBridge.lockAsync(c, name, ms, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs(), id));
     }
 
@@ -39,22 +39,38 @@ final class Acquirer {
         void run(long client, long id);
     }
 
-    <T extends AutoCloseable> AsyncAcquire<T> startAcquire(String label, LongFunction<T> wrap, LongConsumer free,
-            NativeStart start) {
-        AsyncAcquire<T> f = new AsyncAcquire<>(client, label, wrap, free);
+    /** The span operation of a lock, permit or read acquisition: a zero timeout is one try. */
+    static String operation(long ms) {
+        return ms == 0 ? "try_lock" : "lock";
+    }
+
+    /** An acquisition's span (see {@link Telemetry}); null without one, or for {@code operation} null. */
+    Telemetry.Acquire span(String label, String operation) {
+        Telemetry t = client.telemetry;
+        return t == null || operation == null ? null : t.acquire(label, operation);
+    }
+
+    /**
+     * Start an acquisition. {@code operation}: its span's {@code etcdlock.operation}
+     * ({@code lock}, {@code try_lock}, {@code campaign}); null makes no span.
+     */
+    <T extends AutoCloseable> AsyncAcquire<T> startAcquire(String label, String operation, LongFunction<T> wrap,
+            LongConsumer free, NativeStart start) {
+        CoreLogs.sync();
+        AsyncAcquire<T> f = new AsyncAcquire<>(client, label, wrap, free, span(label, operation));
         long c;
         try {
             c = client.handle().pin();
         } catch (RuntimeException e) {
             NativeBridge.forget(f.id);
-            f.completeExceptionally(e);
+            f.failedToStart(e);
             return f;
         }
         try {
             start.run(c, f.id);
         } catch (RuntimeException e) {
             NativeBridge.forget(f.id);
-            f.completeExceptionally(e);
+            f.failedToStart(e);
         } finally {
             client.handle().unpin();
         }
@@ -74,8 +90,8 @@ final class Acquirer {
     AsyncAcquire<LockGuard> startRecipe(int kind, String name, byte[] arg, int permits, long ms, AcquireOptions opts) {
         checkName(name);
         AcquireOptions o = opts == null ? AcquireOptions.NONE : opts;
-        return startAcquire(name, g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
-                (c, id) -> NativeBridge.recipeAsync(c, kind, name, arg, permits, ms, o.lockDelayMs(), o.leaseTimeMs(),
+        return startAcquire(name, kind == CAMPAIGN ? "campaign" : operation(ms), g -> new LockGuard(client, name, g),
+                NativeBridge::freeGuard, (c, id) -> NativeBridge.recipeAsync(c, kind, name, arg, permits, ms, o.lockDelayMs(), o.leaseTimeMs(),
                         o.metadataPairs(), id));
     }
 
@@ -112,7 +128,7 @@ final class Acquirer {
         }
         List<String> copy = new ArrayList<>(names);
         byte[] enc = RecipeCodec.names(copy);
-        return startAcquire(String.join(",", copy), m -> new MultiLockGuard(client, copy, m), NativeBridge::freeMulti,
+        return startAcquire(String.join(",", copy), null, m -> new MultiLockGuard(client, copy, m), NativeBridge::freeMulti,
                 (c, id) -> NativeBridge.recipeAsync(c, MANY, null, enc, 0, ms, Double.NaN, Double.NaN, null, id));
     }
 
@@ -156,23 +172,45 @@ final class Acquirer {
      */
     private LockGuard lockBlocking(String name, long timeoutMs, AcquireOptions o) {
         checkName(name);
+        CoreLogs.sync();
+        Telemetry.Acquire span = span(name, operation(timeoutMs));
         long start = System.nanoTime();
         long g;
-        long c = client.handle().pin();
+        long c;
+        try {
+            c = client.handle().pin();
+        } catch (RuntimeException e) {
+            if (span != null) {
+                span.ended(AsyncAcquire.resultOf(e), e);
+            }
+            throw e;
+        }
         try {
             g = NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs());
         } catch (RuntimeException e) {
-            AsyncAcquire.heard(client, name, AsyncAcquire.resultOf(e), start);
+            Metrics.Result r = AsyncAcquire.resultOf(e);
+            AsyncAcquire.heard(client, name, r, start);
+            if (span != null) {
+                span.ended(r, e);
+            }
             throw e;
         } finally {
             client.handle().unpin();
         }
         AsyncAcquire.heard(client, name, Metrics.Result.ACQUIRED, start);
+        LockGuard guard;
         try {
-            return new LockGuard(client, name, g);
+            guard = new LockGuard(client, name, g);
         } catch (RuntimeException | Error e) {
             NativeBridge.freeGuard(g);
+            if (span != null) {
+                span.ended(Metrics.Result.ERROR, e);
+            }
             throw e;
         }
+        if (span != null) {
+            span.acquired(guard);
+        }
+        return guard;
     }
 }

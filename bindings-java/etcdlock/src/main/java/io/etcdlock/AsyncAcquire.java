@@ -15,23 +15,55 @@ final class AsyncAcquire<T extends AutoCloseable> extends CompletableFuture<T> {
     /** Completes when the native side has finished (acquired, failed or cancelled). */
     final CompletableFuture<Void> settled = new CompletableFuture<>();
 
-    AsyncAcquire(EtcdLockClient client, String name, LongFunction<T> wrap, LongConsumer free) {
+    /** The acquisition's span, or null. */
+    private final Telemetry.Acquire span;
+
+    /** {@code span}: the acquisition's span (ended here), or null. */
+    AsyncAcquire(EtcdLockClient client, String name, LongFunction<T> wrap, LongConsumer free, Telemetry.Acquire span) {
         long start = System.nanoTime();
+        this.span = span;
         this.id = NativeBridge.register((g, value, error) -> {
             // Tell the listener first, so the acquisition is recorded by the time the caller
             // sees its outcome.
-            heard(client, name, error == null && isDone() ? Metrics.Result.CANCELLED : resultOf(error), start);
+            Metrics.Result result = error == null && isDone() ? Metrics.Result.CANCELLED : resultOf(error);
+            heard(client, name, result, start);
             try {
                 if (error != null) {
+                    spanEnded(result, error);
                     completeExceptionally(error);
-                } else if (isDone() || !complete(wrap.apply(g))) {
+                } else if (isDone()) {
                     // Cancelled meanwhile: nobody will use this hold; release it.
+                    spanEnded(Metrics.Result.CANCELLED, null);
                     free.accept(g);
+                } else {
+                    T held = wrap.apply(g);
+                    // The hold's span starts before the caller can see (and end) the hold.
+                    if (span != null && held instanceof LockGuard) {
+                        span.acquired((LockGuard) held);
+                    }
+                    if (!complete(held)) {
+                        if (held instanceof LockGuard) {
+                            ((LockGuard) held).endHoldSpan(null);
+                        }
+                        free.accept(g);
+                    }
                 }
             } finally {
                 settled.complete(null);
             }
         });
+    }
+
+    private void spanEnded(Metrics.Result result, Throwable error) {
+        if (span != null) {
+            span.ended(result, error);
+        }
+    }
+
+    /** The acquisition could not start: fail the future (and end its span) with {@code e}. */
+    void failedToStart(RuntimeException e) {
+        spanEnded(resultOf(e), e);
+        completeExceptionally(e);
     }
 
     /**

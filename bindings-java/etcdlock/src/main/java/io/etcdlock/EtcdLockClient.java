@@ -51,8 +51,11 @@ public final class EtcdLockClient implements AutoCloseable {
     private final NativeHandle handle;
     private final Cleaner.Cleanable cleanable;
     private final String endpoints;
+    /** The client's spans (null: no OpenTelemetry API on the class path). */
+    final Telemetry telemetry;
 
-    EtcdLockClient(long ptr, String endpoints) {
+    EtcdLockClient(long ptr, String endpoints, Telemetry telemetry) {
+        this.telemetry = telemetry;
         this.handle = new NativeHandle(ptr, NativeBridge::freeClient,
                 () -> new ClosedException("the etcdlock client was closed"));
         this.cleanable = CLEANER.register(this, handle::close);

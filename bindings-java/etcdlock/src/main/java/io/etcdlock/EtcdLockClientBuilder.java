@@ -31,6 +31,8 @@ public class EtcdLockClientBuilder {
     /** Core option keys and their values in core's syntax, in the order set. */
     private final Map<String, String> options = new LinkedHashMap<>();
     private boolean releaseOnExit;
+    /** An io.opentelemetry.api.OpenTelemetry, or null: the global one. */
+    private Object openTelemetry;
 
     EtcdLockClientBuilder() {}
 
@@ -168,6 +170,20 @@ public class EtcdLockClientBuilder {
     }
 
     /**
+     * The OpenTelemetry instance the client's spans ({@code etcdlock.acquire},
+     * {@code etcdlock.hold}) go to, instead of the global one ({@code GlobalOpenTelemetry},
+     * once it is set). Spans need the OpenTelemetry API ({@code io.opentelemetry:opentelemetry-api})
+     * on the class path, an optional dependency of etcdlock: without it, or with no SDK
+     * configured, the client makes none. See the README's "OpenTelemetry" section.
+     *
+     * @param openTelemetry null: the global one
+     */
+    public EtcdLockClientBuilder openTelemetry(io.opentelemetry.api.OpenTelemetry openTelemetry) {
+        this.openTelemetry = openTelemetry;
+        return this;
+    }
+
+    /**
      * Connect and open the session (grant the lease).
      *
      * @throws UnavailableException if no endpoint answers within the connect timeout
@@ -176,6 +192,7 @@ public class EtcdLockClientBuilder {
      */
     public EtcdLockClient build() {
         NativeBridge.ensureLoaded();
+        CoreLogs.sync();
         String[] pairs = new String[options.size() * 2];
         int i = 0;
         for (Map.Entry<String, String> e : options.entrySet()) {
@@ -185,7 +202,7 @@ public class EtcdLockClientBuilder {
         long ptr = NativeBridge.connect(pairs);
         String eps = NativeBridge.endpoints(ptr);
         LOG.debug("etcdlock client connected to {}", eps);
-        EtcdLockClient client = new EtcdLockClient(ptr, eps);
+        EtcdLockClient client = new EtcdLockClient(ptr, eps, Telemetry.of(openTelemetry));
         if (releaseOnExit) {
             client.exitHook.register(client::close);
         }

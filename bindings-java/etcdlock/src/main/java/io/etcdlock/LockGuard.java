@@ -34,6 +34,8 @@ public final class LockGuard implements AutoCloseable {
     /** The LockLost the first close() reported; every later close() reports it again. */
     private volatile LockLostException lostAtClose;
     private final Object closing = new Object();
+    /** The hold's span (see {@link Telemetry}), or null. */
+    private volatile Telemetry.Hold holdSpan;
 
     LockGuard(EtcdLockClient client, String name, long ptr) {
         this.client = client;
@@ -46,6 +48,23 @@ public final class LockGuard implements AutoCloseable {
         this.fencingToken = NativeBridge.guardInfo(ptr, 1);
         this.lossListeners = new LossListeners<>(handle, NativeBridge::watchLoss,
                 (h, reason, err) -> LossReason.of((int) reason), "lock " + name);
+    }
+
+    /**
+     * Trace this hold with {@code span}: ended by {@link #close()}, or by the loss as core
+     * reports it (a loss listener), whichever comes first.
+     */
+    void traceHold(Telemetry.Hold span) {
+        holdSpan = span;
+        onLost(this::endHoldSpan);
+    }
+
+    /** End the hold's span, if any: released ({@code lost} null) or lost. */
+    void endHoldSpan(LossReason lost) {
+        Telemetry.Hold s = holdSpan;
+        if (s != null) {
+            s.end(lost);
+        }
     }
 
     /** The lock name. */
@@ -248,8 +267,10 @@ public final class LockGuard implements AutoCloseable {
             try {
                 unlocked = true;
                 NativeBridge.unlock(p);
+                endHoldSpan(null);
             } catch (LockLostException e) {
                 lostAtClose = e;
+                endHoldSpan(e.reason() == null ? LossReason.CONNECTION_LOST : e.reason());
                 throw e;
             } finally {
                 handle.unpin();

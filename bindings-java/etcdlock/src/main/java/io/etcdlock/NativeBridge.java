@@ -19,6 +19,7 @@ final class NativeBridge {
         NativeLibrary.load();
         NativeLibrary.checkVersion(nativeVersion());
         init();
+        CoreLogs.start();
     }
 
     /** The loaded library's version, null if it has no {@code version()} (not ours, or too old). */
@@ -70,6 +71,11 @@ final class NativeBridge {
         } catch (Throwable t) {
             LOG.warn("etcdlock: a completion callback threw", t);
         }
+    }
+
+    /** A core log record, on core's log thread (see {@link CoreLogs}). */
+    static void log(int level, String target, String message, String[] fields) {
+        CoreLogs.log(level, target, message, fields);
     }
 
     /** A running leadership observation: its listener and its handle. */
@@ -156,6 +162,12 @@ final class NativeBridge {
     static native String version();
 
     static native void panicForTest();
+
+    /** Hand core's log records to {@link #log}; false if core had a log subscriber already. */
+    static native boolean forwardLogs();
+
+    /** Forward core's records at {@code level} and above (4 debug, 3 info, 2 warn, 1 error; 0: none). */
+    static native void setLogLevel(int level);
 
     /** Connect with core option keys and values, alternating; core parses and checks them. */
     static native long connect(String[] options);

@@ -15,7 +15,11 @@ import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -199,6 +203,8 @@ class ConformanceTest {
         final Map<String, Leadership> leaderships = new HashMap<>();
         final Map<String, EtcdLatch> latches = new HashMap<>();
         final Map<String, EtcdBarrier> barriers = new HashMap<>();
+        /** One thread per {@code owner} of the {@code relock}/{@code unlock} steps (default {@code main}). */
+        final Map<String, ExecutorService> owners = new HashMap<>();
         /** Calls started with {@code "background": true}: their outcome token and guard, for {@code join}. */
         final Map<String, CompletableFuture<Object[]>> calls = new HashMap<>();
         /** The case's own etcd ({@code "etcd": "private"}), else null: the shared one. */
@@ -318,6 +324,7 @@ class ConformanceTest {
                 }
                 throw new AssertionError(String.join("; ", late) + "; " + e.getMessage(), e);
             } finally {
+                owners.values().forEach(ExecutorService::shutdownNow);
                 latches.values().forEach(EtcdLatch::close);
                 barriers.values().forEach(EtcdBarrier::close);
                 for (EtcdLockClient cl : clients.values()) {
@@ -471,13 +478,40 @@ class ConformanceTest {
                     break;
                 }
                 case "relock": {
-                    // Through a reentrant java.util.concurrent.locks.Lock object, kept as `lock`.
+                    // Through a reentrant java.util.concurrent.locks.Lock object, kept as `lock`,
+                    // on the owner's own thread (EtcdLock is reentrant per thread). timeout_ms
+                    // absent: lock(); 0: tryLock(); else tryLock(ms); a false is Timeout.
                     EtcdLock l = locks.computeIfAbsent(step.get("lock").asText(),
                             k -> cl.newLock(text(step.get("name"))));
-                    got = outcome(l::lock);
-                    if (got.equals("ok")) {
-                        keep(step, l.guard());
+                    JsonNode t = step.get("timeout_ms");
+                    if (t != null && !t.isIntegralNumber()) {
+                        throw new NotExpressible("relock timeout " + t + " (tryLock takes a long)");
                     }
+                    LockGuard[] g = new LockGuard[1];
+                    got = onOwner(step, () -> {
+                        boolean[] took = {true};
+                        String r = ConformanceTest.outcome(() -> {
+                            if (t == null) {
+                                l.lock();
+                            } else if (t.asLong() == 0) {
+                                took[0] = l.tryLock();
+                            } else {
+                                try {
+                                    took[0] = l.tryLock(t.asLong(), TimeUnit.MILLISECONDS);
+                                } catch (InterruptedException e) {
+                                    throw new AssertionError("owner thread interrupted", e);
+                                }
+                            }
+                        });
+                        if (r.equals("ok") && !took[0]) {
+                            return "Timeout";
+                        }
+                        if (r.equals("ok")) {
+                            g[0] = l.guard();
+                        }
+                        return r;
+                    });
+                    keep(step, g[0]);
                     break;
                 }
                 case "acquire_permit":
@@ -548,7 +582,8 @@ class ConformanceTest {
                     if (multis.containsKey(step.path("guard").asText())) {
                         got = outcome(multis.get(step.get("guard").asText())::close);
                     } else if (step.has("lock")) {
-                        got = outcome(locks.get(step.get("lock").asText())::unlock);
+                        EtcdLock l = locks.get(step.get("lock").asText());
+                        got = onOwner(step, () -> ConformanceTest.outcome(l::unlock));
                     } else {
                         got = outcome(guard(step, "guard")::unlock);
                     }
@@ -692,6 +727,12 @@ class ConformanceTest {
                     });
                     break;
                 }
+                case "token_same": {
+                    long a = guard(step, "first").fencingToken();
+                    long b = guard(step, "second").fencingToken();
+                    got = a == b ? "ok" : "tokens differ (" + a + ", " + b + ")";
+                    break;
+                }
                 case "token_order": {
                     long a = guard(step, "first").fencingToken();
                     long b = guard(step, "second").fencingToken();
@@ -787,6 +828,31 @@ class ConformanceTest {
             return Long.toString(raw().getKVClient()
                     .get(bs(prefix(step)), GetOption.newBuilder().isPrefix(true).withCountOnly(true).build())
                     .get(10, TimeUnit.SECONDS).getCount());
+        }
+
+        /**
+         * Run a step's library call on the thread of its {@code owner} (default {@code main}),
+         * one thread per owner name for the case, and time it as {@link #outcome} does.
+         */
+        String onOwner(JsonNode step, Callable<String> call) throws Exception {
+            String owner = step.path("owner").asText("main");
+            ExecutorService ex = owners.computeIfAbsent(owner, o -> Executors.newSingleThreadExecutor(r -> {
+                Thread th = new Thread(r, "conformance-" + id + "-owner-" + o);
+                th.setDaemon(true);
+                return th;
+            }));
+            long t0 = System.nanoTime();
+            try {
+                return ex.submit(call).get(120, TimeUnit.SECONDS);
+            } catch (ExecutionException e) {
+                Throwable cause = e.getCause();
+                if (cause instanceof Exception) {
+                    throw (Exception) cause;
+                }
+                throw (Error) cause;
+            } finally {
+                tookNanos = System.nanoTime() - t0;
+            }
         }
 
         void keep(JsonNode step, LockGuard g) {

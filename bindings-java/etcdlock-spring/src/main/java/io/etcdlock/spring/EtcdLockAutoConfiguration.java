@@ -20,7 +20,8 @@ import io.etcdlock.EtcdLockClientBuilder;
  * Spring Integration is present, an {@link EtcdLockRegistry} as the {@link LockRegistry};
  * with Micrometer, {@link EtcdLockMeterBinder} meters; with Actuator, the {@code etcdlock}
  * health indicator ({@link EtcdLockHealthIndicator} on Boot 3, {@link EtcdLockBoot4HealthIndicator}
- * on Boot 4: the one whose health API is on the classpath).
+ * on Boot 4: the one whose health API is on the classpath); with an {@code OpenTelemetry} bean
+ * (the OpenTelemetry API on the classpath), the client's spans go to it.
  * Either bean can be replaced by declaring your own. {@code etcdlock.enabled=false} turns
  * it all off.
  */
@@ -30,13 +31,19 @@ import io.etcdlock.EtcdLockClientBuilder;
 @EnableConfigurationProperties(EtcdLockProperties.class)
 public class EtcdLockAutoConfiguration {
 
+    /** The OpenTelemetry API is on the classpath (its types are named only in {@link OpenTelemetrySupport}). */
+    private static final boolean OPEN_TELEMETRY = org.springframework.util.ClassUtils.isPresent(
+            "io.opentelemetry.api.OpenTelemetry", EtcdLockAutoConfiguration.class.getClassLoader());
+
     /**
      * The client; connects at startup (fails the context with a typed exception if it cannot),
-     * or with {@code etcdlock.lazy-connect=true} on its first call.
+     * or with {@code etcdlock.lazy-connect=true} on its first call. Its spans go to the
+     * application's {@code OpenTelemetry} bean when there is exactly one, else to the global
+     * OpenTelemetry (once set).
      */
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
-    public EtcdLockClient etcdLockClient(EtcdLockProperties p) {
+    public EtcdLockClient etcdLockClient(EtcdLockProperties p, org.springframework.beans.factory.BeanFactory beans) {
         EtcdLockClientBuilder b = EtcdLockClient.builder().endpoints(p.getEndpoints()).ttl(p.getTtl());
         // EtcdLockProperties keeps an empty value as null (unset).
         if (p.getNamespace() != null) {
@@ -69,6 +76,9 @@ public class EtcdLockAutoConfiguration {
         }
         if (p.getLazyConnect() != null) {
             b.lazyConnect(p.getLazyConnect());
+        }
+        if (OPEN_TELEMETRY) {
+            OpenTelemetrySupport.apply(b, beans);
         }
         return b.build();
     }

@@ -61,6 +61,28 @@ class EtcdLockSpringTest {
     }
 
     @Test
+    void anOpenTelemetryBeanGetsTheClientsSpans() {
+        io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter spans =
+                io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter.create();
+        io.opentelemetry.sdk.OpenTelemetrySdk otel = io.opentelemetry.sdk.OpenTelemetrySdk.builder()
+                .setTracerProvider(io.opentelemetry.sdk.trace.SdkTracerProvider.builder()
+                        .addSpanProcessor(io.opentelemetry.sdk.trace.export.SimpleSpanProcessor.create(spans)).build())
+                .build();
+        String name = TestSupport.uniqueName("spring-otel");
+        java.util.List<String> got = new java.util.ArrayList<>();
+        // The context closes the SDK bean (AutoCloseable), which empties the exporter: read it before.
+        runner().withBean(io.opentelemetry.api.OpenTelemetry.class, () -> otel).run(ctx -> {
+            assertNull(ctx.getStartupFailure());
+            ctx.getBean(EtcdLockClient.class).newLock(name).acquire().close();
+            for (io.opentelemetry.sdk.trace.data.SpanData s : spans.getFinishedSpanItems()) {
+                got.add(s.getName() + " " + s.getAttributes().get(
+                        io.opentelemetry.api.common.AttributeKey.stringKey("etcdlock.lock.name")));
+            }
+        });
+        assertEquals(java.util.List.of("etcdlock.acquire " + name, "etcdlock.hold " + name), got);
+    }
+
+    @Test
     void withoutSpringIntegrationTheStarterStillGivesAClientAndNoRegistry() {
         runner().withClassLoader(new org.springframework.boot.test.context.FilteredClassLoader(
                 "org.springframework.integration")).run(ctx -> {
