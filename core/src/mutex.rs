@@ -4,6 +4,7 @@
 //! the lowest create_revision holds the lock; everyone else waits for the key
 //! created just before its own to be deleted.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,7 +20,6 @@ use crate::meta::LockKind;
 use crate::names::{validate_name, Mode};
 use crate::options::LockOptions;
 use crate::queue::OLDER_READ;
-use crate::runtime::sleep_opt;
 use crate::session::Session;
 use crate::transport::Bound;
 use crate::wait::{cancelled, closed_err, timeout_err, Pending};
@@ -62,34 +62,44 @@ impl Client {
     /// guard.unlock().await?;
     /// # Ok(()) }
     /// ```
-    pub async fn lock(&self, name: &str) -> Result<Guard> {
-        self.lock_with(name, LockOptions::default()).await
+    pub fn lock<'a>(&'a self, name: &'a str) -> impl Future<Output = Result<Guard>> + Send + 'a {
+        self.lock_with(name, LockOptions::default())
     }
 
     /// [`Client::lock`] with a timeout and/or a cancellation token. A timeout
     /// of zero means one try and no wait: the lock is taken if it is free, else
     /// `Timeout`, and nothing is written to etcd when it is held.
-    pub async fn lock_with(&self, name: &str, opts: LockOptions) -> Result<Guard> {
+    pub fn lock_with<'a>(
+        &'a self,
+        name: &'a str,
+        opts: LockOptions,
+    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
         let mode = if opts.timeout == Some(Duration::ZERO) {
             Mode::Once
         } else {
             Mode::Wait
         };
-        self.acquire(name, opts, mode, None).await
+        self.acquire(name, opts, mode, None)
     }
 
     /// Take the lock if it is free; `WouldBlock` if someone holds it or waits for
     /// it. Writes nothing to etcd in that case (one Txn that compares the
     /// prefix), so followers that poll cost etcd a read, not a put and a delete.
-    pub async fn try_lock(&self, name: &str) -> Result<Guard> {
+    pub fn try_lock<'a>(
+        &'a self,
+        name: &'a str,
+    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
         self.acquire(name, LockOptions::default(), Mode::Try, None)
-            .await
     }
 
     /// [`Client::try_lock`] with acquisition options (`lock_delay`,
     /// `lease_time`, `metadata`; a timeout or cancel token is ignored: a try
     /// never waits).
-    pub async fn try_lock_with(&self, name: &str, opts: LockOptions) -> Result<Guard> {
+    pub fn try_lock_with<'a>(
+        &'a self,
+        name: &'a str,
+        opts: LockOptions,
+    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
         self.acquire(
             name,
             LockOptions {
@@ -100,56 +110,79 @@ impl Client {
             Mode::Try,
             None,
         )
-        .await
     }
 
     /// Acquire `name`; `value` is what our key carries (the election's
     /// proclamation; by default who we are, for `etcdlock status`).
-    pub(crate) async fn acquire(
-        &self,
-        name: &str,
+    pub(crate) fn acquire<'a>(
+        &'a self,
+        name: &'a str,
         opts: LockOptions,
         mode: Mode,
-        value: Option<&[u8]>,
-    ) -> Result<Guard> {
+        value: Option<&'a [u8]>,
+    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
         let kind = if value.is_some() {
             LockKind::Election
         } else {
             LockKind::Mutex
         };
-        self.acquire_n(name, opts, mode, value, 1, kind).await
+        self.acquire_n(name, opts, mode, value, 1, kind)
     }
 
     /// [`Client::acquire`] of one of `permits` permits (1: the mutex).
-    pub(crate) async fn acquire_n(
-        &self,
-        name: &str,
+    ///
+    /// The public calls above return this future itself, and it is an
+    /// `async` block rather than an `async fn` (which keeps a second copy
+    /// of its arguments): every call pending in a burst carries its size.
+    #[allow(clippy::manual_async_fn)]
+    pub(crate) fn acquire_n<'a>(
+        &'a self,
+        name: &'a str,
         opts: LockOptions,
         mode: Mode,
-        value: Option<&[u8]>,
+        value: Option<&'a [u8]>,
         permits: u32,
         kind: LockKind,
-    ) -> Result<Guard> {
-        opts.validate()?;
-        if permits > 1 && opts.lock_delay.is_some_and(|d| !d.is_zero()) {
-            return Err(Error::invalid(
-                "lock_delay applies to locks and elections, not to semaphore permits",
-            ));
+    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
+        async move {
+            opts.validate()?;
+            if permits > 1 && opts.lock_delay.is_some_and(|d| !d.is_zero()) {
+                return Err(Error::invalid(
+                    "lock_delay applies to locks and elections, not to semaphore permits",
+                ));
+            }
+            let m = self.inner.metrics.acquiring();
+            let _meta = self.meta_wait(name, kind, &opts.metadata);
+            let lease_time = opts.lease_time;
+            // Admitted before the call's state is built (boxed below): in a
+            // burst of calls, those not admitted yet cost only this future.
+            let r = match self.admit(name, mode, &opts).await {
+                Ok(a) => {
+                    self.boxed_counted(name, opts, mode, value, permits, a)
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            m.finish(&r);
+            if let (Ok(g), Some(t)) = (&r, lease_time) {
+                g.expire_after(t);
+            }
+            r
         }
-        let m = self.inner.metrics.acquiring();
-        let _meta = self.meta_wait(name, kind, &opts.metadata);
-        let lease_time = opts.lease_time;
-        // Admitted before the call's state is built (boxed below): in a
-        // burst of calls, those not admitted yet cost only this future.
-        let r = match self.admit(name, mode, &opts).await {
-            Ok(a) => Box::pin(self.acquire_n_counted(name, opts, mode, value, permits, a)).await,
-            Err(e) => Err(e),
-        };
-        m.finish(&r);
-        if let (Ok(g), Some(t)) = (&r, lease_time) {
-            g.expire_after(t);
-        }
-        r
+    }
+
+    /// [`Client::acquire_n_counted`]'s future, built on the heap here (not
+    /// in the caller's frame, whose size every pending call would carry).
+    fn boxed_counted<'a>(
+        &'a self,
+        name: &'a str,
+        opts: LockOptions,
+        mode: Mode,
+        value: Option<&'a [u8]>,
+        permits: u32,
+        admitted: Admitted,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Guard>> + Send + 'a>> {
+        Box::pin(self.acquire_n_counted(name, opts, mode, value, permits, admitted))
     }
 
     async fn acquire_n_counted(
@@ -259,11 +292,13 @@ impl Client {
         let cancel = opts.cancel.as_ref().unwrap_or(&never);
         // Waiters of this client on this lock queue in etcd a few at a time
         // (window.rs); the place is left when the call returns.
+        // The waits below are boxed: a call's future keeps only a pointer
+        // to a wait's state (its timers, its place in a queue), allocated
+        // while it waits, so a burst of calls costs little per call.
         let place = match mode {
-            Mode::Wait => Some(
-                self.enter_window(name, deadline, opts.timeout, cancel)
-                    .await?,
-            ),
+            Mode::Wait => {
+                Some(Box::pin(self.enter_window(name, deadline, opts.timeout, cancel)).await?)
+            }
             _ => None,
         };
         let admissions = self.inner.admissions.clone();
@@ -275,27 +310,56 @@ impl Client {
         };
         let permit = match admissions.clone().try_acquire_owned() {
             Ok(p) => p,
-            Err(_) => tokio::select! {
-                biased;
-                _ = self.inner.closed.cancelled() => return Err(closed_err(name)),
-                _ = cancel.cancelled() => return Err(cancelled(name)),
-                p = admissions.acquire_owned() => p.map_err(|_| closed_err(name))?,
-                _ = sleep_opt(deadline) => return Err(timeout_err(name, opts.timeout)),
-                _ = sleep_opt(try_end) => return Err(Error::new(
-                    ErrorCode::Unavailable,
-                    format!(
-                        "lock {}: not admitted within the request timeout: this client's \
-                         acquisitions in progress are all waiting for etcd",
-                        crate::names::show(name)
-                    ),
-                )),
-            },
+            Err(_) => {
+                let end = deadline.or(try_end);
+                Box::pin(self.wait_admission(name, admissions, end, mode, opts.timeout, cancel))
+                    .await?
+            }
         };
         Ok(Admitted {
             deadline,
             place,
             permit,
         })
+    }
+
+    /// Wait for one of [`ADMITTED`] admissions until `end`: a wait's own
+    /// deadline (`Timeout`), or a try's request timeout (`Unavailable`: the
+    /// admitted calls may all be waiting for an etcd that does not answer).
+    async fn wait_admission(
+        &self,
+        name: &str,
+        admissions: Arc<tokio::sync::Semaphore>,
+        end: Option<Instant>,
+        mode: Mode,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        // A timer only when there is an end: a burst's waits carry none.
+        let mut timer = end.map(|e| Box::pin(tokio::time::sleep_until(e.into())));
+        let expired = async {
+            match timer.as_mut() {
+                Some(t) => t.await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = self.inner.closed.cancelled() => Err(closed_err(name)),
+            _ = cancel.cancelled() => Err(cancelled(name)),
+            p = admissions.acquire_owned() => p.map_err(|_| closed_err(name)),
+            () = expired => Err(match mode {
+                Mode::Wait => timeout_err(name, timeout),
+                _ => Error::new(
+                    ErrorCode::Unavailable,
+                    format!(
+                        "lock {}: not admitted within the request timeout: this client's \
+                         acquisitions in progress are all waiting for etcd",
+                        crate::names::show(name)
+                    ),
+                ),
+            }),
+        }
     }
 
     /// A place in this client's local queue for `name` (see window.rs).
@@ -433,5 +497,38 @@ mod tests {
         // What a call not admitted yet costs (see ADMITTED).
         assert!(o < 2048, "acquire_n's future is {o} B");
         assert!(d < 1024, "delete_incarnation's future is {d} B");
+    }
+}
+
+#[cfg(test)]
+mod sizes {
+    use super::*;
+
+    /// A pending call costs a burst its future's size (every call waiting
+    /// for admission holds one): the public calls return the acquisition's
+    /// future itself, with no wrapper around it, and its waits are boxed.
+    #[tokio::test]
+    async fn a_pending_lock_call_is_small() {
+        let c = Client::connect(crate::ClientOptions::new(["mem://size"]))
+            .await
+            .unwrap();
+        let o = LockOptions::default();
+        let inner = std::mem::size_of_val(&c.acquire_n(
+            "x",
+            o.clone(),
+            Mode::Wait,
+            None,
+            1,
+            LockKind::Mutex,
+        ));
+        let lock = std::mem::size_of_val(&c.lock("x"));
+        let admit = std::mem::size_of_val(&c.admit("x", Mode::Wait, &o));
+        eprintln!("lock future {lock} B, acquire_n {inner} B, admit {admit} B");
+        assert_eq!(lock, inner);
+        assert_eq!(std::mem::size_of_val(&c.lock_with("x", o.clone())), inner);
+        assert_eq!(std::mem::size_of_val(&c.try_lock("x")), inner);
+        assert!(admit < 512, "admit {admit} B");
+        assert!(lock < 1024, "lock {lock} B");
+        c.close().await;
     }
 }
