@@ -17,6 +17,7 @@ import kotlinx.coroutines.channels.Channel
 import kotlinx.coroutines.delay
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.launch
+import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.test.runTest
 import kotlinx.coroutines.withContext
 import kotlinx.coroutines.withTimeout
@@ -253,6 +254,28 @@ class CoroutinesTest {
             val term = a.leadership(name, "a").first { it is LeadershipEvent.Elected } as LeadershipEvent.Elected
             assertTrue(term.term.cancelled().isDone)
             assertEquals(0, keysUnder(name))
+        }
+
+    /** The README's example, run as written (modulo the endpoints and a namespace). */
+    @Test
+    fun readmeExample() =
+        runBlocking {
+            val ns = "readme-kt-${System.nanoTime()}/"
+            EtcdLockClient.builder().endpoints(EtcdExtension.endpoints()).namespace(ns).build().use { client ->
+                val left =
+                    client.withLock("stock", 5.seconds) { guard ->
+                        val stock = guard.get("inventory/stock")?.toInt() ?: 300
+                        guard.put("inventory/stock", (stock - 1).toString()) // rejected by etcd if the lock was lost
+                        stock - 1
+                    }
+                println("stock left: $left")
+                assertEquals(299, left)
+
+                // The first term; leaving first() stops the loop and resigns.
+                val elected = client.leadership("scheduler", "node-1").first { it is LeadershipEvent.Elected }
+                println("was leader, token ${(elected as LeadershipEvent.Elected).term.fencingToken()}")
+                assertEquals(0, keysUnder(ns + "scheduler"))
+            }
         }
 
     /** The next event of type [E], skipping others (bounded). */
