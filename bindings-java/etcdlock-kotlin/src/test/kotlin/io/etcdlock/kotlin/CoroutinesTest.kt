@@ -166,6 +166,27 @@ class CoroutinesTest {
         }
 
     @Test
+    fun aGuardThatArrivesAfterTheCancellationIsReleased() =
+        real {
+            // The holder's release and the waiter's cancellation race: whichever wins, no hold
+            // or waiter key is left behind and the next try takes the lock.
+            val name = uniqueName("kt-race")
+            repeat(20) {
+                val holder = a.newLock(name).acquire(java.time.Duration.ofSeconds(30))
+                val waiter = async { b.lockSuspending(name) }
+                awaitKeys(name, 2)
+                val releaser = Thread { holder.close() }
+                releaser.start()
+                waiter.cancel()
+                releaser.join()
+                // Resumed before the cancellation took effect: the caller's to release.
+                runCatching { waiter.await() }.getOrNull()?.close()
+                awaitKeys(name, 0)
+            }
+            a.tryLockSuspending(name)!!.close()
+        }
+
+    @Test
     fun withLockReleasesOnExceptionAndOnCancellation() =
         real {
             val name = uniqueName("kt-release")

@@ -143,6 +143,32 @@ class ReactiveEtcdLockTest {
     }
 
     @Test
+    void aGuardThatArrivesAfterTheCancelIsReleased() throws Exception {
+        // The holder's release and the waiter's cancel race: whichever wins, no hold or
+        // waiter key is left behind and the next try takes the lock.
+        String name = uniqueName("rx-race");
+        for (int i = 0; i < 20; i++) {
+            LockGuard holder = a.newLock(name).acquire(MAX);
+            BlockingQueue<LockGuard> delivered = new LinkedBlockingQueue<>();
+            Disposable waiting = rb.lock(name).subscribe(delivered::add);
+            awaitKeys(name, 2, MAX);
+            Thread releaser = new Thread(holder::close);
+            releaser.start();
+            waiting.dispose();
+            releaser.join();
+            LockGuard won = delivered.poll();
+            if (won != null) {
+                won.close(); // delivered before the cancel: the subscriber's to release
+            }
+            awaitKeys(name, 0, MAX);
+        }
+        StepVerifier.create(ra.tryLock(name).map(o -> {
+            o.ifPresent(LockGuard::close);
+            return o.isPresent();
+        })).expectNext(true).expectComplete().verify(MAX);
+    }
+
+    @Test
     void withLockReleasesOnErrorAndOnCancel() throws Exception {
         String name = uniqueName("rx-release");
         StepVerifier.create(ra.withLock(name, MAX, g -> Mono.error(new IllegalStateException("body failed"))))
