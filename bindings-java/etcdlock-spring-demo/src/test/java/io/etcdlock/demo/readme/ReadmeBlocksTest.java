@@ -19,7 +19,8 @@ import org.junit.jupiter.api.TestFactory;
 
 /**
  * Every {@code ```java} block of bindings-java/README.md, compiled as written against the
- * published modules (etcdlock, etcdlock-spring, etcdlock-shedlock) and Spring: one test per block,
+ * published modules (etcdlock, etcdlock-spring, etcdlock-shedlock,
+ * etcdlock-reactor) and Spring: one test per block,
  * named by its line. The README elides code with {@code ...}; here an elided statement becomes
  * {@code throw new UnsupportedOperationException()} and an elided block body is empty. Statement
  * blocks are compiled as a method body with the names they leave to the reader ({@code log},
