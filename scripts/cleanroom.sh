@@ -29,7 +29,9 @@ for f in "${whl#"$DIST"/}" "etcdlock-$version-cp39-abi3-manylinux_2_17_aarch64.m
   "etcdlock-cli-$version-aarch64-linux-gnu.tar.gz" \
   "maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" \
   "maven/io/etcdlock/etcdlock-spring/$version/etcdlock-spring-$version.jar" \
-  "maven/io/etcdlock/etcdlock-shedlock/$version/etcdlock-shedlock-$version.jar"; do
+  "maven/io/etcdlock/etcdlock-shedlock/$version/etcdlock-shedlock-$version.jar" \
+  "maven/io/etcdlock/etcdlock-reactor/$version/etcdlock-reactor-$version.jar" \
+  "maven/io/etcdlock/etcdlock-kotlin/$version/etcdlock-kotlin-$version.jar"; do
   [ -s "$DIST/$f" ] || { echo "cleanroom: $DIST/$f missing; run scripts/dist.sh first" >&2; exit 1; }
 done
 

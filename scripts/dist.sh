@@ -16,7 +16,7 @@
 #   etcdlock-KEY-V.tgz                  one npm package per target with its .node module
 #                                       (KEY: linux-x64-gnu, ..., darwin-arm64, win32-x64-gnu)
 #   maven/io/etcdlock/...               etcdlock (native/<platform>/ in the jar for all seven,
-#                                       chosen at load), etcdlock-spring, etcdlock-shedlock
+#                                       chosen at load), etcdlock-spring, etcdlock-shedlock, etcdlock-reactor, etcdlock-kotlin
 #                                       (+ -sources, -javadoc, poms)
 #   etcdlock-c-V-T.tar.gz (.zip on Windows)  the shared library (.so.V + .so.MAJOR + .so,
 #                                       .dylib, or .dll + import library + .def), the archive,
@@ -559,7 +559,7 @@ for T in "${EXTRA[@]}"; do
 done
 # The checkout's poms say $version-SNAPSHOT between releases; the artifacts are $version.
 find "$j" -name pom.xml -exec sed -i "s|<version>$version-SNAPSHOT</version>|<version>$version</version>|" {} +
-(cd "$j" && mvn -B -q -Pdist deploy -pl etcdlock-bom,etcdlock,etcdlock-spring,etcdlock-shedlock -am -DskipTests \
+(cd "$j" && mvn -B -q -Pdist deploy -pl etcdlock-bom,etcdlock,etcdlock-spring,etcdlock-shedlock,etcdlock-reactor,etcdlock-kotlin -am -DskipTests \
   -Dcargo.skip=true -Dcargo.target.dir="$work/native" -Detcdlock.dist.url="file://$OUT/maven") ||
   die "mvn deploy to $OUT/maven failed"
 jar=$OUT/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar

@@ -41,6 +41,7 @@ SUITES: Dict[Tuple[str, str], Tuple[str, str]] = {
     ("ffi-c/README.md", "c"): ("compiled and run (fragments compiled) by ffi-c/test.sh", "ffi-c/test.sh"),
     ("README.md", "rust"): ("compiled as a doctest of core (cargo test -p etcdlock --doc)", "core/src/lib.rs"),
     ("bindings-java/README.md", "java"): ("compiled by the Java suite (ReadmeBlocksTest)", "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/readme/ReadmeBlocksTest.java"),
+    ("bindings-java/README.md", "kotlin"): ("run by the Kotlin module's suite as a copy with the test's endpoints (CoroutinesTest.readmeExample)", "bindings-java/etcdlock-kotlin/src/test/kotlin/io/etcdlock/kotlin/CoroutinesTest.kt"),
     ("bindings-java/README.md", "properties"): ("bound as written by the Spring suite", "bindings-java/etcdlock-spring/src/test/java/io/etcdlock/spring/EtcdLockSpringTest.java"),
     ("ffi-c/dist/README.md", "c"): ("compiled and run from the unpacked package by scripts/cleanroom.sh", "scripts/cleanroom.sh"),
     ("ffi-c/dist/README.md", "cmake"): ("its find_package/target_link_libraries lines are the CMakeLists.txt scripts/cleanroom.sh builds", "scripts/cleanroom.sh"),
