@@ -42,10 +42,17 @@ final class AsyncAcquire<T extends AutoCloseable> extends CompletableFuture<T> {
                         span.acquired((LockGuard) held);
                     }
                     if (!complete(held)) {
+                        // Cancelled between the check above and now: nobody will use this
+                        // hold. Free it through the wrapper's own handle (once; its cleaner
+                        // would free it again if the pointer were freed here directly).
                         if (held instanceof LockGuard) {
                             ((LockGuard) held).endHoldSpan(null);
+                            ((LockGuard) held).discard();
+                        } else if (held instanceof MultiLockGuard) {
+                            ((MultiLockGuard) held).discard();
+                        } else {
+                            free.accept(g);
                         }
-                        free.accept(g);
                     }
                 }
             } finally {

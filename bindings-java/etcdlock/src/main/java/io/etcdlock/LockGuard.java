@@ -297,4 +297,12 @@ public final class LockGuard implements AutoCloseable {
         // A lone surrogate has no UTF-8 form: getBytes would silently write '?'.
         return Args.checkText(s, what).getBytes(StandardCharsets.UTF_8);
     }
+
+    /**
+     * Free the native hold without waiting (its drop releases it in the background): for a
+     * hold nobody received. Idempotent; the cleaner does not free it again.
+     */
+    void discard() {
+        cleanable.clean();
+    }
 }

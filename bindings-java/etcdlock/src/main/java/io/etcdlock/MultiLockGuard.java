@@ -228,4 +228,12 @@ public final class MultiLockGuard implements AutoCloseable {
     public String toString() {
         return "MultiLockGuard{names=" + names + ", fencingToken=" + fencingToken + "}";
     }
+
+    /**
+     * Free the native hold without waiting (its drop releases it in the background): for a
+     * hold nobody received. Idempotent; the cleaner does not free it again.
+     */
+    void discard() {
+        cleanable.clean();
+    }
 }
