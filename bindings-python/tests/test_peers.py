@@ -152,8 +152,8 @@ def test_metadata_is_in_status(client: etcdlock.Client, name: str) -> None:
 
 def test_a_latch_and_a_barrier_across_three_processes_in_two_languages(endpoints: List[str], name: str) -> None:
     ns = f"peers-{name}/"
-    env = {**os.environ, "ETCDLOCK_ENDPOINTS": ",".join(endpoints), "ETCDLOCK_NAMESPACE": ns, "ETCDLOCK_TTL": "2"}
-    c = etcdlock.Client(endpoints=endpoints, namespace=ns, ttl=2)
+    env = {**os.environ, "ETCDLOCK_ENDPOINTS": ",".join(endpoints), "ETCDLOCK_NAMESPACE": ns, "ETCDLOCK_TTL": "4"}
+    c = etcdlock.Client(endpoints=endpoints, namespace=ns, ttl=4)
     latch = c.latch("shards", 3)
     barrier = c.barrier("go", 3)
     py_party = """
@@ -181,8 +181,9 @@ c.close()
     latch.close()
     barrier.close()
     c.close()
-    # Every handle closed: the shared lease runs out within the TTL (2 s).
-    deadline = time.monotonic() + 6
+    # Every handle closed: the shared lease runs out within the TTL (4 s;
+    # 2 s let a loaded machine's keep-alive miss and a party drop out).
+    deadline = time.monotonic() + 10
     while etcdctl_keys(endpoints, ns):
         assert time.monotonic() < deadline, f"keys left: {etcdctl_keys(endpoints, ns)}"
         time.sleep(0.1)
