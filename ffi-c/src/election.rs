@@ -27,27 +27,18 @@ pub unsafe extern "C" fn etcdlock_campaign(
     timeout_ms: i64,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let v = bytes_arg(value, value_len, "value", true)?.to_vec();
         let timeout = timeout_arg(timeout_ms)?;
-        let l = block_on(async move {
-            c.campaign(
-                &name,
-                v,
-                LockOptions {
-                    timeout,
-                    ..LockOptions::default()
-                },
-            )
-            .await
-        })?;
-        *out = new_guard(l.into_guard(), &h.callbacks);
-        Ok(())
+        let opts = LockOptions {
+            timeout,
+            ..LockOptions::default()
+        };
+        Ok(async move {
+            c.campaign(&name, v, opts)
+                .await
+                .map(etcdlock_core::Leadership::into_guard)
+        })
     })
 }
 
@@ -68,17 +59,14 @@ pub unsafe extern "C" fn etcdlock_campaign_ex(
     options: *const etcdlock_acquire_options,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let v = bytes_arg(value, value_len, "value", true)?.to_vec();
         let opts = convert_acquire_options(options)?;
-        let l = block_on(async move { c.campaign(&name, v, opts).await })?;
-        *out = new_guard(l.into_guard(), &h.callbacks);
-        Ok(())
+        Ok(async move {
+            c.campaign(&name, v, opts)
+                .await
+                .map(etcdlock_core::Leadership::into_guard)
+        })
     })
 }
 

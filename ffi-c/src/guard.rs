@@ -60,6 +60,30 @@ pub(crate) fn new_guard(
     }))
 }
 
+/// What every call that takes a hold does around its own part: clear
+/// `*guard`, check the client and the lock name, run the acquisition `take`
+/// builds from them (checking its own arguments first, after these), and
+/// hand out the new guard.
+pub(crate) unsafe fn take_hold<F, Fut>(
+    client: *const etcdlock_client,
+    name: *const c_char,
+    guard: *mut *mut etcdlock_guard,
+    take: F,
+) -> c_int
+where
+    F: FnOnce(etcdlock_core::Client, String) -> Result<Fut, Error>,
+    Fut: std::future::Future<Output = Result<etcdlock_core::Guard, Error>>,
+{
+    ffi(|| {
+        let out = out_arg(guard, "guard (out)")?;
+        *out = std::ptr::null_mut();
+        let h = client_arg(client)?;
+        let acquisition = take(h.client.clone(), name_arg(name)?)?;
+        *out = new_guard(block_on(acquisition)?, &h.callbacks);
+        Ok(())
+    })
+}
+
 /// Wait for the lock `name` and hold it. Waiters are served in arrival order.
 /// timeout_ms: maximum wait in milliseconds; negative (ETCDLOCK_WAIT_FOREVER)
 /// waits as long as it takes. Acquiring costs at least one etcd round trip, so
@@ -86,14 +110,9 @@ pub unsafe extern "C" fn etcdlock_lock(
     timeout_ms: i64,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move {
+        Ok(async move {
             c.lock_with(
                 &name,
                 LockOptions {
@@ -102,9 +121,7 @@ pub unsafe extern "C" fn etcdlock_lock(
                 },
             )
             .await
-        })?;
-        *out = new_guard(g, &h.callbacks);
-        Ok(())
+        })
     })
 }
 
@@ -123,15 +140,8 @@ pub unsafe extern "C" fn etcdlock_try_lock(
     name: *const c_char,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
-        let g = block_on(async move { c.try_lock(&name).await })?;
-        *out = new_guard(g, &h.callbacks);
-        Ok(())
+    take_hold(client, name, guard, |c, name| {
+        Ok(async move { c.try_lock(&name).await })
     })
 }
 
@@ -165,16 +175,9 @@ pub unsafe extern "C" fn etcdlock_lock_ex(
     options: *const etcdlock_acquire_options,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let opts = convert_acquire_options(options)?;
-        let g = block_on(async move { c.lock_with(&name, opts).await })?;
-        *out = new_guard(g, &h.callbacks);
-        Ok(())
+        Ok(async move { c.lock_with(&name, opts).await })
     })
 }
 
@@ -209,16 +212,9 @@ pub unsafe extern "C" fn etcdlock_lock_reentrant(
     options: *const etcdlock_acquire_options,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let opts = convert_acquire_options(options)?;
-        let g = block_on(async move { c.lock_reentrant(&name, owner, opts).await })?;
-        *out = new_guard(g, &h.callbacks);
-        Ok(())
+        Ok(async move { c.lock_reentrant(&name, owner, opts).await })
     })
 }
 

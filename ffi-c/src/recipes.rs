@@ -29,14 +29,9 @@ pub unsafe extern "C" fn etcdlock_acquire_permit(
     timeout_ms: i64,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move {
+        Ok(async move {
             c.acquire_permit(
                 &name,
                 permits,
@@ -46,9 +41,7 @@ pub unsafe extern "C" fn etcdlock_acquire_permit(
                 },
             )
             .await
-        })?;
-        *out = new_guard(g, &h.callbacks);
-        Ok(())
+        })
     })
 }
 
@@ -72,16 +65,9 @@ pub unsafe extern "C" fn etcdlock_acquire_permit_ex(
     options: *const etcdlock_acquire_options,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let opts = convert_acquire_options(options)?;
-        let g = block_on(async move { c.acquire_permit(&name, permits, opts).await })?;
-        *out = new_guard(g, &h.callbacks);
-        Ok(())
+        Ok(async move { c.acquire_permit(&name, permits, opts).await })
     })
 }
 
@@ -100,16 +86,9 @@ pub unsafe extern "C" fn etcdlock_read_lock_ex(
     options: *const etcdlock_acquire_options,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let opts = convert_acquire_options(options)?;
-        let g = block_on(async move { c.read_lock(&name, opts).await })?;
-        *out = new_guard(g, &h.callbacks);
-        Ok(())
+        Ok(async move { c.read_lock(&name, opts).await })
     })
 }
 
@@ -130,14 +109,9 @@ pub unsafe extern "C" fn etcdlock_read_lock(
     timeout_ms: i64,
     guard: *mut *mut etcdlock_guard,
 ) -> c_int {
-    ffi(|| {
-        let out = out_arg(guard, "guard (out)")?;
-        *out = std::ptr::null_mut();
-        let h = client_arg(client)?;
-        let c = h.client.clone();
-        let name = name_arg(name)?;
+    take_hold(client, name, guard, |c, name| {
         let timeout = timeout_arg(timeout_ms)?;
-        let g = block_on(async move {
+        Ok(async move {
             c.read_lock(
                 &name,
                 LockOptions {
@@ -146,8 +120,6 @@ pub unsafe extern "C" fn etcdlock_read_lock(
                 },
             )
             .await
-        })?;
-        *out = new_guard(g, &h.callbacks);
-        Ok(())
+        })
     })
 }
