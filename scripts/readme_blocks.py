@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every fenced code block of every README in the repository, and what checks it.
+"""Every fenced code block of every README and every page of the documentation
+site (docs/**/*.md), and what checks it.
 
 Prints one line per block (README, block number, line, language, first line,
 how it is checked) and exits 1 if a block is checked by nothing or a check
@@ -46,6 +47,19 @@ SUITES: Dict[Tuple[str, str], Tuple[str, str]] = {
     ("ffi-c/dist/README.md", "c"): ("compiled and run from the unpacked package by scripts/cleanroom.sh", "scripts/cleanroom.sh"),
     ("ffi-c/dist/README.md", "cmake"): ("its find_package/target_link_libraries lines are the CMakeLists.txt scripts/cleanroom.sh builds", "scripts/cleanroom.sh"),
 }
+# The site's pages (docs/**/*.md): language -> the suite that runs those blocks.
+# Each suite reads every page (its file names the docs/ folder); Rust's doctests
+# include each page by its path (core/src/lib.rs names it).
+DOCS_SUITES: Dict[str, Tuple[str, str]] = {
+    "python": ("run as written by the Python suite", "bindings-python/tests/test_readme.py"),
+    "js": ("run as written by the Node suite", "bindings-node/test/readme.test.js"),
+    "ts": ("compiled by tsc and run by the Node suite", "bindings-node/test/readme.test.js"),
+    "c": ("compiled and run (fragments compiled) by ffi-c/test.sh", "ffi-c/test.sh"),
+    "rust": ("compiled as a doctest of core (cargo test -p etcdlock --doc)", "core/src/lib.rs"),
+    "java": ("compiled by the Java suite (ReadmeBlocksTest)", "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/readme/ReadmeBlocksTest.java"),
+    "kotlin": ("run by the Kotlin module's suite (CoroutinesTest)", "bindings-java/etcdlock-kotlin/src/test/kotlin/io/etcdlock/kotlin/CoroutinesTest.kt"),
+    "properties": ("bound as written by the Spring suite", "bindings-java/etcdlock-spring/src/test/java/io/etcdlock/spring/EtcdLockSpringTest.java"),
+}
 # How each suite file refers to its README (it must, for the claim to hold).
 README_MENTION = {
     "core/src/lib.rs": "README.md",
@@ -68,7 +82,9 @@ class Block(NamedTuple):
 def readmes() -> List[str]:
     out = subprocess.run(["git", "ls-files", "*README.md"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     # vendor/: third-party sources as published (their READMEs are theirs).
-    return sorted(p for p in out.split() if (ROOT / p).is_file() and not p.startswith("vendor/"))
+    found = sorted(p for p in out.split() if (ROOT / p).is_file() and not p.startswith("vendor/"))
+    # The site's pages, committed or not (a new page is checked before its commit).
+    return found + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
 
 
 LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
@@ -185,6 +201,15 @@ class Checker:
 
     def check(self, b: Block) -> Tuple[bool, str]:
         suite = SUITES.get((b.readme, b.lang))
+        if suite is None and b.readme.startswith("docs/"):
+            suite = DOCS_SUITES.get(b.lang)
+            if suite:
+                what, path = suite
+                f = ROOT / path
+                mention = b.readme if b.lang == "rust" else "docs"
+                if not f.is_file() or mention not in f.read_text(encoding="utf-8"):
+                    return False, f"{what}: {path} does not read {mention}"
+                return True, what
         if suite:
             what, path = suite
             f = ROOT / path
@@ -244,7 +269,7 @@ def main() -> int:
             failures += not ok
             lang = b.lang or "-"
             print(f"{'ok  ' if ok else 'FAIL'} {b.readme}:{b.line} block {b.number} ({lang}) {b.first[:50]!r}: {how}")
-    print(f"{total} README code blocks, {total - failures} checked, {failures} failing")
+    print(f"{total} code blocks (READMEs and docs/), {total - failures} checked, {failures} failing")
     return 1 if failures else 0
 
 
