@@ -193,6 +193,29 @@ def chart(res, path, stock):
     return True
 
 
+def save(res, summary, a, langs):
+    """The locked sale as JSON: each attempt's language, seconds since the sale
+    opened, whether it sold, its lock wait and fencing token."""
+    t0 = res["start"] * 1000
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    out = dict(
+        command="scripts/flash_sale.py " + " ".join(sys.argv[1:]),
+        date=time.strftime("%Y-%m-%d", time.gmtime(res["start"])), commit=commit,
+        stock=a.stock, attempts=a.attempts, languages=sorted(langs),
+        processes={k: v[1] for k, v in sorted(langs.items())},
+        elapsed_s=round(res["elapsed"], 3), final_stock=res["final_stock"], sold=summary["sold"],
+        oversold=summary["oversold"], lost_updates=summary["lost_updates"],
+        tokens_increasing=summary["increasing"],
+        records=[dict(lang=r["lang"], t_s=round((r["t_ms"] - t0) / 1000, 4), sold=bool(r.get("sold")),
+                      wait_ms=r.get("wait_ms"), token=r.get("token"))
+                 for r in sorted(res["records"], key=lambda r: r["t_ms"])],
+    )
+    os.makedirs(os.path.dirname(os.path.abspath(a.json)), exist_ok=True)
+    with open(a.json, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--stock", type=int, default=300)
@@ -202,6 +225,8 @@ def main():
     ap.add_argument("--require", default="", help="comma-separated languages that must be available")
     ap.add_argument("--png", default=os.path.join(ROOT, "target", "flash_sale.png"))
     ap.add_argument("--no-control", action="store_true")
+    ap.add_argument("--json", metavar="PATH",
+                    help="also write the locked sale's records to PATH (what scripts/charts.py draws the site's chart from)")
     a = ap.parse_args()
     if a.short:
         a.stock, a.attempts = 40, 70
@@ -229,6 +254,9 @@ def main():
         r = report(res, a.stock, a.attempts, False)
         if chart(res, a.png, a.stock):
             print(f"\nchart: {a.png}")
+        if a.json:
+            save(res, r, a, langs)
+            print(f"records: {a.json}")
         checks = [
             (not res["failed"], f"every worker exited 0 {res['failed']}"),
             (r["attempts"] == a.attempts, f"{r['attempts']} attempts recorded of {a.attempts}"),

@@ -4,7 +4,7 @@
 # sale with the lock and a control sale without it, checks the results, prints
 # the table, writes flash_sale.png, and stops etcd.
 #
-# Usage: scripts/flash_sale.sh [--debug|--release] [flash_sale.py options: --short --stock N --attempts N --langs a,b --require a,b]
+# Usage: scripts/flash_sale.sh [--debug|--release] [flash_sale.py options: --short --stock N --attempts N --langs a,b --require a,b --json PATH]
 # The cargo profile: `demo` by default (unoptimized, no debug info: the quickest
 # build of a fresh clone), `dev` with --debug (shares the test suites' build),
 # `release` with --release.
