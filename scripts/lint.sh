@@ -5,7 +5,7 @@
 #   2. core's comments state what holds and name the test or benchmark that
 #      shows it: no measured figure (microseconds, kilobytes, a ratio like
 #      "1.5x", "took 11 s", "~80 handoffs/s") outside the benchmark code.
-#      Figures live in docs/BENCHMARKS.md's current table; history in commits.
+#      Figures live in docs/operations/benchmarks.md's current table; history in commits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"

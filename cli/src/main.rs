@@ -29,7 +29,7 @@ use std::time::Duration;
 /// no lazily-freed "muzzy" stage that RSS would still count): after a burst of
 /// concurrent lock calls glibc's malloc keeps the burst's freed request state
 /// on pages shared with what the holds keep (`etcdlock bench --burst N`
-/// reports RSS per held lock; docs/BENCHMARKS.md has the current figures).
+/// reports RSS per held lock; docs/operations/benchmarks.md has the current figures).
 #[cfg(target_os = "linux")]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

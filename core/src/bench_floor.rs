@@ -40,7 +40,7 @@ fn prefix_of(key: &[u8]) -> &[u8] {
 /// up to the last `/`; count the lock-delay records of that name), then the
 /// Delete its unlock sends. Returns the time both took. (Until 2026-11-25 the
 /// Txn read only the first-created key and counted no records, and the unlock
-/// was a Txn: docs/BENCHMARKS.md gives runs with either.)
+/// was a Txn: docs/operations/benchmarks.md gives runs with either.)
 pub async fn txn_delete_round(
     etcd: &mut etcd_client::Client,
     key: impl AsRef<[u8]>,
