@@ -128,7 +128,7 @@ after(async () => {
 });
 
 it('README.md: every fenced block is js or ts (each has a runner here)', () => {
-  assert.ok(BLOCKS.filter((b) => b.lang === 'js').length >= 2);
+  assert.ok(BLOCKS.filter((b) => b.lang === 'js').length >= 1, 'the first example');
   const others = BLOCKS.filter((b) => !CHECKED.includes(b.lang) && !ELSEWHERE.includes(b.lang)).map((b) => `block ${b.number} (line ${b.line}): ${b.lang}`);
   assert.deepEqual(others, []);
 });
