@@ -28,9 +28,11 @@ A client may be shared by threads. A client created before ``fork()`` raises
 Options not given fall back to the ``ETCDLOCK_*`` environment variables
 (``ETCDLOCK_ENDPOINTS``, ``ETCDLOCK_TTL``, ``ETCDLOCK_NAMESPACE``,
 ``ETCDLOCK_USERNAME``, ``ETCDLOCK_PASSWORD``, ``ETCDLOCK_TLS_CA``,
-``ETCDLOCK_TLS_CERT``, ``ETCDLOCK_TLS_KEY``, ``ETCDLOCK_TLS_DOMAIN``; a variable is
-ignored when its option is given explicitly), then to the defaults (127.0.0.1:2379,
-TTL 15 s).
+``ETCDLOCK_TLS_CERT``, ``ETCDLOCK_TLS_KEY``, ``ETCDLOCK_TLS_DOMAIN``,
+``ETCDLOCK_CONNECT_TIMEOUT``, ``ETCDLOCK_REQUEST_TIMEOUT``, ``ETCDLOCK_MARGIN``,
+``ETCDLOCK_WATCH_HELD_KEYS``, ``ETCDLOCK_KEEPALIVE_INTERVAL``,
+``ETCDLOCK_LAZY_CONNECT``; a variable is ignored when its option is given
+explicitly), then to the defaults (127.0.0.1:2379, TTL 15 s).
 """
 
 from __future__ import annotations
