@@ -54,7 +54,7 @@ fi
 
 rm -rf "$SRC"
 mkdir -p "$SRC"
-(cd docs && tar --exclude=./tools --exclude=requirements.txt --exclude='*.puml' -cf - .) | (cd "$SRC" && tar -xf -)
+(cd docs && tar --exclude=requirements.txt --exclude='*.puml' -cf - .) | (cd "$SRC" && tar -xf -)
 
 # Diagrams: every docs/diagrams/*.puml becomes diagrams/<name>.svg.
 if compgen -G "docs/diagrams/*.puml" >/dev/null; then

@@ -5,7 +5,7 @@
 #   rust/  rustdoc of core (cargo doc --no-deps -p etcdlock)
 #   java/  Javadoc of etcdlock, etcdlock-spring, etcdlock-shedlock and
 #          etcdlock-reactor, one folder each (mvn javadoc:javadoc, no native build)
-#   node/  TypeDoc of index.d.ts and prometheus.d.ts (docs/tools/package.json pins it)
+#   node/  TypeDoc of index.d.ts and prometheus.d.ts (scripts/docs-tools/package.json pins it)
 #   c/     Doxygen of include/etcdlock.h
 #   cli/   the man pages (clap_mangen: cargo run -p etcdlock-cli --example manpage)
 #          as HTML (mandoc -Thtml), and as roff
@@ -46,8 +46,8 @@ mkdir -p "$OUT/java"
 } >"$OUT/java/index.html"
 
 step "node (TypeDoc)"
-(cd docs/tools && npm ci --silent --no-audit --no-fund)
-(cd bindings-node && ../docs/tools/node_modules/.bin/typedoc --logLevel Warn --disableSources --readme none --skipErrorChecking \
+(cd scripts/docs-tools && npm ci --silent --no-audit --no-fund)
+(cd bindings-node && ../scripts/docs-tools/node_modules/.bin/typedoc --logLevel Warn --disableSources --readme none --skipErrorChecking \
   --name "etcdlock for Node.js" --entryPoints index.d.ts --entryPoints prometheus.d.ts --out "$OUT/node")
 
 step "c (Doxygen)"
