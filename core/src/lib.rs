@@ -108,3 +108,18 @@ mod docs_start_rust; // docs/start/rust.md
 #[cfg(doctest)]
 #[path = "docs_pages/lang_rust.rs"]
 mod docs_lang_rust; // docs/lang/rust.md
+#[cfg(doctest)]
+#[path = "docs_pages/guides_leader_election.rs"]
+mod docs_guides_leader_election; // docs/guides/leader-election.md
+#[cfg(doctest)]
+#[path = "docs_pages/guides_semaphore.rs"]
+mod docs_guides_semaphore; // docs/guides/semaphore.md
+#[cfg(doctest)]
+#[path = "docs_pages/guides_fencing.rs"]
+mod docs_guides_fencing; // docs/guides/fencing.md
+#[cfg(doctest)]
+#[path = "docs_pages/guides_unit_tests.rs"]
+mod docs_guides_unit_tests; // docs/guides/unit-tests.md
+#[cfg(doctest)]
+#[path = "docs_pages/guides_tls_auth.rs"]
+mod docs_guides_tls_auth; // docs/guides/tls-auth.md
