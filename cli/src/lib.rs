@@ -93,8 +93,9 @@ macro_rules! hold_env {
         "\
 The command's environment gets (besides what etcdlock was given):
   ETCDLOCK_LOCK_NAME      the name, as given
-  ETCDLOCK_FENCING_TOKEN  the hold's fencing token (its key's create revision): higher for
-                          every new holder, so pass it to what the command writes to
+  ETCDLOCK_FENCING_TOKEN  the hold's fencing token (its key's create
+                          revision): higher for every new holder, so
+                          pass it to what the command writes to
   ETCDLOCK_KEY            the hold's key in etcd (NAME/<lease in hex>)
   ETCDLOCK_LEASE_ID       the session's lease, in hex
 "
@@ -103,55 +104,65 @@ The command's environment gets (besides what etcdlock was given):
 
 // Every subcommand's --help (and man page) ends with examples; the ones that
 // run a command first name what they put in its environment
-// (tests/help.rs checks both for every subcommand).
+// (tests/help.rs checks both for every subcommand). Lines fit a man page
+// (72 columns), comments on lines of their own.
 const RUN_HELP: &str = concat!(
     hold_env!(),
     "
 Examples:
   etcdlock run nightly-report -- ./report.sh --full
-  etcdlock run stock --timeout 5s -- ./deduct.sh          # exit 75 after waiting 5 s
-  etcdlock run nightly-report --try -- ./report.sh        # exit 75 at once if held
-  etcdlock run transcode --permits 3 -- ./transcode.sh    # at most 3 at once
-  etcdlock run report --read -- ./report.sh               # shared with other readers"
+  # exit 75 after waiting 5 s, or at once if held:
+  etcdlock run stock --timeout 5s -- ./deduct.sh
+  etcdlock run nightly-report --try -- ./report.sh
+  # at most 3 at once; shared with other readers:
+  etcdlock run transcode --permits 3 -- ./transcode.sh
+  etcdlock run report --read -- ./report.sh"
 );
 const ELECT_HELP: &str = concat!(
     hold_env!(),
     "
 Examples:
-  etcdlock elect scheduler \"$HOSTNAME\" -- ./scheduler                  # campaigns again after a loss
-  etcdlock elect scheduler \"$HOSTNAME\" --exit-on-loss -- ./scheduler   # exit 70 after a loss"
+  # campaign again after a loss; or exit 70:
+  etcdlock elect scheduler \"$HOSTNAME\" -- ./scheduler
+  etcdlock elect scheduler \"$HOSTNAME\" --exit-on-loss -- ./scheduler"
 );
 const ONCE_HELP: &str = "\
 The command's environment gets (besides what etcdlock was given):
   ETCDLOCK_LOCK_NAME      the job's name, as given
-  ETCDLOCK_FENCING_TOKEN  the run-once record's revision: higher for every take
+  ETCDLOCK_FENCING_TOKEN  the run-once record's revision: higher for
+                          every take
 
 Examples:
   etcdlock once nightly-report --at-most 30m --at-least 1m -- ./report.sh
-  etcdlock once shedlock/nightly-report --at-most 30m -- ./report.sh   # the job of @SchedulerLock(name = \"nightly-report\")";
+  # the job of @SchedulerLock(name = \"nightly-report\"):
+  etcdlock once shedlock/nightly-report --at-most 30m -- ./report.sh";
 const STATUS_HELP: &str = "\
 Examples:
   etcdlock status nightly-report
   etcdlock status nightly-report --json";
 const LIST_HELP: &str = "\
 Examples:
-  etcdlock list                # every lock
-  etcdlock list jobs/ --json   # the locks whose names start with jobs/";
+  etcdlock list
+  etcdlock list jobs/ --json";
 const WATCH_HELP: &str = "\
 Examples:
   etcdlock watch jobs/
-  etcdlock watch --json        # one JSON document per change";
+  # one JSON document per change:
+  etcdlock watch --json";
 const RELEASE_HELP: &str = "\
 Examples:
-  etcdlock status nightly-report                  # shows the holder's fencing token
-  etcdlock release nightly-report --token 4711    # only if that hold is still there";
+  # status shows the holder's fencing token; release only that hold:
+  etcdlock status nightly-report
+  etcdlock release nightly-report --token 4711";
 const LATCH_HELP: &str = "\
 Examples:
-  etcdlock latch shards --count 3 --count-down                 # in each of 3 workers
-  etcdlock latch shards --count 3 --wait --timeout 60s         # in the process that waits";
+  # in each of 3 workers, then in the process that waits:
+  etcdlock latch shards --count 3 --count-down
+  etcdlock latch shards --count 3 --wait --timeout 60s";
 const BARRIER_HELP: &str = "\
 Examples:
-  etcdlock barrier start --parties 3 --timeout 30s   # in each of 3 processes";
+  # in each of 3 processes:
+  etcdlock barrier start --parties 3 --timeout 30s";
 const LEADER_HELP: &str = "\
 Examples:
   etcdlock leader scheduler
@@ -159,7 +170,7 @@ Examples:
 const COMPLETIONS_HELP: &str = "\
 Examples:
   etcdlock completions bash > /etc/bash_completion.d/etcdlock
-  etcdlock completions zsh > /usr/local/share/zsh/site-functions/_etcdlock";
+  etcdlock completions zsh > ~/.zfunc/_etcdlock";
 #[cfg(feature = "bench")]
 const BENCH_HELP: &str = "\
 Examples:
