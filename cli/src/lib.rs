@@ -78,8 +78,9 @@ Environment (the same names every etcdlock binding reads):
   ETCDLOCK_ENDPOINTS  ETCDLOCK_TTL  ETCDLOCK_NAMESPACE  ETCDLOCK_USERNAME  ETCDLOCK_PASSWORD
   ETCDLOCK_TLS_CA  ETCDLOCK_TLS_CERT  ETCDLOCK_TLS_KEY  ETCDLOCK_TLS_DOMAIN
   ETCDLOCK_CONNECT_TIMEOUT  ETCDLOCK_REQUEST_TIMEOUT  ETCDLOCK_MARGIN  ETCDLOCK_WATCH_HELD_KEYS
-  Flags override variables key by key. `run` exports ETCDLOCK_FENCING_TOKEN, ETCDLOCK_KEY
-  (the lock key), ETCDLOCK_LEASE_ID and ETCDLOCK_LOCK_NAME to its command.
+  Flags override variables key by key. `run` and `elect` export ETCDLOCK_LOCK_NAME,
+  ETCDLOCK_FENCING_TOKEN, ETCDLOCK_KEY (the lock key) and ETCDLOCK_LEASE_ID to their
+  command; `once` exports ETCDLOCK_LOCK_NAME and ETCDLOCK_FENCING_TOKEN.
 
 Exit codes:
   run passes the command's exit status through (128+N if killed by signal N).
