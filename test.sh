@@ -7,7 +7,7 @@
 #   under Wine, macOS built and inspected), the cross-language flash sale in
 #   its short mode, and the release artifacts
 #   (scripts/dist.sh) installed in a clean room with no Rust, protoc or C
-#   compiler (scripts/cleanroom.sh).
+#   compiler (scripts/cleanroom.sh), and the documentation site (scripts/docs.sh).
 # Every suite runs even if an earlier one failed; the exit status is 1 if any failed.
 # ETCDLOCK_SUITES=core,c,... runs a subset.
 set -uo pipefail
@@ -22,7 +22,7 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 # use; a release builds them with the dist profile) and installs the glibc
 # ones in a clean room, the aarch64 ones under qemu-user (~4 min);
 # ETCDLOCK_SUITES=dist runs it alone.
-SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,platforms,flash,dist}
+SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,platforms,flash,dist,docs}
 passed=(); failed=()
 
 # The dist build starts now, in the background (the targets beyond glibc
@@ -141,6 +141,13 @@ suite flash "Cross-language flash sale, short mode" \
   scripts/flash_sale.sh --debug --short --require rust,cli,c,python,node,java
 suite dist "Installable artifacts (scripts/dist.sh) and their clean-room install (scripts/cleanroom.sh)" \
   dist_suite
+# The documentation site: pages, diagrams, charts and every language's API
+# reference built into target/site/ (strict: a broken link fails), then read in
+# headless Chromium (links, anchors, console errors, images, search;
+# screenshots in target/site-check/). The pages' code blocks run in the
+# language suites above (scripts/readme_blocks.py lists them).
+suite docs "Documentation site (scripts/docs.sh: build into target/site/, check in headless Chromium)" \
+  bash scripts/docs.sh
 
 echo
 echo "==== summary"

@@ -111,7 +111,8 @@ export interface ConnectOptions {
    * core's text (`'lock lost'`), `fields` a plain object of strings: the
    * event's fields (`lock`, `reason`, `fencing_token`, `lease`, ...) and
    * `target` (the core module). `console` and winston take this shape as is;
-   * pino takes `(fields, message)`: pass an adapter (see the README).
+   * pino takes `(fields, message)`: pass an adapter (see the Node services
+   * guide, docs/guides/node-services.md, "Logging").
    * Events are process-wide: each distinct logger of an open client gets
    * every client's events at or above its level, on the main thread (the
    * first JavaScript environment that gave a logger). A logger that throws
@@ -132,7 +133,8 @@ export interface ConnectOptions {
    * global one, `trace.getTracer('etcdlock', version)`, when the optional
    * peer dependency `@opentelemetry/api` is installed). Spans: `etcdlock.acquire`
    * around `lock`, `tryLock`, `campaign` (and `withLock`, reentrant forms),
-   * `etcdlock.hold` from acquisition to unlock or loss; see the README.
+   * `etcdlock.hold` from acquisition to unlock or loss; their attributes are in the
+   * Node services guide (docs/guides/node-services.md, "OpenTelemetry").
    */
   tracerProvider?: TracerProviderLike;
 }

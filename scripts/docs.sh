@@ -76,7 +76,8 @@ else
   bash scripts/docs_reference.sh "$SRC/reference"
 fi
 
-NO_MKDOCS_2_WARNING=1 "$venv/bin/mkdocs" build --quiet --strict -f mkdocs.yml
+# (Not --quiet: it hides the warnings --strict counts, and the build then passes.)
+NO_MKDOCS_2_WARNING=1 "$venv/bin/mkdocs" build --strict -f mkdocs.yml 2>&1 | { grep -v '^INFO ' || true; }
 echo "docs.sh: $(find "$SITE" -name '*.html' -not -path '*/reference/*' | wc -l) pages built into $SITE"
 if [ "$quick" = 0 ]; then
   "$venv/bin/python" scripts/docs_check.py "$SITE"

@@ -11,6 +11,9 @@ are checked here:
 - ```sh: `bash -n`, every repository script it runs exists, every `cargo ...
   -p PKG [--example E] [--test T]` names a real package and target, every
   `etcdlock SUBCOMMAND` is one the CLI has (`etcdlock help SUBCOMMAND`);
+  a block marked `<!-- run -->` on the line before its fence also runs, in a
+  fresh directory, with that CLI on PATH and ETCDLOCK_ENDPOINTS at a test
+  etcd (testkit's etcd-harness), and must print the ```text block after it;
 - ```xml: well-formed (wrapped in one root element); ```json: parses;
 - ```properties: every line is a comment or `key=value`;
 - a block with no language is program output or a file listing (shown
@@ -73,6 +76,8 @@ class Block(NamedTuple):
     line: int
     lang: str
     body: List[str]
+    run: bool = False  # `<!-- run -->` on the line before the fence: executed, not only checked
+    output: Optional[List[str]] = None  # the ```text block that follows it (what it prints)
 
     @property
     def first(self) -> str:
@@ -115,14 +120,55 @@ def blocks(readme: str) -> List[Block]:
             j += 1
         if j >= len(lines):
             raise SystemExit(f"{readme}:{i + 1}: unclosed code fence")
-        found.append(Block(readme, len(found) + 1, i + 1, m.group(1), lines[i + 1 : j]))
+        run = i > 0 and lines[i - 1].strip() == "<!-- run -->"
+        found.append(Block(readme, len(found) + 1, i + 1, m.group(1), lines[i + 1 : j], run))
         i = j + 1
+    # A run block's output: the next fenced block if it is ```text with only
+    # blank lines or one line of prose ("Prints:") between them.
+    for n, b in enumerate(found):
+        if b.run and n + 1 < len(found) and found[n + 1].lang == "text":
+            nxt = found[n + 1]
+            between = [l for l in lines[b.line + len(b.body) + 1 : nxt.line - 1] if l.strip()]
+            if len(between) <= 1:
+                found[n] = b._replace(output=nxt.body)
     return found
+
+
+class Etcd:
+    """One etcd for the blocks that run, from testkit's etcd-harness (127.0.0.1, free
+    ports, a temp dir; stopped when its stdin closes)."""
+
+    def __init__(self) -> None:
+        harness = ROOT / "target" / "debug" / "etcd-harness"
+        if os.environ.get("CARGO_TARGET_DIR"):
+            harness = Path(os.environ["CARGO_TARGET_DIR"]) / "debug" / "etcd-harness"
+        if not harness.is_file():
+            subprocess.run(["cargo", "build", "-q", "-p", "etcdlock-testkit", "--bin", "etcd-harness"], cwd=ROOT, check=True)
+        self.proc = subprocess.Popen([str(harness)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        self.endpoints = ",".join(json.loads(self.proc.stdout.readline())["endpoints"])
+
+    def stop(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def matches(expected: List[str], got: List[str]) -> bool:
+    """Line by line; `...` in an expected line stands for any text (an id, a time)."""
+    if len(expected) != len(got):
+        return False
+    for e, g in zip(expected, got):
+        pattern = ".*?".join(re.escape(part) for part in e.split("..."))
+        if not re.fullmatch(pattern, g.rstrip()):
+            return False
+    return True
 
 
 class Checker:
     def __init__(self, cli: Path) -> None:
         self.cli = cli
+        self.etcd: Optional[Etcd] = None
         self.packages, self.targets = self.cargo_targets()
         self.subcommands: Dict[str, bool] = {}
 
@@ -176,7 +222,39 @@ class Checker:
                 problems.append(f"{words[1]} does not exist")
         if problems:
             return False, "; ".join(problems)
-        return True, "bash -n" + "".join(f", {n}" for n in dict.fromkeys(notes))
+        how = "bash -n" + "".join(f", {n}" for n in dict.fromkeys(notes))
+        if b.run:
+            ok, ran = self.run_sh(b, code)
+            return ok, f"{how}; {ran}"
+        return True, how
+
+    def run_sh(self, b: Block, code: str) -> Tuple[bool, str]:
+        """Run a `<!-- run -->` block in a fresh directory with the CLI this
+        script checks on PATH and ETCDLOCK_ENDPOINTS/ETCDCTL_ENDPOINTS at a
+        test etcd; its stdout must be the ```text block after it, if any."""
+        import tempfile
+
+        if self.etcd is None:
+            self.etcd = Etcd()
+        env = dict(os.environ, PATH=f"{self.cli.parent}:{os.environ.get('PATH', '')}",
+                   ETCDLOCK_ENDPOINTS=self.etcd.endpoints, ETCDCTL_ENDPOINTS=self.etcd.endpoints, ETCDCTL_API="3")
+        with tempfile.TemporaryDirectory(prefix="etcdlock-block-") as cwd:
+            try:
+                r = subprocess.run(["bash", "-eo", "pipefail", "-c", code], cwd=cwd, env=env, capture_output=True,
+                                   text=True, timeout=60)
+            except subprocess.TimeoutExpired:
+                return False, "ran: no exit within 60 s"
+        if r.returncode != 0:
+            return False, f"ran: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}"
+        if b.output is not None:
+            got = r.stdout.rstrip("\n").split("\n") if r.stdout.strip() else []
+            want = [l for l in b.output]
+            while want and not want[-1].strip():
+                want.pop()
+            if not matches(want, got):
+                return False, f"ran: printed {got!r}, the page says {want!r}"
+            return True, f"ran against a test etcd, printed what the page shows ({len(got)} lines)"
+        return True, "ran against a test etcd (exit 0)"
 
     def cargo(self, words: List[str]) -> List[str]:
         problems: List[str] = []
@@ -262,14 +340,21 @@ def main() -> int:
     checker = Checker(cli)
     failures = 0
     total = 0
-    for readme in readmes():
-        for b in blocks(readme):
-            total += 1
-            ok, how = checker.check(b)
-            failures += not ok
-            lang = b.lang or "-"
-            print(f"{'ok  ' if ok else 'FAIL'} {b.readme}:{b.line} block {b.number} ({lang}) {b.first[:50]!r}: {how}")
-    print(f"{total} code blocks (READMEs and docs/), {total - failures} checked, {failures} failing")
+    ran = 0
+    try:
+        for readme in readmes():
+            for b in blocks(readme):
+                total += 1
+                ran += b.run
+                ok, how = checker.check(b)
+                failures += not ok
+                lang = b.lang or "-"
+                print(f"{'ok  ' if ok else 'FAIL'} {b.readme}:{b.line} block {b.number} ({lang}) {b.first[:50]!r}: {how}")
+    finally:
+        if checker.etcd:
+            checker.etcd.stop()
+    print(f"{total} code blocks (READMEs and docs/), {total - failures} checked, {failures} failing; "
+          f"{ran} shell blocks run here against a test etcd")
     return 1 if failures else 0
 
 

@@ -2,7 +2,8 @@
 # Installs what a fresh Debian/Ubuntu machine lacks to build and test etcdlock:
 # etcd (server + etcdctl), protoc with the well-known protos (only for
 # scripts/protos.sh --check: the build itself needs no protoc), pkg-config and valgrind for the C layer, openssl, libfaketime and nginx for
-# the fault suite. Idempotent; quiet when all is there.
+# the fault suite, chromium (headless, with its driver), doxygen and mandoc for the
+# documentation site. Idempotent; quiet when all is there.
 set -euo pipefail
 
 need=()
@@ -16,6 +17,12 @@ command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)   # TLS tests make their own CA
 ls /usr/lib/*/faketime/libfaketime.so.1 >/dev/null 2>&1 || need+=(faketime)  # clock-jump scenario
 [ -x /usr/sbin/nginx ] || need+=(nginx-light)   # the gRPC load balancer scenarios (GOAWAY)
+# The documentation site (scripts/docs.sh): the browser check, the C and CLI references.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+command -v doxygen >/dev/null 2>&1 || need+=(doxygen)
+command -v mandoc >/dev/null 2>&1 || need+=(mandoc)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2

@@ -74,7 +74,7 @@ class Client {
    *   client when SIGTERM, SIGINT or SIGHUP arrives (its locks are free at once instead of after the TTL),
    *   then ends the process by that signal unless another listener handles it.
    *   `logger` (any object with `debug/info/warn/error(message, fields)`: console, winston; pino through an
-   *   adapter, see the README) receives core's log events at `logLevel` (`debug`, `info`, `warn`, `error`,
+   *   adapter, see docs/guides/node-services.md) receives core's log events at `logLevel` (`debug`, `info`, `warn`, `error`,
    *   `silent`; default: the logger's own `level` if it has one, else `info`); without a logger, `DEBUG=etcdlock`
    *   prints them to stderr. `tracerProvider`: the OpenTelemetry TracerProvider for spans (default: the global
    *   one, when `@opentelemetry/api` is installed).

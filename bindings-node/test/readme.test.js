@@ -1,14 +1,20 @@
 'use strict';
-// Every code block of README.md, run as written against the harness's etcd
-// (ETCDLOCK_ENDPOINTS set), one test each, named by README, block number, line
-// and first line:
+// Every js and ts code block of README.md and of every page of the
+// documentation site (../docs/**/*.md), run as written against the harness's
+// etcd (ETCDLOCK_ENDPOINTS set), one test each, named by file, line, block
+// number and first line:
 // - ```js: an ES module (`import`) is run as a .mjs file, anything else as a
 //   .cjs file; a block that mixes `require` with `import` fails (neither
 //   module system runs it);
 // - ```ts: compiled by tsc (which lowers `await using` for Node 20) as a .mts
 //   module, then run;
 // - a block with `<!-- fragment -->` on the line right before its fence is not
-//   a whole program: only its syntax is checked (`node --check`, `tsc --noEmit`).
+//   a whole program: only its syntax is checked (`node --check`, `tsc --noEmit`);
+// - a block followed by a line `Prints:` and a ```text block must print exactly
+//   that text (stdout, trailing blank space ignored).
+// README.md may hold only js, ts, sh and text blocks; a docs page holds blocks
+// of every language, and only its js and ts blocks are run here (the others
+// have their own suites: scripts/readme_blocks.py says which).
 // The files are written under test/.readme/, inside the package, so
 // `require('etcdlock')` / `import 'etcdlock'` resolve to this checkout through
 // the package's own name (package.json "exports"), with no rewriting.
@@ -20,6 +26,7 @@ const { execFile } = require('node:child_process');
 const { ROOT, startEtcd, runNode } = require('./helpers.js');
 
 const README = path.join(ROOT, 'README.md');
+const DOCS = path.join(ROOT, '..', 'docs');
 const WORK = path.join(__dirname, '.readme');
 const TSC = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 
@@ -38,6 +45,7 @@ function fencedBlocks(file) {
     blocks.push({
       number: blocks.length + 1,
       line: i + 1,
+      end: j + 1,
       lang: m[1],
       fragment: prev.startsWith('<!-- fragment') && prev.endsWith('-->'),
       code,
@@ -45,7 +53,23 @@ function fencedBlocks(file) {
     });
     i = j;
   }
+  // `Prints:` then a ```text block right after a block: its expected output.
+  for (let k = 0; k + 1 < blocks.length; k++) {
+    const between = lines.slice(blocks[k].end, blocks[k + 1].line - 1).map((l) => l.trim()).filter(Boolean);
+    if (blocks[k + 1].lang === 'text' && between.length === 1 && between[0] === 'Prints:') blocks[k].prints = blocks[k + 1].code;
+  }
   return blocks;
+}
+
+// Every page of the site, sorted, as paths relative to the repository root.
+function docsPages(dir = DOCS) {
+  const found = [];
+  for (const e of fs.readdirSync(dir, { withFileTypes: true })) {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) found.push(...docsPages(p));
+    else if (e.name.endsWith('.md')) found.push(p);
+  }
+  return found.sort();
 }
 
 function moduleStyle(code) {
@@ -85,6 +109,10 @@ function checkOutput(block, stdout) {
 
 const BLOCKS = fencedBlocks(README);
 const CHECKED = ['js', 'ts'];
+// [file relative to the repository root, its blocks]: README first, then the pages.
+const SOURCES = [[path.relative(path.join(ROOT, '..'), README), BLOCKS]].concat(
+  docsPages().map((p) => [path.relative(path.join(ROOT, '..'), p), fencedBlocks(p)])
+);
 // Shell commands and listings: scripts/readme_blocks.py checks them.
 const ELSEWHERE = ['sh', 'text'];
 
@@ -100,19 +128,23 @@ after(async () => {
 });
 
 it('README.md: every fenced block is js or ts (each has a runner here)', () => {
-  assert.ok(BLOCKS.filter((b) => b.lang === 'js').length >= 2);
+  assert.ok(BLOCKS.filter((b) => b.lang === 'js').length >= 1, 'the first example');
   const others = BLOCKS.filter((b) => !CHECKED.includes(b.lang) && !ELSEWHERE.includes(b.lang)).map((b) => `block ${b.number} (line ${b.line}): ${b.lang}`);
   assert.deepEqual(others, []);
 });
 
-for (const block of BLOCKS.filter((b) => CHECKED.includes(b.lang))) {
+it('docs/: the pages hold js blocks to run', () => {
+  assert.ok(SOURCES.slice(1).some(([, blocks]) => blocks.some((b) => b.lang === 'js')));
+});
+
+for (const [file, blocks] of SOURCES) for (const block of blocks.filter((b) => CHECKED.includes(b.lang))) {
   const style = block.lang === 'ts' ? 'mts' : moduleStyle(block.code);
   const kind = block.fragment ? 'fragment' : 'program';
-  it(`README.md block ${block.number} (line ${block.line}, ${block.lang} as .${style}, ${kind}): ${block.first}`, async (t) => {
+  it(`${file}:${block.line} (block ${block.number}, ${block.lang} as .${style}, ${kind}): ${block.first}`, async (t) => {
     assert.notEqual(style, 'mixed', 'the block mixes require() with import: neither CommonJS nor an ES module runs it');
-    const base = path.join(WORK, `block${block.number}`);
+    const base = path.join(WORK, `${file.replace(/\.md$/, '').replace(/[^A-Za-z0-9]+/g, '-')}-L${block.line}`);
     const env = { ...process.env, ETCDLOCK_ENDPOINTS: etcd.endpoints.join(',') };
-    let file;
+    let script;
     if (block.lang === 'ts') {
       const src = `${base}.mts`;
       fs.writeFileSync(src, block.code);
@@ -124,17 +156,18 @@ for (const block of BLOCKS.filter((b) => CHECKED.includes(b.lang))) {
       ]);
       assert.equal(tsc.code, 0, `tsc: ${tsc.out}`);
       if (block.fragment) return;
-      file = `${base}.mjs`;
+      script = `${base}.mjs`;
     } else {
-      file = `${base}.${style}`;
-      fs.writeFileSync(file, block.code);
-      const check = await run('--check', [file]);
+      script = `${base}.${style}`;
+      fs.writeFileSync(script, block.code);
+      const check = await run('--check', [script]);
       assert.equal(check.code, 0, `node --check: ${check.out}`);
       if (block.fragment) return;
     }
-    const r = await runNode([file], { env });
+    const r = await runNode([script], { env });
     if (r.stdout) t.diagnostic(r.stdout.trimEnd().replace(/\n/g, ' | '));
     assert.equal(r.code, 0, `exit ${r.code} ${r.signal || ''}\n${r.stderr}`);
     checkOutput(block, r.stdout);
+    if (block.prints !== undefined) assert.equal(r.stdout.trimEnd(), block.prints.trimEnd(), 'the output differs from the `Prints:` block after it');
   });
 }

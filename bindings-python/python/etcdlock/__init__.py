@@ -2,7 +2,7 @@
 
 The same lock as every other etcdlock language (and as etcd's own
 ``concurrency.Mutex`` / ``etcdctl lock``), in the shapes Python programmers
-know from :class:`threading.Lock` and :class:`asyncio.Lock`::
+know from ``threading.Lock`` and ``asyncio.Lock``:
 
     import etcdlock
 
@@ -12,25 +12,27 @@ know from :class:`threading.Lock` and :class:`asyncio.Lock`::
             guard.put("stock", str(stock - 1))           # rejected by etcd if we lost the lock
             print("fencing token", guard.fencing_token)
 
-asyncio::
+asyncio:
 
     async with etcdlock.AsyncClient(endpoints=["127.0.0.1:2379"]) as client:
         async with client.lock("orders", timeout=5) as guard:
             await guard.put("stock", "299")
 
-Every error is an :class:`LockError`; there is one subclass per core error
+Every error is an ``LockError``; there is one subclass per core error
 code (``.code`` is the code's name, ``.reason`` the loss reason of a
-:class:`LockLostError`). Blocking calls release the GIL and answer Ctrl-C
+``LockLostError``). Blocking calls release the GIL and answer Ctrl-C
 within about 100 ms (a lock wait interrupted that way removes its waiter key).
 A client may be shared by threads. A client created before ``fork()`` raises
-:class:`ClosedError` in the child; create a new one there.
+``ClosedError`` in the child; create a new one there.
 
 Options not given fall back to the ``ETCDLOCK_*`` environment variables
 (``ETCDLOCK_ENDPOINTS``, ``ETCDLOCK_TTL``, ``ETCDLOCK_NAMESPACE``,
 ``ETCDLOCK_USERNAME``, ``ETCDLOCK_PASSWORD``, ``ETCDLOCK_TLS_CA``,
-``ETCDLOCK_TLS_CERT``, ``ETCDLOCK_TLS_KEY``, ``ETCDLOCK_TLS_DOMAIN``; a variable is
-ignored when its option is given explicitly), then to the defaults (127.0.0.1:2379,
-TTL 15 s).
+``ETCDLOCK_TLS_CERT``, ``ETCDLOCK_TLS_KEY``, ``ETCDLOCK_TLS_DOMAIN``,
+``ETCDLOCK_CONNECT_TIMEOUT``, ``ETCDLOCK_REQUEST_TIMEOUT``, ``ETCDLOCK_MARGIN``,
+``ETCDLOCK_WATCH_HELD_KEYS``, ``ETCDLOCK_KEEPALIVE_INTERVAL``,
+``ETCDLOCK_LAZY_CONNECT``; a variable is ignored when its option is given
+explicitly), then to the defaults (127.0.0.1:2379, TTL 15 s).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The asyncio guards: :class:`AsyncGuard`, :class:`AsyncLeadership` and
-:class:`AsyncMultiGuard`, each wrapping its blocking twin (``.sync``)."""
+"""The asyncio guards: ``AsyncGuard``, ``AsyncLeadership`` and
+``AsyncMultiGuard``, each wrapping its blocking twin (``.sync``)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class _Forward(Generic[_V]):
 
 
 class _AsyncHold:
-    """What :class:`AsyncGuard` and :class:`AsyncMultiGuard` share: the
+    """What ``AsyncGuard`` and ``AsyncMultiGuard`` share: the
     wrapped blocking object, ``async with`` (unlocks at the end; an unlock
     error is raised only if the block raised nothing) and ``repr``."""
 
@@ -91,7 +91,7 @@ _AH = TypeVar("_AH", bound=_AsyncHold)
 
 
 class AsyncGuard(_AsyncHold):
-    """A held lock, asyncio flavour: the same properties as :class:`Guard`,
+    """A held lock, asyncio flavour: the same properties as ``Guard``,
     with awaitable ``put`` / ``get`` / ``delete`` / ``unlock`` /
     ``wait_lost``, and ``async with guard:`` (unlocks at the end)."""
 
@@ -100,7 +100,7 @@ class AsyncGuard(_AsyncHold):
 
     def __init__(self, guard: Guard) -> None:
         self.sync = guard
-        """The underlying blocking :class:`Guard`."""
+        """The underlying blocking ``Guard``."""
 
     name = _Forward[str]()
     key = _Forward[str]()
@@ -110,10 +110,10 @@ class AsyncGuard(_AsyncHold):
     state = _Forward[str]()
     loss_reason = _Forward[Optional[str]]()
     lost = _Forward[LostEvent]("Event-like loss view (``is_set()``; ``await lost.wait_async(timeout)``).")
-    on_lost = _Forward[Callable[[Callable[[str], Any]], None]]("See :meth:`Guard.on_lost` (the callback runs on its own thread).")
-    renewal_failing = _Forward[Optional[float]]("See :attr:`Guard.renewal_failing`.")
+    on_lost = _Forward[Callable[[Callable[[str], Any]], None]]("See ``Guard.on_lost`` (the callback runs on its own thread).")
+    renewal_failing = _Forward[Optional[float]]("See ``Guard.renewal_failing``.")
     on_renewal = _Forward[Callable[[Callable[[bool, Optional[float]], Any]], None]](
-        "See :meth:`Guard.on_renewal` (the callback runs on its own thread)."
+        "See ``Guard.on_renewal`` (the callback runs on its own thread)."
     )
 
     async def wait_lost(self, timeout: Optional[float] = None) -> bool:
@@ -121,24 +121,24 @@ class AsyncGuard(_AsyncHold):
         return await self.sync.lost.wait_async(_check_timeout(timeout))
 
     async def put(self, key: Union[str, bytes], value: Union[str, bytes]) -> None:
-        """Guarded put (see :meth:`Guard.put`)."""
+        """Guarded put (see ``Guard.put``)."""
         await self.sync.put_async(key, value)
 
     async def get(self, key: Union[str, bytes]) -> Optional[bytes]:
-        """Guarded get (see :meth:`Guard.get`)."""
+        """Guarded get (see ``Guard.get``)."""
         return await self.sync.get_async(key)
 
     async def delete(self, key: Union[str, bytes]) -> bool:
-        """Guarded delete (see :meth:`Guard.delete`)."""
+        """Guarded delete (see ``Guard.delete``)."""
         return await self.sync.delete_async(key)
 
     async def unlock(self) -> None:
-        """Release (see :meth:`Guard.unlock`)."""
+        """Release (see ``Guard.unlock``)."""
         await self.sync.unlock_async()
 
 
 class AsyncLeadership(AsyncGuard):
-    """:class:`Leadership`, asyncio flavour: an :class:`AsyncGuard` with
+    """``Leadership``, asyncio flavour: an ``AsyncGuard`` with
     awaitable ``proclaim`` and ``resign`` (``async with`` resigns)."""
 
     _sync_type = Leadership
@@ -148,7 +148,7 @@ class AsyncLeadership(AsyncGuard):
         super().__init__(leadership)
 
     async def proclaim(self, value: Union[str, bytes]) -> None:
-        """Announce a new value; :class:`LockLostError` if we no longer lead."""
+        """Announce a new value; ``LockLostError`` if we no longer lead."""
         await self.sync.proclaim_async(value)
 
     async def resign(self) -> None:
@@ -157,8 +157,8 @@ class AsyncLeadership(AsyncGuard):
 
 
 class AsyncMultiGuard(_AsyncHold):
-    """:class:`MultiGuard`, asyncio flavour (``async with`` unlocks every
-    lock). The same loss and renewal members as :class:`MultiGuard`: lost
+    """``MultiGuard``, asyncio flavour (``async with`` unlocks every
+    lock). The same loss and renewal members as ``MultiGuard``: lost
     when any of its locks is lost."""
 
     _sync_type = MultiGuard
@@ -166,7 +166,7 @@ class AsyncMultiGuard(_AsyncHold):
 
     def __init__(self, multi: MultiGuard) -> None:
         self.sync = multi
-        """The underlying :class:`MultiGuard`."""
+        """The underlying ``MultiGuard``."""
 
     names = _Forward[List[str]]()
     keys = _Forward[List[str]]()
@@ -176,11 +176,11 @@ class AsyncMultiGuard(_AsyncHold):
     loss_reason = _Forward[Optional[str]]()
     lost = _Forward[LostEvent]("Event-like loss view (``is_set()``; ``await lost.wait_async(timeout)``).")
     on_lost = _Forward[Callable[[Callable[[str, str], Any]], None]](
-        "See :meth:`MultiGuard.on_lost` (the callback runs on its own thread)."
+        "See ``MultiGuard.on_lost`` (the callback runs on its own thread)."
     )
-    renewal_failing = _Forward[Optional[float]]("See :attr:`MultiGuard.renewal_failing`.")
+    renewal_failing = _Forward[Optional[float]]("See ``MultiGuard.renewal_failing``.")
     on_renewal = _Forward[Callable[[Callable[[bool, Optional[float]], Any]], None]](
-        "See :meth:`MultiGuard.on_renewal` (the callback runs on its own thread)."
+        "See ``MultiGuard.on_renewal`` (the callback runs on its own thread)."
     )
 
     async def wait_lost(self, timeout: Optional[float] = None) -> Optional[Tuple[str, str]]:
@@ -188,15 +188,15 @@ class AsyncMultiGuard(_AsyncHold):
         return await self.sync.wait_lost_async(_check_timeout(timeout))
 
     async def put(self, key: Union[str, bytes], value: Union[str, bytes]) -> None:
-        """:meth:`MultiGuard.put`, awaitable."""
+        """``MultiGuard.put``, awaitable."""
         await self.sync.put_async(key, value)
 
     async def get(self, key: Union[str, bytes]) -> Optional[bytes]:
-        """:meth:`MultiGuard.get`, awaitable."""
+        """``MultiGuard.get``, awaitable."""
         return await self.sync.get_async(key)
 
     async def delete(self, key: Union[str, bytes]) -> bool:
-        """:meth:`MultiGuard.delete`, awaitable."""
+        """``MultiGuard.delete``, awaitable."""
         return await self.sync.delete_async(key)
 
     async def unlock(self) -> None:

@@ -1,4 +1,4 @@
-"""The asyncio API: :class:`AsyncClient`, :class:`AsyncLock`, :class:`AsyncGuard` and the rest."""
+"""The asyncio API: ``AsyncClient``, ``AsyncLock``, ``AsyncGuard`` and the rest."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ T = TypeVar("T")
 
 
 class AsyncObserver:
-    """:class:`Observer` as an async iterator (``async for leader in ...``)."""
+    """``Observer`` as an async iterator (``async for leader in ...``)."""
 
     def __init__(self, native: NativeObserver, name: str) -> None:
         self._native = native
@@ -59,7 +59,7 @@ class AsyncObserver:
         return _leader(await self._native.next_async(None))
 
     async def next(self, timeout: Optional[float] = None) -> Optional[Leader]:
-        """The next leadership state; :class:`TimeoutError` after ``timeout`` seconds."""
+        """The next leadership state; ``TimeoutError`` after ``timeout`` seconds."""
         return _leader(await self._native.next_async(_check_timeout(timeout)))
 
     def __repr__(self) -> str:
@@ -68,7 +68,7 @@ class AsyncObserver:
 
 
 class AsyncClient:
-    """The asyncio client: the same options as :class:`Client` (``tracer_provider`` too). Connects on
+    """The asyncio client: the same options as ``Client`` (``tracer_provider`` too). Connects on
     ``await client.connect()`` (returns the client) or ``async with``; other
     methods connect on first use. Everything runs on etcdlock's shared native
     runtime; the event loop is never blocked."""
@@ -100,7 +100,7 @@ class AsyncClient:
         self._closed = False
 
     async def connect(self) -> "AsyncClient":
-        """Connect (idempotent). Raises :class:`UnavailableError`, ..."""
+        """Connect (idempotent). Raises ``UnavailableError``, ..."""
         await self._client()
         return self
 
@@ -170,9 +170,9 @@ class AsyncClient:
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
     ) -> "Union[AsyncLock, AsyncRLock]":
-        """An :class:`AsyncLock` handle for ``name`` (``async with`` it);
-        acquisition options as :meth:`Client.acquire`. ``reentrant=True``:
-        an :class:`AsyncRLock` (the holding task acquires it again at once)."""
+        """An ``AsyncLock`` handle for ``name`` (``async with`` it);
+        acquisition options as ``Client.acquire``. ``reentrant=True``:
+        an ``AsyncRLock`` (the holding task acquires it again at once)."""
         if reentrant:
             return AsyncRLock(self, name, timeout, _extras(lock_delay, lease_time, metadata))
         return AsyncLock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata))
@@ -187,10 +187,10 @@ class AsyncClient:
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
     ) -> AsyncGuard:
-        """Wait for the lock and return the held :class:`AsyncGuard`. Raises
-        :class:`TimeoutError` after ``timeout`` seconds. Cancelling the task
+        """Wait for the lock and return the held ``AsyncGuard``. Raises
+        ``TimeoutError`` after ``timeout`` seconds. Cancelling the task
         removes the waiter key. ``lock_delay``, ``lease_time`` and
-        ``metadata`` as :meth:`Client.acquire`; ``reentrant=True`` too, the
+        ``metadata`` as ``Client.acquire``; ``reentrant=True`` too, the
         owner being the running asyncio task."""
         return await self._lock_native(
             _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata), task_owner() if reentrant else None
@@ -205,26 +205,26 @@ class AsyncClient:
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
     ) -> Optional[AsyncGuard]:
-        """Take the lock if free: an :class:`AsyncGuard`, or None
+        """Take the lock if free: an ``AsyncGuard``, or None
         (``reentrant=True``: a task that holds it gets another handle)."""
         return await self._try_native(_check_name(name), _extras(lock_delay, lease_time, metadata), task_owner() if reentrant else None)
 
     async def acquire_permit(
         self, name: str, permits: int, timeout: Optional[float] = None, *, lease_time: Optional[float] = None, metadata: Optional[Dict[str, str]] = None
     ) -> AsyncGuard:
-        """:meth:`Client.acquire_permit`, awaitable (cancelling removes the waiter key)."""
+        """``Client.acquire_permit``, awaitable (cancelling removes the waiter key)."""
         c = await self._client()
         return AsyncGuard(
             await c.acquire_permit_async(_check_name(name), _check_permits(permits), _check_timeout(timeout), **_extras(None, lease_time, metadata))
         )
 
     async def acquire_read(self, name: str, timeout: Optional[float] = None) -> AsyncGuard:
-        """:meth:`Client.acquire_read`, awaitable."""
+        """``Client.acquire_read``, awaitable."""
         c = await self._client()
         return AsyncGuard(await c.read_lock_async(_check_name(name), _check_timeout(timeout)))
 
     async def acquire_many(self, names: Sequence[str], timeout: Optional[float] = None) -> AsyncMultiGuard:
-        """:meth:`Client.acquire_many`, awaitable."""
+        """``Client.acquire_many``, awaitable."""
         c = await self._client()
         return AsyncMultiGuard(await c.lock_many_async(_check_names(names), _check_timeout(timeout)))
 
@@ -240,10 +240,10 @@ class AsyncClient:
         lock_delay: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
     ) -> AsyncLeaderLoop:
-        """:meth:`Client.lead` on asyncio: an :class:`AsyncLeaderLoop`,
+        """``Client.lead`` on asyncio: an ``AsyncLeaderLoop``,
         started by ``async with`` (exit stops it and waits) or
         ``await loop.start()``. Each term runs ``await task(term)`` as an
-        :class:`asyncio.Task` with an :class:`AsyncTerm`; the task is
+        ``asyncio.Task`` with an ``AsyncTerm``; the task is
         cancelled (``CancelledError`` inside it) when leadership is lost or
         the loop stops."""
         return AsyncLeaderLoop(self, _check_name(name), task, value, bool(again), _check_retry(retry), on_event, _extras(lock_delay, None, metadata))
@@ -251,7 +251,7 @@ class AsyncClient:
     async def campaign(
         self, name: str, value: Union[str, bytes], timeout: Optional[float] = None, *, lock_delay: Optional[float] = None, metadata: Optional[Dict[str, str]] = None
     ) -> AsyncLeadership:
-        """:meth:`Client.campaign`, awaitable."""
+        """``Client.campaign``, awaitable."""
         async def call() -> Any:
             c = await self._client()
             return await c.campaign_async(_check_name(name), value, _check_timeout(timeout), **_extras(lock_delay, None, metadata))
@@ -259,45 +259,45 @@ class AsyncClient:
         return AsyncLeadership(await _traced_async(self._tracing, "campaign", name, call))
 
     async def leader(self, name: str) -> Optional[Leader]:
-        """:meth:`Client.leader`, awaitable."""
+        """``Client.leader``, awaitable."""
         c = await self._client()
         return _leader(await c.leader_async(_check_name(name)))
 
     async def observe(self, name: str) -> AsyncObserver:
-        """:meth:`Client.observe` as an async iterator:
+        """``Client.observe`` as an async iterator:
         ``async for leader in await client.observe("jobs"):``."""
         c = await self._client()
         return AsyncObserver(c.observe(_check_name(name)), name)
 
     async def status(self, name: str) -> Status:
-        """:meth:`Client.status`, awaitable."""
+        """``Client.status``, awaitable."""
         c = await self._client()
         return _status(await c.status_async(_check_name(name)))
 
     async def list(self, prefix: str = "") -> List[Status]:
-        """:meth:`Client.list`, awaitable."""
+        """``Client.list``, awaitable."""
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         c = await self._client()
         return _statuses(await c.list_async(prefix))
 
     async def release(self, name: str, token: int) -> bool:
-        """:meth:`Client.release`, awaitable."""
+        """``Client.release``, awaitable."""
         c = await self._client()
         return await c.release_async(_check_name(name), token)
 
     async def release_permit(self, name: str, id: int) -> bool:
-        """:meth:`Client.release_permit`, awaitable."""
+        """``Client.release_permit``, awaitable."""
         c = await self._client()
         return await c.release_permit_async(_check_name(name), id)
 
     async def latch(self, name: str, count: int) -> AsyncLatch:
-        """:meth:`Client.latch`, awaitable: an :class:`AsyncLatch`."""
+        """``Client.latch``, awaitable: an ``AsyncLatch``."""
         c = await self._client()
         return AsyncLatch(await c.latch_async(_check_name(name), _check_count("count", count)))
 
     async def barrier(self, name: str, parties: int) -> AsyncBarrier:
-        """:meth:`Client.barrier`, awaitable: an :class:`AsyncBarrier`."""
+        """``Client.barrier``, awaitable: an ``AsyncBarrier``."""
         c = await self._client()
         return AsyncBarrier(await c.barrier_async(_check_name(name), _check_count("parties", parties)))
 
@@ -310,7 +310,7 @@ class AsyncClient:
             _live_clients.discard(self._native)
 
     async def take_once(self, name: str, at_most: float) -> Optional[AsyncOnceHold]:
-        """:meth:`Client.take_once`, awaitable; the hold's ``finish`` and
+        """``Client.take_once``, awaitable; the hold's ``finish`` and
         ``extend`` are awaitable too."""
         c = await self._client()
         return await _take_once_async(c, name, at_most)
@@ -318,7 +318,7 @@ class AsyncClient:
     def once(
         self, name: str, *, at_most: float, at_least: float = 0.0
     ) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[Optional[T]]]]:
-        """:meth:`Client.once` for ``async def`` jobs (AsyncIOScheduler,
+        """``Client.once`` for ``async def`` jobs (AsyncIOScheduler,
         aiocron): the decorated coroutine function runs if this node took
         the tick and returns its result, else None."""
         _check_name(name)
@@ -330,7 +330,7 @@ class AsyncClient:
         return _once_async(take, at_least)
 
     async def ping(self) -> float:
-        """:meth:`Client.ping`, awaitable (connects first if needed)."""
+        """``Client.ping``, awaitable (connects first if needed)."""
         c = await self._client()
         return await c.ping_async()
 
@@ -340,16 +340,16 @@ class AsyncClient:
         return None if self._native is None else self._native.ttl
 
     def metrics(self) -> Optional[Dict[str, Any]]:
-        """:meth:`Client.metrics`, once connected (else None)."""
+        """``Client.metrics``, once connected (else None)."""
         return None if self._native is None else _metrics(self._native.metrics())
 
     def prometheus(self, **labels: str) -> str:
-        """:meth:`Client.prometheus`; empty before the client connects."""
+        """``Client.prometheus``; empty before the client connects."""
         return "" if self._native is None else self._native.prometheus(sorted(labels.items()))
 
     @property
     def closed(self) -> bool:
-        """True after :meth:`close`."""
+        """True after ``close``."""
         return self._closed or (self._native is not None and self._native.closed)
 
     @property
@@ -363,7 +363,7 @@ class AsyncClient:
         return None if self._native is None else self._native.namespace
 
     def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> "AsyncSemaphore":
-        """An :class:`AsyncSemaphore` handle for ``name`` with ``permits``
+        """An ``AsyncSemaphore`` handle for ``name`` with ``permits``
         permits (``async with`` it); nothing is sent to etcd until acquired."""
         return AsyncSemaphore(self, _check_name(name), _check_permits(permits), _check_timeout(timeout))
 
@@ -380,7 +380,7 @@ class AsyncClient:
 
 
 class AsyncLock:
-    """A lock handle shaped like :class:`asyncio.Lock`: ``await acquire()``,
+    """A lock handle shaped like ``asyncio.Lock``: ``await acquire()``,
     ``await release()`` (a coroutine here: it talks to etcd), ``locked()``,
     and ``async with lock as guard:`` which raises instead of running the
     block without the lock."""
@@ -413,7 +413,7 @@ class AsyncLock:
         return True
 
     async def release(self) -> None:
-        """Release; :class:`NotHeldError` if not held by this handle."""
+        """Release; ``NotHeldError`` if not held by this handle."""
         g, self._guard = self._guard, None
         if g is None:
             raise NotHeldError(f"lock {self.name!r} is not held by this handle")
@@ -425,7 +425,7 @@ class AsyncLock:
 
     @property
     def guard(self) -> Optional[AsyncGuard]:
-        """The held :class:`AsyncGuard`, or None."""
+        """The held ``AsyncGuard``, or None."""
         return self._guard
 
     def __repr__(self) -> str:
@@ -453,12 +453,12 @@ class AsyncLock:
 
 class AsyncSemaphore:
     """A cluster-wide semaphore handle shaped like
-    :class:`asyncio.BoundedSemaphore`: ``await acquire()``, ``await
+    ``asyncio.BoundedSemaphore``: ``await acquire()``, ``await
     release()`` (a coroutine here: it talks to etcd), ``locked()``, and
-    ``async with sem as permit:`` (yields the held :class:`AsyncGuard`).
+    ``async with sem as permit:`` (yields the held ``AsyncGuard``).
     Each acquisition is one permit in etcd; tasks may share the handle.
     ``release()`` without a permit held through this handle raises
-    :class:`NotHeldError`."""
+    ``NotHeldError``."""
 
     def __init__(self, client: AsyncClient, name: str, permits: int, timeout: Optional[float]) -> None:
         self._client = client

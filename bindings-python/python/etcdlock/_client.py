@@ -1,4 +1,4 @@
-"""The blocking API: :class:`Client`, :class:`Lock`, :class:`Semaphore`, :class:`Observer`."""
+"""The blocking API: ``Client``, ``Lock``, ``Semaphore``, ``Observer``."""
 
 from __future__ import annotations
 
@@ -46,10 +46,10 @@ T = TypeVar("T")
 
 
 class Observer:
-    """Leadership changes of one election: an iterator of :class:`Leader`
+    """Leadership changes of one election: an iterator of ``Leader``
     (or None while nobody leads), starting with the current state. Each step
     blocks (GIL released, Ctrl-C answered); ``next(timeout)`` bounds one step.
-    Ends with :class:`ClosedError` when the client is closed."""
+    Ends with ``ClosedError`` when the client is closed."""
 
     def __init__(self, native: NativeObserver, name: str) -> None:
         self._native = native
@@ -62,7 +62,7 @@ class Observer:
         return _leader(self._native.next(None))
 
     def next(self, timeout: Optional[float] = None) -> Optional[Leader]:
-        """The next leadership state; :class:`TimeoutError` after ``timeout`` seconds."""
+        """The next leadership state; ``TimeoutError`` after ``timeout`` seconds."""
         return _leader(self._native.next(_check_timeout(timeout)))
 
     def __repr__(self) -> str:
@@ -73,7 +73,7 @@ class Observer:
 class Client:
     """A connection to etcd that hands out locks; one lease kept alive in the
     background for all of them. Connecting happens in the constructor (raises
-    :class:`UnavailableError` when no endpoint answers within
+    ``UnavailableError`` when no endpoint answers within
     ``connect_timeout``). Usable as a context manager (closes on exit).
 
     Args:
@@ -82,33 +82,36 @@ class Client:
             or ``127.0.0.1:2379``.
         ttl: lease TTL in whole seconds (1 .. 9e9). Default ``$ETCDLOCK_TTL`` or 15.
         namespace: prefix prepended to every key this client touches.
-        username, password: etcd auth (given together).
-        ca, cert, key: PEM file paths for TLS / mutual TLS.
+        username: etcd auth user (given with ``password``).
+        password: etcd auth password (given with ``username``).
+        ca: PEM file of the CA that signed the members' certificates (TLS).
+        cert: PEM file of the client's certificate (mutual TLS, with ``key``).
+        key: PEM file of the client's private key (mutual TLS, with ``cert``).
         domain: TLS server name to verify instead of the endpoint host.
         connect_timeout: seconds to connect, lease grant included (default
             ``$ETCDLOCK_CONNECT_TIMEOUT`` or 5.0).
         request_timeout: seconds that bound every call that does not wait for
             a lock (``try_lock``, release, guarded operations, ``status``),
-            retries and failover included: :class:`UnavailableError` after
+            retries and failover included: ``UnavailableError`` after
             it (default ``$ETCDLOCK_REQUEST_TIMEOUT`` or 2.0). Calls that wait
             are bounded by their own ``timeout``.
         margin: seconds taken off the TTL for local loss detection (default:
             TTL/5, at most 2 s; ``$ETCDLOCK_MARGIN``). A margin above half
-            the TTL is :class:`InvalidArgumentError`.
+            the TTL is ``InvalidArgumentError``.
         watch_held_keys: watch each held key so an outside delete is reported
             at once (default ``$ETCDLOCK_WATCH_HELD_KEYS`` or True).
         keepalive_interval: seconds between lease keep-alives (default TTL/3;
             ``$ETCDLOCK_KEEPALIVE_INTERVAL``); at least 0.05 and at most half
-            of TTL minus margin, else :class:`InvalidArgumentError`.
+            of TTL minus margin, else ``InvalidArgumentError``.
         lazy_connect: return at once without reaching etcd (default False:
-            raise :class:`UnavailableError` within ``connect_timeout`` when no
+            raise ``UnavailableError`` within ``connect_timeout`` when no
             member answers; ``$ETCDLOCK_LAZY_CONNECT``). A service can then
-            start while etcd is briefly down: :meth:`ping` raises
-            :class:`UnavailableError` until a member answers, and each call
+            start while etcd is briefly down: ``ping`` raises
+            ``UnavailableError`` until a member answers, and each call
             reaches etcd within its own bound (a lock call its timeout,
             anything else ``request_timeout``).
         tracer_provider: the OpenTelemetry ``TracerProvider`` for this
-            client's spans (default: the global one; see the README's
+            client's spans (default: the global one; see the API tour's
             "OpenTelemetry"). Needs ``opentelemetry-api`` (``etcdlock[otel]``).
 
     Every argument left out (None) comes from its ``ETCDLOCK_*`` variable,
@@ -116,7 +119,7 @@ class Client:
     ignored (the rule every etcdlock language follows).
 
     Text arguments (names, keys, values, namespace, ...) that UTF-8 cannot
-    encode (a lone surrogate) raise :class:`InvalidArgumentError`.
+    encode (a lone surrogate) raise ``InvalidArgumentError``.
     """
 
     def __init__(
@@ -184,11 +187,11 @@ class Client:
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
     ) -> "Union[Lock, RLock]":
-        """A :class:`Lock` handle for ``name``; nothing is sent to etcd until
+        """A ``Lock`` handle for ``name``; nothing is sent to etcd until
         it is acquired. ``timeout`` (seconds, None = forever) applies to
         ``with`` and to ``acquire()`` without an explicit timeout; the
-        acquisition options (see :meth:`acquire`) to every acquisition.
-        ``reentrant=True``: an :class:`RLock` instead (the holding thread
+        acquisition options (see ``acquire``) to every acquisition.
+        ``reentrant=True``: an ``RLock`` instead (the holding thread
         acquires it again at once)."""
         if reentrant:
             return RLock(self, name, timeout, lock_delay=lock_delay, lease_time=lease_time, metadata=metadata)
@@ -204,8 +207,8 @@ class Client:
         metadata: Optional[Dict[str, str]] = None,
     ) -> Optional[Guard]:
         """Take the lock ``name`` if it is free (no waiting): a held
-        :class:`Guard`, or None when someone else holds or waits for it, or
-        a vanished holder's lock-delay still runs. Options as :meth:`acquire`
+        ``Guard``, or None when someone else holds or waits for it, or
+        a vanished holder's lock-delay still runs. Options as ``acquire``
         (``reentrant`` too: a thread that holds it gets another handle)."""
         return self._try_native(_check_name(name), _extras(lock_delay, lease_time, metadata), thread_owner() if reentrant else None)
 
@@ -219,15 +222,15 @@ class Client:
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
     ) -> Guard:
-        """Wait for the lock ``name`` and return the held :class:`Guard`.
-        Raises :class:`TimeoutError` after ``timeout`` seconds.
+        """Wait for the lock ``name`` and return the held ``Guard``.
+        Raises ``TimeoutError`` after ``timeout`` seconds.
 
         ``reentrant=True``: the calling thread is the lock's owner; if it
         holds ``name`` (taken with ``reentrant=True`` on this client), the
         call returns at once another handle of the same hold (same key and
         fencing token, nothing sent to etcd), and the lock is released when
         every handle is unlocked. A lost hold is not re-entered:
-        :class:`LockLostError` until every handle of it is unlocked.
+        ``LockLostError`` until every handle of it is unlocked.
 
         ``lock_delay`` (seconds, Chubby's lock-delay): if this hold ends
         because its lease ended (the process died or froze, its session
@@ -236,14 +239,14 @@ class Client:
         so this holder's in-flight requests drain first; a clean unlock hands
         over at once. ``lease_time`` (seconds): hold at most that long (the
         guard then reports ``LeaseExpired``). ``metadata`` (str to str, at
-        most 1 KB): shown to everyone by :meth:`status` as
+        most 1 KB): shown to everyone by ``status`` as
         ``holder.metadata``, beside the host, pid and language etcdlock adds."""
         return self._lock_native(
             _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata), thread_owner() if reentrant else None
         )
 
     def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> "Semaphore":
-        """A :class:`Semaphore` handle: at most ``permits`` holders of
+        """A ``Semaphore`` handle: at most ``permits`` holders of
         ``name`` at once, cluster-wide. Nothing is sent until acquired."""
         return Semaphore(self, _check_name(name), _check_permits(permits), _check_timeout(timeout))
 
@@ -257,11 +260,11 @@ class Client:
         metadata: Optional[Dict[str, str]] = None,
     ) -> Guard:
         """Wait (FIFO) for one of ``permits`` permits of the semaphore
-        ``name``: a held :class:`Guard` (fencing token, loss signal, guarded
+        ``name``: a held ``Guard`` (fencing token, loss signal, guarded
         ops; ``with`` releases). Every contender must agree on ``permits``
-        (else :class:`InvalidArgumentError`). ``timeout=0`` is one try.
+        (else ``InvalidArgumentError``). ``timeout=0`` is one try.
         The permit's id is its ``fencing_token``: any client can free it with
-        :meth:`release_permit`; with ``lease_time`` (seconds) it frees itself
+        ``release_permit``; with ``lease_time`` (seconds) it frees itself
         after that long even if this process never releases it."""
         return self._native.acquire_permit(
             _check_name(name), _check_permits(permits), _check_timeout(timeout), **_extras(None, lease_time, metadata)
@@ -270,16 +273,16 @@ class Client:
     def acquire_read(self, name: str, timeout: Optional[float] = None) -> Guard:
         """Wait for the read side of the read-write lock ``name``: shared
         with other readers, excluded by writers. The write side is the plain
-        lock (:meth:`acquire` / :meth:`lock`), so ``etcdctl lock`` and Go's
+        lock (``acquire`` / ``lock``), so ``etcdctl lock`` and Go's
         Mutex on ``name`` exclude readers too. FIFO: a reader that comes after
         a waiting writer waits for it."""
         return self._native.read_lock(_check_name(name), _check_timeout(timeout))
 
     def acquire_many(self, names: Sequence[str], timeout: Optional[float] = None) -> MultiGuard:
-        """Lock every name in ``names`` together: one :class:`MultiGuard`.
+        """Lock every name in ``names`` together: one ``MultiGuard``.
         The waiter keys are created in one etcd transaction, so all clients
         queue in the same order on every name: no deadlock, no retry loop. At
-        most :data:`MAX_MULTI` names; timeout or Ctrl-C removes every key, and
+        most ``MAX_MULTI`` names; timeout or Ctrl-C removes every key, and
         losing any one lock loses the whole hold."""
         return self._native.lock_many(_check_names(names), _check_timeout(timeout))
 
@@ -293,10 +296,10 @@ class Client:
         metadata: Optional[Dict[str, str]] = None,
     ) -> Leadership:
         """Wait to be elected leader of ``name`` (FIFO among candidates),
-        announcing ``value``: a :class:`Leadership` (a :class:`Guard` with
+        announcing ``value``: a ``Leadership`` (a ``Guard`` with
         ``proclaim`` and ``resign``; ``with`` resigns). Same keys as Go's
         ``concurrency.Election`` and ``etcdctl elect``. ``lock_delay`` and
-        ``metadata`` as for :meth:`acquire`."""
+        ``metadata`` as for ``acquire``."""
         return _traced(
             self._tracing,
             "campaign",
@@ -317,26 +320,26 @@ class Client:
         metadata: Optional[Dict[str, str]] = None,
     ) -> LeaderLoop:
         """Run ``task`` while this candidate leads the election ``name``
-        (announcing ``value``), as a loop: a :class:`LeaderLoop`, started.
+        (announcing ``value``), as a loop: a ``LeaderLoop``, started.
 
-        Each term runs ``task(term)`` in a new thread with a :class:`Term`
+        Each term runs ``task(term)`` in a new thread with a ``Term``
         (``fencing_token``, ``leadership`` for guarded writes, ``cancelled``:
-        a :class:`threading.Event` set when leadership is lost or the loop
+        a ``threading.Event`` set when leadership is lost or the loop
         stops). When the task returns, the loop resigns and campaigns again
         (``again=False``: it stops after one term); after a loss it
         campaigns again once the task has returned, so one loop never runs
         two tasks. A failed campaign is retried after ``retry`` seconds.
         ``with client.lead(...)`` stops the loop and waits for it on exit.
-        ``lock_delay`` and ``metadata`` as for :meth:`campaign`."""
+        ``lock_delay`` and ``metadata`` as for ``campaign``."""
         native = self._native.lead(_check_name(name), value, bool(again), _check_retry(retry), **_extras(lock_delay, None, metadata))
         return LeaderLoop(native, name, task, on_event)
 
     def leader(self, name: str) -> Optional[Leader]:
-        """The current :class:`Leader` of the election ``name``, or None."""
+        """The current ``Leader`` of the election ``name``, or None."""
         return _leader(self._native.leader(_check_name(name)))
 
     def observe(self, name: str) -> Observer:
-        """Follow the election ``name``: an iterator of :class:`Leader` (or
+        """Follow the election ``name``: an iterator of ``Leader`` (or
         None when nobody leads) that yields the current state first, then
         each change (a new proclamation is a change)."""
         return Observer(self._native.observe(_check_name(name)), name)
@@ -373,7 +376,7 @@ class Client:
     def latch(self, name: str, count: int) -> "Latch":
         """Open the count-down latch ``name`` with ``count`` (created with it
         if new; every process must give the same count, else
-        :class:`InvalidArgumentError`): ``count_down()``, ``wait(timeout)``,
+        ``InvalidArgumentError``): ``count_down()``, ``wait(timeout)``,
         ``count()``; ``with`` closes it. The latch lives while any client has
         it open; then its keys expire with the TTL."""
         return Latch(self._native.latch(_check_name(name), _check_count("count", count)))
@@ -382,21 +385,21 @@ class Client:
         """Open the barrier ``name`` for ``parties`` parties: ``wait(timeout)``
         returns in every party at once when the last has arrived (its arrival
         index). A party that dies while waiting frees its place; a finished
-        barrier refuses late parties (:class:`InvalidArgumentError`): use a
+        barrier refuses late parties (``InvalidArgumentError``): use a
         new name per round."""
         return Barrier(self._native.barrier(_check_name(name), _check_count("parties", parties)))
 
     def take_once(self, name: str, at_most: float) -> Optional[OnceHold]:
         """Take job ``name``'s run-once record until now + ``at_most`` seconds
-        if no node holds it: an :class:`OnceHold`, or None at once if taken
+        if no node holds it: an ``OnceHold``, or None at once if taken
         (never waits). The record outlives this process: a node that dies
         mid-job keeps the job taken until ``at_most`` runs out. What
-        :meth:`once` is made of, for schedulers that need the steps apart."""
+        ``once`` is made of, for schedulers that need the steps apart."""
         return _take_once(self._native, name, at_most)
 
     def once(self, name: str, *, at_most: float, at_least: float = 0.0) -> Callable[[Callable[..., T]], Callable[..., Optional[T]]]:
         """Decorate a scheduled job so that one node runs each tick
-        (ShedLock's semantics)::
+        (ShedLock's semantics):
 
             @client.once("nightly-report", at_most=600, at_least=30)
             def nightly_report() -> None: ...
@@ -416,7 +419,7 @@ class Client:
 
     def ping(self) -> float:
         """Check etcd answers through this client's session: one read,
-        bounded by ``request_timeout`` (:class:`UnavailableError` after it).
+        bounded by ``request_timeout`` (``UnavailableError`` after it).
         Returns the round trip in seconds. For health checks."""
         return self._native.ping()
 
@@ -425,7 +428,7 @@ class Client:
         holds (their guards report ``ClientClosed``), and close its
         connection to etcd now, not when the object is garbage-collected.
         Every ``acquire`` waiting on this client in another thread raises
-        :class:`ClosedError` at once. Returns within ``request_timeout``,
+        ``ClosedError`` at once. Returns within ``request_timeout``,
         whatever etcd does. Idempotent."""
         if self._pid == os.getpid():
             self._native.close()
@@ -462,7 +465,7 @@ class Client:
 
     @property
     def closed(self) -> bool:
-        """True after :meth:`close`."""
+        """True after ``close``."""
         return self._native.closed
 
     @property
@@ -491,10 +494,10 @@ class Client:
 
 
 class Lock:
-    """A lock handle shaped like :class:`threading.Lock`: ``acquire`` /
+    """A lock handle shaped like ``threading.Lock``: ``acquire`` /
     ``release`` / ``locked`` and ``with``. ``with lock as guard:`` raises
-    (:class:`TimeoutError`, :class:`UnavailableError`, ...) instead of running
-    the block without the lock, and yields the held :class:`Guard`.
+    (``TimeoutError``, ``UnavailableError``, ...) instead of running
+    the block without the lock, and yields the held ``Guard``.
 
     Threads may share one handle: each acquisition is a separate waiter in
     etcd, so they exclude each other (like a ``threading.Lock``, a thread
@@ -509,7 +512,7 @@ class Lock:
         self._slot = threading.Lock()
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        """Acquire like :meth:`threading.Lock.acquire`: True when acquired,
+        """Acquire like ``threading.Lock.acquire``: True when acquired,
         False if not free (``blocking=False``) or not acquired within
         ``timeout`` seconds. ``timeout=-1`` uses the handle's default
         timeout. Other failures raise."""
@@ -539,8 +542,8 @@ class Lock:
         return True
 
     def release(self) -> None:
-        """Release the lock. Raises :class:`NotHeldError` if this handle does
-        not hold it, :class:`LockLostError` if the hold had been lost."""
+        """Release the lock. Raises ``NotHeldError`` if this handle does
+        not hold it, ``LockLostError`` if the hold had been lost."""
         with self._slot:
             g, self._guard = self._guard, None
         if g is None:
@@ -554,7 +557,7 @@ class Lock:
 
     @property
     def guard(self) -> Optional[Guard]:
-        """The held :class:`Guard`, or None."""
+        """The held ``Guard``, or None."""
         return self._guard
 
     def __enter__(self) -> Guard:
@@ -583,11 +586,11 @@ class Lock:
 
 class Semaphore:
     """A cluster-wide semaphore handle shaped like
-    :class:`threading.BoundedSemaphore`: ``acquire(blocking, timeout)`` /
-    ``release()`` and ``with sem as permit:`` (yields the held :class:`Guard`).
+    ``threading.BoundedSemaphore``: ``acquire(blocking, timeout)`` /
+    ``release()`` and ``with sem as permit:`` (yields the held ``Guard``).
     Each acquisition is one permit in etcd; threads may share the handle.
     ``release()`` without a permit held through this handle raises
-    :class:`NotHeldError` (a ``RuntimeError``; BoundedSemaphore raises
+    ``NotHeldError`` (a ``RuntimeError``; BoundedSemaphore raises
     ``ValueError``)."""
 
     def __init__(self, client: Client, name: str, permits: int, timeout: Optional[float]) -> None:

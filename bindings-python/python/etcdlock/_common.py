@@ -182,7 +182,7 @@ def _leader(t: Optional[Tuple[str, bytes, int, int]]) -> Optional[Leader]:
 
 @dataclass(frozen=True)
 class Contender:
-    """One key in the queue of a name (see :meth:`Client.status`)."""
+    """One key in the queue of a name (see ``Client.status``)."""
 
     key: str
     kind: str
@@ -292,17 +292,17 @@ def _decode(cls: Type[_T], record: Dict[str, Any]) -> _T:
 
 
 def _status(text: str) -> Status:
-    """A :class:`Status` from the JSON of core's record."""
+    """A ``Status`` from the JSON of core's record."""
     return _decode(Status, json.loads(text))
 
 
 def _statuses(text: str) -> List[Status]:
-    """The :class:`Status` of each record of a JSON array of them."""
+    """The ``Status`` of each record of a JSON array of them."""
     return [_decode(Status, r) for r in json.loads(text)]
 
 
 def _metrics(text: str) -> Dict[str, Any]:
-    """The dict :meth:`Client.metrics` returns, from the JSON of core's record
+    """The dict ``Client.metrics`` returns, from the JSON of core's record
     (its keys, with the names in ``_RENAMED``)."""
     out: Dict[str, Any] = json.loads(text)
     for name, (key, scale) in _RENAMED.items():

@@ -26,6 +26,10 @@ class LockError(Exception):
     Unavailable and Timeout are, InvalidArgument and Closed are not)."""
 
 class InvalidArgumentError(LockError):
+    """An argument etcdlock refuses: an empty or oversized name, a TTL out of
+    range, a bad endpoint or TLS file, a negative or NaN timeout, text with a
+    lone surrogate, a guarded write under the lock's own prefix."""
+
     code: str
 
 class TimeoutError(LockError, builtins.TimeoutError):
@@ -34,9 +38,15 @@ class TimeoutError(LockError, builtins.TimeoutError):
     code: str
 
 class WouldBlockError(LockError):
+    """The lock is held and the call may not wait (``try_lock`` returns None
+    instead of raising it)."""
+
     code: str
 
 class LockLostError(LockError):
+    """The hold was lost (``.reason``: LeaseExpired, KeyDeleted, ConnectionLost,
+    ClientClosed); a guarded operation of a lost hold raises it."""
+
     code: str
 
 class NotHeldError(LockError, builtins.RuntimeError):
@@ -45,21 +55,35 @@ class NotHeldError(LockError, builtins.RuntimeError):
     code: str
 
 class CancelledError(LockError):
+    """The operation was cancelled."""
+
     code: str
 
 class UnavailableError(LockError):
+    """No etcd member answered within the call's bound; the message names the
+    endpoints. Retryable."""
+
     code: str
 
 class AuthFailedError(LockError):
+    """etcd refused the username or password."""
+
     code: str
 
 class PermissionDeniedError(LockError):
+    """The user's role does not grant the keys the call touches."""
+
     code: str
 
 class ClosedError(LockError):
+    """The client was closed (also: a client created before ``fork()``, used in
+    the child)."""
+
     code: str
 
 class InternalError(LockError):
+    """A bug in etcdlock, reported instead of crashing."""
+
     code: str
 
 _Bytes = Union[str, bytes]

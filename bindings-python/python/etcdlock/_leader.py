@@ -1,9 +1,9 @@
-"""Leadership as a loop: :class:`LeaderLoop` (a thread per term) and
-:class:`AsyncLeaderLoop` (an asyncio task per term) over core's leader loop.
+"""Leadership as a loop: ``LeaderLoop`` (a thread per term) and
+``AsyncLeaderLoop`` (an asyncio task per term) over core's leader loop.
 
 Core campaigns, follows the lease, resigns and campaigns again; these
 classes only run the user's task of each term and turn core's events into
-:class:`LeaderEvent` objects."""
+``LeaderEvent`` objects."""
 
 from __future__ import annotations
 
@@ -22,17 +22,17 @@ from ._etcdlock import Leadership, LockError, NativeLeaderLoop, NativeTerm
 from ._async_guard import AsyncLeadership
 from ._common import Leader, _leader, logger
 
-#: The kinds of :class:`LeaderEvent`, in the order a term reports them.
+#: The kinds of ``LeaderEvent``, in the order a term reports them.
 EventKind = Literal["elected", "renewal_failing", "renewal_recovered", "lost", "resigned", "campaign_failed", "leader", "stopped"]
 
 
 class Term:
-    """One term of leadership, given to the task of a :class:`LeaderLoop`.
+    """One term of leadership, given to the task of a ``LeaderLoop``.
 
-    ``leadership`` is the :class:`Leadership` of the term (guarded ``put`` /
+    ``leadership`` is the ``Leadership`` of the term (guarded ``put`` /
     ``get`` / ``delete``, ``proclaim``); ``fencing_token`` its fencing token,
     which strictly increases from term to term. ``cancelled`` is a
-    :class:`threading.Event` set when the term is over for the task:
+    ``threading.Event`` set when the term is over for the task:
     leadership lost (at the local loss deadline, before etcd expires the
     lease) or the loop stopped. The task should return soon after; the loop
     campaigns again only once it has, so one loop never runs two tasks.
@@ -51,9 +51,9 @@ class Term:
 
 
 class AsyncTerm:
-    """One term of leadership, given to the task of an :class:`AsyncLeaderLoop`:
-    as :class:`Term` with an :class:`AsyncLeadership`, and ``cancelled`` an
-    :class:`asyncio.Event`. The task itself is cancelled (``CancelledError``
+    """One term of leadership, given to the task of an ``AsyncLeaderLoop``:
+    as ``Term`` with an ``AsyncLeadership``, and ``cancelled`` an
+    ``asyncio.Event``. The task itself is cancelled (``CancelledError``
     inside it) when the term is over."""
 
     __slots__ = ("_native", "leadership", "fencing_token", "cancelled")
@@ -79,11 +79,11 @@ class LeaderEvent:
     - ``"renewal_failing"`` / ``"renewal_recovered"``: keep-alives of the
       term's lease are failing / got through again;
     - ``"lost"``: leadership was lost; ``reason`` is the loss reason (one of
-      :data:`LOSS_REASONS`); the task has been cancelled;
+      ``LOSS_REASONS``); the task has been cancelled;
     - ``"resigned"``: the term ended by resigning (the task returned, or the
       loop stopped);
     - ``"campaign_failed"``: a campaign failed (etcd unavailable, ...);
-      ``error`` is the :class:`LockError`; the loop retries after ``retry``
+      ``error`` is the ``LockError``; the loop retries after ``retry``
       seconds when ``again``, else stops;
     - ``"leader"``: who leads now, any candidate (``leader``; None: nobody);
     - ``"stopped"``: the loop has stopped; no event follows.
@@ -152,7 +152,7 @@ class _Following(Generic[TermT]):
 
 
 class LeaderLoop(_Following["Term"]):
-    """A running leader loop (:meth:`Client.lead`), in the shape of Curator's
+    """A running leader loop (``Client.lead``), in the shape of Curator's
     ``LeaderSelector`` with auto-requeue: campaign; while leader, run
     ``task(term)`` in a new thread; when the task returns (or raises: the
     exception is logged to the ``etcdlock`` logger), resign and campaign
@@ -163,7 +163,7 @@ class LeaderLoop(_Following["Term"]):
     next candidate at once.
 
     Events reach ``on_event`` (called on the loop's thread, in order: keep it
-    short) or, without ``on_event``, :meth:`events`."""
+    short) or, without ``on_event``, ``events``."""
 
     def __init__(self, native: NativeLeaderLoop, name: str, task: Callable[[Term], object], on_event: Optional[Callable[[LeaderEvent], object]]) -> None:
         self.name = name
@@ -253,7 +253,7 @@ class LeaderLoop(_Following["Term"]):
     def stop(self) -> None:
         """Stop: set the current term's ``cancelled`` (or cancel the
         campaign), resign once the task has returned, then report
-        ``"stopped"``. Does not wait (see :meth:`join`). Idempotent."""
+        ``"stopped"``. Does not wait (see ``join``). Idempotent."""
         with self._lock:
             self._stopping = True
             if self._term is not None:
@@ -285,8 +285,8 @@ class LeaderLoop(_Following["Term"]):
 
 
 class AsyncLeaderLoop(_Following["AsyncTerm"]):
-    """A leader loop on asyncio (:meth:`AsyncClient.lead`): as
-    :class:`LeaderLoop`, with each term's task an :class:`asyncio.Task`
+    """A leader loop on asyncio (``AsyncClient.lead``): as
+    ``LeaderLoop``, with each term's task an ``asyncio.Task``
     running ``await task(term)``, cancelled (``CancelledError`` inside it)
     when leadership is lost or the loop stops. Start it with ``async with``
     (exit stops it and waits) or ``await loop.start()``. Events reach
@@ -410,14 +410,14 @@ class AsyncLeaderLoop(_Following["AsyncTerm"]):
     def stop(self) -> None:
         """Stop: cancel the current term's task (or the campaign), resign
         once it has ended, then report ``"stopped"``. Does not wait (see
-        :meth:`wait`). Idempotent."""
+        ``wait``). Idempotent."""
         self._stopping = True
         self._cancel_term()
         if self._native is not None:
             self._native.stop()
 
     async def wait(self) -> None:
-        """Wait until the loop has stopped (after :meth:`stop`, or after its
+        """Wait until the loop has stopped (after ``stop``, or after its
         one term with ``again=False``)."""
         import asyncio
 

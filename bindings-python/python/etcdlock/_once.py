@@ -22,9 +22,9 @@ def _check_span(what: str, v: object) -> float:
 
 
 class OnceHold:
-    """A taken run-once record (:meth:`Client.take_once`). The job stays
-    taken until :attr:`lock_until` whatever happens to this process; call
-    :meth:`finish` when the job is done."""
+    """A taken run-once record (``Client.take_once``). The job stays
+    taken until ``lock_until`` whatever happens to this process; call
+    ``finish`` when the job is done."""
 
     def __init__(self, native: Any, name: str, hold: _Hold) -> None:
         self._native = native
@@ -69,14 +69,14 @@ class OnceHold:
 
 
 class AsyncOnceHold(OnceHold):
-    """:class:`OnceHold` for asyncio: :meth:`finish` and :meth:`extend` are awaitable."""
+    """``OnceHold`` for asyncio: ``finish`` and ``extend`` are awaitable."""
 
     async def finish(self, at_least: float = 0.0) -> bool:  # type: ignore[override]
-        """:meth:`OnceHold.finish`, awaitable."""
+        """``OnceHold.finish``, awaitable."""
         return bool(await self._native.once_finish_async(self.name, self._hold, _check_span("at_least", at_least)))
 
     async def extend(self, at_most: float) -> bool:  # type: ignore[override]
-        """:meth:`OnceHold.extend`, awaitable."""
+        """``OnceHold.extend``, awaitable."""
         h = await self._native.once_extend_async(self.name, self._hold, _check_span("at_most", at_most))
         if h is None:
             return False
@@ -95,7 +95,7 @@ async def take_once_async(native: Any, name: str, at_most: float, at_least: floa
 
 
 def once(take: Callable[[], Optional[OnceHold]], at_least: float) -> Callable[[Callable[..., T]], Callable[..., Optional[T]]]:
-    """The decorator of :meth:`Client.once`: ``take`` tries the record."""
+    """The decorator of ``Client.once``: ``take`` tries the record."""
 
     def decorate(fn: Callable[..., T]) -> Callable[..., Optional[T]]:
         if inspect.iscoroutinefunction(fn):
@@ -119,7 +119,7 @@ def once(take: Callable[[], Optional[OnceHold]], at_least: float) -> Callable[[C
 def once_async(
     take: Callable[[], Awaitable[Optional[AsyncOnceHold]]], at_least: float
 ) -> Callable[[Callable[..., Awaitable[T]]], Callable[..., Awaitable[Optional[T]]]]:
-    """The decorator of :meth:`AsyncClient.once`."""
+    """The decorator of ``AsyncClient.once``."""
 
     def decorate(fn: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[Optional[T]]]:
         if not inspect.iscoroutinefunction(fn):

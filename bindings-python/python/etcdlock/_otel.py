@@ -204,7 +204,7 @@ def traced(tracing: Optional[Tracing], op: str, name: object, call: Callable[[],
 
 
 async def traced_async(tracing: Optional[Tracing], op: str, name: object, call: Callable[[], Awaitable[T]]) -> T:
-    """:func:`traced` for a coroutine function."""
+    """``traced`` for a coroutine function."""
     tracer = tracing.tracer() if tracing is not None else None
     if tracer is None:
         return await call()

@@ -1,12 +1,12 @@
 """Reentrancy: the owners (a thread, an asyncio task) and the handles shaped
-like :class:`threading.RLock` (:class:`RLock`) and :class:`asyncio.Lock`
-(:class:`AsyncRLock`).
+like ``threading.RLock`` (``RLock``) and ``asyncio.Lock``
+(``AsyncRLock``).
 
 Core keeps the holds (``Client::lock_reentrant``): an owner that holds a lock
 and takes it again gets another handle of the same hold at once (same key,
 same fencing token, nothing sent to etcd); the hold ends when its last
 handle is unlocked. A lost hold is never re-entered: the owner's next
-acquisition raises :class:`LockLostError` until it has released every
+acquisition raises ``LockLostError`` until it has released every
 handle of the lost hold. The handles here only remember which handles each
 owner took, to release the latest one.
 
@@ -61,7 +61,7 @@ def task_owner() -> int:
 
 
 def _wait_time(timeout: object, default: Optional[float]) -> Optional[float]:
-    """``acquire``'s ``timeout`` as :class:`threading.Lock` checks it (-1: the
+    """``acquire``'s ``timeout`` as ``threading.Lock`` checks it (-1: the
     handle's default)."""
     t = _check_timeout(timeout)
     if t == -1:
@@ -74,20 +74,20 @@ def _wait_time(timeout: object, default: Optional[float]) -> Optional[float]:
 
 
 class RLock:
-    """A reentrant lock handle shaped like :class:`threading.RLock`: the
+    """A reentrant lock handle shaped like ``threading.RLock``: the
     thread that holds it may acquire it again (another handle of the same
     hold: same fencing token, nothing sent to etcd) and must release it as
     many times; ``release()`` by a thread that does not hold it raises
-    :class:`NotHeldError` (a ``RuntimeError``, as ``threading.RLock`` raises).
-    ``with rlock as guard:`` yields the held :class:`Guard` (this
+    ``NotHeldError`` (a ``RuntimeError``, as ``threading.RLock`` raises).
+    ``with rlock as guard:`` yields the held ``Guard`` (this
     acquisition's handle) and raises instead of running the block without
-    the lock. Other threads and processes wait as for :class:`Lock`.
+    the lock. Other threads and processes wait as for ``Lock``.
 
     The owner is the thread: every reentrant acquisition of ``name`` on the
-    same client by the same thread (through any :class:`RLock`, or
+    same client by the same thread (through any ``RLock``, or
     ``acquire(..., reentrant=True)``) is the same hold. ``timeout`` is the
     default of ``with`` and of ``acquire()`` without one; the acquisition
-    options as :meth:`Client.acquire`."""
+    options as ``Client.acquire``."""
 
     def __init__(
         self,
@@ -112,11 +112,11 @@ class RLock:
         return g
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
-        """Acquire like :meth:`threading.RLock.acquire`: True when acquired
+        """Acquire like ``threading.RLock.acquire``: True when acquired
         (at once if this thread holds it), False if not free
         (``blocking=False``, or ``timeout=0``) or not acquired within
         ``timeout`` seconds (``-1``: the handle's default). Raises
-        :class:`LockLostError` if this thread's hold was lost and not yet
+        ``LockLostError`` if this thread's hold was lost and not yet
         released, and other failures."""
         owner = thread_owner()
         c = self._client
@@ -140,9 +140,9 @@ class RLock:
 
     def release(self) -> None:
         """Release this thread's latest acquisition; the lock is released
-        when the thread has released every one. :class:`NotHeldError` (a
+        when the thread has released every one. ``NotHeldError`` (a
         ``RuntimeError``) if this thread does not hold it;
-        :class:`LockLostError` if the hold had been lost."""
+        ``LockLostError`` if the hold had been lost."""
         owner = thread_owner()
         with self._mu:
             stack = self._handles.get(owner)
@@ -160,7 +160,7 @@ class RLock:
 
     def _is_owned(self) -> bool:
         """True if the calling thread holds the lock through this handle
-        (:class:`threading.RLock`'s name for it)."""
+        (``threading.RLock``'s name for it)."""
         with self._mu:
             return thread_owner() in self._handles
 
@@ -171,7 +171,7 @@ class RLock:
 
     @property
     def guard(self) -> Optional[Guard]:
-        """The calling thread's latest held handle (a :class:`Guard`), or None."""
+        """The calling thread's latest held handle (a ``Guard``), or None."""
         with self._mu:
             s = self._handles.get(thread_owner())
             return s[-1] if s else None
@@ -199,9 +199,9 @@ class RLock:
 
 
 class AsyncRLock:
-    """:class:`RLock` for asyncio, the owner being the running task: ``await
+    """``RLock`` for asyncio, the owner being the running task: ``await
     acquire()``, ``await release()``, ``locked()``, ``async with rlock as
-    guard:`` (yields the held :class:`AsyncGuard`). A task that holds the
+    guard:`` (yields the held ``AsyncGuard``). A task that holds the
     lock acquires it again at once (the same hold); another task waits."""
 
     def __init__(self, client: "AsyncClient", name: str, timeout: Optional[float] = None, extras: Optional[Dict[str, Any]] = None) -> None:
@@ -218,7 +218,7 @@ class AsyncRLock:
     async def acquire(self, timeout: float = -1) -> bool:
         """True when acquired (at once if this task holds it), False if not
         within ``timeout`` seconds (``-1``: the handle's default; ``0``: only
-        if free now). :class:`LockLostError` if this task's hold was lost and
+        if free now). ``LockLostError`` if this task's hold was lost and
         not yet released."""
         owner = task_owner()
         t = _check_timeout(timeout)
@@ -239,7 +239,7 @@ class AsyncRLock:
         return True
 
     async def release(self) -> None:
-        """Release this task's latest acquisition; :class:`NotHeldError` if
+        """Release this task's latest acquisition; ``NotHeldError`` if
         this task does not hold the lock through this handle."""
         owner = task_owner()
         stack = self._handles.get(owner)

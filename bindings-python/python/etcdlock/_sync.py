@@ -1,5 +1,5 @@
 """Count-down latches and barriers shared by processes (core's ``Latch`` and
-``Barrier``): :meth:`Client.latch`, :meth:`Client.barrier` and their
+``Barrier``): ``Client.latch``, ``Client.barrier`` and their
 asyncio twins."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from ._etcdlock import NativeBarrier, NativeLatch
 
 class Latch:
     """A count-down latch shared by every process that opens its name with
-    the same count (Java's ``CountDownLatch``, across processes)::
+    the same count (Java's ``CountDownLatch``, across processes):
 
         with client.latch("nightly-shards", 3) as latch:
             ...                       # each of 3 workers
@@ -23,7 +23,7 @@ class Latch:
 
     ``count_down()`` at zero does nothing; ``wait`` at zero returns at once.
     The latch lives in etcd while any client has it open (``with`` or
-    :meth:`close` ends this handle's part); then its keys expire."""
+    ``close`` ends this handle's part); then its keys expire."""
 
     def __init__(self, native: NativeLatch) -> None:
         self._native = native
@@ -47,7 +47,7 @@ class Latch:
         return self._native.count()
 
     def wait(self, timeout: Optional[float] = None) -> None:
-        """Wait until the count is zero; :class:`TimeoutError` after
+        """Wait until the count is zero; ``TimeoutError`` after
         ``timeout`` seconds (None: no limit)."""
         self._native.wait(_check_timeout(timeout))
 
@@ -70,7 +70,7 @@ class Barrier:
     ``wait()`` returns in every party at once when the last one arrives,
     with this party's arrival index (0 first). A party that dies while
     waiting frees its place; once released, the name refuses late parties
-    (:class:`InvalidArgumentError`) until every handle is closed."""
+    (``InvalidArgumentError``) until every handle is closed."""
 
     def __init__(self, native: NativeBarrier) -> None:
         self._native = native
@@ -85,7 +85,7 @@ class Barrier:
 
     def wait(self, timeout: Optional[float] = None) -> int:
         """Arrive and wait for the others: this party's arrival index.
-        :class:`TimeoutError` after ``timeout`` seconds (this party leaves)."""
+        ``TimeoutError`` after ``timeout`` seconds (this party leaves)."""
         return self._native.wait(_check_timeout(timeout))
 
     def close(self) -> None:
@@ -103,7 +103,7 @@ class Barrier:
 
 
 class AsyncLatch:
-    """:class:`Latch` for asyncio: the same calls, awaitable."""
+    """``Latch`` for asyncio: the same calls, awaitable."""
 
     def __init__(self, native: NativeLatch) -> None:
         self._native = native
@@ -136,7 +136,7 @@ class AsyncLatch:
 
 
 class AsyncBarrier:
-    """:class:`Barrier` for asyncio."""
+    """``Barrier`` for asyncio."""
 
     def __init__(self, native: NativeBarrier) -> None:
         self._native = native

@@ -1,5 +1,5 @@
 """A ``prometheus_client`` collector over etcdlock's metrics (the
-``etcdlock[prometheus]`` extra)::
+``etcdlock[prometheus]`` extra):
 
     from prometheus_client import REGISTRY, start_http_server
     from etcdlock.prometheus import Collector

@@ -2,7 +2,7 @@
 
 tooz (OpenStack's coordination library) finds it by its entry point
 (``tooz.backends``: ``etcdlock``), so code written against tooz gets
-etcdlock's locks by changing its URL::
+etcdlock's locks by changing its URL:
 
     coordinator = tooz.coordination.get_coordinator(
         "etcdlock://127.0.0.1:2379?ttl=10&namespace=myapp/", b"worker-1")
@@ -20,7 +20,7 @@ etcdlock's own election for leadership.
 
 URL: ``etcdlock://HOST:PORT[?OPTIONS]``; more endpoints with
 ``endpoints=HOST:PORT,HOST:PORT``; ``ttl`` (seconds), ``namespace`` and every
-other :class:`etcdlock.Client` option by name; TLS with ``etcdlock+https``.
+other ``etcdlock.Client`` option by name; TLS with ``etcdlock+https``.
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ class EtcdlockLock(locking.Lock):
 
 
 class EtcdlockDriver(coordination.CoordinationDriver):
-    """tooz's coordinator over one :class:`etcdlock.Client` (one session)."""
+    """tooz's coordinator over one ``etcdlock.Client`` (one session)."""
 
     CHARACTERISTICS = (
         coordination.Characteristics.NON_TIMEOUT_BASED,

@@ -85,7 +85,7 @@ pub(crate) async fn guarded_all(guards: &[Guard], op: TxnOp) -> Result<TxnOpResp
     if !resp.succeeded() {
         if guards
             .iter()
-            .any(|g| *g.shared.state.borrow() == GuardState::Released)
+            .any(|g| g.shared.state.get() == GuardState::Released)
         {
             // Raced our own unlock: the key is gone because we released it.
             return Err(Error::new(

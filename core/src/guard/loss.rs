@@ -65,7 +65,7 @@ impl OwnKeyListener for Shared {
     /// The watch on our key started after the store moved past our
     /// acquisition: read the key once, so a delete in between is not missed.
     fn key_watch_created(&self, rev: i64) {
-        if rev <= self.token || *self.state.borrow() != GuardState::Held {
+        if rev <= self.token || self.state.get() != GuardState::Held {
             return;
         }
         let weak = self.weak_self();
@@ -96,7 +96,7 @@ impl OwnKeyListener for Shared {
     /// Our key was deleted: learn whether the lease went with it (revoked or
     /// expired: `LeaseExpired`) or only the key (`KeyDeleted`).
     fn key_deleted(&self) {
-        if *self.state.borrow() != GuardState::Held {
+        if self.state.get() != GuardState::Held {
             return;
         }
         let (client, session) = (self.client.clone(), self.session.clone());
@@ -112,7 +112,7 @@ impl OwnKeyListener for Shared {
     /// The watch on our key was cancelled by etcd (compaction): read the key
     /// and watch again from that read if it is still ours.
     fn key_watch_reset(&self) {
-        if *self.state.borrow() != GuardState::Held {
+        if self.state.get() != GuardState::Held {
             return;
         }
         let weak = self.weak_self();
@@ -156,7 +156,7 @@ impl Shared {
         let mut slot = self.watch_id.locked();
         // Checked under the slot's lock: a release that ends the hold now
         // (`detach`) takes the id after us and cancels it.
-        if slot.is_some() || *self.state.borrow() != GuardState::Held {
+        if slot.is_some() || self.state.get() != GuardState::Held {
             return;
         }
         let (w, rx) = OwnKeyWatch::new();

@@ -3,7 +3,9 @@
 mod guarded;
 mod handles;
 pub(crate) use guarded::{delete_all, get_all, put_all};
+mod cell;
 mod state;
+use cell::StateCell;
 
 use crate::poison::Locked;
 pub(crate) use handles::WeakHold;
@@ -53,13 +55,13 @@ impl Shared {
     /// The hold's state (every handle's, until one is unlocked alone).
     fn hold_state(&self) -> GuardState {
         let s = &self.session;
-        let stored = *self.state.borrow();
+        let stored = self.state.get();
         let session_loss = if s.alive() { None } else { s.loss() };
         match observed(stored, s.alive(), session_loss, s.deadline()) {
             // The session settled the loss before this guard heard of it: record it.
             GuardState::Lost(loss) if stored == GuardState::Held && session_loss.is_some() => {
                 self.mark_lost(loss);
-                *self.state.borrow()
+                self.state.get()
             }
             st => st,
         }
@@ -73,7 +75,7 @@ struct Shared {
     key: Vec<u8>,
     token: i64,
     waited_on: Vec<Vec<u8>>,
-    state: watch::Sender<GuardState>,
+    state: StateCell,
     /// The watch on our key (one id on the client's stream), while held.
     watch_id: Mutex<Option<i64>>,
     /// Our entry in the session's loss listeners.
@@ -110,7 +112,7 @@ impl fmt::Debug for Guard {
             .field("name", &self.shared.name)
             .field("key", &self.key())
             .field("fencing_token", &self.shared.token)
-            .field("state", &*self.shared.state.borrow())
+            .field("state", &self.shared.state.get())
             .finish()
     }
 }
@@ -141,7 +143,7 @@ impl Guard {
             watch_later,
         } = grant;
         tracing::debug!(lock = name, fencing_token = token, "acquired");
-        let (state, _) = watch::channel(GuardState::Held);
+        let state = StateCell::new(GuardState::Held);
         let shared = Arc::new_cyclic(|me| Shared {
             me: me.clone(),
             client,
@@ -175,7 +177,7 @@ impl Guard {
             let as_later: Weak<dyn Later> = Arc::downgrade(&shared) as Weak<dyn Later>;
             shared.client.inner.hub.later(as_later);
         }
-        if *shared.state.borrow() != GuardState::Held {
+        if shared.state.get() != GuardState::Held {
             shared.detach();
         }
         Guard {
@@ -226,14 +228,14 @@ impl Guard {
     /// the local validity window (checked against the monotonic clock now, so it
     /// turns false on time even if no task has run yet).
     pub fn is_held(&self) -> bool {
-        *self.shared.state.borrow() == GuardState::Held
+        self.shared.state.get() == GuardState::Held
             && self.shared.session.alive()
             && !self.ended_alone()
     }
 
     /// The current state.
     pub fn state(&self) -> GuardState {
-        if self.ended_alone() && *self.shared.state.borrow() == GuardState::Held {
+        if self.ended_alone() && self.shared.state.get() == GuardState::Held {
             // This handle was unlocked; a re-entry still holds the lock.
             return GuardState::Released;
         }
@@ -297,7 +299,7 @@ impl Guard {
     /// time the caller sees the refusal.
     async fn settle_loss(&self) {
         let s = &self.shared.session;
-        if *self.shared.state.borrow() == GuardState::Held && !s.alive() && s.loss().is_none() {
+        if self.shared.state.get() == GuardState::Held && !s.alive() && s.loss().is_none() {
             let _ = tokio::time::timeout(s.reason_wait(), s.wait_lost()).await;
         }
     }
@@ -330,7 +332,7 @@ impl Guard {
         if !self.end_handle() {
             // A re-entry still holds the lock: only this handle ends.
             return if first {
-                match *self.shared.state.borrow() {
+                match self.shared.state.get() {
                     GuardState::Lost(l) => Err(Error::lost(
                         l.reason,
                         format!(
@@ -345,7 +347,7 @@ impl Guard {
                 Ok(())
             };
         }
-        let prev = *self.shared.state.borrow();
+        let prev = self.shared.state.get();
         match prev {
             GuardState::Released => return Ok(()),
             GuardState::Lost(_) | GuardState::Held => {}
@@ -446,7 +448,7 @@ impl Guard {
         self.shared.client.inner.handle.spawn(async move {
             tokio::time::sleep_until(at).await;
             let Some(sh) = weak.upgrade() else { return };
-            if *sh.state.borrow() != GuardState::Held {
+            if sh.state.get() != GuardState::Held {
                 return;
             }
             // This client's own try_lock on the name waits for the delete
@@ -484,7 +486,7 @@ impl Drop for Guard {
             // A re-entry still holds the lock.
             return;
         }
-        let st = *self.shared.state.borrow();
+        let st = self.shared.state.get();
         if let GuardState::Lost(_) = st {
             // Our key is gone (or dies with the lost session); free the name for
             // reuse, unless a background delete of it is still pending (it frees the
