@@ -53,6 +53,7 @@ echo "== C blocks of ffi-c/README.md and docs/**/*.md"
 readme_pass=0
 readme_fail=0
 readme_programs=()
+# shellcheck disable=SC2046 # one argument per page
 readme_list="$(python3 "$here/tests/readme_blocks.py" "$work/readme" ffi-c/README.md $(git ls-files --cached --others --exclude-standard 'docs/*.md' | sort))"
 while read -r file kind desc; do
     [ -n "$file" ] || continue
