@@ -3,9 +3,9 @@
 # C test suite against real etcd: linked against the .so, against the .a, and a
 # smaller run under valgrind; tests/c/test_sync.c (acquisition options, latches,
 # barriers) on its own and under valgrind. Also builds and runs examples/c through an
-# installed prefix and pkg-config, and compiles the README's C blocks (runs the
-# complete programs among them). Last line: "N passed, N failed" (the sum of
-# the runs).
+# installed prefix and pkg-config, and compiles the C blocks of ffi-c/README.md
+# and of every docs/**/*.md page (runs the complete programs among them). Last
+# line: "N passed, N failed" (the sum of the runs).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -44,14 +44,17 @@ if ! git diff --exit-code -- include/ || [ -n "$(git status --porcelain -- inclu
     exit 1
 fi
 
-# The README's ```c blocks: a fragment (<!-- fragment --> before its fence) is
-# compiled inside a function; a complete program is also linked here and run
-# against etcd below. One line per block names it and says what happened.
-echo "== ffi-c/README.md C blocks"
+# The ```c blocks of ffi-c/README.md and of every page of the site (docs/**/*.md):
+# a fragment (<!-- fragment --> before its fence) is compiled inside a
+# function; a complete program is also linked here and run against etcd below
+# (its output compared with the ```text block after it, if any). One line per
+# block names it by page and line and says what happened.
+echo "== C blocks of ffi-c/README.md and docs/**/*.md"
 readme_pass=0
 readme_fail=0
 readme_programs=()
-readme_list="$(python3 "$here/tests/readme_blocks.py" "$here/README.md" "$work/readme")"
+# shellcheck disable=SC2046 # one argument per page
+readme_list="$(python3 "$here/tests/readme_blocks.py" "$work/readme" ffi-c/README.md $(git ls-files --cached --others --exclude-standard 'docs/*.md' | sort))"
 while read -r file kind desc; do
     [ -n "$file" ] || continue
     if [ "$kind" = fragment ]; then
@@ -175,11 +178,20 @@ done
 for prog in ${readme_programs[@]+"${readme_programs[@]}"}; do
     bin="${prog%%|*}"
     desc="${prog#*|}"
-    if out="$(ETCDLOCK_ENDPOINTS="$ep" timeout 60 "$bin" 2>&1)"; then
-        echo "ok   $desc (program: ran, exit 0)"
-        readme_pass=$((readme_pass + 1))
+    if out="$(ETCDLOCK_ENDPOINTS="$ep" timeout 60 "$bin" 2>"$bin.err")"; then
+        if [ -f "$bin.expected" ] && [ "$out" != "$(cat "$bin.expected")" ]; then
+            echo "FAIL $desc (program: printed something else than the text block after it)"
+            diff <(echo "$out") "$bin.expected" || true
+            readme_fail=$((readme_fail + 1))
+        elif [ -f "$bin.expected" ]; then
+            echo "ok   $desc (program: ran, exit 0, printed its text block)"
+            readme_pass=$((readme_pass + 1))
+        else
+            echo "ok   $desc (program: ran, exit 0)"
+            readme_pass=$((readme_pass + 1))
+        fi
     else
-        echo "FAIL $desc (program: exit $?): $out"
+        echo "FAIL $desc (program: exit $?): $out $(cat "$bin.err")"
         readme_fail=$((readme_fail + 1))
     fi
 done

@@ -1,5 +1,6 @@
-/*
- * etcdlock.h: the C ABI of etcdlock, a distributed lock on etcd.
+/**
+ * @file etcdlock.h
+ * @brief The C ABI of etcdlock, a distributed lock on etcd.
  *
  * Conventions (as in sqlite and libcurl):
  *  - Handles are opaque pointers (etcdlock_client, etcdlock_guard,
@@ -52,475 +53,755 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Major version of the library this header came with.
+/**
+ * Major version of the library this header came with.
+ */
 #define ETCDLOCK_VERSION_MAJOR 0
 
-// Minor version of the library this header came with.
+/**
+ * Minor version of the library this header came with.
+ */
 #define ETCDLOCK_VERSION_MINOR 1
 
-// Patch version of the library this header came with.
+/**
+ * Patch version of the library this header came with.
+ */
 #define ETCDLOCK_VERSION_PATCH 0
 
-// MAJOR*10000 + MINOR*100 + PATCH of this header; compare with etcdlock_version_number().
+/**
+ * MAJOR*10000 + MINOR*100 + PATCH of this header; compare with etcdlock_version_number().
+ */
 #define ETCDLOCK_VERSION_NUMBER (((ETCDLOCK_VERSION_MAJOR * 10000) + (ETCDLOCK_VERSION_MINOR * 100)) + ETCDLOCK_VERSION_PATCH)
 
-// Status: success.
+/**
+ * Status: success.
+ */
 #define ETCDLOCK_OK 0
 
-// Status: NULL pointer, empty/oversized/non-UTF-8 name, out-of-range number, bad
-// endpoint or TLS file, or a blocking call made from a callback.
+/**
+ * Status: NULL pointer, empty/oversized/non-UTF-8 name, out-of-range number, bad
+ * endpoint or TLS file, or a blocking call made from a callback.
+ */
 #define ETCDLOCK_INVALID_ARGUMENT 1
 
-// Status: the lock was not acquired within timeout_ms.
+/**
+ * Status: the lock was not acquired within timeout_ms.
+ */
 #define ETCDLOCK_TIMEOUT 2
 
-// Status: etcdlock_try_lock found the lock held (or waited for) by someone else.
+/**
+ * Status: etcdlock_try_lock found the lock held (or waited for) by someone else.
+ */
 #define ETCDLOCK_WOULD_BLOCK 3
 
-// Status: the hold ended without unlock (see etcdlock_guard_loss_reason), or the
-// waiter's session died.
+/**
+ * Status: the hold ended without unlock (see etcdlock_guard_loss_reason), or the
+ * waiter's session died.
+ */
 #define ETCDLOCK_LOCK_LOST 4
 
-// Status: guarded operation on a guard that was already unlocked.
+/**
+ * Status: guarded operation on a guard that was already unlocked.
+ */
 #define ETCDLOCK_NOT_HELD 5
 
-// Status: the wait was cancelled with etcdlock_cancel.
+/**
+ * Status: the wait was cancelled with etcdlock_cancel.
+ */
 #define ETCDLOCK_CANCELLED 6
 
-// Status: etcd unreachable after retries (the message names the endpoints).
+/**
+ * Status: etcd unreachable after retries (the message names the endpoints).
+ */
 #define ETCDLOCK_UNAVAILABLE 7
 
-// Status: etcd rejected the credentials.
+/**
+ * Status: etcd rejected the credentials.
+ */
 #define ETCDLOCK_AUTH_FAILED 8
 
-// Status: etcd RBAC denies access to the key range.
+/**
+ * Status: etcd RBAC denies access to the key range.
+ */
 #define ETCDLOCK_PERMISSION_DENIED 9
 
-// Status: the client was closed (or the handle belongs to the parent of a forked process).
+/**
+ * Status: the client was closed (or the handle belongs to the parent of a forked process).
+ */
 #define ETCDLOCK_CLOSED 10
 
-// Status: a bug in etcdlock (never a crash).
+/**
+ * Status: a bug in etcdlock (never a crash).
+ */
 #define ETCDLOCK_INTERNAL 11
 
-// Loss callback reason: the hold ended normally (etcdlock_unlock or etcdlock_guard_free).
+/**
+ * Loss callback reason: the hold ended normally (etcdlock_unlock or etcdlock_guard_free).
+ */
 #define ETCDLOCK_LOSS_NONE 0
 
-// Loss reason: etcd reported the session's lease gone (expired or revoked).
+/**
+ * Loss reason: etcd reported the session's lease gone (expired or revoked).
+ */
 #define ETCDLOCK_LOSS_LEASE_EXPIRED 1
 
-// Loss reason: our lock key was deleted by someone else.
+/**
+ * Loss reason: our lock key was deleted by someone else.
+ */
 #define ETCDLOCK_LOSS_KEY_DELETED 2
 
-// Loss reason: no keep-alive was acknowledged in time (local validity window ran out).
+/**
+ * Loss reason: no keep-alive was acknowledged in time (local validity window ran out).
+ */
 #define ETCDLOCK_LOSS_CONNECTION_LOST 3
 
-// Loss reason: the client was freed/closed while the lock was held.
+/**
+ * Loss reason: the client was freed/closed while the lock was held.
+ */
 #define ETCDLOCK_LOSS_CLIENT_CLOSED 4
 
-// etcdlock_set_logger level: no events.
+/**
+ * etcdlock_set_logger level: no events.
+ */
 #define ETCDLOCK_LOG_OFF 0
 
-// Log level: errors.
+/**
+ * Log level: errors.
+ */
 #define ETCDLOCK_LOG_ERROR 1
 
-// Log level: warnings (a keep-alive renewal failing, a hold lost) and above.
+/**
+ * Log level: warnings (a keep-alive renewal failing, a hold lost) and above.
+ */
 #define ETCDLOCK_LOG_WARN 2
 
-// Log level: information (an etcd member failing over, the watch stream re-created) and above.
+/**
+ * Log level: information (an etcd member failing over, the watch stream re-created) and above.
+ */
 #define ETCDLOCK_LOG_INFO 3
 
-// Log level: debug (a hold acquired or released) and above.
+/**
+ * Log level: debug (a hold acquired or released) and above.
+ */
 #define ETCDLOCK_LOG_DEBUG 4
 
-// Index of etcdlock_metrics.acquisitions / wait_ns: the lock was taken.
+/**
+ * Index of etcdlock_metrics.acquisitions / wait_ns: the lock was taken.
+ */
 #define ETCDLOCK_RESULT_ACQUIRED 0
 
-// Index: not taken within the timeout (or held, for a zero timeout).
+/**
+ * Index: not taken within the timeout (or held, for a zero timeout).
+ */
 #define ETCDLOCK_RESULT_TIMEOUT 1
 
-// Index: a try found the lock held.
+/**
+ * Index: a try found the lock held.
+ */
 #define ETCDLOCK_RESULT_WOULD_BLOCK 2
 
-// Index: cancelled while waiting.
+/**
+ * Index: cancelled while waiting.
+ */
 #define ETCDLOCK_RESULT_CANCELLED 3
 
-// Index: any other error.
+/**
+ * Index: any other error.
+ */
 #define ETCDLOCK_RESULT_ERROR 4
 
-// etcdlock_contender.kind: a mutex or election key, or a read-write lock's writer.
+/**
+ * etcdlock_contender.kind: a mutex or election key, or a read-write lock's writer.
+ */
 #define ETCDLOCK_KIND_EXCLUSIVE 0
 
-// etcdlock_contender.kind: a read-write lock's reader.
+/**
+ * etcdlock_contender.kind: a read-write lock's reader.
+ */
 #define ETCDLOCK_KIND_READER 1
 
-// etcdlock_contender.kind: a semaphore permit (see etcdlock_contender.permits).
+/**
+ * etcdlock_contender.kind: a semaphore permit (see etcdlock_contender.permits).
+ */
 #define ETCDLOCK_KIND_PERMIT 2
 
-// etcdlock_queue_kind: neither the contenders' records nor their keys tell.
+/**
+ * etcdlock_queue_kind: neither the contenders' records nor their keys tell.
+ */
 #define ETCDLOCK_LOCK_UNKNOWN -1
 
-// etcdlock_queue_kind: a mutex (etcdlock_lock and friends).
+/**
+ * etcdlock_queue_kind: a mutex (etcdlock_lock and friends).
+ */
 #define ETCDLOCK_LOCK_MUTEX 0
 
-// etcdlock_queue_kind: an election (etcdlock_campaign).
+/**
+ * etcdlock_queue_kind: an election (etcdlock_campaign).
+ */
 #define ETCDLOCK_LOCK_ELECTION 1
 
-// etcdlock_queue_kind: a semaphore (etcdlock_acquire_permit).
+/**
+ * etcdlock_queue_kind: a semaphore (etcdlock_acquire_permit).
+ */
 #define ETCDLOCK_LOCK_SEMAPHORE 2
 
-// etcdlock_queue_kind: a read-write lock (etcdlock_read_lock).
+/**
+ * etcdlock_queue_kind: a read-write lock (etcdlock_read_lock).
+ */
 #define ETCDLOCK_LOCK_RWLOCK 3
 
-// Most permits one semaphore may have.
+/**
+ * Most permits one semaphore may have.
+ */
 #define ETCDLOCK_MAX_PERMITS 1024
 
-// Most names one etcdlock_lock_many takes (etcd's default --max-txn-ops).
+/**
+ * Most names one etcdlock_lock_many takes (etcd's default --max-txn-ops).
+ */
 #define ETCDLOCK_MAX_MULTI 128
 
-// Pass as timeout_ms to wait as long as it takes (any negative value does).
+/**
+ * Pass as timeout_ms to wait as long as it takes (any negative value does).
+ */
 #define ETCDLOCK_WAIT_FOREVER -1
 
-// Largest accepted timeout in milliseconds (10 years); larger values are INVALID_ARGUMENT.
+/**
+ * Largest accepted timeout in milliseconds (10 years); larger values are INVALID_ARGUMENT.
+ */
 #define ETCDLOCK_MAX_TIMEOUT_MS 315360000000
 
-// An etcdlock_options number left "not set" (etcdlock_options_init's
-// value): the ETCDLOCK_* environment variable or the default applies.
+/**
+ * An etcdlock_options number left "not set" (etcdlock_options_init's
+ * value): the ETCDLOCK_* environment variable or the default applies.
+ */
 #define ETCDLOCK_UNSET INT64_MIN
 
-// Longest accepted lock name in bytes (without the terminating NUL).
+/**
+ * Longest accepted lock name in bytes (without the terminating NUL).
+ */
 #define ETCDLOCK_MAX_NAME_LEN (32 * 1024)
 
-// Largest accepted guarded key or value, in bytes (etcd's own request limit is lower,
-// 1.5 MiB by default; etcd's refusal is reported as INVALID_ARGUMENT too).
+/**
+ * Largest accepted guarded key or value, in bytes (etcd's own request limit is lower,
+ * 1.5 MiB by default; etcd's refusal is reported as INVALID_ARGUMENT too).
+ */
 #define ETCDLOCK_MAX_BUFFER_LEN ((64 * 1024) * 1024)
 
-// Leader-loop event: elected; `term` is the new term (run the task now).
+/**
+ * Leader-loop event: elected; `term` is the new term (run the task now).
+ */
 #define ETCDLOCK_LEADER_ELECTED 1
 
-// Leader-loop event: keep-alives are failing while leader (pause guarded work).
+/**
+ * Leader-loop event: keep-alives are failing while leader (pause guarded work).
+ */
 #define ETCDLOCK_LEADER_RENEWAL_FAILING 2
 
-// Leader-loop event: keep-alives got through again.
+/**
+ * Leader-loop event: keep-alives got through again.
+ */
 #define ETCDLOCK_LEADER_RENEWAL_RECOVERED 3
 
-// Leader-loop event: leadership was lost (`loss_reason`); the term is
-// cancelled and the loop waits for etcdlock_term_end before campaigning again.
+/**
+ * Leader-loop event: leadership was lost (`loss_reason`); the term is
+ * cancelled and the loop waits for etcdlock_term_end before campaigning again.
+ */
 #define ETCDLOCK_LEADER_LOST 4
 
-// Leader-loop event: the term ended by resigning (the task ended, or the loop stopped).
+/**
+ * Leader-loop event: the term ended by resigning (the task ended, or the loop stopped).
+ */
 #define ETCDLOCK_LEADER_RESIGNED 5
 
-// Leader-loop event: a campaign failed (`status`, `message`); the loop
-// campaigns again after retry_ms when `again`, else it stops.
+/**
+ * Leader-loop event: a campaign failed (`status`, `message`); the loop
+ * campaigns again after retry_ms when `again`, else it stops.
+ */
 #define ETCDLOCK_LEADER_CAMPAIGN_FAILED 6
 
-// Leader-loop event: who leads now, this candidate included (`has_leader`,
-// `leader_value`, `fencing_token` = the leader's revision).
+/**
+ * Leader-loop event: who leads now, this candidate included (`has_leader`,
+ * `leader_value`, `fencing_token` = the leader's revision).
+ */
 #define ETCDLOCK_LEADER_CHANGED 7
 
-// Leader-loop event: the loop has stopped; no event follows.
+/**
+ * Leader-loop event: the loop has stopped; no event follows.
+ */
 #define ETCDLOCK_LEADER_STOPPED 8
 
-// The last call of an etcdlock_renewal_cb: the hold ended.
+/**
+ * The last call of an etcdlock_renewal_cb: the hold ended.
+ */
 #define ETCDLOCK_RENEWAL_ENDED -2
 
-// An open barrier (etcdlock_barrier_open). Thread-safe; free it with
-// etcdlock_barrier_free when done.
+/**
+ * An open barrier (etcdlock_barrier_open). Thread-safe; free it with
+ * etcdlock_barrier_free when done.
+ */
 typedef struct etcdlock_barrier etcdlock_barrier;
 
-// Cancels one etcdlock_lock_async wait or etcdlock_observe.
+/**
+ * Cancels one etcdlock_lock_async wait or etcdlock_observe.
+ */
 typedef struct etcdlock_cancel_handle etcdlock_cancel_handle;
 
-// A connection to etcd (one lease shared by all its locks). Thread-safe.
+/**
+ * A connection to etcd (one lease shared by all its locks). Thread-safe.
+ */
 typedef struct etcdlock_client etcdlock_client;
 
-// A held lock. Thread-safe; freeing it releases the lock if still held.
+/**
+ * A held lock. Thread-safe; freeing it releases the lock if still held.
+ */
 typedef struct etcdlock_guard etcdlock_guard;
 
-// An open count-down latch (etcdlock_latch_open). Thread-safe; free it with
-// etcdlock_latch_free when done (the latch lives while some client has it
-// open).
+/**
+ * An open count-down latch (etcdlock_latch_open). Thread-safe; free it with
+ * etcdlock_latch_free when done (the latch lives while some client has it
+ * open).
+ */
 typedef struct etcdlock_latch etcdlock_latch;
 
-// A running leader loop (etcdlock_lead). Thread-safe: one thread may wait in
-// etcdlock_leader_next while another calls etcdlock_leader_stop.
+/**
+ * A running leader loop (etcdlock_lead). Thread-safe: one thread may wait in
+ * etcdlock_leader_next while another calls etcdlock_leader_stop.
+ */
 typedef struct etcdlock_leader_loop etcdlock_leader_loop;
 
-// Every lock under a prefix (etcdlock_list), sorted by name. Free with etcdlock_locks_free.
+/**
+ * Every lock under a prefix (etcdlock_list), sorted by name. Free with etcdlock_locks_free.
+ */
 typedef struct etcdlock_locks etcdlock_locks;
 
-// Several locks held together (etcdlock_lock_many). Thread-safe; freeing it
-// releases every lock still held.
+/**
+ * Several locks held together (etcdlock_lock_many). Thread-safe; freeing it
+ * releases every lock still held.
+ */
 typedef struct etcdlock_multi etcdlock_multi;
 
-// This node's hold of a job's run-once record (etcdlock_once_take). Finish
-// it with etcdlock_once_finish when the job is done (that frees it too).
+/**
+ * This node's hold of a job's run-once record (etcdlock_once_take). Finish
+ * it with etcdlock_once_finish when the job is done (that frees it too).
+ */
 typedef struct etcdlock_once etcdlock_once;
 
-// The holders and waiters of one name (etcdlock_status): contenders in
-// queue order, holders first. Free with etcdlock_queue_free.
+/**
+ * The holders and waiters of one name (etcdlock_status): contenders in
+ * queue order, holders first. Free with etcdlock_queue_free.
+ */
 typedef struct etcdlock_queue etcdlock_queue;
 
-// One term of leadership (ETCDLOCK_LEADER_ELECTED). Thread-safe.
+/**
+ * One term of leadership (ETCDLOCK_LEADER_ELECTED). Thread-safe.
+ */
 typedef struct etcdlock_term etcdlock_term;
 
-// Connection options. Always fill with etcdlock_options_init(&o, sizeof o) first,
-// then set the fields you need; the library reads only the first struct_size
-// bytes, so programs built against an older header keep working with a newer
-// library (fields they do not know take their defaults).
-//
-// Strings are borrowed for the duration of etcdlock_client_connect only; NULL
-// means "not set". They must be NUL-terminated UTF-8. An empty string is "not
-// set" too, except endpoints, where it names no endpoint (refused).
-//
-// A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for margin_ms and
-// watch_held_keys, as etcdlock_options_init leaves them) takes its ETCDLOCK_*
-// environment variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA,
-// ...) if set, else the default: the rule every etcdlock language follows. A
-// field you set wins over the environment, and a malformed variable for it is
-// ignored. The values are checked by the core, with the same messages as in
-// every etcdlock language (ETCDLOCK_INVALID_ARGUMENT at connect).
+/**
+ * Connection options. Always fill with etcdlock_options_init(&o, sizeof o) first,
+ * then set the fields you need; the library reads only the first struct_size
+ * bytes, so programs built against an older header keep working with a newer
+ * library (fields they do not know take their defaults).
+ *
+ * Strings are borrowed for the duration of etcdlock_client_connect only; NULL
+ * means "not set". They must be NUL-terminated UTF-8. An empty string is "not
+ * set" too, except endpoints, where it names no endpoint (refused).
+ *
+ * A field left "not set" (NULL, ETCDLOCK_UNSET, or -1 for margin_ms and
+ * watch_held_keys, as etcdlock_options_init leaves them) takes its ETCDLOCK_*
+ * environment variable (ETCDLOCK_ENDPOINTS, ETCDLOCK_TTL, ETCDLOCK_TLS_CA,
+ * ...) if set, else the default: the rule every etcdlock language follows. A
+ * field you set wins over the environment, and a malformed variable for it is
+ * ignored. The values are checked by the core, with the same messages as in
+ * every etcdlock language (ETCDLOCK_INVALID_ARGUMENT at connect).
+ */
 typedef struct etcdlock_options {
-  // sizeof(etcdlock_options) as seen by the caller; set by etcdlock_options_init.
+  /**
+   * sizeof(etcdlock_options) as seen by the caller; set by etcdlock_options_init.
+   */
   uint32_t struct_size;
-  // Set to 0 to disable watching each held key (an outside delete of the key
-  // is then noticed only by a guarded operation), 1 to watch. -1 = not set
-  // (ETCDLOCK_WATCH_HELD_KEYS, default 1).
+  /**
+   * Set to 0 to disable watching each held key (an outside delete of the key
+   * is then noticed only by a guarded operation), 1 to watch. -1 = not set
+   * (ETCDLOCK_WATCH_HELD_KEYS, default 1).
+   */
   int32_t watch_held_keys;
-  // Comma-separated etcd endpoints: "http://127.0.0.1:2379,127.0.0.1:22379".
-  // NULL = not set (ETCDLOCK_ENDPOINTS, default http://127.0.0.1:2379).
+  /**
+   * Comma-separated etcd endpoints: "http://127.0.0.1:2379,127.0.0.1:22379".
+   * NULL = not set (ETCDLOCK_ENDPOINTS, default http://127.0.0.1:2379).
+   */
   const char *endpoints;
-  // Lease TTL in seconds, 1 .. 9000000000; ETCDLOCK_UNSET = not set
-  // (ETCDLOCK_TTL, default 15). A lock is lost at most
-  // about this long after its holder stops (crash, pause, partition).
+  /**
+   * Lease TTL in seconds, 1 .. 9000000000; ETCDLOCK_UNSET = not set
+   * (ETCDLOCK_TTL, default 15). A lock is lost at most
+   * about this long after its holder stops (crash, pause, partition).
+   */
   int64_t ttl_secs;
-  // Prefix prepended to every key this client touches (locks and guarded
-  // keys). Default none.
+  /**
+   * Prefix prepended to every key this client touches (locks and guarded
+   * keys). Default none.
+   */
   const char *namespace_prefix;
-  // etcd user name; requires password.
+  /**
+   * etcd user name; requires password.
+   */
   const char *username;
-  // etcd password; never copied into any message.
+  /**
+   * etcd password; never copied into any message.
+   */
   const char *password;
-  // PEM CA bundle for https endpoints. Setting any tls_* field enables TLS.
+  /**
+   * PEM CA bundle for https endpoints. Setting any tls_* field enables TLS.
+   */
   const char *tls_ca;
-  // PEM client certificate for mutual TLS (with tls_key).
+  /**
+   * PEM client certificate for mutual TLS (with tls_key).
+   */
   const char *tls_cert;
-  // PEM client private key for mutual TLS (with tls_cert).
+  /**
+   * PEM client private key for mutual TLS (with tls_cert).
+   */
   const char *tls_key;
-  // Server name to verify instead of the endpoint's host.
+  /**
+   * Server name to verify instead of the endpoint's host.
+   */
   const char *tls_domain;
-  // Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0;
-  // ETCDLOCK_UNSET = not set (ETCDLOCK_CONNECT_TIMEOUT, default 5000).
+  /**
+   * Bound on reaching etcd in etcdlock_client_connect, milliseconds, > 0;
+   * ETCDLOCK_UNSET = not set (ETCDLOCK_CONNECT_TIMEOUT, default 5000).
+   */
   int64_t connect_timeout_ms;
-  // Bound on every call that does not wait for a lock (try_lock, unlock,
-  // guarded operations, status), retries and failover included,
-  // milliseconds, > 0: ETCDLOCK_E_UNAVAILABLE after it. ETCDLOCK_UNSET =
-  // not set (ETCDLOCK_REQUEST_TIMEOUT, default 2000). Lock calls are
-  // bounded by their own timeout.
+  /**
+   * Bound on every call that does not wait for a lock (try_lock, unlock,
+   * guarded operations, status), retries and failover included,
+   * milliseconds, > 0: ETCDLOCK_E_UNAVAILABLE after it. ETCDLOCK_UNSET =
+   * not set (ETCDLOCK_REQUEST_TIMEOUT, default 2000). Lock calls are
+   * bounded by their own timeout.
+   */
   int64_t request_timeout_ms;
-  // Safety margin subtracted from the TTL for local loss detection,
-  // milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,
-  // default TTL/5, at most 2000).
+  /**
+   * Safety margin subtracted from the TTL for local loss detection,
+   * milliseconds, at most half the TTL; negative = not set (ETCDLOCK_MARGIN,
+   * default TTL/5, at most 2000).
+   */
   int64_t margin_ms;
-  // Interval between lease keep-alives, milliseconds, > 0 (at least 50, at
-  // most half of TTL - margin); ETCDLOCK_UNSET = not set
-  // (ETCDLOCK_KEEPALIVE_INTERVAL, default TTL/3, at most (TTL - margin)/4).
+  /**
+   * Interval between lease keep-alives, milliseconds, > 0 (at least 50, at
+   * most half of TTL - margin); ETCDLOCK_UNSET = not set
+   * (ETCDLOCK_KEEPALIVE_INTERVAL, default TTL/3, at most (TTL - margin)/4).
+   */
   int64_t keepalive_interval_ms;
-  // Set to 1 to connect on first use: etcdlock_client_connect then only
-  // checks the options and returns at once, so a program starts while
-  // etcd is briefly down, and each call reaches etcd within its own bound
-  // (a lock call its timeout_ms, others request_timeout_ms). 0 = connect
-  // now (ETCDLOCK_UNAVAILABLE within connect_timeout_ms when no member
-  // answers). -1 = not set (ETCDLOCK_LAZY_CONNECT, default 0).
+  /**
+   * Set to 1 to connect on first use: etcdlock_client_connect then only
+   * checks the options and returns at once, so a program starts while
+   * etcd is briefly down, and each call reaches etcd within its own bound
+   * (a lock call its timeout_ms, others request_timeout_ms). 0 = connect
+   * now (ETCDLOCK_UNAVAILABLE within connect_timeout_ms when no member
+   * answers). -1 = not set (ETCDLOCK_LAZY_CONNECT, default 0).
+   */
   int32_t lazy_connect;
 } etcdlock_options;
 
-// What a client has done so far (etcdlock_client_metrics): the core's metrics,
-// the same figures as in every etcdlock language. Counters only grow;
-// waiting and held are "now". Durations in nanoseconds.
+/**
+ * What a client has done so far (etcdlock_client_metrics): the core's metrics,
+ * the same figures as in every etcdlock language. Counters only grow;
+ * waiting and held are "now". Durations in nanoseconds.
+ */
 typedef struct etcdlock_metrics {
-  // sizeof(etcdlock_metrics) as the caller compiled it; set by etcdlock_client_metrics.
+  /**
+   * sizeof(etcdlock_metrics) as the caller compiled it; set by etcdlock_client_metrics.
+   */
   uint32_t struct_size;
-  // Reserved, 0.
+  /**
+   * Reserved, 0.
+   */
   uint32_t reserved;
-  // Acquisition calls by outcome, indexed by ETCDLOCK_RESULT_*.
+  /**
+   * Acquisition calls by outcome, indexed by ETCDLOCK_RESULT_*.
+   */
   uint64_t acquisitions[5];
-  // The time those calls took, summed, indexed by ETCDLOCK_RESULT_*.
+  /**
+   * The time those calls took, summed, indexed by ETCDLOCK_RESULT_*.
+   */
   uint64_t wait_ns[5];
-  // Acquisition calls in progress.
+  /**
+   * Acquisition calls in progress.
+   */
   int64_t waiting;
-  // Locks held now.
+  /**
+   * Locks held now.
+   */
   int64_t held;
-  // How long the locks held now have been held, summed.
+  /**
+   * How long the locks held now have been held, summed.
+   */
   uint64_t held_ns;
-  // Holds that ended (released or lost).
+  /**
+   * Holds that ended (released or lost).
+   */
   uint64_t holds_ended;
-  // How long the ended holds lasted, summed.
+  /**
+   * How long the ended holds lasted, summed.
+   */
   uint64_t hold_ns;
-  // Holds lost, indexed by ETCDLOCK_LOSS_* - 1 (lease expired, key deleted,
-  // connection lost, client closed).
+  /**
+   * Holds lost, indexed by ETCDLOCK_LOSS_* - 1 (lease expired, key deleted,
+   * connection lost, client closed).
+   */
   uint64_t lost[4];
-  // Keep-alive round trips acknowledged.
+  /**
+   * Keep-alive round trips acknowledged.
+   */
   uint64_t keepalives;
-  // The last keep-alive round trip, -1 before the first.
+  /**
+   * The last keep-alive round trip, -1 before the first.
+   */
   int64_t keepalive_rtt_ns;
-  // Requests that failed on an etcd member (which the client then avoided
-  // for a while); 0 while every member answers. Written only when
-  // struct_size covers it.
+  /**
+   * Requests that failed on an etcd member (which the client then avoided
+   * for a while); 0 while every member answers. Written only when
+   * struct_size covers it.
+   */
   uint64_t member_failures;
 } etcdlock_metrics;
 
-// Options of one acquisition (etcdlock_lock_ex, etcdlock_acquire_permit_ex,
-// etcdlock_read_lock_ex, etcdlock_campaign_ex). Always fill with
-// etcdlock_acquire_options_init(&o, sizeof o) first, then set the fields you
-// need; as with etcdlock_options, the library reads only the first
-// struct_size bytes, so fields added later take their defaults for programs
-// built against this header.
-//
-// The values are checked by the core, with the same rule and messages as in
-// every etcdlock language: a bad one is ETCDLOCK_INVALID_ARGUMENT and nothing
-// is written to etcd. The metadata strings are borrowed for the duration of
-// the call only.
+/**
+ * Options of one acquisition (etcdlock_lock_ex, etcdlock_acquire_permit_ex,
+ * etcdlock_read_lock_ex, etcdlock_campaign_ex). Always fill with
+ * etcdlock_acquire_options_init(&o, sizeof o) first, then set the fields you
+ * need; as with etcdlock_options, the library reads only the first
+ * struct_size bytes, so fields added later take their defaults for programs
+ * built against this header.
+ *
+ * The values are checked by the core, with the same rule and messages as in
+ * every etcdlock language: a bad one is ETCDLOCK_INVALID_ARGUMENT and nothing
+ * is written to etcd. The metadata strings are borrowed for the duration of
+ * the call only.
+ */
 typedef struct etcdlock_acquire_options {
-  // sizeof(etcdlock_acquire_options) as seen by the caller; set by
-  // etcdlock_acquire_options_init.
+  /**
+   * sizeof(etcdlock_acquire_options) as seen by the caller; set by
+   * etcdlock_acquire_options_init.
+   */
   uint32_t struct_size;
-  // Reserved, 0.
+  /**
+   * Reserved, 0.
+   */
   uint32_t reserved;
-  // Maximum wait in milliseconds, as the timeout_ms of etcdlock_lock:
-  // negative (ETCDLOCK_WAIT_FOREVER, the default) waits as long as it
-  // takes, 0 is one try (ETCDLOCK_TIMEOUT if taken, writing nothing), at
-  // most ETCDLOCK_MAX_TIMEOUT_MS.
+  /**
+   * Maximum wait in milliseconds, as the timeout_ms of etcdlock_lock:
+   * negative (ETCDLOCK_WAIT_FOREVER, the default) waits as long as it
+   * takes, 0 is one try (ETCDLOCK_TIMEOUT if taken, writing nothing), at
+   * most ETCDLOCK_MAX_TIMEOUT_MS.
+   */
   int64_t timeout_ms;
-  // Chubby's lock-delay, milliseconds: if this hold ends because its lease
-  // ended (the process died or froze, its session expired or was revoked,
-  // it was cut off from etcd) rather than by etcdlock_unlock, the next
-  // holder is granted the lock no earlier than this long after etcd removed
-  // the key, so requests the vanished holder still had in flight drain
-  // first. A clean unlock, etcdlock_guard_free, etcdlock_client_free or an
-  // operator's etcdlock_release hands over at once. Rounded up to whole
-  // seconds; at most 24 hours. ETCDLOCK_UNSET (the default) = none; any
-  // other negative value is ETCDLOCK_INVALID_ARGUMENT. Not allowed on
-  // permits and read locks (ETCDLOCK_INVALID_ARGUMENT).
+  /**
+   * Chubby's lock-delay, milliseconds: if this hold ends because its lease
+   * ended (the process died or froze, its session expired or was revoked,
+   * it was cut off from etcd) rather than by etcdlock_unlock, the next
+   * holder is granted the lock no earlier than this long after etcd removed
+   * the key, so requests the vanished holder still had in flight drain
+   * first. A clean unlock, etcdlock_guard_free, etcdlock_client_free or an
+   * operator's etcdlock_release hands over at once. Rounded up to whole
+   * seconds; at most 24 hours. ETCDLOCK_UNSET (the default) = none; any
+   * other negative value is ETCDLOCK_INVALID_ARGUMENT. Not allowed on
+   * permits and read locks (ETCDLOCK_INVALID_ARGUMENT).
+   */
   int64_t lock_delay_ms;
-  // Hold at most this many milliseconds: then the hold is released even if
-  // the holder never unlocks, and its loss reason is
-  // ETCDLOCK_LOSS_LEASE_EXPIRED. Positive, at most 24 hours. ETCDLOCK_UNSET
-  // (the default) = until unlocked; other negative values and 0 are
-  // ETCDLOCK_INVALID_ARGUMENT.
+  /**
+   * Hold at most this many milliseconds: then the hold is released even if
+   * the holder never unlocks, and its loss reason is
+   * ETCDLOCK_LOSS_LEASE_EXPIRED. Positive, at most 24 hours. ETCDLOCK_UNSET
+   * (the default) = until unlocked; other negative values and 0 are
+   * ETCDLOCK_INVALID_ARGUMENT.
+   */
   int64_t lease_time_ms;
-  // Who holds, as etcdlock_status shows it to everyone (the contender's
-  // metadata): a NULL-terminated array of NUL-terminated UTF-8 strings,
-  // key, value, key, value, ..., NULL; at most 1 KB in all. NULL (the
-  // default) = none.
+  /**
+   * Who holds, as etcdlock_status shows it to everyone (the contender's
+   * metadata): a NULL-terminated array of NUL-terminated UTF-8 strings,
+   * key, value, key, value, ..., NULL; at most 1 KB in all. NULL (the
+   * default) = none.
+   */
   const char *const *metadata;
 } etcdlock_acquire_options;
 
-// How etcdlock_lead campaigns. Initialise with etcdlock_lead_options_init.
+/**
+ * How etcdlock_lead campaigns. Initialise with etcdlock_lead_options_init.
+ */
 typedef struct etcdlock_lead_options {
-  // sizeof(etcdlock_lead_options) as seen by the caller; set by
-  // etcdlock_lead_options_init.
+  /**
+   * sizeof(etcdlock_lead_options) as seen by the caller; set by
+   * etcdlock_lead_options_init.
+   */
   uint32_t struct_size;
-  // 1 (the default): campaign again after a term ended and after a failed
-  // campaign; 0: stop after the first term or the first failure.
+  /**
+   * 1 (the default): campaign again after a term ended and after a failed
+   * campaign; 0: stop after the first term or the first failure.
+   */
   int32_t again;
-  // Milliseconds to wait before campaigning again after a failed campaign,
-  // 0 .. ETCDLOCK_MAX_TIMEOUT_MS; default 1000.
+  /**
+   * Milliseconds to wait before campaigning again after a failed campaign,
+   * 0 .. ETCDLOCK_MAX_TIMEOUT_MS; default 1000.
+   */
   int64_t retry_ms;
 } etcdlock_lead_options;
 
-// One leader-loop event, filled by etcdlock_leader_next. Fields that do not
-// apply to `kind` are 0 / NULL.
+/**
+ * One leader-loop event, filled by etcdlock_leader_next. Fields that do not
+ * apply to `kind` are 0 / NULL.
+ */
 typedef struct etcdlock_leader_event {
-  // ETCDLOCK_LEADER_ELECTED, ... ETCDLOCK_LEADER_STOPPED.
+  /**
+   * ETCDLOCK_LEADER_ELECTED, ... ETCDLOCK_LEADER_STOPPED.
+   */
   int kind;
-  // ELECTED: the term's fencing token. CHANGED: the leader's revision
-  // (its fencing token), 0 when nobody leads.
+  /**
+   * ELECTED: the term's fencing token. CHANGED: the leader's revision
+   * (its fencing token), 0 when nobody leads.
+   */
   int64_t fencing_token;
-  // LOST: the ETCDLOCK_LOSS_* reason.
+  /**
+   * LOST: the ETCDLOCK_LOSS_* reason.
+   */
   int loss_reason;
-  // CAMPAIGN_FAILED: the failure's status (an ETCDLOCK_* status code).
+  /**
+   * CAMPAIGN_FAILED: the failure's status (an ETCDLOCK_* status code).
+   */
   int status;
-  // CHANGED: 1 if somebody leads, 0 if nobody does.
+  /**
+   * CHANGED: 1 if somebody leads, 0 if nobody does.
+   */
   int has_leader;
-  // ELECTED: the term, a new handle the caller owns: run the task, call
-  // etcdlock_term_end when it is done, then etcdlock_term_free.
+  /**
+   * ELECTED: the term, a new handle the caller owns: run the task, call
+   * etcdlock_term_end when it is done, then etcdlock_term_free.
+   */
   struct etcdlock_term *term;
-  // CHANGED: the leader's proclaimed value (leader_value_len bytes), a new
-  // buffer to free with etcdlock_buffer_free. CAMPAIGN_FAILED: the error
-  // message, NUL-terminated, freed the same way.
+  /**
+   * CHANGED: the leader's proclaimed value (leader_value_len bytes), a new
+   * buffer to free with etcdlock_buffer_free. CAMPAIGN_FAILED: the error
+   * message, NUL-terminated, freed the same way.
+   */
   uint8_t *leader_value;
-  // CHANGED: the length of leader_value. CAMPAIGN_FAILED: the message's length.
+  /**
+   * CHANGED: the length of leader_value. CAMPAIGN_FAILED: the message's length.
+   */
   size_t leader_value_len;
 } etcdlock_leader_event;
 
-// One key in the queue of a name, as etcdlock_status read it. Strings and
-// bytes point into the etcdlock_queue and live until etcdlock_queue_free.
+/**
+ * One key in the queue of a name, as etcdlock_status read it. Strings and
+ * bytes point into the etcdlock_queue and live until etcdlock_queue_free.
+ */
 typedef struct etcdlock_contender {
-  // The key (with the namespace).
+  /**
+   * The key (with the namespace).
+   */
   const char *key;
-  // ETCDLOCK_KIND_EXCLUSIVE, ETCDLOCK_KIND_READER or ETCDLOCK_KIND_PERMIT.
+  /**
+   * ETCDLOCK_KIND_EXCLUSIVE, ETCDLOCK_KIND_READER or ETCDLOCK_KIND_PERMIT.
+   */
   int kind;
-  // The semaphore's permit count for ETCDLOCK_KIND_PERMIT, else 1.
+  /**
+   * The semaphore's permit count for ETCDLOCK_KIND_PERMIT, else 1.
+   */
   uint32_t permits;
-  // 1 if it holds now (by its kind's rule), 0 if it waits.
+  /**
+   * 1 if it holds now (by its kind's rule), 0 if it waits.
+   */
   int holds;
-  // Its lease.
+  /**
+   * Its lease.
+   */
   int64_t lease_id;
-  // Seconds left on its lease, -1 if etcd did not say.
+  /**
+   * Seconds left on its lease, -1 if etcd did not say.
+   */
   int64_t ttl_remaining;
-  // The key's create_revision (a holder's fencing token).
+  /**
+   * The key's create_revision (a holder's fencing token).
+   */
   int64_t fencing_token;
-  // "host:pid" for etcdlock keys, NULL for etcdctl and Go keys.
+  /**
+   * "host:pid" for etcdlock keys, NULL for etcdctl and Go keys.
+   */
   const char *owner;
-  // Milliseconds since the key was created (etcdlock keys), -1 if unknown.
+  /**
+   * Milliseconds since the key was created (etcdlock keys), -1 if unknown.
+   */
   int64_t age_ms;
-  // The key's value (an election's proclamation), value_len bytes.
+  /**
+   * The key's value (an election's proclamation), value_len bytes.
+   */
   const uint8_t *value;
-  // Length of value.
+  /**
+   * Length of value.
+   */
   size_t value_len;
-  // The holder's host (etcdlock keys), NULL if unknown.
+  /**
+   * The holder's host (etcdlock keys), NULL if unknown.
+   */
   const char *host;
-  // The holder's process id (etcdlock keys), -1 if unknown.
+  /**
+   * The holder's process id (etcdlock keys), -1 if unknown.
+   */
   int64_t pid;
-  // The language its client uses etcdlock from ("c", "python", ...), once
-  // its meta record is written (keys older than ~100 ms); NULL if unknown.
+  /**
+   * The language its client uses etcdlock from ("c", "python", ...), once
+   * its meta record is written (keys older than ~100 ms); NULL if unknown.
+   */
   const char *language;
-  // Acquisitions of this name in progress in its client: its local queue
-  // (a client keeps at most two keys per name in etcd); -1 if unknown.
+  /**
+   * Acquisitions of this name in progress in its client: its local queue
+   * (a client keeps at most two keys per name in etcd); -1 if unknown.
+   */
   int64_t local_waiters;
-  // 1 for a key without etcdlock's owner info: etcdctl, Go's Mutex or Election.
+  /**
+   * 1 for a key without etcdlock's owner info: etcdctl, Go's Mutex or Election.
+   */
   int foreign;
-  // The holder's metadata (etcdlock_acquire_options.metadata), as it was
-  // given: key, value, key, value, ..., NULL. Never NULL (an empty list is
-  // a lone NULL); known once its meta record is written (~100 ms).
+  /**
+   * The holder's metadata (etcdlock_acquire_options.metadata), as it was
+   * given: key, value, key, value, ..., NULL. Never NULL (an empty list is
+   * a lone NULL); known once its meta record is written (~100 ms).
+   */
   const char *const *metadata;
-  // Number of key/value pairs in metadata.
+  /**
+   * Number of key/value pairs in metadata.
+   */
   size_t metadata_len;
 } etcdlock_contender;
 
-// Completion callback of etcdlock_lock_async. status is ETCDLOCK_OK and guard a
-// new guard owned by the callee (free it with etcdlock_guard_free, from any
-// thread), or status is an error code and guard is NULL; during the callback
-// etcdlock_last_error_message() returns the error's message.
+/**
+ * Completion callback of etcdlock_lock_async. status is ETCDLOCK_OK and guard a
+ * new guard owned by the callee (free it with etcdlock_guard_free, from any
+ * thread), or status is an error code and guard is NULL; during the callback
+ * etcdlock_last_error_message() returns the error's message.
+ */
 typedef void (*etcdlock_lock_cb)(int status, struct etcdlock_guard *guard, void *user_data);
 
-// Loss callback of etcdlock_guard_on_loss: reason is one of ETCDLOCK_LOSS_*
-// (ETCDLOCK_LOSS_NONE when the guard was released normally).
+/**
+ * Loss callback of etcdlock_guard_on_loss: reason is one of ETCDLOCK_LOSS_*
+ * (ETCDLOCK_LOSS_NONE when the guard was released normally).
+ */
 typedef void (*etcdlock_loss_cb)(int reason, void *user_data);
 
-// Renewal callback of etcdlock_guard_on_renewal: valid_for_ms >= 0 when the
-// keep-alive renewal starts failing (the ms the hold still has), -1 when it
-// is renewed again, ETCDLOCK_RENEWAL_ENDED (-2) once, last, when the hold
-// ended (released or lost): user_data may be freed after that call.
+/**
+ * Renewal callback of etcdlock_guard_on_renewal: valid_for_ms >= 0 when the
+ * keep-alive renewal starts failing (the ms the hold still has), -1 when it
+ * is renewed again, ETCDLOCK_RENEWAL_ENDED (-2) once, last, when the hold
+ * ended (released or lost): user_data may be freed after that call.
+ */
 typedef void (*etcdlock_renewal_cb)(int64_t valid_for_ms, void *user_data);
 
-// Leadership changes (etcdlock_observe): called with ETCDLOCK_OK for each
-// state, the current one first. key is NULL when nobody leads; otherwise key
-// (NUL-terminated), value (value_len bytes) and revision (the leader key's
-// create_revision, its fencing token) describe the leader and are valid only
-// during the call. Called once with another status (ETCDLOCK_CANCELLED after
-// etcdlock_cancel, ETCDLOCK_CLOSED, ...) as the last call.
+/**
+ * Leadership changes (etcdlock_observe): called with ETCDLOCK_OK for each
+ * state, the current one first. key is NULL when nobody leads; otherwise key
+ * (NUL-terminated), value (value_len bytes) and revision (the leader key's
+ * create_revision, its fencing token) describe the leader and are valid only
+ * during the call. Called once with another status (ETCDLOCK_CANCELLED after
+ * etcdlock_cancel, ETCDLOCK_CLOSED, ...) as the last call.
+ */
 typedef void (*etcdlock_observe_cb)(int status,
                                     const char *key,
                                     const uint8_t *value,
@@ -528,617 +809,720 @@ typedef void (*etcdlock_observe_cb)(int status,
                                     int64_t revision,
                                     void *user_data);
 
-// A log callback (etcdlock_set_logger): level is one of ETCDLOCK_LOG_ERROR
-// .. ETCDLOCK_LOG_DEBUG; target the core module (`etcdlock::session`, ...);
-// message what happened (`acquired`, `released`, `lost`, ...); fields the
-// event's fields as `key=value` pairs separated by spaces (`lock=orders
-// fencing_token=42`). The strings are valid during the call only.
+/**
+ * A log callback (etcdlock_set_logger): level is one of ETCDLOCK_LOG_ERROR
+ * .. ETCDLOCK_LOG_DEBUG; target the core module (`etcdlock::session`, ...);
+ * message what happened (`acquired`, `released`, `lost`, ...); fields the
+ * event's fields as `key=value` pairs separated by spaces (`lock=orders
+ * fencing_token=42`). The strings are valid during the call only.
+ */
 typedef void (*etcdlock_log_fn)(void *user_data,
                                 int level,
                                 const char *target,
                                 const char *message,
                                 const char *fields);
 
-// Loss callback of etcdlock_multi_on_loss: reason is one of ETCDLOCK_LOSS_*
-// and index the position of the lost lock in the names given to
-// etcdlock_lock_many; reason ETCDLOCK_LOSS_NONE and index SIZE_MAX when the
-// multi-lock was released normally.
+/**
+ * Loss callback of etcdlock_multi_on_loss: reason is one of ETCDLOCK_LOSS_*
+ * and index the position of the lost lock in the names given to
+ * etcdlock_lock_many; reason ETCDLOCK_LOSS_NONE and index SIZE_MAX when the
+ * multi-lock was released normally.
+ */
 typedef void (*etcdlock_multi_loss_cb)(int reason, size_t index, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
 
-// The library version as a static string, e.g. "0.1.0".
-//
-// Safety: none required; callable from any thread at any time.
-//
-// Example: printf("etcdlock %s\n", etcdlock_version());
+/**
+ * The library version as a static string, e.g. "0.1.0".
+ *
+ * Safety: none required; callable from any thread at any time.
+ *
+ * Example: printf("etcdlock %s\n", etcdlock_version());
+ */
 const char *etcdlock_version(void);
 
-// The library version as MAJOR*10000 + MINOR*100 + PATCH. Compare with the
-// header's ETCDLOCK_VERSION_NUMBER to detect a header/library mismatch.
-//
-// Safety: none required; callable from any thread at any time.
-//
-// Example: if (etcdlock_version_number() / 10000 != ETCDLOCK_VERSION_MAJOR) abort();
+/**
+ * The library version as MAJOR*10000 + MINOR*100 + PATCH. Compare with the
+ * header's ETCDLOCK_VERSION_NUMBER to detect a header/library mismatch.
+ *
+ * Safety: none required; callable from any thread at any time.
+ *
+ * Example: if (etcdlock_version_number() / 10000 != ETCDLOCK_VERSION_MAJOR) abort();
+ */
 int etcdlock_version_number(void);
 
-// Optional: stops the library's background threads (the shared runtime's
-// workers), waiting at most 5 s for them, so a leak checker such as valgrind
-// reports none of them at exit. A program that just exits need not call it.
-// Free every client first: a client still open stops working (its lease
-// keep-alive ran on those threads). Any later etcdlock call starts the
-// runtime again.
-//
-// Safety: do not call it from an etcdlock callback (it runs on a runtime
-// thread); that is refused with ETCDLOCK_INVALID_ARGUMENT.
-//
-// Example: etcdlock_client_free(c); etcdlock_shutdown(); return 0;
+/**
+ * Optional: stops the library's background threads (the shared runtime's
+ * workers), waiting at most 5 s for them, so a leak checker such as valgrind
+ * reports none of them at exit. A program that just exits need not call it.
+ * Free every client first: a client still open stops working (its lease
+ * keep-alive ran on those threads). Any later etcdlock call starts the
+ * runtime again.
+ *
+ * Safety: do not call it from an etcdlock callback (it runs on a runtime
+ * thread); that is refused with ETCDLOCK_INVALID_ARGUMENT.
+ *
+ * Example: etcdlock_client_free(c); etcdlock_shutdown(); return 0;
+ */
 int etcdlock_shutdown(void);
 
-// Connect to etcd and open the client's session (grant its lease). Blocks up
-// to options->connect_timeout_ms. On success *client is a new handle to free
-// with etcdlock_client_free; on failure *client is NULL.
-//
-// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad endpoint, TTL outside
-// 1..9000000000, bad TLS file, ...), ETCDLOCK_UNAVAILABLE (no endpoint
-// answered), ETCDLOCK_AUTH_FAILED.
-//
-// Safety: options points to an etcdlock_options initialised with
-// etcdlock_options_init whose strings are valid for the duration of the call;
-// client is a writable etcdlock_client*.
-//
-// Example:
-//     etcdlock_client *c = NULL;
-//     int rc = etcdlock_client_connect(&o, &c);
-//     if (rc) fprintf(stderr, "connect: %s\n", etcdlock_last_error_message());
+/**
+ * Connect to etcd and open the client's session (grant its lease). Blocks up
+ * to options->connect_timeout_ms. On success *client is a new handle to free
+ * with etcdlock_client_free; on failure *client is NULL.
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad endpoint, TTL outside
+ * 1..9000000000, bad TLS file, ...), ETCDLOCK_UNAVAILABLE (no endpoint
+ * answered), ETCDLOCK_AUTH_FAILED.
+ *
+ * Safety: options points to an etcdlock_options initialised with
+ * etcdlock_options_init whose strings are valid for the duration of the call;
+ * client is a writable etcdlock_client*.
+ *
+ * Example:
+ *
+ *     etcdlock_client *c = NULL;
+ *     int rc = etcdlock_client_connect(&o, &c);
+ *     if (rc) fprintf(stderr, "connect: %s\n", etcdlock_last_error_message());
+ */
 int etcdlock_client_connect(const struct etcdlock_options *options,
                             struct etcdlock_client **client);
 
-// The effective lease TTL in seconds (etcd raises TTLs below its minimum).
-//
-// Safety: client is a live handle; ttl_secs is writable.
-//
-// Example: int64_t ttl; etcdlock_client_ttl(c, &ttl);
+/**
+ * The effective lease TTL in seconds (etcd raises TTLs below its minimum).
+ *
+ * Safety: client is a live handle; ttl_secs is writable.
+ *
+ * Example: int64_t ttl; etcdlock_client_ttl(c, &ttl);
+ */
 int etcdlock_client_ttl(const struct etcdlock_client *client, int64_t *ttl_secs);
 
-// Fill *metrics with what client has done so far (no etcd request; a few
-// atomic loads). struct_size must be sizeof(etcdlock_metrics) as the caller
-// compiled it; only that many bytes are written, so a program built against
-// an older header keeps working.
-//
-// Safety: client is a live handle; metrics points to struct_size writable bytes.
-//
-// Example:
-//     etcdlock_metrics m;
-//     etcdlock_client_metrics(c, &m, sizeof m);
-//     printf("held %lld, lost to deletes %llu\n", (long long)m.held,
-//            (unsigned long long)m.lost[ETCDLOCK_LOSS_KEY_DELETED - 1]);
+/**
+ * Fill *metrics with what client has done so far (no etcd request; a few
+ * atomic loads). struct_size must be sizeof(etcdlock_metrics) as the caller
+ * compiled it; only that many bytes are written, so a program built against
+ * an older header keeps working.
+ *
+ * Safety: client is a live handle; metrics points to struct_size writable bytes.
+ *
+ * Example:
+ *
+ *     etcdlock_metrics m;
+ *     etcdlock_client_metrics(c, &m, sizeof m);
+ *     printf("held %lld, lost to deletes %llu\n", (long long)m.held,
+ *            (unsigned long long)m.lost[ETCDLOCK_LOSS_KEY_DELETED - 1]);
+ */
 int etcdlock_client_metrics(const struct etcdlock_client *client,
                             struct etcdlock_metrics *metrics,
                             size_t struct_size);
 
-// Close and free a client: revokes its lease, which releases every lock it
-// holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED, pending
-// etcdlock_lock_async waits complete with ETCDLOCK_CLOSED (one cancelled
-// just before may complete with ETCDLOCK_CANCELLED instead) and observers
-// get their last call with ETCDLOCK_CLOSED. Guards stay valid objects and
-// must still be freed. NULL is a no-op.
-//
-// Called outside a callback, it returns only after every callback of this
-// client has made its last call and returned: those of etcdlock_lock_async,
-// etcdlock_observe, and etcdlock_guard_on_loss and etcdlock_guard_on_renewal
-// on its guards, registered before the call or by those callbacks while it
-// runs. Their user_data may be freed once it returns. It blocks for the
-// close (at most one request timeout), then until those callbacks have
-// returned, so a callback must not wait for the thread that frees its
-// client. Until it returns, the client's callbacks may still use the
-// handle; etcdlock_lock_async and etcdlock_observe on it return
-// ETCDLOCK_CLOSED (a callback that starts a new wait cannot keep it waiting).
-//
-// Called from a callback (a runtime thread), it cannot wait for the
-// callbacks, the calling one among them: it returns at once and the close
-// runs in the background. Every other callback still makes its last call as
-// described above, possibly after this returned, so free their user_data in
-// those last calls, not after this returns. From this call on,
-// etcdlock_lock_async and etcdlock_observe on the client return
-// ETCDLOCK_CLOSED; the handle stays valid for the client's callbacks (the
-// calling one included) until the last of them has returned, and is freed
-// then.
-//
-// In a child created by fork() without exec, a client inherited from the
-// parent is not closed (the parent still owns the lease and its connection)
-// and its memory is deliberately left to the child process; the same holds
-// for inherited guards in etcdlock_guard_free.
-//
-// Safety: client is NULL or a handle from etcdlock_client_connect not yet
-// freed, and no other thread uses it any more (except the client's own
-// callbacks, as above).
-//
-// Example: etcdlock_client_free(c); c = NULL;
+/**
+ * Close and free a client: revokes its lease, which releases every lock it
+ * holds at once; their guards report ETCDLOCK_LOSS_CLIENT_CLOSED, pending
+ * etcdlock_lock_async waits complete with ETCDLOCK_CLOSED (one cancelled
+ * just before may complete with ETCDLOCK_CANCELLED instead) and observers
+ * get their last call with ETCDLOCK_CLOSED. Guards stay valid objects and
+ * must still be freed. NULL is a no-op.
+ *
+ * Called outside a callback, it returns only after every callback of this
+ * client has made its last call and returned: those of etcdlock_lock_async,
+ * etcdlock_observe, and etcdlock_guard_on_loss and etcdlock_guard_on_renewal
+ * on its guards, registered before the call or by those callbacks while it
+ * runs. Their user_data may be freed once it returns. It blocks for the
+ * close (at most one request timeout), then until those callbacks have
+ * returned, so a callback must not wait for the thread that frees its
+ * client. Until it returns, the client's callbacks may still use the
+ * handle; etcdlock_lock_async and etcdlock_observe on it return
+ * ETCDLOCK_CLOSED (a callback that starts a new wait cannot keep it waiting).
+ *
+ * Called from a callback (a runtime thread), it cannot wait for the
+ * callbacks, the calling one among them: it returns at once and the close
+ * runs in the background. Every other callback still makes its last call as
+ * described above, possibly after this returned, so free their user_data in
+ * those last calls, not after this returns. From this call on,
+ * etcdlock_lock_async and etcdlock_observe on the client return
+ * ETCDLOCK_CLOSED; the handle stays valid for the client's callbacks (the
+ * calling one included) until the last of them has returned, and is freed
+ * then.
+ *
+ * In a child created by fork() without exec, a client inherited from the
+ * parent is not closed (the parent still owns the lease and its connection)
+ * and its memory is deliberately left to the child process; the same holds
+ * for inherited guards in etcdlock_guard_free.
+ *
+ * Safety: client is NULL or a handle from etcdlock_client_connect not yet
+ * freed, and no other thread uses it any more (except the client's own
+ * callbacks, as above).
+ *
+ * Example: etcdlock_client_free(c); c = NULL;
+ */
 void etcdlock_client_free(struct etcdlock_client *client);
 
-// The message of the last failed etcdlock call on the calling thread ("" if
-// none). Never NULL. The pointer stays valid until the next failing etcdlock
-// call on this thread; copy it to keep it. Inside an etcdlock_lock_async
-// callback it describes that callback's status. Messages name the lock and the
-// endpoints but never passwords, tokens or key material.
-//
-// Safety: do not free or write through the returned pointer.
-//
-// Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
+/**
+ * The message of the last failed etcdlock call on the calling thread ("" if
+ * none). Never NULL. The pointer stays valid until the next failing etcdlock
+ * call on this thread; copy it to keep it. Inside an etcdlock_lock_async
+ * callback it describes that callback's status. Messages name the lock and the
+ * endpoints but never passwords, tokens or key material.
+ *
+ * Safety: do not free or write through the returned pointer.
+ *
+ * Example: if (rc) fprintf(stderr, "%s: %s\n", etcdlock_status_name(rc), etcdlock_last_error_message());
+ */
 const char *etcdlock_last_error_message(void);
 
-// The status of the last failed etcdlock call on the calling thread
-// (ETCDLOCK_OK if none): the code etcdlock_last_error_message() goes with.
-//
-// Safety: none required.
-//
-// Example: if (etcdlock_last_error_status() == ETCDLOCK_UNAVAILABLE) retry_later();
+/**
+ * The status of the last failed etcdlock call on the calling thread
+ * (ETCDLOCK_OK if none): the code etcdlock_last_error_message() goes with.
+ *
+ * Safety: none required.
+ *
+ * Example: if (etcdlock_last_error_status() == ETCDLOCK_UNAVAILABLE) retry_later();
+ */
 int etcdlock_last_error_status(void);
 
-// Why the hold ended, for a last failed call on the calling thread that
-// returned ETCDLOCK_LOCK_LOST (an ETCDLOCK_LOSS_* reason); ETCDLOCK_LOSS_NONE
-// for any other status or when core did not say.
-//
-// Safety: none required.
-//
-// Example: if (rc == ETCDLOCK_LOCK_LOST) puts(etcdlock_loss_reason_name(etcdlock_last_error_loss_reason()));
+/**
+ * Why the hold ended, for a last failed call on the calling thread that
+ * returned ETCDLOCK_LOCK_LOST (an ETCDLOCK_LOSS_* reason); ETCDLOCK_LOSS_NONE
+ * for any other status or when core did not say.
+ *
+ * Safety: none required.
+ *
+ * Example: if (rc == ETCDLOCK_LOCK_LOST) puts(etcdlock_loss_reason_name(etcdlock_last_error_loss_reason()));
+ */
 int etcdlock_last_error_loss_reason(void);
 
-// The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
-// "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
-// "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
-// These are the names every etcdlock binding uses. Static string, never NULL.
-//
-// Safety: none required; any int is accepted.
-//
-// Example: puts(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK)); // WouldBlock
+/**
+ * The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
+ * "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
+ * "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
+ * These are the names every etcdlock binding uses. Static string, never NULL.
+ *
+ * Safety: none required; any int is accepted.
+ *
+ * Example: puts(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK)); // WouldBlock
+ */
 const char *etcdlock_status_name(int status);
 
-// The name of a loss reason: "Released" (ETCDLOCK_LOSS_NONE), "LeaseExpired",
-// "KeyDeleted", "ConnectionLost", "ClientClosed"; "Unknown" otherwise. Static, never NULL.
-//
-// Safety: none required; any int is accepted.
-//
-// Example: printf("lost: %s\n", etcdlock_loss_reason_name(reason));
+/**
+ * The name of a loss reason: "Released" (ETCDLOCK_LOSS_NONE), "LeaseExpired",
+ * "KeyDeleted", "ConnectionLost", "ClientClosed"; "Unknown" otherwise. Static, never NULL.
+ *
+ * Safety: none required; any int is accepted.
+ *
+ * Example: printf("lost: %s\n", etcdlock_loss_reason_name(reason));
+ */
 const char *etcdlock_loss_reason_name(int reason);
 
-// Wait for the lock `name` and hold it. Waiters are served in arrival order.
-// timeout_ms: maximum wait in milliseconds; negative (ETCDLOCK_WAIT_FOREVER)
-// waits as long as it takes. Acquiring costs at least one etcd round trip, so
-// 0 or a few milliseconds may time out even on a free lock: use
-// etcdlock_try_lock to take a lock only if it is free.
-// On success *guard is a new guard (free with etcdlock_guard_free); otherwise
-// *guard is NULL.
-//
-// Returns ETCDLOCK_TIMEOUT, ETCDLOCK_LOCK_LOST (our session died while
-// waiting), ETCDLOCK_CLOSED, ETCDLOCK_UNAVAILABLE, ETCDLOCK_INVALID_ARGUMENT
-// (NULL, name empty/longer than ETCDLOCK_MAX_NAME_LEN/not UTF-8, timeout_ms >
-// ETCDLOCK_MAX_TIMEOUT_MS, or called from a callback).
-//
-// Safety: client is a live handle; name is a NUL-terminated string; guard is writable.
-//
-// Example:
-//     etcdlock_guard *g = NULL;
-//     int rc = etcdlock_lock(c, "orders", 5000, &g);
-//     if (rc == ETCDLOCK_TIMEOUT) puts("busy");
+/**
+ * Wait for the lock `name` and hold it. Waiters are served in arrival order.
+ * timeout_ms: maximum wait in milliseconds; negative (ETCDLOCK_WAIT_FOREVER)
+ * waits as long as it takes. Acquiring costs at least one etcd round trip, so
+ * 0 or a few milliseconds may time out even on a free lock: use
+ * etcdlock_try_lock to take a lock only if it is free.
+ * On success *guard is a new guard (free with etcdlock_guard_free); otherwise
+ * *guard is NULL.
+ *
+ * Returns ETCDLOCK_TIMEOUT, ETCDLOCK_LOCK_LOST (our session died while
+ * waiting), ETCDLOCK_CLOSED, ETCDLOCK_UNAVAILABLE, ETCDLOCK_INVALID_ARGUMENT
+ * (NULL, name empty/longer than ETCDLOCK_MAX_NAME_LEN/not UTF-8, timeout_ms >
+ * ETCDLOCK_MAX_TIMEOUT_MS, or called from a callback).
+ *
+ * Safety: client is a live handle; name is a NUL-terminated string; guard is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_guard *g = NULL;
+ *     int rc = etcdlock_lock(c, "orders", 5000, &g);
+ *     if (rc == ETCDLOCK_TIMEOUT) puts("busy");
+ */
 int etcdlock_lock(const struct etcdlock_client *client,
                   const char *name,
                   int64_t timeout_ms,
                   struct etcdlock_guard **guard);
 
-// Take the lock `name` if it is free right now. If someone holds it or waits
-// for it, returns ETCDLOCK_WOULD_BLOCK (a status, not an error to parse) and
-// leaves no key behind. Otherwise as etcdlock_lock.
-//
-// Safety: as etcdlock_lock.
-//
-// Example:
-//     int rc = etcdlock_try_lock(c, "cron", &g);
-//     if (rc == ETCDLOCK_WOULD_BLOCK) return 0; // another node runs it
+/**
+ * Take the lock `name` if it is free right now. If someone holds it or waits
+ * for it, returns ETCDLOCK_WOULD_BLOCK (a status, not an error to parse) and
+ * leaves no key behind. Otherwise as etcdlock_lock.
+ *
+ * Safety: as etcdlock_lock.
+ *
+ * Example:
+ *
+ *     int rc = etcdlock_try_lock(c, "cron", &g);
+ *     if (rc == ETCDLOCK_WOULD_BLOCK) return 0; // another node runs it
+ */
 int etcdlock_try_lock(const struct etcdlock_client *client,
                       const char *name,
                       struct etcdlock_guard **guard);
 
-// etcdlock_lock with acquisition options: options->timeout_ms as
-// etcdlock_lock's timeout_ms (0: one try, ETCDLOCK_TIMEOUT when taken), and
-// the lock-delay, lease time and holder metadata of etcdlock_acquire_options.
-// options NULL is the defaults (wait forever, nothing else). On success
-// *guard is a new guard (free with etcdlock_guard_free); otherwise NULL.
-//
-// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for options the
-// core refuses (a negative or too long lock-delay, a lease time of 0,
-// metadata over 1 KB, a struct_size etcdlock_acquire_options_init did not
-// set); the message names the field.
-//
-// Safety: as etcdlock_lock; options is NULL or an etcdlock_acquire_options
-// initialised with etcdlock_acquire_options_init whose metadata strings are
-// valid for the duration of the call.
-//
-// Example:
-//     const char *meta[] = {"app", "billing", NULL};
-//     etcdlock_acquire_options ao;
-//     etcdlock_acquire_options_init(&ao, sizeof ao);
-//     ao.timeout_ms = 5000;
-//     ao.lock_delay_ms = 3000;
-//     ao.metadata = meta;
-//     int rc = etcdlock_lock_ex(c, "orders", &ao, &g);
+/**
+ * etcdlock_lock with acquisition options: options->timeout_ms as
+ * etcdlock_lock's timeout_ms (0: one try, ETCDLOCK_TIMEOUT when taken), and
+ * the lock-delay, lease time and holder metadata of etcdlock_acquire_options.
+ * options NULL is the defaults (wait forever, nothing else). On success
+ * *guard is a new guard (free with etcdlock_guard_free); otherwise NULL.
+ *
+ * Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for options the
+ * core refuses (a negative or too long lock-delay, a lease time of 0,
+ * metadata over 1 KB, a struct_size etcdlock_acquire_options_init did not
+ * set); the message names the field.
+ *
+ * Safety: as etcdlock_lock; options is NULL or an etcdlock_acquire_options
+ * initialised with etcdlock_acquire_options_init whose metadata strings are
+ * valid for the duration of the call.
+ *
+ * Example:
+ *
+ *     const char *meta[] = {"app", "billing", NULL};
+ *     etcdlock_acquire_options ao;
+ *     etcdlock_acquire_options_init(&ao, sizeof ao);
+ *     ao.timeout_ms = 5000;
+ *     ao.lock_delay_ms = 3000;
+ *     ao.metadata = meta;
+ *     int rc = etcdlock_lock_ex(c, "orders", &ao, &g);
+ */
 int etcdlock_lock_ex(const struct etcdlock_client *client,
                      const char *name,
                      const struct etcdlock_acquire_options *options,
                      struct etcdlock_guard **guard);
 
-// etcdlock_lock_ex, reentrant for `owner` (Java's ReentrantLock per
-// thread, Redisson's RLock): if `owner` holds `name` (taken with this
-// function on this client), *guard is at once another handle of that hold,
-// with no request to etcd (same key, same fencing token); the lock is
-// released when every handle is unlocked or freed. Other owners, and plain
-// etcdlock_lock calls, wait as for etcdlock_lock_ex. The owner is whatever
-// the caller says it is: a thread id (`(uint64_t)pthread_self()`), a
-// request id, a coroutine.
-//
-// A lost hold is never re-entered: ETCDLOCK_LOCK_LOST until the owner has
-// unlocked or freed every handle of it. options NULL is the defaults (wait
-// forever); options->timeout_ms 0 is one try (ETCDLOCK_TIMEOUT when another
-// owner holds the lock). Returns as etcdlock_lock_ex.
-//
-// Safety: as etcdlock_lock_ex.
-//
-// Example:
-//     uint64_t me = (uint64_t)pthread_self();
-//     etcdlock_guard *outer = NULL, *inner = NULL;
-//     etcdlock_lock_reentrant(c, "orders", me, NULL, &outer);
-//     etcdlock_lock_reentrant(c, "orders", me, NULL, &inner); // at once
-//     etcdlock_guard_free(inner); // still held
-//     etcdlock_guard_free(outer); // released
+/**
+ * etcdlock_lock_ex, reentrant for `owner` (Java's ReentrantLock per
+ * thread, Redisson's RLock): if `owner` holds `name` (taken with this
+ * function on this client), *guard is at once another handle of that hold,
+ * with no request to etcd (same key, same fencing token); the lock is
+ * released when every handle is unlocked or freed. Other owners, and plain
+ * etcdlock_lock calls, wait as for etcdlock_lock_ex. The owner is whatever
+ * the caller says it is: a thread id (`(uint64_t)pthread_self()`), a
+ * request id, a coroutine.
+ *
+ * A lost hold is never re-entered: ETCDLOCK_LOCK_LOST until the owner has
+ * unlocked or freed every handle of it. options NULL is the defaults (wait
+ * forever); options->timeout_ms 0 is one try (ETCDLOCK_TIMEOUT when another
+ * owner holds the lock). Returns as etcdlock_lock_ex.
+ *
+ * Safety: as etcdlock_lock_ex.
+ *
+ * Example:
+ *
+ *     uint64_t me = (uint64_t)pthread_self();
+ *     etcdlock_guard *outer = NULL, *inner = NULL;
+ *     etcdlock_lock_reentrant(c, "orders", me, NULL, &outer);
+ *     etcdlock_lock_reentrant(c, "orders", me, NULL, &inner); // at once
+ *     etcdlock_guard_free(inner); // still held
+ *     etcdlock_guard_free(outer); // released
+ */
 int etcdlock_lock_reentrant(const struct etcdlock_client *client,
                             const char *name,
                             uint64_t owner,
                             const struct etcdlock_acquire_options *options,
                             struct etcdlock_guard **guard);
 
-// Our lock key in etcd (namespace + name + "/" + lease id in hex...). *key
-// points into the guard and stays valid until etcdlock_guard_free.
-//
-// Safety: guard is a live handle; key is writable.
-//
-// Example: const char *k; etcdlock_guard_key(g, &k); printf("%s\n", k);
+/**
+ * Our lock key in etcd (namespace + name + "/" + lease id in hex...). *key
+ * points into the guard and stays valid until etcdlock_guard_free.
+ *
+ * Safety: guard is a live handle; key is writable.
+ *
+ * Example: const char *k; etcdlock_guard_key(g, &k); printf("%s\n", k);
+ */
 int etcdlock_guard_key(const struct etcdlock_guard *guard, const char **key);
 
-// The lease id of the session that holds the lock.
-//
-// Safety: guard is a live handle; lease_id is writable.
-//
-// Example: int64_t lease; etcdlock_guard_lease_id(g, &lease);
+/**
+ * The lease id of the session that holds the lock.
+ *
+ * Safety: guard is a live handle; lease_id is writable.
+ *
+ * Example: int64_t lease; etcdlock_guard_lease_id(g, &lease);
+ */
 int etcdlock_guard_lease_id(const struct etcdlock_guard *guard, int64_t *lease_id);
 
-// The fencing token: our key's create_revision. It strictly increases from one
-// holder of a lock to the next; hand it to resources that can reject writes
-// from a stale holder.
-//
-// Safety: guard is a live handle; token is writable.
-//
-// Example: int64_t t; etcdlock_guard_fencing_token(g, &t); printf("token %lld\n", (long long)t);
+/**
+ * The fencing token: our key's create_revision. It strictly increases from one
+ * holder of a lock to the next; hand it to resources that can reject writes
+ * from a stale holder.
+ *
+ * Safety: guard is a live handle; token is writable.
+ *
+ * Example: int64_t t; etcdlock_guard_fencing_token(g, &t); printf("token %lld\n", (long long)t);
+ */
 int etcdlock_guard_fencing_token(const struct etcdlock_guard *guard, int64_t *token);
 
-// *held = 1 while the lock is held (not unlocked, not lost, and inside the
-// local validity window, checked against the monotonic clock now), else 0.
-//
-// Safety: guard is a live handle; held is writable.
-//
-// Example: int held; etcdlock_guard_is_held(g, &held); if (!held) abort_work();
+/**
+ * *held = 1 while the lock is held (not unlocked, not lost, and inside the
+ * local validity window, checked against the monotonic clock now), else 0.
+ *
+ * Safety: guard is a live handle; held is writable.
+ *
+ * Example: int held; etcdlock_guard_is_held(g, &held); if (!held) abort_work();
+ */
 int etcdlock_guard_is_held(const struct etcdlock_guard *guard, int *held);
 
-// *reason = the ETCDLOCK_LOSS_* reason if the hold was lost, else
-// ETCDLOCK_LOSS_NONE (held, or released normally).
-//
-// Safety: guard is a live handle; reason is writable.
-//
-// Example: int r; etcdlock_guard_loss_reason(g, &r); puts(etcdlock_loss_reason_name(r));
+/**
+ * *reason = the ETCDLOCK_LOSS_* reason if the hold was lost, else
+ * ETCDLOCK_LOSS_NONE (held, or released normally).
+ *
+ * Safety: guard is a live handle; reason is writable.
+ *
+ * Example: int r; etcdlock_guard_loss_reason(g, &r); puts(etcdlock_loss_reason_name(r));
+ */
 int etcdlock_guard_loss_reason(const struct etcdlock_guard *guard, int *reason);
 
-// Release the lock (delete our key). Idempotent: after a successful unlock,
-// further calls return ETCDLOCK_OK. Returns ETCDLOCK_LOCK_LOST (on every call)
-// if the hold had been lost before, so the caller learns its critical section
-// may not have been protected to the end. If etcd is unreachable the delete
-// is retried in the background and ETCDLOCK_OK is returned. Any thread may
-// unlock (not only the locking one). The guard must still be freed.
-//
-// Safety: guard is a live handle.
-//
-// Example: if (etcdlock_unlock(g) == ETCDLOCK_LOCK_LOST) log_warning("lost before unlock");
+/**
+ * Release the lock (delete our key). Idempotent: after a successful unlock,
+ * further calls return ETCDLOCK_OK. Returns ETCDLOCK_LOCK_LOST (on every call)
+ * if the hold had been lost before, so the caller learns its critical section
+ * may not have been protected to the end. If etcd is unreachable the delete
+ * is retried in the background and ETCDLOCK_OK is returned. Any thread may
+ * unlock (not only the locking one). The guard must still be freed.
+ *
+ * Safety: guard is a live handle.
+ *
+ * Example: if (etcdlock_unlock(g) == ETCDLOCK_LOCK_LOST) log_warning("lost before unlock");
+ */
 int etcdlock_unlock(const struct etcdlock_guard *guard);
 
-// Free a guard, releasing the lock first if it is still held (blocking for
-// that, except on a runtime thread where the release runs in the background).
-// NULL is a no-op.
-//
-// Safety: guard is NULL or a live handle, and no other thread uses it any more.
-//
-// Example: etcdlock_guard_free(g); g = NULL;
+/**
+ * Free a guard, releasing the lock first if it is still held (blocking for
+ * that, except on a runtime thread where the release runs in the background).
+ * NULL is a no-op.
+ *
+ * Safety: guard is NULL or a live handle, and no other thread uses it any more.
+ *
+ * Example: etcdlock_guard_free(g); g = NULL;
+ */
 void etcdlock_guard_free(struct etcdlock_guard *guard);
 
-// Guarded put: set `key` (namespaced like the lock) to `value` only while we
-// hold the lock. etcd applies it in a transaction that compares our lock key's
-// create_revision, so a stale holder's write is rejected by etcd itself.
-// value may be NULL when value_len is 0.
-//
-// Returns ETCDLOCK_LOCK_LOST (lost; also when etcd rejected the write),
-// ETCDLOCK_NOT_HELD (after unlock), ETCDLOCK_INVALID_ARGUMENT (NULL or empty
-// key, NULL value with value_len > 0, lengths > ETCDLOCK_MAX_BUFFER_LEN).
-//
-// Safety: guard is live; key points to key_len bytes, value to value_len bytes.
-//
-// Example: etcdlock_guard_put(g, (const uint8_t *)"stock", 5, (const uint8_t *)"299", 3);
+/**
+ * Guarded put: set `key` (namespaced like the lock) to `value` only while we
+ * hold the lock. etcd applies it in a transaction that compares our lock key's
+ * create_revision, so a stale holder's write is rejected by etcd itself.
+ * value may be NULL when value_len is 0.
+ *
+ * Returns ETCDLOCK_LOCK_LOST (lost; also when etcd rejected the write),
+ * ETCDLOCK_NOT_HELD (after unlock), ETCDLOCK_INVALID_ARGUMENT (NULL or empty
+ * key, NULL value with value_len > 0, lengths > ETCDLOCK_MAX_BUFFER_LEN).
+ *
+ * Safety: guard is live; key points to key_len bytes, value to value_len bytes.
+ *
+ * Example: etcdlock_guard_put(g, (const uint8_t *)"stock", 5, (const uint8_t *)"299", 3);
+ */
 int etcdlock_guard_put(const struct etcdlock_guard *guard,
                        const uint8_t *key,
                        size_t key_len,
                        const uint8_t *value,
                        size_t value_len);
 
-// Guarded get: read `key` only while we hold the lock. If the key exists,
-// *value is a new buffer of *value_len bytes (not NUL-terminated; non-NULL even
-// for an empty value) that the caller frees with etcdlock_buffer_free; if it
-// does not exist, *value is NULL and *value_len 0. Errors as etcdlock_guard_put.
-//
-// Safety: guard is live; key points to key_len bytes; value and value_len are writable.
-//
-// Example:
-//     uint8_t *v = NULL; size_t n = 0;
-//     if (etcdlock_guard_get(g, (const uint8_t *)"stock", 5, &v, &n) == ETCDLOCK_OK && v) {
-//         printf("%.*s\n", (int)n, (const char *)v);
-//         etcdlock_buffer_free(v);
-//     }
+/**
+ * Guarded get: read `key` only while we hold the lock. If the key exists,
+ * *value is a new buffer of *value_len bytes (not NUL-terminated; non-NULL even
+ * for an empty value) that the caller frees with etcdlock_buffer_free; if it
+ * does not exist, *value is NULL and *value_len 0. Errors as etcdlock_guard_put.
+ *
+ * Safety: guard is live; key points to key_len bytes; value and value_len are writable.
+ *
+ * Example:
+ *
+ *     uint8_t *v = NULL; size_t n = 0;
+ *     if (etcdlock_guard_get(g, (const uint8_t *)"stock", 5, &v, &n) == ETCDLOCK_OK && v) {
+ *         printf("%.*s\n", (int)n, (const char *)v);
+ *         etcdlock_buffer_free(v);
+ *     }
+ */
 int etcdlock_guard_get(const struct etcdlock_guard *guard,
                        const uint8_t *key,
                        size_t key_len,
                        uint8_t **value,
                        size_t *value_len);
 
-// Guarded delete: delete `key` only while we hold the lock. If deleted is not
-// NULL, *deleted = 1 if the key existed, else 0. Errors as etcdlock_guard_put.
-//
-// Safety: guard is live; key points to key_len bytes; deleted is NULL or writable.
-//
-// Example: int existed; etcdlock_guard_delete(g, (const uint8_t *)"stock", 5, &existed);
+/**
+ * Guarded delete: delete `key` only while we hold the lock. If deleted is not
+ * NULL, *deleted = 1 if the key existed, else 0. Errors as etcdlock_guard_put.
+ *
+ * Safety: guard is live; key points to key_len bytes; deleted is NULL or writable.
+ *
+ * Example: int existed; etcdlock_guard_delete(g, (const uint8_t *)"stock", 5, &existed);
+ */
 int etcdlock_guard_delete(const struct etcdlock_guard *guard,
                           const uint8_t *key,
                           size_t key_len,
                           int *deleted);
 
-// Free a buffer returned by etcdlock_guard_get or etcdlock_leader. NULL is a no-op.
-//
-// Safety: buffer is NULL or a buffer from etcdlock_guard_get not yet freed.
-//
-// Example: etcdlock_buffer_free(v);
+/**
+ * Free a buffer returned by etcdlock_guard_get or etcdlock_leader. NULL is a no-op.
+ *
+ * Safety: buffer is NULL or a buffer from etcdlock_guard_get not yet freed.
+ *
+ * Example: etcdlock_buffer_free(v);
+ */
 void etcdlock_buffer_free(uint8_t *buffer);
 
-// Guarded put under every lock of a multi-lock: etcd applies it in one
-// transaction that compares every key's create_revision, so a multi-lock
-// that lost any of its locks is refused (ETCDLOCK_LOCK_LOST; the lock found
-// lost reports it). `key` may not be under any of the locks' prefixes
-// (ETCDLOCK_INVALID_ARGUMENT). Otherwise as etcdlock_guard_put.
-//
-// Safety: multi is live; key points to key_len bytes, value to value_len bytes.
-//
-// Example: etcdlock_multi_put(m, (const uint8_t *)"ledger", 6, (const uint8_t *)"100", 3);
+/**
+ * Guarded put under every lock of a multi-lock: etcd applies it in one
+ * transaction that compares every key's create_revision, so a multi-lock
+ * that lost any of its locks is refused (ETCDLOCK_LOCK_LOST; the lock found
+ * lost reports it). `key` may not be under any of the locks' prefixes
+ * (ETCDLOCK_INVALID_ARGUMENT). Otherwise as etcdlock_guard_put.
+ *
+ * Safety: multi is live; key points to key_len bytes, value to value_len bytes.
+ *
+ * Example: etcdlock_multi_put(m, (const uint8_t *)"ledger", 6, (const uint8_t *)"100", 3);
+ */
 int etcdlock_multi_put(const struct etcdlock_multi *multi,
                        const uint8_t *key,
                        size_t key_len,
                        const uint8_t *value,
                        size_t value_len);
 
-// Guarded get under every lock of a multi-lock; the value as
-// etcdlock_guard_get gives it (free with etcdlock_buffer_free).
-//
-// Safety: multi is live; key points to key_len bytes; value and value_len are writable.
-//
-// Example: uint8_t *v = NULL; size_t n = 0; etcdlock_multi_get(m, (const uint8_t *)"ledger", 6, &v, &n);
+/**
+ * Guarded get under every lock of a multi-lock; the value as
+ * etcdlock_guard_get gives it (free with etcdlock_buffer_free).
+ *
+ * Safety: multi is live; key points to key_len bytes; value and value_len are writable.
+ *
+ * Example: uint8_t *v = NULL; size_t n = 0; etcdlock_multi_get(m, (const uint8_t *)"ledger", 6, &v, &n);
+ */
 int etcdlock_multi_get(const struct etcdlock_multi *multi,
                        const uint8_t *key,
                        size_t key_len,
                        uint8_t **value,
                        size_t *value_len);
 
-// Guarded delete under every lock of a multi-lock; *deleted (if not NULL)
-// as etcdlock_guard_delete.
-//
-// Safety: multi is live; key points to key_len bytes; deleted is NULL or writable.
-//
-// Example: int existed; etcdlock_multi_delete(m, (const uint8_t *)"ledger", 6, &existed);
+/**
+ * Guarded delete under every lock of a multi-lock; *deleted (if not NULL)
+ * as etcdlock_guard_delete.
+ *
+ * Safety: multi is live; key points to key_len bytes; deleted is NULL or writable.
+ *
+ * Example: int existed; etcdlock_multi_delete(m, (const uint8_t *)"ledger", 6, &existed);
+ */
 int etcdlock_multi_delete(const struct etcdlock_multi *multi,
                           const uint8_t *key,
                           size_t key_len,
                           int *deleted);
 
-// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
-// numbers, margin_ms, watch_held_keys and lazy_connect -1) and set options->struct_size.
-// At connect, a field still not set takes its ETCDLOCK_* environment
-// variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
-// struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
-// that many bytes are written.
-//
-// Safety: options points to at least struct_size writable bytes.
-// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
-// version ever had.
-//
-// Example:
-//     etcdlock_options o;
-//     etcdlock_options_init(&o, sizeof o);
-//     o.endpoints = "http://127.0.0.1:2379";
-//     o.ttl_secs = 10;
+/**
+ * Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
+ * numbers, margin_ms, watch_held_keys and lazy_connect -1) and set options->struct_size.
+ * At connect, a field still not set takes its ETCDLOCK_* environment
+ * variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
+ * struct_size must be sizeof(etcdlock_options) as the caller compiled it; only
+ * that many bytes are written.
+ *
+ * Safety: options points to at least struct_size writable bytes.
+ * Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
+ * version ever had.
+ *
+ * Example:
+ *
+ *     etcdlock_options o;
+ *     etcdlock_options_init(&o, sizeof o);
+ *     o.endpoints = "http://127.0.0.1:2379";
+ *     o.ttl_secs = 10;
+ */
 int etcdlock_options_init(struct etcdlock_options *options, size_t struct_size);
 
-// Fill *options with the defaults (wait forever, no lock-delay, no lease
-// time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
-// lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
-// struct_size must be sizeof(etcdlock_acquire_options) as the caller
-// compiled it; only that many bytes are written.
-//
-// Safety: options points to at least struct_size writable bytes.
-// Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
-// version ever had.
-//
-// Example:
-//     etcdlock_acquire_options ao;
-//     etcdlock_acquire_options_init(&ao, sizeof ao);
-//     ao.timeout_ms = 5000;
-//     ao.lock_delay_ms = 3000;
+/**
+ * Fill *options with the defaults (wait forever, no lock-delay, no lease
+ * time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
+ * lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
+ * struct_size must be sizeof(etcdlock_acquire_options) as the caller
+ * compiled it; only that many bytes are written.
+ *
+ * Safety: options points to at least struct_size writable bytes.
+ * Returns ETCDLOCK_INVALID_ARGUMENT for NULL or a struct_size no etcdlock
+ * version ever had.
+ *
+ * Example:
+ *
+ *     etcdlock_acquire_options ao;
+ *     etcdlock_acquire_options_init(&ao, sizeof ao);
+ *     ao.timeout_ms = 5000;
+ *     ao.lock_delay_ms = 3000;
+ */
 int etcdlock_acquire_options_init(struct etcdlock_acquire_options *options, size_t struct_size);
 
-// Take one of `permits` permits of the semaphore `name`: at most `permits`
-// holders at once, served in arrival order. The permit is a guard like any
-// other (fencing token, loss callback, guarded operations, etcdlock_unlock,
-// etcdlock_guard_free). Every contender must use the same `permits`: one
-// that finds an older key with another count gets ETCDLOCK_INVALID_ARGUMENT.
-// timeout_ms as etcdlock_lock; 0 is one try (ETCDLOCK_TIMEOUT if no permit is
-// free, leaving no key).
-//
-// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for permits 0 or
-// above ETCDLOCK_MAX_PERMITS.
-//
-// Safety: as etcdlock_lock.
-//
-// Example: etcdlock_acquire_permit(c, "transcoders", 3, ETCDLOCK_WAIT_FOREVER, &g);
+/**
+ * Take one of `permits` permits of the semaphore `name`: at most `permits`
+ * holders at once, served in arrival order. The permit is a guard like any
+ * other (fencing token, loss callback, guarded operations, etcdlock_unlock,
+ * etcdlock_guard_free). Every contender must use the same `permits`: one
+ * that finds an older key with another count gets ETCDLOCK_INVALID_ARGUMENT.
+ * timeout_ms as etcdlock_lock; 0 is one try (ETCDLOCK_TIMEOUT if no permit is
+ * free, leaving no key).
+ *
+ * Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for permits 0 or
+ * above ETCDLOCK_MAX_PERMITS.
+ *
+ * Safety: as etcdlock_lock.
+ *
+ * Example: etcdlock_acquire_permit(c, "transcoders", 3, ETCDLOCK_WAIT_FOREVER, &g);
+ */
 int etcdlock_acquire_permit(const struct etcdlock_client *client,
                             const char *name,
                             uint32_t permits,
                             int64_t timeout_ms,
                             struct etcdlock_guard **guard);
 
-// etcdlock_acquire_permit with acquisition options (options->timeout_ms as
-// timeout_ms; the lease time and holder metadata of etcdlock_acquire_options;
-// a lock-delay is ETCDLOCK_INVALID_ARGUMENT: permits have none). options NULL
-// is the defaults. Returns as etcdlock_acquire_permit and etcdlock_lock_ex.
-//
-// Safety: as etcdlock_lock_ex.
-//
-// Example:
-//     etcdlock_acquire_options ao;
-//     etcdlock_acquire_options_init(&ao, sizeof ao);
-//     ao.lease_time_ms = 60000; // freed after a minute whatever happens
-//     etcdlock_acquire_permit_ex(c, "transcoders", 3, &ao, &g);
+/**
+ * etcdlock_acquire_permit with acquisition options (options->timeout_ms as
+ * timeout_ms; the lease time and holder metadata of etcdlock_acquire_options;
+ * a lock-delay is ETCDLOCK_INVALID_ARGUMENT: permits have none). options NULL
+ * is the defaults. Returns as etcdlock_acquire_permit and etcdlock_lock_ex.
+ *
+ * Safety: as etcdlock_lock_ex.
+ *
+ * Example:
+ *
+ *     etcdlock_acquire_options ao;
+ *     etcdlock_acquire_options_init(&ao, sizeof ao);
+ *     ao.lease_time_ms = 60000; // freed after a minute whatever happens
+ *     etcdlock_acquire_permit_ex(c, "transcoders", 3, &ao, &g);
+ */
 int etcdlock_acquire_permit_ex(const struct etcdlock_client *client,
                                const char *name,
                                uint32_t permits,
                                const struct etcdlock_acquire_options *options,
                                struct etcdlock_guard **guard);
 
-// etcdlock_read_lock with acquisition options (options->timeout_ms as
-// timeout_ms; the lease time and holder metadata of etcdlock_acquire_options;
-// a lock-delay is ETCDLOCK_INVALID_ARGUMENT: read locks have none). options
-// NULL is the defaults. Returns as etcdlock_read_lock and etcdlock_lock_ex.
-//
-// Safety: as etcdlock_lock_ex.
-//
-// Example: etcdlock_read_lock_ex(c, "config", &ao, &g);
+/**
+ * etcdlock_read_lock with acquisition options (options->timeout_ms as
+ * timeout_ms; the lease time and holder metadata of etcdlock_acquire_options;
+ * a lock-delay is ETCDLOCK_INVALID_ARGUMENT: read locks have none). options
+ * NULL is the defaults. Returns as etcdlock_read_lock and etcdlock_lock_ex.
+ *
+ * Safety: as etcdlock_lock_ex.
+ *
+ * Example: etcdlock_read_lock_ex(c, "config", &ao, &g);
+ */
 int etcdlock_read_lock_ex(const struct etcdlock_client *client,
                           const char *name,
                           const struct etcdlock_acquire_options *options,
                           struct etcdlock_guard **guard);
 
-// Take the read side of the read-write lock `name`: shared with other
-// readers, excluded by writers. The write side is etcdlock_lock on the same
-// name (so `etcdctl lock` and Go's Mutex exclude readers too). Served in
-// arrival order: a reader behind a waiting writer waits for it. Returns and
-// timeout_ms as etcdlock_lock (0: one try that writes nothing while a writer
-// holds or waits).
-//
-// Safety: as etcdlock_lock.
-//
-// Example: etcdlock_read_lock(c, "config", 5000, &g);
+/**
+ * Take the read side of the read-write lock `name`: shared with other
+ * readers, excluded by writers. The write side is etcdlock_lock on the same
+ * name (so `etcdctl lock` and Go's Mutex exclude readers too). Served in
+ * arrival order: a reader behind a waiting writer waits for it. Returns and
+ * timeout_ms as etcdlock_lock (0: one try that writes nothing while a writer
+ * holds or waits).
+ *
+ * Safety: as etcdlock_lock.
+ *
+ * Example: etcdlock_read_lock(c, "config", 5000, &g);
+ */
 int etcdlock_read_lock(const struct etcdlock_client *client,
                        const char *name,
                        int64_t timeout_ms,
                        struct etcdlock_guard **guard);
 
-// Lock `count` names together. All waiter keys are created in one etcd
-// transaction, so every client queues in the same order on every name: no
-// deadlock, no release-and-retry. A timeout removes every key; the loss of
-// any one lock is the loss of the hold (etcdlock_multi_is_held turns 0).
-// On success *multi is a new handle (free with etcdlock_multi_free).
-//
-// Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for count 0 or
-// above ETCDLOCK_MAX_MULTI, a bad or repeated name.
-//
-// Safety: client is live; names points to count NUL-terminated strings; multi is writable.
-//
-// Example:
-//     const char *names[] = {"account-1", "account-2"};
-//     etcdlock_multi *m = NULL;
-//     if (etcdlock_lock_many(c, names, 2, 5000, &m) == ETCDLOCK_OK) { transfer(); etcdlock_multi_free(m); }
+/**
+ * Lock `count` names together. All waiter keys are created in one etcd
+ * transaction, so every client queues in the same order on every name: no
+ * deadlock, no release-and-retry. A timeout removes every key; the loss of
+ * any one lock is the loss of the hold (etcdlock_multi_is_held turns 0).
+ * On success *multi is a new handle (free with etcdlock_multi_free).
+ *
+ * Returns as etcdlock_lock, and ETCDLOCK_INVALID_ARGUMENT for count 0 or
+ * above ETCDLOCK_MAX_MULTI, a bad or repeated name.
+ *
+ * Safety: client is live; names points to count NUL-terminated strings; multi is writable.
+ *
+ * Example:
+ *
+ *     const char *names[] = {"account-1", "account-2"};
+ *     etcdlock_multi *m = NULL;
+ *     if (etcdlock_lock_many(c, names, 2, 5000, &m) == ETCDLOCK_OK) { transfer(); etcdlock_multi_free(m); }
+ */
 int etcdlock_lock_many(const struct etcdlock_client *client,
                        const char *const *names,
                        size_t count,
                        int64_t timeout_ms,
                        struct etcdlock_multi **multi);
 
-// Our key on the index-th name (in the order given to etcdlock_lock_many);
-// *key stays valid until etcdlock_multi_free. ETCDLOCK_INVALID_ARGUMENT if
-// index is out of range.
-//
-// Safety: multi is a live handle; key is writable.
-//
-// Example: const char *k; etcdlock_multi_key(m, 0, &k);
+/**
+ * Our key on the index-th name (in the order given to etcdlock_lock_many);
+ * *key stays valid until etcdlock_multi_free. ETCDLOCK_INVALID_ARGUMENT if
+ * index is out of range.
+ *
+ * Safety: multi is a live handle; key is writable.
+ *
+ * Example: const char *k; etcdlock_multi_key(m, 0, &k);
+ */
 int etcdlock_multi_key(const struct etcdlock_multi *multi, size_t index, const char **key);
 
-// The fencing token of the hold (one transaction created every key, so it
-// is the same on every name).
-//
-// Safety: multi is a live handle; token is writable.
-//
-// Example: int64_t t; etcdlock_multi_fencing_token(m, &t);
+/**
+ * The fencing token of the hold (one transaction created every key, so it
+ * is the same on every name).
+ *
+ * Safety: multi is a live handle; token is writable.
+ *
+ * Example: int64_t t; etcdlock_multi_fencing_token(m, &t);
+ */
 int etcdlock_multi_fencing_token(const struct etcdlock_multi *multi, int64_t *token);
 
-// *held = 1 while every lock is held, else 0.
-//
-// Safety: multi is a live handle; held is writable.
-//
-// Example: int held; etcdlock_multi_is_held(m, &held);
+/**
+ * *held = 1 while every lock is held, else 0.
+ *
+ * Safety: multi is a live handle; held is writable.
+ *
+ * Example: int held; etcdlock_multi_is_held(m, &held);
+ */
 int etcdlock_multi_is_held(const struct etcdlock_multi *multi, int *held);
 
-// *reason = the ETCDLOCK_LOSS_* reason of a lock of the multi-lock that was
-// lost, and *index its position in the names given to etcdlock_lock_many
-// (the lowest such position if several were lost); ETCDLOCK_LOSS_NONE and
-// SIZE_MAX when none was (held, or released normally). index may be NULL.
-//
-// Safety: multi is a live handle; reason is writable; index is NULL or writable.
-//
-// Example: int r; size_t i; etcdlock_multi_loss_reason(m, &r, &i); if (r) printf("%s: %s\n", names[i], etcdlock_loss_reason_name(r));
+/**
+ * *reason = the ETCDLOCK_LOSS_* reason of a lock of the multi-lock that was
+ * lost, and *index its position in the names given to etcdlock_lock_many
+ * (the lowest such position if several were lost); ETCDLOCK_LOSS_NONE and
+ * SIZE_MAX when none was (held, or released normally). index may be NULL.
+ *
+ * Safety: multi is a live handle; reason is writable; index is NULL or writable.
+ *
+ * Example: int r; size_t i; etcdlock_multi_loss_reason(m, &r, &i); if (r) printf("%s: %s\n", names[i], etcdlock_loss_reason_name(r));
+ */
 int etcdlock_multi_loss_reason(const struct etcdlock_multi *multi,
                                int *reason,
                                size_t *index);
 
-// Release every lock. Each is tried; the first error is returned
-// (ETCDLOCK_LOCK_LOST if one had been lost). Idempotent. The handle must
-// still be freed.
-//
-// Safety: multi is a live handle.
-//
-// Example: etcdlock_multi_unlock(m);
+/**
+ * Release every lock. Each is tried; the first error is returned
+ * (ETCDLOCK_LOCK_LOST if one had been lost). Idempotent. The handle must
+ * still be freed.
+ *
+ * Safety: multi is a live handle.
+ *
+ * Example: etcdlock_multi_unlock(m);
+ */
 int etcdlock_multi_unlock(const struct etcdlock_multi *multi);
 
-// Free a multi-lock handle, releasing every lock still held (blocking for
-// that, except on a runtime thread). NULL is a no-op.
-//
-// Safety: multi is NULL or a live handle no other thread uses any more.
-//
-// Example: etcdlock_multi_free(m);
+/**
+ * Free a multi-lock handle, releasing every lock still held (blocking for
+ * that, except on a runtime thread). NULL is a no-op.
+ *
+ * Safety: multi is NULL or a live handle no other thread uses any more.
+ *
+ * Example: etcdlock_multi_free(m);
+ */
 void etcdlock_multi_free(struct etcdlock_multi *multi);
 
-// Campaign for leadership of the election `name`, announcing `value`
-// (value_len bytes; NULL when 0): wait (in arrival order among candidates)
-// until elected. The keys are those of Go's concurrency.Election and
-// `etcdctl elect`, so they take part in the same election. On success *guard
-// is the leadership: a guard (fencing token, loss callback, guarded
-// operations); etcdlock_proclaim changes the value, etcdlock_unlock resigns.
-// Returns as etcdlock_lock.
-//
-// Safety: as etcdlock_lock; value points to value_len bytes.
-//
-// Example: etcdlock_campaign(c, "scheduler", (const uint8_t *)"node-1", 6, ETCDLOCK_WAIT_FOREVER, &g);
+/**
+ * Campaign for leadership of the election `name`, announcing `value`
+ * (value_len bytes; NULL when 0): wait (in arrival order among candidates)
+ * until elected. The keys are those of Go's concurrency.Election and
+ * `etcdctl elect`, so they take part in the same election. On success *guard
+ * is the leadership: a guard (fencing token, loss callback, guarded
+ * operations); etcdlock_proclaim changes the value, etcdlock_unlock resigns.
+ * Returns as etcdlock_lock.
+ *
+ * Safety: as etcdlock_lock; value points to value_len bytes.
+ *
+ * Example: etcdlock_campaign(c, "scheduler", (const uint8_t *)"node-1", 6, ETCDLOCK_WAIT_FOREVER, &g);
+ */
 int etcdlock_campaign(const struct etcdlock_client *client,
                       const char *name,
                       const uint8_t *value,
@@ -1146,14 +1530,16 @@ int etcdlock_campaign(const struct etcdlock_client *client,
                       int64_t timeout_ms,
                       struct etcdlock_guard **guard);
 
-// etcdlock_campaign with acquisition options (options->timeout_ms as
-// timeout_ms; the lock-delay, lease time and holder metadata of
-// etcdlock_acquire_options). options NULL is the defaults. Returns as
-// etcdlock_campaign and etcdlock_lock_ex.
-//
-// Safety: as etcdlock_campaign and etcdlock_lock_ex.
-//
-// Example: etcdlock_campaign_ex(c, "scheduler", (const uint8_t *)"node-1", 6, &ao, &g);
+/**
+ * etcdlock_campaign with acquisition options (options->timeout_ms as
+ * timeout_ms; the lock-delay, lease time and holder metadata of
+ * etcdlock_acquire_options). options NULL is the defaults. Returns as
+ * etcdlock_campaign and etcdlock_lock_ex.
+ *
+ * Safety: as etcdlock_campaign and etcdlock_lock_ex.
+ *
+ * Example: etcdlock_campaign_ex(c, "scheduler", (const uint8_t *)"node-1", 6, &ao, &g);
+ */
 int etcdlock_campaign_ex(const struct etcdlock_client *client,
                          const char *name,
                          const uint8_t *value,
@@ -1161,29 +1547,34 @@ int etcdlock_campaign_ex(const struct etcdlock_client *client,
                          const struct etcdlock_acquire_options *options,
                          struct etcdlock_guard **guard);
 
-// Announce a new value as leader (value_len bytes; NULL when 0): replaces the
-// value of our own key, guarded by its create_revision, so a deposed leader
-// gets ETCDLOCK_LOCK_LOST from etcd. On a mutex guard it replaces the owner
-// info etcdlock status shows.
-//
-// Safety: guard is live; value points to value_len bytes.
-//
-// Example: etcdlock_proclaim(g, (const uint8_t *)"node-1 v2", 9);
+/**
+ * Announce a new value as leader (value_len bytes; NULL when 0): replaces the
+ * value of our own key, guarded by its create_revision, so a deposed leader
+ * gets ETCDLOCK_LOCK_LOST from etcd. On a mutex guard it replaces the owner
+ * info etcdlock status shows.
+ *
+ * Safety: guard is live; value points to value_len bytes.
+ *
+ * Example: etcdlock_proclaim(g, (const uint8_t *)"node-1 v2", 9);
+ */
 int etcdlock_proclaim(const struct etcdlock_guard *guard, const uint8_t *value, size_t value_len);
 
-// The current leader of the election `name`. If somebody leads: *key is a
-// new NUL-terminated string (the leader's key), *value a new buffer of
-// *value_len bytes (its proclamation), both freed with etcdlock_buffer_free,
-// and *revision its key's create_revision (the leadership's fencing token).
-// If nobody leads: ETCDLOCK_OK with *key and *value NULL, *value_len and
-// *revision 0. value, value_len and revision may be NULL if not wanted.
-//
-// Safety: client is live; name is NUL-terminated; key is writable; the others NULL or writable.
-//
-// Example:
-//     char *k = NULL; uint8_t *v = NULL; size_t n = 0;
-//     if (etcdlock_leader(c, "scheduler", &k, &v, &n, NULL) == ETCDLOCK_OK && k) printf("%s: %.*s\n", k, (int)n, (char *)v);
-//     etcdlock_buffer_free((uint8_t *)k); etcdlock_buffer_free(v);
+/**
+ * The current leader of the election `name`. If somebody leads: *key is a
+ * new NUL-terminated string (the leader's key), *value a new buffer of
+ * *value_len bytes (its proclamation), both freed with etcdlock_buffer_free,
+ * and *revision its key's create_revision (the leadership's fencing token).
+ * If nobody leads: ETCDLOCK_OK with *key and *value NULL, *value_len and
+ * *revision 0. value, value_len and revision may be NULL if not wanted.
+ *
+ * Safety: client is live; name is NUL-terminated; key is writable; the others NULL or writable.
+ *
+ * Example:
+ *
+ *     char *k = NULL; uint8_t *v = NULL; size_t n = 0;
+ *     if (etcdlock_leader(c, "scheduler", &k, &v, &n, NULL) == ETCDLOCK_OK && k) printf("%s: %.*s\n", k, (int)n, (char *)v);
+ *     etcdlock_buffer_free((uint8_t *)k); etcdlock_buffer_free(v);
+ */
 int etcdlock_leader(const struct etcdlock_client *client,
                     const char *name,
                     char **key,
@@ -1191,32 +1582,36 @@ int etcdlock_leader(const struct etcdlock_client *client,
                     size_t *value_len,
                     int64_t *revision);
 
-// Fill *options with the defaults (again = 1, retry_ms = 1000).
-// options_size is sizeof(etcdlock_lead_options).
-//
-// Safety: options points to options_size writable bytes.
-//
-// Example: etcdlock_lead_options lo; etcdlock_lead_options_init(&lo, sizeof lo); lo.again = 0;
+/**
+ * Fill *options with the defaults (again = 1, retry_ms = 1000).
+ * options_size is sizeof(etcdlock_lead_options).
+ *
+ * Safety: options points to options_size writable bytes.
+ *
+ * Example: etcdlock_lead_options lo; etcdlock_lead_options_init(&lo, sizeof lo); lo.again = 0;
+ */
 int etcdlock_lead_options_init(struct etcdlock_lead_options *options, size_t options_size);
 
-// Start a leader loop for the election `name`, proclaiming `value`
-// (value_len bytes; NULL when 0): campaign; when elected, report
-// ETCDLOCK_LEADER_ELECTED with a term for the caller's task; once the task
-// has ended (etcdlock_term_end) resign and campaign again (opts->again).
-// Leadership lost (ETCDLOCK_LEADER_LOST) cancels the term; the loop does not
-// campaign again before etcdlock_term_end, so one loop never has two tasks
-// running. opts NULL: the defaults of etcdlock_lead_options_init. The loop
-// runs on the library's threads; read its events with
-// etcdlock_leader_next, stop it with etcdlock_leader_stop, free it with
-// etcdlock_leader_free. On success *out is the new loop; otherwise NULL.
-//
-// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name, opts out of range),
-// ETCDLOCK_CLOSED.
-//
-// Safety: client is live; name is NUL-terminated; value points to
-// value_len bytes; opts is NULL or initialised; out is writable.
-//
-// Example: etcdlock_leader_loop *lp; etcdlock_lead(c, "scheduler", (const uint8_t *)"node-1", 6, NULL, &lp);
+/**
+ * Start a leader loop for the election `name`, proclaiming `value`
+ * (value_len bytes; NULL when 0): campaign; when elected, report
+ * ETCDLOCK_LEADER_ELECTED with a term for the caller's task; once the task
+ * has ended (etcdlock_term_end) resign and campaign again (opts->again).
+ * Leadership lost (ETCDLOCK_LEADER_LOST) cancels the term; the loop does not
+ * campaign again before etcdlock_term_end, so one loop never has two tasks
+ * running. opts NULL: the defaults of etcdlock_lead_options_init. The loop
+ * runs on the library's threads; read its events with
+ * etcdlock_leader_next, stop it with etcdlock_leader_stop, free it with
+ * etcdlock_leader_free. On success *out is the new loop; otherwise NULL.
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name, opts out of range),
+ * ETCDLOCK_CLOSED.
+ *
+ * Safety: client is live; name is NUL-terminated; value points to
+ * value_len bytes; opts is NULL or initialised; out is writable.
+ *
+ * Example: etcdlock_leader_loop *lp; etcdlock_lead(c, "scheduler", (const uint8_t *)"node-1", 6, NULL, &lp);
+ */
 int etcdlock_lead(const struct etcdlock_client *client,
                   const char *name,
                   const uint8_t *value,
@@ -1224,311 +1619,365 @@ int etcdlock_lead(const struct etcdlock_client *client,
                   const struct etcdlock_lead_options *opts,
                   struct etcdlock_leader_loop **out);
 
-// Wait at most timeout_ms (negative: without limit) for the loop's next
-// event and write it to *ev (every field: those that do not apply are 0 /
-// NULL). Events come in order; ETCDLOCK_LEADER_STOPPED is the last.
-// Returns ETCDLOCK_OK with an event, ETCDLOCK_TIMEOUT when none came in time
-// (*ev zeroed), ETCDLOCK_CLOSED after STOPPED was read,
-// ETCDLOCK_INVALID_ARGUMENT (NULL, timeout_ms too large, or called from a
-// callback).
-//
-// Safety: lp is live; ev is writable.
-//
-// Example:
-//     etcdlock_leader_event ev;
-//     while (etcdlock_leader_next(lp, -1, &ev) == ETCDLOCK_OK && ev.kind != ETCDLOCK_LEADER_STOPPED) { ... }
+/**
+ * Wait at most timeout_ms (negative: without limit) for the loop's next
+ * event and write it to *ev (every field: those that do not apply are 0 /
+ * NULL). Events come in order; ETCDLOCK_LEADER_STOPPED is the last.
+ * Returns ETCDLOCK_OK with an event, ETCDLOCK_TIMEOUT when none came in time
+ * (*ev zeroed), ETCDLOCK_CLOSED after STOPPED was read,
+ * ETCDLOCK_INVALID_ARGUMENT (NULL, timeout_ms too large, or called from a
+ * callback).
+ *
+ * Safety: lp is live; ev is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_leader_event ev;
+ *     while (etcdlock_leader_next(lp, -1, &ev) == ETCDLOCK_OK && ev.kind != ETCDLOCK_LEADER_STOPPED) { ... }
+ */
 int etcdlock_leader_next(const struct etcdlock_leader_loop *lp,
                          int64_t timeout_ms,
                          struct etcdlock_leader_event *ev);
 
-// Stop the loop: cancel its campaign, or cancel the current term (the task
-// must then end: etcdlock_term_end) and resign. Returns at once; the events
-// end with ETCDLOCK_LEADER_STOPPED. Idempotent.
-//
-// Safety: lp is live.
-//
-// Example: etcdlock_leader_stop(lp);
+/**
+ * Stop the loop: cancel its campaign, or cancel the current term (the task
+ * must then end: etcdlock_term_end) and resign. Returns at once; the events
+ * end with ETCDLOCK_LEADER_STOPPED. Idempotent.
+ *
+ * Safety: lp is live.
+ *
+ * Example: etcdlock_leader_stop(lp);
+ */
 int etcdlock_leader_stop(const struct etcdlock_leader_loop *lp);
 
-// Free a leader loop, stopping it first if it runs (a term still running
-// is cancelled; the loop resigns without waiting for its task). NULL is a
-// no-op.
-//
-// Safety: lp is NULL or live, and no other thread uses it any more.
-//
-// Example: etcdlock_leader_free(lp); lp = NULL;
+/**
+ * Free a leader loop, stopping it first if it runs (a term still running
+ * is cancelled; the loop resigns without waiting for its task). NULL is a
+ * no-op.
+ *
+ * Safety: lp is NULL or live, and no other thread uses it any more.
+ *
+ * Example: etcdlock_leader_free(lp); lp = NULL;
+ */
 void etcdlock_leader_free(struct etcdlock_leader_loop *lp);
 
-// Read the queue of `name` for any kind of lock (mutex, semaphore,
-// read-write lock, election; etcdctl and Go keys too): *queue is a new handle
-// (free with etcdlock_queue_free) holding every contender in queue order,
-// holders first. This is what `etcdlock status` shows.
-//
-// Safety: client is live; name is NUL-terminated; queue is writable.
-//
-// Example:
-//     etcdlock_queue *q = NULL;
-//     etcdlock_status(c, "orders", &q);
-//     for (size_t i = 0; i < etcdlock_queue_len(q); i++) {
-//         const etcdlock_contender *x = etcdlock_queue_at(q, i);
-//         printf("%s %s\n", x->holds ? "holds" : "waits", x->key);
-//     }
-//     etcdlock_queue_free(q);
+/**
+ * Read the queue of `name` for any kind of lock (mutex, semaphore,
+ * read-write lock, election; etcdctl and Go keys too): *queue is a new handle
+ * (free with etcdlock_queue_free) holding every contender in queue order,
+ * holders first. This is what `etcdlock status` shows.
+ *
+ * Safety: client is live; name is NUL-terminated; queue is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_queue *q = NULL;
+ *     etcdlock_status(c, "orders", &q);
+ *     for (size_t i = 0; i < etcdlock_queue_len(q); i++) {
+ *         const etcdlock_contender *x = etcdlock_queue_at(q, i);
+ *         printf("%s %s\n", x->holds ? "holds" : "waits", x->key);
+ *     }
+ *     etcdlock_queue_free(q);
+ */
 int etcdlock_status(const struct etcdlock_client *client,
                     const char *name,
                     struct etcdlock_queue **queue);
 
-// What the queue's name is used as: ETCDLOCK_LOCK_MUTEX, _ELECTION,
-// _SEMAPHORE or _RWLOCK, from the contenders' meta records or keys;
-// ETCDLOCK_LOCK_UNKNOWN when they do not tell (or queue is NULL).
-//
-// Safety: queue is NULL or a live handle.
-//
-// Example: if (etcdlock_queue_kind(q) == ETCDLOCK_LOCK_ELECTION) puts("an election");
+/**
+ * What the queue's name is used as: ETCDLOCK_LOCK_MUTEX, _ELECTION,
+ * _SEMAPHORE or _RWLOCK, from the contenders' meta records or keys;
+ * ETCDLOCK_LOCK_UNKNOWN when they do not tell (or queue is NULL).
+ *
+ * Safety: queue is NULL or a live handle.
+ *
+ * Example: if (etcdlock_queue_kind(q) == ETCDLOCK_LOCK_ELECTION) puts("an election");
+ */
 int etcdlock_queue_kind(const struct etcdlock_queue *queue);
 
-// The lock name of the queue (NUL-terminated, valid until the queue or its
-// list is freed), or NULL for NULL.
-//
-// Safety: queue is NULL or a live handle.
-//
-// Example: printf("%s\n", etcdlock_queue_name(q));
+/**
+ * The lock name of the queue (NUL-terminated, valid until the queue or its
+ * list is freed), or NULL for NULL.
+ *
+ * Safety: queue is NULL or a live handle.
+ *
+ * Example: printf("%s\n", etcdlock_queue_name(q));
+ */
 const char *etcdlock_queue_name(const struct etcdlock_queue *queue);
 
-// Every lock, election, semaphore and read-write lock whose name starts
-// with prefix ("" for all of the client's namespace), sorted by name, from
-// one read: what `etcdlock list` shows. *locks is a new handle (free with
-// etcdlock_locks_free); etcdlock_locks_at gives each name's queue.
-//
-// Safety: client is live; prefix is NUL-terminated; list is writable.
-//
-// Example:
-//     etcdlock_locks *l = NULL;
-//     etcdlock_list(c, "jobs/", &l);
-//     for (size_t i = 0; i < etcdlock_locks_len(l); i++)
-//         printf("%s: %zu\n", etcdlock_queue_name(etcdlock_locks_at(l, i)), etcdlock_queue_len(etcdlock_locks_at(l, i)));
-//     etcdlock_locks_free(l);
+/**
+ * Every lock, election, semaphore and read-write lock whose name starts
+ * with prefix ("" for all of the client's namespace), sorted by name, from
+ * one read: what `etcdlock list` shows. *locks is a new handle (free with
+ * etcdlock_locks_free); etcdlock_locks_at gives each name's queue.
+ *
+ * Safety: client is live; prefix is NUL-terminated; list is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_locks *l = NULL;
+ *     etcdlock_list(c, "jobs/", &l);
+ *     for (size_t i = 0; i < etcdlock_locks_len(l); i++)
+ *         printf("%s: %zu\n", etcdlock_queue_name(etcdlock_locks_at(l, i)), etcdlock_queue_len(etcdlock_locks_at(l, i)));
+ *     etcdlock_locks_free(l);
+ */
 int etcdlock_list(const struct etcdlock_client *client,
                   const char *prefix,
                   struct etcdlock_locks **list);
 
-// Number of names in the list (0 for NULL).
-//
-// Safety: list is NULL or a live handle.
-//
-// Example: size_t n = etcdlock_locks_len(l);
+/**
+ * Number of names in the list (0 for NULL).
+ *
+ * Safety: list is NULL or a live handle.
+ *
+ * Example: size_t n = etcdlock_locks_len(l);
+ */
 size_t etcdlock_locks_len(const struct etcdlock_locks *list);
 
-// The index-th name's queue (by name), or NULL when index is out of range.
-// Valid until etcdlock_locks_free; do not pass it to etcdlock_queue_free.
-//
-// Safety: list is NULL or a live handle.
-//
-// Example: const etcdlock_queue *q = etcdlock_locks_at(l, 0);
+/**
+ * The index-th name's queue (by name), or NULL when index is out of range.
+ * Valid until etcdlock_locks_free; do not pass it to etcdlock_queue_free.
+ *
+ * Safety: list is NULL or a live handle.
+ *
+ * Example: const etcdlock_queue *q = etcdlock_locks_at(l, 0);
+ */
 const struct etcdlock_queue *etcdlock_locks_at(const struct etcdlock_locks *list, size_t index);
 
-// Free a list from etcdlock_list (and every queue in it). NULL is a no-op.
-//
-// Safety: list is NULL or a live handle not yet freed.
-//
-// Example: etcdlock_locks_free(l);
+/**
+ * Free a list from etcdlock_list (and every queue in it). NULL is a no-op.
+ *
+ * Safety: list is NULL or a live handle not yet freed.
+ *
+ * Example: etcdlock_locks_free(l);
+ */
 void etcdlock_locks_free(struct etcdlock_locks *list);
 
-// Free a lock whose holder is wedged: delete the hold of name whose
-// fencing token is token, whoever holds it (a later holder is never
-// touched). *released is 1 if it was released, 0 if no hold has that token.
-// The former holder's loss callback and etcdlock_guard_loss_reason report
-// ETCDLOCK_LOSS_KEY_DELETED.
-//
-// Safety: client is live; name is NUL-terminated; released is writable.
-//
-// Example: int done; etcdlock_release(c, "nightly-job", token, &done);
+/**
+ * Free a lock whose holder is wedged: delete the hold of name whose
+ * fencing token is token, whoever holds it (a later holder is never
+ * touched). *released is 1 if it was released, 0 if no hold has that token.
+ * The former holder's loss callback and etcdlock_guard_loss_reason report
+ * ETCDLOCK_LOSS_KEY_DELETED.
+ *
+ * Safety: client is live; name is NUL-terminated; released is writable.
+ *
+ * Example: int done; etcdlock_release(c, "nightly-job", token, &done);
+ */
 int etcdlock_release(const struct etcdlock_client *client,
                      const char *name,
                      int64_t token,
                      int *released);
 
-// Free a permit of the semaphore name whose holder is wedged: id is the
-// permit's id, its fencing token (etcdlock_guard_fencing_token). As
-// etcdlock_release: *released is 1 if it was released, 0 if no permit has
-// that id; the former holder's loss reason is ETCDLOCK_LOSS_KEY_DELETED.
-//
-// Safety: client is live; name is NUL-terminated; released is writable.
-//
-// Example: int done; etcdlock_release_permit(c, "transcoders", id, &done);
+/**
+ * Free a permit of the semaphore name whose holder is wedged: id is the
+ * permit's id, its fencing token (etcdlock_guard_fencing_token). As
+ * etcdlock_release: *released is 1 if it was released, 0 if no permit has
+ * that id; the former holder's loss reason is ETCDLOCK_LOSS_KEY_DELETED.
+ *
+ * Safety: client is live; name is NUL-terminated; released is writable.
+ *
+ * Example: int done; etcdlock_release_permit(c, "transcoders", id, &done);
+ */
 int etcdlock_release_permit(const struct etcdlock_client *client,
                             const char *name,
                             int64_t id,
                             int *released);
 
-// Number of contenders in the queue (0 for NULL).
-//
-// Safety: queue is NULL or a live handle.
-//
-// Example: size_t n = etcdlock_queue_len(q);
+/**
+ * Number of contenders in the queue (0 for NULL).
+ *
+ * Safety: queue is NULL or a live handle.
+ *
+ * Example: size_t n = etcdlock_queue_len(q);
+ */
 size_t etcdlock_queue_len(const struct etcdlock_queue *queue);
 
-// The index-th contender (queue order, holders first), or NULL when index is
-// out of range. Valid until etcdlock_queue_free.
-//
-// Safety: queue is NULL or a live handle.
-//
-// Example: const etcdlock_contender *x = etcdlock_queue_at(q, 0);
+/**
+ * The index-th contender (queue order, holders first), or NULL when index is
+ * out of range. Valid until etcdlock_queue_free.
+ *
+ * Safety: queue is NULL or a live handle.
+ *
+ * Example: const etcdlock_contender *x = etcdlock_queue_at(q, 0);
+ */
 const struct etcdlock_contender *etcdlock_queue_at(const struct etcdlock_queue *queue,
                                                    size_t index);
 
-// Free a queue from etcdlock_status. NULL is a no-op.
-//
-// Safety: queue is NULL or a live handle not yet freed.
-//
-// Example: etcdlock_queue_free(q);
+/**
+ * Free a queue from etcdlock_status. NULL is a no-op.
+ *
+ * Safety: queue is NULL or a live handle not yet freed.
+ *
+ * Example: etcdlock_queue_free(q);
+ */
 void etcdlock_queue_free(struct etcdlock_queue *queue);
 
-// Open the count-down latch name with count (created with it if it does not
-// exist; every process must open it with the same count, else
-// ETCDLOCK_INVALID_ARGUMENT). etcdlock_latch_count_down lowers the count,
-// etcdlock_latch_wait waits for zero, in every process at once. The latch
-// lives while some client has it open: once every handle is freed (or its
-// client's session ended) its keys expire within the TTL and the name starts
-// afresh. On success *latch is a new handle (free with etcdlock_latch_free);
-// otherwise NULL.
-//
-// Returns ETCDLOCK_INVALID_ARGUMENT (count below 1 or above 2^31, a count
-// that differs from the latch's, a bad name), ETCDLOCK_CLOSED,
-// ETCDLOCK_UNAVAILABLE.
-//
-// Safety: client is a live handle; name is NUL-terminated; latch is writable.
-//
-// Example:
-//     etcdlock_latch *l = NULL;
-//     if (etcdlock_latch_open(c, "nightly-shards", 3, &l) == ETCDLOCK_OK) {
-//         etcdlock_latch_count_down(l, NULL); // each worker, when its shard is done
-//         etcdlock_latch_wait(l, 60000);      // the reducer
-//     }
-//     etcdlock_latch_free(l);
+/**
+ * Open the count-down latch name with count (created with it if it does not
+ * exist; every process must open it with the same count, else
+ * ETCDLOCK_INVALID_ARGUMENT). etcdlock_latch_count_down lowers the count,
+ * etcdlock_latch_wait waits for zero, in every process at once. The latch
+ * lives while some client has it open: once every handle is freed (or its
+ * client's session ended) its keys expire within the TTL and the name starts
+ * afresh. On success *latch is a new handle (free with etcdlock_latch_free);
+ * otherwise NULL.
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (count below 1 or above 2^31, a count
+ * that differs from the latch's, a bad name), ETCDLOCK_CLOSED,
+ * ETCDLOCK_UNAVAILABLE.
+ *
+ * Safety: client is a live handle; name is NUL-terminated; latch is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_latch *l = NULL;
+ *     if (etcdlock_latch_open(c, "nightly-shards", 3, &l) == ETCDLOCK_OK) {
+ *         etcdlock_latch_count_down(l, NULL); // each worker, when its shard is done
+ *         etcdlock_latch_wait(l, 60000);      // the reducer
+ *     }
+ *     etcdlock_latch_free(l);
+ */
 int etcdlock_latch_open(const struct etcdlock_client *client,
                         const char *name,
                         int64_t count,
                         struct etcdlock_latch **latch);
 
-// Lower the latch's count by one; at zero every waiter (in every process) is
-// released. At zero already it does nothing. *after (may be NULL) is the
-// count after.
-//
-// Returns ETCDLOCK_CLOSED (the client was closed), ETCDLOCK_LOCK_LOST
-// (ETCDLOCK_LOSS_LEASE_EXPIRED: the latch is gone, every client that had it
-// open freed it or lost its session), ETCDLOCK_UNAVAILABLE.
-//
-// Safety: latch is a live handle; after is NULL or writable.
-//
-// Example: int64_t left; etcdlock_latch_count_down(l, &left);
+/**
+ * Lower the latch's count by one; at zero every waiter (in every process) is
+ * released. At zero already it does nothing. *after (may be NULL) is the
+ * count after.
+ *
+ * Returns ETCDLOCK_CLOSED (the client was closed), ETCDLOCK_LOCK_LOST
+ * (ETCDLOCK_LOSS_LEASE_EXPIRED: the latch is gone, every client that had it
+ * open freed it or lost its session), ETCDLOCK_UNAVAILABLE.
+ *
+ * Safety: latch is a live handle; after is NULL or writable.
+ *
+ * Example: int64_t left; etcdlock_latch_count_down(l, &left);
+ */
 int etcdlock_latch_count_down(const struct etcdlock_latch *latch, int64_t *after);
 
-// The latch's count now (one read). Returns as etcdlock_latch_count_down.
-//
-// Safety: latch is a live handle; count is writable.
-//
-// Example: int64_t n; etcdlock_latch_count(l, &n);
+/**
+ * The latch's count now (one read). Returns as etcdlock_latch_count_down.
+ *
+ * Safety: latch is a live handle; count is writable.
+ *
+ * Example: int64_t n; etcdlock_latch_count(l, &n);
+ */
 int etcdlock_latch_count(const struct etcdlock_latch *latch, int64_t *count);
 
-// Wait until the latch's count is zero (returns at once if it is).
-// timeout_ms: negative (ETCDLOCK_WAIT_FOREVER) waits as long as it takes, 0
-// looks once, at most ETCDLOCK_MAX_TIMEOUT_MS.
-//
-// Returns ETCDLOCK_TIMEOUT, and as etcdlock_latch_count_down.
-//
-// Safety: latch is a live handle.
-//
-// Example: if (etcdlock_latch_wait(l, 60000) == ETCDLOCK_TIMEOUT) puts("a shard is late");
+/**
+ * Wait until the latch's count is zero (returns at once if it is).
+ * timeout_ms: negative (ETCDLOCK_WAIT_FOREVER) waits as long as it takes, 0
+ * looks once, at most ETCDLOCK_MAX_TIMEOUT_MS.
+ *
+ * Returns ETCDLOCK_TIMEOUT, and as etcdlock_latch_count_down.
+ *
+ * Safety: latch is a live handle.
+ *
+ * Example: if (etcdlock_latch_wait(l, 60000) == ETCDLOCK_TIMEOUT) puts("a shard is late");
+ */
 int etcdlock_latch_wait(const struct etcdlock_latch *latch, int64_t timeout_ms);
 
-// Close the latch handle (this process stops keeping the latch alive) and
-// free it. NULL is a no-op. Another thread must not be in a call on it.
-//
-// Safety: latch is NULL or a live handle not yet freed.
-//
-// Example: etcdlock_latch_free(l);
+/**
+ * Close the latch handle (this process stops keeping the latch alive) and
+ * free it. NULL is a no-op. Another thread must not be in a call on it.
+ *
+ * Safety: latch is NULL or a live handle not yet freed.
+ *
+ * Example: etcdlock_latch_free(l);
+ */
 void etcdlock_latch_free(struct etcdlock_latch *latch);
 
-// Open the barrier name for parties parties: etcdlock_barrier_wait returns in
-// every party at once when the parties-th has arrived. Every process must
-// open it with the same number (else ETCDLOCK_INVALID_ARGUMENT). One-shot:
-// once released, a party that arrives is refused (ETCDLOCK_INVALID_ARGUMENT)
-// until every handle is freed and its keys have expired; use a new name per
-// round. On success *barrier is a new handle (free with
-// etcdlock_barrier_free); otherwise NULL.
-//
-// Returns ETCDLOCK_INVALID_ARGUMENT (parties below 1 or above 2^31, a number
-// that differs from the barrier's, a bad name), ETCDLOCK_CLOSED,
-// ETCDLOCK_UNAVAILABLE.
-//
-// Safety: client is a live handle; name is NUL-terminated; barrier is writable.
-//
-// Example:
-//     etcdlock_barrier *b = NULL;
-//     int32_t index;
-//     if (etcdlock_barrier_open(c, "start-2024-06-01", 3, &b) == ETCDLOCK_OK)
-//         etcdlock_barrier_wait(b, 30000, &index);
-//     etcdlock_barrier_free(b);
+/**
+ * Open the barrier name for parties parties: etcdlock_barrier_wait returns in
+ * every party at once when the parties-th has arrived. Every process must
+ * open it with the same number (else ETCDLOCK_INVALID_ARGUMENT). One-shot:
+ * once released, a party that arrives is refused (ETCDLOCK_INVALID_ARGUMENT)
+ * until every handle is freed and its keys have expired; use a new name per
+ * round. On success *barrier is a new handle (free with
+ * etcdlock_barrier_free); otherwise NULL.
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (parties below 1 or above 2^31, a number
+ * that differs from the barrier's, a bad name), ETCDLOCK_CLOSED,
+ * ETCDLOCK_UNAVAILABLE.
+ *
+ * Safety: client is a live handle; name is NUL-terminated; barrier is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_barrier *b = NULL;
+ *     int32_t index;
+ *     if (etcdlock_barrier_open(c, "start-2024-06-01", 3, &b) == ETCDLOCK_OK)
+ *         etcdlock_barrier_wait(b, 30000, &index);
+ *     etcdlock_barrier_free(b);
+ */
 int etcdlock_barrier_open(const struct etcdlock_client *client,
                           const char *name,
                           int64_t parties,
                           struct etcdlock_barrier **barrier);
 
-// Arrive at the barrier and wait for the other parties. *index (may be NULL)
-// is this party's arrival index: 0 for the first, parties - 1 for the one
-// that released everyone. timeout_ms as etcdlock_latch_wait; on
-// ETCDLOCK_TIMEOUT this party leaves (its place is free again).
-//
-// Returns ETCDLOCK_TIMEOUT, ETCDLOCK_INVALID_ARGUMENT (the barrier already
-// released, or already has its parties waiting), ETCDLOCK_LOCK_LOST
-// (ETCDLOCK_LOSS_LEASE_EXPIRED: the barrier is gone), ETCDLOCK_CLOSED,
-// ETCDLOCK_UNAVAILABLE.
-//
-// Safety: barrier is a live handle; index is NULL or writable.
-//
-// Example: int32_t i; if (etcdlock_barrier_wait(b, 30000, &i) == ETCDLOCK_OK && i == 0) puts("first");
+/**
+ * Arrive at the barrier and wait for the other parties. *index (may be NULL)
+ * is this party's arrival index: 0 for the first, parties - 1 for the one
+ * that released everyone. timeout_ms as etcdlock_latch_wait; on
+ * ETCDLOCK_TIMEOUT this party leaves (its place is free again).
+ *
+ * Returns ETCDLOCK_TIMEOUT, ETCDLOCK_INVALID_ARGUMENT (the barrier already
+ * released, or already has its parties waiting), ETCDLOCK_LOCK_LOST
+ * (ETCDLOCK_LOSS_LEASE_EXPIRED: the barrier is gone), ETCDLOCK_CLOSED,
+ * ETCDLOCK_UNAVAILABLE.
+ *
+ * Safety: barrier is a live handle; index is NULL or writable.
+ *
+ * Example: int32_t i; if (etcdlock_barrier_wait(b, 30000, &i) == ETCDLOCK_OK && i == 0) puts("first");
+ */
 int etcdlock_barrier_wait(const struct etcdlock_barrier *barrier,
                           int64_t timeout_ms,
                           int32_t *index);
 
-// Close the barrier handle and free it. NULL is a no-op. Another thread must
-// not be in a call on it.
-//
-// Safety: barrier is NULL or a live handle not yet freed.
-//
-// Example: etcdlock_barrier_free(b);
+/**
+ * Close the barrier handle and free it. NULL is a no-op. Another thread must
+ * not be in a call on it.
+ *
+ * Safety: barrier is NULL or a live handle not yet freed.
+ *
+ * Example: etcdlock_barrier_free(b);
+ */
 void etcdlock_barrier_free(struct etcdlock_barrier *barrier);
 
-// Start waiting for the lock `name` without blocking the caller.
-//
-// If this returns ETCDLOCK_OK, `callback(status, guard, user_data)` is called
-// exactly once, on one of the library's runtime threads (never on the calling
-// thread, never concurrently with itself for this request): with ETCDLOCK_OK
-// and a new guard that the callback owns, or with ETCDLOCK_TIMEOUT,
-// ETCDLOCK_CANCELLED, ETCDLOCK_CLOSED, ... and guard NULL. If this returns an
-// error (ETCDLOCK_INVALID_ARGUMENT for a NULL client or callback, a bad name
-// or timeout; ETCDLOCK_CLOSED once etcdlock_client_free was called on the
-// client), the callback is never called. etcdlock_client_free returns only
-// after the callback has returned (unless it is called from a callback).
-// The callback must not block for long; blocking etcdlock calls
-// (etcdlock_lock, etcdlock_unlock, guarded operations) made inside it return
-// ETCDLOCK_INVALID_ARGUMENT, so hand the guard to another thread for those.
-//
-// If cancel is not NULL, *cancel receives a handle: etcdlock_cancel() makes a
-// wait still pending complete with ETCDLOCK_CANCELLED; free the handle with
-// etcdlock_cancel_free (freeing does not cancel).
-//
-// Safety: client is a live handle; name is NUL-terminated; user_data must stay
-// valid until the callback has run; cancel is NULL or writable.
-//
-// Example:
-//     static void done(int st, etcdlock_guard *g, void *ud) {
-//         if (st == ETCDLOCK_OK) hand_over(g, ud); else fprintf(stderr, "%s\n", etcdlock_last_error_message());
-//     }
-//     etcdlock_cancel_handle *h = NULL;
-//     etcdlock_lock_async(c, "orders", ETCDLOCK_WAIT_FOREVER, done, ctx, &h);
-//     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+/**
+ * Start waiting for the lock `name` without blocking the caller.
+ *
+ * If this returns ETCDLOCK_OK, `callback(status, guard, user_data)` is called
+ * exactly once, on one of the library's runtime threads (never on the calling
+ * thread, never concurrently with itself for this request): with ETCDLOCK_OK
+ * and a new guard that the callback owns, or with ETCDLOCK_TIMEOUT,
+ * ETCDLOCK_CANCELLED, ETCDLOCK_CLOSED, ... and guard NULL. If this returns an
+ * error (ETCDLOCK_INVALID_ARGUMENT for a NULL client or callback, a bad name
+ * or timeout; ETCDLOCK_CLOSED once etcdlock_client_free was called on the
+ * client), the callback is never called. etcdlock_client_free returns only
+ * after the callback has returned (unless it is called from a callback).
+ * The callback must not block for long; blocking etcdlock calls
+ * (etcdlock_lock, etcdlock_unlock, guarded operations) made inside it return
+ * ETCDLOCK_INVALID_ARGUMENT, so hand the guard to another thread for those.
+ *
+ * If cancel is not NULL, *cancel receives a handle: etcdlock_cancel() makes a
+ * wait still pending complete with ETCDLOCK_CANCELLED; free the handle with
+ * etcdlock_cancel_free (freeing does not cancel).
+ *
+ * Safety: client is a live handle; name is NUL-terminated; user_data must stay
+ * valid until the callback has run; cancel is NULL or writable.
+ *
+ * Example:
+ *
+ *     static void done(int st, etcdlock_guard *g, void *ud) {
+ *         if (st == ETCDLOCK_OK) hand_over(g, ud); else fprintf(stderr, "%s\n", etcdlock_last_error_message());
+ *     }
+ *     etcdlock_cancel_handle *h = NULL;
+ *     etcdlock_lock_async(c, "orders", ETCDLOCK_WAIT_FOREVER, done, ctx, &h);
+ *     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+ */
 int etcdlock_lock_async(const struct etcdlock_client *client,
                         const char *name,
                         int64_t timeout_ms,
@@ -1536,268 +1985,311 @@ int etcdlock_lock_async(const struct etcdlock_client *client,
                         void *user_data,
                         struct etcdlock_cancel_handle **cancel);
 
-// Cancel the etcdlock_lock_async wait behind this handle: if the callback has
-// not run yet, it runs (once) with ETCDLOCK_CANCELLED and the waiter's key is
-// removed from etcd. Idempotent; a no-op after the callback ran. Never blocks;
-// callable from any thread, including callbacks.
-//
-// Safety: cancel is a live handle from etcdlock_lock_async.
-//
-// Example: etcdlock_cancel(h);
+/**
+ * Cancel the etcdlock_lock_async wait behind this handle: if the callback has
+ * not run yet, it runs (once) with ETCDLOCK_CANCELLED and the waiter's key is
+ * removed from etcd. Idempotent; a no-op after the callback ran. Never blocks;
+ * callable from any thread, including callbacks.
+ *
+ * Safety: cancel is a live handle from etcdlock_lock_async.
+ *
+ * Example: etcdlock_cancel(h);
+ */
 int etcdlock_cancel(const struct etcdlock_cancel_handle *cancel);
 
-// Free a cancel handle. Does not cancel: the callback still runs exactly once.
-// NULL is a no-op.
-//
-// Safety: cancel is NULL or a handle not yet freed.
-//
-// Example: etcdlock_cancel_free(h);
+/**
+ * Free a cancel handle. Does not cancel: the callback still runs exactly once.
+ * NULL is a no-op.
+ *
+ * Safety: cancel is NULL or a handle not yet freed.
+ *
+ * Example: etcdlock_cancel_free(h);
+ */
 void etcdlock_cancel_free(struct etcdlock_cancel_handle *cancel);
 
-// Register a callback for the end of the hold. `callback(reason, user_data)`
-// runs exactly once, on a runtime thread, when the hold ends: with an
-// ETCDLOCK_LOSS_* reason if the lock was lost (lease expired, key deleted,
-// connection lost past the safety margin, client closed), or with
-// ETCDLOCK_LOSS_NONE when it was released by etcdlock_unlock /
-// etcdlock_guard_free. It never runs if the process exits while the lock is
-// still held. If the hold already ended, it runs at once (on a runtime
-// thread). Several callbacks may be registered; each runs once. Loss is
-// reported locally before etcd can grant the lock to anyone else (as long as
-// the process is running): stop touching the protected resource.
-// etcdlock_client_free on the guard's client returns only after the
-// callback has returned (unless it is called from a callback).
-//
-// Safety: guard is a live handle; user_data must stay valid until the callback ran.
-//
-// Example:
-//     static void lost(int reason, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
-//     etcdlock_guard_on_loss(g, lost, &stop_flag);
+/**
+ * Register a callback for the end of the hold. `callback(reason, user_data)`
+ * runs exactly once, on a runtime thread, when the hold ends: with an
+ * ETCDLOCK_LOSS_* reason if the lock was lost (lease expired, key deleted,
+ * connection lost past the safety margin, client closed), or with
+ * ETCDLOCK_LOSS_NONE when it was released by etcdlock_unlock /
+ * etcdlock_guard_free. It never runs if the process exits while the lock is
+ * still held. If the hold already ended, it runs at once (on a runtime
+ * thread). Several callbacks may be registered; each runs once. Loss is
+ * reported locally before etcd can grant the lock to anyone else (as long as
+ * the process is running): stop touching the protected resource.
+ * etcdlock_client_free on the guard's client returns only after the
+ * callback has returned (unless it is called from a callback).
+ *
+ * Safety: guard is a live handle; user_data must stay valid until the callback ran.
+ *
+ * Example:
+ *
+ *     static void lost(int reason, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
+ *     etcdlock_guard_on_loss(g, lost, &stop_flag);
+ */
 int etcdlock_guard_on_loss(const struct etcdlock_guard *guard,
                            etcdlock_loss_cb callback,
                            void *user_data);
 
-// Whether the hold's keep-alive renewal is failing now: sets *valid_for_ms to
-// the milliseconds the hold still has (no keep-alive acknowledged for an
-// interval past when one was due), or to -1 when renewals are acknowledged
-// (or the hold ended). A failing hold is still held: pause work on the
-// protected resource, do not assume the lock is gone.
-//
-// Safety: guard is a live handle; valid_for_ms is writable.
-//
-// Example: int64_t left; etcdlock_guard_renewal(g, &left); if (left >= 0) pause_writes(left);
+/**
+ * Whether the hold's keep-alive renewal is failing now: sets *valid_for_ms to
+ * the milliseconds the hold still has (no keep-alive acknowledged for an
+ * interval past when one was due), or to -1 when renewals are acknowledged
+ * (or the hold ended). A failing hold is still held: pause work on the
+ * protected resource, do not assume the lock is gone.
+ *
+ * Safety: guard is a live handle; valid_for_ms is writable.
+ *
+ * Example: int64_t left; etcdlock_guard_renewal(g, &left); if (left >= 0) pause_writes(left);
+ */
 int etcdlock_guard_renewal(const struct etcdlock_guard *guard, int64_t *valid_for_ms);
 
-// Register a callback for changes of the keep-alive renewal. `callback(ms,
-// user_data)` runs on a runtime thread, one call at a time, in order: with
-// the milliseconds the hold still has when renewal starts failing, -1 when it
-// is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2) when the
-// hold ends (released or lost), after which it is never called again.
-// etcdlock_client_free on the guard's client returns only after the
-// ETCDLOCK_RENEWAL_ENDED call has returned (unless it is called from a
-// callback).
-//
-// Safety: guard is a live handle; user_data must stay valid until the
-// ETCDLOCK_RENEWAL_ENDED call.
-//
-// Example:
-//     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
-//     etcdlock_guard_on_renewal(g, renewal, &paused);
+/**
+ * Register a callback for changes of the keep-alive renewal. `callback(ms,
+ * user_data)` runs on a runtime thread, one call at a time, in order: with
+ * the milliseconds the hold still has when renewal starts failing, -1 when it
+ * is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2) when the
+ * hold ends (released or lost), after which it is never called again.
+ * etcdlock_client_free on the guard's client returns only after the
+ * ETCDLOCK_RENEWAL_ENDED call has returned (unless it is called from a
+ * callback).
+ *
+ * Safety: guard is a live handle; user_data must stay valid until the
+ * ETCDLOCK_RENEWAL_ENDED call.
+ *
+ * Example:
+ *
+ *     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
+ *     etcdlock_guard_on_renewal(g, renewal, &paused);
+ */
 int etcdlock_guard_on_renewal(const struct etcdlock_guard *guard,
                               etcdlock_renewal_cb callback,
                               void *user_data);
 
-// Follow the election `name`: `callback` runs on a runtime thread with the
-// current state first, then each change (a new proclamation is a change;
-// "no leader" is reported as key NULL), until etcdlock_cancel on the handle
-// stored in *cancel (then a last call with ETCDLOCK_CANCELLED) or an error
-// (a last call with that status). Calls are never concurrent for one
-// observer; the callback must not block (see etcdlock_lock_async).
-//
-// Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name), or ETCDLOCK_CLOSED
-// once etcdlock_client_free was called on the client; then the callback is
-// never called. etcdlock_client_free ends the observer (last call
-// ETCDLOCK_CLOSED) and returns only after that call has returned (unless it
-// is called from a callback).
-//
-// Safety: client is live; name NUL-terminated; user_data valid until the
-// last call; cancel is writable (required: it is the only way to stop).
-//
-// Example:
-//     static void on_leader(int st, const char *k, const uint8_t *v, size_t n, int64_t rev, void *ud) {
-//         if (st == ETCDLOCK_OK) printf("leader: %s\n", k ? k : "(none)");
-//     }
-//     etcdlock_cancel_handle *h; etcdlock_observe(c, "scheduler", on_leader, NULL, &h);
-//     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+/**
+ * Follow the election `name`: `callback` runs on a runtime thread with the
+ * current state first, then each change (a new proclamation is a change;
+ * "no leader" is reported as key NULL), until etcdlock_cancel on the handle
+ * stored in *cancel (then a last call with ETCDLOCK_CANCELLED) or an error
+ * (a last call with that status). Calls are never concurrent for one
+ * observer; the callback must not block (see etcdlock_lock_async).
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (NULL, bad name), or ETCDLOCK_CLOSED
+ * once etcdlock_client_free was called on the client; then the callback is
+ * never called. etcdlock_client_free ends the observer (last call
+ * ETCDLOCK_CLOSED) and returns only after that call has returned (unless it
+ * is called from a callback).
+ *
+ * Safety: client is live; name NUL-terminated; user_data valid until the
+ * last call; cancel is writable (required: it is the only way to stop).
+ *
+ * Example:
+ *
+ *     static void on_leader(int st, const char *k, const uint8_t *v, size_t n, int64_t rev, void *ud) {
+ *         if (st == ETCDLOCK_OK) printf("leader: %s\n", k ? k : "(none)");
+ *     }
+ *     etcdlock_cancel_handle *h; etcdlock_observe(c, "scheduler", on_leader, NULL, &h);
+ *     ... etcdlock_cancel(h); etcdlock_cancel_free(h);
+ */
 int etcdlock_observe(const struct etcdlock_client *client,
                      const char *name,
                      etcdlock_observe_cb callback,
                      void *user_data,
                      struct etcdlock_cancel_handle **cancel);
 
-// Send core's log events at level and above (ETCDLOCK_LOG_ERROR,
-// ETCDLOCK_LOG_WARN, ETCDLOCK_LOG_INFO, ETCDLOCK_LOG_DEBUG) to log, or none
-// (ETCDLOCK_LOG_OFF, or log NULL). Events: a hold acquired or released
-// (debug), a keep-alive renewal failing and a hold lost (warn), an etcd
-// member failing over and the watch stream re-created (info). The callback
-// runs on a thread of its own (never a caller's or the runtime's), one
-// event at a time, in order; a slow callback delays no lock (beyond 4096
-// waiting events, events are dropped). Call again to change the level or the
-// callback; it applies to the whole process.
-//
-// Returns ETCDLOCK_OK, or ETCDLOCK_INVALID_ARGUMENT for an unknown level.
-//
-// Safety: log is NULL or a function callable from any thread with
-// user_data until the next etcdlock_set_logger call replaces it.
-//
-// Example:
-//     static void on_log(void *ud, int level, const char *target, const char *msg, const char *fields) {
-//         syslog(level <= ETCDLOCK_LOG_WARN ? LOG_WARNING : LOG_INFO, "%s: %s %s", target, msg, fields);
-//     }
-//     etcdlock_set_logger(ETCDLOCK_LOG_INFO, on_log, NULL);
+/**
+ * Send core's log events at level and above (ETCDLOCK_LOG_ERROR,
+ * ETCDLOCK_LOG_WARN, ETCDLOCK_LOG_INFO, ETCDLOCK_LOG_DEBUG) to log, or none
+ * (ETCDLOCK_LOG_OFF, or log NULL). Events: a hold acquired or released
+ * (debug), a keep-alive renewal failing and a hold lost (warn), an etcd
+ * member failing over and the watch stream re-created (info). The callback
+ * runs on a thread of its own (never a caller's or the runtime's), one
+ * event at a time, in order; a slow callback delays no lock (beyond 4096
+ * waiting events, events are dropped). Call again to change the level or the
+ * callback; it applies to the whole process.
+ *
+ * Returns ETCDLOCK_OK, or ETCDLOCK_INVALID_ARGUMENT for an unknown level.
+ *
+ * Safety: log is NULL or a function callable from any thread with
+ * user_data until the next etcdlock_set_logger call replaces it.
+ *
+ * Example:
+ *
+ *     static void on_log(void *ud, int level, const char *target, const char *msg, const char *fields) {
+ *         syslog(level <= ETCDLOCK_LOG_WARN ? LOG_WARNING : LOG_INFO, "%s: %s %s", target, msg, fields);
+ *     }
+ *     etcdlock_set_logger(ETCDLOCK_LOG_INFO, on_log, NULL);
+ */
 int etcdlock_set_logger(int level,
                         etcdlock_log_fn log,
                         void *user_data);
 
-// Register a callback for the end of the multi-lock's hold (the loss of any
-// one lock is the loss of the hold). `callback(reason, index, user_data)`
-// runs exactly once, on a runtime thread: with the ETCDLOCK_LOSS_* reason
-// of the first lock lost and its position in the names given to
-// etcdlock_lock_many, or with ETCDLOCK_LOSS_NONE and SIZE_MAX once every
-// lock was released (etcdlock_multi_unlock, etcdlock_multi_free). Otherwise
-// as etcdlock_guard_on_loss: if the hold already ended it runs at once;
-// several callbacks may be registered, each runs once; etcdlock_client_free
-// on the multi-lock's client returns only after the callback has returned
-// (unless it is called from a callback).
-//
-// Safety: multi is a live handle; user_data must stay valid until the callback ran.
-//
-// Example:
-//     static void lost(int reason, size_t index, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
-//     etcdlock_multi_on_loss(m, lost, &stop_flag);
+/**
+ * Register a callback for the end of the multi-lock's hold (the loss of any
+ * one lock is the loss of the hold). `callback(reason, index, user_data)`
+ * runs exactly once, on a runtime thread: with the ETCDLOCK_LOSS_* reason
+ * of the first lock lost and its position in the names given to
+ * etcdlock_lock_many, or with ETCDLOCK_LOSS_NONE and SIZE_MAX once every
+ * lock was released (etcdlock_multi_unlock, etcdlock_multi_free). Otherwise
+ * as etcdlock_guard_on_loss: if the hold already ended it runs at once;
+ * several callbacks may be registered, each runs once; etcdlock_client_free
+ * on the multi-lock's client returns only after the callback has returned
+ * (unless it is called from a callback).
+ *
+ * Safety: multi is a live handle; user_data must stay valid until the callback ran.
+ *
+ * Example:
+ *
+ *     static void lost(int reason, size_t index, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
+ *     etcdlock_multi_on_loss(m, lost, &stop_flag);
+ */
 int etcdlock_multi_on_loss(const struct etcdlock_multi *multi,
                            etcdlock_multi_loss_cb callback,
                            void *user_data);
 
-// As etcdlock_guard_renewal, for the multi-lock: every lock of it is on one
-// session (one lease), so they are renewed together. *valid_for_ms is the
-// milliseconds the hold still has while renewal is failing, -1 when
-// renewals are acknowledged or the hold ended (a lock lost, or released).
-//
-// Safety: multi is a live handle; valid_for_ms is writable.
-//
-// Example: int64_t left; etcdlock_multi_renewal(m, &left); if (left >= 0) pause_writes(left);
+/**
+ * As etcdlock_guard_renewal, for the multi-lock: every lock of it is on one
+ * session (one lease), so they are renewed together. *valid_for_ms is the
+ * milliseconds the hold still has while renewal is failing, -1 when
+ * renewals are acknowledged or the hold ended (a lock lost, or released).
+ *
+ * Safety: multi is a live handle; valid_for_ms is writable.
+ *
+ * Example: int64_t left; etcdlock_multi_renewal(m, &left); if (left >= 0) pause_writes(left);
+ */
 int etcdlock_multi_renewal(const struct etcdlock_multi *multi, int64_t *valid_for_ms);
 
-// As etcdlock_guard_on_renewal, for the multi-lock: `callback(ms,
-// user_data)` runs on a runtime thread, one call at a time, in order: with
-// the milliseconds the hold still has when renewal starts failing, -1 when
-// it is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2)
-// when the hold ends (a lock lost, or released), after which it is never
-// called again. etcdlock_client_free on the multi-lock's client returns
-// only after the ETCDLOCK_RENEWAL_ENDED call has returned (unless it is
-// called from a callback).
-//
-// Safety: multi is a live handle; user_data must stay valid until the
-// ETCDLOCK_RENEWAL_ENDED call.
-//
-// Example:
-//     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
-//     etcdlock_multi_on_renewal(m, renewal, &paused);
+/**
+ * As etcdlock_guard_on_renewal, for the multi-lock: `callback(ms,
+ * user_data)` runs on a runtime thread, one call at a time, in order: with
+ * the milliseconds the hold still has when renewal starts failing, -1 when
+ * it is renewed again, and a last time with ETCDLOCK_RENEWAL_ENDED (-2)
+ * when the hold ends (a lock lost, or released), after which it is never
+ * called again. etcdlock_client_free on the multi-lock's client returns
+ * only after the ETCDLOCK_RENEWAL_ENDED call has returned (unless it is
+ * called from a callback).
+ *
+ * Safety: multi is a live handle; user_data must stay valid until the
+ * ETCDLOCK_RENEWAL_ENDED call.
+ *
+ * Example:
+ *
+ *     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
+ *     etcdlock_multi_on_renewal(m, renewal, &paused);
+ */
 int etcdlock_multi_on_renewal(const struct etcdlock_multi *multi,
                               etcdlock_renewal_cb callback,
                               void *user_data);
 
-// Take job name's run-once record for at_most_ms milliseconds if no node
-// holds it now; never waits. ETCDLOCK_OK: this node runs the job, *hold is
-// set (finish it with etcdlock_once_finish). ETCDLOCK_WOULD_BLOCK: another
-// node has the job (it runs, or ran less than its at_least ago); *hold is
-// NULL and nothing was written. at_most_ms is the longest the job may run:
-// after it the record expires and another node may take the job, even if
-// this one still runs (choose it above the job's longest run). at_least_ms
-// (at most at_most_ms) keeps the job taken that long after the start even
-// if it finishes sooner (choose it above the nodes' clock skew). Expiry
-// compares wall clocks: keep the nodes' clocks in sync (NTP).
-//
-// Returns ETCDLOCK_INVALID_ARGUMENT (at_most_ms not positive, at_least_ms
-// negative or above at_most_ms, a bad name), ETCDLOCK_CLOSED,
-// ETCDLOCK_UNAVAILABLE.
-//
-// Safety: client is a live handle; name is NUL-terminated; hold is writable.
-//
-// Example:
-//     etcdlock_once *job = NULL;
-//     int rc = etcdlock_once_take(c, "nightly-report", 600000, 30000, &job);
-//     if (rc == ETCDLOCK_WOULD_BLOCK) return 0;   // another node runs it
-//     if (rc != ETCDLOCK_OK) return rc;
-//     run_report(etcdlock_once_revision(job));    // a fencing token
-//     etcdlock_once_finish(job);                  // taken until start + 30 s
+/**
+ * Take job name's run-once record for at_most_ms milliseconds if no node
+ * holds it now; never waits. ETCDLOCK_OK: this node runs the job, *hold is
+ * set (finish it with etcdlock_once_finish). ETCDLOCK_WOULD_BLOCK: another
+ * node has the job (it runs, or ran less than its at_least ago); *hold is
+ * NULL and nothing was written. at_most_ms is the longest the job may run:
+ * after it the record expires and another node may take the job, even if
+ * this one still runs (choose it above the job's longest run). at_least_ms
+ * (at most at_most_ms) keeps the job taken that long after the start even
+ * if it finishes sooner (choose it above the nodes' clock skew). Expiry
+ * compares wall clocks: keep the nodes' clocks in sync (NTP).
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (at_most_ms not positive, at_least_ms
+ * negative or above at_most_ms, a bad name), ETCDLOCK_CLOSED,
+ * ETCDLOCK_UNAVAILABLE.
+ *
+ * Safety: client is a live handle; name is NUL-terminated; hold is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_once *job = NULL;
+ *     int rc = etcdlock_once_take(c, "nightly-report", 600000, 30000, &job);
+ *     if (rc == ETCDLOCK_WOULD_BLOCK) return 0;   // another node runs it
+ *     if (rc != ETCDLOCK_OK) return rc;
+ *     run_report(etcdlock_once_revision(job));    // a fencing token
+ *     etcdlock_once_finish(job);                  // taken until start + 30 s
+ */
 int etcdlock_once_take(const struct etcdlock_client *client,
                        const char *name,
                        int64_t at_most_ms,
                        int64_t at_least_ms,
                        struct etcdlock_once **hold);
 
-// The revision of this hold's record: higher for every take of the job (a
-// fencing token for what the job writes). 0 for NULL.
-//
-// Safety: hold is NULL or a live handle.
+/**
+ * The revision of this hold's record: higher for every take of the job (a
+ * fencing token for what the job writes). 0 for NULL.
+ *
+ * Safety: hold is NULL or a live handle.
+ */
 int64_t etcdlock_once_revision(const struct etcdlock_once *hold);
 
-// The job is done: keep its record taken until at_least_ms (given to
-// etcdlock_once_take) after the start, or free it now if that has passed;
-// then free the handle, whatever the outcome. ETCDLOCK_NOT_HELD: the record
-// was no longer this hold's (it expired after at_most_ms and another node
-// took the job), and nothing was changed. NULL: nothing to do (ETCDLOCK_OK).
-//
-// Returns also ETCDLOCK_CLOSED, ETCDLOCK_UNAVAILABLE (the record then
-// expires at_most_ms after the start).
-//
-// Safety: hold is NULL or a live handle, not used after this call.
+/**
+ * The job is done: keep its record taken until at_least_ms (given to
+ * etcdlock_once_take) after the start, or free it now if that has passed;
+ * then free the handle, whatever the outcome. ETCDLOCK_NOT_HELD: the record
+ * was no longer this hold's (it expired after at_most_ms and another node
+ * took the job), and nothing was changed. NULL: nothing to do (ETCDLOCK_OK).
+ *
+ * Returns also ETCDLOCK_CLOSED, ETCDLOCK_UNAVAILABLE (the record then
+ * expires at_most_ms after the start).
+ *
+ * Safety: hold is NULL or a live handle, not used after this call.
+ */
 int etcdlock_once_finish(struct etcdlock_once *hold);
 
-// Whether the term is over for its task (*cancelled 1) or not (0): its
-// leadership was lost, the loop was stopped, or etcdlock_term_end was called.
-// The task should then end soon and call etcdlock_term_end.
-//
-// Safety: term is live; cancelled is writable.
-//
-// Example: int over = 0; while (etcdlock_term_cancelled(t, &over) == ETCDLOCK_OK && !over) do_work();
+/**
+ * Whether the term is over for its task (*cancelled 1) or not (0): its
+ * leadership was lost, the loop was stopped, or etcdlock_term_end was called.
+ * The task should then end soon and call etcdlock_term_end.
+ *
+ * Safety: term is live; cancelled is writable.
+ *
+ * Example: int over = 0; while (etcdlock_term_cancelled(t, &over) == ETCDLOCK_OK && !over) do_work();
+ */
 int etcdlock_term_cancelled(const struct etcdlock_term *term,
                             int *cancelled);
 
-// Wait at most timeout_ms (negative: without limit) for the term to be
-// cancelled (see etcdlock_term_cancelled). Returns ETCDLOCK_OK once it is,
-// ETCDLOCK_TIMEOUT if it was not in time.
-//
-// Safety: term is live.
-//
-// Example: etcdlock_term_wait(t, ETCDLOCK_WAIT_FOREVER); etcdlock_term_end(t);
+/**
+ * Wait at most timeout_ms (negative: without limit) for the term to be
+ * cancelled (see etcdlock_term_cancelled). Returns ETCDLOCK_OK once it is,
+ * ETCDLOCK_TIMEOUT if it was not in time.
+ *
+ * Safety: term is live.
+ *
+ * Example: etcdlock_term_wait(t, ETCDLOCK_WAIT_FOREVER); etcdlock_term_end(t);
+ */
 int etcdlock_term_wait(const struct etcdlock_term *term, int64_t timeout_ms);
 
-// The term's task has ended: the loop resigns if still leader and campaigns
-// again (or stops). Idempotent. The term must still be freed.
-//
-// Safety: term is live.
-//
-// Example: etcdlock_term_end(t); etcdlock_term_free(t);
+/**
+ * The term's task has ended: the loop resigns if still leader and campaigns
+ * again (or stops). Idempotent. The term must still be freed.
+ *
+ * Safety: term is live.
+ *
+ * Example: etcdlock_term_end(t); etcdlock_term_free(t);
+ */
 int etcdlock_term_end(const struct etcdlock_term *term);
 
-// The term's leadership as a guard (fencing token, guarded put/get/delete,
-// etcdlock_proclaim, loss reason), owned by the term: valid until
-// etcdlock_term_free, never freed with etcdlock_guard_free. NULL when term
-// is NULL or from another process.
-//
-// Safety: term is NULL or live.
-//
-// Example: etcdlock_guard_put(etcdlock_term_guard(t), (const uint8_t *)"k", 1, (const uint8_t *)"v", 1);
+/**
+ * The term's leadership as a guard (fencing token, guarded put/get/delete,
+ * etcdlock_proclaim, loss reason), owned by the term: valid until
+ * etcdlock_term_free, never freed with etcdlock_guard_free. NULL when term
+ * is NULL or from another process.
+ *
+ * Safety: term is NULL or live.
+ *
+ * Example: etcdlock_guard_put(etcdlock_term_guard(t), (const uint8_t *)"k", 1, (const uint8_t *)"v", 1);
+ */
 const struct etcdlock_guard *etcdlock_term_guard(const struct etcdlock_term *term);
 
-// Free a term, ending it first (etcdlock_term_end) if it has not ended.
-// NULL is a no-op.
-//
-// Safety: term is NULL or live, no other thread uses it (or its guard) any more.
-//
-// Example: etcdlock_term_free(t); t = NULL;
+/**
+ * Free a term, ending it first (etcdlock_term_end) if it has not ended.
+ * NULL is a no-op.
+ *
+ * Safety: term is NULL or live, no other thread uses it (or its guard) any more.
+ *
+ * Example: etcdlock_term_free(t); t = NULL;
+ */
 void etcdlock_term_free(struct etcdlock_term *term);
 
 #ifdef __cplusplus

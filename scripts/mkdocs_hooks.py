@@ -1,5 +1,8 @@
 """MkDocs hooks for the site (mkdocs.yml `hooks:`).
 
+Rust blocks: lines rustdoc hides (`# ` at the start: setup the doctest needs,
+not the reader) are dropped from the site's copy, as rustdoc drops them.
+
 A page may link to a file of the repository outside docs/ (a README, a script,
 a test): on GitHub such a link works, on the built site there is no such file.
 The site shows the link's text with the file's path in the repository
@@ -15,6 +18,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 LINK = re.compile(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)")
+HIDDEN = re.compile(r"^\s*#(\s|$)")  # rustdoc's hidden line (not #[attr] or #!)
 
 
 def _replace(m: "re.Match[str]", page_src: Path) -> str:
@@ -36,9 +40,15 @@ def _replace(m: "re.Match[str]", page_src: Path) -> str:
 def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ANN001 (MkDocs' signature)
     src = DOCS / page.file.src_uri
     out = []
-    fence = False
+    fence = None  # the open fence's language
     for line in markdown.split("\n"):
         if line.lstrip().startswith("```"):
-            fence = not fence
-        out.append(line if fence else LINK.sub(lambda m: _replace(m, src), line))
+            fence = line.strip()[3:].strip() if fence is None else None
+            out.append(line)
+        elif fence is None:
+            out.append(LINK.sub(lambda m: _replace(m, src), line))
+        elif fence == "rust" and HIDDEN.match(line):
+            continue
+        else:
+            out.append(line)
     return "\n".join(out)

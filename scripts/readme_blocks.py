@@ -12,8 +12,10 @@ are checked here:
   -p PKG [--example E] [--test T]` names a real package and target, every
   `etcdlock SUBCOMMAND` is one the CLI has (`etcdlock help SUBCOMMAND`);
   a block marked `<!-- run -->` on the line before its fence also runs, in a
-  fresh directory, with that CLI on PATH and ETCDLOCK_ENDPOINTS at a test
-  etcd (testkit's etcd-harness), and must print the ```text block after it;
+  fresh directory, with that CLI on PATH and ETCDLOCK_ENDPOINTS and
+  ETCDCTL_ENDPOINTS at a fresh etcd (testkit's etcd-harness; a page's
+  http://127.0.0.1:2379 is that etcd), and must print the ```text block after
+  it, compared as `<!-- run: MODE -->` says (RUN_MODES);
 - ```xml: well-formed (wrapped in one root element); ```json: parses;
 - ```properties: every line is a comment or `key=value`;
 - a block with no language is program output or a file listing (shown
@@ -76,7 +78,7 @@ class Block(NamedTuple):
     line: int
     lang: str
     body: List[str]
-    run: bool = False  # `<!-- run -->` on the line before the fence: executed, not only checked
+    run: Optional[str] = None  # `<!-- run -->` (or `<!-- run: MODE -->`) before the fence: executed; see RUN_MODES
     output: Optional[List[str]] = None  # the ```text block that follows it (what it prints)
 
     @property
@@ -92,6 +94,14 @@ def readmes() -> List[str]:
     return found + sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))
 
 
+RUN_MARK = re.compile(r"^<!-- run(?::\s*([a-z ]+?))?\s*-->$")
+# How a run block's output is compared with the text block after it:
+RUN_MODES = {
+    "exact": "line by line (`...` stands for any text)",
+    "any numbers": "line by line, any number where the page shows one (tokens, revisions)",
+    "any order": "the same lines in any order (concurrent commands)",
+    "lines vary": "as many lines as the page shows (which one ran varies)",
+}
 LIST_ITEM = re.compile(r"^\s*([-*+]|\d+[.)])\s")
 
 
@@ -120,16 +130,20 @@ def blocks(readme: str) -> List[Block]:
             j += 1
         if j >= len(lines):
             raise SystemExit(f"{readme}:{i + 1}: unclosed code fence")
-        run = i > 0 and lines[i - 1].strip() == "<!-- run -->"
+        mark = RUN_MARK.match(lines[i - 1].strip()) if i > 0 else None
+        run = (mark.group(1) or "exact") if mark else None
+        if run is not None and run not in RUN_MODES:
+            raise SystemExit(f"{readme}:{i}: <!-- run: {run} -->: the modes are {', '.join(RUN_MODES)}")
         found.append(Block(readme, len(found) + 1, i + 1, m.group(1), lines[i + 1 : j], run))
         i = j + 1
-    # A run block's output: the next fenced block if it is ```text with only
-    # blank lines or one line of prose ("Prints:") between them.
+    # A run block's output: the next fenced block if it is ```text and what
+    # lies between them is at most one paragraph ending with a colon ("Prints:").
     for n, b in enumerate(found):
         if b.run and n + 1 < len(found) and found[n + 1].lang == "text":
             nxt = found[n + 1]
-            between = [l for l in lines[b.line + len(b.body) + 1 : nxt.line - 1] if l.strip()]
-            if len(between) <= 1:
+            between = lines[b.line + len(b.body) + 1 : nxt.line - 1]
+            prose = "\n".join(between).strip()
+            if not prose or ("\n\n" not in prose and prose.endswith(":")):
                 found[n] = b._replace(output=nxt.body)
     return found
 
@@ -154,13 +168,19 @@ class Etcd:
         self.proc.wait(timeout=30)
 
 
-def matches(expected: List[str], got: List[str]) -> bool:
-    """Line by line; `...` in an expected line stands for any text (an id, a time)."""
+def matches(expected: List[str], got: List[str], mode: str = "exact") -> bool:
+    """Compare a block's output with the page's (see RUN_MODES)."""
     if len(expected) != len(got):
         return False
+    if mode == "lines vary":
+        return True
+    if mode == "any order":
+        expected, got = sorted(expected), sorted(g.rstrip() for g in got)
     for e, g in zip(expected, got):
-        pattern = ".*?".join(re.escape(part) for part in e.split("..."))
-        if not re.fullmatch(pattern, g.rstrip()):
+        parts = [re.escape(part) for part in e.split("...")]
+        if mode == "any numbers":
+            parts = [re.sub(r"\d+", r"\\d+", part) for part in parts]
+        if not re.fullmatch(".*?".join(parts), g.rstrip()):
             return False
     return True
 
@@ -168,7 +188,7 @@ def matches(expected: List[str], got: List[str]) -> bool:
 class Checker:
     def __init__(self, cli: Path) -> None:
         self.cli = cli
-        self.etcd: Optional[Etcd] = None
+
         self.packages, self.targets = self.cargo_targets()
         self.subcommands: Dict[str, bool] = {}
 
@@ -234,16 +254,19 @@ class Checker:
         test etcd; its stdout must be the ```text block after it, if any."""
         import tempfile
 
-        if self.etcd is None:
-            self.etcd = Etcd()
+        etcd = Etcd()  # a fresh one per block: a block's locks and records are its own
         env = dict(os.environ, PATH=f"{self.cli.parent}:{os.environ.get('PATH', '')}",
-                   ETCDLOCK_ENDPOINTS=self.etcd.endpoints, ETCDCTL_ENDPOINTS=self.etcd.endpoints, ETCDCTL_API="3")
-        with tempfile.TemporaryDirectory(prefix="etcdlock-block-") as cwd:
-            try:
+                   ETCDLOCK_ENDPOINTS=etcd.endpoints, ETCDCTL_ENDPOINTS=etcd.endpoints, ETCDCTL_API="3")
+        # etcd's default address on a page is the test etcd's.
+        code = code.replace("http://127.0.0.1:2379", etcd.endpoints.split(",")[0])
+        try:
+            with tempfile.TemporaryDirectory(prefix="etcdlock-block-") as cwd:
                 r = subprocess.run(["bash", "-eo", "pipefail", "-c", code], cwd=cwd, env=env, capture_output=True,
                                    text=True, timeout=60)
-            except subprocess.TimeoutExpired:
-                return False, "ran: no exit within 60 s"
+        except subprocess.TimeoutExpired:
+            return False, "ran: no exit within 60 s"
+        finally:
+            etcd.stop()
         if r.returncode != 0:
             return False, f"ran: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}"
         if b.output is not None:
@@ -251,9 +274,9 @@ class Checker:
             want = [l for l in b.output]
             while want and not want[-1].strip():
                 want.pop()
-            if not matches(want, got):
-                return False, f"ran: printed {got!r}, the page says {want!r}"
-            return True, f"ran against a test etcd, printed what the page shows ({len(got)} lines)"
+            if not matches(want, got, b.run or "exact"):
+                return False, f"ran: printed {got!r}, the page says {want!r} (compared: {b.run})"
+            return True, f"ran against a test etcd, printed what the page shows ({len(got)} lines, {b.run})"
         return True, "ran against a test etcd (exit 0)"
 
     def cargo(self, words: List[str]) -> List[str]:
@@ -341,18 +364,14 @@ def main() -> int:
     failures = 0
     total = 0
     ran = 0
-    try:
-        for readme in readmes():
-            for b in blocks(readme):
-                total += 1
-                ran += b.run
-                ok, how = checker.check(b)
-                failures += not ok
-                lang = b.lang or "-"
-                print(f"{'ok  ' if ok else 'FAIL'} {b.readme}:{b.line} block {b.number} ({lang}) {b.first[:50]!r}: {how}")
-    finally:
-        if checker.etcd:
-            checker.etcd.stop()
+    for readme in readmes():
+        for b in blocks(readme):
+            total += 1
+            ran += b.run is not None
+            ok, how = checker.check(b)
+            failures += not ok
+            lang = b.lang or "-"
+            print(f"{'ok  ' if ok else 'FAIL'} {b.readme}:{b.line} block {b.number} ({lang}) {b.first[:50]!r}: {how}")
     print(f"{total} code blocks (READMEs and docs/), {total - failures} checked, {failures} failing; "
           f"{ran} shell blocks run here against a test etcd")
     return 1 if failures else 0

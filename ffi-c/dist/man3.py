@@ -27,6 +27,13 @@ def items(header):
             comment.append(line[2:].strip())
             i += 1
             continue
+        if line.startswith("/**"):  # cbindgen's doxy style: /** ... */, " * " before each line
+            while i + 1 < len(lines) and not lines[i].rstrip().endswith("*/"):
+                i += 1
+                if not lines[i].strip().startswith("*/"):
+                    comment.append(lines[i].strip()[1:].strip())
+            i += 1
+            continue
         if comment and line.strip():
             decl = [line]
             # A declaration ends with ';' (function, typedef) or a #define line.
@@ -50,6 +57,8 @@ def main():
     header = open(header_path).read()
     intro = re.match(r"/\*(.*?)\*/", header, re.S).group(1)
     intro = "\n".join(l.strip().lstrip("*").rstrip() for l in intro.split("\n")).strip()
+    # Doxygen's commands: the file's name is the page's, the brief its first line.
+    intro = re.sub(r"^\s*@file .*\n", "", intro).strip().replace("@brief The ", "etcdlock.h: the ", 1)
     body = header.split("#define ETCDLOCK_H", 1)[1]
     consts, types, funcs = [], [], []
     for comment, decl in items(body):

@@ -171,6 +171,7 @@ pub(crate) unsafe fn client_arg<'a>(
 /// client is a writable etcdlock_client*.
 ///
 /// Example:
+///
 ///     etcdlock_client *c = NULL;
 ///     int rc = etcdlock_client_connect(&o, &c);
 ///     if (rc) fprintf(stderr, "connect: %s\n", etcdlock_last_error_message());
@@ -219,6 +220,7 @@ pub unsafe extern "C" fn etcdlock_client_ttl(
 /// Safety: client is a live handle; metrics points to struct_size writable bytes.
 ///
 /// Example:
+///
 ///     etcdlock_metrics m;
 ///     etcdlock_client_metrics(c, &m, sizeof m);
 ///     printf("held %lld, lost to deletes %llu\n", (long long)m.held,

@@ -101,6 +101,7 @@ pub unsafe extern "C" fn etcdlock_proclaim(
 /// Safety: client is live; name is NUL-terminated; key is writable; the others NULL or writable.
 ///
 /// Example:
+///
 ///     char *k = NULL; uint8_t *v = NULL; size_t n = 0;
 ///     if (etcdlock_leader(c, "scheduler", &k, &v, &n, NULL) == ETCDLOCK_OK && k) printf("%s: %.*s\n", k, (int)n, (char *)v);
 ///     etcdlock_buffer_free((uint8_t *)k); etcdlock_buffer_free(v);

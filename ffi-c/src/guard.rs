@@ -100,6 +100,7 @@ where
 /// Safety: client is a live handle; name is a NUL-terminated string; guard is writable.
 ///
 /// Example:
+///
 ///     etcdlock_guard *g = NULL;
 ///     int rc = etcdlock_lock(c, "orders", 5000, &g);
 ///     if (rc == ETCDLOCK_TIMEOUT) puts("busy");
@@ -132,6 +133,7 @@ pub unsafe extern "C" fn etcdlock_lock(
 /// Safety: as etcdlock_lock.
 ///
 /// Example:
+///
 ///     int rc = etcdlock_try_lock(c, "cron", &g);
 ///     if (rc == ETCDLOCK_WOULD_BLOCK) return 0; // another node runs it
 #[no_mangle]
@@ -161,6 +163,7 @@ pub unsafe extern "C" fn etcdlock_try_lock(
 /// valid for the duration of the call.
 ///
 /// Example:
+///
 ///     const char *meta[] = {"app", "billing", NULL};
 ///     etcdlock_acquire_options ao;
 ///     etcdlock_acquire_options_init(&ao, sizeof ao);
@@ -198,6 +201,7 @@ pub unsafe extern "C" fn etcdlock_lock_ex(
 /// Safety: as etcdlock_lock_ex.
 ///
 /// Example:
+///
 ///     uint64_t me = (uint64_t)pthread_self();
 ///     etcdlock_guard *outer = NULL, *inner = NULL;
 ///     etcdlock_lock_reentrant(c, "orders", me, NULL, &outer);

@@ -44,6 +44,7 @@ pub unsafe extern "C" fn etcdlock_guard_put(
 /// Safety: guard is live; key points to key_len bytes; value and value_len are writable.
 ///
 /// Example:
+///
 ///     uint8_t *v = NULL; size_t n = 0;
 ///     if (etcdlock_guard_get(g, (const uint8_t *)"stock", 5, &v, &n) == ETCDLOCK_OK && v) {
 ///         printf("%.*s\n", (int)n, (const char *)v);

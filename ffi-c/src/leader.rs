@@ -191,6 +191,7 @@ pub unsafe extern "C" fn etcdlock_lead(
 /// Safety: lp is live; ev is writable.
 ///
 /// Example:
+///
 ///     etcdlock_leader_event ev;
 ///     while (etcdlock_leader_next(lp, -1, &ev) == ETCDLOCK_OK && ev.kind != ETCDLOCK_LEADER_STOPPED) { ... }
 #[no_mangle]

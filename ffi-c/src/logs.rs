@@ -84,6 +84,7 @@ fn deliver(r: Record) {
 /// user_data until the next etcdlock_set_logger call replaces it.
 ///
 /// Example:
+///
 ///     static void on_log(void *ud, int level, const char *target, const char *msg, const char *fields) {
 ///         syslog(level <= ETCDLOCK_LOG_WARN ? LOG_WARNING : LOG_INFO, "%s: %s %s", target, msg, fields);
 ///     }

@@ -31,6 +31,7 @@ pub struct etcdlock_multi {
 /// Safety: client is live; names points to count NUL-terminated strings; multi is writable.
 ///
 /// Example:
+///
 ///     const char *names[] = {"account-1", "account-2"};
 ///     etcdlock_multi *m = NULL;
 ///     if (etcdlock_lock_many(c, names, 2, 5000, &m) == ETCDLOCK_OK) { transfer(); etcdlock_multi_free(m); }

@@ -29,6 +29,7 @@ pub type etcdlock_multi_loss_cb =
 /// Safety: multi is a live handle; user_data must stay valid until the callback ran.
 ///
 /// Example:
+///
 ///     static void lost(int reason, size_t index, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
 ///     etcdlock_multi_on_loss(m, lost, &stop_flag);
 #[no_mangle]
@@ -104,6 +105,7 @@ pub unsafe extern "C" fn etcdlock_multi_renewal(
 /// ETCDLOCK_RENEWAL_ENDED call.
 ///
 /// Example:
+///
 ///     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
 ///     etcdlock_multi_on_renewal(m, renewal, &paused);
 #[no_mangle]

@@ -39,6 +39,7 @@ pub struct etcdlock_once {
 /// Safety: client is a live handle; name is NUL-terminated; hold is writable.
 ///
 /// Example:
+///
 ///     etcdlock_once *job = NULL;
 ///     int rc = etcdlock_once_take(c, "nightly-report", 600000, 30000, &job);
 ///     if (rc == ETCDLOCK_WOULD_BLOCK) return 0;   // another node runs it

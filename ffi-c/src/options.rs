@@ -117,6 +117,7 @@ const OPTIONS_V1_SIZE: usize = std::mem::offset_of!(etcdlock_options, keepalive_
 /// version ever had.
 ///
 /// Example:
+///
 ///     etcdlock_options o;
 ///     etcdlock_options_init(&o, sizeof o);
 ///     o.endpoints = "http://127.0.0.1:2379";
@@ -302,6 +303,7 @@ const ACQUIRE_OPTIONS_V1_SIZE: usize = std::mem::size_of::<etcdlock_acquire_opti
 /// version ever had.
 ///
 /// Example:
+///
 ///     etcdlock_acquire_options ao;
 ///     etcdlock_acquire_options_init(&ao, sizeof ao);
 ///     ao.timeout_ms = 5000;

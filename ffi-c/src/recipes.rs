@@ -53,6 +53,7 @@ pub unsafe extern "C" fn etcdlock_acquire_permit(
 /// Safety: as etcdlock_lock_ex.
 ///
 /// Example:
+///
 ///     etcdlock_acquire_options ao;
 ///     etcdlock_acquire_options_init(&ao, sizeof ao);
 ///     ao.lease_time_ms = 60000; // freed after a minute whatever happens

@@ -143,6 +143,7 @@ fn queue_of(st: etcdlock_core::Status) -> etcdlock_queue {
 /// Safety: client is live; name is NUL-terminated; queue is writable.
 ///
 /// Example:
+///
 ///     etcdlock_queue *q = NULL;
 ///     etcdlock_status(c, "orders", &q);
 ///     for (size_t i = 0; i < etcdlock_queue_len(q); i++) {
@@ -198,6 +199,7 @@ pub unsafe extern "C" fn etcdlock_queue_name(queue: *const etcdlock_queue) -> *c
 /// Safety: client is live; prefix is NUL-terminated; list is writable.
 ///
 /// Example:
+///
 ///     etcdlock_locks *l = NULL;
 ///     etcdlock_list(c, "jobs/", &l);
 ///     for (size_t i = 0; i < etcdlock_locks_len(l); i++)

@@ -72,6 +72,7 @@ fn count_arg(what: &str, n: i64) -> Result<u64, Error> {
 /// Safety: client is a live handle; name is NUL-terminated; latch is writable.
 ///
 /// Example:
+///
 ///     etcdlock_latch *l = NULL;
 ///     if (etcdlock_latch_open(c, "nightly-shards", 3, &l) == ETCDLOCK_OK) {
 ///         etcdlock_latch_count_down(l, NULL); // each worker, when its shard is done
@@ -202,6 +203,7 @@ pub unsafe extern "C" fn etcdlock_latch_free(latch: *mut etcdlock_latch) {
 /// Safety: client is a live handle; name is NUL-terminated; barrier is writable.
 ///
 /// Example:
+///
 ///     etcdlock_barrier *b = NULL;
 ///     int32_t index;
 ///     if (etcdlock_barrier_open(c, "start-2024-06-01", 3, &b) == ETCDLOCK_OK)

@@ -73,6 +73,7 @@ pub const ETCDLOCK_RENEWAL_ENDED: i64 = -2;
 /// valid until the callback has run; cancel is NULL or writable.
 ///
 /// Example:
+///
 ///     static void done(int st, etcdlock_guard *g, void *ud) {
 ///         if (st == ETCDLOCK_OK) hand_over(g, ud); else fprintf(stderr, "%s\n", etcdlock_last_error_message());
 ///     }
@@ -173,6 +174,7 @@ pub unsafe extern "C" fn etcdlock_cancel_free(cancel: *mut etcdlock_cancel_handl
 /// Safety: guard is a live handle; user_data must stay valid until the callback ran.
 ///
 /// Example:
+///
 ///     static void lost(int reason, void *flag) { if (reason) atomic_store((atomic_int *)flag, 1); }
 ///     etcdlock_guard_on_loss(g, lost, &stop_flag);
 #[no_mangle]
@@ -244,6 +246,7 @@ pub unsafe extern "C" fn etcdlock_guard_renewal(
 /// ETCDLOCK_RENEWAL_ENDED call.
 ///
 /// Example:
+///
 ///     static void renewal(int64_t ms, void *flag) { atomic_store((atomic_int *)flag, ms >= 0); }
 ///     etcdlock_guard_on_renewal(g, renewal, &paused);
 #[no_mangle]
@@ -293,6 +296,7 @@ pub unsafe extern "C" fn etcdlock_guard_on_renewal(
 /// last call; cancel is writable (required: it is the only way to stop).
 ///
 /// Example:
+///
 ///     static void on_leader(int st, const char *k, const uint8_t *v, size_t n, int64_t rev, void *ud) {
 ///         if (st == ETCDLOCK_OK) printf("leader: %s\n", k ? k : "(none)");
 ///     }

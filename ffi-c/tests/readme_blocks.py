@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
-"""Write each ```c block of a README as its own C file, for ffi-c/test.sh.
+"""Write each ```c block of ffi-c/README.md and of every page of the site
+(docs/**/*.md) as its own C file, for ffi-c/test.sh.
 
-Usage: readme_blocks.py README.md OUTDIR
+Usage: readme_blocks.py OUTDIR FILE.md...   (paths relative to the repository root)
 
-A block with `<!-- fragment -->` on the line right before its fence is not a
-whole program: it is wrapped so that it compiles on its own (its #include lines
-hoisted, the rest in a function body with a `client` in scope, stubs for the
-application functions it calls) and test.sh only compiles it. Any other ```c
-block must be a complete program and is compiled, linked and run against etcd.
+A block with `<!-- fragment -->` (or `<!-- fragment: why -->`) on the line
+right before its fence is not a whole program: it is wrapped so that it
+compiles on its own (its #include lines hoisted, the rest in a function body
+with a `client` in scope, stubs for the application functions it calls) and
+test.sh only compiles it. Any other ```c block must be a complete program: it
+is compiled, linked and run against etcd (ETCDLOCK_ENDPOINTS set) and must
+exit 0. When the block after a program is a ```text block, that is what the
+program prints, and test.sh compares its standard output with it.
 
-Prints one line per block: "<file> <fragment|program> <README>:<line> block <n>: <first line>".
+Prints one line per block:
+"<file> <fragment|program> <page>:<line> block <n>: <first line>", where
+<page>:<line> is the page's path and the line of the fence (the test's id);
+a program with an expected output has it in <file without .c>.expected.
 """
 
 import re
@@ -17,7 +24,8 @@ import sys
 from pathlib import Path
 
 # Application functions the fragments call as placeholders for the user's work.
-STUBS = ["run_scheduler", "transcode"]
+STUBS = ["run_scheduler", "transcode", "run_job", "do_work", "serve"]
+FENCE = re.compile(r"^```(\S*)\s*$")
 
 
 def blocks(path: Path):
@@ -25,7 +33,7 @@ def blocks(path: Path):
     n = 0
     i = 0
     while i < len(lines):
-        m = re.match(r"^```(\S*)\s*$", lines[i])
+        m = FENCE.match(lines[i])
         if not m:
             i += 1
             continue
@@ -34,7 +42,7 @@ def blocks(path: Path):
         while j < len(lines) and lines[j].rstrip() != "```":
             j += 1
         if j >= len(lines):
-            sys.exit(f"{path.name}:{i + 1}: unclosed code fence")
+            sys.exit(f"{path}:{i + 1}: unclosed code fence")
         before = lines[i - 1].strip() if i else ""
         fragment = before.startswith("<!-- fragment") and before.endswith("-->")
         yield n, i + 1, m.group(1), fragment, lines[i + 1 : j]
@@ -61,16 +69,22 @@ def wrap_fragment(body):
 
 
 def main() -> None:
-    readme, outdir = Path(sys.argv[1]), Path(sys.argv[2])
+    outdir = Path(sys.argv[1])
     outdir.mkdir(parents=True, exist_ok=True)
-    for n, line, lang, fragment, body in blocks(readme):
-        if lang != "c":
-            continue
-        f = outdir / f"readme_block{n}.c"
-        f.write_text(wrap_fragment(body) if fragment else "\n".join(body) + "\n", encoding="utf-8")
-        first = next((l.strip() for l in body if l.strip()), "")
-        kind = "fragment" if fragment else "program"
-        print(f"{f} {kind} {readme.name}:{line} block {n}: {first}")
+    for page in sys.argv[2:]:
+        found = list(blocks(Path(page)))
+        stem = re.sub(r"[^A-Za-z0-9]+", "_", page.removesuffix(".md"))
+        for k, (n, line, lang, fragment, body) in enumerate(found):
+            if lang != "c":
+                continue
+            f = outdir / f"{stem}_L{line}.c"
+            f.write_text(wrap_fragment(body) if fragment else "\n".join(body) + "\n", encoding="utf-8")
+            nxt = found[k + 1] if k + 1 < len(found) else None
+            if not fragment and nxt and nxt[2] == "text":
+                f.with_suffix(".expected").write_text("\n".join(nxt[4]) + "\n", encoding="utf-8")
+            first = next((l.strip() for l in body if l.strip()), "")
+            kind = "fragment" if fragment else "program"
+            print(f"{f} {kind} {page}:{line} block {n}: {first}")
 
 
 if __name__ == "__main__":
