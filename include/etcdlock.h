@@ -810,8 +810,8 @@ typedef void (*etcdlock_observe_cb)(int status,
                                     void *user_data);
 
 /**
- * A log callback (etcdlock_set_logger): level is one of ETCDLOCK_LOG_ERROR
- * .. ETCDLOCK_LOG_DEBUG; target the core module (`etcdlock::session`, ...);
+ * A log callback (etcdlock_set_logger): level is one of ETCDLOCK_LOG_ERROR to
+ * ETCDLOCK_LOG_DEBUG; target the core module (`etcdlock::session`, ...);
  * message what happened (`acquired`, `released`, `lost`, ...); fields the
  * event's fields as `key=value` pairs separated by spaces (`lock=orders
  * fencing_token=42`). The strings are valid during the call only.
@@ -1306,7 +1306,7 @@ int etcdlock_multi_delete(const struct etcdlock_multi *multi,
                           int *deleted);
 
 /**
- * Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
+ * Fill `*options` with "not set" in every field (NULL strings, ETCDLOCK_UNSET
  * numbers, margin_ms, watch_held_keys and lazy_connect -1) and set options->struct_size.
  * At connect, a field still not set takes its ETCDLOCK_* environment
  * variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
@@ -1327,7 +1327,7 @@ int etcdlock_multi_delete(const struct etcdlock_multi *multi,
 int etcdlock_options_init(struct etcdlock_options *options, size_t struct_size);
 
 /**
- * Fill *options with the defaults (wait forever, no lock-delay, no lease
+ * Fill `*options` with the defaults (wait forever, no lock-delay, no lease
  * time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
  * lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
  * struct_size must be sizeof(etcdlock_acquire_options) as the caller
@@ -1583,7 +1583,7 @@ int etcdlock_leader(const struct etcdlock_client *client,
                     int64_t *revision);
 
 /**
- * Fill *options with the defaults (again = 1, retry_ms = 1000).
+ * Fill `*options` with the defaults (again = 1, retry_ms = 1000).
  * options_size is sizeof(etcdlock_lead_options).
  *
  * Safety: options points to options_size writable bytes.

@@ -10,8 +10,9 @@
 #
 # Pages are docs/**.md (the nav is mkdocs.yml). They are copied to a staging
 # folder (target/site-src) with what is generated beside them: the diagrams
-# (docs/diagrams/*.puml rendered to SVG by PlantUML), the charts
-# (scripts/charts.py) and the reference. `mkdocs build --strict` fails on a
+# (docs/diagrams/*.puml rendered to SVG by PlantUML) and the charts
+# (scripts/charts.py); the API reference (scripts/docs_reference.sh) joins
+# the built site after. `mkdocs build --strict` fails on a
 # broken link or anchor. The code blocks of the pages are run by the language
 # suites (scripts/readme_blocks.py lists each block and what runs it).
 set -euo pipefail
@@ -66,19 +67,20 @@ if [ -f scripts/charts.py ]; then
   "$venv/bin/python" scripts/charts.py "$SRC/charts"
 fi
 
-# The reference of each language, under reference/<language>/.
-if [ "$quick" = 1 ]; then
-  for l in rust java node c cli; do
-    mkdir -p "$SRC/reference/$l"
-    echo "<p>Built by scripts/docs.sh without --quick.</p>" > "$SRC/reference/$l/index.html"
-  done
-else
-  bash scripts/docs_reference.sh "$SRC/reference"
-fi
+# The reference of each language, under reference/<language>/: a placeholder
+# while MkDocs builds (so links to reference/<language>/index.html validate,
+# and the generated folders, with their own license notes in Markdown, are
+# not read as pages), the real one copied in after the build.
+for l in rust java node c cli; do
+  mkdir -p "$SRC/reference/$l"
+  echo "<p>Built by scripts/docs.sh without --quick.</p>" > "$SRC/reference/$l/index.html"
+done
 
 # (Not --quiet: it hides the warnings --strict counts, and the build then passes.)
 NO_MKDOCS_2_WARNING=1 "$venv/bin/mkdocs" build --strict -f mkdocs.yml 2>&1 | { grep -v '^INFO ' || true; }
 echo "docs.sh: $(find "$SITE" -name '*.html' -not -path '*/reference/*' | wc -l) pages built into $SITE"
 if [ "$quick" = 0 ]; then
+  rm -rf "$SITE"/reference/{rust,java,node,c,cli}
+  bash scripts/docs_reference.sh "$SITE/reference"
   "$venv/bin/python" scripts/docs_check.py "$SITE"
 fi

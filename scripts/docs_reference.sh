@@ -33,7 +33,8 @@ step "java (mvn javadoc:javadoc)"
 java_modules=(etcdlock etcdlock-spring etcdlock-shedlock etcdlock-reactor)
 # -Dcargo.skip/-Dexec.skip: the reference needs the Java sources, not the JNI library.
 (cd bindings-java && mvn -B -q -Dcargo.skip=true -Dexec.skip=true -DskipTests -Ddoclint=none -Dquiet=true \
-  -pl "$(IFS=,; echo "${java_modules[*]}")" -am package javadoc:javadoc)
+  -pl "$(IFS=,; echo "${java_modules[*]}")" -am package javadoc:javadoc) >"$T/docs-javadoc.log" 2>&1 ||
+  { cat "$T/docs-javadoc.log"; echo "docs_reference: mvn javadoc:javadoc failed" >&2; exit 1; }
 mkdir -p "$OUT/java"
 {
   echo '<!doctype html><meta charset="utf-8"><title>etcdlock Java API</title>'
@@ -66,13 +67,14 @@ JAVADOC_AUTOBRIEF = YES
 FULL_PATH_NAMES = NO
 QUIET = YES
 WARN_IF_UNDOCUMENTED = NO
+WARN_AS_ERROR = YES
 SEARCHENGINE = NO
 DOXY
 cp -r "$T/doxygen/html/." "$OUT/c/"
 
 step "cli (clap_mangen, mandoc -Thtml)"
 mkdir -p "$OUT/cli/man"
-cargo run --quiet -p etcdlock-cli --example manpage -- "$OUT/cli/man"
+cargo run --quiet -p etcdlock-cli --example manpage -- "$OUT/cli/man" >/dev/null
 {
   echo '<!doctype html><meta charset="utf-8"><title>etcdlock(1)</title><h1>The etcdlock command: man pages</h1><ul>'
   for page in "$OUT"/cli/man/*.1; do

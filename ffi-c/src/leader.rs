@@ -44,7 +44,7 @@ pub struct etcdlock_lead_options {
     pub retry_ms: i64,
 }
 
-/// Fill *options with the defaults (again = 1, retry_ms = 1000).
+/// Fill `*options` with the defaults (again = 1, retry_ms = 1000).
 /// options_size is sizeof(etcdlock_lead_options).
 ///
 /// Safety: options points to options_size writable bytes.

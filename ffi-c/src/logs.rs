@@ -8,8 +8,8 @@ use etcdlock_core::logs::{self, Record};
 
 use crate::*;
 
-/// A log callback (etcdlock_set_logger): level is one of ETCDLOCK_LOG_ERROR
-/// .. ETCDLOCK_LOG_DEBUG; target the core module (`etcdlock::session`, ...);
+/// A log callback (etcdlock_set_logger): level is one of ETCDLOCK_LOG_ERROR to
+/// ETCDLOCK_LOG_DEBUG; target the core module (`etcdlock::session`, ...);
 /// message what happened (`acquired`, `released`, `lost`, ...); fields the
 /// event's fields as `key=value` pairs separated by spaces (`lock=orders
 /// fencing_token=42`). The strings are valid during the call only.

@@ -105,7 +105,7 @@ fn default_options() -> etcdlock_options {
 /// smaller is not an etcdlock_options.
 const OPTIONS_V1_SIZE: usize = std::mem::offset_of!(etcdlock_options, keepalive_interval_ms);
 
-/// Fill *options with "not set" in every field (NULL strings, ETCDLOCK_UNSET
+/// Fill `*options` with "not set" in every field (NULL strings, ETCDLOCK_UNSET
 /// numbers, margin_ms, watch_held_keys and lazy_connect -1) and set options->struct_size.
 /// At connect, a field still not set takes its ETCDLOCK_* environment
 /// variable or the default (TTL 15 s, 5 s timeouts, http://127.0.0.1:2379).
@@ -292,7 +292,7 @@ fn default_acquire_options() -> etcdlock_acquire_options {
 /// fields); anything smaller is not an etcdlock_acquire_options.
 const ACQUIRE_OPTIONS_V1_SIZE: usize = std::mem::size_of::<etcdlock_acquire_options>();
 
-/// Fill *options with the defaults (wait forever, no lock-delay, no lease
+/// Fill `*options` with the defaults (wait forever, no lock-delay, no lease
 /// time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
 /// lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
 /// struct_size must be sizeof(etcdlock_acquire_options) as the caller
