@@ -160,6 +160,8 @@ def check_in_browser(site: Path, pages: List[Path], shots: Path) -> Tuple[List[s
         for name, rel in SHOTS.items():
             driver.get(base + rel)
             WebDriverWait(driver, 20).until(lambda d: d.execute_script("return document.readyState") == "complete")
+            if name == "diagram.png":  # the first diagram in view, not the page's top
+                driver.execute_script("document.querySelector('img[src*=\"diagrams/\"]').scrollIntoView({block: 'center'})")
             time.sleep(0.3)  # web fonts are off; this lets the theme's last layout pass paint
             driver.save_screenshot(str(shots / name))
         # Search: Material's box, served index (search/search_index.json), results list.
