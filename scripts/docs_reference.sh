@@ -4,7 +4,8 @@
 # staging folder, so the pages link to OUT/<language>/index.html):
 #   rust/  rustdoc of core (cargo doc --no-deps -p etcdlock)
 #   java/  Javadoc of etcdlock, etcdlock-spring, etcdlock-shedlock and
-#          etcdlock-reactor, one folder each (mvn javadoc:javadoc, no native build)
+#          etcdlock-reactor, one folder each (dist's -javadoc jars when they are
+#          newer than the sources, else mvn javadoc:javadoc with no native build)
 #   node/  TypeDoc of index.d.ts and prometheus.d.ts (scripts/docs-tools/package.json pins it)
 #   c/     Doxygen of include/etcdlock.h
 #   cli/   the man pages (clap_mangen: cargo run -p etcdlock-cli --example manpage)
@@ -29,18 +30,38 @@ cp -r "$T/doc" "$OUT/rust"
 # rustdoc's root has no index.html: send the reader to the crate.
 printf '<!doctype html><meta http-equiv="refresh" content="0; url=etcdlock/index.html"><title>etcdlock (Rust)</title><a href="etcdlock/index.html">etcdlock</a>\n' >"$OUT/rust/index.html"
 
-step "java (mvn javadoc:javadoc)"
 java_modules=(etcdlock etcdlock-spring etcdlock-shedlock etcdlock-reactor)
-# -Dcargo.skip/-Dexec.skip: the reference needs the Java sources, not the JNI library.
-(cd bindings-java && mvn -B -q -Dcargo.skip=true -Dexec.skip=true -DskipTests -Ddoclint=none -Dquiet=true \
-  -pl "$(IFS=,; echo "${java_modules[*]}")" -am package javadoc:javadoc) >"$T/docs-javadoc.log" 2>&1 ||
-  { cat "$T/docs-javadoc.log"; echo "docs_reference: mvn javadoc:javadoc failed" >&2; exit 1; }
+# The -javadoc jars scripts/dist.sh publishes (dist/maven) are this Javadoc:
+# when they are newer than every Java source, they are used as they are (the
+# test command runs this after the dist suite); otherwise Maven builds it.
+version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\([^"]*\)".*/\1/p' Cargo.toml)
+javadoc_jar() { echo "$ROOT/dist/maven/io/etcdlock/$1/$version/$1-$version-javadoc.jar"; }
+from_dist=1
+for m in "${java_modules[@]}"; do
+  jar=$(javadoc_jar "$m")
+  if [ ! -f "$jar" ] || [ -n "$(find "bindings-java/$m/src/main" bindings-java/pom.xml "bindings-java/$m/pom.xml" -newer "$jar" -print -quit)" ]; then
+    from_dist=0
+  fi
+done
 mkdir -p "$OUT/java"
+if [ "$from_dist" = 1 ]; then
+  step "java (Javadoc from the dist/maven -javadoc jars, newer than the sources)"
+  for m in "${java_modules[@]}"; do
+    mkdir -p "$OUT/java/$m" && (cd "$OUT/java/$m" && unzip -q "$(javadoc_jar "$m")")
+  done
+else
+  step "java (mvn javadoc:javadoc)"
+  # -Dcargo.skip/-Dexec.skip: the reference needs the Java sources, not the JNI library.
+  (cd bindings-java && mvn -B -q -Dcargo.skip=true -Dexec.skip=true -DskipTests -Ddoclint=none -Dquiet=true \
+    -pl "$(IFS=,; echo "${java_modules[*]}")" -am package javadoc:javadoc) >"$T/docs-javadoc.log" 2>&1 ||
+    { cat "$T/docs-javadoc.log"; echo "docs_reference: mvn javadoc:javadoc failed" >&2; exit 1; }
+  for m in "${java_modules[@]}"; do cp -r "bindings-java/$m/target/reports/apidocs" "$OUT/java/$m"; done
+fi
 {
   echo '<!doctype html><meta charset="utf-8"><title>etcdlock Java API</title>'
   echo '<h1>etcdlock Java API</h1><ul>'
   for m in "${java_modules[@]}"; do
-    cp -r "bindings-java/$m/target/reports/apidocs" "$OUT/java/$m"
+    [ -f "$OUT/java/$m/index.html" ] || { echo "docs_reference: no Javadoc for $m" >&2; exit 1; }
     echo "<li><a href=\"$m/index.html\">$m</a></li>"
   done
   echo '</ul><p>The Kotlin extensions (etcdlock-kotlin) are described in the Java pages of the guide.</p>'
