@@ -310,7 +310,7 @@ class CoroutinesTest {
 
     /**
      * Every ```kotlin block of bindings-java/README.md and of the documentation site's pages
-     * (docs/**&#47;*.md) is the copy [readmeExample] runs: the same code once whitespace is
+     * (every .md file under docs/) is the copy [readmeExample] runs: the same code once whitespace is
      * dropped, with the copy's endpoints and namespace as the page's endpoint, its results kept
      * in variables (`left =`, `wasLeader`) where the page prints them directly.
      */

@@ -78,7 +78,8 @@ class EtcdLockSpringTest {
         return new org.springframework.boot.context.properties.bind.Binder(
                 new org.springframework.boot.context.properties.source.MapConfigurationPropertySource(props))
                 .bind("etcdlock", org.springframework.boot.context.properties.bind.Bindable.of(EtcdLockProperties.class),
-                        new org.springframework.boot.context.properties.bind.handler.NoUnboundElementsBindHandler())
+                        new org.springframework.boot.context.properties.bind.handler.NoUnboundElementsBindHandler(
+                                org.springframework.boot.context.properties.bind.BindHandler.DEFAULT))
                 .orElseGet(EtcdLockProperties::new);
     }
 

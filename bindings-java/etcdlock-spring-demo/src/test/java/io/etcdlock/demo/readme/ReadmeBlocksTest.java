@@ -237,6 +237,7 @@ class ReadmeBlocksTest {
         ByteArrayOutputStream printed = new ByteArrayOutputStream();
         try (URLClassLoader loader = new URLClassLoader(new URL[] {out.toUri().toURL()}, ReadmeBlocksTest.class.getClassLoader())) {
             Method main = loader.loadClass(cls).getMethod("main", String[].class);
+            main.setAccessible(true); // the class may be package-private, as `java File.java` allows
             System.setOut(new PrintStream(printed, true, StandardCharsets.UTF_8));
             main.invoke(null, (Object) new String[0]);
         } catch (InvocationTargetException e) {
