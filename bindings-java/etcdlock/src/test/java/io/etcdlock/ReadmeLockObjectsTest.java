@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * bindings-java/README.md's usage, recipes and options blocks, run as written (modulo the
+ * docs/lang/java.md's usage, recipes and options fragments, run as written (modulo the
  * endpoints and the placeholders, stubbed here): the lock objects' API.
  */
 @ExtendWith(EtcdExtension.class)
@@ -69,7 +69,7 @@ class ReadmeLockObjectsTest {
             try (LockGuard guard = client.newLock("stock").acquire(Duration.ofSeconds(5))) {
                 guard.put("inventory/stock", "300"); // setup for the example
             }
-            // ---- as in the README ----
+            // ---- as on docs/lang/java.md ----
             // 1. try-with-resources guard: fencing token, loss listener, guarded etcd operations
             EtcdLock stockLock = client.newLock("stock");
             try (LockGuard guard = stockLock.acquire(Duration.ofSeconds(5))) {   // LockTimeoutException
@@ -88,7 +88,7 @@ class ReadmeLockObjectsTest {
             // 3. async: completes on an etcdlock runtime thread
             orders = client.newLock("orders").acquireAsync(Duration.ofSeconds(30))
                   .thenAcceptAsync(g -> { try (g) { events.add("orders " + g.isHeld()); } }, myExecutor);
-            // ---- end of the README block ----
+            // ---- end of the page's block ----
             orders.get(30, TimeUnit.SECONDS);
             try (LockGuard guard = stockLock.acquire(Duration.ofSeconds(5))) {
                 assertEquals("299", guard.get("inventory/stock"));
@@ -110,7 +110,7 @@ class ReadmeLockObjectsTest {
         String ns = "readme-objects-recipes-" + System.nanoTime() + "/";
         try (EtcdLockClient client = EtcdLockClient.builder().endpoints(EtcdExtension.endpoints())
                 .ttl(Duration.ofSeconds(10)).namespace(ns).build()) {
-            // ---- as in the README ----
+            // ---- as on docs/lang/java.md ----
             // Semaphore: at most 3 holders at once, cluster-wide (java.util.concurrent.Semaphore's shape).
             EtcdSemaphore transcoders = client.newSemaphore("transcoders", 3);
             transcoders.acquire();                            // interruptible; tryAcquire(timeout, unit) too
@@ -150,7 +150,7 @@ class ReadmeLockObjectsTest {
             // Who holds, who waits, for any kind of lock (what `etcdlock status` shows).
             LockStatus st = client.status("transcoders");
             st.holders().forEach(c -> log.info("{} {} {}", c.kind(), c.key(), c.owner().orElse("etcdctl/Go")));
-            // ---- end of the README block ----
+            // ---- end of the page's block ----
             later.get(10, TimeUnit.SECONDS).close();
             assertEquals(0, st.holders().size());
             assertEquals("account-1 -> account-2", TestSupport.rawGet(ns + "transfers/last"));
@@ -167,7 +167,7 @@ class ReadmeLockObjectsTest {
         String ns = "readme-objects-options-" + System.nanoTime() + "/";
         try (EtcdLockClient client = EtcdLockClient.builder().endpoints(EtcdExtension.endpoints())
                 .ttl(Duration.ofSeconds(10)).namespace(ns).build()) {
-            // ---- as in the README ----
+            // ---- as on docs/lang/java.md ----
             AcquireOptions opts = AcquireOptions.builder()
                     .lockDelay(Duration.ofSeconds(3))        // a holder that dies keeps the lock 3 s more
                     .leaseTime(Duration.ofMinutes(5))        // released after 5 minutes whatever happens
@@ -184,7 +184,7 @@ class ReadmeLockObjectsTest {
                 shards.countDown();                                 // each worker, when its shard is done
                 shards.await(Duration.ofMinutes(5));                // the reducer: LockTimeoutException if late
             }
-            // ---- end of the README block ----
+            // ---- end of the page's block ----
             assertEquals(0, client.status("reports").holders().size());
         }
         assertTrue(events.contains("log held for {}"), events.toString());

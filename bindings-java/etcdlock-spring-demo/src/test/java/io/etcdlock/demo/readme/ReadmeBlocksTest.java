@@ -45,7 +45,8 @@ import io.etcdlock.demo.DemoEtcd;
  *       When a {@code ```text} block follows it (after a line such as "Prints:"), the program
  *       must print exactly that. A block marked {@code <!-- fragment -->} on the line before its
  *       fence is only compiled.</li>
- *   <li>Other blocks elide code with {@code ...}: an elided statement becomes
+ *   <li>Any other block is a fragment and must be marked so (compiled, not run). Fragments elide
+ *       code with {@code ...}: an elided statement becomes
  *       {@code throw new UnsupportedOperationException()} and an elided block body is empty.
  *       Statement blocks are compiled as a method body with the names they leave to the reader
  *       ({@code log}, {@code storage}, {@code data}, {@code client}, {@code transcode()}, ...)
@@ -269,6 +270,8 @@ class ReadmeBlocksTest {
                     System.out.println("ran " + b.id() + ": " + first + (b.prints() != null ? " (printed what the page says)" : ""));
                     return;
                 }
+                assertTrue(b.fragment(), b.id() + ": a block without a main is a fragment (compiled, not run):"
+                        + " mark it <!-- fragment --> on the line before its fence");
                 code = unelide(code);
                 boolean declaresClasses = Pattern.compile("(?m)^(@\\w+.*\\n)*(public\\s+)?class \\w+").matcher(code).find();
                 Matcher pub = Pattern.compile("(?m)^public\\s+class\\s+(\\w+)").matcher(code);
@@ -277,7 +280,7 @@ class ReadmeBlocksTest {
                         ? IMPORTS + code
                         : IMPORTS + "class " + cls + " {\n" + SCOPE + "    void example() throws Exception {\n" + code + "\n    }\n}\n";
                 compile(b.id(), cls, source);
-                System.out.println("compiled " + b.id() + " (" + (declaresClasses ? "classes" : "statements") + "): " + first);
+                System.out.println("compiled " + b.id() + " (fragment, " + (declaresClasses ? "classes" : "statements") + "): " + first);
             }));
         }
         return tests;
