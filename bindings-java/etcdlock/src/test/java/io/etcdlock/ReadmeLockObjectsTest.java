@@ -15,7 +15,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * docs/lang/java.md's usage, recipes and options fragments, run as written (modulo the
- * endpoints and the placeholders, stubbed here): the lock objects' API.
+ * endpoints and the placeholders, stubbed here): the lock objects' API. {@link
+ * #theCopiesAreThePagesFragments} checks that each copy is the page's block.
  */
 @ExtendWith(EtcdExtension.class)
 class ReadmeLockObjectsTest {
@@ -82,7 +83,7 @@ class ReadmeLockObjectsTest {
             // 2. java.util.concurrent.locks.Lock, reentrant per thread
             EtcdLock lock = client.newLock("nightly-report");
             if (lock.tryLock(2, TimeUnit.SECONDS)) {          // Thread.interrupt() cancels the wait
-                try { events.add("nightly " + lock.getHoldCount()); } finally { lock.unlock(); }
+                try { events.add("nightly " + lock.getHoldCount()); } finally { lock.unlock(); }        // non-owner unlock: IllegalMonitorStateException
             }
 
             // 3. async: completes on an etcdlock runtime thread
@@ -188,5 +189,55 @@ class ReadmeLockObjectsTest {
             assertEquals(0, client.status("reports").holders().size());
         }
         assertTrue(events.contains("log held for {}"), events.toString());
+    }
+    private static String squeeze(String s) {
+        return s.replaceAll("\\s+", "");
+    }
+
+    /**
+     * Each copy above (between its markers) is a ```java block of docs/lang/java.md: the same
+     * code once whitespace is dropped, where the page's {@code ...} stands for the copy's stub
+     * code, the page's client opening ({@code try (EtcdLockClient client = ...build()) {}) is the
+     * test's, and the copy keeps the async future ({@code orders = }) to wait for it.
+     */
+    @Test
+    void theCopiesAreThePagesFragments() throws Exception {
+        java.nio.file.Path page = java.nio.file.Path.of("..", "..", "docs", "lang", "java.md");
+        List<String> lines = java.nio.file.Files.readAllLines(page);
+        List<String> blocks = new ArrayList<>();
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).strip().equals("```java")) {
+                int j = i + 1;
+                while (!lines.get(j).strip().equals("```")) {
+                    j++;
+                }
+                String b = String.join("\n", lines.subList(i + 1, j));
+                if (b.contains(".build()) {")) { // the client opening: the test opens its own
+                    b = b.substring(b.indexOf(".build()) {") + ".build()) {".length(), b.lastIndexOf('}'));
+                }
+                blocks.add(b);
+                i = j;
+            }
+        }
+        String source = java.nio.file.Files.readString(
+                java.nio.file.Path.of("src", "test", "java", "io", "etcdlock", "ReadmeLockObjectsTest.java"));
+        java.util.regex.Matcher copies = java.util.regex.Pattern.compile(
+                "// ---- as on docs/lang/java.md ----\n(.*?)// ---- end of the page's block ----",
+                java.util.regex.Pattern.DOTALL).matcher(source);
+        int n = 0;
+        while (copies.find()) {
+            String copy = squeeze(copies.group(1)).replace("orders=", "");
+            n++;
+            boolean found = false;
+            for (String b : blocks) {
+                StringBuilder re = new StringBuilder();
+                for (String part : squeeze(b).split("\\.\\.\\.", -1)) {
+                    re.append(re.length() == 0 ? "" : ".*?").append(java.util.regex.Pattern.quote(part));
+                }
+                found |= java.util.regex.Pattern.compile(re.toString(), java.util.regex.Pattern.DOTALL).matcher(copy).matches();
+            }
+            assertTrue(found, "copy " + n + " is no java block of " + page + ":\n" + copies.group(1));
+        }
+        assertEquals(3, n, "the copies: usage, recipes, options");
     }
 }
