@@ -14,8 +14,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
- * bindings-java/README.md's usage, recipes and options blocks, run as written (modulo the
- * endpoints and the placeholders, stubbed here): the lock objects' API.
+ * docs/lang/java.md's usage, recipes and options fragments, run as written (modulo the
+ * endpoints and the placeholders, stubbed here): the lock objects' API. {@link
+ * #theCopiesAreThePagesFragments} checks that each copy is the page's block.
  */
 @ExtendWith(EtcdExtension.class)
 class ReadmeLockObjectsTest {
@@ -69,7 +70,7 @@ class ReadmeLockObjectsTest {
             try (LockGuard guard = client.newLock("stock").acquire(Duration.ofSeconds(5))) {
                 guard.put("inventory/stock", "300"); // setup for the example
             }
-            // ---- as in the README ----
+            // ---- as on docs/lang/java.md ----
             // 1. try-with-resources guard: fencing token, loss listener, guarded etcd operations
             EtcdLock stockLock = client.newLock("stock");
             try (LockGuard guard = stockLock.acquire(Duration.ofSeconds(5))) {   // LockTimeoutException
@@ -82,13 +83,13 @@ class ReadmeLockObjectsTest {
             // 2. java.util.concurrent.locks.Lock, reentrant per thread
             EtcdLock lock = client.newLock("nightly-report");
             if (lock.tryLock(2, TimeUnit.SECONDS)) {          // Thread.interrupt() cancels the wait
-                try { events.add("nightly " + lock.getHoldCount()); } finally { lock.unlock(); }
+                try { events.add("nightly " + lock.getHoldCount()); } finally { lock.unlock(); }        // non-owner unlock: IllegalMonitorStateException
             }
 
             // 3. async: completes on an etcdlock runtime thread
             orders = client.newLock("orders").acquireAsync(Duration.ofSeconds(30))
                   .thenAcceptAsync(g -> { try (g) { events.add("orders " + g.isHeld()); } }, myExecutor);
-            // ---- end of the README block ----
+            // ---- end of the page's block ----
             orders.get(30, TimeUnit.SECONDS);
             try (LockGuard guard = stockLock.acquire(Duration.ofSeconds(5))) {
                 assertEquals("299", guard.get("inventory/stock"));
@@ -110,7 +111,7 @@ class ReadmeLockObjectsTest {
         String ns = "readme-objects-recipes-" + System.nanoTime() + "/";
         try (EtcdLockClient client = EtcdLockClient.builder().endpoints(EtcdExtension.endpoints())
                 .ttl(Duration.ofSeconds(10)).namespace(ns).build()) {
-            // ---- as in the README ----
+            // ---- as on docs/lang/java.md ----
             // Semaphore: at most 3 holders at once, cluster-wide (java.util.concurrent.Semaphore's shape).
             EtcdSemaphore transcoders = client.newSemaphore("transcoders", 3);
             transcoders.acquire();                            // interruptible; tryAcquire(timeout, unit) too
@@ -150,7 +151,7 @@ class ReadmeLockObjectsTest {
             // Who holds, who waits, for any kind of lock (what `etcdlock status` shows).
             LockStatus st = client.status("transcoders");
             st.holders().forEach(c -> log.info("{} {} {}", c.kind(), c.key(), c.owner().orElse("etcdctl/Go")));
-            // ---- end of the README block ----
+            // ---- end of the page's block ----
             later.get(10, TimeUnit.SECONDS).close();
             assertEquals(0, st.holders().size());
             assertEquals("account-1 -> account-2", TestSupport.rawGet(ns + "transfers/last"));
@@ -167,7 +168,7 @@ class ReadmeLockObjectsTest {
         String ns = "readme-objects-options-" + System.nanoTime() + "/";
         try (EtcdLockClient client = EtcdLockClient.builder().endpoints(EtcdExtension.endpoints())
                 .ttl(Duration.ofSeconds(10)).namespace(ns).build()) {
-            // ---- as in the README ----
+            // ---- as on docs/lang/java.md ----
             AcquireOptions opts = AcquireOptions.builder()
                     .lockDelay(Duration.ofSeconds(3))        // a holder that dies keeps the lock 3 s more
                     .leaseTime(Duration.ofMinutes(5))        // released after 5 minutes whatever happens
@@ -184,9 +185,59 @@ class ReadmeLockObjectsTest {
                 shards.countDown();                                 // each worker, when its shard is done
                 shards.await(Duration.ofMinutes(5));                // the reducer: LockTimeoutException if late
             }
-            // ---- end of the README block ----
+            // ---- end of the page's block ----
             assertEquals(0, client.status("reports").holders().size());
         }
         assertTrue(events.contains("log held for {}"), events.toString());
+    }
+    private static String squeeze(String s) {
+        return s.replaceAll("\\s+", "");
+    }
+
+    /**
+     * Each copy above (between its markers) is a ```java block of docs/lang/java.md: the same
+     * code once whitespace is dropped, where the page's {@code ...} stands for the copy's stub
+     * code, the page's client opening ({@code try (EtcdLockClient client = ...build()) {}) is the
+     * test's, and the copy keeps the async future ({@code orders = }) to wait for it.
+     */
+    @Test
+    void theCopiesAreThePagesFragments() throws Exception {
+        java.nio.file.Path page = java.nio.file.Path.of("..", "..", "docs", "lang", "java.md");
+        List<String> lines = java.nio.file.Files.readAllLines(page);
+        List<String> blocks = new ArrayList<>();
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).strip().equals("```java")) {
+                int j = i + 1;
+                while (!lines.get(j).strip().equals("```")) {
+                    j++;
+                }
+                String b = String.join("\n", lines.subList(i + 1, j));
+                if (b.contains(".build()) {")) { // the client opening: the test opens its own
+                    b = b.substring(b.indexOf(".build()) {") + ".build()) {".length(), b.lastIndexOf('}'));
+                }
+                blocks.add(b);
+                i = j;
+            }
+        }
+        String source = java.nio.file.Files.readString(
+                java.nio.file.Path.of("src", "test", "java", "io", "etcdlock", "ReadmeLockObjectsTest.java"));
+        java.util.regex.Matcher copies = java.util.regex.Pattern.compile(
+                "// ---- as on docs/lang/java.md ----\n(.*?)// ---- end of the page's block ----",
+                java.util.regex.Pattern.DOTALL).matcher(source);
+        int n = 0;
+        while (copies.find()) {
+            String copy = squeeze(copies.group(1)).replace("orders=", "");
+            n++;
+            boolean found = false;
+            for (String b : blocks) {
+                StringBuilder re = new StringBuilder();
+                for (String part : squeeze(b).split("\\.\\.\\.", -1)) {
+                    re.append(re.length() == 0 ? "" : ".*?").append(java.util.regex.Pattern.quote(part));
+                }
+                found |= java.util.regex.Pattern.compile(re.toString(), java.util.regex.Pattern.DOTALL).matcher(copy).matches();
+            }
+            assertTrue(found, "copy " + n + " is no java block of " + page + ":\n" + copies.group(1));
+        }
+        assertEquals(3, n, "the copies: usage, recipes, options");
     }
 }

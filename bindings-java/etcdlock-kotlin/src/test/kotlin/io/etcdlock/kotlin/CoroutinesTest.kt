@@ -277,27 +277,83 @@ class CoroutinesTest {
             assertEquals(0, keysUnder(name))
         }
 
-    /** The README's example, run as written (modulo the endpoints and a namespace). */
+    /**
+     * The ```kotlin block of docs/lang/java.md, run as a copy with the test's endpoints and a
+     * namespace: [readmeExampleIsEveryKotlinBlockOfTheDocs] checks that the copy is the block.
+     */
     @Test
     fun readmeExample() =
         runBlocking {
             val ns = "readme-kt-${System.nanoTime()}/"
+            var left = 0
+            var wasLeader = false
+            // ---- as on the page ----
             EtcdLockClient.builder().endpoints(EtcdExtension.endpoints()).namespace(ns).build().use { client ->
-                val left =
+                left =
                     client.withLock("stock", 5.seconds) { guard ->
                         val stock = guard.get("inventory/stock")?.toInt() ?: 300
                         guard.put("inventory/stock", (stock - 1).toString()) // rejected by etcd if the lock was lost
                         stock - 1
                     }
                 println("stock left: $left")
-                assertEquals(299, left)
 
                 // The first term; leaving first() stops the loop and resigns.
                 val elected = client.leadership("scheduler", "node-1").first { it is LeadershipEvent.Elected }
-                println("was leader, token ${(elected as LeadershipEvent.Elected).term.fencingToken()}")
-                assertEquals(0, keysUnder(ns + "scheduler"))
+                wasLeader = (elected as LeadershipEvent.Elected).term.fencingToken() > 0
+                println("was leader: $wasLeader")
+            }
+            // ---- end of the page's block ----
+            assertEquals(299, left) // the page says it prints "stock left: 299"
+            assertTrue(wasLeader) // and "was leader: true"
+            assertEquals(0, keysUnder(ns + "scheduler"))
+        }
+
+    /**
+     * Every ```kotlin block of bindings-java/README.md and of the documentation site's pages
+     * (every .md file under docs/) is the copy [readmeExample] runs: the same code once whitespace is
+     * dropped, with the copy's endpoints and namespace as the page's endpoint, its results kept
+     * in variables (`left =`, `wasLeader`) where the page prints them directly.
+     */
+    @Test
+    fun readmeExampleIsEveryKotlinBlockOfTheDocs() {
+        val root = java.nio.file.Path.of("..", "..")
+        val pages = mutableListOf(java.nio.file.Path.of("bindings-java", "README.md"))
+        java.nio.file.Files.walk(root.resolve("docs")).use { s ->
+            s.filter { it.toString().endsWith(".md") }.map { root.relativize(it) }.sorted().forEach { pages.add(it) }
+        }
+        val blocks = mutableMapOf<String, String>()
+        for (page in pages) {
+            val lines = java.nio.file.Files.readAllLines(root.resolve(page))
+            var i = 0
+            while (i < lines.size) {
+                if (lines[i].startsWith("```")) {
+                    var j = i + 1
+                    while (j < lines.size && lines[j].trim() != "```") j++
+                    if (lines[i].trim() == "```kotlin") blocks["$page:${i + 1}"] = lines.subList(i + 1, j).joinToString("\n")
+                    i = j
+                }
+                i++
             }
         }
+        assertTrue(blocks.keys.any { it.startsWith("docs/") }, "no kotlin block in docs/: ${blocks.keys}")
+        val source =
+            java.nio.file.Files.readString(java.nio.file.Path.of("src/test/kotlin/io/etcdlock/kotlin/CoroutinesTest.kt"))
+        val copy =
+            source
+                .substringAfter("// ---- as on the page ----")
+                .substringBefore("// ---- end of the page's block ----")
+                .replace(".endpoints(EtcdExtension.endpoints()).namespace(ns)", ".endpoints(\"http://127.0.0.1:2379\")")
+                .replace("left =", "val left =")
+                .replace("wasLeader = (elected as LeadershipEvent.Elected).term.fencingToken() > 0", "")
+                .replace("println(\"was leader: \$wasLeader\")",
+                    "println(\"was leader: \${(elected as LeadershipEvent.Elected).term.fencingToken() > 0}\")")
+        val squeeze = { s: String -> s.replace(Regex("\\s+"), "") }
+        for ((id, block) in blocks) {
+            val body = block.substringAfter("fun main() = runBlocking {").substringBeforeLast("}")
+            assertEquals(squeeze(copy), squeeze(body), "$id differs from the copy readmeExample runs")
+            println("$id is the copy readmeExample runs")
+        }
+    }
 
     /** The next event of type [E], skipping others (bounded). */
     private suspend inline fun <reified E : LeadershipEvent> next(ch: Channel<LeadershipEvent>): E =

@@ -1,6 +1,7 @@
 package io.etcdlock.reactor;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 
@@ -9,10 +10,12 @@ import org.junit.jupiter.api.extension.ExtendWith;
 
 import io.etcdlock.EtcdExtension;
 import io.etcdlock.EtcdLockClient;
-import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 
-/** The README's Reactor example, run as written (modulo the endpoints and a namespace). */
+/**
+ * The Reactor example of docs/lang/java.md, run as a copy here (modulo the endpoints and a namespace)
+ * with assertions; ReadmeBlocksTest runs the page's block itself and checks what it prints.
+ */
 @ExtendWith(EtcdExtension.class)
 class ReadmeExampleTest {
     @Test
@@ -32,11 +35,12 @@ class ReadmeExampleTest {
             System.out.println("stock left: " + left.block());
             assertEquals(298, left.block()); // the Mono is cold: a second subscription decrements again
 
-            // Lead while subscribed; dispose() stops the loop and resigns.
-            Disposable leading = locks.leadership("scheduler", "node-1")
+            // Lead while subscribed: blockFirst takes the first term, then cancels, which stops the loop and resigns.
+            LeaderEvent elected = locks.leadership("scheduler", "node-1")
                     .filter(e -> e.kind() == LeaderEvent.Kind.ELECTED)
-                    .subscribe(e -> System.out.println("leading, token " + e.term().get().fencingToken()));
-            leading.dispose();
+                    .blockFirst(Duration.ofSeconds(10));
+            System.out.println("elected, fencing token > 0: " + (elected.term().get().fencingToken() > 0));
+            assertTrue(elected.term().get().fencingToken() > 0);
         }
     }
 }

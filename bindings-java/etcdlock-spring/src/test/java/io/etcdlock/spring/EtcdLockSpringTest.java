@@ -38,26 +38,82 @@ class EtcdLockSpringTest {
                         "etcdlock.ttl=5s");
     }
 
-    @Test
-    void theReadmePropertiesBlockBindsAsWritten() throws Exception {
-        String readme = java.nio.file.Files.readString(java.nio.file.Path.of("..", "README.md"));
-        int at = readme.indexOf("```properties\n", readme.indexOf("## Spring Boot"));
-        assertTrue(at > 0, "the README's Spring properties block");
-        String block = readme.substring(at + "```properties\n".length(), readme.indexOf("```", at + 3));
+    /**
+     * The {@code ```properties} blocks of bindings-java/README.md and of every page of the
+     * documentation site (docs/**&#47;*.md), each as "page:line" and its text.
+     */
+    static java.util.Map<String, String> propertiesBlocks() throws java.io.IOException {
+        java.nio.file.Path root = java.nio.file.Path.of("..", "..");
+        java.util.List<java.nio.file.Path> pages = new java.util.ArrayList<>();
+        pages.add(java.nio.file.Path.of("bindings-java", "README.md"));
+        try (java.util.stream.Stream<java.nio.file.Path> s = java.nio.file.Files.walk(root.resolve("docs"))) {
+            s.filter(p -> p.toString().endsWith(".md")).map(root::relativize).sorted().forEach(pages::add);
+        }
+        java.util.Map<String, String> out = new java.util.LinkedHashMap<>();
+        for (java.nio.file.Path page : pages) {
+            java.util.List<String> lines = java.nio.file.Files.readAllLines(root.resolve(page));
+            for (int i = 0; i < lines.size(); i++) {
+                if (!lines.get(i).startsWith("```")) {
+                    continue;
+                }
+                int j = i + 1;
+                StringBuilder block = new StringBuilder();
+                while (j < lines.size() && !lines.get(j).strip().equals("```")) {
+                    block.append(lines.get(j)).append('\n');
+                    j++;
+                }
+                if (lines.get(i).strip().equals("```properties")) {
+                    out.put(page.toString().replace('\\', '/') + ":" + (i + 1), block.toString());
+                }
+                i = j;
+            }
+        }
+        return out;
+    }
+
+    /** Binds one block's etcdlock.* keys; an etcdlock.* key the starter does not have fails. */
+    static EtcdLockProperties bind(String block) throws java.io.IOException {
         java.util.Properties props = new java.util.Properties();
         props.load(new java.io.StringReader(block));
-        EtcdLockProperties p = new org.springframework.boot.context.properties.bind.Binder(
+        return new org.springframework.boot.context.properties.bind.Binder(
                 new org.springframework.boot.context.properties.source.MapConfigurationPropertySource(props))
-                .bind("etcdlock", EtcdLockProperties.class).get();
-        assertEquals(java.util.List.of("http://10.0.0.1:2379", "http://10.0.0.2:2379"), p.getEndpoints());
-        assertEquals(Duration.ofSeconds(15), p.getTtl());
-        assertEquals(Duration.ofSeconds(5), p.getKeepaliveInterval());
-        assertEquals(Duration.ofSeconds(2), p.getMargin());
-        assertEquals(Boolean.TRUE, p.getWatchHeldKeys());
-        assertEquals(Boolean.FALSE, p.getLazyConnect());
-        assertEquals("spring-integration", p.getRegistryKey());
-        assertFalse(p.getMetrics().isLockNameTag());
-        assertTrue(p.isEnabled());
+                .bind("etcdlock", org.springframework.boot.context.properties.bind.Bindable.of(EtcdLockProperties.class),
+                        new org.springframework.boot.context.properties.bind.handler.NoUnboundElementsBindHandler(
+                                org.springframework.boot.context.properties.bind.BindHandler.DEFAULT))
+                .orElseGet(EtcdLockProperties::new);
+    }
+
+    /**
+     * Every properties block of the README and the docs pages binds as written (unknown
+     * etcdlock.* keys fail), and the Spring Boot guide's full block gives the values it says.
+     */
+    @org.junit.jupiter.api.TestFactory
+    java.util.List<org.junit.jupiter.api.DynamicTest> everyPropertiesBlockBindsAsWritten() throws Exception {
+        java.util.Map<String, String> blocks = propertiesBlocks();
+        assertTrue(blocks.keySet().stream().anyMatch(k -> k.startsWith("docs/guides/spring-boot.md:")),
+                "the Spring Boot guide's properties block: " + blocks.keySet());
+        java.util.List<org.junit.jupiter.api.DynamicTest> tests = new java.util.ArrayList<>();
+        blocks.forEach((id, block) -> tests.add(org.junit.jupiter.api.DynamicTest.dynamicTest(id, () -> {
+            for (String line : block.split("\n")) {
+                String l = line.strip();
+                assertTrue(l.isEmpty() || l.startsWith("#") || !l.contains(" #"),
+                        id + ": a comment after a value is part of the value: " + l);
+            }
+            EtcdLockProperties p = bind(block);
+            if (id.startsWith("docs/guides/spring-boot.md:") && block.contains("etcdlock.leader.role")) {
+                assertEquals(java.util.List.of("http://10.0.0.1:2379", "http://10.0.0.2:2379"), p.getEndpoints());
+                assertEquals(Duration.ofSeconds(15), p.getTtl());
+                assertEquals(Duration.ofSeconds(5), p.getKeepaliveInterval());
+                assertEquals(Duration.ofSeconds(2), p.getMargin());
+                assertEquals(Boolean.TRUE, p.getWatchHeldKeys());
+                assertEquals(Boolean.FALSE, p.getLazyConnect());
+                assertEquals("spring-integration", p.getRegistryKey());
+                assertFalse(p.getMetrics().isLockNameTag());
+                assertTrue(p.isEnabled());
+            }
+            System.out.println("bound " + id);
+        })));
+        return tests;
     }
 
     @Test
