@@ -188,7 +188,7 @@ def check_in_browser(site: Path, pages: List[Path], shots: Path) -> Tuple[List[s
                 break
             last = now
             time.sleep(0.3)
-        found = [h.replace(base, "").split("?")[0] for h in last[:8]]
+        found = [h.replace(base, "").split("?")[0] for h in last]
         driver.save_screenshot(str(shots / "search.png"))
         for entry in driver.get_log("browser"):
             if entry.get("level") == "SEVERE":
