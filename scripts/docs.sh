@@ -63,9 +63,7 @@ if compgen -G "docs/diagrams/*.puml" >/dev/null; then
   java -Djava.awt.headless=true -jar "$jar" -tsvg -failfast2 -o "$SRC/diagrams" docs/diagrams/*.puml
 fi
 # Charts: scripts/charts.py writes charts/<name>.svg from the figures in the repository.
-if [ -f scripts/charts.py ]; then
-  "$venv/bin/python" scripts/charts.py "$SRC/charts"
-fi
+"$venv/bin/python" scripts/charts.py "$SRC/charts" >/dev/null
 
 # The reference of each language, under reference/<language>/: a placeholder
 # while MkDocs builds (so links to reference/<language>/index.html validate,

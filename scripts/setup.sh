@@ -22,6 +22,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
 command -v doxygen >/dev/null 2>&1 || need+=(doxygen)
 command -v mandoc >/dev/null 2>&1 || need+=(mandoc)
+command -v curl >/dev/null 2>&1 || need+=(curl)     # PlantUML's jar from Maven Central (docs.sh)
+command -v unzip >/dev/null 2>&1 || need+=(unzip)   # the dist suite's jar/wheel checks, dist's Javadoc for the site
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then
