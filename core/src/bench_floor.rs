@@ -48,14 +48,15 @@ pub async fn txn_delete_round(
 ) -> Result<Duration> {
     let key = key.as_ref().to_vec();
     let prefix = prefix_of(&key).to_vec();
-    let records = crate::delay::Records::of(prefix.strip_suffix(b"/").unwrap_or(&prefix).to_vec());
+    let records =
+        crate::engine::delay::Records::of(prefix.strip_suffix(b"/").unwrap_or(&prefix).to_vec());
     let put = TxnOp::put(
         key.clone(),
         crate::names::owner_info(),
         Some(PutOptions::new().with_lease(lease)),
     );
     let t = Instant::now();
-    let txn = crate::mutex::queue_txn(&key, &prefix, put, &records, None);
+    let txn = crate::recipes::mutex::queue_txn(&key, &prefix, put, &records, None);
     etcd.txn(txn).await.map_err(unavailable)?;
     etcd.delete(key, Some(etcd_client::DeleteOptions::new().with_prev_key()))
         .await

@@ -31,13 +31,13 @@ pub(crate) struct Inner {
     pub(crate) watch_held_keys: bool,
     pub(crate) session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
-    pub(crate) windows: crate::window::Windows,
+    pub(crate) windows: crate::engine::window::Windows,
     /// Acquisitions of this client between admission and their key queued
     /// in etcd (see `mutex::ADMITTED`).
     pub(crate) admissions: Arc<tokio::sync::Semaphore>,
     /// Holds taken with an owner (reentry.rs).
-    pub(crate) reentry: crate::reentry::Reentry,
-    pub(crate) cleanups: crate::cleanups::Cleanups,
+    pub(crate) reentry: crate::recipes::reentry::Reentry,
+    pub(crate) cleanups: crate::engine::cleanups::Cleanups,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pub(crate) meta: crate::meta::Book,
     pid: u32,
@@ -191,7 +191,7 @@ impl Client {
             session: AsyncMutex::new(None),
             closed,
             windows: Default::default(),
-            admissions: Arc::new(tokio::sync::Semaphore::new(crate::mutex::ADMITTED)),
+            admissions: Arc::new(tokio::sync::Semaphore::new(crate::recipes::mutex::ADMITTED)),
             reentry: Default::default(),
             cleanups: Default::default(),
             meta: Default::default(),

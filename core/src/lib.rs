@@ -26,65 +26,49 @@
 //! ```
 #![warn(missing_docs)]
 
-mod acquisition;
 #[cfg(feature = "bench")]
 pub mod bench_floor;
 pub mod blocking;
 pub mod bridge;
-mod cleanups;
 mod client;
-mod delay;
-mod election;
+mod engine;
 mod error;
 mod guard;
-mod keys;
-mod leader;
 pub mod logs;
 mod meta;
 pub mod metrics;
-mod multi;
-mod mutex;
 mod names;
-mod once;
 mod options;
 pub mod poison;
-mod queue;
+mod recipes;
 pub mod records;
-mod reentry;
-mod rule;
 pub mod runtime;
-mod rwlock;
-mod semaphore;
 mod session;
 mod status;
-mod sync;
 mod transport;
-mod turn;
-mod wait;
 mod watch;
-mod window;
 
 pub use client::Client;
-pub use election::{Leader, Leadership, Observer};
+pub use engine::window::WINDOW as QUEUED_PER_CLIENT;
 pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};
-pub use leader::{LeadOptions, LeaderEvent, LeaderLoop, Term};
 pub use meta::{set_language, LockKind, META_PREFIX};
 pub use metrics::{AcquireResult, Acquisitions, MetricInfo, Metrics, METRICS};
-pub use multi::{MultiGuard, MultiLossSignal, MAX_MULTI};
 pub use names::{MAX_NAME_LEN, RECORD_MARK};
-pub use once::{now_ms, OnceHold, OnceRecord, ONCE_PREFIX};
 pub use options::{env_var, parse_duration, OPTION_KEYS};
 pub use options::{
     ClientOptions, LockOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_LOCK_DELAY, MAX_METADATA_BYTES,
     MAX_TTL_SECS,
 };
-pub use semaphore::MAX_PERMITS;
+pub use recipes::election::{Leader, Leadership, Observer};
+pub use recipes::leader::{LeadOptions, LeaderEvent, LeaderLoop, Term};
+pub use recipes::multi::{MultiGuard, MultiLossSignal, MAX_MULTI};
+pub use recipes::once::{now_ms, OnceHold, OnceRecord, ONCE_PREFIX};
+pub use recipes::semaphore::MAX_PERMITS;
+pub use recipes::sync::{Barrier, Latch, MAX_SYNC_COUNT};
 pub use session::{Loss, Renewal};
 pub use status::{Contender, ContenderKind, Status};
-pub use sync::{Barrier, Latch, MAX_SYNC_COUNT};
 pub use tokio_util::sync::CancellationToken;
-pub use window::WINDOW as QUEUED_PER_CLIENT;
 
 /// The repository README's Rust example, compiled by `cargo test --doc`
 /// (scripts/readme_blocks.py lists every README block and what checks it).

@@ -18,11 +18,11 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use crate::client::Client;
-use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::keys::{
+use crate::engine::keys::{
     delete_incarnation, delete_until_gone, loss_now, why_deleted, OwnKeyListener, OwnKeyWatch,
     OwnWatch,
 };
+use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::names::show;
 use crate::session::{Loss, OnLoss, Session};
 use crate::watch::Later;
@@ -453,7 +453,7 @@ impl Guard {
             }
             // This client's own try_lock on the name waits for the delete
             // (it never meets its own ghost), as after an abandoned wait.
-            let ticket = crate::cleanups::CleanupTicket::new(&sh.client, &sh.key);
+            let ticket = crate::engine::cleanups::CleanupTicket::new(&sh.client, &sh.key);
             // Only if this ends the hold: an unlock that ended it first
             // deletes the key itself.
             if !sh.mark_lost(Loss {

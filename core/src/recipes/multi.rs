@@ -11,16 +11,16 @@ use std::time::{Duration, Instant};
 
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 
-use crate::acquisition::Acquisition;
 use crate::client::Client;
+use crate::engine::acquisition::Acquisition;
+use crate::engine::queue::{kvs, more, revision, Queue};
+use crate::engine::wait::{cancelled, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{owner_info, validate_name, Mode};
 use crate::options::LockOptions;
-use crate::queue::{kvs, more, revision, Queue};
 use crate::session::Loss;
 use crate::transport::Bound;
-use crate::wait::{cancelled, timeout_because, timeout_err, Pending};
 
 /// The most names one multi-lock may take: etcd's default `--max-txn-ops`.
 pub const MAX_MULTI: usize = 128;

@@ -12,16 +12,16 @@ use std::time::Duration;
 
 use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
 
-use crate::acquisition::{created_at, put_if_absent, Acquisition};
 use crate::client::Client;
+use crate::engine::acquisition::{created_at, put_if_absent, Acquisition};
+use crate::engine::queue::{kvs, revision};
+use crate::engine::rule::{Rule, Turn};
+use crate::engine::wait::{timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, show, KeyInfo, Mode};
 use crate::options::LockOptions;
-use crate::queue::{kvs, revision};
-use crate::rule::{Rule, Turn};
 use crate::session::Session;
-use crate::wait::{timeout_because, timeout_err, Pending};
 
 /// The most permits one semaphore may have (each waiter watches that many keys).
 pub const MAX_PERMITS: u32 = 1024;

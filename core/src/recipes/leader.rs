@@ -23,9 +23,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::election::{Leader, Leadership};
 use crate::error::{Error, Result};
 use crate::options::LockOptions;
+use crate::recipes::election::{Leader, Leadership};
 use crate::session::{Loss, Renewal};
 
 /// How a leader loop campaigns.

@@ -31,14 +31,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
+use crate::engine::keys::why_deleted;
+use crate::engine::queue::{kvs, revision};
+use crate::engine::wait::{cancelled, closed_err, timeout_err};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::keys::why_deleted;
 use crate::names::{is_direct_child, lost_err, owner_info, show, Mode, RECORD_MARK};
-use crate::queue::{kvs, revision};
 use crate::runtime::sleep_opt;
 use crate::transport::Bound;
-use crate::wait::{cancelled, closed_err, timeout_err};
 use crate::watch::WatchEvent;
 
 /// The record keys of one name.

@@ -11,18 +11,18 @@ use std::time::{Duration, Instant};
 use etcd_client::{Compare, CompareOp, GetOptions, SortOrder, SortTarget, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
-use crate::acquisition::Acquisition;
 use crate::client::Client;
+use crate::engine::acquisition::Acquisition;
+use crate::engine::keys::OwnWatch;
+use crate::engine::queue::OLDER_READ;
+use crate::engine::wait::{cancelled, closed_err, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::{Grant, Guard};
-use crate::keys::OwnWatch;
 use crate::meta::LockKind;
 use crate::names::{validate_name, Mode};
 use crate::options::LockOptions;
-use crate::queue::OLDER_READ;
 use crate::session::Session;
 use crate::transport::Bound;
-use crate::wait::{cancelled, closed_err, timeout_err, Pending};
 
 /// etcd's answer to a put on a revoked or expired lease.
 pub(crate) const LEASE_NOT_FOUND: &str = "requested lease not found";
@@ -42,7 +42,7 @@ pub(crate) struct Admitted {
     /// When a wait gives up (`None`: never, or not a wait).
     deadline: Option<Instant>,
     /// Its place in this client's local queue for the name (a wait).
-    place: Option<crate::window::Place>,
+    place: Option<crate::engine::window::Place>,
     /// Its admission, given back once its key is queued in etcd.
     permit: tokio::sync::OwnedSemaphorePermit,
 }
@@ -369,8 +369,8 @@ impl Client {
         deadline: Option<Instant>,
         timeout: Option<Duration>,
         cancel: &CancellationToken,
-    ) -> Result<crate::window::Place> {
-        use crate::window::NoPlace;
+    ) -> Result<crate::engine::window::Place> {
+        use crate::engine::window::NoPlace;
         self.inner
             .windows
             .enter(&self.prefix(name), deadline, cancel, &self.inner.closed)
@@ -431,7 +431,7 @@ pub(crate) fn queue_txn(
     key: &[u8],
     prefix: &[u8],
     put: TxnOp,
-    recs: &crate::delay::Records,
+    recs: &crate::engine::delay::Records,
     record: Option<TxnOp>,
 ) -> Txn {
     let newest = GetOptions::new()
@@ -482,7 +482,7 @@ mod tests {
             None,
             Vec::new(),
         );
-        let delete = crate::keys::delete_incarnation(&c, &session, b"x/1", 1, &[], true);
+        let delete = crate::engine::keys::delete_incarnation(&c, &session, b"x/1", 1, &[], true);
         let (o, a, d) = (
             std::mem::size_of_val(&outer),
             std::mem::size_of_val(&acquire),

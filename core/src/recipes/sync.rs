@@ -30,9 +30,9 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use tokio::sync::mpsc;
 
 use crate::client::Client;
+use crate::engine::queue::{kvs, revision};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::names::{is_direct_child, show, validate_name, RECORD_MARK};
-use crate::queue::{kvs, revision};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
 use crate::watch::WatchEvent;

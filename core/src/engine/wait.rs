@@ -21,10 +21,10 @@ use etcd_client::{Txn, TxnResponse};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::cleanups::{CleanupTicket, CLEANUP_GRACE};
 use crate::client::Client;
+use crate::engine::cleanups::{CleanupTicket, CLEANUP_GRACE};
+use crate::engine::keys::{delete_until_gone, why_deleted, OwnEvent};
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::keys::{delete_until_gone, why_deleted, OwnEvent};
 use crate::names::{lost_err, show};
 use crate::runtime::sleep_opt;
 use crate::session::{Loss, Session};

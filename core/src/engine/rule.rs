@@ -17,14 +17,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::acquisition::Acquisition;
+use crate::engine::acquisition::Acquisition;
+use crate::engine::keys::{why_deleted, OwnKeyWatch};
+use crate::engine::wait::{timeout_err, Pending, Recheck, WaitEnds};
 use crate::error::{ErrorCode, Result};
 use crate::guard::Guard;
-use crate::keys::{why_deleted, OwnKeyWatch};
 use crate::names::{lost_err, Mode};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
-use crate::wait::{timeout_err, Pending, Recheck, WaitEnds};
 
 /// What one read of the queue says to a waiter.
 #[derive(Debug, PartialEq, Eq)]

@@ -10,16 +10,16 @@ use std::time::{Duration, Instant};
 use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp};
 use tokio::sync::mpsc;
 
-use crate::acquisition::Acquisition;
 use crate::client::Client;
+use crate::engine::acquisition::Acquisition;
+use crate::engine::keys::{why_deleted, OwnKeyWatch};
+use crate::engine::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
+use crate::engine::wait::{cancelled, timeout_err, Pending, WaitEnds};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::keys::{why_deleted, OwnKeyWatch};
 use crate::names::{is_direct_child, lost_err};
-use crate::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
 use crate::runtime::sleep_opt;
 use crate::session::Session;
-use crate::wait::{cancelled, timeout_err, Pending, WaitEnds};
 use crate::watch::WatchEvent;
 
 impl Acquisition<'_> {

@@ -16,16 +16,16 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::delay::{put_record, Gate};
+use crate::engine::delay::{put_record, Gate};
+use crate::engine::queue::{kvs, more, revision, Queue};
+use crate::engine::wait::{timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-use crate::mutex::{queue_txn, LEASE_NOT_FOUND};
 use crate::names::{is_direct_child, owner_info, prefix_end, show, Mode};
 use crate::poison::Locked;
-use crate::queue::{kvs, more, revision, Queue};
+use crate::recipes::mutex::{queue_txn, LEASE_NOT_FOUND};
 use crate::session::Session;
 use crate::transport::Bound;
-use crate::wait::{timeout_because, timeout_err, Pending};
 
 /// The Txn that queues our `key` carrying `value` on `lease` if it is
 /// absent, else reads it: an earlier attempt of this very Txn may have
@@ -162,14 +162,15 @@ impl<'a> Acquisition<'a> {
                 // the delete, which goes on in the background after that, and
                 // this client's own try waits for it: no ghost, no overrun
                 // of the caller's bound when etcd is slow).
-                let ticket = crate::cleanups::CleanupTicket::new(self.client, guard.key_bytes());
+                let ticket =
+                    crate::engine::cleanups::CleanupTicket::new(self.client, guard.key_bytes());
                 let (tx, rx) = tokio::sync::oneshot::channel::<()>();
                 self.client.inner.handle.spawn(async move {
                     let _ = guard.unlock().await;
                     drop(ticket);
                     let _ = tx.send(());
                 });
-                let _ = tokio::time::timeout(crate::cleanups::CLEANUP_GRACE, rx).await;
+                let _ = tokio::time::timeout(crate::engine::cleanups::CLEANUP_GRACE, rx).await;
                 Err(e)
             }
         }
@@ -249,9 +250,15 @@ impl<'a> Acquisition<'a> {
                         pending.forget();
                         return Err(self.busy());
                     }
-                    _ if crate::delay::blocking(&recs.held, kvs(ops.get(1)), &[]).is_some() => {
+                    _ if crate::engine::delay::blocking(&recs.held, kvs(ops.get(1)), &[])
+                        .is_some() =>
+                    {
                         pending.forget();
-                        return Err(crate::delay::in_delay(name, self.mode, self.timeout));
+                        return Err(crate::engine::delay::in_delay(
+                            name,
+                            self.mode,
+                            self.timeout,
+                        ));
                     }
                     // Only keys (or delay records) of nested names (`name/x/...`)
                     // are there: they are not contenders, so queue once and see.

@@ -10,16 +10,16 @@ use std::time::Duration;
 
 use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp};
 
-use crate::acquisition::{created_at, put_if_absent, Acquisition};
 use crate::client::Client;
+use crate::engine::acquisition::{created_at, put_if_absent, Acquisition};
+use crate::engine::queue::{kvs, revision};
+use crate::engine::rule::{Rule, Turn};
+use crate::engine::wait::{cancelled, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, owner_info, show, validate_name, Mode};
 use crate::options::LockOptions;
-use crate::queue::{kvs, revision};
-use crate::rule::{Rule, Turn};
 use crate::transport::Bound;
-use crate::wait::{cancelled, timeout_because, timeout_err, Pending};
 
 /// The mark at the end of a reader's key.
 const READER: &str = "-r";

@@ -1,0 +1,19 @@
+//! The acquisition engine: what every recipe that queues a key in etcd goes
+//! through. Admission into the client (a bounded number of acquisitions in
+//! flight, a local queue per name), the session, the Txn that queues the key,
+//! the wait by a rule that says whose turn it is, the lock-delay gate, and the
+//! cleanup of a key whose wait ended without a hold.
+//!
+//! It may call: client, session, transport, watch, guard, names, options,
+//! meta, metrics, error. It never names a recipe: recipes give it their
+//! differences as data.
+
+pub(crate) mod acquisition;
+pub(crate) mod cleanups;
+pub(crate) mod delay;
+pub(crate) mod keys;
+pub(crate) mod queue;
+pub(crate) mod rule;
+pub(crate) mod turn;
+pub(crate) mod wait;
+pub(crate) mod window;
