@@ -1,5 +1,5 @@
 //! The one encoding of core's records for the bindings: [`crate::Status`]
-//! (with its [`crate::Contender`]s) and [`crate::Metrics`] serialize with
+//! (with its [`crate::Contender`]s), [`crate::Metrics`] and [`crate::Leader`] serialize with
 //! serde to JSON objects with snake_case keys, and each binding builds its
 //! language's objects from that JSON by field name. Adding a field to a
 //! record is a change here plus, at most, a typed declaration per language.
@@ -10,6 +10,8 @@
 //!   strings, so JavaScript reads them exactly;
 //! - durations are seconds as numbers, in keys ending `_seconds`;
 //! - a key's `value` is an array of byte values; `metadata` is an object;
+//! - a [`crate::Leader`]'s `key` is its key as (lossy) UTF-8 text, `value`
+//!   its proclamation as an array of byte values;
 //! - per-outcome and per-reason counters are objects keyed by
 //!   [`crate::AcquireResult::name`] and [`crate::LossReason::name`], in that
 //!   order; absent values are `null`.
@@ -31,6 +33,17 @@ pub fn to_json<T: serde::Serialize + ?Sized>(record: &T) -> String {
 /// The records of every name under a prefix ([`crate::Client::list`]), as one JSON array.
 pub fn list_to_json(list: &[Status]) -> String {
     to_json(list)
+}
+
+impl serde::Serialize for crate::Leader {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("key", &String::from_utf8_lossy(&self.key))?;
+        m.serialize_entry("value", &self.value)?;
+        m.serialize_entry("revision", &self.revision.to_string())?;
+        m.serialize_entry("lease_id", &self.lease_id.to_string())?;
+        m.end()
+    }
 }
 
 pub(crate) fn decimal<S: Serializer>(v: &i64, s: S) -> Result<S::Ok, S::Error> {
@@ -165,6 +178,26 @@ mod tests {
                 "ttl_remaining",
                 "value"
             ]
+        );
+    }
+
+    #[test]
+    fn a_leader_is_one_json_object_with_exact_ids() {
+        let l = crate::Leader {
+            key: b"jobs/694d9a0b1c2d3e4f".to_vec(),
+            value: vec![0, 255],
+            revision: 42,
+            lease_id: 0x694d_9a0b_1c2d_3e4f,
+        };
+        let v: Value = serde_json::from_str(&to_json(&l)).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "key": "jobs/694d9a0b1c2d3e4f",
+                "value": [0, 255],
+                "revision": "42",
+                "lease_id": (0x694d_9a0b_1c2d_3e4f_i64).to_string(),
+            })
         );
     }
 

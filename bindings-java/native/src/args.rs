@@ -90,6 +90,54 @@ pub(crate) fn acquire_opts(
     Ok(o)
 }
 
+/// The extras of an acquisition from Java's `AcquireOptions` value (null:
+/// none), read through its own accessors (`lockDelayMs`, `leaseTimeMs`,
+/// `metadataPairs`), so one value carries them across instead of three
+/// arguments.
+pub(crate) fn options_extras(env: &mut Env<'_>, opts: &JObject<'_>) -> NResult<bridge::Extras> {
+    if opts.is_null() {
+        return Ok(bridge::Extras {
+            lock_delay: None,
+            lease_time: None,
+            metadata: Vec::new(),
+        });
+    }
+    let lock_delay_ms = env
+        .call_method(opts, jni_str!("lockDelayMs"), jni_sig!("()D"), &[])?
+        .d()?;
+    let lease_time_ms = env
+        .call_method(opts, jni_str!("leaseTimeMs"), jni_sig!("()D"), &[])?
+        .d()?;
+    let pairs = env
+        .call_method(
+            opts,
+            jni_str!("metadataPairs"),
+            jni_sig!("()[Ljava/lang/String;"),
+            &[],
+        )?
+        .l()?;
+    let pairs = env.cast_local::<JObjectArray<'_, JString<'_>>>(pairs)?;
+    extras(env, lock_delay_ms, lease_time_ms, &pairs)
+}
+
+/// A `String[]` as strings; null elements are refused (`what` names them).
+pub(crate) fn req_strings(
+    env: &mut Env<'_>,
+    a: &JObjectArray<'_, JString<'_>>,
+    what: &str,
+) -> NResult<Vec<String>> {
+    if a.is_null() {
+        return Err(invalid(format!("{what}s must not be null")));
+    }
+    let n = a.len(env)?;
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let s = a.get_element(env, i)?;
+        out.push(req_string(env, &s, what)?);
+    }
+    Ok(out)
+}
+
 /// The extras of an acquisition as Java passes them: spans in milliseconds
 /// (fractions allowed; NaN: not given; a negative one reaches core, which
 /// refuses it), metadata as alternating keys and values (null: none).
@@ -106,12 +154,7 @@ pub(crate) fn extras(
         if n % 2 != 0 {
             return Err(invalid("metadata comes as key, value pairs"));
         }
-        let mut items = Vec::with_capacity(n);
-        for i in 0..n {
-            let s = metadata.get_element(env, i)?;
-            items.push(req_string(env, &s, "a metadata key or value")?);
-        }
-        let mut it = items.into_iter();
+        let mut it = req_strings(env, metadata, "a metadata key or value")?.into_iter();
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
             pairs.push((k, v));
         }

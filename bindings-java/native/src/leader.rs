@@ -19,7 +19,7 @@ const STOPPED: jint = 8;
 const TERM_CANCELLED: jint = 9;
 
 /// Call `NativeBridge.leaderEvent(long id, int kind, long term, long guard, int reason,
-/// int code, boolean retryable, byte[] leader, String msg)` on a runtime thread. False if
+/// int code, boolean retryable, String leader, String msg)` on a runtime thread. False if
 /// the JVM could not be reached.
 fn deliver(
     id: jlong,
@@ -30,14 +30,7 @@ fn deliver(
     err: Option<&Error>,
 ) -> bool {
     with_bridge(|env, bridge| {
-        let bytes = match leader {
-            Some(l) => {
-                let mut e = crate::recipes::Enc(Vec::new());
-                crate::recipes::encode_leader(&mut e, l);
-                JObject::from(env.byte_array_from_slice(&e.0)?)
-            }
-            None => JObject::null(),
-        };
+        let json = JObject::from(crate::recipes::leader_json(env, leader)?);
         let (code, retryable, msg) = match err.map(wire) {
             Some((c, _, retry, m)) => (c, retry, JObject::from(JString::from_str(env, m)?)),
             None => (0, false, JObject::null()),
@@ -45,7 +38,7 @@ fn deliver(
         env.call_static_method(
             &bridge.class,
             jni_str!("leaderEvent"),
-            jni_sig!("(JIJJIIZ[BLjava/lang/String;)V"),
+            jni_sig!("(JIJJIIZLjava/lang/String;Ljava/lang/String;)V"),
             &[
                 JValue::Long(id),
                 JValue::Int(kind),
@@ -54,7 +47,7 @@ fn deliver(
                 JValue::Int(reason),
                 JValue::Int(code),
                 JValue::Bool(retryable),
-                JValue::Object(&bytes),
+                JValue::Object(&json),
                 JValue::Object(&msg),
             ],
         )?;
@@ -118,7 +111,7 @@ async fn pump(id: jlong, lp: Arc<LeaderLoop>) {
 
 /// `static native long leaderStart(long client, String name, byte[] value, boolean again,
 /// long retryMs, double lockDelayMs, double leaseTimeMs, String[] metadata, long id)`: start a
-/// leader loop (campaign extras as `recipeAsync`'s) and deliver its events to
+/// leader loop (campaign extras as `lockAsync`'s) and deliver its events to
 /// `NativeBridge.leaderEvent(id, ...)`; returns the loop's handle.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_leaderStart<'local>(

@@ -5,10 +5,10 @@ use crate::prelude::*;
 use etcdlock::poison::Locked;
 
 // ---------------------------------------------------------------------------
-// Recipes. Results that carry several values (leader, status, keys) travel as
-// one byte[] in a simple big-endian encoding that `RecipeCodec.java` reads:
-// i32 and i64 as DataInput does, a string as i32 length + UTF-8 bytes, absent
-// values as length -1.
+// Recipes. A leader travels as its records JSON (`etcdlock::records`, decoded
+// by `Records.java`); a multi-lock's keys as one byte[] in a simple big-endian
+// encoding that `RecipeCodec.java` reads: an i32 count, then each key as i32
+// length + UTF-8 bytes.
 
 pub(crate) struct Enc(pub(crate) Vec<u8>);
 
@@ -17,114 +17,148 @@ impl Enc {
         self.0.extend_from_slice(&v.to_be_bytes());
         self
     }
-    pub(crate) fn i64(&mut self, v: i64) -> &mut Self {
-        self.0.extend_from_slice(&v.to_be_bytes());
-        self
-    }
-    pub(crate) fn bytes(&mut self, b: Option<&[u8]>) -> &mut Self {
-        match b {
-            Some(b) => {
-                self.i32(i32::try_from(b.len()).unwrap_or(i32::MAX));
-                self.0.extend_from_slice(b);
-            }
-            None => {
-                self.i32(-1);
-            }
-        }
+    pub(crate) fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.i32(i32::try_from(b.len()).unwrap_or(i32::MAX));
+        self.0.extend_from_slice(b);
         self
     }
 }
 
-pub(crate) fn encode_leader(e: &mut Enc, l: &etcdlock::Leader) {
-    e.bytes(Some(&l.key))
-        .bytes(Some(&l.value))
-        .i64(l.revision)
-        .i64(l.lease_id);
+/// A leader for Java: its records JSON, or null when nobody leads.
+pub(crate) fn leader_json<'local>(
+    env: &mut Env<'local>,
+    leader: Option<&etcdlock::Leader>,
+) -> jni::errors::Result<JString<'local>> {
+    Ok(match leader {
+        Some(l) => env.new_string(etcdlock::records::to_json(l))?,
+        None => JString::default(),
+    })
 }
 
-/// Names encoded by Java as i32 count, then i32 length + UTF-8 bytes each.
-pub(crate) fn decode_names(b: &[u8]) -> NResult<Vec<String>> {
-    let bad = || invalid("malformed name list");
-    let mut at = 0usize;
-    let next_i32 = |at: &mut usize| -> NResult<i32> {
-        let v = b.get(*at..*at + 4).ok_or_else(bad)?;
-        *at += 4;
-        Ok(i32::from_be_bytes([v[0], v[1], v[2], v[3]]))
-    };
-    let n = next_i32(&mut at)?;
-    let mut out = Vec::with_capacity(n.max(0) as usize);
-    for _ in 0..n {
-        let len = usize::try_from(next_i32(&mut at)?).map_err(|_| bad())?;
-        let v = b.get(at..at + len).ok_or_else(bad)?;
-        at += len;
-        out.push(
-            String::from_utf8(v.to_vec()).map_err(|_| invalid("a lock name is not valid UTF-8"))?,
-        );
-    }
-    Ok(out)
+/// Start one recipe acquisition on the runtime, cancellable by `cancelAsync(id)`;
+/// it completes as `lockAsync` does. `timeout_ms < 0`: no limit.
+fn start<H, F>(
+    id: jlong,
+    timeout_ms: jlong,
+    extras: bridge::Extras,
+    acquire: impl FnOnce(LockOptions) -> F,
+) -> NResult<()>
+where
+    H: std::any::Any + Send + Sync,
+    F: Future<Output = etcdlock::Result<H>> + Send + 'static,
+{
+    let token = CancellationToken::new();
+    let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
+    async_tokens().locked().insert(id, token);
+    spawn_hold(id, acquire(opts))
 }
 
-/// `static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits,
-/// long timeoutMs, double lockDelayMs, double leaseTimeMs, String[] metadata, long id)`: start a
-/// recipe acquisition on the runtime (extras as [`extras`] reads them). kind 1: a permit of a
-/// `permits` semaphore; 2: the read side of a read-write lock; 3: campaign with value `arg`;
-/// 4: lock every name encoded in `arg` (the handle is then a multi-lock). Completes as `lockAsync`.
+/// `static native void permitAsync(long client, String name, int permits, long timeoutMs,
+/// AcquireOptions options, long id)`: a permit of a `permits` semaphore.
 #[unsafe(no_mangle)]
-pub extern "system" fn Java_io_etcdlock_NativeBridge_recipeAsync<'local>(
+pub extern "system" fn Java_io_etcdlock_NativeBridge_permitAsync<'local>(
     mut unowned: EnvUnowned<'local>,
     _class: JClass<'local>,
     client: jlong,
-    kind: jint,
     name: JString<'local>,
-    arg: JByteArray<'local>,
     permits: jint,
     timeout_ms: jlong,
-    lock_delay_ms: jdouble,
-    lease_time_ms: jdouble,
-    metadata: JObjectArray<'local, JString<'local>>,
+    options: JObject<'local>,
     id: jlong,
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
             let c = borrow::<Client>(client, "client")?;
-            let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
+            let extras = options_extras(env, &options)?;
             let name = opt_string(env, &name)?.unwrap_or_default();
-            let arg = if arg.is_null() {
-                Vec::new()
-            } else {
-                env.convert_byte_array(&arg)?
-            };
-            let names = if kind == 4 {
-                decode_names(&arg)?
-            } else {
-                Vec::new()
-            };
-            if !(1..=4).contains(&kind) {
-                return Err(invalid(format!("unknown acquisition kind {kind}")));
-            }
             let permits = u32::try_from(permits).map_err(|_| {
                 invalid(format!(
                     "permits must be between 1 and {}, got {permits}",
                     etcdlock::MAX_PERMITS
                 ))
             })?;
-            let token = CancellationToken::new();
-            let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
-            async_tokens().locked().insert(id, token);
-            match kind {
-                1 => spawn_hold(
-                    id,
-                    async move { c.acquire_permit(&name, permits, opts).await },
-                ),
-                2 => spawn_hold(id, async move { c.read_lock(&name, opts).await }),
-                3 => spawn_hold(id, async move {
-                    c.campaign(&name, arg, opts).await.map(|l| l.into_guard())
-                }),
-                _ => spawn_hold(id, async move {
-                    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-                    c.lock_many(&refs, opts).await
-                }),
-            }
+            start(id, timeout_ms, extras, |opts| async move {
+                c.acquire_permit(&name, permits, opts).await
+            })
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void readLockAsync(long client, String name, long timeoutMs,
+/// AcquireOptions options, long id)`: the read side of a read-write lock.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_readLockAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    timeout_ms: jlong,
+    options: JObject<'local>,
+    id: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = borrow::<Client>(client, "client")?;
+            let extras = options_extras(env, &options)?;
+            let name = opt_string(env, &name)?.unwrap_or_default();
+            start(id, timeout_ms, extras, |opts| async move {
+                c.read_lock(&name, opts).await
+            })
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void campaignAsync(long client, String name, byte[] value, long timeoutMs,
+/// AcquireOptions options, long id)`: campaign with `value` (null: empty); the handle is the
+/// leadership's guard.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_campaignAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    value: JByteArray<'local>,
+    timeout_ms: jlong,
+    options: JObject<'local>,
+    id: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = borrow::<Client>(client, "client")?;
+            let extras = options_extras(env, &options)?;
+            let name = opt_string(env, &name)?.unwrap_or_default();
+            let value = if value.is_null() {
+                Vec::new()
+            } else {
+                env.convert_byte_array(&value)?
+            };
+            start(id, timeout_ms, extras, |opts| async move {
+                c.campaign(&name, value, opts).await.map(|l| l.into_guard())
+            })
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void lockManyAsync(long client, String[] names, long timeoutMs, long id)`:
+/// lock every name (the handle is a multi-lock).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_lockManyAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    names: JObjectArray<'local, JString<'local>>,
+    timeout_ms: jlong,
+    id: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            let c = borrow::<Client>(client, "client")?;
+            let names = req_strings(env, &names, "lock name")?;
+            let extras = options_extras(env, &JObject::null())?;
+            start(id, timeout_ms, extras, |opts| async move {
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                c.lock_many(&refs, opts).await
+            })
         })
         .resolve::<ThrowEtcdLock>()
 }
@@ -146,18 +180,11 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_proclaim<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
-/// Call `NativeBridge.observed(long id, int code, int reason, boolean retryable, byte[] leader, String msg)`
-/// on a runtime thread.
+/// Call `NativeBridge.observed(long id, int code, int reason, boolean retryable, String leader, String msg)`
+/// on a runtime thread (`leader`: its records JSON, null for none).
 pub(crate) fn observed(id: jlong, leader: Option<&etcdlock::Leader>, err: Option<&Error>) -> bool {
     with_bridge(|env, bridge| {
-        let bytes = match leader {
-            Some(l) => {
-                let mut e = Enc(Vec::new());
-                encode_leader(&mut e, l);
-                JObject::from(env.byte_array_from_slice(&e.0)?)
-            }
-            None => JObject::null(),
-        };
+        let json = JObject::from(leader_json(env, leader)?);
         let (code, reason, retryable, msg) = match err.map(wire) {
             Some((c, r, retry, m)) => (c, r, retry, JObject::from(JString::from_str(env, m)?)),
             None => (0, 0, false, JObject::null()),
@@ -165,13 +192,13 @@ pub(crate) fn observed(id: jlong, leader: Option<&etcdlock::Leader>, err: Option
         env.call_static_method(
             &bridge.class,
             jni_str!("observed"),
-            jni_sig!("(JIIZ[BLjava/lang/String;)V"),
+            jni_sig!("(JIIZLjava/lang/String;Ljava/lang/String;)V"),
             &[
                 JValue::Long(id),
                 JValue::Int(code),
                 JValue::Int(reason),
                 JValue::Bool(retryable),
-                JValue::Object(&bytes),
+                JValue::Object(&json),
                 JValue::Object(&msg),
             ],
         )?;
@@ -238,7 +265,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_multiKeys<'local>(
             let mut e = Enc(Vec::new());
             e.i32(m.guards().len() as i32);
             for g in m.guards() {
-                e.bytes(Some(g.key().as_bytes()));
+                e.bytes(g.key().as_bytes());
             }
             Ok(env.byte_array_from_slice(&e.0)?)
         })

@@ -2,29 +2,23 @@
 
 use crate::prelude::*;
 
-use crate::recipes::{encode_leader, Enc};
+use crate::recipes::leader_json;
 
-/// `static native byte[] leader(long client, String name)`: the encoded leader
-/// (key, value, revision, lease), or null when nobody leads.
+/// `static native String leader(long client, String name)`: the leader's
+/// records JSON ([`etcdlock::records::to_json`]), or null when nobody leads.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_leader<'local>(
     mut unowned: EnvUnowned<'local>,
     _class: JClass<'local>,
     client: jlong,
     name: JString<'local>,
-) -> JByteArray<'local> {
+) -> JString<'local> {
     unowned
-        .with_env(|env| -> NResult<JByteArray<'local>> {
+        .with_env(|env| -> NResult<JString<'local>> {
             let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "election name")?;
-            match block(env, async move { c.leader(&name).await }, None)? {
-                Some(l) => {
-                    let mut e = Enc(Vec::new());
-                    encode_leader(&mut e, &l);
-                    Ok(env.byte_array_from_slice(&e.0)?)
-                }
-                None => Ok(JByteArray::default()),
-            }
+            let l = block(env, async move { c.leader(&name).await }, None)?;
+            Ok(leader_json(env, l.as_ref())?)
         })
         .resolve::<ThrowEtcdLock>()
 }

@@ -1,6 +1,7 @@
 package io.etcdlock;
 
 import static io.etcdlock.Args.checkName;
+import static io.etcdlock.Args.checkNames;
 import static io.etcdlock.Args.checkNotOnRuntimeThread;
 import static io.etcdlock.Args.toMillis;
 
@@ -9,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.LongConsumer;
 import java.util.function.LongFunction;
+import java.util.function.Supplier;
 
 /**
  * How a client's acquisitions run: each starts on the native side, which completes an
@@ -77,45 +79,51 @@ final class Acquirer {
         return f;
     }
 
-    static final int PERMIT = 1;
-    static final int READ = 2;
-    static final int CAMPAIGN = 3;
-    static final int MANY = 4;
-
-    AsyncAcquire<LockGuard> startRecipe(int kind, String name, byte[] arg, int permits, long ms) {
-        return startRecipe(kind, name, arg, permits, ms, AcquireOptions.NONE);
+    /** Starts one recipe acquisition: the native call that carries the recipe's own values. */
+    interface RecipeStart {
+        void run(long client, AcquireOptions opts, long id);
     }
 
-    /** {@code opts} null: none. */
-    AsyncAcquire<LockGuard> startRecipe(int kind, String name, byte[] arg, int permits, long ms, AcquireOptions opts) {
+    /** A permit of a {@code permits} semaphore; {@code opts} null: none. */
+    AsyncAcquire<LockGuard> startPermit(String name, int permits, long ms, AcquireOptions opts) {
+        return startRecipe(name, operation(ms), opts, (c, o, id) -> NativeBridge.permitAsync(c, name, permits, ms, o, id));
+    }
+
+    /** The read side of a read-write lock; {@code opts} null: none. */
+    AsyncAcquire<LockGuard> startRead(String name, long ms, AcquireOptions opts) {
+        return startRecipe(name, operation(ms), opts, (c, o, id) -> NativeBridge.readLockAsync(c, name, ms, o, id));
+    }
+
+    /** A campaign with {@code value}; {@code opts} null: none. */
+    AsyncAcquire<LockGuard> startCampaign(String name, byte[] value, long ms, AcquireOptions opts) {
+        return startRecipe(name, "campaign", opts, (c, o, id) -> NativeBridge.campaignAsync(c, name, value, ms, o, id));
+    }
+
+    private AsyncAcquire<LockGuard> startRecipe(String name, String operation, AcquireOptions opts, RecipeStart start) {
         checkName(name);
         AcquireOptions o = opts == null ? AcquireOptions.NONE : opts;
-        return startAcquire(name, kind == CAMPAIGN ? "campaign" : operation(ms), g -> new LockGuard(client, name, g),
-                NativeBridge::freeGuard, (c, id) -> NativeBridge.recipeAsync(c, kind, name, arg, permits, ms, o.lockDelayMs(), o.leaseTimeMs(),
-                        o.metadataPairs(), id));
+        return startAcquire(name, operation, g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
+                (c, id) -> start.run(c, o, id));
     }
 
-    LockGuard awaitRecipe(int kind, String name, byte[] arg, int permits, long ms, String what) {
-        return awaitRecipe(kind, name, arg, permits, ms, AcquireOptions.NONE, what);
-    }
-
-    LockGuard awaitRecipe(int kind, String name, byte[] arg, int permits, long ms, AcquireOptions opts, String what) {
+    /** A recipe acquisition {@code start} makes, waited for uninterruptibly in Java. */
+    static LockGuard awaitRecipe(String what, Supplier<AsyncAcquire<LockGuard>> start) {
         checkNotOnRuntimeThread(what);
-        return AsyncAcquire.await(startRecipe(kind, name, arg, permits, ms, opts), what, false);
+        return AsyncAcquire.await(start.get(), what, false);
     }
 
     /** A permit, waiting in Java; interruptible waits throw {@link CancelledException} (key removed). */
     LockGuard permitNative(String name, int permits, AcquireOptions opts, long ms, boolean interruptible) {
         String what = "semaphore \"" + name + "\"";
         checkNotOnRuntimeThread(what);
-        return AsyncAcquire.await(startRecipe(PERMIT, name, null, permits, ms, opts), what, interruptible);
+        return AsyncAcquire.await(startPermit(name, permits, ms, opts), what, interruptible);
     }
 
     /** A read hold, waiting in Java; interruptible as {@link #permitNative}. */
     LockGuard readNative(String name, AcquireOptions opts, long ms, boolean interruptible) {
         String what = "read lock \"" + name + "\"";
         checkNotOnRuntimeThread(what);
-        return AsyncAcquire.await(startRecipe(READ, name, null, 0, ms, opts), what, interruptible);
+        return AsyncAcquire.await(startRead(name, ms, opts), what, interruptible);
     }
 
     static long msOrForever(Duration timeout) {
@@ -127,9 +135,9 @@ final class Acquirer {
             throw new InvalidArgumentException("names must not be null");
         }
         List<String> copy = new ArrayList<>(names);
-        byte[] enc = RecipeCodec.names(copy);
+        String[] checked = checkNames(copy);
         return startAcquire(String.join(",", copy), null, m -> new MultiLockGuard(client, copy, m), NativeBridge::freeMulti,
-                (c, id) -> NativeBridge.recipeAsync(c, MANY, null, enc, 0, ms, Double.NaN, Double.NaN, null, id));
+                (c, id) -> NativeBridge.lockManyAsync(c, checked, ms, id));
     }
 
     /**

@@ -72,6 +72,14 @@ final class Args {
         checkText(name, "lock name");
     }
 
+    /** Check each name ({@link #checkName}); the names as an array, in order. */
+    static String[] checkNames(java.util.List<String> names) {
+        for (String n : names) {
+            checkName(n);
+        }
+        return names.toArray(new String[0]);
+    }
+
     /**
      * Refuse a string that is not valid Unicode (a lone UTF-16 surrogate): it has no UTF-8
      * form, so encoding it would be lossy ({@code String.getBytes} writes {@code ?}) and

@@ -67,8 +67,9 @@ public final class EtcdElection {
         if (value == null) {
             throw new InvalidArgumentException("value must not be null");
         }
-        return new Leadership(client.acq.awaitRecipe(Acquirer.CAMPAIGN, name, value, 0, Acquirer.msOrForever(timeout),
-                options, "election \"" + name + "\""));
+        long ms = Acquirer.msOrForever(timeout);
+        return new Leadership(Acquirer.awaitRecipe("election \"" + name + "\"",
+                () -> client.acq.startCampaign(name, value, ms, options)));
     }
 
     /**
@@ -79,7 +80,7 @@ public final class EtcdElection {
         if (value == null) {
             throw new InvalidArgumentException("value must not be null");
         }
-        return client.acq.startRecipe(Acquirer.CAMPAIGN, name, value, 0, Acquirer.msOrForever(timeout), options)
+        return client.acq.startCampaign(name, value, Acquirer.msOrForever(timeout), options)
                 .thenApply(Leadership::new);
     }
 

@@ -155,7 +155,7 @@ public final class EtcdLeaderLoop implements AutoCloseable {
     // ---- events ---------------------------------------------------------------------------
 
     /** From a runtime thread (never throws, never blocks). */
-    private void onNative(int kind, long termId, long guard, int reason, int code, boolean retryable, byte[] leader,
+    private void onNative(int kind, long termId, long guard, int reason, int code, boolean retryable, String leader,
             String msg) {
         switch (kind) {
             case TERM_CANCELLED:
@@ -199,7 +199,7 @@ public final class EtcdLeaderLoop implements AutoCloseable {
                 return;
             }
             case LEADER: {
-                Optional<Leader> l = leader == null ? Optional.empty() : Optional.of(new RecipeCodec(leader).leader());
+                Optional<Leader> l = Leader.of(leader);
                 events.add(() -> listener.leaderChanged(l));
                 return;
             }

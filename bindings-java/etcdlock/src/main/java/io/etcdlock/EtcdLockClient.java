@@ -267,8 +267,7 @@ public final class EtcdLockClient implements AutoCloseable {
     public Optional<Leader> leader(String name) {
         checkName(name);
         checkNotOnRuntimeThread("leader \"" + name + "\"");
-        byte[] b = withClient(c -> NativeBridge.leader(c, name));
-        return b == null ? Optional.empty() : Optional.of(new RecipeCodec(b).leader());
+        return Leader.of(withClient(c -> NativeBridge.leader(c, name)));
     }
 
     /**

@@ -32,7 +32,7 @@ public final class EtcdMultiLock {
             throw new InvalidArgumentException("names must not be null");
         }
         List<String> copy = new ArrayList<>(names);
-        RecipeCodec.names(copy); // checks each name
+        Args.checkNames(copy);
         return new EtcdMultiLock(client, Collections.unmodifiableList(copy));
     }
 

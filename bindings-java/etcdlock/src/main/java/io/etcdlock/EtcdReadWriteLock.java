@@ -213,8 +213,8 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
          * @throws LockTimeoutException if it was not acquired in time (no key is left behind)
          */
         public LockGuard acquire(Duration timeout) {
-            return client.acq.awaitRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout), options,
-                    "read lock \"" + name + "\"");
+            long ms = Acquirer.msOrForever(timeout);
+            return Acquirer.awaitRecipe("read lock \"" + name + "\"", () -> client.acq.startRead(name, ms, options));
         }
 
         /** An independent read hold if one can be had right now (one etcd round trip). */
@@ -228,7 +228,7 @@ public final class EtcdReadWriteLock implements ReadWriteLock {
 
         /** {@link #acquire(Duration)} without blocking, as {@link EtcdLock#acquireAsync(Duration)}. */
         public CompletableFuture<LockGuard> acquireAsync(Duration timeout) {
-            return client.acq.startRecipe(Acquirer.READ, name, null, 0, Acquirer.msOrForever(timeout), options);
+            return client.acq.startRead(name, Acquirer.msOrForever(timeout), options);
         }
 
         /** Not supported: etcd has no condition variables. */

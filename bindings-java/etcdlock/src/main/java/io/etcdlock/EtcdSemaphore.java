@@ -140,8 +140,8 @@ public final class EtcdSemaphore {
      * @throws LockTimeoutException if no permit came in time (no key is left behind)
      */
     public LockGuard acquirePermit(Duration timeout) {
-        return client.acq.awaitRecipe(Acquirer.PERMIT, name, null, permits, Acquirer.msOrForever(timeout), options,
-                "semaphore \"" + name + "\"");
+        long ms = Acquirer.msOrForever(timeout);
+        return Acquirer.awaitRecipe("semaphore \"" + name + "\"", () -> client.acq.startPermit(name, permits, ms, options));
     }
 
     /** A permit as a guard if one is free right now (one etcd round trip that writes nothing otherwise). */
@@ -158,7 +158,7 @@ public final class EtcdSemaphore {
      * (completes on a runtime thread; cancelling removes the waiter key).
      */
     public CompletableFuture<LockGuard> acquirePermitAsync(Duration timeout) {
-        return client.acq.startRecipe(Acquirer.PERMIT, name, null, permits, Acquirer.msOrForever(timeout), options);
+        return client.acq.startPermit(name, permits, Acquirer.msOrForever(timeout), options);
     }
 
     /** Permits held through this object now. */

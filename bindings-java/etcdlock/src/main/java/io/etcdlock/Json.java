@@ -1,24 +1,18 @@
 package io.etcdlock;
 
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
- * A strict JSON reader (RFC 8259) for the records the native core sends ({@link LockStatus},
- * {@link Metrics}): objects become {@link LinkedHashMap}s in document order, arrays
+ * A strict JSON reader (RFC 8259) for the records the native core sends, which
+ * {@link Records} then decodes: objects become {@link LinkedHashMap}s in document order, arrays
  * {@link List}s, strings {@link String}s, integers {@link Long}s (a {@link Double} beyond the
  * range of a long), other numbers {@link Double}s, {@code true}/{@code false} {@link Boolean}s
  * and {@code null} null. Anything else (trailing text, a lone surrogate escape, a raw control
  * character, a leading zero, nesting deeper than {@value #MAX_DEPTH}) is an
  * {@link IllegalArgumentException} naming the offset.
- *
- * <p>{@link Obj} reads a decoded object by field name with the records' conventions: 64-bit
- * identities are decimal strings, durations are seconds in keys ending {@code _seconds}; a
- * missing field or one of another type is an {@link IllegalArgumentException} too.
  */
 final class Json {
     static final int MAX_DEPTH = 64;
@@ -43,35 +37,6 @@ final class Json {
             throw p.error("trailing text");
         }
         return v;
-    }
-
-    /** The object {@code text} holds. */
-    static Obj parseObject(String text) {
-        return Obj.of(parse(text), "the record");
-    }
-
-    /** The array of objects {@code text} holds. */
-    static List<Obj> parseObjects(String text) {
-        return objects(parse(text), "the records");
-    }
-
-    /** A record the native core sent that does not decode: a bug, reported as {@link ErrorCode#INTERNAL}. */
-    static InternalException internal(String what, RuntimeException cause) {
-        InternalException e = new InternalException(what + " from the native core does not decode: " + cause.getMessage());
-        e.initCause(cause);
-        return e;
-    }
-
-    private static List<Obj> objects(Object v, String what) {
-        if (!(v instanceof List)) {
-            throw new IllegalArgumentException(what + " is not an array");
-        }
-        List<?> l = (List<?>) v;
-        List<Obj> out = new ArrayList<>(l.size());
-        for (Object o : l) {
-            out.add(Obj.of(o, "an element of " + what));
-        }
-        return out;
     }
 
     private IllegalArgumentException error(String what) {
@@ -301,99 +266,6 @@ final class Json {
         }
         while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
             i++;
-        }
-    }
-
-    /** A decoded JSON object, read by field name. */
-    static final class Obj {
-        private final Map<String, Object> m;
-
-        private Obj(Map<String, Object> m) {
-            this.m = m;
-        }
-
-        @SuppressWarnings("unchecked")
-        static Obj of(Object v, String what) {
-            if (!(v instanceof Map)) {
-                throw new IllegalArgumentException(what + " is not an object");
-            }
-            return new Obj((Map<String, Object>) v);
-        }
-
-        /** The field's value, which may be null; a missing field is an error. */
-        Object get(String key) {
-            if (!m.containsKey(key)) {
-                throw new IllegalArgumentException("field \"" + key + "\" is missing");
-            }
-            return m.get(key);
-        }
-
-        private <T> T typed(String key, Class<T> type, boolean nullable) {
-            Object v = get(key);
-            if (v == null && nullable) {
-                return null;
-            }
-            if (!type.isInstance(v)) {
-                throw new IllegalArgumentException("field \"" + key + "\" is not a " + type.getSimpleName() + ": " + v);
-            }
-            return type.cast(v);
-        }
-
-        /** A string, or null when the field is null. */
-        String string(String key) {
-            return typed(key, String.class, true);
-        }
-
-        boolean bool(String key) {
-            return typed(key, Boolean.class, false);
-        }
-
-        /** An integer, or null when the field is null. */
-        Long optLong(String key) {
-            return typed(key, Long.class, true);
-        }
-
-        long lng(String key) {
-            return typed(key, Long.class, false);
-        }
-
-        /** A 64-bit identity, sent as a decimal string. */
-        long decimal(String key) {
-            String v = typed(key, String.class, false);
-            try {
-                return Long.parseLong(v);
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("field \"" + key + "\" is not a decimal long: " + v);
-            }
-        }
-
-        /** Seconds (a {@code *_seconds} field) as a duration to the nanosecond, or null when null. */
-        Duration seconds(String key) {
-            Object v = get(key);
-            if (v == null) {
-                return null;
-            }
-            if (!(v instanceof Number)) {
-                throw new IllegalArgumentException("field \"" + key + "\" is not a number: " + v);
-            }
-            return Duration.ofNanos(Math.round(((Number) v).doubleValue() * 1e9));
-        }
-
-        Obj obj(String key) {
-            return of(get(key), "field \"" + key + "\"");
-        }
-
-        List<?> list(String key) {
-            return typed(key, List.class, false);
-        }
-
-        List<Obj> objects(String key) {
-            return Json.objects(get(key), "field \"" + key + "\"");
-        }
-
-        /** The field names, in document order. */
-        java.util.Set<String> keys() {
-            return Collections.unmodifiableSet(m.keySet());
         }
     }
 }

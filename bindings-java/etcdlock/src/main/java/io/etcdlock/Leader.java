@@ -3,19 +3,21 @@ package io.etcdlock;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.Objects;
+import java.util.Optional;
 
 /** The leader of an election, as read from etcd ({@link EtcdLockClient#leader(String)}). */
 public final class Leader {
-    private final String key;
-    private final byte[] value;
-    private final long revision;
-    private final long leaseId;
+    // Set by Records.decode from core's records JSON (core/src/records.rs), by name.
+    private String key;
+    private byte[] value;
+    private long revision;
+    private long leaseId;
 
-    Leader(String key, byte[] value, long revision, long leaseId) {
-        this.key = key;
-        this.value = value == null ? new byte[0] : value;
-        this.revision = revision;
-        this.leaseId = leaseId;
+    private Leader() {}
+
+    /** The leader the native side sends: one records JSON object, or null when nobody leads. */
+    static Optional<Leader> of(String json) {
+        return json == null ? Optional.empty() : Optional.of(Records.decode(json, Leader.class, "a leader"));
     }
 
     /** The leader's key (with the namespace), e.g. {@code scheduler/694d7a3e4b2c8f05}. */

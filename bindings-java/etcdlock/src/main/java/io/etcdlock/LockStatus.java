@@ -1,10 +1,6 @@
 package io.etcdlock;
 
-import java.util.ArrayList;
-import java.util.Collections;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.OptionalInt;
@@ -36,59 +32,25 @@ public final class LockStatus {
 
     /** One key in the queue. */
     public static final class Contender {
-        private final String key;
-        private final Kind kind;
-        private final int permits;
-        private final boolean holds;
-        private final long leaseId;
-        private final long ttlRemaining;
-        private final long fencingToken;
-        private final String owner;
-        private final long ageMillis;
-        private final byte[] value;
-        private final String host;
-        private final int pid;
-        private final String language;
-        private final int localWaiters;
-        private final boolean foreign;
-        private final Map<String, String> metadata;
+        // Set by Records.decode from core's records JSON, by name (key() of each); never changed after.
+        private String key;
+        private Kind kind;
+        private Integer permits;
+        private boolean holds;
+        private long leaseId;
+        private Long ttlRemaining;
+        private long fencingToken;
+        private String owner;
+        private Long ageMs;
+        private byte[] value;
+        private String host;
+        private Integer pid;
+        private String language;
+        private Integer localWaiters;
+        private boolean foreign;
+        private Map<String, String> metadata;
 
-        Contender(Json.Obj o) {
-            key = o.string("key");
-            kind = Kind.valueOf(o.string("kind").toUpperCase(Locale.ROOT));
-            Long n = o.optLong("permits");
-            permits = n == null ? 1 : Math.toIntExact(n);
-            holds = o.bool("holds");
-            leaseId = o.decimal("lease_id");
-            Long ttl = o.optLong("ttl_remaining");
-            ttlRemaining = ttl == null ? -1 : ttl;
-            fencingToken = o.decimal("fencing_token");
-            owner = o.string("owner");
-            Long age = o.optLong("age_ms");
-            ageMillis = age == null ? -1 : age;
-            List<?> v = o.list("value");
-            value = new byte[v.size()];
-            for (int i = 0; i < value.length; i++) {
-                Object b = v.get(i);
-                if (!(b instanceof Long) || (Long) b < 0 || (Long) b > 255) {
-                    throw new IllegalArgumentException("field \"value\" holds a non-byte: " + b);
-                }
-                value[i] = (byte) (long) (Long) b;
-            }
-            host = o.string("host");
-            Long p = o.optLong("pid");
-            pid = p == null ? -1 : Math.toIntExact(p);
-            language = o.string("language");
-            Long w = o.optLong("local_waiters");
-            localWaiters = w == null ? -1 : Math.toIntExact(w);
-            foreign = o.bool("foreign");
-            Json.Obj md = o.obj("metadata");
-            Map<String, String> m = new LinkedHashMap<>();
-            for (String k : md.keys()) {
-                m.put(k, md.string(k));
-            }
-            metadata = Collections.unmodifiableMap(m);
-        }
+        private Contender() {}
 
         /**
          * The holder's metadata ({@link AcquireOptions.Builder#metadata}), as its acquisition gave
@@ -106,7 +68,7 @@ public final class LockStatus {
 
         /** The holder's process id (etcdlock keys). */
         public OptionalInt pid() {
-            return pid < 0 ? OptionalInt.empty() : OptionalInt.of(pid);
+            return pid == null ? OptionalInt.empty() : OptionalInt.of(pid);
         }
 
         /** The language its client uses etcdlock from ("java", "python", ...), once its meta record is written (~100 ms). */
@@ -116,7 +78,7 @@ public final class LockStatus {
 
         /** Acquisitions of this name in progress in its client: its local queue (it keeps at most two keys per name in etcd). */
         public OptionalInt localWaiters() {
-            return localWaiters < 0 ? OptionalInt.empty() : OptionalInt.of(localWaiters);
+            return localWaiters == null ? OptionalInt.empty() : OptionalInt.of(localWaiters);
         }
 
         /** A key without etcdlock's owner info: etcdctl, Go's Mutex or Election. */
@@ -135,7 +97,7 @@ public final class LockStatus {
 
         /** The semaphore's permit count for {@link Kind#PERMIT}, else 1. */
         public int permits() {
-            return permits;
+            return permits == null ? 1 : permits;
         }
 
         /** Whether it holds now (by its kind's rule), or waits. */
@@ -149,7 +111,7 @@ public final class LockStatus {
 
         /** Seconds left on its lease, if etcd said. */
         public OptionalLong ttlRemainingSeconds() {
-            return ttlRemaining < 0 ? OptionalLong.empty() : OptionalLong.of(ttlRemaining);
+            return ttlRemaining == null ? OptionalLong.empty() : OptionalLong.of(ttlRemaining);
         }
 
         /** The key's create revision (a holder's fencing token). */
@@ -164,7 +126,7 @@ public final class LockStatus {
 
         /** Milliseconds since the key was created (etcdlock keys). */
         public OptionalLong ageMillis() {
-            return ageMillis < 0 ? OptionalLong.empty() : OptionalLong.of(ageMillis);
+            return ageMs == null ? OptionalLong.empty() : OptionalLong.of(ageMs);
         }
 
         /** The key's value (an election's proclamation; etcdlock's owner info), a copy. */
@@ -178,49 +140,23 @@ public final class LockStatus {
         }
     }
 
-    private final String name;
-    private final LockKind lockKind;
-    private final long revision;
-    private final List<Contender> holders;
-    private final List<Contender> waiters;
+    // Set by Records.decode from core's records JSON (core/src/records.rs), by name.
+    private String name;
+    private LockKind kind;
+    private long revision;
+    private List<Contender> holders;
+    private List<Contender> waiters;
 
-    private LockStatus(Json.Obj o) {
-        this.name = o.string("name");
-        this.revision = o.decimal("revision");
-        String k = o.string("kind");
-        this.lockKind = k == null ? null : LockKind.valueOf(k.toUpperCase(Locale.ROOT));
-        this.holders = contenders(o, "holders");
-        this.waiters = contenders(o, "waiters");
-    }
-
-    private static List<Contender> contenders(Json.Obj o, String key) {
-        List<Contender> out = new ArrayList<>();
-        for (Json.Obj c : o.objects(key)) {
-            out.add(new Contender(c));
-        }
-        return Collections.unmodifiableList(out);
-    }
+    private LockStatus() {}
 
     /** The status {@code NativeBridge.status} sends: one records JSON object. */
     static LockStatus of(String json) {
-        try {
-            return new LockStatus(Json.parseObject(json));
-        } catch (IllegalArgumentException | ArithmeticException e) {
-            throw Json.internal("a lock status", e);
-        }
+        return Records.decode(json, LockStatus.class, "a lock status");
     }
 
     /** The statuses {@code NativeBridge.list} sends: one records JSON array. */
     static List<LockStatus> listOf(String json) {
-        try {
-            List<LockStatus> out = new ArrayList<>();
-            for (Json.Obj o : Json.parseObjects(json)) {
-                out.add(new LockStatus(o));
-            }
-            return Collections.unmodifiableList(out);
-        } catch (IllegalArgumentException | ArithmeticException e) {
-            throw Json.internal("a lock list", e);
-        }
+        return Records.decodeList(json, LockStatus.class, "a lock list");
     }
 
     public String name() {
@@ -232,7 +168,7 @@ public final class LockStatus {
      * means a read-write lock, a permit count a semaphore); empty when they do not tell.
      */
     public Optional<LockKind> lockKind() {
-        return Optional.ofNullable(lockKind);
+        return Optional.ofNullable(kind);
     }
 
     /** The store revision of the read. */
@@ -252,6 +188,6 @@ public final class LockStatus {
 
     @Override
     public String toString() {
-        return "LockStatus{name=" + name + ", kind=" + lockKind + ", holders=" + holders + ", waiters=" + waiters + "}";
+        return "LockStatus{name=" + name + ", kind=" + kind + ", holders=" + holders + ", waiters=" + waiters + "}";
     }
 }

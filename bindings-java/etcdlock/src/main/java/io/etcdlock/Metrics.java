@@ -1,9 +1,6 @@
 package io.etcdlock;
 
 import java.time.Duration;
-import java.util.Collections;
-import java.util.EnumMap;
-import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -40,75 +37,42 @@ public final class Metrics {
         }
     }
 
-    private final long[] counts = new long[5];
-    private final Duration[] waitTotals = new Duration[5];
-    private final long waiting;
-    private final long held;
-    private final Duration heldDuration;
-    private final long holdsEnded;
-    private final Duration holdTotal;
-    private final Map<LossReason, Long> lost;
-    private final long keepalives;
-    private final Duration keepaliveRoundTrip;
-    private final long memberFailures;
+    /** One outcome's acquisitions: how many, and their wait summed. */
+    private static final class Acquisitions {
+        private long count;
+        private Duration waitSeconds;
 
-    private Metrics(Json.Obj o) {
-        Json.Obj acquisitions = o.obj("acquisitions");
-        for (Result r : Result.values()) {
-            Json.Obj a = acquisitions.obj(r.tag());
-            counts[r.ordinal()] = a.lng("count");
-            waitTotals[r.ordinal()] = required(a, "wait_seconds");
-        }
-        waiting = o.lng("waiting");
-        held = o.lng("held");
-        heldDuration = required(o, "held_seconds");
-        holdsEnded = o.lng("holds_ended");
-        holdTotal = required(o, "hold_seconds");
-        Json.Obj byReason = o.obj("lost");
-        EnumMap<LossReason, Long> m = new EnumMap<>(LossReason.class);
-        for (LossReason r : LossReason.values()) {
-            m.put(r, byReason.lng(coreName(r)));
-        }
-        lost = Collections.unmodifiableMap(m);
-        keepalives = o.lng("keepalives");
-        keepaliveRoundTrip = o.seconds("keepalive_rtt_seconds");
-        memberFailures = o.lng("member_failures");
+        private Acquisitions() {}
     }
+
+    // Set by Records.decode from core's records JSON (core/src/records.rs), by name; keys the
+    // core adds later (e.g. its wait histogram) are ignored.
+    private Map<Result, Acquisitions> acquisitions;
+    private long waiting;
+    private long held;
+    private Duration heldSeconds;
+    private long holdsEnded;
+    private Duration holdSeconds;
+    private Map<LossReason, Long> lost;
+    private long keepalives;
+    private Duration keepaliveRttSeconds;
+    private long memberFailures;
+
+    private Metrics() {}
 
     /** The snapshot {@code NativeBridge.metrics} sends: one records JSON object. */
     static Metrics of(String json) {
-        try {
-            return new Metrics(Json.parseObject(json));
-        } catch (IllegalArgumentException e) {
-            throw Json.internal("a metrics snapshot", e);
-        }
-    }
-
-    private static Duration required(Json.Obj o, String key) {
-        Duration d = o.seconds(key);
-        if (d == null) {
-            throw new IllegalArgumentException("field \"" + key + "\" is null");
-        }
-        return d;
-    }
-
-    /** The core's name of a loss reason ({@code LEASE_EXPIRED} is {@code LeaseExpired}). */
-    private static String coreName(LossReason r) {
-        StringBuilder b = new StringBuilder();
-        for (String word : r.name().split("_")) {
-            b.append(word.charAt(0)).append(word.substring(1).toLowerCase(Locale.ROOT));
-        }
-        return b.toString();
+        return Records.decode(json, Metrics.class, "a metrics snapshot");
     }
 
     /** Acquisition calls that ended with {@code result}. */
     public long count(Result result) {
-        return counts[result.ordinal()];
+        return acquisitions.get(result).count;
     }
 
     /** The time those calls took, summed. */
     public Duration waitTotal(Result result) {
-        return waitTotals[result.ordinal()];
+        return acquisitions.get(result).waitSeconds;
     }
 
     /** Acquisition calls in progress now. */
@@ -123,7 +87,7 @@ public final class Metrics {
 
     /** How long the locks held now have been held, summed. */
     public Duration heldDuration() {
-        return heldDuration;
+        return heldSeconds;
     }
 
     /** Holds that ended (released or lost). */
@@ -133,7 +97,7 @@ public final class Metrics {
 
     /** How long the ended holds lasted, summed. */
     public Duration holdTotal() {
-        return holdTotal;
+        return holdSeconds;
     }
 
     /** Holds lost for {@code reason}. */
@@ -148,7 +112,7 @@ public final class Metrics {
 
     /** The last acknowledged keep-alive's round trip, or null before the first. */
     public Duration keepaliveRoundTrip() {
-        return keepaliveRoundTrip;
+        return keepaliveRttSeconds;
     }
 
     /** Requests that failed on an etcd member, which is then avoided for a while. */

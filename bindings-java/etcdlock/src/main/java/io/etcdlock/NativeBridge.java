@@ -103,7 +103,7 @@ final class NativeBridge {
         OBSERVERS.remove(id);
     }
 
-    static void observed(long id, int code, int reason, boolean retryable, byte[] leader, String message) {
+    static void observed(long id, int code, int reason, boolean retryable, String leader, String message) {
         Observer o = OBSERVERS.get(id);
         if (o == null) {
             return;
@@ -114,7 +114,7 @@ final class NativeBridge {
             return;
         }
         try {
-            o.listener.accept(leader == null ? Optional.empty() : Optional.of(new RecipeCodec(leader).leader()));
+            o.listener.accept(Leader.of(leader));
         } catch (Throwable t) {
             LOG.warn("etcdlock: a leadership listener threw", t);
         }
@@ -122,7 +122,7 @@ final class NativeBridge {
 
     /** What a leader loop's native events go to (see {@link EtcdLeaderLoop}). */
     interface LeaderSink {
-        void event(int kind, long term, long guard, int reason, int code, boolean retryable, byte[] leader,
+        void event(int kind, long term, long guard, int reason, int code, boolean retryable, String leader,
                 String message);
     }
 
@@ -137,7 +137,7 @@ final class NativeBridge {
     }
 
     static void leaderEvent(long id, int kind, long term, long guard, int reason, int code, boolean retryable,
-            byte[] leader, String message) {
+            String leader, String message) {
         LeaderSink s = LEADER_LOOPS.get(id);
         try {
             if (s == null) {
@@ -220,12 +220,23 @@ final class NativeBridge {
 
     static native void freeGuard(long guard);
 
-    static native void recipeAsync(long client, int kind, String name, byte[] arg, int permits, long timeoutMs,
-            double lockDelayMs, double leaseTimeMs, String[] metadata, long id);
+    /** A permit of a {@code permits} semaphore; completes {@code id} as {@link #lockAsync}. {@code options} null: none. */
+    static native void permitAsync(long client, String name, int permits, long timeoutMs, AcquireOptions options, long id);
+
+    /** The read side of a read-write lock; completes {@code id} as {@link #lockAsync}. */
+    static native void readLockAsync(long client, String name, long timeoutMs, AcquireOptions options, long id);
+
+    /** A campaign with {@code value}; completes {@code id} with the leadership's guard. */
+    static native void campaignAsync(long client, String name, byte[] value, long timeoutMs, AcquireOptions options,
+            long id);
+
+    /** Every name at once; completes {@code id} with a multi-lock handle. */
+    static native void lockManyAsync(long client, String[] names, long timeoutMs, long id);
 
     static native void proclaim(long guard, byte[] value);
 
-    static native byte[] leader(long client, String name);
+    /** The leader's records JSON (decoded by {@link Leader#of}), or null when nobody leads. */
+    static native String leader(long client, String name);
 
     /** One name's status as its records JSON (decoded by {@link LockStatus}). */
     static native String status(long client, String name);

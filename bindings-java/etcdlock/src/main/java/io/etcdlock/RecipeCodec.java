@@ -6,9 +6,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The byte[] encoding the native side uses for results with several values (leader, queue,
- * keys) and for name lists: big-endian int and long, a string or byte string as an int length
- * and its bytes (UTF-8 for strings), an absent one as length -1.
+ * The byte[] encoding the native side uses for a multi-lock's keys ({@code NativeBridge.multiKeys}):
+ * a big-endian int count, then each key as an int length and its UTF-8 bytes.
  */
 final class RecipeCodec {
     private final ByteBuffer b;
@@ -17,60 +16,14 @@ final class RecipeCodec {
         this.b = ByteBuffer.wrap(bytes);
     }
 
-    int i32() {
-        return b.getInt();
-    }
-
-    long i64() {
-        return b.getLong();
-    }
-
-    byte[] bytes() {
-        int n = b.getInt();
-        if (n < 0) {
-            return null;
-        }
-        byte[] out = new byte[n];
-        b.get(out);
-        return out;
-    }
-
-    String string() {
-        byte[] v = bytes();
-        return v == null ? null : new String(v, StandardCharsets.UTF_8);
-    }
-
-    Leader leader() {
-        String key = string();
-        byte[] value = bytes();
-        long revision = i64();
-        long lease = i64();
-        return new Leader(key, value, revision, lease);
-    }
-
     List<String> strings() {
-        int n = i32();
+        int n = b.getInt();
         List<String> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            out.add(string());
+            byte[] v = new byte[b.getInt()];
+            b.get(v);
+            out.add(new String(v, StandardCharsets.UTF_8));
         }
         return out;
-    }
-
-    static byte[] names(List<String> names) {
-        List<byte[]> enc = new ArrayList<>(names.size());
-        int size = 4;
-        for (String n : names) {
-            Args.checkName(n);
-            byte[] v = n.getBytes(StandardCharsets.UTF_8);
-            enc.add(v);
-            size += 4 + v.length;
-        }
-        ByteBuffer out = ByteBuffer.allocate(size);
-        out.putInt(enc.size());
-        for (byte[] v : enc) {
-            out.putInt(v.length).put(v);
-        }
-        return out.array();
     }
 }
