@@ -1,5 +1,5 @@
 //! The one encoding of core's records for the bindings: [`crate::Status`]
-//! (with its [`crate::Contender`]s) and [`crate::Metrics`] serialize with
+//! (with its [`crate::Contender`]s), [`crate::Leader`] and [`crate::Metrics`] serialize with
 //! serde to JSON objects with snake_case keys, and each binding builds its
 //! language's objects from that JSON by field name. Adding a field to a
 //! record is a change here plus, at most, a typed declaration per language.
@@ -9,7 +9,8 @@
 //! - 64-bit identities (`lease_id`, `fencing_token`, `revision`) are decimal
 //!   strings, so JavaScript reads them exactly;
 //! - durations are seconds as numbers, in keys ending `_seconds`;
-//! - a key's `value` is an array of byte values; `metadata` is an object;
+//! - a key's `value` (and a leader's `key`) is an array of byte values;
+//!   `metadata` is an object;
 //! - per-outcome and per-reason counters are objects keyed by
 //!   [`crate::AcquireResult::name`] and [`crate::LossReason::name`], in that
 //!   order; absent values are `null`.
@@ -19,7 +20,7 @@ use std::time::Duration;
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::metrics::{Acquisitions, WAIT_BUCKETS};
-use crate::{LockKind, LossReason, Status};
+use crate::{Leader, LockKind, LossReason, Status};
 
 /// A record as the bindings receive it: the JSON of its serde encoding.
 pub fn to_json<T: serde::Serialize + ?Sized>(record: &T) -> String {
@@ -31,6 +32,22 @@ pub fn to_json<T: serde::Serialize + ?Sized>(record: &T) -> String {
 /// The records of every name under a prefix ([`crate::Client::list`]), as one JSON array.
 pub fn list_to_json(list: &[Status]) -> String {
     to_json(list)
+}
+
+/// The leader of an election as a record: `key` (with the namespace) and
+/// `value` (its proclamation) as arrays of byte values, `revision` (its key's
+/// create_revision: the leadership's fencing token) and `lease_id` as decimal
+/// strings. Defined here, beside the Status record, because the struct lives
+/// with the election recipe.
+impl serde::Serialize for Leader {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("key", &self.key)?;
+        m.serialize_entry("value", &self.value)?;
+        m.serialize_entry("revision", &self.revision.to_string())?;
+        m.serialize_entry("lease_id", &self.lease_id.to_string())?;
+        m.end()
+    }
 }
 
 pub(crate) fn decimal<S: Serializer>(v: &i64, s: S) -> Result<S::Ok, S::Error> {
@@ -166,6 +183,27 @@ mod tests {
                 "value"
             ]
         );
+    }
+
+    #[test]
+    fn a_leader_is_a_record_with_exact_ids() {
+        let l = Leader {
+            key: b"jobs/694d".to_vec(),
+            value: vec![0, 255],
+            revision: 42,
+            lease_id: 0x694d_9a0b_1c2d_3e4f,
+        };
+        let v: Value = serde_json::from_str(&to_json(&l)).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "key": b"jobs/694d".to_vec(),
+                "value": [0, 255],
+                "revision": "42",
+                "lease_id": (0x694d_9a0b_1c2d_3e4f_i64).to_string(),
+            })
+        );
+        assert_eq!(to_json(&None::<Leader>), "null");
     }
 
     #[test]
