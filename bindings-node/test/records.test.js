@@ -1,6 +1,6 @@
 'use strict';
 // Core's records as lib/status.js decodes them from their one JSON encoding
-// (core records.rs): a field core adds to a record is accepted with no
+// (core/src/records/): a field core adds to a record is accepted with no
 // decoder change, here a Status and a contender carrying fields no release
 // declares yet.
 const { describe, it } = require('node:test');

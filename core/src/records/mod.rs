@@ -14,13 +14,23 @@
 //! - per-outcome and per-reason counters are objects keyed by
 //!   [`crate::AcquireResult::name`] and [`crate::LossReason::name`], in that
 //!   order; absent values are `null`.
+//!
+//! Layer: records. This folder owns the records core hands to the CLI and
+//! the bindings and their one encoding (this file), and status.rs, which
+//! reads the queue view of a name or a prefix (`Client::status`, `list`,
+//! `release`, `release_permit`) through the client's unary door. It may call
+//! the client's request helpers, `names` and `meta`; it calls no recipe, and
+//! nothing below it (transport, session, watch) calls it.
 
 use std::time::Duration;
 
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::metrics::{Acquisitions, WAIT_BUCKETS};
-use crate::{Leader, LockKind, LossReason, Status};
+use crate::{Leader, LockKind, LossReason};
+
+mod status;
+pub use status::{Contender, ContenderKind, Status};
 
 /// A record as the bindings receive it: the JSON of its serde encoding.
 pub fn to_json<T: serde::Serialize + ?Sized>(record: &T) -> String {
