@@ -340,11 +340,7 @@ impl Transport {
         for i in 0..self.members.len() {
             let t = self.clone();
             probes.spawn(async move {
-                let r = async {
-                    let mut c = t.member_client(i).await?;
-                    c.status().await.map(|_| ())
-                }
-                .await;
+                let r = async { t.pinned(i).await?.status().await.map(|_| ()) }.await;
                 (i, r)
             });
         }

@@ -1,7 +1,8 @@
 //! The door every stream leaves by (the watch hub's streams, the session's
 //! keep-alive stream), and with it the requests that must reach the same
 //! member as their stream (the read and the lease question that check a
-//! keep-alive's answer, the renewal of the leases renewed with the session's):
+//! keep-alive's answer, the renewal of the leases renewed with the session's,
+//! the connect probe of each member):
 //! a [`Pinned`] member, picked healthy. These requests are not retried on
 //! another member: the caller tells the transport a member failed
 //! ([`Transport::fail`]) and opens the stream anew through this door.
@@ -20,8 +21,8 @@ impl Transport {
     /// timeout; a member that fails to connect is failed.
     pub(crate) async fn stream_door(&self) -> Result<Pinned> {
         let i = self.pick();
-        match tokio::time::timeout(self.request_timeout, self.member_client(i)).await {
-            Ok(Ok(client)) => Ok(Pinned { member: i, client }),
+        match tokio::time::timeout(self.request_timeout, self.pinned(i)).await {
+            Ok(Ok(p)) => Ok(p),
             Ok(Err(e)) => {
                 self.fail(i);
                 Err(Error::from_etcd(e, &self.endpoints))
@@ -31,6 +32,13 @@ impl Transport {
                 Err(self.unavailable("no answer while connecting"))
             }
         }
+    }
+
+    /// Member `i`, connected (no bound: the caller sets one), for a stream
+    /// or for the connect probe of every member ([`Transport::connect`]).
+    pub(super) async fn pinned(&self, i: usize) -> EtcdResult<Pinned> {
+        let client = self.member_client(i).await?;
+        Ok(Pinned { member: i, client })
     }
 }
 
@@ -65,6 +73,11 @@ impl Pinned {
         lease: i64,
     ) -> EtcdResult<etcd_client::LeaseTimeToLiveResponse> {
         self.client.lease_client().time_to_live(lease, None).await
+    }
+
+    /// The member's status (the connect probe: does it answer at all).
+    pub(crate) async fn status(&self) -> EtcdResult<etcd_client::StatusResponse> {
+        self.client.maintenance_client().status().await
     }
 
     /// A linearizable count of `key` on this member (its header's raft term
