@@ -8,7 +8,7 @@ function leaderOf(l) {
 }
 
 // Core's records (Status with its Contenders, Metrics) arrive as their one
-// JSON encoding (core records.rs) and become JS objects by one rule, by field
+// JSON encoding (core/src/records/) and become JS objects by one rule, by field
 // name, at every depth: snake_case keys become camelCase; `x_seconds` becomes
 // `xMs` (times 1000); the decimal ids in IDS become bigints; `value` (an array
 // of bytes) becomes a Buffer; the objects in KEYED keep their keys (outcome

@@ -194,18 +194,9 @@ impl NativeClient {
         guard_sync(|| {
             let c = self.inner.clone();
             promise(env, async move {
-                let mut etcd = c.etcd().await.map_err(|e| to_js_err(&e))?;
-                let opts = etcd_client::GetOptions::new()
-                    .with_prefix()
-                    .with_keys_only();
-                let r = etcd
-                    .get(prefix, Some(opts))
+                etcdlock::bridge::raw_keys(&c, &prefix)
                     .await
-                    .map_err(|e| internal(e.to_string()))?;
-                Ok(r.kvs()
-                    .iter()
-                    .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
-                    .collect::<Vec<_>>())
+                    .map_err(|e| to_js_err(&e))
             })
         })
     }

@@ -134,6 +134,37 @@ def test_status_decodes_exact_ids_bytes_and_seconds() -> None:
     assert (c.age, c.owner, c.value) == (None, None, b"")
 
 
+def test_status_with_unknown_fields_decodes() -> None:
+    """A field core adds to the Status record (top level or a contender's)
+    is accepted by the one decoder with no edit; the known fields still
+    decode exactly."""
+    contender = {
+        "key": "locks/a/1",
+        "kind": "exclusive",
+        "permits": None,
+        "holds": True,
+        "lease_id": "7587862106543470159",
+        "ttl_remaining": 9,
+        "fencing_token": "42",
+        "owner": "h:7",
+        "age_ms": 1500,
+        "value": [104, 105],
+        "host": "h",
+        "pid": 7,
+        "language": "rust",
+        "local_waiters": None,
+        "metadata": {},
+        "foreign": False,
+        "a_field_not_declared_yet": [1, 2],
+    }
+    record = {"name": "a", "revision": "43", "holders": [contender], "waiters": [], "kind": "mutex", "new_field": {"x": 1}}
+    st = _status(json.dumps(record))
+    assert (st.name, st.revision, st.kind) == ("a", 43, "mutex")
+    assert st.holder is not None
+    assert (st.holder.lease_id, st.holder.fencing_token, st.holder.value) == (7587862106543470159, 42, b"hi")
+    assert not hasattr(st, "new_field") and not hasattr(st.holder, "a_field_not_declared_yet")
+
+
 def test_metrics_decode_renames_seconds() -> None:
     m = _metrics(json.dumps({"keepalive_rtt_seconds": 0.002, "member_failures": 3}))
     assert m == {"keepalive_rtt": 0.002, "member_failures": 3}

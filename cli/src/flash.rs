@@ -34,14 +34,16 @@ pub async fn worker() -> i32 {
     let attempts: usize = env("FLASH_ATTEMPTS").parse().unwrap_or(0);
     let id = env("FLASH_WORKER_ID");
     let no_lock = env("FLASH_NO_LOCK") == "1";
-    let client = match Client::connect(ClientOptions::new(endpoints)).await {
+    let client = match Client::connect(ClientOptions::new(endpoints.clone())).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("rust worker: {e}");
             return 1;
         }
     };
-    let mut raw = match client.etcd().await {
+    // The stock and the sales are plain keys a worker reads and writes with
+    // its own etcd client, as every language's worker does.
+    let mut raw = match etcd_client::Client::connect(endpoints, None).await {
         Ok(r) => r,
         Err(e) => {
             eprintln!("rust worker: {e}");

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use clap::Args;
-use etcd_client::{EventType, WatchOptions};
 use etcdlock::{Client, ClientOptions, Contender, Status};
 
 use crate::exit_code_for;
@@ -113,7 +112,7 @@ pub async fn status(opts: ClientOptions, a: StatusArgs) -> i32 {
     let r = client.status(&a.name).await;
     client.close().await;
     match r {
-        Ok(st) if a.json => println!("{}", etcdlock::bridge::status_json(&st)),
+        Ok(st) if a.json => println!("{}", view::status(&st)),
         Ok(st) => print_status(&st),
         Err(e) => {
             eprintln!("etcdlock: {e}");
@@ -131,7 +130,7 @@ pub async fn list(opts: ClientOptions, a: ListArgs) -> i32 {
     let r = client.list(&a.prefix).await;
     client.close().await;
     match r {
-        Ok(l) if a.json => println!("{}", etcdlock::bridge::list_json(&a.prefix, &l)),
+        Ok(l) if a.json => println!("{}", view::list(&a.prefix, &l)),
         Ok(l) => print_list(&a.prefix, &l),
         Err(e) => {
             eprintln!("etcdlock: {e}");
@@ -149,48 +148,17 @@ pub async fn watch(opts: ClientOptions, a: ListArgs) -> i32 {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let ns = client.namespace().to_vec();
-    let mut etcd = match client.etcd().await {
-        Ok(c) => c,
+    let mut rx = match etcdlock::bridge::list_changes(&client, &a.prefix).await {
+        Ok(rx) => rx,
         Err(e) => {
-            eprintln!("etcdlock: {e}");
+            eprintln!("etcdlock: cannot watch: {e}");
             return exit_code_for(&e);
         }
     };
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    for sub in [
-        a.prefix.clone(),
-        format!("{}{}", etcdlock::META_PREFIX, a.prefix),
-    ] {
-        let mut from = ns.clone();
-        from.extend_from_slice(sub.as_bytes());
-        let mut s = match etcd
-            .watch(from, Some(WatchOptions::new().with_prefix()))
-            .await
-        {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("etcdlock: cannot watch: {e}");
-                return crate::exit::UNAVAILABLE;
-            }
-        };
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            while let Ok(Some(r)) = s.message().await {
-                if r.events()
-                    .iter()
-                    .any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete))
-                {
-                    let _ = tx.send(());
-                }
-            }
-        });
-    }
-    drop(tx);
     let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
     loop {
         match client.list(&a.prefix).await {
-            Ok(l) if a.json => println!("{}", etcdlock::bridge::list_json(&a.prefix, &l)),
+            Ok(l) if a.json => println!("{}", view::list(&a.prefix, &l)),
             Ok(l) => {
                 if tty {
                     print!("\x1b[H\x1b[2J");
@@ -311,5 +279,140 @@ fn print_list(prefix: &str, l: &[Status]) {
             secs(h.and_then(|c| c.age_ms)),
             h.map(who).unwrap_or_else(|| "-".into()),
         );
+    }
+}
+
+/// `status --json`, `list --json` and `watch --json`: core's records
+/// ([`Status`], [`Contender`]) under the CLI's documented key names and
+/// units (docs/operations/inspect.md), declared once here as serde views over
+/// the record's fields. Core has the one encoding of the records
+/// (`etcdlock::records`); this is the CLI's mapping of it, not a second one:
+/// each field is the record's, renamed (`kind` -> `contender`,
+/// `ttl_remaining` -> `ttl_remaining_s`, `create_revision` ->
+/// `fencing_token`), with the CLI's units (hexadecimal lease, tokens and
+/// revisions as numbers, the value as text), plus each contender's
+/// `position` (holders 0, waiters from 1 in queue order) and `holder`, the
+/// first holder.
+mod view {
+    use etcdlock::{Contender, ContenderKind, Status};
+    use serde::{Serialize, Serializer};
+
+    #[derive(Serialize)]
+    struct ListView<'a> {
+        prefix: &'a str,
+        revision: Option<i64>,
+        locks: Vec<StatusView<'a>>,
+    }
+
+    #[derive(Serialize)]
+    struct StatusView<'a> {
+        name: &'a str,
+        kind: Option<&'static str>,
+        revision: i64,
+        holder: Option<ContenderView<'a>>,
+        holders: Vec<ContenderView<'a>>,
+        waiters: Vec<ContenderView<'a>>,
+    }
+
+    #[derive(Serialize, Clone)]
+    struct ContenderView<'a> {
+        position: usize,
+        key: &'a str,
+        #[serde(rename = "contender", serialize_with = "kind_name")]
+        kind: ContenderKind,
+        #[serde(rename = "permits", serialize_with = "permits")]
+        permit_count: ContenderKind,
+        #[serde(serialize_with = "hex")]
+        lease_id: i64,
+        #[serde(rename = "ttl_remaining_s")]
+        ttl_remaining: Option<i64>,
+        #[serde(rename = "fencing_token")]
+        create_revision: i64,
+        age_ms: Option<u64>,
+        host: &'a Option<String>,
+        pid: Option<u32>,
+        language: &'a Option<String>,
+        local_waiters: Option<u32>,
+        #[serde(serialize_with = "pairs")]
+        metadata: &'a [(String, String)],
+        foreign: bool,
+        #[serde(serialize_with = "text")]
+        value: &'a [u8],
+    }
+
+    fn contender(c: &Contender, position: usize) -> ContenderView<'_> {
+        ContenderView {
+            position,
+            key: &c.key,
+            kind: c.kind,
+            permit_count: c.kind,
+            lease_id: c.lease_id,
+            ttl_remaining: c.ttl_remaining,
+            create_revision: c.create_revision,
+            age_ms: c.age_ms,
+            host: &c.host,
+            pid: c.pid,
+            language: &c.language,
+            local_waiters: c.local_waiters,
+            metadata: &c.metadata,
+            foreign: c.foreign,
+            value: &c.value,
+        }
+    }
+
+    fn view(st: &Status) -> StatusView<'_> {
+        let holders: Vec<_> = st.holders.iter().map(|c| contender(c, 0)).collect();
+        StatusView {
+            name: &st.name,
+            kind: st.kind.map(|k| k.name()),
+            revision: st.revision,
+            holder: holders.first().cloned(),
+            holders,
+            waiters: (st.waiters.iter().enumerate())
+                .map(|(i, c)| contender(c, i + 1))
+                .collect(),
+        }
+    }
+
+    /// One name's holders and waiters (`status --json`).
+    pub fn status(st: &Status) -> String {
+        serde_json::to_string(&view(st)).unwrap_or_default()
+    }
+
+    /// Every name under a prefix (`list --json`, `watch --json`).
+    pub fn list(prefix: &str, l: &[Status]) -> String {
+        let v = ListView {
+            prefix,
+            revision: l.first().map(|s| s.revision),
+            locks: l.iter().map(view).collect(),
+        };
+        serde_json::to_string(&v).unwrap_or_default()
+    }
+
+    fn kind_name<S: Serializer>(k: &ContenderKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(match k {
+            ContenderKind::Exclusive => "exclusive",
+            ContenderKind::Reader => "reader",
+            ContenderKind::Permit(_) => "permit",
+        })
+    }
+
+    fn permits<S: Serializer>(k: &ContenderKind, s: S) -> Result<S::Ok, S::Error> {
+        match k {
+            ContenderKind::Permit(n) => s.serialize_some(n),
+            _ => s.serialize_none(),
+        }
+    }
+
+    fn hex<S: Serializer>(v: &i64, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{v:x}"))
+    }
+
+    fn pairs<S: Serializer>(v: &&[(String, String)], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_map(v.iter().map(|(k, v)| (k, v)))
+    }
+
+    fn text<S: Serializer>(v: &&[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&String::from_utf8_lossy(v))
     }
 }

@@ -24,12 +24,7 @@ use std::time::Duration;
 
 use futures_util::FutureExt;
 
-use serde_json::{json, Value};
-
-use crate::{
-    ClientOptions, Contender, ContenderKind, Error, ErrorCode, LockOptions, LossReason, Result,
-    Status,
-};
+use crate::{ClientOptions, Error, ErrorCode, LockOptions, LossReason, Result};
 
 pub use crate::runtime::block_on_interruptible;
 
@@ -500,61 +495,63 @@ impl<T: ?Sized> Handles<T> {
     }
 }
 
-/// One contender as JSON (see [`status_json`]).
-fn contender_json(c: &Contender, position: usize) -> Value {
-    let (contender, permits) = match c.kind {
-        ContenderKind::Exclusive => ("exclusive", None),
-        ContenderKind::Reader => ("reader", None),
-        ContenderKind::Permit(n) => ("permit", Some(n)),
-    };
-    json!({
-        "position": position,
-        "key": c.key,
-        "contender": contender,
-        "permits": permits,
-        "lease_id": format!("{:x}", c.lease_id),
-        "ttl_remaining_s": c.ttl_remaining,
-        "fencing_token": c.create_revision,
-        "age_ms": c.age_ms,
-        "host": c.host,
-        "pid": c.pid,
-        "language": c.language,
-        "local_waiters": c.local_waiters,
-        "metadata": c.metadata.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
-        "foreign": c.foreign,
-        "value": String::from_utf8_lossy(&c.value),
-    })
-}
-
-/// A name's holders and waiters as JSON, the one shape every language and
-/// the CLI show (`etcdlock status --json`): holders first (position 0), then
-/// waiters by their position in the queue (1 is next); host and pid apart;
-/// `foreign` for keys of etcdctl, Go or other programs.
-pub fn status_json(st: &Status) -> Value {
-    let holders: Vec<Value> = st.holders.iter().map(|c| contender_json(c, 0)).collect();
-    let waiters: Vec<Value> = st
-        .waiters
+/// The keys under a raw (not namespaced) `prefix`, in key order, for tests
+/// and tools (Node's `rawKeys`). One read through the unary door.
+pub async fn raw_keys(c: &crate::Client, prefix: &str) -> Result<Vec<String>> {
+    c.check_open()?;
+    let t = &c.inner.transport;
+    let answer = t.call(t.request_bound(), |mut kv| {
+        let opts = etcd_client::GetOptions::new()
+            .with_prefix()
+            .with_keys_only();
+        let from = prefix.to_string();
+        async move { kv.get(from, Some(opts)).await }
+    });
+    let mut r = Box::pin(answer).await.result?;
+    Ok(r.take_kvs()
         .iter()
-        .enumerate()
-        .map(|(i, c)| contender_json(c, i + 1))
-        .collect();
-    json!({
-        "name": st.name,
-        "kind": st.kind.map(|k| k.name()),
-        "revision": st.revision,
-        "holder": holders.first().cloned(),
-        "holders": holders,
-        "waiters": waiters,
-    })
+        .map(|kv| String::from_utf8_lossy(kv.key()).into_owned())
+        .collect())
 }
 
-/// Every name of a [`crate::Client::list`] as JSON (`etcdlock list --json`).
-pub fn list_json(prefix: &str, l: &[Status]) -> Value {
-    json!({
-        "prefix": prefix,
-        "revision": l.first().map(|s| s.revision),
-        "locks": l.iter().map(status_json).collect::<Vec<_>>(),
-    })
+/// A signal per change (put or delete) of the keys or meta records of the
+/// locks under `prefix` in the client's namespace, for the CLI's `watch`:
+/// the receiver yields `()` after each change and `None` once either watch
+/// stream ends. The watches open on the stream door.
+pub async fn list_changes(
+    c: &crate::Client,
+    prefix: &str,
+) -> Result<tokio::sync::mpsc::UnboundedReceiver<()>> {
+    use etcd_client::{EventType, WatchOptions};
+    c.check_open()?;
+    let t = &c.inner.transport;
+    let pinned = t.stream_door().await?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    for sub in [
+        prefix.to_string(),
+        format!("{}{prefix}", crate::META_PREFIX),
+    ] {
+        let mut from = c.inner.ns.clone();
+        from.extend_from_slice(sub.as_bytes());
+        let opened = pinned.watch(from, WatchOptions::new().with_prefix()).await;
+        let mut s = opened.map_err(|e| {
+            t.fail(pinned.member);
+            Error::from_etcd(e, &t.endpoints)
+        })?;
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(r)) = s.message().await {
+                let changed = r
+                    .events()
+                    .iter()
+                    .any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete));
+                if changed && tx.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    Ok(rx)
 }
 
 #[cfg(test)]

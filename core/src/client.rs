@@ -479,6 +479,7 @@ impl Client {
     /// within the request timeout: `Unavailable` when no member answers,
     /// `Closed` when the client was closed before it ever connected. The
     /// handle of a closed client fails every request.
+    #[cfg(feature = "bench")]
     pub async fn etcd(&self) -> Result<etcd_client::Client> {
         if let Some(c) = self.inner.transport.any_client() {
             return Ok(c);

@@ -44,7 +44,6 @@ mod recipes;
 pub mod records;
 pub mod runtime;
 mod session;
-mod status;
 mod transport;
 mod watch;
 
@@ -66,8 +65,8 @@ pub use recipes::multi::{MultiGuard, MultiLossSignal, MAX_MULTI};
 pub use recipes::once::{now_ms, OnceHold, OnceRecord, ONCE_PREFIX};
 pub use recipes::semaphore::MAX_PERMITS;
 pub use recipes::sync::{Barrier, Latch, MAX_SYNC_COUNT};
+pub use records::{Contender, ContenderKind, Status};
 pub use session::{Loss, Renewal};
-pub use status::{Contender, ContenderKind, Status};
 pub use tokio_util::sync::CancellationToken;
 
 /// The repository README's Rust example, compiled by `cargo test --doc`

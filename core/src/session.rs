@@ -10,6 +10,12 @@
 //! cut off from its peers renews leases until it notices and steps down,
 //! while the majority's new leader never sees those renewals, so an answer
 //! from it alone proves nothing past the new leader's own expiry.
+//!
+//! Layer: above the transport, below guards, the engine and the recipes. It
+//! owns the lease, the keep-alive stream (keepalive.rs) and the loss rule,
+//! and reaches etcd only through the transport's doors: the unary door for
+//! grants and revokes, the stream door for the keep-alive stream and the
+//! checks pinned to its member.
 
 use crate::poison::Locked;
 use std::collections::{HashMap, HashSet};
@@ -21,7 +27,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::LossReason;
-use crate::transport::Transport;
+use crate::transport::{Pinned, Transport};
 
 mod keepalive;
 
@@ -317,11 +323,10 @@ impl Session {
     /// acknowledged (so a delay lease is renewed later than the session's and
     /// outlives it by at least its delay). A lease etcd no longer has is
     /// forgotten.
-    async fn renew_extras(&self, client: &etcd_client::Client, silence: Duration) {
+    async fn renew_extras(&self, client: &Pinned, silence: Duration) {
         for id in self.extra_leases() {
-            let mut lease = client.lease_client();
             let r = tokio::time::timeout(silence, async {
-                let (_keeper, mut stream) = lease.keep_alive(id).await?;
+                let (_keeper, mut stream) = client.keep_alive(id).await?;
                 stream.message().await
             })
             .await;

@@ -221,8 +221,8 @@ impl Observer {
                     Err(e) => return Err(e),
                 };
                 let prefix = self.client.prefix(&self.name);
-                let opened = match self.client.inner.transport.stream_client().await {
-                    Ok((_, c)) => c
+                let opened = match self.client.inner.transport.stream_door().await {
+                    Ok(c) => c
                         .watch_client()
                         .watch(
                             prefix,

@@ -188,7 +188,7 @@ impl Session {
     /// negative `r` or "lease not found" is a lease that is gone.
     async fn confirm(
         &self,
-        client: &etcd_client::Client,
+        client: &Pinned,
         within: Duration,
         read_term: Option<u64>,
     ) -> Confirmed {
@@ -202,8 +202,7 @@ impl Session {
             },
         };
         let asked = Instant::now();
-        let mut lease = client.lease_client();
-        match tokio::time::timeout(within, lease.time_to_live(self.lease, None)).await {
+        match tokio::time::timeout(within, client.time_to_live(self.lease)).await {
             Ok(Ok(t)) if t.ttl() > 0 => {
                 tracing::trace!(
                     lease = format!("{:x}", self.lease),
@@ -241,11 +240,9 @@ impl Session {
     /// A leader cut off from its peers answers keep-alives until it steps
     /// down, but no read: its answers are never counted, and a stream whose
     /// member cannot answer reads is left for another member.
-    async fn check(&self, client: &etcd_client::Client, within: Duration) -> Checked {
+    async fn check(&self, client: &Pinned, within: Duration) -> Checked {
         let key = self.probe.locked().clone();
-        let mut kv = client.kv_client();
-        let opts = etcd_client::GetOptions::new().with_count_only();
-        match tokio::time::timeout(within, kv.get(key, Some(opts))).await {
+        match tokio::time::timeout(within, client.count(key)).await {
             Ok(Ok(r)) => match r.header() {
                 Some(h) => Checked::Term(h.raft_term()),
                 None => Checked::Failed,
@@ -283,7 +280,7 @@ impl Session {
         self: &Arc<Session>,
         keeper: &mut etcd_client::LeaseKeeper,
         stream: &mut etcd_client::LeaseKeepAliveStream,
-        client: &etcd_client::Client,
+        client: &Pinned,
         member: usize,
         metrics: &Arc<crate::metrics::Recorder>,
         silence: Duration,
@@ -342,30 +339,15 @@ impl Session {
                     let Ok(Some(resp)) = r else { return StreamEnd::Failed };
                     // An answer makes a pending question moot.
                     confirm = None;
-                    if resp.ttl() <= 0 {
-                        self.mark_lost(LossReason::LeaseExpired);
-                        return StreamEnd::Lost;
-                    }
-                    // An answer no request of ours is waiting for proves
-                    // nothing we can date.
-                    let Some(at) = sent.pop_front() else { continue };
-                    let term = resp.header().map(|h| h.raft_term());
-                    tracing::trace!(
-                        lease = format!("{:x}", self.lease),
-                        member,
-                        sent_mono_ms = crate::runtime::instant_to_mono_ns(at) / 1_000_000,
-                        rtt_ms = at.elapsed().as_millis() as u64,
-                        ttl = resp.ttl(),
-                        term,
-                        "keep-alive acknowledged"
-                    );
-                    metrics.keepalive(at.elapsed());
-                    answered = Some(at);
-                    match term {
-                        Some(term) => unchecked = Some(Proof { sent: at, ttl: resp.ttl(), term }),
-                        // Not etcd's answer (etcd always sends a header):
-                        // nothing to check it against.
-                        None => self.proved(at, resp.ttl(), client, silence),
+                    match self.on_answer(&resp, &mut sent, member, metrics, client, silence) {
+                        Err(end) => return end,
+                        Ok(Some((at, proof))) => {
+                            answered = Some(at);
+                            if proof.is_some() {
+                                unchecked = proof;
+                            }
+                        }
+                        Ok(None) => {}
                     }
                 }
                 () = tokio::time::sleep_until(send_at.into()) => {}
@@ -375,50 +357,15 @@ impl Session {
                 }
                 c = async { confirm.as_mut().expect("guarded").await }, if confirm.is_some() => {
                     confirm = None;
-                    match c {
-                        Confirmed::Alive(Some(p)) => {
-                            if !unchecked.is_some_and(|u| u.sent >= p.sent) {
-                                unchecked = Some(p);
-                            }
-                        }
-                        Confirmed::Alive(None) => {}
-                        Confirmed::Gone => {
-                            self.mark_lost(LossReason::LeaseExpired);
-                            return StreamEnd::Lost;
-                        }
-                        Confirmed::Silent => return StreamEnd::Silent,
+                    if let Some(end) = self.on_confirmed(c, &mut unchecked) {
+                        return end;
                     }
                 }
                 c = async { checking.as_mut().expect("guarded").0.as_mut().await }, if checking.is_some() => {
                     let (_, p) = checking.take().expect("guarded");
-                    let again = match c {
-                        Checked::Term(t) => {
-                            read_term = Some(t);
-                            if t == p.term {
-                                self.proved(p.sent, p.ttl, client, silence);
-                                false
-                            } else {
-                                // The leader changed around the renewal: renew
-                                // again (its answer carries the new term).
-                                tracing::debug!(lease = format!("{:x}", self.lease), member, renewed_in = p.term, read_in = t, "keep-alive answered in another term than the read after it; renewing again");
-                                true
-                            }
-                        }
-                        Checked::Denied => {
-                            // RBAC keeps the probe key from us (before the
-                            // first lock key): count the answer unchecked.
-                            tracing::debug!(lease = format!("{:x}", self.lease), "the read that checks a renewal was refused (RBAC); counting the renewal unchecked");
-                            self.proved(p.sent, p.ttl, client, silence);
-                            false
-                        }
-                        Checked::Failed => {
-                            tracing::debug!(lease = format!("{:x}", self.lease), member, "the read that checks a renewal failed; renewing again");
-                            true
-                        }
-                        Checked::Silent => {
-                            tracing::debug!(lease = format!("{:x}", self.lease), member, "member answers keep-alives but no linearizable read within the silence; leaving it");
-                            return StreamEnd::Silent;
-                        }
+                    let again = match self.on_checked(c, p, &mut read_term, member, client, silence) {
+                        Ok(again) => again,
+                        Err(end) => return end,
                     };
                     if again && unchecked.is_none() && sent.is_empty() {
                         let now = Instant::now();
@@ -429,15 +376,125 @@ impl Session {
         }
     }
 
+    /// A keep-alive answer on the stream: `Err` when etcd says the lease is
+    /// gone; `Ok(None)` for an answer no request of ours waits for; else the
+    /// send time of the request it answers and the proof to check (`None`
+    /// when it was counted at once).
+    fn on_answer(
+        self: &Arc<Session>,
+        resp: &etcd_client::LeaseKeepAliveResponse,
+        sent: &mut std::collections::VecDeque<Instant>,
+        member: usize,
+        metrics: &Arc<crate::metrics::Recorder>,
+        client: &Pinned,
+        silence: Duration,
+    ) -> std::result::Result<Option<(Instant, Option<Proof>)>, StreamEnd> {
+        if resp.ttl() <= 0 {
+            self.mark_lost(LossReason::LeaseExpired);
+            return Err(StreamEnd::Lost);
+        }
+        // An answer no request of ours is waiting for proves nothing we can date.
+        let Some(at) = sent.pop_front() else {
+            return Ok(None);
+        };
+        let term = resp.header().map(|h| h.raft_term());
+        tracing::trace!(
+            lease = format!("{:x}", self.lease),
+            member,
+            sent_mono_ms = crate::runtime::instant_to_mono_ns(at) / 1_000_000,
+            rtt_ms = at.elapsed().as_millis() as u64,
+            ttl = resp.ttl(),
+            term,
+            "keep-alive acknowledged"
+        );
+        metrics.keepalive(at.elapsed());
+        match term {
+            Some(term) => Ok(Some((
+                at,
+                Some(Proof {
+                    sent: at,
+                    ttl: resp.ttl(),
+                    term,
+                }),
+            ))),
+            // Not etcd's answer (etcd always sends a header): nothing to
+            // check it against.
+            None => {
+                self.proved(at, resp.ttl(), client, silence);
+                Ok(Some((at, None)))
+            }
+        }
+    }
+
+    /// The answer to a question about the lease: a newer proof to check, or
+    /// the end of the stream (`Some`) when the lease is gone or the member silent.
+    fn on_confirmed(&self, c: Confirmed, unchecked: &mut Option<Proof>) -> Option<StreamEnd> {
+        match c {
+            Confirmed::Alive(Some(p)) => {
+                if !unchecked.as_ref().is_some_and(|u| u.sent >= p.sent) {
+                    *unchecked = Some(p);
+                }
+                None
+            }
+            Confirmed::Alive(None) => None,
+            Confirmed::Gone => {
+                self.mark_lost(LossReason::LeaseExpired);
+                Some(StreamEnd::Lost)
+            }
+            Confirmed::Silent => Some(StreamEnd::Silent),
+        }
+    }
+
+    /// The read that checks proof `p` answered: `Ok(true)` to renew again
+    /// (the term moved, or the read failed), `Ok(false)` once counted, `Err`
+    /// when the member stays silent.
+    fn on_checked(
+        self: &Arc<Session>,
+        c: Checked,
+        p: Proof,
+        read_term: &mut Option<u64>,
+        member: usize,
+        client: &Pinned,
+        silence: Duration,
+    ) -> std::result::Result<bool, StreamEnd> {
+        match c {
+            Checked::Term(t) => {
+                *read_term = Some(t);
+                if t == p.term {
+                    self.proved(p.sent, p.ttl, client, silence);
+                    Ok(false)
+                } else {
+                    // The leader changed around the renewal: renew
+                    // again (its answer carries the new term).
+                    tracing::debug!(lease = format!("{:x}", self.lease), member, renewed_in = p.term, read_in = t, "keep-alive answered in another term than the read after it; renewing again");
+                    Ok(true)
+                }
+            }
+            Checked::Denied => {
+                // RBAC keeps the probe key from us (before the
+                // first lock key): count the answer unchecked.
+                tracing::debug!(lease = format!("{:x}", self.lease), "the read that checks a renewal was refused (RBAC); counting the renewal unchecked");
+                self.proved(p.sent, p.ttl, client, silence);
+                Ok(false)
+            }
+            Checked::Failed => {
+                tracing::debug!(
+                    lease = format!("{:x}", self.lease),
+                    member,
+                    "the read that checks a renewal failed; renewing again"
+                );
+                Ok(true)
+            }
+            Checked::Silent => {
+                tracing::debug!(lease = format!("{:x}", self.lease), member, "member answers keep-alives but no linearizable read within the silence; leaving it");
+                Err(StreamEnd::Silent)
+            }
+        }
+    }
+
     /// A checked answer: the deadline moves, and the leases renewed with the
     /// session's (lock-delays, latches) are renewed now.
-    fn proved(
-        self: &Arc<Session>,
-        sent: Instant,
-        ttl: i64,
-        client: &etcd_client::Client,
-        silence: Duration,
-    ) {
+    fn proved(self: &Arc<Session>, sent: Instant, ttl: i64, client: &Pinned, silence: Duration) {
         self.extend(sent, ttl);
         if self.has_extras() {
             // Off the session's own loop: a slow renewal of many latches
@@ -459,13 +516,13 @@ impl Session {
         let silence = transport.silence();
         let mut retry = Duration::from_millis(20);
         loop {
-            let Ok((member, client)) = transport.stream_client().await else {
+            let Ok(client) = transport.stream_door().await else {
                 tokio::time::sleep(retry).await;
                 retry = (retry * 2).min(Duration::from_millis(250));
                 continue;
             };
-            let mut lease = client.lease_client();
-            let opened = tokio::time::timeout(silence, lease.keep_alive(self.lease)).await;
+            let member = client.member;
+            let opened = tokio::time::timeout(silence, client.keep_alive(self.lease)).await;
             let (mut keeper, mut stream) = match opened {
                 Ok(Ok(pair)) => pair,
                 _ => {

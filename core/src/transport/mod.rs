@@ -9,6 +9,14 @@
 //! channel, connect probes every member at once and keeps the first that
 //! answers, and a member that fails is benched with backoff while requests go to
 //! the next one.
+//!
+//! Layer: the bottom one. It owns the members, their connections and the two
+//! doors every request leaves by: the unary door (request.rs: a slot, then
+//! attempts member after member, reporting whether an outcome is uncertain)
+//! and the stream door (stream.rs: a member for a watch or keep-alive
+//! stream, and the requests pinned to that stream's member). It calls only
+//! etcd-client, tonic and `crate::error`; everything else (sessions, the
+//! watch hub, guards, the engine and the recipes) calls it.
 
 use crate::poison::Locked;
 use std::future::Future;
@@ -25,6 +33,8 @@ mod policy;
 pub(crate) use policy::{check_endpoint, classify, jitter, mem_store, Answer, Bound, Kind};
 
 mod request;
+mod stream;
+pub(crate) use stream::Pinned;
 
 /// Requests one client keeps in flight at most; further ones queue in the
 /// client, so a burst of 10,000 acquisitions never meets `too many requests`.
@@ -116,8 +126,8 @@ impl Transport {
     /// again; they fail `Closed` (one in flight too, at once). A member on etcd-client's own channel
     /// (TLS) has its client dropped here: its connection closes as soon as
     /// the requests still on it end (tonic closes a channel with its last
-    /// handle), unless the application keeps a raw client from
-    /// [`crate::Client::etcd`].
+    /// handle), unless a bench or test tool keeps a raw client from
+    /// `Client::etcd` (the `bench` feature's door).
     pub(crate) async fn shut(&self, until: Instant) {
         self.closer
             .close(until.saturating_duration_since(Instant::now()))
@@ -308,29 +318,13 @@ impl Transport {
         }
     }
 
-    /// A client for a stream (watch, keep-alive) on a member believed healthy,
-    /// and that member's index for [`Transport::fail`].
-    pub(crate) async fn stream_client(&self) -> Result<(usize, etcd_client::Client)> {
-        let i = self.pick();
-        match tokio::time::timeout(self.request_timeout, self.member_client(i)).await {
-            Ok(Ok(c)) => Ok((i, c)),
-            Ok(Err(e)) => {
-                self.fail(i);
-                Err(Error::from_etcd(e, &self.endpoints))
-            }
-            Err(_) => {
-                self.fail(i);
-                Err(self.unavailable("no answer while connecting"))
-            }
-        }
-    }
-
     /// The URL of the member requests go to now.
     pub(crate) fn member_in_use(&self) -> &str {
         &self.members[self.current.load(Ordering::Relaxed) % self.members.len()].url
     }
 
     /// The client of the member in use (for tools and tests; no failover).
+    #[cfg(feature = "bench")]
     pub(crate) fn any_client(&self) -> Option<etcd_client::Client> {
         let i = self.current.load(Ordering::Relaxed) % self.members.len();
         let c = self.members[i].client.locked().clone();
@@ -346,11 +340,7 @@ impl Transport {
         for i in 0..self.members.len() {
             let t = self.clone();
             probes.spawn(async move {
-                let r = async {
-                    let mut c = t.member_client(i).await?;
-                    c.status().await.map(|_| ())
-                }
-                .await;
+                let r = async { t.pinned(i).await?.status().await.map(|_| ()) }.await;
                 (i, r)
             });
         }

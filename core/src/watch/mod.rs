@@ -24,6 +24,12 @@
 //! contention that made one handoff in twenty wait for the loop. Each owner
 //! subscribes with the revision of its last read; the hub replays the key's
 //! last delete if it came after that read, so sharing never hides a delete.
+//!
+//! Layer: beside the session, above the transport. It owns the client's
+//! one watch stream (opened on the transport's stream door) and the watches
+//! on it; guards, the engine and the recipes subscribe through [`Sink`]s.
+//! The one other watch stream in core, the election observer's, opens on the
+//! same stream door.
 
 use crate::poison::Locked;
 use std::collections::VecDeque;

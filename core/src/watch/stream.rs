@@ -244,18 +244,19 @@ impl Task {
     /// Open a stream on a healthy member and (re-)create every watch on it.
     async fn open(&mut self) -> Result<(), String> {
         let rt = self.transport.request_timeout;
-        let (member, client) = self
+        let pinned = self
             .transport
-            .stream_client()
+            .stream_door()
             .await
             .map_err(|e| e.to_string())?;
+        let member = pinned.member;
         let gen = self.gen + 1;
         let all = State::lock(&self.state).resume(gen);
         if all.is_empty() {
             return Ok(());
         }
         let (first, key, rev) = all[0].clone();
-        let mut wc = client.watch_client();
+        let mut wc = pinned.watch_client();
         let stream =
             match tokio::time::timeout(rt, wc.watch(key, Some(create_opts(first, rev)))).await {
                 Ok(Ok(s)) => s,

@@ -7,7 +7,7 @@ import java.util.Optional;
 
 /** The leader of an election, as read from etcd ({@link EtcdLockClient#leader(String)}). */
 public final class Leader {
-    // Set by Records.decode from core's records JSON (core/src/records.rs), by name.
+    // Set by Records.decode from core's records JSON (core/src/records/mod.rs), by name.
     private String key;
     private byte[] value;
     private long revision;

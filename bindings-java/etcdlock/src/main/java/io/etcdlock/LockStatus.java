@@ -140,7 +140,7 @@ public final class LockStatus {
         }
     }
 
-    // Set by Records.decode from core's records JSON (core/src/records.rs), by name.
+    // Set by Records.decode from core's records JSON (core/src/records/mod.rs), by name.
     private String name;
     private LockKind kind;
     private long revision;

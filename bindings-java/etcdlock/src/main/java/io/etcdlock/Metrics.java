@@ -45,7 +45,7 @@ public final class Metrics {
         private Acquisitions() {}
     }
 
-    // Set by Records.decode from core's records JSON (core/src/records.rs), by name; keys the
+    // Set by Records.decode from core's records JSON (core/src/records/mod.rs), by name; keys the
     // core adds later (e.g. its wait histogram) are ignored.
     private Map<Result, Acquisitions> acquisitions;
     private long waiting;

@@ -16,7 +16,7 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The one decoder of core's records (core/src/records.rs: {@link LockStatus}, {@link Metrics},
+ * The one decoder of core's records (core/src/records/mod.rs: {@link LockStatus}, {@link Metrics},
  * {@link Leader}), as Python's and Node's: a JSON object becomes an instance of a record class by
  * the class's own fields, so adding a field to a record in core needs no edit here.
  *

@@ -18,7 +18,7 @@ class RecordsTest {
     /** 7587862106543470159 (0x694d9a0b1c2d3e4f) is beyond 2^53: a double would round it. */
     private static final long BIG = 0x694d_9a0b_1c2d_3e4fL;
 
-    /** A contender as core's records encode it (core/src/records.rs). */
+    /** A contender as core's records encode it (core/src/records/mod.rs). */
     private static String contender(String kind, String permits, boolean holds) {
         return "{\"key\":\"locks/a/694d9a0b1c2d3e4f\",\"kind\":\"" + kind + "\",\"permits\":" + permits + ",\"holds\":" + holds
                 + ",\"lease_id\":\"" + BIG + "\",\"ttl_remaining\":9,\"fencing_token\":\"42\",\"owner\":\"h:7\",\"age_ms\":1500,"

@@ -15,13 +15,23 @@
 //! - per-outcome and per-reason counters are objects keyed by
 //!   [`crate::AcquireResult::name`] and [`crate::LossReason::name`], in that
 //!   order; absent values are `null`.
+//!
+//! Layer: records. This folder owns the records core hands to the CLI and
+//! the bindings and their one encoding (this file), and status.rs, which
+//! reads the queue view of a name or a prefix (`Client::status`, `list`,
+//! `release`, `release_permit`) through the client's unary door. It may call
+//! the client's request helpers, `names` and `meta`; it calls no recipe, and
+//! nothing below it (transport, session, watch) calls it.
 
 use std::time::Duration;
 
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::metrics::{Acquisitions, WAIT_BUCKETS};
-use crate::{LockKind, LossReason, Status};
+use crate::{Leader, LockKind, LossReason};
+
+mod status;
+pub use status::{Contender, ContenderKind, Status};
 
 /// A record as the bindings receive it: the JSON of its serde encoding.
 pub fn to_json<T: serde::Serialize + ?Sized>(record: &T) -> String {
@@ -35,7 +45,7 @@ pub fn list_to_json(list: &[Status]) -> String {
     to_json(list)
 }
 
-impl serde::Serialize for crate::Leader {
+impl serde::Serialize for Leader {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(4))?;
         m.serialize_entry("key", &String::from_utf8_lossy(&self.key))?;
@@ -199,6 +209,7 @@ mod tests {
                 "lease_id": (0x694d_9a0b_1c2d_3e4f_i64).to_string(),
             })
         );
+        assert_eq!(to_json(&None::<crate::Leader>), "null");
     }
 
     #[test]
