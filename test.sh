@@ -123,7 +123,7 @@ suite core "Rust lints of the benchmark builds (--features bench)" \
   bash -c 'cargo clippy --quiet -p etcdlock-python -p etcdlock-node -p etcdlock-jni -p etcdlock-cli \
     --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench,etcdlock-cli/bench -- -D warnings &&
     cargo clippy --quiet -p etcdlock-cli --tests --features bench -- -D warnings'
-suite core "Rust formatting and core comments (scripts/lint.sh: cargo fmt --all --check; no measured figures in core's comments)" \
+suite core "Rust formatting, core comments and shape (scripts/lint.sh: cargo fmt --all --check; no measured figures in core's comments; files <= 600 lines, core functions <= 120 lines, no import circle in core)" \
   bash scripts/lint.sh
 suite core "README code blocks: each one and what checks it (scripts/readme_blocks.py)" \
   python3 scripts/readme_blocks.py

@@ -5,7 +5,12 @@
 #   2. core's comments state what holds and name the test or benchmark that
 #      shows it: no measured figure (microseconds, kilobytes, a ratio like
 #      "1.5x", "took 11 s", "~80 handoffs/s") outside the benchmark code.
-#      Figures live in docs/operations/benchmarks.md's current table; history in commits.
+#      Figures live in docs/operations/benchmarks.md's current table; history in commits;
+#   3. scripts/shape_check.py: no source file over 600 lines before its in-file
+#      tests (outside generated, vendored and test files), no function over
+#      120 lines in core/src, no circle of imports among core/src's files
+#      (the script's doc comment says how each is counted and what it skips;
+#      `python3 scripts/shape_check.py --only files|functions|cycles` runs one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -37,4 +42,5 @@ if [ -n "$hits" ]; then
 else
   echo "lint: core/src comments: no measured figures outside the benchmark code"
 fi
+python3 scripts/shape_check.py || bad=1
 exit $bad

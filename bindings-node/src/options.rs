@@ -2,7 +2,7 @@
 //! with its name and a value of one JS type; core finds the option by name
 //! (camelCase or the short TLS names) and the value is converted by the
 //! option's kind into core's option text. Nothing here knows a particular
-//! option, so a new core option needs only its `index.d.ts` line.
+//! option, so a new core option needs only its `options.d.ts` line.
 
 use etcdlock::bridge::{self, OptionKind, Unit};
 use etcdlock::ClientOptions;

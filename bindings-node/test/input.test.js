@@ -80,7 +80,7 @@ describe('connect options', () => {
     await c.close();
   });
 
-  it('keepaliveInterval, declared only in index.d.ts, reaches core: a good value connects, a bad one carries core\'s message', async () => {
+  it('keepaliveInterval, declared only in options.d.ts, reaches core: a good value connects, a bad one carries core\'s message', async () => {
     const c = await Client.connect({ endpoints: etcd.endpoints, ttl: 5, keepaliveInterval: 250 });
     const lock = await c.lock(unique('ka'));
     assert.equal(lock.isHeld, true);

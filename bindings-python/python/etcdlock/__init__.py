@@ -125,7 +125,8 @@ ERRORS: Dict[str, Type[LockError]] = {
 
 from ._common import Contender, Leader, Status, release_on_sigterm  # noqa: E402
 from ._common import Endpoints as Endpoints  # noqa: E402,F401  (the type of the endpoints argument)
-from ._client import Client, Lock, Observer, Semaphore  # noqa: E402
+from ._client import Client, Observer  # noqa: E402
+from ._handles import Lock, Semaphore  # noqa: E402
 from ._reentry import AsyncRLock, RLock  # noqa: E402
 from ._leader import AsyncLeaderLoop, AsyncTerm, LeaderEvent, LeaderLoop, Term  # noqa: E402
 from ._once import AsyncOnceHold, OnceHold  # noqa: E402
