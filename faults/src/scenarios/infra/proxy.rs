@@ -1,4 +1,4 @@
-//! 26. Through etcd's gRPC proxy, which is killed, restarted and stopped
+//! Scenario 26: through etcd's gRPC proxy, which is killed, restarted and stopped
 //! past the TTL of the holder behind it.
 
 use super::*;
