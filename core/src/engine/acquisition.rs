@@ -16,7 +16,8 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::engine::delay::{put_record, Gate};
+use crate::engine::delay::{self, put_record, Gate};
+use crate::engine::{turn, wait};
 use crate::engine::queue::{kvs, more, revision, Queue};
 use crate::engine::wait::{timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
@@ -154,7 +155,7 @@ impl<'a> Acquisition<'a> {
             timeout: self.timeout,
             cancel: self.cancel,
         };
-        match self.client.delay_gate(&guard, gate).await {
+        match delay::delay_gate(&self.client, &guard, gate).await {
             Ok(()) => Ok(guard),
             Err(e) => {
                 // Granted in the queue but not past the delay: leave it, as
@@ -196,7 +197,7 @@ impl<'a> Acquisition<'a> {
             value.clone(),
             Some(PutOptions::new().with_lease(session.lease)),
         );
-        let recs = client.delay_records(name);
+        let recs = delay::delay_records(client, name);
         let held_range = || {
             Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
                 .with_range(prefix_end(&recs.held))
@@ -236,8 +237,8 @@ impl<'a> Acquisition<'a> {
                     ),
                 ]),
         };
-        let resp = client
-            .run_detached(&mut pending, txn, name, self.bound, self.cancel)
+        let resp = wait::run_detached(
+            client,&mut pending, txn, name, self.bound, self.cancel)
             .await;
         self.queued();
         let resp = resp.map_err(|e| self.bounded(e))?;
@@ -290,7 +291,7 @@ impl<'a> Acquisition<'a> {
                 Some(q) => (my_rev, q),
                 None => (
                     my_rev,
-                    client.read_queue(prefix, &key, my_rev).await.map_err(ctx)?,
+                    turn::read_queue(client, prefix, &key, my_rev).await.map_err(ctx)?,
                 ),
             }
         } else {
@@ -299,7 +300,7 @@ impl<'a> Acquisition<'a> {
             match kvs(ops.first()).first().map(|kv| kv.create_revision()) {
                 Some(rev) => (
                     rev,
-                    client.read_queue(prefix, &key, rev).await.map_err(ctx)?,
+                    turn::read_queue(client, prefix, &key, rev).await.map_err(ctx)?,
                 ),
                 None => {
                     return Err(Error::lost(
@@ -333,11 +334,11 @@ impl<'a> Acquisition<'a> {
         let key = pending.key.clone();
         let txn = put_if_absent(&key, value, session.lease);
         let never = CancellationToken::new();
-        let resp = client
-            .run_detached(&mut pending, txn, self.name, client.request_bound(), &never)
+        let resp = wait::run_detached(
+            client,&mut pending, txn, self.name, client.request_bound(), &never)
             .await?;
         let my_rev = created_at(&resp).unwrap_or(0);
-        let q = client.read_queue(&self.prefix, &key, my_rev).await?;
+        let q = turn::read_queue(client, &self.prefix, &key, my_rev).await?;
         if q.mine && q.pred.is_none() {
             return Ok(client.held(self.name, session, pending, my_rev, Vec::new(), None));
         }

@@ -51,11 +51,9 @@ pub(crate) struct Records {
     pub(crate) waiting: Vec<u8>,
 }
 
-impl Client {
-    pub(crate) fn delay_records(&self, name: &str) -> Records {
-        Records::of(self.ns_key(name.as_bytes()))
+    pub(crate) fn delay_records(client: &Client, name: &str) -> Records {
+        Records::of(client.ns_key(name.as_bytes()))
     }
-}
 
 impl Records {
     /// The record keys of the name whose namespaced key is `name`.
@@ -122,23 +120,22 @@ pub(crate) struct Gate<'a> {
     pub(crate) cancel: &'a CancellationToken,
 }
 
-impl Client {
     /// We are first in the queue of `g`'s lock: wait until no other holder's
     /// delay record is left, then (with a delay of our own) put ours, in one
     /// Txn conditional on our key. A try (or timeout zero) does not wait:
     /// `WouldBlock` (`Timeout`). The caller releases `g` on an error.
-    pub(crate) async fn delay_gate(&self, g: &Guard, gate: Gate<'_>) -> Result<()> {
+    pub(crate) async fn delay_gate(client: &Client, g: &Guard, gate: Gate<'_>) -> Result<()> {
         let name = g.name().to_string();
-        let prefix = self.prefix(&name);
-        let recs = self.delay_records(&name);
+        let prefix = client.prefix(&name);
+        let recs = delay_records(client, &name);
         let key = g.key_bytes().to_vec();
         let token = g.fencing_token();
         let (mine_h, mine_w) = (recs.held_of(&prefix, &key), recs.waiting_of(&prefix, &key));
         let bound = match gate.mode {
             Mode::Wait => Bound::Wait(gate.deadline),
-            _ => self.request_bound(),
+            _ => client.request_bound(),
         };
-        let hub = &self.inner.hub;
+        let hub = &client.inner.hub;
         let mut lost = g.lost_signal();
         loop {
             let read = TxnOp::get(
@@ -162,7 +159,7 @@ impl Client {
                     .or_else([read, ours]),
                 None => Txn::new().and_then([read, ours]),
             };
-            let resp = self
+            let resp = client
                 .call(Some(bound), |mut c| {
                     let t = txn.clone();
                     async move { c.txn(t).await }
@@ -184,7 +181,7 @@ impl Client {
                 .first()
                 .is_some_and(|kv| kv.create_revision() == token)
             {
-                let reason = why_deleted(self, g.session()).await;
+                let reason = why_deleted(client, g.session()).await;
                 return Err(lost_err(
                     &name,
                     reason,
@@ -204,14 +201,14 @@ impl Client {
                             put_record(mine_h.clone(), lease),
                             TxnOp::delete(mine_w.clone(), None),
                         ]);
-                    let r = self
+                    let r = client
                         .call(Some(bound), |mut c| {
                             let t = t.clone();
                             async move { c.txn(t).await }
                         })
                         .await?;
                     if !r.succeeded() {
-                        let reason = why_deleted(self, g.session()).await;
+                        let reason = why_deleted(client, g.session()).await;
                         return Err(lost_err(
                             &name,
                             reason,
@@ -243,7 +240,7 @@ impl Client {
                     },
                     _ = sleep_opt(gate.deadline) => break Err(timeout_err(&name, gate.timeout)),
                     _ = gate.cancel.cancelled() => break Err(cancelled(&name)),
-                    _ = self.inner.closed.cancelled() => break Err(closed_err(&name)),
+                    _ = client.inner.closed.cancelled() => break Err(closed_err(&name)),
                     l = lost.wait() => break Err(match l {
                         Some(l) => lost_err(&name, l.reason, "the hold ended while the lock-delay ran"),
                         None => closed_err(&name),
@@ -254,7 +251,6 @@ impl Client {
             woke?;
         }
     }
-}
 
 #[cfg(test)]
 mod tests {

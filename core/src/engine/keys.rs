@@ -4,7 +4,6 @@
 //! our own key that passes from waiter to guard, and why a key went away.
 
 use crate::poison::Locked;
-use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -13,44 +12,7 @@ use tokio::sync::mpsc;
 use crate::client::Client;
 use crate::error::{ErrorCode, LossReason, Result};
 use crate::session::{Loss, OnLoss, Session};
-use crate::transport::Bound;
 use crate::watch::{Sink, WatchEvent};
-
-impl Client {
-    /// One request through the transport (failover, backpressure, retries
-    /// within `bound`; `None`: the request timeout from now), refused once
-    /// the client is closed.
-    pub(crate) async fn call<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
-    where
-        F: FnMut(etcd_client::KvClient) -> Fut,
-        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
-    {
-        self.check_open()?;
-        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
-        // Boxed: a request's future is large (tonic), and the futures that wait
-        // on it (a waiter, thousands of them) should not carry it inline.
-        Box::pin(self.inner.transport.call(bound, op)).await.result
-    }
-
-    /// [`Client::call`] for a lease request.
-    pub(crate) async fn call_lease<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
-    where
-        F: FnMut(etcd_client::LeaseClient) -> Fut,
-        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
-    {
-        self.check_open()?;
-        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
-        Box::pin(self.inner.transport.call_lease(bound, op))
-            .await
-            .result
-    }
-
-    /// The bound of a public call that starts now and does not wait for a
-    /// lock: the client's request timeout.
-    pub(crate) fn request_bound(&self) -> Bound {
-        self.inner.transport.request_bound()
-    }
-}
 
 /// Delete our key `key` while it is the incarnation created at `rev`, so
 /// that a delete reaching etcd late (a request buffered in a member that was

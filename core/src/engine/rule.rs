@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::engine::acquisition::Acquisition;
 use crate::engine::keys::{why_deleted, OwnKeyWatch};
-use crate::engine::wait::{timeout_err, Pending, Recheck, WaitEnds};
+use crate::engine::wait::{self, timeout_err, Pending, Recheck, WaitEnds};
 use crate::error::{ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{lost_err, Mode};
@@ -124,8 +124,8 @@ impl Acquisition<'_> {
                 session,
             };
             let keys = &turn.behind;
-            let woke = client
-                .wait_any_deleted(&mut pending, keys, turn.rev, &ends, &mut own_rx, || async {
+            let woke = wait::wait_any_deleted(
+                client,&mut pending, keys, turn.rev, &ends, &mut own_rx, || async {
                     // The watches started after our read: are these still
                     // the keys to wait behind? (one read)
                     matches!(rule.read().await, Ok(now) if now.behind == *keys)
@@ -135,8 +135,8 @@ impl Acquisition<'_> {
                 Ok(Recheck::OwnReset) => own_reset = true,
                 Ok(Recheck::Changed) => {}
                 Err(i) => {
-                    let e = client
-                        .end_wait(i, name, session, pending, timeout, role)
+                    let e = wait::end_wait(
+                        client,i, name, session, pending, timeout, role)
                         .await;
                     return Err(e);
                 }

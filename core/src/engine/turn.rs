@@ -2,7 +2,7 @@
 //! before ours, watching only the newest of them (no thundering herd), and
 //! the reads it decides by: the queue around our key
 //! ([`Client::read_queue`]) and the point reads that close a watch's gap
-//! ([`Client::presence`]).
+//! ([`presence`]).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -14,7 +14,7 @@ use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
 use crate::engine::keys::{why_deleted, OwnKeyWatch};
 use crate::engine::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
-use crate::engine::wait::{cancelled, timeout_err, Pending, WaitEnds};
+use crate::engine::wait::{self, cancelled, timeout_err, Pending, WaitEnds};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, lost_err};
@@ -147,7 +147,7 @@ impl Acquisition<'_> {
                             pending.watches.retain(|w| *w != own_id);
                             break Woken::Reread;
                         }
-                        Err(i) => return Err(client.end_wait(i, name, session, pending, timeout, "waiter").await),
+                        Err(i) => return Err(wait::end_wait(client, i, name, session, pending, timeout, "waiter").await),
                     },
                     Some((tag, ev)) = ev_rx.recv() => {
                         if tag == ahead_tag && tag != 0 {
@@ -161,7 +161,7 @@ impl Acquisition<'_> {
                                 // a missed delete only costs a read later.
                                 WatchEvent::Created { rev } if rev > queue.rev && queue.rest.is_some() => {
                                     let Some(a) = &queue.ahead else { continue };
-                                    match client.presence(a, &key, my_rev).await {
+                                    match presence(client, a, &key, my_rev).await {
                                         Ok((true, true)) => ahead_sure = true,
                                         // Gone, and ours is there: step past it.
                                         Ok((false, true)) => break Woken::Ahead,
@@ -180,7 +180,7 @@ impl Acquisition<'_> {
                             WatchEvent::Created { rev } => {
                                 // The watch starts after `rev`: if the store moved since our
                                 // read, one read closes the gap (both keys).
-                                if rev > queue.rev && !matches!(client.still_there(&pred, &key, my_rev).await, Ok(true)) {
+                                if rev > queue.rev && !matches!(still_there(client, &pred, &key, my_rev).await, Ok(true)) {
                                     break Woken::Reread;
                                 }
                                 if pred_is_holder && fresh {
@@ -192,7 +192,7 @@ impl Acquisition<'_> {
                         }
                     }
                     _ = sleep_opt(next_poll) => {
-                        match client.still_there(&pred, &key, my_rev).await {
+                        match still_there(client, &pred, &key, my_rev).await {
                             Ok(false) => break Woken::Reread,
                             _ => next_poll = polls.next().map(|ms| Instant::now() + Duration::from_millis(ms)),
                         }
@@ -230,7 +230,7 @@ impl Acquisition<'_> {
             };
             if !stepped {
                 queue = loop {
-                    match client.read_queue(prefix, &key, my_rev).await {
+                    match read_queue(client, prefix, &key, my_rev).await {
                         Ok(q) => {
                             backoff = Duration::from_millis(25);
                             break q;
@@ -261,24 +261,23 @@ impl Acquisition<'_> {
     }
 }
 
-impl Client {
     /// Whether the predecessor (as created) and our key both still exist: two
     /// point reads in one Txn, O(1) however long the queue (the full queue
     /// read is a sorted range, and etcd reads the whole prefix for those).
-    async fn still_there(&self, pred: &Contender, key: &[u8], my_rev: i64) -> Result<bool> {
-        self.presence(pred, key, my_rev)
+    async fn still_there(client: &Client, pred: &Contender, key: &[u8], my_rev: i64) -> Result<bool> {
+        presence(client, pred, key, my_rev)
             .await
             .map(|(theirs, ours)| theirs && ours)
     }
 
     /// Whether `other` (as created) and our key still exist, each: the two
-    /// point reads of [`Client::still_there`].
-    async fn presence(&self, other: &Contender, key: &[u8], my_rev: i64) -> Result<(bool, bool)> {
+    /// point reads of [`still_there`].
+    async fn presence(client: &Client, other: &Contender, key: &[u8], my_rev: i64) -> Result<(bool, bool)> {
         let txn = Txn::new().and_then([
             TxnOp::get(other.key.clone(), Some(GetOptions::new().with_keys_only())),
             TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
         ]);
-        let resp = self
+        let resp = client
             .call(None, |mut c| {
                 let t = txn.clone();
                 async move { c.txn(t).await }
@@ -293,7 +292,7 @@ impl Client {
     /// [`OLDER_READ`] keys older than ours (the predecessor, whether it is the
     /// only one, i.e. the holder, and, when that is all of them, the whole queue). Keys of nested names are skipped by a full scan in the
     /// rare case that they show up.
-    pub(crate) async fn read_queue(&self, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
+    pub(crate) async fn read_queue(client: &Client, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
         let older = || {
             GetOptions::new()
                 .with_prefix()
@@ -311,7 +310,7 @@ impl Client {
                 ),
             ),
         ]);
-        let resp = self
+        let resp = client
             .call(None, |mut c| {
                 let t = txn.clone();
                 async move { c.txn(t).await }
@@ -328,7 +327,7 @@ impl Client {
             return Ok(Queue::of_older(mine, &older, !more(ops.get(1)), rev));
         }
         let p = prefix.to_vec();
-        let all = self
+        let all = client
             .call(None, |mut c| {
                 let p = p.clone();
                 async move {
@@ -349,4 +348,3 @@ impl Client {
             .collect();
         Ok(Queue::of_older(mine, &older, true, rev))
     }
-}

@@ -180,20 +180,19 @@ impl Drop for Pending {
     }
 }
 
-impl Client {
     /// Run the acquire Txn on the runtime, detached from the caller: a cancel or
     /// timeout stops the caller's wait, never the request, and the cleanup
     /// learns the Txn's outcome before it deletes the key.
     pub(crate) async fn run_detached(
-        &self,
+        client: &Client,
         pending: &mut Pending,
         txn: Txn,
         name: &str,
         bound: Bound,
         cancel: &CancellationToken,
     ) -> Result<TxnResponse> {
-        let t = self.inner.transport.clone();
-        let closed = self.inner.closed.clone();
+        let t = client.inner.transport.clone();
+        let closed = client.inner.closed.clone();
         // Wait for a request slot first (nothing written yet, so a cancel here
         // needs no cleanup), then run the request detached.
         let (slot, bound) = tokio::select! {
@@ -248,7 +247,6 @@ impl Client {
         }
         r
     }
-}
 
 async fn pending_abandon(pending: &mut Pending) {
     let fut = pending.cleanup();
@@ -355,11 +353,10 @@ impl WaitEnds<'_> {
     }
 }
 
-impl Client {
     /// The error an [`Interrupt`] is for the acquisition of `name`, after the
     /// cleanup it needs (`what`: which of our keys, for a deleted own key).
     pub(crate) async fn end_wait(
-        &self,
+        client: &Client,
         i: Interrupt,
         name: &str,
         session: &Session,
@@ -387,7 +384,7 @@ impl Client {
                 lost_err(name, l.reason, "the session ended while waiting")
             }
             Interrupt::OwnDeleted => {
-                let reason = why_deleted(self, session).await;
+                let reason = why_deleted(client, session).await;
                 lost_err(
                     name,
                     reason,
@@ -405,7 +402,7 @@ impl Client {
     /// never missed: the watch starts at `after + 1`, or `unchanged` closes the
     /// gap. The watches end with the call.
     pub(crate) async fn wait_any_deleted<F, Fut>(
-        &self,
+        client: &Client,
         pending: &mut Pending,
         keys: &[Vec<u8>],
         after: i64,
@@ -417,7 +414,7 @@ impl Client {
         F: FnMut() -> Fut,
         Fut: Future<Output = bool>,
     {
-        let hub = &self.inner.hub;
+        let hub = &client.inner.hub;
         let (tx, mut rx) = mpsc::unbounded_channel::<WatchEvent>();
         let ids: Vec<i64> = keys
             .iter()
@@ -455,7 +452,6 @@ impl Client {
         }
         out
     }
-}
 
 #[cfg(test)]
 mod tests {

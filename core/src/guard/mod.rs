@@ -2,6 +2,7 @@
 
 mod guarded;
 mod handles;
+pub(crate) mod reentry;
 pub(crate) use guarded::{delete_all, get_all, put_all};
 mod cell;
 mod state;

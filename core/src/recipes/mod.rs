@@ -15,3 +15,14 @@ pub(crate) mod reentry;
 pub(crate) mod rwlock;
 pub(crate) mod semaphore;
 pub(crate) mod sync;
+
+use crate::client::Client;
+use crate::engine::delay::{self, Records};
+
+/// Convenience calls on [`Client`]: each a one-line delegation.
+impl Client {
+    /// The lock-delay record keys of `name` (status reads them).
+    pub(crate) fn delay_records(&self, name: &str) -> Records {
+        delay::delay_records(self, name)
+    }
+}

@@ -14,7 +14,8 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
 use crate::engine::queue::{kvs, more, revision, Queue};
-use crate::engine::wait::{cancelled, timeout_because, timeout_err, Pending};
+use crate::engine::turn;
+use crate::engine::wait::{self, cancelled, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{owner_info, validate_name, Mode};
@@ -254,8 +255,8 @@ impl Client {
                     .collect::<Vec<_>>(),
             )
             .and_then(ops);
-        let resp = self
-            .run_detached(&mut pending, txn, &label, bound, &cancel)
+        let resp = wait::run_detached(
+            self,&mut pending, txn, &label, bound, &cancel)
             .await
             .map_err(|e| {
                 if e.code() == ErrorCode::Timeout {
@@ -319,7 +320,7 @@ impl Client {
                 let prefix = c.prefix(&name);
                 let queue = match known {
                     Some(q) => q,
-                    None => match c.read_queue(&prefix, &key, my_rev).await {
+                    None => match turn::read_queue(&c, &prefix, &key, my_rev).await {
                         Ok(q) => q,
                         Err(e) => {
                             p.abandon().await;

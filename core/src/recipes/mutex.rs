@@ -27,16 +27,6 @@ use crate::transport::Bound;
 /// etcd's answer to a put on a revoked or expired lease.
 pub(crate) const LEASE_NOT_FOUND: &str = "requested lease not found";
 
-/// Acquisitions one client carries between admission and etcd's answer to
-/// the Txn that queues their key (then they wait, or hold, at no cost to the
-/// next). A burst of calls beyond it waits for admission with only its
-/// outer future allocated: the state of an acquisition in progress (its
-/// futures, key, Txn, request) exists for at most this many calls at once,
-/// so the burst's peak, which a host's allocator may keep after it, stays
-/// near what the locks then held cost (`examples/burst.rs`). Requests in
-/// flight are bounded alike (`transport::MAX_IN_FLIGHT`).
-pub(crate) const ADMITTED: usize = 256;
-
 /// What an acquisition was let in with ([`Client::admit`]).
 pub(crate) struct Admitted {
     /// When a wait gives up (`None`: never, or not a wait).
@@ -279,7 +269,7 @@ impl Client {
 
     /// Let an acquisition of `name` in: its place in this client's local
     /// queue for the name when it waits (window.rs), then one of
-    /// [`ADMITTED`] admissions, within the call's deadline, cancel and close.
+    /// [`ADMITTED`](crate::engine::window::ADMITTED) admissions, within the call's deadline, cancel and close.
     async fn admit(&self, name: &str, mode: Mode, opts: &LockOptions) -> Result<Admitted> {
         validate_name(name)?;
         self.check_open()?;
@@ -323,7 +313,7 @@ impl Client {
         })
     }
 
-    /// Wait for one of [`ADMITTED`] admissions until `end`: a wait's own
+    /// Wait for one of [`ADMITTED`](crate::engine::window::ADMITTED) admissions until `end`: a wait's own
     /// deadline (`Timeout`), or a try's request timeout (`Unavailable`: the
     /// admitted calls may all be waiting for an etcd that does not answer).
     async fn wait_admission(
@@ -494,7 +484,7 @@ mod tests {
         // Boxed, both stay far below the bounds; one request inline takes
         // either above its bound (debug and release builds alike).
         assert!(a < 2048, "acquire_n_counted's future is {a} B");
-        // What a call not admitted yet costs (see ADMITTED).
+        // What a call not admitted yet costs (see window::ADMITTED).
         assert!(o < 2048, "acquire_n's future is {o} B");
         assert!(d < 1024, "delete_incarnation's future is {d} B");
     }

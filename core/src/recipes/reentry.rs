@@ -12,46 +12,11 @@
 //! - other owners, and plain `lock` calls, queue behind the hold as usual;
 //! - the table keeps holds weakly: it never keeps a lock held.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use crate::client::Client;
 use crate::error::Result;
-use crate::guard::{Guard, WeakHold};
+use crate::guard::Guard;
 use crate::names::validate_name;
 use crate::options::LockOptions;
-use crate::poison::Locked;
-
-/// Past this many entries, a new one first drops the entries of ended holds.
-const PRUNE_AT: usize = 1024;
-
-/// The holds taken with an owner: (the name's prefix, owner) -> hold.
-#[derive(Default)]
-pub(crate) struct Reentry {
-    holds: Mutex<HashMap<(Vec<u8>, u64), WeakHold>>,
-}
-
-impl Reentry {
-    /// Another handle of `owner`'s hold of `prefix`, if it holds it (or
-    /// `LockLost` if that hold was lost).
-    fn reenter(&self, prefix: &[u8], owner: u64) -> Option<Result<Guard>> {
-        let mut holds = self.holds.locked();
-        let key = (prefix.to_vec(), owner);
-        let r = holds.get(&key)?.reenter();
-        if r.is_none() {
-            holds.remove(&key);
-        }
-        r
-    }
-
-    fn remember(&self, prefix: Vec<u8>, owner: u64, g: &Guard) {
-        let mut holds = self.holds.locked();
-        if holds.len() >= PRUNE_AT {
-            holds.retain(|_, h| !h.is_gone());
-        }
-        holds.insert((prefix, owner), g.downgrade());
-    }
-}
 
 impl Client {
     /// [`Client::lock_with`], reentrant for `owner`: if `owner` holds `name`

@@ -14,7 +14,7 @@ use crate::client::Client;
 use crate::engine::acquisition::{created_at, put_if_absent, Acquisition};
 use crate::engine::queue::{kvs, revision};
 use crate::engine::rule::{Rule, Turn};
-use crate::engine::wait::{cancelled, timeout_because, timeout_err, Pending};
+use crate::engine::wait::{self, cancelled, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, owner_info, show, validate_name, Mode};
@@ -93,8 +93,8 @@ impl Client {
         let key = session.reserve_key_marked(&prefix, READER);
         let mut pending = Pending::new(self, &session, key.clone());
         let txn = put_if_absent(&key, owner_info(), session.lease);
-        let resp = self
-            .run_detached(&mut pending, txn, name, bound, &cancel)
+        let resp = wait::run_detached(
+            self,&mut pending, txn, name, bound, &cancel)
             .await
             .map_err(|e| {
                 if e.code() == ErrorCode::Timeout {

@@ -16,7 +16,7 @@ use crate::client::Client;
 use crate::engine::acquisition::{created_at, put_if_absent, Acquisition};
 use crate::engine::queue::{kvs, revision};
 use crate::engine::rule::{Rule, Turn};
-use crate::engine::wait::{timeout_because, timeout_err, Pending};
+use crate::engine::wait::{self, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, show, KeyInfo, Mode};
@@ -175,8 +175,8 @@ impl Acquisition<'_> {
         let mut pending = Pending::new(client, session, key.clone());
         let value = KeyInfo::permit_value(permits);
         let txn = put_if_absent(&key, value, session.lease);
-        let resp = client
-            .run_detached(&mut pending, txn, name, bound, cancel)
+        let resp = wait::run_detached(
+            client,&mut pending, txn, name, bound, cancel)
             .await;
         self.queued();
         let resp = resp.map_err(|e| {
