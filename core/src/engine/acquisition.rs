@@ -17,14 +17,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::engine::delay::{self, put_record, Gate};
-use crate::engine::{turn, wait};
+use crate::engine::pipeline::{self, queue_txn, LEASE_NOT_FOUND};
 use crate::engine::queue::{kvs, more, revision, Queue};
 use crate::engine::wait::{timeout_because, timeout_err, Pending};
+use crate::engine::{turn, wait};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, owner_info, prefix_end, show, Mode};
 use crate::poison::Locked;
-use crate::recipes::mutex::{queue_txn, LEASE_NOT_FOUND};
 use crate::session::Session;
 use crate::transport::Bound;
 
@@ -91,7 +91,7 @@ impl<'a> Acquisition<'a> {
         Acquisition {
             client,
             name,
-            prefix: client.prefix(name),
+            prefix: pipeline::prefix(client, name),
             mode,
             bound,
             timeout,
@@ -155,7 +155,7 @@ impl<'a> Acquisition<'a> {
             timeout: self.timeout,
             cancel: self.cancel,
         };
-        match delay::delay_gate(&self.client, &guard, gate).await {
+        match delay::delay_gate(self.client, &guard, gate).await {
             Ok(()) => Ok(guard),
             Err(e) => {
                 // Granted in the queue but not past the delay: leave it, as
@@ -237,9 +237,8 @@ impl<'a> Acquisition<'a> {
                     ),
                 ]),
         };
-        let resp = wait::run_detached(
-            client,&mut pending, txn, name, self.bound, self.cancel)
-            .await;
+        let resp =
+            wait::run_detached(client, &mut pending, txn, name, self.bound, self.cancel).await;
         self.queued();
         let resp = resp.map_err(|e| self.bounded(e))?;
         let ops = resp.op_responses();
@@ -270,7 +269,7 @@ impl<'a> Acquisition<'a> {
                 }
             }
             let token = revision(&resp);
-            let g = client.held(name, session, pending, token, Vec::new(), None);
+            let g = pipeline::held(client, name, session, pending, token, Vec::new(), None);
             if delay.is_some() {
                 g.set_delay_records(vec![recs.held_of(prefix, &key)]);
             }
@@ -291,7 +290,9 @@ impl<'a> Acquisition<'a> {
                 Some(q) => (my_rev, q),
                 None => (
                     my_rev,
-                    turn::read_queue(client, prefix, &key, my_rev).await.map_err(ctx)?,
+                    turn::read_queue(client, prefix, &key, my_rev)
+                        .await
+                        .map_err(ctx)?,
                 ),
             }
         } else {
@@ -300,7 +301,9 @@ impl<'a> Acquisition<'a> {
             match kvs(ops.first()).first().map(|kv| kv.create_revision()) {
                 Some(rev) => (
                     rev,
-                    turn::read_queue(client, prefix, &key, rev).await.map_err(ctx)?,
+                    turn::read_queue(client, prefix, &key, rev)
+                        .await
+                        .map_err(ctx)?,
                 ),
                 None => {
                     return Err(Error::lost(
@@ -312,7 +315,7 @@ impl<'a> Acquisition<'a> {
         };
         if queue.pred.is_none() {
             return Ok((
-                client.held(name, session, pending, my_rev, Vec::new(), None),
+                pipeline::held(client, name, session, pending, my_rev, Vec::new(), None),
                 gate,
             ));
         }
@@ -335,12 +338,26 @@ impl<'a> Acquisition<'a> {
         let txn = put_if_absent(&key, value, session.lease);
         let never = CancellationToken::new();
         let resp = wait::run_detached(
-            client,&mut pending, txn, self.name, client.request_bound(), &never)
-            .await?;
+            client,
+            &mut pending,
+            txn,
+            self.name,
+            client.request_bound(),
+            &never,
+        )
+        .await?;
         let my_rev = created_at(&resp).unwrap_or(0);
         let q = turn::read_queue(client, &self.prefix, &key, my_rev).await?;
         if q.mine && q.pred.is_none() {
-            return Ok(client.held(self.name, session, pending, my_rev, Vec::new(), None));
+            return Ok(pipeline::held(
+                client,
+                self.name,
+                session,
+                pending,
+                my_rev,
+                Vec::new(),
+                None,
+            ));
         }
         pending.abandon().await;
         Err(self.busy())

@@ -12,6 +12,7 @@ pub(crate) mod acquisition;
 pub(crate) mod cleanups;
 pub(crate) mod delay;
 pub(crate) mod keys;
+pub(crate) mod pipeline;
 pub(crate) mod queue;
 pub(crate) mod rule;
 pub(crate) mod turn;

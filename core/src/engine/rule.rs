@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use crate::engine::acquisition::Acquisition;
 use crate::engine::keys::{why_deleted, OwnKeyWatch};
+use crate::engine::pipeline;
 use crate::engine::wait::{self, timeout_err, Pending, Recheck, WaitEnds};
 use crate::error::{ErrorCode, Result};
 use crate::guard::Guard;
@@ -106,7 +107,9 @@ impl Acquisition<'_> {
             if turn.behind.is_empty() {
                 pending.watches.retain(|w| *w != own_id);
                 let own = Some((own_id, own, own_rx));
-                return Ok(client.held(name, session, pending, my_rev, waited_on, own));
+                return Ok(pipeline::held(
+                    client, name, session, pending, my_rev, waited_on, own,
+                ));
             }
             if self.mode != Mode::Wait {
                 pending.abandon().await;
@@ -125,19 +128,24 @@ impl Acquisition<'_> {
             };
             let keys = &turn.behind;
             let woke = wait::wait_any_deleted(
-                client,&mut pending, keys, turn.rev, &ends, &mut own_rx, || async {
+                client,
+                &mut pending,
+                keys,
+                turn.rev,
+                &ends,
+                &mut own_rx,
+                || async {
                     // The watches started after our read: are these still
                     // the keys to wait behind? (one read)
                     matches!(rule.read().await, Ok(now) if now.behind == *keys)
-                })
-                .await;
+                },
+            )
+            .await;
             match woke {
                 Ok(Recheck::OwnReset) => own_reset = true,
                 Ok(Recheck::Changed) => {}
                 Err(i) => {
-                    let e = wait::end_wait(
-                        client,i, name, session, pending, timeout, role)
-                        .await;
+                    let e = wait::end_wait(client, i, name, session, pending, timeout, role).await;
                     return Err(e);
                 }
             }

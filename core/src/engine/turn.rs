@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
 use crate::engine::keys::{why_deleted, OwnKeyWatch};
+use crate::engine::pipeline;
 use crate::engine::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
 use crate::engine::wait::{self, cancelled, timeout_err, Pending, WaitEnds};
 use crate::error::{Error, ErrorCode, Result};
@@ -87,7 +88,8 @@ impl Acquisition<'_> {
             }
             let Some(pred) = queue.pred.clone() else {
                 pending.watches.retain(|w| *w != own_id);
-                return Ok(client.held(
+                return Ok(pipeline::held(
+                    client,
                     name,
                     session,
                     pending,
@@ -211,7 +213,8 @@ impl Acquisition<'_> {
             }
             if let Woken::Acquired = woken {
                 pending.watches.retain(|w| *w != own_id);
-                return Ok(client.held(
+                return Ok(pipeline::held(
+                    client,
                     name,
                     session,
                     pending,
@@ -261,90 +264,100 @@ impl Acquisition<'_> {
     }
 }
 
-    /// Whether the predecessor (as created) and our key both still exist: two
-    /// point reads in one Txn, O(1) however long the queue (the full queue
-    /// read is a sorted range, and etcd reads the whole prefix for those).
-    async fn still_there(client: &Client, pred: &Contender, key: &[u8], my_rev: i64) -> Result<bool> {
-        presence(client, pred, key, my_rev)
-            .await
-            .map(|(theirs, ours)| theirs && ours)
-    }
+/// Whether the predecessor (as created) and our key both still exist: two
+/// point reads in one Txn, O(1) however long the queue (the full queue
+/// read is a sorted range, and etcd reads the whole prefix for those).
+async fn still_there(client: &Client, pred: &Contender, key: &[u8], my_rev: i64) -> Result<bool> {
+    presence(client, pred, key, my_rev)
+        .await
+        .map(|(theirs, ours)| theirs && ours)
+}
 
-    /// Whether `other` (as created) and our key still exist, each: the two
-    /// point reads of [`still_there`].
-    async fn presence(client: &Client, other: &Contender, key: &[u8], my_rev: i64) -> Result<(bool, bool)> {
-        let txn = Txn::new().and_then([
-            TxnOp::get(other.key.clone(), Some(GetOptions::new().with_keys_only())),
-            TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-        ]);
-        let resp = client
-            .call(None, |mut c| {
-                let t = txn.clone();
-                async move { c.txn(t).await }
-            })
-            .await?;
-        let ops = resp.op_responses();
-        let rev_of = |i: usize| kvs(ops.get(i)).first().map(|kv| kv.create_revision());
-        Ok((rev_of(0) == Some(other.rev), rev_of(1) == Some(my_rev)))
-    }
+/// Whether `other` (as created) and our key still exist, each: the two
+/// point reads of [`still_there`].
+async fn presence(
+    client: &Client,
+    other: &Contender,
+    key: &[u8],
+    my_rev: i64,
+) -> Result<(bool, bool)> {
+    let txn = Txn::new().and_then([
+        TxnOp::get(other.key.clone(), Some(GetOptions::new().with_keys_only())),
+        TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
+    ]);
+    let resp = client
+        .call(None, |mut c| {
+            let t = txn.clone();
+            async move { c.txn(t).await }
+        })
+        .await?;
+    let ops = resp.op_responses();
+    let rev_of = |i: usize| kvs(ops.get(i)).first().map(|kv| kv.create_revision());
+    Ok((rev_of(0) == Some(other.rev), rev_of(1) == Some(my_rev)))
+}
 
-    /// Read the queue around our key in one Txn: our key, and the newest
-    /// [`OLDER_READ`] keys older than ours (the predecessor, whether it is the
-    /// only one, i.e. the holder, and, when that is all of them, the whole queue). Keys of nested names are skipped by a full scan in the
-    /// rare case that they show up.
-    pub(crate) async fn read_queue(client: &Client, prefix: &[u8], key: &[u8], my_rev: i64) -> Result<Queue> {
-        let older = || {
-            GetOptions::new()
-                .with_prefix()
-                .with_keys_only()
-                .with_max_create_revision(my_rev - 1)
-        };
-        let txn = Txn::new().and_then([
-            TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-            TxnOp::get(
-                prefix.to_vec(),
-                Some(
-                    older()
-                        .with_sort(SortTarget::Create, SortOrder::Descend)
-                        .with_limit(OLDER_READ),
-                ),
+/// Read the queue around our key in one Txn: our key, and the newest
+/// [`OLDER_READ`] keys older than ours (the predecessor, whether it is the
+/// only one, i.e. the holder, and, when that is all of them, the whole queue). Keys of nested names are skipped by a full scan in the
+/// rare case that they show up.
+pub(crate) async fn read_queue(
+    client: &Client,
+    prefix: &[u8],
+    key: &[u8],
+    my_rev: i64,
+) -> Result<Queue> {
+    let older = || {
+        GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_max_create_revision(my_rev - 1)
+    };
+    let txn = Txn::new().and_then([
+        TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
+        TxnOp::get(
+            prefix.to_vec(),
+            Some(
+                older()
+                    .with_sort(SortTarget::Create, SortOrder::Descend)
+                    .with_limit(OLDER_READ),
             ),
-        ]);
-        let resp = client
-            .call(None, |mut c| {
-                let t = txn.clone();
-                async move { c.txn(t).await }
-            })
-            .await?;
-        let ops = resp.op_responses();
-        let mine = kvs(ops.first())
-            .first()
-            .is_some_and(|kv| kv.create_revision() == my_rev);
-        let newest = kvs(ops.get(1));
-        let rev = revision(&resp);
-        if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
-            let older: Vec<Contender> = newest.iter().map(Contender::of).collect();
-            return Ok(Queue::of_older(mine, &older, !more(ops.get(1)), rev));
-        }
-        let p = prefix.to_vec();
-        let all = client
-            .call(None, |mut c| {
-                let p = p.clone();
-                async move {
-                    c.get(
-                        p,
-                        Some(older().with_sort(SortTarget::Create, SortOrder::Ascend)),
-                    )
-                    .await
-                }
-            })
-            .await?;
-        let older: Vec<Contender> = all
-            .kvs()
-            .iter()
-            .rev()
-            .filter(|kv| is_direct_child(prefix, kv.key()))
-            .map(Contender::of)
-            .collect();
-        Ok(Queue::of_older(mine, &older, true, rev))
+        ),
+    ]);
+    let resp = client
+        .call(None, |mut c| {
+            let t = txn.clone();
+            async move { c.txn(t).await }
+        })
+        .await?;
+    let ops = resp.op_responses();
+    let mine = kvs(ops.first())
+        .first()
+        .is_some_and(|kv| kv.create_revision() == my_rev);
+    let newest = kvs(ops.get(1));
+    let rev = revision(&resp);
+    if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
+        let older: Vec<Contender> = newest.iter().map(Contender::of).collect();
+        return Ok(Queue::of_older(mine, &older, !more(ops.get(1)), rev));
     }
+    let p = prefix.to_vec();
+    let all = client
+        .call(None, |mut c| {
+            let p = p.clone();
+            async move {
+                c.get(
+                    p,
+                    Some(older().with_sort(SortTarget::Create, SortOrder::Ascend)),
+                )
+                .await
+            }
+        })
+        .await?;
+    let older: Vec<Contender> = all
+        .kvs()
+        .iter()
+        .rev()
+        .filter(|kv| is_direct_child(prefix, kv.key()))
+        .map(Contender::of)
+        .collect();
+    Ok(Queue::of_older(mine, &older, true, rev))
+}

@@ -38,4 +38,3 @@ impl Reentry {
         holds.insert((prefix, owner), g.downgrade());
     }
 }
-

@@ -12,6 +12,7 @@ use std::time::Duration;
 use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
 
 use crate::client::Client;
+use crate::engine::pipeline;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, show, validate_name, Mode};
@@ -63,106 +64,101 @@ pub struct Leader {
     pub lease_id: i64,
 }
 
-impl Client {
-    /// Campaign for leadership of `name` with `value`, waiting (FIFO, as
-    /// [`Client::lock_with`]) until elected. Timeout zero: one try.
-    pub async fn campaign(
-        &self,
-        name: &str,
-        value: impl AsRef<[u8]>,
-        opts: LockOptions,
-    ) -> Result<Leadership> {
-        let mode = if opts.timeout == Some(Duration::ZERO) {
-            Mode::Once
-        } else {
-            Mode::Wait
-        };
-        let guard = self.acquire(name, opts, mode, Some(value.as_ref())).await?;
-        Ok(Leadership { guard })
-    }
+/// The body of [`Client::campaign`].
+pub(crate) async fn campaign(
+    client: &Client,
+    name: &str,
+    value: impl AsRef<[u8]>,
+    opts: LockOptions,
+) -> Result<Leadership> {
+    let mode = if opts.timeout == Some(Duration::ZERO) {
+        Mode::Once
+    } else {
+        Mode::Wait
+    };
+    let guard = pipeline::acquire(client, name, opts, mode, Some(value.as_ref())).await?;
+    Ok(Leadership { guard })
+}
 
-    /// The current leader of `name`, or `None` if nobody leads.
-    pub async fn leader(&self, name: &str) -> Result<Option<Leader>> {
-        Ok(self.read_leader(name).await?.0)
-    }
+/// The body of [`Client::leader`].
+pub(crate) async fn leader(client: &Client, name: &str) -> Result<Option<Leader>> {
+    Ok(read_leader(client, name).await?.0)
+}
 
-    /// The leader and the revision of the read.
-    async fn read_leader(&self, name: &str) -> Result<(Option<Leader>, i64)> {
-        validate_name(name)?;
-        let bound = Some(self.request_bound());
-        let prefix = self.prefix(name);
-        let p = prefix.clone();
-        let first = self
-            .call(bound, |mut c| {
-                let p = p.clone();
-                async move {
-                    c.get(
-                        p,
-                        Some(
-                            GetOptions::new()
-                                .with_prefix()
-                                .with_sort(SortTarget::Create, SortOrder::Ascend)
-                                .with_limit(1),
-                        ),
-                    )
-                    .await
-                }
-            })
-            .await?;
-        let rev = first.header().map(|h| h.revision()).unwrap_or(0);
-        let of = |kv: &etcd_client::KeyValue| Leader {
-            key: kv.key().to_vec(),
-            value: kv.value().to_vec(),
-            revision: kv.create_revision(),
-            lease_id: kv.lease(),
-        };
-        match first.kvs().first() {
-            None => Ok((None, rev)),
-            Some(kv) if is_direct_child(&prefix, kv.key()) => Ok((Some(of(kv)), rev)),
-            Some(_) => {
-                // Keys of a nested name come first: scan for the first direct child.
-                let p = prefix.clone();
-                let all = self
-                    .call(bound, |mut c| {
-                        let p = p.clone();
-                        async move {
-                            c.get(
-                                p,
-                                Some(
-                                    GetOptions::new()
-                                        .with_prefix()
-                                        .with_sort(SortTarget::Create, SortOrder::Ascend),
-                                ),
-                            )
-                            .await
-                        }
-                    })
-                    .await?;
-                let rev = all.header().map(|h| h.revision()).unwrap_or(rev);
-                Ok((
-                    all.kvs()
-                        .iter()
-                        .find(|kv| is_direct_child(&prefix, kv.key()))
-                        .map(of),
-                    rev,
-                ))
+/// The leader and the revision of the read.
+pub(crate) async fn read_leader(client: &Client, name: &str) -> Result<(Option<Leader>, i64)> {
+    validate_name(name)?;
+    let bound = Some(client.request_bound());
+    let prefix = pipeline::prefix(client, name);
+    let p = prefix.clone();
+    let first = client
+        .call(bound, |mut c| {
+            let p = p.clone();
+            async move {
+                c.get(
+                    p,
+                    Some(
+                        GetOptions::new()
+                            .with_prefix()
+                            .with_sort(SortTarget::Create, SortOrder::Ascend)
+                            .with_limit(1),
+                    ),
+                )
+                .await
             }
+        })
+        .await?;
+    let rev = first.header().map(|h| h.revision()).unwrap_or(0);
+    let of = |kv: &etcd_client::KeyValue| Leader {
+        key: kv.key().to_vec(),
+        value: kv.value().to_vec(),
+        revision: kv.create_revision(),
+        lease_id: kv.lease(),
+    };
+    match first.kvs().first() {
+        None => Ok((None, rev)),
+        Some(kv) if is_direct_child(&prefix, kv.key()) => Ok((Some(of(kv)), rev)),
+        Some(_) => {
+            // Keys of a nested name come first: scan for the first direct child.
+            let p = prefix.clone();
+            let all = client
+                .call(bound, |mut c| {
+                    let p = p.clone();
+                    async move {
+                        c.get(
+                            p,
+                            Some(
+                                GetOptions::new()
+                                    .with_prefix()
+                                    .with_sort(SortTarget::Create, SortOrder::Ascend),
+                            ),
+                        )
+                        .await
+                    }
+                })
+                .await?;
+            let rev = all.header().map(|h| h.revision()).unwrap_or(rev);
+            Ok((
+                all.kvs()
+                    .iter()
+                    .find(|kv| is_direct_child(&prefix, kv.key()))
+                    .map(of),
+                rev,
+            ))
         }
     }
+}
 
-    /// Follow the leadership of `name`: each [`Observer::next`] returns the
-    /// leader (or `None`: no leader) as it changes, starting with the current
-    /// state. A new proclamation by the same leader is a change.
-    pub fn observe(&self, name: &str) -> Result<Observer> {
-        validate_name(name)?;
-        self.check_open()?;
-        Ok(Observer {
-            client: self.clone(),
-            name: name.to_string(),
-            last: None,
-            stream: None,
-        })
-    }
+/// The body of [`Client::observe`].
+pub(crate) fn observe(client: &Client, name: &str) -> Result<Observer> {
+    validate_name(name)?;
+    client.check_open()?;
+    Ok(Observer {
+        client: client.clone(),
+        name: name.to_string(),
+        last: None,
+        stream: None,
+    })
 }
 
 /// Leadership changes of one election; see [`Client::observe`].
@@ -211,7 +207,7 @@ impl Observer {
             self.client.check_open()?;
             if self.stream.is_none() {
                 // Read, then watch everything after the read: no change is missed.
-                let (now, rev) = match self.client.read_leader(&self.name).await {
+                let (now, rev) = match read_leader(&self.client, &self.name).await {
                     Ok(r) => r,
                     Err(e) if e.code() == ErrorCode::Unavailable => {
                         tokio::time::sleep(backoff).await;
@@ -220,7 +216,7 @@ impl Observer {
                     }
                     Err(e) => return Err(e),
                 };
-                let prefix = self.client.prefix(&self.name);
+                let prefix = pipeline::prefix(&self.client, &self.name);
                 let opened = match self.client.inner.transport.stream_client().await {
                     Ok((_, c)) => c
                         .watch_client()
@@ -257,7 +253,7 @@ impl Observer {
                         .iter()
                         .any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete)) =>
                 {
-                    let (now, _) = match self.client.read_leader(&self.name).await {
+                    let (now, _) = match read_leader(&self.client, &self.name).await {
                         Ok(r) => r,
                         Err(e) if e.code() == ErrorCode::Unavailable => {
                             self.stream = None;

@@ -13,6 +13,7 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
+use crate::engine::pipeline;
 use crate::engine::queue::{kvs, more, revision, Queue};
 use crate::engine::turn;
 use crate::engine::wait::{self, cancelled, timeout_because, timeout_err, Pending};
@@ -157,224 +158,230 @@ impl MultiGuard {
     }
 }
 
-impl Client {
-    /// Lock every name in `names` together (FIFO on each, no deadlock with
-    /// other multi-locks or single locks); timeout zero is one try. At most
-    /// [`MAX_MULTI`] distinct names.
-    pub async fn lock_many(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
-        let m = self.inner.metrics.acquiring();
-        let r = Box::pin(self.lock_many_counted(names, opts)).await;
-        m.finish(&r);
-        r
-    }
+/// The body of [`Client::lock_many`].
+pub(crate) async fn lock_many(
+    client: &Client,
+    names: &[&str],
+    opts: LockOptions,
+) -> Result<MultiGuard> {
+    let m = client.inner.metrics.acquiring();
+    let r = Box::pin(lock_many_counted(client, names, opts)).await;
+    m.finish(&r);
+    r
+}
 
-    async fn lock_many_counted(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
-        opts.validate()?;
-        if opts.lock_delay.is_some_and(|d| !d.is_zero())
-            || opts.lease_time.is_some()
-            || !opts.metadata.is_empty()
-        {
-            return Err(Error::invalid("lock_many takes a timeout and a cancel token only (no lock_delay, lease_time or metadata)"));
+pub(crate) async fn lock_many_counted(
+    client: &Client,
+    names: &[&str],
+    opts: LockOptions,
+) -> Result<MultiGuard> {
+    opts.validate()?;
+    if opts.lock_delay.is_some_and(|d| !d.is_zero())
+        || opts.lease_time.is_some()
+        || !opts.metadata.is_empty()
+    {
+        return Err(Error::invalid("lock_many takes a timeout and a cancel token only (no lock_delay, lease_time or metadata)"));
+    }
+    if names.is_empty() || names.len() > MAX_MULTI {
+        return Err(Error::invalid(format!(
+            "lock_many takes 1 to {MAX_MULTI} names, got {}",
+            names.len()
+        )));
+    }
+    let mut seen = HashSet::new();
+    for n in names {
+        validate_name(n)?;
+        if !seen.insert(*n) {
+            return Err(Error::invalid(format!("lock_many: {n:?} is listed twice")));
         }
-        if names.is_empty() || names.len() > MAX_MULTI {
-            return Err(Error::invalid(format!(
-                "lock_many takes 1 to {MAX_MULTI} names, got {}",
-                names.len()
-            )));
-        }
-        let mut seen = HashSet::new();
-        for n in names {
-            validate_name(n)?;
-            if !seen.insert(*n) {
-                return Err(Error::invalid(format!("lock_many: {n:?} is listed twice")));
-            }
-        }
-        self.check_open()?;
-        let once = opts.timeout == Some(Duration::ZERO);
-        let deadline = opts
-            .timeout
-            .filter(|t| !t.is_zero())
-            .and_then(|t| Instant::now().checked_add(t));
-        let bound = if once {
-            self.request_bound()
-        } else {
-            Bound::Wait(deadline)
-        };
-        // A child token: a failed wait cancels its siblings, never the caller's token.
-        let cancel = opts
-            .cancel
-            .as_ref()
-            .map(|c| c.child_token())
-            .unwrap_or_default();
-        let label = names.join(",");
-        let session = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(cancelled(&label)),
-            s = self.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(&label, opts.timeout, &e) } else { e })?,
-        };
-        let keys: Vec<Vec<u8>> = names
-            .iter()
-            .map(|n| session.reserve_key(&self.prefix(n)))
-            .collect();
-        let mut pending = Pending::new(self, &session, keys[0].clone());
-        pending.extra = keys[1..].to_vec();
-        let value = owner_info();
-        // With the puts, read each prefix's three newest keys (as the mutex's
-        // own Txn does), so a name whose queue the read tells needs no second
-        // round trip; only while the Txn stays within etcd's default
-        // --max-txn-ops (two ops per name).
-        let with_reads = 2 * keys.len() <= MAX_MULTI;
-        let newest = || {
-            GetOptions::new()
-                .with_prefix()
-                .with_keys_only()
-                .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(3)
-        };
-        let mut ops: Vec<TxnOp> = keys
-            .iter()
-            .map(|k| {
-                TxnOp::put(
-                    k.clone(),
-                    value.clone(),
-                    Some(PutOptions::new().with_lease(session.lease)),
-                )
-            })
-            .collect();
-        if with_reads {
-            ops.extend(
-                names
-                    .iter()
-                    .map(|n| TxnOp::get(self.prefix(n), Some(newest()))),
-            );
-        }
-        let txn = Txn::new()
-            .when(
-                keys.iter()
-                    .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
-                    .collect::<Vec<_>>(),
+    }
+    client.check_open()?;
+    let once = opts.timeout == Some(Duration::ZERO);
+    let deadline = opts
+        .timeout
+        .filter(|t| !t.is_zero())
+        .and_then(|t| Instant::now().checked_add(t));
+    let bound = if once {
+        client.request_bound()
+    } else {
+        Bound::Wait(deadline)
+    };
+    // A child token: a failed wait cancels its siblings, never the caller's token.
+    let cancel = opts
+        .cancel
+        .as_ref()
+        .map(|c| c.child_token())
+        .unwrap_or_default();
+    let label = names.join(",");
+    let session = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(cancelled(&label)),
+        s = client.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(&label, opts.timeout, &e) } else { e })?,
+    };
+    let keys: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| session.reserve_key(&pipeline::prefix(client, n)))
+        .collect();
+    let mut pending = Pending::new(client, &session, keys[0].clone());
+    pending.extra = keys[1..].to_vec();
+    let value = owner_info();
+    // With the puts, read each prefix's three newest keys (as the mutex's
+    // own Txn does), so a name whose queue the read tells needs no second
+    // round trip; only while the Txn stays within etcd's default
+    // --max-txn-ops (two ops per name).
+    let with_reads = 2 * keys.len() <= MAX_MULTI;
+    let newest = || {
+        GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(3)
+    };
+    let mut ops: Vec<TxnOp> = keys
+        .iter()
+        .map(|k| {
+            TxnOp::put(
+                k.clone(),
+                value.clone(),
+                Some(PutOptions::new().with_lease(session.lease)),
             )
-            .and_then(ops);
-        let resp = wait::run_detached(
-            self,&mut pending, txn, &label, bound, &cancel)
-            .await
-            .map_err(|e| {
-                if e.code() == ErrorCode::Timeout {
-                    timeout_because(&label, opts.timeout, &e)
-                } else {
-                    e
-                }
-            })?;
-        if !resp.succeeded() {
-            pending.abandon().await;
-            return Err(Error::new(
-                ErrorCode::Internal,
-                "lock_many: a fresh key already existed",
-            ));
-        }
-        let my_rev = revision(&resp);
-        let ops = if with_reads {
-            resp.op_responses()
-        } else {
-            Vec::new()
-        };
-        let known: Vec<Option<Queue>> = names
-            .iter()
-            .zip(&keys)
-            .enumerate()
-            .map(|(i, (n, k))| {
-                if with_reads {
-                    Queue::from_newest(
-                        &self.prefix(n),
-                        k,
-                        my_rev,
-                        kvs(ops.get(keys.len() + i)),
-                        !more(ops.get(keys.len() + i)),
-                    )
-                } else {
-                    None
-                }
-            })
-            .collect();
-        let uncertain = pending.uncertain();
-        pending.disarm();
-        // One Pending per key from here on: each name waits on its own.
-        let mut set = tokio::task::JoinSet::new();
-        for (i, ((name, key), known)) in names.iter().zip(keys).zip(known).enumerate() {
-            let (c, s, name, cancel) = (
-                self.clone(),
-                session.clone(),
-                name.to_string(),
-                cancel.clone(),
-            );
-            let timeout = if once {
-                Some(Duration::ZERO)
+        })
+        .collect();
+    if with_reads {
+        ops.extend(
+            names
+                .iter()
+                .map(|n| TxnOp::get(pipeline::prefix(client, n), Some(newest()))),
+        );
+    }
+    let txn = Txn::new()
+        .when(
+            keys.iter()
+                .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
+                .collect::<Vec<_>>(),
+        )
+        .and_then(ops);
+    let resp = wait::run_detached(client, &mut pending, txn, &label, bound, &cancel)
+        .await
+        .map_err(|e| {
+            if e.code() == ErrorCode::Timeout {
+                timeout_because(&label, opts.timeout, &e)
             } else {
-                opts.timeout
-            };
-            set.spawn(async move {
-                let mut p = Pending::new(&c, &s, key.clone());
-                if uncertain {
-                    p.mark_uncertain();
-                }
-                let prefix = c.prefix(&name);
-                let queue = match known {
-                    Some(q) => q,
-                    None => match turn::read_queue(&c, &prefix, &key, my_rev).await {
-                        Ok(q) => q,
-                        Err(e) => {
-                            p.abandon().await;
-                            return (i, Err(e));
-                        }
-                    },
-                };
-                if queue.pred.is_none() {
-                    return (i, Ok(c.held(&name, &s, p, my_rev, Vec::new(), None)));
-                }
-                if once {
-                    p.abandon().await;
-                    return (i, Err(timeout_err(&name, timeout)));
-                }
-                let bound = Bound::Wait(deadline);
-                let acq = Acquisition::new(&c, &name, Mode::Wait, bound, timeout, &cancel);
-                (i, acq.wait_turn(&s, p, my_rev, queue).await)
-            });
-        }
-        let mut guards: Vec<Option<Guard>> = (0..names.len()).map(|_| None).collect();
-        let mut failure: Option<Error> = None;
-        while let Some(joined) = set.join_next().await {
-            match joined {
-                Ok((i, Ok(g))) => guards[i] = Some(g),
-                Ok((_, Err(e))) => {
-                    if failure.is_none() {
-                        failure = Some(e);
-                        // Stop the other waits (dropping a wait removes its key).
-                        cancel.cancel();
+                e
+            }
+        })?;
+    if !resp.succeeded() {
+        pending.abandon().await;
+        return Err(Error::new(
+            ErrorCode::Internal,
+            "lock_many: a fresh key already existed",
+        ));
+    }
+    let my_rev = revision(&resp);
+    let ops = if with_reads {
+        resp.op_responses()
+    } else {
+        Vec::new()
+    };
+    let known: Vec<Option<Queue>> = names
+        .iter()
+        .zip(&keys)
+        .enumerate()
+        .map(|(i, (n, k))| {
+            if with_reads {
+                Queue::from_newest(
+                    &pipeline::prefix(client, n),
+                    k,
+                    my_rev,
+                    kvs(ops.get(keys.len() + i)),
+                    !more(ops.get(keys.len() + i)),
+                )
+            } else {
+                None
+            }
+        })
+        .collect();
+    let uncertain = pending.uncertain();
+    pending.disarm();
+    // One Pending per key from here on: each name waits on its own.
+    let mut set = tokio::task::JoinSet::new();
+    for (i, ((name, key), known)) in names.iter().zip(keys).zip(known).enumerate() {
+        let (c, s, name, cancel) = (
+            client.clone(),
+            session.clone(),
+            name.to_string(),
+            cancel.clone(),
+        );
+        let timeout = if once {
+            Some(Duration::ZERO)
+        } else {
+            opts.timeout
+        };
+        set.spawn(async move {
+            let mut p = Pending::new(&c, &s, key.clone());
+            if uncertain {
+                p.mark_uncertain();
+            }
+            let prefix = pipeline::prefix(&c, &name);
+            let queue = match known {
+                Some(q) => q,
+                None => match turn::read_queue(&c, &prefix, &key, my_rev).await {
+                    Ok(q) => q,
+                    Err(e) => {
+                        p.abandon().await;
+                        return (i, Err(e));
                     }
-                }
-                Err(e) => {
-                    failure.get_or_insert(Error::new(
-                        ErrorCode::Internal,
-                        format!("lock_many: a wait failed: {e}"),
-                    ));
+                },
+            };
+            if queue.pred.is_none() {
+                return (
+                    i,
+                    Ok(pipeline::held(&c, &name, &s, p, my_rev, Vec::new(), None)),
+                );
+            }
+            if once {
+                p.abandon().await;
+                return (i, Err(timeout_err(&name, timeout)));
+            }
+            let bound = Bound::Wait(deadline);
+            let acq = Acquisition::new(&c, &name, Mode::Wait, bound, timeout, &cancel);
+            (i, acq.wait_turn(&s, p, my_rev, queue).await)
+        });
+    }
+    let mut guards: Vec<Option<Guard>> = (0..names.len()).map(|_| None).collect();
+    let mut failure: Option<Error> = None;
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((i, Ok(g))) => guards[i] = Some(g),
+            Ok((_, Err(e))) => {
+                if failure.is_none() {
+                    failure = Some(e);
+                    // Stop the other waits (dropping a wait removes its key).
                     cancel.cancel();
                 }
             }
-        }
-        if let Some(e) = failure {
-            for g in guards.into_iter().flatten() {
-                let _ = g.unlock().await;
+            Err(e) => {
+                failure.get_or_insert(Error::new(
+                    ErrorCode::Internal,
+                    format!("lock_many: a wait failed: {e}"),
+                ));
+                cancel.cancel();
             }
-            return Err(if once && e.code() == ErrorCode::Timeout {
-                timeout_err(&label, opts.timeout)
-            } else {
-                e
-            });
         }
-        Ok(MultiGuard {
-            guards: guards.into_iter().flatten().collect(),
-        })
     }
+    if let Some(e) = failure {
+        for g in guards.into_iter().flatten() {
+            let _ = g.unlock().await;
+        }
+        return Err(if once && e.code() == ErrorCode::Timeout {
+            timeout_err(&label, opts.timeout)
+        } else {
+            e
+        });
+    }
+    Ok(MultiGuard {
+        guards: guards.into_iter().flatten().collect(),
+    })
 }
 
 #[cfg(test)]

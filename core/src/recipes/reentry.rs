@@ -13,45 +13,42 @@
 //! - the table keeps holds weakly: it never keeps a lock held.
 
 use crate::client::Client;
+use crate::engine::pipeline;
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::names::validate_name;
 use crate::options::LockOptions;
 
-impl Client {
-    /// [`Client::lock_with`], reentrant for `owner`: if `owner` holds `name`
-    /// (taken with this method), another handle of that hold at once (no
-    /// request; same key and fencing token); the lock is released when every
-    /// handle is unlocked or dropped. A hold that was lost is not re-entered
-    /// (`LockLost`, until its handles are unlocked or dropped). Other owners
-    /// wait as for [`Client::lock_with`].
-    pub async fn lock_reentrant(&self, name: &str, owner: u64, opts: LockOptions) -> Result<Guard> {
-        validate_name(name)?;
-        let prefix = self.prefix(name);
-        if let Some(r) = self.inner.reentry.reenter(&prefix, owner) {
-            return r;
-        }
-        let g = self.lock_with(name, opts).await?;
-        self.inner.reentry.remember(prefix, owner, &g);
-        Ok(g)
+/// The body of [`Client::lock_reentrant`].
+pub(crate) async fn lock_reentrant(
+    client: &Client,
+    name: &str,
+    owner: u64,
+    opts: LockOptions,
+) -> Result<Guard> {
+    validate_name(name)?;
+    let prefix = pipeline::prefix(client, name);
+    if let Some(r) = client.inner.reentry.reenter(&prefix, owner) {
+        return r;
     }
+    let g = client.lock_with(name, opts).await?;
+    client.inner.reentry.remember(prefix, owner, &g);
+    Ok(g)
+}
 
-    /// [`Client::try_lock_with`], reentrant for `owner` as
-    /// [`Client::lock_reentrant`]: a re-entry never waits; another owner's
-    /// hold is `WouldBlock`.
-    pub async fn try_lock_reentrant(
-        &self,
-        name: &str,
-        owner: u64,
-        opts: LockOptions,
-    ) -> Result<Guard> {
-        validate_name(name)?;
-        let prefix = self.prefix(name);
-        if let Some(r) = self.inner.reentry.reenter(&prefix, owner) {
-            return r;
-        }
-        let g = self.try_lock_with(name, opts).await?;
-        self.inner.reentry.remember(prefix, owner, &g);
-        Ok(g)
+/// The body of [`Client::try_lock_reentrant`].
+pub(crate) async fn try_lock_reentrant(
+    client: &Client,
+    name: &str,
+    owner: u64,
+    opts: LockOptions,
+) -> Result<Guard> {
+    validate_name(name)?;
+    let prefix = pipeline::prefix(client, name);
+    if let Some(r) = client.inner.reentry.reenter(&prefix, owner) {
+        return r;
     }
+    let g = client.try_lock_with(name, opts).await?;
+    client.inner.reentry.remember(prefix, owner, &g);
+    Ok(g)
 }
