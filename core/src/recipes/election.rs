@@ -273,3 +273,46 @@ impl Observer {
         }
     }
 }
+
+/// An election as a value: the election `name` of a client
+/// ([`Client::campaign`], [`Client::leader`], [`Client::observe`],
+/// [`Client::leader_loop`]).
+#[derive(Clone, Debug)]
+pub struct Election {
+    client: Client,
+    name: String,
+}
+
+impl Election {
+    /// The election `name` of `client` (nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>) -> Election {
+        Election {
+            client: client.clone(),
+            name: name.into(),
+        }
+    }
+
+    /// Campaign with `value`: [`Client::campaign`].
+    pub async fn campaign(&self, value: impl AsRef<[u8]>, opts: LockOptions) -> Result<Leadership> {
+        campaign(&self.client, &self.name, value, opts).await
+    }
+
+    /// The current leader: [`Client::leader`].
+    pub async fn leader(&self) -> Result<Option<Leader>> {
+        leader(&self.client, &self.name).await
+    }
+
+    /// Follow its leaders: [`Client::observe`].
+    pub fn observe(&self) -> Result<Observer> {
+        observe(&self.client, &self.name)
+    }
+
+    /// Run for it in a loop: [`Client::leader_loop`].
+    pub fn leader_loop(
+        &self,
+        value: impl AsRef<[u8]>,
+        opts: crate::LeadOptions,
+    ) -> Result<crate::LeaderLoop> {
+        crate::recipes::leader::leader_loop(&self.client, &self.name, value, opts)
+    }
+}

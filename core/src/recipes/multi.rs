@@ -384,6 +384,30 @@ pub(crate) async fn lock_many_counted(
     })
 }
 
+/// A multi-lock as a value: every one of `names` at once, or none
+/// ([`Client::lock_many`]).
+#[derive(Clone, Debug)]
+pub struct MultiLock {
+    client: Client,
+    names: Vec<String>,
+}
+
+impl MultiLock {
+    /// The multi-lock of `names` of `client` (nothing is sent until a call).
+    pub fn new<S: Into<String>>(client: &Client, names: impl IntoIterator<Item = S>) -> MultiLock {
+        MultiLock {
+            client: client.clone(),
+            names: names.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Take them all: [`Client::lock_many`].
+    pub async fn lock(&self, opts: LockOptions) -> Result<MultiGuard> {
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        lock_many(&self.client, &names, opts).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

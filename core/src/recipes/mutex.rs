@@ -62,3 +62,37 @@ pub(crate) fn try_lock_with<'a>(
         None,
     )
 }
+
+/// A mutex as a value: the lock `name` of a client, the way Go's
+/// `concurrency.NewMutex(session, pfx)` is. Cheap to clone; each call queues
+/// its own key (one value serves many tasks); nothing is sent until a call.
+#[derive(Clone, Debug)]
+pub struct Mutex {
+    client: Client,
+    name: String,
+}
+
+impl Mutex {
+    /// The mutex `name` of `client`.
+    pub fn new(client: &Client, name: impl Into<String>) -> Mutex {
+        Mutex {
+            client: client.clone(),
+            name: name.into(),
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Take it: [`Client::lock_with`].
+    pub async fn lock(&self, opts: LockOptions) -> Result<Guard> {
+        lock_with(&self.client, &self.name, opts).await
+    }
+
+    /// One try: [`Client::try_lock_with`].
+    pub async fn try_lock(&self, opts: LockOptions) -> Result<Guard> {
+        try_lock_with(&self.client, &self.name, opts).await
+    }
+}

@@ -337,6 +337,44 @@ pub(crate) async fn once_record(client: &Client, name: &str) -> Result<Option<On
         .map(|kv| decode(kv.value(), kv.mod_revision())))
 }
 
+/// Run-once as a value: the job `name` of a client ([`Client::once_take`],
+/// [`Client::once_finish`], [`Client::once_extend`], [`Client::once_record`]).
+#[derive(Clone, Debug)]
+pub struct Once {
+    client: Client,
+    name: String,
+}
+
+impl Once {
+    /// The job `name` of `client` (nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>) -> Once {
+        Once {
+            client: client.clone(),
+            name: name.into(),
+        }
+    }
+
+    /// Take the run: [`Client::once_take`].
+    pub async fn take(&self, at_most: Duration) -> Result<Option<OnceHold>> {
+        once_take(&self.client, &self.name, at_most).await
+    }
+
+    /// Finish a run: [`Client::once_finish`].
+    pub async fn finish(&self, hold: &OnceHold, at_least: Duration) -> Result<bool> {
+        once_finish(&self.client, hold, at_least).await
+    }
+
+    /// Extend a run: [`Client::once_extend`].
+    pub async fn extend(&self, hold: &OnceHold, at_most: Duration) -> Result<Option<OnceHold>> {
+        once_extend(&self.client, hold, at_most).await
+    }
+
+    /// The job's record: [`Client::once_record`].
+    pub async fn record(&self) -> Result<Option<OnceRecord>> {
+        once_record(&self.client, &self.name).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,3 +52,31 @@ pub(crate) async fn try_lock_reentrant(
     client.inner.reentry.remember(prefix, owner, &g);
     Ok(g)
 }
+
+/// A reentrant lock as a value: the lock `name` of a client, taken per
+/// owner ([`Client::lock_reentrant`]).
+#[derive(Clone, Debug)]
+pub struct ReentrantLock {
+    client: Client,
+    name: String,
+}
+
+impl ReentrantLock {
+    /// The reentrant lock `name` of `client` (nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>) -> ReentrantLock {
+        ReentrantLock {
+            client: client.clone(),
+            name: name.into(),
+        }
+    }
+
+    /// Take it for `owner`: [`Client::lock_reentrant`].
+    pub async fn lock(&self, owner: u64, opts: LockOptions) -> Result<Guard> {
+        lock_reentrant(&self.client, &self.name, owner, opts).await
+    }
+
+    /// One try for `owner`: [`Client::try_lock_reentrant`].
+    pub async fn try_lock(&self, owner: u64, opts: LockOptions) -> Result<Guard> {
+        try_lock_reentrant(&self.client, &self.name, owner, opts).await
+    }
+}

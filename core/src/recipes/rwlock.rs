@@ -194,3 +194,31 @@ impl Rule for Readers<'_> {
         }
     }
 }
+
+/// A read-write lock as a value: readers share `name`, a writer excludes
+/// them ([`Client::read_lock`]; the write side is the mutex of the name).
+#[derive(Clone, Debug)]
+pub struct RwLock {
+    client: Client,
+    name: String,
+}
+
+impl RwLock {
+    /// The read-write lock `name` of `client` (nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>) -> RwLock {
+        RwLock {
+            client: client.clone(),
+            name: name.into(),
+        }
+    }
+
+    /// The read side: [`Client::read_lock`].
+    pub async fn read(&self, opts: LockOptions) -> Result<Guard> {
+        read_lock(&self.client, &self.name, opts).await
+    }
+
+    /// The write side: [`Client::lock_with`] on the same name.
+    pub async fn write(&self, opts: LockOptions) -> Result<Guard> {
+        crate::recipes::mutex::lock_with(&self.client, &self.name, opts).await
+    }
+}

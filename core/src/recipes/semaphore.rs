@@ -233,3 +233,29 @@ impl Rule for Permits<'_> {
         })
     }
 }
+
+/// A counting semaphore as a value: `permits` holders of `name` at once
+/// ([`Client::acquire_permit`]).
+#[derive(Clone, Debug)]
+pub struct Semaphore {
+    client: Client,
+    name: String,
+    permits: u32,
+}
+
+impl Semaphore {
+    /// The semaphore `name` of `client` with `permits` permits (every
+    /// process names the same number; nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>, permits: u32) -> Semaphore {
+        Semaphore {
+            client: client.clone(),
+            name: name.into(),
+            permits,
+        }
+    }
+
+    /// Take one permit: [`Client::acquire_permit`].
+    pub async fn acquire(&self, opts: LockOptions) -> Result<Guard> {
+        acquire_permit(&self.client, &self.name, self.permits, opts).await
+    }
+}

@@ -477,6 +477,20 @@ impl Drop for Latch {
     }
 }
 
+impl Latch {
+    /// Open the latch `name` of `client`: [`Client::latch`].
+    pub async fn open(client: &Client, name: &str, count: u64) -> Result<Latch> {
+        latch(client, name, count).await
+    }
+}
+
+impl Barrier {
+    /// Open the barrier `name` of `client`: [`Client::barrier`].
+    pub async fn open(client: &Client, name: &str, parties: u32) -> Result<Barrier> {
+        barrier(client, name, parties).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
