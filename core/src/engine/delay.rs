@@ -32,7 +32,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::engine::keys::why_deleted;
-use crate::engine::pipeline;
 use crate::engine::queue::{kvs, revision};
 use crate::engine::wait::{cancelled, closed_err, timeout_err};
 use crate::error::{Error, ErrorCode, Result};
@@ -127,7 +126,7 @@ pub(crate) struct Gate<'a> {
 /// `WouldBlock` (`Timeout`). The caller releases `g` on an error.
 pub(crate) async fn delay_gate(client: &Client, g: &Guard, gate: Gate<'_>) -> Result<()> {
     let name = g.name().to_string();
-    let prefix = pipeline::prefix(client, &name);
+    let prefix = crate::engine::keys::prefix(client, &name);
     let recs = delay_records(client, &name);
     let key = g.key_bytes().to_vec();
     let token = g.fencing_token();

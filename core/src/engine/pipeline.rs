@@ -8,24 +8,18 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, GetOptions, SortOrder, SortTarget, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::engine::acquisition::Acquisition;
-use crate::engine::keys::OwnWatch;
-use crate::engine::queue::OLDER_READ;
-use crate::engine::wait::{cancelled, closed_err, timeout_err, Pending};
+use crate::engine::acquisition::{Acquisition, LEASE_NOT_FOUND};
+use crate::engine::keys::prefix;
+use crate::engine::wait::{cancelled, closed_err, timeout_err};
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::guard::{Grant, Guard};
+use crate::guard::Guard;
 use crate::meta::LockKind;
 use crate::names::{validate_name, Mode};
 use crate::options::LockOptions;
-use crate::session::Session;
 use crate::transport::Bound;
-
-/// etcd's answer to a put on a revoked or expired lease.
-pub(crate) const LEASE_NOT_FOUND: &str = "requested lease not found";
 
 /// What an acquisition was let in with ([`Client::admit`]).
 pub(crate) struct Admitted {
@@ -37,24 +31,9 @@ pub(crate) struct Admitted {
     permit: tokio::sync::OwnedSemaphorePermit,
 }
 
-/// Acquire `name`; `value` is what our key carries (the election's
-/// proclamation; by default who we are, for `etcdlock status`).
-pub(crate) fn acquire<'a>(
-    client: &'a Client,
-    name: &'a str,
-    opts: LockOptions,
-    mode: Mode,
-    value: Option<&'a [u8]>,
-) -> impl Future<Output = Result<Guard>> + Send + 'a {
-    let kind = if value.is_some() {
-        LockKind::Election
-    } else {
-        LockKind::Mutex
-    };
-    acquire_n(client, name, opts, mode, value, 1, kind)
-}
-
-/// [`Client::acquire`] of one of `permits` permits (1: the mutex).
+/// Acquire one of `permits` permits of `name` (1: a mutex or an election);
+/// `value` is what our key carries (the election's proclamation; by default
+/// who we are, for `etcdlock status`).
 ///
 /// The public calls above return this future itself, and it is an
 /// `async` block rather than an `async fn` (which keeps a second copy
@@ -82,7 +61,14 @@ pub(crate) fn acquire_n<'a>(
         // Admitted before the call's state is built (boxed below): in a
         // burst of calls, those not admitted yet cost only this future.
         let r = match admit(client, name, mode, &opts).await {
-            Ok(a) => boxed_counted(client, name, opts, mode, value, permits, a).await,
+            // Built on the heap: the caller's frame, whose size every
+            // pending call carries, keeps only a pointer to it.
+            Ok(a) => {
+                Box::pin(acquire_n_counted(
+                    client, name, opts, mode, value, permits, a,
+                ))
+                .await
+            }
             Err(e) => Err(e),
         };
         m.finish(&r);
@@ -91,22 +77,6 @@ pub(crate) fn acquire_n<'a>(
         }
         r
     }
-}
-
-/// [`Client::acquire_n_counted`]'s future, built on the heap here (not
-/// in the caller's frame, whose size every pending call would carry).
-pub(crate) fn boxed_counted<'a>(
-    client: &'a Client,
-    name: &'a str,
-    opts: LockOptions,
-    mode: Mode,
-    value: Option<&'a [u8]>,
-    permits: u32,
-    admitted: Admitted,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Guard>> + Send + 'a>> {
-    Box::pin(acquire_n_counted(
-        client, name, opts, mode, value, permits, admitted,
-    ))
 }
 
 pub(crate) async fn acquire_n_counted(
@@ -324,77 +294,6 @@ pub(crate) async fn enter_window(
             NoPlace::Cancelled => cancelled(name),
             NoPlace::Closed => closed_err(name),
         })
-}
-
-pub(crate) fn prefix(client: &Client, name: &str) -> Vec<u8> {
-    let mut prefix = client.ns_key(name.as_bytes());
-    prefix.push(b'/');
-    prefix
-}
-
-pub(crate) fn held(
-    client: &Client,
-    name: &str,
-    session: &Arc<Session>,
-    mut pending: Pending,
-    token: i64,
-    waited_on: Vec<Vec<u8>>,
-    own: Option<OwnWatch>,
-) -> Guard {
-    pending.armed = false;
-    for w in pending.watches.drain(..) {
-        client.inner.hub.cancel(w);
-    }
-    let key = std::mem::take(&mut pending.key);
-    // A waiter's watch on its own key carries on; a lock taken with no
-    // wait gets its watch once it has been held a little while (unless
-    // the user opted out): see watch::HELD_WATCH_DELAY.
-    let later = own.is_none() && client.inner.watch_held_keys;
-    Guard::new(
-        client.clone(),
-        session.clone(),
-        name,
-        key,
-        Grant {
-            token,
-            waited_on,
-            own,
-            watch_later: later,
-        },
-    )
-}
-
-/// The Txn that queues a waiter (and takes the lock if nobody is ahead):
-/// if our `key` is absent, `put` it, read the newest keys under `prefix`
-/// (the queue up to [`OLDER_READ`] ahead of us, keys only) and count the
-/// name's lock-delay records, plus `record` (our waiter record, with a
-/// lock-delay); else read our key. The benchmark floor sends this same Txn
-/// (`bench_floor::txn_delete_round`), so the two cannot drift apart.
-pub(crate) fn queue_txn(
-    key: &[u8],
-    prefix: &[u8],
-    put: TxnOp,
-    recs: &crate::engine::delay::Records,
-    record: Option<TxnOp>,
-) -> Txn {
-    let newest = GetOptions::new()
-        .with_prefix()
-        .with_keys_only()
-        .with_sort(SortTarget::Create, SortOrder::Descend)
-        .with_limit(OLDER_READ + 1);
-    let mut ops = vec![
-        put,
-        TxnOp::get(prefix.to_vec(), Some(newest)),
-        TxnOp::get(
-            recs.all.clone(),
-            Some(GetOptions::new().with_prefix().with_count_only()),
-        ),
-    ];
-    ops.extend(record);
-    Txn::new()
-        .when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])
-        .and_then(ops)
-        .or_else([TxnOp::get(key.to_vec(), None)])
 }
 
 #[cfg(test)]

@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use crate::engine::acquisition::Acquisition;
 use crate::engine::keys::{why_deleted, OwnKeyWatch};
-use crate::engine::pipeline;
 use crate::engine::wait::{self, timeout_err, Pending, Recheck, WaitEnds};
 use crate::error::{ErrorCode, Result};
 use crate::guard::Guard;
@@ -107,7 +106,7 @@ impl Acquisition<'_> {
             if turn.behind.is_empty() {
                 pending.watches.retain(|w| *w != own_id);
                 let own = Some((own_id, own, own_rx));
-                return Ok(pipeline::held(
+                return Ok(crate::engine::acquisition::held(
                     client, name, session, pending, my_rev, waited_on, own,
                 ));
             }

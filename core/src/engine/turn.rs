@@ -7,18 +7,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp};
+use etcd_client::{GetOptions, Txn, TxnOp};
 use tokio::sync::mpsc;
 
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
 use crate::engine::keys::{why_deleted, OwnKeyWatch};
-use crate::engine::pipeline;
-use crate::engine::queue::{kvs, more, revision, Contender, Queue, Woken, OLDER_READ};
+use crate::engine::queue::{kvs, Contender, Queue, Woken};
 use crate::engine::wait::{self, cancelled, timeout_err, Pending, WaitEnds};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
-use crate::names::{is_direct_child, lost_err};
+use crate::names::lost_err;
 use crate::runtime::sleep_opt;
 use crate::session::Session;
 use crate::watch::WatchEvent;
@@ -88,7 +87,7 @@ impl Acquisition<'_> {
             }
             let Some(pred) = queue.pred.clone() else {
                 pending.watches.retain(|w| *w != own_id);
-                return Ok(pipeline::held(
+                return Ok(crate::engine::acquisition::held(
                     client,
                     name,
                     session,
@@ -213,7 +212,7 @@ impl Acquisition<'_> {
             }
             if let Woken::Acquired = woken {
                 pending.watches.retain(|w| *w != own_id);
-                return Ok(pipeline::held(
+                return Ok(crate::engine::acquisition::held(
                     client,
                     name,
                     session,
@@ -233,7 +232,7 @@ impl Acquisition<'_> {
             };
             if !stepped {
                 queue = loop {
-                    match read_queue(client, prefix, &key, my_rev).await {
+                    match crate::engine::keys::read_queue(client, prefix, &key, my_rev).await {
                         Ok(q) => {
                             backoff = Duration::from_millis(25);
                             break q;
@@ -294,70 +293,4 @@ async fn presence(
     let ops = resp.op_responses();
     let rev_of = |i: usize| kvs(ops.get(i)).first().map(|kv| kv.create_revision());
     Ok((rev_of(0) == Some(other.rev), rev_of(1) == Some(my_rev)))
-}
-
-/// Read the queue around our key in one Txn: our key, and the newest
-/// [`OLDER_READ`] keys older than ours (the predecessor, whether it is the
-/// only one, i.e. the holder, and, when that is all of them, the whole queue). Keys of nested names are skipped by a full scan in the
-/// rare case that they show up.
-pub(crate) async fn read_queue(
-    client: &Client,
-    prefix: &[u8],
-    key: &[u8],
-    my_rev: i64,
-) -> Result<Queue> {
-    let older = || {
-        GetOptions::new()
-            .with_prefix()
-            .with_keys_only()
-            .with_max_create_revision(my_rev - 1)
-    };
-    let txn = Txn::new().and_then([
-        TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-        TxnOp::get(
-            prefix.to_vec(),
-            Some(
-                older()
-                    .with_sort(SortTarget::Create, SortOrder::Descend)
-                    .with_limit(OLDER_READ),
-            ),
-        ),
-    ]);
-    let resp = client
-        .call(None, |mut c| {
-            let t = txn.clone();
-            async move { c.txn(t).await }
-        })
-        .await?;
-    let ops = resp.op_responses();
-    let mine = kvs(ops.first())
-        .first()
-        .is_some_and(|kv| kv.create_revision() == my_rev);
-    let newest = kvs(ops.get(1));
-    let rev = revision(&resp);
-    if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
-        let older: Vec<Contender> = newest.iter().map(Contender::of).collect();
-        return Ok(Queue::of_older(mine, &older, !more(ops.get(1)), rev));
-    }
-    let p = prefix.to_vec();
-    let all = client
-        .call(None, |mut c| {
-            let p = p.clone();
-            async move {
-                c.get(
-                    p,
-                    Some(older().with_sort(SortTarget::Create, SortOrder::Ascend)),
-                )
-                .await
-            }
-        })
-        .await?;
-    let older: Vec<Contender> = all
-        .kvs()
-        .iter()
-        .rev()
-        .filter(|kv| is_direct_child(prefix, kv.key()))
-        .map(Contender::of)
-        .collect();
-    Ok(Queue::of_older(mine, &older, true, rev))
 }

@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::engine::cleanups::{CleanupTicket, CLEANUP_GRACE};
+use crate::engine::cleanups::CLEANUP_GRACE;
 use crate::engine::keys::{delete_until_gone, why_deleted, OwnEvent};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::names::{lost_err, show};
@@ -178,74 +178,6 @@ impl Drop for Pending {
             self.client.inner.handle.clone().spawn(fut);
         }
     }
-}
-
-/// Run the acquire Txn on the runtime, detached from the caller: a cancel or
-/// timeout stops the caller's wait, never the request, and the cleanup
-/// learns the Txn's outcome before it deletes the key.
-pub(crate) async fn run_detached(
-    client: &Client,
-    pending: &mut Pending,
-    txn: Txn,
-    name: &str,
-    bound: Bound,
-    cancel: &CancellationToken,
-) -> Result<TxnResponse> {
-    let t = client.inner.transport.clone();
-    let closed = client.inner.closed.clone();
-    // Wait for a request slot first (nothing written yet, so a cancel here
-    // needs no cleanup), then run the request detached.
-    let (slot, bound) = tokio::select! {
-        biased;
-        s = t.slot(bound) => s?,
-        _ = cancel.cancelled() => return Err(cancelled(name)),
-    };
-    // Polled here, not spawned (a task per acquisition cost two thread
-    // wake-ups); if the caller gives up, the cleanup carries it on.
-    let h: InFlight = Box::pin(async move {
-        if closed.is_cancelled() {
-            return Answer::sure(Err(Error::new(ErrorCode::Closed, "the client was closed")));
-        }
-        t.call_in_slot(slot, bound, etcd_client::Client::kv_client, |mut c| {
-            let txn = txn.clone();
-            async move { c.txn(txn).await }
-        })
-        .await
-    });
-    pending.txn = Some(h);
-    // The bound limits the request itself (the transport retries until
-    // then); a cancel stops only our wait for it.
-    let out = {
-        let Some(h) = pending.txn.as_mut() else {
-            unreachable!()
-        };
-        tokio::select! {
-            biased;
-            r = h => Some(r),
-            _ = cancel.cancelled() => None,
-        }
-    };
-    let r = match out {
-        Some(joined) => {
-            pending.txn = None;
-            let Answer {
-                result: r,
-                uncertain,
-            } = joined;
-            pending.uncertain |= uncertain;
-            if let Ok(resp) = &r {
-                pending.revs = created_revisions(resp, &pending.key);
-            }
-            r
-        }
-        None => Err(cancelled(name)),
-    };
-    if r.is_err() {
-        // Whatever happened, no key of ours may stay behind: delete it (after
-        // the Txn's outcome is known) before answering.
-        pending_abandon(pending).await;
-    }
-    r
 }
 
 async fn pending_abandon(pending: &mut Pending) {
@@ -449,6 +381,103 @@ where
         pending.watches.retain(|w| *w != id);
     }
     out
+}
+
+/// Run the acquire Txn on the runtime, detached from the caller: a cancel or
+/// timeout stops the caller's wait, never the request, and the cleanup
+/// learns the Txn's outcome before it deletes the key.
+pub(crate) async fn run_detached(
+    client: &Client,
+    pending: &mut Pending,
+    txn: Txn,
+    name: &str,
+    bound: Bound,
+    cancel: &CancellationToken,
+) -> Result<TxnResponse> {
+    let t = client.inner.transport.clone();
+    let closed = client.inner.closed.clone();
+    // Wait for a request slot first (nothing written yet, so a cancel here
+    // needs no cleanup), then run the request detached.
+    let (slot, bound) = tokio::select! {
+        biased;
+        s = t.slot(bound) => s?,
+        _ = cancel.cancelled() => return Err(cancelled(name)),
+    };
+    // Polled here, not spawned (a task per acquisition cost two thread
+    // wake-ups); if the caller gives up, the cleanup carries it on.
+    let h: InFlight = Box::pin(async move {
+        if closed.is_cancelled() {
+            return Answer::sure(Err(Error::new(ErrorCode::Closed, "the client was closed")));
+        }
+        t.call_in_slot(slot, bound, etcd_client::Client::kv_client, |mut c| {
+            let txn = txn.clone();
+            async move { c.txn(txn).await }
+        })
+        .await
+    });
+    pending.txn = Some(h);
+    // The bound limits the request itself (the transport retries until
+    // then); a cancel stops only our wait for it.
+    let out = {
+        let Some(h) = pending.txn.as_mut() else {
+            unreachable!()
+        };
+        tokio::select! {
+            biased;
+            r = h => Some(r),
+            _ = cancel.cancelled() => None,
+        }
+    };
+    let r = match out {
+        Some(joined) => {
+            pending.txn = None;
+            let Answer {
+                result: r,
+                uncertain,
+            } = joined;
+            pending.uncertain |= uncertain;
+            if let Ok(resp) = &r {
+                pending.revs = created_revisions(resp, &pending.key);
+            }
+            r
+        }
+        None => Err(cancelled(name)),
+    };
+    if r.is_err() {
+        // Whatever happened, no key of ours may stay behind: delete it (after
+        // the Txn's outcome is known) before answering.
+        pending_abandon(pending).await;
+    }
+    r
+}
+
+/// One key's entry in [`Cleanups`], ended when the delete is done (or the
+/// task that runs it is dropped).
+pub(crate) struct CleanupTicket {
+    client: Client,
+    prefix: Vec<u8>,
+}
+
+impl CleanupTicket {
+    pub(crate) fn new(client: &Client, key: &[u8]) -> CleanupTicket {
+        let end = key
+            .iter()
+            .rposition(|b| *b == b'/')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let prefix = key[..end].to_vec();
+        client.inner.cleanups.begin(&prefix);
+        CleanupTicket {
+            client: client.clone(),
+            prefix,
+        }
+    }
+}
+
+impl Drop for CleanupTicket {
+    fn drop(&mut self) {
+        self.client.inner.cleanups.end(&self.prefix);
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use crate::client::Client;
 use crate::engine::pipeline;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
+use crate::meta::LockKind;
 use crate::names::{is_direct_child, show, validate_name, Mode};
 use crate::options::LockOptions;
 
@@ -76,7 +77,8 @@ pub(crate) async fn campaign(
     } else {
         Mode::Wait
     };
-    let guard = pipeline::acquire(client, name, opts, mode, Some(value.as_ref())).await?;
+    let value = Some(value.as_ref());
+    let guard = pipeline::acquire_n(client, name, opts, mode, value, 1, LockKind::Election).await?;
     Ok(Leadership { guard })
 }
 
@@ -89,7 +91,7 @@ pub(crate) async fn leader(client: &Client, name: &str) -> Result<Option<Leader>
 pub(crate) async fn read_leader(client: &Client, name: &str) -> Result<(Option<Leader>, i64)> {
     validate_name(name)?;
     let bound = Some(client.request_bound());
-    let prefix = pipeline::prefix(client, name);
+    let prefix = crate::engine::keys::prefix(client, name);
     let p = prefix.clone();
     let first = client
         .call(bound, |mut c| {
@@ -216,7 +218,7 @@ impl Observer {
                     }
                     Err(e) => return Err(e),
                 };
-                let prefix = pipeline::prefix(&self.client, &self.name);
+                let prefix = crate::engine::keys::prefix(&self.client, &self.name);
                 let opened = match self.client.inner.transport.stream_client().await {
                     Ok((_, c)) => c
                         .watch_client()
@@ -279,8 +281,8 @@ impl Observer {
 /// [`Client::leader_loop`]).
 #[derive(Clone, Debug)]
 pub struct Election {
-    client: Client,
-    name: String,
+    pub(crate) client: Client,
+    pub(crate) name: String,
 }
 
 impl Election {
@@ -305,14 +307,5 @@ impl Election {
     /// Follow its leaders: [`Client::observe`].
     pub fn observe(&self) -> Result<Observer> {
         observe(&self.client, &self.name)
-    }
-
-    /// Run for it in a loop: [`Client::leader_loop`].
-    pub fn leader_loop(
-        &self,
-        value: impl AsRef<[u8]>,
-        opts: crate::LeadOptions,
-    ) -> Result<crate::LeaderLoop> {
-        crate::recipes::leader::leader_loop(&self.client, &self.name, value, opts)
     }
 }

@@ -379,3 +379,10 @@ async fn renewal_change(
         Renewal::Failing { .. } => LeaderEvent::RenewalFailing,
     }
 }
+
+impl crate::recipes::election::Election {
+    /// Run for it in a loop: [`Client::leader_loop`].
+    pub fn leader_loop(&self, value: impl AsRef<[u8]>, opts: LeadOptions) -> Result<LeaderLoop> {
+        leader_loop(&self.client, &self.name, value, opts)
+    }
+}

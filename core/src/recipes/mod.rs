@@ -21,7 +21,6 @@ use std::time::Duration;
 
 use crate::client::Client;
 use crate::engine::delay::{self, Records};
-use crate::engine::pipeline;
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::options::LockOptions;
@@ -47,7 +46,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn lock<'a>(&'a self, name: &'a str) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        mutex::lock(self, name)
+        mutex::lock_with(self, name, LockOptions::default())
     }
 
     /// [`Client::lock`] with a timeout and/or a cancellation token. A timeout
@@ -68,7 +67,7 @@ impl Client {
         &'a self,
         name: &'a str,
     ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        mutex::try_lock(self, name)
+        mutex::try_lock_with(self, name, LockOptions::default())
     }
 
     /// [`Client::try_lock`] with acquisition options (`lock_delay`,
@@ -284,6 +283,6 @@ impl Client {
     /// The prefix `name/` in the namespace, under which a lock's keys are
     /// (status reads it).
     pub(crate) fn prefix(&self, name: &str) -> Vec<u8> {
-        pipeline::prefix(self, name)
+        crate::engine::keys::prefix(self, name)
     }
 }

@@ -13,9 +13,7 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
-use crate::engine::pipeline;
 use crate::engine::queue::{kvs, more, revision, Queue};
-use crate::engine::turn;
 use crate::engine::wait::{self, cancelled, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
@@ -220,7 +218,7 @@ pub(crate) async fn lock_many_counted(
     };
     let keys: Vec<Vec<u8>> = names
         .iter()
-        .map(|n| session.reserve_key(&pipeline::prefix(client, n)))
+        .map(|n| session.reserve_key(&crate::engine::keys::prefix(client, n)))
         .collect();
     let mut pending = Pending::new(client, &session, keys[0].clone());
     pending.extra = keys[1..].to_vec();
@@ -251,7 +249,7 @@ pub(crate) async fn lock_many_counted(
         ops.extend(
             names
                 .iter()
-                .map(|n| TxnOp::get(pipeline::prefix(client, n), Some(newest()))),
+                .map(|n| TxnOp::get(crate::engine::keys::prefix(client, n), Some(newest()))),
         );
     }
     let txn = Txn::new()
@@ -290,7 +288,7 @@ pub(crate) async fn lock_many_counted(
         .map(|(i, (n, k))| {
             if with_reads {
                 Queue::from_newest(
-                    &pipeline::prefix(client, n),
+                    &crate::engine::keys::prefix(client, n),
                     k,
                     my_rev,
                     kvs(ops.get(keys.len() + i)),
@@ -322,10 +320,10 @@ pub(crate) async fn lock_many_counted(
             if uncertain {
                 p.mark_uncertain();
             }
-            let prefix = pipeline::prefix(&c, &name);
+            let prefix = crate::engine::keys::prefix(&c, &name);
             let queue = match known {
                 Some(q) => q,
-                None => match turn::read_queue(&c, &prefix, &key, my_rev).await {
+                None => match crate::engine::keys::read_queue(&c, &prefix, &key, my_rev).await {
                     Ok(q) => q,
                     Err(e) => {
                         p.abandon().await;
@@ -336,7 +334,15 @@ pub(crate) async fn lock_many_counted(
             if queue.pred.is_none() {
                 return (
                     i,
-                    Ok(pipeline::held(&c, &name, &s, p, my_rev, Vec::new(), None)),
+                    Ok(crate::engine::acquisition::held(
+                        &c,
+                        &name,
+                        &s,
+                        p,
+                        my_rev,
+                        Vec::new(),
+                        None,
+                    )),
                 );
             }
             if once {

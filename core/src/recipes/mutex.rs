@@ -8,19 +8,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::client::Client;
-use crate::engine::pipeline::acquire;
+use crate::engine::pipeline::acquire_n;
 use crate::error::Result;
 use crate::guard::Guard;
+use crate::meta::LockKind;
 use crate::names::Mode;
 use crate::options::LockOptions;
-
-/// The body of [`Client::lock`].
-pub(crate) fn lock<'a>(
-    client: &'a Client,
-    name: &'a str,
-) -> impl Future<Output = Result<Guard>> + Send + 'a {
-    lock_with(client, name, LockOptions::default())
-}
 
 /// The body of [`Client::lock_with`].
 pub(crate) fn lock_with<'a>(
@@ -33,15 +26,7 @@ pub(crate) fn lock_with<'a>(
     } else {
         Mode::Wait
     };
-    acquire(client, name, opts, mode, None)
-}
-
-/// The body of [`Client::try_lock`].
-pub(crate) fn try_lock<'a>(
-    client: &'a Client,
-    name: &'a str,
-) -> impl Future<Output = Result<Guard>> + Send + 'a {
-    acquire(client, name, LockOptions::default(), Mode::Try, None)
+    acquire_n(client, name, opts, mode, None, 1, LockKind::Mutex)
 }
 
 /// The body of [`Client::try_lock_with`].
@@ -50,17 +35,12 @@ pub(crate) fn try_lock_with<'a>(
     name: &'a str,
     opts: LockOptions,
 ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-    acquire(
-        client,
-        name,
-        LockOptions {
-            timeout: None,
-            cancel: None,
-            ..opts
-        },
-        Mode::Try,
-        None,
-    )
+    let opts = LockOptions {
+        timeout: None,
+        cancel: None,
+        ..opts
+    };
+    acquire_n(client, name, opts, Mode::Try, None, 1, LockKind::Mutex)
 }
 
 /// A mutex as a value: the lock `name` of a client, the way Go's

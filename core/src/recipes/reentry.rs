@@ -13,7 +13,6 @@
 //! - the table keeps holds weakly: it never keeps a lock held.
 
 use crate::client::Client;
-use crate::engine::pipeline;
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::names::validate_name;
@@ -27,7 +26,7 @@ pub(crate) async fn lock_reentrant(
     opts: LockOptions,
 ) -> Result<Guard> {
     validate_name(name)?;
-    let prefix = pipeline::prefix(client, name);
+    let prefix = crate::engine::keys::prefix(client, name);
     if let Some(r) = client.inner.reentry.reenter(&prefix, owner) {
         return r;
     }
@@ -44,7 +43,7 @@ pub(crate) async fn try_lock_reentrant(
     opts: LockOptions,
 ) -> Result<Guard> {
     validate_name(name)?;
-    let prefix = pipeline::prefix(client, name);
+    let prefix = crate::engine::keys::prefix(client, name);
     if let Some(r) = client.inner.reentry.reenter(&prefix, owner) {
         return r;
     }

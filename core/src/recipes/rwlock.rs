@@ -69,7 +69,7 @@ pub(crate) async fn read_lock_counted(
     };
     let timeout = opts.timeout;
     let cancel = opts.cancel.unwrap_or_default();
-    let prefix = pipeline::prefix(client, name);
+    let prefix = crate::engine::keys::prefix(client, name);
     let ctx = |e: Error| e.context(format!("read lock {}", show(name)));
     if once
         && newest_writer(client, &prefix, None)
