@@ -21,7 +21,7 @@ use crate::names::{validate_name, Mode};
 use crate::options::LockOptions;
 use crate::transport::Bound;
 
-/// What an acquisition was let in with ([`Client::admit`]).
+/// What an acquisition was let in with ([`admit`]).
 pub(crate) struct Admitted {
     /// When a wait gives up (`None`: never, or not a wait).
     deadline: Option<Instant>,

@@ -4,7 +4,7 @@
 //! whether we may hold or which keys to wait behind, and the engine does the
 //! rest the same way for every recipe: the watch on our own key (a waiter
 //! whose key or session dies fails at once), the watches on the keys ahead
-//! ([`Client::wait_any_deleted`]), re-reads after etcd was unavailable, the
+//! ([`wait_any_deleted`](crate::engine::wait::wait_any_deleted)), re-reads after etcd was unavailable, the
 //! caller's deadline, cancel and close ([`WaitEnds`]), and the cleanup of
 //! our key when the wait ends without the lock ([`Pending`]).
 //!

@@ -1,7 +1,7 @@
 //! A waiter's turn: [`Acquisition::wait_turn`] waits behind the keys created
 //! before ours, watching only the newest of them (no thundering herd), and
 //! the reads it decides by: the queue around our key
-//! ([`Client::read_queue`]) and the point reads that close a watch's gap
+//! ([`read_queue`](crate::engine::keys::read_queue)) and the point reads that close a watch's gap
 //! ([`presence`]).
 
 use std::sync::Arc;

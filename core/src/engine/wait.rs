@@ -4,12 +4,12 @@
 //!
 //! - [`Pending`]: our key while it is not a held lock yet, deleted (after the
 //!   acquire Txn's outcome is known) when the acquisition is abandoned;
-//! - [`Client::run_detached`]: the acquire Txn, carried on by the cleanup if the
+//! - [`run_detached`]: the acquire Txn, carried on by the cleanup if the
 //!   caller gives up;
-//! - [`WaitEnds`] and [`Client::end_wait`]: what ends a wait besides the keys it
+//! - [`WaitEnds`] and [`end_wait`]: what ends a wait besides the keys it
 //!   watches (close, cancel, deadline, the session's end, our own key's delete),
 //!   and the error each one is;
-//! - [`Client::wait_any_deleted`]: the one wait-for-delete of the read-write
+//! - [`wait_any_deleted`](crate::engine::wait::wait_any_deleted): the one wait-for-delete of the read-write
 //!   lock and the semaphore (the mutex's own wait adds look-ahead and early
 //!   reads on top of [`WaitEnds`]).
 

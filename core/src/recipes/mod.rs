@@ -5,6 +5,10 @@
 //!
 //! It may call: engine, client, session, transport, watch, guard, names,
 //! options, meta, metrics, error. Nothing below it names a recipe.
+//!
+//! Each recipe is a public value built from a client (`Mutex::new(&client,
+//! name)`, as Go's `concurrency.NewMutex(session, pfx)`), one type per file;
+//! the calls on `Client` below are one-line delegations to the same code.
 
 pub(crate) mod election;
 pub(crate) mod leader;
@@ -111,7 +115,7 @@ impl Client {
 
     /// Lock every name in `names` together (FIFO on each, no deadlock with
     /// other multi-locks or single locks); timeout zero is one try. At most
-    /// [`MAX_MULTI`] distinct names.
+    /// [`MAX_MULTI`](crate::MAX_MULTI) distinct names.
     pub async fn lock_many(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
         multi::lock_many(self, names, opts).await
     }
@@ -140,7 +144,7 @@ impl Client {
     }
 
     /// Start a leader loop for election `name` with `value` as the
-    /// proclamation: see [`LeaderLoop`] and [`LeaderEvent`]. The loop runs
+    /// proclamation: see [`LeaderLoop`] and [`LeaderEvent`](crate::LeaderEvent). The loop runs
     /// on the client's runtime until stopped or the client is closed.
     pub fn leader_loop(
         &self,
