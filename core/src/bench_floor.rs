@@ -56,7 +56,7 @@ pub async fn txn_delete_round(
         Some(PutOptions::new().with_lease(lease)),
     );
     let t = Instant::now();
-    let txn = crate::recipes::mutex::queue_txn(&key, &prefix, put, &records, None);
+    let txn = crate::engine::acquisition::queue_txn(&key, &prefix, put, &records, None);
     etcd.txn(txn).await.map_err(unavailable)?;
     etcd.delete(key, Some(etcd_client::DeleteOptions::new().with_prev_key()))
         .await

@@ -1,6 +1,7 @@
 //! The client: connection, options, and the session it hands to locks.
 
 use std::fmt;
+use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
@@ -33,10 +34,10 @@ pub(crate) struct Inner {
     pub(crate) closed: CancellationToken,
     pub(crate) windows: crate::engine::window::Windows,
     /// Acquisitions of this client between admission and their key queued
-    /// in etcd (see `mutex::ADMITTED`).
+    /// in etcd (see `window::ADMITTED`).
     pub(crate) admissions: Arc<tokio::sync::Semaphore>,
-    /// Holds taken with an owner (reentry.rs).
-    pub(crate) reentry: crate::recipes::reentry::Reentry,
+    /// Holds taken with an owner (recipes/reentry.rs).
+    pub(crate) reentry: crate::guard::reentry::Reentry,
     pub(crate) cleanups: crate::engine::cleanups::Cleanups,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pub(crate) meta: crate::meta::Book,
@@ -77,6 +78,42 @@ impl fmt::Debug for Client {
         f.debug_struct("Client")
             .field("endpoints", &self.inner.endpoints)
             .finish()
+    }
+}
+
+impl Client {
+    /// One request through the transport (failover, backpressure, retries
+    /// within `bound`; `None`: the request timeout from now), refused once
+    /// the client is closed.
+    pub(crate) async fn call<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
+    where
+        F: FnMut(etcd_client::KvClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.check_open()?;
+        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
+        // Boxed: a request's future is large (tonic), and the futures that wait
+        // on it (a waiter, thousands of them) should not carry it inline.
+        Box::pin(self.inner.transport.call(bound, op)).await.result
+    }
+
+    /// [`Client::call`] for a lease request.
+    pub(crate) async fn call_lease<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
+    where
+        F: FnMut(etcd_client::LeaseClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.check_open()?;
+        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
+        Box::pin(self.inner.transport.call_lease(bound, op))
+            .await
+            .result
+    }
+
+    /// The bound of a public call that starts now and does not wait for a
+    /// lock: the client's request timeout.
+    pub(crate) fn request_bound(&self) -> Bound {
+        self.inner.transport.request_bound()
     }
 }
 
@@ -191,7 +228,7 @@ impl Client {
             session: AsyncMutex::new(None),
             closed,
             windows: Default::default(),
-            admissions: Arc::new(tokio::sync::Semaphore::new(crate::recipes::mutex::ADMITTED)),
+            admissions: Arc::new(tokio::sync::Semaphore::new(crate::engine::window::ADMITTED)),
             reentry: Default::default(),
             cleanups: Default::default(),
             meta: Default::default(),

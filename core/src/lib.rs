@@ -59,11 +59,14 @@ pub use options::{
     ClientOptions, LockOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_LOCK_DELAY, MAX_METADATA_BYTES,
     MAX_TTL_SECS,
 };
-pub use recipes::election::{Leader, Leadership, Observer};
+pub use recipes::election::{Election, Leader, Leadership, Observer};
 pub use recipes::leader::{LeadOptions, LeaderEvent, LeaderLoop, Term};
-pub use recipes::multi::{MultiGuard, MultiLossSignal, MAX_MULTI};
-pub use recipes::once::{now_ms, OnceHold, OnceRecord, ONCE_PREFIX};
-pub use recipes::semaphore::MAX_PERMITS;
+pub use recipes::multi::{MultiGuard, MultiLock, MultiLossSignal, MAX_MULTI};
+pub use recipes::mutex::Mutex;
+pub use recipes::once::{now_ms, Once, OnceHold, OnceRecord, ONCE_PREFIX};
+pub use recipes::reentry::ReentrantLock;
+pub use recipes::rwlock::RwLock;
+pub use recipes::semaphore::{Semaphore, MAX_PERMITS};
 pub use recipes::sync::{Barrier, Latch, MAX_SYNC_COUNT};
 pub use records::{Contender, ContenderKind, Status};
 pub use session::{Loss, Renewal};

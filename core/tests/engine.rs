@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{client, keys, opts, unique_ns};
+use common::{await_key_count, client, keys, opts, unique_ns};
 use etcdlock::{CancellationToken, Client, ClientOptions, ErrorCode, LockOptions, LossReason};
 use etcdlock_testkit::{free_port, Etcd};
 
@@ -1279,4 +1279,41 @@ async fn a_watch_on_a_hung_member_fails_within_the_keep_alive_bound() {
         "the watch ended {took:?} after the member hung (bound 5 s + 2 s)"
     );
     c.close().await;
+}
+
+/// A blocking lock on a caller's small thread (musl gives a `pthread_create`d
+/// thread 128 KiB; JVM and Python threads can be set as small): connect, an
+/// uncontended lock, a contended one that waits its turn, unlock, close. The
+/// caller's thread polls the lock's future (runtime.rs), so this is the stack
+/// the engine's call chain must fit in.
+#[test]
+fn a_blocking_lock_works_on_a_128_kib_thread() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("small-stack");
+    let o = opts(&etcd, &ns, 10);
+    let holder = etcdlock::blocking::Client::connect(o.clone()).unwrap();
+    let held = holder.lock("s", None).unwrap();
+    let waiter = std::thread::Builder::new()
+        .stack_size(128 * 1024)
+        .spawn(move || {
+            let c = etcdlock::blocking::Client::connect(o).unwrap();
+            c.lock("free", None).unwrap().unlock().unwrap();
+            let g = c.lock("s", Some(Duration::from_secs(30))).unwrap();
+            let token = g.fencing_token();
+            g.unlock().unwrap();
+            c.close().unwrap();
+            token
+        })
+        .unwrap();
+    let prefix = format!("{ns}s/");
+    etcdlock::runtime::block_on(async {
+        await_key_count(holder.as_async(), &prefix, 2).await;
+        Ok(())
+    })
+    .unwrap();
+    let first = held.fencing_token();
+    held.unlock().unwrap();
+    let token = waiter.join().expect("the 128 KiB thread ran to its end");
+    assert!(token > first, "the waiter took the lock after the holder");
+    holder.close().unwrap();
 }

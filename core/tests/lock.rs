@@ -687,3 +687,70 @@ async fn a_waiter_leaving_between_the_holder_and_us_never_hands_us_the_lock_earl
     assert_eq!(keys(&a, &prefix).await.len(), 1);
     gc.unlock().await.unwrap();
 }
+
+/// The recipes as values (`Mutex::new(&client, name)`, as Go's
+/// `concurrency.NewMutex`): the same keys and exclusion as the calls on
+/// `Client` they stand for.
+#[tokio::test]
+async fn recipe_values_take_the_same_locks_as_the_client_calls() {
+    use etcdlock::{Election, MultiLock, Mutex, Once, ReentrantLock, RwLock, Semaphore};
+    let etcd = Etcd::single();
+    let ns = unique_ns("values");
+    let c = client(&etcd, &ns, 10).await;
+    let m = Mutex::new(&c, "m");
+    assert_eq!(m.name(), "m");
+    let g = m.lock(LockOptions::default()).await.unwrap();
+    assert_eq!(g.key(), format!("{ns}m/{:x}", g.lease_id()));
+    let busy = |r: etcdlock::Result<etcdlock::Guard>| r.map(|_| ()).unwrap_err().code();
+    assert_eq!(
+        busy(m.try_lock(LockOptions::default()).await),
+        ErrorCode::WouldBlock
+    );
+    assert_eq!(busy(c.try_lock("m").await), ErrorCode::WouldBlock);
+    g.unlock().await.unwrap();
+    let rw = RwLock::new(&c, "rw");
+    let (r1, r2) = (
+        rw.read(LockOptions::default()).await.unwrap(),
+        rw.read(LockOptions::default()).await.unwrap(),
+    );
+    let zero = LockOptions {
+        timeout: Some(Duration::ZERO),
+        ..LockOptions::default()
+    };
+    assert_eq!(busy(rw.write(zero.clone()).await), ErrorCode::Timeout);
+    drop((r1, r2));
+    let sem = Semaphore::new(&c, "s", 2);
+    let (p1, p2) = (
+        sem.acquire(LockOptions::default()).await.unwrap(),
+        sem.acquire(LockOptions::default()).await.unwrap(),
+    );
+    assert_eq!(busy(sem.acquire(zero.clone()).await), ErrorCode::Timeout);
+    drop((p1, p2));
+    let both = MultiLock::new(&c, ["a", "b"])
+        .lock(LockOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(busy(c.try_lock("b").await), ErrorCode::WouldBlock);
+    drop(both);
+    let re = ReentrantLock::new(&c, "re");
+    let (h1, h2) = (
+        re.lock(1, LockOptions::default()).await.unwrap(),
+        re.try_lock(1, LockOptions::default()).await.unwrap(),
+    );
+    assert_eq!(h1.fencing_token(), h2.fencing_token());
+    assert_eq!(
+        busy(re.try_lock(2, LockOptions::default()).await),
+        ErrorCode::WouldBlock
+    );
+    drop((h1, h2));
+    let e = Election::new(&c, "e");
+    let lead = e.campaign("me", LockOptions::default()).await.unwrap();
+    assert_eq!(e.leader().await.unwrap().unwrap().value, b"me".to_vec());
+    drop(lead);
+    let once = Once::new(&c, "job");
+    let hold = once.take(Duration::from_secs(5)).await.unwrap().unwrap();
+    assert!(once.take(Duration::from_secs(5)).await.unwrap().is_none());
+    assert!(once.finish(&hold, Duration::from_secs(60)).await.unwrap());
+    assert!(once.record().await.unwrap().is_some());
+    c.close().await;
+}

@@ -12,18 +12,19 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::engine::delay::{put_record, Gate};
-use crate::engine::queue::{kvs, more, revision, Queue};
+use crate::engine::delay::{self, put_record, Gate, Records};
+use crate::engine::keys::OwnWatch;
+use crate::engine::queue::{kvs, more, revision, Queue, OLDER_READ};
+use crate::engine::wait;
 use crate::engine::wait::{timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::guard::Guard;
+use crate::guard::{Grant, Guard};
 use crate::names::{is_direct_child, owner_info, prefix_end, show, Mode};
 use crate::poison::Locked;
-use crate::recipes::mutex::{queue_txn, LEASE_NOT_FOUND};
 use crate::session::Session;
 use crate::transport::Bound;
 
@@ -90,7 +91,7 @@ impl<'a> Acquisition<'a> {
         Acquisition {
             client,
             name,
-            prefix: client.prefix(name),
+            prefix: crate::engine::keys::prefix(client, name),
             mode,
             bound,
             timeout,
@@ -146,7 +147,9 @@ impl<'a> Acquisition<'a> {
     /// for a lock-delay).
     pub(crate) async fn take(&self, session: &Arc<Session>, delay: Option<i64>) -> Result<Guard> {
         let (guard, gate) = Box::pin(self.queue(session, delay)).await?;
-        let Some(lease) = gate else { return Ok(guard) };
+        let Gated::Pass(lease) = gate else {
+            return Ok(guard);
+        };
         let gate = Gate {
             mode: self.mode,
             lease,
@@ -154,7 +157,7 @@ impl<'a> Acquisition<'a> {
             timeout: self.timeout,
             cancel: self.cancel,
         };
-        match self.client.delay_gate(&guard, gate).await {
+        match delay::delay_gate(self.client, &guard, gate).await {
             Ok(()) => Ok(guard),
             Err(e) => {
                 // Granted in the queue but not past the delay: leave it, as
@@ -163,7 +166,7 @@ impl<'a> Acquisition<'a> {
                 // this client's own try waits for it: no ghost, no overrun
                 // of the caller's bound when etcd is slow).
                 let ticket =
-                    crate::engine::cleanups::CleanupTicket::new(self.client, guard.key_bytes());
+                    crate::engine::wait::CleanupTicket::new(self.client, guard.key_bytes());
                 let (tx, rx) = tokio::sync::oneshot::channel::<()>();
                 self.client.inner.handle.spawn(async move {
                     let _ = guard.unlock().await;
@@ -178,11 +181,7 @@ impl<'a> Acquisition<'a> {
 
     /// [`Acquisition::take`] up to the lock-delay gate: the guard, and
     /// whether it must pass the gate (with our delay lease, if any).
-    async fn queue(
-        &self,
-        session: &Arc<Session>,
-        delay: Option<i64>,
-    ) -> Result<(Guard, Option<Option<i64>>)> {
+    async fn queue(&self, session: &Arc<Session>, delay: Option<i64>) -> Result<(Guard, Gated)> {
         let (client, name, prefix) = (self.client, self.name, &self.prefix);
         let value = self
             .value
@@ -190,55 +189,10 @@ impl<'a> Acquisition<'a> {
             .unwrap_or_else(|| owner_info().into_bytes());
         let key = session.reserve_key(prefix);
         let mut pending = Pending::new(client, session, key.clone());
-        let keys_only = || GetOptions::new().with_prefix().with_keys_only();
-        let put = TxnOp::put(
-            key.clone(),
-            value.clone(),
-            Some(PutOptions::new().with_lease(session.lease)),
-        );
-        let recs = client.delay_records(name);
-        let held_range = || {
-            Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
-                .with_range(prefix_end(&recs.held))
-        };
-        let txn = match (self.mode, delay) {
-            // With a delay, the waiter's record goes in with the key (see delay.rs).
-            (Mode::Wait, Some(lease)) => {
-                pending.extra.push(recs.waiting_of(prefix, &key));
-                queue_txn(
-                    &key,
-                    prefix,
-                    put,
-                    &recs,
-                    Some(put_record(recs.waiting_of(prefix, &key), lease)),
-                )
-            }
-            (Mode::Wait, None) => queue_txn(&key, prefix, put, &recs, None),
-            // Try: put only if nobody holds or waits (no key under the prefix)
-            // and no vanished holder's lock-delay runs (no holder record);
-            // else read any one key (no sort: cheap) to tell a contender from a
-            // key of a nested name, and the holder records likewise.
-            (_, delay) => Txn::new()
-                .when([
-                    Compare::create_revision(prefix.clone(), CompareOp::Equal, 0)
-                        .with_range(prefix_end(prefix)),
-                    held_range(),
-                ])
-                .and_then(match delay {
-                    Some(lease) => vec![put, put_record(recs.held_of(prefix, &key), lease)],
-                    None => vec![put],
-                })
-                .or_else([
-                    TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1))),
-                    TxnOp::get(
-                        recs.held.clone(),
-                        Some(GetOptions::new().with_prefix().with_keys_only()),
-                    ),
-                ]),
-        };
-        let resp = client
-            .run_detached(&mut pending, txn, name, self.bound, self.cancel)
-            .await;
+        let recs = delay::delay_records(client, name);
+        let txn = self.queue_or_try_txn(session, &mut pending, value.clone(), &recs, delay);
+        let resp =
+            wait::run_detached(client, &mut pending, txn, name, self.bound, self.cancel).await;
         self.queued();
         let resp = resp.map_err(|e| self.bounded(e))?;
         let ops = resp.op_responses();
@@ -264,16 +218,16 @@ impl<'a> Acquisition<'a> {
                     // are there: they are not contenders, so queue once and see.
                     _ => {
                         let g = Box::pin(self.try_past_nested(session, pending, value)).await?;
-                        return Ok((g, Some(delay)));
+                        return Ok((g, Gated::Pass(delay)));
                     }
                 }
             }
             let token = revision(&resp);
-            let g = client.held(name, session, pending, token, Vec::new(), None);
+            let g = held(client, name, session, pending, token, Vec::new(), None);
             if delay.is_some() {
                 g.set_delay_records(vec![recs.held_of(prefix, &key)]);
             }
-            return Ok((g, None));
+            return Ok((g, Gated::Open));
         }
         // Records counted: a holder with a lock-delay is ahead of us or gone
         // before (see delay.rs); with one of our own we put ours when granted.
@@ -281,16 +235,98 @@ impl<'a> Acquisition<'a> {
             Some(etcd_client::TxnOpResponse::Get(r)) => r.count(),
             _ => 1,
         };
-        let gate = (delay.is_some() || counted > 0 || !resp.succeeded()).then_some(delay);
+        let gate = if delay.is_some() || counted > 0 || !resp.succeeded() {
+            Gated::Pass(delay)
+        } else {
+            Gated::Open
+        };
 
+        let (my_rev, queue) = self.place(&key, &resp).await?;
+        if queue.pred.is_none() {
+            return Ok((
+                held(client, name, session, pending, my_rev, Vec::new(), None),
+                gate,
+            ));
+        }
+        // Boxed: only contended acquisitions pay for the wait's state.
+        let g = Box::pin(self.wait_turn(session, pending, my_rev, queue)).await?;
+        Ok((g, gate))
+    }
+
+    /// The acquire Txn: queue our key (with a waiter's delay record when
+    /// `delay` is given), or for a try/once put it only if the lock is free.
+    fn queue_or_try_txn(
+        &self,
+        session: &Session,
+        pending: &mut Pending,
+        value: Vec<u8>,
+        recs: &Records,
+        delay: Option<i64>,
+    ) -> Txn {
+        let prefix = &self.prefix;
+        let key = pending.key.clone();
+        let keys_only = || GetOptions::new().with_prefix().with_keys_only();
+        let put = TxnOp::put(
+            key.clone(),
+            value,
+            Some(PutOptions::new().with_lease(session.lease)),
+        );
+        let held_range = || {
+            Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
+                .with_range(prefix_end(&recs.held))
+        };
+        match (self.mode, delay) {
+            // With a delay, the waiter's record goes in with the key (see delay.rs).
+            (Mode::Wait, Some(lease)) => {
+                pending.extra.push(recs.waiting_of(prefix, &key));
+                queue_txn(
+                    &key,
+                    prefix,
+                    put,
+                    recs,
+                    Some(put_record(recs.waiting_of(prefix, &key), lease)),
+                )
+            }
+            (Mode::Wait, None) => queue_txn(&key, prefix, put, recs, None),
+            // Try: put only if nobody holds or waits (no key under the prefix)
+            // and no vanished holder's lock-delay runs (no holder record);
+            // else read any one key (no sort: cheap) to tell a contender from a
+            // key of a nested name, and the holder records likewise.
+            (_, delay) => Txn::new()
+                .when([
+                    Compare::create_revision(prefix.clone(), CompareOp::Equal, 0)
+                        .with_range(prefix_end(prefix)),
+                    held_range(),
+                ])
+                .and_then(match delay {
+                    Some(lease) => vec![put, put_record(recs.held_of(prefix, &key), lease)],
+                    None => vec![put],
+                })
+                .or_else([
+                    TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1))),
+                    TxnOp::get(
+                        recs.held.clone(),
+                        Some(GetOptions::new().with_prefix().with_keys_only()),
+                    ),
+                ]),
+        }
+    }
+
+    /// Where our key stands after the acquire Txn `resp` (queued, or found
+    /// there from an earlier attempt): its create revision and the queue.
+    async fn place(&self, key: &[u8], resp: &etcd_client::TxnResponse) -> Result<(i64, Queue)> {
+        let (client, prefix) = (self.client, &self.prefix);
+        let ops = resp.op_responses();
         let ctx = |e| self.ctx(e);
         let (my_rev, queue) = if resp.succeeded() {
-            let my_rev = revision(&resp);
-            match Queue::from_newest(prefix, &key, my_rev, kvs(ops.get(1)), !more(ops.get(1))) {
+            let my_rev = revision(resp);
+            match Queue::from_newest(prefix, key, my_rev, kvs(ops.get(1)), !more(ops.get(1))) {
                 Some(q) => (my_rev, q),
                 None => (
                     my_rev,
-                    client.read_queue(prefix, &key, my_rev).await.map_err(ctx)?,
+                    crate::engine::keys::read_queue(client, prefix, key, my_rev)
+                        .await
+                        .map_err(ctx)?,
                 ),
             }
         } else {
@@ -299,7 +335,9 @@ impl<'a> Acquisition<'a> {
             match kvs(ops.first()).first().map(|kv| kv.create_revision()) {
                 Some(rev) => (
                     rev,
-                    client.read_queue(prefix, &key, rev).await.map_err(ctx)?,
+                    crate::engine::keys::read_queue(client, prefix, key, rev)
+                        .await
+                        .map_err(ctx)?,
                 ),
                 None => {
                     return Err(Error::lost(
@@ -309,15 +347,7 @@ impl<'a> Acquisition<'a> {
                 }
             }
         };
-        if queue.pred.is_none() {
-            return Ok((
-                client.held(name, session, pending, my_rev, Vec::new(), None),
-                gate,
-            ));
-        }
-        // Boxed: only contended acquisitions pay for the wait's state.
-        let g = Box::pin(self.wait_turn(session, pending, my_rev, queue)).await?;
-        Ok((g, gate))
+        Ok((my_rev, queue))
     }
 
     /// Try/once found only keys of nested names under the prefix: queue once
@@ -333,17 +363,110 @@ impl<'a> Acquisition<'a> {
         let key = pending.key.clone();
         let txn = put_if_absent(&key, value, session.lease);
         let never = CancellationToken::new();
-        let resp = client
-            .run_detached(&mut pending, txn, self.name, client.request_bound(), &never)
-            .await?;
+        let resp = wait::run_detached(
+            client,
+            &mut pending,
+            txn,
+            self.name,
+            client.request_bound(),
+            &never,
+        )
+        .await?;
         let my_rev = created_at(&resp).unwrap_or(0);
-        let q = client.read_queue(&self.prefix, &key, my_rev).await?;
+        let q = crate::engine::keys::read_queue(client, &self.prefix, &key, my_rev).await?;
         if q.mine && q.pred.is_none() {
-            return Ok(client.held(self.name, session, pending, my_rev, Vec::new(), None));
+            return Ok(held(
+                client,
+                self.name,
+                session,
+                pending,
+                my_rev,
+                Vec::new(),
+                None,
+            ));
         }
         pending.abandon().await;
         Err(self.busy())
     }
+}
+
+/// etcd's answer to a put on a revoked or expired lease.
+pub(crate) const LEASE_NOT_FOUND: &str = "requested lease not found";
+
+/// Whether a guard out of the queue must still pass the lock-delay gate.
+enum Gated {
+    /// No delay record can be ahead of it: granted as it is.
+    Open,
+    /// Pass the gate, with our own delay lease if the caller asked for a
+    /// lock-delay.
+    Pass(Option<i64>),
+}
+
+/// The guard of a granted acquisition: the pending key's watches end (our
+/// own key's watch carries on), and the key becomes the hold's.
+pub(crate) fn held(
+    client: &Client,
+    name: &str,
+    session: &Arc<Session>,
+    mut pending: Pending,
+    token: i64,
+    waited_on: Vec<Vec<u8>>,
+    own: Option<OwnWatch>,
+) -> Guard {
+    pending.armed = false;
+    for w in pending.watches.drain(..) {
+        client.inner.hub.cancel(w);
+    }
+    let key = std::mem::take(&mut pending.key);
+    // A waiter's watch on its own key carries on; a lock taken with no
+    // wait gets its watch once it has been held a little while (unless
+    // the user opted out): see watch::HELD_WATCH_DELAY.
+    let later = own.is_none() && client.inner.watch_held_keys;
+    Guard::new(
+        client.clone(),
+        session.clone(),
+        name,
+        key,
+        Grant {
+            token,
+            waited_on,
+            own,
+            watch_later: later,
+        },
+    )
+}
+
+/// The Txn that queues a waiter (and takes the lock if nobody is ahead):
+/// if our `key` is absent, `put` it, read the newest keys under `prefix`
+/// (the queue up to [`OLDER_READ`] ahead of us, keys only) and count the
+/// name's lock-delay records, plus `record` (our waiter record, with a
+/// lock-delay); else read our key. The benchmark floor sends this same Txn
+/// (`bench_floor::txn_delete_round`), so the two cannot drift apart.
+pub(crate) fn queue_txn(
+    key: &[u8],
+    prefix: &[u8],
+    put: TxnOp,
+    recs: &crate::engine::delay::Records,
+    record: Option<TxnOp>,
+) -> Txn {
+    let newest = GetOptions::new()
+        .with_prefix()
+        .with_keys_only()
+        .with_sort(SortTarget::Create, SortOrder::Descend)
+        .with_limit(OLDER_READ + 1);
+    let mut ops = vec![
+        put,
+        TxnOp::get(prefix.to_vec(), Some(newest)),
+        TxnOp::get(
+            recs.all.clone(),
+            Some(GetOptions::new().with_prefix().with_count_only()),
+        ),
+    ];
+    ops.extend(record);
+    Txn::new()
+        .when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])
+        .and_then(ops)
+        .or_else([TxnOp::get(key.to_vec(), None)])
 }
 
 #[cfg(test)]

@@ -1,6 +1,5 @@
 //! The keys a client is still deleting after abandoned acquisitions.
 
-use crate::client::Client;
 use crate::poison::Locked;
 use std::time::{Duration, Instant};
 
@@ -59,34 +58,5 @@ impl Cleanups {
                 None => notified.await,
             }
         }
-    }
-}
-
-/// One key's entry in [`Cleanups`], ended when the delete is done (or the
-/// task that runs it is dropped).
-pub(crate) struct CleanupTicket {
-    client: Client,
-    prefix: Vec<u8>,
-}
-
-impl CleanupTicket {
-    pub(crate) fn new(client: &Client, key: &[u8]) -> CleanupTicket {
-        let end = key
-            .iter()
-            .rposition(|b| *b == b'/')
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        let prefix = key[..end].to_vec();
-        client.inner.cleanups.begin(&prefix);
-        CleanupTicket {
-            client: client.clone(),
-            prefix,
-        }
-    }
-}
-
-impl Drop for CleanupTicket {
-    fn drop(&mut self) {
-        self.client.inner.cleanups.end(&self.prefix);
     }
 }

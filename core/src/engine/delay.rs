@@ -51,10 +51,8 @@ pub(crate) struct Records {
     pub(crate) waiting: Vec<u8>,
 }
 
-impl Client {
-    pub(crate) fn delay_records(&self, name: &str) -> Records {
-        Records::of(self.ns_key(name.as_bytes()))
-    }
+pub(crate) fn delay_records(client: &Client, name: &str) -> Records {
+    Records::of(client.ns_key(name.as_bytes()))
 }
 
 impl Records {
@@ -122,137 +120,135 @@ pub(crate) struct Gate<'a> {
     pub(crate) cancel: &'a CancellationToken,
 }
 
-impl Client {
-    /// We are first in the queue of `g`'s lock: wait until no other holder's
-    /// delay record is left, then (with a delay of our own) put ours, in one
-    /// Txn conditional on our key. A try (or timeout zero) does not wait:
-    /// `WouldBlock` (`Timeout`). The caller releases `g` on an error.
-    pub(crate) async fn delay_gate(&self, g: &Guard, gate: Gate<'_>) -> Result<()> {
-        let name = g.name().to_string();
-        let prefix = self.prefix(&name);
-        let recs = self.delay_records(&name);
-        let key = g.key_bytes().to_vec();
-        let token = g.fencing_token();
-        let (mine_h, mine_w) = (recs.held_of(&prefix, &key), recs.waiting_of(&prefix, &key));
-        let bound = match gate.mode {
-            Mode::Wait => Bound::Wait(gate.deadline),
-            _ => self.request_bound(),
+/// We are first in the queue of `g`'s lock: wait until no other holder's
+/// delay record is left, then (with a delay of our own) put ours, in one
+/// Txn conditional on our key. A try (or timeout zero) does not wait:
+/// `WouldBlock` (`Timeout`). The caller releases `g` on an error.
+pub(crate) async fn delay_gate(client: &Client, g: &Guard, gate: Gate<'_>) -> Result<()> {
+    let name = g.name().to_string();
+    let prefix = crate::engine::keys::prefix(client, &name);
+    let recs = delay_records(client, &name);
+    let key = g.key_bytes().to_vec();
+    let token = g.fencing_token();
+    let (mine_h, mine_w) = (recs.held_of(&prefix, &key), recs.waiting_of(&prefix, &key));
+    let bound = match gate.mode {
+        Mode::Wait => Bound::Wait(gate.deadline),
+        _ => client.request_bound(),
+    };
+    let hub = &client.inner.hub;
+    let mut lost = g.lost_signal();
+    loop {
+        let read = TxnOp::get(
+            recs.held.clone(),
+            Some(GetOptions::new().with_prefix().with_keys_only()),
+        );
+        let ours = TxnOp::get(key.clone(), Some(GetOptions::new().with_keys_only()));
+        let txn = match gate.lease {
+            // Put ours only if no other holder's record is there: the
+            // compare cannot tell nested names apart, so it reads too.
+            Some(lease) => Txn::new()
+                .when([
+                    Compare::create_revision(key.clone(), CompareOp::Equal, token),
+                    Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
+                        .with_range(crate::names::prefix_end(&recs.held)),
+                ])
+                .and_then([
+                    put_record(mine_h.clone(), lease),
+                    TxnOp::delete(mine_w.clone(), None),
+                ])
+                .or_else([read, ours]),
+            None => Txn::new().and_then([read, ours]),
         };
-        let hub = &self.inner.hub;
-        let mut lost = g.lost_signal();
-        loop {
-            let read = TxnOp::get(
-                recs.held.clone(),
-                Some(GetOptions::new().with_prefix().with_keys_only()),
-            );
-            let ours = TxnOp::get(key.clone(), Some(GetOptions::new().with_keys_only()));
-            let txn = match gate.lease {
-                // Put ours only if no other holder's record is there: the
-                // compare cannot tell nested names apart, so it reads too.
-                Some(lease) => Txn::new()
-                    .when([
-                        Compare::create_revision(key.clone(), CompareOp::Equal, token),
-                        Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
-                            .with_range(crate::names::prefix_end(&recs.held)),
-                    ])
+        let resp = client
+            .call(Some(bound), |mut c| {
+                let t = txn.clone();
+                async move { c.txn(t).await }
+            })
+            .await
+            .map_err(|e| {
+                if e.code() == ErrorCode::Timeout {
+                    timeout_err(&name, gate.timeout)
+                } else {
+                    e
+                }
+            })?;
+        if gate.lease.is_some() && resp.succeeded() {
+            g.set_delay_records(vec![mine_h, mine_w]);
+            return Ok(());
+        }
+        let ops = resp.op_responses();
+        if !kvs(ops.get(1))
+            .first()
+            .is_some_and(|kv| kv.create_revision() == token)
+        {
+            let reason = why_deleted(client, g.session()).await;
+            return Err(lost_err(
+                &name,
+                reason,
+                "our key was deleted while the lock-delay ran",
+            ));
+        }
+        let Some(rec) = blocking(&recs.held, kvs(ops.first()), &mine_h) else {
+            if let Some(lease) = gate.lease {
+                // Only records of nested names stopped the compare: put ours.
+                let t = Txn::new()
+                    .when([Compare::create_revision(
+                        key.clone(),
+                        CompareOp::Equal,
+                        token,
+                    )])
                     .and_then([
                         put_record(mine_h.clone(), lease),
                         TxnOp::delete(mine_w.clone(), None),
-                    ])
-                    .or_else([read, ours]),
-                None => Txn::new().and_then([read, ours]),
-            };
-            let resp = self
-                .call(Some(bound), |mut c| {
-                    let t = txn.clone();
-                    async move { c.txn(t).await }
-                })
-                .await
-                .map_err(|e| {
-                    if e.code() == ErrorCode::Timeout {
-                        timeout_err(&name, gate.timeout)
-                    } else {
-                        e
-                    }
-                })?;
-            if gate.lease.is_some() && resp.succeeded() {
+                    ]);
+                let r = client
+                    .call(Some(bound), |mut c| {
+                        let t = t.clone();
+                        async move { c.txn(t).await }
+                    })
+                    .await?;
+                if !r.succeeded() {
+                    let reason = why_deleted(client, g.session()).await;
+                    return Err(lost_err(
+                        &name,
+                        reason,
+                        "our key was deleted while the lock-delay ran",
+                    ));
+                }
                 g.set_delay_records(vec![mine_h, mine_w]);
-                return Ok(());
             }
-            let ops = resp.op_responses();
-            if !kvs(ops.get(1))
-                .first()
-                .is_some_and(|kv| kv.create_revision() == token)
-            {
-                let reason = why_deleted(self, g.session()).await;
-                return Err(lost_err(
-                    &name,
-                    reason,
-                    "our key was deleted while the lock-delay ran",
-                ));
-            }
-            let Some(rec) = blocking(&recs.held, kvs(ops.first()), &mine_h) else {
-                if let Some(lease) = gate.lease {
-                    // Only records of nested names stopped the compare: put ours.
-                    let t = Txn::new()
-                        .when([Compare::create_revision(
-                            key.clone(),
-                            CompareOp::Equal,
-                            token,
-                        )])
-                        .and_then([
-                            put_record(mine_h.clone(), lease),
-                            TxnOp::delete(mine_w.clone(), None),
-                        ]);
-                    let r = self
-                        .call(Some(bound), |mut c| {
-                            let t = t.clone();
-                            async move { c.txn(t).await }
-                        })
-                        .await?;
-                    if !r.succeeded() {
-                        let reason = why_deleted(self, g.session()).await;
-                        return Err(lost_err(
-                            &name,
-                            reason,
-                            "our key was deleted while the lock-delay ran",
-                        ));
-                    }
-                    g.set_delay_records(vec![mine_h, mine_w]);
-                }
-                return Ok(());
-            };
-            if gate.mode != Mode::Wait {
-                return Err(in_delay(&name, gate.mode, gate.timeout));
-            }
-            tracing::debug!(lock = %name, record = %String::from_utf8_lossy(&rec), "waiting out a vanished holder's lock-delay");
-            let rev = revision(&resp);
-            let (tx, mut rx) = mpsc::unbounded_channel();
-            let id = hub.watch(
-                rec,
-                rev,
-                std::sync::Arc::new(move |ev| {
-                    let _ = tx.send(ev);
-                }),
-            );
-            let woke = loop {
-                tokio::select! {
-                    ev = rx.recv() => match ev {
-                        Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
-                        _ => break Ok(()),
-                    },
-                    _ = sleep_opt(gate.deadline) => break Err(timeout_err(&name, gate.timeout)),
-                    _ = gate.cancel.cancelled() => break Err(cancelled(&name)),
-                    _ = self.inner.closed.cancelled() => break Err(closed_err(&name)),
-                    l = lost.wait() => break Err(match l {
-                        Some(l) => lost_err(&name, l.reason, "the hold ended while the lock-delay ran"),
-                        None => closed_err(&name),
-                    }),
-                }
-            };
-            hub.cancel(id);
-            woke?;
+            return Ok(());
+        };
+        if gate.mode != Mode::Wait {
+            return Err(in_delay(&name, gate.mode, gate.timeout));
         }
+        tracing::debug!(lock = %name, record = %String::from_utf8_lossy(&rec), "waiting out a vanished holder's lock-delay");
+        let rev = revision(&resp);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let id = hub.watch(
+            rec,
+            rev,
+            std::sync::Arc::new(move |ev| {
+                let _ = tx.send(ev);
+            }),
+        );
+        let woke = loop {
+            tokio::select! {
+                ev = rx.recv() => match ev {
+                    Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
+                    _ => break Ok(()),
+                },
+                _ = sleep_opt(gate.deadline) => break Err(timeout_err(&name, gate.timeout)),
+                _ = gate.cancel.cancelled() => break Err(cancelled(&name)),
+                _ = client.inner.closed.cancelled() => break Err(closed_err(&name)),
+                l = lost.wait() => break Err(match l {
+                    Some(l) => lost_err(&name, l.reason, "the hold ended while the lock-delay ran"),
+                    None => closed_err(&name),
+                }),
+            }
+        };
+        hub.cancel(id);
+        woke?;
     }
 }
 

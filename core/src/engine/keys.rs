@@ -4,53 +4,19 @@
 //! our own key that passes from waiter to guard, and why a key went away.
 
 use crate::poison::Locked;
-use std::future::Future;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
+use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp};
+
 use crate::client::Client;
+use crate::engine::queue::{kvs, more, revision, Contender, Queue, OLDER_READ};
 use crate::error::{ErrorCode, LossReason, Result};
+use crate::names::is_direct_child;
 use crate::session::{Loss, OnLoss, Session};
-use crate::transport::Bound;
 use crate::watch::{Sink, WatchEvent};
-
-impl Client {
-    /// One request through the transport (failover, backpressure, retries
-    /// within `bound`; `None`: the request timeout from now), refused once
-    /// the client is closed.
-    pub(crate) async fn call<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
-    where
-        F: FnMut(etcd_client::KvClient) -> Fut,
-        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
-    {
-        self.check_open()?;
-        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
-        // Boxed: a request's future is large (tonic), and the futures that wait
-        // on it (a waiter, thousands of them) should not carry it inline.
-        Box::pin(self.inner.transport.call(bound, op)).await.result
-    }
-
-    /// [`Client::call`] for a lease request.
-    pub(crate) async fn call_lease<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
-    where
-        F: FnMut(etcd_client::LeaseClient) -> Fut,
-        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
-    {
-        self.check_open()?;
-        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
-        Box::pin(self.inner.transport.call_lease(bound, op))
-            .await
-            .result
-    }
-
-    /// The bound of a public call that starts now and does not wait for a
-    /// lock: the client's request timeout.
-    pub(crate) fn request_bound(&self) -> Bound {
-        self.inner.transport.request_bound()
-    }
-}
 
 /// Delete our key `key` while it is the incarnation created at `rev`, so
 /// that a delete reaching etcd late (a request buffered in a member that was
@@ -359,4 +325,77 @@ pub(crate) fn loss_now(session: &Session, reason: LossReason) -> Loss {
         reason,
         at: Instant::now().min(session.deadline()),
     }
+}
+
+/// The prefix `name/` in the client's namespace: a lock's keys are under it.
+pub(crate) fn prefix(client: &Client, name: &str) -> Vec<u8> {
+    let mut prefix = client.ns_key(name.as_bytes());
+    prefix.push(b'/');
+    prefix
+}
+
+/// Read the queue around our key in one Txn: our key, and the newest
+/// [`OLDER_READ`] keys older than ours (the predecessor, whether it is the
+/// only one, i.e. the holder, and, when that is all of them, the whole queue). Keys of nested names are skipped by a full scan in the
+/// rare case that they show up.
+pub(crate) async fn read_queue(
+    client: &Client,
+    prefix: &[u8],
+    key: &[u8],
+    my_rev: i64,
+) -> Result<Queue> {
+    let older = || {
+        GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_max_create_revision(my_rev - 1)
+    };
+    let txn = Txn::new().and_then([
+        TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
+        TxnOp::get(
+            prefix.to_vec(),
+            Some(
+                older()
+                    .with_sort(SortTarget::Create, SortOrder::Descend)
+                    .with_limit(OLDER_READ),
+            ),
+        ),
+    ]);
+    let resp = client
+        .call(None, |mut c| {
+            let t = txn.clone();
+            async move { c.txn(t).await }
+        })
+        .await?;
+    let ops = resp.op_responses();
+    let mine = kvs(ops.first())
+        .first()
+        .is_some_and(|kv| kv.create_revision() == my_rev);
+    let newest = kvs(ops.get(1));
+    let rev = revision(&resp);
+    if newest.iter().all(|kv| is_direct_child(prefix, kv.key())) {
+        let older: Vec<Contender> = newest.iter().map(Contender::of).collect();
+        return Ok(Queue::of_older(mine, &older, !more(ops.get(1)), rev));
+    }
+    let p = prefix.to_vec();
+    let all = client
+        .call(None, |mut c| {
+            let p = p.clone();
+            async move {
+                c.get(
+                    p,
+                    Some(older().with_sort(SortTarget::Create, SortOrder::Ascend)),
+                )
+                .await
+            }
+        })
+        .await?;
+    let older: Vec<Contender> = all
+        .kvs()
+        .iter()
+        .rev()
+        .filter(|kv| is_direct_child(prefix, kv.key()))
+        .map(Contender::of)
+        .collect();
+    Ok(Queue::of_older(mine, &older, true, rev))
 }

@@ -6,12 +6,18 @@
 //!
 //! It may call: client, session, transport, watch, guard, names, options,
 //! meta, metrics, error. It never names a recipe: recipes give it their
-//! differences as data.
+//! differences as data. Its functions take the `&Client` they work for;
+//! none is a method of `Client` (the client stays a handle: connection,
+//! options, session, close). `pipeline.rs` is the front (admission, session,
+//! the counted retry loop), `acquisition.rs` the queue Txn and the guard it
+//! grants, `turn.rs` and `rule.rs` the waits, `keys.rs` the key helpers
+//! shared with the guard.
 
 pub(crate) mod acquisition;
 pub(crate) mod cleanups;
 pub(crate) mod delay;
 pub(crate) mod keys;
+pub(crate) mod pipeline;
 pub(crate) mod queue;
 pub(crate) mod rule;
 pub(crate) mod turn;

@@ -4,7 +4,7 @@
 //! whether we may hold or which keys to wait behind, and the engine does the
 //! rest the same way for every recipe: the watch on our own key (a waiter
 //! whose key or session dies fails at once), the watches on the keys ahead
-//! ([`Client::wait_any_deleted`]), re-reads after etcd was unavailable, the
+//! ([`wait_any_deleted`](crate::engine::wait::wait_any_deleted)), re-reads after etcd was unavailable, the
 //! caller's deadline, cancel and close ([`WaitEnds`]), and the cleanup of
 //! our key when the wait ends without the lock ([`Pending`]).
 //!
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use crate::engine::acquisition::Acquisition;
 use crate::engine::keys::{why_deleted, OwnKeyWatch};
-use crate::engine::wait::{timeout_err, Pending, Recheck, WaitEnds};
+use crate::engine::wait::{self, timeout_err, Pending, Recheck, WaitEnds};
 use crate::error::{ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{lost_err, Mode};
@@ -106,7 +106,9 @@ impl Acquisition<'_> {
             if turn.behind.is_empty() {
                 pending.watches.retain(|w| *w != own_id);
                 let own = Some((own_id, own, own_rx));
-                return Ok(client.held(name, session, pending, my_rev, waited_on, own));
+                return Ok(crate::engine::acquisition::held(
+                    client, name, session, pending, my_rev, waited_on, own,
+                ));
             }
             if self.mode != Mode::Wait {
                 pending.abandon().await;
@@ -124,20 +126,25 @@ impl Acquisition<'_> {
                 session,
             };
             let keys = &turn.behind;
-            let woke = client
-                .wait_any_deleted(&mut pending, keys, turn.rev, &ends, &mut own_rx, || async {
+            let woke = wait::wait_any_deleted(
+                client,
+                &mut pending,
+                keys,
+                turn.rev,
+                &ends,
+                &mut own_rx,
+                || async {
                     // The watches started after our read: are these still
                     // the keys to wait behind? (one read)
                     matches!(rule.read().await, Ok(now) if now.behind == *keys)
-                })
-                .await;
+                },
+            )
+            .await;
             match woke {
                 Ok(Recheck::OwnReset) => own_reset = true,
                 Ok(Recheck::Changed) => {}
                 Err(i) => {
-                    let e = client
-                        .end_wait(i, name, session, pending, timeout, role)
-                        .await;
+                    let e = wait::end_wait(client, i, name, session, pending, timeout, role).await;
                     return Err(e);
                 }
             }

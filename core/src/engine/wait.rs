@@ -4,12 +4,12 @@
 //!
 //! - [`Pending`]: our key while it is not a held lock yet, deleted (after the
 //!   acquire Txn's outcome is known) when the acquisition is abandoned;
-//! - [`Client::run_detached`]: the acquire Txn, carried on by the cleanup if the
+//! - [`run_detached`]: the acquire Txn, carried on by the cleanup if the
 //!   caller gives up;
-//! - [`WaitEnds`] and [`Client::end_wait`]: what ends a wait besides the keys it
+//! - [`WaitEnds`] and [`end_wait`]: what ends a wait besides the keys it
 //!   watches (close, cancel, deadline, the session's end, our own key's delete),
 //!   and the error each one is;
-//! - [`Client::wait_any_deleted`]: the one wait-for-delete of the read-write
+//! - [`wait_any_deleted`](crate::engine::wait::wait_any_deleted): the one wait-for-delete of the read-write
 //!   lock and the semaphore (the mutex's own wait adds look-ahead and early
 //!   reads on top of [`WaitEnds`]).
 
@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::engine::cleanups::{CleanupTicket, CLEANUP_GRACE};
+use crate::engine::cleanups::CLEANUP_GRACE;
 use crate::engine::keys::{delete_until_gone, why_deleted, OwnEvent};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::names::{lost_err, show};
@@ -180,76 +180,6 @@ impl Drop for Pending {
     }
 }
 
-impl Client {
-    /// Run the acquire Txn on the runtime, detached from the caller: a cancel or
-    /// timeout stops the caller's wait, never the request, and the cleanup
-    /// learns the Txn's outcome before it deletes the key.
-    pub(crate) async fn run_detached(
-        &self,
-        pending: &mut Pending,
-        txn: Txn,
-        name: &str,
-        bound: Bound,
-        cancel: &CancellationToken,
-    ) -> Result<TxnResponse> {
-        let t = self.inner.transport.clone();
-        let closed = self.inner.closed.clone();
-        // Wait for a request slot first (nothing written yet, so a cancel here
-        // needs no cleanup), then run the request detached.
-        let (slot, bound) = tokio::select! {
-            biased;
-            s = t.slot(bound) => s?,
-            _ = cancel.cancelled() => return Err(cancelled(name)),
-        };
-        // Polled here, not spawned (a task per acquisition cost two thread
-        // wake-ups); if the caller gives up, the cleanup carries it on.
-        let h: InFlight = Box::pin(async move {
-            if closed.is_cancelled() {
-                return Answer::sure(Err(Error::new(ErrorCode::Closed, "the client was closed")));
-            }
-            t.call_in_slot(slot, bound, etcd_client::Client::kv_client, |mut c| {
-                let txn = txn.clone();
-                async move { c.txn(txn).await }
-            })
-            .await
-        });
-        pending.txn = Some(h);
-        // The bound limits the request itself (the transport retries until
-        // then); a cancel stops only our wait for it.
-        let out = {
-            let Some(h) = pending.txn.as_mut() else {
-                unreachable!()
-            };
-            tokio::select! {
-                biased;
-                r = h => Some(r),
-                _ = cancel.cancelled() => None,
-            }
-        };
-        let r = match out {
-            Some(joined) => {
-                pending.txn = None;
-                let Answer {
-                    result: r,
-                    uncertain,
-                } = joined;
-                pending.uncertain |= uncertain;
-                if let Ok(resp) = &r {
-                    pending.revs = created_revisions(resp, &pending.key);
-                }
-                r
-            }
-            None => Err(cancelled(name)),
-        };
-        if r.is_err() {
-            // Whatever happened, no key of ours may stay behind: delete it (after
-            // the Txn's outcome is known) before answering.
-            pending_abandon(pending).await;
-        }
-        r
-    }
-}
-
 async fn pending_abandon(pending: &mut Pending) {
     let fut = pending.cleanup();
     let h = pending.client.inner.handle.spawn(fut);
@@ -355,105 +285,198 @@ impl WaitEnds<'_> {
     }
 }
 
-impl Client {
-    /// The error an [`Interrupt`] is for the acquisition of `name`, after the
-    /// cleanup it needs (`what`: which of our keys, for a deleted own key).
-    pub(crate) async fn end_wait(
-        &self,
-        i: Interrupt,
-        name: &str,
-        session: &Session,
-        pending: Pending,
-        timeout: Option<Duration>,
-        what: &str,
-    ) -> Error {
-        match i {
-            Interrupt::Closed => {
-                pending.closed();
-                closed_err(name)
-            }
-            Interrupt::Cancelled => {
-                pending.abandon().await;
-                cancelled(name)
-            }
-            Interrupt::Deadline => {
-                pending.abandon().await;
-                timeout_err(name, timeout)
-            }
-            // The session's end takes our key with it (or will): the pending
-            // key's drop cleans up what is left.
-            Interrupt::SessionLost(l) if l.reason == LossReason::ClientClosed => closed_err(name),
-            Interrupt::SessionLost(l) => {
-                lost_err(name, l.reason, "the session ended while waiting")
-            }
-            Interrupt::OwnDeleted => {
-                let reason = why_deleted(self, session).await;
-                lost_err(
-                    name,
-                    reason,
-                    &format!("our {what} key was deleted while waiting"),
-                )
-            }
+/// The error an [`Interrupt`] is for the acquisition of `name`, after the
+/// cleanup it needs (`what`: which of our keys, for a deleted own key).
+pub(crate) async fn end_wait(
+    client: &Client,
+    i: Interrupt,
+    name: &str,
+    session: &Session,
+    pending: Pending,
+    timeout: Option<Duration>,
+    what: &str,
+) -> Error {
+    match i {
+        Interrupt::Closed => {
+            pending.closed();
+            closed_err(name)
+        }
+        Interrupt::Cancelled => {
+            pending.abandon().await;
+            cancelled(name)
+        }
+        Interrupt::Deadline => {
+            pending.abandon().await;
+            timeout_err(name, timeout)
+        }
+        // The session's end takes our key with it (or will): the pending
+        // key's drop cleans up what is left.
+        Interrupt::SessionLost(l) if l.reason == LossReason::ClientClosed => closed_err(name),
+        Interrupt::SessionLost(l) => lost_err(name, l.reason, "the session ended while waiting"),
+        Interrupt::OwnDeleted => {
+            let reason = why_deleted(client, session).await;
+            lost_err(
+                name,
+                reason,
+                &format!("our {what} key was deleted while waiting"),
+            )
         }
     }
+}
 
-    /// The one wait-for-delete: watch `keys` from revision `after` (the
-    /// revision of the read that found them) on the client's watch stream and
-    /// return when any of them is deleted, or its watch is reset, or a watch
-    /// starts past `after` and `unchanged` (one read) says the keys to watch
-    /// are no longer these. A delete between the read and the watch's start is
-    /// never missed: the watch starts at `after + 1`, or `unchanged` closes the
-    /// gap. The watches end with the call.
-    pub(crate) async fn wait_any_deleted<F, Fut>(
-        &self,
-        pending: &mut Pending,
-        keys: &[Vec<u8>],
-        after: i64,
-        ends: &WaitEnds<'_>,
-        own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
-        mut unchanged: F,
-    ) -> std::result::Result<Recheck, Interrupt>
-    where
-        F: FnMut() -> Fut,
-        Fut: Future<Output = bool>,
-    {
-        let hub = &self.inner.hub;
-        let (tx, mut rx) = mpsc::unbounded_channel::<WatchEvent>();
-        let ids: Vec<i64> = keys
-            .iter()
-            .map(|k| {
-                let tx = tx.clone();
-                hub.watch(
-                    k.clone(),
-                    after,
-                    Arc::new(move |ev| {
-                        let _ = tx.send(ev);
-                    }),
-                )
-            })
-            .collect();
-        drop(tx);
-        pending.watches.extend(ids.iter().copied());
-        let out = loop {
-            tokio::select! {
-                biased;
-                i = ends.next(own_rx) => break i,
-                Some(ev) = rx.recv() => match ev {
-                    WatchEvent::Created { rev } if rev > after => {
-                        if !unchanged().await {
-                            break Ok(Recheck::Changed);
-                        }
+/// The one wait-for-delete: watch `keys` from revision `after` (the
+/// revision of the read that found them) on the client's watch stream and
+/// return when any of them is deleted, or its watch is reset, or a watch
+/// starts past `after` and `unchanged` (one read) says the keys to watch
+/// are no longer these. A delete between the read and the watch's start is
+/// never missed: the watch starts at `after + 1`, or `unchanged` closes the
+/// gap. The watches end with the call.
+pub(crate) async fn wait_any_deleted<F, Fut>(
+    client: &Client,
+    pending: &mut Pending,
+    keys: &[Vec<u8>],
+    after: i64,
+    ends: &WaitEnds<'_>,
+    own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
+    mut unchanged: F,
+) -> std::result::Result<Recheck, Interrupt>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let hub = &client.inner.hub;
+    let (tx, mut rx) = mpsc::unbounded_channel::<WatchEvent>();
+    let ids: Vec<i64> = keys
+        .iter()
+        .map(|k| {
+            let tx = tx.clone();
+            hub.watch(
+                k.clone(),
+                after,
+                Arc::new(move |ev| {
+                    let _ = tx.send(ev);
+                }),
+            )
+        })
+        .collect();
+    drop(tx);
+    pending.watches.extend(ids.iter().copied());
+    let out = loop {
+        tokio::select! {
+            biased;
+            i = ends.next(own_rx) => break i,
+            Some(ev) = rx.recv() => match ev {
+                WatchEvent::Created { rev } if rev > after => {
+                    if !unchanged().await {
+                        break Ok(Recheck::Changed);
                     }
-                    WatchEvent::Created { .. } => {}
-                    WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(Recheck::Changed),
-                },
-            }
-        };
-        for id in ids {
-            hub.cancel(id);
-            pending.watches.retain(|w| *w != id);
+                }
+                WatchEvent::Created { .. } => {}
+                WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(Recheck::Changed),
+            },
         }
-        out
+    };
+    for id in ids {
+        hub.cancel(id);
+        pending.watches.retain(|w| *w != id);
+    }
+    out
+}
+
+/// Run the acquire Txn on the runtime, detached from the caller: a cancel or
+/// timeout stops the caller's wait, never the request, and the cleanup
+/// learns the Txn's outcome before it deletes the key.
+pub(crate) async fn run_detached(
+    client: &Client,
+    pending: &mut Pending,
+    txn: Txn,
+    name: &str,
+    bound: Bound,
+    cancel: &CancellationToken,
+) -> Result<TxnResponse> {
+    let t = client.inner.transport.clone();
+    let closed = client.inner.closed.clone();
+    // Wait for a request slot first (nothing written yet, so a cancel here
+    // needs no cleanup), then run the request detached.
+    let (slot, bound) = tokio::select! {
+        biased;
+        s = t.slot(bound) => s?,
+        _ = cancel.cancelled() => return Err(cancelled(name)),
+    };
+    // Polled here, not spawned (a task per acquisition cost two thread
+    // wake-ups); if the caller gives up, the cleanup carries it on.
+    let h: InFlight = Box::pin(async move {
+        if closed.is_cancelled() {
+            return Answer::sure(Err(Error::new(ErrorCode::Closed, "the client was closed")));
+        }
+        t.call_in_slot(slot, bound, etcd_client::Client::kv_client, |mut c| {
+            let txn = txn.clone();
+            async move { c.txn(txn).await }
+        })
+        .await
+    });
+    pending.txn = Some(h);
+    // The bound limits the request itself (the transport retries until
+    // then); a cancel stops only our wait for it.
+    let out = {
+        let Some(h) = pending.txn.as_mut() else {
+            unreachable!()
+        };
+        tokio::select! {
+            biased;
+            r = h => Some(r),
+            _ = cancel.cancelled() => None,
+        }
+    };
+    let r = match out {
+        Some(joined) => {
+            pending.txn = None;
+            let Answer {
+                result: r,
+                uncertain,
+            } = joined;
+            pending.uncertain |= uncertain;
+            if let Ok(resp) = &r {
+                pending.revs = created_revisions(resp, &pending.key);
+            }
+            r
+        }
+        None => Err(cancelled(name)),
+    };
+    if r.is_err() {
+        // Whatever happened, no key of ours may stay behind: delete it (after
+        // the Txn's outcome is known) before answering.
+        pending_abandon(pending).await;
+    }
+    r
+}
+
+/// One key's entry in [`Cleanups`], ended when the delete is done (or the
+/// task that runs it is dropped).
+pub(crate) struct CleanupTicket {
+    client: Client,
+    prefix: Vec<u8>,
+}
+
+impl CleanupTicket {
+    pub(crate) fn new(client: &Client, key: &[u8]) -> CleanupTicket {
+        let end = key
+            .iter()
+            .rposition(|b| *b == b'/')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let prefix = key[..end].to_vec();
+        client.inner.cleanups.begin(&prefix);
+        CleanupTicket {
+            client: client.clone(),
+            prefix,
+        }
+    }
+}
+
+impl Drop for CleanupTicket {
+    fn drop(&mut self) {
+        self.client.inner.cleanups.end(&self.prefix);
     }
 }
 

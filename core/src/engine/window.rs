@@ -27,6 +27,16 @@ use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+/// Acquisitions one client carries between admission and etcd's answer to
+/// the Txn that queues their key (then they wait, or hold, at no cost to the
+/// next). A burst of calls beyond it waits for admission with only its
+/// outer future allocated: the state of an acquisition in progress (its
+/// futures, key, Txn, request) exists for at most this many calls at once,
+/// so the burst's peak, which a host's allocator may keep after it, stays
+/// near what the locks then held cost (`examples/burst.rs`). Requests in
+/// flight are bounded alike (`transport::MAX_IN_FLIGHT`).
+pub(crate) const ADMITTED: usize = 256;
+
 /// Waiting keys per client and lock name in etcd's queue at a time (exported
 /// as `etcdlock::QUEUED_PER_CLIENT`). Two, so the next
 /// local waiter is queued (and watching its predecessor) while the one ahead

@@ -2,6 +2,7 @@
 
 mod guarded;
 mod handles;
+pub(crate) mod reentry;
 pub(crate) use guarded::{delete_all, get_all, put_all};
 mod cell;
 mod state;
@@ -453,7 +454,7 @@ impl Guard {
             }
             // This client's own try_lock on the name waits for the delete
             // (it never meets its own ghost), as after an abandoned wait.
-            let ticket = crate::engine::cleanups::CleanupTicket::new(&sh.client, &sh.key);
+            let ticket = crate::engine::wait::CleanupTicket::new(&sh.client, &sh.key);
             // Only if this ends the hold: an unlock that ended it first
             // deletes the key itself.
             if !sh.mark_lost(Loss {

@@ -12,8 +12,10 @@ use std::time::Duration;
 use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
 
 use crate::client::Client;
+use crate::engine::pipeline;
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
+use crate::meta::LockKind;
 use crate::names::{is_direct_child, show, validate_name, Mode};
 use crate::options::LockOptions;
 
@@ -63,106 +65,102 @@ pub struct Leader {
     pub lease_id: i64,
 }
 
-impl Client {
-    /// Campaign for leadership of `name` with `value`, waiting (FIFO, as
-    /// [`Client::lock_with`]) until elected. Timeout zero: one try.
-    pub async fn campaign(
-        &self,
-        name: &str,
-        value: impl AsRef<[u8]>,
-        opts: LockOptions,
-    ) -> Result<Leadership> {
-        let mode = if opts.timeout == Some(Duration::ZERO) {
-            Mode::Once
-        } else {
-            Mode::Wait
-        };
-        let guard = self.acquire(name, opts, mode, Some(value.as_ref())).await?;
-        Ok(Leadership { guard })
-    }
+/// The body of [`Client::campaign`].
+pub(crate) async fn campaign(
+    client: &Client,
+    name: &str,
+    value: impl AsRef<[u8]>,
+    opts: LockOptions,
+) -> Result<Leadership> {
+    let mode = if opts.timeout == Some(Duration::ZERO) {
+        Mode::Once
+    } else {
+        Mode::Wait
+    };
+    let value = Some(value.as_ref());
+    let guard = pipeline::acquire_n(client, name, opts, mode, value, 1, LockKind::Election).await?;
+    Ok(Leadership { guard })
+}
 
-    /// The current leader of `name`, or `None` if nobody leads.
-    pub async fn leader(&self, name: &str) -> Result<Option<Leader>> {
-        Ok(self.read_leader(name).await?.0)
-    }
+/// The body of [`Client::leader`].
+pub(crate) async fn leader(client: &Client, name: &str) -> Result<Option<Leader>> {
+    Ok(read_leader(client, name).await?.0)
+}
 
-    /// The leader and the revision of the read.
-    async fn read_leader(&self, name: &str) -> Result<(Option<Leader>, i64)> {
-        validate_name(name)?;
-        let bound = Some(self.request_bound());
-        let prefix = self.prefix(name);
-        let p = prefix.clone();
-        let first = self
-            .call(bound, |mut c| {
-                let p = p.clone();
-                async move {
-                    c.get(
-                        p,
-                        Some(
-                            GetOptions::new()
-                                .with_prefix()
-                                .with_sort(SortTarget::Create, SortOrder::Ascend)
-                                .with_limit(1),
-                        ),
-                    )
-                    .await
-                }
-            })
-            .await?;
-        let rev = first.header().map(|h| h.revision()).unwrap_or(0);
-        let of = |kv: &etcd_client::KeyValue| Leader {
-            key: kv.key().to_vec(),
-            value: kv.value().to_vec(),
-            revision: kv.create_revision(),
-            lease_id: kv.lease(),
-        };
-        match first.kvs().first() {
-            None => Ok((None, rev)),
-            Some(kv) if is_direct_child(&prefix, kv.key()) => Ok((Some(of(kv)), rev)),
-            Some(_) => {
-                // Keys of a nested name come first: scan for the first direct child.
-                let p = prefix.clone();
-                let all = self
-                    .call(bound, |mut c| {
-                        let p = p.clone();
-                        async move {
-                            c.get(
-                                p,
-                                Some(
-                                    GetOptions::new()
-                                        .with_prefix()
-                                        .with_sort(SortTarget::Create, SortOrder::Ascend),
-                                ),
-                            )
-                            .await
-                        }
-                    })
-                    .await?;
-                let rev = all.header().map(|h| h.revision()).unwrap_or(rev);
-                Ok((
-                    all.kvs()
-                        .iter()
-                        .find(|kv| is_direct_child(&prefix, kv.key()))
-                        .map(of),
-                    rev,
-                ))
+/// The leader and the revision of the read.
+pub(crate) async fn read_leader(client: &Client, name: &str) -> Result<(Option<Leader>, i64)> {
+    validate_name(name)?;
+    let bound = Some(client.request_bound());
+    let prefix = crate::engine::keys::prefix(client, name);
+    let p = prefix.clone();
+    let first = client
+        .call(bound, |mut c| {
+            let p = p.clone();
+            async move {
+                c.get(
+                    p,
+                    Some(
+                        GetOptions::new()
+                            .with_prefix()
+                            .with_sort(SortTarget::Create, SortOrder::Ascend)
+                            .with_limit(1),
+                    ),
+                )
+                .await
             }
+        })
+        .await?;
+    let rev = first.header().map(|h| h.revision()).unwrap_or(0);
+    let of = |kv: &etcd_client::KeyValue| Leader {
+        key: kv.key().to_vec(),
+        value: kv.value().to_vec(),
+        revision: kv.create_revision(),
+        lease_id: kv.lease(),
+    };
+    match first.kvs().first() {
+        None => Ok((None, rev)),
+        Some(kv) if is_direct_child(&prefix, kv.key()) => Ok((Some(of(kv)), rev)),
+        Some(_) => {
+            // Keys of a nested name come first: scan for the first direct child.
+            let p = prefix.clone();
+            let all = client
+                .call(bound, |mut c| {
+                    let p = p.clone();
+                    async move {
+                        c.get(
+                            p,
+                            Some(
+                                GetOptions::new()
+                                    .with_prefix()
+                                    .with_sort(SortTarget::Create, SortOrder::Ascend),
+                            ),
+                        )
+                        .await
+                    }
+                })
+                .await?;
+            let rev = all.header().map(|h| h.revision()).unwrap_or(rev);
+            Ok((
+                all.kvs()
+                    .iter()
+                    .find(|kv| is_direct_child(&prefix, kv.key()))
+                    .map(of),
+                rev,
+            ))
         }
     }
+}
 
-    /// Follow the leadership of `name`: each [`Observer::next`] returns the
-    /// leader (or `None`: no leader) as it changes, starting with the current
-    /// state. A new proclamation by the same leader is a change.
-    pub fn observe(&self, name: &str) -> Result<Observer> {
-        validate_name(name)?;
-        self.check_open()?;
-        Ok(Observer {
-            client: self.clone(),
-            name: name.to_string(),
-            last: None,
-            stream: None,
-        })
-    }
+/// The body of [`Client::observe`].
+pub(crate) fn observe(client: &Client, name: &str) -> Result<Observer> {
+    validate_name(name)?;
+    client.check_open()?;
+    Ok(Observer {
+        client: client.clone(),
+        name: name.to_string(),
+        last: None,
+        stream: None,
+    })
 }
 
 /// Leadership changes of one election; see [`Client::observe`].
@@ -211,7 +209,7 @@ impl Observer {
             self.client.check_open()?;
             if self.stream.is_none() {
                 // Read, then watch everything after the read: no change is missed.
-                let (now, rev) = match self.client.read_leader(&self.name).await {
+                let (now, rev) = match read_leader(&self.client, &self.name).await {
                     Ok(r) => r,
                     Err(e) if e.code() == ErrorCode::Unavailable => {
                         tokio::time::sleep(backoff).await;
@@ -220,7 +218,7 @@ impl Observer {
                     }
                     Err(e) => return Err(e),
                 };
-                let prefix = self.client.prefix(&self.name);
+                let prefix = crate::engine::keys::prefix(&self.client, &self.name);
                 let opened = match self.client.inner.transport.stream_door().await {
                     Ok(c) => c
                         .watch_client()
@@ -257,7 +255,7 @@ impl Observer {
                         .iter()
                         .any(|e| matches!(e.event_type(), EventType::Put | EventType::Delete)) =>
                 {
-                    let (now, _) = match self.client.read_leader(&self.name).await {
+                    let (now, _) = match read_leader(&self.client, &self.name).await {
                         Ok(r) => r,
                         Err(e) if e.code() == ErrorCode::Unavailable => {
                             self.stream = None;
@@ -275,5 +273,39 @@ impl Observer {
                 Ok(None) | Err(_) => self.stream = None,
             }
         }
+    }
+}
+
+/// An election as a value: the election `name` of a client
+/// ([`Client::campaign`], [`Client::leader`], [`Client::observe`],
+/// [`Client::leader_loop`]).
+#[derive(Clone, Debug)]
+pub struct Election {
+    pub(crate) client: Client,
+    pub(crate) name: String,
+}
+
+impl Election {
+    /// The election `name` of `client` (nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>) -> Election {
+        Election {
+            client: client.clone(),
+            name: name.into(),
+        }
+    }
+
+    /// Campaign with `value`: [`Client::campaign`].
+    pub async fn campaign(&self, value: impl AsRef<[u8]>, opts: LockOptions) -> Result<Leadership> {
+        campaign(&self.client, &self.name, value, opts).await
+    }
+
+    /// The current leader: [`Client::leader`].
+    pub async fn leader(&self) -> Result<Option<Leader>> {
+        leader(&self.client, &self.name).await
+    }
+
+    /// Follow its leaders: [`Client::observe`].
+    pub fn observe(&self) -> Result<Observer> {
+        observe(&self.client, &self.name)
     }
 }

@@ -178,41 +178,37 @@ impl Drop for LeaderLoop {
     }
 }
 
-impl Client {
-    /// Start a leader loop for election `name` with `value` as the
-    /// proclamation: see [`LeaderLoop`] and [`LeaderEvent`]. The loop runs
-    /// on the client's runtime until stopped or the client is closed.
-    pub fn leader_loop(
-        &self,
-        name: &str,
-        value: impl AsRef<[u8]>,
-        opts: LeadOptions,
-    ) -> Result<LeaderLoop> {
-        crate::names::validate_name(name)?;
-        self.check_open()?;
-        opts.campaign.validate()?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let stop = opts
-            .stop
-            .as_ref()
-            .map_or_else(CancellationToken::new, CancellationToken::child_token);
-        let dropped = CancellationToken::new();
-        let run = Run {
-            dropped: dropped.clone(),
-            client: self.clone(),
-            name: name.to_string(),
-            value: value.as_ref().to_vec(),
-            opts,
-            stop: stop.clone(),
-            tx,
-        };
-        self.inner.handle.spawn(run.run());
-        Ok(LeaderLoop {
-            events: tokio::sync::Mutex::new(rx),
-            stop,
-            dropped,
-        })
-    }
+/// The body of [`Client::leader_loop`].
+pub(crate) fn leader_loop(
+    client: &Client,
+    name: &str,
+    value: impl AsRef<[u8]>,
+    opts: LeadOptions,
+) -> Result<LeaderLoop> {
+    crate::names::validate_name(name)?;
+    client.check_open()?;
+    opts.campaign.validate()?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let stop = opts
+        .stop
+        .as_ref()
+        .map_or_else(CancellationToken::new, CancellationToken::child_token);
+    let dropped = CancellationToken::new();
+    let run = Run {
+        dropped: dropped.clone(),
+        client: client.clone(),
+        name: name.to_string(),
+        value: value.as_ref().to_vec(),
+        opts,
+        stop: stop.clone(),
+        tx,
+    };
+    client.inner.handle.spawn(run.run());
+    Ok(LeaderLoop {
+        events: tokio::sync::Mutex::new(rx),
+        stop,
+        dropped,
+    })
 }
 
 /// The loop's state, owned by its task.
@@ -381,5 +377,12 @@ async fn renewal_change(
     match *rx.borrow_and_update() {
         Renewal::Ok => LeaderEvent::RenewalRecovered,
         Renewal::Failing { .. } => LeaderEvent::RenewalFailing,
+    }
+}
+
+impl crate::recipes::election::Election {
+    /// Run for it in a loop: [`Client::leader_loop`].
+    pub fn leader_loop(&self, value: impl AsRef<[u8]>, opts: LeadOptions) -> Result<LeaderLoop> {
+        leader_loop(&self.client, &self.name, value, opts)
     }
 }

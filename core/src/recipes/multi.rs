@@ -9,12 +9,15 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use etcd_client::{
+    Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnResponse,
+};
+use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
 use crate::engine::queue::{kvs, more, revision, Queue};
-use crate::engine::wait::{cancelled, timeout_because, timeout_err, Pending};
+use crate::engine::wait::{self, cancelled, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{owner_info, validate_name, Mode};
@@ -156,223 +159,305 @@ impl MultiGuard {
     }
 }
 
-impl Client {
-    /// Lock every name in `names` together (FIFO on each, no deadlock with
-    /// other multi-locks or single locks); timeout zero is one try. At most
-    /// [`MAX_MULTI`] distinct names.
-    pub async fn lock_many(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
-        let m = self.inner.metrics.acquiring();
-        let r = Box::pin(self.lock_many_counted(names, opts)).await;
-        m.finish(&r);
-        r
-    }
+/// The body of [`Client::lock_many`].
+pub(crate) async fn lock_many(
+    client: &Client,
+    names: &[&str],
+    opts: LockOptions,
+) -> Result<MultiGuard> {
+    let m = client.inner.metrics.acquiring();
+    let r = Box::pin(lock_many_counted(client, names, opts)).await;
+    m.finish(&r);
+    r
+}
 
-    async fn lock_many_counted(&self, names: &[&str], opts: LockOptions) -> Result<MultiGuard> {
-        opts.validate()?;
-        if opts.lock_delay.is_some_and(|d| !d.is_zero())
-            || opts.lease_time.is_some()
-            || !opts.metadata.is_empty()
-        {
-            return Err(Error::invalid("lock_many takes a timeout and a cancel token only (no lock_delay, lease_time or metadata)"));
-        }
-        if names.is_empty() || names.len() > MAX_MULTI {
-            return Err(Error::invalid(format!(
-                "lock_many takes 1 to {MAX_MULTI} names, got {}",
-                names.len()
-            )));
-        }
-        let mut seen = HashSet::new();
-        for n in names {
-            validate_name(n)?;
-            if !seen.insert(*n) {
-                return Err(Error::invalid(format!("lock_many: {n:?} is listed twice")));
-            }
-        }
-        self.check_open()?;
-        let once = opts.timeout == Some(Duration::ZERO);
-        let deadline = opts
-            .timeout
-            .filter(|t| !t.is_zero())
-            .and_then(|t| Instant::now().checked_add(t));
-        let bound = if once {
-            self.request_bound()
-        } else {
-            Bound::Wait(deadline)
-        };
-        // A child token: a failed wait cancels its siblings, never the caller's token.
-        let cancel = opts
-            .cancel
-            .as_ref()
-            .map(|c| c.child_token())
-            .unwrap_or_default();
-        let label = names.join(",");
-        let session = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(cancelled(&label)),
-            s = self.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(&label, opts.timeout, &e) } else { e })?,
-        };
-        let keys: Vec<Vec<u8>> = names
-            .iter()
-            .map(|n| session.reserve_key(&self.prefix(n)))
-            .collect();
-        let mut pending = Pending::new(self, &session, keys[0].clone());
-        pending.extra = keys[1..].to_vec();
-        let value = owner_info();
-        // With the puts, read each prefix's three newest keys (as the mutex's
-        // own Txn does), so a name whose queue the read tells needs no second
-        // round trip; only while the Txn stays within etcd's default
-        // --max-txn-ops (two ops per name).
-        let with_reads = 2 * keys.len() <= MAX_MULTI;
-        let newest = || {
-            GetOptions::new()
-                .with_prefix()
-                .with_keys_only()
-                .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(3)
-        };
-        let mut ops: Vec<TxnOp> = keys
-            .iter()
-            .map(|k| {
-                TxnOp::put(
-                    k.clone(),
-                    value.clone(),
-                    Some(PutOptions::new().with_lease(session.lease)),
-                )
-            })
-            .collect();
-        if with_reads {
-            ops.extend(
-                names
-                    .iter()
-                    .map(|n| TxnOp::get(self.prefix(n), Some(newest()))),
-            );
-        }
-        let txn = Txn::new()
-            .when(
-                keys.iter()
-                    .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
-                    .collect::<Vec<_>>(),
-            )
-            .and_then(ops);
-        let resp = self
-            .run_detached(&mut pending, txn, &label, bound, &cancel)
-            .await
-            .map_err(|e| {
-                if e.code() == ErrorCode::Timeout {
-                    timeout_because(&label, opts.timeout, &e)
-                } else {
-                    e
-                }
-            })?;
-        if !resp.succeeded() {
-            pending.abandon().await;
-            return Err(Error::new(
-                ErrorCode::Internal,
-                "lock_many: a fresh key already existed",
-            ));
-        }
-        let my_rev = revision(&resp);
-        let ops = if with_reads {
-            resp.op_responses()
-        } else {
-            Vec::new()
-        };
-        let known: Vec<Option<Queue>> = names
-            .iter()
-            .zip(&keys)
-            .enumerate()
-            .map(|(i, (n, k))| {
-                if with_reads {
-                    Queue::from_newest(
-                        &self.prefix(n),
-                        k,
-                        my_rev,
-                        kvs(ops.get(keys.len() + i)),
-                        !more(ops.get(keys.len() + i)),
-                    )
-                } else {
-                    None
-                }
-            })
-            .collect();
-        let uncertain = pending.uncertain();
-        pending.disarm();
-        // One Pending per key from here on: each name waits on its own.
-        let mut set = tokio::task::JoinSet::new();
-        for (i, ((name, key), known)) in names.iter().zip(keys).zip(known).enumerate() {
-            let (c, s, name, cancel) = (
-                self.clone(),
-                session.clone(),
-                name.to_string(),
-                cancel.clone(),
-            );
-            let timeout = if once {
-                Some(Duration::ZERO)
+pub(crate) async fn lock_many_counted(
+    client: &Client,
+    names: &[&str],
+    opts: LockOptions,
+) -> Result<MultiGuard> {
+    check_many(names, &opts)?;
+    client.check_open()?;
+    let once = opts.timeout == Some(Duration::ZERO);
+    let deadline = opts
+        .timeout
+        .filter(|t| !t.is_zero())
+        .and_then(|t| Instant::now().checked_add(t));
+    let bound = if once {
+        client.request_bound()
+    } else {
+        Bound::Wait(deadline)
+    };
+    // A child token: a failed wait cancels its siblings, never the caller's token.
+    let cancel = opts
+        .cancel
+        .as_ref()
+        .map(|c| c.child_token())
+        .unwrap_or_default();
+    let label = names.join(",");
+    let session = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(cancelled(&label)),
+        s = client.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(&label, opts.timeout, &e) } else { e })?,
+    };
+    let keys: Vec<Vec<u8>> = names
+        .iter()
+        .map(|n| session.reserve_key(&crate::engine::keys::prefix(client, n)))
+        .collect();
+    let mut pending = Pending::new(client, &session, keys[0].clone());
+    pending.extra = keys[1..].to_vec();
+    // With the puts, read each prefix's three newest keys (as the mutex's
+    // own Txn does), so a name whose queue the read tells needs no second
+    // round trip; only while the Txn stays within etcd's default
+    // --max-txn-ops (two ops per name).
+    let with_reads = 2 * keys.len() <= MAX_MULTI;
+    let txn = many_txn(client, names, &keys, session.lease, with_reads);
+    let resp = wait::run_detached(client, &mut pending, txn, &label, bound, &cancel)
+        .await
+        .map_err(|e| {
+            if e.code() == ErrorCode::Timeout {
+                timeout_because(&label, opts.timeout, &e)
             } else {
-                opts.timeout
-            };
-            set.spawn(async move {
-                let mut p = Pending::new(&c, &s, key.clone());
-                if uncertain {
-                    p.mark_uncertain();
-                }
-                let prefix = c.prefix(&name);
-                let queue = match known {
-                    Some(q) => q,
-                    None => match c.read_queue(&prefix, &key, my_rev).await {
-                        Ok(q) => q,
-                        Err(e) => {
-                            p.abandon().await;
-                            return (i, Err(e));
-                        }
-                    },
-                };
-                if queue.pred.is_none() {
-                    return (i, Ok(c.held(&name, &s, p, my_rev, Vec::new(), None)));
-                }
-                if once {
-                    p.abandon().await;
-                    return (i, Err(timeout_err(&name, timeout)));
-                }
-                let bound = Bound::Wait(deadline);
-                let acq = Acquisition::new(&c, &name, Mode::Wait, bound, timeout, &cancel);
-                (i, acq.wait_turn(&s, p, my_rev, queue).await)
-            });
-        }
-        let mut guards: Vec<Option<Guard>> = (0..names.len()).map(|_| None).collect();
-        let mut failure: Option<Error> = None;
-        while let Some(joined) = set.join_next().await {
-            match joined {
-                Ok((i, Ok(g))) => guards[i] = Some(g),
-                Ok((_, Err(e))) => {
-                    if failure.is_none() {
-                        failure = Some(e);
-                        // Stop the other waits (dropping a wait removes its key).
-                        cancel.cancel();
+                e
+            }
+        })?;
+    if !resp.succeeded() {
+        pending.abandon().await;
+        return Err(Error::new(
+            ErrorCode::Internal,
+            "lock_many: a fresh key already existed",
+        ));
+    }
+    let my_rev = revision(&resp);
+    let known = known_queues(client, names, &keys, &resp, with_reads, my_rev);
+    let uncertain = pending.uncertain();
+    pending.disarm();
+    // One Pending per key from here on: each name waits on its own.
+    let mut set = tokio::task::JoinSet::new();
+    for (i, ((name, key), known)) in names.iter().zip(keys).zip(known).enumerate() {
+        let (c, s, name, cancel) = (
+            client.clone(),
+            session.clone(),
+            name.to_string(),
+            cancel.clone(),
+        );
+        let timeout = if once {
+            Some(Duration::ZERO)
+        } else {
+            opts.timeout
+        };
+        set.spawn(async move {
+            let mut p = Pending::new(&c, &s, key.clone());
+            if uncertain {
+                p.mark_uncertain();
+            }
+            let prefix = crate::engine::keys::prefix(&c, &name);
+            let queue = match known {
+                Some(q) => q,
+                None => match crate::engine::keys::read_queue(&c, &prefix, &key, my_rev).await {
+                    Ok(q) => q,
+                    Err(e) => {
+                        p.abandon().await;
+                        return (i, Err(e));
                     }
-                }
-                Err(e) => {
-                    failure.get_or_insert(Error::new(
-                        ErrorCode::Internal,
-                        format!("lock_many: a wait failed: {e}"),
-                    ));
+                },
+            };
+            if queue.pred.is_none() {
+                return (
+                    i,
+                    Ok(crate::engine::acquisition::held(
+                        &c,
+                        &name,
+                        &s,
+                        p,
+                        my_rev,
+                        Vec::new(),
+                        None,
+                    )),
+                );
+            }
+            if once {
+                p.abandon().await;
+                return (i, Err(timeout_err(&name, timeout)));
+            }
+            let bound = Bound::Wait(deadline);
+            let acq = Acquisition::new(&c, &name, Mode::Wait, bound, timeout, &cancel);
+            (i, acq.wait_turn(&s, p, my_rev, queue).await)
+        });
+    }
+    gather(set, names.len(), &cancel, once, &label, opts.timeout).await
+}
+
+/// [`lock_many`]'s arguments: the options it takes, and 1 to
+/// [`MAX_MULTI`] distinct valid names.
+fn check_many(names: &[&str], opts: &LockOptions) -> Result<()> {
+    opts.validate()?;
+    if opts.lock_delay.is_some_and(|d| !d.is_zero())
+        || opts.lease_time.is_some()
+        || !opts.metadata.is_empty()
+    {
+        return Err(Error::invalid("lock_many takes a timeout and a cancel token only (no lock_delay, lease_time or metadata)"));
+    }
+    if names.is_empty() || names.len() > MAX_MULTI {
+        return Err(Error::invalid(format!(
+            "lock_many takes 1 to {MAX_MULTI} names, got {}",
+            names.len()
+        )));
+    }
+    let mut seen = HashSet::new();
+    for n in names {
+        validate_name(n)?;
+        if !seen.insert(*n) {
+            return Err(Error::invalid(format!("lock_many: {n:?} is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+/// The one Txn that puts every key at once (each only if absent), and with
+/// `with_reads` reads each name's newest keys.
+fn many_txn(
+    client: &Client,
+    names: &[&str],
+    keys: &[Vec<u8>],
+    lease: i64,
+    with_reads: bool,
+) -> Txn {
+    let value = owner_info();
+    let newest = || {
+        GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(3)
+    };
+    let mut ops: Vec<TxnOp> = keys
+        .iter()
+        .map(|k| {
+            TxnOp::put(
+                k.clone(),
+                value.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            )
+        })
+        .collect();
+    if with_reads {
+        ops.extend(
+            names
+                .iter()
+                .map(|n| TxnOp::get(crate::engine::keys::prefix(client, n), Some(newest()))),
+        );
+    }
+    Txn::new()
+        .when(
+            keys.iter()
+                .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
+                .collect::<Vec<_>>(),
+        )
+        .and_then(ops)
+}
+
+/// The queue of each name that the Txn's reads tell (`None`: read it).
+fn known_queues(
+    client: &Client,
+    names: &[&str],
+    keys: &[Vec<u8>],
+    resp: &TxnResponse,
+    with_reads: bool,
+    my_rev: i64,
+) -> Vec<Option<Queue>> {
+    let ops = if with_reads {
+        resp.op_responses()
+    } else {
+        Vec::new()
+    };
+    names
+        .iter()
+        .zip(keys)
+        .enumerate()
+        .map(|(i, (n, k))| {
+            if with_reads {
+                Queue::from_newest(
+                    &crate::engine::keys::prefix(client, n),
+                    k,
+                    my_rev,
+                    kvs(ops.get(keys.len() + i)),
+                    !more(ops.get(keys.len() + i)),
+                )
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Gather the waits of [`lock_many`]: every guard, or the first failure
+/// (the other waits cancelled, the guards taken released).
+async fn gather(
+    mut set: tokio::task::JoinSet<(usize, Result<Guard>)>,
+    n: usize,
+    cancel: &CancellationToken,
+    once: bool,
+    label: &str,
+    timeout: Option<Duration>,
+) -> Result<MultiGuard> {
+    let mut guards: Vec<Option<Guard>> = (0..n).map(|_| None).collect();
+    let mut failure: Option<Error> = None;
+    while let Some(joined) = set.join_next().await {
+        match joined {
+            Ok((i, Ok(g))) => guards[i] = Some(g),
+            Ok((_, Err(e))) => {
+                if failure.is_none() {
+                    failure = Some(e);
+                    // Stop the other waits (dropping a wait removes its key).
                     cancel.cancel();
                 }
             }
-        }
-        if let Some(e) = failure {
-            for g in guards.into_iter().flatten() {
-                let _ = g.unlock().await;
+            Err(e) => {
+                failure.get_or_insert(Error::new(
+                    ErrorCode::Internal,
+                    format!("lock_many: a wait failed: {e}"),
+                ));
+                cancel.cancel();
             }
-            return Err(if once && e.code() == ErrorCode::Timeout {
-                timeout_err(&label, opts.timeout)
-            } else {
-                e
-            });
         }
-        Ok(MultiGuard {
-            guards: guards.into_iter().flatten().collect(),
-        })
+    }
+    if let Some(e) = failure {
+        for g in guards.into_iter().flatten() {
+            let _ = g.unlock().await;
+        }
+        return Err(if once && e.code() == ErrorCode::Timeout {
+            timeout_err(label, timeout)
+        } else {
+            e
+        });
+    }
+    Ok(MultiGuard {
+        guards: guards.into_iter().flatten().collect(),
+    })
+}
+
+/// A multi-lock as a value: every one of `names` at once, or none
+/// ([`Client::lock_many`]).
+#[derive(Clone, Debug)]
+pub struct MultiLock {
+    client: Client,
+    names: Vec<String>,
+}
+
+impl MultiLock {
+    /// The multi-lock of `names` of `client` (nothing is sent until a call).
+    pub fn new<S: Into<String>>(client: &Client, names: impl IntoIterator<Item = S>) -> MultiLock {
+        MultiLock {
+            client: client.clone(),
+            names: names.into_iter().map(Into::into).collect(),
+        }
+    }
+
+    /// Take them all: [`Client::lock_many`].
+    pub async fn lock(&self, opts: LockOptions) -> Result<MultiGuard> {
+        let names: Vec<&str> = self.names.iter().map(String::as_str).collect();
+        lock_many(&self.client, &names, opts).await
     }
 }
 

@@ -5,530 +5,74 @@
 //! created just before its own to be deleted.
 
 use std::future::Future;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use etcd_client::{Compare, CompareOp, GetOptions, SortOrder, SortTarget, Txn, TxnOp};
-use tokio_util::sync::CancellationToken;
+use std::time::Duration;
 
 use crate::client::Client;
-use crate::engine::acquisition::Acquisition;
-use crate::engine::keys::OwnWatch;
-use crate::engine::queue::OLDER_READ;
-use crate::engine::wait::{cancelled, closed_err, timeout_err, Pending};
-use crate::error::{Error, ErrorCode, LossReason, Result};
-use crate::guard::{Grant, Guard};
+use crate::engine::pipeline::acquire_n;
+use crate::error::Result;
+use crate::guard::Guard;
 use crate::meta::LockKind;
-use crate::names::{validate_name, Mode};
+use crate::names::Mode;
 use crate::options::LockOptions;
-use crate::session::Session;
-use crate::transport::Bound;
 
-/// etcd's answer to a put on a revoked or expired lease.
-pub(crate) const LEASE_NOT_FOUND: &str = "requested lease not found";
-
-/// Acquisitions one client carries between admission and etcd's answer to
-/// the Txn that queues their key (then they wait, or hold, at no cost to the
-/// next). A burst of calls beyond it waits for admission with only its
-/// outer future allocated: the state of an acquisition in progress (its
-/// futures, key, Txn, request) exists for at most this many calls at once,
-/// so the burst's peak, which a host's allocator may keep after it, stays
-/// near what the locks then held cost (`examples/burst.rs`). Requests in
-/// flight are bounded alike (`transport::MAX_IN_FLIGHT`).
-pub(crate) const ADMITTED: usize = 256;
-
-/// What an acquisition was let in with ([`Client::admit`]).
-pub(crate) struct Admitted {
-    /// When a wait gives up (`None`: never, or not a wait).
-    deadline: Option<Instant>,
-    /// Its place in this client's local queue for the name (a wait).
-    place: Option<crate::engine::window::Place>,
-    /// Its admission, given back once its key is queued in etcd.
-    permit: tokio::sync::OwnedSemaphorePermit,
+/// The body of [`Client::lock_with`].
+pub(crate) fn lock_with<'a>(
+    client: &'a Client,
+    name: &'a str,
+    opts: LockOptions,
+) -> impl Future<Output = Result<Guard>> + Send + 'a {
+    let mode = if opts.timeout == Some(Duration::ZERO) {
+        Mode::Once
+    } else {
+        Mode::Wait
+    };
+    acquire_n(client, name, opts, mode, None, 1, LockKind::Mutex)
 }
 
-impl Client {
-    /// Wait for the lock `name` and hold it. Waiters are served in the order they
-    /// arrived: by create_revision in etcd, and in call order among this
-    /// client's waiters, who queue in the client and keep at most
-    /// [`crate::QUEUED_PER_CLIENT`] keys in etcd's queue at a time. Dropping the
-    /// future cancels the wait and removes the waiter's key.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> etcdlock::Result<()> {
-    /// let client = etcdlock::Client::connect(etcdlock::ClientOptions::new(["127.0.0.1:2379"])).await?;
-    /// let guard = client.lock("orders").await?;
-    /// guard.put("stock", "299").await?; // applied by etcd only while we hold the lock
-    /// guard.unlock().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn lock<'a>(&'a self, name: &'a str) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        self.lock_with(name, LockOptions::default())
-    }
-
-    /// [`Client::lock`] with a timeout and/or a cancellation token. A timeout
-    /// of zero means one try and no wait: the lock is taken if it is free, else
-    /// `Timeout`, and nothing is written to etcd when it is held.
-    pub fn lock_with<'a>(
-        &'a self,
-        name: &'a str,
-        opts: LockOptions,
-    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        let mode = if opts.timeout == Some(Duration::ZERO) {
-            Mode::Once
-        } else {
-            Mode::Wait
-        };
-        self.acquire(name, opts, mode, None)
-    }
-
-    /// Take the lock if it is free; `WouldBlock` if someone holds it or waits for
-    /// it. Writes nothing to etcd in that case (one Txn that compares the
-    /// prefix), so followers that poll cost etcd a read, not a put and a delete.
-    pub fn try_lock<'a>(
-        &'a self,
-        name: &'a str,
-    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        self.acquire(name, LockOptions::default(), Mode::Try, None)
-    }
-
-    /// [`Client::try_lock`] with acquisition options (`lock_delay`,
-    /// `lease_time`, `metadata`; a timeout or cancel token is ignored: a try
-    /// never waits).
-    pub fn try_lock_with<'a>(
-        &'a self,
-        name: &'a str,
-        opts: LockOptions,
-    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        self.acquire(
-            name,
-            LockOptions {
-                timeout: None,
-                cancel: None,
-                ..opts
-            },
-            Mode::Try,
-            None,
-        )
-    }
-
-    /// Acquire `name`; `value` is what our key carries (the election's
-    /// proclamation; by default who we are, for `etcdlock status`).
-    pub(crate) fn acquire<'a>(
-        &'a self,
-        name: &'a str,
-        opts: LockOptions,
-        mode: Mode,
-        value: Option<&'a [u8]>,
-    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        let kind = if value.is_some() {
-            LockKind::Election
-        } else {
-            LockKind::Mutex
-        };
-        self.acquire_n(name, opts, mode, value, 1, kind)
-    }
-
-    /// [`Client::acquire`] of one of `permits` permits (1: the mutex).
-    ///
-    /// The public calls above return this future itself, and it is an
-    /// `async` block rather than an `async fn` (which keeps a second copy
-    /// of its arguments): every call pending in a burst carries its size.
-    #[allow(clippy::manual_async_fn)]
-    pub(crate) fn acquire_n<'a>(
-        &'a self,
-        name: &'a str,
-        opts: LockOptions,
-        mode: Mode,
-        value: Option<&'a [u8]>,
-        permits: u32,
-        kind: LockKind,
-    ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        async move {
-            opts.validate()?;
-            if permits > 1 && opts.lock_delay.is_some_and(|d| !d.is_zero()) {
-                return Err(Error::invalid(
-                    "lock_delay applies to locks and elections, not to semaphore permits",
-                ));
-            }
-            let m = self.inner.metrics.acquiring();
-            let _meta = self.meta_wait(name, kind, &opts.metadata);
-            let lease_time = opts.lease_time;
-            // Admitted before the call's state is built (boxed below): in a
-            // burst of calls, those not admitted yet cost only this future.
-            let r = match self.admit(name, mode, &opts).await {
-                Ok(a) => {
-                    self.boxed_counted(name, opts, mode, value, permits, a)
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            m.finish(&r);
-            if let (Ok(g), Some(t)) = (&r, lease_time) {
-                g.expire_after(t);
-            }
-            r
-        }
-    }
-
-    /// [`Client::acquire_n_counted`]'s future, built on the heap here (not
-    /// in the caller's frame, whose size every pending call would carry).
-    fn boxed_counted<'a>(
-        &'a self,
-        name: &'a str,
-        opts: LockOptions,
-        mode: Mode,
-        value: Option<&'a [u8]>,
-        permits: u32,
-        admitted: Admitted,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Guard>> + Send + 'a>> {
-        Box::pin(self.acquire_n_counted(name, opts, mode, value, permits, admitted))
-    }
-
-    async fn acquire_n_counted(
-        &self,
-        name: &str,
-        opts: LockOptions,
-        mode: Mode,
-        value: Option<&[u8]>,
-        permits: u32,
-        admitted: Admitted,
-    ) -> Result<Guard> {
-        let Admitted {
-            deadline,
-            place: _place,
-            permit,
-        } = admitted;
-        // The call's one bound: its own timeout when it waits, else the
-        // request timeout (a try is one round trip plus failover).
-        let bound = match mode {
-            Mode::Wait => Bound::Wait(deadline),
-            _ => self.request_bound(),
-        };
-        if mode != Mode::Wait {
-            // A key of ours this client is still deleting (an abandoned
-            // acquisition) must not make the try fail on its own ghost.
-            self.inner
-                .cleanups
-                .settled(&self.prefix(name), bound.end())
-                .await;
-        }
-        let delay_secs = opts.delay_secs()?;
-        let cancel = opts.cancel.unwrap_or_default();
-        let acq = Acquisition {
-            value,
-            admission: std::sync::Mutex::new(Some(permit)),
-            ..Acquisition::new(self, name, mode, bound, opts.timeout, &cancel)
-        };
-        let mut attempts = 0;
-        let mut retried_delay = false;
-        loop {
-            // The lease grant runs under the call's bound: a wait's timeout
-            // (`Timeout`), or a try's request timeout (`Unavailable`).
-            let session = tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Err(cancelled(name)),
-                s = self.session_by(bound) => s.map_err(|e| acq.bounded(e))?,
-            };
-            let r = if permits == 1 {
-                let delay = match delay_secs {
-                    0 => Ok(None),
-                    secs => self
-                        .delay_lease(&session, secs, bound)
-                        .await
-                        .map(Some)
-                        .map_err(|e| acq.bounded(e)),
-                };
-                match delay {
-                    Ok(delay) => Box::pin(acq.take(&session, delay)).await,
-                    Err(e) => Err(e),
-                }
-            } else {
-                Box::pin(acq.permit(&session, permits)).await
-            };
-            // Closing revokes the lease, which deletes our waiter key: whichever of
-            // the watch event and the close signal wins, the caller sees Closed.
-            let r = match r {
-                Err(e) if self.inner.closed.is_cancelled() && e.code() != ErrorCode::Closed => {
-                    Err(closed_err(name))
-                }
-                r => r,
-            };
-            match r {
-                // The lease vanished (revoked, or expired while we were cut off) before
-                // we queued: nothing of ours is in the queue; take a fresh session.
-                Err(e) if e.message().contains(LEASE_NOT_FOUND) && attempts < 3 => {
-                    attempts += 1;
-                    // With a lock-delay the Txn also wrote under the delay
-                    // lease, which may be the one that is gone (its renewal
-                    // failed while the session's went through): forget it and
-                    // try once more on the same session; only a second
-                    // refusal says the session's own lease is gone.
-                    match session.delay_lease(delay_secs) {
-                        Some(id) if delay_secs > 0 && !retried_delay => {
-                            retried_delay = true;
-                            session.drop_delay_lease(id);
-                        }
-                        _ => session.mark_lost(LossReason::LeaseExpired),
-                    }
-                }
-                r => return r,
-            }
-        }
-    }
-
-    /// Let an acquisition of `name` in: its place in this client's local
-    /// queue for the name when it waits (window.rs), then one of
-    /// [`ADMITTED`] admissions, within the call's deadline, cancel and close.
-    async fn admit(&self, name: &str, mode: Mode, opts: &LockOptions) -> Result<Admitted> {
-        validate_name(name)?;
-        self.check_open()?;
-        let deadline = match mode {
-            // A timeout too far to be an instant is no limit at all.
-            Mode::Wait => opts.timeout.and_then(|t| Instant::now().checked_add(t)),
-            _ => None,
-        };
-        let never = CancellationToken::new();
-        let cancel = opts.cancel.as_ref().unwrap_or(&never);
-        // Waiters of this client on this lock queue in etcd a few at a time
-        // (window.rs); the place is left when the call returns.
-        // The waits below are boxed: a call's future keeps only a pointer
-        // to a wait's state (its timers, its place in a queue), allocated
-        // while it waits, so a burst of calls costs little per call.
-        let place = match mode {
-            Mode::Wait => {
-                Some(Box::pin(self.enter_window(name, deadline, opts.timeout, cancel)).await?)
-            }
-            _ => None,
-        };
-        let admissions = self.inner.admissions.clone();
-        // A try is bounded by the request timeout here too: the admitted
-        // calls may all be waiting for an etcd that does not answer.
-        let try_end = match mode {
-            Mode::Wait => None,
-            _ => self.request_bound().end(),
-        };
-        let permit = match admissions.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
-                let end = deadline.or(try_end);
-                Box::pin(self.wait_admission(name, admissions, end, mode, opts.timeout, cancel))
-                    .await?
-            }
-        };
-        Ok(Admitted {
-            deadline,
-            place,
-            permit,
-        })
-    }
-
-    /// Wait for one of [`ADMITTED`] admissions until `end`: a wait's own
-    /// deadline (`Timeout`), or a try's request timeout (`Unavailable`: the
-    /// admitted calls may all be waiting for an etcd that does not answer).
-    async fn wait_admission(
-        &self,
-        name: &str,
-        admissions: Arc<tokio::sync::Semaphore>,
-        end: Option<Instant>,
-        mode: Mode,
-        timeout: Option<Duration>,
-        cancel: &CancellationToken,
-    ) -> Result<tokio::sync::OwnedSemaphorePermit> {
-        // A timer only when there is an end: a burst's waits carry none.
-        let mut timer = end.map(|e| Box::pin(tokio::time::sleep_until(e.into())));
-        let expired = async {
-            match timer.as_mut() {
-                Some(t) => t.await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            _ = self.inner.closed.cancelled() => Err(closed_err(name)),
-            _ = cancel.cancelled() => Err(cancelled(name)),
-            p = admissions.acquire_owned() => p.map_err(|_| closed_err(name)),
-            () = expired => Err(match mode {
-                Mode::Wait => timeout_err(name, timeout),
-                _ => Error::new(
-                    ErrorCode::Unavailable,
-                    format!(
-                        "lock {}: not admitted within the request timeout: this client's \
-                         acquisitions in progress are all waiting for etcd",
-                        crate::names::show(name)
-                    ),
-                ),
-            }),
-        }
-    }
-
-    /// A place in this client's local queue for `name` (see window.rs).
-    pub(crate) async fn enter_window(
-        &self,
-        name: &str,
-        deadline: Option<Instant>,
-        timeout: Option<Duration>,
-        cancel: &CancellationToken,
-    ) -> Result<crate::engine::window::Place> {
-        use crate::engine::window::NoPlace;
-        self.inner
-            .windows
-            .enter(&self.prefix(name), deadline, cancel, &self.inner.closed)
-            .await
-            .map_err(|n| match n {
-                NoPlace::Deadline => timeout_err(name, timeout),
-                NoPlace::Cancelled => cancelled(name),
-                NoPlace::Closed => closed_err(name),
-            })
-    }
-
-    pub(crate) fn prefix(&self, name: &str) -> Vec<u8> {
-        let mut prefix = self.ns_key(name.as_bytes());
-        prefix.push(b'/');
-        prefix
-    }
-
-    pub(crate) fn held(
-        &self,
-        name: &str,
-        session: &Arc<Session>,
-        mut pending: Pending,
-        token: i64,
-        waited_on: Vec<Vec<u8>>,
-        own: Option<OwnWatch>,
-    ) -> Guard {
-        pending.armed = false;
-        for w in pending.watches.drain(..) {
-            self.inner.hub.cancel(w);
-        }
-        let key = std::mem::take(&mut pending.key);
-        // A waiter's watch on its own key carries on; a lock taken with no
-        // wait gets its watch once it has been held a little while (unless
-        // the user opted out): see watch::HELD_WATCH_DELAY.
-        let later = own.is_none() && self.inner.watch_held_keys;
-        Guard::new(
-            self.clone(),
-            session.clone(),
-            name,
-            key,
-            Grant {
-                token,
-                waited_on,
-                own,
-                watch_later: later,
-            },
-        )
-    }
+/// The body of [`Client::try_lock_with`].
+pub(crate) fn try_lock_with<'a>(
+    client: &'a Client,
+    name: &'a str,
+    opts: LockOptions,
+) -> impl Future<Output = Result<Guard>> + Send + 'a {
+    let opts = LockOptions {
+        timeout: None,
+        cancel: None,
+        ..opts
+    };
+    acquire_n(client, name, opts, Mode::Try, None, 1, LockKind::Mutex)
 }
 
-/// The Txn that queues a waiter (and takes the lock if nobody is ahead):
-/// if our `key` is absent, `put` it, read the newest keys under `prefix`
-/// (the queue up to [`OLDER_READ`] ahead of us, keys only) and count the
-/// name's lock-delay records, plus `record` (our waiter record, with a
-/// lock-delay); else read our key. The benchmark floor sends this same Txn
-/// (`bench_floor::txn_delete_round`), so the two cannot drift apart.
-pub(crate) fn queue_txn(
-    key: &[u8],
-    prefix: &[u8],
-    put: TxnOp,
-    recs: &crate::engine::delay::Records,
-    record: Option<TxnOp>,
-) -> Txn {
-    let newest = GetOptions::new()
-        .with_prefix()
-        .with_keys_only()
-        .with_sort(SortTarget::Create, SortOrder::Descend)
-        .with_limit(OLDER_READ + 1);
-    let mut ops = vec![
-        put,
-        TxnOp::get(prefix.to_vec(), Some(newest)),
-        TxnOp::get(
-            recs.all.clone(),
-            Some(GetOptions::new().with_prefix().with_count_only()),
-        ),
-    ];
-    ops.extend(record);
-    Txn::new()
-        .when([Compare::create_revision(key.to_vec(), CompareOp::Equal, 0)])
-        .and_then(ops)
-        .or_else([TxnOp::get(key.to_vec(), None)])
+/// A mutex as a value: the lock `name` of a client, the way Go's
+/// `concurrency.NewMutex(session, pfx)` is. Cheap to clone; each call queues
+/// its own key (one value serves many tasks); nothing is sent until a call.
+#[derive(Clone, Debug)]
+pub struct Mutex {
+    client: Client,
+    name: String,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A waiter holds its lock call's future (and its caller's, which may
-    /// unlock later) for its whole wait: 10,000 queued waiters, 10,000 of
-    /// each. An async fn is as large as its largest inline await, used or
-    /// not, so a request awaited inline on a path that most calls never take
-    /// (the lock-delay lease grant, unlock's delete) makes each waiter larger
-    /// by that request's future (several KB). Requests are boxed where they are made; these bounds fail if
-    /// one is inlined again. Futures are built, never polled: no etcd needed.
-    #[tokio::test]
-    async fn a_waiters_futures_carry_no_request_inline() {
-        let mut o = crate::ClientOptions::new(["127.0.0.1:1"]);
-        o.lazy_connect = true;
-        let c = Client::connect(o).await.unwrap();
-        let opts = LockOptions::default();
-        let outer = c.acquire_n("x", opts.clone(), Mode::Wait, None, 1, LockKind::Mutex);
-        let admitted = c.admit("x", Mode::Wait, &opts).await.unwrap();
-        let acquire = c.acquire_n_counted("x", opts, Mode::Wait, None, 1, admitted);
-        let session = crate::session::Session::new(
-            1,
-            15,
-            Duration::from_secs(1),
-            std::time::Instant::now(),
-            None,
-            Vec::new(),
-        );
-        let delete = crate::engine::keys::delete_incarnation(&c, &session, b"x/1", 1, &[], true);
-        let (o, a, d) = (
-            std::mem::size_of_val(&outer),
-            std::mem::size_of_val(&acquire),
-            std::mem::size_of_val(&delete),
-        );
-        eprintln!("acquire_n future: {o} B, acquire_n_counted future: {a} B, delete_incarnation future: {d} B");
-        drop((outer, acquire, delete));
-        c.close().await;
-        // Boxed, both stay far below the bounds; one request inline takes
-        // either above its bound (debug and release builds alike).
-        assert!(a < 2048, "acquire_n_counted's future is {a} B");
-        // What a call not admitted yet costs (see ADMITTED).
-        assert!(o < 2048, "acquire_n's future is {o} B");
-        assert!(d < 1024, "delete_incarnation's future is {d} B");
+impl Mutex {
+    /// The mutex `name` of `client`.
+    pub fn new(client: &Client, name: impl Into<String>) -> Mutex {
+        Mutex {
+            client: client.clone(),
+            name: name.into(),
+        }
     }
-}
 
-#[cfg(test)]
-mod sizes {
-    use super::*;
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 
-    /// A pending call costs a burst its future's size (every call waiting
-    /// for admission holds one): the public calls return the acquisition's
-    /// future itself, with no wrapper around it, and its waits are boxed.
-    #[tokio::test]
-    async fn a_pending_lock_call_is_small() {
-        let c = Client::connect(crate::ClientOptions::new(["mem://size"]))
-            .await
-            .unwrap();
-        let o = LockOptions::default();
-        let inner = std::mem::size_of_val(&c.acquire_n(
-            "x",
-            o.clone(),
-            Mode::Wait,
-            None,
-            1,
-            LockKind::Mutex,
-        ));
-        let lock = std::mem::size_of_val(&c.lock("x"));
-        let admit = std::mem::size_of_val(&c.admit("x", Mode::Wait, &o));
-        eprintln!("lock future {lock} B, acquire_n {inner} B, admit {admit} B");
-        assert_eq!(lock, inner);
-        assert_eq!(std::mem::size_of_val(&c.lock_with("x", o.clone())), inner);
-        assert_eq!(std::mem::size_of_val(&c.try_lock("x")), inner);
-        assert!(admit < 512, "admit {admit} B");
-        assert!(lock < 1024, "lock {lock} B");
-        c.close().await;
+    /// Take it: [`Client::lock_with`].
+    pub async fn lock(&self, opts: LockOptions) -> Result<Guard> {
+        lock_with(&self.client, &self.name, opts).await
+    }
+
+    /// One try: [`Client::try_lock_with`].
+    pub async fn try_lock(&self, opts: LockOptions) -> Result<Guard> {
+        try_lock_with(&self.client, &self.name, opts).await
     }
 }

@@ -134,221 +134,244 @@ fn decode(value: &[u8], revision: i64) -> OnceRecord {
     }
 }
 
-impl Client {
-    fn once_key(&self, name: &str) -> Vec<u8> {
-        self.ns_key(format!("{ONCE_PREFIX}{name}").as_bytes())
-    }
+pub(crate) fn once_key(client: &Client, name: &str) -> Vec<u8> {
+    client.ns_key(format!("{ONCE_PREFIX}{name}").as_bytes())
+}
 
-    /// One Txn: if the record's mod_revision is `expect` (0: no record), put
-    /// `value`; else read it. Ok(Ok(revision written)) or Ok(Err(current)).
-    async fn once_swap(
-        &self,
-        key: &[u8],
-        expect: i64,
-        value: Option<String>,
-    ) -> Result<std::result::Result<i64, Option<OnceRecord>>> {
-        let op = match value {
-            Some(v) => TxnOp::put(key.to_vec(), v, None::<PutOptions>),
-            None => TxnOp::delete(key.to_vec(), None),
-        };
-        let txn = Txn::new()
-            .when([Compare::mod_revision(
-                key.to_vec(),
-                CompareOp::Equal,
-                expect,
-            )])
-            .and_then([op])
-            .or_else([TxnOp::get(key.to_vec(), None::<GetOptions>)]);
-        let r = self
-            .call(Some(self.request_bound()), |mut c| {
-                let t = txn.clone();
-                async move { c.txn(t).await }
-            })
-            .await?;
-        if r.succeeded() {
-            return Ok(Ok(r.header().map(|h| h.revision()).unwrap_or(0)));
-        }
-        let current = r.op_responses().into_iter().find_map(|op| match op {
-            TxnOpResponse::Get(g) => g
-                .kvs()
-                .first()
-                .map(|kv| decode(kv.value(), kv.mod_revision())),
-            _ => None,
-        });
-        Ok(Err(current))
+/// One Txn: if the record's mod_revision is `expect` (0: no record), put
+/// `value`; else read it. Ok(Ok(revision written)) or Ok(Err(current)).
+pub(crate) async fn once_swap(
+    client: &Client,
+    key: &[u8],
+    expect: i64,
+    value: Option<String>,
+) -> Result<std::result::Result<i64, Option<OnceRecord>>> {
+    let op = match value {
+        Some(v) => TxnOp::put(key.to_vec(), v, None::<PutOptions>),
+        None => TxnOp::delete(key.to_vec(), None),
+    };
+    let txn = Txn::new()
+        .when([Compare::mod_revision(
+            key.to_vec(),
+            CompareOp::Equal,
+            expect,
+        )])
+        .and_then([op])
+        .or_else([TxnOp::get(key.to_vec(), None::<GetOptions>)]);
+    let r = client
+        .call(Some(client.request_bound()), |mut c| {
+            let t = txn.clone();
+            async move { c.txn(t).await }
+        })
+        .await?;
+    if r.succeeded() {
+        return Ok(Ok(r.header().map(|h| h.revision()).unwrap_or(0)));
     }
+    let current = r.op_responses().into_iter().find_map(|op| match op {
+        TxnOpResponse::Get(g) => g
+            .kvs()
+            .first()
+            .map(|kv| decode(kv.value(), kv.mod_revision())),
+        _ => None,
+    });
+    Ok(Err(current))
+}
 
-    /// Take the run-once record of job `name` until `now + at_most` if it is
-    /// free now (system clock): `Ok(None)` if another node holds it. Never
-    /// waits for it. See [`Client::once_take_at`].
-    pub async fn once_take(&self, name: &str, at_most: Duration) -> Result<Option<OnceHold>> {
-        let now = now_ms();
-        let until = now.saturating_add(ms(at_most, "at_most")?);
-        self.once_take_at(name, now, until).await
+/// The body of [`Client::once_take`].
+pub(crate) async fn once_take(
+    client: &Client,
+    name: &str,
+    at_most: Duration,
+) -> Result<Option<OnceHold>> {
+    let now = now_ms();
+    let until = now.saturating_add(ms(at_most, "at_most")?);
+    client.once_take_at(name, now, until).await
+}
+
+/// The body of [`Client::once_take_at`].
+pub(crate) async fn once_take_at(
+    client: &Client,
+    name: &str,
+    now_ms: i64,
+    lock_until_ms: i64,
+) -> Result<Option<OnceHold>> {
+    validate_job(name)?;
+    if lock_until_ms <= now_ms {
+        return Err(Error::invalid(format!(
+            "at_most must be positive: lock_until {lock_until_ms} ms is not after now {now_ms} ms"
+        )));
     }
-
-    /// Take the run-once record of job `name` until `lock_until_ms` if it is
-    /// free at `now_ms` (no record, or its `lock_until_ms` not after
-    /// `now_ms`): at most two requests (a compare-and-swap, and one more when
-    /// an expired record is replaced). `Ok(None)` if it is taken, also when
-    /// another node took it between our read and our write. `lock_until_ms`
-    /// must be after `now_ms`.
-    pub async fn once_take_at(
-        &self,
-        name: &str,
-        now_ms: i64,
-        lock_until_ms: i64,
-    ) -> Result<Option<OnceHold>> {
-        validate_job(name)?;
-        if lock_until_ms <= now_ms {
-            return Err(Error::invalid(format!(
-                "at_most must be positive: lock_until {lock_until_ms} ms is not after now {now_ms} ms"
-            )));
-        }
-        let key = self.once_key(name);
-        let mut record = OnceRecord {
-            lock_until_ms,
-            locked_at_ms: now_ms,
-            locked_by: hostname(),
-            pid: std::process::id(),
-            revision: 0,
-        };
-        let value = encode(&record);
-        let mut expect = 0;
-        loop {
-            match self.once_swap(&key, expect, Some(value.clone())).await? {
-                Ok(rev) => {
-                    record.revision = rev;
-                    tracing::debug!(
-                        job = name,
-                        revision = rev,
-                        lock_until_ms,
-                        "run-once record taken"
-                    );
-                    return Ok(Some(OnceHold {
-                        name: name.to_string(),
-                        record,
-                    }));
-                }
-                Err(Some(current))
-                    if !current.is_taken_at(now_ms) && current.revision != expect =>
-                {
-                    // Expired (or not a record): replace exactly that version.
-                    expect = current.revision;
-                }
-                Err(None) if expect != 0 => expect = 0, // deleted since we looked
-                Err(_) => return Ok(None),
-            }
-        }
-    }
-
-    /// Finish a hold (system clock): keep the job taken until
-    /// `locked_at + at_least` if that is still ahead, else delete the record.
-    /// See [`Client::once_finish_at`].
-    pub async fn once_finish(&self, hold: &OnceHold, at_least: Duration) -> Result<bool> {
-        let until = hold
-            .record
-            .locked_at_ms
-            .saturating_add(ms(at_least, "at_least")?);
-        self.once_finish_at(hold, now_ms(), until).await
-    }
-
-    /// Finish a hold: if `at_least_until_ms` is after `now_ms`, lower the
-    /// record's `lock_until_ms` to it (never raise it), else delete the
-    /// record. One Txn, applied only while the record is still this hold's
-    /// (same revision): `Ok(false)` if it is not (it expired and another node
-    /// took the job, or it was finished already), and nothing is changed.
-    pub async fn once_finish_at(
-        &self,
-        hold: &OnceHold,
-        now_ms: i64,
-        at_least_until_ms: i64,
-    ) -> Result<bool> {
-        validate_job(&hold.name)?;
-        let key = self.once_key(&hold.name);
-        let until = at_least_until_ms.min(hold.record.lock_until_ms);
-        let value = (until > now_ms).then(|| {
-            encode(&OnceRecord {
-                lock_until_ms: until,
-                ..hold.record.clone()
-            })
-        });
-        let done = self
-            .once_swap(&key, hold.record.revision, value)
-            .await?
-            .is_ok();
-        tracing::debug!(
-            job = hold.name,
-            revision = hold.record.revision,
-            done,
-            "run-once record finished"
-        );
-        Ok(done)
-    }
-
-    /// Extend a hold (system clock) to `now + at_most`. See
-    /// [`Client::once_extend_at`].
-    pub async fn once_extend(
-        &self,
-        hold: &OnceHold,
-        at_most: Duration,
-    ) -> Result<Option<OnceHold>> {
-        let now = now_ms();
-        self.once_extend_at(hold, now, now.saturating_add(ms(at_most, "at_most")?))
-            .await
-    }
-
-    /// Extend a hold: set `lock_until_ms` (if the hold is still this one and
-    /// has not expired at `now_ms`). Returns the new hold (a new revision:
-    /// the old one no longer finishes or extends anything), or `Ok(None)`.
-    pub async fn once_extend_at(
-        &self,
-        hold: &OnceHold,
-        now_ms: i64,
-        lock_until_ms: i64,
-    ) -> Result<Option<OnceHold>> {
-        validate_job(&hold.name)?;
-        if lock_until_ms <= now_ms {
-            return Err(Error::invalid(format!(
-                "at_most must be positive: lock_until {lock_until_ms} ms is not after now {now_ms} ms"
-            )));
-        }
-        if !hold.record.is_taken_at(now_ms) {
-            return Ok(None);
-        }
-        let key = self.once_key(&hold.name);
-        let mut record = OnceRecord {
-            lock_until_ms,
-            ..hold.record.clone()
-        };
-        match self
-            .once_swap(&key, hold.record.revision, Some(encode(&record)))
-            .await?
-        {
+    let key = once_key(client, name);
+    let mut record = OnceRecord {
+        lock_until_ms,
+        locked_at_ms: now_ms,
+        locked_by: hostname(),
+        pid: std::process::id(),
+        revision: 0,
+    };
+    let value = encode(&record);
+    let mut expect = 0;
+    loop {
+        match once_swap(client, &key, expect, Some(value.clone())).await? {
             Ok(rev) => {
                 record.revision = rev;
-                Ok(Some(OnceHold {
-                    name: hold.name.clone(),
+                tracing::debug!(
+                    job = name,
+                    revision = rev,
+                    lock_until_ms,
+                    "run-once record taken"
+                );
+                return Ok(Some(OnceHold {
+                    name: name.to_string(),
                     record,
-                }))
+                }));
             }
-            Err(_) => Ok(None),
+            Err(Some(current)) if !current.is_taken_at(now_ms) && current.revision != expect => {
+                // Expired (or not a record): replace exactly that version.
+                expect = current.revision;
+            }
+            Err(None) if expect != 0 => expect = 0, // deleted since we looked
+            Err(_) => return Ok(None),
+        }
+    }
+}
+
+/// The body of [`Client::once_finish`].
+pub(crate) async fn once_finish(
+    client: &Client,
+    hold: &OnceHold,
+    at_least: Duration,
+) -> Result<bool> {
+    let until = hold
+        .record
+        .locked_at_ms
+        .saturating_add(ms(at_least, "at_least")?);
+    client.once_finish_at(hold, now_ms(), until).await
+}
+
+/// The body of [`Client::once_finish_at`].
+pub(crate) async fn once_finish_at(
+    client: &Client,
+    hold: &OnceHold,
+    now_ms: i64,
+    at_least_until_ms: i64,
+) -> Result<bool> {
+    validate_job(&hold.name)?;
+    let key = once_key(client, &hold.name);
+    let until = at_least_until_ms.min(hold.record.lock_until_ms);
+    let value = (until > now_ms).then(|| {
+        encode(&OnceRecord {
+            lock_until_ms: until,
+            ..hold.record.clone()
+        })
+    });
+    let done = once_swap(client, &key, hold.record.revision, value)
+        .await?
+        .is_ok();
+    tracing::debug!(
+        job = hold.name,
+        revision = hold.record.revision,
+        done,
+        "run-once record finished"
+    );
+    Ok(done)
+}
+
+/// The body of [`Client::once_extend`].
+pub(crate) async fn once_extend(
+    client: &Client,
+    hold: &OnceHold,
+    at_most: Duration,
+) -> Result<Option<OnceHold>> {
+    let now = now_ms();
+    client
+        .once_extend_at(hold, now, now.saturating_add(ms(at_most, "at_most")?))
+        .await
+}
+
+/// The body of [`Client::once_extend_at`].
+pub(crate) async fn once_extend_at(
+    client: &Client,
+    hold: &OnceHold,
+    now_ms: i64,
+    lock_until_ms: i64,
+) -> Result<Option<OnceHold>> {
+    validate_job(&hold.name)?;
+    if lock_until_ms <= now_ms {
+        return Err(Error::invalid(format!(
+            "at_most must be positive: lock_until {lock_until_ms} ms is not after now {now_ms} ms"
+        )));
+    }
+    if !hold.record.is_taken_at(now_ms) {
+        return Ok(None);
+    }
+    let key = once_key(client, &hold.name);
+    let mut record = OnceRecord {
+        lock_until_ms,
+        ..hold.record.clone()
+    };
+    match once_swap(client, &key, hold.record.revision, Some(encode(&record))).await? {
+        Ok(rev) => {
+            record.revision = rev;
+            Ok(Some(OnceHold {
+                name: hold.name.clone(),
+                record,
+            }))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+/// The body of [`Client::once_record`].
+pub(crate) async fn once_record(client: &Client, name: &str) -> Result<Option<OnceRecord>> {
+    validate_job(name)?;
+    let key = once_key(client, name);
+    let r = client
+        .call(Some(client.request_bound()), |mut c| {
+            let k = key.clone();
+            async move { c.get(k, None).await }
+        })
+        .await?;
+    Ok(r.kvs()
+        .first()
+        .map(|kv| decode(kv.value(), kv.mod_revision())))
+}
+
+/// Run-once as a value: the job `name` of a client ([`Client::once_take`],
+/// [`Client::once_finish`], [`Client::once_extend`], [`Client::once_record`]).
+#[derive(Clone, Debug)]
+pub struct Once {
+    client: Client,
+    name: String,
+}
+
+impl Once {
+    /// The job `name` of `client` (nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>) -> Once {
+        Once {
+            client: client.clone(),
+            name: name.into(),
         }
     }
 
-    /// The run-once record of job `name`, if any (taken or expired).
-    pub async fn once_record(&self, name: &str) -> Result<Option<OnceRecord>> {
-        validate_job(name)?;
-        let key = self.once_key(name);
-        let r = self
-            .call(Some(self.request_bound()), |mut c| {
-                let k = key.clone();
-                async move { c.get(k, None).await }
-            })
-            .await?;
-        Ok(r.kvs()
-            .first()
-            .map(|kv| decode(kv.value(), kv.mod_revision())))
+    /// Take the run: [`Client::once_take`].
+    pub async fn take(&self, at_most: Duration) -> Result<Option<OnceHold>> {
+        once_take(&self.client, &self.name, at_most).await
+    }
+
+    /// Finish a run: [`Client::once_finish`].
+    pub async fn finish(&self, hold: &OnceHold, at_least: Duration) -> Result<bool> {
+        once_finish(&self.client, hold, at_least).await
+    }
+
+    /// Extend a run: [`Client::once_extend`].
+    pub async fn extend(&self, hold: &OnceHold, at_most: Duration) -> Result<Option<OnceHold>> {
+        once_extend(&self.client, hold, at_most).await
+    }
+
+    /// The job's record: [`Client::once_record`].
+    pub async fn record(&self) -> Result<Option<OnceRecord>> {
+        once_record(&self.client, &self.name).await
     }
 }
 

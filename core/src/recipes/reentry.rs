@@ -12,81 +12,70 @@
 //! - other owners, and plain `lock` calls, queue behind the hold as usual;
 //! - the table keeps holds weakly: it never keeps a lock held.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
 use crate::client::Client;
 use crate::error::Result;
-use crate::guard::{Guard, WeakHold};
+use crate::guard::Guard;
 use crate::names::validate_name;
 use crate::options::LockOptions;
-use crate::poison::Locked;
 
-/// Past this many entries, a new one first drops the entries of ended holds.
-const PRUNE_AT: usize = 1024;
-
-/// The holds taken with an owner: (the name's prefix, owner) -> hold.
-#[derive(Default)]
-pub(crate) struct Reentry {
-    holds: Mutex<HashMap<(Vec<u8>, u64), WeakHold>>,
+/// The body of [`Client::lock_reentrant`].
+pub(crate) async fn lock_reentrant(
+    client: &Client,
+    name: &str,
+    owner: u64,
+    opts: LockOptions,
+) -> Result<Guard> {
+    validate_name(name)?;
+    let prefix = crate::engine::keys::prefix(client, name);
+    if let Some(r) = client.inner.reentry.reenter(&prefix, owner) {
+        return r;
+    }
+    let g = client.lock_with(name, opts).await?;
+    client.inner.reentry.remember(prefix, owner, &g);
+    Ok(g)
 }
 
-impl Reentry {
-    /// Another handle of `owner`'s hold of `prefix`, if it holds it (or
-    /// `LockLost` if that hold was lost).
-    fn reenter(&self, prefix: &[u8], owner: u64) -> Option<Result<Guard>> {
-        let mut holds = self.holds.locked();
-        let key = (prefix.to_vec(), owner);
-        let r = holds.get(&key)?.reenter();
-        if r.is_none() {
-            holds.remove(&key);
-        }
-        r
+/// The body of [`Client::try_lock_reentrant`].
+pub(crate) async fn try_lock_reentrant(
+    client: &Client,
+    name: &str,
+    owner: u64,
+    opts: LockOptions,
+) -> Result<Guard> {
+    validate_name(name)?;
+    let prefix = crate::engine::keys::prefix(client, name);
+    if let Some(r) = client.inner.reentry.reenter(&prefix, owner) {
+        return r;
     }
-
-    fn remember(&self, prefix: Vec<u8>, owner: u64, g: &Guard) {
-        let mut holds = self.holds.locked();
-        if holds.len() >= PRUNE_AT {
-            holds.retain(|_, h| !h.is_gone());
-        }
-        holds.insert((prefix, owner), g.downgrade());
-    }
+    let g = client.try_lock_with(name, opts).await?;
+    client.inner.reentry.remember(prefix, owner, &g);
+    Ok(g)
 }
 
-impl Client {
-    /// [`Client::lock_with`], reentrant for `owner`: if `owner` holds `name`
-    /// (taken with this method), another handle of that hold at once (no
-    /// request; same key and fencing token); the lock is released when every
-    /// handle is unlocked or dropped. A hold that was lost is not re-entered
-    /// (`LockLost`, until its handles are unlocked or dropped). Other owners
-    /// wait as for [`Client::lock_with`].
-    pub async fn lock_reentrant(&self, name: &str, owner: u64, opts: LockOptions) -> Result<Guard> {
-        validate_name(name)?;
-        let prefix = self.prefix(name);
-        if let Some(r) = self.inner.reentry.reenter(&prefix, owner) {
-            return r;
+/// A reentrant lock as a value: the lock `name` of a client, taken per
+/// owner ([`Client::lock_reentrant`]).
+#[derive(Clone, Debug)]
+pub struct ReentrantLock {
+    client: Client,
+    name: String,
+}
+
+impl ReentrantLock {
+    /// The reentrant lock `name` of `client` (nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>) -> ReentrantLock {
+        ReentrantLock {
+            client: client.clone(),
+            name: name.into(),
         }
-        let g = self.lock_with(name, opts).await?;
-        self.inner.reentry.remember(prefix, owner, &g);
-        Ok(g)
     }
 
-    /// [`Client::try_lock_with`], reentrant for `owner` as
-    /// [`Client::lock_reentrant`]: a re-entry never waits; another owner's
-    /// hold is `WouldBlock`.
-    pub async fn try_lock_reentrant(
-        &self,
-        name: &str,
-        owner: u64,
-        opts: LockOptions,
-    ) -> Result<Guard> {
-        validate_name(name)?;
-        let prefix = self.prefix(name);
-        if let Some(r) = self.inner.reentry.reenter(&prefix, owner) {
-            return r;
-        }
-        let g = self.try_lock_with(name, opts).await?;
-        self.inner.reentry.remember(prefix, owner, &g);
-        Ok(g)
+    /// Take it for `owner`: [`Client::lock_reentrant`].
+    pub async fn lock(&self, owner: u64, opts: LockOptions) -> Result<Guard> {
+        lock_reentrant(&self.client, &self.name, owner, opts).await
+    }
+
+    /// One try for `owner`: [`Client::try_lock_reentrant`].
+    pub async fn try_lock(&self, owner: u64, opts: LockOptions) -> Result<Guard> {
+        try_lock_reentrant(&self.client, &self.name, owner, opts).await
     }
 }

@@ -12,9 +12,10 @@ use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp};
 
 use crate::client::Client;
 use crate::engine::acquisition::{created_at, put_if_absent, Acquisition};
+use crate::engine::pipeline;
 use crate::engine::queue::{kvs, revision};
 use crate::engine::rule::{Rule, Turn};
-use crate::engine::wait::{cancelled, timeout_because, timeout_err, Pending};
+use crate::engine::wait::{self, cancelled, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, owner_info, show, validate_name, Mode};
@@ -28,146 +29,143 @@ fn is_writer(prefix: &[u8], key: &[u8]) -> bool {
     is_direct_child(prefix, key) && !key.ends_with(READER.as_bytes())
 }
 
-impl Client {
-    /// Take the read side of the read-write lock `name`: shared with other
-    /// readers, excluded by writers ([`Client::lock`] on the same name is the
-    /// write side). Waits (FIFO) as [`Client::lock_with`]; timeout zero is one
-    /// try that writes nothing while a writer holds or waits.
-    pub async fn read_lock(&self, name: &str, opts: LockOptions) -> Result<Guard> {
-        opts.validate()?;
-        if opts.lock_delay.is_some_and(|d| !d.is_zero()) {
-            return Err(Error::invalid(
-                "lock_delay applies to locks and elections, not to read locks",
+/// The body of [`Client::read_lock`].
+pub(crate) async fn read_lock(client: &Client, name: &str, opts: LockOptions) -> Result<Guard> {
+    opts.validate()?;
+    if opts.lock_delay.is_some_and(|d| !d.is_zero()) {
+        return Err(Error::invalid(
+            "lock_delay applies to locks and elections, not to read locks",
+        ));
+    }
+    let m = client.inner.metrics.acquiring();
+    let _meta = client.meta_wait(name, crate::meta::LockKind::RwLock, &opts.metadata);
+    let lease_time = opts.lease_time;
+    let r = Box::pin(read_lock_counted(client, name, opts)).await;
+    m.finish(&r);
+    if let (Ok(g), Some(t)) = (&r, lease_time) {
+        g.expire_after(t);
+    }
+    r
+}
+
+pub(crate) async fn read_lock_counted(
+    client: &Client,
+    name: &str,
+    opts: LockOptions,
+) -> Result<Guard> {
+    validate_name(name)?;
+    client.check_open()?;
+    let once = opts.timeout == Some(Duration::ZERO);
+    let deadline = if once {
+        None
+    } else {
+        opts.timeout
+            .and_then(|t| std::time::Instant::now().checked_add(t))
+    };
+    let bound = if once {
+        client.request_bound()
+    } else {
+        Bound::Wait(deadline)
+    };
+    let timeout = opts.timeout;
+    let cancel = opts.cancel.unwrap_or_default();
+    let prefix = crate::engine::keys::prefix(client, name);
+    let ctx = |e: Error| e.context(format!("read lock {}", show(name)));
+    if once
+        && newest_writer(client, &prefix, None)
+            .await
+            .map_err(ctx)?
+            .0
+            .is_some()
+    {
+        return Err(timeout_err(name, timeout));
+    }
+    let _place = if once {
+        None
+    } else {
+        Some(pipeline::enter_window(client, name, deadline, timeout, &cancel).await?)
+    };
+    let session = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(cancelled(name)),
+        s = client.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(name, timeout, &e) } else { ctx(e) })?,
+    };
+    let key = session.reserve_key_marked(&prefix, READER);
+    let mut pending = Pending::new(client, &session, key.clone());
+    let txn = put_if_absent(&key, owner_info(), session.lease);
+    let resp = wait::run_detached(client, &mut pending, txn, name, bound, &cancel)
+        .await
+        .map_err(|e| {
+            if e.code() == ErrorCode::Timeout {
+                timeout_because(name, timeout, &e)
+            } else {
+                ctx(e)
+            }
+        })?;
+    let my_rev = created_at(&resp).unwrap_or(0);
+    let mode = if once { Mode::Once } else { Mode::Wait };
+    let acq = Acquisition {
+        what: "read lock",
+        ..Acquisition::new(client, name, mode, bound, timeout, &cancel)
+    };
+    let rule = Readers {
+        client,
+        name,
+        prefix: &prefix,
+        key: &key,
+        my_rev,
+    };
+    acq.wait_by(&session, pending, my_rev, &rule, "reader")
+        .await
+}
+
+/// The newest writer key older than ours (or the newest at all, without
+/// `mine`; `None`: no writer), and the revision of the read. `LockLost`
+/// if our key is gone.
+pub(crate) async fn newest_writer(
+    client: &Client,
+    prefix: &[u8],
+    mine: Option<(&[u8], i64)>,
+) -> Result<(Option<Vec<u8>>, i64)> {
+    const PAGE: i64 = 64;
+    let mut below = mine.map(|(_, r)| r).unwrap_or(i64::MAX);
+    let mut first = true;
+    loop {
+        let mut older = GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(PAGE);
+        if below != i64::MAX {
+            older = older.with_max_create_revision(below - 1);
+        }
+        let mut ops = vec![TxnOp::get(prefix.to_vec(), Some(older))];
+        if let (true, Some((k, _))) = (first, mine) {
+            ops.push(TxnOp::get(
+                k.to_vec(),
+                Some(GetOptions::new().with_keys_only()),
             ));
         }
-        let m = self.inner.metrics.acquiring();
-        let _meta = self.meta_wait(name, crate::meta::LockKind::RwLock, &opts.metadata);
-        let lease_time = opts.lease_time;
-        let r = Box::pin(self.read_lock_counted(name, opts)).await;
-        m.finish(&r);
-        if let (Ok(g), Some(t)) = (&r, lease_time) {
-            g.expire_after(t);
+        let txn = Txn::new().and_then(ops);
+        let resp = client
+            .call(None, |mut c| {
+                let t = txn.clone();
+                async move { c.txn(t).await }
+            })
+            .await?;
+        let ops = resp.op_responses();
+        if first && mine.is_some() && kvs(ops.get(1)).is_empty() {
+            return Err(Error::lost(LossReason::KeyDeleted, "our key is gone"));
         }
-        r
-    }
-
-    async fn read_lock_counted(&self, name: &str, opts: LockOptions) -> Result<Guard> {
-        validate_name(name)?;
-        self.check_open()?;
-        let once = opts.timeout == Some(Duration::ZERO);
-        let deadline = if once {
-            None
-        } else {
-            opts.timeout
-                .and_then(|t| std::time::Instant::now().checked_add(t))
-        };
-        let bound = if once {
-            self.request_bound()
-        } else {
-            Bound::Wait(deadline)
-        };
-        let timeout = opts.timeout;
-        let cancel = opts.cancel.unwrap_or_default();
-        let prefix = self.prefix(name);
-        let ctx = |e: Error| e.context(format!("read lock {}", show(name)));
-        if once
-            && self
-                .newest_writer(&prefix, None)
-                .await
-                .map_err(ctx)?
-                .0
-                .is_some()
-        {
-            return Err(timeout_err(name, timeout));
+        first = false;
+        let page = kvs(ops.first());
+        if let Some(w) = page.iter().find(|kv| is_writer(prefix, kv.key())) {
+            return Ok((Some(w.key().to_vec()), revision(&resp)));
         }
-        let _place = if once {
-            None
-        } else {
-            Some(self.enter_window(name, deadline, timeout, &cancel).await?)
-        };
-        let session = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(cancelled(name)),
-            s = self.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(name, timeout, &e) } else { ctx(e) })?,
-        };
-        let key = session.reserve_key_marked(&prefix, READER);
-        let mut pending = Pending::new(self, &session, key.clone());
-        let txn = put_if_absent(&key, owner_info(), session.lease);
-        let resp = self
-            .run_detached(&mut pending, txn, name, bound, &cancel)
-            .await
-            .map_err(|e| {
-                if e.code() == ErrorCode::Timeout {
-                    timeout_because(name, timeout, &e)
-                } else {
-                    ctx(e)
-                }
-            })?;
-        let my_rev = created_at(&resp).unwrap_or(0);
-        let mode = if once { Mode::Once } else { Mode::Wait };
-        let acq = Acquisition {
-            what: "read lock",
-            ..Acquisition::new(self, name, mode, bound, timeout, &cancel)
-        };
-        let rule = Readers {
-            client: self,
-            name,
-            prefix: &prefix,
-            key: &key,
-            my_rev,
-        };
-        acq.wait_by(&session, pending, my_rev, &rule, "reader")
-            .await
-    }
-
-    /// The newest writer key older than ours (or the newest at all, without
-    /// `mine`; `None`: no writer), and the revision of the read. `LockLost`
-    /// if our key is gone.
-    async fn newest_writer(
-        &self,
-        prefix: &[u8],
-        mine: Option<(&[u8], i64)>,
-    ) -> Result<(Option<Vec<u8>>, i64)> {
-        const PAGE: i64 = 64;
-        let mut below = mine.map(|(_, r)| r).unwrap_or(i64::MAX);
-        let mut first = true;
-        loop {
-            let mut older = GetOptions::new()
-                .with_prefix()
-                .with_keys_only()
-                .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(PAGE);
-            if below != i64::MAX {
-                older = older.with_max_create_revision(below - 1);
-            }
-            let mut ops = vec![TxnOp::get(prefix.to_vec(), Some(older))];
-            if let (true, Some((k, _))) = (first, mine) {
-                ops.push(TxnOp::get(
-                    k.to_vec(),
-                    Some(GetOptions::new().with_keys_only()),
-                ));
-            }
-            let txn = Txn::new().and_then(ops);
-            let resp = self
-                .call(None, |mut c| {
-                    let t = txn.clone();
-                    async move { c.txn(t).await }
-                })
-                .await?;
-            let ops = resp.op_responses();
-            if first && mine.is_some() && kvs(ops.get(1)).is_empty() {
-                return Err(Error::lost(LossReason::KeyDeleted, "our key is gone"));
-            }
-            first = false;
-            let page = kvs(ops.first());
-            if let Some(w) = page.iter().find(|kv| is_writer(prefix, kv.key())) {
-                return Ok((Some(w.key().to_vec()), revision(&resp)));
-            }
-            if (page.len() as i64) < PAGE {
-                return Ok((None, revision(&resp)));
-            }
-            below = page.last().map(|kv| kv.create_revision()).unwrap_or(1);
+        if (page.len() as i64) < PAGE {
+            return Ok((None, revision(&resp)));
         }
+        below = page.last().map(|kv| kv.create_revision()).unwrap_or(1);
     }
 }
 
@@ -185,7 +183,7 @@ struct Readers<'a> {
 impl Rule for Readers<'_> {
     async fn read(&self) -> Result<Turn> {
         let mine = Some((self.key, self.my_rev));
-        match self.client.newest_writer(self.prefix, mine).await {
+        match newest_writer(self.client, self.prefix, mine).await {
             Ok((writer, rev)) => Ok(Turn {
                 rev,
                 behind: writer.iter().cloned().collect(),
@@ -194,5 +192,33 @@ impl Rule for Readers<'_> {
             Err(e) if e.code() == ErrorCode::LockLost => Err(e),
             Err(e) => Err(e.context(format!("read lock {}", show(self.name)))),
         }
+    }
+}
+
+/// A read-write lock as a value: readers share `name`, a writer excludes
+/// them ([`Client::read_lock`]; the write side is the mutex of the name).
+#[derive(Clone, Debug)]
+pub struct RwLock {
+    client: Client,
+    name: String,
+}
+
+impl RwLock {
+    /// The read-write lock `name` of `client` (nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>) -> RwLock {
+        RwLock {
+            client: client.clone(),
+            name: name.into(),
+        }
+    }
+
+    /// The read side: [`Client::read_lock`].
+    pub async fn read(&self, opts: LockOptions) -> Result<Guard> {
+        read_lock(&self.client, &self.name, opts).await
+    }
+
+    /// The write side: [`Client::lock_with`] on the same name.
+    pub async fn write(&self, opts: LockOptions) -> Result<Guard> {
+        crate::recipes::mutex::lock_with(&self.client, &self.name, opts).await
     }
 }

@@ -14,9 +14,10 @@ use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
 
 use crate::client::Client;
 use crate::engine::acquisition::{created_at, put_if_absent, Acquisition};
+use crate::engine::pipeline;
 use crate::engine::queue::{kvs, revision};
 use crate::engine::rule::{Rule, Turn};
-use crate::engine::wait::{timeout_because, timeout_err, Pending};
+use crate::engine::wait::{self, timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, show, KeyInfo, Mode};
@@ -39,101 +40,90 @@ struct Older {
     rev: i64,
 }
 
-impl Client {
-    /// Take one of `permits` permits of the semaphore `name`, waiting (FIFO)
-    /// as [`Client::lock_with`] does; timeout zero is one try. A permit is a
-    /// [`Guard`]: fencing token, loss signal, guarded operations, `unlock`.
-    ///
-    /// ```no_run
-    /// # async fn demo(client: etcdlock::Client) -> etcdlock::Result<()> {
-    /// let permit = client.acquire_permit("transcoders", 3, etcdlock::LockOptions::default()).await?;
-    /// // at most 3 holders run this at once, cluster-wide
-    /// permit.unlock().await?;
-    /// # Ok(()) }
-    /// ```
-    pub async fn acquire_permit(
-        &self,
-        name: &str,
-        permits: u32,
-        opts: LockOptions,
-    ) -> Result<Guard> {
-        if permits == 0 || permits > MAX_PERMITS {
-            return Err(Error::invalid(format!(
-                "permits must be between 1 and {MAX_PERMITS}, got {permits}"
-            )));
-        }
-        let mode = if opts.timeout == Some(Duration::ZERO) {
-            Mode::Once
-        } else {
-            Mode::Wait
-        };
-        self.acquire_n(
-            name,
-            opts,
-            mode,
-            None,
-            permits,
-            crate::meta::LockKind::Semaphore,
-        )
-        .await
+/// The body of [`Client::acquire_permit`].
+pub(crate) async fn acquire_permit(
+    client: &Client,
+    name: &str,
+    permits: u32,
+    opts: LockOptions,
+) -> Result<Guard> {
+    if permits == 0 || permits > MAX_PERMITS {
+        return Err(Error::invalid(format!(
+            "permits must be between 1 and {MAX_PERMITS}, got {permits}"
+        )));
     }
+    let mode = if opts.timeout == Some(Duration::ZERO) {
+        Mode::Once
+    } else {
+        Mode::Wait
+    };
+    pipeline::acquire_n(
+        client,
+        name,
+        opts,
+        mode,
+        None,
+        permits,
+        crate::meta::LockKind::Semaphore,
+    )
+    .await
+}
 
-    /// The older keys around ours, newest first, at most `permits` of them.
-    async fn read_older(
-        &self,
-        prefix: &[u8],
-        key: &[u8],
-        my_rev: i64,
-        permits: u32,
-    ) -> Result<Older> {
-        let older = GetOptions::new()
-            .with_prefix()
-            .with_max_create_revision(my_rev - 1)
-            .with_sort(SortTarget::Create, SortOrder::Descend);
-        let txn = Txn::new().and_then([
-            TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
-            TxnOp::get(
-                prefix.to_vec(),
-                Some(older.clone().with_limit(permits as i64)),
-            ),
-        ]);
-        let resp = self
+/// The older keys around ours, newest first, at most `permits` of them.
+async fn read_older(
+    client: &Client,
+    prefix: &[u8],
+    key: &[u8],
+    my_rev: i64,
+    permits: u32,
+) -> Result<Older> {
+    let older = GetOptions::new()
+        .with_prefix()
+        .with_max_create_revision(my_rev - 1)
+        .with_sort(SortTarget::Create, SortOrder::Descend);
+    let txn = Txn::new().and_then([
+        TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only())),
+        TxnOp::get(
+            prefix.to_vec(),
+            Some(older.clone().with_limit(permits as i64)),
+        ),
+    ]);
+    let resp = client
+        .call(None, |mut c| {
+            let t = txn.clone();
+            async move { c.txn(t).await }
+        })
+        .await?;
+    let ops = resp.op_responses();
+    let mine = kvs(ops.first())
+        .first()
+        .is_some_and(|kv| kv.create_revision() == my_rev);
+    let mut window: Vec<KeyValue> = kvs(ops.get(1)).to_vec();
+    if window.iter().any(|kv| !is_direct_child(prefix, kv.key())) {
+        // Keys of a nested name are in the window: scan them out.
+        let p = prefix.to_vec();
+        let all = client
             .call(None, |mut c| {
-                let t = txn.clone();
-                async move { c.txn(t).await }
+                let (p, o) = (p.clone(), older.clone());
+                async move { c.get(p, Some(o)).await }
             })
             .await?;
-        let ops = resp.op_responses();
-        let mine = kvs(ops.first())
-            .first()
-            .is_some_and(|kv| kv.create_revision() == my_rev);
-        let mut window: Vec<KeyValue> = kvs(ops.get(1)).to_vec();
-        if window.iter().any(|kv| !is_direct_child(prefix, kv.key())) {
-            // Keys of a nested name are in the window: scan them out.
-            let p = prefix.to_vec();
-            let all = self
-                .call(None, |mut c| {
-                    let (p, o) = (p.clone(), older.clone());
-                    async move { c.get(p, Some(o)).await }
-                })
-                .await?;
-            window = all
-                .kvs()
-                .iter()
-                .filter(|kv| is_direct_child(prefix, kv.key()))
-                .take(permits as usize)
-                .cloned()
-                .collect();
-        }
-        Ok(Older {
-            mine,
-            keys: window
-                .iter()
-                .map(|kv| (kv.key().to_vec(), permits_of(kv)))
-                .collect(),
-            rev: revision(&resp),
-        })
+        window = all
+            .kvs()
+            .iter()
+            .filter(|kv| is_direct_child(prefix, kv.key()))
+            .take(permits as usize)
+            .cloned()
+            .collect();
     }
+    Ok(Older {
+        mine,
+        keys: window
+            .iter()
+            .map(|kv| (kv.key().to_vec(), permits_of(kv)))
+            .collect(),
+        rev: revision(&resp),
+    })
 }
 
 impl Acquisition<'_> {
@@ -175,9 +165,7 @@ impl Acquisition<'_> {
         let mut pending = Pending::new(client, session, key.clone());
         let value = KeyInfo::permit_value(permits);
         let txn = put_if_absent(&key, value, session.lease);
-        let resp = client
-            .run_detached(&mut pending, txn, name, bound, cancel)
-            .await;
+        let resp = wait::run_detached(client, &mut pending, txn, name, bound, cancel).await;
         self.queued();
         let resp = resp.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
@@ -220,9 +208,7 @@ struct Permits<'a> {
 impl Rule for Permits<'_> {
     async fn read(&self) -> Result<Turn> {
         let (name, permits) = (self.name, self.permits);
-        let older = self
-            .client
-            .read_older(self.prefix, self.key, self.my_rev, permits)
+        let older = read_older(self.client, self.prefix, self.key, self.my_rev, permits)
             .await
             .map_err(|e| e.context(format!("semaphore {}", show(name))))?;
         if !older.mine {
@@ -245,5 +231,31 @@ impl Rule for Permits<'_> {
             behind,
             blocker: None,
         })
+    }
+}
+
+/// A counting semaphore as a value: `permits` holders of `name` at once
+/// ([`Client::acquire_permit`]).
+#[derive(Clone, Debug)]
+pub struct Semaphore {
+    client: Client,
+    name: String,
+    permits: u32,
+}
+
+impl Semaphore {
+    /// The semaphore `name` of `client` with `permits` permits (every
+    /// process names the same number; nothing is sent until a call).
+    pub fn new(client: &Client, name: impl Into<String>, permits: u32) -> Semaphore {
+        Semaphore {
+            client: client.clone(),
+            name: name.into(),
+            permits,
+        }
+    }
+
+    /// Take one permit: [`Client::acquire_permit`].
+    pub async fn acquire(&self, opts: LockOptions) -> Result<Guard> {
+        acquire_permit(&self.client, &self.name, self.permits, opts).await
     }
 }

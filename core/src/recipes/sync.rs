@@ -97,279 +97,263 @@ fn gone(kind: &str, name: &str) -> Error {
     )
 }
 
-impl Client {
-    fn sync_key(&self, kind: &str, name: &str, leaf: &str) -> Vec<u8> {
-        self.ns_key(format!("{name}{RECORD_MARK}{kind}/{leaf}").as_bytes())
-    }
+pub(crate) fn sync_key(client: &Client, kind: &str, name: &str, leaf: &str) -> Vec<u8> {
+    client.ns_key(format!("{name}{RECORD_MARK}{kind}/{leaf}").as_bytes())
+}
 
-    async fn txn_now(&self, txn: Txn) -> Result<etcd_client::TxnResponse> {
-        self.call(Some(self.request_bound()), |mut c| {
+pub(crate) async fn txn_now(client: &Client, txn: Txn) -> Result<etcd_client::TxnResponse> {
+    client
+        .call(Some(client.request_bound()), |mut c| {
             let t = txn.clone();
             async move { c.txn(t).await }
         })
         .await
-    }
+}
 
-    /// A new shared lease with this client's TTL.
-    async fn shared_lease(&self, session: &Session) -> Result<i64> {
-        let ttl = session.ttl;
-        let r = self
-            .call_lease(Some(self.request_bound()), move |mut c| async move {
-                c.grant(ttl, None).await
+/// A new shared lease with this client's TTL.
+pub(crate) async fn shared_lease(client: &Client, session: &Session) -> Result<i64> {
+    let ttl = session.ttl;
+    let r = client
+        .call_lease(Some(client.request_bound()), move |mut c| async move {
+            c.grant(ttl, None).await
+        })
+        .await?;
+    Ok(r.id())
+}
+
+pub(crate) fn revoke_later(client: &Client, lease: i64) {
+    let c = client.clone();
+    client.inner.handle.spawn(async move {
+        let _ = c
+            .call_lease(Some(c.request_bound()), move |mut cl| async move {
+                cl.revoke(lease).await
             })
-            .await?;
-        Ok(r.id())
-    }
+            .await;
+    });
+}
 
-    fn revoke_later(&self, lease: i64) {
-        let c = self.clone();
-        self.inner.handle.spawn(async move {
-            let _ = c
-                .call_lease(Some(c.request_bound()), move |mut cl| async move {
-                    cl.revoke(lease).await
-                })
-                .await;
-        });
-    }
-
-    /// Open the count-down latch `name` with `count` (created with it if it
-    /// does not exist; every process opens it with the same count, else
-    /// `InvalidArgument`, as a semaphore refuses another permit count).
-    /// [`Latch::count_down`] lowers the count, [`Latch::wait`] waits for zero.
-    /// A latch at zero stays at zero while any client has it open (a late
-    /// [`Latch::wait`] returns at once; `count_down` is a no-op); once every
-    /// handle is closed its keys expire within the TTL and the name starts
-    /// afresh.
-    ///
-    /// ```no_run
-    /// # async fn demo(client: etcdlock::Client) -> etcdlock::Result<()> {
-    /// let latch = client.latch("nightly-shards", 3).await?;
-    /// latch.count_down().await?; // each of 3 workers, when its shard is done
-    /// latch.wait(Some(std::time::Duration::from_secs(60))).await?; // the reducer
-    /// latch.close();
-    /// # Ok(()) }
-    /// ```
-    pub async fn latch(&self, name: &str, count: u64) -> Result<Latch> {
-        validate_name(name)?;
-        check_count("count", count)?;
-        self.check_open()?;
-        let session = self.session_by(self.request_bound()).await?;
-        let (record, gate) = (
-            self.sync_key("latch", name, "n"),
-            self.sync_key("latch", name, "g"),
-        );
-        let mut ours = None;
-        for _ in 0..3 {
-            let r = self
-                .txn_now(Txn::new().and_then([TxnOp::get(record.clone(), None)]))
-                .await?;
-            let found = kvs(r.op_responses().first()).first().cloned();
-            let kv = match found {
-                Some(kv) => kv,
-                None => {
-                    let lease = match ours {
-                        Some(l) => l,
-                        None => *ours.insert(self.shared_lease(&session).await?),
-                    };
-                    let body = format!("{{\"initial\":{count},\"count\":{count}}}");
-                    let with = || Some(PutOptions::new().with_lease(lease));
-                    let t = Txn::new()
-                        .when([Compare::create_revision(
-                            record.clone(),
-                            CompareOp::Equal,
-                            0,
-                        )])
-                        .and_then([
-                            TxnOp::put(record.clone(), body, with()),
-                            TxnOp::put(gate.clone(), "", with()),
-                        ])
-                        .or_else([TxnOp::get(record.clone(), None)]);
-                    let r = self.txn_now(t).await?;
-                    if r.succeeded() {
-                        session.share(lease);
-                        return Ok(Latch {
-                            client: self.clone(),
-                            name: name.into(),
-                            record,
-                            gate,
-                            initial: count,
-                            lease,
-                            session,
-                            closed: AtomicBool::new(false),
-                        });
-                    }
-                    match kvs(r.op_responses().first()).first().cloned() {
-                        Some(kv) => kv,
-                        None => continue,
-                    }
-                }
-            };
-            if let Some(l) = ours.take() {
-                self.revoke_later(l);
-            }
-            let Some((initial, _)) = record_of(kv.value()) else {
-                return Err(Error::invalid(format!(
-                    "latch {}: its record is not etcdlock's",
-                    show(name)
-                )));
-            };
-            if initial != count {
-                return Err(Error::invalid(format!(
-                    "latch {} was created with count {initial}, not {count}",
-                    show(name)
-                )));
-            }
-            session.share(kv.lease());
-            return Ok(Latch {
-                client: self.clone(),
-                name: name.into(),
-                record,
-                gate,
-                initial,
-                lease: kv.lease(),
-                session,
-                closed: AtomicBool::new(false),
-            });
-        }
-        if let Some(l) = ours {
-            self.revoke_later(l);
-        }
-        Err(Error::new(
-            ErrorCode::Unavailable,
-            format!("latch {}: created and gone three times over", show(name)),
-        ))
-    }
-
-    /// Open the barrier `name` for `parties` parties: [`Barrier::wait`]
-    /// returns in every party at once, when the `parties`-th has arrived. Every
-    /// process opens it with the same number (else `InvalidArgument`). A party
-    /// that dies while waiting frees its place for another. Once released the
-    /// barrier is finished: a party that arrives after is refused
-    /// (`InvalidArgument`) until every handle is closed and its keys have
-    /// expired; use a new name per round.
-    pub async fn barrier(&self, name: &str, parties: u32) -> Result<Barrier> {
-        validate_name(name)?;
-        check_count("parties", parties as u64)?;
-        self.check_open()?;
-        let session = self.session_by(self.request_bound()).await?;
-        let (gate, done) = (
-            self.sync_key("barrier", name, "gate"),
-            self.sync_key("barrier", name, "done"),
-        );
-        let base = self.sync_key("barrier", name, "");
-        let mut ours = None;
-        for _ in 0..3 {
-            let read = || {
-                [
-                    TxnOp::get(gate.clone(), None),
-                    TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only())),
-                ]
-            };
-            let r = self.txn_now(Txn::new().and_then(read())).await?;
-            let mut ops = r.op_responses();
-            if ops.len() == 2 && kvs(ops.first()).is_empty() && kvs(ops.get(1)).is_empty() {
+/// The body of [`Client::latch`].
+pub(crate) async fn latch(client: &Client, name: &str, count: u64) -> Result<Latch> {
+    validate_name(name)?;
+    check_count("count", count)?;
+    client.check_open()?;
+    let session = client.session_by(client.request_bound()).await?;
+    let (record, gate) = (
+        sync_key(client, "latch", name, "n"),
+        sync_key(client, "latch", name, "g"),
+    );
+    let mut ours = None;
+    for _ in 0..3 {
+        let r = txn_now(
+            client,
+            Txn::new().and_then([TxnOp::get(record.clone(), None)]),
+        )
+        .await?;
+        let found = kvs(r.op_responses().first()).first().cloned();
+        let kv = match found {
+            Some(kv) => kv,
+            None => {
                 let lease = match ours {
                     Some(l) => l,
-                    None => *ours.insert(self.shared_lease(&session).await?),
+                    None => *ours.insert(shared_lease(client, &session).await?),
                 };
+                let body = format!("{{\"initial\":{count},\"count\":{count}}}");
+                let with = || Some(PutOptions::new().with_lease(lease));
                 let t = Txn::new()
-                    .when([
-                        Compare::create_revision(gate.clone(), CompareOp::Equal, 0),
-                        Compare::create_revision(done.clone(), CompareOp::Equal, 0),
-                    ])
-                    .and_then([TxnOp::put(
-                        gate.clone(),
-                        format!("{{\"parties\":{parties}}}"),
-                        Some(PutOptions::new().with_lease(lease)),
+                    .when([Compare::create_revision(
+                        record.clone(),
+                        CompareOp::Equal,
+                        0,
                     )])
-                    .or_else(read());
-                let r = self.txn_now(t).await?;
+                    .and_then([
+                        TxnOp::put(record.clone(), body, with()),
+                        TxnOp::put(gate.clone(), "", with()),
+                    ])
+                    .or_else([TxnOp::get(record.clone(), None)]);
+                let r = txn_now(client, t).await?;
                 if r.succeeded() {
                     session.share(lease);
-                    return Ok(Barrier {
-                        client: self.clone(),
+                    return Ok(Latch {
+                        client: client.clone(),
                         name: name.into(),
-                        parties,
-                        base,
+                        record,
+                        gate,
+                        initial: count,
                         lease,
                         session,
                         closed: AtomicBool::new(false),
                     });
                 }
-                ops = r.op_responses();
-            }
-            if !kvs(ops.get(1)).is_empty() {
-                if let Some(l) = ours.take() {
-                    self.revoke_later(l);
+                match kvs(r.op_responses().first()).first().cloned() {
+                    Some(kv) => kv,
+                    None => continue,
                 }
-                return Err(finished(name));
-            }
-            let Some(kv) = kvs(ops.first()).first().cloned() else {
-                continue;
-            };
-            if let Some(l) = ours.take() {
-                self.revoke_later(l);
-            }
-            match parties_of(kv.value()) {
-                Some(p) if p == parties => {}
-                Some(p) => {
-                    return Err(Error::invalid(format!(
-                        "barrier {} was created for {p} parties, not {parties}",
-                        show(name)
-                    )))
-                }
-                None => {
-                    return Err(Error::invalid(format!(
-                        "barrier {}: its record is not etcdlock's",
-                        show(name)
-                    )))
-                }
-            }
-            session.share(kv.lease());
-            return Ok(Barrier {
-                client: self.clone(),
-                name: name.into(),
-                parties,
-                base,
-                lease: kv.lease(),
-                session,
-                closed: AtomicBool::new(false),
-            });
-        }
-        if let Some(l) = ours {
-            self.revoke_later(l);
-        }
-        Err(Error::new(
-            ErrorCode::Unavailable,
-            format!("barrier {}: created and gone three times over", show(name)),
-        ))
-    }
-
-    /// Wait until `key` is deleted after `rev` (true), or the deadline passes
-    /// (false); errors for a closed client.
-    async fn await_delete(&self, key: &[u8], rev: i64, deadline: Option<Instant>) -> Result<bool> {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let id = self.inner.hub.watch(
-            key.to_vec(),
-            rev,
-            Arc::new(move |ev| {
-                let _ = tx.send(ev);
-            }),
-        );
-        let r = loop {
-            tokio::select! {
-                ev = rx.recv() => match ev {
-                    Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
-                    // Deleted, or the watch cannot vouch for a gap: the caller reads.
-                    _ => break Ok(true),
-                },
-                _ = sleep_opt(deadline) => break Ok(false),
-                _ = self.inner.closed.cancelled() => break Err(Error::new(ErrorCode::Closed, "the client was closed")),
             }
         };
-        self.inner.hub.cancel(id);
-        r
+        if let Some(l) = ours.take() {
+            revoke_later(client, l);
+        }
+        let Some((initial, _)) = record_of(kv.value()) else {
+            return Err(Error::invalid(format!(
+                "latch {}: its record is not etcdlock's",
+                show(name)
+            )));
+        };
+        if initial != count {
+            return Err(Error::invalid(format!(
+                "latch {} was created with count {initial}, not {count}",
+                show(name)
+            )));
+        }
+        session.share(kv.lease());
+        return Ok(Latch {
+            client: client.clone(),
+            name: name.into(),
+            record,
+            gate,
+            initial,
+            lease: kv.lease(),
+            session,
+            closed: AtomicBool::new(false),
+        });
     }
+    if let Some(l) = ours {
+        revoke_later(client, l);
+    }
+    Err(Error::new(
+        ErrorCode::Unavailable,
+        format!("latch {}: created and gone three times over", show(name)),
+    ))
+}
+
+/// The body of [`Client::barrier`].
+pub(crate) async fn barrier(client: &Client, name: &str, parties: u32) -> Result<Barrier> {
+    validate_name(name)?;
+    check_count("parties", parties as u64)?;
+    client.check_open()?;
+    let session = client.session_by(client.request_bound()).await?;
+    let (gate, done) = (
+        sync_key(client, "barrier", name, "gate"),
+        sync_key(client, "barrier", name, "done"),
+    );
+    let base = sync_key(client, "barrier", name, "");
+    let mut ours = None;
+    for _ in 0..3 {
+        let read = || {
+            [
+                TxnOp::get(gate.clone(), None),
+                TxnOp::get(done.clone(), Some(GetOptions::new().with_keys_only())),
+            ]
+        };
+        let r = txn_now(client, Txn::new().and_then(read())).await?;
+        let mut ops = r.op_responses();
+        if ops.len() == 2 && kvs(ops.first()).is_empty() && kvs(ops.get(1)).is_empty() {
+            let lease = match ours {
+                Some(l) => l,
+                None => *ours.insert(shared_lease(client, &session).await?),
+            };
+            let t = Txn::new()
+                .when([
+                    Compare::create_revision(gate.clone(), CompareOp::Equal, 0),
+                    Compare::create_revision(done.clone(), CompareOp::Equal, 0),
+                ])
+                .and_then([TxnOp::put(
+                    gate.clone(),
+                    format!("{{\"parties\":{parties}}}"),
+                    Some(PutOptions::new().with_lease(lease)),
+                )])
+                .or_else(read());
+            let r = txn_now(client, t).await?;
+            if r.succeeded() {
+                session.share(lease);
+                return Ok(Barrier {
+                    client: client.clone(),
+                    name: name.into(),
+                    parties,
+                    base,
+                    lease,
+                    session,
+                    closed: AtomicBool::new(false),
+                });
+            }
+            ops = r.op_responses();
+        }
+        if !kvs(ops.get(1)).is_empty() {
+            if let Some(l) = ours.take() {
+                revoke_later(client, l);
+            }
+            return Err(finished(name));
+        }
+        let Some(kv) = kvs(ops.first()).first().cloned() else {
+            continue;
+        };
+        if let Some(l) = ours.take() {
+            revoke_later(client, l);
+        }
+        match parties_of(kv.value()) {
+            Some(p) if p == parties => {}
+            Some(p) => {
+                return Err(Error::invalid(format!(
+                    "barrier {} was created for {p} parties, not {parties}",
+                    show(name)
+                )))
+            }
+            None => {
+                return Err(Error::invalid(format!(
+                    "barrier {}: its record is not etcdlock's",
+                    show(name)
+                )))
+            }
+        }
+        session.share(kv.lease());
+        return Ok(Barrier {
+            client: client.clone(),
+            name: name.into(),
+            parties,
+            base,
+            lease: kv.lease(),
+            session,
+            closed: AtomicBool::new(false),
+        });
+    }
+    if let Some(l) = ours {
+        revoke_later(client, l);
+    }
+    Err(Error::new(
+        ErrorCode::Unavailable,
+        format!("barrier {}: created and gone three times over", show(name)),
+    ))
+}
+
+/// Wait until `key` is deleted after `rev` (true), or the deadline passes
+/// (false); errors for a closed client.
+pub(crate) async fn await_delete(
+    client: &Client,
+    key: &[u8],
+    rev: i64,
+    deadline: Option<Instant>,
+) -> Result<bool> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let id = client.inner.hub.watch(
+        key.to_vec(),
+        rev,
+        Arc::new(move |ev| {
+            let _ = tx.send(ev);
+        }),
+    );
+    let r = loop {
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
+                // Deleted, or the watch cannot vouch for a gap: the caller reads.
+                _ => break Ok(true),
+            },
+            _ = sleep_opt(deadline) => break Ok(false),
+            _ = client.inner.closed.cancelled() => break Err(Error::new(ErrorCode::Closed, "the client was closed")),
+        }
+    };
+    client.inner.hub.cancel(id);
+    r
 }
 
 fn finished(name: &str) -> Error {
@@ -405,10 +389,11 @@ impl Latch {
     }
 
     async fn read(&self) -> Result<(i64, i64, u64)> {
-        let r = self
-            .client
-            .txn_now(Txn::new().and_then([TxnOp::get(self.record.clone(), None)]))
-            .await?;
+        let r = txn_now(
+            &self.client,
+            Txn::new().and_then([TxnOp::get(self.record.clone(), None)]),
+        )
+        .await?;
         let Some(kv) = kvs(r.op_responses().first()).first().cloned() else {
             return Err(gone("latch", &self.name));
         };
@@ -448,7 +433,7 @@ impl Latch {
                     m,
                 )])
                 .and_then(ops);
-            if self.client.txn_now(t).await?.succeeded() {
+            if txn_now(&self.client, t).await?.succeeded() {
                 return Ok(count - 1);
             }
         }
@@ -464,7 +449,7 @@ impl Latch {
             if count == 0 {
                 return Ok(());
             }
-            if !self.client.await_delete(&self.gate, rev, deadline).await? {
+            if !await_delete(&self.client, &self.gate, rev, deadline).await? {
                 return Err(Error::new(
                     ErrorCode::Timeout,
                     format!(
@@ -489,6 +474,20 @@ impl Latch {
 impl Drop for Latch {
     fn drop(&mut self) {
         self.close();
+    }
+}
+
+impl Latch {
+    /// Open the latch `name` of `client`: [`Client::latch`].
+    pub async fn open(client: &Client, name: &str, count: u64) -> Result<Latch> {
+        latch(client, name, count).await
+    }
+}
+
+impl Barrier {
+    /// Open the barrier `name` of `client`: [`Client::barrier`].
+    pub async fn open(client: &Client, name: &str, parties: u32) -> Result<Barrier> {
+        barrier(client, name, parties).await
     }
 }
 

@@ -67,7 +67,7 @@ impl Barrier {
                 done.clone(),
                 Some(GetOptions::new().with_keys_only()),
             )]);
-        let r = c.txn_now(t).await?;
+        let r = super::txn_now(c, t).await?;
         if !r.succeeded() {
             return Err(if kvs(r.op_responses().first()).is_empty() {
                 gone("barrier", &self.name)
@@ -109,19 +109,21 @@ impl Barrier {
                         Some(PutOptions::new().with_lease(self.lease)),
                     ),
                 ]);
-            c.txn_now(t).await?;
+            super::txn_now(c, t).await?;
             return Ok(index);
         }
         loop {
-            match c.await_delete(&gate, rev, deadline).await {
+            match super::await_delete(c, &gate, rev, deadline).await {
                 Ok(true) => {
                     // Deleted (or a gap): the gate is gone only once released.
-                    let r = c
-                        .txn_now(Txn::new().and_then([TxnOp::get(
+                    let r = super::txn_now(
+                        c,
+                        Txn::new().and_then([TxnOp::get(
                             gate.clone(),
                             Some(GetOptions::new().with_keys_only()),
-                        )]))
-                        .await;
+                        )]),
+                    )
+                    .await;
                     match r {
                         Ok(r) if kvs(r.op_responses().first()).is_empty() => return Ok(index),
                         Ok(r) => {
@@ -176,9 +178,8 @@ impl Drop for Arrival {
             return;
         }
         c.inner.handle.clone().spawn(async move {
-            let _ = c
-                .txn_now(Txn::new().and_then([TxnOp::delete(key.clone(), None)]))
-                .await;
+            let _ =
+                super::txn_now(&c, Txn::new().and_then([TxnOp::delete(key.clone(), None)])).await;
             s.release_key(&key);
         });
     }
