@@ -2,7 +2,6 @@
 
 use std::fmt;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -18,7 +17,9 @@ use crate::session::Session;
 use crate::transport::{Bound, Transport};
 use crate::watch::WatchHub;
 
+mod connect;
 mod metaflush;
+pub(crate) mod owners;
 
 pub(crate) struct Inner {
     pub(crate) transport: Arc<Transport>,
@@ -37,7 +38,7 @@ pub(crate) struct Inner {
     /// in etcd (see `window::ADMITTED`).
     pub(crate) admissions: Arc<tokio::sync::Semaphore>,
     /// Holds taken with an owner (recipes/reentry.rs).
-    pub(crate) reentry: crate::guard::reentry::Reentry,
+    pub(crate) reentry: owners::Owners,
     pub(crate) cleanups: crate::engine::cleanups::Cleanups,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pub(crate) meta: crate::meta::Book,
@@ -117,22 +118,6 @@ impl Client {
     }
 }
 
-fn read_pem(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
-    let data = std::fs::read(path).map_err(|e| {
-        Error::invalid(format!(
-            "cannot read TLS {what} file {}: {e}",
-            path.display()
-        ))
-    })?;
-    if !data.windows(10).any(|w| w == b"-----BEGIN") {
-        return Err(Error::invalid(format!(
-            "TLS {what} file {} is not PEM",
-            path.display()
-        )));
-    }
-    Ok(data)
-}
-
 impl Client {
     /// Connect to etcd and open the session (grant its lease). With a
     /// `mem://` or `mem://NAME` endpoint it starts (or joins) the in-process
@@ -152,58 +137,7 @@ impl Client {
         })?;
         opts.validate()?;
         let endpoints = opts.endpoints.join(",");
-        let mut co = etcd_client::ConnectOptions::new()
-            .with_connect_timeout(opts.connect_timeout)
-            .with_keep_alive(Duration::from_secs(5), opts.request_timeout)
-            .with_keep_alive_while_idle(true)
-            .with_auto_token_refresh(true);
-        if let (Some(u), Some(p)) = (&opts.username, &opts.password) {
-            co = co.with_user(u.clone(), p.clone());
-        }
-        let mut urls = opts.endpoints.clone();
-        if let Some(Ok(store)) = opts
-            .endpoints
-            .first()
-            .and_then(|e| crate::transport::mem_store(e))
-        {
-            // The in-process store (validate checked every endpoint names it).
-            urls = vec![mem_endpoint(store)?];
-        } else if let Some(tls) = &opts.tls {
-            let mut t = etcd_client::TlsOptions::new();
-            if let Some(ca) = &tls.ca {
-                t = t.ca_certificate(etcd_client::Certificate::from_pem(read_pem(ca, "CA")?));
-            }
-            match (&tls.cert, &tls.key) {
-                (Some(c), Some(k)) => {
-                    t = t.identity(etcd_client::Identity::from_pem(
-                        read_pem(c, "cert")?,
-                        read_pem(k, "key")?,
-                    ));
-                }
-                (None, None) => {}
-                _ => return Err(Error::invalid("TLS cert and key go together")),
-            }
-            if let Some(d) = &tls.domain {
-                t = t.domain_name(d.clone());
-            }
-            co = co.with_tls(t);
-            for u in &mut urls {
-                if u.starts_with("http://") {
-                    return Err(Error::invalid(format!(
-                        "endpoint {u} is plaintext but TLS options were given"
-                    )));
-                }
-                if !u.contains("://") {
-                    *u = format!("https://{u}");
-                }
-            }
-        } else {
-            for u in &mut urls {
-                if !u.contains("://") {
-                    *u = format!("http://{u}");
-                }
-            }
-        }
+        let (urls, co) = connect::channel(&opts)?;
         let deadline = Instant::now() + opts.connect_timeout;
         let transport = Arc::new(
             Transport::new(urls, endpoints.clone(), co, opts.request_timeout)
@@ -588,24 +522,28 @@ impl Client {
         &self.inner.ns
     }
 
+    /// Count an acquisition of `name` as `kind` in the meta records until the
+    /// returned mark is dropped (starting their flush task if it is idle).
+    pub(crate) fn meta_wait<'a>(
+        &'a self,
+        name: &'a str,
+        kind: crate::meta::LockKind,
+        metadata: &[(String, String)],
+    ) -> metaflush::MetaWait<'a> {
+        if self.inner.meta.wait_started(name, kind, metadata) {
+            self.inner
+                .handle
+                .spawn(metaflush::flush_meta(Arc::downgrade(&self.inner)));
+        }
+        metaflush::MetaWait {
+            inner: &self.inner,
+            name,
+        }
+    }
+
     pub(crate) fn ns_key(&self, key: &[u8]) -> Vec<u8> {
         let mut k = self.inner.ns.clone();
         k.extend_from_slice(key);
         k
     }
-}
-
-/// The loopback URL of the in-process store `store` (`mem://NAME`), started
-/// on first use.
-#[cfg(feature = "mem")]
-fn mem_endpoint(store: &str) -> Result<String> {
-    memetcd::endpoint(store).map_err(|e| Error::new(ErrorCode::Unavailable, e.to_string()))
-}
-
-/// Without the `mem` feature there is no in-process store to start.
-#[cfg(not(feature = "mem"))]
-fn mem_endpoint(_store: &str) -> Result<String> {
-    Err(Error::invalid(
-        "mem:// endpoints need etcdlock built with its `mem` feature (the in-process store for unit tests); this build has none",
-    ))
 }

@@ -4,34 +4,13 @@ use super::*;
 
 /// An acquisition in progress, as the meta records count it (ended on drop).
 pub(crate) struct MetaWait<'a> {
-    inner: &'a Arc<Inner>,
-    name: &'a str,
+    pub(super) inner: &'a Arc<Inner>,
+    pub(super) name: &'a str,
 }
 
 impl Drop for MetaWait<'_> {
     fn drop(&mut self) {
         self.inner.meta.wait_ended(self.name);
-    }
-}
-
-impl Client {
-    /// Count an acquisition of `name` as `kind` in the meta records until the
-    /// returned mark is dropped (starting their flush task if it is idle).
-    pub(crate) fn meta_wait<'a>(
-        &'a self,
-        name: &'a str,
-        kind: crate::meta::LockKind,
-        metadata: &[(String, String)],
-    ) -> MetaWait<'a> {
-        if self.inner.meta.wait_started(name, kind, metadata) {
-            self.inner
-                .handle
-                .spawn(flush_meta(Arc::downgrade(&self.inner)));
-        }
-        MetaWait {
-            inner: &self.inner,
-            name,
-        }
     }
 }
 

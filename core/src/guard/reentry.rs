@@ -1,40 +1,32 @@
-//! The holds a client took with an owner, for reentrancy
-//! (`recipes/reentry.rs`): the per-client table, kept weakly.
+//! Reentrant holds (`recipes/reentry.rs`) as the client's owner table keeps
+//! them (`client/owners.rs`): a [`WeakHold`], handed out again as another
+//! handle of the same hold.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::any::Any;
 
+use crate::client::owners::{OwnedHold, Owners};
 use crate::error::Result;
 use crate::guard::{Guard, WeakHold};
-use crate::poison::Locked;
 
-/// Past this many entries, a new one first drops the entries of ended holds.
-const PRUNE_AT: usize = 1024;
+impl OwnedHold for WeakHold {
+    fn is_gone(&self) -> bool {
+        WeakHold::is_gone(self)
+    }
 
-/// The holds taken with an owner: (the name's prefix, owner) -> hold.
-#[derive(Default)]
-pub(crate) struct Reentry {
-    holds: Mutex<HashMap<(Vec<u8>, u64), WeakHold>>,
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
-impl Reentry {
-    /// Another handle of `owner`'s hold of `prefix`, if it holds it (or
-    /// `LockLost` if that hold was lost).
-    pub(crate) fn reenter(&self, prefix: &[u8], owner: u64) -> Option<Result<Guard>> {
-        let mut holds = self.holds.locked();
-        let key = (prefix.to_vec(), owner);
-        let r = holds.get(&key)?.reenter();
-        if r.is_none() {
-            holds.remove(&key);
-        }
-        r
-    }
+/// Another handle of `owner`'s hold of `prefix`, if it holds it (or
+/// `LockLost` if that hold was lost).
+pub(crate) fn reenter(owners: &Owners, prefix: &[u8], owner: u64) -> Option<Result<Guard>> {
+    owners.find(prefix, owner, |h| {
+        h.as_any().downcast_ref::<WeakHold>()?.reenter()
+    })
+}
 
-    pub(crate) fn remember(&self, prefix: Vec<u8>, owner: u64, g: &Guard) {
-        let mut holds = self.holds.locked();
-        if holds.len() >= PRUNE_AT {
-            holds.retain(|_, h| !h.is_gone());
-        }
-        holds.insert((prefix, owner), g.downgrade());
-    }
+/// Remember `g` as `owner`'s hold of `prefix`.
+pub(crate) fn remember(owners: &Owners, prefix: Vec<u8>, owner: u64, g: &Guard) {
+    owners.insert(prefix, owner, Box::new(g.downgrade()));
 }

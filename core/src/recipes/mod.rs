@@ -24,13 +24,13 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::client::Client;
-use crate::engine::delay::{self, Records};
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::options::LockOptions;
+use crate::records::status;
 use crate::{
     Barrier, Latch, LeadOptions, Leader, LeaderLoop, Leadership, MultiGuard, Observer, OnceHold,
-    OnceRecord,
+    OnceRecord, Status,
 };
 
 /// Convenience calls on [`Client`]: each a one-line delegation.
@@ -279,14 +279,39 @@ impl Client {
         sync::barrier(self, name, parties).await
     }
 
-    /// The lock-delay record keys of `name` (status reads them).
-    pub(crate) fn delay_records(&self, name: &str) -> Records {
-        delay::delay_records(self, name)
+    // Inspection: what any client can read of every lock (records/status.rs).
+
+    /// The holders and waiters of `name`, whatever kind of lock it is.
+    pub async fn status(&self, name: &str) -> Result<Status> {
+        status::status(self, name).await
     }
 
-    /// The prefix `name/` in the namespace, under which a lock's keys are
-    /// (status reads it).
-    pub(crate) fn prefix(&self, name: &str) -> Vec<u8> {
-        crate::engine::keys::prefix(self, name)
+    /// Release the hold of `name` whose fencing token is `token`, whoever
+    /// holds it (an operator freeing a lock whose holder is wedged): its key
+    /// is deleted only if its create_revision is still `token`, in one Txn, so
+    /// a later holder (a key name can repeat, a token never does) is never
+    /// touched. True if that key was deleted; false if no key of `name` has
+    /// that token (released already, or never). The former holder learns of
+    /// the loss with reason `KeyDeleted` (at once with `watch_held_keys`, the
+    /// default; else at its next guarded operation).
+    pub async fn release(&self, name: &str, token: i64) -> Result<bool> {
+        status::release(self, name, token).await
+    }
+
+    /// Release the permit of the semaphore `name` whose id is `id` (its
+    /// fencing token, [`crate::Guard::fencing_token`]), from any client: as
+    /// [`Client::release`]. The permit's holder learns of it with
+    /// `KeyDeleted`.
+    pub async fn release_permit(&self, name: &str, id: i64) -> Result<bool> {
+        status::release_permit(self, name, id).await
+    }
+
+    /// Every lock, election, semaphore and read-write lock whose name starts
+    /// with `prefix` (empty: all of this client's namespace), sorted by name,
+    /// each as [`Client::status`] shows it, from one read of etcd. Keys with
+    /// no lease (data written with guarded operations) are not locks and are
+    /// left out.
+    pub async fn list(&self, prefix: &str) -> Result<Vec<Status>> {
+        status::list(self, prefix).await
     }
 }

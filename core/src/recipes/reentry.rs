@@ -27,11 +27,11 @@ pub(crate) async fn lock_reentrant(
 ) -> Result<Guard> {
     validate_name(name)?;
     let prefix = crate::engine::keys::prefix(client, name);
-    if let Some(r) = client.inner.reentry.reenter(&prefix, owner) {
+    if let Some(r) = crate::guard::reentry::reenter(&client.inner.reentry, &prefix, owner) {
         return r;
     }
     let g = client.lock_with(name, opts).await?;
-    client.inner.reentry.remember(prefix, owner, &g);
+    crate::guard::reentry::remember(&client.inner.reentry, prefix, owner, &g);
     Ok(g)
 }
 
@@ -44,11 +44,11 @@ pub(crate) async fn try_lock_reentrant(
 ) -> Result<Guard> {
     validate_name(name)?;
     let prefix = crate::engine::keys::prefix(client, name);
-    if let Some(r) = client.inner.reentry.reenter(&prefix, owner) {
+    if let Some(r) = crate::guard::reentry::reenter(&client.inner.reentry, &prefix, owner) {
         return r;
     }
     let g = client.try_lock_with(name, opts).await?;
-    client.inner.reentry.remember(prefix, owner, &g);
+    crate::guard::reentry::remember(&client.inner.reentry, prefix, owner, &g);
     Ok(g)
 }
 

@@ -30,7 +30,7 @@ use serde::ser::{SerializeMap, Serializer};
 use crate::metrics::{Acquisitions, WAIT_BUCKETS};
 use crate::{Leader, LockKind, LossReason};
 
-mod status;
+pub(crate) mod status;
 pub use status::{Contender, ContenderKind, Status};
 
 /// A record as the bindings receive it: the JSON of its serde encoding.

@@ -231,188 +231,172 @@ fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
     st
 }
 
-impl Client {
-    /// The holders and waiters of `name`, whatever kind of lock it is.
-    pub async fn status(&self, name: &str) -> Result<Status> {
-        validate_name(name)?;
-        let prefix = self.prefix(name);
-        let (revision, kvs) = self.read_sorted(prefix.clone(), None).await?;
-        let kvs: Vec<&KeyValue> = kvs
-            .iter()
-            .filter(|kv| is_direct_child(&prefix, kv.key()))
-            .collect();
-        let mut meta_prefix = format!("{META_PREFIX}{name}/").into_bytes();
-        meta_prefix.splice(0..0, self.inner.ns.iter().copied());
-        let seen = self
-            .seen(&kvs, &meta_prefix, revision, |n| n == name)
-            .await?;
-        Ok(build(name, revision, &kvs, &seen))
-    }
+// What `Client::status`, `release`, `release_permit` and `list` do
+// (recipes/mod.rs delegates to these).
 
-    /// Release the hold of `name` whose fencing token is `token`, whoever
-    /// holds it (an operator freeing a lock whose holder is wedged): its key
-    /// is deleted only if its create_revision is still `token`, in one Txn, so
-    /// a later holder (a key name can repeat, a token never does) is never
-    /// touched. True if that key was deleted; false if no key of `name` has
-    /// that token (released already, or never). The former holder learns of
-    /// the loss with reason `KeyDeleted` (at once with `watch_held_keys`, the
-    /// default; else at its next guarded operation).
-    pub async fn release(&self, name: &str, token: i64) -> Result<bool> {
-        validate_name(name)?;
-        let prefix = self.prefix(name);
-        let (_, kvs) = self.read_sorted(prefix.clone(), None).await?;
-        let Some(kv) = kvs
-            .iter()
-            .find(|kv| kv.create_revision() == token && is_direct_child(&prefix, kv.key()))
-        else {
-            return Ok(false);
-        };
-        let key = kv.key().to_vec();
-        // An operator's release hands over at once, as an unlock does: the
-        // holder's lock-delay records (if any) go with its key.
-        let recs = self.delay_records(name);
-        let txn = Txn::new()
-            .when([Compare::create_revision(
-                key.clone(),
-                CompareOp::Equal,
-                token,
-            )])
-            .and_then([
-                TxnOp::delete(recs.held_of(&prefix, &key), None),
-                TxnOp::delete(recs.waiting_of(&prefix, &key), None),
-                TxnOp::delete(key, None),
-            ]);
-        let r = self
-            .call(Some(self.request_bound()), |mut c| {
-                let t = txn.clone();
-                async move { c.txn(t).await }
-            })
-            .await?;
-        Ok(r.succeeded())
-    }
+/// [`Client::status`].
+pub(crate) async fn status(client: &Client, name: &str) -> Result<Status> {
+    validate_name(name)?;
+    let prefix = crate::engine::keys::prefix(client, name);
+    let (revision, kvs) = read_sorted(client, prefix.clone(), None).await?;
+    let kvs: Vec<&KeyValue> = kvs
+        .iter()
+        .filter(|kv| is_direct_child(&prefix, kv.key()))
+        .collect();
+    let mut meta_prefix = format!("{META_PREFIX}{name}/").into_bytes();
+    meta_prefix.splice(0..0, client.inner.ns.iter().copied());
+    let seen = seen(client, &kvs, &meta_prefix, revision, |n| n == name).await?;
+    Ok(build(name, revision, &kvs, &seen))
+}
 
-    /// Release the permit of the semaphore `name` whose id is `id` (its
-    /// fencing token, [`crate::Guard::fencing_token`]), from any client: as
-    /// [`Client::release`]. The permit's holder learns of it with
-    /// `KeyDeleted`.
-    pub async fn release_permit(&self, name: &str, id: i64) -> Result<bool> {
-        self.release(name, id).await
-    }
-
-    /// Every lock, election, semaphore and read-write lock whose name starts
-    /// with `prefix` (empty: all of this client's namespace), sorted by name,
-    /// each as [`Client::status`] shows it, from one read of etcd. Keys with
-    /// no lease (data written with guarded operations) are not locks and are
-    /// left out.
-    pub async fn list(&self, prefix: &str) -> Result<Vec<Status>> {
-        let mut from = self.inner.ns.clone();
-        from.extend_from_slice(prefix.as_bytes());
-        let (revision, kvs) = self.read_sorted(from, None).await?;
-        let ns = self.inner.ns.len();
-        let mut names: BTreeMap<String, Vec<&KeyValue>> = BTreeMap::new();
-        for kv in kvs.iter().filter(|kv| kv.lease() != 0) {
-            let k = &kv.key()[ns..];
-            // etcdlock's own records (meta, lock-delay, latches, barriers),
-            // also the meta records of a client whose namespace lies inside
-            // this one's (`<inner ns>__etcdlock/meta/...`, seen from outside).
-            let has = |mark: &str| k.windows(mark.len()).any(|w| w == mark.as_bytes());
-            if has(META_PREFIX) || has(crate::RECORD_MARK) {
-                continue;
-            }
-            let Some(cut) = k.iter().rposition(|b| *b == b'/') else {
-                continue;
-            };
-            let name = String::from_utf8_lossy(&k[..cut]).into_owned();
-            if name.is_empty() || !name.starts_with(prefix) {
-                continue;
-            }
-            names.entry(name).or_default().push(kv);
-        }
-        let all: Vec<&KeyValue> = names.values().flatten().copied().collect();
-        let mut meta_prefix = self.inner.ns.clone();
-        meta_prefix.extend_from_slice(format!("{META_PREFIX}{prefix}").as_bytes());
-        let seen = self
-            .seen(&all, &meta_prefix, revision, |n| names.contains_key(n))
-            .await?;
-        Ok(names
-            .iter()
-            .map(|(name, kvs)| build(name, revision, kvs, &seen))
-            .collect())
-    }
-
-    /// Every key under `from`, oldest first, and the read's revision (at
-    /// `revision` if given), within the request timeout.
-    async fn read_sorted(
-        &self,
-        from: Vec<u8>,
-        revision: Option<i64>,
-    ) -> Result<(i64, Vec<KeyValue>)> {
-        let bound = Some(self.request_bound());
-        let r = self
-            .call(bound, |mut c| {
-                let from = from.clone();
-                let mut o = GetOptions::new()
-                    .with_prefix()
-                    .with_sort(SortTarget::Create, SortOrder::Ascend);
-                if let Some(rev) = revision {
-                    o = o.with_revision(rev);
-                }
-                async move { c.get(from, Some(o)).await }
-            })
-            .await?;
-        let rev = r.header().map(|h| h.revision()).unwrap_or(0);
-        let mut r = r;
-        Ok((rev, r.take_kvs()))
-    }
-
-    /// The meta records under `meta_prefix` (at the same revision as the
-    /// keys) of the names `wanted` accepts, and the TTL left on each lease of `kvs`.
-    async fn seen(
-        &self,
-        kvs: &[&KeyValue],
-        meta_prefix: &[u8],
-        revision: i64,
-        wanted: impl Fn(&str) -> bool,
-    ) -> Result<Seen> {
-        let bound = Some(self.request_bound());
-        let (_, records) = self
-            .read_sorted(meta_prefix.to_vec(), Some(revision))
-            .await?;
-        let ns = self.inner.ns.len();
-        let mut metas = HashMap::new();
-        for kv in &records {
-            if let Some((name, lease)) = meta::parse_key(&kv.key()[ns..]) {
-                if wanted(&name) {
-                    metas.insert((name, lease), meta_record(kv.value()));
-                }
-            }
-        }
-        let mut ttls: HashMap<i64, Option<i64>> = HashMap::new();
-        for kv in kvs {
-            let lease = kv.lease();
-            if lease == 0 || ttls.contains_key(&lease) {
-                continue;
-            }
-            let t = self
-                .call_lease(
-                    bound,
-                    |mut c| async move { c.time_to_live(lease, None).await },
-                )
-                .await
-                .ok()
-                .map(|t| t.ttl());
-            ttls.insert(lease, t);
-        }
-        let now_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0);
-        Ok(Seen {
-            metas,
-            ttls,
-            now_ms,
+/// [`Client::release`].
+pub(crate) async fn release(client: &Client, name: &str, token: i64) -> Result<bool> {
+    validate_name(name)?;
+    let prefix = crate::engine::keys::prefix(client, name);
+    let (_, kvs) = read_sorted(client, prefix.clone(), None).await?;
+    let Some(kv) = kvs
+        .iter()
+        .find(|kv| kv.create_revision() == token && is_direct_child(&prefix, kv.key()))
+    else {
+        return Ok(false);
+    };
+    let key = kv.key().to_vec();
+    // An operator's release hands over at once, as an unlock does: the
+    // holder's lock-delay records (if any) go with its key.
+    let recs = crate::engine::delay::delay_records(client, name);
+    let txn = Txn::new()
+        .when([Compare::create_revision(
+            key.clone(),
+            CompareOp::Equal,
+            token,
+        )])
+        .and_then([
+            TxnOp::delete(recs.held_of(&prefix, &key), None),
+            TxnOp::delete(recs.waiting_of(&prefix, &key), None),
+            TxnOp::delete(key, None),
+        ]);
+    let r = client
+        .call(Some(client.request_bound()), |mut c| {
+            let t = txn.clone();
+            async move { c.txn(t).await }
         })
+        .await?;
+    Ok(r.succeeded())
+}
+
+/// [`Client::release_permit`].
+pub(crate) async fn release_permit(client: &Client, name: &str, id: i64) -> Result<bool> {
+    release(client, name, id).await
+}
+
+/// [`Client::list`].
+pub(crate) async fn list(client: &Client, prefix: &str) -> Result<Vec<Status>> {
+    let mut from = client.inner.ns.clone();
+    from.extend_from_slice(prefix.as_bytes());
+    let (revision, kvs) = read_sorted(client, from, None).await?;
+    let ns = client.inner.ns.len();
+    let mut names: BTreeMap<String, Vec<&KeyValue>> = BTreeMap::new();
+    for kv in kvs.iter().filter(|kv| kv.lease() != 0) {
+        let k = &kv.key()[ns..];
+        // etcdlock's own records (meta, lock-delay, latches, barriers),
+        // also the meta records of a client whose namespace lies inside
+        // this one's (`<inner ns>__etcdlock/meta/...`, seen from outside).
+        let has = |mark: &str| k.windows(mark.len()).any(|w| w == mark.as_bytes());
+        if has(META_PREFIX) || has(crate::RECORD_MARK) {
+            continue;
+        }
+        let Some(cut) = k.iter().rposition(|b| *b == b'/') else {
+            continue;
+        };
+        let name = String::from_utf8_lossy(&k[..cut]).into_owned();
+        if name.is_empty() || !name.starts_with(prefix) {
+            continue;
+        }
+        names.entry(name).or_default().push(kv);
     }
+    let all: Vec<&KeyValue> = names.values().flatten().copied().collect();
+    let mut meta_prefix = client.inner.ns.clone();
+    meta_prefix.extend_from_slice(format!("{META_PREFIX}{prefix}").as_bytes());
+    let seen = seen(client, &all, &meta_prefix, revision, |n| {
+        names.contains_key(n)
+    })
+    .await?;
+    Ok(names
+        .iter()
+        .map(|(name, kvs)| build(name, revision, kvs, &seen))
+        .collect())
+}
+
+/// Every key under `from`, oldest first, and the read's revision (at
+/// `revision` if given), within the request timeout.
+async fn read_sorted(
+    client: &Client,
+    from: Vec<u8>,
+    revision: Option<i64>,
+) -> Result<(i64, Vec<KeyValue>)> {
+    let bound = Some(client.request_bound());
+    let r = client
+        .call(bound, |mut c| {
+            let from = from.clone();
+            let mut o = GetOptions::new()
+                .with_prefix()
+                .with_sort(SortTarget::Create, SortOrder::Ascend);
+            if let Some(rev) = revision {
+                o = o.with_revision(rev);
+            }
+            async move { c.get(from, Some(o)).await }
+        })
+        .await?;
+    let rev = r.header().map(|h| h.revision()).unwrap_or(0);
+    let mut r = r;
+    Ok((rev, r.take_kvs()))
+}
+
+/// The meta records under `meta_prefix` (at the same revision as the
+/// keys) of the names `wanted` accepts, and the TTL left on each lease of `kvs`.
+async fn seen(
+    client: &Client,
+    kvs: &[&KeyValue],
+    meta_prefix: &[u8],
+    revision: i64,
+    wanted: impl Fn(&str) -> bool,
+) -> Result<Seen> {
+    let bound = Some(client.request_bound());
+    let (_, records) = read_sorted(client, meta_prefix.to_vec(), Some(revision)).await?;
+    let ns = client.inner.ns.len();
+    let mut metas = HashMap::new();
+    for kv in &records {
+        if let Some((name, lease)) = meta::parse_key(&kv.key()[ns..]) {
+            if wanted(&name) {
+                metas.insert((name, lease), meta_record(kv.value()));
+            }
+        }
+    }
+    let mut ttls: HashMap<i64, Option<i64>> = HashMap::new();
+    for kv in kvs {
+        let lease = kv.lease();
+        if lease == 0 || ttls.contains_key(&lease) {
+            continue;
+        }
+        let t = client
+            .call_lease(
+                bound,
+                |mut c| async move { c.time_to_live(lease, None).await },
+            )
+            .await
+            .ok()
+            .map(|t| t.ttl());
+        ttls.insert(lease, t);
+    }
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    Ok(Seen {
+        metas,
+        ttls,
+        now_ms,
+    })
 }
 
 #[cfg(test)]
