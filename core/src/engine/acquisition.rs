@@ -16,7 +16,7 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTar
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::engine::delay::{self, put_record, Gate};
+use crate::engine::delay::{self, put_record, Gate, Records};
 use crate::engine::keys::OwnWatch;
 use crate::engine::queue::{kvs, more, revision, Queue, OLDER_READ};
 use crate::engine::wait;
@@ -189,52 +189,8 @@ impl<'a> Acquisition<'a> {
             .unwrap_or_else(|| owner_info().into_bytes());
         let key = session.reserve_key(prefix);
         let mut pending = Pending::new(client, session, key.clone());
-        let keys_only = || GetOptions::new().with_prefix().with_keys_only();
-        let put = TxnOp::put(
-            key.clone(),
-            value.clone(),
-            Some(PutOptions::new().with_lease(session.lease)),
-        );
         let recs = delay::delay_records(client, name);
-        let held_range = || {
-            Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
-                .with_range(prefix_end(&recs.held))
-        };
-        let txn = match (self.mode, delay) {
-            // With a delay, the waiter's record goes in with the key (see delay.rs).
-            (Mode::Wait, Some(lease)) => {
-                pending.extra.push(recs.waiting_of(prefix, &key));
-                queue_txn(
-                    &key,
-                    prefix,
-                    put,
-                    &recs,
-                    Some(put_record(recs.waiting_of(prefix, &key), lease)),
-                )
-            }
-            (Mode::Wait, None) => queue_txn(&key, prefix, put, &recs, None),
-            // Try: put only if nobody holds or waits (no key under the prefix)
-            // and no vanished holder's lock-delay runs (no holder record);
-            // else read any one key (no sort: cheap) to tell a contender from a
-            // key of a nested name, and the holder records likewise.
-            (_, delay) => Txn::new()
-                .when([
-                    Compare::create_revision(prefix.clone(), CompareOp::Equal, 0)
-                        .with_range(prefix_end(prefix)),
-                    held_range(),
-                ])
-                .and_then(match delay {
-                    Some(lease) => vec![put, put_record(recs.held_of(prefix, &key), lease)],
-                    None => vec![put],
-                })
-                .or_else([
-                    TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1))),
-                    TxnOp::get(
-                        recs.held.clone(),
-                        Some(GetOptions::new().with_prefix().with_keys_only()),
-                    ),
-                ]),
-        };
+        let txn = self.queue_or_try_txn(session, &mut pending, value.clone(), &recs, delay);
         let resp =
             wait::run_detached(client, &mut pending, txn, name, self.bound, self.cancel).await;
         self.queued();
@@ -285,14 +241,90 @@ impl<'a> Acquisition<'a> {
             Gated::Open
         };
 
+        let (my_rev, queue) = self.place(&key, &resp).await?;
+        if queue.pred.is_none() {
+            return Ok((
+                held(client, name, session, pending, my_rev, Vec::new(), None),
+                gate,
+            ));
+        }
+        // Boxed: only contended acquisitions pay for the wait's state.
+        let g = Box::pin(self.wait_turn(session, pending, my_rev, queue)).await?;
+        Ok((g, gate))
+    }
+
+    /// The acquire Txn: queue our key (with a waiter's delay record when
+    /// `delay` is given), or for a try/once put it only if the lock is free.
+    fn queue_or_try_txn(
+        &self,
+        session: &Session,
+        pending: &mut Pending,
+        value: Vec<u8>,
+        recs: &Records,
+        delay: Option<i64>,
+    ) -> Txn {
+        let prefix = &self.prefix;
+        let key = pending.key.clone();
+        let keys_only = || GetOptions::new().with_prefix().with_keys_only();
+        let put = TxnOp::put(
+            key.clone(),
+            value,
+            Some(PutOptions::new().with_lease(session.lease)),
+        );
+        let held_range = || {
+            Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
+                .with_range(prefix_end(&recs.held))
+        };
+        match (self.mode, delay) {
+            // With a delay, the waiter's record goes in with the key (see delay.rs).
+            (Mode::Wait, Some(lease)) => {
+                pending.extra.push(recs.waiting_of(prefix, &key));
+                queue_txn(
+                    &key,
+                    prefix,
+                    put,
+                    recs,
+                    Some(put_record(recs.waiting_of(prefix, &key), lease)),
+                )
+            }
+            (Mode::Wait, None) => queue_txn(&key, prefix, put, recs, None),
+            // Try: put only if nobody holds or waits (no key under the prefix)
+            // and no vanished holder's lock-delay runs (no holder record);
+            // else read any one key (no sort: cheap) to tell a contender from a
+            // key of a nested name, and the holder records likewise.
+            (_, delay) => Txn::new()
+                .when([
+                    Compare::create_revision(prefix.clone(), CompareOp::Equal, 0)
+                        .with_range(prefix_end(prefix)),
+                    held_range(),
+                ])
+                .and_then(match delay {
+                    Some(lease) => vec![put, put_record(recs.held_of(prefix, &key), lease)],
+                    None => vec![put],
+                })
+                .or_else([
+                    TxnOp::get(prefix.clone(), Some(keys_only().with_limit(1))),
+                    TxnOp::get(
+                        recs.held.clone(),
+                        Some(GetOptions::new().with_prefix().with_keys_only()),
+                    ),
+                ]),
+        }
+    }
+
+    /// Where our key stands after the acquire Txn `resp` (queued, or found
+    /// there from an earlier attempt): its create revision and the queue.
+    async fn place(&self, key: &[u8], resp: &etcd_client::TxnResponse) -> Result<(i64, Queue)> {
+        let (client, prefix) = (self.client, &self.prefix);
+        let ops = resp.op_responses();
         let ctx = |e| self.ctx(e);
         let (my_rev, queue) = if resp.succeeded() {
-            let my_rev = revision(&resp);
-            match Queue::from_newest(prefix, &key, my_rev, kvs(ops.get(1)), !more(ops.get(1))) {
+            let my_rev = revision(resp);
+            match Queue::from_newest(prefix, key, my_rev, kvs(ops.get(1)), !more(ops.get(1))) {
                 Some(q) => (my_rev, q),
                 None => (
                     my_rev,
-                    crate::engine::keys::read_queue(client, prefix, &key, my_rev)
+                    crate::engine::keys::read_queue(client, prefix, key, my_rev)
                         .await
                         .map_err(ctx)?,
                 ),
@@ -303,7 +335,7 @@ impl<'a> Acquisition<'a> {
             match kvs(ops.first()).first().map(|kv| kv.create_revision()) {
                 Some(rev) => (
                     rev,
-                    crate::engine::keys::read_queue(client, prefix, &key, rev)
+                    crate::engine::keys::read_queue(client, prefix, key, rev)
                         .await
                         .map_err(ctx)?,
                 ),
@@ -315,15 +347,7 @@ impl<'a> Acquisition<'a> {
                 }
             }
         };
-        if queue.pred.is_none() {
-            return Ok((
-                held(client, name, session, pending, my_rev, Vec::new(), None),
-                gate,
-            ));
-        }
-        // Boxed: only contended acquisitions pay for the wait's state.
-        let g = Box::pin(self.wait_turn(session, pending, my_rev, queue)).await?;
-        Ok((g, gate))
+        Ok((my_rev, queue))
     }
 
     /// Try/once found only keys of nested names under the prefix: queue once
