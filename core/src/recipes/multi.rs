@@ -9,7 +9,10 @@ use std::collections::HashSet;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
+use etcd_client::{
+    Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnResponse,
+};
+use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
@@ -173,26 +176,7 @@ pub(crate) async fn lock_many_counted(
     names: &[&str],
     opts: LockOptions,
 ) -> Result<MultiGuard> {
-    opts.validate()?;
-    if opts.lock_delay.is_some_and(|d| !d.is_zero())
-        || opts.lease_time.is_some()
-        || !opts.metadata.is_empty()
-    {
-        return Err(Error::invalid("lock_many takes a timeout and a cancel token only (no lock_delay, lease_time or metadata)"));
-    }
-    if names.is_empty() || names.len() > MAX_MULTI {
-        return Err(Error::invalid(format!(
-            "lock_many takes 1 to {MAX_MULTI} names, got {}",
-            names.len()
-        )));
-    }
-    let mut seen = HashSet::new();
-    for n in names {
-        validate_name(n)?;
-        if !seen.insert(*n) {
-            return Err(Error::invalid(format!("lock_many: {n:?} is listed twice")));
-        }
-    }
+    check_many(names, &opts)?;
     client.check_open()?;
     let once = opts.timeout == Some(Duration::ZERO);
     let deadline = opts
@@ -222,43 +206,12 @@ pub(crate) async fn lock_many_counted(
         .collect();
     let mut pending = Pending::new(client, &session, keys[0].clone());
     pending.extra = keys[1..].to_vec();
-    let value = owner_info();
     // With the puts, read each prefix's three newest keys (as the mutex's
     // own Txn does), so a name whose queue the read tells needs no second
     // round trip; only while the Txn stays within etcd's default
     // --max-txn-ops (two ops per name).
     let with_reads = 2 * keys.len() <= MAX_MULTI;
-    let newest = || {
-        GetOptions::new()
-            .with_prefix()
-            .with_keys_only()
-            .with_sort(SortTarget::Create, SortOrder::Descend)
-            .with_limit(3)
-    };
-    let mut ops: Vec<TxnOp> = keys
-        .iter()
-        .map(|k| {
-            TxnOp::put(
-                k.clone(),
-                value.clone(),
-                Some(PutOptions::new().with_lease(session.lease)),
-            )
-        })
-        .collect();
-    if with_reads {
-        ops.extend(
-            names
-                .iter()
-                .map(|n| TxnOp::get(crate::engine::keys::prefix(client, n), Some(newest()))),
-        );
-    }
-    let txn = Txn::new()
-        .when(
-            keys.iter()
-                .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
-                .collect::<Vec<_>>(),
-        )
-        .and_then(ops);
+    let txn = many_txn(client, names, &keys, session.lease, with_reads);
     let resp = wait::run_detached(client, &mut pending, txn, &label, bound, &cancel)
         .await
         .map_err(|e| {
@@ -276,29 +229,7 @@ pub(crate) async fn lock_many_counted(
         ));
     }
     let my_rev = revision(&resp);
-    let ops = if with_reads {
-        resp.op_responses()
-    } else {
-        Vec::new()
-    };
-    let known: Vec<Option<Queue>> = names
-        .iter()
-        .zip(&keys)
-        .enumerate()
-        .map(|(i, (n, k))| {
-            if with_reads {
-                Queue::from_newest(
-                    &crate::engine::keys::prefix(client, n),
-                    k,
-                    my_rev,
-                    kvs(ops.get(keys.len() + i)),
-                    !more(ops.get(keys.len() + i)),
-                )
-            } else {
-                None
-            }
-        })
-        .collect();
+    let known = known_queues(client, names, &keys, &resp, with_reads, my_rev);
     let uncertain = pending.uncertain();
     pending.disarm();
     // One Pending per key from here on: each name waits on its own.
@@ -354,7 +285,123 @@ pub(crate) async fn lock_many_counted(
             (i, acq.wait_turn(&s, p, my_rev, queue).await)
         });
     }
-    let mut guards: Vec<Option<Guard>> = (0..names.len()).map(|_| None).collect();
+    gather(set, names.len(), &cancel, once, &label, opts.timeout).await
+}
+
+/// [`lock_many`]'s arguments: the options it takes, and 1 to
+/// [`MAX_MULTI`] distinct valid names.
+fn check_many(names: &[&str], opts: &LockOptions) -> Result<()> {
+    opts.validate()?;
+    if opts.lock_delay.is_some_and(|d| !d.is_zero())
+        || opts.lease_time.is_some()
+        || !opts.metadata.is_empty()
+    {
+        return Err(Error::invalid("lock_many takes a timeout and a cancel token only (no lock_delay, lease_time or metadata)"));
+    }
+    if names.is_empty() || names.len() > MAX_MULTI {
+        return Err(Error::invalid(format!(
+            "lock_many takes 1 to {MAX_MULTI} names, got {}",
+            names.len()
+        )));
+    }
+    let mut seen = HashSet::new();
+    for n in names {
+        validate_name(n)?;
+        if !seen.insert(*n) {
+            return Err(Error::invalid(format!("lock_many: {n:?} is listed twice")));
+        }
+    }
+    Ok(())
+}
+
+/// The one Txn that puts every key at once (each only if absent), and with
+/// `with_reads` reads each name's newest keys.
+fn many_txn(
+    client: &Client,
+    names: &[&str],
+    keys: &[Vec<u8>],
+    lease: i64,
+    with_reads: bool,
+) -> Txn {
+    let value = owner_info();
+    let newest = || {
+        GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_sort(SortTarget::Create, SortOrder::Descend)
+            .with_limit(3)
+    };
+    let mut ops: Vec<TxnOp> = keys
+        .iter()
+        .map(|k| {
+            TxnOp::put(
+                k.clone(),
+                value.clone(),
+                Some(PutOptions::new().with_lease(lease)),
+            )
+        })
+        .collect();
+    if with_reads {
+        ops.extend(
+            names
+                .iter()
+                .map(|n| TxnOp::get(crate::engine::keys::prefix(client, n), Some(newest()))),
+        );
+    }
+    Txn::new()
+        .when(
+            keys.iter()
+                .map(|k| Compare::create_revision(k.clone(), CompareOp::Equal, 0))
+                .collect::<Vec<_>>(),
+        )
+        .and_then(ops)
+}
+
+/// The queue of each name that the Txn's reads tell (`None`: read it).
+fn known_queues(
+    client: &Client,
+    names: &[&str],
+    keys: &[Vec<u8>],
+    resp: &TxnResponse,
+    with_reads: bool,
+    my_rev: i64,
+) -> Vec<Option<Queue>> {
+    let ops = if with_reads {
+        resp.op_responses()
+    } else {
+        Vec::new()
+    };
+    names
+        .iter()
+        .zip(keys)
+        .enumerate()
+        .map(|(i, (n, k))| {
+            if with_reads {
+                Queue::from_newest(
+                    &crate::engine::keys::prefix(client, n),
+                    k,
+                    my_rev,
+                    kvs(ops.get(keys.len() + i)),
+                    !more(ops.get(keys.len() + i)),
+                )
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// Gather the waits of [`lock_many`]: every guard, or the first failure
+/// (the other waits cancelled, the guards taken released).
+async fn gather(
+    mut set: tokio::task::JoinSet<(usize, Result<Guard>)>,
+    n: usize,
+    cancel: &CancellationToken,
+    once: bool,
+    label: &str,
+    timeout: Option<Duration>,
+) -> Result<MultiGuard> {
+    let mut guards: Vec<Option<Guard>> = (0..n).map(|_| None).collect();
     let mut failure: Option<Error> = None;
     while let Some(joined) = set.join_next().await {
         match joined {
@@ -380,7 +427,7 @@ pub(crate) async fn lock_many_counted(
             let _ = g.unlock().await;
         }
         return Err(if once && e.code() == ErrorCode::Timeout {
-            timeout_err(&label, opts.timeout)
+            timeout_err(label, timeout)
         } else {
             e
         });
