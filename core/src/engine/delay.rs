@@ -35,7 +35,7 @@ use crate::engine::keys::why_deleted;
 use crate::engine::queue::{kvs, revision};
 use crate::engine::wait::{cancelled, closed_err, timeout_err};
 use crate::error::{Error, ErrorCode, Result};
-use crate::guard::Guard;
+use crate::guard::{Guard, LossSignal};
 use crate::names::{is_direct_child, lost_err, owner_info, show, Mode, RECORD_MARK};
 use crate::runtime::sleep_opt;
 use crate::transport::Bound;
@@ -135,30 +135,9 @@ pub(crate) async fn delay_gate(client: &Client, g: &Guard, gate: Gate<'_>) -> Re
         Mode::Wait => Bound::Wait(gate.deadline),
         _ => client.request_bound(),
     };
-    let hub = &client.inner.hub;
     let mut lost = g.lost_signal();
     loop {
-        let read = TxnOp::get(
-            recs.held.clone(),
-            Some(GetOptions::new().with_prefix().with_keys_only()),
-        );
-        let ours = TxnOp::get(key.clone(), Some(GetOptions::new().with_keys_only()));
-        let txn = match gate.lease {
-            // Put ours only if no other holder's record is there: the
-            // compare cannot tell nested names apart, so it reads too.
-            Some(lease) => Txn::new()
-                .when([
-                    Compare::create_revision(key.clone(), CompareOp::Equal, token),
-                    Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
-                        .with_range(crate::names::prefix_end(&recs.held)),
-                ])
-                .and_then([
-                    put_record(mine_h.clone(), lease),
-                    TxnOp::delete(mine_w.clone(), None),
-                ])
-                .or_else([read, ours]),
-            None => Txn::new().and_then([read, ours]),
-        };
+        let txn = gate_txn(&recs, &key, token, (&mine_h, &mine_w), gate.lease);
         let resp = client
             .call(Some(bound), |mut c| {
                 let t = txn.clone();
@@ -223,33 +202,79 @@ pub(crate) async fn delay_gate(client: &Client, g: &Guard, gate: Gate<'_>) -> Re
             return Err(in_delay(&name, gate.mode, gate.timeout));
         }
         tracing::debug!(lock = %name, record = %String::from_utf8_lossy(&rec), "waiting out a vanished holder's lock-delay");
-        let rev = revision(&resp);
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let id = hub.watch(
-            rec,
-            rev,
-            std::sync::Arc::new(move |ev| {
-                let _ = tx.send(ev);
-            }),
-        );
-        let woke = loop {
-            tokio::select! {
-                ev = rx.recv() => match ev {
-                    Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
-                    _ => break Ok(()),
-                },
-                _ = sleep_opt(gate.deadline) => break Err(timeout_err(&name, gate.timeout)),
-                _ = gate.cancel.cancelled() => break Err(cancelled(&name)),
-                _ = client.inner.closed.cancelled() => break Err(closed_err(&name)),
-                l = lost.wait() => break Err(match l {
-                    Some(l) => lost_err(&name, l.reason, "the hold ended while the lock-delay ran"),
-                    None => closed_err(&name),
-                }),
-            }
-        };
-        hub.cancel(id);
-        woke?;
+        wait_out(client, rec, revision(&resp), &name, &gate, &mut lost).await?;
     }
+}
+
+/// The gate's Txn: read the holder records and our key; with our own
+/// delay `lease`, first try to put our holder record (and drop our
+/// waiter's) if our key is ours and no holder record is there.
+fn gate_txn(
+    recs: &Records,
+    key: &[u8],
+    token: i64,
+    (mine_h, mine_w): (&[u8], &[u8]),
+    lease: Option<i64>,
+) -> Txn {
+    let read = TxnOp::get(
+        recs.held.clone(),
+        Some(GetOptions::new().with_prefix().with_keys_only()),
+    );
+    let ours = TxnOp::get(key.to_vec(), Some(GetOptions::new().with_keys_only()));
+    match lease {
+        // Put ours only if no other holder's record is there: the
+        // compare cannot tell nested names apart, so it reads too.
+        Some(lease) => Txn::new()
+            .when([
+                Compare::create_revision(key.to_vec(), CompareOp::Equal, token),
+                Compare::create_revision(recs.held.clone(), CompareOp::Equal, 0)
+                    .with_range(crate::names::prefix_end(&recs.held)),
+            ])
+            .and_then([
+                put_record(mine_h.to_vec(), lease),
+                TxnOp::delete(mine_w.to_vec(), None),
+            ])
+            .or_else([read, ours]),
+        None => Txn::new().and_then([read, ours]),
+    }
+}
+
+/// Wait until the vanished holder's record `rec` (read at `rev`) goes, or
+/// the wait ends: deadline, cancel, close, or the end of our hold.
+async fn wait_out(
+    client: &Client,
+    rec: Vec<u8>,
+    rev: i64,
+    name: &str,
+    gate: &Gate<'_>,
+    lost: &mut LossSignal,
+) -> Result<()> {
+    let hub = &client.inner.hub;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let id = hub.watch(
+        rec,
+        rev,
+        std::sync::Arc::new(move |ev| {
+            let _ = tx.send(ev);
+        }),
+    );
+    let woke = loop {
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
+                _ => break Ok(()),
+            },
+            _ = sleep_opt(gate.deadline) => break Err(timeout_err(name, gate.timeout)),
+            _ = gate.cancel.cancelled() => break Err(cancelled(name)),
+            _ = client.inner.closed.cancelled() => break Err(closed_err(name)),
+            l = lost.wait() => break Err(match l {
+                Some(l) => lost_err(name, l.reason, "the hold ended while the lock-delay ran"),
+                None => closed_err(name),
+            }),
+        }
+    };
+    hub.cancel(id);
+    woke
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use etcd_client::{
@@ -22,7 +23,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{owner_info, validate_name, Mode};
 use crate::options::LockOptions;
-use crate::session::Loss;
+use crate::session::{Loss, Session};
 use crate::transport::Bound;
 
 /// The most names one multi-lock may take: etcd's default `--max-txn-ops`.
@@ -235,57 +236,82 @@ pub(crate) async fn lock_many_counted(
     // One Pending per key from here on: each name waits on its own.
     let mut set = tokio::task::JoinSet::new();
     for (i, ((name, key), known)) in names.iter().zip(keys).zip(known).enumerate() {
-        let (c, s, name, cancel) = (
-            client.clone(),
-            session.clone(),
-            name.to_string(),
-            cancel.clone(),
-        );
-        let timeout = if once {
-            Some(Duration::ZERO)
-        } else {
-            opts.timeout
+        let w = NameWait {
+            client: client.clone(),
+            session: session.clone(),
+            name: name.to_string(),
+            key,
+            my_rev,
+            uncertain,
+            once,
+            timeout: if once {
+                Some(Duration::ZERO)
+            } else {
+                opts.timeout
+            },
+            deadline,
+            cancel: cancel.clone(),
         };
-        set.spawn(async move {
-            let mut p = Pending::new(&c, &s, key.clone());
-            if uncertain {
-                p.mark_uncertain();
-            }
-            let prefix = crate::engine::keys::prefix(&c, &name);
-            let queue = match known {
-                Some(q) => q,
-                None => match crate::engine::keys::read_queue(&c, &prefix, &key, my_rev).await {
-                    Ok(q) => q,
-                    Err(e) => {
-                        p.abandon().await;
-                        return (i, Err(e));
-                    }
-                },
-            };
-            if queue.pred.is_none() {
-                return (
-                    i,
-                    Ok(crate::engine::acquisition::held(
-                        &c,
-                        &name,
-                        &s,
-                        p,
-                        my_rev,
-                        Vec::new(),
-                        None,
-                    )),
-                );
-            }
-            if once {
-                p.abandon().await;
-                return (i, Err(timeout_err(&name, timeout)));
-            }
-            let bound = Bound::Wait(deadline);
-            let acq = Acquisition::new(&c, &name, Mode::Wait, bound, timeout, &cancel);
-            (i, acq.wait_turn(&s, p, my_rev, queue).await)
-        });
+        set.spawn(async move { (i, w.run(known).await) });
     }
     gather(set, names.len(), &cancel, once, &label, opts.timeout).await
+}
+
+/// One name of a [`lock_many`] after the shared Txn: its key (created at
+/// `my_rev`) waits on its own, with its own Pending.
+struct NameWait {
+    client: Client,
+    session: Arc<Session>,
+    name: String,
+    key: Vec<u8>,
+    my_rev: i64,
+    uncertain: bool,
+    once: bool,
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+    cancel: CancellationToken,
+}
+
+impl NameWait {
+    /// This name's guard: at once when its queue (`known` from the Txn's
+    /// read, else read now) has no key before ours, else after its turn.
+    async fn run(self, known: Option<Queue>) -> Result<Guard> {
+        let (c, s, name) = (&self.client, &self.session, self.name.as_str());
+        let (key, my_rev) = (&self.key, self.my_rev);
+        let mut p = Pending::new(c, s, key.clone());
+        if self.uncertain {
+            p.mark_uncertain();
+        }
+        let prefix = crate::engine::keys::prefix(c, name);
+        let queue = match known {
+            Some(q) => q,
+            None => match crate::engine::keys::read_queue(c, &prefix, key, my_rev).await {
+                Ok(q) => q,
+                Err(e) => {
+                    p.abandon().await;
+                    return Err(e);
+                }
+            },
+        };
+        if queue.pred.is_none() {
+            return Ok(crate::engine::acquisition::held(
+                c,
+                name,
+                s,
+                p,
+                my_rev,
+                Vec::new(),
+                None,
+            ));
+        }
+        if self.once {
+            p.abandon().await;
+            return Err(timeout_err(name, self.timeout));
+        }
+        let bound = Bound::Wait(self.deadline);
+        let acq = Acquisition::new(c, name, Mode::Wait, bound, self.timeout, &self.cancel);
+        acq.wait_turn(s, p, my_rev, queue).await
+    }
 }
 
 /// [`lock_many`]'s arguments: the options it takes, and 1 to

@@ -41,32 +41,7 @@ impl Barrier {
             session: session.clone(),
             key: key.clone(),
         };
-        let t = Txn::new()
-            .when([Compare::create_revision(
-                gate.clone(),
-                CompareOp::Greater,
-                0,
-            )])
-            .and_then([
-                TxnOp::put(
-                    key.clone(),
-                    format!("{{\"parties\":{}}}", self.parties),
-                    Some(PutOptions::new().with_lease(session.lease)),
-                ),
-                TxnOp::get(
-                    prefix.clone(),
-                    Some(
-                        GetOptions::new()
-                            .with_prefix()
-                            .with_keys_only()
-                            .with_sort(SortTarget::Create, SortOrder::Ascend),
-                    ),
-                ),
-            ])
-            .or_else([TxnOp::get(
-                done.clone(),
-                Some(GetOptions::new().with_keys_only()),
-            )]);
+        let t = self.arrive_txn(&gate, &done, &prefix, &key, session.lease);
         let r = super::txn_now(c, t).await?;
         if !r.succeeded() {
             return Err(if kvs(r.op_responses().first()).is_empty() {
@@ -75,7 +50,7 @@ impl Barrier {
                 finished(&self.name)
             });
         }
-        let mut rev = revision(&r);
+        let rev = revision(&r);
         let ops = r.op_responses();
         let here: Vec<&[u8]> = kvs(ops.get(1))
             .iter()
@@ -94,38 +69,88 @@ impl Barrier {
             )));
         }
         if index + 1 == self.parties {
-            // The last party: open the gate for everyone, in one Txn.
-            let t = Txn::new()
-                .when([Compare::create_revision(
-                    gate.clone(),
-                    CompareOp::Greater,
-                    0,
-                )])
-                .and_then([
-                    TxnOp::delete(gate.clone(), None),
-                    TxnOp::put(
-                        done.clone(),
-                        "",
-                        Some(PutOptions::new().with_lease(self.lease)),
-                    ),
-                ]);
-            super::txn_now(c, t).await?;
+            self.release(&gate, &done).await?;
             return Ok(index);
         }
+        self.await_release(&gate, rev, deadline, timeout).await?;
+        Ok(index)
+    }
+
+    /// The arrival Txn: while the gate stands, put our key and read the
+    /// arrivals in order; else read whether the barrier released.
+    fn arrive_txn(&self, gate: &[u8], done: &[u8], prefix: &[u8], key: &[u8], lease: i64) -> Txn {
+        Txn::new()
+            .when([Compare::create_revision(
+                gate.to_vec(),
+                CompareOp::Greater,
+                0,
+            )])
+            .and_then([
+                TxnOp::put(
+                    key.to_vec(),
+                    format!("{{\"parties\":{}}}", self.parties),
+                    Some(PutOptions::new().with_lease(lease)),
+                ),
+                TxnOp::get(
+                    prefix.to_vec(),
+                    Some(
+                        GetOptions::new()
+                            .with_prefix()
+                            .with_keys_only()
+                            .with_sort(SortTarget::Create, SortOrder::Ascend),
+                    ),
+                ),
+            ])
+            .or_else([TxnOp::get(
+                done.to_vec(),
+                Some(GetOptions::new().with_keys_only()),
+            )])
+    }
+
+    /// The last party: open the gate for everyone, in one Txn.
+    async fn release(&self, gate: &[u8], done: &[u8]) -> Result<()> {
+        let t = Txn::new()
+            .when([Compare::create_revision(
+                gate.to_vec(),
+                CompareOp::Greater,
+                0,
+            )])
+            .and_then([
+                TxnOp::delete(gate.to_vec(), None),
+                TxnOp::put(
+                    done.to_vec(),
+                    "",
+                    Some(PutOptions::new().with_lease(self.lease)),
+                ),
+            ]);
+        super::txn_now(&self.client, t).await?;
+        Ok(())
+    }
+
+    /// Wait until the gate (read at `rev`) is gone: released by the last
+    /// party, or `Timeout` at `deadline`.
+    async fn await_release(
+        &self,
+        gate: &[u8],
+        mut rev: i64,
+        deadline: Option<Instant>,
+        timeout: Option<Duration>,
+    ) -> Result<()> {
+        let c = &self.client;
         loop {
-            match super::await_delete(c, &gate, rev, deadline).await {
+            match super::await_delete(c, gate, rev, deadline).await {
                 Ok(true) => {
                     // Deleted (or a gap): the gate is gone only once released.
                     let r = super::txn_now(
                         c,
                         Txn::new().and_then([TxnOp::get(
-                            gate.clone(),
+                            gate.to_vec(),
                             Some(GetOptions::new().with_keys_only()),
                         )]),
                     )
                     .await;
                     match r {
-                        Ok(r) if kvs(r.op_responses().first()).is_empty() => return Ok(index),
+                        Ok(r) if kvs(r.op_responses().first()).is_empty() => return Ok(()),
                         Ok(r) => {
                             rev = revision(&r);
                             continue;
