@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::options::ClientOptions;
 
 /// The URLs to connect to and etcd-client's options for them.
@@ -86,7 +86,8 @@ fn read_pem(path: &PathBuf, what: &str) -> Result<Vec<u8>> {
 /// on first use.
 #[cfg(feature = "mem")]
 fn mem_endpoint(store: &str) -> Result<String> {
-    memetcd::endpoint(store).map_err(|e| Error::new(ErrorCode::Unavailable, e.to_string()))
+    memetcd::endpoint(store)
+        .map_err(|e| Error::new(crate::error::ErrorCode::Unavailable, e.to_string()))
 }
 
 /// Without the `mem` feature there is no in-process store to start.

@@ -23,10 +23,13 @@ pub(crate) trait OwnedHold: Send + Sync + 'static {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// (the name's prefix, owner): whose hold an entry is.
+type OwnerKey = (Vec<u8>, u64);
+
 /// The holds taken with an owner: (the name's prefix, owner) -> hold.
 #[derive(Default)]
 pub(crate) struct Owners {
-    holds: Mutex<HashMap<(Vec<u8>, u64), Box<dyn OwnedHold>>>,
+    holds: Mutex<HashMap<OwnerKey, Box<dyn OwnedHold>>>,
 }
 
 impl Owners {
