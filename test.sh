@@ -25,55 +25,35 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,platforms,flash,dist,docs}
 passed=(); failed=()
 
-# The background job starts now, at the lowest CPU and I/O priority (nice 19,
-# idle I/O class): it uses the cores the suites below leave idle while they
-# wait on etcd (timeouts, TTLs, faults), and a suite that wants a core gets it
-# first. It builds, in turn:
-# - with the fault suite: that suite's own builds (faults/prebuild.sh: etcd
-#   3.5 and 3.6 from source, and the release build of the fault scenarios,
-#   which no other suite builds). faults/test.sh runs the same builds and
-#   finds them done (or waits for the rest: cargo's lock on target/release,
-#   build-etcd.sh's flock) instead of compiling them on its own minutes.
-#   It builds under target/release, which no suite before the fault suite
-#   builds in.
-# - with the dist suite: the dist build (the targets beyond glibc Linux first,
-#   which the platform checks then find built). It builds under
-#   target/<triple>/ with cross.sh's fast profiles, and cargo locks each
-#   build directory apart, so no suite's cargo waits for it.
-#   The tools it needs are installed first, in the foreground (apt must not
-#   run twice at once). The dist suite waits for it, then packs.
-# A build beside the suites is what the dist build alone did before: one
-# cargo at a time at nice 19; the fault builds only take its first minutes.
+# The dist build starts now, in the background (the targets beyond glibc
+# Linux first, which the platform checks then find built), at the lowest CPU and I/O
+# priority (nice 19, idle I/O class): it uses the cores the suites below leave
+# idle while they wait on etcd (timeouts, TTLs, faults), and a suite that
+# wants a core gets it first. It builds under target/<triple>/dist and
+# target/dist, and cargo locks each build directory apart, so no suite's cargo
+# waits for it. The tools it needs are installed first, in the foreground (apt
+# must not run twice at once). The dist suite waits for it, then packs.
 dist_build_pid=""
 dist_build_log="$CARGO_TARGET_DIR/dist-build.log"
-faults_prebuild_log="$CARGO_TARGET_DIR/faults-prebuild.log"
-bg_job="" bg_pid=""
-rm -f "$faults_prebuild_log"
-case ",$SUITES," in
-  *",faults,"*) bg_job="bash faults/prebuild.sh >\"$faults_prebuild_log\" 2>&1; " ;;
-esac
 case ",$SUITES," in
   *",dist,"*)
     if bash scripts/dist.sh --prepare; then
-      bg_job+="exec bash scripts/dist.sh --build-only --fast >\"$dist_build_log\" 2>&1"
+      mkdir -p "$CARGO_TARGET_DIR"
+      dist_build_start=$SECONDS
+      idle=(nice -n 19); ionice -c 3 true 2>/dev/null && idle+=(ionice -c 3)
+      # Its own process group (setsid), so that an interrupted test.sh stops all of it.
+      # A new session is also a new scheduler autogroup (Linux with
+      # sched_autogroup_enabled, the default of most distributions): CFS
+      # shares the CPU equally between autogroups and applies nice only
+      # within one, so the build also sets its autogroup's nice to 19
+      # (/proc/self/autogroup); without that it took half of both cores from
+      # the suites (the faults suite's release build ran 2x slower).
+      "${idle[@]}" setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec bash scripts/dist.sh --build-only --fast' \
+        >"$dist_build_log" 2>&1 &
+      dist_build_pid=$!
+      trap '[ -n "$dist_build_pid" ] && kill -- "-$dist_build_pid" 2>/dev/null' EXIT
     fi ;;
 esac
-if [ -n "$bg_job" ]; then
-  mkdir -p "$CARGO_TARGET_DIR"
-  bg_start=$SECONDS
-  idle=(nice -n 19); ionice -c 3 true 2>/dev/null && idle+=(ionice -c 3)
-  # Its own process group (setsid), so that an interrupted test.sh stops all of it.
-  # A new session is also a new scheduler autogroup (Linux with
-  # sched_autogroup_enabled, the default of most distributions): CFS
-  # shares the CPU equally between autogroups and applies nice only
-  # within one, so the job also sets its autogroup's nice to 19
-  # (/proc/self/autogroup); without that it took half of both cores from
-  # the suites (the faults suite's release build ran 2x slower).
-  "${idle[@]}" setsid bash -c "echo 19 >/proc/self/autogroup 2>/dev/null; $bg_job" </dev/null >/dev/null 2>&1 &
-  bg_pid=$!
-  case "$bg_job" in *dist.sh*) dist_build_pid=$bg_pid ;; esac
-  trap '[ -n "$bg_pid" ] && kill -- "-$bg_pid" 2>/dev/null' EXIT
-fi
 dist_suite() {
   if [ -z "$dist_build_pid" ]; then
     echo "dist.sh --prepare failed (above); building in the foreground"
@@ -82,9 +62,8 @@ dist_suite() {
   fi
   local waited=$SECONDS rc=0
   wait "$dist_build_pid" || rc=$?
-  dist_build_pid="" bg_pid=""
-  echo "the background job (faults/prebuild.sh if the fault suite runs, then scripts/dist.sh --build-only, $dist_build_log) ended $((SECONDS - bg_start)) s after it started; this suite waited $((SECONDS - waited)) s for it"
-  [ -f "$faults_prebuild_log" ] && cat "$faults_prebuild_log"
+  dist_build_pid=""
+  echo "the background build (scripts/dist.sh --build-only, $dist_build_log) ended $((SECONDS - dist_build_start)) s after it started; this suite waited $((SECONDS - waited)) s for it"
   cat "$dist_build_log"
   [ "$rc" -eq 0 ] || { echo "the dist build failed (exit $rc)"; return 1; }
   bash scripts/dist.sh --no-build --fast && bash scripts/cleanroom.sh

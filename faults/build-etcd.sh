@@ -4,20 +4,9 @@
 # Prints the directory. Used by faults/test.sh and faults/compat.sh.
 #
 #   faults/build-etcd.sh 3.6.16
-#   faults/build-etcd.sh --upgrades   the versions the fault suite's rolling
-#                                     upgrades (scenarios 35, 36) run; prints nothing
-# One build per version at a time (flock): faults/prebuild.sh may be building
-# it in ./test.sh's background job when faults/test.sh asks for it.
 set -euo pipefail
-if [ "${1:-}" = --upgrades ]; then
-  for v in 3.5.35 3.6.16; do "$0" "$v" >/dev/null; done
-  exit 0
-fi
-v="${1:?usage: build-etcd.sh VERSION | --upgrades}"
+v="${1:?usage: build-etcd.sh VERSION}"
 out="${ETCDLOCK_ETCD_CACHE:-$HOME/.cache/etcdlock-etcd}/v$v"
-mkdir -p "$(dirname "$out")"
-exec 9>"$out.lock"
-flock 9
 if ! { [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ]; }; then
   command -v go >/dev/null || { echo "go is needed to build etcd $v" >&2; exit 1; }
   work="$(mktemp -d)"

@@ -48,7 +48,7 @@ command -v openssl >/dev/null || { echo "openssl CLI is missing" >&2; exit 1; }
 # and 3.6 from the Go module proxy (cached by build-etcd.sh) in the background
 # while the holders and the tests build; waited for before the tests run.
 etcd_log="$(mktemp)"
-"$here/build-etcd.sh" --upgrades >"$etcd_log" 2>&1 &
+( set -e; for v in 3.5.35 3.6.16; do "$here/build-etcd.sh" "$v"; done ) >"$etcd_log" 2>&1 &
 etcd_build=$!
 
 # Scenarios 2 and 3 also run with a holder process in Python, Java, Node and
