@@ -479,6 +479,16 @@ async fn release(
     acquired_ns: u64,
     client: &str,
 ) -> Result<(), String> {
+    release_ref(checker, &g, acquired_ns, client).await
+}
+
+/// [`release`] of a guard shared with other tasks.
+async fn release_ref(
+    checker: &Checker,
+    g: &etcdlock::Guard,
+    acquired_ns: u64,
+    client: &str,
+) -> Result<(), String> {
     let end = clock_monotonic_ns();
     let loss = g.loss();
     let r = g.unlock().await;

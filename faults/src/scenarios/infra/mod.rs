@@ -40,31 +40,3 @@ fn record_lost(
 
 /// The request timeout of the client cut off by a fault (26 and 28).
 const A_REQUEST_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// [`release`] of a guard shared with other tasks.
-async fn release_ref(
-    checker: &Checker,
-    g: &etcdlock::Guard,
-    acquired_ns: u64,
-    client: &str,
-) -> Result<(), String> {
-    let end = clock_monotonic_ns();
-    let loss = g.loss();
-    let r = g.unlock().await;
-    checker.record(Hold {
-        lock: g.name().to_string(),
-        token: g.fencing_token(),
-        acquired_ns,
-        ended_ns: loss
-            .map(|l| instant_to_mono_ns(l.at).min(end))
-            .unwrap_or(end),
-        client: client.to_string(),
-        loss: loss.map(|l| LossInfo {
-            reason: l.reason.name().into(),
-            at_ns: instant_to_mono_ns(l.at),
-            reported_ns: end,
-        }),
-        ..Default::default()
-    });
-    r.map_err(|e| format!("unlock by {client}: {e}"))
-}
