@@ -59,7 +59,7 @@ pub use options::{
     ClientOptions, LockOptions, TlsOptions, MAX_CLIENT_TIMEOUT, MAX_LOCK_DELAY, MAX_METADATA_BYTES,
     MAX_TTL_SECS,
 };
-pub use recipes::election::{Election, Leader, Leadership, Observer};
+pub use recipes::election::{Election, Leadership, Observer};
 pub use recipes::leader::{LeadOptions, LeaderEvent, LeaderLoop, Term};
 pub use recipes::multi::{MultiGuard, MultiLock, MultiLossSignal, MAX_MULTI};
 pub use recipes::mutex::Mutex;
@@ -68,6 +68,7 @@ pub use recipes::reentry::ReentrantLock;
 pub use recipes::rwlock::RwLock;
 pub use recipes::semaphore::{Semaphore, MAX_PERMITS};
 pub use recipes::sync::{Barrier, Latch, MAX_SYNC_COUNT};
+pub use records::Leader;
 pub use records::{Contender, ContenderKind, Status};
 pub use session::{Loss, Renewal};
 pub use tokio_util::sync::CancellationToken;

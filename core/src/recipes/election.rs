@@ -18,6 +18,7 @@ use crate::guard::Guard;
 use crate::meta::LockKind;
 use crate::names::{is_direct_child, show, validate_name, Mode};
 use crate::options::LockOptions;
+use crate::records::Leader;
 
 /// Leadership won by [`Client::campaign`]: everything a [`Guard`] has (deref),
 /// plus [`Leadership::proclaim`] and [`Leadership::resign`].
@@ -50,19 +51,6 @@ impl Leadership {
     pub fn into_guard(self) -> Guard {
         self.guard
     }
-}
-
-/// The current leader of an election, as read from etcd.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Leader {
-    /// The leader's key (with the namespace), e.g. `jobs/694d7a3e4b2c8f05`.
-    pub key: Vec<u8>,
-    /// Its proclamation.
-    pub value: Vec<u8>,
-    /// Its key's create_revision: the leadership's fencing token.
-    pub revision: i64,
-    /// Its lease.
-    pub lease_id: i64,
 }
 
 /// The body of [`Client::campaign`].

@@ -25,7 +25,8 @@ use tokio_util::sync::CancellationToken;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::options::LockOptions;
-use crate::recipes::election::{Leader, Leadership};
+use crate::recipes::election::Leadership;
+use crate::records::Leader;
 use crate::session::{Loss, Renewal};
 
 /// How a leader loop campaigns.

@@ -1,5 +1,5 @@
 //! The one encoding of core's records for the bindings: [`crate::Status`]
-//! (with its [`crate::Contender`]s), [`crate::Metrics`] and [`crate::Leader`] serialize with
+//! (with its [`crate::Contender`]s), [`crate::Metrics`] and [`Leader`] serialize with
 //! serde to JSON objects with snake_case keys, and each binding builds its
 //! language's objects from that JSON by field name. Adding a field to a
 //! record is a change here plus, at most, a typed declaration per language.
@@ -10,7 +10,7 @@
 //!   strings, so JavaScript reads them exactly;
 //! - durations are seconds as numbers, in keys ending `_seconds`;
 //! - a key's `value` is an array of byte values; `metadata` is an object;
-//! - a [`crate::Leader`]'s `key` is its key as (lossy) UTF-8 text, `value`
+//! - a [`Leader`]'s `key` is its key as (lossy) UTF-8 text, `value`
 //!   its proclamation as an array of byte values;
 //! - per-outcome and per-reason counters are objects keyed by
 //!   [`crate::AcquireResult::name`] and [`crate::LossReason::name`], in that
@@ -28,7 +28,7 @@ use std::time::Duration;
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::metrics::{Acquisitions, WAIT_BUCKETS};
-use crate::{Leader, LockKind, LossReason};
+use crate::{LockKind, LossReason};
 
 pub(crate) mod status;
 pub use status::{Contender, ContenderKind, Status};
@@ -43,6 +43,19 @@ pub fn to_json<T: serde::Serialize + ?Sized>(record: &T) -> String {
 /// The records of every name under a prefix ([`crate::Client::list`]), as one JSON array.
 pub fn list_to_json(list: &[Status]) -> String {
     to_json(list)
+}
+
+/// The current leader of an election, as read from etcd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leader {
+    /// The leader's key (with the namespace), e.g. `jobs/694d7a3e4b2c8f05`.
+    pub key: Vec<u8>,
+    /// Its proclamation.
+    pub value: Vec<u8>,
+    /// Its key's create_revision: the leadership's fencing token.
+    pub revision: i64,
+    /// Its lease.
+    pub lease_id: i64,
 }
 
 impl serde::Serialize for Leader {
@@ -193,7 +206,7 @@ mod tests {
 
     #[test]
     fn a_leader_is_one_json_object_with_exact_ids() {
-        let l = crate::Leader {
+        let l = Leader {
             key: b"jobs/694d9a0b1c2d3e4f".to_vec(),
             value: vec![0, 255],
             revision: 42,
@@ -209,7 +222,7 @@ mod tests {
                 "lease_id": (0x694d_9a0b_1c2d_3e4f_i64).to_string(),
             })
         );
-        assert_eq!(to_json(&None::<crate::Leader>), "null");
+        assert_eq!(to_json(&None::<Leader>), "null");
     }
 
     #[test]
