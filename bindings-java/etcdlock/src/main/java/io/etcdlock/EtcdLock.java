@@ -146,6 +146,16 @@ public final class EtcdLock implements Lock {
             lostReason = e.reason() == null ? LossReason.CONNECTION_LOST : e.reason();
             end(h);
             return Reentry.LOST;
+        } catch (ClosedException e) {
+            // A closed client takes no call, and its close ended its holds (lost, as the
+            // hold's guard says): the stale hold ends here too.
+            LossReason r = h.first().lossReason().orElse(null);
+            if (r == null) {
+                throw e;
+            }
+            lostReason = r;
+            end(h);
+            return Reentry.LOST;
         }
         synchronized (this) {
             h.handles.addLast(g);

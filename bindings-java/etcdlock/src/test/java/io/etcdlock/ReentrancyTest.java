@@ -169,6 +169,25 @@ class ReentrancyTest {
         assertEquals(0, keysUnder(name));
     }
 
+    /** Closing the client loses its holds: a re-entry then ends the stale hold, as for any loss. */
+    @Test
+    void aHoldOfAClosedClientIsNotReentered() throws Exception {
+        String name = uniqueName("closed-reentry");
+        EtcdLockClient c = client();
+        EtcdLock lock = c.newLock(name);
+        lock.lock();
+        lock.lock();
+        LockGuard g = lock.guard();
+        c.close();
+        assertEquals(java.util.Optional.of(LossReason.CLIENT_CLOSED), g.lossReason());
+        assertEquals(0, lock.getHoldCount());
+        LockLostException e = assertThrows(LockLostException.class, lock::lock, "re-entering a lost hold fails");
+        assertEquals(LossReason.CLIENT_CLOSED, e.reason());
+        assertThrows(IllegalMonitorStateException.class, lock::unlock, "the stale hold ended");
+        assertThrows(ClosedException.class, lock::lock, "a new hold needs an open client");
+        assertEquals(0, keysUnder(name));
+    }
+
     @Test
     void unlockByANonOwnerThrowsIllegalMonitorState() throws Exception {
         String name = uniqueName("imse");
