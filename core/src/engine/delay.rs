@@ -27,19 +27,18 @@
 use std::time::{Duration, Instant};
 
 use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::engine::keys::why_deleted;
 use crate::engine::queue::{kvs, revision};
-use crate::engine::wait::{cancelled, closed_err, timeout_err};
+use crate::engine::wait::{cancelled, closed_err, hold_ended, timeout_err};
+use crate::engine::waiter::{key_deleted, wait_out, Driver, Stop, Turn};
+use crate::engine::waiter::{Interrupt, Own, WaitEnds};
 use crate::error::{Error, ErrorCode, Result};
-use crate::guard::{Guard, LossSignal};
+use crate::guard::Guard;
 use crate::names::{is_direct_child, lost_err, owner_info, show, Mode, RECORD_MARK};
-use crate::runtime::sleep_opt;
 use crate::transport::Bound;
-use crate::watch::WatchEvent;
 
 /// The record keys of one name.
 pub(crate) struct Records {
@@ -123,21 +122,75 @@ pub(crate) struct Gate<'a> {
 /// We are first in the queue of `g`'s lock: wait until no other holder's
 /// delay record is left, then (with a delay of our own) put ours, in one
 /// Txn conditional on our key. A try (or timeout zero) does not wait:
-/// `WouldBlock` (`Timeout`). The caller releases `g` on an error.
+/// `WouldBlock` (`Timeout`). The caller releases `g` on an error. The wait
+/// is the engine's ([`wait_out`]): it ends at the deadline, a cancel, a
+/// close, or the end of our hold.
 pub(crate) async fn delay_gate(client: &Client, g: &Guard, gate: Gate<'_>) -> Result<()> {
     let name = g.name().to_string();
     let prefix = crate::engine::keys::prefix(client, &name);
     let recs = delay_records(client, &name);
     let key = g.key_bytes().to_vec();
-    let token = g.fencing_token();
-    let (mine_h, mine_w) = (recs.held_of(&prefix, &key), recs.waiting_of(&prefix, &key));
+    let mine = (recs.held_of(&prefix, &key), recs.waiting_of(&prefix, &key));
     let bound = match gate.mode {
         Mode::Wait => Bound::Wait(gate.deadline),
         _ => client.request_bound(),
     };
+    let mut driver = GateDriver {
+        client,
+        g,
+        gate: &gate,
+        name: &name,
+        recs,
+        key,
+        mine,
+        bound,
+        live: Vec::new(),
+    };
     let mut lost = g.lost_signal();
-    loop {
-        let txn = gate_txn(&recs, &key, token, (&mine_h, &mine_w), gate.lease);
+    let hold_ends = std::pin::pin!(lost.wait());
+    let closed = client.inner.closed.clone();
+    let ends = WaitEnds {
+        closed: &closed,
+        cancel: Some(gate.cancel),
+        deadline: gate.deadline,
+        session: None,
+    };
+    let may_wait = gate.mode == Mode::Wait;
+    match wait_out(client, ends, Own::Hold(hold_ends), may_wait, &mut driver).await {
+        Ok(t) if t.behind.is_empty() => Ok(()),
+        Ok(_) => Err(in_delay(&name, gate.mode, gate.timeout)),
+        Err(Stop::Failed(e)) => Err(e),
+        Err(Stop::End(i)) => Err(match i {
+            Interrupt::Deadline => timeout_err(&name, gate.timeout),
+            Interrupt::Cancelled => cancelled(&name),
+            Interrupt::HoldEnded(l) => hold_ended(&name, l, "the lock-delay ran"),
+            Interrupt::SessionLost(l) => hold_ended(&name, Some(l), "the lock-delay ran"),
+            Interrupt::Closed | Interrupt::OwnDeleted => closed_err(&name),
+        }),
+    }
+}
+
+/// The gate's [`Driver`]: each turn one gate Txn; wait for the delete of
+/// the vanished holder's record it found.
+struct GateDriver<'a> {
+    client: &'a Client,
+    g: &'a Guard,
+    gate: &'a Gate<'a>,
+    name: &'a str,
+    recs: Records,
+    key: Vec<u8>,
+    /// Our holder and waiter records.
+    mine: (Vec<u8>, Vec<u8>),
+    bound: Bound,
+    live: Vec<i64>,
+}
+
+impl Driver for GateDriver<'_> {
+    async fn turn(&mut self, _watches: &mut Vec<i64>) -> Result<Turn> {
+        let (client, g, name) = (self.client, self.g, self.name);
+        let (mine_h, mine_w) = (&self.mine.0, &self.mine.1);
+        let (key, token, bound) = (&self.key, g.fencing_token(), self.bound);
+        let txn = gate_txn(&self.recs, key, token, (mine_h, mine_w), self.gate.lease);
         let resp = client
             .call(Some(bound), |mut c| {
                 let t = txn.clone();
@@ -146,63 +199,69 @@ pub(crate) async fn delay_gate(client: &Client, g: &Guard, gate: Gate<'_>) -> Re
             .await
             .map_err(|e| {
                 if e.code() == ErrorCode::Timeout {
-                    timeout_err(&name, gate.timeout)
+                    timeout_err(name, self.gate.timeout)
                 } else {
                     e
                 }
             })?;
-        if gate.lease.is_some() && resp.succeeded() {
-            g.set_delay_records(vec![mine_h, mine_w]);
-            return Ok(());
+        let rev = revision(&resp);
+        if self.gate.lease.is_some() && resp.succeeded() {
+            g.set_delay_records(vec![mine_h.clone(), mine_w.clone()]);
+            return Ok(Turn::go(rev));
         }
         let ops = resp.op_responses();
         if !kvs(ops.get(1))
             .first()
             .is_some_and(|kv| kv.create_revision() == token)
         {
-            let reason = why_deleted(client, g.session()).await;
-            return Err(lost_err(
-                &name,
-                reason,
-                "our key was deleted while the lock-delay ran",
-            ));
+            return Err(self.lost().await);
         }
-        let Some(rec) = blocking(&recs.held, kvs(ops.first()), &mine_h) else {
-            if let Some(lease) = gate.lease {
-                // Only records of nested names stopped the compare: put ours.
-                let t = Txn::new()
-                    .when([Compare::create_revision(
-                        key.clone(),
-                        CompareOp::Equal,
-                        token,
-                    )])
-                    .and_then([
-                        put_record(mine_h.clone(), lease),
-                        TxnOp::delete(mine_w.clone(), None),
-                    ]);
-                let r = client
-                    .call(Some(bound), |mut c| {
-                        let t = t.clone();
-                        async move { c.txn(t).await }
-                    })
-                    .await?;
-                if !r.succeeded() {
-                    let reason = why_deleted(client, g.session()).await;
-                    return Err(lost_err(
-                        &name,
-                        reason,
-                        "our key was deleted while the lock-delay ran",
-                    ));
-                }
-                g.set_delay_records(vec![mine_h, mine_w]);
+        if let Some(rec) = blocking(&self.recs.held, kvs(ops.first()), mine_h) {
+            if self.gate.mode == Mode::Wait {
+                tracing::debug!(lock = %name, record = %String::from_utf8_lossy(&rec), "waiting out a vanished holder's lock-delay");
             }
-            return Ok(());
-        };
-        if gate.mode != Mode::Wait {
-            return Err(in_delay(&name, gate.mode, gate.timeout));
+            return Ok(Turn::behind(rev, rec, false));
         }
-        tracing::debug!(lock = %name, record = %String::from_utf8_lossy(&rec), "waiting out a vanished holder's lock-delay");
-        wait_out(client, rec, revision(&resp), &name, &gate, &mut lost).await?;
+        if let Some(lease) = self.gate.lease {
+            // Only records of nested names stopped the compare: put ours.
+            let t = Txn::new()
+                .when([Compare::create_revision(
+                    key.clone(),
+                    CompareOp::Equal,
+                    token,
+                )])
+                .and_then([
+                    put_record(mine_h.clone(), lease),
+                    TxnOp::delete(mine_w.clone(), None),
+                ]);
+            let r = client
+                .call(Some(bound), |mut c| {
+                    let t = t.clone();
+                    async move { c.txn(t).await }
+                })
+                .await?;
+            if !r.succeeded() {
+                return Err(self.lost().await);
+            }
+            g.set_delay_records(vec![mine_h.clone(), mine_w.clone()]);
+        }
+        Ok(Turn::go(rev))
+    }
+
+    async fn wake(&mut self, client: &Client, watches: &mut Vec<i64>, turn: &Turn) {
+        key_deleted(client, watches, &mut self.live, turn).await
+    }
+}
+
+impl GateDriver<'_> {
+    /// Our key went while the gate ran.
+    async fn lost(&self) -> Error {
+        let reason = why_deleted(self.client, self.g.session()).await;
+        lost_err(
+            self.name,
+            reason,
+            "our key was deleted while the lock-delay ran",
+        )
     }
 }
 
@@ -237,44 +296,6 @@ fn gate_txn(
             .or_else([read, ours]),
         None => Txn::new().and_then([read, ours]),
     }
-}
-
-/// Wait until the vanished holder's record `rec` (read at `rev`) goes, or
-/// the wait ends: deadline, cancel, close, or the end of our hold.
-async fn wait_out(
-    client: &Client,
-    rec: Vec<u8>,
-    rev: i64,
-    name: &str,
-    gate: &Gate<'_>,
-    lost: &mut LossSignal,
-) -> Result<()> {
-    let hub = &client.inner.hub;
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let id = hub.watch(
-        rec,
-        rev,
-        std::sync::Arc::new(move |ev| {
-            let _ = tx.send(ev);
-        }),
-    );
-    let woke = loop {
-        tokio::select! {
-            ev = rx.recv() => match ev {
-                Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
-                _ => break Ok(()),
-            },
-            _ = sleep_opt(gate.deadline) => break Err(timeout_err(name, gate.timeout)),
-            _ = gate.cancel.cancelled() => break Err(cancelled(name)),
-            _ = client.inner.closed.cancelled() => break Err(closed_err(name)),
-            l = lost.wait() => break Err(match l {
-                Some(l) => lost_err(name, l.reason, "the hold ended while the lock-delay ran"),
-                None => closed_err(name),
-            }),
-        }
-    };
-    hub.cancel(id);
-    woke
 }
 
 #[cfg(test)]

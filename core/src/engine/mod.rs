@@ -10,7 +10,13 @@
 //! none is a method of `Client` (the client stays a handle: connection,
 //! options, session, close). `pipeline.rs` is the front (admission, session,
 //! the counted retry loop), `acquisition.rs` the queue Txn and the guard it
-//! grants, `turn.rs` and `rule.rs` the waits, `keys.rs` the key helpers
+//! grants, `waiter.rs` the wait engine's one loop (a driver says whose turn
+//! it is; the loop owns the ends of every wait: close, cancel, deadline,
+//! loss), `rule.rs` an acquisition's wait on it (and the reading rule of
+//! the semaphore and read lock), `turn.rs` the mutex's driver (a handoff
+//! costs no read), `delay.rs` the lock-delay gate (a driver too; the latch
+//! and barrier in recipes/sync.rs are others), `wait.rs` the pending key,
+//! its cleanup and the errors a wait ends with, `keys.rs` the key helpers
 //! shared with the guard.
 
 pub(crate) mod acquisition;
@@ -22,4 +28,5 @@ pub(crate) mod queue;
 pub(crate) mod rule;
 pub(crate) mod turn;
 pub(crate) mod wait;
+pub(crate) mod waiter;
 pub(crate) mod window;

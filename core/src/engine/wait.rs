@@ -6,30 +6,24 @@
 //!   acquire Txn's outcome is known) when the acquisition is abandoned;
 //! - [`run_detached`]: the acquire Txn, carried on by the cleanup if the
 //!   caller gives up;
-//! - [`WaitEnds`] and [`end_wait`]: what ends a wait besides the keys it
-//!   watches (close, cancel, deadline, the session's end, our own key's delete),
-//!   and the error each one is;
-//! - [`wait_any_deleted`](crate::engine::wait::wait_any_deleted): the one wait-for-delete of the read-write
-//!   lock and the semaphore (the mutex's own wait adds look-ahead and early
-//!   reads on top of [`WaitEnds`]).
+//! - [`end_wait`]: the error each end of an acquisition's wait is
+//!   ([`Interrupt`], of the wait engine in waiter.rs).
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use etcd_client::{Txn, TxnResponse};
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::engine::cleanups::CLEANUP_GRACE;
-use crate::engine::keys::{delete_until_gone, why_deleted, OwnEvent};
+use crate::engine::keys::{delete_until_gone, why_deleted};
+use crate::engine::waiter::Interrupt;
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::names::{lost_err, show};
-use crate::runtime::sleep_opt;
 use crate::session::{Loss, Session};
 use crate::transport::{Answer, Bound};
-use crate::watch::WatchEvent;
 
 /// An acquire request in flight.
 type InFlight = std::pin::Pin<Box<dyn Future<Output = Answer<TxnResponse>> + Send>>;
@@ -225,63 +219,11 @@ pub(crate) fn timeout_because(name: &str, t: Option<Duration>, cause: &Error) ->
     )
 }
 
-/// What ends a wait, other than the keys it watches.
-#[derive(Debug)]
-pub(crate) enum Interrupt {
-    /// The client was closed (its lease revoked, our key with it).
-    Closed,
-    /// The caller's cancellation token fired.
-    Cancelled,
-    /// The deadline passed.
-    Deadline,
-    /// The session ended (lease expired, connection lost, client closed).
-    SessionLost(Loss),
-    /// Our own key was deleted while we waited.
-    OwnDeleted,
-}
-
-/// What a wait learnt: a reason to read the queue again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Recheck {
-    /// A watched key went (or its watch was reset, or it is no longer the key
-    /// to watch).
-    Changed,
-    /// etcd dropped the watch on our own key (compaction, stream reset): read
-    /// again, and watch it again from that read.
-    OwnReset,
-}
-
-/// What ends a wait besides the keys it watches, in the order every wait
-/// checks them: close, cancel, deadline, the session, our own key.
-pub(crate) struct WaitEnds<'a> {
-    pub(crate) closed: &'a CancellationToken,
-    pub(crate) cancel: &'a CancellationToken,
-    pub(crate) deadline: Option<Instant>,
-    pub(crate) session: &'a Session,
-}
-
-impl WaitEnds<'_> {
-    /// The next of them to happen, or `Ok(Recheck::OwnReset)` when the watch on
-    /// our own key was reset (its `Created` events are skipped). Cancel-safe:
-    /// a `select!` may drop it and call it again.
-    pub(crate) async fn next(
-        &self,
-        own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
-    ) -> std::result::Result<Recheck, Interrupt> {
-        loop {
-            tokio::select! {
-                biased;
-                _ = self.closed.cancelled() => return Err(Interrupt::Closed),
-                _ = self.cancel.cancelled() => return Err(Interrupt::Cancelled),
-                _ = sleep_opt(self.deadline) => return Err(Interrupt::Deadline),
-                l = self.session.wait_lost() => return Err(Interrupt::SessionLost(l)),
-                ev = own_rx.recv() => match ev {
-                    Some(OwnEvent::Created(_)) => {}
-                    Some(OwnEvent::Deleted) => return Err(Interrupt::OwnDeleted),
-                    Some(OwnEvent::Reset) | None => return Ok(Recheck::OwnReset),
-                },
-            }
-        }
+/// The error of a hold that ended (`Some`: lost) while `doing`.
+pub(crate) fn hold_ended(name: &str, l: Option<Loss>, doing: &str) -> Error {
+    match l {
+        Some(l) => lost_err(name, l.reason, &format!("the hold ended while {doing}")),
+        None => closed_err(name),
     }
 }
 
@@ -313,6 +255,7 @@ pub(crate) async fn end_wait(
         // key's drop cleans up what is left.
         Interrupt::SessionLost(l) if l.reason == LossReason::ClientClosed => closed_err(name),
         Interrupt::SessionLost(l) => lost_err(name, l.reason, "the session ended while waiting"),
+        Interrupt::HoldEnded(l) => hold_ended(name, l, "waiting"),
         Interrupt::OwnDeleted => {
             let reason = why_deleted(client, session).await;
             lost_err(
@@ -322,65 +265,6 @@ pub(crate) async fn end_wait(
             )
         }
     }
-}
-
-/// The one wait-for-delete: watch `keys` from revision `after` (the
-/// revision of the read that found them) on the client's watch stream and
-/// return when any of them is deleted, or its watch is reset, or a watch
-/// starts past `after` and `unchanged` (one read) says the keys to watch
-/// are no longer these. A delete between the read and the watch's start is
-/// never missed: the watch starts at `after + 1`, or `unchanged` closes the
-/// gap. The watches end with the call.
-pub(crate) async fn wait_any_deleted<F, Fut>(
-    client: &Client,
-    pending: &mut Pending,
-    keys: &[Vec<u8>],
-    after: i64,
-    ends: &WaitEnds<'_>,
-    own_rx: &mut mpsc::UnboundedReceiver<OwnEvent>,
-    mut unchanged: F,
-) -> std::result::Result<Recheck, Interrupt>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = bool>,
-{
-    let hub = &client.inner.hub;
-    let (tx, mut rx) = mpsc::unbounded_channel::<WatchEvent>();
-    let ids: Vec<i64> = keys
-        .iter()
-        .map(|k| {
-            let tx = tx.clone();
-            hub.watch(
-                k.clone(),
-                after,
-                Arc::new(move |ev| {
-                    let _ = tx.send(ev);
-                }),
-            )
-        })
-        .collect();
-    drop(tx);
-    pending.watches.extend(ids.iter().copied());
-    let out = loop {
-        tokio::select! {
-            biased;
-            i = ends.next(own_rx) => break i,
-            Some(ev) = rx.recv() => match ev {
-                WatchEvent::Created { rev } if rev > after => {
-                    if !unchanged().await {
-                        break Ok(Recheck::Changed);
-                    }
-                }
-                WatchEvent::Created { .. } => {}
-                WatchEvent::Deleted { .. } | WatchEvent::Reset => break Ok(Recheck::Changed),
-            },
-        }
-    };
-    for id in ids {
-        hub.cancel(id);
-        pending.watches.retain(|w| *w != id);
-    }
-    out
 }
 
 /// Run the acquire Txn on the runtime, detached from the caller: a cancel or

@@ -14,7 +14,9 @@
 //! - A latch is one record `.../n` (`{"initial":N,"count":C}`) and a
 //!   gate key `.../g` that the count-down reaching zero deletes in
 //!   the same Txn; waiters watch the gate's delete (the client's one watch
-//!   stream), so all of them wake at once, with no polling.
+//!   stream), so all of them wake at once, with no polling. Both wait
+//!   through the engine's one wait loop (engine/rule.rs), with a driver
+//!   that reads the state and names the gate key to wait behind.
 //! - A barrier is a gate key `.../gate` (`{"parties":P}`) and one
 //!   key per waiting party `.../p/<lease hex>` on the party's
 //!   session lease. The party that makes the count `P` deletes the gate and
@@ -26,16 +28,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
-use tokio::sync::mpsc;
-
 use crate::client::Client;
 use crate::engine::queue::{kvs, revision};
+use crate::engine::waiter::{key_deleted, wait_out, Driver, Stop, Turn};
+use crate::engine::waiter::{Interrupt, Own, WaitEnds};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::names::{is_direct_child, show, validate_name, RECORD_MARK};
-use crate::runtime::sleep_opt;
 use crate::session::Session;
-use crate::watch::WatchEvent;
+use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp};
 
 mod barrier;
 
@@ -325,35 +325,47 @@ pub(crate) async fn barrier(client: &Client, name: &str, parties: u32) -> Result
     ))
 }
 
-/// Wait until `key` is deleted after `rev` (true), or the deadline passes
-/// (false); errors for a closed client.
-pub(crate) async fn await_delete(
-    client: &Client,
-    key: &[u8],
-    rev: i64,
-    deadline: Option<Instant>,
-) -> Result<bool> {
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let id = client.inner.hub.watch(
-        key.to_vec(),
-        rev,
-        Arc::new(move |ev| {
-            let _ = tx.send(ev);
-        }),
-    );
-    let r = loop {
-        tokio::select! {
-            ev = rx.recv() => match ev {
-                Some(WatchEvent::Created { rev: r }) if r <= rev => continue,
-                // Deleted, or the watch cannot vouch for a gap: the caller reads.
-                _ => break Ok(true),
-            },
-            _ = sleep_opt(deadline) => break Ok(false),
-            _ = client.inner.closed.cancelled() => break Err(Error::new(ErrorCode::Closed, "the client was closed")),
-        }
-    };
-    client.inner.hub.cancel(id);
-    r
+/// What ends a latch's or a barrier's wait: the client's close, the
+/// deadline (no cancel, no session of its own).
+pub(crate) fn sync_ends(client: &Client, deadline: Option<Instant>) -> WaitEnds<'_> {
+    WaitEnds {
+        closed: &client.inner.closed,
+        cancel: None,
+        deadline,
+        session: None,
+    }
+}
+
+/// The error of a latch's or a barrier's wait that ended other than at the
+/// deadline (the client was closed).
+pub(crate) fn sync_stop(stop: Stop) -> Error {
+    match stop {
+        Stop::Failed(e) => e,
+        Stop::End(_) => Error::new(ErrorCode::Closed, "the client was closed"),
+    }
+}
+
+/// A latch's [`Driver`]: read the count; while it is above zero, wait for
+/// the gate key's delete.
+struct Zero<'a> {
+    latch: &'a Latch,
+    count: u64,
+    live: Vec<i64>,
+}
+
+impl Driver for Zero<'_> {
+    async fn turn(&mut self, _watches: &mut Vec<i64>) -> Result<Turn> {
+        let (rev, _, count) = self.latch.read().await?;
+        self.count = count;
+        Ok(match count {
+            0 => Turn::go(rev),
+            _ => Turn::behind(rev, self.latch.gate.clone(), false),
+        })
+    }
+
+    async fn wake(&mut self, client: &Client, watches: &mut Vec<i64>, turn: &Turn) {
+        key_deleted(client, watches, &mut self.live, turn).await
+    }
 }
 
 fn finished(name: &str) -> Error {
@@ -443,22 +455,25 @@ impl Latch {
     /// limit; zero: look once).
     pub async fn wait(&self, timeout: Option<Duration>) -> Result<()> {
         self.check()?;
-        let deadline = deadline_of(timeout);
-        loop {
-            let (rev, _, count) = self.read().await?;
-            if count == 0 {
-                return Ok(());
-            }
-            if !await_delete(&self.client, &self.gate, rev, deadline).await? {
-                return Err(Error::new(
-                    ErrorCode::Timeout,
-                    format!(
-                        "latch {}: the count was still {count} when the timeout ({:?}) ran out",
-                        show(&self.name),
-                        timeout.unwrap_or_default()
-                    ),
-                ));
-            }
+        let c = &self.client;
+        let mut zero = Zero {
+            latch: self,
+            count: 0,
+            live: Vec::new(),
+        };
+        let ends = sync_ends(c, deadline_of(timeout));
+        match wait_out(c, ends, Own::Nothing, true, &mut zero).await {
+            Ok(_) => Ok(()),
+            Err(Stop::End(Interrupt::Deadline)) => Err(Error::new(
+                ErrorCode::Timeout,
+                format!(
+                    "latch {}: the count was still {} when the timeout ({:?}) ran out",
+                    show(&self.name),
+                    zero.count,
+                    timeout.unwrap_or_default()
+                ),
+            )),
+            Err(stop) => Err(sync_stop(stop)),
         }
     }
 

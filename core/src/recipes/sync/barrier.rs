@@ -132,45 +132,30 @@ impl Barrier {
     async fn await_release(
         &self,
         gate: &[u8],
-        mut rev: i64,
+        rev: i64,
         deadline: Option<Instant>,
         timeout: Option<Duration>,
     ) -> Result<()> {
         let c = &self.client;
-        loop {
-            match super::await_delete(c, gate, rev, deadline).await {
-                Ok(true) => {
-                    // Deleted (or a gap): the gate is gone only once released.
-                    let r = super::txn_now(
-                        c,
-                        Txn::new().and_then([TxnOp::get(
-                            gate.to_vec(),
-                            Some(GetOptions::new().with_keys_only()),
-                        )]),
-                    )
-                    .await;
-                    match r {
-                        Ok(r) if kvs(r.op_responses().first()).is_empty() => return Ok(()),
-                        Ok(r) => {
-                            rev = revision(&r);
-                            continue;
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
-                Ok(false) => {
-                    return Err(Error::new(
-                        ErrorCode::Timeout,
-                        format!(
-                            "barrier {}: not all {} parties arrived within the timeout ({:?})",
-                            show(&self.name),
-                            self.parties,
-                            timeout.unwrap_or_default()
-                        ),
-                    ));
-                }
-                Err(e) => return Err(e),
-            }
+        let mut released = Released {
+            client: c,
+            gate: gate.to_vec(),
+            first: Some(rev),
+            live: Vec::new(),
+        };
+        let ends = super::sync_ends(c, deadline);
+        match wait_out(c, ends, Own::Nothing, true, &mut released).await {
+            Ok(_) => Ok(()),
+            Err(Stop::End(Interrupt::Deadline)) => Err(Error::new(
+                ErrorCode::Timeout,
+                format!(
+                    "barrier {}: not all {} parties arrived within the timeout ({:?})",
+                    show(&self.name),
+                    self.parties,
+                    timeout.unwrap_or_default()
+                ),
+            )),
+            Err(stop) => Err(super::sync_stop(stop)),
         }
     }
 
@@ -180,6 +165,35 @@ impl Barrier {
         if !self.closed.swap(true, Ordering::AcqRel) {
             self.session.unshare(self.lease);
         }
+    }
+}
+
+/// A barrier's [`Driver`]: the gate stands (read, or known at the
+/// arrival's revision `first`) until the last party deletes it; wait for
+/// that delete. A delete (or a gap) is the release only once a read finds
+/// the gate gone.
+struct Released<'a> {
+    client: &'a Client,
+    gate: Vec<u8>,
+    first: Option<i64>,
+    live: Vec<i64>,
+}
+
+impl Driver for Released<'_> {
+    async fn turn(&mut self, _watches: &mut Vec<i64>) -> Result<Turn> {
+        if let Some(rev) = self.first.take() {
+            return Ok(Turn::behind(rev, self.gate.clone(), false));
+        }
+        let read = TxnOp::get(self.gate.clone(), Some(GetOptions::new().with_keys_only()));
+        let r = super::txn_now(self.client, Txn::new().and_then([read])).await?;
+        Ok(match kvs(r.op_responses().first()).is_empty() {
+            true => Turn::go(revision(&r)),
+            false => Turn::behind(revision(&r), self.gate.clone(), false),
+        })
+    }
+
+    async fn wake(&mut self, client: &Client, watches: &mut Vec<i64>, turn: &Turn) {
+        key_deleted(client, watches, &mut self.live, turn).await
     }
 }
 
