@@ -69,6 +69,15 @@ impl Recipe {
     /// A mutex's (and a read-write lock's writer's) recipe.
     pub(crate) const MUTEX: Recipe = Recipe::Lock(LockKind::Mutex);
 
+    /// What its errors call it ("lock" for a semaphore too, whose own
+    /// steps name it).
+    fn what(self) -> &'static str {
+        match self {
+            Recipe::Reader => "read lock",
+            _ => "lock",
+        }
+    }
+
     /// What `etcdlock status` calls a waiter of it.
     fn kind(self) -> LockKind {
         match self {
@@ -162,11 +171,7 @@ pub(crate) fn acquire<'a>(
                     let cancel = req.opts.cancel.clone().unwrap_or_default();
                     let acq = Acquisition {
                         value: req.value,
-                        what: if req.recipe == Recipe::Reader {
-                            "read lock"
-                        } else {
-                            "lock"
-                        },
+                        what: req.recipe.what(),
                         admission: std::sync::Mutex::new(Some(permit)),
                         ..Acquisition::new(
                             client,
