@@ -185,8 +185,12 @@ fn blocking_runtime() -> Result<Arc<tokio::runtime::Runtime>> {
 /// less. Polling a lock's future nests a few dozen frames; debug builds make
 /// them large (a lock on a 128 KiB musl thread overflowed). Measured again
 /// by `tests/engine.rs` `a_blocking_lock_works_on_a_128_kib_thread` with the
-/// acquisition chain at 9 functions: without this, a debug build's lock
-/// overflows a 128 KiB thread; 256 KiB is enough.
+/// acquisition chain at 6 functions in 3 files (engine/pipeline.rs):
+/// without this, a debug build overflows a 128 KiB and a 160 KiB thread
+/// already in `blocking::Client::connect`, a 192 KiB thread in the
+/// contended lock or its unlock; 224 KiB and 256 KiB pass. A release build
+/// (glibc) passes at 96 and 128 KiB and overflows at 80 KiB: too thin a
+/// margin to drop this for callers' small threads.
 const STACK_NEEDED: usize = 256 * 1024;
 
 /// Run `f` where at least [`STACK_NEEDED`] bytes of stack are left: on this

@@ -2,12 +2,14 @@
 //! `{session, prefix, key, rev}`: what a call waits for (`name`, its
 //! `prefix`), how (`mode`), for how long (`bound`, `timeout`), what ends it
 //! early (`cancel`) and what our key carries (`value`). Its steps are its
-//! methods: [`Acquisition::take`] queues a key and passes the lock-delay
-//! gate, [`Acquisition::wait_turn`] (turn.rs) waits behind the keys ahead,
-//! [`Acquisition::permit`] (semaphore.rs) takes one of N permits. The
-//! session, and a lock-delay lease, belong to one attempt: a call whose lease
-//! vanished before it queued makes another attempt on a fresh session
-//! (mutex.rs).
+//! methods: [`Acquisition::queue`] (pipeline.rs) queues a key,
+//! [`Acquisition::gate`] passes the lock-delay gate,
+//! [`Acquisition::wait_turn`] (turn.rs) waits behind the keys ahead,
+//! [`Acquisition::permit`] (semaphore.rs) takes one of N permits,
+//! [`Acquisition::read`] (rwlock.rs) the read side. The session, and a
+//! lock-delay lease, belong to one attempt: a call whose lease vanished
+//! before it queued makes another attempt on a fresh session (pipeline.rs).
+//! This file holds the value, the Txns it sends and the guard it grants.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -19,11 +21,10 @@ use crate::client::Client;
 use crate::engine::delay::{self, put_record, Gate, Records};
 use crate::engine::keys::OwnWatch;
 use crate::engine::queue::{kvs, more, revision, Queue, OLDER_READ};
-use crate::engine::wait;
 use crate::engine::wait::{timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::{Grant, Guard};
-use crate::names::{is_direct_child, owner_info, prefix_end, show, Mode};
+use crate::names::{prefix_end, show, Mode};
 use crate::poison::Locked;
 use crate::session::Session;
 use crate::transport::Bound;
@@ -142,11 +143,9 @@ impl<'a> Acquisition<'a> {
         }
     }
 
-    /// Take the lock on `session`: queue, wait our turn, then pass the
-    /// lock-delay gate (`delay`: our own delay lease, if the caller asked
-    /// for a lock-delay).
-    pub(crate) async fn take(&self, session: &Arc<Session>, delay: Option<i64>) -> Result<Guard> {
-        let (guard, gate) = Box::pin(self.queue(session, delay)).await?;
+    /// A guard out of the queue ([`Acquisition::queue`]) past the
+    /// lock-delay gate, if it must pass it.
+    pub(crate) async fn gate(&self, guard: Guard, gate: Gated) -> Result<Guard> {
         let Gated::Pass(lease) = gate else {
             return Ok(guard);
         };
@@ -179,83 +178,9 @@ impl<'a> Acquisition<'a> {
         }
     }
 
-    /// [`Acquisition::take`] up to the lock-delay gate: the guard, and
-    /// whether it must pass the gate (with our delay lease, if any).
-    async fn queue(&self, session: &Arc<Session>, delay: Option<i64>) -> Result<(Guard, Gated)> {
-        let (client, name, prefix) = (self.client, self.name, &self.prefix);
-        let value = self
-            .value
-            .map(<[u8]>::to_vec)
-            .unwrap_or_else(|| owner_info().into_bytes());
-        let key = session.reserve_key(prefix);
-        let mut pending = Pending::new(client, session, key.clone());
-        let recs = delay::delay_records(client, name);
-        let txn = self.queue_or_try_txn(session, &mut pending, value.clone(), &recs, delay);
-        let resp =
-            wait::run_detached(client, &mut pending, txn, name, self.bound, self.cancel).await;
-        self.queued();
-        let resp = resp.map_err(|e| self.bounded(e))?;
-        let ops = resp.op_responses();
-
-        if self.mode != Mode::Wait {
-            if !resp.succeeded() {
-                match kvs(ops.first()).first() {
-                    Some(kv) if is_direct_child(prefix, kv.key()) => {
-                        pending.forget();
-                        return Err(self.busy());
-                    }
-                    _ if crate::engine::delay::blocking(&recs.held, kvs(ops.get(1)), &[])
-                        .is_some() =>
-                    {
-                        pending.forget();
-                        return Err(crate::engine::delay::in_delay(
-                            name,
-                            self.mode,
-                            self.timeout,
-                        ));
-                    }
-                    // Only keys (or delay records) of nested names (`name/x/...`)
-                    // are there: they are not contenders, so queue once and see.
-                    _ => {
-                        let g = Box::pin(self.try_past_nested(session, pending, value)).await?;
-                        return Ok((g, Gated::Pass(delay)));
-                    }
-                }
-            }
-            let token = revision(&resp);
-            let g = held(client, name, session, pending, token, Vec::new(), None);
-            if delay.is_some() {
-                g.set_delay_records(vec![recs.held_of(prefix, &key)]);
-            }
-            return Ok((g, Gated::Open));
-        }
-        // Records counted: a holder with a lock-delay is ahead of us or gone
-        // before (see delay.rs); with one of our own we put ours when granted.
-        let counted = match ops.get(2) {
-            Some(etcd_client::TxnOpResponse::Get(r)) => r.count(),
-            _ => 1,
-        };
-        let gate = if delay.is_some() || counted > 0 || !resp.succeeded() {
-            Gated::Pass(delay)
-        } else {
-            Gated::Open
-        };
-
-        let (my_rev, queue) = self.place(&key, &resp).await?;
-        if queue.pred.is_none() {
-            return Ok((
-                held(client, name, session, pending, my_rev, Vec::new(), None),
-                gate,
-            ));
-        }
-        // Boxed: only contended acquisitions pay for the wait's state.
-        let g = Box::pin(self.wait_turn(session, pending, my_rev, queue)).await?;
-        Ok((g, gate))
-    }
-
     /// The acquire Txn: queue our key (with a waiter's delay record when
     /// `delay` is given), or for a try/once put it only if the lock is free.
-    fn queue_or_try_txn(
+    pub(crate) fn queue_or_try_txn(
         &self,
         session: &Session,
         pending: &mut Pending,
@@ -314,7 +239,11 @@ impl<'a> Acquisition<'a> {
 
     /// Where our key stands after the acquire Txn `resp` (queued, or found
     /// there from an earlier attempt): its create revision and the queue.
-    async fn place(&self, key: &[u8], resp: &etcd_client::TxnResponse) -> Result<(i64, Queue)> {
+    pub(crate) async fn place(
+        &self,
+        key: &[u8],
+        resp: &etcd_client::TxnResponse,
+    ) -> Result<(i64, Queue)> {
         let (client, prefix) = (self.client, &self.prefix);
         let ops = resp.op_responses();
         let ctx = |e| self.ctx(e);
@@ -339,62 +268,27 @@ impl<'a> Acquisition<'a> {
                         .await
                         .map_err(ctx)?,
                 ),
-                None => {
-                    return Err(Error::lost(
-                        LossReason::LeaseExpired,
-                        format!("{LEASE_NOT_FOUND}: our key vanished while queueing"),
-                    ))
-                }
+                None => return Err(vanished()),
             }
         };
         Ok((my_rev, queue))
-    }
-
-    /// Try/once found only keys of nested names under the prefix: queue once
-    /// (those keys are no contenders) and keep the lock only if that made us
-    /// the holder among the direct children.
-    async fn try_past_nested(
-        &self,
-        session: &Arc<Session>,
-        mut pending: Pending,
-        value: Vec<u8>,
-    ) -> Result<Guard> {
-        let client = self.client;
-        let key = pending.key.clone();
-        let txn = put_if_absent(&key, value, session.lease);
-        let never = CancellationToken::new();
-        let resp = wait::run_detached(
-            client,
-            &mut pending,
-            txn,
-            self.name,
-            client.request_bound(),
-            &never,
-        )
-        .await?;
-        let my_rev = created_at(&resp).unwrap_or(0);
-        let q = crate::engine::keys::read_queue(client, &self.prefix, &key, my_rev).await?;
-        if q.mine && q.pred.is_none() {
-            return Ok(held(
-                client,
-                self.name,
-                session,
-                pending,
-                my_rev,
-                Vec::new(),
-                None,
-            ));
-        }
-        pending.abandon().await;
-        Err(self.busy())
     }
 }
 
 /// etcd's answer to a put on a revoked or expired lease.
 pub(crate) const LEASE_NOT_FOUND: &str = "requested lease not found";
 
+/// Our key was not there after the Txn that queues it: its lease vanished
+/// while we queued (the pipeline retries on a fresh session).
+pub(crate) fn vanished() -> Error {
+    Error::lost(
+        LossReason::LeaseExpired,
+        format!("{LEASE_NOT_FOUND}: our key vanished while queueing"),
+    )
+}
+
 /// Whether a guard out of the queue must still pass the lock-delay gate.
-enum Gated {
+pub(crate) enum Gated {
     /// No delay record can be ahead of it: granted as it is.
     Open,
     /// Pass the gate, with our own delay lease if the caller asked for a

@@ -8,8 +8,11 @@
 //! meta, metrics, error. It never names a recipe: recipes give it their
 //! differences as data. Its functions take the `&Client` they work for;
 //! none is a method of `Client` (the client stays a handle: connection,
-//! options, session, close). `pipeline.rs` is the front (admission, session,
-//! the counted retry loop), `acquisition.rs` the queue Txn and the guard it
+//! options, session, close). `pipeline.rs` is the one path from a recipe's
+//! `Request` to the Txn that queues its key (check, admission, session,
+//! the lease-not-found retry, the queue Txn and `run_detached`, which
+//! sends it), `admission.rs` the admission and the local queue per name,
+//! `acquisition.rs` the acquisition as a value, its Txns and the guard it
 //! grants, `waiter.rs` the wait engine's one loop (a driver says whose turn
 //! it is; the loop owns the ends of every wait: close, cancel, deadline,
 //! loss), `rule.rs` an acquisition's wait on it (and the reading rule of
@@ -20,6 +23,7 @@
 //! shared with the guard.
 
 pub(crate) mod acquisition;
+pub(crate) mod admission;
 pub(crate) mod cleanups;
 pub(crate) mod delay;
 pub(crate) mod keys;

@@ -4,8 +4,8 @@
 //!
 //! - [`Pending`]: our key while it is not a held lock yet, deleted (after the
 //!   acquire Txn's outcome is known) when the acquisition is abandoned;
-//! - [`run_detached`]: the acquire Txn, carried on by the cleanup if the
-//!   caller gives up;
+//! - the acquire Txn, carried on by the cleanup if the caller gives up, is
+//!   sent by [`run_detached`](crate::engine::pipeline::run_detached) (pipeline.rs);
 //! - [`end_wait`]: the error each end of an acquisition's wait is
 //!   ([`Interrupt`], of the wait engine in waiter.rs).
 
@@ -13,20 +13,19 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use etcd_client::{Txn, TxnResponse};
-use tokio_util::sync::CancellationToken;
+use etcd_client::TxnResponse;
 
 use crate::client::Client;
 use crate::engine::cleanups::CLEANUP_GRACE;
 use crate::engine::keys::{delete_until_gone, why_deleted};
 use crate::engine::waiter::Interrupt;
-use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::error::{Error, ErrorCode, LossReason};
 use crate::names::{lost_err, show};
 use crate::session::{Loss, Session};
-use crate::transport::{Answer, Bound};
+use crate::transport::Answer;
 
 /// An acquire request in flight.
-type InFlight = std::pin::Pin<Box<dyn Future<Output = Answer<TxnResponse>> + Send>>;
+pub(crate) type InFlight = std::pin::Pin<Box<dyn Future<Output = Answer<TxnResponse>> + Send>>;
 
 /// Our key while it is not a held lock yet. If the acquisition is abandoned
 /// (timeout, cancel, error, or the future dropped) the key is deleted *after*
@@ -39,8 +38,8 @@ pub(crate) struct Pending {
     pub(crate) key: Vec<u8>,
     /// The acquire Txn while in flight: polled by the caller, and carried on by
     /// the cleanup when the caller gives up, so the cleanup learns its outcome.
-    txn: Option<InFlight>,
-    uncertain: bool,
+    pub(crate) txn: Option<InFlight>,
+    pub(crate) uncertain: bool,
     pub(crate) watches: Vec<i64>,
     pub(crate) armed: bool,
     /// More keys written by the same Txn (a multi-lock), cleaned up with ours.
@@ -48,14 +47,14 @@ pub(crate) struct Pending {
     /// The create_revision of our key, and of the extra keys, once the acquire
     /// Txn's answer told it: the cleanup then deletes that incarnation in one
     /// request, with no read first.
-    revs: (Option<i64>, Option<i64>),
+    pub(crate) revs: (Option<i64>, Option<i64>),
 }
 
 /// What an acquire Txn's answer says of our keys' create_revision: all of
 /// them were created at its revision if it succeeded (every acquire Txn
 /// creates its keys in the success branch); else ours if the failure branch
 /// read it.
-fn created_revisions(resp: &TxnResponse, key: &[u8]) -> (Option<i64>, Option<i64>) {
+pub(crate) fn created_revisions(resp: &TxnResponse, key: &[u8]) -> (Option<i64>, Option<i64>) {
     if resp.succeeded() {
         let rev = resp.header().map(|h| h.revision());
         return (rev, rev);
@@ -174,7 +173,7 @@ impl Drop for Pending {
     }
 }
 
-async fn pending_abandon(pending: &mut Pending) {
+pub(crate) async fn pending_abandon(pending: &mut Pending) {
     let fut = pending.cleanup();
     let h = pending.client.inner.handle.spawn(fut);
     let _ = tokio::time::timeout(CLEANUP_GRACE, h).await;
@@ -265,74 +264,6 @@ pub(crate) async fn end_wait(
             )
         }
     }
-}
-
-/// Run the acquire Txn on the runtime, detached from the caller: a cancel or
-/// timeout stops the caller's wait, never the request, and the cleanup
-/// learns the Txn's outcome before it deletes the key.
-pub(crate) async fn run_detached(
-    client: &Client,
-    pending: &mut Pending,
-    txn: Txn,
-    name: &str,
-    bound: Bound,
-    cancel: &CancellationToken,
-) -> Result<TxnResponse> {
-    let t = client.inner.transport.clone();
-    let closed = client.inner.closed.clone();
-    // Wait for a request slot first (nothing written yet, so a cancel here
-    // needs no cleanup), then run the request detached.
-    let (slot, bound) = tokio::select! {
-        biased;
-        s = t.slot(bound) => s?,
-        _ = cancel.cancelled() => return Err(cancelled(name)),
-    };
-    // Polled here, not spawned (a task per acquisition cost two thread
-    // wake-ups); if the caller gives up, the cleanup carries it on.
-    let h: InFlight = Box::pin(async move {
-        if closed.is_cancelled() {
-            return Answer::sure(Err(Error::new(ErrorCode::Closed, "the client was closed")));
-        }
-        t.call_in_slot(slot, bound, etcd_client::Client::kv_client, |mut c| {
-            let txn = txn.clone();
-            async move { c.txn(txn).await }
-        })
-        .await
-    });
-    pending.txn = Some(h);
-    // The bound limits the request itself (the transport retries until
-    // then); a cancel stops only our wait for it.
-    let out = {
-        let Some(h) = pending.txn.as_mut() else {
-            unreachable!()
-        };
-        tokio::select! {
-            biased;
-            r = h => Some(r),
-            _ = cancel.cancelled() => None,
-        }
-    };
-    let r = match out {
-        Some(joined) => {
-            pending.txn = None;
-            let Answer {
-                result: r,
-                uncertain,
-            } = joined;
-            pending.uncertain |= uncertain;
-            if let Ok(resp) = &r {
-                pending.revs = created_revisions(resp, &pending.key);
-            }
-            r
-        }
-        None => Err(cancelled(name)),
-    };
-    if r.is_err() {
-        // Whatever happened, no key of ours may stay behind: delete it (after
-        // the Txn's outcome is known) before answering.
-        pending_abandon(pending).await;
-    }
-    r
 }
 
 /// One key's entry in [`Cleanups`], ended when the delete is done (or the

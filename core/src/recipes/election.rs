@@ -12,11 +12,11 @@ use std::time::Duration;
 use etcd_client::{EventType, GetOptions, SortOrder, SortTarget, WatchOptions};
 
 use crate::client::Client;
-use crate::engine::pipeline;
+use crate::engine::pipeline::{acquire, Recipe, Request};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::meta::LockKind;
-use crate::names::{is_direct_child, show, validate_name, Mode};
+use crate::names::{is_direct_child, show, validate_name};
 use crate::options::LockOptions;
 use crate::records::Leader;
 
@@ -60,13 +60,11 @@ pub(crate) async fn campaign(
     value: impl AsRef<[u8]>,
     opts: LockOptions,
 ) -> Result<Leadership> {
-    let mode = if opts.timeout == Some(Duration::ZERO) {
-        Mode::Once
-    } else {
-        Mode::Wait
+    let req = Request {
+        value: Some(value.as_ref()),
+        ..Request::new(name, opts, Recipe::Lock(LockKind::Election))
     };
-    let value = Some(value.as_ref());
-    let guard = pipeline::acquire_n(client, name, opts, mode, value, 1, LockKind::Election).await?;
+    let guard = acquire(client, req).await?;
     Ok(Leadership { guard })
 }
 

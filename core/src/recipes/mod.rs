@@ -24,6 +24,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use crate::client::Client;
+use crate::engine::pipeline::{acquire, Recipe, Request};
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::options::LockOptions;
@@ -50,7 +51,10 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn lock<'a>(&'a self, name: &'a str) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        mutex::lock_with(self, name, LockOptions::default())
+        acquire(
+            self,
+            Request::new(name, LockOptions::default(), Recipe::MUTEX),
+        )
     }
 
     /// [`Client::lock`] with a timeout and/or a cancellation token. A timeout
@@ -61,7 +65,7 @@ impl Client {
         name: &'a str,
         opts: LockOptions,
     ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        mutex::lock_with(self, name, opts)
+        acquire(self, Request::new(name, opts, Recipe::MUTEX))
     }
 
     /// Take the lock if it is free; `WouldBlock` if someone holds it or waits for
@@ -71,7 +75,10 @@ impl Client {
         &'a self,
         name: &'a str,
     ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        mutex::try_lock_with(self, name, LockOptions::default())
+        acquire(
+            self,
+            Request::trying(name, LockOptions::default(), Recipe::MUTEX),
+        )
     }
 
     /// [`Client::try_lock`] with acquisition options (`lock_delay`,
@@ -82,7 +89,7 @@ impl Client {
         name: &'a str,
         opts: LockOptions,
     ) -> impl Future<Output = Result<Guard>> + Send + 'a {
-        mutex::try_lock_with(self, name, opts)
+        acquire(self, Request::trying(name, opts, Recipe::MUTEX))
     }
 
     /// Take the read side of the read-write lock `name`: shared with other
@@ -90,7 +97,7 @@ impl Client {
     /// write side). Waits (FIFO) as [`Client::lock_with`]; timeout zero is one
     /// try that writes nothing while a writer holds or waits.
     pub async fn read_lock(&self, name: &str, opts: LockOptions) -> Result<Guard> {
-        rwlock::read_lock(self, name, opts).await
+        acquire(self, Request::new(name, opts, Recipe::Reader)).await
     }
 
     /// Take one of `permits` permits of the semaphore `name`, waiting (FIFO)

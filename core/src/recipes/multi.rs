@@ -17,8 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
+use crate::engine::admission::deadline_of;
+use crate::engine::pipeline::{run_detached, Retry};
 use crate::engine::queue::{kvs, more, revision, Queue};
-use crate::engine::wait::{self, cancelled, timeout_because, timeout_err, Pending};
+use crate::engine::wait::{timeout_err, Pending};
 use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::{owner_info, validate_name, Mode};
@@ -179,11 +181,11 @@ pub(crate) async fn lock_many_counted(
 ) -> Result<MultiGuard> {
     check_many(names, &opts)?;
     client.check_open()?;
+    // The pipeline's steps (pipeline.rs), with no admission: the names'
+    // keys go in at once, in one Txn.
     let once = opts.timeout == Some(Duration::ZERO);
-    let deadline = opts
-        .timeout
-        .filter(|t| !t.is_zero())
-        .and_then(|t| Instant::now().checked_add(t));
+    let mode = if once { Mode::Once } else { Mode::Wait };
+    let deadline = deadline_of(mode, opts.timeout);
     let bound = if once {
         client.request_bound()
     } else {
@@ -196,32 +198,29 @@ pub(crate) async fn lock_many_counted(
         .map(|c| c.child_token())
         .unwrap_or_default();
     let label = names.join(",");
-    let session = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return Err(cancelled(&label)),
-        s = client.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(&label, opts.timeout, &e) } else { e })?,
-    };
-    let keys: Vec<Vec<u8>> = names
-        .iter()
-        .map(|n| session.reserve_key(&crate::engine::keys::prefix(client, n)))
-        .collect();
-    let mut pending = Pending::new(client, &session, keys[0].clone());
-    pending.extra = keys[1..].to_vec();
+    let acq = Acquisition::new(client, &label, mode, bound, opts.timeout, &cancel);
     // With the puts, read each prefix's three newest keys (as the mutex's
     // own Txn does), so a name whose queue the read tells needs no second
     // round trip; only while the Txn stays within etcd's default
     // --max-txn-ops (two ops per name).
-    let with_reads = 2 * keys.len() <= MAX_MULTI;
-    let txn = many_txn(client, names, &keys, session.lease, with_reads);
-    let resp = wait::run_detached(client, &mut pending, txn, &label, bound, &cancel)
-        .await
-        .map_err(|e| {
-            if e.code() == ErrorCode::Timeout {
-                timeout_because(&label, opts.timeout, &e)
-            } else {
-                e
-            }
-        })?;
+    let with_reads = 2 * names.len() <= MAX_MULTI;
+    let mut retry = Retry::default();
+    let (session, keys, pending, resp) = loop {
+        let session = acq.session().await?;
+        let keys: Vec<Vec<u8>> = names
+            .iter()
+            .map(|n| session.reserve_key(&crate::engine::keys::prefix(client, n)))
+            .collect();
+        let mut pending = Pending::new(client, &session, keys[0].clone());
+        pending.extra = keys[1..].to_vec();
+        let txn = many_txn(client, names, &keys, session.lease, with_reads);
+        let r = run_detached(client, &mut pending, txn, &label, bound, &cancel)
+            .await
+            .map_err(|e| acq.bounded(e));
+        if let Some(r) = retry.after(&acq, &session, 0, r) {
+            break (session, keys, pending, r?);
+        }
+    };
     if !resp.succeeded() {
         pending.abandon().await;
         return Err(Error::new(

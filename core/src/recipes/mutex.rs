@@ -4,44 +4,11 @@
 //! the lowest create_revision holds the lock; everyone else waits for the key
 //! created just before its own to be deleted.
 
-use std::future::Future;
-use std::time::Duration;
-
 use crate::client::Client;
-use crate::engine::pipeline::acquire_n;
+use crate::engine::pipeline::{acquire, Recipe, Request};
 use crate::error::Result;
 use crate::guard::Guard;
-use crate::meta::LockKind;
-use crate::names::Mode;
 use crate::options::LockOptions;
-
-/// The body of [`Client::lock_with`].
-pub(crate) fn lock_with<'a>(
-    client: &'a Client,
-    name: &'a str,
-    opts: LockOptions,
-) -> impl Future<Output = Result<Guard>> + Send + 'a {
-    let mode = if opts.timeout == Some(Duration::ZERO) {
-        Mode::Once
-    } else {
-        Mode::Wait
-    };
-    acquire_n(client, name, opts, mode, None, 1, LockKind::Mutex)
-}
-
-/// The body of [`Client::try_lock_with`].
-pub(crate) fn try_lock_with<'a>(
-    client: &'a Client,
-    name: &'a str,
-    opts: LockOptions,
-) -> impl Future<Output = Result<Guard>> + Send + 'a {
-    let opts = LockOptions {
-        timeout: None,
-        cancel: None,
-        ..opts
-    };
-    acquire_n(client, name, opts, Mode::Try, None, 1, LockKind::Mutex)
-}
 
 /// A mutex as a value: the lock `name` of a client, the way Go's
 /// `concurrency.NewMutex(session, pfx)` is. Cheap to clone; each call queues
@@ -68,11 +35,15 @@ impl Mutex {
 
     /// Take it: [`Client::lock_with`].
     pub async fn lock(&self, opts: LockOptions) -> Result<Guard> {
-        lock_with(&self.client, &self.name, opts).await
+        acquire(&self.client, Request::new(&self.name, opts, Recipe::MUTEX)).await
     }
 
     /// One try: [`Client::try_lock_with`].
     pub async fn try_lock(&self, opts: LockOptions) -> Result<Guard> {
-        try_lock_with(&self.client, &self.name, opts).await
+        acquire(
+            &self.client,
+            Request::trying(&self.name, opts, Recipe::MUTEX),
+        )
+        .await
     }
 }

@@ -6,21 +6,21 @@
 //! readers overlap, and a writer queued behind readers gets in before any
 //! reader that came after it (FIFO: a stream of readers cannot starve a writer).
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use etcd_client::{GetOptions, SortOrder, SortTarget, Txn, TxnOp};
 
 use crate::client::Client;
-use crate::engine::acquisition::{created_at, put_if_absent, Acquisition};
-use crate::engine::pipeline;
+use crate::engine::acquisition::{created_at, put_if_absent, vanished, Acquisition};
+use crate::engine::pipeline::{acquire, run_detached, Recipe, Request};
 use crate::engine::queue::{kvs, revision};
 use crate::engine::rule::{Rule, Turn};
-use crate::engine::wait::{self, cancelled, timeout_because, timeout_err, Pending};
+use crate::engine::wait::{timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
-use crate::names::{is_direct_child, owner_info, show, validate_name, Mode};
+use crate::names::{is_direct_child, owner_info, show, Mode};
 use crate::options::LockOptions;
-use crate::transport::Bound;
+use crate::session::Session;
 
 /// The mark at the end of a reader's key.
 const READER: &str = "-r";
@@ -29,94 +29,39 @@ fn is_writer(prefix: &[u8], key: &[u8]) -> bool {
     is_direct_child(prefix, key) && !key.ends_with(READER.as_bytes())
 }
 
-/// The body of [`Client::read_lock`].
-pub(crate) async fn read_lock(client: &Client, name: &str, opts: LockOptions) -> Result<Guard> {
-    opts.validate()?;
-    if opts.lock_delay.is_some_and(|d| !d.is_zero()) {
-        return Err(Error::invalid(
-            "lock_delay applies to locks and elections, not to read locks",
-        ));
-    }
-    let m = client.inner.metrics.acquiring();
-    let _meta = client.meta_wait(name, crate::meta::LockKind::RwLock, &opts.metadata);
-    let lease_time = opts.lease_time;
-    let r = Box::pin(read_lock_counted(client, name, opts)).await;
-    m.finish(&r);
-    if let (Ok(g), Some(t)) = (&r, lease_time) {
-        g.expire_after(t);
-    }
-    r
-}
-
-pub(crate) async fn read_lock_counted(
-    client: &Client,
-    name: &str,
-    opts: LockOptions,
-) -> Result<Guard> {
-    validate_name(name)?;
-    client.check_open()?;
-    let once = opts.timeout == Some(Duration::ZERO);
-    let deadline = if once {
-        None
-    } else {
-        opts.timeout
-            .and_then(|t| std::time::Instant::now().checked_add(t))
-    };
-    let bound = if once {
-        client.request_bound()
-    } else {
-        Bound::Wait(deadline)
-    };
-    let timeout = opts.timeout;
-    let cancel = opts.cancel.unwrap_or_default();
-    let prefix = crate::engine::keys::prefix(client, name);
-    let ctx = |e: Error| e.context(format!("read lock {}", show(name)));
-    if once
-        && newest_writer(client, &prefix, None)
+impl Acquisition<'_> {
+    /// The read side on `session` (the pipeline's step for
+    /// [`Recipe::Reader`](crate::engine::pipeline::Recipe)): queue a reader
+    /// key, then wait by the readers' rule. One try writes nothing while a
+    /// writer holds or waits.
+    pub(crate) async fn read(&self, session: &Arc<Session>) -> Result<Guard> {
+        let (client, name, prefix) = (self.client, self.name, &self.prefix);
+        if self.mode != Mode::Wait
+            && newest_writer(client, prefix, None)
+                .await
+                .map_err(|e| self.ctx(e))?
+                .0
+                .is_some()
+        {
+            return Err(timeout_err(name, self.timeout));
+        }
+        let key = session.reserve_key_marked(prefix, READER);
+        let mut pending = Pending::new(client, session, key.clone());
+        let txn = put_if_absent(&key, owner_info(), session.lease);
+        let resp = run_detached(client, &mut pending, txn, name, self.bound, self.cancel).await;
+        self.queued();
+        let resp = resp.map_err(|e| self.bounded(e))?;
+        let my_rev = created_at(&resp).ok_or_else(vanished)?;
+        let rule = Readers {
+            client,
+            name,
+            prefix,
+            key: &key,
+            my_rev,
+        };
+        self.wait_by(session, pending, my_rev, &rule, "reader")
             .await
-            .map_err(ctx)?
-            .0
-            .is_some()
-    {
-        return Err(timeout_err(name, timeout));
     }
-    let _place = if once {
-        None
-    } else {
-        Some(pipeline::enter_window(client, name, deadline, timeout, &cancel).await?)
-    };
-    let session = tokio::select! {
-        biased;
-        _ = cancel.cancelled() => return Err(cancelled(name)),
-        s = client.session_by(bound) => s.map_err(|e| if e.code() == ErrorCode::Timeout { timeout_because(name, timeout, &e) } else { ctx(e) })?,
-    };
-    let key = session.reserve_key_marked(&prefix, READER);
-    let mut pending = Pending::new(client, &session, key.clone());
-    let txn = put_if_absent(&key, owner_info(), session.lease);
-    let resp = wait::run_detached(client, &mut pending, txn, name, bound, &cancel)
-        .await
-        .map_err(|e| {
-            if e.code() == ErrorCode::Timeout {
-                timeout_because(name, timeout, &e)
-            } else {
-                ctx(e)
-            }
-        })?;
-    let my_rev = created_at(&resp).unwrap_or(0);
-    let mode = if once { Mode::Once } else { Mode::Wait };
-    let acq = Acquisition {
-        what: "read lock",
-        ..Acquisition::new(client, name, mode, bound, timeout, &cancel)
-    };
-    let rule = Readers {
-        client,
-        name,
-        prefix: &prefix,
-        key: &key,
-        my_rev,
-    };
-    acq.wait_by(&session, pending, my_rev, &rule, "reader")
-        .await
 }
 
 /// The newest writer key older than ours (or the newest at all, without
@@ -214,11 +159,11 @@ impl RwLock {
 
     /// The read side: [`Client::read_lock`].
     pub async fn read(&self, opts: LockOptions) -> Result<Guard> {
-        read_lock(&self.client, &self.name, opts).await
+        acquire(&self.client, Request::new(&self.name, opts, Recipe::Reader)).await
     }
 
     /// The write side: [`Client::lock_with`] on the same name.
     pub async fn write(&self, opts: LockOptions) -> Result<Guard> {
-        crate::recipes::mutex::lock_with(&self.client, &self.name, opts).await
+        acquire(&self.client, Request::new(&self.name, opts, Recipe::MUTEX)).await
     }
 }

@@ -8,16 +8,15 @@
 //! `InvalidArgument` rather than joining a queue run by other rules.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget, Txn, TxnOp};
 
 use crate::client::Client;
-use crate::engine::acquisition::{created_at, put_if_absent, Acquisition};
-use crate::engine::pipeline;
+use crate::engine::acquisition::{created_at, put_if_absent, vanished, Acquisition};
+use crate::engine::pipeline::{acquire, run_detached, Recipe, Request};
 use crate::engine::queue::{kvs, revision};
 use crate::engine::rule::{Rule, Turn};
-use crate::engine::wait::{self, timeout_because, timeout_err, Pending};
+use crate::engine::wait::{timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::guard::Guard;
 use crate::names::{is_direct_child, show, KeyInfo, Mode};
@@ -52,21 +51,12 @@ pub(crate) async fn acquire_permit(
             "permits must be between 1 and {MAX_PERMITS}, got {permits}"
         )));
     }
-    let mode = if opts.timeout == Some(Duration::ZERO) {
-        Mode::Once
-    } else {
-        Mode::Wait
+    // With one permit this is the mutex (and takes a lock-delay as it does).
+    let recipe = match permits {
+        1 => Recipe::Lock(crate::meta::LockKind::Semaphore),
+        n => Recipe::Permits(n),
     };
-    pipeline::acquire_n(
-        client,
-        name,
-        opts,
-        mode,
-        None,
-        permits,
-        crate::meta::LockKind::Semaphore,
-    )
-    .await
+    acquire(client, Request::new(name, opts, recipe)).await
 }
 
 /// The older keys around ours, newest first, at most `permits` of them.
@@ -165,7 +155,7 @@ impl Acquisition<'_> {
         let mut pending = Pending::new(client, session, key.clone());
         let value = KeyInfo::permit_value(permits);
         let txn = put_if_absent(&key, value, session.lease);
-        let resp = wait::run_detached(client, &mut pending, txn, name, bound, cancel).await;
+        let resp = run_detached(client, &mut pending, txn, name, bound, cancel).await;
         self.queued();
         let resp = resp.map_err(|e| {
             if e.code() == ErrorCode::Timeout {
@@ -175,10 +165,7 @@ impl Acquisition<'_> {
             }
         })?;
         let Some(my_rev) = created_at(&resp) else {
-            return Err(Error::lost(
-                LossReason::LeaseExpired,
-                "requested lease not found: our key vanished while queueing",
-            ));
+            return Err(vanished());
         };
         let rule = Permits {
             client,
