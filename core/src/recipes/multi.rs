@@ -42,6 +42,19 @@ impl MultiLossSignal {
     /// lost (losing any one lock is losing the hold), or `None` once every
     /// lock was released.
     pub async fn wait(&mut self) -> Option<(String, Loss)> {
+        // An end already known answers at once (a caller's zero timeout
+        // gives the tasks below no time to run).
+        let mut all_released = true;
+        for (name, signal) in &self.signals {
+            match signal.state() {
+                crate::GuardState::Lost(l) => return Some((name.clone(), l)),
+                crate::GuardState::Released => {}
+                crate::GuardState::Held => all_released = false,
+            }
+        }
+        if all_released {
+            return None;
+        }
         let mut set = tokio::task::JoinSet::new();
         for (name, signal) in &self.signals {
             let (name, mut signal) = (name.clone(), signal.clone());
