@@ -97,11 +97,15 @@ suite core "Rust core on the in-process etcd (ETCDLOCK_TEST_BACKEND=mem)" \
 suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
   cargo clippy --quiet --workspace --all-targets -- -D warnings
 # The bindings' benchmark entry points exist only with their bench feature
-# (never in a published artifact); lint them so they do not rot.
+# (never in a published artifact); lint them so they do not rot. The same
+# selection as the lint above (--workspace --all-targets) plus the four bench
+# features: every dependency then has the features it had there and is not
+# checked again; only the four crates (libs, bins, tests) are. Selecting the
+# four crates alone resolved other features (no dev-dependencies) and checked
+# 64 units again (tokio, hyper, tonic, etcd-client, etcdlock twice, ...).
 suite core "Rust lints of the benchmark builds (--features bench)" \
-  bash -c 'cargo clippy --quiet -p etcdlock-python -p etcdlock-node -p etcdlock-jni -p etcdlock-cli \
-    --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench,etcdlock-cli/bench -- -D warnings &&
-    cargo clippy --quiet -p etcdlock-cli --tests --features bench -- -D warnings'
+  cargo clippy --quiet --workspace --all-targets \
+    --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench,etcdlock-cli/bench -- -D warnings
 suite core "Rust formatting, core comments and shape (scripts/lint.sh: cargo fmt --all --check; no measured figures in core's comments; files <= 600 lines, core functions <= 120 lines, no import circle in core)" \
   bash scripts/lint.sh
 suite core "README code blocks: each one and what checks it (scripts/readme_blocks.py)" \
