@@ -25,12 +25,16 @@ class Capture(logging.Handler):
             self.records.append(record)
             self.cond.notify_all()
 
-    def wait_for(self, message: str, timeout: float = 10.0) -> logging.LogRecord:
+    def wait_for(self, message: str, lock: str, timeout: float = 10.0) -> logging.LogRecord:
+        """The first record of `message` about `lock`: records of other tests'
+        locks (a loss noticed late, a release in the background) may arrive
+        while this one runs, since logging is process-wide."""
         deadline = time.monotonic() + timeout
         with self.cond:
             while True:
                 for r in self.records:
-                    if r.getMessage().startswith(message):
+                    fields = getattr(r, "etcdlock", {})
+                    if r.getMessage().startswith(message) and fields.get("lock") == lock:
                         return r
                 left = deadline - time.monotonic()
                 assert left > 0, f"no record {message!r}; got {[r.getMessage() for r in self.records]}"
@@ -52,15 +56,15 @@ def test_acquire_release_and_loss_are_logged_with_fields(endpoints: List[str], n
         with etcdlock.Client(endpoints, ttl=5) as c:
             with c.lock(name) as g:
                 token = g.fencing_token
-            acquired = cap.wait_for("acquired")
+            acquired = cap.wait_for("acquired", name)
             assert acquired.levelno == logging.DEBUG and acquired.name == "etcdlock"
             assert acquired.etcdlock == {"lock": name, "fencing_token": str(token)}  # type: ignore[attr-defined]
-            released = cap.wait_for("released")
+            released = cap.wait_for("released", name)
             assert released.etcdlock["lock"] == name  # type: ignore[attr-defined]
             g2 = c.acquire(name)
             etcdctl(endpoints, "del", g2.key)
             assert g2.lost.wait(5)
-            lost = cap.wait_for("lock lost")
+            lost = cap.wait_for("lock lost", name)
             assert lost.levelno == logging.WARNING
             assert lost.etcdlock == {"lock": name, "reason": "KeyDeleted"}  # type: ignore[attr-defined]
     finally:
