@@ -17,9 +17,11 @@ use crate::session::Session;
 use crate::transport::{Bound, Transport};
 use crate::watch::WatchHub;
 
+pub(crate) mod cleanups;
 mod connect;
 mod metaflush;
 pub(crate) mod owners;
+pub(crate) mod window;
 
 pub(crate) struct Inner {
     pub(crate) transport: Arc<Transport>,
@@ -33,13 +35,13 @@ pub(crate) struct Inner {
     pub(crate) watch_held_keys: bool,
     pub(crate) session: AsyncMutex<Option<Arc<Session>>>,
     pub(crate) closed: CancellationToken,
-    pub(crate) windows: crate::engine::window::Windows,
+    pub(crate) windows: crate::client::window::Windows,
     /// Acquisitions of this client between admission and their key queued
     /// in etcd (see `window::ADMITTED`).
     pub(crate) admissions: Arc<tokio::sync::Semaphore>,
     /// Holds taken with an owner (recipes/reentry.rs).
     pub(crate) reentry: owners::Owners,
-    pub(crate) cleanups: crate::engine::cleanups::Cleanups,
+    pub(crate) cleanups: Arc<crate::client::cleanups::Cleanups>,
     pub(crate) metrics: Arc<crate::metrics::Recorder>,
     pub(crate) meta: crate::meta::Book,
     pid: u32,
@@ -162,7 +164,7 @@ impl Client {
             session: AsyncMutex::new(None),
             closed,
             windows: Default::default(),
-            admissions: Arc::new(tokio::sync::Semaphore::new(crate::engine::window::ADMITTED)),
+            admissions: Arc::new(tokio::sync::Semaphore::new(crate::client::window::ADMITTED)),
             reentry: Default::default(),
             cleanups: Default::default(),
             meta: Default::default(),
@@ -511,7 +513,7 @@ impl Client {
     /// wait time, waiters and holds now, hold time, losses by reason, and the
     /// keep-alive's last round trip (see [`crate::Metrics`]). A few atomic
     /// loads: cheap enough to poll.
-    pub fn metrics(&self) -> crate::Metrics {
+    pub fn metrics(&self) -> crate::metrics::Metrics {
         let mut m = self.inner.metrics.snapshot();
         m.member_failures = self.inner.transport.member_failures.load(Ordering::Relaxed);
         m

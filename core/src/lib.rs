@@ -47,8 +47,8 @@ mod session;
 mod transport;
 mod watch;
 
+pub use client::window::WINDOW as QUEUED_PER_CLIENT;
 pub use client::Client;
-pub use engine::window::WINDOW as QUEUED_PER_CLIENT;
 pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};
 pub use meta::{set_language, LockKind, META_PREFIX};

@@ -198,7 +198,7 @@ mod tests {
         );
     }
     use super::*;
-    use crate::ErrorCode;
+    use crate::error::ErrorCode;
 
     #[test]
     fn only_direct_children_are_contenders() {

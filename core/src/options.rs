@@ -415,7 +415,7 @@ fn check_span(what: &str, d: Option<Duration>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorCode;
+    use crate::error::ErrorCode;
 
     fn invalid(r: Result<()>) -> bool {
         r.is_err_and(|e| e.code() == ErrorCode::InvalidArgument)

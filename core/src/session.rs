@@ -355,7 +355,7 @@ impl Session {
 
     /// Never make `key` again in this session: a plain delete of it may still
     /// reach etcd (an attempt whose outcome we never learnt,
-    /// [`crate::engine::keys::delete_incarnation`]). A new session has a new lease,
+    /// [`crate::guard::keys::delete_incarnation`]). A new session has a new lease,
     /// and with it new key names. One entry per such delete, which only a
     /// failing or hung member causes.
     pub(crate) fn retire_key(&self, key: &[u8]) {

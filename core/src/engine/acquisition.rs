@@ -19,10 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
 use crate::engine::delay::{self, put_record, Gate, Records};
-use crate::engine::keys::OwnWatch;
 use crate::engine::queue::{kvs, more, revision, Queue, OLDER_READ};
 use crate::engine::wait::{timeout_because, timeout_err, Pending};
 use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::guard::keys::OwnWatch;
 use crate::guard::{Grant, Guard};
 use crate::names::{prefix_end, show, Mode};
 use crate::poison::Locked;
@@ -164,15 +164,17 @@ impl<'a> Acquisition<'a> {
                 // the delete, which goes on in the background after that, and
                 // this client's own try waits for it: no ghost, no overrun
                 // of the caller's bound when etcd is slow).
-                let ticket =
-                    crate::engine::wait::CleanupTicket::new(self.client, guard.key_bytes());
+                let ticket = crate::client::cleanups::CleanupTicket::new(
+                    &self.client.inner.cleanups,
+                    guard.key_bytes(),
+                );
                 let (tx, rx) = tokio::sync::oneshot::channel::<()>();
                 self.client.inner.handle.spawn(async move {
                     let _ = guard.unlock().await;
                     drop(ticket);
                     let _ = tx.send(());
                 });
-                let _ = tokio::time::timeout(crate::engine::cleanups::CLEANUP_GRACE, rx).await;
+                let _ = tokio::time::timeout(crate::client::cleanups::CLEANUP_GRACE, rx).await;
                 Err(e)
             }
         }
@@ -366,7 +368,7 @@ pub(crate) fn queue_txn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ClientOptions;
+    use crate::options::ClientOptions;
 
     /// A client that never connects: these tests send nothing.
     async fn offline(namespace: Option<&str>) -> Client {
@@ -441,9 +443,9 @@ mod tests {
     #[tokio::test]
     async fn permit_counts_and_a_lock_delay_on_permits_are_refused_before_any_request() {
         let c = offline(None).await;
-        for permits in [0, crate::MAX_PERMITS + 1] {
+        for permits in [0, crate::recipes::semaphore::MAX_PERMITS + 1] {
             let e = c
-                .acquire_permit("pool", permits, crate::LockOptions::default())
+                .acquire_permit("pool", permits, crate::options::LockOptions::default())
                 .await
                 .unwrap_err();
             assert_eq!(e.code(), ErrorCode::InvalidArgument, "{e}");
@@ -452,7 +454,7 @@ mod tests {
                 "{e}"
             );
         }
-        let delayed = crate::LockOptions {
+        let delayed = crate::options::LockOptions {
             lock_delay: Some(Duration::from_secs(1)),
             ..Default::default()
         };

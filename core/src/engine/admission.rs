@@ -1,6 +1,6 @@
 //! Admission into the client: an acquisition that waits first takes its
 //! place in this client's local queue for the name (window.rs), then one of
-//! [`ADMITTED`](crate::engine::window::ADMITTED) admissions (the
+//! [`ADMITTED`](crate::client::window::ADMITTED) admissions (the
 //! acquisitions in flight toward etcd), within the call's deadline, cancel
 //! and close. A try is bounded by the request timeout here too. The
 //! admission is given back once the call's key is queued in etcd
@@ -23,7 +23,7 @@ pub(crate) struct Admitted {
     /// When a wait gives up (`None`: never, or not a wait).
     pub(crate) deadline: Option<Instant>,
     /// Its place in this client's local queue for the name (a wait).
-    pub(crate) place: Option<crate::engine::window::Place>,
+    pub(crate) place: Option<crate::client::window::Place>,
     /// Its admission, given back once its key is queued in etcd.
     pub(crate) permit: tokio::sync::OwnedSemaphorePermit,
 }
@@ -40,7 +40,7 @@ pub(crate) fn deadline_of(mode: Mode, timeout: Option<Duration>) -> Option<Insta
 
 /// Let an acquisition of `name` in: its place in this client's local
 /// queue for the name when it waits (window.rs), then one of
-/// [`ADMITTED`](crate::engine::window::ADMITTED) admissions, within the call's deadline, cancel and close.
+/// [`ADMITTED`](crate::client::window::ADMITTED) admissions, within the call's deadline, cancel and close.
 pub(crate) async fn admit(
     client: &Client,
     name: &str,
@@ -93,7 +93,7 @@ pub(crate) async fn admit(
     })
 }
 
-/// Wait for one of [`ADMITTED`](crate::engine::window::ADMITTED) admissions until `end`: a wait's own
+/// Wait for one of [`ADMITTED`](crate::client::window::ADMITTED) admissions until `end`: a wait's own
 /// deadline (`Timeout`), or a try's request timeout (`Unavailable`: the
 /// admitted calls may all be waiting for an etcd that does not answer).
 pub(crate) async fn wait_admission(
@@ -139,8 +139,8 @@ pub(crate) async fn enter_window(
     deadline: Option<Instant>,
     timeout: Option<Duration>,
     cancel: &CancellationToken,
-) -> Result<crate::engine::window::Place> {
-    use crate::engine::window::NoPlace;
+) -> Result<crate::client::window::Place> {
+    use crate::client::window::NoPlace;
     client
         .inner
         .windows

@@ -30,12 +30,12 @@ use etcd_client::{Compare, CompareOp, GetOptions, PutOptions, Txn, TxnOp};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::engine::keys::why_deleted;
 use crate::engine::queue::{kvs, revision};
 use crate::engine::wait::{cancelled, closed_err, hold_ended, timeout_err};
 use crate::engine::waiter::{key_deleted, wait_out, Driver, Stop, Turn};
 use crate::engine::waiter::{Interrupt, Own, WaitEnds};
 use crate::error::{Error, ErrorCode, Result};
+use crate::guard::keys::why_deleted;
 use crate::guard::Guard;
 use crate::names::{is_direct_child, lost_err, owner_info, show, Mode, RECORD_MARK};
 use crate::transport::Bound;

@@ -24,7 +24,6 @@
 
 pub(crate) mod acquisition;
 pub(crate) mod admission;
-pub(crate) mod cleanups;
 pub(crate) mod delay;
 pub(crate) mod keys;
 pub(crate) mod pipeline;
@@ -33,4 +32,3 @@ pub(crate) mod rule;
 pub(crate) mod turn;
 pub(crate) mod wait;
 pub(crate) mod waiter;
-pub(crate) mod window;

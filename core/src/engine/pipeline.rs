@@ -524,7 +524,7 @@ mod tests {
     /// address that never answers): nothing is sent to etcd.
     #[tokio::test]
     async fn a_waiters_futures_carry_no_request_inline() {
-        let mut o = crate::ClientOptions::new(["127.0.0.1:1"]);
+        let mut o = crate::options::ClientOptions::new(["127.0.0.1:1"]);
         o.lazy_connect = true;
         let c = Client::connect(o).await.unwrap();
         let opts = LockOptions::default();
@@ -544,7 +544,7 @@ mod tests {
             None,
             Vec::new(),
         );
-        let delete = crate::engine::keys::delete_incarnation(&c, &session, b"x/1", 1, &[], true);
+        let delete = crate::guard::keys::delete_incarnation(&c, &session, b"x/1", 1, &[], true);
         let (o, a, d) = (
             std::mem::size_of_val(&outer),
             ATTEMPTS.with(Cell::get),
@@ -567,7 +567,7 @@ mod tests {
     /// future itself, with no wrapper around it, and its waits are boxed.
     #[tokio::test]
     async fn a_pending_lock_call_is_small() {
-        let c = Client::connect(crate::ClientOptions::new(["mem://size"]))
+        let c = Client::connect(crate::options::ClientOptions::new(["mem://size"]))
             .await
             .unwrap();
         let o = LockOptions::default();

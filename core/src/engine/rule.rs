@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use crate::client::Client;
 use crate::engine::acquisition::Acquisition;
-use crate::engine::keys::why_deleted;
 use crate::engine::wait::{self, timeout_err, Pending};
 /// Rules name their turn in the engine's terms.
 pub(crate) use crate::engine::waiter::Turn;
@@ -20,6 +19,7 @@ use crate::engine::waiter::{
     any_deleted, drop_watches, wait_for, Driver, Own, OwnKey, Stop, WaitEnds, Waiter,
 };
 use crate::error::{ErrorCode, Result};
+use crate::guard::keys::why_deleted;
 use crate::guard::Guard;
 use crate::names::{lost_err, Mode};
 use crate::session::Session;

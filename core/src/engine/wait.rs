@@ -15,11 +15,11 @@ use std::time::Duration;
 
 use etcd_client::TxnResponse;
 
+use crate::client::cleanups::{CleanupTicket, CLEANUP_GRACE};
 use crate::client::Client;
-use crate::engine::cleanups::CLEANUP_GRACE;
-use crate::engine::keys::{delete_until_gone, why_deleted};
 use crate::engine::waiter::Interrupt;
 use crate::error::{Error, ErrorCode, LossReason};
+use crate::guard::keys::{delete_until_gone, why_deleted};
 use crate::names::{lost_err, show};
 use crate::session::{Loss, Session};
 use crate::transport::Answer;
@@ -107,7 +107,7 @@ impl Pending {
         let tickets: Vec<CleanupTicket> = extra
             .iter()
             .chain(std::iter::once(&key))
-            .map(|k| CleanupTicket::new(&client, k))
+            .map(|k| CleanupTicket::new(&client.inner.cleanups, k))
             .collect();
         async move {
             let _tickets = tickets;
@@ -263,35 +263,6 @@ pub(crate) async fn end_wait(
                 &format!("our {what} key was deleted while waiting"),
             )
         }
-    }
-}
-
-/// One key's entry in [`Cleanups`], ended when the delete is done (or the
-/// task that runs it is dropped).
-pub(crate) struct CleanupTicket {
-    client: Client,
-    prefix: Vec<u8>,
-}
-
-impl CleanupTicket {
-    pub(crate) fn new(client: &Client, key: &[u8]) -> CleanupTicket {
-        let end = key
-            .iter()
-            .rposition(|b| *b == b'/')
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        let prefix = key[..end].to_vec();
-        client.inner.cleanups.begin(&prefix);
-        CleanupTicket {
-            client: client.clone(),
-            prefix,
-        }
-    }
-}
-
-impl Drop for CleanupTicket {
-    fn drop(&mut self) {
-        self.client.inner.cleanups.end(&self.prefix);
     }
 }
 

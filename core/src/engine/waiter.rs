@@ -22,8 +22,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::Client;
-use crate::engine::keys::{OwnEvent, OwnKeyWatch};
 use crate::error::{Error, ErrorCode, Result};
+use crate::guard::keys::{OwnEvent, OwnKeyWatch};
 use crate::runtime::sleep_opt;
 use crate::session::{Loss, Session};
 use crate::watch::WatchEvent;

@@ -117,7 +117,7 @@ pub(crate) async fn guarded_all(guards: &[Guard], op: TxnOp) -> Result<TxnOpResp
             if !still {
                 // Ended at the latest now, earlier if the session's validity
                 // ran out first (the lease's expiry took the key).
-                g.shared.mark_lost(crate::engine::keys::loss_now(
+                g.shared.mark_lost(crate::guard::keys::loss_now(
                     &g.shared.session,
                     LossReason::KeyDeleted,
                 ));

@@ -19,15 +19,16 @@ use std::time::Instant;
 use tokio::sync::watch;
 
 use crate::client::Client;
-use crate::engine::keys::{
+use crate::error::{Error, ErrorCode, LossReason, Result};
+use crate::guard::keys::{
     delete_incarnation, delete_until_gone, loss_now, why_deleted, OwnKeyListener, OwnKeyWatch,
     OwnWatch,
 };
-use crate::error::{Error, ErrorCode, LossReason, Result};
 use crate::names::show;
 use crate::session::{Loss, OnLoss, Session};
 use crate::watch::Later;
 
+pub(crate) mod keys;
 mod loss;
 
 /// Where a guard stands.
@@ -274,13 +275,13 @@ impl Guard {
     /// again when one does (Redisson users ask for this, #4698). A hold that
     /// is failing is still held: this is the time to pause guarded work, not
     /// to assume the lock is gone. [`Guard::renewal_changes`] sees each change.
-    pub fn renewal(&self) -> crate::Renewal {
+    pub fn renewal(&self) -> crate::session::Renewal {
         self.shared.session.renewal()
     }
 
     /// Every change of [`Guard::renewal`] (Failing, then Ok on recovery), as a
     /// receiver that does not keep the guard alive; it ends with the session.
-    pub fn renewal_changes(&self) -> watch::Receiver<crate::Renewal> {
+    pub fn renewal_changes(&self) -> watch::Receiver<crate::session::Renewal> {
         self.shared.session.renewal_changes()
     }
 
@@ -454,7 +455,8 @@ impl Guard {
             }
             // This client's own try_lock on the name waits for the delete
             // (it never meets its own ghost), as after an abandoned wait.
-            let ticket = crate::engine::wait::CleanupTicket::new(&sh.client, &sh.key);
+            let ticket =
+                crate::client::cleanups::CleanupTicket::new(&sh.client.inner.cleanups, &sh.key);
             // Only if this ends the hold: an unlock that ended it first
             // deletes the key itself.
             if !sh.mark_lost(Loss {

@@ -285,7 +285,7 @@ impl Run {
             return None;
         }
         match r {
-            Err(e) if e.code() == crate::ErrorCode::Closed => None,
+            Err(e) if e.code() == crate::error::ErrorCode::Closed => None,
             r => Some(r),
         }
     }
@@ -350,7 +350,7 @@ impl Run {
             };
             match next {
                 Ok(l) => self.send(LeaderEvent::Leader(l)),
-                Err(e) if e.code() == crate::ErrorCode::Closed => {
+                Err(e) if e.code() == crate::error::ErrorCode::Closed => {
                     return std::future::pending().await
                 }
                 Err(_) => {

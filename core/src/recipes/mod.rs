@@ -28,11 +28,18 @@ use crate::engine::pipeline::{acquire, Recipe, Request};
 use crate::error::Result;
 use crate::guard::Guard;
 use crate::options::LockOptions;
+use crate::recipes::election::Leadership;
+use crate::recipes::election::Observer;
+use crate::recipes::leader::LeadOptions;
+use crate::recipes::leader::LeaderLoop;
+use crate::recipes::multi::MultiGuard;
+use crate::recipes::once::OnceHold;
+use crate::recipes::once::OnceRecord;
+use crate::recipes::sync::Barrier;
+use crate::recipes::sync::Latch;
 use crate::records::status;
-use crate::{
-    Barrier, Latch, LeadOptions, Leader, LeaderLoop, Leadership, MultiGuard, Observer, OnceHold,
-    OnceRecord, Status,
-};
+use crate::records::Leader;
+use crate::records::Status;
 
 /// Convenience calls on [`Client`]: each a one-line delegation.
 impl Client {

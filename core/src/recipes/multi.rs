@@ -34,7 +34,7 @@ pub const MAX_MULTI: usize = 128;
 /// The end of a multi-lock's hold, owned: see [`MultiGuard::lost_signal`].
 #[derive(Clone, Debug)]
 pub struct MultiLossSignal {
-    signals: Vec<(String, crate::LossSignal)>,
+    signals: Vec<(String, crate::guard::LossSignal)>,
 }
 
 impl MultiLossSignal {
@@ -47,9 +47,9 @@ impl MultiLossSignal {
         let mut all_released = true;
         for (name, signal) in &self.signals {
             match signal.state() {
-                crate::GuardState::Lost(l) => return Some((name.clone(), l)),
-                crate::GuardState::Released => {}
-                crate::GuardState::Held => all_released = false,
+                crate::guard::GuardState::Lost(l) => return Some((name.clone(), l)),
+                crate::guard::GuardState::Released => {}
+                crate::guard::GuardState::Held => all_released = false,
             }
         }
         if all_released {
@@ -113,16 +113,16 @@ impl MultiGuard {
     /// Whether the keep-alive renewal is failing now. Every lock of a
     /// multi-lock is held on one session, so this is each lock's
     /// [`Guard::renewal`].
-    pub fn renewal(&self) -> crate::Renewal {
+    pub fn renewal(&self) -> crate::session::Renewal {
         self.guards
             .first()
             .map(Guard::renewal)
-            .unwrap_or(crate::Renewal::Ok)
+            .unwrap_or(crate::session::Renewal::Ok)
     }
 
     /// Follow [`MultiGuard::renewal`]'s changes (the session's, as
     /// [`Guard::renewal_changes`]); `None` for a multi-lock of no lock.
-    pub fn renewal_changes(&self) -> Option<tokio::sync::watch::Receiver<crate::Renewal>> {
+    pub fn renewal_changes(&self) -> Option<tokio::sync::watch::Receiver<crate::session::Renewal>> {
         self.guards.first().map(Guard::renewal_changes)
     }
 
@@ -505,7 +505,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_bad_set_of_names_is_refused_before_any_request() {
-        let mut o = crate::ClientOptions::new(["127.0.0.1:1"]);
+        let mut o = crate::options::ClientOptions::new(["127.0.0.1:1"]);
         o.lazy_connect = true;
         let c = Client::connect(o).await.unwrap();
         let many: Vec<String> = (0..=MAX_MULTI).map(|i| format!("n{i}")).collect();

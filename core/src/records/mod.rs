@@ -27,8 +27,9 @@ use std::time::Duration;
 
 use serde::ser::{SerializeMap, Serializer};
 
+use crate::error::LossReason;
+use crate::meta::LockKind;
 use crate::metrics::{Acquisitions, WAIT_BUCKETS};
-use crate::{LockKind, LossReason};
 
 pub(crate) mod status;
 pub use status::{Contender, ContenderKind, Status};
@@ -121,7 +122,7 @@ pub(crate) fn histogram<S: Serializer>(
     s: S,
 ) -> Result<S::Ok, S::Error> {
     let mut m = s.serialize_map(Some(5))?;
-    for (r, counts) in crate::AcquireResult::ALL.iter().zip(h) {
+    for (r, counts) in crate::metrics::AcquireResult::ALL.iter().zip(h) {
         m.serialize_entry(r.name(), &counts[..])?;
     }
     m.end()
@@ -130,8 +131,10 @@ pub(crate) fn histogram<S: Serializer>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::metrics::Metrics;
     use crate::metrics::Recorder;
-    use crate::{Contender, ContenderKind, Metrics};
+    use crate::records::Contender;
+    use crate::records::ContenderKind;
     use serde_json::{json, Value};
 
     fn contender(kind: ContenderKind) -> Contender {

@@ -302,7 +302,7 @@ pub(crate) async fn list(client: &Client, prefix: &str) -> Result<Vec<Status>> {
         // also the meta records of a client whose namespace lies inside
         // this one's (`<inner ns>__etcdlock/meta/...`, seen from outside).
         let has = |mark: &str| k.windows(mark.len()).any(|w| w == mark.as_bytes());
-        if has(META_PREFIX) || has(crate::RECORD_MARK) {
+        if has(META_PREFIX) || has(crate::names::RECORD_MARK) {
             continue;
         }
         let Some(cut) = k.iter().rposition(|b| *b == b'/') else {

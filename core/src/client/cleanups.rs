@@ -60,3 +60,32 @@ impl Cleanups {
         }
     }
 }
+
+/// One key's entry in [`Cleanups`], ended when the delete is done (or the
+/// task that runs it is dropped).
+pub(crate) struct CleanupTicket {
+    cleanups: std::sync::Arc<Cleanups>,
+    prefix: Vec<u8>,
+}
+
+impl CleanupTicket {
+    pub(crate) fn new(cleanups: &std::sync::Arc<Cleanups>, key: &[u8]) -> CleanupTicket {
+        let end = key
+            .iter()
+            .rposition(|b| *b == b'/')
+            .map(|i| i + 1)
+            .unwrap_or(0);
+        let prefix = key[..end].to_vec();
+        cleanups.begin(&prefix);
+        CleanupTicket {
+            cleanups: cleanups.clone(),
+            prefix,
+        }
+    }
+}
+
+impl Drop for CleanupTicket {
+    fn drop(&mut self) {
+        self.cleanups.end(&self.prefix);
+    }
+}
