@@ -111,18 +111,8 @@ async fn earlier_copy_deleted(client: &Client, session: &Session) -> bool {
     if session.loss().is_some() {
         return false;
     }
-    let lease = session.lease;
-    let r = Box::pin(
-        client
-            .inner
-            .transport
-            .call_lease(client.request_bound(), |mut c| async move {
-                c.time_to_live(lease, None).await
-            }),
-    )
-    .await
-    .result;
-    matches!(r, Ok(ttl) if ttl.ttl() > 0)
+    let r = lease_ttl(client, session).await;
+    matches!(r, Ok(ttl) if ttl > 0)
 }
 
 /// The create_revision of our key as etcd has it now (None: absent).
@@ -205,13 +195,9 @@ pub(crate) async fn delete_until_gone(
     }
 }
 
-/// Why our key went away: if etcd no longer knows our lease it was revoked or
-/// expired (the keys of a lease go with it), and the whole session is lost;
-/// otherwise someone deleted the key itself.
-pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReason {
-    if let Some(l) = session.loss() {
-        return l.reason;
-    }
+/// Our session's lease's TTL as etcd has it now (one request, under the
+/// client's request bound): `<= 0` once etcd expired the lease.
+async fn lease_ttl(client: &Client, session: &Session) -> Result<i64> {
     let lease = session.lease;
     let r = Box::pin(
         client
@@ -223,8 +209,19 @@ pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReaso
     )
     .await
     .result;
+    r.map(|t| t.ttl())
+}
+
+/// Why our key went away: if etcd no longer knows our lease it was revoked or
+/// expired (the keys of a lease go with it), and the whole session is lost;
+/// otherwise someone deleted the key itself.
+pub(crate) async fn why_deleted(client: &Client, session: &Session) -> LossReason {
+    if let Some(l) = session.loss() {
+        return l.reason;
+    }
+    let r = lease_ttl(client, session).await;
     match r {
-        Ok(ttl) if ttl.ttl() <= 0 => {
+        Ok(ttl) if ttl <= 0 => {
             session.mark_lost(LossReason::LeaseExpired);
             LossReason::LeaseExpired
         }
