@@ -143,15 +143,17 @@ suite platforms "Java on Windows: a Windows JDK under Wine takes a lock (binding
   bash bindings-java/wine-check.sh
 suite flash "Cross-language flash sale, short mode" \
   scripts/flash_sale.sh --debug --short --require rust,cli,c,python,node,java
-suite dist "Installable artifacts (scripts/dist.sh) and their clean-room install (scripts/cleanroom.sh)" \
-  dist_suite
 # The documentation site: pages, diagrams, charts and every language's API
 # reference built into target/site/ (strict: a broken link fails), then read in
 # headless Chromium (links, anchors, console errors, images, search;
 # screenshots in target/site-check/). The pages' code blocks run in the
-# language suites above (scripts/readme_blocks.py lists them).
+# language suites above (scripts/readme_blocks.py lists them). It runs before
+# the dist suite: that one waits for the background build first, and the site
+# is built in that time instead of after it.
 suite docs "Documentation site (scripts/docs.sh: build into target/site/, check in headless Chromium)" \
   bash scripts/docs.sh
+suite dist "Installable artifacts (scripts/dist.sh) and their clean-room install (scripts/cleanroom.sh)" \
+  dist_suite
 
 echo
 echo "==== summary"

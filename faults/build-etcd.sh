@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# Build etcd VERSION (and etcdctl) from the Go module proxy, once: cached in
-# ${ETCDLOCK_ETCD_CACHE:-~/.cache/etcdlock-etcd}/v<VERSION>/{etcd,etcdctl}.
+# Build etcd VERSION from the Go module proxy, once: cached in
+# ${ETCDLOCK_ETCD_CACHE:-~/.cache/etcdlock-etcd}/v<VERSION>/etcd, and its
+# etcdctl beside it when asked for (`with-etcdctl`: faults/compat.sh runs that
+# version's etcdctl; the fault suite's upgrade scenarios run only the server,
+# and building etcdctl too cost CPU the suite's other builds need).
 # Prints the directory. Used by faults/test.sh and faults/compat.sh.
 #
-#   faults/build-etcd.sh 3.6.16
+#   faults/build-etcd.sh 3.6.16 [with-etcdctl]
 set -euo pipefail
-v="${1:?usage: build-etcd.sh VERSION}"
+v="${1:?usage: build-etcd.sh VERSION [with-etcdctl]}"
+tools=(etcd)
+[ "${2:-}" = with-etcdctl ] && tools+=(etcdctl)
 out="${ETCDLOCK_ETCD_CACHE:-$HOME/.cache/etcdlock-etcd}/v$v"
-if ! { [ -x "$out/etcd" ] && [ -x "$out/etcdctl" ]; }; then
+missing=()
+for t in "${tools[@]}"; do [ -x "$out/$t" ] || missing+=("$t"); done
+if [ "${#missing[@]}" -gt 0 ]; then
   command -v go >/dev/null || { echo "go is needed to build etcd $v" >&2; exit 1; }
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
   (
     cd "$work"
     go mod init etcdlock-etcd-build >/dev/null 2>&1
-    GOFLAGS=-mod=mod go get "go.etcd.io/etcd/server/v3@v$v" "go.etcd.io/etcd/etcdctl/v3@v$v" >/dev/null 2>&1
     mkdir -p "$out"
-    GOFLAGS=-mod=mod go build -o "$out/etcd.tmp" go.etcd.io/etcd/server/v3
-    GOFLAGS=-mod=mod go build -o "$out/etcdctl.tmp" go.etcd.io/etcd/etcdctl/v3
-    mv "$out/etcd.tmp" "$out/etcd"
-    mv "$out/etcdctl.tmp" "$out/etcdctl"
+    for t in "${missing[@]}"; do
+      case "$t" in etcd) pkg=go.etcd.io/etcd/server/v3 ;; etcdctl) pkg=go.etcd.io/etcd/etcdctl/v3 ;; esac
+      GOFLAGS=-mod=mod go get "$pkg@v$v" >/dev/null 2>&1
+      GOFLAGS=-mod=mod go build -o "$out/$t.tmp" "$pkg"
+      mv "$out/$t.tmp" "$out/$t"
+    done
   ) >&2
 fi
 echo "$out"

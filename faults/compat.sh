@@ -15,7 +15,7 @@ suites="${COMPAT_SUITES:-core faults}"
 cache="${ETCDLOCK_ETCD_CACHE:-$HOME/.cache/etcdlock-etcd}"
 
 build_etcd() {
-  "$here/build-etcd.sh" "$1" >/dev/null
+  "$here/build-etcd.sh" "$1" with-etcdctl >/dev/null
 }
 
 cd "$root"

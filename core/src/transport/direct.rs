@@ -238,11 +238,7 @@ impl Shared {
         .await
         .map_err(|_| format!("connecting to {} timed out", self.authority))??;
         tcp.set_nodelay(true)?;
-        let tcp = AckWithNext {
-            io: tcp,
-            held: false,
-            flush_by: Box::pin(tokio::time::sleep(ACK_HOLD)),
-        };
+        let tcp = AckWithNext::new(tcp);
         let handshake = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONN_WINDOW)
@@ -467,20 +463,13 @@ mod tests {
     /// A WINDOW_UPDATE frame on stream 0.
     const OTHER: [u8; 13] = [0, 0, 4, 8, 0, 0, 0, 0, 0, 0, 0, 1, 0];
 
-    async fn pair() -> (AckWithNext, tokio::net::TcpStream) {
+    async fn pair(hold_for: Duration) -> (AckWithNext, tokio::net::TcpStream) {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let a = tokio::net::TcpStream::connect(l.local_addr().unwrap())
             .await
             .unwrap();
         let (b, _) = l.accept().await.unwrap();
-        (
-            AckWithNext {
-                io: a,
-                held: false,
-                flush_by: Box::pin(tokio::time::sleep(ACK_HOLD)),
-            },
-            b,
-        )
+        (AckWithNext::holding(a, hold_for), b)
     }
 
     fn poll_write(w: &mut AckWithNext, bufs: &[&[u8]]) -> Poll<usize> {
@@ -492,33 +481,29 @@ mod tests {
             .map(|r| r.unwrap())
     }
 
-    /// A lone PING ACK waits for the next write and leaves with it; an ACK
-    /// that nothing follows leaves alone once ACK_HOLD has passed.
-    #[tokio::test(start_paused = true)]
-    async fn a_ping_ack_waits_for_the_next_write_at_most_ack_hold() {
-        let (mut w, mut peer) = pair().await;
+    /// A lone PING ACK waits for the next write and leaves with it. The hold
+    /// here outlasts the test: nothing below depends on the clock.
+    #[tokio::test]
+    async fn a_ping_ack_waits_for_the_next_write() {
+        let (mut w, mut peer) = pair(Duration::from_secs(3600)).await;
         assert!(
             poll_write(&mut w, &[&ACK]).is_pending(),
             "a lone ACK is held"
         );
+        let due = w.flush_by.deadline();
         assert!(
             poll_write(&mut w, &[&ACK]).is_pending(),
             "and held again when h2 retries it"
+        );
+        assert_eq!(
+            w.flush_by.deadline(),
+            due,
+            "a retry does not move its due time"
         );
         // h2 retries with what it has buffered since: the ACK and the next frame.
         assert_eq!(poll_write(&mut w, &[&ACK, &OTHER]), Poll::Ready(30));
         let mut buf = [0u8; 64];
         assert_eq!(peer.read(&mut buf).await.unwrap(), 30);
-        // Nothing follows this one: it goes once ACK_HOLD has passed.
-        assert!(poll_write(&mut w, &[&ACK]).is_pending());
-        tokio::time::advance(ACK_HOLD - Duration::from_millis(1)).await;
-        assert!(
-            poll_write(&mut w, &[&ACK]).is_pending(),
-            "held until ACK_HOLD"
-        );
-        tokio::time::advance(Duration::from_millis(1)).await;
-        assert_eq!(poll_write(&mut w, &[&ACK]), Poll::Ready(17));
-        assert_eq!(peer.read(&mut buf).await.unwrap(), 17);
         // Other writes are never held, and plain writes are checked too.
         assert_eq!(poll_write(&mut w, &[&OTHER]), Poll::Ready(13));
         let waker = futures_util::task::noop_waker();
@@ -526,5 +511,26 @@ mod tests {
             .poll_write(&mut Context::from_waker(&waker), &ACK)
             .is_pending());
         w.write_all(&OTHER).await.unwrap();
+    }
+
+    /// An ACK that nothing follows is due to leave alone exactly its hold
+    /// after it was first held, and leaves then.
+    #[tokio::test]
+    async fn a_lone_ping_ack_leaves_when_its_hold_has_passed() {
+        let hold = Duration::from_millis(50);
+        let (mut w, mut peer) = pair(hold).await;
+        let before = tokio::time::Instant::now();
+        assert!(poll_write(&mut w, &[&ACK]).is_pending());
+        let after = tokio::time::Instant::now();
+        let due = w.flush_by.deadline();
+        assert!(
+            due >= before + hold && due <= after + hold,
+            "due {:?} after the write, the hold is {hold:?}",
+            due - before
+        );
+        tokio::time::sleep_until(due).await;
+        assert_eq!(poll_write(&mut w, &[&ACK]), Poll::Ready(17));
+        let mut buf = [0u8; 64];
+        assert_eq!(peer.read(&mut buf).await.unwrap(), 17);
     }
 }

@@ -17,21 +17,36 @@ pub(super) struct AckWithNext {
     pub(super) held: bool,
     /// Wakes the connection's task to write a held ACK that nothing took along.
     pub(super) flush_by: Pin<Box<tokio::time::Sleep>>,
+    /// How long a lone ACK is held: [`ACK_HOLD`] (tests choose their own).
+    pub(super) hold_for: Duration,
 }
 
 impl AckWithNext {
+    pub(super) fn new(io: tokio::net::TcpStream) -> Self {
+        Self::holding(io, ACK_HOLD)
+    }
+
+    pub(super) fn holding(io: tokio::net::TcpStream, hold_for: Duration) -> Self {
+        AckWithNext {
+            io,
+            held: false,
+            flush_by: Box::pin(tokio::time::sleep(hold_for)),
+            hold_for,
+        }
+    }
+
     /// A PING frame (type 6) with the ACK flag, on stream 0, 8 bytes of payload.
     pub(super) const PING_ACK: [u8; 9] = [0, 0, 8, 6, 1, 0, 0, 0, 0];
 
     /// Whether to hold this write back: a lone PING ACK, held for less than
-    /// [`ACK_HOLD`] so far. Any other write takes the held ACK along.
+    /// `hold_for` so far. Any other write takes the held ACK along.
     pub(super) fn hold(&mut self, lone_ack: bool, cx: &mut Context<'_>) -> bool {
         if lone_ack {
             if !self.held {
                 self.held = true;
                 self.flush_by
                     .as_mut()
-                    .reset(tokio::time::Instant::now() + ACK_HOLD);
+                    .reset(tokio::time::Instant::now() + self.hold_for);
             }
             if self.flush_by.as_mut().poll(cx).is_pending() {
                 return true;
