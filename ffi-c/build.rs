@@ -1,10 +1,10 @@
-//! Regenerates ../include/etcdlock.h from src/ (lib.rs and its modules) with cbindgen on every build.
-//! The header is committed; ffi-c/test.sh fails when it differs from a fresh one.
-use std::path::PathBuf;
+//! The library's link names: its SONAME (Linux) and install name (macOS).
+//! include/etcdlock.h is written by tools/cheader (`cargo run -p
+//! etcdlock-cheader`), not here: a build writes nothing outside its target
+//! directory, and ffi-c/test.sh checks the committed header.
 
 fn main() {
-    let dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    println!("cargo:rerun-if-changed=src");
+    println!("cargo:rerun-if-changed=build.rs");
     // The shared library's SONAME carries the major version, so programs record
     // NEEDED libetcdlock.so.<major> and a future incompatible major can be
     // installed next to this one (libetcdlock.so is the dev symlink).
@@ -21,19 +21,5 @@ fn main() {
     // it wherever it is installed (not the build machine's path).
     if os == "macos" {
         println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,@rpath/libetcdlock.dylib");
-    }
-    println!("cargo:rerun-if-changed=cbindgen.toml");
-    let config =
-        cbindgen::Config::from_file(dir.join("cbindgen.toml")).expect("ffi-c/cbindgen.toml");
-    let out = dir.join("..").join("include").join("etcdlock.h");
-    match cbindgen::Builder::new()
-        .with_crate(&dir)
-        .with_config(config)
-        .generate()
-    {
-        Ok(b) => {
-            b.write_to_file(out);
-        }
-        Err(e) => panic!("cbindgen failed to generate include/etcdlock.h: {e}"),
     }
 }
