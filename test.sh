@@ -25,13 +25,15 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,platforms,flash,dist,docs}
 passed=(); failed=()
 
-# The dist build starts now, in the background (the targets beyond glibc
-# Linux first, which the platform checks then find built), at the lowest CPU and I/O
+# The dist build starts now, in the background (glibc Linux first, which the
+# clean room needs, then the targets the platform checks find built), at the lowest CPU and I/O
 # priority (nice 19, idle I/O class): it uses the cores the suites below leave
 # idle while they wait on etcd (timeouts, TTLs, faults), and a suite that
-# wants a core gets it first. It builds under target/<triple>/dist and
-# target/dist, and cargo locks each build directory apart, so no suite's cargo
-# waits for it. The tools it needs are installed first, in the foreground (apt
+# wants a core gets it first. It builds under target/<triple>/cross and
+# target/cross (target/inspect for macOS), apart from target/debug, where the
+# suites build: only the platform checks, which build the same targets through
+# scripts/cross.sh, may wait for it (cargo builds in one directory at a time)
+# and then find their target built. The tools it needs are installed first, in the foreground (apt
 # must not run twice at once). The dist suite waits for it, then packs.
 dist_build_pid=""
 dist_build_log="$CARGO_TARGET_DIR/dist-build.log"

@@ -15,8 +15,7 @@
 #          x86_64-unknown-linux-gnu   aarch64-unknown-linux-gnu  (glibc 2.17 symbols)
 # PROFILE  a cargo profile (dist: what releases ship), or `fast`: what CI
 #          builds (./test.sh's platform checks, dist.sh --fast): `cross` (dev
-#          code generation, line tables for etcdlock's crates; `cross-glibc`,
-#          the same in directories of its own, for glibc Linux), `inspect` for
+#          code generation, line tables for etcdlock's crates), `inspect` for
 #          macOS (no debug info, whole-program LTO, which is what leaves a
 #          dylib exporting the C API only: zig's Mach-O linker ignores rustc's
 #          export list).
@@ -40,7 +39,7 @@ die() { echo "cross.sh: $*" >&2; exit 1; }
 
 resolve_profile() { # target profile
   if [ "$2" = fast ]; then
-    case "$1" in *-apple-darwin) echo inspect ;; *-linux-gnu) echo cross-glibc ;; *) echo cross ;; esac
+    case "$1" in *-apple-darwin) echo inspect ;; *) echo cross ;; esac
   else
     echo "$2"
   fi

@@ -66,7 +66,8 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 # x86_64 first: the man page and completions come from its CLI.
 ARCHES=(x86_64 aarch64)
 # Built by scripts/cross.sh; the platform checks of ./test.sh build the same.
-EXTRA=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl x86_64-apple-darwin aarch64-apple-darwin x86_64-pc-windows-gnu)
+# (In the order ./test.sh's platform checks use them.)
+EXTRA=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl x86_64-pc-windows-gnu x86_64-apple-darwin aarch64-apple-darwin)
 GLIBC=2.17
 started=$SECONDS
 die() { echo "dist.sh: $*" >&2; exit 1; }
@@ -143,17 +144,6 @@ bin_of() { echo "$CARGO_TARGET_DIR/$1-unknown-linux-gnu/$(bash scripts/cross.sh 
 # for aarch64 alone, measured in turn on one loaded machine).
 [ "$MODE" = no-build ] && step "packing what --build-only built"
 if [ "$MODE" != no-build ]; then
-  # The targets beyond glibc Linux first: ./test.sh's platform checks (run
-  # while this builds in the background) build the same through cross.sh and
-  # find them fresh.
-  for t in "${EXTRA[@]}"; do
-    for what in libs cli; do
-      t0=$SECONDS
-      step "scripts/cross.sh $t $XPROFILE $what"
-      bash scripts/cross.sh "$t" "$XPROFILE" "$what" >/dev/null
-      echo "  built in $((SECONDS - t0)) s"
-    done
-  done
   targets=(); for a in "${ARCHES[@]}"; do targets+=(--target "$a-unknown-linux-gnu.$GLIBC"); done
   if [ "$XPROFILE" = fast ]; then
     # --fast: glibc Linux like the five other targets. Fat LTO is a
@@ -177,6 +167,19 @@ if [ "$MODE" != no-build ]; then
       echo "  built in $((SECONDS - t0)) s"
     done
   fi
+  # Then the targets beyond glibc Linux. ./test.sh's platform checks (run
+  # while this builds in the background) build the same through cross.sh: they
+  # find them fresh, or build them first, and this build finds them fresh
+  # (glibc first: the clean room needs it, and it shares target/cross's
+  # build scripts with musl and Windows, which cargo builds one at a time).
+  for t in "${EXTRA[@]}"; do
+    for what in libs cli; do
+      t0=$SECONDS
+      step "scripts/cross.sh $t $XPROFILE $what"
+      bash scripts/cross.sh "$t" "$XPROFILE" "$what" >/dev/null
+      echo "  built in $((SECONDS - t0)) s"
+    done
+  done
 fi
 [ "$MODE" = build-only ] && { step "built"; exit 0; }
 for a in "${ARCHES[@]}"; do
