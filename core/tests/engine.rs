@@ -702,6 +702,12 @@ async fn a_held_keys_watch_starts_after_a_short_delay_is_reused_and_never_report
         etcd_watchers(&etcd) == before + 1
     })
     .await;
+    // The stream is counted once its open returned, which can be just after
+    // etcd registered the watch it opened with.
+    until("the stream that carries it was counted", || {
+        c.watch_streams_opened() >= 1
+    })
+    .await;
     assert_eq!(c.watch_streams_opened(), 1);
     g.put("probe", "1").await.unwrap();
     assert!(g.is_held(), "{:?}", g.loss());
