@@ -46,16 +46,6 @@ import java.util.concurrent.locks.Lock;
  * }
  * }</pre>
  *
- * <pre>{@code
- * Lock lock = client.newLock("stock");
- * lock.lock();
- * try {
- *     // critical section, exclusive across every process using "stock"
- * } finally {
- *     lock.unlock();
- * }
- * }</pre>
- *
  * <ul>
  *   <li>{@link #lockInterruptibly()} and {@link #tryLock(long, TimeUnit)}: {@link Thread#interrupt()}
  *       cancels the wait and removes the waiter key from etcd.</li>
