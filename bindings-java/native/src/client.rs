@@ -160,50 +160,51 @@ async fn lock_as(
     }
 }
 
-/// The body of `lock` and `lockReentrant`: arguments converted, the lock
-/// waited for on this thread; a guard handle.
-#[allow(clippy::too_many_arguments)]
-fn lock_here(
-    env: &mut Env<'_>,
+/// The arguments of `lock`, `lockAsync` and their reentrant forms, as Java
+/// passed them (`owner`: the reentrant forms' owner).
+struct LockArgs<'a, 'l> {
     client: jlong,
-    name: &JString<'_>,
+    name: &'a JString<'l>,
     owner: Option<u64>,
     timeout_ms: jlong,
     lock_delay_ms: jdouble,
     lease_time_ms: jdouble,
-    metadata: &JObjectArray<'_, JString<'_>>,
-) -> NResult<jlong> {
-    let c = borrow::<Client>(client, "client")?;
-    let name = req_string(env, name, "lock name")?;
-    let extras = extras(env, lock_delay_ms, lease_time_ms, metadata)?;
-    let opts = acquire_opts(timeout_ms, extras, None)?;
-    let g = block(env, lock_as(c, name, owner, opts), None)?;
-    Ok(into_handle(Arc::new(g)))
+    metadata: &'a JObjectArray<'l, JString<'l>>,
 }
 
-/// The body of `lockAsync` and `lockReentrantAsync`: arguments converted,
-/// the lock started here and reported on the runtime.
-#[allow(clippy::too_many_arguments)]
-fn lock_started(
-    env: &mut Env<'_>,
-    client: jlong,
-    name: &JString<'_>,
-    owner: Option<u64>,
-    timeout_ms: jlong,
-    lock_delay_ms: jdouble,
-    lease_time_ms: jdouble,
-    metadata: &JObjectArray<'_, JString<'_>>,
-    id: jlong,
-) -> NResult<()> {
-    let c = borrow::<Client>(client, "client")?;
-    let name = req_string(env, name, "lock name")?;
-    let extras = extras(env, lock_delay_ms, lease_time_ms, metadata)?;
-    let token = CancellationToken::new();
-    let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
-    async_tokens().locked().insert(id, token);
-    // Started on this thread (the lock's Txn leaves from here), finished
-    // and reported on the runtime.
-    spawn_hold(id, lock_as(c, name, owner, opts))
+impl LockArgs<'_, '_> {
+    /// Converted: the client, the name and the options (`cancel`: the
+    /// async forms' token).
+    fn convert(
+        &self,
+        env: &mut Env<'_>,
+        cancel: Option<CancellationToken>,
+    ) -> NResult<(Arc<Client>, String, LockOptions)> {
+        let c = borrow::<Client>(self.client, "client")?;
+        let name = req_string(env, self.name, "lock name")?;
+        let extras = extras(env, self.lock_delay_ms, self.lease_time_ms, self.metadata)?;
+        let opts = acquire_opts(self.timeout_ms, extras, cancel)?;
+        Ok((c, name, opts))
+    }
+
+    /// The body of `lock` and `lockReentrant`: the lock waited for on this
+    /// thread; a guard handle.
+    fn here(&self, env: &mut Env<'_>) -> NResult<jlong> {
+        let (c, name, opts) = self.convert(env, None)?;
+        let g = block(env, lock_as(c, name, self.owner, opts), None)?;
+        Ok(into_handle(Arc::new(g)))
+    }
+
+    /// The body of `lockAsync` and `lockReentrantAsync`: the lock started
+    /// here and reported on the runtime.
+    fn started(&self, env: &mut Env<'_>, id: jlong) -> NResult<()> {
+        let token = CancellationToken::new();
+        let (c, name, opts) = self.convert(env, Some(token.clone()))?;
+        async_tokens().locked().insert(id, token);
+        // Started on this thread (the lock's Txn leaves from here), finished
+        // and reported on the runtime.
+        spawn_hold(id, lock_as(c, name, self.owner, opts))
+    }
 }
 
 /// `static native long lock(long client, String name, long timeoutMs, double lockDelayMs,
@@ -229,16 +230,16 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            lock_here(
-                env,
+            LockArgs {
                 client,
-                &name,
-                None,
+                name: &name,
+                owner: None,
                 timeout_ms,
                 lock_delay_ms,
                 lease_time_ms,
-                &metadata,
-            )
+                metadata: &metadata,
+            }
+            .here(env)
         })
         .resolve::<ThrowEtcdLock>()
 }
@@ -261,16 +262,16 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrant<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            lock_here(
-                env,
+            LockArgs {
                 client,
-                &name,
-                Some(owner as u64),
+                name: &name,
+                owner: Some(owner as u64),
                 timeout_ms,
                 lock_delay_ms,
                 lease_time_ms,
-                &metadata,
-            )
+                metadata: &metadata,
+            }
+            .here(env)
         })
         .resolve::<ThrowEtcdLock>()
 }
@@ -293,17 +294,16 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            lock_started(
-                env,
+            LockArgs {
                 client,
-                &name,
-                None,
+                name: &name,
+                owner: None,
                 timeout_ms,
                 lock_delay_ms,
                 lease_time_ms,
-                &metadata,
-                id,
-            )
+                metadata: &metadata,
+            }
+            .started(env, id)
         })
         .resolve::<ThrowEtcdLock>()
 }
@@ -326,17 +326,16 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrantAsync<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            lock_started(
-                env,
+            LockArgs {
                 client,
-                &name,
-                Some(owner as u64),
+                name: &name,
+                owner: Some(owner as u64),
                 timeout_ms,
                 lock_delay_ms,
                 lease_time_ms,
-                &metadata,
-                id,
-            )
+                metadata: &metadata,
+            }
+            .started(env, id)
         })
         .resolve::<ThrowEtcdLock>()
 }
