@@ -4,6 +4,8 @@ import static io.etcdlock.TestSupport.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -240,6 +242,33 @@ class ReentrancyTest {
         lock.unlock();
         t2.join(10_000);
         assertEquals(Boolean.TRUE, got.get());
+        assertEquals(0, keysUnder(name));
+    }
+
+    /**
+     * Only the {@link java.util.concurrent.locks.Lock} calls are reentrant per thread: a guard
+     * call or an async acquisition (a future, or a Reactor Mono over it, is bound to no thread)
+     * made on the thread that holds the lock object takes a hold of its own, so it does not get
+     * the thread's hold: it waits behind it like any other.
+     */
+    @Test
+    void guardAndAsyncCallsOnTheHoldingThreadTakeTheirOwnHold() throws Exception {
+        String name = uniqueName("reentry-async");
+        EtcdLock lock = a.newLock(name);
+        lock.lock();
+        assertFalse(lock.tryAcquire().isPresent(), "a guard call is not a re-entry");
+        ExecutionException timedOut = assertThrows(ExecutionException.class,
+                () -> lock.acquireAsync(Duration.ofMillis(200)).get(30, TimeUnit.SECONDS));
+        assertInstanceOf(LockTimeoutException.class, timedOut.getCause(), "an async call is not a re-entry");
+        CompletableFuture<LockGuard> waiting = lock.acquireAsync();
+        awaitKeys(name, 2, Duration.ofSeconds(30)); // the thread's hold and the async waiter's key
+        assertFalse(waiting.isDone());
+        assertEquals(1, lock.getHoldCount());
+        lock.unlock();
+        LockGuard own = waiting.get(30, TimeUnit.SECONDS);
+        assertEquals(0, lock.getHoldCount());
+        assertEquals(1, keysUnder(name));
+        own.close();
         assertEquals(0, keysUnder(name));
     }
 
