@@ -1,5 +1,5 @@
 //! Native methods of `NativeBridge` for the client: connect, metrics,
-//! ping, close, lock, lock-async.
+//! ping, close, lock, lock-async (plain, or reentrant for an owner).
 
 use crate::prelude::*;
 use etcdlock::poison::Locked;
@@ -146,6 +146,67 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_freeClient<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
+/// `lock_with`, or `lock_reentrant` for `owner` when one is given (the
+/// `lockReentrant*` entries: `EtcdLock`'s per-thread holds).
+async fn lock_as(
+    c: Arc<Client>,
+    name: String,
+    owner: Option<u64>,
+    opts: LockOptions,
+) -> etcdlock::Result<Guard> {
+    match owner {
+        Some(o) => c.lock_reentrant(&name, o, opts).await,
+        None => c.lock_with(&name, opts).await,
+    }
+}
+
+/// The arguments of `lock`, `lockAsync` and their reentrant forms, as Java
+/// passed them (`owner`: the reentrant forms' owner).
+struct LockArgs<'a, 'l> {
+    client: jlong,
+    name: &'a JString<'l>,
+    owner: Option<u64>,
+    timeout_ms: jlong,
+    lock_delay_ms: jdouble,
+    lease_time_ms: jdouble,
+    metadata: &'a JObjectArray<'l, JString<'l>>,
+}
+
+impl LockArgs<'_, '_> {
+    /// Converted: the client, the name and the options (`cancel`: the
+    /// async forms' token).
+    fn convert(
+        &self,
+        env: &mut Env<'_>,
+        cancel: Option<CancellationToken>,
+    ) -> NResult<(Arc<Client>, String, LockOptions)> {
+        let c = borrow::<Client>(self.client, "client")?;
+        let name = req_string(env, self.name, "lock name")?;
+        let extras = extras(env, self.lock_delay_ms, self.lease_time_ms, self.metadata)?;
+        let opts = acquire_opts(self.timeout_ms, extras, cancel)?;
+        Ok((c, name, opts))
+    }
+
+    /// The body of `lock` and `lockReentrant`: the lock waited for on this
+    /// thread; a guard handle.
+    fn here(&self, env: &mut Env<'_>) -> NResult<jlong> {
+        let (c, name, opts) = self.convert(env, None)?;
+        let g = block(env, lock_as(c, name, self.owner, opts), None)?;
+        Ok(into_handle(Arc::new(g)))
+    }
+
+    /// The body of `lockAsync` and `lockReentrantAsync`: the lock started
+    /// here and reported on the runtime.
+    fn started(&self, env: &mut Env<'_>, id: jlong) -> NResult<()> {
+        let token = CancellationToken::new();
+        let (c, name, opts) = self.convert(env, Some(token.clone()))?;
+        async_tokens().locked().insert(id, token);
+        // Started on this thread (the lock's Txn leaves from here), finished
+        // and reported on the runtime.
+        spawn_hold(id, lock_as(c, name, self.owner, opts))
+    }
+}
+
 /// `static native long lock(long client, String name, long timeoutMs, double lockDelayMs,
 /// double leaseTimeMs, String[] metadata)`: wait for the lock on this (platform) thread,
 /// uninterruptibly; `timeoutMs < 0` waits without bound. Returns a guard handle.
@@ -169,12 +230,48 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
-            let c = borrow::<Client>(client, "client")?;
-            let name = req_string(env, &name, "lock name")?;
-            let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
-            let opts = acquire_opts(timeout_ms, extras, None)?;
-            let g = block(env, async move { c.lock_with(&name, opts).await }, None)?;
-            Ok(into_handle(Arc::new(g)))
+            LockArgs {
+                client,
+                name: &name,
+                owner: None,
+                timeout_ms,
+                lock_delay_ms,
+                lease_time_ms,
+                metadata: &metadata,
+            }
+            .here(env)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native long lockReentrant(long client, String name, long owner, long timeoutMs,
+/// double lockDelayMs, double leaseTimeMs, String[] metadata)`: `lock`, reentrant for
+/// `owner` (core's `lock_reentrant`: another handle of `owner`'s hold at once, or
+/// `LockLost` if that hold was lost).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrant<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    owner: jlong,
+    timeout_ms: jlong,
+    lock_delay_ms: jdouble,
+    lease_time_ms: jdouble,
+    metadata: JObjectArray<'local, JString<'local>>,
+) -> jlong {
+    unowned
+        .with_env(|env| -> NResult<jlong> {
+            LockArgs {
+                client,
+                name: &name,
+                owner: Some(owner as u64),
+                timeout_ms,
+                lock_delay_ms,
+                lease_time_ms,
+                metadata: &metadata,
+            }
+            .here(env)
         })
         .resolve::<ThrowEtcdLock>()
 }
@@ -197,15 +294,48 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
 ) {
     unowned
         .with_env(|env| -> NResult<()> {
-            let c = borrow::<Client>(client, "client")?;
-            let name = req_string(env, &name, "lock name")?;
-            let extras = extras(env, lock_delay_ms, lease_time_ms, &metadata)?;
-            let token = CancellationToken::new();
-            let opts = acquire_opts(timeout_ms, extras, Some(token.clone()))?;
-            async_tokens().locked().insert(id, token);
-            // Started on this thread (the lock's Txn leaves from here), finished
-            // and reported on the runtime.
-            spawn_hold(id, async move { c.lock_with(&name, opts).await })
+            LockArgs {
+                client,
+                name: &name,
+                owner: None,
+                timeout_ms,
+                lock_delay_ms,
+                lease_time_ms,
+                metadata: &metadata,
+            }
+            .started(env, id)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native void lockReentrantAsync(long client, String name, long owner,
+/// long timeoutMs, double lockDelayMs, double leaseTimeMs, String[] metadata, long id)`:
+/// `lockAsync`, reentrant for `owner` as `lockReentrant`.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrantAsync<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    owner: jlong,
+    timeout_ms: jlong,
+    lock_delay_ms: jdouble,
+    lease_time_ms: jdouble,
+    metadata: JObjectArray<'local, JString<'local>>,
+    id: jlong,
+) {
+    unowned
+        .with_env(|env| -> NResult<()> {
+            LockArgs {
+                client,
+                name: &name,
+                owner: Some(owner as u64),
+                timeout_ms,
+                lock_delay_ms,
+                lease_time_ms,
+                metadata: &metadata,
+            }
+            .started(env, id)
         })
         .resolve::<ThrowEtcdLock>()
 }

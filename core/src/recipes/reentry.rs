@@ -4,7 +4,9 @@
 //! another handle of the same hold (same key, same fencing token); the hold
 //! ends when its last handle is unlocked or dropped. The owner is whatever
 //! the caller says it is: a thread id (Python's sync API), a task
-//! (asyncio), an async context (Node), a number (Rust, C).
+//! (asyncio), an async context (Node), a lock object on a thread (Java's
+//! `EtcdLock`, which ends a lost hold by unlocking its handles), a number
+//! (Rust, C).
 //!
 //! Invariants (guarded by `tests/reentry.rs`):
 //! - a lost hold is never re-entered: the re-entry fails with `LockLost`

@@ -30,10 +30,53 @@ final class Acquirer {
 
     /** {@code opts} null: none. */
     AsyncAcquire<LockGuard> startLock(String name, long ms, AcquireOptions opts) {
+        return startLock(name, ms, opts, NO_OWNER);
+    }
+
+    /** No owner: a plain acquisition (an owner, see {@link EtcdLock}, is never 0). */
+    static final long NO_OWNER = 0;
+
+    /** {@code owner} {@link #NO_OWNER}: a plain lock; else reentrant for it (core's {@code lock_reentrant}). */
+    AsyncAcquire<LockGuard> startLock(String name, long ms, AcquireOptions opts, long owner) {
         checkName(name);
         AcquireOptions o = opts == null ? AcquireOptions.NONE : opts;
         return startAcquire(name, operation(ms), g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
-                (c, id) -> NativeBridge.lockAsync(c, name, ms, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs(), id));
+                (c, id) -> {
+                    if (owner == NO_OWNER) {
+                        NativeBridge.lockAsync(c, name, ms, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs(), id);
+                    } else {
+                        NativeBridge.lockReentrantAsync(c, name, owner, ms, o.lockDelayMs(), o.leaseTimeMs(),
+                                o.metadataPairs(), id);
+                    }
+                });
+    }
+
+    /**
+     * {@code owner}'s re-entry of the hold of {@code name} it has (core's {@code lock_reentrant}
+     * for an owner that holds the lock): another handle of that hold at once, without a request,
+     * or {@link LockLostException} if the hold was lost. Nothing is acquired, so there is no span
+     * and no acquisition listener call. A zero timeout, should core find no hold to re-enter:
+     * one try then, never a wait.
+     */
+    LockGuard reenter(String name, AcquireOptions o, long owner) {
+        long c = client.handle().pin();
+        long g;
+        try {
+            g = NativeBridge.lockReentrant(c, name, owner, 0, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs());
+        } finally {
+            client.handle().unpin();
+        }
+        return wrap(name, g);
+    }
+
+    /** The Java guard of the native hold {@code g}; the hold is freed if that fails. */
+    private LockGuard wrap(String name, long g) {
+        try {
+            return new LockGuard(client, name, g);
+        } catch (RuntimeException | Error e) {
+            NativeBridge.freeGuard(g);
+            throw e;
+        }
     }
 
     /** Starts one native acquisition; {@code wrap} turns its handle into the Java object. */
@@ -166,11 +209,16 @@ final class Acquirer {
      * 1.02-1.03x this way).
      */
     LockGuard lockNative(String name, long timeoutMs, AcquireOptions opts, boolean interruptible) {
+        return lockNative(name, timeoutMs, opts, interruptible, NO_OWNER);
+    }
+
+    /** {@link #lockNative(String, long, AcquireOptions, boolean)}, reentrant for {@code owner} as {@link #startLock}. */
+    LockGuard lockNative(String name, long timeoutMs, AcquireOptions opts, boolean interruptible, long owner) {
         checkNotOnRuntimeThread("lock \"" + name + "\"");
         if (!interruptible && Args.mayWaitInNative()) {
-            return lockBlocking(name, timeoutMs, opts == null ? AcquireOptions.NONE : opts);
+            return lockBlocking(name, timeoutMs, opts == null ? AcquireOptions.NONE : opts, owner);
         }
-        return AsyncAcquire.await(startLock(name, timeoutMs, opts), "lock \"" + name + "\"", interruptible);
+        return AsyncAcquire.await(startLock(name, timeoutMs, opts, owner), "lock \"" + name + "\"", interruptible);
     }
 
     /**
@@ -178,7 +226,7 @@ final class Acquirer {
      * as it was (an interrupt neither ends nor is cleared by the wait, as with {@code lock()}
      * through a future); the acquisition listener hears of it as of one through a future.
      */
-    private LockGuard lockBlocking(String name, long timeoutMs, AcquireOptions o) {
+    private LockGuard lockBlocking(String name, long timeoutMs, AcquireOptions o, long owner) {
         checkName(name);
         CoreLogs.sync();
         Telemetry.Acquire span = span(name, operation(timeoutMs));
@@ -194,7 +242,10 @@ final class Acquirer {
             throw e;
         }
         try {
-            g = NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs());
+            g = owner == NO_OWNER
+                    ? NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs())
+                    : NativeBridge.lockReentrant(c, name, owner, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(),
+                            o.metadataPairs());
         } catch (RuntimeException e) {
             Metrics.Result r = AsyncAcquire.resultOf(e);
             AsyncAcquire.heard(client, name, r, start);

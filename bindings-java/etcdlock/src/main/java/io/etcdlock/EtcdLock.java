@@ -1,9 +1,14 @@
 package io.etcdlock;
 
 import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
 import java.util.Optional;
+import java.util.StringJoiner;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.Lock;
 
@@ -15,7 +20,10 @@ import java.util.concurrent.locks.Lock;
  *   <li>As a {@link Lock}, reentrant per thread (a hold count, like
  *       {@link java.util.concurrent.locks.ReentrantLock}): {@link #lock()}, {@link #tryLock()},
  *       {@link #unlock()} and friends, where the thread is the owner and {@link #guard()} gives
- *       the current hold.</li>
+ *       the current hold. This is core's reentrant lock, owned by this object on this thread
+ *       (two lock objects of one name exclude each other, on one thread too): a re-entry is
+ *       another handle of the thread's hold, taken without a request, and each
+ *       {@link #unlock()} ends one handle; the last releases the lock.</li>
  *   <li>As guards: {@link #acquire(Duration)}, {@link #acquireInterruptibly(Duration)},
  *       {@link #tryAcquire()} and {@link #acquireAsync(Duration)} each take an independent hold
  *       and return it as a {@link LockGuard}, owned by no thread (close it from any thread to
@@ -38,16 +46,6 @@ import java.util.concurrent.locks.Lock;
  * }
  * }</pre>
  *
- * <pre>{@code
- * Lock lock = client.newLock("stock");
- * lock.lock();
- * try {
- *     // critical section, exclusive across every process using "stock"
- * } finally {
- *     lock.unlock();
- * }
- * }</pre>
- *
  * <ul>
  *   <li>{@link #lockInterruptibly()} and {@link #tryLock(long, TimeUnit)}: {@link Thread#interrupt()}
  *       cancels the wait and removes the waiter key from etcd.</li>
@@ -56,8 +54,8 @@ import java.util.concurrent.locks.Lock;
  *   <li>A hold that was lost (lease expired, key deleted, connection lost) is never re-entered:
  *       the owner's reentrant {@link #tryLock()} / {@link #tryLock(long, TimeUnit)} returns
  *       {@code false} and {@link #lock()} / {@link #lockInterruptibly()} throw
- *       {@link LockLostException}; the stale hold ends there (hold count 0), so the next call
- *       acquires afresh. Spring Integration's {@code LockRegistryLeaderInitiator} heartbeats
+ *       {@link LockLostException}; the stale hold ends there (its handles are unlocked: hold
+ *       count 0), so the next call acquires afresh, with a new fencing token. Spring Integration's {@code LockRegistryLeaderInitiator} heartbeats
  *       with exactly that reentrant {@code tryLock}, so a leader that lost its lock steps down.</li>
  *   <li>A virtual thread waits in Java, never in native code: it unmounts while it waits. A
  *       platform thread's {@link #lock()} waits in native code, woken directly by the runtime
@@ -71,10 +69,28 @@ import java.util.concurrent.locks.Lock;
 public final class EtcdLock implements Lock {
     private final EtcdLockClient client;
     private final String name;
-    private Thread owner; // guarded by this
-    private int holds; // guarded by this
-    private LockGuard guard; // guarded by this
     private final AcquireOptions options;
+    /** The threads that hold the lock through this object, each with its holds. */
+    private final Map<Thread, Holds> threads = new HashMap<>(); // guarded by this
+
+    /** Owners of core's reentrant holds: one per hold a thread takes through a lock object. */
+    private static final AtomicLong OWNERS = new AtomicLong(Acquirer.NO_OWNER);
+
+    /**
+     * A thread's hold through this object: core's reentrant hold of {@code owner} (core's
+     * {@code lock_reentrant}; a new owner per hold, never shared by two objects or threads), as
+     * one core handle per {@code lock()} not yet unlocked, in the order taken. Only its thread
+     * adds or removes handles.
+     */
+    private static final class Holds {
+        final long owner = OWNERS.incrementAndGet();
+        final ArrayDeque<LockGuard> handles = new ArrayDeque<>(); // guarded by the EtcdLock
+
+        /** The handle of the acquisition itself: the hold's guard, unlocked last. */
+        LockGuard first() {
+            return handles.peekFirst();
+        }
+    }
 
     EtcdLock(EtcdLockClient client, String name) {
         this(client, name, AcquireOptions.NONE);
@@ -98,33 +114,60 @@ public final class EtcdLock implements Lock {
 
     private enum Reentry { NOT_OWNER, REENTERED, LOST }
 
-    /** The owner's re-entry: counts up only while the hold is alive. */
+    private synchronized Holds mine() {
+        return threads.get(Thread.currentThread());
+    }
+
+    /**
+     * The calling thread's re-entry, if it holds the lock through this object: core hands out
+     * another handle of its hold (no request). Core refuses a hold that was lost (LockLost):
+     * then its handles are unlocked here, which ends the stale hold, so the next call acquires
+     * afresh.
+     */
     private Reentry reenter() {
-        LockGuard stale;
-        synchronized (this) {
-            if (owner != Thread.currentThread()) {
-                return Reentry.NOT_OWNER;
-            }
-            if (guard.isHeld()) {
-                if (holds == Integer.MAX_VALUE) {
-                    throw new Error("maximum lock count exceeded");
-                }
-                holds++;
-                return Reentry.REENTERED;
-            }
-            // Lost: end the stale hold, so the next call acquires afresh.
-            stale = guard;
-            guard = null;
-            owner = null;
-            holds = 0;
+        Holds h = mine();
+        if (h == null) {
+            return Reentry.NOT_OWNER;
         }
-        lostReason = stale.lossReason().orElse(LossReason.CONNECTION_LOST);
+        LockGuard g;
         try {
-            stale.close();
-        } catch (EtcdLockException ignored) {
-            // Known lost: close answers at once with LockLost; nothing else to release.
+            g = client.acq.reenter(name, options, h.owner);
+        } catch (LockLostException e) {
+            lostReason = e.reason() == null ? LossReason.CONNECTION_LOST : e.reason();
+            end(h);
+            return Reentry.LOST;
+        } catch (ClosedException e) {
+            // A closed client takes no call, and its close ended its holds (lost, as the
+            // hold's guard says): the stale hold ends here too.
+            LossReason r = h.first().lossReason().orElse(null);
+            if (r == null) {
+                throw e;
+            }
+            lostReason = r;
+            end(h);
+            return Reentry.LOST;
         }
-        return Reentry.LOST;
+        synchronized (this) {
+            h.handles.addLast(g);
+        }
+        return Reentry.REENTERED;
+    }
+
+    /** End the stale hold {@code h}: unlock each of its handles, the acquisition's last. */
+    private void end(Holds h) {
+        ArrayDeque<LockGuard> stale;
+        synchronized (this) {
+            threads.remove(Thread.currentThread());
+            stale = new ArrayDeque<>(h.handles);
+            h.handles.clear();
+        }
+        for (java.util.Iterator<LockGuard> it = stale.descendingIterator(); it.hasNext(); ) {
+            try {
+                it.next().close();
+            } catch (EtcdLockException ignored) {
+                // Known lost: close answers at once with LockLost; nothing else to release.
+            }
+        }
     }
 
     private volatile LossReason lostReason = LossReason.CONNECTION_LOST;
@@ -133,10 +176,10 @@ public final class EtcdLock implements Lock {
         return new LockLostException(lostReason, "lock \"" + name + "\": this thread's hold was lost; it ended now");
     }
 
-    private synchronized void took(LockGuard g) {
-        owner = Thread.currentThread();
-        holds = 1;
-        guard = g;
+    /** The calling thread took {@code g}, the first handle of its hold {@code h}. */
+    private synchronized void took(Holds h, LockGuard g) {
+        h.handles.addLast(g);
+        threads.put(Thread.currentThread(), h);
     }
 
     /** Wait (uninterruptibly, as {@link Lock#lock()} requires) until the lock is held. */
@@ -150,7 +193,8 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        took(acquire());
+        Holds h = new Holds();
+        took(h, client.acq.lockNative(name, -1, options, false, h.owner));
     }
 
     @Override
@@ -166,7 +210,17 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        took(acquireInterruptibly(null));
+        Holds h = new Holds();
+        took(h, takeInterruptibly(-1, h.owner));
+    }
+
+    /** A new hold for {@code owner}, waiting at most {@code ms} ({@code -1}: no bound), interruptibly. */
+    private LockGuard takeInterruptibly(long ms, long owner) throws InterruptedException {
+        try {
+            return client.acq.lockNative(name, ms, options, true, owner);
+        } catch (CancelledException e) {
+            throw Args.interrupted("interrupted while waiting for lock " + name, e);
+        }
     }
 
     /** Take the lock if it is free right now (one etcd round trip). */
@@ -180,12 +234,13 @@ public final class EtcdLock implements Lock {
             default:
                 break;
         }
-        LockGuard g = tryAcquire().orElse(null);
-        if (g == null) {
+        Holds h = new Holds();
+        try {
+            took(h, client.acq.lockNative(name, 0, options, false, h.owner));
+            return true;
+        } catch (LockTimeoutException e) {
             return false;
         }
-        took(g);
-        return true;
     }
 
     @Override
@@ -208,30 +263,44 @@ public final class EtcdLock implements Lock {
         if (ms == 0) {
             return tryLock(); // "does not wait at all", but still takes a free lock
         }
+        Holds h = new Holds();
         try {
-            took(acquireInterruptibly(Duration.ofMillis(ms)));
+            took(h, takeInterruptibly(ms, h.owner));
             return true;
         } catch (LockTimeoutException e) {
             return false;
         }
     }
 
+    /**
+     * Unlock one handle of the calling thread's hold; the last one releases the lock (and throws
+     * {@link LockLostException} if the hold was lost meanwhile: only the last one does).
+     */
     @Override
     public void unlock() {
         LockGuard g;
+        boolean last;
         synchronized (this) {
-            if (owner != Thread.currentThread()) {
+            Holds h = threads.get(Thread.currentThread());
+            if (h == null) {
                 throw new IllegalMonitorStateException("lock \"" + name + "\" is not held by "
                         + Thread.currentThread().getName());
             }
-            if (--holds > 0) {
-                return;
+            g = h.handles.removeLast();
+            last = h.handles.isEmpty();
+            if (last) {
+                threads.remove(Thread.currentThread());
             }
-            g = guard;
-            guard = null;
-            owner = null;
         }
-        g.close();
+        if (last) {
+            g.close();
+            return;
+        }
+        try {
+            g.close();
+        } catch (LockLostException e) {
+            // A re-entry's handle of a lost hold: the last unlock reports the loss.
+        }
     }
 
     // ---- guards: each call an independent hold, not counted by the Lock side ----
@@ -326,37 +395,48 @@ public final class EtcdLock implements Lock {
 
     /** Whether some thread of this process holds the lock through this object (and the hold is alive). */
     public synchronized boolean isLocked() {
-        return owner != null && guard.isHeld();
+        for (Holds h : threads.values()) {
+            if (h.first().isHeld()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Whether the calling thread holds this lock (false once the hold was lost). */
     public synchronized boolean isHeldByCurrentThread() {
-        return owner == Thread.currentThread() && guard.isHeld();
+        Holds h = threads.get(Thread.currentThread());
+        return h != null && h.first().isHeld();
     }
 
     /** The calling thread's hold count (0 if it does not hold the lock, or the hold was lost). */
     public synchronized int getHoldCount() {
-        return owner == Thread.currentThread() && guard.isHeld() ? holds : 0;
+        Holds h = threads.get(Thread.currentThread());
+        return h != null && h.first().isHeld() ? h.handles.size() : 0;
     }
 
     /**
-     * The guard of the current hold (fencing token, guarded operations, loss listener).
+     * The guard of the current hold (fencing token, guarded operations, loss listener): the
+     * handle of its acquisition, which the last {@link #unlock()} closes.
      *
      * @throws IllegalMonitorStateException if the calling thread does not hold the lock
      */
     public synchronized LockGuard guard() {
-        if (owner != Thread.currentThread()) {
+        Holds h = threads.get(Thread.currentThread());
+        if (h == null) {
             throw new IllegalMonitorStateException("lock \"" + name + "\" is not held by this thread");
         }
-        return guard;
+        return h.first();
     }
 
     @Override
     public String toString() {
-        Thread o;
+        StringJoiner owners = new StringJoiner(",");
         synchronized (this) {
-            o = owner;
+            for (Thread t : threads.keySet()) {
+                owners.add(t.getName());
+            }
         }
-        return "EtcdLock{name=" + name + (o == null ? ", unlocked}" : ", owner=" + o.getName() + "}");
+        return "EtcdLock{name=" + name + (owners.length() == 0 ? ", unlocked}" : ", owner=" + owners + "}");
     }
 }

@@ -196,6 +196,18 @@ final class NativeBridge {
     static native void lockAsync(long client, String name, long timeoutMs, double lockDelayMs, double leaseTimeMs,
             String[] metadata, long id);
 
+    /**
+     * {@link #lock}, reentrant for {@code owner} (core's {@code lock_reentrant}): if
+     * {@code owner} holds {@code name} on this client, another handle of that hold at once (no
+     * request), or {@link LockLostException} if that hold was lost.
+     */
+    static native long lockReentrant(long client, String name, long owner, long timeoutMs, double lockDelayMs,
+            double leaseTimeMs, String[] metadata);
+
+    /** {@link #lockAsync}, reentrant for {@code owner} as {@link #lockReentrant}. */
+    static native void lockReentrantAsync(long client, String name, long owner, long timeoutMs, double lockDelayMs,
+            double leaseTimeMs, String[] metadata, long id);
+
     static native void cancelAsync(long id);
 
     static native String guardKey(long guard);

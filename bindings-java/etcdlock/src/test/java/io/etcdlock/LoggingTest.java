@@ -32,6 +32,10 @@ class LoggingTest {
 
         @Override
         protected void append(ILoggingEvent e) {
+            // Fix the event's thread name (and message) here, on the appending thread: logback
+            // reads Thread.currentThread() on the first getThreadName(), which would otherwise
+            // be the test's thread whenever it got the event before another appender asked.
+            e.prepareForDeferredProcessing();
             super.append(e);
             queue.add(e);
         }

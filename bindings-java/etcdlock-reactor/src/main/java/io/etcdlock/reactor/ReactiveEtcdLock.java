@@ -6,6 +6,7 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
 
@@ -26,6 +27,7 @@ import io.etcdlock.LossReason;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.FluxSink;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.MonoSink;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
@@ -97,31 +99,90 @@ public final class ReactiveEtcdLock {
     public Mono<LockGuard> lock(String name, Duration timeout, AcquireOptions options) {
         return Mono.<LockGuard>create(sink -> {
             CompletableFuture<LockGuard> f = client.newLock(name, options).acquireAsync(timeout);
-            // PENDING -> DELIVERED (the guard went to the sink) or CANCELLED (the guard, if any,
-            // is released here): exactly one owner for every guard.
-            AtomicInteger state = new AtomicInteger(PENDING);
-            sink.onCancel(() -> {
-                if (state.compareAndSet(PENDING, CANCELLED)) {
-                    f.cancel(true);
-                }
-            });
-            f.whenComplete((g, e) -> {
-                if (e != null) {
-                    if (state.compareAndSet(PENDING, DELIVERED)) {
-                        sink.error(unwrap(e));
-                    }
-                } else if (state.compareAndSet(PENDING, DELIVERED)) {
-                    sink.success(g);
-                } else {
-                    release(g);
-                }
-            });
-        }).publishOn(scheduler).doOnDiscard(LockGuard.class, ReactiveEtcdLock::release);
+            Handoff h = new Handoff(sink, f);
+            sink.onCancel(h::cancelled);
+            f.whenComplete(h::settled);
+        }).doOnDiscard(LockGuard.class, ReactiveEtcdLock::release);
     }
 
     private static final int PENDING = 0;
-    private static final int DELIVERED = 1;
+    private static final int OFFERED = 1;
     private static final int CANCELLED = 2;
+
+    /**
+     * One subscription's acquisition on its way to the subscriber, so that every guard has
+     * exactly one owner. The outcome is settled on the scheduler (never on an etcdlock runtime
+     * thread) and handed to the sink there in one step: no operator queue holds the guard
+     * between the two (a {@code publishOn} did, and a cancel that came while the guard waited in
+     * it for the scheduler dropped the guard unreleased, its key left until the garbage
+     * collector ran the guard's cleaner). PENDING, then OFFERED (the outcome went to the sink)
+     * or CANCELLED (before that: a guard that arrives is released here). The sink calls
+     * {@link #cancelled} only for a cancel that came before it delivered the guard, so a cancel
+     * of an OFFERED guard means the subscriber never got it (the sink discarded it, or dropped
+     * it in the race of its delivery with the cancel): it is released here as well (a second
+     * close does nothing).
+     */
+    private final class Handoff {
+        private final MonoSink<LockGuard> sink;
+        private final CompletableFuture<LockGuard> acquisition;
+        private final AtomicInteger state = new AtomicInteger(PENDING);
+        /** The guard offered to the sink, set before the state says OFFERED. */
+        private volatile LockGuard offered;
+
+        Handoff(MonoSink<LockGuard> sink, CompletableFuture<LockGuard> acquisition) {
+            this.sink = sink;
+            this.acquisition = acquisition;
+        }
+
+        /** The acquisition's outcome ({@code g} or {@code e}), settled on the scheduler. */
+        void settled(LockGuard g, Throwable e) {
+            try {
+                scheduler.schedule(() -> settle(g, e));
+            } catch (RejectedExecutionException r) {
+                // The scheduler was disposed: nobody can take the guard.
+                if (g != null) {
+                    release(g);
+                }
+                if (state.compareAndSet(PENDING, OFFERED)) {
+                    sink.error(r);
+                }
+            }
+        }
+
+        private void settle(LockGuard g, Throwable e) {
+            offered = g;
+            if (!state.compareAndSet(PENDING, OFFERED)) {
+                if (g != null) {
+                    release(g); // cancelled before: nobody will use it
+                }
+            } else if (e != null) {
+                sink.error(unwrap(e));
+            } else {
+                sink.success(g);
+            }
+        }
+
+        void cancelled() {
+            int was = state.getAndSet(CANCELLED);
+            if (was == PENDING) {
+                acquisition.cancel(true);
+            } else if (was == OFFERED) {
+                LockGuard g = offered;
+                if (g != null) {
+                    releaseOnScheduler(g);
+                }
+            }
+        }
+    }
+
+    /** {@link #release} on the scheduler (a cancel may come on a thread that must not block). */
+    private void releaseOnScheduler(LockGuard g) {
+        try {
+            scheduler.schedule(() -> release(g));
+        } catch (RejectedExecutionException r) {
+            release(g);
+        }
+    }
 
     /**
      * The lock {@code name} if it is free right now (one try that writes nothing when it is held

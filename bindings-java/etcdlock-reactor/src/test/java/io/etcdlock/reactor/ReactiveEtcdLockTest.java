@@ -4,6 +4,7 @@ import static io.etcdlock.TestSupport.awaitKeys;
 import static io.etcdlock.TestSupport.keysUnder;
 import static io.etcdlock.TestSupport.uniqueName;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
@@ -32,6 +33,8 @@ import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
 import reactor.test.StepVerifier;
 
 /**
@@ -166,6 +169,37 @@ class ReactiveEtcdLockTest {
             o.ifPresent(LockGuard::close);
             return o.isPresent();
         })).expectNext(true).expectComplete().verify(MAX);
+    }
+
+    /**
+     * The race above, made certain: the lock is taken while the scheduler has not yet run the
+     * delivery, and the subscription is cancelled before it does. The guard is nobody's then
+     * and must be released (a guard parked in an operator's queue when the cancel came was
+     * dropped without a release, leaving the key until the GC ran the guard's cleaner).
+     */
+    @Test
+    void aGuardAcquiredButNotYetDeliveredWhenCancelledIsReleased() throws Exception {
+        String name = uniqueName("rx-parked");
+        BlockingQueue<Runnable> tasks = new LinkedBlockingQueue<>();
+        Scheduler parked = Schedulers.fromExecutor(tasks::add);
+        try {
+            BlockingQueue<LockGuard> delivered = new LinkedBlockingQueue<>();
+            Disposable waiting = ReactiveEtcdLock.of(a, parked).lock(name, MAX).subscribe(delivered::add);
+            Runnable delivery = tasks.poll(MAX.toSeconds(), TimeUnit.SECONDS);
+            assertNotNull(delivery, "the acquired guard waits for the scheduler");
+            assertEquals(1, keysUnder(name));
+            waiting.dispose();
+            delivery.run();
+            for (Runnable t; (t = tasks.poll()) != null; ) {
+                t.run();
+            }
+            assertEquals(0, delivered.size(), "cancelled before the delivery: nothing is delivered");
+            // Released by the delivery task itself (a close on the scheduler), not later by
+            // the garbage collector: no wait.
+            assertEquals(0, keysUnder(name));
+        } finally {
+            parked.dispose();
+        }
     }
 
     @Test
