@@ -6,8 +6,9 @@
 # lock -> guarded put -> guarded get -> unlock -> try-lock against a real etcd
 # started by the testkit harness; etcdctl then reads the value back. Also: no
 # shipped binary needs a GLIBC_ symbol above 2.17, and `auditwheel show`
-# accepts the wheel as manylinux2014. Then the aarch64 artifacts under
-# qemu-user (scripts/cleanroom_arm64.sh): smoke test and conformance table.
+# accepts the wheel as manylinux2014. And the aarch64 artifacts under
+# qemu-user (scripts/cleanroom_arm64.sh): smoke test and conformance table,
+# run beside the C and CLI checks (their lines are printed after them).
 #   scripts/cleanroom.sh [--dist DIR]      (env: CARGO_TARGET_DIR for the harness)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -191,6 +192,14 @@ else
   bad "java"; tail -30 "$work/mvn.log"
 fi
 
+# The aarch64 half (under qemu-user, one core) runs beside the C and CLI
+# checks below (valgrind on the other core); its lines are printed after
+# them and counted with the rest. It needs the Node and Java apps above.
+arm_log=$work/arm64.log
+# shellcheck source=scripts/cleanroom_arm64.sh
+(source scripts/cleanroom_arm64.sh) >"$arm_log" 2>&1 &
+arm_pid=$!
+
 echo "== C: CMake find_package(etcdlock) and pkg-config from the unpacked tarball (no cargo, rustc, protoc)"
 prefix=$work/c/etcdlock-$version
 capp=$work/capp; mkdir -p "$capp"
@@ -329,8 +338,15 @@ else
   bad "cli: '$out'"
 fi
 
-# shellcheck source=scripts/cleanroom_arm64.sh
-source scripts/cleanroom_arm64.sh
+wait "$arm_pid"; arm_status=$?
+cat "$arm_log"
+passed=$((passed + $(grep -c '^  ok   ' "$arm_log")))
+fail=$((fail + $(grep -c '^  FAIL ' "$arm_log")))
+# Each aarch64 check ends in ok or bad: 5 binaries, auditwheel, C shared,
+# static and conformance, a smoke test and the conformance table each for
+# Python, Node and Java, the CLI. Fewer lines means the half died early.
+arm_checks=$(grep -cE '^  (ok   |FAIL )' "$arm_log")
+[ "$arm_checks" -ge 16 ] || bad "aarch64: $arm_checks checks reported, 16 expected (exit status $arm_status)"
 
 echo "cleanroom: $passed passed, $fail failed"
 [ "$fail" -eq 0 ]
