@@ -367,62 +367,14 @@ mac_check() { # target [inspect_macos.py options] file
 rm -rf "$OUT"; mkdir -p "$OUT"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 
-# --- Java: deploy the published modules to the file repository dist/maven.
-# The pom copies CARGO_TARGET_DIR/release/ into native/linux-x86_64/ and each
-# CARGO_TARGET_DIR/<target>/release/ into its platform folder (the folders
-# NativeLibrary picks from os.name, os.arch and the C library).
-# Maven (a JVM compiling Java and Kotlin, sources and javadoc jars) runs in
-# the background beside the C, CLI, Python and Node packing below, which are
-# mostly one core's work; its output is printed before the macOS check.
+# --- Java: deploy the published modules to the file repository dist/maven
+# (scripts/dist_java.sh). Maven (a JVM compiling Java and Kotlin, sources and
+# javadoc jars) runs in the background beside the C, CLI, Python and Node
+# packing below, which are mostly one core's work; its output is printed
+# before the macOS check.
 step "Java: mvn deploy to dist/maven, in the background"
-(
-  j=$work/java
-  mkdir -p "$j" "$work/native/release"
-  tar -C bindings-java --exclude=./target --exclude='./*/target' -cf - . | tar -C "$j" -xf -
-  for a in "${ARCHES[@]}"; do
-    so=$(bin_of "$a")/libetcdlock_jni.so
-    require "$so" "the Maven jar ($a)"
-    glibc_check "$a" "$so"
-    no_bench "$so"
-    if [ "$a" = x86_64 ]; then
-      install -m 0755 "$so" "$work/native/release/libetcdlock_jni.so"
-    else
-      install -D -m 0755 "$so" "$work/native/$a-unknown-linux-gnu/release/libetcdlock_jni.so"
-    fi
-  done
-  for T in "${EXTRA[@]}"; do
-    case "$T" in
-      *-windows-gnu) f=etcdlock_jni.dll ;;
-      *-apple-darwin) f=libetcdlock_jni.dylib ;;
-      *) f=libetcdlock_jni.so ;;
-    esac
-    so=$(xbin "$T")/$f
-    require "$so" "the Maven jar ($T)"
-    dst=$work/native/$T/release/$f
-    install -D -m 0755 "$so" "$dst"
-    case "$T" in
-      *-linux-musl) "$(tool "${T%%-*}" strip)" --strip-all -R .debug_gdb_scripts "$dst"; musl_check "${T%%-*}" "$dst" ;;
-      *-windows-gnu) x86_64-w64-mingw32-strip --strip-all "$dst"; win_check "$dst" ;;
-      *-apple-darwin) ;;   # (inspected below, from the jar)
-    esac
-    no_bench "$dst"
-  done
-  # The checkout's poms say $version-SNAPSHOT between releases; the artifacts are $version.
-  find "$j" -name pom.xml -exec sed -i "s|<version>$version-SNAPSHOT</version>|<version>$version</version>|" {} +
-  (cd "$j" && mvn -B -q -Pdist deploy -pl etcdlock-bom,etcdlock,etcdlock-spring,etcdlock-shedlock,etcdlock-reactor,etcdlock-kotlin -am -DskipTests \
-    -Dcargo.skip=true -Dcargo.target.dir="$work/native" -Detcdlock.dist.url="file://$OUT/maven") ||
-    die "mvn deploy to $OUT/maven failed"
-  jar=$OUT/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar
-  listing=$(unzip -l "$jar")   # (not piped into grep -q: pipefail would see unzip's SIGPIPE)
-  for f in linux-x86_64/libetcdlock_jni.so linux-aarch64/libetcdlock_jni.so linux-x86_64-musl/libetcdlock_jni.so \
-    linux-aarch64-musl/libetcdlock_jni.so macos-x86_64/libetcdlock_jni.dylib macos-aarch64/libetcdlock_jni.dylib \
-    windows-x86_64/etcdlock_jni.dll; do
-    grep -q "native/$f" <<<"$listing" || die "$jar carries no native/$f"
-  done
-  echo "  $(basename "$jar"): $(grep -c 'native/.*etcdlock_jni' <<<"$listing") native libraries (7 platforms)"
-  srcjar=${jar%.jar}-sources.jar
-  ! unzip -l "$srcjar" | grep -qE '\.(so|dylib|dll)$' || die "$srcjar carries a native library"
-) >"$work/java.log" 2>&1 &
+# shellcheck source=scripts/dist_java.sh
+(source scripts/dist_java.sh) >"$work/java.log" 2>&1 &
 java_pid=$!
 
 # --- C: one tarball per target; on Linux (glibc and musl) the same layout
