@@ -34,7 +34,10 @@ passed=(); failed=()
 # suites build: only the platform checks, which build the same targets through
 # scripts/cross.sh, may wait for it (cargo builds in one directory at a time)
 # and then find their target built. The tools it needs are installed first, in the foreground (apt
-# must not run twice at once). The dist suite waits for it, then packs.
+# must not run twice at once). Once built, the same background job packs the
+# artifacts (dist.sh --no-build) and installs them in the clean room
+# (cleanroom.sh), still at the lowest priority, while the suites run: none of
+# them reads dist/. The dist suite waits for it and prints what it did.
 dist_build_pid=""
 dist_build_log="$CARGO_TARGET_DIR/dist-build.log"
 case ",$SUITES," in
@@ -50,7 +53,9 @@ case ",$SUITES," in
       # within one, so the build also sets its autogroup's nice to 19
       # (/proc/self/autogroup); without that it took half of both cores from
       # the suites (the faults suite's release build ran 2x slower).
-      "${idle[@]}" setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec bash scripts/dist.sh --build-only --fast' \
+      "${idle[@]}" setsid bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null
+        bash scripts/dist.sh --build-only --fast || exit
+        bash scripts/dist.sh --no-build --fast && bash scripts/cleanroom.sh' \
         >"$dist_build_log" 2>&1 &
       dist_build_pid=$!
       trap '[ -n "$dist_build_pid" ] && kill -- "-$dist_build_pid" 2>/dev/null' EXIT
@@ -65,10 +70,9 @@ dist_suite() {
   local waited=$SECONDS rc=0
   wait "$dist_build_pid" || rc=$?
   dist_build_pid=""
-  echo "the background build (scripts/dist.sh --build-only, $dist_build_log) ended $((SECONDS - dist_build_start)) s after it started; this suite waited $((SECONDS - waited)) s for it"
+  echo "the background job (scripts/dist.sh --build-only, then --no-build, then scripts/cleanroom.sh; $dist_build_log) ended $((SECONDS - dist_build_start)) s after it started; this suite waited $((SECONDS - waited)) s for it"
   cat "$dist_build_log"
-  [ "$rc" -eq 0 ] || { echo "the dist build failed (exit $rc)"; return 1; }
-  bash scripts/dist.sh --no-build --fast && bash scripts/cleanroom.sh
+  [ "$rc" -eq 0 ] || { echo "the dist build, packing or clean room failed (exit $rc)"; return 1; }
 }
 suite() {
   local key=$1 name=$2; shift 2
