@@ -487,8 +487,10 @@ typedef struct etcdlock_options {
   int64_t margin_ms;
   /**
    * Interval between lease keep-alives, milliseconds, > 0 (at least 50, at
-   * most half of TTL - margin); ETCDLOCK_UNSET = not set
-   * (ETCDLOCK_KEEPALIVE_INTERVAL, default TTL/3, at most (TTL - margin)/4).
+   * most TTL - margin - min(5 s, half of TTL - margin)); ETCDLOCK_UNSET =
+   * not set (ETCDLOCK_KEEPALIVE_INTERVAL, default 70 % of the TTL or
+   * TTL - margin - 5 s, whichever is shorter, 8 s at TTL 15; at small TTLs
+   * TTL/3, at most (TTL - margin)/4).
    */
   int64_t keepalive_interval_ms;
   /**

@@ -101,10 +101,15 @@ pub struct ClientOptions {
     /// starts once it has been held 50 to 60 ms, so short holds cost no watch).
     /// The session's lease is watched either way.
     pub watch_held_keys: bool,
-    /// Time between the session's keep-alives (default: a third of the TTL,
-    /// at most a quarter of TTL - margin, at least 250 ms). Must be at least
+    /// Time between the session's keep-alives (default: 70 % of the TTL or
+    /// TTL - margin - 5 s, whichever is shorter; at small TTLs, where that is
+    /// shorter still, a third of the TTL and at most a quarter of TTL -
+    /// margin, at least 250 ms: 1 s at TTL 5 s, 8 s at the default TTL 15 s,
+    /// 42 s at TTL 60 s; each
+    /// renewal costs etcd a keep-alive and the read that proves it, so a
+    /// longer interval is a cheaper client). Must be at least
     /// 50 ms and leave room for a second try before the hold ends: at most
-    /// half of TTL - margin.
+    /// TTL - margin - min(5 s, half of TTL - margin).
     pub keepalive_interval: Option<Duration>,
     /// Connect on first use instead of in `connect` (default false: connect
     /// fails fast, within `connect_timeout`, when no member answers). With
@@ -252,7 +257,7 @@ impl ClientOptions {
         }
         if let Some(m) = self.margin {
             // Above half the TTL, a hold would end locally before the next
-            // keep-alive (every TTL/3) could renew it: refuse it rather than
+            // keep-alive could renew it: refuse it rather than
             // clamp it in silence.
             if m.as_millis() * 2 > u128::from(self.ttl_secs as u64) * 1000 {
                 return Err(Error::invalid(format!(
@@ -262,13 +267,11 @@ impl ClientOptions {
             }
         }
         if let Some(k) = self.keepalive_interval {
-            let ttl = Duration::from_secs(self.ttl_secs as u64);
-            let room =
-                ttl.saturating_sub(self.margin.unwrap_or_else(|| default_margin(self.ttl_secs)));
-            if k < Duration::from_millis(50) || k > room / 2 {
+            let margin = self.margin.unwrap_or_else(|| default_margin(self.ttl_secs));
+            let most = max_keepalive_interval(self.ttl_secs, margin);
+            if k < Duration::from_millis(50) || k > most {
                 return Err(Error::invalid(format!(
-                    "keepalive_interval ({k:?}) must be between 50ms and half of ttl - margin ({:?})",
-                    room / 2
+                    "keepalive_interval ({k:?}) must be between 50ms and ttl - margin - min(5s, half of ttl - margin) ({most:?})"
                 )));
             }
         }
@@ -297,6 +300,39 @@ impl ClientOptions {
 /// The margin when none is given: a fifth of the TTL, at most 2 s.
 pub(crate) fn default_margin(ttl_secs: i64) -> Duration {
     Duration::from_millis((ttl_secs.max(0) as u64 * 1000 / 5).min(2000))
+}
+
+/// What a session keeps free after a renewal to get the next one through
+/// when the TTL allows: an etcd election (1-2 s at etcd's default 1 s
+/// election timeout), leaving a silent member (at most 500 ms) and the
+/// retries after it.
+const RENEWAL_ROOM: Duration = Duration::from_secs(5);
+
+/// The keep-alive interval when none is given. Every renewal costs etcd two
+/// messages (the keep-alive and the read that proves it, see
+/// `session/keepalive.rs`), so the interval is as long as the room after it
+/// allows, and the session renews no more often than etcd's Go client does
+/// (every TTL/3: one message) at large TTLs:
+///
+/// - 70 % of the TTL or TTL - margin - 5 s, whichever is shorter: 5 s (at least) is left after each renewal to get the next one
+///   through an etcd leader change; at TTL 15 s, every 8 s (15 messages a
+///   minute, Go 12); at TTL 60 s, every 42 s (2.9 a minute, Go 3);
+/// - at small TTLs, where that leaves no interval, a third of the TTL and at
+///   most a quarter of TTL - margin (three more tries before the hold ends),
+///   at least 250 ms: at TTL 5 s, every second.
+pub(crate) fn default_keepalive_interval(ttl_secs: i64, margin: Duration) -> Duration {
+    let ttl = Duration::from_secs(ttl_secs.max(1) as u64);
+    let room = ttl.saturating_sub(margin);
+    let short = (ttl / 3).min(room / 4).max(Duration::from_millis(250));
+    let long = ttl.mul_f64(0.7).min(room.saturating_sub(RENEWAL_ROOM));
+    short.max(long)
+}
+
+/// The longest keep-alive interval a client may set: one that leaves
+/// min(5 s, half of TTL - margin) for a second try before the hold ends.
+pub(crate) fn max_keepalive_interval(ttl_secs: i64, margin: Duration) -> Duration {
+    let room = Duration::from_secs(ttl_secs.max(1) as u64).saturating_sub(margin);
+    room.saturating_sub(RENEWAL_ROOM.min(room / 2))
 }
 
 /// The longest lock-delay or lease time an acquisition may ask for.
@@ -419,6 +455,48 @@ mod tests {
 
     fn invalid(r: Result<()>) -> bool {
         r.is_err_and(|e| e.code() == ErrorCode::InvalidArgument)
+    }
+
+    #[test]
+    fn the_default_keepalive_interval_leaves_room_and_costs_no_more_than_go_at_large_ttls() {
+        let ms = |ttl: i64| default_keepalive_interval(ttl, default_margin(ttl)).as_millis();
+        // (TTL s, interval ms): the table of docs/concepts/time.md.
+        let table = [
+            (1, 250),
+            (2, 400),
+            (5, 1000),
+            (10, 3000),
+            (15, 8000),
+            (30, 21000),
+            (60, 42000),
+            (300, 210000),
+        ];
+        for (ttl, want) in table {
+            assert_eq!(ms(ttl), want, "ttl {ttl}");
+            let i = default_keepalive_interval(ttl, default_margin(ttl));
+            assert!(
+                i <= max_keepalive_interval(ttl, default_margin(ttl)),
+                "ttl {ttl}"
+            );
+            // Two messages per interval (keep-alive, read) against Go's one
+            // per TTL/3: at most 1.5x at TTL 15, at most 1.0x from TTL 30 on.
+            let ratio = 2.0 / i.as_secs_f64() / (3.0 / ttl as f64);
+            if ttl >= 30 {
+                assert!(ratio <= 1.0, "ttl {ttl}: {ratio}");
+            } else if ttl >= 15 {
+                assert!(ratio <= 1.5, "ttl {ttl}: {ratio}");
+            }
+        }
+        let o = |ttl: i64, k: u64| ClientOptions {
+            ttl_secs: ttl,
+            keepalive_interval: Some(Duration::from_millis(k)),
+            ..ClientOptions::default()
+        };
+        assert!(o(15, 8000).validate().is_ok());
+        assert!(invalid(o(15, 8001).validate()));
+        assert!(o(5, 2000).validate().is_ok());
+        assert!(invalid(o(5, 3000).validate()));
+        assert!(invalid(o(5, 49).validate()));
     }
 
     #[test]

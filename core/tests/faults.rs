@@ -450,3 +450,67 @@ async fn a_late_unlock_from_a_paused_member_never_deletes_the_next_hold() {
     }
     assert_eq!(late, 0);
 }
+
+/// The default keep-alive interval leaves a hold room to survive what a
+/// cluster does to it (issue 60): at TTL 5 s (a keep-alive every second) and
+/// at the default TTL 15 s (every 8 s, 5 s of room after each), a hold lives
+/// through its etcd leader killed and then through the new leader hung for
+/// 3 s. After each fault, once a hold not renewed since would have ended
+/// locally, the hold must still be held, unreported as lost, exclusive, and
+/// its guarded write accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hold_survives_a_leader_kill_and_a_3s_leader_hang_at_ttl_5_and_15() {
+    for ttl in [5, 15] {
+        let mut etcd = Etcd::cluster(3);
+        let ns = unique_ns("survive");
+        let c = Client::connect(opts(&etcd, &ns, ttl).with_request_timeout(Duration::from_secs(2)))
+            .await
+            .unwrap();
+        let g = c.lock("held").await.unwrap();
+        let other = client(&etcd, &ns, ttl).await;
+        for fault in ["leader killed", "leader hung 3 s"] {
+            let leader = tokio::task::block_in_place(|| {
+                let until = Instant::now() + Duration::from_secs(20);
+                loop {
+                    if let Some(l) = etcd.leader() {
+                        return l;
+                    }
+                    assert!(
+                        Instant::now() < until,
+                        "ttl {ttl}: no leader before {fault}"
+                    );
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            });
+            let at = Instant::now();
+            tokio::task::block_in_place(|| match fault {
+                "leader killed" => etcd.kill(leader),
+                _ => etcd.pause_for(leader, Duration::from_secs(3)),
+            });
+            // A hold not renewed since before the fault ends locally by
+            // then + TTL - margin (the default margin: TTL/5, at most 2 s).
+            let margin = Duration::from_millis((ttl as u64 * 200).min(2000));
+            let over = at + Duration::from_secs(ttl as u64) - margin + Duration::from_millis(300);
+            tokio::time::sleep_until(over.into()).await;
+            assert_eq!(g.loss(), None, "ttl {ttl}, {fault}");
+            assert!(g.is_held(), "ttl {ttl}, {fault}");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            loop {
+                match g.put("still-mine", fault).await {
+                    Ok(()) => break,
+                    Err(e) if e.code() == ErrorCode::Unavailable && Instant::now() < deadline => {}
+                    Err(e) => panic!("ttl {ttl}, {fault}: guarded put: {e}"),
+                }
+            }
+            assert_eq!(
+                other.try_lock("held").await.unwrap_err().code(),
+                ErrorCode::WouldBlock,
+                "ttl {ttl}, {fault}"
+            );
+            println!("ttl {ttl}: the hold survived: {fault}");
+        }
+        g.unlock().await.unwrap();
+        c.close().await;
+        other.close().await;
+    }
+}

@@ -271,7 +271,7 @@ async fn outside_delete_and_revoke_are_reported_and_a_fresh_lease_follows() {
         ),
         "{loss:?}"
     );
-    // The session notices at its next keep-alive (TTL/3); a new lock then opens a new lease.
+    // The session notices at once (its lease watch) or at its next keep-alive; a new lock then opens a new lease.
     let g2 = tokio::time::timeout(Duration::from_secs(10), async {
         loop {
             let g2 = c.lock("l").await.unwrap();
@@ -639,7 +639,7 @@ async fn a_waiter_whose_key_is_revoked_fails_at_once() {
         .unwrap()
         .unwrap_err();
     assert_eq!(err.code(), ErrorCode::LockLost, "{err}");
-    // Well before the next keep-alive (TTL/3 = 10 s) could have noticed.
+    // Well before the next keep-alive (21 s at TTL 30) could have noticed.
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "{:?}",

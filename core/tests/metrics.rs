@@ -100,7 +100,7 @@ async fn acquisitions_holds_losses_and_keepalives_are_counted() {
     );
     assert!(m.hold_total > Duration::ZERO);
 
-    // The keep-alive (every TTL/3) reports its round trip.
+    // The keep-alive (every 400 ms at TTL 2) reports its round trip.
     let t0 = Instant::now();
     while c.metrics().keepalives == 0 {
         assert!(

@@ -98,9 +98,12 @@ class Client:
             the TTL is ``InvalidArgumentError``.
         watch_held_keys: watch each held key so an outside delete is reported
             at once (default ``$ETCDLOCK_WATCH_HELD_KEYS`` or True).
-        keepalive_interval: seconds between lease keep-alives (default TTL/3;
-            ``$ETCDLOCK_KEEPALIVE_INTERVAL``); at least 0.05 and at most half
-            of TTL minus margin, else ``InvalidArgumentError``.
+        keepalive_interval: seconds between lease keep-alives (default 70 %
+            of the TTL or TTL - margin - 5 s, whichever is shorter, 8 s at TTL
+            15; at small TTLs TTL/3, at most (TTL - margin)/4;
+            ``$ETCDLOCK_KEEPALIVE_INTERVAL``); at least 0.05 and at most
+            TTL - margin - min(5, half of TTL - margin), else
+            ``InvalidArgumentError``.
         lazy_connect: return at once without reaching etcd (default False:
             raise ``UnavailableError`` within ``connect_timeout`` when no
             member answers; ``$ETCDLOCK_LAZY_CONNECT``). A service can then

@@ -66,19 +66,14 @@ impl Session {
         }
     }
 
-    /// Time between keep-alives: a third of the TTL, and at most a quarter of
-    /// what the margin leaves of it, so that after a fault a session has at
-    /// least three intervals (TTL - margin - interval) to get a keep-alive
-    /// through: at TTL 5 s, 3 s, more than etcd's election plus the ~1 s it
-    /// takes to leave a silent member.
+    /// Time between keep-alives: the configured one, else
+    /// [`crate::options::default_keepalive_interval`] (long at large TTLs,
+    /// since each renewal costs etcd a keep-alive and a read; at least 5 s,
+    /// or three more intervals at small TTLs, left to get one through after
+    /// a fault).
     pub(crate) fn interval(&self) -> Duration {
-        if let Some(k) = self.keepalive {
-            return k;
-        }
-        let ttl = Duration::from_secs(self.ttl.max(1) as u64);
-        (ttl / 3)
-            .min(ttl.saturating_sub(self.margin) / 4)
-            .max(Duration::from_millis(250))
+        self.keepalive
+            .unwrap_or_else(|| crate::options::default_keepalive_interval(self.ttl, self.margin))
     }
 
     async fn watchdog(&self, transport: &Transport) {

@@ -68,7 +68,11 @@ public class EtcdLockProperties {
     /** Bound on every call that does not wait for a lock (tryLock, unlock, guarded operations, status), retries and failover included (default 2 s). */
     @DurationUnit(ChronoUnit.SECONDS)
     private Duration requestTimeout;
-    /** Time between lease keep-alives (default TTL/3; at least 50 ms, at most half of TTL minus margin). */
+    /**
+     * Time between lease keep-alives (default 70 % of the TTL or TTL - margin - 5 s, whichever is
+     * shorter, 8 s at TTL 15; at small TTLs TTL/3, at most (TTL - margin)/4; at least 50 ms, at
+     * most TTL - margin - min(5 s, half of TTL - margin)).
+     */
     @DurationUnit(ChronoUnit.SECONDS)
     private Duration keepaliveInterval;
     /** Safety margin taken off the TTL for local loss detection (default TTL/5, at most 2 s; at most half the TTL). */

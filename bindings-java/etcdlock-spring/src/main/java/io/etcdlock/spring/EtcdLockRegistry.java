@@ -114,8 +114,8 @@ public class EtcdLockRegistry implements ExpirableLockRegistry, RenewableLockReg
 
     /**
      * Spring Integration 7's form: as {@link #renewLock(Object)}. An etcdlock hold has no
-     * expiry of its own to move: it lasts while this client's session lives (renewed every
-     * TTL/3 in the background) and ends at unlock or loss, so {@code ttl} is only checked.
+     * expiry of its own to move: it lasts while this client's session lives (renewed in the
+     * background) and ends at unlock or loss, so {@code ttl} is only checked.
      *
      * @throws IllegalArgumentException if {@code ttl} is null or not positive
      */
