@@ -479,7 +479,7 @@ mod tests {
                 "ttl {ttl}"
             );
             // Two messages per interval (keep-alive, read) against Go's one
-            // per TTL/3: at most 1.5x at TTL 15, at most 1.0x from TTL 30 on.
+            // per TTL/3: the bounds the capacity page states.
             let ratio = 2.0 / i.as_secs_f64() / (3.0 / ttl as f64);
             if ttl >= 30 {
                 assert!(ratio <= 1.0, "ttl {ttl}: {ratio}");
