@@ -488,7 +488,7 @@ typedef struct etcdlock_options {
   /**
    * Interval between lease keep-alives, milliseconds, > 0 (at least 50, at
    * most TTL - margin - min(5 s, half of TTL - margin)); ETCDLOCK_UNSET =
-   * not set (ETCDLOCK_KEEPALIVE_INTERVAL, default 70 % of the TTL or
+   * not set (ETCDLOCK_KEEPALIVE_INTERVAL, default 75 % of the TTL or
    * TTL - margin - 5 s, whichever is shorter, 8 s at TTL 15; at small TTLs
    * TTL/3, at most (TTL - margin)/4).
    */

@@ -101,15 +101,16 @@ pub struct ClientOptions {
     /// starts once it has been held 50 to 60 ms, so short holds cost no watch).
     /// The session's lease is watched either way.
     pub watch_held_keys: bool,
-    /// Time between the session's keep-alives (default: 70 % of the TTL or
+    /// Time between the session's keep-alives (default: 75 % of the TTL or
     /// TTL - margin - 5 s, whichever is shorter; at small TTLs, where that is
     /// shorter still, a third of the TTL and at most a quarter of TTL -
     /// margin, at least 250 ms: 1 s at TTL 5 s, 8 s at the default TTL 15 s,
-    /// 42 s at TTL 60 s; each
-    /// renewal costs etcd a keep-alive and the read that proves it, so a
-    /// longer interval is a cheaper client). Must be at least
-    /// 50 ms and leave room for a second try before the hold ends: at most
-    /// TTL - margin - min(5 s, half of TTL - margin).
+    /// 45 s at TTL 60 s; each renewal costs etcd a keep-alive and the read
+    /// that proves it, so a longer interval is a cheaper client). Each
+    /// renewal goes up to a tenth of the interval early, at random, so that
+    /// clients a fault put in phase drift apart. Must be at least 50 ms and
+    /// leave room for a second try before the hold ends: at most TTL -
+    /// margin - min(5 s, half of TTL - margin).
     pub keepalive_interval: Option<Duration>,
     /// Connect on first use instead of in `connect` (default false: connect
     /// fails fast, within `connect_timeout`, when no member answers). With
@@ -314,9 +315,11 @@ const RENEWAL_ROOM: Duration = Duration::from_secs(5);
 /// allows, and the session renews no more often than etcd's Go client does
 /// (every TTL/3: one message) at large TTLs:
 ///
-/// - 70 % of the TTL or TTL - margin - 5 s, whichever is shorter: 5 s (at least) is left after each renewal to get the next one
-///   through an etcd leader change; at TTL 15 s, every 8 s (15 messages a
-///   minute, Go 12); at TTL 60 s, every 42 s (2.9 a minute, Go 3);
+/// - 75 % of the TTL or TTL - margin - 5 s, whichever is shorter: 5 s (at
+///   least) is left after each renewal to get the next one through an etcd
+///   leader change; at TTL 15 s, every 8 s (15-17 messages a minute, sent up
+///   to a tenth early; Go about 11.4); at TTL 60 s, every 45 s (2.7-3.0 a
+///   minute; Go about 3.0);
 /// - at small TTLs, where that leaves no interval, a third of the TTL and at
 ///   most a quarter of TTL - margin (three more tries before the hold ends),
 ///   at least 250 ms: at TTL 5 s, every second.
@@ -324,7 +327,7 @@ pub(crate) fn default_keepalive_interval(ttl_secs: i64, margin: Duration) -> Dur
     let ttl = Duration::from_secs(ttl_secs.max(1) as u64);
     let room = ttl.saturating_sub(margin);
     let short = (ttl / 3).min(room / 4).max(Duration::from_millis(250));
-    let long = ttl.mul_f64(0.7).min(room.saturating_sub(RENEWAL_ROOM));
+    let long = ttl.mul_f64(0.75).min(room.saturating_sub(RENEWAL_ROOM));
     short.max(long)
 }
 
@@ -467,9 +470,9 @@ mod tests {
             (5, 1000),
             (10, 3000),
             (15, 8000),
-            (30, 21000),
-            (60, 42000),
-            (300, 210000),
+            (30, 22500),
+            (60, 45000),
+            (300, 225000),
         ];
         for (ttl, want) in table {
             assert_eq!(ms(ttl), want, "ttl {ttl}");
@@ -478,9 +481,10 @@ mod tests {
                 i <= max_keepalive_interval(ttl, default_margin(ttl)),
                 "ttl {ttl}"
             );
-            // Two messages per interval (keep-alive, read) against Go's one
-            // per TTL/3: the bounds the capacity page states.
-            let ratio = 2.0 / i.as_secs_f64() / (3.0 / ttl as f64);
+            // Two messages per interval (keep-alive, read), sent up to a
+            // tenth early, against Go's one per TTL/3: the bounds the
+            // capacity page states.
+            let ratio = 2.0 / (i.as_secs_f64() * 0.9) / (3.0 / ttl as f64);
             if ttl >= 30 {
                 assert!(ratio <= 1.0, "ttl {ttl}: {ratio}");
             } else if ttl >= 15 {

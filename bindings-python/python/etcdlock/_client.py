@@ -98,7 +98,7 @@ class Client:
             the TTL is ``InvalidArgumentError``.
         watch_held_keys: watch each held key so an outside delete is reported
             at once (default ``$ETCDLOCK_WATCH_HELD_KEYS`` or True).
-        keepalive_interval: seconds between lease keep-alives (default 70 %
+        keepalive_interval: seconds between lease keep-alives (default 75 %
             of the TTL or TTL - margin - 5 s, whichever is shorter, 8 s at TTL
             15; at small TTLs TTL/3, at most (TTL - margin)/4;
             ``$ETCDLOCK_KEEPALIVE_INTERVAL``); at least 0.05 and at most

@@ -282,6 +282,11 @@ impl Session {
     ) -> StreamEnd {
         let interval = self.interval();
         let every = (interval.min(self.margin) / 2).max(Duration::from_millis(50));
+        // Each renewal comes up to a tenth of the interval early, at a point
+        // drawn anew after every answer: clients that a fault put in phase
+        // (all renewing as etcd comes back) drift apart again instead of
+        // renewing together from then on.
+        let mut early = spread(interval);
         // Send times of the requests not yet answered, oldest first.
         let mut sent: std::collections::VecDeque<Instant> = Default::default();
         let mut asked: Option<Instant> = None;
@@ -305,8 +310,8 @@ impl Session {
             }
             let send_at = match sent.back() {
                 None => {
-                    let due =
-                        answered.map_or(self.last_proof(), |a| a.max(self.last_proof())) + interval;
+                    let due = answered.map_or(self.last_proof(), |a| a.max(self.last_proof()))
+                        + (interval - early);
                     resend_at.map_or(due, |r| r.min(due))
                 }
                 Some(last) => *last + every,
@@ -338,6 +343,7 @@ impl Session {
                         Err(end) => return end,
                         Ok(Some((at, proof))) => {
                             answered = Some(at);
+                            early = spread(interval);
                             if proof.is_some() {
                                 unchecked = proof;
                             }
@@ -543,4 +549,11 @@ impl Session {
             retry = (retry * 2).min(Duration::from_millis(250));
         }
     }
+}
+
+/// How early a renewal goes: a random-ish point of the first tenth of
+/// `interval` (`jitter` gives one of the upper half of what it is given).
+fn spread(interval: Duration) -> Duration {
+    let tenth = interval / 10;
+    (crate::transport::jitter(tenth) * 2).saturating_sub(tenth)
 }
