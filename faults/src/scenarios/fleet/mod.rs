@@ -1,6 +1,6 @@
-//! 37. A fleet on one 3-member cluster (issue 60, item 3, the part that runs
-//! in CI): a few hundred clients in this process, each with its own
-//! `Client` (connection and lease), each holding a lock of its own, some
+//! Scenario 37, a fleet on one 3-member cluster (issue 60, item 3, the part
+//! that runs in CI): a few hundred clients in this process, each with its
+//! own `Client` (connection and lease), each holding a lock of its own, some
 //! names with two waiters queued behind their holder; then the etcd leader
 //! is killed (SIGKILL) and restarted, and the whole cluster is paused
 //! (SIGSTOP of every member) past one keep-alive interval and continued.
@@ -127,7 +127,7 @@ async fn join_fleet(
     }
 }
 
-/// 37. A fleet of [`FLEET_CLIENTS`] clients under leader kills and a
+/// Scenario 37: a fleet of [`FLEET_CLIENTS`] clients under leader kills and a
 /// cluster-wide pause.
 pub async fn fleet_faults(p: &Profile) -> Outcome {
     let mut o = Outcome::new(37, "fleet-faults");
