@@ -43,6 +43,11 @@ pub const FLEET_TTL: i64 = 15;
 /// one that was due retries at once, on another member if its own is gone).
 pub const FLEET_RENEW_SLACK: Duration = Duration::from_secs(3);
 
+/// The clients join over this long, one every 10 ms, as a fleet's
+/// instances start at different times: their keep-alives are out of phase
+/// (a fault that leaves them in phase shows in the next round's figure).
+pub const FLEET_JOIN_SPREAD: Duration = Duration::from_secs(3);
+
 /// One client of the fleet: its lock `own-NNN` and the guarded writes of
 /// that hold (one after the acquisition, one after every fault).
 struct Member {
@@ -140,13 +145,15 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
     let counters = Arc::new(Counters::default());
     let started = Instant::now();
 
-    // The fleet: every client connects and takes its own lock, 50 at a time.
+    // The fleet: every client connects and takes its own lock, one every
+    // 10 ms (at most 50 at a time).
     let sem = Arc::new(tokio::sync::Semaphore::new(50));
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut set = tokio::task::JoinSet::new();
     for i in 0..FLEET_CLIENTS {
         let (eps, ns, counters, sem) = (eps.clone(), ns.clone(), counters.clone(), sem.clone());
         set.spawn(async move {
+            tokio::time::sleep(FLEET_JOIN_SPREAD * i as u32 / FLEET_CLIENTS as u32).await;
             let _permit = sem.acquire_owned().await;
             (i, join_fleet(eps, ns, i, counters, deadline).await)
         });

@@ -117,6 +117,9 @@ pub(super) struct FleetRound {
     false_losses: usize,
     /// Guarded writes accepted after the round (one per client).
     writes_ok: usize,
+    /// Before the fault: the most clients whose last proven renewal fell in
+    /// one 100 ms window (their keep-alives are in phase: due together).
+    in_phase: usize,
 }
 
 impl FleetRound {
@@ -130,7 +133,8 @@ impl FleetRound {
             format!("cluster paused {} ms", self.paused_ms)
         };
         format!(
-            "{head}; renewed again p50 {} / p90 {} / max {} ms after (peak {}/100 ms); probe p50 {} / p99 {} / max {} ms, {} failed; kept {}, lost {} (false {}), writes ok {}",
+            "{head} (before: at most {} clients renewing in one 100 ms); renewed again p50 {} / p90 {} / max {} ms after (peak {}/100 ms); probe p50 {} / p99 {} / max {} ms, {} failed; kept {}, lost {} (false {}), writes ok {}",
+            self.in_phase,
             pct(&self.renew_ms, 0.5),
             pct(&self.renew_ms, 0.9),
             self.renew_ms.last().copied().unwrap_or(0),
@@ -362,6 +366,11 @@ impl Failpoint for FleetStorm<'_> {
             self.interval = i;
         }
         self.round = FleetRound::default();
+        let mut phase: BTreeMap<u64, usize> = BTreeMap::new();
+        for v in &self.pre_valid {
+            *phase.entry(v / 100_000_000).or_default() += 1;
+        }
+        self.round.in_phase = phase.values().copied().max().unwrap_or(0);
         if k % 2 == 0 {
             self.round.kind = "leader-kill";
             let leader = blocking(|| self.etcd.leader()).unwrap_or(0);
