@@ -196,13 +196,18 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
     let prober = spawn_probe(probe_client.clone(), probes.clone(), stop.clone());
 
     let mut storm_rounds = Vec::new();
-    let mut interval = Duration::ZERO;
+    // Until enough renewals were seen to measure the interval.
+    let wait_until = Instant::now() + Duration::from_secs(FLEET_TTL as u64 / 2);
+    let mut measured = measured_interval(&renewals);
+    while measured.is_none() && Instant::now() < wait_until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        measured = measured_interval(&renewals);
+    }
+    o.expect(measured.is_some(), || {
+        "the keep-alive interval could not be measured (too few renewals)".into()
+    });
+    let interval = measured.unwrap_or_default();
     if o.passed() && queues.complete() {
-        // Until enough renewals were seen to measure the interval.
-        let wait_until = Instant::now() + Duration::from_secs(FLEET_TTL as u64 / 2);
-        while measured_interval(&renewals).is_none() && Instant::now() < wait_until {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
         let mut fp = FleetStorm::new(
             &mut etcd,
             &mut rawc,
@@ -212,12 +217,12 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
             &queues.waiters,
             renewals.clone(),
             probes.clone(),
+            interval,
         );
         let rounds = run_rounds(&mut fp, Duration::ZERO, p.rounds.clamp(2, 4)).await;
         o.faults = rounds.faults;
         o.failures.extend(rounds.failures);
         storm_rounds = std::mem::take(&mut fp.done);
-        interval = fp.interval;
     }
     stop.cancel();
     let _ = sampler.await;

@@ -67,8 +67,10 @@ pub(super) fn spawn_probe(
     })
 }
 
-/// The keep-alive interval the fleet runs at, measured: the median step of
-/// `valid_until` between two renewals (each is send time + TTL - margin).
+/// The keep-alive interval the fleet runs at, measured before any fault
+/// (a step across a fault is longer): the median step of `valid_until`
+/// between two renewals (each is send time + TTL - margin), once there are
+/// 100 steps.
 pub(super) fn measured_interval(renewals: &Renewals) -> Option<Duration> {
     let seen = renewals.locked();
     let mut steps: Vec<u64> = seen
@@ -76,7 +78,7 @@ pub(super) fn measured_interval(renewals: &Renewals) -> Option<Duration> {
         .flat_map(|v| v.windows(2).map(|w| w[1].1.saturating_sub(w[0].1)))
         .filter(|d| *d > 0)
         .collect();
-    if steps.len() < 10 {
+    if steps.len() < 100 {
         return None;
     }
     steps.sort_unstable();
@@ -164,8 +166,8 @@ pub(super) struct FleetStorm<'a> {
     waiters: &'a [tokio::task::JoinHandle<etcdlock::Result<(Guard, u64)>>],
     renewals: Renewals,
     probes: Probes,
-    /// The keep-alive interval, measured before each round.
-    pub(super) interval: Duration,
+    /// The keep-alive interval, measured before the first fault.
+    interval: Duration,
     // The round in progress.
     fault_ns: u64,
     victim: usize,
@@ -190,6 +192,7 @@ impl<'a> FleetStorm<'a> {
         waiters: &'a [tokio::task::JoinHandle<etcdlock::Result<(Guard, u64)>>],
         renewals: Renewals,
         probes: Probes,
+        interval: Duration,
     ) -> Self {
         FleetStorm {
             etcd,
@@ -200,7 +203,7 @@ impl<'a> FleetStorm<'a> {
             waiters,
             renewals,
             probes,
-            interval: Duration::from_secs(FLEET_TTL as u64 / 3),
+            interval,
             fault_ns: 0,
             victim: 0,
             election: None,
@@ -362,9 +365,6 @@ impl Failpoint for FleetStorm<'_> {
             .iter()
             .map(|m| instant_to_mono_ns(m.own.valid_until()))
             .collect();
-        if let Some(i) = measured_interval(&self.renewals) {
-            self.interval = i;
-        }
         self.round = FleetRound::default();
         let mut phase: BTreeMap<u64, usize> = BTreeMap::new();
         for v in &self.pre_valid {
