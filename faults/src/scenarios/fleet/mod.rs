@@ -30,12 +30,15 @@ pub const FLEET_CLIENTS: usize = 300;
 pub const FLEET_QUEUES: usize = 20;
 
 /// The fleet's lease TTL, seconds. With the default margin (TTL/5, at most
-/// 2 s) a hold ends locally TTL - margin = 13 s after its last proven
-/// renewal was sent, and one is sent every keep-alive interval (3.25 s
-/// today, at most TTL/3 = 5 s): an election (etcd's own; up to 5 s on a
-/// loaded 2-core machine) plus the failover fits, and so does a pause of
-/// the interval + 1 s (interval + pause + the catch-up <= 2 x 5 + 1 + 2 s).
-pub const FLEET_TTL: i64 = 15;
+/// 2 s) a hold ends locally TTL - margin = 18 s after its last proven
+/// renewal was sent, and one is sent every keep-alive interval (4.5 s with
+/// the policy of this writing, at most TTL/3 = 6.7 s under any): a client
+/// whose last renewal was sent an interval before the cluster stops for the
+/// interval + 1 s has 18 - 2 x interval - 1 s (at least 3.7 s) to get one
+/// through once it runs again; the catch-up took up to 2.9 s at TTL 15 on a
+/// loaded machine. A leader election (etcd's own; up to 5 s on a loaded
+/// 2-core machine) plus the failover fits with more to spare.
+pub const FLEET_TTL: i64 = 20;
 
 /// How long after etcd is back (a leader elected again, or the members
 /// continued) every client must have renewed, on top of one keep-alive
@@ -256,6 +259,11 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
     while closing.join_next().await.is_some() {}
     probe_client.close().await;
 
+    // The resource history through a fresh connection (the observer's may
+    // still point at a member that was killed).
+    if let Ok(c) = etcd_client::Client::connect(etcd.endpoints(), None).await {
+        rawc = c;
+    }
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.acquisitions = (FLEET_CLIENTS + 3 * FLEET_QUEUES) as u64;
     let lost = counters.losses.load(Ordering::Relaxed);

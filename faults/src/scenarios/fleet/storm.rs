@@ -240,25 +240,50 @@ impl<'a> FleetStorm<'a> {
         }
     }
 
+    /// The keys under the namespace and the live leases, read by the
+    /// observer's raw client; on an error (its connection to a member that
+    /// was killed) the observer reconnects and reads again, for up to 10 s.
+    async fn etcd_view(&mut self) -> Result<(Vec<(String, i64, i64)>, Vec<i64>), String> {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let read = async {
+                let keys = keys_under(self.rawc, self.ns)
+                    .await
+                    .map_err(|e| format!("reading the keys: {e}"))?;
+                let leases = self
+                    .rawc
+                    .leases()
+                    .await
+                    .map_err(|e| format!("listing the leases: {e}"))?;
+                Ok::<_, String>((keys, leases.leases().iter().map(|l| l.id()).collect()))
+            }
+            .await;
+            match read {
+                Ok(v) => return Ok(v),
+                Err(e) if Instant::now() > until => return Err(e),
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    if let Ok(c) = etcd_client::Client::connect(self.etcd.endpoints(), None).await {
+                        *self.rawc = c;
+                    }
+                }
+            }
+        }
+    }
+
     /// Every hold against etcd: still held, its key there with its token
     /// under its live lease; a loss while the key and lease lived is false.
     async fn check_holds(&mut self, errs: &mut Vec<String>) {
-        let keys = match keys_under(self.rawc, self.ns).await {
-            Ok(k) => k,
+        let (keys, live) = match self.etcd_view().await {
+            Ok(v) => v,
             Err(e) => {
-                errs.push(format!("reading the keys: {e}"));
+                errs.push(e);
                 return;
             }
         };
         let by_key: BTreeMap<String, (i64, i64)> =
             keys.into_iter().map(|(k, rev, l)| (k, (rev, l))).collect();
-        let live: std::collections::BTreeSet<i64> = match self.rawc.leases().await {
-            Ok(l) => l.leases().iter().map(|s| s.id()).collect(),
-            Err(e) => {
-                errs.push(format!("listing the leases: {e}"));
-                return;
-            }
-        };
+        let live: std::collections::BTreeSet<i64> = live.into_iter().collect();
         let ns = self.ns.to_string();
         let mut bad = Vec::new();
         let guards: Vec<(String, Arc<Guard>)> = self
