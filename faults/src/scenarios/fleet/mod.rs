@@ -34,10 +34,11 @@ pub const FLEET_QUEUES: usize = 20;
 /// renewal was sent, and one is sent every keep-alive interval (4.5 s with
 /// the policy of this writing, at most TTL/3 = 6.7 s under any): a client
 /// whose last renewal was sent an interval before the cluster stops for the
-/// interval + 1 s has 18 - 2 x interval - 1 s (at least 3.7 s) to get one
-/// through once it runs again; the catch-up took up to 2.9 s at TTL 15 on a
-/// loaded machine. A leader election (etcd's own; up to 5 s on a loaded
-/// 2-core machine) plus the failover fits with more to spare.
+/// interval + 1 s has 18 - 2 x interval - 1 s (8 s now, at least 3.7 s) to
+/// get one through once it runs again (the catch-up has taken up to 6.2 s
+/// on a loaded machine: faults/README.md). A leader election (etcd's own;
+/// up to 5 s on a loaded 2-core machine) plus the failover fits with more
+/// to spare.
 pub const FLEET_TTL: i64 = 20;
 
 /// How long after etcd is back (a leader elected again, or the members
