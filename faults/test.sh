@@ -2,8 +2,10 @@
 # Fault and security suite of etcdlock (short CI profile): checker unit tests,
 # the fault scenarios (14 and 15: the recipes; 16-19: partitions between members;
 # 26-28: behind etcd grpc-proxy and nginx, close() during a fault; 29-33: TLS runs;
-# 34-36: rolling restart and rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6),
-# each history also checked by porcupine, and the security suite, all against real etcd.
+# 34-36: rolling restart and rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6;
+# 37: a fleet of 300 clients under leader kills and a cluster-wide pause,
+# its own test binary so that it runs alone), each history also checked by
+# porcupine, and the security suite, all against real etcd.
 # Prints every scenario's figure line and the totals; exits non-zero on any failure.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -93,12 +95,12 @@ scen=$(grep -cE '^scenario [0-9]+ ' "$log" || true)
 # The report: summary.json and SUMMARY.md under the target dir; the table here.
 ETCDLOCK_FAULTS_WALL_SECS=$((end - start)) cargo test -q -p etcdlock-faults --profile faults --test scenarios -- --ignored write_summary --nocapture 2>/dev/null \
   | grep -E '^(\||report:|Longest)' || echo "the report could not be written" >&2
-echo "faults suite: $scen/36 scenario runs (20 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages; 26-28 behind etcd grpc-proxy, nginx sending GOAWAY, close() during a fault; 29-33 are 7, 5, 6, 27, 28 over TLS; 34 rolling restart, 35 and 36 rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
+echo "faults suite: $scen/37 scenario runs (21 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages; 26-28 behind etcd grpc-proxy, nginx sending GOAWAY, close() during a fault; 29-33 are 7, 5, 6, 27, 28 over TLS; 34 rolling restart, 35 and 36 rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6; 37 a fleet of 300 clients under leader kills and a cluster pause), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
 if [ "$status" -ne 0 ]; then
   echo "faults suite FAILED (cargo test exit $status)" >&2
   exit "$status"
 fi
-if [ "$scen" -ne 36 ] || [ "$viol" -ne 0 ] || [ "$notlin" -ne 0 ] || [ "$acq" -lt 10000 ]; then
-  echo "faults suite FAILED: need 36 scenario runs, 0 violations, every history linearizable, >= 10000 acquisitions" >&2
+if [ "$scen" -ne 37 ] || [ "$viol" -ne 0 ] || [ "$notlin" -ne 0 ] || [ "$acq" -lt 10000 ]; then
+  echo "faults suite FAILED: need 37 scenario runs, 0 violations, every history linearizable, >= 10000 acquisitions" >&2
   exit 1
 fi

@@ -35,6 +35,7 @@ fn main() {
         .iter()
         .chain(scenarios::PARTITIONS.iter())
         .chain(scenarios::INFRA.iter())
+        .chain(scenarios::FLEET.iter())
         .copied()
         .collect();
     let mut i = 0;

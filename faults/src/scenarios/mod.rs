@@ -27,6 +27,7 @@ use crate::{
 
 mod clock;
 mod compaction;
+mod fleet;
 mod holders;
 mod infra;
 mod members;
@@ -42,6 +43,7 @@ pub use clock::{libfaketime, wall_clock_jumps};
 pub use compaction::waiters_under_compaction;
 #[allow(unused_imports)]
 use compaction::*;
+pub use fleet::{fleet_faults, FLEET_CLIENTS, FLEET_TTL};
 #[allow(unused_imports)]
 use holders::*;
 pub use holders::{holder_kill9, holder_sigstop};
@@ -61,6 +63,9 @@ pub use upgrade::{rolling_restart, rolling_upgrade, rolling_upgrade_36, UPGRADE_
 
 /// The partitions between members (16-19): nftables on `lo`, members on 127.0.0.2-4.
 pub const PARTITIONS: [u32; 4] = [16, 17, 18, 19];
+
+/// A fleet of clients under a leader kill and a cluster-wide pause (37).
+pub const FLEET: [u32; 1] = [37];
 
 /// The scenarios behind real etcd infrastructure (26-28) and their TLS runs (29-33).
 pub const INFRA: [u32; 8] = [26, 27, 28, 29, 30, 31, 32, 33];
@@ -355,6 +360,7 @@ pub async fn run(id: u32, p: &Profile) -> Outcome {
         34 => rolling_restart(p).await,
         35 => rolling_upgrade(p).await,
         36 => rolling_upgrade_36(p).await,
+        37 => fleet_faults(p).await,
         _ => {
             let mut o = Outcome::new(id, "unknown");
             o.fail(format!("no scenario {id}"));

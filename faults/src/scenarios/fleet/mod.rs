@@ -1,0 +1,299 @@
+//! Scenario 37, a fleet on one 3-member cluster (issue 60, item 3, the part
+//! that runs in CI): a few hundred clients in this process, each with its
+//! own `Client` (connection and lease), each holding a lock of its own, some
+//! names with two waiters queued behind their holder; then the etcd leader
+//! is killed (SIGKILL) and restarted, and the whole cluster is paused
+//! (SIGSTOP of every member) past one keep-alive interval and continued.
+//! After each fault every hold must still be held and still be in etcd
+//! under its live lease (checked against etcd), every client must be back to
+//! renewing within a bound, and the waiters must still be queued; after the
+//! storm they are granted in queue order.
+
+use std::sync::Mutex;
+
+use etcdlock::Guard;
+
+use super::*;
+use crate::{release_and_record_ops, GuardedOp, OpResult};
+
+mod queues;
+mod storm;
+
+use queues::Queues;
+use storm::{measured_interval, spawn_probe, spawn_sampler, FleetStorm, Probes, Renewals};
+
+/// Clients in the fleet (each its own connection and lease).
+pub const FLEET_CLIENTS: usize = 300;
+
+/// Names with a queue: held by client `j`, waited for by clients
+/// `FLEET_QUEUES + j` (first) and `2 * FLEET_QUEUES + j` (second).
+pub const FLEET_QUEUES: usize = 20;
+
+/// The fleet's lease TTL, seconds. With the default margin (TTL/5, at most
+/// 2 s) a hold ends locally TTL - margin = 18 s after its last proven
+/// renewal was sent, and one is sent every keep-alive interval (4.5 s with
+/// the policy of this writing, at most TTL/3 = 6.7 s under any): a client
+/// whose last renewal was sent an interval before the cluster stops for the
+/// interval + 1 s has 18 - 2 x interval - 1 s (8 s now, at least 3.7 s) to
+/// get one through once it runs again (the catch-up has taken up to 6.2 s
+/// on a loaded machine: faults/README.md). A leader election (etcd's own;
+/// up to 5 s on a loaded 2-core machine) plus the failover fits with more
+/// to spare.
+pub const FLEET_TTL: i64 = 20;
+
+/// How long after etcd is back (a leader elected again, or the members
+/// continued) every client must have renewed, on top of one keep-alive
+/// interval (a client whose renewal was not due yet renews when it is due;
+/// one that was due retries at once, on another member if its own is gone).
+pub const FLEET_RENEW_SLACK: Duration = Duration::from_secs(3);
+
+/// The clients join over this long, one every 10 ms, as a fleet's
+/// instances start at different times: their keep-alives are out of phase
+/// (a fault that leaves them in phase shows in the next round's figure).
+pub const FLEET_JOIN_SPREAD: Duration = Duration::from_secs(3);
+
+/// One client of the fleet: its lock `own-NNN` and the guarded writes of
+/// that hold (one after the acquisition, one after every fault).
+struct Member {
+    client: Client,
+    own: Arc<Guard>,
+    invoked: u64,
+    acquired: u64,
+    ops: Vec<GuardedOp>,
+}
+
+fn own_name(i: usize) -> String {
+    format!("own-{i:03}")
+}
+
+fn queue_name(j: usize) -> String {
+    format!("q{j:02}")
+}
+
+fn client_name(i: usize) -> String {
+    format!("fleet-c{i:03}")
+}
+
+/// A guarded write of the lock's resource key with the hold's token, timed for porcupine.
+async fn guarded_write(g: &Guard) -> GuardedOp {
+    let call = clock_monotonic_ns();
+    let r = g
+        .put(resource_key(g.name()), g.fencing_token().to_string())
+        .await;
+    let result = OpResult::of(&r);
+    GuardedOp {
+        write: true,
+        call_ns: call,
+        ret_ns: (result != OpResult::Unknown).then(clock_monotonic_ns),
+        value: g.fencing_token(),
+        result,
+    }
+}
+
+/// Connect client `i` and take its own lock; retried until `deadline`.
+async fn join_fleet(
+    eps: Vec<String>,
+    ns: String,
+    i: usize,
+    counters: Arc<Counters>,
+    deadline: Instant,
+) -> Result<Member, String> {
+    let o = opts(&eps, &ns, FLEET_TTL, Duration::from_secs(2));
+    let client = loop {
+        match Client::connect(o.clone()).await {
+            Ok(c) => break c,
+            Err(e) if Instant::now() < deadline => {
+                counters.err(e.code());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(format!("{} connect: {e}", client_name(i))),
+        }
+    };
+    loop {
+        let invoked = clock_monotonic_ns();
+        match client
+            .lock_with(&own_name(i), LockOptions::timeout(Duration::from_secs(5)))
+            .await
+        {
+            Ok(g) => {
+                let acquired = clock_monotonic_ns();
+                let own = Arc::new(g);
+                let op = guarded_write(&own).await;
+                return Ok(Member {
+                    client,
+                    own,
+                    invoked,
+                    acquired,
+                    ops: vec![op],
+                });
+            }
+            Err(e) if Instant::now() < deadline => {
+                counters.err(e.code());
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => return Err(format!("{} lock: {e}", client_name(i))),
+        }
+    }
+}
+
+/// Scenario 37: a fleet of [`FLEET_CLIENTS`] clients under leader kills and a
+/// cluster-wide pause.
+pub async fn fleet_faults(p: &Profile) -> Outcome {
+    let mut o = Outcome::new(37, "fleet-faults");
+    let mut etcd = Etcd::cluster(3);
+    let eps = etcd.endpoints();
+    let ns = unique_ns("fleet");
+    let mut rawc = raw(&eps).await;
+    let from = current_revision(&mut rawc).await;
+    let checker = Checker::new();
+    let counters = Arc::new(Counters::default());
+    let started = Instant::now();
+
+    // The fleet: every client connects and takes its own lock, one every
+    // 10 ms (at most 50 at a time).
+    let sem = Arc::new(tokio::sync::Semaphore::new(50));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..FLEET_CLIENTS {
+        let (eps, ns, counters, sem) = (eps.clone(), ns.clone(), counters.clone(), sem.clone());
+        set.spawn(async move {
+            tokio::time::sleep(FLEET_JOIN_SPREAD * i as u32 / FLEET_CLIENTS as u32).await;
+            let _permit = sem.acquire_owned().await;
+            (i, join_fleet(eps, ns, i, counters, deadline).await)
+        });
+    }
+    let mut slots: Vec<Option<Member>> = (0..FLEET_CLIENTS).map(|_| None).collect();
+    while let Some(r) = set.join_next().await {
+        match r {
+            Ok((i, Ok(m))) => slots[i] = Some(m),
+            Ok((_, Err(e))) => o.fail(e),
+            Err(e) => o.fail(format!("a fleet client's task: {e}")),
+        }
+    }
+    if slots.iter().any(Option::is_none) {
+        o.fail("not every fleet client joined");
+        for m in slots.into_iter().flatten() {
+            m.client.close().await;
+        }
+        return o;
+    }
+    let mut members: Vec<Member> = slots.into_iter().flatten().collect();
+    let joined_ms = started.elapsed().as_millis();
+    let mut spread: BTreeMap<String, usize> = BTreeMap::new();
+    for m in &members {
+        *spread.entry(m.client.member_in_use()).or_default() += 1;
+    }
+    let queues = Queues::form(&members, &mut rawc, &ns, &mut o).await;
+    let setup_ms = started.elapsed().as_millis();
+
+    let stop = CancellationToken::new();
+    let renewals: Renewals = Arc::new(Mutex::new(vec![Vec::new(); FLEET_CLIENTS]));
+    let sampler = spawn_sampler(
+        members.iter().map(|m| m.own.clone()).collect(),
+        renewals.clone(),
+        stop.clone(),
+    );
+    let probe_client = Client::connect(opts(&eps, &ns, FLEET_TTL, Duration::from_secs(2)))
+        .await
+        .expect("probe connect");
+    let probes: Probes = Arc::new(Mutex::new(Vec::new()));
+    let prober = spawn_probe(probe_client.clone(), probes.clone(), stop.clone());
+
+    let mut storm_rounds = Vec::new();
+    // Until enough renewals were seen to measure the interval.
+    let wait_until = Instant::now() + Duration::from_secs(FLEET_TTL as u64 / 2);
+    let mut measured = measured_interval(&renewals);
+    while measured.is_none() && Instant::now() < wait_until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        measured = measured_interval(&renewals);
+    }
+    o.expect(measured.is_some(), || {
+        "the keep-alive interval could not be measured (too few renewals)".into()
+    });
+    let interval = measured.unwrap_or_default();
+    if o.passed() && queues.complete() {
+        let mut fp = FleetStorm::new(
+            &mut etcd,
+            &mut rawc,
+            &ns,
+            &mut members,
+            &queues.guards,
+            &queues.waiters,
+            renewals.clone(),
+            probes.clone(),
+            interval,
+        );
+        let rounds = run_rounds(&mut fp, Duration::ZERO, p.rounds.clamp(2, 4)).await;
+        o.faults = rounds.faults;
+        o.failures.extend(rounds.failures);
+        storm_rounds = std::mem::take(&mut fp.done);
+    }
+    stop.cancel();
+    let _ = sampler.await;
+    let _ = prober.await;
+
+    // After the storm: every queue handed over in its order.
+    let (order_ok, max_handoff_ms) = queues.grant_in_order(&checker, &counters, &mut o).await;
+    o.expect(order_ok == FLEET_QUEUES, || {
+        format!("{order_ok}/{FLEET_QUEUES} queues granted in queue order after the storm")
+    });
+
+    // Every own hold ends with an unlock; then the clients close.
+    for (i, m) in members.iter_mut().enumerate() {
+        let ops = std::mem::take(&mut m.ops);
+        release_and_record_ops(
+            &checker,
+            &counters,
+            own_name(i),
+            &m.own,
+            (m.invoked, m.acquired),
+            clock_monotonic_ns(),
+            &client_name(i),
+            ops,
+        )
+        .await;
+    }
+    let mut closing = tokio::task::JoinSet::new();
+    for m in members {
+        closing.spawn(async move { m.client.close().await });
+    }
+    while closing.join_next().await.is_some() {}
+    probe_client.close().await;
+
+    // The resource history through a fresh connection (the observer's may
+    // still point at a member that was killed).
+    if let Ok(c) = etcd_client::Client::connect(etcd.endpoints(), None).await {
+        rawc = c;
+    }
+    let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
+    o.acquisitions = (FLEET_CLIENTS + 3 * FLEET_QUEUES) as u64;
+    let lost = counters.losses.load(Ordering::Relaxed);
+    o.expect(lost == 0, || {
+        format!("{lost} holds ended lost at the unlock")
+    });
+    let rounds_ok = storm_rounds.len();
+    o.expect(rounds_ok >= 2, || {
+        format!("only {rounds_ok} fault rounds ran")
+    });
+    let on_members = spread
+        .iter()
+        .map(|(ep, n)| format!("{n} on :{}", ep.rsplit(':').next().unwrap_or(ep)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    o.figure = format!(
+        "{FLEET_CLIENTS} clients (own connection and lease each; {on_members}), TTL {FLEET_TTL} s, keep-alive interval {} ms (measured), {} held locks + {} queued waiters, joined in {joined_ms} ms, set up in {setup_ms} ms; {}; renewal bound interval + {} ms; {order_ok}/{FLEET_QUEUES} queues granted in order after the storm, handoff <= {max_handoff_ms} ms; {}; errors: {}",
+        interval.as_millis(),
+        FLEET_CLIENTS + FLEET_QUEUES,
+        2 * FLEET_QUEUES,
+        storm_rounds
+            .iter()
+            .enumerate()
+            .map(|(k, r)| format!("round {}: {}", k + 1, r.line()))
+            .collect::<Vec<_>>()
+            .join("; "),
+        FLEET_RENEW_SLACK.as_millis(),
+        r.summary(),
+        counters.errors_summary()
+    );
+    o
+}
