@@ -31,8 +31,8 @@ pub const FLEET_QUEUES: usize = 20;
 
 /// The fleet's lease TTL, seconds. With the default margin (TTL/5, at most
 /// 2 s) a hold ends locally TTL - margin = 18 s after its last proven
-/// renewal was sent, and one is sent every keep-alive interval (4.5 s with
-/// the policy of this writing, at most TTL/3 = 6.7 s under any): a client
+/// renewal was sent, and one is sent every keep-alive interval
+/// ([`FLEET_KEEPALIVE`], 4.5 s, up to a tenth early): a client
 /// whose last renewal was sent an interval before the cluster stops for the
 /// interval + 1 s has 18 - 2 x interval - 1 s (8 s now, at least 3.7 s) to
 /// get one through once it runs again (the catch-up has taken up to 6.2 s
@@ -40,6 +40,22 @@ pub const FLEET_QUEUES: usize = 20;
 /// up to 5 s on a loaded 2-core machine) plus the failover fits with more
 /// to spare.
 pub const FLEET_TTL: i64 = 20;
+
+/// The fleet's keep-alive interval, set (the default at TTL 20 s is 13 s,
+/// which leaves 5 s after each renewal: etcdlock's default trades stall
+/// tolerance for fewer messages, see docs/concepts/time.md). A fleet that
+/// must live through a stall of every member longer than one interval sets
+/// one that leaves room for the stall: here TTL - margin - 2 x interval - 1 s
+/// = 8 s. It is also what the old default (min(TTL/3, (TTL - margin)/4))
+/// gave at this TTL.
+pub const FLEET_KEEPALIVE: Duration = Duration::from_millis(4500);
+
+/// The options of every client of the fleet (and its probe).
+fn fleet_opts(eps: &[String], ns: &str) -> etcdlock::ClientOptions {
+    let mut o = opts(eps, ns, FLEET_TTL, Duration::from_secs(2));
+    o.keepalive_interval = Some(FLEET_KEEPALIVE);
+    o
+}
 
 /// How long after etcd is back (a leader elected again, or the members
 /// continued) every client must have renewed, on top of one keep-alive
@@ -98,7 +114,7 @@ async fn join_fleet(
     counters: Arc<Counters>,
     deadline: Instant,
 ) -> Result<Member, String> {
-    let o = opts(&eps, &ns, FLEET_TTL, Duration::from_secs(2));
+    let o = fleet_opts(&eps, &ns);
     let client = loop {
         match Client::connect(o.clone()).await {
             Ok(c) => break c,
@@ -193,7 +209,7 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
         renewals.clone(),
         stop.clone(),
     );
-    let probe_client = Client::connect(opts(&eps, &ns, FLEET_TTL, Duration::from_secs(2)))
+    let probe_client = Client::connect(fleet_opts(&eps, &ns))
         .await
         .expect("probe connect");
     let probes: Probes = Arc::new(Mutex::new(Vec::new()));
