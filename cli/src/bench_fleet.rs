@@ -1,0 +1,344 @@
+//! `etcdlock bench --fleet`: one process of a client fleet (issue 60), driven
+//! by `bench/fleet.sh` over stdin/stdout. `--clients` clients, each its own
+//! `Client` (connection, lease, keep-alive) as that many processes would
+//! have, each holding `--locks` locks on distinct names, and `--fleet-waiters`
+//! more lock calls queued on names the fleet already holds. One JSON line per
+//! event on stdout:
+//! - `{"event":"holding",...}` once every hold is in and every waiter's key is
+//!   in etcd (a count of the fleet's prefix);
+//! - then stdin `window` starts the steady window (keep-alive gaps are
+//!   recorded from then on) and `release` (or EOF) ends it;
+//! - `{"event":"done",...}`: holds lost, false losses (a lost hold whose key
+//!   etcd still has under a live lease, asked after the window), and the
+//!   keep-alive gaps: for a sample of clients, the step of a guard's
+//!   `valid_until` (send time of the last acknowledged keep-alive + TTL -
+//!   margin), polled every 100 ms: the time between the sends of two
+//!   acknowledged keep-alives, exact whenever one keep-alive fell between
+//!   two polls.
+//!
+//! With `--clients 0` the process is the probe instead: one client locking
+//! and unlocking one uncontended name every `--probe-pace` during the window.
+//! Messages, CPU, RSS and open files are measured from outside (etcd's
+//! `/metrics`, `/proc`), the same way for etcdlock's and Go's fleet.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use etcdlock::{Client, ClientOptions, Guard};
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use crate::bench::{ms, stats};
+
+pub struct FleetArgs {
+    pub clients: usize,
+    pub locks: usize,
+    pub waiters: usize,
+    /// Lock names start with it (distinct per process).
+    pub prefix: String,
+    /// Clients whose keep-alive gaps are sampled.
+    pub sample: usize,
+    /// The probe's pace (with `clients == 0`).
+    pub probe_pace: Duration,
+}
+
+/// How many connects or lock calls run at once while the fleet forms.
+const SETUP_PARALLEL: usize = 64;
+
+fn emit(v: serde_json::Value) {
+    println!("{v}");
+}
+
+/// stdin lines to a channel: `window`, `release`; EOF counts as `release`.
+fn commands() -> tokio::sync::mpsc::UnboundedReceiver<String> {
+    // A thread of its own (the CLI's tokio has no `io-std`): blocking reads.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    std::thread::spawn(move || {
+        for l in std::io::stdin().lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l.trim().to_string()).is_err() {
+                return;
+            }
+        }
+        let _ = tx.send("release".into());
+    });
+    rx
+}
+
+async fn until(rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>, what: &str) {
+    while let Some(l) = rx.recv().await {
+        if l == what || l == "release" {
+            return;
+        }
+    }
+}
+
+pub async fn run(opts: ClientOptions, a: FleetArgs) -> i32 {
+    if a.clients == 0 {
+        return probe(opts, a).await;
+    }
+    let t0 = Instant::now();
+    let mut rx = commands();
+    // Connect: each client its own connection and session.
+    let sem = Arc::new(Semaphore::new(SETUP_PARALLEL));
+    let mut tasks = Vec::with_capacity(a.clients);
+    for _ in 0..a.clients {
+        let (sem, o) = (sem.clone(), opts.clone());
+        tasks.push(tokio::spawn(async move {
+            let _p = sem.acquire_owned().await;
+            Client::connect(o).await
+        }));
+    }
+    let mut clients = Vec::with_capacity(a.clients);
+    for t in tasks {
+        match t.await {
+            Ok(Ok(c)) => clients.push(c),
+            Ok(Err(e)) => {
+                emit(
+                    json!({"event":"error","stage":"connect","connected":clients.len(),"error":e.to_string()}),
+                );
+                return 1;
+            }
+            Err(e) => {
+                emit(json!({"event":"error","stage":"connect","error":e.to_string()}));
+                return 1;
+            }
+        }
+    }
+    let connect_s = t0.elapsed().as_secs_f64();
+    // Hold: every client takes its locks one after the other, clients in parallel.
+    let mut tasks = Vec::with_capacity(a.clients);
+    for (i, c) in clients.iter().enumerate() {
+        let (sem, c, prefix, locks) = (sem.clone(), c.clone(), a.prefix.clone(), a.locks);
+        tasks.push(tokio::spawn(async move {
+            let _p = sem.acquire_owned().await;
+            let mut gs = Vec::with_capacity(locks);
+            for j in 0..locks {
+                gs.push(c.lock(&format!("{prefix}c{i}-l{j}")).await?);
+            }
+            Ok::<_, etcdlock::Error>(gs)
+        }));
+    }
+    let mut guards: Vec<Vec<Guard>> = Vec::with_capacity(a.clients);
+    for t in tasks {
+        match t.await {
+            Ok(Ok(g)) => guards.push(g),
+            Ok(Err(e)) => {
+                emit(
+                    json!({"event":"error","stage":"lock","holding_clients":guards.len(),"error":e.to_string()}),
+                );
+                return 1;
+            }
+            Err(e) => {
+                emit(json!({"event":"error","stage":"lock","error":e.to_string()}));
+                return 1;
+            }
+        }
+    }
+    // Waiters: client (w+1) queues on the first name client w holds.
+    let waiters = if a.locks == 0 {
+        0
+    } else {
+        a.waiters.min(a.clients)
+    };
+    let waiter_errors = Arc::new(Mutex::new(0usize));
+    let mut waiting = Vec::with_capacity(waiters);
+    for w in 0..waiters {
+        let c = clients[(w + 1) % clients.len()].clone();
+        let (name, errs) = (format!("{}c{w}-l0", a.prefix), waiter_errors.clone());
+        waiting.push(tokio::spawn(async move {
+            // Never granted while the fleet holds; aborted (its key deleted) at release.
+            if c.lock(&name).await.is_err() {
+                *errs.lock().unwrap() += 1;
+            }
+        }));
+    }
+    let holds = a.clients * a.locks;
+    let mut kv = match clients[0].etcd().await {
+        Ok(k) => k,
+        Err(e) => {
+            emit(json!({"event":"error","stage":"etcd","error":e.to_string()}));
+            return 1;
+        }
+    };
+    let mut prefix = clients[0].namespace().to_vec();
+    prefix.extend_from_slice(a.prefix.as_bytes());
+    let queued_by = Instant::now() + Duration::from_secs(120);
+    let keys = loop {
+        let n = kv
+            .get(
+                prefix.clone(),
+                Some(
+                    etcd_client::GetOptions::new()
+                        .with_prefix()
+                        .with_count_only(),
+                ),
+            )
+            .await
+            .map(|r| r.count() as usize)
+            .unwrap_or(0);
+        if n >= holds + waiters || Instant::now() > queued_by {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    emit(
+        json!({"event":"holding","pid":std::process::id(),"clients":a.clients,"holds":holds,
+        "waiters":waiters,"keys":keys,"connect_s":connect_s,"setup_s":t0.elapsed().as_secs_f64()}),
+    );
+
+    // Keep-alive gaps of a sample of clients, recorded inside the window.
+    let recording = Arc::new(AtomicBool::new(false));
+    let stop = Arc::new(AtomicBool::new(false));
+    let step = (a.clients / a.sample.clamp(1, a.clients)).max(1);
+    let guards = Arc::new(guards);
+    let sampled: Vec<usize> = (0..a.clients)
+        .step_by(step)
+        .filter(|&i| !guards[i].is_empty())
+        .collect();
+    let sampled_n = sampled.len();
+    let sampler = {
+        let (recording, stop, guards) = (recording.clone(), stop.clone(), guards.clone());
+        tokio::spawn(async move {
+            let sampled: Vec<&Guard> = sampled.iter().map(|&i| &guards[i][0]).collect();
+            let mut last: Vec<Instant> = sampled.iter().map(|g| g.valid_until()).collect();
+            let mut gaps = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                for (g, l) in sampled.iter().zip(last.iter_mut()) {
+                    let v = g.valid_until();
+                    if v > *l {
+                        if recording.load(Ordering::Relaxed) {
+                            gaps.push(v - *l);
+                        }
+                        *l = v;
+                    }
+                }
+            }
+            gaps
+        })
+    };
+    until(&mut rx, "window").await;
+    recording.store(true, Ordering::Relaxed);
+    until(&mut rx, "release").await;
+    recording.store(false, Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    let gaps = sampler.await.unwrap_or_default();
+
+    // Losses, and which of them etcd contradicts (key present, lease alive).
+    let (mut lost, mut false_losses) = (0usize, 0usize);
+    let mut reasons = std::collections::BTreeMap::<String, usize>::new();
+    for g in guards.iter().flatten() {
+        if let Some(l) = g.loss() {
+            lost += 1;
+            *reasons.entry(l.reason.to_string()).or_default() += 1;
+            let key = kv
+                .get(g.key_bytes(), None)
+                .await
+                .map(|r| !r.kvs().is_empty());
+            let lease = kv
+                .lease_time_to_live(g.lease_id(), None)
+                .await
+                .map(|r| r.ttl() > 0);
+            if matches!((key, lease), (Ok(true), Ok(true))) {
+                false_losses += 1;
+            }
+        }
+    }
+    let held_at_end = guards.iter().flatten().filter(|g| g.is_held()).count();
+    for w in &waiting {
+        w.abort();
+    }
+    let waiter_errors = *waiter_errors.lock().unwrap();
+    // Release: unlock every hold, then close (revokes the leases).
+    let t_rel = Instant::now();
+    let mut tasks = Vec::with_capacity(a.clients);
+    for i in 0..guards.len() {
+        let (sem, guards) = (sem.clone(), guards.clone());
+        tasks.push(tokio::spawn(async move {
+            let _p = sem.acquire_owned().await;
+            let mut errors = 0usize;
+            for g in &guards[i] {
+                if g.unlock().await.is_err() {
+                    errors += 1;
+                }
+            }
+            errors
+        }));
+    }
+    let mut unlock_errors = 0;
+    for t in tasks {
+        unlock_errors += t.await.unwrap_or(0);
+    }
+    for c in &clients {
+        c.close().await;
+    }
+    let n = gaps.len();
+    let g = (!gaps.is_empty()).then(|| {
+        let max = *gaps.iter().max().unwrap();
+        (stats(gaps), max)
+    });
+    emit(
+        json!({"event":"done","clients":a.clients,"holds":holds,"held_at_end":held_at_end,
+        "lost":lost,"lost_reasons":reasons,"false_losses":false_losses,
+        "waiter_errors":waiter_errors,"unlock_errors":unlock_errors,
+        "release_s":t_rel.elapsed().as_secs_f64(),
+        "sampled_clients":sampled_n,
+        "keepalive_gaps":n,
+        "keepalive_gap_p50_ms":g.map(|g| ms(g.0.p50)),"keepalive_gap_p99_ms":g.map(|g| ms(g.0.p99)),
+        "keepalive_gap_max_ms":g.map(|g| ms(g.1))}),
+    );
+    0
+}
+
+/// One client locking and unlocking `<prefix>probe` every `probe_pace`
+/// during the window: lock+unlock latency while the fleet holds.
+async fn probe(opts: ClientOptions, a: FleetArgs) -> i32 {
+    let mut rx = commands();
+    let c = match Client::connect(opts).await {
+        Ok(c) => c,
+        Err(e) => {
+            emit(json!({"event":"error","stage":"connect","error":e.to_string()}));
+            return 1;
+        }
+    };
+    let name = format!("{}probe", a.prefix);
+    // One warm-up round, so the first sample is not the first use.
+    if let Ok(g) = c.lock(&name).await {
+        let _ = g.unlock().await;
+    }
+    emit(json!({"event":"holding","pid":std::process::id(),"clients":0}));
+    until(&mut rx, "window").await;
+    let stop = Arc::new(AtomicBool::new(false));
+    let task = {
+        let (c, stop, pace) = (c.clone(), stop.clone(), a.probe_pace);
+        tokio::spawn(async move {
+            let (mut v, mut errors) = (Vec::new(), 0usize);
+            let mut tick = tokio::time::interval(pace);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            while !stop.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let t = Instant::now();
+                match c.lock(&name).await {
+                    Ok(g) => match g.unlock().await {
+                        Ok(()) => v.push(t.elapsed()),
+                        Err(_) => errors += 1,
+                    },
+                    Err(_) => errors += 1,
+                }
+            }
+            (v, errors)
+        })
+    };
+    until(&mut rx, "release").await;
+    stop.store(true, Ordering::Relaxed);
+    let (v, errors) = task.await.unwrap_or_default();
+    c.close().await;
+    let s = (!v.is_empty()).then(|| stats(v));
+    emit(
+        json!({"event":"done","probe":true,"n":s.map(|s| s.n).unwrap_or(0),"errors":errors,
+        "p50_ms":s.map(|s| ms(s.p50)),"p99_ms":s.map(|s| ms(s.p99))}),
+    );
+    0
+}
