@@ -180,6 +180,7 @@ def step(side, n, a, endpoints, etcd_pids, tag):
     row["holds"] = sum(v.get("holds", 0) for v in holding.values())
     row["waiters"] = sum(v.get("waiters", 0) for v in holding.values())
     row["keys_in_etcd"] = sum(v["keys"] for v in holding.values() if "keys" in v)
+    row["setup_retries"] = sum(v.get("setup_retries", 0) for v in holding.values())
     pids = fleet_pids(f)
     # The steady window: the fleet alone (messages, CPUs, RSS, files), then
     # the probe beside it for --probe seconds (its own requests would count

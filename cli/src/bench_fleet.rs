@@ -113,17 +113,35 @@ pub async fn run(opts: ClientOptions, a: FleetArgs) -> i32 {
         let (sem, c, prefix, locks) = (sem.clone(), c.clone(), a.prefix.clone(), a.locks);
         tasks.push(tokio::spawn(async move {
             let _p = sem.acquire_owned().await;
-            let mut gs = Vec::with_capacity(locks);
+            let (mut gs, mut retries) = (Vec::with_capacity(locks), 0usize);
             for j in 0..locks {
-                gs.push(c.lock(&format!("{prefix}c{i}-l{j}")).await?);
+                // A lock call ends Unavailable when no member answers within
+                // the request timeout (a loaded machine, many clients forming
+                // at once): try again, as a service would, and count it.
+                let name = format!("{prefix}c{i}-l{j}");
+                let mut tries = 0;
+                loop {
+                    match c.lock(&name).await {
+                        Ok(g) => break gs.push(g),
+                        Err(e) if e.code() == etcdlock::ErrorCode::Unavailable && tries < 10 => {
+                            tries += 1;
+                            retries += 1;
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
             }
-            Ok::<_, etcdlock::Error>(gs)
+            Ok::<_, etcdlock::Error>((gs, retries))
         }));
     }
     let mut guards: Vec<Vec<Guard>> = Vec::with_capacity(a.clients);
+    let mut setup_retries = 0;
     for t in tasks {
         match t.await {
-            Ok(Ok(g)) => guards.push(g),
+            Ok(Ok((g, r))) => {
+                guards.push(g);
+                setup_retries += r;
+            }
             Ok(Err(e)) => {
                 emit(
                     json!({"event":"error","stage":"lock","holding_clients":guards.len(),"error":e.to_string()}),
@@ -185,7 +203,7 @@ pub async fn run(opts: ClientOptions, a: FleetArgs) -> i32 {
     };
     emit(
         json!({"event":"holding","pid":std::process::id(),"clients":a.clients,"holds":holds,
-        "waiters":waiters,"keys":keys,"connect_s":connect_s,"setup_s":t0.elapsed().as_secs_f64()}),
+        "waiters":waiters,"keys":keys,"setup_retries":setup_retries,"connect_s":connect_s,"setup_s":t0.elapsed().as_secs_f64()}),
     );
 
     // Keep-alive gaps of a sample of clients, recorded inside the window.
