@@ -26,7 +26,9 @@
 #   live lease, asked after the window);
 # - the probe's lock+unlock p50/p99.
 # etcd: 3 members on tmpfs (/dev/shm) by testkit's etcd-harness, loopback,
-# free ports, etcd's default heartbeat (100 ms) and election timeout (1 s).
+# free ports, etcd's default heartbeat (100 ms) and election timeout (1 s), a
+# fresh cluster for each side of each step (etcd's RSS grows from the same
+# start for both; the members' RSS before is in the JSON).
 # Usage: bench/fleet.sh [--steps 100,1000,5000,10000] [--locks 10] [--ttl 15]
 #        [--hold 60] [--probe 30] [--per-process 1000] [--sides etcdlock,go] [--quick]
 # --quick: N=100, 10 locks, 15 s hold, 10 s probe (a smoke run of about a minute).
@@ -42,12 +44,8 @@ export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$PWD/target}
 cargo build --quiet --release -p etcdlock-cli --features etcdlock-cli/bench -p etcdlock-testkit
 (cd bench/go-mutex && GOFLAGS=-mod=mod go build -o "$CARGO_TARGET_DIR/release/go-mutex" .)
 # 10,000 clients need more than 10,000 open files on each member and in the
-# fleet's processes; every process started below inherits this.
+# fleet's processes; every process started below (etcd too) inherits this.
 ulimit -n "$(ulimit -Hn)"
 echo "open files limit: $(ulimit -n) (hard $(ulimit -Hn)); fs.nr_open $(cat /proc/sys/fs/nr_open)" >&2
-coproc HARNESS { exec "$CARGO_TARGET_DIR/release/etcd-harness" --members 3 -- --heartbeat-interval=100 --election-timeout=1000; }
-read -r line <&"${HARNESS[0]}"
-trap 'eval "exec ${HARNESS[1]}>&-"; wait' EXIT
-echo "etcd: $line" >&2
-python3 bench/fleet_driver.py --harness "$line" --bin "$CARGO_TARGET_DIR/release" --steps "$STEPS" \
+python3 bench/fleet_driver.py --harness "$CARGO_TARGET_DIR/release/etcd-harness" --bin "$CARGO_TARGET_DIR/release" --steps "$STEPS" \
   --locks "$LOCKS" --ttl "$TTL" --hold "$HOLD" --probe "$PROBE" --per-process "$PER" --sides "$SIDES"

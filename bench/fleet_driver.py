@@ -163,7 +163,25 @@ def fleet_pids(f):
     return [p.pid for p in f.procs if p is not f.probe]
 
 
-def step(side, n, a, endpoints, etcd_pids, tag):
+def start_etcd(a):
+    """A fresh 3-member cluster for one side of one step (so that each side's
+    etcd RSS grows from the same start), stopped when its stdin closes."""
+    h = subprocess.Popen([a.harness, "--members", "3", "--", "--heartbeat-interval=100",
+                          "--election-timeout=1000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    info = json.loads(h.stdout.readline())
+    return h, info["endpoints"], info["pids"]
+
+
+def step(side, n, a, tag):
+    h, endpoints, etcd_pids = start_etcd(a)
+    try:
+        return measure(side, n, a, endpoints, etcd_pids, tag)
+    finally:
+        h.stdin.close()
+        h.wait()
+
+
+def measure(side, n, a, endpoints, etcd_pids, tag):
     load0 = uptime()
     base = [scrape(e) for e in endpoints]
     t0 = time.time()
@@ -215,7 +233,7 @@ def step(side, n, a, endpoints, etcd_pids, tag):
     row["etcd_cpu_s_per_s"] = [(b[1] - a_[1]) / window for a_, b in zip(m0, m1)]
     row["etcd_cpu_pct_of_machine"] = 100 * sum(row["etcd_cpu_s_per_s"]) / CPUS
     row["etcd_rss_mb"] = [b[2] / 2**20 for b in m1]
-    row["etcd_rss_mb_before"] = [b[2] / 2**20 for b in base]
+    row["etcd_rss_mb_fresh"] = [b[2] / 2**20 for b in base]
     grow = sum(b[2] for b in m1) - sum(b[2] for b in base)
     row["etcd_rss_kb_per_client"] = grow / 1024 / n
     row["etcd_rss_bytes_per_held_lock"] = grow / max(1, row["holds"])
@@ -274,7 +292,7 @@ def table(rows):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--harness", required=True)
+    ap.add_argument("--harness", required=True, help="the etcd-harness binary")
     ap.add_argument("--bin", required=True)
     ap.add_argument("--steps", default="100,1000,5000,10000")
     ap.add_argument("--locks", type=int, default=10)
@@ -284,8 +302,6 @@ def main():
     ap.add_argument("--per-process", type=int, default=1000)
     ap.add_argument("--sides", default="etcdlock,go")
     a = ap.parse_args()
-    h = json.loads(a.harness)
-    endpoints, etcd_pids = h["endpoints"], h["pids"]
     rows = []
     tag = f"f{os.getpid()}"
     print(f"fleet: steps {a.steps}, {a.locks} locks per client, TTL {a.ttl} s, hold {a.hold:.0f} s, "
@@ -293,11 +309,9 @@ def main():
     for n in [int(x) for x in a.steps.split(",")]:
         for side in a.sides.split(","):
             print(f"step N={n} {side}...", file=sys.stderr)
-            r = step(side, n, a, endpoints, etcd_pids, f"{tag}-n{n}")
+            r = step(side, n, a, f"{tag}-n{n}")
             print(json.dumps(r), flush=True)
             rows.append(r)
-            # Let the released leases and keys go before the other side starts.
-            time.sleep(5)
     print()
     print(table(rows))
 
