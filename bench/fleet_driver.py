@@ -69,6 +69,7 @@ class Fleet:
 
     def __init__(self, side, a, endpoints, n, tag):
         self.procs, self.lines, self.errors = [], {}, []
+        self.tag = f"{tag}-{side}"
         eps = ",".join(endpoints)
         per = max(1, min(a.per_process, n))
         sizes = [per] * (n // per) + ([n % per] if n % per else [])
@@ -94,7 +95,9 @@ class Fleet:
 
     def start(self, cmd):
         # stderr to a file: a pipe nobody reads would stall a chatty process.
-        err = tempfile.TemporaryFile(mode="w+")
+        # FLEET_LOG_DIR=dir keeps each process's stderr there (with ETCDLOCK_LOG=debug: core's events).
+        logs = os.environ.get("FLEET_LOG_DIR")
+        err = open(f"{logs}/{len(self.procs)}-{self.tag}.log", "w+") if logs else tempfile.TemporaryFile(mode="w+")
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=err, text=True, bufsize=1)
         p.err = err
@@ -199,6 +202,7 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     row["waiters"] = sum(v.get("waiters", 0) for v in holding.values())
     row["keys_in_etcd"] = sum(v["keys"] for v in holding.values() if "keys" in v)
     row["setup_retries"] = sum(v.get("setup_retries", 0) for v in holding.values())
+    row["connect_retries"] = sum(v.get("connect_retries", 0) for v in holding.values())
     pids = fleet_pids(f)
     # The steady window: the fleet alone (messages, CPUs, RSS, files), then
     # the probe beside it for --probe seconds (its own requests would count
@@ -249,8 +253,13 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     probe = done.pop(f.probe.pid, {})
     row["probe_p50_ms"], row["probe_p99_ms"] = probe.get("p50_ms"), probe.get("p99_ms")
     row["probe_n"], row["probe_errors"] = probe.get("n"), probe.get("errors")
-    for k in ("lost", "false_losses", "waiter_errors", "unlock_errors", "held_at_end"):
+    for k in ("lost", "false_losses", "clients_lost", "waiter_errors", "unlock_errors", "held_at_end"):
         row[k] = sum(v.get(k, 0) for v in done.values())
+    # Seconds from a process's "holding" (the window starts right after) to its first and last loss.
+    firsts = [v["first_loss_s"] for v in done.values() if v.get("first_loss_s") is not None]
+    lasts = [v["last_loss_s"] for v in done.values() if v.get("last_loss_s") is not None]
+    row["first_loss_s"] = min(firsts) if firsts else None
+    row["last_loss_s"] = max(lasts) if lasts else None
     # Keep-alive gaps: the processes' percentiles, weighted by their samples
     # (each process samples about 100 * its share of the clients).
     gaps = [v for v in done.values() if v.get("keepalive_gaps")]
@@ -271,6 +280,13 @@ def fmt(v, spec=".1f"):
     return "n/a" if v is None else format(v, spec)
 
 
+def lost_detail(r):
+    if not r.get("lost"):
+        return ""
+    why = ", ".join(f"{k} {v}" for k, v in r.get("lost_reasons", {}).items())
+    return f" ({why}; from {fmt(r.get('first_loss_s'), '.0f')} to {fmt(r.get('last_loss_s'), '.0f')} s after holding)"
+
+
 def table(rows):
     out = ["| N | side | holds | etcd msgs/s (top methods) | msgs per held-lock-min | etcd CPU s/s per member (% of machine) | etcd RSS MB per member | etcd RSS per client / per held lock | client CPU ms/s per client | client RSS per client | fds per client (etcd fds per member) | keep-alive gap p50 / p99 / max | lost / false losses | probe lock+unlock p50 / p99 | load before / after |",
            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -285,7 +301,7 @@ def table(rows):
             f"{' / '.join(fmt(x, '.0f') for x in r['etcd_rss_mb'])} | {r['etcd_rss_kb_per_client']:.1f} KB / {r['etcd_rss_bytes_per_held_lock']:.0f} B | "
             f"{r['client_cpu_ms_per_s_per_client']:.3f} | {r['client_rss_kb_per_client']:.0f} KB | {r['client_fds_per_client']:.2f} ({' / '.join(str(x) for x in r['etcd_fds_per_member'])}) | "
             f"{fmt(r.get('keepalive_gap_p50_ms'), '.0f')} / {fmt(r.get('keepalive_gap_p99_ms'), '.0f')} / {fmt(r.get('keepalive_gap_max_ms'), '.0f')} ms | "
-            f"{r.get('lost', 'n/a')} / **{r.get('false_losses', 'n/a')}** | {fmt(r.get('probe_p50_ms'), '.2f')} / {fmt(r.get('probe_p99_ms'), '.2f')} ms | "
+            f"{r.get('lost', 'n/a')}{lost_detail(r)} / **{r.get('false_losses', 'n/a')}** | {fmt(r.get('probe_p50_ms'), '.2f')} / {fmt(r.get('probe_p99_ms'), '.2f')} ms | "
             f"{' '.join(r['load_before'])} / {' '.join(r.get('load_after', []))} |")
     return "\n".join(out)
 

@@ -256,7 +256,8 @@ func breadth(out *json.Encoder, newClient func() *clientv3.Client, endpoint stri
 // "holding" once every Mutex is held and every waiter's key is in etcd;
 // stdin "window" starts the steady window, "release" (or EOF) ends it; then
 // "done" with losses (a session whose Done() closed before release loses
-// its holds), false losses (etcd still has the key under a live lease) and
+// its holds), false losses (etcd, asked when Done() closed, still had the
+// key under a live lease) and
 // keep-alive gaps. The gaps: a second KeepAlive channel on a sampled
 // client's session lease (clientv3's lessor fans one lease's answers out to
 // every channel, sending no extra request), the time between two answers.
@@ -273,7 +274,7 @@ func fleet(out *json.Encoder, newClient func() *clientv3.Client, clients, locks,
 		os.Exit(1)
 	}
 	fs := make([]*member, clients)
-	sem := make(chan struct{}, 64)
+	sem := make(chan struct{}, 16) // as many at once as `etcdlock bench --fleet` forms
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
 	var firstErr error
@@ -364,6 +365,34 @@ func fleet(out *json.Encoder, newClient func() *clientv3.Client, clients, locks,
 	out.Encode(map[string]any{"event": "holding", "pid": os.Getpid(), "clients": clients, "holds": holds,
 		"waiters": waiters, "keys": keys, "connect_s": connectS, "setup_s": time.Since(t0).Seconds()})
 
+	// Losses as they happen (as bench_fleet.rs): a session whose Done()
+	// closes before release loses its holds; false if etcd, asked at once,
+	// still has the key under a live lease.
+	formed := time.Now()
+	type verdict struct {
+		i       int
+		at      float64
+		isFalse bool
+	}
+	var vMu sync.Mutex
+	var verdicts []verdict
+	released := make(chan struct{})
+	for i, m := range fs {
+		go func(i int, m *member) {
+			select {
+			case <-released:
+				return
+			case <-m.s.Done():
+			}
+			at := time.Since(formed).Seconds()
+			r, err1 := kv.Get(ctx, m.ms[0].Key())
+			l, err2 := kv.TimeToLive(ctx, m.s.Lease())
+			f := err1 == nil && err2 == nil && len(r.Kvs) > 0 && l.TTL > 0
+			vMu.Lock()
+			verdicts = append(verdicts, verdict{i, at, f})
+			vMu.Unlock()
+		}(i, m)
+	}
 	var recording, stop atomic.Bool
 	var gapMu sync.Mutex
 	var gaps []time.Duration
@@ -413,17 +442,28 @@ func fleet(out *json.Encoder, newClient func() *clientv3.Client, clients, locks,
 	g := append([]time.Duration(nil), gaps...)
 	gapMu.Unlock()
 
+	close(released)
+	vMu.Lock()
+	vs := append([]verdict(nil), verdicts...)
+	vMu.Unlock()
+	falseClient := map[int]bool{}
+	var firstLoss, lastLoss any
+	for k, v := range vs {
+		falseClient[v.i] = v.isFalse
+		if k == 0 || v.at < firstLoss.(float64) {
+			firstLoss = v.at
+		}
+		if k == 0 || v.at > lastLoss.(float64) {
+			lastLoss = v.at
+		}
+	}
 	lost, falseLosses, heldAtEnd := 0, 0, 0
-	for _, m := range fs {
+	for i, m := range fs {
 		select {
 		case <-m.s.Done():
-			for _, mu := range m.ms {
-				lost++
-				r, err1 := kv.Get(ctx, mu.Key())
-				l, err2 := kv.TimeToLive(ctx, m.s.Lease())
-				if err1 == nil && err2 == nil && len(r.Kvs) > 0 && l.TTL > 0 {
-					falseLosses++
-				}
+			lost += len(m.ms)
+			if falseClient[i] {
+				falseLosses += len(m.ms)
 			}
 		default:
 			heldAtEnd += len(m.ms)
@@ -456,7 +496,7 @@ func fleet(out *json.Encoder, newClient func() *clientv3.Client, clients, locks,
 		mx = float64(g[len(g)-1]) / 1e6
 	}
 	out.Encode(map[string]any{"event": "done", "clients": clients, "holds": holds, "held_at_end": heldAtEnd,
-		"lost": lost, "false_losses": falseLosses, "waiter_errors": waiterErrors.Load(), "unlock_errors": unlockErrors.Load(),
+		"lost": lost, "false_losses": falseLosses, "clients_lost": len(vs), "first_loss_s": firstLoss, "last_loss_s": lastLoss, "waiter_errors": waiterErrors.Load(), "unlock_errors": unlockErrors.Load(),
 		"release_s": time.Since(tRel).Seconds(), "sampled_clients": sampled, "keepalive_gaps": len(g),
 		"keepalive_gap_p50_ms": p50, "keepalive_gap_p99_ms": p99, "keepalive_gap_max_ms": mx})
 }

@@ -9,7 +9,8 @@
 //! - then stdin `window` starts the steady window (keep-alive gaps are
 //!   recorded from then on) and `release` (or EOF) ends it;
 //! - `{"event":"done",...}`: holds lost, false losses (a lost hold whose key
-//!   etcd still has under a live lease, asked after the window), and the
+//!   etcd still has under a live lease, asked when the loss is reported;
+//!   seconds from "holding" to the first and last loss), and the
 //!   keep-alive gaps: for a sample of clients, the step of a guard's
 //!   `valid_until` (send time of the last acknowledged keep-alive + TTL -
 //!   margin), polled every 100 ms: the time between the sends of two
@@ -44,7 +45,7 @@ pub struct FleetArgs {
 }
 
 /// How many connects or lock calls run at once while the fleet forms.
-const SETUP_PARALLEL: usize = 64;
+const SETUP_PARALLEL: usize = 16;
 
 fn emit(v: serde_json::Value) {
     println!("{v}");
@@ -87,13 +88,28 @@ pub async fn run(opts: ClientOptions, a: FleetArgs) -> i32 {
         let (sem, o) = (sem.clone(), opts.clone());
         tasks.push(tokio::spawn(async move {
             let _p = sem.acquire_owned().await;
-            Client::connect(o).await
+            // Connect ends Unavailable when no member answers within the
+            // connect timeout (many clients forming at once on a loaded
+            // machine): try again, as a service would, and count it.
+            let mut retries = 0usize;
+            loop {
+                match Client::connect(o.clone()).await {
+                    Ok(c) => return Ok((c, retries)),
+                    Err(e) if e.code() == etcdlock::ErrorCode::Unavailable && retries < 10 => {
+                        retries += 1
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         }));
     }
-    let mut clients = Vec::with_capacity(a.clients);
+    let (mut clients, mut connect_retries) = (Vec::with_capacity(a.clients), 0);
     for t in tasks {
         match t.await {
-            Ok(Ok(c)) => clients.push(c),
+            Ok(Ok((c, r))) => {
+                clients.push(c);
+                connect_retries += r;
+            }
             Ok(Err(e)) => {
                 emit(
                     json!({"event":"error","stage":"connect","connected":clients.len(),"error":e.to_string()}),
@@ -203,8 +219,34 @@ pub async fn run(opts: ClientOptions, a: FleetArgs) -> i32 {
     };
     emit(
         json!({"event":"holding","pid":std::process::id(),"clients":a.clients,"holds":holds,
-        "waiters":waiters,"keys":keys,"setup_retries":setup_retries,"connect_s":connect_s,"setup_s":t0.elapsed().as_secs_f64()}),
+        "waiters":waiters,"keys":keys,"setup_retries":setup_retries,"connect_retries":connect_retries,"connect_s":connect_s,"setup_s":t0.elapsed().as_secs_f64()}),
     );
+
+    // Losses as they happen: a loss is false if etcd, asked at once, still has
+    // the key under a live lease. One watcher per client, on its first hold:
+    // the losses a fleet meets (connection lost, lease expired) end every
+    // hold of the session together. Asked after the step instead, a lease
+    // that the client stopped renewing would have expired by then.
+    let formed = Instant::now();
+    let verdicts = Arc::new(Mutex::new(Vec::<(usize, f64, bool)>::new()));
+    let mut watchers = Vec::with_capacity(a.clients);
+    for (i, gs) in guards.iter().enumerate() {
+        let Some(g) = gs.first() else { continue };
+        let (mut signal, key, lease) = (g.lost_signal(), g.key_bytes().to_vec(), g.lease_id());
+        let (mut kv, verdicts) = (kv.clone(), verdicts.clone());
+        watchers.push(tokio::spawn(async move {
+            if signal.wait().await.is_some() {
+                let at = formed.elapsed().as_secs_f64();
+                let lives = kv
+                    .lease_time_to_live(lease, None)
+                    .await
+                    .map(|r| r.ttl() > 0);
+                let has = kv.get(key, None).await.map(|r| !r.kvs().is_empty());
+                let false_loss = matches!((lives, has), (Ok(true), Ok(true)));
+                verdicts.lock().unwrap().push((i, at, false_loss));
+            }
+        }));
+    }
 
     // Keep-alive gaps of a sample of clients, recorded inside the window.
     let recording = Arc::new(AtomicBool::new(false));
@@ -244,25 +286,26 @@ pub async fn run(opts: ClientOptions, a: FleetArgs) -> i32 {
     stop.store(true, Ordering::Relaxed);
     let gaps = sampler.await.unwrap_or_default();
 
-    // Losses, and which of them etcd contradicts (key present, lease alive).
+    // Losses: each client's holds lost by the window's end count as false if
+    // its watcher found the lease alive and the key present.
     let (mut lost, mut false_losses) = (0usize, 0usize);
     let mut reasons = std::collections::BTreeMap::<String, usize>::new();
-    for g in guards.iter().flatten() {
-        if let Some(l) = g.loss() {
-            lost += 1;
-            *reasons.entry(l.reason.to_string()).or_default() += 1;
-            let key = kv
-                .get(g.key_bytes(), None)
-                .await
-                .map(|r| !r.kvs().is_empty());
-            let lease = kv
-                .lease_time_to_live(g.lease_id(), None)
-                .await
-                .map(|r| r.ttl() > 0);
-            if matches!((key, lease), (Ok(true), Ok(true))) {
-                false_losses += 1;
+    let verdicts = std::mem::take(&mut *verdicts.lock().unwrap());
+    let false_clients: std::collections::HashSet<usize> =
+        verdicts.iter().filter(|v| v.2).map(|v| v.0).collect();
+    for (i, gs) in guards.iter().enumerate() {
+        for g in gs {
+            if let Some(l) = g.loss() {
+                lost += 1;
+                *reasons.entry(l.reason.to_string()).or_default() += 1;
+                false_losses += usize::from(false_clients.contains(&i));
             }
         }
+    }
+    let first_loss_s = verdicts.iter().map(|v| v.1).reduce(f64::min);
+    let last_loss_s = verdicts.iter().map(|v| v.1).reduce(f64::max);
+    for w in &watchers {
+        w.abort();
     }
     let held_at_end = guards.iter().flatten().filter(|g| g.is_held()).count();
     for w in &waiting {
@@ -299,7 +342,8 @@ pub async fn run(opts: ClientOptions, a: FleetArgs) -> i32 {
     });
     emit(
         json!({"event":"done","clients":a.clients,"holds":holds,"held_at_end":held_at_end,
-        "lost":lost,"lost_reasons":reasons,"false_losses":false_losses,
+        "lost":lost,"lost_reasons":reasons,"false_losses":false_losses,"clients_lost":verdicts.len(),
+        "first_loss_s":first_loss_s,"last_loss_s":last_loss_s,
         "waiter_errors":waiter_errors,"unlock_errors":unlock_errors,
         "release_s":t_rel.elapsed().as_secs_f64(),
         "sampled_clients":sampled_n,
