@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -34,13 +35,22 @@ func pct(v []time.Duration, q float64) float64 {
 	return float64(v[int(float64(len(v)-1)*q+0.5)]) / 1e6
 }
 
+var endpointsFlag func() string
+
 func main() {
 	endpoints := flag.String("endpoints", "http://127.0.0.1:2379", "comma separated")
+	endpointsFlag = func() string { return *endpoints }
 	iterations := flag.Int("iterations", 1000, "uncontended iterations")
 	contenders := flag.Int("contenders", 8, "contenders on one lock")
 	duration := flag.Duration("duration", 15*time.Second, "contention duration")
 	breadthClients := flag.Int("breadth-clients", 0, "breadth mode only: clients (each its own connection and session) locking random names")
 	breadthNames := flag.Int("breadth-names", 1000, "breadth mode: distinct names")
+	fleetClients := flag.Int("fleet-clients", 0, "fleet mode only (bench/fleet.sh): clients, each its own clientv3.Client and concurrency.Session, holding -fleet-locks Mutexes each")
+	fleetLocks := flag.Int("fleet-locks", 10, "fleet mode: locks each client holds")
+	fleetWaiters := flag.Int("fleet-waiters", 0, "fleet mode: Lock calls queued on names the fleet holds")
+	fleetPrefix := flag.String("fleet-prefix", "gofleet-", "fleet mode: prefix of the lock names")
+	fleetSample := flag.Int("fleet-sample", 100, "fleet mode: clients whose keep-alive gaps are sampled")
+	ttl := flag.Int("ttl", 60, "fleet mode: session TTL in seconds (concurrency.WithTTL)")
 	flag.Parse()
 	ctx := context.Background()
 	newClient := func() *clientv3.Client {
@@ -52,6 +62,10 @@ func main() {
 		return c
 	}
 	out := json.NewEncoder(os.Stdout)
+	if *fleetClients > 0 {
+		fleet(out, newClient, *fleetClients, *fleetLocks, *fleetWaiters, *fleetPrefix, *fleetSample, *ttl)
+		return
+	}
 	if *breadthClients > 0 {
 		breadth(out, newClient, strings.Split(*endpoints, ",")[0], *breadthClients, *breadthNames, *duration)
 		return
@@ -235,4 +249,254 @@ func breadth(out *json.Encoder, newClient func() *clientv3.Client, endpoint stri
 		w.s.Close()
 		w.c.Close()
 	}
+}
+
+// fleet: one process of a client fleet, driven by bench/fleet.sh over
+// stdin/stdout as `etcdlock bench --fleet` is (see cli/src/bench_fleet.rs):
+// "holding" once every Mutex is held and every waiter's key is in etcd;
+// stdin "window" starts the steady window, "release" (or EOF) ends it; then
+// "done" with losses (a session whose Done() closed before release loses
+// its holds), false losses (etcd, asked when Done() closed, still had the
+// key under a live lease) and
+// keep-alive gaps. The gaps: a second KeepAlive channel on a sampled
+// client's session lease (clientv3's lessor fans one lease's answers out to
+// every channel, sending no extra request), the time between two answers.
+func fleet(out *json.Encoder, newClient func() *clientv3.Client, clients, locks, waiters int, prefix string, sample, ttl int) {
+	ctx := context.Background()
+	t0 := time.Now()
+	type member struct {
+		c  *clientv3.Client
+		s  *concurrency.Session
+		ms []*concurrency.Mutex
+	}
+	fail := func(stage string, err error) {
+		out.Encode(map[string]any{"event": "error", "stage": stage, "error": err.Error()})
+		os.Exit(1)
+	}
+	fs := make([]*member, clients)
+	sem := make(chan struct{}, 16) // as many at once as `etcdlock bench --fleet` forms
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var firstErr error
+	var stage string
+	for i := range fs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(endpointsFlag(), ","), DialTimeout: 5 * time.Second})
+			if err == nil {
+				var s *concurrency.Session
+				s, err = concurrency.NewSession(c, concurrency.WithTTL(ttl))
+				if err == nil {
+					fs[i] = &member{c: c, s: s}
+					return
+				}
+			}
+			errMu.Lock()
+			if firstErr == nil {
+				firstErr, stage = err, "connect"
+			}
+			errMu.Unlock()
+		}(i)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		fail(stage, firstErr)
+	}
+	connectS := time.Since(t0).Seconds()
+	for i, m := range fs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, m *member) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for j := 0; j < locks; j++ {
+				mu := concurrency.NewMutex(m.s, fmt.Sprintf("%sc%d-l%d", prefix, i, j))
+				if err := mu.Lock(ctx); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = err
+					}
+					errMu.Unlock()
+					return
+				}
+				m.ms = append(m.ms, mu)
+			}
+		}(i, m)
+	}
+	wg.Wait()
+	if firstErr != nil {
+		fail("lock", firstErr)
+	}
+	if locks == 0 {
+		waiters = 0
+	}
+	waiters = min(waiters, clients)
+	wctx, cancelWaiters := context.WithCancel(ctx)
+	var waiterErrors atomic.Int64
+	var wwg sync.WaitGroup
+	for w := 0; w < waiters; w++ {
+		wwg.Add(1)
+		go func(w int) {
+			defer wwg.Done()
+			mu := concurrency.NewMutex(fs[(w+1)%clients].s, fmt.Sprintf("%sc%d-l0", prefix, w))
+			// Never granted while the fleet holds; cancelled at release (Lock deletes its key).
+			if err := mu.Lock(wctx); err != nil && wctx.Err() == nil {
+				waiterErrors.Add(1)
+			}
+		}(w)
+	}
+	holds := clients * locks
+	kv := fs[0].c
+	deadline := time.Now().Add(120 * time.Second)
+	var keys int64
+	for {
+		r, err := kv.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err == nil {
+			keys = r.Count
+		}
+		if keys >= int64(holds+waiters) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out.Encode(map[string]any{"event": "holding", "pid": os.Getpid(), "clients": clients, "holds": holds,
+		"waiters": waiters, "keys": keys, "connect_s": connectS, "setup_s": time.Since(t0).Seconds()})
+
+	// Losses as they happen (as bench_fleet.rs): a session whose Done()
+	// closes before release loses its holds; false if etcd, asked at once,
+	// still has the key under a live lease.
+	formed := time.Now()
+	type verdict struct {
+		i       int
+		at      float64
+		isFalse bool
+	}
+	var vMu sync.Mutex
+	var verdicts []verdict
+	released := make(chan struct{})
+	for i, m := range fs {
+		go func(i int, m *member) {
+			select {
+			case <-released:
+				return
+			case <-m.s.Done():
+			}
+			at := time.Since(formed).Seconds()
+			r, err1 := kv.Get(ctx, m.ms[0].Key())
+			l, err2 := kv.TimeToLive(ctx, m.s.Lease())
+			f := err1 == nil && err2 == nil && len(r.Kvs) > 0 && l.TTL > 0
+			vMu.Lock()
+			verdicts = append(verdicts, verdict{i, at, f})
+			vMu.Unlock()
+		}(i, m)
+	}
+	var recording, stop atomic.Bool
+	var gapMu sync.Mutex
+	var gaps []time.Duration
+	step := max(clients/max(min(sample, clients), 1), 1)
+	sampled := 0
+	kctx, cancelKa := context.WithCancel(ctx)
+	for i := 0; i < clients; i += step {
+		ch, err := fs[i].c.KeepAlive(kctx, fs[i].s.Lease())
+		if err != nil {
+			continue
+		}
+		sampled++
+		go func() {
+			last := time.Now()
+			for range ch {
+				now := time.Now()
+				if recording.Load() {
+					gapMu.Lock()
+					gaps = append(gaps, now.Sub(last))
+					gapMu.Unlock()
+				}
+				last = now
+			}
+		}()
+	}
+	lines := make(chan string, 4)
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			lines <- strings.TrimSpace(sc.Text())
+		}
+		lines <- "release"
+	}()
+	until := func(what string) {
+		for l := range lines {
+			if l == what || l == "release" {
+				return
+			}
+		}
+	}
+	until("window")
+	recording.Store(true)
+	until("release")
+	recording.Store(false)
+	stop.Store(true)
+	gapMu.Lock()
+	g := append([]time.Duration(nil), gaps...)
+	gapMu.Unlock()
+
+	close(released)
+	vMu.Lock()
+	vs := append([]verdict(nil), verdicts...)
+	vMu.Unlock()
+	falseClient := map[int]bool{}
+	var firstLoss, lastLoss any
+	for k, v := range vs {
+		falseClient[v.i] = v.isFalse
+		if k == 0 || v.at < firstLoss.(float64) {
+			firstLoss = v.at
+		}
+		if k == 0 || v.at > lastLoss.(float64) {
+			lastLoss = v.at
+		}
+	}
+	lost, falseLosses, heldAtEnd := 0, 0, 0
+	for i, m := range fs {
+		select {
+		case <-m.s.Done():
+			lost += len(m.ms)
+			if falseClient[i] {
+				falseLosses += len(m.ms)
+			}
+		default:
+			heldAtEnd += len(m.ms)
+		}
+	}
+	cancelKa()
+	cancelWaiters()
+	wwg.Wait()
+	tRel := time.Now()
+	var unlockErrors atomic.Int64
+	for _, m := range fs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(m *member) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for _, mu := range m.ms {
+				if err := mu.Unlock(ctx); err != nil {
+					unlockErrors.Add(1)
+				}
+			}
+			m.s.Close()
+			m.c.Close()
+		}(m)
+	}
+	wg.Wait()
+	var p50, p99, mx any
+	if len(g) > 0 {
+		p50, p99 = pct(g, .5), pct(g, .99)
+		mx = float64(g[len(g)-1]) / 1e6
+	}
+	out.Encode(map[string]any{"event": "done", "clients": clients, "holds": holds, "held_at_end": heldAtEnd,
+		"lost": lost, "false_losses": falseLosses, "clients_lost": len(vs), "first_loss_s": firstLoss, "last_loss_s": lastLoss, "waiter_errors": waiterErrors.Load(), "unlock_errors": unlockErrors.Load(),
+		"release_s": time.Since(tRel).Seconds(), "sampled_clients": sampled, "keepalive_gaps": len(g),
+		"keepalive_gap_p50_ms": p50, "keepalive_gap_p99_ms": p99, "keepalive_gap_max_ms": mx})
 }

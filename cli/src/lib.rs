@@ -11,6 +11,8 @@ mod bench;
 #[cfg(feature = "bench")]
 mod bench_breadth;
 #[cfg(feature = "bench")]
+mod bench_fleet;
+#[cfg(feature = "bench")]
 mod bench_recipes;
 #[cfg(feature = "bench")]
 mod bench_scale;
@@ -264,6 +266,26 @@ enum Cmd {
         /// Distinct lock names for --breadth
         #[arg(long, default_value_t = 1000)]
         names: usize,
+        /// One process of a client fleet (bench/fleet.sh drives it over stdin/stdout):
+        /// --clients clients (each its own connection and session, the global --ttl)
+        /// holding --locks locks each, --fleet-waiters more queued; --clients 0: the probe
+        #[arg(long)]
+        fleet: bool,
+        /// Locks each fleet client holds
+        #[arg(long, default_value_t = 10)]
+        locks: usize,
+        /// Lock calls queued on names the fleet holds (each by another client)
+        #[arg(long, default_value_t = 0)]
+        fleet_waiters: usize,
+        /// Prefix of the fleet's lock names (distinct per process)
+        #[arg(long, default_value = "fleet-")]
+        fleet_prefix: String,
+        /// Clients whose keep-alive gaps the fleet samples
+        #[arg(long, default_value_t = 100)]
+        fleet_sample: usize,
+        /// The probe's pace (--fleet --clients 0)
+        #[arg(long, default_value = "50ms", value_parser = parse_finite)]
+        probe_pace: Duration,
         /// Measure the recipes instead: election failover (resign, kill -9), a 3-permit
         /// semaphore, a read-write lock with 7 readers and 1 writer, multi-lock pairs
         #[arg(long)]
@@ -516,10 +538,28 @@ pub fn main() -> ! {
                 breadth,
                 clients,
                 names,
+                fleet,
+                locks,
+                fleet_waiters,
+                fleet_prefix,
+                fleet_sample,
+                probe_pace,
                 recipes,
                 use_endpoints,
                 json,
             } => {
+                if fleet {
+                    // Against the given endpoints, with the global options (--ttl).
+                    let a = bench_fleet::FleetArgs {
+                        clients,
+                        locks,
+                        waiters: fleet_waiters,
+                        prefix: fleet_prefix,
+                        sample: fleet_sample,
+                        probe_pace,
+                    };
+                    return bench_fleet::run(opts.clone(), a).await;
+                }
                 bench::run(bench::BenchArgs {
                     endpoints: use_endpoints.then(|| opts.endpoints.clone()),
                     iterations: iterations.max(10),
