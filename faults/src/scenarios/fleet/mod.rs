@@ -125,18 +125,24 @@ fn client_name(i: usize) -> String {
 
 /// A guarded write of the lock's resource key with the hold's token, timed for porcupine.
 async fn guarded_write(g: &Guard) -> GuardedOp {
+    guarded_write_why(g).await.0
+}
+
+/// [`guarded_write`], with the error's (code, message) if it failed.
+async fn guarded_write_why(g: &Guard) -> (GuardedOp, Option<(&'static str, String)>) {
     let call = clock_monotonic_ns();
     let r = g
         .put(resource_key(g.name()), g.fencing_token().to_string())
         .await;
     let result = OpResult::of(&r);
-    GuardedOp {
+    let op = GuardedOp {
         write: true,
         call_ns: call,
         ret_ns: (result != OpResult::Unknown).then(clock_monotonic_ns),
         value: g.fencing_token(),
         result,
-    }
+    };
+    (op, r.err().map(|e| (e.code().name(), e.to_string())))
 }
 
 /// Connect client `i` and take its own lock; retried until `deadline`.

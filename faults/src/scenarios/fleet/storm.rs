@@ -397,13 +397,18 @@ impl<'a> FleetStorm<'a> {
         let mut set = tokio::task::JoinSet::new();
         for (i, m) in self.members.iter().enumerate() {
             let g = m.own.clone();
-            set.spawn(async move { (i, guarded_write(&g).await) });
+            set.spawn(async move { (i, guarded_write_why(&g).await) });
         }
         let mut ok = 0;
+        // Per error code of a refused write: how many, and one's message.
+        let mut why: BTreeMap<&'static str, (usize, String)> = BTreeMap::new();
         while let Some(r) = set.join_next().await {
-            if let Ok((i, op)) = r {
+            if let Ok((i, (op, e))) = r {
                 if op.result == OpResult::Ok {
                     ok += 1;
+                } else {
+                    let (code, msg) = e.unwrap_or(("none", format!("{:?}", op.result)));
+                    why.entry(code).or_insert((0, msg)).0 += 1;
                 }
                 self.members[i].ops.push(op);
             }
@@ -411,7 +416,7 @@ impl<'a> FleetStorm<'a> {
         self.round.writes_ok = ok;
         if ok != self.members.len() {
             errs.push(format!(
-                "{ok} of {} guarded writes accepted after the fault",
+                "{ok} of {} guarded writes accepted after the fault; the others: {why:?}",
                 self.members.len()
             ));
         }
