@@ -105,6 +105,10 @@ const ROUNDS: [&str; 4] = [
     "leader-kill",
 ];
 
+/// Tries of each hold's guarded write after a round: etcd not answering
+/// within the request timeout after a fault is tried again.
+const WRITE_TRIES: usize = 3;
+
 /// What one round measured.
 #[derive(Debug, Default, Clone)]
 pub(super) struct FleetRound {
@@ -138,6 +142,9 @@ pub(super) struct FleetRound {
     false_losses: usize,
     /// Guarded writes accepted after the round (one per client).
     writes_ok: usize,
+    /// Of them, accepted only when tried again; and the writes tried again.
+    writes_retried: usize,
+    write_retries: usize,
     /// Before the fault: the most clients whose last proven renewal fell in
     /// one 100 ms window (their keep-alives are in phase: due together).
     in_phase: usize,
@@ -161,7 +168,7 @@ impl FleetRound {
             _ => format!("cluster paused {} ms", self.paused_ms),
         };
         format!(
-            "{head} (before: at most {} clients renewing in one 100 ms); renewed again p50 {} / p90 {} / max {} ms after (peak {}/100 ms); probe p50 {} / p99 {} / max {} ms, {} failed; kept {}, lost {} (false {}), writes ok {}",
+            "{head} (before: at most {} clients renewing in one 100 ms); renewed again p50 {} / p90 {} / max {} ms after (peak {}/100 ms); probe p50 {} / p99 {} / max {} ms, {} failed; kept {}, lost {} (false {}), writes ok {} ({} after {} tries again)",
             self.in_phase,
             pct(&self.renew_ms, 0.5),
             pct(&self.renew_ms, 0.9),
@@ -175,6 +182,8 @@ impl FleetRound {
             self.losses,
             self.false_losses,
             self.writes_ok,
+            self.writes_retried,
+            self.write_retries,
         )
     }
 }
@@ -394,29 +403,50 @@ impl<'a> FleetStorm<'a> {
             ));
         }
         // A guarded write per hold: etcd must accept each (the hold is real).
+        // All of them go at once, right after the catch-up; one that etcd
+        // did not answer in time (`Unavailable`, `Timeout`: the hold is not
+        // in question) is tried again, at most twice, and counted.
         let mut set = tokio::task::JoinSet::new();
         for (i, m) in self.members.iter().enumerate() {
             let g = m.own.clone();
-            set.spawn(async move { (i, guarded_write_why(&g).await) });
+            set.spawn(async move {
+                let mut tries = Vec::new();
+                for _ in 0..WRITE_TRIES {
+                    let (op, e) = guarded_write_why(&g).await;
+                    let again = matches!(e, Some(("Unavailable" | "Timeout", _)));
+                    tries.push((op, e));
+                    if !again {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                (i, tries)
+            });
         }
-        let mut ok = 0;
+        let (mut ok, mut retried) = (0, 0);
         // Per error code of a refused write: how many, and one's message.
         let mut why: BTreeMap<&'static str, (usize, String)> = BTreeMap::new();
         while let Some(r) = set.join_next().await {
-            if let Ok((i, (op, e))) = r {
-                if op.result == OpResult::Ok {
-                    ok += 1;
-                } else {
-                    let (code, msg) = e.unwrap_or(("none", format!("{:?}", op.result)));
-                    why.entry(code).or_insert((0, msg)).0 += 1;
+            if let Ok((i, tries)) = r {
+                let n = tries.len();
+                for (k, (op, e)) in tries.into_iter().enumerate() {
+                    if op.result == OpResult::Ok {
+                        ok += 1;
+                        retried += usize::from(k > 0);
+                    } else if k + 1 == n {
+                        let (code, msg) = e.unwrap_or(("none", format!("{:?}", op.result)));
+                        why.entry(code).or_insert((0, msg)).0 += 1;
+                    }
+                    self.members[i].ops.push(op);
                 }
-                self.members[i].ops.push(op);
+                self.round.write_retries += n - 1;
             }
         }
         self.round.writes_ok = ok;
+        self.round.writes_retried = retried;
         if ok != self.members.len() {
             errs.push(format!(
-                "{ok} of {} guarded writes accepted after the fault; the others: {why:?}",
+                "{ok} of {} guarded writes accepted after the fault ({WRITE_TRIES} tries each); the others' last error: {why:?}",
                 self.members.len()
             ));
         }
