@@ -95,7 +95,7 @@ scen=$(grep -cE '^scenario [0-9]+ ' "$log" || true)
 # The report: summary.json and SUMMARY.md under the target dir; the table here.
 ETCDLOCK_FAULTS_WALL_SECS=$((end - start)) cargo test -q -p etcdlock-faults --profile faults --test scenarios -- --ignored write_summary --nocapture 2>/dev/null \
   | grep -E '^(\||report:|Longest)' || echo "the report could not be written" >&2
-echo "faults suite: $scen/37 scenario runs (21 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages; 26-28 behind etcd grpc-proxy, nginx sending GOAWAY, close() during a fault; 29-33 are 7, 5, 6, 27, 28 over TLS; 34 rolling restart, 35 and 36 rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6; 37 a fleet of 300 clients under leader kills and a cluster pause), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
+echo "faults suite: $scen/37 scenario runs (21 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages; 26-28 behind etcd grpc-proxy, nginx sending GOAWAY, close() during a fault; 29-33 are 7, 5, 6, 27, 28 over TLS; 34 rolling restart, 35 and 36 rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6; 37 a fleet of 300 clients under a leader kill, a cluster pause and a rolling restart), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
 if [ "$status" -ne 0 ]; then
   echo "faults suite FAILED (cargo test exit $status)" >&2
   exit "$status"

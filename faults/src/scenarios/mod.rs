@@ -43,7 +43,7 @@ pub use clock::{libfaketime, wall_clock_jumps};
 pub use compaction::waiters_under_compaction;
 #[allow(unused_imports)]
 use compaction::*;
-pub use fleet::{fleet_faults, FLEET_CLIENTS, FLEET_TTL};
+pub use fleet::{fleet_clients, fleet_faults, FLEET_CLIENTS, FLEET_TTL};
 #[allow(unused_imports)]
 use holders::*;
 pub use holders::{holder_kill9, holder_sigstop};
@@ -64,7 +64,7 @@ pub use upgrade::{rolling_restart, rolling_upgrade, rolling_upgrade_36, UPGRADE_
 /// The partitions between members (16-19): nftables on `lo`, members on 127.0.0.2-4.
 pub const PARTITIONS: [u32; 4] = [16, 17, 18, 19];
 
-/// A fleet of clients under a leader kill and a cluster-wide pause (37).
+/// A fleet of clients under leader kills, a cluster-wide pause and a rolling restart (37).
 pub const FLEET: [u32; 1] = [37];
 
 /// The scenarios behind real etcd infrastructure (26-28) and their TLS runs (29-33).

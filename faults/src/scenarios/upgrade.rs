@@ -53,20 +53,37 @@ fn versions(etcd: &Etcd, i: usize) -> Option<(String, String)> {
 
 /// One step of a rolling restart: SIGTERM member `member`, then start it
 /// again, with `bin` if given, on the same data dir and ports.
-struct Step {
+pub(super) struct Step {
     member: usize,
     bin: Option<PathBuf>,
     /// After this step, wait until every member reports this cluster version prefix.
     cluster_version: Option<&'static str>,
 }
 
+impl Step {
+    /// Every member of a cluster of `members`, restarted with its own binary, one by one.
+    pub(super) fn restart_each(members: usize) -> Vec<Step> {
+        (0..members)
+            .map(|member| Step {
+                member,
+                bin: None,
+                cluster_version: None,
+            })
+            .collect()
+    }
+}
+
 /// Figures of the steps.
 #[derive(Default)]
-struct Steps {
-    done: usize,
-    leaders: usize,
-    max_stop_ms: i64,
-    max_back_ms: i64,
+pub(super) struct Steps {
+    /// Members restarted.
+    pub(super) done: usize,
+    /// Of them, the leader when its step began.
+    pub(super) leaders: usize,
+    /// The longest SIGTERM-to-exit, ms.
+    pub(super) max_stop_ms: i64,
+    /// The longest SIGTERM-to-healthy-with-a-leader, ms.
+    pub(super) max_back_ms: i64,
     cluster_versions: Vec<String>,
 }
 
@@ -159,7 +176,7 @@ fn lock_of(lang: HolderLang) -> String {
 /// Run `steps` on `etcd`, one member at a time: SIGTERM, wait for the exit,
 /// restart (with the step's binary), wait until the member is healthy, every
 /// member agrees on a leader, and (if the step says) the cluster version.
-async fn run_steps(etcd: &mut Etcd, steps: Vec<Step>, o: &mut Outcome) -> Steps {
+pub(super) async fn run_steps(etcd: &mut Etcd, steps: Vec<Step>, o: &mut Outcome) -> Steps {
     let eps = etcd.endpoints();
     let mut s = Steps::default();
     for st in steps {
@@ -514,16 +531,7 @@ async fn rolling(
 
 /// Scenario 34: every member restarted one by one with SIGTERM (graceful).
 pub async fn rolling_restart(p: &Profile) -> Outcome {
-    rolling(p, 34, "rolling-restart", None, || {
-        Ok((0..3)
-            .map(|member| Step {
-                member,
-                bin: None,
-                cluster_version: None,
-            })
-            .collect())
-    })
-    .await
+    rolling(p, 34, "rolling-restart", None, || Ok(Step::restart_each(3))).await
 }
 
 /// Scenario 35: a rolling upgrade 3.4 (Debian's) -> 3.5, member by member, until the

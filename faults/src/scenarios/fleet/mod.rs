@@ -2,8 +2,10 @@
 //! that runs in CI): a few hundred clients in this process, each with its
 //! own `Client` (connection and lease), each holding a lock of its own, some
 //! names with two waiters queued behind their holder; then the etcd leader
-//! is killed (SIGKILL) and restarted, and the whole cluster is paused
-//! (SIGSTOP of every member) past one keep-alive interval and continued.
+//! is killed (SIGKILL) and restarted, the whole cluster is paused
+//! (SIGSTOP of every member) past one keep-alive interval and continued,
+//! and every member is restarted (SIGTERM, start, healthy) one at a time
+//! within the TTL.
 //! After each fault every hold must still be held and still be in etcd
 //! under its live lease (checked against etcd), every client must be back to
 //! renewing within a bound, and the waiters must still be queued; after the
@@ -20,10 +22,28 @@ mod queues;
 mod storm;
 
 use queues::Queues;
-use storm::{measured_interval, spawn_probe, spawn_sampler, FleetStorm, Probes, Renewals};
+use storm::{
+    measured_interval, spawn_probe, spawn_sampler, FleetStorm, Probes, Renewals, StormFleet,
+};
 
-/// Clients in the fleet (each its own connection and lease).
+/// Clients in the fleet (each its own connection and lease) at the CI
+/// size; `ETCDLOCK_FLEET_CLIENTS` sets another ([`fleet_clients`]).
 pub const FLEET_CLIENTS: usize = 300;
+
+/// The fleet's size: `ETCDLOCK_FLEET_CLIENTS` if set (at least the
+/// `3 * FLEET_QUEUES` clients the queues need), else [`FLEET_CLIENTS`].
+pub fn fleet_clients() -> Result<usize, String> {
+    match std::env::var("ETCDLOCK_FLEET_CLIENTS") {
+        Err(_) => Ok(FLEET_CLIENTS),
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n) if n >= 3 * FLEET_QUEUES => Ok(n),
+            _ => Err(format!(
+                "ETCDLOCK_FLEET_CLIENTS={v:?}: want a number of clients >= {}",
+                3 * FLEET_QUEUES
+            )),
+        },
+    }
+}
 
 /// Names with a queue: held by client `j`, waited for by clients
 /// `FLEET_QUEUES + j` (first) and `2 * FLEET_QUEUES + j` (second).
@@ -61,12 +81,25 @@ fn fleet_opts(eps: &[String], ns: &str) -> etcdlock::ClientOptions {
 /// continued) every client must have renewed, on top of one keep-alive
 /// interval (a client whose renewal was not due yet renews when it is due;
 /// one that was due retries at once, on another member if its own is gone).
+/// That is at the CI size; a larger fleet's catch-up after a fault takes
+/// longer: 1 ms more per client beyond [`FLEET_CLIENTS`] ([`renew_slack`]).
 pub const FLEET_RENEW_SLACK: Duration = Duration::from_secs(3);
 
-/// The clients join over this long, one every 10 ms, as a fleet's
-/// instances start at different times: their keep-alives are out of phase
-/// (a fault that leaves them in phase shows in the next round's figure).
+/// The renewal slack of a fleet of `n` clients.
+pub fn renew_slack(n: usize) -> Duration {
+    FLEET_RENEW_SLACK + Duration::from_millis(n.saturating_sub(FLEET_CLIENTS) as u64)
+}
+
+/// The clients join over this long at the CI size, one every 10 ms, as a
+/// fleet's instances start at different times: their keep-alives are out
+/// of phase (a fault that leaves them in phase shows in the next round's
+/// figure). A larger fleet joins at the same rate ([`join_spread`]).
 pub const FLEET_JOIN_SPREAD: Duration = Duration::from_secs(3);
+
+/// How long a fleet of `n` clients takes to join: one every 10 ms.
+pub fn join_spread(n: usize) -> Duration {
+    FLEET_JOIN_SPREAD * n as u32 / FLEET_CLIENTS as u32
+}
 
 /// One client of the fleet: its lock `own-NNN` and the guarded writes of
 /// that hold (one after the acquisition, one after every fault).
@@ -92,18 +125,24 @@ fn client_name(i: usize) -> String {
 
 /// A guarded write of the lock's resource key with the hold's token, timed for porcupine.
 async fn guarded_write(g: &Guard) -> GuardedOp {
+    guarded_write_why(g).await.0
+}
+
+/// [`guarded_write`], with the error's (code, message) if it failed.
+async fn guarded_write_why(g: &Guard) -> (GuardedOp, Option<(&'static str, String)>) {
     let call = clock_monotonic_ns();
     let r = g
         .put(resource_key(g.name()), g.fencing_token().to_string())
         .await;
     let result = OpResult::of(&r);
-    GuardedOp {
+    let op = GuardedOp {
         write: true,
         call_ns: call,
         ret_ns: (result != OpResult::Unknown).then(clock_monotonic_ns),
         value: g.fencing_token(),
         result,
-    }
+    };
+    (op, r.err().map(|e| (e.code().name(), e.to_string())))
 }
 
 /// Connect client `i` and take its own lock; retried until `deadline`.
@@ -152,33 +191,41 @@ async fn join_fleet(
     }
 }
 
-/// Scenario 37: a fleet of [`FLEET_CLIENTS`] clients under leader kills and a
-/// cluster-wide pause.
+/// Scenario 37: a fleet of [`fleet_clients`] clients under leader kills, a
+/// cluster-wide pause and a rolling restart.
 pub async fn fleet_faults(p: &Profile) -> Outcome {
     let mut o = Outcome::new(37, "fleet-faults");
+    let n = match fleet_clients() {
+        Ok(n) => n,
+        Err(e) => {
+            o.fail(e);
+            return o;
+        }
+    };
     let mut etcd = Etcd::cluster(3);
     let eps = etcd.endpoints();
     let ns = unique_ns("fleet");
     let mut rawc = raw(&eps).await;
     let from = current_revision(&mut rawc).await;
-    let checker = Checker::new();
+    let checker = Arc::new(Checker::new());
     let counters = Arc::new(Counters::default());
     let started = Instant::now();
 
     // The fleet: every client connects and takes its own lock, one every
-    // 10 ms (at most 50 at a time).
+    // 10 ms (at most 50 at a time), each within 30 s of its turn.
     let sem = Arc::new(tokio::sync::Semaphore::new(50));
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let spread = join_spread(n);
+    let deadline = Instant::now() + spread + Duration::from_secs(30);
     let mut set = tokio::task::JoinSet::new();
-    for i in 0..FLEET_CLIENTS {
+    for i in 0..n {
         let (eps, ns, counters, sem) = (eps.clone(), ns.clone(), counters.clone(), sem.clone());
         set.spawn(async move {
-            tokio::time::sleep(FLEET_JOIN_SPREAD * i as u32 / FLEET_CLIENTS as u32).await;
+            tokio::time::sleep(spread * i as u32 / n as u32).await;
             let _permit = sem.acquire_owned().await;
             (i, join_fleet(eps, ns, i, counters, deadline).await)
         });
     }
-    let mut slots: Vec<Option<Member>> = (0..FLEET_CLIENTS).map(|_| None).collect();
+    let mut slots: Vec<Option<Member>> = (0..n).map(|_| None).collect();
     while let Some(r) = set.join_next().await {
         match r {
             Ok((i, Ok(m))) => slots[i] = Some(m),
@@ -195,15 +242,15 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
     }
     let mut members: Vec<Member> = slots.into_iter().flatten().collect();
     let joined_ms = started.elapsed().as_millis();
-    let mut spread: BTreeMap<String, usize> = BTreeMap::new();
+    let mut on_member: BTreeMap<String, usize> = BTreeMap::new();
     for m in &members {
-        *spread.entry(m.client.member_in_use()).or_default() += 1;
+        *on_member.entry(m.client.member_in_use()).or_default() += 1;
     }
     let queues = Queues::form(&members, &mut rawc, &ns, &mut o).await;
     let setup_ms = started.elapsed().as_millis();
 
     let stop = CancellationToken::new();
-    let renewals: Renewals = Arc::new(Mutex::new(vec![Vec::new(); FLEET_CLIENTS]));
+    let renewals: Renewals = Arc::new(Mutex::new(vec![Vec::new(); n]));
     let sampler = spawn_sampler(
         members.iter().map(|m| m.own.clone()).collect(),
         renewals.clone(),
@@ -228,18 +275,18 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
     });
     let interval = measured.unwrap_or_default();
     if o.passed() && queues.complete() {
-        let mut fp = FleetStorm::new(
-            &mut etcd,
-            &mut rawc,
-            &ns,
-            &mut members,
-            &queues.guards,
-            &queues.waiters,
-            renewals.clone(),
-            probes.clone(),
+        let fleet = StormFleet {
+            ns: &ns,
+            members: &mut members,
+            queues: &queues,
+            renewals: renewals.clone(),
+            probes: probes.clone(),
             interval,
-        );
-        let rounds = run_rounds(&mut fp, Duration::ZERO, p.rounds.clamp(2, 4)).await;
+        };
+        let mut fp = FleetStorm::new(&mut etcd, &mut rawc, fleet);
+        // One round of each fault at the CI profile (3), the leader kill
+        // again at the soak's.
+        let rounds = run_rounds(&mut fp, Duration::ZERO, p.rounds.clamp(3, 4)).await;
         o.faults = rounds.faults;
         o.failures.extend(rounds.failures);
         storm_rounds = std::mem::take(&mut fp.done);
@@ -254,21 +301,28 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
         format!("{order_ok}/{FLEET_QUEUES} queues granted in queue order after the storm")
     });
 
-    // Every own hold ends with an unlock; then the clients close.
+    // Every own hold ends with an unlock (all at once, as a fleet's
+    // instances would); then the clients close.
+    let mut releasing = tokio::task::JoinSet::new();
     for (i, m) in members.iter_mut().enumerate() {
         let ops = std::mem::take(&mut m.ops);
-        release_and_record_ops(
-            &checker,
-            &counters,
-            own_name(i),
-            &m.own,
-            (m.invoked, m.acquired),
-            clock_monotonic_ns(),
-            &client_name(i),
-            ops,
-        )
-        .await;
+        let (checker, counters, own) = (checker.clone(), counters.clone(), m.own.clone());
+        let span = (m.invoked, m.acquired);
+        releasing.spawn(async move {
+            release_and_record_ops(
+                &checker,
+                &counters,
+                own_name(i),
+                &own,
+                span,
+                clock_monotonic_ns(),
+                &client_name(i),
+                ops,
+            )
+            .await
+        });
     }
+    while releasing.join_next().await.is_some() {}
     let mut closing = tokio::task::JoinSet::new();
     for m in members {
         closing.spawn(async move { m.client.close().await });
@@ -282,24 +336,24 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
         rawc = c;
     }
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
-    o.acquisitions = (FLEET_CLIENTS + 3 * FLEET_QUEUES) as u64;
+    o.acquisitions = (n + 3 * FLEET_QUEUES) as u64;
     let lost = counters.losses.load(Ordering::Relaxed);
     o.expect(lost == 0, || {
         format!("{lost} holds ended lost at the unlock")
     });
     let rounds_ok = storm_rounds.len();
-    o.expect(rounds_ok >= 2, || {
+    o.expect(rounds_ok >= 3, || {
         format!("only {rounds_ok} fault rounds ran")
     });
-    let on_members = spread
+    let on_members = on_member
         .iter()
         .map(|(ep, n)| format!("{n} on :{}", ep.rsplit(':').next().unwrap_or(ep)))
         .collect::<Vec<_>>()
         .join(", ");
     o.figure = format!(
-        "{FLEET_CLIENTS} clients (own connection and lease each; {on_members}), TTL {FLEET_TTL} s, keep-alive interval {} ms (measured), {} held locks + {} queued waiters, joined in {joined_ms} ms, set up in {setup_ms} ms; {}; renewal bound interval + {} ms; {order_ok}/{FLEET_QUEUES} queues granted in order after the storm, handoff <= {max_handoff_ms} ms; {}; errors: {}",
+        "{n} clients (own connection and lease each; {on_members}), TTL {FLEET_TTL} s, keep-alive interval {} ms (measured), {} held locks + {} queued waiters, joined in {joined_ms} ms, set up in {setup_ms} ms; {}; renewal bound interval + {} ms; {order_ok}/{FLEET_QUEUES} queues granted in order after the storm, handoff <= {max_handoff_ms} ms; {}; errors: {}",
         interval.as_millis(),
-        FLEET_CLIENTS + FLEET_QUEUES,
+        n + FLEET_QUEUES,
         2 * FLEET_QUEUES,
         storm_rounds
             .iter()
@@ -307,7 +361,7 @@ pub async fn fleet_faults(p: &Profile) -> Outcome {
             .map(|(k, r)| format!("round {}: {}", k + 1, r.line()))
             .collect::<Vec<_>>()
             .join("; "),
-        FLEET_RENEW_SLACK.as_millis(),
+        renew_slack(n).as_millis(),
         r.summary(),
         counters.errors_summary()
     );

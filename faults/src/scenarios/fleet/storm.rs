@@ -1,14 +1,17 @@
 //! Scenario 37's faults and what they measure: a sampler of every hold's
 //! validity (a change is a renewal proved by etcd), a latency probe, and
-//! the round object on [`run_rounds`] that kills the leader or pauses the
-//! cluster and checks every hold against etcd after each fault.
+//! the round object on [`run_rounds`] that kills the leader, pauses the
+//! cluster or restarts it member by member, and checks every hold against
+//! etcd after each fault.
 
 use std::sync::Mutex;
 
 use etcdlock::poison::Locked;
 use etcdlock::Guard;
 
+use super::queues::Queues;
 use super::*;
+use crate::scenarios::upgrade::{run_steps, Step};
 
 /// Per client, each change of its hold's validity seen by the sampler:
 /// (when it was seen, the new `valid_until`), CLOCK_MONOTONIC ns. A change
@@ -93,15 +96,35 @@ fn pct(sorted: &[u64], p: f64) -> u64 {
     sorted[i.min(sorted.len() - 1)]
 }
 
+/// The storm's rounds, in order (round `k` is `ROUNDS[k % 4]`): the CI
+/// profile's three rounds make one of each.
+const ROUNDS: [&str; 4] = [
+    "leader-kill",
+    "cluster-pause",
+    "rolling-restart",
+    "leader-kill",
+];
+
+/// Tries of each hold's guarded write after a round: etcd not answering
+/// within the request timeout after a fault is tried again.
+const WRITE_TRIES: usize = 3;
+
 /// What one round measured.
 #[derive(Debug, Default, Clone)]
 pub(super) struct FleetRound {
     kind: &'static str,
+    /// Rolling restart: members restarted, of them the leader at their
+    /// turn, the longest SIGTERM-to-exit and SIGTERM-to-healthy-with-a-leader (ms).
+    rolled: usize,
+    rolled_leaders: usize,
+    max_stop_ms: i64,
+    max_back_ms: i64,
     /// Kill: clients whose member in use was the killed leader.
     on_victim: usize,
     /// Kill: from the kill until another member led (etcdctl polled every 50 ms).
     elected_ms: u64,
-    /// Pause: how long the members were stopped.
+    /// Pause: how long the members were stopped; rolling restart: from
+    /// the first SIGTERM until the last member was back (+ 500 ms).
     paused_ms: u64,
     /// From etcd back (leader again / continued) to each client's first renewal after it, ms, sorted.
     renew_ms: Vec<u64>,
@@ -119,6 +142,9 @@ pub(super) struct FleetRound {
     false_losses: usize,
     /// Guarded writes accepted after the round (one per client).
     writes_ok: usize,
+    /// Of them, accepted only when tried again; and the writes tried again.
+    writes_retried: usize,
+    write_retries: usize,
     /// Before the fault: the most clients whose last proven renewal fell in
     /// one 100 ms window (their keep-alives are in phase: due together).
     in_phase: usize,
@@ -126,16 +152,23 @@ pub(super) struct FleetRound {
 
 impl FleetRound {
     pub(super) fn line(&self) -> String {
-        let head = if self.kind == "leader-kill" {
-            format!(
+        let head = match self.kind {
+            "leader-kill" => format!(
                 "leader kill ({} clients on it): elected {} ms after",
                 self.on_victim, self.elected_ms
-            )
-        } else {
-            format!("cluster paused {} ms", self.paused_ms)
+            ),
+            "rolling-restart" => format!(
+                "rolling restart of {} members ({} the leader) in {} ms: SIGTERM to exit <= {} ms, to healthy with a leader <= {} ms",
+                self.rolled,
+                self.rolled_leaders,
+                self.paused_ms,
+                self.max_stop_ms,
+                self.max_back_ms
+            ),
+            _ => format!("cluster paused {} ms", self.paused_ms),
         };
         format!(
-            "{head} (before: at most {} clients renewing in one 100 ms); renewed again p50 {} / p90 {} / max {} ms after (peak {}/100 ms); probe p50 {} / p99 {} / max {} ms, {} failed; kept {}, lost {} (false {}), writes ok {}",
+            "{head} (before: at most {} clients renewing in one 100 ms); renewed again p50 {} / p90 {} / max {} ms after (peak {}/100 ms); probe p50 {} / p99 {} / max {} ms, {} failed; kept {}, lost {} (false {}), writes ok {} ({} after {} tries again)",
             self.in_phase,
             pct(&self.renew_ms, 0.5),
             pct(&self.renew_ms, 0.9),
@@ -149,13 +182,29 @@ impl FleetRound {
             self.losses,
             self.false_losses,
             self.writes_ok,
+            self.writes_retried,
+            self.write_retries,
         )
     }
 }
 
-/// The faults: round `k` even kills the leader (restarted once every
-/// client has renewed through the others), odd pauses every member for
-/// one keep-alive interval + 1 s.
+/// What the storm acts on and measures: the scenario's fleet, its queues,
+/// the sampler's renewals and the probe's calls.
+pub(super) struct StormFleet<'a> {
+    pub(super) ns: &'a str,
+    pub(super) members: &'a mut [Member],
+    pub(super) queues: &'a Queues,
+    pub(super) renewals: Renewals,
+    pub(super) probes: Probes,
+    /// The keep-alive interval, measured before the first fault.
+    pub(super) interval: Duration,
+}
+
+/// The faults, in the order of [`ROUNDS`]: the leader killed (restarted
+/// once every client has renewed through the others), every member paused
+/// for one keep-alive interval + 1 s, every member stopped (SIGTERM) and
+/// started again one at a time, each healthy before the next (scenario
+/// 34's steps), within the TTL.
 pub(super) struct FleetStorm<'a> {
     etcd: &'a mut Etcd,
     rawc: &'a mut etcd_client::Client,
@@ -168,46 +217,47 @@ pub(super) struct FleetStorm<'a> {
     probes: Probes,
     /// The keep-alive interval, measured before the first fault.
     interval: Duration,
+    /// Every client renews again within `interval + slack` of etcd being back.
+    slack: Duration,
     // The round in progress.
     fault_ns: u64,
     victim: usize,
     election: Option<std::thread::JoinHandle<Option<u64>>>,
     pre_valid: Vec<u64>,
+    /// Rolling restart: the steps' failures, and when the last member was back.
+    roll_errs: Vec<String>,
+    roll_end_ns: u64,
     round: FleetRound,
     /// Every round's figures.
     pub(super) done: Vec<FleetRound>,
 }
 
 impl<'a> FleetStorm<'a> {
-    /// The storm on `etcd` against the fleet's `members` (the queue holders'
-    /// guards and the waiters too), measured by the sampler's `renewals`
-    /// and the `probes`.
-    #[allow(clippy::too_many_arguments)]
+    /// The storm on `etcd` against `fleet` (its members, the queue holders'
+    /// guards and the waiters), observed through `rawc`.
     pub(super) fn new(
         etcd: &'a mut Etcd,
         rawc: &'a mut etcd_client::Client,
-        ns: &'a str,
-        members: &'a mut [Member],
-        queue_guards: &'a [Arc<Guard>],
-        waiters: &'a [tokio::task::JoinHandle<etcdlock::Result<(Guard, u64)>>],
-        renewals: Renewals,
-        probes: Probes,
-        interval: Duration,
+        fleet: StormFleet<'a>,
     ) -> Self {
+        let slack = renew_slack(fleet.members.len());
         FleetStorm {
             etcd,
             rawc,
-            ns,
-            members,
-            queue_guards,
-            waiters,
-            renewals,
-            probes,
-            interval,
+            ns: fleet.ns,
+            members: fleet.members,
+            queue_guards: &fleet.queues.guards,
+            waiters: &fleet.queues.waiters,
+            renewals: fleet.renewals,
+            probes: fleet.probes,
+            interval: fleet.interval,
+            slack,
             fault_ns: 0,
             victim: 0,
             election: None,
             pre_valid: Vec::new(),
+            roll_errs: Vec::new(),
+            roll_end_ns: 0,
             round: FleetRound::default(),
             done: Vec::new(),
         }
@@ -353,24 +403,50 @@ impl<'a> FleetStorm<'a> {
             ));
         }
         // A guarded write per hold: etcd must accept each (the hold is real).
+        // All of them go at once, right after the catch-up; one that etcd
+        // did not answer in time (`Unavailable`, `Timeout`: the hold is not
+        // in question) is tried again, at most twice, and counted.
         let mut set = tokio::task::JoinSet::new();
         for (i, m) in self.members.iter().enumerate() {
             let g = m.own.clone();
-            set.spawn(async move { (i, guarded_write(&g).await) });
-        }
-        let mut ok = 0;
-        while let Some(r) = set.join_next().await {
-            if let Ok((i, op)) = r {
-                if op.result == OpResult::Ok {
-                    ok += 1;
+            set.spawn(async move {
+                let mut tries = Vec::new();
+                for _ in 0..WRITE_TRIES {
+                    let (op, e) = guarded_write_why(&g).await;
+                    let again = matches!(e, Some(("Unavailable" | "Timeout", _)));
+                    tries.push((op, e));
+                    if !again {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(200)).await;
                 }
-                self.members[i].ops.push(op);
+                (i, tries)
+            });
+        }
+        let (mut ok, mut retried) = (0, 0);
+        // Per error code of a refused write: how many, and one's message.
+        let mut why: BTreeMap<&'static str, (usize, String)> = BTreeMap::new();
+        while let Some(r) = set.join_next().await {
+            if let Ok((i, tries)) = r {
+                let n = tries.len();
+                for (k, (op, e)) in tries.into_iter().enumerate() {
+                    if op.result == OpResult::Ok {
+                        ok += 1;
+                        retried += usize::from(k > 0);
+                    } else if k + 1 == n {
+                        let (code, msg) = e.unwrap_or(("none", format!("{:?}", op.result)));
+                        why.entry(code).or_insert((0, msg)).0 += 1;
+                    }
+                    self.members[i].ops.push(op);
+                }
+                self.round.write_retries += n - 1;
             }
         }
         self.round.writes_ok = ok;
+        self.round.writes_retried = retried;
         if ok != self.members.len() {
             errs.push(format!(
-                "{ok} of {} guarded writes accepted after the fault",
+                "{ok} of {} guarded writes accepted after the fault ({WRITE_TRIES} tries each); the others' last error: {why:?}",
                 self.members.len()
             ));
         }
@@ -396,8 +472,8 @@ impl Failpoint for FleetStorm<'_> {
             *phase.entry(v / 100_000_000).or_default() += 1;
         }
         self.round.in_phase = phase.values().copied().max().unwrap_or(0);
-        if k % 2 == 0 {
-            self.round.kind = "leader-kill";
+        self.round.kind = ROUNDS[k as usize % ROUNDS.len()];
+        if self.round.kind == "leader-kill" {
             let leader = blocking(|| self.etcd.leader()).unwrap_or(0);
             self.victim = leader;
             let victim_ep = self.etcd.members[leader].endpoint();
@@ -428,8 +504,21 @@ impl Failpoint for FleetStorm<'_> {
                 .map(|_| clock_monotonic_ns())
             }));
             Injected::new(1, Duration::ZERO)
+        } else if self.round.kind == "rolling-restart" {
+            // Scenario 34's steps: SIGTERM, exit, start, healthy, a leader
+            // agreed, 500 ms, then the next member.
+            self.fault_ns = clock_monotonic_ns();
+            let mut steps = Outcome::new(37, "fleet-faults");
+            let n = self.etcd.members.len();
+            let s = run_steps(self.etcd, Step::restart_each(n), &mut steps).await;
+            self.roll_end_ns = clock_monotonic_ns();
+            self.roll_errs = steps.failures;
+            self.round.rolled = s.done;
+            self.round.rolled_leaders = s.leaders;
+            self.round.max_stop_ms = s.max_stop_ms;
+            self.round.max_back_ms = s.max_back_ms;
+            Injected::new(s.done as u64, Duration::ZERO)
         } else {
-            self.round.kind = "cluster-pause";
             let pause = self.interval + Duration::from_secs(1);
             self.fault_ns = clock_monotonic_ns();
             for i in 0..self.etcd.members.len() {
@@ -452,6 +541,24 @@ impl Failpoint for FleetStorm<'_> {
                     clock_monotonic_ns()
                 }
             }
+        } else if self.round.kind == "rolling-restart" {
+            errs.append(&mut self.roll_errs);
+            let at = self.roll_end_ns;
+            self.round.paused_ms = at.saturating_sub(self.fault_ns) / 1_000_000;
+            if self.round.paused_ms >= FLEET_TTL as u64 * 1000 {
+                errs.push(format!(
+                    "the rolling restart took {} ms, not within the TTL ({FLEET_TTL} s)",
+                    self.round.paused_ms
+                ));
+            }
+            // Every client renews again after the whole cluster was
+            // restarted (through a member that was restarted under it).
+            self.pre_valid = self
+                .members
+                .iter()
+                .map(|m| instant_to_mono_ns(m.own.valid_until()))
+                .collect();
+            at
         } else {
             for i in 0..self.etcd.members.len() {
                 self.etcd.resume(i);
@@ -462,7 +569,7 @@ impl Failpoint for FleetStorm<'_> {
         };
         // Every client renews again within an interval + the slack of etcd
         // being back; waited for up to the TTL (a hold ends locally sooner).
-        let bound = self.interval + FLEET_RENEW_SLACK;
+        let bound = self.interval + self.slack;
         let (firsts, peak) = self
             .await_renewals(back_ns, Duration::from_secs(FLEET_TTL as u64))
             .await;
@@ -478,7 +585,7 @@ impl Failpoint for FleetStorm<'_> {
                 "{missing} clients never renewed and {late} renewed later than {} ms after etcd was back (interval {} ms + {} ms)",
                 bound.as_millis(),
                 self.interval.as_millis(),
-                FLEET_RENEW_SLACK.as_millis()
+                self.slack.as_millis()
             ));
         }
         self.round.renew_ms = renew;
