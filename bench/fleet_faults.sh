@@ -9,7 +9,7 @@
 # every client renew again within the bound, the waiters be granted in
 # order, 0 checker violations and porcupine ok. CI runs N = 300
 # (faults/test.sh); ETCDLOCK_FLEET_CLIENTS sets N here.
-# Builds the faults profile and porcupine the way faults/test.sh does.
+# Builds the fault suite (the dev profile, dependencies at opt-level 1) and porcupine the way faults/test.sh does.
 # Prints, per N: the load average before it, the figure line (on a failure
 # it ends in FAILED: and the failures), took:, pass/fail and the load
 # average after; exits non-zero if one failed.
@@ -32,7 +32,7 @@ command -v go >/dev/null || { echo "Go is missing (porcupine checks every histor
 mkdir -p "$tdir/porcupine"
 (cd faults/porcupine && go build -o "$tdir/porcupine/etcdlock-porcupine" .)
 export ETCDLOCK_FAULTS_PORCUPINE="$tdir/porcupine/etcdlock-porcupine"
-cargo test -q -p etcdlock-faults --profile faults --test fleet --no-run 2>&1 | grep -E '^error' && exit 1
+cargo test -q -p etcdlock-faults --test fleet --no-run 2>&1 | grep -E '^error' && exit 1
 
 failed=0
 for n in ${CLIENTS//,/ }; do
@@ -40,7 +40,7 @@ for n in ${CLIENTS//,/ }; do
   echo "== N=$n $(date -u +%FT%TZ) load average $(cut -d' ' -f1-3 /proc/loadavg)"
   start=$(date +%s)
   set +e
-  ETCDLOCK_FLEET_CLIENTS=$n cargo test -q -p etcdlock-faults --profile faults --test fleet -- --nocapture >"$log" 2>&1
+  ETCDLOCK_FLEET_CLIENTS=$n cargo test -q -p etcdlock-faults --test fleet -- --nocapture >"$log" 2>&1
   status=$?
   set -e
   end=$(date +%s)

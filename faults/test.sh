@@ -69,7 +69,7 @@ mkdir -p "$tdir/porcupine"
 export ETCDLOCK_FAULTS_PORCUPINE="$tdir/porcupine/etcdlock-porcupine"
 rm -rf "$tdir/faults-report/outcomes" "$tdir/faults-history"
 
-cargo test -q -p etcdlock-faults --profile faults --no-run 2>&1 | grep -E '^(error|warning: unused)' || true
+cargo test -q -p etcdlock-faults --no-run 2>&1 | grep -E '^(error|warning: unused)' || true
 if ! wait "$etcd_build"; then
   cat "$etcd_log" >&2
   echo "building etcd 3.5 / 3.6 for scenarios 35 and 36 failed" >&2
@@ -82,7 +82,7 @@ trap 'rm -f "$log"' EXIT
 start=$(date +%s)
 # Two tests at a time: the scenarios are mostly waiting on timeouts and faults.
 set +e
-cargo test -p etcdlock-faults --profile faults --no-fail-fast -- --nocapture --test-threads=2 2>&1 | tee "$log" | grep -E '^(scenario [0-9]+|security:|test result|test .* FAILED|failures:|    [a-z_0-9]+$|thread .* panicked|error)'
+cargo test -p etcdlock-faults --no-fail-fast -- --nocapture --test-threads=2 2>&1 | tee "$log" | grep -E '^(scenario [0-9]+|security:|test result|test .* FAILED|failures:|    [a-z_0-9]+$|thread .* panicked|error)'
 status=${PIPESTATUS[0]}
 set -e
 end=$(date +%s)
@@ -93,7 +93,7 @@ viol=$(grep -oE ' violations=[0-9]+ porcupine=' "$log" | grep -oE '[0-9]+' | awk
 notlin=$(grep -E '^scenario [0-9]+ ' "$log" | grep -vc ' porcupine=ok ' || true)
 scen=$(grep -cE '^scenario [0-9]+ ' "$log" || true)
 # The report: summary.json and SUMMARY.md under the target dir; the table here.
-ETCDLOCK_FAULTS_WALL_SECS=$((end - start)) cargo test -q -p etcdlock-faults --profile faults --test scenarios -- --ignored write_summary --nocapture 2>/dev/null \
+ETCDLOCK_FAULTS_WALL_SECS=$((end - start)) cargo test -q -p etcdlock-faults --test scenarios -- --ignored write_summary --nocapture 2>/dev/null \
   | grep -E '^(\||report:|Longest)' || echo "the report could not be written" >&2
 echo "faults suite: $scen/37 scenario runs (21 scenarios, 2 and 3 also with a Python, Java, Node and C holder; 14 and 15 are the recipes; 16-19 partitions between members, 19 with holders in all five languages; 26-28 behind etcd grpc-proxy, nginx sending GOAWAY, close() during a fault; 29-33 are 7, 5, 6, 27, 28 over TLS; 34 rolling restart, 35 and 36 rolling upgrades 3.4 -> 3.5 and 3.5 -> 3.6; 37 a fleet of 300 clients under a leader kill, a cluster pause and a rolling restart), $acq acquisitions, $faults faults injected, $viol violations, $notlin histories not linearizable (porcupine), $((end - start)) s"
 if [ "$status" -ne 0 ]; then

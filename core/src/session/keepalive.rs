@@ -10,7 +10,7 @@ enum StreamEnd {
     Lost,
     /// The stream failed or was closed.
     Failed,
-    /// Its member answered neither a keep-alive nor a question within the silence.
+    /// Its member answered neither a keep-alive nor a question in time ([`Session::patience`]).
     Silent,
 }
 
@@ -44,7 +44,7 @@ enum Checked {
     Denied,
     /// Another error (the leader changed, etcd is overloaded): renew again.
     Failed,
-    /// No answer within the silence: the member answers keep-alives but no
+    /// No answer in time ([`Session::patience`]): the member answers keep-alives but no
     /// linearizable read (a leader cut off from its peers does just that).
     Silent,
 }
@@ -74,6 +74,26 @@ impl Session {
     pub(crate) fn interval(&self) -> Duration {
         self.keepalive
             .unwrap_or_else(|| crate::options::default_keepalive_interval(self.ttl, self.margin))
+    }
+
+    /// How long the member a keep-alive stream is on may take to answer the
+    /// read that proves a renewal, a question about a late answer, or the
+    /// opening of the stream: what is left of the hold before its deadline,
+    /// less [`TAKEOVER`] silences for another member to take over (the
+    /// members' status asked, a stream opened there, a renewal proved), and
+    /// never less than one silence.
+    ///
+    /// A member that is slow (etcd overloaded, or this process short of CPU)
+    /// is not left while the hold has time to wait for it: leaving moves the
+    /// same load onto another member and adds a status round and a stream
+    /// for every client that leaves, so a loaded fleet that left members
+    /// after one silence turned slowness into a storm of failovers and holds
+    /// ended while their leases lived. A member that answers keep-alives but
+    /// never a read (a leader cut off from its peers) is still left while
+    /// there is time to renew elsewhere.
+    fn patience(&self, silence: Duration) -> Duration {
+        let left = self.deadline().saturating_duration_since(Instant::now());
+        left.saturating_sub(silence * TAKEOVER).max(silence)
     }
 
     async fn watchdog(&self, transport: &Transport) {
@@ -262,14 +282,14 @@ impl Session {
     /// newest answer not yet checked waits for the next read. A read answered
     /// in another term (the leader changed) or failing proves nothing, and
     /// another keep-alive goes at once (at most every `every`); a read not
-    /// answered within the silence leaves the member. On a direct member the answer comes
+    /// answered in time ([`Session::patience`]) leaves the member. On a direct member the answer comes
     /// within a round trip. A relaying proxy (`etcd grpc-proxy`)
     /// holds the requests until its own renewal and then answers all of them
     /// at once ([`Session::confirm`]): so while an answer is outstanding,
     /// another keep-alive goes out every `min(interval, margin) / 2`, and the
     /// last answer of such a burst is dated by the request sent last before
     /// the proxy's renewal, not by one sent up to TTL/3 + 0.5 s before it.
-    /// A member that answers none of this within the silence, and not the
+    /// A member that answers none of this in time, and not the
     /// question `confirm` asks either, is silent.
     async fn renew_on(
         self: &Arc<Session>,
@@ -305,7 +325,7 @@ impl Session {
         loop {
             if checking.is_none() {
                 if let Some(p) = unchecked.take() {
-                    checking = Some((Box::pin(self.check(client, silence)), p));
+                    checking = Some((Box::pin(self.check(client, self.patience(silence))), p));
                 }
             }
             let send_at = match sent.back() {
@@ -354,7 +374,7 @@ impl Session {
                 () = tokio::time::sleep_until(send_at.into()) => {}
                 () = async { tokio::time::sleep_until(ask_at.unwrap_or_else(Instant::now).into()).await }, if confirm.is_none() && ask_at.is_some() => {
                     asked = Some(Instant::now());
-                    confirm = Some(Box::pin(self.confirm(client, silence / 2, read_term)));
+                    confirm = Some(Box::pin(self.confirm(client, self.patience(silence), read_term)));
                 }
                 c = async { confirm.as_mut().expect("guarded").await }, if confirm.is_some() => {
                     confirm = None;
@@ -487,7 +507,11 @@ impl Session {
                 Ok(true)
             }
             Checked::Silent => {
-                tracing::debug!(lease = format!("{:x}", self.lease), member, "member answers keep-alives but no linearizable read within the silence; leaving it");
+                tracing::debug!(
+                    lease = format!("{:x}", self.lease),
+                    member,
+                    "member answers keep-alives but no linearizable read in time; leaving it"
+                );
                 Err(StreamEnd::Silent)
             }
         }
@@ -523,7 +547,8 @@ impl Session {
                 continue;
             };
             let member = client.member;
-            let opened = tokio::time::timeout(silence, client.keep_alive(self.lease)).await;
+            let opened =
+                tokio::time::timeout(self.patience(silence), client.keep_alive(self.lease)).await;
             let (mut keeper, mut stream) = match opened {
                 Ok(Ok(pair)) => pair,
                 _ => {
@@ -556,4 +581,47 @@ impl Session {
 fn spread(interval: Duration) -> Duration {
     let tenth = interval / 10;
     (crate::transport::jitter(tenth) * 2).saturating_sub(tenth)
+}
+
+/// The silences [`Session::patience`] leaves for another member to take over
+/// a hold: up to two for the members' status ([`Transport::steer`]), one to
+/// open a stream there, one for a renewal and the read that proves it.
+const TAKEOVER: u32 = 4;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member gets the time the hold can wait less four silences, and at
+    /// least one silence: at TTL 15 s (margin 2 s) just after a renewal was
+    /// proved, 13 s - 2 s; once the deadline is near, the silence.
+    #[test]
+    fn patience_is_the_time_left_less_a_takeover_and_at_least_one_silence() {
+        let silence = Duration::from_millis(500);
+        let now = Instant::now();
+        let s = Session::new(1, 15, Duration::from_secs(2), now, None, Vec::new());
+        let p = s.patience(silence);
+        assert!(p <= Duration::from_secs(11), "{p:?}");
+        assert!(p > Duration::from_millis(10_900), "{p:?}");
+        // Granted 12.5 s ago: 0.5 s left, under the takeover's 2 s.
+        let s = Session::new(
+            1,
+            15,
+            Duration::from_secs(2),
+            now - Duration::from_millis(12_500),
+            None,
+            Vec::new(),
+        );
+        assert_eq!(s.patience(silence), silence);
+        // Past the deadline: still one silence, never zero.
+        let s = Session::new(
+            1,
+            15,
+            Duration::from_secs(2),
+            now - Duration::from_secs(20),
+            None,
+            Vec::new(),
+        );
+        assert_eq!(s.patience(silence), silence);
+    }
 }

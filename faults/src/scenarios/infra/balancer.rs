@@ -1,11 +1,11 @@
 //! 27 (and 32 over TLS). Through nginx as a gRPC load balancer that sends
-//! GOAWAY every 100 requests of a client connection.
+//! GOAWAY every 50 requests of a client connection.
 
 use super::*;
 
-/// nginx's `keepalive_requests` in scenario 27: a GOAWAY every 100 requests
+/// nginx's `keepalive_requests` in scenarios 27 and 32: a GOAWAY every 50 requests
 /// of a client connection.
-pub const KEEPALIVE_REQUESTS: u32 = 100;
+pub const KEEPALIVE_REQUESTS: u32 = 50;
 
 /// The requests of a [`grpc_lb_goaway`] run the client cancelled before etcd
 /// answered, by gRPC method.
@@ -158,7 +158,7 @@ async fn lb_client(
 
 /// 27. Through a gRPC load balancer that sends GOAWAY.
 ///
-/// nginx `grpc_pass` with `keepalive_requests 100`. Two clients loop lock, guarded put, unlock
+/// nginx `grpc_pass` with `keepalive_requests 50`. Two clients loop lock, guarded put, unlock
 /// on a lock each (uncontended, every call timed) and two on one shared
 /// lock; each of the four holds a lock of its own for the whole run, so its
 /// session's streams (keep-alive, watch) live across the GOAWAYs of its

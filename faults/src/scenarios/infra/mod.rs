@@ -1,5 +1,5 @@
 //! Behind real etcd infrastructure: etcd's gRPC proxy (26), nginx as a gRPC
-//! load balancer sending GOAWAY every 100 requests (27), and a client's
+//! load balancer sending GOAWAY every 50 requests (27), and a client's
 //! `close()` while it is cut off (28); 32 and 33 are 27 and 28 over TLS.
 
 use super::*;
