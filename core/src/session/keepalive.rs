@@ -77,8 +77,8 @@ impl Session {
     }
 
     /// How long the member a keep-alive stream is on may take to answer the
-    /// read that proves a renewal, a question about a late answer, or the
-    /// opening of the stream: what is left of the hold before its deadline,
+    /// read that proves a renewal, or a question about a late answer, before
+    /// the stream leaves it: what is left of the hold before its deadline,
     /// less [`TAKEOVER`] silences for another member to take over (the
     /// members' status asked, a stream opened there, a renewal proved), and
     /// never less than one silence.
@@ -88,9 +88,13 @@ impl Session {
     /// same load onto another member and adds a status round and a stream
     /// for every client that leaves, so a loaded fleet that left members
     /// after one silence turned slowness into a storm of failovers and holds
-    /// ended while their leases lived. A member that answers keep-alives but
-    /// never a read (a leader cut off from its peers) is still left while
-    /// there is time to renew elsewhere.
+    /// ended while their leases lived. Within its patience, a read or
+    /// question not answered within its bound is sent again on the same
+    /// member (a read sent during an election is dropped by Raft and never
+    /// answered), with twice the bound each time ([`Waits`]), so that a slow
+    /// answer comes in the end and a lost one is replaced. A member that
+    /// answers keep-alives but never a read (a leader cut off from its peers)
+    /// is still left while there is time to renew elsewhere.
     fn patience(&self, silence: Duration) -> Duration {
         let left = self.deadline().saturating_duration_since(Instant::now());
         left.saturating_sub(silence * TAKEOVER).max(silence)
@@ -322,10 +326,15 @@ impl Session {
         // After a term mismatch: renew again then (at most every `every`).
         let mut resend_at: Option<Instant> = None;
         let mut last_send: Option<Instant> = None;
+        let mut waits = Waits {
+            check: silence,
+            confirm: silence / 2,
+        };
         loop {
             if checking.is_none() {
                 if let Some(p) = unchecked.take() {
-                    checking = Some((Box::pin(self.check(client, self.patience(silence))), p));
+                    let within = waits.check.min(self.patience(silence));
+                    checking = Some((Box::pin(self.check(client, within)), p));
                 }
             }
             let send_at = match sent.back() {
@@ -374,19 +383,49 @@ impl Session {
                 () = tokio::time::sleep_until(send_at.into()) => {}
                 () = async { tokio::time::sleep_until(ask_at.unwrap_or_else(Instant::now).into()).await }, if confirm.is_none() && ask_at.is_some() => {
                     asked = Some(Instant::now());
-                    confirm = Some(Box::pin(self.confirm(client, self.patience(silence), read_term)));
+                    let within = waits.confirm.min(self.patience(silence));
+                    confirm = Some(Box::pin(self.confirm(client, within, read_term)));
                 }
                 c = async { confirm.as_mut().expect("guarded").await }, if confirm.is_some() => {
                     confirm = None;
+                    let c = match c {
+                        // Not answered within its bound, with time left:
+                        // asked again (half a silence on), with twice the bound.
+                        Confirmed::Silent if self.patience(silence) > waits.confirm => {
+                            waits.confirm *= 2;
+                            continue;
+                        }
+                        Confirmed::Alive(_) => {
+                            waits.confirm = silence / 2;
+                            c
+                        }
+                        c => c,
+                    };
                     if let Some(end) = self.on_confirmed(c, &mut unchecked) {
                         return end;
                     }
                 }
                 c = async { checking.as_mut().expect("guarded").0.as_mut().await }, if checking.is_some() => {
                     let (_, p) = checking.take().expect("guarded");
-                    let again = match self.on_checked(c, p, &mut read_term, member, client, silence) {
-                        Ok(again) => again,
-                        Err(end) => return end,
+                    let again = match c {
+                        // Not answered within its bound, with time left: the
+                        // read may have been dropped (an election) or be
+                        // slow. Renew again on this member, and give the next
+                        // read twice the bound.
+                        Checked::Silent if self.patience(silence) > waits.check => {
+                            tracing::debug!(lease = format!("{:x}", self.lease), member, within_ms = waits.check.as_millis() as u64, "the read that checks a renewal was not answered in time; renewing again on this member");
+                            waits.check *= 2;
+                            true
+                        }
+                        c => {
+                            if matches!(c, Checked::Term(_)) {
+                                waits.check = silence;
+                            }
+                            match self.on_checked(c, p, &mut read_term, member, client, silence) {
+                                Ok(again) => again,
+                                Err(end) => return end,
+                            }
+                        }
                     };
                     if again && unchecked.is_none() && sent.is_empty() {
                         let now = Instant::now();
@@ -547,8 +586,7 @@ impl Session {
                 continue;
             };
             let member = client.member;
-            let opened =
-                tokio::time::timeout(self.patience(silence), client.keep_alive(self.lease)).await;
+            let opened = tokio::time::timeout(silence, client.keep_alive(self.lease)).await;
             let (mut keeper, mut stream) = match opened {
                 Ok(Ok(pair)) => pair,
                 _ => {
@@ -581,6 +619,16 @@ impl Session {
 fn spread(interval: Duration) -> Duration {
     let tenth = interval / 10;
     (crate::transport::jitter(tenth) * 2).saturating_sub(tenth)
+}
+
+/// How long the next read that checks a renewal, and the next question
+/// about a late answer, may take on this stream's member: one silence (half a
+/// silence for a question) at first and after an answer, twice as long after
+/// each one not answered in time, and never longer than the hold's
+/// [`Session::patience`].
+struct Waits {
+    check: Duration,
+    confirm: Duration,
 }
 
 /// The silences [`Session::patience`] leaves for another member to take over
