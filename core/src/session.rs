@@ -137,7 +137,12 @@ impl Session {
 
     /// A request sent at `sent` proved the lease alive for `ttl` more seconds
     /// (a keep-alive's answer, or a time-to-live's). The deadline moves to
-    /// `sent` + `ttl` - margin if that is later, and renewal is on time again.
+    /// `sent` + `ttl` - margin if that is later, and renewal is on time again
+    /// if the request was sent within the last keep-alive interval: the
+    /// answer to a keep-alive sent before etcd stalled (answered in order
+    /// once etcd is back) moves the deadline but leaves renewal failing until
+    /// the answer to a later one comes, instead of on time and at once
+    /// overdue again.
     /// A hold whose deadline has passed stays ended: a proof that arrives
     /// late (etcd was slow, or a new leader renewed the lease) does not
     /// revive it, since someone may have acted on `is_held()` turning false.
@@ -155,8 +160,10 @@ impl Session {
             let mut last = self.last_ack.locked();
             *last = (*last).max(sent);
         }
-        self.renewal
-            .send_if_modified(|r| std::mem::replace(r, Renewal::Ok) != Renewal::Ok);
+        if Instant::now() < sent + self.interval() {
+            self.renewal
+                .send_if_modified(|r| std::mem::replace(r, Renewal::Ok) != Renewal::Ok);
+        }
     }
 
     /// Send time of the last request that proved the lease alive.
