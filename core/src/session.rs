@@ -30,6 +30,7 @@ use crate::error::LossReason;
 use crate::transport::{Pinned, Transport};
 
 mod keepalive;
+mod patience;
 
 /// Told once when the session is lost (a held lock's guard).
 pub(crate) trait OnLoss: Send + Sync {

@@ -2,6 +2,7 @@
 //! each renewal against the raft term, and marks the session lost when the
 //! lease is gone or its validity window runs out.
 
+use super::patience::Waits;
 use super::*;
 
 /// How a keep-alive stream ended ([`Session::renew_on`]).
@@ -15,7 +16,7 @@ enum StreamEnd {
 }
 
 /// What etcd said of a lease whose keep-alive answer is late ([`Session::confirm`]).
-enum Confirmed {
+pub(super) enum Confirmed {
     /// It lives; with the time-to-live it gave, as a proof still to check
     /// (`None`: under a second left, or no read on this stream yet to give
     /// the term to check it against).
@@ -30,14 +31,14 @@ enum Confirmed {
 /// the leader that renewed it was still the leader after it: checked by a
 /// linearizable read answered in raft term `term` ([`Session::renew_on`]).
 #[derive(Debug, Clone, Copy)]
-struct Proof {
+pub(super) struct Proof {
     sent: Instant,
     ttl: i64,
     term: u64,
 }
 
 /// How the read that checks a [`Proof`] ended ([`Session::check`]).
-enum Checked {
+pub(super) enum Checked {
     /// Answered, in this raft term.
     Term(u64),
     /// The key it reads is not ours to read (RBAC): nothing can be checked.
@@ -74,30 +75,6 @@ impl Session {
     pub(crate) fn interval(&self) -> Duration {
         self.keepalive
             .unwrap_or_else(|| crate::options::default_keepalive_interval(self.ttl, self.margin))
-    }
-
-    /// How long the member a keep-alive stream is on may take to answer the
-    /// read that proves a renewal, or a question about a late answer, before
-    /// the stream leaves it: what is left of the hold before its deadline,
-    /// less [`TAKEOVER`] silences for another member to take over (the
-    /// members' status asked, a stream opened there, a renewal proved), and
-    /// never less than one silence.
-    ///
-    /// A member that is slow (etcd overloaded, or this process short of CPU)
-    /// is not left while the hold has time to wait for it: leaving moves the
-    /// same load onto another member and adds a status round and a stream
-    /// for every client that leaves, so a loaded fleet that left members
-    /// after one silence turned slowness into a storm of failovers and holds
-    /// ended while their leases lived. Within its patience, a read or
-    /// question not answered within its bound is sent again on the same
-    /// member (a read sent during an election is dropped by Raft and never
-    /// answered), with twice the bound each time ([`Waits`]), so that a slow
-    /// answer comes in the end and a lost one is replaced. A member that
-    /// answers keep-alives but never a read (a leader cut off from its peers)
-    /// is still left while there is time to renew elsewhere.
-    fn patience(&self, silence: Duration) -> Duration {
-        let left = self.deadline().saturating_duration_since(Instant::now());
-        left.saturating_sub(silence * TAKEOVER).max(silence)
     }
 
     async fn watchdog(&self, transport: &Transport) {
@@ -326,10 +303,7 @@ impl Session {
         // After a term mismatch: renew again then (at most every `every`).
         let mut resend_at: Option<Instant> = None;
         let mut last_send: Option<Instant> = None;
-        let mut waits = Waits {
-            check: silence,
-            confirm: silence / 2,
-        };
+        let mut waits = Waits::new(silence);
         loop {
             if checking.is_none() {
                 if let Some(p) = unchecked.take() {
@@ -388,43 +362,22 @@ impl Session {
                 }
                 c = async { confirm.as_mut().expect("guarded").await }, if confirm.is_some() => {
                     confirm = None;
-                    let c = match c {
-                        // Not answered within its bound, with time left:
-                        // asked again (half a silence on), with twice the bound.
-                        Confirmed::Silent if self.patience(silence) > waits.confirm => {
-                            waits.confirm *= 2;
-                            continue;
-                        }
-                        Confirmed::Alive(_) => {
-                            waits.confirm = silence / 2;
-                            c
-                        }
-                        c => c,
-                    };
+                    if waits.ask_again(&c, self.patience(silence), silence) {
+                        continue;
+                    }
                     if let Some(end) = self.on_confirmed(c, &mut unchecked) {
                         return end;
                     }
                 }
                 c = async { checking.as_mut().expect("guarded").0.as_mut().await }, if checking.is_some() => {
                     let (_, p) = checking.take().expect("guarded");
-                    let again = match c {
-                        // Not answered within its bound, with time left: the
-                        // read may have been dropped (an election) or be
-                        // slow. Renew again on this member, and give the next
-                        // read twice the bound.
-                        Checked::Silent if self.patience(silence) > waits.check => {
-                            tracing::debug!(lease = format!("{:x}", self.lease), member, within_ms = waits.check.as_millis() as u64, "the read that checks a renewal was not answered in time; renewing again on this member");
-                            waits.check *= 2;
-                            true
-                        }
-                        c => {
-                            if matches!(c, Checked::Term(_)) {
-                                waits.check = silence;
-                            }
-                            match self.on_checked(c, p, &mut read_term, member, client, silence) {
-                                Ok(again) => again,
-                                Err(end) => return end,
-                            }
+                    let again = if waits.read_again(&c, self.patience(silence), silence) {
+                        tracing::debug!(lease = format!("{:x}", self.lease), member, "the read that checks a renewal was not answered in time; renewing again on this member");
+                        true
+                    } else {
+                        match self.on_checked(c, p, &mut read_term, member, client, silence) {
+                            Ok(again) => again,
+                            Err(end) => return end,
                         }
                     };
                     if again && unchecked.is_none() && sent.is_empty() {
@@ -619,57 +572,4 @@ impl Session {
 fn spread(interval: Duration) -> Duration {
     let tenth = interval / 10;
     (crate::transport::jitter(tenth) * 2).saturating_sub(tenth)
-}
-
-/// How long the next read that checks a renewal, and the next question
-/// about a late answer, may take on this stream's member: one silence (half a
-/// silence for a question) at first and after an answer, twice as long after
-/// each one not answered in time, and never longer than the hold's
-/// [`Session::patience`].
-struct Waits {
-    check: Duration,
-    confirm: Duration,
-}
-
-/// The silences [`Session::patience`] leaves for another member to take over
-/// a hold: up to two for the members' status ([`Transport::steer`]), one to
-/// open a stream there, one for a renewal and the read that proves it.
-const TAKEOVER: u32 = 4;
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A member gets the time the hold can wait less four silences, and at
-    /// least one silence: at TTL 15 s (margin 2 s) just after a renewal was
-    /// proved, 13 s - 2 s; once the deadline is near, the silence.
-    #[test]
-    fn patience_is_the_time_left_less_a_takeover_and_at_least_one_silence() {
-        let silence = Duration::from_millis(500);
-        let now = Instant::now();
-        let s = Session::new(1, 15, Duration::from_secs(2), now, None, Vec::new());
-        let p = s.patience(silence);
-        assert!(p <= Duration::from_secs(11), "{p:?}");
-        assert!(p > Duration::from_millis(10_900), "{p:?}");
-        // Granted 12.5 s ago: 0.5 s left, under the takeover's 2 s.
-        let s = Session::new(
-            1,
-            15,
-            Duration::from_secs(2),
-            now - Duration::from_millis(12_500),
-            None,
-            Vec::new(),
-        );
-        assert_eq!(s.patience(silence), silence);
-        // Past the deadline: still one silence, never zero.
-        let s = Session::new(
-            1,
-            15,
-            Duration::from_secs(2),
-            now - Duration::from_secs(20),
-            None,
-            Vec::new(),
-        );
-        assert_eq!(s.patience(silence), silence);
-    }
 }

@@ -19,6 +19,7 @@ use super::*;
 use crate::{release_and_record_ops, GuardedOp, OpResult};
 
 mod queues;
+mod sampling;
 mod storm;
 
 use queues::Queues;
