@@ -22,7 +22,7 @@
 # libs     the C library (libetcdlock .so/.dylib/.dll + .a), the Python module,
 #          the Node module and the JNI library, in one cargo invocation (one
 #          feature resolution); `cli` the etcdlock binary, apart (its tokio
-#          process and signal features and jemalloc stay out of the libraries).
+#          process and signal features and mimalloc stay out of the libraries).
 #
 # Per target: musl links musl's libc.so dynamically (-crt-static: a cdylib
 # cannot be built against the static CRT; the CLI shares the flag, hence the

@@ -131,7 +131,7 @@ step "etcdlock $version -> $OUT"
 # Line tables and a build id in every binary: the C library's debug information
 # ships apart (lib/debug/.build-id/), everything is stripped before packing.
 # The CLI builds apart: it turns on tokio's process and signal features and
-# links jemalloc, and one cargo build unifies features across packages.
+# links mimalloc, and one cargo build unifies features across packages.
 # (binutils per architecture: the host's handle x86_64 only; readelf reads any ELF.)
 tool() { # arch name
   if [ "$1" = x86_64 ]; then echo "$2"; else echo "$1-linux-gnu-$2"; fi

@@ -15,27 +15,13 @@ use crate::bench::{ms, BenchArgs};
 
 /// Resident set size after handing the allocator's free pages back to the
 /// OS: what the process really keeps, without the allocator's cache of a
-/// burst's freed memory. jemalloc (this binary's allocator) purges every
-/// arena's unused dirty pages (`arena.<all>.purge`); glibc's `malloc_trim(0)`
-/// as well, for what the C runtime allocates. Both this and the raw RSS are
-/// reported.
+/// burst's freed memory. mimalloc (this binary's allocator) collects every
+/// thread's abandoned and free pages and purges them at once
+/// (`mi_collect(true)`); glibc's `malloc_trim(0)` as well, for what the C
+/// runtime allocates. Both this and the raw RSS are reported.
 pub fn live_rss_bytes() -> u64 {
-    // MALLCTL_ARENAS_ALL (4096): every arena.
-    let purge = c"arena.4096.purge";
-    // SAFETY: a write-less, read-less mallctl on a NUL-terminated name; it
-    // only returns unused pages to the OS.
-    #[cfg(target_os = "linux")]
-    unsafe {
-        tikv_jemalloc_sys::mallctl(
-            purge.as_ptr(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    #[cfg(not(target_os = "linux"))]
-    let _ = purge;
+    // SAFETY: mi_collect takes no pointers; it only frees and purges unused pages.
+    unsafe { libmimalloc_sys::mi_collect(true) };
     // SAFETY: malloc_trim only releases free heap memory; it takes no pointers of ours.
     // glibc only (musl and macOS have no malloc_trim).
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

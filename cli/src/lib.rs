@@ -32,11 +32,8 @@ mod tree;
 use std::time::Duration;
 
 /// The global allocator of this binary, as the benchmarks report it.
-#[cfg(all(feature = "bench", target_os = "linux"))]
-pub const ALLOCATOR: &str = "jemalloc (background purge, dirty_decay_ms 1000)";
-/// The global allocator of this binary, as the benchmarks report it.
-#[cfg(all(feature = "bench", not(target_os = "linux")))]
-pub const ALLOCATOR: &str = "system allocator";
+#[cfg(feature = "bench")]
+pub const ALLOCATOR: &str = "mimalloc v2 (purge delay 0)";
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use etcdlock::{ClientOptions, ErrorCode};

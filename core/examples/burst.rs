@@ -1,6 +1,6 @@
 //! Memory of held locks with core as a library, as the bindings run it: the
 //! shared runtime (`etcdlock::runtime`, two workers), the system allocator
-//! (glibc malloc on Linux: no jemalloc, no `malloc_trim`).
+//! (glibc malloc on Linux: not the CLI's mimalloc, no `malloc_trim`).
 //!
 //! `N` distinct locks are taken in one burst (all `N` lock calls at once) on
 //! one client, hence one session; with every lock still held, the process's
