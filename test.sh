@@ -173,7 +173,7 @@ suite faults "Faults and security (faults/test.sh)" bash faults/test.sh
 # the machine 30-60 % busy meanwhile). Raising a priority needs root; without
 # it the job keeps the lowest.
 if [ -n "$dist_build_pid" ]; then
-  echo 0 >"/proc/$dist_build_pid/autogroup" 2>/dev/null
+  { echo 0 >"/proc/$dist_build_pid/autogroup"; } 2>/dev/null
   renice -n 0 -g "$dist_build_pid" >/dev/null 2>&1
   ionice -c 2 -n 4 -P "$dist_build_pid" 2>/dev/null
 fi
