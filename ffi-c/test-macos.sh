@@ -5,7 +5,10 @@
 # macOS (10.12 / 11.0), linked libraries (the system's only), exports (the C
 # API, plus the toolchain's few: see TOOLCHAIN), install name
 # (@rpath/libetcdlock.dylib) and, for arm64, its ad-hoc code signature.
-#   ffi-c/test-macos.sh [--profile P]     (default: fast, i.e. inspect: scripts/cross.sh; dist.sh ships dist)
+#   ffi-c/test-macos.sh [--profile P] [x86_64|aarch64 ...]
+#     (profile default: fast, i.e. inspect: scripts/cross.sh; dist.sh ships dist;
+#     arches default: both. ./test.sh inspects aarch64 only, as its dist.sh
+#     --fast builds: see SKIPPED in scripts/dist.sh)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/.." && pwd)"
@@ -14,7 +17,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 target="${CARGO_TARGET_DIR:-$root/target}"
 export CARGO_TARGET_DIR="$target"
 profile=fast
-[ "${1:-}" = --profile ] && profile=$2
+[ "${1:-}" = --profile ] && { profile=$2; shift 2; }
+arches=("$@"); ((${#arches[@]})) || arches=(x86_64 aarch64)
 python3 -c 'import ziglang' 2>/dev/null || python3 -m pip install -q ziglang
 command -v cargo-zigbuild >/dev/null || python3 -m pip install -q cargo-zigbuild
 python3 -c 'import lief' 2>/dev/null || python3 -m pip install -q lief
@@ -23,7 +27,7 @@ python3 -c 'import lief' 2>/dev/null || python3 -m pip install -q lief
 # (stacker, see core's runtime.rs), which LTO cannot internalize (assembly).
 TOOLCHAIN='__mh_dylib_header|___dso_handle|_rust_eh_personality|_rust_psm_[a-z_]+|__RNvNtCs[A-Za-z0-9]+_3std9panicking11EMPTY_PANIC'
 rc=0
-for a in x86_64 aarch64; do
+for a in "${arches[@]}"; do
   t=$a-apple-darwin
   rustup target list --installed | grep -qx "$t" || rustup target add "$t" >/dev/null
   case $a in x86_64) min=10.12 arch=x86_64 ;; aarch64) min=11.0 arch=arm64 ;; esac

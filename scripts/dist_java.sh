@@ -1,6 +1,6 @@
 # Sourced by scripts/dist.sh (in a background subshell: its output goes to a
 # log that dist.sh prints before the macOS check), with dist.sh's functions
-# and variables (OUT, work, version, ARCHES, EXTRA, bin_of, xbin, require,
+# and variables (OUT, work, version, ARCHES, EXTRA, SKIPPED, bin_of, xbin, require,
 # glibc_check, musl_check, win_check, no_bench, tool, die): the Maven
 # deploy of the published modules to the file repository dist/maven.
 # The pom copies CARGO_TARGET_DIR/release/ into native/linux-x86_64/ and each
@@ -44,11 +44,15 @@ find "$j" -name pom.xml -exec sed -i "s|<version>$version-SNAPSHOT</version>|<ve
   die "mvn deploy to $OUT/maven failed"
 jar=$OUT/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar
 listing=$(unzip -l "$jar")   # (not piped into grep -q: pipefail would see unzip's SIGPIPE)
-for f in linux-x86_64/libetcdlock_jni.so linux-aarch64/libetcdlock_jni.so linux-x86_64-musl/libetcdlock_jni.so \
-  linux-aarch64-musl/libetcdlock_jni.so macos-x86_64/libetcdlock_jni.dylib macos-aarch64/libetcdlock_jni.dylib \
-  windows-x86_64/etcdlock_jni.dll; do
+natives=(linux-x86_64/libetcdlock_jni.so linux-aarch64/libetcdlock_jni.so linux-x86_64-musl/libetcdlock_jni.so
+  linux-aarch64-musl/libetcdlock_jni.so macos-aarch64/libetcdlock_jni.dylib windows-x86_64/etcdlock_jni.dll)
+# (--fast leaves macOS x86_64 out: dist.sh's SKIPPED)
+[[ " ${SKIPPED[*]} " == *" x86_64-apple-darwin "* ]] || natives+=(macos-x86_64/libetcdlock_jni.dylib)
+for f in "${natives[@]}"; do
   grep -q "native/$f" <<<"$listing" || die "$jar carries no native/$f"
 done
-echo "  $(basename "$jar"): $(grep -c 'native/.*etcdlock_jni' <<<"$listing") native libraries (7 platforms)"
+[ "$(grep -c 'native/.*etcdlock_jni' <<<"$listing")" = "${#natives[@]}" ] ||
+  die "$jar carries $(grep -c 'native/.*etcdlock_jni' <<<"$listing") native libraries, not ${#natives[@]}"
+echo "  $(basename "$jar"): ${#natives[@]} native libraries (${#natives[@]} platforms)"
 srcjar=${jar%.jar}-sources.jar
 ! unzip -l "$srcjar" | grep -qE '\.(so|dylib|dll)$' || die "$srcjar carries a native library"
