@@ -542,9 +542,15 @@ impl Session {
             let opened = tokio::time::timeout(silence, client.keep_alive(self.lease)).await;
             let (mut keeper, mut stream) = match opened {
                 Ok(Ok(pair)) => pair,
-                _ => {
-                    transport.fail(member);
-                    tokio::time::sleep(retry).await;
+                // An error (refused, reset) benches the member; no answer in
+                // time leaves it only for one that answers.
+                failed => {
+                    if failed.is_ok() {
+                        transport.fail(member);
+                    } else {
+                        transport.leave_silent(member, None).await;
+                    }
+                    tokio::time::sleep(crate::transport::jitter(retry)).await;
                     retry = (retry * 2).min(Duration::from_millis(250));
                     continue;
                 }
@@ -555,13 +561,10 @@ impl Session {
             {
                 StreamEnd::Lost => return,
                 StreamEnd::Failed => transport.fail(member),
-                StreamEnd::Silent => {
-                    // Steer the next stream to a member that answers.
-                    transport.fail(member);
-                    transport.steer(None).await;
-                }
+                // Steer the next stream to a member that answers.
+                StreamEnd::Silent => transport.leave_silent(member, None).await,
             }
-            tokio::time::sleep(retry).await;
+            tokio::time::sleep(crate::transport::jitter(retry)).await;
             retry = (retry * 2).min(Duration::from_millis(250));
         }
     }

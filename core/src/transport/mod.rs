@@ -403,60 +403,97 @@ impl Transport {
     }
 
     /// After a member failed or stayed silent: ask every member for its
-    /// status (a local answer, no Raft round) and make the leader current. A hung member never answers, and a follower that is merely
-    /// stuck forwarding to a hung leader names the new one once etcd has
-    /// elected it; a request sent mid-election is dropped by Raft and never
-    /// answered, so while no member that answers says it leads this asks
-    /// again every 20 ms, for up to twice the member silence. The next attempt
-    /// then goes where it can succeed instead of round-robin onto a hung
-    /// member or into the election. Bounded by `end` too.
-    pub(crate) async fn steer(&self, end: Option<Instant>) {
+    /// status (a local answer, no Raft round) and make the leader current;
+    /// the member made current, or `None` when no member answered. A hung
+    /// member never answers, and a follower that is merely stuck forwarding
+    /// to a hung leader names the new one once etcd has elected it; a
+    /// request sent mid-election is dropped by Raft and never answered, so
+    /// while no member that answers says it leads, each member is asked
+    /// again, 20 ms after its answer at first and twice as long each time
+    /// (at most 200 ms, jittered), for up to twice the member silence: one
+    /// question in flight per member, so that a fleet of clients steering
+    /// at once (a leader killed, the cluster paused) asks etcd a few times,
+    /// not every 20 ms each. The next attempt then goes where it can succeed
+    /// instead of round-robin onto a hung member or into the election.
+    /// Bounded by `end` too.
+    pub(crate) async fn steer(&self, end: Option<Instant>) -> Option<usize> {
         let n = self.members.len();
         if n < 2 {
-            return;
+            return None;
         }
         let mut until = Instant::now() + self.silence() * 2;
         if let Some(e) = end {
             until = until.min(e);
         }
-        loop {
-            let wait =
-                Duration::from_millis(100).min(until.saturating_duration_since(Instant::now()));
-            // `bad` too: a follower stuck forwarding to a hung leader answers
-            // its status, and may be the new leader by now.
-            let mut probes: futures_util::stream::FuturesUnordered<_> = (0..n)
-                .map(|k| async move {
-                    let r = tokio::time::timeout(wait, async {
-                        let mut c = self
-                            .member(k, etcd_client::Client::maintenance_client)
-                            .await
-                            .ok()?;
-                        c.status().await.ok()
-                    })
-                    .await;
-                    (k, r.ok().flatten())
-                })
-                .collect();
-            let mut answered = None;
-            while let Some((k, st)) = futures_util::StreamExt::next(&mut probes).await {
-                let Some(st) = st else { continue };
-                // A member that names itself leader is it (a hung one never answers).
-                if st.leader() != 0 && Some(st.leader()) == st.header().map(|h| h.member_id()) {
-                    self.ok(k);
-                    self.current.store(k, Ordering::Relaxed);
-                    return;
-                }
+        // `bad` too: a follower stuck forwarding to a hung leader answers
+        // its status, and may be the new leader by now.
+        let mut probes: futures_util::stream::FuturesUnordered<_> =
+            (0..n).map(|k| self.ask_status(k, until)).collect();
+        let mut answered = None;
+        while let Some((k, seen, leads)) = futures_util::StreamExt::next(&mut probes).await {
+            if leads {
+                self.ok(k);
+                self.current.store(k, Ordering::Relaxed);
+                return Some(k);
+            }
+            if seen {
                 answered.get_or_insert(k);
             }
-            if Instant::now() + Duration::from_millis(20) >= until {
-                // No leader in time: any member that answered.
-                if let Some(k) = answered {
-                    self.ok(k);
-                    self.current.store(k, Ordering::Relaxed);
+        }
+        // No leader in time: any member that answered.
+        if let Some(k) = answered {
+            self.ok(k);
+            self.current.store(k, Ordering::Relaxed);
+        }
+        answered
+    }
+
+    /// [`Transport::steer`]'s questions to member `k` until `until`: whether
+    /// it answered at all, and whether it named itself leader (then at once).
+    async fn ask_status(&self, k: usize, until: Instant) -> (usize, bool, bool) {
+        let mut seen = false;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let asked = tokio::time::timeout(left, async {
+                let mut c = self
+                    .member(k, etcd_client::Client::maintenance_client)
+                    .await
+                    .ok()?;
+                c.status().await.ok()
+            })
+            .await;
+            match asked {
+                // A member that names itself leader is it (a hung one never answers).
+                Ok(Some(st)) => {
+                    seen = true;
+                    if st.leader() != 0 && Some(st.leader()) == st.header().map(|h| h.member_id()) {
+                        return (k, true, true);
+                    }
                 }
-                return;
+                Ok(None) => {}
+                Err(_) => return (k, seen, false),
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
+            let wait = jitter(pause);
+            if Instant::now() + wait >= until {
+                return (k, seen, false);
+            }
+            tokio::time::sleep(wait).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+    }
+
+    /// Leave member `i`, silent for its bound, only for another that
+    /// answers: [`Transport::steer`], and `i` is benched (watch streams move
+    /// off it too) when steering found a member other than `i`. When no
+    /// member answers (the whole cluster paused or overloaded), or only `i`
+    /// does, the next attempt goes to `i` again: benching every member in
+    /// turn and moving every stream helps no one, and a fleet doing it at
+    /// once made a pause of the cluster into a storm of streams and status
+    /// rounds that outlasted the pause.
+    pub(crate) async fn leave_silent(&self, i: usize, end: Option<Instant>) {
+        if self.steer(end).await.is_some_and(|k| k != i) {
+            self.fail(i);
         }
     }
 

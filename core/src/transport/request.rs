@@ -215,8 +215,7 @@ impl Transport {
                         // slow: no reason to bench it.
                         return Err(self.expired(bound, Some(&err)));
                     }
-                    self.fail(i);
-                    self.steer(end).await;
+                    self.leave_silent(i, end).await;
                     last = Some(err);
                     if self.has_alternative(i) {
                         continue;
