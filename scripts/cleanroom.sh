@@ -310,7 +310,8 @@ C
       --suppressions="$prefix/share/etcdlock/etcdlock.supp" "$capp/fork_child" "$EP" >"$work/valgrind-fork.log" 2>&1; then
     ok "c: valgrind of a program that forks while holding a lock, with etcdlock.supp: nothing reported in parent or child"
   else
-    bad "c: valgrind of a forked child"; tail -40 "$work/valgrind-fork.log"
+    rc=$?
+    bad "c: valgrind of a forked child (exit $rc: 9 is valgrind's, others fork_child.c's)"; tail -40 "$work/valgrind-fork.log" 2>&1
   fi
 else
   bad "c: valgrind is not installed (scripts/setup.sh installs it)"

@@ -17,6 +17,11 @@ static etcdlock_client *connect_to(const char *endpoint) {
     if (etcdlock_options_init(&o, sizeof o) != ETCDLOCK_OK) return NULL;
     o.endpoints = endpoint;
     o.connect_timeout_ms = 30000; /* valgrind's start-up on a loaded machine */
+    /* Valgrind runs a process's threads one at a time, many times slower:
+     * on a loaded machine the parent's keep-alives can fall seconds behind
+     * while the child works. This program checks leaks and handles across
+     * fork, not renewal timing (the suites do that): a TTL with room. */
+    o.ttl_secs = 60;
     if (etcdlock_client_connect(&o, &c) != ETCDLOCK_OK) {
         fprintf(stderr, "connect: %s\n", etcdlock_last_error_message());
         return NULL;
@@ -31,7 +36,10 @@ int main(int argc, char **argv) {
     snprintf(other, sizeof other, "fork-child-%d-own", (int)getpid());
     etcdlock_client *c = connect_to(argv[1]);
     etcdlock_guard *g = NULL;
-    if (!c || etcdlock_lock(c, name, 30000, &g) != ETCDLOCK_OK) return 3;
+    if (!c || etcdlock_lock(c, name, 30000, &g) != ETCDLOCK_OK) {
+        fprintf(stderr, "lock: %s\n", etcdlock_last_error_message());
+        return 3;
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) return 4;
@@ -48,6 +56,7 @@ int main(int argc, char **argv) {
         etcdlock_guard_free(g2);
         etcdlock_client_free(mine);
         etcdlock_shutdown();
+        if (code) fprintf(stderr, "child: checks failed (bits %d)\n", code);
         exit(code); /* a normal exit: valgrind checks this process's leaks too */
     }
     int status = 0;
@@ -58,8 +67,14 @@ int main(int argc, char **argv) {
         code = 6;
     }
     int held = 0;
-    if (etcdlock_guard_is_held(g, &held) != ETCDLOCK_OK || !held) code = 7;
-    if (etcdlock_unlock(g) != ETCDLOCK_OK) code = 8;
+    if (etcdlock_guard_is_held(g, &held) != ETCDLOCK_OK || !held) {
+        fprintf(stderr, "parent: the hold was lost while the child ran\n");
+        code = 7;
+    }
+    if (etcdlock_unlock(g) != ETCDLOCK_OK) {
+        fprintf(stderr, "parent: unlock: %s\n", etcdlock_last_error_message());
+        code = 8;
+    }
     etcdlock_guard_free(g);
     etcdlock_client_free(c);
     etcdlock_shutdown();
