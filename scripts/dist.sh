@@ -69,7 +69,6 @@ ARCHES=(x86_64 aarch64)
 # Built by scripts/cross.sh; the platform checks of ./test.sh build the same.
 # (In the order ./test.sh's platform checks use them.)
 EXTRA=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl x86_64-pc-windows-gnu x86_64-apple-darwin aarch64-apple-darwin)
-MAC_ARCHES=(x86_64 aarch64)
 # --fast (./test.sh) leaves macOS x86_64 to releases: nothing here runs
 # Mach-O, its build differs from arm64's in the architecture and minimum OS
 # only (both inspected as shipped by every release), and it was the costliest
@@ -77,10 +76,14 @@ MAC_ARCHES=(x86_64 aarch64)
 # only read, on the run's longest path: build, pack, clean room). The arm64
 # build stands for both: the same profile, packing and inspection.
 SKIPPED=()
-if [ "$XPROFILE" = fast ]; then
-  SKIPPED=(x86_64-apple-darwin) MAC_ARCHES=(aarch64)
-  EXTRA=(x86_64-unknown-linux-musl aarch64-unknown-linux-musl x86_64-pc-windows-gnu aarch64-apple-darwin)
-fi
+if [ "$XPROFILE" = fast ]; then SKIPPED=(x86_64-apple-darwin); fi
+kept=() MAC_ARCHES=()
+for t in "${EXTRA[@]}"; do
+  if [[ " ${SKIPPED[*]} " == *" $t "* ]]; then continue; fi
+  kept+=("$t")
+  if [[ "$t" == *-apple-darwin ]]; then MAC_ARCHES+=("${t%%-*}"); fi
+done
+EXTRA=("${kept[@]}")
 GLIBC=2.17
 started=$SECONDS
 die() { echo "dist.sh: $*" >&2; exit 1; }
