@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use etcdlock::{Client, LockOptions};
+use etcdlock::{Client, ClientOptions, LockOptions};
 use etcdlock_testkit::Etcd;
 
 /// The member id of the leader as member `i` sees it (0: none, or no answer).
@@ -412,4 +412,69 @@ async fn close_ends_a_read_in_flight() {
         r.as_ref().map(|_| ())
     );
     assert_eq!(r.unwrap_err().code(), etcdlock::ErrorCode::Closed);
+}
+
+/// Range and Txn requests the members of `etcd` have handled so far, together.
+fn reads(etcd: &Etcd) -> f64 {
+    let handled = |i, m: &str| {
+        etcd.metric(
+            i,
+            "grpc_server_handled_total",
+            &[&format!("grpc_method=\"{m}\"")],
+        )
+    };
+    (0..3)
+        .map(|i| handled(i, "Range") + handled(i, "Txn"))
+        .sum()
+}
+
+/// A cluster that stalls as a whole (every member paused: etcd overloaded,
+/// or its machines frozen) is waited for, not failed over: a read in flight
+/// (`status`) across a 2.2 s stall of all three members is sent once, answered after
+/// the resume, and benches no member. Re-sent every member silence instead,
+/// as it once was, each client of a loaded fleet added its requests again
+/// to etcd's queue until the fleet's sessions ended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_across_a_stall_of_every_member_is_sent_once_and_benches_no_one() {
+    let etcd = Etcd::cluster(3);
+    let ns = unique_ns("stall");
+    // TTL 30 s: no keep-alive (nor the read that checks it) in the test's
+    // few seconds; a request timeout past the stall.
+    let o = ClientOptions {
+        request_timeout: Duration::from_secs(6),
+        ..opts(&etcd, &ns, 30)
+    };
+    let c = Client::connect(o).await.unwrap();
+    c.status("x").await.unwrap();
+    // What one status costs etcd with no stall.
+    let before = reads(&etcd);
+    c.status("x").await.unwrap();
+    let one = reads(&etcd) - before;
+    let before = reads(&etcd);
+    for i in 0..3 {
+        etcd.pause(i);
+    }
+    let asked = Instant::now();
+    let read = tokio::spawn({
+        let c = c.clone();
+        async move { c.status("x").await }
+    });
+    // Resumed mid-way through the second round of status questions (the
+    // first: 0.5-1.5 s, the second from 2 s), not on its edge.
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    for i in 0..3 {
+        etcd.resume(i);
+    }
+    let st = read.await.unwrap();
+    assert!(st.is_ok(), "{:?}", st.err());
+    let took = asked.elapsed();
+    // Whatever the client sent is handled within moments of the resume.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        reads(&etcd) - before,
+        one,
+        "reads sent (answered after {took:?})"
+    );
+    assert_eq!(c.metrics().member_failures, 0);
+    c.close().await;
 }

@@ -304,6 +304,9 @@ impl Session {
         let mut resend_at: Option<Instant> = None;
         let mut last_send: Option<Instant> = None;
         let mut waits = Waits::new(silence);
+        // How long the recent renewals took, from send to proof (the
+        // slowest, halving with each faster one): etcd slowed by load.
+        let mut slow = Duration::ZERO;
         loop {
             if checking.is_none() {
                 if let Some(p) = unchecked.take() {
@@ -312,11 +315,7 @@ impl Session {
                 }
             }
             let send_at = match sent.back() {
-                None => {
-                    let due = answered.map_or(self.last_proof(), |a| a.max(self.last_proof()))
-                        + (interval - early);
-                    resend_at.map_or(due, |r| r.min(due))
-                }
+                None => self.due(answered, interval - early, slow, resend_at),
                 Some(last) => *last + every,
             };
             if Instant::now() >= send_at {
@@ -376,7 +375,12 @@ impl Session {
                         true
                     } else {
                         match self.on_checked(c, p, &mut read_term, member, client, silence) {
-                            Ok(again) => again,
+                            Ok(again) => {
+                                if !again {
+                                    slow = (slow / 2).max(p.sent.elapsed());
+                                }
+                                again
+                            }
                             Err(end) => return end,
                         }
                     };

@@ -27,6 +27,27 @@ impl Session {
         let left = self.deadline().saturating_duration_since(Instant::now());
         left.saturating_sub(silence * TAKEOVER).max(silence)
     }
+
+    /// When the next keep-alive goes, none being unanswered: `wait` after
+    /// the last answer or proof, at `resend_at` if that is sooner (the
+    /// leader changed), and early enough that a renewal as `slow` as the
+    /// recent ones is proved with one such round trip to spare: under load
+    /// the renewals come closer instead of too late.
+    pub(super) fn due(
+        &self,
+        answered: Option<Instant>,
+        wait: Duration,
+        slow: Duration,
+        resend_at: Option<Instant>,
+    ) -> Instant {
+        let due = answered.map_or(self.last_proof(), |a| a.max(self.last_proof())) + wait;
+        let due = due.min(
+            self.deadline()
+                .checked_sub(slow * 2)
+                .unwrap_or_else(Instant::now),
+        );
+        resend_at.map_or(due, |r| r.min(due))
+    }
 }
 
 /// How long the next read that checks a renewal, and the next question

@@ -20,7 +20,7 @@
 
 use crate::poison::Locked;
 use std::future::Future;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,7 +33,9 @@ mod policy;
 pub(crate) use policy::{check_endpoint, classify, jitter, mem_store, Answer, Bound, Kind};
 
 mod request;
+mod steer;
 mod stream;
+pub(crate) use steer::Verdict;
 pub(crate) use stream::Pinned;
 
 /// Requests one client keeps in flight at most; further ones queue in the
@@ -53,6 +55,9 @@ pub(crate) struct Transport {
     /// Requests that failed on a member (each benched it), for the metrics.
     pub(crate) member_failures: std::sync::atomic::AtomicU64,
     current: AtomicUsize,
+    /// The highest raft term a member's status has shown ([`Transport::judge`]):
+    /// a later one means an election happened since.
+    term: AtomicU64,
     inflight: Arc<Semaphore>,
     options: etcd_client::ConnectOptions,
     /// The endpoints as given, for messages.
@@ -91,6 +96,7 @@ impl Transport {
                 })
                 .collect(),
             current: AtomicUsize::new(0),
+            term: AtomicU64::new(0),
             inflight: Arc::new(Semaphore::new(MAX_IN_FLIGHT)),
             options,
             endpoints,
@@ -340,7 +346,12 @@ impl Transport {
         for i in 0..self.members.len() {
             let t = self.clone();
             probes.spawn(async move {
-                let r = async { t.pinned(i).await?.status().await.map(|_| ()) }.await;
+                let r = async {
+                    let st = t.pinned(i).await?.status().await?;
+                    t.saw(&st);
+                    Ok::<_, etcd_client::Error>(())
+                }
+                .await;
                 (i, r)
             });
         }
@@ -397,104 +408,19 @@ impl Transport {
         (self.request_timeout / 4).clamp(Duration::from_millis(250), Duration::from_millis(500))
     }
 
+    /// How long one attempt waits for a member judged alive before it is
+    /// sent again ([`Transport::judge`]): four request timeouts, at least
+    /// 2 s. etcd answers every request it does not lose by then (a proposal
+    /// Raft dropped ends in etcd's own request timeout, 5 s plus two
+    /// election timeouts by default), and HTTP/2 keep-alive finds a dead
+    /// connection sooner.
+    pub(crate) fn resend_after(&self) -> Duration {
+        (self.request_timeout * 4).max(Duration::from_secs(2))
+    }
+
     /// The bound of a call that starts now and is not a lock wait.
     pub(crate) fn request_bound(&self) -> Bound {
         Bound::Request(Instant::now() + self.request_timeout)
-    }
-
-    /// After a member failed or stayed silent: ask every member for its
-    /// status (a local answer, no Raft round) and make the leader current;
-    /// the member made current, or `None` when no member answered. A hung
-    /// member never answers, and a follower that is merely stuck forwarding
-    /// to a hung leader names the new one once etcd has elected it; a
-    /// request sent mid-election is dropped by Raft and never answered, so
-    /// while no member that answers says it leads, each member is asked
-    /// again, 20 ms after its answer at first and twice as long each time
-    /// (at most 200 ms, jittered), for up to twice the member silence: one
-    /// question in flight per member, so that a fleet of clients steering
-    /// at once (a leader killed, the cluster paused) asks etcd a few times,
-    /// not every 20 ms each. The next attempt then goes where it can succeed
-    /// instead of round-robin onto a hung member or into the election.
-    /// Bounded by `end` too.
-    pub(crate) async fn steer(&self, end: Option<Instant>) -> Option<usize> {
-        let n = self.members.len();
-        if n < 2 {
-            return None;
-        }
-        let mut until = Instant::now() + self.silence() * 2;
-        if let Some(e) = end {
-            until = until.min(e);
-        }
-        // `bad` too: a follower stuck forwarding to a hung leader answers
-        // its status, and may be the new leader by now.
-        let mut probes: futures_util::stream::FuturesUnordered<_> =
-            (0..n).map(|k| self.ask_status(k, until)).collect();
-        let mut answered = None;
-        while let Some((k, seen, leads)) = futures_util::StreamExt::next(&mut probes).await {
-            if leads {
-                self.ok(k);
-                self.current.store(k, Ordering::Relaxed);
-                return Some(k);
-            }
-            if seen {
-                answered.get_or_insert(k);
-            }
-        }
-        // No leader in time: any member that answered.
-        if let Some(k) = answered {
-            self.ok(k);
-            self.current.store(k, Ordering::Relaxed);
-        }
-        answered
-    }
-
-    /// [`Transport::steer`]'s questions to member `k` until `until`: whether
-    /// it answered at all, and whether it named itself leader (then at once).
-    async fn ask_status(&self, k: usize, until: Instant) -> (usize, bool, bool) {
-        let mut seen = false;
-        let mut pause = Duration::from_millis(20);
-        loop {
-            let left = until.saturating_duration_since(Instant::now());
-            let asked = tokio::time::timeout(left, async {
-                let mut c = self
-                    .member(k, etcd_client::Client::maintenance_client)
-                    .await
-                    .ok()?;
-                c.status().await.ok()
-            })
-            .await;
-            match asked {
-                // A member that names itself leader is it (a hung one never answers).
-                Ok(Some(st)) => {
-                    seen = true;
-                    if st.leader() != 0 && Some(st.leader()) == st.header().map(|h| h.member_id()) {
-                        return (k, true, true);
-                    }
-                }
-                Ok(None) => {}
-                Err(_) => return (k, seen, false),
-            }
-            let wait = jitter(pause);
-            if Instant::now() + wait >= until {
-                return (k, seen, false);
-            }
-            tokio::time::sleep(wait).await;
-            pause = (pause * 2).min(Duration::from_millis(200));
-        }
-    }
-
-    /// Leave member `i`, silent for its bound, only for another that
-    /// answers: [`Transport::steer`], and `i` is benched (watch streams move
-    /// off it too) when steering found a member other than `i`. When no
-    /// member answers (the whole cluster paused or overloaded), or only `i`
-    /// does, the next attempt goes to `i` again: benching every member in
-    /// turn and moving every stream helps no one, and a fleet doing it at
-    /// once made a pause of the cluster into a storm of streams and status
-    /// rounds that outlasted the pause.
-    pub(crate) async fn leave_silent(&self, i: usize, end: Option<Instant>) {
-        if self.steer(end).await.is_some_and(|k| k != i) {
-            self.fail(i);
-        }
     }
 
     /// Whether a member other than `i` is not benched now.

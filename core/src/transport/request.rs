@@ -149,7 +149,6 @@ impl Transport {
         Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
     {
         let end = bound.end();
-        let silence = self.silence();
         let mut backoff = Duration::from_millis(20);
         let mut last: Option<Error> = None;
         loop {
@@ -163,31 +162,24 @@ impl Transport {
             if end.is_some_and(|e| now >= e) {
                 return Err(self.expired(bound, last.as_ref()));
             }
-            // A silent member is left for another after `silence`; with no
-            // other member to try, the attempt may take the request timeout.
-            let mut attempt = if self.has_alternative(i) {
-                silence
-            } else {
-                self.request_timeout.max(silence)
-            };
-            let mut cut_by_bound = false;
-            if let Some(e) = end {
-                if e - now <= attempt {
-                    attempt = e - now;
-                    cut_by_bound = true;
-                }
-            }
-            match tokio::time::timeout(attempt, async {
+            let request = std::pin::pin!(async {
                 let c = self.member(i, pick).await?;
                 op(c).await
-            })
-            .await
-            {
-                Ok(Ok(v)) => {
+            });
+            let answered = match self.wait_judged(i, request, bound, uncertain).await {
+                Waited::Answer(r) => Some(r),
+                Waited::Resend(e) => {
+                    last = Some(e);
+                    None
+                }
+                Waited::Expired(e) => return Err(e),
+            };
+            match answered {
+                Some(Ok(v)) => {
                     self.ok(i);
                     return Ok(v);
                 }
-                Ok(Err(e)) => {
+                Some(Err(e)) => {
                     let kind = classify(&e);
                     let err = Error::from_etcd(e, &self.endpoints);
                     if kind == Kind::Final {
@@ -204,23 +196,9 @@ impl Transport {
                         }
                     }
                 }
-                Err(_) => {
-                    *uncertain = true;
-                    let err = self.unavailable(format_args!(
-                        "{} did not answer within {:?}",
-                        self.members[i].url, attempt
-                    ));
-                    if cut_by_bound {
-                        // The bound ended a request to a member that may only be
-                        // slow: no reason to bench it.
-                        return Err(self.expired(bound, Some(&err)));
-                    }
-                    self.leave_silent(i, end).await;
-                    last = Some(err);
-                    if self.has_alternative(i) {
-                        continue;
-                    }
-                }
+                // Re-sent at once: to the member the verdict chose, or to
+                // the same one after waiting `resend_after` for it.
+                None => continue,
             }
             if self.closer.is_closed() {
                 return Err(Error::new(ErrorCode::Closed, "the client was closed"));
@@ -237,4 +215,79 @@ impl Transport {
             backoff = (backoff * 2).min(Duration::from_millis(250));
         }
     }
+
+    /// Wait for `request`, just sent to member `i`. A member that does not
+    /// answer within `silence` is judged ([`Transport::judge`]) while the
+    /// request stays in flight: left only when it is down or an election
+    /// came between, else waited for, twice as long each time, up to
+    /// [`Transport::resend_after`]. With no other member to go to, the first
+    /// wait is the request timeout.
+    async fn wait_judged<T, Fut>(
+        &self,
+        i: usize,
+        mut request: std::pin::Pin<&mut Fut>,
+        bound: Bound,
+        uncertain: &mut bool,
+    ) -> Waited<T>
+    where
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        let (end, silence) = (bound.end(), self.silence());
+        let mut window = if self.has_alternative(i) {
+            silence
+        } else {
+            self.request_timeout.max(silence)
+        };
+        let (since, sent) = (self.term(), Instant::now());
+        loop {
+            let mut cut_by_bound = false;
+            if let Some(e) = end {
+                let left = e.saturating_duration_since(Instant::now());
+                if left <= window {
+                    window = left;
+                    cut_by_bound = true;
+                }
+            }
+            if let Ok(r) = tokio::time::timeout(window, request.as_mut()).await {
+                return Waited::Answer(r);
+            }
+            *uncertain = true;
+            let silent = || {
+                self.unavailable(format_args!(
+                    "{} did not answer within {:?}",
+                    self.members[i].url,
+                    sent.elapsed()
+                ))
+            };
+            if cut_by_bound {
+                // The bound ended a request to a member that may only be
+                // slow: no reason to bench it.
+                return Waited::Expired(self.expired(bound, Some(&silent())));
+            }
+            let verdict = tokio::select! {
+                r = request.as_mut() => return Waited::Answer(r),
+                v = self.judge(i, since, end) => v,
+            };
+            let waited = sent.elapsed();
+            if matches!(verdict, Verdict::Move { .. }) || waited >= self.resend_after() {
+                self.follow(i, verdict);
+                return Waited::Resend(silent());
+            }
+            window = match verdict {
+                Verdict::Unsure => silence,
+                _ => window * 2,
+            }
+            .min(self.resend_after() - waited);
+        }
+    }
+}
+
+/// How [`Transport::wait_judged`] ended.
+enum Waited<T> {
+    /// The member answered (or failed).
+    Answer(std::result::Result<T, etcd_client::Error>),
+    /// Send the request again, at once (the member was left, or waited for long enough).
+    Resend(Error),
+    /// The call's bound ended.
+    Expired(Error),
 }

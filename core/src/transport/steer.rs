@@ -1,0 +1,223 @@
+//! Which member a request goes to after one failed or stayed silent: the
+//! members' status (a local answer, no Raft round) names the leader, and
+//! whether a silent member is down or only slow ([`Transport::judge`]).
+
+use super::*;
+
+/// What to do about a member that has not answered ([`Transport::judge`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// It is alive: wait for its answer.
+    Wait,
+    /// No member leads (an election, or a leader that does not answer):
+    /// wait, and judge again one silence on.
+    Unsure,
+    /// Re-send to member `to`; `bench`: the silent member is down.
+    Move { to: usize, bench: bool },
+}
+
+impl Transport {
+    /// After a member failed or stayed silent: ask every member for its
+    /// status (a local answer, no Raft round) and make the leader current;
+    /// the member made current, or `None` when no member answered. A hung
+    /// member never answers, and a follower that is merely stuck forwarding
+    /// to a hung leader names the new one once etcd has elected it; a
+    /// request sent mid-election is dropped by Raft and never answered, so
+    /// while no member that answers says it leads, each member is asked
+    /// again, 20 ms after its answer at first and twice as long each time
+    /// (at most 200 ms, jittered), for up to twice the member silence: one
+    /// question in flight per member, so that a fleet of clients steering
+    /// at once (a leader killed, the cluster paused) asks etcd a few times,
+    /// not every 20 ms each. The next attempt then goes where it can succeed
+    /// instead of round-robin onto a hung member or into the election.
+    /// Bounded by `end` too.
+    pub(crate) async fn steer(&self, end: Option<Instant>) -> Option<usize> {
+        let n = self.members.len();
+        if n < 2 {
+            return None;
+        }
+        let mut until = Instant::now() + self.silence() * 2;
+        if let Some(e) = end {
+            until = until.min(e);
+        }
+        // `bad` too: a follower stuck forwarding to a hung leader answers
+        // its status, and may be the new leader by now.
+        let mut probes: futures_util::stream::FuturesUnordered<_> =
+            (0..n).map(|k| self.ask_status(k, until, false)).collect();
+        let mut answered = None;
+        while let Some((k, seen, leads)) = futures_util::StreamExt::next(&mut probes).await {
+            if leads {
+                self.ok(k);
+                self.current.store(k, Ordering::Relaxed);
+                return Some(k);
+            }
+            if seen {
+                answered.get_or_insert(k);
+            }
+        }
+        // No leader in time: any member that answered.
+        if let Some(k) = answered {
+            self.ok(k);
+            self.current.store(k, Ordering::Relaxed);
+        }
+        answered
+    }
+
+    /// [`Transport::steer`]'s questions to member `k` until `until`: whether
+    /// it answered at all, and whether it named itself leader (then at once).
+    /// With `first`, the first answer ends the questions too.
+    async fn ask_status(&self, k: usize, until: Instant, first: bool) -> (usize, bool, bool) {
+        let mut seen = false;
+        let mut pause = Duration::from_millis(20);
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let asked = tokio::time::timeout(left, async {
+                let mut c = self
+                    .member(k, etcd_client::Client::maintenance_client)
+                    .await
+                    .ok()?;
+                c.status().await.ok()
+            })
+            .await;
+            match asked {
+                // A member that names itself leader is it (a hung one never answers).
+                Ok(Some(st)) => {
+                    seen = true;
+                    self.saw(&st);
+                    // A leader of an older term than one already seen (cut
+                    // off, not yet stepped down) is not the leader.
+                    let current = st.header().is_some_and(|h| h.raft_term() >= self.term());
+                    if st.leader() != 0
+                        && Some(st.leader()) == st.header().map(|h| h.member_id())
+                        && current
+                    {
+                        return (k, true, true);
+                    }
+                    if first {
+                        return (k, true, false);
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => return (k, seen, false),
+            }
+            let wait = jitter(pause);
+            if Instant::now() + wait >= until {
+                return (k, seen, false);
+            }
+            tokio::time::sleep(wait).await;
+            pause = (pause * 2).min(Duration::from_millis(200));
+        }
+    }
+
+    /// Note the raft term a member's status carries.
+    pub(super) fn saw(&self, st: &etcd_client::StatusResponse) {
+        if let Some(h) = st.header() {
+            self.term.fetch_max(h.raft_term(), Ordering::Relaxed);
+        }
+    }
+
+    /// The highest raft term seen so far (0: none yet).
+    pub(crate) fn term(&self) -> u64 {
+        self.term.load(Ordering::Relaxed)
+    }
+
+    /// Member `i` has not answered a request sent when the highest term seen
+    /// was `since` for a member silence or more: is it down, or only slow?
+    /// Every member is asked for its status (a local answer, no Raft round)
+    /// while the request stays in flight, for up to two silences (bounded by
+    /// `end`):
+    /// - another member leads and `i` does not answer: `i` is down (hung,
+    ///   or the path to it is): bench it and re-send to the leader;
+    /// - a member leads in a later term than `since`: an election came
+    ///   between (Raft may have dropped the request): re-send to the leader,
+    ///   benching `i` only if it does not answer;
+    /// - `i` answers, and no election came between (the cluster is slow,
+    ///   overloaded, or has no leader yet): wait for the request. Re-sending
+    ///   it would only add the same work to etcd's queue; a fleet of clients
+    ///   doing that every silence turned an overloaded cluster into a storm
+    ///   that never drained;
+    /// - nobody answers (the cluster is paused), or no member leads (an
+    ///   election): wait, and judge again one silence on ([`Verdict::Unsure`]);
+    /// - no leader, `i` silent, another member answers: re-send there, and
+    ///   bench `i` (a hung leader before the election ends).
+    pub(crate) async fn judge(&self, i: usize, since: u64, end: Option<Instant>) -> Verdict {
+        let n = self.members.len();
+        if n < 2 {
+            return Verdict::Wait;
+        }
+        let mut until = Instant::now() + self.silence() * 2;
+        if let Some(e) = end {
+            until = until.min(e);
+        }
+        let mut probes: futures_util::stream::FuturesUnordered<_> =
+            (0..n).map(|k| self.ask_status(k, until, k == i)).collect();
+        let (mut i_seen, mut leader, mut other) = (None, None, None);
+        while let Some((k, seen, leads)) = futures_util::StreamExt::next(&mut probes).await {
+            if k == i && i_seen.is_none() {
+                i_seen = Some(seen);
+                if seen && !leads {
+                    // Alive: keep asking whether it becomes the leader (an
+                    // election it wins while our request is stuck in it).
+                    probes.push(self.ask_status(i, until, false));
+                }
+            } else if k != i && seen {
+                other.get_or_insert(k);
+            }
+            if leads {
+                leader = Some(k);
+            }
+            if let Some(l) = leader {
+                let moved = self.term() > since;
+                match i_seen {
+                    _ if l == i && !moved => return Verdict::Wait,
+                    _ if l == i => {
+                        return Verdict::Move {
+                            to: i,
+                            bench: false,
+                        }
+                    }
+                    Some(true) if !moved => return Verdict::Wait,
+                    Some(seen) => {
+                        return Verdict::Move {
+                            to: l,
+                            bench: !seen,
+                        }
+                    }
+                    // Whether `i` answers decides its bench: its answer, or the end.
+                    None => {}
+                }
+            }
+        }
+        match (leader, i_seen, other) {
+            (Some(l), seen, _) => Verdict::Move {
+                to: l,
+                bench: seen != Some(true),
+            },
+            (None, Some(false) | None, Some(k)) => Verdict::Move { to: k, bench: true },
+            // No leader yet (an election): ask again soon.
+            _ => Verdict::Unsure,
+        }
+    }
+
+    /// Leave member `i`, silent for its bound (a stream that did not open
+    /// or answer), only if it is down: [`Transport::judge`]. When it answers
+    /// (the cluster is paused or overloaded), the next attempt goes to `i`
+    /// again: benching every member in turn and moving every stream helps
+    /// no one, and a fleet doing it at once made a pause of the cluster into
+    /// a storm of streams and status rounds that outlasted the pause.
+    pub(crate) async fn leave_silent(&self, i: usize, end: Option<Instant>) {
+        let since = self.term();
+        self.follow(i, self.judge(i, since, end).await);
+    }
+
+    /// Act on a [`Verdict`] about member `i`.
+    pub(crate) fn follow(&self, i: usize, v: Verdict) {
+        if let Verdict::Move { to, bench } = v {
+            if bench {
+                self.fail(i);
+            }
+            self.ok(to);
+            self.current.store(to, Ordering::Relaxed);
+        }
+    }
+}
