@@ -17,6 +17,19 @@ bash scripts/setup.sh || exit 1
 export PATH="$HOME/.cargo/bin:$PATH"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 
+# apt must not run twice at once, and suites that run side by side (the qemu
+# lane, the background dist job, the foreground) each install what they lack:
+# every apt-get started from here goes through a shim that waits its turn
+# (flock), and for a dpkg lock held by anything else. Two at once failed a
+# rehearsal's musl and Wine suites with "Could not get lock".
+if apt_get=$(command -v apt-get) && command -v flock >/dev/null; then
+  apt_shim=$(mktemp -d)
+  printf '#!/bin/sh\nexec flock %s %s -o DPkg::Lock::Timeout=600 "$@"\n' \
+    "$apt_shim/lock" "$apt_get" >"$apt_shim/apt-get"
+  chmod +x "$apt_shim/apt-get"
+  export PATH="$apt_shim:$PATH"
+fi
+
 # `dist` builds the artifacts of six of the seven targets (scripts/dist.sh
 # --fast: with scripts/cross.sh's fast profiles, the same builds the platform
 # checks use, macOS x86_64 left to releases, which build all seven with the
