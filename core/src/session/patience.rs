@@ -154,4 +154,32 @@ mod tests {
         );
         assert_eq!(s.patience(silence), silence);
     }
+
+    /// The next keep-alive goes `wait` after the last proof while renewals
+    /// are quick, and no later than the deadline less twice the slowest
+    /// recent round trip once they are slow: at TTL 15 s (margin 2 s,
+    /// deadline 13 s after the grant), renewals taking 5 s bring an 8 s wait
+    /// down to 3 s; a resend after a leader change goes sooner still.
+    #[test]
+    fn the_next_renewal_comes_closer_when_renewals_are_slow() {
+        let now = Instant::now();
+        let s = Session::new(1, 15, Duration::from_secs(2), now, None, Vec::new());
+        let wait = Duration::from_secs(8);
+        assert_eq!(
+            s.due(None, wait, Duration::from_millis(3), None),
+            now + wait
+        );
+        assert_eq!(
+            s.due(None, wait, Duration::from_secs(5), None),
+            now + Duration::from_secs(3)
+        );
+        let soon = now + Duration::from_secs(1);
+        assert_eq!(s.due(None, wait, Duration::from_secs(5), Some(soon)), soon);
+        // An answer after the last proof moves the wait's start.
+        let answered = now + Duration::from_secs(2);
+        assert_eq!(
+            s.due(Some(answered), wait, Duration::ZERO, None),
+            now + Duration::from_secs(10)
+        );
+    }
 }

@@ -18,8 +18,8 @@ pub(crate) enum Verdict {
 
 impl Transport {
     /// After a member failed or stayed silent: ask every member for its
-    /// status (a local answer, no Raft round) and make the leader current;
-    /// the member made current, or `None` when no member answered. A hung
+    /// status (a local answer, no Raft round) and make the leader current
+    /// (or, with no leader in time, any member that answered). A hung
     /// member never answers, and a follower that is merely stuck forwarding
     /// to a hung leader names the new one once etcd has elected it; a
     /// request sent mid-election is dropped by Raft and never answered, so
@@ -31,10 +31,10 @@ impl Transport {
     /// not every 20 ms each. The next attempt then goes where it can succeed
     /// instead of round-robin onto a hung member or into the election.
     /// Bounded by `end` too.
-    pub(crate) async fn steer(&self, end: Option<Instant>) -> Option<usize> {
+    pub(crate) async fn steer(&self, end: Option<Instant>) {
         let n = self.members.len();
         if n < 2 {
-            return None;
+            return;
         }
         let mut until = Instant::now() + self.silence() * 2;
         if let Some(e) = end {
@@ -47,9 +47,7 @@ impl Transport {
         let mut answered = None;
         while let Some((k, seen, leads)) = futures_util::StreamExt::next(&mut probes).await {
             if leads {
-                self.ok(k);
-                self.current.store(k, Ordering::Relaxed);
-                return Some(k);
+                return self.make_current(k);
             }
             if seen {
                 answered.get_or_insert(k);
@@ -57,10 +55,8 @@ impl Transport {
         }
         // No leader in time: any member that answered.
         if let Some(k) = answered {
-            self.ok(k);
-            self.current.store(k, Ordering::Relaxed);
+            self.make_current(k);
         }
-        answered
     }
 
     /// [`Transport::steer`]'s questions to member `k` until `until`: whether
@@ -216,8 +212,13 @@ impl Transport {
             if bench {
                 self.fail(i);
             }
-            self.ok(to);
-            self.current.store(to, Ordering::Relaxed);
+            self.make_current(to);
         }
+    }
+
+    /// Requests go to member `k` from now on (it answered: no bench).
+    fn make_current(&self, k: usize) {
+        self.ok(k);
+        self.current.store(k, Ordering::Relaxed);
     }
 }
