@@ -4,6 +4,17 @@
 
 use super::*;
 
+/// One member's answers to [`Transport::ask_status`].
+struct Asked {
+    k: usize,
+    /// It answered at least once.
+    seen: bool,
+    /// It named itself leader, in a term no older than any seen.
+    leads: bool,
+    /// How long its last answer took.
+    took: Duration,
+}
+
 /// What to do about a member that has not answered ([`Transport::judge`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Verdict {
@@ -45,12 +56,12 @@ impl Transport {
         let mut probes: futures_util::stream::FuturesUnordered<_> =
             (0..n).map(|k| self.ask_status(k, until, false)).collect();
         let mut answered = None;
-        while let Some((k, seen, leads)) = futures_util::StreamExt::next(&mut probes).await {
-            if leads {
-                return self.make_current(k);
+        while let Some(a) = futures_util::StreamExt::next(&mut probes).await {
+            if a.leads {
+                return self.make_current(a.k);
             }
-            if seen {
-                answered.get_or_insert(k);
+            if a.seen {
+                answered.get_or_insert(a.k);
             }
         }
         // No leader in time: any member that answered.
@@ -62,11 +73,17 @@ impl Transport {
     /// [`Transport::steer`]'s questions to member `k` until `until`: whether
     /// it answered at all, and whether it named itself leader (then at once).
     /// With `first`, the first answer ends the questions too.
-    async fn ask_status(&self, k: usize, until: Instant, first: bool) -> (usize, bool, bool) {
-        let mut seen = false;
+    async fn ask_status(&self, k: usize, until: Instant, first: bool) -> Asked {
+        let mut a = Asked {
+            k,
+            seen: false,
+            leads: false,
+            took: Duration::ZERO,
+        };
         let mut pause = Duration::from_millis(20);
         loop {
             let left = until.saturating_duration_since(Instant::now());
+            let asked_at = Instant::now();
             let asked = tokio::time::timeout(left, async {
                 let mut c = self
                     .member(k, etcd_client::Client::maintenance_client)
@@ -78,7 +95,8 @@ impl Transport {
             match asked {
                 // A member that names itself leader is it (a hung one never answers).
                 Ok(Some(st)) => {
-                    seen = true;
+                    a.seen = true;
+                    a.took = asked_at.elapsed();
                     self.saw(&st);
                     // A leader of an older term than one already seen (cut
                     // off, not yet stepped down) is not the leader.
@@ -87,18 +105,19 @@ impl Transport {
                         && Some(st.leader()) == st.header().map(|h| h.member_id())
                         && current
                     {
-                        return (k, true, true);
+                        a.leads = true;
+                        return a;
                     }
                     if first {
-                        return (k, true, false);
+                        return a;
                     }
                 }
                 Ok(None) => {}
-                Err(_) => return (k, seen, false),
+                Err(_) => return a,
             }
             let wait = jitter(pause);
             if Instant::now() + wait >= until {
-                return (k, seen, false);
+                return a;
             }
             tokio::time::sleep(wait).await;
             pause = (pause * 2).min(Duration::from_millis(200));
@@ -123,7 +142,12 @@ impl Transport {
     /// while the request stays in flight, for up to two silences (bounded by
     /// `end`):
     /// - another member leads and `i` does not answer: `i` is down (hung,
-    ///   or the path to it is): bench it and re-send to the leader;
+    ///   or the path to it is): bench it and re-send to the leader. "Does
+    ///   not answer" is judged against the leader's own answer: `i` gets
+    ///   four times as long as the leader took (at least 100 ms), so a hung
+    ///   leader's requests move to its successor a moment after the
+    ///   election, not two silences on, while under load (every answer
+    ///   slow) a member is given time in proportion;
     /// - a member leads in a later term than `since`: an election came
     ///   between (Raft may have dropped the request): re-send to the leader,
     ///   benching `i` only if it does not answer;
@@ -148,7 +172,18 @@ impl Transport {
         let mut probes: futures_util::stream::FuturesUnordered<_> =
             (0..n).map(|k| self.ask_status(k, until, k == i)).collect();
         let (mut i_seen, mut leader, mut other) = (None, None, None);
-        while let Some((k, seen, leads)) = futures_util::StreamExt::next(&mut probes).await {
+        let mut decide_by = until;
+        loop {
+            let next = futures_util::StreamExt::next(&mut probes);
+            let Ok(Some(Asked {
+                k,
+                seen,
+                leads,
+                took,
+            })) = tokio::time::timeout_at(decide_by.into(), next).await
+            else {
+                break;
+            };
             if k == i && i_seen.is_none() {
                 i_seen = Some(seen);
                 if seen && !leads {
@@ -161,6 +196,9 @@ impl Transport {
             }
             if leads {
                 leader = Some(k);
+                // How long `i` is given to answer, from the leader's pace.
+                let grace = (took * 4).max(Duration::from_millis(100));
+                decide_by = decide_by.min(Instant::now() + grace);
             }
             if let Some(l) = leader {
                 let moved = self.term() > since;
