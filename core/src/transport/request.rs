@@ -187,6 +187,7 @@ impl Transport {
                     }
                     last = Some(err);
                     if kind == Kind::MemberDown {
+                        tracing::debug!(member = %self.members[i].url, error = %last.as_ref().map(|e| e.to_string()).unwrap_or_default(), "request failed on a member");
                         *uncertain = true;
                         self.fail(i);
                         self.steer(end).await;
