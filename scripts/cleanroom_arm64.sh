@@ -13,6 +13,11 @@
 echo "== aarch64 under qemu-user: shipped binaries (AArch64, newest GLIBC_ symbol <= 2.17)"
 SYSROOT=$(bash scripts/arm64_sysroot.sh) || SYSROOT=""
 QEMU=(qemu-aarch64-static -L "$SYSROOT")
+# The conformance runners add this to every call's within_ms
+# (conformance/README.md, "Time"): under qemu-user the aarch64 code runs on an
+# emulated CPU, beside the foreground suites. A close with etcd hung took
+# 1,903 ms here against the table's 1,700 (1,333 ms natively in the same run).
+export ETCDLOCK_CONFORMANCE_SLACK_MS=1000
 arm_ready=1
 if [ -z "$SYSROOT" ] || ! command -v qemu-aarch64-static >/dev/null; then
   bad "aarch64: no qemu-user-static or no arm64 sysroot (scripts/arm64_sysroot.sh failed)"; arm_ready=0

@@ -459,6 +459,13 @@ static int64_t mono_ms(void) {
 /* A step's time bounds (within_ms, at_least_ms; -1 = none) against the call's
  * measured ms. A step whose outcome already failed gets its time printed too. */
 static void check_time(const char *id, int step, int64_t took, int64_t at_least, int64_t within, int outcome_failed) {
+    /* Milliseconds added to every call's within_ms (conformance/README.md,
+     * "Time"): set by the clean room's aarch64 runs under qemu-user only. */
+    const char *slack = getenv("ETCDLOCK_CONFORMANCE_SLACK_MS");
+    if (within >= 0 && slack) {
+        within += atoll(slack);
+        if (within < 0) within = 0;
+    }
     if ((within < 0 || took <= within) && (at_least < 0 || took >= at_least)) {
         if (outcome_failed) printf("     %s step %d took %" PRId64 " ms (in its bounds)\n", id, step, took);
         return;
