@@ -22,9 +22,12 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
 # every apt-get started from here goes through a shim that waits its turn
 # (flock), and for a dpkg lock held by anything else. Two at once failed a
 # rehearsal's musl and Wine suites with "Could not get lock".
-if apt_get=$(command -v apt-get) && command -v flock >/dev/null; then
-  apt_shim=$(mktemp -d)
-  printf '#!/bin/sh\nexec flock %s %s -o DPkg::Lock::Timeout=600 "$@"\n' \
+# (Rewritten each run in the target dir, nothing left in /tmp; a run started
+# from one that set it up keeps the shim it found.)
+apt_shim="$CARGO_TARGET_DIR/apt-shim"
+if apt_get=$(command -v apt-get) && [ "$apt_get" != "$apt_shim/apt-get" ] && command -v flock >/dev/null; then
+  mkdir -p "$apt_shim"
+  printf '#!/bin/sh\nexec flock "%s" "%s" -o DPkg::Lock::Timeout=600 "$@"\n' \
     "$apt_shim/lock" "$apt_get" >"$apt_shim/apt-get"
   chmod +x "$apt_shim/apt-get"
   export PATH="$apt_shim:$PATH"

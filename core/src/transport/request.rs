@@ -185,9 +185,9 @@ impl Transport {
                     if kind == Kind::Final {
                         return Err(err);
                     }
+                    tracing::debug!(member = %self.members[i].url, error = %err, "request failed on a member");
                     last = Some(err);
                     if kind == Kind::MemberDown {
-                        tracing::debug!(member = %self.members[i].url, error = %last.as_ref().map(|e| e.to_string()).unwrap_or_default(), "request failed on a member");
                         *uncertain = true;
                         self.fail(i);
                         self.steer(end).await;
