@@ -25,6 +25,22 @@ fn scenario_19_holder_member_partitioned() {
     run(19)
 }
 
+/// A client on a follower that stops hearing the leader moves to the leader,
+/// with etcd's pre-vote off (3.4's default) and on (3.5's).
+#[test]
+fn a_client_on_a_follower_cut_off_from_the_leader_moves() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for pre_vote in [false, true] {
+        match rt.block_on(scenarios::client_on_cut_off_follower(pre_vote)) {
+            Ok(figure) => println!("{figure}"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
 /// Debug aid: cut the leader off and print what each member says.
 #[test]
 #[ignore]

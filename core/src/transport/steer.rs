@@ -11,6 +11,9 @@ struct Asked {
     seen: bool,
     /// It named itself leader, in a term no older than any seen.
     leads: bool,
+    /// Its own member id, and the leader it names (0: none), in its last answer.
+    id: u64,
+    names: u64,
     /// How long its last answer took.
     took: Duration,
 }
@@ -78,6 +81,8 @@ impl Transport {
             k,
             seen: false,
             leads: false,
+            id: 0,
+            names: 0,
             took: Duration::ZERO,
         };
         let mut pause = Duration::from_millis(20);
@@ -97,6 +102,8 @@ impl Transport {
                 Ok(Some(st)) => {
                     a.seen = true;
                     a.took = asked_at.elapsed();
+                    a.id = st.header().map_or(0, |h| h.member_id());
+                    a.names = st.leader();
                     self.saw(&st);
                     // A leader of an older term than one already seen (cut
                     // off, not yet stepped down) is not the leader.
@@ -124,14 +131,21 @@ impl Transport {
         }
     }
 
-    /// Note the raft term a member's status carries.
+    /// Note the raft term a member's status carries, when it names a leader
+    /// in it. A candidate's term is not one: a member cut off from the
+    /// leader's messages (one-way loss) campaigns again every election
+    /// timeout, each time in a higher term, and without pre-vote (etcd 3.4's
+    /// default) its status carries that term while the others, hearing their
+    /// leader, ignore its votes. Counted, those terms made the real leader
+    /// look stale (older than a term seen), so no member led and the
+    /// requests waited on the cut-off member until they timed out.
     pub(super) fn saw(&self, st: &etcd_client::StatusResponse) {
-        if let Some(h) = st.header() {
+        if let Some(h) = st.header().filter(|_| st.leader() != 0) {
             self.term.fetch_max(h.raft_term(), Ordering::Relaxed);
         }
     }
 
-    /// The highest raft term seen so far (0: none yet).
+    /// The highest raft term in which a member named a leader (0: none yet).
     pub(crate) fn term(&self) -> u64 {
         self.term.load(Ordering::Relaxed)
     }
@@ -151,6 +165,10 @@ impl Transport {
     /// - a member leads in a later term than `since`: an election came
     ///   between (Raft may have dropped the request): re-send to the leader,
     ///   benching `i` only if it does not answer;
+    /// - `i` answers but names another leader, or none, while a member
+    ///   leads: `i` does not hear the leader (a one-way loss, or a follower
+    ///   not yet told of a new leader): re-send to the leader; `i` is not
+    ///   benched, it answers;
     /// - `i` answers, and no election came between (the cluster is slow,
     ///   overloaded, or has no leader yet): wait for the request. Re-sending
     ///   it would only add the same work to etcd's queue; a fleet of clients
@@ -172,6 +190,8 @@ impl Transport {
         let mut probes: futures_util::stream::FuturesUnordered<_> =
             (0..n).map(|k| self.ask_status(k, until, k == i)).collect();
         let (mut i_seen, mut leader, mut other) = (None, None, None);
+        // The leader `i` names, and the leader's own member id.
+        let (mut i_names, mut leader_id) = (0, 0);
         let mut decide_by = until;
         loop {
             let next = futures_util::StreamExt::next(&mut probes);
@@ -179,11 +199,16 @@ impl Transport {
                 k,
                 seen,
                 leads,
+                id,
+                names,
                 took,
             })) = tokio::time::timeout_at(decide_by.into(), next).await
             else {
                 break;
             };
+            if k == i && seen {
+                i_names = names;
+            }
             if k == i && i_seen.is_none() {
                 i_seen = Some(seen);
                 if seen && !leads {
@@ -196,6 +221,7 @@ impl Transport {
             }
             if leads {
                 leader = Some(k);
+                leader_id = id;
                 // How long `i` is given to answer, from the leader's pace.
                 let grace = (took * 4).max(Duration::from_millis(100));
                 decide_by = decide_by.min(Instant::now() + grace);
@@ -207,6 +233,13 @@ impl Transport {
                     _ if l == i => {
                         return Verdict::Move {
                             to: i,
+                            bench: false,
+                        }
+                    }
+                    // Alive, but not hearing the leader: its answer would never come.
+                    Some(true) if i_names != leader_id => {
+                        return Verdict::Move {
+                            to: l,
                             bench: false,
                         }
                     }

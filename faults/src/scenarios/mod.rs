@@ -55,7 +55,10 @@ pub use net::Net;
 #[allow(unused_imports)]
 use network::*;
 pub use network::{acquire_response_dropped, client_blackholed, proxy_delay_and_drop};
-pub use partitions::{holder_member_partitioned, isolated_follower, minority_leader, one_way_loss};
+pub use partitions::{
+    client_on_cut_off_follower, holder_member_partitioned, isolated_follower, minority_leader,
+    one_way_loss,
+};
 #[allow(unused_imports)]
 use recipes::*;
 pub use recipes::{recipes_holder_sigstop, recipes_member_kill};

@@ -6,9 +6,11 @@
 use super::*;
 use crate::partition::Partitions;
 
+mod follower;
 mod holder;
 mod member;
 
+pub use follower::client_on_cut_off_follower;
 pub use holder::holder_member_partitioned;
 pub use member::{isolated_follower, minority_leader, one_way_loss};
 
