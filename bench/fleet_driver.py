@@ -192,6 +192,21 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     row = {"metric": "fleet", "side": side, "clients": n, "locks_per_client": a.locks, "ttl_s": a.ttl,
            "processes": len(f.procs) - 1, "load_before": load0}
     holding = f.await_event("holding", timeout=max(120, n * a.locks / 50))
+    # Forming the fleet (fresh cluster to every hold in, or to the failure):
+    # what etcd received by method, per lock taken, and the CPU it spent.
+    formed = [scrape(e) for e in endpoints]
+    setup = {}
+    for (b0, _, _), (b1, _, _) in zip(base, formed):
+        for k, v in b1.items():
+            if v - b0.get(k, 0.0) > 0:
+                setup[k] = setup.get(k, 0.0) + v - b0.get(k, 0.0)
+    row["setup_msgs"] = {k: int(v) for k, v in sorted(setup.items(), key=lambda kv: -kv[1])}
+    row["setup_msgs_per_lock"] = sum(setup.values()) / max(1, n * a.locks)
+    row["setup_etcd_cpu_s"] = sum(b[1] - a_[1] for a_, b in zip(base, formed))
+    row["setup_wall_s"] = time.time() - t0
+    print(f"  formed in {row['setup_wall_s']:.1f} s: {sum(setup.values()):.0f} msgs to etcd "
+          f"({row['setup_msgs_per_lock']:.2f} per lock; {json.dumps(row['setup_msgs'])}), "
+          f"etcd CPU {row['setup_etcd_cpu_s']:.1f} s", file=sys.stderr)
     if holding is None:
         row["error"] = f.errors
         row["etcd_fds_per_member"] = [proc(p)[2] if proc(p) else None for p in etcd_pids]
