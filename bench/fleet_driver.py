@@ -38,6 +38,16 @@ def scrape(endpoint):
     return msgs, cpu, rss
 
 
+def msgs_between(before, after):
+    """Messages etcd received by method between two scrapes of every member."""
+    by = {}
+    for (m0, _, _), (m1, _, _) in zip(before, after):
+        for k, v in m1.items():
+            if v - m0.get(k, 0.0) > 0:
+                by[k] = by.get(k, 0.0) + v - m0.get(k, 0.0)
+    return by
+
+
 def proc(pid):
     """(cpu s, rss bytes, open files) of a process, None if it is gone."""
     try:
@@ -195,16 +205,12 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     # Forming the fleet (fresh cluster to every hold in, or to the failure):
     # what etcd received by method, per lock taken, and the CPU it spent.
     formed = [scrape(e) for e in endpoints]
-    setup = {}
-    for (b0, _, _), (b1, _, _) in zip(base, formed):
-        for k, v in b1.items():
-            if v - b0.get(k, 0.0) > 0:
-                setup[k] = setup.get(k, 0.0) + v - b0.get(k, 0.0)
+    setup = msgs_between(base, formed)
     row["setup_msgs"] = {k: int(v) for k, v in sorted(setup.items(), key=lambda kv: -kv[1])}
     row["setup_msgs_per_lock"] = sum(setup.values()) / max(1, n * a.locks)
     row["setup_etcd_cpu_s"] = sum(b[1] - a_[1] for a_, b in zip(base, formed))
     row["setup_wall_s"] = time.time() - t0
-    print(f"  formed in {row['setup_wall_s']:.1f} s: {sum(setup.values()):.0f} msgs to etcd "
+    print(f"  {'formed in' if holding else 'did not form; ran'} {row['setup_wall_s']:.1f} s: {sum(setup.values()):.0f} msgs to etcd "
           f"({row['setup_msgs_per_lock']:.2f} per lock; {json.dumps(row['setup_msgs'])}), "
           f"etcd CPU {row['setup_etcd_cpu_s']:.1f} s", file=sys.stderr)
     if holding is None:
@@ -238,12 +244,7 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     f.finish()
     row["load_after"] = uptime()
     row["window_s"] = window
-    by_method = {}
-    for (a0, _, _), (a1, _, _) in zip(m0, m1):
-        for k, v in a1.items():
-            d = v - a0.get(k, 0.0)
-            if d > 0:
-                by_method[k] = by_method.get(k, 0.0) + d / window
+    by_method = {k: v / window for k, v in msgs_between(m0, m1).items()}
     row["etcd_msgs_per_s"] = {k: round(v, 1) for k, v in sorted(by_method.items(), key=lambda kv: -kv[1])}
     total = sum(by_method.values())
     row["etcd_msgs_per_s_total"] = total
