@@ -11,6 +11,7 @@ import select
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -179,10 +180,31 @@ def fleet_pids(f):
 def start_etcd(a):
     """A fresh 3-member cluster for one side of one step (so that each side's
     etcd RSS grows from the same start), stopped when its stdin closes."""
+    extra = ["--enable-pprof"] if os.environ.get("FLEET_PPROF_DIR") else []
     h = subprocess.Popen([a.harness, "--members", "3", "--", "--heartbeat-interval=100",
-                          "--election-timeout=1000"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                          "--election-timeout=1000", *extra], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     info = json.loads(h.stdout.readline())
     return h, info["endpoints"], info["pids"]
+
+
+def profile(endpoints, side, n):
+    """With FLEET_PPROF_DIR set: a CPU profile of each member over the first
+    FLEET_PPROF_SECONDS (default 15) of the formation, written as
+    <dir>/<side>-n<N>-m<i>.pb.gz (read with `go tool pprof -top`)."""
+    out = os.environ.get("FLEET_PPROF_DIR")
+    if not out:
+        return []
+    secs = int(os.environ.get("FLEET_PPROF_SECONDS", "15"))
+    os.makedirs(out, exist_ok=True)
+
+    def get(i, e):
+        body = urllib.request.urlopen(f"{e}/debug/pprof/profile?seconds={secs}", timeout=secs + 60).read()
+        with open(os.path.join(out, f"{side}-n{n}-m{i}.pb.gz"), "wb") as f:
+            f.write(body)
+    ts = [threading.Thread(target=get, args=(i, e), daemon=True) for i, e in enumerate(endpoints)]
+    for t in ts:
+        t.start()
+    return ts
 
 
 def step(side, n, a, tag):
@@ -198,6 +220,7 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     load0 = uptime()
     base = [scrape(e) for e in endpoints]
     t0 = time.time()
+    profiles = profile(endpoints, side, n)
     f = Fleet(side, a, endpoints, n, tag)
     row = {"metric": "fleet", "side": side, "clients": n, "locks_per_client": a.locks, "ttl_s": a.ttl,
            "processes": len(f.procs) - 1, "load_before": load0}
@@ -213,6 +236,8 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     print(f"  {'formed in' if holding else 'did not form; ran'} {row['setup_wall_s']:.1f} s: {sum(setup.values()):.0f} msgs to etcd "
           f"({row['setup_msgs_per_lock']:.2f} per lock; {json.dumps(row['setup_msgs'])}), "
           f"etcd CPU {row['setup_etcd_cpu_s']:.1f} s", file=sys.stderr)
+    for t in profiles:
+        t.join()
     if holding is None:
         row["error"] = f.errors
         row["etcd_fds_per_member"] = [proc(p)[2] if proc(p) else None for p in etcd_pids]

@@ -116,6 +116,10 @@ pub(crate) struct KeyInfo {
     pub host: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// The language the key's client uses etcdlock from (`"rust"`,
+    /// `"python"`, ...): a plain hold has no meta record to say it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language: Option<String>,
     /// Wall clock (ms since the epoch) when the key was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since_ms: Option<u64>,
@@ -145,24 +149,29 @@ impl KeyInfo {
 /// [`hostname`]'s (letters, digits, `.` and `-` only), which needs no escaping.
 pub(crate) fn owner_info() -> String {
     use std::sync::Mutex;
-    // `{"host":"<host>","pid":<pid>,"since_ms":` for the pid it was made in.
-    static HEAD: Mutex<Option<(u32, String)>> = Mutex::new(None);
+    // `{"host":"<host>","pid":<pid>,"language":"<lang>","since_ms":` for
+    // the pid and language it was made for.
+    static HEAD: Mutex<Option<(u32, &'static str, String)>> = Mutex::new(None);
     let pid = crate::runtime::current_pid();
+    let lang = crate::meta::language();
     let since_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())
         .unwrap_or(0);
     let mut head = HEAD.locked();
     let head = match head.as_ref() {
-        Some((p, h)) if *p == pid => h,
+        Some((p, l, h)) if *p == pid && *l == lang => h,
         _ => {
             let host = hostname();
             &head
                 .insert((
                     pid,
-                    format!("{{\"host\":\"{host}\",\"pid\":{pid},\"since_ms\":"),
+                    lang,
+                    format!(
+                        "{{\"host\":\"{host}\",\"pid\":{pid},\"language\":\"{lang}\",\"since_ms\":"
+                    ),
                 ))
-                .1
+                .2
         }
     };
     let mut out = String::with_capacity(head.len() + 16);

@@ -55,11 +55,14 @@ pub struct Contender {
     /// The holder's process id, for etcdlock keys.
     pub pid: Option<u32>,
     /// The language the holder uses etcdlock from (`"rust"`, `"python"`,
-    /// ...), once its meta record is written (keys older than 100 ms, the meta records' tick).
+    /// ...), from its key's value (or, for an election, its meta record,
+    /// written 100 ms (the meta records' tick) into a use of the name).
     pub language: Option<String>,
     /// Acquisitions of this name in progress in the contender's client (its
     /// local queue: a client keeps at most two keys per name in etcd), from
-    /// its meta record.
+    /// its meta record; for an etcdlock key with no record (one mutex
+    /// acquisition or hold gets none: see `meta.rs`), `Some(0)` for a holder
+    /// and `Some(1)` for a waiter.
     pub local_waiters: Option<u32>,
     /// What the holder's acquisition gave as metadata
     /// ([`crate::LockOptions::metadata`]), from its meta record (empty until
@@ -190,15 +193,19 @@ fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
         }
         let lease = kv.lease();
         let info = KeyInfo::of(kv.value());
-        let m = seen
-            .metas
-            .get(&(name.to_string(), lease))
-            .cloned()
-            .unwrap_or_default();
+        let record = seen.metas.get(&(name.to_string(), lease));
+        // An etcdlock key with no record: one mutex acquisition or hold (or
+        // a use not a tick old yet).
+        let plain = record.is_none() && info.language.is_some();
+        if plain && kind == ContenderKind::Exclusive && info.permits.is_none() {
+            inferred = inferred.or(Some(LockKind::Mutex));
+        }
+        let m = record.cloned().unwrap_or_default();
         if st.kind.is_none() {
             st.kind = m.kind;
         }
         let host = info.host.or(m.host);
+        let language = info.language.or(m.language);
         let pid = info.pid.or(m.pid);
         let age_ms = info.since_ms.map(|s| seen.now_ms.saturating_sub(s));
         let c = Contender {
@@ -214,11 +221,11 @@ fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
             },
             age_ms,
             value: kv.value().to_vec(),
-            foreign: host.is_none() && m.language.is_none(),
+            foreign: host.is_none() && language.is_none(),
             host,
             pid,
-            language: m.language,
-            local_waiters: m.waiting,
+            language,
+            local_waiters: m.waiting.or(plain.then_some(u32::from(!holds))),
             metadata: m.metadata,
         };
         if holds {
