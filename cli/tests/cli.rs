@@ -4,7 +4,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use etcd_client::GetOptions;
-use etcdlock::{Client, ClientOptions};
+use etcdlock::{Client, ClientOptions, LockOptions};
 use etcdlock_testkit::{etcdctl_bin, Etcd};
 
 /// The etcdlock binary under test: `$ETCDLOCK_CLI_BIN` (e.g. a musl or
@@ -1578,8 +1578,11 @@ fn list_and_watch_without_a_prefix_show_every_lock_of_the_namespace() {
         )
     });
     let held = [
-        rt.block_on(ns.lock("alpha")).unwrap(),
-        rt.block_on(ns.lock("beta/x")).unwrap(),
+        // With metadata, so that each hold has a meta record (a plain one has none).
+        rt.block_on(ns.lock_with("alpha", LockOptions::default().with_metadata("job", "a")))
+            .unwrap(),
+        rt.block_on(ns.lock_with("beta/x", LockOptions::default().with_metadata("job", "b")))
+            .unwrap(),
         rt.block_on(plain.lock("other")).unwrap(),
     ];
     // The namespaced client's meta records are written (they are not locks, seen from the root).

@@ -67,17 +67,8 @@ impl LockKind {
     }
 }
 
-/// The language a process uses etcdlock from, for the meta records
-/// (`"rust"` unless a binding says otherwise at load).
-pub fn set_language(lang: &'static str) {
-    *LANGUAGE.locked() = lang;
-}
-
-static LANGUAGE: Mutex<&'static str> = Mutex::new("rust");
-
-pub(crate) fn language() -> &'static str {
-    *LANGUAGE.locked()
-}
+use crate::names::language;
+pub use crate::names::set_language;
 
 struct Entry {
     kind: LockKind,
@@ -453,11 +444,19 @@ mod tests {
         b.wait_ended("a");
         assert_eq!(b.due(7, t0 + TICK * 4, "h", 1).puts.len(), 1);
         b.hold_ended("a");
-        assert_eq!(b.due(7, t0 + TICK * 5, "h", 1).deletes, vec!["a".to_string()]);
+        assert_eq!(
+            b.due(7, t0 + TICK * 5, "h", 1).deletes,
+            vec!["a".to_string()]
+        );
         // Metadata, or another kind, is not on the key: recorded.
         b.wait_started("m", LockKind::Mutex, &[("job".into(), "nightly".into())]);
         b.wait_started("s", LockKind::Semaphore, &[]);
-        let mut names: Vec<String> = b.due(7, Instant::now() + TICK, "h", 1).puts.into_iter().map(|p| p.0).collect();
+        let mut names: Vec<String> = b
+            .due(7, Instant::now() + TICK, "h", 1)
+            .puts
+            .into_iter()
+            .map(|p| p.0)
+            .collect();
         names.sort();
         assert_eq!(names, ["m", "s"]);
     }

@@ -97,6 +97,18 @@ pub(crate) enum Mode {
     Once,
 }
 
+/// The language a process uses etcdlock from, for its keys' values and meta records
+/// (`"rust"` unless a binding says otherwise at load).
+pub fn set_language(lang: &'static str) {
+    *LANGUAGE.locked() = lang;
+}
+
+static LANGUAGE: std::sync::Mutex<&'static str> = std::sync::Mutex::new("rust");
+
+pub(crate) fn language() -> &'static str {
+    *LANGUAGE.locked()
+}
+
 /// This machine's host name, reduced to `[A-Za-z0-9.-]` (at most 64), so
 /// it needs no escaping in JSON or a table.
 pub(crate) fn hostname() -> String {
@@ -153,7 +165,7 @@ pub(crate) fn owner_info() -> String {
     // the pid and language it was made for.
     static HEAD: Mutex<Option<(u32, &'static str, String)>> = Mutex::new(None);
     let pid = crate::runtime::current_pid();
-    let lang = crate::meta::language();
+    let lang = language();
     let since_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis())

@@ -150,12 +150,21 @@ async fn list_shows_every_kind_with_its_holders_waiters_and_local_queue() {
     ] {
         assert_eq!(keys(&a, &format!("{ns}{name}")).await.len(), n, "{name}");
     }
-    assert!(
-        keys(&a, &format!("{ns}{}", etcdlock::META_PREFIX))
-            .await
-            .len()
-            >= 5
-    );
+    // A meta record for each use its lock key does not describe: b's 100
+    // waiters, the election, the semaphore and the reader. a's mutex hold
+    // and b's one queued writer (one mutex acquisition each) have none.
+    let records = format!("{ns}{}", etcdlock::META_PREFIX);
+    let until = Instant::now() + Duration::from_secs(5);
+    while keys(&a, &records).await.len() != 4 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let mut names: Vec<String> = keys(&a, &records)
+        .await
+        .iter()
+        .map(|(k, _)| k[records.len()..k.rfind('/').unwrap()].to_string())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["app/election", "app/mutex", "app/rw", "app/sem"]);
 
     // Everything released: the records go too.
     held.unlock().await.unwrap();
@@ -277,7 +286,11 @@ async fn a_list_from_an_outer_namespace_leaves_inner_meta_records_out() {
     let ns = unique_ns("inner");
     let inner = client(&etcd, &ns, 15).await;
     let root = client(&etcd, "", 15).await;
-    let held = inner.lock("alpha").await.unwrap();
+    // With metadata, so that the hold has a meta record (a plain one has none).
+    let held = inner
+        .lock_with("alpha", LockOptions::default().with_metadata("job", "x"))
+        .await
+        .unwrap();
     let mut raw = root.etcd().await.unwrap();
     let until = Instant::now() + Duration::from_secs(5);
     let records = format!("{ns}{}", etcdlock::META_PREFIX);
