@@ -189,7 +189,8 @@ def start_etcd(a):
 
 def profile(endpoints, side, n):
     """With FLEET_PPROF_DIR set: a CPU profile of each member over the first
-    FLEET_PPROF_SECONDS (default 15) of the formation, written as
+    FLEET_PPROF_SECONDS (default 15) of the formation (of the steady window
+    with FLEET_PPROF_WHEN=window), written as
     <dir>/<side>-n<N>-m<i>.pb.gz (read with `go tool pprof -top`)."""
     out = os.environ.get("FLEET_PPROF_DIR")
     if not out:
@@ -220,7 +221,8 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     load0 = uptime()
     base = [scrape(e) for e in endpoints]
     t0 = time.time()
-    profiles = profile(endpoints, side, n)
+    window_profile = os.environ.get("FLEET_PPROF_WHEN") == "window"
+    profiles = [] if window_profile else profile(endpoints, side, n)
     f = Fleet(side, a, endpoints, n, tag)
     row = {"metric": "fleet", "side": side, "clients": n, "locks_per_client": a.locks, "ttl_s": a.ttl,
            "processes": len(f.procs) - 1, "load_before": load0}
@@ -254,6 +256,8 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     # the probe beside it for --probe seconds (its own requests would count
     # among etcd's messages otherwise); keep-alive gaps over both.
     f.say("window", probe=False)
+    if window_profile:
+        profiles = profile(endpoints, side, n)
     m0 = [scrape(e) for e in endpoints]
     p0 = {p: proc(p) for p in pids}
     w0 = time.time()
@@ -262,6 +266,8 @@ def measure(side, n, a, endpoints, etcd_pids, tag):
     p1 = {p: proc(p) for p in pids}
     window = time.time() - w0
     etcd_proc = [proc(p) for p in etcd_pids]
+    for t in profiles:
+        t.join()
     f.say("window", fleet=False)
     time.sleep(a.probe)
     f.say("release")
