@@ -192,8 +192,8 @@ impl Session {
         // the proxy): one now, for the term.
         let read_term = match read_term {
             Some(t) => Some(t),
-            None => match self.check(client, within).await {
-                Checked::Term(t) => Some(t),
+            None => match tokio::time::timeout(within, self.check(client)).await {
+                Ok(Checked::Term(t)) => Some(t),
                 _ => None,
             },
         };
@@ -236,20 +236,26 @@ impl Session {
     /// A leader cut off from its peers answers keep-alives until it steps
     /// down, but no read: its answers are never counted, and a stream whose
     /// member cannot answer reads is left for another member.
-    async fn check(&self, client: &Pinned, within: Duration) -> Checked {
+    ///
+    /// The read itself has no bound: [`Session::renew_on`] waits for it
+    /// as long as the hold can, in steps (`Checked::Silent` at the end of
+    /// each), and never sends a second read while one is in flight: a read
+    /// etcd is slow to answer would only queue another behind it. (Re-sent
+    /// at each step, 3,000 clients renewing after a 5 s pause of the cluster
+    /// sent reads faster than etcd answered them, until their holds ended.)
+    async fn check(&self, client: &Pinned) -> Checked {
         let key = self.probe.locked().clone();
-        match tokio::time::timeout(within, client.count(key)).await {
-            Ok(Ok(r)) => match r.header() {
+        match client.count(key).await {
+            Ok(r) => match r.header() {
                 Some(h) => Checked::Term(h.raft_term()),
                 None => Checked::Failed,
             },
-            Ok(Err(etcd_client::Error::GRpcStatus(st)))
+            Err(etcd_client::Error::GRpcStatus(st))
                 if st.code() == tonic::Code::PermissionDenied =>
             {
                 Checked::Denied
             }
-            Ok(Err(_)) => Checked::Failed,
-            Err(_) => Checked::Silent,
+            Err(_) => Checked::Failed,
         }
     }
 
@@ -294,7 +300,9 @@ impl Session {
         let mut confirm: Option<futures_util::future::BoxFuture<'_, Confirmed>> = None;
         // The newest answer not yet checked, and the read checking another.
         let mut unchecked: Option<Proof> = None;
-        let mut checking: Option<(futures_util::future::BoxFuture<'_, Checked>, Proof)> = None;
+        // (the read, the proof it checks, when it is given up for a step)
+        let mut checking: Option<(futures_util::future::BoxFuture<'_, Checked>, Proof, Instant)> =
+            None;
         // The term of the last read answered on this stream.
         let mut read_term: Option<u64> = None;
         // Send time of the last answer, checked or not: the next keep-alive
@@ -311,7 +319,7 @@ impl Session {
             if checking.is_none() {
                 if let Some(p) = unchecked.take() {
                     let within = waits.check.min(self.patience(silence));
-                    checking = Some((Box::pin(self.check(client, within)), p));
+                    checking = Some((Box::pin(self.check(client)), p, Instant::now() + within));
                 }
             }
             let send_at = match sent.back() {
@@ -368,12 +376,20 @@ impl Session {
                         return end;
                     }
                 }
-                c = async { checking.as_mut().expect("guarded").0.as_mut().await }, if checking.is_some() => {
-                    let (_, p) = checking.take().expect("guarded");
-                    let again = if waits.read_again(&c, self.patience(silence), silence) {
-                        tracing::debug!(lease = format!("{:x}", self.lease), member, "the read that checks a renewal was not answered in time; renewing again on this member");
-                        true
-                    } else {
+                c = async {
+                    let (read, _, by) = checking.as_mut().expect("guarded");
+                    tokio::time::timeout_at((*by).into(), read.as_mut()).await.unwrap_or(Checked::Silent)
+                }, if checking.is_some() => {
+                    if waits.read_again(&c, self.patience(silence), silence) {
+                        // Not answered within its step, and the hold can
+                        // wait longer: wait for the same read, twice as long.
+                        tracing::debug!(lease = format!("{:x}", self.lease), member, "the read that checks a renewal was not answered in time; waiting longer for it");
+                        let (_, _, by) = checking.as_mut().expect("guarded");
+                        *by = Instant::now() + waits.check.min(self.patience(silence));
+                        continue;
+                    }
+                    let (_, p, _) = checking.take().expect("guarded");
+                    let again = {
                         match self.on_checked(c, p, &mut read_term, member, client, silence) {
                             Ok(again) => {
                                 if !again {
