@@ -93,9 +93,8 @@ impl Entry {
     /// value (host, pid, language, since) says everything its record would,
     /// and `status` reads a key with no record as kind `mutex` with no other
     /// local waiter. Such a name gets no record: a fleet taking and holding
-    /// its locks costs etcd no write beyond the locks' own (issue 60: the
-    /// records were a third of etcd's CPU while 3,000 clients took 10 locks
-    /// each).
+    /// its locks costs etcd no write beyond the locks' own (`bench/fleet.sh`
+    /// reports the writes a forming fleet costs, by method).
     fn plain(&self) -> bool {
         self.kind == LockKind::Mutex && self.metadata.is_none() && self.waiting + self.holding <= 1
     }

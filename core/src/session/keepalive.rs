@@ -289,10 +289,8 @@ impl Session {
     ) -> StreamEnd {
         let interval = self.interval();
         let every = (interval.min(self.margin) / 2).max(Duration::from_millis(50));
-        // Each renewal comes up to a tenth of the interval early, at a point
-        // drawn anew after every answer: clients that a fault put in phase
-        // (all renewing as etcd comes back) drift apart again instead of
-        // renewing together from then on.
+        // Up to a tenth of the interval early, drawn anew after every answer:
+        // clients a fault put in phase drift apart again.
         let mut early = spread(interval);
         // Send times of the requests not yet answered, oldest first.
         let mut sent: std::collections::VecDeque<Instant> = Default::default();
@@ -312,8 +310,7 @@ impl Session {
         let mut resend_at: Option<Instant> = None;
         let mut last_send: Option<Instant> = None;
         let mut waits = Waits::new(silence);
-        // How long the recent renewals took, from send to proof (the
-        // slowest, halving with each faster one): etcd slowed by load.
+        // How long recent renewals took, send to proof (slowest, halving).
         let mut slow = Duration::ZERO;
         loop {
             if checking.is_none() {
@@ -380,29 +377,22 @@ impl Session {
                     let (read, _, by) = checking.as_mut().expect("guarded");
                     tokio::time::timeout_at((*by).into(), read.as_mut()).await.unwrap_or(Checked::Silent)
                 }, if checking.is_some() => {
+                    // Not answered within its step, and the hold can wait
+                    // longer: wait for the same read, twice as long.
                     if waits.read_again(&c, self.patience(silence), silence) {
-                        // Not answered within its step, and the hold can
-                        // wait longer: wait for the same read, twice as long.
                         tracing::debug!(lease = format!("{:x}", self.lease), member, "the read that checks a renewal was not answered in time; waiting longer for it");
-                        let (_, _, by) = checking.as_mut().expect("guarded");
-                        *by = Instant::now() + waits.check.min(self.patience(silence));
+                        checking.as_mut().expect("guarded").2 = Instant::now() + waits.check.min(self.patience(silence));
                         continue;
                     }
                     let (_, p, _) = checking.take().expect("guarded");
-                    let again = {
-                        match self.on_checked(c, p, &mut read_term, member, client, silence) {
-                            Ok(again) => {
-                                if !again {
-                                    slow = (slow / 2).max(p.sent.elapsed());
-                                }
-                                again
-                            }
-                            Err(end) => return end,
+                    match self.on_checked(c, p, &mut read_term, member, client, silence) {
+                        Err(end) => return end,
+                        Ok(false) => slow = (slow / 2).max(p.sent.elapsed()),
+                        Ok(true) if unchecked.is_none() && sent.is_empty() => {
+                            let now = Instant::now();
+                            resend_at = Some(last_send.map_or(now, |l| (l + every).max(now)));
                         }
-                    };
-                    if again && unchecked.is_none() && sent.is_empty() {
-                        let now = Instant::now();
-                        resend_at = Some(last_send.map_or(now, |l| (l + every).max(now)));
+                        Ok(true) => {}
                     }
                 }
             }

@@ -24,7 +24,7 @@
 use crate::poison::Locked;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -307,80 +307,7 @@ impl Shared {
                 let Some(pings) = pings.as_mut() else {
                     return std::future::pending().await;
                 };
-                // How long the last PING took to be answered.
-                let mut slow = Duration::ZERO;
-                loop {
-                    tokio::time::sleep(every).await;
-                    if task.open_streams.load(Ordering::Acquire) == 0 {
-                        continue;
-                    }
-                    // The ACK may wait behind a busy member's other frames,
-                    // or behind this process's own backlog: while anything
-                    // at all arrives within each `bound`, the member is alive
-                    // (gRPC's keep-alive counts any read too). A member that
-                    // answered its last PING slowly (loaded, or starved of
-                    // CPU) gets four times that long, as `judge` gives a
-                    // member time in proportion to the leader's pace.
-                    let bound = within.max(slow * 4);
-                    let sent = std::time::Instant::now();
-                    let mut seen = heard.load(Ordering::Relaxed);
-                    let ping = pings.ping(h2::Ping::opaque());
-                    tokio::pin!(ping);
-                    loop {
-                        match tokio::time::timeout(bound, &mut ping).await {
-                            Ok(Ok(_)) => {
-                                slow = sent.elapsed();
-                                break;
-                            }
-                            Ok(Err(e)) => return format!("keep-alive ping failed: {e}"),
-                            Err(_) => {}
-                        }
-                        // Read what came meanwhile before judging (this task
-                        // may have been late to run).
-                        task.drive();
-                        if heard.load(Ordering::Relaxed) != seen {
-                            seen = heard.load(Ordering::Relaxed);
-                            continue;
-                        }
-                        let unanswered =
-                            || format!("keep-alive ping unanswered for {:?}", sent.elapsed());
-                        let Some(peers) = peers.get().and_then(std::sync::Weak::upgrade) else {
-                            return unanswered();
-                        };
-                        if sent.elapsed() >= bound * KEEP_SILENT {
-                            return unanswered();
-                        }
-                        // Nothing for `bound`: does another member answer?
-                        let other = tokio::select! {
-                            r = &mut ping => match r {
-                                Ok(_) => break,
-                                Err(e) => return format!("keep-alive ping failed: {e}"),
-                            },
-                            other = peers.another_answers(&authority, bound) => other,
-                        };
-                        let Some(took) = other else {
-                            tracing::debug!(member = %authority, "keep-alive ping unanswered, and no other member answers either: keeping the connection");
-                            continue;
-                        };
-                        // It does: this member gets four times as long as
-                        // that answer took (at least 100 ms) to show life, so
-                        // that members coming back together (a paused
-                        // cluster) do not close each other's connections.
-                        let grace = (took * 4).max(Duration::from_millis(100));
-                        if let Ok(r) = tokio::time::timeout(grace, &mut ping).await {
-                            match r {
-                                Ok(_) => break,
-                                Err(e) => return format!("keep-alive ping failed: {e}"),
-                            }
-                        }
-                        task.drive();
-                        if heard.load(Ordering::Relaxed) != seen {
-                            seen = heard.load(Ordering::Relaxed);
-                            continue;
-                        }
-                        return format!("{} while another member answers", unanswered());
-                    }
-                }
+                keep_alive(pings, &task, &heard, &peers, &authority, every, within).await
             };
             let driven = poll_fn(|cx| {
                 task.signal.task.register(cx.waker());
@@ -402,6 +329,93 @@ impl Shared {
         let c = Conn { send, driver };
         *self.conn.locked() = Some(c.clone());
         Ok(c)
+    }
+}
+
+/// A connection's keep-alive: a PING every `every` while a stream is open,
+/// and the reason to close the connection once one goes unanswered (see
+/// [`DirectOptions::keep_alive_timeout`] and [`Peers`]).
+async fn keep_alive(
+    pings: &mut h2::PingPong,
+    task: &Driver,
+    heard: &AtomicU64,
+    peers: &PeersCell,
+    authority: &http::uri::Authority,
+    every: Duration,
+    within: Duration,
+) -> String {
+    // How long the last PING took to be answered.
+    let mut slow = Duration::ZERO;
+    loop {
+        tokio::time::sleep(every).await;
+        if task.open_streams.load(Ordering::Acquire) == 0 {
+            continue;
+        }
+        // The ACK may wait behind a busy member's other frames,
+        // or behind this process's own backlog: while anything
+        // at all arrives within each `bound`, the member is alive
+        // (gRPC's keep-alive counts any read too). A member that
+        // answered its last PING slowly (loaded, or starved of
+        // CPU) gets four times that long, as `judge` gives a
+        // member time in proportion to the leader's pace.
+        let bound = within.max(slow * 4);
+        let sent = std::time::Instant::now();
+        let mut seen = heard.load(Ordering::Relaxed);
+        let ping = pings.ping(h2::Ping::opaque());
+        tokio::pin!(ping);
+        loop {
+            match tokio::time::timeout(bound, &mut ping).await {
+                Ok(Ok(_)) => {
+                    slow = sent.elapsed();
+                    break;
+                }
+                Ok(Err(e)) => return format!("keep-alive ping failed: {e}"),
+                Err(_) => {}
+            }
+            // Read what came meanwhile before judging (this task
+            // may have been late to run).
+            task.drive();
+            if heard.load(Ordering::Relaxed) != seen {
+                seen = heard.load(Ordering::Relaxed);
+                continue;
+            }
+            let unanswered = || format!("keep-alive ping unanswered for {:?}", sent.elapsed());
+            let Some(peers) = peers.get().and_then(std::sync::Weak::upgrade) else {
+                return unanswered();
+            };
+            if sent.elapsed() >= bound * KEEP_SILENT {
+                return unanswered();
+            }
+            // Nothing for `bound`: does another member answer?
+            let other = tokio::select! {
+                r = &mut ping => match r {
+                    Ok(_) => break,
+                    Err(e) => return format!("keep-alive ping failed: {e}"),
+                },
+                other = peers.another_answers(authority, bound) => other,
+            };
+            let Some(took) = other else {
+                tracing::debug!(member = %authority, "keep-alive ping unanswered, and no other member answers either: keeping the connection");
+                continue;
+            };
+            // It does: this member gets four times as long as
+            // that answer took (at least 100 ms) to show life, so
+            // that members coming back together (a paused
+            // cluster) do not close each other's connections.
+            let grace = (took * 4).max(Duration::from_millis(100));
+            if let Ok(r) = tokio::time::timeout(grace, &mut ping).await {
+                match r {
+                    Ok(_) => break,
+                    Err(e) => return format!("keep-alive ping failed: {e}"),
+                }
+            }
+            task.drive();
+            if heard.load(Ordering::Relaxed) != seen {
+                seen = heard.load(Ordering::Relaxed);
+                continue;
+            }
+            return format!("{} while another member answers", unanswered());
+        }
     }
 }
 
