@@ -145,7 +145,6 @@ impl Client {
             Transport::new(urls, endpoints.clone(), co, opts.request_timeout)
                 .with_direct(opts.connect_timeout),
         );
-        transport.arm();
         if !opts.lazy_connect {
             transport.connect(deadline).await?;
         }

@@ -192,8 +192,8 @@ impl Session {
         // the proxy): one now, for the term.
         let read_term = match read_term {
             Some(t) => Some(t),
-            None => match tokio::time::timeout(within, self.check(client)).await {
-                Ok(Checked::Term(t)) => Some(t),
+            None => match self.check(client, within).await {
+                Checked::Term(t) => Some(t),
                 _ => None,
             },
         };
@@ -236,26 +236,20 @@ impl Session {
     /// A leader cut off from its peers answers keep-alives until it steps
     /// down, but no read: its answers are never counted, and a stream whose
     /// member cannot answer reads is left for another member.
-    ///
-    /// The read itself has no bound: [`Session::renew_on`] waits for it
-    /// as long as the hold can, in steps (`Checked::Silent` at the end of
-    /// each), and never sends a second read while one is in flight: a read
-    /// etcd is slow to answer would only queue another behind it. (Re-sent
-    /// at each step, 3,000 clients renewing after a 5 s pause of the cluster
-    /// sent reads faster than etcd answered them, until their holds ended.)
-    async fn check(&self, client: &Pinned) -> Checked {
+    async fn check(&self, client: &Pinned, within: Duration) -> Checked {
         let key = self.probe.locked().clone();
-        match client.count(key).await {
-            Ok(r) => match r.header() {
+        match tokio::time::timeout(within, client.count(key)).await {
+            Ok(Ok(r)) => match r.header() {
                 Some(h) => Checked::Term(h.raft_term()),
                 None => Checked::Failed,
             },
-            Err(etcd_client::Error::GRpcStatus(st))
+            Ok(Err(etcd_client::Error::GRpcStatus(st)))
                 if st.code() == tonic::Code::PermissionDenied =>
             {
                 Checked::Denied
             }
-            Err(_) => Checked::Failed,
+            Ok(Err(_)) => Checked::Failed,
+            Err(_) => Checked::Silent,
         }
     }
 
@@ -289,8 +283,10 @@ impl Session {
     ) -> StreamEnd {
         let interval = self.interval();
         let every = (interval.min(self.margin) / 2).max(Duration::from_millis(50));
-        // Up to a tenth of the interval early, drawn anew after every answer:
-        // clients a fault put in phase drift apart again.
+        // Each renewal comes up to a tenth of the interval early, at a point
+        // drawn anew after every answer: clients that a fault put in phase
+        // (all renewing as etcd comes back) drift apart again instead of
+        // renewing together from then on.
         let mut early = spread(interval);
         // Send times of the requests not yet answered, oldest first.
         let mut sent: std::collections::VecDeque<Instant> = Default::default();
@@ -298,9 +294,7 @@ impl Session {
         let mut confirm: Option<futures_util::future::BoxFuture<'_, Confirmed>> = None;
         // The newest answer not yet checked, and the read checking another.
         let mut unchecked: Option<Proof> = None;
-        // (the read, the proof it checks, when it is given up for a step)
-        let mut checking: Option<(futures_util::future::BoxFuture<'_, Checked>, Proof, Instant)> =
-            None;
+        let mut checking: Option<(futures_util::future::BoxFuture<'_, Checked>, Proof)> = None;
         // The term of the last read answered on this stream.
         let mut read_term: Option<u64> = None;
         // Send time of the last answer, checked or not: the next keep-alive
@@ -310,13 +304,14 @@ impl Session {
         let mut resend_at: Option<Instant> = None;
         let mut last_send: Option<Instant> = None;
         let mut waits = Waits::new(silence);
-        // How long recent renewals took, send to proof (slowest, halving).
+        // How long the recent renewals took, from send to proof (the
+        // slowest, halving with each faster one): etcd slowed by load.
         let mut slow = Duration::ZERO;
         loop {
             if checking.is_none() {
                 if let Some(p) = unchecked.take() {
                     let within = waits.check.min(self.patience(silence));
-                    checking = Some((Box::pin(self.check(client)), p, Instant::now() + within));
+                    checking = Some((Box::pin(self.check(client, within)), p));
                 }
             }
             let send_at = match sent.back() {
@@ -373,26 +368,25 @@ impl Session {
                         return end;
                     }
                 }
-                c = async {
-                    let (read, _, by) = checking.as_mut().expect("guarded");
-                    tokio::time::timeout_at((*by).into(), read.as_mut()).await.unwrap_or(Checked::Silent)
-                }, if checking.is_some() => {
-                    // Not answered within its step, and the hold can wait
-                    // longer: wait for the same read, twice as long.
-                    if waits.read_again(&c, self.patience(silence), silence) {
-                        tracing::debug!(lease = format!("{:x}", self.lease), member, "the read that checks a renewal was not answered in time; waiting longer for it");
-                        checking.as_mut().expect("guarded").2 = Instant::now() + waits.check.min(self.patience(silence));
-                        continue;
-                    }
-                    let (_, p, _) = checking.take().expect("guarded");
-                    match self.on_checked(c, p, &mut read_term, member, client, silence) {
-                        Err(end) => return end,
-                        Ok(false) => slow = (slow / 2).max(p.sent.elapsed()),
-                        Ok(true) if unchecked.is_none() && sent.is_empty() => {
-                            let now = Instant::now();
-                            resend_at = Some(last_send.map_or(now, |l| (l + every).max(now)));
+                c = async { checking.as_mut().expect("guarded").0.as_mut().await }, if checking.is_some() => {
+                    let (_, p) = checking.take().expect("guarded");
+                    let again = if waits.read_again(&c, self.patience(silence), silence) {
+                        tracing::debug!(lease = format!("{:x}", self.lease), member, "the read that checks a renewal was not answered in time; renewing again on this member");
+                        true
+                    } else {
+                        match self.on_checked(c, p, &mut read_term, member, client, silence) {
+                            Ok(again) => {
+                                if !again {
+                                    slow = (slow / 2).max(p.sent.elapsed());
+                                }
+                                again
+                            }
+                            Err(end) => return end,
                         }
-                        Ok(true) => {}
+                    };
+                    if again && unchecked.is_none() && sent.is_empty() {
+                        let now = Instant::now();
+                        resend_at = Some(last_send.map_or(now, |l| (l + every).max(now)));
                     }
                 }
             }

@@ -24,7 +24,7 @@
 use crate::poison::Locked;
 use std::future::{poll_fn, Future};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -61,49 +61,13 @@ pub(crate) struct DirectOptions {
     pub connect_timeout: Duration,
     /// A PING goes out this often, with or without calls in flight ...
     pub keep_alive_interval: Duration,
-    /// ... and a connection whose PING is not answered within this is closed
-    /// when another member answers ([`Peers`]): every call on it fails
-    /// (`Unavailable`) and the next request reconnects. While no member
-    /// answers, it is kept for up to [`KEEP_SILENT`] such timeouts.
+    /// ... and a connection whose PING is not answered within this is closed:
+    /// every call on it fails (`Unavailable`) and the next request reconnects.
     pub keep_alive_timeout: Duration,
-    /// The transport, once it is shared ([`Peers`]); empty: close at the
-    /// first unanswered PING.
-    pub peers: PeersCell,
     /// Closed when the client closes ([`super::Transport::shut`]): the open
     /// connection closes its socket and no new one is made.
     pub closer: Arc<Closer>,
 }
-
-/// Asked when a connection's PING goes unanswered: whether a member other
-/// than the one at `authority` answers within `within` (the transport asks
-/// their status). If one does, the silent member is down for this client
-/// (hung, or the path to it is) and its connection is closed, so that
-/// requests and streams move. If none does, the whole cluster is silent
-/// (paused, or overloaded past the timeout): closing would only move every
-/// stream and request to another silent member and reconnect them all at
-/// once when etcd is back (a fleet of 3,000 clients did that through a 5 s
-/// pause of the cluster, and the storm of reconnects, re-created streams
-/// and status questions outlasted the pause until their holds ended), so
-/// the connection is kept and its PING waited for.
-pub(crate) trait Peers: Send + Sync {
-    /// How long the first other member's answer took, or `None`.
-    fn another_answers<'a>(
-        &'a self,
-        authority: &'a http::uri::Authority,
-        within: Duration,
-    ) -> Pin<Box<dyn Future<Output = Option<Duration>> + Send + 'a>>;
-}
-
-/// Where a connection finds its transport's [`Peers`] (set once the
-/// transport is in an `Arc`).
-pub(crate) type PeersCell = Arc<std::sync::OnceLock<std::sync::Weak<dyn Peers>>>;
-
-/// A connection whose whole cluster is silent is kept through at most this
-/// many keep-alive timeouts (then closed as a dead one is): a pause of
-/// etcd past a keep-alive interval passes with every connection in place,
-/// and a connection that is dead while no member answers (the network is
-/// down) still closes.
-pub(crate) const KEEP_SILENT: u32 = 4;
 
 /// The direct connections of one transport, closed together: a closed client
 /// keeps no socket open, and closing waits until none is.
@@ -275,7 +239,6 @@ impl Shared {
         .map_err(|_| format!("connecting to {} timed out", self.authority))??;
         tcp.set_nodelay(true)?;
         let tcp = AckWithNext::new(tcp);
-        let heard = tcp.heard.clone();
         let handshake = h2::client::Builder::new()
             .initial_window_size(STREAM_WINDOW)
             .initial_connection_window_size(CONN_WINDOW)
@@ -292,7 +255,6 @@ impl Shared {
             self.options.keep_alive_timeout,
         );
         let mut pings = conn.ping_pong();
-        let (peers, authority) = (self.options.peers.clone(), self.authority.clone());
         let driver = Driver::new(conn);
         let task = driver.clone();
         let live = self.options.closer.live();
@@ -307,7 +269,17 @@ impl Shared {
                 let Some(pings) = pings.as_mut() else {
                     return std::future::pending().await;
                 };
-                keep_alive(pings, &task, &heard, &peers, &authority, every, within).await
+                loop {
+                    tokio::time::sleep(every).await;
+                    if task.open_streams.load(Ordering::Acquire) == 0 {
+                        continue;
+                    }
+                    match tokio::time::timeout(within, pings.ping(h2::Ping::opaque())).await {
+                        Ok(Ok(_)) => {}
+                        Ok(Err(e)) => return format!("keep-alive ping failed: {e}"),
+                        Err(_) => return format!("keep-alive ping unanswered for {within:?}"),
+                    }
+                }
             };
             let driven = poll_fn(|cx| {
                 task.signal.task.register(cx.waker());
@@ -329,93 +301,6 @@ impl Shared {
         let c = Conn { send, driver };
         *self.conn.locked() = Some(c.clone());
         Ok(c)
-    }
-}
-
-/// A connection's keep-alive: a PING every `every` while a stream is open,
-/// and the reason to close the connection once one goes unanswered (see
-/// [`DirectOptions::keep_alive_timeout`] and [`Peers`]).
-async fn keep_alive(
-    pings: &mut h2::PingPong,
-    task: &Driver,
-    heard: &AtomicU64,
-    peers: &PeersCell,
-    authority: &http::uri::Authority,
-    every: Duration,
-    within: Duration,
-) -> String {
-    // How long the last PING took to be answered.
-    let mut slow = Duration::ZERO;
-    loop {
-        tokio::time::sleep(every).await;
-        if task.open_streams.load(Ordering::Acquire) == 0 {
-            continue;
-        }
-        // The ACK may wait behind a busy member's other frames,
-        // or behind this process's own backlog: while anything
-        // at all arrives within each `bound`, the member is alive
-        // (gRPC's keep-alive counts any read too). A member that
-        // answered its last PING slowly (loaded, or starved of
-        // CPU) gets four times that long, as `judge` gives a
-        // member time in proportion to the leader's pace.
-        let bound = within.max(slow * 4);
-        let sent = std::time::Instant::now();
-        let mut seen = heard.load(Ordering::Relaxed);
-        let ping = pings.ping(h2::Ping::opaque());
-        tokio::pin!(ping);
-        loop {
-            match tokio::time::timeout(bound, &mut ping).await {
-                Ok(Ok(_)) => {
-                    slow = sent.elapsed();
-                    break;
-                }
-                Ok(Err(e)) => return format!("keep-alive ping failed: {e}"),
-                Err(_) => {}
-            }
-            // Read what came meanwhile before judging (this task
-            // may have been late to run).
-            task.drive();
-            if heard.load(Ordering::Relaxed) != seen {
-                seen = heard.load(Ordering::Relaxed);
-                continue;
-            }
-            let unanswered = || format!("keep-alive ping unanswered for {:?}", sent.elapsed());
-            let Some(peers) = peers.get().and_then(std::sync::Weak::upgrade) else {
-                return unanswered();
-            };
-            if sent.elapsed() >= bound * KEEP_SILENT {
-                return unanswered();
-            }
-            // Nothing for `bound`: does another member answer?
-            let other = tokio::select! {
-                r = &mut ping => match r {
-                    Ok(_) => break,
-                    Err(e) => return format!("keep-alive ping failed: {e}"),
-                },
-                other = peers.another_answers(authority, bound) => other,
-            };
-            let Some(took) = other else {
-                tracing::debug!(member = %authority, "keep-alive ping unanswered, and no other member answers either: keeping the connection");
-                continue;
-            };
-            // It does: this member gets four times as long as
-            // that answer took (at least 100 ms) to show life, so
-            // that members coming back together (a paused
-            // cluster) do not close each other's connections.
-            let grace = (took * 4).max(Duration::from_millis(100));
-            if let Ok(r) = tokio::time::timeout(grace, &mut ping).await {
-                match r {
-                    Ok(_) => break,
-                    Err(e) => return format!("keep-alive ping failed: {e}"),
-                }
-            }
-            task.drive();
-            if heard.load(Ordering::Relaxed) != seen {
-                seen = heard.load(Ordering::Relaxed);
-                continue;
-            }
-            return format!("{} while another member answers", unanswered());
-        }
     }
 }
 

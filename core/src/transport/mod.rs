@@ -121,18 +121,8 @@ impl Transport {
             keep_alive_interval: Duration::from_secs(5),
             keep_alive_timeout: self.request_timeout,
             closer: self.closer.clone(),
-            peers: Default::default(),
         });
         self
-    }
-
-    /// Let this transport's connections ask it about the other members
-    /// ([`direct::Peers`]) when a PING goes unanswered.
-    pub(crate) fn arm(self: &Arc<Self>) {
-        if let Some(d) = &self.direct {
-            let me: std::sync::Weak<dyn direct::Peers> = Arc::downgrade(self) as _;
-            let _ = d.peers.set(me);
-        }
     }
 
     /// Close the connections, for good (the client has closed): a direct
@@ -174,7 +164,6 @@ impl Transport {
                 keep_alive_interval: Duration::from_secs(5),
                 keep_alive_timeout: self.request_timeout,
                 closer: self.closer.clone(),
-                peers: Default::default(),
             },
         };
         etcd_client::Client::connect_with_balanced_channel([NOWHERE], None, d)

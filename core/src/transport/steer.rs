@@ -131,33 +131,6 @@ impl Transport {
         }
     }
 
-    /// Whether a member other than the one at `authority` answers its
-    /// status within `within`, and how long its answer took
-    /// ([`direct::Peers`]: a connection whose PING went unanswered asks
-    /// this before it closes).
-    pub(super) async fn another_answers(
-        &self,
-        authority: &http::uri::Authority,
-        within: Duration,
-    ) -> Option<Duration> {
-        let until = Instant::now() + within;
-        let at = |i: usize| {
-            self.plain_url(i)
-                .and_then(|u| u.parse::<http::Uri>().ok())
-                .and_then(|u| u.authority().cloned())
-        };
-        let mut probes: futures_util::stream::FuturesUnordered<_> = (0..self.members.len())
-            .filter(|&k| at(k).as_ref() != Some(authority))
-            .map(|k| self.ask_status(k, until, true))
-            .collect();
-        while let Some(a) = futures_util::StreamExt::next(&mut probes).await {
-            if a.seen {
-                return Some(a.took);
-            }
-        }
-        None
-    }
-
     /// Note the raft term a member's status carries, when it names a leader
     /// in it. A candidate's term is not one: a member cut off from the
     /// leader's messages (one-way loss) campaigns again every election
@@ -318,15 +291,5 @@ impl Transport {
     fn make_current(&self, k: usize) {
         self.ok(k);
         self.current.store(k, Ordering::Relaxed);
-    }
-}
-
-impl direct::Peers for Transport {
-    fn another_answers<'a>(
-        &'a self,
-        authority: &'a http::uri::Authority,
-        within: Duration,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Option<Duration>> + Send + 'a>> {
-        Box::pin(Transport::another_answers(self, authority, within))
     }
 }

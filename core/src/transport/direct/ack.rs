@@ -19,9 +19,6 @@ pub(super) struct AckWithNext {
     pub(super) flush_by: Pin<Box<tokio::time::Sleep>>,
     /// How long a lone ACK is held: [`ACK_HOLD`] (tests choose their own).
     pub(super) hold_for: Duration,
-    /// Reads that brought bytes: the connection's keep-alive counts any as
-    /// a sign of life, as gRPC's does.
-    pub(super) heard: std::sync::Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl AckWithNext {
@@ -35,7 +32,6 @@ impl AckWithNext {
             held: false,
             flush_by: Box::pin(tokio::time::sleep(hold_for)),
             hold_for,
-            heard: Default::default(),
         }
     }
 
@@ -71,13 +67,7 @@ impl tokio::io::AsyncRead for AckWithNext {
         cx: &mut Context<'_>,
         buf: &mut tokio::io::ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let r = Pin::new(&mut self.io).poll_read(cx, buf);
-        if buf.filled().len() > before {
-            self.heard
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        r
+        Pin::new(&mut self.io).poll_read(cx, buf)
     }
 }
 
