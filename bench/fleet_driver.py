@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.request
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -372,7 +373,13 @@ def main():
     for n in [int(x) for x in a.steps.split(",")]:
         for side in a.sides.split(","):
             print(f"step N={n} {side}...", file=sys.stderr)
-            r = step(side, n, a, f"{tag}-n{n}")
+            try:
+                r = step(side, n, a, f"{tag}-n{n}")
+            except (OSError, urllib.error.URLError, subprocess.SubprocessError) as e:
+                # A member that stops answering (at 10,000 Go clients one
+                # refused its /metrics mid-step) ends the step, not the run.
+                r = {"metric": "fleet", "side": side, "clients": n, "locks_per_client": a.locks,
+                     "ttl_s": a.ttl, "error": [{"event": "error", "stage": "driver", "error": repr(e)}]}
             print(json.dumps(r), flush=True)
             rows.append(r)
     print()
