@@ -149,9 +149,10 @@ class ConformanceTest {
             }
             expected++;
             String id = c.get("id").asText();
+            long t0 = System.nanoTime();
             try {
                 new CaseRun(c, memRaw).run();
-                System.out.println("conformance: " + id + " ok");
+                System.out.println("conformance: " + id + " ok (" + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms)");
             } catch (Throwable t) {
                 failures.add(id + ": " + t);
                 System.out.println("conformance: " + id + " FAILED: " + t);
