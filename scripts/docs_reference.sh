@@ -3,8 +3,8 @@
 # comments into OUT/<language>/ (scripts/docs.sh calls it with the site's
 # staging folder, so the pages link to OUT/<language>/index.html):
 #   rust/  rustdoc of core (cargo doc --no-deps -p etcdlock)
-#   java/  Javadoc of etcdlock, etcdlock-spring, etcdlock-shedlock and
-#          etcdlock-reactor, one folder each (dist's -javadoc jars when they are
+#   java/  Javadoc of etcdlock, etcdlock-spring, etcdlock-test, etcdlock-shedlock
+#          and etcdlock-reactor, one folder each (dist's -javadoc jars when they are
 #          newer than the sources, else mvn javadoc:javadoc with no native build)
 #   node/  TypeDoc of index.d.ts and prometheus.d.ts (scripts/docs-tools/package.json pins it)
 #   c/     Doxygen of include/etcdlock.h
@@ -30,7 +30,7 @@ cp -r "$T/doc" "$OUT/rust"
 # rustdoc's root has no index.html: send the reader to the crate.
 printf '<!doctype html><meta http-equiv="refresh" content="0; url=etcdlock/index.html"><title>etcdlock (Rust)</title><a href="etcdlock/index.html">etcdlock</a>\n' >"$OUT/rust/index.html"
 
-java_modules=(etcdlock etcdlock-spring etcdlock-shedlock etcdlock-reactor)
+java_modules=(etcdlock etcdlock-spring etcdlock-test etcdlock-shedlock etcdlock-reactor)
 # The -javadoc jars scripts/dist.sh publishes (dist/maven) are this Javadoc:
 # when they are newer than every Java source, they are used as they are (the
 # test command runs this after the dist suite); otherwise Maven builds it.
