@@ -221,7 +221,8 @@ pub fn handle(name: &str) -> Result<Handle, StartError> {
 }
 
 /// With `ETCDLOCK_MEM_URL_DIR` set, write each store's URL to
-/// `<dir>/<name>.url` (`default.url` for `mem://`), so a test can point a
+/// `<dir>/<name>.url` (`default.url` for `mem://`; the directory is created
+/// if missing), so a test can point a
 /// tool of its own (etcdctl) at the store its code under test uses. Off by
 /// default: nothing else learns the port.
 fn announce(name: &str, url: &str) -> Result<(), StartError> {
@@ -232,12 +233,15 @@ fn announce(name: &str, url: &str) -> Result<(), StartError> {
         "{}.url",
         if name.is_empty() { "default" } else { name }
     ));
-    std::fs::write(&file, url).map_err(|e| {
-        StartError(format!(
-            "cannot write the in-process etcd's URL to {} (ETCDLOCK_MEM_URL_DIR): {e}",
-            file.display()
-        ))
-    })
+    // Created if missing: a test sets the variable before anything exists.
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&file, url))
+        .map_err(|e| {
+            StartError(format!(
+                "cannot write the in-process etcd's URL to {} (ETCDLOCK_MEM_URL_DIR): {e}",
+                file.display()
+            ))
+        })
 }
 
 async fn serve(svc: service::Svc, listener: tokio::net::TcpListener) {
