@@ -33,10 +33,19 @@ function invalid(message) {
 /**
  * A fresh store for one test, and the clients it connected. Get one from
  * `memStore()` or `withMemStore()`; `close()` (or `await using`) ends it.
+ * While open it keeps the Node process alive, as a server would, so a test
+ * can await a loss event (etcdlock's own `lost` and `signal` do not keep a
+ * process alive): close it, or give `memStore` the test context.
  */
 class MemFixture {
   #clients = new Set();
   #closing = null;
+  // Keeps the process alive while the fixture is open: etcdlock's loss
+  // events do not (a service has its server for that), and a test that
+  // awaits one with nothing else pending would be ended by its runner
+  // ("Promise resolution is still pending but the event loop has already
+  // resolved") before the loss arrives.
+  #alive = setInterval(() => {}, 1 << 30);
 
   /** @internal */
   constructor(store) {
@@ -128,6 +137,7 @@ class MemFixture {
    */
   close() {
     if (!this.#closing) {
+      clearInterval(this.#alive);
       this.store.resume();
       const clients = [...this.#clients];
       this.#clients.clear();
