@@ -45,10 +45,12 @@ class MemFixture {
   // awaits one with nothing else pending would be ended by its runner
   // ("Promise resolution is still pending but the event loop has already
   // resolved") before the loss arrives.
-  #alive = setInterval(() => {}, 1 << 30);
+  #alive;
 
   /** @internal */
   constructor(store) {
+    if (!(store instanceof MemStore)) throw invalid('use memStore(t) or withMemStore(fn) for a fixture');
+    this.#alive = setInterval(() => {}, 1 << 30);
     /** The store: its fault controls (`expireLease`, `deleteKey`, `silence`, `stall`, `resume`, `keys`). */
     this.store = store;
     /** `mem://NAME`: what a client gives as its endpoint to reach the store. */

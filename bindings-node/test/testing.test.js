@@ -181,6 +181,7 @@ describe('lose()', () => {
     await lock.unlock();
     await bad(mem.lose(lock), /released, lost already, or another store/);
     assert.throws(() => memStore({}), (e) => e instanceof LockError && e.code === 'InvalidArgument');
+    assert.throws(() => new MemFixture({}), (e) => e instanceof LockError && e.code === 'InvalidArgument');
     await bad(withMemStore('fn'));
   });
 
