@@ -168,3 +168,19 @@ fn a_bad_store_name_is_invalid_argument() {
     );
     assert_eq!(MemStore::open("").unwrap().endpoint(), "mem://");
 }
+
+#[tokio::test]
+async fn a_guarded_write_refused_after_the_lease_ended_says_lease_expired() {
+    let store = MemStore::open("faults-guarded").unwrap();
+    let a = client(&store, 15).await;
+    let g = a.lock("job").await.unwrap();
+    g.put("job-data", "1").await.unwrap();
+    // The write races the loss report: either way the reason is the lease's.
+    assert!(store.expire_lease(g.lease_id()));
+    let e = g.put("job-data", "2").await.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::LockLost);
+    assert_eq!(e.loss_reason(), Some(LossReason::LeaseExpired));
+    let loss = tokio::time::timeout(5 * SECS, g.wait_lost()).await.unwrap().unwrap();
+    assert_eq!(loss.reason, LossReason::LeaseExpired);
+    a.close().await;
+}
