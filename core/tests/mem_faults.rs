@@ -180,7 +180,10 @@ async fn a_guarded_write_refused_after_the_lease_ended_says_lease_expired() {
     let e = g.put("job-data", "2").await.unwrap_err();
     assert_eq!(e.code(), ErrorCode::LockLost);
     assert_eq!(e.loss_reason(), Some(LossReason::LeaseExpired));
-    let loss = tokio::time::timeout(5 * SECS, g.wait_lost()).await.unwrap().unwrap();
+    let loss = tokio::time::timeout(5 * SECS, g.wait_lost())
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(loss.reason, LossReason::LeaseExpired);
     a.close().await;
 }
