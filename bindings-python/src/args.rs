@@ -39,20 +39,9 @@ pub(crate) fn acquire_opts(
         if v.is_none() {
             continue;
         }
-        let span = |what: &str| -> PyResult<f64> {
-            if v.is_instance_of::<PyBool>()
-                || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
-            {
-                return Err(PyTypeError::new_err(format!(
-                    "{what} must be a number of seconds, not {}",
-                    type_name(&v)
-                )));
-            }
-            v.extract::<f64>()
-        };
         match key.as_str() {
-            "lock_delay" => x.lock_delay = Some(span("lock_delay")?),
-            "lease_time" => x.lease_time = Some(span("lease_time")?),
+            "lock_delay" => x.lock_delay = Some(seconds_number(&v, "lock_delay")?),
+            "lease_time" => x.lease_time = Some(seconds_number(&v, "lease_time")?),
             "metadata" => {
                 let d = v.cast::<PyDict>().map_err(|_| PyTypeError::new_err(format!("metadata must be a dict of str to str, not {}", type_name(&v))))?;
                 for (mk, mv) in d.iter() {
@@ -66,6 +55,21 @@ pub(crate) fn acquire_opts(
         }
     }
     py_result(py, bridge::acquire_options(timeout, x, Unit::Seconds))
+}
+
+/// A span in seconds as given: an int or a float (not a bool, not a str);
+/// anything else is a TypeError naming `what`. Its value is core's to check
+/// (negative, NaN, infinite: InvalidArgumentError by the rule of the call).
+pub(crate) fn seconds_number(v: &Bound<'_, PyAny>, what: &str) -> PyResult<f64> {
+    if v.is_instance_of::<PyBool>()
+        || !(v.is_instance_of::<PyInt>() || v.is_instance_of::<PyFloat>())
+    {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a number of seconds, not {}",
+            type_name(v)
+        )));
+    }
+    v.extract::<f64>()
 }
 
 /// A `str` as UTF-8. A str UTF-8 cannot encode (a lone surrogate, e.g. from

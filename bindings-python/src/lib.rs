@@ -14,6 +14,7 @@ mod errors;
 mod guard;
 mod leader;
 mod logs;
+mod mem;
 mod once;
 mod recipes;
 mod sync;
@@ -59,6 +60,7 @@ fn _etcdlock(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<recipes::NativeObserver>()?;
     m.add_class::<sync::NativeLatch>()?;
     m.add_class::<sync::NativeBarrier>()?;
+    m.add_class::<mem::NativeMemStore>()?;
     m.add("MAX_PERMITS", etcdlock::MAX_PERMITS)?;
     m.add("MAX_MULTI", etcdlock::MAX_MULTI)?;
     m.add_class::<wait::_Canceller>()?;

@@ -25,6 +25,13 @@ within about 100 ms (a lock wait interrupted that way removes its waiter key).
 A client may be shared by threads. A client created before ``fork()`` raises
 ``ClosedError`` in the child; create a new one there.
 
+Tests need no etcd: ``endpoints=["mem://NAME"]`` reaches an etcd inside the
+process, ``MemStore("NAME")`` makes its holds be lost as production loses
+them (``expire_lease``, ``delete_key``, ``silence``, ``stall``), and the
+pytest plugin that comes with the package gives each test a store and
+clients of its own (``etcdlock_store``, ``etcdlock_client``,
+``etcdlock_async_client``).
+
 Options not given fall back to the ``ETCDLOCK_*`` environment variables
 (``ETCDLOCK_ENDPOINTS``, ``ETCDLOCK_TTL``, ``ETCDLOCK_NAMESPACE``,
 ``ETCDLOCK_USERNAME``, ``ETCDLOCK_PASSWORD``, ``ETCDLOCK_TLS_CA``,
@@ -116,6 +123,8 @@ __all__ = [
     "MAX_PERMITS",
     "MAX_MULTI",
     "release_on_sigterm",
+    "MemStore",
+    "MemKey",
 ]
 
 #: Exception class for each core error code name.
@@ -131,6 +140,7 @@ from ._reentry import AsyncRLock, RLock  # noqa: E402
 from ._leader import AsyncLeaderLoop, AsyncTerm, LeaderEvent, LeaderLoop, Term  # noqa: E402
 from ._once import AsyncOnceHold, OnceHold  # noqa: E402
 from ._sync import AsyncBarrier, AsyncLatch, Barrier, Latch  # noqa: E402
+from ._mem import MemKey, MemStore  # noqa: E402
 from ._asyncio import (  # noqa: E402
     AsyncClient,
     AsyncGuard,
@@ -142,6 +152,6 @@ from ._asyncio import (  # noqa: E402
 )
 
 # The classes are documented and shown as etcdlock.X, wherever defined.
-for _cls in (LeaderLoop, AsyncLeaderLoop, LeaderEvent, Term, AsyncTerm, Contender, Leader, Status, OnceHold, AsyncOnceHold, Client, Lock, RLock, AsyncRLock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
+for _cls in (MemStore, MemKey, LeaderLoop, AsyncLeaderLoop, LeaderEvent, Term, AsyncTerm, Contender, Leader, Status, OnceHold, AsyncOnceHold, Client, Lock, RLock, AsyncRLock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
     _cls.__module__ = __name__
 del _cls

@@ -170,6 +170,7 @@ class AsyncMultiGuard(_AsyncHold):
 
     names = _Forward[List[str]]()
     keys = _Forward[List[str]]()
+    lease_id = _Forward[int]()
     fencing_tokens = _Forward[List[int]]()
     is_held = _Forward[bool]()
     loss = _Forward[Optional[Tuple[str, str]]]()

@@ -309,6 +309,15 @@ class AsyncClient:
             await self._native.close_async()
             _live_clients.discard(self._native)
 
+    def _close_blocking(self) -> None:
+        """``close`` from outside any event loop (the pytest plugin's
+        teardown, which runs after the test's loop ended): the same native
+        close, waited for on this thread."""
+        self._closed = True
+        if self._native is not None:
+            self._native.close()
+            _live_clients.discard(self._native)
+
     async def take_once(self, name: str, at_most: float) -> Optional[AsyncOnceHold]:
         """``Client.take_once``, awaitable; the hold's ``finish`` and
         ``extend`` are awaitable too."""

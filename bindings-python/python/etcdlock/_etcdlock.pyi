@@ -120,7 +120,8 @@ class Guard:
         """Our key in etcd (with the namespace), e.g. "orders/694d7a3e4b2c8f05"."""
     @property
     def lease_id(self) -> int:
-        """The session's lease id."""
+        """The session's lease id (what `MemStore.expire_lease` and
+        `MemStore.stall` take in a test)."""
     @property
     def fencing_token(self) -> int:
         """Our key's create_revision: strictly increases from one holder to the next."""
@@ -191,6 +192,9 @@ class MultiGuard:
     @property
     def keys(self) -> List[str]:
         """Our key on each lock."""
+    @property
+    def lease_id(self) -> int:
+        """The session's lease id: one session holds every lock."""
     @property
     def fencing_tokens(self) -> List[int]:
         """The fencing token on each lock (equal: one Txn created every key)."""
@@ -283,6 +287,25 @@ class NativeBarrier:
     def wait(self, timeout: Optional[float] = None) -> int: ...
     def wait_async(self, timeout: Optional[float] = None) -> Awaitable[int]: ...
     def close(self) -> None: ...
+
+_MemKeyTuple = Tuple[bytes, bytes, int, int, int]
+
+@final
+class NativeMemStore:
+    """The native half of `etcdlock.MemStore` (its docs are there)."""
+
+    @staticmethod
+    def open(name: str) -> "NativeMemStore": ...
+    @property
+    def endpoint(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    def expire_lease(self, lease_id: int) -> bool: ...
+    def delete_key(self, key: _Bytes) -> bool: ...
+    def silence(self, seconds: float) -> None: ...
+    def stall(self, lease_id: int, seconds: float) -> None: ...
+    def resume(self) -> None: ...
+    def keys(self, prefix: _Bytes) -> List[_MemKeyTuple]: ...
 
 class NativeClient:
     @staticmethod

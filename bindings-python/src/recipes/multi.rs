@@ -118,6 +118,12 @@ impl NativeMultiGuard {
         self.m.guards().iter().map(Guard::key).collect()
     }
 
+    /// The lease every lock is held on (one session holds them all).
+    #[getter]
+    fn lease_id(&self) -> i64 {
+        self.m.guards().first().map_or(0, Guard::lease_id)
+    }
+
     /// The fencing token on each lock (all equal: the keys were created in one Txn).
     #[getter]
     fn fencing_tokens(&self) -> Vec<i64> {
