@@ -6,11 +6,17 @@ One pytest test per case listed for Python (or listing no languages), each in
 a fresh namespace; a last test fails if any of them did not run to its end,
 and the session prints ``conformance: N of M cases ran for python``.
 
-With ``ETCDLOCK_CONFORMANCE_BACKEND=mem`` the table runs against the
-in-process etcd (``mem://conformance``) instead, every case but those marked
-``etcd_only``; the raw steps (``keys``, ``delete_outside``) reach that store
-with etcdctl at the URL it writes under ``ETCDLOCK_MEM_URL_DIR``. The line
-then reads ``... cases ran for python (mem)``.
+The etcd run leaves out the cases marked ``mem_only`` (they use the fault
+controls of an in-process store). With ``ETCDLOCK_CONFORMANCE_BACKEND=mem``
+the table runs against the in-process etcd instead (``mem://conformance``),
+every case but those marked ``etcd_only``; a case with ``"etcd": "private"``
+gets a store of its own (``mem://conf-ID``), on which the ``etcd`` step's
+``pause`` and ``resume`` are the store's ``silence`` (an hour when the step
+gives no ``for_ms``) and ``resume``, and the ``mem`` steps its controls
+(``etcdlock.MemStore``). After every case, passed or failed, its store is
+resumed. The raw steps (``keys``, ``delete_outside``) reach the store with
+etcdctl at the URL it writes under ``ETCDLOCK_MEM_URL_DIR``. The line then
+reads ``... cases ran for python (mem)``.
 """
 
 from __future__ import annotations
@@ -48,17 +54,48 @@ if MEM:
     # Where the in-process store writes its URL (read by the raw steps).
     if "ETCDLOCK_MEM_URL_DIR" not in os.environ:  # test.sh sets it (and removes it)
         os.environ["ETCDLOCK_MEM_URL_DIR"] = tempfile.mkdtemp(prefix="etcdlock-mem-")
-MINE = [c for c in CASES if listed(c) and not (MEM and c.get("etcd_only"))]
+# Each run leaves out the cases only the other backend can run.
+MINE = [c for c in CASES if listed(c) and not c.get("mem_only" if not MEM else "etcd_only")]
 CONFORMANCE.update(lang=LANG + (" (mem)" if MEM else ""), total=len(CASES), listed=[c["id"] for c in MINE], ran=[])
 
 
-def raw_endpoints(endpoints: List[str]) -> List[str]:
-    """Where etcdctl reaches the store a case's clients use."""
-    if not MEM:
+def raw_endpoints(endpoints: List[str], store: Optional[etcdlock.MemStore]) -> List[str]:
+    """Where etcdctl reaches the etcd or the store a case's clients use."""
+    if store is None:
         return endpoints
-    path = os.path.join(os.environ["ETCDLOCK_MEM_URL_DIR"], f"{MEM_STORE}.url")
+    path = os.path.join(os.environ["ETCDLOCK_MEM_URL_DIR"], f"{store.name or 'default'}.url")
     with open(path, encoding="utf-8") as f:
         return [f.read().strip()]
+
+
+#: An `etcd` pause step without `for_ms`, on mem://: a silence this long.
+PAUSE_FOREVER_S = 3600.0
+
+
+def case_store(case: Dict[str, Any]) -> Optional[etcdlock.MemStore]:
+    """On mem://, the store of a case: its own for a case with a private
+    etcd (mem://conf-ID), else the run's. None in the etcd run."""
+    if not MEM:
+        return None
+    return etcdlock.MemStore(f"conf-{case['id']}" if case.get("etcd") == "private" else MEM_STORE)
+
+
+def store_control(case_id: str, store: etcdlock.MemStore, step: Dict[str, Any], guards: Dict[str, Any]) -> None:
+    """An `etcd` or `mem` step on mem://: the store's fault controls (the
+    guard's lease for `expire` and `stall`), as conformance/README.md says."""
+    action = step["action"]
+    for_s = step["for_ms"] / 1000 if "for_ms" in step else None
+    if action in ("pause", "silence"):
+        store.silence(PAUSE_FOREVER_S if for_s is None else for_s)
+    elif action == "resume":
+        store.resume()
+    elif action == "expire":
+        assert store.expire_lease(guards[step["guard"]].lease_id), f"case {case_id}: no lease to expire"
+    elif action == "stall":
+        assert for_s is not None, f"case {case_id}: a stall step needs for_ms"
+        store.stall(guards[step["guard"]].lease_id, for_s)
+    else:
+        raise AssertionError(f"case {case_id}: {action} has no mem:// equivalent: mark the case etcd_only")
 
 
 def text(v: Any) -> str:
@@ -192,8 +229,9 @@ class OwnerThread:
 class Run:
     def __init__(self, case: Dict[str, Any], endpoints: List[str]) -> None:
         self.id: str = case["id"]
-        self.private = PrivateEtcd() if case.get("etcd") == "private" else None
-        self.endpoints = self.private.endpoints if self.private else (["mem://" + MEM_STORE] if MEM else endpoints)
+        self.store = case_store(case)
+        self.private = PrivateEtcd() if case.get("etcd") == "private" and not MEM else None
+        self.endpoints = [self.store.endpoint] if self.store else self.private.endpoints if self.private else endpoints
         self.ns = f"conf-py-{self.id}-{uuid.uuid4().hex[:8]}/"
         self.clients: Dict[str, etcdlock.Client] = {}
         self.guards: Dict[str, Any] = {}
@@ -232,6 +270,10 @@ class Run:
         return f"{self.ns}{text(step['name'])}/"
 
     def step(self, i: int, step: Dict[str, Any]) -> None:
+        if step["op"] in ("etcd", "mem") and self.store:
+            store_control(self.id, self.store, step, self.guards)
+            return
+        assert step["op"] != "mem", f"case {self.id}: a mem op in an etcd run: mark the case mem_only"
         if step["op"] == "etcd":
             assert self.private, f"case {self.id}: the etcd op needs \"etcd\": \"private\""
             self.private.act(step)
@@ -354,7 +396,7 @@ class Run:
             # etcd's own count of the range (etcdctl 3.4 has no --count-only;
             # the JSON response carries `count`, left out when it is 0).
             def count() -> int:
-                out = etcdctl(raw_endpoints(self.endpoints), "get", "--prefix", "--keys-only", "-w", "json", self.prefix(step))
+                out = etcdctl(raw_endpoints(self.endpoints, self.store), "get", "--prefix", "--keys-only", "-w", "json", self.prefix(step))
                 return int(json.loads(out).get("count", 0))
 
             n = count()
@@ -366,7 +408,7 @@ class Run:
                     n = count()
             check(n)
         elif op == "delete_outside":
-            etcdctl(raw_endpoints(self.endpoints), "del", "--prefix", self.prefix(step))
+            etcdctl(raw_endpoints(self.endpoints, self.store), "del", "--prefix", self.prefix(step))
         elif op == "await_lost":
             g = self.guards[step["guard"]]
             within = step["within_ms"] / 1000
@@ -415,6 +457,10 @@ class Run:
             raise AssertionError(f"case {self.id}: unknown op {op}")
 
     def close(self) -> None:
+        # A case that failed mid-silence leaves its store answering (and its
+        # clients' close quick).
+        if self.store:
+            self.store.resume()
         for t in self.owners.values():
             t.stop()
         for c in self.clients.values():
@@ -449,8 +495,9 @@ class AsyncRun:
 
     def __init__(self, case: Dict[str, Any], endpoints: List[str]) -> None:
         self.id: str = case["id"]
-        self.private = PrivateEtcd() if case.get("etcd") == "private" else None
-        self.endpoints = self.private.endpoints if self.private else (["mem://" + MEM_STORE] if MEM else endpoints)
+        self.store = case_store(case)
+        self.private = PrivateEtcd() if case.get("etcd") == "private" and not MEM else None
+        self.endpoints = [self.store.endpoint] if self.store else self.private.endpoints if self.private else endpoints
         self.ns = f"conf-pyasync-{self.id}-{uuid.uuid4().hex[:8]}/"
         self.clients: Dict[str, etcdlock.AsyncClient] = {}
         self.guards: Dict[str, Any] = {}
@@ -472,6 +519,9 @@ class AsyncRun:
 
     async def step(self, i: int, step: Dict[str, Any]) -> None:
         op = step["op"]
+        if op in ("etcd", "mem") and self.store:
+            store_control(self.id, self.store, step, self.guards)
+            return
         if op == "etcd":
             assert self.private, f"case {self.id}: the etcd op needs \"etcd\": \"private\""
             await asyncio.to_thread(self.private.act, step)
@@ -506,7 +556,7 @@ class AsyncRun:
             prefix = f"{self.ns}{text(step['name'])}/"
 
             def count() -> int:
-                out = etcdctl(raw_endpoints(self.endpoints), "get", "--prefix", "--keys-only", "-w", "json", prefix)
+                out = etcdctl(raw_endpoints(self.endpoints, self.store), "get", "--prefix", "--keys-only", "-w", "json", prefix)
                 return int(json.loads(out).get("count", 0))
 
             got = await asyncio.to_thread(count)
@@ -528,6 +578,8 @@ class AsyncRun:
         check_time(self.id, i, step, time.monotonic() - start)
 
     async def close(self) -> None:
+        if self.store:
+            self.store.resume()
         for c in self.clients.values():
             try:
                 await c.close()
@@ -551,9 +603,15 @@ def test_case_asyncio(case: Dict[str, Any], endpoints: List[str]) -> None:
 
 
 def test_the_deadline_section_is_there() -> None:
-    if MEM:
-        pytest.skip("the deadline cases pause and kill etcd: etcd_only, not run on mem://")
+    # On mem:// too: a pause is the store's silence (the cases that kill etcd are etcd_only).
     assert len(DEADLINE) >= 3, [c["id"] for c in DEADLINE]
+
+
+def test_the_fault_control_cases_are_there() -> None:
+    ids = {c["id"] for c in MINE}
+    mem_only = {c["id"] for c in CASES if listed(c) and c.get("mem_only")}
+    assert len(mem_only) >= 3, mem_only
+    assert (mem_only <= ids) if MEM else not (mem_only & ids), (MEM, sorted(mem_only & ids))
 
 
 def test_every_listed_case_ran() -> None:
