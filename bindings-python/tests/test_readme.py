@@ -3,7 +3,10 @@ site (docs/**/*.md), run as written against the suite's etcd
 (ETCDLOCK_ENDPOINTS points the examples' `Client()` at it), one test each.
 
 A block marked `<!-- fragment -->` on the line right before its fence is not a
-whole program: it is only compiled (and type-checked). A block followed by a
+whole program: it is only compiled (and type-checked). A block marked
+`<!-- pytest -->` is a test module: it is run by pytest, alone in a fresh
+directory with no conftest.py (so its etcdlock fixtures come from the
+installed package's plugin), and every test in it must pass. A block followed by a
 ```text block (only blank lines or one line of prose ending in ":", such as
 "Prints:", between them) promises that output: the program's stdout must
 match it line by line, where `...` in the expected text stands for any run of
@@ -35,13 +38,14 @@ class Block(NamedTuple):
     line: int  # 1-based line of the opening fence
     lang: str
     fragment: bool
+    is_test: bool  # `<!-- pytest -->`: a test module, run by pytest
     code: str
     output: Optional[str]  # the ```text block that follows it, if any
 
     @property
     def id(self) -> str:
         first = next((l.strip() for l in self.code.splitlines() if l.strip()), "")
-        kind = "fragment" if self.fragment else "program"
+        kind = "fragment" if self.fragment else "pytest" if self.is_test else "program"
         return f"{self.source}:{self.line} ({kind}): {first[:60]}"
 
 
@@ -65,6 +69,7 @@ def fenced_blocks(path: Path) -> List[Block]:
     for n, (start, end, lang) in enumerate(raw):
         before = lines[start - 1].strip() if start > 0 else ""
         fragment = before.startswith("<!-- fragment") and before.endswith("-->")
+        is_test = before == "<!-- pytest -->"
         code = "\n".join(lines[start + 1 : end]) + "\n"
         output = None
         if n + 1 < len(raw) and raw[n + 1][2] == "text":
@@ -72,7 +77,7 @@ def fenced_blocks(path: Path) -> List[Block]:
             if not between or (len(between) == 1 and between[0].endswith(":")):
                 s, e, _ = raw[n + 1]
                 output = "\n".join(lines[s + 1 : e])
-        blocks.append(Block(source, n + 1, start + 1, lang, fragment, code, output))
+        blocks.append(Block(source, n + 1, start + 1, lang, fragment, is_test, code, output))
     return blocks
 
 
@@ -91,7 +96,7 @@ EXPECTED: Dict[str, int] = {
     "docs/guides/leader-election.md": 1,
     "docs/guides/semaphore.md": 1,
     "docs/guides/fencing.md": 1,
-    "docs/guides/unit-tests.md": 1,
+    "docs/guides/unit-tests.md": 5,
     "docs/guides/tls-auth.md": 1,
     "docs/guides/proxy.md": 1,
 }
@@ -124,10 +129,18 @@ def matches(expected: str, got: str) -> bool:
 
 
 @pytest.mark.parametrize("block", PYTHON, ids=[b.id for b in PYTHON])
-def test_block(block: Block, endpoints: List[str]) -> None:
+def test_block(block: Block, endpoints: List[str], tmp_path: Path) -> None:
     # Every block must at least compile (a fragment only that).
     compile(block.code, f"{block.source}:{block.line}", "exec")
     if block.fragment:
+        return
+    if block.is_test:
+        (tmp_path / "test_block.py").write_text(block.code, encoding="utf-8")
+        p = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "test_block.py"],
+                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        print(p.stdout, end="")
+        tests = block.code.count("\ndef test_")
+        assert p.returncode == 0 and f"{tests} passed" in p.stdout, f"{block.id}: pytest exited {p.returncode}\n{p.stdout}{p.stderr}"
         return
     env = {**os.environ, "ETCDLOCK_ENDPOINTS": ",".join(endpoints)}
     p = subprocess.run([sys.executable, "-c", block.code], env=env, capture_output=True, text=True, timeout=60, cwd=ROOT)
