@@ -37,7 +37,12 @@ the clients' silence and stalls end (``resume``) and the clients are
 closed.
 
 The async fixtures are plain (synchronous) fixtures, so they serve tests
-run by ``asyncio.run``, pytest-asyncio or anyio alike; neither is needed.
+run by ``asyncio.run``, pytest-asyncio or anyio (its asyncio backend)
+alike; neither is needed.
+
+A store lives as long as the process, with one listening socket: a session
+of thousands of tests that each open one may need a higher open-file limit
+(``ulimit -n``).
 """
 
 from __future__ import annotations
@@ -136,5 +141,5 @@ def etcdlock_make_async_client(
 def etcdlock_async_client(etcdlock_make_async_client: Callable[..., AsyncClient]) -> AsyncClient:
     """An ``AsyncClient`` on the test's store (``etcdlock_store``), closed
     after the test. A plain fixture: await its calls in ``asyncio.run``, a
-    pytest-asyncio or an anyio test alike."""
+    pytest-asyncio or an anyio (asyncio backend) test alike."""
     return etcdlock_make_async_client()
