@@ -150,9 +150,12 @@ def test_stores_are_shared_by_name_and_say_where_they_are(etcdlock_store: etcdlo
     # Nothing left but what the test holds; a released hold leaves no key.
     g.unlock()
     assert same.keys("shared/") == []
-    assert etcdlock_client.try_lock("shared") is not None
+    h = etcdlock_client.try_lock("shared")
+    assert h is not None
+    (k,) = same.keys("shared/")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        same.keys()[0].key = b"x"  # type: ignore[misc]
+        k.key = b"x"  # type: ignore[misc]
+    h.unlock()
 
 
 def test_a_multi_guard_shows_the_lease_its_locks_are_held_on(etcdlock_store: etcdlock.MemStore, etcdlock_client: etcdlock.Client) -> None:
