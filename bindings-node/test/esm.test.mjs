@@ -1,18 +1,21 @@
 // The package's `import` condition: `import ... from 'etcdlock'` (and
-// 'etcdlock/prometheus') resolves to the ES module entries, which export
+// 'etcdlock/prometheus', 'etcdlock/fencing') resolves to the ES module entries, which export
 // exactly what `require` gives, as the same objects.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import * as esm from 'etcdlock';
 import * as esmProm from 'etcdlock/prometheus';
+import * as esmFencing from 'etcdlock/fencing';
 
 const require = createRequire(import.meta.url);
 
 test('import and require give the same objects, through the import condition', () => {
   assert.match(import.meta.resolve('etcdlock'), /\/index\.mjs$/);
   assert.match(import.meta.resolve('etcdlock/prometheus'), /\/prometheus\.mjs$/);
-  for (const [mod, cjs] of [[esm, require('etcdlock')], [esmProm, require('etcdlock/prometheus')]]) {
+  assert.match(import.meta.resolve('etcdlock/fencing'), /\/fencing\.mjs$/);
+  for (const [mod, cjs] of [[esm, require('etcdlock')], [esmProm, require('etcdlock/prometheus')],
+    [esmFencing, require('etcdlock/fencing')]]) {
     const named = Object.keys(mod).filter((k) => k !== 'default').sort();
     assert.deepEqual(named, Object.keys(cjs).sort());
     for (const k of named) assert.equal(mod[k], cjs[k], k);
