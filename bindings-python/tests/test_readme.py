@@ -3,7 +3,9 @@ site (docs/**/*.md), run as written against the suite's etcd
 (ETCDLOCK_ENDPOINTS points the examples' `Client()` at it), one test each.
 
 A block marked `<!-- fragment -->` on the line right before its fence is not a
-whole program: it is only compiled (and type-checked). A block followed by a
+whole program: it is only compiled (and type-checked). A block marked
+`<!-- example: PATH -->` is an excerpt of PATH, a file another test runs
+(scripts/readme_blocks.py checks that it is one): it is not run here. A block followed by a
 ```text block (only blank lines or one line of prose ending in ":", such as
 "Prints:", between them) promises that output: the program's stdout must
 match it line by line, where `...` in the expected text stands for any run of
@@ -35,6 +37,7 @@ class Block(NamedTuple):
     line: int  # 1-based line of the opening fence
     lang: str
     fragment: bool
+    excerpt: bool  # `<!-- example: PATH -->`: a part of PATH, which another test runs
     code: str
     output: Optional[str]  # the ```text block that follows it, if any
 
@@ -65,6 +68,7 @@ def fenced_blocks(path: Path) -> List[Block]:
     for n, (start, end, lang) in enumerate(raw):
         before = lines[start - 1].strip() if start > 0 else ""
         fragment = before.startswith("<!-- fragment") and before.endswith("-->")
+        excerpt = before.startswith("<!-- example:")
         code = "\n".join(lines[start + 1 : end]) + "\n"
         output = None
         if n + 1 < len(raw) and raw[n + 1][2] == "text":
@@ -72,13 +76,13 @@ def fenced_blocks(path: Path) -> List[Block]:
             if not between or (len(between) == 1 and between[0].endswith(":")):
                 s, e, _ = raw[n + 1]
                 output = "\n".join(lines[s + 1 : e])
-        blocks.append(Block(source, n + 1, start + 1, lang, fragment, code, output))
+        blocks.append(Block(source, n + 1, start + 1, lang, fragment, excerpt, code, output))
     return blocks
 
 
 SOURCES = [README] + sorted(DOCS.rglob("*.md"))
 BLOCKS = {str(p.relative_to(ROOT)): fenced_blocks(p) for p in SOURCES}
-PYTHON = [b for bs in BLOCKS.values() for b in bs if b.lang in ("python", "py")]
+PYTHON = [b for bs in BLOCKS.values() for b in bs if b.lang in ("python", "py") and not b.excerpt]
 
 # How many python blocks each file has at least (the pages the Python
 # binding's docs own); a block dropped by mistake fails here.
