@@ -36,7 +36,7 @@ def purchase_postgres(db: Any, sku: str, lock: str, token: int, worker: str) -> 
             if token:
                 fence(cur, lock, token)
             else:
-                time.sleep(0.002)  # the control run: business logic between the read and the write
+                time.sleep(0.005)  # the control run: business logic between the read and the write
             cur.execute("UPDATE flash_stock SET stock = %s WHERE sku = %s", (before - 1, sku))
             cur.execute("INSERT INTO flash_sales (token, lang, worker) VALUES (%s, 'python', %s)", (token, worker))
     return before > 0, before
