@@ -73,6 +73,19 @@ def demote(uid: Optional[int], gid: Optional[int], die_with_parent: bool) -> Cal
     return run
 
 
+def tempdir() -> Optional[str]:
+    """TMPDIR, unless the unprivileged user could not reach a folder in it
+    (under root, a TMPDIR such as /root/tmp): then /tmp."""
+    if os.geteuid() != 0:
+        return None
+    path = tempfile.gettempdir()
+    while path not in ("/", ""):
+        if not os.stat(path).st_mode & 0o001:
+            return "/tmp"
+        path = os.path.dirname(path)
+    return None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,7 +95,7 @@ def free_port() -> int:
 class Postgres:
     def __init__(self) -> None:
         self.bin = bindir()
-        self.dir = tempfile.mkdtemp(prefix="etcdlock-pg-")
+        self.dir = tempfile.mkdtemp(prefix="etcdlock-pg-", dir=tempdir())
         self.proc: Optional[subprocess.Popen] = None
         self.uid: Optional[int] = None
         self.gid: Optional[int] = None
