@@ -259,6 +259,8 @@ export declare class MultiLock implements AsyncDisposable {
   readonly names: string[];
   /** Our key on each lock. */
   readonly keys: string[];
+  /** The session lease every lock is held on (one client, one lease). */
+  readonly leaseId: bigint;
   /** The fencing token on each lock (equal: one transaction created every key). */
   readonly fencingTokens: bigint[];
   /** Resolves with the first lock lost and why; pending after `unlock()`. */
@@ -388,6 +390,83 @@ export declare class ReentrantLock {
   unlock(): Promise<void>;
   /** Run `fn` holding (or re-entering) the lock; releases that handle afterwards. */
   withLock<T>(fn: (lock: Lock) => T | Promise<T>, options?: LockAcquireOptions): Promise<T>;
+}
+
+/** A key as a `MemStore` holds it (`store.keys()`). */
+export interface MemKey {
+  /** The whole key (namespace included), as text. */
+  key: string;
+  value: Buffer;
+  /** The lease it lives on (`0n`: none). */
+  lease: bigint;
+  /** The revision that created it (a lock key's fencing token). */
+  createRevision: bigint;
+  /** The revision of its last write. */
+  modRevision: bigint;
+}
+
+/**
+ * A handle on the in-process store that `mem://NAME` endpoints reach, for a
+ * test to make a hold be lost the ways production loses it. Get one with
+ * `MemStore.open(name)`; clients of this process connected to
+ * `store.endpoint` see each control as they would see the same thing happen
+ * on etcd. A client connected to etcd has no such handle. Every method is
+ * synchronous and throws a `LockError` (`InvalidArgument`) for a bad argument.
+ *
+ * | control | what the store does | what a holder sees |
+ * |---|---|---|
+ * | `expireLease(lock.leaseId)` | ends the lease now, as its TTL would | `lost` resolves `'LeaseExpired'` |
+ * | `deleteKey(lock.key)` | deletes the lock's key, as an operator would | `lost` resolves `'KeyDeleted'`; the next waiter is granted |
+ * | `silence(ms)` | answers nothing for `ms` (a hung etcd); leases expire meanwhile | `renewal` turns `{ failing: true }`, then `lost` resolves `'ConnectionLost'`; calls end at their bounds |
+ * | `stall(lock.leaseId, ms)` | answers nothing to that lease's client; the others go on | that client as under `silence`; others are granted once its lease expires |
+ *
+ * @example
+ * const store = MemStore.open('orders-test');
+ * const client = await Client.connect({ endpoints: [store.endpoint] });
+ * const lock = await client.lock('job');
+ * store.expireLease(lock.leaseId);
+ * await lock.lost; // 'LeaseExpired'
+ */
+export declare class MemStore {
+  private constructor();
+  /**
+   * The store `mem://NAME` (`''`, the default: the process-wide `mem://`),
+   * started if needed. Throws `InvalidArgument` for a name that is not up to
+   * 64 of `A-Z a-z 0-9 . _ -`.
+   */
+  static open(name?: string): MemStore;
+  /** What clients give as their endpoint to reach this store: `mem://NAME`. */
+  readonly endpoint: string;
+  /** The store's name (`''` for `mem://`). */
+  readonly name: string;
+  /**
+   * End lease `leaseId` (a lock's `leaseId`) now, as its time-to-live would:
+   * its keys are deleted, its holders' `lost` resolves `'LeaseExpired'`,
+   * waiters behind them are granted. False if the store has no such lease.
+   */
+  expireLease(leaseId: bigint): boolean;
+  /**
+   * Delete `key` (the whole key: a lock's `key`) as another party would; its
+   * holder's `lost` resolves `'KeyDeleted'`. False if there was no such key.
+   */
+  deleteKey(key: string | Uint8Array): boolean;
+  /**
+   * Answer nothing for `ms` milliseconds, as an etcd that hangs. A hold's
+   * `renewal` turns failing a keep-alive interval after its last renewal and
+   * its `lost` resolves `'ConnectionLost'` at its local deadline; lock calls
+   * end at their timeout, other calls at the request timeout
+   * (`Unavailable`). A later call replaces the end; `0` ends it now.
+   */
+  silence(ms: number): void;
+  /**
+   * Answer nothing to the client of lease `leaseId` for `ms` milliseconds
+   * while the other clients go on: a client cut off from etcd. `0` ends it.
+   */
+  stall(leaseId: bigint, ms: number): void;
+  /** End every silence and stall now. */
+  resume(): void;
+  /** The keys under `prefix` (every key for `''`), in key order. */
+  keys(prefix?: string | Uint8Array): MemKey[];
 }
 
 export declare class Client implements AsyncDisposable {

@@ -38,5 +38,6 @@ const { ReentrantLock } = require('./lib/reentry.js');
 const [MAX_PERMITS, MAX_MULTI] = native.recipeLimits();
 
 const { OnceHold } = require('./lib/once.js');
+const { MemStore } = require('./lib/mem.js');
 
-module.exports = { Client, Lock, Leadership, LeaderLoop, Term, MultiLock, ReentrantLock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI };
+module.exports = { Client, Lock, Leadership, LeaderLoop, Term, MultiLock, ReentrantLock, Latch, Barrier, OnceHold, MemStore, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI };

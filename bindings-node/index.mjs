@@ -3,5 +3,5 @@
 // class and one native library.
 import cjs from './index.js';
 
-export const { Client, Lock, Leadership, LeaderLoop, Term, MultiLock, ReentrantLock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI } = cjs;
+export const { Client, Lock, Leadership, LeaderLoop, Term, MultiLock, ReentrantLock, Latch, Barrier, OnceHold, MemStore, LockError, ErrorCode, LossReason, MAX_PERMITS, MAX_MULTI } = cjs;
 export default cjs;

@@ -2,7 +2,8 @@
 # Build libetcdlock (.so and .a), check include/etcdlock.h for drift, and run the
 # C test suite against real etcd: linked against the .so, against the .a, and a
 # smaller run under valgrind; tests/c/test_sync.c (acquisition options, latches,
-# barriers) on its own and under valgrind. Also builds and runs examples/c through an
+# barriers) on its own and under valgrind; tests/c/test_mem.c (the mem:// test
+# controls, no etcd) on its own and partly under valgrind. Also builds and runs examples/c through an
 # installed prefix and pkg-config (examples/c/fence_postgres.c against a private
 # PostgreSQL too), and compiles the C blocks of ffi-c/README.md
 # and of every docs/**/*.md page (runs the complete programs among them). Last
@@ -85,6 +86,8 @@ gcc "${cflags[@]}" "$src" -o "$work/test_shared" -L"$lib" -letcdlock -Wl,-rpath,
 gcc "${cflags[@]}" "$src" -o "$work/test_static" "$lib/libetcdlock.a" -lm -lpthread -ldl
 # Issue 32's calls (acquisition options, release of a permit, latches and barriers).
 gcc "${cflags[@]}" "$here/tests/c/test_sync.c" -o "$work/test_sync" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread
+# Issue 61's test controls of the in-process stores (etcdlock_mem_*).
+gcc "${cflags[@]}" "$here/tests/c/test_mem.c" -o "$work/test_mem" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread
 # The static binary must not need libetcdlock.so.
 if ldd "$work/test_static" | grep -q libetcdlock; then echo "test_static links libetcdlock.so"; exit 1; fi
 # The header compiles as C++ too.
@@ -143,6 +146,12 @@ run_suite sync "$work/test_sync"
 # clean hand-over, lease time): the handles' leak and access checks.
 ETCDLOCK_TEST_SKIP=lock_delay_after_kill,lock_delay_clean_unlock,lease_time_and_release_permit \
     run_suite sync-valgrind "${vg[@]}" "$work/test_sync"
+# The mem:// controls, on in-process stores only (no etcd). Under valgrind
+# without the tests that bound a silence or a stall (a loss within the 3 s
+# TTL, a grant within 1 s): the handles', key lists' and bad input's checks.
+run_suite mem "$work/test_mem"
+ETCDLOCK_TEST_SKIP=silence_zero_ends_it,silence_at_risk_then_lost,stall_one_client \
+    run_suite mem-valgrind "${vg[@]}" "$work/test_mem"
 
 echo "== install to a prefix, build examples/c with pkg-config, run it"
 prefix="$work/prefix"
@@ -154,6 +163,11 @@ gcc -std=c11 -Wall -Wextra -Werror "$root/examples/c/lock_token.c" -o "$work/loc
 # shellcheck disable=SC2046
 gcc -std=c11 -Wall -Wextra -Werror "$root/examples/c/lock_token.c" -o "$work/lock_token_static" \
     $(pkg-config --cflags etcdlock) "$prefix/lib/libetcdlock.a" $(pkg-config --libs-only-l --static etcdlock | sed 's/-letcdlock//')
+# The unit test a user writes with the mem:// controls (no etcd): a job that
+# stops writing when its lease is expired in the store.
+# shellcheck disable=SC2046
+gcc -std=c11 -Wall -Wextra -Werror "$root/examples/c/job_stops_on_loss.c" -o "$work/job_stops_on_loss" \
+    $(pkg-config --cflags --libs etcdlock) -Wl,-rpath,"$prefix/lib" -lpthread
 # The header's "Minimal use" snippet, compiled as written (endpoint swapped in at run time).
 {
     echo '#include <stdio.h>'
@@ -232,6 +246,13 @@ else
     echo "FAIL examples/c/lock_token"
     total_fail=$((total_fail + 1))
 fi
+if out="$(timeout 60 "$work/job_stops_on_loss" 2>&1)" && [ "$out" = "the job stopped writing: LeaseExpired" ]; then
+    echo "ok   examples/c/job_stops_on_loss: $out"
+    total_pass=$((total_pass + 1))
+else
+    echo "FAIL examples/c/job_stops_on_loss: $out"
+    total_fail=$((total_fail + 1))
+fi
 
 # examples/c/fence_postgres.c: a libpq write fenced with the lock's token, built
 # with pkg-config like a user's, run by scripts/fence_scenario.py against a
@@ -245,6 +266,6 @@ run_suite fence-postgres python3 "$root/scripts/fence_scenario.py" --label c --h
 total_pass=$((total_pass + readme_pass))
 total_fail=$((total_fail + readme_fail))
 
-echo "== summary (shared + static + valgrind runs + sync runs + conformance (etcd, valgrind, mem) + example + PostgreSQL fencing (2) + README blocks)"
+echo "== summary (shared + static + valgrind runs + sync runs + mem runs + conformance (etcd, valgrind, mem) + examples + PostgreSQL fencing (2) + README blocks)"
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))

@@ -25,6 +25,11 @@
  *    etcdlock_cancel are fine there: they do not block on runtime threads).
  *    Callbacks must return quickly, must not longjmp out, and C++ callbacks
  *    must not throw.
+ *  - Tests: the etcdlock_mem_* functions, last in this header, act on the
+ *    in-process stores that mem://NAME endpoints reach (no etcd): they make a
+ *    hold be lost as etcd would lose it (lease expired, key deleted, etcd
+ *    silent, one client cut off) and list what a store holds; see
+ *    etcdlock_mem.
  *
  * Minimal use (ffi-c/test.sh compiles and runs this snippet):
  *
@@ -373,6 +378,33 @@ typedef struct etcdlock_leader_loop etcdlock_leader_loop;
  * Every lock under a prefix (etcdlock_list), sorted by name. Free with etcdlock_locks_free.
  */
 typedef struct etcdlock_locks etcdlock_locks;
+
+/**
+ * A handle on the in-process store that the endpoint `mem://NAME` reaches,
+ * for tests: what a test does to it, as a fault or another party would
+ * (etcdlock_mem_open). Clients that connect to its endpoint see each
+ * control as they would see the same thing happen on etcd, with the same
+ * loss reasons, in the same order, within the same bounds:
+ *
+ * | control                    | what the store does                                  | what a holder sees |
+ * |----------------------------|------------------------------------------------------|--------------------|
+ * | etcdlock_mem_expire_lease  | ends a lease now, as its TTL would; its keys go      | the loss callback with ETCDLOCK_LOSS_LEASE_EXPIRED; waiters are granted |
+ * | etcdlock_mem_delete_key    | deletes a lock's key, as an operator would           | ETCDLOCK_LOSS_KEY_DELETED; the next waiter is granted |
+ * | etcdlock_mem_silence       | answers nothing for a while (an etcd that hangs)     | the renewal callback with the ms left (at risk), then ETCDLOCK_LOSS_CONNECTION_LOST at the local deadline; calls end at their bounds |
+ * | etcdlock_mem_stall         | answers nothing to one client (its lease) only       | that client as under silence; other clients go on, and are granted its locks once its lease expires |
+ *
+ * A client connected to etcd has no such handle; the store is named, never
+ * reached through a client. Thread-safe. No call on it blocks or waits for
+ * the store, so every one may be made from a callback too. Free with
+ * etcdlock_mem_free (the store itself lives as long as the process).
+ */
+typedef struct etcdlock_mem etcdlock_mem;
+
+/**
+ * The keys of an in-process store under a prefix, in key order
+ * (etcdlock_mem_keys). Free with etcdlock_mem_key_list_free.
+ */
+typedef struct etcdlock_mem_key_list etcdlock_mem_key_list;
 
 /**
  * Several locks held together (etcdlock_lock_many). Thread-safe; freeing it
@@ -831,6 +863,44 @@ typedef void (*etcdlock_log_fn)(void *user_data,
  * multi-lock was released normally.
  */
 typedef void (*etcdlock_multi_loss_cb)(int reason, size_t index, void *user_data);
+
+/**
+ * One key of an in-process store, as etcdlock_mem_keys read it. The
+ * pointers point into the etcdlock_mem_key_list and live until
+ * etcdlock_mem_key_list_free.
+ */
+typedef struct etcdlock_mem_key {
+  /**
+   * The key: key_len bytes, followed by a NUL (so a text key, such as a
+   * lock's key from etcdlock_guard_key, prints with %s).
+   */
+  const char *key;
+  /**
+   * Length of key, without the NUL.
+   */
+  size_t key_len;
+  /**
+   * The key's value, value_len bytes (never NULL).
+   */
+  const uint8_t *value;
+  /**
+   * Length of value.
+   */
+  size_t value_len;
+  /**
+   * The lease the key lives on (0: none): a lock key's is its holder's
+   * etcdlock_guard_lease_id.
+   */
+  int64_t lease_id;
+  /**
+   * The revision that created the key (a lock key's fencing token).
+   */
+  int64_t create_revision;
+  /**
+   * The revision of its last write.
+   */
+  int64_t mod_revision;
+} etcdlock_mem_key;
 
 #ifdef __cplusplus
 extern "C" {
@@ -2293,6 +2363,208 @@ const struct etcdlock_guard *etcdlock_term_guard(const struct etcdlock_term *ter
  * Example: etcdlock_term_free(t); t = NULL;
  */
 void etcdlock_term_free(struct etcdlock_term *term);
+
+/**
+ * Open the in-process store `mem://NAME` (name "" is the process-wide
+ * `mem://`), starting it if no client started it yet, for a test to act on
+ * it with the etcdlock_mem_* controls. Clients reach the same store by
+ * giving its endpoint (etcdlock_mem_endpoint) as etcdlock_options.endpoints;
+ * open it with the name the clients use. On success *store is a new handle
+ * (free with etcdlock_mem_free); otherwise *store is NULL.
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (NULL, a name that is not up to 64 of
+ * A-Z a-z 0-9 . _ -, such as "a/b" or "mem://x"), ETCDLOCK_UNAVAILABLE (the
+ * store could not listen on 127.0.0.1).
+ *
+ * Safety: name is a NUL-terminated string; store is writable. Never
+ * blocks; callable from any thread, callbacks included.
+ *
+ * Example:
+ *
+ *     etcdlock_mem *store = NULL;
+ *     etcdlock_mem_open("orders-test", &store);
+ *     const char *ep; etcdlock_mem_endpoint(store, &ep);
+ *     o.endpoints = ep; // "mem://orders-test"
+ */
+int etcdlock_mem_open(const char *name, struct etcdlock_mem **store);
+
+/**
+ * The endpoint clients give to reach this store: "mem://NAME". *endpoint
+ * points into the handle and stays valid until etcdlock_mem_free.
+ *
+ * Safety: store is a live handle; endpoint is writable.
+ *
+ * Example: const char *ep; etcdlock_mem_endpoint(store, &ep); o.endpoints = ep;
+ */
+int etcdlock_mem_endpoint(const struct etcdlock_mem *store, const char **endpoint);
+
+/**
+ * End lease lease_id now, as its time-to-live would: every key on it is
+ * deleted at one revision, its holders lose their holds (their loss
+ * callbacks run with ETCDLOCK_LOSS_LEASE_EXPIRED, and their unlock returns
+ * ETCDLOCK_LOCK_LOST), and the waiters behind them are granted. A hold's
+ * lease is etcdlock_guard_lease_id. If existed is not NULL, *existed = 1 if
+ * the store had that lease, else 0 (no error: the lease may have expired
+ * already).
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT for a NULL store.
+ *
+ * Safety: store is a live handle; existed is NULL or writable.
+ *
+ * Example:
+ *
+ *     int64_t lease; etcdlock_guard_lease_id(g, &lease);
+ *     int existed; etcdlock_mem_expire_lease(store, lease, &existed);
+ */
+int etcdlock_mem_expire_lease(const struct etcdlock_mem *store, int64_t lease_id, int *existed);
+
+/**
+ * Delete key (key_len bytes) as another party would (an operator, a
+ * script): a lock's key is etcdlock_guard_key, and its holder loses the
+ * hold with ETCDLOCK_LOSS_KEY_DELETED; the next waiter is granted. If
+ * existed is not NULL, *existed = 1 if the key was there, else 0.
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (NULL store, an empty key, key NULL
+ * with key_len > 0, key_len over ETCDLOCK_MAX_BUFFER_LEN).
+ *
+ * Safety: store is a live handle; key points to key_len bytes; existed is
+ * NULL or writable.
+ *
+ * Example:
+ *
+ *     const char *k; etcdlock_guard_key(g, &k);
+ *     etcdlock_mem_delete_key(store, (const uint8_t *)k, strlen(k), NULL);
+ */
+int etcdlock_mem_delete_key(const struct etcdlock_mem *store,
+                            const uint8_t *key,
+                            size_t key_len,
+                            int *existed);
+
+/**
+ * Make the store answer nothing for ms milliseconds, as an etcd that hangs:
+ * every request, keep-alive and watch event of every client waits, and is
+ * answered when the silence ends if its caller still waits. Time goes on:
+ * leases whose time-to-live runs out meanwhile expire. A hold turns at risk
+ * a keep-alive interval after its last renewal (etcdlock_guard_on_renewal's
+ * callback gets the ms it still has; etcdlock_guard_renewal says so too)
+ * and is lost at its local deadline (ETCDLOCK_LOSS_CONNECTION_LOST), before
+ * the store could grant it to anyone else. Lock calls end at their timeout
+ * (ETCDLOCK_TIMEOUT), other calls at the client's request timeout
+ * (ETCDLOCK_UNAVAILABLE). A later call replaces the end; ms 0 ends the
+ * silence now (as etcdlock_mem_resume does).
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (NULL store, ms negative or over
+ * ETCDLOCK_MAX_TIMEOUT_MS).
+ *
+ * Safety: store is a live handle.
+ *
+ * Example: etcdlock_mem_silence(store, 60000); ... etcdlock_mem_resume(store);
+ */
+int etcdlock_mem_silence(const struct etcdlock_mem *store, int64_t ms);
+
+/**
+ * Make the store answer nothing to the client of lease lease_id for ms
+ * milliseconds, while every other client goes on: as a client cut off from
+ * etcd. That client's holds turn at risk and are lost as under
+ * etcdlock_mem_silence (ETCDLOCK_LOSS_CONNECTION_LOST), and its calls end
+ * at their bounds; once its lease expires in the store, other clients are
+ * granted its locks (with larger fencing tokens). The lease is a hold's
+ * etcdlock_guard_lease_id. ms 0 ends the stall now. A lease the store does
+ * not have is no error (nothing is stalled).
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (NULL store, ms negative or over
+ * ETCDLOCK_MAX_TIMEOUT_MS).
+ *
+ * Safety: store is a live handle.
+ *
+ * Example:
+ *
+ *     int64_t lease; etcdlock_guard_lease_id(g, &lease);
+ *     etcdlock_mem_stall(store, lease, 60000); // this client only
+ */
+int etcdlock_mem_stall(const struct etcdlock_mem *store, int64_t lease_id, int64_t ms);
+
+/**
+ * End every silence and stall of the store now: requests that waited are
+ * answered. A test calls it on its way out, so a failed check does not
+ * leave the store silent for the next test.
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT for a NULL store.
+ *
+ * Safety: store is a live handle.
+ *
+ * Example: etcdlock_mem_resume(store);
+ */
+int etcdlock_mem_resume(const struct etcdlock_mem *store);
+
+/**
+ * The keys of the store under prefix (prefix_len bytes; 0 for every key),
+ * in key order, read from the store itself (not through a client, so a
+ * silence does not hold it up): what a test asserts on. *keys is a new list
+ * (free with etcdlock_mem_key_list_free); etcdlock_mem_key_list_at gives
+ * each key. A lock's keys are under the client's namespace + name + "/".
+ *
+ * Returns ETCDLOCK_INVALID_ARGUMENT (NULL store or keys, prefix NULL with
+ * prefix_len > 0, prefix_len over ETCDLOCK_MAX_BUFFER_LEN).
+ *
+ * Safety: store is a live handle; prefix points to prefix_len bytes (or is
+ * NULL with prefix_len 0); keys is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_mem_key_list *l = NULL;
+ *     etcdlock_mem_keys(store, (const uint8_t *)"jobs/", 5, &l);
+ *     for (size_t i = 0; i < etcdlock_mem_key_list_len(l); i++) {
+ *         const etcdlock_mem_key *k = etcdlock_mem_key_list_at(l, i);
+ *         printf("%s lease %lld token %lld\n", k->key, (long long)k->lease_id, (long long)k->create_revision);
+ *     }
+ *     etcdlock_mem_key_list_free(l);
+ */
+int etcdlock_mem_keys(const struct etcdlock_mem *store,
+                      const uint8_t *prefix,
+                      size_t prefix_len,
+                      struct etcdlock_mem_key_list **keys);
+
+/**
+ * Number of keys in the list (0 for NULL).
+ *
+ * Safety: keys is NULL or a live list.
+ *
+ * Example: size_t n = etcdlock_mem_key_list_len(l);
+ */
+size_t etcdlock_mem_key_list_len(const struct etcdlock_mem_key_list *keys);
+
+/**
+ * The index-th key (key order), or NULL when index is out of range or keys
+ * is NULL. Valid until etcdlock_mem_key_list_free.
+ *
+ * Safety: keys is NULL or a live list.
+ *
+ * Example: const etcdlock_mem_key *k = etcdlock_mem_key_list_at(l, 0);
+ */
+const struct etcdlock_mem_key *etcdlock_mem_key_list_at(const struct etcdlock_mem_key_list *keys,
+                                                        size_t index);
+
+/**
+ * Free a list from etcdlock_mem_keys. NULL is a no-op.
+ *
+ * Safety: keys is NULL or a live list not yet freed.
+ *
+ * Example: etcdlock_mem_key_list_free(l);
+ */
+void etcdlock_mem_key_list_free(struct etcdlock_mem_key_list *keys);
+
+/**
+ * Free a store handle. The store goes on (it lives as long as the process,
+ * and its clients keep using it); its silences and stalls go on too, so
+ * call etcdlock_mem_resume first if the test made any. NULL is a no-op.
+ *
+ * Safety: store is NULL or a handle from etcdlock_mem_open not yet freed,
+ * and no other thread uses it any more.
+ *
+ * Example: etcdlock_mem_resume(store); etcdlock_mem_free(store);
+ */
+void etcdlock_mem_free(struct etcdlock_mem *store);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -30,6 +30,7 @@ for f in "${whl#"$DIST"/}" "etcdlock-$version-cp39-abi3-manylinux_2_17_aarch64.m
   "etcdlock-cli-$version-aarch64-linux-gnu.tar.gz" \
   "maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar" \
   "maven/io/etcdlock/etcdlock-spring/$version/etcdlock-spring-$version.jar" \
+  "maven/io/etcdlock/etcdlock-test/$version/etcdlock-test-$version.jar" \
   "maven/io/etcdlock/etcdlock-shedlock/$version/etcdlock-shedlock-$version.jar" \
   "maven/io/etcdlock/etcdlock-reactor/$version/etcdlock-reactor-$version.jar" \
   "maven/io/etcdlock/etcdlock-kotlin/$version/etcdlock-kotlin-$version.jar"; do

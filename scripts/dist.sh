@@ -16,7 +16,8 @@
 #   etcdlock-KEY-V.tgz                  one npm package per target with its .node module
 #                                       (KEY: linux-x64-gnu, ..., darwin-arm64, win32-x64-gnu)
 #   maven/io/etcdlock/...               etcdlock (native/<platform>/ in the jar for all seven,
-#                                       chosen at load), etcdlock-spring, etcdlock-shedlock, etcdlock-reactor, etcdlock-kotlin
+#                                       chosen at load), etcdlock-spring, etcdlock-test, etcdlock-shedlock, etcdlock-reactor,
+#                                       etcdlock-kotlin
 #                                       (+ -sources, -javadoc, poms)
 #   etcdlock-c-V-T.tar.gz (.zip on Windows)  the shared library (.so.V + .so.MAJOR + .so,
 #                                       .dylib, or .dll + import library + .def), the archive,

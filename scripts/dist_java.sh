@@ -39,7 +39,7 @@ for T in "${EXTRA[@]}"; do
 done
 # The checkout's poms say $version-SNAPSHOT between releases; the artifacts are $version.
 find "$j" -name pom.xml -exec sed -i "s|<version>$version-SNAPSHOT</version>|<version>$version</version>|" {} +
-(cd "$j" && mvn -B -q -Pdist deploy -pl etcdlock-bom,etcdlock,etcdlock-spring,etcdlock-shedlock,etcdlock-reactor,etcdlock-kotlin -am -DskipTests \
+(cd "$j" && mvn -B -q -Pdist deploy -pl etcdlock-bom,etcdlock,etcdlock-spring,etcdlock-test,etcdlock-shedlock,etcdlock-reactor,etcdlock-kotlin -am -DskipTests \
   -Dcargo.skip=true -Dcargo.target.dir="$work/native" -Detcdlock.dist.url="file://$OUT/maven") ||
   die "mvn deploy to $OUT/maven failed"
 jar=$OUT/maven/io/etcdlock/etcdlock/$version/etcdlock-$version.jar

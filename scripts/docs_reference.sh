@@ -3,10 +3,10 @@
 # comments into OUT/<language>/ (scripts/docs.sh calls it with the site's
 # staging folder, so the pages link to OUT/<language>/index.html):
 #   rust/  rustdoc of core (cargo doc --no-deps -p etcdlock)
-#   java/  Javadoc of etcdlock, etcdlock-spring, etcdlock-shedlock and
-#          etcdlock-reactor, one folder each (dist's -javadoc jars when they are
+#   java/  Javadoc of etcdlock, etcdlock-spring, etcdlock-test, etcdlock-shedlock
+#          and etcdlock-reactor, one folder each (dist's -javadoc jars when they are
 #          newer than the sources, else mvn javadoc:javadoc with no native build)
-#   node/  TypeDoc of index.d.ts, prometheus.d.ts and fencing.d.ts (scripts/docs-tools/package.json pins it)
+#   node/  TypeDoc of index.d.ts, prometheus.d.ts, testing.d.ts and fencing.d.ts (scripts/docs-tools/package.json pins it)
 #   c/     Doxygen of include/etcdlock.h
 #   cli/   the man pages (clap_mangen: cargo run -p etcdlock-cli --example manpage)
 #          as HTML (mandoc -Thtml), and as roff
@@ -30,7 +30,7 @@ cp -r "$T/doc" "$OUT/rust"
 # rustdoc's root has no index.html: send the reader to the crate.
 printf '<!doctype html><meta http-equiv="refresh" content="0; url=etcdlock/index.html"><title>etcdlock (Rust)</title><a href="etcdlock/index.html">etcdlock</a>\n' >"$OUT/rust/index.html"
 
-java_modules=(etcdlock etcdlock-spring etcdlock-shedlock etcdlock-reactor)
+java_modules=(etcdlock etcdlock-spring etcdlock-test etcdlock-shedlock etcdlock-reactor)
 # The -javadoc jars scripts/dist.sh publishes (dist/maven) are this Javadoc:
 # when they are newer than every Java source, they are used as they are (the
 # test command runs this after the dist suite); otherwise Maven builds it.
@@ -70,7 +70,7 @@ fi
 step "node (TypeDoc)"
 (cd scripts/docs-tools && npm ci --silent --no-audit --no-fund)
 (cd bindings-node && ../scripts/docs-tools/node_modules/.bin/typedoc --logLevel Warn --disableSources --readme none --skipErrorChecking \
-  --name "etcdlock for Node.js" --entryPoints index.d.ts --entryPoints prometheus.d.ts --entryPoints fencing.d.ts --out "$OUT/node")
+  --name "etcdlock for Node.js" --entryPoints index.d.ts --entryPoints prometheus.d.ts --entryPoints testing.d.ts --entryPoints fencing.d.ts --out "$OUT/node")
 
 step "c (Doxygen)"
 mkdir -p "$OUT/c"

@@ -50,7 +50,7 @@ SUITES: Dict[Tuple[str, str], Tuple[str, str]] = {
     ("bindings-node/README.md", "ts"): ("compiled by tsc and run by the Node suite", "bindings-node/test/readme.test.js"),
     ("ffi-c/README.md", "c"): ("compiled and run (fragments compiled) by ffi-c/test.sh", "ffi-c/test.sh"),
     ("README.md", "rust"): ("compiled as a doctest of core (cargo test -p etcdlock --doc)", "core/src/lib.rs"),
-    ("bindings-java/README.md", "java"): ("compiled, and run if it has a main, by the Java suite (ReadmeBlocksTest)", "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/readme/ReadmeBlocksTest.java"),
+    ("bindings-java/README.md", "java"): ("compiled, and run if it has a main or JUnit tests, by the Java suite (ReadmeBlocksTest)", "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/readme/ReadmeBlocksTest.java"),
     ("ffi-c/dist/README.md", "c"): ("compiled and run from the unpacked package by scripts/cleanroom.sh", "scripts/cleanroom.sh"),
     ("ffi-c/dist/README.md", "cmake"): ("its find_package/target_link_libraries lines are the CMakeLists.txt scripts/cleanroom.sh builds", "scripts/cleanroom.sh"),
 }
@@ -63,7 +63,7 @@ DOCS_SUITES: Dict[str, Tuple[str, str]] = {
     "ts": ("compiled by tsc and run by the Node suite", "bindings-node/test/readme.test.js"),
     "c": ("compiled and run (fragments compiled) by ffi-c/test.sh", "ffi-c/test.sh"),
     "rust": ("compiled as a doctest of core (cargo test -p etcdlock --doc)", "core/src/lib.rs"),
-    "java": ("compiled, and run if it has a main, by the Java suite (ReadmeBlocksTest)", "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/readme/ReadmeBlocksTest.java"),
+    "java": ("compiled, and run if it has a main or JUnit tests, by the Java suite (ReadmeBlocksTest)", "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/readme/ReadmeBlocksTest.java"),
     "kotlin": ("run by the Kotlin module's suite as a copy with the test's endpoints, checked to be the block (CoroutinesTest.readmeExample)", "bindings-java/etcdlock-kotlin/src/test/kotlin/io/etcdlock/kotlin/CoroutinesTest.kt"),
     "properties": ("bound as written by the Spring suite", "bindings-java/etcdlock-spring/src/test/java/io/etcdlock/spring/EtcdLockSpringTest.java"),
 }

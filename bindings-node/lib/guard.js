@@ -212,6 +212,8 @@ class MultiLock {
     this.names = n.names;
     /** Our key on each lock. */
     this.keys = n.keys;
+    /** The session lease every lock is held on (one client, one lease). */
+    this.leaseId = BigInt(n.leaseId);
     /** The fencing token on each lock (equal: one etcd transaction created every key). */
     this.fencingTokens = n.fencingTokens.map((t) => BigInt(t));
   }

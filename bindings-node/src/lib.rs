@@ -27,6 +27,7 @@ mod errors;
 mod guard;
 mod leader;
 pub mod logs;
+mod mem;
 mod multi;
 mod once;
 mod options;

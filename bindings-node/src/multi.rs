@@ -76,6 +76,17 @@ impl NativeMulti {
         self.m.guards().iter().map(|g| g.key()).collect()
     }
 
+    /// The session lease every lock is held on, as a decimal string (the JS
+    /// layer makes it a bigint).
+    #[napi(getter)]
+    pub fn lease_id(&self) -> String {
+        self.m
+            .guards()
+            .first()
+            .map_or(0, |g| g.lease_id())
+            .to_string()
+    }
+
     /// Decimal strings (the JS layer makes them bigints).
     #[napi(getter)]
     pub fn fencing_tokens(&self) -> Vec<String> {

@@ -7,12 +7,16 @@
 // With ETCDLOCK_CONFORMANCE_BACKEND=mem it runs against the in-process etcd
 // (`mem://conformance`) instead: every case but those marked `etcd_only`;
 // etcdctl reaches that store at the URL it writes under ETCDLOCK_MEM_URL_DIR.
+// There a case with `"etcd": "private"` gets a store of its own
+// (`mem://conf-ID`), whose `silence` and `resume` the `etcd` step's `pause`
+// and `resume` become; the `mem` step (the fault controls, `mem_only` cases)
+// acts on the case's store through `MemStore`, which every case ends resumed.
 const { describe, it, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { execFile } = require('node:child_process');
-const { Client, ErrorCode, LossReason } = require('..');
+const { Client, ErrorCode, LossReason, MemStore } = require('..');
 const { ROOT, startEtcd, unique } = require('./helpers.js');
 
 const LANG = 'node';
@@ -24,7 +28,10 @@ if (MEM && !process.env.ETCDLOCK_MEM_URL_DIR) {
 const TABLE = path.join(ROOT, '..', 'conformance', 'cases.json');
 const table = JSON.parse(fs.readFileSync(TABLE, 'utf8'));
 const forUs = (c) => !Array.isArray(c.langs) || c.langs.includes(LANG);
-const cases = table.cases.filter((c) => forUs(c) && !(MEM && c.etcd_only));
+// The etcd run leaves out the cases that use the store's fault controls, the mem run those about etcd itself.
+const cases = table.cases.filter((c) => forUs(c) && !(MEM ? c.etcd_only : c.mem_only));
+/** A pause with no `for_ms` on mem://: a silence longer than any case (the case resumes it). */
+const LONG_SILENCE_MS = 3600e3;
 const ran = new Set();
 
 let etcd;
@@ -37,11 +44,11 @@ after(async () => {
   await etcd.stop();
 });
 
-/** Where etcdctl reaches the store the clients use. */
-function rawEndpoints() {
-  if (!MEM) return etcd.endpoints;
-  return [fs.readFileSync(path.join(process.env.ETCDLOCK_MEM_URL_DIR, `${MEM_STORE}.url`), 'utf8').trim()];
+/** Where etcdctl reaches the in-process store `name` (the URL it wrote under ETCDLOCK_MEM_URL_DIR). */
+function memUrl(name) {
+  return fs.readFileSync(path.join(process.env.ETCDLOCK_MEM_URL_DIR, `${name}.url`), 'utf8').trim();
 }
+
 
 /** A step's input string: a JSON string, `{repeat, count}`, or `{utf16: [...]}` (lone surrogates kept). */
 function text(v, what) {
@@ -98,8 +105,8 @@ async function settle(fn, where) {
 
 const tokenOf = (r) => (r.ok ? 'ok' : r.token);
 
-/** etcdctl against `eps`: the case's private etcd, else the shared store. */
-function etcdctl(args, eps = rawEndpoints()) {
+/** etcdctl against `eps`: the case's etcd or store. */
+function etcdctl(args, eps) {
   return new Promise((resolve, reject) => {
     execFile(
       'etcdctl',
@@ -135,18 +142,47 @@ function checkTime(step, ms, where) {
 }
 
 async function runCase(c) {
-  // A case that hangs or kills etcd gets an etcd of its own.
-  const priv = c.etcd === 'private' ? await startEtcd() : null;
+  const wantsPrivate = c.etcd === 'private';
+  // A case that hangs or kills etcd gets an etcd of its own; on mem:// a
+  // store of its own, which the `etcd` and `mem` steps act on.
+  const store = MEM ? MemStore.open(wantsPrivate ? `conf-${c.id}` : MEM_STORE) : null;
+  const priv = wantsPrivate && !MEM ? await startEtcd() : null;
+  // The etcd the clients use and the one etcdctl reaches (the same, by its URL on mem://).
+  const target = priv ?? (MEM ? { endpoints: [store.endpoint], raw: [memUrl(store.name)] } : etcd);
   try {
-    await runSteps(c, priv);
+    await runSteps(c, { priv, store, endpoints: target.endpoints, raw: target.raw ?? target.endpoints });
   } finally {
+    // A case that failed mid-silence leaves its store answering for the next.
+    if (store) store.resume();
     if (priv) await priv.stop();
   }
 }
 
-async function runSteps(c, priv) {
+/** A `mem` step, or an `etcd` step on mem://, on the case's store. */
+function memStep(store, step, guard, where) {
+  switch (step.action) {
+    case 'pause': // the `etcd` step: a hung etcd is a silent store
+    case 'silence':
+      store.silence('for_ms' in step ? step.for_ms : LONG_SILENCE_MS);
+      break;
+    case 'resume':
+      store.resume();
+      break;
+    case 'expire':
+      assert.equal(store.expireLease(guard(step.guard).leaseId), true, `${where}: the store has no lease of guard ${step.guard}`);
+      break;
+    case 'stall':
+      assert.ok('for_ms' in step, `${where}: stall needs for_ms`);
+      store.stall(guard(step.guard).leaseId, step.for_ms);
+      break;
+    default:
+      assert.fail(`${where}: ${step.op} ${step.action} has no mem:// equivalent: mark the case etcd_only`);
+  }
+}
+
+async function runSteps(c, { priv, store, endpoints, raw }) {
   const ns = `${unique(`conf-${c.id}`)}/`;
-  const base = { endpoints: (priv ?? etcd).endpoints, ttl: 10, namespace: ns };
+  const base = { endpoints, ttl: 10, namespace: ns };
   const clients = new Map();
   const guards = new Map();
   const client = async (who) => {
@@ -178,6 +214,12 @@ async function runSteps(c, priv) {
       const where = `case ${c.id} step ${i} (${op})`;
       const expect = Object.prototype.hasOwnProperty.call(step, `expect_${LANG}`) ? step[`expect_${LANG}`] : step.expect;
       const want = (got) => assert.deepEqual(got, expect, `${where}: got ${JSON.stringify(got)}, the table says ${JSON.stringify(expect)}`);
+      if (store && (op === 'etcd' || op === 'mem')) {
+        assert.ok(op === 'mem' || c.etcd === 'private', `${where}: the etcd op needs "etcd": "private"`);
+        memStep(store, step, guard, where);
+        continue;
+      }
+      assert.notEqual(op, 'mem', `${where}: a mem op in an etcd run: mark the case mem_only`);
       if (op === 'etcd') {
         assert.ok(priv, `${where}: the etcd op needs "etcd": "private"`);
         const cmd = `${step.action} 0${'for_ms' in step ? ` ${step.for_ms}` : ''}`;
@@ -314,19 +356,18 @@ async function runSteps(c, priv) {
         }
         case 'keys': {
           const prefix = `${ns}${text(step.name, 'name')}/`;
-          const eps = priv ? priv.endpoints : rawEndpoints();
-          let n = await countKeys(prefix, eps);
+          let n = await countKeys(prefix, raw);
           // With `await`: until the count is the table's (the step's within_ms bounds the wait).
           const until = t0 + (step.await ? step.within_ms : 0);
           while (n !== expect && performance.now() < until) {
             await new Promise((r) => setTimeout(r, 10));
-            n = await countKeys(prefix, eps);
+            n = await countKeys(prefix, raw);
           }
           want(n);
           break;
         }
         case 'delete_outside':
-          await etcdctl(['del', '--prefix', `${ns}${text(step.name, 'name')}/`], priv ? priv.endpoints : rawEndpoints());
+          await etcdctl(['del', '--prefix', `${ns}${text(step.name, 'name')}/`], raw);
           break;
         case 'await_lost': {
           const start = Date.now();
@@ -390,6 +431,8 @@ async function runSteps(c, priv) {
       checkTime(step, performance.now() - t0, where);
     }
   } finally {
+    // Resumed first, so the clients' close is not held by a silence.
+    if (store) store.resume();
     for (const h of syncs.values()) h.close();
     for (const cl of clients.values()) await cl.close();
   }

@@ -10,6 +10,8 @@
 //   module, then run;
 // - a block with `<!-- fragment -->` on the line right before its fence is not
 //   a whole program: only its syntax is checked (`node --check`, `tsc --noEmit`);
+// - a block that is a node:test file runs as a program too: it passes when
+//   its tests do (exit code 0);
 // - a block with `<!-- example: PATH -->` there is an excerpt of PATH, a file
 //   another test runs (scripts/readme_blocks.py checks that it is one): skipped;
 // - a block followed by a line `Prints:` and a ```text block must print exactly
@@ -147,7 +149,11 @@ for (const [file, blocks] of SOURCES) for (const block of blocks.filter((b) => C
   it(`${file}:${block.line} (block ${block.number}, ${block.lang} as .${style}, ${kind}): ${block.first}`, async (t) => {
     assert.notEqual(style, 'mixed', 'the block mixes require() with import: neither CommonJS nor an ES module runs it');
     const base = path.join(WORK, `${file.replace(/\.md$/, '').replace(/[^A-Za-z0-9]+/g, '-')}-L${block.line}`);
-    const env = { ...process.env, ETCDLOCK_ENDPOINTS: etcd.endpoints.join(',') };
+    // A block that is a node:test file runs as `node file.js` runs it (its
+    // report on stdout, its exit code 1 on a failure), not as a child of
+    // this runner, which NODE_TEST_CONTEXT would make it (an undefined value
+    // leaves the variable out of the child's environment).
+    const env = { ...process.env, ETCDLOCK_ENDPOINTS: etcd.endpoints.join(','), NODE_TEST_CONTEXT: undefined };
     let script;
     if (block.lang === 'ts') {
       const src = `${base}.mts`;

@@ -1,6 +1,8 @@
 // Type-checked by `tsc --noEmit` (test/types.test.js), then compiled and run
 // against real etcd so that `await using` is exercised even on Node 20.
-import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type AcquireOptions, LeaderLoop, Term, type LeadOptions, type LeaderLoopEvent, ReentrantLock, type Logger, type LogFields, type LogLevel } from 'etcdlock';
+import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type AcquireOptions, LeaderLoop, Term, type LeadOptions, type LeaderLoopEvent, ReentrantLock, type Logger, type LogFields, type LogLevel, MemStore, type MemKey } from 'etcdlock';
+import { memStore, withMemStore, MemFixture } from 'etcdlock/testing';
+import type { TestContext } from 'node:test';
 
 export async function demo(endpoints: string[]): Promise<string[]> {
   const events: string[] = [];
@@ -164,6 +166,36 @@ export async function observability(endpoints: string[]): Promise<number> {
   return count;
 }
 
+// MemStore and etcdlock/testing (type-checked only; test/mem.test.js and test/testing.test.js run them).
+export async function memUsage(t: TestContext): Promise<LossReasonName> {
+  const store: MemStore = MemStore.open('usage');
+  const endpoint: string = store.endpoint;
+  const client = await Client.connect({ endpoints: [endpoint] });
+  const lock = await client.lock('job');
+  const expired: boolean = store.expireLease(lock.leaseId);
+  const deleted: boolean = store.deleteKey(lock.key);
+  store.silence(1_000);
+  store.stall(lock.leaseId, 1_000);
+  store.resume();
+  const keys: MemKey[] = store.keys('job/');
+  const token: bigint = keys[0].createRevision;
+  const value: Buffer = keys[0].value;
+  void expired; void deleted; void token; void value;
+  const mem: MemFixture = memStore(t);
+  const vitestShaped: MemFixture = memStore({ onTestFinished: (fn: () => Promise<void>) => { void fn; } });
+  await using scoped = memStore();
+  const c: Client = await mem.client({ ttl: 3 });
+  const reason: LossReasonName = await mem.lose(await c.lock('x'), 'stall', { within: 10_000 });
+  const multi: { name: string; reason: LossReasonName } = await mem.lose(await c.lockMany(['a', 'b']));
+  const [holder] = (await c.status('x')).holders;
+  const none: void = await mem.lose(holder, 'delete');
+  const n: number = await withMemStore(async (m) => (await m.client()).ttl);
+  const eps: string[] = scoped.endpoints;
+  await vitestShaped.close();
+  void multi; void none; void n; void eps;
+  return reason;
+}
+
 // Mistakes the types must catch (tsc fails if any of these stops being an error).
 export async function mistakes(client: Client, lock: Lock): Promise<void> {
   // @ts-expect-error the fencing token is a bigint, not a number
@@ -207,6 +239,16 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   await Client.connect({ logLevel: 'loud' });
   // @ts-expect-error a logger's methods take (message, fields)
   await Client.connect({ logger: { warn: (n: number) => n } });
+  // @ts-expect-error a lease id is a bigint (lock.leaseId)
+  MemStore.open('x').expireLease('1');
+  // @ts-expect-error durations are numbers of ms
+  MemStore.open('x').silence('1s');
+  // @ts-expect-error no such way to lose a hold
+  await memStore().lose(lock, 'pause');
+  // @ts-expect-error a fixture's clients connect to its store
+  await memStore().client({ endpoints: ['mem://x'] });
+  // @ts-expect-error a MemStore comes from MemStore.open(name)
+  new MemStore();
   void t; void l; void c; void i; void s;
 }
 

@@ -35,6 +35,8 @@ mod engine;
 mod error;
 mod guard;
 pub mod logs;
+#[cfg(feature = "mem")]
+mod mem;
 mod meta;
 pub mod metrics;
 mod names;
@@ -51,6 +53,8 @@ pub use client::window::WINDOW as QUEUED_PER_CLIENT;
 pub use client::Client;
 pub use error::{Error, ErrorCode, LossReason, Result};
 pub use guard::{Guard, GuardState, LossSignal};
+#[cfg(feature = "mem")]
+pub use mem::{MemKey, MemStore};
 pub use meta::{set_language, LockKind, META_PREFIX};
 pub use metrics::{AcquireResult, Acquisitions, MetricInfo, Metrics, METRICS};
 pub use names::{MAX_NAME_LEN, RECORD_MARK};

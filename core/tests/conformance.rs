@@ -154,17 +154,35 @@ fn state(g: &Guard) -> &'static str {
     }
 }
 
+struct ResumeOnDrop(Option<etcdlock::MemStore>);
+
+impl Drop for ResumeOnDrop {
+    fn drop(&mut self) {
+        if let Some(st) = &self.0 {
+            st.resume();
+        }
+    }
+}
+
 /// Run one case against `shared` (the harness's etcd), or with `None`
 /// against the in-process store `mem://conformance`.
 async fn run_case(shared: Option<&Etcd>, case: &Value) {
     let id = case["id"].as_str().unwrap();
     // A case that hangs or kills etcd gets an etcd of its own.
+    // On mem://, a store of its own, which the `etcd` and `mem` ops act on.
     let wants_private = case.get("etcd").and_then(Value::as_str) == Some("private");
-    assert!(
-        shared.is_some() || !wants_private,
-        "case {id} needs a private etcd: mark it \"etcd_only\": true"
-    );
-    let mut private = wants_private.then(Etcd::single);
+    let mem = shared.is_none();
+    let store = mem.then(|| {
+        let name = if wants_private {
+            format!("conf-{id}")
+        } else {
+            MEM["mem://".len()..].to_string()
+        };
+        etcdlock::MemStore::open(&name).expect("a mem store")
+    });
+    let mut private = (wants_private && !mem).then(Etcd::single);
+    // A case that fails mid-silence leaves its store answering for the next.
+    let _resume = ResumeOnDrop(store.clone());
     let ns = common::unique_ns(&format!("conf-{id}"));
     let mut clients: HashMap<String, Client> = HashMap::new();
     let mut guards: HashMap<String, Guard> = HashMap::new();
@@ -200,6 +218,25 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 "case {id} step {i} ({op}): got {got}, the table says {w}"
             );
         };
+        if let (true, Some(st)) = (op == "etcd" || op == "mem", store.as_ref()) {
+            // On mem://, the controls reproduce a hung etcd (silence).
+            let ms = step.get("for_ms").and_then(Value::as_u64);
+            let guard = || &guards[step["guard"].as_str().unwrap()];
+            match step["action"].as_str().unwrap() {
+                "pause" | "silence" => st.silence(Duration::from_millis(ms.unwrap_or(3_600_000))),
+                "resume" => st.resume(),
+                "expire" => assert!(st.expire_lease(guard().lease_id())),
+                "stall" => st.stall(guard().lease_id(), Duration::from_millis(ms.unwrap())),
+                other => {
+                    panic!("case {id}: {other} has no mem:// equivalent: mark the case etcd_only")
+                }
+            }
+            continue;
+        }
+        assert!(
+            op != "mem",
+            "case {id}: a mem op in an etcd run: mark the case mem_only"
+        );
         if op == "etcd" {
             let e = private
                 .as_mut()
@@ -216,9 +253,10 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
             }
             continue;
         }
-        let etcd = match private.as_ref().or(shared) {
-            Some(e) => e.endpoints().join(","),
-            None => MEM.to_string(),
+        let etcd = match (private.as_ref().or(shared), &store) {
+            (Some(e), _) => e.endpoints().join(","),
+            (None, Some(st)) => st.endpoint(),
+            (None, None) => MEM.to_string(),
         };
         let etcd = etcd.as_str();
         let started = Instant::now();
@@ -563,18 +601,22 @@ async fn table(mem: bool) {
             .and_then(Value::as_array)
             .map_or(true, |l| l.iter().any(|x| x == LANG))
     };
-    let etcd_only = |c: &Value| c.get("etcd_only").and_then(Value::as_bool) == Some(true);
+    let only = |c: &Value, k: &str| c.get(k).and_then(Value::as_bool) == Some(true);
+    let skip = |c: &Value| {
+        if mem {
+            only(c, "etcd_only")
+        } else {
+            only(c, "mem_only")
+        }
+    };
     for case in cases {
-        if !listed(case) || (mem && etcd_only(case)) {
+        if !listed(case) || skip(case) {
             continue;
         }
         run_case(etcd.as_ref(), case).await;
         ran += 1;
     }
-    let expected = cases
-        .iter()
-        .filter(|c| listed(c) && !(mem && etcd_only(c)))
-        .count();
+    let expected = cases.iter().filter(|c| listed(c) && !skip(c)).count();
     assert_eq!(ran, expected);
     let backend = if mem { " (mem)" } else { "" };
     println!(

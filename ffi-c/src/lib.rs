@@ -9,7 +9,7 @@
 //! lock_async, callbacks, observers), recipes (semaphore, read-write
 //! lock), multi (multi-lock), election, status (queue views), sync
 //! (latches and barriers), multi_wait (the multi-lock's loss and renewal
-//! callbacks).
+//! callbacks), mem (the test controls of `mem://` stores).
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
@@ -36,6 +36,8 @@ mod logs;
 mod multi_wait;
 mod once;
 mod term;
+// Last, the test controls of the in-process stores (etcdlock_mem_*).
+mod mem;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Duration;
@@ -52,6 +54,7 @@ pub use guard::*;
 pub use guarded::*;
 pub use leader::*;
 pub use logs::*;
+pub use mem::*;
 pub use multi::*;
 pub use multi_wait::*;
 pub use once::*;
@@ -224,6 +227,7 @@ const _: fn() = || {
     thread_safe::<etcdlock_barrier>();
     thread_safe::<etcdlock_leader_loop>();
     thread_safe::<etcdlock_term>();
+    thread_safe::<etcdlock_mem>();
 };
 
 /// A raw pointer handed back to C on a runtime thread.

@@ -11,14 +11,21 @@ is committed.
 
 With the endpoints mem://NAME (ffi-c/test.sh passes mem://conformance) the
 program runs the table against the in-process etcd instead: every case listed
-for "c" but those marked "etcd_only"; the raw steps (keys, delete_outside)
-reach that store with etcdctl at the URL it writes to
-$ETCDLOCK_MEM_URL_DIR/NAME.url (a fresh directory when the variable is not
-set). The line then reads "conformance: N of M cases ran for c (mem)".
+for "c" but those marked "etcd_only" (the etcd run leaves out those marked
+"mem_only"); the raw steps (keys, delete_outside) reach that store with
+etcdctl at the URL it writes to $ETCDLOCK_MEM_URL_DIR/NAME.url (a fresh
+directory when the variable is not set). The `mem` op is the store's fault
+controls (etcdlock_mem_expire_lease, _stall, _silence, _resume, on the
+guard's lease). The line then reads "conformance: N of M cases ran for c
+(mem)".
 
 A case with "etcd": "private" runs against its own etcd: the program starts
 $ETCDLOCK_HARNESS for it (pipes on its stdin and stdout, for the `etcd` op's
-commands) and stops and reaps it after the case. A step's within_ms and
+commands) and stops and reaps it after the case. On mem:// it gets a store of
+its own instead, mem://conf-ID, whose silence and resume are the `etcd` op's
+pause (for_ms absent: an hour) and resume. After every case, failed or not,
+the runner resumes its store. A step with "background": true starts the lock
+with etcdlock_lock_async; `join` awaits its callback. A step's within_ms and
 at_least_ms bound the library call alone, timed on CLOCK_MONOTONIC.
 """
 
@@ -94,8 +101,16 @@ def gen_case(idx: int, case) -> str:
              f'    snprintf(ns, sizeof ns, "conf-c-%d-{idx}/", (int)getpid());',
              "    struct harness h = {0, NULL, NULL, \"\"}; (void)h;",
              "    const char *shared_endpoints = ENDPOINTS; (void)shared_endpoints;",
-             "    int64_t t0 = 0, took = 0; (void)t0; (void)took;", "    int failed_before = 0; (void)failed_before;"]
+             "    int64_t t0 = 0, took = 0; (void)t0; (void)took;", "    int failed_before = 0; (void)failed_before;",
+             "    long keys_n = 0; (void)keys_n;",
+             # On mem://, the case's store (the shared one, or mem://conf-ID of
+             # its own for "etcd": "private"): the `mem` and `etcd` ops act on it.
+             "    etcdlock_mem *store = NULL; (void)store;"]
     guards, multis, latches, barriers = [], [], [], []
+    # Calls started with "background": true, awaited by `join`.
+    calls = [st["as"] for st in case["steps"] if st.get("background")]
+    for c in calls:
+        lines.append(f"    struct call c_{c}; call_init(&c_{c});")
     # relock: each (lock, owner)'s handles, latest last (known here: the steps
     # run in order), and one owner number per owner name.
     handles, owners = {}, {}
@@ -115,11 +130,14 @@ def gen_case(idx: int, case) -> str:
     for x in barriers:
         lines.append(f"    etcdlock_barrier *b_{x} = NULL;")
     lines.append("    int rc; (void)rc;")
+    # After the declarations, which `goto done` must not skip.
+    lines.append(f"    if (MEM && !mem_open(&store, {'id' if private else 'NULL'})) {{ fail(id, 0, \"no in-process store\", \"one opened\"); goto done; }}")
     if private:
-        # Its own etcd (after the declarations, which `goto done` must not skip):
-        # clients a and b, and etcdctl, use its endpoints for this case only.
-        lines.append('    if (!harness_start(&h)) { fail(id, 0, "no private etcd-harness", "one started"); goto done; }')
-        lines.append("    ENDPOINTS = h.endpoints;")
+        # Its own etcd: clients a and b, and etcdctl, use its endpoints for
+        # this case only. On mem://, its own store mem://conf-ID.
+        lines.append('    if (MEM) { ENDPOINTS = mem_endpoint(store); }')
+        lines.append('    else if (!harness_start(&h)) { fail(id, 0, "no private etcd-harness", "one started"); goto done; }')
+        lines.append("    else ENDPOINTS = h.endpoints;")
     for i, st in enumerate(case["steps"]):
         op = st["op"]
         who = 1 if st.get("client") == "b" else 0
@@ -127,7 +145,7 @@ def gen_case(idx: int, case) -> str:
         lines.append(f"    /* step {i}: {op} */")
         # Ops on a guard alone need no client (after a close, none is made
         # again: with etcd hung, connecting would fail the step).
-        if op not in ("connect", "etcd", "state", "await_lost", "token_order", "token_same", "unlock", "put", "get", "delete"):
+        if op not in ("connect", "etcd", "mem", "join", "state", "await_lost", "token_order", "token_same", "unlock", "put", "get", "delete"):
             lines.append(f"    if (!cl[{who}] && !client_open(&cl[{who}], ns, NULL)) {{ fail(id, {i}, \"connect\", \"default client\"); goto done; }}")
         # await_lost's within_ms is its own wait bound (its argument), not a bound on a call.
         timed = op != "await_lost" and ("within_ms" in st or "at_least_ms" in st)
@@ -156,6 +174,18 @@ def gen_case(idx: int, case) -> str:
             lines.append(f"        rc = etcdlock_client_connect(&o, &cl[{who}]);")
             lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
             lines.append("    }")
+        elif op == "lock" and st.get("background"):
+            if has_extras(st):
+                raise SystemExit(f"{cid} step {i}: a background lock takes a timeout only (etcdlock_lock_async)")
+            t = st.get("timeout_ms")
+            t = "ETCDLOCK_WAIT_FOREVER" if t is None else f"INT64_C({int(t)})"
+            lines.append(f"    call_start(&c_{st['as']}, cl[{who}], {text(st['name'], 'name')}, {t});")
+        elif op == "join":
+            var = st["call"]
+            if var not in calls:
+                raise SystemExit(f"{cid} step {i}: no background call {var}")
+            lines.append(f"    rc = call_join(&c_{var}, &g_{var});")
+            lines.append(f"    check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
         elif op in ("lock", "try_lock"):
             name = text(st["name"], "name")
             var = st.get("as")
@@ -271,7 +301,13 @@ def gen_case(idx: int, case) -> str:
         elif op == "state":
             lines.append(f"    check_str(id, {i}, guard_state(g_{st['guard']}), {c_bytes(exp.encode())});")
         elif op == "keys":
-            lines.append(f"    check_int(id, {i}, count_keys(ns, {text(st['name'], 'name')}), {int(exp)});")
+            # With "await": read again (every 10 ms) until the count is the
+            # table's or within_ms has passed.
+            until = int(st["within_ms"]) if st.get("await") else 0
+            if st.get("await") and "within_ms" not in st:
+                raise SystemExit(f"{cid} step {i}: an awaited keys step has within_ms")
+            lines.append(f"    keys_n = count_keys_await(ns, {text(st['name'], 'name')}, {int(exp)}, {until});")
+            lines.append(f"    check_int(id, {i}, keys_n, {int(exp)});")
         elif op == "delete_outside":
             lines.append(f"    delete_outside(ns, {text(st['name'], 'name')});")
         elif op == "await_lost":
@@ -337,7 +373,36 @@ def gen_case(idx: int, case) -> str:
             if "for_ms" in st and action != "pause":
                 raise SystemExit(f"{cid}: for_ms goes with pause only")
             cmd = f"{action} 0" + (f" {int(st['for_ms'])}" if "for_ms" in st else "")
-            lines.append(f"    harness_cmd(&h, id, {i}, {c_bytes(cmd.encode())});")
+            # On mem:// (a case not etcd_only): pause is the store's silence
+            # (for_ms absent: an hour, longer than any case), resume its resume.
+            if action == "pause":
+                mem_call = f"etcdlock_mem_silence(store, INT64_C({int(st.get('for_ms', 3600000))}))"
+            elif action == "resume":
+                mem_call = "etcdlock_mem_resume(store)"
+            else:
+                mem_call = None
+            if mem_call and not case.get("etcd_only"):
+                lines.append(f"    if (MEM) mem_control(id, {i}, {mem_call});")
+                lines.append(f"    else harness_cmd(&h, id, {i}, {c_bytes(cmd.encode())});")
+            elif not case.get("etcd_only"):
+                raise SystemExit(f"{cid}: etcd {action} has no mem:// equivalent: mark the case etcd_only")
+            else:
+                lines.append(f"    harness_cmd(&h, id, {i}, {c_bytes(cmd.encode())});")
+        elif op == "mem":
+            if not case.get("mem_only"):
+                raise SystemExit(f"{cid}: a mem op in a case run on etcd: mark the case mem_only")
+            action = st["action"]
+            g = f"g_{st['guard']}" if "guard" in st else None
+            if action == "expire":
+                lines.append(f"    mem_expire(id, {i}, store, {g});")
+            elif action == "stall":
+                lines.append(f"    mem_stall(id, {i}, store, {g}, INT64_C({int(st['for_ms'])}));")
+            elif action == "silence":
+                lines.append(f"    mem_control(id, {i}, etcdlock_mem_silence(store, INT64_C({int(st['for_ms'])})));")
+            elif action == "resume":
+                lines.append(f"    mem_control(id, {i}, etcdlock_mem_resume(store));")
+            else:
+                raise SystemExit(f"{cid}: unknown mem action {action}")
         elif op == "token_same":
             lines.append("    {")
             lines.append("        int64_t t1 = 0, t2 = 0;")
@@ -356,7 +421,7 @@ def gen_case(idx: int, case) -> str:
             # Time the library call alone: the line that calls it (the one assigning
             # rc, or the check around it) is bracketed by the monotonic clock.
             call = next((k for k in range(start, len(lines))
-                         if lines[k].lstrip().startswith(("rc = ", "check_rc(id", "harness_cmd("))), None)
+                         if lines[k].lstrip().startswith(("rc = ", "check_rc(id", "harness_cmd(", "keys_n = "))), None)
             if call is None:
                 raise SystemExit(f"{cid} step {i}: time bounds on op {op} are not supported")
             pad = lines[call][:len(lines[call]) - len(lines[call].lstrip())]
@@ -366,6 +431,9 @@ def gen_case(idx: int, case) -> str:
             lines.append(f"    check_time(id, {i}, took, {lo}, {hi}, failed_steps > failed_before);")
     lines.append("    goto done; /* every case has the label in use */")
     lines.append("done:")
+    # A case that failed mid-silence must not leave its store silent (for the
+    # next case, or for the close below).
+    lines.append("    if (store) etcdlock_mem_resume(store);")
     for g in guards:
         lines.append(f"    etcdlock_guard_free(g_{g});")
     for m in multis:
@@ -375,6 +443,11 @@ def gen_case(idx: int, case) -> str:
     for x in barriers:
         lines.append(f"    etcdlock_barrier_free(b_{x});")
     lines.append("    etcdlock_client_free(cl[0]); etcdlock_client_free(cl[1]);")
+    # The clients' free waited for their callbacks: a call never joined has
+    # completed by now, and its guard (if any) is the case's to free.
+    for c in calls:
+        lines.append(f"    call_destroy(&c_{c});")
+    lines.append("    etcdlock_mem_free(store);")
     if private:
         lines.append("    ENDPOINTS = shared_endpoints;")
         lines.append("    harness_stop(&h);")
@@ -667,6 +740,125 @@ static void delete_outside(const char *ns, const char *name) {
     etcdctl(args, out, sizeof out);
 }
 
+/* count_keys, read again every 10 ms until it is `want` or until_ms have
+ * passed (0: one read): the `keys` step with "await": true. */
+static long count_keys_await(const char *ns, const char *name, long want, int64_t until_ms) {
+    int64_t end = mono_ms() + until_ms;
+    long n = count_keys(ns, name);
+    while (n != want && mono_ms() < end) {
+        struct timespec ten = {0, 10 * 1000000L};
+        nanosleep(&ten, NULL);
+        n = count_keys(ns, name);
+    }
+    return n;
+}
+
+/* The case's in-process store (mem runs): its own, mem://conf-ID, for a case
+ * with "etcd": "private" (id given), else the run's (argv[1]'s name). */
+static int mem_open(etcdlock_mem **store, const char *id) {
+    char name[128];
+    if (id) snprintf(name, sizeof name, "conf-%s", id);
+    else snprintf(name, sizeof name, "%s", ENDPOINTS + strlen("mem://"));
+    int rc = etcdlock_mem_open(name, store);
+    if (rc != ETCDLOCK_OK) printf("etcdlock_mem_open(\"%s\"): %s\n", name, etcdlock_last_error_message());
+    return rc == ETCDLOCK_OK;
+}
+
+static const char *mem_endpoint(const etcdlock_mem *store) {
+    const char *ep = "";
+    etcdlock_mem_endpoint(store, &ep);
+    return ep;
+}
+
+/* A control of the store (the `mem` op, and the `etcd` op on mem://): it must say OK. */
+static void mem_control(const char *id, int step, int rc) {
+    if (rc != ETCDLOCK_OK) {
+        char got[512];
+        snprintf(got, sizeof got, "%s (%s)", etcdlock_status_name(rc), etcdlock_last_error_message());
+        fail(id, step, got, "the store's control to succeed");
+    }
+}
+
+/* `mem` expire: end the guard's lease now; the store must have had it. */
+static void mem_expire(const char *id, int step, const etcdlock_mem *store, const etcdlock_guard *g) {
+    int64_t lease = 0;
+    int existed = 0;
+    int rc = etcdlock_guard_lease_id(g, &lease);
+    if (rc == ETCDLOCK_OK) rc = etcdlock_mem_expire_lease(store, lease, &existed);
+    mem_control(id, step, rc);
+    if (rc == ETCDLOCK_OK && !existed) fail(id, step, "no such lease in the store", "the guard's lease");
+}
+
+/* `mem` stall: answer nothing to the guard's client (its lease) for ms. */
+static void mem_stall(const char *id, int step, const etcdlock_mem *store, const etcdlock_guard *g, int64_t ms) {
+    int64_t lease = 0;
+    int rc = etcdlock_guard_lease_id(g, &lease);
+    if (rc == ETCDLOCK_OK) rc = etcdlock_mem_stall(store, lease, ms);
+    mem_control(id, step, rc);
+}
+
+/* A call started with "background": true (etcdlock_lock_async), awaited by
+ * `join`. Its callback runs on a runtime thread; the clients' free waits for
+ * it, so a call never joined has completed once the case's clients are freed. */
+struct call {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int started, done, joined, status;
+    etcdlock_guard *guard;
+};
+
+static void call_init(struct call *c) {
+    memset(c, 0, sizeof *c);
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+}
+
+static void call_done(int status, etcdlock_guard *g, void *user) {
+    struct call *c = user;
+    pthread_mutex_lock(&c->mu);
+    c->done = 1;
+    c->status = status;
+    c->guard = g;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void call_start(struct call *c, etcdlock_client *cl, const char *name, int64_t timeout_ms) {
+    int rc = etcdlock_lock_async(cl, name, timeout_ms, call_done, c, NULL);
+    if (rc != ETCDLOCK_OK) {
+        /* Refused at once: that is the call's outcome, which `join` reports. */
+        c->done = 1;
+        c->status = rc;
+    }
+    c->started = 1;
+}
+
+/* The call's outcome (a status), waiting for it up to 120 s (a bound for a
+ * broken run only: the step's within_ms is checked by the caller); on OK its
+ * guard moves to *g. */
+static int call_join(struct call *c, etcdlock_guard **g) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 120;
+    pthread_mutex_lock(&c->mu);
+    while (!c->done)
+        if (pthread_cond_timedwait(&c->cv, &c->mu, &until) != 0) break;
+    int done = c->done, status = c->status;
+    if (done) {
+        *g = c->guard;
+        c->guard = NULL;
+        c->joined = 1;
+    }
+    pthread_mutex_unlock(&c->mu);
+    return done ? status : ETCDLOCK_INTERNAL;
+}
+
+static void call_destroy(struct call *c) {
+    etcdlock_guard_free(c->guard); /* a call never joined */
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+}
+
 struct loss_wait {
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -712,13 +904,20 @@ def main() -> None:
     parts = [PRELUDE]
     for i, case in enumerate(mine):
         parts.append(gen_case(i, case))
-    # On mem:// the cases marked etcd_only (they pause or kill etcd) are left out.
-    calls = "\n".join(
-        (f"    if (!MEM) {{ failed_cases_mark = 0; case_{i}(); failed_cases += failed_cases_mark; }}"
-         if c.get("etcd_only") else
-         f"    failed_cases_mark = 0; case_{i}(); failed_cases += failed_cases_mark;")
-        for i, c in enumerate(mine))
+    # On mem:// the cases marked etcd_only (they kill etcd) are left out; on
+    # etcd, those marked mem_only (they use the store's fault controls).
+    def call(i, c):
+        run = f"failed_cases_mark = 0; case_{i}(); failed_cases += failed_cases_mark;"
+        if c.get("etcd_only") and c.get("mem_only"):
+            raise SystemExit(f"{c['id']}: etcd_only and mem_only")
+        if c.get("etcd_only"):
+            return f"    if (!MEM) {{ {run} }}"
+        if c.get("mem_only"):
+            return f"    if (MEM) {{ {run} }}"
+        return f"    {run}"
+    calls = "\n".join(call(i, c) for i, c in enumerate(mine))
     etcd_only = sum(1 for c in mine if c.get("etcd_only"))
+    mem_only = sum(1 for c in mine if c.get("mem_only"))
     parts.append(f'''
 int main(int argc, char **argv) {{
     if (argc < 2) {{ fprintf(stderr, "usage: %s ENDPOINTS\\n", argv[0]); return 2; }}
@@ -736,7 +935,7 @@ int main(int argc, char **argv) {{
     int failed_cases = 0;
 {calls}
     printf("conformance: %d of {len(table["cases"])} cases ran for c%s\\n", ran, MEM ? " (mem)" : "");
-    int missing = {len(mine)} - (MEM ? {etcd_only} : 0) - ran;
+    int missing = {len(mine)} - (MEM ? {etcd_only} : {mem_only}) - ran;
     if (missing) printf("FAIL %d cases listed for c did not run\\n", missing);
     etcdlock_shutdown();
     printf("%d passed, %d failed\\n", ran - failed_cases, failed_cases + missing);

@@ -34,6 +34,7 @@ pub mod pb {
     }
 }
 
+mod faults;
 mod service;
 pub mod store;
 
@@ -67,11 +68,122 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime, StartError> {
 /// started on first use; `""` is the process-wide default store. Every call
 /// with the same name in one process returns the same store.
 pub fn endpoint(name: &str) -> Result<String, StartError> {
-    static STORES: OnceLock<Mutex<HashMap<String, String>>> = OnceLock::new();
+    Ok(handle(name)?.url)
+}
+
+/// A handle on the in-process store `name` (started on first use, as by
+/// [`endpoint`]): what a test does to it, as a fault or another party would.
+#[derive(Clone)]
+pub struct Handle {
+    store: Arc<store::Store>,
+    url: String,
+}
+
+/// A key as the store holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    /// The lease the key lives on (0: none).
+    pub lease: i64,
+    pub create_revision: i64,
+    pub mod_revision: i64,
+}
+
+impl Handle {
+    /// The store's `http://127.0.0.1:PORT` URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Answer nothing for `d`: every request and watch event waits (as on
+    /// an etcd that hangs) and is answered when it ends, if its caller still
+    /// waits. Leases expire meanwhile at their time-to-live. A later call
+    /// replaces the end; zero ends the silence now.
+    pub fn silence(&self, d: std::time::Duration) {
+        self.store.faults.silence(d)
+    }
+
+    /// Answer nothing to the client of lease `lease` for `d` (its
+    /// connection and every request naming the lease), while every other
+    /// client goes on. Zero ends the stall now.
+    pub fn stall(&self, lease: i64, d: std::time::Duration) {
+        self.store.faults.stall(lease, d)
+    }
+
+    /// End every silence and stall now.
+    pub fn resume(&self) {
+        self.store.faults.resume()
+    }
+
+    /// End lease `lease` now, as its time-to-live would: its keys are
+    /// deleted at one revision. False if there is no such lease.
+    pub fn expire_lease(&self, lease: i64) -> bool {
+        self.store.expire(lease)
+    }
+
+    /// Delete `key`, as another party would (an operator, a script). False
+    /// if there was no such key.
+    pub fn delete(&self, key: &[u8]) -> bool {
+        let req = pb::etcdserverpb::DeleteRangeRequest {
+            key: key.to_vec(),
+            ..Default::default()
+        };
+        self.store
+            .with(|m| Ok(m.delete_range(&req)?.deleted > 0))
+            .map(|(d, _)| d)
+            .unwrap_or(false)
+    }
+
+    /// The keys under `prefix` (all keys for an empty prefix), in key order.
+    pub fn keys(&self, prefix: &[u8]) -> Vec<Key> {
+        let req = pb::etcdserverpb::RangeRequest {
+            key: if prefix.is_empty() {
+                vec![0]
+            } else {
+                prefix.to_vec()
+            },
+            range_end: prefix_end(prefix),
+            ..Default::default()
+        };
+        let kvs = self
+            .store
+            .lock()
+            .range(&req)
+            .map(|r| r.kvs)
+            .unwrap_or_default();
+        kvs.into_iter()
+            .map(|kv| Key {
+                key: kv.key,
+                value: kv.value,
+                lease: kv.lease,
+                create_revision: kv.create_revision,
+                mod_revision: kv.mod_revision,
+            })
+            .collect()
+    }
+}
+
+/// etcd's range end for a prefix (`\0` for the empty prefix: every key).
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// The handle of the in-process store `name`, started on first use; `""` is
+/// the process-wide default store (`mem://`).
+pub fn handle(name: &str) -> Result<Handle, StartError> {
+    static STORES: OnceLock<Mutex<HashMap<String, Handle>>> = OnceLock::new();
     let stores = STORES.get_or_init(Default::default);
     let mut stores = stores.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(url) = stores.get(name) {
-        return Ok(url.clone());
+    if let Some(h) = stores.get(name) {
+        return Ok(h.clone());
     }
     let rt = runtime()?;
     let listener = std::net::TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
@@ -100,15 +212,17 @@ pub fn endpoint(name: &str) -> Result<String, StartError> {
     let _guard = rt.enter();
     let listener = tokio::net::TcpListener::from_std(listener)
         .map_err(|e| StartError(format!("in-process etcd: {e}")))?;
-    rt.spawn(store.reap());
+    rt.spawn(store.clone().reap());
     rt.spawn(serve(svc, listener));
     announce(name, &url)?;
-    stores.insert(name.to_string(), url.clone());
-    Ok(url)
+    let h = Handle { store, url };
+    stores.insert(name.to_string(), h.clone());
+    Ok(h)
 }
 
 /// With `ETCDLOCK_MEM_URL_DIR` set, write each store's URL to
-/// `<dir>/<name>.url` (`default.url` for `mem://`), so a test can point a
+/// `<dir>/<name>.url` (`default.url` for `mem://`; the directory is created
+/// if missing), so a test can point a
 /// tool of its own (etcdctl) at the store its code under test uses. Off by
 /// default: nothing else learns the port.
 fn announce(name: &str, url: &str) -> Result<(), StartError> {
@@ -119,12 +233,15 @@ fn announce(name: &str, url: &str) -> Result<(), StartError> {
         "{}.url",
         if name.is_empty() { "default" } else { name }
     ));
-    std::fs::write(&file, url).map_err(|e| {
-        StartError(format!(
-            "cannot write the in-process etcd's URL to {} (ETCDLOCK_MEM_URL_DIR): {e}",
-            file.display()
-        ))
-    })
+    // Created if missing: a test sets the variable before anything exists.
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&file, url))
+        .map_err(|e| {
+            StartError(format!(
+                "cannot write the in-process etcd's URL to {} (ETCDLOCK_MEM_URL_DIR): {e}",
+                file.display()
+            ))
+        })
 }
 
 async fn serve(svc: service::Svc, listener: tokio::net::TcpListener) {

@@ -35,6 +35,27 @@ fn too_large(m: &impl Message) -> Result<(), Status> {
     Ok(())
 }
 
+impl Svc {
+    /// Wait at the store's fault gate ([`crate::faults`]): the connection of
+    /// `r`, and the leases the request names.
+    async fn admit<T>(&self, r: &Request<T>, leases: &[i64]) {
+        self.store.faults.gate(r.remote_addr(), leases).await
+    }
+}
+
+/// The leases a put or a transaction's top-level puts attach keys to.
+fn put_leases(t: &pb::TxnRequest) -> Vec<i64> {
+    use pb::request_op::Request as R;
+    t.success
+        .iter()
+        .chain(&t.failure)
+        .filter_map(|op| match &op.request {
+            Some(R::RequestPut(p)) if p.lease != 0 => Some(p.lease),
+            _ => None,
+        })
+        .collect()
+}
+
 fn unimplemented(what: &str) -> Status {
     Status::unimplemented(format!(
         "{what} is not implemented by the in-process etcd (mem://)"
@@ -44,6 +65,7 @@ fn unimplemented(what: &str) -> Status {
 #[tonic::async_trait]
 impl Kv for Svc {
     async fn range(&self, r: Request<pb::RangeRequest>) -> Rpc<pb::RangeResponse> {
+        self.admit(&r, &[]).await;
         let r = r.into_inner();
         let (mut resp, h) = self.store.with(|m| m.range(&r))?;
         resp.header = Some(h);
@@ -56,6 +78,11 @@ impl Kv for Svc {
     }
 
     async fn put(&self, r: Request<pb::PutRequest>) -> Rpc<pb::PutResponse> {
+        let lease = [r.get_ref().lease]
+            .into_iter()
+            .filter(|l| *l != 0)
+            .collect::<Vec<_>>();
+        self.admit(&r, &lease).await;
         let r = r.into_inner();
         too_large(&r)?;
         let (mut resp, h) = self.store.with(|m| m.put(&r))?;
@@ -67,6 +94,7 @@ impl Kv for Svc {
         &self,
         r: Request<pb::DeleteRangeRequest>,
     ) -> Rpc<pb::DeleteRangeResponse> {
+        self.admit(&r, &[]).await;
         let r = r.into_inner();
         let (mut resp, h) = self.store.with(|m| m.delete_range(&r))?;
         resp.header = Some(h);
@@ -74,6 +102,7 @@ impl Kv for Svc {
     }
 
     async fn txn(&self, r: Request<pb::TxnRequest>) -> Rpc<pb::TxnResponse> {
+        self.admit(&r, &put_leases(r.get_ref())).await;
         let r = r.into_inner();
         too_large(&r)?;
         let (mut resp, h) = self.store.with(|m| m.txn(&r))?;
@@ -82,6 +111,7 @@ impl Kv for Svc {
     }
 
     async fn compact(&self, r: Request<pb::CompactionRequest>) -> Rpc<pb::CompactionResponse> {
+        self.admit(&r, &[]).await;
         let rev = r.into_inner().revision;
         let (_, h) = self.store.with(|m| {
             if rev < m.compacted {
@@ -108,9 +138,12 @@ impl Kv for Svc {
 #[tonic::async_trait]
 impl Lease for Svc {
     async fn lease_grant(&self, r: Request<pb::LeaseGrantRequest>) -> Rpc<pb::LeaseGrantResponse> {
+        self.admit(&r, &[]).await;
+        let conn = r.remote_addr();
         let r = r.into_inner();
         let now = tokio::time::Instant::now();
         let ((id, ttl), h) = self.store.with(|m| m.grant(r.id, r.ttl, now))?;
+        self.store.faults.note(conn, id);
         self.store.lease_added.notify_one();
         Ok(Response::new(pb::LeaseGrantResponse {
             header: Some(h),
@@ -124,8 +157,10 @@ impl Lease for Svc {
         &self,
         r: Request<pb::LeaseRevokeRequest>,
     ) -> Rpc<pb::LeaseRevokeResponse> {
+        self.admit(&r, &[r.get_ref().id]).await;
         let id = r.into_inner().id;
         let (_, h) = self.store.with(|m| m.revoke(id))?;
+        self.store.faults.forget(id);
         Ok(Response::new(pb::LeaseRevokeResponse { header: Some(h) }))
     }
 
@@ -134,11 +169,15 @@ impl Lease for Svc {
         &self,
         r: Request<Streaming<pb::LeaseKeepAliveRequest>>,
     ) -> Rpc<Self::LeaseKeepAliveStream> {
+        self.admit(&r, &[]).await;
+        let conn = r.remote_addr();
         let mut inbound = r.into_inner();
         let (tx, rx) = mpsc::channel(64);
         let store = self.store.clone();
         tokio::spawn(async move {
             while let Ok(Some(req)) = inbound.message().await {
+                store.faults.note(conn, req.id);
+                store.faults.gate(conn, &[req.id]).await;
                 let now = tokio::time::Instant::now();
                 let (ttl, h) = match store.with(|m| Ok(m.keep_alive(req.id, now))) {
                     Ok(v) => v,
@@ -164,6 +203,8 @@ impl Lease for Svc {
         &self,
         r: Request<pb::LeaseTimeToLiveRequest>,
     ) -> Rpc<pb::LeaseTimeToLiveResponse> {
+        self.store.faults.note(r.remote_addr(), r.get_ref().id);
+        self.admit(&r, &[r.get_ref().id]).await;
         let r = r.into_inner();
         let now = tokio::time::Instant::now();
         let (resp, h) = self.store.with(|m| {
@@ -197,8 +238,9 @@ impl Lease for Svc {
 
     async fn lease_leases(
         &self,
-        _r: Request<pb::LeaseLeasesRequest>,
+        r: Request<pb::LeaseLeasesRequest>,
     ) -> Rpc<pb::LeaseLeasesResponse> {
+        self.admit(&r, &[]).await;
         let (leases, h) = self.store.with(|m| {
             Ok(m.leases
                 .keys()
@@ -304,6 +346,8 @@ async fn deliver(
 impl Watch for Svc {
     type WatchStream = Out<pb::WatchResponse>;
     async fn watch(&self, r: Request<Streaming<pb::WatchRequest>>) -> Rpc<Self::WatchStream> {
+        self.admit(&r, &[]).await;
+        let conn = r.remote_addr();
         let mut inbound = r.into_inner();
         let (tx, rx) = mpsc::channel(256);
         let store = self.store.clone();
@@ -315,6 +359,7 @@ impl Watch for Svc {
                 tokio::select! {
                     m = inbound.message() => {
                         let Ok(Some(req)) = m else { break };
+                        store.faults.gate(conn, &[]).await;
                         use pb::watch_request::RequestUnion as U;
                         match req.request_union {
                             Some(U::CreateRequest(c)) => {
@@ -365,6 +410,7 @@ impl Watch for Svc {
                     }
                     changed = revs.changed() => {
                         if changed.is_err() { break }
+                        store.faults.gate(conn, &[]).await;
                         if !deliver(&store, &mut watchers, &tx).await { break }
                     }
                     _ = tx.closed() => break,
@@ -385,7 +431,8 @@ impl Maintenance for Svc {
         }))
     }
 
-    async fn status(&self, _r: Request<pb::StatusRequest>) -> Rpc<pb::StatusResponse> {
+    async fn status(&self, r: Request<pb::StatusRequest>) -> Rpc<pb::StatusResponse> {
+        self.admit(&r, &[]).await;
         let (rev, h) = self.store.with(|m| Ok(m.rev))?;
         Ok(Response::new(pb::StatusResponse {
             header: Some(h),
@@ -446,7 +493,8 @@ impl Cluster for Svc {
         Err(unimplemented("MemberUpdate"))
     }
 
-    async fn member_list(&self, _r: Request<pb::MemberListRequest>) -> Rpc<pb::MemberListResponse> {
+    async fn member_list(&self, r: Request<pb::MemberListRequest>) -> Rpc<pb::MemberListResponse> {
+        self.admit(&r, &[]).await;
         let (_, h) = self.store.with(|_| Ok(()))?;
         let me = pb::Member {
             id: self.store.member_id,

@@ -26,6 +26,7 @@ mod errors;
 mod guard;
 mod leader;
 mod logs;
+mod mem;
 mod multi_watch;
 mod once;
 mod recipes;

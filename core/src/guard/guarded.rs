@@ -106,6 +106,7 @@ pub(crate) async fn guarded_all(guards: &[Guard], op: TxnOp) -> Result<TxnOpResp
             })
             .await
             .ok();
+        let mut reason = LossReason::KeyDeleted;
         for (i, g) in guards.iter().enumerate() {
             let still = now.as_ref().is_some_and(|r| match r.op_responses().get(i) {
                 Some(TxnOpResponse::Get(get)) => get
@@ -115,16 +116,17 @@ pub(crate) async fn guarded_all(guards: &[Guard], op: TxnOp) -> Result<TxnOpResp
                 _ => false,
             });
             if !still {
+                // Gone with the lease (expired or revoked: the whole session
+                // is lost) or by itself, as the watch path tells them apart.
                 // Ended at the latest now, earlier if the session's validity
                 // ran out first (the lease's expiry took the key).
-                g.shared.mark_lost(crate::guard::keys::loss_now(
-                    &g.shared.session,
-                    LossReason::KeyDeleted,
-                ));
+                reason = crate::guard::keys::why_deleted(client, &g.shared.session).await;
+                g.shared
+                    .mark_lost(crate::guard::keys::loss_now(&g.shared.session, reason));
             }
         }
         return Err(Error::lost(
-            LossReason::KeyDeleted,
+            reason,
             format!(
                 "lock {}: etcd rejected the guarded operation; the lock is no longer held",
                 names()

@@ -10,6 +10,8 @@ pub(crate) struct Store {
     pub rev_tx: tokio::sync::watch::Sender<i64>,
     /// A lease was granted (its expiry may be the earliest).
     pub lease_added: tokio::sync::Notify,
+    /// What a test made go wrong ([`crate::faults`]).
+    pub faults: crate::faults::Faults,
 }
 
 impl Store {
@@ -19,6 +21,7 @@ impl Store {
             member_id,
             rev_tx: tokio::sync::watch::channel(1).0,
             lease_added: tokio::sync::Notify::new(),
+            faults: Default::default(),
         }
     }
 
@@ -41,6 +44,14 @@ impl Store {
             self.rev_tx.send_replace(rev);
         }
         Ok((r, self.header(rev)))
+    }
+
+    /// End lease `id` now, as its time-to-live would: its keys go at one
+    /// revision. False if there is no such lease.
+    pub fn expire(&self, id: i64) -> bool {
+        let gone = self.with(|m| m.revoke(id)).is_ok();
+        self.faults.forget(id);
+        gone
     }
 
     pub fn header(&self, rev: i64) -> pb::ResponseHeader {
@@ -73,6 +84,7 @@ impl Store {
                 due.sort();
                 for (_, id) in due {
                     m.revoke(id)?;
+                    self.faults.forget(id);
                 }
                 Ok(())
             });

@@ -73,6 +73,11 @@ final class NativeBridge {
         }
     }
 
+    /** One key of an in-process store, for {@link #memKeys}. */
+    static MemKey memKey(byte[] key, byte[] value, long lease, long createRevision, long modRevision) {
+        return new MemKey(key, value, lease, createRevision, modRevision);
+    }
+
     /** A core log record, on core's log thread (see {@link CoreLogs}). */
     static void log(int level, String target, String message, String[] fields) {
         CoreLogs.log(level, target, message, fields);
@@ -320,6 +325,25 @@ final class NativeBridge {
     static native boolean multiDelete(long multi, byte[] key);
 
     static native void freeMulti(long multi);
+
+    // In-process stores (mem://NAME): see MemStore. Each call opens the store by its name.
+
+    /** Open (start if needed) the store {@code mem://NAME}: its name as core has it. */
+    static native String memOpen(String name);
+
+    static native boolean memExpireLease(String name, long lease);
+
+    static native boolean memDeleteKey(String name, byte[] key);
+
+    /** A span in nanoseconds (core refuses a negative or over-long one). */
+    static native void memSilence(String name, double nanos);
+
+    static native void memStall(String name, long lease, double nanos);
+
+    static native void memResume(String name);
+
+    /** The keys under the prefix, each a {@link MemKey} built by {@link #memKey}. */
+    static native Object[] memKeys(String name, byte[] prefix);
 
     // Benchmark entry points: only in a native library built with the `bench`
     // feature (bench.sh); the published jar's library has none of them.

@@ -42,9 +42,14 @@ import io.etcd.jetcd.options.GetOption;
  * run, or runs and disagrees with the table, fails this test.
  *
  * <p>{@link ConformanceMemTest} runs the table once more against the in-process etcd
- * ({@code mem://conformance}): every case but those marked {@code etcd_only}; the raw steps
- * ({@code keys}, {@code delete_outside}) reach that store with jetcd at the URL it writes to
- * {@code $ETCDLOCK_MEM_URL_DIR/conformance.url} (the module's pom sets the variable for the
+ * ({@code mem://conformance}): every case but those marked {@code etcd_only}, while the etcd run
+ * leaves out those marked {@code mem_only} (they use the store's fault controls, the {@code mem}
+ * step). On {@code mem://} a case with {@code "etcd": "private"} gets a store of its own,
+ * {@code mem://conf-ID}, whose {@link MemStore} the {@code etcd} step's {@code pause} and
+ * {@code resume} become ({@code silence}, for {@code for_ms} or an hour, and {@code resume}), as
+ * does the {@code mem} step; after every case, passed or failed, the runner resumes the case's
+ * store. The raw steps ({@code keys}, {@code delete_outside}) reach a store with jetcd at the URL
+ * it writes to {@code $ETCDLOCK_MEM_URL_DIR/NAME.url} (the module's pom sets the variable for the
  * test JVM). That run prints {@code conformance: N of M cases ran for java (mem)}.
  */
 @ExtendWith(EtcdExtension.class)
@@ -56,8 +61,10 @@ class ConformanceTest {
      */
     static final long SLACK_MS =
             Long.parseLong(System.getenv().getOrDefault("ETCDLOCK_CONFORMANCE_SLACK_MS", "0"));
-    /** The in-process store the mem run uses. */
+    /** The in-process store the mem run uses (a case with a private etcd: {@code conf-ID}). */
     static final String MEM_STORE = "conformance";
+    /** The silence of an {@code etcd} step's {@code pause} without {@code for_ms} on {@code mem://}. */
+    static final Duration MEM_PAUSE = Duration.ofHours(1);
 
     /** {@code conformance/cases.json}, found from the module directory upwards (never a copy). */
     static File casesFile() {
@@ -111,14 +118,22 @@ class ConformanceTest {
      * {@code $ETCDLOCK_MEM_URL_DIR/conformance.url}.
      */
     static Client memRaw() throws Exception {
+        return memRaw(MEM_STORE);
+    }
+
+    /**
+     * A raw jetcd client on the in-process store {@code mem://NAME}: opening the store starts it
+     * (or finds it started), which then has written its URL to
+     * {@code $ETCDLOCK_MEM_URL_DIR/NAME.url}.
+     */
+    static Client memRaw(String name) throws Exception {
         String dir = System.getenv("ETCDLOCK_MEM_URL_DIR");
         assertNotNull(dir, "ETCDLOCK_MEM_URL_DIR must be set for the mem run (the module's pom sets it)");
-        File urlFile = new File(dir, MEM_STORE + ".url");
+        File urlFile = new File(dir, name + ".url");
         assertTrue(urlFile.getParentFile().isDirectory() || urlFile.getParentFile().mkdirs(), "cannot make " + dir);
-        try (EtcdLockClient starter = EtcdLockClient.builder().endpoints("mem://" + MEM_STORE).build()) {
-            String url = new String(Files.readAllBytes(urlFile.toPath()), StandardCharsets.UTF_8).trim();
-            return Client.builder().endpoints(url).build();
-        }
+        MemStore.open(name);
+        String url = new String(Files.readAllBytes(urlFile.toPath()), StandardCharsets.UTF_8).trim();
+        return Client.builder().endpoints(url).build();
     }
 
     static void runTable(boolean mem, Client memRaw) throws Exception {
@@ -129,14 +144,15 @@ class ConformanceTest {
         int ran = 0;
         List<String> failures = new ArrayList<>();
         for (JsonNode c : cases) {
-            if (!listedFor(c) || (mem && c.path("etcd_only").asBoolean(false))) {
-                continue; // on mem, the cases that pause or kill etcd are left out
+            if (!listedFor(c) || skipped(c, mem)) {
+                continue;
             }
             expected++;
             String id = c.get("id").asText();
+            long t0 = System.nanoTime();
             try {
                 new CaseRun(c, memRaw).run();
-                System.out.println("conformance: " + id + " ok");
+                System.out.println("conformance: " + id + " ok (" + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms)");
             } catch (Throwable t) {
                 failures.add(id + ": " + t);
                 System.out.println("conformance: " + id + " FAILED: " + t);
@@ -148,6 +164,15 @@ class ConformanceTest {
         assertEquals(expected, ran, "every case listed for " + lang + " must run");
         assertTrue(failures.isEmpty(), failures.size() + " case(s) disagree with " + file + ":\n  "
                 + String.join("\n  ", failures));
+    }
+
+    /**
+     * Whether a case listed for Java is left out of this run: on {@code mem://} the cases that
+     * kill etcd ({@code etcd_only}), on etcd those that use the store's controls
+     * ({@code mem_only}).
+     */
+    static boolean skipped(JsonNode c, boolean mem) {
+        return c.path(mem ? "etcd_only" : "mem_only").asBoolean(false);
     }
 
     /** A step's input that Java cannot express (the table should not list the case for Java). */
@@ -217,8 +242,15 @@ class ConformanceTest {
         EtcdExtension.Etcd privateEtcd;
         /** A raw jetcd client on the private etcd, made on first use. */
         Client privateRaw;
-        /** The mem run's raw client on {@code mem://conformance}, else null. */
+        /** The mem run's raw client on {@code mem://conformance}, else null (the etcd run). */
         final Client memRaw;
+        /**
+         * The mem run's store for the case: {@code mem://conformance}, or {@code mem://conf-ID}
+         * for a case with a private etcd; null in the etcd run.
+         */
+        MemStore store;
+        /** A raw jetcd client on the case's own store ({@code conf-ID}), made on first use. */
+        Client storeRaw;
         /** How long the step's library call took (see {@link #outcome}); -1 before it ran. */
         long tookNanos = -1;
         /** Steps that missed a time bound; the case goes on and fails at its end. */
@@ -235,11 +267,17 @@ class ConformanceTest {
             if (privateEtcd != null) {
                 return privateEtcd.endpoints;
             }
-            return memRaw != null ? List.of("mem://" + MEM_STORE) : EtcdExtension.endpoints();
+            return store != null ? List.of(store.endpoint()) : EtcdExtension.endpoints();
         }
 
-        /** Raw etcd access (keys, delete_outside) on the etcd the case's clients use. */
-        Client raw() {
+        /** Raw etcd access (keys, delete_outside) on the etcd (or store) the case's clients use. */
+        Client raw() throws Exception {
+            if (store != null && !store.name().equals(MEM_STORE)) {
+                if (storeRaw == null) {
+                    storeRaw = memRaw(store.name());
+                }
+                return storeRaw;
+            }
             if (privateEtcd == null) {
                 return memRaw != null ? memRaw : TestSupport.raw();
             }
@@ -317,7 +355,10 @@ class ConformanceTest {
 
         void run() throws Exception {
             JsonNode steps = c.get("steps");
-            if (c.path("etcd").asText().equals("private")) {
+            boolean own = c.path("etcd").asText().equals("private");
+            if (memRaw != null) {
+                store = MemStore.open(own ? "conf-" + id : MEM_STORE);
+            } else if (own) {
                 privateEtcd = EtcdExtension.Etcd.start();
             }
             try {
@@ -330,6 +371,9 @@ class ConformanceTest {
                 }
                 throw new AssertionError(String.join("; ", late) + "; " + e.getMessage(), e);
             } finally {
+                if (store != null) {
+                    store.resume(); // a case that failed mid-silence leaves its store answering
+                }
                 owners.values().forEach(ExecutorService::shutdownNow);
                 latches.values().forEach(EtcdLatch::close);
                 barriers.values().forEach(EtcdBarrier::close);
@@ -342,6 +386,9 @@ class ConformanceTest {
                 }
                 if (privateRaw != null) {
                     privateRaw.close();
+                }
+                if (storeRaw != null) {
+                    storeRaw.close();
                 }
                 if (privateEtcd != null) {
                     privateEtcd.close(); // closes the harness's stdin: it stops etcd and exits
@@ -390,8 +437,14 @@ class ConformanceTest {
             String want = expect == null || expect.isNull() ? "null" : expect.isTextual() ? expect.asText() : expect.toString();
             String where = "case " + id + " step " + i + " (" + op + ")";
             tookNanos = -1;
-            if (op.equals("etcd")) {
-                etcdAction(where, step);
+            if (op.equals("etcd") || op.equals("mem")) {
+                if (store != null) {
+                    memAction(where, step);
+                } else if (op.equals("mem")) {
+                    throw new AssertionError(where + ": a mem step in the etcd run: mark the case mem_only");
+                } else {
+                    etcdAction(where, step);
+                }
                 checkTime(where, step, op, false);
                 return;
             }
@@ -752,7 +805,7 @@ class ConformanceTest {
             assertEquals(want, got, where + ": got " + got + ", the table says " + want + time);
         }
 
-        /** Op {@code etcd}: pause, resume or kill the case's private etcd through its harness. */
+        /** Op {@code etcd} (etcd run): pause, resume or kill the case's private etcd through its harness. */
         void etcdAction(String where, JsonNode step) throws Exception {
             if (privateEtcd == null) {
                 throw new IllegalArgumentException(where + ": needs \"etcd\": \"private\" on the case");
@@ -771,6 +824,39 @@ class ConformanceTest {
             if (!reply.replace(" ", "").contains("\"ok\":true")) {
                 throw new AssertionError(where + ": etcd-harness answered " + reply + " to " + cmd);
             }
+        }
+
+        /**
+         * Ops {@code mem} and (on {@code mem://}) {@code etcd}: a fault control of the case's
+         * store. {@code pause} is a silence ({@code for_ms}, or {@link #MEM_PAUSE}), as
+         * {@code silence} is; {@code expire} and {@code stall} act on the guard's lease.
+         */
+        void memAction(String where, JsonNode step) {
+            String action = step.get("action").asText();
+            JsonNode forMs = step.get("for_ms");
+            long t0 = System.nanoTime();
+            switch (action) {
+                case "pause":
+                case "silence":
+                    store.silence(forMs == null ? MEM_PAUSE : Duration.ofMillis(forMs.asLong()));
+                    break;
+                case "resume":
+                    store.resume();
+                    break;
+                case "expire":
+                    assertTrue(store.expireLease(guard(step, "guard").leaseId()), where + ": no such lease in " + store);
+                    break;
+                case "stall":
+                    if (forMs == null) {
+                        throw new IllegalArgumentException(where + ": stall needs for_ms");
+                    }
+                    store.stall(guard(step, "guard").leaseId(), Duration.ofMillis(forMs.asLong()));
+                    break;
+                default:
+                    throw new IllegalArgumentException(where + ": " + action
+                            + " has no mem:// equivalent: mark the case etcd_only");
+            }
+            tookNanos = System.nanoTime() - t0;
         }
 
         /** A step's timeout: null (absent: wait as long as it takes) or milliseconds. */

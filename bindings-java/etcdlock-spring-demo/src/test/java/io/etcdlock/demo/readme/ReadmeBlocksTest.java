@@ -28,12 +28,17 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.DynamicTest;
 import org.junit.jupiter.api.TestFactory;
+import org.junit.platform.engine.discovery.DiscoverySelectors;
+import org.junit.platform.launcher.core.LauncherDiscoveryRequestBuilder;
+import org.junit.platform.launcher.core.LauncherFactory;
+import org.junit.platform.launcher.listeners.SummaryGeneratingListener;
+import org.junit.platform.launcher.listeners.TestExecutionSummary;
 
 import io.etcdlock.demo.DemoEtcd;
 
 /**
  * Every {@code ```java} block of bindings-java/README.md and of every page of the documentation
- * site (docs/**&#47;*.md), compiled against the published modules (etcdlock, etcdlock-spring,
+ * site (docs/**&#47;*.md), compiled against the published modules (etcdlock, etcdlock-spring, etcdlock-test,
  * etcdlock-shedlock, etcdlock-reactor) and Spring: one test per block, named by its page and
  * line ({@code docs/start/java.md:42 ...}).
  *
@@ -45,6 +50,11 @@ import io.etcdlock.demo.DemoEtcd;
  *       When a {@code ```text} block follows it (after a line such as "Prints:"), the program
  *       must print exactly that. A block marked {@code <!-- fragment -->} on the line before its
  *       fence is only compiled.</li>
+ *   <li>A block with JUnit tests ({@code @Test}) and no {@code main} is a test file, as a user's
+ *       test: it is compiled as written and its test class (the last top-level {@code class X} before
+ *       its first {@code @Test}) is run by the JUnit Platform launcher; every test must pass. The
+ *       tests bring their store ({@code mem://}, through the etcdlock-test module) or Spring
+ *       context with them.</li>
  *   <li>Any other block is a fragment and must be marked so (compiled, not run). Fragments elide
  *       code with {@code ...}: an elided statement becomes
  *       {@code throw new UnsupportedOperationException()} and an elided block body is empty.
@@ -66,6 +76,7 @@ class ReadmeBlocksTest {
             "import io.etcdlock.*;",
             "import io.etcdlock.spring.*;",
             "import io.etcdlock.shedlock.*;",
+            "import io.etcdlock.test.*;",
             "import java.time.Duration;",
             "import java.util.List;",
             "import java.util.Optional;",
@@ -99,6 +110,7 @@ class ReadmeBlocksTest {
 
     private static final Pattern FENCE = Pattern.compile("^```(\\S*)\\s*$");
     private static final Pattern MAIN = Pattern.compile("static\\s+void\\s+main\\s*\\(");
+    private static final Pattern TEST = Pattern.compile("(?m)^\\s*@Test\\b");
 
     /** A fenced block: its page (relative to the repository), line, code, fragment mark and the output it says it prints. */
     record Block(String page, int line, String code, boolean fragment, String prints) {
@@ -253,6 +265,42 @@ class ReadmeBlocksTest {
         return printed.toString(StandardCharsets.UTF_8);
     }
 
+    /**
+     * Runs a test-file block: compiled as written, its test class run by the JUnit launcher; a
+     * summary of what ran, or an AssertionError with every failure.
+     */
+    static String runTests(Block b) throws Exception {
+        String code = b.code();
+        Matcher test = TEST.matcher(code);
+        assertTrue(test.find());
+        // The last top-level class (not indented) before it: nested ones are its configuration.
+        Matcher cls = Pattern.compile("(?m)^(?:public\\s+|final\\s+|abstract\\s+)*class\\s+(\\w+)")
+                .matcher(code.substring(0, test.start()));
+        String name = null;
+        while (cls.find()) {
+            name = cls.group(1);
+        }
+        assertTrue(name != null, b.id() + ": no top-level class before the first @Test");
+        Path out = compile(b.id(), name, code);
+        SummaryGeneratingListener listener = new SummaryGeneratingListener();
+        ClassLoader before = Thread.currentThread().getContextClassLoader();
+        try (URLClassLoader loader = new URLClassLoader(new URL[] {out.toUri().toURL()}, ReadmeBlocksTest.class.getClassLoader())) {
+            Thread.currentThread().setContextClassLoader(loader);
+            LauncherFactory.create().execute(LauncherDiscoveryRequestBuilder.request()
+                    .selectors(DiscoverySelectors.selectClass(loader.loadClass(name))).build(), listener);
+        } finally {
+            Thread.currentThread().setContextClassLoader(before);
+        }
+        TestExecutionSummary s = listener.getSummary();
+        StringBuilder failures = new StringBuilder();
+        s.getFailures().forEach(f -> failures.append("\n  ").append(f.getTestIdentifier().getDisplayName())
+                .append(": ").append(f.getException()));
+        assertTrue(s.getTestsFoundCount() > 0, b.id() + ": no tests found in " + name);
+        assertEquals(s.getTestsFoundCount(), s.getTestsSucceededCount(),
+                b.id() + ": " + s.getTestsFailedCount() + " of " + s.getTestsFoundCount() + " tests failed" + failures);
+        return s.getTestsSucceededCount() + " tests of " + name + " passed";
+    }
+
     @TestFactory
     List<DynamicTest> everyJavaBlockCompilesAndEveryProgramRuns() throws IOException {
         List<Block> blocks = new ArrayList<>();
@@ -266,6 +314,10 @@ class ReadmeBlocksTest {
             String first = b.code().strip().lines().findFirst().orElse("");
             tests.add(DynamicTest.dynamicTest(b.id() + " " + first, () -> {
                 String code = b.code();
+                if (TEST.matcher(code).find() && !MAIN.matcher(code).find() && !b.fragment()) {
+                    System.out.println("ran " + b.id() + ": " + runTests(b));
+                    return;
+                }
                 if (MAIN.matcher(code).find() && !b.fragment()) {
                     String printed = run(b);
                     if (b.prints() != null) {
@@ -274,7 +326,7 @@ class ReadmeBlocksTest {
                     System.out.println("ran " + b.id() + ": " + first + (b.prints() != null ? " (printed what the page says)" : ""));
                     return;
                 }
-                assertTrue(b.fragment(), b.id() + ": a block without a main is a fragment (compiled, not run):"
+                assertTrue(b.fragment(), b.id() + ": a block without a main or tests is a fragment (compiled, not run):"
                         + " mark it <!-- fragment --> on the line before its fence");
                 code = unelide(code);
                 boolean declaresClasses = Pattern.compile("(?m)^(@\\w+.*\\n)*(public\\s+)?class \\w+").matcher(code).find();
