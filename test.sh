@@ -5,7 +5,7 @@
 #   Rust core + CLI + harness, C ABI, Python, Node, Java, the fault suite,
 #   the platforms beyond glibc Linux (musl natively and under qemu, Windows
 #   under Wine, macOS built and inspected), the cross-language flash sale in
-#   its short mode, and the release artifacts
+#   its short mode (stock in etcd, then in PostgreSQL), and the release artifacts
 #   (scripts/dist.sh) installed in a clean room with no Rust, protoc or C
 #   compiler (scripts/cleanroom.sh), and the documentation site (scripts/docs.sh).
 # Every suite runs even if an earlier one failed; the exit status is 1 if any failed.
@@ -228,6 +228,12 @@ suite platforms "Java on Windows: a Windows JDK under Wine takes a lock (binding
   bash bindings-java/wine-check.sh
 suite flash "Cross-language flash sale, short mode" \
   scripts/flash_sale.sh --debug --short --require rust,cli,c,python,node,java
+# The same sale with the stock in PostgreSQL (a private one, started and
+# stopped by scripts/pg_harness.py): every purchase one SQL transaction fenced
+# by the hold's token (docs/guides/fencing-database.md); its control run takes
+# no lock.
+suite flash "Cross-language flash sale on PostgreSQL, fenced SQL writes, short mode" \
+  scripts/flash_sale.sh --debug --short --store postgres --require rust,cli,c,python,node,java
 # The documentation site: pages, diagrams, charts and every language's API
 # reference built into target/site/ (strict: a broken link fails), then read in
 # headless Chromium (links, anchors, console errors, images, search;

@@ -27,7 +27,7 @@ export PATH="$VENV/bin:$PATH"
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
     "maturin>=1.16,<2" "pytest>=7" "pytest-timeout" "mypy>=1.8" "prometheus_client>=0.17" "APScheduler>=3.10,<4" \
     "tooz==9.1.0" "testtools" "fixtures" "etcd3gw" "redis" "pymemcache" "sysv_ipc" \
-    "opentelemetry-api>=1.20" "opentelemetry-sdk>=1.20"
+    "opentelemetry-api>=1.20" "opentelemetry-sdk>=1.20" "psycopg[binary]>=3.1"
 
 # The tests build the dev profile (fast to compile, shares the workspace's
 # debug artifacts); set ETCDLOCK_PY_PROFILE=release for an optimized build

@@ -4,7 +4,8 @@
 # smaller run under valgrind; tests/c/test_sync.c (acquisition options, latches,
 # barriers) on its own and under valgrind; tests/c/test_mem.c (the mem:// test
 # controls, no etcd) on its own and partly under valgrind. Also builds and runs examples/c through an
-# installed prefix and pkg-config, and compiles the C blocks of ffi-c/README.md
+# installed prefix and pkg-config (examples/c/fence_postgres.c against a private
+# PostgreSQL too), and compiles the C blocks of ffi-c/README.md
 # and of every docs/**/*.md page (runs the complete programs among them). Last
 # line: "N passed, N failed" (the sum of the runs).
 set -euo pipefail
@@ -253,9 +254,18 @@ else
     total_fail=$((total_fail + 1))
 fi
 
+# examples/c/fence_postgres.c: a libpq write fenced with the lock's token, built
+# with pkg-config like a user's, run by scripts/fence_scenario.py against a
+# private PostgreSQL and etcd it starts and stops: A stopped past its lease, B
+# writes, A's late write refused; without the fence, the lost update.
+# shellcheck disable=SC2046
+gcc -std=c11 -Wall -Wextra -Werror -pedantic "$root/examples/c/fence_postgres.c" -o "$work/fence_postgres" \
+    $(pkg-config --cflags --libs etcdlock libpq) -Wl,-rpath,"$prefix/lib"
+run_suite fence-postgres python3 "$root/scripts/fence_scenario.py" --label c --harness "$ETCDLOCK_HARNESS" -- "$work/fence_postgres"
+
 total_pass=$((total_pass + readme_pass))
 total_fail=$((total_fail + readme_fail))
 
-echo "== summary (shared + static + valgrind runs + sync runs + mem runs + conformance (etcd, valgrind, mem) + examples + README blocks)"
+echo "== summary (shared + static + valgrind runs + sync runs + mem runs + conformance (etcd, valgrind, mem) + examples + PostgreSQL fencing (2) + README blocks)"
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))

@@ -9,7 +9,8 @@ python, which has matplotlib from docs/requirements.txt):
 
 - flash-sale.svg: sales over time per language, from docs/data/flash-sale.json
   (one real run of scripts/flash_sale.py with --json; the file names the
-  command, date and commit);
+  command, date and commit); flash-sale-postgres.svg the same from
+  docs/data/flash-sale-postgres.json (the sale with the stock in PostgreSQL);
 - benchmark-languages.svg: every language's p50 as a ratio to the Rust core,
   from docs/data/benchmarks.json (the figures of docs/operations/benchmarks.md);
 - benchmark-contention.svg: lock wait under 8 contenders, etcdlock beside
@@ -45,8 +46,8 @@ def save(fig, out, name):
     print(f"charts.py: {path}")
 
 
-def flash_sale(out):
-    d = load("flash-sale.json")
+def flash_sale(out, data="flash-sale.json", name="flash-sale", what="Flash sale with etcdlock"):
+    d = load(data)
     fig, ax = plt.subplots(figsize=(8, 4.2))
     recs = d["records"]
     for lang in sorted({r["lang"] for r in recs}):
@@ -60,11 +61,11 @@ def flash_sale(out):
     ax.axhline(d["stock"], color="red", linestyle="--", linewidth=1, label=f"stock {d['stock']}")
     ax.set_xlabel("seconds since the sale opened")
     ax.set_ylabel("items sold (cumulative)")
-    ax.set_title(f"Flash sale with etcdlock: stock {d['stock']}, {d['attempts']} attempts, "
+    ax.set_title(f"{what}: stock {d['stock']}, {d['attempts']} attempts, "
                  f"oversold {d['oversold']} ({d['date']}, {d['commit']})")
     ax.legend(loc="lower right", fontsize=8)
     ax.grid(alpha=0.3)
-    save(fig, out, "flash-sale")
+    save(fig, out, name)
 
 
 def languages(out):
@@ -119,6 +120,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     flash_sale(out)
+    flash_sale(out, "flash-sale-postgres.json", "flash-sale-postgres", "Flash sale, stock in PostgreSQL")
     languages(out)
     contention(out)
     return 0

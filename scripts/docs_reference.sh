@@ -6,7 +6,7 @@
 #   java/  Javadoc of etcdlock, etcdlock-spring, etcdlock-test, etcdlock-shedlock
 #          and etcdlock-reactor, one folder each (dist's -javadoc jars when they are
 #          newer than the sources, else mvn javadoc:javadoc with no native build)
-#   node/  TypeDoc of index.d.ts, prometheus.d.ts and testing.d.ts (scripts/docs-tools/package.json pins it)
+#   node/  TypeDoc of index.d.ts, prometheus.d.ts, testing.d.ts and fencing.d.ts (scripts/docs-tools/package.json pins it)
 #   c/     Doxygen of include/etcdlock.h
 #   cli/   the man pages (clap_mangen: cargo run -p etcdlock-cli --example manpage)
 #          as HTML (mandoc -Thtml), and as roff
@@ -70,7 +70,7 @@ fi
 step "node (TypeDoc)"
 (cd scripts/docs-tools && npm ci --silent --no-audit --no-fund)
 (cd bindings-node && ../scripts/docs-tools/node_modules/.bin/typedoc --logLevel Warn --disableSources --readme none --skipErrorChecking \
-  --name "etcdlock for Node.js" --entryPoints index.d.ts --entryPoints prometheus.d.ts --entryPoints testing.d.ts --out "$OUT/node")
+  --name "etcdlock for Node.js" --entryPoints index.d.ts --entryPoints prometheus.d.ts --entryPoints testing.d.ts --entryPoints fencing.d.ts --out "$OUT/node")
 
 step "c (Doxygen)"
 mkdir -p "$OUT/c"

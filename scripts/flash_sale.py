@@ -3,6 +3,12 @@
 concurrent worker processes written in Rust, C, Python, Node, Java and the
 CLI, all on one lock name; then a control run without the lock.
 
+With --store postgres the stock is a row of a private PostgreSQL
+(scripts/pg_harness.py) instead of a key in etcd, and each purchase is one
+transaction fenced by the hold's token (the database refuses a stale holder's
+write: docs/guides/fencing-database.md); the control run's Python workers take
+no lock and no fence.
+
 Every worker follows one contract (see cli/src/flash.rs): FLASH_* variables in,
 one JSON line per attempt out. This script starts a private etcd (through the
 testkit's etcd-harness), runs the sale, checks the result, prints a table and
@@ -21,11 +27,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REL = os.environ.get("FLASH_BIN_DIR", os.path.join(ROOT, "target", "release"))
 
 
-def workers_available():
+def workers_available(store="etcd"):
     """language -> (argv, processes, why-not or None)."""
     py = os.environ.get("FLASH_PYTHON", sys.executable)
     java_cp = os.environ.get("FLASH_JAVA_CP", "")
     c_bin = os.environ.get("FLASH_C_WORKER", os.path.join(ROOT, "target", "flash", "flash_worker_c"))
+    if store == "postgres":
+        c_bin = os.environ.get("FLASH_C_PG_WORKER", os.path.join(ROOT, "target", "flash", "flash_worker_pg"))
     node_worker = os.path.join(ROOT, "bindings-node", "examples", "flash-worker.js")
     py_worker = os.path.join(ROOT, "bindings-python", "examples", "flash_worker.py")
     table = {
@@ -43,7 +51,63 @@ def workers_available():
         probe = subprocess.run([py, "-c", "import etcdlock"], capture_output=True)
         if probe.returncode != 0:
             table["python"] = (table["python"][0], 2, "the etcdlock Python package is not installed for " + py)
+    if store == "postgres":
+        # The Rust worker on PostgreSQL is the CLI crate's example flash_pg_worker (tokio-postgres, a
+        # dev-dependency: the shipped CLI has no database driver).
+        rust_pg = os.path.join(REL, "examples", "flash_pg_worker")
+        table["rust"] = ([rust_pg], 2, None if os.path.exists(rust_pg) else "the Rust PostgreSQL worker is not built")
+        if shutil.which("psql") is None:
+            table["cli"] = (table["cli"][0], 1, "psql not found (scripts/setup.sh)")
+        probe = subprocess.run([py, "-c", "import psycopg"], capture_output=True)
+        if probe.returncode != 0 and not table["python"][2]:
+            table["python"] = (table["python"][0], 2, "psycopg is not installed for " + py)
+        probe = subprocess.run(["node", "-e", "require.resolve('pg')"], cwd=os.path.join(ROOT, "bindings-node"),
+                               capture_output=True)
+        if probe.returncode != 0 and not table["node"][2]:
+            table["node"] = (table["node"][0], 2, "node-postgres (pg) is not installed in bindings-node")
     return table
+
+
+class Store:
+    """Where the stock lives: a key in etcd, or a row of PostgreSQL (its env: PG*)."""
+
+    def __init__(self, kind, etcd):
+        self.kind, self.etcd, self.pg = kind, etcd, None
+        if kind == "postgres":
+            sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+            import pg_harness
+
+            self.pg = pg_harness.Postgres()
+            self.env = dict(os.environ, **pg_harness.env_for(self.pg.info()))
+            self.sql("CREATE TABLE etcdlock_fence (resource text PRIMARY KEY, token bigint NOT NULL);"
+                     "CREATE TABLE flash_stock (sku text PRIMARY KEY, stock bigint NOT NULL);"
+                     "CREATE TABLE flash_sales (token bigint NOT NULL, lang text NOT NULL, worker text NOT NULL)")
+
+    def sql(self, query):
+        return subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-c", query], env=self.env,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    def worker_env(self):
+        return dict(self.env, FLASH_STORE="postgres") if self.pg else dict(os.environ)
+
+    def set_stock(self, key, stock):
+        if self.pg:
+            self.sql(f"TRUNCATE flash_sales; INSERT INTO flash_stock VALUES ('{key}', {int(stock)})")
+        else:
+            ctl(self.etcd.endpoints, "put", key, str(stock))
+
+    def final(self, key, sales):
+        """(final stock, sale records, the fence's token or None)."""
+        if self.pg:
+            fence = self.sql("SELECT max(token) FROM etcdlock_fence")
+            return (int(self.sql(f"SELECT stock FROM flash_stock WHERE sku = '{key}'")),
+                    int(self.sql("SELECT count(*) FROM flash_sales")), int(fence) if fence else None)
+        stock = int(ctl(self.etcd.endpoints, "get", key, "--print-value-only").strip() or 0)
+        return stock, len([k for k in ctl(self.etcd.endpoints, "get", sales, "--prefix", "--keys-only").split() if k]), None
+
+    def stop(self):
+        if self.pg:
+            self.pg.stop()
 
 
 class Etcd:
@@ -64,11 +128,11 @@ def ctl(endpoints, *args):
                            capture_output=True, text=True).stdout
 
 
-def run_sale(etcd, langs, attempts, stock, no_lock, tag):
+def run_sale(etcd, store, langs, attempts, stock, no_lock, tag):
     lock, stock_key, sales = f"flash-{tag}", f"flash-{tag}/stock-value", f"flash-{tag}-sales/"
     # The stock lives outside the lock's prefix (flash-x/ is the lock's queue).
     stock_key = f"flash-{tag}-stock"
-    ctl(etcd.endpoints, "put", stock_key, str(stock))
+    store.set_stock(stock_key, stock)
     slots = []
     for lang, (argv, procs, _) in langs.items():
         for i in range(procs):
@@ -80,7 +144,7 @@ def run_sale(etcd, langs, attempts, stock, no_lock, tag):
     procs = []
     start = time.time()
     for (lang, argv, wid), n in zip(slots, per):
-        env = dict(os.environ, FLASH_ENDPOINTS=etcd.endpoints, FLASH_LOCK=lock, FLASH_STOCK_KEY=stock_key,
+        env = dict(store.worker_env(), FLASH_ENDPOINTS=etcd.endpoints, FLASH_LOCK=lock, FLASH_STOCK_KEY=stock_key,
                    FLASH_SALES_PREFIX=sales, FLASH_ATTEMPTS=str(n), FLASH_WORKER_ID=wid,
                    FLASH_NO_LOCK="1" if no_lock else "0", ETCDLOCK_BIN=os.path.join(REL, "etcdlock"))
         p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, text=True)
@@ -119,11 +183,10 @@ def run_sale(etcd, langs, attempts, stock, no_lock, tag):
     for lang, wid, p in procs:
         if p.wait() != 0:
             failed.append(f"{wid} exited {p.returncode}")
-    final_stock = int(ctl(etcd.endpoints, "get", stock_key, "--print-value-only").strip() or 0)
-    sale_keys = [k for k in ctl(etcd.endpoints, "get", sales, "--prefix", "--keys-only").split() if k]
+    final_stock, sale_records, fence = store.final(stock_key, sales)
     leftover = [k for k in ctl(etcd.endpoints, "get", lock + "/", "--prefix", "--keys-only").split() if k]
     return dict(records=records, start=start, elapsed=time.time() - start, final_stock=final_stock,
-                sale_records=len(sale_keys), failed=failed, leftover_lock_keys=leftover)
+                sale_records=sale_records, failed=failed, leftover_lock_keys=leftover, fence=fence)
 
 
 def pct(xs, q):
@@ -133,11 +196,13 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(round((len(xs) - 1) * q)))]
 
 
-def report(res, stock, attempts, no_lock):
+def report(res, stock, attempts, no_lock, store="etcd"):
     recs = res["records"]
     sold = [r for r in recs if r.get("sold")]
     langs = sorted({r["lang"] for r in recs})
     title = "CONTROL RUN, no lock" if no_lock else "WITH etcdlock"
+    if store == "postgres":
+        title += ", stock in PostgreSQL" + ("" if no_lock else " (fenced writes)")
     print(f"\n### Flash sale {title}: stock {stock}, {attempts} attempts, {res['elapsed']:.1f} s\n")
     print("| language | attempts | sold | lock wait p50 | lock wait p99 |")
     print("|---|---:|---:|---:|---:|")
@@ -200,7 +265,7 @@ def save(res, summary, a, langs):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     out = dict(
         command="scripts/flash_sale.py " + " ".join(sys.argv[1:]),
-        date=time.strftime("%Y-%m-%d", time.gmtime(res["start"])), commit=commit,
+        date=time.strftime("%Y-%m-%d", time.gmtime(res["start"])), commit=commit, store=a.store,
         stock=a.stock, attempts=a.attempts, languages=sorted(langs),
         processes={k: v[1] for k, v in sorted(langs.items())},
         elapsed_s=round(res["elapsed"], 3), final_stock=res["final_stock"], sold=summary["sold"],
@@ -223,14 +288,20 @@ def main():
     ap.add_argument("--short", action="store_true", help="CI mode: stock 40, 70 attempts")
     ap.add_argument("--langs", default="", help="comma-separated subset (default: every language available)")
     ap.add_argument("--require", default="", help="comma-separated languages that must be available")
-    ap.add_argument("--png", default=os.path.join(ROOT, "target", "flash_sale.png"))
+    ap.add_argument("--png", help="the chart (default: flash_sale.png, or flash_sale_postgres.png, in the cargo target dir)")
     ap.add_argument("--no-control", action="store_true")
+    ap.add_argument("--store", choices=("etcd", "postgres"), default="etcd",
+                    help="where the stock lives (postgres: a private PostgreSQL, fenced SQL writes)")
     ap.add_argument("--json", metavar="PATH",
                     help="also write the locked sale's records to PATH (what scripts/charts.py draws the site's chart from)")
     a = ap.parse_args()
     if a.short:
         a.stock, a.attempts = 40, 70
-    table = workers_available()
+    if not a.png:
+        target = os.path.join(ROOT, os.environ.get("CARGO_TARGET_DIR") or "target")
+        a.png = os.path.join(target, "flash_sale_postgres.png" if a.store == "postgres" else "flash_sale.png")
+    os.makedirs(os.path.dirname(os.path.abspath(a.png)), exist_ok=True)
+    table = workers_available(a.store)
     wanted = [x for x in a.langs.split(",") if x] or list(table)
     langs = {}
     for lang in wanted:
@@ -247,11 +318,14 @@ def main():
         print("etcdctl not found (run scripts/setup.sh)", file=sys.stderr)
         return 1
     etcd = Etcd()
+    store = None
     ok = True
     try:
-        print(f"private etcd at {etcd.endpoints}; languages: {', '.join(langs)}", file=sys.stderr)
-        res = run_sale(etcd, langs, a.attempts, a.stock, False, "locked")
-        r = report(res, a.stock, a.attempts, False)
+        store = Store(a.store, etcd)
+        where = f", private PostgreSQL at {store.pg.info()['dsn']}" if store.pg else ""
+        print(f"private etcd at {etcd.endpoints}{where}; languages: {', '.join(langs)}", file=sys.stderr)
+        res = run_sale(etcd, store, langs, a.attempts, a.stock, False, "locked")
+        r = report(res, a.stock, a.attempts, False, a.store)
         if chart(res, a.png, a.stock):
             print(f"\nchart: {a.png}")
         if a.json:
@@ -267,11 +341,21 @@ def main():
             (r["increasing"], "fencing tokens strictly increase along the purchases"),
             (not res["leftover_lock_keys"], "no lock keys left behind"),
         ]
-        if not a.no_control:
+        if store.pg:
+            last = max((rec["token"] for rec in res["records"] if rec.get("sold")), default=None)
+            checks.append((res["fence"] == last, f"the fence holds the last purchase's token ({res['fence']})"))
+        if not a.no_control and store.pg:
+            # Without the lock (and so without a token to fence with), Python workers read and write the row.
+            control_langs = {"python": (table["python"][0], 6, None)}
+            cres = run_sale(etcd, store, control_langs, a.attempts, a.stock, True, "control")
+            c = report(cres, a.stock, a.attempts, True, a.store)
+            checks.append((c["oversold"] > 0 or c["lost_updates"] > 0,
+                           f"control run without the lock shows the damage: {c['oversold']} oversold, {c['lost_updates']} lost updates"))
+        elif not a.no_control:
             control_langs = {k: v for k, v in langs.items() if k in ("rust", "cli")}
             # The control run needs raw (unlocked) reads and writes; the Rust and CLI workers have them.
             control_langs["rust"] = (control_langs.get("rust", table["rust"])[0], 6, None)
-            cres = run_sale(etcd, control_langs, a.attempts, a.stock, True, "control")
+            cres = run_sale(etcd, store, control_langs, a.attempts, a.stock, True, "control")
             c = report(cres, a.stock, a.attempts, True)
             checks.append((c["oversold"] > 0 or c["lost_updates"] > 0,
                            f"control run without the lock shows the damage: {c['oversold']} oversold, {c['lost_updates']} lost updates"))
@@ -280,6 +364,8 @@ def main():
             print(f"  [{'ok' if good else 'FAIL'}] {what}")
             ok &= good
     finally:
+        if store is not None:
+            store.stop()
         etcd.stop()
     print("\nflash sale: " + ("all checks passed" if ok else "CHECKS FAILED"))
     return 0 if ok else 1

@@ -19,7 +19,11 @@ are checked here:
 - ```xml: well-formed (wrapped in one root element); ```json: parses;
 - ```properties: every line is a comment or `key=value`;
 - a block with no language is program output or a file listing (shown
-  as-is, nothing to run), and says so.
+  as-is, nothing to run), and says so;
+- a block of any language marked `<!-- example: PATH -->` on the line before
+  its fence is an excerpt of PATH: its lines must appear in PATH as they are,
+  one after another, and PATH must be one of EXAMPLES, each named (by its
+  stem) in the test or program that runs it (the language suites skip such blocks: PATH is what runs).
 
 Usage: scripts/readme_blocks.py [path/to/etcdlock]
 """
@@ -63,6 +67,26 @@ DOCS_SUITES: Dict[str, Tuple[str, str]] = {
     "kotlin": ("run by the Kotlin module's suite as a copy with the test's endpoints, checked to be the block (CoroutinesTest.readmeExample)", "bindings-java/etcdlock-kotlin/src/test/kotlin/io/etcdlock/kotlin/CoroutinesTest.kt"),
     "properties": ("bound as written by the Spring suite", "bindings-java/etcdlock-spring/src/test/java/io/etcdlock/spring/EtcdLockSpringTest.java"),
 }
+# Files whose excerpts a page may show (`<!-- example: PATH -->`) -> the test
+# that runs each (it must name the file, for the claim to hold).
+EXAMPLES: Dict[str, str] = {
+    "examples/postgres/fence_schema.sql": "scripts/fence_scenario.py",
+    "bindings-python/python/etcdlock/fencing.py": "bindings-python/examples/fence_postgres.py",
+    "bindings-python/examples/fence_postgres.py": "bindings-python/tests/test_fence_postgres.py",
+    "bindings-node/fencing.js": "bindings-node/examples/fence-postgres.js",
+    "bindings-node/examples/fence-postgres.js": "bindings-node/test/fence-postgres.test.js",
+    "bindings-java/etcdlock/src/main/java/io/etcdlock/Fencing.java":
+        "bindings-java/etcdlock-demos/src/main/java/io/etcdlock/demo/FencePostgres.java",
+    "bindings-java/etcdlock-demos/src/main/java/io/etcdlock/demo/FencePostgres.java":
+        "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/fence/FencePostgresTest.java",
+    "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/fence/FenceSpring.java":
+        "bindings-java/etcdlock-spring-demo/src/test/java/io/etcdlock/demo/fence/FencePostgresTest.java",
+    "examples/c/pg_fence.h": "examples/c/fence_postgres.c",
+    "examples/c/fence_postgres.c": "ffi-c/test.sh",
+    "scripts/flash_cli_worker.sh": "scripts/flash_sale.py",
+}
+EXAMPLE_MARK = re.compile(r"^<!-- example: (\S+) -->$")
+
 # How each suite file refers to its README (it must, for the claim to hold).
 README_MENTION = {
     "core/src/lib.rs": "README.md",
@@ -78,6 +102,7 @@ class Block(NamedTuple):
     body: List[str]
     run: Optional[str] = None  # `<!-- run -->` (or `<!-- run: MODE -->`) before the fence: executed; see RUN_MODES
     output: Optional[List[str]] = None  # the ```text block that follows it (what it prints)
+    example: Optional[str] = None  # `<!-- example: PATH -->` before the fence: an excerpt of PATH
 
     @property
     def first(self) -> str:
@@ -132,7 +157,9 @@ def blocks(readme: str) -> List[Block]:
         run = (mark.group(1) or "exact") if mark else None
         if run is not None and run not in RUN_MODES:
             raise SystemExit(f"{readme}:{i}: <!-- run: {run} -->: the modes are {', '.join(RUN_MODES)}")
-        found.append(Block(readme, len(found) + 1, i + 1, m.group(1), lines[i + 1 : j], run))
+        ex = EXAMPLE_MARK.match(lines[i - 1].strip()) if i > 0 else None
+        found.append(Block(readme, len(found) + 1, i + 1, m.group(1), lines[i + 1 : j], run,
+                           example=ex.group(1) if ex else None))
         i = j + 1
     # A run block's output: the next fenced block if it is ```text and what
     # lies between them is at most one paragraph ending with a colon ("Prints:").
@@ -298,7 +325,25 @@ class Checker:
                     problems.append(f"{pkg} has no {kind} {v}")
         return problems
 
+    @staticmethod
+    def excerpt(b: Block) -> Tuple[bool, str]:
+        """A block that shows part of a file a test runs: the lines are that file's."""
+        assert b.example is not None
+        runner = EXAMPLES.get(b.example)
+        if runner is None:
+            return False, f"{b.example} is not among the files whose excerpts a page may show (EXAMPLES)"
+        name = Path(b.example).stem  # fencing.py is named as etcdlock.fencing
+        if not (ROOT / runner).is_file() or name not in (ROOT / runner).read_text(encoding="utf-8"):
+            return False, f"{runner} does not name {name}"
+        body = [l.rstrip() for l in b.body]
+        src = [l.rstrip() for l in (ROOT / b.example).read_text(encoding="utf-8").splitlines()]
+        if not any(src[k : k + len(body)] == body for k in range(len(src) - len(body) + 1)):
+            return False, f"not an excerpt of {b.example} (its lines, one after another, as they are there)"
+        return True, f"excerpt of {b.example} ({len(body)} lines), which {runner} runs"
+
     def check(self, b: Block) -> Tuple[bool, str]:
+        if b.example:
+            return self.excerpt(b)
         suite = SUITES.get((b.readme, b.lang))
         if suite is None and b.readme.startswith("docs/"):
             suite = DOCS_SUITES.get(b.lang)

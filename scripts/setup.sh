@@ -3,7 +3,9 @@
 # etcd (server + etcdctl), protoc with the well-known protos (only for
 # scripts/protos.sh --check: the build itself needs no protoc), pkg-config and valgrind for the C layer, openssl, libfaketime and nginx for
 # the fault suite, chromium (headless, with its driver), doxygen and mandoc for the
-# documentation site. Idempotent; quiet when all is there.
+# documentation site, PostgreSQL (server, psql, libpq's headers) for the
+# database fencing examples and the flash sale on PostgreSQL
+# (scripts/pg_harness.py starts a private one). Idempotent; quiet when all is there.
 set -euo pipefail
 
 need=()
@@ -24,6 +26,10 @@ command -v doxygen >/dev/null 2>&1 || need+=(doxygen)
 command -v mandoc >/dev/null 2>&1 || need+=(mandoc)
 command -v curl >/dev/null 2>&1 || need+=(curl)     # PlantUML's jar from Maven Central (docs.sh)
 command -v unzip >/dev/null 2>&1 || need+=(unzip)   # the dist suite's jar/wheel checks, dist's Javadoc for the site
+# PostgreSQL: scripts/pg_harness.py runs initdb and postgres from /usr/lib/postgresql/*/bin.
+compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null || need+=(postgresql)
+command -v psql >/dev/null 2>&1 || need+=(postgresql-client)
+[ -f /usr/include/postgresql/libpq-fe.h ] || need+=(libpq-dev)   # the C example (-lpq)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then

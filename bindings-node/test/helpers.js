@@ -98,4 +98,4 @@ function runNode(args, { env = {}, timeout = 60000, input } = {}) {
   });
 }
 
-module.exports = { ROOT, startEtcd, unique, until, etcdctlKeys, runNode };
+module.exports = { ROOT, harnessPath, startEtcd, unique, until, etcdctlKeys, runNode };

@@ -12,6 +12,8 @@
 //   a whole program: only its syntax is checked (`node --check`, `tsc --noEmit`);
 // - a block that is a node:test file runs as a program too: it passes when
 //   its tests do (exit code 0);
+// - a block with `<!-- example: PATH -->` there is an excerpt of PATH, a file
+//   another test runs (scripts/readme_blocks.py checks that it is one): skipped;
 // - a block followed by a line `Prints:` and a ```text block must print exactly
 //   that text (stdout, trailing blank space ignored).
 // README.md may hold only js, ts, sh and text blocks; a docs page holds blocks
@@ -50,6 +52,8 @@ function fencedBlocks(file) {
       end: j + 1,
       lang: m[1],
       fragment: prev.startsWith('<!-- fragment') && prev.endsWith('-->'),
+      // `<!-- example: PATH -->`: an excerpt of a file another test runs (scripts/readme_blocks.py checks it is one).
+      excerpt: prev.startsWith('<!-- example:'),
       code,
       first,
     });
@@ -139,7 +143,7 @@ it('docs/: the pages hold js blocks to run', () => {
   assert.ok(SOURCES.slice(1).some(([, blocks]) => blocks.some((b) => b.lang === 'js')));
 });
 
-for (const [file, blocks] of SOURCES) for (const block of blocks.filter((b) => CHECKED.includes(b.lang))) {
+for (const [file, blocks] of SOURCES) for (const block of blocks.filter((b) => CHECKED.includes(b.lang) && !b.excerpt)) {
   const style = block.lang === 'ts' ? 'mts' : moduleStyle(block.code);
   const kind = block.fragment ? 'fragment' : 'program';
   it(`${file}:${block.line} (block ${block.number}, ${block.lang} as .${style}, ${kind}): ${block.first}`, async (t) => {

@@ -251,3 +251,22 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   new MemStore();
   void t; void l; void c; void i; void s;
 }
+
+// etcdlock/fencing: a pg client (anything with query) fences a write with a lock's token.
+import { fence, fenceSql, StaleTokenError, type Queryable } from 'etcdlock/fencing';
+async function fencedWrite(db: Queryable, lock: Lock): Promise<void> {
+  await db.query('BEGIN');
+  try {
+    await fence(db, lock.name, lock.fencingToken);
+    await db.query('UPDATE accounts SET balance = $1 WHERE id = $2', [110, 'acct-42']);
+    await db.query('COMMIT');
+  } catch (e) {
+    await db.query('ROLLBACK');
+    if (e instanceof StaleTokenError) { const newer: bigint | null = e.newest; void newer; }
+  }
+  const sql: string = fenceSql('my_fence');
+  // @ts-expect-error the token is a bigint or a number
+  await fence(db, 'r', 'x');
+  void sql;
+}
+void fencedWrite;

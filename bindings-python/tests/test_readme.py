@@ -6,7 +6,9 @@ A block marked `<!-- fragment -->` on the line right before its fence is not a
 whole program: it is only compiled (and type-checked). A block marked
 `<!-- pytest -->` is a test module: it is run by pytest, alone in a fresh
 directory with no conftest.py (so its etcdlock fixtures come from the
-installed package's plugin), and every test in it must pass. A block followed by a
+installed package's plugin), and every test in it must pass. A block marked
+`<!-- example: PATH -->` is an excerpt of PATH, a file another test runs
+(scripts/readme_blocks.py checks that it is one): it is not run here. A block followed by a
 ```text block (only blank lines or one line of prose ending in ":", such as
 "Prints:", between them) promises that output: the program's stdout must
 match it line by line, where `...` in the expected text stands for any run of
@@ -39,6 +41,7 @@ class Block(NamedTuple):
     lang: str
     fragment: bool
     is_test: bool  # `<!-- pytest -->`: a test module, run by pytest
+    excerpt: bool  # `<!-- example: PATH -->`: a part of PATH, which another test runs
     code: str
     output: Optional[str]  # the ```text block that follows it, if any
 
@@ -70,6 +73,7 @@ def fenced_blocks(path: Path) -> List[Block]:
         before = lines[start - 1].strip() if start > 0 else ""
         fragment = before.startswith("<!-- fragment") and before.endswith("-->")
         is_test = before == "<!-- pytest -->"
+        excerpt = before.startswith("<!-- example:")
         code = "\n".join(lines[start + 1 : end]) + "\n"
         output = None
         if n + 1 < len(raw) and raw[n + 1][2] == "text":
@@ -77,13 +81,13 @@ def fenced_blocks(path: Path) -> List[Block]:
             if not between or (len(between) == 1 and between[0].endswith(":")):
                 s, e, _ = raw[n + 1]
                 output = "\n".join(lines[s + 1 : e])
-        blocks.append(Block(source, n + 1, start + 1, lang, fragment, is_test, code, output))
+        blocks.append(Block(source, n + 1, start + 1, lang, fragment, is_test, excerpt, code, output))
     return blocks
 
 
 SOURCES = [README] + sorted(DOCS.rglob("*.md"))
 BLOCKS = {str(p.relative_to(ROOT)): fenced_blocks(p) for p in SOURCES}
-PYTHON = [b for bs in BLOCKS.values() for b in bs if b.lang in ("python", "py")]
+PYTHON = [b for bs in BLOCKS.values() for b in bs if b.lang in ("python", "py") and not b.excerpt]
 
 # How many python blocks each file has at least (the pages the Python
 # binding's docs own); a block dropped by mistake fails here.

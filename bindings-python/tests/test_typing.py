@@ -27,7 +27,7 @@ def test_package_example_and_bench_type_check() -> None:
     root = HERE.parent
     r = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", "/dev/null",
-         str(root / "python" / "etcdlock"), str(root / "examples" / "flash_sale.py"), str(root / "examples" / "apscheduler_once.py"),
+         str(root / "python" / "etcdlock"), str(root / "examples" / "flash_sale.py"), str(root / "examples" / "apscheduler_once.py"), str(root / "examples" / "fence_postgres.py"),
          str(root / "bench.py")],
         capture_output=True,
         text=True,

@@ -7,6 +7,14 @@
 //! write stock-1 and record the sale under SALES_PREFIX<token>; a plain get then
 //! put, safe only under the lock. One JSON line per attempt on stdout:
 //! `{"lang","worker","sold","token","wait_ms","stock_before","t_ms"}`.
+//!
+//! With FLASH_STORE=postgres (`scripts/flash_sale.py --store postgres`) the
+//! stock is the row `flash_stock(sku = FLASH_STOCK_KEY)` of PostgreSQL at
+//! libpq's PG* variables, and a purchase under the lock is one transaction:
+//! read the stock; if positive, fence the write with the hold's token (the
+//! `etcdlock_fence` row), write stock-1 and a `flash_sales` row. This binary
+//! has no database driver: that store's Rust worker is the example
+//! `flash_pg_worker` (cli/examples/flash_pg_worker.rs).
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use etcdlock::{Client, ClientOptions};

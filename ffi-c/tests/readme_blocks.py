@@ -8,7 +8,9 @@ A block with `<!-- fragment -->` (or `<!-- fragment: why -->`) on the line
 right before its fence is not a whole program: it is wrapped so that it
 compiles on its own (its #include lines hoisted, the rest in a function body
 with a `client` in scope, stubs for the application functions it calls) and
-test.sh only compiles it. Any other ```c block must be a complete program: it
+test.sh only compiles it. A block with `<!-- example: PATH -->` there is an
+excerpt of PATH, which another test builds and runs: it is skipped here. Any
+other ```c block must be a complete program: it
 is compiled, linked and run against etcd (ETCDLOCK_ENDPOINTS set) and must
 exit 0. When the block after a program is a ```text block, that is what the
 program prints, and test.sh compares its standard output with it.
@@ -45,7 +47,9 @@ def blocks(path: Path):
             sys.exit(f"{path}:{i + 1}: unclosed code fence")
         before = lines[i - 1].strip() if i else ""
         fragment = before.startswith("<!-- fragment") and before.endswith("-->")
-        yield n, i + 1, m.group(1), fragment, lines[i + 1 : j]
+        # `<!-- example: PATH -->`: an excerpt of a file another test builds (scripts/readme_blocks.py checks it).
+        lang = "" if before.startswith("<!-- example:") else m.group(1)
+        yield n, i + 1, lang, fragment, lines[i + 1 : j]
         i = j + 1
 
 

@@ -61,6 +61,8 @@ import io.etcdlock.demo.DemoEtcd;
  *       Statement blocks are compiled as a method body with the names they leave to the reader
  *       ({@code log}, {@code storage}, {@code data}, {@code client}, {@code transcode()}, ...)
  *       declared around them; blocks that declare classes are compiled as files of their own.</li>
+ *   <li>A block marked {@code <!-- example: PATH -->} is an excerpt of PATH, a file another test
+ *       compiles and runs ({@code scripts/readme_blocks.py} checks that it is one): skipped here.</li>
  * </ul>
  */
 class ReadmeBlocksTest {
@@ -159,7 +161,9 @@ class ReadmeBlocksTest {
                 code.append(lines.get(j)).append('\n');
                 j++;
             }
-            if (m.group(1).equals(lang)) {
+            // <!-- example: PATH -->: an excerpt of a file another test runs (scripts/readme_blocks.py checks it).
+            boolean excerpt = i > 0 && lines.get(i - 1).strip().startsWith("<!-- example:");
+            if (m.group(1).equals(lang) && !excerpt) {
                 boolean fragment = i > 0 && lines.get(i - 1).strip().equals("<!-- fragment -->");
                 out.add(new Block(page.toString().replace('\\', '/'), i + 1, code.toString(), fragment, prints(lines, j + 1)));
             }
