@@ -112,8 +112,9 @@ impl MemStore {
     /// Answer nothing to the client of lease `lease` for `d`, while every
     /// other client goes on: as a client cut off from etcd. Its holds turn
     /// at risk and are lost as under [`MemStore::silence`]; once its lease
-    /// expires, other clients are granted its locks. `Duration::ZERO` ends
-    /// it now.
+    /// expires, other clients are granted its locks, and the client stays
+    /// cut off (its connection, and any new session it asks for) until `d`
+    /// ends. `Duration::ZERO` ends it now.
     pub fn stall(&self, lease: i64, d: Duration) {
         self.handle.stall(lease, d)
     }

@@ -127,11 +127,16 @@ impl Faults {
         self.bump();
     }
 
-    /// Forget a connection's leases when a lease is gone (a new client may
-    /// reuse nothing of it; kept small in long tests).
+    /// Forget a lease that is gone (kept small in long tests), unless its
+    /// client is stalled: a client cut off stays cut off when its lease
+    /// runs out, as over a broken network, until the stall ends.
     pub fn forget(&self, id: i64) {
         let mut s = self.state();
-        s.stalled.remove(&id);
+        let now = Instant::now();
+        s.stalled.retain(|_, until| *until > now);
+        if s.stalled.contains_key(&id) {
+            return;
+        }
         s.conns.retain(|_, ids| {
             ids.remove(&id);
             !ids.is_empty()
@@ -161,6 +166,22 @@ mod tests {
         let t1 = Instant::now();
         f.gate(Some(b), &[7]).await;
         assert!(t1.elapsed() >= 200 * MS, "a request naming the lease waits");
+    }
+
+    #[tokio::test]
+    async fn a_stalled_client_stays_stalled_after_its_lease_is_gone() {
+        let f = Faults::default();
+        let a: SocketAddr = "127.0.0.1:1000".parse().unwrap();
+        f.note(Some(a), 7);
+        f.stall(7, 300 * MS);
+        f.forget(7);
+        let t0 = Instant::now();
+        f.gate(Some(a), &[]).await;
+        assert!(t0.elapsed() >= 300 * MS, "still stalled");
+        f.forget(7);
+        let t1 = Instant::now();
+        f.gate(Some(a), &[]).await;
+        assert!(t1.elapsed() < 100 * MS, "forgotten once the stall ended");
     }
 
     #[tokio::test]
