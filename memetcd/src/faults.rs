@@ -53,6 +53,14 @@ impl State {
     }
 }
 
+/// `d` from now; a span past what an instant can hold (`Duration::MAX`) is
+/// a century, which no test outlives.
+fn from_now(d: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(d)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400))
+}
+
 /// The faults of one store.
 pub(crate) struct Faults {
     state: Mutex<State>,
@@ -107,13 +115,13 @@ impl Faults {
 
     /// The store answers nothing for `d` (from now; zero ends a silence).
     pub fn silence(&self, d: Duration) {
-        self.state().silent_until = Some(Instant::now() + d);
+        self.state().silent_until = Some(from_now(d));
         self.bump();
     }
 
     /// The client of lease `id` gets no answer for `d` (zero ends a stall).
     pub fn stall(&self, id: i64, d: Duration) {
-        self.state().stalled.insert(id, Instant::now() + d);
+        self.state().stalled.insert(id, from_now(d));
         self.bump();
     }
 
@@ -182,6 +190,14 @@ mod tests {
         let t1 = Instant::now();
         f.gate(Some(a), &[]).await;
         assert!(t1.elapsed() < 100 * MS, "forgotten once the stall ended");
+    }
+
+    #[test]
+    fn a_span_past_any_instant_is_no_panic() {
+        let f = Faults::default();
+        f.silence(Duration::MAX);
+        f.stall(1, Duration::MAX);
+        f.resume();
     }
 
     #[tokio::test]
