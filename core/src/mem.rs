@@ -127,8 +127,15 @@ impl MemStore {
     /// The keys under `prefix` (every key for an empty one), in key order:
     /// what the store holds, for a test to assert on.
     pub fn keys(&self, prefix: impl AsRef<[u8]>) -> Vec<MemKey> {
+        let prefix = prefix.as_ref();
+        // etcd's range for a prefix; the empty prefix is every key.
+        let start = if prefix.is_empty() {
+            &[0u8][..]
+        } else {
+            prefix
+        };
         self.handle
-            .keys(prefix.as_ref())
+            .keys(start, &crate::names::prefix_end(prefix))
             .into_iter()
             .map(|k| MemKey {
                 key: k.key,

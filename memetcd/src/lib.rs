@@ -135,15 +135,12 @@ impl Handle {
             .unwrap_or(false)
     }
 
-    /// The keys under `prefix` (all keys for an empty prefix), in key order.
-    pub fn keys(&self, prefix: &[u8]) -> Vec<Key> {
+    /// The keys in etcd's range `[key, range_end)` (`range_end` empty: the
+    /// one key; `[0]`, `[0]`: every key), in key order.
+    pub fn keys(&self, key: &[u8], range_end: &[u8]) -> Vec<Key> {
         let req = pb::etcdserverpb::RangeRequest {
-            key: if prefix.is_empty() {
-                vec![0]
-            } else {
-                prefix.to_vec()
-            },
-            range_end: prefix_end(prefix),
+            key: key.to_vec(),
+            range_end: range_end.to_vec(),
             ..Default::default()
         };
         let kvs = self
@@ -162,18 +159,6 @@ impl Handle {
             })
             .collect()
     }
-}
-
-/// etcd's range end for a prefix (`\0` for the empty prefix: every key).
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
 }
 
 /// The handle of the in-process store `name`, started on first use; `""` is
