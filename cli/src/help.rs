@@ -89,6 +89,14 @@ Examples:
   etcdlock watch jobs/
   # one JSON document per change:
   etcdlock watch --json";
+pub(crate) const UI_HELP: &str = "\
+Examples:
+  etcdlock ui jobs/
+  # any free port (the URL is the first line on stdout):
+  etcdlock ui --listen 127.0.0.1:0
+  # let the page release a wedged hold; each request carries the token:
+  etcdlock ui --allow-release --release-token \"$(cat /etc/etcdlock/ui-token)\"
+  # scripts: curl -s 'http://127.0.0.1:7379/api/locks?prefix=jobs/'";
 pub(crate) const RELEASE_HELP: &str = "\
 Examples:
   # status shows the holder's fencing token; release only that hold:

@@ -28,6 +28,7 @@ mod tree;
 #[cfg(windows)]
 #[path = "tree_windows.rs"]
 mod tree;
+mod ui;
 
 use std::time::Duration;
 
@@ -220,6 +221,14 @@ enum Cmd {
     /// ETCDLOCK_FENCING_TOKEN (the record's revision: higher for every take).
     #[command(after_help = ONCE_HELP)]
     Once(once::OnceArgs),
+    /// Serve a live web view of every lock under a prefix: holders, fencing
+    /// tokens, waiters in order, semaphores' permits, elections' leaders,
+    /// run-once jobs, each lock's page, and its JSON API (/api/...) and
+    /// /metrics. Read-only unless --allow-release with a --release-token.
+    /// The first line on stdout is the URL served. Runs until interrupted
+    /// (exit 0); exit 2 on a bad flag or an address it cannot listen on.
+    #[command(after_help = UI_HELP)]
+    Ui(ui::UiArgs),
     /// Print the leader of an election (value, key, revision), or "-" and exit 3
     /// when there is none; --watch follows it.
     #[command(after_help = LEADER_HELP)]
@@ -521,6 +530,7 @@ pub fn main() -> ! {
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Once(a) => once::once(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
+            Cmd::Ui(a) => ui::ui(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started
             #[cfg(feature = "bench")]
