@@ -10,7 +10,7 @@ const SVG = "http://www.w3.org/2000/svg";
 // created, on the server's clock (ms since the epoch).
 const state = {
   locks: new Map(), rows: new Map(), starts: new Map(),
-  revision: 0, skew: 0, cycles: [], cycleNames: new Set(), config: null,
+  seq: -1, revision: 0, skew: 0, cycles: [], cycleNames: new Set(), config: null,
 };
 
 // For tests and for curious operators: when things were drawn.
@@ -188,7 +188,8 @@ function apply(msg) {
   const t0 = performance.now();
   if (msg.type === "error") { live(false, msg.message); probe.errors.push(msg.message); return; }
   const rev = Number(msg.revision);
-  if (msg.type === "diff" && rev <= state.revision) return;
+  if (msg.type === "diff" && msg.seq <= state.seq) return;
+  state.seq = msg.seq;
   state.skew = msg.now_ms - Date.now();
   const before = new Set(state.cycleNames);
   state.cycles = msg.cycles || [];

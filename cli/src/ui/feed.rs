@@ -13,8 +13,10 @@
 //! - `{"type":"error","message":...}`: a read or the watch failed (the feed
 //!   retries each second; the last good view stays).
 //!
-//! Every message carries `revision` (the read's store revision, a decimal
-//! string as in core's records), `now_ms` (this server's wall clock when the
+//! Every message carries `seq` (the read's number: a browser skips a diff
+//! whose `seq` is not above its snapshot's), `revision` (the highest store
+//! revision of the read's records, a decimal string as in core's records;
+//! an empty read has none, and keeps the last one), `now_ms` (this server's wall clock when the
 //! read returned: a contender's start is `now_ms - age_ms`), `read_ms` (how
 //! long the read took) and the deadlock `cycles` found in that read.
 
@@ -37,8 +39,8 @@ const RETRY: Duration = Duration::from_secs(1);
 pub struct Feed {
     prefix: String,
     tx: broadcast::Sender<Arc<str>>,
-    /// The last full snapshot message, and its revision.
-    latest: RwLock<(i64, Arc<str>)>,
+    /// The last full snapshot message.
+    latest: RwLock<Arc<str>>,
     /// List reads done (successful or not).
     pub reads: AtomicU64,
     /// List reads that failed.
@@ -49,6 +51,14 @@ pub struct Feed {
     pub locks: AtomicU64,
     /// Deadlock cycles at the last read.
     pub cycles: AtomicU64,
+}
+
+/// What the feed remembers of its last read.
+#[derive(Default)]
+struct Previous {
+    seq: u64,
+    revision: i64,
+    shapes: BTreeMap<String, Status>,
 }
 
 /// The parts of a record that say who holds and who waits: without the
@@ -85,12 +95,12 @@ fn cycles(_list: &[Status]) -> (usize, Value) {
 impl Feed {
     /// A feed of `prefix` (nothing read until [`Feed::run`]).
     pub fn new(prefix: &str) -> Arc<Feed> {
-        let first = json!({"type": "snapshot", "prefix": prefix, "revision": "0",
+        let first = json!({"type": "snapshot", "prefix": prefix, "seq": 0, "revision": "0",
             "now_ms": now_ms(), "read_ms": 0, "locks": [], "cycles": [], "pending": true});
         Arc::new(Feed {
             prefix: prefix.to_string(),
             tx: broadcast::channel(BACKLOG).0,
-            latest: RwLock::new((0, first.to_string().into())),
+            latest: RwLock::new(first.to_string().into()),
             reads: AtomicU64::new(0),
             read_errors: AtomicU64::new(0),
             last_read_us: AtomicU64::new(0),
@@ -110,10 +120,10 @@ impl Feed {
 
     /// The last full snapshot message.
     pub fn snapshot(&self) -> Arc<str> {
-        self.latest
-            .read()
-            .map(|l| l.1.clone())
-            .unwrap_or_else(|e| e.into_inner().1.clone())
+        match self.latest.read() {
+            Ok(l) => l.clone(),
+            Err(e) => e.into_inner().clone(),
+        }
     }
 
     /// Browsers connected to the feed now.
@@ -133,7 +143,7 @@ impl Feed {
     /// Watch the prefix and re-read it after each burst of changes (at most
     /// one read per `coalesce`), until the process ends.
     pub async fn run(self: Arc<Self>, client: Client, coalesce: Duration) {
-        let mut prev: BTreeMap<String, Status> = BTreeMap::new();
+        let mut prev = Previous::default();
         loop {
             let mut rx = match etcdlock::bridge::list_changes(&client, &self.prefix).await {
                 Ok(rx) => rx,
@@ -163,7 +173,7 @@ impl Feed {
 
     /// One read of the prefix: the new snapshot, and the diff sent to the
     /// browsers. False when the read failed.
-    async fn read(&self, client: &Client, prev: &mut BTreeMap<String, Status>) -> bool {
+    async fn read(&self, client: &Client, prev: &mut Previous) -> bool {
         let started = Instant::now();
         let r = client.list(&self.prefix).await;
         let took = started.elapsed();
@@ -178,7 +188,14 @@ impl Feed {
                 return false;
             }
         };
-        let revision = list.iter().map(|s| s.revision).max().unwrap_or(0);
+        prev.seq += 1;
+        let seq = prev.seq;
+        let revision = list
+            .iter()
+            .map(|s| s.revision)
+            .max()
+            .unwrap_or(prev.revision);
+        prev.revision = revision;
         let now = now_ms();
         let read_ms = took.as_secs_f64() * 1000.0;
         let (n_cycles, cycles) = cycles(&list);
@@ -186,21 +203,23 @@ impl Feed {
             list.iter().map(|s| (s.name.clone(), shape(s))).collect();
         let changed: Vec<&Status> = list
             .iter()
-            .filter(|s| prev.get(&s.name) != next.get(&s.name))
+            .filter(|s| prev.shapes.get(&s.name) != next.get(&s.name))
             .collect();
-        let removed: Vec<&String> = prev.keys().filter(|n| !next.contains_key(*n)).collect();
+        let removed: Vec<&String> = (prev.shapes.keys())
+            .filter(|n| !next.contains_key(*n))
+            .collect();
         let all: Vec<&Status> = list.iter().collect();
-        let snapshot = json!({"type": "snapshot", "prefix": self.prefix,
+        let snapshot = json!({"type": "snapshot", "prefix": self.prefix, "seq": seq,
             "revision": revision.to_string(), "now_ms": now, "read_ms": read_ms,
             "locks": records(&all), "cycles": cycles});
-        let diff = json!({"type": "diff", "revision": revision.to_string(), "now_ms": now,
+        let diff = json!({"type": "diff", "seq": seq, "revision": revision.to_string(), "now_ms": now,
             "read_ms": read_ms, "changed": records(&changed), "removed": removed,
             "cycles": cycles});
-        *prev = next;
+        prev.shapes = next;
         self.locks.store(list.len() as u64, Ordering::Relaxed);
         self.cycles.store(n_cycles as u64, Ordering::Relaxed);
         if let Ok(mut l) = self.latest.write() {
-            *l = (revision, snapshot.to_string().into());
+            *l = snapshot.to_string().into();
         }
         let _ = self.tx.send(diff.to_string().into());
         true
