@@ -141,6 +141,13 @@
 #define ETCDLOCK_INTERNAL 11
 
 /**
+ * Status: the wait would close a cycle of clients waiting on each other's
+ * holds (only with `detect_deadlock` set in the acquire options); the last
+ * error's message names the cycle.
+ */
+#define ETCDLOCK_DEADLOCK 12
+
+/**
  * Loss callback reason: the hold ended normally (etcdlock_unlock or etcdlock_guard_free).
  */
 #define ETCDLOCK_LOSS_NONE 0
@@ -1069,7 +1076,7 @@ int etcdlock_last_error_loss_reason(void);
 /**
  * The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
  * "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
- * "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
+ * "PermissionDenied", "Closed", "Internal", "Deadlock"; "Unknown" for any other value.
  * These are the names every etcdlock binding uses. Static string, never NULL.
  *
  * Safety: none required; any int is accepted.

@@ -242,6 +242,7 @@ pub(crate) fn acquire_opts(
                 lock_delay: x.lock_delay,
                 lease_time: x.lease_time,
                 metadata,
+                ..Default::default()
             }
         }
     };

@@ -64,6 +64,12 @@ create_exception!(
     LockError,
     "A bug in etcdlock, reported instead of crashing (code Internal)."
 );
+create_exception!(
+    etcdlock,
+    DeadlockError,
+    LockError,
+    "The wait would close a cycle of clients waiting on each other's holds; the message names the cycle (code Deadlock, only with detect_deadlock=True)."
+);
 
 /// `etcdlock.TimeoutError` and `etcdlock.NotHeldError` also subclass the
 /// builtin they are named after or mean (`TimeoutError`, `RuntimeError`), so
@@ -134,6 +140,7 @@ pub(crate) fn exc_type(py: Python<'_>, code: ErrorCode) -> Bound<'_, PyType> {
         ErrorCode::PermissionDenied => py.get_type::<PermissionDeniedError>(),
         ErrorCode::Closed => py.get_type::<ClosedError>(),
         ErrorCode::Internal => py.get_type::<InternalError>(),
+        ErrorCode::Deadlock => py.get_type::<DeadlockError>(),
     }
 }
 

@@ -132,6 +132,7 @@ pub async fn run(opts: ClientOptions, a: RunArgs) -> i32 {
         lock_delay: a.lock_delay,
         lease_time: a.lease_time,
         metadata: a.meta.clone(),
+        ..LockOptions::default()
     };
     let acquire = async {
         let lock_opts = if a.try_only {

@@ -263,6 +263,8 @@ pub struct Extras {
     pub lease_time: Option<f64>,
     /// Holder metadata pairs.
     pub metadata: Vec<(String, String)>,
+    /// See [`LockOptions::detect_deadlock`].
+    pub detect_deadlock: bool,
 }
 
 /// [`lock_options`] with [`Extras`], each checked by one rule (a span by
@@ -279,6 +281,7 @@ pub fn acquire_options(timeout: Option<f64>, extras: Extras, unit: Unit) -> Resu
         .map(|v| span("lease_time", v, unit))
         .transpose()?;
     o.metadata = extras.metadata;
+    o.detect_deadlock = extras.detect_deadlock;
     o.validate()?;
     Ok(o)
 }

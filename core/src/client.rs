@@ -100,6 +100,20 @@ impl Client {
         Box::pin(self.inner.transport.call(bound, op)).await.result
     }
 
+    /// [`Client::call`] for a bounded history replay (a watch that ends
+    /// with the call).
+    pub(crate) async fn call_watch<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
+    where
+        F: FnMut(etcd_client::WatchClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.check_open()?;
+        let bound = bound.unwrap_or_else(|| self.inner.transport.request_bound());
+        Box::pin(self.inner.transport.call_watch(bound, op))
+            .await
+            .result
+    }
+
     /// [`Client::call`] for a lease request.
     pub(crate) async fn call_lease<T, F, Fut>(&self, bound: Option<Bound>, op: F) -> Result<T>
     where

@@ -30,11 +30,15 @@ pub enum ErrorCode {
     Closed = 10,
     /// A bug in etcdlock; never a crash.
     Internal = 11,
+    /// The wait would close a cycle of clients waiting on each other's
+    /// holds (only with [`crate::LockOptions::detect_deadlock`]); the message
+    /// names the cycle. Give up a hold and try again.
+    Deadlock = 12,
 }
 
 impl ErrorCode {
     /// Every code, in numeric order (for bindings that generate their mirrors).
-    pub const ALL: [ErrorCode; 11] = [
+    pub const ALL: [ErrorCode; 12] = [
         ErrorCode::InvalidArgument,
         ErrorCode::Timeout,
         ErrorCode::WouldBlock,
@@ -46,6 +50,7 @@ impl ErrorCode {
         ErrorCode::PermissionDenied,
         ErrorCode::Closed,
         ErrorCode::Internal,
+        ErrorCode::Deadlock,
     ];
 
     /// The name every language uses for this code (`"LockLost"`, ...).
@@ -62,6 +67,7 @@ impl ErrorCode {
             ErrorCode::PermissionDenied => "PermissionDenied",
             ErrorCode::Closed => "Closed",
             ErrorCode::Internal => "Internal",
+            ErrorCode::Deadlock => "Deadlock",
         }
     }
 

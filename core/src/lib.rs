@@ -47,6 +47,7 @@ pub mod records;
 pub mod runtime;
 mod session;
 mod transport;
+mod waitgraph;
 mod watch;
 
 pub use client::window::WINDOW as QUEUED_PER_CLIENT;

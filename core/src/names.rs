@@ -57,6 +57,20 @@ pub(crate) fn is_direct_child(prefix: &[u8], key: &[u8]) -> bool {
     key.len() > prefix.len() && key.starts_with(prefix) && !key[prefix.len()..].contains(&b'/')
 }
 
+/// The lock name a key (without the namespace) is queued on: all before
+/// its last `/`. `None` for etcdlock's own records (meta, lock-delay,
+/// latches, barriers; also the meta records of a client whose namespace
+/// lies inside this one's, `<inner ns>__etcdlock/meta/...`) and for a key
+/// with no `/`.
+pub(crate) fn lock_name(k: &[u8]) -> Option<&[u8]> {
+    let has = |mark: &str| k.windows(mark.len()).any(|w| w == mark.as_bytes());
+    if has(META_PREFIX) || has(RECORD_MARK) {
+        return None;
+    }
+    let cut = k.iter().rposition(|b| *b == b'/')?;
+    Some(&k[..cut])
+}
+
 /// The end of the key range that `prefix` starts (etcd's `GetPrefixRangeEnd`).
 pub(crate) fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();

@@ -381,6 +381,15 @@ pub struct LockOptions {
     /// etcdlock adds the host, pid and language itself. Stored in the name's
     /// meta record, which is written once a name has been in use for 100 ms (the meta records' tick).
     pub metadata: Vec<(String, String)>,
+    /// Fail the wait with `Deadlock` if it would close a cycle of clients
+    /// waiting on each other's holds (off by default). The check reads the
+    /// client's namespace once when the call's key is queued and again each
+    /// time the key it waits behind changes; when several waits of a cycle
+    /// are checked at once, only the youngest (the one that closed it)
+    /// fails, so one member backs off and the others are served. Costs one
+    /// read of the namespace per check. See [`crate::Client::deadlocks`] for
+    /// what etcd's state can show.
+    pub detect_deadlock: bool,
 }
 
 impl LockOptions {
@@ -401,6 +410,12 @@ impl LockOptions {
     /// With [`LockOptions::lease_time`] set.
     pub fn with_lease_time(mut self, d: Duration) -> Self {
         self.lease_time = Some(d);
+        self
+    }
+
+    /// With [`LockOptions::detect_deadlock`] on.
+    pub fn with_detect_deadlock(mut self) -> Self {
+        self.detect_deadlock = true;
         self
     }
 

@@ -128,6 +128,10 @@ fn acquire_opts(step: &Value) -> etcdlock::Result<LockOptions> {
         lock_delay: ms("lock_delay_ms"),
         lease_time: ms("lease_time_ms"),
         metadata,
+        detect_deadlock: step
+            .get("detect_deadlock")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     };
     etcdlock::bridge::acquire_options(ms("timeout_ms"), extras, etcdlock::bridge::Unit::Millis)
 }

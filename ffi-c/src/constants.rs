@@ -39,6 +39,10 @@ pub const ETCDLOCK_PERMISSION_DENIED: i32 = 9;
 pub const ETCDLOCK_CLOSED: i32 = 10;
 /// Status: a bug in etcdlock (never a crash).
 pub const ETCDLOCK_INTERNAL: i32 = 11;
+/// Status: the wait would close a cycle of clients waiting on each other's
+/// holds (only with `detect_deadlock` set in the acquire options); the last
+/// error's message names the cycle.
+pub const ETCDLOCK_DEADLOCK: i32 = 12;
 
 /// Loss callback reason: the hold ended normally (etcdlock_unlock or etcdlock_guard_free).
 pub const ETCDLOCK_LOSS_NONE: i32 = 0;
@@ -118,6 +122,7 @@ const _: () = {
     assert!(ETCDLOCK_PERMISSION_DENIED == ErrorCode::PermissionDenied as i32);
     assert!(ETCDLOCK_CLOSED == ErrorCode::Closed as i32);
     assert!(ETCDLOCK_INTERNAL == ErrorCode::Internal as i32);
+    assert!(ETCDLOCK_DEADLOCK == ErrorCode::Deadlock as i32);
     assert!(ETCDLOCK_LOSS_LEASE_EXPIRED == LossReason::LeaseExpired as i32);
     assert!(ETCDLOCK_LOSS_KEY_DELETED == LossReason::KeyDeleted as i32);
     assert!(ETCDLOCK_LOSS_CONNECTION_LOST == LossReason::ConnectionLost as i32);

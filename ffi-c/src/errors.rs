@@ -104,7 +104,7 @@ pub extern "C" fn etcdlock_last_error_loss_reason() -> c_int {
 
 /// The name of a status code: "OK", "InvalidArgument", "Timeout", "WouldBlock",
 /// "LockLost", "NotHeld", "Cancelled", "Unavailable", "AuthFailed",
-/// "PermissionDenied", "Closed", "Internal"; "Unknown" for any other value.
+/// "PermissionDenied", "Closed", "Internal", "Deadlock"; "Unknown" for any other value.
 /// These are the names every etcdlock binding uses. Static string, never NULL.
 ///
 /// Safety: none required; any int is accepted.
@@ -126,6 +126,7 @@ pub extern "C" fn etcdlock_status_name(status: c_int) -> *const c_char {
         Some(ErrorCode::PermissionDenied) => c"PermissionDenied",
         Some(ErrorCode::Closed) => c"Closed",
         Some(ErrorCode::Internal) => c"Internal",
+        Some(ErrorCode::Deadlock) => c"Deadlock",
     };
     s.as_ptr()
 }

@@ -399,6 +399,7 @@ pub(crate) unsafe fn convert_acquire_options(
         lock_delay: span(o.lock_delay_ms),
         lease_time: span(o.lease_time_ms),
         metadata: metadata_pairs(o.metadata)?,
+        ..Default::default()
     };
     bridge::acquire_options(timeout, extras, Unit::Millis)
 }

@@ -96,11 +96,7 @@ pub(crate) fn acquire_opts(
 /// arguments.
 pub(crate) fn options_extras(env: &mut Env<'_>, opts: &JObject<'_>) -> NResult<bridge::Extras> {
     if opts.is_null() {
-        return Ok(bridge::Extras {
-            lock_delay: None,
-            lease_time: None,
-            metadata: Vec::new(),
-        });
+        return Ok(bridge::Extras::default());
     }
     let lock_delay_ms = env
         .call_method(opts, jni_str!("lockDelayMs"), jni_sig!("()D"), &[])?
@@ -163,6 +159,7 @@ pub(crate) fn extras(
         lock_delay: span(lock_delay_ms),
         lease_time: span(lease_time_ms),
         metadata: pairs,
+        ..Default::default()
     })
 }
 

@@ -86,6 +86,12 @@ class InternalError(LockError):
 
     code: str
 
+class DeadlockError(LockError):
+    """The wait would close a cycle of clients waiting on each other's
+    holds (only with ``detect_deadlock=True``); the message names the cycle."""
+
+    code: str
+
 _Bytes = Union[str, bytes]
 _G = TypeVar("_G", bound="Guard")
 

@@ -78,6 +78,8 @@ pub(crate) struct Acquisition<'a> {
     /// given back once etcd has answered the Txn that queues our key
     /// ([`Acquisition::queued`]).
     pub(crate) admission: std::sync::Mutex<Option<tokio::sync::OwnedSemaphorePermit>>,
+    /// [`crate::LockOptions::detect_deadlock`].
+    pub(crate) detect_deadlock: bool,
 }
 
 impl<'a> Acquisition<'a> {
@@ -100,6 +102,7 @@ impl<'a> Acquisition<'a> {
             value: None,
             what: "lock",
             admission: std::sync::Mutex::new(None),
+            detect_deadlock: false,
         }
     }
 

@@ -20,10 +20,12 @@
 //! costs no read), `delay.rs` the lock-delay gate (a driver too; the latch
 //! and barrier in recipes/sync.rs are others), `wait.rs` the pending key,
 //! its cleanup and the errors a wait ends with, `keys.rs` the key helpers
-//! shared with the guard.
+//! shared with the guard, `cycle.rs` the opt-in deadlock check of a wait
+//! (through `waitgraph`).
 
 pub(crate) mod acquisition;
 pub(crate) mod admission;
+pub(crate) mod cycle;
 pub(crate) mod delay;
 pub(crate) mod keys;
 pub(crate) mod pipeline;

@@ -173,6 +173,7 @@ pub(crate) fn acquire<'a>(
                         value: req.value,
                         what: req.recipe.what(),
                         admission: std::sync::Mutex::new(Some(permit)),
+                        detect_deadlock: req.opts.detect_deadlock,
                         ..Acquisition::new(
                             client,
                             req.name,

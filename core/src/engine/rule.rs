@@ -81,6 +81,7 @@ impl Acquisition<'_> {
             watches: &mut pending.watches,
             blockers: Vec::new(),
             may_wait: self.mode == Mode::Wait,
+            cycle_check: self.detect_deadlock.then_some((name, my_rev)),
         };
         let r = wait_for(&mut w, driver).await;
         let blockers = std::mem::take(&mut w.blockers);

@@ -215,6 +215,9 @@ pub(crate) struct Waiter<'a, 'o> {
     pub(crate) blockers: Vec<Vec<u8>>,
     /// `false`: look once (a try); a turn that must wait is returned as is.
     pub(crate) may_wait: bool,
+    /// The opt-in deadlock check of a queued key: (name, our key's
+    /// create_revision), run when the keys we wait behind change.
+    pub(crate) cycle_check: Option<(&'a str, i64)>,
 }
 
 /// How a wait ends without a turn to go on.
@@ -235,6 +238,8 @@ pub(crate) async fn wait_for<D: Driver>(
     driver: &mut D,
 ) -> std::result::Result<Turn, Stop> {
     let mut backoff = Duration::from_millis(25);
+    // The keys waited behind at the last deadlock check.
+    let mut checked: Option<Vec<Vec<u8>>> = None;
     loop {
         let turn = match driver.turn(w.watches).await {
             Ok(t) => t,
@@ -263,6 +268,17 @@ pub(crate) async fn wait_for<D: Driver>(
                 w.blockers.push(b.clone());
             }
         }
+        if let Some((name, my_rev)) = w.cycle_check {
+            if checked.as_ref() != Some(&turn.behind) {
+                let first = checked.is_none();
+                checked = Some(turn.behind.clone());
+                match crate::engine::cycle::check(w.client, name, my_rev, first).await {
+                    Err(e) if e.code() == ErrorCode::Deadlock => return Err(Stop::Failed(e)),
+                    // A check that could not read leaves the wait as it is.
+                    _ => {}
+                }
+            }
+        }
         tokio::select! {
             biased;
             i = w.ends.next(&mut w.own) => i.map_err(Stop::End)?,
@@ -288,6 +304,7 @@ pub(crate) async fn wait_out<D: Driver>(
         watches: &mut watches,
         blockers: Vec::new(),
         may_wait,
+        cycle_check: None,
     };
     let r = wait_for(&mut w, driver).await;
     for id in watches {

@@ -328,4 +328,33 @@ impl Client {
     pub async fn list(&self, prefix: &str) -> Result<Vec<Status>> {
         status::list(self, prefix).await
     }
+
+    /// The clients under `prefix` that wait on each other (empty: the whole
+    /// namespace), from one read of the keys and owner records (no request
+    /// per lease): a client waits for the clients holding the names its
+    /// queued keys wait on (a semaphore permit for any one of them). A
+    /// cycle of such waits is a deadlock: none of them will be served until
+    /// one gives up. Two threads of one client waiting on each other are not
+    /// visible in etcd and are not reported. See also
+    /// [`crate::LockOptions::detect_deadlock`], which fails the wait that
+    /// would close a cycle.
+    pub async fn deadlocks(&self, prefix: &str) -> Result<crate::records::Deadlocks> {
+        crate::records::deadlock::deadlocks(self, prefix).await
+    }
+
+    /// The history of `name` from etcd's MVCC history: every key queued on it
+    /// since `since` ago (`None`: as far back as etcd keeps), with when it
+    /// was queued, granted and ended, and how. How far back etcd keeps is
+    /// set by its compaction (`--auto-compaction-retention`); the answer's
+    /// `compact_revision` says where it began. Times are wall-clock
+    /// estimates: etcd records revisions, not times, so each revision's time
+    /// is taken from the keys' own timestamps (every etcdlock key carries the
+    /// time it was written), interpolated between them.
+    pub async fn history(
+        &self,
+        name: &str,
+        since: Option<std::time::Duration>,
+    ) -> Result<crate::records::History> {
+        crate::records::history::history(self, name, since).await
+    }
 }

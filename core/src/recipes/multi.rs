@@ -263,6 +263,7 @@ pub(crate) async fn lock_many_counted(
             },
             deadline,
             cancel: cancel.clone(),
+            detect_deadlock: opts.detect_deadlock,
         };
         set.spawn(async move { (i, w.run(known).await) });
     }
@@ -282,6 +283,7 @@ struct NameWait {
     timeout: Option<Duration>,
     deadline: Option<Instant>,
     cancel: CancellationToken,
+    detect_deadlock: bool,
 }
 
 impl NameWait {
@@ -321,7 +323,10 @@ impl NameWait {
             return Err(timeout_err(name, self.timeout));
         }
         let bound = Bound::Wait(self.deadline);
-        let acq = Acquisition::new(c, name, Mode::Wait, bound, self.timeout, &self.cancel);
+        let acq = Acquisition {
+            detect_deadlock: self.detect_deadlock,
+            ..Acquisition::new(c, name, Mode::Wait, bound, self.timeout, &self.cancel)
+        };
         acq.wait_turn(s, p, my_rev, queue).await
     }
 }

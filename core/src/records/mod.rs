@@ -31,7 +31,11 @@ use crate::error::LossReason;
 use crate::meta::LockKind;
 use crate::metrics::{Acquisitions, WAIT_BUCKETS};
 
+pub(crate) mod deadlock;
+pub(crate) mod history;
 pub(crate) mod status;
+pub use deadlock::{find_cycles, Cycle, Deadlocks, Party, WaitEdge};
+pub use history::{History, HistoryEntry};
 pub use status::{Contender, ContenderKind, Status};
 
 /// A record as the bindings receive it: the JSON of its serde encoding.

@@ -14,6 +14,7 @@ use crate::error::Result;
 use crate::meta::{self, LockKind, META_PREFIX};
 use crate::names::KeyInfo;
 use crate::names::{is_direct_child, validate_name};
+use crate::waitgraph::{holds, Slot};
 
 /// What a contender is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -113,12 +114,10 @@ impl serde::Serialize for ContenderKind {
 }
 
 fn kind_of(kv: &KeyValue) -> ContenderKind {
-    if kv.key().ends_with(b"-r") {
-        return ContenderKind::Reader;
-    }
-    match KeyInfo::of(kv.value()).permits {
-        Some(n) if n > 1 => ContenderKind::Permit(n),
-        _ => ContenderKind::Exclusive,
+    match Slot::of(kv.key(), kv.value()) {
+        Slot::Exclusive => ContenderKind::Exclusive,
+        Slot::Reader => ContenderKind::Reader,
+        Slot::Permit(n) => ContenderKind::Permit(n),
     }
 }
 
@@ -176,20 +175,17 @@ fn build(name: &str, revision: i64, kvs: &[&KeyValue], seen: &Seen) -> Status {
         waiters: Vec::new(),
         kind: None,
     };
-    let mut writer_seen = false;
     let mut inferred = None;
-    // `older`: contenders created before this one.
-    for (older, kv) in (0u32..).zip(kvs.iter()) {
+    let slots: Vec<Slot> = kvs
+        .iter()
+        .map(|kv| Slot::of(kv.key(), kv.value()))
+        .collect();
+    for ((kv, holds), slot) in kvs.iter().zip(holds(&slots)).zip(&slots) {
         let kind = kind_of(kv);
-        let holds = match kind {
-            ContenderKind::Reader => !writer_seen,
-            ContenderKind::Exclusive => older == 0,
-            ContenderKind::Permit(n) => older < n,
-        };
-        match kind {
-            ContenderKind::Reader => inferred = Some(LockKind::RwLock),
-            ContenderKind::Permit(_) => inferred = inferred.or(Some(LockKind::Semaphore)),
-            ContenderKind::Exclusive => writer_seen = true,
+        match slot {
+            Slot::Reader => inferred = Some(LockKind::RwLock),
+            Slot::Permit(_) => inferred = inferred.or(Some(LockKind::Semaphore)),
+            Slot::Exclusive => {}
         }
         let lease = kv.lease();
         let info = KeyInfo::of(kv.value());
@@ -298,24 +294,22 @@ pub(crate) async fn release_permit(client: &Client, name: &str, id: i64) -> Resu
 
 /// [`Client::list`].
 pub(crate) async fn list(client: &Client, prefix: &str) -> Result<Vec<Status>> {
+    list_read(client, prefix, true).await
+}
+
+/// [`Client::list`]'s read; `ttls`: also ask etcd each lease's time to
+/// live (one request per lease), else `ttl_remaining` is `None`.
+pub(crate) async fn list_read(client: &Client, prefix: &str, ttls: bool) -> Result<Vec<Status>> {
     let mut from = client.inner.ns.clone();
     from.extend_from_slice(prefix.as_bytes());
     let (revision, kvs) = read_sorted(client, from, None).await?;
     let ns = client.inner.ns.len();
     let mut names: BTreeMap<String, Vec<&KeyValue>> = BTreeMap::new();
     for kv in kvs.iter().filter(|kv| kv.lease() != 0) {
-        let k = &kv.key()[ns..];
-        // etcdlock's own records (meta, lock-delay, latches, barriers),
-        // also the meta records of a client whose namespace lies inside
-        // this one's (`<inner ns>__etcdlock/meta/...`, seen from outside).
-        let has = |mark: &str| k.windows(mark.len()).any(|w| w == mark.as_bytes());
-        if has(META_PREFIX) || has(crate::names::RECORD_MARK) {
-            continue;
-        }
-        let Some(cut) = k.iter().rposition(|b| *b == b'/') else {
+        let Some(name) = crate::names::lock_name(&kv.key()[ns..]) else {
             continue;
         };
-        let name = String::from_utf8_lossy(&k[..cut]).into_owned();
+        let name = String::from_utf8_lossy(name).into_owned();
         if name.is_empty() || !name.starts_with(prefix) {
             continue;
         }
@@ -324,7 +318,8 @@ pub(crate) async fn list(client: &Client, prefix: &str) -> Result<Vec<Status>> {
     let all: Vec<&KeyValue> = names.values().flatten().copied().collect();
     let mut meta_prefix = client.inner.ns.clone();
     meta_prefix.extend_from_slice(format!("{META_PREFIX}{prefix}").as_bytes());
-    let seen = seen(client, &all, &meta_prefix, revision, |n| {
+    let leases: &[&KeyValue] = if ttls { &all } else { &[] };
+    let seen = seen(client, leases, &meta_prefix, revision, |n| {
         names.contains_key(n)
     })
     .await?;

@@ -34,6 +34,18 @@ impl Transport {
             .await
     }
 
+    /// [`Transport::call`] for a bounded replay of etcd's history through a
+    /// watch that ends with the call (`op` gets the watch client): a
+    /// lock's history, never a live watch (those are `stream.rs`'s).
+    pub(crate) async fn call_watch<T, F, Fut>(&self, bound: Bound, op: F) -> Answer<T>
+    where
+        F: FnMut(etcd_client::WatchClient) -> Fut,
+        Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+    {
+        self.call_via(bound, etcd_client::Client::watch_client, op)
+            .await
+    }
+
     /// A slot, then [`Transport::call_in_slot`] with `op` getting what `pick`
     /// takes from the member's client.
     pub(super) async fn call_via<C, T, F, Fut>(
