@@ -320,8 +320,9 @@ async function loadHistory(name) {
     if (!r.ok) { note.textContent = "history: " + h.error; return; }
   } catch (e) { note.textContent = "history: " + e; return; }
   if (currentLock() !== name) return;
-  note.textContent = h.entries.length + " keys since revision " + h.from_revision +
-    " (etcd keeps history from revision " + h.compact_revision + "; older was compacted)";
+  note.textContent = h.entries.length + " keys queued" + (since ? " in the last " + since : "") +
+    "; etcd's history here runs from revision " + h.from_revision + " to " + h.revision +
+    (Number(h.from_revision) > 1 ? " (older revisions were compacted)" : " (nothing compacted yet)");
   drawTimeline(h);
   $("#hist-hold").replaceChildren(histogram("hold times", h.entries.map((e) => e.hold_ms)));
   $("#hist-wait").replaceChildren(histogram("wait times", h.entries.map((e) => e.wait_ms)));
@@ -345,7 +346,8 @@ function drawTimeline(h) {
   const now = serverNow();
   const es = h.entries.filter((e) => e.queued_ms);
   if (!es.length) { box.replaceChildren(el("p", { class: "dim" }, "no key reached etcd in this span")); return; }
-  const lanes = [...new Set(es.map((e) => e.owner || "lease " + e.lease_id))];
+  const laneOf = (e) => (e.owner ? e.owner + " " + (e.language || "") : "lease " + BigInt(e.lease_id).toString(16));
+  const lanes = [...new Set(es.map(laneOf))];
   const t0 = Math.min(...es.map((e) => e.queued_ms));
   const t1 = Math.max(now, ...es.map((e) => e.ended_ms || 0));
   const W = Math.max(320, box.clientWidth || 800), L = Math.min(160, W * 0.3), R = 8, H = 22, top = 18;
@@ -356,7 +358,7 @@ function drawTimeline(h) {
     svg("text", { x: W - R, y: 12, class: "axis", "text-anchor": "end" }, new Date(t1).toLocaleTimeString()));
   lanes.forEach((lane, i) => s.append(svg("text", { x: 2, y: top + i * H + 15, class: "lane" }, lane.slice(0, 24))));
   for (const e of es) {
-    const y = top + lanes.indexOf(e.owner || "lease " + e.lease_id) * H;
+    const y = top + lanes.indexOf(laneOf(e)) * H;
     const end = e.ended_ms || now;
     const tip = "token " + e.fencing_token + ", " + who(e) + ": waited " + fmtMs(e.wait_ms) + ", held " +
       fmtMs(e.hold_ms) + ", " + e.ended;
@@ -375,10 +377,10 @@ function drawTimeline(h) {
 function histogram(title, values) {
   const v = values.filter((x) => x !== null && x !== undefined);
   const edges = [1, 10, 100, 1000, 10000, 60000, Infinity];
-  const labels = ["<1ms", "<10ms", "<100ms", "<1s", "<10s", "<1min", ">=1min"];
+  const labels = ["<1ms", "<10ms", "<0.1s", "<1s", "<10s", "<1m", "1m+"];
   const counts = edges.map(() => 0);
   for (const x of v) counts[edges.findIndex((e) => x < e)]++;
-  const max = Math.max(1, ...counts), W = 280, H = 110, bw = W / edges.length;
+  const max = Math.max(1, ...counts), W = 336, H = 110, bw = W / edges.length;
   const s = svg("svg", { width: W, height: H + 30, class: "hist", role: "img", "aria-label": title });
   s.append(svg("text", { x: 0, y: 12, class: "axis" }, title + " (" + v.length + ")"));
   counts.forEach((c, i) => {

@@ -89,6 +89,16 @@ Examples:
   etcdlock watch jobs/
   # one JSON document per change:
   etcdlock watch --json";
+pub(crate) const DEADLOCKS_HELP: &str = "\
+Examples:
+  etcdlock deadlocks jobs/
+  # in a script: exit 1 when clients wait on each other
+  etcdlock deadlocks --json > cycles.json || echo deadlock";
+pub(crate) const HISTORY_HELP: &str = "\
+Examples:
+  etcdlock history nightly-report --since 1h
+  # core's record (tokens and revisions as decimal strings):
+  etcdlock history nightly-report --json";
 pub(crate) const UI_HELP: &str = "\
 Examples:
   etcdlock ui jobs/

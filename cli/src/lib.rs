@@ -20,6 +20,7 @@ mod elect;
 mod flash;
 mod observe;
 mod once;
+mod report;
 mod run;
 mod status;
 mod sync;
@@ -221,6 +222,19 @@ enum Cmd {
     /// ETCDLOCK_FENCING_TOKEN (the record's revision: higher for every take).
     #[command(after_help = ONCE_HELP)]
     Once(once::OnceArgs),
+    /// Find clients that wait on each other under a prefix (a deadlock: A
+    /// holds x and waits for y while B holds y and waits for x), from one
+    /// read of etcd: each cycle, client by client (host:pid, language,
+    /// lease). Exit 0 when there is none, 1 when there is one (errors exit
+    /// as elsewhere: 69 etcd unreachable, 75 timed out, 2 usage).
+    #[command(after_help = DEADLOCKS_HELP)]
+    Deadlocks(report::DeadlocksArgs),
+    /// A lock's history from etcd's MVCC history: every key queued on it
+    /// (who, fencing token, when queued, granted and ended, how it ended,
+    /// wait and hold), as far back as etcd's compaction allows (which it
+    /// says).
+    #[command(after_help = HISTORY_HELP)]
+    History(report::HistoryArgs),
     /// Serve a live web view of every lock under a prefix: holders, fencing
     /// tokens, waiters in order, semaphores' permits, elections' leaders,
     /// run-once jobs, each lock's page, and its JSON API (/api/...) and
@@ -531,6 +545,8 @@ pub fn main() -> ! {
             Cmd::Once(a) => once::once(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
             Cmd::Ui(a) => ui::ui(opts.clone(), a).await,
+            Cmd::Deadlocks(a) => report::deadlocks(opts.clone(), a).await,
+            Cmd::History(a) => report::history(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started
             #[cfg(feature = "bench")]

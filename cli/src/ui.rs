@@ -97,6 +97,8 @@ fn router(ui: Shared) -> Router {
         .route("/api/config", get(api::config))
         .route("/api/locks", get(api::locks))
         .route("/api/once", get(api::once))
+        .route("/api/deadlocks", get(api::deadlocks))
+        .route("/api/history", get(api::history))
         .route("/api/events", get(api::events))
         .route("/api/release", post(api::release))
         .route("/metrics", get(api::metrics))

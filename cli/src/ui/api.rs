@@ -139,6 +139,44 @@ pub async fn locks(State(ui): State<Shared>, RawQuery(raw): RawQuery) -> Respons
     }
 }
 
+/// `GET /api/deadlocks?prefix=`: core's `Client::deadlocks` record.
+pub async fn deadlocks(State(ui): State<Shared>, RawQuery(raw): RawQuery) -> Response {
+    let prefix = match prefix_of(&ui, &query(raw)) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    match ui.client.deadlocks(&prefix).await {
+        Ok(d) => json_body(StatusCode::OK, etcdlock::records::to_json(&d)),
+        Err(e) => failed(&e),
+    }
+}
+
+/// `GET /api/history?name=&since=`: core's `Client::history` record of a
+/// name under the view's prefix (`since`: a duration, e.g. `1h`; absent:
+/// as far back as etcd keeps).
+pub async fn history(State(ui): State<Shared>, RawQuery(raw): RawQuery) -> Response {
+    let q = query(raw);
+    let name = q.get("name").cloned().unwrap_or_default();
+    if name.is_empty() || !name.starts_with(&ui.prefix) {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "InvalidArgument",
+            &format!("give name=NAME, a lock under \"{}\"", ui.prefix),
+        );
+    }
+    let since = match q.get("since").filter(|s| !s.is_empty()) {
+        Some(s) => match etcdlock::parse_duration("since", s) {
+            Ok(d) => Some(d),
+            Err(e) => return failed(&e),
+        },
+        None => None,
+    };
+    match ui.client.history(&name, since).await {
+        Ok(h) => json_body(StatusCode::OK, etcdlock::records::to_json(&h)),
+        Err(e) => failed(&e),
+    }
+}
+
 /// `GET /api/once?prefix=`: the run-once records (jobs) whose names start
 /// with the prefix: their keys, then each record (`Client::once_record`).
 pub async fn once(State(ui): State<Shared>, RawQuery(raw): RawQuery) -> Response {

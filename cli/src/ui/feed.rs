@@ -86,10 +86,12 @@ fn records(list: &[&Status]) -> Value {
     serde_json::from_str(&etcdlock::records::to_json(list)).unwrap_or(Value::Null)
 }
 
-/// The deadlock cycles of one read of the prefix, as core finds them (none
-/// until core's `records::find_cycles` is merged).
-fn cycles(_list: &[Status]) -> (usize, Value) {
-    (0, json!([]))
+/// The deadlock cycles of one read of the prefix, as core finds them
+/// (`etcdlock deadlocks` reads the same, without the leases' TTLs).
+fn cycles(list: &[Status]) -> (usize, Value) {
+    let c = etcdlock::records::find_cycles(list);
+    let v = serde_json::from_str(&etcdlock::records::to_json(&c)).unwrap_or(Value::Null);
+    (c.len(), v)
 }
 
 impl Feed {
