@@ -66,7 +66,7 @@ fi
 # suite's last run (scripts/ui_check.sh writes $T/site-shots/); without one, a
 # placeholder image that says how to make them.
 mkdir -p "$SRC/operations/ui"
-for shot in ui-desktop.png ui-phone.png; do
+for shot in ui-desktop.png ui-phone.png ui-lock.png; do
   if [ -f "$T/site-shots/$shot" ]; then
     cp "$T/site-shots/$shot" "$SRC/operations/ui/$shot"
   else
