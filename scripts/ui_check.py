@@ -112,10 +112,10 @@ def row_js(name: str, cond: str) -> str:
             f"return (r && ({cond})) ? window.etcdlockUi.seen[{json.dumps(name)}].at : null;")
 
 
-def shown(driver, what: str, name: str, cond: str, t0: int) -> None:
+def shown(driver, what: str, name: str, cond: str, t0: int, since: str = "the client's call returned") -> None:
     at = await_js(driver, row_js(name, cond), what)
     delays[what] = at - t0
-    print(f"ui_check: {what}: shown {at - t0} ms after the client's call returned")
+    print(f"ui_check: {what}: shown {at - t0} ms after {since}")
 
 
 def api(url: str, method: str = "GET", body: Optional[dict] = None, token: Optional[str] = None):
@@ -146,10 +146,11 @@ def scenario(driver, base: str, ep: str, py: Driven, node: Driven) -> None:
     shown(driver, "python holds", f"{P}shared", f"r.dataset.token === '{tok_py}'", int(t))
     t = now_ms()
     node.send(f"lock {P}shared")
-    shown(driver, "node waits", f"{P}shared", "r.dataset.waiters === '1'", t)
+    shown(driver, "node waits", f"{P}shared", "r.dataset.waiters === '1'", t, "the lock command was sent")
     t = now_ms()
     cli = start([str(BIN / "etcdlock"), "--endpoints", ep, "run", f"{P}shared", "--", "sleep", "600"])
-    shown(driver, "cli (rust) waits", f"{P}shared", "r.dataset.waiters === '2' && r.textContent.includes('rust')", t)
+    shown(driver, "cli (rust) waits", f"{P}shared", "r.dataset.waiters === '2' && r.textContent.includes('rust')", t,
+          "`etcdlock run` started")
     py.send(f"unlock {P}shared")
     py.expect("released")
     _, _, tok_node, t = node.expect("held")
@@ -203,13 +204,38 @@ def scenario(driver, base: str, ep: str, py: Driven, node: Driven) -> None:
     py.send(f"lock {P}y")
     t = now_ms()
     node.send(f"lock {P}x")
-    d, _ = api(base + "api/deadlocks")
+    d, _ = api(base + "api/deadlocks")  # 404: a build without core's deadlocks
     if d == 404:
         print("ui_check: deadlock: this build has no /api/deadlocks yet (core's find_cycles): highlight not checked")
         shown(driver, "deadlock waits", f"{P}x", "r.dataset.waiters === '1'", t)
     else:
-        shown(driver, "deadlock highlighted", f"{P}x", "r.classList.contains('deadlock')", t)
+        shown(driver, "deadlock highlighted", f"{P}x", "r.classList.contains('deadlock')", t,
+              "the second wait was sent")
         await_js(driver, "return !document.querySelector('#deadlocks').hidden", "the deadlock banner")
+    # 5. The other kinds: a semaphore's permits, an election's leader, a run-once job.
+    e = [str(BIN / "etcdlock"), "--endpoints", ep]
+    t = now_ms()
+    for _ in range(2):
+        start(e + ["run", f"{P}pool", "--permits", "2", "--", "sleep", "600"])
+    shown(driver, "semaphore's 2 permits held", f"{P}pool", "r.textContent.includes('2/2 permits')", t,
+          "two `etcdlock run --permits 2` started")
+    t = now_ms()
+    start(e + ["elect", f"{P}leader", "node-a", "--", "sleep", "600"])
+    shown(driver, "election's leader", f"{P}leader", "r.textContent.includes('leader node-a')", t,
+          "`etcdlock elect` started")
+    subprocess.run(e + ["once", f"{P}nightly", "--at-most", "10m", "--at-least", "10m", "--", "true"], check=True)
+    driver.execute_script("loadOnce()")
+    await_js(driver, f"return document.querySelector('#once-body').textContent.includes({json.dumps(P + 'nightly')})",
+             "the run-once job")
+    # 6. The filter box: "python" leaves the rows a Python client holds or waits in.
+    driver.execute_script("const f = document.querySelector('#filter'); f.value = 'python';"
+                          "f.dispatchEvent(new Event('input'))")
+    rows = await_js(driver, "const v = [...document.querySelectorAll('#locks tbody tr')].filter(r => !r.hidden)"
+                    ".map(r => r.dataset.name); return v.length ? v.join(',') : null", "the filtered rows")
+    if rows != f"{P}x,{P}y":
+        problems.append(f"filter 'python' shows {rows}, not {P}x,{P}y")
+    driver.execute_script("const f = document.querySelector('#filter'); f.value = '';"
+                          "f.dispatchEvent(new Event('input'))")
     shot(driver, "ui-desktop.png", 1280, 900)
     shot(driver, "ui-phone.png", 390, 844)
     driver.set_window_size(1280, 900)

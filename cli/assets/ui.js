@@ -176,10 +176,10 @@ function renderCycles() {
   for (const c of state.cycles) for (const e of c.edges) state.cycleNames.add(e.name);
   if (!state.cycles.length) { box.hidden = true; box.replaceChildren(); return; }
   box.hidden = false;
-  const items = state.cycles.map((c) => el("li", {}, ...c.edges.flatMap((e, i) => [
-    i ? "; " : "", partyText(e.waiter), " waits for ",
-    el("a", { href: "#/lock/" + encodeURIComponent(e.name) }, "\"" + esc(e.name) + "\""),
-    " held by " + partyText(e.holder)])));
+  const items = state.cycles.map((c, i) => el("li", {}, "cycle " + (i + 1) + ":", el("ul", {},
+    ...c.edges.map((e) => el("li", {}, partyText(e.waiter), " waits for ",
+      el("a", { href: "#/lock/" + encodeURIComponent(e.name) }, "\"" + esc(e.name) + "\""),
+      " held by " + partyText(e.holder) + " (fencing token " + e.fencing_token + ")")))));
   box.replaceChildren(el("h2", {}, state.cycles.length + " deadlock" + (state.cycles.length > 1 ? "s" : "") +
     ": clients waiting on each other"), el("ul", {}, ...items));
 }
