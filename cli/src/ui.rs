@@ -62,6 +62,11 @@ pub struct Ui {
     pub release_token: Option<String>,
     pub feed: Arc<feed::Feed>,
     pub metrics: api::UiMetrics,
+    /// On a loopback address: the Host headers a request may carry (the
+    /// address, `localhost` and `[::1]` with the port), so that a page of
+    /// another site cannot read the view through a DNS name rebound to
+    /// 127.0.0.1. Empty: any (an address the operator chose to expose).
+    pub hosts: Vec<String>,
 }
 
 type Shared = Arc<Ui>;
@@ -103,6 +108,10 @@ fn router(ui: Shared) -> Router {
         .route("/api/release", post(api::release))
         .route("/metrics", get(api::metrics))
         .fallback(api::not_found)
+        .layer(axum::middleware::from_fn_with_state(
+            ui.clone(),
+            api::host_guard,
+        ))
         .with_state(ui)
 }
 
@@ -160,6 +169,17 @@ pub async fn ui(opts: ClientOptions, a: UiArgs) -> i32 {
         release_token,
         feed,
         metrics: api::UiMetrics::default(),
+        hosts: if is_loopback(&local) {
+            let port = local.port();
+            vec![
+                local.to_string(),
+                format!("localhost:{port}"),
+                format!("127.0.0.1:{port}"),
+                format!("[::1]:{port}"),
+            ]
+        } else {
+            Vec::new()
+        },
     });
     // The first line on stdout: the URL (scripts and tests read it).
     println!("etcdlock ui: http://{local}/");

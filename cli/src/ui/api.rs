@@ -413,6 +413,28 @@ pub async fn metrics(State(ui): State<Shared>) -> Response {
         .into_response()
 }
 
+/// Refuse (403) a request whose Host header is not one the view answers to
+/// (see `Ui::hosts`).
+pub async fn host_guard(
+    State(ui): State<Shared>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if ui.hosts.is_empty() || ui.hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+        return next.run(req).await;
+    }
+    refuse(
+        StatusCode::FORBIDDEN,
+        "PermissionDenied",
+        "this view answers to its own address only (Host header)",
+    )
+}
+
 /// Anything else.
 pub async fn not_found() -> Response {
     refuse(StatusCode::NOT_FOUND, "NotFound", "no such page")
