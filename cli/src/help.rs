@@ -90,6 +90,9 @@ Examples:
   # one JSON document per change:
   etcdlock watch --json";
 pub(crate) const DEADLOCKS_HELP: &str = "\
+Exit status: 0 no cycle, 1 a cycle (printed), 2 usage, 69 etcd unreachable,
+75 timed out, 77 permission denied; any other error 1, with a message on stderr.
+
 Examples:
   etcdlock deadlocks jobs/
   # in a script: exit 1 when clients wait on each other

@@ -222,25 +222,17 @@ enum Cmd {
     /// ETCDLOCK_FENCING_TOKEN (the record's revision: higher for every take).
     #[command(after_help = ONCE_HELP)]
     Once(once::OnceArgs),
-    /// Find clients that wait on each other under a prefix (a deadlock: A
-    /// holds x and waits for y while B holds y and waits for x), from one
-    /// read of etcd: each cycle, client by client (host:pid, language,
-    /// lease). Exit 0 when there is none, 1 when there is one (errors exit
-    /// as elsewhere: 69 etcd unreachable, 75 timed out, 2 usage).
+    /// Find clients waiting on each other under a prefix (a deadlock), from one
+    /// read of etcd: each cycle, client by client. Exit 1: a cycle; 0: none.
     #[command(after_help = DEADLOCKS_HELP)]
     Deadlocks(report::DeadlocksArgs),
-    /// A lock's history from etcd's MVCC history: every key queued on it
-    /// (who, fencing token, when queued, granted and ended, how it ended,
-    /// wait and hold), as far back as etcd's compaction allows (which it
-    /// says).
+    /// A lock's history from etcd's MVCC history: each key queued on it (who, token,
+    /// queued/granted/ended, how it ended), as far back as etcd keeps (it says).
     #[command(after_help = HISTORY_HELP)]
     History(report::HistoryArgs),
-    /// Serve a live web view of every lock under a prefix: holders, fencing
-    /// tokens, waiters in order, semaphores' permits, elections' leaders,
-    /// run-once jobs, each lock's page, and its JSON API (/api/...) and
-    /// /metrics. Read-only unless --allow-release with a --release-token.
-    /// The first line on stdout is the URL served. Runs until interrupted
-    /// (exit 0); exit 2 on a bad flag or an address it cannot listen on.
+    /// Serve a live web view of the locks under a prefix, its JSON API and /metrics;
+    /// read-only unless --allow-release. The first line on stdout is its URL.
+    /// Runs until interrupted (exit 0); exit 2 on a bad flag or address.
     #[command(after_help = UI_HELP)]
     Ui(ui::UiArgs),
     /// Print the leader of an election (value, key, revision), or "-" and exit 3
