@@ -154,7 +154,8 @@ suite core "Rust core, CLI and harness (cargo test)" \
 # early there). The conformance table's mem run is part of the suite above.
 suite core "Rust core on the in-process etcd (ETCDLOCK_TEST_BACKEND=mem)" \
   env ETCDLOCK_TEST_BACKEND=mem cargo test --quiet -p etcdlock --test lock --test semaphore \
-    --test election --test rwlock --test multi --test once --test list --test metrics --test peers --test reentry
+    --test election --test rwlock --test multi --test once --test list --test metrics --test peers --test reentry \
+    --test deadlocks
 suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
   cargo clippy --quiet --workspace --all-targets -- -D warnings
 # The bindings' benchmark entry points exist only with their bench feature

@@ -508,6 +508,24 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
                 let c = &clients[&who];
                 want(&outcome(&c.status(&text(&step["name"]).unwrap()).await));
             }
+            "deadlocks" => {
+                let c = &clients[&who];
+                let prefix = text(&step["prefix"]).unwrap_or_default();
+                match c.deadlocks(&prefix).await {
+                    Ok(d) => want(&d.cycles.len().to_string()),
+                    r => want(&outcome(&r)),
+                }
+            }
+            "history" => {
+                let c = &clients[&who];
+                match c.history(&text(&step["name"]).unwrap(), None).await {
+                    Ok(h) => {
+                        let ended: Vec<&str> = h.entries.iter().map(|e| e.ended).collect();
+                        want(&serde_json::to_string(&ended).unwrap());
+                    }
+                    r => want(&outcome(&r)),
+                }
+            }
             "release" => {
                 let c = &clients[&who];
                 let g = &guards[step["guard"].as_str().unwrap()];
