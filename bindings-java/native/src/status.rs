@@ -83,22 +83,27 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_deadlocks<'local>(
         .resolve::<ThrowEtcdLock>()
 }
 
-/// `static native String history(long client, String name, long sinceMs)`: the
+/// `static native String history(long client, String name, double sinceMs)`: the
 /// name's history from etcd's MVCC history ([`etcdlock::records::History`]) as its
-/// records JSON; `sinceMs < 0`: as far back as etcd keeps.
+/// records JSON; `sinceMs` NaN: as far back as etcd keeps (else core's rule of a
+/// wait's span: negative is `InvalidArgument`, beyond a century is all).
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_history<'local>(
     mut unowned: EnvUnowned<'local>,
     _class: JClass<'local>,
     client: jlong,
     name: JString<'local>,
-    since_ms: jlong,
+    since_ms: jdouble,
 ) -> JString<'local> {
     unowned
         .with_env(|env| -> NResult<JString<'local>> {
             let c = borrow::<Client>(client, "client")?;
             let name = req_string(env, &name, "lock name")?;
-            let since = u64::try_from(since_ms).ok().map(Duration::from_millis);
+            let since = if since_ms.is_nan() {
+                None
+            } else {
+                bridge::timeout("since", since_ms, bridge::Unit::Millis)?
+            };
             let h = block(env, async move { c.history(&name, since).await }, None)?;
             Ok(env.new_string(etcdlock::records::to_json(&h))?)
         })

@@ -321,12 +321,13 @@ public final class EtcdLockClient implements AutoCloseable {
      * Every hold and wait of {@code name} that etcd's history still has (back to its compaction
      * revision), or only those of the last {@code since} (null: all): what {@code etcdlock
      * history} shows. Costs etcd a put and a delete of a marker key beside the name and a watch
-     * replayed from the oldest revision it keeps.
+     * replayed from the oldest revision it keeps. A negative {@code since} is
+     * {@link InvalidArgumentException}.
      */
     public LockHistory history(String name, Duration since) {
         checkName(name);
         checkNotOnRuntimeThread("history \"" + name + "\"");
-        long ms = since == null ? -1 : Math.max(0, since.toMillis());
+        double ms = since == null ? Double.NaN : since.getSeconds() * 1000.0 + since.getNano() / 1e6;
         return withClient(c -> LockHistory.of(NativeBridge.history(c, name, ms)));
     }
 

@@ -267,8 +267,8 @@ final class NativeBridge {
     /** The cycles of waiting clients under a prefix, as records JSON (decoded by {@link Deadlocks}). */
     static native String deadlocks(long client, String prefix);
 
-    /** A name's history as records JSON (decoded by {@link LockHistory}); {@code sinceMs < 0}: all. */
-    static native String history(long client, String name, long sinceMs);
+    /** A name's history as records JSON (decoded by {@link LockHistory}); {@code sinceMs} NaN: all. */
+    static native String history(long client, String name, double sinceMs);
 
     static native boolean release(long client, String name, long token);
 
