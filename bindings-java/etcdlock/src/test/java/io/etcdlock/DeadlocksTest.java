@@ -166,6 +166,35 @@ class DeadlocksTest {
     }
 
     @Test
+    void recordsDecodeByTheOneDecoderAndAcceptNewFields() {
+        String party = "{\"lease_id\":\"9223372036854775807\",\"owner\":null,\"host\":null,\"pid\":null,"
+                + "\"language\":null,\"newer\":1}";
+        Deadlocks d = Deadlocks.of("{\"prefix\":\"p/\",\"revision\":\"12\",\"clients\":2,\"waits\":2,\"later\":[],"
+                + "\"cycles\":[{\"edges\":[{\"waiter\":" + party + ",\"name\":\"p/x\",\"waiter_key\":\"p/x/1\","
+                + "\"holder\":" + party + ",\"holder_key\":\"p/x/2\",\"fencing_token\":\"7\",\"waiter_revision\":\"9\"}]}]}");
+        Deadlocks.WaitEdge e = d.cycles().get(0).edges().get(0);
+        assertEquals(Long.MAX_VALUE, e.waiter().leaseId());
+        assertEquals(7, e.fencingToken());
+        assertEquals(9, e.waiterRevision());
+        assertEquals(12, d.revision());
+        assertEquals("lease 7fffffffffffffff waits for \"p/x\" held by lease 7fffffffffffffff", d.cycles().get(0).toString());
+        LockHistory h = LockHistory.of("{\"name\":\"n\",\"revision\":\"20\",\"from_revision\":\"1\",\"read_ms\":1000,"
+                + "\"entries\":[{\"key\":\"n/1\",\"kind\":\"permit\",\"permits\":3,\"lease_id\":\"5\",\"fencing_token\":\"4\","
+                + "\"owner\":null,\"host\":null,\"pid\":null,\"language\":null,\"queued_ms\":500,\"granted_revision\":4,"
+                + "\"granted_ms\":500,\"ended_revision\":null,\"ended_ms\":null,\"ended\":\"lease_ended\",\"wait_ms\":0,"
+                + "\"hold_ms\":null,\"newer\":true}]}");
+        LockHistory.Entry x = h.entries().get(0);
+        assertEquals(LockHistory.End.LEASE_ENDED, x.ended());
+        assertEquals(LockStatus.Kind.PERMIT, x.kind());
+        assertEquals(3, x.permits());
+        assertEquals(4, x.grantedRevision().getAsLong());
+        assertEquals(Instant.ofEpochMilli(500), x.queued());
+        assertTrue(x.endedRevision().isEmpty() && x.held().isEmpty());
+        assertEquals(Instant.ofEpochMilli(1000), h.read());
+        assertThrows(InternalException.class, () -> LockHistory.of("{\"name\":\"n\"}"));
+    }
+
+    @Test
     void historyAndDeadlocksRefuseBadInput() {
         try (EtcdLockClient a = client()) {
             assertThrows(InvalidArgumentException.class, () -> a.history("", null));
