@@ -9,9 +9,12 @@ import type {
   ReentrantOption,
   WaitOptions,
 } from './options';
+import type { LockStatus, Metrics, Deadlocks, History } from './records';
 
-// The options (ConnectOptions, LockOptions, ...) live in options.d.ts.
+// The options (ConnectOptions, LockOptions, ...) live in options.d.ts; the
+// records core reports (LockStatus, Metrics, Deadlocks, History) in records.d.ts.
 export * from './options';
+export * from './records';
 
 /** The core's error names; `LockError.code` is one of these. */
 export type ErrorCodeName =
@@ -25,7 +28,8 @@ export type ErrorCodeName =
   | 'AuthFailed'
   | 'PermissionDenied'
   | 'Closed'
-  | 'Internal';
+  | 'Internal'
+  | 'Deadlock';
 
 /** Why a held lock ended without `unlock()`. */
 export type LossReasonName = 'LeaseExpired' | 'KeyDeleted' | 'ConnectionLost' | 'ClientClosed';
@@ -50,12 +54,13 @@ export declare const LossReason: { readonly [K in LossReasonName]: K };
  * | AuthFailed / PermissionDenied | credentials rejected / RBAC denies the prefix |
  * | Closed | the client was closed |
  * | Internal | a bug in etcdlock (never a crash) |
+ * | Deadlock | with `detectDeadlock: true`: the wait would close a cycle of clients waiting on each other (the message names it) |
  */
 export declare class LockError extends Error {
   readonly name: 'LockError';
   /** The core's error name. */
   readonly code: ErrorCodeName;
-  /** The core's numeric code (C status value, 1..11). */
+  /** The core's numeric code (C status value, 1..12). */
   readonly errno: number;
   /** For `LockLost`: why the hold ended. */
   readonly reason?: LossReasonName;
@@ -302,47 +307,6 @@ export interface Leader {
   leaseId: bigint;
 }
 
-/** One key in the queue of a name (`client.status()`). */
-export interface Contender {
-  key: string;
-  kind: 'exclusive' | 'reader' | 'permit';
-  /** The semaphore's permit count, for `'permit'`. */
-  permits: number | null;
-  /** Holds now (by its kind's rule), or waits. */
-  holds: boolean;
-  leaseId: bigint;
-  /** Seconds left on its lease, if etcd reports it. */
-  ttlRemaining: number | null;
-  fencingToken: bigint;
-  /** `host:pid` for etcdlock keys; null for etcdctl and Go keys. */
-  owner: string | null;
-  ageMs: number | null;
-  value: Buffer;
-  /** The holder's host and process id (etcdlock keys). */
-  host: string | null;
-  pid: number | null;
-  /** The language its client uses etcdlock from ('node', 'python', ...), once its meta record is written (~100 ms). */
-  language: string | null;
-  /** Acquisitions of this name in progress in its client: its local queue (it keeps at most two keys per name in etcd). */
-  localWaiters: number | null;
-  /** The holder's `metadata` acquisition option (`{}` when none was given). */
-  metadata: Record<string, string>;
-  /** A key without etcdlock's owner info: etcdctl, Go's Mutex or Election. */
-  foreign: boolean;
-}
-
-/** Holders and waiters of one name, as one read saw them. */
-export interface LockStatus {
-  name: string;
-  /** What the name is used as, from the contenders' records or keys; null when they do not tell. */
-  kind: 'mutex' | 'election' | 'semaphore' | 'rwlock' | null;
-  revision: bigint;
-  /** Oldest first. */
-  holders: Contender[];
-  /** In the order they will be served. */
-  waiters: Contender[];
-}
-
 /** A connection to etcd that hands out locks (all sharing one lease). */
 
 /** A taken run-once record (`client.takeOnce`); the job stays taken until `lockUntil` whatever happens. */
@@ -531,6 +495,10 @@ export declare class Client implements AsyncDisposable {
   status(name: string): Promise<LockStatus>;
   /** Every lock under `prefix` (default: all), sorted by name, from one read. */
   list(prefix?: string): Promise<LockStatus[]>;
+  /** Cycles of clients waiting on each other under `prefix` (default: all), from one read: `etcdlock deadlocks`. */
+  deadlocks(prefix?: string): Promise<Deadlocks>;
+  /** Every hold and wait of `name` etcd's history keeps, or those of the last `since` ms: `etcdlock history`. */
+  history(name: string, options?: { since?: number }): Promise<History>;
   /** Free a wedged holder: delete the hold of `name` with fencing token `token`; false if none has it. */
   release(name: string, token: bigint | number): Promise<boolean>;
   /** Free a wedged permit: delete the permit of the semaphore `name` whose id (its `fencingToken`) is `id`; false if none has it. */
@@ -553,29 +521,4 @@ export declare class Client implements AsyncDisposable {
   close(): Promise<void>;
   /** Same as `close()`; used by `await using`. */
   [Symbol.asyncDispose](): Promise<void>;
-}
-
-/** A snapshot of a client's metrics (`client.metrics()`); durations in ms. */
-export interface Metrics {
-  acquisitions: Record<'acquired' | 'timeout' | 'would_block' | 'cancelled' | 'error', { count: number; waitMs: number }>;
-  /** Acquisition calls in progress. */
-  waiting: number;
-  /** Locks held now, and how long they have been held, summed. */
-  held: number;
-  heldMs: number;
-  /** Holds that ended (released or lost), and their total time. */
-  holdsEnded: number;
-  holdMs: number;
-  lost: Record<'LeaseExpired' | 'KeyDeleted' | 'ConnectionLost' | 'ClientClosed', number>;
-  keepalives: number;
-  /** The last keep-alive round trip, or null before the first. */
-  keepaliveRttMs: number | null;
-  /**
-   * Acquisition calls per outcome by their wait: entry `i` counts the calls whose wait was at
-   * most the `i`-th of core's buckets (1, 2.5, 5, 10, 25, 50, 100, 250, 500 ms, 1, 5, 30 s) and
-   * above the one before; the last entry counts the calls beyond every bucket.
-   */
-  waitHistogram: Record<'acquired' | 'timeout' | 'would_block' | 'cancelled' | 'error', number[]>;
-  /** Requests that failed on an etcd member (which the client then avoided for a while); 0 while every member answers. */
-  memberFailures: number;
 }

@@ -147,6 +147,15 @@ export interface AcquireOptions {
   leaseTime?: number;
   /** Who holds, as every `status()`/`list()` shows it (`Contender.metadata`): string pairs, at most 1 KB in all. */
   metadata?: Record<string, string>;
+  /**
+   * Reject `Deadlock` (the message names the cycle) instead of waiting when
+   * this wait would close a cycle of clients waiting on each other's holds
+   * (this client holds x and waits for y while the holder of y waits for x,
+   * in any language). Checked when the key queues and again each time the key
+   * it waits behind changes (one read of the namespace per check); of several
+   * waits of a cycle checked at once only the youngest fails. Default false.
+   */
+  detectDeadlock?: boolean;
 }
 
 /** The options of a waiting acquisition: the wait (`LockOptions`) and `AcquireOptions`. */

@@ -23,7 +23,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pkg=$work/package
 mkdir -p "$pkg"
-(cd "$HERE" && cp -r package.json README.md index.js index.mjs index.d.ts options.d.ts loader.js fencing.js fencing.mjs fencing.d.ts prometheus.js prometheus.mjs prometheus.d.ts testing.js testing.mjs testing.d.ts lib examples scripts "$pkg/")
+(cd "$HERE" && cp -r package.json README.md index.js index.mjs index.d.ts options.d.ts records.d.ts loader.js fencing.js fencing.mjs fencing.d.ts prometheus.js prometheus.mjs prometheus.d.ts testing.js testing.mjs testing.d.ts lib examples scripts "$pkg/")
 cp "$WS/LICENSE" "$pkg/"
 rm -f "$pkg"/*.node
 node - "$pkg" "$version" <<'JS'

@@ -83,7 +83,7 @@ function checkSignal(signal) {
 
 // The acquisition options beyond the wait, for the native side (core's
 // `bridge::Extras`): `lockDelay` and `leaseTime` in ms, `metadata` a plain
-// object of strings as [key, value] pairs. Only JS types are checked here;
+// object of strings as [key, value] pairs, `detectDeadlock` a boolean. Only JS types are checked here;
 // core checks the values (spans, limits) with the same messages as in every
 // language. `undefined` when none is given.
 function extrasOf(o) {
@@ -100,8 +100,11 @@ function extrasOf(o) {
       return [checkText(k, 'metadata key'), checkText(v, `metadata.${k}`)];
     });
   }
-  if (lockDelay === undefined && leaseTime === undefined && metadata === undefined) return undefined;
-  return { lockDelay, leaseTime, metadata };
+  const detectDeadlock = optBoolean(o.detectDeadlock, 'detectDeadlock');
+  if (lockDelay === undefined && leaseTime === undefined && metadata === undefined && detectDeadlock === undefined) {
+    return undefined;
+  }
+  return { lockDelay, leaseTime, metadata, detectDeadlock };
 }
 
 // Run `start(timeout, cancel, extras)` (a native acquisition) with the
@@ -116,7 +119,7 @@ async function acquire(what, options, start, { extras: withExtras = true } = {})
   if (timeout === Infinity) timeout = undefined; // wait as long as it takes
   const signal = checkSignal(o.signal);
   const extras = extrasOf(o);
-  if (extras && !withExtras) throw invalid(`${what}: lockDelay, leaseTime and metadata are not taken here`);
+  if (extras && !withExtras) throw invalid(`${what}: lockDelay, leaseTime, metadata and detectDeadlock are not taken here`);
   if (!signal) return call(() => start(timeout, undefined, extras));
   if (signal.aborted) {
     throw new LockError('Cancelled', `waiting for ${what} was aborted`, { cause: signal.reason });

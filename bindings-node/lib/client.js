@@ -144,7 +144,7 @@ class Client {
    * Acquire `name`, waiting in FIFO order behind earlier waiters.
    * @param {string} name
    * @param {{ timeout?: number, signal?: AbortSignal, lockDelay?: number, leaseTime?: number,
-   *   metadata?: Record<string, string> }} [options] `timeout` in ms
+   *   metadata?: Record<string, string>, detectDeadlock?: boolean }} [options] `timeout` in ms
    *   (rejects `Timeout`; `Infinity` or absent: no limit); aborting `signal`
    *   rejects `Cancelled`. Either way our waiter key is removed from etcd.
    *   `lockDelay` (ms, Chubby's lock-delay): if this hold ends because its
@@ -154,7 +154,10 @@ class Client {
    *   `unlock()` hands over at once. `leaseTime` (ms): hold at most this long,
    *   then the hold is released and `lost` resolves `LeaseExpired`.
    *   `metadata`: string pairs (at most 1 KB in all) shown to everyone in
-   *   `status()` as the holder's `metadata`. Bad values reject `InvalidArgument`
+   *   `status()` as the holder's `metadata`. `detectDeadlock: true`: reject
+   *   `Deadlock` (naming the cycle) instead of waiting when this wait would
+   *   close a cycle of clients waiting on each other (see `deadlocks()`).
+   *   Bad values reject `InvalidArgument`
    *   (core's one rule, the same messages in every language).
    *   `reentrant: true`: the owner is the current async context (see `withLock`); if it holds
    *   `name` (taken with `reentrant: true`), another handle of that hold at once, else a new hold
@@ -451,6 +454,32 @@ class Client {
   async list(prefix = '') {
     if (typeof prefix !== 'string') throw new TypeError(`prefix must be a string, not ${typeof prefix}`);
     return decodeRecord(await call(() => this.#n.list(prefix)));
+  }
+
+  /**
+   * The cycles of clients waiting on each other's holds under `prefix`
+   * (default: all of this client's namespace), whatever language each uses,
+   * from one read: what `etcdlock deadlocks` shows. `{ prefix, revision,
+   * clients, waits, cycles: [{ edges: [{ waiter, name, waiterKey, holder,
+   * holderKey, fencingToken, waiterRevision }] }] }`, each party `{ leaseId,
+   * owner, host, pid, language }`.
+   */
+  async deadlocks(prefix = '') {
+    if (typeof prefix !== 'string') throw new TypeError(`prefix must be a string, not ${typeof prefix}`);
+    return decodeRecord(await call(() => this.#n.deadlocks(prefix)));
+  }
+
+  /**
+   * Every hold and wait of `name` that etcd's history keeps (from its
+   * compaction revision), or those queued in the last `since` ms: what
+   * `etcdlock history` shows (`History` in index.d.ts).
+   * @param {string} name
+   * @param {{ since?: number }} [options] `since` in ms (absent or `Infinity`: all)
+   */
+  async history(name, options) {
+    checkName(name);
+    const since = optNumber(checkOptions(options, 'options').since, 'since');
+    return decodeRecord(await call(() => this.#n.history(name, since)));
   }
 
   /**

@@ -7,10 +7,11 @@ function leaderOf(l) {
   return l ? { key: l.key, value: l.value, revision: BigInt(l.revision), leaseId: BigInt(l.leaseId) } : null;
 }
 
-// Core's records (Status with its Contenders, Metrics) arrive as their one
-// JSON encoding (core/src/records/) and become JS objects by one rule, by field
-// name, at every depth: snake_case keys become camelCase; `x_seconds` becomes
-// `xMs` (times 1000); the decimal ids in IDS become bigints; `value` (an array
+// Core's records (Status with its Contenders, Metrics, Deadlocks, History)
+// arrive as their one JSON encoding (core/src/records/) and become JS objects
+// by one rule, by field name, at every depth: snake_case keys become
+// camelCase; `x_seconds` becomes `xMs` (times 1000); the ids in IDS and every
+// `*_revision` (decimal strings or numbers) become bigints; `value` (an array
 // of bytes) becomes a Buffer; the objects in KEYED keep their keys (outcome
 // and reason names, the holder's metadata) and decode their values. A field
 // added to a record in core appears here with no change.
@@ -22,7 +23,7 @@ const camel = (k) => k.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
 
 function field(key, v) {
   if (v === null) return null;
-  if (IDS.has(key)) return BigInt(v);
+  if (IDS.has(key) || key.endsWith('_revision')) return BigInt(v);
   if (key === 'value' && Array.isArray(v)) return Buffer.from(v);
   if (key.endsWith(SECONDS)) return v * 1000;
   if (KEYED.has(key)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, any(x)]));

@@ -218,6 +218,9 @@ pub struct NativeAcquire {
     pub lease_time: Option<f64>,
     /// Holder metadata, `[key, value]` pairs (core `LockOptions::metadata`).
     pub metadata: Option<Vec<Vec<String>>>,
+    /// Fail a wait that would close a cycle with `Deadlock` (core
+    /// `LockOptions::detect_deadlock`).
+    pub detect_deadlock: Option<bool>,
 }
 
 /// Core's options of one acquisition: the timeout, the cancel handle and the
@@ -242,7 +245,7 @@ pub(crate) fn acquire_opts(
                 lock_delay: x.lock_delay,
                 lease_time: x.lease_time,
                 metadata,
-                ..Default::default()
+                detect_deadlock: x.detect_deadlock.unwrap_or(false),
             }
         }
     };

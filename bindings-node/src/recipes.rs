@@ -165,6 +165,43 @@ impl NativeClient {
         })
     }
 
+    /// The cycles of clients waiting on each other under `prefix` (core
+    /// `deadlocks`): a `Deadlocks` record as its JSON (`records::to_json`).
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn deadlocks<'env>(&self, env: &'env Env, prefix: String) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let c = self.inner.clone();
+            promise(env, async move {
+                let d = c.deadlocks(&prefix).await.map_err(|e| to_js_err(&e))?;
+                Ok(etcdlock::records::to_json(&d))
+            })
+        })
+    }
+
+    /// The history of `name` (core `history`) since `since_ms` ago (absent
+    /// or `Infinity`: as far back as etcd keeps; core's rule of a wait's
+    /// span), as a `History` record's JSON.
+    #[napi(ts_return_type = "Promise<string>")]
+    pub fn history<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        since_ms: Option<f64>,
+    ) -> napi::Result<Object<'env>> {
+        guard_sync(|| {
+            let since = js(etcdlock::bridge::opt_timeout(
+                "since",
+                since_ms,
+                etcdlock::bridge::Unit::Millis,
+            ))?;
+            let c = self.inner.clone();
+            promise(env, async move {
+                let h = c.history(&name, since).await.map_err(|e| to_js_err(&e))?;
+                Ok(etcdlock::records::to_json(&h))
+            })
+        })
+    }
+
     /// Release the hold of `name` with fencing token `token` (core `release`).
     #[napi(ts_return_type = "Promise<boolean>")]
     pub fn release<'env>(

@@ -393,6 +393,18 @@ async function runSteps(c, { priv, store, endpoints, raw }) {
           want(tokenOf(await settle(() => cl.status(text(step.name, 'name')), where)));
           break;
         }
+        case 'deadlocks': {
+          const cl = await client(who);
+          const r = await settle(() => cl.deadlocks(text(step.prefix, 'prefix')), where);
+          want(r.ok ? r.value.cycles.length : r.token);
+          break;
+        }
+        case 'history': {
+          const cl = await client(who);
+          const r = await settle(() => cl.history(text(step.name, 'name')), where);
+          want(r.ok ? r.value.entries.map((e) => e.ended) : r.token);
+          break;
+        }
         case 'release': {
           const cl = await client(who);
           const token = guard(step.guard).fencingToken + BigInt(step.token_offset ?? 0);
@@ -438,12 +450,13 @@ async function runSteps(c, { priv, store, endpoints, raw }) {
   }
 }
 
-/** A step's acquisition options: `{ timeout, lockDelay, leaseTime, metadata }` (ms), or undefined when it has none. */
+/** A step's acquisition options: `{ timeout, lockDelay, leaseTime, metadata, detectDeadlock }` (ms), or undefined when it has none. */
 function acquireOptions(step) {
   const o = {};
   if ('timeout_ms' in step) o.timeout = num(step.timeout_ms);
   if ('lock_delay_ms' in step) o.lockDelay = num(step.lock_delay_ms);
   if ('lease_time_ms' in step) o.leaseTime = num(step.lease_time_ms);
+  if ('detect_deadlock' in step) o.detectDeadlock = step.detect_deadlock;
   if ('metadata' in step) o.metadata = Object.fromEntries(Object.entries(step.metadata).map(([k, v]) => [k, text(v, `metadata.${k}`)]));
   return Object.keys(o).length ? o : undefined;
 }

@@ -48,4 +48,28 @@ describe('records', () => {
     assert.equal(h.aFieldNotDeclaredYet, 1);
     assert.deepEqual(st.waiters, []);
   });
+
+  it('Deadlocks and History: every revision a bigint (decimal string or number), absent ones null', () => {
+    const party = { lease_id: '9223372036854775807', owner: null, host: null, pid: null, language: null };
+    const d = decodeRecord(JSON.stringify({
+      prefix: 'p/', revision: '12', clients: 2, waits: 2,
+      cycles: [{ edges: [{ waiter: party, name: 'p/x', waiter_key: 'p/x/1', holder: party, holder_key: 'p/x/2', fencing_token: '7', waiter_revision: '9' }] }],
+    }));
+    const e = d.cycles[0].edges[0];
+    assert.equal(e.waiter.leaseId, 9223372036854775807n);
+    assert.equal(e.fencingToken, 7n);
+    assert.equal(e.waiterRevision, 9n);
+    assert.equal(e.holderKey, 'p/x/2');
+    const h = decodeRecord(JSON.stringify({
+      name: 'n', revision: '20', from_revision: '1', read_ms: 1000,
+      entries: [{ key: 'n/1', kind: 'exclusive', permits: null, lease_id: '5', fencing_token: '4', queued_ms: 500,
+        granted_revision: 4, granted_ms: 500, ended_revision: null, ended_ms: null, ended: 'holding', wait_ms: 0, hold_ms: 20 }],
+    }));
+    assert.equal(h.fromRevision, 1n);
+    assert.equal(h.readMs, 1000);
+    assert.deepEqual(h.entries[0], {
+      key: 'n/1', kind: 'exclusive', permits: null, leaseId: 5n, fencingToken: 4n, queuedMs: 500,
+      grantedRevision: 4n, grantedMs: 500, endedRevision: null, endedMs: null, ended: 'holding', waitMs: 0, holdMs: 20,
+    });
+  });
 });

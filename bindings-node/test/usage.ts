@@ -1,6 +1,6 @@
 // Type-checked by `tsc --noEmit` (test/types.test.js), then compiled and run
 // against real etcd so that `await using` is exercised even on Node 20.
-import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type AcquireOptions, LeaderLoop, Term, type LeadOptions, type LeaderLoopEvent, ReentrantLock, type Logger, type LogFields, type LogLevel, MemStore, type MemKey } from 'etcdlock';
+import { Client, Lock, Latch, Barrier, OnceHold, LockError, ErrorCode, LossReason, Leadership, MultiLock, MAX_PERMITS, type ErrorCodeName, type LossReasonName, type Leader, type LockStatus, type Deadlocks, type WaitEdge, type History, type HistoryEntry, type AcquireOptions, LeaderLoop, Term, type LeadOptions, type LeaderLoopEvent, ReentrantLock, type Logger, type LogFields, type LogLevel, MemStore, type MemKey } from 'etcdlock';
 import { memStore, withMemStore, MemFixture } from 'etcdlock/testing';
 import type { TestContext } from 'node:test';
 
@@ -103,6 +103,16 @@ export async function sync(client: Client): Promise<string[]> {
     const app: string | undefined = st.holders[0]?.metadata['app'];
     out.push(`${app} ${lock.isHeld}`);
   }
+  const dl: Deadlocks = await client.deadlocks();
+  const edge: WaitEdge | undefined = dl.cycles[0]?.edges[0];
+  const waiterLease: bigint | undefined = edge?.waiter.leaseId;
+  const hist: History = await client.history('jobs', { since: 60_000 });
+  const ended: HistoryEntry['ended'] | undefined = hist.entries[0]?.ended;
+  const granted: bigint | null | undefined = hist.entries[0]?.grantedRevision;
+  const careful: Lock = await client.lock('jobs', { timeout: 1_000, detectDeadlock: true });
+  await careful.unlock();
+  const deadlock: ErrorCodeName = ErrorCode.Deadlock;
+  out.push(`${dl.cycles.length} ${waiterLease} ${ended} ${granted} ${deadlock}`);
   const once: Lock | null = await client.tryLock('jobs', { metadata: { app: 'billing' } });
   await once?.unlock();
   const permit = await client.acquirePermit('pool', 2, { leaseTime: 1_000 });
@@ -206,6 +216,10 @@ export async function mistakes(client: Client, lock: Lock): Promise<void> {
   const l: Lock = await client.tryLock('x');
   // @ts-expect-error no such error code
   const c: ErrorCodeName = 'Oops';
+  // @ts-expect-error detectDeadlock is a boolean
+  await client.lock('x', { detectDeadlock: 'yes' });
+  // @ts-expect-error history's options are an object ({ since } in ms)
+  await client.history('x', 60_000);
   // @ts-expect-error values are strings or bytes
   await lock.put('k', 42);
   // @ts-expect-error permits is a number

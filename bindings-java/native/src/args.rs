@@ -92,7 +92,7 @@ pub(crate) fn acquire_opts(
 
 /// The extras of an acquisition from Java's `AcquireOptions` value (null:
 /// none), read through its own accessors (`lockDelayMs`, `leaseTimeMs`,
-/// `metadataPairs`), so one value carries them across instead of three
+/// `metadataPairs`, `detectDeadlock`), so one value carries them across instead of three
 /// arguments.
 pub(crate) fn options_extras(env: &mut Env<'_>, opts: &JObject<'_>) -> NResult<bridge::Extras> {
     if opts.is_null() {
@@ -113,7 +113,13 @@ pub(crate) fn options_extras(env: &mut Env<'_>, opts: &JObject<'_>) -> NResult<b
         )?
         .l()?;
     let pairs = env.cast_local::<JObjectArray<'_, JString<'_>>>(pairs)?;
-    extras(env, lock_delay_ms, lease_time_ms, &pairs)
+    let detect_deadlock = env
+        .call_method(opts, jni_str!("detectDeadlock"), jni_sig!("()Z"), &[])?
+        .z()?;
+    Ok(bridge::Extras {
+        detect_deadlock,
+        ..extras(env, lock_delay_ms, lease_time_ms, &pairs)?
+    })
 }
 
 /// A `String[]` as strings; null elements are refused (`what` names them).

@@ -170,6 +170,7 @@ struct LockArgs<'a, 'l> {
     lock_delay_ms: jdouble,
     lease_time_ms: jdouble,
     metadata: &'a JObjectArray<'l, JString<'l>>,
+    detect_deadlock: jboolean,
 }
 
 impl LockArgs<'_, '_> {
@@ -182,7 +183,8 @@ impl LockArgs<'_, '_> {
     ) -> NResult<(Arc<Client>, String, LockOptions)> {
         let c = borrow::<Client>(self.client, "client")?;
         let name = req_string(env, self.name, "lock name")?;
-        let extras = extras(env, self.lock_delay_ms, self.lease_time_ms, self.metadata)?;
+        let mut extras = extras(env, self.lock_delay_ms, self.lease_time_ms, self.metadata)?;
+        extras.detect_deadlock = self.detect_deadlock;
         let opts = acquire_opts(self.timeout_ms, extras, cancel)?;
         Ok((c, name, opts))
     }
@@ -208,7 +210,7 @@ impl LockArgs<'_, '_> {
 }
 
 /// `static native long lock(long client, String name, long timeoutMs, double lockDelayMs,
-/// double leaseTimeMs, String[] metadata)`: wait for the lock on this (platform) thread,
+/// double leaseTimeMs, String[] metadata, boolean detectDeadlock)`: wait for the lock on this (platform) thread,
 /// uninterruptibly; `timeoutMs < 0` waits without bound. Returns a guard handle.
 ///
 /// The lock's future runs on the calling thread, which the runtime worker that
@@ -227,6 +229,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
     lock_delay_ms: jdouble,
     lease_time_ms: jdouble,
     metadata: JObjectArray<'local, JString<'local>>,
+    detect_deadlock: jboolean,
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
@@ -238,6 +241,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
                 lock_delay_ms,
                 lease_time_ms,
                 metadata: &metadata,
+                detect_deadlock,
             }
             .here(env)
         })
@@ -245,7 +249,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lock<'local>(
 }
 
 /// `static native long lockReentrant(long client, String name, long owner, long timeoutMs,
-/// double lockDelayMs, double leaseTimeMs, String[] metadata)`: `lock`, reentrant for
+/// double lockDelayMs, double leaseTimeMs, String[] metadata, boolean detectDeadlock)`: `lock`, reentrant for
 /// `owner` (core's `lock_reentrant`: another handle of `owner`'s hold at once, or
 /// `LockLost` if that hold was lost).
 #[unsafe(no_mangle)]
@@ -259,6 +263,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrant<'local>(
     lock_delay_ms: jdouble,
     lease_time_ms: jdouble,
     metadata: JObjectArray<'local, JString<'local>>,
+    detect_deadlock: jboolean,
 ) -> jlong {
     unowned
         .with_env(|env| -> NResult<jlong> {
@@ -270,6 +275,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrant<'local>(
                 lock_delay_ms,
                 lease_time_ms,
                 metadata: &metadata,
+                detect_deadlock,
             }
             .here(env)
         })
@@ -277,7 +283,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrant<'local>(
 }
 
 /// `static native void lockAsync(long client, String name, long timeoutMs, double lockDelayMs,
-/// double leaseTimeMs, String[] metadata, long id)`: start acquiring on the runtime (extras as
+/// double leaseTimeMs, String[] metadata, boolean detectDeadlock, long id)`: start acquiring on the runtime (extras as
 /// [`extras`] reads them); `NativeBridge.complete(id, guardHandle, 0, code, reason, msg)`
 /// reports the outcome from a runtime thread.
 #[unsafe(no_mangle)]
@@ -290,6 +296,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
     lock_delay_ms: jdouble,
     lease_time_ms: jdouble,
     metadata: JObjectArray<'local, JString<'local>>,
+    detect_deadlock: jboolean,
     id: jlong,
 ) {
     unowned
@@ -302,6 +309,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
                 lock_delay_ms,
                 lease_time_ms,
                 metadata: &metadata,
+                detect_deadlock,
             }
             .started(env, id)
         })
@@ -309,7 +317,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockAsync<'local>(
 }
 
 /// `static native void lockReentrantAsync(long client, String name, long owner,
-/// long timeoutMs, double lockDelayMs, double leaseTimeMs, String[] metadata, long id)`:
+/// long timeoutMs, double lockDelayMs, double leaseTimeMs, String[] metadata, boolean detectDeadlock, long id)`:
 /// `lockAsync`, reentrant for `owner` as `lockReentrant`.
 #[unsafe(no_mangle)]
 pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrantAsync<'local>(
@@ -322,6 +330,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrantAsync<'local>(
     lock_delay_ms: jdouble,
     lease_time_ms: jdouble,
     metadata: JObjectArray<'local, JString<'local>>,
+    detect_deadlock: jboolean,
     id: jlong,
 ) {
     unowned
@@ -334,6 +343,7 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_lockReentrantAsync<'local>(
                 lock_delay_ms,
                 lease_time_ms,
                 metadata: &metadata,
+                detect_deadlock,
             }
             .started(env, id)
         })

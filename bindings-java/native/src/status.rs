@@ -1,4 +1,5 @@
-//! Native methods that read etcd: leader, status, list; and release by token.
+//! Native methods that read etcd: leader, status, list, deadlocks, history;
+//! and release by token.
 
 use crate::prelude::*;
 
@@ -58,6 +59,53 @@ pub extern "system" fn Java_io_etcdlock_NativeBridge_list<'local>(
             let prefix = req_string(env, &prefix, "prefix")?;
             let l = block(env, async move { c.list(&prefix).await }, None)?;
             Ok(env.new_string(etcdlock::records::list_to_json(&l))?)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native String deadlocks(long client, String prefix)`: the cycles of
+/// clients waiting on each other under the prefix ([`etcdlock::records::Deadlocks`]),
+/// as its records JSON.
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_deadlocks<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    prefix: JString<'local>,
+) -> JString<'local> {
+    unowned
+        .with_env(|env| -> NResult<JString<'local>> {
+            let c = borrow::<Client>(client, "client")?;
+            let prefix = req_string(env, &prefix, "prefix")?;
+            let d = block(env, async move { c.deadlocks(&prefix).await }, None)?;
+            Ok(env.new_string(etcdlock::records::to_json(&d))?)
+        })
+        .resolve::<ThrowEtcdLock>()
+}
+
+/// `static native String history(long client, String name, double sinceMs)`: the
+/// name's history from etcd's MVCC history ([`etcdlock::records::History`]) as its
+/// records JSON; `sinceMs` NaN: as far back as etcd keeps (else core's rule of a
+/// wait's span: negative is `InvalidArgument`, beyond a century is all).
+#[unsafe(no_mangle)]
+pub extern "system" fn Java_io_etcdlock_NativeBridge_history<'local>(
+    mut unowned: EnvUnowned<'local>,
+    _class: JClass<'local>,
+    client: jlong,
+    name: JString<'local>,
+    since_ms: jdouble,
+) -> JString<'local> {
+    unowned
+        .with_env(|env| -> NResult<JString<'local>> {
+            let c = borrow::<Client>(client, "client")?;
+            let name = req_string(env, &name, "lock name")?;
+            let since = if since_ms.is_nan() {
+                None
+            } else {
+                bridge::timeout("since", since_ms, bridge::Unit::Millis)?
+            };
+            let h = block(env, async move { c.history(&name, since).await }, None)?;
+            Ok(env.new_string(etcdlock::records::to_json(&h))?)
         })
         .resolve::<ThrowEtcdLock>()
 }

@@ -7,8 +7,8 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * What an acquisition may ask for beyond its timeout: a lock-delay, a lease time and holder
- * metadata. Immutable; build one with {@link #builder()} and give it to a lock object, whose
+ * What an acquisition may ask for beyond its timeout: a lock-delay, a lease time, holder
+ * metadata and deadlock detection. Immutable; build one with {@link #builder()} and give it to a lock object, whose
  * every acquisition then uses it:
  * {@link EtcdLockClient#newLock(String, AcquireOptions) newLock},
  * {@link EtcdLockClient#newSemaphore(String, int, AcquireOptions) newSemaphore},
@@ -38,11 +38,13 @@ public final class AcquireOptions {
     private final Duration lockDelay;
     private final Duration leaseTime;
     private final Map<String, String> metadata;
+    private final boolean detectDeadlock;
 
     private AcquireOptions(Builder b) {
         this.lockDelay = b.lockDelay;
         this.leaseTime = b.leaseTime;
         this.metadata = Collections.unmodifiableMap(new LinkedHashMap<>(b.metadata));
+        this.detectDeadlock = b.detectDeadlock;
     }
 
     /** A builder with nothing set. */
@@ -56,6 +58,7 @@ public final class AcquireOptions {
         b.lockDelay = lockDelay;
         b.leaseTime = leaseTime;
         b.metadata.putAll(metadata);
+        b.detectDeadlock = detectDeadlock;
         return b;
     }
 
@@ -72,6 +75,11 @@ public final class AcquireOptions {
     /** The holder metadata, in the order set (unmodifiable). */
     public Map<String, String> metadata() {
         return metadata;
+    }
+
+    /** Whether a wait that would close a cycle fails with {@link DeadlockException} ({@link Builder#detectDeadlock()}). */
+    public boolean detectDeadlock() {
+        return detectDeadlock;
     }
 
     /** A span as the native side takes it: milliseconds with fractions, NaN when not set. */
@@ -103,7 +111,8 @@ public final class AcquireOptions {
 
     @Override
     public String toString() {
-        return "AcquireOptions{lockDelay=" + lockDelay + ", leaseTime=" + leaseTime + ", metadata=" + metadata + "}";
+        return "AcquireOptions{lockDelay=" + lockDelay + ", leaseTime=" + leaseTime + ", metadata=" + metadata
+                + ", detectDeadlock=" + detectDeadlock + "}";
     }
 
     /** Builds {@link AcquireOptions}; not thread-safe. */
@@ -111,6 +120,7 @@ public final class AcquireOptions {
         private Duration lockDelay;
         private Duration leaseTime;
         private final Map<String, String> metadata = new LinkedHashMap<>();
+        private boolean detectDeadlock;
 
         Builder() {}
 
@@ -163,6 +173,26 @@ public final class AcquireOptions {
                 throw new InvalidArgumentException("metadata must not be null");
             }
             pairs.forEach(this::metadata);
+            return this;
+        }
+
+        /**
+         * Fail a wait that would close a cycle of clients waiting on each other's holds (this
+         * client holds x and waits for y while the holder of y waits for x, in any language) with
+         * {@link DeadlockException} naming the cycle, instead of waiting to the timeout. Checked
+         * when the acquisition queues and again each time the key it waits behind changes (one
+         * read of the client's namespace per check); when several waits of a cycle are checked
+         * at once only the youngest fails, so one member backs off and the others are served.
+         * Off by default. {@link EtcdLockClient#deadlocks(String)} finds the cycles without
+         * taking part.
+         */
+        public Builder detectDeadlock() {
+            return detectDeadlock(true);
+        }
+
+        /** {@link #detectDeadlock()} on or off. */
+        public Builder detectDeadlock(boolean on) {
+            this.detectDeadlock = on;
             return this;
         }
 

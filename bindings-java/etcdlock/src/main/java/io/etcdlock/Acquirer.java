@@ -43,10 +43,11 @@ final class Acquirer {
         return startAcquire(name, operation(ms), g -> new LockGuard(client, name, g), NativeBridge::freeGuard,
                 (c, id) -> {
                     if (owner == NO_OWNER) {
-                        NativeBridge.lockAsync(c, name, ms, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs(), id);
+                        NativeBridge.lockAsync(c, name, ms, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs(),
+                                o.detectDeadlock(), id);
                     } else {
                         NativeBridge.lockReentrantAsync(c, name, owner, ms, o.lockDelayMs(), o.leaseTimeMs(),
-                                o.metadataPairs(), id);
+                                o.metadataPairs(), o.detectDeadlock(), id);
                     }
                 });
     }
@@ -62,7 +63,8 @@ final class Acquirer {
         long c = client.handle().pin();
         long g;
         try {
-            g = NativeBridge.lockReentrant(c, name, owner, 0, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs());
+            g = NativeBridge.lockReentrant(c, name, owner, 0, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs(),
+                    o.detectDeadlock());
         } finally {
             client.handle().unpin();
         }
@@ -243,9 +245,10 @@ final class Acquirer {
         }
         try {
             g = owner == NO_OWNER
-                    ? NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs())
+                    ? NativeBridge.lock(c, name, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(), o.metadataPairs(),
+                            o.detectDeadlock())
                     : NativeBridge.lockReentrant(c, name, owner, timeoutMs, o.lockDelayMs(), o.leaseTimeMs(),
-                            o.metadataPairs());
+                            o.metadataPairs(), o.detectDeadlock());
         } catch (RuntimeException e) {
             Metrics.Result r = AsyncAcquire.resultOf(e);
             AsyncAcquire.heard(client, name, r, start);

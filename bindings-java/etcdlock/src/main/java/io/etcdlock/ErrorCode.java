@@ -26,7 +26,12 @@ public enum ErrorCode {
     /** The client was closed. */
     CLOSED(10),
     /** A bug in etcdlock (including a Rust panic); never a crash. */
-    INTERNAL(11);
+    INTERNAL(11),
+    /**
+     * The wait would close a cycle of clients waiting on each other's holds (only with
+     * {@link AcquireOptions.Builder#detectDeadlock()}); the message names the cycle.
+     */
+    DEADLOCK(12);
 
     private final int value;
 

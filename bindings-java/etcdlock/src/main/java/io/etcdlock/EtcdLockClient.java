@@ -38,9 +38,9 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  *
  * The client itself offers what concerns the connection, or any name whoever holds it:
- * {@link #status}, {@link #list}, {@link #release}, {@link #releasePermit}, {@link #leader},
- * {@link #observe}, {@link #latch}, {@link #barrier}, {@link #once()}, {@link #metrics()},
- * {@link #ping()} and {@link #close()}. Lock names are prefixes in etcd's own lock layout (as
+ * {@link #status}, {@link #list}, {@link #deadlocks}, {@link #history}, {@link #release},
+ * {@link #releasePermit}, {@link #leader}, {@link #observe}, {@link #latch}, {@link #barrier},
+ * {@link #once()}, {@link #metrics()}, {@link #ping()} and {@link #close()}. Lock names are prefixes in etcd's own lock layout (as
  * Go's {@code concurrency.Mutex}, {@code etcdctl lock} and jetcd's Lock client use), so all of
  * them exclude each other.
  */
@@ -306,6 +306,32 @@ public final class EtcdLockClient implements AutoCloseable {
     }
 
     /**
+     * The cycles of clients waiting on each other's holds among the locks whose names start with
+     * {@code prefix} (empty: all of this client's namespace), whatever language each client uses,
+     * from one read: what {@code etcdlock deadlocks} shows. Two threads of one client waiting on
+     * each other are not in etcd's state (see {@link Deadlocks}).
+     */
+    public Deadlocks deadlocks(String prefix) {
+        java.util.Objects.requireNonNull(prefix, "prefix");
+        checkNotOnRuntimeThread("deadlocks \"" + prefix + "\"");
+        return withClient(c -> Deadlocks.of(NativeBridge.deadlocks(c, prefix)));
+    }
+
+    /**
+     * Every hold and wait of {@code name} that etcd's history still has (back to its compaction
+     * revision), or only those of the last {@code since} (null: all): what {@code etcdlock
+     * history} shows. Costs etcd a put and a delete of a marker key beside the name and a watch
+     * replayed from the oldest revision it keeps. A negative {@code since} is
+     * {@link InvalidArgumentException}.
+     */
+    public LockHistory history(String name, Duration since) {
+        checkName(name);
+        checkNotOnRuntimeThread("history \"" + name + "\"");
+        double ms = since == null ? Double.NaN : since.getSeconds() * 1000.0 + since.getNano() / 1e6;
+        return withClient(c -> LockHistory.of(NativeBridge.history(c, name, ms)));
+    }
+
+    /**
      * Free a lock whose holder is wedged: delete the hold of {@code name} whose fencing token is
      * {@code token} ({@link #status} shows it), whoever holds it; a later holder is never touched.
      * Returns true if it was released, false if no hold has that token. The former holder's guard
@@ -406,160 +432,136 @@ public final class EtcdLockClient implements AutoCloseable {
 
     // ---- acquisitions on the client: each is the lock object's call of the same name ----
     // The lock objects are made here without the checks of newLock etc., so that each argument
-    // is checked in the order, and with the message, these calls always had.
+    // is checked in the order, and with the message, these calls always had. One block of
+    // one-line delegations, without blank lines between them.
 
     /** @deprecated use {@link EtcdLock#acquire()} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquire(String name) {
         return new EtcdLock(this, name).acquire();
     }
-
     /** @deprecated use {@link EtcdLock#acquire(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquire(String name, Duration timeout) {
         return new EtcdLock(this, name).acquireBounded(timeout);
     }
-
     /** @deprecated use {@link EtcdLock#acquire(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquire(String name, Duration timeout, AcquireOptions options) {
         return new EtcdLock(this, name, options).acquire(timeout);
     }
-
     /** @deprecated use {@link EtcdLock#acquireInterruptibly(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquireInterruptibly(String name, Duration timeout) throws InterruptedException {
         return new EtcdLock(this, name).acquireInterruptibly(timeout);
     }
-
     /** @deprecated use {@link EtcdLock#acquireInterruptibly(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquireInterruptibly(String name, Duration timeout, AcquireOptions options)
             throws InterruptedException {
         return new EtcdLock(this, name, options).acquireInterruptibly(timeout);
     }
-
     /** @deprecated use {@link EtcdLock#tryAcquire()} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public Optional<LockGuard> tryAcquire(String name) {
         return new EtcdLock(this, name).tryAcquire();
     }
-
     /** @deprecated use {@link EtcdLock#tryAcquire()} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public Optional<LockGuard> tryAcquire(String name, AcquireOptions options) {
         return new EtcdLock(this, name, options).tryAcquire();
     }
-
     /** @deprecated use {@link EtcdLock#acquireAsync()} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<LockGuard> acquireAsync(String name) {
         return new EtcdLock(this, name).acquireAsync();
     }
-
     /** @deprecated use {@link EtcdLock#acquireAsync(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<LockGuard> acquireAsync(String name, Duration timeout) {
         return new EtcdLock(this, name).acquireAsync(timeout);
     }
-
     /** @deprecated use {@link EtcdLock#acquireAsync(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<LockGuard> acquireAsync(String name, Duration timeout, AcquireOptions options) {
         return new EtcdLock(this, name, options).acquireAsync(timeout);
     }
-
     /** @deprecated use {@link EtcdSemaphore#acquirePermit(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquirePermit(String name, int permits, Duration timeout) {
         return new EtcdSemaphore(this, name, permits, null).acquirePermit(timeout);
     }
-
     /** @deprecated use {@link EtcdSemaphore#acquirePermit(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquirePermit(String name, int permits, Duration timeout, AcquireOptions options) {
         return new EtcdSemaphore(this, name, permits, options).acquirePermit(timeout);
     }
-
     /** @deprecated use {@link EtcdSemaphore#tryAcquirePermit()} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public Optional<LockGuard> tryAcquirePermit(String name, int permits) {
         return new EtcdSemaphore(this, name, permits, null).tryAcquirePermit();
     }
-
     /** @deprecated use {@link EtcdSemaphore#acquirePermitAsync(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<LockGuard> acquirePermitAsync(String name, int permits, Duration timeout) {
         return new EtcdSemaphore(this, name, permits, null).acquirePermitAsync(timeout);
     }
-
     /** @deprecated use {@link EtcdSemaphore#acquirePermitAsync(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<LockGuard> acquirePermitAsync(String name, int permits, Duration timeout,
             AcquireOptions options) {
         return new EtcdSemaphore(this, name, permits, options).acquirePermitAsync(timeout);
     }
-
     /** @deprecated use {@link EtcdReadWriteLock.ReadLock#acquire(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquireRead(String name, Duration timeout) {
         return new EtcdReadWriteLock(this, name, null).readLock().acquire(timeout);
     }
-
     /** @deprecated use {@link EtcdReadWriteLock.ReadLock#acquire(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public LockGuard acquireRead(String name, Duration timeout, AcquireOptions options) {
         return new EtcdReadWriteLock(this, name, options).readLock().acquire(timeout);
     }
-
     /** @deprecated use {@link EtcdReadWriteLock.ReadLock#acquireAsync(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<LockGuard> acquireReadAsync(String name, Duration timeout) {
         return new EtcdReadWriteLock(this, name, null).readLock().acquireAsync(timeout);
     }
-
     /** @deprecated use {@link EtcdReadWriteLock.ReadLock#acquireAsync(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<LockGuard> acquireReadAsync(String name, Duration timeout, AcquireOptions options) {
         return new EtcdReadWriteLock(this, name, options).readLock().acquireAsync(timeout);
     }
-
     /** @deprecated use {@link EtcdMultiLock#acquire(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public MultiLockGuard acquireAll(List<String> names, Duration timeout) {
         return new EtcdMultiLock(this, names).acquire(timeout);
     }
-
     /** @deprecated use {@link EtcdMultiLock#acquireAsync(Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<MultiLockGuard> acquireAllAsync(List<String> names, Duration timeout) {
         return new EtcdMultiLock(this, names).acquireAsync(timeout);
     }
-
     /** @deprecated use {@link EtcdElection#campaign(String)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public Leadership campaign(String name, String value) {
         return new EtcdElection(this, name, null).campaign(value);
     }
-
     /** @deprecated use {@link EtcdElection#campaign(byte[], Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public Leadership campaign(String name, byte[] value, Duration timeout) {
         return new EtcdElection(this, name, null).campaign(value, timeout);
     }
-
     /** @deprecated use {@link EtcdElection#campaign(byte[], Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public Leadership campaign(String name, byte[] value, Duration timeout, AcquireOptions options) {
         return new EtcdElection(this, name, options).campaign(value, timeout);
     }
-
     /** @deprecated use {@link EtcdElection#campaignAsync(byte[], Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<Leadership> campaignAsync(String name, byte[] value, Duration timeout) {
         return new EtcdElection(this, name, null).campaignAsync(value, timeout);
     }
-
     /** @deprecated use {@link EtcdElection#campaignAsync(byte[], Duration)} */
     @Deprecated(since = "0.1.0", forRemoval = true)
     public CompletableFuture<Leadership> campaignAsync(String name, byte[] value, Duration timeout,

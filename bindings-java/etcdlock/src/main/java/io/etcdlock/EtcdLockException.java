@@ -57,6 +57,7 @@ public class EtcdLockException extends RuntimeException {
             case AUTH_FAILED: return new AuthFailedException(message);
             case PERMISSION_DENIED: return new PermissionDeniedException(message);
             case CLOSED: return new ClosedException(message);
+            case DEADLOCK: return new DeadlockException(message);
             default: return new InternalException(message);
         }
     }

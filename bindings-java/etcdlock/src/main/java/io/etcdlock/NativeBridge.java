@@ -195,11 +195,14 @@ final class NativeBridge {
      * the guard's handle. Extras as {@link #lockAsync}.
      */
     static native long lock(long client, String name, long timeoutMs, double lockDelayMs, double leaseTimeMs,
-            String[] metadata);
+            String[] metadata, boolean detectDeadlock);
 
-    /** Extras: spans in ms (NaN: not given), metadata as alternating keys and values (null: none). */
+    /**
+     * Extras: spans in ms (NaN: not given), metadata as alternating keys and values (null: none),
+     * and {@link AcquireOptions#detectDeadlock()}.
+     */
     static native void lockAsync(long client, String name, long timeoutMs, double lockDelayMs, double leaseTimeMs,
-            String[] metadata, long id);
+            String[] metadata, boolean detectDeadlock, long id);
 
     /**
      * {@link #lock}, reentrant for {@code owner} (core's {@code lock_reentrant}): if
@@ -207,11 +210,11 @@ final class NativeBridge {
      * request), or {@link LockLostException} if that hold was lost.
      */
     static native long lockReentrant(long client, String name, long owner, long timeoutMs, double lockDelayMs,
-            double leaseTimeMs, String[] metadata);
+            double leaseTimeMs, String[] metadata, boolean detectDeadlock);
 
     /** {@link #lockAsync}, reentrant for {@code owner} as {@link #lockReentrant}. */
     static native void lockReentrantAsync(long client, String name, long owner, long timeoutMs, double lockDelayMs,
-            double leaseTimeMs, String[] metadata, long id);
+            double leaseTimeMs, String[] metadata, boolean detectDeadlock, long id);
 
     static native void cancelAsync(long id);
 
@@ -260,6 +263,12 @@ final class NativeBridge {
 
     /** The status of every name under a prefix, as one records JSON array. */
     static native String list(long client, String prefix);
+
+    /** The cycles of waiting clients under a prefix, as records JSON (decoded by {@link Deadlocks}). */
+    static native String deadlocks(long client, String prefix);
+
+    /** A name's history as records JSON (decoded by {@link LockHistory}); {@code sinceMs} NaN: all. */
+    static native String history(long client, String name, double sinceMs);
 
     static native boolean release(long client, String name, long token);
 

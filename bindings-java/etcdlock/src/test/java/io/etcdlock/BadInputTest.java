@@ -165,7 +165,7 @@ class BadInputTest {
             assertEquals(code, e.code());
             assertEquals(code == ErrorCode.INTERNAL ? InternalException.class : e.getClass(), e.getClass());
         }
-        assertEquals(11, Arrays.stream(ErrorCode.values()).map(c -> EtcdLockException.of(c, null, "m").getClass())
+        assertEquals(12, Arrays.stream(ErrorCode.values()).map(c -> EtcdLockException.of(c, null, "m").getClass())
                 .distinct().count());
         assertEquals(LossReason.LEASE_EXPIRED,
                 ((LockLostException) EtcdLockException.of(ErrorCode.LOCK_LOST, LossReason.LEASE_EXPIRED, "m")).reason());

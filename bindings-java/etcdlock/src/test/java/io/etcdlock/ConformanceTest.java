@@ -470,10 +470,13 @@ class ConformanceTest {
                         // A worker thread blocked in acquire, as an application's would; `join` awaits it.
                         String name = text(step.get("name"));
                         Duration d = timeout(step);
+                        AcquireOptions bo = acquireOptions(step);
                         CompletableFuture<Object[]> call = new CompletableFuture<>();
                         Thread worker = new Thread(() -> {
                             LockGuard[] bg = new LockGuard[1];
-                            String r = ConformanceTest.outcome(() -> bg[0] = d == null ? cl.acquire(name) : cl.acquire(name, d));
+                            String r = ConformanceTest.outcome(() -> bg[0] = bo != null
+                                    ? cl.acquire(name, d == null ? ChronoUnit.FOREVER.getDuration() : d, bo)
+                                    : d == null ? cl.acquire(name) : cl.acquire(name, d));
                             call.complete(new Object[] {r, bg[0]});
                         }, "conformance-" + id + "-" + step.get("as").asText());
                         worker.setDaemon(true);
@@ -711,6 +714,26 @@ class ConformanceTest {
                     got = outcome(() -> cl.status(name)); // only the outcome is compared
                     break;
                 }
+                case "deadlocks": {
+                    String prefix = text(step.get("prefix"));
+                    Deadlocks[] d = new Deadlocks[1];
+                    got = outcome(() -> d[0] = cl.deadlocks(prefix));
+                    if (got.equals("ok")) {
+                        got = Integer.toString(d[0].cycles().size());
+                    }
+                    break;
+                }
+                case "history": {
+                    String name = text(step.get("name"));
+                    LockHistory[] h = new LockHistory[1];
+                    got = outcome(() -> h[0] = cl.history(name, null));
+                    if (got.equals("ok")) {
+                        List<String> ended = new ArrayList<>();
+                        h[0].entries().forEach(e -> ended.add(e.ended().name().toLowerCase(java.util.Locale.ROOT)));
+                        got = new ObjectMapper().writeValueAsString(ended);
+                    }
+                    break;
+                }
                 case "release": {
                     String name = text(step.get("name"));
                     long token = guard(step, "guard").fencingToken() + step.path("token_offset").asLong(0);
@@ -882,14 +905,18 @@ class ConformanceTest {
 
         /**
          * A step's acquisition options ({@code lock_delay_ms}, {@code lease_time_ms},
-         * {@code metadata}) as {@link AcquireOptions}; null when it has none. Values go to the
+         * {@code metadata}, {@code detect_deadlock}) as {@link AcquireOptions}; null when it has none. Values go to the
          * core unchecked (a negative lock-delay is a negative Duration).
          */
         AcquireOptions acquireOptions(JsonNode step) {
-            if (!step.has("lock_delay_ms") && !step.has("lease_time_ms") && !step.has("metadata")) {
+            if (!step.has("lock_delay_ms") && !step.has("lease_time_ms") && !step.has("metadata")
+                    && !step.has("detect_deadlock")) {
                 return null;
             }
             AcquireOptions.Builder b = AcquireOptions.builder();
+            if (step.has("detect_deadlock")) {
+                b.detectDeadlock(step.get("detect_deadlock").asBoolean());
+            }
             for (String f : List.of("lock_delay_ms", "lease_time_ms")) {
                 JsonNode v = step.get(f);
                 if (v == null) {
