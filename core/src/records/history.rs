@@ -61,10 +61,12 @@ pub struct HistoryEntry {
     /// When the key was queued (wall clock, ms since the epoch).
     pub queued_ms: u64,
     /// The revision at which it came to hold.
+    #[serde(serialize_with = "crate::records::opt_decimal")]
     pub granted_revision: Option<i64>,
     /// When it came to hold (estimated).
     pub granted_ms: Option<u64>,
     /// The revision of its delete.
+    #[serde(serialize_with = "crate::records::opt_decimal")]
     pub ended_revision: Option<i64>,
     /// When it was deleted (estimated).
     pub ended_ms: Option<u64>,

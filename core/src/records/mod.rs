@@ -1,14 +1,18 @@
 //! The one encoding of core's records for the bindings: [`crate::Status`]
-//! (with its [`crate::Contender`]s), [`crate::Metrics`] and [`Leader`] serialize with
+//! (with its [`crate::Contender`]s), [`crate::Metrics`], [`Leader`],
+//! [`Deadlocks`] and [`History`] serialize with
 //! serde to JSON objects with snake_case keys, and each binding builds its
 //! language's objects from that JSON by field name. Adding a field to a
 //! record is a change here plus, at most, a typed declaration per language.
 //!
 //! Invariants of the encoding (guarded by `tests::*` below and by each
 //! binding's status and metrics tests):
-//! - 64-bit identities (`lease_id`, `fencing_token`, `revision`) are decimal
-//!   strings, so JavaScript reads them exactly;
-//! - durations are seconds as numbers, in keys ending `_seconds`;
+//! - 64-bit identities (`lease_id`, `fencing_token`, `revision` and every
+//!   `*_revision`) are decimal strings, so JavaScript reads them exactly;
+//! - durations are seconds as numbers, in keys ending `_seconds`; what is
+//!   read from etcd's keys (a key's age, a history's times and spans) is
+//!   whole milliseconds, in keys ending `_ms` (wall-clock times: since the
+//!   epoch);
 //! - a key's `value` is an array of byte values; `metadata` is an object;
 //! - a [`Leader`]'s `key` is its key as (lossy) UTF-8 text, `value`
 //!   its proclamation as an array of byte values;
@@ -76,6 +80,13 @@ impl serde::Serialize for Leader {
 
 pub(crate) fn decimal<S: Serializer>(v: &i64, s: S) -> Result<S::Ok, S::Error> {
     s.collect_str(v)
+}
+
+pub(crate) fn opt_decimal<S: Serializer>(v: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(v) => s.collect_str(v),
+        None => s.serialize_none(),
+    }
 }
 
 pub(crate) fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
