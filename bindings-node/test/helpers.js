@@ -89,7 +89,10 @@ function runNode(args, { env = {}, timeout = 60000, input } = {}) {
       child.kill('SIGKILL');
       reject(new Error(`node ${args.join(' ')} did not exit within ${timeout} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, timeout);
-    child.on('exit', (code, signal) => {
+    // 'close', not 'exit': a child's stdout can still hold its last line
+    // when 'exit' fires (the mutual-exclusion test once saw exit 0 and an
+    // empty stdout).
+    child.on('close', (code, signal) => {
       clearTimeout(t);
       resolve({ code, signal, stdout, stderr });
     });
