@@ -7,6 +7,7 @@ use pyo3::types::PyString;
 
 use crate::args::*;
 use crate::client::NativeClient;
+use crate::py_result;
 use crate::wait::*;
 
 #[pymethods]
