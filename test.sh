@@ -7,7 +7,8 @@
 #   under Wine, macOS built and inspected), the cross-language flash sale in
 #   its short mode (stock in etcd, then in PostgreSQL), and the release artifacts
 #   (scripts/dist.sh) installed in a clean room with no Rust, protoc or C
-#   compiler (scripts/cleanroom.sh), and the documentation site (scripts/docs.sh).
+#   compiler (scripts/cleanroom.sh), the live web view in headless Chromium
+#   (scripts/ui_check.sh), and the documentation site (scripts/docs.sh).
 # Every suite runs even if an earlier one failed; the exit status is 1 if any failed.
 # ETCDLOCK_SUITES=core,c,... runs a subset.
 set -uo pipefail
@@ -39,7 +40,7 @@ fi
 # dist profile) and installs the glibc
 # ones in a clean room, the aarch64 ones under qemu-user (~4 min);
 # ETCDLOCK_SUITES=dist runs it alone.
-SUITES=${ETCDLOCK_SUITES:-core,c,python,node,java,faults,platforms,flash,dist,docs}
+SUITES=${ETCDLOCK_SUITES:-core,c,python,node,ui,java,faults,platforms,flash,dist,docs}
 passed=(); failed=()
 
 # The dist build starts now, in the background (glibc Linux first, which the
@@ -153,7 +154,8 @@ suite core "Rust core, CLI and harness (cargo test)" \
 # early there). The conformance table's mem run is part of the suite above.
 suite core "Rust core on the in-process etcd (ETCDLOCK_TEST_BACKEND=mem)" \
   env ETCDLOCK_TEST_BACKEND=mem cargo test --quiet -p etcdlock --test lock --test semaphore \
-    --test election --test rwlock --test multi --test once --test list --test metrics --test peers --test reentry
+    --test election --test rwlock --test multi --test once --test list --test metrics --test peers --test reentry \
+    --test deadlocks
 suite core "Rust lints (cargo clippy --workspace --all-targets -D warnings)" \
   cargo clippy --quiet --workspace --all-targets -- -D warnings
 # The bindings' benchmark entry points exist only with their bench feature
@@ -179,6 +181,10 @@ suite c "C ABI (ffi-c/test.sh)" bash ffi-c/test.sh
 suite_beside python "Python (bindings-python/test.sh)" bash bindings-python/test.sh
 suite node "Node (bindings-node/test.sh)" bash bindings-node/test.sh
 suite_join
+# The live web view in headless Chromium, with the Python and Node builds the
+# two suites above made (screenshots for the docs suite: target/site-shots/).
+suite ui "Live web view (scripts/ui_check.sh: etcdlock ui in headless Chromium, Rust, Python and Node clients)" \
+  bash scripts/ui_check.sh
 suite java "Java (bindings-java/test.sh)" bash bindings-java/test.sh
 suite faults "Faults and security (faults/test.sh)" bash faults/test.sh
 # From here on the suites have the machine's slack (they wait on etcd, Wine,

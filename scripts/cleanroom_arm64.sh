@@ -206,14 +206,21 @@ PY
   printf '#!/bin/sh\necho "$$" >>"%s/jdk/starts"\nexec qemu-aarch64-static -L "%s" "%s/bin/java" -XX:TieredStopAtLevel=1 -Djdk.lang.Process.launchMechanism=FORK "$@"\n' \
     "$jc" "$SYSROOT" "$jhome" >"$jc/jdk/bin/java"
   chmod +x "$jc/jdk/bin/java"
-  if (cd "$jc/src" && timeout 900 mvn -B -o -Dmaven.repo.local="$m2" -pl etcdlock -am -Dcargo.skip=true -Dcargo.workspace="$ROOT" \
+  # The JVM under qemu-user (C1 only, its JIT and GC emulated) beside the
+  # other suites: stop 73's CI run had one case of this run out of bounds
+  # (which one, its log did not keep: the failing cases are printed first
+  # now), while the native suites and this run on a quiet machine kept them.
+  # Bounds here check the artifact works on aarch64; the table's own bounds
+  # are checked natively.
+  if (cd "$jc/src" && ETCDLOCK_CONFORMANCE_SLACK_MS=2500 timeout 900 mvn -B -o -Dmaven.repo.local="$m2" -pl etcdlock -am -Dcargo.skip=true -Dcargo.workspace="$ROOT" \
       -Dcargo.target.dir="$jt" -Dcargo.profile.dir=dist -Djvm="$jc/jdk/bin/java" -Dtest=ConformanceTest \
       -Dsurefire.failIfNoSpecifiedTests=false test >"$jc/mvn.log" 2>&1) &&
     grep -q 'Tests run: 1, Failures: 0, Errors: 0, Skipped: 0' "$jc/mvn.log" && [ -s "$jc/jdk/starts" ] &&
     grep -q '^conformance: [0-9]* of [0-9]* cases ran for java' "$jc/mvn.log"; then
     ok "aarch64 java conformance: $(grep -o '^conformance: [0-9]* of [0-9]* cases ran for java' "$jc/mvn.log" | head -n 1) (ConformanceTest on the arm64 JVM, $(wc -l <"$jc/jdk/starts") fork(s))"
   else
-    bad "aarch64 java conformance"; grep -E 'ERROR|FAIL|conformance:' "$jc/mvn.log" | tail -n 30
+    bad "aarch64 java conformance"; grep -E 'conformance: .* FAILED' "$jc/mvn.log"
+    grep -E 'ERROR|FAIL|conformance:' "$jc/mvn.log" | tail -n 30
   fi
   echo "== aarch64 CLI: the tarball's etcdlock under qemu"
   # `run` and `elect` are not run here: their supervisor is etcdlock exec'ing

@@ -62,6 +62,25 @@ if compgen -G "docs/diagrams/*.puml" >/dev/null; then
   mkdir -p "$SRC/diagrams"
   java -Djava.awt.headless=true -jar "$jar" -tsvg -failfast2 -o "$SRC/diagrams" docs/diagrams/*.puml
 fi
+# The live web view's screenshots (docs/operations/ui.md), from the browser
+# suite's last run (scripts/ui_check.sh writes $T/site-shots/); without one, a
+# placeholder image that says how to make them.
+mkdir -p "$SRC/operations/ui"
+for shot in ui-desktop.png ui-phone.png ui-lock.png; do
+  if [ -f "$T/site-shots/$shot" ]; then
+    cp "$T/site-shots/$shot" "$SRC/operations/ui/$shot"
+  else
+    "$venv/bin/python" - "$SRC/operations/ui/$shot" <<'PY'
+import sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+fig = plt.figure(figsize=(6, 1.2))
+fig.text(0.5, 0.5, "No screenshot in this build: run scripts/ui_check.sh, then scripts/docs.sh", ha="center", va="center")
+fig.savefig(sys.argv[1])
+PY
+  fi
+done
 # Charts: scripts/charts.py writes charts/<name>.svg from the figures in the repository.
 "$venv/bin/python" scripts/charts.py "$SRC/charts" >/dev/null
 

@@ -189,6 +189,38 @@ def run_sale(etcd, store, langs, attempts, stock, no_lock, tag):
                 sale_records=sale_records, failed=failed, leftover_lock_keys=leftover, fence=fence)
 
 
+def history_check(etcd, res, lock):
+    """`etcdlock history LOCK --json` against what the workers recorded: every
+    attempt's hold is one entry (same fencing token, same language), nothing
+    else held, and the history's waits beside the workers' own clocks."""
+    env = dict(os.environ, ETCDLOCK_ENDPOINTS=etcd.endpoints)
+    out = subprocess.run([os.path.join(REL, "etcdlock"), "history", lock, "--json"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        return [(False, f"etcdlock history {lock} --json exited {out.returncode}: {out.stderr.strip()[-300:]}")]
+    h = json.loads(out.stdout)
+    held = {int(e["fencing_token"]): e for e in h["entries"] if e.get("granted_revision") is not None}
+    recs = {int(r["token"]): r for r in res["records"] if r.get("token") is not None}
+    lang_of = {"cli": "rust"}
+    wrong_lang = [t for t, r in recs.items() if t in held
+                  and held[t].get("language") not in (r["lang"], lang_of.get(r["lang"]))]
+    diffs = sorted(abs(held[t]["wait_ms"] - recs[t]["wait_ms"]) for t in recs if t in held and recs[t].get("wait_ms") is not None)
+    by_end = {}
+    for e in h["entries"]:
+        by_end[e["ended"]] = by_end.get(e["ended"], 0) + 1
+    print(f"\nhistory of {lock}: {len(h['entries'])} entries from revision {h['from_revision']} to {h['revision']} "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(by_end.items()))}); "
+          f"wait in history vs the worker's own clock: median |diff| {pct(diffs, .5):.1f} ms, p99 {pct(diffs, .99):.1f} ms")
+    return [
+        (set(held) == set(recs), f"history lists every hold the workers recorded and no other "
+                                 f"({len(held)} held in history, {len(recs)} recorded, "
+                                 f"{len(set(recs) - set(held))} missing, {len(set(held) - set(recs))} extra)"),
+        (not wrong_lang, f"each hold's language in history is its worker's ({len(wrong_lang)} differ)"),
+        (all(e["ended"] in ("released", "lease_ended") for e in held.values()),
+         "every hold ended released (or with its lease: a CLI worker closes its client right after the unlock)"),
+    ]
+
+
 def pct(xs, q):
     if not xs:
         return float("nan")
@@ -341,6 +373,7 @@ def main():
             (r["increasing"], "fencing tokens strictly increase along the purchases"),
             (not res["leftover_lock_keys"], "no lock keys left behind"),
         ]
+        checks += history_check(etcd, res, "flash-locked")
         if store.pg:
             last = max((rec["token"] for rec in res["records"] if rec.get("sold")), default=None)
             checks.append((res["fence"] == last, f"the fence holds the last purchase's token ({res['fence']})"))

@@ -89,6 +89,27 @@ Examples:
   etcdlock watch jobs/
   # one JSON document per change:
   etcdlock watch --json";
+pub(crate) const DEADLOCKS_HELP: &str = "\
+Exit status: 0 no cycle, 1 a cycle (printed), 2 usage, 69 etcd unreachable,
+75 timed out, 77 permission denied; any other error 1, with a message on stderr.
+
+Examples:
+  etcdlock deadlocks jobs/
+  # in a script: exit 1 when clients wait on each other
+  etcdlock deadlocks --json > cycles.json || echo deadlock";
+pub(crate) const HISTORY_HELP: &str = "\
+Examples:
+  etcdlock history nightly-report --since 1h
+  # core's record (tokens and revisions as decimal strings):
+  etcdlock history nightly-report --json";
+pub(crate) const UI_HELP: &str = "\
+Examples:
+  etcdlock ui jobs/
+  # any free port (the URL is the first line on stdout):
+  etcdlock ui --listen 127.0.0.1:0
+  # let the page release a wedged hold; each request carries the token:
+  etcdlock ui --allow-release --release-token \"$(cat /etc/etcdlock/ui-token)\"
+  # scripts: curl -s 'http://127.0.0.1:7379/api/locks?prefix=jobs/'";
 pub(crate) const RELEASE_HELP: &str = "\
 Examples:
   # status shows the holder's fencing token; release only that hold:

@@ -20,6 +20,7 @@ mod elect;
 mod flash;
 mod observe;
 mod once;
+mod report;
 mod run;
 mod status;
 mod sync;
@@ -28,6 +29,7 @@ mod tree;
 #[cfg(windows)]
 #[path = "tree_windows.rs"]
 mod tree;
+mod ui;
 
 use std::time::Duration;
 
@@ -220,6 +222,19 @@ enum Cmd {
     /// ETCDLOCK_FENCING_TOKEN (the record's revision: higher for every take).
     #[command(after_help = ONCE_HELP)]
     Once(once::OnceArgs),
+    /// Find clients waiting on each other under a prefix (a deadlock), from one
+    /// read of etcd: each cycle, client by client. Exit 1: a cycle; 0: none.
+    #[command(after_help = DEADLOCKS_HELP)]
+    Deadlocks(report::DeadlocksArgs),
+    /// A lock's history from etcd's MVCC history: each key queued on it (who, token,
+    /// queued/granted/ended, how it ended), as far back as etcd keeps (it says).
+    #[command(after_help = HISTORY_HELP)]
+    History(report::HistoryArgs),
+    /// Serve a live web view of the locks under a prefix, its JSON API and /metrics;
+    /// read-only unless --allow-release. The first line on stdout is its URL.
+    /// Runs until interrupted (exit 0); exit 2 on a bad flag or address.
+    #[command(after_help = UI_HELP)]
+    Ui(ui::UiArgs),
     /// Print the leader of an election (value, key, revision), or "-" and exit 3
     /// when there is none; --watch follows it.
     #[command(after_help = LEADER_HELP)]
@@ -521,6 +536,9 @@ pub fn main() -> ! {
             Cmd::Elect(a) => elect::elect(opts.clone(), a).await,
             Cmd::Once(a) => once::once(opts.clone(), a).await,
             Cmd::Leader(a) => elect::leader(opts.clone(), a).await,
+            Cmd::Ui(a) => ui::ui(opts.clone(), a).await,
+            Cmd::Deadlocks(a) => report::deadlocks(opts.clone(), a).await,
+            Cmd::History(a) => report::history(opts.clone(), a).await,
             Cmd::FlashWorker => flash::worker().await,
             Cmd::Completions { .. } | Cmd::Man | Cmd::Supervise => 0, // answered before the runtime started
             #[cfg(feature = "bench")]

@@ -364,9 +364,9 @@ pub async fn supervise(
                 break Ended::Exited(st);
             }
             reason = &mut lost => {
+                let kill = grace.map_or("no SIGKILL".to_string(), |g| format!("SIGKILL after {g:?}"));
                 let msg = format!(
-                    "lock {:?} was lost ({}) while the command ran; sending signal {} to its process group (SIGKILL after {:?})",
-                    name, reason, sig_name, grace
+                    "lock {name:?} was lost ({reason}) while the command ran; sending signal {sig_name} to its process group ({kill})"
                 );
                 crate::observe::say("warn", &msg, serde_json::json!({"event": "lost", "lock": name, "reason": reason.name(), "signal": sig_name}));
                 tree.end(Some(sig), left(kill_at)).await;

@@ -510,7 +510,7 @@ async fn run_case(shared: Option<&Etcd>, case: &Value) {
             }
             "deadlocks" => {
                 let c = &clients[&who];
-                let prefix = format!("{}", text(&step["prefix"]).unwrap_or_default());
+                let prefix = text(&step["prefix"]).unwrap_or_default();
                 match c.deadlocks(&prefix).await {
                     Ok(d) => want(&d.cycles.len().to_string()),
                     r => want(&outcome(&r)),

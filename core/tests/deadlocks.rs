@@ -205,3 +205,56 @@ async fn history_lists_every_hold_and_wait_with_its_token_and_how_it_ended() {
     third.unlock().await.unwrap();
     a.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_owners_of_one_client_waiting_on_each_other_are_seen_by_the_client_only() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("deadlock-local");
+    let c = client(&etcd, &ns, 15).await;
+    let x = c
+        .lock_reentrant("x", 1, LockOptions::default())
+        .await
+        .unwrap();
+    let y = c
+        .lock_reentrant("y", 2, LockOptions::default())
+        .await
+        .unwrap();
+    let one_waits = tokio::spawn({
+        let c = c.clone();
+        async move {
+            c.lock_reentrant("y", 1, LockOptions::timeout(10 * SECS))
+                .await
+        }
+    });
+    await_key_count(&c, &format!("{ns}y/"), 2).await;
+    // etcd sees one lease waiting on itself: no cycle there.
+    assert!(c.deadlocks("").await.unwrap().cycles.is_empty());
+    let t0 = Instant::now();
+    let e = c
+        .lock_reentrant(
+            "x",
+            2,
+            LockOptions::timeout(10 * SECS).with_detect_deadlock(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Deadlock, "{e}");
+    assert!(t0.elapsed() < SECS);
+    assert!(
+        e.message()
+            .contains("owner 2 waits for \"x\" held by owner 1")
+            && e.message()
+                .contains("owner 1 waits for \"y\" held by owner 2"),
+        "{e}"
+    );
+    // Owner 2 backs off; owner 1 is served.
+    drop(y);
+    let got = tokio::time::timeout(5 * SECS, one_waits)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    drop(got);
+    drop(x);
+    c.close().await;
+}

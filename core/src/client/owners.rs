@@ -30,6 +30,20 @@ type OwnerKey = (Vec<u8>, u64);
 #[derive(Default)]
 pub(crate) struct Owners {
     holds: Mutex<HashMap<OwnerKey, Box<dyn OwnedHold>>>,
+    /// What each owner waits for now (the name's prefix), while its
+    /// reentrant lock call waits: the owner-level wait-for graph inside
+    /// this client, which etcd cannot see (every owner's key is on the
+    /// client's one lease).
+    waits: Mutex<HashMap<u64, Vec<u8>>>,
+}
+
+/// One wait of an owner-level cycle: `waiter` waits for `prefix`, held by
+/// `holder`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OwnerWait {
+    pub(crate) waiter: u64,
+    pub(crate) prefix: Vec<u8>,
+    pub(crate) holder: u64,
 }
 
 impl Owners {
@@ -57,5 +71,79 @@ impl Owners {
             holds.retain(|_, h| !h.is_gone());
         }
         holds.insert((prefix, owner), hold);
+    }
+
+    /// The owners (other than `not`) whose hold of `prefix` lives.
+    fn holders(&self, prefix: &[u8], not: u64) -> Vec<u64> {
+        let holds = self.holds.locked();
+        let mut v: Vec<u64> = holds
+            .iter()
+            .filter(|((p, o), h)| p == prefix && *o != not && !h.is_gone())
+            .map(|((_, o), _)| *o)
+            .collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// The cycle `owner` would close by waiting for `prefix`: a chain of
+    /// owners of this client, each waiting for a name the next one holds,
+    /// back to `owner` (depth first over the owners' current waits).
+    pub(crate) fn cycle(&self, owner: u64, prefix: &[u8]) -> Option<Vec<OwnerWait>> {
+        let waits = self.waits.locked().clone();
+        let mut path: Vec<OwnerWait> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        self.walk(owner, owner, prefix, &waits, &mut path, &mut seen)
+            .then_some(path)
+    }
+
+    fn walk(
+        &self,
+        start: u64,
+        waiter: u64,
+        prefix: &[u8],
+        waits: &HashMap<u64, Vec<u8>>,
+        path: &mut Vec<OwnerWait>,
+        seen: &mut std::collections::HashSet<u64>,
+    ) -> bool {
+        for holder in self.holders(prefix, waiter) {
+            path.push(OwnerWait {
+                waiter,
+                prefix: prefix.to_vec(),
+                holder,
+            });
+            if holder == start {
+                return true;
+            }
+            if seen.insert(holder) {
+                if let Some(next) = waits.get(&holder) {
+                    if self.walk(start, holder, next, waits, path, seen) {
+                        return true;
+                    }
+                }
+            }
+            path.pop();
+        }
+        false
+    }
+
+    /// `owner` waits for `prefix` until the returned mark is dropped.
+    pub(crate) fn waiting(&self, owner: u64, prefix: &[u8]) -> WaitMark<'_> {
+        self.waits.locked().insert(owner, prefix.to_vec());
+        WaitMark {
+            owners: self,
+            owner,
+        }
+    }
+}
+
+/// An owner's wait in [`Owners::waiting`], ended when dropped.
+pub(crate) struct WaitMark<'a> {
+    owners: &'a Owners,
+    owner: u64,
+}
+
+impl Drop for WaitMark<'_> {
+    fn drop(&mut self) {
+        self.owners.waits.locked().remove(&self.owner);
     }
 }

@@ -12,10 +12,16 @@
 //! - a lost hold is never re-entered: the re-entry fails with `LockLost`
 //!   until every handle of the lost hold is unlocked or dropped;
 //! - other owners, and plain `lock` calls, queue behind the hold as usual;
-//! - the table keeps holds weakly: it never keeps a lock held.
+//! - the table keeps holds weakly: it never keeps a lock held;
+//! - with [`crate::LockOptions::detect_deadlock`], an owner whose wait would
+//!   close a cycle of owners of this client (owner 1 holds x and waits for
+//!   y, owner 2 holds y and asks for x) fails at once with `Deadlock`: etcd
+//!   sees one lease there, so [`Client::deadlocks`] cannot; only the client
+//!   can, and only for the holds it knows the owner of (reentrant ones).
 
+use crate::client::owners::OwnerWait;
 use crate::client::Client;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::guard::Guard;
 use crate::names::validate_name;
 use crate::options::LockOptions;
@@ -32,9 +38,42 @@ pub(crate) async fn lock_reentrant(
     if let Some(r) = crate::guard::reentry::reenter(&client.inner.reentry, &prefix, owner) {
         return r;
     }
-    let g = client.lock_with(name, opts).await?;
-    crate::guard::reentry::remember(&client.inner.reentry, prefix, owner, &g);
+    let owners = &client.inner.reentry;
+    if opts.detect_deadlock {
+        if let Some(cycle) = owners.cycle(owner, &prefix) {
+            return Err(local_deadlock(client, name, &cycle));
+        }
+    }
+    let mark = owners.waiting(owner, &prefix);
+    let g = client.lock_with(name, opts).await;
+    drop(mark);
+    let g = g?;
+    crate::guard::reentry::remember(owners, prefix, owner, &g);
     Ok(g)
+}
+
+/// The `Deadlock` of owners of one client waiting on each other's holds.
+fn local_deadlock(client: &Client, name: &str, cycle: &[OwnerWait]) -> Error {
+    let ns = client.inner.ns.len();
+    let waits: Vec<String> = cycle
+        .iter()
+        .map(|w| {
+            let n = &w.prefix[ns.min(w.prefix.len())..w.prefix.len().saturating_sub(1)];
+            format!(
+                "owner {} waits for \"{}\" held by owner {}",
+                w.waiter,
+                String::from_utf8_lossy(n),
+                w.holder
+            )
+        })
+        .collect();
+    Error::new(
+        ErrorCode::Deadlock,
+        format!(
+            "lock \"{name}\": waiting would close a cycle of owners of this client: {}",
+            waits.join("; ")
+        ),
+    )
 }
 
 /// The body of [`Client::try_lock_reentrant`].

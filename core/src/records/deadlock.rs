@@ -178,12 +178,12 @@ fn edge(list: &[Status], qs: &[Vec<(&Contender, Member)>], e: &Edge) -> WaitEdge
 
 /// [`Client::deadlocks`].
 pub(crate) async fn deadlocks(client: &Client, prefix: &str) -> Result<Deadlocks> {
-    let list = list_read(client, prefix, false).await?;
-    Ok(report(prefix, &list))
+    let (revision, list) = list_read(client, prefix, false).await?;
+    Ok(report(prefix, revision, &list))
 }
 
 /// The report of one read's records.
-pub(crate) fn report(prefix: &str, list: &[Status]) -> Deadlocks {
+pub(crate) fn report(prefix: &str, revision: i64, list: &[Status]) -> Deadlocks {
     let mut clients = HashSet::new();
     let mut waits = 0;
     for st in list {
@@ -194,7 +194,7 @@ pub(crate) fn report(prefix: &str, list: &[Status]) -> Deadlocks {
     }
     Deadlocks {
         prefix: prefix.to_string(),
-        revision: list.first().map_or(0, |s| s.revision),
+        revision,
         clients: clients.len(),
         waits,
         cycles: find_cycles(list),

@@ -294,12 +294,17 @@ pub(crate) async fn release_permit(client: &Client, name: &str, id: i64) -> Resu
 
 /// [`Client::list`].
 pub(crate) async fn list(client: &Client, prefix: &str) -> Result<Vec<Status>> {
-    list_read(client, prefix, true).await
+    Ok(list_read(client, prefix, true).await?.1)
 }
 
 /// [`Client::list`]'s read; `ttls`: also ask etcd each lease's time to
-/// live (one request per lease), else `ttl_remaining` is `None`.
-pub(crate) async fn list_read(client: &Client, prefix: &str, ttls: bool) -> Result<Vec<Status>> {
+/// live (one request per lease), else `ttl_remaining` is `None`. With the
+/// read's revision (which an empty list would not carry).
+pub(crate) async fn list_read(
+    client: &Client,
+    prefix: &str,
+    ttls: bool,
+) -> Result<(i64, Vec<Status>)> {
     let mut from = client.inner.ns.clone();
     from.extend_from_slice(prefix.as_bytes());
     let (revision, kvs) = read_sorted(client, from, None).await?;
@@ -323,10 +328,13 @@ pub(crate) async fn list_read(client: &Client, prefix: &str, ttls: bool) -> Resu
         names.contains_key(n)
     })
     .await?;
-    Ok(names
-        .iter()
-        .map(|(name, kvs)| build(name, revision, kvs, &seen))
-        .collect())
+    Ok((
+        revision,
+        names
+            .iter()
+            .map(|(name, kvs)| build(name, revision, kvs, &seen))
+            .collect(),
+    ))
 }
 
 /// Every key under `from`, oldest first, and the read's revision (at
