@@ -104,6 +104,35 @@ def test_two_clients_deadlock_found_and_broken(endpoints: List[str], name: str) 
         b.close()
 
 
+def test_two_owners_of_one_client(client: etcdlock.Client, name: str) -> None:
+    """Two threads of one client, each holding a reentrant lock and waiting
+    for the other's (etcd sees one lease: the client's own wait graph finds
+    the cycle): with `detect_deadlock=True`, exactly one wait raises
+    `DeadlockError` and the other, once that thread lets its hold go, acquires."""
+    x, y = f"{name}/x", f"{name}/y"
+    both_hold = threading.Barrier(2, timeout=30)
+    results: Dict[str, str] = {}
+
+    def owner(first: str, second: str) -> None:
+        h = client.acquire(first, timeout=30, reentrant=True)
+        both_hold.wait()
+        try:
+            g = client.acquire(second, timeout=30, reentrant=True, detect_deadlock=True)
+            results[first] = "ok"
+            g.unlock()
+        except etcdlock.LockError as e:
+            results[first] = e.code
+        h.unlock()
+
+    threads = [threading.Thread(target=owner, args=(x, y)), threading.Thread(target=owner, args=(y, x))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results.values()) == ["Deadlock", "ok"], results
+    wait_until(lambda: client.list(f"{name}/") == [], what="both names free")
+
+
 def test_detect_deadlock_keyword(client: etcdlock.Client, name: str) -> None:
     """Without a cycle the option changes nothing, on every path that waits
     (acquire, a Lock handle, an RLock); it is a bool."""
