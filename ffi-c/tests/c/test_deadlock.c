@@ -1,7 +1,7 @@
 /* C tests of issue 62's calls: etcdlock_deadlocks (a cycle of two clients
  * waiting on each other's holds), the detect_deadlock acquisition option
  * (ETCDLOCK_DEADLOCK for the wait that would close the cycle, the other wait
- * then served), and etcdlock_history (holds, waits and how each ended, with
+ * then served; also between two owners of one client's reentrant holds), and etcdlock_history (holds, waits and how each ended, with
  * fencing tokens). Against a real etcd started by etcd-harness; plain C11 +
  * pthreads, in the style of test_sync.c. Last line of output:
  * "N passed, N failed".
@@ -222,6 +222,68 @@ out:
     etcdlock_client_free(b);
 }
 
+/* Two owners of one client (etcdlock_lock_reentrant), each holding one name,
+ * the other owner waiting for y: etcd sees one lease, the client's own wait
+ * graph sees the cycle. With detect_deadlock the wait that closes it (this
+ * thread's, on x) fails with ETCDLOCK_DEADLOCK, and the other owner acquires
+ * once this one lets y go. (The second wait starts once the first is queued:
+ * two owners checking at the same instant can miss each other, a race of
+ * core's owner-level check.) */
+struct owner {
+    pthread_t thread;
+    etcdlock_client *client;
+    atomic_int x_held;
+    int rc;
+    int64_t token;
+};
+
+static void *owner_main(void *arg) {
+    struct owner *o = arg;
+    etcdlock_acquire_options ao;
+    etcdlock_acquire_options_init(&ao, sizeof ao);
+    ao.timeout_ms = 30000;
+    etcdlock_guard *h = NULL, *g = NULL;
+    o->rc = etcdlock_lock_reentrant(o->client, "x", 2, &ao, &h);
+    atomic_store(&o->x_held, 1);
+    if (o->rc == ETCDLOCK_OK) {
+        ao.detect_deadlock = 1;
+        o->rc = etcdlock_lock_reentrant(o->client, "y", 2, &ao, &g);
+        o->token = token_of(g);
+    }
+    etcdlock_guard_free(g);
+    etcdlock_guard_free(h);
+    return NULL;
+}
+
+static void test_two_owners(void) {
+    char ns[96];
+    unique(ns, sizeof ns, "own");
+    strcat(ns, "/");
+    etcdlock_client *c = connect_ns(ns);
+    CHECK(c != NULL, "connect");
+    if (!c) return;
+    etcdlock_acquire_options ao;
+    etcdlock_acquire_options_init(&ao, sizeof ao);
+    ao.timeout_ms = 30000;
+    etcdlock_guard *hy = NULL, *gx = NULL;
+    CHECK_RC(etcdlock_lock_reentrant(c, "y", 1, &ao, &hy), ETCDLOCK_OK);
+    struct owner o = {.client = c};
+    pthread_create(&o.thread, NULL, owner_main, &o);
+    double until = now_ms() + 30000;
+    while (!atomic_load(&o.x_held) && now_ms() < until) usleep(1000);
+    CHECK(await_queue(c, "y", 2, 5000) == 2, "the other owner's wait on y reached etcd");
+    ao.detect_deadlock = 1;
+    CHECK_RC(etcdlock_lock_reentrant(c, "x", 1, &ao, &gx), ETCDLOCK_DEADLOCK);
+    CHECK(strstr(etcdlock_last_error_message(), "owners of this client") != NULL, "names the owners");
+    int64_t ty = token_of(hy);
+    etcdlock_guard_free(hy);
+    pthread_join(o.thread, NULL);
+    CHECK(o.rc == ETCDLOCK_OK && o.token > ty, "the other owner acquires y: %s", etcdlock_status_name(o.rc));
+    CHECK(await_queue(c, "x", 0, 5000) == 0 && await_queue(c, "y", 0, 5000) == 0, "both free");
+    etcdlock_guard_free(gx);
+    etcdlock_client_free(c);
+}
+
 /* A holds, B waits, A tries once more with a short timeout, A releases, B
  * holds: three entries, oldest first, with their tokens and ends. */
 static void test_history(void) {
@@ -340,6 +402,7 @@ static const struct {
     void (*fn)(void);
 } TESTS[] = {
     {"deadlock_two_clients", test_deadlock_two_clients},
+    {"two_owners", test_two_owners},
     {"history", test_history},
     {"input", test_input},
 };
