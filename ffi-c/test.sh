@@ -2,7 +2,8 @@
 # Build libetcdlock (.so and .a), check include/etcdlock.h for drift, and run the
 # C test suite against real etcd: linked against the .so, against the .a, and a
 # smaller run under valgrind; tests/c/test_sync.c (acquisition options, latches,
-# barriers) on its own and under valgrind; tests/c/test_mem.c (the mem:// test
+# barriers) and tests/c/test_deadlock.c (deadlocks, detect_deadlock, history)
+# each on its own and under valgrind; tests/c/test_mem.c (the mem:// test
 # controls, no etcd) on its own and partly under valgrind. Also builds and runs examples/c through an
 # installed prefix and pkg-config (examples/c/fence_postgres.c against a private
 # PostgreSQL too), and compiles the C blocks of ffi-c/README.md
@@ -86,6 +87,8 @@ gcc "${cflags[@]}" "$src" -o "$work/test_shared" -L"$lib" -letcdlock -Wl,-rpath,
 gcc "${cflags[@]}" "$src" -o "$work/test_static" "$lib/libetcdlock.a" -lm -lpthread -ldl
 # Issue 32's calls (acquisition options, release of a permit, latches and barriers).
 gcc "${cflags[@]}" "$here/tests/c/test_sync.c" -o "$work/test_sync" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread
+# Issue 62's calls (deadlocks, detect_deadlock, history).
+gcc "${cflags[@]}" "$here/tests/c/test_deadlock.c" -o "$work/test_deadlock" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread
 # Issue 61's test controls of the in-process stores (etcdlock_mem_*).
 gcc "${cflags[@]}" "$here/tests/c/test_mem.c" -o "$work/test_mem" -L"$lib" -letcdlock -Wl,-rpath,"$lib" -lpthread
 # The static binary must not need libetcdlock.so.
@@ -146,6 +149,10 @@ run_suite sync "$work/test_sync"
 # clean hand-over, lease time): the handles' leak and access checks.
 ETCDLOCK_TEST_SKIP=lock_delay_after_kill,lock_delay_clean_unlock,lease_time_and_release_permit \
     run_suite sync-valgrind "${vg[@]}" "$work/test_sync"
+# Deadlocks and history, on their own and under valgrind (its bounds are the
+# lock calls' own timeouts, far above what valgrind adds).
+run_suite deadlock "$work/test_deadlock"
+run_suite deadlock-valgrind "${vg[@]}" "$work/test_deadlock"
 # The mem:// controls, on in-process stores only (no etcd). Under valgrind
 # without the tests that bound a silence or a stall (a loss within the 3 s
 # TTL, a grant within 1 s): the handles', key lists' and bad input's checks.
@@ -266,6 +273,6 @@ run_suite fence-postgres python3 "$root/scripts/fence_scenario.py" --label c --h
 total_pass=$((total_pass + readme_pass))
 total_fail=$((total_fail + readme_fail))
 
-echo "== summary (shared + static + valgrind runs + sync runs + mem runs + conformance (etcd, valgrind, mem) + examples + PostgreSQL fencing (2) + README blocks)"
+echo "== summary (shared + static + valgrind runs + sync runs + deadlock runs + mem runs + conformance (etcd, valgrind, mem) + examples + PostgreSQL fencing (2) + README blocks)"
 echo "$total_pass passed, $total_fail failed"
 ((total_fail == 0))

@@ -364,9 +364,22 @@ typedef struct etcdlock_cancel_handle etcdlock_cancel_handle;
 typedef struct etcdlock_client etcdlock_client;
 
 /**
+ * The deadlocks under a prefix, as one read saw them (etcdlock_deadlocks):
+ * cycles of waits, each edge's holder being the next edge's waiter and the
+ * last edge's holder the first edge's waiter. Free with etcdlock_cycles_free.
+ */
+typedef struct etcdlock_cycles etcdlock_cycles;
+
+/**
  * A held lock. Thread-safe; freeing it releases the lock if still held.
  */
 typedef struct etcdlock_guard etcdlock_guard;
+
+/**
+ * The history of one name (etcdlock_history): its entries, oldest first.
+ * Free with etcdlock_history_entries_free.
+ */
+typedef struct etcdlock_history_entries etcdlock_history_entries;
 
 /**
  * An open count-down latch (etcdlock_latch_open). Thread-safe; free it with
@@ -664,6 +677,18 @@ typedef struct etcdlock_acquire_options {
    * default) = none.
    */
   const char *const *metadata;
+  /**
+   * Set to 1 to fail the wait with ETCDLOCK_DEADLOCK if it would close a
+   * cycle of clients waiting on each other's holds (etcdlock_deadlocks
+   * shows them); the last error's message names the cycle. Checked when
+   * the call's key is queued and again each time the key it waits behind
+   * changes, with one read of the client's namespace each time; of a
+   * cycle's waits checked at once only the youngest fails, so one member
+   * backs off and the others are served. 0 (the default) = no check.
+   * Added after the first etcdlock_acquire_options: a program built
+   * against an older header leaves it at 0.
+   */
+  int detect_deadlock;
 } etcdlock_acquire_options;
 
 /**
@@ -812,6 +837,150 @@ typedef struct etcdlock_contender {
    */
   size_t metadata_len;
 } etcdlock_contender;
+
+/**
+ * A client in a cycle, from its key. Strings point into the etcdlock_cycles
+ * and live until etcdlock_cycles_free.
+ */
+typedef struct etcdlock_party {
+  /**
+   * Its session's lease: the client.
+   */
+  int64_t lease_id;
+  /**
+   * "host:pid" for etcdlock keys, NULL for etcdctl and Go keys.
+   */
+  const char *owner;
+  /**
+   * Its host (etcdlock keys), NULL if unknown.
+   */
+  const char *host;
+  /**
+   * Its process id (etcdlock keys), -1 if unknown.
+   */
+  int64_t pid;
+  /**
+   * The language its client uses etcdlock from ("c", "python", "java",
+   * ...), NULL if unknown.
+   */
+  const char *language;
+} etcdlock_party;
+
+/**
+ * One wait of a cycle: waiter waits in name for holder. Strings point into
+ * the etcdlock_cycles and live until etcdlock_cycles_free.
+ */
+typedef struct etcdlock_wait_edge {
+  /**
+   * The waiting client.
+   */
+  struct etcdlock_party waiter;
+  /**
+   * The lock name it waits for.
+   */
+  const char *name;
+  /**
+   * Its queued key (with the namespace).
+   */
+  const char *waiter_key;
+  /**
+   * Its key's create_revision: when its wait reached etcd.
+   */
+  int64_t waiter_revision;
+  /**
+   * The client holding name that it waits for.
+   */
+  struct etcdlock_party holder;
+  /**
+   * The holder's key (with the namespace).
+   */
+  const char *holder_key;
+  /**
+   * The holder's fencing token (its key's create_revision).
+   */
+  int64_t fencing_token;
+} etcdlock_wait_edge;
+
+/**
+ * One key queued on a name: a wait, and the hold it became. Strings point
+ * into the etcdlock_history_entries and live until
+ * etcdlock_history_entries_free. Times are wall-clock estimates in
+ * milliseconds since the epoch (etcd keeps revisions, not times; each
+ * etcdlock key carries the time it was written); -1 means "none".
+ */
+typedef struct etcdlock_history_entry {
+  /**
+   * The key (with the namespace).
+   */
+  const char *key;
+  /**
+   * ETCDLOCK_KIND_EXCLUSIVE, ETCDLOCK_KIND_READER or ETCDLOCK_KIND_PERMIT.
+   */
+  int kind;
+  /**
+   * The semaphore's permit count for ETCDLOCK_KIND_PERMIT, else 1.
+   */
+  uint32_t permits;
+  /**
+   * Its lease: the client.
+   */
+  int64_t lease_id;
+  /**
+   * Its create_revision: its fencing token if it held.
+   */
+  int64_t fencing_token;
+  /**
+   * "host:pid" for etcdlock keys, NULL for etcdctl and Go keys.
+   */
+  const char *owner;
+  /**
+   * The client's host (etcdlock keys), NULL if unknown.
+   */
+  const char *host;
+  /**
+   * The client's process id (etcdlock keys), -1 if unknown.
+   */
+  int64_t pid;
+  /**
+   * The language of the client ("c", "python", ...), NULL if unknown.
+   */
+  const char *language;
+  /**
+   * When the key was queued.
+   */
+  int64_t queued_ms;
+  /**
+   * The revision at which it came to hold, -1 if it never held.
+   */
+  int64_t granted_revision;
+  /**
+   * When it came to hold, -1 if it never held.
+   */
+  int64_t granted_ms;
+  /**
+   * The revision of its delete, -1 while the key is there.
+   */
+  int64_t ended_revision;
+  /**
+   * When it was deleted, -1 while the key is there.
+   */
+  int64_t ended_ms;
+  /**
+   * How it ended: "holding" or "waiting" (still there),
+   * "released" (deleted while its lease lived on), "lease_ended" (gone
+   * with its lease: expired or revoked), "abandoned" (deleted before it
+   * held: a timeout, cancel or try).
+   */
+  const char *ended;
+  /**
+   * How long it waited (to its grant, its end, or now), milliseconds.
+   */
+  int64_t wait_ms;
+  /**
+   * How long it held (to its end, or now), milliseconds; -1 if it never held.
+   */
+  int64_t hold_ms;
+} etcdlock_history_entry;
 
 /**
  * Completion callback of etcdlock_lock_async. status is ETCDLOCK_OK and guard a
@@ -1407,8 +1576,9 @@ int etcdlock_options_init(struct etcdlock_options *options, size_t struct_size);
 
 /**
  * Fill `*options` with the defaults (wait forever, no lock-delay, no lease
- * time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
- * lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
+ * time, no metadata, no deadlock check: timeout_ms ETCDLOCK_WAIT_FOREVER,
+ * lock_delay_ms and lease_time_ms ETCDLOCK_UNSET, metadata NULL,
+ * detect_deadlock 0) and set options->struct_size.
  * struct_size must be sizeof(etcdlock_acquire_options) as the caller
  * compiled it; only that many bytes are written.
  *
@@ -1890,6 +2060,206 @@ const struct etcdlock_contender *etcdlock_queue_at(const struct etcdlock_queue *
  * Example: etcdlock_queue_free(q);
  */
 void etcdlock_queue_free(struct etcdlock_queue *queue);
+
+/**
+ * Find the clients under prefix that wait on each other ("" for all of the
+ * client's namespace), from one read of the keys and their owner records,
+ * whatever language each client uses: a client waits for the clients
+ * holding the names its queued keys wait on (a semaphore permit for any one
+ * of them), and a cycle of such waits is a deadlock: none of them is served
+ * until one gives up. *cycles is a new handle (free with
+ * etcdlock_cycles_free), empty when there is none: what `etcdlock
+ * deadlocks` shows. Two threads of one client waiting on each other are not
+ * visible in etcd and are not reported. See also detect_deadlock in
+ * etcdlock_acquire_options, which fails the wait that would close a cycle.
+ *
+ * Safety: client is live; prefix is NUL-terminated; cycles is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_cycles *d = NULL;
+ *     if (etcdlock_deadlocks(c, "", &d) == ETCDLOCK_OK)
+ *         for (size_t i = 0; i < etcdlock_cycles_len(d); i++)
+ *             printf("deadlock: %s\n", etcdlock_cycles_describe(d, i));
+ *     etcdlock_cycles_free(d);
+ */
+int etcdlock_deadlocks(const struct etcdlock_client *client,
+                       const char *prefix,
+                       struct etcdlock_cycles **cycles);
+
+/**
+ * Number of cycles found (0 for NULL).
+ *
+ * Safety: cycles is NULL or a live handle.
+ *
+ * Example: if (etcdlock_cycles_len(d) > 0) puts("deadlock");
+ */
+size_t etcdlock_cycles_len(const struct etcdlock_cycles *cycles);
+
+/**
+ * Number of waits (edges) in the index-th cycle; 0 when index is out of
+ * range or cycles is NULL.
+ *
+ * Safety: cycles is NULL or a live handle.
+ *
+ * Example: size_t n = etcdlock_cycles_edge_count(d, 0);
+ */
+size_t etcdlock_cycles_edge_count(const struct etcdlock_cycles *cycles, size_t index);
+
+/**
+ * The edge-th wait of the index-th cycle, in order around the cycle (its
+ * holder is the next wait's waiter, the last one's holder the first one's
+ * waiter), or NULL when either index is out of range. Valid until
+ * etcdlock_cycles_free.
+ *
+ * Safety: cycles is NULL or a live handle.
+ *
+ * Example:
+ *
+ *     const etcdlock_wait_edge *e = etcdlock_cycles_edge(d, 0, 0);
+ *     printf("%s waits for %s held by %s\n", e->waiter.owner, e->name, e->holder.owner);
+ */
+const struct etcdlock_wait_edge *etcdlock_cycles_edge(const struct etcdlock_cycles *cycles,
+                                                      size_t index,
+                                                      size_t edge);
+
+/**
+ * The index-th cycle in one line, as `etcdlock deadlocks` prints it:
+ * `host:pid (language, lease 1a2b) waits for "y" held by ...; ...`. NULL
+ * when index is out of range. Valid until etcdlock_cycles_free.
+ *
+ * Safety: cycles is NULL or a live handle.
+ *
+ * Example: fprintf(stderr, "%s\n", etcdlock_cycles_describe(d, 0));
+ */
+const char *etcdlock_cycles_describe(const struct etcdlock_cycles *cycles, size_t index);
+
+/**
+ * The store revision of the read (0 for NULL).
+ *
+ * Safety: cycles is NULL or a live handle.
+ *
+ * Example: int64_t rev = etcdlock_cycles_revision(d);
+ */
+int64_t etcdlock_cycles_revision(const struct etcdlock_cycles *cycles);
+
+/**
+ * Number of clients with a key under the prefix (0 for NULL).
+ *
+ * Safety: cycles is NULL or a live handle.
+ *
+ * Example: printf("%zu clients\n", etcdlock_cycles_clients(d));
+ */
+size_t etcdlock_cycles_clients(const struct etcdlock_cycles *cycles);
+
+/**
+ * Number of queued keys under the prefix that wait (0 for NULL).
+ *
+ * Safety: cycles is NULL or a live handle.
+ *
+ * Example: printf("%zu waits\n", etcdlock_cycles_waits(d));
+ */
+size_t etcdlock_cycles_waits(const struct etcdlock_cycles *cycles);
+
+/**
+ * Free a handle from etcdlock_deadlocks. NULL is a no-op.
+ *
+ * Safety: cycles is NULL or a live handle not yet freed.
+ *
+ * Example: etcdlock_cycles_free(d);
+ */
+void etcdlock_cycles_free(struct etcdlock_cycles *cycles);
+
+/**
+ * The history of name from etcd's MVCC history: every key queued on it
+ * (holds and waits, from any language, etcdctl and Go too) with its client,
+ * fencing token, when it was queued, granted and ended, and how it ended.
+ * since_ms >= 0 keeps the entries that ended within the last since_ms
+ * milliseconds or are still there; a negative since_ms (-1 or
+ * ETCDLOCK_UNSET) keeps everything. How far back it reaches is set by
+ * etcd's compaction (--auto-compaction-retention):
+ * etcdlock_history_entries_from_revision says where the replay began.
+ * *history is a new handle (free with etcdlock_history_entries_free): what
+ * `etcdlock history` shows. Waits inside a client beyond its queued keys
+ * (it queues at most two per name) are not keys and are not listed. Costs
+ * etcd a put and a delete of a marker key beside the name and one watch of
+ * the name's keys from the oldest revision it keeps.
+ *
+ * Safety: client is live; name is NUL-terminated; history is writable.
+ *
+ * Example:
+ *
+ *     etcdlock_history_entries *h = NULL;
+ *     if (etcdlock_history(c, "nightly-job", 3600 * 1000, &h) == ETCDLOCK_OK)
+ *         for (size_t i = 0; i < etcdlock_history_entries_len(h); i++) {
+ *             const etcdlock_history_entry *e = etcdlock_history_entries_at(h, i);
+ *             printf("%s token %lld waited %lld ms, %s\n", e->owner ? e->owner : e->key,
+ *                    (long long)e->fencing_token, (long long)e->wait_ms, e->ended);
+ *         }
+ *     etcdlock_history_entries_free(h);
+ */
+int etcdlock_history(const struct etcdlock_client *client,
+                     const char *name,
+                     int64_t since_ms,
+                     struct etcdlock_history_entries **history);
+
+/**
+ * Number of entries (0 for NULL).
+ *
+ * Safety: history is NULL or a live handle.
+ *
+ * Example: size_t n = etcdlock_history_entries_len(h);
+ */
+size_t etcdlock_history_entries_len(const struct etcdlock_history_entries *history);
+
+/**
+ * The index-th entry, oldest first (by when its key was queued), or NULL
+ * when index is out of range. Valid until etcdlock_history_entries_free.
+ *
+ * Safety: history is NULL or a live handle.
+ *
+ * Example: const etcdlock_history_entry *e = etcdlock_history_entries_at(h, 0);
+ */
+const struct etcdlock_history_entry *etcdlock_history_entries_at(const struct etcdlock_history_entries *history,
+                                                                 size_t index);
+
+/**
+ * The store revision the history ends at (0 for NULL).
+ *
+ * Safety: history is NULL or a live handle.
+ *
+ * Example: int64_t upto = etcdlock_history_entries_revision(h);
+ */
+int64_t etcdlock_history_entries_revision(const struct etcdlock_history_entries *history);
+
+/**
+ * The first revision replayed: etcd's compaction revision (1 if etcd never
+ * compacted); nothing older is known (0 for NULL).
+ *
+ * Safety: history is NULL or a live handle.
+ *
+ * Example: printf("since revision %lld\n", (long long)etcdlock_history_entries_from_revision(h));
+ */
+int64_t etcdlock_history_entries_from_revision(const struct etcdlock_history_entries *history);
+
+/**
+ * When the history was read: wall clock, milliseconds since the epoch (0
+ * for NULL).
+ *
+ * Safety: history is NULL or a live handle.
+ *
+ * Example: int64_t at = etcdlock_history_entries_read_ms(h);
+ */
+int64_t etcdlock_history_entries_read_ms(const struct etcdlock_history_entries *history);
+
+/**
+ * Free a handle from etcdlock_history. NULL is a no-op.
+ *
+ * Safety: history is NULL or a live handle not yet freed.
+ *
+ * Example: etcdlock_history_entries_free(h);
+ */
+void etcdlock_history_entries_free(struct etcdlock_history_entries *history);
 
 /**
  * Open the count-down latch name with count (created with it if it does not

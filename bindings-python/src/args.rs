@@ -25,8 +25,8 @@ pub(crate) fn lock_opts(py: Python<'_>, timeout: Option<f64>) -> PyResult<LockOp
 }
 
 /// Options of one acquisition from a timeout and the keyword arguments
-/// `lock_delay` and `lease_time` (seconds) and `metadata` (a dict of str to
-/// str), by core's one rule (`bridge::acquire_options`). None is "not given";
+/// `lock_delay` and `lease_time` (seconds), `metadata` (a dict of str to
+/// str) and `detect_deadlock` (a bool), by core's one rule (`bridge::acquire_options`). None is "not given";
 /// another keyword is a TypeError, as Python's own calls say.
 pub(crate) fn acquire_opts(
     py: Python<'_>,
@@ -42,6 +42,9 @@ pub(crate) fn acquire_opts(
         match key.as_str() {
             "lock_delay" => x.lock_delay = Some(seconds_number(&v, "lock_delay")?),
             "lease_time" => x.lease_time = Some(seconds_number(&v, "lease_time")?),
+            "detect_deadlock" => {
+                x.detect_deadlock = v.cast::<PyBool>().map_err(|_| PyTypeError::new_err(format!("detect_deadlock must be a bool, not {}", type_name(&v))))?.is_true()
+            }
             "metadata" => {
                 let d = v.cast::<PyDict>().map_err(|_| PyTypeError::new_err(format!("metadata must be a dict of str to str, not {}", type_name(&v))))?;
                 for (mk, mv) in d.iter() {
@@ -51,7 +54,7 @@ pub(crate) fn acquire_opts(
                     x.metadata.push((utf8(mk, "metadata key")?, utf8(mv, "metadata value")?));
                 }
             }
-            other => return Err(PyTypeError::new_err(format!("unexpected keyword argument {other:?} (the acquisition options are lock_delay, lease_time, metadata)"))),
+            other => return Err(PyTypeError::new_err(format!("unexpected keyword argument {other:?} (the acquisition options are lock_delay, lease_time, metadata, detect_deadlock)"))),
         }
     }
     py_result(py, bridge::acquire_options(timeout, x, Unit::Seconds))

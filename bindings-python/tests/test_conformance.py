@@ -196,6 +196,8 @@ def extras(step: Dict[str, Any]) -> Dict[str, Any]:
         x["lease_time"] = seconds(step["lease_time_ms"])
     if "metadata" in step:
         x["metadata"] = {k: text(v) for k, v in step["metadata"].items()}
+    if "detect_deadlock" in step:
+        x["detect_deadlock"] = bool(step["detect_deadlock"])
     return x
 
 
@@ -421,6 +423,14 @@ class Run:
             check(g.loss_reason)
         elif op == "status":
             check(outcome(lambda: self.clients[who].status(text(step["name"])))[0])
+        elif op == "deadlocks":
+            # The number of cycles, or the error's code.
+            got, d = outcome(lambda: self.clients[who].deadlocks(text(step["prefix"])))
+            check(len(d.cycles) if got == "ok" else got)
+        elif op == "history":
+            # Each entry's `ended`, oldest first, or the error's code.
+            got, h = outcome(lambda: self.clients[who].history(text(step["name"])))
+            check([e.ended for e in h.entries] if got == "ok" else got)
         elif op == "release":
             g = self.guards[step["guard"]]
             token = g.fencing_token + step.get("token_offset", 0)

@@ -12,14 +12,14 @@ import etcdlock
 
 CORE_CODES = [
     "InvalidArgument", "Timeout", "WouldBlock", "LockLost", "NotHeld", "Cancelled",
-    "Unavailable", "AuthFailed", "PermissionDenied", "Closed", "Internal",
+    "Unavailable", "AuthFailed", "PermissionDenied", "Closed", "Internal", "Deadlock",
 ]
 
 
 def test_exception_tree_mirrors_core_codes() -> None:
     assert [c for c, _n, _cls in etcdlock.ERROR_CODES] == CORE_CODES
-    assert [n for _c, n, _cls in etcdlock.ERROR_CODES] == list(range(1, 12))
-    assert len({cls for _c, _n, cls in etcdlock.ERROR_CODES}) == 11
+    assert [n for _c, n, _cls in etcdlock.ERROR_CODES] == list(range(1, 13))
+    assert len({cls for _c, _n, cls in etcdlock.ERROR_CODES}) == 12
     for code, _num, cls_name in etcdlock.ERROR_CODES:
         cls = getattr(etcdlock, cls_name)
         assert cls is etcdlock.ERRORS[code]

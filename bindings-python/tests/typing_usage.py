@@ -106,6 +106,17 @@ def recipes_usage(endpoints: List[str]) -> List[str]:
         st: etcdlock.Status = client.status("transcoders")
         holders: List[etcdlock.Contender] = st.holders
         del holders
+        dl: etcdlock.Deadlocks = client.deadlocks("")
+        for cyc in dl.cycles:
+            edge: etcdlock.WaitEdge = cyc.edges[0]
+            who: etcdlock.Party = edge.holder
+            del edge, who
+        hist: etcdlock.History = client.history("transcoders", since=3600)
+        entries: List[etcdlock.HistoryEntry] = hist.entries
+        held_for: Optional[float] = entries[0].hold if entries else None
+        del held_for
+        with client.acquire("transcoders", timeout=5, detect_deadlock=True):
+            pass
         lead.resign()
         return names
 
@@ -120,6 +131,11 @@ async def async_recipes_usage(endpoints: List[str]) -> Optional[etcdlock.Leader]
             am_left: Optional[float] = m.renewal_failing
             am_lost: bool = await m.lost.wait_async(0)
             del ok, am_left, am_lost
+        adl: etcdlock.Deadlocks = await client.deadlocks()
+        ahist: etcdlock.History = await client.history("leader", since=60.0)
+        async with await client.acquire("x", detect_deadlock=True):
+            pass
+        del adl, ahist
         async for change in await client.observe("leader"):
             return change
         return await client.leader("leader")

@@ -7,7 +7,8 @@
 //! constants, errors (the one error mapper), options, client, guard (blocking
 //! locks and guarded operations), wait (what runs on runtime threads:
 //! lock_async, callbacks, observers), recipes (semaphore, read-write
-//! lock), multi (multi-lock), election, status (queue views), sync
+//! lock), multi (multi-lock), election, status (queue views), deadlocks
+//! and history (what etcd's state and history say about many clients), sync
 //! (latches and barriers), multi_wait (the multi-lock's loss and renewal
 //! callbacks), mem (the test controls of `mem://` stores).
 #![allow(non_camel_case_types)]
@@ -27,8 +28,11 @@ mod multi;
 // then the election and the leader loop,
 mod election;
 mod leader;
-// then queue views, latches and barriers, what runs on runtime threads.
+// then queue views,
 mod status;
+// then deadlocks and history, latches and barriers, what runs on runtime threads.
+mod deadlocks;
+mod history;
 mod sync;
 mod wait;
 // then the multi-lock's callbacks.
@@ -48,10 +52,12 @@ use etcdlock_core::{Error, ErrorCode, MAX_NAME_LEN};
 // header-only constants), and one `use crate::*` in each module finds the others.
 pub use client::*;
 pub use constants::*;
+pub use deadlocks::*;
 pub use election::*;
 pub use errors::*;
 pub use guard::*;
 pub use guarded::*;
+pub use history::*;
 pub use leader::*;
 pub use logs::*;
 pub use mem::*;

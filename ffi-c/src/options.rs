@@ -277,6 +277,16 @@ pub struct etcdlock_acquire_options {
     /// key, value, key, value, ..., NULL; at most 1 KB in all. NULL (the
     /// default) = none.
     pub metadata: *const *const c_char,
+    /// Set to 1 to fail the wait with ETCDLOCK_DEADLOCK if it would close a
+    /// cycle of clients waiting on each other's holds (etcdlock_deadlocks
+    /// shows them); the last error's message names the cycle. Checked when
+    /// the call's key is queued and again each time the key it waits behind
+    /// changes, with one read of the client's namespace each time; of a
+    /// cycle's waits checked at once only the youngest fails, so one member
+    /// backs off and the others are served. 0 (the default) = no check.
+    /// Added after the first etcdlock_acquire_options: a program built
+    /// against an older header leaves it at 0.
+    pub detect_deadlock: c_int,
 }
 
 fn default_acquire_options() -> etcdlock_acquire_options {
@@ -287,16 +297,19 @@ fn default_acquire_options() -> etcdlock_acquire_options {
         lock_delay_ms: ETCDLOCK_UNSET,
         lease_time_ms: ETCDLOCK_UNSET,
         metadata: std::ptr::null(),
+        detect_deadlock: 0,
     }
 }
 
-/// Size of the first published etcdlock_acquire_options (all of today's
-/// fields); anything smaller is not an etcdlock_acquire_options.
-const ACQUIRE_OPTIONS_V1_SIZE: usize = std::mem::size_of::<etcdlock_acquire_options>();
+/// Size of the first published etcdlock_acquire_options (up to metadata);
+/// anything smaller is not an etcdlock_acquire_options.
+const ACQUIRE_OPTIONS_V1_SIZE: usize =
+    std::mem::offset_of!(etcdlock_acquire_options, detect_deadlock);
 
 /// Fill `*options` with the defaults (wait forever, no lock-delay, no lease
-/// time, no metadata: timeout_ms ETCDLOCK_WAIT_FOREVER, lock_delay_ms and
-/// lease_time_ms ETCDLOCK_UNSET, metadata NULL) and set options->struct_size.
+/// time, no metadata, no deadlock check: timeout_ms ETCDLOCK_WAIT_FOREVER,
+/// lock_delay_ms and lease_time_ms ETCDLOCK_UNSET, metadata NULL,
+/// detect_deadlock 0) and set options->struct_size.
 /// struct_size must be sizeof(etcdlock_acquire_options) as the caller
 /// compiled it; only that many bytes are written.
 ///
@@ -399,7 +412,7 @@ pub(crate) unsafe fn convert_acquire_options(
         lock_delay: span(o.lock_delay_ms),
         lease_time: span(o.lease_time_ms),
         metadata: metadata_pairs(o.metadata)?,
-        ..Default::default()
+        detect_deadlock: o.detect_deadlock != 0,
     };
     bridge::acquire_options(timeout, extras, Unit::Millis)
 }

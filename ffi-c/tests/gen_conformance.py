@@ -66,7 +66,7 @@ def bounds(st):
     return int(st.get("at_least_ms", -1)), int(st.get("within_ms", -1))
 
 
-EXTRAS = ("lock_delay_ms", "lease_time_ms", "metadata")
+EXTRAS = ("lock_delay_ms", "lease_time_ms", "metadata", "detect_deadlock")
 
 
 def has_extras(st) -> bool:
@@ -90,6 +90,8 @@ def acquire_options(st):
             items += [c_bytes(k.encode()), text(v, "metadata value")]
         out.append(f"        const char *meta[] = {{{', '.join(items + ['NULL'])}}};")
         out.append("        ao.metadata = meta;")
+    if st.get("detect_deadlock"):
+        out.append("        ao.detect_deadlock = 1;")
     return out
 
 
@@ -318,6 +320,25 @@ def gen_case(idx: int, case) -> str:
             lines.append(f"        rc = etcdlock_status(cl[{who}], {text(st['name'], 'name')}, &q);")
             lines.append(f"        check_rc(id, {i}, rc, {c_bytes(exp.encode())});")
             lines.append("        etcdlock_queue_free(q);")
+            lines.append("    }")
+        elif op == "deadlocks":
+            # The number of cycles (the table's expect), or the call's status name.
+            lines.append("    {")
+            lines.append("        etcdlock_cycles *d = NULL; char n[32];")
+            lines.append(f"        rc = etcdlock_deadlocks(cl[{who}], {text(st['prefix'], 'prefix')}, &d);")
+            lines.append('        snprintf(n, sizeof n, "%zu", etcdlock_cycles_len(d));')
+            lines.append(f"        check_str(id, {i}, rc == ETCDLOCK_OK ? n : etcdlock_status_name(rc), {c_bytes(str(exp).encode())});")
+            lines.append("        etcdlock_cycles_free(d);")
+            lines.append("    }")
+        elif op == "history":
+            # Each entry's `ended`, oldest first, as the table's JSON list; or
+            # the call's status name.
+            want = exp if isinstance(exp, str) else json.dumps(exp, separators=(",", ":"))
+            lines.append("    {")
+            lines.append("        etcdlock_history_entries *hist = NULL;")
+            lines.append(f"        rc = etcdlock_history(cl[{who}], {text(st['name'], 'name')}, -1, &hist);")
+            lines.append(f"        check_history(id, {i}, rc, hist, {c_bytes(want.encode())});")
+            lines.append("        etcdlock_history_entries_free(hist);")
             lines.append("    }")
         elif op == "release":
             name = text(st["name"], "name")
@@ -659,6 +680,20 @@ static void check_str(const char *id, int step, const char *got, const char *wan
 static void check_rc(const char *id, int step, int rc, const char *want) {
     const char *got = rc == -1 ? "would_block" : rc == ETCDLOCK_OK ? "ok" : etcdlock_status_name(rc);
     check_str(id, step, got, want);
+}
+
+/* A history's `ended` values as a JSON list (["released","holding"]), or
+ * the call's status name, against the table's. */
+static void check_history(const char *id, int step, int rc, const etcdlock_history_entries *h, const char *want) {
+    char got[1024] = "[";
+    size_t n = etcdlock_history_entries_len(h);
+    for (size_t k = 0; k < n && strlen(got) < sizeof got - 64; k++) {
+        strcat(got, k ? ",\"" : "\"");
+        strcat(got, etcdlock_history_entries_at(h, k)->ended);
+        strcat(got, "\"");
+    }
+    strcat(got, "]");
+    check_str(id, step, rc == ETCDLOCK_OK ? got : etcdlock_status_name(rc), want);
 }
 
 static void check_int(const char *id, int step, long got, long want) {

@@ -91,6 +91,12 @@ __all__ = [
     "AsyncTerm",
     "Status",
     "Contender",
+    "Deadlocks",
+    "Cycle",
+    "WaitEdge",
+    "Party",
+    "History",
+    "HistoryEntry",
     "AsyncClient",
     "AsyncLock",
     "AsyncRLock",
@@ -134,7 +140,7 @@ ERRORS: Dict[str, Type[LockError]] = {
     code: globals()[cls] for code, _num, cls in ERROR_CODES
 }
 
-from ._common import Contender, Leader, Status, release_on_sigterm  # noqa: E402
+from ._common import Contender, Cycle, Deadlocks, History, HistoryEntry, Leader, Party, Status, WaitEdge, release_on_sigterm  # noqa: E402
 from ._common import Endpoints as Endpoints  # noqa: E402,F401  (the type of the endpoints argument)
 from ._client import Client, Observer  # noqa: E402
 from ._handles import Lock, Semaphore  # noqa: E402
@@ -154,6 +160,6 @@ from ._asyncio import (  # noqa: E402
 )
 
 # The classes are documented and shown as etcdlock.X, wherever defined.
-for _cls in (MemStore, MemKey, LeaderLoop, AsyncLeaderLoop, LeaderEvent, Term, AsyncTerm, Contender, Leader, Status, OnceHold, AsyncOnceHold, Client, Lock, RLock, AsyncRLock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
+for _cls in (MemStore, MemKey, LeaderLoop, AsyncLeaderLoop, LeaderEvent, Term, AsyncTerm, Contender, Leader, Status, Deadlocks, Cycle, WaitEdge, Party, History, HistoryEntry, OnceHold, AsyncOnceHold, Client, Lock, RLock, AsyncRLock, Observer, Semaphore, AsyncClient, AsyncGuard, AsyncLeadership, AsyncLock, AsyncMultiGuard, AsyncObserver, AsyncSemaphore):
     _cls.__module__ = __name__
 del _cls

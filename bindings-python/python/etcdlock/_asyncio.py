@@ -18,7 +18,9 @@ from ._etcdlock import (
 )
 
 from ._common import (
+    Deadlocks,
     Endpoints,
+    History,
     Leader,
     Status,
     _check_name,
@@ -26,7 +28,10 @@ from ._common import (
     _check_count,
     _check_permits,
     _check_timeout,
+    _check_since,
+    _deadlocks,
     _extras,
+    _history,
     _leader,
     _live_clients,
     _options,
@@ -148,6 +153,7 @@ class AsyncClient:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> "AsyncLock": ...
     @overload
     def lock(
@@ -159,6 +165,7 @@ class AsyncClient:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> AsyncRLock: ...
     def lock(
         self,
@@ -169,13 +176,14 @@ class AsyncClient:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> "Union[AsyncLock, AsyncRLock]":
         """An ``AsyncLock`` handle for ``name`` (``async with`` it);
         acquisition options as ``Client.acquire``. ``reentrant=True``:
         an ``AsyncRLock`` (the holding task acquires it again at once)."""
         if reentrant:
-            return AsyncRLock(self, name, timeout, _extras(lock_delay, lease_time, metadata))
-        return AsyncLock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata))
+            return AsyncRLock(self, name, timeout, _extras(lock_delay, lease_time, metadata, detect_deadlock))
+        return AsyncLock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata, detect_deadlock))
 
     async def acquire(
         self,
@@ -186,14 +194,15 @@ class AsyncClient:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> AsyncGuard:
         """Wait for the lock and return the held ``AsyncGuard``. Raises
         ``TimeoutError`` after ``timeout`` seconds. Cancelling the task
         removes the waiter key. ``lock_delay``, ``lease_time`` and
-        ``metadata`` as ``Client.acquire``; ``reentrant=True`` too, the
-        owner being the running asyncio task."""
+        ``metadata`` as ``Client.acquire``, and ``detect_deadlock``;
+        ``reentrant=True`` too, the owner being the running asyncio task."""
         return await self._lock_native(
-            _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata), task_owner() if reentrant else None
+            _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata, detect_deadlock), task_owner() if reentrant else None
         )
 
     async def try_lock(
@@ -280,6 +289,19 @@ class AsyncClient:
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         c = await self._client()
         return _statuses(await c.list_async(prefix))
+
+    async def deadlocks(self, prefix: str = "") -> Deadlocks:
+        """``Client.deadlocks``, awaitable."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        c = await self._client()
+        return _deadlocks(await c.deadlocks_async(prefix))
+
+    async def history(self, name: str, since: Optional[float] = None) -> History:
+        """``Client.history``, awaitable."""
+        name, since = _check_name(name), _check_since(since)
+        c = await self._client()
+        return _history(await c.history_async(name, since))
 
     async def release(self, name: str, token: int) -> bool:
         """``Client.release``, awaitable."""

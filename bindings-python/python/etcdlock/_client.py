@@ -16,7 +16,9 @@ from ._etcdlock import (
 )
 
 from ._common import (
+    Deadlocks,
     Endpoints,
+    History,
     Leader,
     Status,
     _check_name,
@@ -24,7 +26,10 @@ from ._common import (
     _check_count,
     _check_permits,
     _check_timeout,
+    _check_since,
+    _deadlocks,
     _extras,
+    _history,
     _leader,
     _live_clients,
     _options,
@@ -166,6 +171,7 @@ class Client:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> "Lock": ...
     @overload
     def lock(
@@ -177,6 +183,7 @@ class Client:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> RLock: ...
     def lock(
         self,
@@ -187,6 +194,7 @@ class Client:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> "Union[Lock, RLock]":
         """A ``Lock`` handle for ``name``; nothing is sent to etcd until
         it is acquired. ``timeout`` (seconds, None = forever) applies to
@@ -195,8 +203,8 @@ class Client:
         ``reentrant=True``: an ``RLock`` instead (the holding thread
         acquires it again at once)."""
         if reentrant:
-            return RLock(self, name, timeout, lock_delay=lock_delay, lease_time=lease_time, metadata=metadata)
-        return Lock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata))
+            return RLock(self, name, timeout, lock_delay=lock_delay, lease_time=lease_time, metadata=metadata, detect_deadlock=detect_deadlock)
+        return Lock(self, _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata, detect_deadlock))
 
     def try_lock(
         self,
@@ -222,6 +230,7 @@ class Client:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> Guard:
         """Wait for the lock ``name`` and return the held ``Guard``.
         Raises ``TimeoutError`` after ``timeout`` seconds.
@@ -241,9 +250,18 @@ class Client:
         over at once. ``lease_time`` (seconds): hold at most that long (the
         guard then reports ``LeaseExpired``). ``metadata`` (str to str, at
         most 1 KB): shown to everyone by ``status`` as
-        ``holder.metadata``, beside the host, pid and language etcdlock adds."""
+        ``holder.metadata``, beside the host, pid and language etcdlock adds.
+
+        ``detect_deadlock=True``: raise ``DeadlockError`` (naming the cycle)
+        instead of waiting when this wait would close a cycle of clients
+        waiting on each other's holds (this client holds a lock another
+        client waits for, while it waits for a lock that client, or one
+        waiting on it, holds; see ``deadlocks``). Checked when the key is
+        queued and again each time the key it waits behind changes, with
+        one read of the namespace each time; of a cycle's waits checked at
+        once only the youngest fails, so one member backs off."""
         return self._lock_native(
-            _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata), thread_owner() if reentrant else None
+            _check_name(name), _check_timeout(timeout), _extras(lock_delay, lease_time, metadata, detect_deadlock), thread_owner() if reentrant else None
         )
 
     def semaphore(self, name: str, permits: int, timeout: Optional[float] = None) -> "Semaphore":
@@ -358,6 +376,31 @@ class Client:
         if not isinstance(prefix, str):
             raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
         return _statuses(self._native.list(prefix))
+
+    def deadlocks(self, prefix: str = "") -> Deadlocks:
+        """The clients under ``prefix`` (all of this client's namespace by
+        default) that wait on each other, whatever language each uses, from
+        one read of the keys and owner records: what ``etcdlock deadlocks``
+        shows. A client waits for the clients holding the names its queued
+        keys wait on; each ``Cycle`` of such waits is a deadlock (none is
+        served until one gives up). Two threads of one client waiting on
+        each other are not visible in etcd and are not reported. See
+        ``acquire(..., detect_deadlock=True)``."""
+        if not isinstance(prefix, str):
+            raise TypeError(f"prefix must be a str, not {type(prefix).__name__}")
+        return _deadlocks(self._native.deadlocks(prefix))
+
+    def history(self, name: str, since: Optional[float] = None) -> History:
+        """The ``History`` of ``name`` from etcd's MVCC history: every key
+        queued on it (holds and waits, any language, etcdctl and Go too)
+        with its client, fencing token, when it was queued, granted and
+        ended, and how: what ``etcdlock history`` shows. ``since``
+        (seconds): only the entries that ended that recently or are still
+        there; None: as far back as etcd keeps (its compaction,
+        ``--auto-compaction-retention``; ``from_revision`` says where it
+        began). Costs etcd a put and a delete of a marker key beside the
+        name and one watch of the name's keys from that revision."""
+        return _history(self._native.history(_check_name(name), _check_since(since)))
 
     def release(self, name: str, token: int) -> bool:
         """Free a lock whose holder is wedged: delete the hold of ``name``

@@ -68,10 +68,12 @@ def _check_count(what: str, n: object) -> int:
     return n
 
 
-def _extras(lock_delay: object, lease_time: object, metadata: object) -> Dict[str, Any]:
+def _extras(lock_delay: object, lease_time: object, metadata: object, detect_deadlock: object = False) -> Dict[str, Any]:
     """The acquisition options that were given, for the native calls (which
     check them by core's one rule)."""
     out: Dict[str, Any] = {}
+    if detect_deadlock is not None and detect_deadlock is not False:
+        out["detect_deadlock"] = detect_deadlock
     if lock_delay is not None:
         out["lock_delay"] = lock_delay
     if lease_time is not None:
@@ -87,6 +89,14 @@ def _check_timeout(timeout: object) -> Optional[float]:
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
         raise TypeError(f"timeout must be a number of seconds or None, not {type(timeout).__name__}")
     return float(timeout)
+
+
+def _check_since(since: object) -> Optional[float]:
+    if since is None:
+        return None
+    if isinstance(since, bool) or not isinstance(since, (int, float)):
+        raise TypeError(f"since must be a number of seconds or None, not {type(since).__name__}")
+    return float(since)
 
 
 # Runtime threads call into Python (settling asyncio futures, running on_lost
@@ -240,6 +250,116 @@ class Status:
         return self.holders[0] if self.holders else None
 
 
+@dataclass(frozen=True)
+class Party:
+    """A client in a cycle of waits (see ``Client.deadlocks``), from its key."""
+
+    lease_id: int
+    """Its session's lease: the client."""
+    owner: Optional[str]
+    """``host:pid`` for etcdlock keys; None for etcdctl and Go keys."""
+    host: Optional[str]
+    pid: Optional[int]
+    language: Optional[str]
+    """The language its client uses etcdlock from (``"python"``, ``"java"``, ...)."""
+
+
+@dataclass(frozen=True)
+class WaitEdge:
+    """One wait of a cycle: ``waiter`` waits in ``name`` for ``holder``."""
+
+    waiter: Party
+    name: str
+    """The lock name it waits for."""
+    waiter_key: str
+    """Its queued key (with the namespace)."""
+    waiter_revision: int
+    """Its key's create_revision: when its wait reached etcd."""
+    holder: Party
+    """The client holding ``name`` that it waits for."""
+    holder_key: str
+    fencing_token: int
+    """The holder's fencing token."""
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """Clients waiting on each other: each edge's holder is the next edge's
+    waiter, and the last edge's holder the first edge's waiter."""
+
+    edges: List[WaitEdge]
+
+
+@dataclass(frozen=True)
+class Deadlocks:
+    """The cycles of clients waiting on each other under a prefix, as one
+    read saw them (``Client.deadlocks``)."""
+
+    prefix: str
+    revision: int
+    """The store revision of the read."""
+    clients: int
+    """Clients with a key under the prefix."""
+    waits: int
+    """Queued keys that wait."""
+    cycles: List[Cycle]
+    """One cycle per group of clients that wait on each other (empty: no deadlock)."""
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """One key queued on a name (see ``Client.history``): a wait, and the
+    hold it became. Times are wall-clock estimates in seconds since the epoch
+    (as ``time.time()``): etcd keeps revisions, and each etcdlock key carries
+    the time it was written."""
+
+    key: str
+    kind: str
+    """``"exclusive"``, ``"reader"`` or ``"permit"``."""
+    permits: Optional[int]
+    lease_id: int
+    """Its lease: the client."""
+    fencing_token: int
+    """Its key's create_revision: its fencing token if it held."""
+    owner: Optional[str]
+    """``host:pid`` for etcdlock keys; None for etcdctl and Go keys."""
+    host: Optional[str]
+    pid: Optional[int]
+    language: Optional[str]
+    queued_at: float
+    """When the key was queued."""
+    granted_revision: Optional[int]
+    """The revision at which it came to hold; None if it never held."""
+    granted_at: Optional[float]
+    ended_revision: Optional[int]
+    """The revision of its delete; None while the key is there."""
+    ended_at: Optional[float]
+    ended: str
+    """``"holding"``, ``"waiting"`` (still there), ``"released"`` (deleted
+    while its lease lived on), ``"lease_ended"`` (gone with its lease) or
+    ``"abandoned"`` (deleted before it held: a timeout, cancel or try)."""
+    wait: float
+    """Seconds it waited (to its grant, its end, or now)."""
+    hold: Optional[float]
+    """Seconds it held (to its end, or now); None if it never held."""
+
+
+@dataclass(frozen=True)
+class History:
+    """The history of one name from etcd's MVCC history (``Client.history``)."""
+
+    name: str
+    revision: int
+    """The store revision the history ends at."""
+    from_revision: int
+    """The first revision replayed: etcd's compaction revision (nothing older
+    is known; ``--auto-compaction-retention`` sets how far back it is)."""
+    read_at: float
+    """When it was read (seconds since the epoch)."""
+    entries: List[HistoryEntry]
+    """Every key queued on the name, oldest first."""
+
+
 # Core hands every record over as one JSON encoding (``etcdlock::records``:
 # snake_case keys, 64-bit ids as decimal strings, byte values as arrays of
 # numbers, durations as seconds). One decode builds the dataclasses above from
@@ -250,6 +370,12 @@ class Status:
 #: Python name -> (the record's key, the conversion of a value that is not None).
 _RENAMED: Dict[str, Tuple[str, Callable[[Any], Any]]] = {
     "age": ("age_ms", lambda ms: ms / 1000.0),
+    "queued_at": ("queued_ms", lambda ms: ms / 1000.0),
+    "granted_at": ("granted_ms", lambda ms: ms / 1000.0),
+    "ended_at": ("ended_ms", lambda ms: ms / 1000.0),
+    "read_at": ("read_ms", lambda ms: ms / 1000.0),
+    "wait": ("wait_ms", lambda ms: ms / 1000.0),
+    "hold": ("hold_ms", lambda ms: ms / 1000.0),
     "keepalive_rtt": ("keepalive_rtt_seconds", float),
 }
 
@@ -299,6 +425,16 @@ def _status(text: str) -> Status:
 def _statuses(text: str) -> List[Status]:
     """The ``Status`` of each record of a JSON array of them."""
     return [_decode(Status, r) for r in json.loads(text)]
+
+
+def _deadlocks(text: str) -> Deadlocks:
+    """``Deadlocks`` from the JSON of core's record."""
+    return _decode(Deadlocks, json.loads(text))
+
+
+def _history(text: str) -> History:
+    """``History`` from the JSON of core's record."""
+    return _decode(History, json.loads(text))
 
 
 def _metrics(text: str) -> Dict[str, Any]:

@@ -98,11 +98,12 @@ class RLock:
         lock_delay: Optional[float] = None,
         lease_time: Optional[float] = None,
         metadata: Optional[Dict[str, str]] = None,
+        detect_deadlock: bool = False,
     ) -> None:
         self._client = client
         self.name = _check_name(name)
         self.timeout = _check_timeout(timeout)
-        self._extras: Dict[str, Any] = _extras(lock_delay, lease_time, metadata)
+        self._extras: Dict[str, Any] = _extras(lock_delay, lease_time, metadata, detect_deadlock)
         self._handles: Dict[int, List[Guard]] = {}
         self._mu = threading.Lock()
 

@@ -173,7 +173,8 @@ static void test_version_and_names(void) {
     CHECK(strcmp(etcdlock_status_name(ETCDLOCK_OK), "OK") == 0, "OK name");
     CHECK(strcmp(etcdlock_status_name(ETCDLOCK_WOULD_BLOCK), "WouldBlock") == 0, "WouldBlock name");
     CHECK(strcmp(etcdlock_status_name(ETCDLOCK_INTERNAL), "Internal") == 0, "Internal name");
-    CHECK(strcmp(etcdlock_status_name(12), "Unknown") == 0, "unknown name");
+    CHECK(strcmp(etcdlock_status_name(ETCDLOCK_DEADLOCK), "Deadlock") == 0, "Deadlock name");
+    CHECK(strcmp(etcdlock_status_name(13), "Unknown") == 0, "unknown name");
     CHECK(strcmp(etcdlock_status_name(-1), "Unknown") == 0, "negative name");
     CHECK(strcmp(etcdlock_loss_reason_name(ETCDLOCK_LOSS_NONE), "Released") == 0, "Released");
     CHECK(strcmp(etcdlock_loss_reason_name(ETCDLOCK_LOSS_KEY_DELETED), "KeyDeleted") == 0, "KeyDeleted");
