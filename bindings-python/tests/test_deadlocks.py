@@ -62,7 +62,9 @@ def test_two_clients_deadlock_found_and_broken(endpoints: List[str], name: str) 
         d = b.deadlocks(prefix)
         assert (d.cycles, d.waits, d.clients, d.prefix) == ([], 1, 2, prefix)
         # B waits for x without the check: a deadlock, seen from either client.
-        wb = Waiter(b, x, 2)
+        # (1 s: A's own checks while it waits fail A only on a cycle seen at
+        # two checks in a row, at least 2 s apart.)
+        wb = Waiter(b, x, 1)
         wait_until(lambda: waiters(a, x) == 1, what="B's wait on x in etcd")
         d = a.deadlocks(prefix)
         assert isinstance(d, etcdlock.Deadlocks) and d.revision > 0
@@ -109,9 +111,7 @@ def test_two_owners_of_one_client(client: etcdlock.Client, name: str) -> None:
     for the other's (etcd sees one lease: the client's own wait graph finds
     the cycle): with `detect_deadlock=True` the wait that closes the cycle
     raises `DeadlockError` naming the owners, and the other, once this thread
-    lets its hold go, acquires. (The second wait starts once the first is
-    queued: two owners checking at the same instant can miss each other, a
-    race of core's owner-level check reported to the lead.)"""
+    lets its hold go, acquires."""
     x, y = f"{name}/x", f"{name}/y"
     hy = client.acquire(y, reentrant=True)
     x_held = threading.Event()

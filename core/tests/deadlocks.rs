@@ -258,3 +258,53 @@ async fn two_owners_of_one_client_waiting_on_each_other_are_seen_by_the_client_o
     drop(x);
     c.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opted_in_wait_backs_off_when_a_later_wait_without_the_check_closes_the_cycle() {
+    let etcd = Etcd::single();
+    let ns = unique_ns("deadlock-later");
+    let a = client(&etcd, &ns, 15).await;
+    let b = client(&etcd, &ns, 15).await;
+    let x = a.lock("x").await.unwrap();
+    let y = b.lock("y").await.unwrap();
+    // A opts in and waits first: its wait closes nothing.
+    let a_waits = tokio::spawn({
+        let a = a.clone();
+        async move {
+            let t0 = Instant::now();
+            let r = a
+                .lock_with("y", LockOptions::timeout(30 * SECS).with_detect_deadlock())
+                .await;
+            (r, t0.elapsed())
+        }
+    });
+    await_key_count(&a, &format!("{ns}y/"), 2).await;
+    // B closes the cycle without the check: A's checks while it waits find
+    // the cycle twice in a row and A backs off.
+    let b_waits = tokio::spawn({
+        let b = b.clone();
+        async move { b.lock_with("x", LockOptions::timeout(30 * SECS)).await }
+    });
+    await_key_count(&a, &format!("{ns}x/"), 2).await;
+    let closed = Instant::now();
+    let (r, _) = tokio::time::timeout(15 * SECS, a_waits)
+        .await
+        .unwrap()
+        .unwrap();
+    let e = r.unwrap_err();
+    assert_eq!(e.code(), ErrorCode::Deadlock, "{e}");
+    let after = closed.elapsed();
+    assert!(after < 10 * SECS, "{after:?}");
+    // A backs off: B is served.
+    x.unlock().await.unwrap();
+    let g = tokio::time::timeout(5 * SECS, b_waits)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    eprintln!("the opted-in earlier wait failed {after:?} after the cycle closed");
+    g.unlock().await.unwrap();
+    y.unlock().await.unwrap();
+    a.close().await;
+    b.close().await;
+}

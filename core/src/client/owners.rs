@@ -85,15 +85,31 @@ impl Owners {
         v
     }
 
-    /// The cycle `owner` would close by waiting for `prefix`: a chain of
-    /// owners of this client, each waiting for a name the next one holds,
-    /// back to `owner` (depth first over the owners' current waits).
-    pub(crate) fn cycle(&self, owner: u64, prefix: &[u8]) -> Option<Vec<OwnerWait>> {
-        let waits = self.waits.locked().clone();
-        let mut path: Vec<OwnerWait> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        self.walk(owner, owner, prefix, &waits, &mut path, &mut seen)
-            .then_some(path)
+    /// `owner` waits for `prefix` until the returned mark is dropped; with
+    /// `check`, unless that wait would close a cycle of owners of this
+    /// client (each waiting for a name the next one holds, back to `owner`):
+    /// then the cycle, and nothing recorded. The check and the record are
+    /// one step under the table's lock, so of two owners starting to wait
+    /// on each other at once, the second sees the first.
+    pub(crate) fn wait_unless_cycle(
+        &self,
+        owner: u64,
+        prefix: &[u8],
+        check: bool,
+    ) -> std::result::Result<WaitMark<'_>, Vec<OwnerWait>> {
+        let mut waits = self.waits.locked();
+        if check {
+            let mut path: Vec<OwnerWait> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            if self.walk(owner, owner, prefix, &waits, &mut path, &mut seen) {
+                return Err(path);
+            }
+        }
+        waits.insert(owner, prefix.to_vec());
+        Ok(WaitMark {
+            owners: self,
+            owner,
+        })
     }
 
     fn walk(
@@ -125,18 +141,9 @@ impl Owners {
         }
         false
     }
-
-    /// `owner` waits for `prefix` until the returned mark is dropped.
-    pub(crate) fn waiting(&self, owner: u64, prefix: &[u8]) -> WaitMark<'_> {
-        self.waits.locked().insert(owner, prefix.to_vec());
-        WaitMark {
-            owners: self,
-            owner,
-        }
-    }
 }
 
-/// An owner's wait in [`Owners::waiting`], ended when dropped.
+/// An owner's wait in [`Owners::wait_unless_cycle`], ended when dropped.
 pub(crate) struct WaitMark<'a> {
     owners: &'a Owners,
     owner: u64,

@@ -4,11 +4,16 @@
 //!
 //! When: as the key is queued (the wait that closes a cycle is the
 //! youngest on it, and its read, made after its key, sees the whole cycle),
-//! and each time the key we wait behind changes (a grant can close a cycle
-//! too). At the first check only the youngest wait of the cycle fails, so
-//! two members checking at once do not both back off.
+//! each time the key we wait behind changes (a grant can close a cycle
+//! too), and now and then while the wait goes on ([`CycleWatch`]: after 1,
+//! 2, 4 s, then every 5 s), for a cycle closed by a wait that did not opt
+//! in. At the first check only the youngest wait of the cycle fails, and a
+//! later check fails only on a cycle it has seen twice in a row, so the
+//! member that closed a cycle backs off first, and two members checking at
+//! once rarely both do.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget};
 
@@ -17,8 +22,69 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::names::{lock_name, KeyInfo};
 use crate::waitgraph::{cycle_through, Member, Slot};
 
+/// The deadlock checks of one opted-in wait.
+pub(crate) struct CycleWatch<'a> {
+    name: &'a str,
+    my_rev: i64,
+    /// The keys waited behind at the last check (`None`: none yet).
+    behind: Option<Vec<Vec<u8>>>,
+    /// The next check while the wait goes on, and the pause after it.
+    next: Instant,
+    pause: Duration,
+    /// The last of those checks saw us on a cycle.
+    seen: bool,
+}
+
+impl<'a> CycleWatch<'a> {
+    pub(crate) fn new(name: &'a str, my_rev: i64) -> CycleWatch<'a> {
+        CycleWatch {
+            name,
+            my_rev,
+            behind: None,
+            next: Instant::now() + Duration::from_secs(1),
+            pause: Duration::from_secs(1),
+            seen: false,
+        }
+    }
+
+    /// A turn says we wait behind `behind`: check if that changed (the
+    /// first check: as the key was queued). `Some`: fail with it.
+    pub(crate) async fn on_turn(&mut self, client: &Client, behind: &[Vec<u8>]) -> Option<Error> {
+        if self.behind.as_deref() == Some(behind) {
+            return None;
+        }
+        let first = self.behind.is_none();
+        self.behind = Some(behind.to_vec());
+        check(client, self.name, self.my_rev, first).await.err()
+    }
+
+    /// When the next check while waiting is due.
+    pub(crate) fn due(&self) -> Instant {
+        self.next
+    }
+
+    /// The check while waiting: `Some` when a cycle through our wait was
+    /// there at this check and the one before.
+    pub(crate) async fn recheck(&mut self, client: &Client) -> Option<Error> {
+        self.pause = (self.pause * 2).min(Duration::from_secs(5));
+        self.next = Instant::now() + self.pause;
+        match check(client, self.name, self.my_rev, false).await {
+            Err(e) if e.code() == ErrorCode::Deadlock && self.seen => Some(e),
+            Err(e) => {
+                self.seen = e.code() == ErrorCode::Deadlock;
+                None
+            }
+            Ok(()) => {
+                self.seen = false;
+                None
+            }
+        }
+    }
+}
+
 /// `Ok` unless our key (`my_rev` in `name`) waits on a cycle; `first`: the
-/// check made as the key was queued.
+/// check made as the key was queued. An error other than `Deadlock`: the
+/// read failed (the wait goes on as it is).
 pub(crate) async fn check(client: &Client, name: &str, my_rev: i64, first: bool) -> Result<()> {
     let from = client.inner.ns.clone();
     let r = client

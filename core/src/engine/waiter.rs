@@ -238,8 +238,9 @@ pub(crate) async fn wait_for<D: Driver>(
     driver: &mut D,
 ) -> std::result::Result<Turn, Stop> {
     let mut backoff = Duration::from_millis(25);
-    // The keys waited behind at the last deadlock check.
-    let mut checked: Option<Vec<Vec<u8>>> = None;
+    let mut cycles = w
+        .cycle_check
+        .map(|(name, my_rev)| crate::engine::cycle::CycleWatch::new(name, my_rev));
     loop {
         let turn = match driver.turn(w.watches).await {
             Ok(t) => t,
@@ -268,21 +269,30 @@ pub(crate) async fn wait_for<D: Driver>(
                 w.blockers.push(b.clone());
             }
         }
-        if let Some((name, my_rev)) = w.cycle_check {
-            if checked.as_ref() != Some(&turn.behind) {
-                let first = checked.is_none();
-                checked = Some(turn.behind.clone());
-                match crate::engine::cycle::check(w.client, name, my_rev, first).await {
-                    Err(e) if e.code() == ErrorCode::Deadlock => return Err(Stop::Failed(e)),
-                    // A check that could not read leaves the wait as it is.
-                    _ => {}
-                }
+        if let Some(c) = cycles.as_mut() {
+            if let Some(e) = c.on_turn(w.client, &turn.behind).await {
+                return Err(Stop::Failed(e));
             }
         }
-        tokio::select! {
-            biased;
-            i = w.ends.next(&mut w.own) => i.map_err(Stop::End)?,
-            _ = driver.wake(w.client, w.watches, &turn) => {}
+        let wake = driver.wake(w.client, w.watches, &turn);
+        tokio::pin!(wake);
+        loop {
+            let due = cycles.as_ref().map(|c| c.due());
+            tokio::select! {
+                biased;
+                i = w.ends.next(&mut w.own) => {
+                    i.map_err(Stop::End)?;
+                    break;
+                }
+                _ = &mut wake => break,
+                _ = sleep_opt(due) => {
+                    if let Some(c) = cycles.as_mut() {
+                        if let Some(e) = c.recheck(w.client).await {
+                            return Err(Stop::Failed(e));
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -39,12 +39,9 @@ pub(crate) async fn lock_reentrant(
         return r;
     }
     let owners = &client.inner.reentry;
-    if opts.detect_deadlock {
-        if let Some(cycle) = owners.cycle(owner, &prefix) {
-            return Err(local_deadlock(client, name, &cycle));
-        }
-    }
-    let mark = owners.waiting(owner, &prefix);
+    let mark = owners
+        .wait_unless_cycle(owner, &prefix, opts.detect_deadlock)
+        .map_err(|cycle| local_deadlock(client, name, &cycle))?;
     let g = client.lock_with(name, opts).await;
     drop(mark);
     let g = g?;

@@ -226,9 +226,7 @@ out:
  * the other owner waiting for y: etcd sees one lease, the client's own wait
  * graph sees the cycle. With detect_deadlock the wait that closes it (this
  * thread's, on x) fails with ETCDLOCK_DEADLOCK, and the other owner acquires
- * once this one lets y go. (The second wait starts once the first is queued:
- * two owners checking at the same instant can miss each other, a race of
- * core's owner-level check.) */
+ * once this one lets y go. */
 struct owner {
     pthread_t thread;
     etcdlock_client *client;
