@@ -383,12 +383,15 @@ pub struct LockOptions {
     pub metadata: Vec<(String, String)>,
     /// Fail the wait with `Deadlock` if it would close a cycle of clients
     /// waiting on each other's holds (off by default). The check reads the
-    /// client's namespace once when the call's key is queued and again each
-    /// time the key it waits behind changes; when several waits of a cycle
-    /// are checked at once, only the youngest (the one that closed it)
-    /// fails, so one member backs off and the others are served. Costs one
-    /// read of the namespace per check. See [`crate::Client::deadlocks`] for
-    /// what etcd's state can show.
+    /// client's namespace when the call's key is queued, each time the key
+    /// it waits behind changes, and while it waits (after 1, 2 and 4 s,
+    /// then every 5 s). The wait that closes a cycle fails at once; an
+    /// earlier one only on a cycle seen at two of its checks in a row, so
+    /// one member backs off and the others are served, also when the wait
+    /// that closed the cycle did not opt in. Costs one read of the
+    /// namespace per check. Reentrant locks also check the client's own
+    /// owners ([`crate::Client::lock_reentrant`]). See
+    /// [`crate::Client::deadlocks`] for what etcd's state can show.
     pub detect_deadlock: bool,
 }
 
