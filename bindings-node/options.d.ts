@@ -17,7 +17,7 @@ export interface ConnectOptions {
   /**
    * `['127.0.0.1:2379']`, `['http://...']`, `['https://...']` (needs `tls`), or a comma-separated string.
    * When omitted, every option defaults from the `ETCDLOCK_*` environment variables (ETCDLOCK_ENDPOINTS,
-   * ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_CA/CERT/KEY), and the fields
+   * ETCDLOCK_TTL, ETCDLOCK_NAMESPACE, ETCDLOCK_USERNAME, ETCDLOCK_PASSWORD, ETCDLOCK_TLS_CA/_TLS_CERT/_TLS_KEY/_TLS_DOMAIN), and the fields
    * given here override them. With neither: `http://127.0.0.1:2379`.
    */
   endpoints?: string[] | string;
