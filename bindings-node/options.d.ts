@@ -42,7 +42,7 @@ export interface ConnectOptions {
   margin?: number;
   /** Watch each held key so an outside delete is reported at once (default true). */
   watchHeldKeys?: boolean;
-  /** Milliseconds between lease keep-alives (default 75 % of the TTL or TTL - margin - 5 s, whichever is shorter, 8 s at TTL 15; at small TTLs TTL/3, at most (TTL - margin)/4): at least 50, at most TTL - margin - min(5 s, half of TTL - margin) (else `InvalidArgument`). */
+  /** Milliseconds between lease keep-alives (default 75 % of the TTL or TTL - margin - 5 s, whichever is shorter, 8 s at TTL 15; at small TTLs TTL/3, at most (TTL - margin)/4, at least 250 ms): when set, at least 50, at most TTL - margin - min(5 s, half of TTL - margin) (else `InvalidArgument`). */
   keepaliveInterval?: number;
   /**
    * Resolve `connect` at once without reaching etcd (default false: reject

@@ -542,7 +542,7 @@ typedef struct etcdlock_options {
    * most TTL - margin - min(5 s, half of TTL - margin)); ETCDLOCK_UNSET =
    * not set (ETCDLOCK_KEEPALIVE_INTERVAL, default 75 % of the TTL or
    * TTL - margin - 5 s, whichever is shorter, 8 s at TTL 15; at small TTLs
-   * TTL/3, at most (TTL - margin)/4).
+   * TTL/3, at most (TTL - margin)/4, at least 250 ms).
    */
   int64_t keepalive_interval_ms;
   /**

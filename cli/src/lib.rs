@@ -121,7 +121,7 @@ struct Conn {
     /// Watch each held key so an outside delete is noticed at once: true/false [env: ETCDLOCK_WATCH_HELD_KEYS] [default: true]
     #[arg(long, global = true)]
     watch_held_keys: Option<String>,
-    /// Time between the session's keep-alives [env: ETCDLOCK_KEEPALIVE_INTERVAL] [default: 75 % of the TTL or TTL - margin - 5 s, whichever is shorter (8 s at TTL 15); at small TTLs TTL/3, at most (TTL - margin)/4]
+    /// Time between the session's keep-alives [env: ETCDLOCK_KEEPALIVE_INTERVAL] [default: 75 % of the TTL or TTL - margin - 5 s, whichever is shorter (8 s at TTL 15); at small TTLs TTL/3, at most (TTL - margin)/4, at least 250 ms]
     #[arg(long, global = true)]
     keepalive_interval: Option<String>,
     /// Connect on first use, so a command's own timeout (e.g. `run --timeout 60s`) also covers etcd coming up: true/false [env: ETCDLOCK_LAZY_CONNECT] [default: false: fail within the connect timeout]

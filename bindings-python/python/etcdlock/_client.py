@@ -105,9 +105,9 @@ class Client:
             at once (default ``$ETCDLOCK_WATCH_HELD_KEYS`` or True).
         keepalive_interval: seconds between lease keep-alives (default 75 %
             of the TTL or TTL - margin - 5 s, whichever is shorter, 8 s at TTL
-            15; at small TTLs TTL/3, at most (TTL - margin)/4;
-            ``$ETCDLOCK_KEEPALIVE_INTERVAL``); at least 0.05 and at most
-            TTL - margin - min(5, half of TTL - margin), else
+            15; at small TTLs TTL/3, at most (TTL - margin)/4, at least
+            0.25; ``$ETCDLOCK_KEEPALIVE_INTERVAL``); when set, at least 0.05
+            and at most TTL - margin - min(5, half of TTL - margin), else
             ``InvalidArgumentError``.
         lazy_connect: return at once without reaching etcd (default False:
             raise ``UnavailableError`` within ``connect_timeout`` when no

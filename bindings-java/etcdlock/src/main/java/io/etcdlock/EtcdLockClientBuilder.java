@@ -131,9 +131,9 @@ public class EtcdLockClientBuilder {
 
     /**
      * Time between lease keep-alives (default 75 % of the TTL or TTL - margin - 5 s, whichever
-     * is shorter, 8 s at TTL 15; at small TTLs TTL/3, at most (TTL - margin)/4): at least 50 ms
-     * and at most TTL - margin - min(5 s, half of TTL - margin), else {@link #build()} throws
-     * {@link InvalidArgumentException}.
+     * is shorter, 8 s at TTL 15; at small TTLs TTL/3, at most (TTL - margin)/4, at least 250 ms):
+     * when set, at least 50 ms and at most TTL - margin - min(5 s, half of TTL - margin), else
+     * {@link #build()} throws {@link InvalidArgumentException}.
      */
     public EtcdLockClientBuilder keepaliveInterval(Duration interval) {
         return option("keepalive_interval", Args.duration(interval, "keepaliveInterval"));

@@ -70,8 +70,8 @@ public class EtcdLockProperties {
     private Duration requestTimeout;
     /**
      * Time between lease keep-alives (default 75 % of the TTL or TTL - margin - 5 s, whichever is
-     * shorter, 8 s at TTL 15; at small TTLs TTL/3, at most (TTL - margin)/4; at least 50 ms, at
-     * most TTL - margin - min(5 s, half of TTL - margin)).
+     * shorter, 8 s at TTL 15; at small TTLs TTL/3, at most (TTL - margin)/4, at least 250 ms).
+     * When set: at least 50 ms, at most TTL - margin - min(5 s, half of TTL - margin).
      */
     @DurationUnit(ChronoUnit.SECONDS)
     private Duration keepaliveInterval;
