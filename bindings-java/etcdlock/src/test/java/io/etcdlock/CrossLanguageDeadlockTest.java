@@ -2,7 +2,6 @@ package io.etcdlock;
 
 import static io.etcdlock.TestSupport.*;
 import static org.junit.jupiter.api.Assertions.*;
-import static org.junit.jupiter.api.Assumptions.assumeFalse;
 
 import java.io.BufferedReader;
 import java.io.File;
@@ -97,7 +96,7 @@ class CrossLanguageDeadlockTest {
         }
     }
 
-    /** {@code etcdlock deadlocks PREFIX --json}: its exit status and record; null if this CLI has no such command. */
+    /** {@code etcdlock deadlocks PREFIX --json}: its exit status, record and stderr. */
     static Object[] cliDeadlocks(String prefix) throws Exception {
         String cli = System.getProperty("etcdlock.cli", "");
         assertTrue(new File(cli).canExecute(), "no CLI at -Detcdlock.cli=" + cli);
@@ -106,10 +105,6 @@ class CrossLanguageDeadlockTest {
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         String err = new String(p.getErrorStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-        if (p.exitValue() == 2 && err.contains("deadlocks")) {
-            System.out.println("cross-language deadlock: this CLI has no `deadlocks` command yet: " + err.strip());
-            return null;
-        }
         return new Object[] {p.exitValue(), out.isBlank() ? null : JSON.readTree(out), err};
     }
 
@@ -125,7 +120,7 @@ class CrossLanguageDeadlockTest {
     @Test
     void aJavaAndAPythonClientDeadlock() throws Exception {
         String python = System.getProperty("etcdlock.python", "");
-        assumeFalse(python.isEmpty(), "-Detcdlock.python names no interpreter with the etcdlock package (test.sh sets it)");
+        assertFalse(python.isEmpty(), "-Detcdlock.python names no interpreter with the etcdlock package (test.sh sets it)");
         String base = uniqueName("xlang");
         String x = base + "/x";
         String y = base + "/y";
@@ -148,15 +143,13 @@ class CrossLanguageDeadlockTest {
             }
             System.out.println("cross-language deadlock: API: " + cycle);
             Object[] cli = cliDeadlocks(base + "/");
-            if (cli != null) {
-                assertEquals(1, cli[0], "etcdlock deadlocks exits 1 on a cycle: " + cli[2]);
-                JsonNode edges = ((JsonNode) cli[1]).path("cycles").path(0).path("edges");
-                List<String> langs = new ArrayList<>();
-                edges.forEach(e -> langs.add(e.path("waiter").path("language").asText()));
-                langs.sort(null);
-                assertEquals(List.of("java", "python"), langs, String.valueOf(cli[1]));
-                System.out.println("cross-language deadlock: etcdlock deadlocks --json: exit 1, " + cli[1]);
-            }
+            assertEquals(1, cli[0], "etcdlock deadlocks exits 1 on a cycle: " + cli[2]);
+            JsonNode edges = ((JsonNode) cli[1]).path("cycles").path(0).path("edges");
+            List<String> langs = new ArrayList<>();
+            edges.forEach(e -> langs.add(e.path("waiter").path("language").asText()));
+            langs.sort(null);
+            assertEquals(List.of("java", "python"), langs, String.valueOf(cli[1]));
+            System.out.println("cross-language deadlock: etcdlock deadlocks --json: exit 1, " + cli[1]);
             // Java gives up its hold: Python is served, and then Java.
             hx.unlock();
             py.expect("acquired", x);
