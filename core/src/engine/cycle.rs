@@ -20,12 +20,15 @@ use etcd_client::{GetOptions, KeyValue, SortOrder, SortTarget};
 use crate::client::Client;
 use crate::error::{Error, ErrorCode, Result};
 use crate::names::{lock_name, KeyInfo};
+use crate::transport::Bound;
 use crate::waitgraph::{cycle_through, Member, Slot};
 
 /// The deadlock checks of one opted-in wait.
 pub(crate) struct CycleWatch<'a> {
     name: &'a str,
     my_rev: i64,
+    /// The wait's deadline: a check never runs past it.
+    deadline: Option<Instant>,
     /// The keys waited behind at the last check (`None`: none yet).
     behind: Option<Vec<Vec<u8>>>,
     /// The next check while the wait goes on, and the pause after it.
@@ -36,10 +39,11 @@ pub(crate) struct CycleWatch<'a> {
 }
 
 impl<'a> CycleWatch<'a> {
-    pub(crate) fn new(name: &'a str, my_rev: i64) -> CycleWatch<'a> {
+    pub(crate) fn new(name: &'a str, my_rev: i64, deadline: Option<Instant>) -> CycleWatch<'a> {
         CycleWatch {
             name,
             my_rev,
+            deadline,
             behind: None,
             next: Instant::now() + Duration::from_secs(1),
             pause: Duration::from_secs(1),
@@ -55,7 +59,9 @@ impl<'a> CycleWatch<'a> {
         }
         let first = self.behind.is_none();
         self.behind = Some(behind.to_vec());
-        check(client, self.name, self.my_rev, first).await.err()
+        check(client, self.name, self.my_rev, first, self.deadline)
+            .await
+            .err()
     }
 
     /// When the next check while waiting is due.
@@ -68,7 +74,7 @@ impl<'a> CycleWatch<'a> {
     pub(crate) async fn recheck(&mut self, client: &Client) -> Option<Error> {
         self.pause = (self.pause * 2).min(Duration::from_secs(5));
         self.next = Instant::now() + self.pause;
-        match check(client, self.name, self.my_rev, false).await {
+        match check(client, self.name, self.my_rev, false, self.deadline).await {
             Err(e) if e.code() == ErrorCode::Deadlock && self.seen => Some(e),
             Err(e) => {
                 self.seen = e.code() == ErrorCode::Deadlock;
@@ -84,11 +90,20 @@ impl<'a> CycleWatch<'a> {
 
 /// `Ok` unless our key (`my_rev` in `name`) waits on a cycle; `first`: the
 /// check made as the key was queued. An error other than `Deadlock`: the
-/// read failed (the wait goes on as it is).
-pub(crate) async fn check(client: &Client, name: &str, my_rev: i64, first: bool) -> Result<()> {
+/// read failed, or would have run past `deadline` (the wait goes on as it
+/// is, and ends by its deadline).
+pub(crate) async fn check(
+    client: &Client,
+    name: &str,
+    my_rev: i64,
+    first: bool,
+    deadline: Option<Instant>,
+) -> Result<()> {
     let from = client.inner.ns.clone();
+    let end = client.request_bound().end().unwrap_or_else(Instant::now);
+    let end = deadline.map_or(end, |d| d.min(end));
     let r = client
-        .call(None, |mut c| {
+        .call(Some(Bound::Request(end)), |mut c| {
             let from = from.clone();
             let o = GetOptions::new()
                 .with_prefix()

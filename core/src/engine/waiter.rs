@@ -238,9 +238,10 @@ pub(crate) async fn wait_for<D: Driver>(
     driver: &mut D,
 ) -> std::result::Result<Turn, Stop> {
     let mut backoff = Duration::from_millis(25);
+    let deadline = w.ends.deadline;
     let mut cycles = w
         .cycle_check
-        .map(|(name, my_rev)| crate::engine::cycle::CycleWatch::new(name, my_rev));
+        .map(|(name, my_rev)| crate::engine::cycle::CycleWatch::new(name, my_rev, deadline));
     loop {
         let turn = match driver.turn(w.watches).await {
             Ok(t) => t,
