@@ -243,7 +243,8 @@ def scenario(driver, base: str, ep: str, py: Driven, node: Driven) -> None:
 
 def shot(driver, name: str, w: int, h: int) -> None:
     driver.set_window_size(w, h)
-    time.sleep(0.2)  # one layout pass at the new width
+    # Two animation frames: the page has laid out and painted at the new width.
+    driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => requestAnimationFrame(() => done()));")
     SHOTS.mkdir(parents=True, exist_ok=True)
     driver.save_screenshot(str(SHOTS / name))
 

@@ -99,11 +99,10 @@ async fn two_clients_holding_what_the_other_waits_for_are_reported_and_the_opt_i
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_opt_in_fails_the_wait_whose_predecessor_change_closes_the_cycle() {
-    // A waits for y behind C (C holds y). B holds x and waits... for y too?
-    // Here: C holds y, A queued on y behind C; B holds x. A holds z; B waits
-    // on z (chain B -> A -> C). C then releases y: A holds y, and the graph is
-    // B -> A; no cycle. The check on the predecessor's change finds none.
+async fn an_opted_in_wait_on_no_cycle_is_served_when_its_predecessor_goes() {
+    // C holds y; A waits for y with the check: a chain, no cycle, so the
+    // check made as A's key is queued lets it wait, and A is served when C
+    // lets go (the option changes nothing without a cycle).
     let etcd = Etcd::single();
     let ns = unique_ns("deadlock2");
     let a = client(&etcd, &ns, 15).await;
