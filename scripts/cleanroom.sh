@@ -50,27 +50,11 @@ read -r info <&"${ETCD[0]}" || { echo "cleanroom: the etcd harness printed nothi
 EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoints"]))' "$info")
 echo "etcd at $EP"
 
-# The clean PATH: every tool of /usr/bin, /bin and /usr/local/bin except
-# compilers, cargo, rustc, protoc; python3 is the real interpreter (not a shim).
-clean=$work/cleanbin; cc_bin=$work/ccbin
-mkdir -p "$clean" "$cc_bin"
-for d in /usr/local/bin /usr/bin /bin; do
-  for t in "$d"/*; do
-    n=$(basename "$t")
-    case "$n" in
-      cargo*|rustc*|rustup|rustdoc|protoc*|zig|cc|c++|c89*|c99*|gcc*|g++*|cpp*|clang*|tcc|*-gcc*|*-g++*|*-cc|ld|ld.*|*-ld|*-ld.*|as|*-as) continue ;;
-    esac
-    [ -e "$clean/$n" ] || ln -s "$t" "$clean/$n"
-  done
-done
-realpy=$(python3 -c 'import sys; print(sys.executable)')
-ln -sf "$realpy" "$clean/python3"
-for t in cc gcc ld as cmake; do p=$(command -v "$t") && ln -s "$p" "$cc_bin/$t"; done
-NOCC=$clean
-WITHCC=$cc_bin:$clean
-for t in cargo rustc protoc cc gcc; do
-  PATH=$NOCC command -v "$t" >/dev/null && { echo "cleanroom: $t is still on the clean PATH" >&2; exit 1; }
-done
+# The clean PATH (scripts/cleanpath.sh): NOCC has no compilers, cargo, rustc,
+# protoc; WITHCC adds cc, gcc, ld, as, cmake; python3 is the real interpreter.
+# shellcheck source=scripts/cleanpath.sh
+source scripts/cleanpath.sh
+cleanpath "$work" || exit 1
 etcdget() { etcdctl --endpoints="$EP" get "$1" --print-value-only; }
 
 echo "== shipped binaries: newest GLIBC_ symbol (want <= 2.17)"

@@ -14,7 +14,7 @@ layout is what `maturin build` makes from bindings-python/pyproject.toml: the
 pure-Python package from python/etcdlock/ plus the extension module
 etcdlock/_etcdlock.abi3.so (_etcdlock.pyd on Windows), tagged cp39-abi3-PLATFORM:
 """
-import base64, hashlib, os, re, sys, zipfile
+import base64, glob, hashlib, os, re, sys, zipfile
 
 # Rust target -> (wheel platform tags, the extension's file name). manylinux
 # 2.17 = manylinux2014 (auditwheel checks it); the macOS minimums are the Rust
@@ -48,21 +48,44 @@ pyproject = open(os.path.join(pkg_root, "pyproject.toml"), "rb").read()
 project = tomllib.loads(pyproject.decode())["project"]
 readme = open(os.path.join(pkg_root, "README.md"), encoding="utf-8").read()
 
-meta = ["Metadata-Version: 2.1", "Name: etcdlock", f"Version: {version}"]
-for c in project.get("classifiers", []):
-    meta.append(f"Classifier: {c}")
+# Core metadata 2.4, the fields `maturin sdist` writes into the sdist's
+# PKG-INFO from the same pyproject.toml (scripts/registry/pypi.sh check
+# compares the two, and runs twine check --strict on both).
+meta = ["Metadata-Version: 2.4", "Name: etcdlock", f"Version: {version}"]
 if "description" in project:
     meta.append(f"Summary: {project['description']}")
+if project.get("keywords"):
+    meta.append("Keywords: " + ",".join(project["keywords"]))
+authors = [a["name"] for a in project.get("authors", []) if "name" in a and "email" not in a]
+if authors:
+    meta.append("Author: " + ", ".join(authors))
+license = project.get("license", "Apache-2.0")
+if isinstance(license, str):  # an SPDX expression (PEP 639)
+    meta.append(f"License-Expression: {license}")
+else:
+    meta.append(f"License: {license.get('text', 'Apache-2.0')}")
+# License files: .dist-info/licenses/<path as in pyproject.toml> (PEP 639).
+license_files = []
+for pattern in project.get("license-files", []):
+    found = sorted(glob.glob(pattern, root_dir=pkg_root))
+    if not found:
+        sys.exit(f"pack_wheel.py: license-files pattern {pattern!r} matches nothing in bindings-python/")
+    for f in found:
+        meta.append(f"License-File: {f}")
+        license_files.append((f, open(os.path.join(pkg_root, f), "rb").read()))
+for c in project.get("classifiers", []):
+    meta.append(f"Classifier: {c}")
 meta.append(f"Requires-Python: {project.get('requires-python', '>=3.9')}")
-meta.append(f"License: {project.get('license', {}).get('text', 'Apache-2.0')}")
-# Dependencies and extras as pyproject.toml declares them (core metadata
-# 2.1), so `pip install "etcdlock[prometheus]"` pulls prometheus_client.
+# Dependencies and extras as pyproject.toml declares them, so
+# `pip install "etcdlock[prometheus]"` pulls prometheus_client.
 for r in project.get("dependencies", []):
     meta.append(f"Requires-Dist: {r}")
 for extra, reqs in project.get("optional-dependencies", {}).items():
     meta.append(f"Provides-Extra: {extra}")
     for r in reqs:
         meta.append(f'Requires-Dist: {r}; extra == "{extra}"')
+for label, url in project.get("urls", {}).items():
+    meta.append(f"Project-URL: {label}, {url}")
 meta.append("Description-Content-Type: text/markdown; charset=UTF-8; variant=GFM")
 metadata = "\n".join(meta) + "\n\n" + readme
 wheel = f"Wheel-Version: 1.0\nGenerator: etcdlock scripts/pack_wheel.py\nRoot-Is-Purelib: false\n"
@@ -78,6 +101,8 @@ files.append((f"etcdlock/{module}", open(so, "rb").read()))
 di = f"{name}.dist-info"
 files.append((f"{di}/METADATA", metadata.encode()))
 files.append((f"{di}/WHEEL", wheel.encode()))
+for f, b in license_files:
+    files.append((f"{di}/licenses/{f}", b))
 # Entry points as pyproject.toml declares them (tooz finds its driver there).
 eps = project.get("entry-points", {})
 if eps:
