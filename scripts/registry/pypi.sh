@@ -81,7 +81,8 @@ start)
   if [ -s "$state/pypi.pid" ] && kill -0 "$(cat "$state/pypi.pid")" 2>/dev/null; then
     die "a pypiserver already runs for $state (pid $(cat "$state/pypi.pid"))"
   fi
-  mkdir -p "$dir/packages"
+  # A fresh registry each start (a version once uploaded cannot be uploaded again).
+  rm -rf "$dir/packages"; mkdir -p "$dir/packages"
   tools
   # What PyPI already serves a user: the extras' third-party wheels for this
   # interpreter, fetched once (re-fetched when the requirements change).
@@ -176,7 +177,8 @@ install)
   cr() { env -i HOME="$work/home" LANG=C.UTF-8 PATH="$work/venv/bin:$NOCC" VIRTUAL_ENV="$work/venv" "$@"; }
   PATH=$NOCC python3 -m venv "$work/venv"
   # The index set the ordinary way: the venv's pip.conf.
-  printf '[global]\nindex-url = %s\n' "$PYPI_INDEX_URL" >"$work/venv/pip.conf"
+  # (No self-update check: it would ask the index for pip, which it has not.)
+  printf '[global]\nindex-url = %s\ndisable-pip-version-check = true\n' "$PYPI_INDEX_URL" >"$work/venv/pip.conf"
   m=$(uname -m)
   want=etcdlock-$version-cp39-abi3-manylinux_2_17_$m.manylinux2014_$m.whl
   echo "== Python: pip install etcdlock from the registry (fresh venv; no cargo, rustc, protoc, cc)"
@@ -188,13 +190,15 @@ print(" ".join(i["download_info"]["url"] for i in r["install"] if i["metadata"][
     [[ "$took" == "$PYPI_UPLOAD_URL"*"/$want" || "$took" == "$PYPI_UPLOAD_URL"*"/$want#"* ]]; then
     ok "pip install etcdlock: took ${took%%#*} (this machine's wheel, not the sdist)"
   else
-    bad "pip install etcdlock: took '${took:-nothing}', want $want from $PYPI_UPLOAD_URL"; sed 's/^/       /' "$work/pip.log" | tail -n 15
+    bad "pip install etcdlock: took '${took:-nothing}', want $want from $PYPI_UPLOAD_URL"
+    grep -E 'ERROR|error' "$work/pip.log" | tail -n 4 | sed 's/^/       /' || true
+    exit 1
   fi
   if out=$(cr python "$ROOT/scripts/cleanroom_smoke.py" "$EP" registry-python 2>&1) && [ "${out%% *}" = ok ] &&
     { ! command -v etcdctl >/dev/null || [ "$(etcdctl --endpoints="$EP" get cleanroom/registry-python --print-value-only)" = "${out#ok }" ]; }; then
     ok "python: lock, guarded put/get, unlock, lock free again: $out (etcd holds the token)"
   else
-    bad "python: ${out:-no output}"
+    bad "python: $(tail -n 1 <<<"${out:-no output}")"
   fi
   # Each extra the installed package declares, and a use of it.
   extras=$(cr python -c 'import importlib.metadata as m; print(" ".join(m.metadata("etcdlock").get_all("Provides-Extra") or []))' 2>/dev/null || true)
@@ -220,14 +224,15 @@ with co.get_lock(b"registry-tooz"):
 co.stop()' ;;
       *) bad "etcdlock[$extra]: pypi.sh has no use of this extra (add one to its install step)"; continue ;;
     esac
-    before=$(cr pip list --format=freeze 2>/dev/null | sed 's/==.*//' | sort)
-    if cr pip install -q "etcdlock[$extra]" >"$work/pip-$extra.log" 2>&1 &&
+    out=""
+    if cr pip install -q --report "$work/report-$extra.json" "etcdlock[$extra]" >"$work/pip-$extra.log" 2>&1 &&
       out=$(cr python -c "import sys
 $use" "$EP" "$host" 2>&1); then
-      pulled=$(comm -13 <(echo "$before") <(cr pip list --format=freeze 2>/dev/null | sed 's/==.*//' | sort) | tr '\n' ' ')
-      ok "pip install \"etcdlock[$extra]\": pulled ${pulled:-nothing new}; used once"
+      pulled=$(python3 -c 'import json, sys
+print(" ".join(sorted(i["metadata"]["name"] for i in json.load(open(sys.argv[1]))["install"])))' "$work/report-$extra.json")
+      ok "pip install \"etcdlock[$extra]\": pulled ${pulled:-nothing new} from the registry; used once"
     else
-      bad "etcdlock[$extra]: $(tail -n 5 "$work/pip-$extra.log") ${out:-}"
+      bad "etcdlock[$extra]: $(tail -n 1 <<<"${out:-$(cat "$work/pip-$extra.log")}")"
     fi
   done
   [ "$fail" -eq 0 ] || exit 1
