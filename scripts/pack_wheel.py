@@ -2,10 +2,14 @@
 """Pack the abi3 wheel from a native module scripts/cross.sh or dist.sh built.
 
     pack_wheel.py NATIVE_MODULE VERSION OUT_DIR [TARGET]
+    pack_wheel.py --repack WHEEL OUT_DIR
 
 TARGET is the Rust target the module was built for (default
 x86_64-unknown-linux-gnu; x86_64 and aarch64 also mean their glibc targets).
-The wheel's path is printed.
+--repack takes the native module (and the version and target) out of a wheel
+this script made, the rest from this checkout: new metadata on an old build,
+with no rebuild (for example dist/ after a change to pyproject.toml). The
+wheel's path is printed.
 
 maturin would compile the crate again on its own (a second, differently
 feature-resolved build of tonic, prost, tokio...); dist.sh builds every native
@@ -31,9 +35,20 @@ TARGETS = {
 
 here = os.path.dirname(os.path.abspath(__file__))
 pkg_root = os.path.join(here, "..", "bindings-python")
-so, version, out = sys.argv[1:4]
-target = sys.argv[4] if len(sys.argv) > 4 else "x86_64"
-target = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}.get(target, target)
+if len(sys.argv) == 4 and sys.argv[1] == "--repack":
+    old_wheel, out = sys.argv[2:4]
+    m = re.fullmatch(r"etcdlock-([^-]+)-cp39-abi3-(.+)\.whl", os.path.basename(old_wheel))
+    target = next((t for t, (p, _) in TARGETS.items() if m and p == m.group(2)), None)
+    if target is None:
+        sys.exit(f"pack_wheel.py: {old_wheel} is not an etcdlock wheel of a known platform")
+    version = m.group(1)
+    with zipfile.ZipFile(old_wheel) as z:
+        native = z.read(f"etcdlock/{TARGETS[target][1]}")
+else:
+    so, version, out = sys.argv[1:4]
+    native = open(so, "rb").read()
+    target = sys.argv[4] if len(sys.argv) > 4 else "x86_64"
+    target = {"x86_64": "x86_64-unknown-linux-gnu", "aarch64": "aarch64-unknown-linux-gnu"}.get(target, target)
 if target not in TARGETS:
     sys.exit(f"pack_wheel.py: unknown target {target!r} ({', '.join(TARGETS)})")
 platform, module = TARGETS[target]
@@ -97,7 +112,7 @@ src = os.path.join(pkg_root, "python", "etcdlock")
 for f in sorted(os.listdir(src)):
     if f.endswith((".py", ".pyi")) or f == "py.typed":
         files.append((f"etcdlock/{f}", open(os.path.join(src, f), "rb").read()))
-files.append((f"etcdlock/{module}", open(so, "rb").read()))
+files.append((f"etcdlock/{module}", native))
 di = f"{name}.dist-info"
 files.append((f"{di}/METADATA", metadata.encode()))
 files.append((f"{di}/WHEEL", wheel.encode()))
