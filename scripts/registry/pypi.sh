@@ -107,9 +107,8 @@ h.set_password(sys.argv[2], sys.argv[3])
 h.save()
 PY
   port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  # Its own session (a Ctrl-C of the caller leaves it to `stop`); every fd
-  # away from the caller's, so `$(pypi.sh start ...)` returns.
-  setsid "$TOOLS/bin/pypi-server" run -i 127.0.0.1 -p "$port" -P "$dir/htpasswd" -a update \
+  # Every fd away from the caller's, so `$(pypi.sh start ...)` returns.
+  "$TOOLS/bin/pypi-server" run -i 127.0.0.1 -p "$port" -P "$dir/htpasswd" -a update \
     --disable-fallback "$dir/packages" </dev/null >"$dir/server.log" 2>&1 &
   pid=$!
   echo "$pid" >"$state/pypi.pid"
@@ -243,12 +242,18 @@ stop)
   state=$(realpath -m "$1")
   [ -s "$state/pypi.pid" ] || { echo "pypi: nothing to stop"; exit 0; }
   pid=$(cat "$state/pypi.pid")
-  if kill -0 "$pid" 2>/dev/null; then
+  # Only the server this STATE started (a stale pid may be someone else's now).
+  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF "pypi-server run" &&
+    tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$state/pypi/packages"; then
     kill "$pid"
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
+    if kill -0 "$pid" 2>/dev/null; then kill -9 "$pid"; fi
   fi
   rm -f "$state/pypi.pid"
+  if [ -s "$state/pypi.env" ]; then
+    url=$(sed -n 's/^export PYPI_INDEX_URL=//p' "$state/pypi.env")
+    ! curl -s -o /dev/null --max-time 5 "$url" || die "$url still answers after stopping pid $pid"
+  fi
   echo "pypi: pypiserver (pid $pid) stopped"
   ;;
 *) usage ;;
