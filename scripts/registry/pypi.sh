@@ -87,15 +87,16 @@ start)
   # What PyPI already serves a user: the extras' third-party wheels for this
   # interpreter, fetched once (re-fetched when the requirements change).
   reqs=$(extra_reqs)
-  if [ "$(cat "$DEPS/.reqs" 2>/dev/null)" != "$reqs" ]; then
+  if [ -n "$reqs" ] && [ "$(cat "$DEPS/.reqs" 2>/dev/null)" != "$reqs" ]; then
     rm -rf "$DEPS"; mkdir -p "$DEPS"
     mapfile -t req_list <<<"$reqs"
     PIP_FIND_LINKS='' python3 -m pip download -q --only-binary :all: -d "$DEPS" "${req_list[@]}" ||
       die "pip download of the extras' dependencies failed"
     echo "$reqs" >"$DEPS/.reqs"
   fi
-  find "$DEPS" -maxdepth 1 -name '*.whl' -exec cp -l {} "$dir/packages/" \; 2>/dev/null ||
-    find "$DEPS" -maxdepth 1 -name '*.whl' -exec cp {} "$dir/packages/" \;
+  if [ -n "$reqs" ]; then
+    cp -l "$DEPS"/*.whl "$dir/packages/" 2>/dev/null || cp "$DEPS"/*.whl "$dir/packages/"
+  fi
   # A throwaway uploader, as a release's API token would be.
   user=release
   pass=$("$TOOLS/bin/python" -c 'import secrets; print(secrets.token_urlsafe(18))')
@@ -106,19 +107,26 @@ h = HtpasswdFile(sys.argv[1], new=True)
 h.set_password(sys.argv[2], sys.argv[3])
 h.save()
 PY
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  # Every fd away from the caller's, so `$(pypi.sh start ...)` returns.
-  "$TOOLS/bin/pypi-server" run -i 127.0.0.1 -p "$port" -P "$dir/htpasswd" -a update \
-    --disable-fallback "$dir/packages" </dev/null >"$dir/server.log" 2>&1 &
-  pid=$!
-  echo "$pid" >"$state/pypi.pid"
-  url=http://127.0.0.1:$port
-  for _ in $(seq 100); do
-    curl -sf -o /dev/null "$url/simple/" && break
-    kill -0 "$pid" 2>/dev/null || { cat "$dir/server.log" >&2; rm -f "$state/pypi.pid"; die "pypiserver exited"; }
-    sleep 0.2
+  # A free port (asked of the kernel, then bound by the server: if another
+  # process takes it in between, the server exits and the next try has another).
+  url=""
+  for _ in 1 2 3; do
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    # Every fd away from the caller's, so `$(pypi.sh start ...)` returns.
+    "$TOOLS/bin/pypi-server" run -i 127.0.0.1 -p "$port" -P "$dir/htpasswd" -a update \
+      --disable-fallback "$dir/packages" </dev/null >"$dir/server.log" 2>&1 &
+    pid=$!
+    echo "$pid" >"$state/pypi.pid"
+    for _ in $(seq 150); do
+      if curl -sf -o /dev/null "http://127.0.0.1:$port/simple/"; then url=http://127.0.0.1:$port; break 2; fi
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.2
+    done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    rm -f "$state/pypi.pid"
   done
-  curl -sf -o /dev/null "$url/simple/" || { kill "$pid"; rm -f "$state/pypi.pid"; die "pypiserver does not answer on $url"; }
+  [ -n "$url" ] || { cat "$dir/server.log" >&2; die "pypiserver did not start (three tries)"; }
   cat >"$state/pypi.env" <<ENV
 export PYPI_UPLOAD_URL=$url/
 export PYPI_INDEX_URL=$url/simple/
