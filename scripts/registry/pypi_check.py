@@ -166,9 +166,19 @@ def main() -> int:
             if reference is not None:
                 mine = summary(meta)
                 for k, v in reference.items():
-                    if mine[k] != v:
-                        shown = "(differs)" if k == "Description" else f"{mine[k]!r}, the sdist {v!r}"
-                        problems.append(f"{k} {shown}")
+                    if mine[k] == v:
+                        continue
+                    if isinstance(v, list):
+                        extra = [x for x in mine[k] if x not in v]
+                        lack = [x for x in v if x not in mine[k]]
+                        shown = "; ".join(p for p in (f"not in the sdist: {extra}" if extra else "",
+                                                      f"missing: {lack}" if lack else "") if p)
+                    elif k == "Description":
+                        problems.append("the long description is not the sdist's")
+                        continue
+                    else:
+                        shown = f"{mine[k]!r}, the sdist {v!r}"
+                    problems.append(f"{k} differs from the sdist's: {shown}")
         if problems:
             failed += 1
             print(f"  FAIL {name}:")
