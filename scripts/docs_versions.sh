@@ -31,7 +31,7 @@ PATH=$venv/bin:$PATH ETCDLOCK_SITE_DIR=$tmp/site NO_MKDOCS_2_WARNING=1 "$venv/bi
   || { cat "$tmp/mike.log" >&2; echo "docs_versions.sh: mike deploy failed" >&2; exit 1; }
 fail=0
 check() { if eval "$2"; then echo "  ok   $1"; else echo "  FAIL $1"; fail=1; fi; }
-versions=$(git show gh-pages:versions.json 2>/dev/null || true)
+versions=$(git show gh-pages:versions.json 2>/dev/null | tr -d ' \n' || true)
 check "gh-pages has versions.json: $versions" \
   "python3 -c 'import json,sys; v=json.loads(sys.argv[1]); sys.exit(0 if v[0][\"version\"]==\"$VERSION\" and \"latest\" in v[0][\"aliases\"] else 1)' '$versions'"
 check "gh-pages has $VERSION/index.html with the mike version provider (the selector)" \
