@@ -3,7 +3,8 @@
 #
 #   scripts/docs.sh           the whole site: pages, diagrams, charts, and the
 #                             API reference of every language, then the checks
-#                             of scripts/docs_check.py in headless Chromium
+#                             of scripts/docs_check.py in headless Chromium, and
+#                             scripts/docs_versions.sh (versioned docs with mike)
 #   scripts/docs.sh --quick   pages, diagrams and charts only (the reference
 #                             folders hold a placeholder), no browser check:
 #                             what an author runs after editing a page
@@ -56,6 +57,13 @@ fi
 rm -rf "$SRC"
 mkdir -p "$SRC"
 (cd docs && tar --exclude=requirements.txt --exclude='*.puml' -cf - .) | (cd "$SRC" && tar -xf -)
+# The changelog page is the repository's CHANGELOG.md (pymdownx.snippets
+# includes it; mkdocs.yml). A checkout without one gets a page that says so,
+# and this script says it too.
+if [ ! -f CHANGELOG.md ]; then
+  echo "docs.sh: no CHANGELOG.md at the repository root: the changelog page says so" >&2
+  printf '# Changelog\n\nThis build had no CHANGELOG.md at the repository root.\n' > "$SRC/changelog.md"
+fi
 
 # Diagrams: every docs/diagrams/*.puml becomes diagrams/<name>.svg.
 if compgen -G "docs/diagrams/*.puml" >/dev/null; then
@@ -100,4 +108,5 @@ if [ "$quick" = 0 ]; then
   rm -rf "$SITE"/reference/{rust,java,node,c,cli}
   bash scripts/docs_reference.sh "$SITE/reference"
   "$venv/bin/python" scripts/docs_check.py "$SITE"
+  bash scripts/docs_versions.sh "$venv"
 fi

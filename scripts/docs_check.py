@@ -7,9 +7,10 @@
    the site, and every #anchor to an element with that id. Links leaving the
    site are listed, not fetched (this machine has no route to them).
 2. Headless Chromium (Debian's chromium and chromedriver, through Selenium),
-   the site served on 127.0.0.1: every page loads with no console error and
+   the site served on 127.0.0.1 as mike publishes a version (/dev/, with
+   versions.json beside it): every page loads with no console error and
    every image on it renders (a diagram or chart with no size fails); the
-   search box finds "lock-delay".
+   version selector shows the version; the search box finds "lock-delay".
 3. Screenshots of the home page, a guide, a diagram page and the search
    results, kept in target/site-check/ (CI artifacts).
 
@@ -32,6 +33,7 @@ from urllib.parse import unquote, urldefrag, urlparse
 
 ROOT = Path(__file__).resolve().parent.parent
 SEARCH_TERM = "lock-delay"
+VERSION = "dev"  # the folder the site is served from, as `mike deploy dev` would
 SHOTS = {
     "home.png": "index.html",
     "guide.png": "guides/scheduled-jobs.html",
@@ -101,7 +103,17 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
 
 
 def serve(site: Path) -> Tuple[socketserver.TCPServer, int]:
-    handler = functools.partial(Quiet, directory=str(site))
+    """The site as mike publishes a version: under /VERSION/, with versions.json
+    at the root (the theme's version selector reads ../versions.json)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix="etcdlock-site-"))
+    atexit.register(shutil.rmtree, root, True)
+    (root / VERSION).symlink_to(site, target_is_directory=True)
+    (root / "versions.json").write_text(f'[{{"version": "{VERSION}", "title": "{VERSION}", "aliases": ["latest"]}}]\n')
+    handler = functools.partial(Quiet, directory=str(root))
     srv = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
@@ -129,6 +141,7 @@ return Array.from(document.images).map(i => [i.getAttribute('src'), i.complete, 
 
 
 def check_in_browser(site: Path, pages: List[Path], shots: Path) -> Tuple[List[str], Dict[str, int], List[str]]:
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
@@ -138,7 +151,7 @@ def check_in_browser(site: Path, pages: List[Path], shots: Path) -> Tuple[List[s
     counts = {"pages": 0, "images": 0, "diagrams": 0, "charts": 0}
     found: List[str] = []
     srv, port = serve(site)
-    base = f"http://127.0.0.1:{port}/"
+    base = f"http://127.0.0.1:{port}/{VERSION}/"
     driver = browser()
     try:
         for page in pages:
@@ -164,6 +177,17 @@ def check_in_browser(site: Path, pages: List[Path], shots: Path) -> Tuple[List[s
                 driver.execute_script("document.querySelector('img[src*=\"diagrams/\"]').scrollIntoView({block: 'center'})")
             time.sleep(0.3)  # web fonts are off; this lets the theme's last layout pass paint
             driver.save_screenshot(str(shots / name))
+        # Versioned docs: the theme's selector, filled from ../versions.json.
+        driver.get(base + "index.html")
+        try:
+            current = WebDriverWait(driver, 10).until(
+                lambda d: d.execute_script("const e = document.querySelector('.md-version__current');"
+                                           " return e && e.textContent.trim();"))
+        except TimeoutException:
+            current = None
+        if current != VERSION:
+            problems.append(f"index.html: no version selector showing {VERSION!r} (found {current!r})")
+        counts["version"] = 1 if current == VERSION else 0
         # Search: Material's box, served index (search/search_index.json), results list.
         driver.get(base + "index.html")
         # (At this width the header shows the box itself; narrower, a button opens it.)
@@ -220,7 +244,8 @@ def main() -> int:
         b_problems, counts, found = check_in_browser(site, pages, shots)
     print(f"docs_check: browser: {counts['pages']} pages loaded in headless Chromium, {counts['images']} images "
           f"rendered ({counts['diagrams']} diagrams, {counts['charts']} charts), "
-          f"{sum('console error' in p for p in b_problems)} console errors")
+          f"{sum('console error' in p for p in b_problems)} console errors, "
+          f"version selector {'shown' if counts.get('version') else 'MISSING'}")
     print(f"docs_check: search {SEARCH_TERM!r}: {len(found)} results: {', '.join(found[:5])}")
     print(f"docs_check: screenshots: {', '.join(sorted(str(p) for p in shots.glob('*.png')))}")
     problems += b_problems

@@ -103,6 +103,7 @@ EXPECTED: Dict[str, int] = {
     "docs/guides/unit-tests.md": 5,
     "docs/guides/tls-auth.md": 1,
     "docs/guides/proxy.md": 1,
+    "docs/migrate/python-etcd3.md": 1,
 }
 
 

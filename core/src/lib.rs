@@ -114,6 +114,10 @@ mod docs_guides_tls_auth;
 #[cfg(doctest)]
 #[path = "docs_pages/guides_unit_tests.rs"]
 mod docs_guides_unit_tests;
+// docs/migrate/go-concurrency.md
+#[cfg(doctest)]
+#[path = "docs_pages/migrate_go_concurrency.rs"]
+mod docs_migrate_go_concurrency;
 // docs/lang/rust.md
 #[cfg(doctest)]
 #[path = "docs_pages/lang_rust.rs"]
