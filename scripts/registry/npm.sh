@@ -110,7 +110,9 @@ web:
 log: { type: file, path: $dir/verdaccio.log, level: warn }
 YAML
   # No setsid: a caller that stops its process group stops this server too.
-  node "$TOOLS/node_modules/verdaccio/bin/verdaccio" --config "$dir/config.yaml" --listen "127.0.0.1:$port" \
+  # ETCDLOCK_NPM_STATE marks the process as this state's (Verdaccio sets its
+  # process title, which overwrites the command line stop could read).
+  ETCDLOCK_NPM_STATE=$state node "$TOOLS/node_modules/verdaccio/bin/verdaccio" --config "$dir/config.yaml" --listen "127.0.0.1:$port" \
     </dev/null >"$dir/stdout.log" 2>&1 &
   echo $! >"$state/npm.pid"
   for i in $(seq 1 300); do
@@ -145,17 +147,21 @@ stop() {
   local state=$1 pid i
   [ -s "$state/npm.pid" ] || return 0
   pid=$(cat "$state/npm.pid")
-  # Only our server: the pid's command line must name this state's config.
-  if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$state/npm/config.yaml"; then
-    kill "$pid" 2>/dev/null || true
-    for i in $(seq 1 100); do
-      kill -0 "$pid" 2>/dev/null || break
-      [ "$i" -lt 100 ] || kill -9 "$pid" 2>/dev/null || true
-      sleep 0.1
-    done
-  fi
   rm -f "$state/npm.pid"
-  echo "npm.sh: Verdaccio stopped (pid $pid)"
+  # Only our server: the pid's environment names this state.
+  if ! { kill -0 "$pid" 2>/dev/null && tr '\0' '\n' <"/proc/$pid/environ" | grep -qxF "ETCDLOCK_NPM_STATE=$state"; }; then
+    echo "npm.sh: Verdaccio (pid $pid) was not running"
+    return 0
+  fi
+  kill "$pid" 2>/dev/null || true
+  for i in $(seq 1 100); do # 10 s, then SIGKILL
+    kill -0 "$pid" 2>/dev/null || { echo "npm.sh: Verdaccio stopped (pid $pid)"; return 0; }
+    [ "$i" -lt 100 ] || kill -9 "$pid" 2>/dev/null || true
+    sleep 0.1
+  done
+  sleep 0.5
+  ! kill -0 "$pid" 2>/dev/null || die "Verdaccio (pid $pid) still runs"
+  echo "npm.sh: Verdaccio killed (pid $pid)"
 }
 
 # --- check ------------------------------------------------------------------
@@ -181,7 +187,7 @@ const note = (m) => console.log(`  note ${m}`);
 const tar = (args) => execFileSync('tar', args, { encoding: 'utf8', maxBuffer: 1 << 26 });
 
 const pkgs = tgzs.map((file) => {
-  const files = tar(['-tzf', file]).split('\n').filter(Boolean).map((f) => f.replace(/^package\//, ''));
+  const files = tar(['-tzf', file]).split('\n').map((f) => f.replace(/^package\//, '')).filter((f) => f && !f.endsWith('/'));
   const json = JSON.parse(tar(['-xzOf', file, 'package/package.json']));
   return { file, base: path.basename(file), files, json };
 });
@@ -400,6 +406,15 @@ install() {
   else
     bad "installed: node_modules has $got(want etcdlock $expect); $other"
   fi
+  # No uplink: a package this release did not publish is not there (npm
+  # would otherwise have been free to take etcdlock from the public registry).
+  if out=$(run npm view --json is-number version 2>&1); then
+    bad "the local registry serves is-number ($out): it proxies another registry"
+  elif grep -q E404 <<<"$out"; then
+    ok "no uplink: npm view is-number against the local registry is E404"
+  else
+    bad "npm view is-number: $(tr '\n' ' ' <<<"$out")"
+  fi
   # CommonJS: lock, guarded put and get, release; then a try-lock gets it.
   cat >"$app/main.cjs" <<'JS'
 const { Client } = require('etcdlock');
@@ -440,7 +455,9 @@ JS
       read -r _ tok file <<<"$out"
       if [ "$got" = "$tok" ]; then ok "node ($m, $file): lock, guarded put (token $tok, etcd has it), release"; else bad "node ($m): wrote $tok, etcd has '$got'"; fi
     else
-      bad "node ($m): $(tr '\n' ' ' <<<"$out")"
+      # The error's message line (a module that does not load throws before
+      # the script's own catch), else the output's end.
+      bad "node ($m): $(grep -m 1 '^[A-Za-z]*Error: ' <<<"$out" || tail -n 3 <<<"$out" | tr '\n' ' ')"
     fi
   done
 }
