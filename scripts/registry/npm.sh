@@ -327,6 +327,10 @@ publish() {
   [ -n "$main" ] || die "no main package (name etcdlock) in $dist"
   order+=("$main")
   for f in "${order[@]}"; do
+    if [ "$f" = "$main" ] && [ "$fail" = 1 ]; then
+      bad "etcdlock not published: a platform package it names failed above"
+      break
+    fi
     if out=$(cd "$state/npm" && npm publish --access public "$f" 2>&1); then
       name=$(tar -xzOf "$f" package/package.json | node -p 'const j = JSON.parse(require("fs").readFileSync(0, "utf8")); j.name + "@" + j.version')
       # What the registry serves is this file: its dist.shasum is the tgz's SHA-1.
@@ -334,7 +338,7 @@ publish() {
       want=$(sha1sum "$f" | cut -d' ' -f1)
       if [ "$sha" = "$want" ]; then ok "published $name (shasum $sha)"; else bad "published $name but the registry has shasum '$sha', the tgz $want"; fi
     else
-      bad "npm publish $(basename "$f"): $(grep -i 'error' <<<"$out" | grep -v 'complete log' | tr '\n' ' ')"
+      bad "npm publish $(basename "$f"): $(grep '^npm error' <<<"$out" | grep -v 'complete log' | tr '\n' ' ')"
     fi
   done
 }
