@@ -77,7 +77,7 @@ JSON
 }
 
 start() {
-  local state=$1 dir port url i token user pass
+  local state=$1 dir port url i token user pass try up
   mkdir -p "$state"
   state=$(cd "$state" && pwd)
   dir=$state/npm
@@ -87,12 +87,15 @@ start() {
   install_verdaccio
   rm -rf "$dir"
   mkdir -p "$dir/storage"
-  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  url=http://127.0.0.1:$port/
-  # No uplinks: a package the release did not publish here is a 404, never a
-  # copy from the public registry. max_users: 1, the throwaway user below;
-  # max_body_size: a platform package is ~8 MB, ~11 MB as a publish's base64.
-  cat >"$dir/config.yaml" <<YAML
+  # Three tries at a free port: another process may take the one picked
+  # before Verdaccio binds it (then Verdaccio exits: EADDRINUSE).
+  for try in 1 2 3; do
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    url=http://127.0.0.1:$port/
+    # No uplinks: a package the release did not publish here is a 404, never
+    # a copy from the public registry. max_users: 1, the throwaway user below;
+    # max_body_size: a platform package is ~8 MB, ~11 MB as a publish's base64.
+    cat >"$dir/config.yaml" <<YAML
 storage: $dir/storage
 auth:
   htpasswd:
@@ -109,17 +112,27 @@ web:
   enable: false
 log: { type: file, path: $dir/verdaccio.log, level: warn }
 YAML
-  # No setsid: a caller that stops its process group stops this server too.
-  # ETCDLOCK_NPM_STATE marks the process as this state's (Verdaccio sets its
-  # process title, which overwrites the command line stop could read).
-  ETCDLOCK_NPM_STATE=$state node "$TOOLS/node_modules/verdaccio/bin/verdaccio" --config "$dir/config.yaml" --listen "127.0.0.1:$port" \
-    </dev/null >"$dir/stdout.log" 2>&1 &
-  echo $! >"$state/npm.pid"
-  for i in $(seq 1 300); do
-    curl -fsS -o /dev/null "${url}-/ping" 2>/dev/null && break
-    kill -0 "$(cat "$state/npm.pid")" 2>/dev/null || { cat "$dir/stdout.log" "$dir/verdaccio.log" >&2 2>/dev/null; die "Verdaccio exited"; }
-    [ "$i" -lt 300 ] || { stop "$state"; die "Verdaccio did not answer on $url in 30 s"; }
-    sleep 0.1
+    # No setsid: a caller that stops its process group stops this server too.
+    # ETCDLOCK_NPM_STATE marks the process as this state's (Verdaccio sets its
+    # process title, which overwrites the command line stop could read).
+    ETCDLOCK_NPM_STATE=$state node "$TOOLS/node_modules/verdaccio/bin/verdaccio" --config "$dir/config.yaml" \
+      --listen "127.0.0.1:$port" </dev/null >"$dir/stdout.log" 2>&1 &
+    echo $! >"$state/npm.pid"
+    up=0
+    for i in $(seq 1 300); do # 30 s
+      kill -0 "$(cat "$state/npm.pid")" 2>/dev/null || break
+      if curl -fsS -o /dev/null "${url}-/ping" 2>/dev/null; then up=1; break; fi
+      sleep 0.1
+    done
+    # Still alive once it answered: the answer was Verdaccio's, not another
+    # server's on that port (Verdaccio exits at once when the port is taken).
+    if [ "$up" = 1 ] && sleep 0.2 && kill -0 "$(cat "$state/npm.pid")" 2>/dev/null; then break; fi
+    if kill -0 "$(cat "$state/npm.pid")" 2>/dev/null; then stop "$state"; die "Verdaccio did not answer on $url in 30 s"; fi
+    rm -f "$state/npm.pid"
+    if [ "$try" = 3 ] || ! grep -q EADDRINUSE "$dir/stdout.log" "$dir/verdaccio.log" 2>/dev/null; then
+      cat "$dir/stdout.log" "$dir/verdaccio.log" >&2 2>/dev/null
+      die "Verdaccio exited"
+    fi
   done
   # The throwaway user, as a CI creates it: the login API (what `npm adduser`
   # calls) registers it in the htpasswd file and returns a token.
@@ -351,30 +364,9 @@ install() {
   # shellcheck disable=SC1091
   source "$state/npm.env"
   dir=$state/npm
-  # The clean PATH: no cargo, rustc, protoc or C compiler (scripts/cleanpath.sh
-  # where it exists; the same rule as scripts/cleanroom.sh's otherwise).
-  if [ -f "$ROOT/scripts/cleanpath.sh" ]; then
-    # shellcheck disable=SC1091
-    source "$ROOT/scripts/cleanpath.sh"
-  else
-    cleanpath() {
-      local clean=$1/cleanbin d t n
-      mkdir -p "$clean"
-      for d in /usr/local/bin /usr/bin /bin; do
-        for t in "$d"/*; do
-          n=$(basename "$t")
-          case "$n" in
-            cargo*|rustc*|rustup|rustdoc|protoc*|zig|cc|c++|c89*|c99*|gcc*|g++*|cpp*|clang*|tcc|*-gcc*|*-g++*|*-cc|ld|ld.*|*-ld|*-ld.*|as|*-as) continue ;;
-          esac
-          [ -e "$clean/$n" ] || ln -s "$t" "$clean/$n"
-        done
-      done
-      NOCC=$clean
-      for t in cargo rustc protoc cc gcc; do
-        if PATH=$NOCC command -v "$t" >/dev/null; then echo "cleanpath: $t is still on the clean PATH" >&2; return 1; fi
-      done
-    }
-  fi
+  # The clean PATH: no cargo, rustc, protoc or C compiler.
+  # shellcheck source=scripts/cleanpath.sh
+  source "$ROOT/scripts/cleanpath.sh"
   rm -rf "$dir/clean" "$dir/app" "$dir/home"
   cleanpath "$dir/clean" || die "no clean PATH"
   app=$dir/app
