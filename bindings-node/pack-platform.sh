@@ -147,10 +147,11 @@ case "$triple" in
     echo "pack-platform: minimum macOS $minos_seen, code signature: $signed, install name $id, links $libs; exports $nexp symbols" >&2 ;;
 esac
 
-node - "$platform" "$version" "$pkg" "$node_file" <<'JS'
+node - "$platform" "$version" "$pkg" "$node_file" "$HERE/package.json" <<'JS'
 const fs = require('node:fs');
-const [platform, version, dir, file] = process.argv.slice(2);
+const [platform, version, dir, file, mainJson] = process.argv.slice(2);
 const p = JSON.parse(platform);
+const main = JSON.parse(fs.readFileSync(mainJson, 'utf8'));
 const windows = p.target.endsWith('-windows-gnu');
 const pkg = {
   name: `etcdlock-${p.key}`,
@@ -161,8 +162,13 @@ const pkg = {
   os: [p.os],
   cpu: [p.cpu],
   ...(p.libc ? { libc: [p.libc] } : {}),
-  license: 'Apache-2.0',
-  engines: { node: '>=18' },
+  license: main.license,
+  // The main package's source links: npm publish --provenance checks
+  // `repository` against the repository the workflow runs in.
+  homepage: main.homepage,
+  bugs: main.bugs,
+  repository: main.repository,
+  engines: main.engines,
 };
 fs.writeFileSync(`${dir}/package.json`, JSON.stringify(pkg, null, 2) + '\n');
 const lines = [
