@@ -81,13 +81,19 @@ gen_rust() {
 
 # The Java record: javap over the classes of each published module (what its
 # jar carries), compiled here without the native library (-Dcargo.skip, and
-# -Dexec.skip for the strip of a library not there).
+# -Dexec.skip for the strip of a library not there). Each module's
+# target/classes is emptied first: an incremental compile leaves the class
+# file of a deleted source behind, which would hide a removed class.
 JAVA_MODULES=(etcdlock etcdlock-spring etcdlock-shedlock etcdlock-reactor etcdlock-kotlin etcdlock-test)
 gen_java() {
   local out=$1/java m
   mkdir -p "$out"
-  (cd bindings-java && mvn -B -q -Dstyle.color=never -DskipTests -Dcargo.skip=true -Dexec.skip=true compile \
-    -pl "$(IFS=,; echo "${JAVA_MODULES[*]}")" -am) >&2
+  for m in "${JAVA_MODULES[@]}"; do rm -rf "bindings-java/$m/target/classes"; done
+  if ! (cd bindings-java && mvn -B -q -DskipTests -Dcargo.skip=true -Dexec.skip=true compile \
+    -pl "$(IFS=,; echo "${JAVA_MODULES[*]}")" -am) > "$work/mvn.log" 2>&1; then
+    cat "$work/mvn.log" >&2
+    return 1
+  fi
   for m in "${JAVA_MODULES[@]}"; do
     python3 api/tools/java_api.py "bindings-java/$m/target/classes" > "$out/$m.txt"
   done
