@@ -14,9 +14,10 @@
 # What each record is and how it is made: api/README.md. Builds what it needs
 # with the suites' builds (CARGO_TARGET_DIR, default target/): rust reuses the
 # dependencies `cargo clippy` checked and runs rustdoc on core; java compiles
-# the published Maven modules (no native library); c needs the C suite's
-# target/debug/libetcdlock.so (built here if missing); python and node read
-# the files the packages ship. Tools: cargo-public-api (pinned below,
+# the published Maven modules (no native library); c builds
+# target/debug/libetcdlock.so as ffi-c/test.sh does (up to date after the C
+# suite; built here first, the C suite then finds it built); python and node
+# read the files the packages ship. Tools: cargo-public-api (pinned below,
 # installed into $CARGO_TARGET_DIR/tools/ once), javap, python3, node, gcc,
 # nm, abidw/abidiff (Debian's abigail-tools, installed if missing).
 set -euo pipefail
@@ -121,7 +122,8 @@ gen_c() {
   gcc -fpreprocessed -dD -E -P include/etcdlock.h | grep -v '^[[:space:]]*$' |
     grep -v '^#define ETCDLOCK_VERSION_' > "$out/etcdlock.h.txt"
   local so=$CARGO_TARGET_DIR/debug/libetcdlock.so
-  [ -f "$so" ] || cargo build --quiet -p etcdlock-ffi >&2
+  # (ffi-c/test.sh's own invocation, so that neither build redoes the other's)
+  cargo build --quiet -p etcdlock-ffi -p etcdlock-testkit >&2
   nm -D --defined-only --format=posix "$so" | awk '{print $1, $2}' | sort > "$out/symbols.txt"
   c_abi "$out" "$so"
 }

@@ -4,7 +4,9 @@
 use std::io::Write;
 
 fn main() {
-    let path = std::env::args_os().nth(1).expect("usage: public-api-list FILE.json");
+    let path = std::env::args_os()
+        .nth(1)
+        .expect("usage: public-api-list FILE.json");
     let api = public_api::Builder::from_rustdoc_json(path)
         .omit_blanket_impls(true)
         .build()
