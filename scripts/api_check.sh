@@ -17,9 +17,9 @@
 # the published Maven modules (no native library); c builds
 # target/debug/libetcdlock.so as ffi-c/test.sh does (up to date after the C
 # suite; built here first, the C suite then finds it built); python and node
-# read the files the packages ship. Tools: cargo-public-api (pinned below,
-# installed into $CARGO_TARGET_DIR/tools/ once), javap, python3, node, gcc,
-# nm, abidw/abidiff (Debian's abigail-tools, installed if missing).
+# read the files the packages ship. Tools: cargo-public-api's engine (pinned
+# below, built into $CARGO_TARGET_DIR/tools/ once), Maven and javap, python3,
+# node, gcc, nm, abidw/abidiff (Debian's abigail-tools, installed if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -77,6 +77,13 @@ gen_rust() {
   # are left out: they come and go with the toolchain, not with our API.
   unstable='^impl(<[^>]*>)? !?core::marker::(Freeze|UnsafeUnpin) for '
   rustdoc_json
+  local format
+  format=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["format_version"])' "$json")
+  if [ "$format" != 57 ]; then
+    echo "api_check: rustdoc wrote JSON format $format; cargo-public-api $PUBLIC_API_VERSION reads 57" \
+      "(Rust 1.95): pin the public-api release that reads $format in api/tools/public-api-list" >&2
+    return 1
+  fi
   lister "$json" | grep -vE "$unstable" > "$out/etcdlock.txt"
   rustdoc_json --features mem
   lister "$json" | grep -vE "$unstable" > "$work/rust-mem.txt"
