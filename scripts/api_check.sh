@@ -140,6 +140,7 @@ c_abi() {
   command -v abidw >/dev/null || {
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     echo "api_check: installing abigail-tools (abidw, abidiff)" >&2
+    $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq abigail-tools >/dev/null
   }
   mkdir -p "$d"
