@@ -170,6 +170,13 @@ suite core "Rust lints of the benchmark builds (--features bench)" \
     --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench,etcdlock-cli/bench -- -D warnings
 suite core "Rust formatting, core comments and shape (scripts/lint.sh: cargo fmt --all --check; no measured figures in core's comments; files <= 600 lines, core functions <= 120 lines, no import circle in core)" \
   bash scripts/lint.sh
+# The public API of each language against its record in api/, and each
+# record's hash against CHANGELOG.md (a changed API needs its changelog entry;
+# api/README.md). Before the C and Java suites: it builds the C library as
+# ffi-c/test.sh does (that suite then finds it built) and recompiles the Java
+# modules' classes from empty, which the Java suite then builds on.
+suite core "Public API records: api/ against the code and CHANGELOG.md (scripts/api_check.sh)" \
+  bash scripts/api_check.sh
 suite core "README code blocks: each one and what checks it (scripts/readme_blocks.py)" \
   python3 scripts/readme_blocks.py
 suite core "Rust seed demo (route 1, route 2)" \

@@ -12,7 +12,8 @@
 #                                        suite, chromium (headless, with its
 #                                        driver), doxygen, mandoc and curl for
 #                                        the documentation site, unzip for the
-#                                        dist suite
+#                                        dist suite, abigail-tools for the C ABI
+#                                        record (scripts/api_check.sh)
 #   scripts/setup.sh --demo              only what ./demo.sh uses: etcd (server
 #                                        + etcdctl), a C compiler (the C
 #                                        worker), python3-venv (the Python
@@ -60,6 +61,7 @@ if [ "$demo" = 0 ]; then
   command -v mandoc >/dev/null 2>&1 || need+=(mandoc)
   command -v curl >/dev/null 2>&1 || need+=(curl)     # PlantUML's jar from Maven Central (docs.sh)
   command -v unzip >/dev/null 2>&1 || need+=(unzip)   # the dist suite's jar/wheel checks, dist's Javadoc for the site
+  command -v abidw >/dev/null 2>&1 || need+=(abigail-tools)   # the C ABI record (scripts/api_check.sh)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
