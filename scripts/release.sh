@@ -128,10 +128,12 @@ maven_central() { # dist
   local dist work bundle f user pass v
   dist=$(abspath "$1"); v=$(version)
   [ -d "$dist/maven/io/etcdlock" ] || die "no $dist/maven/io/etcdlock (scripts/dist.sh deploys it)"
-  work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+  work=$(mktemp -d); MC_WORK=$work; trap 'rm -rf "$MC_WORK"' EXIT
   if [ "$dry" = 1 ]; then
-    # A throwaway key in a throwaway keyring: the same signing and checks, no secret.
+    # A throwaway key in a throwaway keyring: the same signing and checks, no
+    # secret (its gpg-agent is stopped with the keyring).
     export GNUPGHOME=$work/gnupg; mkdir -m 700 "$GNUPGHOME"
+    trap 'gpgconf --kill all 2>/dev/null; rm -rf "$MC_WORK"' EXIT
     gpg --batch --quiet --passphrase '' --quick-gen-key "etcdlock dry run <dry-run@invalid>" ed25519 sign never 2>/dev/null
   fi
   command -v gpg >/dev/null || die "gpg is missing"
