@@ -20,8 +20,8 @@ impl Etcd {
             return Ok(Duration::ZERO);
         };
         let start = Instant::now();
-        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        while start.elapsed() < within {
+        let asked = sys::terminate(c.id());
+        while asked && start.elapsed() < within {
             if let Ok(Some(_)) = c.try_wait() {
                 return Ok(start.elapsed());
             }
@@ -63,7 +63,7 @@ impl Etcd {
     /// race the stop.
     pub fn pause(&self, i: usize) {
         if let Some(pid) = self.members[i].pid() {
-            unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+            sys::stop(pid);
             await_stopped(pid);
         }
     }
@@ -74,18 +74,18 @@ impl Etcd {
         let Some(pid) = self.members[i].pid() else {
             return;
         };
-        unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+        sys::stop(pid);
         await_stopped(pid);
         std::thread::spawn(move || {
             std::thread::sleep(d);
-            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+            sys::cont(pid);
         });
     }
 
     /// SIGCONT member `i`.
     pub fn resume(&self, i: usize) {
         if let Some(pid) = self.members[i].pid() {
-            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+            sys::cont(pid);
         }
     }
 

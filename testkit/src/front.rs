@@ -68,6 +68,7 @@ impl Front {
             .stdout(log.try_clone().expect("log"))
             .stderr(log);
         // SAFETY: prctl is async-signal-safe; runs in the child before exec.
+        #[cfg(target_os = "linux")]
         unsafe {
             cmd.pre_exec(|| {
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -94,7 +95,7 @@ impl Front {
     /// SIGSTOP it, and return once the kernel reports it stopped.
     pub fn pause(&self) {
         if let Some(pid) = self.pid() {
-            unsafe { libc::kill(pid as i32, libc::SIGSTOP) };
+            sys::stop(pid);
             await_stopped(pid);
         }
     }
@@ -102,7 +103,7 @@ impl Front {
     /// SIGCONT it.
     pub fn resume(&self) {
         if let Some(pid) = self.pid() {
-            unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+            sys::cont(pid);
         }
     }
 

@@ -9,6 +9,7 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+#[cfg(unix)]
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -18,17 +19,22 @@ use std::time::{Duration, Instant};
 mod control;
 mod front;
 mod probe;
+mod sys;
+
+use sys::await_stopped;
 
 pub use front::*;
 pub use probe::*;
 
-/// The etcd binary: `$ETCD_BIN`, else `etcd` on `PATH`, else `/usr/bin/etcd`.
+/// The etcd binary: `$ETCD_BIN`, else `etcd` on `PATH`, else `/usr/bin/etcd`
+/// (`etcd.exe` on Windows).
 pub fn etcd_bin() -> PathBuf {
     if let Ok(p) = std::env::var("ETCD_BIN") {
         return PathBuf::from(p);
     }
-    for dir in std::env::var("PATH").unwrap_or_default().split(':') {
-        let p = Path::new(dir).join("etcd");
+    let name = format!("etcd{}", std::env::consts::EXE_SUFFIX);
+    for dir in std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()) {
+        let p = dir.join(&name);
         if p.is_file() {
             return p;
         }
@@ -42,34 +48,11 @@ pub fn etcdctl_bin() -> PathBuf {
         return PathBuf::from(p);
     }
     let e = etcd_bin();
-    let sib = e.with_file_name("etcdctl");
+    let sib = e.with_file_name(format!("etcdctl{}", std::env::consts::EXE_SUFFIX));
     if sib.is_file() {
         return sib;
     }
     PathBuf::from("/usr/bin/etcdctl")
-}
-
-/// Wait (up to 1 s) until every thread of `pid` is stopped: /proc/PID/task/*/stat
-/// shows state `T`.
-fn await_stopped(pid: u32) {
-    let deadline = Instant::now() + Duration::from_secs(1);
-    let stopped = || -> bool {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return true;
-        };
-        tasks.flatten().all(|t| {
-            std::fs::read_to_string(t.path().join("stat"))
-                .map(|st| {
-                    st.rsplit_once(')')
-                        .map(|(_, rest)| rest.trim_start().starts_with('T'))
-                        .unwrap_or(true)
-                })
-                .unwrap_or(true)
-        })
-    };
-    while !stopped() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// A free TCP port on 127.0.0.1 (bound, read, released).
@@ -342,7 +325,7 @@ impl Drop for Etcd {
     fn drop(&mut self) {
         for m in &mut self.members {
             if let Some(mut c) = m.child.take() {
-                unsafe { libc::kill(c.id() as i32, libc::SIGCONT) };
+                sys::cont(c.id());
                 let _ = c.kill();
                 let _ = c.wait();
             }
@@ -389,12 +372,19 @@ fn spawn(m: &mut Member, dir: &Path) -> Result<(), String> {
         .stdout(log.try_clone().map_err(|e| e.to_string())?)
         .stderr(log);
     // SAFETY: prctl is async-signal-safe; runs in the child before exec.
+    // (Linux only: elsewhere a member outlives a test process that dies.)
+    #[cfg(target_os = "linux")]
     unsafe {
         cmd.pre_exec(|| {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
         });
     }
+    #[cfg(not(unix))]
+    if m.cgroup.is_some() {
+        return Err("a member's cgroup needs Linux".into());
+    }
+    #[cfg(unix)]
     if let Some(cg) = &m.cgroup {
         let procs = std::ffi::CString::new(
             cg.join("cgroup.procs")
