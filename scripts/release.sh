@@ -28,12 +28,14 @@
 #       [workspace.package]); release.yml's first step.
 #   scripts/release.sh --maven-central DIST [--dry-run]
 #       The Maven artifacts of DIST/maven (as scripts/dist_java.sh deployed
-#       them and the clean room installed them) as one Central Portal bundle:
-#       each file signed with gpg (--armor --detach-sign; the key in the
-#       agent, MAVEN_GPG_KEY_ID picks one), checksums, then uploaded to the
-#       Portal's publisher API with the token in CENTRAL_TOKEN_USER /
-#       CENTRAL_TOKEN_PASS (publishingType AUTOMATIC). --dry-run: sign with
-#       a throwaway key, verify every signature, stop before the upload.
+#       and signed them and the clean room installed them) as one Central
+#       Portal bundle: each file with its signature (dist's .asc, checked
+#       against DIST/maven-signing-key.asc; one missing is made here with the
+#       secret key in GNUPGHOME, MAVEN_GPG_KEY_ID picks it) and checksums,
+#       uploaded to the Portal's publisher API with the token in
+#       CENTRAL_TOKEN_USER / CENTRAL_TOKEN_PASS (publishingType AUTOMATIC).
+#       --dry-run: a throwaway key for what is unsigned, every signature
+#       verified, no upload.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -42,7 +44,7 @@ ECOS=(cargo pypi npm maven)
 die() { echo "release.sh: $*" >&2; exit 1; }
 say() { printf '[release %4ss] %s\n' "$SECONDS" "$*"; }
 abspath() { mkdir -p "$1" && (cd "$1" && pwd); }
-usage() { sed -n '2,37p' "$0"; exit 2; }
+usage() { sed -n '2,38p' "$0"; exit 2; }
 
 mode=${1:-}; shift || true
 keep=0 only="" dry=0 args=()
@@ -95,8 +97,9 @@ local_release() { # dist state
   for e in "${ECOS[@]}"; do
     s=$(eco_script "$e")
     say "$e: start"
-    bash "$s" start "$state" || die "$e: start failed"
+    # (listed before it starts: a start that fails half-way is stopped too)
     echo "$e" >>"$state/release.ecos"
+    bash "$s" start "$state" || die "$e: start failed"
     say "$e: check $dist"
     bash "$s" check "$dist" || die "$e: its registry's checks failed"
     say "$e: publish to the local registry"
@@ -124,21 +127,25 @@ stop_all() { # state
 version() { sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\([^"]*\)".*/\1/p' Cargo.toml; }
 
 # --- Maven Central (the Central Portal's bundle upload)
+# The signatures: the .asc files scripts/dist_java.sh had made beside each
+# file (scripts/registry/maven.sh sign, with the project key when
+# ETCDLOCK_GPG_KEY names one, as release.yml's build job does), checked
+# against DIST/maven-signing-key.asc; a file without one is signed here with
+# the secret key in GNUPGHOME (MAVEN_GPG_KEY_ID picks it, passphrase in
+# MAVEN_GPG_PASSPHRASE), or with --dry-run a throwaway key.
 maven_central() { # dist
-  local dist work bundle f user pass v
+  local dist work bundle f user pass v signed=0 reused=0
   dist=$(abspath "$1"); v=$(version)
   [ -d "$dist/maven/io/etcdlock" ] || die "no $dist/maven/io/etcdlock (scripts/dist.sh deploys it)"
-  work=$(mktemp -d); MC_WORK=$work; trap 'rm -rf "$MC_WORK"' EXIT
+  command -v gpg >/dev/null || die "gpg is missing"
+  work=$(mktemp -d); MC_WORK=$work
+  # (gpg-agents of the keyrings made here are stopped with them)
+  trap 'GNUPGHOME=$MC_WORK/verify gpgconf --kill all 2>/dev/null; GNUPGHOME=$MC_WORK/gnupg gpgconf --kill all 2>/dev/null; rm -rf "$MC_WORK"' EXIT
   if [ "$dry" = 1 ]; then
-    # A throwaway key in a throwaway keyring: the same signing and checks, no
-    # secret (its gpg-agent is stopped with the keyring).
+    # A throwaway key in a throwaway keyring: the same signing and checks, no secret.
     export GNUPGHOME=$work/gnupg; mkdir -m 700 "$GNUPGHOME"
-    trap 'gpgconf --kill all 2>/dev/null; rm -rf "$MC_WORK"' EXIT
     gpg --batch --quiet --passphrase '' --quick-gen-key "etcdlock dry run <dry-run@invalid>" ed25519 sign never 2>/dev/null
   fi
-  command -v gpg >/dev/null || die "gpg is missing"
-  gpg --batch --list-secret-keys ${MAVEN_GPG_KEY_ID:+"$MAVEN_GPG_KEY_ID"} >/dev/null 2>&1 ||
-    die "no secret GPG key (release.yml imports it from the MAVEN_GPG_PRIVATE_KEY secret)"
   # The release's version only, without the file repository's maven-metadata.xml
   # (the Portal writes its own).
   (cd "$dist/maven" && find io/etcdlock -path "*/$v/*" -type f \( -name '*.jar' -o -name '*.pom' \)) | LC_ALL=C sort >"$work/files"
@@ -146,12 +153,29 @@ maven_central() { # dist
   mkdir "$work/bundle"
   while read -r f; do
     install -D -m 0644 "$dist/maven/$f" "$work/bundle/$f"
-    gpg --batch --yes --quiet --armor --detach-sign ${MAVEN_GPG_KEY_ID:+--local-user "$MAVEN_GPG_KEY_ID"} \
-      ${MAVEN_GPG_PASSPHRASE:+--pinentry-mode loopback --passphrase "$MAVEN_GPG_PASSPHRASE"} "$work/bundle/$f"
-    gpg --batch --quiet --verify "$work/bundle/$f.asc" "$work/bundle/$f" 2>/dev/null || die "$f: its signature does not verify"
+    if [ -f "$dist/maven/$f.asc" ]; then
+      install -m 0644 "$dist/maven/$f.asc" "$work/bundle/$f.asc"; reused=$((reused + 1))
+    else
+      gpg --batch --list-secret-keys ${MAVEN_GPG_KEY_ID:+"$MAVEN_GPG_KEY_ID"} >/dev/null 2>&1 ||
+        die "$f is not signed and there is no secret GPG key to sign it (release.yml imports MAVEN_GPG_PRIVATE_KEY)"
+      gpg --batch --yes --quiet --armor --detach-sign ${MAVEN_GPG_KEY_ID:+--local-user "$MAVEN_GPG_KEY_ID"} \
+        ${MAVEN_GPG_PASSPHRASE:+--pinentry-mode loopback --passphrase "$MAVEN_GPG_PASSPHRASE"} "$work/bundle/$f"
+      signed=$((signed + 1))
+    fi
     md5sum <"$work/bundle/$f" | cut -d' ' -f1 >"$work/bundle/$f.md5"
     sha1sum <"$work/bundle/$f" | cut -d' ' -f1 >"$work/bundle/$f.sha1"
     sha256sum <"$work/bundle/$f" | cut -d' ' -f1 >"$work/bundle/$f.sha256"
+  done <"$work/files"
+  # Every signature, checked in a keyring of the public keys only: the one
+  # dist published beside the artifacts, and the one that signed here.
+  mkdir -m 700 "$work/verify"
+  if [ -f "$dist/maven-signing-key.asc" ]; then gpg --homedir "$work/verify" --batch --quiet --import "$dist/maven-signing-key.asc" 2>/dev/null; fi
+  if [ "$signed" -gt 0 ]; then
+    gpg --batch --armor --export ${MAVEN_GPG_KEY_ID:+"$MAVEN_GPG_KEY_ID"} | gpg --homedir "$work/verify" --batch --quiet --import 2>/dev/null
+  fi
+  while read -r f; do
+    gpg --homedir "$work/verify" --batch --quiet --verify "$work/bundle/$f.asc" "$work/bundle/$f" 2>/dev/null ||
+      die "$f: its signature does not verify (keys: $dist/maven-signing-key.asc, the signing key here)"
   done <"$work/files"
   # Central's rule: every artifact with a POM, sources and Javadoc.
   for pom in $(grep '\.pom$' "$work/files"); do
@@ -164,7 +188,7 @@ maven_central() { # dist
   done
   bundle=$work/etcdlock-$v-bundle.zip
   (cd "$work/bundle" && python3 -m zipfile -c "$bundle" io)
-  say "Maven Central bundle: $(wc -l <"$work/files") files, each signed (verified), with md5/sha1/sha256: $(du -k "$bundle" | cut -f1) kB"
+  say "Maven Central bundle: $(wc -l <"$work/files") files ($reused signed by dist, $signed here; every signature verified), with md5/sha1/sha256: $(du -k "$bundle" | cut -f1) kB"
   if [ "$dry" = 1 ]; then say "--dry-run: not uploaded"; return 0; fi
   user=${CENTRAL_TOKEN_USER:?CENTRAL_TOKEN_USER (the Central Portal token name) is not set}
   pass=${CENTRAL_TOKEN_PASS:?CENTRAL_TOKEN_PASS is not set}

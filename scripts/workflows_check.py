@@ -8,7 +8,8 @@ a word that names a file under a top-level folder of the repository or
 ends in .sh/.py. Each must exist in the repository (git's index: what a
 fresh clone has) and be either executable there (mode 100755) or run
 through an interpreter (`bash X`, `sh X`, `python3 X`, `source X`, `. X`).
-Each shell script found is also parsed with `bash -n`. A local action
+Each shell script found is also parsed with `bash -n`. A `cd DIR` in a
+block moves where its later relative paths resolve from. A local action
 (`uses: ./path`) must have an action.yml. One line per workflow; exit 1
 on any problem, each printed as FILE: job JOB, step N: what.
 
@@ -70,6 +71,12 @@ def candidates(script, cwd, tops):
     """(path relative to the root, as written, run through an interpreter?)"""
     for prev, w in words(script):
         w = w.strip("'\"")
+        if prev == "cd":
+            # `cd DIR && ./x.sh`: later words resolve from DIR (a `cd` inside
+            # a subshell is taken for the rest of the block too: a rough cut).
+            if w and not w.startswith(("$", "/", "-")) and "EXPR" not in w:
+                cwd = os.path.normpath(os.path.join(cwd, w))
+            continue
         if not w or w.startswith(("-", "$", "http:", "https:", "/")) or "*" in w or "EXPR" in w:
             continue
         rel = os.path.normpath(os.path.join(cwd, w[2:] if w.startswith("./") else w))
