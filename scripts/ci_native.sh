@@ -53,6 +53,8 @@ pass=0 fail=0
 ok() { echo "ok   $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL $*"; fail=$((fail + 1)); }
 step() { echo "== [$OS] $*"; }
+# in_dir DIR CMD...: CMD run in DIR (a subshell: the counters above stay in this one).
+in_dir() { (cd "$1" && shift && "$@"); }
 # run LABEL CMD...: one ok/FAIL line for the command's exit status.
 run() {
   local label=$1; shift
@@ -97,6 +99,10 @@ lang_c() {
     # windows-gnu target, linked by the runner's MinGW-w64 gcc.
     step "c: cargo build -p etcdlock-ffi --target x86_64-pc-windows-gnu; gcc examples/c/lock_token.c"
     rustup target add x86_64-pc-windows-gnu >/dev/null 2>&1 || true
+    # (a MinGW whose gcc has no target prefix: link and compile ring's C with it)
+    if ! command -v x86_64-w64-mingw32-gcc >/dev/null && command -v gcc >/dev/null; then
+      export CARGO_TARGET_X86_64_PC_WINDOWS_GNU_LINKER=gcc CC_x86_64_pc_windows_gnu=gcc AR_x86_64_pc_windows_gnu=ar
+    fi
     cargo build -q -p etcdlock-ffi --target x86_64-pc-windows-gnu || { bad "c: build etcdlock.dll"; return; }
     local lib=$CARGO_TARGET_DIR/x86_64-pc-windows-gnu/debug
     gcc -std=c11 -Wall -Wextra -Werror -Iinclude examples/c/lock_token.c -o "$work/lock_token.exe" \
@@ -138,16 +144,16 @@ lang_python() {
     { bad "python: pip install maturin pytest"; return; }
   MATURIN_PEP517_ARGS="--profile dev" "$vpy" -m pip install -q --disable-pip-version-check --force-reinstall \
     --no-deps --no-build-isolation ./bindings-python || { bad "python: pip install ./bindings-python"; return; }
-  (cd bindings-python && run "python: pytest tests/test_conformance.py tests/test_lock.py" \
-    "$vpy" -m pytest -q -p no:cacheprovider tests/test_conformance.py tests/test_lock.py)
+  run "python: pytest tests/test_conformance.py tests/test_lock.py" \
+    in_dir bindings-python "$vpy" -m pytest -q -p no:cacheprovider tests/test_conformance.py tests/test_lock.py
 }
 
 lang_node() {
   step "node $(node --version): npm ci, npm run build, node --test"
-  (cd bindings-node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build) ||
+  in_dir bindings-node npm ci --no-audit --no-fund --loglevel=error && in_dir bindings-node npm run --silent build ||
     { bad "node: npm ci / build"; return; }
-  (cd bindings-node && run "node: node --test test/conformance.test.js test/lock.test.js" \
-    node --test --test-concurrency=1 test/conformance.test.js test/lock.test.js)
+  run "node: node --test test/conformance.test.js test/lock.test.js" \
+    in_dir bindings-node node --test --test-concurrency=1 test/conformance.test.js test/lock.test.js
 }
 
 lang_java() {
@@ -159,9 +165,9 @@ lang_java() {
     macos) props+=("-Detcdlock.library.path=$CARGO_TARGET_DIR/debug/libetcdlock_jni.dylib") ;;
     windows) props+=("-Detcdlock.library.path=$(native "$CARGO_TARGET_DIR/debug/etcdlock_jni.dll")") ;;
   esac
-  (cd bindings-java && run "java: ConformanceTest and LockBehaviourTest" \
-    mvn -B -q -pl etcdlock -am "${props[@]}" -Dtest=ConformanceTest,LockBehaviourTest \
-      -Dsurefire.failIfNoSpecifiedTests=false test)
+  run "java: ConformanceTest and LockBehaviourTest" \
+    in_dir bindings-java mvn -B -q -Dstyle.color=never -pl etcdlock -am "${props[@]}" -Dtest=ConformanceTest,LockBehaviourTest \
+      -Dsurefire.failIfNoSpecifiedTests=false test
 }
 
 for l in $LANGS; do
