@@ -109,7 +109,11 @@ local_release() { # dist state
   say "released $(version) to the local registries: ${ECOS[*]}"
   if [ "$keep" = 1 ]; then
     trap - EXIT
-    for e in "${ECOS[@]}"; do [ -f "$state/$e.env" ] && sed "s/^/  $e: /" "$state/$e.env"; done
+    # (passwords and tokens, throwaway ones, by name only)
+    for e in "${ECOS[@]}"; do
+      [ -f "$state/$e.env" ] && sed -E -e 's/^(export [A-Z_]*(PASSWORD|TOKEN|SECRET)[A-Z_]*=).*/\1.../' -e "s/^/  $e: /" "$state/$e.env"
+    done
+    echo "  (source $state/<eco>.env for the values)"
     echo "registries left running; stop them with: scripts/release.sh --stop $state"
   fi
 }
