@@ -170,6 +170,11 @@ suite core "Rust lints of the benchmark builds (--features bench)" \
     --features etcdlock-python/bench,etcdlock-node/bench,etcdlock-jni/bench,etcdlock-cli/bench -- -D warnings
 suite core "Rust formatting, core comments and shape (scripts/lint.sh: cargo fmt --all --check; no measured figures in core's comments; files <= 600 lines, core functions <= 120 lines, no import circle in core)" \
   bash scripts/lint.sh
+# The release's GitHub workflows: actionlint, and every script a run: step
+# calls exists and runs (what they do locally is scripts/release.sh, run by the
+# dist suite's clean room).
+suite core "GitHub workflows: actionlint, and every script a run: step calls exists and runs (scripts/workflows_check.sh)" \
+  bash scripts/workflows_check.sh
 # The public API of each language against its record in api/, and each
 # record's hash against CHANGELOG.md (a changed API needs its changelog entry;
 # api/README.md). Before the C and Java suites: it builds the C library as

@@ -44,7 +44,10 @@ work=$(mktemp -d)
 coproc ETCD { "$HARNESS"; }
 etcd_w=${ETCD[1]} etcd_pid=$ETCD_PID
 # Closing the harness's stdin (the coproc's write end) stops etcd.
-cleanup() { eval "exec $etcd_w>&-"; wait "$etcd_pid" 2>/dev/null; rm -rf "$work"; }
+cleanup() {
+  [ -f "$work/registries/release.ecos" ] && bash scripts/release.sh --stop "$work/registries" >/dev/null 2>&1
+  eval "exec $etcd_w>&-"; wait "$etcd_pid" 2>/dev/null; rm -rf "$work"
+}
 trap cleanup EXIT
 read -r info <&"${ETCD[0]}" || { echo "cleanroom: the etcd harness printed nothing" >&2; exit 1; }
 EP=$(python3 -c 'import json,sys; print(",".join(json.loads(sys.argv[1])["endpoints"]))' "$info")
@@ -81,21 +84,36 @@ else
   bad "auditwheel show: $out"
 fi
 
-echo "== Python: fresh venv, pip install --no-index from dist/ (no cargo, rustc, protoc, cc)"
-if PATH=$NOCC python3 -m venv "$work/venv" &&
-  PATH=$NOCC "$work/venv/bin/python" -m pip install -q --no-index --find-links "$DIST" --only-binary :all: etcdlock &&
-  out=$(PATH=$NOCC "$work/venv/bin/python" "$ROOT/scripts/cleanroom_smoke.py" "$EP" cleanroom-python) &&
-  # The extra pulls its dependency: prometheus_client comes from PyPI as a
-  # user's pip gets it (downloaded here, installed with etcdlock from dist/).
-  PATH=$NOCC "$work/venv/bin/python" -m pip download -q --no-deps --only-binary :all: -d "$work/wheelhouse" "prometheus_client>=0.17" &&
-  PATH=$NOCC "$work/venv/bin/python" -m pip install -q --no-index --find-links "$DIST" --find-links "$work/wheelhouse" \
-    --only-binary :all: "etcdlock[prometheus]" &&
-  PATH=$NOCC "$work/venv/bin/python" -c 'import prometheus_client, etcdlock.prometheus' &&
-  [ "$(etcdget cleanroom/cleanroom-python)" = "${out#ok }" ]; then
-  ok "python: $out ($(basename "$(ls "$work"/venv/lib/python3*/site-packages/etcdlock/_etcdlock*.so)")); etcdlock[prometheus] pulled $(ls "$work/wheelhouse")"
-else
-  bad "python"
+# The registries: what a release publishes, published here with the release's
+# commands (scripts/release.sh --local: each registry's own checks, then twine
+# upload, npm publish, mvn deploy, cargo publish to local servers on
+# 127.0.0.1: pypiserver, Verdaccio, nginx with WebDAV, cargo-http-registry),
+# then installed by each ecosystem's ordinary command in a fresh project with
+# no Rust, protoc or C compiler (cargo: Rust and a C compiler, no protoc), each
+# taking a lock against the etcd above (scripts/registry/<eco>.sh install).
+# CLEANROOM_REGISTRIES picks them (default: every scripts/registry/<eco>.sh).
+ecos=${CLEANROOM_REGISTRIES:-}
+if [ -z "$ecos" ]; then
+  for e in pypi npm maven cargo; do [ -f "scripts/registry/$e.sh" ] && ecos=${ecos:+$ecos,}$e; done
 fi
+echo "== registries ($ecos): scripts/release.sh --local, each registry's checks, then publish with the release's commands"
+reg=$work/registries
+if bash scripts/release.sh --local "$DIST" "$reg" --keep --only "$ecos" >"$work/release.log" 2>&1; then
+  ok "release.sh --local: $(grep -c '' "$work/release.log") lines, $(tail -n 1 "$work/release.log")"
+  IFS=, read -r -a eco_list <<<"$ecos"
+  for e in "${eco_list[@]}"; do
+    echo "== $e: install from the local registry with the ordinary command, take a lock (scripts/registry/$e.sh install)"
+    rc=0; bash "scripts/registry/$e.sh" install "$reg" "$EP" >"$work/install-$e.log" 2>&1 || rc=$?
+    cat "$work/install-$e.log"
+    n_ok=$(grep -c '^  ok ' "$work/install-$e.log"); n_bad=$(grep -c '^  FAIL ' "$work/install-$e.log")
+    passed=$((passed + n_ok)); fail=$((fail + n_bad))
+    [ "$rc" -eq 0 ] && [ "$n_ok" -gt 0 ] || bad "$e install: exit $rc, $n_ok ok lines"
+  done
+else
+  bad "release.sh --local ($ecos)"; tail -n 60 "$work/release.log"
+fi
+bash scripts/release.sh --stop "$reg" >/dev/null 2>&1 || bad "release.sh --stop"
+rm -f "$reg/release.ecos"
 
 echo "== Node: fresh npm project, npm install of the package and this platform's, offline (no cargo, rustc, protoc, cc)"
 mkdir -p "$work/nodeapp"
