@@ -10,13 +10,16 @@
 #   scripts/registry/cargo.sh install STATE ENDPOINTS  cargo new + cargo add etcdlock + cargo run: lock, print the fencing token
 #   scripts/registry/cargo.sh stop    STATE            stop the server
 #
+# A release to crates.io: publish with a STATE/cargo.env that says
+# `export ETCDLOCK_CARGO_REGISTRY=crates-io` (no start; CARGO_REGISTRY_TOKEN in
+# the environment; ETCDLOCK_CARGO_DRY_RUN=1 for cargo publish --dry-run).
 # DIST is accepted for the shape every scripts/registry/<eco>.sh shares and not
 # read: crates are packaged from the source tree (cargo publishes sources, not
 # files). Env: CARGO_TARGET_DIR (default ./target): the server is installed
 # under $CARGO_TARGET_DIR/tools/, and the verification builds of `check`
 # and the clean project of `install` share one target dir,
-# $CARGO_TARGET_DIR/registry-cargo (same dev profile, same features: install
-# compiles etcdlock and the four crates of ours again, not tokio and tonic).
+# $CARGO_TARGET_DIR/registry-cargo (same profile, same features: install
+# compiles our crates again, now from the registry, but not tokio or tonic).
 #
 # What is published (dependency order): etcdlock-workspace-hack (the
 # cargo-hakari workspace-hack as an empty stub: its hakari section emptied,
@@ -70,6 +73,7 @@ noprotoc_path() {
   if PATH=$NOPROTOC command -v protoc >/dev/null; then die "protoc is still on the PATH without it"; fi
   PATH=$NOPROTOC command -v cargo >/dev/null || die "no cargo in $sysroot/bin"
   PATH=$NOPROTOC command -v cc >/dev/null || die "no C compiler (cc) on PATH"
+  NOPROTOC_NOTE="PATH without protoc: command -v protoc fails on it (this machine's: $(command -v protoc || echo none)); cargo, rustc and cc on it"
 }
 
 # stage DIR [REGISTRY]: the tracked (and new, unignored) files of the
@@ -142,7 +146,8 @@ check() {
   tmp=$TMP
   noprotoc_path "$tmp/bin"
   stage "$tmp/src"
-  echo "cargo.sh: check: cargo package ${pflags[*]} (verification builds each from its .crate alone; PATH without protoc: command -v protoc fails)"
+  echo "cargo.sh: check: cargo package ${pflags[*]} (its verification builds each from its .crate alone)"
+  echo "cargo.sh: $NOPROTOC_NOTE"
   rm -rf "$SHARED/package"
   if ! out=$(cd "$tmp/src" && env "${BUILD_ENV[@]}" PATH="$NOPROTOC" cargo package "${pflags[@]}" --allow-dirty 2>&1); then
     echo "$out" | grep -vE '^ +(Compiling|Adding|Locking|Downloaded|Updating|Blocking)' | tail -40 >&2
@@ -163,11 +168,25 @@ check() {
 }
 
 publish() {
-  local state=$1 tmp
+  local state=$1 tmp reg flags=()
   [ -s "$state/cargo.env" ] || die "publish: $state/cargo.env missing (run start first)"
   # shellcheck source=/dev/null
   . "$state/cargo.env"
   tmp=$TMP
+  reg=${ETCDLOCK_CARGO_REGISTRY:-$REG}
+  if [ "$reg" = crates-io ]; then
+    # The release: crates.io (CARGO_REGISTRY_TOKEN from the environment),
+    # the staging copy as it is, cargo publish's own verification on the PATH
+    # without protoc; ETCDLOCK_CARGO_DRY_RUN=1 adds --dry-run.
+    noprotoc_path "$tmp/bin"
+    stage "$tmp/src"
+    [ "${ETCDLOCK_CARGO_DRY_RUN:-0}" = 1 ] && flags+=(--dry-run)
+    echo "cargo.sh: publish: cargo publish ${pflags[*]} ${flags[*]} (crates.io)"
+    (cd "$tmp/src" && env "${BUILD_ENV[@]}" PATH="$NOPROTOC" cargo publish "${pflags[@]}" --allow-dirty "${flags[@]}") ||
+      die "publish: cargo publish to crates.io failed"
+    return 0
+  fi
+  [ "$reg" = "$REG" ] || die "publish: unknown registry $reg (want $REG or crates-io)"
   stage "$tmp/src" "$REG"
   echo "cargo.sh: publish: cargo publish ${pflags[*]} --registry $REG"
   # --no-verify: check built these same sources from their .crate files; the
@@ -190,6 +209,7 @@ install() {
   . "$state/cargo.env"
   tmp=$TMP
   noprotoc_path "$tmp/bin"
+  echo "cargo.sh: install: $NOPROTOC_NOTE"
   app=$tmp/app
   run() { (cd "$app" && env "${BUILD_ENV[@]}" PATH="$NOPROTOC" "$@") >>"$tmp/log" 2>&1; }
   if ! (cd "$tmp" && PATH=$NOPROTOC cargo new -q --vcs none --bin app) ||
