@@ -93,7 +93,7 @@ stage() {
   if [ -n "$reg" ]; then
     while IFS= read -r -d '' f; do
       sed -i -E "s/^((memetcd|etcd-client|etcdlock-workspace-hack) = \\{[^}]*version = [^}]*path = [^}]*)\\}/\\1, registry = \"$reg\" }/" "$dir/$f"
-    done < <(cd "$dir" && git -C "$ROOT" ls-files -z '*Cargo.toml')
+    done < <(git ls-files -z '*Cargo.toml')
     grep -q "^memetcd = .*registry = \"$reg\"" "$dir/Cargo.toml" || die "staging: memetcd's line does not name $reg"
     grep -q "^etcdlock-workspace-hack = .*registry = \"$reg\"" "$dir/core/Cargo.toml" || die "staging: core's workspace-hack line does not name $reg"
   fi
