@@ -10,9 +10,11 @@
 #   scripts/registry/cargo.sh install STATE ENDPOINTS  cargo new + cargo add etcdlock + cargo run: lock, print the fencing token
 #   scripts/registry/cargo.sh stop    STATE            stop the server
 #
-# A release to crates.io: publish with a STATE/cargo.env that says
-# `export ETCDLOCK_CARGO_REGISTRY=crates-io` (no start; CARGO_REGISTRY_TOKEN in
-# the environment; ETCDLOCK_CARGO_DRY_RUN=1 for cargo publish --dry-run).
+#   scripts/registry/cargo.sh crates-io [--dry-run]    the release: the same crates, staged the same way, to crates.io
+#                                                      (CARGO_REGISTRY_TOKEN; not `cargo publish --workspace` in the
+#                                                      checkout, which would publish the full workspace-hack and
+#                                                      not vendor/etcd-client)
+#
 # DIST is accepted for the shape every scripts/registry/<eco>.sh shares and not
 # read: crates are packaged from the source tree (cargo publishes sources, not
 # files). Env: CARGO_TARGET_DIR (default ./target): the server is installed
@@ -168,25 +170,11 @@ check() {
 }
 
 publish() {
-  local state=$1 tmp reg flags=()
+  local state=$1 tmp
   [ -s "$state/cargo.env" ] || die "publish: $state/cargo.env missing (run start first)"
   # shellcheck source=/dev/null
   . "$state/cargo.env"
   tmp=$TMP
-  reg=${ETCDLOCK_CARGO_REGISTRY:-$REG}
-  if [ "$reg" = crates-io ]; then
-    # The release: crates.io (CARGO_REGISTRY_TOKEN from the environment),
-    # the staging copy as it is, cargo publish's own verification on the PATH
-    # without protoc; ETCDLOCK_CARGO_DRY_RUN=1 adds --dry-run.
-    noprotoc_path "$tmp/bin"
-    stage "$tmp/src"
-    [ "${ETCDLOCK_CARGO_DRY_RUN:-0}" = 1 ] && flags+=(--dry-run)
-    echo "cargo.sh: publish: cargo publish ${pflags[*]} ${flags[*]} (crates.io)"
-    (cd "$tmp/src" && env "${BUILD_ENV[@]}" PATH="$NOPROTOC" cargo publish "${pflags[@]}" --allow-dirty "${flags[@]}") ||
-      die "publish: cargo publish to crates.io failed"
-    return 0
-  fi
-  [ "$reg" = "$REG" ] || die "publish: unknown registry $reg (want $REG or crates-io)"
   stage "$tmp/src" "$REG"
   echo "cargo.sh: publish: cargo publish ${pflags[*]} --registry $REG"
   # --no-verify: check built these same sources from their .crate files; the
@@ -266,6 +254,18 @@ EOF
   return $fail
 }
 
+# The release: crates.io (CARGO_REGISTRY_TOKEN from the environment), the
+# staging copy as it is (no registry keys), cargo publish's own verification
+# on the PATH without protoc.
+crates_io() {
+  local flags=("$@")
+  noprotoc_path "$TMP/bin"
+  stage "$TMP/src"
+  echo "cargo.sh: crates-io: cargo publish ${pflags[*]} ${flags[*]}"
+  (cd "$TMP/src" && env "${BUILD_ENV[@]}" PATH="$NOPROTOC" cargo publish "${pflags[@]}" --allow-dirty "${flags[@]}") ||
+    die "crates-io: cargo publish failed"
+}
+
 stop() {
   local state=$1 pid i
   [ -s "$state/cargo.pid" ] || return 0
@@ -286,5 +286,6 @@ case "$cmd" in
   publish) [ $# = 3 ] || die "usage: $0 publish DIST STATE"; publish "$(realpath "$3")" ;;
   install) [ $# = 3 ] || die "usage: $0 install STATE ENDPOINTS"; install "$(realpath "$2")" "$3" ;;
   stop) [ $# = 2 ] || die "usage: $0 stop STATE"; stop "$2" ;;
-  *) die "usage: $0 start STATE | check DIST | publish DIST STATE | install STATE ENDPOINTS | stop STATE" ;;
+  crates-io) [ $# = 1 ] || [ "$*" = "crates-io --dry-run" ] || die "usage: $0 crates-io [--dry-run]"; crates_io "${@:2}" ;;
+  *) die "usage: $0 start STATE | check DIST | publish DIST STATE | install STATE ENDPOINTS | stop STATE | crates-io [--dry-run]" ;;
 esac
