@@ -53,15 +53,19 @@ need_apt() { # package: install it with apt-get when its command is missing
 }
 
 cmd_sign() {
-  local dist=$1 repo key home="" pass=() n=0
+  local dist=$1 repo key pass=() n=0 what=key
   repo=$(repo_of "$dist")
   command -v gpg >/dev/null || need_apt gnupg
   if [ -n "${ETCDLOCK_GPG_KEY:-}" ]; then
     key=$ETCDLOCK_GPG_KEY
-    [ -n "${ETCDLOCK_GPG_PASSPHRASE:-}" ] && pass=(--pinentry-mode loopback --passphrase "$ETCDLOCK_GPG_PASSPHRASE")
+    if [ -n "${ETCDLOCK_GPG_PASSPHRASE:-}" ]; then   # (in a file of our own, not on a command line)
+      SIGN_TMP=$(mktemp -d); trap 'rm -rf "$SIGN_TMP"' EXIT
+      (umask 077; printf '%s' "$ETCDLOCK_GPG_PASSPHRASE" >"$SIGN_TMP/pass")
+      pass=(--pinentry-mode loopback --passphrase-file "$SIGN_TMP/pass")
+    fi
   else
     # The local release's stand-in for the project key: made here, used once, thrown away.
-    home=$(mktemp -d); export GNUPGHOME=$home
+    GNUPGHOME=$(mktemp -d); export GNUPGHOME; what="a throwaway key"
     trap 'gpgconf --homedir "$GNUPGHOME" --kill all 2>/dev/null || true; rm -rf "$GNUPGHOME"' EXIT
     gpg --batch -q --passphrase '' --quick-gen-key "etcdlock local release (throwaway key) <release@etcdlock.invalid>" rsa3072 sign 2d 2>/dev/null
     key=$(gpg --batch -q --with-colons --list-secret-keys 2>/dev/null | awk -F: '/^fpr/ {print $10; exit}')
@@ -76,7 +80,7 @@ cmd_sign() {
     ! -name '*.asc' ! -name 'maven-metadata*' -print0)
   local pub; pub=$(key_of "$dist")
   gpg --batch -q --armor --export "$key" >"$pub" 2>/dev/null
-  echo "  signed $n files with $([ -n "$home" ] && echo "a throwaway key" || echo "key") $key; public key: $pub"
+  echo "  signed $n files with $what $key; public key: $pub"
 }
 
 cmd_check() {

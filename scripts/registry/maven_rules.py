@@ -21,7 +21,8 @@ rules Central's validation applies to a deployment
   page or repository that does not exist;
 - no <repositories> or <pluginRepositories> (in the POM or its parents);
 - no SNAPSHOT version among the dependencies, managed dependencies, plugins
-  and their dependencies (profiles included), after ${...} resolution;
+  and their dependencies (profiles included), after ${...} resolution with
+  the properties of the POM and its parents (an unresolved one is a FAIL too);
 - a jar artifact has -sources.jar (with .java or .kt sources) and -javadoc.jar
   (with index.html; a Kotlin-only module's may carry a pointer file instead,
   which Central accepts);
@@ -227,7 +228,7 @@ def main():
                                 f"child.scm.{f}.inherit.append.path=\"false\" on the parent's <scm>)")
         for p in pom.chain():
             for tag in ("repositories", "pluginRepositories"):
-                if p.root.find(tag) is not None or p.root.find(f"profiles/profile/{tag}") is not None:
+                if any(el.tag == tag for el in p.root.iter()):
                     problems.append(f"<{tag}> in {p.artifact}'s POM")
         props = pom.properties()
         snaps = set()
@@ -235,10 +236,10 @@ def main():
             for el in p.root.iter():
                 if el.tag in ("dependency", "plugin", "extension"):
                     v = text(el, "version")
-                    if v and "SNAPSHOT" in pom.resolve(v, props):
+                    if v and ("SNAPSHOT" in pom.resolve(v, props) or "${" in pom.resolve(v, props)):
                         snaps.add(f"{text(el, 'groupId')}:{text(el, 'artifactId')}:{pom.resolve(v, props)}")
         if snaps:
-            problems.append("SNAPSHOT versions: " + ", ".join(sorted(snaps)))
+            problems.append("SNAPSHOT or unresolved versions: " + ", ".join(sorted(snaps)))
         if problems:
             bad(f"{name}.pom: " + "; ".join(problems))
         else:
