@@ -29,6 +29,8 @@
 #                                            # ENDPOINTS; the signatures of what Maven downloaded verify
 #   scripts/registry/maven.sh stop    STATE  # stops nginx; nothing left running
 #
+# scripts/registry/maven_rules_test.sh DIST shows the check failing on one defect at a time.
+#
 # Env: CARGO_TARGET_DIR (defaults to target/): nothing is cached there (nginx
 # and gnupg come from apt), MAVEN_LOCAL_SEED (a local repository to pre-seed the
 # clean room's from, hard-linked; default ~/.m2/repository; "none": download all).
@@ -355,7 +357,7 @@ cmd_stop() {
   [ -f "$state/maven.pid" ] || return 0
   pid=$(cat "$state/maven.pid")
   if kill -0 "$pid" 2>/dev/null; then
-    kill -QUIT "$pid"
+    kill -TERM "$pid"   # (fast shutdown: nothing is being served any more)
     for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
     if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid"; fi
   fi
