@@ -23,14 +23,9 @@ fi
 (cd "$ROOT" && cargo build -q -p etcdlock-cli)
 # The JNI layer's own unit tests (handles: a stale or mistyped one is a typed error).
 (cd "$ROOT" && cargo test -q -p etcdlock-jni --lib)
-# The Python client of CrossLanguageDeadlockTest (a Java and a Python client deadlock): the
-# Python binding built into a venv of this run's target, as bindings-python/test.sh builds it
-# (dev profile, sharing the workspace's debug artifacts).
-PYVENV="$CARGO_TARGET_DIR/java-python"
-[ -x "$PYVENV/bin/python" ] || python3 -m venv "$PYVENV"
-"$PYVENV/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.16,<2"
-MATURIN_PEP517_ARGS="--profile dev" "$PYVENV/bin/python" -m pip install -q --disable-pip-version-check \
-  --force-reinstall --no-deps --no-build-isolation "$ROOT/bindings-python"
+# The Python client of CrossLanguageDeadlockTest (a Java and a Python client deadlock) is
+# built by the Maven build itself (etcdlock module, execution build-python-venv): the Python
+# binding in a venv of this run's target, $CARGO_TARGET_DIR/java-python.
 export ETCDLOCK_HARNESS="$CARGO_TARGET_DIR/debug/etcd-harness"
 
 # Virtual threads need a JDK >= 21 (the library itself targets Java 11): the Spring demo's
@@ -75,7 +70,7 @@ set +e
 # ETCDLOCK_JAVA_PROFILE=release runs it on the optimized build.
 profile=${ETCDLOCK_JAVA_PROFILE:-dev}; profile_dir=$profile; [ "$profile" = dev ] && profile_dir=debug
 mvn -B -fae --toolchains "$TOOLCHAINS" -Dcargo.profile="$profile" -Dcargo.profile.dir="$profile_dir" -Detcdlock.toolchains="$TOOLCHAINS" -Detcdlock.require-jdk21=true \
-  -Detcdlock.harness="$ETCDLOCK_HARNESS" -Detcdlock.cli="$CARGO_TARGET_DIR/debug/etcdlock" -Detcdlock.python="$PYVENV/bin/python" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of |^cross-language deadlock:|^detectDeadlock:" 
+  -Detcdlock.harness="$ETCDLOCK_HARNESS" -Detcdlock.cli="$CARGO_TARGET_DIR/debug/etcdlock" verify 2>&1 | tee "$log" | grep -E "Tests run:|FAIL|ERROR|BUILD|Reactor Summary|SUCCESS|^conformance: [0-9]+ of |^cross-language deadlock:|^detectDeadlock:" 
 status=${PIPESTATUS[0]}
 set -e
 

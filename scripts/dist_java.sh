@@ -2,7 +2,8 @@
 # log that dist.sh prints before the macOS check), with dist.sh's functions
 # and variables (OUT, work, version, ARCHES, EXTRA, SKIPPED, bin_of, xbin, require,
 # glibc_check, musl_check, win_check, no_bench, tool, die): the Maven
-# deploy of the published modules to the file repository dist/maven.
+# deploy of the published modules to the file repository dist/maven, signed
+# (scripts/registry/maven.sh sign: dist/maven-signing-key.asc is the key).
 # The pom copies CARGO_TARGET_DIR/release/ into native/linux-x86_64/ and each
 # CARGO_TARGET_DIR/<target>/release/ into its platform folder (the folders
 # NativeLibrary picks from os.name, os.arch and the C library).
@@ -56,3 +57,8 @@ done
 echo "  $(basename "$jar"): ${#natives[@]} native libraries (${#natives[@]} platforms)"
 srcjar=${jar%.jar}-sources.jar
 ! unzip -l "$srcjar" | grep -qE '\.(so|dylib|dll)$' || die "$srcjar carries a native library"
+# Maven Central takes only signed files: a .asc beside every file of dist/maven,
+# made with the project key when the release provides it (ETCDLOCK_GPG_KEY in
+# GNUPGHOME), else with a throwaway key (the local release); the public key is
+# dist/maven-signing-key.asc, which scripts/registry/maven.sh check verifies with.
+bash scripts/registry/maven.sh sign "$OUT" || die "signing $OUT/maven failed"

@@ -33,9 +33,9 @@ import com.fasterxml.jackson.databind.ObjectMapper;
  * printed), and the other client then acquires.
  *
  * <p>The Python client is {@code src/test/python/deadlock_worker.py} run by the interpreter named by
- * {@code -Detcdlock.python} (test.sh builds the Python binding into a venv for it, as
- * bindings-python/test.sh does); without that property the test is skipped. The CLI is
- * {@code -Detcdlock.cli}.
+ * {@code -Detcdlock.python}: by default a venv under the cargo target dir into which the Maven
+ * build (execution build-python-venv) installs the Python binding, as bindings-python/test.sh
+ * builds it. The CLI is {@code -Detcdlock.cli}.
  */
 @ExtendWith(EtcdExtension.class)
 class CrossLanguageDeadlockTest {
@@ -120,7 +120,7 @@ class CrossLanguageDeadlockTest {
     @Test
     void aJavaAndAPythonClientDeadlock() throws Exception {
         String python = System.getProperty("etcdlock.python", "");
-        assertFalse(python.isEmpty(), "-Detcdlock.python names no interpreter with the etcdlock package (test.sh sets it)");
+        assertFalse(python.isEmpty(), "-Detcdlock.python names no interpreter with the etcdlock package");
         String base = uniqueName("xlang");
         String x = base + "/x";
         String y = base + "/y";
