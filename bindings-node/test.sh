@@ -27,7 +27,7 @@ LOG=$(mktemp)
 MEM_URLS=$(mktemp -d)
 trap 'rm -rf "$LOG" "$MEM_URLS"' EXIT
 set +e
-node --test --test-concurrency=1 --test-reporter=spec test/*.test.js test/*.test.mjs 2>&1 | tee "$LOG"
+node --test --test-force-exit --test-concurrency=1 --test-reporter=spec test/*.test.js test/*.test.mjs 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 set -e
 pass=$(sed -n 's/^ℹ pass \([0-9]*\)$/\1/p' "$LOG" | tail -1)
@@ -36,4 +36,4 @@ echo "node --test: ${pass:-0} passed, ${fail:-0} failed"
 [ "$rc" -eq 0 ] || exit "$rc"
 
 echo "== the conformance table on the in-process etcd (mem://)"
-ETCDLOCK_MEM_URL_DIR=$MEM_URLS ETCDLOCK_CONFORMANCE_BACKEND=mem node --test --test-concurrency=1 --test-reporter=spec test/conformance.test.js
+ETCDLOCK_MEM_URL_DIR=$MEM_URLS ETCDLOCK_CONFORMANCE_BACKEND=mem node --test --test-force-exit --test-concurrency=1 --test-reporter=spec test/conformance.test.js

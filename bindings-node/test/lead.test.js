@@ -131,31 +131,40 @@ describe('client.lead', () => {
     try {
       const name = unique('lead-again');
       const tokens = [];
-      let loop;
-      const leadingMe = () =>
-        new Promise((r) => {
-          const f = (l) => {
-            if (l && l.value.toString() === 'me' && l.revision === tokens[0]) {
-              loop.off('leader', f);
-              r();
-            }
-          };
-          loop.on('leader', f);
-        });
-      let sawMe;
-      loop = c.lead(
+      // The first term waits until the loop has reported us as leader. That
+      // 'leader' event may come before the task starts (and pushes its
+      // token) or after it: the newest one is kept, and checked on both.
+      let lastLeader = null;
+      let wake = null;
+      const check = () => {
+        const l = lastLeader;
+        if (wake && l && l.value.toString() === 'me' && l.revision === tokens[0]) {
+          wake();
+          wake = null;
+        }
+      };
+      const loop = c.lead(
         name,
         async (term) => {
           tokens.push(term.fencingToken);
           assert.ok(term.leadership.isHeld);
-          if (tokens.length === 1) await sawMe; // the loop reports us as leader meanwhile
+          if (tokens.length === 1) {
+            await new Promise((r) => {
+              wake = r;
+              check();
+            });
+          }
           if (tokens.length < 3) return;
           await aborted(term.signal);
         },
         { value: 'me' }
       );
       assert.ok(loop instanceof LeaderLoop);
-      sawMe = leadingMe();
+      const onLeader = (l) => {
+        lastLeader = l;
+        check();
+      };
+      loop.on('leader', onLeader);
       const seen = [];
       for await (const ev of loop) {
         if (ev.type === 'leader') continue;
@@ -163,6 +172,7 @@ describe('client.lead', () => {
         if (ev.type === 'elected') assert.equal(typeof ev.term.fencingToken, 'bigint');
         if (seen.filter((t) => t === 'elected').length === 3 && ev.type === 'elected') loop.stop();
       }
+      loop.off('leader', onLeader);
       assert.deepEqual(seen, ['elected', 'resigned', 'elected', 'resigned', 'elected', 'resigned', 'stopped']);
       assert.equal(tokens.length, 3);
       assert.ok(tokens[0] < tokens[1] && tokens[1] < tokens[2], tokens.join(' < '));
