@@ -99,6 +99,7 @@ fi
 echo "== registries ($ecos): scripts/release.sh --local, each registry's checks, then publish with the release's commands"
 reg=$work/registries
 if bash scripts/release.sh --local "$DIST" "$reg" --keep --only "$ecos" >"$work/release.log" 2>&1; then
+  sed 's/^/    /' "$work/release.log"   # each registry's checks and publish, as a release runs them
   ok "release.sh --local: $(grep -c '' "$work/release.log") lines, $(tail -n 1 "$work/release.log")"
   IFS=, read -r -a eco_list <<<"$ecos"
   for e in "${eco_list[@]}"; do
