@@ -7,7 +7,11 @@
 #   under Wine, macOS built and inspected), the cross-language flash sale in
 #   its short mode (stock in etcd, then in PostgreSQL), and the release artifacts
 #   (scripts/dist.sh) installed in a clean room with no Rust, protoc or C
-#   compiler (scripts/cleanroom.sh), the live web view in headless Chromium
+#   compiler (scripts/cleanroom.sh; published first to local registries,
+#   pypiserver, Verdaccio, an nginx WebDAV Maven repository and
+#   cargo-http-registry, by scripts/release.sh --local, then installed with
+#   pip/npm/Maven/cargo's ordinary commands), the workflows (actionlint) and
+#   the public API records (scripts/api_check.sh), the live web view in headless Chromium
 #   (scripts/ui_check.sh), and the documentation site (scripts/docs.sh).
 # Every suite runs even if an earlier one failed; the exit status is 1 if any failed.
 # ETCDLOCK_SUITES=core,c,... runs a subset.
