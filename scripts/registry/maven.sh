@@ -225,26 +225,6 @@ cmd_publish() {
     "($(grep -c '^\[INFO\] Uploaded to' "$log") files uploaded, with credentials from $MAVEN_SETTINGS)"
 }
 
-# The clean PATH: /usr/local/bin, /usr/bin and /bin without compilers, cargo,
-# rustc or protoc (as scripts/cleanroom.sh makes it).
-clean_path() {
-  local clean=$1 d t n
-  mkdir -p "$clean"
-  for d in /usr/local/bin /usr/bin /bin; do
-    for t in "$d"/*; do
-      n=$(basename "$t")
-      case "$n" in
-        cargo*|rustc*|rustup|rustdoc|protoc*|zig|cc|c++|c89*|c99*|gcc*|g++*|cpp*|clang*|tcc|*-gcc*|*-g++*|*-cc|ld|ld.*|*-ld|*-ld.*|as|*-as) continue ;;
-      esac
-      [ -e "$clean/$n" ] || ln -s "$t" "$clean/$n"
-    done
-  done
-  ln -sf "$(python3 -c 'import sys; print(sys.executable)')" "$clean/python3"
-  for t in cargo rustc protoc cc gcc; do
-    if PATH=$clean command -v "$t" >/dev/null; then die "$t is still on the clean PATH"; fi
-  done
-}
-
 cmd_install() {
   local state=$1 ep=$2 dir app m2 fail=0 out seed
   # shellcheck source=/dev/null
@@ -252,8 +232,11 @@ cmd_install() {
   dir=$state/maven/install; rm -rf "$dir"; mkdir -p "$dir"
   ok() { echo "  ok   $*"; }
   bad() { echo "  FAIL $*"; fail=1; }
-  clean_path "$dir/cleanbin"
-  local NOCC=$dir/cleanbin
+  # The clean PATH (scripts/cleanpath.sh, as the clean room makes it): NOCC
+  # has no compilers, cargo, rustc or protoc.
+  # shellcheck source=scripts/cleanpath.sh
+  source "$ROOT/scripts/cleanpath.sh"
+  cleanpath "$dir" || die "no clean PATH"
   # A fresh local repository: plugins and third-party libraries hard-linked from
   # ~/.m2 (a user's Maven would fetch them from Central; MAVEN_LOCAL_SEED=none
   # does), io/etcdlock left out so it can only come from the local registry.
