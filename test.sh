@@ -90,7 +90,7 @@ dist_suite() {
     return
   fi
   local waited=$SECONDS rc=0
-  wait "$dist_build_pid" || rc=$?
+  wait_bounded "$dist_build_pid" "the background dist job" "$run_limit" "$dist_build_log" || rc=$?
   dist_build_pid=""
   echo "the background job (scripts/dist.sh --build-only, then --no-build, then scripts/cleanroom.sh; $dist_build_log) ended $((SECONDS - dist_build_start)) s after it started; this suite waited $((SECONDS - waited)) s for it"
   cat "$dist_build_log"
@@ -104,12 +104,64 @@ cpu_s() {
   local -a f; read -r -a f <<<"$stat"
   echo $(( (f[13] + f[14]) / $(getconf CLK_TCK) ))
 }
+# No wait is unbounded. A suite that hangs (a test process that never exits,
+# an install that never returns) would otherwise hold the run until CI's own
+# limit ends it, and CI shows only the output's tail: the run would end with
+# no word of what hung. So each suite may run ETCDLOCK_SUITE_LIMIT seconds
+# (a suite takes under 8 minutes today), and nothing runs past
+# ETCDLOCK_RUN_LIMIT seconds after the start (a run takes about 37 minutes):
+# past either, what still runs is printed (the process tree, the log's tail),
+# killed, and the suite fails, named again under the summary.
+suite_limit=${ETCDLOCK_SUITE_LIMIT:-1500}
+run_limit=${ETCDLOCK_RUN_LIMIT:-4500}
+descendants() { # pid: it and every process below it
+  local p; echo "$1"
+  for p in $(ps -o pid= --ppid "$1" 2>/dev/null); do descendants "$p"; done
+}
+# wait_bounded PID NAME DEADLINE [LOG]: wait for PID (a child of this shell);
+# a watchdog beside it, at DEADLINE (in SECONDS), prints what still runs and
+# kills it with all below it. Returns PID's status, 124 when it was killed.
+mkdir -p "$CARGO_TARGET_DIR"; hung_file="$CARGO_TARGET_DIR/test-hung.txt"; : >"$hung_file"
+wait_bounded() {
+  local pid=$1 name=$2 deadline=$3 log=${4:-} rc=0 dog
+  (
+    sleep "$((deadline > SECONDS ? deadline - SECONDS : 0))"
+    kill -0 "$pid" 2>/dev/null || exit 0
+    tree=$(descendants "$pid" | paste -sd, -)
+    printf '\n==== HUNG: %s still runs %d s after the run started; what runs:\n' "$name" "$SECONDS"
+    ps -o pid,etimes,pcpu,args --forest -p "$tree" 2>/dev/null | cut -c1-240
+    if [ -n "$log" ] && [ -s "$log" ]; then echo "---- the last 40 lines of its log ($log):"; tail -n 40 "$log"; fi
+    # Under the summary too (CI shows a run's tail): its name and the tree.
+    { echo "$name (killed at $SECONDS s), what ran under it:"
+      ps -o etimes=,args= --forest -p "$tree" 2>/dev/null | head -n 25 | cut -c1-200; } >>"$hung_file"
+    kill -TERM ${tree//,/ } 2>/dev/null; sleep 5
+    kill -KILL $(descendants "$pid") 2>/dev/null
+  ) &
+  dog=$!
+  wait "$pid" || rc=$?
+  # shellcheck disable=SC2046
+  kill $(descendants "$dog") 2>/dev/null; wait "$dog" 2>/dev/null
+  if grep -qF "$name (killed" "$hung_file"; then return 124; fi
+  return "$rc"
+}
+next_deadline() { # the earlier of the suite's limit and the run's
+  local d=$((SECONDS + suite_limit)); [ "$d" -lt "$run_limit" ] || d=$run_limit; echo "$d"
+}
 suite() {
   local key=$1 name=$2; shift 2
   case ",$SUITES," in *",$key,"*) ;; *) return 0 ;; esac
   printf '\n==== %s ====\n' "$name"
   local start=$SECONDS cpu; cpu=$(cpu_s)
-  if "$@"; then
+  local rc=0
+  if declare -F "$1" >/dev/null; then
+    "$@" || rc=$? # a function of this script (dist_suite): it bounds its own wait
+  else
+    # In the background only to be waited for with a bound (its stdin is then
+    # /dev/null: nothing in a suite reads the terminal).
+    "$@" &
+    wait_bounded $! "$name" "$(next_deadline)" || rc=$?
+  fi
+  if [ "$rc" -eq 0 ]; then
     passed+=("$name ($((SECONDS - start)) s, CPU $(( $(cpu_s) - cpu )) s)")
   else
     failed+=("$name ($((SECONDS - start)) s, CPU $(( $(cpu_s) - cpu )) s)")
@@ -131,7 +183,7 @@ suite_join() {
   local entry pid log name rc
   for entry in "${beside[@]}"; do
     IFS='|' read -r pid log name <<<"$entry"
-    rc=0; wait "$pid" || rc=$?
+    rc=0; wait_bounded "$pid" "$name" "$run_limit" "$log" || rc=$?
     printf '\n==== %s (ran beside the suites above) ====\n' "$name"
     cat "$log"
     local took; took=$(cat "$log.took" 2>/dev/null || echo '?')
@@ -274,4 +326,6 @@ echo "==== summary"
 for s in "${passed[@]}"; do echo "  ok    $s"; done
 for s in "${failed[@]}"; do echo "  FAIL  $s"; done
 echo "suites: ${#passed[@]} passed, ${#failed[@]} failed; ${SECONDS} s, CPU $(cpu_s) s (the background dist build's counted in the dist suite, which waits for it)"
+# What hung, again at the end (CI shows a run's tail).
+if [ -s "$hung_file" ]; then echo "hung, and killed:"; sed 's/^/  HUNG  /' "$hung_file"; fi
 [ ${#failed[@]} -eq 0 ]
