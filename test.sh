@@ -38,6 +38,11 @@ if apt_get=$(command -v apt-get) && [ "$apt_get" != "$apt_shim/apt-get" ] && com
   export PATH="$apt_shim:$PATH"
 fi
 
+# Maven waits 30 minutes for a stalled download by default (its request
+# timeout): a stall on the network then held a whole run. Two minutes of
+# silence from a repository is a failure (Maven retries it first).
+export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-Daether.connector.requestTimeout=120000 -Daether.connector.connectTimeout=30000"
+
 # `dist` builds the artifacts of six of the seven targets (scripts/dist.sh
 # --fast: with scripts/cross.sh's fast profiles, the same builds the platform
 # checks use, macOS x86_64 left to releases, which build all seven with the

@@ -50,7 +50,9 @@ for a in "${arches[@]}"; do
     [[ "$desc" == *static-pie\ linked* ]] || { echo "the aarch64 CLI is not static: qemu would need a musl sysroot"; exit 1; }
     # The tests exec ETCDLOCK_CLI_BIN: a wrapper that runs the aarch64 binary under qemu.
     ETCDLOCK_CLI_BIN=$work/etcdlock-aarch64
-    printf '#!/bin/sh\nexec qemu-aarch64-static %s "$@"\n' "$bin" >"$ETCDLOCK_CLI_BIN"
+    # Bounded: one CLI call takes seconds, also emulated; a hung emulated
+    # process fails its test instead of holding the run.
+    printf '#!/bin/sh\nexec timeout -k 5 300 qemu-aarch64-static %s "$@"\n' "$bin" >"$ETCDLOCK_CLI_BIN"
     chmod +x "$ETCDLOCK_CLI_BIN"
     "$ETCDLOCK_CLI_BIN" --version
     export ETCDLOCK_CLI_QEMU=1

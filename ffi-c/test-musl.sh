@@ -35,7 +35,10 @@ pass=0 fail=0
 run() { # label command...
   local label=$1 out rc=0; shift
   out="$work/$label.log"
-  "$@" >"$out" 2>&1 || rc=$?
+  # Bounded (a run takes under 2 minutes, also under qemu): a hung process
+  # fails its run, with its log, instead of holding the test run.
+  timeout -k 10 900 "$@" >"$out" 2>&1 || rc=$?
+  if [ "$rc" -eq 124 ]; then tail -n 30 "$out"; echo "$label: did not end in 900 s (killed)" >>"$out"; fi
   local last; last="$(tail -n 1 "$out")"
   if [[ "$last" =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]] && ((rc == 0 || BASH_REMATCH[2] > 0)); then
     pass=$((pass + BASH_REMATCH[1])); fail=$((fail + BASH_REMATCH[2]))

@@ -98,20 +98,25 @@ if [ -z "$ecos" ]; then
 fi
 echo "== registries ($ecos): scripts/release.sh --local, each registry's checks, then publish with the release's commands"
 reg=$work/registries
-if bash scripts/release.sh --local "$DIST" "$reg" --keep --only "$ecos" >"$work/release.log" 2>&1; then
+# Each step bounded (timeout kills its whole process group, the registries it
+# started included; --stop below cleans up the rest): a registry, a download
+# or a signing step that hangs fails here, with its log, instead of holding
+# the test run (release.sh takes about 3 minutes, an install about 1).
+if timeout -k 10 1500 bash scripts/release.sh --local "$DIST" "$reg" --keep --only "$ecos" >"$work/release.log" 2>&1; then
   sed 's/^/    /' "$work/release.log"   # each registry's checks and publish, as a release runs them
   ok "release.sh --local: $(grep -c '' "$work/release.log") lines, $(tail -n 1 "$work/release.log")"
   IFS=, read -r -a eco_list <<<"$ecos"
   for e in "${eco_list[@]}"; do
     echo "== $e: install from the local registry with the ordinary command, take a lock (scripts/registry/$e.sh install)"
-    rc=0; bash "scripts/registry/$e.sh" install "$reg" "$EP" >"$work/install-$e.log" 2>&1 || rc=$?
+    rc=0; timeout -k 10 900 bash "scripts/registry/$e.sh" install "$reg" "$EP" >"$work/install-$e.log" 2>&1 || rc=$?
+    [ "$rc" -ne 124 ] || echo "  FAIL $e install did not end in 900 s (killed)" >>"$work/install-$e.log"
     cat "$work/install-$e.log"
     n_ok=$(grep -c '^  ok ' "$work/install-$e.log"); n_bad=$(grep -c '^  FAIL ' "$work/install-$e.log")
     passed=$((passed + n_ok)); fail=$((fail + n_bad))
     [ "$rc" -eq 0 ] && [ "$n_ok" -gt 0 ] || bad "$e install: exit $rc, $n_ok ok lines"
   done
 else
-  bad "release.sh --local ($ecos)"; tail -n 60 "$work/release.log"
+  bad "release.sh --local ($ecos) (exit $?: 124 is its 1500 s bound)"; tail -n 60 "$work/release.log"
 fi
 bash scripts/release.sh --stop "$reg" >/dev/null 2>&1 || bad "release.sh --stop"
 rm -f "$reg/release.ecos"

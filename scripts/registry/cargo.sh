@@ -125,7 +125,7 @@ start() {
     kill -0 "$(cat "$state/cargo.pid")" 2>/dev/null || { cat "$state/cargo/server.log" >&2; die "the registry exited"; }
     if [ -s "$state/cargo/index/config.json" ]; then
       api=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"])' "$state/cargo/index/config.json" 2>/dev/null || true)
-      [ -n "$api" ] && git ls-remote "$api/git" >/dev/null 2>&1 && break
+      [ -n "$api" ] && timeout 10 git ls-remote "$api/git" >/dev/null 2>&1 && break
     fi
     api=""
     sleep 0.1

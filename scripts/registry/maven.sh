@@ -144,7 +144,7 @@ CONF
   "$nginx" -p "$dir" -c "$dir/nginx.conf" -e "$dir/logs/error.log" || die "nginx did not start: $(tail -5 "$dir/logs/error.log")"
   local i
   for i in $(seq 100); do
-    curl -fsS -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && break
+    curl -fsS --max-time 5 -o /dev/null "http://127.0.0.1:$port/" 2>/dev/null && break
     [ "$i" -lt 100 ] || die "nginx does not answer on 127.0.0.1:$port"
     sleep 0.1
   done
@@ -315,7 +315,7 @@ JAVA
   for f in "${want[@]}"; do [ -f "$m2/$GROUP_PATH/$f" ] || sigbad="$sigbad $GROUP_PATH/$f(not downloaded)"; done
   while IFS= read -r -d '' f; do
     rel=${f#"$m2"/}
-    if curl -fsS -o "$f.asc.dl" "$MAVEN_REPO_URL$rel.asc" && gpgv -q --keyring "$ring" "$f.asc.dl" "$f" 2>/dev/null; then
+    if curl -fsS --max-time 60 -o "$f.asc.dl" "$MAVEN_REPO_URL$rel.asc" && gpgv -q --keyring "$ring" "$f.asc.dl" "$f" 2>/dev/null; then
       n=$((n + 1))
     else
       sigbad="$sigbad $rel"

@@ -121,7 +121,7 @@ YAML
     up=0
     for i in $(seq 1 300); do # 30 s
       kill -0 "$(cat "$state/npm.pid")" 2>/dev/null || break
-      if curl -fsS -o /dev/null "${url}-/ping" 2>/dev/null; then up=1; break; fi
+      if curl -fsS --max-time 5 -o /dev/null "${url}-/ping" 2>/dev/null; then up=1; break; fi
       sleep 0.1
     done
     # Still alive once it answered: the answer was Verdaccio's, not another
@@ -138,7 +138,7 @@ YAML
   # calls) registers it in the htpasswd file and returns a token.
   user=release-ci
   pass=$(python3 -c 'import secrets; print(secrets.token_hex(16))')
-  token=$(curl -fsS -X PUT -H 'content-type: application/json' \
+  token=$(curl -fsS --max-time 30 -X PUT -H 'content-type: application/json' \
     -d "{\"name\":\"$user\",\"password\":\"$pass\"}" "${url}-/user/org.couchdb.user:$user" |
     node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).token || ""))') || true
   [ -n "$token" ] || { stop "$state"; die "the login API at $url gave no token"; }

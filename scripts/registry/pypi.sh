@@ -118,7 +118,7 @@ PY
     pid=$!
     echo "$pid" >"$state/pypi.pid"
     for _ in $(seq 150); do
-      if curl -sf -o /dev/null "http://127.0.0.1:$port/simple/"; then url=http://127.0.0.1:$port; break 2; fi
+      if curl -sf --max-time 5 -o /dev/null "http://127.0.0.1:$port/simple/"; then url=http://127.0.0.1:$port; break 2; fi
       kill -0 "$pid" 2>/dev/null || break
       sleep 0.2
     done
@@ -160,7 +160,7 @@ publish)
   TWINE_USERNAME=$PYPI_USERNAME TWINE_PASSWORD=$PYPI_PASSWORD COLUMNS=200 "$TOOLS/bin/twine" --no-color upload --non-interactive \
     --disable-progress-bar --repository-url "$PYPI_UPLOAD_URL" "${files[@]}" 2>&1 | sed 's/ *$//; s/^/  /' ||
     die "twine upload failed"
-  index=$(curl -sf "${PYPI_INDEX_URL}etcdlock/") || die "the index has no page for etcdlock"
+  index=$(curl -sf --max-time 30 "${PYPI_INDEX_URL}etcdlock/") || die "the index has no page for etcdlock"
   for f in "${files[@]}"; do
     grep -qF ">$(basename "$f")<" <<<"$index" || die "the index does not list $(basename "$f")"
   done
