@@ -4,12 +4,14 @@
 
 use super::patience::Waits;
 use super::*;
+use crate::transport::{classify, Kind};
 
 /// How a keep-alive stream ended ([`Session::renew_on`]).
 enum StreamEnd {
     /// The lease is gone; the session is marked lost.
     Lost,
-    /// The stream failed or was closed.
+    /// The stream failed or was closed, or its member takes no new request
+    /// ([`Checked::Down`]): the member is benched.
     Failed,
     /// Its member answered neither a keep-alive nor a question in time ([`Session::patience`]).
     Silent,
@@ -25,6 +27,8 @@ pub(super) enum Confirmed {
     Gone,
     /// No answer within the member silence: the member (or the path to it) is down.
     Silent,
+    /// The member takes no new request ([`Checked::Down`]).
+    Down,
 }
 
 /// An answer that proved the lease alive for `ttl` seconds from `sent`, if
@@ -48,6 +52,16 @@ pub(super) enum Checked {
     /// No answer in time ([`Session::patience`]): the member answers keep-alives but no
     /// linearizable read (a leader cut off from its peers does just that).
     Silent,
+    /// The member takes no new request: the connection was refused or
+    /// failed, or etcd says it is stopping (an error [`classify`] calls
+    /// [`Kind::MemberDown`]). A member stopping gracefully (a rolling
+    /// restart or upgrade) sends GOAWAY and closes its listener, and then
+    /// for up to its request timeout (7 s by default) still answers the
+    /// keep-alive stream already open on it, but no read that would prove a
+    /// renewal: waiting on it renews the lease with no proof until the hold
+    /// ends at its deadline while etcd keeps the lease. Another member can
+    /// prove a renewal at once.
+    Down,
 }
 
 impl Session {
@@ -214,6 +228,7 @@ impl Session {
             Ok(Ok(t)) if t.ttl() == 0 => Confirmed::Alive(None),
             Ok(Ok(_)) => Confirmed::Gone,
             Ok(Err(e)) if e.to_string().contains("requested lease not found") => Confirmed::Gone,
+            Ok(Err(e)) if classify(&e) == Kind::MemberDown => Confirmed::Down,
             _ => Confirmed::Silent,
         }
     }
@@ -248,6 +263,7 @@ impl Session {
             {
                 Checked::Denied
             }
+            Ok(Err(e)) if classify(&e) == Kind::MemberDown => Checked::Down,
             Ok(Err(_)) => Checked::Failed,
             Err(_) => Checked::Silent,
         }
@@ -262,7 +278,9 @@ impl Session {
     /// ([`Session::check`]): the read is sent as the answer comes, and the
     /// newest answer not yet checked waits for the next read. A read answered
     /// in another term (the leader changed) or failing proves nothing, and
-    /// another keep-alive goes at once (at most every `every`); a read not
+    /// another keep-alive goes at once (at most every `every`); a read the
+    /// member refuses as a member that is down would ([`Checked::Down`]:
+    /// stopping gracefully, it still answers this stream) leaves it; a read not
     /// answered in time ([`Session::patience`]) leaves the member. On a direct member the answer comes
     /// within a round trip. A relaying proxy (`etcd grpc-proxy`)
     /// holds the requests until its own renewal and then answers all of them
@@ -459,6 +477,13 @@ impl Session {
                 Some(StreamEnd::Lost)
             }
             Confirmed::Silent => Some(StreamEnd::Silent),
+            Confirmed::Down => {
+                tracing::debug!(
+                    lease = format!("{:x}", self.lease),
+                    "the member takes no new request (stopping, or its connection failed); leaving it"
+                );
+                Some(StreamEnd::Failed)
+            }
         }
     }
 
@@ -501,6 +526,14 @@ impl Session {
                     "the read that checks a renewal failed; renewing again"
                 );
                 Ok(true)
+            }
+            Checked::Down => {
+                tracing::debug!(
+                    lease = format!("{:x}", self.lease),
+                    member,
+                    "the member takes no new request (stopping, or its connection failed); leaving it"
+                );
+                Err(StreamEnd::Failed)
             }
             Checked::Silent => {
                 tracing::debug!(
