@@ -85,6 +85,49 @@ pub(super) struct Steps {
     /// The longest SIGTERM-to-healthy-with-a-leader, ms.
     pub(super) max_back_ms: i64,
     cluster_versions: Vec<String>,
+    /// Each step: (member, SIGTERM, exit, healthy with a leader), CLOCK_MONOTONIC ns
+    /// (0: not reached).
+    windows: Vec<(usize, u64, u64, u64)>,
+}
+
+impl Steps {
+    /// Where the instant `ns` falls among the steps, for a failure message:
+    /// "during m1's stop (3.20 s after its SIGTERM, it exited 6.41 s after)".
+    fn when(&self, ns: u64) -> String {
+        for &(m, term, exit, back) in &self.windows {
+            if ns < term {
+                continue;
+            }
+            if exit == 0 || ns <= exit {
+                let exited = if exit == 0 {
+                    "it did not exit".to_string()
+                } else {
+                    format!("it exited {:.2} s after", secs(exit - term))
+                };
+                return format!(
+                    "during m{m}'s stop ({:.2} s after its SIGTERM, {exited})",
+                    secs(ns - term)
+                );
+            }
+            if back == 0 || ns <= back {
+                return format!(
+                    "while m{m} restarted ({:.2} s after its exit)",
+                    secs(ns - exit)
+                );
+            }
+        }
+        match self.windows.first() {
+            Some(&(_, term, _, _)) if ns < term => {
+                format!("{:.2} s before the first SIGTERM", secs(term - ns))
+            }
+            _ => match self.windows.last() {
+                Some(&(m, _, _, back)) if back > 0 => {
+                    format!("{:.2} s after m{m} was back", secs(ns.saturating_sub(back)))
+                }
+                _ => "after the steps".into(),
+            },
+        }
+    }
 }
 
 /// The prober: lock (timeout 2 s), guarded put, unlock (request timeout 1 s)
@@ -185,8 +228,14 @@ pub(super) async fn run_steps(etcd: &mut Etcd, steps: Vec<Step>, o: &mut Outcome
             s.leaders += 1;
         }
         let t0 = clock_monotonic_ns();
+        s.windows.push((i, t0, 0, 0));
         match blocking(|| etcd.stop(i, Duration::from_secs(20))) {
-            Ok(d) => s.max_stop_ms = s.max_stop_ms.max(d.as_millis() as i64),
+            Ok(d) => {
+                s.max_stop_ms = s.max_stop_ms.max(d.as_millis() as i64);
+                if let Some(w) = s.windows.last_mut() {
+                    w.2 = t0 + d.as_nanos() as u64;
+                }
+            }
             Err(e) => o.fail(e),
         }
         if let Some(b) = st.bin {
@@ -210,7 +259,11 @@ pub(super) async fn run_steps(etcd: &mut Etcd, steps: Vec<Step>, o: &mut Outcome
             o.fail(format!("no leader agreed after m{i} came back"));
             break;
         }
-        s.max_back_ms = s.max_back_ms.max(ms_between(t0, clock_monotonic_ns()));
+        let back = clock_monotonic_ns();
+        s.max_back_ms = s.max_back_ms.max(ms_between(t0, back));
+        if let Some(w) = s.windows.last_mut() {
+            w.3 = back;
+        }
         s.done += 1;
         if let Some(want) = st.cluster_version {
             // The leader raises the cluster version once every member runs
@@ -251,6 +304,22 @@ struct Proc {
     key: String,
     put: crate::GuardedOp,
     waiter: tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>,
+    /// The loss the holder reported (its `LOST` line), and its stale write
+    /// after it (`STALE`), if it printed them.
+    lost: Option<(LossInfo, Option<crate::GuardedOp>)>,
+}
+
+/// A holder process's `LOST <reason> <last true> <turned false>` line as the
+/// history records it: the hold ended at the last instant the binding said
+/// it was held.
+fn loss_of_line(parts: &[String]) -> Option<LossInfo> {
+    let at_ns: u64 = parts.get(2)?.parse().ok()?;
+    let reported_ns: u64 = parts.get(3)?.parse().ok()?;
+    Some(LossInfo {
+        reason: crate::canonical_loss_reason(parts.get(1)?),
+        at_ns,
+        reported_ns,
+    })
 }
 
 /// 34 and 35: holders in every language (this process in Rust, processes in
@@ -319,6 +388,7 @@ async fn rolling(
                 key,
                 put,
                 waiter,
+                lost: None,
             }),
             Err(e) => {
                 o.fail(format!("{} holder: {e}", lang.name()));
@@ -394,21 +464,62 @@ async fn rolling(
         keys.iter()
             .any(|(k, rev, _)| (k == key || *k == format!("{ns}{key}")) && *rev == token)
     };
+    // A loss a holder reports is recorded as a loss (its hold ends at the loss,
+    // not at the kill below), and fails the scenario with what was lost, when,
+    // and whether etcd still had the holder's key after the steps (its lease
+    // alive: a loss the client declared while etcd kept the hold) or not (its
+    // lease expired: a session lost locally is renewed no more, so this does
+    // not say whether etcd kept it until the loss).
     let mut held = 0;
-    if g.is_held() && g.loss().is_none() && kept(&g.key(), g.fencing_token()) {
+    let rloss = g.loss();
+    let rkept = kept(&g.key(), g.fencing_token());
+    if g.is_held() && rloss.is_none() && rkept {
         held += 1;
     } else {
-        o.fail(format!("the Rust holder lost its hold: {:?}", g.loss()));
+        let when = rloss
+            .map(|l| s.when(instant_to_mono_ns(l.at)))
+            .unwrap_or_default();
+        o.fail(format!(
+            "the Rust holder lost its hold: {rloss:?} {when}; its key {} in etcd after the steps",
+            if rkept {
+                "still there with its token (etcd still kept its lease)"
+            } else {
+                "gone"
+            }
+        ));
     }
     for pr in &mut procs {
         let lost = pr.child.expect("LOST", Duration::from_millis(100)).await;
-        if lost.is_ok() || !kept(&pr.key, pr.token) {
-            o.fail(format!(
-                "the {} holder lost its hold: {lost:?}",
-                pr.lang.name()
-            ));
-        } else {
-            held += 1;
+        let on_etcd = kept(&pr.key, pr.token);
+        match lost {
+            Ok(line) => {
+                // The stale write the holder tries after its loss belongs to its hold.
+                let stale = match pr.child.expect("STALE", Duration::from_secs(5)).await {
+                    Ok(st) => crate::parse_put_line(&st, pr.token).ok().map(|(_, op)| op),
+                    Err(_) => None,
+                };
+                let loss = loss_of_line(&line);
+                o.fail(format!(
+                    "the {} holder (token {}) reported its hold lost: {} {}; its key {} in etcd after the steps (line {line:?})",
+                    pr.lang.name(),
+                    pr.token,
+                    loss.as_ref().map(|l| l.reason.as_str()).unwrap_or("?"),
+                    loss.as_ref().map(|l| s.when(l.at_ns)).unwrap_or_default(),
+                    // A session lost locally is renewed no more: its lease
+                    // expires a TTL later whether or not etcd kept it until the loss.
+                    if on_etcd { "still there with its token (etcd still kept its lease)" } else { "gone (its lease expired, at the latest a TTL after the loss)" }
+                ));
+                match loss {
+                    Some(l) => pr.lost = Some((l, stale)),
+                    None => o.fail(format!("malformed LOST line from the {} holder: {line:?}", pr.lang.name())),
+                }
+            }
+            Err(_) if on_etcd => held += 1,
+            Err(_) => o.fail(format!(
+                "the {} holder (token {}) reported no loss but its key is gone from etcd after the steps",
+                pr.lang.name(),
+                pr.token
+            )),
         }
     }
     let call = clock_monotonic_ns();
@@ -431,28 +542,46 @@ async fn rolling(
     for mut pr in procs {
         let end = clock_monotonic_ns();
         pr.child.kill9().await;
+        // A holder that reported a loss held until the loss; one that did
+        // not, until its kill.
+        let mut ops = vec![pr.put];
+        let (ended_ns, loss) = match pr.lost {
+            Some((l, stale)) => {
+                ops.extend(stale);
+                (l.at_ns.min(end), Some(l))
+            }
+            None => (end, None),
+        };
         checker.record(Hold {
             lock: lock_of(pr.lang),
             token: pr.token,
             acquired_ns: pr.acquired_ns,
-            ended_ns: end,
+            ended_ns,
             client: format!("{}-holder", pr.lang.name().to_lowercase()),
-            ops: vec![pr.put],
+            loss,
+            ops,
             ..Default::default()
         });
         waiters.push((pr.lang, pr.token, end, pr.waiter));
     }
     let end = clock_monotonic_ns();
+    let rloss = g.loss();
     let _ = g.unlock().await;
     checker.record(Hold {
         lock: rlock.clone(),
         token: g.fencing_token(),
         acquired_ns: racq,
-        ended_ns: end,
+        ended_ns: rloss
+            .map(|l| instant_to_mono_ns(l.at).min(end))
+            .unwrap_or(end),
         client: "rust-holder".into(),
+        loss: rloss.map(|l| LossInfo {
+            reason: l.reason.name().into(),
+            at_ns: instant_to_mono_ns(l.at),
+            reported_ns: end,
+        }),
         invoked_ns: inv,
         ops: rops,
-        ..Default::default()
     });
     waiters.push((HolderLang::Rust, g.fencing_token(), end, rwaiter));
     let mut max_take = 0i64;
@@ -496,9 +625,26 @@ async fn rolling(
         .unwrap_or_default();
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.expect(r.losses == 0, || {
+        // Which holds, why and when (the holders' own losses are named above too).
+        let lost: Vec<String> = checker
+            .holds()
+            .iter()
+            .filter_map(|h| {
+                let l = h.loss.as_ref()?;
+                Some(format!(
+                    "{} on {} (token {}): {} {}",
+                    h.client,
+                    h.lock,
+                    h.token,
+                    l.reason,
+                    s.when(l.at_ns)
+                ))
+            })
+            .collect();
         format!(
-            "{} holds lost (every lease lived through the steps)",
-            r.losses
+            "{} holds lost (every lease should live through the steps): {}",
+            r.losses,
+            lost.join("; ")
         )
     });
     let lost_calls: u64 = perrs
