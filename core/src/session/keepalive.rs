@@ -10,8 +10,8 @@ use crate::transport::{classify, Kind};
 enum StreamEnd {
     /// The lease is gone; the session is marked lost.
     Lost,
-    /// The stream failed or was closed, or its member takes no new request
-    /// ([`Checked::Down`]): the member is benched.
+    /// The stream failed or was closed, or its member refused a request as
+    /// one that is down ([`Checked::Down`]): the member is benched.
     Failed,
     /// Its member answered neither a keep-alive nor a question in time ([`Session::patience`]).
     Silent,
@@ -52,15 +52,10 @@ pub(super) enum Checked {
     /// No answer in time ([`Session::patience`]): the member answers keep-alives but no
     /// linearizable read (a leader cut off from its peers does just that).
     Silent,
-    /// The member takes no new request: the connection was refused or
-    /// failed, or etcd says it is stopping (an error [`classify`] calls
-    /// [`Kind::MemberDown`]). A member stopping gracefully (a rolling
-    /// restart or upgrade) sends GOAWAY and closes its listener, and then
-    /// for up to its request timeout (7 s by default) still answers the
-    /// keep-alive stream already open on it, but no read that would prove a
-    /// renewal: waiting on it renews the lease with no proof until the hold
-    /// ends at its deadline while etcd keeps the lease. Another member can
-    /// prove a renewal at once.
+    /// Refused as by a member that is down ([`Kind::MemberDown`]): one stopping
+    /// gracefully (GOAWAY, its listener closed) still answers the keep-alive
+    /// stream open on it but no read, so renewing there proves nothing and the
+    /// hold would end while etcd keeps the lease: leave it.
     Down,
 }
 
@@ -278,9 +273,8 @@ impl Session {
     /// ([`Session::check`]): the read is sent as the answer comes, and the
     /// newest answer not yet checked waits for the next read. A read answered
     /// in another term (the leader changed) or failing proves nothing, and
-    /// another keep-alive goes at once (at most every `every`); a read the
-    /// member refuses as a member that is down would ([`Checked::Down`]:
-    /// stopping gracefully, it still answers this stream) leaves it; a read not
+    /// another keep-alive goes at once (at most every `every`); a read refused
+    /// as by a member that is down ([`Checked::Down`]) leaves it; a read not
     /// answered in time ([`Session::patience`]) leaves the member. On a direct member the answer comes
     /// within a round trip. A relaying proxy (`etcd grpc-proxy`)
     /// holds the requests until its own renewal and then answers all of them
@@ -477,13 +471,7 @@ impl Session {
                 Some(StreamEnd::Lost)
             }
             Confirmed::Silent => Some(StreamEnd::Silent),
-            Confirmed::Down => {
-                tracing::debug!(
-                    lease = format!("{:x}", self.lease),
-                    "the member takes no new request (stopping, or its connection failed); leaving it"
-                );
-                Some(StreamEnd::Failed)
-            }
+            Confirmed::Down => Some(StreamEnd::Failed),
         }
     }
 
@@ -527,14 +515,8 @@ impl Session {
                 );
                 Ok(true)
             }
-            Checked::Down => {
-                tracing::debug!(
-                    lease = format!("{:x}", self.lease),
-                    member,
-                    "the member takes no new request (stopping, or its connection failed); leaving it"
-                );
-                Err(StreamEnd::Failed)
-            }
+            // Benched, as `keep_alive` logs ("etcd member failed").
+            Checked::Down => Err(StreamEnd::Failed),
             Checked::Silent => {
                 tracing::debug!(
                     lease = format!("{:x}", self.lease),
