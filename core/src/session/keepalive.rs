@@ -4,12 +4,14 @@
 
 use super::patience::Waits;
 use super::*;
+use crate::transport::{classify, Kind};
 
 /// How a keep-alive stream ended ([`Session::renew_on`]).
 enum StreamEnd {
     /// The lease is gone; the session is marked lost.
     Lost,
-    /// The stream failed or was closed.
+    /// The stream failed or was closed, or its member refused a request as
+    /// one that is down ([`Checked::Down`]): the member is benched.
     Failed,
     /// Its member answered neither a keep-alive nor a question in time ([`Session::patience`]).
     Silent,
@@ -25,6 +27,8 @@ pub(super) enum Confirmed {
     Gone,
     /// No answer within the member silence: the member (or the path to it) is down.
     Silent,
+    /// The member takes no new request ([`Checked::Down`]).
+    Down,
 }
 
 /// An answer that proved the lease alive for `ttl` seconds from `sent`, if
@@ -48,6 +52,11 @@ pub(super) enum Checked {
     /// No answer in time ([`Session::patience`]): the member answers keep-alives but no
     /// linearizable read (a leader cut off from its peers does just that).
     Silent,
+    /// Refused as by a member that is down ([`Kind::MemberDown`]): one stopping
+    /// gracefully (GOAWAY, its listener closed) still answers the keep-alive
+    /// stream open on it but no read, so renewing there proves nothing and the
+    /// hold would end while etcd keeps the lease: leave it.
+    Down,
 }
 
 impl Session {
@@ -214,6 +223,7 @@ impl Session {
             Ok(Ok(t)) if t.ttl() == 0 => Confirmed::Alive(None),
             Ok(Ok(_)) => Confirmed::Gone,
             Ok(Err(e)) if e.to_string().contains("requested lease not found") => Confirmed::Gone,
+            Ok(Err(e)) if classify(&e) == Kind::MemberDown => Confirmed::Down,
             _ => Confirmed::Silent,
         }
     }
@@ -248,6 +258,7 @@ impl Session {
             {
                 Checked::Denied
             }
+            Ok(Err(e)) if classify(&e) == Kind::MemberDown => Checked::Down,
             Ok(Err(_)) => Checked::Failed,
             Err(_) => Checked::Silent,
         }
@@ -262,7 +273,8 @@ impl Session {
     /// ([`Session::check`]): the read is sent as the answer comes, and the
     /// newest answer not yet checked waits for the next read. A read answered
     /// in another term (the leader changed) or failing proves nothing, and
-    /// another keep-alive goes at once (at most every `every`); a read not
+    /// another keep-alive goes at once (at most every `every`); a read refused
+    /// as by a member that is down ([`Checked::Down`]) leaves it; a read not
     /// answered in time ([`Session::patience`]) leaves the member. On a direct member the answer comes
     /// within a round trip. A relaying proxy (`etcd grpc-proxy`)
     /// holds the requests until its own renewal and then answers all of them
@@ -459,6 +471,7 @@ impl Session {
                 Some(StreamEnd::Lost)
             }
             Confirmed::Silent => Some(StreamEnd::Silent),
+            Confirmed::Down => Some(StreamEnd::Failed),
         }
     }
 
@@ -502,6 +515,8 @@ impl Session {
                 );
                 Ok(true)
             }
+            // Benched, as `keep_alive` logs ("etcd member failed").
+            Checked::Down => Err(StreamEnd::Failed),
             Checked::Silent => {
                 tracing::debug!(
                     lease = format!("{:x}", self.lease),

@@ -8,6 +8,10 @@ use std::path::PathBuf;
 
 use super::*;
 
+mod steps;
+use steps::{etcd_build, versions};
+pub(super) use steps::{run_steps, Step};
+
 /// The versions of the rolling upgrade after Debian's 3.4 (built from the Go
 /// module proxy by `faults/build-etcd.sh`; `faults/test.sh` builds them in
 /// the background while the rest builds).
@@ -18,74 +22,6 @@ const ETCD_34: &str = "/usr/bin/etcd";
 
 /// How much past its bound a call may return (scheduling on a loaded machine).
 const BOUND_SLACK_MS: i64 = 250;
-
-/// The etcd binary of `version`, built (or found in the cache) by
-/// `faults/build-etcd.sh`.
-fn etcd_build(version: &str) -> Result<PathBuf, String> {
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("build-etcd.sh");
-    let out = std::process::Command::new(&script)
-        .arg(version)
-        .output()
-        .map_err(|e| format!("{}: {e}", script.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "build-etcd.sh {version} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ));
-    }
-    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("etcd"))
-}
-
-/// (server version, cluster version) that member `i` reports on `/version`.
-fn versions(etcd: &Etcd, i: usize) -> Option<(String, String)> {
-    let m = &etcd.members[i];
-    let body = etcdlock_testkit::http_get_at(&m.host, m.client_port, "/version").ok()?;
-    let json = body.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or(&body);
-    let v: serde_json::Value = serde_json::from_str(json.trim()).ok()?;
-    Some((
-        v["etcdserver"].as_str()?.to_string(),
-        v["etcdcluster"].as_str()?.to_string(),
-    ))
-}
-
-/// One step of a rolling restart: SIGTERM member `member`, then start it
-/// again, with `bin` if given, on the same data dir and ports.
-pub(super) struct Step {
-    member: usize,
-    bin: Option<PathBuf>,
-    /// After this step, wait until every member reports this cluster version prefix.
-    cluster_version: Option<&'static str>,
-}
-
-impl Step {
-    /// Every member of a cluster of `members`, restarted with its own binary, one by one.
-    pub(super) fn restart_each(members: usize) -> Vec<Step> {
-        (0..members)
-            .map(|member| Step {
-                member,
-                bin: None,
-                cluster_version: None,
-            })
-            .collect()
-    }
-}
-
-/// Figures of the steps.
-#[derive(Default)]
-pub(super) struct Steps {
-    /// Members restarted.
-    pub(super) done: usize,
-    /// Of them, the leader when its step began.
-    pub(super) leaders: usize,
-    /// The longest SIGTERM-to-exit, ms.
-    pub(super) max_stop_ms: i64,
-    /// The longest SIGTERM-to-healthy-with-a-leader, ms.
-    pub(super) max_back_ms: i64,
-    cluster_versions: Vec<String>,
-}
 
 /// The prober: lock (timeout 2 s), guarded put, unlock (request timeout 1 s)
 /// in a loop, each call timed against its bound; every hold to the checker.
@@ -173,75 +109,6 @@ fn lock_of(lang: HolderLang) -> String {
     format!("U-{}", lang.name().to_lowercase())
 }
 
-/// Run `steps` on `etcd`, one member at a time: SIGTERM, wait for the exit,
-/// restart (with the step's binary), wait until the member is healthy, every
-/// member agrees on a leader, and (if the step says) the cluster version.
-pub(super) async fn run_steps(etcd: &mut Etcd, steps: Vec<Step>, o: &mut Outcome) -> Steps {
-    let eps = etcd.endpoints();
-    let mut s = Steps::default();
-    for st in steps {
-        let i = st.member;
-        if blocking(|| etcd.leader()) == Some(i) {
-            s.leaders += 1;
-        }
-        let t0 = clock_monotonic_ns();
-        match blocking(|| etcd.stop(i, Duration::from_secs(20))) {
-            Ok(d) => s.max_stop_ms = s.max_stop_ms.max(d.as_millis() as i64),
-            Err(e) => o.fail(e),
-        }
-        if let Some(b) = st.bin {
-            etcd.set_bin(i, b);
-        }
-        let healthy = blocking(|| {
-            etcd.restart(i);
-            etcd.wait_member_healthy(i, Duration::from_secs(20))
-        });
-        if let Err(e) = healthy {
-            o.fail(format!("m{i} after its restart: {e}"));
-            break;
-        }
-        if etcdlock_testkit::await_leader_among(
-            &eps,
-            Duration::from_secs(10),
-            Duration::from_millis(20),
-        )
-        .is_none()
-        {
-            o.fail(format!("no leader agreed after m{i} came back"));
-            break;
-        }
-        s.max_back_ms = s.max_back_ms.max(ms_between(t0, clock_monotonic_ns()));
-        s.done += 1;
-        if let Some(want) = st.cluster_version {
-            // The leader raises the cluster version once every member runs
-            // the new one (etcd checks every few seconds).
-            let start = Instant::now();
-            loop {
-                let vs: Vec<_> = (0..etcd.members.len()).map(|m| versions(etcd, m)).collect();
-                if vs
-                    .iter()
-                    .all(|v| v.as_ref().is_some_and(|(_, c)| c.starts_with(want)))
-                {
-                    s.cluster_versions.push(format!(
-                        "{} after {} ms",
-                        vs[0].as_ref().map(|v| v.1.clone()).unwrap_or_default(),
-                        start.elapsed().as_millis()
-                    ));
-                    break;
-                }
-                if start.elapsed() > Duration::from_secs(20) {
-                    o.fail(format!("cluster version not {want} within 20 s: {vs:?}"));
-                    return s;
-                }
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
-        }
-        // The restarted member takes clients again before the next goes down.
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    s
-}
-
 /// A holder process with its waiter.
 struct Proc {
     lang: HolderLang,
@@ -251,6 +118,22 @@ struct Proc {
     key: String,
     put: crate::GuardedOp,
     waiter: tokio::task::JoinHandle<etcdlock::Result<(etcdlock::Guard, u64)>>,
+    /// The loss the holder reported (its `LOST` line), and its stale write
+    /// after it (`STALE`), if it printed them.
+    lost: Option<(LossInfo, Option<crate::GuardedOp>)>,
+}
+
+/// A holder process's `LOST <reason> <last true> <turned false>` line as the
+/// history records it: the hold ended at the last instant the binding said
+/// it was held.
+fn loss_of_line(parts: &[String]) -> Option<LossInfo> {
+    let at_ns: u64 = parts.get(2)?.parse().ok()?;
+    let reported_ns: u64 = parts.get(3)?.parse().ok()?;
+    Some(LossInfo {
+        reason: crate::canonical_loss_reason(parts.get(1)?),
+        at_ns,
+        reported_ns,
+    })
 }
 
 /// 34 and 35: holders in every language (this process in Rust, processes in
@@ -319,6 +202,7 @@ async fn rolling(
                 key,
                 put,
                 waiter,
+                lost: None,
             }),
             Err(e) => {
                 o.fail(format!("{} holder: {e}", lang.name()));
@@ -394,21 +278,62 @@ async fn rolling(
         keys.iter()
             .any(|(k, rev, _)| (k == key || *k == format!("{ns}{key}")) && *rev == token)
     };
+    // A loss a holder reports is recorded as a loss (its hold ends at the loss,
+    // not at the kill below), and fails the scenario with what was lost, when,
+    // and whether etcd still had the holder's key after the steps (its lease
+    // alive: a loss the client declared while etcd kept the hold) or not (its
+    // lease expired: a session lost locally is renewed no more, so this does
+    // not say whether etcd kept it until the loss).
     let mut held = 0;
-    if g.is_held() && g.loss().is_none() && kept(&g.key(), g.fencing_token()) {
+    let rloss = g.loss();
+    let rkept = kept(&g.key(), g.fencing_token());
+    if g.is_held() && rloss.is_none() && rkept {
         held += 1;
     } else {
-        o.fail(format!("the Rust holder lost its hold: {:?}", g.loss()));
+        let when = rloss
+            .map(|l| s.when(instant_to_mono_ns(l.at)))
+            .unwrap_or_default();
+        o.fail(format!(
+            "the Rust holder lost its hold: {rloss:?} {when}; its key {} in etcd after the steps",
+            if rkept {
+                "still there with its token (etcd still kept its lease)"
+            } else {
+                "gone"
+            }
+        ));
     }
     for pr in &mut procs {
         let lost = pr.child.expect("LOST", Duration::from_millis(100)).await;
-        if lost.is_ok() || !kept(&pr.key, pr.token) {
-            o.fail(format!(
-                "the {} holder lost its hold: {lost:?}",
-                pr.lang.name()
-            ));
-        } else {
-            held += 1;
+        let on_etcd = kept(&pr.key, pr.token);
+        match lost {
+            Ok(line) => {
+                // The stale write the holder tries after its loss belongs to its hold.
+                let stale = match pr.child.expect("STALE", Duration::from_secs(5)).await {
+                    Ok(st) => crate::parse_put_line(&st, pr.token).ok().map(|(_, op)| op),
+                    Err(_) => None,
+                };
+                let loss = loss_of_line(&line);
+                o.fail(format!(
+                    "the {} holder (token {}) reported its hold lost: {} {}; its key {} in etcd after the steps (line {line:?})",
+                    pr.lang.name(),
+                    pr.token,
+                    loss.as_ref().map(|l| l.reason.as_str()).unwrap_or("?"),
+                    loss.as_ref().map(|l| s.when(l.at_ns)).unwrap_or_default(),
+                    // A session lost locally is renewed no more: its lease
+                    // expires a TTL later whether or not etcd kept it until the loss.
+                    if on_etcd { "still there with its token (etcd still kept its lease)" } else { "gone (its lease expired, at the latest a TTL after the loss)" }
+                ));
+                match loss {
+                    Some(l) => pr.lost = Some((l, stale)),
+                    None => o.fail(format!("malformed LOST line from the {} holder: {line:?}", pr.lang.name())),
+                }
+            }
+            Err(_) if on_etcd => held += 1,
+            Err(_) => o.fail(format!(
+                "the {} holder (token {}) reported no loss but its key is gone from etcd after the steps",
+                pr.lang.name(),
+                pr.token
+            )),
         }
     }
     let call = clock_monotonic_ns();
@@ -431,28 +356,46 @@ async fn rolling(
     for mut pr in procs {
         let end = clock_monotonic_ns();
         pr.child.kill9().await;
+        // A holder that reported a loss held until the loss; one that did
+        // not, until its kill.
+        let mut ops = vec![pr.put];
+        let (ended_ns, loss) = match pr.lost {
+            Some((l, stale)) => {
+                ops.extend(stale);
+                (l.at_ns.min(end), Some(l))
+            }
+            None => (end, None),
+        };
         checker.record(Hold {
             lock: lock_of(pr.lang),
             token: pr.token,
             acquired_ns: pr.acquired_ns,
-            ended_ns: end,
+            ended_ns,
             client: format!("{}-holder", pr.lang.name().to_lowercase()),
-            ops: vec![pr.put],
+            loss,
+            ops,
             ..Default::default()
         });
         waiters.push((pr.lang, pr.token, end, pr.waiter));
     }
     let end = clock_monotonic_ns();
+    let rloss = g.loss();
     let _ = g.unlock().await;
     checker.record(Hold {
         lock: rlock.clone(),
         token: g.fencing_token(),
         acquired_ns: racq,
-        ended_ns: end,
+        ended_ns: rloss
+            .map(|l| instant_to_mono_ns(l.at).min(end))
+            .unwrap_or(end),
         client: "rust-holder".into(),
+        loss: rloss.map(|l| LossInfo {
+            reason: l.reason.name().into(),
+            at_ns: instant_to_mono_ns(l.at),
+            reported_ns: end,
+        }),
         invoked_ns: inv,
         ops: rops,
-        ..Default::default()
     });
     waiters.push((HolderLang::Rust, g.fencing_token(), end, rwaiter));
     let mut max_take = 0i64;
@@ -496,9 +439,26 @@ async fn rolling(
         .unwrap_or_default();
     let r = finish(&mut o, &checker, &mut rawc, &ns, Some(from)).await;
     o.expect(r.losses == 0, || {
+        // Which holds, why and when (the holders' own losses are named above too).
+        let lost: Vec<String> = checker
+            .holds()
+            .iter()
+            .filter_map(|h| {
+                let l = h.loss.as_ref()?;
+                Some(format!(
+                    "{} on {} (token {}): {} {}",
+                    h.client,
+                    h.lock,
+                    h.token,
+                    l.reason,
+                    s.when(l.at_ns)
+                ))
+            })
+            .collect();
         format!(
-            "{} holds lost (every lease lived through the steps)",
-            r.losses
+            "{} holds lost (every lease should live through the steps): {}",
+            r.losses,
+            lost.join("; ")
         )
     });
     let lost_calls: u64 = perrs
