@@ -43,6 +43,18 @@ fi
 # silence from a repository is a failure (Maven retries it first).
 export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-Daether.connector.requestTimeout=120000 -Daether.connector.connectTimeout=30000"
 
+# etcd 3.5 and 3.6 (built from the Go module proxy once, cached) are used by
+# the core suite's test of a gracefully stopping member and by the fault
+# suite's upgrades: built now, in the background at the lowest priority, while
+# the core suite compiles (build-etcd.sh takes a lock: a suite that asks
+# before it is done waits for it). Its log: target/etcd-build.log.
+case ",$SUITES," in
+  *",core,"* | *",faults,"*)
+    mkdir -p "$CARGO_TARGET_DIR"
+    nice -n 19 bash -c 'for v in 3.5.35 3.6.16; do faults/build-etcd.sh "$v" || exit; done' \
+      >"$CARGO_TARGET_DIR/etcd-build.log" 2>&1 & ;;
+esac
+
 # `dist` builds the artifacts of six of the seven targets (scripts/dist.sh
 # --fast: with scripts/cross.sh's fast profiles, the same builds the platform
 # checks use, macOS x86_64 left to releases, which build all seven with the

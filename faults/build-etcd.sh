@@ -4,7 +4,8 @@
 # etcdctl beside it when asked for (`with-etcdctl`: faults/compat.sh runs that
 # version's etcdctl; the fault suite's upgrade scenarios run only the server,
 # and building etcdctl too cost CPU the suite's other builds need).
-# Prints the directory. Used by faults/test.sh and faults/compat.sh.
+# Prints the directory. Used by faults/test.sh, faults/compat.sh, core/tests/faults.rs
+# and ./test.sh (which starts both versions early, in the background).
 #
 #   faults/build-etcd.sh 3.6.16 [with-etcdctl]
 set -euo pipefail
@@ -12,6 +13,12 @@ v="${1:?usage: build-etcd.sh VERSION [with-etcdctl]}"
 tools=(etcd)
 [ "${2:-}" = with-etcdctl ] && tools+=(etcdctl)
 out="${ETCDLOCK_ETCD_CACHE:-$HOME/.cache/etcdlock-etcd}/v$v"
+mkdir -p "$out"
+# One build at a time per version (./test.sh starts them early in the
+# background, and a test or suite may ask at the same time): the second
+# waits, then finds it built.
+exec 9>"$out.lock"
+flock 9
 missing=()
 for t in "${tools[@]}"; do [ -x "$out/$t" ] || missing+=("$t"); done
 if [ "${#missing[@]}" -gt 0 ]; then
