@@ -43,6 +43,15 @@ fi
 # silence from a repository is a failure (Maven retries it first).
 export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-Daether.connector.requestTimeout=120000 -Daether.connector.connectTimeout=30000"
 
+# `dist` builds the artifacts of six of the seven targets (scripts/dist.sh
+# --fast: with scripts/cross.sh's fast profiles, the same builds the platform
+# checks use, macOS x86_64 left to releases, which build all seven with the
+# dist profile) and installs the glibc
+# ones in a clean room, the aarch64 ones under qemu-user (~4 min);
+# ETCDLOCK_SUITES=dist runs it alone.
+SUITES=${ETCDLOCK_SUITES:-core,c,python,node,ui,java,faults,platforms,flash,dist,docs}
+passed=(); failed=()
+
 # etcd 3.5 and 3.6 (built from the Go module proxy once, cached) are used by
 # the core suite's test of a gracefully stopping member and by the fault
 # suite's upgrades: built now, in the background at the lowest priority, while
@@ -54,15 +63,6 @@ case ",$SUITES," in
     nice -n 19 bash -c 'for v in 3.5.35 3.6.16; do faults/build-etcd.sh "$v" || exit; done' \
       >"$CARGO_TARGET_DIR/etcd-build.log" 2>&1 & ;;
 esac
-
-# `dist` builds the artifacts of six of the seven targets (scripts/dist.sh
-# --fast: with scripts/cross.sh's fast profiles, the same builds the platform
-# checks use, macOS x86_64 left to releases, which build all seven with the
-# dist profile) and installs the glibc
-# ones in a clean room, the aarch64 ones under qemu-user (~4 min);
-# ETCDLOCK_SUITES=dist runs it alone.
-SUITES=${ETCDLOCK_SUITES:-core,c,python,node,ui,java,faults,platforms,flash,dist,docs}
-passed=(); failed=()
 
 # The dist build starts now, in the background (glibc Linux first, which the
 # clean room needs, then the targets the platform checks find built), at the lowest CPU and I/O
