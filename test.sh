@@ -41,7 +41,12 @@ fi
 # Maven waits 30 minutes for a stalled download by default (its request
 # timeout): a stall on the network then held a whole run. Two minutes of
 # silence from a repository is a failure (Maven retries it first).
-export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-Daether.connector.requestTimeout=120000 -Daether.connector.connectTimeout=30000"
+# Maven finds ~/.m2 by Java's user.home, which is the passwd entry's home,
+# not $HOME; the suites read $HOME/.m2. Where the two differ (a GitHub
+# container job sets HOME=/github/home for root, whose passwd home is /root)
+# the Java, fault and clean-room suites missed what Maven had fetched: Maven
+# is told $HOME.
+export MAVEN_OPTS="${MAVEN_OPTS:+$MAVEN_OPTS }-Duser.home=$HOME -Daether.connector.requestTimeout=120000 -Daether.connector.connectTimeout=30000"
 
 # `dist` builds the artifacts of six of the seven targets (scripts/dist.sh
 # --fast: with scripts/cross.sh's fast profiles, the same builds the platform
