@@ -199,13 +199,13 @@ suite_beside() {
   case ",$SUITES," in *",$key,"*) ;; *) return 0 ;; esac
   local log; log=$(mktemp)
   ( start=$SECONDS; rc=0; "$@" || rc=$?; echo "$((SECONDS - start))" >"$log.took"; exit "$rc" ) >"$log" 2>&1 &
-  beside+=("$!|$log|$name")
+  beside+=("$!|$log|$name|$(next_deadline)")
 }
 suite_join() {
-  local entry pid log name rc
+  local entry pid log name rc deadline
   for entry in "${beside[@]}"; do
-    IFS='|' read -r pid log name <<<"$entry"
-    rc=0; wait_bounded "$pid" "$name" "$run_limit" "$log" || rc=$?
+    IFS='|' read -r pid log name deadline <<<"$entry"
+    rc=0; wait_bounded "$pid" "$name" "$deadline" "$log" || rc=$?
     printf '\n==== %s (ran beside the suites above) ====\n' "$name"
     cat "$log"
     local took; took=$(cat "$log.took" 2>/dev/null || echo '?')
