@@ -614,7 +614,12 @@ async fn a_hold_at_ttl_2_lives_through_its_member_stopping_gracefully() {
     let mut stops = Vec::new();
     for round in 0..3 {
         let on = c.member_in_use();
-        let i = eps.iter().position(|e| *e == on).unwrap_or(round);
+        // The member the client is on, not a stand-in: stopping another
+        // would test nothing.
+        let i = eps
+            .iter()
+            .position(|e| *e == on)
+            .unwrap_or_else(|| panic!("round {round}: the client is on {on}, not one of {eps:?}"));
         make_follower(&etcd, i).await;
         // Renewals settle on the new leader before the stop.
         tokio::time::sleep(Duration::from_secs(1)).await;
