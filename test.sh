@@ -180,8 +180,11 @@ suite() {
     "$@" || rc=$? # a function of this script (dist_suite): it bounds its own wait
   else
     # In the background only to be waited for with a bound (its stdin is then
-    # /dev/null: nothing in a suite reads the terminal).
-    "$@" &
+    # /dev/null: nothing in a suite reads the terminal). bash starts a
+    # background command with SIGINT and SIGQUIT ignored, which its children
+    # would inherit (Ctrl-C would then leave the suite running, and a test's
+    # SIGINT to a child it started would do nothing): restored first.
+    ( trap - INT QUIT; exec "$@" ) &
     wait_bounded $! "$name" "$(next_deadline)" || rc=$?
   fi
   if [ "$rc" -eq 0 ]; then
@@ -199,7 +202,8 @@ suite_beside() {
   local key=$1 name=$2; shift 2
   case ",$SUITES," in *",$key,"*) ;; *) return 0 ;; esac
   local log; log=$(mktemp)
-  ( start=$SECONDS; rc=0; "$@" || rc=$?; echo "$((SECONDS - start))" >"$log.took"; exit "$rc" ) >"$log" 2>&1 &
+  ( trap - INT QUIT # as in suite()
+    start=$SECONDS; rc=0; "$@" || rc=$?; echo "$((SECONDS - start))" >"$log.took"; exit "$rc" ) >"$log" 2>&1 &
   beside+=("$!|$log|$name|$(next_deadline)")
 }
 suite_join() {
